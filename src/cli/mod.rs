@@ -1,0 +1,49 @@
+//! Command-line interface: one file per subcommand. `main.rs` only parses and dispatches.
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+pub mod plan;
+pub mod validate;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "GitOps progressive delivery: canaries run by committing to the config repo"
+)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Output {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check canary specs and repo settings; every problem is printed as file:line: field: message.
+    Validate(validate::Args),
+    /// Show each canary's weight sequence, promotion, approvals and minimum duration.
+    Plan(plan::Args),
+}
+
+/// Runs a parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Validate(args) => validate::run(&args),
+        Command::Plan(args) => plan::run(&args),
+    }
+}

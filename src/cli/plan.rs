@@ -1,0 +1,70 @@
+//! `sluice plan FILE...`: per canary, the weights it walks, the promotion, where approvals wait
+//! and the minimum duration, computed by the decision engine on a simulated clock.
+
+use std::path::PathBuf;
+
+use crate::cli::Output;
+use crate::core::plan::{plan, Plan};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files or folders holding canaries.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Repo settings file (default: .sluice/config.yaml found above the first path).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    let (_, loaded) = crate::cli::validate::load(&args.paths, args.config.as_deref());
+    for e in &loaded.errors {
+        eprintln!("{e}");
+    }
+    let plans: Vec<Plan> = loaded.canaries.iter().map(plan).collect();
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&plans)?),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&plans)?),
+        Output::Table => {
+            for p in &plans {
+                print_plan(p);
+            }
+        }
+    }
+    Ok(if loaded.errors.is_empty() { 0 } else { 1 })
+}
+
+fn list(weights: &[u8]) -> String {
+    if weights.is_empty() {
+        return "-".into();
+    }
+    weights
+        .iter()
+        .map(u8::to_string)
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+fn print_plan(p: &Plan) {
+    println!("{}/{} ({})", p.namespace, p.name, p.strategy);
+    if let Some(i) = p.iterations {
+        println!("  iterations:         {i}");
+    }
+    println!("  canary weights:     {}", list(&p.canary_weights));
+    println!(
+        "  promotion (primary): {}",
+        list(&p.promotion_primary_weights)
+    );
+    if p.approvals.is_empty() {
+        println!("  approvals:          none");
+    } else {
+        println!("  approvals:          {}", p.approvals.join(", "));
+    }
+    println!("  minimum duration:   {}s", p.min_duration_seconds);
+    println!("  events:");
+    for e in &p.events {
+        println!("    {e}");
+    }
+}

@@ -1,0 +1,917 @@
+//! The rollout state machine: `decide(canary, status, observations, now) -> Decision`.
+//!
+//! Pure: no IO, no clock reads, one exhaustive `match` over [`Phase`]. Every rollout rule lives
+//! here; adapters gather observations before and turn the decision into a commit after. The
+//! order of checks follows Flagger's scheduler so Flagger users see the events they know.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::core::observe::{MetricValue, Observations};
+use crate::core::schedule::{promotion_primary_weights, Pause, Step};
+use crate::core::status::{CheckRecord, Gate, Phase, Status};
+use crate::spec::model::{Canary, Strategy, Target, WebhookKind};
+
+/// What changed, for commit subjects and renderers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Nothing to commit.
+    Hold,
+    /// First sight of the canary: primary takes the source, route 100/0.
+    Initialize,
+    /// A new revision waits for approval before the rollout starts.
+    WaitRollout,
+    /// A new revision starts an analysis at weight 0 (canary scaled up).
+    StartRollout,
+    /// A new revision arrived mid-analysis: back to weight 0.
+    Restart,
+    /// The source went back to the promoted revision mid-analysis: route 100/0, idle.
+    Cancel,
+    AdvanceCanary {
+        from: u8,
+        to: u8,
+    },
+    /// Blue/green or A/B: one more analysis iteration passed.
+    AdvanceIteration {
+        done: u32,
+        of: u32,
+    },
+    FailedCheck,
+    WaitApproval(Gate),
+    /// The primary takes the canary's spec.
+    Promote,
+    AdvancePrimary {
+        weight: u8,
+    },
+    /// Finalising: the canary is scaled to zero.
+    Finalise,
+    /// Back to the primary at 100 %: phase Failed.
+    Rollback {
+        reason: String,
+    },
+}
+
+/// The outcome of one decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub action: Action,
+    /// The next status (equal to the input when the action is `Hold`).
+    pub status: Status,
+    /// Flagger-style events, oldest first.
+    pub events: Vec<String>,
+    /// The earliest time deciding again may change something, if any.
+    pub wake_at: Option<Timestamp>,
+}
+
+impl Decision {
+    /// True when the decision changes the repo.
+    pub fn commits(&self) -> bool {
+        self.action != Action::Hold
+    }
+}
+
+fn after(t: Timestamp, d: Duration) -> Timestamp {
+    let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+    t.checked_add(d).unwrap_or(Timestamp::MAX)
+}
+
+/// `name.namespace`, as Flagger names canaries in events.
+fn dotted(canary: &Canary) -> String {
+    format!("{}.{}", canary.id.name, canary.id.namespace)
+}
+
+/// Decides the next step of one canary. `status` is `None` the first time the canary is seen.
+pub fn decide(
+    canary: &Canary,
+    status: Option<&Status>,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
+    let Some(status) = status else {
+        return initialize(canary, obs, now);
+    };
+    if canary.suspend {
+        return hold(status, None, format!("{} is suspended", dotted(canary)));
+    }
+    match status.phase {
+        Phase::Initializing => initialize(canary, obs, now),
+        Phase::Initialized | Phase::Succeeded | Phase::Failed => idle(canary, status, obs, now),
+        Phase::Waiting => waiting(canary, status, obs, now),
+        Phase::Progressing | Phase::WaitingApproval => progressing(canary, status, obs, now),
+        Phase::Promoting => promoting(canary, status, now),
+        Phase::Finalising => finalising(canary, status, now),
+    }
+}
+
+fn hold(status: &Status, wake_at: Option<Timestamp>, why: String) -> Decision {
+    Decision {
+        action: Action::Hold,
+        status: status.clone(),
+        events: vec![why],
+        wake_at,
+    }
+}
+
+fn change(action: Action, status: Status, event: String, wake_at: Option<Timestamp>) -> Decision {
+    let mut status = status;
+    status.message = event.clone();
+    Decision {
+        action,
+        status,
+        events: vec![event],
+        wake_at,
+    }
+}
+
+fn initialize(canary: &Canary, obs: &Observations, now: Timestamp) -> Decision {
+    let stable_service = match &canary.target {
+        Target::RouteOnly { services, .. } => Some(services[0].to_string()),
+        Target::Source { .. } | Target::TargetRef { .. } => None,
+    };
+    let status = Status {
+        phase: Phase::Initialized,
+        step: 0,
+        canary_weight: 0,
+        primary_weight: 100,
+        failed_checks: 0,
+        iterations: 0,
+        promoted_revision: obs.revision.clone(),
+        canary_revision: None,
+        stable_service,
+        waiting_for: None,
+        phase_since: now,
+        step_started: now,
+        last_failed_check: None,
+        checks: Vec::new(),
+        message: String::new(),
+    };
+    change(
+        Action::Initialize,
+        status,
+        format!("Initialization done! {}", dotted(canary)),
+        None,
+    )
+}
+
+/// The gate that holds a new revision before its rollout starts, if closed.
+fn rollout_gate_closed(canary: &Canary, obs: &Observations) -> bool {
+    gate_closed(canary, obs, Gate::Rollout)
+}
+
+/// A gate is closed when the spec asks for it and its answer is not yes: native approvals look
+/// at `obs.approved`, Flagger's confirm-* webhooks at their HTTP answers.
+fn gate_closed(canary: &Canary, obs: &Observations, gate: Gate) -> bool {
+    let approvals = canary.analysis.approvals;
+    let (wanted, kind) = match gate {
+        Gate::Rollout => (approvals.before_rollout, WebhookKind::ConfirmRollout),
+        Gate::TrafficIncrease => (
+            approvals.before_traffic_increase,
+            WebhookKind::ConfirmTrafficIncrease,
+        ),
+        Gate::Promotion => (approvals.before_promotion, WebhookKind::ConfirmPromotion),
+    };
+    let approval_missing = wanted && !obs.approved;
+    let hook_declared = canary.analysis.webhooks.iter().any(|w| w.kind == kind);
+    let hook_closed = hook_declared
+        && canary
+            .analysis
+            .webhooks
+            .iter()
+            .filter(|w| w.kind == kind)
+            .any(|w| {
+                !obs.hooks(kind)
+                    .any(|o| o.name == w.name && o.outcome.is_ok())
+            });
+    approval_missing || hook_closed
+}
+
+fn idle(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+    if obs.revision == status.promoted_revision {
+        return hold(
+            status,
+            None,
+            format!("{} runs the promoted revision", dotted(canary)),
+        );
+    }
+    if status.phase == Phase::Failed && status.canary_revision.as_deref() == Some(&obs.revision) {
+        return hold(
+            status,
+            None,
+            format!(
+                "{} revision {} failed its analysis; push a new revision or run `sluice retry`",
+                dotted(canary),
+                short(&obs.revision)
+            ),
+        );
+    }
+    start_rollout(canary, status, obs, now)
+}
+
+fn waiting(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+    if obs.revision == status.promoted_revision {
+        let mut next = status.clone();
+        next.phase = Phase::Initialized;
+        next.phase_since = now;
+        next.waiting_for = None;
+        next.canary_revision = None;
+        return change(
+            Action::Cancel,
+            next,
+            format!(
+                "{} is back at the promoted revision; nothing to roll out",
+                dotted(canary)
+            ),
+            None,
+        );
+    }
+    start_rollout(canary, status, obs, now)
+}
+
+fn start_rollout(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+    let name = dotted(canary);
+    if rollout_gate_closed(canary, obs) {
+        if status.phase == Phase::Waiting
+            && status.canary_revision.as_deref() == Some(&obs.revision)
+        {
+            return hold(
+                status,
+                None,
+                format!("Halt {name} advancement waiting for approval to start the rollout"),
+            );
+        }
+        let mut next = status.clone();
+        next.phase = Phase::Waiting;
+        next.phase_since = now;
+        next.waiting_for = Some(Gate::Rollout);
+        next.canary_revision = Some(obs.revision.clone());
+        return change(
+            Action::WaitRollout,
+            next,
+            format!("Halt {name} advancement waiting for approval to start the rollout"),
+            None,
+        );
+    }
+    if canary.skip_analysis {
+        let mut next = status.clone();
+        next.phase = Phase::Succeeded;
+        next.phase_since = now;
+        next.step_started = now;
+        next.step = 0;
+        next.canary_weight = 0;
+        next.primary_weight = 100;
+        next.failed_checks = 0;
+        next.iterations = 0;
+        next.waiting_for = None;
+        next.checks.clear();
+        next.last_failed_check = None;
+        next.canary_revision = Some(obs.revision.clone());
+        next.promoted_revision = obs.revision.clone();
+        swap_stable(canary, &mut next);
+        return change(
+            Action::Promote,
+            next,
+            format!("Promotion completed! Canary analysis was skipped for {name}"),
+            None,
+        );
+    }
+    let next = reset_analysis(status, obs, now);
+    change(
+        Action::StartRollout,
+        next,
+        format!("New revision detected! Scaling up {name}"),
+        Some(after(now, canary.analysis.interval)),
+    )
+}
+
+/// A fresh analysis of `obs.revision` at weight 0.
+fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp) -> Status {
+    let mut next = status.clone();
+    next.phase = Phase::Progressing;
+    next.phase_since = now;
+    next.step_started = now;
+    next.step = 0;
+    next.canary_weight = 0;
+    next.primary_weight = 100;
+    next.failed_checks = 0;
+    next.iterations = 0;
+    next.waiting_for = None;
+    next.last_failed_check = None;
+    next.checks.clear();
+    next.canary_revision = Some(obs.revision.clone());
+    next
+}
+
+/// Route-only mode: after a promotion the service that took the canary traffic is stable.
+fn swap_stable(canary: &Canary, status: &mut Status) {
+    if let Target::RouteOnly { services, .. } = &canary.target {
+        let current = status.stable_service.as_deref();
+        let other = if current == Some(services[0].as_str()) {
+            &services[1]
+        } else {
+            &services[0]
+        };
+        status.stable_service = Some(other.to_string());
+    }
+}
+
+fn short(revision: &str) -> &str {
+    revision.get(..7).unwrap_or(revision)
+}
+
+fn rollback(canary: &Canary, status: &Status, reason: String, now: Timestamp) -> Decision {
+    let mut next = status.clone();
+    next.phase = Phase::Failed;
+    next.phase_since = now;
+    next.step_started = now;
+    next.canary_weight = 0;
+    next.primary_weight = 100;
+    next.waiting_for = None;
+    let name = dotted(canary);
+    let event = format!("Rolling back {name}: {reason}");
+    next.message = event.clone();
+    Decision {
+        action: Action::Rollback { reason },
+        status: next,
+        events: vec![format!("Canary failed! Scaling down {name}"), event],
+        wake_at: None,
+    }
+}
+
+/// Judges the metrics and the `rollout` webhooks; returns the records and whether all passed.
+fn judge(canary: &Canary, obs: &Observations) -> (Vec<CheckRecord>, bool) {
+    let mut records = Vec::new();
+    for metric in &canary.analysis.metrics {
+        let observed = obs.metrics.iter().find(|m| m.name == metric.name);
+        let (min, max) = (metric.range.min, metric.range.max);
+        let record = match observed.map(|m| &m.value) {
+            None => CheckRecord {
+                name: metric.name.clone(),
+                value: None,
+                min,
+                max,
+                passed: false,
+                detail: "not observed".into(),
+            },
+            Some(MetricValue::NoData) => CheckRecord {
+                name: metric.name.clone(),
+                value: None,
+                min,
+                max,
+                passed: false,
+                detail: "no data".into(),
+            },
+            Some(MetricValue::Error(e)) => CheckRecord {
+                name: metric.name.clone(),
+                value: None,
+                min,
+                max,
+                passed: false,
+                detail: format!("query failed: {e}"),
+            },
+            Some(MetricValue::Value(v)) => {
+                let v = *v;
+                let detail = if v.is_nan() {
+                    "NaN".to_string()
+                } else if min.is_some_and(|m| v < m) {
+                    format!("{} < {}", fmt_num(v), fmt_num(min.unwrap_or_default()))
+                } else if max.is_some_and(|m| v > m) {
+                    format!("{} > {}", fmt_num(v), fmt_num(max.unwrap_or_default()))
+                } else {
+                    bound_text(v, min, max)
+                };
+                CheckRecord {
+                    name: metric.name.clone(),
+                    value: if v.is_nan() { None } else { Some(v) },
+                    min,
+                    max,
+                    passed: metric.range.admits(v),
+                    detail,
+                }
+            }
+        };
+        records.push(record);
+    }
+    for hook in canary
+        .analysis
+        .webhooks
+        .iter()
+        .filter(|w| w.kind == WebhookKind::Rollout)
+    {
+        let observed = obs
+            .hooks(WebhookKind::Rollout)
+            .find(|o| o.name == hook.name);
+        let (passed, detail) = match observed.map(|o| &o.outcome) {
+            Some(Ok(())) => (true, "ok".to_string()),
+            Some(Err(e)) => (false, e.clone()),
+            None => (false, "not called".to_string()),
+        };
+        records.push(CheckRecord {
+            name: hook.name.clone(),
+            value: None,
+            min: None,
+            max: None,
+            passed,
+            detail,
+        });
+    }
+    let all = records.iter().all(|r| r.passed);
+    (records, all)
+}
+
+fn bound_text(v: f64, min: Option<f64>, max: Option<f64>) -> String {
+    match (min, max) {
+        (Some(lo), Some(hi)) => format!("{} in {}..{}", fmt_num(v), fmt_num(lo), fmt_num(hi)),
+        (Some(lo), None) => format!("{} >= {}", fmt_num(v), fmt_num(lo)),
+        (None, Some(hi)) => format!("{} <= {}", fmt_num(v), fmt_num(hi)),
+        (None, None) => fmt_num(v),
+    }
+}
+
+/// Numbers as people write them: `99`, `99.93`, at most two decimals.
+pub fn fmt_num(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+fn failed_summary(records: &[CheckRecord]) -> String {
+    records
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| format!("{} {}", r.name, r.detail))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Records a failed check; at `threshold` the decision is a rollback.
+fn failed_check(
+    canary: &Canary,
+    status: &Status,
+    records: Vec<CheckRecord>,
+    now: Timestamp,
+) -> Decision {
+    let summary = failed_summary(&records);
+    let mut next = status.clone();
+    next.failed_checks = next.failed_checks.saturating_add(1);
+    next.last_failed_check = Some(now);
+    next.checks = records;
+    let threshold = canary.analysis.threshold;
+    if next.failed_checks >= threshold {
+        return rollback(
+            canary,
+            &next,
+            format!("failed checks threshold reached {threshold} ({summary})"),
+            now,
+        );
+    }
+    let event = format!(
+        "Halt {} advancement: {summary} (failed checks {}/{threshold})",
+        dotted(canary),
+        next.failed_checks
+    );
+    change(
+        Action::FailedCheck,
+        next,
+        event,
+        Some(after(now, canary.analysis.interval)),
+    )
+}
+
+/// Progressing and WaitingApproval: restart on a new revision, judge, then advance.
+fn progressing(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+    let name = dotted(canary);
+    let interval = canary.analysis.interval;
+    if status.canary_revision.as_deref() != Some(&obs.revision) {
+        if obs.revision == status.promoted_revision {
+            let mut next = reset_analysis(status, obs, now);
+            next.phase = Phase::Initialized;
+            next.canary_revision = None;
+            return change(
+                Action::Cancel,
+                next,
+                format!("{name} is back at the promoted revision; analysis cancelled, all traffic to the primary"),
+                None,
+            );
+        }
+        let next = reset_analysis(status, obs, now);
+        return change(
+            Action::Restart,
+            next,
+            format!("New revision detected! Restarting analysis for {name}"),
+            Some(after(now, interval)),
+        );
+    }
+    if obs.hooks(WebhookKind::Rollback).any(|o| o.outcome.is_ok()) {
+        return rollback(canary, status, "rollback webhook answered yes".into(), now);
+    }
+    if status.failed_checks >= canary.analysis.threshold {
+        return rollback(
+            canary,
+            status,
+            format!(
+                "failed checks threshold reached {}",
+                canary.analysis.threshold
+            ),
+            now,
+        );
+    }
+    if !obs.applied {
+        let deadline = after(status.step_started, canary.progress_deadline);
+        if now >= deadline {
+            return rollback(
+                canary,
+                status,
+                format!(
+                    "progress deadline exceeded: the last change was not applied within {}s",
+                    canary.progress_deadline.as_secs()
+                ),
+                now,
+            );
+        }
+        return hold(
+            status,
+            Some(deadline),
+            format!("{name} waits until the last change is applied"),
+        );
+    }
+
+    if status.step == 0 && status.iterations == 0 {
+        return start_analysis(canary, status, obs, now);
+    }
+
+    // A step holds for its pause; metrics are judged every interval meanwhile.
+    let check_from = status
+        .last_failed_check
+        .map_or(status.step_started, |t| t.max(status.step_started));
+    let check_due = after(check_from, interval);
+    let pause = current_pause(canary, status);
+    let advance_due = match pause {
+        Pause::Interval => Some(after(status.step_started, interval)),
+        Pause::For(d) => Some(after(status.step_started, d)),
+        Pause::Approval => None,
+    };
+    let next_gate = next_gate(canary, status);
+    let gate_open = match (pause, next_gate) {
+        (Pause::Approval, _) => obs.approved,
+        (_, Some(gate)) => !gate_closed(canary, obs, gate),
+        (_, None) => true,
+    };
+    let advance_ready =
+        advance_due.is_some_and(|t| now >= t) || (pause == Pause::Approval && gate_open);
+    let wake = [Some(check_due), advance_due].into_iter().flatten().min();
+    if now < check_due && !advance_ready {
+        return hold(
+            status,
+            wake,
+            format!("{name} holds at step {}", status.step),
+        );
+    }
+
+    let (records, passed) = judge(canary, obs);
+    if !passed {
+        return failed_check(canary, status, records, now);
+    }
+    if !advance_ready && pause != Pause::Approval {
+        // Checks pass; a pause is still running. Nothing changes until it ends.
+        return hold(
+            status,
+            advance_due.map_or(Some(after(now, interval)), Some),
+            format!("{name} checks pass; holding at step {}", status.step),
+        );
+    }
+    if !gate_open {
+        let gate = next_gate.unwrap_or(Gate::TrafficIncrease);
+        if status.phase == Phase::WaitingApproval {
+            return hold(
+                status,
+                Some(after(now, interval)),
+                format!("Halt {name} advancement waiting for approval"),
+            );
+        }
+        let mut next = status.clone();
+        next.phase = Phase::WaitingApproval;
+        next.phase_since = now;
+        next.waiting_for = Some(gate);
+        next.checks = records;
+        return change(
+            Action::WaitApproval(gate),
+            next,
+            format!(
+                "Halt {name} advancement waiting for approval ({})",
+                gate_name(gate)
+            ),
+            Some(after(now, interval)),
+        );
+    }
+    advance(canary, status, records, now)
+}
+
+fn gate_name(gate: Gate) -> &'static str {
+    match gate {
+        Gate::Rollout => "rollout",
+        Gate::TrafficIncrease => "traffic increase",
+        Gate::Promotion => "promotion",
+    }
+}
+
+fn steps(canary: &Canary) -> &[Step] {
+    match &canary.analysis.strategy {
+        Strategy::Canary { steps } => steps,
+        Strategy::BlueGreen { .. } | Strategy::AB { .. } => &[],
+    }
+}
+
+/// The pause of the step the canary is at (blue/green and A/B iterations hold one interval).
+fn current_pause(canary: &Canary, status: &Status) -> Pause {
+    let index = status.step as usize;
+    match &canary.analysis.strategy {
+        Strategy::Canary { steps } => index
+            .checked_sub(1)
+            .and_then(|i| steps.get(i))
+            .map_or(Pause::Interval, |s| s.pause),
+        Strategy::BlueGreen { .. } | Strategy::AB { .. } => Pause::Interval,
+    }
+}
+
+/// The gate that guards the next change from the current step.
+fn next_gate(canary: &Canary, status: &Status) -> Option<Gate> {
+    match &canary.analysis.strategy {
+        Strategy::Canary { steps } => {
+            if (status.step as usize) < steps.len() {
+                Some(Gate::TrafficIncrease)
+            } else {
+                Some(Gate::Promotion)
+            }
+        }
+        Strategy::BlueGreen { iterations } | Strategy::AB { iterations, .. } => {
+            if status.iterations < *iterations {
+                None
+            } else {
+                Some(Gate::Promotion)
+            }
+        }
+    }
+}
+
+/// The first analysis tick: pre-rollout webhooks, then the first weight without judging metrics.
+fn start_analysis(
+    canary: &Canary,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
+    let name = dotted(canary);
+    let due = after(status.step_started, canary.analysis.interval);
+    let check_due = status
+        .last_failed_check
+        .map_or(due, |t| after(t, canary.analysis.interval).max(due));
+    if now < check_due {
+        return hold(
+            status,
+            Some(check_due),
+            format!("{name} starts its analysis at the next interval"),
+        );
+    }
+    let mut records = Vec::new();
+    for hook in canary
+        .analysis
+        .webhooks
+        .iter()
+        .filter(|w| w.kind == WebhookKind::PreRollout)
+    {
+        let outcome = obs
+            .hooks(WebhookKind::PreRollout)
+            .find(|o| o.name == hook.name)
+            .map(|o| o.outcome.clone())
+            .unwrap_or_else(|| Err("not called".into()));
+        records.push(CheckRecord {
+            name: hook.name.clone(),
+            value: None,
+            min: None,
+            max: None,
+            passed: outcome.is_ok(),
+            detail: outcome.err().unwrap_or_else(|| "ok".into()),
+        });
+    }
+    if records.iter().any(|r| !r.passed) {
+        return failed_check(canary, status, records, now);
+    }
+    let started = format!("Starting canary analysis for {name}");
+    let mut decision = match &canary.analysis.strategy {
+        Strategy::Canary { .. } => {
+            if gate_closed(canary, obs, Gate::TrafficIncrease) {
+                let mut next = status.clone();
+                next.phase = Phase::WaitingApproval;
+                next.phase_since = now;
+                next.waiting_for = Some(Gate::TrafficIncrease);
+                if status.phase == Phase::WaitingApproval {
+                    return hold(
+                        status,
+                        Some(after(now, canary.analysis.interval)),
+                        format!("Halt {name} advancement waiting for approval"),
+                    );
+                }
+                change(
+                    Action::WaitApproval(Gate::TrafficIncrease),
+                    next,
+                    format!("Halt {name} advancement waiting for approval (traffic increase)"),
+                    Some(after(now, canary.analysis.interval)),
+                )
+            } else {
+                advance(canary, status, records, now)
+            }
+        }
+        Strategy::BlueGreen { iterations } | Strategy::AB { iterations, .. } => {
+            let mut next = status.clone();
+            next.iterations = 1;
+            next.step_started = now;
+            next.phase = Phase::Progressing;
+            next.checks = records;
+            change(
+                Action::AdvanceIteration {
+                    done: 1,
+                    of: *iterations,
+                },
+                next,
+                format!("Advance {name} canary iteration 1/{iterations}"),
+                Some(after(now, canary.analysis.interval)),
+            )
+        }
+    };
+    if decision.commits() {
+        decision.events.insert(0, started);
+    }
+    decision
+}
+
+/// Moves past the current step: next weight, next iteration, or promotion.
+fn advance(
+    canary: &Canary,
+    status: &Status,
+    records: Vec<CheckRecord>,
+    now: Timestamp,
+) -> Decision {
+    let name = dotted(canary);
+    let interval = canary.analysis.interval;
+    let mut next = status.clone();
+    next.checks = records;
+    next.phase = Phase::Progressing;
+    next.waiting_for = None;
+    next.step_started = now;
+    next.last_failed_check = None;
+    if status.phase != Phase::Progressing {
+        next.phase_since = now;
+    }
+    match &canary.analysis.strategy {
+        Strategy::Canary { steps } => {
+            if let Some(step) = steps.get(status.step as usize) {
+                next.step = status.step + 1;
+                next.canary_weight = step.weight;
+                next.primary_weight = 100 - step.weight;
+                let wake = match step.pause {
+                    Pause::Interval | Pause::Approval => after(now, interval),
+                    Pause::For(d) => after(now, d.min(interval)),
+                };
+                return change(
+                    Action::AdvanceCanary {
+                        from: status.canary_weight,
+                        to: step.weight,
+                    },
+                    next,
+                    format!("Advance {name} canary weight {}", step.weight),
+                    Some(wake),
+                );
+            }
+        }
+        Strategy::BlueGreen { iterations } => {
+            if status.iterations < *iterations {
+                next.iterations = status.iterations + 1;
+                return change(
+                    Action::AdvanceIteration {
+                        done: next.iterations,
+                        of: *iterations,
+                    },
+                    next,
+                    format!(
+                        "Advance {name} canary iteration {}/{iterations}",
+                        status.iterations + 1
+                    ),
+                    Some(after(now, interval)),
+                );
+            }
+            if status.canary_weight < 100 {
+                next.canary_weight = 100;
+                next.primary_weight = 0;
+                return change(
+                    Action::AdvanceCanary {
+                        from: status.canary_weight,
+                        to: 100,
+                    },
+                    next,
+                    format!("Routing all traffic to canary {name}"),
+                    Some(after(now, interval)),
+                );
+            }
+        }
+        Strategy::AB { iterations, .. } => {
+            if status.iterations < *iterations {
+                next.iterations = status.iterations + 1;
+                return change(
+                    Action::AdvanceIteration {
+                        done: next.iterations,
+                        of: *iterations,
+                    },
+                    next,
+                    format!(
+                        "Advance {name} canary iteration {}/{iterations}",
+                        status.iterations + 1
+                    ),
+                    Some(after(now, interval)),
+                );
+            }
+        }
+    }
+    // The last step held and passed: the primary takes the canary's revision.
+    next.phase = Phase::Promoting;
+    next.phase_since = now;
+    if let Some(revision) = &status.canary_revision {
+        next.promoted_revision = revision.clone();
+    }
+    change(
+        Action::Promote,
+        next,
+        format!(
+            "Copying {name} template spec to {}-primary.{}",
+            canary.id.name, canary.id.namespace
+        ),
+        Some(after(now, interval)),
+    )
+}
+
+fn promoting(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
+    let name = dotted(canary);
+    let interval = canary.analysis.interval;
+    let due = after(status.step_started, interval);
+    if now < due {
+        return hold(
+            status,
+            Some(due),
+            format!("{name} promotion continues at the next interval"),
+        );
+    }
+    let mut next = status.clone();
+    next.step_started = now;
+    let weights =
+        promotion_primary_weights(status.canary_weight, canary.analysis.step_weight_promotion);
+    let progressive = canary.analysis.step_weight_promotion.is_some_and(|s| s > 0);
+    let primary = weights.first().copied().unwrap_or(100);
+    next.primary_weight = primary;
+    next.canary_weight = 100 - primary;
+    if primary == 100 {
+        next.phase = Phase::Finalising;
+        next.phase_since = now;
+    }
+    let event = if progressive {
+        format!("Advance {name} primary weight {primary}")
+    } else {
+        format!("Routing all traffic to primary {name}")
+    };
+    change(
+        Action::AdvancePrimary { weight: primary },
+        next,
+        event,
+        Some(after(now, interval)),
+    )
+}
+
+fn finalising(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
+    let name = dotted(canary);
+    let due = after(status.step_started, canary.analysis.interval);
+    if now < due {
+        return hold(
+            status,
+            Some(due),
+            format!("{name} finalises at the next interval"),
+        );
+    }
+    let mut next = status.clone();
+    next.phase = Phase::Succeeded;
+    next.phase_since = now;
+    next.step_started = now;
+    next.canary_weight = 0;
+    next.primary_weight = 100;
+    next.waiting_for = None;
+    swap_stable(canary, &mut next);
+    change(
+        Action::Finalise,
+        next,
+        format!("Promotion completed! Scaling down {name}"),
+        None,
+    )
+}
+
+/// The steps a canary walks (empty for blue/green and A/B); for `plan` and renderers.
+pub fn canary_steps(canary: &Canary) -> &[Step] {
+    steps(canary)
+}

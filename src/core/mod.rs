@@ -1,0 +1,9 @@
+//! The pure core: weight arithmetic, phases, status and the decision function.
+//!
+//! Nothing here touches git, HTTP, files or the clock; `now` is an argument.
+
+pub mod decide;
+pub mod observe;
+pub mod plan;
+pub mod schedule;
+pub mod status;

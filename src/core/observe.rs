@@ -1,0 +1,60 @@
+//! Observations: plain data the adapters gather before each decision (source revision, metric
+//! values, webhook answers, approval and sync state). The core never fetches any of it.
+
+use crate::spec::model::WebhookKind;
+
+/// What a metric query returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricValue {
+    Value(f64),
+    /// The query returned no series.
+    NoData,
+    /// The query failed (HTTP error, timeout, bad response); the text says why.
+    Error(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricObservation {
+    pub name: String,
+    pub value: MetricValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookObservation {
+    pub name: String,
+    pub kind: WebhookKind,
+    /// `Ok` when the hook answered with a success status; `Err` says what happened.
+    pub outcome: Result<(), String>,
+}
+
+/// Everything the core may look at for one canary at one tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observations {
+    /// Revision hash of the source (or the route-only `revision` string).
+    pub revision: String,
+    pub metrics: Vec<MetricObservation>,
+    pub webhooks: Vec<WebhookObservation>,
+    /// A human approved the change the canary waits for (merged PR or `sluice approve`).
+    pub approved: bool,
+    /// The last commit is applied by the GitOps engine and the canary is ready. Adapters that
+    /// cannot tell report `true` after a settle delay.
+    pub applied: bool,
+}
+
+impl Observations {
+    /// Observations of a healthy world: the given revision, applied, nothing else.
+    pub fn revision(revision: impl Into<String>) -> Observations {
+        Observations {
+            revision: revision.into(),
+            metrics: Vec::new(),
+            webhooks: Vec::new(),
+            approved: false,
+            applied: true,
+        }
+    }
+
+    /// The answers of webhooks of one kind.
+    pub fn hooks(&self, kind: WebhookKind) -> impl Iterator<Item = &WebhookObservation> {
+        self.webhooks.iter().filter(move |w| w.kind == kind)
+    }
+}

@@ -1,0 +1,134 @@
+//! The canary's whole state: what `.sluice/status/<namespace>/<name>.yaml` holds.
+//!
+//! Committed together with the files it describes, so any commit of the config repo says
+//! exactly where each canary stood. Times are absolute, so a restart resumes a pause exactly.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// Flagger's canary phases, made explicit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Initializing,
+    Initialized,
+    /// A new revision waits for approval to start (confirm-rollout).
+    Waiting,
+    Progressing,
+    /// Holding at a step until the next change is approved.
+    WaitingApproval,
+    Promoting,
+    Finalising,
+    Succeeded,
+    Failed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Initializing => "Initializing",
+            Phase::Initialized => "Initialized",
+            Phase::Waiting => "Waiting",
+            Phase::Progressing => "Progressing",
+            Phase::WaitingApproval => "WaitingApproval",
+            Phase::Promoting => "Promoting",
+            Phase::Finalising => "Finalising",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+        }
+    }
+
+    /// True while an analysis runs (the canary workload is scaled up).
+    pub fn is_active(self) -> bool {
+        match self {
+            Phase::Progressing | Phase::WaitingApproval | Phase::Promoting | Phase::Finalising => {
+                true
+            }
+            Phase::Initializing
+            | Phase::Initialized
+            | Phase::Waiting
+            | Phase::Succeeded
+            | Phase::Failed => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The change a canary is held before, until approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Gate {
+    /// Starting the rollout of a new revision.
+    Rollout,
+    /// The next traffic increase.
+    TrafficIncrease,
+    /// The promotion after the last step.
+    Promotion,
+}
+
+/// One judged check (a metric or a webhook) as recorded in the status and commit body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckRecord {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    pub passed: bool,
+    /// Why it failed, or the bound it met: "87.31 < 99", "no data", "HTTP 500".
+    pub detail: String,
+}
+
+/// The state of one canary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub phase: Phase,
+    /// Steps taken in this analysis (1-based index of the current step; 0 before the first).
+    pub step: u32,
+    pub canary_weight: u8,
+    pub primary_weight: u8,
+    /// Failed checks in the current analysis.
+    pub failed_checks: u32,
+    /// Analysis iterations done (blue/green and A/B).
+    #[serde(default)]
+    pub iterations: u32,
+    /// Revision the primary runs.
+    pub promoted_revision: String,
+    /// Revision under analysis (or last analysed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary_revision: Option<String>,
+    /// Route-only mode: the service that currently takes the stable traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_service: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<Gate>,
+    /// When the phase last changed.
+    pub phase_since: Timestamp,
+    /// When the current step (or promotion stage) started; pauses count from here.
+    pub step_started: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failed_check: Option<Timestamp>,
+    /// The checks judged at the last decision that judged any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckRecord>,
+    /// The last event, as a human reads it.
+    pub message: String,
+}
+
+impl Status {
+    pub fn to_yaml(&self) -> Result<String, serde_saphyr::SerializeError> {
+        serde_saphyr::to_string(self)
+    }
+
+    pub fn from_yaml(text: &str) -> Result<Status, serde_saphyr::Error> {
+        serde_saphyr::from_str(text)
+    }
+}

@@ -1,0 +1,7 @@
+//! sluice: GitOps progressive delivery. Runs canaries by committing route weights to the
+//! config repo that Flux or Argo CD applies.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod core;
+pub mod spec;

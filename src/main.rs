@@ -1,0 +1,24 @@
+#![forbid(unsafe_code)]
+
+use clap::Parser;
+
+fn main() {
+    let cli = sluice::cli::Cli::parse();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        sluice::cli::LogFormat::Json => subscriber.json().init(),
+        sluice::cli::LogFormat::Text => subscriber.init(),
+    }
+    match sluice::cli::run(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,658 @@
+//! Reads `spec.analysis` (shared by the native and Flagger formats) into [`Analysis`].
+//!
+//! The two formats differ only in the weight arithmetic (Flagger's quirks vs. never passing
+//! maxWeight) and in native-only fields (`steps`, `approvals`, inline `query`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::core::schedule::{
+    flagger_step_weight, flagger_step_weights, native_step_weight, Pause, Step,
+};
+use crate::spec::model::{
+    Analysis, Approvals, BuiltinMetric, Format, MetricQuery, MetricSpec, Name, Strategy,
+    ThresholdRange, WebhookKind, WebhookSpec,
+};
+use crate::spec::node::{Node, Value};
+use crate::spec::reader::{index, join, Reader};
+
+const FLAGGER_KEYS: &[&str] = &[
+    "alerts",
+    "canaryReadyThreshold",
+    "interval",
+    "iterations",
+    "match",
+    "maxWeight",
+    "metrics",
+    "mirror",
+    "mirrorWeight",
+    "primaryReadyThreshold",
+    "sessionAffinity",
+    "stepWeight",
+    "stepWeightPromotion",
+    "stepWeights",
+    "threshold",
+    "webhooks",
+];
+
+const NATIVE_KEYS: &[&str] = &[
+    "interval",
+    "threshold",
+    "maxWeight",
+    "stepWeight",
+    "stepWeights",
+    "steps",
+    "stepWeightPromotion",
+    "iterations",
+    "match",
+    "metrics",
+    "webhooks",
+    "approvals",
+];
+
+fn weight(r: &mut Reader, node: &Node, path: &str, min: i64) -> Option<u8> {
+    r.int(node, path, min, 100)
+        .and_then(|v| u8::try_from(v).ok())
+}
+
+/// Reads an analysis block; `None` when it had errors (already reported).
+pub fn read_analysis(r: &mut Reader, node: &Node, path: &str, format: Format) -> Option<Analysis> {
+    let keys = match format {
+        Format::Native => NATIVE_KEYS,
+        Format::Flagger => FLAGGER_KEYS,
+    };
+    let errors_before = r.errors.len();
+    r.map(node, path, keys)?;
+
+    let interval = match node.get("interval") {
+        Some(n) => r.duration(n, &join(path, "interval")).and_then(|d| {
+            if d.is_zero() {
+                r.error(
+                    n.line,
+                    &join(path, "interval"),
+                    "expected a positive duration, found 0",
+                );
+                None
+            } else {
+                Some(d)
+            }
+        }),
+        None => Some(Duration::from_secs(60)),
+    };
+    let threshold = match node.get("threshold") {
+        Some(n) => r
+            .int(n, &join(path, "threshold"), 1, i64::from(u32::MAX))
+            .and_then(|v| u32::try_from(v).ok()),
+        None => Some(5),
+    };
+    let step_weight_promotion = match node.get("stepWeightPromotion") {
+        Some(n) => weight(r, n, &join(path, "stepWeightPromotion"), 0),
+        None => None,
+    };
+    let iterations = match node.get("iterations") {
+        Some(n) => r
+            .int(n, &join(path, "iterations"), 0, 10_000)
+            .and_then(|v| u32::try_from(v).ok()),
+        None => None,
+    };
+    let matches = match node.get("match") {
+        Some(n) => r
+            .seq(n, &join(path, "match"))
+            .map(|items| items.iter().map(Node::to_json).collect()),
+        None => Some(Vec::new()),
+    };
+    let strategy = read_strategy(
+        r,
+        node,
+        path,
+        format,
+        iterations,
+        matches.unwrap_or_default(),
+    );
+    let metrics = match node.get("metrics") {
+        Some(n) => read_metrics(r, n, &join(path, "metrics"), format),
+        None => Vec::new(),
+    };
+    let webhooks = match node.get("webhooks") {
+        Some(n) => read_webhooks(r, n, &join(path, "webhooks")),
+        None => Vec::new(),
+    };
+    let approvals = match node.get("approvals") {
+        Some(n) => read_approvals(r, n, &join(path, "approvals")),
+        None => Approvals::default(),
+    };
+    if r.errors.len() > errors_before {
+        return None;
+    }
+    Some(Analysis {
+        interval: interval?,
+        threshold: threshold?,
+        strategy: strategy?,
+        step_weight_promotion: step_weight_promotion.filter(|s| *s > 0),
+        metrics,
+        webhooks,
+        approvals,
+    })
+}
+
+fn read_strategy(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    format: Format,
+    iterations: Option<u32>,
+    matches: Vec<serde_json::Value>,
+) -> Option<Strategy> {
+    let step_weight = node.get("stepWeight");
+    let step_weights = node.get("stepWeights");
+    let steps = node.get("steps");
+    let max_weight = node.get("maxWeight");
+
+    if let Some(iterations) = iterations.filter(|i| *i > 0) {
+        if step_weight.is_none() && step_weights.is_none() && steps.is_none() {
+            return Some(if matches.is_empty() {
+                Strategy::BlueGreen { iterations }
+            } else {
+                Strategy::AB {
+                    iterations,
+                    matches,
+                }
+            });
+        }
+        if let Some(n) = node.get("iterations") {
+            r.error(
+                n.line,
+                &join(path, "iterations"),
+                "expected either iterations (blue/green, A/B) or a weight schedule (stepWeight, stepWeights, steps), found both",
+            );
+        }
+        return None;
+    }
+
+    let max = match max_weight {
+        Some(n) => weight(r, n, &join(path, "maxWeight"), 1),
+        None => Some(100),
+    };
+    let present: Vec<&str> = [
+        ("stepWeight", step_weight),
+        ("stepWeights", step_weights),
+        ("steps", steps),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.map(|_| *k))
+    .collect();
+    if present.is_empty() {
+        r.error(
+            node.line,
+            path,
+            "no schedule: expected one of stepWeight (with maxWeight), stepWeights, steps or iterations",
+        );
+        return None;
+    }
+    if present.len() > 1 && (format == Format::Native || present.contains(&"steps")) {
+        let line = step_weights.or(steps).map_or(node.line, |n| n.line);
+        r.error(
+            line,
+            path,
+            format!(
+                "expected only one of stepWeight, stepWeights and steps, found {}",
+                present.join(" and ")
+            ),
+        );
+        return None;
+    }
+
+    // Flagger uses stepWeights when set, ignoring stepWeight and maxWeight.
+    if let Some(n) = step_weights {
+        let p = join(path, "stepWeights");
+        let items = r.seq(n, &p)?;
+        if items.is_empty() {
+            r.error(
+                n.line,
+                &p,
+                "expected at least one weight, found an empty list",
+            );
+            return None;
+        }
+        let mut weights = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            weights.push(weight(r, item, &index(&p, i), 1));
+        }
+        let weights: Vec<u8> = weights.into_iter().collect::<Option<_>>()?;
+        let mut ok = true;
+        for (i, pair) in weights.windows(2).enumerate() {
+            if pair[1] <= pair[0] {
+                r.error(
+                    items[i + 1].line,
+                    &index(&p, i + 1),
+                    format!(
+                        "expected strictly increasing weights, found {} after {}",
+                        pair[1], pair[0]
+                    ),
+                );
+                ok = false;
+            }
+        }
+        if format == Format::Native {
+            if let (Some(max), Some(m)) = (max, max_weight) {
+                for (i, w) in weights.iter().enumerate() {
+                    if *w > max {
+                        r.error(
+                            items[i].line,
+                            &index(&p, i),
+                            format!("expected at most maxWeight {max}, found {w}"),
+                        );
+                        ok = false;
+                    }
+                }
+                let _ = m;
+            }
+        }
+        if !ok {
+            return None;
+        }
+        let weights = match format {
+            Format::Flagger => flagger_step_weights(&weights),
+            Format::Native => weights,
+        };
+        return Some(Strategy::Canary {
+            steps: interval_steps(&weights),
+        });
+    }
+
+    if let Some(n) = step_weight {
+        let p = join(path, "stepWeight");
+        let step = weight(r, n, &p, 1)?;
+        let max = max?;
+        if step > max {
+            r.error(
+                n.line,
+                &p,
+                format!("expected at most maxWeight {max}, found {step}"),
+            );
+            return None;
+        }
+        let weights = match format {
+            Format::Flagger => flagger_step_weight(step, max),
+            Format::Native => native_step_weight(step, max),
+        };
+        return Some(Strategy::Canary {
+            steps: interval_steps(&weights),
+        });
+    }
+
+    let n = steps?;
+    let p = join(path, "steps");
+    let items = r.seq(n, &p)?;
+    if items.is_empty() {
+        r.error(
+            n.line,
+            &p,
+            "expected at least one step, found an empty list",
+        );
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let ip = index(&p, i);
+        let Some(item) = r.map(item, &ip, &["weight", "pause"]) else {
+            ok = false;
+            continue;
+        };
+        let w = r
+            .required(item, &ip, "weight")
+            .and_then(|w| weight(r, w, &join(&ip, "weight"), 1));
+        let pause = match item.get("pause") {
+            None => Some(Pause::Interval),
+            Some(pn) => {
+                let pp = join(&ip, "pause");
+                match &pn.value {
+                    Value::Null => Some(Pause::Approval),
+                    _ => r
+                        .map(pn, &pp, &["duration"])
+                        .and_then(|pn| match pn.get("duration") {
+                            None => Some(Pause::Approval),
+                            Some(d) => r.duration(d, &join(&pp, "duration")).map(Pause::For),
+                        }),
+                }
+            }
+        };
+        match (w, pause) {
+            (Some(weight), Some(pause)) => out.push((item.line, Step { weight, pause })),
+            _ => ok = false,
+        }
+    }
+    if !ok {
+        return None;
+    }
+    for (i, pair) in out.windows(2).enumerate() {
+        if pair[1].1.weight <= pair[0].1.weight {
+            r.error(
+                pair[1].0,
+                &join(&index(&p, i + 1), "weight"),
+                format!(
+                    "expected strictly increasing weights, found {} after {}",
+                    pair[1].1.weight, pair[0].1.weight
+                ),
+            );
+            ok = false;
+        }
+    }
+    if let (Some(max), Some(_)) = (max, max_weight) {
+        for (i, (line, step)) in out.iter().enumerate() {
+            if step.weight > max {
+                r.error(
+                    *line,
+                    &join(&index(&p, i), "weight"),
+                    format!("expected at most maxWeight {max}, found {}", step.weight),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then(|| Strategy::Canary {
+        steps: out.into_iter().map(|(_, s)| s).collect(),
+    })
+}
+
+fn interval_steps(weights: &[u8]) -> Vec<Step> {
+    weights
+        .iter()
+        .map(|&weight| Step {
+            weight,
+            pause: Pause::Interval,
+        })
+        .collect()
+}
+
+fn read_approvals(r: &mut Reader, node: &Node, path: &str) -> Approvals {
+    let mut approvals = Approvals::default();
+    if r.map(
+        node,
+        path,
+        &["beforeRollout", "beforeTrafficIncrease", "beforePromotion"],
+    )
+    .is_none()
+    {
+        return approvals;
+    }
+    let mut flag = |key: &str| {
+        node.get(key)
+            .and_then(|n| r.bool(n, &join(path, key)))
+            .unwrap_or(false)
+    };
+    approvals.before_rollout = flag("beforeRollout");
+    approvals.before_traffic_increase = flag("beforeTrafficIncrease");
+    approvals.before_promotion = flag("beforePromotion");
+    approvals
+}
+
+fn read_metrics(r: &mut Reader, node: &Node, path: &str, format: Format) -> Vec<MetricSpec> {
+    let Some(items) = r.seq(node, path) else {
+        return Vec::new();
+    };
+    let keys: &[&str] = match format {
+        Format::Flagger => &[
+            "interval",
+            "name",
+            "query",
+            "templateRef",
+            "templateVariables",
+            "threshold",
+            "thresholdRange",
+        ],
+        Format::Native => &[
+            "interval",
+            "name",
+            "query",
+            "templateRef",
+            "templateVariables",
+            "thresholdRange",
+        ],
+    };
+    let mut out: Vec<MetricSpec> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = index(path, i);
+        if r.map(item, &p, keys).is_none() {
+            continue;
+        }
+        let Some(name) = r
+            .required(item, &p, "name")
+            .and_then(|n| r.string(n, &join(&p, "name")))
+        else {
+            continue;
+        };
+        if out.iter().any(|m| m.name == name) {
+            r.error(
+                item.line,
+                &join(&p, "name"),
+                format!("duplicate metric name {name:?}"),
+            );
+        }
+        let interval = item
+            .get("interval")
+            .and_then(|n| r.duration(n, &join(&p, "interval")));
+        let mut range = ThresholdRange::default();
+        if let Some(tr) = item.get("thresholdRange") {
+            let tp = join(&p, "thresholdRange");
+            if r.map(tr, &tp, &["min", "max"]).is_some() {
+                range.min = tr.get("min").and_then(|n| r.float(n, &join(&tp, "min")));
+                range.max = tr.get("max").and_then(|n| r.float(n, &join(&tp, "max")));
+                if let (Some(lo), Some(hi)) = (range.min, range.max) {
+                    if lo > hi {
+                        r.error(
+                            tr.line,
+                            &tp,
+                            format!("expected min <= max, found min {lo} > max {hi}"),
+                        );
+                    }
+                }
+            }
+        }
+        let builtin = match name.as_str() {
+            "request-success-rate" => Some(BuiltinMetric::RequestSuccessRate),
+            "request-duration" => Some(BuiltinMetric::RequestDuration),
+            _ => None,
+        };
+        // Flagger's deprecated `threshold` sets the bound of a built-in metric.
+        if let Some(t) = item.get("threshold") {
+            if let Some(v) = r.float(t, &join(&p, "threshold")) {
+                match builtin {
+                    Some(BuiltinMetric::RequestSuccessRate) if range.min.is_none() => {
+                        range.min = Some(v)
+                    }
+                    Some(BuiltinMetric::RequestDuration) if range.max.is_none() => {
+                        range.max = Some(v)
+                    }
+                    _ if range.min.is_none() && range.max.is_none() => range.max = Some(v),
+                    _ => {}
+                }
+            }
+        }
+        let query = if let Some(t) = item.get("templateRef") {
+            let tp = join(&p, "templateRef");
+            if r.map(t, &tp, &["name", "namespace"]).is_none() {
+                continue;
+            }
+            let tname = r
+                .required(t, &tp, "name")
+                .and_then(|n| r.string(n, &join(&tp, "name")))
+                .and_then(|s| name_or_error(r, t, &join(&tp, "name"), &s));
+            let tns = match t.get("namespace") {
+                Some(n) => r
+                    .string(n, &join(&tp, "namespace"))
+                    .and_then(|s| name_or_error(r, n, &join(&tp, "namespace"), &s)),
+                None => Name::parse("default").ok(),
+            };
+            let mut variables = BTreeMap::new();
+            if let Some(v) = item.get("templateVariables") {
+                let vp = join(&p, "templateVariables");
+                if let Value::Map(entries) = &v.value {
+                    for (k, val) in entries {
+                        if let Some(s) = r.string(val, &join(&vp, &k.text)) {
+                            variables.insert(k.text.clone(), s);
+                        }
+                    }
+                } else {
+                    r.error(v.line, &vp, "expected a mapping of strings");
+                }
+            }
+            match (tname, tns) {
+                (Some(name), Some(namespace)) => MetricQuery::Template {
+                    name,
+                    namespace,
+                    variables,
+                },
+                _ => continue,
+            }
+        } else if let Some(q) = item.get("query") {
+            match r.string(q, &join(&p, "query")) {
+                Some(q) if !q.trim().is_empty() => MetricQuery::Query(q),
+                _ => continue,
+            }
+        } else if let Some(b) = builtin {
+            MetricQuery::Builtin(b)
+        } else {
+            r.error(
+                item.line,
+                &join(&p, "templateRef"),
+                format!("metric {name:?} is not built in (built in: request-success-rate, request-duration); expected a templateRef"),
+            );
+            continue;
+        };
+        if range.min.is_none() && range.max.is_none() {
+            r.error(
+                item.line,
+                &join(&p, "thresholdRange"),
+                "expected a thresholdRange with min and/or max, found none",
+            );
+        }
+        out.push(MetricSpec {
+            name,
+            query,
+            interval,
+            range,
+        });
+    }
+    out
+}
+
+fn name_or_error(r: &mut Reader, node: &Node, path: &str, text: &str) -> Option<Name> {
+    match Name::parse(text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
+}
+
+fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
+    let Some(items) = r.seq(node, path) else {
+        return Vec::new();
+    };
+    let mut out: Vec<WebhookSpec> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = index(path, i);
+        if r.map(
+            item,
+            &p,
+            &[
+                "disableTLS",
+                "metadata",
+                "muteAlert",
+                "name",
+                "retries",
+                "timeout",
+                "type",
+                "url",
+            ],
+        )
+        .is_none()
+        {
+            continue;
+        }
+        let name = r
+            .required(item, &p, "name")
+            .and_then(|n| r.string(n, &join(&p, "name")));
+        let url = r
+            .required(item, &p, "url")
+            .and_then(|n| r.string(n, &join(&p, "url")));
+        let kind = match item.get("type") {
+            None => Some(WebhookKind::Rollout),
+            Some(t) => match r.string(t, &join(&p, "type")).as_deref() {
+                None => None,
+                Some("") => Some(WebhookKind::Rollout),
+                Some(text) => {
+                    let found = WebhookKind::ALL
+                        .iter()
+                        .find(|(k, _)| *k == text)
+                        .map(|(_, v)| *v);
+                    if found.is_none() {
+                        let names: Vec<&str> = WebhookKind::ALL.iter().map(|(k, _)| *k).collect();
+                        r.error(
+                            t.line,
+                            &join(&p, "type"),
+                            format!("expected one of {}, found {text:?}", names.join(", ")),
+                        );
+                    }
+                    found
+                }
+            },
+        };
+        let timeout = match item.get("timeout") {
+            Some(t) => r.duration(t, &join(&p, "timeout")),
+            None => Some(Duration::from_secs(60)),
+        };
+        let retries = match item.get("retries") {
+            Some(t) => r
+                .int(t, &join(&p, "retries"), 0, 100)
+                .and_then(|v| u32::try_from(v).ok()),
+            None => Some(0),
+        };
+        let mut metadata = BTreeMap::new();
+        if let Some(m) = item.get("metadata") {
+            let mp = join(&p, "metadata");
+            if let Value::Map(entries) = &m.value {
+                for (k, v) in entries {
+                    if let Some(s) = r.string(v, &join(&mp, &k.text)) {
+                        metadata.insert(k.text.clone(), s);
+                    }
+                }
+            } else {
+                r.error(m.line, &mp, "expected a mapping of strings");
+            }
+        }
+        if let Some(u) = &url {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                r.error(
+                    item.get("url").map_or(item.line, |n| n.line),
+                    &join(&p, "url"),
+                    format!("expected an http:// or https:// URL, found {u:?}"),
+                );
+                continue;
+            }
+        }
+        if let (Some(name), Some(url), Some(kind), Some(timeout), Some(retries)) =
+            (name, url, kind, timeout, retries)
+        {
+            if out.iter().any(|w| w.name == name) {
+                r.error(
+                    item.line,
+                    &join(&p, "name"),
+                    format!("duplicate webhook name {name:?}"),
+                );
+            }
+            out.push(WebhookSpec {
+                name,
+                kind,
+                url,
+                timeout,
+                retries,
+                metadata,
+            });
+        }
+    }
+    out
+}

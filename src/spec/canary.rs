@@ -1,0 +1,556 @@
+//! Reads one Canary document (native `sluice.dev/v1alpha1` or Flagger `flagger.app/v1beta1`)
+//! into a validated [`Canary`], reporting every problem with its line and field.
+
+use std::time::Duration;
+
+use crate::spec::analysis::read_analysis;
+use crate::spec::model::{
+    Canary, CanaryId, Format, GatewayVersion, Name, ParentRef, PortRef, RepoPath, Route,
+    ServiceSpec, SmiVersion, Target,
+};
+use crate::spec::node::{Node, Value};
+use crate::spec::provider::{parse_provider, Provider};
+use crate::spec::reader::{index, join, Reader};
+use crate::spec::settings::Settings;
+
+const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
+const METADATA_KEYS: &[&str] = &[
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "finalizers",
+    "ownerReferences",
+    "managedFields",
+    "generateName",
+];
+const NATIVE_SPEC_KEYS: &[&str] = &[
+    "source",
+    "routeOnly",
+    "output",
+    "service",
+    "route",
+    "analysis",
+    "skipAnalysis",
+    "suspend",
+    "progressDeadlineSeconds",
+];
+const FLAGGER_SPEC_KEYS: &[&str] = &[
+    "analysis",
+    "autoscalerRef",
+    "ingressRef",
+    "metricsServer",
+    "progressDeadlineSeconds",
+    "provider",
+    "revertOnDeletion",
+    "routeRef",
+    "service",
+    "skipAnalysis",
+    "suspend",
+    "targetRef",
+    "upstreamRef",
+];
+const FLAGGER_SERVICE_KEYS: &[&str] = &[
+    "apex",
+    "appProtocol",
+    "backendTimeout",
+    "backends",
+    "canary",
+    "corsPolicy",
+    "delegation",
+    "gatewayRefs",
+    "gateways",
+    "headers",
+    "headless",
+    "hosts",
+    "match",
+    "meshName",
+    "mirror",
+    "name",
+    "port",
+    "portDiscovery",
+    "portName",
+    "primary",
+    "retries",
+    "rewrite",
+    "targetPort",
+    "timeout",
+    "trafficDistribution",
+    "trafficPolicy",
+    "unmanagedMetadata",
+];
+
+fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
+    let text = r.string(node, path)?;
+    match Name::parse(&text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
+}
+
+fn repo_path_at(r: &mut Reader, node: &Node, path: &str) -> Option<RepoPath> {
+    let text = r.string(node, path)?;
+    match RepoPath::parse(&text) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
+}
+
+fn read_id(r: &mut Reader, root: &Node) -> Option<CanaryId> {
+    let meta = r.required(root, "", "metadata")?;
+    r.map(meta, "metadata", METADATA_KEYS)?;
+    let name = r
+        .required(meta, "metadata", "name")
+        .and_then(|n| name_at(r, n, "metadata.name"));
+    let namespace = match meta.get("namespace") {
+        Some(n) => name_at(r, n, "metadata.namespace"),
+        None => Name::parse("default").ok(),
+    };
+    Some(CanaryId {
+        name: name?,
+        namespace: namespace?,
+    })
+}
+
+fn read_bool(r: &mut Reader, spec: &Node, key: &str) -> bool {
+    spec.get(key)
+        .and_then(|n| r.bool(n, &join("spec", key)))
+        .unwrap_or(false)
+}
+
+fn read_deadline(r: &mut Reader, spec: &Node) -> Duration {
+    spec.get("progressDeadlineSeconds")
+        .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
+        .and_then(|v| u64::try_from(v).ok())
+        .map_or(Duration::from_secs(600), Duration::from_secs)
+}
+
+fn read_port(r: &mut Reader, node: &Node, path: &str) -> Option<u16> {
+    r.int(node, path, 1, 65535)
+        .and_then(|v| u16::try_from(v).ok())
+}
+
+fn read_target_port(r: &mut Reader, node: &Node, path: &str) -> Option<PortRef> {
+    match &node.value {
+        Value::Scalar {
+            text,
+            quoted: false,
+        } if text.parse::<i64>().is_ok() => read_port(r, node, path).map(PortRef::Number),
+        _ => r.string(node, path).map(PortRef::Name),
+    }
+}
+
+fn read_parent_refs(r: &mut Reader, node: &Node, path: &str) -> Option<Vec<ParentRef>> {
+    let items = r.seq(node, path)?;
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = index(path, i);
+        if r.map(
+            item,
+            &p,
+            &["group", "kind", "name", "namespace", "sectionName", "port"],
+        )
+        .is_none()
+        {
+            continue;
+        }
+        let name = r
+            .required(item, &p, "name")
+            .and_then(|n| name_at(r, n, &join(&p, "name")));
+        let namespace = item
+            .get("namespace")
+            .and_then(|n| name_at(r, n, &join(&p, "namespace")));
+        let opt =
+            |r: &mut Reader, key: &str| item.get(key).and_then(|n| r.string(n, &join(&p, key)));
+        let group = opt(r, "group");
+        let kind = opt(r, "kind");
+        let section_name = opt(r, "sectionName");
+        let port = item
+            .get("port")
+            .and_then(|n| read_port(r, n, &join(&p, "port")));
+        if let Some(name) = name {
+            out.push(ParentRef {
+                group,
+                kind,
+                name: name.to_string(),
+                namespace: namespace.map(|n| n.to_string()),
+                section_name,
+                port,
+            });
+        }
+    }
+    Some(out)
+}
+
+fn read_hostnames(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
+    let Some(items) = r.seq(node, path) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| r.string(n, &index(path, i)))
+        .collect()
+}
+
+/// Reads a native `sluice.dev/v1alpha1` Canary.
+pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
+    let before = r.errors.len();
+    r.map(root, "", TOP_KEYS)?;
+    let id = read_id(r, root);
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", NATIVE_SPEC_KEYS)?;
+
+    let target = match (spec.get("source"), spec.get("routeOnly")) {
+        (Some(s), None) => repo_path_at(r, s, "spec.source").map(|path| Target::Source { path }),
+        (None, Some(ro)) => read_route_only(r, ro),
+        (Some(_), Some(ro)) => {
+            r.error(
+                ro.line,
+                "spec.routeOnly",
+                "expected either spec.source or spec.routeOnly, found both",
+            );
+            None
+        }
+        (None, None) => {
+            r.error(
+                spec.line,
+                "spec.source",
+                "required field is missing (or set spec.routeOnly)",
+            );
+            None
+        }
+    };
+    let output = match spec.get("output") {
+        Some(n) => repo_path_at(r, n, "spec.output"),
+        None => id.as_ref().and_then(|id| {
+            settings
+                .output_for(id.namespace.as_str(), id.name.as_str())
+                .map_err(|e| r.error(spec.line, "spec.output", e))
+                .ok()
+        }),
+    };
+    let service = r.required(spec, "spec", "service").and_then(|n| {
+        read_service(
+            r,
+            n,
+            "spec.service",
+            &["name", "port", "targetPort"],
+            id.as_ref(),
+        )
+    });
+    let route = r
+        .required(spec, "spec", "route")
+        .and_then(|n| read_native_route(r, n));
+    let analysis = r
+        .required(spec, "spec", "analysis")
+        .and_then(|n| read_analysis(r, n, "spec.analysis", Format::Native));
+    let skip_analysis = read_bool(r, spec, "skipAnalysis");
+    let suspend = read_bool(r, spec, "suspend");
+    let progress_deadline = read_deadline(r, spec);
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Canary {
+        id: id?,
+        file: r.file.clone(),
+        line: root.line,
+        format: Format::Native,
+        target: target?,
+        output: output?,
+        service: service?,
+        route: route?,
+        analysis: analysis?,
+        skip_analysis,
+        suspend,
+        progress_deadline,
+    })
+}
+
+fn read_route_only(r: &mut Reader, node: &Node) -> Option<Target> {
+    let p = "spec.routeOnly";
+    r.map(node, p, &["services", "revision"])?;
+    let services = r.required(node, p, "services").and_then(|n| {
+        let sp = join(p, "services");
+        let items = r.seq(n, &sp)?;
+        if items.len() != 2 {
+            r.error(
+                n.line,
+                &sp,
+                format!("expected exactly two service names, found {}", items.len()),
+            );
+            return None;
+        }
+        let a = name_at(r, &items[0], &index(&sp, 0));
+        let b = name_at(r, &items[1], &index(&sp, 1));
+        let (a, b) = (a?, b?);
+        if a == b {
+            r.error(
+                items[1].line,
+                &index(&sp, 1),
+                format!("expected two different services, found {a} twice"),
+            );
+            return None;
+        }
+        Some([a, b])
+    });
+    let revision = r.required(node, p, "revision").and_then(|n| {
+        let text = r.string(n, &join(p, "revision"))?;
+        if text.trim().is_empty() {
+            r.error(
+                n.line,
+                &join(p, "revision"),
+                "expected a non-empty revision string",
+            );
+            return None;
+        }
+        Some(text)
+    });
+    Some(Target::RouteOnly {
+        services: services?,
+        revision: revision?,
+    })
+}
+
+fn read_service(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    keys: &[&str],
+    id: Option<&CanaryId>,
+) -> Option<ServiceSpec> {
+    r.map(node, path, keys)?;
+    let name = match node.get("name") {
+        Some(n) => name_at(r, n, &join(path, "name")),
+        None => id.map(|id| id.name.clone()),
+    };
+    let port = r
+        .required(node, path, "port")
+        .and_then(|n| read_port(r, n, &join(path, "port")));
+    let target_port = match node.get("targetPort") {
+        Some(n) => Some(read_target_port(r, n, &join(path, "targetPort"))?),
+        None => None,
+    };
+    Some(ServiceSpec {
+        name: name?,
+        port: port?,
+        target_port,
+    })
+}
+
+fn read_native_route(r: &mut Reader, node: &Node) -> Option<Route> {
+    let p = "spec.route";
+    r.map(node, p, &["apiVersion", "kind", "parentRefs", "hostnames"])?;
+    let api = r
+        .required(node, p, "apiVersion")
+        .and_then(|n| r.string(n, "spec.route.apiVersion").map(|s| (n.line, s)));
+    let kind = r
+        .required(node, p, "kind")
+        .and_then(|n| r.string(n, "spec.route.kind").map(|s| (n.line, s)));
+    let ((api_line, api), (kind_line, kind)) = (api?, kind?);
+    match kind.as_str() {
+        "HTTPRoute" => {
+            let version = match api.as_str() {
+                "gateway.networking.k8s.io/v1" => GatewayVersion::V1,
+                "gateway.networking.k8s.io/v1beta1" => GatewayVersion::V1beta1,
+                other => {
+                    r.error(api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
+                    return None;
+                }
+            };
+            let parent_refs = r
+                .required(node, p, "parentRefs")
+                .and_then(|n| read_parent_refs(r, n, "spec.route.parentRefs"))?;
+            if parent_refs.is_empty() {
+                r.error(
+                    node.line,
+                    "spec.route.parentRefs",
+                    "expected at least one parentRef (the Gateway), found none",
+                );
+                return None;
+            }
+            let hostnames = node
+                .get("hostnames")
+                .map(|n| read_hostnames(r, n, "spec.route.hostnames"))
+                .unwrap_or_default();
+            Some(Route::HttpRoute {
+                version,
+                parent_refs,
+                hostnames,
+            })
+        }
+        "TrafficSplit" => {
+            for key in ["parentRefs", "hostnames"] {
+                if let Some(n) = node.get(key) {
+                    r.error(
+                        n.line,
+                        &join(p, key),
+                        "TrafficSplit has no parentRefs or hostnames; remove this field",
+                    );
+                }
+            }
+            let version = match api.as_str() {
+                "split.smi-spec.io/v1alpha1" => SmiVersion::V1alpha1,
+                "split.smi-spec.io/v1alpha2" => SmiVersion::V1alpha2,
+                "split.smi-spec.io/v1alpha3" => SmiVersion::V1alpha3,
+                "split.smi-spec.io/v1alpha4" => SmiVersion::V1alpha4,
+                other => {
+                    r.error(api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
+                    return None;
+                }
+            };
+            Some(Route::TrafficSplit { version })
+        }
+        other => {
+            r.error(
+                kind_line,
+                "spec.route.kind",
+                format!("expected HTTPRoute or TrafficSplit, found {other:?}"),
+            );
+            None
+        }
+    }
+}
+
+/// Reads a Flagger `flagger.app/v1beta1` Canary, unchanged.
+pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
+    let before = r.errors.len();
+    r.map(root, "", TOP_KEYS)?;
+    let id = read_id(r, root);
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", FLAGGER_SPEC_KEYS)?;
+
+    let target = r.required(spec, "spec", "targetRef").and_then(|n| {
+        r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
+        let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
+            let text = r.string(k, "spec.targetRef.kind")?;
+            if text != "Deployment" {
+                r.error(
+                    k.line,
+                    "spec.targetRef.kind",
+                    format!(
+                        "expected Deployment (the only workload sluice manages), found {text:?}"
+                    ),
+                );
+                return None;
+            }
+            Some(text)
+        });
+        let name = r
+            .required(n, "spec.targetRef", "name")
+            .and_then(|v| name_at(r, v, "spec.targetRef.name"));
+        Some(Target::TargetRef {
+            kind: kind?,
+            name: name?,
+        })
+    });
+    if let Some(n) = spec.get("autoscalerRef") {
+        r.error(n.line, "spec.autoscalerRef", "not supported yet: sluice does not write HorizontalPodAutoscalers; remove autoscalerRef or manage the HPA yourself");
+    }
+    for key in ["ingressRef", "upstreamRef", "routeRef"] {
+        if let Some(n) = spec.get(key) {
+            r.error(
+                n.line,
+                &join("spec", key),
+                "not supported: sluice routes with SMI TrafficSplit or Gateway API HTTPRoute only",
+            );
+        }
+    }
+    let provider = match spec.get("provider") {
+        Some(n) => r
+            .string(n, "spec.provider")
+            .and_then(|text| match parse_provider(&text) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    r.error(n.line, "spec.provider", e);
+                    None
+                }
+            }),
+        None => {
+            if settings.provider.is_none() {
+                r.error(spec.line, "spec.provider", "required field is missing and .sluice/config.yaml sets no default provider (e.g. `provider: gatewayapi:v1`)");
+            }
+            settings.provider
+        }
+    };
+    let service_node = r.required(spec, "spec", "service");
+    let service = service_node.and_then(|n| {
+        let target_name = match &target {
+            Some(Target::TargetRef { name, .. }) => Some(CanaryId {
+                namespace: id
+                    .as_ref()
+                    .map_or_else(|| name.clone(), |i| i.namespace.clone()),
+                name: name.clone(),
+            }),
+            _ => None,
+        };
+        read_service(
+            r,
+            n,
+            "spec.service",
+            FLAGGER_SERVICE_KEYS,
+            target_name.as_ref(),
+        )
+    });
+    let route = match (provider, service_node) {
+        (Some(Provider::Smi(version)), _) => Some(Route::TrafficSplit { version }),
+        (Some(Provider::Gateway(version)), Some(svc)) => {
+            let parent_refs = match svc.get("gatewayRefs") {
+                Some(n) => read_parent_refs(r, n, "spec.service.gatewayRefs"),
+                None => {
+                    r.error(svc.line, "spec.service.gatewayRefs", "required for a Gateway API provider: the Gateway(s) the HTTPRoute attaches to");
+                    None
+                }
+            };
+            let hostnames = svc
+                .get("hosts")
+                .map(|n| read_hostnames(r, n, "spec.service.hosts"))
+                .unwrap_or_default();
+            parent_refs.map(|parent_refs| Route::HttpRoute {
+                version,
+                parent_refs,
+                hostnames,
+            })
+        }
+        (Some(Provider::Gateway(_)), None) | (None, _) => None,
+    };
+    let analysis = r
+        .required(spec, "spec", "analysis")
+        .and_then(|n| read_analysis(r, n, "spec.analysis", Format::Flagger));
+    let output = id.as_ref().and_then(|id| {
+        settings
+            .output_for(id.namespace.as_str(), id.name.as_str())
+            .map_err(|e| r.error(spec.line, "output", e))
+            .ok()
+    });
+    let skip_analysis = read_bool(r, spec, "skipAnalysis");
+    let suspend = read_bool(r, spec, "suspend");
+    let progress_deadline = read_deadline(r, spec);
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Canary {
+        id: id?,
+        file: r.file.clone(),
+        line: root.line,
+        format: Format::Flagger,
+        target: target?,
+        output: output?,
+        service: service?,
+        route: route?,
+        analysis: analysis?,
+        skip_analysis,
+        suspend,
+        progress_deadline,
+    })
+}

@@ -1,0 +1,401 @@
+//! Validated canary specs: the types `core::decide` sees.
+//!
+//! Every value here has passed validation (`native.rs`, `flagger.rs`): names are DNS-1123,
+//! paths are relative and stay inside the repo, the schedule is non-empty and increasing. The
+//! three input formats all end up as one [`Canary`]. This module does no IO.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::schedule::Step;
+
+/// A Kubernetes object name (DNS-1123 subdomain, at most 253 characters).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Name(String);
+
+impl Name {
+    /// Checks DNS-1123 subdomain rules; the error says what was wrong.
+    pub fn parse(text: &str) -> Result<Name, String> {
+        if text.is_empty() {
+            return Err("expected a DNS-1123 name, found an empty string".into());
+        }
+        if text.len() > 253 {
+            return Err(format!(
+                "expected a DNS-1123 name of at most 253 characters, found {} characters",
+                text.len()
+            ));
+        }
+        let valid_label = |label: &str| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        if !text.split('.').all(valid_label) {
+            return Err(format!(
+                "expected a DNS-1123 name (lowercase letters, digits, '-' and '.', starting and ending alphanumeric), found {text:?}"
+            ));
+        }
+        Ok(Name(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Name {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Name::parse(&value)
+    }
+}
+
+impl From<Name> for String {
+    fn from(value: Name) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A path inside the config repo: relative, '/'-separated, no `..`, no empty segments.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RepoPath(String);
+
+impl RepoPath {
+    pub fn parse(text: &str) -> Result<RepoPath, String> {
+        if text.is_empty() {
+            return Err("expected a path relative to the repo root, found an empty string".into());
+        }
+        if text.starts_with('/') || text.starts_with('\\') || text.get(1..2) == Some(":") {
+            return Err(format!(
+                "expected a path relative to the repo root, found the absolute path {text:?}"
+            ));
+        }
+        let trimmed = text.trim_end_matches('/');
+        let mut parts = Vec::new();
+        for part in trimmed.split('/') {
+            match part {
+                "" | "." => continue,
+                ".." => {
+                    return Err(format!(
+                        "expected a path inside the repo, found {text:?} (contains '..')"
+                    ))
+                }
+                p if p.contains('\\') => {
+                    return Err(format!("expected '/' as path separator, found {text:?}"))
+                }
+                p => parts.push(p),
+            }
+        }
+        if parts.is_empty() {
+            return Err(format!(
+                "expected a path below the repo root, found {text:?}"
+            ));
+        }
+        Ok(RepoPath(parts.join("/")))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn join(&self, child: &str) -> String {
+        format!("{}/{}", self.0, child)
+    }
+}
+
+impl TryFrom<String> for RepoPath {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        RepoPath::parse(&value)
+    }
+}
+
+impl From<RepoPath> for String {
+    fn from(value: RepoPath) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for RepoPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `namespace/name`: identifies a canary across the repo.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CanaryId {
+    pub namespace: Name,
+    pub name: Name,
+}
+
+impl fmt::Display for CanaryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Which input format a canary was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `sluice.dev/v1alpha1 Canary`.
+    Native,
+    /// `flagger.app/v1beta1 Canary`, read unchanged.
+    Flagger,
+}
+
+/// One validated canary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Canary {
+    pub id: CanaryId,
+    /// Repo-relative file and line the canary was read from.
+    pub file: String,
+    pub line: usize,
+    pub format: Format,
+    pub target: Target,
+    pub output: RepoPath,
+    pub service: ServiceSpec,
+    pub route: Route,
+    pub analysis: Analysis,
+    pub skip_analysis: bool,
+    pub suspend: bool,
+    /// Flagger's `progressDeadlineSeconds` (default 600 s).
+    pub progress_deadline: Duration,
+}
+
+/// What the canary rolls out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Native `spec.source`: the Deployment manifest humans edit.
+    Source { path: RepoPath },
+    /// Flagger `targetRef`: found by kind/name among the repo's manifests.
+    TargetRef { kind: String, name: Name },
+    /// Native `spec.routeOnly`: the user owns both workloads; sluice writes only the route.
+    RouteOnly {
+        services: [Name; 2],
+        revision: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSpec {
+    /// Apex service name (defaults to the canary's name).
+    pub name: Name,
+    pub port: u16,
+    pub target_port: Option<PortRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortRef {
+    Number(u16),
+    Name(String),
+}
+
+/// The route sluice writes; one renderer per variant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    HttpRoute {
+        version: GatewayVersion,
+        parent_refs: Vec<ParentRef>,
+        hostnames: Vec<String>,
+    },
+    TrafficSplit {
+        version: SmiVersion,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatewayVersion {
+    V1,
+    V1beta1,
+}
+
+impl GatewayVersion {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            GatewayVersion::V1 => "gateway.networking.k8s.io/v1",
+            GatewayVersion::V1beta1 => "gateway.networking.k8s.io/v1beta1",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmiVersion {
+    V1alpha1,
+    V1alpha2,
+    V1alpha3,
+    V1alpha4,
+}
+
+impl SmiVersion {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            SmiVersion::V1alpha1 => "split.smi-spec.io/v1alpha1",
+            SmiVersion::V1alpha2 => "split.smi-spec.io/v1alpha2",
+            SmiVersion::V1alpha3 => "split.smi-spec.io/v1alpha3",
+            SmiVersion::V1alpha4 => "split.smi-spec.io/v1alpha4",
+        }
+    }
+}
+
+/// A Gateway API parentRef (usually a Gateway).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+}
+
+/// How the rollout proceeds and what gates it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub interval: Duration,
+    /// Failed checks that trigger a rollback.
+    pub threshold: u32,
+    pub strategy: Strategy,
+    /// Primary weight added per interval during promotion; `None` returns all traffic at once.
+    pub step_weight_promotion: Option<u8>,
+    pub metrics: Vec<MetricSpec>,
+    pub webhooks: Vec<WebhookSpec>,
+    pub approvals: Approvals,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Strategy {
+    /// Progressive traffic shifting through these steps (non-empty, increasing weights).
+    Canary { steps: Vec<Step> },
+    /// Blue/green: `iterations` analysis intervals, then switch all traffic.
+    BlueGreen { iterations: u32 },
+    /// A/B: `iterations` intervals with matching requests routed to the canary.
+    AB {
+        iterations: u32,
+        matches: Vec<serde_json::Value>,
+    },
+}
+
+impl Strategy {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Strategy::Canary { .. } => "canary",
+            Strategy::BlueGreen { .. } => "bluegreen",
+            Strategy::AB { .. } => "ab",
+        }
+    }
+}
+
+/// Human approvals a native canary asks for (Flagger input uses confirm-* webhooks instead).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Approvals {
+    pub before_rollout: bool,
+    pub before_traffic_increase: bool,
+    pub before_promotion: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSpec {
+    pub name: String,
+    pub query: MetricQuery,
+    pub interval: Option<Duration>,
+    pub range: ThresholdRange,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricQuery {
+    /// Flagger's `request-success-rate` / `request-duration`.
+    Builtin(BuiltinMetric),
+    /// A Flagger MetricTemplate in the repo.
+    Template {
+        name: Name,
+        namespace: Name,
+        variables: BTreeMap<String, String>,
+    },
+    /// An inline PromQL query (native only).
+    Query(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum BuiltinMetric {
+    #[serde(rename = "request-success-rate")]
+    RequestSuccessRate,
+    #[serde(rename = "request-duration")]
+    RequestDuration,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ThresholdRange {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl ThresholdRange {
+    /// Flagger's rule: a value passes when `min <= value <= max` for the bounds that are set.
+    pub fn admits(&self, value: f64) -> bool {
+        !value.is_nan()
+            && self.min.is_none_or(|min| value >= min)
+            && self.max.is_none_or(|max| value <= max)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookSpec {
+    pub name: String,
+    pub kind: WebhookKind,
+    pub url: String,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub metadata: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WebhookKind {
+    ConfirmRollout,
+    PreRollout,
+    Rollout,
+    ConfirmTrafficIncrease,
+    ConfirmPromotion,
+    PostRollout,
+    Rollback,
+    Event,
+}
+
+impl WebhookKind {
+    pub const ALL: [(&'static str, WebhookKind); 8] = [
+        ("confirm-rollout", WebhookKind::ConfirmRollout),
+        ("pre-rollout", WebhookKind::PreRollout),
+        ("rollout", WebhookKind::Rollout),
+        (
+            "confirm-traffic-increase",
+            WebhookKind::ConfirmTrafficIncrease,
+        ),
+        ("confirm-promotion", WebhookKind::ConfirmPromotion),
+        ("post-rollout", WebhookKind::PostRollout),
+        ("rollback", WebhookKind::Rollback),
+        ("event", WebhookKind::Event),
+    ];
+}

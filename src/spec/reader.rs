@@ -1,0 +1,309 @@
+//! Walks a [`Node`] tree and collects every problem instead of stopping at the first.
+//!
+//! Each accessor reports a [`SpecError`] with the node's line and dotted field path and
+//! returns `None`, so callers keep reading and the user sees every problem in one run.
+
+use std::time::Duration;
+
+use crate::spec::error::SpecError;
+use crate::spec::node::{Node, Value};
+
+/// Collects problems for one file.
+pub struct Reader {
+    pub file: String,
+    pub errors: Vec<SpecError>,
+}
+
+/// `a.b` + `c` -> `a.b.c`.
+pub fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// `a.b` + 2 -> `a.b[2]`.
+pub fn index(path: &str, i: usize) -> String {
+    format!("{path}[{i}]")
+}
+
+fn describe(node: &Node) -> String {
+    match &node.value {
+        Value::Null => "null".into(),
+        Value::Scalar { text, .. } => format!("{text:?}"),
+        Value::Seq(_) => "a list".into(),
+        Value::Map(_) => "a mapping".into(),
+    }
+}
+
+impl Reader {
+    pub fn new(file: impl Into<String>) -> Reader {
+        Reader {
+            file: file.into(),
+            errors: Vec::new(),
+        }
+    }
+
+    pub fn error(&mut self, line: usize, field: &str, message: impl Into<String>) {
+        self.errors.push(SpecError {
+            file: self.file.clone(),
+            line,
+            field: field.to_string(),
+            message: message.into(),
+        });
+    }
+
+    /// A mapping whose keys must be among `known`; unknown keys are reported with a hint.
+    pub fn map<'n>(&mut self, node: &'n Node, path: &str, known: &[&str]) -> Option<&'n Node> {
+        let Value::Map(entries) = &node.value else {
+            self.error(
+                node.line,
+                path,
+                format!("expected a mapping, found {}", describe(node)),
+            );
+            return None;
+        };
+        for (key, _) in entries {
+            if !known.contains(&key.text.as_str()) {
+                let hint = did_you_mean(&key.text, known)
+                    .map(|k| format!(" (did you mean {k:?}?)"))
+                    .unwrap_or_default();
+                self.error(
+                    key.line,
+                    &join(path, &key.text),
+                    format!("unknown field{hint}; expected one of: {}", known.join(", ")),
+                );
+            }
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for (key, _) in entries {
+            if seen.contains(&key.text.as_str()) {
+                self.error(key.line, &join(path, &key.text), "duplicate key");
+            }
+            seen.push(&key.text);
+        }
+        Some(node)
+    }
+
+    /// A required field of a mapping.
+    pub fn required<'n>(&mut self, map: &'n Node, path: &str, key: &str) -> Option<&'n Node> {
+        match map.get(key) {
+            Some(node) if node.value != Value::Null => Some(node),
+            _ => {
+                self.error(map.line, &join(path, key), "required field is missing");
+                None
+            }
+        }
+    }
+
+    pub fn string(&mut self, node: &Node, path: &str) -> Option<String> {
+        match &node.value {
+            Value::Scalar { text, .. } => Some(text.clone()),
+            _ => {
+                self.error(
+                    node.line,
+                    path,
+                    format!("expected a string, found {}", describe(node)),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn int(&mut self, node: &Node, path: &str, min: i64, max: i64) -> Option<i64> {
+        let parsed = match &node.value {
+            Value::Scalar {
+                text,
+                quoted: false,
+            } => text.parse::<i64>().ok(),
+            _ => None,
+        };
+        match parsed {
+            Some(v) if (min..=max).contains(&v) => Some(v),
+            Some(v) => {
+                self.error(
+                    node.line,
+                    path,
+                    format!("expected {min}..={max}, found {v}"),
+                );
+                None
+            }
+            None => {
+                self.error(
+                    node.line,
+                    path,
+                    format!(
+                        "expected an integer in {min}..={max}, found {}",
+                        describe(node)
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn float(&mut self, node: &Node, path: &str) -> Option<f64> {
+        let parsed = match &node.value {
+            Value::Scalar {
+                text,
+                quoted: false,
+            } => text.parse::<f64>().ok().filter(|v| v.is_finite()),
+            _ => None,
+        };
+        if parsed.is_none() {
+            self.error(
+                node.line,
+                path,
+                format!("expected a number, found {}", describe(node)),
+            );
+        }
+        parsed
+    }
+
+    pub fn bool(&mut self, node: &Node, path: &str) -> Option<bool> {
+        match &node.value {
+            Value::Scalar {
+                text,
+                quoted: false,
+            } if text == "true" => Some(true),
+            Value::Scalar {
+                text,
+                quoted: false,
+            } if text == "false" => Some(false),
+            _ => {
+                self.error(
+                    node.line,
+                    path,
+                    format!("expected true or false, found {}", describe(node)),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn seq<'n>(&mut self, node: &'n Node, path: &str) -> Option<&'n [Node]> {
+        match &node.value {
+            Value::Seq(items) => Some(items),
+            _ => {
+                self.error(
+                    node.line,
+                    path,
+                    format!("expected a list, found {}", describe(node)),
+                );
+                None
+            }
+        }
+    }
+
+    /// A duration: a Go/Flagger string ("30s", "1m30s", "500ms") or integer seconds.
+    pub fn duration(&mut self, node: &Node, path: &str) -> Option<Duration> {
+        let text = match &node.value {
+            Value::Scalar { text, .. } => text.trim().to_string(),
+            _ => {
+                self.error(
+                    node.line,
+                    path,
+                    format!(
+                        "expected a duration such as \"30s\" or \"1m30s\", found {}",
+                        describe(node)
+                    ),
+                );
+                return None;
+            }
+        };
+        match parse_duration(&text) {
+            Ok(d) => Some(d),
+            Err(why) => {
+                self.error(node.line, path, why);
+                None
+            }
+        }
+    }
+}
+
+/// Parses "90", "90s", "1m30s", "1h", "500ms" (Go's time.ParseDuration units, no sign).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!("expected a duration such as \"30s\", \"1m30s\" or integer seconds, found {text:?}")
+    };
+    if text.is_empty() {
+        return Err(bad());
+    }
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| bad());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let seconds = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        let part = Duration::try_from_secs_f64(number * seconds).map_err(|_| bad())?;
+        total = total.checked_add(part).ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+/// The closest known key, when it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| {
+            (
+                strsim::jaro_winkler(&key.to_lowercase(), &k.to_lowercase()),
+                *k,
+            )
+        })
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_go_strings_and_integer_seconds() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        for bad in ["", "s", "10x", "-5s", "1m30", "abc", "1e999s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn typos_get_a_hint() {
+        let known = ["stepWeight", "stepWeights", "maxWeight", "interval"];
+        assert_eq!(did_you_mean("stepweight", &known), Some("stepWeight"));
+        assert_eq!(did_you_mean("maxWieght", &known), Some("maxWeight"));
+        assert_eq!(did_you_mean("zzz", &known), None);
+    }
+}
