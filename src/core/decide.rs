@@ -560,7 +560,12 @@ fn progressing(canary: &Canary, status: &Status, obs: &Observations, now: Timest
     let advance_ready =
         advance_due.is_some_and(|t| now >= t) || (pause == Pause::Approval && gate_open);
     let wake = [Some(check_due), advance_due].into_iter().flatten().min();
-    if now < check_due && !advance_ready {
+    // After a failed check the next judgement waits a whole interval, whatever the pause.
+    let recently_failed = status
+        .last_failed_check
+        .is_some_and(|t| now < after(t, interval));
+    if recently_failed || (now < check_due && !advance_ready) {
+        let wake = if recently_failed { Some(check_due) } else { wake };
         return hold(
             status,
             wake,
@@ -838,15 +843,14 @@ fn advance(
     if let Some(revision) = &status.canary_revision {
         next.promoted_revision = revision.clone();
     }
-    change(
-        Action::Promote,
-        next,
-        format!(
+    let event = match &canary.target {
+        Target::RouteOnly { .. } => format!("Promoting {name}: revision {} passed its analysis", short(status.canary_revision.as_deref().unwrap_or_default())),
+        Target::Source { .. } | Target::TargetRef { .. } => format!(
             "Copying {name} template spec to {}-primary.{}",
             canary.id.name, canary.id.namespace
         ),
-        Some(after(now, interval)),
-    )
+    };
+    change(Action::Promote, next, event, Some(after(now, interval)))
 }
 
 fn promoting(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
@@ -915,3 +919,7 @@ fn finalising(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
 pub fn canary_steps(canary: &Canary) -> &[Step] {
     steps(canary)
 }
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

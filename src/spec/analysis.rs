@@ -214,11 +214,16 @@ fn read_strategy(
             );
             return None;
         }
+        // Flagger caps entries above 100 while stepping; native input must stay in 1..=100.
+        let upper = match format {
+            Format::Flagger => 1_000_000,
+            Format::Native => 100,
+        };
         let mut weights = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            weights.push(weight(r, item, &index(&p, i), 1));
+            weights.push(r.int(item, &index(&p, i), 1, upper));
         }
-        let weights: Vec<u8> = weights.into_iter().collect::<Option<_>>()?;
+        let weights: Vec<i64> = weights.into_iter().collect::<Option<_>>()?;
         let mut ok = true;
         for (i, pair) in weights.windows(2).enumerate() {
             if pair[1] <= pair[0] {
@@ -236,7 +241,7 @@ fn read_strategy(
         if format == Format::Native {
             if let (Some(max), Some(m)) = (max, max_weight) {
                 for (i, w) in weights.iter().enumerate() {
-                    if *w > max {
+                    if *w > i64::from(max) {
                         r.error(
                             items[i].line,
                             &index(&p, i),
@@ -251,9 +256,14 @@ fn read_strategy(
         if !ok {
             return None;
         }
+        // Capping at 100 before stepping gives the same walk as Flagger's cap on each step.
+        let capped: Vec<u8> = weights
+            .iter()
+            .map(|w| u8::try_from((*w).min(100)).unwrap_or(100))
+            .collect();
         let weights = match format {
-            Format::Flagger => flagger_step_weights(&weights),
-            Format::Native => weights,
+            Format::Flagger => flagger_step_weights(&capped),
+            Format::Native => capped,
         };
         return Some(Strategy::Canary {
             steps: interval_steps(&weights),

@@ -1,0 +1,235 @@
+//! Every bad input is reported as file:line: field: message, and no input panics.
+
+use proptest::prelude::*;
+use sluice::spec::load::load_text;
+use sluice::spec::settings::{parse_settings, Settings};
+
+fn errors(text: &str) -> Vec<String> {
+    load_text("apps/podinfo/canary.yaml", text, &Settings::default())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn native(analysis: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  source: apps/podinfo/deployment.yaml
+  output: clusters/prod/podinfo
+  service:
+    port: 9898
+  route:
+    apiVersion: split.smi-spec.io/v1alpha2
+    kind: TrafficSplit
+  analysis:
+{}",
+        analysis
+            .lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    )
+}
+
+fn flagger(spec_extra: &str, analysis: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+{}  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+  service:
+    port: 9898
+  analysis:
+{}",
+        spec_extra
+            .lines()
+            .map(|l| format!("  {l}\n"))
+            .collect::<String>(),
+        analysis
+            .lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    )
+}
+
+fn assert_has(errs: &[String], expected: &str) {
+    assert!(
+        errs.iter().any(|e| e.contains(expected)),
+        "expected an error containing {expected:?}, got {errs:#?}"
+    );
+}
+
+#[test]
+fn valid_native_and_flagger_load() {
+    assert_eq!(errors(&native("interval: 30s\nstepWeight: 20\nmaxWeight: 50")), Vec::<String>::new());
+    assert_eq!(errors(&flagger("provider: osm\n", "interval: 1m\nstepWeight: 10")), Vec::<String>::new());
+}
+
+#[test]
+fn weight_out_of_range_names_file_line_and_field() {
+    let errs = errors(&native("interval: 30s\nstepWeight: 120"));
+    assert_eq!(
+        errs,
+        vec!["apps/podinfo/canary.yaml:16: spec.analysis.stepWeight: expected 1..=100, found 120"]
+    );
+}
+
+#[test]
+fn step_weights_must_increase() {
+    let errs = errors(&native("stepWeights: [10, 30, 20]"));
+    assert_has(&errs, "spec.analysis.stepWeights[2]: expected strictly increasing weights, found 20 after 30");
+    let errs = errors(&flagger("provider: osm\n", "stepWeights: [10, 10]"));
+    assert_has(&errs, "stepWeights[1]: expected strictly increasing");
+    let errs = errors(&native("steps:\n- weight: 50\n- weight: 40"));
+    assert_has(&errs, "spec.analysis.steps[1].weight: expected strictly increasing weights, found 40 after 50");
+}
+
+#[test]
+fn step_weight_above_max_weight() {
+    let errs = errors(&native("stepWeight: 60\nmaxWeight: 50"));
+    assert_has(&errs, ":15: spec.analysis.stepWeight: expected at most maxWeight 50, found 60");
+}
+
+#[test]
+fn native_rejects_two_schedules_and_no_schedule() {
+    let errs = errors(&native("stepWeight: 10\nstepWeights: [10, 20]"));
+    assert_has(&errs, "expected only one of stepWeight, stepWeights and steps, found stepWeight and stepWeights");
+    let errs = errors(&native("interval: 30s"));
+    assert_has(&errs, "spec.analysis: no schedule");
+}
+
+#[test]
+fn interval_threshold_and_durations() {
+    let errs = errors(&native("interval: 0s\nthreshold: 0\nstepWeight: 10"));
+    assert_has(&errs, ":15: spec.analysis.interval: expected a positive duration, found 0");
+    assert_has(&errs, ":16: spec.analysis.threshold: expected 1..=4294967295, found 0");
+    let errs = errors(&native("interval: -5s\nthreshold: -1\nstepWeight: 10"));
+    assert_has(&errs, "spec.analysis.interval: expected a duration");
+    assert_has(&errs, "spec.analysis.threshold: expected 1..=");
+    let errs = errors(&native("interval: soon\nsteps:\n- weight: 10\n  pause: {duration: 1x}"));
+    assert_has(&errs, "spec.analysis.interval: expected a duration such as \"30s\"");
+    assert_has(&errs, "spec.analysis.steps[0].pause.duration: expected a duration");
+}
+
+#[test]
+fn open_function_steps_accept_integer_seconds_and_strings() {
+    let errs = errors(&native("steps:\n- weight: 20\n  pause: {duration: 60}\n- weight: 40\n  pause: {duration: 1m30s}\n- weight: 80\n  pause: {}"));
+    assert_eq!(errs, Vec::<String>::new());
+}
+
+#[test]
+fn invalid_kubernetes_names() {
+    let text = native("stepWeight: 10").replace("name: podinfo", "name: Podinfo_App");
+    assert_has(&errors(&text), ":4: metadata.name: expected a DNS-1123 name");
+    let text = native("stepWeight: 10").replace("namespace: prod", "namespace: -prod");
+    assert_has(&errors(&text), "metadata.namespace: expected a DNS-1123 name");
+}
+
+#[test]
+fn paths_must_stay_inside_the_repo() {
+    let text = native("stepWeight: 10").replace("output: clusters/prod/podinfo", "output: /etc/sluice");
+    assert_has(&errors(&text), ":8: spec.output: expected a path relative to the repo root, found the absolute path \"/etc/sluice\"");
+    let text = native("stepWeight: 10").replace("source: apps/podinfo/deployment.yaml", "source: ../other/deployment.yaml");
+    assert_has(&errors(&text), ":7: spec.source: expected a path inside the repo");
+}
+
+#[test]
+fn duplicate_canaries_in_one_namespace() {
+    let one = native("stepWeight: 10");
+    let text = format!("{one}---\n{one}");
+    let mut loaded = load_text("c.yaml", &text, &Settings::default());
+    sluice::spec::load::reject_duplicates(&mut loaded);
+    assert_eq!(loaded.canaries.len(), 1);
+    assert!(loaded.errors[0].to_string().contains("duplicate canary prod/podinfo: already defined at c.yaml:1"), "{:?}", loaded.errors);
+}
+
+#[test]
+fn yaml_syntax_errors_have_a_line() {
+    let errs = errors("apiVersion: sluice.dev/v1alpha1\nkind: Canary\nspec: [unclosed\n");
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].starts_with("apps/podinfo/canary.yaml:"), "{errs:?}");
+    assert!(errs[0].contains("YAML syntax error"), "{errs:?}");
+}
+
+#[test]
+fn alias_expansion_is_bounded() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..9 {
+        let p = i - 1;
+        text.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+    }
+    assert_has(&errors(&text), "anchors and aliases are bounded");
+}
+
+#[test]
+fn unknown_fields_get_did_you_mean() {
+    let errs = errors(&native("stepWieght: 10"));
+    assert_has(&errs, ":15: spec.analysis.stepWieght: unknown field (did you mean \"stepWeight\"?)");
+}
+
+#[test]
+fn every_problem_in_a_file_is_reported() {
+    let text = native("interval: 0s\nthreshold: 0\nstepWeight: 120").replace("port: 9898", "port: 99999");
+    let errs = errors(&text);
+    assert!(errs.len() >= 4, "{errs:#?}");
+}
+
+#[test]
+fn flagger_providers_sluice_cannot_route_are_errors() {
+    assert_has(&errors(&flagger("provider: istio\n", "stepWeight: 10")), ":7: spec.provider: sluice does not route provider \"istio\"");
+    assert_has(&errors(&flagger("provider: gatewayapi\n", "stepWeight: 10")), "bare \"gatewayapi\"");
+    assert_has(&errors(&flagger("", "stepWeight: 10")), "spec.provider: required field is missing and .sluice/config.yaml sets no default provider");
+    let gw = flagger("provider: gatewayapi:v1\n", "stepWeight: 10");
+    assert_has(&errors(&gw), "spec.service.gatewayRefs: required for a Gateway API provider");
+}
+
+#[test]
+fn repo_default_provider_applies_to_flagger_input() {
+    let settings = parse_settings(".sluice/config.yaml", "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: linkerd\n").unwrap();
+    let loaded = load_text("c.yaml", &flagger("", "stepWeight: 10"), &settings);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let bad = parse_settings(".sluice/config.yaml", "provider: nginx\noutpt: x\n").unwrap_err();
+    let text: Vec<String> = bad.iter().map(ToString::to_string).collect();
+    assert_has(&text, ".sluice/config.yaml:1: provider: sluice does not route provider \"nginx\"");
+    assert_has(&text, ".sluice/config.yaml:2: outpt: unknown field (did you mean \"output\"?)");
+}
+
+#[test]
+fn non_canary_documents_are_ignored() {
+    let text = format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: x}}\nspec: {{replicas: 120}}\n---\n{}", native("stepWeight: 10"));
+    let loaded = load_text("c.yaml", &text, &Settings::default());
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    assert_eq!(loaded.canaries.len(), 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,300}") {
+        let _ = load_text("fuzz.yaml", &text, &Settings::default());
+    }
+
+    #[test]
+    fn mutated_canaries_never_panic(cut in 0usize..600, insert in "[ -~\\n]{0,12}") {
+        let base = flagger("provider: osm\n", "interval: 30s\nstepWeights: [1, 2, 10, 80]\nstepWeightPromotion: 5\nmetrics:\n- name: request-success-rate\n  thresholdRange: {min: 99}\nwebhooks:\n- name: a\n  type: pre-rollout\n  url: http://x/\n");
+        let mut at = cut.min(base.len());
+        while !base.is_char_boundary(at) { at -= 1; }
+        let text = format!("{}{}{}", &base[..at], insert, &base[at..]);
+        let loaded = load_text("fuzz.yaml", &text, &Settings::default());
+        for canary in &loaded.canaries {
+            let _ = sluice::core::plan::plan(canary);
+        }
+    }
+}
