@@ -4,4 +4,6 @@
 
 pub mod cli;
 pub mod core;
+pub mod output;
 pub mod spec;
+pub mod workload;

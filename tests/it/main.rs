@@ -2,3 +2,4 @@
 
 mod cli;
 mod spec_validation;
+mod workload;

@@ -1,0 +1,216 @@
+//! Workloads: the revision of what a canary rolls out, and the primary/canary Deployments,
+//! Services and config copies sluice writes for managed (non route-only) canaries.
+//!
+//! Manifests are copied with yaml-rust2's order-preserving model so a diff between two steps
+//! shows only what changed. sluice never edits the source file a human writes.
+
+pub mod configs;
+pub mod manifests;
+pub mod source;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use yaml_rust2::Yaml;
+
+use crate::core::decide::{Action, Decision};
+use crate::spec::model::{Canary, Target};
+use crate::workload::configs::{references, ConfigRef};
+use crate::workload::source::{find_source, Manifest};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("{file}: cannot read: {message}")]
+    Read { file: String, message: String },
+    #[error("{file}:{line}: {field}{}{message}", if field.is_empty() { "" } else { ": " })]
+    Invalid {
+        file: String,
+        line: usize,
+        field: String,
+        message: String,
+    },
+    #[error("{canary}: source not found: expected {what}")]
+    SourceMissing { canary: String, what: String },
+    #[error("{file}: spec.source must name a Deployment manifest, found {found}")]
+    NotDeployment { file: String, found: String },
+    #[error("{file}:{line}: spec.selector.matchLabels: expected one of the labels app, name or app.kubernetes.io/name (sluice renames it for the primary), found {found}")]
+    NoSelector {
+        file: String,
+        line: usize,
+        found: String,
+    },
+    #[error("{path}: the primary manifest is missing and the source is not at the promoted revision; restore the file from git history")]
+    PrimaryMissing { path: String },
+    #[error("cannot write YAML: {0}")]
+    Emit(String),
+}
+
+/// Every Kubernetes manifest in the repo, read once per tick.
+#[derive(Debug, Default)]
+pub struct Index {
+    pub manifests: Vec<Manifest>,
+}
+
+impl Index {
+    /// Scans the repo, skipping hidden folders and sluice's output folders.
+    pub fn scan(root: &Path, outputs: &[&str]) -> Result<Index, WorkloadError> {
+        Ok(Index {
+            manifests: source::repo_manifests(root, outputs)?,
+        })
+    }
+}
+
+/// A managed canary's source Deployment and the configs it references.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub deployment: Manifest,
+    /// The selector label sluice renames for the primary (`app`, `name`, ...).
+    pub label_key: String,
+    pub label_value: String,
+    /// Referenced ConfigMaps/Secrets present in the repo.
+    pub configs: Vec<Manifest>,
+    pub tracked: BTreeSet<ConfigRef>,
+}
+
+const SELECTOR_LABELS: [&str; 3] = ["app", "name", "app.kubernetes.io/name"];
+
+/// Finds a managed canary's source and its configs.
+pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source, WorkloadError> {
+    let deployment = find_source(root, canary, &index.manifests)?;
+    let labels = &deployment.doc["spec"]["selector"]["matchLabels"];
+    let found = SELECTOR_LABELS
+        .iter()
+        .find_map(|k| labels[*k].as_str().map(|v| (k.to_string(), v.to_string())));
+    let Some((label_key, label_value)) = found else {
+        let present = match labels {
+            Yaml::Hash(h) => h
+                .keys()
+                .filter_map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => String::new(),
+        };
+        return Err(WorkloadError::NoSelector {
+            file: deployment.file.clone(),
+            line: deployment.line,
+            found: if present.is_empty() {
+                "no matchLabels".into()
+            } else {
+                present
+            },
+        });
+    };
+    let refs = references(&deployment.doc);
+    let ns = canary.id.namespace.as_str();
+    let mut configs = Vec::new();
+    let mut tracked = BTreeSet::new();
+    for r in &refs {
+        if let Some(m) = index.manifests.iter().find(|m| {
+            m.kind == r.kind && m.name == r.name && m.namespace.as_deref().unwrap_or(ns) == ns
+        }) {
+            configs.push(m.clone());
+            tracked.insert(r.clone());
+        }
+    }
+    Ok(Source {
+        deployment,
+        label_key,
+        label_value,
+        configs,
+        tracked,
+    })
+}
+
+/// Converts YAML to JSON for hashing (maps sorted by key, so the hash ignores key order).
+pub fn to_json(y: &Yaml) -> serde_json::Value {
+    match y {
+        Yaml::Real(s) => s
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| serde_json::Value::String(s.clone()), serde_json::Value::Number),
+        Yaml::Integer(i) => serde_json::Value::from(*i),
+        Yaml::String(s) => serde_json::Value::String(s.clone()),
+        Yaml::Boolean(b) => serde_json::Value::Bool(*b),
+        Yaml::Array(a) => serde_json::Value::Array(a.iter().map(to_json).collect()),
+        Yaml::Hash(h) => serde_json::Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) | Yaml::Real(s) => s.clone(),
+                        Yaml::Integer(i) => i.to_string(),
+                        Yaml::Boolean(b) => b.to_string(),
+                        _ => String::new(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => serde_json::Value::Null,
+    }
+}
+
+/// The revision of a source: a hash of the pod template and every referenced config's data.
+pub fn source_revision(source: &Source) -> String {
+    let mut parts = vec![serde_json::json!({"template": to_json(&source.deployment.doc["spec"]["template"])})];
+    for c in &source.configs {
+        parts.push(serde_json::json!({
+            "kind": c.kind,
+            "name": c.name,
+            "data": to_json(&c.doc["data"]),
+            "binaryData": to_json(&c.doc["binaryData"]),
+            "stringData": to_json(&c.doc["stringData"]),
+        }));
+    }
+    let text = serde_json::Value::Array(parts).to_string();
+    match git2::Oid::hash_object(git2::ObjectType::Blob, text.as_bytes()) {
+        Ok(oid) => oid.to_string(),
+        // hashing a buffer cannot fail in practice; fall back to the length-tagged text size
+        Err(_) => format!("len{}", text.len()),
+    }
+}
+
+/// The revision the canary's source is at now.
+pub fn revision(root: &Path, canary: &Canary, index: &Index) -> Result<String, WorkloadError> {
+    match &canary.target {
+        Target::RouteOnly { revision, .. } => Ok(revision.clone()),
+        Target::Source { .. } | Target::TargetRef { .. } => {
+            Ok(source_revision(&load_source(root, canary, index)?))
+        }
+    }
+}
+
+/// Workload files (name inside the output folder, content) for a decision.
+pub fn render(
+    root: &Path,
+    canary: &Canary,
+    decision: &Decision,
+    index: &Index,
+) -> Result<Vec<(String, String)>, WorkloadError> {
+    if let Target::RouteOnly { .. } = canary.target {
+        return Ok(Vec::new());
+    }
+    let source = load_source(root, canary, index)?;
+    let status = &decision.status;
+    let name = &source.deployment.name;
+    let primary_file = format!("{name}-primary.yaml");
+    let primary_path = canary.output.join(&primary_file);
+    let rewrite_primary = matches!(decision.action, Action::Initialize | Action::Promote);
+    let primary = if rewrite_primary {
+        manifests::primary(canary, &source)?
+    } else {
+        match std::fs::read_to_string(root.join(&primary_path)) {
+            Ok(existing) => existing,
+            Err(_) if source_revision(&source) == status.promoted_revision => {
+                manifests::primary(canary, &source)?
+            }
+            Err(_) => return Err(WorkloadError::PrimaryMissing { path: primary_path }),
+        }
+    };
+    let active = status.phase.is_active();
+    Ok(vec![
+        (primary_file, primary),
+        (format!("{name}-canary.yaml"), manifests::canary(canary, &source, active)?),
+        ("services.yaml".to_string(), manifests::services(canary, &source)?),
+    ])
+}
