@@ -565,7 +565,11 @@ fn progressing(canary: &Canary, status: &Status, obs: &Observations, now: Timest
         .last_failed_check
         .is_some_and(|t| now < after(t, interval));
     if recently_failed || (now < check_due && !advance_ready) {
-        let wake = if recently_failed { Some(check_due) } else { wake };
+        let wake = if recently_failed {
+            Some(check_due)
+        } else {
+            wake
+        };
         return hold(
             status,
             wake,
@@ -844,7 +848,10 @@ fn advance(
         next.promoted_revision = revision.clone();
     }
     let event = match &canary.target {
-        Target::RouteOnly { .. } => format!("Promoting {name}: revision {} passed its analysis", short(status.canary_revision.as_deref().unwrap_or_default())),
+        Target::RouteOnly { .. } => format!(
+            "Promoting {name}: revision {} passed its analysis",
+            short(status.canary_revision.as_deref().unwrap_or_default())
+        ),
         Target::Source { .. } | Target::TargetRef { .. } => format!(
             "Copying {name} template spec to {}-primary.{}",
             canary.id.name, canary.id.namespace

@@ -130,7 +130,9 @@ fn promoted_revision_never_starts_an_analysis() {
 fn seed_scenario_walks_flagger_events_in_order() {
     let c = flagger(SEED);
     let s = initialized(&c);
-    let (actions, end, _) = run_until(&c, s, &healthy("rev1"), t(10), |s| s.phase == Phase::Succeeded);
+    let (actions, end, _) = run_until(&c, s, &healthy("rev1"), t(10), |s| {
+        s.phase == Phase::Succeeded
+    });
     let mut expected = vec![Action::StartRollout];
     let mut from = 0;
     for w in [10, 20, 30, 40, 50] {
@@ -149,12 +151,18 @@ fn seed_scenario_walks_flagger_events_in_order() {
 
 #[test]
 fn first_analysis_tick_runs_pre_rollout_and_skips_metrics() {
-    let c = flagger(&format!("{SEED}webhooks:\n- name: smoke\n  type: pre-rollout\n  url: http://t/\n"));
+    let c = flagger(&format!(
+        "{SEED}webhooks:\n- name: smoke\n  type: pre-rollout\n  url: http://t/\n"
+    ));
     let s = initialized(&c);
     let started = decide(&c, Some(&s), &healthy("rev1"), t(10));
     assert_eq!(started.action, Action::StartRollout);
     // Metrics are failing, but the first tick does not judge them.
-    let failing = with_metric(obs("rev1"), "request-success-rate", MetricValue::Value(50.0));
+    let failing = with_metric(
+        obs("rev1"),
+        "request-success-rate",
+        MetricValue::Value(50.0),
+    );
     let failing = hook(failing, "smoke", WebhookKind::PreRollout, true);
     let before = decide(&c, Some(&started.status), &failing, t(20));
     assert_eq!(before.action, Action::Hold, "not due before the interval");
@@ -183,21 +191,44 @@ fn at_first_step(c: &Canary) -> Status {
 fn failing_metric_counts_then_rolls_back_at_threshold() {
     let c = flagger(SEED);
     let s = at_first_step(&c);
-    let bad = with_metric(obs("rev1"), "request-success-rate", MetricValue::Value(87.314));
+    let bad = with_metric(
+        obs("rev1"),
+        "request-success-rate",
+        MetricValue::Value(87.314),
+    );
     let d1 = decide(&c, Some(&s), &bad, t(70));
     assert_eq!(d1.action, Action::FailedCheck);
     assert_eq!(d1.status.failed_checks, 1);
-    assert_eq!(d1.status.canary_weight, 10, "a failed check holds the weight");
-    assert!(d1.events[0].contains("request-success-rate 87.31 < 99"), "{:?}", d1.events);
+    assert_eq!(
+        d1.status.canary_weight, 10,
+        "a failed check holds the weight"
+    );
+    assert!(
+        d1.events[0].contains("request-success-rate 87.31 < 99"),
+        "{:?}",
+        d1.events
+    );
     // Within the same interval a failure is not counted again.
     let again = decide(&c, Some(&d1.status), &bad, t(80));
     assert_eq!(again.action, Action::Hold);
     let d2 = decide(&c, Some(&d1.status), &bad, t(100));
-    assert!(matches!(d2.action, Action::Rollback { .. }), "{:?}", d2.action);
+    assert!(
+        matches!(d2.action, Action::Rollback { .. }),
+        "{:?}",
+        d2.action
+    );
     assert_eq!(d2.status.phase, Phase::Failed);
-    assert_eq!((d2.status.primary_weight, d2.status.canary_weight), (100, 0));
-    let Action::Rollback { reason } = d2.action else { unreachable!() };
-    assert!(reason.contains("request-success-rate 87.31 < 99"), "{reason}");
+    assert_eq!(
+        (d2.status.primary_weight, d2.status.canary_weight),
+        (100, 0)
+    );
+    let Action::Rollback { reason } = d2.action else {
+        unreachable!()
+    };
+    assert!(
+        reason.contains("request-success-rate 87.31 < 99"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -226,7 +257,10 @@ fn failed_checks_accumulate_across_steps() {
     let d1 = decide(&c, Some(&s), &bad, t(70));
     let d2 = decide(&c, Some(&d1.status), &healthy("rev1"), t(100));
     assert_eq!(d2.action, Action::AdvanceCanary { from: 10, to: 20 });
-    assert_eq!(d2.status.failed_checks, 1, "failures are cumulative within one analysis");
+    assert_eq!(
+        d2.status.failed_checks, 1,
+        "failures are cumulative within one analysis"
+    );
     let d3 = decide(&c, Some(&d2.status), &bad, t(130));
     assert!(matches!(d3.action, Action::Rollback { .. }));
 }
@@ -238,7 +272,14 @@ fn new_revision_mid_analysis_restarts_at_zero() {
     let d = decide(&c, Some(&s), &healthy("rev2"), t(50));
     assert_eq!(d.action, Action::Restart);
     assert_eq!(d.status.phase, Phase::Progressing);
-    assert_eq!((d.status.canary_weight, d.status.step, d.status.failed_checks), (0, 0, 0));
+    assert_eq!(
+        (
+            d.status.canary_weight,
+            d.status.step,
+            d.status.failed_checks
+        ),
+        (0, 0, 0)
+    );
     assert_eq!(d.status.canary_revision.as_deref(), Some("rev2"));
 }
 
@@ -283,8 +324,14 @@ fn failed_revision_is_not_retried_but_a_new_one_starts() {
     let d1 = decide(&c, Some(&s), &bad, t(70));
     let failed = decide(&c, Some(&d1.status), &bad, t(100)).status;
     assert_eq!(failed.phase, Phase::Failed);
-    assert_eq!(decide(&c, Some(&failed), &healthy("rev1"), t(200)).action, Action::Hold);
-    assert_eq!(decide(&c, Some(&failed), &healthy("rev2"), t(200)).action, Action::StartRollout);
+    assert_eq!(
+        decide(&c, Some(&failed), &healthy("rev1"), t(200)).action,
+        Action::Hold
+    );
+    assert_eq!(
+        decide(&c, Some(&failed), &healthy("rev2"), t(200)).action,
+        Action::StartRollout
+    );
 }
 
 #[test]
@@ -307,7 +354,10 @@ fn pause_duration_resumes_exactly_after_restart() {
 
 #[test]
 fn pause_without_duration_waits_for_approval_without_failures() {
-    let c = native("", "interval: 10s\nthreshold: 1\nsteps:\n- weight: 20\n  pause: {}\n- weight: 60\n");
+    let c = native(
+        "",
+        "interval: 10s\nthreshold: 1\nsteps:\n- weight: 20\n  pause: {}\n- weight: 60\n",
+    );
     let s = initialized(&c);
     let d = decide(&c, Some(&s), &obs("v2"), t(0));
     let d = decide(&c, Some(&d.status), &obs("v2"), t(10));
@@ -327,7 +377,10 @@ fn pause_without_duration_waits_for_approval_without_failures() {
 
 #[test]
 fn native_approval_before_promotion() {
-    let c = native("", "interval: 10s\nstepWeight: 50\nmaxWeight: 50\napprovals: {beforePromotion: true}\n");
+    let c = native(
+        "",
+        "interval: 10s\nstepWeight: 50\nmaxWeight: 50\napprovals: {beforePromotion: true}\n",
+    );
     let s = initialized(&c);
     let d = decide(&c, Some(&s), &obs("v2"), t(0));
     let d = decide(&c, Some(&d.status), &obs("v2"), t(10));
@@ -336,27 +389,53 @@ fn native_approval_before_promotion() {
     assert_eq!(w.action, Action::WaitApproval(Gate::Promotion));
     let mut approved = obs("v2");
     approved.approved = true;
-    assert_eq!(decide(&c, Some(&w.status), &approved, t(30)).action, Action::Promote);
+    assert_eq!(
+        decide(&c, Some(&w.status), &approved, t(30)).action,
+        Action::Promote
+    );
 }
 
 #[test]
 fn confirm_rollout_webhook_holds_in_waiting() {
-    let c = flagger(&format!("{SEED}webhooks:\n- name: gate\n  type: confirm-rollout\n  url: http://t/\n"));
+    let c = flagger(&format!(
+        "{SEED}webhooks:\n- name: gate\n  type: confirm-rollout\n  url: http://t/\n"
+    ));
     let s = initialized(&c);
     let closed = hook(healthy("rev1"), "gate", WebhookKind::ConfirmRollout, false);
     let d = decide(&c, Some(&s), &closed, t(10));
     assert_eq!(d.action, Action::WaitRollout);
     assert_eq!(d.status.phase, Phase::Waiting);
-    assert_eq!(decide(&c, Some(&d.status), &closed, t(20)).action, Action::Hold);
+    assert_eq!(
+        decide(&c, Some(&d.status), &closed, t(20)).action,
+        Action::Hold
+    );
     let open = hook(healthy("rev1"), "gate", WebhookKind::ConfirmRollout, true);
-    assert_eq!(decide(&c, Some(&d.status), &open, t(30)).action, Action::StartRollout);
+    assert_eq!(
+        decide(&c, Some(&d.status), &open, t(30)).action,
+        Action::StartRollout
+    );
 }
 
 #[test]
 fn confirm_traffic_increase_holds_without_failures() {
-    let c = flagger(&format!("{SEED}webhooks:\n- name: gate\n  type: confirm-traffic-increase\n  url: http://t/\n"));
-    let s = at_first_step_with(&c, hook(healthy("rev1"), "gate", WebhookKind::ConfirmTrafficIncrease, true));
-    let closed = hook(healthy("rev1"), "gate", WebhookKind::ConfirmTrafficIncrease, false);
+    let c = flagger(&format!(
+        "{SEED}webhooks:\n- name: gate\n  type: confirm-traffic-increase\n  url: http://t/\n"
+    ));
+    let s = at_first_step_with(
+        &c,
+        hook(
+            healthy("rev1"),
+            "gate",
+            WebhookKind::ConfirmTrafficIncrease,
+            true,
+        ),
+    );
+    let closed = hook(
+        healthy("rev1"),
+        "gate",
+        WebhookKind::ConfirmTrafficIncrease,
+        false,
+    );
     let d = decide(&c, Some(&s), &closed, t(70));
     assert_eq!(d.action, Action::WaitApproval(Gate::TrafficIncrease));
     assert_eq!(d.status.failed_checks, 0);
@@ -372,7 +451,9 @@ fn at_first_step_with(c: &Canary, o: Observations) -> Status {
 
 #[test]
 fn rollback_webhook_answering_yes_rolls_back() {
-    let c = flagger(&format!("{SEED}webhooks:\n- name: kill\n  type: rollback\n  url: http://t/\n"));
+    let c = flagger(&format!(
+        "{SEED}webhooks:\n- name: kill\n  type: rollback\n  url: http://t/\n"
+    ));
     let s = at_first_step(&c);
     let o = hook(healthy("rev1"), "kill", WebhookKind::Rollback, true);
     let d = decide(&c, Some(&s), &o, t(45));
@@ -415,10 +496,17 @@ fn blue_green_iterates_then_switches_and_promotes() {
 
 #[test]
 fn ab_testing_iterates_then_promotes_without_shifting_weights() {
-    let c = flagger("interval: 10s\niterations: 2\nmatch:\n- headers:\n    x-canary: {exact: insider}\n");
+    let c = flagger(
+        "interval: 10s\niterations: 2\nmatch:\n- headers:\n    x-canary: {exact: insider}\n",
+    );
     let s = initialized(&c);
     let (actions, _, _) = run_until(&c, s, &obs("rev1"), t(0), |s| s.phase == Phase::Succeeded);
-    assert!(!actions.iter().any(|a| matches!(a, Action::AdvanceCanary { .. })), "{actions:?}");
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, Action::AdvanceCanary { .. })),
+        "{actions:?}"
+    );
     assert!(actions.contains(&Action::Promote));
 }
 
@@ -429,7 +517,9 @@ fn route_only_success_makes_the_other_service_stable() {
     assert_eq!(s.stable_service.as_deref(), Some("web-blue"));
     let (_, end, _) = run_until(&c, s, &obs("v2"), t(0), |s| s.phase == Phase::Succeeded);
     assert_eq!(end.stable_service.as_deref(), Some("web-green"));
-    let (_, end, _) = run_until(&c, end, &obs("v3"), t(1000), |s| s.phase == Phase::Succeeded && s.promoted_revision == "v3");
+    let (_, end, _) = run_until(&c, end, &obs("v3"), t(1000), |s| {
+        s.phase == Phase::Succeeded && s.promoted_revision == "v3"
+    });
     assert_eq!(end.stable_service.as_deref(), Some("web-blue"));
 }
 
@@ -450,7 +540,13 @@ fn every_phase_round_trips_through_yaml() {
             None => break,
         }
     }
-    for p in [Phase::Initialized, Phase::Progressing, Phase::Promoting, Phase::Finalising, Phase::Succeeded] {
+    for p in [
+        Phase::Initialized,
+        Phase::Progressing,
+        Phase::Promoting,
+        Phase::Finalising,
+        Phase::Succeeded,
+    ] {
         assert!(phases.contains(&p), "{p:?} not reached");
     }
 }

@@ -29,6 +29,8 @@ const METADATA_KEYS: &[&str] = &[
     "generateName",
 ];
 const NATIVE_SPEC_KEYS: &[&str] = &[
+    "provider",
+    "metricsServer",
     "source",
     "routeOnly",
     "output",
@@ -133,6 +135,21 @@ fn read_deadline(r: &mut Reader, spec: &Node) -> Duration {
         .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
         .and_then(|v| u64::try_from(v).ok())
         .map_or(Duration::from_secs(600), Duration::from_secs)
+}
+
+fn read_metrics_server(r: &mut Reader, spec: &Node) -> Option<String> {
+    let n = spec.get("metricsServer")?;
+    let text = r.string(n, "spec.metricsServer")?;
+    if text.starts_with("http://") || text.starts_with("https://") {
+        Some(text)
+    } else {
+        r.error(
+            n.line,
+            "spec.metricsServer",
+            format!("expected an http:// or https:// URL, found {text:?}"),
+        );
+        None
+    }
 }
 
 fn read_port(r: &mut Reader, node: &Node, path: &str) -> Option<u16> {
@@ -258,10 +275,16 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let progress_deadline = read_deadline(r, spec);
+    let provider = spec
+        .get("provider")
+        .and_then(|n| r.string(n, "spec.provider"));
+    let metrics_server = read_metrics_server(r, spec);
     if r.errors.len() > before {
         return None;
     }
     Some(Canary {
+        provider,
+        metrics_server,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -536,10 +559,17 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let progress_deadline = read_deadline(r, spec);
+    let provider_name = spec
+        .get("provider")
+        .and_then(|n| n.as_str().map(str::to_string))
+        .or_else(|| settings.provider.map(|p| p.name().to_string()));
+    let metrics_server = read_metrics_server(r, spec);
     if r.errors.len() > before {
         return None;
     }
     Some(Canary {
+        provider: provider_name,
+        metrics_server,
         id: id?,
         file: r.file.clone(),
         line: root.line,

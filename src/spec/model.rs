@@ -177,6 +177,11 @@ pub struct Canary {
     pub suspend: bool,
     /// Flagger's `progressDeadlineSeconds` (default 600 s).
     pub progress_deadline: Duration,
+    /// The mesh or ingress serving the canary (Flagger's `provider` string, e.g. `osm`,
+    /// `linkerd`, `gatewayapi:v1`); selects the PromQL of the built-in metrics.
+    pub provider: Option<String>,
+    /// Prometheus address for this canary (Flagger's `spec.metricsServer`).
+    pub metrics_server: Option<String>,
 }
 
 /// What the canary rolls out.

@@ -11,6 +11,20 @@ pub enum Provider {
     Smi(SmiVersion),
 }
 
+impl Provider {
+    /// The canonical provider string (as Flagger spells it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Gateway(GatewayVersion::V1) => "gatewayapi:v1",
+            Provider::Gateway(GatewayVersion::V1beta1) => "gatewayapi:v1beta1",
+            Provider::Smi(SmiVersion::V1alpha1) => "smi:v1alpha1",
+            Provider::Smi(SmiVersion::V1alpha2) => "smi:v1alpha2",
+            Provider::Smi(SmiVersion::V1alpha3) => "smi:v1alpha3",
+            Provider::Smi(SmiVersion::V1alpha4) => "smi:v1alpha4",
+        }
+    }
+}
+
 /// Maps a provider string; the error lists what is supported.
 pub fn parse_provider(text: &str) -> Result<Provider, String> {
     let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1";

@@ -54,13 +54,17 @@ fn visit(pod_spec: &mut Yaml, f: &mut dyn FnMut(&'static str, &mut Yaml)) {
         }
     }
     for list in ["containers", "initContainers"] {
-        let Some(Yaml::Array(containers)) = spec.get_mut(&key(list)) else { continue };
+        let Some(Yaml::Array(containers)) = spec.get_mut(&key(list)) else {
+            continue;
+        };
         for c in containers {
             let Yaml::Hash(c) = c else { continue };
             if let Some(Yaml::Array(env)) = c.get_mut(&key("env")) {
                 for e in env {
                     let Yaml::Hash(e) = e else { continue };
-                    let Some(Yaml::Hash(from)) = e.get_mut(&key("valueFrom")) else { continue };
+                    let Some(Yaml::Hash(from)) = e.get_mut(&key("valueFrom")) else {
+                        continue;
+                    };
                     if let Some(Yaml::Hash(r)) = from.get_mut(&key("configMapKeyRef")) {
                         if let Some(name) = r.get_mut(&key("name")) {
                             f("ConfigMap", name);
@@ -110,9 +114,15 @@ pub fn references(deployment: &Yaml) -> BTreeSet<ConfigRef> {
 /// Renames the references that are in `tracked` to `<name>-primary`.
 pub fn rename_to_primary(deployment: &mut Yaml, tracked: &BTreeSet<ConfigRef>) {
     let Yaml::Hash(d) = deployment else { return };
-    let Some(Yaml::Hash(spec)) = d.get_mut(&key("spec")) else { return };
-    let Some(Yaml::Hash(template)) = spec.get_mut(&key("template")) else { return };
-    let Some(pod_spec) = template.get_mut(&key("spec")) else { return };
+    let Some(Yaml::Hash(spec)) = d.get_mut(&key("spec")) else {
+        return;
+    };
+    let Some(Yaml::Hash(template)) = spec.get_mut(&key("template")) else {
+        return;
+    };
+    let Some(pod_spec) = template.get_mut(&key("spec")) else {
+        return;
+    };
     visit(pod_spec, &mut |kind, name| {
         if let Some(n) = name.as_str() {
             let r = ConfigRef {

@@ -64,10 +64,12 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     let primary_name = format!("{}-primary", source.deployment.name);
     let primary_label = Yaml::String(format!("{}-primary", source.label_value));
     rename(&mut doc, &primary_name, ns);
-    if let Some(labels) = map_at(&mut doc, &["metadata"]).and_then(|m| match m.get_mut(&key("labels")) {
-        Some(Yaml::Hash(h)) => Some(h),
-        _ => None,
-    }) {
+    if let Some(labels) =
+        map_at(&mut doc, &["metadata"]).and_then(|m| match m.get_mut(&key("labels")) {
+            Some(Yaml::Hash(h)) => Some(h),
+            _ => None,
+        })
+    {
         if labels.contains_key(&key(&source.label_key)) {
             labels.insert(key(&source.label_key), primary_label.clone());
         }
@@ -144,8 +146,18 @@ pub fn services(canary: &Canary, source: &Source) -> Result<String, WorkloadErro
     let primary_label = format!("{}-primary", source.label_value);
     let docs = [
         service(svc, ns, canary, (&source.label_key, &primary_label)),
-        service(&format!("{svc}-primary"), ns, canary, (&source.label_key, &primary_label)),
-        service(&format!("{svc}-canary"), ns, canary, (&source.label_key, &source.label_value)),
+        service(
+            &format!("{svc}-primary"),
+            ns,
+            canary,
+            (&source.label_key, &primary_label),
+        ),
+        service(
+            &format!("{svc}-canary"),
+            ns,
+            canary,
+            (&source.label_key, &source.label_value),
+        ),
     ];
     emit(canary, &docs)
 }

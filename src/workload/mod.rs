@@ -128,7 +128,10 @@ pub fn to_json(y: &Yaml) -> serde_json::Value {
             .parse::<f64>()
             .ok()
             .and_then(serde_json::Number::from_f64)
-            .map_or_else(|| serde_json::Value::String(s.clone()), serde_json::Value::Number),
+            .map_or_else(
+                || serde_json::Value::String(s.clone()),
+                serde_json::Value::Number,
+            ),
         Yaml::Integer(i) => serde_json::Value::from(*i),
         Yaml::String(s) => serde_json::Value::String(s.clone()),
         Yaml::Boolean(b) => serde_json::Value::Bool(*b),
@@ -152,7 +155,8 @@ pub fn to_json(y: &Yaml) -> serde_json::Value {
 
 /// The revision of a source: a hash of the pod template and every referenced config's data.
 pub fn source_revision(source: &Source) -> String {
-    let mut parts = vec![serde_json::json!({"template": to_json(&source.deployment.doc["spec"]["template"])})];
+    let mut parts =
+        vec![serde_json::json!({"template": to_json(&source.deployment.doc["spec"]["template"])})];
     for c in &source.configs {
         parts.push(serde_json::json!({
             "kind": c.kind,
@@ -210,7 +214,13 @@ pub fn render(
     let active = status.phase.is_active();
     Ok(vec![
         (primary_file, primary),
-        (format!("{name}-canary.yaml"), manifests::canary(canary, &source, active)?),
-        ("services.yaml".to_string(), manifests::services(canary, &source)?),
+        (
+            format!("{name}-canary.yaml"),
+            manifests::canary(canary, &source, active)?,
+        ),
+        (
+            "services.yaml".to_string(),
+            manifests::services(canary, &source)?,
+        ),
     ])
 }

@@ -88,7 +88,11 @@ pub fn repo_manifests(root: &Path, skip: &[&str]) -> Result<Vec<Manifest>, Workl
 }
 
 /// The source Deployment of a managed canary.
-pub fn find_source(root: &Path, canary: &Canary, all: &[Manifest]) -> Result<Manifest, WorkloadError> {
+pub fn find_source(
+    root: &Path,
+    canary: &Canary,
+    all: &[Manifest],
+) -> Result<Manifest, WorkloadError> {
     let ns = canary.id.namespace.as_str();
     let in_ns = |m: &Manifest| m.namespace.as_deref().unwrap_or(ns) == ns;
     match &canary.target {
@@ -100,15 +104,23 @@ pub fn find_source(root: &Path, canary: &Canary, all: &[Manifest]) -> Result<Man
                 });
             }
             let found = manifests_in(root, path.as_str())?;
-            let deployments: Vec<Manifest> = found.iter().filter(|m| m.kind == "Deployment").cloned().collect();
+            let deployments: Vec<Manifest> = found
+                .iter()
+                .filter(|m| m.kind == "Deployment")
+                .cloned()
+                .collect();
             match deployments.len() {
-                1 => Ok(deployments.into_iter().next().ok_or_else(|| WorkloadError::SourceMissing {
-                    canary: canary.id.to_string(),
-                    what: path.to_string(),
+                1 => Ok(deployments.into_iter().next().ok_or_else(|| {
+                    WorkloadError::SourceMissing {
+                        canary: canary.id.to_string(),
+                        what: path.to_string(),
+                    }
                 })?),
                 0 => Err(WorkloadError::NotDeployment {
                     file: path.to_string(),
-                    found: found.first().map_or("no Kubernetes object".into(), |m| format!("kind {}", m.kind)),
+                    found: found.first().map_or("no Kubernetes object".into(), |m| {
+                        format!("kind {}", m.kind)
+                    }),
                 }),
                 n => Err(WorkloadError::Invalid {
                     file: path.to_string(),
@@ -133,7 +145,10 @@ pub fn find_source(root: &Path, canary: &Canary, all: &[Manifest]) -> Result<Man
                     file: b.file.clone(),
                     line: b.line,
                     field: "metadata.name".into(),
-                    message: format!("{kind} {ns}/{name} is defined twice (also at {}:{})", a.file, a.line),
+                    message: format!(
+                        "{kind} {ns}/{name} is defined twice (also at {}:{})",
+                        a.file, a.line
+                    ),
                 }),
             }
         }

@@ -33,7 +33,10 @@ fn validate_reports_every_error_and_exits_1() {
     let (code, _, err) = sluice(&["validate", file.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(err.contains("bad.yaml:5: spec.provider:"), "{err}");
-    assert!(err.contains("bad.yaml:9: spec.analysis.stepWeight: expected 1..=100, found 120"), "{err}");
+    assert!(
+        err.contains("bad.yaml:9: spec.analysis.stepWeight: expected 1..=100, found 120"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -55,12 +58,22 @@ fn plan_json_reproduces_flagger_sequences() {
         let (code, out, err) = sluice(&["plan", file.to_str().unwrap(), "--output", "json"]);
         assert_eq!(code, 0, "{err}");
         let plans: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let weights: Vec<u64> = plans[0]["canaryWeights"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let weights: Vec<u64> = plans[0]["canaryWeights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         let expected: Vec<u64> = expected.iter().map(|&w| w as u64).collect();
         assert_eq!(weights, expected, "{schedule}");
         assert_eq!(plans[0]["strategy"], "canary");
         let last = *expected.last().unwrap();
-        let promo: Vec<u64> = plans[0]["promotionPrimaryWeights"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let promo: Vec<u64> = plans[0]["promotionPrimaryWeights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         let mut want = Vec::new();
         let mut p = 100 - last;
         while p < 100 {
@@ -77,10 +90,16 @@ fn plan_shows_native_rules_and_approvals() {
     assert_eq!(code, 0, "{err}");
     let plans: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(plans[0]["canaryWeights"], serde_json::json!([20, 50, 80]));
-    assert_eq!(plans[0]["approvals"], serde_json::json!(["before promotion"]));
+    assert_eq!(
+        plans[0]["approvals"],
+        serde_json::json!(["before promotion"])
+    );
     // 30 s to start + 60 s + 90 s pauses + one interval before promotion + 8 promotion
     // steps + finalisation, at 30 s each.
-    assert_eq!(plans[0]["minDurationSeconds"], 30 + 60 + 90 + 30 + 8 * 30 + 30);
+    assert_eq!(
+        plans[0]["minDurationSeconds"],
+        30 + 60 + 90 + 30 + 8 * 30 + 30
+    );
 }
 
 #[test]

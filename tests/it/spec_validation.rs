@@ -72,8 +72,14 @@ fn assert_has(errs: &[String], expected: &str) {
 
 #[test]
 fn valid_native_and_flagger_load() {
-    assert_eq!(errors(&native("interval: 30s\nstepWeight: 20\nmaxWeight: 50")), Vec::<String>::new());
-    assert_eq!(errors(&flagger("provider: osm\n", "interval: 1m\nstepWeight: 10")), Vec::<String>::new());
+    assert_eq!(
+        errors(&native("interval: 30s\nstepWeight: 20\nmaxWeight: 50")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(&flagger("provider: osm\n", "interval: 1m\nstepWeight: 10")),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -88,23 +94,35 @@ fn weight_out_of_range_names_file_line_and_field() {
 #[test]
 fn step_weights_must_increase() {
     let errs = errors(&native("stepWeights: [10, 30, 20]"));
-    assert_has(&errs, "spec.analysis.stepWeights[2]: expected strictly increasing weights, found 20 after 30");
+    assert_has(
+        &errs,
+        "spec.analysis.stepWeights[2]: expected strictly increasing weights, found 20 after 30",
+    );
     let errs = errors(&flagger("provider: osm\n", "stepWeights: [10, 10]"));
     assert_has(&errs, "stepWeights[1]: expected strictly increasing");
     let errs = errors(&native("steps:\n- weight: 50\n- weight: 40"));
-    assert_has(&errs, "spec.analysis.steps[1].weight: expected strictly increasing weights, found 40 after 50");
+    assert_has(
+        &errs,
+        "spec.analysis.steps[1].weight: expected strictly increasing weights, found 40 after 50",
+    );
 }
 
 #[test]
 fn step_weight_above_max_weight() {
     let errs = errors(&native("stepWeight: 60\nmaxWeight: 50"));
-    assert_has(&errs, ":15: spec.analysis.stepWeight: expected at most maxWeight 50, found 60");
+    assert_has(
+        &errs,
+        ":15: spec.analysis.stepWeight: expected at most maxWeight 50, found 60",
+    );
 }
 
 #[test]
 fn native_rejects_two_schedules_and_no_schedule() {
     let errs = errors(&native("stepWeight: 10\nstepWeights: [10, 20]"));
-    assert_has(&errs, "expected only one of stepWeight, stepWeights and steps, found stepWeight and stepWeights");
+    assert_has(
+        &errs,
+        "expected only one of stepWeight, stepWeights and steps, found stepWeight and stepWeights",
+    );
     let errs = errors(&native("interval: 30s"));
     assert_has(&errs, "spec.analysis: no schedule");
 }
@@ -112,14 +130,28 @@ fn native_rejects_two_schedules_and_no_schedule() {
 #[test]
 fn interval_threshold_and_durations() {
     let errs = errors(&native("interval: 0s\nthreshold: 0\nstepWeight: 10"));
-    assert_has(&errs, ":15: spec.analysis.interval: expected a positive duration, found 0");
-    assert_has(&errs, ":16: spec.analysis.threshold: expected 1..=4294967295, found 0");
+    assert_has(
+        &errs,
+        ":15: spec.analysis.interval: expected a positive duration, found 0",
+    );
+    assert_has(
+        &errs,
+        ":16: spec.analysis.threshold: expected 1..=4294967295, found 0",
+    );
     let errs = errors(&native("interval: -5s\nthreshold: -1\nstepWeight: 10"));
     assert_has(&errs, "spec.analysis.interval: expected a duration");
     assert_has(&errs, "spec.analysis.threshold: expected 1..=");
-    let errs = errors(&native("interval: soon\nsteps:\n- weight: 10\n  pause: {duration: 1x}"));
-    assert_has(&errs, "spec.analysis.interval: expected a duration such as \"30s\"");
-    assert_has(&errs, "spec.analysis.steps[0].pause.duration: expected a duration");
+    let errs = errors(&native(
+        "interval: soon\nsteps:\n- weight: 10\n  pause: {duration: 1x}",
+    ));
+    assert_has(
+        &errs,
+        "spec.analysis.interval: expected a duration such as \"30s\"",
+    );
+    assert_has(
+        &errs,
+        "spec.analysis.steps[0].pause.duration: expected a duration",
+    );
 }
 
 #[test]
@@ -131,17 +163,30 @@ fn open_function_steps_accept_integer_seconds_and_strings() {
 #[test]
 fn invalid_kubernetes_names() {
     let text = native("stepWeight: 10").replace("name: podinfo", "name: Podinfo_App");
-    assert_has(&errors(&text), ":4: metadata.name: expected a DNS-1123 name");
+    assert_has(
+        &errors(&text),
+        ":4: metadata.name: expected a DNS-1123 name",
+    );
     let text = native("stepWeight: 10").replace("namespace: prod", "namespace: -prod");
-    assert_has(&errors(&text), "metadata.namespace: expected a DNS-1123 name");
+    assert_has(
+        &errors(&text),
+        "metadata.namespace: expected a DNS-1123 name",
+    );
 }
 
 #[test]
 fn paths_must_stay_inside_the_repo() {
-    let text = native("stepWeight: 10").replace("output: clusters/prod/podinfo", "output: /etc/sluice");
+    let text =
+        native("stepWeight: 10").replace("output: clusters/prod/podinfo", "output: /etc/sluice");
     assert_has(&errors(&text), ":8: spec.output: expected a path relative to the repo root, found the absolute path \"/etc/sluice\"");
-    let text = native("stepWeight: 10").replace("source: apps/podinfo/deployment.yaml", "source: ../other/deployment.yaml");
-    assert_has(&errors(&text), ":7: spec.source: expected a path inside the repo");
+    let text = native("stepWeight: 10").replace(
+        "source: apps/podinfo/deployment.yaml",
+        "source: ../other/deployment.yaml",
+    );
+    assert_has(
+        &errors(&text),
+        ":7: spec.source: expected a path inside the repo",
+    );
 }
 
 #[test]
@@ -151,7 +196,13 @@ fn duplicate_canaries_in_one_namespace() {
     let mut loaded = load_text("c.yaml", &text, &Settings::default());
     sluice::spec::load::reject_duplicates(&mut loaded);
     assert_eq!(loaded.canaries.len(), 1);
-    assert!(loaded.errors[0].to_string().contains("duplicate canary prod/podinfo: already defined at c.yaml:1"), "{:?}", loaded.errors);
+    assert!(
+        loaded.errors[0]
+            .to_string()
+            .contains("duplicate canary prod/podinfo: already defined at c.yaml:1"),
+        "{:?}",
+        loaded.errors
+    );
 }
 
 #[test]
@@ -167,7 +218,9 @@ fn alias_expansion_is_bounded() {
     let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..9 {
         let p = i - 1;
-        text.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        text.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
     }
     assert_has(&errors(&text), "anchors and aliases are bounded");
 }
@@ -175,34 +228,60 @@ fn alias_expansion_is_bounded() {
 #[test]
 fn unknown_fields_get_did_you_mean() {
     let errs = errors(&native("stepWieght: 10"));
-    assert_has(&errs, ":15: spec.analysis.stepWieght: unknown field (did you mean \"stepWeight\"?)");
+    assert_has(
+        &errs,
+        ":15: spec.analysis.stepWieght: unknown field (did you mean \"stepWeight\"?)",
+    );
 }
 
 #[test]
 fn every_problem_in_a_file_is_reported() {
-    let text = native("interval: 0s\nthreshold: 0\nstepWeight: 120").replace("port: 9898", "port: 99999");
+    let text =
+        native("interval: 0s\nthreshold: 0\nstepWeight: 120").replace("port: 9898", "port: 99999");
     let errs = errors(&text);
     assert!(errs.len() >= 4, "{errs:#?}");
 }
 
 #[test]
 fn flagger_providers_sluice_cannot_route_are_errors() {
-    assert_has(&errors(&flagger("provider: istio\n", "stepWeight: 10")), ":7: spec.provider: sluice does not route provider \"istio\"");
-    assert_has(&errors(&flagger("provider: gatewayapi\n", "stepWeight: 10")), "bare \"gatewayapi\"");
-    assert_has(&errors(&flagger("", "stepWeight: 10")), "spec.provider: required field is missing and .sluice/config.yaml sets no default provider");
+    assert_has(
+        &errors(&flagger("provider: istio\n", "stepWeight: 10")),
+        ":7: spec.provider: sluice does not route provider \"istio\"",
+    );
+    assert_has(
+        &errors(&flagger("provider: gatewayapi\n", "stepWeight: 10")),
+        "bare \"gatewayapi\"",
+    );
+    assert_has(
+        &errors(&flagger("", "stepWeight: 10")),
+        "spec.provider: required field is missing and .sluice/config.yaml sets no default provider",
+    );
     let gw = flagger("provider: gatewayapi:v1\n", "stepWeight: 10");
-    assert_has(&errors(&gw), "spec.service.gatewayRefs: required for a Gateway API provider");
+    assert_has(
+        &errors(&gw),
+        "spec.service.gatewayRefs: required for a Gateway API provider",
+    );
 }
 
 #[test]
 fn repo_default_provider_applies_to_flagger_input() {
-    let settings = parse_settings(".sluice/config.yaml", "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: linkerd\n").unwrap();
+    let settings = parse_settings(
+        ".sluice/config.yaml",
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: linkerd\n",
+    )
+    .unwrap();
     let loaded = load_text("c.yaml", &flagger("", "stepWeight: 10"), &settings);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     let bad = parse_settings(".sluice/config.yaml", "provider: nginx\noutpt: x\n").unwrap_err();
     let text: Vec<String> = bad.iter().map(ToString::to_string).collect();
-    assert_has(&text, ".sluice/config.yaml:1: provider: sluice does not route provider \"nginx\"");
-    assert_has(&text, ".sluice/config.yaml:2: outpt: unknown field (did you mean \"output\"?)");
+    assert_has(
+        &text,
+        ".sluice/config.yaml:1: provider: sluice does not route provider \"nginx\"",
+    );
+    assert_has(
+        &text,
+        ".sluice/config.yaml:2: outpt: unknown field (did you mean \"output\"?)",
+    );
 }
 
 #[test]
