@@ -5,5 +5,6 @@
 pub mod cli;
 pub mod core;
 pub mod output;
+pub mod route;
 pub mod spec;
 pub mod workload;

@@ -1,0 +1,158 @@
+//! Commit messages: a subject that says what happened, a body with the reasons (Flagger-style
+//! events and the checks table), and trailers machines read back (`sluice history`).
+
+use crate::core::decide::{fmt_num, Action, Decision};
+use crate::core::status::{Gate, Status};
+use crate::spec::model::{Canary, Strategy};
+
+/// Trailer keys, in the order they are written.
+pub const CANARY: &str = "Sluice-Canary";
+pub const PHASE: &str = "Sluice-Phase";
+pub const STEP: &str = "Sluice-Step";
+pub const WEIGHTS: &str = "Sluice-Weights";
+pub const REVISION: &str = "Sluice-Revision";
+pub const OPERATOR: &str = "Sluice-Operator";
+pub const REASON: &str = "Sluice-Reason";
+
+/// A rendered commit message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub subject: String,
+    pub body: String,
+    pub trailers: Vec<(String, String)>,
+}
+
+impl Message {
+    /// The full text: subject, blank line, body, blank line, trailers.
+    pub fn text(&self) -> String {
+        let mut out = self.subject.clone();
+        out.push_str("\n\n");
+        if !self.body.is_empty() {
+            out.push_str(self.body.trim_end());
+            out.push_str("\n\n");
+        }
+        for (k, v) in &self.trailers {
+            out.push_str(&format!("{k}: {v}\n"));
+        }
+        out
+    }
+}
+
+fn short(rev: &str) -> &str {
+    rev.get(..7).unwrap_or(rev)
+}
+
+fn step_count(canary: &Canary) -> usize {
+    match &canary.analysis.strategy {
+        Strategy::Canary { steps } => steps.len(),
+        Strategy::BlueGreen { iterations } | Strategy::AB { iterations, .. } => {
+            *iterations as usize
+        }
+    }
+}
+
+fn step_text(canary: &Canary, status: &Status) -> String {
+    match &canary.analysis.strategy {
+        Strategy::Canary { steps } => format!("{}/{}", status.step, steps.len()),
+        Strategy::BlueGreen { iterations } | Strategy::AB { iterations, .. } => {
+            format!("{}/{}", status.iterations, iterations)
+        }
+    }
+}
+
+/// The subject line for a decision.
+pub fn subject(canary: &Canary, decision: &Decision) -> String {
+    let n = &canary.id.name;
+    let s = &decision.status;
+    let rev = s.canary_revision.as_deref().map(short).unwrap_or_default();
+    match &decision.action {
+        Action::Hold => format!("{n}: no change"),
+        Action::Initialize => format!("{n}: initialization done, all traffic on the primary"),
+        Action::WaitRollout => format!("{n}: new revision {rev} waits for approval to start"),
+        Action::StartRollout => format!("{n}: new revision {rev} detected, scaling up the canary"),
+        Action::Restart => format!("{n}: new revision {rev} detected, restarting the analysis"),
+        Action::Cancel => format!("{n}: back at the promoted revision, analysis cancelled"),
+        Action::AdvanceCanary { from, to } => format!(
+            "{n}: advance canary weight {from} -> {to} (step {}/{})",
+            s.step.max(1),
+            step_count(canary).max(1)
+        ),
+        Action::AdvanceIteration { done, of } => {
+            format!("{n}: analysis iteration {done}/{of} passed")
+        }
+        Action::FailedCheck => format!(
+            "{n}: failed check {}/{} at canary weight {}",
+            s.failed_checks, canary.analysis.threshold, s.canary_weight
+        ),
+        Action::WaitApproval(gate) => format!(
+            "{n}: waiting for approval of the {} (step {})",
+            match gate {
+                Gate::Rollout => "rollout",
+                Gate::TrafficIncrease => "next traffic increase",
+                Gate::Promotion => "promotion",
+            },
+            step_text(canary, s)
+        ),
+        Action::Promote => format!("{n}: promote revision {rev} to the primary"),
+        Action::AdvancePrimary { weight } => {
+            format!("{n}: advance primary weight {weight} (promotion)")
+        }
+        Action::Finalise => format!("{n}: promotion completed, canary scaled down"),
+        Action::Rollback { reason } => format!("{n}: roll back: {reason}"),
+    }
+}
+
+/// The checks table of a status, one line per check.
+pub fn checks_table(status: &Status) -> String {
+    let mut out = String::new();
+    for c in &status.checks {
+        let bound = match (c.min, c.max) {
+            (Some(lo), Some(hi)) => format!(" (min {} max {})", fmt_num(lo), fmt_num(hi)),
+            (Some(lo), None) => format!(" (min {})", fmt_num(lo)),
+            (None, Some(hi)) => format!(" (max {})", fmt_num(hi)),
+            (None, None) => String::new(),
+        };
+        let value = c.value.map(fmt_num).unwrap_or_else(|| c.detail.clone());
+        let verdict = if c.passed { "pass" } else { "FAIL" };
+        out.push_str(&format!("{} {value}{bound} {verdict}\n", c.name));
+    }
+    out
+}
+
+/// The whole message for a decision; `operator`/`reason` come from manual operations.
+pub fn render(canary: &Canary, decision: &Decision, operator: Option<(&str, &str)>) -> Message {
+    let s = &decision.status;
+    let mut body = String::new();
+    for e in &decision.events {
+        body.push_str(e);
+        body.push('\n');
+    }
+    let table = checks_table(s);
+    if !table.is_empty() && decision.action != Action::Initialize {
+        body.push('\n');
+        body.push_str(&table);
+    }
+    let revision = s
+        .canary_revision
+        .clone()
+        .unwrap_or_else(|| s.promoted_revision.clone());
+    let mut trailers = vec![
+        (CANARY.to_string(), canary.id.to_string()),
+        (PHASE.to_string(), s.phase.to_string()),
+        (STEP.to_string(), step_text(canary, s)),
+        (
+            WEIGHTS.to_string(),
+            format!("primary={} canary={}", s.primary_weight, s.canary_weight),
+        ),
+        (REVISION.to_string(), short(&revision).to_string()),
+    ];
+    if let Some((who, why)) = operator {
+        trailers.push((OPERATOR.to_string(), who.to_string()));
+        trailers.push((REASON.to_string(), why.replace('\n', " ")));
+    }
+    Message {
+        subject: subject(canary, decision),
+        body,
+        trailers,
+    }
+}

@@ -1,0 +1,23 @@
+//! `.sluice/status/<namespace>/<name>.yaml`: the canary's whole state, committed with the
+//! files it describes.
+
+use crate::core::status::Status;
+use crate::spec::model::CanaryId;
+
+/// The repo-relative path of a canary's status file.
+pub fn path_for(id: &CanaryId) -> String {
+    format!(".sluice/status/{}/{}.yaml", id.namespace, id.name)
+}
+
+/// The status file's text, with a header saying sluice owns it.
+pub fn render(id: &CanaryId, status: &Status) -> Result<String, serde_saphyr::SerializeError> {
+    Ok(format!(
+        "# Status of canary {id}, written by sluice with every decision. Do not edit: use\n# `sluice approve|promote|abort|retry {id}` or change the canary spec instead.\n{}",
+        status.to_yaml()?
+    ))
+}
+
+/// Parses a status file; the error names the field that was wrong.
+pub fn parse(text: &str) -> Result<Status, String> {
+    Status::from_yaml(text).map_err(|e| e.to_string())
+}

@@ -1,0 +1,555 @@
+//! Route renderers: every route kind and version, checked against the upstream CRDs' strict
+//! JSON schemas (tests/schemas), pinned by insta snapshots, and swept over every weight.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value as Json};
+use sluice::route::{render_route, Backends, RouteError, Weights, ROUTE_FILE_NAME};
+use sluice::spec::load::load_text;
+use sluice::spec::model::Canary;
+use sluice::spec::settings::Settings;
+
+const FLAGGER_BACKENDS: Backends<'static> = Backends {
+    primary: "podinfo-primary",
+    canary: "podinfo-canary",
+};
+
+/// A Flagger canary for podinfo in `prod` with this provider, service extras and analysis.
+fn flagger(provider: &str, service_extra: &str, analysis: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  provider: {provider}
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+  service:
+    port: 9898
+{service_extra}
+  analysis:
+    interval: 30s
+    threshold: 5
+{analysis}
+"
+    )
+}
+
+const STEPS: &str = "    stepWeight: 10\n    maxWeight: 50";
+
+const GATEWAY: &str = "    gatewayRefs:
+      - name: public-gateway
+        namespace: gateway-system
+    hosts: [podinfo.example.com, \"*.podinfo.example.org\"]";
+
+const GATEWAY_FULL_REF: &str = "    gatewayRefs:
+      - group: gateway.networking.k8s.io
+        kind: Gateway
+        name: public-gateway
+        namespace: gateway-system
+        sectionName: https
+        port: 443
+      - name: public-gateway
+        namespace: gateway-system
+        sectionName: http";
+
+const AB: &str = "    iterations: 10
+    match:
+      - headers:
+          x-canary:
+            exact: insider
+      - headers:
+          cookie:
+            regex: \"^(.*?;)?(canary=always)(;.*)?$\"
+          user-agent:
+            prefix: \"Mozilla/5.0 (X11\"
+      - uri:
+          prefix: /api
+        method:
+          exact: GET
+        queryParams:
+          canary:
+            exact: \"true\"";
+
+fn load(name: &str, text: &str) -> Canary {
+    let loaded = load_text(name, text, &Settings::default());
+    assert!(loaded.errors.is_empty(), "{name}: {:?}", loaded.errors);
+    assert_eq!(loaded.canaries.len(), 1, "{name}");
+    loaded.canaries.into_iter().next().expect("one canary")
+}
+
+struct Case {
+    name: &'static str,
+    canary: Canary,
+    backends: Backends<'static>,
+}
+
+/// One canary per route kind and version, from both input formats.
+fn cases() -> Vec<Case> {
+    let flagger_case = |name, provider, service, analysis| Case {
+        name,
+        canary: load(name, &flagger(provider, service, analysis)),
+        backends: FLAGGER_BACKENDS,
+    };
+    let native_split = include_str!("../examples/native/canary.yaml")
+        .replace(
+            "apiVersion: gateway.networking.k8s.io/v1\n    kind: HTTPRoute\n    parentRefs:\n      - name: public-gateway\n        namespace: gateway-system\n    hostnames: [frontend.example.com]",
+            "apiVersion: split.smi-spec.io/v1alpha4\n    kind: TrafficSplit",
+        );
+    assert!(native_split.contains("TrafficSplit"), "example changed");
+    let route_only = Backends {
+        primary: "frontend-blue",
+        canary: "frontend-green",
+    };
+    vec![
+        flagger_case("httproute-v1", "gatewayapi:v1", GATEWAY, STEPS),
+        flagger_case(
+            "httproute-v1beta1",
+            "gatewayapi:v1beta1",
+            GATEWAY_FULL_REF,
+            STEPS,
+        ),
+        flagger_case("httproute-v1-ab", "gatewayapi:v1", GATEWAY, AB),
+        flagger_case(
+            "httproute-v1beta1-bluegreen",
+            "gatewayapi:v1beta1",
+            GATEWAY,
+            "    iterations: 5",
+        ),
+        Case {
+            name: "httproute-v1-native-route-only",
+            canary: load(
+                "examples/native/canary.yaml",
+                include_str!("../examples/native/canary.yaml"),
+            ),
+            backends: route_only,
+        },
+        flagger_case("trafficsplit-v1alpha1", "linkerd", "", STEPS),
+        Case {
+            name: "trafficsplit-v1alpha2",
+            canary: load(
+                "examples/flagger/canary.yaml",
+                include_str!("../examples/flagger/canary.yaml"),
+            ),
+            backends: FLAGGER_BACKENDS,
+        },
+        flagger_case("trafficsplit-v1alpha3", "smi:v1alpha3", "", STEPS),
+        flagger_case(
+            "trafficsplit-v1alpha4",
+            "smi:v1alpha4",
+            "",
+            "    iterations: 5",
+        ),
+        Case {
+            name: "trafficsplit-v1alpha4-native",
+            canary: load("native-split.yaml", &native_split),
+            backends: route_only,
+        },
+    ]
+}
+
+fn render(case: &Case, canary_weight: u8) -> String {
+    let weights = Weights::from_canary(canary_weight).expect("0..=100");
+    let file = render_route(&case.canary, &case.backends, weights)
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+    assert_eq!(file.file_name, ROUTE_FILE_NAME);
+    file.content
+}
+
+fn parse(text: &str) -> Json {
+    serde_saphyr::from_str::<Json>(text).expect("rendered YAML parses")
+}
+
+/// Compiled strict schemas, keyed by file name; the file is found from apiVersion and kind,
+/// as `<kind>.<group>_<version>-strict.json`.
+#[derive(Default)]
+struct Schemas(BTreeMap<String, jsonschema::Validator>);
+
+impl Schemas {
+    fn file_for(doc: &Json) -> String {
+        let api = doc["apiVersion"].as_str().expect("apiVersion");
+        let kind = doc["kind"].as_str().expect("kind").to_lowercase();
+        let (group, version) = api.split_once('/').expect("group/version");
+        format!("{kind}.{group}_{version}-strict.json")
+    }
+
+    /// Every validation error for `doc`, as `path: message` lines.
+    fn errors(&mut self, doc: &Json) -> Vec<String> {
+        let file = Self::file_for(doc);
+        let validator = self.0.entry(file.clone()).or_insert_with(|| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/schemas")
+                .join(&file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let schema: Json = serde_json::from_str(&text).expect("schema is JSON");
+            jsonschema::validator_for(&schema).expect("schema compiles")
+        });
+        validator
+            .iter_errors(doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect()
+    }
+}
+
+#[test]
+fn every_route_matches_its_strict_schema() {
+    let mut schemas = Schemas::default();
+    let mut checked = 0;
+    for case in cases() {
+        for canary_weight in [0, 100, 37, 63, 10, 50] {
+            let doc = parse(&render(&case, canary_weight));
+            let errors = schemas.errors(&doc);
+            assert!(
+                errors.is_empty(),
+                "{} at canary weight {canary_weight}:\n{}",
+                case.name,
+                errors.join("\n")
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(schemas.0.len(), 6, "every schema in tests/schemas was used");
+    assert_eq!(checked, 60);
+}
+
+/// The schema check above would catch a wrong document: these broken ones must fail.
+#[test]
+fn broken_routes_fail_the_strict_schemas() {
+    let mut schemas = Schemas::default();
+    let all = cases();
+    let by_name = |name: &str| all.iter().find(|c| c.name == name).expect("case");
+    let httproute = parse(&render(by_name("httproute-v1-ab"), 100));
+    let split_v1alpha1 = parse(&render(by_name("trafficsplit-v1alpha1"), 10));
+    let split_v1alpha2 = parse(&render(by_name("trafficsplit-v1alpha2"), 10));
+    assert!(schemas.errors(&httproute).is_empty());
+    assert!(schemas.errors(&split_v1alpha1).is_empty());
+    assert!(schemas.errors(&split_v1alpha2).is_empty());
+
+    type Break = fn(&mut Json);
+    let breaks: [(&str, &Json, Break); 9] = [
+        ("weight as text", &httproute, |d| {
+            d["spec"]["rules"][0]["backendRefs"][0]["weight"] = json!("90")
+        }),
+        ("weight above the maximum", &httproute, |d| {
+            d["spec"]["rules"][0]["backendRefs"][0]["weight"] = json!(1_000_001)
+        }),
+        ("misspelt field", &httproute, |d| {
+            d["spec"]["rules"][0]["backendRefs"][0]["wieght"] = json!(10)
+        }),
+        ("header match type Prefix", &httproute, |d| {
+            d["spec"]["rules"][0]["matches"][0]["headers"][0]["type"] = json!("Prefix")
+        }),
+        ("uppercase hostname", &httproute, |d| {
+            d["spec"]["hostnames"][0] = json!("Podinfo.example.com")
+        }),
+        (
+            "v1alpha1 weight as a number with a fraction",
+            &split_v1alpha1,
+            |d| d["spec"]["backends"][0]["weight"] = json!(0.5),
+        ),
+        ("v1alpha2 quantity weight", &split_v1alpha2, |d| {
+            d["spec"]["backends"][0]["weight"] = json!("900m")
+        }),
+        ("v1alpha2 has no matches", &split_v1alpha2, |d| {
+            d["spec"]["matches"] = json!([{"kind": "HTTPRouteGroup", "name": "x"}])
+        }),
+        ("missing apex service", &split_v1alpha2, |d| {
+            if let Some(spec) = d["spec"].as_object_mut() {
+                spec.remove("service");
+            }
+        }),
+    ];
+    for (what, doc, break_it) in breaks {
+        let mut doc = doc.clone();
+        break_it(&mut doc);
+        assert!(
+            !schemas.errors(&doc).is_empty(),
+            "{what}: the strict schema accepted a broken document"
+        );
+    }
+}
+
+#[test]
+fn rendered_routes_snapshot() {
+    for case in cases() {
+        insta::assert_snapshot!(case.name, render(&case, 37));
+    }
+    let all = cases();
+    let ab = all
+        .iter()
+        .find(|c| c.name == "httproute-v1-ab")
+        .expect("case");
+    insta::assert_snapshot!("httproute-v1-ab-analysis", render(ab, 100));
+}
+
+/// Backend weights of a rendered route as percentages: primary and canary of the weighted
+/// rule (HTTPRoute) or of the split (TrafficSplit). Panics on anything but whole numbers.
+fn weights_of(doc: &Json) -> (u64, u64) {
+    match doc["kind"].as_str() {
+        Some("HTTPRoute") => {
+            let refs = doc["spec"]["rules"][0]["backendRefs"]
+                .as_array()
+                .expect("backendRefs");
+            assert_eq!(refs.len(), 2);
+            let w = |i: usize| refs[i]["weight"].as_u64().expect("integer weight");
+            (w(0), w(1))
+        }
+        Some("TrafficSplit") => {
+            let backends = doc["spec"]["backends"].as_array().expect("backends");
+            assert_eq!(backends.len(), 2);
+            let v1alpha1 = doc["apiVersion"] == "split.smi-spec.io/v1alpha1";
+            let w = |i: usize| {
+                let value = &backends[i]["weight"];
+                if v1alpha1 {
+                    let text = value
+                        .as_str()
+                        .expect("v1alpha1 weight is a quantity string");
+                    let milli: u64 = text
+                        .strip_suffix('m')
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("expected <n>m, found {text:?}"));
+                    assert_eq!(milli % 10, 0, "{text}");
+                    milli / 10
+                } else {
+                    value.as_u64().expect("integer weight")
+                }
+            };
+            // Canary first, primary second, as Flagger writes them.
+            (w(1), w(0))
+        }
+        other => panic!("unexpected kind {other:?}"),
+    }
+}
+
+#[test]
+fn every_weight_renders_whole_numbers_that_sum_to_100() {
+    for case in cases() {
+        for canary_weight in 0..=100u8 {
+            let doc = parse(&render(&case, canary_weight));
+            let (primary, canary) = weights_of(&doc);
+            assert_eq!(
+                (primary, canary),
+                (100 - u64::from(canary_weight), u64::from(canary_weight)),
+                "{} at {canary_weight}",
+                case.name
+            );
+            if let Some(rules) = doc["spec"]["rules"].as_array() {
+                for rule in rules {
+                    let sum: u64 = rule["backendRefs"]
+                        .as_array()
+                        .expect("backendRefs")
+                        .iter()
+                        .map(|r| r["weight"].as_u64().expect("integer weight"))
+                        .sum();
+                    assert_eq!(sum, 100, "{} at {canary_weight}", case.name);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn files_say_they_are_generated_and_name_the_apex() {
+    for case in cases() {
+        let text = render(&case, 20);
+        let first = text.lines().next().expect("a first line");
+        assert_eq!(
+            first,
+            format!(
+                "# Generated by sluice for canary {}. Do not edit: sluice overwrites this file.",
+                case.canary.id
+            ),
+            "{}",
+            case.name
+        );
+        let doc = parse(&text);
+        assert_eq!(doc["metadata"]["name"], case.canary.service.name.as_str());
+        assert_eq!(
+            doc["metadata"]["namespace"],
+            case.canary.id.namespace.as_str()
+        );
+        assert_eq!(
+            doc["metadata"]["labels"],
+            json!({"app.kubernetes.io/managed-by": "sluice"})
+        );
+        assert!(
+            text.ends_with("\n") && !text.ends_with("\n\n"),
+            "{}",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn smi_backends_are_canary_then_primary_and_the_apex_is_the_service() {
+    let all = cases();
+    for case in all.iter().filter(|c| c.name.starts_with("trafficsplit")) {
+        let doc = parse(&render(case, 20));
+        assert_eq!(doc["spec"]["service"], case.canary.service.name.as_str());
+        assert_eq!(doc["spec"]["backends"][0]["service"], case.backends.canary);
+        assert_eq!(doc["spec"]["backends"][1]["service"], case.backends.primary);
+    }
+}
+
+#[test]
+fn ab_routes_matching_requests_by_weight_and_the_rest_to_the_primary() {
+    let all = cases();
+    let case = all
+        .iter()
+        .find(|c| c.name == "httproute-v1-ab")
+        .expect("case");
+    let doc = parse(&render(case, 100));
+    let rules = doc["spec"]["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2);
+    assert_eq!(
+        rules[0]["matches"][0]["headers"],
+        json!([{"name": "x-canary", "type": "Exact", "value": "insider"}])
+    );
+    assert_eq!(
+        rules[0]["matches"][1]["headers"][1],
+        json!({"name": "user-agent", "type": "RegularExpression", "value": "^Mozilla/5\\.0 \\(X11.*"})
+    );
+    assert_eq!(
+        rules[0]["backendRefs"][1],
+        json!({"group": "", "kind": "Service", "name": "podinfo-canary", "port": 9898, "weight": 100})
+    );
+    assert_eq!(
+        rules[1],
+        json!({
+            "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+            "backendRefs": [{"group": "", "kind": "Service", "name": "podinfo-primary", "port": 9898, "weight": 100}],
+        })
+    );
+}
+
+/// Values reach the YAML through tojson: quotes, newlines and template syntax in a match
+/// come back unchanged and cannot add fields.
+#[test]
+fn hostile_match_values_round_trip() {
+    let value = "a\"b\n  injected: true\n'{{ header }}' # c: &x *y";
+    let analysis = format!(
+        "    iterations: 1\n    match:\n      - headers:\n          x-canary:\n            regex: {}",
+        serde_json::to_string(value).expect("json")
+    );
+    let canary = load(
+        "hostile.yaml",
+        &flagger("gatewayapi:v1", GATEWAY, &analysis),
+    );
+    let file = render_route(
+        &canary,
+        &FLAGGER_BACKENDS,
+        Weights::from_canary(100).expect("weight"),
+    )
+    .expect("renders");
+    let doc = parse(&file.content);
+    assert_eq!(
+        doc["spec"]["rules"][0]["matches"][0]["headers"],
+        json!([{"name": "x-canary", "type": "RegularExpression", "value": value}])
+    );
+    assert!(Schemas::default().errors(&doc).is_empty());
+}
+
+#[test]
+fn errors_say_what_was_expected_and_where() {
+    let all = cases();
+    let by_name = |name: &str| &all.iter().find(|c| c.name == name).expect("case").canary;
+    let split = by_name("trafficsplit-v1alpha2");
+
+    let err = render_route(
+        split,
+        &FLAGGER_BACKENDS,
+        Weights {
+            primary: 90,
+            canary: 20,
+        },
+    )
+    .expect_err("110");
+    assert!(matches!(err, RouteError::Weights { .. }));
+    assert_eq!(err.to_string(), "canary prod/podinfo: route weights must be whole percentages that sum to 100, found primary 90 + canary 20");
+
+    let weights = Weights::from_canary(10).expect("weight");
+    let err = render_route(
+        split,
+        &Backends {
+            primary: "podinfo-primary",
+            canary: "podinfo-primary",
+        },
+        weights,
+    )
+    .expect_err("same service twice");
+    assert!(err.to_string().contains("other than the primary"), "{err}");
+    let err = render_route(
+        split,
+        &Backends {
+            primary: "podinfo_primary",
+            canary: "podinfo-canary",
+        },
+        weights,
+    )
+    .expect_err("bad service name");
+    assert!(
+        err.to_string()
+            .starts_with("canary prod/podinfo: backend primary: expected a Service name"),
+        "{err}"
+    );
+
+    let ab_split = load(
+        "ab-split.yaml",
+        &flagger(
+            "linkerd",
+            "",
+            "    iterations: 3\n    match:\n      - headers: {x-canary: {exact: insider}}",
+        ),
+    );
+    let err = render_route(&ab_split, &FLAGGER_BACKENDS, weights).expect_err("A/B on SMI");
+    assert!(matches!(err, RouteError::Unsupported { .. }));
+    assert!(
+        err.to_string()
+            .starts_with("ab-split.yaml:1: canary prod/podinfo: A/B testing"),
+        "{err}"
+    );
+
+    let bad_match = load(
+        "bad-match.yaml",
+        &flagger(
+            "gatewayapi:v1",
+            GATEWAY,
+            "    iterations: 3\n    match:\n      - sourceLabels: {app: frontend}",
+        ),
+    );
+    let err = render_route(&bad_match, &FLAGGER_BACKENDS, weights).expect_err("sourceLabels");
+    assert_eq!(err.to_string(), "bad-match.yaml:1: canary prod/podinfo: spec.analysis.match[0].sourceLabels: HTTPRoute has no equivalent of the Istio match field \"sourceLabels\"; sluice converts uri, method, headers and queryParams");
+
+    let bad_host = load(
+        "bad-host.yaml",
+        &flagger(
+            "gatewayapi:v1",
+            "    gatewayRefs: [{name: gw}]\n    hosts: [Podinfo.Example.com]",
+            STEPS,
+        ),
+    );
+    let err = render_route(&bad_host, &FLAGGER_BACKENDS, weights).expect_err("uppercase host");
+    assert_eq!(err.to_string(), "bad-host.yaml:1: canary prod/podinfo: spec.service.hosts[0]: expected a lowercase DNS name, optionally starting with \"*.\", found \"Podinfo.Example.com\"");
+
+    let twice = load(
+        "twice.yaml",
+        &flagger(
+            "gatewayapi:v1",
+            "    gatewayRefs: [{name: gw}, {name: gw}]",
+            STEPS,
+        ),
+    );
+    let err = render_route(&twice, &FLAGGER_BACKENDS, weights).expect_err("same parent twice");
+    assert!(
+        err.to_string().contains(
+            "spec.service.gatewayRefs[0].sectionName: Gateway gw is referenced more than once"
+        ),
+        "{err}"
+    );
+}
