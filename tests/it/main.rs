@@ -1,5 +1,6 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod cli;
+mod route;
 mod spec_validation;
 mod workload;

@@ -96,7 +96,7 @@ fn cases() -> Vec<Case> {
         canary: load(name, &flagger(provider, service, analysis)),
         backends: FLAGGER_BACKENDS,
     };
-    let native_split = include_str!("../examples/native/canary.yaml")
+    let native_split = include_str!("../../examples/native/canary.yaml")
         .replace(
             "apiVersion: gateway.networking.k8s.io/v1\n    kind: HTTPRoute\n    parentRefs:\n      - name: public-gateway\n        namespace: gateway-system\n    hostnames: [frontend.example.com]",
             "apiVersion: split.smi-spec.io/v1alpha4\n    kind: TrafficSplit",
@@ -125,7 +125,7 @@ fn cases() -> Vec<Case> {
             name: "httproute-v1-native-route-only",
             canary: load(
                 "examples/native/canary.yaml",
-                include_str!("../examples/native/canary.yaml"),
+                include_str!("../../examples/native/canary.yaml"),
             ),
             backends: route_only,
         },
@@ -134,7 +134,7 @@ fn cases() -> Vec<Case> {
             name: "trafficsplit-v1alpha2",
             canary: load(
                 "examples/flagger/canary.yaml",
-                include_str!("../examples/flagger/canary.yaml"),
+                include_str!("../../examples/flagger/canary.yaml"),
             ),
             backends: FLAGGER_BACKENDS,
         },
