@@ -4,4 +4,5 @@
 
 pub mod cli;
 pub mod core;
+pub mod gitops;
 pub mod spec;
