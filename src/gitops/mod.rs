@@ -12,11 +12,15 @@
 //! Errors separate transient failures (network, a branch that kept moving) from terminal ones
 //! (bad credentials, bad input) through [`Error::is_transient`].
 
+mod commit;
 mod credentials;
+mod repo;
 
 use std::path::PathBuf;
 
+pub use commit::{CommitMessage, FileChange, Identity, Signing};
 pub use credentials::{redact_text, redact_url, Credentials};
+pub use repo::ConfigRepo;
 
 pub use git2::{Oid, Time};
 
