@@ -14,12 +14,14 @@
 
 mod commit;
 mod credentials;
+mod push;
 mod repo;
 
 use std::path::PathBuf;
 
 pub use commit::{CommitMessage, FileChange, Identity, Signing};
 pub use credentials::{redact_text, redact_url, Credentials};
+pub use push::PushOutcome;
 pub use repo::ConfigRepo;
 
 pub use git2::{Oid, Time};
