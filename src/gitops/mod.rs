@@ -14,6 +14,7 @@
 
 mod commit;
 mod credentials;
+mod history;
 mod push;
 mod repo;
 
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 
 pub use commit::{CommitMessage, FileChange, Identity, Signing};
 pub use credentials::{redact_text, redact_url, Credentials};
+pub use history::{parse_trailers, HistoryEntry};
 pub use push::PushOutcome;
 pub use repo::ConfigRepo;
 
