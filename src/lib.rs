@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod gitops;
 pub mod output;
 pub mod route;
 pub mod spec;

@@ -1,0 +1,871 @@
+//! Credentials for the config repo's remote, and keeping them out of everything we write.
+//!
+//! Secrets come from the environment (`SLUICE_GIT_TOKEN`, `SLUICE_GIT_USERNAME`,
+//! `SLUICE_GIT_PASSWORD`, `SLUICE_GIT_SSH_KEY`, `SLUICE_GIT_SSH_KEY_PASSPHRASE`, each secret also
+//! as `*_FILE` naming a file that holds it) or from userinfo in the remote URL, and live only in
+//! memory. This module also owns URL hygiene: [`strip_userinfo`] gives the URL that may be written
+//! to `.git/config`, and [`redact_url`] / [`redact_text`] make URLs and libgit2 messages safe to
+//! log. It must not log, print or persist a secret.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use git2::{Cred, CredentialType, RemoteCallbacks};
+
+use super::{Error, Result};
+
+/// The username GitHub, Gitea and GitLab accept together with an access token.
+const TOKEN_USERNAME: &str = "x-access-token";
+/// The username ssh remotes get when neither the URL nor the environment names one.
+const DEFAULT_SSH_USER: &str = "git";
+/// How often libgit2 may ask for credentials during one operation before we stop offering.
+const MAX_CREDENTIAL_CALLS: u32 = 4;
+
+/// A secret string: never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+struct Secret(String);
+
+impl Secret {
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HttpAuth {
+    username: String,
+    password: Secret,
+    /// The username itself is a secret when it came from a URL like `https://TOKEN@host/…`.
+    username_is_secret: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SshKey {
+    private_key: PathBuf,
+    passphrase: Option<Secret>,
+}
+
+/// How sluice authenticates to the config repo's remote. `Debug` shows no secret.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    http: Option<HttpAuth>,
+    ssh: Option<SshKey>,
+    ssh_user: Option<String>,
+}
+
+impl Credentials {
+    /// No credentials: anonymous access (local paths, `git://`, public https).
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// An access token for https remotes, sent as the password of user `x-access-token`.
+    pub fn token(token: impl Into<String>) -> Self {
+        Self {
+            http: Some(HttpAuth {
+                username: TOKEN_USERNAME.to_string(),
+                password: Secret(token.into()),
+                username_is_secret: false,
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// Basic auth for https remotes.
+    pub fn basic(username: impl Into<String>, password: impl Into<String>) -> Self {
+        Self {
+            http: Some(HttpAuth {
+                username: username.into(),
+                password: Secret(password.into()),
+                username_is_secret: false,
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// A private key file for ssh remotes, with its passphrase if it has one.
+    pub fn ssh_key(private_key: impl Into<PathBuf>, passphrase: Option<String>) -> Self {
+        Self {
+            ssh: Some(SshKey {
+                private_key: private_key.into(),
+                passphrase: passphrase.map(Secret),
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// Reads the `SLUICE_GIT_*` variables from the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the `SLUICE_GIT_*` variables through `lookup` (the environment, or a map in tests).
+    ///
+    /// * `SLUICE_GIT_TOKEN`: https token; user `SLUICE_GIT_USERNAME` or `x-access-token`.
+    /// * `SLUICE_GIT_USERNAME` + `SLUICE_GIT_PASSWORD`: https basic auth.
+    /// * `SLUICE_GIT_SSH_KEY`: path of an ssh private key; `SLUICE_GIT_SSH_KEY_PASSPHRASE`;
+    ///   `SLUICE_GIT_USERNAME` then names the ssh user when the URL does not.
+    ///
+    /// Every secret may instead be given as `NAME_FILE`, the path of a file holding it (a mounted
+    /// Kubernetes secret); trailing newlines in the file are ignored.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let token = read_var(&lookup, "SLUICE_GIT_TOKEN")?;
+        let username = read_var(&lookup, "SLUICE_GIT_USERNAME")?;
+        let password = read_var(&lookup, "SLUICE_GIT_PASSWORD")?;
+        let ssh_key = read_path_var(&lookup, "SLUICE_GIT_SSH_KEY")?;
+        let passphrase = read_var(&lookup, "SLUICE_GIT_SSH_KEY_PASSPHRASE")?;
+
+        let http =
+            match (token, password) {
+                (Some(_), Some(_)) => return Err(cred_err(
+                    "SLUICE_GIT_TOKEN",
+                    "both SLUICE_GIT_TOKEN and SLUICE_GIT_PASSWORD are set; a token replaces the \
+                     password, set only one",
+                )),
+                (Some(token), None) => Some(HttpAuth {
+                    username: username
+                        .clone()
+                        .map_or_else(|| TOKEN_USERNAME.to_string(), |u| u.0),
+                    password: token,
+                    username_is_secret: false,
+                }),
+                (None, Some(password)) => match username.clone() {
+                    Some(user) => Some(HttpAuth {
+                        username: user.0,
+                        password,
+                        username_is_secret: false,
+                    }),
+                    None => {
+                        return Err(cred_err(
+                            "SLUICE_GIT_PASSWORD",
+                            "SLUICE_GIT_USERNAME is not set; basic auth needs both",
+                        ))
+                    }
+                },
+                (None, None) => None,
+            };
+
+        let ssh = match (ssh_key, passphrase) {
+            (Some(private_key), passphrase) => Some(SshKey {
+                private_key,
+                passphrase,
+            }),
+            (None, Some(_)) => {
+                return Err(cred_err(
+                    "SLUICE_GIT_SSH_KEY_PASSPHRASE",
+                    "is set but SLUICE_GIT_SSH_KEY is not; set the key path too",
+                ))
+            }
+            (None, None) => None,
+        };
+
+        if http.is_none() && ssh.is_none() && username.is_some() {
+            return Err(cred_err(
+                "SLUICE_GIT_USERNAME",
+                "is set but there is nothing to authenticate with; set SLUICE_GIT_PASSWORD, \
+                 SLUICE_GIT_TOKEN or SLUICE_GIT_SSH_KEY too",
+            ));
+        }
+        let ssh_user = if ssh.is_some() {
+            username.map(|u| u.0)
+        } else {
+            None
+        };
+        Ok(Self {
+            http,
+            ssh,
+            ssh_user,
+        })
+    }
+
+    /// True when no credential at all is configured.
+    pub fn is_empty(&self) -> bool {
+        self.http.is_none() && self.ssh.is_none()
+    }
+
+    /// A one-line description for logs that names kinds and files but no secret.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(http) = &self.http {
+            if http.username_is_secret {
+                parts.push("https credentials from the URL".to_string());
+            } else {
+                parts.push(format!("https as user {}", http.username));
+            }
+        }
+        if let Some(ssh) = &self.ssh {
+            parts.push(format!("ssh key {}", ssh.private_key.display()));
+        }
+        if parts.is_empty() {
+            "anonymous".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Uses credentials found in the remote URL's userinfo when none were configured for https.
+    pub(crate) fn with_url_fallback(mut self, userinfo: Option<UrlUserinfo>) -> Self {
+        if let Some(info) = userinfo {
+            if self.http.is_none() {
+                self.http = Some(match info.password {
+                    Some(password) => HttpAuth {
+                        username: info.user,
+                        password: Secret(password),
+                        username_is_secret: false,
+                    },
+                    // `https://TOKEN@host/repo`: the user part is the token.
+                    None => HttpAuth {
+                        username: info.user,
+                        password: Secret(String::new()),
+                        username_is_secret: true,
+                    },
+                });
+            }
+        }
+        self
+    }
+
+    /// Replaces every secret we hold with `***` in `text` (belt and braces for messages that
+    /// come from libgit2 or a server).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<&str> = Vec::new();
+        if let Some(http) = &self.http {
+            secrets.push(http.password.expose());
+            if http.username_is_secret {
+                secrets.push(&http.username);
+            }
+        }
+        if let Some(ssh) = &self.ssh {
+            if let Some(p) = &ssh.passphrase {
+                secrets.push(p.expose());
+            }
+        }
+        let mut out = redact_text(text);
+        for secret in secrets.into_iter().filter(|s| !s.is_empty()) {
+            out = out.replace(secret, "***");
+        }
+        out
+    }
+
+    /// Installs a credentials callback that offers each configured credential once and records
+    /// why it gave up in `session`, so the caller can report an authentication error.
+    pub(crate) fn install<'a>(
+        &'a self,
+        callbacks: &mut RemoteCallbacks<'a>,
+        session: &'a AuthSession,
+    ) {
+        callbacks.credentials(move |_url, username_from_url, allowed| {
+            self.offer(session, username_from_url, allowed)
+        });
+    }
+
+    fn offer(
+        &self,
+        session: &AuthSession,
+        username_from_url: Option<&str>,
+        allowed: CredentialType,
+    ) -> std::result::Result<Cred, git2::Error> {
+        let calls = session.calls.get() + 1;
+        session.calls.set(calls);
+        let give_up = |why: String| {
+            *session.failure.borrow_mut() = Some(why);
+            Err(git2::Error::from_str("no more credentials to offer"))
+        };
+        if calls > MAX_CREDENTIAL_CALLS {
+            return give_up("the remote rejected every credential offered".to_string());
+        }
+        let ssh_user = username_from_url
+            .or(self.ssh_user.as_deref())
+            .unwrap_or(DEFAULT_SSH_USER);
+
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            if let Some(http) = &self.http {
+                if session.tried_userpass.replace(true) {
+                    return give_up(if http.username_is_secret {
+                        "the remote rejected the credentials given in the URL".to_string()
+                    } else {
+                        format!(
+                            "the remote rejected the password or token for user `{}`",
+                            http.username
+                        )
+                    });
+                }
+                return Cred::userpass_plaintext(&http.username, http.password.expose());
+            }
+        }
+        if allowed.contains(CredentialType::SSH_KEY) {
+            if let Some(key) = &self.ssh {
+                if session.tried_key.replace(true) {
+                    return give_up(format!(
+                        "the remote rejected ssh key {} for user `{ssh_user}`",
+                        key.private_key.display()
+                    ));
+                }
+                return Cred::ssh_key(
+                    ssh_user,
+                    None,
+                    &key.private_key,
+                    key.passphrase.as_ref().map(Secret::expose),
+                );
+            }
+            if std::env::var_os("SSH_AUTH_SOCK").is_some() && !session.tried_agent.replace(true) {
+                return Cred::ssh_key_from_agent(ssh_user);
+            }
+        }
+        if allowed.contains(CredentialType::USERNAME) && !session.tried_username.replace(true) {
+            return Cred::username(ssh_user);
+        }
+        give_up(if self.is_empty() {
+            "the remote asks for credentials and none are configured".to_string()
+        } else {
+            "the remote asks for a kind of credential that is not configured".to_string()
+        })
+    }
+}
+
+/// The state of one network operation's credential callback.
+#[derive(Debug, Default)]
+pub(crate) struct AuthSession {
+    calls: Cell<u32>,
+    tried_userpass: Cell<bool>,
+    tried_key: Cell<bool>,
+    tried_agent: Cell<bool>,
+    tried_username: Cell<bool>,
+    failure: RefCell<Option<String>>,
+}
+
+impl AuthSession {
+    /// Why the callback stopped offering credentials, if it did.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.borrow().clone()
+    }
+}
+
+fn cred_err(variable: &str, reason: &str) -> Error {
+    Error::Credentials {
+        variable: variable.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Reads `NAME` or `NAME_FILE` (never both); trailing newlines of a file are dropped.
+fn read_var(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<Secret>> {
+    let file_var = format!("{name}_FILE");
+    match (lookup(name), lookup(&file_var)) {
+        (Some(_), Some(_)) => Err(cred_err(
+            name,
+            &format!("both {name} and {file_var} are set; set only one"),
+        )),
+        (Some(value), None) if value.is_empty() => Err(cred_err(
+            name,
+            "is set but empty; unset it or give it a value",
+        )),
+        (Some(value), None) => Ok(Some(Secret(value))),
+        (None, Some(path)) => {
+            let content = std::fs::read_to_string(&path).map_err(|e| {
+                cred_err(&file_var, &format!("cannot read secret file {path}: {e}"))
+            })?;
+            let value = content.trim_end_matches(['\r', '\n']);
+            if value.is_empty() {
+                return Err(cred_err(&file_var, &format!("secret file {path} is empty")));
+            }
+            Ok(Some(Secret(value.to_string())))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// Reads a variable holding a file path (`NAME`, with `NAME_FILE` accepted as an alias) and
+/// checks that the file exists.
+fn read_path_var(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<PathBuf>> {
+    let file_var = format!("{name}_FILE");
+    let (variable, value) = match (lookup(name), lookup(&file_var)) {
+        (Some(_), Some(_)) => {
+            return Err(cred_err(
+                name,
+                &format!("both {name} and {file_var} are set; set only one"),
+            ))
+        }
+        (Some(v), None) => (name.to_string(), v),
+        (None, Some(v)) => (file_var, v),
+        (None, None) => return Ok(None),
+    };
+    if value.is_empty() {
+        return Err(cred_err(
+            &variable,
+            "is set but empty; set it to the path of the private key file",
+        ));
+    }
+    let path = PathBuf::from(value);
+    if let Err(e) = std::fs::metadata(&path) {
+        return Err(cred_err(
+            &variable,
+            &format!("cannot read key file {}: {e}", path.display()),
+        ));
+    }
+    Ok(Some(path))
+}
+
+/// Which transport a remote URL uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UrlKind {
+    Local,
+    File,
+    Git,
+    Http,
+    Ssh,
+}
+
+/// Userinfo taken out of a remote URL, kept in memory only.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct UrlUserinfo {
+    pub(crate) user: String,
+    pub(crate) password: Option<String>,
+}
+
+impl fmt::Debug for UrlUserinfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("UrlUserinfo(***)")
+    }
+}
+
+/// A remote URL split into what may be stored and what must stay in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CleanUrl {
+    /// Safe to write to `.git/config` and to log.
+    pub(crate) url: String,
+    pub(crate) kind: UrlKind,
+    pub(crate) userinfo: Option<UrlUserinfo>,
+}
+
+/// Splits credentials out of a remote URL. An ssh username is no secret and stays in the URL
+/// (the server needs it); everything else in userinfo is moved out. Local paths are made
+/// absolute because the clone outlives the current directory.
+pub(crate) fn strip_userinfo(url: &str) -> Result<CleanUrl> {
+    let invalid = |reason: &str| Error::InvalidUrl {
+        url: redact_url(url),
+        reason: reason.to_string(),
+    };
+    if url.trim().is_empty() {
+        return Err(invalid("is empty; give the config repo's clone URL"));
+    }
+    if url.chars().any(char::is_control) {
+        return Err(invalid("contains control characters"));
+    }
+    let Some(scheme_end) = url.find("://") else {
+        if is_scp_like(url) {
+            return Ok(CleanUrl {
+                url: url.to_string(),
+                kind: UrlKind::Ssh,
+                userinfo: None,
+            });
+        }
+        let path = std::path::absolute(Path::new(url))
+            .map_err(|e| invalid(&format!("cannot make the local path absolute: {e}")))?;
+        let Some(path) = path.to_str() else {
+            return Err(invalid("local path is not valid UTF-8"));
+        };
+        return Ok(CleanUrl {
+            url: path.to_string(),
+            kind: UrlKind::Local,
+            userinfo: None,
+        });
+    };
+    let scheme = url[..scheme_end].to_ascii_lowercase();
+    let kind = match scheme.as_str() {
+        "http" | "https" => UrlKind::Http,
+        "ssh" | "git+ssh" | "ssh+git" => UrlKind::Ssh,
+        "git" => UrlKind::Git,
+        "file" => UrlKind::File,
+        _ => return Err(invalid(&format!(
+            "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a local path"
+        ))),
+    };
+    let rest = &url[scheme_end + 3..];
+    if kind == UrlKind::Http && rest.contains(['?', '#']) {
+        return Err(invalid(
+            "query strings and fragments are not supported; pass tokens through SLUICE_GIT_TOKEN",
+        ));
+    }
+    let (userinfo, host_and_path) = split_authority_userinfo(rest);
+    let Some(userinfo) = userinfo else {
+        return Ok(CleanUrl {
+            url: url.to_string(),
+            kind,
+            userinfo: None,
+        });
+    };
+    if userinfo.contains('/') {
+        return Err(invalid(
+            "credentials in the URL contain `/`; percent-encode them, or better pass them \
+             through SLUICE_GIT_TOKEN or SLUICE_GIT_USERNAME/SLUICE_GIT_PASSWORD",
+        ));
+    }
+    let (user, password) = match userinfo.split_once(':') {
+        Some((u, p)) => (percent_decode(u), Some(percent_decode(p))),
+        None => (percent_decode(userinfo), None),
+    };
+    let prefix = &url[..scheme_end + 3];
+    if kind == UrlKind::Ssh {
+        // Keep the ssh user in the stored URL; move only a password out.
+        let kept = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+        return Ok(CleanUrl {
+            url: format!("{prefix}{kept}@{host_and_path}"),
+            kind,
+            userinfo: password.map(|p| UrlUserinfo {
+                user,
+                password: Some(p),
+            }),
+        });
+    }
+    Ok(CleanUrl {
+        url: format!("{prefix}{host_and_path}"),
+        kind,
+        userinfo: Some(UrlUserinfo { user, password }),
+    })
+}
+
+/// `user@host:path` (scp syntax) rather than a local path: a `:` before any `/`, and not a
+/// Windows drive letter.
+fn is_scp_like(url: &str) -> bool {
+    match url.find(':') {
+        Some(colon) => {
+            let before = &url[..colon];
+            !before.contains('/') && !before.is_empty() && before.len() != 1
+        }
+        None => false,
+    }
+}
+
+/// Splits `userinfo@host/path` after the scheme. Takes the last `@` before any query or
+/// fragment, so an unencoded `/` or `@` in a password cannot leak part of it into the host.
+fn split_authority_userinfo(rest: &str) -> (Option<&str>, &str) {
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn is_ssh_scheme(scheme: &str) -> bool {
+    matches!(
+        scheme.to_ascii_lowercase().as_str(),
+        "ssh" | "git+ssh" | "ssh+git"
+    )
+}
+
+/// A URL safe to show: userinfo becomes `***` (an ssh username without password is kept, it is
+/// no secret) and a query string becomes `?***`. Text that is not a URL comes back unchanged.
+///
+/// ```
+/// use sluice::gitops::redact_url;
+/// assert_eq!(redact_url("https://me:s3cret@git.example.com/r.git"), "https://***@git.example.com/r.git");
+/// assert_eq!(redact_url("ssh://git@git.example.com/r.git"), "ssh://git@git.example.com/r.git");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        // scp syntax cannot carry a password, but `user:pw@host:path` typos can.
+        if let Some(at) = url.find('@') {
+            let (userinfo, rest) = (&url[..at], &url[at..]);
+            if userinfo.contains(':') && !userinfo.contains('/') {
+                return format!("***{rest}");
+            }
+        }
+        return url.to_string();
+    };
+    let scheme = &url[..scheme_end];
+    let rest = &url[scheme_end + 3..];
+    let (userinfo, host_and_path) = split_authority_userinfo(rest);
+    let authority = match userinfo {
+        None => String::new(),
+        Some(info) if is_ssh_scheme(scheme) && !info.contains(':') && !info.contains('/') => {
+            format!("{info}@")
+        }
+        Some(info) if is_ssh_scheme(scheme) && !info.contains('/') => {
+            let user = info.split_once(':').map_or(info, |(u, _)| u);
+            format!("{user}:***@")
+        }
+        Some(_) => "***@".to_string(),
+    };
+    let tail = match host_and_path.find('?') {
+        Some(q) => format!("{}?***", &host_and_path[..q]),
+        None => host_and_path.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// Redacts every URL (`scheme://…`) found in free text, such as a libgit2 error message.
+pub fn redact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find("://") {
+        let start = rest[..pos]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            .last()
+            .map_or(pos, |(i, _)| i);
+        let end = rest[pos..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '<' | '>' | '`'))
+            .map_or(rest.len(), |e| pos + e);
+        if start == pos {
+            // `://` with no scheme in front: not a URL, copy it and move on.
+            out.push_str(&rest[..pos + 3]);
+            rest = &rest[pos + 3..];
+            continue;
+        }
+        out.push_str(&rest[..start]);
+        out.push_str(&redact_url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn redact_url_hides_userinfo_and_queries() {
+        let cases = [
+            ("https://me:s3cret@host/r.git", "https://***@host/r.git"),
+            ("https://TOKEN@host/r.git", "https://***@host/r.git"),
+            (
+                "http://u:p%40ss@host:8080/r.git",
+                "http://***@host:8080/r.git",
+            ),
+            ("https://host/r.git", "https://host/r.git"),
+            ("https://host/r.git?token=abc", "https://host/r.git?***"),
+            ("https://u:ab/cd@host/r.git", "https://***@host/r.git"),
+            ("https://u:a@b@host/r.git", "https://***@host/r.git"),
+            ("ssh://git@host/r.git", "ssh://git@host/r.git"),
+            ("ssh://git:pw@host/r.git", "ssh://git:***@host/r.git"),
+            ("git@host:org/r.git", "git@host:org/r.git"),
+            ("u:pw@host:org/r.git", "***@host:org/r.git"),
+            ("git://127.0.0.1:9418/r.git", "git://127.0.0.1:9418/r.git"),
+            ("/srv/git/r.git", "/srv/git/r.git"),
+            ("file:///srv/git/r.git", "file:///srv/git/r.git"),
+            ("", ""),
+            ("://", "://"),
+            ("https://", "https://"),
+            ("https://@", "https://***@"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(redact_url(input), want, "redact_url({input:?})");
+        }
+    }
+
+    #[test]
+    fn redact_text_finds_urls_in_messages() {
+        assert_eq!(
+            redact_text("failed to connect to 'https://u:pw@host/r.git': refused"),
+            "failed to connect to 'https://***@host/r.git': refused"
+        );
+        assert_eq!(
+            redact_text("a https://a:b@x/y and git+ssh://c:d@z/w end"),
+            "a https://***@x/y and git+ssh://c:***@z/w end"
+        );
+        assert_eq!(redact_text("no url :// here"), "no url :// here");
+        assert_eq!(
+            redact_text("ünïcode https://t@h/ü"),
+            "ünïcode https://***@h/ü"
+        );
+    }
+
+    #[test]
+    fn strip_userinfo_moves_credentials_out_of_the_stored_url() {
+        let clean = strip_userinfo("http://user:p%40ss@127.0.0.1:8080/r.git").unwrap();
+        assert_eq!(clean.url, "http://127.0.0.1:8080/r.git");
+        assert_eq!(clean.kind, UrlKind::Http);
+        let info = clean.userinfo.unwrap();
+        assert_eq!(info.user, "user");
+        assert_eq!(info.password.as_deref(), Some("p@ss"));
+
+        let clean = strip_userinfo("ssh://git:pw@host/r.git").unwrap();
+        assert_eq!(clean.url, "ssh://git@host/r.git");
+        assert_eq!(clean.kind, UrlKind::Ssh);
+
+        let clean = strip_userinfo("git@host:org/r.git").unwrap();
+        assert_eq!(clean.url, "git@host:org/r.git");
+        assert_eq!(clean.kind, UrlKind::Ssh);
+
+        let clean = strip_userinfo("git://127.0.0.1/r.git").unwrap();
+        assert_eq!(clean.kind, UrlKind::Git);
+        assert!(clean.userinfo.is_none());
+
+        let clean = strip_userinfo("relative/dir").unwrap();
+        assert_eq!(clean.kind, UrlKind::Local);
+        assert!(Path::new(&clean.url).is_absolute());
+    }
+
+    #[test]
+    fn strip_userinfo_rejects_bad_urls_without_echoing_secrets() {
+        for bad in [
+            "",
+            "ftp://host/r.git",
+            "https://host/r.git?access_token=s3cret",
+            "https://u:s3/cret@host/r.git",
+            "https://host/r\n.git",
+        ] {
+            let err = strip_userinfo(bad).unwrap_err();
+            assert!(matches!(err, Error::InvalidUrl { .. }), "{bad:?}: {err}");
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+            assert!(!err.to_string().contains("cret@"), "{err}");
+        }
+    }
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn token_defaults_to_x_access_token_user() {
+        let creds = Credentials::from_lookup(lookup(&[("SLUICE_GIT_TOKEN", "tok123")])).unwrap();
+        assert_eq!(creds, Credentials::token("tok123"));
+        assert_eq!(creds.describe(), "https as user x-access-token");
+        assert!(!format!("{creds:?}").contains("tok123"));
+
+        let creds = Credentials::from_lookup(lookup(&[
+            ("SLUICE_GIT_TOKEN", "tok123"),
+            ("SLUICE_GIT_USERNAME", "oauth2"),
+        ]))
+        .unwrap();
+        assert_eq!(creds, Credentials::basic("oauth2", "tok123"));
+    }
+
+    #[test]
+    fn secrets_can_come_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, "hunter2\n").unwrap();
+        let creds = Credentials::from_lookup(lookup(&[
+            ("SLUICE_GIT_USERNAME", "bot"),
+            ("SLUICE_GIT_PASSWORD_FILE", file.to_str().unwrap()),
+        ]))
+        .unwrap();
+        assert_eq!(creds, Credentials::basic("bot", "hunter2"));
+        assert_eq!(creds.scrub("x hunter2 y"), "x *** y");
+    }
+
+    #[test]
+    fn bad_credential_settings_are_errors_naming_the_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+            (
+                vec![("SLUICE_GIT_TOKEN", "a"), ("SLUICE_GIT_TOKEN_FILE", "/x")],
+                "SLUICE_GIT_TOKEN",
+            ),
+            (
+                vec![("SLUICE_GIT_TOKEN", "a"), ("SLUICE_GIT_PASSWORD", "b")],
+                "SLUICE_GIT_TOKEN",
+            ),
+            (vec![("SLUICE_GIT_PASSWORD", "b")], "SLUICE_GIT_PASSWORD"),
+            (vec![("SLUICE_GIT_USERNAME", "u")], "SLUICE_GIT_USERNAME"),
+            (vec![("SLUICE_GIT_TOKEN", "")], "SLUICE_GIT_TOKEN"),
+            (
+                vec![("SLUICE_GIT_TOKEN_FILE", missing.to_str().unwrap())],
+                "SLUICE_GIT_TOKEN_FILE",
+            ),
+            (
+                vec![("SLUICE_GIT_TOKEN_FILE", empty.to_str().unwrap())],
+                "SLUICE_GIT_TOKEN_FILE",
+            ),
+            (
+                vec![("SLUICE_GIT_SSH_KEY", missing.to_str().unwrap())],
+                "SLUICE_GIT_SSH_KEY",
+            ),
+            (
+                vec![("SLUICE_GIT_SSH_KEY_PASSPHRASE", "pp")],
+                "SLUICE_GIT_SSH_KEY_PASSPHRASE",
+            ),
+        ];
+        for (vars, want_var) in cases {
+            let err = Credentials::from_lookup(lookup(&vars)).unwrap_err();
+            match &err {
+                Error::Credentials { variable, .. } => {
+                    assert_eq!(variable, want_var, "{vars:?}: {err}")
+                }
+                other => panic!("{vars:?}: unexpected {other}"),
+            }
+            assert!(!err.is_transient());
+        }
+    }
+
+    #[test]
+    fn ssh_key_with_username() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("id_ed25519");
+        std::fs::write(&key, "not really a key").unwrap();
+        let creds = Credentials::from_lookup(lookup(&[
+            ("SLUICE_GIT_SSH_KEY", key.to_str().unwrap()),
+            ("SLUICE_GIT_SSH_KEY_PASSPHRASE", "pp"),
+            ("SLUICE_GIT_USERNAME", "deploy"),
+        ]))
+        .unwrap();
+        assert_eq!(creds.ssh_user.as_deref(), Some("deploy"));
+        assert!(creds.http.is_none());
+        assert_eq!(creds.scrub("pp"), "***");
+        assert!(creds.describe().starts_with("ssh key "));
+    }
+
+    #[test]
+    fn url_credentials_are_only_a_fallback() {
+        let info = UrlUserinfo {
+            user: "u".into(),
+            password: Some("p".into()),
+        };
+        let creds = Credentials::token("t").with_url_fallback(Some(info.clone()));
+        assert_eq!(creds, Credentials::token("t"));
+        let creds = Credentials::none().with_url_fallback(Some(info));
+        assert_eq!(creds, Credentials::basic("u", "p"));
+        let creds = Credentials::none().with_url_fallback(Some(UrlUserinfo {
+            user: "tok".into(),
+            password: None,
+        }));
+        assert_eq!(creds.scrub("tok"), "***");
+        assert!(!creds.describe().contains("tok"));
+    }
+}

@@ -1,0 +1,117 @@
+//! Reading the branch's history back: git history is sluice's audit log, and trailers such as
+//! `Sluice-Canary: prod/podinfo` tie commits to canaries.
+//!
+//! Trailers are parsed by libgit2's port of git's own trailer parser (the last paragraph of
+//! `Key: value` lines), so we read exactly what `git interpret-trailers --parse` reads.
+
+use git2::{Oid, Sort, Time};
+
+use super::commit::Identity;
+use super::repo::ConfigRepo;
+use super::Result;
+
+/// One commit of the branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryEntry {
+    pub oid: Oid,
+    /// Committer time.
+    pub time: Time,
+    pub author: Identity,
+    pub subject: String,
+    pub trailers: Vec<(String, String)>,
+}
+
+/// The trailers of a commit message, in order, the way git parses them.
+pub fn parse_trailers(message: &str) -> Vec<(String, String)> {
+    match git2::message_trailers_strs(message) {
+        Ok(trailers) => trailers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        // Only fails on a NUL byte in the message; such a message has no usable trailers.
+        Err(_) => Vec::new(),
+    }
+}
+
+impl ConfigRepo {
+    /// Up to `limit` commits reachable from the local head, newest first. With
+    /// `filter_trailer = Some((key, value))` only commits carrying that trailer are returned
+    /// (the key compared case-insensitively as git does, the value exactly).
+    pub fn history(
+        &self,
+        filter_trailer: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<HistoryEntry>> {
+        let mut entries = Vec::new();
+        if limit == 0 {
+            return Ok(entries);
+        }
+        let mut walk = self
+            .repo
+            .revwalk()
+            .map_err(|e| self.git_err("walk history", &e))?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)
+            .map_err(|e| self.git_err("walk history", &e))?;
+        walk.push(self.head)
+            .map_err(|e| self.git_err("walk history", &e))?;
+        for oid in walk {
+            let oid = oid.map_err(|e| self.git_err("walk history", &e))?;
+            let commit = self
+                .repo
+                .find_commit(oid)
+                .map_err(|e| self.git_err("read a commit", &e))?;
+            let message = String::from_utf8_lossy(commit.message_bytes());
+            let trailers = parse_trailers(&message);
+            if let Some((key, value)) = filter_trailer {
+                let matches = trailers
+                    .iter()
+                    .any(|(k, v)| k.eq_ignore_ascii_case(key) && v == value);
+                if !matches {
+                    continue;
+                }
+            }
+            let author = commit.author();
+            entries.push(HistoryEntry {
+                oid,
+                time: commit.time(),
+                author: Identity::new(
+                    String::from_utf8_lossy(author.name_bytes()),
+                    String::from_utf8_lossy(author.email_bytes()),
+                ),
+                subject: message
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+                trailers,
+            });
+            if entries.len() >= limit {
+                break;
+            }
+        }
+        Ok(entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailers_come_from_the_last_paragraph_only() {
+        let msg = "Subject\n\nBody: not a trailer\nmore body\n\nSluice-Canary: prod/podinfo\nSluice-Weight: 20\n";
+        assert_eq!(
+            parse_trailers(msg),
+            vec![
+                ("Sluice-Canary".to_string(), "prod/podinfo".to_string()),
+                ("Sluice-Weight".to_string(), "20".to_string()),
+            ]
+        );
+        assert!(
+            parse_trailers("Key: value\n").is_empty(),
+            "a subject is never a trailer"
+        );
+        assert!(parse_trailers("S\n\nfree text\n").is_empty());
+    }
+}

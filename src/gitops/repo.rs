@@ -1,0 +1,438 @@
+//! [`ConfigRepo`]: a persistent local clone of one branch of the config repo.
+//!
+//! The work dir is sluice's own: `fetch` hard-resets it to the remote head, dropping anything
+//! local (uncommitted files, unpushed commits). Nobody else should edit it. This file owns
+//! opening/cloning, fetching and reading; committing and pushing live in `commit.rs` and
+//! `push.rs`.
+
+use std::path::{Path, PathBuf};
+
+use git2::build::CheckoutBuilder;
+use git2::{
+    AutotagOption, ErrorClass, ErrorCode, FetchOptions, FetchPrune, ObjectType, Oid, ProxyOptions,
+    Reference, RemoteCallbacks, Repository, RepositoryInitOptions, ResetType,
+};
+
+use super::commit::{validate_path, Signing};
+use super::credentials::{redact_url, strip_userinfo, AuthSession, Credentials};
+use super::{Error, RemoteOp, Result};
+
+/// The name of the one remote a sluice clone has.
+pub(super) const ORIGIN: &str = "origin";
+
+/// A local clone of one branch of the config repo, kept in a work dir across runs.
+pub struct ConfigRepo {
+    pub(super) repo: Repository,
+    pub(super) root: PathBuf,
+    /// The remote URL as stored in `.git/config`: no password or token in it.
+    pub(super) remote_url: String,
+    pub(super) branch: String,
+    pub(super) creds: Credentials,
+    /// The local branch head: the remote head after `fetch`, plus our unpushed commit if any.
+    pub(super) head: Oid,
+    /// The work tree or index may differ from `head` (we wrote files and did not finish).
+    pub(super) dirty: bool,
+    pub(super) signing: Option<Signing>,
+}
+
+impl std::fmt::Debug for ConfigRepo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigRepo")
+            .field("root", &self.root)
+            .field("remote", &redact_url(&self.remote_url))
+            .field("branch", &self.branch)
+            .field("head", &self.head)
+            .field("credentials", &self.creds.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConfigRepo {
+    /// Opens the clone in `workdir`, or clones `url` into it when the directory is missing or
+    /// empty, then fetches `branch` and resets the work tree to the remote head.
+    ///
+    /// `url` may be a local path, `file://`, `git://`, `http(s)://`, `ssh://` or `user@host:path`.
+    /// Credentials in the URL are used (when `creds` has none for https) but never stored: the
+    /// remote URL written to `.git/config` has them stripped.
+    #[tracing::instrument(skip_all, fields(remote = %redact_url(url), branch = %branch, workdir = %workdir.display()))]
+    pub fn open_or_clone(
+        url: &str,
+        branch: &str,
+        workdir: &Path,
+        creds: &Credentials,
+    ) -> Result<ConfigRepo> {
+        if branch.is_empty() || !Reference::is_valid_name(&format!("refs/heads/{branch}")) {
+            return Err(Error::InvalidBranch {
+                branch: branch.to_string(),
+            });
+        }
+        let clean = strip_userinfo(url)?;
+        let creds = creds.clone().with_url_fallback(clean.userinfo.clone());
+        let root = std::path::absolute(workdir).map_err(|source| Error::Io {
+            path: workdir.to_path_buf(),
+            op: "resolve the work dir",
+            source,
+        })?;
+        let workdir_err = |reason: String| Error::Workdir {
+            path: root.clone(),
+            reason,
+        };
+
+        let (repo, op) = if root.join(".git").exists() {
+            let repo = Repository::open(&root).map_err(|e| {
+                workdir_err(format!(
+                    "cannot open the clone in it: {}; delete the directory to clone afresh",
+                    e.message()
+                ))
+            })?;
+            adopt_remote(&repo, &clean.url).map_err(workdir_err)?;
+            (repo, RemoteOp::Fetch)
+        } else {
+            ensure_empty_dir(&root).map_err(workdir_err)?;
+            let mut opts = RepositoryInitOptions::new();
+            opts.initial_head(branch).no_reinit(true);
+            let repo = Repository::init_opts(&root, &opts)
+                .map_err(|e| workdir_err(format!("cannot create a repository: {}", e.message())))?;
+            repo.remote(ORIGIN, &clean.url)
+                .map_err(|e| Error::InvalidUrl {
+                    url: redact_url(&clean.url),
+                    reason: e.message().to_string(),
+                })?;
+            (repo, RemoteOp::Clone)
+        };
+        tracing::debug!(credentials = %creds.describe(), "opened work dir");
+
+        let mut this = ConfigRepo {
+            repo,
+            root,
+            remote_url: clean.url,
+            branch: branch.to_string(),
+            creds,
+            head: Oid::ZERO_SHA1,
+            dirty: true,
+            signing: None,
+        };
+        this.fetch_as(op)?;
+        Ok(this)
+    }
+
+    /// Fetches the branch and hard-resets the work tree to the remote head, dropping any local
+    /// change or unpushed commit. Cheap when nothing moved: no checkout if the remote head is
+    /// the commit we already have checked out cleanly.
+    pub fn fetch(&mut self) -> Result<Oid> {
+        self.fetch_as(RemoteOp::Fetch)
+    }
+
+    #[tracing::instrument(skip_all, fields(remote = %redact_url(&self.remote_url), branch = %self.branch, op = %op))]
+    fn fetch_as(&mut self, op: RemoteOp) -> Result<Oid> {
+        let remote_head = self.fetch_remote_head(op)?;
+        if !self.dirty && remote_head == self.head {
+            tracing::debug!(head = %remote_head, "remote head unchanged");
+            return Ok(remote_head);
+        }
+        self.reset_to(remote_head)?;
+        tracing::info!(head = %remote_head, "reset work tree to remote head");
+        Ok(remote_head)
+    }
+
+    fn fetch_remote_head(&self, op: RemoteOp) -> Result<Oid> {
+        let mut remote = self
+            .repo
+            .find_remote(ORIGIN)
+            .map_err(|e| self.git_err("find remote", &e))?;
+        let session = AuthSession::default();
+        let mut callbacks = RemoteCallbacks::new();
+        self.creds.install(&mut callbacks, &session);
+        let mut proxy = ProxyOptions::new();
+        proxy.auto();
+        let mut opts = FetchOptions::new();
+        opts.remote_callbacks(callbacks)
+            .proxy_options(proxy)
+            .download_tags(AutotagOption::None)
+            // A branch deleted on the remote must not live on as a stale tracking ref.
+            .prune(FetchPrune::On);
+        let refspec = format!("+refs/heads/{b}:{}", self.tracking_ref(), b = self.branch);
+        remote
+            .fetch(&[&refspec], Some(&mut opts), Some("sluice: fetch"))
+            .map_err(|e| self.remote_err(op, &e, &session))?;
+        drop(opts);
+
+        match self.repo.refname_to_id(&self.tracking_ref()) {
+            Ok(oid) => Ok(oid),
+            Err(e) if e.code() == ErrorCode::NotFound => Err(Error::BranchNotFound {
+                remote: redact_url(&self.remote_url),
+                branch: self.branch.clone(),
+            }),
+            Err(e) => Err(self.git_err("read the fetched branch", &e)),
+        }
+    }
+
+    /// Points the local branch, HEAD, index and work tree at `oid`, removing untracked files.
+    pub(super) fn reset_to(&mut self, oid: Oid) -> Result<()> {
+        let local = self.local_ref();
+        self.repo
+            .reference(&local, oid, true, "sluice: reset to remote head")
+            .map_err(|e| self.git_err("update the local branch", &e))?;
+        self.repo
+            .set_head(&local)
+            .map_err(|e| self.git_err("set HEAD", &e))?;
+        let target = self
+            .repo
+            .find_object(oid, None)
+            .map_err(|e| self.git_err("find the remote head", &e))?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force().remove_untracked(true);
+        self.repo
+            .reset(&target, ResetType::Hard, Some(&mut checkout))
+            .map_err(|e| self.git_err("reset the work tree", &e))?;
+        self.head = oid;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// The local branch head (the remote head after [`fetch`](Self::fetch), or our newer commit).
+    pub fn head(&self) -> Oid {
+        self.head
+    }
+
+    /// The work tree. Files can be read from here directly; write through
+    /// [`commit_files`](Self::commit_files).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The branch this clone tracks.
+    pub fn branch(&self) -> &str {
+        &self.branch
+    }
+
+    /// The remote URL as stored in `.git/config` (no credentials in it).
+    pub fn remote_url(&self) -> &str {
+        &self.remote_url
+    }
+
+    /// Signs every commit from now on with `signing` (`None` turns signing off).
+    pub fn set_signing(&mut self, signing: Option<Signing>) {
+        self.signing = signing;
+    }
+
+    /// The content of `path` (repo-relative, `/`-separated) in the head commit, or `None` if
+    /// there is no such file. Errors on a path that leaves the repo or a file that is not UTF-8.
+    pub fn read_file_at_head(&self, path: &str) -> Result<Option<String>> {
+        validate_path(path)?;
+        let commit = self
+            .repo
+            .find_commit(self.head)
+            .map_err(|e| self.git_err("read the head commit", &e))?;
+        let tree = commit
+            .tree()
+            .map_err(|e| self.git_err("read the head tree", &e))?;
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(entry) => entry,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(self.git_err("look up a file", &e)),
+        };
+        if entry.kind() != Some(ObjectType::Blob) {
+            return Ok(None);
+        }
+        let blob = self
+            .repo
+            .find_blob(entry.id())
+            .map_err(|e| self.git_err("read a file", &e))?;
+        match std::str::from_utf8(blob.content()) {
+            Ok(text) => Ok(Some(text.to_string())),
+            Err(_) => Err(Error::Git {
+                path: self.root.clone(),
+                op: "read a file",
+                detail: format!("`{path}` at {} is not UTF-8 text", self.head),
+            }),
+        }
+    }
+
+    pub(super) fn local_ref(&self) -> String {
+        format!("refs/heads/{}", self.branch)
+    }
+
+    fn tracking_ref(&self) -> String {
+        format!("refs/remotes/{ORIGIN}/{}", self.branch)
+    }
+
+    /// A local libgit2 failure.
+    pub(super) fn git_err(&self, op: &'static str, e: &git2::Error) -> Error {
+        Error::Git {
+            path: self.root.clone(),
+            op,
+            detail: self.creds.scrub(e.message()),
+        }
+    }
+
+    /// Classifies a libgit2 failure during a network operation.
+    pub(super) fn remote_err(&self, op: RemoteOp, e: &git2::Error, session: &AuthSession) -> Error {
+        let remote = redact_url(&self.remote_url);
+        let detail = self.creds.scrub(e.message());
+        if let Some(why) = session.failure() {
+            return Error::Auth {
+                remote,
+                op,
+                detail: why,
+            };
+        }
+        match classify(e) {
+            Class::Auth => Error::Auth { remote, op, detail },
+            Class::HostKey => Error::HostKey { remote, op, detail },
+            Class::Network => Error::Network { remote, op, detail },
+            Class::Remote => Error::Remote { remote, op, detail },
+        }
+    }
+}
+
+enum Class {
+    Auth,
+    HostKey,
+    Network,
+    Remote,
+}
+
+fn classify(e: &git2::Error) -> Class {
+    match e.code() {
+        ErrorCode::Auth => return Class::Auth,
+        ErrorCode::Certificate => return Class::HostKey,
+        ErrorCode::Timeout => return Class::Network,
+        _ => {}
+    }
+    let message = e.message().to_ascii_lowercase();
+    if let Some(status) = http_status(&message) {
+        return match status {
+            401 | 403 => Class::Auth,
+            408 | 429 | 500..=599 => Class::Network,
+            _ => Class::Remote,
+        };
+    }
+    // The server said no in words (git daemon: "access denied or repository not exported").
+    if [
+        "remote error",
+        "not found",
+        "not exported",
+        "not appear to be a git repository",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+    {
+        return Class::Remote;
+    }
+    match e.class() {
+        ErrorClass::Net | ErrorClass::Os | ErrorClass::Ssh | ErrorClass::Ssl | ErrorClass::Http => {
+            Class::Network
+        }
+        _ => Class::Remote,
+    }
+}
+
+/// The status in libgit2's "unexpected http status code: 404".
+fn http_status(message: &str) -> Option<u16> {
+    let rest = &message[message.find("status code: ")? + "status code: ".len()..];
+    rest.get(..3)?.parse().ok()
+}
+
+/// Checks that an existing clone belongs to `url`; rewrites a stored URL that still carries
+/// credentials (an older clone, or one made by hand) to the clean form.
+fn adopt_remote(repo: &Repository, url: &str) -> std::result::Result<(), String> {
+    if repo.is_bare() {
+        return Err("holds a bare repository; sluice needs a work tree".to_string());
+    }
+    let stored = match repo.find_remote(ORIGIN) {
+        Ok(remote) => remote.url().map(str::to_string),
+        Err(e) if e.code() == ErrorCode::NotFound => {
+            // Created but not finished (crash after init): finish it.
+            return repo
+                .remote(ORIGIN, url)
+                .map(|_| ())
+                .map_err(|e| format!("cannot add remote `{ORIGIN}`: {}", e.message()));
+        }
+        Err(e) => return Err(format!("cannot read remote `{ORIGIN}`: {}", e.message())),
+    };
+    let Ok(stored) = stored else {
+        return Err(format!(
+            "remote `{ORIGIN}` has a URL that is not UTF-8; delete the directory"
+        ));
+    };
+    if stored == url {
+        return Ok(());
+    }
+    match strip_userinfo(&stored) {
+        Ok(clean) if clean.url == url => repo.remote_set_url(ORIGIN, url).map_err(|e| {
+            format!(
+                "cannot remove credentials from the stored URL: {}",
+                e.message()
+            )
+        }),
+        _ => Err(format!(
+            "holds a clone of {}, not {}; use another work dir or delete this one",
+            redact_url(&stored),
+            redact_url(url)
+        )),
+    }
+}
+
+fn ensure_empty_dir(path: &Path) -> std::result::Result<(), String> {
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                Err("exists, is not empty and holds no git clone; use an empty or missing directory"
+                    .to_string())
+            } else {
+                Ok(())
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(path).map_err(|e| format!("cannot create it: {e}"))
+        }
+        Err(e) => Err(format!("cannot read it: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_status_is_read_from_libgit2_messages() {
+        assert_eq!(http_status("unexpected http status code: 404"), Some(404));
+        assert_eq!(http_status("unexpected http status code: 50"), None);
+        assert_eq!(http_status("connection refused"), None);
+    }
+
+    #[test]
+    fn classification_separates_transient_from_terminal() {
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Http,
+            "unexpected http status code: 503",
+        );
+        assert!(matches!(classify(&e), Class::Network));
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Http,
+            "unexpected http status code: 404",
+        );
+        assert!(matches!(classify(&e), Class::Remote));
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Http,
+            "unexpected http status code: 403",
+        );
+        assert!(matches!(classify(&e), Class::Auth));
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Net,
+            "failed to connect: Connection refused",
+        );
+        assert!(matches!(classify(&e), Class::Network));
+        let e = git2::Error::new(
+            ErrorCode::Certificate,
+            ErrorClass::Ssh,
+            "invalid or unknown remote ssh hostkey",
+        );
+        assert!(matches!(classify(&e), Class::HostKey));
+    }
+}
