@@ -5,7 +5,9 @@
 pub mod cli;
 pub mod core;
 pub mod gitops;
+pub mod observe;
 pub mod output;
+pub mod reconcile;
 pub mod route;
 pub mod spec;
 pub mod workload;

@@ -4,10 +4,15 @@ use clap::Parser;
 
 fn main() {
     let cli = sluice::cli::Cli::parse();
+    // The demo prints its own story; keep the log to warnings unless asked.
+    let default_level = match cli.command {
+        sluice::cli::Command::Demo(_) => "warn",
+        _ => "info",
+    };
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr);
     match cli.log_format {

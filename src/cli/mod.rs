@@ -2,7 +2,12 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub mod demo;
 pub mod plan;
+pub mod reconcile;
+pub mod repo;
+pub mod run;
+pub mod status;
 pub mod validate;
 
 #[derive(Debug, Parser)]
@@ -38,6 +43,14 @@ pub enum Command {
     Validate(validate::Args),
     /// Show each canary's weight sequence, promotion, approvals and minimum duration.
     Plan(plan::Args),
+    /// Run a whole canary against a temporary local repo (no cluster, no network).
+    Demo(demo::Args),
+    /// One tick over all canaries of the config repo, then exit.
+    Reconcile(reconcile::Args),
+    /// The daemon: tick, sleep until the next due time or poll, repeat; stops on SIGTERM/SIGINT.
+    Run(run::Args),
+    /// One row per canary: phase, step, weight, failed checks, revision.
+    Status(status::Args),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -45,5 +58,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Reconcile(args) => reconcile::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Status(args) => status::run(&args),
     }
 }

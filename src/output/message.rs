@@ -3,6 +3,7 @@
 
 use crate::core::decide::{fmt_num, Action, Decision};
 use crate::core::status::{Gate, Status};
+use crate::gitops::CommitMessage;
 use crate::spec::model::{Canary, Strategy};
 
 /// Trailer keys, in the order they are written.
@@ -13,30 +14,6 @@ pub const WEIGHTS: &str = "Sluice-Weights";
 pub const REVISION: &str = "Sluice-Revision";
 pub const OPERATOR: &str = "Sluice-Operator";
 pub const REASON: &str = "Sluice-Reason";
-
-/// A rendered commit message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Message {
-    pub subject: String,
-    pub body: String,
-    pub trailers: Vec<(String, String)>,
-}
-
-impl Message {
-    /// The full text: subject, blank line, body, blank line, trailers.
-    pub fn text(&self) -> String {
-        let mut out = self.subject.clone();
-        out.push_str("\n\n");
-        if !self.body.is_empty() {
-            out.push_str(self.body.trim_end());
-            out.push_str("\n\n");
-        }
-        for (k, v) in &self.trailers {
-            out.push_str(&format!("{k}: {v}\n"));
-        }
-        out
-    }
-}
 
 fn short(rev: &str) -> &str {
     rev.get(..7).unwrap_or(rev)
@@ -120,7 +97,11 @@ pub fn checks_table(status: &Status) -> String {
 }
 
 /// The whole message for a decision; `operator`/`reason` come from manual operations.
-pub fn render(canary: &Canary, decision: &Decision, operator: Option<(&str, &str)>) -> Message {
+pub fn render(
+    canary: &Canary,
+    decision: &Decision,
+    operator: Option<(&str, &str)>,
+) -> CommitMessage {
     let s = &decision.status;
     let mut body = String::new();
     for e in &decision.events {
@@ -150,7 +131,7 @@ pub fn render(canary: &Canary, decision: &Decision, operator: Option<(&str, &str
         trailers.push((OPERATOR.to_string(), who.to_string()));
         trailers.push((REASON.to_string(), why.replace('\n', " ")));
     }
-    Message {
+    CommitMessage {
         subject: subject(canary, decision),
         body,
         trailers,

@@ -33,6 +33,16 @@ fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
     Ok(out)
 }
 
+/// Sets `k` in place when present (keeping the source's key order), else appends it.
+fn set(map: &mut yaml_rust2::yaml::Hash, k: &str, value: Yaml) {
+    match map.get_mut(&key(k)) {
+        Some(slot) => *slot = value,
+        None => {
+            map.insert(key(k), value);
+        }
+    }
+}
+
 /// Mutable access to a mapping at `path`, creating empty mappings on the way.
 fn map_at<'a>(doc: &'a mut Yaml, path: &[&str]) -> Option<&'a mut yaml_rust2::yaml::Hash> {
     let mut cur = doc;
@@ -52,8 +62,8 @@ fn map_at<'a>(doc: &'a mut Yaml, path: &[&str]) -> Option<&'a mut yaml_rust2::ya
 /// Renames an object and pins its namespace to the canary's.
 fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
     if let Some(meta) = map_at(doc, &["metadata"]) {
-        meta.insert(key("name"), key(name));
-        meta.insert(key("namespace"), key(namespace));
+        set(meta, "name", key(name));
+        set(meta, "namespace", key(namespace));
     }
 }
 
@@ -71,14 +81,14 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
         })
     {
         if labels.contains_key(&key(&source.label_key)) {
-            labels.insert(key(&source.label_key), primary_label.clone());
+            set(labels, &source.label_key, primary_label.clone());
         }
     }
     if let Some(sel) = map_at(&mut doc, &["spec", "selector", "matchLabels"]) {
-        sel.insert(key(&source.label_key), primary_label.clone());
+        set(sel, &source.label_key, primary_label.clone());
     }
     if let Some(labels) = map_at(&mut doc, &["spec", "template", "metadata", "labels"]) {
-        labels.insert(key(&source.label_key), primary_label);
+        set(labels, &source.label_key, primary_label);
     }
     rename_to_primary(&mut doc, &source.tracked);
     let mut docs = vec![doc];
@@ -98,7 +108,7 @@ pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, 
     rename(&mut doc, &source.deployment.name, ns);
     if !active {
         if let Some(spec) = map_at(&mut doc, &["spec"]) {
-            spec.insert(key("replicas"), Yaml::Integer(0));
+            set(spec, "replicas", Yaml::Integer(0));
         }
     }
     let mut docs = vec![doc];

@@ -1,14 +1,14 @@
 //! Route renderers: every route kind and version, checked against the upstream CRDs' strict
 //! JSON schemas (tests/schemas), pinned by insta snapshots, and swept over every weight.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{json, Value as Json};
 use sluice::route::{render_route, Backends, RouteError, Weights, ROUTE_FILE_NAME};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
+
+use crate::support::Schemas;
 
 const FLAGGER_BACKENDS: Backends<'static> = Backends {
     primary: "podinfo-primary",
@@ -163,38 +163,6 @@ fn render(case: &Case, canary_weight: u8) -> String {
 
 fn parse(text: &str) -> Json {
     serde_saphyr::from_str::<Json>(text).expect("rendered YAML parses")
-}
-
-/// Compiled strict schemas, keyed by file name; the file is found from apiVersion and kind,
-/// as `<kind>.<group>_<version>-strict.json`.
-#[derive(Default)]
-struct Schemas(BTreeMap<String, jsonschema::Validator>);
-
-impl Schemas {
-    fn file_for(doc: &Json) -> String {
-        let api = doc["apiVersion"].as_str().expect("apiVersion");
-        let kind = doc["kind"].as_str().expect("kind").to_lowercase();
-        let (group, version) = api.split_once('/').expect("group/version");
-        format!("{kind}.{group}_{version}-strict.json")
-    }
-
-    /// Every validation error for `doc`, as `path: message` lines.
-    fn errors(&mut self, doc: &Json) -> Vec<String> {
-        let file = Self::file_for(doc);
-        let validator = self.0.entry(file.clone()).or_insert_with(|| {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/schemas")
-                .join(&file);
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let schema: Json = serde_json::from_str(&text).expect("schema is JSON");
-            jsonschema::validator_for(&schema).expect("schema compiles")
-        });
-        validator
-            .iter_errors(doc)
-            .map(|e| format!("{}: {e}", e.instance_path()))
-            .collect()
-    }
 }
 
 #[test]

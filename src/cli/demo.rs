@@ -1,0 +1,145 @@
+//! `sluice demo`: a whole canary against a temporary local repo, no cluster, no network.
+//!
+//! Seeds a bare repo from the embedded `examples/demo` config repo, lets sluice initialise the
+//! canary, pushes a new image tag as a human would, runs ticks until the canary is promoted,
+//! and prints the story from `git log`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+
+use crate::cli::run::sleep_for;
+use crate::core::status::Phase;
+use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
+use crate::observe::Offline;
+use crate::reconcile::{tick, Context};
+
+/// The demo config repo, embedded so the binary alone can run the demo.
+pub const DEMO_FILES: [(&str, &str); 4] = [
+    (".sluice/config.yaml", include_str!("../../examples/demo/.sluice/config.yaml")),
+    ("apps/podinfo/deployment.yaml", include_str!("../../examples/demo/apps/podinfo/deployment.yaml")),
+    ("apps/podinfo/configmap.yaml", include_str!("../../examples/demo/apps/podinfo/configmap.yaml")),
+    ("apps/podinfo/canary.yaml", include_str!("../../examples/demo/apps/podinfo/canary.yaml")),
+];
+
+const CANARY: &str = "demo/podinfo";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Keep the demo repos in this folder instead of a temporary one.
+    #[arg(long)]
+    pub keep: Option<std::path::PathBuf>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+}
+
+/// Creates a bare repo at `remote` whose `main` holds `files`, committed as `author`.
+pub fn seed_bare_repo(dir: &Path, remote: &Path, files: &[(&str, &str)], author: &Identity) -> anyhow::Result<()> {
+    let seed_dir = dir.join("seed");
+    let seed = git2::Repository::init(&seed_dir).context("cannot create the seed repo")?;
+    let mut index = seed.index()?;
+    for (path, text) in files {
+        let full = seed_dir.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&full, text)?;
+        index.add_path(Path::new(path))?;
+    }
+    index.write()?;
+    let tree = seed.find_tree(index.write_tree()?)?;
+    let sig = git2::Signature::now(&author.name, &author.email)?;
+    seed.commit(Some("refs/heads/main"), &sig, &sig, "Add the podinfo app and its canary", &tree, &[])?;
+    git2::build::RepoBuilder::new()
+        .bare(true)
+        .branch("main")
+        .clone(&seed_dir.to_string_lossy(), remote)
+        .context("cannot create the demo remote")?;
+    Ok(())
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    let temp = tempfile::tempdir()?;
+    let dir = args.keep.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    std::fs::create_dir_all(&dir)?;
+    let remote = dir.join("config-repo.git");
+    let url = remote.to_string_lossy().to_string();
+    let alice = Identity::new("alice", "alice@example.com");
+    seed_bare_repo(&dir, &remote, &DEMO_FILES, &alice)?;
+    println!("sluice demo: config repo {url}");
+    println!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)\n");
+
+    let creds = Credentials::none();
+    let mut sluice = ConfigRepo::open_or_clone(&url, "main", &dir.join("sluice-workdir"), &creds)?;
+    let observer = Offline;
+    let ctx = Context {
+        observer: &observer,
+        author: None,
+        push_attempts: 8,
+    };
+    let start = Instant::now();
+    let show = |report: &crate::reconcile::TickReport| {
+        for e in &report.spec_errors {
+            println!("  spec error: {e}");
+        }
+        for o in &report.outcomes {
+            if let Some(subject) = &o.committed {
+                println!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
+            }
+            if let Some(e) = &o.error {
+                println!("[{:>5.1}s] {}: error: {e}", start.elapsed().as_secs_f64(), o.id);
+            }
+        }
+    };
+    let report = tick(&mut sluice, &ctx, jiff::Timestamp::now())?;
+    show(&report);
+
+    // A human bumps the image, as they would in a pull request.
+    let mut human = ConfigRepo::open_or_clone(&url, "main", &dir.join("alice-workdir"), &creds)?;
+    human.fetch()?;
+    let bumped = DEMO_FILES[1].1.replace("podinfo:6.7.0", "podinfo:6.7.1");
+    human.commit_files(
+        &[FileChange::write("apps/podinfo/deployment.yaml", bumped)],
+        &CommitMessage::new("podinfo: bump image to 6.7.1"),
+        &alice,
+        None,
+    )?;
+    human.push()?;
+    println!("[{:>5.1}s] alice: podinfo: bump image to 6.7.1", start.elapsed().as_secs_f64());
+
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    loop {
+        let report = tick(&mut sluice, &ctx, jiff::Timestamp::now())?;
+        show(&report);
+        let phase = report.outcomes.iter().find(|o| o.id == CANARY).and_then(|o| o.phase);
+        if matches!(phase, Some(Phase::Succeeded) | Some(Phase::Failed)) && report.commits > 0 {
+            println!("\ncanary {CANARY} ended {}", phase.map(|p| p.to_string()).unwrap_or_default());
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the demo did not finish within {} s", args.timeout);
+        }
+        std::thread::sleep(sleep_for(report.wake_at(), jiff::Timestamp::now(), Duration::from_secs(1)));
+    }
+
+    println!("\ngit log of {url} (oldest first):");
+    let mut entries = sluice.history(None, 200)?;
+    entries.reverse();
+    for e in entries {
+        let trailer = |k: &str| e.trailers.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+        println!(
+            "  {} {:<8} {:<15} {:<24} {}",
+            &e.oid.to_string()[..7],
+            e.author.name,
+            trailer("Sluice-Phase"),
+            trailer("Sluice-Weights"),
+            e.subject
+        );
+    }
+    if args.keep.is_some() {
+        println!("\nrepos kept in {}", dir.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,41 @@
+//! `sluice reconcile`: one tick over all canaries, then exit (for cron or a CI schedule).
+//! Exit 0 when the tick ran (canary failures are states); non-zero on operational errors.
+
+use crate::cli::repo::{open, RepoArgs};
+use crate::observe::Offline;
+use crate::reconcile::{tick, Context, TickReport};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Push attempts before giving up when others keep pushing.
+    #[arg(long, default_value_t = 8)]
+    pub push_attempts: u32,
+}
+
+pub fn print_report(report: &TickReport) {
+    for e in &report.spec_errors {
+        eprintln!("{e}");
+    }
+    for o in &report.outcomes {
+        match (&o.committed, &o.error) {
+            (_, Some(e)) => eprintln!("{}: error: {e}", o.id),
+            (Some(subject), None) => println!("{subject}"),
+            (None, None) => {}
+        }
+    }
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    let mut locked = open(&args.repo.repo, &args.repo.branch, args.repo.workdir.as_deref())?;
+    let observer = Offline;
+    let ctx = Context {
+        observer: &observer,
+        author: None,
+        push_attempts: args.push_attempts,
+    };
+    let report = tick(&mut locked.repo, &ctx, jiff::Timestamp::now())?;
+    print_report(&report);
+    Ok(0)
+}

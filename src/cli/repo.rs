@@ -1,0 +1,89 @@
+//! Options every command that works on a config repo shares, and opening the persistent clone.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _};
+
+use crate::gitops::{redact_url, ConfigRepo, Credentials};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepoArgs {
+    /// Config repo URL: a local path, file://, git://, http(s):// or ssh. Credentials come from
+    /// SLUICE_GIT_TOKEN, SLUICE_GIT_USERNAME/SLUICE_GIT_PASSWORD or SLUICE_GIT_SSH_KEY.
+    #[arg(long, env = "SLUICE_REPO")]
+    pub repo: String,
+    /// Branch Flux or Argo CD applies.
+    #[arg(long, default_value = "main", env = "SLUICE_BRANCH")]
+    pub branch: String,
+    /// Persistent clone (default: a folder per repo under the user's cache dir).
+    #[arg(long, env = "SLUICE_WORKDIR")]
+    pub workdir: Option<PathBuf>,
+}
+
+/// Where to read a repo from: a remote (cloned into the work dir) or a local checkout.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// Config repo URL (cloned or fetched into the work dir).
+    #[arg(long, conflicts_with = "dir", required_unless_present = "dir")]
+    pub repo: Option<String>,
+    /// A local checkout of the config repo, read as it is.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long, default_value = "main")]
+    pub branch: String,
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+}
+
+/// Holds the work dir's lock for as long as it lives.
+pub struct Locked {
+    pub repo: ConfigRepo,
+    _lock: File,
+}
+
+fn default_workdir(url: &str) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let id = git2::Oid::hash_object(git2::ObjectType::Blob, redact_url(url).as_bytes())
+        .map(|o| o.to_string())
+        .unwrap_or_else(|_| "repo".into());
+    base.join("sluice").join(&id[..id.len().min(16)])
+}
+
+/// Opens (cloning on first use) the persistent clone, holding an exclusive lock on the work dir
+/// so two processes never share one clone.
+pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<Locked> {
+    let workdir = workdir.map_or_else(|| default_workdir(url), Path::to_path_buf);
+    if let Some(parent) = workdir.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let lock_path = workdir.with_extension("lock");
+    let lock = File::create(&lock_path)
+        .with_context(|| format!("cannot create the lock file {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        bail!(
+            "work dir {} is in use by another sluice process; give this one its own --workdir",
+            workdir.display()
+        );
+    }
+    let creds = Credentials::from_env()?;
+    let repo = ConfigRepo::open_or_clone(url, branch, &workdir, &creds)?;
+    Ok(Locked { repo, _lock: lock })
+}
+
+/// The folder to read: the local checkout, or the fetched clone.
+pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Option<Locked>)> {
+    if let Some(dir) = &args.dir {
+        return Ok((dir.clone(), None));
+    }
+    let Some(url) = &args.repo else {
+        bail!("give --repo URL or --dir PATH");
+    };
+    let mut locked = open(url, &args.branch, args.workdir.as_deref())?;
+    locked.repo.fetch()?;
+    Ok((locked.repo.root().to_path_buf(), Some(locked)))
+}

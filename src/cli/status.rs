@@ -1,0 +1,115 @@
+//! `sluice status`: one row per canary, read from the status files in the repo.
+
+use serde::Serialize;
+
+use crate::cli::repo::{read_root, SourceArgs};
+use crate::cli::Output;
+use crate::reconcile::read_status;
+use crate::spec::load::{load_paths, load_settings};
+use crate::spec::settings::SETTINGS_PATH;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+/// One canary's row.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub namespace: String,
+    pub name: String,
+    pub phase: String,
+    pub step: u32,
+    pub canary_weight: u8,
+    pub failed_checks: u32,
+    pub revision: String,
+    pub since: String,
+    pub message: String,
+}
+
+pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
+    let settings_path = root.join(SETTINGS_PATH);
+    let settings = load_settings(settings_path.is_file().then_some(settings_path.as_path()))
+        .unwrap_or_default();
+    let loaded = load_paths(&[root.to_path_buf()], &settings, |p| {
+        p.strip_prefix(root).unwrap_or(p).display().to_string()
+    });
+    let mut out = Vec::new();
+    for c in &loaded.canaries {
+        let row = match read_status(root, &c.id) {
+            Ok(Some(s)) => Row {
+                namespace: c.id.namespace.to_string(),
+                name: c.id.name.to_string(),
+                phase: s.phase.to_string(),
+                step: s.step,
+                canary_weight: s.canary_weight,
+                failed_checks: s.failed_checks,
+                revision: s
+                    .canary_revision
+                    .clone()
+                    .unwrap_or_else(|| s.promoted_revision.clone())
+                    .chars()
+                    .take(12)
+                    .collect(),
+                since: s.phase_since.to_string(),
+                message: s.message.clone(),
+            },
+            Ok(None) => Row {
+                namespace: c.id.namespace.to_string(),
+                name: c.id.name.to_string(),
+                phase: "-".into(),
+                step: 0,
+                canary_weight: 0,
+                failed_checks: 0,
+                revision: "-".into(),
+                since: "-".into(),
+                message: "not reconciled yet".into(),
+            },
+            Err(e) => Row {
+                namespace: c.id.namespace.to_string(),
+                name: c.id.name.to_string(),
+                phase: "?".into(),
+                step: 0,
+                canary_weight: 0,
+                failed_checks: 0,
+                revision: "-".into(),
+                since: "-".into(),
+                message: format!("unreadable status file: {e}"),
+            },
+        };
+        out.push(row);
+    }
+    Ok(out)
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    let (root, _lock) = read_root(&args.source)?;
+    let rows = rows(&root)?;
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&rows)?),
+        Output::Table => {
+            let mut table = comfy_table::Table::new();
+            table.load_style(comfy_table::presets::NOTHING);
+            table.set_header(["NAMESPACE", "NAME", "PHASE", "STEP", "WEIGHT", "FAILED", "REVISION", "SINCE"]);
+            for r in &rows {
+                table.add_row([
+                    r.namespace.clone(),
+                    r.name.clone(),
+                    r.phase.clone(),
+                    r.step.to_string(),
+                    r.canary_weight.to_string(),
+                    r.failed_checks.to_string(),
+                    r.revision.clone(),
+                    r.since.clone(),
+                ]);
+            }
+            println!("{table}");
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,171 @@
+//! Shared test helpers: strict JSON schemas, a real `git daemon`, git CLI calls, seeded repos.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+/// Compiled strict schemas (tests/schemas), keyed by file name; the file is found from
+/// apiVersion and kind, as `<kind>.<group>_<version>-strict.json` (core group: `core`).
+#[derive(Default)]
+pub struct Schemas(pub BTreeMap<String, jsonschema::Validator>);
+
+impl Schemas {
+    pub fn file_for(doc: &Json) -> String {
+        let api = doc["apiVersion"].as_str().expect("apiVersion");
+        let kind = doc["kind"].as_str().expect("kind").to_lowercase();
+        let (group, version) = api.split_once('/').unwrap_or(("core", api));
+        format!("{kind}.{group}_{version}-strict.json")
+    }
+
+    /// Every validation error for `doc`, as `path: message` lines.
+    pub fn errors(&mut self, doc: &Json) -> Vec<String> {
+        let file = Self::file_for(doc);
+        let validator = self.0.entry(file.clone()).or_insert_with(|| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/schemas")
+                .join(&file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let schema: Json = serde_json::from_str(&text).expect("schema is JSON");
+            jsonschema::validator_for(&schema).expect("schema compiles")
+        });
+        validator
+            .iter_errors(doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect()
+    }
+
+    /// Validates every document of a multi-document YAML text; panics with the errors.
+    pub fn check_all(&mut self, what: &str, text: &str) {
+        let docs: Vec<Json> = serde_saphyr::from_multiple(text).expect("rendered YAML parses");
+        assert!(!docs.is_empty(), "{what}: no documents");
+        for doc in docs {
+            let errors = self.errors(&doc);
+            assert!(errors.is_empty(), "{what}:\n{}\n{text}", errors.join("\n"));
+        }
+    }
+}
+
+/// Runs git; panics with its output on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "human")
+        .env("GIT_AUTHOR_EMAIL", "human@example.com")
+        .env("GIT_COMMITTER_NAME", "human")
+        .env("GIT_COMMITTER_EMAIL", "human@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Like [`git`], but returns whether it succeeded.
+pub fn git_ok(dir: &Path, args: &[&str]) -> bool {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// A real `git daemon` serving `base` on loopback, with pushes enabled; killed on drop.
+pub struct GitDaemon {
+    child: Child,
+    pub port: u16,
+}
+
+impl GitDaemon {
+    pub fn start(base: &Path) -> GitDaemon {
+        let port = free_port();
+        let child = Command::new("git")
+            .args([
+                "daemon",
+                "--export-all",
+                "--enable=receive-pack",
+                "--reuseaddr",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", base.display()),
+                &base.display().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("git daemon starts (Debian package git includes it)");
+        let daemon = GitDaemon { child, port };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "git daemon did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        daemon
+    }
+
+    pub fn url(&self, repo: &str) -> String {
+        format!("git://127.0.0.1:{}/{repo}", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bare repo `<dir>/config.git` whose main holds `files`.
+pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
+    let remote = dir.join("config.git");
+    sluice::cli::demo::seed_bare_repo(
+        dir,
+        &remote,
+        files,
+        &sluice::gitops::Identity::new("human", "human@example.com"),
+    )
+    .expect("seed repo");
+    remote
+}
+
+/// A working clone of `url` for a human, in `dir`.
+pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
+    git(dir.parent().expect("parent"), &["clone", "-q", url, &dir.display().to_string()]);
+    dir.to_path_buf()
+}
+
+/// Writes a file in a human clone, commits and pushes (pull --rebase on rejection).
+pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
+    let path = clone.join(file);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&path, text).expect("write");
+    git(clone, &["add", file]);
+    git(clone, &["commit", "-q", "-m", message]);
+    for _ in 0..50 {
+        if git_ok(clone, &["push", "-q", "origin", "HEAD:main"]) {
+            return;
+        }
+        git(clone, &["pull", "-q", "--rebase", "origin", "main"]);
+    }
+    panic!("human push kept failing");
+}
