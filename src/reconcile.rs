@@ -86,7 +86,11 @@ enum CanaryError {
 }
 
 /// Runs one tick against the repo: fetch, decide every canary, commit, push.
-pub fn tick(repo: &mut ConfigRepo, ctx: &Context, now: Timestamp) -> Result<TickReport, ReconcileError> {
+pub fn tick(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    now: Timestamp,
+) -> Result<TickReport, ReconcileError> {
     repo.fetch()?;
     let mut report = decide_and_commit(repo, ctx, now)?;
     if report.commits == 0 {
@@ -122,7 +126,11 @@ fn settings_at(root: &Path) -> (Settings, Vec<SpecError>) {
 }
 
 /// Loads and decides every canary on the current head, committing each decision.
-pub fn decide_and_commit(repo: &mut ConfigRepo, ctx: &Context, now: Timestamp) -> Result<TickReport, ReconcileError> {
+pub fn decide_and_commit(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    now: Timestamp,
+) -> Result<TickReport, ReconcileError> {
     let root: PathBuf = repo.root().to_path_buf();
     let (settings, mut spec_errors) = settings_at(&root);
     let author = ctx.author.clone().unwrap_or_else(|| Identity {
@@ -229,7 +237,10 @@ fn step_canary(
     }
     let changes = render_changes(root, canary, &decision, index)?;
     let commit = message::render(canary, &decision, None);
-    if repo.commit_files(&changes, &commit, author, None)?.is_some() {
+    if repo
+        .commit_files(&changes, &commit, author, None)?
+        .is_some()
+    {
         for event in &decision.events {
             info!(canary = %canary.id, msg = %event);
         }
@@ -243,7 +254,10 @@ fn step_canary(
 pub fn backends(canary: &Canary, status: &Status) -> (String, String) {
     match &canary.target {
         Target::RouteOnly { services, .. } => {
-            let stable = status.stable_service.as_deref().unwrap_or(services[0].as_str());
+            let stable = status
+                .stable_service
+                .as_deref()
+                .unwrap_or(services[0].as_str());
             let other = if stable == services[0].as_str() {
                 services[1].as_str()
             } else {
@@ -312,7 +326,8 @@ fn render_changes(
             content: Some(content),
         });
     }
-    let status_text = status_file::render(&canary.id, status).map_err(|e| CanaryError::Serialize(e.to_string()))?;
+    let status_text = status_file::render(&canary.id, status)
+        .map_err(|e| CanaryError::Serialize(e.to_string()))?;
     changes.push(FileChange {
         path: status_file::path_for(&canary.id),
         content: Some(status_text),

@@ -17,10 +17,22 @@ use crate::reconcile::{tick, Context};
 
 /// The demo config repo, embedded so the binary alone can run the demo.
 pub const DEMO_FILES: [(&str, &str); 4] = [
-    (".sluice/config.yaml", include_str!("../../examples/demo/.sluice/config.yaml")),
-    ("apps/podinfo/deployment.yaml", include_str!("../../examples/demo/apps/podinfo/deployment.yaml")),
-    ("apps/podinfo/configmap.yaml", include_str!("../../examples/demo/apps/podinfo/configmap.yaml")),
-    ("apps/podinfo/canary.yaml", include_str!("../../examples/demo/apps/podinfo/canary.yaml")),
+    (
+        ".sluice/config.yaml",
+        include_str!("../../examples/demo/.sluice/config.yaml"),
+    ),
+    (
+        "apps/podinfo/deployment.yaml",
+        include_str!("../../examples/demo/apps/podinfo/deployment.yaml"),
+    ),
+    (
+        "apps/podinfo/configmap.yaml",
+        include_str!("../../examples/demo/apps/podinfo/configmap.yaml"),
+    ),
+    (
+        "apps/podinfo/canary.yaml",
+        include_str!("../../examples/demo/apps/podinfo/canary.yaml"),
+    ),
 ];
 
 const CANARY: &str = "demo/podinfo";
@@ -36,7 +48,12 @@ pub struct Args {
 }
 
 /// Creates a bare repo at `remote` whose `main` holds `files`, committed as `author`.
-pub fn seed_bare_repo(dir: &Path, remote: &Path, files: &[(&str, &str)], author: &Identity) -> anyhow::Result<()> {
+pub fn seed_bare_repo(
+    dir: &Path,
+    remote: &Path,
+    files: &[(&str, &str)],
+    author: &Identity,
+) -> anyhow::Result<()> {
     let seed_dir = dir.join("seed");
     let seed = git2::Repository::init(&seed_dir).context("cannot create the seed repo")?;
     let mut index = seed.index()?;
@@ -51,7 +68,14 @@ pub fn seed_bare_repo(dir: &Path, remote: &Path, files: &[(&str, &str)], author:
     index.write()?;
     let tree = seed.find_tree(index.write_tree()?)?;
     let sig = git2::Signature::now(&author.name, &author.email)?;
-    seed.commit(Some("refs/heads/main"), &sig, &sig, "Add the podinfo app and its canary", &tree, &[])?;
+    seed.commit(
+        Some("refs/heads/main"),
+        &sig,
+        &sig,
+        "Add the podinfo app and its canary",
+        &tree,
+        &[],
+    )?;
     git2::build::RepoBuilder::new()
         .bare(true)
         .branch("main")
@@ -62,7 +86,10 @@ pub fn seed_bare_repo(dir: &Path, remote: &Path, files: &[(&str, &str)], author:
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let temp = tempfile::tempdir()?;
-    let dir = args.keep.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    let dir = args
+        .keep
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
     let remote = dir.join("config-repo.git");
     let url = remote.to_string_lossy().to_string();
@@ -89,7 +116,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 println!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
             }
             if let Some(e) = &o.error {
-                println!("[{:>5.1}s] {}: error: {e}", start.elapsed().as_secs_f64(), o.id);
+                println!(
+                    "[{:>5.1}s] {}: error: {e}",
+                    start.elapsed().as_secs_f64(),
+                    o.id
+                );
             }
         }
     };
@@ -107,28 +138,48 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         None,
     )?;
     human.push()?;
-    println!("[{:>5.1}s] alice: podinfo: bump image to 6.7.1", start.elapsed().as_secs_f64());
+    println!(
+        "[{:>5.1}s] alice: podinfo: bump image to 6.7.1",
+        start.elapsed().as_secs_f64()
+    );
 
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     loop {
         let report = tick(&mut sluice, &ctx, jiff::Timestamp::now())?;
         show(&report);
-        let phase = report.outcomes.iter().find(|o| o.id == CANARY).and_then(|o| o.phase);
+        let phase = report
+            .outcomes
+            .iter()
+            .find(|o| o.id == CANARY)
+            .and_then(|o| o.phase);
         if matches!(phase, Some(Phase::Succeeded) | Some(Phase::Failed)) && report.commits > 0 {
-            println!("\ncanary {CANARY} ended {}", phase.map(|p| p.to_string()).unwrap_or_default());
+            println!(
+                "\ncanary {CANARY} ended {}",
+                phase.map(|p| p.to_string()).unwrap_or_default()
+            );
             break;
         }
         if Instant::now() > deadline {
             bail!("the demo did not finish within {} s", args.timeout);
         }
-        std::thread::sleep(sleep_for(report.wake_at(), jiff::Timestamp::now(), Duration::from_secs(1)));
+        std::thread::sleep(sleep_for(
+            report.wake_at(),
+            jiff::Timestamp::now(),
+            Duration::from_secs(1),
+        ));
     }
 
     println!("\ngit log of {url} (oldest first):");
     let mut entries = sluice.history(None, 200)?;
     entries.reverse();
     for e in entries {
-        let trailer = |k: &str| e.trailers.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+        let trailer = |k: &str| {
+            e.trailers
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
         println!(
             "  {} {:<8} {:<15} {:<24} {}",
             &e.oid.to_string()[..7],

@@ -28,7 +28,11 @@ pub fn print_report(report: &TickReport) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
-    let mut locked = open(&args.repo.repo, &args.repo.branch, args.repo.workdir.as_deref())?;
+    let mut locked = open(
+        &args.repo.repo,
+        &args.repo.branch,
+        args.repo.workdir.as_deref(),
+    )?;
     let observer = Offline;
     let ctx = Context {
         observer: &observer,

@@ -24,7 +24,11 @@ pub struct Args {
 }
 
 /// How long to sleep: until the earliest wake time, bounded by the poll interval.
-pub fn sleep_for(wake_at: Option<jiff::Timestamp>, now: jiff::Timestamp, poll: Duration) -> Duration {
+pub fn sleep_for(
+    wake_at: Option<jiff::Timestamp>,
+    now: jiff::Timestamp,
+    poll: Duration,
+) -> Duration {
     let until_wake = wake_at
         .map(|w| {
             let d = w.duration_since(now);
@@ -38,7 +42,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
-    let mut locked = open(&args.repo.repo, &args.repo.branch, args.repo.workdir.as_deref())?;
+    let mut locked = open(
+        &args.repo.repo,
+        &args.repo.branch,
+        args.repo.workdir.as_deref(),
+    )?;
     let observer = Offline;
     let ctx = Context {
         observer: &observer,

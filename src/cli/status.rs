@@ -95,7 +95,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Output::Table => {
             let mut table = comfy_table::Table::new();
             table.load_style(comfy_table::presets::NOTHING);
-            table.set_header(["NAMESPACE", "NAME", "PHASE", "STEP", "WEIGHT", "FAILED", "REVISION", "SINCE"]);
+            table.set_header([
+                "NAMESPACE",
+                "NAME",
+                "PHASE",
+                "STEP",
+                "WEIGHT",
+                "FAILED",
+                "REVISION",
+                "SINCE",
+            ]);
             for r in &rows {
                 table.add_row([
                     r.namespace.clone(),

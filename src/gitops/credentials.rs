@@ -484,9 +484,11 @@ pub(crate) fn strip_userinfo(url: &str) -> Result<CleanUrl> {
         "ssh" | "git+ssh" | "ssh+git" => UrlKind::Ssh,
         "git" => UrlKind::Git,
         "file" => UrlKind::File,
-        _ => return Err(invalid(&format!(
+        _ => {
+            return Err(invalid(&format!(
             "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a local path"
-        ))),
+        )))
+        }
     };
     let rest = &url[scheme_end + 3..];
     if kind == UrlKind::Http && rest.contains(['?', '#']) {

@@ -1,7 +1,8 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod cli;
-mod support;
+mod loop_git;
 mod route;
 mod spec_validation;
+mod support;
 mod workload;

@@ -1,7 +1,6 @@
 //! Route renderers: every route kind and version, checked against the upstream CRDs' strict
 //! JSON schemas (tests/schemas), pinned by insta snapshots, and swept over every weight.
 
-
 use serde_json::{json, Value as Json};
 use sluice::route::{render_route, Backends, RouteError, Weights, ROUTE_FILE_NAME};
 use sluice::spec::load::load_text;

@@ -38,16 +38,6 @@ impl Schemas {
             .map(|e| format!("{}: {e}", e.instance_path()))
             .collect()
     }
-
-    /// Validates every document of a multi-document YAML text; panics with the errors.
-    pub fn check_all(&mut self, what: &str, text: &str) {
-        let docs: Vec<Json> = serde_saphyr::from_multiple(text).expect("rendered YAML parses");
-        assert!(!docs.is_empty(), "{what}: no documents");
-        for doc in docs {
-            let errors = self.errors(&doc);
-            assert!(errors.is_empty(), "{what}:\n{}\n{text}", errors.join("\n"));
-        }
-    }
 }
 
 /// Runs git; panics with its output on failure.
@@ -99,9 +89,10 @@ pub struct GitDaemon {
 impl GitDaemon {
     pub fn start(base: &Path) -> GitDaemon {
         let port = free_port();
-        let child = Command::new("git")
+        // Run git-daemon itself: `git daemon` forks it as a child that a kill would orphan.
+        let exec_path = git(base, &["--exec-path"]).trim().to_string();
+        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
             .args([
-                "daemon",
                 "--export-all",
                 "--enable=receive-pack",
                 "--reuseaddr",
@@ -117,7 +108,10 @@ impl GitDaemon {
         let daemon = GitDaemon { child, port };
         let deadline = Instant::now() + Duration::from_secs(15);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "git daemon did not listen on {port}");
+            assert!(
+                Instant::now() < deadline,
+                "git daemon did not listen on {port}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         daemon
@@ -150,7 +144,10 @@ pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
 
 /// A working clone of `url` for a human, in `dir`.
 pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
-    git(dir.parent().expect("parent"), &["clone", "-q", url, &dir.display().to_string()]);
+    git(
+        dir.parent().expect("parent"),
+        &["clone", "-q", url, &dir.display().to_string()],
+    );
     dir.to_path_buf()
 }
 

@@ -259,17 +259,29 @@ fn generated_deployments_and_services_match_strict_schemas() {
     let (dir, canary) = setup();
     let index = Index::scan(dir.path(), &[]).unwrap();
     let rev = workload::revision(dir.path(), &canary, &index).unwrap();
-    let d = decide(&canary, None, &Observations::revision(rev), jiff::Timestamp::UNIX_EPOCH);
+    let d = decide(
+        &canary,
+        None,
+        &Observations::revision(rev),
+        jiff::Timestamp::UNIX_EPOCH,
+    );
     let mut schemas = crate::support::Schemas::default();
     for (name, text) in workload::render(dir.path(), &canary, &d, &index).unwrap() {
         // ConfigMaps have no schema in the set; validate Deployments and Services.
         let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
-        for doc in docs.iter().filter(|d| d["kind"] == "Deployment" || d["kind"] == "Service") {
+        for doc in docs
+            .iter()
+            .filter(|d| d["kind"] == "Deployment" || d["kind"] == "Service")
+        {
             let errors = schemas.errors(doc);
             assert!(errors.is_empty(), "{name}: {errors:?}\n{text}");
         }
     }
-    assert_eq!(schemas.0.len(), 2, "both the Deployment and the Service schema were used");
+    assert_eq!(
+        schemas.0.len(),
+        2,
+        "both the Deployment and the Service schema were used"
+    );
     // The checker bites: a misspelt field fails.
     let bad: serde_json::Value = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"prots": []}});
     assert!(!schemas.errors(&bad).is_empty());

@@ -1,0 +1,410 @@
+//! The loop against real git: a `git daemon` remote, human commits racing sluice's, the real
+//! binary as a daemon (two at once, and killed mid-rollout).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde_json::Value as Json;
+use sluice::core::status::Phase;
+use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::observe::Offline;
+use sluice::reconcile::{tick, Context};
+
+use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+
+const CANARY_FILE: &str = "apps/web/canary.yaml";
+const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
+const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
+
+fn canary(revision: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: web, namespace: shop}}
+spec:
+  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
+  output: clusters/shop/web
+  service: {{port: 8080}}
+  route:
+    apiVersion: gateway.networking.k8s.io/v1
+    kind: HTTPRoute
+    parentRefs: [{{name: gw, namespace: infra}}]
+    hostnames: [web.example.com]
+  analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 30, 60]}}
+"
+    )
+}
+
+/// The weights sluice commits for one rollout of this canary, in order.
+const EXPECTED_WEIGHTS: [&str; 8] = [
+    "primary=100 canary=0", // initialization
+    "primary=100 canary=0", // new revision detected
+    "primary=90 canary=10",
+    "primary=70 canary=30",
+    "primary=40 canary=60",
+    "primary=40 canary=60", // promote
+    "primary=100 canary=0", // all traffic back to the (new) primary
+    "primary=100 canary=0", // promotion completed
+];
+
+fn ctx(observer: &Offline) -> Context<'_> {
+    Context {
+        observer,
+        author: None,
+        push_attempts: 20,
+    }
+}
+
+/// Commits on main carrying `Sluice-Canary: shop/web`, oldest first: (sha, weights trailer).
+fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
+    let out = git(
+        bare,
+        &[
+            "log",
+            "--reverse",
+            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
+            "main",
+        ],
+    );
+    out.lines()
+        .filter_map(|l| {
+            let (sha, rest) = l.split_once(' ')?;
+            let (canary, weights) = rest.split_once('|')?;
+            (canary.trim() == "shop/web").then(|| (sha.to_string(), weights.trim().to_string()))
+        })
+        .collect()
+}
+
+fn show(bare: &Path, sha: &str, file: &str) -> String {
+    git(bare, &["show", &format!("{sha}:{file}")])
+}
+
+/// At every sluice commit the route is schema-valid and carries the status file's weights.
+fn check_every_commit(bare: &Path) {
+    let mut schemas = Schemas::default();
+    for (sha, trailer) in sluice_commits(bare) {
+        let status: Json = serde_saphyr::from_str(&show(bare, &sha, STATUS_FILE)).unwrap();
+        let route_text = show(bare, &sha, ROUTE_FILE);
+        let route: Json = serde_saphyr::from_str(&route_text).unwrap();
+        assert!(
+            schemas.errors(&route).is_empty(),
+            "{sha}: {:?}",
+            schemas.errors(&route)
+        );
+        let stable = status["stableService"].as_str().unwrap();
+        let refs = route["spec"]["rules"][0]["backendRefs"].as_array().unwrap();
+        let weight_of = |name: &str| {
+            refs.iter()
+                .find(|r| r["name"] == name)
+                .and_then(|r| r["weight"].as_u64())
+                .unwrap()
+        };
+        let other = if stable == "web-blue" {
+            "web-green"
+        } else {
+            "web-blue"
+        };
+        assert_eq!(
+            weight_of(stable),
+            status["primaryWeight"].as_u64().unwrap(),
+            "{sha}"
+        );
+        assert_eq!(
+            weight_of(other),
+            status["canaryWeight"].as_u64().unwrap(),
+            "{sha}"
+        );
+        assert_eq!(
+            trailer,
+            format!(
+                "primary={} canary={}",
+                status["primaryWeight"], status["canaryWeight"]
+            ),
+            "{sha}: trailer and status agree"
+        );
+    }
+}
+
+fn phase_on_remote(bare: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["show", &format!("main:{STATUS_FILE}")])
+        .current_dir(bare)
+        .output()
+        .ok()?;
+    let status: Json = serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()?;
+    Some(format!("{}:{}", status["phase"].as_str()?, status["step"]))
+}
+
+#[test]
+fn route_only_canary_runs_to_succeeded_through_git_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
+    let daemon = GitDaemon::start(tmp.path());
+    let url = daemon.url("config.git");
+    let mut repo =
+        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
+            .unwrap();
+    let observer = Offline;
+    let ctx = ctx(&observer);
+    let t0 = Timestamp::now();
+    let first = tick(&mut repo, &ctx, t0).unwrap();
+    assert_eq!(first.commits, 1, "{first:?}");
+
+    let human = human_clone(&url, &tmp.path().join("human"));
+    human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
+
+    // Simulated clock: each tick happens at the time the previous one asked to be woken.
+    let mut now = t0 + Duration::from_secs(1);
+    for _ in 0..50 {
+        let report = tick(&mut repo, &ctx, now).unwrap();
+        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
+        let done = report.outcomes[0].phase == Some(Phase::Succeeded) && report.commits == 1;
+        if done {
+            break;
+        }
+        now = report.wake_at().unwrap_or(now + Duration::from_secs(1));
+    }
+    let weights: Vec<String> = sluice_commits(&bare).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, EXPECTED_WEIGHTS, "one commit per step");
+    check_every_commit(&bare);
+    let subjects = git(&bare, &["log", "--reverse", "--format=%s", "main"]);
+    assert!(
+        subjects.contains("web: advance canary weight 10 -> 30 (step 2/3)"),
+        "{subjects}"
+    );
+    assert!(
+        subjects.contains("web: roll out v2"),
+        "the human commit is kept"
+    );
+    let status: Json = serde_saphyr::from_str(&show(&bare, "main", STATUS_FILE)).unwrap();
+    assert_eq!(
+        status["stableService"], "web-green",
+        "success makes the other service stable"
+    );
+    // A tick with nothing to do commits nothing.
+    let idle = tick(&mut repo, &ctx, now + Duration::from_secs(60)).unwrap();
+    assert_eq!(idle.commits, 0);
+}
+
+#[test]
+fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
+    let daemon = GitDaemon::start(tmp.path());
+    let url = daemon.url("config.git");
+    let mut repo =
+        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
+            .unwrap();
+    let observer = Offline;
+    let ctx = ctx(&observer);
+    tick(&mut repo, &ctx, Timestamp::now()).unwrap();
+    let human = human_clone(&url, &tmp.path().join("human"));
+    human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = Arc::clone(&stop);
+        let clone = human_clone(&url, &tmp.path().join("writer"));
+        std::thread::spawn(move || {
+            let mut written = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) && i < 200 {
+                let msg = format!("notes: entry {i}");
+                human_commit(&clone, &format!("notes/{i}.txt"), &msg, &msg);
+                written.push(msg);
+                i += 1;
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            written
+        })
+    };
+
+    let mut heads = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let report = tick(&mut repo, &ctx, Timestamp::now()).unwrap();
+        heads.push(git(&bare, &["rev-parse", "main"]).trim().to_string());
+        if report.outcomes[0].phase == Some(Phase::Succeeded) && report.commits == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "rollout did not finish");
+        std::thread::sleep(sluice::cli::run::sleep_for(
+            report.wake_at(),
+            Timestamp::now(),
+            Duration::from_millis(300),
+        ));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let written = writer.join().unwrap();
+    assert!(
+        written.len() >= 5,
+        "the writer raced the rollout: {}",
+        written.len()
+    );
+    heads.push(git(&bare, &["rev-parse", "main"]).trim().to_string());
+
+    let log = git(&bare, &["log", "--format=%s", "main"]);
+    for msg in &written {
+        assert!(log.lines().any(|l| l == msg), "lost human commit {msg:?}");
+    }
+    for pair in heads.windows(2) {
+        assert!(
+            git_ok(&bare, &["merge-base", "--is-ancestor", &pair[0], &pair[1]]),
+            "remote head {} is not an ancestor of {}: a force push happened",
+            pair[0],
+            pair[1]
+        );
+    }
+    let weights: Vec<String> = sluice_commits(&bare).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, EXPECTED_WEIGHTS, "no step skipped or repeated");
+    check_every_commit(&bare);
+}
+
+struct Daemon(Child);
+
+impl Daemon {
+    fn start(url: &str, workdir: &Path) -> Daemon {
+        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "run",
+                "--repo",
+                url,
+                "--poll",
+                "200ms",
+                "--workdir",
+                &workdir.display().to_string(),
+            ])
+            .env("SLUICE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sluice run starts");
+        Daemon(child)
+    }
+
+    fn sigterm(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let status = self.0.wait().expect("wait");
+        std::mem::forget(self);
+        status
+    }
+
+    fn sigkill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(bare: &Path, what: &str, pred: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(p) = phase_on_remote(bare) {
+            if pred(&p) {
+                return;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; at {:?}",
+            phase_on_remote(bare)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn two_daemons_never_advance_a_canary_twice_in_one_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
+    let daemon = GitDaemon::start(tmp.path());
+    let url = daemon.url("config.git");
+    let a = Daemon::start(&url, &tmp.path().join("a"));
+    let b = Daemon::start(&url, &tmp.path().join("b"));
+    wait_for(&bare, "initialization", |p| p.starts_with("Initialized"));
+    let human = human_clone(&url, &tmp.path().join("human"));
+    human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
+    wait_for(&bare, "success", |p| p.starts_with("Succeeded"));
+    assert!(a.sigterm().success(), "graceful shutdown on SIGTERM");
+    assert!(b.sigterm().success());
+
+    let commits = sluice_commits(&bare);
+    let weights: Vec<String> = commits.iter().map(|(_, w)| w.clone()).collect();
+    assert_eq!(
+        weights, EXPECTED_WEIGHTS,
+        "each step committed exactly once"
+    );
+    // Consecutive steps are at least one interval apart (stepStarted is in the status).
+    let started: Vec<Timestamp> = commits
+        .iter()
+        .map(|(sha, _)| {
+            let s: Json = serde_saphyr::from_str(&show(&bare, sha, STATUS_FILE)).unwrap();
+            s["stepStarted"].as_str().unwrap().parse().unwrap()
+        })
+        .collect();
+    for i in 2..started.len() {
+        let gap = started[i].duration_since(started[i - 1]);
+        assert!(
+            gap >= jiff::SignedDuration::from_millis(999),
+            "steps {} and {i} only {gap:?} apart",
+            i - 1
+        );
+    }
+    check_every_commit(&bare);
+}
+
+#[test]
+fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
+    let daemon = GitDaemon::start(tmp.path());
+    let url = daemon.url("config.git");
+    let workdir = tmp.path().join("work");
+    let first = Daemon::start(&url, &workdir);
+    wait_for(&bare, "initialization", |p| p.starts_with("Initialized"));
+    let human = human_clone(&url, &tmp.path().join("human"));
+    human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
+    wait_for(&bare, "step 2", |p| p == "Progressing:2");
+    first.sigkill();
+    let second = Daemon::start(&url, &workdir);
+    wait_for(&bare, "success", |p| p.starts_with("Succeeded"));
+    assert!(second.sigterm().success());
+    let weights: Vec<String> = sluice_commits(&bare).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, EXPECTED_WEIGHTS);
+    check_every_commit(&bare);
+}
+
+#[test]
+fn demo_runs_from_the_binary() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo"])
+        .output()
+        .expect("sluice demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("canary demo/podinfo ended Succeeded"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("podinfo: promotion completed, canary scaled down"),
+        "{stdout}"
+    );
+}
