@@ -484,9 +484,12 @@ pub(crate) fn strip_userinfo(url: &str) -> Result<CleanUrl> {
         "ssh" | "git+ssh" | "ssh+git" => UrlKind::Ssh,
         "git" => UrlKind::Git,
         "file" => UrlKind::File,
-        _ => return Err(invalid(&format!(
-            "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a local path"
-        ))),
+        _ => {
+            let reason = format!(
+                "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a path"
+            );
+            return Err(invalid(&reason));
+        }
     };
     let rest = &url[scheme_end + 3..];
     if kind == UrlKind::Http && rest.contains(['?', '#']) {
