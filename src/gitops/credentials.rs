@@ -485,9 +485,10 @@ pub(crate) fn strip_userinfo(url: &str) -> Result<CleanUrl> {
         "git" => UrlKind::Git,
         "file" => UrlKind::File,
         _ => {
-            return Err(invalid(&format!(
-            "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a local path"
-        )))
+            let reason = format!(
+                "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a path"
+            );
+            return Err(invalid(&reason));
         }
     };
     let rest = &url[scheme_end + 3..];

@@ -62,7 +62,7 @@ impl ConfigRepo {
         match remote.push(&[&refspec], Some(&mut opts)) {
             Ok(()) => {}
             Err(e) if e.code() == ErrorCode::NotFastForward => {
-                tracing::info!(reason = %e.message(), "push rejected: the remote branch moved");
+                tracing::info!(reason = %self.creds.scrub(e.message()), "push rejected: the remote branch moved");
                 return Ok(PushOutcome::Rejected);
             }
             Err(e) => return Err(self.remote_err(RemoteOp::Push, &e, &session)),

@@ -180,11 +180,16 @@ impl ConfigRepo {
             .repo
             .find_object(oid, None)
             .map_err(|e| self.git_err("find the remote head", &e))?;
+        // Not `reset --hard` alone: libgit2's hard reset overrides the checkout strategy and
+        // would keep untracked files (a file a failed commit left behind).
         let mut checkout = CheckoutBuilder::new();
         checkout.force().remove_untracked(true);
         self.repo
-            .reset(&target, ResetType::Hard, Some(&mut checkout))
-            .map_err(|e| self.git_err("reset the work tree", &e))?;
+            .checkout_tree(&target, Some(&mut checkout))
+            .map_err(|e| self.git_err("check out the remote head", &e))?;
+        self.repo
+            .reset(&target, ResetType::Mixed, None)
+            .map_err(|e| self.git_err("reset the index", &e))?;
         self.head = oid;
         self.dirty = false;
         Ok(())
@@ -314,6 +319,8 @@ fn classify(e: &git2::Error) -> Class {
         "not found",
         "not exported",
         "not appear to be a git repository",
+        // What libgit2 says for a local path that does not exist.
+        "unsupported url protocol",
     ]
     .iter()
     .any(|m| message.contains(m))
@@ -343,7 +350,14 @@ fn adopt_remote(repo: &Repository, url: &str) -> std::result::Result<(), String>
     let stored = match repo.find_remote(ORIGIN) {
         Ok(remote) => remote.url().map(str::to_string),
         Err(e) if e.code() == ErrorCode::NotFound => {
-            // Created but not finished (crash after init): finish it.
+            // Only a repository we created and never finished (a crash between init and
+            // adding the remote) may be adopted: no remote and no commit yet.
+            if repo.head().is_ok() {
+                return Err(format!(
+                    "holds a git repository with commits but no remote `{ORIGIN}`; use \
+                     another work dir or delete this one"
+                ));
+            }
             return repo
                 .remote(ORIGIN, url)
                 .map(|_| ())

@@ -1,6 +1,7 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod cli;
+mod gitops;
 mod loop_git;
 mod route;
 mod spec_validation;

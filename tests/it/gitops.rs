@@ -1,0 +1,1390 @@
+//! Integration tests of the git adapter against real git: bare repos in temp dirs, the git CLI
+//! as the independent witness, a `git daemon` process and `git http-backend` behind a tiny
+//! HTTP server as real remotes. No mocks.
+//!
+//! Needs the `git` CLI (Debian's `git` package ships `git daemon` and `git http-backend`) and,
+//! for the signing test, `ssh-keygen` (`openssh-client`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice::gitops::{
+    CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, Oid, PushOutcome, Signing,
+    Time,
+};
+
+const ROUTE: &str = "apps/podinfo/route.yaml";
+const SEED_DATE: &str = "1700000000 +0000";
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+/// Runs the git CLI isolated from the machine's and user's config, with fixed identities and
+/// dates so commit hashes are stable.
+fn git_cmd(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Human")
+        .env("GIT_AUTHOR_EMAIL", "human@example.com")
+        .env("GIT_COMMITTER_NAME", "Human")
+        .env("GIT_COMMITTER_EMAIL", "human@example.com")
+        .env("GIT_AUTHOR_DATE", SEED_DATE)
+        .env("GIT_COMMITTER_DATE", SEED_DATE)
+        .env("GIT_TERMINAL_PROMPT", "0");
+    cmd
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run git {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?} in {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+fn git_ok(dir: &Path, args: &[&str]) -> bool {
+    git_cmd(dir).args(args).status().unwrap().success()
+}
+
+fn time(offset: i64) -> Option<Time> {
+    Some(Time::new(1_700_000_000 + offset, 0))
+}
+
+fn oid(s: &str) -> Oid {
+    Oid::from_str(s).unwrap()
+}
+
+/// A temp dir with `remote.git` (bare, seeded with one commit on `main`) and room for clones.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("remote.git");
+        git(
+            dir.path(),
+            &["init", "-q", "--bare", "-b", "main", "remote.git"],
+        );
+        // A reflog on the remote lets tests check that no update ever rewound the branch.
+        git(&bare, &["config", "core.logAllRefUpdates", "always"]);
+        let seed = dir.path().join("seed");
+        git(dir.path(), &["init", "-q", "-b", "main", "seed"]);
+        std::fs::create_dir_all(seed.join("apps/podinfo")).unwrap();
+        std::fs::write(seed.join(ROUTE), "weight: 0\n").unwrap();
+        std::fs::write(seed.join("README.md"), "config repo\n").unwrap();
+        git(&seed, &["add", "."]);
+        git(&seed, &["commit", "-q", "-m", "seed"]);
+        git(&seed, &["push", "-q", bare.to_str().unwrap(), "main"]);
+        Fixture { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.path("remote.git")
+    }
+
+    fn bare_url(&self) -> String {
+        self.bare().to_str().unwrap().to_string()
+    }
+
+    fn remote_head(&self) -> Oid {
+        oid(&git(&self.bare(), &["rev-parse", "refs/heads/main"]))
+    }
+
+    /// A fresh CLI clone, the independent witness of what the remote holds.
+    fn cli_clone(&self, url: &str, name: &str) -> PathBuf {
+        git(self.dir.path(), &["clone", "-q", "-b", "main", url, name]);
+        self.path(name)
+    }
+
+    /// Every value the remote branch ever had, oldest first, from the remote's reflog.
+    fn remote_branch_history(&self) -> Vec<String> {
+        let log = git(
+            &self.bare(),
+            &["reflog", "show", "--format=%H", "refs/heads/main"],
+        );
+        log.lines().rev().map(str::to_string).collect()
+    }
+
+    /// Asserts the remote branch only ever moved forward (no force push).
+    fn assert_never_rewound(&self) {
+        let history = self.remote_branch_history();
+        assert!(!history.is_empty());
+        for pair in history.windows(2) {
+            assert!(
+                git_ok(
+                    &self.bare(),
+                    &["merge-base", "--is-ancestor", &pair[0], &pair[1]]
+                ),
+                "remote branch rewound from {} to {}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    fn open(&self, url: &str, work: &str) -> ConfigRepo {
+        ConfigRepo::open_or_clone(url, "main", &self.path(work), &Credentials::none())
+            .unwrap_or_else(|e| panic!("open_or_clone {url}: {e}"))
+    }
+}
+
+fn route_change(weight: u32) -> Vec<FileChange> {
+    vec![FileChange::write(ROUTE, format!("weight: {weight}\n"))]
+}
+
+fn step_message(weight: u32) -> CommitMessage {
+    CommitMessage::new(format!("Advance podinfo.prod canary weight {weight}"))
+        .body("Analysis passed: request-success-rate 99.9% >= 99%.")
+        .trailer("Sluice-Canary", "prod/podinfo")
+        .trailer("Sluice-Weight", weight.to_string())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16, child: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    false
+}
+
+/// `git-daemon` itself, not `git daemon`: the `git` wrapper runs the daemon as a child, so
+/// killing the wrapper would leave the daemon running.
+fn git_daemon_cmd(dir: &Path) -> Command {
+    let exec_path = git(dir, &["--exec-path"]);
+    let mut cmd = Command::new(Path::new(&exec_path).join("git-daemon"));
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+    cmd
+}
+
+/// A `git daemon` serving `base` on a free loopback port, with push enabled; killed on drop.
+struct GitDaemon {
+    child: Child,
+    port: u16,
+}
+
+impl GitDaemon {
+    fn start(base: &Path) -> Self {
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = git_daemon_cmd(base)
+                .args([
+                    "--export-all",
+                    "--enable=receive-pack",
+                    "--informative-errors",
+                    "--reuseaddr",
+                    "--listen=127.0.0.1",
+                ])
+                .arg(format!("--port={port}"))
+                .arg(format!("--base-path={}", base.display()))
+                .arg(base)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("git daemon must be installed (Debian package `git`)");
+            if wait_for_port(port, &mut child) {
+                return GitDaemon { child, port };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("git daemon did not start");
+    }
+
+    fn url(&self, repo: &str) -> String {
+        format!("git://127.0.0.1:{}/{repo}", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `git http-backend` behind a minimal HTTP/1.1 server on loopback that demands basic auth
+/// `user:password`. Stopped on drop.
+struct HttpGit {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    authorized_requests: Arc<AtomicUsize>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HttpGit {
+    fn start(root: &Path, user: &str, password: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let authorized_requests = Arc::new(AtomicUsize::new(0));
+        let expected = format!("Basic {}", base64(format!("{user}:{password}").as_bytes()));
+        let (root, user) = (root.to_path_buf(), user.to_string());
+        let (stop2, count2) = (stop.clone(), authorized_requests.clone());
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop2.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (root, user, expected, count) =
+                    (root.clone(), user.clone(), expected.clone(), count2.clone());
+                std::thread::spawn(move || {
+                    let _ = serve_one(stream, &root, &user, &expected, &count);
+                });
+            }
+        });
+        HttpGit {
+            port,
+            stop,
+            authorized_requests,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self, userinfo: &str, repo: &str) -> String {
+        format!("http://{userinfo}127.0.0.1:{}/{repo}", self.port)
+    }
+}
+
+impl Drop for HttpGit {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve_one(
+    stream: TcpStream,
+    root: &Path,
+    user: &str,
+    expected_auth: &str,
+    authorized: &AtomicUsize,
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let target = parts.next().unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    let mut body = Vec::new();
+    if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut size_line = String::new();
+            reader.read_line(&mut size_line)?;
+            let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or("0"), 16)
+                .unwrap_or(0);
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk)?;
+            chunk.truncate(size);
+            body.extend_from_slice(&chunk);
+            if size == 0 {
+                break;
+            }
+        }
+    } else if let Some(len) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        body.resize(len, 0);
+        reader.read_exact(&mut body)?;
+    }
+
+    if header("authorization").as_deref() != Some(expected_auth) {
+        writer.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\n\
+              Content-Length: 0\r\nConnection: close\r\n\r\n",
+        )?;
+        return Ok(());
+    }
+    authorized.fetch_add(1, Ordering::SeqCst);
+
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let mut cgi = Command::new("git");
+    cgi.arg("http-backend")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_PROJECT_ROOT", root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("REQUEST_METHOD", &method)
+        .env("PATH_INFO", path)
+        .env("QUERY_STRING", query)
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("REMOTE_USER", user)
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(ct) = header("content-type") {
+        cgi.env("CONTENT_TYPE", ct);
+    }
+    if let Some(ce) = header("content-encoding") {
+        cgi.env("HTTP_CONTENT_ENCODING", ce);
+    }
+    if let Some(proto) = header("git-protocol") {
+        cgi.env("GIT_PROTOCOL", proto);
+    }
+    let mut child = cgi.spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&body);
+    });
+    let output = child.wait_with_output()?;
+    let _ = feeder.join();
+    let out = output.stdout;
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| (p, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2)));
+    let (head, payload) = match split {
+        Some((p, n)) => (
+            String::from_utf8_lossy(&out[..p]).to_string(),
+            &out[p + n..],
+        ),
+        None => (String::new(), &out[..]),
+    };
+    let mut status = "200 OK".to_string();
+    let mut response = String::new();
+    for line in head.lines() {
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("status") {
+                status = v.trim().to_string();
+            } else {
+                response.push_str(&format!("{}: {}\r\n", k.trim(), v.trim()));
+            }
+        }
+    }
+    writer.write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{response}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            payload.len()
+        )
+        .as_bytes(),
+    )?;
+    writer.write_all(payload)?;
+    writer.flush()
+}
+
+fn base64(input: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------------------------
+// tests
+
+#[test]
+fn base64_matches_rfc4648() {
+    assert_eq!(base64(b""), "");
+    assert_eq!(base64(b"f"), "Zg==");
+    assert_eq!(base64(b"fo"), "Zm8=");
+    assert_eq!(base64(b"foo"), "Zm9v");
+    assert_eq!(base64(b"user:secret"), "dXNlcjpzZWNyZXQ=");
+}
+
+#[test]
+fn clone_commit_push_is_seen_by_git_cli() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    assert_eq!(repo.head(), fx.remote_head());
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join(ROUTE)).unwrap(),
+        "weight: 0\n"
+    );
+    assert_eq!(
+        repo.read_file_at_head(ROUTE).unwrap().as_deref(),
+        Some("weight: 0\n")
+    );
+    assert_eq!(repo.read_file_at_head("missing.yaml").unwrap(), None);
+    assert_eq!(repo.read_file_at_head("apps").unwrap(), None, "a directory");
+
+    let mut changes = route_change(10);
+    changes.push(FileChange::write(
+        "apps/podinfo/new/canary.yaml",
+        "new: file\n",
+    ));
+    changes.push(FileChange::delete("README.md"));
+    let commit = repo
+        .commit_files(&changes, &step_message(10), &Identity::default(), time(100))
+        .unwrap()
+        .expect("a commit");
+    assert_eq!(repo.head(), commit);
+    assert_eq!(
+        repo.read_file_at_head(ROUTE).unwrap().as_deref(),
+        Some("weight: 10\n")
+    );
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
+    assert_eq!(fx.remote_head(), commit);
+
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    assert_eq!(git(&witness, &["rev-parse", "HEAD"]), commit.to_string());
+    assert_eq!(
+        git(&witness, &["show", &format!("HEAD:{ROUTE}")]),
+        "weight: 10"
+    );
+    assert_eq!(
+        git(&witness, &["show", "HEAD:apps/podinfo/new/canary.yaml"]),
+        "new: file"
+    );
+    assert!(!witness.join("README.md").exists());
+    assert_eq!(
+        git(
+            &witness,
+            &["log", "-1", "--format=%an <%ae>|%cn <%ce>|%at|%ct"]
+        ),
+        "sluice <sluice@localhost>|sluice <sluice@localhost>|1700000100|1700000100"
+    );
+    assert_eq!(git(&witness, &["status", "--porcelain"]), "");
+    // The work tree sluice left behind is clean too.
+    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    git(&witness, &["fsck", "--strict"]);
+    fx.assert_never_rewound();
+}
+
+#[test]
+fn commit_hash_is_stable_and_identical_to_git_cli() {
+    // The same change with fixed dates gives the same hash in two independent runs, and the
+    // same hash as git itself makes for that commit: the object is byte-for-byte what git writes.
+    let run = || {
+        let fx = Fixture::new();
+        let mut repo = fx.open(&fx.bare_url(), "work");
+        let commit = repo
+            .commit_files(
+                &route_change(20),
+                &step_message(20),
+                &Identity::new("sluice", "sluice@localhost"),
+                time(200),
+            )
+            .unwrap()
+            .unwrap();
+        (fx, commit)
+    };
+    let (fx, first) = run();
+    let (_fx2, second) = run();
+    assert_eq!(first, second);
+
+    let cli = fx.cli_clone(&fx.bare_url(), "cli");
+    std::fs::write(cli.join(ROUTE), "weight: 20\n").unwrap();
+    std::fs::write(fx.path("msg"), step_message(20).render().unwrap()).unwrap();
+    git(&cli, &["add", ROUTE]);
+    let status = git_cmd(&cli)
+        .args(["commit", "-q", "--cleanup=verbatim", "-F"])
+        .arg(fx.path("msg"))
+        .env("GIT_AUTHOR_NAME", "sluice")
+        .env("GIT_AUTHOR_EMAIL", "sluice@localhost")
+        .env("GIT_COMMITTER_NAME", "sluice")
+        .env("GIT_COMMITTER_EMAIL", "sluice@localhost")
+        .env("GIT_AUTHOR_DATE", "1700000200 +0000")
+        .env("GIT_COMMITTER_DATE", "1700000200 +0000")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(git(&cli, &["rev-parse", "HEAD"]), first.to_string());
+}
+
+#[test]
+fn file_url_remote_works() {
+    let fx = Fixture::new();
+    let url = format!("file://{}", fx.bare().display());
+    let mut repo = fx.open(&url, "work");
+    let commit = repo
+        .commit_files(
+            &route_change(5),
+            &step_message(5),
+            &Identity::default(),
+            time(1),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
+    assert_eq!(fx.remote_head(), commit);
+}
+
+#[test]
+fn git_daemon_remote_clone_push() {
+    let fx = Fixture::new();
+    let daemon = GitDaemon::start(fx.dir.path());
+    let url = daemon.url("remote.git");
+    let mut repo = fx.open(&url, "work");
+    assert_eq!(repo.head(), fx.remote_head());
+    let commit = repo
+        .commit_files(
+            &route_change(30),
+            &step_message(30),
+            &Identity::default(),
+            time(30),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
+
+    let witness = fx.cli_clone(&url, "witness");
+    assert_eq!(git(&witness, &["rev-parse", "HEAD"]), commit.to_string());
+    assert_eq!(
+        git(&witness, &["show", &format!("HEAD:{ROUTE}")]),
+        "weight: 30"
+    );
+    assert_eq!(git(repo.root(), &["config", "remote.origin.url"]), url);
+
+    // Re-opening the same work dir reuses the clone and sees new remote commits.
+    std::fs::write(witness.join("README.md"), "edited by a human\n").unwrap();
+    git(&witness, &["commit", "-q", "-am", "human edit"]);
+    git(&witness, &["push", "-q", "origin", "main"]);
+    drop(repo);
+    let repo = fx.open(&url, "work");
+    assert_eq!(repo.head(), fx.remote_head());
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
+        "edited by a human\n"
+    );
+    fx.assert_never_rewound();
+}
+
+#[test]
+fn push_conflict_keeps_human_commit() {
+    let fx = Fixture::new();
+    let daemon = GitDaemon::start(fx.dir.path());
+    let url = daemon.url("remote.git");
+    let mut repo = fx.open(&url, "work");
+
+    // A human pushes while sluice holds a stale head.
+    let human = fx.cli_clone(&url, "human");
+    std::fs::write(human.join("README.md"), "human change\n").unwrap();
+    git(&human, &["commit", "-q", "-am", "Human edits README"]);
+    git(&human, &["push", "-q", "origin", "main"]);
+    let human_commit = git(&human, &["rev-parse", "HEAD"]);
+
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(10),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Rejected);
+    assert_eq!(
+        fx.remote_head(),
+        oid(&human_commit),
+        "rejected push changed nothing"
+    );
+
+    let mut redos = 0;
+    let pushed = repo
+        .push_with_retry(5, |repo: &mut ConfigRepo| {
+            redos += 1;
+            // The caller re-reads the work tree on the new head and re-applies its change.
+            let current = std::fs::read_to_string(repo.root().join("README.md")).unwrap();
+            assert_eq!(current, "human change\n", "redo sees the human's commit");
+            repo.commit_files(
+                &route_change(10),
+                &step_message(10),
+                &Identity::default(),
+                time(11),
+            )?;
+            Ok::<(), Error>(())
+        })
+        .unwrap();
+    assert_eq!(redos, 1);
+    assert_eq!(pushed, repo.head());
+    assert_eq!(fx.remote_head(), pushed);
+
+    let witness = fx.cli_clone(&url, "witness");
+    assert!(git_ok(
+        &witness,
+        &["merge-base", "--is-ancestor", &human_commit, "HEAD"]
+    ));
+    assert_eq!(git(&witness, &["show", "HEAD:README.md"]), "human change");
+    assert_eq!(
+        git(&witness, &["show", &format!("HEAD:{ROUTE}")]),
+        "weight: 10"
+    );
+    assert_eq!(
+        git(&witness, &["rev-list", "--count", "HEAD"]),
+        "3",
+        "seed, human, sluice: the first sluice commit was dropped, not pushed"
+    );
+    fx.assert_never_rewound();
+}
+
+#[test]
+fn concurrent_sluice_writers_both_land() {
+    let fx = Fixture::new();
+    let daemon = GitDaemon::start(fx.dir.path());
+    let url = daemon.url("remote.git");
+    let writers: Vec<_> = (0..2)
+        .map(|i| {
+            let repo = fx.open(&url, &format!("work{i}"));
+            std::thread::spawn(move || {
+                let mut repo = repo;
+                let path = format!("apps/app{i}/route.yaml");
+                let commit = |repo: &mut ConfigRepo| {
+                    repo.commit_files(
+                        &[FileChange::write(&path, format!("writer: {i}\n"))],
+                        &CommitMessage::new(format!("writer {i}")),
+                        &Identity::default(),
+                        None,
+                    )
+                    .map(|_| ())
+                };
+                commit(&mut repo).unwrap();
+                repo.push_with_retry(10, commit).unwrap()
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let witness = fx.cli_clone(&url, "witness");
+    assert_eq!(
+        git(&witness, &["show", "HEAD:apps/app0/route.yaml"]),
+        "writer: 0"
+    );
+    assert_eq!(
+        git(&witness, &["show", "HEAD:apps/app1/route.yaml"]),
+        "writer: 1"
+    );
+    fx.assert_never_rewound();
+}
+
+#[test]
+fn push_with_retry_gives_up_when_the_branch_keeps_moving() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    let mut n = 0;
+    let mut human_push = || {
+        n += 1;
+        std::fs::write(human.join("README.md"), format!("edit {n}\n")).unwrap();
+        git(&human, &["commit", "-q", "-am", &format!("edit {n}")]);
+        git(&human, &["push", "-q", "origin", "main"]);
+    };
+    human_push();
+    repo.commit_files(
+        &route_change(1),
+        &step_message(1),
+        &Identity::default(),
+        None,
+    )
+    .unwrap();
+    let err = repo
+        .push_with_retry(3, |repo: &mut ConfigRepo| {
+            repo.commit_files(
+                &route_change(1),
+                &step_message(1),
+                &Identity::default(),
+                None,
+            )?;
+            human_push(); // the human wins every race
+            Ok::<(), Error>(())
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PushRetriesExhausted { attempts: 3, .. }),
+        "{err}"
+    );
+    assert!(err.is_transient());
+    fx.assert_never_rewound();
+    // Nothing of ours landed; the human's commits all did.
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    assert_eq!(
+        git(&witness, &["show", &format!("HEAD:{ROUTE}")]),
+        "weight: 0"
+    );
+}
+
+#[test]
+fn push_refused_by_server_hook_is_terminal() {
+    let fx = Fixture::new();
+    let hook = fx.bare().join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'branch is protected' >&2\nexit 1\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let daemon = GitDaemon::start(fx.dir.path());
+    let mut repo = fx.open(&daemon.url("remote.git"), "work");
+    repo.commit_files(
+        &route_change(1),
+        &step_message(1),
+        &Identity::default(),
+        None,
+    )
+    .unwrap();
+    let err = repo.push().unwrap_err();
+    assert!(matches!(err, Error::PushRefused { .. }), "{err}");
+    assert!(!err.is_transient());
+    let err = repo
+        .push_with_retry(3, |_: &mut ConfigRepo| -> Result<(), Error> {
+            panic!("a refused push is not retried")
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::PushRefused { .. }), "{err}");
+}
+
+#[test]
+fn no_commit_when_nothing_changed() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let head = repo.head();
+    let same = repo
+        .commit_files(
+            &route_change(0),
+            &step_message(0),
+            &Identity::default(),
+            None,
+        )
+        .unwrap();
+    assert_eq!(same, None);
+    let gone = repo
+        .commit_files(
+            &[FileChange::delete("never/existed.yaml")],
+            &CommitMessage::new("delete nothing"),
+            &Identity::default(),
+            None,
+        )
+        .unwrap();
+    assert_eq!(gone, None);
+    let empty = repo
+        .commit_files(
+            &[],
+            &CommitMessage::new("nothing"),
+            &Identity::default(),
+            None,
+        )
+        .unwrap();
+    assert_eq!(empty, None);
+    assert_eq!(repo.head(), head);
+    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(head));
+    assert_eq!(fx.remote_head(), head);
+}
+
+#[test]
+fn trailers_round_trip_through_git_log() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    for (i, weight) in [10, 20].into_iter().enumerate() {
+        repo.commit_files(
+            &route_change(weight),
+            &step_message(weight),
+            &Identity::default(),
+            time(i as i64),
+        )
+        .unwrap()
+        .unwrap();
+    }
+    // A commit for another canary, and one with no trailers.
+    repo.commit_files(
+        &[FileChange::write("apps/other/route.yaml", "weight: 5\n")],
+        &CommitMessage::new("Advance other.prod canary weight 5")
+            .trailer("Sluice-Canary", "prod/other"),
+        &Identity::default(),
+        time(3),
+    )
+    .unwrap()
+    .unwrap();
+    repo.push().unwrap();
+
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    assert_eq!(
+        git(
+            &witness,
+            &[
+                "log",
+                "--format=%(trailers:key=Sluice-Canary,valueonly,separator=)"
+            ]
+        ),
+        "prod/other\nprod/podinfo\nprod/podinfo"
+    );
+    assert_eq!(
+        git(&witness, &["log", "-1", "--skip=1", "--format=%(trailers)"]),
+        "Sluice-Canary: prod/podinfo\nSluice-Weight: 20"
+    );
+    let body = git(&witness, &["log", "-1", "--skip=1", "--format=%B"]);
+    let parsed = git_cmd(&witness)
+        .args(["interpret-trailers", "--parse"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(body.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(parsed.stdout).unwrap(),
+        "Sluice-Canary: prod/podinfo\nSluice-Weight: 20\n"
+    );
+    assert_eq!(
+        git(&witness, &["log", "-1", "--skip=1", "--format=%s"]),
+        "Advance podinfo.prod canary weight 20"
+    );
+
+    // sluice reads the same back.
+    let all = repo.history(None, 100).unwrap();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[3].subject, "seed");
+    assert!(all[3].trailers.is_empty());
+    let podinfo = repo
+        .history(Some(("sluice-canary", "prod/podinfo")), 10)
+        .unwrap();
+    assert_eq!(podinfo.len(), 2);
+    assert_eq!(podinfo[0].subject, "Advance podinfo.prod canary weight 20");
+    assert_eq!(
+        podinfo[0].trailers,
+        vec![
+            ("Sluice-Canary".to_string(), "prod/podinfo".to_string()),
+            ("Sluice-Weight".to_string(), "20".to_string()),
+        ]
+    );
+    assert_eq!(podinfo[0].author, Identity::default());
+    assert_eq!(podinfo[0].time, Time::new(1_700_000_001, 0));
+    assert_eq!(
+        podinfo[0].oid.to_string(),
+        git(&witness, &["rev-parse", "HEAD~1"])
+    );
+    assert_eq!(
+        repo.history(Some(("Sluice-Canary", "prod/podinfo")), 1)
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(repo.history(None, 0).unwrap().is_empty());
+}
+
+#[test]
+fn http_credentials_are_used_but_never_written_to_disk() {
+    let fx = Fixture::new();
+    let server = HttpGit::start(fx.dir.path(), "user", "s3cr3t-pw");
+    let url = server.url("user:s3cr3t-pw@", "remote.git");
+    let mut repo = fx.open(&url, "work");
+    assert!(server.authorized_requests.load(Ordering::SeqCst) > 0);
+    assert_eq!(repo.remote_url(), server.url("", "remote.git"));
+    assert!(!format!("{repo:?}").contains("s3cr3t"));
+    let commit = repo
+        .commit_files(
+            &route_change(40),
+            &step_message(40),
+            &Identity::default(),
+            None,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
+    assert_eq!(fx.remote_head(), commit);
+    repo.fetch().unwrap();
+
+    let config = std::fs::read_to_string(repo.root().join(".git/config")).unwrap();
+    assert!(config.contains(&server.url("", "remote.git")), "{config}");
+    assert_eq!(
+        files_containing(&repo.root().join(".git"), b"s3cr3t"),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(
+        git(repo.root(), &["log", "--format=%B"])
+            .matches("s3cr3t")
+            .count(),
+        0
+    );
+
+    // Credentials from SLUICE_GIT_* work the same way, against the clean URL.
+    drop(repo);
+    let creds = Credentials::from_lookup(|name| match name {
+        "SLUICE_GIT_USERNAME" => Some("user".to_string()),
+        "SLUICE_GIT_PASSWORD" => Some("s3cr3t-pw".to_string()),
+        _ => None,
+    })
+    .unwrap();
+    let repo = ConfigRepo::open_or_clone(
+        &server.url("", "remote.git"),
+        "main",
+        &fx.path("work2"),
+        &creds,
+    )
+    .unwrap();
+    assert_eq!(repo.head(), commit);
+}
+
+#[test]
+fn wrong_or_missing_http_credentials_are_terminal_auth_errors() {
+    let fx = Fixture::new();
+    let server = HttpGit::start(fx.dir.path(), "user", "right-password");
+    for (url, creds) in [
+        (
+            server.url("user:wr0ng-pw@", "remote.git"),
+            Credentials::none(),
+        ),
+        (
+            server.url("", "remote.git"),
+            Credentials::token("wr0ng-token"),
+        ),
+        (server.url("", "remote.git"), Credentials::none()),
+    ] {
+        let work = fx.path("work");
+        let err = ConfigRepo::open_or_clone(&url, "main", &work, &creds).unwrap_err();
+        assert!(matches!(err, Error::Auth { .. }), "{url}: {err}");
+        assert!(!err.is_transient());
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("wr0ng"), "{text}");
+        assert!(text.contains("SLUICE_GIT_TOKEN"), "{text}");
+        assert_eq!(files_containing(&work, b"wr0ng"), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}
+
+#[test]
+fn stored_url_with_credentials_is_cleaned_on_open() {
+    let fx = Fixture::new();
+    let server = HttpGit::start(fx.dir.path(), "user", "pw-in-config");
+    let url = server.url("user:pw-in-config@", "remote.git");
+    // A clone made by hand with the password in the URL, as `git clone` would store it.
+    git(fx.dir.path(), &["clone", "-q", &url, "work"]);
+    assert!(!files_containing(&fx.path("work/.git"), b"pw-in-config").is_empty());
+    let repo = fx.open(&url, "work");
+    assert_eq!(repo.remote_url(), server.url("", "remote.git"));
+    let config = std::fs::read_to_string(fx.path("work/.git/config")).unwrap();
+    assert!(!config.contains("pw-in-config"), "{config}");
+}
+
+#[test]
+fn bad_inputs_are_errors_not_panics() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let head = repo.head();
+    for path in [
+        "../escape.yaml",
+        "apps/../../x",
+        "/etc/passwd",
+        ".git/config",
+        "a//b",
+        "",
+    ] {
+        let err = repo
+            .commit_files(
+                &[
+                    FileChange::write("apps/ok.yaml", "ok\n"),
+                    FileChange::write(path, "x\n"),
+                ],
+                &CommitMessage::new("bad"),
+                &Identity::default(),
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidPath { .. }), "{path:?}: {err}");
+        assert!(
+            !repo.root().join("apps/ok.yaml").exists(),
+            "nothing written"
+        );
+        assert!(matches!(
+            repo.read_file_at_head(path),
+            Err(Error::InvalidPath { .. })
+        ));
+    }
+    assert!(!fx.path("escape.yaml").exists());
+    let dup = repo.commit_files(
+        &[FileChange::write("a", "1"), FileChange::delete("a")],
+        &CommitMessage::new("dup"),
+        &Identity::default(),
+        None,
+    );
+    assert!(matches!(dup, Err(Error::InvalidPath { .. })));
+    let bad_msg = repo.commit_files(
+        &route_change(1),
+        &CommitMessage::new("two\nlines"),
+        &Identity::default(),
+        None,
+    );
+    assert!(matches!(bad_msg, Err(Error::InvalidMessage { .. })));
+    let bad_id = repo.commit_files(
+        &route_change(1),
+        &CommitMessage::new("s"),
+        &Identity::new("x", ""),
+        None,
+    );
+    assert!(matches!(bad_id, Err(Error::InvalidIdentity { .. })));
+    assert_eq!(repo.head(), head);
+    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+
+    let none = Credentials::none();
+    let open = |url: &str, branch: &str, work: &str| {
+        ConfigRepo::open_or_clone(url, branch, &fx.path(work), &none)
+    };
+    assert!(matches!(
+        open(&fx.bare_url(), "bad..branch", "w1"),
+        Err(Error::InvalidBranch { .. })
+    ));
+    assert!(matches!(
+        open(&fx.bare_url(), "", "w1"),
+        Err(Error::InvalidBranch { .. })
+    ));
+    assert!(matches!(
+        open("ftp://example.com/r.git", "main", "w1"),
+        Err(Error::InvalidUrl { .. })
+    ));
+    let err = open(&fx.bare_url(), "no-such-branch", "w2").unwrap_err();
+    assert!(matches!(err, Error::BranchNotFound { .. }), "{err}");
+    assert!(!err.is_transient());
+    // The seed clone is a non-empty directory that is a clone of another remote.
+    let err = open(&fx.bare_url(), "main", "seed").unwrap_err();
+    assert!(matches!(err, Error::Workdir { .. }), "{err}");
+    std::fs::create_dir_all(fx.path("junk")).unwrap();
+    std::fs::write(fx.path("junk/file"), "x").unwrap();
+    let err = open(&fx.bare_url(), "main", "junk").unwrap_err();
+    assert!(matches!(err, Error::Workdir { .. }), "{err}");
+    let err = open(&fx.path("missing.git").display().to_string(), "main", "w3").unwrap_err();
+    assert!(matches!(err, Error::Remote { .. }), "{err}");
+    assert!(!err.is_transient());
+}
+
+#[test]
+fn unreachable_remote_is_transient() {
+    let fx = Fixture::new();
+    let port = free_port(); // nothing listens there
+    let url = format!("git://127.0.0.1:{port}/remote.git");
+    let err = ConfigRepo::open_or_clone(&url, "main", &fx.path("work"), &Credentials::none())
+        .unwrap_err();
+    assert!(matches!(err, Error::Network { .. }), "{err}");
+    assert!(err.is_transient());
+    assert_eq!(err.kind(), "network");
+}
+
+#[test]
+fn missing_repo_on_git_daemon_is_terminal() {
+    let fx = Fixture::new();
+    let daemon = GitDaemon::start(fx.dir.path());
+    let err = ConfigRepo::open_or_clone(
+        &daemon.url("nope.git"),
+        "main",
+        &fx.path("work"),
+        &Credentials::none(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::Remote { .. }), "{err}");
+    assert!(!err.is_transient());
+}
+
+#[test]
+fn interrupted_clone_resumes_in_the_same_work_dir() {
+    let fx = Fixture::new();
+    let port = free_port();
+    let url = format!("git://127.0.0.1:{port}/remote.git");
+    let work = fx.path("work");
+    assert!(ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).is_err());
+    assert!(work.join(".git").exists());
+    // Serve the same URL now (same port) and retry with the same work dir.
+    let child = git_daemon_cmd(fx.dir.path())
+        .args(["--export-all", "--reuseaddr", "--listen=127.0.0.1"])
+        .arg(format!("--port={port}"))
+        .arg(format!("--base-path={}", fx.dir.path().display()))
+        .arg(fx.dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Guard first, so a failed wait still kills the daemon.
+    let mut daemon = GitDaemon { port, child };
+    assert!(
+        wait_for_port(port, &mut daemon.child),
+        "daemon on port {port}"
+    );
+    let repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
+    assert_eq!(repo.head(), fx.remote_head());
+    drop(daemon);
+}
+
+#[test]
+fn fetch_drops_local_changes_and_unpushed_commits() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let remote = fx.remote_head();
+    let mut changes = route_change(50);
+    changes.push(FileChange::write("apps/new/file.yaml", "new\n"));
+    repo.commit_files(&changes, &step_message(50), &Identity::default(), None)
+        .unwrap()
+        .unwrap();
+    std::fs::write(repo.root().join("stray.txt"), "untracked\n").unwrap();
+    std::fs::write(repo.root().join("README.md"), "edited in place\n").unwrap();
+    // The remote did not move but our local head did: fetch resets to the remote head.
+    assert_eq!(repo.fetch().unwrap(), remote);
+    assert_eq!(repo.head(), remote);
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join(ROUTE)).unwrap(),
+        "weight: 0\n"
+    );
+    assert!(!repo.root().join("stray.txt").exists());
+    assert!(!repo.root().join("apps/new/file.yaml").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
+        "config repo\n"
+    );
+    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    // Re-opening resets too (the dirty state of a crashed process is not trusted).
+    std::fs::write(repo.root().join("README.md"), "crash leftovers\n").unwrap();
+    drop(repo);
+    let repo = fx.open(&fx.bare_url(), "work");
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
+        "config repo\n"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_in_the_config_repo_are_not_followed() {
+    let fx = Fixture::new();
+    let outside = fx.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let seed = fx.path("seed");
+    std::os::unix::fs::symlink(&outside, seed.join("linked")).unwrap();
+    std::os::unix::fs::symlink(outside.join("target.yaml"), seed.join("file-link.yaml")).unwrap();
+    git(&seed, &["add", "."]);
+    git(&seed, &["commit", "-q", "-m", "symlinks"]);
+    git(&seed, &["push", "-q", fx.bare().to_str().unwrap(), "main"]);
+
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    for path in ["linked/x.yaml", "file-link.yaml"] {
+        let err = repo
+            .commit_files(
+                &[FileChange::write(path, "x\n")],
+                &CommitMessage::new("through a symlink"),
+                &Identity::default(),
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidPath { .. }), "{path}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn signed_commits_verify_with_git() {
+    let fx = Fixture::new();
+    let key = fx.path("signing_key");
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "sluice", "-f"])
+        .arg(&key)
+        .status()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(status.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = fx.path("allowed_signers");
+    std::fs::write(&allowed, format!("sluice@localhost {public}")).unwrap();
+
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    repo.set_signing(Some(Signing::Ssh {
+        key_path: key.clone(),
+    }));
+    let commit = repo
+        .commit_files(
+            &route_change(60),
+            &step_message(60),
+            &Identity::default(),
+            time(60),
+        )
+        .unwrap()
+        .unwrap();
+    repo.push().unwrap();
+
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    git(&witness, &["config", "gpg.format", "ssh"]);
+    git(
+        &witness,
+        &[
+            "config",
+            "gpg.ssh.allowedSignersFile",
+            allowed.to_str().unwrap(),
+        ],
+    );
+    let out = git_cmd(&witness)
+        .args(["verify-commit", "-v", &commit.to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "verify-commit: {stderr}");
+    assert!(
+        stderr.contains("Good \"git\" signature for sluice@localhost"),
+        "{stderr}"
+    );
+    assert_eq!(
+        git(&witness, &["log", "-1", "--format=%G?"]),
+        "G",
+        "git sees a good signature"
+    );
+    // Trailers still parse on a signed commit.
+    assert_eq!(
+        git(
+            &witness,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Sluice-Weight,valueonly)"
+            ]
+        ),
+        "60"
+    );
+
+    // A key that cannot sign is a terminal signing error, and nothing is committed.
+    repo.set_signing(Some(Signing::Ssh {
+        key_path: fx.path("no-such-key"),
+    }));
+    let head = repo.head();
+    let err = repo
+        .commit_files(
+            &route_change(70),
+            &step_message(70),
+            &Identity::default(),
+            None,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::Signing { .. }), "{err}");
+    assert_eq!(repo.head(), head);
+}
+
+#[test]
+fn failed_commit_is_cleaned_up_by_the_next_fetch() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let head = repo.head();
+    // The first file is written and staged, then the second change fails: `apps` is a
+    // directory, and deleting a directory is not a file change.
+    let err = repo
+        .commit_files(
+            &[
+                FileChange::write("apps/half.yaml", "half\n"),
+                FileChange::delete("apps"),
+            ],
+            &CommitMessage::new("fails halfway"),
+            &Identity::default(),
+            None,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert!(!err.is_transient());
+    assert_eq!(repo.head(), head);
+    assert!(repo.root().join("apps/half.yaml").exists());
+    // Same remote head, but the work tree is dirty: fetch must not take the cheap path.
+    assert_eq!(repo.fetch().unwrap(), head);
+    assert!(!repo.root().join("apps/half.yaml").exists());
+    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn fetch_skips_checkout_when_nothing_moved() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    // Nobody but sluice writes in the work dir; a file dropped there behind its back survives
+    // a fetch that finds nothing new, which shows no checkout ran.
+    std::fs::write(repo.root().join("marker"), "x").unwrap();
+    assert_eq!(repo.fetch().unwrap(), fx.remote_head());
+    assert!(repo.root().join("marker").exists());
+    // When the remote moves, the checkout runs and the work tree matches it exactly.
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    std::fs::write(human.join("README.md"), "moved\n").unwrap();
+    git(&human, &["commit", "-q", "-am", "move"]);
+    git(&human, &["push", "-q", "origin", "main"]);
+    assert_eq!(repo.fetch().unwrap(), fx.remote_head());
+    assert!(!repo.root().join("marker").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
+        "moved\n"
+    );
+}
