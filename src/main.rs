@@ -4,10 +4,10 @@ use clap::Parser;
 
 fn main() {
     let cli = sluice::cli::Cli::parse();
-    // The demo prints its own story; keep the log to warnings unless asked.
+    // The loop commands log what they do; the others print their own answers.
     let default_level = match cli.command {
-        sluice::cli::Command::Demo(_) => "warn",
-        _ => "info",
+        sluice::cli::Command::Run(_) | sluice::cli::Command::Reconcile(_) => "info",
+        _ => "warn",
     };
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(

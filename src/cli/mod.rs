@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub mod demo;
+pub mod history;
 pub mod plan;
 pub mod reconcile;
 pub mod repo;
@@ -51,6 +52,8 @@ pub enum Command {
     Run(run::Args),
     /// One row per canary: phase, step, weight, failed checks, revision.
     Status(status::Args),
+    /// A canary's timeline, read from commit trailers.
+    History(history::Args),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -62,5 +65,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Reconcile(args) => reconcile::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Status(args) => status::run(&args),
+        Command::History(args) => history::run(&args),
     }
 }

@@ -1,7 +1,7 @@
 //! `sluice reconcile`: one tick over all canaries, then exit (for cron or a CI schedule).
 //! Exit 0 when the tick ran (canary failures are states); non-zero on operational errors.
 
-use crate::cli::repo::{open, RepoArgs};
+use crate::cli::repo::RepoArgs;
 use crate::observe::Offline;
 use crate::reconcile::{tick, Context, TickReport};
 
@@ -28,11 +28,7 @@ pub fn print_report(report: &TickReport) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
-    let mut locked = open(
-        &args.repo.repo,
-        &args.repo.branch,
-        args.repo.workdir.as_deref(),
-    )?;
+    let mut locked = args.repo.open()?;
     let observer = Offline;
     let ctx = Context {
         observer: &observer,

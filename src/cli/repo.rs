@@ -19,6 +19,23 @@ pub struct RepoArgs {
     /// Persistent clone (default: a folder per repo under the user's cache dir).
     #[arg(long, env = "SLUICE_WORKDIR")]
     pub workdir: Option<PathBuf>,
+    /// Sign every commit with this SSH private key (`git verify-commit` checks it against
+    /// an allowed-signers file).
+    #[arg(long, env = "SLUICE_SIGNING_SSH_KEY")]
+    pub signing_ssh_key: Option<PathBuf>,
+}
+
+impl RepoArgs {
+    /// Opens the clone with the signing key applied.
+    pub fn open(&self) -> anyhow::Result<Locked> {
+        let mut locked = open(&self.repo, &self.branch, self.workdir.as_deref())?;
+        if let Some(key) = &self.signing_ssh_key {
+            locked.repo.set_signing(Some(crate::gitops::Signing::Ssh {
+                key_path: key.clone(),
+            }));
+        }
+        Ok(locked)
+    }
 }
 
 /// Where to read a repo from: a remote (cloned into the work dir) or a local checkout.

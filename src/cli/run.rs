@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{error, info};
 
-use crate::cli::repo::{open, RepoArgs};
+use crate::cli::repo::RepoArgs;
 use crate::observe::Offline;
 use crate::reconcile::{tick, Context};
 use crate::spec::reader::parse_duration;
@@ -42,11 +42,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
-    let mut locked = open(
-        &args.repo.repo,
-        &args.repo.branch,
-        args.repo.workdir.as_deref(),
-    )?;
+    let mut locked = args.repo.open()?;
     let observer = Offline;
     let ctx = Context {
         observer: &observer,

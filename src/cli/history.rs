@@ -1,0 +1,117 @@
+//! `sluice history NS/NAME`: the canary's timeline, read back from commit trailers.
+
+use serde::Serialize;
+
+use crate::cli::repo::{open, SourceArgs};
+use crate::cli::Output;
+use crate::gitops::{ConfigRepo, Credentials, HistoryEntry};
+use crate::output::message::{CANARY, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The canary, as NAMESPACE/NAME.
+    pub canary: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Most recent entries to show.
+    #[arg(long, default_value_t = 500)]
+    pub limit: usize,
+}
+
+/// One commit of the canary's story.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub time: String,
+    pub commit: String,
+    pub author: String,
+    pub phase: String,
+    pub step: String,
+    pub weights: String,
+    pub revision: String,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+}
+
+fn trailer(e: &HistoryEntry, key: &str) -> Option<String> {
+    e.trailers
+        .iter()
+        .rev()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v.clone())
+}
+
+/// Oldest first.
+pub fn entries(repo: &ConfigRepo, canary: &str, limit: usize) -> anyhow::Result<Vec<Entry>> {
+    let mut out: Vec<Entry> = repo
+        .history(Some((CANARY, canary)), limit)?
+        .iter()
+        .map(|e| {
+            let time = jiff::Timestamp::from_second(e.time.seconds())
+                .map(|t| t.to_string())
+                .unwrap_or_default();
+            let reason = match trailer(e, REASON) {
+                Some(r) => format!("{} ({r})", e.subject),
+                None => e.subject.clone(),
+            };
+            Entry {
+                time,
+                commit: e.oid.to_string().chars().take(7).collect(),
+                author: e.author.name.clone(),
+                phase: trailer(e, PHASE).unwrap_or_default(),
+                step: trailer(e, STEP).unwrap_or_default(),
+                weights: trailer(e, WEIGHTS).unwrap_or_default(),
+                revision: trailer(e, REVISION).unwrap_or_default(),
+                reason,
+                operator: trailer(e, OPERATOR),
+            }
+        })
+        .collect();
+    out.reverse();
+    Ok(out)
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    if !args.canary.contains('/') {
+        anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.canary);
+    }
+    let temp = tempfile::tempdir()?;
+    let list = match (&args.source.dir, &args.source.repo) {
+        (Some(dir), _) => {
+            let url = dir.canonicalize()?.to_string_lossy().to_string();
+            let repo = ConfigRepo::open_or_clone(&url, &args.source.branch, &temp.path().join("clone"), &Credentials::none())?;
+            entries(&repo, &args.canary, args.limit)?
+        }
+        (None, Some(url)) => {
+            let mut locked = open(url, &args.source.branch, args.source.workdir.as_deref())?;
+            locked.repo.fetch()?;
+            entries(&locked.repo, &args.canary, args.limit)?
+        }
+        (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
+    };
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&list)?),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&list)?),
+        Output::Table => {
+            let mut table = comfy_table::Table::new();
+            table.load_style(comfy_table::presets::NOTHING);
+            table.set_header(["TIME", "COMMIT", "BY", "PHASE", "STEP", "WEIGHTS", "REASON"]);
+            for e in &list {
+                table.add_row([
+                    e.time.clone(),
+                    e.commit.clone(),
+                    e.operator.clone().unwrap_or_else(|| e.author.clone()),
+                    e.phase.clone(),
+                    e.step.clone(),
+                    e.weights.clone(),
+                    e.reason.clone(),
+                ]);
+            }
+            println!("{table}");
+        }
+    }
+    Ok(0)
+}
