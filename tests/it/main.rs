@@ -3,6 +3,7 @@
 mod cli;
 mod gitops;
 mod loop_git;
+mod managed;
 mod route;
 mod spec_validation;
 mod support;
