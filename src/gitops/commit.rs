@@ -284,13 +284,19 @@ impl ConfigRepo {
         // From here on the work tree may differ from `head` until the commit is made; a failed
         // attempt is cleaned up by the next `fetch`.
         self.dirty = true;
-        let mut index = self
+        let parent = self
             .repo
-            .index()
-            .map_err(|e| self.git_err("open the index", &e))?;
+            .find_commit(self.head)
+            .map_err(|e| self.git_err("read the head commit", &e))?;
+        let base_tree = parent
+            .tree()
+            .map_err(|e| self.git_err("read the head tree", &e))?;
+        // The new tree is built from the head's tree and the changed paths alone: no index, no
+        // attribute lookups, so a tick of many small commits stays cheap. The index catches up
+        // once, before the push (`sync_branch`).
+        let mut update = git2::build::TreeUpdateBuilder::new();
         for change in changes {
             let full = self.root.join(&change.path);
-            let rel = Path::new(&change.path);
             match &change.content {
                 Some(content) => {
                     if let Some(parent) = full.parent() {
@@ -300,14 +306,20 @@ impl ConfigRepo {
                             source,
                         })?;
                     }
-                    std::fs::write(&full, content).map_err(|source| Error::Io {
-                        path: full.clone(),
-                        op: "write file",
-                        source,
-                    })?;
-                    index
-                        .add_path(rel)
-                        .map_err(|e| self.git_err("add a file to the index", &e))?;
+                    // Rewriting an identical file costs a truncate; skip it.
+                    let same = std::fs::read(&full).is_ok_and(|old| old == content.as_bytes());
+                    if !same {
+                        std::fs::write(&full, content).map_err(|source| Error::Io {
+                            path: full.clone(),
+                            op: "write file",
+                            source,
+                        })?;
+                    }
+                    let blob = self
+                        .repo
+                        .blob(content.as_bytes())
+                        .map_err(|e| self.git_err("write a blob", &e))?;
+                    update.upsert(change.path.as_str(), blob, git2::FileMode::Blob);
                 }
                 None => {
                     match std::fs::remove_file(&full) {
@@ -321,23 +333,17 @@ impl ConfigRepo {
                             })
                         }
                     }
-                    index
-                        .remove_path(rel)
-                        .map_err(|e| self.git_err("remove a file from the index", &e))?;
+                    // Deleting a path the head does not have is no change.
+                    if base_tree.get_path(Path::new(&change.path)).is_ok() {
+                        update.remove(change.path.as_str());
+                    }
                 }
             }
         }
-        index
-            .write()
-            .map_err(|e| self.git_err("write the index", &e))?;
-        let tree_id = index
-            .write_tree()
+        let tree_id = update
+            .create_updated(&self.repo, &base_tree)
             .map_err(|e| self.git_err("write the tree", &e))?;
-        let parent = self
-            .repo
-            .find_commit(self.head)
-            .map_err(|e| self.git_err("read the head commit", &e))?;
-        if parent.tree_id() == tree_id {
+        if base_tree.id() == tree_id {
             self.dirty = false;
             tracing::debug!("no change; nothing to commit");
             return Ok(None);
@@ -368,20 +374,39 @@ impl ConfigRepo {
                     .map_err(|e| self.git_err("create the signed commit", &e))?
             }
         };
-        let local = self.local_ref();
-        self.repo
-            .reference_matching(
-                &local,
-                oid,
-                true,
-                self.head,
-                &format!("commit (sluice): {}", message.subject.trim()),
-            )
-            .map_err(|e| self.git_err("advance the local branch", &e))?;
+        // The branch ref and index follow once per push (`sync_branch`), not once per commit.
         self.head = oid;
         self.dirty = false;
+        self.unsynced = true;
         tracing::info!(commit = %oid, "committed");
         Ok(Some(oid))
+    }
+
+    /// Points the local branch and the index at `head` after `commit_files` moved it: once per
+    /// push instead of once per commit.
+    pub(super) fn sync_branch(&mut self) -> Result<()> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        let local = self.local_ref();
+        self.repo
+            .reference(&local, self.head, true, "commit (sluice)")
+            .map_err(|e| self.git_err("advance the local branch", &e))?;
+        let tree = self
+            .repo
+            .find_commit(self.head)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.git_err("read the head tree", &e))?;
+        let mut index = self
+            .repo
+            .index()
+            .map_err(|e| self.git_err("open the index", &e))?;
+        index
+            .read_tree(&tree)
+            .and_then(|()| index.write())
+            .map_err(|e| self.git_err("write the index", &e))?;
+        self.unsynced = false;
+        Ok(())
     }
 
     /// Refuses a path whose parents or itself are symlinks in the work tree (a symlink committed

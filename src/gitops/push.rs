@@ -37,6 +37,7 @@ impl ConfigRepo {
     /// update). Other server rejections (protected branch, hook) are [`Error::PushRefused`].
     #[tracing::instrument(skip_all, fields(remote = %redact_url(&self.remote_url), branch = %self.branch, head = %self.head))]
     pub fn push(&mut self) -> Result<PushOutcome> {
+        self.sync_branch()?;
         let refname = self.local_ref();
         // No leading `+`: the remote must fast-forward. sluice never force-pushes.
         let refspec = format!("{refname}:{refname}");

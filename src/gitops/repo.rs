@@ -32,6 +32,8 @@ pub struct ConfigRepo {
     pub(super) head: Oid,
     /// The work tree or index may differ from `head` (we wrote files and did not finish).
     pub(super) dirty: bool,
+    /// `head` moved past the local branch ref and index (commits not yet synced for a push).
+    pub(super) unsynced: bool,
     pub(super) signing: Option<Signing>,
 }
 
@@ -110,6 +112,7 @@ impl ConfigRepo {
             creds,
             head: Oid::ZERO_SHA1,
             dirty: true,
+            unsynced: false,
             signing: None,
         };
         this.fetch_as(op)?;
@@ -192,6 +195,7 @@ impl ConfigRepo {
             .map_err(|e| self.git_err("reset the index", &e))?;
         self.head = oid;
         self.dirty = false;
+        self.unsynced = false;
         Ok(())
     }
 
