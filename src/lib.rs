@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod http;
 pub mod output;
 pub mod spec;
 pub mod workload;
