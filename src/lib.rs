@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod core;
 pub mod http;
+pub mod metrics;
 pub mod output;
 pub mod spec;
 pub mod workload;
