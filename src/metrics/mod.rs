@@ -2,3 +2,4 @@
 //! Prometheus. The core judges the values against the thresholds; nothing here decides.
 
 pub mod prometheus;
+pub mod template;
