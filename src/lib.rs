@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod gates;
 pub mod http;
 pub mod metrics;
 pub mod output;
