@@ -4,7 +4,10 @@
 
 pub mod cli;
 pub mod core;
+pub mod gates;
 pub mod gitops;
+pub mod http;
+pub mod metrics;
 pub mod observe;
 pub mod output;
 pub mod reconcile;

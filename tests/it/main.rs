@@ -4,6 +4,7 @@ mod cli;
 mod gitops;
 mod loop_git;
 mod managed;
+mod metrics;
 mod route;
 mod spec_validation;
 mod support;

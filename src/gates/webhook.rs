@@ -1,0 +1,350 @@
+//! Flagger-compatible webhook calls: `POST` a JSON payload, read the answer.
+//!
+//! The payload is Flagger's `CanaryWebhookPayload`: `name`, `namespace`, `phase`, `checksum`
+//! and, when not empty, `metadata` (the hook's `metadata` merged over the caller's; for event
+//! hooks the caller's `eventMessage`/`eventType`/`timestamp` win, as in Flagger). A hook passes
+//! when it answers with a status of at most 202 (Flagger's rule, so `203` and `204` fail).
+//!
+//! Retries follow Flagger's client (hashicorp go-retryablehttp): `retries` more attempts after
+//! connection errors, timeouts, 429 and 5xx other than 501, waiting 1 s, 2 s, 4 s, ... (at most
+//! 30 s; a 429/503 `Retry-After` in seconds is honoured up to that cap). Other statuses fail at
+//! once. Each attempt has the hook's `timeout`. The result is an observation for the core;
+//! nothing here decides what a failure means.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::core::observe::WebhookObservation;
+use crate::core::status::Phase;
+use crate::http;
+use crate::spec::model::WebhookSpec;
+
+/// Largest answer body read (only its start is reported).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Characters of a failing answer's body kept in the reason.
+pub const BODY_SNIPPET: usize = 200;
+
+/// What every hook of one call receives; each hook adds its own `metadata`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookPayload {
+    /// The canary's name and namespace.
+    pub name: String,
+    pub namespace: String,
+    pub phase: Phase,
+    /// Identifies the rolled-out configuration (sluice passes the source revision hash where
+    /// Flagger hashes its tracked configs and last applied spec).
+    pub checksum: String,
+    /// Keys that hooks' own metadata cannot override (event hooks: `eventMessage`,
+    /// `eventType`, `timestamp`). Empty for gate hooks.
+    pub metadata: BTreeMap<String, String>,
+}
+
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    phase: &'a str,
+    checksum: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: BTreeMap<&'a str, &'a str>,
+}
+
+impl WebhookPayload {
+    /// The JSON body sent to one hook.
+    pub fn body_for(&self, hook: &WebhookSpec) -> serde_json::Value {
+        let mut metadata: BTreeMap<&str, &str> = hook
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        for (k, v) in &self.metadata {
+            metadata.insert(k, v);
+        }
+        let body = Body {
+            name: &self.name,
+            namespace: &self.namespace,
+            phase: self.phase.as_str(),
+            checksum: &self.checksum,
+            metadata,
+        };
+        serde_json::to_value(body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Waits between attempts: `min * 2^attempt`, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// go-retryablehttp's defaults, which Flagger uses.
+    pub const FLAGGER: Backoff = Backoff {
+        min: Duration::from_secs(1),
+        max: Duration::from_secs(30),
+    };
+
+    /// The wait after failed attempt number `attempt` (0-based).
+    pub fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(d) = retry_after {
+            return d.min(self.max);
+        }
+        let factor = 2u32.checked_pow(attempt).unwrap_or(u32::MAX);
+        self.min
+            .checked_mul(factor)
+            .unwrap_or(self.max)
+            .min(self.max)
+    }
+}
+
+/// Calls every hook concurrently with Flagger's backoff; observations come back in `hooks`
+/// order.
+pub async fn call_all(hooks: &[&WebhookSpec], payload: &WebhookPayload) -> Vec<WebhookObservation> {
+    call_all_with(hooks, payload, Backoff::FLAGGER).await
+}
+
+/// [`call_all`] with another backoff (tests use milliseconds).
+#[tracing::instrument(skip_all, fields(canary = %format_args!("{}/{}", payload.namespace, payload.name)))]
+pub async fn call_all_with(
+    hooks: &[&WebhookSpec],
+    payload: &WebhookPayload,
+    backoff: Backoff,
+) -> Vec<WebhookObservation> {
+    let client = match http::client(false) {
+        Ok(c) => c,
+        Err(e) => {
+            return hooks
+                .iter()
+                .map(|h| WebhookObservation {
+                    name: h.name.clone(),
+                    kind: h.kind,
+                    outcome: Err(e.clone()),
+                })
+                .collect()
+        }
+    };
+    let handles: Vec<_> = hooks
+        .iter()
+        .map(|hook| {
+            let hook = (*hook).clone();
+            let body = payload.body_for(&hook);
+            let client = client.clone();
+            tokio::spawn(async move { call_one(&client, &hook, &body, backoff).await })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for (hook, handle) in hooks.iter().zip(handles) {
+        let outcome = handle
+            .await
+            .unwrap_or_else(|e| Err(format!("webhook task failed: {e}")));
+        out.push(WebhookObservation {
+            name: hook.name.clone(),
+            kind: hook.kind,
+            outcome,
+        });
+    }
+    out
+}
+
+/// Calls one hook (with retries) and reports the outcome.
+pub async fn call(
+    hook: &WebhookSpec,
+    payload: &WebhookPayload,
+    backoff: Backoff,
+) -> WebhookObservation {
+    let outcome = match http::client(false) {
+        Ok(client) => call_one(&client, hook, &payload.body_for(hook), backoff).await,
+        Err(e) => Err(e),
+    };
+    WebhookObservation {
+        name: hook.name.clone(),
+        kind: hook.kind,
+        outcome,
+    }
+}
+
+/// One attempt's result.
+enum Attempt {
+    Passed,
+    /// Failed; `retry` says whether another attempt may help, `retry_after` is the server's
+    /// requested wait.
+    Failed {
+        reason: String,
+        retry: bool,
+        retry_after: Option<Duration>,
+    },
+}
+
+async fn call_one(
+    client: &reqwest::Client,
+    hook: &WebhookSpec,
+    body: &serde_json::Value,
+    backoff: Backoff,
+) -> Result<(), String> {
+    let attempts = hook.retries.saturating_add(1);
+    let mut attempt = 0;
+    loop {
+        let result = attempt_once(client, hook, body).await;
+        attempt += 1;
+        match result {
+            Attempt::Passed => return Ok(()),
+            Attempt::Failed {
+                reason,
+                retry,
+                retry_after,
+            } => {
+                if !retry || attempt >= attempts {
+                    return Err(if attempt > 1 {
+                        format!("{reason} (after {attempt} attempts)")
+                    } else {
+                        reason
+                    });
+                }
+                let wait = backoff.wait(attempt - 1, retry_after);
+                tracing::debug!(hook = %hook.name, %reason, ?wait, "webhook attempt failed; retrying");
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+async fn attempt_once(
+    client: &reqwest::Client,
+    hook: &WebhookSpec,
+    body: &serde_json::Value,
+) -> Attempt {
+    let timeout = hook.timeout;
+    let timed_out = || Attempt::Failed {
+        reason: format!("timed out after {}", http::human_duration(timeout)),
+        retry: true,
+        retry_after: None,
+    };
+    let exchange = async {
+        let response = client
+            .post(&hook.url)
+            .json(body)
+            .timeout(timeout)
+            .send()
+            .await?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = http::read_body(response, MAX_BODY_BYTES).await;
+        Ok::<_, reqwest::Error>((status, retry_after, body))
+    };
+    let outcome = match tokio::time::timeout(timeout + Duration::from_secs(1), exchange).await {
+        Err(_) => return timed_out(),
+        Ok(outcome) => outcome,
+    };
+    let (status, retry_after, body) = match outcome {
+        Err(e) if e.is_timeout() => return timed_out(),
+        Err(e) => {
+            // A bad URL or scheme does not get better by retrying; the network might.
+            let retry = !(e.is_builder() || e.is_redirect());
+            return Attempt::Failed {
+                reason: http::describe(&e),
+                retry,
+                retry_after: None,
+            };
+        }
+        Ok(parts) => parts,
+    };
+    let code = status.as_u16();
+    if code <= 202 {
+        // The answer counts even if its body could not be read whole.
+        return Attempt::Passed;
+    }
+    let text = match body {
+        Ok(bytes) => http::snippet(&bytes, BODY_SNIPPET),
+        Err(http::BodyError::TooLarge { .. }) => "(body too large)".to_string(),
+        Err(http::BodyError::Transfer(e)) => format!("(body unreadable: {})", http::describe(&e)),
+    };
+    let head = match status.canonical_reason() {
+        Some(reason) => format!("HTTP {code} {reason}"),
+        None => format!("HTTP {code}"),
+    };
+    Attempt::Failed {
+        reason: if text.is_empty() {
+            head
+        } else {
+            format!("{head}: {text}")
+        },
+        retry: code == 429 || (code >= 500 && code != 501),
+        retry_after: if code == 429 || code == 503 {
+            retry_after
+        } else {
+            None
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::model::WebhookKind;
+
+    fn hook(metadata: &[(&str, &str)]) -> WebhookSpec {
+        WebhookSpec {
+            name: "load-test".into(),
+            kind: WebhookKind::Rollout,
+            url: "http://127.0.0.1:1/".into(),
+            timeout: Duration::from_secs(10),
+            retries: 0,
+            metadata: metadata
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn payload() -> WebhookPayload {
+        WebhookPayload {
+            name: "podinfo".into(),
+            namespace: "test".into(),
+            phase: Phase::Progressing,
+            checksum: "abc123".into(),
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn body_has_flaggers_field_names_and_omits_empty_metadata() {
+        assert_eq!(
+            payload().body_for(&hook(&[])),
+            serde_json::json!({"name": "podinfo", "namespace": "test", "phase": "Progressing", "checksum": "abc123"})
+        );
+        assert_eq!(
+            payload().body_for(&hook(&[("cmd", "hey -z 1m")]))["metadata"],
+            serde_json::json!({"cmd": "hey -z 1m"})
+        );
+    }
+
+    #[test]
+    fn event_keys_win_over_hook_metadata() {
+        let mut p = payload();
+        p.metadata.insert("eventType".into(), "Normal".into());
+        let body = p.body_for(&hook(&[("eventType", "mine"), ("team", "a")]));
+        assert_eq!(
+            body["metadata"],
+            serde_json::json!({"eventType": "Normal", "team": "a"})
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_and_honours_retry_after() {
+        let b = Backoff::FLAGGER;
+        let secs = |n| Duration::from_secs(n);
+        assert_eq!(b.wait(0, None), secs(1));
+        assert_eq!(b.wait(1, None), secs(2));
+        assert_eq!(b.wait(4, None), secs(16));
+        assert_eq!(b.wait(5, None), secs(30));
+        assert_eq!(b.wait(40, None), secs(30));
+        assert_eq!(b.wait(0, Some(secs(7))), secs(7));
+        assert_eq!(b.wait(0, Some(secs(3600))), secs(30));
+    }
+}

@@ -1,0 +1,141 @@
+//! The one place sluice builds HTTP clients, plus helpers to read answers safely.
+//!
+//! Every outgoing HTTP call (Prometheus queries, webhooks) goes through [`client`], which
+//! installs the ring crypto provider first: reqwest is built with `rustls-no-provider`, and a
+//! client built without a process-wide provider panics. Installing it here rather than only in
+//! `main` keeps tests and library users that never run `main` working.
+//!
+//! Bodies are read with a size limit and turned into short, printable snippets, so a huge or
+//! binary answer can neither exhaust memory nor flood a log line. Nothing here panics on any
+//! answer a server can give.
+
+use std::error::Error as _;
+use std::time::Duration;
+
+/// Builds an HTTP client. `insecure_skip_verify` turns off TLS certificate checks (Flagger's
+/// `insecureSkipVerify`); use it only where the user asked for it.
+pub fn client(insecure_skip_verify: bool) -> Result<reqwest::Client, String> {
+    // Err means a provider is already installed (by us or by the host program): fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+        .tls_danger_accept_invalid_certs(insecure_skip_verify)
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
+}
+
+/// Why a body could not be read whole.
+#[derive(Debug)]
+pub enum BodyError {
+    /// The body is larger than the limit.
+    TooLarge { limit: usize },
+    /// The transfer failed (reset, timeout, ...).
+    Transfer(reqwest::Error),
+}
+
+/// Reads at most `limit` bytes of a response body.
+pub async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transfer)? {
+        if body.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A transport error as one line: the innermost causes ("connection refused", "timed out"),
+/// without the URL (which may carry credentials).
+pub fn describe(error: &reqwest::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = error.source();
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = e.source();
+    }
+    let head = if error.is_timeout() {
+        "timed out".to_string()
+    } else if error.is_connect() {
+        "cannot connect".to_string()
+    } else if error.is_redirect() {
+        "too many redirects".to_string()
+    } else {
+        "request failed".to_string()
+    };
+    if parts.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", parts.join(": "))
+    }
+}
+
+/// The start of a body as printable text: at most `max` characters, whitespace collapsed,
+/// control characters dropped, `...` when cut.
+pub fn snippet(body: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut out = String::new();
+    let mut count = 0;
+    let mut last_space = true;
+    for c in text.chars() {
+        let c = if c.is_whitespace() { ' ' } else { c };
+        if c.is_control() || (c == ' ' && last_space) {
+            continue;
+        }
+        if count == max {
+            out.push_str("...");
+            return out.trim_end().to_string();
+        }
+        last_space = c == ' ';
+        out.push(c);
+        count += 1;
+    }
+    out.trim_end().to_string()
+}
+
+/// `5s`, `1.5s`, `250ms`: a timeout as people write it.
+pub fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{}s", d.as_secs_f64())
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_are_short_printable_and_marked_when_cut() {
+        assert_eq!(
+            snippet(b"  boom\n\n  went\tthe  hook ", 100),
+            "boom went the hook"
+        );
+        assert_eq!(snippet(b"abcdef", 3), "abc...");
+        assert_eq!(snippet(b"\x00\x01ok\xff", 10), "ok\u{fffd}");
+        assert_eq!(snippet(b"", 10), "");
+    }
+
+    #[test]
+    fn durations_read_like_config() {
+        assert_eq!(human_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
+    }
+
+    #[test]
+    fn clients_build_without_a_provider_installed_by_main() {
+        assert!(client(false).is_ok());
+        assert!(client(true).is_ok());
+    }
+}

@@ -1,0 +1,308 @@
+//! Metric adapters: turn a canary's metric specs into [`MetricObservation`]s by querying
+//! Prometheus. The core judges the values against the thresholds; nothing here decides.
+//!
+//! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
+//! Flagger MetricTemplate (`template.rs`), or inline PromQL. Queries run concurrently, at most
+//! [`MAX_CONCURRENT_QUERIES`] at a time. Every problem (no address, unknown provider, missing
+//! template, render error, failed query) becomes that metric's `MetricValue::Error`, so one bad
+//! metric never hides the others and never passes.
+//!
+//! The Prometheus address is, in order: the template's `spec.provider.address`, the canary's
+//! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
+
+pub mod builtin;
+pub mod prometheus;
+pub mod template;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use crate::core::observe::{MetricObservation, MetricValue};
+use crate::metrics::builtin::Observer;
+use crate::metrics::prometheus::{Auth, Prometheus, PrometheusConfig};
+use crate::metrics::template::{render, QueryModel, TemplateIndex};
+use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
+
+/// Flagger's window for metrics without `interval` (`GetMetricInterval`: 1m). It is not the
+/// analysis interval: a short analysis interval (10 s) would make `rate()` windows shorter
+/// than two scrapes, and every query would return no data.
+pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Queries in flight at once for one canary.
+pub const MAX_CONCURRENT_QUERIES: usize = 4;
+
+/// The error every metric gets when no address is configured anywhere.
+pub const NO_ADDRESS: &str =
+    "no Prometheus address: set prometheus.address in .sluice/config.yaml or spec.metricsServer";
+
+/// A duration as a PromQL range (`1m`, `90s`, `1h`, `500ms`).
+pub fn promql_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    if s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The name Flagger's `{{ target }}` stands for, when the canary itself says it: the
+/// `targetRef` name. For a native `source` canary it is the source Deployment's name (read by
+/// the workload module); for a route-only canary, the canary-side workload's name.
+pub fn target_name(canary: &Canary) -> Option<&str> {
+    match &canary.target {
+        Target::TargetRef { name, .. } => Some(name.as_str()),
+        Target::Source { .. } | Target::RouteOnly { .. } => None,
+    }
+}
+
+/// The values one metric's query is rendered with, as Flagger's `toMetricModel` builds them.
+/// `ingress` and `route` are the target's name (Flagger's default when `ingressRef` and
+/// `routeRef` are absent; sluice does not read those).
+pub fn query_model(
+    canary: &Canary,
+    target: &str,
+    interval: Duration,
+    variables: &BTreeMap<String, String>,
+) -> QueryModel {
+    QueryModel {
+        name: canary.id.name.to_string(),
+        namespace: canary.id.namespace.to_string(),
+        target: target.to_string(),
+        service: canary.service.name.to_string(),
+        ingress: target.to_string(),
+        route: target.to_string(),
+        interval: promql_duration(interval),
+        variables: variables.clone(),
+    }
+}
+
+/// What to run for one metric, decided before any IO.
+#[derive(Debug)]
+enum Job {
+    Query {
+        config: PrometheusConfig,
+        promql: String,
+        builtin: Option<builtin::BuiltinQuery>,
+    },
+    Failed(String),
+}
+
+/// Queries every metric of `canary`. `target` is the Deployment Flagger's queries call
+/// `{{ target }}` (see [`target_name`]); `default_address` is the repo's Prometheus;
+/// `default_interval` is the window of metrics without `interval` (pass
+/// [`DEFAULT_METRIC_INTERVAL`] for Flagger's behaviour). Returns one observation per metric,
+/// in the canary's order.
+#[tracing::instrument(skip_all, fields(canary = %canary.id))]
+pub async fn observe_metrics(
+    canary: &Canary,
+    target: &str,
+    templates: &TemplateIndex,
+    default_address: Option<&str>,
+    default_interval: Duration,
+) -> Vec<MetricObservation> {
+    let auth = Auth::from_env();
+    let jobs: Vec<(String, Job)> = canary
+        .analysis
+        .metrics
+        .iter()
+        .map(|m| {
+            let job = plan(
+                canary,
+                m,
+                target,
+                templates,
+                default_address,
+                default_interval,
+                &auth,
+            );
+            (m.name.clone(), job)
+        })
+        .collect();
+    run(jobs).await
+}
+
+fn plan(
+    canary: &Canary,
+    metric: &MetricSpec,
+    target: &str,
+    templates: &TemplateIndex,
+    default_address: Option<&str>,
+    default_interval: Duration,
+    auth: &Result<Auth, String>,
+) -> Job {
+    let interval = metric.interval.unwrap_or(default_interval);
+    let no_variables = BTreeMap::new();
+    let canary_address = canary.metrics_server.as_deref().or(default_address);
+    let (text, address, template, builtin) = match &metric.query {
+        MetricQuery::Builtin(b) => {
+            let observer = match Observer::for_provider(canary.provider.as_deref(), *b) {
+                Ok(o) => o,
+                Err(e) => return Job::Failed(e.to_string()),
+            };
+            let model = query_model(canary, target, interval, &no_variables);
+            match observer.query(*b, &model) {
+                Ok(q) => (q.promql.clone(), canary_address, None, Some(q)),
+                Err(e) => {
+                    return Job::Failed(format!("rendering the {observer} query failed: {e}"))
+                }
+            }
+        }
+        MetricQuery::Template {
+            name,
+            namespace,
+            variables,
+        } => {
+            let t = match templates.get(namespace.as_str(), name.as_str()) {
+                Ok(t) => t,
+                Err(e) => return Job::Failed(e.to_string()),
+            };
+            let model = query_model(canary, target, interval, variables);
+            match render(&t.query, &model) {
+                Ok(q) => (q, t.address.as_deref().or(canary_address), Some(t), None),
+                Err(e) => {
+                    return Job::Failed(format!(
+                        "metric template {t} ({}:{}): spec.query: {e}",
+                        t.file, t.line
+                    ))
+                }
+            }
+        }
+        MetricQuery::Query(q) => {
+            let model = query_model(canary, target, interval, &no_variables);
+            match render(q, &model) {
+                Ok(q) => (q, canary_address, None, None),
+                Err(e) => return Job::Failed(format!("query: {e}")),
+            }
+        }
+    };
+    let Some(address) = address else {
+        return Job::Failed(NO_ADDRESS.into());
+    };
+    let auth = match auth {
+        Ok(a) => a.clone(),
+        Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
+    };
+    if let Some(t) = template {
+        if let Some(secret) = &t.secret_ref {
+            if auth.is_none() {
+                return Job::Failed(format!(
+                    "metric template {t} uses spec.provider.secretRef {secret:?}; sluice cannot read Kubernetes Secrets: set {} or {} and {}",
+                    prometheus::TOKEN_VAR,
+                    prometheus::USERNAME_VAR,
+                    prometheus::PASSWORD_VAR
+                ));
+            }
+        }
+    }
+    let mut config = PrometheusConfig::new(address);
+    config.auth = auth;
+    if let Some(t) = template {
+        config.headers = t.headers.clone();
+        config.insecure_skip_verify = t.insecure_skip_verify;
+    }
+    Job::Query {
+        config,
+        promql: text,
+        builtin,
+    }
+}
+
+async fn run(jobs: Vec<(String, Job)>) -> Vec<MetricObservation> {
+    let limit = Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES));
+    // One connection pool per TLS setting, shared by all of this canary's queries.
+    let needs = |insecure: bool| {
+        jobs.iter().any(|(_, j)| {
+            matches!(j, Job::Query { config, .. } if config.insecure_skip_verify == insecure)
+        })
+    };
+    let secure = needs(false).then(|| crate::http::client(false));
+    let insecure = needs(true).then(|| crate::http::client(true));
+    let mut handles = Vec::with_capacity(jobs.len());
+    for (name, job) in jobs {
+        let (config, promql, builtin) = match job {
+            Job::Failed(e) => {
+                handles.push((name, Err(MetricValue::Error(e))));
+                continue;
+            }
+            Job::Query {
+                config,
+                promql,
+                builtin,
+            } => (config, promql, builtin),
+        };
+        let http = if config.insecure_skip_verify {
+            &insecure
+        } else {
+            &secure
+        };
+        let client = match http {
+            Some(Ok(c)) => Prometheus::with_client(c.clone(), &config),
+            Some(Err(e)) => {
+                handles.push((name, Err(MetricValue::Error(e.clone()))));
+                continue;
+            }
+            None => Prometheus::new(&config),
+        };
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => {
+                handles.push((name, Err(MetricValue::Error(e.to_string()))));
+                continue;
+            }
+        };
+        let limit = Arc::clone(&limit);
+        let handle = tokio::spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let value = client.query(&promql).await;
+            match builtin {
+                Some(b) => b.finish(value),
+                None => value,
+            }
+        });
+        handles.push((name, Ok(handle)));
+    }
+    let mut out = Vec::with_capacity(handles.len());
+    for (name, handle) in handles {
+        let value = match handle {
+            Err(value) => value,
+            Ok(h) => h
+                .await
+                .unwrap_or_else(|e| MetricValue::Error(format!("query task failed: {e}"))),
+        };
+        out.push(MetricObservation { name, value });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promql_durations_use_the_largest_whole_unit() {
+        let cases = [
+            (Duration::from_secs(60), "1m"),
+            (Duration::from_secs(90), "90s"),
+            (Duration::from_secs(30), "30s"),
+            (Duration::from_secs(7200), "2h"),
+            (Duration::from_secs(120), "2m"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::ZERO, "0s"),
+        ];
+        for (d, text) in cases {
+            assert_eq!(promql_duration(d), text, "{d:?}");
+        }
+    }
+}

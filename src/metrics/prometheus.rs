@@ -1,0 +1,535 @@
+//! A Prometheus client for instant queries (`GET /api/v1/query`), as Flagger's provider does.
+//!
+//! [`Prometheus::query`] never fails by returning a number it did not read: every transport
+//! problem, HTTP status >= 400, `status: error` answer, range vector, several series or
+//! malformed body becomes [`MetricValue::Error`] with the reason; an empty vector is
+//! [`MetricValue::NoData`]; `NaN` is returned as a value (the core fails it). Flagger takes the
+//! last of several series silently; here several series are an error, since a threshold on
+//! one arbitrary series is not what the user wrote.
+//!
+//! Credentials come from the environment (`SLUICE_PROMETHEUS_TOKEN`, or
+//! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`); a bearer token wins over basic
+//! auth, as in Flagger. This module judges nothing.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value as Json;
+
+use crate::core::observe::MetricValue;
+use crate::http;
+
+/// Flagger's Prometheus query timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest answer read; an instant query for one series is a few hundred bytes.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+pub const TOKEN_VAR: &str = "SLUICE_PROMETHEUS_TOKEN";
+pub const USERNAME_VAR: &str = "SLUICE_PROMETHEUS_USERNAME";
+pub const PASSWORD_VAR: &str = "SLUICE_PROMETHEUS_PASSWORD";
+
+/// How requests authenticate. `Debug` never prints secrets.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub enum Auth {
+    #[default]
+    None,
+    Bearer(String),
+    Basic {
+        username: String,
+        password: String,
+    },
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+            Auth::Basic { username, .. } => write!(f, "Basic({username}, <redacted>)"),
+        }
+    }
+}
+
+impl Auth {
+    /// Reads the credentials from the environment.
+    pub fn from_env() -> Result<Auth, String> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Auth::from_values(var(TOKEN_VAR), var(USERNAME_VAR), var(PASSWORD_VAR))
+    }
+
+    /// The rule behind [`Auth::from_env`]: a token wins; a username needs a password.
+    pub fn from_values(
+        token: Option<String>,
+        username: Option<String>,
+        password: Option<String>,
+    ) -> Result<Auth, String> {
+        match (token, username, password) {
+            (Some(token), _, _) => Ok(Auth::Bearer(token)),
+            (None, Some(username), Some(password)) => Ok(Auth::Basic { username, password }),
+            (None, Some(_), None) => {
+                Err(format!("{USERNAME_VAR} is set but {PASSWORD_VAR} is not"))
+            }
+            (None, None, Some(_)) => {
+                Err(format!("{PASSWORD_VAR} is set but {USERNAME_VAR} is not"))
+            }
+            (None, None, None) => Ok(Auth::None),
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        matches!(self, Auth::None)
+    }
+}
+
+/// Where and how to query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// `http(s)://host:port[/path]`; the API path is appended.
+    pub address: String,
+    pub timeout: Duration,
+    pub auth: Auth,
+    /// Extra request headers (a MetricTemplate's `spec.provider.headers`).
+    pub headers: Vec<(String, String)>,
+    /// Skip TLS certificate checks (a MetricTemplate's `insecureSkipVerify`).
+    pub insecure_skip_verify: bool,
+}
+
+impl PrometheusConfig {
+    /// An address with Flagger's defaults: 5 s timeout, no credentials, no headers.
+    pub fn new(address: impl Into<String>) -> PrometheusConfig {
+        PrometheusConfig {
+            address: address.into(),
+            timeout: DEFAULT_TIMEOUT,
+            auth: Auth::None,
+            headers: Vec::new(),
+            insecure_skip_verify: false,
+        }
+    }
+}
+
+/// A configuration that cannot be used (terminal: retrying does not help).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrometheusError {
+    #[error("invalid Prometheus address {address:?}: {reason}")]
+    Address { address: String, reason: String },
+    #[error("invalid Prometheus request header {name:?}: {reason}")]
+    Header { name: String, reason: String },
+    #[error("{0}")]
+    Client(String),
+}
+
+/// A client for one Prometheus server.
+#[derive(Debug, Clone)]
+pub struct Prometheus {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    /// The address without credentials, for messages.
+    shown: String,
+    auth: Auth,
+    headers: HeaderMap,
+    timeout: Duration,
+}
+
+impl Prometheus {
+    /// Builds a client with its own HTTP connection pool.
+    pub fn new(config: &PrometheusConfig) -> Result<Prometheus, PrometheusError> {
+        let http = http::client(config.insecure_skip_verify).map_err(PrometheusError::Client)?;
+        Prometheus::with_client(http, config)
+    }
+
+    /// Builds a client on a shared HTTP client (whose TLS settings must match the config).
+    pub fn with_client(
+        http: reqwest::Client,
+        config: &PrometheusConfig,
+    ) -> Result<Prometheus, PrometheusError> {
+        let bad = |reason: &str| PrometheusError::Address {
+            address: config.address.clone(),
+            reason: reason.to_string(),
+        };
+        let mut url =
+            reqwest::Url::parse(config.address.trim()).map_err(|e| bad(&e.to_string()))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(bad("expected an http:// or https:// URL"));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(bad("expected a host"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(bad("expected no query string or fragment"));
+        }
+        let path = format!("{}/api/v1/query", url.path().trim_end_matches('/'));
+        url.set_path(&path);
+        let mut shown_url = url.clone();
+        let _ = shown_url.set_username("");
+        let _ = shown_url.set_password(None);
+        shown_url.set_path(url.path().trim_end_matches("/api/v1/query"));
+        let shown = shown_url.as_str().trim_end_matches('/').to_string();
+
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            let header = |reason: &str| PrometheusError::Header {
+                name: name.clone(),
+                reason: reason.to_string(),
+            };
+            let n = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| header("not a valid header name"))?;
+            let v = HeaderValue::from_str(value)
+                .map_err(|_| header("value has characters not allowed in a header"))?;
+            headers.append(n, v);
+        }
+        Ok(Prometheus {
+            http,
+            url,
+            shown,
+            auth: config.auth.clone(),
+            headers,
+            timeout: config.timeout,
+        })
+    }
+
+    /// The address queries go to, without credentials.
+    pub fn address(&self) -> &str {
+        &self.shown
+    }
+
+    /// Runs an instant query and reads the one value it must return.
+    pub async fn query(&self, promql: &str) -> MetricValue {
+        let query = collapse_whitespace(promql);
+        tracing::debug!(prometheus = %self.shown, %query, "prometheus query");
+        let mut request = self
+            .http
+            .get(self.url.clone())
+            .query(&[("query", query.as_str())])
+            .headers(self.headers.clone())
+            .timeout(self.timeout);
+        request = match &self.auth {
+            Auth::None => request,
+            Auth::Bearer(token) => request.bearer_auth(token),
+            Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
+        };
+        // reqwest's timeout covers connecting through reading the body; the outer one bounds
+        // anything it might not (DNS resolution on a blocking pool).
+        let exchange = async {
+            let response = request.send().await?;
+            let status = response.status().as_u16();
+            let body = http::read_body(response, MAX_RESPONSE_BYTES).await;
+            Ok::<_, reqwest::Error>((status, body))
+        };
+        let grace = self.timeout + Duration::from_secs(1);
+        let outcome = match tokio::time::timeout(grace, exchange).await {
+            Err(_) => {
+                return self.error(format!(
+                    "timed out after {}",
+                    http::human_duration(self.timeout)
+                ))
+            }
+            Ok(outcome) => outcome,
+        };
+        match outcome {
+            Err(e) if e.is_timeout() => self.error(format!(
+                "timed out after {}",
+                http::human_duration(self.timeout)
+            )),
+            Err(e) => self.error(http::describe(&e)),
+            Ok((_, Err(http::BodyError::TooLarge { limit }))) => {
+                self.error(format!("response body larger than {limit} bytes"))
+            }
+            Ok((_, Err(http::BodyError::Transfer(e)))) if e.is_timeout() => self.error(format!(
+                "timed out after {} while reading the response",
+                http::human_duration(self.timeout)
+            )),
+            Ok((_, Err(http::BodyError::Transfer(e)))) => self.error(format!(
+                "reading the response failed: {}",
+                http::describe(&e)
+            )),
+            Ok((status, Ok(body))) => match parse_response(status, &body) {
+                MetricValue::Error(e) if status >= 400 => self.error(e),
+                other => other,
+            },
+        }
+    }
+
+    fn error(&self, reason: String) -> MetricValue {
+        MetricValue::Error(format!("Prometheus {}: {reason}", self.shown))
+    }
+}
+
+/// Prometheus, like Flagger, sees queries with runs of white space collapsed to one space.
+pub fn collapse_whitespace(query: &str) -> String {
+    query.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Reads an HTTP status and body from `/api/v1/query` into a value. Pure; never panics.
+pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
+    let json: Option<Json> = serde_json::from_slice(body).ok();
+    if status >= 400 {
+        let detail = json
+            .as_ref()
+            .and_then(prometheus_error)
+            .unwrap_or_else(|| http::snippet(body, 200));
+        return MetricValue::Error(if detail.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            format!("HTTP {status}: {detail}")
+        });
+    }
+    let Some(json) = json else {
+        return MetricValue::Error(format!(
+            "HTTP {status}: expected a JSON body, found {:?}",
+            http::snippet(body, 200)
+        ));
+    };
+    match json.get("status").and_then(Json::as_str) {
+        Some("success") => {}
+        Some("error") => {
+            return MetricValue::Error(
+                prometheus_error(&json).unwrap_or_else(|| "status: error".into()),
+            )
+        }
+        other => {
+            return MetricValue::Error(format!(
+                "expected status \"success\" or \"error\", found {}",
+                other.map_or("none".to_string(), |s| format!("{s:?}"))
+            ))
+        }
+    }
+    let Some(data) = json.get("data") else {
+        return MetricValue::Error("answer has no \"data\"".into());
+    };
+    let result = data.get("result");
+    match data.get("resultType").and_then(Json::as_str) {
+        Some("vector") => {
+            let Some(series) = result.and_then(Json::as_array) else {
+                return MetricValue::Error("vector answer has no \"result\" list".into());
+            };
+            match series.as_slice() {
+                [] => MetricValue::NoData,
+                [one] => match one.get("value") {
+                    Some(sample) => sample_value(sample),
+                    None if one.get("histogram").is_some() => MetricValue::Error(
+                        "query returned a native histogram; expected a number".into(),
+                    ),
+                    None => MetricValue::Error("series has no \"value\"".into()),
+                },
+                many => MetricValue::Error(format!(
+                    "query returned {} series; expected one",
+                    many.len()
+                )),
+            }
+        }
+        Some("scalar") => match result {
+            Some(sample) => sample_value(sample),
+            None => MetricValue::Error("scalar answer has no \"result\"".into()),
+        },
+        Some("matrix") => MetricValue::Error(
+            "query returned a range vector (matrix); expected an instant vector or a scalar".into(),
+        ),
+        Some(other) => MetricValue::Error(format!(
+            "query returned a {other}; expected an instant vector or a scalar"
+        )),
+        None => MetricValue::Error("answer has no \"resultType\"".into()),
+    }
+}
+
+/// `[<unix time>, "<value>"]` -> the value. Prometheus writes floats as strings, including
+/// `NaN`, `+Inf` and `-Inf`.
+fn sample_value(sample: &Json) -> MetricValue {
+    let text = match sample.as_array().map(Vec::as_slice) {
+        Some([_, Json::String(text)]) => text,
+        _ => {
+            return MetricValue::Error(format!(
+                "expected a sample [time, \"value\"], found {}",
+                http::snippet(sample.to_string().as_bytes(), 100)
+            ))
+        }
+    };
+    match text.parse::<f64>() {
+        Ok(v) => MetricValue::Value(v),
+        Err(_) => MetricValue::Error(format!("expected a number, found {text:?}")),
+    }
+}
+
+fn prometheus_error(json: &Json) -> Option<String> {
+    let error = json.get("error").and_then(Json::as_str)?;
+    Some(match json.get("errorType").and_then(Json::as_str) {
+        Some(kind) => format!("{kind}: {error}"),
+        None => error.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(data: &str) -> Vec<u8> {
+        format!(r#"{{"status":"success","data":{data}}}"#).into_bytes()
+    }
+
+    #[test]
+    fn one_sample_or_a_scalar_is_a_value() {
+        let v = parse_response(
+            200,
+            &ok(
+                r#"{"resultType":"vector","result":[{"metric":{},"value":[1700000000.5,"99.5"]}]}"#,
+            ),
+        );
+        assert_eq!(v, MetricValue::Value(99.5));
+        let v = parse_response(
+            200,
+            &ok(r#"{"resultType":"scalar","result":[1700000000,"1"]}"#),
+        );
+        assert_eq!(v, MetricValue::Value(1.0));
+    }
+
+    #[test]
+    fn special_floats_parse_as_prometheus_writes_them() {
+        for (text, check) in [
+            ("NaN", f64::is_nan as fn(f64) -> bool),
+            ("+Inf", |v: f64| v == f64::INFINITY),
+            ("-Inf", |v: f64| v == f64::NEG_INFINITY),
+            ("1e3", |v: f64| v == 1000.0),
+        ] {
+            let body = ok(&format!(
+                r#"{{"resultType":"scalar","result":[1,"{text}"]}}"#
+            ));
+            match parse_response(200, &body) {
+                MetricValue::Value(v) => assert!(check(v), "{text}: {v}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn empty_vector_is_no_data() {
+        assert_eq!(
+            parse_response(200, &ok(r#"{"resultType":"vector","result":[]}"#)),
+            MetricValue::NoData
+        );
+    }
+
+    #[test]
+    fn several_series_are_an_error() {
+        let body = ok(
+            r#"{"resultType":"vector","result":[{"metric":{"a":"1"},"value":[1,"1"]},{"metric":{"a":"2"},"value":[1,"2"]},{"metric":{"a":"3"},"value":[1,"3"]}]}"#,
+        );
+        assert_eq!(
+            parse_response(200, &body),
+            MetricValue::Error("query returned 3 series; expected one".into())
+        );
+    }
+
+    #[test]
+    fn every_malformed_answer_is_an_error() {
+        let cases: &[(u16, &[u8], &str)] = &[
+            (200, br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1"]]}]}}"#, "range vector"),
+            (200, br#"{"status":"success","data":{"resultType":"string","result":[1,"x"]}}"#, "returned a string"),
+            (200, br#"{"status":"error","errorType":"bad_data","error":"parse error at char 5"}"#, "bad_data: parse error at char 5"),
+            (200, b"<html>proxy says hi</html>", "expected a JSON body, found \"<html>proxy says hi</html>\""),
+            (200, b"", "expected a JSON body"),
+            (200, br#"{"status":"success"}"#, "no \"data\""),
+            (200, br#"{"status":"ok","data":{}}"#, "found \"ok\""),
+            (200, br#"{"status":"success","data":{"result":[]}}"#, "no \"resultType\""),
+            (200, br#"{"status":"success","data":{"resultType":"vector","result":{}}}"#, "no \"result\" list"),
+            (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{}}]}}"#, "no \"value\""),
+            (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"histogram":[1,{}]}]}}"#, "native histogram"),
+            (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}"#, "expected a sample"),
+            (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1]}]}}"#, "expected a sample"),
+            (200, br#"{"status":"success","data":{"resultType":"scalar","result":[1,"abc"]}}"#, "expected a number, found \"abc\""),
+            (400, br#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\""}"#, "HTTP 400: bad_data: invalid parameter"),
+            (503, b"Service Unavailable", "HTTP 503: Service Unavailable"),
+            (500, b"", "HTTP 500"),
+            // A 4xx with a success-looking body is still an error.
+            (404, br#"{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}"#, "HTTP 404"),
+        ];
+        for (status, body, expected) in cases {
+            match parse_response(*status, body) {
+                MetricValue::Error(e) => assert!(
+                    e.contains(expected),
+                    "{status} {:?}: {e}",
+                    String::from_utf8_lossy(body)
+                ),
+                other => panic!(
+                    "{status} {:?}: expected an error, got {other:?}",
+                    String::from_utf8_lossy(body)
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn whitespace_is_collapsed_before_sending() {
+        assert_eq!(
+            collapse_whitespace("\n  sum(\n\t rate(x[1m])\n )\n"),
+            "sum( rate(x[1m]) )"
+        );
+    }
+
+    #[test]
+    fn credentials_follow_flaggers_precedence_and_never_print() {
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            Auth::from_values(s("t"), s("u"), s("p")),
+            Ok(Auth::Bearer("t".into()))
+        );
+        assert_eq!(
+            Auth::from_values(None, s("u"), s("p")),
+            Ok(Auth::Basic {
+                username: "u".into(),
+                password: "p".into()
+            })
+        );
+        assert_eq!(Auth::from_values(None, None, None), Ok(Auth::None));
+        assert!(Auth::from_values(None, s("u"), None)
+            .unwrap_err()
+            .contains(PASSWORD_VAR));
+        assert!(Auth::from_values(None, None, s("p"))
+            .unwrap_err()
+            .contains(USERNAME_VAR));
+        let shown = format!(
+            "{:?}",
+            Auth::Basic {
+                username: "u".into(),
+                password: "secret".into()
+            }
+        );
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(!format!("{:?}", Auth::Bearer("secret".into())).contains("secret"));
+    }
+
+    #[test]
+    fn addresses_are_checked_and_shown_without_credentials() {
+        let p = Prometheus::new(&PrometheusConfig::new(
+            "http://user:pw@prom.example:9090/prometheus/",
+        ))
+        .unwrap();
+        assert_eq!(
+            p.url.as_str(),
+            "http://user:pw@prom.example:9090/prometheus/api/v1/query"
+        );
+        assert_eq!(p.address(), "http://prom.example:9090/prometheus");
+        let p = Prometheus::new(&PrometheusConfig::new("https://prom:9090")).unwrap();
+        assert_eq!(p.url.as_str(), "https://prom:9090/api/v1/query");
+        for bad in [
+            "prom:9090",
+            "ftp://prom",
+            "http://",
+            "http://p:9090/?x=1",
+            "",
+        ] {
+            assert!(
+                matches!(
+                    Prometheus::new(&PrometheusConfig::new(bad)),
+                    Err(PrometheusError::Address { .. })
+                ),
+                "{bad}"
+            );
+        }
+        let mut c = PrometheusConfig::new("http://p:9090");
+        c.headers = vec![("Bad Name".into(), "x".into())];
+        assert!(matches!(
+            Prometheus::new(&c),
+            Err(PrometheusError::Header { .. })
+        ));
+    }
+}

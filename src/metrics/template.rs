@@ -1,0 +1,849 @@
+//! Flagger `MetricTemplate`s read from the config repo, and the query text renderer they and the
+//! built-in queries share.
+//!
+//! A `flagger.app/v1beta1 MetricTemplate` is found by namespace and name among the repo's YAML
+//! files (multi-document files included). Problems are reported like every spec error,
+//! `file:line: field: message`, and a template with problems stays in the index as invalid, so
+//! a metric that refers to it fails with the reason instead of "not found".
+//!
+//! Rendering is a small strict substitution, not a template engine: Flagger's queries use only
+//! `{{ name }}`, `{{ namespace }}`, `{{ target }}`, `{{ service }}`, `{{ ingress }}`,
+//! `{{ route }}`, `{{ interval }}` and `{{ variables.KEY }}` (Go text/template calls of the
+//! functions in Flagger's `MetricTemplateModel`), with optional `{{-`/`-}}` trim markers. Anything
+//! else (`{{ .Namespace }}`, `{{ if }}`, pipelines) is an error at load time, and a
+//! `variables.KEY` the metric does not set is an error at render time, as in Flagger, which
+//! renders with `missingkey=error`. This module does no network IO.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::spec::error::SpecError;
+use crate::spec::load::{yaml_files, MAX_FILE_BYTES};
+use crate::spec::model::Name;
+use crate::spec::node::{parse_documents, Node, Value};
+use crate::spec::reader::{join, Reader};
+
+/// The values a query is rendered with (Flagger's `MetricTemplateModel`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueryModel {
+    /// The canary's name.
+    pub name: String,
+    pub namespace: String,
+    /// The Deployment that receives the canary's traffic (Flagger's `targetRef.name`).
+    pub target: String,
+    /// The apex Service name.
+    pub service: String,
+    /// Flagger's `ingressRef.name`, which defaults to the target.
+    pub ingress: String,
+    /// Flagger's `routeRef.name`, which defaults to the target.
+    pub route: String,
+    /// The metric's range-vector window in PromQL syntax (`1m`, `30s`).
+    pub interval: String,
+    /// `templateVariables` of the metric.
+    pub variables: BTreeMap<String, String>,
+}
+
+/// Why a query text cannot be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    #[error("unclosed \"{{{{\" at character {at}")]
+    Unclosed { at: usize },
+    #[error("unsupported template action \"{{{{{action}}}}}\"; expected {SUPPORTED}")]
+    Unsupported { action: String },
+    #[error("{{{{ variables.{key} }}}} is used but templateVariables has no key {key:?}")]
+    MissingVariable { key: String },
+}
+
+const SUPPORTED: &str = "one of {{ name }}, {{ namespace }}, {{ target }}, {{ service }}, {{ ingress }}, {{ route }}, {{ interval }}, {{ variables.KEY }}";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Name,
+    Namespace,
+    Target,
+    Service,
+    Ingress,
+    Route,
+    Interval,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Field(Field),
+    Variable(&'a str),
+}
+
+fn is_key(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn action(inner: &str) -> Option<Piece<'_>> {
+    let field = match inner {
+        "name" => Field::Name,
+        "namespace" => Field::Namespace,
+        "target" => Field::Target,
+        "service" => Field::Service,
+        "ingress" => Field::Ingress,
+        "route" => Field::Route,
+        "interval" => Field::Interval,
+        other => {
+            let key = other.strip_prefix("variables.")?;
+            return is_key(key).then_some(Piece::Variable(key));
+        }
+    };
+    Some(Piece::Field(field))
+}
+
+/// Splits a query into text and actions, applying Go's trim markers to the text.
+fn parse(text: &str) -> Result<Vec<Piece<'_>>, RenderError> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    let mut trim_next = false;
+    loop {
+        let Some(open) = rest.find("{{") else {
+            let tail = if trim_next { rest.trim_start() } else { rest };
+            pieces.push(Piece::Text(tail));
+            return Ok(pieces);
+        };
+        let mut before = &rest[..open];
+        if trim_next {
+            before = before.trim_start();
+        }
+        let after_open = &rest[open + 2..];
+        let Some(close) = after_open.find("}}") else {
+            return Err(RenderError::Unclosed {
+                at: text[..text.len() - rest.len() + open].chars().count() + 1,
+            });
+        };
+        let mut inner = &after_open[..close];
+        // Go's trim markers are "{{- " and " -}}": the dash must touch the braces and be
+        // followed (or preceded) by white space.
+        if let Some(stripped) = inner.strip_prefix('-') {
+            if stripped.starts_with(char::is_whitespace) {
+                before = before.trim_end();
+                inner = stripped;
+            }
+        }
+        trim_next = false;
+        if let Some(stripped) = inner.strip_suffix('-') {
+            if stripped.ends_with(char::is_whitespace) {
+                trim_next = true;
+                inner = stripped;
+            }
+        }
+        pieces.push(Piece::Text(before));
+        let inner = inner.trim();
+        match action(inner) {
+            Some(piece) => pieces.push(piece),
+            None => {
+                return Err(RenderError::Unsupported {
+                    action: inner.to_string(),
+                })
+            }
+        }
+        rest = &after_open[close + 2..];
+    }
+}
+
+/// Checks a query's syntax without values (load time).
+pub fn check(text: &str) -> Result<(), RenderError> {
+    parse(text).map(|_| ())
+}
+
+/// Renders a query with the model's values.
+pub fn render(text: &str, model: &QueryModel) -> Result<String, RenderError> {
+    let mut out = String::with_capacity(text.len());
+    for piece in parse(text)? {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Field(f) => out.push_str(match f {
+                Field::Name => &model.name,
+                Field::Namespace => &model.namespace,
+                Field::Target => &model.target,
+                Field::Service => &model.service,
+                Field::Ingress => &model.ingress,
+                Field::Route => &model.route,
+                Field::Interval => &model.interval,
+            }),
+            Piece::Variable(key) => match model.variables.get(key) {
+                Some(v) => out.push_str(v),
+                None => {
+                    return Err(RenderError::MissingVariable {
+                        key: key.to_string(),
+                    })
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// A valid MetricTemplate of provider type `prometheus`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricTemplate {
+    pub name: Name,
+    pub namespace: Name,
+    /// Where it was read, for messages.
+    pub file: String,
+    pub line: usize,
+    /// `spec.provider.address`: overrides the canary's and the repo's Prometheus address.
+    pub address: Option<String>,
+    /// `spec.provider.headers`, one entry per value.
+    pub headers: Vec<(String, String)>,
+    /// `spec.provider.secretRef.name`. sluice cannot read Kubernetes Secrets; the query
+    /// needs credentials from the environment instead (see `metrics::prometheus::Auth`).
+    pub secret_ref: Option<String>,
+    pub insecure_skip_verify: bool,
+    /// `spec.query`, checked for syntax.
+    pub query: String,
+}
+
+/// Why a metric's template cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    #[error("metric template {namespace}/{name} not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo")]
+    NotFound { namespace: String, name: String },
+    #[error("metric template {namespace}/{name} is invalid: {}", first(.errors))]
+    Invalid {
+        namespace: String,
+        name: String,
+        errors: Vec<SpecError>,
+    },
+}
+
+fn first(errors: &[SpecError]) -> String {
+    match errors {
+        [] => "unknown problem".into(),
+        [one] => one.to_string(),
+        [one, rest @ ..] => format!("{one} (and {} more)", rest.len()),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Entry {
+    Valid(MetricTemplate),
+    Invalid(Vec<SpecError>),
+}
+
+/// Every MetricTemplate found in the repo, by namespace and name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TemplateIndex {
+    entries: BTreeMap<(String, String), (String, usize, Entry)>,
+}
+
+const API_VERSION: &str = "flagger.app/v1beta1";
+const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
+const METADATA_KEYS: &[&str] = &[
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "finalizers",
+    "ownerReferences",
+    "managedFields",
+    "generateName",
+];
+const PROVIDER_KEYS: &[&str] = &[
+    "type",
+    "address",
+    "headers",
+    "secretRef",
+    "region",
+    "insecureSkipVerify",
+];
+/// Flagger's provider types (the CRD's enum); only `prometheus` is queried by sluice.
+const PROVIDER_TYPES: &[&str] = &[
+    "prometheus",
+    "influxdb",
+    "datadog",
+    "externalmetrics",
+    "stackdriver",
+    "cloudwatch",
+    "newrelic",
+    "graphite",
+    "dynatrace",
+    "keptn",
+    "splunk",
+];
+
+impl TemplateIndex {
+    pub fn new() -> TemplateIndex {
+        TemplateIndex::default()
+    }
+
+    /// Reads every MetricTemplate in one file's text (other documents are ignored); `file`
+    /// names it in errors. Returns the problems found.
+    pub fn add_text(&mut self, file: &str, text: &str) -> Vec<SpecError> {
+        let mut r = Reader::new(file);
+        let docs = match parse_documents(text) {
+            Ok(docs) => docs,
+            Err(e) => {
+                r.error(e.line, "", format!("YAML syntax error: {}", e.message));
+                return r.errors;
+            }
+        };
+        for doc in docs {
+            let root = &doc.root;
+            let Value::Map(_) = root.value else { continue };
+            if root.get("kind").and_then(Node::as_str) != Some("MetricTemplate") {
+                continue;
+            }
+            let api_node = root.get("apiVersion");
+            match api_node.and_then(Node::as_str) {
+                Some(API_VERSION) => {}
+                Some(api) if api.starts_with("flagger.app/") => {
+                    let line = api_node.map_or(root.line, |n| n.line);
+                    r.error(
+                        line,
+                        "apiVersion",
+                        format!("expected {API_VERSION}, found {api:?}"),
+                    );
+                    continue;
+                }
+                _ => continue,
+            }
+            let before = r.errors.len();
+            let read = read_template(&mut r, root);
+            let errors = r.errors[before..].to_vec();
+            let Some((namespace, name, template)) = read else {
+                continue;
+            };
+            let key = (namespace.to_string(), name.to_string());
+            if let Some((first_file, first_line, _)) = self.entries.get(&key) {
+                r.error(
+                    root.line,
+                    "metadata.name",
+                    format!(
+                        "duplicate MetricTemplate {namespace}/{name}: already defined at {first_file}:{first_line}"
+                    ),
+                );
+                continue;
+            }
+            let entry = match template {
+                Some(t) if errors.is_empty() => Entry::Valid(t),
+                _ => Entry::Invalid(errors),
+            };
+            self.entries
+                .insert(key, (file.to_string(), root.line, entry));
+        }
+        r.errors
+    }
+
+    /// Reads every YAML file under `roots` (hidden folders skipped), naming files with
+    /// `display`. Returns the index and every problem found.
+    pub fn load(
+        roots: &[PathBuf],
+        display: impl Fn(&Path) -> String,
+    ) -> (TemplateIndex, Vec<SpecError>) {
+        let mut index = TemplateIndex::new();
+        let mut errors = Vec::new();
+        for root in roots {
+            let files = match yaml_files(root) {
+                Ok(files) => files,
+                Err(e) => {
+                    errors.push(file_error(display(root), format!("cannot read: {e}")));
+                    continue;
+                }
+            };
+            for file in files {
+                let name = display(&file);
+                match read_bounded(&file) {
+                    Ok(text) => errors.extend(index.add_text(&name, &text)),
+                    Err(message) => errors.push(file_error(name, message)),
+                }
+            }
+        }
+        (index, errors)
+    }
+
+    /// The template a metric refers to.
+    pub fn get(&self, namespace: &str, name: &str) -> Result<&MetricTemplate, LookupError> {
+        match self.entries.get(&(namespace.to_string(), name.to_string())) {
+            Some((_, _, Entry::Valid(t))) => Ok(t),
+            Some((_, _, Entry::Invalid(errors))) => Err(LookupError::Invalid {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                errors: errors.clone(),
+            }),
+            None => Err(LookupError::NotFound {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// Number of templates found, valid or not.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl fmt::Display for MetricTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+fn file_error(file: String, message: String) -> SpecError {
+    SpecError {
+        file,
+        line: 1,
+        field: String::new(),
+        message,
+    }
+}
+
+fn read_bounded(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "file is {} bytes; spec files are limited to {MAX_FILE_BYTES} bytes",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| "expected UTF-8 text".to_string())
+}
+
+fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
+    let text = r.string(node, path)?;
+    match Name::parse(&text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
+}
+
+/// Reads one MetricTemplate document. Returns its namespace and name when they could be
+/// read (so problems can be tied to it), and the template when nothing else was wrong.
+fn read_template(r: &mut Reader, root: &Node) -> Option<(Name, Name, Option<MetricTemplate>)> {
+    r.map(root, "", TOP_KEYS)?;
+    let meta = r.required(root, "", "metadata")?;
+    r.map(meta, "metadata", METADATA_KEYS)?;
+    let name = r
+        .required(meta, "metadata", "name")
+        .and_then(|n| name_at(r, n, "metadata.name"))?;
+    let namespace = match meta.get("namespace") {
+        Some(n) => name_at(r, n, "metadata.namespace")?,
+        None => Name::parse("default").ok()?,
+    };
+    let template = read_spec(r, root, &name, &namespace);
+    Some((namespace, name, template))
+}
+
+fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Option<MetricTemplate> {
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", &["provider", "query"])?;
+    let provider = r
+        .required(spec, "spec", "provider")
+        .and_then(|p| r.map(p, "spec.provider", PROVIDER_KEYS));
+    let query = r
+        .required(spec, "spec", "query")
+        .and_then(|q| r.string(q, "spec.query").map(|text| (q, text)));
+    let query = match query {
+        Some((node, text)) if text.trim().is_empty() => {
+            r.error(
+                node.line,
+                "spec.query",
+                "expected a PromQL query, found an empty string",
+            );
+            None
+        }
+        Some((node, text)) => match check(&text) {
+            Ok(()) => Some(text),
+            Err(e) => {
+                r.error(node.line, "spec.query", e.to_string());
+                None
+            }
+        },
+        None => None,
+    };
+    let provider = provider?;
+    let kind = r
+        .required(provider, "spec.provider", "type")
+        .and_then(|n| r.string(n, "spec.provider.type").map(|t| (n, t)));
+    if let Some((node, kind)) = &kind {
+        if !PROVIDER_TYPES.contains(&kind.as_str()) {
+            r.error(
+                node.line,
+                "spec.provider.type",
+                format!(
+                    "expected one of {}, found {kind:?}",
+                    PROVIDER_TYPES.join(", ")
+                ),
+            );
+        } else if kind != "prometheus" {
+            r.error(
+                node.line,
+                "spec.provider.type",
+                format!("provider type {kind:?} is not supported yet; sluice queries Prometheus only (type: prometheus)"),
+            );
+        }
+    }
+    let address = provider.get("address").and_then(|n| {
+        let text = r.string(n, "spec.provider.address")?;
+        if text.starts_with("http://") || text.starts_with("https://") {
+            Some(text)
+        } else {
+            r.error(
+                n.line,
+                "spec.provider.address",
+                format!("expected an http:// or https:// URL, found {text:?}"),
+            );
+            None
+        }
+    });
+    let headers = provider
+        .get("headers")
+        .map(|n| read_headers(r, n, "spec.provider.headers"))
+        .unwrap_or_default();
+    let secret_ref = provider.get("secretRef").and_then(|n| {
+        let path = "spec.provider.secretRef";
+        r.map(n, path, &["name"])?;
+        r.required(n, path, "name")
+            .and_then(|v| r.string(v, &join(path, "name")))
+    });
+    if let Some(n) = provider.get("region") {
+        r.string(n, "spec.provider.region");
+    }
+    let insecure_skip_verify = provider
+        .get("insecureSkipVerify")
+        .and_then(|n| r.bool(n, "spec.provider.insecureSkipVerify"))
+        .unwrap_or(false);
+    kind?;
+    Some(MetricTemplate {
+        name: name.clone(),
+        namespace: namespace.clone(),
+        file: r.file.clone(),
+        line: root.line,
+        address,
+        headers,
+        secret_ref,
+        insecure_skip_verify,
+        query: query?,
+    })
+}
+
+/// `headers: {Name: [value, ...]}` (Go's `http.Header`); names and values must be valid HTTP.
+fn read_headers(r: &mut Reader, node: &Node, path: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Value::Map(entries) = &node.value else {
+        r.error(
+            node.line,
+            path,
+            format!(
+                "expected a mapping of header names to lists of values, found {}",
+                node.kind()
+            ),
+        );
+        return out;
+    };
+    for (key, values) in entries {
+        let hp = join(path, &key.text);
+        if reqwest::header::HeaderName::from_bytes(key.text.as_bytes()).is_err() {
+            r.error(key.line, &hp, "expected a valid HTTP header name");
+            continue;
+        }
+        let Some(items) = r.seq(values, &hp) else {
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let ip = format!("{hp}[{i}]");
+            let Some(value) = r.string(item, &ip) else {
+                continue;
+            };
+            if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                r.error(
+                    item.line,
+                    &ip,
+                    "expected a header value without control characters",
+                );
+                continue;
+            }
+            out.push((key.text.clone(), value));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> QueryModel {
+        QueryModel {
+            name: "podinfo".into(),
+            namespace: "test".into(),
+            target: "podinfo".into(),
+            service: "podinfo-svc".into(),
+            ingress: "podinfo-ing".into(),
+            route: "podinfo-route".into(),
+            interval: "1m".into(),
+            variables: BTreeMap::from([("cluster".into(), "dev".into())]),
+        }
+    }
+
+    #[test]
+    fn render_substitutes_every_field_and_variables() {
+        let text = "{{ name }} {{namespace}} {{ target }} {{ service }} {{ ingress }} {{ route }} [{{ interval }}] {{ variables.cluster }}";
+        assert_eq!(
+            render(text, &model()).unwrap(),
+            "podinfo test podinfo podinfo-svc podinfo-ing podinfo-route [1m] dev"
+        );
+    }
+
+    #[test]
+    fn render_reproduces_flaggers_variables_example() {
+        // Flagger's render_test.go `ok_with_variables`.
+        let mut m = model();
+        m.variables = BTreeMap::from([
+            ("cluster".into(), "dev".into()),
+            ("consumer_group".into(), "my_consumer".into()),
+        ]);
+        let text = r#"delta(max by (consumer_group) (kafka_consumer_current_offset{cluster="{{ variables.cluster }}", consumer_group="{{ variables.consumer_group }}"}[{{ interval }}]))"#;
+        assert_eq!(
+            render(text, &m).unwrap(),
+            r#"delta(max by (consumer_group) (kafka_consumer_current_offset{cluster="dev", consumer_group="my_consumer"}[1m]))"#
+        );
+    }
+
+    #[test]
+    fn missing_variable_is_an_error_not_an_empty_string() {
+        let err = render("x{c=\"{{ variables.nope }}\"}", &model()).unwrap_err();
+        assert_eq!(err, RenderError::MissingVariable { key: "nope".into() });
+        assert!(err
+            .to_string()
+            .contains("templateVariables has no key \"nope\""));
+    }
+
+    #[test]
+    fn unsupported_actions_are_errors() {
+        for text in [
+            "{{ .Namespace }}",
+            "{{ if true }}x{{ end }}",
+            "{{ namespace | printf \"%s\" }}",
+            "{{ variables }}",
+            "{{ variables.a-b }}",
+            "{{}}",
+            "{{ Namespace }}",
+        ] {
+            let err = check(text).unwrap_err();
+            assert!(
+                matches!(err, RenderError::Unsupported { .. }),
+                "{text}: {err:?}"
+            );
+        }
+        assert_eq!(
+            check("sum(x{a=\"{{ target\"})"),
+            Err(RenderError::Unclosed { at: 10 })
+        );
+    }
+
+    #[test]
+    fn trim_markers_eat_surrounding_white_space_like_go() {
+        assert_eq!(
+            render("a  {{- target -}}  b", &model()).unwrap(),
+            "apodinfob"
+        );
+        assert_eq!(render("a {{- target }} b", &model()).unwrap(), "apodinfo b");
+        assert_eq!(
+            render("a {{ target -}}\n b", &model()).unwrap(),
+            "a podinfob"
+        );
+    }
+
+    #[test]
+    fn text_without_actions_is_unchanged() {
+        assert_eq!(render("vector(1)", &model()).unwrap(), "vector(1)");
+        assert_eq!(render("", &model()).unwrap(), "");
+        assert_eq!(render("a } b {", &model()).unwrap(), "a } b {");
+    }
+
+    const GOOD: &str = "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: unrelated
+---
+apiVersion: flagger.app/v1beta1
+kind: MetricTemplate
+metadata:
+  name: error-rate
+  namespace: istio-system
+spec:
+  provider:
+    type: prometheus
+    address: http://prometheus.istio-system:9090
+    headers:
+      X-Scope-OrgID: [tenant-a]
+  query: |
+    100 - sum(rate(istio_requests_total{destination_workload_namespace=\"{{ namespace }}\",destination_workload=\"{{ target }}\",response_code!~\"5.*\"}[{{ interval }}]))
+---
+apiVersion: flagger.app/v1beta1
+kind: MetricTemplate
+metadata:
+  name: latency
+spec:
+  provider:
+    type: prometheus
+  query: histogram_quantile(0.99, sum(rate(x_bucket[{{ interval }}])) by (le))
+";
+
+    #[test]
+    fn templates_are_found_by_namespace_and_name_in_multi_document_files() {
+        let mut index = TemplateIndex::new();
+        let errors = index.add_text("apps/metrics.yaml", GOOD);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(index.len(), 2);
+        let t = index.get("istio-system", "error-rate").unwrap();
+        assert_eq!(
+            t.address.as_deref(),
+            Some("http://prometheus.istio-system:9090")
+        );
+        assert_eq!(t.headers, vec![("X-Scope-OrgID".into(), "tenant-a".into())]);
+        assert_eq!((t.file.as_str(), t.line), ("apps/metrics.yaml", 6));
+        assert!(t.query.contains("{{ target }}"));
+        let latency = index.get("default", "latency").unwrap();
+        assert_eq!(latency.address, None);
+        assert_eq!(
+            index.get("default", "error-rate").unwrap_err().to_string(),
+            "metric template default/error-rate not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo"
+        );
+    }
+
+    fn errors_of(text: &str) -> Vec<String> {
+        let mut index = TemplateIndex::new();
+        index
+            .add_text("t.yaml", text)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    const HEAD: &str =
+        "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: m\n";
+
+    #[test]
+    fn other_provider_types_are_not_supported_yet() {
+        let text = format!("{HEAD}spec:\n  provider:\n    type: datadog\n  query: avg:x\n");
+        assert_eq!(
+            errors_of(&text),
+            vec!["t.yaml:7: spec.provider.type: provider type \"datadog\" is not supported yet; sluice queries Prometheus only (type: prometheus)"]
+        );
+        let mut index = TemplateIndex::new();
+        index.add_text("t.yaml", &text);
+        let err = index.get("default", "m").unwrap_err().to_string();
+        assert!(err.starts_with("metric template default/m is invalid: t.yaml:7: spec.provider.type: provider type \"datadog\""), "{err}");
+    }
+
+    #[test]
+    fn template_errors_name_file_line_and_field() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "spec:\n  provider:\n    type: prometheus\n",
+                "t.yaml:6: spec.query: required field is missing",
+            ),
+            (
+                "spec:\n  query: x\n",
+                "t.yaml:6: spec.provider: required field is missing",
+            ),
+            (
+                "spec:\n  provider:\n    type: prometheus\n  query: \"{{ .Namespace }}\"\n",
+                "t.yaml:8: spec.query: unsupported template action \"{{.Namespace}}\"",
+            ),
+            (
+                "spec:\n  provider:\n    type: promethues\n  query: x\n",
+                "t.yaml:7: spec.provider.type: expected one of prometheus, influxdb",
+            ),
+            (
+                "spec:\n  provider:\n    type: prometheus\n    adress: http://p:9090\n  query: x\n",
+                "t.yaml:8: spec.provider.adress: unknown field (did you mean \"address\"?)",
+            ),
+            (
+                "spec:\n  provider:\n    type: prometheus\n    address: prometheus:9090\n  query: x\n",
+                "t.yaml:8: spec.provider.address: expected an http:// or https:// URL, found \"prometheus:9090\"",
+            ),
+            (
+                "spec:\n  provider:\n    type: prometheus\n    headers:\n      X-A: b\n  query: x\n",
+                "t.yaml:9: spec.provider.headers.X-A: expected a list, found \"b\"",
+            ),
+            (
+                "spec:\n  provider:\n    type: prometheus\n    insecureSkipVerify: yes\n  query: x\n",
+                "t.yaml:8: spec.provider.insecureSkipVerify: expected true or false, found \"yes\"",
+            ),
+            (
+                "spec:\n  provider:\n    type: prometheus\n  query: \"  \"\n",
+                "t.yaml:8: spec.query: expected a PromQL query, found an empty string",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (spec, expected) in cases {
+            let errors = errors_of(&format!("{HEAD}{spec}"));
+            if errors.len() != 1 || !errors[0].starts_with(expected) {
+                wrong.push(format!(
+                    "{spec}\n  found:    {errors:?}\n  expected: {expected}"
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn bad_names_wrong_versions_and_duplicates_are_reported() {
+        let bad_name = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: Bad_Name\nspec:\n  provider:\n    type: prometheus\n  query: x\n";
+        let errors = errors_of(bad_name);
+        assert!(
+            errors[0].starts_with("t.yaml:4: metadata.name: expected a DNS-1123 name"),
+            "{errors:?}"
+        );
+
+        let old = "apiVersion: flagger.app/v1alpha3\nkind: MetricTemplate\nmetadata:\n  name: m\n";
+        assert_eq!(
+            errors_of(old),
+            vec!["t.yaml:1: apiVersion: expected flagger.app/v1beta1, found \"flagger.app/v1alpha3\""]
+        );
+
+        let one = format!("{HEAD}spec:\n  provider:\n    type: prometheus\n  query: x\n");
+        let errors = errors_of(&format!("{one}---\n{one}"));
+        assert_eq!(
+            errors,
+            vec!["t.yaml:10: metadata.name: duplicate MetricTemplate default/m: already defined at t.yaml:1"]
+        );
+
+        let syntax = errors_of("a: [1,\n");
+        assert!(syntax[0].starts_with("t.yaml:"), "{syntax:?}");
+        assert!(syntax[0].contains("YAML syntax error"), "{syntax:?}");
+    }
+
+    #[test]
+    fn load_reads_files_under_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("apps/podinfo")).unwrap();
+        std::fs::write(dir.path().join("apps/podinfo/metrics.yaml"), GOOD).unwrap();
+        std::fs::write(dir.path().join("apps/podinfo/notes.txt"), "not yaml").unwrap();
+        let (index, errors) = TemplateIndex::load(&[dir.path().to_path_buf()], |p| {
+            p.strip_prefix(dir.path())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(index.len(), 2);
+        assert_eq!(
+            index.get("istio-system", "error-rate").unwrap().file,
+            "apps/podinfo/metrics.yaml"
+        );
+    }
+}

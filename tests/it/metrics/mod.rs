@@ -1,0 +1,8 @@
+//! Metric and webhook adapters against real local servers: canned HTTP answers, webhooks, and
+//! a real Prometheus (end to end). One binary, shared helpers in `support`.
+
+mod observe;
+mod prometheus_canned;
+mod prometheus_e2e;
+mod support;
+mod webhooks;

@@ -1,0 +1,261 @@
+//! Test helpers: a tiny HTTP/1.1 responder on 127.0.0.1 that answers with canned responses and
+//! records what it received, and canary builders. The responder knows nothing about Prometheus
+//! or webhooks; tests give it bodies.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice::spec::load::load_text;
+use sluice::spec::model::Canary;
+use sluice::spec::settings::Settings;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One canned answer.
+#[derive(Debug, Clone)]
+pub struct Canned {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Wait this long before answering (for timeouts).
+    pub delay: Duration,
+}
+
+impl Canned {
+    pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Canned {
+        Canned {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn json(status: u16, body: &str) -> Canned {
+        Canned::new(status, body).header("Content-Type", "application/json")
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Canned {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn delay(mut self, delay: Duration) -> Canned {
+        self.delay = delay;
+        self
+    }
+}
+
+/// What the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Path and query, as sent.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The decoded value of one query parameter.
+    pub fn query_param(&self, name: &str) -> Option<String> {
+        let query = self.target.split_once('?')?.1;
+        query.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            (k == name).then(|| percent_decode(v))
+        })
+    }
+
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("request body is JSON")
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).expect("ascii");
+                out.push(u8::from_str_radix(hex, 16).expect("hex"));
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).expect("utf-8")
+}
+
+/// A responder: answers requests with `responses` in order, repeating the last one.
+pub struct Server {
+    pub addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    pub async fn start(responses: Vec<Canned>) -> Server {
+        assert!(
+            !responses.is_empty(),
+            "give the server at least one response"
+        );
+        Server::start_with(move |i| responses[i.min(responses.len() - 1)].clone()).await
+    }
+
+    /// A server whose `i`-th answer (0-based) is `respond(i)`.
+    pub async fn start_with(respond: impl Fn(usize) -> Canned + Send + Sync + 'static) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&requests);
+        let task = tokio::spawn(async move {
+            let mut count = 0usize;
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let canned = respond(count);
+                count += 1;
+                let recorded = Arc::clone(&recorded);
+                tokio::spawn(async move {
+                    let _ = serve(stream, canned, recorded).await;
+                });
+            }
+        });
+        Server {
+            addr,
+            requests,
+            task,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    canned: Canned,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let method = parts.next().unwrap_or_default().to_string();
+    let target = parts.next().unwrap_or_default().to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    recorded.lock().expect("lock").push(Recorded {
+        method,
+        target,
+        headers,
+        body,
+    });
+    tokio::time::sleep(canned.delay).await;
+    let mut response = format!(
+        "HTTP/1.1 {} Canned\r\nContent-Length: {}\r\nConnection: close\r\n",
+        canned.status,
+        canned.body.len()
+    );
+    for (k, v) in &canned.headers {
+        response.push_str(&format!("{k}: {v}\r\n"));
+    }
+    response.push_str("\r\n");
+    stream.write_all(response.as_bytes()).await?;
+    stream.write_all(&canned.body).await?;
+    stream.shutdown().await
+}
+
+/// An address nothing listens on (bound, then released).
+pub async fn closed_port_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// A Flagger canary `podinfo` in namespace `test`, targeting Deployment `podinfo`, with the
+/// given provider, extra spec lines (indented two spaces) and analysis metrics (YAML list
+/// items indented six spaces).
+pub fn flagger_canary(provider: &str, spec_extra: &str, metrics: &str) -> Canary {
+    let text = format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: test
+spec:
+  provider: {provider}
+{spec_extra}  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+  service:
+    port: 9898
+  analysis:
+    interval: 30s
+    threshold: 5
+    stepWeight: 10
+    maxWeight: 50
+    metrics:
+{metrics}"
+    );
+    let loaded = load_text("canary.yaml", &text, &Settings::default());
+    assert!(loaded.errors.is_empty(), "{:?}\n{text}", loaded.errors);
+    loaded.canaries.into_iter().next().expect("one canary")
+}
