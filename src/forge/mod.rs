@@ -17,6 +17,9 @@ pub mod github;
 pub mod gitlab;
 mod http;
 
+#[cfg(test)]
+mod tests;
+
 use std::fmt;
 use std::time::Duration;
 
