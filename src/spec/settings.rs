@@ -23,6 +23,8 @@ pub struct Settings {
     pub author_email: String,
     /// Default Prometheus address for metric queries.
     pub prometheus: Option<String>,
+    /// Where approval pull requests are opened; `None` when the repo has no `forge` block.
+    pub forge: Option<ForgeSettings>,
 }
 
 impl Default for Settings {
@@ -33,6 +35,7 @@ impl Default for Settings {
             author_name: "sluice".into(),
             author_email: "sluice@localhost".into(),
             prometheus: None,
+            forge: None,
         }
     }
 }
@@ -56,6 +59,7 @@ const KEYS: &[&str] = &[
     "output",
     "author",
     "prometheus",
+    "forge",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -122,6 +126,9 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
                 }
             }
         }
+        if let Some(n) = root.get("forge") {
+            settings.forge = read_forge(&mut r, n);
+        }
     }
     if r.errors.is_empty() {
         Ok(settings)
@@ -150,5 +157,396 @@ fn expect_const(r: &mut Reader, root: &Node, key: &str, expected: &str) {
                 );
             }
         }
+    }
+}
+
+/// The forge kinds sluice can open approval pull requests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForgeKind {
+    /// github.com or GitHub Enterprise Server (REST v3).
+    GitHub,
+    /// gitlab.com or self-managed GitLab (API v4 merge requests).
+    GitLab,
+    /// Gitea or Forgejo (API v1).
+    Gitea,
+}
+
+impl ForgeKind {
+    pub const ALL: [ForgeKind; 3] = [ForgeKind::GitHub, ForgeKind::GitLab, ForgeKind::Gitea];
+
+    /// The spelling in `forge.kind`.
+    pub fn key(self) -> &'static str {
+        match self {
+            ForgeKind::GitHub => "github",
+            ForgeKind::GitLab => "gitlab",
+            ForgeKind::Gitea => "gitea",
+        }
+    }
+
+    /// The product name, for messages.
+    pub fn title(self) -> &'static str {
+        match self {
+            ForgeKind::GitHub => "GitHub",
+            ForgeKind::GitLab => "GitLab",
+            ForgeKind::Gitea => "Gitea",
+        }
+    }
+
+    /// What the forge calls a pull request.
+    pub fn pr_noun(self) -> &'static str {
+        match self {
+            ForgeKind::GitHub | ForgeKind::Gitea => "pull request",
+            ForgeKind::GitLab => "merge request",
+        }
+    }
+
+    /// The API base used when `forge.apiUrl` is absent; Gitea has no public default.
+    pub fn default_api_url(self) -> Option<&'static str> {
+        match self {
+            ForgeKind::GitHub => Some("https://api.github.com"),
+            ForgeKind::GitLab => Some("https://gitlab.com/api/v4"),
+            ForgeKind::Gitea => None,
+        }
+    }
+
+    /// Parses `forge.kind`; the error lists every kind.
+    pub fn parse(text: &str) -> Result<ForgeKind, String> {
+        ForgeKind::ALL
+            .into_iter()
+            .find(|k| k.key() == text)
+            .ok_or_else(|| {
+                let keys: Vec<&str> = ForgeKind::ALL.iter().map(|k| k.key()).collect();
+                format!(
+                    "unknown forge kind {text:?}; expected one of: {} (use gitea for Forgejo)",
+                    keys.join(", ")
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for ForgeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.title())
+    }
+}
+
+/// The validated `forge` block: which forge, its API base and the repository PRs go to.
+///
+/// The access token is not here: it comes from `SLUICE_FORGE_TOKEN` (or
+/// `SLUICE_FORGE_TOKEN_FILE`) so it never sits in the config repo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgeSettings {
+    pub kind: ForgeKind,
+    /// API base URL, http(s), without userinfo, query or fragment
+    /// (`https://api.github.com`, `https://ghe.example.com/api/v3`,
+    /// `https://gitlab.com/api/v4`, `https://gitea.example.com/api/v1`).
+    pub api_url: String,
+    /// `owner/name` (GitHub, Gitea) or a GitLab project path (`group/sub/project`) or numeric id.
+    pub repository: String,
+}
+
+const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository"];
+
+fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
+    r.map(n, "forge", FORGE_KEYS)?;
+    let kind = r
+        .required(n, "forge", "kind")
+        .and_then(|v| Some((v.line, r.string(v, "forge.kind")?)))
+        .and_then(|(line, text)| match ForgeKind::parse(&text) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                r.error(line, "forge.kind", e);
+                None
+            }
+        });
+    let api_url = match n.get("apiUrl") {
+        Some(v) if v.value != crate::spec::node::Value::Null => r
+            .string(v, "forge.apiUrl")
+            .and_then(|text| match check_api_url(&text) {
+                Ok(()) => Some(text),
+                Err(e) => {
+                    r.error(v.line, "forge.apiUrl", e);
+                    None
+                }
+            }),
+        _ => match kind.map(|k| (k, k.default_api_url())) {
+            Some((_, Some(default))) => Some(default.to_string()),
+            Some((k, None)) => {
+                r.error(
+                    n.line,
+                    "forge.apiUrl",
+                    format!(
+                        "required for kind {}: the API base, such as https://gitea.example.com/api/v1",
+                        k.key()
+                    ),
+                );
+                None
+            }
+            None => None,
+        },
+    };
+    let repository = r.required(n, "forge", "repository").and_then(|v| {
+        let text = r.string(v, "forge.repository")?;
+        let checked = match kind {
+            Some(k) => check_repository(k, &text),
+            None => Ok(()),
+        };
+        match checked {
+            Ok(()) => Some(text),
+            Err(e) => {
+                r.error(v.line, "forge.repository", e);
+                None
+            }
+        }
+    });
+    Some(ForgeSettings {
+        kind: kind?,
+        api_url: api_url?,
+        repository: repository?,
+    })
+}
+
+/// An http(s) URL with a host and no credentials, query or fragment.
+///
+/// Never echoes a URL that carries userinfo: that part is probably a token.
+fn check_api_url(text: &str) -> Result<(), String> {
+    let lower = text.to_ascii_lowercase();
+    let rest = if lower.starts_with("https://") {
+        &text["https://".len()..]
+    } else if lower.starts_with("http://") {
+        &text["http://".len()..]
+    } else {
+        return Err(format!(
+            "expected an http:// or https:// URL such as https://api.github.com, found {text:?}"
+        ));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(
+            "must not contain credentials; put the token in SLUICE_FORGE_TOKEN (or \
+             SLUICE_FORGE_TOKEN_FILE) instead"
+                .into(),
+        );
+    }
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("expected a URL without spaces, found {text:?}"));
+    }
+    if rest.contains(['?', '#']) {
+        return Err(format!(
+            "expected the API base URL without a query or fragment, found {text:?}"
+        ));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((host, after)) => (host, after.strip_prefix(':')),
+            None => ("", None),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if port.is_some_and(|p| p.parse::<u16>().is_err()) {
+        return Err(format!(
+            "expected a numeric port in the URL, found {text:?}"
+        ));
+    }
+    if host.is_empty() {
+        return Err(format!("expected a host in the URL, found {text:?}"));
+    }
+    Ok(())
+}
+
+/// `owner/name` for GitHub and Gitea; a project path or numeric id for GitLab.
+fn check_repository(kind: ForgeKind, text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let segment_ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    let parts: Vec<&str> = text.split('/').collect();
+    match kind {
+        ForgeKind::GitHub | ForgeKind::Gitea => {
+            if parts.len() == 2 && parts.iter().all(|p| segment_ok(p)) {
+                Ok(())
+            } else {
+                Err(format!("expected owner/name, found {text:?}"))
+            }
+        }
+        ForgeKind::GitLab => {
+            let numeric = text.chars().all(|c| c.is_ascii_digit());
+            if numeric || (parts.len() >= 2 && parts.iter().all(|p| segment_ok(p))) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "expected a project path such as group/project (or group/sub/project) or a \
+                     numeric project id, found {text:?}"
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "apiVersion: sluice.dev/v1alpha1\nkind: Config\n";
+
+    fn forge(block: &str) -> Result<Option<ForgeSettings>, Vec<String>> {
+        parse_settings(SETTINGS_PATH, &format!("{HEAD}forge:\n{block}"))
+            .map(|s| s.forge)
+            .map_err(|errs| errs.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn no_forge_block_is_none() {
+        let s = parse_settings(SETTINGS_PATH, HEAD).unwrap();
+        assert_eq!(s.forge, None);
+    }
+
+    #[test]
+    fn forge_blocks_parse_with_defaults() {
+        assert_eq!(
+            forge("  kind: github\n  repository: acme/config\n").unwrap(),
+            Some(ForgeSettings {
+                kind: ForgeKind::GitHub,
+                api_url: "https://api.github.com".into(),
+                repository: "acme/config".into(),
+            })
+        );
+        assert_eq!(
+            forge("  kind: gitlab\n  repository: platform/team/config\n")
+                .unwrap()
+                .unwrap()
+                .api_url,
+            "https://gitlab.com/api/v4"
+        );
+        assert_eq!(
+            forge("  kind: gitlab\n  apiUrl: https://git.corp/api/v4\n  repository: \"4711\"\n")
+                .unwrap()
+                .unwrap()
+                .repository,
+            "4711"
+        );
+        assert_eq!(
+            forge("  kind: gitea\n  apiUrl: http://127.0.0.1:3000/api/v1\n  repository: ops/cfg\n")
+                .unwrap()
+                .unwrap()
+                .kind,
+            ForgeKind::Gitea
+        );
+        assert_eq!(
+            forge("  kind: github\n  apiUrl: https://ghe.corp/api/v3\n  repository: a/b\n")
+                .unwrap()
+                .unwrap()
+                .api_url,
+            "https://ghe.corp/api/v3"
+        );
+    }
+
+    #[test]
+    fn unknown_kind_lists_the_kinds() {
+        let errs = forge("  kind: bitbucket\n  repository: a/b\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![
+                ".sluice/config.yaml:4: forge.kind: unknown forge kind \"bitbucket\"; expected one \
+                 of: github, gitlab, gitea (use gitea for Forgejo)"
+            ]
+        );
+    }
+
+    #[test]
+    fn api_url_must_be_http_and_carry_no_credentials() {
+        let errs = forge("  kind: github\n  apiUrl: ftp://x\n  repository: a/b\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![
+                ".sluice/config.yaml:5: forge.apiUrl: expected an http:// or https:// URL such \
+                 as https://api.github.com, found \"ftp://x\""
+            ]
+        );
+        let errs =
+            forge("  kind: github\n  apiUrl: https://tok3n@ghe.corp/api/v3\n  repository: a/b\n")
+                .unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0].contains("forge.apiUrl: must not contain credentials"),
+            "{errs:?}"
+        );
+        assert!(!errs[0].contains("tok3n"), "the token leaked: {errs:?}");
+        for bad in [
+            "https://",
+            "https://host/api?x=1",
+            "https://host:abc/api",
+            "https://ho st/api",
+        ] {
+            let errs = forge(&format!(
+                "  kind: gitea\n  apiUrl: \"{bad}\"\n  repository: a/b\n"
+            ))
+            .unwrap_err();
+            assert_eq!(errs.len(), 1, "{bad}: {errs:?}");
+            assert!(errs[0].contains(":5: forge.apiUrl: "), "{bad}: {errs:?}");
+        }
+        let errs = forge("  kind: gitea\n  repository: a/b\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![
+                ".sluice/config.yaml:4: forge.apiUrl: required for kind gitea: the API base, such \
+                 as https://gitea.example.com/api/v1"
+            ]
+        );
+    }
+
+    #[test]
+    fn repository_shape_depends_on_the_kind() {
+        for (kind, bad) in [
+            ("github", "acme"),
+            ("github", "acme/config/extra"),
+            ("gitea", "/config"),
+            ("gitea", "acme/.."),
+            ("github", "acme/con fig"),
+            ("gitlab", "project"),
+            ("gitlab", "group//project"),
+        ] {
+            let errs = forge(&format!(
+                "  kind: {kind}\n  apiUrl: https://h/api\n  repository: \"{bad}\"\n"
+            ))
+            .unwrap_err();
+            assert_eq!(errs.len(), 1, "{kind} {bad}: {errs:?}");
+            assert!(
+                errs[0].starts_with(".sluice/config.yaml:6: forge.repository: expected"),
+                "{errs:?}"
+            );
+        }
+        let errs = forge("  kind: github\n  repository: \"\"\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![".sluice/config.yaml:5: forge.repository: must not be empty"]
+        );
+        let errs = forge("  kind: github\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![".sluice/config.yaml:4: forge.repository: required field is missing"]
+        );
+    }
+
+    #[test]
+    fn forge_unknown_fields_get_a_hint() {
+        let errs = forge("  kind: github\n  apiURL: https://x\n  repository: a/b\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![
+                ".sluice/config.yaml:5: forge.apiURL: unknown field (did you mean \"apiUrl\"?); \
+                 expected one of: kind, apiUrl, repository"
+            ]
+        );
     }
 }

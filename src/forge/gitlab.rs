@@ -1,0 +1,229 @@
+//! GitLab merge requests, REST API v4.
+//!
+//! Endpoints (relative to `apiUrl`, e.g. `https://gitlab.com/api/v4`; `:id` is the numeric
+//! project id or the URL-encoded project path, `group%2Fproject`):
+//! - `GET /projects/:id/merge_requests?state=opened&source_branch=..&target_branch=..`
+//! - `POST /projects/:id/merge_requests` `{source_branch, target_branch, title, description}`
+//! - `GET /projects/:id/merge_requests/:iid`: `state` is `opened`, `closed`, `locked` or
+//!   `merged`; the number humans see is `iid`, the page `web_url`
+//! - `POST /projects/:id/merge_requests/:iid/notes` `{body}`
+//! - `PUT /projects/:id/merge_requests/:iid` `{state_event: "close"}`
+//!
+//! Auth: `PRIVATE-TOKEN: <token>` (personal, project or group access tokens).
+
+use std::ops::ControlFlow;
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::Api;
+use super::{ForgeError, Operation, PrState, PullRequest};
+
+const PER_PAGE: u32 = 100;
+
+/// A GitLab project's merge requests.
+#[derive(Debug)]
+pub struct GitLab {
+    pub(super) api: Api,
+    /// Numeric id or full path; encoded as one path segment in every URL.
+    project: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct MergeRequest {
+    iid: u64,
+    web_url: String,
+    state: String,
+    source_branch: String,
+    target_branch: String,
+    #[serde(default)]
+    source_project_id: Option<u64>,
+    #[serde(default)]
+    target_project_id: Option<u64>,
+}
+
+impl MergeRequest {
+    /// Not from a fork: a fork's branch of the same name is someone else's.
+    fn same_project(&self) -> bool {
+        match (self.source_project_id, self.target_project_id) {
+            (Some(s), Some(t)) => s == t,
+            _ => true,
+        }
+    }
+}
+
+impl GitLab {
+    pub(super) fn new(api: Api, repository: &str) -> Result<GitLab, ForgeError> {
+        let project = repository.trim_matches('/');
+        if project.is_empty() || project.split('/').any(|s| s.is_empty() || s == "..") {
+            return Err(ForgeError::Config {
+                message: format!(
+                    "forge.repository: expected a GitLab project path or id, found {repository:?}"
+                ),
+            });
+        }
+        Ok(GitLab {
+            api,
+            project: project.to_string(),
+        })
+    }
+
+    fn pr(&self, op: Operation, mr: MergeRequest) -> Result<PullRequest, ForgeError> {
+        let state = match mr.state.as_str() {
+            // `locked` is the short-lived state while GitLab merges: still awaiting the merge.
+            "opened" | "locked" => PrState::Open,
+            "merged" => PrState::Merged,
+            "closed" => PrState::Closed,
+            other => {
+                return Err(self.api.unexpected(
+                    op,
+                    200,
+                    format!("unknown merge request state {other:?}"),
+                ))
+            }
+        };
+        Ok(PullRequest {
+            number: mr.iid,
+            url: mr.web_url,
+            state,
+            head: mr.source_branch,
+            base: mr.target_branch,
+        })
+    }
+
+    fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
+        let mut segments = vec!["projects", self.project.as_str(), "merge_requests"];
+        segments.extend_from_slice(tail);
+        self.api.url(op, &segments)
+    }
+
+    pub(super) async fn find_open(
+        &self,
+        head: &str,
+        base: &str,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let op = Operation::FindOpen;
+        let url = self.url(op, &[])?;
+        let query = [
+            ("state", "opened".to_string()),
+            ("source_branch", head.to_string()),
+            ("target_branch", base.to_string()),
+        ];
+        let mut found = None;
+        self.api
+            .pages(
+                op,
+                &url,
+                &query,
+                ("per_page", PER_PAGE),
+                |page: Vec<MergeRequest>| {
+                    found = page.into_iter().find(|mr| {
+                        mr.source_branch == head
+                            && mr.target_branch == base
+                            && matches!(mr.state.as_str(), "opened" | "locked")
+                            && mr.same_project()
+                    });
+                    if found.is_some() {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            )
+            .await?;
+        found.map(|mr| self.pr(op, mr)).transpose()
+    }
+
+    pub(super) async fn open(
+        &self,
+        head: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<PullRequest, ForgeError> {
+        let op = Operation::Open;
+        let payload = json!({
+            "source_branch": head,
+            "target_branch": base,
+            "title": title,
+            "description": body,
+        });
+        let mr: MergeRequest = self
+            .api
+            .json(op, Method::POST, self.url(op, &[])?, &[], Some(&payload))
+            .await?;
+        self.pr(op, mr)
+    }
+
+    pub(super) async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
+        let op = Operation::Get(number);
+        let iid = number.to_string();
+        let mr: MergeRequest = self
+            .api
+            .json(op, Method::GET, self.url(op, &[&iid])?, &[], None)
+            .await?;
+        self.pr(op, mr)
+    }
+
+    pub(super) async fn latest_for_branch(
+        &self,
+        head: &str,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let op = Operation::LatestForBranch;
+        let url = self.url(op, &[])?;
+        let query = [
+            ("state", "all".to_string()),
+            ("source_branch", head.to_string()),
+            ("order_by", "created_at".to_string()),
+            ("sort", "desc".to_string()),
+        ];
+        let mut newest: Option<MergeRequest> = None;
+        self.api
+            .pages(
+                op,
+                &url,
+                &query,
+                ("per_page", PER_PAGE),
+                |page: Vec<MergeRequest>| {
+                    for mr in page
+                        .into_iter()
+                        .filter(|mr| mr.source_branch == head && mr.same_project())
+                    {
+                        if newest.as_ref().is_none_or(|n| mr.iid > n.iid) {
+                            newest = Some(mr);
+                        }
+                    }
+                    ControlFlow::Continue(())
+                },
+            )
+            .await?;
+        newest.map(|mr| self.pr(op, mr)).transpose()
+    }
+
+    pub(super) async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
+        let op = Operation::Comment(number);
+        let iid = number.to_string();
+        let url = self.url(op, &[&iid, "notes"])?;
+        self.api
+            .send(op, Method::POST, url, &[], Some(&json!({"body": text})))
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn close(&self, number: u64) -> Result<(), ForgeError> {
+        let op = Operation::Close(number);
+        let iid = number.to_string();
+        let url = self.url(op, &[&iid])?;
+        self.api
+            .send(
+                op,
+                Method::PUT,
+                url,
+                &[],
+                Some(&json!({"state_event": "close"})),
+            )
+            .await?;
+        Ok(())
+    }
+}

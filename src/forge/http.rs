@@ -1,0 +1,693 @@
+//! The HTTP plumbing every provider shares: building the one client, joining URLs, sending with
+//! a timeout, reading bounded bodies, following pages and turning bad answers into
+//! [`ForgeError`]s that say what to fix.
+//!
+//! The token lives here only as a sensitive header and a scrubbing pattern; it is never logged,
+//! never part of a URL and never copied into an error.
+
+use std::error::Error as _;
+use std::fmt;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use reqwest::{Method, StatusCode, Url};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{ForgeError, ForgeKind, ForgeSettings, Operation, DEFAULT_TIMEOUT};
+
+/// Answers larger than this are refused rather than held in memory.
+const MAX_BODY: usize = 8 << 20;
+/// Upper bound on pages read by one lookup (100 items a page on GitHub and GitLab, 50 on Gitea).
+pub(super) const MAX_PAGES: u32 = 50;
+/// Connecting may take at most this long (the whole request has the per-request timeout).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest API message copied into an error.
+const MAX_MESSAGE: usize = 300;
+
+/// A token: `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+struct Secret(String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// One forge API endpoint: client, base URL, auth, timeout.
+#[derive(Debug)]
+pub(crate) struct Api {
+    pub(super) kind: ForgeKind,
+    client: reqwest::Client,
+    /// The API base without a trailing slash (`https://ghe.example.com/api/v3`).
+    base: Url,
+    /// The configured repository, for hints.
+    repository: String,
+    token: Option<Secret>,
+    timeout: Duration,
+}
+
+/// A 2xx answer, or any answer when the caller asked for it raw.
+pub(super) struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Api {
+    pub(super) fn new(s: &ForgeSettings, token: Option<String>) -> Result<Api, ForgeError> {
+        let mut base = Url::parse(&s.api_url).map_err(|e| ForgeError::Config {
+            message: format!(
+                "forge.apiUrl {:?} is not a URL: {e}",
+                redact_url(&s.api_url)
+            ),
+        })?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(ForgeError::Config {
+                message: format!(
+                    "forge.apiUrl must be an http:// or https:// URL, found {:?}",
+                    redact_url(&s.api_url)
+                ),
+            });
+        }
+        if !base.username().is_empty() || base.password().is_some() {
+            return Err(ForgeError::Config {
+                message: format!(
+                    "forge.apiUrl must not contain credentials; put the token in {} instead",
+                    super::TOKEN_VAR
+                ),
+            });
+        }
+        base.set_query(None);
+        base.set_fragment(None);
+        if let Ok(mut segments) = base.path_segments_mut() {
+            segments.pop_if_empty();
+        }
+        let token = token.map(|t| Secret(t.trim().to_string()));
+        let client = client(s.kind, token.as_ref())?;
+        Ok(Api {
+            kind: s.kind,
+            client,
+            base,
+            repository: s.repository.clone(),
+            token,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    pub(super) fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// The base URL with `segments` appended, each percent-encoded as one path segment (so a
+    /// GitLab project path `group/project` becomes `group%2Fproject`).
+    pub(super) fn url(&self, op: Operation, segments: &[&str]) -> Result<Url, ForgeError> {
+        let mut url = self.base.clone();
+        match url.path_segments_mut() {
+            Ok(mut path) => {
+                path.pop_if_empty().extend(segments);
+            }
+            Err(()) => {
+                return Err(self.terminal(
+                    op,
+                    None,
+                    String::new(),
+                    "forge.apiUrl cannot take a path; set it to the API base URL".into(),
+                ))
+            }
+        }
+        Ok(url)
+    }
+
+    /// Sends one request and returns the answer whatever its status; only transport problems
+    /// (and oversized bodies) are errors here.
+    pub(super) async fn send_raw(
+        &self,
+        op: Operation,
+        method: Method,
+        url: Url,
+        query: &[(&str, String)],
+        json: Option<&Value>,
+    ) -> Result<Answer, ForgeError> {
+        let mut request = self
+            .client
+            .request(method.clone(), url.clone())
+            .timeout(self.timeout);
+        if !query.is_empty() {
+            request = request.query(query);
+        }
+        if let Some(body) = json {
+            request = request.json(body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.transport(op, None, &e))?;
+        let status = response.status();
+        tracing::debug!(
+            forge = %self.kind,
+            method = %method,
+            path = %url.path(),
+            status = status.as_u16(),
+            "forge request"
+        );
+        let headers = response.headers().clone();
+        let body = read_body(response).await.map_err(|e| match e {
+            BodyError::TooLarge => self.terminal(
+                op,
+                Some(status.as_u16()),
+                format!("answer larger than {} MiB", MAX_BODY >> 20),
+                "check forge.apiUrl points at the forge's API".into(),
+            ),
+            BodyError::Transfer(e) => self.transport(op, Some(status.as_u16()), &e),
+        })?;
+        Ok(Answer {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Sends one request; any status outside 2xx becomes an error.
+    pub(super) async fn send(
+        &self,
+        op: Operation,
+        method: Method,
+        url: Url,
+        query: &[(&str, String)],
+        json: Option<&Value>,
+    ) -> Result<Answer, ForgeError> {
+        let answer = self.send_raw(op, method, url, query, json).await?;
+        if answer.status.is_success() {
+            Ok(answer)
+        } else {
+            Err(self.status_error(op, &answer))
+        }
+    }
+
+    /// Sends and decodes a JSON answer.
+    pub(super) async fn json<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        method: Method,
+        url: Url,
+        query: &[(&str, String)],
+        json: Option<&Value>,
+    ) -> Result<T, ForgeError> {
+        let answer = self.send(op, method, url, query, json).await?;
+        self.decode(op, &answer)
+    }
+
+    /// Decodes a 2xx answer; an unreadable one is terminal (usually a wrong `apiUrl` that
+    /// answers with a web page).
+    pub(super) fn decode<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        answer: &Answer,
+    ) -> Result<T, ForgeError> {
+        serde_json::from_slice(&answer.body).map_err(|e| {
+            self.terminal(
+                op,
+                Some(answer.status.as_u16()),
+                format!("unreadable answer: {e}"),
+                self.api_url_hint(),
+            )
+        })
+    }
+
+    /// Reads a list endpoint page by page (`page` = 1, 2, ...; page size in `size_key`) and
+    /// hands each page to `visit` until it breaks, the forge says there is no next page, or
+    /// [`MAX_PAGES`] were read.
+    pub(super) async fn pages<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        (size_key, size): (&str, u32),
+        mut visit: impl FnMut(Vec<T>) -> ControlFlow<()>,
+    ) -> Result<(), ForgeError> {
+        for page in 1..=MAX_PAGES {
+            let mut q: Vec<(&str, String)> = query.to_vec();
+            q.push((size_key, size.to_string()));
+            q.push(("page", page.to_string()));
+            let answer = self.send(op, Method::GET, url.clone(), &q, None).await?;
+            let items: Vec<T> = self.decode(op, &answer)?;
+            let got = items.len();
+            if visit(items).is_break() || !has_next(&answer.headers, got, size) {
+                return Ok(());
+            }
+        }
+        tracing::warn!(
+            forge = %self.kind,
+            pages = MAX_PAGES,
+            "Stopped reading {}s after {MAX_PAGES} pages",
+            self.kind.pr_noun()
+        );
+        Ok(())
+    }
+
+    /// Classifies a non-2xx answer.
+    pub(super) fn status_error(&self, op: Operation, answer: &Answer) -> ForgeError {
+        let code = answer.status.as_u16();
+        let message = self.api_message(&answer.body);
+        let retry_after = answer
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let rate_limited = code == 429
+            || (code == 403
+                && (retry_after.is_some()
+                    || answer
+                        .headers
+                        .get("x-ratelimit-remaining")
+                        .is_some_and(|v| v.as_bytes() == b"0")
+                    || message.to_ascii_lowercase().contains("rate limit")));
+        if rate_limited || code == 408 || answer.status.is_server_error() {
+            let reason = if message.is_empty() {
+                answer
+                    .status
+                    .canonical_reason()
+                    .unwrap_or("no reason given")
+                    .to_string()
+            } else {
+                message
+            };
+            return ForgeError::Transient {
+                forge: self.kind,
+                operation: op,
+                status: Some(code),
+                reason,
+                retry_after,
+            };
+        }
+        let hint = self.hint(op, answer);
+        self.terminal(op, Some(code), message, hint)
+    }
+
+    fn hint(&self, op: Operation, answer: &Answer) -> String {
+        let scope = match self.kind {
+            ForgeKind::GitHub => {
+                "repo scope (classic token) or Pull requests: read and write (fine-grained token)"
+            }
+            ForgeKind::GitLab => "api scope",
+            ForgeKind::Gitea => "write:repository and write:issue scopes",
+        };
+        let code = answer.status.as_u16();
+        match code {
+            401 if self.token.is_none() => format!(
+                "{} is not set; give sluice a {} token with {scope}",
+                super::TOKEN_VAR,
+                self.kind
+            ),
+            401 => format!(
+                "check {} (or {}) holds a valid, unexpired {} token with {scope}",
+                super::TOKEN_VAR,
+                super::TOKEN_FILE_VAR,
+                self.kind
+            ),
+            403 => format!(
+                "check {} has {scope} and that its user may write to {}",
+                super::TOKEN_VAR,
+                self.repository
+            ),
+            404 => {
+                let what = match op {
+                    Operation::Get(n) | Operation::Comment(n) | Operation::Close(n) => {
+                        format!("that {} {n} exists, ", self.kind.pr_noun())
+                    }
+                    _ => String::new(),
+                };
+                format!(
+                    "check {what}forge.repository {:?} and {}; a token that cannot see a private \
+                     repository also gets 404",
+                    self.repository,
+                    self.api_url_hint()
+                )
+            }
+            409 | 422 if op == Operation::Open => format!(
+                "check the head branch was pushed, differs from the base branch, the base branch \
+                 exists, and no other {} is open for the same branches",
+                self.kind.pr_noun()
+            ),
+            409 | 422 => format!("{} refused the change", self.kind),
+            300..=399 => {
+                let location = answer
+                    .headers
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|l| format!(" to {}", redact_url(l)))
+                    .unwrap_or_default();
+                format!(
+                    "the forge redirects{location}; update forge.apiUrl or forge.repository to \
+                     the new location (sluice does not follow redirects, so the token stays with \
+                     the configured host)"
+                )
+            }
+            _ => format!(
+                "unexpected answer; {} and forge.repository {:?}",
+                self.api_url_hint(),
+                self.repository
+            ),
+        }
+    }
+
+    fn api_url_hint(&self) -> String {
+        let example = match self.kind {
+            ForgeKind::GitHub => {
+                "https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise"
+            }
+            ForgeKind::GitLab => "https://gitlab.com/api/v4 or https://HOST/api/v4",
+            ForgeKind::Gitea => "https://HOST/api/v1",
+        };
+        format!(
+            "check forge.apiUrl {} is the {} API base ({example})",
+            self.base, self.kind
+        )
+    }
+
+    pub(super) fn terminal(
+        &self,
+        op: Operation,
+        status: Option<u16>,
+        message: String,
+        hint: String,
+    ) -> ForgeError {
+        ForgeError::Terminal {
+            forge: self.kind,
+            operation: op,
+            status,
+            message: self.scrub(&message),
+            hint: self.scrub(&hint),
+        }
+    }
+
+    /// A 2xx answer that does not make sense (an unknown state, a missing field).
+    pub(super) fn unexpected(&self, op: Operation, status: u16, what: String) -> ForgeError {
+        self.terminal(op, Some(status), what, self.api_url_hint())
+    }
+
+    fn transport(&self, op: Operation, status: Option<u16>, e: &reqwest::Error) -> ForgeError {
+        if e.is_builder() {
+            return self.terminal(
+                op,
+                None,
+                self.scrub(&describe(e)),
+                "sluice could not build the request; check forge.apiUrl".into(),
+            );
+        }
+        ForgeError::Transient {
+            forge: self.kind,
+            operation: op,
+            status,
+            reason: self.scrub(&describe(e)),
+            retry_after: None,
+        }
+    }
+
+    /// The API's own explanation: GitHub/Gitea `message` (+ GitHub `errors[]`), GitLab
+    /// `message` (string, list or field map) or OAuth `error`/`error_description`; otherwise the
+    /// start of the body. Scrubbed, one line, bounded.
+    fn api_message(&self, body: &[u8]) -> String {
+        let text = match serde_json::from_slice::<Value>(body) {
+            Ok(v) => json_message(&v),
+            Err(_) => String::from_utf8_lossy(body).into_owned(),
+        };
+        one_line(&self.scrub(&text), MAX_MESSAGE)
+    }
+
+    /// Replaces the token wherever it appears.
+    fn scrub(&self, text: &str) -> String {
+        match &self.token {
+            Some(Secret(t)) if !t.is_empty() => text.replace(t.as_str(), "***"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+/// Builds the HTTP client for one forge: default headers (auth marked sensitive), a user agent,
+/// timeouts, no redirects (a redirect to another host must not take a `PRIVATE-TOKEN` header
+/// along). The one place the rustls crypto provider is installed for forge traffic.
+fn client(kind: ForgeKind, token: Option<&Secret>) -> Result<reqwest::Client, ForgeError> {
+    // reqwest is built with `rustls-no-provider`: without a process-wide provider, building a
+    // client panics. Err only means one is installed already (by us or the host program).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut headers = HeaderMap::new();
+    match kind {
+        ForgeKind::GitHub => {
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/vnd.github+json"),
+            );
+            headers.insert(
+                HeaderName::from_static("x-github-api-version"),
+                HeaderValue::from_static("2022-11-28"),
+            );
+        }
+        ForgeKind::GitLab | ForgeKind::Gitea => {
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        }
+    }
+    if let Some(Secret(token)) = token {
+        let (name, value) = match kind {
+            ForgeKind::GitHub => (AUTHORIZATION, format!("Bearer {token}")),
+            ForgeKind::GitLab => (HeaderName::from_static("private-token"), token.clone()),
+            ForgeKind::Gitea => (AUTHORIZATION, format!("token {token}")),
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
+            message: format!(
+                "the token in {} (or {}) contains characters not allowed in an HTTP header",
+                super::TOKEN_VAR,
+                super::TOKEN_FILE_VAR
+            ),
+        })?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    reqwest::Client::builder()
+        .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+        .default_headers(headers)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(DEFAULT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| ForgeError::Config {
+            message: format!("cannot build an HTTP client: {}", describe(&e)),
+        })
+}
+
+enum BodyError {
+    TooLarge,
+    Transfer(reqwest::Error),
+}
+
+async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, BodyError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transfer)? {
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// True when another page follows: the `Link` header's `rel="next"` when the forge sends a
+/// `Link` header (all three do), otherwise a full page.
+fn has_next(headers: &HeaderMap, got: usize, size: u32) -> bool {
+    if got == 0 {
+        return false;
+    }
+    let links: Vec<&str> = headers
+        .get_all(reqwest::header::LINK)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    if links.is_empty() {
+        return got >= size as usize;
+    }
+    links.iter().flat_map(|l| l.split(',')).any(|part| {
+        part.split(';')
+            .skip(1)
+            .any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"))
+    })
+}
+
+fn json_message(v: &Value) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    match v.get("message") {
+        Some(Value::String(s)) => parts.push(s.clone()),
+        Some(Value::Array(items)) => parts.extend(items.iter().map(scalar_text)),
+        Some(Value::Object(fields)) => parts.extend(fields.iter().map(|(k, v)| {
+            let text = match v {
+                Value::Array(items) => items.iter().map(scalar_text).collect::<Vec<_>>().join(", "),
+                other => scalar_text(other),
+            };
+            format!("{k}: {text}")
+        })),
+        _ => {}
+    }
+    if let Some(Value::Array(errors)) = v.get("errors") {
+        for e in errors {
+            let text = match e {
+                Value::Object(o) => match o.get("message") {
+                    Some(m) => scalar_text(m),
+                    None => {
+                        let field = |k: &str| o.get(k).map(scalar_text).unwrap_or_default();
+                        format!("{} {} {}", field("resource"), field("field"), field("code"))
+                            .trim()
+                            .to_string()
+                    }
+                },
+                other => scalar_text(other),
+            };
+            if !text.is_empty() {
+                parts.push(text);
+            }
+        }
+    }
+    if parts.is_empty() {
+        if let Some(e) = v.get("error") {
+            parts.push(scalar_text(e));
+        }
+        if let Some(d) = v.get("error_description") {
+            parts.push(scalar_text(d));
+        }
+    }
+    parts.join("; ")
+}
+
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Collapses whitespace, drops control characters and cuts at `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        let word: String = word.chars().filter(|c| !c.is_control()).collect();
+        if word.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&word);
+        if out.chars().count() > max {
+            let cut: String = out.chars().take(max).collect();
+            return format!("{cut}...");
+        }
+    }
+    out
+}
+
+/// A URL with any userinfo removed (for messages).
+fn redact_url(text: &str) -> String {
+    match text.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (authority, tail) = rest.split_at(end);
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://***@{host}{tail}"),
+                None => text.to_string(),
+            }
+        }
+        None => text.to_string(),
+    }
+}
+
+/// A transport error as one line with its causes, without the URL.
+fn describe(error: &reqwest::Error) -> String {
+    let head = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "cannot connect"
+    } else if error.is_body() || error.is_decode() {
+        "broken answer"
+    } else {
+        "request failed"
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = e.source();
+    }
+    if parts.is_empty() {
+        head.to_string()
+    } else {
+        format!("{head}: {}", one_line(&parts.join(": "), MAX_MESSAGE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn api_messages_of_each_forge_are_one_line() {
+        assert_eq!(
+            json_message(&json!({"message": "Validation Failed", "errors": [
+                {"resource": "PullRequest", "code": "custom",
+                 "message": "A pull request already exists for acme:sluice/a."},
+                {"resource": "PullRequest", "field": "base", "code": "invalid"}
+            ]})),
+            "Validation Failed; A pull request already exists for acme:sluice/a.; PullRequest \
+             base invalid"
+        );
+        assert_eq!(
+            json_message(&json!({"message": ["Another open merge request already exists"]})),
+            "Another open merge request already exists"
+        );
+        assert_eq!(
+            json_message(&json!({"message": {"source_branch": ["is invalid"]}})),
+            "source_branch: is invalid"
+        );
+        assert_eq!(
+            json_message(&json!({"error": "invalid_token", "error_description": "expired"})),
+            "invalid_token; expired"
+        );
+        assert_eq!(one_line("a\n\n b\t\u{7}c", 10), "a b c");
+        assert_eq!(one_line(&"x".repeat(20), 5), "xxxxx...");
+    }
+
+    #[test]
+    fn next_page_comes_from_the_link_header_or_a_full_page() {
+        let mut h = HeaderMap::new();
+        assert!(has_next(&h, 100, 100));
+        assert!(!has_next(&h, 99, 100));
+        assert!(!has_next(&h, 0, 100));
+        h.insert(
+            reqwest::header::LINK,
+            HeaderValue::from_static(
+                "<https://x/repos/a/b/pulls?page=2>; rel=\"next\", <https://x/repos/a/b/pulls?page=9>; rel=\"last\"",
+            ),
+        );
+        assert!(has_next(&h, 3, 100));
+        h.insert(
+            reqwest::header::LINK,
+            HeaderValue::from_static("<https://x/repos/a/b/pulls?page=1>; rel=\"first\""),
+        );
+        assert!(!has_next(&h, 100, 100));
+    }
+
+    #[test]
+    fn urls_lose_their_userinfo_in_messages() {
+        assert_eq!(
+            redact_url("https://user:pw@host/api?x"),
+            "https://***@host/api?x"
+        );
+        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
+    }
+}

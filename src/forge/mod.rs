@@ -1,0 +1,412 @@
+//! Pull-request providers: open, find, read, comment on and close the pull request that asks a
+//! human to approve a canary step.
+//!
+//! A step that needs approval is committed on a branch `sluice/<namespace>/<name>/<step>`;
+//! merging its pull request approves the step, closing it aborts the rollout. [`Forge`] is one
+//! enum over the providers (`github.rs`, `gitlab.rs`, `gitea.rs`), chosen once from the repo
+//! settings; nothing downstream matches on provider strings.
+//!
+//! Errors say whether to retry ([`ForgeError::is_transient`]: network, timeouts, 5xx, 429, rate
+//! limits) or to stop and tell a human what to fix (401/403/404/422 with the API's own message).
+//!
+//! This module must not log, print or put in an error the access token
+//! (`SLUICE_FORGE_TOKEN` / `SLUICE_FORGE_TOKEN_FILE`), and must not panic on any HTTP answer.
+
+pub mod gitea;
+pub mod github;
+pub mod gitlab;
+mod http;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use crate::spec::settings::{ForgeKind, ForgeSettings};
+
+/// Where a pull request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrState {
+    Open,
+    Merged,
+    /// Closed without merging.
+    Closed,
+}
+
+/// A pull request (GitLab: merge request) as sluice needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    /// The number humans see: GitHub/Gitea `number`, GitLab `iid`.
+    pub number: u64,
+    /// The web page of the pull request.
+    pub url: String,
+    pub state: PrState,
+    /// Source branch.
+    pub head: String,
+    /// Target branch.
+    pub base: String,
+}
+
+/// What sluice was doing when a forge call failed; part of every [`ForgeError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    FindOpen,
+    Open,
+    Get(u64),
+    LatestForBranch,
+    Comment(u64),
+    Close(u64),
+}
+
+impl Operation {
+    /// "create pull request", "comment on merge request !4", ...
+    pub fn describe(self, kind: ForgeKind) -> String {
+        let noun = kind.pr_noun();
+        let sign = match kind {
+            ForgeKind::GitLab => "!",
+            ForgeKind::GitHub | ForgeKind::Gitea => "#",
+        };
+        match self {
+            Operation::FindOpen => format!("look up open {noun}s"),
+            Operation::Open => format!("create {noun}"),
+            Operation::Get(n) => format!("get {noun} {sign}{n}"),
+            Operation::LatestForBranch => format!("list {noun}s of a branch"),
+            Operation::Comment(n) => format!("comment on {noun} {sign}{n}"),
+            Operation::Close(n) => format!("close {noun} {sign}{n}"),
+        }
+    }
+}
+
+/// A failed forge call. `Transient` means "try again later"; everything else needs a human.
+///
+/// No variant ever holds the access token: API messages are scrubbed before they get here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForgeError {
+    /// The settings or the token source cannot work; fix the configuration.
+    #[error("forge settings: {message}")]
+    Config { message: String },
+    /// Network trouble, a timeout, 5xx, 429 or a rate limit: retry later.
+    #[error("{}", transient_text(*forge, *operation, *status, reason))]
+    Transient {
+        forge: ForgeKind,
+        operation: Operation,
+        /// `None` when no HTTP answer arrived (connection refused, timeout).
+        status: Option<u16>,
+        /// What happened, with the API's message when it sent one.
+        reason: String,
+        /// From the `Retry-After` header, when the forge sent one.
+        retry_after: Option<Duration>,
+    },
+    /// The forge refused (401/403/404/409/422, an unreadable answer, ...): report and stop.
+    #[error("{}", terminal_text(*forge, *operation, *status, message, hint))]
+    Terminal {
+        forge: ForgeKind,
+        operation: Operation,
+        status: Option<u16>,
+        /// The API's own message (scrubbed), or what was wrong with the answer.
+        message: String,
+        /// What to fix.
+        hint: String,
+    },
+}
+
+fn transient_text(
+    forge: ForgeKind,
+    operation: Operation,
+    status: Option<u16>,
+    reason: &str,
+) -> String {
+    let op = operation.describe(forge);
+    match status {
+        Some(code) => format!("{forge} answered {code} to {op} ({reason}); will retry later"),
+        None => format!("{forge} could not be reached to {op}: {reason}; will retry later"),
+    }
+}
+
+fn terminal_text(
+    forge: ForgeKind,
+    operation: Operation,
+    status: Option<u16>,
+    message: &str,
+    hint: &str,
+) -> String {
+    let op = operation.describe(forge);
+    let detail = if message.is_empty() {
+        String::new()
+    } else {
+        format!(" ({message})")
+    };
+    match status {
+        Some(code) => format!("{forge} answered {code} to {op}{detail}: {hint}"),
+        None => format!("{forge} request to {op} failed{detail}: {hint}"),
+    }
+}
+
+impl ForgeError {
+    /// True when the same call may succeed later without anyone changing anything.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ForgeError::Transient { .. })
+    }
+
+    /// The HTTP status the forge answered with, if any.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ForgeError::Config { .. } => None,
+            ForgeError::Transient { status, .. } | ForgeError::Terminal { status, .. } => *status,
+        }
+    }
+
+    fn config(message: impl Into<String>) -> ForgeError {
+        ForgeError::Config {
+            message: message.into(),
+        }
+    }
+}
+
+/// The environment variable holding the forge access token.
+pub const TOKEN_VAR: &str = "SLUICE_FORGE_TOKEN";
+/// The environment variable naming a file that holds the token (a mounted Kubernetes secret).
+pub const TOKEN_FILE_VAR: &str = "SLUICE_FORGE_TOKEN_FILE";
+
+/// Reads the token from `SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE` (never both).
+pub fn token_from_env() -> Result<Option<String>, ForgeError> {
+    token_from_lookup(|name| std::env::var(name).ok())
+}
+
+/// [`token_from_env`] through `lookup` (the environment, or a map in tests). Trailing newlines of
+/// a token file are dropped. Errors name the variable, never its value.
+pub fn token_from_lookup(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ForgeError> {
+    match (lookup(TOKEN_VAR), lookup(TOKEN_FILE_VAR)) {
+        (Some(_), Some(_)) => Err(ForgeError::config(format!(
+            "both {TOKEN_VAR} and {TOKEN_FILE_VAR} are set; set only one"
+        ))),
+        (Some(token), None) => {
+            let token = token.trim();
+            if token.is_empty() {
+                Err(ForgeError::config(format!(
+                    "{TOKEN_VAR} is set but empty; unset it or give it a token"
+                )))
+            } else {
+                Ok(Some(token.to_string()))
+            }
+        }
+        (None, Some(path)) => {
+            let content = std::fs::read_to_string(&path).map_err(|e| {
+                ForgeError::config(format!(
+                    "{TOKEN_FILE_VAR}: cannot read token file {path}: {e}"
+                ))
+            })?;
+            let token = content.trim();
+            if token.is_empty() {
+                Err(ForgeError::config(format!(
+                    "{TOKEN_FILE_VAR}: token file {path} is empty"
+                )))
+            } else {
+                Ok(Some(token.to_string()))
+            }
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The pull-request provider of the config repo, chosen once from the settings.
+#[derive(Debug)]
+pub enum Forge {
+    GitHub(github::GitHub),
+    GitLab(gitlab::GitLab),
+    Gitea(gitea::Gitea),
+}
+
+/// Requests that take longer than this fail as transient.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Forge {
+    /// Builds the provider for `s`; `token` is the access token (see [`token_from_env`]).
+    /// Without a token requests go out unauthenticated and writes will be refused.
+    pub fn from_settings(s: &ForgeSettings, token: Option<String>) -> Result<Forge, ForgeError> {
+        let api = http::Api::new(s, token)?;
+        Ok(match s.kind {
+            ForgeKind::GitHub => Forge::GitHub(github::GitHub::new(api, &s.repository)?),
+            ForgeKind::GitLab => Forge::GitLab(gitlab::GitLab::new(api, &s.repository)?),
+            ForgeKind::Gitea => Forge::Gitea(gitea::Gitea::new(api, &s.repository)?),
+        })
+    }
+
+    /// The same forge with another per-request timeout (default [`DEFAULT_TIMEOUT`]).
+    pub fn with_timeout(mut self, timeout: Duration) -> Forge {
+        self.api_mut().set_timeout(timeout);
+        self
+    }
+
+    pub fn kind(&self) -> ForgeKind {
+        match self {
+            Forge::GitHub(_) => ForgeKind::GitHub,
+            Forge::GitLab(_) => ForgeKind::GitLab,
+            Forge::Gitea(_) => ForgeKind::Gitea,
+        }
+    }
+
+    fn api_mut(&mut self) -> &mut http::Api {
+        match self {
+            Forge::GitHub(f) => &mut f.api,
+            Forge::GitLab(f) => &mut f.api,
+            Forge::Gitea(f) => &mut f.api,
+        }
+    }
+
+    /// The open pull request from `head` into `base`, if there is one.
+    pub async fn find_open(
+        &self,
+        head: &str,
+        base: &str,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        match self {
+            Forge::GitHub(f) => f.find_open(head, base).await,
+            Forge::GitLab(f) => f.find_open(head, base).await,
+            Forge::Gitea(f) => f.find_open(head, base).await,
+        }
+    }
+
+    /// Opens a pull request from `head` into `base`. Prefer [`Forge::ensure_open`].
+    pub async fn open(
+        &self,
+        head: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<PullRequest, ForgeError> {
+        match self {
+            Forge::GitHub(f) => f.open(head, base, title, body).await,
+            Forge::GitLab(f) => f.open(head, base, title, body).await,
+            Forge::Gitea(f) => f.open(head, base, title, body).await,
+        }
+    }
+
+    /// The open pull request from `head` into `base`, opened now if there is none: calling this
+    /// again (after a crash, on every reconcile) never opens a second one.
+    ///
+    /// If another writer opened it between the lookup and the create, the forge refuses the
+    /// duplicate (GitHub 422, GitLab and Gitea 409) and the lookup is repeated.
+    pub async fn ensure_open(
+        &self,
+        head: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<PullRequest, ForgeError> {
+        if let Some(pr) = self.find_open(head, base).await? {
+            return Ok(pr);
+        }
+        match self.open(head, base, title, body).await {
+            Ok(pr) => Ok(pr),
+            Err(e @ ForgeError::Terminal { .. }) if matches!(e.status(), Some(409 | 422)) => {
+                match self.find_open(head, base).await? {
+                    Some(pr) => Ok(pr),
+                    None => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The pull request with this number.
+    pub async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
+        match self {
+            Forge::GitHub(f) => f.get(number).await,
+            Forge::GitLab(f) => f.get(number).await,
+            Forge::Gitea(f) => f.get(number).await,
+        }
+    }
+
+    /// The newest pull request (any state) whose source branch is `head`.
+    pub async fn latest_for_branch(&self, head: &str) -> Result<Option<PullRequest>, ForgeError> {
+        match self {
+            Forge::GitHub(f) => f.latest_for_branch(head).await,
+            Forge::GitLab(f) => f.latest_for_branch(head).await,
+            Forge::Gitea(f) => f.latest_for_branch(head).await,
+        }
+    }
+
+    /// Adds a comment to the pull request's conversation.
+    pub async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
+        match self {
+            Forge::GitHub(f) => f.comment(number, text).await,
+            Forge::GitLab(f) => f.comment(number, text).await,
+            Forge::Gitea(f) => f.comment(number, text).await,
+        }
+    }
+
+    /// Closes the pull request without merging, after posting `comment` when given.
+    ///
+    /// A pull request that is no longer open (closed or merged) is left alone and no comment is
+    /// posted, so retrying after a failure is safe. A retry after the comment was posted but the
+    /// close failed posts the comment again.
+    pub async fn close(&self, number: u64, comment: Option<&str>) -> Result<(), ForgeError> {
+        if self.get(number).await?.state != PrState::Open {
+            return Ok(());
+        }
+        if let Some(text) = comment {
+            self.comment(number, text).await?;
+        }
+        match self {
+            Forge::GitHub(f) => f.close(number).await,
+            Forge::GitLab(f) => f.close(number).await,
+            Forge::Gitea(f) => f.close(number).await,
+        }
+    }
+}
+
+/// The description of an approval pull request: what merging changes, the latest metric checks,
+/// and what merging and closing mean. Weights are `(primary, canary)` percentages;
+/// `checks_markdown` is the latest metric table, already in Markdown.
+pub fn pr_body(
+    canary: &str,
+    step: &str,
+    weights_before: (u8, u8),
+    weights_after: (u8, u8),
+    checks_markdown: &str,
+) -> String {
+    let code = |s: &str| format!("`{}`", s.replace('`', "'"));
+    let checks = checks_markdown.trim();
+    let checks = if checks.is_empty() {
+        "_No metric checks have run yet._"
+    } else {
+        checks
+    };
+    format!(
+        "sluice is waiting for approval of step {step} of canary {canary}.\n\
+         \n\
+         ### Route weights\n\
+         \n\
+         | backend | before | after |\n\
+         |---|---:|---:|\n\
+         | primary | {pb}% | {pa}% |\n\
+         | canary | {cb}% | {ca}% |\n\
+         \n\
+         ### Latest metric checks\n\
+         \n\
+         {checks}\n\
+         \n\
+         **Merging this pull request approves the step; closing it without merging aborts the \
+         rollout.**\n",
+        step = code(step),
+        canary = code(canary),
+        pb = weights_before.0,
+        pa = weights_after.0,
+        cb = weights_before.1,
+        ca = weights_after.1,
+    )
+}
+
+impl fmt::Display for PrState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PrState::Open => "open",
+            PrState::Merged => "merged",
+            PrState::Closed => "closed",
+        })
+    }
+}

@@ -1,0 +1,418 @@
+//! A fake of GitHub's REST API v3 pulls and issue-comments endpoints, and the GitHub tests.
+
+use serde_json::{json, Value};
+use wiremock::{Request, Respond, ResponseTemplate};
+
+use super::*;
+
+const OWNER: &str = "acme";
+const REPO: &str = "config";
+
+pub struct GitHubFake {
+    fake: Fake,
+}
+
+impl GitHubFake {
+    pub fn new(fake: Fake) -> GitHubFake {
+        GitHubFake { fake }
+    }
+
+    fn pull_json(&self, req: &Request, pr: &FakePr, single: bool) -> Value {
+        let host = header(req, "host").unwrap_or("localhost");
+        let merged_at = (pr.state == FakeState::Merged).then_some("2024-05-01T12:00:00Z");
+        let mut v = json!({
+            "url": format!("http://{host}/repos/{OWNER}/{REPO}/pulls/{}", pr.number),
+            "id": 900_000 + pr.number,
+            "number": pr.number,
+            "html_url": format!("https://github.com/{OWNER}/{REPO}/pull/{}", pr.number),
+            "state": if pr.state == FakeState::Open { "open" } else { "closed" },
+            "title": pr.title,
+            "body": pr.body,
+            "created_at": "2024-05-01T10:00:00Z",
+            "closed_at": (pr.state != FakeState::Open).then_some("2024-05-01T12:00:00Z"),
+            "merged_at": merged_at,
+            "draft": false,
+            "head": {"label": format!("{OWNER}:{}", pr.head), "ref": pr.head, "sha": "1111111",
+                     "repo": {"full_name": format!("{OWNER}/{REPO}")}},
+            "base": {"label": format!("{OWNER}:{}", pr.base), "ref": pr.base, "sha": "2222222",
+                     "repo": {"full_name": format!("{OWNER}/{REPO}")}},
+        });
+        if single {
+            // Only the single-pull answer has `merged`; lists carry `merged_at` alone.
+            v["merged"] = json!(pr.state == FakeState::Merged);
+            v["mergeable"] = Value::Null;
+        }
+        v
+    }
+
+    fn route(&self, req: &Request) -> ResponseTemplate {
+        let Some(seg) = self.fake.segments(req) else {
+            return error(404, "Not Found");
+        };
+        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
+        let method = req.method.as_str();
+        match (method, seg.as_slice()) {
+            ("GET", ["repos", OWNER, REPO, "pulls"]) => self.list(req),
+            ("POST", ["repos", OWNER, REPO, "pulls"]) => self.create(req),
+            ("GET", ["repos", OWNER, REPO, "pulls", n]) => self.with_pr(n, |pr| {
+                if let Some(e) = undocumented_param(req, &[]) {
+                    return e;
+                }
+                ResponseTemplate::new(200).set_body_json(self.pull_json(req, pr, true))
+            }),
+            ("PATCH", ["repos", OWNER, REPO, "pulls", n]) => self.update(req, n),
+            ("POST", ["repos", OWNER, REPO, "issues", n, "comments"]) => {
+                let body = match payload(req, &["body"], &["body"]) {
+                    Ok(v) => v,
+                    Err(e) => return e,
+                };
+                let Some(n) = self.existing(n) else {
+                    return error(404, "Not Found");
+                };
+                let text = body["body"].as_str().unwrap_or_default().to_string();
+                self.fake.store().comments.push((n, text.clone()));
+                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text}))
+            }
+            _ => error(404, "Not Found"),
+        }
+    }
+
+    fn existing(&self, n: &str) -> Option<u64> {
+        let n: u64 = n.parse().ok()?;
+        self.fake
+            .store()
+            .prs
+            .iter()
+            .any(|p| p.number == n)
+            .then_some(n)
+    }
+
+    fn with_pr(&self, n: &str, f: impl FnOnce(&FakePr) -> ResponseTemplate) -> ResponseTemplate {
+        let pr = n
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| self.fake.prs().into_iter().find(|p| p.number == n));
+        match pr {
+            Some(pr) => f(&pr),
+            None => error(404, "Not Found"),
+        }
+    }
+
+    fn list(&self, req: &Request) -> ResponseTemplate {
+        if let Some(e) = undocumented_param(
+            req,
+            &[
+                "state",
+                "head",
+                "base",
+                "sort",
+                "direction",
+                "per_page",
+                "page",
+            ],
+        ) {
+            return e;
+        }
+        let q = query(req);
+        let state = q.get("state").map(String::as_str).unwrap_or("open");
+        let head = match q.get("head") {
+            None => None,
+            Some(h) => match h.split_once(':') {
+                Some((user, branch)) => Some((user.to_string(), branch.to_string())),
+                None => return error(422, "fake: head must be user:ref-name"),
+            },
+        };
+        let mut prs: Vec<FakePr> = self
+            .fake
+            .prs()
+            .into_iter()
+            .filter(|p| match state {
+                "open" => p.state == FakeState::Open,
+                "closed" => p.state != FakeState::Open,
+                _ => true,
+            })
+            .filter(|p| {
+                head.as_ref()
+                    .is_none_or(|(u, b)| u == OWNER && &p.head == b)
+            })
+            .filter(|p| q.get("base").is_none_or(|b| &p.base == b))
+            .collect();
+        // sort=created (default), direction desc by default.
+        if q.get("direction").map(String::as_str) == Some("asc") {
+            prs.sort_by_key(|p| p.number);
+        } else {
+            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
+        }
+        let items = prs.iter().map(|p| self.pull_json(req, p, false)).collect();
+        let cap = self.fake.store().page_cap;
+        page(req, items, "per_page", 30, 100, cap)
+    }
+
+    fn create(&self, req: &Request) -> ResponseTemplate {
+        let body = match payload(
+            req,
+            &["head", "base", "title"],
+            &[
+                "title",
+                "head",
+                "head_repo",
+                "base",
+                "body",
+                "maintainer_can_modify",
+                "draft",
+                "issue",
+            ],
+        ) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
+        match self.fake.create(&s("head"), &s("base"), &s("title"), &s("body")) {
+            Some(pr) => ResponseTemplate::new(201).set_body_json(self.pull_json(req, &pr, true)),
+            None => ResponseTemplate::new(422).set_body_json(json!({
+                "message": "Validation Failed",
+                "errors": [{"resource": "PullRequest", "code": "custom",
+                            "message": format!("A pull request already exists for {OWNER}:{}.", s("head"))}],
+                "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+                "status": "422"
+            })),
+        }
+    }
+
+    fn update(&self, req: &Request, n: &str) -> ResponseTemplate {
+        let body = match payload(
+            req,
+            &[],
+            &["title", "body", "state", "base", "maintainer_can_modify"],
+        ) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let Some(n) = self.existing(n) else {
+            return error(404, "Not Found");
+        };
+        match body.get("state").and_then(Value::as_str) {
+            Some("closed") => {
+                let merged = self
+                    .fake
+                    .prs()
+                    .iter()
+                    .any(|p| p.number == n && p.state == FakeState::Merged);
+                if merged {
+                    return error(422, "fake: cannot close a merged pull request");
+                }
+                self.fake.close(n)
+            }
+            Some(other) => return error(422, &format!("fake: state {other:?} not handled")),
+            None => {}
+        }
+        self.with_pr(&n.to_string(), |pr| {
+            ResponseTemplate::new(200).set_body_json(self.pull_json(req, pr, true))
+        })
+    }
+}
+
+impl Respond for GitHubFake {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        if let Some(t) = self.fake.fault() {
+            return t;
+        }
+        if header(req, "authorization") != Some(&format!("Bearer {TOKEN}")) {
+            let mut message = "Bad credentials".to_string();
+            if self.fake.store().echo_credentials {
+                message = format!(
+                    "Bad credentials: {}",
+                    header(req, "authorization").unwrap_or("")
+                );
+            }
+            return ResponseTemplate::new(401).set_body_json(json!({
+                "message": message,
+                "documentation_url": "https://docs.github.com/rest",
+                "status": "401"
+            }));
+        }
+        if header(req, "accept") != Some("application/vnd.github+json")
+            || header(req, "x-github-api-version") != Some("2022-11-28")
+        {
+            return error(400, "fake: missing Accept or X-GitHub-Api-Version header");
+        }
+        if header(req, "user-agent").is_none_or(str::is_empty) {
+            return error(403, "Request forbidden by administrative rules. Please make sure your request has a User-Agent header");
+        }
+        self.route(req)
+    }
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+async fn harness() -> Harness {
+    default_harness(ForgeKind::GitHub).await
+}
+
+#[tokio::test]
+async fn github_fake_ensure_open_twice_opens_one_pr() {
+    let h = harness().await;
+    let pr = ensure_open_twice_opens_one(&h).await;
+    assert_eq!(pr.number, 41);
+    assert_eq!(pr.url, "https://github.com/acme/config/pull/41");
+    let requests = h.requests().await;
+    let lines = h.request_lines().await;
+    assert_eq!(
+        lines,
+        vec![
+            "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
+            "POST /repos/acme/config/pulls",
+            "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
+        ]
+    );
+    let create = &requests[1];
+    let body: Value = serde_json::from_slice(&create.body).unwrap();
+    let mut keys: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(keys, vec!["base", "body", "head", "title"]);
+    assert_eq!(body["head"], HEAD);
+    assert_eq!(body["base"], BASE);
+    for r in &requests {
+        assert_eq!(
+            header(r, "authorization"),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
+        assert_eq!(header(r, "accept"), Some("application/vnd.github+json"));
+        assert_eq!(header(r, "x-github-api-version"), Some("2022-11-28"));
+        assert!(header(r, "user-agent").unwrap().starts_with("sluice/"));
+    }
+}
+
+#[tokio::test]
+async fn github_fake_get_reports_merged_from_merged_at() {
+    let h = harness().await;
+    merged_after_merge(&h).await;
+    // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decided.
+    let lines = h.request_lines().await;
+    assert!(
+        lines.contains(&"GET /repos/acme/config/pulls/41".to_string()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&sort=created&direction=desc&per_page=100&page=1".to_string()),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn github_fake_closed_without_merge_is_closed() {
+    closed_is_closed_and_reopening_opens_a_new_one(&harness().await).await;
+}
+
+#[tokio::test]
+async fn github_fake_comment_and_close() {
+    let h = harness().await;
+    comment_and_close(&h).await;
+    let requests = h.requests().await;
+    let patch = requests
+        .iter()
+        .find(|r| r.method.as_str() == "PATCH")
+        .unwrap();
+    assert_eq!(patch.url.path(), "/repos/acme/config/pulls/41");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&patch.body).unwrap(),
+        json!({"state": "closed"})
+    );
+    let comment = requests
+        .iter()
+        .find(|r| r.method.as_str() == "POST" && r.url.path().ends_with("/comments"))
+        .unwrap();
+    assert_eq!(comment.url.path(), "/repos/acme/config/issues/41/comments");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&comment.body).unwrap(),
+        json!({"body": "metrics look good"})
+    );
+}
+
+#[tokio::test]
+async fn github_fake_401_is_terminal_and_hides_the_token() {
+    unauthorized_is_terminal(ForgeKind::GitHub, "", "acme/config").await;
+    let h = Harness::start(ForgeKind::GitHub, "", "acme/config", Some("nope")).await;
+    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("GitHub answered 401 to create pull request (Bad credentials): check SLUICE_FORGE_TOKEN (or SLUICE_FORGE_TOKEN_FILE) holds a valid, unexpired GitHub token with repo scope"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn github_fake_500_timeout_and_rate_limit_are_transient() {
+    let h = harness().await;
+    failures_are_classified(&h).await;
+    // GitHub's primary rate limit is a 403 with x-ratelimit-remaining: 0.
+    h.fake
+        .fail_next(403, vec![("x-ratelimit-remaining", "0".into())]);
+    let err = h.forge.get(41).await.unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    // A plain 403 is not.
+    h.fake.fail_next(403, vec![]);
+    let err = h.forge.get(41).await.unwrap_err();
+    assert!(!err.is_transient(), "{err:?}");
+    assert!(err.to_string().contains("repo scope"), "{err}");
+    connection_refused_is_transient(ForgeKind::GitHub).await;
+}
+
+#[tokio::test]
+async fn github_fake_enterprise_api_url_with_path_prefix() {
+    let h = Harness::start(ForgeKind::GitHub, "/api/v3", "acme/config", Some(TOKEN)).await;
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    h.forge.comment(pr.number, "hi").await.unwrap();
+    assert_eq!(h.forge.get(pr.number).await.unwrap().state, PrState::Open);
+    let lines = h.request_lines().await;
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!(
+            l.split(' ')
+                .nth(1)
+                .unwrap()
+                .starts_with("/api/v3/repos/acme/config/"),
+            "{l}"
+        );
+    }
+    // Without the prefix the same host answers 404: the hint names apiUrl and GHE's form.
+    let wrong = Forge::from_settings(
+        &ForgeSettings {
+            kind: ForgeKind::GitHub,
+            api_url: h.server.uri(),
+            repository: "acme/config".into(),
+        },
+        Some(TOKEN.into()),
+    )
+    .unwrap();
+    let err = wrong.get(pr.number).await.unwrap_err();
+    assert_eq!(err.status(), Some(404));
+    assert!(
+        err.to_string()
+            .contains("https://HOST/api/v3 for GitHub Enterprise"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn github_fake_find_open_walks_pages() {
+    find_open_walks_pages(&harness().await).await;
+}
+
+#[tokio::test]
+async fn github_fake_duplicate_create_race_reuses_the_open_pr() {
+    let h = harness().await;
+    ensure_open_survives_a_create_race(&h).await;
+    // A plain open of a duplicate shows GitHub's own message.
+    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
+    assert_eq!(err.status(), Some(422));
+    assert!(
+        err.to_string()
+            .contains("A pull request already exists for acme:sluice/prod/podinfo/3"),
+        "{err}"
+    );
+}

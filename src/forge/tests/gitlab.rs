@@ -1,0 +1,438 @@
+//! A fake of GitLab's REST API v4 merge-request and notes endpoints, and the GitLab tests.
+
+use serde_json::{json, Value};
+use wiremock::{Request, Respond, ResponseTemplate};
+
+use super::*;
+
+const PROJECT_PATH: &str = "platform/team/config";
+/// How the project path must appear in a URL: one segment, slashes encoded.
+const PROJECT_ENCODED: &str = "platform%2Fteam%2Fconfig";
+const PROJECT_ID: &str = "4711";
+
+pub struct GitLabFake {
+    fake: Fake,
+}
+
+impl GitLabFake {
+    pub fn new(fake: Fake) -> GitLabFake {
+        GitLabFake { fake }
+    }
+
+    fn mr_json(&self, pr: &FakePr) -> Value {
+        let state = match pr.state {
+            FakeState::Open => "opened",
+            FakeState::Merged => "merged",
+            FakeState::Closed => "closed",
+        };
+        json!({
+            "id": 100_000 + pr.number,
+            "iid": pr.number,
+            "project_id": 4711,
+            "title": pr.title,
+            "description": pr.body,
+            "state": state,
+            "created_at": "2024-05-01T10:00:00.000Z",
+            "merged_at": (pr.state == FakeState::Merged).then_some("2024-05-01T12:00:00.000Z"),
+            "closed_at": (pr.state == FakeState::Closed).then_some("2024-05-01T12:00:00.000Z"),
+            "target_branch": pr.base,
+            "source_branch": pr.head,
+            "source_project_id": 4711,
+            "target_project_id": 4711,
+            "draft": false,
+            "merge_status": "can_be_merged",
+            "web_url": format!("https://gitlab.com/{PROJECT_PATH}/-/merge_requests/{}", pr.number),
+        })
+    }
+
+    fn route(&self, req: &Request) -> ResponseTemplate {
+        let Some(raw) = self.fake.raw_rest(req) else {
+            return not_found("404 Not Found");
+        };
+        let seg: Vec<&str> = raw.split('/').collect();
+        let method = req.method.as_str();
+        let ["", "projects", id, "merge_requests", rest @ ..] = seg.as_slice() else {
+            return not_found("404 Not Found");
+        };
+        if *id != PROJECT_ENCODED && *id != PROJECT_ID {
+            return not_found("404 Project Not Found");
+        }
+        match (method, rest) {
+            ("GET", []) => self.list(req),
+            ("POST", []) => self.create(req),
+            ("GET", [iid]) => match self.find(iid) {
+                Some(pr) => {
+                    if let Some(e) = undocumented_param(req, &[]) {
+                        return e;
+                    }
+                    ResponseTemplate::new(200).set_body_json(self.mr_json(&pr))
+                }
+                None => not_found("404 Not found"),
+            },
+            ("PUT", [iid]) => self.update(req, iid),
+            ("POST", [iid, "notes"]) => {
+                let body = match payload(
+                    req,
+                    &["body"],
+                    &[
+                        "body",
+                        "created_at",
+                        "internal",
+                        "merge_request_diff_head_sha",
+                    ],
+                ) {
+                    Ok(v) => v,
+                    Err(e) => return e,
+                };
+                let Some(pr) = self.find(iid) else {
+                    return not_found("404 Not found");
+                };
+                let text = body["body"].as_str().unwrap_or_default().to_string();
+                self.fake.store().comments.push((pr.number, text.clone()));
+                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text, "noteable_type": "MergeRequest", "noteable_iid": pr.number}))
+            }
+            _ => not_found("404 Not Found"),
+        }
+    }
+
+    fn find(&self, iid: &str) -> Option<FakePr> {
+        let n: u64 = iid.parse().ok()?;
+        self.fake.prs().into_iter().find(|p| p.number == n)
+    }
+
+    fn list(&self, req: &Request) -> ResponseTemplate {
+        if let Some(e) = undocumented_param(
+            req,
+            &[
+                "state",
+                "order_by",
+                "sort",
+                "source_branch",
+                "target_branch",
+                "scope",
+                "view",
+                "labels",
+                "milestone",
+                "search",
+                "page",
+                "per_page",
+            ],
+        ) {
+            return e;
+        }
+        let q = query(req);
+        let state = q.get("state").map(String::as_str).unwrap_or("all");
+        if !["opened", "closed", "locked", "merged", "all"].contains(&state) {
+            return error(400, "state does not have a valid value");
+        }
+        let mut prs: Vec<FakePr> = self
+            .fake
+            .prs()
+            .into_iter()
+            .filter(|p| match state {
+                "opened" => p.state == FakeState::Open,
+                "closed" => p.state == FakeState::Closed,
+                "merged" => p.state == FakeState::Merged,
+                "locked" => false,
+                _ => true,
+            })
+            .filter(|p| q.get("source_branch").is_none_or(|b| &p.head == b))
+            .filter(|p| q.get("target_branch").is_none_or(|b| &p.base == b))
+            .collect();
+        if q.get("sort").map(String::as_str) == Some("asc") {
+            prs.sort_by_key(|p| p.number);
+        } else {
+            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
+        }
+        let items = prs.iter().map(|p| self.mr_json(p)).collect();
+        let cap = self.fake.store().page_cap;
+        page(req, items, "per_page", 20, 100, cap)
+    }
+
+    fn create(&self, req: &Request) -> ResponseTemplate {
+        let body = match payload(
+            req,
+            &["source_branch", "target_branch", "title"],
+            &[
+                "source_branch",
+                "target_branch",
+                "title",
+                "description",
+                "assignee_id",
+                "assignee_ids",
+                "reviewer_ids",
+                "labels",
+                "milestone_id",
+                "remove_source_branch",
+                "squash",
+                "target_project_id",
+                "allow_collaboration",
+            ],
+        ) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
+        let existing = self
+            .fake
+            .prs()
+            .into_iter()
+            .find(|p| p.head == s("source_branch") && p.state == FakeState::Open);
+        match self.fake.create(
+            &s("source_branch"),
+            &s("target_branch"),
+            &s("title"),
+            &s("description"),
+        ) {
+            Some(pr) => ResponseTemplate::new(201).set_body_json(self.mr_json(&pr)),
+            None => {
+                let iid = existing.map(|p| p.number).unwrap_or_else(|| {
+                    self.fake
+                        .prs()
+                        .iter()
+                        .filter(|p| p.state == FakeState::Open)
+                        .map(|p| p.number)
+                        .max()
+                        .unwrap_or(0)
+                });
+                ResponseTemplate::new(409).set_body_json(json!({
+                    "message": [format!("Another open merge request already exists for this source branch: !{iid}")]
+                }))
+            }
+        }
+    }
+
+    fn update(&self, req: &Request, iid: &str) -> ResponseTemplate {
+        let body = match payload(
+            req,
+            &[],
+            &[
+                "target_branch",
+                "title",
+                "description",
+                "state_event",
+                "labels",
+                "assignee_id",
+                "milestone_id",
+                "remove_source_branch",
+                "squash",
+                "discussion_locked",
+            ],
+        ) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let Some(pr) = self.find(iid) else {
+            return not_found("404 Not found");
+        };
+        match body.get("state_event").and_then(Value::as_str) {
+            Some("close") if pr.state == FakeState::Open => self.fake.close(pr.number),
+            Some("close") => return error(422, "fake: merge request is not open"),
+            Some(other) => {
+                return error(
+                    400,
+                    &format!("state_event does not have a valid value: {other}"),
+                )
+            }
+            None => {}
+        }
+        let pr = self.find(iid).unwrap();
+        ResponseTemplate::new(200).set_body_json(self.mr_json(&pr))
+    }
+}
+
+fn not_found(message: &str) -> ResponseTemplate {
+    error(404, message)
+}
+
+impl Respond for GitLabFake {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        if let Some(t) = self.fake.fault() {
+            return t;
+        }
+        if header(req, "private-token") != Some(TOKEN) {
+            let mut message = "401 Unauthorized".to_string();
+            if self.fake.store().echo_credentials {
+                message = format!(
+                    "401 Unauthorized: {}",
+                    header(req, "private-token").unwrap_or("")
+                );
+            }
+            return error(401, &message);
+        }
+        self.route(req)
+    }
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+async fn harness() -> Harness {
+    default_harness(ForgeKind::GitLab).await
+}
+
+#[tokio::test]
+async fn gitlab_fake_ensure_open_twice_opens_one_mr() {
+    let h = harness().await;
+    let pr = ensure_open_twice_opens_one(&h).await;
+    assert_eq!(pr.number, 7, "the iid, not the global id");
+    assert_eq!(
+        pr.url,
+        "https://gitlab.com/platform/team/config/-/merge_requests/7"
+    );
+    let requests = h.requests().await;
+    assert_eq!(
+        h.request_lines().await,
+        vec![
+            "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
+            "POST /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests",
+            "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
+        ]
+    );
+    let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let mut keys: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        vec!["description", "source_branch", "target_branch", "title"]
+    );
+    assert_eq!(body["description"], "body one");
+    for r in &requests {
+        assert_eq!(header(r, "private-token"), Some(TOKEN));
+        assert_eq!(header(r, "authorization"), None);
+    }
+}
+
+#[tokio::test]
+async fn gitlab_fake_get_reports_merged_from_state() {
+    let h = harness().await;
+    merged_after_merge(&h).await;
+    let lines = h.request_lines().await;
+    assert!(
+        lines.contains(
+            &"GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7".to_string()
+        ),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&order_by=created_at&sort=desc&per_page=100&page=1".to_string()),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn gitlab_fake_closed_without_merge_is_closed() {
+    closed_is_closed_and_reopening_opens_a_new_one(&harness().await).await;
+}
+
+#[tokio::test]
+async fn gitlab_fake_comment_and_close() {
+    let h = harness().await;
+    comment_and_close(&h).await;
+    let requests = h.requests().await;
+    let put = requests
+        .iter()
+        .find(|r| r.method.as_str() == "PUT")
+        .unwrap();
+    assert_eq!(
+        put.url.path(),
+        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7"
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&put.body).unwrap(),
+        json!({"state_event": "close"})
+    );
+    let note = requests
+        .iter()
+        .find(|r| r.url.path().ends_with("/notes"))
+        .unwrap();
+    assert_eq!(note.method.as_str(), "POST");
+    assert_eq!(
+        note.url.path(),
+        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7/notes"
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&note.body).unwrap(),
+        json!({"body": "metrics look good"})
+    );
+}
+
+#[tokio::test]
+async fn gitlab_fake_401_is_terminal_and_hides_the_token() {
+    unauthorized_is_terminal(ForgeKind::GitLab, "/api/v4", PROJECT_PATH).await;
+    let h = Harness::start(ForgeKind::GitLab, "/api/v4", PROJECT_PATH, Some("nope")).await;
+    let err = h.forge.get(7).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("GitLab answered 401 to get merge request !7 (401 Unauthorized): check SLUICE_FORGE_TOKEN"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("api scope"), "{err}");
+}
+
+#[tokio::test]
+async fn gitlab_fake_500_and_timeout_are_transient() {
+    failures_are_classified(&harness().await).await;
+    connection_refused_is_transient(ForgeKind::GitLab).await;
+}
+
+#[tokio::test]
+async fn gitlab_fake_project_path_is_url_encoded_and_ids_work() {
+    // A nested group path is one encoded segment; a wrongly split path would 404.
+    let h = harness().await;
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    for r in h.requests().await {
+        assert!(
+            r.url
+                .path()
+                .starts_with("/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests"),
+            "{}",
+            r.url
+        );
+    }
+    // A numeric project id is used as is.
+    let by_id = Harness::start(ForgeKind::GitLab, "/api/v4", PROJECT_ID, Some(TOKEN)).await;
+    by_id.fake.add(HEAD, BASE, FakeState::Open);
+    let found = by_id.forge.find_open(HEAD, BASE).await.unwrap().unwrap();
+    assert_eq!(found.number, pr.number);
+    for r in by_id.requests().await {
+        assert!(
+            r.url
+                .path()
+                .starts_with("/api/v4/projects/4711/merge_requests"),
+            "{}",
+            r.url
+        );
+    }
+    // A project the fake does not know: 404 with a hint naming the setting.
+    let other = Harness::start(ForgeKind::GitLab, "/api/v4", "platform/other", Some(TOKEN)).await;
+    let err = other.forge.find_open(HEAD, BASE).await.unwrap_err();
+    assert_eq!(err.status(), Some(404));
+    assert!(err.to_string().contains("404 Project Not Found"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("forge.repository \"platform/other\""),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn gitlab_fake_find_open_walks_pages() {
+    find_open_walks_pages(&harness().await).await;
+}
+
+#[tokio::test]
+async fn gitlab_fake_duplicate_create_race_reuses_the_open_mr() {
+    let h = harness().await;
+    ensure_open_survives_a_create_race(&h).await;
+    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
+    assert_eq!(err.status(), Some(409));
+    assert!(
+        err.to_string()
+            .contains("Another open merge request already exists"),
+        "{err}"
+    );
+}

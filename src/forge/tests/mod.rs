@@ -1,0 +1,740 @@
+//! HTTP-level fakes of the GitHub, GitLab and Gitea APIs, and the scenarios every provider must
+//! pass against them.
+//!
+//! Each fake is an in-process wiremock server on 127.0.0.1 that implements the documented
+//! endpoints, keeps pull requests in memory, and refuses what the real API would refuse: a
+//! wrong token (401), an undocumented query parameter or payload field, a missing required field,
+//! a duplicate open pull request. Tests then also assert the recorded requests.
+
+mod gitea;
+mod github;
+mod gitlab;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use super::{Forge, ForgeError, ForgeKind, ForgeSettings, PrState, PullRequest};
+
+pub const TOKEN: &str = "s3cr3t-forge-token-0123456789";
+pub const HEAD: &str = "sluice/prod/podinfo/3";
+pub const BASE: &str = "main";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FakeState {
+    Open,
+    Merged,
+    Closed,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakePr {
+    pub number: u64,
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+    pub state: FakeState,
+}
+
+/// What a fake holds: pull requests, comments, and the faults to inject next.
+#[derive(Debug)]
+pub struct Store {
+    pub prs: Vec<FakePr>,
+    pub comments: Vec<(u64, String)>,
+    /// Answer the next requests with these statuses (and headers) instead of serving them.
+    pub fail: VecDeque<(u16, Vec<(&'static str, String)>)>,
+    pub delay: Option<Duration>,
+    /// Serve at most this many items a page, whatever was asked for.
+    pub page_cap: usize,
+    pub next_number: u64,
+    /// Gitea only: serve `GET /pulls/{base}/{head}` (Gitea 1.22+) or answer 404 (older ones).
+    pub base_head_endpoint: bool,
+    /// Echo the received credentials in 401 answers, to prove sluice scrubs them.
+    pub echo_credentials: bool,
+    /// Another writer opens the same pull request just before our create arrives.
+    pub race_on_create: bool,
+}
+
+/// A handle on one fake's state, shared with its responder.
+#[derive(Clone)]
+pub struct Fake {
+    store: Arc<Mutex<Store>>,
+    /// Path prefix of the API (`/api/v3`, `/api/v4`, `/api/v1`, or empty).
+    pub prefix: String,
+}
+
+impl Fake {
+    fn new(prefix: &str, first_number: u64) -> Fake {
+        Fake {
+            store: Arc::new(Mutex::new(Store {
+                prs: Vec::new(),
+                comments: Vec::new(),
+                fail: VecDeque::new(),
+                delay: None,
+                page_cap: 100,
+                next_number: first_number,
+                base_head_endpoint: true,
+                echo_credentials: false,
+                race_on_create: false,
+            })),
+            prefix: prefix.to_string(),
+        }
+    }
+
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap()
+    }
+
+    /// A human merges the pull request.
+    pub fn merge(&self, number: u64) {
+        self.set_state(number, FakeState::Merged);
+    }
+
+    /// A human closes the pull request without merging.
+    pub fn close(&self, number: u64) {
+        self.set_state(number, FakeState::Closed);
+    }
+
+    fn set_state(&self, number: u64, state: FakeState) {
+        let mut s = self.store();
+        let pr = s.prs.iter_mut().find(|p| p.number == number).unwrap();
+        pr.state = state;
+    }
+
+    /// A pull request someone else opened.
+    pub fn add(&self, head: &str, base: &str, state: FakeState) -> u64 {
+        let mut s = self.store();
+        let number = s.next_number;
+        s.next_number += 1;
+        s.prs.push(FakePr {
+            number,
+            head: head.into(),
+            base: base.into(),
+            title: format!("other {head}"),
+            body: String::new(),
+            state,
+        });
+        number
+    }
+
+    pub fn fail_next(&self, status: u16, headers: Vec<(&'static str, String)>) {
+        self.store().fail.push_back((status, headers));
+    }
+
+    pub fn prs(&self) -> Vec<FakePr> {
+        self.store().prs.clone()
+    }
+
+    pub fn comments(&self) -> Vec<(u64, String)> {
+        self.store().comments.clone()
+    }
+
+    /// Creates a pull request the way the forge does when asked (`None` if one is already open
+    /// for the same branches).
+    fn create(&self, head: &str, base: &str, title: &str, body: &str) -> Option<FakePr> {
+        if std::mem::take(&mut self.store().race_on_create) {
+            self.add(head, base, FakeState::Open);
+            self.store().prs.last_mut().unwrap().title = "opened by someone else".into();
+        }
+        let mut s = self.store();
+        if s.prs
+            .iter()
+            .any(|p| p.head == head && p.base == base && p.state == FakeState::Open)
+        {
+            return None;
+        }
+        let number = s.next_number;
+        s.next_number += 1;
+        let pr = FakePr {
+            number,
+            head: head.into(),
+            base: base.into(),
+            title: title.into(),
+            body: body.into(),
+            state: FakeState::Open,
+        };
+        s.prs.push(pr.clone());
+        Some(pr)
+    }
+
+    /// The injected fault or delay for this request, if any.
+    fn fault(&self) -> Option<ResponseTemplate> {
+        let mut s = self.store();
+        if let Some(delay) = s.delay {
+            return Some(ResponseTemplate::new(200).set_delay(delay));
+        }
+        s.fail.pop_front().map(|(status, headers)| {
+            let mut t = ResponseTemplate::new(status)
+                .set_body_json(json!({"message": format!("injected {status}")}));
+            for (k, v) in headers {
+                t = t.insert_header(k, v.as_str());
+            }
+            t
+        })
+    }
+
+    /// The request path below the API prefix, split and percent-decoded; `None` if the prefix
+    /// is missing (then the fake answers 404 like a web server would).
+    fn segments(&self, req: &Request) -> Option<Vec<String>> {
+        let path = req.url.path();
+        let rest = path.strip_prefix(self.prefix.as_str())?;
+        let rest = rest.strip_prefix('/')?;
+        Some(rest.split('/').map(percent_decode).collect())
+    }
+
+    /// The raw (still encoded) path below the prefix.
+    fn raw_rest<'r>(&self, req: &'r Request) -> Option<&'r str> {
+        req.url.path().strip_prefix(self.prefix.as_str())
+    }
+}
+
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz");
+            if let Ok(b) = u8::from_str_radix(hex, 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap()
+}
+
+pub fn query(req: &Request) -> BTreeMap<String, String> {
+    req.url.query_pairs().into_owned().collect()
+}
+
+/// 400 when the request has a query parameter the API does not document for this endpoint.
+pub fn undocumented_param(req: &Request, documented: &[&str]) -> Option<ResponseTemplate> {
+    query(req)
+        .keys()
+        .find(|k| !documented.contains(&k.as_str()))
+        .map(|k| error(400, &format!("fake: undocumented query parameter {k:?}")))
+}
+
+/// Checks a JSON payload: an object whose keys include `required` and are all in `allowed`.
+// The error is the answer to send; test code, built once per request.
+#[allow(clippy::result_large_err)]
+pub fn payload(
+    req: &Request,
+    required: &[&str],
+    allowed: &[&str],
+) -> Result<Value, ResponseTemplate> {
+    let v: Value =
+        serde_json::from_slice(&req.body).map_err(|_| error(400, "Problems parsing JSON"))?;
+    let Some(obj) = v.as_object() else {
+        return Err(error(400, "Problems parsing JSON"));
+    };
+    if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(error(422, &format!("fake: undocumented field {k:?}")));
+    }
+    if let Some(k) = required.iter().find(|k| !obj.contains_key(**k)) {
+        return Err(error(422, &format!("fake: missing field {k:?}")));
+    }
+    Ok(v)
+}
+
+pub fn error(status: u16, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({ "message": message }))
+}
+
+pub fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
+    req.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Serves one page of `items` with a `Link` header like the real APIs.
+pub fn page(
+    req: &Request,
+    items: Vec<Value>,
+    size_key: &str,
+    default: usize,
+    max: usize,
+    cap: usize,
+) -> ResponseTemplate {
+    let q = query(req);
+    let size = q
+        .get(size_key)
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(default)
+        .clamp(1, max)
+        .min(cap);
+    let number = q
+        .get("page")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let start = (number - 1) * size;
+    let chunk: Vec<Value> = items.iter().skip(start).take(size).cloned().collect();
+    let mut t = ResponseTemplate::new(200).set_body_json(Value::Array(chunk));
+    let host = header(req, "host").unwrap_or("localhost");
+    let link = |p: usize, rel: &str| {
+        let mut url = req.url.clone();
+        let pairs: Vec<(String, String)> = q
+            .iter()
+            .filter(|(k, _)| k.as_str() != "page")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .chain([("page".to_string(), p.to_string())])
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        format!(
+            "<http://{host}{}?{}>; rel=\"{rel}\"",
+            url.path(),
+            url.query().unwrap_or("")
+        )
+    };
+    let last = items.len().div_ceil(size).max(1);
+    let mut links = vec![link(1, "first"), link(last, "last")];
+    if number < last {
+        links.insert(0, link(number + 1, "next"));
+        t = t.insert_header("x-next-page", (number + 1).to_string().as_str());
+    }
+    t.insert_header("link", links.join(", ").as_str())
+        .insert_header("x-total-count", items.len().to_string().as_str())
+}
+
+/// A running fake and a [`Forge`] pointed at it.
+pub struct Harness {
+    pub server: MockServer,
+    pub fake: Fake,
+    pub forge: Forge,
+}
+
+impl Harness {
+    pub async fn start(
+        kind: ForgeKind,
+        prefix: &str,
+        repository: &str,
+        token: Option<&str>,
+    ) -> Harness {
+        let server = MockServer::start().await;
+        let fake = match kind {
+            ForgeKind::GitHub => Fake::new(prefix, 41),
+            ForgeKind::GitLab => Fake::new(prefix, 7),
+            ForgeKind::Gitea => Fake::new(prefix, 3),
+        };
+        let responder: Box<dyn Respond> = match kind {
+            ForgeKind::GitHub => Box::new(github::GitHubFake::new(fake.clone())),
+            ForgeKind::GitLab => Box::new(gitlab::GitLabFake::new(fake.clone())),
+            ForgeKind::Gitea => Box::new(gitea::GiteaFake::new(fake.clone())),
+        };
+        Mock::given(any())
+            .respond_with(BoxedResponder(responder))
+            .mount(&server)
+            .await;
+        let settings = ForgeSettings {
+            kind,
+            api_url: format!("{}{prefix}", server.uri()),
+            repository: repository.to_string(),
+        };
+        let forge = Forge::from_settings(&settings, token.map(str::to_string))
+            .unwrap()
+            .with_timeout(Duration::from_secs(5));
+        Harness {
+            server,
+            fake,
+            forge,
+        }
+    }
+
+    /// The requests the fake received, as `METHOD /raw/path?query`.
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+
+    pub async fn request_lines(&self) -> Vec<String> {
+        self.requests()
+            .await
+            .iter()
+            .map(|r| match r.url.query() {
+                Some(q) => format!("{} {}?{q}", r.method, r.url.path()),
+                None => format!("{} {}", r.method, r.url.path()),
+            })
+            .collect()
+    }
+}
+
+struct BoxedResponder(Box<dyn Respond>);
+
+impl Respond for BoxedResponder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.0.respond(request)
+    }
+}
+
+// ---- scenarios every provider passes -------------------------------------------------------
+
+/// The default fake for a kind: GitHub at the root (api.github.com), GitLab and Gitea below
+/// their usual prefixes.
+pub async fn default_harness(kind: ForgeKind) -> Harness {
+    match kind {
+        ForgeKind::GitHub => Harness::start(kind, "", "acme/config", Some(TOKEN)).await,
+        ForgeKind::GitLab => {
+            Harness::start(kind, "/api/v4", "platform/team/config", Some(TOKEN)).await
+        }
+        ForgeKind::Gitea => Harness::start(kind, "/api/v1", "acme/config", Some(TOKEN)).await,
+    }
+}
+
+fn created_requests(lines: &[String]) -> usize {
+    lines
+        .iter()
+        .filter(|l| {
+            l.starts_with("POST ") && (l.ends_with("/pulls") || l.ends_with("/merge_requests"))
+        })
+        .count()
+}
+
+pub async fn ensure_open_twice_opens_one(h: &Harness) -> PullRequest {
+    let first = h
+        .forge
+        .ensure_open(HEAD, BASE, "Approve step 3", "body one")
+        .await
+        .unwrap();
+    let again = h
+        .forge
+        .ensure_open(HEAD, BASE, "Approve step 3", "body two")
+        .await
+        .unwrap();
+    assert_eq!(first, again);
+    assert_eq!(first.state, PrState::Open);
+    assert_eq!((first.head.as_str(), first.base.as_str()), (HEAD, BASE));
+    let prs = h.fake.prs();
+    assert_eq!(prs.len(), 1, "{prs:?}");
+    assert_eq!(prs[0].number, first.number);
+    assert_eq!(prs[0].title, "Approve step 3");
+    assert_eq!(prs[0].body, "body one");
+    assert_eq!(created_requests(&h.request_lines().await), 1);
+    first
+}
+
+pub async fn merged_after_merge(h: &Harness) {
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    assert_eq!(h.forge.get(pr.number).await.unwrap().state, PrState::Open);
+    h.fake.merge(pr.number);
+    let got = h.forge.get(pr.number).await.unwrap();
+    assert_eq!(got.state, PrState::Merged);
+    assert_eq!(got.number, pr.number);
+    assert_eq!(got.url, pr.url);
+    assert_eq!(h.forge.find_open(HEAD, BASE).await.unwrap(), None);
+    let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
+    assert_eq!((latest.number, latest.state), (pr.number, PrState::Merged));
+}
+
+pub async fn closed_is_closed_and_reopening_opens_a_new_one(h: &Harness) {
+    assert_eq!(h.forge.latest_for_branch(HEAD).await.unwrap(), None);
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    h.fake.close(pr.number);
+    assert_eq!(h.forge.get(pr.number).await.unwrap().state, PrState::Closed);
+    let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
+    assert_eq!((latest.number, latest.state), (pr.number, PrState::Closed));
+    // A closed pull request is not reused: the next ensure_open opens a fresh one.
+    let next = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    assert_ne!(next.number, pr.number);
+    assert_eq!(next.state, PrState::Open);
+    let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
+    assert_eq!((latest.number, latest.state), (next.number, PrState::Open));
+}
+
+pub async fn comment_and_close(h: &Harness) {
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    h.forge
+        .comment(pr.number, "metrics look good")
+        .await
+        .unwrap();
+    h.forge
+        .close(pr.number, Some("Rollout aborted: error rate 7% > 1%"))
+        .await
+        .unwrap();
+    assert_eq!(h.forge.get(pr.number).await.unwrap().state, PrState::Closed);
+    assert_eq!(
+        h.fake.comments(),
+        vec![
+            (pr.number, "metrics look good".to_string()),
+            (pr.number, "Rollout aborted: error rate 7% > 1%".to_string()),
+        ]
+    );
+    // Closing again is a no-op: no second comment, no error.
+    h.forge.close(pr.number, Some("again")).await.unwrap();
+    assert_eq!(h.fake.comments().len(), 2);
+    // A merged pull request is not closed either.
+    let other = h
+        .forge
+        .ensure_open("sluice/prod/podinfo/4", BASE, "t", "b")
+        .await
+        .unwrap();
+    h.fake.merge(other.number);
+    h.forge.close(other.number, None).await.unwrap();
+    assert_eq!(
+        h.forge.get(other.number).await.unwrap().state,
+        PrState::Merged
+    );
+}
+
+/// A wrong token: terminal 401 whose text says what to fix and never shows the token.
+pub async fn unauthorized_is_terminal(kind: ForgeKind, prefix: &str, repository: &str) {
+    let wrong = "wr0ng-t0ken-abcdef-987654";
+    let h = Harness::start(kind, prefix, repository, Some(wrong)).await;
+    h.fake.store().echo_credentials = true;
+    let err = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap_err();
+    assert!(!err.is_transient(), "{err:?}");
+    assert_eq!(err.status(), Some(401));
+    let text = err.to_string();
+    let debug = format!("{err:?}");
+    assert!(
+        !text.contains(wrong) && !debug.contains(wrong),
+        "token leaked: {text} / {debug}"
+    );
+    assert!(!text.contains(TOKEN));
+    assert!(
+        text.starts_with(&format!("{kind} answered 401 to ")),
+        "{text}"
+    );
+    assert!(text.contains("check SLUICE_FORGE_TOKEN"), "{text}");
+    match &err {
+        ForgeError::Terminal { forge, .. } => assert_eq!(*forge, kind),
+        other => panic!("expected terminal, got {other:?}"),
+    }
+    // The forge's Debug does not show the token either.
+    assert!(!format!("{:?}", h.forge).contains(wrong));
+
+    // No token at all says so.
+    let h = Harness::start(kind, prefix, repository, None).await;
+    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
+    assert_eq!(err.status(), Some(401));
+    assert!(
+        err.to_string().contains("SLUICE_FORGE_TOKEN is not set"),
+        "{err}"
+    );
+}
+
+/// 5xx, 429, a timeout and a refused connection are transient; 404 is terminal with a hint.
+pub async fn failures_are_classified(h: &Harness) {
+    h.fake.fail_next(500, vec![]);
+    let err = h.forge.find_open(HEAD, BASE).await.unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    assert_eq!(err.status(), Some(500));
+    assert!(err.to_string().contains("will retry later"), "{err}");
+
+    h.fake.fail_next(502, vec![]);
+    assert!(h.forge.get(41).await.unwrap_err().is_transient());
+
+    h.fake.fail_next(429, vec![("retry-after", "30".into())]);
+    match h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err() {
+        ForgeError::Transient {
+            status,
+            retry_after,
+            ..
+        } => {
+            assert_eq!(status, Some(429));
+            assert_eq!(retry_after, Some(Duration::from_secs(30)));
+        }
+        other => panic!("expected transient, got {other:?}"),
+    }
+
+    h.fake.fail_next(404, vec![]);
+    let err = h.forge.comment(12345, "x").await.unwrap_err();
+    assert!(!err.is_transient());
+    assert_eq!(err.status(), Some(404));
+    assert!(err.to_string().contains("forge.repository"), "{err}");
+
+    // Nothing was created by the failed attempts; the next call works.
+    assert!(h.fake.prs().is_empty());
+    h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+
+    // A forge that does not answer in time.
+    h.fake.store().delay = Some(Duration::from_secs(3));
+    let slow = Forge::from_settings(
+        &ForgeSettings {
+            kind: h.forge.kind(),
+            api_url: format!("{}{}", h.server.uri(), h.fake.prefix),
+            repository: match h.forge.kind() {
+                ForgeKind::GitLab => "platform/team/config".into(),
+                _ => "acme/config".into(),
+            },
+        },
+        Some(TOKEN.into()),
+    )
+    .unwrap()
+    .with_timeout(Duration::from_millis(200));
+    let err = slow.find_open(HEAD, BASE).await.unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    assert_eq!(err.status(), None);
+    assert!(err.to_string().contains("timed out"), "{err}");
+    h.fake.store().delay = None;
+}
+
+/// Nobody listens on the port: transient, no status.
+pub async fn connection_refused_is_transient(kind: ForgeKind) {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let forge = Forge::from_settings(
+        &ForgeSettings {
+            kind,
+            api_url: format!("http://127.0.0.1:{port}/api"),
+            repository: "acme/config".into(),
+        },
+        Some(TOKEN.into()),
+    )
+    .unwrap();
+    let err = forge.get(1).await.unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    assert_eq!(err.status(), None);
+    assert!(!err.to_string().contains(TOKEN));
+}
+
+/// Someone else opens the same pull request between our lookup and our create: the forge
+/// refuses ours as a duplicate and ensure_open returns theirs.
+pub async fn ensure_open_survives_a_create_race(h: &Harness) {
+    h.fake.store().race_on_create = true;
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    let prs = h.fake.prs();
+    assert_eq!(prs.len(), 1, "{prs:?}");
+    assert_eq!(pr.number, prs[0].number);
+    assert_eq!(prs[0].title, "opened by someone else");
+    assert_eq!(created_requests(&h.request_lines().await), 1);
+}
+
+/// Many open pull requests: the lookup walks the pages.
+pub async fn find_open_walks_pages(h: &Harness) {
+    h.fake.store().page_cap = 2;
+    for i in 0..5 {
+        h.fake.add(&format!("feature/{i}"), BASE, FakeState::Open);
+    }
+    let ours = h.fake.add(HEAD, BASE, FakeState::Open);
+    for i in 5..8 {
+        h.fake.add(&format!("feature/{i}"), BASE, FakeState::Open);
+    }
+    let found = h.forge.find_open(HEAD, BASE).await.unwrap().unwrap();
+    assert_eq!(found.number, ours);
+    let again = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    assert_eq!(again.number, ours);
+    assert_eq!(h.fake.prs().len(), 9);
+    assert_eq!(
+        h.forge.find_open("sluice/none/none/1", BASE).await.unwrap(),
+        None
+    );
+}
+
+#[test]
+fn pr_body_has_weights_checks_and_what_merging_means() {
+    let body = super::pr_body(
+        "prod/podinfo",
+        "3",
+        (90, 10),
+        (70, 30),
+        "| metric | value | threshold |\n|---|---|---|\n| request-success-rate | 99.9 | >= 99 |\n",
+    );
+    assert!(body.contains("step `3` of canary `prod/podinfo`"), "{body}");
+    assert!(body.contains("| primary | 90% | 70% |"), "{body}");
+    assert!(body.contains("| canary | 10% | 30% |"), "{body}");
+    assert!(
+        body.contains("| request-success-rate | 99.9 | >= 99 |"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Merging this pull request approves the step"),
+        "{body}"
+    );
+    assert!(
+        body.contains("closing it without merging aborts the rollout"),
+        "{body}"
+    );
+    let empty = super::pr_body("a", "b", (100, 0), (90, 10), "  ");
+    assert!(
+        empty.contains("_No metric checks have run yet._"),
+        "{empty}"
+    );
+}
+
+#[test]
+fn token_comes_from_the_variable_or_the_file() {
+    use super::token_from_lookup;
+    let env = |pairs: Vec<(&'static str, String)>| {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+    };
+    assert_eq!(token_from_lookup(env(vec![])).unwrap(), None);
+    assert_eq!(
+        token_from_lookup(env(vec![("SLUICE_FORGE_TOKEN", "abc\n".into())])).unwrap(),
+        Some("abc".into())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "from-file\n").unwrap();
+    assert_eq!(
+        token_from_lookup(env(vec![(
+            "SLUICE_FORGE_TOKEN_FILE",
+            file.display().to_string()
+        )]))
+        .unwrap(),
+        Some("from-file".into())
+    );
+    let both = token_from_lookup(env(vec![
+        ("SLUICE_FORGE_TOKEN", "secret-value".into()),
+        ("SLUICE_FORGE_TOKEN_FILE", file.display().to_string()),
+    ]))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        both.contains("set only one") && !both.contains("secret-value"),
+        "{both}"
+    );
+    let empty = token_from_lookup(env(vec![("SLUICE_FORGE_TOKEN", " ".into())])).unwrap_err();
+    assert!(empty.to_string().contains("empty"), "{empty}");
+    let missing = token_from_lookup(env(vec![(
+        "SLUICE_FORGE_TOKEN_FILE",
+        "/nonexistent/t".into(),
+    )]))
+    .unwrap_err();
+    assert!(missing.to_string().contains("/nonexistent/t"), "{missing}");
+}
+
+#[test]
+fn bad_settings_are_config_errors() {
+    let settings = |kind, api_url: &str, repository: &str| ForgeSettings {
+        kind,
+        api_url: api_url.into(),
+        repository: repository.into(),
+    };
+    let err =
+        Forge::from_settings(&settings(ForgeKind::GitHub, "ftp://x", "a/b"), None).unwrap_err();
+    assert!(matches!(err, ForgeError::Config { .. }), "{err:?}");
+    let err = Forge::from_settings(
+        &settings(ForgeKind::GitHub, "https://tok@h/api", "a/b"),
+        None,
+    )
+    .unwrap_err();
+    assert!(!err.to_string().contains("tok@"), "{err}");
+    let err = Forge::from_settings(
+        &settings(ForgeKind::Gitea, "https://h/api/v1", "noslash"),
+        None,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("owner/name"), "{err}");
+    let err = Forge::from_settings(
+        &settings(ForgeKind::GitHub, "https://h", "a/b"),
+        Some("bad\ntoken".into()),
+    )
+    .unwrap_err();
+    assert!(!err.to_string().contains("bad"), "{err}");
+    let ok = Forge::from_settings(
+        &settings(ForgeKind::GitLab, "https://h/api/v4/", "4711"),
+        Some(TOKEN.into()),
+    )
+    .unwrap();
+    assert_eq!(ok.kind(), ForgeKind::GitLab);
+    assert!(!format!("{ok:?}").contains(TOKEN));
+}
