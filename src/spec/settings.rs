@@ -4,10 +4,11 @@
 //! here; every block is validated with the same file:line:field errors as canaries.
 
 use crate::spec::error::SpecError;
-use crate::spec::model::RepoPath;
+use crate::spec::model::{RepoPath, SyncTarget};
 use crate::spec::node::{parse_documents, Node};
 use crate::spec::provider::{parse_provider, Provider};
 use crate::spec::reader::{join, Reader};
+use crate::spec::sync::read_sync_target;
 
 /// Where the settings live, relative to the repo root.
 pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
@@ -23,6 +24,9 @@ pub struct Settings {
     pub author_email: String,
     /// Default Prometheus address for metric queries.
     pub prometheus: Option<String>,
+    /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
+    /// outputs; a native canary's `spec.sync` overrides it, Flagger canaries always use it.
+    pub sync: Option<SyncTarget>,
 }
 
 impl Default for Settings {
@@ -33,6 +37,7 @@ impl Default for Settings {
             author_name: "sluice".into(),
             author_email: "sluice@localhost".into(),
             prometheus: None,
+            sync: None,
         }
     }
 }
@@ -56,6 +61,7 @@ const KEYS: &[&str] = &[
     "output",
     "author",
     "prometheus",
+    "sync",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -121,6 +127,9 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
                     settings.prometheus = Some(v);
                 }
             }
+        }
+        if let Some(n) = root.get("sync") {
+            settings.sync = read_sync_target(&mut r, n, "sync");
         }
     }
     if r.errors.is_empty() {
