@@ -9,5 +9,6 @@ pub mod observe;
 pub mod output;
 pub mod reconcile;
 pub mod route;
+pub mod server;
 pub mod spec;
 pub mod workload;

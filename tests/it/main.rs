@@ -4,6 +4,7 @@ mod cli;
 mod gitops;
 mod loop_git;
 mod route;
+mod server;
 mod spec_validation;
 mod support;
 mod workload;
