@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod gates;
 pub mod gitops;
 pub mod observe;
 pub mod output;

@@ -7,4 +7,5 @@ mod route;
 mod server;
 mod spec_validation;
 mod support;
+mod sync;
 mod workload;

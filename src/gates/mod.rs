@@ -1,0 +1,6 @@
+//! Gates: what must be true in the outside world before the loop moves a canary on.
+//!
+//! Each gate reads the world and returns plain data (an observation), plus pure functions that
+//! judge that data; the decision itself stays in `core`.
+
+pub mod sync;
