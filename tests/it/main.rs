@@ -2,6 +2,7 @@
 
 mod cli;
 mod gitops;
+mod install;
 mod loop_git;
 mod route;
 mod server;
