@@ -13,5 +13,6 @@ pub mod observe;
 pub mod output;
 pub mod reconcile;
 pub mod route;
+pub mod server;
 pub mod spec;
 pub mod workload;

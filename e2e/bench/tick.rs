@@ -18,7 +18,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "bench@example.com")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -48,16 +52,29 @@ fn reconcile(url: &str, workdir: &Path) -> (Duration, Option<u64>) {
     } else {
         Command::new(exe)
     };
-    cmd.args(["reconcile", "--repo", url, "--workdir", &workdir.display().to_string()])
-        .env("SLUICE_LOG", "error")
-        .stdout(Stdio::null());
+    cmd.args([
+        "reconcile",
+        "--repo",
+        url,
+        "--workdir",
+        &workdir.display().to_string(),
+    ])
+    .env("SLUICE_LOG", "error")
+    .stdout(Stdio::null());
     let start = Instant::now();
     let out = cmd.output().expect("sluice runs");
     let wall = start.elapsed();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rss = String::from_utf8_lossy(&out.stderr)
         .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
         .and_then(|v| v.trim().parse().ok());
     (wall, rss)
 }
@@ -82,7 +99,12 @@ fn add_history(bare: &Path, n: usize) {
         .spawn()
         .expect("fast-import");
     use std::io::Write;
-    child.stdin.take().expect("stdin").write_all(stream.as_bytes()).expect("write");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stream.as_bytes())
+        .expect("write");
     assert!(child.wait().expect("wait").success());
 }
 
@@ -109,7 +131,16 @@ fn run_case(canaries: usize, history: usize) -> Result {
     git(&seed, &["add", "-A"]);
     git(&seed, &["commit", "-q", "-m", "seed"]);
     let bare = root.join("config.git");
-    git(root, &["clone", "-q", "--bare", &seed.display().to_string(), &bare.display().to_string()]);
+    git(
+        root,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &seed.display().to_string(),
+            &bare.display().to_string(),
+        ],
+    );
     if history > 1 {
         add_history(&bare, history - 1);
     }
@@ -121,13 +152,20 @@ fn run_case(canaries: usize, history: usize) -> Result {
     let human = root.join("human");
     git(root, &["clone", "-q", &url, &human.display().to_string()]);
     for i in 0..canaries {
-        std::fs::write(human.join(format!("apps/app{i}/canary.yaml")), canary(i, "v2")).expect("write");
+        std::fs::write(
+            human.join(format!("apps/app{i}/canary.yaml")),
+            canary(i, "v2"),
+        )
+        .expect("write");
     }
     git(&human, &["commit", "-q", "-am", "roll out v2"]);
     git(&human, &["push", "-q", "origin", "main"]);
     // The baseline repo starts from the same state.
     let bare2 = root.join("baseline.git");
-    git(root, &["clone", "-q", "--bare", &url, &bare2.display().to_string()]);
+    git(
+        root,
+        &["clone", "-q", "--bare", &url, &bare2.display().to_string()],
+    );
     let before = git(&bare, &["rev-parse", "main"]).trim().to_string();
 
     // The measured tick: every canary advances one step (New revision detected).
@@ -137,10 +175,23 @@ fn run_case(canaries: usize, history: usize) -> Result {
     let after = git(&bare, &["rev-parse", "main"]).trim().to_string();
     let changed: Vec<(String, String)> = git(&bare, &["diff", "--name-only", &before, &after])
         .lines()
-        .map(|p| (p.to_string(), git(&bare, &["show", &format!("{after}:{p}")])))
+        .map(|p| {
+            (
+                p.to_string(),
+                git(&bare, &["show", &format!("{after}:{p}")]),
+            )
+        })
         .collect();
     let warm = root.join("warm");
-    git(root, &["clone", "-q", &bare2.display().to_string(), &warm.display().to_string()]);
+    git(
+        root,
+        &[
+            "clone",
+            "-q",
+            &bare2.display().to_string(),
+            &warm.display().to_string(),
+        ],
+    );
     git(&warm, &["status", "--short"]);
     let start = Instant::now();
     for (path, text) in &changed {
@@ -180,7 +231,10 @@ fn main() {
             r.sluice.as_secs_f64(),
             r.git.as_secs_f64(),
             r.sluice.as_secs_f64() / r.git.as_secs_f64().max(1e-9),
-            r.rss_kib.map_or("n/a".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+            r.rss_kib.map_or("n/a".to_string(), |k| format!(
+                "{:.1} MiB",
+                k as f64 / 1024.0
+            ))
         );
     }
 }

@@ -82,7 +82,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let list = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => {
             let url = dir.canonicalize()?.to_string_lossy().to_string();
-            let repo = ConfigRepo::open_or_clone(&url, &args.source.branch, &temp.path().join("clone"), &Credentials::none())?;
+            let repo = ConfigRepo::open_or_clone(
+                &url,
+                &args.source.branch,
+                &temp.path().join("clone"),
+                &Credentials::none(),
+            )?;
             entries(&repo, &args.canary, args.limit)?
         }
         (None, Some(url)) => {

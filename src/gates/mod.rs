@@ -1,4 +1,8 @@
-//! Gate adapters: calls to external systems whose answers gate a canary (webhooks). They
-//! return observations; the core decides what the answers mean.
+//! Gates: what must be true in the outside world before the loop moves a canary on (webhook
+//! answers, the GitOps engine having applied the last commit).
+//!
+//! Each gate reads the world and returns plain data (an observation), plus pure functions that
+//! judge that data; the decision itself stays in `core`.
 
+pub mod sync;
 pub mod webhook;

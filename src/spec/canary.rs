@@ -12,6 +12,7 @@ use crate::spec::node::{Node, Value};
 use crate::spec::provider::{parse_provider, Provider};
 use crate::spec::reader::{index, join, Reader};
 use crate::spec::settings::Settings;
+use crate::spec::sync::read_sync_target;
 
 const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
 const METADATA_KEYS: &[&str] = &[
@@ -40,6 +41,7 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     "skipAnalysis",
     "suspend",
     "progressDeadlineSeconds",
+    "sync",
 ];
 const FLAGGER_SPEC_KEYS: &[&str] = &[
     "analysis",
@@ -279,12 +281,18 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         .get("provider")
         .and_then(|n| r.string(n, "spec.provider"));
     let metrics_server = read_metrics_server(r, spec);
+    let sync = match spec.get("sync") {
+        // A bad block is reported through `r` and fails the canary below.
+        Some(n) => read_sync_target(r, n, "spec.sync"),
+        None => settings.sync.clone(),
+    };
     if r.errors.len() > before {
         return None;
     }
     Some(Canary {
         provider,
         metrics_server,
+        sync,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -570,6 +578,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     Some(Canary {
         provider: provider_name,
         metrics_server,
+        sync: settings.sync.clone(),
         id: id?,
         file: r.file.clone(),
         line: root.line,

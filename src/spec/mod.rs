@@ -12,3 +12,4 @@ pub mod node;
 pub mod provider;
 pub mod reader;
 pub mod settings;
+pub mod sync;

@@ -182,6 +182,9 @@ pub struct Canary {
     pub provider: Option<String>,
     /// Prometheus address for this canary (Flagger's `spec.metricsServer`).
     pub metrics_server: Option<String>,
+    /// The GitOps object that applies this canary's output (native `spec.sync`, else the
+    /// repo default); `None`: the step clock starts at push plus a settle delay.
+    pub sync: Option<SyncTarget>,
 }
 
 /// What the canary rolls out.
@@ -403,4 +406,51 @@ impl WebhookKind {
         ("rollback", WebhookKind::Rollback),
         ("event", WebhookKind::Event),
     ];
+}
+
+/// Which GitOps engine object applies a canary's output, so sluice can tell when a pushed
+/// commit is live (`sync: {flux: ...}` or `sync: {argocd: ...}`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SyncTarget {
+    /// A Flux `kustomize.toolkit.fluxcd.io/v1 Kustomization`.
+    Flux {
+        kustomization: Name,
+        namespace: Name,
+    },
+    /// An Argo CD `argoproj.io/v1alpha1 Application`.
+    ArgoCd { application: Name, namespace: Name },
+}
+
+impl SyncTarget {
+    /// Namespace used when `sync.flux.namespace` is not set (where `flux bootstrap` installs).
+    pub const FLUX_DEFAULT_NAMESPACE: &'static str = "flux-system";
+    /// Namespace used when `sync.argocd.namespace` is not set (Argo CD's install namespace).
+    pub const ARGOCD_DEFAULT_NAMESPACE: &'static str = "argocd";
+
+    /// The object's kind, as the API server names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SyncTarget::Flux { .. } => "Kustomization",
+            SyncTarget::ArgoCd { .. } => "Application",
+        }
+    }
+
+    pub fn name(&self) -> &Name {
+        match self {
+            SyncTarget::Flux { kustomization, .. } => kustomization,
+            SyncTarget::ArgoCd { application, .. } => application,
+        }
+    }
+
+    pub fn namespace(&self) -> &Name {
+        match self {
+            SyncTarget::Flux { namespace, .. } | SyncTarget::ArgoCd { namespace, .. } => namespace,
+        }
+    }
+}
+
+impl fmt::Display for SyncTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind(), self.namespace(), self.name())
+    }
 }

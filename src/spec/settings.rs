@@ -4,10 +4,11 @@
 //! here; every block is validated with the same file:line:field errors as canaries.
 
 use crate::spec::error::SpecError;
-use crate::spec::model::RepoPath;
+use crate::spec::model::{RepoPath, SyncTarget};
 use crate::spec::node::{parse_documents, Node};
 use crate::spec::provider::{parse_provider, Provider};
 use crate::spec::reader::{join, Reader};
+use crate::spec::sync::read_sync_target;
 
 /// Where the settings live, relative to the repo root.
 pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
@@ -25,6 +26,9 @@ pub struct Settings {
     pub prometheus: Option<String>,
     /// Where approval pull requests are opened; `None` when the repo has no `forge` block.
     pub forge: Option<ForgeSettings>,
+    /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
+    /// outputs; a native canary's `spec.sync` overrides it, Flagger canaries always use it.
+    pub sync: Option<SyncTarget>,
 }
 
 impl Default for Settings {
@@ -36,6 +40,7 @@ impl Default for Settings {
             author_email: "sluice@localhost".into(),
             prometheus: None,
             forge: None,
+            sync: None,
         }
     }
 }
@@ -60,6 +65,7 @@ const KEYS: &[&str] = &[
     "author",
     "prometheus",
     "forge",
+    "sync",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -128,6 +134,9 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         }
         if let Some(n) = root.get("forge") {
             settings.forge = read_forge(&mut r, n);
+        }
+        if let Some(n) = root.get("sync") {
+            settings.sync = read_sync_target(&mut r, n, "sync");
         }
     }
     if r.errors.is_empty() {

@@ -2,10 +2,13 @@
 
 mod cli;
 mod gitops;
+mod install;
 mod loop_git;
 mod managed;
 mod metrics;
 mod route;
+mod server;
 mod spec_validation;
 mod support;
+mod sync;
 mod workload;

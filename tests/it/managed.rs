@@ -35,7 +35,9 @@ fn world(canary: &str) -> World {
         ],
     );
     let url = bare.display().to_string();
-    let repo = ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none()).unwrap();
+    let repo =
+        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
+            .unwrap();
     let human = human_clone(&url, &tmp.path().join("human"));
     World {
         _tmp: tmp,
@@ -55,7 +57,9 @@ impl World {
             push_attempts: 5,
         };
         let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        self.now = report.wake_at().unwrap_or(self.now + Duration::from_secs(1));
+        self.now = report
+            .wake_at()
+            .unwrap_or(self.now + Duration::from_secs(1));
         report
     }
 
@@ -67,7 +71,10 @@ impl World {
     fn until(&mut self, phase: Phase) {
         for _ in 0..100 {
             let r = self.tick();
-            if r.outcomes.iter().any(|o| o.phase == Some(phase) && o.committed.is_some()) {
+            if r.outcomes
+                .iter()
+                .any(|o| o.phase == Some(phase) && o.committed.is_some())
+            {
                 return;
             }
         }
@@ -76,7 +83,10 @@ impl World {
 
     /// (subject, first body line = the Flagger event, files changed) of sluice commits, oldest first.
     fn commits(&self) -> Vec<(String, Vec<String>, Vec<String>)> {
-        let shas = git(&self.bare, &["log", "--reverse", "--format=%H", "--author=sluice", "main"]);
+        let shas = git(
+            &self.bare,
+            &["log", "--reverse", "--format=%H", "--author=sluice", "main"],
+        );
         shas.lines()
             .map(|sha| {
                 let body = git(&self.bare, &["log", "-1", "--format=%b", sha]);
@@ -85,12 +95,15 @@ impl World {
                     .take_while(|l| !l.trim().is_empty())
                     .map(str::to_string)
                     .collect();
-                let subject = git(&self.bare, &["log", "-1", "--format=%s", sha]).trim().to_string();
-                let mut files: Vec<String> = git(&self.bare, &["show", "--name-only", "--format=", sha])
-                    .lines()
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string)
-                    .collect();
+                let subject = git(&self.bare, &["log", "-1", "--format=%s", sha])
+                    .trim()
+                    .to_string();
+                let mut files: Vec<String> =
+                    git(&self.bare, &["show", "--name-only", "--format=", sha])
+                        .lines()
+                        .filter(|l| !l.is_empty())
+                        .map(str::to_string)
+                        .collect();
                 files.sort();
                 (subject, events, files)
             })
@@ -101,7 +114,13 @@ impl World {
 fn files(names: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = names
         .iter()
-        .map(|n| if n.starts_with('.') { n.to_string() } else { format!("{OUT}/{n}") })
+        .map(|n| {
+            if n.starts_with('.') {
+                n.to_string()
+            } else {
+                format!("{OUT}/{n}")
+            }
+        })
         .collect();
     v.sort();
     v
@@ -113,7 +132,11 @@ const STATUS: &str = ".sluice/status/prod/podinfo.yaml";
 fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human("apps/podinfo/deployment.yaml", &DEPLOYMENT.replace("6.7.0", "6.7.1"), "podinfo: 6.7.1");
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
+        "podinfo: 6.7.1",
+    );
     w.until(Phase::Succeeded);
 
     let commits = w.commits();
@@ -134,34 +157,69 @@ fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
     assert_eq!(events, expected);
 
     // Each commit touches only what its step changes.
-    let all = files(&["kustomization.yaml", "podinfo-canary.yaml", "podinfo-primary.yaml", "route.yaml", "services.yaml", STATUS]);
+    let all = files(&[
+        "kustomization.yaml",
+        "podinfo-canary.yaml",
+        "podinfo-primary.yaml",
+        "route.yaml",
+        "services.yaml",
+        STATUS,
+    ]);
     assert_eq!(commits[0].2, all, "initialization writes everything");
-    assert_eq!(commits[1].2, files(&["podinfo-canary.yaml", STATUS]), "scaling up touches the canary only");
+    assert_eq!(
+        commits[1].2,
+        files(&["podinfo-canary.yaml", STATUS]),
+        "scaling up touches the canary only"
+    );
     for c in &commits[2..7] {
         assert_eq!(c.2, files(&["route.yaml", STATUS]), "{}", c.0);
     }
-    assert_eq!(commits[7].2, files(&["podinfo-primary.yaml", STATUS]), "promotion copies the spec only");
+    assert_eq!(
+        commits[7].2,
+        files(&["podinfo-primary.yaml", STATUS]),
+        "promotion copies the spec only"
+    );
     for c in &commits[8..18] {
         assert_eq!(c.2, files(&["route.yaml", STATUS]), "{}", c.0);
     }
-    assert_eq!(commits[18].2, files(&["podinfo-canary.yaml", STATUS]), "finalising scales the canary down");
+    assert_eq!(
+        commits[18].2,
+        files(&["podinfo-canary.yaml", STATUS]),
+        "finalising scales the canary down"
+    );
 
     // Every Deployment and Service at every commit matches the strict schemas.
     let mut schemas = Schemas::default();
     let shas = git(&w.bare, &["log", "--format=%H", "--author=sluice", "main"]);
     for sha in shas.lines() {
-        for f in ["podinfo-canary.yaml", "podinfo-primary.yaml", "services.yaml"] {
+        for f in [
+            "podinfo-canary.yaml",
+            "podinfo-primary.yaml",
+            "services.yaml",
+        ] {
             let text = git(&w.bare, &["show", &format!("{sha}:{OUT}/{f}")]);
             let docs: Vec<Json> = serde_saphyr::from_multiple(&text).unwrap();
-            for doc in docs.iter().filter(|d| d["kind"] == "Deployment" || d["kind"] == "Service") {
+            for doc in docs
+                .iter()
+                .filter(|d| d["kind"] == "Deployment" || d["kind"] == "Service")
+            {
                 let errors = schemas.errors(doc);
                 assert!(errors.is_empty(), "{sha} {f}: {errors:?}");
             }
         }
     }
-    let primary = git(&w.bare, &["show", &format!("main:{OUT}/podinfo-primary.yaml")]);
-    assert!(primary.contains("podinfo:6.7.1"), "the primary runs the promoted image");
-    let canary = git(&w.bare, &["show", &format!("main:{OUT}/podinfo-canary.yaml")]);
+    let primary = git(
+        &w.bare,
+        &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
+    );
+    assert!(
+        primary.contains("podinfo:6.7.1"),
+        "the primary runs the promoted image"
+    );
+    let canary = git(
+        &w.bare,
+        &["show", &format!("main:{OUT}/podinfo-canary.yaml")],
+    );
     assert!(canary.contains("replicas: 0"));
 }
 
@@ -169,33 +227,73 @@ fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
 fn config_map_change_alone_starts_an_analysis() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human("apps/podinfo/configs.yaml", &CONFIGS.replace("level: info", "level: debug"), "podinfo: debug logs");
+    w.human(
+        "apps/podinfo/configs.yaml",
+        &CONFIGS.replace("level: info", "level: debug"),
+        "podinfo: debug logs",
+    );
     let r = w.tick();
-    assert_eq!(r.outcomes[0].events, vec!["New revision detected! Scaling up podinfo.prod"]);
+    assert_eq!(
+        r.outcomes[0].events,
+        vec!["New revision detected! Scaling up podinfo.prod"]
+    );
     w.until(Phase::Succeeded);
-    let primary = git(&w.bare, &["show", &format!("main:{OUT}/podinfo-primary.yaml")]);
+    let primary = git(
+        &w.bare,
+        &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
+    );
     assert!(primary.contains("name: podinfo-files-primary"), "{primary}");
-    assert!(primary.contains("level: debug"), "the primary's config copy is promoted: {primary}");
+    assert!(
+        primary.contains("level: debug"),
+        "the primary's config copy is promoted: {primary}"
+    );
 }
 
 #[test]
 fn reverting_the_source_mid_analysis_cancels_without_a_new_analysis() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human("apps/podinfo/deployment.yaml", &DEPLOYMENT.replace("6.7.0", "6.7.1"), "podinfo: 6.7.1");
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
+        "podinfo: 6.7.1",
+    );
     for _ in 0..3 {
         w.tick();
     }
-    let status: Json = serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
+    let status: Json =
+        serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
     assert_eq!(status["canaryWeight"], 20);
-    w.human("apps/podinfo/deployment.yaml", DEPLOYMENT, "podinfo: back to 6.7.0");
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        DEPLOYMENT,
+        "podinfo: back to 6.7.0",
+    );
     let r = w.tick();
-    assert!(r.outcomes[0].committed.as_deref().unwrap_or_default().contains("analysis cancelled"), "{r:?}");
-    let status: Json = serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
-    assert_eq!((status["primaryWeight"].as_u64(), status["canaryWeight"].as_u64()), (Some(100), Some(0)));
+    assert!(
+        r.outcomes[0]
+            .committed
+            .as_deref()
+            .unwrap_or_default()
+            .contains("analysis cancelled"),
+        "{r:?}"
+    );
+    let status: Json =
+        serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
+    assert_eq!(
+        (
+            status["primaryWeight"].as_u64(),
+            status["canaryWeight"].as_u64()
+        ),
+        (Some(100), Some(0))
+    );
     assert_eq!(status["phase"], "Initialized");
     for _ in 0..5 {
-        assert_eq!(w.tick().commits, 0, "no new analysis for the promoted revision");
+        assert_eq!(
+            w.tick().commits,
+            0,
+            "no new analysis for the promoted revision"
+        );
     }
 }
 
@@ -208,29 +306,79 @@ fn rollback_routes_back_and_scales_down_leaving_the_primary_untouched() {
     );
     let mut w = world(&canary);
     w.until(Phase::Initialized);
-    let primary_before = git(&w.bare, &["show", &format!("main:{OUT}/podinfo-primary.yaml")]);
-    w.human("apps/podinfo/deployment.yaml", &DEPLOYMENT.replace("6.7.0", "6.7.1"), "podinfo: 6.7.1");
+    let primary_before = git(
+        &w.bare,
+        &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
+    );
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
+        "podinfo: 6.7.1",
+    );
     w.until(Phase::Failed);
     let last = w.commits().pop().unwrap();
-    assert!(last.0.contains("roll back: failed checks threshold reached 2"), "{}", last.0);
-    assert!(last.0.contains("request-success-rate not observed"), "{}", last.0);
-    assert_eq!(last.2, files(&["podinfo-canary.yaml", "route.yaml", STATUS]));
-    assert_eq!(git(&w.bare, &["show", &format!("main:{OUT}/podinfo-primary.yaml")]), primary_before);
+    assert!(
+        last.0
+            .contains("roll back: failed checks threshold reached 2"),
+        "{}",
+        last.0
+    );
+    assert!(
+        last.0.contains("request-success-rate not observed"),
+        "{}",
+        last.0
+    );
+    assert_eq!(
+        last.2,
+        files(&["podinfo-canary.yaml", "route.yaml", STATUS])
+    );
+    assert_eq!(
+        git(
+            &w.bare,
+            &["show", &format!("main:{OUT}/podinfo-primary.yaml")]
+        ),
+        primary_before
+    );
 }
 
 #[test]
 fn a_bad_source_stops_only_its_own_canary() {
     let tmp = tempfile::tempdir().unwrap();
     let route_only = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [a, b], revision: v1}\n  service: {port: 80}\n  route: {apiVersion: split.smi-spec.io/v1alpha2, kind: TrafficSplit}\n  analysis: {stepWeight: 50}\n";
-    let missing = FLAGGER_CANARY.replace("name: podinfo\n  namespace: prod", "name: ghost\n  namespace: prod").replace("    name: podinfo\n  service", "    name: ghost\n  service");
-    let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", route_only), ("apps/ghost.yaml", &missing)]);
-    let mut repo = ConfigRepo::open_or_clone(&bare.display().to_string(), "main", &tmp.path().join("w"), &Credentials::none()).unwrap();
+    let missing = FLAGGER_CANARY
+        .replace(
+            "name: podinfo\n  namespace: prod",
+            "name: ghost\n  namespace: prod",
+        )
+        .replace("    name: podinfo\n  service", "    name: ghost\n  service");
+    let bare = seeded_remote(
+        tmp.path(),
+        &[("apps/web.yaml", route_only), ("apps/ghost.yaml", &missing)],
+    );
+    let mut repo = ConfigRepo::open_or_clone(
+        &bare.display().to_string(),
+        "main",
+        &tmp.path().join("w"),
+        &Credentials::none(),
+    )
+    .unwrap();
     let observer = Offline;
-    let ctx = Context { observer: &observer, author: None, push_attempts: 3 };
+    let ctx = Context {
+        observer: &observer,
+        author: None,
+        push_attempts: 3,
+    };
     let r = tick(&mut repo, &ctx, Timestamp::now()).unwrap();
     assert_eq!(r.commits, 1, "{r:?}");
     let ghost = r.outcomes.iter().find(|o| o.id == "prod/ghost").unwrap();
-    assert!(ghost.error.as_deref().unwrap_or_default().contains("source not found: expected Deployment prod/ghost"), "{ghost:?}");
+    assert!(
+        ghost
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("source not found: expected Deployment prod/ghost"),
+        "{ghost:?}"
+    );
     let web = r.outcomes.iter().find(|o| o.id == "shop/web").unwrap();
     assert!(web.committed.is_some());
     let _ = Path::new("");

@@ -312,3 +312,78 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn sync_target_comes_from_spec_sync_or_the_repo_default() {
+    let settings = parse_settings(
+        ".sluice/config.yaml",
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: linkerd\nsync:\n  flux:\n    kustomization: apps\n",
+    )
+    .unwrap();
+    let default = settings.sync.as_ref().map(ToString::to_string);
+    assert_eq!(default.as_deref(), Some("Kustomization flux-system/apps"));
+
+    // Flagger canaries have no spec.sync: they use the repo default.
+    let loaded = load_text("c.yaml", &flagger("", "stepWeight: 10"), &settings);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    assert_eq!(loaded.canaries[0].sync, settings.sync);
+
+    // Native without spec.sync: the repo default; with it: its own.
+    let loaded = load_text("c.yaml", &native("stepWeight: 10"), &settings);
+    assert_eq!(loaded.canaries[0].sync, settings.sync);
+    let own = native("stepWeight: 10").replace(
+        "  service:\n",
+        "  sync: {argocd: {application: podinfo, namespace: gitops}}\n  service:\n",
+    );
+    let loaded = load_text("c.yaml", &own, &settings);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let target = loaded.canaries[0].sync.as_ref().map(ToString::to_string);
+    assert_eq!(target.as_deref(), Some("Application gitops/podinfo"));
+
+    // No default and no spec.sync: no sync target (the clock starts at push + settle delay).
+    let loaded = load_text("c.yaml", &native("stepWeight: 10"), &Settings::default());
+    assert_eq!(loaded.canaries[0].sync, None);
+}
+
+#[test]
+fn bad_sync_blocks_name_file_line_and_field() {
+    let bad = parse_settings(
+        ".sluice/config.yaml",
+        "sync:\n  flux:\n    kustomization: Apps\n    namespce: flux-system\n",
+    )
+    .unwrap_err();
+    let text: Vec<String> = bad.iter().map(ToString::to_string).collect();
+    assert_has(
+        &text,
+        ".sluice/config.yaml:3: sync.flux.kustomization: expected a DNS-1123 name",
+    );
+    assert_has(
+        &text,
+        ".sluice/config.yaml:4: sync.flux.namespce: unknown field (did you mean \"namespace\"?)",
+    );
+
+    let both = native("stepWeight: 10").replace(
+        "  service:\n",
+        "  sync:\n    argocd: {application: podinfo}\n    flux: {kustomization: podinfo}\n  service:\n",
+    );
+    assert_has(
+        &errors(&both),
+        "apps/podinfo/canary.yaml:11: spec.sync.flux: expected one engine (flux or argocd), found both",
+    );
+    let neither = native("stepWeight: 10").replace("  service:\n", "  sync: {}\n  service:\n");
+    assert_has(
+        &errors(&neither),
+        "apps/podinfo/canary.yaml:9: spec.sync: expected `flux: {kustomization: NAME, namespace: NS}` or `argocd: {application: NAME, namespace: NS}`, found neither",
+    );
+    // A bad sync block does not hide the canary's other problems.
+    let more = neither.replace("stepWeight: 10", "stepWeight: 120");
+    assert_has(&errors(&more), "analysis.stepWeight");
+    // Flagger's schema has no spec.sync: it is an unknown field there.
+    assert_has(
+        &errors(&flagger(
+            "sync: {flux: {kustomization: podinfo}}\n",
+            "stepWeight: 10",
+        )),
+        "spec.sync: unknown field",
+    );
+}

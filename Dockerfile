@@ -1,0 +1,26 @@
+# syntax=docker/dockerfile:1
+# sluice container image: `docker build -t sluice .`
+# libgit2 is vendored into the binary, so the runtime image needs no git; it needs CA
+# certificates for https remotes and libssl (libgit2's https transport links OpenSSL).
+
+FROM rust:1-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked --bin sluice
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates libssl3 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 sluice \
+ && useradd --uid 65532 --gid 65532 --home-dir /var/cache/sluice --no-create-home \
+      --shell /usr/sbin/nologin sluice \
+ && mkdir -p /var/cache/sluice \
+ && chown 65532:65532 /var/cache/sluice
+COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
+# The persistent clone lives here (an emptyDir in examples/install/deployment.yaml).
+ENV SLUICE_WORKDIR=/var/cache/sluice HOME=/var/cache/sluice
+USER 65532:65532
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/sluice"]
+CMD ["run"]

@@ -1,0 +1,513 @@
+//! The daemon's HTTP endpoints: `/healthz`, `/readyz`, `/metrics` and `POST /hooks/git`.
+//!
+//! The server only reports and wakes: the loop records what it did through [`Metrics`], marks
+//! readiness with [`ServerState::set_ready`], and waits on [`ServerState::woken`] to start a
+//! tick early when a forge reports a push. Nothing here reads git, decides or writes; a webhook
+//! body is only authenticated, never trusted for content (the loop fetches and looks itself).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use hmac::{Hmac, KeyInit, Mac};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+/// Environment variable holding the shared webhook secret.
+pub const WEBHOOK_SECRET_ENV: &str = "SLUICE_WEBHOOK_SECRET";
+
+/// Largest webhook body accepted (GitHub caps payloads at 25 MB; push and pull-request
+/// payloads are far smaller, and the body is buffered before it is authenticated).
+pub const MAX_WEBHOOK_BODY: usize = 5 * 1024 * 1024;
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CanaryLabels {
+    namespace: String,
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    namespace: String,
+    name: String,
+    phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    kind: String,
+}
+
+struct MetricsInner {
+    registry: Registry,
+    weight: Family<CanaryLabels, Gauge>,
+    phase: Family<PhaseLabels, Gauge>,
+    failed_checks: Family<CanaryLabels, Gauge>,
+    analysis_seconds: Family<CanaryLabels, Gauge<f64, AtomicU64>>,
+    ticks: Counter,
+    push_retries: Counter,
+    errors: Family<ErrorLabels, Counter>,
+    /// Last phase recorded per canary, so its series can be set back to 0.
+    phases: Mutex<HashMap<(String, String), String>>,
+}
+
+/// sluice's Prometheus metrics; cheap to clone, shared by the loop and the server.
+#[derive(Clone)]
+pub struct Metrics(Arc<MetricsInner>);
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("sluice");
+        let weight = Family::<CanaryLabels, Gauge>::default();
+        let phase = Family::<PhaseLabels, Gauge>::default();
+        let failed_checks = Family::<CanaryLabels, Gauge>::default();
+        let analysis_seconds = Family::<CanaryLabels, Gauge<f64, AtomicU64>>::default();
+        let ticks = Counter::default();
+        let push_retries = Counter::default();
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "canary_weight",
+            "Traffic weight routed to the canary (percent)",
+            weight.clone(),
+        );
+        registry.register(
+            "canary_phase",
+            "Canary phase: 1 for the current phase, 0 for phases it was in before",
+            phase.clone(),
+        );
+        registry.register(
+            "canary_failed_checks",
+            "Failed checks counted toward the canary's threshold",
+            failed_checks.clone(),
+        );
+        registry.register(
+            "canary_analysis_seconds",
+            "Time spent on the canary's current analysis (seconds)",
+            analysis_seconds.clone(),
+        );
+        registry.register(
+            "reconcile_ticks",
+            "Passes of the reconcile loop over all canaries",
+            ticks.clone(),
+        );
+        registry.register(
+            "push_retries",
+            "Pushes retried after the remote rejected them (non-fast-forward)",
+            push_retries.clone(),
+        );
+        registry.register("errors", "Errors by kind", errors.clone());
+        Metrics(Arc::new(MetricsInner {
+            registry,
+            weight,
+            phase,
+            failed_checks,
+            analysis_seconds,
+            ticks,
+            push_retries,
+            errors,
+            phases: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Records one canary's state after a tick.
+    pub fn record_canary(
+        &self,
+        namespace: &str,
+        name: &str,
+        phase: &str,
+        weight: u8,
+        failed: u32,
+        analysis_secs: f64,
+    ) {
+        let m = &self.0;
+        let canary = CanaryLabels {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        m.weight.get_or_create(&canary).set(i64::from(weight));
+        m.failed_checks
+            .get_or_create(&canary)
+            .set(i64::from(failed));
+        let secs = if analysis_secs.is_finite() {
+            analysis_secs
+        } else {
+            0.0
+        };
+        m.analysis_seconds.get_or_create(&canary).set(secs);
+        let previous = match m.phases.lock() {
+            Ok(mut phases) => {
+                phases.insert((namespace.to_string(), name.to_string()), phase.to_string())
+            }
+            // A panic elsewhere while holding the lock: still record the new phase.
+            Err(poisoned) => poisoned
+                .into_inner()
+                .insert((namespace.to_string(), name.to_string()), phase.to_string()),
+        };
+        if let Some(previous) = previous.filter(|p| p != phase) {
+            m.phase
+                .get_or_create(&PhaseLabels {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    phase: previous,
+                })
+                .set(0);
+        }
+        m.phase
+            .get_or_create(&PhaseLabels {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                phase: phase.to_string(),
+            })
+            .set(1);
+    }
+
+    /// Counts one pass of the loop.
+    pub fn tick(&self) {
+        self.0.ticks.inc();
+    }
+
+    /// Counts `n` push retries.
+    pub fn push_retry(&self, n: u32) {
+        self.0.push_retries.inc_by(u64::from(n));
+    }
+
+    /// Counts one error of `kind` (e.g. `fetch`, `push`, `spec`, `metrics`, `sync`).
+    pub fn error(&self, kind: &str) {
+        self.0
+            .errors
+            .get_or_create(&ErrorLabels {
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// The registry in the OpenMetrics text format.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.0.registry)?;
+        Ok(out)
+    }
+}
+
+/// What the handlers share with the loop.
+#[derive(Clone)]
+pub struct ServerState {
+    metrics: Metrics,
+    ready: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+    webhook_secret: Option<Arc<[u8]>>,
+}
+
+impl ServerState {
+    /// `webhook_secret`: the shared secret forges sign with; `None` (or empty) disables
+    /// `/hooks/git`.
+    pub fn new(metrics: Metrics, webhook_secret: Option<String>) -> ServerState {
+        ServerState {
+            metrics,
+            ready: Arc::new(AtomicBool::new(false)),
+            wake: Arc::new(Notify::new()),
+            webhook_secret: webhook_secret
+                .filter(|s| !s.is_empty())
+                .map(|s| Arc::from(s.into_bytes())),
+        }
+    }
+
+    /// Like [`ServerState::new`], with the secret from `SLUICE_WEBHOOK_SECRET`.
+    pub fn from_env(metrics: Metrics) -> ServerState {
+        ServerState::new(metrics, std::env::var(WEBHOOK_SECRET_ENV).ok())
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Marks the daemon ready (call after the first successful fetch).
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Resolves at the next authenticated webhook (or at once if one arrived since the last
+    /// wait: the wake-up is stored, never lost between two waits).
+    pub async fn woken(&self) {
+        self.wake.notified().await;
+    }
+
+    /// The wake-up channel itself, for callers that select on it.
+    pub fn wake_handle(&self) -> Arc<Notify> {
+        Arc::clone(&self.wake)
+    }
+}
+
+/// The routes, for tests or embedding.
+pub fn router(state: ServerState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/hooks/git", post(git_hook))
+        .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` resolves, then finishes the requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        info!(msg = "HTTP server listening", %addr);
+    }
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<ServerState>) -> Response {
+    if state.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the config repo has not been fetched yet\n",
+        )
+            .into_response()
+    }
+}
+
+async fn metrics(State(state): State<ServerState>) -> Response {
+    match state.metrics.encode() {
+        Ok(text) => ([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response(),
+        Err(_) => {
+            state.metrics.error("metrics_encode");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "could not encode metrics\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Which forge signed a webhook, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    /// GitHub, Gitea, Forgejo: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`.
+    HubSignature,
+    /// Gitea/Gogs without the Hub header: `X-Gitea-Signature: <hex HMAC-SHA256>`.
+    GiteaSignature,
+    /// GitLab: `X-Gitlab-Token: <secret>`.
+    GitlabToken,
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Checks a webhook's authentication against `secret`, in constant time.
+fn authenticate(headers: &HeaderMap, body: &[u8], secret: &[u8]) -> Result<Auth, &'static str> {
+    if let Some(value) = header_str(headers, "x-hub-signature-256") {
+        let hex = value
+            .strip_prefix("sha256=")
+            .ok_or("X-Hub-Signature-256 must look like sha256=<hex>")?;
+        return verify_hmac(secret, body, hex)
+            .then_some(Auth::HubSignature)
+            .ok_or("X-Hub-Signature-256 does not match the body");
+    }
+    if let Some(hex) = header_str(headers, "x-gitea-signature") {
+        return verify_hmac(secret, body, hex)
+            .then_some(Auth::GiteaSignature)
+            .ok_or("X-Gitea-Signature does not match the body");
+    }
+    if let Some(token) = headers.get("x-gitlab-token") {
+        // Compare digests so neither the secret's length nor its content leaks through timing.
+        let given = Sha256::digest(token.as_bytes());
+        let expected = Sha256::digest(secret);
+        return bool::from(given.as_slice().ct_eq(expected.as_slice()))
+            .then_some(Auth::GitlabToken)
+            .ok_or("X-Gitlab-Token does not match");
+    }
+    Err("no X-Hub-Signature-256, X-Gitea-Signature or X-Gitlab-Token header")
+}
+
+fn verify_hmac(secret: &[u8], body: &[u8], hex: &str) -> bool {
+    let Some(tag) = decode_hex(hex.trim()) else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
+        return false;
+    };
+    mac.update(body);
+    // verify_slice compares in constant time (and rejects a tag of the wrong length).
+    mac.verify_slice(&tag).is_ok()
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    let nibble = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    };
+    text.as_bytes()
+        .chunks_exact(2)
+        .map(|pair| Some((nibble(pair[0])? << 4) | nibble(pair[1])?))
+        .collect()
+}
+
+async fn git_hook(State(state): State<ServerState>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(secret) = state.webhook_secret.as_deref() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "webhooks are disabled: no secret is configured. Set {WEBHOOK_SECRET_ENV} \
+                 (e.g. from the sluice-credentials Secret) and give the forge's webhook the same \
+                 secret (GitHub/Gitea: \"Secret\", GitLab: \"Secret token\")\n"
+            ),
+        )
+            .into_response();
+    };
+    let auth = match authenticate(&headers, &body, secret) {
+        Ok(auth) => auth,
+        Err(why) => {
+            warn!(msg = "Rejected git webhook", reason = why);
+            state.metrics.error("webhook_auth");
+            return (StatusCode::UNAUTHORIZED, format!("unauthorized: {why}\n")).into_response();
+        }
+    };
+    let event = header_str(&headers, "x-github-event")
+        .or_else(|| header_str(&headers, "x-gitea-event"))
+        .or_else(|| header_str(&headers, "x-gitlab-event"))
+        .unwrap_or("unknown");
+    if event == "ping" {
+        return (StatusCode::OK, "pong\n").into_response();
+    }
+    info!(msg = "Git webhook received, waking the loop", event, auth = ?auth);
+    state.wake.notify_one();
+    (StatusCode::ACCEPTED, "accepted: reconciling soon\n").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    fn sign(secret: &[u8], body: &[u8]) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret).unwrap();
+        mac.update(body);
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    #[test]
+    fn github_documented_example_signature() {
+        // The example from GitHub's "Validating webhook deliveries" documentation.
+        let secret = b"It's a Secret to Everybody";
+        let body = b"Hello, World!";
+        let sig = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+        assert_eq!(format!("sha256={}", sign(secret, body)), sig);
+        let h = headers(&[("x-hub-signature-256", sig)]);
+        assert_eq!(authenticate(&h, body, secret), Ok(Auth::HubSignature));
+        assert!(authenticate(&h, b"Hello, World?", secret).is_err());
+        assert!(authenticate(&h, body, b"other").is_err());
+    }
+
+    #[test]
+    fn malformed_signatures_are_rejected_without_panicking() {
+        let secret = b"s";
+        for bad in [
+            "",
+            "sha256=",
+            "sha256=zz",
+            "sha256=abc",
+            "sha1=0000",
+            "sha256=\u{e9}",
+        ] {
+            let mut h = HeaderMap::new();
+            if let Ok(v) = bad.parse() {
+                h.insert("x-hub-signature-256", v);
+            }
+            assert!(authenticate(&h, b"{}", secret).is_err(), "{bad:?}");
+        }
+        assert!(authenticate(&HeaderMap::new(), b"{}", secret).is_err());
+    }
+
+    #[test]
+    fn gitea_and_gitlab() {
+        let secret = b"topsecret";
+        let body = br#"{"ref":"refs/heads/main"}"#;
+        let h = headers(&[("x-gitea-signature", &sign(secret, body))]);
+        assert_eq!(authenticate(&h, body, secret), Ok(Auth::GiteaSignature));
+        let h = headers(&[("x-gitlab-token", "topsecret")]);
+        assert_eq!(authenticate(&h, body, secret), Ok(Auth::GitlabToken));
+        let h = headers(&[("x-gitlab-token", "topsecre")]);
+        assert!(authenticate(&h, body, secret).is_err());
+    }
+
+    #[test]
+    fn hex_decoding() {
+        assert_eq!(decode_hex("00ff10Ab"), Some(vec![0, 255, 16, 171]));
+        assert_eq!(decode_hex(""), Some(vec![]));
+        assert_eq!(decode_hex("0"), None);
+        assert_eq!(decode_hex("0g"), None);
+    }
+
+    #[test]
+    fn phase_series_switch_to_the_current_phase() {
+        let m = Metrics::new();
+        m.record_canary("prod", "podinfo", "Progressing", 20, 1, 30.0);
+        m.record_canary("prod", "podinfo", "Promoting", 0, 0, f64::NAN);
+        let text = m.encode().unwrap();
+        assert!(text.contains(
+            "sluice_canary_phase{namespace=\"prod\",name=\"podinfo\",phase=\"Progressing\"} 0"
+        ));
+        assert!(text.contains(
+            "sluice_canary_phase{namespace=\"prod\",name=\"podinfo\",phase=\"Promoting\"} 1"
+        ));
+        assert!(text
+            .contains("sluice_canary_analysis_seconds{namespace=\"prod\",name=\"podinfo\"} 0.0"));
+    }
+}

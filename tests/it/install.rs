@@ -1,0 +1,332 @@
+//! Shipping: the install manifests, the Flux and Argo CD examples, the Dockerfile and the
+//! release workflow. Manifests with an upstream schema are validated against the strict copy in
+//! tests/schemas; RBAC and wiring (probes, ports, Secret keys, volumes) are checked field by
+//! field; `kubectl kustomize` runs when kubectl is installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value as Json;
+
+use crate::support::Schemas;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    let path = root().join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn yaml(rel: &str) -> Json {
+    serde_saphyr::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn yaml_files(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn manifests_validate_against_the_strict_schemas() {
+    let mut schemas = Schemas::default();
+    let mut checked = Vec::new();
+    for file in [
+        "examples/install/deployment.yaml",
+        "examples/install/service.yaml",
+        "examples/flux/gitrepository.yaml",
+        "examples/flux/kustomization-podinfo.yaml",
+        "examples/argocd/application-podinfo.yaml",
+    ] {
+        let doc = yaml(file);
+        let errors = schemas.errors(&doc);
+        assert!(errors.is_empty(), "{file}:\n{}", errors.join("\n"));
+        checked.push(Schemas::file_for(&doc));
+    }
+    assert_eq!(
+        checked,
+        [
+            "deployment.apps_v1-strict.json",
+            "service.core_v1-strict.json",
+            "gitrepository.source.toolkit.fluxcd.io_v1-strict.json",
+            "kustomization.kustomize.toolkit.fluxcd.io_v1-strict.json",
+            "application.argoproj.io_v1alpha1-strict.json",
+        ]
+    );
+}
+
+#[test]
+fn the_strict_schemas_catch_a_misspelt_field() {
+    // Guards the test above: a strict schema must reject what the API server would prune.
+    let mut schemas = Schemas::default();
+    let mut doc = yaml("examples/install/deployment.yaml");
+    doc["spec"]["template"]["spec"]["containers"][0]["readinesProbe"]["httpget"] =
+        doc["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"].clone();
+    assert!(!schemas.errors(&doc).is_empty());
+}
+
+#[test]
+fn kustomization_lists_every_install_manifest() {
+    let k = yaml("examples/install/kustomization.yaml");
+    assert_eq!(k["apiVersion"], "kustomize.config.k8s.io/v1beta1");
+    assert_eq!(k["namespace"], "sluice-system");
+    let mut listed: Vec<String> = k["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r.as_str().expect("string").to_string())
+        .collect();
+    for file in &listed {
+        assert!(
+            root().join("examples/install").join(file).is_file(),
+            "{file} is listed but missing"
+        );
+    }
+    listed.sort();
+    let mut present = yaml_files("examples/install");
+    present.retain(|f| f != "kustomization.yaml");
+    assert_eq!(
+        listed, present,
+        "every manifest in the folder is listed, and only those"
+    );
+}
+
+#[test]
+fn kubectl_kustomize_builds_the_install_when_kubectl_is_present() {
+    let Ok(out) = Command::new("kubectl")
+        .args(["kustomize"])
+        .arg(root().join("examples/install"))
+        .output()
+    else {
+        eprintln!("kubectl not installed: checked the resource list only");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for kind in [
+        "kind: Namespace",
+        "kind: ServiceAccount",
+        "kind: ClusterRole",
+        "kind: ClusterRoleBinding",
+        "kind: Deployment",
+        "kind: Service",
+    ] {
+        assert!(text.contains(kind), "{kind} missing from\n{text}");
+    }
+    assert!(
+        text.contains("image: ghcr.io/example/sluice:0.1.0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cluster_role_is_read_only_on_exactly_four_resources() {
+    let role = yaml("examples/install/clusterrole.yaml");
+    assert_eq!(role["kind"], "ClusterRole");
+    let mut granted = Vec::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        let keys: Vec<&String> = rule.as_object().expect("rule").keys().collect();
+        assert_eq!(keys, ["apiGroups", "resources", "verbs"], "{rule}");
+        assert_eq!(
+            rule["verbs"],
+            serde_json::json!(["get", "list", "watch"]),
+            "{rule}"
+        );
+        for group in rule["apiGroups"].as_array().expect("groups") {
+            for resource in rule["resources"].as_array().expect("resources") {
+                granted.push(format!(
+                    "{}.{}",
+                    resource.as_str().expect("resource"),
+                    group.as_str().expect("group")
+                ));
+            }
+        }
+    }
+    granted.sort();
+    assert_eq!(
+        granted,
+        [
+            "applications.argoproj.io",
+            "deployments.apps",
+            "httproutes.gateway.networking.k8s.io",
+            "kustomizations.kustomize.toolkit.fluxcd.io",
+        ]
+    );
+
+    let binding = yaml("examples/install/clusterrolebinding.yaml");
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    let sa = yaml("examples/install/serviceaccount.yaml");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{
+            "kind": "ServiceAccount",
+            "name": sa["metadata"]["name"],
+            "namespace": "sluice-system",
+        }])
+    );
+    assert_eq!(
+        yaml("examples/install/namespace.yaml")["metadata"]["name"],
+        "sluice-system"
+    );
+}
+
+#[test]
+fn deployment_runs_the_daemon_as_documented() {
+    let d = yaml("examples/install/deployment.yaml");
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "sluice");
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["runAsUser"], 65532);
+    let c = &pod["containers"][0];
+    assert_eq!(
+        c["args"],
+        serde_json::json!([
+            "run",
+            "--repo",
+            "$(SLUICE_REPO)",
+            "--listen",
+            "0.0.0.0:9090"
+        ])
+    );
+    assert_eq!(c["ports"][0]["containerPort"], 9090);
+    assert_eq!(c["ports"][0]["name"], "http");
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_eq!(c[probe]["httpGet"]["port"], "http");
+    }
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+
+    let env = c["env"].as_array().expect("env");
+    let var = |name: &str| {
+        env.iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not set"))
+    };
+    // $(SLUICE_REPO) in args expands only from a variable the container defines.
+    assert!(var("SLUICE_REPO")["value"].is_string());
+    assert_eq!(var("SLUICE_WORKDIR")["value"], "/var/cache/sluice");
+    for secret in [
+        "SLUICE_GIT_TOKEN",
+        "SLUICE_FORGE_TOKEN",
+        "SLUICE_WEBHOOK_SECRET",
+    ] {
+        let r = &var(secret)["valueFrom"]["secretKeyRef"];
+        assert_eq!(r["name"], "sluice-credentials", "{secret}");
+        assert_eq!(r["key"], secret);
+    }
+    assert_eq!(
+        sluice::server::WEBHOOK_SECRET_ENV,
+        "SLUICE_WEBHOOK_SECRET",
+        "the manifest and the server agree on the variable"
+    );
+
+    // The work dir is writable (an emptyDir) although the root filesystem is not.
+    let mounts = c["volumeMounts"].as_array().expect("mounts");
+    let workdir = mounts
+        .iter()
+        .find(|m| m["mountPath"] == "/var/cache/sluice")
+        .expect("work dir mounted");
+    let volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == workdir["name"])
+        .expect("work dir volume");
+    assert!(volume["emptyDir"].is_object(), "{volume}");
+
+    let svc = yaml("examples/install/service.yaml");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 9090);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http");
+    assert_eq!(
+        svc["spec"]["selector"],
+        d["spec"]["template"]["metadata"]["labels"]
+    );
+}
+
+#[test]
+fn flux_and_argocd_apply_the_same_sluice_output_folder() {
+    let k = yaml("examples/flux/kustomization-podinfo.yaml");
+    let git = yaml("examples/flux/gitrepository.yaml");
+    let app = yaml("examples/argocd/application-podinfo.yaml");
+    assert_eq!(k["spec"]["path"], "./clusters/prod/podinfo");
+    assert_eq!(k["spec"]["sourceRef"]["kind"], "GitRepository");
+    assert_eq!(k["spec"]["sourceRef"]["name"], git["metadata"]["name"]);
+    assert_eq!(app["spec"]["source"]["path"], "clusters/prod/podinfo");
+    assert_eq!(app["spec"]["source"]["repoURL"], git["spec"]["url"]);
+    // The folder is where sluice writes prod/podinfo by default.
+    let settings = sluice::spec::settings::Settings::default();
+    assert_eq!(
+        settings.output_for("prod", "podinfo").unwrap().as_str(),
+        "clusters/prod/podinfo"
+    );
+}
+
+#[test]
+fn dockerfile_builds_locked_and_runs_unprivileged() {
+    let text = read("Dockerfile");
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let from: Vec<&&str> = lines.iter().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(
+        from,
+        [
+            &"FROM rust:1-bookworm AS build",
+            &"FROM debian:bookworm-slim"
+        ]
+    );
+    assert!(text.contains("cargo build --release --locked"));
+    assert!(text.contains("ca-certificates"));
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("install") && l.split_whitespace().any(|w| w == "git")),
+        "the runtime needs no git (libgit2 is vendored)"
+    );
+    assert!(lines.contains(&"USER 65532:65532"));
+    assert!(lines.contains(&r#"ENTRYPOINT ["/usr/local/bin/sluice"]"#));
+    assert!(lines.contains(&r#"CMD ["run"]"#));
+    assert_eq!(lines.last(), Some(&r#"CMD ["run"]"#));
+    // Cargo.lock is what --locked builds from; it must be committed, not ignored.
+    assert!(Path::new(&root().join("Cargo.lock")).is_file());
+    let ignored = read(".dockerignore");
+    assert!(!ignored.lines().any(|l| l.trim() == "Cargo.lock"));
+}
+
+#[test]
+fn release_workflow_pushes_the_image_on_version_tags() {
+    let wf = yaml(".github/workflows/release.yml");
+    // serde-saphyr reads the key `on` as a string key (YAML 1.2 core schema).
+    assert_eq!(wf["on"]["push"]["tags"], serde_json::json!(["v*"]));
+    assert_eq!(wf["permissions"]["packages"], "write");
+    let steps = wf["jobs"]["image"]["steps"].as_array().expect("steps");
+    let build = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("docker/build-push-action@"))
+        })
+        .expect("build-push-action step");
+    assert_eq!(build["with"]["push"], true);
+    let login = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("docker/login-action@"))
+        })
+        .expect("login step");
+    assert_eq!(login["with"]["registry"], "ghcr.io");
+}

@@ -1,0 +1,650 @@
+//! Sync-awareness against an HTTP-level fake of the Kubernetes API.
+//!
+//! No API server can run here, so `FakeKubeApi` is an axum server on 127.0.0.1 answering the
+//! two GET paths sluice uses, exactly as the API server does: the object JSON (with the
+//! metadata the server fills in), or a `Status` document for 404/403. Every object it serves is
+//! first validated against the CRD's strict schema (tests/schemas), so the fake cannot answer
+//! what a real cluster would reject. The client is the real kube client, built from
+//! `kube::Config::new(url)`. Ancestry ("is this commit a descendant of the pushed one?") comes
+//! from a real git repo through the git CLI.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value as Json};
+use sluice::gates::sync::{
+    applied, client_from_config, read_sync, Applied, SyncError, SyncObservation,
+};
+use sluice::spec::model::{Name, SyncTarget};
+
+use crate::support::{git, git_ok, Schemas};
+
+const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
+const ARGO_GROUP: &str = "argoproj.io";
+
+type Key = (String, String, String); // (plural, namespace, name)
+
+#[derive(Default)]
+struct Cluster {
+    objects: BTreeMap<Key, Json>,
+    forbidden: HashSet<Key>,
+    requests: Vec<String>,
+}
+
+/// An in-process fake of the two API paths sluice reads.
+struct FakeKubeApi {
+    url: String,
+    cluster: Arc<Mutex<Cluster>>,
+    schemas: Schemas,
+    resource_version: u64,
+}
+
+impl FakeKubeApi {
+    async fn start() -> FakeKubeApi {
+        let cluster = Arc::new(Mutex::new(Cluster::default()));
+        let app = Router::new()
+            .route(
+                "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations/{name}",
+                get(kustomization),
+            )
+            .route(
+                "/apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}",
+                get(application),
+            )
+            .fallback(not_a_path)
+            .with_state(Arc::clone(&cluster));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("fake API serves");
+        });
+        FakeKubeApi {
+            url: format!("http://{addr}"),
+            cluster,
+            schemas: Schemas::default(),
+            resource_version: 1000,
+        }
+    }
+
+    fn client(&self) -> kube::Client {
+        client_from_config(kube::Config::new(self.url.parse().expect("url"))).expect("client")
+    }
+
+    /// Stores `object` as the API server would return it: metadata filled in, validated.
+    fn put(&mut self, mut object: Json) {
+        let errors = self.schemas.errors(&object);
+        assert!(
+            errors.is_empty(),
+            "the fake would serve an invalid object: {errors:#?}"
+        );
+        self.resource_version += 1;
+        let meta = object["metadata"].as_object_mut().expect("metadata");
+        meta.entry("uid")
+            .or_insert_with(|| json!("6f1c2f3e-58d5-4c4b-9a1e-0b2d4c6e8a10"));
+        meta.entry("generation").or_insert(json!(1));
+        meta.entry("creationTimestamp")
+            .or_insert(json!("2026-01-01T00:00:00Z"));
+        meta.insert(
+            "resourceVersion".into(),
+            json!(self.resource_version.to_string()),
+        );
+        let errors = self.schemas.errors(&object);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let plural = match object["kind"].as_str() {
+            Some("Kustomization") => "kustomizations",
+            Some("Application") => "applications",
+            other => panic!("unexpected kind {other:?}"),
+        };
+        let key = (
+            plural.to_string(),
+            object["metadata"]["namespace"]
+                .as_str()
+                .expect("ns")
+                .to_string(),
+            object["metadata"]["name"]
+                .as_str()
+                .expect("name")
+                .to_string(),
+        );
+        self.cluster
+            .lock()
+            .expect("lock")
+            .objects
+            .insert(key, object);
+    }
+
+    fn forbid(&self, plural: &str, ns: &str, name: &str) {
+        self.cluster.lock().expect("lock").forbidden.insert((
+            plural.into(),
+            ns.into(),
+            name.into(),
+        ));
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.cluster.lock().expect("lock").requests.clone()
+    }
+}
+
+fn json_response(code: StatusCode, body: &Json) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The `Status` document the API server sends with a 404 or 403.
+fn status(code: u16, reason: &str, message: String, group: &str, plural: &str, name: &str) -> Json {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {"name": name, "group": group, "kind": plural},
+        "code": code,
+    })
+}
+
+fn answer(
+    cluster: &Mutex<Cluster>,
+    group: &str,
+    plural: &str,
+    ns: String,
+    name: String,
+) -> Response {
+    let mut c = cluster.lock().expect("lock");
+    c.requests.push(format!(
+        "GET /apis/{group}/.../namespaces/{ns}/{plural}/{name}"
+    ));
+    let key = (plural.to_string(), ns.clone(), name.clone());
+    if c.forbidden.contains(&key) {
+        let message = format!(
+            "{plural}.{group} \"{name}\" is forbidden: User \"system:serviceaccount:sluice-system:sluice\" cannot get resource \"{plural}\" in API group \"{group}\" in the namespace \"{ns}\""
+        );
+        return json_response(
+            StatusCode::FORBIDDEN,
+            &status(403, "Forbidden", message, group, plural, &name),
+        );
+    }
+    match c.objects.get(&key) {
+        Some(object) => json_response(StatusCode::OK, object),
+        None => json_response(
+            StatusCode::NOT_FOUND,
+            &status(
+                404,
+                "NotFound",
+                format!("{plural}.{group} \"{name}\" not found"),
+                group,
+                plural,
+                &name,
+            ),
+        ),
+    }
+}
+
+async fn kustomization(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((ns, name)): UrlPath<(String, String)>,
+) -> Response {
+    answer(&cluster, FLUX_GROUP, "kustomizations", ns, name)
+}
+
+async fn application(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((ns, name)): UrlPath<(String, String)>,
+) -> Response {
+    answer(&cluster, ARGO_GROUP, "applications", ns, name)
+}
+
+async fn not_a_path() -> Response {
+    // What the API server answers for a path no installed API serves.
+    (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
+}
+
+fn flux_target(name: &str) -> SyncTarget {
+    SyncTarget::Flux {
+        kustomization: Name::parse(name).unwrap(),
+        namespace: Name::parse("flux-system").unwrap(),
+    }
+}
+
+fn argo_target(name: &str) -> SyncTarget {
+    SyncTarget::ArgoCd {
+        application: Name::parse(name).unwrap(),
+        namespace: Name::parse("argocd").unwrap(),
+    }
+}
+
+/// The Kustomization of the shared example (schemas/examples), with this status.
+fn kustomization_object(generation: i64, revision: &str, ready: Json) -> Json {
+    json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "podinfo", "namespace": "flux-system", "generation": generation},
+        "spec": {
+            "interval": "5m",
+            "path": "./clusters/prod/podinfo",
+            "prune": true,
+            "sourceRef": {"kind": "GitRepository", "name": "fleet"},
+            "targetNamespace": "prod",
+        },
+        "status": {
+            "observedGeneration": generation,
+            "lastAppliedRevision": revision,
+            "lastAttemptedRevision": revision,
+            "conditions": [ready],
+        },
+    })
+}
+
+fn ready_true(generation: i64, revision: &str) -> Json {
+    json!({
+        "type": "Ready",
+        "status": "True",
+        "reason": "ReconciliationSucceeded",
+        "message": format!("Applied revision: {revision}"),
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": generation,
+    })
+}
+
+/// The Application of the shared example (schemas/examples), with this status.
+fn application_object(status: Json) -> Json {
+    json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "podinfo", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "source": {
+                "repoURL": "https://git.example.com/org/fleet.git",
+                "targetRevision": "main",
+                "path": "clusters/prod/podinfo",
+            },
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "prod"},
+            "syncPolicy": {"automated": {"prune": true, "selfHeal": true}},
+        },
+        "status": status,
+    })
+}
+
+/// An Argo CD status after an automated sync of `revision` that finished at 00:00:55.
+fn argo_status(revision: &str, sync: &str, health: &str, reconciled_at: &str) -> Json {
+    json!({
+        "sync": {
+            "status": sync,
+            "revision": revision,
+            "comparedTo": {
+                "source": {
+                    "repoURL": "https://git.example.com/org/fleet.git",
+                    "targetRevision": "main",
+                    "path": "clusters/prod/podinfo",
+                },
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": "prod"},
+            },
+        },
+        "health": {"status": health, "lastTransitionTime": "2025-12-31T12:00:00Z"},
+        "reconciledAt": reconciled_at,
+        "operationState": {
+            "operation": {
+                "sync": {"revision": revision, "prune": true},
+                "initiatedBy": {"automated": true},
+                "retry": {"limit": 5},
+            },
+            "phase": "Succeeded",
+            "message": "successfully synced (all tasks run)",
+            "startedAt": "2026-01-01T00:00:50Z",
+            "finishedAt": "2026-01-01T00:00:55Z",
+            "syncResult": {
+                "revision": revision,
+                "source": {
+                    "repoURL": "https://git.example.com/org/fleet.git",
+                    "targetRevision": "main",
+                    "path": "clusters/prod/podinfo",
+                },
+            },
+        },
+        "sourceType": "Directory",
+        "summary": {"images": ["ghcr.io/stefanprodan/podinfo:6.7.0"]},
+    })
+}
+
+/// A config repo with history `a <- pushed <- later`, plus `sibling` branched from `a` (not a
+/// descendant of `pushed`). Fixed dates so ids are stable.
+struct History {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    a: String,
+    pushed: String,
+    later: String,
+    sibling: String,
+}
+
+fn commit(dir: &Path, file: &str, message: &str, date: &str) -> String {
+    std::fs::write(dir.join(file), message).unwrap();
+    git(dir, &["add", file]);
+    let out = std::process::Command::new("git")
+        .args(["commit", "-q", "-m", message])
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "human")
+        .env("GIT_AUTHOR_EMAIL", "human@example.com")
+        .env("GIT_COMMITTER_NAME", "human")
+        .env("GIT_COMMITTER_EMAIL", "human@example.com")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+fn history() -> History {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    git(&path, &["init", "-q", "-b", "main"]);
+    let a = commit(&path, "a", "a", "2026-01-01T00:00:00Z");
+    let pushed = commit(
+        &path,
+        "route.yaml",
+        "sluice: weight 20",
+        "2026-01-01T00:01:00Z",
+    );
+    let later = commit(&path, "human", "human edit", "2026-01-01T00:02:00Z");
+    git(&path, &["checkout", "-q", "-b", "other", &a]);
+    let sibling = commit(&path, "s", "unrelated", "2026-01-01T00:03:00Z");
+    History {
+        _dir: dir,
+        path,
+        a,
+        pushed,
+        later,
+        sibling,
+    }
+}
+
+impl History {
+    /// `git merge-base --is-ancestor pushed applied`: applied descends from pushed.
+    fn is_descendant(&self) -> impl Fn(&str, &str) -> bool + '_ {
+        |applied, pushed| {
+            git_ok(
+                &self.path,
+                &["merge-base", "--is-ancestor", pushed, applied],
+            )
+        }
+    }
+}
+
+async fn judge(api: &FakeKubeApi, target: &SyncTarget, h: &History) -> Applied {
+    let obs = read_sync(&api.client(), target).await.expect("read_sync");
+    applied(&obs, &h.pushed, h.is_descendant())
+}
+
+fn reason(a: Applied) -> String {
+    match a {
+        Applied::NotYet { reason } | Applied::Failed { reason } => reason,
+        Applied::Yes => panic!("expected not applied"),
+    }
+}
+
+#[tokio::test]
+async fn flux_not_applied_until_fake_kube_api_reports_pushed_or_descendant() {
+    let h = history();
+    let mut api = FakeKubeApi::start().await;
+    let target = flux_target("podinfo");
+    let served = |rev: &str| kustomization_object(3, rev, ready_true(3, rev));
+
+    api.put(served(&format!("main@sha1:{}", h.a)));
+    let r = reason(judge(&api, &target, &h).await);
+    assert!(
+        r.starts_with("Kustomization flux-system/podinfo applied ")
+            && r.contains(&format!("not yet {}", &h.pushed[..12])),
+        "{r}"
+    );
+
+    // A commit on another line of history is not ours, however new.
+    api.put(served(&format!("main@sha1:{}", h.sibling)));
+    assert!(matches!(
+        judge(&api, &target, &h).await,
+        Applied::NotYet { .. }
+    ));
+
+    api.put(served(&format!("main@sha1:{}", h.pushed)));
+    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+
+    // Someone pushed after sluice: their commit contains ours.
+    api.put(served(&format!("main@sha1:{}", h.later)));
+    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+
+    // Flux before 2.0 wrote `<branch>/<sha>`.
+    api.put(served(&format!("main/{}", h.later)));
+    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+
+    let obs = read_sync(&api.client(), &target).await.unwrap();
+    let SyncObservation::Flux(flux) = obs else {
+        panic!("expected a Flux observation")
+    };
+    assert_eq!(flux.applied_sha.as_deref(), Some(h.later.as_str()));
+    assert_eq!(flux.generation, Some(3));
+    assert!(api
+        .requests()
+        .iter()
+        .all(|r| r.starts_with("GET /apis/kustomize.toolkit.fluxcd.io/")));
+}
+
+#[tokio::test]
+async fn flux_ready_false_fake_kube_api_is_not_yet_with_the_message() {
+    let h = history();
+    let mut api = FakeKubeApi::start().await;
+    let rev = format!("main@sha1:{}", h.pushed);
+    let message = "Deployment/prod/podinfo-canary status: 'InProgress'";
+    api.put(kustomization_object(
+        3,
+        &rev,
+        json!({
+            "type": "Ready",
+            "status": "False",
+            "reason": "HealthCheckFailed",
+            "message": message,
+            "lastTransitionTime": "2026-01-01T00:01:30Z",
+            "observedGeneration": 3,
+        }),
+    ));
+    let r = reason(judge(&api, &flux_target("podinfo"), &h).await);
+    assert!(
+        r.contains("is not Ready: HealthCheckFailed: Deployment/prod/podinfo-canary status"),
+        "{r}"
+    );
+
+    // Ready=True, but for an older generation of the spec: not yet.
+    api.put(kustomization_object(4, &rev, ready_true(3, &rev)));
+    let r = reason(judge(&api, &flux_target("podinfo"), &h).await);
+    assert!(
+        r.contains("generation 3, the object is at generation 4"),
+        "{r}"
+    );
+}
+
+#[tokio::test]
+async fn argo_stale_health_fake_kube_api_is_not_trusted() {
+    let h = history();
+    let mut api = FakeKubeApi::start().await;
+    let target = argo_target("podinfo");
+    // Synced to the pushed commit and "Healthy", but the app controller last assessed health
+    // before the sync finished (00:00:55): that Healthy describes the old ReplicaSet.
+    api.put(application_object(argo_status(
+        &h.pushed,
+        "Synced",
+        "Healthy",
+        "2026-01-01T00:00:40Z",
+    )));
+    let r = reason(judge(&api, &target, &h).await);
+    assert!(r.contains("not trusted"), "{r}");
+
+    // Reassessed after the sync: trusted.
+    api.put(application_object(argo_status(
+        &h.pushed,
+        "Synced",
+        "Healthy",
+        "2026-01-01T00:01:10Z",
+    )));
+    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+
+    // Argo CD synced a later commit that contains ours.
+    api.put(application_object(argo_status(
+        &h.later,
+        "Synced",
+        "Healthy",
+        "2026-01-01T00:01:10Z",
+    )));
+    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+}
+
+#[tokio::test]
+async fn argo_out_of_sync_and_degraded_fake_kube_api() {
+    let h = history();
+    let mut api = FakeKubeApi::start().await;
+    let target = argo_target("podinfo");
+    api.put(application_object(argo_status(
+        &h.a,
+        "OutOfSync",
+        "Healthy",
+        "2026-01-01T00:01:10Z",
+    )));
+    let r = reason(judge(&api, &target, &h).await);
+    assert!(r.contains("(OutOfSync), not yet"), "{r}");
+
+    api.put(application_object(argo_status(
+        &h.pushed,
+        "OutOfSync",
+        "Healthy",
+        "2026-01-01T00:01:10Z",
+    )));
+    let r = reason(judge(&api, &target, &h).await);
+    assert!(r.contains("is OutOfSync at"), "{r}");
+
+    api.put(application_object(argo_status(
+        &h.pushed,
+        "Synced",
+        "Progressing",
+        "2026-01-01T00:01:10Z",
+    )));
+    assert!(matches!(
+        judge(&api, &target, &h).await,
+        Applied::NotYet { reason } if reason.contains("health is Progressing")
+    ));
+
+    api.put(application_object(argo_status(
+        &h.pushed,
+        "Synced",
+        "Degraded",
+        "2026-01-01T00:01:10Z",
+    )));
+    assert!(matches!(
+        judge(&api, &target, &h).await,
+        Applied::Failed { reason } if reason.contains("Application argocd/podinfo is Degraded")
+    ));
+
+    // The sync of the pushed commit itself failed.
+    let mut failed = argo_status(&h.a, "OutOfSync", "Healthy", "2026-01-01T00:01:10Z");
+    failed["operationState"]["phase"] = json!("Failed");
+    failed["operationState"]["message"] =
+        json!("one or more objects failed to apply, reason: admission webhook denied");
+    failed["operationState"]["syncResult"]["revision"] = json!(h.pushed);
+    api.put(application_object(failed));
+    assert!(matches!(
+        judge(&api, &target, &h).await,
+        Applied::Failed { reason } if reason.contains("ended Failed: one or more objects failed")
+    ));
+}
+
+#[tokio::test]
+async fn missing_objects_fake_kube_api_name_kind_namespace_and_what_to_check() {
+    let api = FakeKubeApi::start().await;
+    let client = api.client();
+
+    let err = read_sync(&client, &flux_target("nope")).await.unwrap_err();
+    assert!(matches!(err, SyncError::NotFound { .. }), "{err:?}");
+    assert!(!err.is_transient());
+    let text = err.to_string();
+    for part in [
+        "Kustomization flux-system/nope not found",
+        "sync.flux.kustomization/namespace",
+        "kustomize.toolkit.fluxcd.io/v1 CRD is installed",
+        "get on kustomizations.kustomize.toolkit.fluxcd.io",
+    ] {
+        assert!(text.contains(part), "{part:?} not in {text}");
+    }
+
+    let err = read_sync(&client, &argo_target("nope")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("Application argocd/nope not found")
+            && text.contains("sync.argocd.application/namespace")
+            && text.contains("applications.argoproj.io"),
+        "{text}"
+    );
+
+    api.forbid("applications", "argocd", "secret-app");
+    let err = read_sync(&client, &argo_target("secret-app"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SyncError::Forbidden { code: 403, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("may not read Application argocd/secret-app")
+            && text.contains("grant get, list and watch on applications.argoproj.io"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn unreachable_api_is_a_transient_error() {
+    let port = crate::support::free_port();
+    let client = client_from_config(kube::Config::new(
+        format!("http://127.0.0.1:{port}").parse().unwrap(),
+    ))
+    .unwrap();
+    let err = read_sync(&client, &flux_target("podinfo"))
+        .await
+        .unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("reading Kustomization flux-system/podinfo: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn served_examples_match_the_shared_examples() {
+    // The fake's objects extend /work/shared/schemas/examples; both must stay schema-valid.
+    let mut schemas = Schemas::default();
+    let rev = "main@sha1:0123456789abcdef0123456789abcdef01234567";
+    for object in [
+        kustomization_object(3, rev, ready_true(3, rev)),
+        application_object(argo_status(
+            "0123456789abcdef0123456789abcdef01234567",
+            "Synced",
+            "Healthy",
+            "2026-01-01T00:01:00Z",
+        )),
+    ] {
+        let errors = schemas.errors(&object);
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+}
