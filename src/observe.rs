@@ -1,37 +1,261 @@
-//! Gathers [`Observations`] for one canary: the adapters' side of the core's plain data.
+//! Gathers [`External`] observations for the canaries of one tick: the adapters' side of the
+//! core's plain data.
 //!
-//! The revision comes from the repo content (the workload module); metrics, webhooks,
-//! approvals and sync state come from an [`Observer`] so the loop does not care which
-//! adapters are configured.
+//! The revision comes from the repo content (the workload module); metrics, webhook answers
+//! and GitOps sync state come from an [`Observer`], so the loop does not care which adapters
+//! are configured. `core::decide::wants` says what each canary needs, so idle canaries cost
+//! no queries.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use tracing::warn;
+
+use crate::core::decide::wants;
 use crate::core::observe::{MetricObservation, WebhookObservation};
-use crate::core::status::Status;
-use crate::spec::model::Canary;
+use crate::core::status::{Phase, Status};
+use crate::gates::sync::{infer_client, read_sync, SyncObservation};
+use crate::gates::webhook::{call_all, WebhookPayload};
+use crate::metrics::template::TemplateIndex;
+use crate::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL};
+use crate::spec::model::{Canary, MetricQuery, WebhookKind};
+use crate::spec::settings::Settings;
+
+/// One canary to observe.
+pub struct Request<'a> {
+    pub canary: &'a Canary,
+    pub status: Option<&'a Status>,
+    pub revision: &'a str,
+}
 
 /// What the outside world says about a canary, apart from its revision.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct External {
     pub metrics: Vec<MetricObservation>,
     pub webhooks: Vec<WebhookObservation>,
-    pub approved: bool,
-    pub applied: bool,
+    /// The GitOps engine's view, when the canary has a sync target (`None`: no target).
+    pub sync: Option<Result<SyncObservation, String>>,
 }
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
 pub trait Observer: Send + Sync {
-    fn observe(&self, canary: &Canary, status: Option<&Status>) -> External;
+    /// Observes every request (same order), at `now`.
+    fn observe(
+        &self,
+        root: &Path,
+        settings: &Settings,
+        requests: &[Request<'_>],
+        now: Timestamp,
+    ) -> Vec<External>;
+
+    /// Tells `event` and `post-rollout` webhooks what a committed decision did.
+    fn notify(&self, _canary: &Canary, _status: &Status, _events: &[String]) {}
 }
 
-/// No metrics provider, no webhooks called, no sync awareness: every change counts as applied
-/// at once, and declared metrics or webhooks fail their checks (never a silent pass).
+/// No metrics provider, no webhooks called, no sync awareness: declared metrics and webhooks
+/// fail their checks (never a silent pass).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Offline;
 
 impl Observer for Offline {
-    fn observe(&self, _canary: &Canary, _status: Option<&Status>) -> External {
+    fn observe(
+        &self,
+        _: &Path,
+        _: &Settings,
+        requests: &[Request<'_>],
+        _: Timestamp,
+    ) -> Vec<External> {
+        requests.iter().map(|_| External::default()).collect()
+    }
+}
+
+/// The real adapters: Prometheus, webhooks, and (when a canary has a sync target) the
+/// Kubernetes API, queried concurrently across canaries.
+pub struct Live {
+    runtime: tokio::runtime::Runtime,
+    /// A Prometheus address that overrides the repo settings (the demo's embedded source).
+    pub prometheus_override: Option<String>,
+    kube: tokio::sync::OnceCell<Option<kube::Client>>,
+}
+
+/// Canaries observed at once.
+const CONCURRENT_CANARIES: usize = 16;
+
+impl Live {
+    pub fn new() -> std::io::Result<Live> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        Ok(Live {
+            runtime,
+            prometheus_override: None,
+            kube: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    async fn kube_client(&self) -> Option<kube::Client> {
+        self.kube
+            .get_or_init(|| async {
+                match infer_client().await {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        warn!(msg = "No Kubernetes access: sync targets cannot be read", error = %e);
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
+    }
+
+    async fn observe_one(
+        &self,
+        r: &Request<'_>,
+        templates: &TemplateIndex,
+        address: Option<&str>,
+        now: Timestamp,
+    ) -> External {
+        let canary = r.canary;
+        let want = wants(canary, r.status, r.revision, now);
+        let target = target_name(canary)
+            .unwrap_or(canary.id.name.as_str())
+            .to_string();
+        let metrics = async {
+            if want.metrics {
+                observe_metrics(canary, &target, templates, address, DEFAULT_METRIC_INTERVAL).await
+            } else {
+                Vec::new()
+            }
+        };
+        let hooks: Vec<_> = canary
+            .analysis
+            .webhooks
+            .iter()
+            .filter(|w| want.hooks.contains(&w.kind))
+            .collect();
+        let phase = r.status.map_or(Phase::Initializing, |s| s.phase);
+        let body = payload(canary, phase, r.revision, BTreeMap::new());
+        let webhooks = async {
+            if hooks.is_empty() {
+                Vec::new()
+            } else {
+                call_all(&hooks, &body).await
+            }
+        };
+        let sync = async {
+            let target = canary.sync.as_ref()?;
+            if !r.status.is_some_and(|s| s.phase.is_active()) {
+                return None;
+            }
+            Some(match self.kube_client().await {
+                Some(client) => read_sync(&client, target).await.map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "cannot read {target}: no Kubernetes access (in-cluster config or KUBECONFIG)"
+                )),
+            })
+        };
+        let (metrics, webhooks, sync) = tokio::join!(metrics, webhooks, sync);
         External {
-            applied: true,
-            ..External::default()
+            metrics,
+            webhooks,
+            sync,
+        }
+    }
+}
+
+fn payload(
+    canary: &Canary,
+    phase: Phase,
+    revision: &str,
+    metadata: BTreeMap<String, String>,
+) -> WebhookPayload {
+    WebhookPayload {
+        name: canary.id.name.to_string(),
+        namespace: canary.id.namespace.to_string(),
+        phase,
+        checksum: revision.to_string(),
+        metadata,
+    }
+}
+
+impl Observer for Live {
+    fn observe(
+        &self,
+        root: &Path,
+        settings: &Settings,
+        requests: &[Request<'_>],
+        now: Timestamp,
+    ) -> Vec<External> {
+        let needs_templates = requests.iter().any(|r| {
+            r.canary
+                .analysis
+                .metrics
+                .iter()
+                .any(|m| matches!(m.query, MetricQuery::Template { .. }))
+        });
+        let templates = if needs_templates {
+            let (templates, errors) = TemplateIndex::load(&[root.to_path_buf()], |p| {
+                p.strip_prefix(root).unwrap_or(p).display().to_string()
+            });
+            for e in &errors {
+                warn!(msg = "Invalid MetricTemplate", error = %e);
+            }
+            templates
+        } else {
+            TemplateIndex::new()
+        };
+        let address = self
+            .prometheus_override
+            .clone()
+            .or_else(|| settings.prometheus.clone());
+        self.runtime.block_on(async {
+            // Bounded concurrency across canaries; results come back in request order.
+            futures::stream::iter(requests)
+                .map(|r| self.observe_one(r, &templates, address.as_deref(), now))
+                .buffered(CONCURRENT_CANARIES)
+                .collect::<Vec<External>>()
+                .await
+        })
+    }
+
+    fn notify(&self, canary: &Canary, status: &Status, events: &[String]) {
+        let mut kinds = vec![WebhookKind::Event];
+        if matches!(status.phase, Phase::Succeeded | Phase::Failed) {
+            kinds.push(WebhookKind::PostRollout);
+        }
+        let hooks: Vec<_> = canary
+            .analysis
+            .webhooks
+            .iter()
+            .filter(|w| kinds.contains(&w.kind))
+            .collect();
+        if hooks.is_empty() {
+            return;
+        }
+        let revision = status
+            .canary_revision
+            .clone()
+            .unwrap_or_else(|| status.promoted_revision.clone());
+        let mut meta = BTreeMap::new();
+        meta.insert("eventMessage".to_string(), events.join("; "));
+        let kind = if status.phase == Phase::Failed {
+            "Warning"
+        } else {
+            "Normal"
+        };
+        meta.insert("eventType".to_string(), kind.to_string());
+        meta.insert(
+            "timestamp".to_string(),
+            Timestamp::now().as_millisecond().to_string(),
+        );
+        let body = payload(canary, status.phase, &revision, meta);
+        for r in self.runtime.block_on(call_all(&hooks, &body)) {
+            if let Err(e) = r.outcome {
+                warn!(canary = %canary.id, msg = "Notification webhook failed", hook = %r.name, error = %e);
+            }
         }
     }
 }

@@ -12,8 +12,9 @@ use tracing::{info, warn};
 use crate::core::decide::{decide, Decision};
 use crate::core::observe::Observations;
 use crate::core::status::{Phase, Status};
+use crate::gates::sync::{applied, Applied};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
-use crate::observe::Observer;
+use crate::observe::{External, Observer, Request};
 use crate::output::{kustomization, message, status_file};
 use crate::route::{render_route, Backends, Weights};
 use crate::spec::error::SpecError;
@@ -167,21 +168,30 @@ pub fn decide_and_commit(
     } else {
         workload::Index::default()
     };
+    // Read every canary's status and revision, observe them together, then decide each.
+    let mut prepared = Vec::new();
     for canary in &loaded.canaries {
-        let outcome = match step_canary(repo, &root, ctx, &author, canary, &index, now) {
+        match prepare(&root, canary, &index) {
+            Ok(p) => prepared.push(p),
+            Err(e) => report.outcomes.push(failed(canary, &e)),
+        }
+    }
+    let requests: Vec<Request<'_>> = prepared
+        .iter()
+        .map(|p| Request {
+            canary: p.canary,
+            status: p.status.as_ref(),
+            revision: &p.revision,
+        })
+        .collect();
+    let externals = ctx.observer.observe(&root, &settings, &requests, now);
+    drop(requests);
+    for (p, external) in prepared.into_iter().zip(externals) {
+        let canary = p.canary;
+        let outcome = match step_canary(repo, &root, ctx, &author, p, external, &index, now) {
             Ok(o) => o,
             Err(CanaryError::Git(e)) if e.is_transient() => return Err(ReconcileError::Git(e)),
-            Err(e) => {
-                warn!(canary = %canary.id, msg = "Canary skipped", error = %e);
-                CanaryOutcome {
-                    id: canary.id.to_string(),
-                    phase: None,
-                    committed: None,
-                    events: Vec::new(),
-                    wake_at: None,
-                    error: Some(e.to_string()),
-                }
-            }
+            Err(e) => failed(canary, &e),
         };
         if outcome.committed.is_some() {
             report.commits += 1;
@@ -189,6 +199,42 @@ pub fn decide_and_commit(
         report.outcomes.push(outcome);
     }
     Ok(report)
+}
+
+fn failed(canary: &Canary, e: &CanaryError) -> CanaryOutcome {
+    warn!(canary = %canary.id, msg = "Canary skipped", error = %e);
+    CanaryOutcome {
+        id: canary.id.to_string(),
+        phase: None,
+        committed: None,
+        events: Vec::new(),
+        wake_at: None,
+        error: Some(e.to_string()),
+    }
+}
+
+/// A canary's status and current revision, read before observing.
+struct Prepared<'a> {
+    canary: &'a Canary,
+    status: Option<Status>,
+    revision: String,
+}
+
+fn prepare<'a>(
+    root: &Path,
+    canary: &'a Canary,
+    index: &workload::Index,
+) -> Result<Prepared<'a>, CanaryError> {
+    let status = read_status(root, &canary.id).map_err(|message| CanaryError::Status {
+        path: status_file::path_for(&canary.id),
+        message,
+    })?;
+    let revision = workload::revision(root, canary, index)?;
+    Ok(Prepared {
+        canary,
+        status,
+        revision,
+    })
 }
 
 /// Reads a canary's status file from the work tree, if any.
@@ -201,27 +247,50 @@ pub fn read_status(root: &Path, id: &CanaryId) -> Result<Option<Status>, String>
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn step_canary(
     repo: &mut ConfigRepo,
     root: &Path,
     ctx: &Context,
     author: &Identity,
-    canary: &Canary,
+    prepared: Prepared<'_>,
+    external: External,
     index: &workload::Index,
     now: Timestamp,
 ) -> Result<CanaryOutcome, CanaryError> {
-    let status = read_status(root, &canary.id).map_err(|message| CanaryError::Status {
-        path: status_file::path_for(&canary.id),
-        message,
-    })?;
-    let revision = workload::revision(root, canary, index)?;
-    let external = ctx.observer.observe(canary, status.as_ref());
+    let canary = prepared.canary;
+    let status = prepared.status;
+    let applied = match &external.sync {
+        None => true,
+        Some(Err(e)) => {
+            warn!(canary = %canary.id, msg = "Cannot tell whether the last commit is applied", error = %e);
+            false
+        }
+        Some(Ok(sync)) => {
+            let pushed = repo
+                .history(Some((message::CANARY, &canary.id.to_string())), 1)?
+                .first()
+                .map(|e| e.oid.to_string());
+            match pushed {
+                None => true,
+                Some(pushed) => {
+                    match applied(sync, &pushed, |a, b| repo.is_descendant_or_self(a, b)) {
+                        Applied::Yes => true,
+                        Applied::NotYet { reason } | Applied::Failed { reason } => {
+                            info!(canary = %canary.id, msg = "Waiting for the GitOps engine", reason = %reason);
+                            false
+                        }
+                    }
+                }
+            }
+        }
+    };
     let obs = Observations {
-        revision,
+        revision: prepared.revision,
         metrics: external.metrics,
         webhooks: external.webhooks,
-        approved: external.approved,
-        applied: external.applied,
+        approved: false,
+        applied,
     };
     let decision = decide(canary, status.as_ref(), &obs, now);
     let mut outcome = CanaryOutcome {
@@ -244,6 +313,8 @@ fn step_canary(
         for event in &decision.events {
             info!(canary = %canary.id, msg = %event);
         }
+        ctx.observer
+            .notify(canary, &decision.status, &decision.events);
         outcome.committed = Some(commit.subject);
     }
     Ok(outcome)

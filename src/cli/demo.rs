@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
+use crate::cli::demo_prometheus::{self, Script};
 use crate::cli::run::sleep_for;
 use crate::core::status::Phase;
 use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
-use crate::observe::Offline;
+use crate::observe::Live;
 use crate::reconcile::{tick, Context};
 
 /// The demo config repo, embedded so the binary alone can run the demo.
@@ -45,6 +46,9 @@ pub struct Args {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    /// Make the canary unhealthy (87 % success rate) to watch sluice roll it back.
+    #[arg(long)]
+    pub fail: bool,
 }
 
 /// Creates a bare repo at `remote` whose `main` holds `files`, committed as `author`.
@@ -96,11 +100,24 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let alice = Identity::new("alice", "alice@example.com");
     seed_bare_repo(&dir, &remote, &DEMO_FILES, &alice)?;
     println!("sluice demo: config repo {url}");
-    println!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)\n");
+    println!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");
 
     let creds = Credentials::none();
     let mut sluice = ConfigRepo::open_or_clone(&url, "main", &dir.join("sluice-workdir"), &creds)?;
-    let observer = Offline;
+    let script = Script {
+        success_rate: if args.fail { 87.31 } else { 99.93 },
+        latency_ms: 212.0,
+    };
+    let prometheus = demo_prometheus::start(script)?;
+    println!(
+        "  metrics: an embedded Prometheus query endpoint at {} answers success rate {}% and p99 latency {} ms{}\n",
+        prometheus.address,
+        script.success_rate,
+        script.latency_ms,
+        if args.fail { " (--fail: unhealthy)" } else { "" }
+    );
+    let mut observer = Live::new()?;
+    observer.prometheus_override = Some(prometheus.address.clone());
     let ctx = Context {
         observer: &observer,
         author: None,

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub mod demo;
+pub mod demo_prometheus;
 pub mod history;
 pub mod plan;
 pub mod reconcile;

@@ -2,7 +2,7 @@
 //! Exit 0 when the tick ran (canary failures are states); non-zero on operational errors.
 
 use crate::cli::repo::RepoArgs;
-use crate::observe::Offline;
+use crate::observe::Live;
 use crate::reconcile::{tick, Context, TickReport};
 
 #[derive(Debug, clap::Args)]
@@ -29,7 +29,7 @@ pub fn print_report(report: &TickReport) {
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let mut locked = args.repo.open()?;
-    let observer = Offline;
+    let observer = Live::new()?;
     let ctx = Context {
         observer: &observer,
         author: None,

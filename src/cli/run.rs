@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tracing::{error, info};
 
 use crate::cli::repo::RepoArgs;
-use crate::observe::Offline;
+use crate::observe::Live;
 use crate::reconcile::{tick, Context};
 use crate::spec::reader::parse_duration;
 
@@ -43,7 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
     let mut locked = args.repo.open()?;
-    let observer = Offline;
+    let observer = Live::new()?;
     let ctx = Context {
         observer: &observer,
         author: None,

@@ -930,3 +930,102 @@ pub fn canary_steps(canary: &Canary) -> &[Step] {
 #[cfg(test)]
 #[path = "decide_tests.rs"]
 mod tests;
+
+/// What the adapters should observe for a canary before deciding at `now`: metric queries and
+/// webhook kinds. A superset of what `decide` will judge, so nothing it judges goes unobserved,
+/// while idle canaries cost no queries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wants {
+    pub metrics: bool,
+    pub hooks: Vec<WebhookKind>,
+}
+
+pub fn wants(canary: &Canary, status: Option<&Status>, revision: &str, now: Timestamp) -> Wants {
+    let Some(status) = status else {
+        return Wants::default();
+    };
+    let declared = |kinds: &[WebhookKind]| -> Vec<WebhookKind> {
+        kinds
+            .iter()
+            .copied()
+            .filter(|k| canary.analysis.webhooks.iter().any(|w| w.kind == *k))
+            .collect()
+    };
+    match status.phase {
+        Phase::Initializing
+        | Phase::Initialized
+        | Phase::Succeeded
+        | Phase::Failed
+        | Phase::Waiting => {
+            let failed_again = status.phase == Phase::Failed
+                && status.canary_revision.as_deref() == Some(revision);
+            if revision != status.promoted_revision && !failed_again && !canary.suspend {
+                Wants {
+                    metrics: false,
+                    hooks: declared(&[WebhookKind::ConfirmRollout]),
+                }
+            } else {
+                Wants::default()
+            }
+        }
+        Phase::Progressing | Phase::WaitingApproval => {
+            if status.canary_revision.as_deref() != Some(revision) || canary.suspend {
+                return Wants::default();
+            }
+            let interval = canary.analysis.interval;
+            if status.step == 0 && status.iterations == 0 {
+                let due = after(status.step_started, interval);
+                let due = status
+                    .last_failed_check
+                    .map_or(due, |t| after(t, interval).max(due));
+                if now < due {
+                    return Wants {
+                        metrics: false,
+                        hooks: declared(&[WebhookKind::Rollback]),
+                    };
+                }
+                return Wants {
+                    metrics: false,
+                    hooks: declared(&[
+                        WebhookKind::PreRollout,
+                        WebhookKind::ConfirmTrafficIncrease,
+                        WebhookKind::Rollback,
+                    ]),
+                };
+            }
+            let recently_failed = status
+                .last_failed_check
+                .is_some_and(|t| now < after(t, interval));
+            let check_from = status
+                .last_failed_check
+                .map_or(status.step_started, |t| t.max(status.step_started));
+            let pause = current_pause(canary, status);
+            let advance_due = match pause {
+                Pause::Interval => Some(after(status.step_started, interval)),
+                Pause::For(d) => Some(after(status.step_started, d)),
+                Pause::Approval => None,
+            };
+            let judging = !recently_failed
+                && (now >= after(check_from, interval)
+                    || advance_due.is_some_and(|t| now >= t)
+                    || pause == Pause::Approval);
+            if !judging {
+                return Wants {
+                    metrics: false,
+                    hooks: declared(&[WebhookKind::Rollback]),
+                };
+            }
+            let gate = match next_gate(canary, status) {
+                Some(Gate::Promotion) => WebhookKind::ConfirmPromotion,
+                Some(Gate::TrafficIncrease) | Some(Gate::Rollout) | None => {
+                    WebhookKind::ConfirmTrafficIncrease
+                }
+            };
+            Wants {
+                metrics: !canary.analysis.metrics.is_empty(),
+                hooks: declared(&[WebhookKind::Rollout, WebhookKind::Rollback, gate]),
+            }
+        }
+        Phase::Promoting | Phase::Finalising => Wants::default(),
+    }
+}

@@ -5,6 +5,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::*;
+use super::{wants, Wants};
 use crate::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
 use crate::core::status::{Gate, Phase, Status};
 use crate::spec::load::load_text;
@@ -549,4 +550,42 @@ fn every_phase_round_trips_through_yaml() {
     ] {
         assert!(phases.contains(&p), "{p:?} not reached");
     }
+}
+
+#[test]
+fn wants_covers_every_judgement_and_idle_canaries_cost_nothing() {
+    let c = flagger(&format!("{SEED}webhooks:\n- {{name: gate, type: confirm-rollout, url: 'http://t/'}}\n- {{name: smoke, type: pre-rollout, url: 'http://t/'}}\n- {{name: load, type: rollout, url: 'http://t/'}}\n"));
+    let s = initialized(&c);
+    assert_eq!(wants(&c, Some(&s), "rev0", t(5)), Wants::default());
+    assert_eq!(
+        wants(&c, Some(&s), "rev1", t(5)).hooks,
+        vec![WebhookKind::ConfirmRollout]
+    );
+    // Walk a healthy rollout; whenever decide judges, wants asked for it.
+    let mut status = s;
+    let mut now = t(10);
+    for _ in 0..30 {
+        let w = wants(&c, Some(&status), "rev1", now);
+        let mut o = obs("rev1");
+        if w.metrics {
+            o = with_metric(o, "request-success-rate", MetricValue::Value(99.9));
+        }
+        for kind in &w.hooks {
+            for h in c.analysis.webhooks.iter().filter(|h| h.kind == *kind) {
+                o = hook(o, &h.name, *kind, true);
+            }
+        }
+        let d = decide(&c, Some(&status), &o, now);
+        assert_ne!(
+            d.action,
+            Action::FailedCheck,
+            "judged without observing at {now}: {w:?}"
+        );
+        status = d.status;
+        if status.phase == Phase::Succeeded {
+            return;
+        }
+        now = d.wake_at.unwrap_or(now + Duration::from_secs(1));
+    }
+    panic!("did not finish");
 }

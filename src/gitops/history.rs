@@ -94,6 +94,17 @@ impl ConfigRepo {
     }
 }
 
+impl ConfigRepo {
+    /// True when `commit` is `ancestor` or one of its descendants (both full hex ids known
+    /// locally); false when either is unknown here.
+    pub fn is_descendant_or_self(&self, commit: &str, ancestor: &str) -> bool {
+        let (Ok(c), Ok(a)) = (Oid::from_str(commit), Oid::from_str(ancestor)) else {
+            return false;
+        };
+        c == a || self.repo.graph_descendant_of(c, a).unwrap_or(false)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -408,3 +408,25 @@ fn demo_runs_from_the_binary() {
         "{stdout}"
     );
 }
+
+#[test]
+fn demo_fail_rolls_back_and_names_the_metric() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo", "--fail"])
+        .output()
+        .expect("sluice demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("canary demo/podinfo ended Failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("request-success-rate 87.31 < 99"),
+        "{stdout}"
+    );
+}
