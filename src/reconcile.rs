@@ -71,7 +71,7 @@ pub enum ReconcileError {
 
 /// A problem with one canary; the tick goes on with the others.
 #[derive(Debug, thiserror::Error)]
-enum CanaryError {
+pub enum CanaryError {
     #[error("{path}: cannot read the status file: {message}; fix or delete it (history keeps the old state)")]
     Status { path: String, message: String },
     #[error(transparent)]
@@ -404,4 +404,89 @@ fn render_changes(
         content: Some(status_text),
     });
     Ok(changes)
+}
+
+/// A manual operation on one canary, by a named operator.
+pub struct Manual<'a> {
+    /// `namespace/name`.
+    pub canary: &'a str,
+    pub op: crate::core::operate::Operation,
+    pub operator: Identity,
+    pub reason: &'a str,
+    pub push_attempts: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperateError {
+    #[error("no canary {0} in the repo (sluice validate lists the canaries it reads)")]
+    NotFound(String),
+    #[error(transparent)]
+    NotApplicable(#[from] crate::core::operate::NotApplicable),
+    #[error(transparent)]
+    Canary(#[from] CanaryError),
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+}
+
+impl From<ReconcileError> for OperateError {
+    fn from(e: ReconcileError) -> Self {
+        match e {
+            ReconcileError::Git(g) => OperateError::Git(g),
+        }
+    }
+}
+
+/// Applies a manual operation as one commit on the branch, pushed without force. If the
+/// branch moved meanwhile, the operation is checked again against the new head.
+pub fn operate(
+    repo: &mut ConfigRepo,
+    manual: &Manual<'_>,
+    now: Timestamp,
+) -> Result<String, OperateError> {
+    repo.fetch()?;
+    let mut subject = apply_operation(repo, manual, now)?;
+    repo.push_with_retry(manual.push_attempts, |repo| {
+        subject = apply_operation(repo, manual, now)?;
+        Ok::<(), OperateError>(())
+    })?;
+    Ok(subject)
+}
+
+fn apply_operation(
+    repo: &mut ConfigRepo,
+    manual: &Manual<'_>,
+    now: Timestamp,
+) -> Result<String, OperateError> {
+    let root: PathBuf = repo.root().to_path_buf();
+    let (settings, _) = settings_at(&root);
+    let loaded = load_paths(std::slice::from_ref(&root), &settings, |p| {
+        p.strip_prefix(&root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    });
+    let canary = loaded
+        .canaries
+        .iter()
+        .find(|c| c.id.to_string() == manual.canary)
+        .ok_or_else(|| OperateError::NotFound(manual.canary.to_string()))?;
+    let index = match canary.target {
+        Target::RouteOnly { .. } => workload::Index::default(),
+        Target::Source { .. } | Target::TargetRef { .. } => {
+            let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
+            workload::Index::scan(&root, &outputs).map_err(CanaryError::from)?
+        }
+    };
+    let status = read_status(&root, &canary.id).map_err(|message| CanaryError::Status {
+        path: status_file::path_for(&canary.id),
+        message,
+    })?;
+    let decision =
+        crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;
+    let changes = render_changes(&root, canary, &decision, &index)?;
+    let who = format!("{} <{}>", manual.operator.name, manual.operator.email);
+    let commit = message::render(canary, &decision, Some((&who, manual.reason)));
+    repo.commit_files(&changes, &commit, &manual.operator, None)?;
+    info!(canary = %canary.id, msg = %commit.subject, operator = %who);
+    Ok(commit.subject)
 }

@@ -2,9 +2,12 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::core::operate::Operation;
+
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;
+pub mod operate;
 pub mod plan;
 pub mod reconcile;
 pub mod repo;
@@ -55,6 +58,18 @@ pub enum Command {
     Status(status::Args),
     /// A canary's timeline, read from commit trailers.
     History(history::Args),
+    /// Approve the change a canary waits for (rollout start, next step, promotion).
+    Approve(operate::Args),
+    /// Skip the remaining steps and promote now.
+    Promote(operate::Args),
+    /// Roll back now.
+    Abort(operate::Args),
+    /// Re-run the analysis of a failed revision.
+    Retry(operate::Args),
+    /// Hold a canary where it is.
+    Pause(operate::Args),
+    /// Continue a paused canary.
+    Resume(operate::Args),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -67,5 +82,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(&args),
         Command::Status(args) => status::run(&args),
         Command::History(args) => history::run(&args),
+        Command::Approve(args) => operate::run(Operation::Approve, &args),
+        Command::Promote(args) => operate::run(Operation::Promote, &args),
+        Command::Abort(args) => operate::run(Operation::Abort, &args),
+        Command::Retry(args) => operate::run(Operation::Retry, &args),
+        Command::Pause(args) => operate::run(Operation::Pause, &args),
+        Command::Resume(args) => operate::run(Operation::Resume, &args),
     }
 }

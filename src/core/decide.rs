@@ -50,6 +50,10 @@ pub enum Action {
     Rollback {
         reason: String,
     },
+    /// `sluice pause`: the canary holds until resumed.
+    Pause,
+    /// `sluice resume`.
+    Resume,
 }
 
 /// The outcome of one decision.
@@ -71,13 +75,13 @@ impl Decision {
     }
 }
 
-fn after(t: Timestamp, d: Duration) -> Timestamp {
+pub(crate) fn after(t: Timestamp, d: Duration) -> Timestamp {
     let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
     t.checked_add(d).unwrap_or(Timestamp::MAX)
 }
 
 /// `name.namespace`, as Flagger names canaries in events.
-fn dotted(canary: &Canary) -> String {
+pub(crate) fn dotted(canary: &Canary) -> String {
     format!("{}.{}", canary.id.name, canary.id.namespace)
 }
 
@@ -93,6 +97,16 @@ pub fn decide(
     };
     if canary.suspend {
         return hold(status, None, format!("{} is suspended", dotted(canary)));
+    }
+    if status.paused {
+        return hold(
+            status,
+            None,
+            format!(
+                "{} is paused (`sluice resume` continues it)",
+                dotted(canary)
+            ),
+        );
     }
     match status.phase {
         Phase::Initializing => initialize(canary, obs, now),
@@ -113,7 +127,12 @@ fn hold(status: &Status, wake_at: Option<Timestamp>, why: String) -> Decision {
     }
 }
 
-fn change(action: Action, status: Status, event: String, wake_at: Option<Timestamp>) -> Decision {
+pub(crate) fn change(
+    action: Action,
+    status: Status,
+    event: String,
+    wake_at: Option<Timestamp>,
+) -> Decision {
     let mut status = status;
     status.message = event.clone();
     Decision {
@@ -145,6 +164,7 @@ fn initialize(canary: &Canary, obs: &Observations, now: Timestamp) -> Decision {
         last_failed_check: None,
         checks: Vec::new(),
         message: String::new(),
+        paused: false,
     };
     change(
         Action::Initialize,
@@ -285,7 +305,7 @@ fn start_rollout(canary: &Canary, status: &Status, obs: &Observations, now: Time
 }
 
 /// A fresh analysis of `obs.revision` at weight 0.
-fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp) -> Status {
+pub(crate) fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp) -> Status {
     let mut next = status.clone();
     next.phase = Phase::Progressing;
     next.phase_since = now;
@@ -319,7 +339,12 @@ fn short(revision: &str) -> &str {
     revision.get(..7).unwrap_or(revision)
 }
 
-fn rollback(canary: &Canary, status: &Status, reason: String, now: Timestamp) -> Decision {
+pub(crate) fn rollback(
+    canary: &Canary,
+    status: &Status,
+    reason: String,
+    now: Timestamp,
+) -> Decision {
     let mut next = status.clone();
     next.phase = Phase::Failed;
     next.phase_since = now;
@@ -755,7 +780,7 @@ fn start_analysis(
 }
 
 /// Moves past the current step: next weight, next iteration, or promotion.
-fn advance(
+pub(crate) fn advance(
     canary: &Canary,
     status: &Status,
     records: Vec<CheckRecord>,

@@ -4,6 +4,7 @@
 
 pub mod decide;
 pub mod observe;
+pub mod operate;
 pub mod plan;
 pub mod schedule;
 pub mod status;

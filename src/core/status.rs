@@ -121,6 +121,9 @@ pub struct Status {
     pub checks: Vec<CheckRecord>,
     /// The last event, as a human reads it.
     pub message: String,
+    /// Held by `sluice pause` until `sluice resume`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 impl Status {

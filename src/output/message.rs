@@ -76,6 +76,8 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
         }
         Action::Finalise => format!("{n}: promotion completed, canary scaled down"),
         Action::Rollback { reason } => format!("{n}: roll back: {reason}"),
+        Action::Pause => format!("{n}: paused"),
+        Action::Resume => format!("{n}: resumed"),
     }
 }
 

@@ -6,6 +6,7 @@ mod install;
 mod loop_git;
 mod managed;
 mod metrics;
+mod operate;
 mod route;
 mod server;
 mod spec_validation;

@@ -1,0 +1,178 @@
+//! Manual operations (`sluice approve|promote|abort|retry|pause|resume`) as pure decisions.
+//!
+//! Each operation is checked against the canary's phase and turns into the same kind of
+//! [`Decision`] the loop makes, so it is rendered and committed the same way, with the
+//! operator and reason in the trailers. No IO, no clock reads.
+
+use jiff::Timestamp;
+
+use crate::core::decide::{
+    advance, after, change, dotted, reset_analysis, rollback, Action, Decision,
+};
+use crate::core::observe::Observations;
+use crate::core::status::{Phase, Status};
+use crate::spec::model::Canary;
+
+/// A manual operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Approve the change the canary waits for (the rollout start, the next step, the promotion).
+    Approve,
+    /// Skip the remaining steps and promote now.
+    Promote,
+    /// Roll back now.
+    Abort,
+    /// Re-run the analysis of a failed revision.
+    Retry,
+    /// Hold the canary where it is.
+    Pause,
+    /// Continue a paused canary.
+    Resume,
+}
+
+impl Operation {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Operation::Approve => "approve",
+            Operation::Promote => "promote",
+            Operation::Abort => "abort",
+            Operation::Retry => "retry",
+            Operation::Pause => "pause",
+            Operation::Resume => "resume",
+        }
+    }
+}
+
+/// Why an operation does not apply, in words for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotApplicable(pub String);
+
+/// The decision an operation makes on `status`.
+pub fn operate(
+    canary: &Canary,
+    status: Option<&Status>,
+    op: Operation,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    let name = &canary.id.name;
+    let Some(status) = status else {
+        return Err(NotApplicable(format!(
+            "{name} has no status yet; run `sluice reconcile` first"
+        )));
+    };
+    let phase = status.phase;
+    let nothing = |what: &str| NotApplicable(format!("{name} is {phase}; nothing to {what}"));
+    let interval = canary.analysis.interval;
+    match op {
+        Operation::Approve => match phase {
+            Phase::WaitingApproval => Ok(advance(canary, status, status.checks.clone(), now)),
+            Phase::Waiting => {
+                let revision = status.canary_revision.clone().unwrap_or_default();
+                let next = reset_analysis(status, &Observations::revision(revision), now);
+                Ok(change(
+                    Action::StartRollout,
+                    next,
+                    format!("New revision detected! Scaling up {}", dotted(canary)),
+                    Some(after(now, interval)),
+                ))
+            }
+            Phase::Initializing
+            | Phase::Initialized
+            | Phase::Progressing
+            | Phase::Promoting
+            | Phase::Finalising
+            | Phase::Succeeded
+            | Phase::Failed => Err(nothing("approve")),
+        },
+        Operation::Promote => match phase {
+            Phase::Progressing | Phase::WaitingApproval => {
+                let mut next = status.clone();
+                next.phase = Phase::Promoting;
+                next.phase_since = now;
+                next.step_started = now;
+                next.waiting_for = None;
+                if let Some(revision) = &status.canary_revision {
+                    next.promoted_revision = revision.clone();
+                }
+                Ok(change(
+                    Action::Promote,
+                    next,
+                    format!(
+                        "Copying {} template spec to {}-primary.{} (promoted by hand: {reason})",
+                        dotted(canary),
+                        canary.id.name,
+                        canary.id.namespace
+                    ),
+                    Some(after(now, interval)),
+                ))
+            }
+            Phase::Initializing
+            | Phase::Initialized
+            | Phase::Waiting
+            | Phase::Promoting
+            | Phase::Finalising
+            | Phase::Succeeded
+            | Phase::Failed => Err(nothing("promote")),
+        },
+        Operation::Abort => match phase {
+            Phase::Progressing | Phase::WaitingApproval | Phase::Waiting => Ok(rollback(
+                canary,
+                status,
+                format!("aborted by hand: {reason}"),
+                now,
+            )),
+            Phase::Promoting | Phase::Finalising => Err(NotApplicable(format!(
+                "{name} is {phase}: the primary already runs the new revision; push the old revision to roll back"
+            ))),
+            Phase::Initializing | Phase::Initialized | Phase::Succeeded | Phase::Failed => {
+                Err(nothing("abort"))
+            }
+        },
+        Operation::Retry => match phase {
+            Phase::Failed => {
+                let Some(revision) = status.canary_revision.clone() else {
+                    return Err(nothing("retry"));
+                };
+                let next = reset_analysis(status, &Observations::revision(revision), now);
+                Ok(change(
+                    Action::StartRollout,
+                    next,
+                    format!("Retrying the analysis of {} by hand: {reason}", dotted(canary)),
+                    Some(after(now, interval)),
+                ))
+            }
+            Phase::Initializing
+            | Phase::Initialized
+            | Phase::Waiting
+            | Phase::Progressing
+            | Phase::WaitingApproval
+            | Phase::Promoting
+            | Phase::Finalising
+            | Phase::Succeeded => Err(nothing("retry")),
+        },
+        Operation::Pause | Operation::Resume => {
+            let pause = op == Operation::Pause;
+            if status.paused == pause {
+                return Err(NotApplicable(format!(
+                    "{name} is already {}",
+                    if pause { "paused" } else { "running (not paused)" }
+                )));
+            }
+            let mut next = status.clone();
+            next.paused = pause;
+            let event = if pause {
+                format!("{} paused by hand: {reason}", dotted(canary))
+            } else {
+                format!("{} resumed by hand: {reason}", dotted(canary))
+            };
+            Ok(change(
+                if pause { Action::Pause } else { Action::Resume },
+                next,
+                event,
+                Some(now),
+            ))
+        }
+    }
+}
