@@ -39,6 +39,8 @@ pub struct Context<'a> {
 pub struct CanaryOutcome {
     pub id: String,
     pub phase: Option<Phase>,
+    /// The canary's status after the decision (for metrics and status listings).
+    pub status: Option<Status>,
     /// The commit subject, when the decision committed.
     pub committed: Option<String>,
     pub events: Vec<String>,
@@ -67,6 +69,15 @@ impl TickReport {
 pub enum ReconcileError {
     #[error(transparent)]
     Git(#[from] crate::gitops::Error),
+}
+
+impl ReconcileError {
+    /// A short label for the errors-by-kind metric.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReconcileError::Git(e) => e.kind(),
+        }
+    }
 }
 
 /// A problem with one canary; the tick goes on with the others.
@@ -206,6 +217,7 @@ fn failed(canary: &Canary, e: &CanaryError) -> CanaryOutcome {
     CanaryOutcome {
         id: canary.id.to_string(),
         phase: None,
+        status: None,
         committed: None,
         events: Vec::new(),
         wake_at: None,
@@ -296,6 +308,7 @@ fn step_canary(
     let mut outcome = CanaryOutcome {
         id: canary.id.to_string(),
         phase: Some(decision.status.phase),
+        status: Some(decision.status.clone()),
         committed: None,
         events: decision.events.clone(),
         wake_at: decision.wake_at,

@@ -1,7 +1,10 @@
-//! `sluice run`: the daemon. Ticks, then sleeps until the earliest due time of any canary or
-//! the next poll; SIGTERM/SIGINT end it between ticks.
+//! `sluice run`: the daemon. Ticks, then sleeps until the earliest due time of any canary, the
+//! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics`, `/healthz`
+//! and `/readyz`; SIGTERM/SIGINT end it between ticks.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,7 +12,8 @@ use tracing::{error, info};
 
 use crate::cli::repo::RepoArgs;
 use crate::observe::Live;
-use crate::reconcile::{tick, Context};
+use crate::reconcile::{tick, Context, TickReport};
+use crate::server::{serve, Metrics, ServerState};
 use crate::spec::reader::parse_duration;
 
 #[derive(Debug, clap::Args)]
@@ -21,6 +25,9 @@ pub struct Args {
     pub poll: Duration,
     #[arg(long, default_value_t = 8)]
     pub push_attempts: u32,
+    /// Address of /metrics, /healthz, /readyz and /hooks/git (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:9090", env = "SLUICE_LISTEN")]
+    pub listen: SocketAddr,
 }
 
 /// How long to sleep: until the earliest wake time, bounded by the poll interval.
@@ -30,18 +37,82 @@ pub fn sleep_for(
     poll: Duration,
 ) -> Duration {
     let until_wake = wake_at
-        .map(|w| {
-            let d = w.duration_since(now);
-            Duration::try_from(d).unwrap_or(Duration::ZERO)
-        })
+        .map(|w| Duration::try_from(w.duration_since(now)).unwrap_or(Duration::ZERO))
         .unwrap_or(poll);
     until_wake.min(poll).max(Duration::from_millis(50))
+}
+
+/// Starts the HTTP server on its own runtime thread; webhook wake-ups arrive on the channel.
+fn start_server(
+    listen: SocketAddr,
+    state: ServerState,
+    wake: mpsc::Sender<()>,
+) -> anyhow::Result<tokio::runtime::Runtime> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(listen))
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}; pass another --listen"))?;
+    info!(msg = "Serving /metrics /healthz /readyz /hooks/git", address = %listener.local_addr()?);
+    let waker = state.clone();
+    runtime.spawn(async move {
+        loop {
+            waker.woken().await;
+            if wake.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    runtime.spawn(async move {
+        if let Err(e) = serve(listener, state, std::future::pending()).await {
+            error!(msg = "HTTP server stopped", error = %e);
+        }
+    });
+    Ok(runtime)
+}
+
+fn record(metrics: &Metrics, report: &TickReport) {
+    metrics.tick();
+    metrics.push_retry(report.push_retries);
+    for o in &report.outcomes {
+        if let Some(s) = &o.status {
+            let (ns, name) = o.id.split_once('/').unwrap_or(("", o.id.as_str()));
+            let analysis = if s.phase.is_active() {
+                jiff::Timestamp::now()
+                    .duration_since(s.phase_since)
+                    .as_secs_f64()
+                    .max(0.0)
+            } else {
+                0.0
+            };
+            metrics.record_canary(
+                ns,
+                name,
+                s.phase.as_str(),
+                s.canary_weight,
+                s.failed_checks,
+                analysis,
+            );
+        }
+        if o.error.is_some() {
+            metrics.error("canary");
+        }
+    }
+    if !report.spec_errors.is_empty() {
+        metrics.error("spec");
+    }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+    let metrics = Metrics::new();
+    let state = ServerState::from_env(metrics.clone());
+    let (wake_tx, wake_rx) = mpsc::channel();
+    let _server = start_server(args.listen, state.clone(), wake_tx)?;
     let mut locked = args.repo.open()?;
     let observer = Live::new()?;
     let ctx = Context {
@@ -53,17 +124,33 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     while !stop.load(Ordering::SeqCst) {
         let wait = match tick(&mut locked.repo, &ctx, jiff::Timestamp::now()) {
             Ok(report) => {
+                state.set_ready();
+                record(&metrics, &report);
                 crate::cli::reconcile::print_report(&report);
                 sleep_for(report.wake_at(), jiff::Timestamp::now(), args.poll)
             }
             Err(e) => {
                 error!(msg = "Tick failed", error = %e);
+                metrics.error(e.kind());
                 args.poll
             }
         };
         let until = Instant::now() + wait;
-        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        while !stop.load(Ordering::SeqCst) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match wake_rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(()) => {
+                    info!(msg = "Woken by a git webhook");
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(left.min(Duration::from_millis(100)))
+                }
+            }
         }
     }
     info!(msg = "sluice stopped");

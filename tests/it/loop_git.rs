@@ -275,6 +275,8 @@ impl Daemon {
                 url,
                 "--poll",
                 "200ms",
+                "--listen",
+                "127.0.0.1:0",
                 "--workdir",
                 &workdir.display().to_string(),
             ])

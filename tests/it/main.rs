@@ -1,6 +1,7 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod cli;
+mod daemon;
 mod gitops;
 mod install;
 mod loop_git;

@@ -1,0 +1,143 @@
+//! The daemon's endpoints with the real binary: a signed push webhook wakes it at once (the
+//! latency is printed, not asserted), a bad signature changes nothing, /metrics exposes the
+//! canary weight.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::support::{free_port, git, http, human_clone, human_commit, seeded_remote};
+
+const FILE: &str = "apps/web/canary.yaml";
+
+fn canary(revision: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1s, stepWeights: [10, 50]}}\n"
+    )
+}
+
+fn sign(secret: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+fn commits(bare: &std::path::Path) -> usize {
+    git(bare, &["rev-list", "--count", "main"])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
+    let url = bare.display().to_string();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let secret = "s3cret";
+    // A one-minute poll: only the webhook can make the daemon notice a push quickly.
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "--repo",
+            &url,
+            "--poll",
+            "60s",
+            "--listen",
+            &addr,
+            "--workdir",
+            &tmp.path().join("d").display().to_string(),
+        ])
+        .env("SLUICE_WEBHOOK_SECRET", secret)
+        .env("SLUICE_LOG", "error")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_ok(&addr, "/readyz") != Some(200) {
+        assert!(Instant::now() < deadline, "daemon never became ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(http_ok(&addr, "/healthz"), Some(200));
+    let human = human_clone(&url, &tmp.path().join("human"));
+    human_commit(&human, FILE, &canary("v2"), "web: v2");
+    let before = commits(&bare);
+
+    let body = br#"{"ref":"refs/heads/main"}"#;
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/hooks/git",
+        &[
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", "sha256=00"),
+        ],
+        body,
+    );
+    assert_eq!(status, 401, "a bad signature is refused");
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/hooks/git",
+        &[("X-GitHub-Event", "push")],
+        body,
+    );
+    assert_eq!(status, 401, "an unsigned hook is refused");
+
+    let sent = Instant::now();
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/hooks/git",
+        &[
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", &sign(secret, body)),
+        ],
+        body,
+    );
+    assert_eq!(status, 202);
+    while commits(&bare) == before {
+        assert!(
+            Instant::now() < deadline,
+            "the webhook did not wake the daemon (poll is 60 s)"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("webhook to next commit: {} ms", sent.elapsed().as_millis());
+
+    let (status, metrics) = http(&addr, "GET", "/metrics", &[], b"");
+    assert_eq!(status, 200);
+    let weight = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("sluice_canary_weight{")
+                && l.contains("name=\"web\"")
+                && l.contains("namespace=\"shop\"")
+        })
+        .unwrap_or_else(|| panic!("no weight series:\n{metrics}"));
+    assert!(
+        weight.trim().ends_with(" 0") || weight.trim().ends_with(" 10"),
+        "{weight}"
+    );
+    assert!(
+        metrics.contains("sluice_reconcile_ticks_total"),
+        "{metrics}"
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}
+
+fn http_ok(addr: &str, path: &str) -> Option<u16> {
+    std::net::TcpStream::connect(addr).ok()?;
+    Some(http(addr, "GET", path, &[], b"").0)
+}
