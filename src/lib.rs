@@ -2,6 +2,7 @@
 //! config repo that Flux or Argo CD applies.
 #![forbid(unsafe_code)]
 
+pub mod approval;
 pub mod cli;
 pub mod core;
 pub mod forge;

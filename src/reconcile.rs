@@ -56,6 +56,11 @@ pub struct TickReport {
     pub commits: usize,
     /// Push attempts that were rejected because the remote moved.
     pub push_retries: u32,
+    /// Canaries waiting for approval, or that stopped waiting in this tick.
+    pub approvals: Vec<crate::approval::Pending>,
+    /// The repo's forge settings (approval pull requests), if any.
+    pub forge: Option<crate::spec::settings::ForgeSettings>,
+    pub author: Option<Identity>,
 }
 
 impl TickReport {
@@ -106,6 +111,7 @@ pub fn tick(
     repo.fetch()?;
     let mut report = decide_and_commit(repo, ctx, now)?;
     if report.commits == 0 {
+        crate::approval::handle(repo, &report, ctx.push_attempts, now);
         return Ok(report);
     }
     let mut retries = 0;
@@ -120,6 +126,7 @@ pub fn tick(
         report = r;
     }
     report.push_retries = retries;
+    crate::approval::handle(repo, &report, ctx.push_attempts, now);
     Ok(report)
 }
 
@@ -161,6 +168,8 @@ pub fn decide_and_commit(
     }
     let mut report = TickReport {
         spec_errors,
+        forge: settings.forge.clone(),
+        author: Some(author.clone()),
         ..TickReport::default()
     };
     let managed = loaded
@@ -199,6 +208,7 @@ pub fn decide_and_commit(
     drop(requests);
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
+        let previous = p.status.clone();
         let outcome = match step_canary(repo, &root, ctx, &author, p, external, &index, now) {
             Ok(o) => o,
             Err(CanaryError::Git(e)) if e.is_transient() => return Err(ReconcileError::Git(e)),
@@ -206,6 +216,16 @@ pub fn decide_and_commit(
         };
         if outcome.committed.is_some() {
             report.commits += 1;
+        }
+        if let Some(status) = &outcome.status {
+            let waiting = |s: &Status| crate::approval::is_waiting(s);
+            if waiting(status) || previous.as_ref().is_some_and(waiting) {
+                report.approvals.push(crate::approval::Pending {
+                    canary: canary.clone(),
+                    status: status.clone(),
+                    previous: previous.clone(),
+                });
+            }
         }
         report.outcomes.push(outcome);
     }
@@ -374,7 +394,7 @@ pub fn route_weights(canary: &Canary, status: &Status) -> Weights {
     }
 }
 
-fn render_changes(
+pub(crate) fn render_changes(
     root: &Path,
     canary: &Canary,
     decision: &Decision,

@@ -56,7 +56,7 @@ impl Identity {
         }
     }
 
-    fn signature(&self, time: Option<Time>) -> Result<Signature<'static>> {
+    pub(super) fn signature(&self, time: Option<Time>) -> Result<Signature<'static>> {
         let invalid = |reason: &str| Error::InvalidIdentity {
             name: self.name.clone(),
             email: self.email.clone(),

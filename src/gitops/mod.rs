@@ -12,6 +12,7 @@
 //! Errors separate transient failures (network, a branch that kept moving) from terminal ones
 //! (bad credentials, bad input) through [`Error::is_transient`].
 
+mod branch;
 mod commit;
 mod credentials;
 mod history;
@@ -20,6 +21,7 @@ mod repo;
 
 use std::path::PathBuf;
 
+pub use branch::APPROVAL_PREFIX;
 pub use commit::{CommitMessage, FileChange, Identity, Signing};
 pub use credentials::{redact_text, redact_url, Credentials};
 pub use history::{parse_trailers, HistoryEntry};

@@ -16,6 +16,10 @@ use crate::spec::model::{
 use crate::spec::node::{Node, Value};
 use crate::spec::reader::{index, join, Reader};
 
+/// A confirm-* webhook URL that asks for a git approval (pull request or `sluice approve`)
+/// instead of an HTTP call.
+pub const GIT_APPROVAL_URL: &str = "sluice:approval";
+
 const FLAGGER_KEYS: &[&str] = &[
     "alerts",
     "canaryReadyThreshold",
@@ -117,10 +121,26 @@ pub fn read_analysis(r: &mut Reader, node: &Node, path: &str, format: Format) ->
         Some(n) => read_webhooks(r, n, &join(path, "webhooks")),
         None => Vec::new(),
     };
-    let approvals = match node.get("approvals") {
+    let mut approvals = match node.get("approvals") {
         Some(n) => read_approvals(r, n, &join(path, "approvals")),
         None => Approvals::default(),
     };
+    // confirm-* hooks pointing at `sluice:approval` become git approval gates.
+    let (git_gates, webhooks): (Vec<WebhookSpec>, Vec<WebhookSpec>) = webhooks
+        .into_iter()
+        .partition(|w| w.url == GIT_APPROVAL_URL);
+    for gate in git_gates {
+        match gate.kind {
+            WebhookKind::ConfirmRollout => approvals.before_rollout = true,
+            WebhookKind::ConfirmTrafficIncrease => approvals.before_traffic_increase = true,
+            WebhookKind::ConfirmPromotion => approvals.before_promotion = true,
+            WebhookKind::PreRollout
+            | WebhookKind::Rollout
+            | WebhookKind::PostRollout
+            | WebhookKind::Rollback
+            | WebhookKind::Event => {}
+        }
+    }
     if r.errors.len() > errors_before {
         return None;
     }
@@ -635,7 +655,22 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
             }
         }
         if let Some(u) = &url {
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
+            if u == GIT_APPROVAL_URL {
+                let gate = matches!(
+                    kind,
+                    Some(WebhookKind::ConfirmRollout)
+                        | Some(WebhookKind::ConfirmTrafficIncrease)
+                        | Some(WebhookKind::ConfirmPromotion)
+                );
+                if !gate {
+                    r.error(
+                        item.get("url").map_or(item.line, |n| n.line),
+                        &join(&p, "url"),
+                        format!("{GIT_APPROVAL_URL} is only for confirm-rollout, confirm-traffic-increase and confirm-promotion hooks"),
+                    );
+                    continue;
+                }
+            } else if !(u.starts_with("http://") || u.starts_with("https://")) {
                 r.error(
                     item.get("url").map_or(item.line, |n| n.line),
                     &join(&p, "url"),

@@ -1,5 +1,6 @@
 //! All integration tests in one binary (one link, shared helpers).
 
+mod approval;
 mod cli;
 mod daemon;
 mod gitops;
