@@ -18,8 +18,9 @@ RUN apt-get update \
  && mkdir -p /var/cache/sluice \
  && chown 65532:65532 /var/cache/sluice
 COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
-# The persistent clone lives here (an emptyDir in examples/install/deployment.yaml).
-ENV SLUICE_WORKDIR=/var/cache/sluice HOME=/var/cache/sluice
+# The persistent clone lives in /var/cache/sluice/repo, its lock file beside it (an emptyDir
+# in examples/install/deployment.yaml, so a read-only root filesystem works).
+ENV SLUICE_WORKDIR=/var/cache/sluice/repo HOME=/var/cache/sluice
 USER 65532:65532
 EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/sluice"]

@@ -217,7 +217,7 @@ fn deployment_runs_the_daemon_as_documented() {
     };
     // $(SLUICE_REPO) in args expands only from a variable the container defines.
     assert!(var("SLUICE_REPO")["value"].is_string());
-    assert_eq!(var("SLUICE_WORKDIR")["value"], "/var/cache/sluice");
+    assert_eq!(var("SLUICE_WORKDIR")["value"], "/var/cache/sluice/repo");
     for secret in [
         "SLUICE_GIT_TOKEN",
         "SLUICE_FORGE_TOKEN",
