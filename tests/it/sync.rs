@@ -648,3 +648,170 @@ fn served_examples_match_the_shared_examples() {
         assert!(errors.is_empty(), "{errors:#?}");
     }
 }
+
+// ---- The loop with the real binary: a step's clock waits for the GitOps engine. ----
+
+fn synced_canary(revision: &str, sync: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  sync: {sync}\n  analysis: {{interval: 1s, stepWeights: [10, 50]}}\n"
+    )
+}
+
+struct Loop {
+    _tmp: tempfile::TempDir,
+    bare: std::path::PathBuf,
+    human: std::path::PathBuf,
+    kubeconfig: std::path::PathBuf,
+    workdir: std::path::PathBuf,
+}
+
+impl Loop {
+    fn new(api_url: &str, sync: &str) -> Loop {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let bare = crate::support::seeded_remote(
+            tmp.path(),
+            &[("apps/web.yaml", &synced_canary("v1", sync))],
+        );
+        let human =
+            crate::support::human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+        let kubeconfig = tmp.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!("apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: '{api_url}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: fake, user: u}}}}]\ncurrent-context: c\n"),
+        )
+        .expect("kubeconfig");
+        let workdir = tmp.path().join("w");
+        Loop {
+            _tmp: tmp,
+            bare,
+            human,
+            kubeconfig,
+            workdir,
+        }
+    }
+
+    /// One `sluice reconcile`; returns how many commits it added.
+    fn reconcile(&self) -> usize {
+        let before = self.commits();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "reconcile",
+                "--repo",
+                &self.bare.display().to_string(),
+                "--workdir",
+                &self.workdir.display().to_string(),
+            ])
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("SLUICE_LOG", "error")
+            .output()
+            .expect("sluice reconcile");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.commits() - before
+    }
+
+    fn commits(&self) -> usize {
+        git(&self.bare, &["rev-list", "--count", "main"])
+            .trim()
+            .parse()
+            .expect("count")
+    }
+
+    fn head(&self) -> String {
+        git(&self.bare, &["rev-parse", "main"]).trim().to_string()
+    }
+
+    fn weight(&self) -> String {
+        let s = git(&self.bare, &["show", "main:.sluice/status/shop/web.yaml"]);
+        s.lines()
+            .find(|l| l.starts_with("canaryWeight:"))
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn human(&self, file: &str, text: &str) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        crate::support::human_commit(&self.human, file, text, "human change");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loop_waits_for_flux_to_apply_the_pushed_commit_or_a_descendant_fake_kube_api() {
+    let mut api = FakeKubeApi::start().await;
+    let l = Loop::new(
+        &api.url,
+        "{flux: {kustomization: podinfo, namespace: flux-system}}",
+    );
+    let ready = |rev: &str| {
+        kustomization_object(
+            1,
+            &format!("main@sha1:{rev}"),
+            ready_true(1, &format!("main@sha1:{rev}")),
+        )
+    };
+    tokio::task::block_in_place(|| {
+        assert_eq!(l.reconcile(), 1, "initialization");
+        l.human(
+            "apps/web.yaml",
+            &synced_canary(
+                "v2",
+                "{flux: {kustomization: podinfo, namespace: flux-system}}",
+            ),
+        );
+        let human_commit = l.head();
+        assert_eq!(l.reconcile(), 1, "new revision detected");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // Flux still runs the human's commit: the step does not start.
+        api.put(ready(&human_commit));
+        assert_eq!(l.reconcile(), 0, "not applied yet: no step");
+        assert_eq!(l.weight(), "canaryWeight: 0");
+        // Flux applied sluice's push: the step goes on.
+        api.put(ready(&l.head()));
+        assert_eq!(l.reconcile(), 1);
+        assert_eq!(l.weight(), "canaryWeight: 10");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        assert_eq!(l.reconcile(), 0, "the new step is not applied yet");
+        // Someone pushed after sluice; Flux applied that descendant: it counts.
+        l.human("notes.txt", "unrelated\n");
+        api.put(ready(&l.head()));
+        assert_eq!(l.reconcile(), 1);
+        assert_eq!(l.weight(), "canaryWeight: 50");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loop_does_not_trust_stale_argo_health_fake_kube_api() {
+    let mut api = FakeKubeApi::start().await;
+    let sync = "{argocd: {application: podinfo, namespace: argocd}}";
+    let l = Loop::new(&api.url, sync);
+    tokio::task::block_in_place(|| {
+        l.reconcile();
+        l.human("apps/web.yaml", &synced_canary("v2", sync));
+        assert_eq!(l.reconcile(), 1, "new revision detected");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // Synced to sluice's push, but health was assessed before the sync finished.
+        api.put(application_object(argo_status(
+            &l.head(),
+            "Synced",
+            "Healthy",
+            "2026-01-01T00:00:40Z",
+        )));
+        assert_eq!(l.reconcile(), 0, "stale health is not trusted");
+        api.put(application_object(argo_status(
+            &l.head(),
+            "Synced",
+            "Healthy",
+            "2026-01-01T00:01:00Z",
+        )));
+        assert_eq!(
+            l.reconcile(),
+            1,
+            "fresh health after the sync: the step goes on"
+        );
+        assert_eq!(l.weight(), "canaryWeight: 10");
+    });
+}
