@@ -1,6 +1,7 @@
 //! Metric and webhook adapters against real local servers: canned HTTP answers, webhooks, and
 //! a real Prometheus (end to end). One binary, shared helpers in `support`.
 
+mod loop_e2e;
 mod observe;
 mod prometheus_canned;
 mod prometheus_e2e;

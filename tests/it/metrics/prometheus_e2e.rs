@@ -23,14 +23,14 @@ const PROMETHEUS: &str = "/usr/bin/prometheus";
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A Prometheus child process; killed and reaped on drop.
-struct PrometheusProcess {
+pub struct PrometheusProcess {
     child: Option<Child>,
-    url: String,
+    pub url: String,
     dir: tempfile::TempDir,
 }
 
 impl PrometheusProcess {
-    fn start(scrape_target: &str) -> PrometheusProcess {
+    pub fn start(scrape_target: &str) -> PrometheusProcess {
         assert!(
             Path::new(PROMETHEUS).is_file(),
             "{PROMETHEUS} not found: these end-to-end tests need a real Prometheus. Install it with `apt-get install -y prometheus` (CI does)."
@@ -74,7 +74,7 @@ impl PrometheusProcess {
         self.dir.path().join("prometheus.log")
     }
 
-    fn stop(&mut self) {
+    pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -95,7 +95,7 @@ fn free_port() -> u16 {
 
 /// OSM's metrics at `t` seconds: request counters and a latency histogram whose p99 is 46 ms
 /// (90 % of requests under 10 ms, the rest under 50 ms).
-fn osm_exposition(t: f64) -> String {
+pub fn osm_exposition(t: f64) -> String {
     let mut out = String::from("# TYPE osm_request_total counter\n");
     let series = [
         // namespace, name, source, code, requests per second
@@ -133,7 +133,7 @@ fn osm_exposition(t: f64) -> String {
     out
 }
 
-async fn wait_for(
+pub async fn wait_for(
     what: &str,
     prom: &PrometheusProcess,
     mut check: impl AsyncFnMut() -> Option<String>,

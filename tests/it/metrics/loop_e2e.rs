@@ -1,0 +1,217 @@
+//! The whole loop with a real Prometheus and the real binary: a healthy OSM canary is promoted,
+//! one with 20 % 5xx rolls back with its success rate in the commit, and stopping Prometheus
+//! mid-analysis fails the checks and rolls back (never promotes).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use sluice::core::observe::MetricValue;
+use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
+
+use super::prometheus_e2e::{osm_exposition, wait_for, PrometheusProcess};
+use super::support::{Canned, Server};
+use crate::support::{git, human_clone, human_commit, seeded_remote};
+
+fn deployment(name: &str, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: test}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n      - {{name: app, image: '{image}'}}\n"
+    )
+}
+
+fn canary(name: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {{name: {name}, namespace: test}}
+spec:
+  provider: osm
+  targetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
+  service: {{port: 9898}}
+  analysis:
+    interval: 2s
+    threshold: 2
+    stepWeight: 50
+    maxWeight: 50
+    metrics:
+      - name: request-success-rate
+        thresholdRange: {{min: 99}}
+        interval: 10s
+      - name: request-duration
+        thresholdRange: {{max: 500}}
+        interval: 10s
+"
+    )
+}
+
+fn reconcile(bare: &Path, workdir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "reconcile",
+            "--repo",
+            &bare.display().to_string(),
+            "--workdir",
+            &workdir.display().to_string(),
+        ])
+        .env("SLUICE_LOG", "error")
+        .output()
+        .expect("sluice reconcile");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn phase(bare: &Path, name: &str) -> String {
+    let text = git(
+        bare,
+        &["show", &format!("main:.sluice/status/test/{name}.yaml")],
+    );
+    let p = text
+        .lines()
+        .find_map(|l| l.strip_prefix("phase: "))
+        .unwrap_or_default();
+    let w = text
+        .lines()
+        .find_map(|l| l.strip_prefix("canaryWeight: "))
+        .unwrap_or_default();
+    format!("{p}:{w}")
+}
+
+/// Runs `sluice reconcile` every 300 ms until `done`, bounded.
+fn run_until(bare: &Path, workdir: &Path, what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        reconcile(bare, workdir);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
+    let started = Instant::now();
+    let exporter = Server::start_with(move |_| {
+        Canned::new(200, osm_exposition(started.elapsed().as_secs_f64()))
+            .header("Content-Type", "text/plain; version=0.0.4")
+    })
+    .await;
+    let mut prom = PrometheusProcess::start(&exporter.addr.to_string());
+    let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
+    wait_for("10 s of samples", &prom, async || {
+        match client
+            .query("count_over_time(up{job=\"canary\"}[10s])")
+            .await
+        {
+            MetricValue::Value(n) if n >= 10.0 => None,
+            other => Some(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
+        prom.url
+    );
+    let bare = seeded_remote(
+        tmp.path(),
+        &[
+            (".sluice/config.yaml", &config),
+            (
+                "apps/podinfo/deployment.yaml",
+                &deployment("podinfo", "podinfo:1"),
+            ),
+            ("apps/podinfo/canary.yaml", &canary("podinfo")),
+            (
+                "apps/faulty/deployment.yaml",
+                &deployment("faulty", "faulty:1"),
+            ),
+            ("apps/faulty/canary.yaml", &canary("faulty")),
+        ],
+    );
+    let workdir = tmp.path().join("w");
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    tokio::task::block_in_place(|| {
+        reconcile(&bare, &workdir);
+        git(&human, &["pull", "-q", "origin", "main"]);
+        human_commit(
+            &human,
+            "apps/podinfo/deployment.yaml",
+            &deployment("podinfo", "podinfo:2"),
+            "podinfo 2",
+        );
+        human_commit(
+            &human,
+            "apps/faulty/deployment.yaml",
+            &deployment("faulty", "faulty:2"),
+            "faulty 2",
+        );
+        run_until(&bare, &workdir, "both canaries to finish", || {
+            let (a, b) = (phase(&bare, "podinfo"), phase(&bare, "faulty"));
+            (a.starts_with("Succeeded") || a.starts_with("Failed"))
+                && (b.starts_with("Succeeded") || b.starts_with("Failed"))
+        });
+        assert_eq!(
+            phase(&bare, "podinfo"),
+            "Succeeded:0",
+            "the healthy canary is promoted"
+        );
+        assert_eq!(
+            phase(&bare, "faulty"),
+            "Failed:0",
+            "the faulty canary rolls back"
+        );
+        let log = git(&bare, &["log", "--format=%s", "main"]);
+        let rollback = log
+            .lines()
+            .find(|l| l.starts_with("faulty: roll back"))
+            .expect("a rollback commit");
+        assert!(
+            rollback.contains("request-success-rate 80 < 99"),
+            "{rollback}"
+        );
+        let promoted = git(
+            &bare,
+            &["log", "--format=%b", "--grep=podinfo: promote", "main"],
+        );
+        assert!(
+            promoted.contains("request-success-rate 100 (min 99) pass"),
+            "{promoted}"
+        );
+
+        // A new podinfo revision; Prometheus stops mid-analysis: failed checks, then rollback.
+        human_commit(
+            &human,
+            "apps/podinfo/deployment.yaml",
+            &deployment("podinfo", "podinfo:3"),
+            "podinfo 3",
+        );
+        run_until(&bare, &workdir, "podinfo at weight 50", || {
+            phase(&bare, "podinfo") == "Progressing:50"
+        });
+        prom.stop();
+        run_until(&bare, &workdir, "podinfo to end", || {
+            let p = phase(&bare, "podinfo");
+            p.starts_with("Failed") || p.starts_with("Succeeded") || p.starts_with("Promoting")
+        });
+        assert_eq!(
+            phase(&bare, "podinfo"),
+            "Failed:0",
+            "never promoted without metrics"
+        );
+        let last = git(
+            &bare,
+            &[
+                "log",
+                "-1",
+                "--format=%s",
+                "main",
+                "--",
+                ".sluice/status/test/podinfo.yaml",
+            ],
+        );
+        assert!(last.contains("request-success-rate query failed"), "{last}");
+    });
+}
