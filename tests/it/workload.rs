@@ -286,3 +286,14 @@ fn generated_deployments_and_services_match_strict_schemas() {
     let bad: serde_json::Value = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"prots": []}});
     assert!(!schemas.errors(&bad).is_empty());
 }
+
+#[test]
+fn generated_workload_files_snapshot() {
+    let (dir, canary) = setup();
+    let index = Index::scan(dir.path(), &[]).unwrap();
+    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
+    let d = decide(&canary, None, &Observations::revision(rev), jiff::Timestamp::UNIX_EPOCH);
+    for (name, text) in workload::render(dir.path(), &canary, &d, &index).unwrap() {
+        insta::assert_snapshot!(format!("workload-{name}"), text);
+    }
+}
