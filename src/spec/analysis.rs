@@ -60,7 +60,14 @@ fn weight(r: &mut Reader, node: &Node, path: &str, min: i64) -> Option<u8> {
 }
 
 /// Reads an analysis block; `None` when it had errors (already reported).
-pub fn read_analysis(r: &mut Reader, node: &Node, path: &str, format: Format) -> Option<Analysis> {
+/// `namespace` is the canary's: a `templateRef` without a namespace looks there, as in Flagger.
+pub fn read_analysis(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    format: Format,
+    namespace: Option<&Name>,
+) -> Option<Analysis> {
     let keys = match format {
         Format::Native => NATIVE_KEYS,
         Format::Flagger => FLAGGER_KEYS,
@@ -114,7 +121,7 @@ pub fn read_analysis(r: &mut Reader, node: &Node, path: &str, format: Format) ->
         matches.unwrap_or_default(),
     );
     let metrics = match node.get("metrics") {
-        Some(n) => read_metrics(r, n, &join(path, "metrics"), format),
+        Some(n) => read_metrics(r, n, &join(path, "metrics"), format, namespace),
         None => Vec::new(),
     };
     let webhooks = match node.get("webhooks") {
@@ -418,7 +425,13 @@ fn read_approvals(r: &mut Reader, node: &Node, path: &str) -> Approvals {
     approvals
 }
 
-fn read_metrics(r: &mut Reader, node: &Node, path: &str, format: Format) -> Vec<MetricSpec> {
+fn read_metrics(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    format: Format,
+    namespace: Option<&Name>,
+) -> Vec<MetricSpec> {
     let Some(items) = r.seq(node, path) else {
         return Vec::new();
     };
@@ -513,7 +526,7 @@ fn read_metrics(r: &mut Reader, node: &Node, path: &str, format: Format) -> Vec<
                 Some(n) => r
                     .string(n, &join(&tp, "namespace"))
                     .and_then(|s| name_or_error(r, n, &join(&tp, "namespace"), &s)),
-                None => Name::parse("default").ok(),
+                None => namespace.cloned().or_else(|| Name::parse("default").ok()),
             };
             let mut variables = BTreeMap::new();
             if let Some(v) = item.get("templateVariables") {
@@ -633,7 +646,8 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
         };
         let timeout = match item.get("timeout") {
             Some(t) => r.duration(t, &join(&p, "timeout")),
-            None => Some(Duration::from_secs(60)),
+            // Flagger's default webhook timeout.
+            None => Some(Duration::from_secs(10)),
         };
         let retries = match item.get("retries") {
             Some(t) => r

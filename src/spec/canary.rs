@@ -271,9 +271,15 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
     let route = r
         .required(spec, "spec", "route")
         .and_then(|n| read_native_route(r, n));
-    let analysis = r
-        .required(spec, "spec", "analysis")
-        .and_then(|n| read_analysis(r, n, "spec.analysis", Format::Native));
+    let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
+        read_analysis(
+            r,
+            n,
+            "spec.analysis",
+            Format::Native,
+            id.as_ref().map(|i| &i.namespace),
+        )
+    });
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let progress_deadline = read_deadline(r, spec);
@@ -555,9 +561,15 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         }
         (Some(Provider::Gateway(_)), None) | (None, _) => None,
     };
-    let analysis = r
-        .required(spec, "spec", "analysis")
-        .and_then(|n| read_analysis(r, n, "spec.analysis", Format::Flagger));
+    let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
+        read_analysis(
+            r,
+            n,
+            "spec.analysis",
+            Format::Flagger,
+            id.as_ref().map(|i| &i.namespace),
+        )
+    });
     let output = id.as_ref().and_then(|id| {
         settings
             .output_for(id.namespace.as_str(), id.name.as_str())
@@ -570,7 +582,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     let provider_name = spec
         .get("provider")
         .and_then(|n| n.as_str().map(str::to_string))
-        .or_else(|| settings.provider.map(|p| p.name().to_string()));
+        .or_else(|| settings.provider_name.clone());
     let metrics_server = read_metrics_server(r, spec);
     if r.errors.len() > before {
         return None;

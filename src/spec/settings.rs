@@ -17,6 +17,8 @@ pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
 pub struct Settings {
     /// Route provider for Flagger canaries without `spec.provider`.
     pub provider: Option<Provider>,
+    /// The provider as written (`osm`, `linkerd`, ...): it also selects built-in metric queries.
+    pub provider_name: Option<String>,
     /// Output folder pattern for canaries without `spec.output`; `{namespace}` and `{name}`
     /// are replaced.
     pub output: String,
@@ -35,6 +37,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             provider: None,
+            provider_name: None,
             output: "clusters/{namespace}/{name}".into(),
             author_name: "sluice".into(),
             author_email: "sluice@localhost".into(),
@@ -99,7 +102,10 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         if let Some(n) = root.get("provider") {
             if let Some(text) = r.string(n, "provider") {
                 match parse_provider(&text) {
-                    Ok(p) => settings.provider = Some(p),
+                    Ok(p) => {
+                        settings.provider = Some(p);
+                        settings.provider_name = Some(text.clone());
+                    }
                     Err(e) => r.error(n.line, "provider", e),
                 }
             }

@@ -387,3 +387,37 @@ fn bad_sync_blocks_name_file_line_and_field() {
         "spec.sync: unknown field",
     );
 }
+
+#[test]
+fn flagger_defaults_template_namespace_provider_name_and_webhook_timeout() {
+    use sluice::spec::model::MetricQuery;
+    let settings = parse_settings(".sluice/config.yaml", "provider: osm\n").unwrap();
+    let text = flagger(
+        "",
+        "stepWeight: 10\nmetrics:\n- name: errors\n  templateRef: {name: error-rate}\n  thresholdRange: {max: 1}\nwebhooks:\n- {name: smoke, type: pre-rollout, url: 'http://t/'}",
+    );
+    let loaded = load_text("c.yaml", &text, &settings);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let c = &loaded.canaries[0];
+    assert_eq!(c.provider.as_deref(), Some("osm"), "the provider as written selects built-in queries");
+    match &c.analysis.metrics[0].query {
+        MetricQuery::Template { namespace, .. } => assert_eq!(namespace.as_str(), "prod", "Flagger looks in the canary's namespace"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.analysis.webhooks[0].timeout, std::time::Duration::from_secs(10), "Flagger's default timeout");
+}
+
+#[test]
+fn confirm_hooks_pointing_at_git_become_approval_gates() {
+    let text = flagger(
+        "provider: osm\n",
+        "stepWeight: 10\nwebhooks:\n- {name: ask, type: confirm-promotion, url: 'sluice:approval'}\n- {name: bad, type: rollout, url: 'sluice:approval'}",
+    );
+    let errs = errors(&text);
+    assert_has(&errs, "spec.analysis.webhooks[1].url: sluice:approval is only for confirm-rollout, confirm-traffic-increase and confirm-promotion hooks");
+    let ok = flagger("provider: osm\n", "stepWeight: 10\nwebhooks:\n- {name: ask, type: confirm-promotion, url: 'sluice:approval'}");
+    let loaded = load_text("c.yaml", &ok, &Settings::default());
+    let c = &loaded.canaries[0];
+    assert!(c.analysis.approvals.before_promotion);
+    assert!(c.analysis.webhooks.is_empty(), "no HTTP call for a git approval");
+}

@@ -292,7 +292,12 @@ fn generated_workload_files_snapshot() {
     let (dir, canary) = setup();
     let index = Index::scan(dir.path(), &[]).unwrap();
     let rev = workload::revision(dir.path(), &canary, &index).unwrap();
-    let d = decide(&canary, None, &Observations::revision(rev), jiff::Timestamp::UNIX_EPOCH);
+    let d = decide(
+        &canary,
+        None,
+        &Observations::revision(rev),
+        jiff::Timestamp::UNIX_EPOCH,
+    );
     for (name, text) in workload::render(dir.path(), &canary, &d, &index).unwrap() {
         insta::assert_snapshot!(format!("workload-{name}"), text);
     }
