@@ -208,6 +208,35 @@ fn keep_branch(
     Ok(())
 }
 
+/// After a manual operation: closes the approval pull request the canary no longer waits on.
+pub fn close_left_behind(pending: &Pending, forge: Option<&crate::spec::settings::ForgeSettings>) {
+    let Some(settings) = forge else {
+        return;
+    };
+    let forge = match crate::forge::token_from_env()
+        .and_then(|token| Forge::from_settings(settings, token))
+    {
+        Ok(f) => f,
+        Err(e) => {
+            warn!(msg = "Cannot use the forge", error = %e);
+            return;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            warn!(msg = "Cannot start the forge client", error = %e);
+            return;
+        }
+    };
+    if let Err(e) = close_stale(pending, Some(&forge), &runtime) {
+        warn!(canary = %pending.canary.id, msg = "Stale approval pull request not closed", error = %e);
+    }
+}
+
 fn branch_step(branch: &str) -> String {
     branch.rsplit('/').next().unwrap_or(branch).to_string()
 }

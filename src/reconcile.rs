@@ -477,19 +477,30 @@ pub fn operate(
     now: Timestamp,
 ) -> Result<String, OperateError> {
     repo.fetch()?;
-    let mut subject = apply_operation(repo, manual, now)?;
+    let mut applied = apply_operation(repo, manual, now)?;
     repo.push_with_retry(manual.push_attempts, |repo| {
-        subject = apply_operation(repo, manual, now)?;
+        applied = apply_operation(repo, manual, now)?;
         Ok::<(), OperateError>(())
     })?;
+    let (subject, left, forge) = applied;
+    if let Some(pending) = left {
+        crate::approval::close_left_behind(&pending, forge.as_ref());
+    }
     Ok(subject)
 }
+
+/// The commit subject, the approval the operation ended (if any), and the forge settings.
+type Operated = (
+    String,
+    Option<crate::approval::Pending>,
+    Option<crate::spec::settings::ForgeSettings>,
+);
 
 fn apply_operation(
     repo: &mut ConfigRepo,
     manual: &Manual<'_>,
     now: Timestamp,
-) -> Result<String, OperateError> {
+) -> Result<Operated, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
     let (settings, _) = settings_at(&root);
     let loaded = load_paths(std::slice::from_ref(&root), &settings, |p| {
@@ -521,5 +532,13 @@ fn apply_operation(
     let commit = message::render(canary, &decision, Some((&who, manual.reason)));
     repo.commit_files(&changes, &commit, &manual.operator, None)?;
     info!(canary = %canary.id, msg = %commit.subject, operator = %who);
-    Ok(commit.subject)
+    let was_waiting = status.as_ref().is_some_and(crate::approval::is_waiting);
+    let left = (was_waiting && !crate::approval::is_waiting(&decision.status)).then(|| {
+        crate::approval::Pending {
+            canary: canary.clone(),
+            status: decision.status.clone(),
+            previous: status.clone(),
+        }
+    });
+    Ok((commit.subject, left, settings.forge.clone()))
 }

@@ -20,23 +20,80 @@ use sluice::reconcile::{tick, Context};
 
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
+/// One pull/merge request, whatever the forge.
+#[derive(Clone, Debug)]
+struct Pr {
+    number: u64,
+    head: String,
+    base: String,
+    title: String,
+    body: String,
+    open: bool,
+    merged: bool,
+    comments: Vec<String>,
+}
+
 #[derive(Default)]
 struct Prs {
-    list: Vec<Json_>,
+    list: Vec<Pr>,
 }
 
 type Shared = Arc<Mutex<Prs>>;
 
-/// GitHub's pulls API, as documented: list (filtered by `head=owner:branch` and `state`),
-/// create, get, update (close), and issue comments.
-struct GithubFake {
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    GitHub,
+    GitLab,
+    Gitea,
+}
+
+/// HTTP-level fakes of the three forges' documented pull-request APIs, sharing one in-memory
+/// store: GitHub REST v3 pulls, GitLab v4 merge requests, Gitea/Forgejo v1 pulls.
+struct ForgeFake {
+    kind: Kind,
     addr: SocketAddr,
     prs: Shared,
     _runtime: tokio::runtime::Runtime,
 }
 
-impl GithubFake {
-    fn start() -> GithubFake {
+fn gh_json(p: &Pr) -> Json_ {
+    json!({
+        "number": p.number,
+        "html_url": format!("https://forge.example/acme/fleet/pull/{}", p.number),
+        "state": if p.open { "open" } else { "closed" },
+        "merged_at": if p.merged { json!("2026-11-30T00:00:00Z") } else { json!(null) },
+        "merged": p.merged,
+        "title": p.title,
+        "body": p.body,
+        "head": {"ref": p.head, "label": format!("acme:{}", p.head)},
+        "base": {"ref": p.base},
+    })
+}
+
+fn gl_json(p: &Pr) -> Json_ {
+    json!({
+        "id": 1000 + p.number,
+        "iid": p.number,
+        "web_url": format!("https://gitlab.example/acme/fleet/-/merge_requests/{}", p.number),
+        "state": if p.merged { "merged" } else if p.open { "opened" } else { "closed" },
+        "title": p.title,
+        "description": p.body,
+        "source_branch": p.head,
+        "target_branch": p.base,
+        "source_project_id": 7,
+        "target_project_id": 7,
+    })
+}
+
+fn json_for(kind: Kind, p: &Pr) -> Json_ {
+    match kind {
+        Kind::GitLab => gl_json(p),
+        Kind::GitHub | Kind::Gitea => gh_json(p),
+    }
+}
+
+impl ForgeFake {
+    fn start(kind: Kind) -> ForgeFake {
         let prs: Shared = Arc::default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -47,15 +104,22 @@ impl GithubFake {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = Router::new()
-            .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
-            .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
-            .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment))
-            .with_state(Arc::clone(&prs));
+        let app = match kind {
+            Kind::GitHub | Kind::Gitea => Router::new()
+                .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
+                .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
+                .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment)),
+            Kind::GitLab => Router::new()
+                .route("/projects/{id}/merge_requests", get(list).post(create))
+                .route("/projects/{id}/merge_requests/{n}", get(one).put(update))
+                .route("/projects/{id}/merge_requests/{n}/notes", post(comment)),
+        }
+        .with_state((kind, Arc::clone(&prs)));
         runtime.spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        GithubFake {
+        ForgeFake {
+            kind,
             addr,
             prs,
             _runtime: runtime,
@@ -66,104 +130,145 @@ impl GithubFake {
         self.prs.lock().unwrap().list.len()
     }
 
-    fn set(&self, number: u64, state: &str, merged: bool) {
+    fn first(&self) -> Pr {
+        self.prs.lock().unwrap().list[0].clone()
+    }
+
+    fn set(&self, number: u64, open: bool, merged: bool) {
         let mut prs = self.prs.lock().unwrap();
-        let pr = prs.list.iter_mut().find(|p| p["number"] == number).unwrap();
-        pr["state"] = json!(state);
-        if merged {
-            pr["merged_at"] = json!("2026-11-30T00:00:00Z");
-        }
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        pr.open = open;
+        pr.merged = merged;
+    }
+
+    fn settings(&self) -> String {
+        let (kind, repo) = match self.kind {
+            Kind::GitHub => ("github", "acme/fleet"),
+            Kind::GitLab => ("gitlab", "acme/fleet"),
+            Kind::Gitea => ("gitea", "acme/fleet"),
+        };
+        format!(
+            "forge: {{kind: {kind}, apiUrl: 'http://{}', repository: {repo}}}\n",
+            self.addr
+        )
     }
 }
 
+type St = (Kind, Shared);
+
 async fn list(
-    State(prs): State<Shared>,
-    UrlPath((owner, _repo)): UrlPath<(String, String)>,
+    State((kind, prs)): State<St>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Json<Json_> {
     let prs = prs.lock().unwrap();
-    let page: u64 = q.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
-    if page > 1 {
+    if q.get("page")
+        .and_then(|p| p.parse::<u64>().ok())
+        .unwrap_or(1)
+        > 1
+    {
         return Json(json!([]));
     }
-    let head = q.get("head").cloned();
-    let state = q.get("state").cloned().unwrap_or_else(|| "open".into());
+    let state = q.get("state").cloned().unwrap_or_default();
     let items: Vec<Json_> = prs
         .list
         .iter()
-        .filter(|p| {
-            head.as_ref()
-                .is_none_or(|h| *h == format!("{owner}:{}", p["head"]["ref"].as_str().unwrap()))
+        .filter(|p| match kind {
+            // GitHub filters by `head=owner:branch`; GitLab by `source_branch`; Gitea lists all.
+            Kind::GitHub => q
+                .get("head")
+                .is_none_or(|h| *h == format!("acme:{}", p.head)),
+            Kind::GitLab => q.get("source_branch").is_none_or(|h| *h == p.head),
+            Kind::Gitea => true,
         })
-        .filter(|p| state == "all" || p["state"] == state)
-        .cloned()
+        .filter(|p| match state.as_str() {
+            "open" | "opened" => p.open,
+            "closed" => !p.open,
+            _ => true,
+        })
+        .map(|p| json_for(kind, p))
         .collect();
     Json(json!(items))
 }
 
-async fn create(State(prs): State<Shared>, Json(body): Json<Json_>) -> (StatusCode, Json<Json_>) {
+async fn create(
+    State((kind, prs)): State<St>,
+    Json(body): Json<Json_>,
+) -> (StatusCode, Json<Json_>) {
     let mut prs = prs.lock().unwrap();
-    for key in ["title", "head", "base", "body"] {
-        assert!(body[key].is_string(), "POST /pulls without {key}: {body}");
+    let (head, base, text) = match kind {
+        Kind::GitLab => ("source_branch", "target_branch", "description"),
+        Kind::GitHub | Kind::Gitea => ("head", "base", "body"),
+    };
+    for key in [head, base, "title", text] {
+        assert!(body[key].is_string(), "create without {key}: {body}");
     }
-    let number = prs.list.len() as u64 + 1;
-    let pr = json!({
-        "number": number,
-        "html_url": format!("https://github.example/acme/fleet/pull/{number}"),
-        "state": "open",
-        "merged_at": null,
-        "title": body["title"],
-        "body": body["body"],
-        "head": {"ref": body["head"], "label": format!("acme:{}", body["head"].as_str().unwrap())},
-        "base": {"ref": body["base"]},
-        "comments": [],
-    });
-    prs.list.push(pr.clone());
-    (StatusCode::CREATED, Json(pr))
+    let pr = Pr {
+        number: prs.list.len() as u64 + 1,
+        head: body[head].as_str().unwrap().to_string(),
+        base: body[base].as_str().unwrap().to_string(),
+        title: body["title"].as_str().unwrap().to_string(),
+        body: body[text].as_str().unwrap().to_string(),
+        open: true,
+        merged: false,
+        comments: Vec::new(),
+    };
+    let out = json_for(kind, &pr);
+    prs.list.push(pr);
+    (StatusCode::CREATED, Json(out))
 }
 
 async fn one(
-    State(prs): State<Shared>,
-    UrlPath((_o, _r, n)): UrlPath<(String, String, u64)>,
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
 ) -> Result<Json<Json_>, StatusCode> {
+    let n: u64 = path
+        .last()
+        .and_then(|n| n.parse().ok())
+        .ok_or(StatusCode::NOT_FOUND)?;
     let prs = prs.lock().unwrap();
-    let mut pr = prs
+    let pr = prs
         .list
         .iter()
-        .find(|p| p["number"] == n)
-        .cloned()
+        .find(|p| p.number == n)
         .ok_or(StatusCode::NOT_FOUND)?;
-    pr["merged"] = json!(!pr["merged_at"].is_null());
-    Ok(Json(pr))
+    Ok(Json(json_for(kind, pr)))
 }
 
 async fn update(
-    State(prs): State<Shared>,
-    UrlPath((_o, _r, n)): UrlPath<(String, String, u64)>,
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
     Json(body): Json<Json_>,
 ) -> Result<Json<Json_>, StatusCode> {
+    let n: u64 = path
+        .last()
+        .and_then(|n| n.parse().ok())
+        .ok_or(StatusCode::NOT_FOUND)?;
     let mut prs = prs.lock().unwrap();
     let pr = prs
         .list
         .iter_mut()
-        .find(|p| p["number"] == n)
+        .find(|p| p.number == n)
         .ok_or(StatusCode::NOT_FOUND)?;
-    if let Some(state) = body.get("state") {
-        pr["state"] = state.clone();
+    let closing = match kind {
+        Kind::GitLab => body["state_event"] == "close",
+        Kind::GitHub | Kind::Gitea => body["state"] == "closed",
+    };
+    if closing {
+        pr.open = false;
     }
-    Ok(Json(pr.clone()))
+    Ok(Json(json_for(kind, pr)))
 }
 
 async fn comment(
-    State(prs): State<Shared>,
-    UrlPath((_o, _r, n)): UrlPath<(String, String, u64)>,
+    State((_kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
     Json(body): Json<Json_>,
 ) -> (StatusCode, Json<Json_>) {
+    let n: u64 = path.iter().rev().find_map(|n| n.parse().ok()).unwrap_or(0);
     let mut prs = prs.lock().unwrap();
-    if let Some(pr) = prs.list.iter_mut().find(|p| p["number"] == n) {
-        if let Some(c) = pr["comments"].as_array_mut() {
-            c.push(body["body"].clone());
-        }
+    if let Some(pr) = prs.list.iter_mut().find(|p| p.number == n) {
+        pr.comments
+            .push(body["body"].as_str().unwrap_or_default().to_string());
     }
     (StatusCode::CREATED, Json(json!({"id": 1})))
 }
@@ -183,16 +288,16 @@ struct World {
     repo: ConfigRepo,
     human: std::path::PathBuf,
     now: Timestamp,
-    fake: GithubFake,
+    fake: ForgeFake,
 }
 
 impl World {
-    fn new() -> World {
-        let fake = GithubFake::start();
+    fn new(kind: Kind) -> World {
+        let fake = ForgeFake::start(kind);
         let tmp = tempfile::tempdir().unwrap();
         let config = format!(
-            "apiVersion: sluice.dev/v1alpha1\nkind: Config\nforge: {{kind: github, apiUrl: 'http://{}', repository: acme/fleet}}\n",
-            fake.addr
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+            fake.settings()
         );
         let bare = seeded_remote(
             tmp.path(),
@@ -237,8 +342,7 @@ impl World {
     }
 
     fn branch(&self) -> String {
-        let prs = self.fake.prs.lock().unwrap();
-        prs.list[0]["head"]["ref"].as_str().unwrap().to_string()
+        self.fake.first().head
     }
 }
 
@@ -266,86 +370,123 @@ fn merge(human: &Path, branch: &str, how: &str) {
     git(human, &["push", "-q", "origin", "HEAD:main"]);
 }
 
-#[test]
-fn github_fake_one_pr_per_wait_reused_across_restarts_and_every_merge_method_approves() {
-    for how in ["merge", "squash", "rebase"] {
-        let mut w = World::new();
-        w.tick();
-        w.tick();
-        assert_eq!(w.fake.count(), 1, "exactly one PR ({how})");
-        let pr = w.fake.prs.lock().unwrap().list[0].clone();
-        assert!(
-            pr["body"]
-                .as_str()
-                .unwrap()
-                .contains("Merging this pull request approves the step"),
-            "{pr}"
-        );
-        assert!(
-            pr["title"]
-                .as_str()
-                .unwrap()
-                .contains("promote revision v2"),
-            "{pr}"
-        );
-        let branch = w.branch();
-        assert!(branch.starts_with("sluice/shop/web/promotion-"), "{branch}");
-        // A restart (a new clone) reuses the PR.
-        let mut again = ConfigRepo::open_or_clone(
-            &w.bare.display().to_string(),
-            "main",
-            &w.tmp.path().join("w2"),
-            &Credentials::none(),
-        )
-        .unwrap();
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-        };
-        tick(&mut again, &ctx, w.now).unwrap();
-        assert_eq!(
-            w.fake.count(),
-            1,
-            "a restart does not open a second PR ({how})"
-        );
+const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
 
-        merge(&w.human, &branch, how);
-        w.fake.set(1, "closed", true);
-        assert_eq!(
-            w.status()["phase"],
-            "Promoting",
-            "the merge put the promotion on main ({how})"
-        );
-        w.now = Timestamp::now();
-        for _ in 0..8 {
+#[test]
+fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_approves() {
+    for kind in KINDS {
+        for how in ["merge", "squash", "rebase"] {
+            let mut w = World::new(kind);
             w.tick();
+            w.tick();
+            assert_eq!(w.fake.count(), 1, "exactly one PR ({kind:?} {how})");
+            let pr = w.fake.first();
+            assert!(
+                pr.body
+                    .contains("Merging this pull request approves the step"),
+                "{pr:?}"
+            );
+            assert!(pr.title.contains("promote revision v2"), "{pr:?}");
+            assert_eq!(pr.base, "main");
+            let branch = w.branch();
+            assert!(branch.starts_with("sluice/shop/web/promotion-"), "{branch}");
+            // A restart (a new clone) reuses the PR.
+            let mut again = ConfigRepo::open_or_clone(
+                &w.bare.display().to_string(),
+                "main",
+                &w.tmp.path().join("w2"),
+                &Credentials::none(),
+            )
+            .unwrap();
+            let observer = Offline;
+            let ctx = Context {
+                observer: &observer,
+                author: None,
+                push_attempts: 5,
+            };
+            tick(&mut again, &ctx, w.now).unwrap();
+            assert_eq!(
+                w.fake.count(),
+                1,
+                "a restart does not open a second PR ({kind:?} {how})"
+            );
+
+            merge(&w.human, &branch, how);
+            w.fake.set(1, false, true);
+            assert_eq!(
+                w.status()["phase"],
+                "Promoting",
+                "the merge put the promotion on main ({kind:?} {how})"
+            );
+            w.now = Timestamp::now();
+            for _ in 0..8 {
+                w.tick();
+            }
+            let s = w.status();
+            assert_eq!(
+                (s["phase"].as_str(), s["stableService"].as_str()),
+                (Some("Succeeded"), Some("web-green")),
+                "{kind:?} {how}"
+            );
         }
+    }
+}
+
+#[test]
+fn forge_fakes_closing_the_pr_without_merge_rolls_back() {
+    for kind in KINDS {
+        let mut w = World::new(kind);
+        w.tick();
+        assert_eq!(w.fake.count(), 1);
+        w.fake.set(1, false, false);
+        w.tick();
         let s = w.status();
         assert_eq!(
-            (s["phase"].as_str(), s["stableService"].as_str()),
-            (Some("Succeeded"), Some("web-green")),
-            "{how}"
+            (s["phase"].as_str(), s["canaryWeight"].as_u64()),
+            (Some("Failed"), Some(0)),
+            "{kind:?}"
+        );
+        let log = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+        assert!(
+            log.contains("approval pull request #1 was closed without merging"),
+            "{kind:?}: {log}"
         );
     }
 }
 
 #[test]
-fn github_fake_closing_the_pr_without_merge_rolls_back() {
-    let mut w = World::new();
-    w.tick();
-    assert_eq!(w.fake.count(), 1);
-    w.fake.set(1, "closed", false);
-    w.tick();
-    let s = w.status();
-    assert_eq!(
-        (s["phase"].as_str(), s["canaryWeight"].as_u64()),
-        (Some("Failed"), Some(0))
-    );
-    let log = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
-    assert!(
-        log.contains("approval pull request #1 was closed without merging"),
-        "{log}"
-    );
+fn forge_fakes_a_pr_left_behind_by_a_canary_that_moved_on_is_closed_with_a_comment() {
+    for kind in KINDS {
+        let mut w = World::new(kind);
+        w.tick();
+        assert!(w.fake.first().open);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "abort",
+                "shop/web",
+                "--dir",
+                &w.bare.display().to_string(),
+                "--reason",
+                "changed our mind",
+                "--as",
+                "Ops <ops@example.com>",
+            ])
+            .env("SLUICE_LOG", "error")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The abort happened outside the loop; the next tick sees the wait is over.
+        w.tick();
+        let pr = w.fake.first();
+        assert!(!pr.open, "{kind:?}: the stale PR is closed");
+        assert!(
+            pr.comments.iter().any(|c| c.contains("no longer applies")),
+            "{kind:?}: {pr:?}"
+        );
+        assert_eq!(w.fake.count(), 1, "no new PR");
+    }
 }

@@ -399,12 +399,24 @@ fn flagger_defaults_template_namespace_provider_name_and_webhook_timeout() {
     let loaded = load_text("c.yaml", &text, &settings);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     let c = &loaded.canaries[0];
-    assert_eq!(c.provider.as_deref(), Some("osm"), "the provider as written selects built-in queries");
+    assert_eq!(
+        c.provider.as_deref(),
+        Some("osm"),
+        "the provider as written selects built-in queries"
+    );
     match &c.analysis.metrics[0].query {
-        MetricQuery::Template { namespace, .. } => assert_eq!(namespace.as_str(), "prod", "Flagger looks in the canary's namespace"),
+        MetricQuery::Template { namespace, .. } => assert_eq!(
+            namespace.as_str(),
+            "prod",
+            "Flagger looks in the canary's namespace"
+        ),
         other => panic!("{other:?}"),
     }
-    assert_eq!(c.analysis.webhooks[0].timeout, std::time::Duration::from_secs(10), "Flagger's default timeout");
+    assert_eq!(
+        c.analysis.webhooks[0].timeout,
+        std::time::Duration::from_secs(10),
+        "Flagger's default timeout"
+    );
 }
 
 #[test]
@@ -415,9 +427,15 @@ fn confirm_hooks_pointing_at_git_become_approval_gates() {
     );
     let errs = errors(&text);
     assert_has(&errs, "spec.analysis.webhooks[1].url: sluice:approval is only for confirm-rollout, confirm-traffic-increase and confirm-promotion hooks");
-    let ok = flagger("provider: osm\n", "stepWeight: 10\nwebhooks:\n- {name: ask, type: confirm-promotion, url: 'sluice:approval'}");
+    let ok = flagger(
+        "provider: osm\n",
+        "stepWeight: 10\nwebhooks:\n- {name: ask, type: confirm-promotion, url: 'sluice:approval'}",
+    );
     let loaded = load_text("c.yaml", &ok, &Settings::default());
     let c = &loaded.canaries[0];
     assert!(c.analysis.approvals.before_promotion);
-    assert!(c.analysis.webhooks.is_empty(), "no HTTP call for a git approval");
+    assert!(
+        c.analysis.webhooks.is_empty(),
+        "no HTTP call for a git approval"
+    );
 }
