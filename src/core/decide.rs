@@ -80,6 +80,15 @@ pub(crate) fn after(t: Timestamp, d: Duration) -> Timestamp {
     t.checked_add(d).unwrap_or(Timestamp::MAX)
 }
 
+/// When the current step's clock starts: the commit time, plus the settle delay for canaries
+/// without a sync target (the time Flux or Argo CD is given to apply the commit).
+pub(crate) fn clock_start(canary: &Canary, status: &Status) -> Timestamp {
+    match canary.sync {
+        Some(_) => status.step_started,
+        None => after(status.step_started, canary.settle),
+    }
+}
+
 /// `name.namespace`, as Flagger names canaries in events.
 pub(crate) fn dotted(canary: &Canary) -> String {
     format!("{}.{}", canary.id.name, canary.id.namespace)
@@ -568,12 +577,14 @@ fn progressing(canary: &Canary, status: &Status, obs: &Observations, now: Timest
     // A step holds for its pause; metrics are judged every interval meanwhile.
     let check_from = status
         .last_failed_check
-        .map_or(status.step_started, |t| t.max(status.step_started));
+        .map_or(clock_start(canary, status), |t| {
+            t.max(clock_start(canary, status))
+        });
     let check_due = after(check_from, interval);
     let pause = current_pause(canary, status);
     let advance_due = match pause {
-        Pause::Interval => Some(after(status.step_started, interval)),
-        Pause::For(d) => Some(after(status.step_started, d)),
+        Pause::Interval => Some(after(clock_start(canary, status), interval)),
+        Pause::For(d) => Some(after(clock_start(canary, status), d)),
         Pause::Approval => None,
     };
     let next_gate = next_gate(canary, status);
@@ -696,7 +707,7 @@ fn start_analysis(
     now: Timestamp,
 ) -> Decision {
     let name = dotted(canary);
-    let due = after(status.step_started, canary.analysis.interval);
+    let due = after(clock_start(canary, status), canary.analysis.interval);
     let check_due = status
         .last_failed_check
         .map_or(due, |t| after(t, canary.analysis.interval).max(due));
@@ -888,7 +899,7 @@ pub(crate) fn advance(
 fn promoting(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
     let name = dotted(canary);
     let interval = canary.analysis.interval;
-    let due = after(status.step_started, interval);
+    let due = after(clock_start(canary, status), interval);
     if now < due {
         return hold(
             status,
@@ -923,7 +934,7 @@ fn promoting(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
 
 fn finalising(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
     let name = dotted(canary);
-    let due = after(status.step_started, canary.analysis.interval);
+    let due = after(clock_start(canary, status), canary.analysis.interval);
     if now < due {
         return hold(
             status,
@@ -999,7 +1010,7 @@ pub fn wants(canary: &Canary, status: Option<&Status>, revision: &str, now: Time
             }
             let interval = canary.analysis.interval;
             if status.step == 0 && status.iterations == 0 {
-                let due = after(status.step_started, interval);
+                let due = after(clock_start(canary, status), interval);
                 let due = status
                     .last_failed_check
                     .map_or(due, |t| after(t, interval).max(due));
@@ -1023,11 +1034,13 @@ pub fn wants(canary: &Canary, status: Option<&Status>, revision: &str, now: Time
                 .is_some_and(|t| now < after(t, interval));
             let check_from = status
                 .last_failed_check
-                .map_or(status.step_started, |t| t.max(status.step_started));
+                .map_or(clock_start(canary, status), |t| {
+                    t.max(clock_start(canary, status))
+                });
             let pause = current_pause(canary, status);
             let advance_due = match pause {
-                Pause::Interval => Some(after(status.step_started, interval)),
-                Pause::For(d) => Some(after(status.step_started, d)),
+                Pause::Interval => Some(after(clock_start(canary, status), interval)),
+                Pause::For(d) => Some(after(clock_start(canary, status), d)),
                 Pause::Approval => None,
             };
             let judging = !recently_failed

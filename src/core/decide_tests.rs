@@ -589,3 +589,26 @@ fn wants_covers_every_judgement_and_idle_canaries_cost_nothing() {
     }
     panic!("did not finish");
 }
+
+#[test]
+fn settle_delay_starts_each_steps_clock_after_the_commit() {
+    let mut c = flagger(SEED);
+    c.settle = Duration::from_secs(20);
+    let s = initialized(&c);
+    let started = decide(&c, Some(&s), &healthy("rev1"), t(10));
+    assert_eq!(started.action, Action::StartRollout);
+    let early = decide(&c, Some(&started.status), &healthy("rev1"), t(40));
+    assert_eq!(early.action, Action::Hold, "interval passed, settle not");
+    assert_eq!(early.wake_at, Some(t(60)));
+    let go = decide(&c, Some(&started.status), &healthy("rev1"), t(60));
+    assert_eq!(go.action, Action::AdvanceCanary { from: 0, to: 10 });
+    // With a sync target the engine's report replaces the settle delay.
+    c.sync = Some(crate::spec::model::SyncTarget::Flux {
+        kustomization: crate::spec::model::Name::parse("apps").unwrap(),
+        namespace: crate::spec::model::Name::parse("flux-system").unwrap(),
+    });
+    assert_eq!(
+        decide(&c, Some(&started.status), &healthy("rev1"), t(40)).action,
+        Action::AdvanceCanary { from: 0, to: 10 }
+    );
+}

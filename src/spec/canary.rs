@@ -296,6 +296,7 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         return None;
     }
     Some(Canary {
+        settle: settings.settle,
         provider,
         metrics_server,
         sync,
@@ -588,6 +589,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         return None;
     }
     Some(Canary {
+        settle: settings.settle,
         provider: provider_name,
         metrics_server,
         sync: settings.sync.clone(),

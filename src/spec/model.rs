@@ -182,6 +182,9 @@ pub struct Canary {
     pub provider: Option<String>,
     /// Prometheus address for this canary (Flagger's `spec.metricsServer`).
     pub metrics_server: Option<String>,
+    /// Without a sync target: how long after a commit the step's clock starts (the time the
+    /// GitOps engine is given to apply it). From `.sluice/config.yaml` `settle`.
+    pub settle: Duration,
     /// The GitOps object that applies this canary's output (native `spec.sync`, else the
     /// repo default); `None`: the step clock starts at push plus a settle delay.
     pub sync: Option<SyncTarget>,

@@ -26,6 +26,8 @@ pub struct Settings {
     pub author_email: String,
     /// Default Prometheus address for metric queries.
     pub prometheus: Option<String>,
+    /// Without a sync target, a step's clock starts this long after its commit.
+    pub settle: std::time::Duration,
     /// Where approval pull requests are opened; `None` when the repo has no `forge` block.
     pub forge: Option<ForgeSettings>,
     /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
@@ -42,6 +44,7 @@ impl Default for Settings {
             author_name: "sluice".into(),
             author_email: "sluice@localhost".into(),
             prometheus: None,
+            settle: std::time::Duration::ZERO,
             forge: None,
             sync: None,
         }
@@ -67,6 +70,7 @@ const KEYS: &[&str] = &[
     "output",
     "author",
     "prometheus",
+    "settle",
     "forge",
     "sync",
 ];
@@ -136,6 +140,11 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
                 {
                     settings.prometheus = Some(v);
                 }
+            }
+        }
+        if let Some(n) = root.get("settle") {
+            if let Some(d) = r.duration(n, "settle") {
+                settings.settle = d;
             }
         }
         if let Some(n) = root.get("forge") {

@@ -439,3 +439,20 @@ fn confirm_hooks_pointing_at_git_become_approval_gates() {
         "no HTTP call for a git approval"
     );
 }
+
+#[test]
+fn settings_settle_delay_reaches_every_canary() {
+    let settings = parse_settings(".sluice/config.yaml", "settle: 30s\n").unwrap();
+    let loaded = load_text("c.yaml", &native("stepWeight: 10"), &settings);
+    assert_eq!(
+        loaded.canaries[0].settle,
+        std::time::Duration::from_secs(30)
+    );
+    let bad = parse_settings(".sluice/config.yaml", "settle: soon\n").unwrap_err();
+    assert!(
+        bad[0]
+            .to_string()
+            .contains(".sluice/config.yaml:1: settle: expected a duration"),
+        "{bad:?}"
+    );
+}
