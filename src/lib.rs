@@ -10,6 +10,7 @@ pub mod gates;
 pub mod gitops;
 pub mod http;
 pub mod metrics;
+pub mod notify;
 pub mod observe;
 pub mod output;
 pub mod reconcile;

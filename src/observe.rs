@@ -13,7 +13,7 @@ use futures::StreamExt;
 use jiff::Timestamp;
 use tracing::warn;
 
-use crate::core::decide::wants;
+use crate::core::decide::{wants, Decision};
 use crate::core::observe::{MetricObservation, WebhookObservation};
 use crate::core::status::{Phase, Status};
 use crate::gates::sync::{infer_client, read_sync, SyncObservation};
@@ -50,8 +50,9 @@ pub trait Observer: Send + Sync {
         now: Timestamp,
     ) -> Vec<External>;
 
-    /// Tells `event` and `post-rollout` webhooks what a committed decision did.
-    fn notify(&self, _canary: &Canary, _status: &Status, _events: &[String]) {}
+    /// Tells `event` and `post-rollout` webhooks, and the repo's notification targets, what a
+    /// committed decision did.
+    fn notify(&self, _settings: &Settings, _canary: &Canary, _decision: &Decision) {}
 }
 
 /// No metrics provider, no webhooks called, no sync awareness: declared metrics and webhooks
@@ -221,7 +222,16 @@ impl Observer for Live {
         })
     }
 
-    fn notify(&self, canary: &Canary, status: &Status, events: &[String]) {
+    fn notify(&self, settings: &Settings, canary: &Canary, decision: &Decision) {
+        if !settings.notifications.is_empty() {
+            self.runtime.block_on(crate::notify::send(
+                &settings.notifications,
+                canary,
+                decision,
+            ));
+        }
+        let status = &decision.status;
+        let events = &decision.events;
         let mut kinds = vec![WebhookKind::Event];
         if matches!(status.phase, Phase::Succeeded | Phase::Failed) {
             kinds.push(WebhookKind::PostRollout);

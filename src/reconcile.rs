@@ -209,7 +209,9 @@ pub fn decide_and_commit(
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         let previous = p.status.clone();
-        let outcome = match step_canary(repo, &root, ctx, &author, p, external, &index, now) {
+        let outcome = match step_canary(
+            repo, &root, ctx, &author, &settings, p, external, &index, now,
+        ) {
             Ok(o) => o,
             Err(CanaryError::Git(e)) if e.is_transient() => return Err(ReconcileError::Git(e)),
             Err(e) => failed(canary, &e),
@@ -285,6 +287,7 @@ fn step_canary(
     root: &Path,
     ctx: &Context,
     author: &Identity,
+    settings: &Settings,
     prepared: Prepared<'_>,
     external: External,
     index: &workload::Index,
@@ -346,8 +349,7 @@ fn step_canary(
         for event in &decision.events {
             info!(canary = %canary.id, msg = %event);
         }
-        ctx.observer
-            .notify(canary, &decision.status, &decision.events);
+        ctx.observer.notify(settings, canary, &decision);
         outcome.committed = Some(commit.subject);
     }
     Ok(outcome)

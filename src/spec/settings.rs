@@ -28,6 +28,8 @@ pub struct Settings {
     pub prometheus: Option<String>,
     /// Without a sync target, a step's clock starts this long after its commit.
     pub settle: std::time::Duration,
+    /// Slack, Teams, Discord or generic webhook notifications.
+    pub notifications: Vec<crate::notify::Target>,
     /// Where approval pull requests are opened; `None` when the repo has no `forge` block.
     pub forge: Option<ForgeSettings>,
     /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
@@ -45,6 +47,7 @@ impl Default for Settings {
             author_email: "sluice@localhost".into(),
             prometheus: None,
             settle: std::time::Duration::ZERO,
+            notifications: Vec::new(),
             forge: None,
             sync: None,
         }
@@ -71,6 +74,7 @@ const KEYS: &[&str] = &[
     "author",
     "prometheus",
     "settle",
+    "notifications",
     "forge",
     "sync",
 ];
@@ -141,6 +145,9 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
                     settings.prometheus = Some(v);
                 }
             }
+        }
+        if let Some(n) = root.get("notifications") {
+            settings.notifications = read_notifications(&mut r, n);
         }
         if let Some(n) = root.get("settle") {
             if let Some(d) = r.duration(n, "settle") {
@@ -573,4 +580,47 @@ mod tests {
             ]
         );
     }
+}
+
+fn read_notifications(r: &mut Reader, node: &Node) -> Vec<crate::notify::Target> {
+    use crate::notify::{Channel, Target};
+    let Some(items) = r.seq(node, "notifications") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = format!("notifications[{i}]");
+        if r.map(item, &p, &["kind", "urlEnv"]).is_none() {
+            continue;
+        }
+        let channel = r.required(item, &p, "kind").and_then(|n| {
+            let text = r.string(n, &join(&p, "kind"))?;
+            let found = Channel::ALL
+                .iter()
+                .find(|(k, _)| *k == text)
+                .map(|(_, c)| *c);
+            if found.is_none() {
+                r.error(
+                    n.line,
+                    &join(&p, "kind"),
+                    format!("expected one of slack, teams, discord, webhook, found {text:?}"),
+                );
+            }
+            found
+        });
+        let url_env = r.required(item, &p, "urlEnv").and_then(|n| {
+            let text = r.string(n, &join(&p, "urlEnv"))?;
+            let valid = !text.is_empty()
+                && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+            if !valid {
+                r.error(n.line, &join(&p, "urlEnv"), format!("expected the name of an environment variable holding the webhook URL (e.g. SLUICE_SLACK_URL), found {text:?}"));
+                return None;
+            }
+            Some(text)
+        });
+        if let (Some(channel), Some(url_env)) = (channel, url_env) {
+            out.push(Target { channel, url_env });
+        }
+    }
+    out
 }

@@ -8,6 +8,7 @@ mod install;
 mod loop_git;
 mod managed;
 mod metrics;
+mod notify;
 mod operate;
 mod route;
 mod server;

@@ -456,3 +456,11 @@ fn settings_settle_delay_reaches_every_canary() {
         "{bad:?}"
     );
 }
+
+#[test]
+fn notification_settings_are_validated() {
+    let bad = parse_settings(".sluice/config.yaml", "notifications:\n  - {kind: pager, urlEnv: X}\n  - {kind: slack, urlEnv: 'https://hooks.slack.com/x'}\n").unwrap_err();
+    let text: Vec<String> = bad.iter().map(ToString::to_string).collect();
+    assert_has(&text, ".sluice/config.yaml:2: notifications[0].kind: expected one of slack, teams, discord, webhook, found \"pager\"");
+    assert_has(&text, ".sluice/config.yaml:3: notifications[1].urlEnv: expected the name of an environment variable");
+}

@@ -5,5 +5,5 @@ mod loop_e2e;
 mod observe;
 mod prometheus_canned;
 mod prometheus_e2e;
-mod support;
+pub mod support;
 mod webhooks;

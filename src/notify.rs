@@ -1,0 +1,158 @@
+//! Notifications for the events people care about (a rollout started, waits for approval,
+//! was promoted, was rolled back) to Slack, Microsoft Teams, Discord or a generic JSON
+//! webhook, configured in `.sluice/config.yaml`. The webhook URLs are secrets, so the settings
+//! name the environment variable that holds each one; a repo never stores them.
+
+use serde_json::json;
+use tracing::warn;
+
+use crate::core::decide::{Action, Decision};
+use crate::spec::model::Canary;
+
+/// Where notifications go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Slack,
+    Teams,
+    Discord,
+    Webhook,
+}
+
+impl Channel {
+    pub const ALL: [(&'static str, Channel); 4] = [
+        ("slack", Channel::Slack),
+        ("teams", Channel::Teams),
+        ("discord", Channel::Discord),
+        ("webhook", Channel::Webhook),
+    ];
+}
+
+/// One configured notification target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub channel: Channel,
+    /// The environment variable holding the webhook URL.
+    pub url_env: String,
+}
+
+/// The events worth a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Started,
+    WaitingForApproval,
+    Promoted,
+    RolledBack,
+}
+
+impl Event {
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Started => "started",
+            Event::WaitingForApproval => "waitingForApproval",
+            Event::Promoted => "promoted",
+            Event::RolledBack => "rolledBack",
+        }
+    }
+
+    /// The event a committed decision is, if any.
+    pub fn of(decision: &Decision) -> Option<Event> {
+        match &decision.action {
+            Action::StartRollout | Action::Restart => Some(Event::Started),
+            Action::WaitApproval(_) | Action::WaitRollout => Some(Event::WaitingForApproval),
+            Action::Finalise => Some(Event::Promoted),
+            Action::Promote if decision.status.phase == crate::core::status::Phase::Succeeded => {
+                Some(Event::Promoted)
+            }
+            Action::Rollback { .. } => Some(Event::RolledBack),
+            Action::Hold
+            | Action::Initialize
+            | Action::Cancel
+            | Action::AdvanceCanary { .. }
+            | Action::AdvanceIteration { .. }
+            | Action::FailedCheck
+            | Action::Promote
+            | Action::AdvancePrimary { .. }
+            | Action::Pause
+            | Action::Resume => None,
+        }
+    }
+}
+
+/// The JSON body one channel expects for a message.
+pub fn payload(
+    channel: Channel,
+    canary: &Canary,
+    event: Event,
+    decision: &Decision,
+) -> serde_json::Value {
+    let s = &decision.status;
+    let text = format!(
+        "{}: {} (primary {} %, canary {} %)",
+        canary.id,
+        decision
+            .events
+            .last()
+            .map(String::as_str)
+            .unwrap_or_default(),
+        s.primary_weight,
+        s.canary_weight
+    );
+    match channel {
+        Channel::Slack => json!({"text": text}),
+        Channel::Discord => json!({"content": text}),
+        Channel::Teams => json!({
+            "@type": "MessageCard",
+            "@context": "https://schema.org/extensions",
+            "summary": format!("sluice: {} {}", canary.id, event.name()),
+            "themeColor": if event == Event::RolledBack { "d63333" } else { "2e7d32" },
+            "title": format!("sluice: {} {}", canary.id, event.name()),
+            "text": text,
+        }),
+        Channel::Webhook => json!({
+            "canary": canary.id.to_string(),
+            "namespace": canary.id.namespace.to_string(),
+            "name": canary.id.name.to_string(),
+            "event": event.name(),
+            "phase": s.phase.as_str(),
+            "message": decision.events.join("; "),
+            "weights": {"primary": s.primary_weight, "canary": s.canary_weight},
+            "revision": s.canary_revision.clone().unwrap_or_else(|| s.promoted_revision.clone()),
+        }),
+    }
+}
+
+/// Sends a decision's notification to every target; failures are logged, never fatal.
+pub async fn send(targets: &[Target], canary: &Canary, decision: &Decision) {
+    let Some(event) = Event::of(decision) else {
+        return;
+    };
+    let client = match crate::http::client(false) {
+        Ok(c) => c,
+        Err(e) => {
+            warn!(msg = "Cannot build the notification client", error = %e);
+            return;
+        }
+    };
+    for target in targets {
+        let Ok(url) = std::env::var(&target.url_env) else {
+            warn!(msg = "Notification skipped: its URL variable is not set", variable = %target.url_env);
+            continue;
+        };
+        let body = payload(target.channel, canary, event, decision);
+        let sent = client
+            .post(&url)
+            .timeout(std::time::Duration::from_secs(10))
+            .json(&body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => {
+                warn!(canary = %canary.id, msg = "Notification refused", variable = %target.url_env, status = r.status().as_u16())
+            }
+            Err(e) => {
+                warn!(canary = %canary.id, msg = "Notification failed", variable = %target.url_env, error = %crate::http::describe(&e))
+            }
+        }
+    }
+}
