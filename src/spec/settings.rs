@@ -424,6 +424,49 @@ fn check_repository(kind: ForgeKind, text: &str) -> Result<(), String> {
     }
 }
 
+fn read_notifications(r: &mut Reader, node: &Node) -> Vec<crate::notify::Target> {
+    use crate::notify::{Channel, Target};
+    let Some(items) = r.seq(node, "notifications") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = format!("notifications[{i}]");
+        if r.map(item, &p, &["kind", "urlEnv"]).is_none() {
+            continue;
+        }
+        let channel = r.required(item, &p, "kind").and_then(|n| {
+            let text = r.string(n, &join(&p, "kind"))?;
+            let found = Channel::ALL
+                .iter()
+                .find(|(k, _)| *k == text)
+                .map(|(_, c)| *c);
+            if found.is_none() {
+                r.error(
+                    n.line,
+                    &join(&p, "kind"),
+                    format!("expected one of slack, teams, discord, webhook, found {text:?}"),
+                );
+            }
+            found
+        });
+        let url_env = r.required(item, &p, "urlEnv").and_then(|n| {
+            let text = r.string(n, &join(&p, "urlEnv"))?;
+            let valid = !text.is_empty()
+                && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+            if !valid {
+                r.error(n.line, &join(&p, "urlEnv"), format!("expected the name of an environment variable holding the webhook URL (e.g. SLUICE_SLACK_URL), found {text:?}"));
+                return None;
+            }
+            Some(text)
+        });
+        if let (Some(channel), Some(url_env)) = (channel, url_env) {
+            out.push(Target { channel, url_env });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,47 +623,4 @@ mod tests {
             ]
         );
     }
-}
-
-fn read_notifications(r: &mut Reader, node: &Node) -> Vec<crate::notify::Target> {
-    use crate::notify::{Channel, Target};
-    let Some(items) = r.seq(node, "notifications") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let p = format!("notifications[{i}]");
-        if r.map(item, &p, &["kind", "urlEnv"]).is_none() {
-            continue;
-        }
-        let channel = r.required(item, &p, "kind").and_then(|n| {
-            let text = r.string(n, &join(&p, "kind"))?;
-            let found = Channel::ALL
-                .iter()
-                .find(|(k, _)| *k == text)
-                .map(|(_, c)| *c);
-            if found.is_none() {
-                r.error(
-                    n.line,
-                    &join(&p, "kind"),
-                    format!("expected one of slack, teams, discord, webhook, found {text:?}"),
-                );
-            }
-            found
-        });
-        let url_env = r.required(item, &p, "urlEnv").and_then(|n| {
-            let text = r.string(n, &join(&p, "urlEnv"))?;
-            let valid = !text.is_empty()
-                && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-            if !valid {
-                r.error(n.line, &join(&p, "urlEnv"), format!("expected the name of an environment variable holding the webhook URL (e.g. SLUICE_SLACK_URL), found {text:?}"));
-                return None;
-            }
-            Some(text)
-        });
-        if let (Some(channel), Some(url_env)) = (channel, url_env) {
-            out.push(Target { channel, url_env });
-        }
-    }
-    out
 }
