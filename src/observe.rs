@@ -16,6 +16,7 @@ use tracing::warn;
 use crate::core::decide::{wants, Decision};
 use crate::core::observe::{MetricObservation, WebhookObservation};
 use crate::core::status::{Phase, Status};
+use crate::gates::readiness::{read_readiness, Readiness};
 use crate::gates::sync::{infer_client, read_sync, SyncObservation};
 use crate::gates::webhook::{call_all, WebhookPayload};
 use crate::metrics::template::TemplateIndex;
@@ -37,6 +38,9 @@ pub struct External {
     pub webhooks: Vec<WebhookObservation>,
     /// The GitOps engine's view, when the canary has a sync target (`None`: no target).
     pub sync: Option<Result<SyncObservation, String>>,
+    /// Whether the canary Deployment and HTTPRoute are ready (read with the sync target's
+    /// kube access; `None` when not read).
+    pub ready: Option<Result<Readiness, String>>,
 }
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
@@ -158,11 +162,22 @@ impl Live {
                 )),
             })
         };
-        let (metrics, webhooks, sync) = tokio::join!(metrics, webhooks, sync);
+        let ready = async {
+            canary.sync.as_ref()?;
+            if !r.status.is_some_and(|s| s.phase.is_active()) {
+                return None;
+            }
+            Some(match self.kube_client().await {
+                Some(client) => read_readiness(&client, canary, &target).await,
+                None => Err("no Kubernetes access to read readiness".to_string()),
+            })
+        };
+        let (metrics, webhooks, sync, ready) = tokio::join!(metrics, webhooks, sync, ready);
         External {
             metrics,
             webhooks,
             sync,
+            ready,
         }
     }
 }

@@ -12,6 +12,7 @@ use tracing::{info, warn};
 use crate::core::decide::{decide, Decision};
 use crate::core::observe::Observations;
 use crate::core::status::{Phase, Status};
+use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
 use crate::observe::{External, Observer, Request};
@@ -320,6 +321,18 @@ fn step_canary(
             }
         }
     };
+    let ready = match &external.ready {
+        None | Some(Ok(Readiness::Ready)) => true,
+        Some(Ok(Readiness::NotReady(why))) => {
+            info!(canary = %canary.id, msg = "Waiting for the canary to be ready", reason = %why);
+            false
+        }
+        Some(Err(e)) => {
+            warn!(canary = %canary.id, msg = "Cannot tell whether the canary is ready", error = %e);
+            false
+        }
+    };
+    let applied = applied && ready;
     let obs = Observations {
         revision: prepared.revision,
         metrics: external.metrics,

@@ -57,6 +57,14 @@ impl FakeKubeApi {
                 "/apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}",
                 get(application),
             )
+            .route(
+                "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
+                get(deployment_route),
+            )
+            .route(
+                "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes/{name}",
+                get(httproute_route),
+            )
             .fallback(not_a_path)
             .with_state(Arc::clone(&cluster));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -101,6 +109,8 @@ impl FakeKubeApi {
         let plural = match object["kind"].as_str() {
             Some("Kustomization") => "kustomizations",
             Some("Application") => "applications",
+            Some("Deployment") => "deployments",
+            Some("HTTPRoute") => "httproutes",
             other => panic!("unexpected kind {other:?}"),
         };
         let key = (
@@ -206,6 +216,26 @@ async fn application(
     UrlPath((ns, name)): UrlPath<(String, String)>,
 ) -> Response {
     answer(&cluster, ARGO_GROUP, "applications", ns, name)
+}
+
+async fn deployment_route(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((ns, name)): UrlPath<(String, String)>,
+) -> Response {
+    answer(&cluster, "apps", "deployments", ns, name)
+}
+
+async fn httproute_route(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((ns, name)): UrlPath<(String, String)>,
+) -> Response {
+    answer(
+        &cluster,
+        "gateway.networking.k8s.io",
+        "httproutes",
+        ns,
+        name,
+    )
 }
 
 async fn not_a_path() -> Response {
@@ -667,11 +697,12 @@ struct Loop {
 
 impl Loop {
     fn new(api_url: &str, sync: &str) -> Loop {
+        Loop::with_files(api_url, &[("apps/web.yaml", &synced_canary("v1", sync))])
+    }
+
+    fn with_files(api_url: &str, files: &[(&str, &str)]) -> Loop {
         let tmp = tempfile::tempdir().expect("tmp");
-        let bare = crate::support::seeded_remote(
-            tmp.path(),
-            &[("apps/web.yaml", &synced_canary("v1", sync))],
-        );
+        let bare = crate::support::seeded_remote(tmp.path(), files);
         let human =
             crate::support::human_clone(&bare.display().to_string(), &tmp.path().join("human"));
         let kubeconfig = tmp.path().join("kubeconfig");
@@ -812,6 +843,83 @@ async fn loop_does_not_trust_stale_argo_health_fake_kube_api() {
             1,
             "fresh health after the sync: the step goes on"
         );
+        assert_eq!(l.weight(), "canaryWeight: 10");
+    });
+}
+
+fn cluster_deployment(ready: bool) -> Json {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop", "generation": 2},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "web:2"}]}},
+        },
+        "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": if ready { 2 } else { 1 }, "readyReplicas": if ready { 2 } else { 1 }},
+    })
+}
+
+fn cluster_route(accepted: bool) -> Json {
+    json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "web", "namespace": "shop", "generation": 3},
+        "spec": {"parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": [{"name": "web-primary", "port": 80}]}]},
+        "status": {"parents": [{
+            "parentRef": {"name": "gw"},
+            "controllerName": "example.com/gateway",
+            "conditions": [{
+                "type": "Accepted",
+                "status": if accepted { "True" } else { "False" },
+                "reason": if accepted { "Accepted" } else { "Pending" },
+                "message": "",
+                "observedGeneration": 3,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }],
+        }]},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loop_waits_for_the_canary_deployment_and_route_to_be_ready_fake_kube_api() {
+    let mut api = FakeKubeApi::start().await;
+    let sync = "{flux: {kustomization: podinfo, namespace: flux-system}}";
+    let source = |image: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: app, image: '{image}'}}]}}\n")
+    };
+    let canary = format!("apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  source: apps/web/deployment.yaml\n  service: {{port: 80}}\n  route: {{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, parentRefs: [{{name: gw}}]}}\n  sync: {sync}\n  analysis: {{interval: 1s, stepWeights: [10, 50]}}\n");
+    let l = Loop::with_files(
+        &api.url,
+        &[
+            ("apps/web/deployment.yaml", &source("web:1")),
+            ("apps/web/canary.yaml", &canary),
+        ],
+    );
+    tokio::task::block_in_place(|| {
+        assert_eq!(l.reconcile(), 1, "initialization");
+        l.human("apps/web/deployment.yaml", &source("web:2"));
+        assert_eq!(l.reconcile(), 1, "new revision detected");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let head = l.head();
+        api.put(kustomization_object(
+            1,
+            &format!("main@sha1:{head}"),
+            ready_true(1, &format!("main@sha1:{head}")),
+        ));
+        api.put(cluster_deployment(false));
+        api.put(cluster_route(true));
+        assert_eq!(
+            l.reconcile(),
+            0,
+            "applied, but the canary Deployment is not available"
+        );
+        api.put(cluster_deployment(true));
+        api.put(cluster_route(false));
+        assert_eq!(l.reconcile(), 0, "the Gateway has not accepted the route");
+        api.put(cluster_route(true));
+        assert_eq!(l.reconcile(), 1, "ready: the step goes on");
         assert_eq!(l.weight(), "canaryWeight: 10");
     });
 }

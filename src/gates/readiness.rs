@@ -1,0 +1,211 @@
+//! Readiness: before a step counts, the canary Deployment has rolled out (as Flagger's
+//! `IsCanaryReady` checks) and, with an HTTPRoute, every parent Gateway has accepted the route
+//! at its current generation. Read-only kube access; the judging functions are pure.
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::Value as Json;
+
+use crate::spec::model::{Canary, Route, Target};
+
+/// Whether the canary's workload and route are ready, and why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    NotReady(String),
+}
+
+fn int(v: &Json) -> Option<i64> {
+    v.as_i64()
+}
+
+/// Judges a Deployment object (as JSON) the way Flagger does before advancing.
+pub fn deployment_ready(obj: &Json) -> Readiness {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("deployment");
+    let generation = int(&obj["metadata"]["generation"]).unwrap_or(0);
+    let status = &obj["status"];
+    let observed = int(&status["observedGeneration"]).unwrap_or(0);
+    if observed < generation {
+        return Readiness::NotReady(format!("{name}: waiting for the rollout to be observed (generation {generation}, observed {observed})"));
+    }
+    let wanted = int(&obj["spec"]["replicas"]).unwrap_or(1);
+    let updated = int(&status["updatedReplicas"]).unwrap_or(0);
+    let available = int(&status["availableReplicas"]).unwrap_or(0);
+    let total = int(&status["replicas"]).unwrap_or(0);
+    if updated < wanted {
+        return Readiness::NotReady(format!(
+            "{name}: {updated} of {wanted} new replicas updated"
+        ));
+    }
+    if total > updated {
+        return Readiness::NotReady(format!(
+            "{name}: {} old replicas pending termination",
+            total - updated
+        ));
+    }
+    if available < updated {
+        return Readiness::NotReady(format!(
+            "{name}: {available} of {updated} updated replicas available"
+        ));
+    }
+    Readiness::Ready
+}
+
+/// Judges an HTTPRoute: every parent reports `Accepted=True` for the current generation.
+pub fn route_accepted(obj: &Json) -> Readiness {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("httproute");
+    let generation = int(&obj["metadata"]["generation"]).unwrap_or(0);
+    let parents = obj["status"]["parents"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if parents.is_empty() {
+        return Readiness::NotReady(format!("{name}: no Gateway reported on the route yet"));
+    }
+    for p in &parents {
+        let gw = p["parentRef"]["name"].as_str().unwrap_or("gateway");
+        let accepted = p["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Accepted"));
+        match accepted {
+            Some(c)
+                if c["status"] == "True"
+                    && int(&c["observedGeneration"]).unwrap_or(generation) >= generation => {}
+            Some(c) => {
+                return Readiness::NotReady(format!(
+                    "{name}: Gateway {gw} has not accepted generation {generation} ({}: {})",
+                    c["reason"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or("")
+                ))
+            }
+            None => {
+                return Readiness::NotReady(format!(
+                    "{name}: Gateway {gw} reports no Accepted condition"
+                ))
+            }
+        }
+    }
+    Readiness::Ready
+}
+
+async fn get(
+    client: &kube::Client,
+    gvk: GroupVersionKind,
+    plural: &str,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Json>, String> {
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    match api.get_opt(name).await {
+        Ok(Some(o)) => serde_json::to_value(o).map(Some).map_err(|e| e.to_string()),
+        Ok(None) => Ok(None),
+        Err(e) => Err(format!(
+            "cannot read {} {ns}/{name}: {e}; sluice needs get on {plural}.{}",
+            gvk.kind, gvk.group
+        )),
+    }
+}
+
+/// Reads the canary Deployment (managed canaries) and the HTTPRoute (Gateway API) and judges
+/// them. A canary Deployment that does not exist yet is not ready.
+pub async fn read_readiness(
+    client: &kube::Client,
+    canary: &Canary,
+    workload: &str,
+) -> Result<Readiness, String> {
+    let ns = canary.id.namespace.as_str();
+    if !matches!(canary.target, Target::RouteOnly { .. }) {
+        let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
+        match get(client, gvk, "deployments", ns, workload).await? {
+            Some(d) => {
+                if let Readiness::NotReady(why) = deployment_ready(&d) {
+                    return Ok(Readiness::NotReady(why));
+                }
+            }
+            None => {
+                return Ok(Readiness::NotReady(format!(
+                    "Deployment {ns}/{workload} does not exist yet"
+                )))
+            }
+        }
+    }
+    if let Route::HttpRoute { version, .. } = &canary.route {
+        let v = version.api_version().rsplit('/').next().unwrap_or("v1");
+        let gvk = GroupVersionKind::gvk("gateway.networking.k8s.io", v, "HTTPRoute");
+        let name = canary.service.name.as_str();
+        match get(client, gvk, "httproutes", ns, name).await? {
+            Some(r) => return Ok(route_accepted(&r)),
+            None => {
+                return Ok(Readiness::NotReady(format!(
+                    "HTTPRoute {ns}/{name} does not exist yet"
+                )))
+            }
+        }
+    }
+    Ok(Readiness::Ready)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(
+        generation: i64,
+        observed: i64,
+        replicas: i64,
+        updated: i64,
+        available: i64,
+        total: i64,
+    ) -> Json {
+        json!({"metadata": {"name": "podinfo", "generation": generation}, "spec": {"replicas": replicas},
+               "status": {"observedGeneration": observed, "updatedReplicas": updated, "availableReplicas": available, "replicas": total}})
+    }
+
+    #[test]
+    fn deployments_are_ready_only_when_fully_rolled_out() {
+        assert_eq!(
+            deployment_ready(&deployment(2, 2, 3, 3, 3, 3)),
+            Readiness::Ready
+        );
+        for (d, why) in [
+            (deployment(3, 2, 3, 3, 3, 3), "observed"),
+            (deployment(2, 2, 3, 1, 1, 3), "1 of 3 new replicas updated"),
+            (
+                deployment(2, 2, 3, 3, 3, 5),
+                "2 old replicas pending termination",
+            ),
+            (
+                deployment(2, 2, 3, 3, 2, 3),
+                "2 of 3 updated replicas available",
+            ),
+        ] {
+            match deployment_ready(&d) {
+                Readiness::NotReady(text) => assert!(text.contains(why), "{text}"),
+                Readiness::Ready => panic!("{d} is not ready"),
+            }
+        }
+    }
+
+    #[test]
+    fn routes_need_every_parent_to_accept_the_current_generation() {
+        let route = |status: &str, observed: i64| {
+            json!({"metadata": {"name": "web", "generation": 4},
+            "status": {"parents": [{"parentRef": {"name": "gw"}, "controllerName": "x",
+                "conditions": [{"type": "Accepted", "status": status, "observedGeneration": observed, "reason": "R", "message": "m"}]}]}})
+        };
+        assert_eq!(route_accepted(&route("True", 4)), Readiness::Ready);
+        assert!(matches!(
+            route_accepted(&route("True", 3)),
+            Readiness::NotReady(_)
+        ));
+        assert!(matches!(
+            route_accepted(&route("False", 4)),
+            Readiness::NotReady(_)
+        ));
+        assert!(matches!(
+            route_accepted(&json!({"metadata": {"name": "web"}})),
+            Readiness::NotReady(_)
+        ));
+    }
+}
