@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tracing::{error, info};
 
 use crate::cli::repo::RepoArgs;
+use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observe::Live;
 use crate::reconcile::{tick, Context, TickReport};
 use crate::server::{serve, Metrics, ServerState};
@@ -28,6 +29,14 @@ pub struct Args {
     /// Address of /metrics, /healthz, /readyz and /hooks/git (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:9090", env = "SLUICE_LISTEN")]
     pub listen: SocketAddr,
+    /// Run with several replicas: only the holder of a Kubernetes Lease ticks.
+    #[arg(long, env = "SLUICE_LEADER_ELECTION")]
+    pub leader_election: bool,
+    /// Namespace of the Lease (default: the pod's, from POD_NAMESPACE).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "sluice-system")]
+    pub lease_namespace: String,
+    #[arg(long, default_value = "sluice")]
+    pub lease_name: String,
 }
 
 /// How long to sleep: until the earliest wake time, bounded by the poll interval.
@@ -112,7 +121,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let metrics = Metrics::new();
     let state = ServerState::from_env(metrics.clone());
     let (wake_tx, wake_rx) = mpsc::channel();
-    let _server = start_server(args.listen, state.clone(), wake_tx)?;
+    let server = start_server(args.listen, state.clone(), wake_tx)?;
     let mut locked = args.repo.open()?;
     let observer = Live::new()?;
     let ctx = Context {
@@ -121,7 +130,57 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         push_attempts: args.push_attempts,
     };
     info!(msg = "sluice started", branch = %args.repo.branch);
+    let lease = if args.leader_election {
+        let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+            format!(
+                "{}-{}",
+                std::env::var("HOSTNAME").unwrap_or_else(|_| "sluice".into()),
+                std::process::id()
+            )
+        });
+        let client = server
+            .block_on(crate::gates::sync::infer_client())
+            .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
+        Some((
+            client,
+            LeaseConfig {
+                namespace: args.lease_namespace.clone(),
+                name: args.lease_name.clone(),
+                identity,
+                duration: Duration::from_secs(15),
+            },
+        ))
+    } else {
+        None
+    };
+    let mut leading = lease.is_none();
     while !stop.load(Ordering::SeqCst) {
+        if let Some((client, cfg)) = &lease {
+            match server.block_on(acquire_or_renew(client, cfg, jiff::Timestamp::now())) {
+                Ok(Leadership::Leader) => {
+                    if !leading {
+                        info!(msg = "Leading: this replica reconciles", lease = %cfg.name);
+                    }
+                    leading = true;
+                }
+                Ok(Leadership::Follower { holder }) => {
+                    if leading {
+                        info!(msg = "Standing by: another replica leads", holder = %holder);
+                    }
+                    leading = false;
+                    state.set_ready();
+                    std::thread::sleep(Duration::from_secs(5).min(args.poll));
+                    continue;
+                }
+                Err(e) => {
+                    error!(msg = "Leader election failed; not reconciling", error = %e);
+                    metrics.error("lease");
+                    leading = false;
+                    std::thread::sleep(Duration::from_secs(5).min(args.poll));
+                    continue;
+                }
+            }
+        }
         let wait = match tick(&mut locked.repo, &ctx, jiff::Timestamp::now()) {
             Ok(report) => {
                 state.set_ready();
@@ -134,6 +193,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 metrics.error(e.kind());
                 args.poll
             }
+        };
+        // The leader renews its 15 s lease at least every 5 s.
+        let wait = if lease.is_some() {
+            wait.min(Duration::from_secs(5))
+        } else {
+            wait
         };
         let until = Instant::now() + wait;
         while !stop.load(Ordering::SeqCst) {

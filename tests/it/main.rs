@@ -5,6 +5,7 @@ mod cli;
 mod daemon;
 mod gitops;
 mod install;
+mod lease;
 mod loop_git;
 mod managed;
 mod metrics;
