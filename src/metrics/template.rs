@@ -19,7 +19,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::spec::error::SpecError;
-use crate::spec::load::{yaml_files, MAX_FILE_BYTES};
+use crate::spec::load::{read_bounded, yaml_files};
 use crate::spec::model::Name;
 use crate::spec::node::{parse_documents, Node, Value};
 use crate::spec::reader::{join, Reader};
@@ -401,18 +401,6 @@ fn file_error(file: String, message: String) -> SpecError {
         field: String::new(),
         message,
     }
-}
-
-fn read_bounded(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "file is {} bytes; spec files are limited to {MAX_FILE_BYTES} bytes",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| "expected UTF-8 text".to_string())
 }
 
 fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {

@@ -118,7 +118,8 @@ pub fn load_settings(path: Option<&Path>) -> Result<Settings, Vec<SpecError>> {
     }
 }
 
-fn read_bounded(path: &Path) -> Result<String, String> {
+/// Reads a spec file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`].
+pub fn read_bounded(path: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
