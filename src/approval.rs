@@ -131,13 +131,15 @@ fn keep_branch(
         }
         None => false,
     };
-    let approved = operate(
+    let mut approved = operate(
         canary,
         Some(status),
         Operation::Approve,
         "approved by merging the pull request",
         status.phase_since,
     )?;
+    // The merge, not the PR's creation, starts the approved step's clock.
+    approved.status.clock_from_merge = true;
     let subject = message::subject(canary, &approved);
     if !up_to_date {
         let root = repo.root().to_path_buf();

@@ -72,6 +72,7 @@ impl Event {
             | Action::FailedCheck
             | Action::Promote
             | Action::AdvancePrimary { .. }
+            | Action::ApprovalMerged
             | Action::Pause
             | Action::Resume => None,
         }

@@ -50,6 +50,8 @@ pub enum Action {
     Rollback {
         reason: String,
     },
+    /// An approval pull request was merged: the approved step's clock starts now.
+    ApprovalMerged,
     /// `sluice pause`: the canary holds until resumed.
     Pause,
     /// `sluice resume`.
@@ -106,6 +108,20 @@ pub fn decide(
     };
     if canary.suspend {
         return hold(status, None, format!("{} is suspended", dotted(canary)));
+    }
+    if status.clock_from_merge {
+        let mut next = status.clone();
+        next.clock_from_merge = false;
+        next.step_started = now;
+        return change(
+            Action::ApprovalMerged,
+            next,
+            format!(
+                "Approval of {} merged; the step's clock starts now",
+                dotted(canary)
+            ),
+            Some(after(now, canary.analysis.interval)),
+        );
     }
     if status.paused {
         return hold(
@@ -174,6 +190,7 @@ fn initialize(canary: &Canary, obs: &Observations, now: Timestamp) -> Decision {
         checks: Vec::new(),
         message: String::new(),
         paused: false,
+        clock_from_merge: false,
     };
     change(
         Action::Initialize,

@@ -612,3 +612,36 @@ fn settle_delay_starts_each_steps_clock_after_the_commit() {
         Action::AdvanceCanary { from: 0, to: 10 }
     );
 }
+
+#[test]
+fn a_merged_approval_restarts_the_step_clock_at_the_merge() {
+    let c = native(
+        "",
+        "interval: 10s\nsteps:\n- weight: 20\n  pause: {}\n- weight: 40\n- weight: 60\n",
+    );
+    let s = initialized(&c);
+    let d = decide(&c, Some(&s), &obs("v2"), t(0));
+    let d = decide(&c, Some(&d.status), &obs("v2"), t(10));
+    let waiting = decide(&c, Some(&d.status), &obs("v2"), t(20)).status;
+    assert_eq!(waiting.phase, Phase::WaitingApproval);
+    // The PR carries the approved change, made when the wait began; merged an hour later.
+    let mut merged = crate::core::operate::operate(
+        &c,
+        Some(&waiting),
+        crate::core::operate::Operation::Approve,
+        "pr",
+        t(20),
+    )
+    .unwrap()
+    .status;
+    merged.clock_from_merge = true;
+    let first = decide(&c, Some(&merged), &obs("v2"), t(3600));
+    assert_eq!(first.action, Action::ApprovalMerged);
+    assert_eq!(first.status.step_started, t(3600));
+    let early = decide(&c, Some(&first.status), &obs("v2"), t(3605));
+    assert_eq!(
+        early.action,
+        Action::Hold,
+        "weight 40 holds a full interval after the merge"
+    );
+}

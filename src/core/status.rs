@@ -124,6 +124,10 @@ pub struct Status {
     /// Held by `sluice pause` until `sluice resume`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// Set on a change proposed in an approval pull request: when it reaches the branch (the
+    /// PR merged), the step's clock restarts at that moment, not when the PR was opened.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clock_from_merge: bool,
 }
 
 impl Status {

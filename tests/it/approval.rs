@@ -419,6 +419,13 @@ fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_app
                 "the merge put the promotion on main ({kind:?} {how})"
             );
             w.now = Timestamp::now();
+            w.tick();
+            let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+            assert_eq!(
+                subject.trim(),
+                "web: approval merged, step clock started",
+                "{kind:?} {how}"
+            );
             for _ in 0..8 {
                 w.tick();
             }
