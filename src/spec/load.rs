@@ -169,7 +169,35 @@ pub fn load_paths(
         }
     }
     reject_duplicates(&mut loaded);
+    reject_shared_outputs(&mut loaded);
     loaded
+}
+
+/// Two canaries writing one output folder would overwrite each other's route: the later ones
+/// are errors and are dropped.
+pub fn reject_shared_outputs(loaded: &mut Loaded) {
+    let mut first: BTreeMap<String, (String, String, usize)> = BTreeMap::new();
+    let mut keep = Vec::new();
+    for canary in std::mem::take(&mut loaded.canaries) {
+        let out = canary.output.as_str().to_string();
+        if let Some((id, file, line)) = first.get(&out) {
+            loaded.errors.push(SpecError {
+                file: canary.file.clone(),
+                line: canary.line,
+                field: "spec.output".into(),
+                message: format!(
+                    "output folder {out} is already written by canary {id} ({file}:{line}); give each canary its own folder"
+                ),
+            });
+            continue;
+        }
+        first.insert(
+            out,
+            (canary.id.to_string(), canary.file.clone(), canary.line),
+        );
+        keep.push(canary);
+    }
+    loaded.canaries = keep;
 }
 
 /// Two canaries with one namespace/name: the later ones are errors and are dropped.

@@ -464,3 +464,22 @@ fn notification_settings_are_validated() {
     assert_has(&text, ".sluice/config.yaml:2: notifications[0].kind: expected one of slack, teams, discord, webhook, found \"pager\"");
     assert_has(&text, ".sluice/config.yaml:3: notifications[1].urlEnv: expected the name of an environment variable");
 }
+
+#[test]
+fn two_canaries_cannot_share_an_output_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = native("stepWeight: 10");
+    let b = a.replace("name: podinfo", "name: other");
+    std::fs::write(dir.path().join("a.yaml"), a).unwrap();
+    std::fs::write(dir.path().join("b.yaml"), b).unwrap();
+    let loaded =
+        sluice::spec::load::load_paths(&[dir.path().to_path_buf()], &Settings::default(), |p| {
+            p.file_name().unwrap().to_string_lossy().into_owned()
+        });
+    assert_eq!(loaded.canaries.len(), 1);
+    assert!(
+        loaded.errors[0].to_string().starts_with("b.yaml:1: spec.output: output folder clusters/prod/podinfo is already written by canary prod/podinfo (a.yaml:1)"),
+        "{:?}",
+        loaded.errors
+    );
+}
