@@ -93,6 +93,7 @@ pub fn handle(
                 forge.as_ref(),
                 &runtime,
                 push_attempts,
+                report.on_close,
             )
         } else {
             close_stale(pending, forge.as_ref(), &runtime)
@@ -103,6 +104,7 @@ pub fn handle(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn keep_branch(
     repo: &mut ConfigRepo,
     pending: &Pending,
@@ -110,6 +112,7 @@ fn keep_branch(
     forge: Option<&Forge>,
     runtime: &tokio::runtime::Runtime,
     push_attempts: u32,
+    on_close: crate::spec::settings::OnClose,
 ) -> anyhow::Result<()> {
     let canary = &pending.canary;
     let status = &pending.status;
@@ -190,6 +193,9 @@ fn keep_branch(
             info!(canary = %canary.id, msg = "Approval pull request opened", url = %pr.url);
         }
         Some((PrState::Open, _)) | Some((PrState::Merged, _)) => {}
+        Some((PrState::Closed, pr)) if on_close == crate::spec::settings::OnClose::Hold => {
+            info!(canary = %canary.id, msg = "Approval pull request closed; holding (forge.onClose: hold)", number = pr.number);
+        }
         Some((PrState::Closed, pr)) => {
             // Closed without merging: abort, unless the PR is older than this wait (reopened
             // branch for a later step would have a newer PR).

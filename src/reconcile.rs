@@ -61,6 +61,7 @@ pub struct TickReport {
     pub approvals: Vec<crate::approval::Pending>,
     /// The repo's forge settings (approval pull requests), if any.
     pub forge: Option<crate::spec::settings::ForgeSettings>,
+    pub on_close: crate::spec::settings::OnClose,
     pub author: Option<Identity>,
 }
 
@@ -170,6 +171,7 @@ pub fn decide_and_commit(
     let mut report = TickReport {
         spec_errors,
         forge: settings.forge.clone(),
+        on_close: settings.on_close,
         author: Some(author.clone()),
         ..TickReport::default()
     };

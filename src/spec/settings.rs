@@ -32,6 +32,8 @@ pub struct Settings {
     pub notifications: Vec<crate::notify::Target>,
     /// Where approval pull requests are opened; `None` when the repo has no `forge` block.
     pub forge: Option<ForgeSettings>,
+    /// What closing an approval pull request without merging does (`forge.onClose`).
+    pub on_close: OnClose,
     /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
     /// outputs; a native canary's `spec.sync` overrides it, Flagger canaries always use it.
     pub sync: Option<SyncTarget>,
@@ -49,6 +51,7 @@ impl Default for Settings {
             settle: std::time::Duration::ZERO,
             notifications: Vec::new(),
             forge: None,
+            on_close: OnClose::Rollback,
             sync: None,
         }
     }
@@ -156,6 +159,18 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         }
         if let Some(n) = root.get("forge") {
             settings.forge = read_forge(&mut r, n);
+            if let Some(v) = n.get("onClose") {
+                match r.string(v, "forge.onClose").as_deref() {
+                    Some("rollback") => settings.on_close = OnClose::Rollback,
+                    Some("hold") => settings.on_close = OnClose::Hold,
+                    Some(other) => r.error(
+                        v.line,
+                        "forge.onClose",
+                        format!("expected rollback or hold, found {other:?}"),
+                    ),
+                    None => {}
+                }
+            }
         }
         if let Some(n) = root.get("sync") {
             settings.sync = read_sync_target(&mut r, n, "sync");
@@ -261,6 +276,16 @@ impl std::fmt::Display for ForgeKind {
     }
 }
 
+/// What a pull request closed without merging does to the canary waiting on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnClose {
+    /// Roll back (the default): closing the PR says no.
+    #[default]
+    Rollback,
+    /// Keep waiting; a new PR is not opened until the canary moves on.
+    Hold,
+}
+
 /// The validated `forge` block: which forge, its API base and the repository PRs go to.
 ///
 /// The access token is not here: it comes from `SLUICE_FORGE_TOKEN` (or
@@ -276,7 +301,7 @@ pub struct ForgeSettings {
     pub repository: String,
 }
 
-const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository"];
+const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository", "onClose"];
 
 fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
     r.map(n, "forge", FORGE_KEYS)?;

@@ -497,3 +497,47 @@ fn forge_fakes_a_pr_left_behind_by_a_canary_that_moved_on_is_closed_with_a_comme
         assert_eq!(w.fake.count(), 1, "no new PR");
     }
 }
+
+#[test]
+fn forge_fakes_on_close_hold_keeps_waiting() {
+    let fake = ForgeFake::start(Kind::GitHub);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+        fake.settings().replace(
+            "repository: acme/fleet}",
+            "repository: acme/fleet, onClose: hold}"
+        )
+    );
+    let bare = seeded_remote(
+        tmp.path(),
+        &[(FILE, &canary("v1")), (".sluice/config.yaml", &config)],
+    );
+    let url = bare.display().to_string();
+    let repo = ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
+        .unwrap();
+    let human = human_clone(&url, &tmp.path().join("human"));
+    let mut w = World {
+        tmp,
+        bare,
+        repo,
+        human,
+        now: Timestamp::now(),
+        fake,
+    };
+    w.tick();
+    git(&w.human, &["pull", "-q", "origin", "main"]);
+    human_commit(&w.human, FILE, &canary("v2"), "web: v2");
+    for _ in 0..7 {
+        w.tick();
+    }
+    assert_eq!(w.fake.count(), 1);
+    w.fake.set(1, false, false);
+    w.tick();
+    w.tick();
+    assert_eq!(
+        w.status()["phase"],
+        "WaitingApproval",
+        "onClose: hold keeps the canary waiting"
+    );
+}
