@@ -644,7 +644,7 @@ mod tests {
             errs,
             vec![
                 ".sluice/config.yaml:5: forge.apiURL: unknown field (did you mean \"apiUrl\"?); \
-                 expected one of: kind, apiUrl, repository"
+                 expected one of: kind, apiUrl, repository, onClose"
             ]
         );
     }
