@@ -562,6 +562,34 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         }
         (Some(Provider::Gateway(_)), None) | (None, _) => None,
     };
+    // Flagger applies these to Gateway API routes; sluice's HTTPRoute does not carry them yet,
+    // and dropping them silently would change which requests reach the canary.
+    if let Some(Provider::Gateway(_)) = provider {
+        let service_keys: &[&str] = &[
+            "match",
+            "rewrite",
+            "headers",
+            "timeout",
+            "retries",
+            "mirror",
+            "corsPolicy",
+        ];
+        let analysis_keys: &[&str] = &["mirror", "mirrorWeight", "sessionAffinity"];
+        for (path, node, keys) in [
+            ("spec.service", service_node, service_keys),
+            ("spec.analysis", spec.get("analysis"), analysis_keys),
+        ] {
+            for key in keys {
+                if let Some(n) = node.and_then(|n| n.get(key)) {
+                    r.error(
+                        n.line,
+                        &join(path, key),
+                        "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice",
+                    );
+                }
+            }
+        }
+    }
     let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
         read_analysis(
             r,

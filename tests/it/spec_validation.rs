@@ -483,3 +483,24 @@ fn two_canaries_cannot_share_an_output_folder() {
         loaded.errors
     );
 }
+
+#[test]
+fn gateway_api_fields_sluice_cannot_render_are_errors_not_silently_dropped() {
+    let text = flagger(
+        "provider: gatewayapi:v1\n",
+        "stepWeight: 10\nsessionAffinity: {cookieName: flagger}",
+    )
+    .replace("  service:\n    port: 9898\n", "  service:\n    port: 9898\n    gatewayRefs: [{name: gw}]\n    match:\n      - headers: {x-canary: {exact: insider}}\n");
+    let errs = errors(&text);
+    assert_has(
+        &errs,
+        "spec.service.match: not supported yet for Gateway API routes",
+    );
+    assert_has(
+        &errs,
+        "spec.analysis.sessionAffinity: not supported yet for Gateway API routes",
+    );
+    // The same fields with an SMI provider are ignored, as Flagger ignores them there.
+    let smi = text.replace("provider: gatewayapi:v1", "provider: osm");
+    assert_eq!(errors(&smi), Vec::<String>::new());
+}
