@@ -111,26 +111,25 @@ pub async fn call_all_with(
     payload: &WebhookPayload,
     backoff: Backoff,
 ) -> Vec<WebhookObservation> {
-    let client = match http::client(false) {
-        Ok(c) => c,
-        Err(e) => {
-            return hooks
-                .iter()
-                .map(|h| WebhookObservation {
-                    name: h.name.clone(),
-                    kind: h.kind,
-                    outcome: Err(e.clone()),
-                })
-                .collect()
-        }
-    };
+    // Two clients at most: hooks with Flagger's `disableTLS` skip certificate checks.
+    let (verified, unverified) = (http::client(false), http::client(true));
     let handles: Vec<_> = hooks
         .iter()
         .map(|hook| {
             let hook = (*hook).clone();
             let body = payload.body_for(&hook);
-            let client = client.clone();
-            tokio::spawn(async move { call_one(&client, &hook, &body, backoff).await })
+            let client = if hook.disable_tls {
+                &unverified
+            } else {
+                &verified
+            }
+            .clone();
+            tokio::spawn(async move {
+                match client {
+                    Ok(client) => call_one(&client, &hook, &body, backoff).await,
+                    Err(e) => Err(e),
+                }
+            })
         })
         .collect();
     let mut out = Vec::with_capacity(handles.len());
@@ -153,7 +152,7 @@ pub async fn call(
     payload: &WebhookPayload,
     backoff: Backoff,
 ) -> WebhookObservation {
-    let outcome = match http::client(false) {
+    let outcome = match http::client(hook.disable_tls) {
         Ok(client) => call_one(&client, hook, &payload.body_for(hook), backoff).await,
         Err(e) => Err(e),
     };
@@ -299,6 +298,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            disable_tls: false,
         }
     }
 

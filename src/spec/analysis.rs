@@ -655,6 +655,10 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
                 .and_then(|v| u32::try_from(v).ok()),
             None => Some(0),
         };
+        let disable_tls = item
+            .get("disableTLS")
+            .and_then(|n| r.bool(n, &join(&p, "disableTLS")))
+            .unwrap_or(false);
         let mut metadata = BTreeMap::new();
         if let Some(m) = item.get("metadata") {
             let mp = join(&p, "metadata");
@@ -710,6 +714,7 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
                 timeout,
                 retries,
                 metadata,
+                disable_tls,
             });
         }
     }

@@ -380,6 +380,8 @@ pub struct WebhookSpec {
     pub timeout: Duration,
     pub retries: u32,
     pub metadata: BTreeMap<String, String>,
+    /// Flagger's `disableTLS`: skip certificate verification for this hook.
+    pub disable_tls: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

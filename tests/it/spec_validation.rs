@@ -504,3 +504,18 @@ fn gateway_api_fields_sluice_cannot_render_are_errors_not_silently_dropped() {
     let smi = text.replace("provider: gatewayapi:v1", "provider: osm");
     assert_eq!(errors(&smi), Vec::<String>::new());
 }
+
+#[test]
+fn webhook_disable_tls_is_kept() {
+    let ok = flagger("provider: osm\n", "stepWeight: 10\nwebhooks:\n- {name: a, type: pre-rollout, url: 'https://t/', disableTLS: true}");
+    let loaded = load_text("c.yaml", &ok, &Settings::default());
+    assert!(loaded.canaries[0].analysis.webhooks[0].disable_tls);
+    let bad = flagger(
+        "provider: osm\n",
+        "stepWeight: 10\nwebhooks:\n- {name: a, url: 'https://t/', disableTLS: maybe}",
+    );
+    assert_has(
+        &errors(&bad),
+        "spec.analysis.webhooks[0].disableTLS: expected true or false, found \"maybe\"",
+    );
+}

@@ -25,6 +25,7 @@ fn hook(name: &str, url: &str) -> WebhookSpec {
         timeout: Duration::from_secs(5),
         retries: 0,
         metadata: BTreeMap::new(),
+        disable_tls: false,
     }
 }
 
