@@ -16,6 +16,23 @@ use crate::reconcile::{render_changes, Manual, TickReport};
 use crate::spec::model::{Canary, Target};
 use crate::workload;
 
+/// Why an approval branch or pull request could not be kept in line; logged, never fatal.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+    #[error(transparent)]
+    Forge(#[from] crate::forge::ForgeError),
+    #[error(transparent)]
+    NotApplicable(#[from] crate::core::operate::NotApplicable),
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
+    #[error(transparent)]
+    Canary(#[from] crate::reconcile::CanaryError),
+    #[error(transparent)]
+    Operate(#[from] crate::reconcile::OperateError),
+}
+
 /// A canary waiting for approval, or one that stopped waiting in this tick.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {
@@ -113,7 +130,7 @@ fn keep_branch(
     runtime: &tokio::runtime::Runtime,
     push_attempts: u32,
     on_close: crate::spec::settings::OnClose,
-) -> anyhow::Result<()> {
+) -> Result<(), ApprovalError> {
     let canary = &pending.canary;
     let status = &pending.status;
     let Some(branch) = branch_for(canary, status) else {
@@ -253,7 +270,7 @@ fn close_stale(
     pending: &Pending,
     forge: Option<&Forge>,
     runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<()> {
+) -> Result<(), ApprovalError> {
     let (Some(forge), Some(previous)) = (forge, &pending.previous) else {
         return Ok(());
     };
