@@ -226,16 +226,7 @@ impl Gitea {
     }
 
     pub(super) async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
-        let op = Operation::Comment(number);
-        let n = number.to_string();
-        let url = self.api.url(
-            op,
-            &["repos", &self.owner, &self.name, "issues", &n, "comments"],
-        )?;
-        self.api
-            .send(op, Method::POST, url, &[], Some(&json!({"body": text})))
-            .await?;
-        Ok(())
+        super::github::issue_comment(&self.api, &self.owner, &self.name, number, text).await
     }
 
     pub(super) async fn close(&self, number: u64) -> Result<(), ForgeError> {

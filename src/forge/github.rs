@@ -178,16 +178,7 @@ impl GitHub {
     }
 
     pub(super) async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
-        let op = Operation::Comment(number);
-        let n = number.to_string();
-        let url = self.api.url(
-            op,
-            &["repos", &self.owner, &self.name, "issues", &n, "comments"],
-        )?;
-        self.api
-            .send(op, Method::POST, url, &[], Some(&json!({"body": text})))
-            .await?;
-        Ok(())
+        issue_comment(&self.api, &self.owner, &self.name, number, text).await
     }
 
     pub(super) async fn close(&self, number: u64) -> Result<(), ForgeError> {
@@ -207,6 +198,23 @@ impl GitHub {
             .await?;
         Ok(())
     }
+}
+
+/// `POST /repos/{owner}/{repo}/issues/{n}/comments {body}`: the same endpoint and payload on
+/// GitHub and Gitea (pull requests are issues on both).
+pub(super) async fn issue_comment(
+    api: &Api,
+    owner: &str,
+    name: &str,
+    number: u64,
+    text: &str,
+) -> Result<(), ForgeError> {
+    let op = Operation::Comment(number);
+    let n = number.to_string();
+    let url = api.url(op, &["repos", owner, name, "issues", &n, "comments"])?;
+    api.send(op, Method::POST, url, &[], Some(&json!({"body": text})))
+        .await?;
+    Ok(())
 }
 
 /// `owner/name` into its parts (GitHub and Gitea).
