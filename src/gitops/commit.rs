@@ -12,6 +12,9 @@ use std::process::{Command, Stdio};
 use git2::{Oid, Signature, Time};
 
 use super::repo::ConfigRepo;
+
+/// Commits of at least this many files are written as one pack instead of loose objects.
+const PACKED_COMMIT_FILES: usize = 64;
 use super::{Error, Result};
 
 /// One file to write (`content: Some`) or delete (`content: None`) in a commit.
@@ -254,6 +257,23 @@ pub(super) fn validate_path(path: &str) -> Result<()> {
 }
 
 impl ConfigRepo {
+    /// Checks what `commit_files` checks of the paths before writing anything: plain
+    /// repo-relative paths, each once, none through a symlink.
+    pub fn check_changes(&self, changes: &[FileChange]) -> Result<()> {
+        let mut seen = HashSet::new();
+        for change in changes {
+            validate_path(&change.path)?;
+            if !seen.insert(change.path.as_str()) {
+                return Err(Error::InvalidPath {
+                    path: change.path.clone(),
+                    reason: "appears more than once in one commit".to_string(),
+                });
+            }
+            self.refuse_symlinks(&change.path)?;
+        }
+        Ok(())
+    }
+
     /// Writes `changes` into the work tree and index and commits them on top of the local head
     /// as `author` (also the committer), at `time` or now. Returns `None`, and makes no commit,
     /// when the resulting tree equals the head's tree.
@@ -269,32 +289,38 @@ impl ConfigRepo {
     ) -> Result<Option<Oid>> {
         let rendered = message.render()?;
         let signature = author.signature(time)?;
-        let mut seen = HashSet::new();
-        for change in changes {
-            validate_path(&change.path)?;
-            if !seen.insert(change.path.as_str()) {
-                return Err(Error::InvalidPath {
-                    path: change.path.clone(),
-                    reason: "appears more than once in one commit".to_string(),
-                });
-            }
-            self.refuse_symlinks(&change.path)?;
-        }
+        self.check_changes(changes)?;
 
         // From here on the work tree may differ from `head` until the commit is made; a failed
         // attempt is cleaned up by the next `fetch`.
         self.dirty = true;
-        let parent = self
-            .repo
-            .find_commit(self.head)
-            .map_err(|e| self.git_err("read the head commit", &e))?;
-        let base_tree = parent
-            .tree()
-            .map_err(|e| self.git_err("read the head tree", &e))?;
-        // The new tree is built from the head's tree and the changed paths alone: no index, no
-        // attribute lookups, so a tick of many small commits stays cheap. The index catches up
-        // once, before the push (`sync_branch`).
-        let mut update = git2::build::TreeUpdateBuilder::new();
+        self.write_work_tree(changes)?;
+        let oid = if changes.len() >= PACKED_COMMIT_FILES {
+            self.write_packed(changes, &rendered, &signature)?
+        } else {
+            self.write_objects(&self.repo, changes, &rendered, &signature)?
+        };
+        let Some(oid) = oid else {
+            self.dirty = false;
+            tracing::debug!("no change; nothing to commit");
+            return Ok(None);
+        };
+        // The branch ref and index follow once per push (`sync_branch`), not once per commit.
+        self.head = oid;
+        self.dirty = false;
+        self.unsynced = true;
+        self.written.extend(
+            changes
+                .iter()
+                .filter(|c| c.content.is_some())
+                .map(|c| c.path.clone()),
+        );
+        tracing::info!(commit = %oid, "committed");
+        Ok(Some(oid))
+    }
+
+    /// Writes and deletes the changed files in the work tree.
+    fn write_work_tree(&self, changes: &[FileChange]) -> Result<()> {
         for change in changes {
             let full = self.root.join(&change.path);
             match &change.content {
@@ -315,25 +341,92 @@ impl ConfigRepo {
                             source,
                         })?;
                     }
-                    let blob = self
-                        .repo
+                }
+                None => match std::fs::remove_file(&full) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => {
+                        return Err(Error::Io {
+                            path: full,
+                            op: "delete file",
+                            source,
+                        })
+                    }
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// `write_objects` into memory, then into the repo as one pack: a commit of many files
+    /// would otherwise create a loose object file (an inode) per blob and tree.
+    fn write_packed(
+        &self,
+        changes: &[FileChange],
+        message: &str,
+        signature: &Signature<'_>,
+    ) -> Result<Option<Oid>> {
+        let err = |op: &'static str| move |e: git2::Error| self.git_err(op, &e);
+        let odb = git2::Odb::new().map_err(err("open an object store in memory"))?;
+        let objects = self.repo.path().join("objects");
+        odb.add_disk_alternate(&objects.to_string_lossy())
+            .map_err(err("open an object store in memory"))?;
+        // Reads go to the repo's objects (an alternate is never written to); writes to memory.
+        let memory =
+            git2::Repository::from_odb(odb).map_err(err("open an object store in memory"))?;
+        let memory_odb = memory
+            .odb()
+            .map_err(err("open an object store in memory"))?;
+        let mempack = memory_odb
+            .add_new_mempack_backend(1000)
+            .map_err(err("open an object store in memory"))?;
+        let Some(oid) = self.write_objects(&memory, changes, message, signature)? else {
+            return Ok(None);
+        };
+        let mut pack = git2::Buf::new();
+        mempack
+            .dump(&memory, &mut pack)
+            .map_err(err("pack the new objects"))?;
+        let odb = self.repo.odb().map_err(err("store the new objects"))?;
+        let mut writer = odb.packwriter().map_err(err("store the new objects"))?;
+        writer.write_all(&pack).map_err(|source| Error::Io {
+            path: objects.clone(),
+            op: "write a pack",
+            source,
+        })?;
+        writer.commit().map_err(err("store the new objects"))?;
+        Ok(Some(oid))
+    }
+
+    /// Writes the blobs, trees and commit for `changes` on top of the head into `objects`'
+    /// object store; `None` when the tree equals the head's tree.
+    fn write_objects(
+        &self,
+        objects: &git2::Repository,
+        changes: &[FileChange],
+        message: &str,
+        signature: &Signature<'_>,
+    ) -> Result<Option<Oid>> {
+        let parent = objects
+            .find_commit(self.head)
+            .map_err(|e| self.git_err("read the head commit", &e))?;
+        let base_tree = parent
+            .tree()
+            .map_err(|e| self.git_err("read the head tree", &e))?;
+        // The new tree is built from the head's tree and the changed paths alone: no index, no
+        // attribute lookups, so a tick of many small commits stays cheap. The index catches up
+        // once, before the push (`sync_branch`).
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for change in changes {
+            match &change.content {
+                Some(content) => {
+                    let blob = objects
                         .blob(content.as_bytes())
                         .map_err(|e| self.git_err("write a blob", &e))?;
                     update.upsert(change.path.as_str(), blob, git2::FileMode::Blob);
                 }
+                // Deleting a path the head does not have is no change.
                 None => {
-                    match std::fs::remove_file(&full) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(source) => {
-                            return Err(Error::Io {
-                                path: full,
-                                op: "delete file",
-                                source,
-                            })
-                        }
-                    }
-                    // Deleting a path the head does not have is no change.
                     if base_tree.get_path(Path::new(&change.path)).is_ok() {
                         update.remove(change.path.as_str());
                     }
@@ -341,27 +434,21 @@ impl ConfigRepo {
             }
         }
         let tree_id = update
-            .create_updated(&self.repo, &base_tree)
+            .create_updated(objects, &base_tree)
             .map_err(|e| self.git_err("write the tree", &e))?;
         if base_tree.id() == tree_id {
-            self.dirty = false;
-            tracing::debug!("no change; nothing to commit");
             return Ok(None);
         }
-        let tree = self
-            .repo
+        let tree = objects
             .find_tree(tree_id)
             .map_err(|e| self.git_err("read the new tree", &e))?;
-
         let oid = match &self.signing {
-            None => self
-                .repo
-                .commit(None, &signature, &signature, &rendered, &tree, &[&parent])
+            None => objects
+                .commit(None, signature, signature, message, &tree, &[&parent])
                 .map_err(|e| self.git_err("create the commit", &e))?,
             Some(signing) => {
-                let buffer = self
-                    .repo
-                    .commit_create_buffer(&signature, &signature, &rendered, &tree, &[&parent])
+                let buffer = objects
+                    .commit_create_buffer(signature, signature, message, &tree, &[&parent])
                     .map_err(|e| self.git_err("create the commit", &e))?;
                 let content = buffer.as_str().map_err(|_| Error::Git {
                     path: self.root.clone(),
@@ -369,16 +456,11 @@ impl ConfigRepo {
                     detail: "commit buffer is not UTF-8".to_string(),
                 })?;
                 let sig = signing.sign(content)?;
-                self.repo
+                objects
                     .commit_signed(content, &sig, None)
                     .map_err(|e| self.git_err("create the signed commit", &e))?
             }
         };
-        // The branch ref and index follow once per push (`sync_branch`), not once per commit.
-        self.head = oid;
-        self.dirty = false;
-        self.unsynced = true;
-        tracing::info!(commit = %oid, "committed");
         Ok(Some(oid))
     }
 
@@ -403,7 +485,20 @@ impl ConfigRepo {
             .map_err(|e| self.git_err("open the index", &e))?;
         index
             .read_tree(&tree)
-            .and_then(|()| index.write())
+            .map_err(|e| self.git_err("write the index", &e))?;
+        for path in std::mem::take(&mut self.written) {
+            let Some(mut entry) = index.get_path(Path::new(&path), 0) else {
+                continue;
+            };
+            if let Ok(meta) = std::fs::symlink_metadata(self.root.join(&path)) {
+                set_stat(&mut entry, &meta);
+                index
+                    .add(&entry)
+                    .map_err(|e| self.git_err("write the index", &e))?;
+            }
+        }
+        index
+            .write()
             .map_err(|e| self.git_err("write the index", &e))?;
         self.unsynced = false;
         Ok(())
@@ -442,6 +537,26 @@ impl ConfigRepo {
         Ok(())
     }
 }
+
+/// Copies a file's stat data into its index entry, as `git add` records it: the checkout after
+/// the next fetch then sees the file unchanged without reading it. The fields are truncated to
+/// 32 bits as in git's index format.
+#[cfg(unix)]
+fn set_stat(entry: &mut git2::IndexEntry, meta: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    let time = |secs: i64, nanos: i64| git2::IndexTime::new(secs as i32, nanos as u32);
+    entry.ctime = time(meta.ctime(), meta.ctime_nsec());
+    entry.mtime = time(meta.mtime(), meta.mtime_nsec());
+    entry.dev = meta.dev() as u32;
+    entry.ino = meta.ino() as u32;
+    entry.uid = meta.uid();
+    entry.gid = meta.gid();
+    entry.file_size = meta.len() as u32;
+}
+
+/// Without unix stat data the entry keeps none; the next checkout reads the file instead.
+#[cfg(not(unix))]
+fn set_stat(_entry: &mut git2::IndexEntry, _meta: &std::fs::Metadata) {}
 
 #[cfg(test)]
 mod tests {

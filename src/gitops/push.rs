@@ -58,7 +58,10 @@ impl ConfigRepo {
         let mut proxy = ProxyOptions::new();
         proxy.auto();
         let mut opts = PushOptions::new();
-        opts.remote_callbacks(callbacks).proxy_options(proxy);
+        // 0: one delta-search thread per core (many commits of a tick make a big pack).
+        opts.remote_callbacks(callbacks)
+            .proxy_options(proxy)
+            .packbuilder_parallelism(0);
 
         match remote.push(&[&refspec], Some(&mut opts)) {
             Ok(()) => {}

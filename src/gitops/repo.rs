@@ -34,6 +34,9 @@ pub struct ConfigRepo {
     pub(super) dirty: bool,
     /// `head` moved past the local branch ref and index (commits not yet synced for a push).
     pub(super) unsynced: bool,
+    /// Files `commit_files` wrote since the index was last synced; their index entries get the
+    /// files' stat data so the next checkout need not hash them again.
+    pub(super) written: Vec<String>,
     pub(super) signing: Option<Signing>,
 }
 
@@ -118,6 +121,7 @@ impl ConfigRepo {
             head: Oid::ZERO_SHA1,
             dirty: true,
             unsynced: false,
+            written: Vec::new(),
             signing: None,
         };
         this.fetch_as(op)?;
@@ -190,8 +194,13 @@ impl ConfigRepo {
             .map_err(|e| self.git_err("find the remote head", &e))?;
         // Not `reset --hard` alone: libgit2's hard reset overrides the checkout strategy and
         // would keep untracked files (a file a failed commit left behind).
+        // Files are checked out as stored, like `commit_files` writes them: no line-ending or
+        // LFS filters, whose attribute lookups also cost a tick with many canaries.
         let mut checkout = CheckoutBuilder::new();
-        checkout.force().remove_untracked(true);
+        checkout
+            .force()
+            .remove_untracked(true)
+            .disable_filters(true);
         self.repo
             .checkout_tree(&target, Some(&mut checkout))
             .map_err(|e| self.git_err("check out the remote head", &e))?;
@@ -201,6 +210,7 @@ impl ConfigRepo {
         self.head = oid;
         self.dirty = false;
         self.unsynced = false;
+        self.written.clear();
         Ok(())
     }
 

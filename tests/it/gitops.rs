@@ -1388,3 +1388,81 @@ fn fetch_skips_checkout_when_nothing_moved() {
         "moved\n"
     );
 }
+
+/// Loose object files under `.git/objects/xx/` of a clone.
+fn loose_objects(work: &Path) -> usize {
+    std::fs::read_dir(work.join(".git/objects"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().len() == 2)
+        .map(|e| std::fs::read_dir(e.path()).unwrap().count())
+        .sum()
+}
+
+#[test]
+fn a_commit_of_many_files_is_stored_as_one_pack_and_pushes_intact() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let loose_before = loose_objects(repo.root());
+    let changes: Vec<FileChange> = (0..100)
+        .map(|i| FileChange::write(format!("apps/app{i}/route.yaml"), format!("weight: {i}\n")))
+        .chain([FileChange::delete("README.md")])
+        .collect();
+    let commit = repo
+        .commit_files(&changes, &step_message(10), &Identity::default(), time(100))
+        .unwrap()
+        .expect("a commit");
+    assert_eq!(
+        loose_objects(repo.root()),
+        loose_before,
+        "100 blobs, their trees and the commit went into a pack, not loose files"
+    );
+    assert_eq!(
+        repo.read_file_at_head("apps/app42/route.yaml")
+            .unwrap()
+            .as_deref(),
+        Some("weight: 42\n")
+    );
+    // A second commit on top reads the packed objects back.
+    let next = repo
+        .commit_files(
+            &route_change(20),
+            &step_message(20),
+            &Identity::default(),
+            time(200),
+        )
+        .unwrap()
+        .expect("a commit");
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
+    git(repo.root(), &["fsck", "--strict"]);
+    git(&fx.bare(), &["fsck", "--strict"]);
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    assert_eq!(git(&witness, &["rev-parse", "HEAD~1"]), commit.to_string());
+    assert_eq!(
+        git(&witness, &["show", "HEAD:apps/app99/route.yaml"]),
+        "weight: 99"
+    );
+    assert!(!witness.join("README.md").exists());
+    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn files_sluice_wrote_keep_their_stat_data_in_the_index() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    for (i, count) in [(1u32, 3usize), (2, 80)] {
+        let changes: Vec<FileChange> = (0..count)
+            .map(|n| FileChange::write(format!("out/f{n}.yaml"), format!("v: {i}\n")))
+            .collect();
+        repo.commit_files(&changes, &step_message(i), &Identity::default(), None)
+            .unwrap()
+            .expect("a commit");
+        repo.push().unwrap();
+        // `git diff-files` compares stat data only: an entry without it shows as modified.
+        assert_eq!(
+            git(repo.root(), &["diff-files", "--name-only"]),
+            "",
+            "after a commit of {count} files"
+        );
+    }
+}
