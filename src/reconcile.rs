@@ -14,14 +14,14 @@ use crate::core::observe::Observations;
 use crate::core::status::{Phase, Status};
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
-use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity};
 use crate::observe::{External, Observer, Request};
 use crate::output::{kustomization, message, status_file};
 use crate::route::{render_route, Backends, Weights};
 use crate::spec::error::SpecError;
 use crate::spec::load::{load_paths, load_settings};
 use crate::spec::model::{Canary, CanaryId, Strategy, Target};
-use crate::spec::settings::{Settings, SETTINGS_PATH};
+use crate::spec::settings::{CommitMode, Settings, SETTINGS_PATH};
 use crate::workload;
 
 /// Marks files sluice generated; any other file in an output folder is never overwritten.
@@ -209,32 +209,133 @@ pub fn decide_and_commit(
         .collect();
     let externals = ctx.observer.observe(&root, &settings, &requests, now);
     drop(requests);
+    // Each decided canary: its outcome's index and its status before this tick.
+    let mut decided: Vec<(usize, &Canary, Option<Status>)> = Vec::new();
+    // `commits: perTick`: the decisions waiting for the tick's one commit.
+    let mut batch: Vec<(usize, &Canary, Uncommitted)> = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         let previous = p.status.clone();
-        let outcome = match step_canary(
-            repo, &root, ctx, &author, &settings, p, external, &index, now,
-        ) {
-            Ok(o) => o,
+        let stepped = step_canary(repo, &root, p, external, &index, now);
+        let outcome = match stepped {
+            Ok((outcome, None)) => outcome,
+            Ok((mut outcome, Some(change))) => match settings.commits {
+                CommitMode::PerCanary => {
+                    match commit_one(repo, ctx, &settings, &author, canary, &change) {
+                        Ok(committed) => {
+                            report.commits += usize::from(committed);
+                            if committed {
+                                outcome.committed = Some(change.message.subject);
+                            }
+                            outcome
+                        }
+                        Err(CanaryError::Git(e)) if e.is_transient() => {
+                            return Err(ReconcileError::Git(e))
+                        }
+                        Err(e) => failed(canary, &e),
+                    }
+                }
+                CommitMode::PerTick => match repo.check_changes(&change.changes) {
+                    Ok(()) => {
+                        batch.push((report.outcomes.len(), canary, change));
+                        outcome
+                    }
+                    Err(e) => failed(canary, &CanaryError::Git(e)),
+                },
+            },
             Err(CanaryError::Git(e)) if e.is_transient() => return Err(ReconcileError::Git(e)),
             Err(e) => failed(canary, &e),
         };
-        if outcome.committed.is_some() {
-            report.commits += 1;
-        }
-        if let Some(status) = &outcome.status {
+        decided.push((report.outcomes.len(), canary, previous));
+        report.outcomes.push(outcome);
+    }
+    if !batch.is_empty() {
+        commit_batch(repo, ctx, &settings, &author, batch, &mut report)?;
+    }
+    for (i, canary, previous) in decided {
+        if let Some(status) = &report.outcomes[i].status {
             let waiting = |s: &Status| crate::approval::is_waiting(s);
             if waiting(status) || previous.as_ref().is_some_and(waiting) {
                 report.approvals.push(crate::approval::Pending {
                     canary: canary.clone(),
                     status: status.clone(),
-                    previous: previous.clone(),
+                    previous,
                 });
             }
         }
-        report.outcomes.push(outcome);
     }
     Ok(report)
+}
+
+/// A decision's files and commit message, not committed yet.
+struct Uncommitted {
+    changes: Vec<FileChange>,
+    message: CommitMessage,
+    decision: Decision,
+}
+
+/// Commits one canary's decision on its own; false when it changed no file.
+fn commit_one(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    settings: &Settings,
+    author: &Identity,
+    canary: &Canary,
+    change: &Uncommitted,
+) -> Result<bool, CanaryError> {
+    let made = repo
+        .commit_files(&change.changes, &change.message, author, None)?
+        .is_some();
+    if made {
+        announce(ctx, settings, canary, &change.decision);
+    }
+    Ok(made)
+}
+
+/// Commits the tick's decisions together (`commits: perTick`). A failure that retrying cannot
+/// fix marks every canary of the batch failed; nothing is half-committed.
+fn commit_batch(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    settings: &Settings,
+    author: &Identity,
+    batch: Vec<(usize, &Canary, Uncommitted)>,
+    report: &mut TickReport,
+) -> Result<(), ReconcileError> {
+    let messages: Vec<CommitMessage> = batch.iter().map(|(_, _, c)| c.message.clone()).collect();
+    let Some(folded) = message::fold(&messages) else {
+        return Ok(());
+    };
+    let changes: Vec<FileChange> = batch
+        .iter()
+        .flat_map(|(_, _, c)| c.changes.iter().cloned())
+        .collect();
+    match repo.commit_files(&changes, &folded, author, None) {
+        Ok(Some(_)) => {
+            report.commits += 1;
+            for (i, canary, change) in batch {
+                announce(ctx, settings, canary, &change.decision);
+                report.outcomes[i].committed = Some(change.message.subject);
+            }
+        }
+        Ok(None) => {}
+        Err(e) if e.is_transient() => return Err(ReconcileError::Git(e)),
+        Err(e) => {
+            let e = CanaryError::Git(e);
+            for (i, canary, _) in batch {
+                report.outcomes[i] = failed(canary, &e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Logs a committed decision's events and sends its notifications.
+fn announce(ctx: &Context, settings: &Settings, canary: &Canary, decision: &Decision) {
+    for event in &decision.events {
+        info!(canary = %canary.id, msg = %event);
+    }
+    ctx.observer.notify(settings, canary, decision);
 }
 
 fn failed(canary: &Canary, e: &CanaryError) -> CanaryOutcome {
@@ -284,18 +385,15 @@ pub fn read_status(root: &Path, id: &CanaryId) -> Result<Option<Status>, String>
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Decides one canary; its files and message come back uncommitted when the decision commits.
 fn step_canary(
-    repo: &mut ConfigRepo,
+    repo: &ConfigRepo,
     root: &Path,
-    ctx: &Context,
-    author: &Identity,
-    settings: &Settings,
     prepared: Prepared<'_>,
     external: External,
     index: &workload::Index,
     now: Timestamp,
-) -> Result<CanaryOutcome, CanaryError> {
+) -> Result<(CanaryOutcome, Option<Uncommitted>), CanaryError> {
     let canary = prepared.canary;
     let status = prepared.status;
     let applied = match &external.sync {
@@ -343,7 +441,7 @@ fn step_canary(
         applied,
     };
     let decision = decide(canary, status.as_ref(), &obs, now);
-    let mut outcome = CanaryOutcome {
+    let outcome = CanaryOutcome {
         id: canary.id.to_string(),
         phase: Some(decision.status.phase),
         status: Some(decision.status.clone()),
@@ -353,21 +451,18 @@ fn step_canary(
         error: None,
     };
     if !decision.commits() {
-        return Ok(outcome);
+        return Ok((outcome, None));
     }
     let changes = render_changes(root, canary, &decision, index)?;
-    let commit = message::render(canary, &decision, None);
-    if repo
-        .commit_files(&changes, &commit, author, None)?
-        .is_some()
-    {
-        for event in &decision.events {
-            info!(canary = %canary.id, msg = %event);
-        }
-        ctx.observer.notify(settings, canary, &decision);
-        outcome.committed = Some(commit.subject);
-    }
-    Ok(outcome)
+    let message = message::render(canary, &decision, None);
+    Ok((
+        outcome,
+        Some(Uncommitted {
+            changes,
+            message,
+            decision,
+        }),
+    ))
 }
 
 /// The route weights' backends: managed canaries route to `<svc>-primary`/`<svc>-canary`;

@@ -4,8 +4,8 @@ use serde::Serialize;
 
 use crate::cli::repo::{open, SourceArgs};
 use crate::cli::Output;
-use crate::gitops::{ConfigRepo, Credentials, HistoryEntry};
-use crate::output::message::{CANARY, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
+use crate::gitops::{trailer_group, ConfigRepo, Credentials, HistoryEntry};
+use crate::output::message::{CANARY, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,8 +36,9 @@ pub struct Entry {
     pub operator: Option<String>,
 }
 
-fn trailer(e: &HistoryEntry, key: &str) -> Option<String> {
-    e.trailers
+/// A trailer of the canary's own group (a `commits: perTick` commit holds several canaries).
+fn trailer(e: &HistoryEntry, canary: &str, key: &str) -> Option<String> {
+    trailer_group(&e.trailers, CANARY, canary)
         .iter()
         .rev()
         .find(|(k, _)| k.eq_ignore_ascii_case(key))
@@ -53,20 +54,22 @@ pub fn entries(repo: &ConfigRepo, canary: &str, limit: usize) -> anyhow::Result<
             let time = jiff::Timestamp::from_second(e.time.seconds())
                 .map(|t| t.to_string())
                 .unwrap_or_default();
-            let reason = match trailer(e, REASON) {
-                Some(r) => format!("{} ({r})", e.subject),
-                None => e.subject.clone(),
+            let trailer = |key: &str| trailer(e, canary, key);
+            let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
+            let reason = match trailer(REASON) {
+                Some(r) => format!("{subject} ({r})"),
+                None => subject,
             };
             Entry {
                 time,
                 commit: e.oid.to_string().chars().take(7).collect(),
                 author: e.author.name.clone(),
-                phase: trailer(e, PHASE).unwrap_or_default(),
-                step: trailer(e, STEP).unwrap_or_default(),
-                weights: trailer(e, WEIGHTS).unwrap_or_default(),
-                revision: trailer(e, REVISION).unwrap_or_default(),
+                phase: trailer(PHASE).unwrap_or_default(),
+                step: trailer(STEP).unwrap_or_default(),
+                weights: trailer(WEIGHTS).unwrap_or_default(),
+                revision: trailer(REVISION).unwrap_or_default(),
                 reason,
-                operator: trailer(e, OPERATOR),
+                operator: trailer(OPERATOR),
             }
         })
         .collect();

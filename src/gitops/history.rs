@@ -21,6 +21,27 @@ pub struct HistoryEntry {
     pub trailers: Vec<(String, String)>,
 }
 
+/// The trailers of one group: from the `key: value` trailer up to the next `key` trailer. A
+/// commit that holds several canaries' decisions has a group per canary, each starting at its
+/// `Sluice-Canary`. Without a matching trailer the whole list is returned.
+pub fn trailer_group<'a>(
+    trailers: &'a [(String, String)],
+    key: &str,
+    value: &str,
+) -> &'a [(String, String)] {
+    let Some(start) = trailers
+        .iter()
+        .position(|(k, v)| k.eq_ignore_ascii_case(key) && v == value)
+    else {
+        return trailers;
+    };
+    let end = trailers[start + 1..]
+        .iter()
+        .position(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map_or(trailers.len(), |i| start + 1 + i);
+    &trailers[start..end]
+}
+
 /// The trailers of a commit message, in order, the way git parses them.
 pub fn parse_trailers(message: &str) -> Vec<(String, String)> {
     match git2::message_trailers_strs(message) {
@@ -124,5 +145,23 @@ mod tests {
             "a subject is never a trailer"
         );
         assert!(parse_trailers("S\n\nfree text\n").is_empty());
+    }
+
+    #[test]
+    fn a_group_runs_from_its_key_to_the_next() {
+        let t = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let all = vec![
+            t("Sluice-Canary", "a/one"),
+            t("Sluice-Step", "1/2"),
+            t("Sluice-Canary", "a/two"),
+            t("Sluice-Step", "2/2"),
+        ];
+        assert_eq!(trailer_group(&all, "sluice-canary", "a/one"), &all[..2]);
+        assert_eq!(trailer_group(&all, "Sluice-Canary", "a/two"), &all[2..]);
+        assert_eq!(trailer_group(&all, "Sluice-Canary", "a/none"), &all[..]);
+        assert_eq!(
+            trailer_group(&all[..2], "Sluice-Canary", "a/one"),
+            &all[..2]
+        );
     }
 }

@@ -14,6 +14,9 @@ pub const WEIGHTS: &str = "Sluice-Weights";
 pub const REVISION: &str = "Sluice-Revision";
 pub const OPERATOR: &str = "Sluice-Operator";
 pub const REASON: &str = "Sluice-Reason";
+/// In a commit holding several canaries' decisions (`commits: perTick`): the canary's own
+/// subject line.
+pub const DECISION: &str = "Sluice-Decision";
 
 fn short(rev: &str) -> &str {
     rev.get(..7).unwrap_or(rev)
@@ -138,5 +141,84 @@ pub fn render(
         subject: subject(canary, decision),
         body,
         trailers,
+    }
+}
+
+/// One commit message for several canaries' decisions (`commits: perTick`). The body has a
+/// paragraph per canary (its subject, then its events indented); the trailers are each
+/// message's trailers in turn, each group starting at `Sluice-Canary` and ending with
+/// `Sluice-Decision`, the canary's own subject. A single message is returned unchanged.
+pub fn fold(messages: &[CommitMessage]) -> Option<CommitMessage> {
+    let (first, rest) = messages.split_first()?;
+    if rest.is_empty() {
+        return Some(first.clone());
+    }
+    let mut body = String::new();
+    let mut trailers = Vec::new();
+    for m in messages {
+        body.push_str(&m.subject);
+        body.push('\n');
+        for line in m.body.lines().filter(|l| !l.trim().is_empty()) {
+            body.push_str("  ");
+            body.push_str(line);
+            body.push('\n');
+        }
+        body.push('\n');
+        trailers.extend(m.trailers.iter().cloned());
+        trailers.push((DECISION.to_string(), m.subject.clone()));
+    }
+    Some(CommitMessage {
+        subject: format!(
+            "{} canary decisions: {} (and {} more)",
+            messages.len(),
+            first.subject,
+            rest.len()
+        ),
+        body,
+        trailers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gitops::{parse_trailers, trailer_group};
+
+    fn message(name: &str, step: &str) -> CommitMessage {
+        CommitMessage::new(format!(
+            "{name}: advance canary weight 0 -> 10 (step {step})"
+        ))
+        .body(format!("Advance {name}.shop canary weight 10\n"))
+        .trailer(CANARY, format!("shop/{name}"))
+        .trailer(STEP, step)
+    }
+
+    #[test]
+    fn folding_keeps_each_canary_s_trailers_as_its_own_group() {
+        assert_eq!(fold(&[]), None);
+        assert_eq!(fold(&[message("a", "1/2")]), Some(message("a", "1/2")));
+        let folded = fold(&[message("a", "1/2"), message("b", "2/3")]).unwrap();
+        assert_eq!(
+            folded.subject,
+            "2 canary decisions: a: advance canary weight 0 -> 10 (step 1/2) (and 1 more)"
+        );
+        let text = folded.render().unwrap();
+        assert!(
+            text.contains("b: advance canary weight 0 -> 10 (step 2/3)\n  Advance b.shop"),
+            "{text}"
+        );
+        let trailers = parse_trailers(&text);
+        let group =
+            |id: &str| -> Vec<(String, String)> { trailer_group(&trailers, CANARY, id).to_vec() };
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            group("shop/b"),
+            vec![
+                pair(CANARY, "shop/b"),
+                pair(STEP, "2/3"),
+                pair(DECISION, "b: advance canary weight 0 -> 10 (step 2/3)"),
+            ]
+        );
+        assert_eq!(group("shop/a")[1], pair(STEP, "1/2"));
     }
 }

@@ -37,6 +37,20 @@ pub struct Settings {
     /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
     /// outputs; a native canary's `spec.sync` overrides it, Flagger canaries always use it.
     pub sync: Option<SyncTarget>,
+    /// One commit per canary decision (the default), or one per tick for repos with so many
+    /// canaries in one folder that per-canary commits get slow.
+    pub commits: CommitMode,
+}
+
+/// How a tick's decisions become commits (`commits:` in the settings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CommitMode {
+    /// `perCanary`: each decision is its own commit; all are pushed together.
+    #[default]
+    PerCanary,
+    /// `perTick`: the tick's decisions share one commit whose trailers hold one group per
+    /// canary (each group starts at `Sluice-Canary`).
+    PerTick,
 }
 
 impl Default for Settings {
@@ -53,6 +67,7 @@ impl Default for Settings {
             forge: None,
             on_close: OnClose::Rollback,
             sync: None,
+            commits: CommitMode::PerCanary,
         }
     }
 }
@@ -80,6 +95,7 @@ const KEYS: &[&str] = &[
     "notifications",
     "forge",
     "sync",
+    "commits",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -174,6 +190,18 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         }
         if let Some(n) = root.get("sync") {
             settings.sync = read_sync_target(&mut r, n, "sync");
+        }
+        if let Some(n) = root.get("commits") {
+            match r.string(n, "commits").as_deref() {
+                Some("perCanary") => settings.commits = CommitMode::PerCanary,
+                Some("perTick") => settings.commits = CommitMode::PerTick,
+                Some(other) => r.error(
+                    n.line,
+                    "commits",
+                    format!("expected perCanary or perTick, found {other:?}"),
+                ),
+                None => {}
+            }
         }
     }
     if r.errors.is_empty() {
@@ -634,6 +662,29 @@ mod tests {
         assert_eq!(
             errs,
             vec![".sluice/config.yaml:4: forge.repository: required field is missing"]
+        );
+    }
+
+    #[test]
+    fn commit_mode_defaults_to_per_canary_and_names_bad_values() {
+        let mode = |text: &str| parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"));
+        assert_eq!(mode("").unwrap().commits, CommitMode::PerCanary);
+        assert_eq!(
+            mode("commits: perTick\n").unwrap().commits,
+            CommitMode::PerTick
+        );
+        assert_eq!(
+            mode("commits: perCanary\n").unwrap().commits,
+            CommitMode::PerCanary
+        );
+        let errs: Vec<String> = mode("commits: batch\n")
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            vec![".sluice/config.yaml:3: commits: expected perCanary or perTick, found \"batch\""]
         );
     }
 

@@ -11,6 +11,7 @@ mod managed;
 mod metrics;
 mod notify;
 mod operate;
+mod per_tick;
 mod route;
 mod server;
 mod spec_validation;
