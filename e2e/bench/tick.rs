@@ -2,7 +2,9 @@
 //! doing the same file writes plus one commit and push on a warm clone, measured in the same
 //! run; and sluice's peak memory. Reports numbers; asserts nothing about time.
 //!
-//! Run: `cargo bench --bench tick` (add `-- --quick` for 100 canaries only).
+//! Run: `cargo bench --bench tick` (add `-- --quick` for 100 canaries only). Each case runs
+//! three times on fresh repos and reports the median of each column. A debug build (`cargo test
+//! --all-targets` runs this too) does the quick cases once: its times mean nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -111,12 +113,15 @@ fn add_history(bare: &Path, n: usize) {
 struct Result {
     canaries: usize,
     history: usize,
+    mode: &'static str,
     sluice: Duration,
     git: Duration,
     rss_kib: Option<u64>,
 }
 
-fn run_case(canaries: usize, history: usize) -> Result {
+/// `mode` is the repo's `commits:` setting: `perCanary` (one commit per decision, the
+/// default) or `perTick` (the tick's decisions in one commit).
+fn run_case(canaries: usize, history: usize, mode: &'static str) -> Result {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path();
     // Seed: the canaries at v1, committed by a human.
@@ -128,6 +133,12 @@ fn run_case(canaries: usize, history: usize) -> Result {
         std::fs::create_dir_all(&dir).expect("mkdir");
         std::fs::write(dir.join("canary.yaml"), canary(i, "v1")).expect("write");
     }
+    std::fs::create_dir_all(seed.join(".sluice")).expect("mkdir");
+    std::fs::write(
+        seed.join(".sluice/config.yaml"),
+        format!("apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: {mode}\n"),
+    )
+    .expect("write");
     git(&seed, &["add", "-A"]);
     git(&seed, &["commit", "-q", "-m", "seed"]);
     let bare = root.join("config.git");
@@ -208,33 +219,55 @@ fn run_case(canaries: usize, history: usize) -> Result {
     Result {
         canaries,
         history,
+        mode,
         sluice,
         git: git_time,
         rss_kib,
     }
 }
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let mut cases = vec![(100, 10)];
+    let debug = cfg!(debug_assertions);
+    let quick = debug || std::env::args().any(|a| a == "--quick");
+    let runs = if debug { 1 } else { 3 };
+    let mut cases = vec![(100, 10, "perCanary"), (100, 10, "perTick")];
     if !quick {
-        cases.extend([(1000, 10), (100, 20_000)]);
+        cases.extend([
+            (1000, 10, "perCanary"),
+            (1000, 10, "perTick"),
+            (100, 20_000, "perCanary"),
+            (1000, 20_000, "perTick"),
+        ]);
     }
-    println!("| canaries | history commits | sluice tick | git CLI (writes + commit + push) | ratio | sluice peak RSS |");
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for (n, h) in cases {
-        let r = run_case(n, h);
+    println!("| canaries | history commits | commits | sluice tick | git CLI (writes + commit + push) | ratio | sluice peak RSS |");
+    println!("|---:|---:|---|---:|---:|---:|---:|");
+    for (n, h, mode) in cases {
+        let results: Vec<Result> = (0..runs).map(|_| run_case(n, h, mode)).collect();
+        let r = &results[0];
+        let sluice = median(results.iter().map(|r| r.sluice.as_secs_f64()).collect());
+        let git = median(results.iter().map(|r| r.git.as_secs_f64()).collect());
+        let rss: Vec<f64> = results
+            .iter()
+            .filter_map(|r| r.rss_kib.map(|k| k as f64 / 1024.0))
+            .collect();
         println!(
-            "| {} | {} | {:.3} s | {:.3} s | {:.2}x | {} |",
+            "| {} | {} | {} | {:.3} s | {:.3} s | {:.2}x | {} |",
             r.canaries,
             r.history,
-            r.sluice.as_secs_f64(),
-            r.git.as_secs_f64(),
-            r.sluice.as_secs_f64() / r.git.as_secs_f64().max(1e-9),
-            r.rss_kib.map_or("n/a".to_string(), |k| format!(
-                "{:.1} MiB",
-                k as f64 / 1024.0
-            ))
+            r.mode,
+            sluice,
+            git,
+            sluice / git.max(1e-9),
+            if rss.is_empty() {
+                "n/a".to_string()
+            } else {
+                format!("{:.1} MiB", median(rss))
+            }
         );
     }
 }
