@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::cli::repo::{open, SourceArgs};
 use crate::cli::Output;
-use crate::gitops::{trailer_group, ConfigRepo, Credentials, HistoryEntry};
+use crate::gitops::{local_history, trailer_group, HistoryEntry};
 use crate::output::message::{CANARY, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
 
 #[derive(Debug, clap::Args)]
@@ -45,10 +45,9 @@ fn trailer(e: &HistoryEntry, canary: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
-/// Oldest first.
-pub fn entries(repo: &ConfigRepo, canary: &str, limit: usize) -> anyhow::Result<Vec<Entry>> {
-    let mut out: Vec<Entry> = repo
-        .history(Some((CANARY, canary)), limit)?
+/// The canary's entries of `history` (newest first), oldest first.
+pub fn entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
+    let mut out: Vec<Entry> = history
         .iter()
         .map(|e| {
             let time = jiff::Timestamp::from_second(e.time.seconds())
@@ -74,32 +73,24 @@ pub fn entries(repo: &ConfigRepo, canary: &str, limit: usize) -> anyhow::Result<
         })
         .collect();
     out.reverse();
-    Ok(out)
+    out
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     if !args.canary.contains('/') {
         anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.canary);
     }
-    let temp = tempfile::tempdir()?;
-    let list = match (&args.source.dir, &args.source.repo) {
-        (Some(dir), _) => {
-            let url = dir.canonicalize()?.to_string_lossy().to_string();
-            let repo = ConfigRepo::open_or_clone(
-                &url,
-                &args.source.branch,
-                &temp.path().join("clone"),
-                &Credentials::none(),
-            )?;
-            entries(&repo, &args.canary, args.limit)?
-        }
+    let filter = Some((CANARY, args.canary.as_str()));
+    let history = match (&args.source.dir, &args.source.repo) {
+        (Some(dir), _) => local_history(dir, &args.source.branch, filter, args.limit)?,
         (None, Some(url)) => {
             let mut locked = open(url, &args.source.branch, args.source.workdir.as_deref())?;
             locked.repo.fetch()?;
-            entries(&locked.repo, &args.canary, args.limit)?
+            locked.repo.history(filter, args.limit)?
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
+    let list = entries(&history, &args.canary);
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&list)?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&list)?),

@@ -4,11 +4,13 @@
 //! Trailers are parsed by libgit2's port of git's own trailer parser (the last paragraph of
 //! `Key: value` lines), so we read exactly what `git interpret-trailers --parse` reads.
 
-use git2::{Oid, Sort, Time};
+use std::path::Path;
+
+use git2::{Oid, Repository, Sort, Time};
 
 use super::commit::Identity;
 use super::repo::ConfigRepo;
-use super::Result;
+use super::{Error, Result};
 
 /// One commit of the branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,56 +65,80 @@ impl ConfigRepo {
         filter_trailer: Option<(&str, &str)>,
         limit: usize,
     ) -> Result<Vec<HistoryEntry>> {
-        let mut entries = Vec::new();
-        if limit == 0 {
-            return Ok(entries);
-        }
-        let mut walk = self
-            .repo
-            .revwalk()
-            .map_err(|e| self.git_err("walk history", &e))?;
-        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)
-            .map_err(|e| self.git_err("walk history", &e))?;
-        walk.push(self.head)
-            .map_err(|e| self.git_err("walk history", &e))?;
-        for oid in walk {
-            let oid = oid.map_err(|e| self.git_err("walk history", &e))?;
-            let commit = self
-                .repo
-                .find_commit(oid)
-                .map_err(|e| self.git_err("read a commit", &e))?;
-            let message = String::from_utf8_lossy(commit.message_bytes());
-            let trailers = parse_trailers(&message);
-            if let Some((key, value)) = filter_trailer {
-                let matches = trailers
-                    .iter()
-                    .any(|(k, v)| k.eq_ignore_ascii_case(key) && v == value);
-                if !matches {
-                    continue;
-                }
-            }
-            let author = commit.author();
-            entries.push(HistoryEntry {
-                oid,
-                time: commit.time(),
-                author: Identity::new(
-                    String::from_utf8_lossy(author.name_bytes()),
-                    String::from_utf8_lossy(author.email_bytes()),
-                ),
-                subject: message
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string(),
-                trailers,
-            });
-            if entries.len() >= limit {
-                break;
-            }
-        }
-        Ok(entries)
+        walk(&self.repo, self.head, filter_trailer, limit).map_err(|(op, e)| self.git_err(op, &e))
     }
+}
+
+/// [`ConfigRepo::history`] of `branch` in the repository at `dir` (bare or with a work tree),
+/// read in place: nothing is cloned, fetched or written.
+pub fn local_history(
+    dir: &Path,
+    branch: &str,
+    filter_trailer: Option<(&str, &str)>,
+    limit: usize,
+) -> Result<Vec<HistoryEntry>> {
+    let err = |op: &'static str, e: &git2::Error| Error::Git {
+        path: dir.to_path_buf(),
+        op,
+        detail: e.message().to_string(),
+    };
+    let repo = Repository::open(dir).map_err(|e| err("open the repository", &e))?;
+    let head = repo
+        .revparse_single(&format!("refs/heads/{branch}"))
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|e| err("find the branch", &e))?;
+    walk(&repo, head.id(), filter_trailer, limit).map_err(|(op, e)| err(op, &e))
+}
+
+fn walk(
+    repo: &Repository,
+    head: Oid,
+    filter_trailer: Option<(&str, &str)>,
+    limit: usize,
+) -> std::result::Result<Vec<HistoryEntry>, (&'static str, git2::Error)> {
+    let mut entries = Vec::new();
+    if limit == 0 {
+        return Ok(entries);
+    }
+    let walking = |e| ("walk history", e);
+    let mut walk = repo.revwalk().map_err(walking)?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)
+        .map_err(walking)?;
+    walk.push(head).map_err(walking)?;
+    for oid in walk {
+        let oid = oid.map_err(walking)?;
+        let commit = repo.find_commit(oid).map_err(|e| ("read a commit", e))?;
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        let trailers = parse_trailers(&message);
+        if let Some((key, value)) = filter_trailer {
+            let matches = trailers
+                .iter()
+                .any(|(k, v)| k.eq_ignore_ascii_case(key) && v == value);
+            if !matches {
+                continue;
+            }
+        }
+        let author = commit.author();
+        entries.push(HistoryEntry {
+            oid,
+            time: commit.time(),
+            author: Identity::new(
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(author.email_bytes()),
+            ),
+            subject: message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            trailers,
+        });
+        if entries.len() >= limit {
+            break;
+        }
+    }
+    Ok(entries)
 }
 
 impl ConfigRepo {

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 pub use branch::APPROVAL_PREFIX;
 pub use commit::{CommitMessage, FileChange, Identity, Signing};
 pub use credentials::{redact_text, redact_url, Credentials};
-pub use history::{parse_trailers, trailer_group, HistoryEntry};
+pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
 pub use push::PushOutcome;
 pub use repo::ConfigRepo;
 

@@ -1466,3 +1466,42 @@ fn files_sluice_wrote_keep_their_stat_data_in_the_index() {
         );
     }
 }
+
+#[test]
+fn local_history_reads_a_checkout_or_a_bare_repo_in_place() {
+    let fx = Fixture::new();
+    let clone = fx.cli_clone(&fx.bare_url(), "human");
+    std::fs::write(clone.join(ROUTE), "weight: 5\n").unwrap();
+    git(
+        &clone,
+        &[
+            "commit",
+            "-q",
+            "-am",
+            "podinfo: step\n\nSluice-Canary: prod/podinfo\nSluice-Step: 1/3",
+        ],
+    );
+    let filter = Some(("Sluice-Canary", "prod/podinfo"));
+    let in_checkout = sluice::gitops::local_history(&clone, "main", filter, 10).unwrap();
+    assert_eq!(in_checkout.len(), 1);
+    assert_eq!(in_checkout[0].subject, "podinfo: step");
+    assert!(
+        sluice::gitops::local_history(&fx.bare(), "main", filter, 10)
+            .unwrap()
+            .is_empty(),
+        "the commit is not pushed"
+    );
+    assert_eq!(
+        sluice::gitops::local_history(&fx.bare(), "main", None, 10)
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = sluice::gitops::local_history(&clone, "nope", None, 10)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{}: git find the branch failed", clone.display())),
+        "{err}"
+    );
+}
