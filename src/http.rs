@@ -15,13 +15,20 @@ use std::time::Duration;
 /// Builds an HTTP client. `insecure_skip_verify` turns off TLS certificate checks (Flagger's
 /// `insecureSkipVerify`); use it only where the user asked for it.
 pub fn client(insecure_skip_verify: bool) -> Result<reqwest::Client, String> {
-    // Err means a provider is already installed (by us or by the host program): fine.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_crypto_provider();
     reqwest::Client::builder()
         .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
         .tls_danger_accept_invalid_certs(insecure_skip_verify)
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
+}
+
+/// Installs the ring crypto provider for rustls unless one is installed already: reqwest is
+/// built with `rustls-no-provider`, and building a client without a provider panics. Call it
+/// before building any `reqwest::Client`.
+pub fn install_crypto_provider() {
+    // Err means a provider is already installed (by us or by the host program): fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Why a body could not be read whole.
@@ -66,6 +73,8 @@ pub fn describe(error: &reqwest::Error) -> String {
         "cannot connect".to_string()
     } else if error.is_redirect() {
         "too many redirects".to_string()
+    } else if error.is_body() || error.is_decode() {
+        "broken answer".to_string()
     } else {
         "request failed".to_string()
     };

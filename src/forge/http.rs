@@ -5,7 +5,6 @@
 //! The token lives here only as a sensitive header and a scrubbing pattern; it is never logged,
 //! never part of a URL and never copied into an error.
 
-use std::error::Error as _;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -16,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{ForgeError, ForgeKind, ForgeSettings, Operation, DEFAULT_TIMEOUT};
+use crate::http::{read_body, BodyError};
 
 /// Answers larger than this are refused rather than held in memory.
 const MAX_BODY: usize = 8 << 20;
@@ -154,8 +154,8 @@ impl Api {
             "forge request"
         );
         let headers = response.headers().clone();
-        let body = read_body(response).await.map_err(|e| match e {
-            BodyError::TooLarge => self.terminal(
+        let body = read_body(response, MAX_BODY).await.map_err(|e| match e {
+            BodyError::TooLarge { .. } => self.terminal(
                 op,
                 Some(status.as_u16()),
                 format!("answer larger than {} MiB", MAX_BODY >> 20),
@@ -432,9 +432,7 @@ impl Api {
 /// timeouts, no redirects (a redirect to another host must not take a `PRIVATE-TOKEN` header
 /// along). The one place the rustls crypto provider is installed for forge traffic.
 fn client(kind: ForgeKind, token: Option<&Secret>) -> Result<reqwest::Client, ForgeError> {
-    // reqwest is built with `rustls-no-provider`: without a process-wide provider, building a
-    // client panics. Err only means one is installed already (by us or the host program).
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::http::install_crypto_provider();
     let mut headers = HeaderMap::new();
     match kind {
         ForgeKind::GitHub => {
@@ -477,22 +475,6 @@ fn client(kind: ForgeKind, token: Option<&Secret>) -> Result<reqwest::Client, Fo
         .map_err(|e| ForgeError::Config {
             message: format!("cannot build an HTTP client: {}", describe(&e)),
         })
-}
-
-enum BodyError {
-    TooLarge,
-    Transfer(reqwest::Error),
-}
-
-async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, BodyError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transfer)? {
-        if body.len() + chunk.len() > MAX_BODY {
-            return Err(BodyError::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// True when another page follows: the `Link` header's `rel="next"` when the forge sends a
@@ -603,31 +585,9 @@ fn redact_url(text: &str) -> String {
     }
 }
 
-/// A transport error as one line with its causes, without the URL.
+/// A transport error as one bounded line with its causes, without the URL.
 fn describe(error: &reqwest::Error) -> String {
-    let head = if error.is_timeout() {
-        "timed out"
-    } else if error.is_connect() {
-        "cannot connect"
-    } else if error.is_body() || error.is_decode() {
-        "broken answer"
-    } else {
-        "request failed"
-    };
-    let mut parts: Vec<String> = Vec::new();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = e.source();
-    }
-    if parts.is_empty() {
-        head.to_string()
-    } else {
-        format!("{head}: {}", one_line(&parts.join(": "), MAX_MESSAGE))
-    }
+    one_line(&crate::http::describe(error), MAX_MESSAGE)
 }
 
 #[cfg(test)]

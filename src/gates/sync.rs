@@ -265,7 +265,7 @@ pub fn api_resource(target: &SyncTarget) -> ApiResource {
 /// rustls with ring; without a process-wide provider rustls panics on first use). Must run
 /// inside a tokio runtime.
 pub fn client_from_config(config: kube::Config) -> Result<kube::Client, SyncError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::http::install_crypto_provider();
     kube::Client::try_from(config).map_err(|e| SyncError::Client {
         message: e.to_string(),
     })
@@ -273,7 +273,7 @@ pub fn client_from_config(config: kube::Config) -> Result<kube::Client, SyncErro
 
 /// A client for the cluster sluice runs in (in-cluster ServiceAccount) or the local kubeconfig.
 pub async fn infer_client() -> Result<kube::Client, SyncError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::http::install_crypto_provider();
     let config = kube::Config::infer().await.map_err(|e| SyncError::Client {
         message: e.to_string(),
     })?;
