@@ -111,7 +111,9 @@ pub fn tick(
     now: Timestamp,
 ) -> Result<TickReport, ReconcileError> {
     repo.fetch()?;
-    let mut report = decide_and_commit(repo, ctx, now)?;
+    // A tick's commits keep their objects in memory and store them as one pack (see
+    // `gitops::memory`): many decisions would otherwise write thousands of loose files.
+    let mut report = repo.with_memory_objects(|repo| decide_and_commit(repo, ctx, now))?;
     if report.commits == 0 {
         crate::approval::handle(repo, &report, ctx.push_attempts, now);
         return Ok(report);
@@ -121,7 +123,7 @@ pub fn tick(
     repo.push_with_retry(ctx.push_attempts, |repo| {
         retries += 1;
         warn!(msg = "Push rejected: the branch moved; deciding again on the new head");
-        redone = Some(decide_and_commit(repo, ctx, now)?);
+        redone = Some(repo.with_memory_objects(|repo| decide_and_commit(repo, ctx, now))?);
         Ok::<(), ReconcileError>(())
     })?;
     if let Some(r) = redone {

@@ -4,7 +4,7 @@
 //! never through a symlink, so a config repo cannot trick sluice into writing outside its work
 //! tree. This file does not push; see `push.rs`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,8 +13,6 @@ use git2::{Oid, Signature, Time};
 
 use super::repo::ConfigRepo;
 
-/// Commits of at least this many files are written as one pack instead of loose objects.
-const PACKED_COMMIT_FILES: usize = 64;
 use super::{Error, Result};
 
 /// One file to write (`content: Some`) or delete (`content: None`) in a commit.
@@ -295,12 +293,7 @@ impl ConfigRepo {
         // attempt is cleaned up by the next `fetch`.
         self.dirty = true;
         self.write_work_tree(changes)?;
-        let oid = if changes.len() >= PACKED_COMMIT_FILES {
-            self.write_packed(changes, &rendered, &signature)?
-        } else {
-            self.write_objects(&self.repo, changes, &rendered, &signature)?
-        };
-        let Some(oid) = oid else {
+        let Some((oid, written)) = self.write_objects(changes, &rendered, &signature)? else {
             self.dirty = false;
             tracing::debug!("no change; nothing to commit");
             return Ok(None);
@@ -316,6 +309,7 @@ impl ConfigRepo {
                 .map(|c| c.path.clone()),
         );
         tracing::info!(commit = %oid, "committed");
+        self.account_memory(written)?;
         Ok(Some(oid))
     }
 
@@ -358,56 +352,16 @@ impl ConfigRepo {
         Ok(())
     }
 
-    /// `write_objects` into memory, then into the repo as one pack: a commit of many files
-    /// would otherwise create a loose object file (an inode) per blob and tree.
-    fn write_packed(
-        &self,
-        changes: &[FileChange],
-        message: &str,
-        signature: &Signature<'_>,
-    ) -> Result<Option<Oid>> {
-        let err = |op: &'static str| move |e: git2::Error| self.git_err(op, &e);
-        let odb = git2::Odb::new().map_err(err("open an object store in memory"))?;
-        let objects = self.repo.path().join("objects");
-        odb.add_disk_alternate(&objects.to_string_lossy())
-            .map_err(err("open an object store in memory"))?;
-        // Reads go to the repo's objects (an alternate is never written to); writes to memory.
-        let memory =
-            git2::Repository::from_odb(odb).map_err(err("open an object store in memory"))?;
-        let memory_odb = memory
-            .odb()
-            .map_err(err("open an object store in memory"))?;
-        let mempack = memory_odb
-            .add_new_mempack_backend(1000)
-            .map_err(err("open an object store in memory"))?;
-        let Some(oid) = self.write_objects(&memory, changes, message, signature)? else {
-            return Ok(None);
-        };
-        let mut pack = git2::Buf::new();
-        mempack
-            .dump(&memory, &mut pack)
-            .map_err(err("pack the new objects"))?;
-        let odb = self.repo.odb().map_err(err("store the new objects"))?;
-        let mut writer = odb.packwriter().map_err(err("store the new objects"))?;
-        writer.write_all(&pack).map_err(|source| Error::Io {
-            path: objects.clone(),
-            op: "write a pack",
-            source,
-        })?;
-        writer.commit().map_err(err("store the new objects"))?;
-        Ok(Some(oid))
-    }
-
-    /// Writes the blobs, trees and commit for `changes` on top of the head into `objects`'
-    /// object store; `None` when the tree equals the head's tree.
+    /// Writes the blobs, trees and commit for `changes` on top of the head; `None` when the
+    /// tree equals the head's tree. Also returns what it wrote.
     fn write_objects(
         &self,
-        objects: &git2::Repository,
         changes: &[FileChange],
         message: &str,
         signature: &Signature<'_>,
-    ) -> Result<Option<Oid>> {
-        let parent = objects
+    ) -> Result<Option<(Oid, Written)>> {
+        let parent = self
+            .repo
             .find_commit(self.head)
             .map_err(|e| self.git_err("read the head commit", &e))?;
         let base_tree = parent
@@ -420,7 +374,8 @@ impl ConfigRepo {
         for change in changes {
             match &change.content {
                 Some(content) => {
-                    let blob = objects
+                    let blob = self
+                        .repo
                         .blob(content.as_bytes())
                         .map_err(|e| self.git_err("write a blob", &e))?;
                     update.upsert(change.path.as_str(), blob, git2::FileMode::Blob);
@@ -434,20 +389,23 @@ impl ConfigRepo {
             }
         }
         let tree_id = update
-            .create_updated(objects, &base_tree)
+            .create_updated(&self.repo, &base_tree)
             .map_err(|e| self.git_err("write the tree", &e))?;
         if base_tree.id() == tree_id {
             return Ok(None);
         }
-        let tree = objects
+        let tree = self
+            .repo
             .find_tree(tree_id)
             .map_err(|e| self.git_err("read the new tree", &e))?;
         let oid = match &self.signing {
-            None => objects
+            None => self
+                .repo
                 .commit(None, signature, signature, message, &tree, &[&parent])
                 .map_err(|e| self.git_err("create the commit", &e))?,
             Some(signing) => {
-                let buffer = objects
+                let buffer = self
+                    .repo
                     .commit_create_buffer(signature, signature, message, &tree, &[&parent])
                     .map_err(|e| self.git_err("create the commit", &e))?;
                 let content = buffer.as_str().map_err(|_| Error::Git {
@@ -456,12 +414,15 @@ impl ConfigRepo {
                     detail: "commit buffer is not UTF-8".to_string(),
                 })?;
                 let sig = signing.sign(content)?;
-                objects
+                self.repo
                     .commit_signed(content, &sig, None)
                     .map_err(|e| self.git_err("create the signed commit", &e))?
             }
         };
-        Ok(Some(oid))
+        let mut written = written(&self.repo, &tree, changes);
+        written.objects.push(oid);
+        written.bytes += message.len();
+        Ok(Some((oid, written)))
     }
 
     /// Points the local branch and the index at `head` after `commit_files` moved it: once per
@@ -537,6 +498,76 @@ impl ConfigRepo {
         Ok(())
     }
 }
+
+/// The objects one commit wrote and about how many bytes they hold.
+pub(super) struct Written {
+    pub objects: Vec<Oid>,
+    pub bytes: usize,
+}
+
+/// What a commit of `changes` with root `tree` wrote: the new files' blobs and every folder on
+/// their paths (each rewritten whole). Each folder is read once, however many files it holds.
+fn written(repo: &git2::Repository, tree: &git2::Tree<'_>, changes: &[FileChange]) -> Written {
+    let mut out = Written {
+        objects: vec![tree.id()],
+        bytes: tree.len() * TREE_ENTRY_BYTES,
+    };
+    // Folder ("" for the root) -> names of files written in it.
+    let mut files: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut folders: HashSet<&str> = HashSet::new();
+    for change in changes {
+        let (folder, name) = change.path.rsplit_once('/').unwrap_or(("", &change.path));
+        if let Some(content) = &change.content {
+            files.entry(folder).or_default().push(name);
+            out.bytes += content.len();
+        }
+        let mut path = change.path.as_str();
+        while let Some((parent, _)) = path.rsplit_once('/') {
+            folders.insert(parent);
+            path = parent;
+        }
+    }
+    // Parents before children, each found in its parent: a big folder is read once, not once
+    // per path through it.
+    let mut folders: Vec<&str> = folders.into_iter().collect();
+    folders.sort_by_key(|f| f.matches('/').count());
+    let mut subtrees: HashMap<&str, git2::Tree<'_>> = HashMap::new();
+    for folder in folders {
+        let (parent, name) = folder.rsplit_once('/').unwrap_or(("", folder));
+        let parent = if parent.is_empty() {
+            Some(tree)
+        } else {
+            subtrees.get(parent)
+        };
+        let found = parent
+            .and_then(|p| p.get_name(name))
+            .and_then(|entry| repo.find_tree(entry.id()).ok());
+        if let Some(sub) = found {
+            out.objects.push(sub.id());
+            out.bytes += sub.len() * TREE_ENTRY_BYTES;
+            subtrees.insert(folder, sub);
+        }
+    }
+    for (folder, names) in files {
+        let parent = if folder.is_empty() {
+            Some(tree)
+        } else {
+            subtrees.get(folder)
+        };
+        if let Some(parent) = parent {
+            out.objects.extend(
+                names
+                    .iter()
+                    .filter_map(|n| parent.get_name(n))
+                    .map(|e| e.id()),
+            );
+        }
+    }
+    out
+}
+
+/// About how many bytes one tree entry takes (mode, name, object id).
+const TREE_ENTRY_BYTES: usize = 48;
 
 /// Copies a file's stat data into its index entry, as `git add` records it: the checkout after
 /// the next fetch then sees the file unchanged without reading it. The fields are truncated to

@@ -37,6 +37,12 @@ pub struct ConfigRepo {
     /// Files `commit_files` wrote since the index was last synced; their index entries get the
     /// files' stat data so the next checkout need not hash them again.
     pub(super) written: Vec<String>,
+    /// Inside `with_memory_objects`: the clone's own repository, while `repo` writes to memory.
+    pub(super) disk: Option<Repository>,
+    /// Inside `with_memory_objects`: the objects the memory store holds for new commits, and
+    /// about how many bytes they are.
+    pub(super) memory_objects: Vec<Oid>,
+    pub(super) memory_bytes: usize,
     pub(super) signing: Option<Signing>,
 }
 
@@ -122,6 +128,9 @@ impl ConfigRepo {
             dirty: true,
             unsynced: false,
             written: Vec::new(),
+            disk: None,
+            memory_objects: Vec::new(),
+            memory_bytes: 0,
             signing: None,
         };
         this.fetch_as(op)?;

@@ -1400,50 +1400,128 @@ fn loose_objects(work: &Path) -> usize {
 }
 
 #[test]
-fn a_commit_of_many_files_is_stored_as_one_pack_and_pushes_intact() {
+fn commits_made_with_memory_objects_are_stored_as_one_pack_and_push_intact() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let loose_before = loose_objects(repo.root());
-    let changes: Vec<FileChange> = (0..100)
+    let packs_before = std::fs::read_dir(repo.root().join(".git/objects/pack"))
+        .unwrap()
+        .count();
+    let many: Vec<FileChange> = (0..100)
         .map(|i| FileChange::write(format!("apps/app{i}/route.yaml"), format!("weight: {i}\n")))
         .chain([FileChange::delete("README.md")])
         .collect();
-    let commit = repo
-        .commit_files(&changes, &step_message(10), &Identity::default(), time(100))
-        .unwrap()
-        .expect("a commit");
+    let (first, second) = repo
+        .with_memory_objects(|repo| {
+            let first = repo
+                .commit_files(&many, &step_message(10), &Identity::default(), time(100))?
+                .expect("a commit");
+            // The second commit reads the first one's trees out of memory.
+            let second = repo
+                .commit_files(
+                    &route_change(20),
+                    &step_message(20),
+                    &Identity::default(),
+                    time(200),
+                )?
+                .expect("a commit");
+            assert_eq!(
+                repo.read_file_at_head("apps/app42/route.yaml")?.as_deref(),
+                Some("weight: 42\n")
+            );
+            assert_eq!(repo.history(None, 10)?.len(), 3, "two commits on the seed");
+            Ok::<_, sluice::gitops::Error>((first, second))
+        })
+        .unwrap();
     assert_eq!(
         loose_objects(repo.root()),
         loose_before,
-        "100 blobs, their trees and the commit went into a pack, not loose files"
+        "blobs, trees and commits went into a pack, not loose files"
     );
     assert_eq!(
-        repo.read_file_at_head("apps/app42/route.yaml")
+        std::fs::read_dir(repo.root().join(".git/objects/pack"))
             .unwrap()
-            .as_deref(),
-        Some("weight: 42\n")
+            .count(),
+        packs_before + 2,
+        "one more pack and its index"
     );
-    // A second commit on top reads the packed objects back.
-    let next = repo
-        .commit_files(
-            &route_change(20),
-            &step_message(20),
-            &Identity::default(),
-            time(200),
-        )
-        .unwrap()
-        .expect("a commit");
-    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(second));
     git(repo.root(), &["fsck", "--strict"]);
     git(&fx.bare(), &["fsck", "--strict"]);
     let witness = fx.cli_clone(&fx.bare_url(), "witness");
-    assert_eq!(git(&witness, &["rev-parse", "HEAD~1"]), commit.to_string());
+    assert_eq!(git(&witness, &["rev-parse", "HEAD~1"]), first.to_string());
     assert_eq!(
         git(&witness, &["show", "HEAD:apps/app99/route.yaml"]),
         "weight: 99"
     );
     assert!(!witness.join("README.md").exists());
     assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn past_its_budget_a_tick_stores_what_it_has_and_writes_the_rest_loose() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let loose_before = loose_objects(repo.root());
+    let big = "x".repeat(9 << 20);
+    let head = repo
+        .with_memory_objects(|repo| {
+            repo.commit_files(
+                &[FileChange::write("big.txt", big.as_str())],
+                &step_message(1),
+                &Identity::default(),
+                None,
+            )?;
+            assert_eq!(
+                loose_objects(repo.root()),
+                loose_before,
+                "the first commit is in a pack"
+            );
+            let second = repo.commit_files(
+                &route_change(2),
+                &step_message(2),
+                &Identity::default(),
+                None,
+            )?;
+            Ok::<_, sluice::gitops::Error>(second.expect("a commit"))
+        })
+        .unwrap();
+    assert!(
+        loose_objects(repo.root()) > loose_before,
+        "the second commit is loose"
+    );
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(head));
+    git(repo.root(), &["fsck", "--strict"]);
+    git(&fx.bare(), &["fsck", "--strict"]);
+}
+
+#[test]
+fn a_failure_inside_memory_objects_still_stores_what_was_committed() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let result: Result<(), sluice::gitops::Error> = repo.with_memory_objects(|repo| {
+        repo.commit_files(
+            &route_change(30),
+            &step_message(30),
+            &Identity::default(),
+            None,
+        )?;
+        repo.commit_files(
+            &[FileChange::write("../outside", "x")],
+            &step_message(31),
+            &Identity::default(),
+            None,
+        )?;
+        Ok(())
+    });
+    assert!(result.is_err());
+    let head = repo.head();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(head));
+    git(&fx.bare(), &["fsck", "--strict"]);
+    assert_eq!(
+        git(&fx.bare(), &["show", &format!("main:{ROUTE}")]),
+        "weight: 30"
+    );
 }
 
 #[test]
