@@ -16,6 +16,7 @@ mod branch;
 mod commit;
 mod credentials;
 mod history;
+mod maintenance;
 mod memory;
 mod push;
 mod repo;

@@ -149,10 +149,11 @@ impl ConfigRepo {
         let remote_head = self.fetch_remote_head(op)?;
         if !self.dirty && remote_head == self.head {
             tracing::debug!(head = %remote_head, "remote head unchanged");
-            return Ok(remote_head);
+        } else {
+            self.reset_to(remote_head)?;
+            tracing::info!(head = %remote_head, "reset work tree to remote head");
         }
-        self.reset_to(remote_head)?;
-        tracing::info!(head = %remote_head, "reset work tree to remote head");
+        self.repack_if_needed();
         Ok(remote_head)
     }
 

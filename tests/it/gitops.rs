@@ -1583,3 +1583,68 @@ fn local_history_reads_a_checkout_or_a_bare_repo_in_place() {
         "{err}"
     );
 }
+
+#[test]
+fn a_clone_with_too_many_packs_is_repacked_into_one_on_fetch() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let pack_dir = repo.root().join(".git/objects/pack");
+    let packs = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "pack")
+            })
+            .count()
+    };
+    for weight in 0..55 {
+        repo.with_memory_objects(|repo| {
+            repo.commit_files(
+                &route_change(weight),
+                &step_message(weight),
+                &Identity::default(),
+                None,
+            )
+        })
+        .unwrap();
+        assert!(matches!(repo.push().unwrap(), PushOutcome::Pushed(_)));
+        if weight == 5 {
+            // A loose object too: it must survive in the new pack.
+            repo.commit_files(
+                &[FileChange::write("loose.txt", "loose\n")],
+                &step_message(100),
+                &Identity::default(),
+                None,
+            )
+            .unwrap();
+            repo.push().unwrap();
+        }
+    }
+    assert!(packs(&pack_dir) > 50, "{}", packs(&pack_dir));
+    repo.fetch().unwrap();
+    assert_eq!(packs(&pack_dir), 1);
+    assert_eq!(loose_objects(repo.root()), 0);
+    git(repo.root(), &["fsck", "--strict", "--no-dangling"]);
+    // The seed, 54 weight changes (weight 0 is the seed's) and the loose commit.
+    assert_eq!(repo.history(None, 100).unwrap().len(), 56);
+    assert_eq!(
+        repo.read_file_at_head("loose.txt").unwrap().as_deref(),
+        Some("loose\n")
+    );
+    // The clone keeps working after the repack.
+    let next = repo
+        .commit_files(
+            &route_change(99),
+            &step_message(99),
+            &Identity::default(),
+            None,
+        )
+        .unwrap()
+        .expect("a commit");
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
+    git(&fx.bare(), &["fsck", "--strict"]);
+}
