@@ -282,6 +282,45 @@ pub struct ParentRef {
     pub port: Option<u16>,
 }
 
+/// One HTTPRoute match (converted from an Istio `HTTPMatchRequest` by `spec::gateway`).
+/// `kind`s are the HTTPRoute's type names (`Exact`, `PathPrefix`, `RegularExpression`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpMatch {
+    pub path: PathMatch,
+    pub method: Option<String>,
+    pub headers: Vec<ValueMatch>,
+    pub query_params: Vec<ValueMatch>,
+}
+
+impl HttpMatch {
+    /// `PathPrefix /`: what a rule matches when nothing narrower is asked for.
+    pub fn all_requests() -> HttpMatch {
+        HttpMatch {
+            path: PathMatch {
+                kind: "PathPrefix",
+                value: "/".into(),
+            },
+            method: None,
+            headers: Vec::new(),
+            query_params: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathMatch {
+    pub kind: &'static str,
+    pub value: String,
+}
+
+/// A header or query parameter match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueMatch {
+    pub name: String,
+    pub kind: &'static str,
+    pub value: String,
+}
+
 /// How the rollout proceeds and what gates it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
