@@ -5,17 +5,27 @@
 //! primary then the canary Service, each with `group: ""`, `kind: Service`, the service port
 //! (the CRD's CEL rules require a port for Services) and a weight.
 //!
+//! Flagger's `spec.service` route fields (`match`, `headers`, `rewrite`, `corsPolicy`,
+//! `timeout`, `backendTimeout`), read and checked by `spec::gateway` into a [`RuleSpec`], go on
+//! every rule, as Flagger's router puts them: the service matches replace `PathPrefix /`, the
+//! filters (request headers, response headers, URL rewrite, CORS, in that order) and the
+//! timeouts follow. Native canaries have none of them.
+//!
 //! A/B (`analysis.match`): the first rule carries the converted matches and both backends with
 //! the given weights (Flagger sets canary 100 during the analysis); the second rule sends every
-//! other request to the primary. Gateway API gives the rule with more header/query/method
-//! conditions precedence, and the first rule wins ties.
+//! other request (of the service matches, if any) to the primary. Gateway API gives the rule
+//! with more header/query/method conditions precedence, and the first rule wins ties. With
+//! service matches, the first rule holds each service match once per A/B match, taking the A/B
+//! match's headers and queryParams, as Flagger's `mergeMatchConditions` does; the spec loader
+//! rejects the combinations where that merge would drop a condition.
 //!
 //! Flagger's matches are Istio `HTTPMatchRequest`s; `spec::gateway` converts them (and says
 //! how). Anything it cannot convert is an error, never dropped: a dropped condition would send
 //! more traffic to the canary than asked.
 //!
-//! The CRD's JSON schema does not check its CEL rules, and the spec loader does not know the
-//! parentRef and hostname patterns, so this file checks the ones the rendered object could break.
+//! The CRD's JSON schema does not check its CEL rules. `spec::gateway` checks the ones the
+//! service fields could break; this file checks the parentRef and hostname ones, and the
+//! A/B match count.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +34,10 @@ use serde_json::Value as Json;
 
 use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
 use crate::spec::gateway::{convert_match, MAX_MATCHES_PER_RULE};
-use crate::spec::model::{Canary, Format, GatewayVersion, HttpMatch, ParentRef, Strategy};
+use crate::spec::model::{
+    Canary, Cors, Format, GatewayVersion, HeaderModifier, HttpMatch, ParentRef, PathRewrite,
+    RuleSpec, Strategy, Timeouts,
+};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../templates/httproute.yaml.j2");
@@ -38,6 +51,7 @@ pub(super) struct RouteSpec<'a> {
     pub version: GatewayVersion,
     pub parent_refs: &'a [ParentRef],
     pub hostnames: &'a [String],
+    pub rules: &'a RuleSpec,
 }
 
 #[derive(Serialize)]
@@ -50,6 +64,76 @@ struct Context<'a> {
     parent_refs: &'a [ParentRef],
     hostnames: &'a [String],
     rules: Vec<Rule<'a>>,
+    /// On every rule.
+    filters: Filters<'a>,
+    /// On every rule; `None` when no timeout is set.
+    timeouts: Option<&'a Timeouts>,
+}
+
+#[derive(Serialize)]
+struct Filters<'a> {
+    /// How many filters each rule has (0: no `filters` key).
+    count: usize,
+    headers: Vec<HeaderFilter<'a>>,
+    rewrite: Option<Rewrite<'a>>,
+    cors: Option<&'a Cors>,
+}
+
+/// A `RequestHeaderModifier` or `ResponseHeaderModifier` filter.
+#[derive(Serialize)]
+struct HeaderFilter<'a> {
+    kind: &'static str,
+    changes: &'a HeaderModifier,
+}
+
+#[derive(Serialize)]
+struct Rewrite<'a> {
+    hostname: Option<&'a str>,
+    path: Option<PathModifier<'a>>,
+}
+
+#[derive(Serialize)]
+struct PathModifier<'a> {
+    kind: &'static str,
+    value: &'a str,
+}
+
+impl<'a> Filters<'a> {
+    fn of(rules: &'a RuleSpec) -> Filters<'a> {
+        let mut headers = Vec::new();
+        if let Some(changes) = &rules.request_headers {
+            headers.push(HeaderFilter {
+                kind: "RequestHeaderModifier",
+                changes,
+            });
+        }
+        if let Some(changes) = &rules.response_headers {
+            headers.push(HeaderFilter {
+                kind: "ResponseHeaderModifier",
+                changes,
+            });
+        }
+        let rewrite = rules.rewrite.as_ref().map(|r| Rewrite {
+            hostname: r.hostname.as_deref(),
+            path: r.path.as_ref().map(|p| match p {
+                PathRewrite::ReplaceFullPath(value) => PathModifier {
+                    kind: "ReplaceFullPath",
+                    value,
+                },
+                PathRewrite::ReplacePrefixMatch(value) => PathModifier {
+                    kind: "ReplacePrefixMatch",
+                    value,
+                },
+            }),
+        });
+        let cors = rules.cors.as_ref();
+        Filters {
+            count: headers.len() + usize::from(rewrite.is_some()) + usize::from(cors.is_some()),
+            headers,
+            rewrite,
+            cors,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -74,6 +158,11 @@ pub(super) fn render(
     check_parent_refs(canary, route.parent_refs)?;
     check_hostnames(canary, route.hostnames)?;
     let port = canary.service.port;
+    let service_matches = if route.rules.matches.is_empty() {
+        vec![HttpMatch::all_requests()]
+    } else {
+        route.rules.matches.clone()
+    };
     let weighted = |matches| Rule {
         matches,
         backend_refs: vec![
@@ -90,13 +179,14 @@ pub(super) fn render(
         ],
     };
     let rules = match &canary.analysis.strategy {
-        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => {
-            vec![weighted(vec![HttpMatch::all_requests()])]
-        }
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![weighted(service_matches)],
         Strategy::AB { matches, .. } => vec![
-            weighted(convert_matches(canary, matches)?),
+            weighted(merge_matches(
+                &convert_matches(canary, matches)?,
+                &route.rules.matches,
+            )),
             Rule {
-                matches: vec![HttpMatch::all_requests()],
+                matches: service_matches,
                 backend_refs: vec![BackendRef {
                     name: backends.primary,
                     port,
@@ -114,6 +204,8 @@ pub(super) fn render(
         parent_refs: route.parent_refs,
         hostnames: route.hostnames,
         rules,
+        filters: Filters::of(route.rules),
+        timeouts: Some(&route.rules.timeouts).filter(|t| **t != Timeouts::default()),
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
@@ -125,8 +217,9 @@ pub(super) fn render(
     Ok(text)
 }
 
-/// Reads the rendered object back: right kind and name, and every rule's weights are whole
-/// numbers that sum to 100, the weighted rule's being exactly the ones asked for.
+/// Reads the rendered object back: right kind and name, every rule has the filters asked for,
+/// and every rule's weights are whole numbers that sum to 100, the weighted rule's being
+/// exactly the ones asked for.
 fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String> {
     let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
     if text("/apiVersion") != Some(context.api_version) || text("/kind") != Some("HTTPRoute") {
@@ -160,6 +253,15 @@ fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String>
         ));
     }
     for (i, rule) in rules.iter().enumerate() {
+        let filters = rule
+            .get("filters")
+            .map_or(Some(0), |f| f.as_array().map(Vec::len));
+        if filters != Some(context.filters.count) {
+            return Err(format!(
+                "expected {} filters in spec.rules[{i}], found {filters:?}",
+                context.filters.count
+            ));
+        }
         let refs = rule
             .get("backendRefs")
             .and_then(Json::as_array)
@@ -374,4 +476,98 @@ fn convert_matches(canary: &Canary, matches: &[Json]) -> Result<Vec<HttpMatch>, 
                 .map_err(|(field, message)| field_error(canary, field, message))
         })
         .collect()
+}
+
+/// The A/B rule's matches, as Flagger's `mergeMatchConditions` builds them: the A/B matches
+/// alone without service matches; otherwise each service match once per A/B match, with the
+/// A/B match's headers and queryParams (when it has any) in place of its own. The spec loader
+/// rejects A/B matches whose uri, method, headers or queryParams this would drop.
+fn merge_matches(ab: &[HttpMatch], service: &[HttpMatch]) -> Vec<HttpMatch> {
+    if service.is_empty() {
+        return ab.to_vec();
+    }
+    let mut merged = Vec::with_capacity(ab.len() * service.len());
+    for a in ab {
+        for s in service {
+            let mut m = s.clone();
+            if !a.headers.is_empty() {
+                m.headers = a.headers.clone();
+            }
+            if !a.query_params.is_empty() {
+                m.query_params = a.query_params.clone();
+            }
+            merged.push(m);
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::model::{PathMatch, ValueMatch};
+
+    fn path(value: &str) -> HttpMatch {
+        HttpMatch {
+            path: PathMatch {
+                kind: "PathPrefix",
+                value: value.into(),
+            },
+            ..HttpMatch::all_requests()
+        }
+    }
+
+    fn header(name: &str) -> Vec<ValueMatch> {
+        vec![ValueMatch {
+            name: name.into(),
+            kind: "Exact",
+            value: "1".into(),
+        }]
+    }
+
+    #[test]
+    fn ab_matches_merge_into_service_matches_as_flagger_merges_them() {
+        let ab = [
+            HttpMatch {
+                headers: header("x-a"),
+                ..HttpMatch::all_requests()
+            },
+            HttpMatch {
+                query_params: header("q"),
+                ..HttpMatch::all_requests()
+            },
+        ];
+        let service = [
+            path("/api"),
+            HttpMatch {
+                method: Some("GET".into()),
+                query_params: header("s"),
+                ..path("/web")
+            },
+        ];
+        // Each A/B match in turn, over every service match.
+        let expected = [
+            HttpMatch {
+                headers: header("x-a"),
+                ..path("/api")
+            },
+            HttpMatch {
+                method: Some("GET".into()),
+                headers: header("x-a"),
+                query_params: header("s"),
+                ..path("/web")
+            },
+            HttpMatch {
+                query_params: header("q"),
+                ..path("/api")
+            },
+            HttpMatch {
+                method: Some("GET".into()),
+                query_params: header("q"),
+                ..path("/web")
+            },
+        ];
+        assert_eq!(merge_matches(&ab, &service), expected);
+        assert_eq!(merge_matches(&ab, &[]), ab);
+    }
 }
