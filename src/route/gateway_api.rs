@@ -5,28 +5,39 @@
 //! primary then the canary Service, each with `group: ""`, `kind: Service`, the service port
 //! (the CRD's CEL rules require a port for Services) and a weight.
 //!
+//! Flagger's `spec.service` route fields (`match`, `headers`, `rewrite`, `corsPolicy`,
+//! `timeout`, `backendTimeout`), read and checked by `spec::gateway` into a [`RuleSpec`], go on
+//! every rule, as Flagger's router puts them: the service matches replace `PathPrefix /`, the
+//! filters (request headers, response headers, URL rewrite, CORS, in that order) and the
+//! timeouts follow. Native canaries have none of them.
+//!
 //! A/B (`analysis.match`): the first rule carries the converted matches and both backends with
 //! the given weights (Flagger sets canary 100 during the analysis); the second rule sends every
-//! other request to the primary. Gateway API gives the rule with more header/query/method
-//! conditions precedence, and the first rule wins ties.
+//! other request (of the service matches, if any) to the primary. Gateway API gives the rule
+//! with more header/query/method conditions precedence, and the first rule wins ties. With
+//! service matches, the first rule holds each service match once per A/B match, taking the A/B
+//! match's headers and queryParams, as Flagger's `mergeMatchConditions` does; the spec loader
+//! rejects the combinations where that merge would drop a condition.
 //!
-//! Flagger's matches are Istio `HTTPMatchRequest`s. Converted: `uri` (exact → Exact, prefix →
-//! PathPrefix, regex → RegularExpression; note PathPrefix matches whole path segments where
-//! Istio's prefix matches characters), `method` (exact), `headers` and `queryParams` (exact →
-//! Exact, regex → RegularExpression, prefix → an anchored RegularExpression of the escaped
-//! prefix, since Gateway API has no prefix match for them). Anything else is an error, never
-//! dropped: a dropped condition would send more traffic to the canary than asked.
+//! Flagger's matches are Istio `HTTPMatchRequest`s; `spec::gateway` converts them (and says
+//! how). Anything it cannot convert is an error, never dropped: a dropped condition would send
+//! more traffic to the canary than asked.
 //!
-//! The CRD's JSON schema does not check its CEL rules, and the spec loader does not know the
-//! HTTPRoute patterns, so this file checks the ones the rendered object could break.
+//! The CRD's JSON schema does not check its CEL rules. `spec::gateway` checks the ones the
+//! service fields could break; this file checks the parentRef and hostname ones, and the
+//! A/B match count.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
-use crate::spec::model::{Canary, Format, GatewayVersion, ParentRef, Strategy};
+use crate::spec::gateway::{convert_match, MAX_MATCHES_PER_RULE};
+use crate::spec::model::{
+    Canary, Cors, Format, GatewayVersion, HeaderModifier, HttpMatch, ParentRef, PathRewrite,
+    RuleSpec, Strategy, Timeouts,
+};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../templates/httproute.yaml.j2");
@@ -34,21 +45,13 @@ const TEMPLATE: &str = include_str!("../../templates/httproute.yaml.j2");
 /// HTTPRoute limits from the CRD (`maxItems`, `maxLength`).
 const MAX_PARENT_REFS: usize = 32;
 const MAX_HOSTNAMES: usize = 16;
-const MAX_MATCHES_PER_RULE: usize = 64;
-const MAX_HEADERS: usize = 16;
-const MAX_QUERY_PARAMS: usize = 16;
-const MAX_HEADER_VALUE: usize = 4096;
-const MAX_QUERY_VALUE: usize = 1024;
-const MAX_PATH: usize = 1024;
-const METHODS: [&str; 9] = [
-    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-];
 
 /// The parts of `Route::HttpRoute`.
 pub(super) struct RouteSpec<'a> {
     pub version: GatewayVersion,
     pub parent_refs: &'a [ParentRef],
     pub hostnames: &'a [String],
+    pub rules: &'a RuleSpec,
 }
 
 #[derive(Serialize)]
@@ -61,11 +64,81 @@ struct Context<'a> {
     parent_refs: &'a [ParentRef],
     hostnames: &'a [String],
     rules: Vec<Rule<'a>>,
+    /// On every rule.
+    filters: Filters<'a>,
+    /// On every rule; `None` when no timeout is set.
+    timeouts: Option<&'a Timeouts>,
+}
+
+#[derive(Serialize)]
+struct Filters<'a> {
+    /// How many filters each rule has (0: no `filters` key).
+    count: usize,
+    headers: Vec<HeaderFilter<'a>>,
+    rewrite: Option<Rewrite<'a>>,
+    cors: Option<&'a Cors>,
+}
+
+/// A `RequestHeaderModifier` or `ResponseHeaderModifier` filter.
+#[derive(Serialize)]
+struct HeaderFilter<'a> {
+    kind: &'static str,
+    changes: &'a HeaderModifier,
+}
+
+#[derive(Serialize)]
+struct Rewrite<'a> {
+    hostname: Option<&'a str>,
+    path: Option<PathModifier<'a>>,
+}
+
+#[derive(Serialize)]
+struct PathModifier<'a> {
+    kind: &'static str,
+    value: &'a str,
+}
+
+impl<'a> Filters<'a> {
+    fn of(rules: &'a RuleSpec) -> Filters<'a> {
+        let mut headers = Vec::new();
+        if let Some(changes) = &rules.request_headers {
+            headers.push(HeaderFilter {
+                kind: "RequestHeaderModifier",
+                changes,
+            });
+        }
+        if let Some(changes) = &rules.response_headers {
+            headers.push(HeaderFilter {
+                kind: "ResponseHeaderModifier",
+                changes,
+            });
+        }
+        let rewrite = rules.rewrite.as_ref().map(|r| Rewrite {
+            hostname: r.hostname.as_deref(),
+            path: r.path.as_ref().map(|p| match p {
+                PathRewrite::ReplaceFullPath(value) => PathModifier {
+                    kind: "ReplaceFullPath",
+                    value,
+                },
+                PathRewrite::ReplacePrefixMatch(value) => PathModifier {
+                    kind: "ReplacePrefixMatch",
+                    value,
+                },
+            }),
+        });
+        let cors = rules.cors.as_ref();
+        Filters {
+            count: headers.len() + usize::from(rewrite.is_some()) + usize::from(cors.is_some()),
+            headers,
+            rewrite,
+            cors,
+        }
+    }
 }
 
 #[derive(Serialize)]
 struct Rule<'a> {
-    matches: Vec<Match>,
+    matches: Vec<HttpMatch>,
     backend_refs: Vec<BackendRef<'a>>,
 }
 
@@ -74,39 +147,6 @@ struct BackendRef<'a> {
     name: &'a str,
     port: u16,
     weight: u8,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-struct Match {
-    path: PathMatch,
-    method: Option<String>,
-    headers: Vec<ValueMatch>,
-    query_params: Vec<ValueMatch>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-struct PathMatch {
-    kind: &'static str,
-    value: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-struct ValueMatch {
-    name: String,
-    kind: &'static str,
-    value: String,
-}
-
-fn all_requests() -> Match {
-    Match {
-        path: PathMatch {
-            kind: "PathPrefix",
-            value: "/".into(),
-        },
-        method: None,
-        headers: Vec::new(),
-        query_params: Vec::new(),
-    }
 }
 
 pub(super) fn render(
@@ -118,6 +158,11 @@ pub(super) fn render(
     check_parent_refs(canary, route.parent_refs)?;
     check_hostnames(canary, route.hostnames)?;
     let port = canary.service.port;
+    let service_matches = if route.rules.matches.is_empty() {
+        vec![HttpMatch::all_requests()]
+    } else {
+        route.rules.matches.clone()
+    };
     let weighted = |matches| Rule {
         matches,
         backend_refs: vec![
@@ -134,13 +179,14 @@ pub(super) fn render(
         ],
     };
     let rules = match &canary.analysis.strategy {
-        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => {
-            vec![weighted(vec![all_requests()])]
-        }
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![weighted(service_matches)],
         Strategy::AB { matches, .. } => vec![
-            weighted(convert_matches(canary, matches)?),
+            weighted(merge_matches(
+                &convert_matches(canary, matches)?,
+                &route.rules.matches,
+            )),
             Rule {
-                matches: vec![all_requests()],
+                matches: service_matches,
                 backend_refs: vec![BackendRef {
                     name: backends.primary,
                     port,
@@ -158,6 +204,8 @@ pub(super) fn render(
         parent_refs: route.parent_refs,
         hostnames: route.hostnames,
         rules,
+        filters: Filters::of(route.rules),
+        timeouts: Some(&route.rules.timeouts).filter(|t| **t != Timeouts::default()),
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
@@ -169,8 +217,9 @@ pub(super) fn render(
     Ok(text)
 }
 
-/// Reads the rendered object back: right kind and name, and every rule's weights are whole
-/// numbers that sum to 100, the weighted rule's being exactly the ones asked for.
+/// Reads the rendered object back: right kind and name, every rule has the filters asked for,
+/// and every rule's weights are whole numbers that sum to 100, the weighted rule's being
+/// exactly the ones asked for.
 fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String> {
     let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
     if text("/apiVersion") != Some(context.api_version) || text("/kind") != Some("HTTPRoute") {
@@ -204,6 +253,15 @@ fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String>
         ));
     }
     for (i, rule) in rules.iter().enumerate() {
+        let filters = rule
+            .get("filters")
+            .map_or(Some(0), |f| f.as_array().map(Vec::len));
+        if filters != Some(context.filters.count) {
+            return Err(format!(
+                "expected {} filters in spec.rules[{i}], found {filters:?}",
+                context.filters.count
+            ));
+        }
         let refs = rule
             .get("backendRefs")
             .and_then(Json::as_array)
@@ -391,7 +449,7 @@ fn check_hostnames(canary: &Canary, hostnames: &[String]) -> Result<(), RouteErr
 }
 
 /// Converts Flagger's (Istio's) `analysis.match` list into HTTPRoute matches.
-fn convert_matches(canary: &Canary, matches: &[Json]) -> Result<Vec<Match>, RouteError> {
+fn convert_matches(canary: &Canary, matches: &[Json]) -> Result<Vec<HttpMatch>, RouteError> {
     let base = "spec.analysis.match";
     if matches.is_empty() {
         return Err(field_error(
@@ -420,348 +478,96 @@ fn convert_matches(canary: &Canary, matches: &[Json]) -> Result<Vec<Match>, Rout
         .collect()
 }
 
-/// One Istio `HTTPMatchRequest`; the error is `(field, message)`.
-fn convert_match(value: &Json, at: &str) -> Result<Match, (String, String)> {
-    let object = value.as_object().ok_or_else(|| {
-        (
-            at.to_string(),
-            format!("expected a match such as {{headers: {{x-canary: {{exact: insider}}}}}}, found {value}"),
-        )
-    })?;
-    let mut out = all_requests();
-    if object.is_empty() {
-        return Err((at.to_string(), "expected at least one of uri, method, headers, queryParams; an empty match would send every request to the canary".into()));
+/// The A/B rule's matches, as Flagger's `mergeMatchConditions` builds them: the A/B matches
+/// alone without service matches; otherwise each service match once per A/B match, with the
+/// A/B match's headers and queryParams (when it has any) in place of its own. The spec loader
+/// rejects A/B matches whose uri, method, headers or queryParams this would drop.
+fn merge_matches(ab: &[HttpMatch], service: &[HttpMatch]) -> Vec<HttpMatch> {
+    if service.is_empty() {
+        return ab.to_vec();
     }
-    for (key, value) in object {
-        let field = format!("{at}.{key}");
-        match key.as_str() {
-            "uri" => out.path = convert_path(value, &field)?,
-            "method" => out.method = Some(convert_method(value, &field)?),
-            "headers" => {
-                out.headers = convert_named(value, &field, MAX_HEADERS, MAX_HEADER_VALUE)?
+    let mut merged = Vec::with_capacity(ab.len() * service.len());
+    for a in ab {
+        for s in service {
+            let mut m = s.clone();
+            if !a.headers.is_empty() {
+                m.headers = a.headers.clone();
             }
-            "queryParams" => {
-                out.query_params =
-                    convert_named(value, &field, MAX_QUERY_PARAMS, MAX_QUERY_VALUE)?
+            if !a.query_params.is_empty() {
+                m.query_params = a.query_params.clone();
             }
-            other => {
-                return Err((
-                    field,
-                    format!("HTTPRoute has no equivalent of the Istio match field {other:?}; sluice converts uri, method, headers and queryParams"),
-                ))
-            }
+            merged.push(m);
         }
     }
-    Ok(out)
-}
-
-/// An Istio `StringMatch`: exactly one of `exact`, `prefix`, `regex`, with a non-empty string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StringMatch<'a> {
-    Exact(&'a str),
-    Prefix(&'a str),
-    Regex(&'a str),
-}
-
-fn string_match<'a>(value: &'a Json, field: &str) -> Result<StringMatch<'a>, (String, String)> {
-    let wrong = || {
-        (
-            field.to_string(),
-            format!("expected exactly one of exact, prefix or regex with a non-empty string (e.g. {{exact: insider}}), found {value}"),
-        )
-    };
-    let object = value.as_object().ok_or_else(wrong)?;
-    let mut entries = object.iter();
-    let (Some((kind, text)), None) = (entries.next(), entries.next()) else {
-        return Err(wrong());
-    };
-    let text = text.as_str().filter(|t| !t.is_empty()).ok_or_else(wrong)?;
-    match kind.as_str() {
-        "exact" => Ok(StringMatch::Exact(text)),
-        "prefix" => Ok(StringMatch::Prefix(text)),
-        "regex" => Ok(StringMatch::Regex(text)),
-        _ => Err(wrong()),
-    }
-}
-
-fn convert_path(value: &Json, field: &str) -> Result<PathMatch, (String, String)> {
-    let (kind, text) = match string_match(value, field)? {
-        StringMatch::Exact(t) => ("Exact", t),
-        StringMatch::Prefix(t) => ("PathPrefix", t),
-        StringMatch::Regex(t) => ("RegularExpression", t),
-    };
-    let problem = if text.len() > MAX_PATH {
-        Some(format!("at most {MAX_PATH} characters"))
-    } else if kind == "RegularExpression" {
-        None
-    } else {
-        path_problem(text)
-    };
-    match problem {
-        Some(problem) => Err((
-            field.to_string(),
-            format!("expected an HTTPRoute path ({problem}), found {text:?}"),
-        )),
-        None => Ok(PathMatch {
-            kind,
-            value: text.to_string(),
-        }),
-    }
-}
-
-/// The HTTPRoute CEL rules for Exact and PathPrefix paths.
-fn path_problem(path: &str) -> Option<String> {
-    if !path.starts_with('/') {
-        return Some("an absolute path starting with '/'".into());
-    }
-    for bad in ["//", "/./", "/../", "%2f", "%2F", "#"] {
-        if path.contains(bad) {
-            return Some(format!("must not contain {bad:?}"));
-        }
-    }
-    if path.ends_with("/..") || path.ends_with("/.") {
-        return Some("must not end with \"/.\" or \"/..\"".into());
-    }
-    let bytes = path.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'%' {
-            let hex = bytes.get(i + 1..i + 3);
-            if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
-                return Some("'%' must start a %XX escape".into());
-            }
-            i += 3;
-            continue;
-        }
-        if !(b.is_ascii_alphanumeric() || b"-/._~!$&'()*+,;=:@".contains(&b)) {
-            return Some("only letters, digits, %XX escapes and -/._~!$&'()*+,;=:@".into());
-        }
-        i += 1;
-    }
-    None
-}
-
-fn convert_method(value: &Json, field: &str) -> Result<String, (String, String)> {
-    match string_match(value, field)? {
-        StringMatch::Exact(method) if METHODS.contains(&method) => Ok(method.to_string()),
-        _ => Err((
-            field.to_string(),
-            format!(
-                "expected {{exact: METHOD}} with METHOD one of {}, found {value}",
-                METHODS.join(", ")
-            ),
-        )),
-    }
-}
-
-/// `headers` or `queryParams`: a map of name to `StringMatch`.
-fn convert_named(
-    value: &Json,
-    field: &str,
-    max_items: usize,
-    max_value: usize,
-) -> Result<Vec<ValueMatch>, (String, String)> {
-    let object: &Map<String, Json> = value.as_object().ok_or_else(|| {
-        (
-            field.to_string(),
-            format!("expected a map of name to {{exact|prefix|regex: value}}, found {value}"),
-        )
-    })?;
-    if object.is_empty() || object.len() > max_items {
-        return Err((
-            field.to_string(),
-            format!("expected 1 to {max_items} entries, found {}", object.len()),
-        ));
-    }
-    let mut out = Vec::with_capacity(object.len());
-    for (name, matcher) in object {
-        let at = format!("{field}.{name}");
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-        if name.is_empty() || name.len() > 256 || !name.bytes().all(token) {
-            return Err((
-                at,
-                format!("expected an HTTP token name (letters, digits and !#$%&'*+-.^_`|~, at most 256), found {name:?}"),
-            ));
-        }
-        let (kind, text) = match string_match(matcher, &at)? {
-            StringMatch::Exact(t) => ("Exact", t.to_string()),
-            StringMatch::Regex(t) => ("RegularExpression", t.to_string()),
-            StringMatch::Prefix(t) => ("RegularExpression", format!("^{}.*", regex_escape(t))),
-        };
-        if text.len() > max_value {
-            return Err((
-                at,
-                format!(
-                    "expected a value of at most {max_value} characters, found {}",
-                    text.len()
-                ),
-            ));
-        }
-        out.push(ValueMatch {
-            name: name.clone(),
-            kind,
-            value: text,
-        });
-    }
-    // Sorted by name so the output never depends on map ordering features.
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
-}
-
-/// Escapes regex metacharacters so a prefix matches literally in RE2, PCRE and ECMAScript.
-fn regex_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    merged
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::spec::model::{PathMatch, ValueMatch};
 
-    fn one(value: Json) -> Result<Match, (String, String)> {
-        convert_match(&value, "spec.analysis.match[0]")
+    fn path(value: &str) -> HttpMatch {
+        HttpMatch {
+            path: PathMatch {
+                kind: "PathPrefix",
+                value: value.into(),
+            },
+            ..HttpMatch::all_requests()
+        }
+    }
+
+    fn header(name: &str) -> Vec<ValueMatch> {
+        vec![ValueMatch {
+            name: name.into(),
+            kind: "Exact",
+            value: "1".into(),
+        }]
     }
 
     #[test]
-    fn flagger_header_matches_become_httproute_header_matches() {
-        let m = one(json!({"headers": {
-            "x-canary": {"exact": "insider"},
-            "user-agent": {"regex": ".*Firefox.*"},
-            "cookie": {"prefix": "canary=a.b"},
-        }}))
-        .unwrap();
-        assert_eq!(m.path, all_requests().path);
-        let headers: Vec<(&str, &str, &str)> = m
-            .headers
-            .iter()
-            .map(|h| (h.name.as_str(), h.kind, h.value.as_str()))
-            .collect();
-        assert_eq!(
-            headers,
-            [
-                ("cookie", "RegularExpression", "^canary=a\\.b.*"),
-                ("user-agent", "RegularExpression", ".*Firefox.*"),
-                ("x-canary", "Exact", "insider"),
-            ]
-        );
-    }
-
-    #[test]
-    fn uri_method_and_query_params_convert() {
-        let m = one(json!({
-            "uri": {"prefix": "/api"},
-            "method": {"exact": "POST"},
-            "queryParams": {"canary": {"exact": "true"}},
-        }))
-        .unwrap();
-        assert_eq!((m.path.kind, m.path.value.as_str()), ("PathPrefix", "/api"));
-        assert_eq!(m.method.as_deref(), Some("POST"));
-        assert_eq!(m.query_params[0].kind, "Exact");
-    }
-
-    #[test]
-    fn unconvertible_matches_name_the_field() {
-        let cases = [
-            (
-                json!({"sourceLabels": {"app": "x"}}),
-                "spec.analysis.match[0].sourceLabels",
-                "no equivalent",
-            ),
-            (
-                json!({"headers": {"x-canary": {"suffix": "a"}}}),
-                "spec.analysis.match[0].headers.x-canary",
-                "exactly one of",
-            ),
-            (
-                json!({"headers": {"x-canary": {}}}),
-                "spec.analysis.match[0].headers.x-canary",
-                "exactly one of",
-            ),
-            (
-                json!({"headers": {"x-canary": {"exact": ""}}}),
-                "spec.analysis.match[0].headers.x-canary",
-                "non-empty",
-            ),
-            (
-                json!({"headers": {"x-canary": {"exact": "a", "regex": "b"}}}),
-                "spec.analysis.match[0].headers.x-canary",
-                "exactly one of",
-            ),
-            (
-                json!({"headers": {"x canary": {"exact": "a"}}}),
-                "spec.analysis.match[0].headers.x canary",
-                "token",
-            ),
-            (
-                json!({"headers": {}}),
-                "spec.analysis.match[0].headers",
-                "1 to 16",
-            ),
-            (
-                json!({"method": {"exact": "FETCH"}}),
-                "spec.analysis.match[0].method",
-                "METHOD one of",
-            ),
-            (
-                json!({"method": {"prefix": "GE"}}),
-                "spec.analysis.match[0].method",
-                "METHOD one of",
-            ),
-            (
-                json!({"uri": {"exact": "api"}}),
-                "spec.analysis.match[0].uri",
-                "starting with '/'",
-            ),
-            (
-                json!({"uri": {"prefix": "/a//b"}}),
-                "spec.analysis.match[0].uri",
-                "\"//\"",
-            ),
-            (
-                json!({"uri": {"prefix": "/a b"}}),
-                "spec.analysis.match[0].uri",
-                "only letters",
-            ),
-            (
-                json!({"uri": {"prefix": "/a%zz"}}),
-                "spec.analysis.match[0].uri",
-                "%XX",
-            ),
-            (json!({}), "spec.analysis.match[0]", "empty match"),
-            (
-                json!("x-canary"),
-                "spec.analysis.match[0]",
-                "expected a match",
-            ),
+    fn ab_matches_merge_into_service_matches_as_flagger_merges_them() {
+        let ab = [
+            HttpMatch {
+                headers: header("x-a"),
+                ..HttpMatch::all_requests()
+            },
+            HttpMatch {
+                query_params: header("q"),
+                ..HttpMatch::all_requests()
+            },
         ];
-        for (value, field, message) in cases {
-            let (f, m) = one(value.clone()).expect_err(&value.to_string());
-            assert_eq!(f, field, "{value}");
-            assert!(m.contains(message), "{value}: {m}");
-        }
-    }
-
-    #[test]
-    fn regex_paths_skip_the_literal_path_rules() {
-        let m = one(json!({"uri": {"regex": "/api/v[0-9]+/.*"}})).unwrap();
-        assert_eq!(m.path.kind, "RegularExpression");
-    }
-
-    #[test]
-    fn path_rules_accept_ordinary_paths() {
-        for ok in ["/", "/api", "/api/v1/", "/a%2Bb", "/~user/a.b"] {
-            assert_eq!(path_problem(ok), None, "{ok}");
-        }
-        for bad in ["/a/.", "/a/..", "/a#b", "/a%2fb", "/a/../b"] {
-            assert!(path_problem(bad).is_some(), "{bad}");
-        }
+        let service = [
+            path("/api"),
+            HttpMatch {
+                method: Some("GET".into()),
+                query_params: header("s"),
+                ..path("/web")
+            },
+        ];
+        // Each A/B match in turn, over every service match.
+        let expected = [
+            HttpMatch {
+                headers: header("x-a"),
+                ..path("/api")
+            },
+            HttpMatch {
+                method: Some("GET".into()),
+                headers: header("x-a"),
+                query_params: header("s"),
+                ..path("/web")
+            },
+            HttpMatch {
+                query_params: header("q"),
+                ..path("/api")
+            },
+            HttpMatch {
+                method: Some("GET".into()),
+                query_params: header("q"),
+                ..path("/web")
+            },
+        ];
+        assert_eq!(merge_matches(&ab, &service), expected);
+        assert_eq!(merge_matches(&ab, &[]), ab);
     }
 }

@@ -143,12 +143,14 @@ pub fn render_route(
             version,
             parent_refs,
             hostnames,
+            rules,
         } => gateway_api::render(
             canary,
             &gateway_api::RouteSpec {
                 version: *version,
                 parent_refs,
                 hostnames,
+                rules,
             },
             backends,
             weights,

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use crate::spec::analysis::read_analysis;
+use crate::spec::gateway::{check_ab_matches, read_rule_spec};
 use crate::spec::model::{
     Canary, CanaryId, Format, GatewayVersion, Name, ParentRef, PortRef, RepoPath, Route,
-    ServiceSpec, SmiVersion, Target,
+    ServiceSpec, SmiVersion, Strategy, Target,
 };
 use crate::spec::node::{Node, Value};
 use crate::spec::provider::{parse_provider, Provider};
@@ -425,6 +426,7 @@ fn read_native_route(r: &mut Reader, node: &Node) -> Option<Route> {
                 version,
                 parent_refs,
                 hostnames,
+                rules: Box::default(),
             })
         }
         "TrafficSplit" => {
@@ -554,39 +556,47 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
                 .get("hosts")
                 .map(|n| read_hostnames(r, n, "spec.service.hosts"))
                 .unwrap_or_default();
-            parent_refs.map(|parent_refs| Route::HttpRoute {
-                version,
-                parent_refs,
-                hostnames,
-            })
+            let rules = read_rule_spec(r, svc, version);
+            match (parent_refs, rules) {
+                (Some(parent_refs), Some(rules)) => Some(Route::HttpRoute {
+                    version,
+                    parent_refs,
+                    hostnames,
+                    rules: Box::new(rules),
+                }),
+                _ => None,
+            }
         }
         (Some(Provider::Gateway(_)), None) | (None, _) => None,
     };
-    // Flagger applies these to Gateway API routes; sluice's HTTPRoute does not carry them yet,
-    // and dropping them silently would change which requests reach the canary.
+    // Flagger applies these to Gateway API routes too (analysis.mirror, mirrorWeight and
+    // sessionAffinity with rollout state sluice does not keep; service.mirror as mirror filters
+    // sluice does not render yet); dropping them silently would route other requests than
+    // asked. Flagger's Gateway API routers ignore retries, and the standard HTTPRoute has no
+    // retry field: rejected too, so nobody believes retries are configured.
     if let Some(Provider::Gateway(_)) = provider {
-        let service_keys: &[&str] = &[
-            "match",
-            "rewrite",
-            "headers",
-            "timeout",
-            "retries",
-            "mirror",
-            "corsPolicy",
+        let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
+        let ignored = "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it";
+        let rejected = [
+            ("spec.service", service_node, "retries", ignored),
+            ("spec.service", service_node, "mirror", not_yet),
+            ("spec.analysis", spec.get("analysis"), "mirror", not_yet),
+            (
+                "spec.analysis",
+                spec.get("analysis"),
+                "mirrorWeight",
+                not_yet,
+            ),
+            (
+                "spec.analysis",
+                spec.get("analysis"),
+                "sessionAffinity",
+                not_yet,
+            ),
         ];
-        let analysis_keys: &[&str] = &["mirror", "mirrorWeight", "sessionAffinity"];
-        for (path, node, keys) in [
-            ("spec.service", service_node, service_keys),
-            ("spec.analysis", spec.get("analysis"), analysis_keys),
-        ] {
-            for key in keys {
-                if let Some(n) = node.and_then(|n| n.get(key)) {
-                    r.error(
-                        n.line,
-                        &join(path, key),
-                        "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice",
-                    );
-                }
+        for (path, node, key, message) in rejected {
+            if let Some(n) = node.and_then(|n| n.get(key)) {
+                r.error(n.line, &join(path, key), message);
             }
         }
     }
@@ -599,6 +609,22 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             id.as_ref().map(|i| &i.namespace),
         )
     });
+    // A/B: Flagger merges analysis.match into service.match; check what that would build.
+    if let (
+        Some(Route::HttpRoute { rules, .. }),
+        Some(svc),
+        Some(Strategy::AB { .. }),
+        Some(Value::Seq(ab)),
+    ) = (
+        &route,
+        service_node,
+        analysis.as_ref().map(|a| &a.strategy),
+        spec.get("analysis")
+            .and_then(|n| n.get("match"))
+            .map(|n| &n.value),
+    ) {
+        check_ab_matches(r, rules, svc, ab);
+    }
     let output = id.as_ref().and_then(|id| {
         settings
             .output_for(id.namespace.as_str(), id.name.as_str())

@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod canary;
 pub mod error;
+pub mod gateway;
 pub mod load;
 pub mod model;
 pub mod node;

@@ -225,6 +225,9 @@ pub enum Route {
         version: GatewayVersion,
         parent_refs: Vec<ParentRef>,
         hostnames: Vec<String>,
+        /// Matches, filters and timeouts every rule carries (boxed: it is large and most
+        /// routes leave it empty).
+        rules: Box<RuleSpec>,
     },
     TrafficSplit {
         version: SmiVersion,
@@ -280,6 +283,111 @@ pub struct ParentRef {
     pub section_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+}
+
+/// What every rule of a sluice HTTPRoute carries besides its backends: Flagger's
+/// `service.match`, `headers`, `rewrite`, `corsPolicy`, `timeout` and `backendTimeout`, checked
+/// against the HTTPRoute CRD by `spec::gateway`. The default (native canaries, and Flagger
+/// canaries without these fields) matches every request, with no filters and no timeouts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleSpec {
+    /// Empty: every request (`PathPrefix /`).
+    pub matches: Vec<HttpMatch>,
+    pub request_headers: Option<HeaderModifier>,
+    pub response_headers: Option<HeaderModifier>,
+    pub rewrite: Option<UrlRewrite>,
+    pub cors: Option<Cors>,
+    pub timeouts: Timeouts,
+}
+
+/// A `RequestHeaderModifier` / `ResponseHeaderModifier` filter; never all empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HeaderModifier {
+    /// Sorted by name, as Flagger sorts them.
+    pub set: Vec<HttpHeader>,
+    /// Sorted by name, as Flagger sorts them.
+    pub add: Vec<HttpHeader>,
+    /// In the order given.
+    pub remove: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpHeader {
+    pub name: String,
+    pub value: String,
+}
+
+/// A `URLRewrite` filter; at least one of the two is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlRewrite {
+    pub hostname: Option<String>,
+    pub path: Option<PathRewrite>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathRewrite {
+    ReplaceFullPath(String),
+    /// Valid only in rules with exactly one `PathPrefix` match (checked by `spec::gateway`).
+    ReplacePrefixMatch(String),
+}
+
+/// A `CORS` filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Cors {
+    pub allow_origins: Vec<String>,
+    pub allow_methods: Vec<String>,
+    pub allow_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    /// Written only when true, as Flagger does.
+    pub allow_credentials: bool,
+    /// Seconds, at least 1.
+    pub max_age: Option<u32>,
+}
+
+/// A rule's `timeouts`, each a Gateway API Duration string as written (e.g. `30s`, `1m30s`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Timeouts {
+    pub request: Option<String>,
+    pub backend_request: Option<String>,
+}
+
+/// One HTTPRoute match (converted from an Istio `HTTPMatchRequest` by `spec::gateway`).
+/// `kind`s are the HTTPRoute's type names (`Exact`, `PathPrefix`, `RegularExpression`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpMatch {
+    pub path: PathMatch,
+    pub method: Option<String>,
+    pub headers: Vec<ValueMatch>,
+    pub query_params: Vec<ValueMatch>,
+}
+
+impl HttpMatch {
+    /// `PathPrefix /`: what a rule matches when nothing narrower is asked for.
+    pub fn all_requests() -> HttpMatch {
+        HttpMatch {
+            path: PathMatch {
+                kind: "PathPrefix",
+                value: "/".into(),
+            },
+            method: None,
+            headers: Vec::new(),
+            query_params: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathMatch {
+    pub kind: &'static str,
+    pub value: String,
+}
+
+/// A header or query parameter match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueMatch {
+    pub name: String,
+    pub kind: &'static str,
+    pub value: String,
 }
 
 /// How the rollout proceeds and what gates it.

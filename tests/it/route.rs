@@ -75,6 +75,90 @@ const AB: &str = "    iterations: 10
           canary:
             exact: \"true\"";
 
+/// Every Flagger service field sluice renders on a gatewayapi:v1 route.
+const SERVICE_FIELDS: &str = "    gatewayRefs:
+      - name: public-gateway
+        namespace: gateway-system
+    hosts: [podinfo.example.com]
+    match:
+      - uri:
+          prefix: /api
+        headers:
+          x-tenant:
+            exact: acme
+      - uri:
+          exact: /healthz
+        method:
+          exact: GET
+    headers:
+      request:
+        set:
+          x-forwarded-prefix: /api
+          X-Env: prod
+        add:
+          x-canary-candidate: \"true\"
+        remove: [x-debug, cookie2]
+      response:
+        set:
+          strict-transport-security: max-age=31536000
+        remove: [server]
+    rewrite:
+      uri: /v2/api
+      authority: podinfo.prod.svc.cluster.local
+    corsPolicy:
+      allowOrigin: [https://example.com, \"https://*.example.org:8443\"]
+      allowMethods: [GET, POST]
+      allowHeaders: [authorization, content-type]
+      exposeHeaders: [x-request-id]
+      allowCredentials: true
+      maxAge: 24h
+    timeout: 30s
+    backendTimeout: 10s";
+
+/// The gatewayapi:v1beta1 subset (Flagger's v1beta1 router has no timeouts and no CORS), with
+/// a prefix rewrite on the single service match.
+const SERVICE_FIELDS_V1BETA1: &str = "    gatewayRefs:
+      - name: public-gateway
+        namespace: gateway-system
+    match:
+      - uri:
+          prefix: /api
+    headers:
+      request:
+        add:
+          x-canary-candidate: \"true\"
+    rewrite:
+      uri: /
+      type: ReplacePrefixMatch";
+
+/// A/B with a service match and a prefix rewrite: the weighted rule holds the service match
+/// with the A/B headers; both rules carry the filters and timeouts.
+const SERVICE_FIELDS_AB: &str = "    gatewayRefs:
+      - name: public-gateway
+        namespace: gateway-system
+    match:
+      - uri:
+          prefix: /api
+        method:
+          exact: GET
+    rewrite:
+      uri: /
+      type: ReplacePrefixMatch
+    headers:
+      response:
+        add:
+          x-served-by: podinfo
+    timeout: 15s";
+
+const AB_HEADERS: &str = "    iterations: 10
+    match:
+      - headers:
+          x-canary:
+            exact: insider
+        queryParams:
+          canary:
+            exact: \"true\"";
+
 fn load(name: &str, text: &str) -> Canary {
     let loaded = load_text(name, text, &Settings::default());
     assert!(loaded.errors.is_empty(), "{name}: {:?}", loaded.errors);
@@ -114,6 +198,24 @@ fn cases() -> Vec<Case> {
             STEPS,
         ),
         flagger_case("httproute-v1-ab", "gatewayapi:v1", GATEWAY, AB),
+        flagger_case(
+            "httproute-v1-service-fields",
+            "gatewayapi:v1",
+            SERVICE_FIELDS,
+            STEPS,
+        ),
+        flagger_case(
+            "httproute-v1beta1-service-fields",
+            "gatewayapi:v1beta1",
+            SERVICE_FIELDS_V1BETA1,
+            STEPS,
+        ),
+        flagger_case(
+            "httproute-v1-ab-service-fields",
+            "gatewayapi:v1",
+            SERVICE_FIELDS_AB,
+            AB_HEADERS,
+        ),
         flagger_case(
             "httproute-v1beta1-bluegreen",
             "gatewayapi:v1beta1",
@@ -182,7 +284,7 @@ fn every_route_matches_its_strict_schema() {
         }
     }
     assert_eq!(schemas.0.len(), 6, "every schema in tests/schemas was used");
-    assert_eq!(checked, 60);
+    assert_eq!(checked, 78);
 }
 
 /// The schema check above would catch a wrong document: these broken ones must fail.
@@ -194,12 +296,36 @@ fn broken_routes_fail_the_strict_schemas() {
     let httproute = parse(&render(by_name("httproute-v1-ab"), 100));
     let split_v1alpha1 = parse(&render(by_name("trafficsplit-v1alpha1"), 10));
     let split_v1alpha2 = parse(&render(by_name("trafficsplit-v1alpha2"), 10));
+    let fields = parse(&render(by_name("httproute-v1-service-fields"), 10));
+    assert!(schemas.errors(&fields).is_empty());
     assert!(schemas.errors(&httproute).is_empty());
     assert!(schemas.errors(&split_v1alpha1).is_empty());
     assert!(schemas.errors(&split_v1alpha2).is_empty());
 
     type Break = fn(&mut Json);
-    let breaks: [(&str, &Json, Break); 9] = [
+    let breaks: [(&str, &Json, Break); 14] = [
+        ("timeout with a fraction", &fields, |d| {
+            d["spec"]["rules"][0]["timeouts"]["request"] = json!("1.5s")
+        }),
+        ("header filter entry without a value", &fields, |d| {
+            if let Some(h) = d["spec"]["rules"][0]["filters"][0]["requestHeaderModifier"]["set"][0]
+                .as_object_mut()
+            {
+                h.remove("value");
+            }
+        }),
+        ("17 headers set", &fields, |d| {
+            let set: Vec<Json> = (0..17)
+                .map(|i| json!({"name": format!("x-{i}"), "value": "v"}))
+                .collect();
+            d["spec"]["rules"][0]["filters"][0]["requestHeaderModifier"]["set"] = json!(set)
+        }),
+        ("URLRewrite hostname with a port", &fields, |d| {
+            d["spec"]["rules"][0]["filters"][2]["urlRewrite"]["hostname"] = json!("podinfo:8080")
+        }),
+        ("CORS maxAge 0", &fields, |d| {
+            d["spec"]["rules"][0]["filters"][3]["cors"]["maxAge"] = json!(0)
+        }),
         ("weight as text", &httproute, |d| {
             d["spec"]["rules"][0]["backendRefs"][0]["weight"] = json!("90")
         }),

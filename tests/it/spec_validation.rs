@@ -488,21 +488,156 @@ fn two_canaries_cannot_share_an_output_folder() {
 fn gateway_api_fields_sluice_cannot_render_are_errors_not_silently_dropped() {
     let text = flagger(
         "provider: gatewayapi:v1\n",
-        "stepWeight: 10\nsessionAffinity: {cookieName: flagger}",
+        "stepWeight: 10\nmirror: true\nmirrorWeight: 50\nsessionAffinity: {cookieName: flagger}",
     )
-    .replace("  service:\n    port: 9898\n", "  service:\n    port: 9898\n    gatewayRefs: [{name: gw}]\n    match:\n      - headers: {x-canary: {exact: insider}}\n");
-    let errs = errors(&text);
-    assert_has(
-        &errs,
-        "spec.service.match: not supported yet for Gateway API routes",
+    .replace(
+        "  service:\n    port: 9898\n",
+        "  service:\n    port: 9898\n    gatewayRefs: [{name: gw}]\n    retries: {attempts: 3}\n    mirror: [{backendRef: {name: shadow, port: 80}}]\n",
     );
-    assert_has(
-        &errs,
-        "spec.analysis.sessionAffinity: not supported yet for Gateway API routes",
+    let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
+    assert_eq!(
+        errors(&text),
+        [
+            "apps/podinfo/canary.yaml:15: spec.service.retries: not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it".to_string(),
+            format!("apps/podinfo/canary.yaml:16: spec.service.mirror: {not_yet}"),
+            format!("apps/podinfo/canary.yaml:19: spec.analysis.mirror: {not_yet}"),
+            format!("apps/podinfo/canary.yaml:20: spec.analysis.mirrorWeight: {not_yet}"),
+            format!("apps/podinfo/canary.yaml:21: spec.analysis.sessionAffinity: {not_yet}"),
+        ]
     );
     // The same fields with an SMI provider are ignored, as Flagger ignores them there.
     let smi = text.replace("provider: gatewayapi:v1", "provider: osm");
     assert_eq!(errors(&smi), Vec::<String>::new());
+}
+
+/// A Flagger canary on gatewayapi:v1 whose `spec.service` ends with `service` (indented by
+/// 4) and whose analysis is `analysis` (indented by 4); `spec.service` starts on line 11.
+fn gateway_canary(service: &str, analysis: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  provider: gatewayapi:v1
+  targetRef:
+    kind: Deployment
+    name: podinfo
+  service:
+    port: 9898
+    gatewayRefs: [{{name: gw}}]
+{}  analysis:
+    interval: 30s
+{}",
+        service
+            .lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>(),
+        analysis
+            .lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    )
+}
+
+#[test]
+fn gateway_api_service_fields_load_for_gatewayapi_v1() {
+    let text = gateway_canary(
+        "match: [{uri: {prefix: /api}}]\nheaders: {request: {set: {x-env: prod}}}\nrewrite: {uri: /v2}\ncorsPolicy: {allowOrigin: [https://example.com]}\ntimeout: 30s\nbackendTimeout: 10s",
+        "stepWeight: 10",
+    );
+    assert_eq!(errors(&text), Vec::<String>::new());
+}
+
+#[test]
+fn gateway_api_service_field_errors_name_file_line_and_field() {
+    let text = gateway_canary(
+        "timeout: 1.5s\nheaders:\n  request:\n    set: {x canary: a}",
+        "stepWeight: 10",
+    );
+    assert_eq!(
+        errors(&text),
+        [
+            "apps/podinfo/canary.yaml:17: spec.service.headers.request.set.x canary: expected a header name (letters, digits and !#$%&'*+-.^_`|~, at most 256), found \"x canary\"",
+            "apps/podinfo/canary.yaml:14: spec.service.timeout: expected a Gateway API duration (1 to 4 groups of up to 5 digits and a unit h, m, s or ms, such as 30s or 1m30s), found \"1.5s\"",
+        ]
+    );
+}
+
+#[test]
+fn ab_matches_that_flaggers_merge_would_drop_are_errors() {
+    let text = gateway_canary(
+        "match:\n  - uri: {prefix: /api}\n    headers: {x-tenant: {exact: acme}}",
+        "iterations: 5\nmatch:\n  - uri: {prefix: /beta}\n    method: {exact: GET}\n  - headers: {x-canary: {exact: insider}}\n    queryParams: {canary: {exact: 'true'}}",
+    );
+    assert_eq!(
+        errors(&text),
+        [
+            "apps/podinfo/canary.yaml:21: spec.analysis.match[0].uri: with spec.service.match set, Flagger merges each A/B match into the service matches keeping only its headers and queryParams, so this condition would be dropped; move it into spec.service.match or remove it",
+            "apps/podinfo/canary.yaml:22: spec.analysis.match[0].method: with spec.service.match set, Flagger merges each A/B match into the service matches keeping only its headers and queryParams, so this condition would be dropped; move it into spec.service.match or remove it",
+            "apps/podinfo/canary.yaml:23: spec.analysis.match[1].headers: Flagger's merge replaces the headers of spec.service.match[0] with these, dropping that match's headers conditions; keep headers conditions in only one of the two lists",
+        ]
+    );
+    // Without service matches the A/B matches are used as they are.
+    let alone = gateway_canary(
+        "timeout: 30s",
+        "iterations: 5\nmatch:\n  - uri: {prefix: /beta}\n    method: {exact: GET}",
+    );
+    assert_eq!(errors(&alone), Vec::<String>::new());
+}
+
+#[test]
+fn ab_rules_too_big_or_breaking_the_prefix_rewrite_rule_are_errors() {
+    let service: String = (0..9)
+        .map(|i| format!("  - uri: {{prefix: /s{i}}}\n"))
+        .collect();
+    let ab: String = (0..8)
+        .map(|i| format!("  - headers: {{x-{i}: {{exact: a}}}}\n"))
+        .collect();
+    let text = gateway_canary(
+        &format!("match:\n{service}"),
+        &format!("iterations: 5\nmatch:\n{ab}"),
+    );
+    assert_eq!(
+        errors(&text),
+        ["apps/podinfo/canary.yaml:28: spec.analysis.match: the A/B rule would hold 72 matches (8 A/B matches × 9 service matches) and the route 81 in all; an HTTPRoute rule holds at most 64 and a route at most 128"]
+    );
+
+    let two_ab = gateway_canary(
+        "rewrite: {uri: /, type: ReplacePrefixMatch}",
+        "iterations: 5\nmatch:\n  - headers: {x-a: {exact: a}}\n  - headers: {x-b: {exact: b}}",
+    );
+    assert_eq!(
+        errors(&two_ab),
+        ["apps/podinfo/canary.yaml:14: spec.service.rewrite.type: rewrite type ReplacePrefixMatch needs exactly one PathPrefix match in each HTTPRoute rule (a CEL rule of the HTTPRoute CRD); the A/B rule would hold 2 matches"]
+    );
+
+    let exact_ab = gateway_canary(
+        "rewrite: {uri: /, type: ReplacePrefixMatch}",
+        "iterations: 5\nmatch:\n  - uri: {exact: /beta}",
+    );
+    assert_eq!(
+        errors(&exact_ab),
+        ["apps/podinfo/canary.yaml:19: spec.analysis.match[0].uri: rewrite type ReplacePrefixMatch needs exactly one PathPrefix match in each HTTPRoute rule (a CEL rule of the HTTPRoute CRD); expected a uri prefix match here"]
+    );
+
+    let prefix_ab = gateway_canary(
+        "rewrite: {uri: /, type: ReplacePrefixMatch}",
+        "iterations: 5\nmatch:\n  - uri: {prefix: /beta}\n    headers: {x-a: {exact: a}}",
+    );
+    assert_eq!(errors(&prefix_ab), Vec::<String>::new());
+}
+
+#[test]
+fn smi_canaries_ignore_the_gateway_api_service_fields() {
+    let text = gateway_canary(
+        "timeout: soon\nrewrite: {}\ncorsPolicy: {}\nmatch: [{sourceLabels: {app: x}}]",
+        "stepWeight: 10",
+    )
+    .replace("provider: gatewayapi:v1", "provider: osm")
+    .replace("    gatewayRefs: [{name: gw}]\n", "");
+    assert_eq!(errors(&text), Vec::<String>::new());
 }
 
 #[test]
