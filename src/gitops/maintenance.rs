@@ -45,9 +45,16 @@ impl ConfigRepo {
             }
         };
         let mut walk = self.repo.revwalk().map_err(err("repack"))?;
-        walk.push_glob("*").map_err(err("repack"))?;
-        if self.repo.head().is_ok() {
-            walk.push_head().map_err(err("repack"))?;
+        // Every ref (branches, remote-tracking branches, approval branches) and HEAD. A ref
+        // that names no commit has nothing to keep.
+        let refs = self.repo.references().map_err(err("repack"))?;
+        for reference in refs.flatten() {
+            if let Ok(commit) = reference.peel_to_commit() {
+                walk.push(commit.id()).map_err(err("repack"))?;
+            }
+        }
+        if let Ok(head) = self.repo.head().and_then(|h| h.peel_to_commit()) {
+            walk.push(head.id()).map_err(err("repack"))?;
         }
         let mut builder = self.repo.packbuilder().map_err(err("repack"))?;
         builder.insert_walk(&mut walk).map_err(err("repack"))?;

@@ -1625,10 +1625,21 @@ fn a_clone_with_too_many_packs_is_repacked_into_one_on_fetch() {
         }
     }
     assert!(packs(&pack_dir) > 50, "{}", packs(&pack_dir));
+    // A commit only a side branch reaches (like an approval branch) must survive too.
+    git(repo.root(), &["checkout", "-q", "-b", "sluice/side"]);
+    std::fs::write(repo.root().join("side.txt"), "side\n").unwrap();
+    git(repo.root(), &["add", "side.txt"]);
+    git(repo.root(), &["commit", "-q", "-m", "side"]);
+    let side = git(repo.root(), &["rev-parse", "HEAD"]).trim().to_string();
+    git(repo.root(), &["checkout", "-q", "main"]);
     repo.fetch().unwrap();
     assert_eq!(packs(&pack_dir), 1);
     assert_eq!(loose_objects(repo.root()), 0);
     git(repo.root(), &["fsck", "--strict", "--no-dangling"]);
+    assert_eq!(
+        git(repo.root(), &["show", &format!("{side}:side.txt")]),
+        "side"
+    );
     // The seed, 54 weight changes (weight 0 is the seed's) and the loose commit.
     assert_eq!(repo.history(None, 100).unwrap().len(), 56);
     assert_eq!(
