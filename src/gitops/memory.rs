@@ -74,7 +74,12 @@ impl ConfigRepo {
         let memory = std::mem::replace(&mut self.repo, disk);
         self.memory_bytes = 0;
         let objects = std::mem::take(&mut self.memory_objects);
-        self.store_objects(&memory, &objects)
+        let stored = self.store_objects(&memory, &objects);
+        if stored.is_err() {
+            // The head may name objects that were only in memory: the next fetch resets.
+            self.dirty = true;
+        }
+        stored
     }
 
     /// A repository without refs or work tree: reads come from the clone's object store, writes
