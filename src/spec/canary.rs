@@ -570,16 +570,15 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         (Some(Provider::Gateway(_)), None) | (None, _) => None,
     };
     // Flagger applies these to Gateway API routes too (analysis.mirror, mirrorWeight and
-    // sessionAffinity with rollout state sluice does not keep; service.mirror as mirror filters
-    // sluice does not render yet); dropping them silently would route other requests than
-    // asked. Flagger's Gateway API routers ignore retries, and the standard HTTPRoute has no
-    // retry field: rejected too, so nobody believes retries are configured.
+    // sessionAffinity with rollout state sluice does not keep); dropping them silently would
+    // route other requests than asked. Flagger's Gateway API routers ignore retries, and the
+    // standard HTTPRoute has no retry field: rejected too, so nobody believes retries are
+    // configured. (service.mirror is static and rendered: `spec::gateway` reads it.)
     if let Some(Provider::Gateway(_)) = provider {
         let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
         let ignored = "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it";
         let rejected = [
             ("spec.service", service_node, "retries", ignored),
-            ("spec.service", service_node, "mirror", not_yet),
             ("spec.analysis", spec.get("analysis"), "mirror", not_yet),
             (
                 "spec.analysis",
