@@ -281,6 +281,17 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
             id.as_ref().map(|i| &i.namespace),
         )
     });
+    // A/B on an HTTPRoute: convert the matches now, as for Flagger input, so a bad one is
+    // reported with its line by `sluice validate`.
+    if let (Some(Route::HttpRoute { rules, .. }), Some(Strategy::AB { .. }), Some(Value::Seq(ab))) = (
+        &route,
+        analysis.as_ref().map(|a| &a.strategy),
+        spec.get("analysis")
+            .and_then(|n| n.get("match"))
+            .map(|n| &n.value),
+    ) {
+        check_ab_matches(r, rules, spec, ab);
+    }
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let progress_deadline = read_deadline(r, spec);

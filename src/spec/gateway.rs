@@ -172,16 +172,36 @@ fn rewrite_type_line(service: &Node) -> usize {
         .map_or(service.line, |n| n.line)
 }
 
-/// Checks an A/B canary's `analysis.match` (the raw list, `ab`) against the service fields as
-/// Flagger combines them: the weighted rule holds every service match once per A/B match, with
-/// that A/B match's headers and queryParams in place of the service match's own
-/// (`mergeMatchConditions`); the fallback rule holds the service matches. Flagger drops the A/B
+/// Converts an A/B canary's `analysis.match` (the raw list, `ab`) as the renderer does, and
+/// checks it against the service fields as Flagger combines them: the weighted rule holds
+/// every service match once per A/B match, with that A/B match's headers and queryParams in
+/// place of the service match's own (`mergeMatchConditions`); the fallback rule holds the
+/// service matches. Flagger drops the A/B
 /// match's `uri` and `method`, and the service match's headers or queryParams, when both sides
 /// set them; sluice reports that instead, since either would send other requests than asked to
 /// the canary.
 pub fn check_ab_matches(r: &mut Reader, rules: &RuleSpec, service: &Node, ab: &[Node]) {
     let base = "spec.analysis.match";
     let own = &rules.matches;
+    // The renderer converts these too; converting them here makes `sluice validate` report a
+    // bad one with its line instead of the first tick failing.
+    if ab.len() > MAX_MATCHES_PER_RULE {
+        let line = ab.first().map_or(service.line, |n| n.line);
+        r.error(
+            line,
+            base,
+            format!(
+                "an HTTPRoute rule holds at most {MAX_MATCHES_PER_RULE} matches, found {}",
+                ab.len()
+            ),
+        );
+    }
+    for (i, item) in ab.iter().enumerate() {
+        let at = index(base, i);
+        if let Err((field, message)) = convert_match(&item.to_json(), &at) {
+            r.error(line_of(item, &at, &field), &field, message);
+        }
+    }
     if !own.is_empty() {
         let with_headers = own.iter().position(|m| !m.headers.is_empty());
         let with_params = own.iter().position(|m| !m.query_params.is_empty());

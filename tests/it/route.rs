@@ -646,17 +646,6 @@ fn errors_say_what_was_expected_and_where() {
         "{err}"
     );
 
-    let bad_match = load(
-        "bad-match.yaml",
-        &flagger(
-            "gatewayapi:v1",
-            GATEWAY,
-            "    iterations: 3\n    match:\n      - sourceLabels: {app: frontend}",
-        ),
-    );
-    let err = render_route(&bad_match, &FLAGGER_BACKENDS, weights).expect_err("sourceLabels");
-    assert_eq!(err.to_string(), "bad-match.yaml:1: canary prod/podinfo: spec.analysis.match[0].sourceLabels: HTTPRoute has no equivalent of the Istio match field \"sourceLabels\"; sluice converts uri, method, headers and queryParams");
-
     let bad_host = load(
         "bad-host.yaml",
         &flagger(

@@ -614,6 +614,35 @@ fn ab_matches_that_flaggers_merge_would_drop_are_errors() {
 }
 
 #[test]
+fn ab_matches_sluice_cannot_convert_are_load_errors() {
+    let text = gateway_canary(
+        "timeout: 30s",
+        "iterations: 5\nmatch:\n  - headers: {x-canary: {exact: insider}}\n  - sourceLabels: {app: frontend}",
+    );
+    assert_eq!(
+        errors(&text),
+        ["apps/podinfo/canary.yaml:20: spec.analysis.match[1].sourceLabels: HTTPRoute has no equivalent of the Istio match field \"sourceLabels\"; sluice converts uri, method, headers and queryParams"]
+    );
+}
+
+#[test]
+fn native_ab_matches_on_an_httproute_are_converted_at_load() {
+    let text = native("iterations: 5\nmatch:\n  - sourceLabels: {app: frontend}").replace(
+        "    apiVersion: split.smi-spec.io/v1alpha2\n    kind: TrafficSplit\n",
+        "    apiVersion: gateway.networking.k8s.io/v1\n    kind: HTTPRoute\n    parentRefs: [{name: gw}]\n",
+    );
+    assert_eq!(
+        errors(&text),
+        ["apps/podinfo/canary.yaml:18: spec.analysis.match[0].sourceLabels: HTTPRoute has no equivalent of the Istio match field \"sourceLabels\"; sluice converts uri, method, headers and queryParams"]
+    );
+    let fixed = text.replace(
+        "sourceLabels: {app: frontend}",
+        "headers: {x-canary: {exact: insider}}",
+    );
+    assert_eq!(errors(&fixed), Vec::<String>::new());
+}
+
+#[test]
 fn ab_rules_too_big_or_breaking_the_prefix_rewrite_rule_are_errors() {
     let service: String = (0..9)
         .map(|i| format!("  - uri: {{prefix: /s{i}}}\n"))
