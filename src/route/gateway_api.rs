@@ -5,11 +5,14 @@
 //! primary then the canary Service, each with `group: ""`, `kind: Service`, the service port
 //! (the CRD's CEL rules require a port for Services) and a weight.
 //!
-//! Flagger's `spec.service` route fields (`match`, `headers`, `rewrite`, `corsPolicy`,
-//! `timeout`, `backendTimeout`), read and checked by `spec::gateway` into a [`RuleSpec`], go on
-//! every rule, as Flagger's router puts them: the service matches replace `PathPrefix /`, the
-//! filters (request headers, response headers, URL rewrite, CORS, in that order) and the
-//! timeouts follow. Native canaries have none of them.
+//! Flagger's `spec.service` route fields (`match`, `headers`, `rewrite`, `mirror`,
+//! `corsPolicy`, `timeout`, `backendTimeout`), read and checked by `spec::gateway` into a
+//! [`RuleSpec`], go on every rule, as Flagger's router puts them: the service matches replace
+//! `PathPrefix /`, the filters (request headers, response headers, URL rewrite, one
+//! `RequestMirror` per `mirror` entry, CORS, in that order) and the timeouts follow. A mirror's
+//! `backendRef` is written with its group and kind (`""` and `Service` unless given), as
+//! Flagger copies them from its Canary, where the API server has filled in those defaults.
+//! Native canaries have none of them.
 //!
 //! A/B (`analysis.match`): the first rule carries the converted matches and both backends with
 //! the given weights (Flagger sets canary 100 during the analysis); the second rule sends every
@@ -36,7 +39,7 @@ use crate::route::{header_comment, render_template, reparse, Backends, RouteErro
 use crate::spec::gateway::{convert_match, MAX_MATCHES_PER_RULE};
 use crate::spec::model::{
     Canary, Cors, Format, GatewayVersion, HeaderModifier, HttpMatch, ParentRef, PathRewrite,
-    RuleSpec, Strategy, Timeouts,
+    RequestMirror, RuleSpec, Strategy, Timeouts,
 };
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
@@ -76,6 +79,7 @@ struct Filters<'a> {
     count: usize,
     headers: Vec<HeaderFilter<'a>>,
     rewrite: Option<Rewrite<'a>>,
+    mirrors: &'a [RequestMirror],
     cors: Option<&'a Cors>,
 }
 
@@ -127,10 +131,15 @@ impl<'a> Filters<'a> {
             }),
         });
         let cors = rules.cors.as_ref();
+        let mirrors = rules.mirrors.as_slice();
         Filters {
-            count: headers.len() + usize::from(rewrite.is_some()) + usize::from(cors.is_some()),
+            count: headers.len()
+                + usize::from(rewrite.is_some())
+                + mirrors.len()
+                + usize::from(cors.is_some()),
             headers,
             rewrite,
+            mirrors,
             cors,
         }
     }

@@ -281,6 +281,17 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
             id.as_ref().map(|i| &i.namespace),
         )
     });
+    // A/B on an HTTPRoute: convert the matches now, as for Flagger input, so a bad one is
+    // reported with its line by `sluice validate`.
+    if let (Some(Route::HttpRoute { rules, .. }), Some(Strategy::AB { .. }), Some(Value::Seq(ab))) = (
+        &route,
+        analysis.as_ref().map(|a| &a.strategy),
+        spec.get("analysis")
+            .and_then(|n| n.get("match"))
+            .map(|n| &n.value),
+    ) {
+        check_ab_matches(r, rules, spec, ab);
+    }
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let progress_deadline = read_deadline(r, spec);
@@ -570,16 +581,15 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         (Some(Provider::Gateway(_)), None) | (None, _) => None,
     };
     // Flagger applies these to Gateway API routes too (analysis.mirror, mirrorWeight and
-    // sessionAffinity with rollout state sluice does not keep; service.mirror as mirror filters
-    // sluice does not render yet); dropping them silently would route other requests than
-    // asked. Flagger's Gateway API routers ignore retries, and the standard HTTPRoute has no
-    // retry field: rejected too, so nobody believes retries are configured.
+    // sessionAffinity with rollout state sluice does not keep); dropping them silently would
+    // route other requests than asked. Flagger's Gateway API routers ignore retries, and the
+    // standard HTTPRoute has no retry field: rejected too, so nobody believes retries are
+    // configured. (service.mirror is static and rendered: `spec::gateway` reads it.)
     if let Some(Provider::Gateway(_)) = provider {
         let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
         let ignored = "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it";
         let rejected = [
             ("spec.service", service_node, "retries", ignored),
-            ("spec.service", service_node, "mirror", not_yet),
             ("spec.analysis", spec.get("analysis"), "mirror", not_yet),
             (
                 "spec.analysis",

@@ -8,12 +8,15 @@
 //!   `ResponseHeaderModifier` filters, `set` and `add` sorted by name.
 //! - `rewrite` (`uri`, `authority`, `type`): a `URLRewrite` filter; `authority` becomes the
 //!   hostname, `uri` the path, replacing the full path unless `type: ReplacePrefixMatch`.
+//! - `mirror`: Gateway API `HTTPRequestMirrorFilter`s (only a `backendRef` each: group, kind,
+//!   name, namespace, port), one `RequestMirror` filter per entry, in the order given. Flagger's
+//!   Canary has no `percent` or `fraction` for them: it mirrors every request, so those are errors.
 //! - `corsPolicy`: a `CORS` filter (`allowOrigin` → `allowOrigins`, `maxAge` in seconds).
 //!   gatewayapi:v1 only.
 //! - `timeout` / `backendTimeout`: the rule's `timeouts.request` / `timeouts.backendRequest`.
 //!   gatewayapi:v1 only.
 //!
-//! Filters come in Flagger's order: request headers, response headers, rewrite, CORS.
+//! Filters come in Flagger's order: request headers, response headers, rewrite, mirrors, CORS.
 //!
 //! Where Flagger would pass on a value the API server refuses, or drop part of what was asked,
 //! this module reports an error instead: the CRD's patterns, limits and CEL rules are checked
@@ -32,8 +35,8 @@
 use serde_json::{Map, Value as Json};
 
 use crate::spec::model::{
-    Cors, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch, PathRewrite, RuleSpec,
-    Timeouts, UrlRewrite, ValueMatch,
+    Cors, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch, PathRewrite,
+    RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
 use crate::spec::node::{Node, Value};
 use crate::spec::reader::{index, join, Reader};
@@ -50,6 +53,11 @@ const MAX_PATH: usize = 1024;
 /// `set`, `add` and `remove` of a header filter, each.
 const MAX_HEADER_CHANGES: usize = 16;
 const MAX_HOSTNAME: usize = 253;
+/// `filters` of a rule.
+const MAX_FILTERS: usize = 16;
+const MAX_OBJECT_NAME: usize = 253;
+const MAX_KIND: usize = 63;
+const MAX_NAMESPACE: usize = 63;
 /// `allowOrigins`, `allowHeaders`, `exposeHeaders` of a CORS filter, each.
 const MAX_CORS_ITEMS: usize = 64;
 const MAX_CORS_ORIGIN: usize = 253;
@@ -83,6 +91,9 @@ pub fn read_rule_spec(r: &mut Reader, service: &Node, version: GatewayVersion) -
     };
     let rewrite =
         field(service, "rewrite").and_then(|n| read_rewrite(r, n, &join(base, "rewrite")));
+    let mirrors = field(service, "mirror")
+        .map(|n| read_mirrors(r, n, &join(base, "mirror")))
+        .unwrap_or_default();
     let (timeouts, cors) = match version {
         GatewayVersion::V1 => (
             read_timeouts(r, service, base),
@@ -125,6 +136,20 @@ pub fn read_rule_spec(r: &mut Reader, service: &Node, version: GatewayVersion) -
             ),
         }
     }
+    let filters = usize::from(request_headers.is_some())
+        + usize::from(response_headers.is_some())
+        + usize::from(rewrite.is_some())
+        + mirrors.len()
+        + usize::from(cors.is_some());
+    if filters > MAX_FILTERS {
+        if let Some(n) = field(service, "mirror") {
+            r.error(
+                n.line,
+                &join(base, "mirror"),
+                format!("an HTTPRoute rule holds at most {MAX_FILTERS} filters, found {filters} (headers, rewrite, corsPolicy and one per mirror)"),
+            );
+        }
+    }
     if r.errors.len() > before {
         return None;
     }
@@ -133,6 +158,7 @@ pub fn read_rule_spec(r: &mut Reader, service: &Node, version: GatewayVersion) -
         request_headers,
         response_headers,
         rewrite,
+        mirrors,
         cors,
         timeouts,
     })
@@ -146,16 +172,36 @@ fn rewrite_type_line(service: &Node) -> usize {
         .map_or(service.line, |n| n.line)
 }
 
-/// Checks an A/B canary's `analysis.match` (the raw list, `ab`) against the service fields as
-/// Flagger combines them: the weighted rule holds every service match once per A/B match, with
-/// that A/B match's headers and queryParams in place of the service match's own
-/// (`mergeMatchConditions`); the fallback rule holds the service matches. Flagger drops the A/B
+/// Converts an A/B canary's `analysis.match` (the raw list, `ab`) as the renderer does, and
+/// checks it against the service fields as Flagger combines them: the weighted rule holds
+/// every service match once per A/B match, with that A/B match's headers and queryParams in
+/// place of the service match's own (`mergeMatchConditions`); the fallback rule holds the
+/// service matches. Flagger drops the A/B
 /// match's `uri` and `method`, and the service match's headers or queryParams, when both sides
 /// set them; sluice reports that instead, since either would send other requests than asked to
 /// the canary.
 pub fn check_ab_matches(r: &mut Reader, rules: &RuleSpec, service: &Node, ab: &[Node]) {
     let base = "spec.analysis.match";
     let own = &rules.matches;
+    // The renderer converts these too; converting them here makes `sluice validate` report a
+    // bad one with its line instead of the first tick failing.
+    if ab.len() > MAX_MATCHES_PER_RULE {
+        let line = ab.first().map_or(service.line, |n| n.line);
+        r.error(
+            line,
+            base,
+            format!(
+                "an HTTPRoute rule holds at most {MAX_MATCHES_PER_RULE} matches, found {}",
+                ab.len()
+            ),
+        );
+    }
+    for (i, item) in ab.iter().enumerate() {
+        let at = index(base, i);
+        if let Err((field, message)) = convert_match(&item.to_json(), &at) {
+            r.error(line_of(item, &at, &field), &field, message);
+        }
+    }
     if !own.is_empty() {
         let with_headers = own.iter().position(|m| !m.headers.is_empty());
         let with_params = own.iter().position(|m| !m.query_params.is_empty());
@@ -477,6 +523,110 @@ fn read_rewrite(r: &mut Reader, node: &Node, path: &str) -> Option<UrlRewrite> {
         }
     });
     Some(UrlRewrite { hostname, path })
+}
+
+/// `mirror`: Flagger's list of Gateway API `HTTPRequestMirrorFilter`s, each only a
+/// `backendRef`, checked against the Canary CRD's schema and CEL rule (the same as the
+/// HTTPRoute's).
+fn read_mirrors(r: &mut Reader, node: &Node, path: &str) -> Vec<RequestMirror> {
+    let Some(items) = r.seq(node, path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if let Some(m) = read_mirror(r, item, &index(path, i)) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+fn read_mirror(r: &mut Reader, node: &Node, path: &str) -> Option<RequestMirror> {
+    let before = r.errors.len();
+    r.map(node, path, &["backendRef", "percent", "fraction"])?;
+    for key in ["percent", "fraction"] {
+        if let Some(n) = node.get(key) {
+            r.error(n.line, &join(path, key), "Flagger's Canary has no percent or fraction for a mirror (each entry holds only backendRef), so Flagger mirrors every request; remove it, or mirror every request");
+        }
+    }
+    let at = join(path, "backendRef");
+    let backend = r.required(node, path, "backendRef")?;
+    r.map(
+        backend,
+        &at,
+        &["group", "kind", "name", "namespace", "port"],
+    )?;
+    let before_ref = r.errors.len();
+    let text = |r: &mut Reader, key: &str, ok: fn(&str) -> bool, rule: &str| {
+        let n = field(backend, key)?;
+        let at = join(&at, key);
+        let value = r.string(n, &at)?;
+        if ok(&value) {
+            Some(value)
+        } else {
+            r.error(n.line, &at, format!("expected {rule}, found {value:?}"));
+            None
+        }
+    };
+    let name = match r.required(backend, &at, "name") {
+        Some(_) => text(
+            r,
+            "name",
+            |t| !t.is_empty() && t.len() <= MAX_OBJECT_NAME,
+            "a name of 1 to 253 characters",
+        ),
+        None => None,
+    };
+    let group = text(
+        r,
+        "group",
+        |t| t.is_empty() || is_precise_hostname(t),
+        "\"\" (the core group) or a lowercase DNS name of at most 253 characters",
+    );
+    let kind = text(
+        r,
+        "kind",
+        is_kind,
+        "a kind: a letter, then letters, digits and '-', not ending in '-', at most 63",
+    );
+    let namespace = text(
+        r,
+        "namespace",
+        |t| t.len() <= MAX_NAMESPACE && !t.contains('.') && is_precise_hostname(t),
+        "a namespace: a lowercase DNS label of at most 63 characters",
+    );
+    let port = field(backend, "port").and_then(|n| {
+        let port = r.int(n, &join(&at, "port"), 1, i64::from(u16::MAX))?;
+        u16::try_from(port).ok()
+    });
+    let group = group.unwrap_or_default();
+    let kind = kind.unwrap_or_else(|| "Service".to_string());
+    // Checked only when the fields it reads are valid, so a bad kind is not also a missing port.
+    if r.errors.len() == before_ref && group.is_empty() && kind == "Service" && port.is_none() {
+        r.error(
+            backend.line,
+            &join(&at, "port"),
+            "required field is missing: a mirror to a Service needs the Service port (a CEL rule of the HTTPRoute CRD)",
+        );
+    }
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(RequestMirror {
+        group,
+        kind,
+        name: name?,
+        namespace,
+        port,
+    })
+}
+
+/// The CRD's `Kind` pattern, `^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$`, at most 63.
+fn is_kind(text: &str) -> bool {
+    text.len() <= MAX_KIND
+        && text.starts_with(|c: char| c.is_ascii_alphabetic())
+        && !text.ends_with('-')
+        && text.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
 }
 
 /// A Gateway API Duration (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`) in milliseconds; `None` when
@@ -1040,6 +1190,9 @@ headers:
   response:
     remove: [server]
 rewrite: {uri: /v2, authority: podinfo.internal, type: ReplacePrefixMatch}
+mirror:
+  - backendRef: {name: podinfo-shadow, port: 9898}
+  - backendRef: {group: example.io, kind: Backend, name: shadow, namespace: tests}
 corsPolicy:
   allowOrigin: ['*']
   allowMethods: ['*']
@@ -1084,6 +1237,23 @@ backendTimeout: 500ms
                 hostname: Some("podinfo.internal".into()),
                 path: Some(PathRewrite::ReplacePrefixMatch("/v2".into())),
             }),
+            // The CRD's defaults for group and kind filled in; namespace and port as given.
+            mirrors: vec![
+                RequestMirror {
+                    group: String::new(),
+                    kind: "Service".into(),
+                    name: "podinfo-shadow".into(),
+                    namespace: None,
+                    port: Some(9898),
+                },
+                RequestMirror {
+                    group: "example.io".into(),
+                    kind: "Backend".into(),
+                    name: "shadow".into(),
+                    namespace: Some("tests".into()),
+                    port: None,
+                },
+            ],
             cors: Some(Cors {
                 allow_origins: vec!["*".into()],
                 allow_methods: vec!["*".into()],
@@ -1230,6 +1400,79 @@ backendTimeout: 500ms
         for (yaml, expected) in cases {
             assert_eq!(errors_v1(&yaml), expected, "{yaml}");
         }
+    }
+
+    #[test]
+    fn bad_mirrors_are_reported_with_line_and_field() {
+        let sixteen: String = (0..16)
+            .map(|i| format!("  - backendRef: {{name: m{i}, port: 80}}\n"))
+            .collect();
+        let cases: Vec<(String, Vec<&str>)> = vec![
+            (
+                "mirror: {backendRef: {name: a, port: 80}}\n".into(),
+                vec!["c.yaml:1: spec.service.mirror: expected a list, found a mapping"],
+            ),
+            (
+                "mirror:\n  - backendRef: {name: a, port: 80}\n    percent: 10\n".into(),
+                vec!["c.yaml:3: spec.service.mirror[0].percent: Flagger's Canary has no percent or fraction for a mirror (each entry holds only backendRef), so Flagger mirrors every request; remove it, or mirror every request"],
+            ),
+            (
+                "mirror:\n  - backendRef: {name: a, port: 80}\n    fraction: {numerator: 1}\n".into(),
+                vec!["c.yaml:3: spec.service.mirror[0].fraction: Flagger's Canary has no percent or fraction for a mirror (each entry holds only backendRef), so Flagger mirrors every request; remove it, or mirror every request"],
+            ),
+            (
+                "mirror:\n  - backendRef: {name: a}\n".into(),
+                vec!["c.yaml:2: spec.service.mirror[0].backendRef.port: required field is missing: a mirror to a Service needs the Service port (a CEL rule of the HTTPRoute CRD)"],
+            ),
+            (
+                "mirror:\n  - backendRef: {name: a, group: '', kind: Service}\n".into(),
+                vec!["c.yaml:2: spec.service.mirror[0].backendRef.port: required field is missing: a mirror to a Service needs the Service port (a CEL rule of the HTTPRoute CRD)"],
+            ),
+            (
+                "mirror:\n  - backendRef: {name: a, port: 0}\n  - backendRef: {name: b, port: 65536}\n".into(),
+                vec![
+                    "c.yaml:2: spec.service.mirror[0].backendRef.port: expected 1..=65535, found 0",
+                    "c.yaml:3: spec.service.mirror[1].backendRef.port: expected 1..=65535, found 65536",
+                ],
+            ),
+            (
+                "mirror:\n  - backendRef: {port: 80}\n  - {}\n".into(),
+                vec![
+                    "c.yaml:2: spec.service.mirror[0].backendRef.name: required field is missing",
+                    "c.yaml:3: spec.service.mirror[1].backendRef: required field is missing",
+                ],
+            ),
+            (
+                "mirror:\n  - backendRef:\n      name: ''\n      namespace: Tests\n      group: Example.io\n      kind: 1Backend\n      port: 80\n".into(),
+                vec![
+                    "c.yaml:3: spec.service.mirror[0].backendRef.name: expected a name of 1 to 253 characters, found \"\"",
+                    "c.yaml:5: spec.service.mirror[0].backendRef.group: expected \"\" (the core group) or a lowercase DNS name of at most 253 characters, found \"Example.io\"",
+                    "c.yaml:6: spec.service.mirror[0].backendRef.kind: expected a kind: a letter, then letters, digits and '-', not ending in '-', at most 63, found \"1Backend\"",
+                    "c.yaml:4: spec.service.mirror[0].backendRef.namespace: expected a namespace: a lowercase DNS label of at most 63 characters, found \"Tests\"",
+                ],
+            ),
+            (
+                "mirror:\n  - backendRef: {name: a, port: 80, host: a.svc}\n".into(),
+                vec!["c.yaml:2: spec.service.mirror[0].backendRef.host: unknown field; expected one of: group, kind, name, namespace, port"],
+            ),
+            (
+                format!("headers: {{request: {{remove: [x-a]}}}}\nmirror:\n{sixteen}"),
+                vec!["c.yaml:3: spec.service.mirror: an HTTPRoute rule holds at most 16 filters, found 17 (headers, rewrite, corsPolicy and one per mirror)"],
+            ),
+        ];
+        for (yaml, expected) in cases {
+            assert_eq!(errors_v1(&yaml), expected, "{yaml}");
+        }
+    }
+
+    #[test]
+    fn v1beta1_renders_mirrors_as_flaggers_v1beta1_router_does() {
+        let (rules, errors) = read(
+            "mirror:\n  - backendRef: {name: shadow, port: 80}\n",
+            GatewayVersion::V1beta1,
+        );
+        assert_eq!(errors, Vec::<String>::new());
+        assert_eq!(rules.map(|r| r.mirrors.len()), Some(1));
     }
 
     #[test]

@@ -296,8 +296,22 @@ pub struct RuleSpec {
     pub request_headers: Option<HeaderModifier>,
     pub response_headers: Option<HeaderModifier>,
     pub rewrite: Option<UrlRewrite>,
+    /// `RequestMirror` filters, in the order given.
+    pub mirrors: Vec<RequestMirror>,
     pub cors: Option<Cors>,
     pub timeouts: Timeouts,
+}
+
+/// A `RequestMirror` filter's `backendRef`. `group` and `kind` hold the CRD defaults (`""`,
+/// `Service`) when not given, as the API server stores them on Flagger's Canary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestMirror {
+    pub group: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    /// Required for a core Service (a CEL rule of the CRD).
+    pub port: Option<u16>,
 }
 
 /// A `RequestHeaderModifier` / `ResponseHeaderModifier` filter; never all empty.

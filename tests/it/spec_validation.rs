@@ -492,17 +492,16 @@ fn gateway_api_fields_sluice_cannot_render_are_errors_not_silently_dropped() {
     )
     .replace(
         "  service:\n    port: 9898\n",
-        "  service:\n    port: 9898\n    gatewayRefs: [{name: gw}]\n    retries: {attempts: 3}\n    mirror: [{backendRef: {name: shadow, port: 80}}]\n",
+        "  service:\n    port: 9898\n    gatewayRefs: [{name: gw}]\n    retries: {attempts: 3}\n",
     );
     let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
     assert_eq!(
         errors(&text),
         [
             "apps/podinfo/canary.yaml:15: spec.service.retries: not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it".to_string(),
-            format!("apps/podinfo/canary.yaml:16: spec.service.mirror: {not_yet}"),
-            format!("apps/podinfo/canary.yaml:19: spec.analysis.mirror: {not_yet}"),
-            format!("apps/podinfo/canary.yaml:20: spec.analysis.mirrorWeight: {not_yet}"),
-            format!("apps/podinfo/canary.yaml:21: spec.analysis.sessionAffinity: {not_yet}"),
+            format!("apps/podinfo/canary.yaml:18: spec.analysis.mirror: {not_yet}"),
+            format!("apps/podinfo/canary.yaml:19: spec.analysis.mirrorWeight: {not_yet}"),
+            format!("apps/podinfo/canary.yaml:20: spec.analysis.sessionAffinity: {not_yet}"),
         ]
     );
     // The same fields with an SMI provider are ignored, as Flagger ignores them there.
@@ -551,6 +550,33 @@ fn gateway_api_service_fields_load_for_gatewayapi_v1() {
 }
 
 #[test]
+fn service_mirrors_load_for_both_gateway_api_versions() {
+    let text = gateway_canary(
+        "mirror:\n  - backendRef: {name: podinfo-shadow, port: 9898}\n  - backendRef: {kind: Recorder, group: example.io, name: replay}",
+        "stepWeight: 10",
+    );
+    assert_eq!(errors(&text), Vec::<String>::new());
+    let v1beta1 = text.replace("gatewayapi:v1", "gatewayapi:v1beta1");
+    assert_eq!(errors(&v1beta1), Vec::<String>::new());
+}
+
+#[test]
+fn service_mirror_errors_name_file_line_and_field() {
+    let text = gateway_canary(
+        "mirror:\n  - backendRef: {name: podinfo-shadow}\n    percent: 50\n  - backendRef: {name: replay, namespace: Observability, port: 80}",
+        "stepWeight: 10",
+    );
+    assert_eq!(
+        errors(&text),
+        [
+            "apps/podinfo/canary.yaml:16: spec.service.mirror[0].percent: Flagger's Canary has no percent or fraction for a mirror (each entry holds only backendRef), so Flagger mirrors every request; remove it, or mirror every request",
+            "apps/podinfo/canary.yaml:15: spec.service.mirror[0].backendRef.port: required field is missing: a mirror to a Service needs the Service port (a CEL rule of the HTTPRoute CRD)",
+            "apps/podinfo/canary.yaml:17: spec.service.mirror[1].backendRef.namespace: expected a namespace: a lowercase DNS label of at most 63 characters, found \"Observability\"",
+        ]
+    );
+}
+
+#[test]
 fn gateway_api_service_field_errors_name_file_line_and_field() {
     let text = gateway_canary(
         "timeout: 1.5s\nheaders:\n  request:\n    set: {x canary: a}",
@@ -585,6 +611,35 @@ fn ab_matches_that_flaggers_merge_would_drop_are_errors() {
         "iterations: 5\nmatch:\n  - uri: {prefix: /beta}\n    method: {exact: GET}",
     );
     assert_eq!(errors(&alone), Vec::<String>::new());
+}
+
+#[test]
+fn ab_matches_sluice_cannot_convert_are_load_errors() {
+    let text = gateway_canary(
+        "timeout: 30s",
+        "iterations: 5\nmatch:\n  - headers: {x-canary: {exact: insider}}\n  - sourceLabels: {app: frontend}",
+    );
+    assert_eq!(
+        errors(&text),
+        ["apps/podinfo/canary.yaml:20: spec.analysis.match[1].sourceLabels: HTTPRoute has no equivalent of the Istio match field \"sourceLabels\"; sluice converts uri, method, headers and queryParams"]
+    );
+}
+
+#[test]
+fn native_ab_matches_on_an_httproute_are_converted_at_load() {
+    let text = native("iterations: 5\nmatch:\n  - sourceLabels: {app: frontend}").replace(
+        "    apiVersion: split.smi-spec.io/v1alpha2\n    kind: TrafficSplit\n",
+        "    apiVersion: gateway.networking.k8s.io/v1\n    kind: HTTPRoute\n    parentRefs: [{name: gw}]\n",
+    );
+    assert_eq!(
+        errors(&text),
+        ["apps/podinfo/canary.yaml:18: spec.analysis.match[0].sourceLabels: HTTPRoute has no equivalent of the Istio match field \"sourceLabels\"; sluice converts uri, method, headers and queryParams"]
+    );
+    let fixed = text.replace(
+        "sourceLabels: {app: frontend}",
+        "headers: {x-canary: {exact: insider}}",
+    );
+    assert_eq!(errors(&fixed), Vec::<String>::new());
 }
 
 #[test]
