@@ -1625,7 +1625,10 @@ fn a_clone_with_too_many_packs_is_repacked_into_one_on_fetch() {
         }
     }
     assert!(packs(&pack_dir) > 50, "{}", packs(&pack_dir));
-    // A commit only a side branch reaches (like an approval branch) must survive too.
+    // A commit only a side branch reaches (like an approval branch) must survive too. The git
+    // CLI must not run its own (background) auto gc on these 50+ packs meanwhile.
+    git(repo.root(), &["config", "gc.auto", "0"]);
+    git(repo.root(), &["config", "maintenance.auto", "false"]);
     git(repo.root(), &["checkout", "-q", "-b", "sluice/side"]);
     std::fs::write(repo.root().join("side.txt"), "side\n").unwrap();
     git(repo.root(), &["add", "side.txt"]);
