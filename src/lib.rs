@@ -2,9 +2,11 @@
 //! config repo that Flux or Argo CD applies.
 #![forbid(unsafe_code)]
 
+/// The pure core (its own crate, `src/core/`): model, schedules, `decide`, `plan`, operations.
+pub use sluice_core as core;
+
 pub mod approval;
 pub mod cli;
-pub mod core;
 pub mod forge;
 pub mod gates;
 pub mod gitops;

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::core::observe::{MetricValue, Observations};
-use crate::core::schedule::{promotion_primary_weights, Pause, Step};
-use crate::core::status::{CheckRecord, Gate, Phase, Status};
-use crate::spec::model::{Canary, Strategy, Target, WebhookKind};
+use crate::model::{Canary, Strategy, Target, WebhookKind};
+use crate::observe::{MetricValue, Observations};
+use crate::schedule::{promotion_primary_weights, Pause, Step};
+use crate::status::{CheckRecord, Gate, Phase, Status};
 
 /// What changed, for commit subjects and renderers.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +84,7 @@ pub(crate) fn after(t: Timestamp, d: Duration) -> Timestamp {
 
 /// When the current step's clock starts: the commit time, plus the settle delay for canaries
 /// without a sync target (the time Flux or Argo CD is given to apply the commit).
-pub(crate) fn clock_start(canary: &Canary, status: &Status) -> Timestamp {
+pub(crate) fn clock_start<R>(canary: &Canary<R>, status: &Status) -> Timestamp {
     match canary.sync {
         Some(_) => status.step_started,
         None => after(status.step_started, canary.settle),
@@ -92,13 +92,13 @@ pub(crate) fn clock_start(canary: &Canary, status: &Status) -> Timestamp {
 }
 
 /// `name.namespace`, as Flagger names canaries in events.
-pub(crate) fn dotted(canary: &Canary) -> String {
+pub(crate) fn dotted<R>(canary: &Canary<R>) -> String {
     format!("{}.{}", canary.id.name, canary.id.namespace)
 }
 
 /// Decides the next step of one canary. `status` is `None` the first time the canary is seen.
-pub fn decide(
-    canary: &Canary,
+pub fn decide<R>(
+    canary: &Canary<R>,
     status: Option<&Status>,
     obs: &Observations,
     now: Timestamp,
@@ -168,7 +168,7 @@ pub(crate) fn change(
     }
 }
 
-fn initialize(canary: &Canary, obs: &Observations, now: Timestamp) -> Decision {
+fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Decision {
     let stable_service = match &canary.target {
         Target::RouteOnly { services, .. } => Some(services[0].to_string()),
         Target::Source { .. } | Target::TargetRef { .. } => None,
@@ -201,13 +201,13 @@ fn initialize(canary: &Canary, obs: &Observations, now: Timestamp) -> Decision {
 }
 
 /// The gate that holds a new revision before its rollout starts, if closed.
-fn rollout_gate_closed(canary: &Canary, obs: &Observations) -> bool {
+fn rollout_gate_closed<R>(canary: &Canary<R>, obs: &Observations) -> bool {
     gate_closed(canary, obs, Gate::Rollout)
 }
 
 /// A gate is closed when the spec asks for it and its answer is not yes: native approvals look
 /// at `obs.approved`, Flagger's confirm-* webhooks at their HTTP answers.
-fn gate_closed(canary: &Canary, obs: &Observations, gate: Gate) -> bool {
+fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
     let approvals = canary.analysis.approvals;
     let (wanted, kind) = match gate {
         Gate::Rollout => (approvals.before_rollout, WebhookKind::ConfirmRollout),
@@ -232,7 +232,7 @@ fn gate_closed(canary: &Canary, obs: &Observations, gate: Gate) -> bool {
     approval_missing || hook_closed
 }
 
-fn idle(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+fn idle<R>(canary: &Canary<R>, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
     if obs.revision == status.promoted_revision {
         return hold(
             status,
@@ -254,7 +254,7 @@ fn idle(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) ->
     start_rollout(canary, status, obs, now)
 }
 
-fn waiting(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+fn waiting<R>(canary: &Canary<R>, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
     if obs.revision == status.promoted_revision {
         let mut next = status.clone();
         next.phase = Phase::Initialized;
@@ -274,7 +274,12 @@ fn waiting(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp)
     start_rollout(canary, status, obs, now)
 }
 
-fn start_rollout(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+fn start_rollout<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
     let name = dotted(canary);
     if rollout_gate_closed(canary, obs) {
         if status.phase == Phase::Waiting
@@ -349,7 +354,7 @@ pub(crate) fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp
 }
 
 /// Route-only mode: after a promotion the service that took the canary traffic is stable.
-fn swap_stable(canary: &Canary, status: &mut Status) {
+fn swap_stable<R>(canary: &Canary<R>, status: &mut Status) {
     if let Target::RouteOnly { services, .. } = &canary.target {
         let current = status.stable_service.as_deref();
         let other = if current == Some(services[0].as_str()) {
@@ -365,8 +370,8 @@ fn short(revision: &str) -> &str {
     revision.get(..7).unwrap_or(revision)
 }
 
-pub(crate) fn rollback(
-    canary: &Canary,
+pub(crate) fn rollback<R>(
+    canary: &Canary<R>,
     status: &Status,
     reason: String,
     now: Timestamp,
@@ -390,7 +395,7 @@ pub(crate) fn rollback(
 }
 
 /// Judges the metrics and the `rollout` webhooks; returns the records and whether all passed.
-fn judge(canary: &Canary, obs: &Observations) -> (Vec<CheckRecord>, bool) {
+fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) {
     let mut records = Vec::new();
     for metric in &canary.analysis.metrics {
         let observed = obs.metrics.iter().find(|m| m.name == metric.name);
@@ -496,8 +501,8 @@ fn failed_summary(records: &[CheckRecord]) -> String {
 }
 
 /// Records a failed check; at `threshold` the decision is a rollback.
-fn failed_check(
-    canary: &Canary,
+fn failed_check<R>(
+    canary: &Canary<R>,
     status: &Status,
     records: Vec<CheckRecord>,
     now: Timestamp,
@@ -530,7 +535,12 @@ fn failed_check(
 }
 
 /// Progressing and WaitingApproval: restart on a new revision, judge, then advance.
-fn progressing(canary: &Canary, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+fn progressing<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
     let name = dotted(canary);
     let interval = canary.analysis.interval;
     if status.canary_revision.as_deref() != Some(&obs.revision) {
@@ -677,7 +687,7 @@ fn gate_name(gate: Gate) -> &'static str {
     }
 }
 
-fn steps(canary: &Canary) -> &[Step] {
+fn steps<R>(canary: &Canary<R>) -> &[Step] {
     match &canary.analysis.strategy {
         Strategy::Canary { steps } => steps,
         Strategy::BlueGreen { .. } | Strategy::AB { .. } => &[],
@@ -685,7 +695,7 @@ fn steps(canary: &Canary) -> &[Step] {
 }
 
 /// The pause of the step the canary is at (blue/green and A/B iterations hold one interval).
-fn current_pause(canary: &Canary, status: &Status) -> Pause {
+fn current_pause<R>(canary: &Canary<R>, status: &Status) -> Pause {
     let index = status.step as usize;
     match &canary.analysis.strategy {
         Strategy::Canary { steps } => index
@@ -697,7 +707,7 @@ fn current_pause(canary: &Canary, status: &Status) -> Pause {
 }
 
 /// The gate that guards the next change from the current step.
-fn next_gate(canary: &Canary, status: &Status) -> Option<Gate> {
+fn next_gate<R>(canary: &Canary<R>, status: &Status) -> Option<Gate> {
     match &canary.analysis.strategy {
         Strategy::Canary { steps } => {
             if (status.step as usize) < steps.len() {
@@ -717,8 +727,8 @@ fn next_gate(canary: &Canary, status: &Status) -> Option<Gate> {
 }
 
 /// The first analysis tick: pre-rollout webhooks, then the first weight without judging metrics.
-fn start_analysis(
-    canary: &Canary,
+fn start_analysis<R>(
+    canary: &Canary<R>,
     status: &Status,
     obs: &Observations,
     now: Timestamp,
@@ -808,8 +818,8 @@ fn start_analysis(
 }
 
 /// Moves past the current step: next weight, next iteration, or promotion.
-pub(crate) fn advance(
-    canary: &Canary,
+pub(crate) fn advance<R>(
+    canary: &Canary<R>,
     status: &Status,
     records: Vec<CheckRecord>,
     now: Timestamp,
@@ -913,7 +923,7 @@ pub(crate) fn advance(
     change(Action::Promote, next, event, Some(after(now, interval)))
 }
 
-fn promoting(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
+fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
     let name = dotted(canary);
     let interval = canary.analysis.interval;
     let due = after(clock_start(canary, status), interval);
@@ -949,7 +959,7 @@ fn promoting(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
     )
 }
 
-fn finalising(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
+fn finalising<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
     let name = dotted(canary);
     let due = after(clock_start(canary, status), canary.analysis.interval);
     if now < due {
@@ -976,13 +986,9 @@ fn finalising(canary: &Canary, status: &Status, now: Timestamp) -> Decision {
 }
 
 /// The steps a canary walks (empty for blue/green and A/B); for `plan` and renderers.
-pub fn canary_steps(canary: &Canary) -> &[Step] {
+pub fn canary_steps<R>(canary: &Canary<R>) -> &[Step] {
     steps(canary)
 }
-
-#[cfg(test)]
-#[path = "decide_tests.rs"]
-mod tests;
 
 /// What the adapters should observe for a canary before deciding at `now`: metric queries and
 /// webhook kinds. A superset of what `decide` will judge, so nothing it judges goes unobserved,
@@ -993,7 +999,12 @@ pub struct Wants {
     pub hooks: Vec<WebhookKind>,
 }
 
-pub fn wants(canary: &Canary, status: Option<&Status>, revision: &str, now: Timestamp) -> Wants {
+pub fn wants<R>(
+    canary: &Canary<R>,
+    status: Option<&Status>,
+    revision: &str,
+    now: Timestamp,
+) -> Wants {
     let Some(status) = status else {
         return Wants::default();
     };

@@ -1,7 +1,7 @@
 //! Observations: plain data the adapters gather before each decision (source revision, metric
 //! values, webhook answers, approval and sync state). The core never fetches any of it.
 
-use crate::spec::model::WebhookKind;
+use crate::model::WebhookKind;
 
 /// What a metric query returned.
 #[derive(Debug, Clone, PartialEq)]

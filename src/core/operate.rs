@@ -6,12 +6,10 @@
 
 use jiff::Timestamp;
 
-use crate::core::decide::{
-    advance, after, change, dotted, reset_analysis, rollback, Action, Decision,
-};
-use crate::core::observe::Observations;
-use crate::core::status::{Phase, Status};
-use crate::spec::model::Canary;
+use crate::decide::{advance, after, change, dotted, reset_analysis, rollback, Action, Decision};
+use crate::model::Canary;
+use crate::observe::Observations;
+use crate::status::{Phase, Status};
 
 /// A manual operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +47,8 @@ impl Operation {
 pub struct NotApplicable(pub String);
 
 /// The decision an operation makes on `status`.
-pub fn operate(
-    canary: &Canary,
+pub fn operate<R>(
+    canary: &Canary<R>,
     status: Option<&Status>,
     op: Operation,
     reason: &str,

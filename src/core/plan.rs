@@ -4,10 +4,10 @@
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::core::decide::{decide, Action};
-use crate::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
-use crate::core::status::Gate;
-use crate::spec::model::{Canary, WebhookKind};
+use crate::decide::{decide, Action};
+use crate::model::{Canary, WebhookKind};
+use crate::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
+use crate::status::Gate;
 
 /// The rollout of one canary, as `plan` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,7 +33,7 @@ pub struct Plan {
 
 const MAX_DECISIONS: usize = 10_000;
 
-fn healthy(canary: &Canary, revision: &str, approved: bool) -> Observations {
+fn healthy<R>(canary: &Canary<R>, revision: &str, approved: bool) -> Observations {
     let metrics = canary
         .analysis
         .metrics
@@ -82,7 +82,7 @@ fn describe_gate(gate: Gate, step: u32, next_weight: Option<u8>) -> String {
 }
 
 /// Simulates a whole rollout of a new revision.
-pub fn plan(canary: &Canary) -> Plan {
+pub fn plan<R>(canary: &Canary<R>) -> Plan {
     let start = Timestamp::UNIX_EPOCH;
     let mut now = start;
     let first = decide(canary, None, &healthy(canary, "promoted", true), now);
@@ -95,14 +95,14 @@ pub fn plan(canary: &Canary) -> Plan {
         promotion_primary_weights: Vec::new(),
         approvals: Vec::new(),
         iterations: match &canary.analysis.strategy {
-            crate::spec::model::Strategy::Canary { .. } => None,
-            crate::spec::model::Strategy::BlueGreen { iterations }
-            | crate::spec::model::Strategy::AB { iterations, .. } => Some(*iterations),
+            crate::model::Strategy::Canary { .. } => None,
+            crate::model::Strategy::BlueGreen { iterations }
+            | crate::model::Strategy::AB { iterations, .. } => Some(*iterations),
         },
         min_duration_seconds: 0,
         events: Vec::new(),
     };
-    let steps = crate::core::decide::canary_steps(canary);
+    let steps = crate::decide::canary_steps(canary);
     let mut started: Option<Timestamp> = None;
     for _ in 0..MAX_DECISIONS {
         // Would this tick stop at a gate without approval? Record where.
@@ -132,9 +132,7 @@ pub fn plan(canary: &Canary) -> Plan {
         }
         let commits = decision.commits();
         status = decision.status;
-        if status.phase == crate::core::status::Phase::Succeeded
-            && status.promoted_revision == "new"
-        {
+        if status.phase == crate::status::Phase::Succeeded && status.promoted_revision == "new" {
             break;
         }
         match decision.wake_at {

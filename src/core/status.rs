@@ -129,13 +129,3 @@ pub struct Status {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clock_from_merge: bool,
 }
-
-impl Status {
-    pub fn to_yaml(&self) -> Result<String, serde_saphyr::SerializeError> {
-        serde_saphyr::to_string(self)
-    }
-
-    pub fn from_yaml(text: &str) -> Result<Status, serde_saphyr::Error> {
-        serde_saphyr::from_str(text)
-    }
-}

@@ -36,7 +36,6 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
-use crate::spec::gateway::{convert_match, MAX_MATCHES_PER_RULE};
 use crate::spec::model::{
     Canary, Cors, Format, GatewayVersion, HeaderModifier, HttpMatch, ParentRef, PathRewrite,
     RequestMirror, RuleSpec, Strategy, Timeouts,
@@ -189,11 +188,16 @@ pub(super) fn render(
     };
     let rules = match &canary.analysis.strategy {
         Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![weighted(service_matches)],
-        Strategy::AB { matches, .. } => vec![
-            weighted(merge_matches(
-                &convert_matches(canary, matches)?,
-                &route.rules.matches,
-            )),
+        // `spec` converted and checked the matches at load time; an A/B canary has at least one.
+        Strategy::AB { .. } if route.rules.ab_matches.is_empty() => {
+            return Err(field_error(
+                canary,
+                "spec.analysis.match".into(),
+                "expected at least one match for an A/B canary, found none".into(),
+            ))
+        }
+        Strategy::AB { .. } => vec![
+            weighted(merge_matches(&route.rules.ab_matches, &route.rules.matches)),
             Rule {
                 matches: service_matches,
                 backend_refs: vec![BackendRef {
@@ -455,36 +459,6 @@ fn check_hostnames(canary: &Canary, hostnames: &[String]) -> Result<(), RouteErr
         }
     }
     Ok(())
-}
-
-/// Converts Flagger's (Istio's) `analysis.match` list into HTTPRoute matches.
-fn convert_matches(canary: &Canary, matches: &[Json]) -> Result<Vec<HttpMatch>, RouteError> {
-    let base = "spec.analysis.match";
-    if matches.is_empty() {
-        return Err(field_error(
-            canary,
-            base.into(),
-            "expected at least one match for an A/B canary, found none".into(),
-        ));
-    }
-    if matches.len() > MAX_MATCHES_PER_RULE {
-        return Err(field_error(
-            canary,
-            base.into(),
-            format!(
-                "an HTTPRoute rule holds at most {MAX_MATCHES_PER_RULE} matches, found {}",
-                matches.len()
-            ),
-        ));
-    }
-    matches
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            convert_match(m, &format!("{base}[{i}]"))
-                .map_err(|(field, message)| field_error(canary, field, message))
-        })
-        .collect()
 }
 
 /// The A/B rule's matches, as Flagger's `mergeMatchConditions` builds them: the A/B matches

@@ -9,6 +9,7 @@
 //! This module is pure: no git, no files, no clock. Rendering is deterministic, so every
 //! [`RouteError`] is terminal: the same input fails the same way and retrying cannot help.
 
+pub mod config;
 mod gateway_api;
 mod smi;
 

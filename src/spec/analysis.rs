@@ -106,20 +106,13 @@ pub fn read_analysis(
             .and_then(|v| u32::try_from(v).ok()),
         None => None,
     };
-    let matches = match node.get("match") {
-        Some(n) => r
-            .seq(n, &join(path, "match"))
-            .map(|items| items.iter().map(Node::to_json).collect()),
-        None => Some(Vec::new()),
-    };
-    let strategy = read_strategy(
-        r,
-        node,
-        path,
-        format,
-        iterations,
-        matches.unwrap_or_default(),
-    );
+    // The matches themselves belong to the router (`route::config::RuleSpec::ab_matches`);
+    // here they only choose A/B over blue/green.
+    let has_matches = node
+        .get("match")
+        .and_then(|n| r.seq(n, &join(path, "match")))
+        .is_some_and(|items| !items.is_empty());
+    let strategy = read_strategy(r, node, path, format, iterations, has_matches);
     let metrics = match node.get("metrics") {
         Some(n) => read_metrics(r, n, &join(path, "metrics"), format, namespace),
         None => Vec::new(),
@@ -168,7 +161,7 @@ fn read_strategy(
     path: &str,
     format: Format,
     iterations: Option<u32>,
-    matches: Vec<serde_json::Value>,
+    has_matches: bool,
 ) -> Option<Strategy> {
     let step_weight = node.get("stepWeight");
     let step_weights = node.get("stepWeights");
@@ -177,13 +170,10 @@ fn read_strategy(
 
     if let Some(iterations) = iterations.filter(|i| *i > 0) {
         if step_weight.is_none() && step_weights.is_none() && steps.is_none() {
-            return Some(if matches.is_empty() {
-                Strategy::BlueGreen { iterations }
+            return Some(if has_matches {
+                Strategy::AB { iterations }
             } else {
-                Strategy::AB {
-                    iterations,
-                    matches,
-                }
+                Strategy::BlueGreen { iterations }
             });
         }
         if let Some(n) = node.get("iterations") {

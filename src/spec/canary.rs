@@ -283,14 +283,15 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
     });
     // A/B on an HTTPRoute: convert the matches now, as for Flagger input, so a bad one is
     // reported with its line by `sluice validate`.
+    let mut route = route;
     if let (Some(Route::HttpRoute { rules, .. }), Some(Strategy::AB { .. }), Some(Value::Seq(ab))) = (
-        &route,
+        &mut route,
         analysis.as_ref().map(|a| &a.strategy),
         spec.get("analysis")
             .and_then(|n| n.get("match"))
             .map(|n| &n.value),
     ) {
-        check_ab_matches(r, rules, spec, ab);
+        rules.ab_matches = check_ab_matches(r, rules, spec, ab);
     }
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
@@ -620,20 +621,21 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         )
     });
     // A/B: Flagger merges analysis.match into service.match; check what that would build.
+    let mut route = route;
     if let (
         Some(Route::HttpRoute { rules, .. }),
         Some(svc),
         Some(Strategy::AB { .. }),
         Some(Value::Seq(ab)),
     ) = (
-        &route,
+        &mut route,
         service_node,
         analysis.as_ref().map(|a| &a.strategy),
         spec.get("analysis")
             .and_then(|n| n.get("match"))
             .map(|n| &n.value),
     ) {
-        check_ab_matches(r, rules, svc, ab);
+        rules.ab_matches = check_ab_matches(r, rules, svc, ab);
     }
     let output = id.as_ref().and_then(|id| {
         settings

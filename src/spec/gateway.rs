@@ -161,6 +161,7 @@ pub fn read_rule_spec(r: &mut Reader, service: &Node, version: GatewayVersion) -
         mirrors,
         cors,
         timeouts,
+        ab_matches: Vec::new(),
     })
 }
 
@@ -180,7 +181,15 @@ fn rewrite_type_line(service: &Node) -> usize {
 /// match's `uri` and `method`, and the service match's headers or queryParams, when both sides
 /// set them; sluice reports that instead, since either would send other requests than asked to
 /// the canary.
-pub fn check_ab_matches(r: &mut Reader, rules: &RuleSpec, service: &Node, ab: &[Node]) {
+/// Converts an A/B canary's `analysis.match` into HTTPRoute matches and checks what Flagger's
+/// merge with `service.match` would build; every problem goes to `r` with its line.
+pub fn check_ab_matches(
+    r: &mut Reader,
+    rules: &RuleSpec,
+    service: &Node,
+    ab: &[Node],
+) -> Vec<HttpMatch> {
+    let mut converted = Vec::with_capacity(ab.len());
     let base = "spec.analysis.match";
     let own = &rules.matches;
     // The renderer converts these too; converting them here makes `sluice validate` report a
@@ -198,8 +207,9 @@ pub fn check_ab_matches(r: &mut Reader, rules: &RuleSpec, service: &Node, ab: &[
     }
     for (i, item) in ab.iter().enumerate() {
         let at = index(base, i);
-        if let Err((field, message)) = convert_match(&item.to_json(), &at) {
-            r.error(line_of(item, &at, &field), &field, message);
+        match convert_match(&item.to_json(), &at) {
+            Ok(m) => converted.push(m),
+            Err((field, message)) => r.error(line_of(item, &at, &field), &field, message),
         }
     }
     if !own.is_empty() {
@@ -249,6 +259,7 @@ pub fn check_ab_matches(r: &mut Reader, rules: &RuleSpec, service: &Node, ab: &[
             }
         }
     }
+    converted
 }
 
 /// `spec.service.match`: Istio `HTTPMatchRequest`s, converted.
@@ -1266,6 +1277,7 @@ backendTimeout: 500ms
                 request: Some("1m30s".into()),
                 backend_request: Some("500ms".into()),
             },
+            ab_matches: Vec::new(),
         };
         assert_eq!(rules, Some(expected));
     }

@@ -1,6 +1,6 @@
 //! Shipping: the install manifests, the Flux and Argo CD examples, the Dockerfile and the
 //! release workflow. Manifests with an upstream schema are validated against the strict copy in
-//! tests/schemas; RBAC and wiring (probes, ports, Secret keys, volumes) are checked field by
+//! e2e/schemas; RBAC and wiring (probes, ports, Secret keys, volumes) are checked field by
 //! field; `kubectl kustomize` runs when kubectl is installed.
 
 use std::path::{Path, PathBuf};

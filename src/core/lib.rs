@@ -2,7 +2,10 @@
 //!
 //! Nothing here touches git, HTTP, files or the clock; `now` is an argument.
 
+#![forbid(unsafe_code)]
+
 pub mod decide;
+pub mod model;
 pub mod observe;
 pub mod operate;
 pub mod plan;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-/// Compiled strict schemas (tests/schemas), keyed by file name; the file is found from
+/// Compiled strict schemas (e2e/schemas), keyed by file name; the file is found from
 /// apiVersion and kind, as `<kind>.<group>_<version>-strict.json` (core group: `core`).
 #[derive(Default)]
 pub struct Schemas(pub BTreeMap<String, jsonschema::Validator>);
@@ -26,7 +26,7 @@ impl Schemas {
         let file = Self::file_for(doc);
         let validator = self.0.entry(file.clone()).or_insert_with(|| {
             let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/schemas")
+                .join("e2e/schemas")
                 .join(&file);
             let text = std::fs::read_to_string(&path)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));

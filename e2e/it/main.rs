@@ -2,7 +2,9 @@
 
 mod approval;
 mod cli;
+mod core_purity;
 mod daemon;
+mod decide;
 mod gitops;
 mod install;
 mod lease;

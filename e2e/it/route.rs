@@ -1,5 +1,5 @@
 //! Route renderers: every route kind and version, checked against the upstream CRDs' strict
-//! JSON schemas (tests/schemas), pinned by insta snapshots, and swept over every weight.
+//! JSON schemas (e2e/schemas), pinned by insta snapshots, and swept over every weight.
 
 use serde_json::{json, Value as Json};
 use sluice::route::{render_route, Backends, RouteError, Weights, ROUTE_FILE_NAME};
@@ -308,7 +308,7 @@ fn every_route_matches_its_strict_schema() {
             checked += 1;
         }
     }
-    assert_eq!(schemas.0.len(), 6, "every schema in tests/schemas was used");
+    assert_eq!(schemas.0.len(), 6, "every schema in e2e/schemas was used");
     assert_eq!(checked, 84);
 }
 

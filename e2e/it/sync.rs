@@ -3,7 +3,7 @@
 //! No API server can run here, so `FakeKubeApi` is an axum server on 127.0.0.1 answering the
 //! two GET paths sluice uses, exactly as the API server does: the object JSON (with the
 //! metadata the server fills in), or a `Status` document for 404/403. Every object it serves is
-//! first validated against the CRD's strict schema (tests/schemas), so the fake cannot answer
+//! first validated against the CRD's strict schema (e2e/schemas), so the fake cannot answer
 //! what a real cluster would reject. The client is the real kube client, built from
 //! `kube::Config::new(url)`. Ancestry ("is this commit a descendant of the pushed one?") comes
 //! from a real git repo through the git CLI.

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::*;
-use super::{wants, Wants};
-use crate::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
-use crate::core::status::{Gate, Phase, Status};
-use crate::spec::load::load_text;
-use crate::spec::model::{Canary, WebhookKind};
-use crate::spec::settings::Settings;
+use sluice::core::decide::*;
+use sluice::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
+use sluice::core::status::{Gate, Phase, Status};
+use sluice::output::status_file::{from_yaml, to_yaml};
+use sluice::spec::load::load_text;
+use sluice::spec::model::{Canary, WebhookKind};
+use sluice::spec::settings::Settings;
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_second(1_700_000_000 + secs).unwrap()
@@ -343,8 +343,8 @@ fn pause_duration_resumes_exactly_after_restart() {
     let d = decide(&c, Some(&d.status), &obs("v2"), t(10));
     assert_eq!(d.action, Action::AdvanceCanary { from: 0, to: 20 });
     // The status goes through the status file (YAML) as after a restart.
-    let yaml = d.status.to_yaml().unwrap();
-    let restored = Status::from_yaml(&yaml).unwrap();
+    let yaml = to_yaml(&d.status).unwrap();
+    let restored = from_yaml(&yaml).unwrap();
     assert_eq!(restored, d.status);
     let early = decide(&c, Some(&restored), &obs("v2"), t(50));
     assert_eq!(early.action, Action::Hold, "the pause has 20 s left");
@@ -533,7 +533,7 @@ fn every_phase_round_trips_through_yaml() {
     for _ in 0..40 {
         let d = decide(&c, Some(&status), &healthy("rev1"), now);
         status = d.status;
-        let back = Status::from_yaml(&status.to_yaml().unwrap()).unwrap();
+        let back = from_yaml(&to_yaml(&status).unwrap()).unwrap();
         assert_eq!(back, status);
         phases.push(status.phase);
         match d.wake_at {
@@ -603,9 +603,9 @@ fn settle_delay_starts_each_steps_clock_after_the_commit() {
     let go = decide(&c, Some(&started.status), &healthy("rev1"), t(60));
     assert_eq!(go.action, Action::AdvanceCanary { from: 0, to: 10 });
     // With a sync target the engine's report replaces the settle delay.
-    c.sync = Some(crate::spec::model::SyncTarget::Flux {
-        kustomization: crate::spec::model::Name::parse("apps").unwrap(),
-        namespace: crate::spec::model::Name::parse("flux-system").unwrap(),
+    c.sync = Some(sluice::core::model::SyncTarget::Flux {
+        kustomization: sluice::core::model::Name::parse("apps").unwrap(),
+        namespace: sluice::core::model::Name::parse("flux-system").unwrap(),
     });
     assert_eq!(
         decide(&c, Some(&started.status), &healthy("rev1"), t(40)).action,
@@ -625,10 +625,10 @@ fn a_merged_approval_restarts_the_step_clock_at_the_merge() {
     let waiting = decide(&c, Some(&d.status), &obs("v2"), t(20)).status;
     assert_eq!(waiting.phase, Phase::WaitingApproval);
     // The PR carries the approved change, made when the wait began; merged an hour later.
-    let mut merged = crate::core::operate::operate(
+    let mut merged = sluice::core::operate::operate(
         &c,
         Some(&waiting),
-        crate::core::operate::Operation::Approve,
+        sluice::core::operate::Operation::Approve,
         "pr",
         t(20),
     )

@@ -1,0 +1,396 @@
+//! Validated canary specs: the types `core::decide` sees.
+//!
+//! Every value here has passed validation (the adapters' `spec` readers): names are DNS-1123,
+//! paths are relative and stay inside the repo, the schedule is non-empty and increasing. Both
+//! input formats end up as one [`Canary`]. This module does no IO.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::Step;
+
+/// A Kubernetes object name (DNS-1123 subdomain, at most 253 characters).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Name(String);
+
+impl Name {
+    /// Checks DNS-1123 subdomain rules; the error says what was wrong.
+    pub fn parse(text: &str) -> Result<Name, String> {
+        if text.is_empty() {
+            return Err("expected a DNS-1123 name, found an empty string".into());
+        }
+        if text.len() > 253 {
+            return Err(format!(
+                "expected a DNS-1123 name of at most 253 characters, found {} characters",
+                text.len()
+            ));
+        }
+        let valid_label = |label: &str| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        if !text.split('.').all(valid_label) {
+            return Err(format!(
+                "expected a DNS-1123 name (lowercase letters, digits, '-' and '.', starting and ending alphanumeric), found {text:?}"
+            ));
+        }
+        Ok(Name(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Name {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Name::parse(&value)
+    }
+}
+
+impl From<Name> for String {
+    fn from(value: Name) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A path inside the config repo: relative, '/'-separated, no `..`, no empty segments.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RepoPath(String);
+
+impl RepoPath {
+    pub fn parse(text: &str) -> Result<RepoPath, String> {
+        if text.is_empty() {
+            return Err("expected a path relative to the repo root, found an empty string".into());
+        }
+        if text.starts_with('/') || text.starts_with('\\') || text.get(1..2) == Some(":") {
+            return Err(format!(
+                "expected a path relative to the repo root, found the absolute path {text:?}"
+            ));
+        }
+        let trimmed = text.trim_end_matches('/');
+        let mut parts = Vec::new();
+        for part in trimmed.split('/') {
+            match part {
+                "" | "." => continue,
+                ".." => {
+                    return Err(format!(
+                        "expected a path inside the repo, found {text:?} (contains '..')"
+                    ))
+                }
+                p if p.contains('\\') => {
+                    return Err(format!("expected '/' as path separator, found {text:?}"))
+                }
+                p => parts.push(p),
+            }
+        }
+        if parts.is_empty() {
+            return Err(format!(
+                "expected a path below the repo root, found {text:?}"
+            ));
+        }
+        Ok(RepoPath(parts.join("/")))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn join(&self, child: &str) -> String {
+        format!("{}/{}", self.0, child)
+    }
+}
+
+impl TryFrom<String> for RepoPath {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        RepoPath::parse(&value)
+    }
+}
+
+impl From<RepoPath> for String {
+    fn from(value: RepoPath) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for RepoPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `namespace/name`: identifies a canary across the repo.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CanaryId {
+    pub namespace: Name,
+    pub name: Name,
+}
+
+impl fmt::Display for CanaryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Which input format a canary was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `sluice.dev/v1alpha1 Canary`.
+    Native,
+    /// `flagger.app/v1beta1 Canary`, read unchanged.
+    Flagger,
+}
+
+/// One validated canary. `R` is the route the canary writes: the adapters' routers fill it in
+/// (the core never looks at it), and core tests leave it `()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Canary<R = ()> {
+    pub id: CanaryId,
+    /// Repo-relative file and line the canary was read from.
+    pub file: String,
+    pub line: usize,
+    pub format: Format,
+    pub target: Target,
+    pub output: RepoPath,
+    pub service: ServiceSpec,
+    pub route: R,
+    pub analysis: Analysis,
+    pub skip_analysis: bool,
+    pub suspend: bool,
+    /// Flagger's `progressDeadlineSeconds` (default 600 s).
+    pub progress_deadline: Duration,
+    /// The mesh or ingress serving the canary (Flagger's `provider` string, e.g. `osm`,
+    /// `linkerd`, `gatewayapi:v1`); selects the PromQL of the built-in metrics.
+    pub provider: Option<String>,
+    /// Prometheus address for this canary (Flagger's `spec.metricsServer`).
+    pub metrics_server: Option<String>,
+    /// Without a sync target: how long after a commit the step's clock starts (the time the
+    /// GitOps engine is given to apply it). From `.sluice/config.yaml` `settle`.
+    pub settle: Duration,
+    /// The GitOps object that applies this canary's output (native `spec.sync`, else the
+    /// repo default); `None`: the step clock starts at push plus a settle delay.
+    pub sync: Option<SyncTarget>,
+}
+
+/// What the canary rolls out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Native `spec.source`: the Deployment manifest humans edit.
+    Source { path: RepoPath },
+    /// Flagger `targetRef`: found by kind/name among the repo's manifests.
+    TargetRef { kind: String, name: Name },
+    /// Native `spec.routeOnly`: the user owns both workloads; sluice writes only the route.
+    RouteOnly {
+        services: [Name; 2],
+        revision: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSpec {
+    /// Apex service name (defaults to the canary's name).
+    pub name: Name,
+    pub port: u16,
+    pub target_port: Option<PortRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortRef {
+    Number(u16),
+    Name(String),
+}
+
+/// How the rollout proceeds and what gates it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub interval: Duration,
+    /// Failed checks that trigger a rollback.
+    pub threshold: u32,
+    pub strategy: Strategy,
+    /// Primary weight added per interval during promotion; `None` returns all traffic at once.
+    pub step_weight_promotion: Option<u8>,
+    pub metrics: Vec<MetricSpec>,
+    pub webhooks: Vec<WebhookSpec>,
+    pub approvals: Approvals,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Strategy {
+    /// Progressive traffic shifting through these steps (non-empty, increasing weights).
+    Canary { steps: Vec<Step> },
+    /// Blue/green: `iterations` analysis intervals, then switch all traffic.
+    BlueGreen { iterations: u32 },
+    /// A/B: `iterations` intervals with matching requests routed to the canary.
+    /// The request matches are the router's business: they live in the canary's route.
+    AB { iterations: u32 },
+}
+
+impl Strategy {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Strategy::Canary { .. } => "canary",
+            Strategy::BlueGreen { .. } => "bluegreen",
+            Strategy::AB { .. } => "ab",
+        }
+    }
+}
+
+/// Human approvals a native canary asks for (Flagger input uses confirm-* webhooks instead).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Approvals {
+    pub before_rollout: bool,
+    pub before_traffic_increase: bool,
+    pub before_promotion: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSpec {
+    pub name: String,
+    pub query: MetricQuery,
+    pub interval: Option<Duration>,
+    pub range: ThresholdRange,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricQuery {
+    /// Flagger's `request-success-rate` / `request-duration`.
+    Builtin(BuiltinMetric),
+    /// A Flagger MetricTemplate in the repo.
+    Template {
+        name: Name,
+        namespace: Name,
+        variables: BTreeMap<String, String>,
+    },
+    /// An inline PromQL query (native only).
+    Query(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum BuiltinMetric {
+    #[serde(rename = "request-success-rate")]
+    RequestSuccessRate,
+    #[serde(rename = "request-duration")]
+    RequestDuration,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ThresholdRange {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl ThresholdRange {
+    /// Flagger's rule: a value passes when `min <= value <= max` for the bounds that are set.
+    pub fn admits(&self, value: f64) -> bool {
+        !value.is_nan()
+            && self.min.is_none_or(|min| value >= min)
+            && self.max.is_none_or(|max| value <= max)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookSpec {
+    pub name: String,
+    pub kind: WebhookKind,
+    pub url: String,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub metadata: BTreeMap<String, String>,
+    /// Flagger's `disableTLS`: skip certificate verification for this hook.
+    pub disable_tls: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WebhookKind {
+    ConfirmRollout,
+    PreRollout,
+    Rollout,
+    ConfirmTrafficIncrease,
+    ConfirmPromotion,
+    PostRollout,
+    Rollback,
+    Event,
+}
+
+impl WebhookKind {
+    pub const ALL: [(&'static str, WebhookKind); 8] = [
+        ("confirm-rollout", WebhookKind::ConfirmRollout),
+        ("pre-rollout", WebhookKind::PreRollout),
+        ("rollout", WebhookKind::Rollout),
+        (
+            "confirm-traffic-increase",
+            WebhookKind::ConfirmTrafficIncrease,
+        ),
+        ("confirm-promotion", WebhookKind::ConfirmPromotion),
+        ("post-rollout", WebhookKind::PostRollout),
+        ("rollback", WebhookKind::Rollback),
+        ("event", WebhookKind::Event),
+    ];
+}
+
+/// Which GitOps engine object applies a canary's output, so sluice can tell when a pushed
+/// commit is live (`sync: {flux: ...}` or `sync: {argocd: ...}`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SyncTarget {
+    /// A Flux `kustomize.toolkit.fluxcd.io/v1 Kustomization`.
+    Flux {
+        kustomization: Name,
+        namespace: Name,
+    },
+    /// An Argo CD `argoproj.io/v1alpha1 Application`.
+    ArgoCd { application: Name, namespace: Name },
+}
+
+impl SyncTarget {
+    /// Namespace used when `sync.flux.namespace` is not set (where `flux bootstrap` installs).
+    pub const FLUX_DEFAULT_NAMESPACE: &'static str = "flux-system";
+    /// Namespace used when `sync.argocd.namespace` is not set (Argo CD's install namespace).
+    pub const ARGOCD_DEFAULT_NAMESPACE: &'static str = "argocd";
+
+    /// The object's kind, as the API server names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SyncTarget::Flux { .. } => "Kustomization",
+            SyncTarget::ArgoCd { .. } => "Application",
+        }
+    }
+
+    pub fn name(&self) -> &Name {
+        match self {
+            SyncTarget::Flux { kustomization, .. } => kustomization,
+            SyncTarget::ArgoCd { application, .. } => application,
+        }
+    }
+
+    pub fn namespace(&self) -> &Name {
+        match self {
+            SyncTarget::Flux { namespace, .. } | SyncTarget::ArgoCd { namespace, .. } => namespace,
+        }
+    }
+}
+
+impl fmt::Display for SyncTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind(), self.namespace(), self.name())
+    }
+}
