@@ -1,9 +1,16 @@
 //! Approval by pull request: the change a canary waits for is committed on a branch
-//! `sluice/<namespace>/<name>/<step>-<revision>` on top of the main branch, pushed, and (with a forge
-//! configured) proposed as a pull request. Merging it, by any method, puts the next step's
+//! `sluice/<namespace>/<name>/<step>-<revision>` on top of the main branch, pushed, and (with a
+//! forge configured) proposed as a pull request. Merging it, by any method, puts the next step's
 //! status and route on the main branch: the loop simply reads it and goes on, so approval is
-//! detected from content, not commit ids. A pull request closed without merging aborts the
-//! rollout; one left behind by a canary that moved on is closed with a comment.
+//! detected from content, not commit ids.
+//!
+//! Two steps of the tick use this module, and it calls back into neither:
+//! - before deciding, [`rejection`] says whether a waiting canary's pull request was closed
+//!   without merging (`forge.onClose: rollback` then rolls it back in that tick's commit);
+//! - after the push, [`keep_in_line`] pushes approval branches, opens pull requests, and closes
+//!   those left behind by canaries that moved on.
+//!
+//! It never commits or pushes the main branch. Problems are logged; they never stop the loop.
 
 use tracing::{info, warn};
 
@@ -11,9 +18,10 @@ use crate::core::operate::{operate, Operation};
 use crate::core::status::{Gate, Phase, Status};
 use crate::forge::{Forge, PrState};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
-use crate::output::{message, status_file};
-use crate::reconcile::{render_changes, Manual, TickReport};
+use crate::render::{self, message, status_file};
+use crate::runtime::Runtime;
 use crate::spec::model::{Canary, Target};
+use crate::spec::settings::{ForgeSettings, OnClose};
 use crate::workload;
 
 /// Why an approval branch or pull request could not be kept in line; logged, never fatal.
@@ -28,9 +36,7 @@ pub enum ApprovalError {
     #[error(transparent)]
     Workload(#[from] crate::workload::WorkloadError),
     #[error(transparent)]
-    Canary(#[from] crate::reconcile::CanaryError),
-    #[error(transparent)]
-    Operate(#[from] crate::reconcile::OperateError),
+    Render(#[from] crate::render::RenderError),
 }
 
 /// A canary waiting for approval, or one that stopped waiting in this tick.
@@ -63,73 +69,86 @@ pub fn branch_for(canary: &Canary, status: &Status) -> Option<String> {
     ))
 }
 
-/// Keeps approval branches and pull requests in line with the canaries' states. Problems are
-/// logged; they never stop the loop.
-pub fn handle(
-    repo: &mut ConfigRepo,
-    report: &TickReport,
-    push_attempts: u32,
-    _now: jiff::Timestamp,
-) {
-    if report.approvals.is_empty() {
-        return;
-    }
-    let author = report.author.clone().unwrap_or_default();
-    let forge = report.forge.as_ref().and_then(|settings| {
-        let token = match crate::forge::token_from_env() {
-            Ok(t) => t,
-            Err(e) => {
-                warn!(msg = "Cannot read the forge token", error = %e);
-                return None;
-            }
-        };
-        match Forge::from_settings(settings, token) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                warn!(msg = "Cannot use the forge", error = %e);
-                None
-            }
-        }
-    });
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
+/// The forge client for the repo's `forge` settings and the token read at start; `None`
+/// (logged) without settings or when the token or settings are unusable.
+pub fn connect(settings: Option<&ForgeSettings>, runtime: &Runtime) -> Option<Forge> {
+    let settings = settings?;
+    let token = match runtime.forge_token() {
+        Ok(t) => t,
         Err(e) => {
-            warn!(msg = "Cannot start the forge client", error = %e);
-            return;
+            warn!(error = %e, "Cannot read the forge token");
+            return None;
         }
     };
-    for pending in &report.approvals {
-        let result = if is_waiting(&pending.status) {
-            keep_branch(
-                repo,
-                pending,
-                &author,
-                forge.as_ref(),
-                &runtime,
-                push_attempts,
-                report.on_close,
-            )
-        } else {
-            close_stale(pending, forge.as_ref(), &runtime)
-        };
-        if let Err(e) = result {
-            warn!(canary = %pending.canary.id, msg = "Approval branch or pull request not updated", error = %e);
+    match Forge::from_settings(settings, token) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            warn!(error = %e, "Cannot use the forge");
+            None
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Before deciding: the reason to roll back a waiting canary whose approval pull request was
+/// closed without merging (`forge.onClose: rollback`), or `None` to decide as usual.
+pub fn rejection(
+    forge: &Forge,
+    runtime: &Runtime,
+    on_close: OnClose,
+    canary: &Canary,
+    status: &Status,
+) -> Option<String> {
+    if !is_waiting(status) {
+        return None;
+    }
+    let branch = branch_for(canary, status)?;
+    let latest = match runtime.block_on(forge.latest_for_branch(&branch)) {
+        Ok(latest) => latest?,
+        Err(e) => {
+            warn!(canary = %canary.id, error = %e, "Cannot read the approval pull request");
+            return None;
+        }
+    };
+    match (latest.state, on_close) {
+        (PrState::Closed, OnClose::Rollback) => Some(format!(
+            "approval pull request #{} was closed without merging",
+            latest.number
+        )),
+        (PrState::Closed, OnClose::Hold) => {
+            info!(canary = %canary.id, number = latest.number, "Approval pull request closed; holding (forge.onClose: hold)");
+            None
+        }
+        (PrState::Open | PrState::Merged, _) => None,
+    }
+}
+
+/// After the push: keeps approval branches and pull requests in line with the canaries'
+/// states. Problems are logged; they never stop the loop.
+pub fn keep_in_line(
+    repo: &mut ConfigRepo,
+    runtime: &Runtime,
+    forge: Option<&Forge>,
+    author: &Identity,
+    pending: &[Pending],
+) {
+    for p in pending {
+        let result = if is_waiting(&p.status) {
+            keep_branch(repo, runtime, forge, author, p)
+        } else {
+            close_stale(p, forge, runtime)
+        };
+        if let Err(e) = result {
+            warn!(canary = %p.canary.id, error = %e, "Approval branch or pull request not updated");
+        }
+    }
+}
+
 fn keep_branch(
     repo: &mut ConfigRepo,
-    pending: &Pending,
-    author: &Identity,
+    runtime: &Runtime,
     forge: Option<&Forge>,
-    runtime: &tokio::runtime::Runtime,
-    push_attempts: u32,
-    on_close: crate::spec::settings::OnClose,
+    author: &Identity,
+    pending: &Pending,
 ) -> Result<(), ApprovalError> {
     let canary = &pending.canary;
     let status = &pending.status;
@@ -169,7 +188,7 @@ fn keep_branch(
                 workload::Index::scan(&root, &[canary.output.as_str()])?
             }
         };
-        let changes: Vec<FileChange> = render_changes(&root, canary, &approved, &index)?;
+        let changes: Vec<FileChange> = render::changes(&root, canary, &approved, &index)?;
         let msg = message::render(
             canary,
             &approved,
@@ -178,98 +197,54 @@ fn keep_branch(
         let time = git2::Time::new(status.phase_since.as_second(), 0);
         let oid = repo.commit_on(head, &changes, &msg, author, Some(time))?;
         repo.push_approval_branch(&branch, oid)?;
-        info!(canary = %canary.id, msg = "Approval branch pushed", branch = %branch,
-              hint = %format!("merge {branch} into {} (any merge method), or run `sluice approve {}`", repo.branch(), canary.id));
+        info!(canary = %canary.id, branch = %branch,
+              hint = %format!("merge {branch} into {} (any merge method), or run `sluice approve {}`", repo.branch(), canary.id),
+              "Approval branch pushed");
     }
     let Some(forge) = forge else {
         return Ok(());
     };
     let base = repo.branch().to_string();
-    let latest = runtime.block_on(forge.latest_for_branch(&branch))?;
-    match latest.map(|pr| (pr.state, pr)) {
-        None => {
-            let before = (status.primary_weight, status.canary_weight);
-            let after = (
-                approved.status.primary_weight,
-                approved.status.canary_weight,
-            );
-            let checks = message::checks_table(status);
-            let body = crate::forge::pr_body(
-                &canary.id.to_string(),
-                &branch_step(&branch),
-                before,
-                after,
-                &checks,
-            );
-            let pr = runtime.block_on(forge.ensure_open(
-                &branch,
-                &base,
-                &format!("Approve {subject}"),
-                &body,
-            ))?;
-            info!(canary = %canary.id, msg = "Approval pull request opened", url = %pr.url);
-        }
-        Some((PrState::Open, _)) | Some((PrState::Merged, _)) => {}
-        Some((PrState::Closed, pr)) if on_close == crate::spec::settings::OnClose::Hold => {
-            info!(canary = %canary.id, msg = "Approval pull request closed; holding (forge.onClose: hold)", number = pr.number);
-        }
-        Some((PrState::Closed, pr)) => {
-            // Closed without merging: abort, unless the PR is older than this wait (reopened
-            // branch for a later step would have a newer PR).
-            let manual = Manual {
-                canary: &canary.id.to_string(),
-                op: Operation::Abort,
-                operator: author.clone(),
-                reason: &format!(
-                    "approval pull request #{} was closed without merging",
-                    pr.number
-                ),
-                push_attempts,
-            };
-            let done = crate::reconcile::operate(repo, &manual, jiff::Timestamp::now())?;
-            info!(canary = %canary.id, msg = %done);
-        }
+    // An existing pull request is left as it is: one closed without merging is read before
+    // the next decision ([`rejection`]), which rolls back or holds as `forge.onClose` says.
+    if runtime
+        .block_on(forge.latest_for_branch(&branch))?
+        .is_some()
+    {
+        return Ok(());
     }
+    let before = (status.primary_weight, status.canary_weight);
+    let after = (
+        approved.status.primary_weight,
+        approved.status.canary_weight,
+    );
+    let checks = message::checks_table(status);
+    let body = crate::forge::pr_body(
+        &canary.id.to_string(),
+        &branch_step(&branch),
+        before,
+        after,
+        &checks,
+    );
+    let pr = runtime.block_on(forge.ensure_open(
+        &branch,
+        &base,
+        &format!("Approve {subject}"),
+        &body,
+    ))?;
+    info!(canary = %canary.id, url = %pr.url, "Approval pull request opened");
     Ok(())
-}
-
-/// After a manual operation: closes the approval pull request the canary no longer waits on.
-pub fn close_left_behind(pending: &Pending, forge: Option<&crate::spec::settings::ForgeSettings>) {
-    let Some(settings) = forge else {
-        return;
-    };
-    let forge = match crate::forge::token_from_env()
-        .and_then(|token| Forge::from_settings(settings, token))
-    {
-        Ok(f) => f,
-        Err(e) => {
-            warn!(msg = "Cannot use the forge", error = %e);
-            return;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            warn!(msg = "Cannot start the forge client", error = %e);
-            return;
-        }
-    };
-    if let Err(e) = close_stale(pending, Some(&forge), &runtime) {
-        warn!(canary = %pending.canary.id, msg = "Stale approval pull request not closed", error = %e);
-    }
 }
 
 fn branch_step(branch: &str) -> String {
     branch.rsplit('/').next().unwrap_or(branch).to_string()
 }
 
-fn close_stale(
+/// Closes the approval pull request a canary no longer waits on, with a comment saying why.
+pub fn close_stale(
     pending: &Pending,
     forge: Option<&Forge>,
-    runtime: &tokio::runtime::Runtime,
+    runtime: &Runtime,
 ) -> Result<(), ApprovalError> {
     let (Some(forge), Some(previous)) = (forge, &pending.previous) else {
         return Ok(());
@@ -289,7 +264,7 @@ fn close_stale(
             pending.status.phase, pending.status.message
         );
         runtime.block_on(forge.close(pr.number, Some(&note)))?;
-        info!(canary = %pending.canary.id, msg = "Stale approval pull request closed", number = pr.number);
+        info!(canary = %pending.canary.id, number = pr.number, "Stale approval pull request closed");
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
 #![forbid(unsafe_code)]
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 fn main() {
@@ -14,7 +16,9 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a log file or a collector gets plain text.
+        .with_ansi(std::io::stderr().is_terminal());
     match cli.log_format {
         sluice::cli::LogFormat::Json => subscriber.json().init(),
         sluice::cli::LogFormat::Text => subscriber.init(),

@@ -8,32 +8,7 @@ use tracing::warn;
 
 use crate::core::decide::{Action, Decision};
 use crate::spec::model::Canary;
-
-/// Where notifications go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    Slack,
-    Teams,
-    Discord,
-    Webhook,
-}
-
-impl Channel {
-    pub const ALL: [(&'static str, Channel); 4] = [
-        ("slack", Channel::Slack),
-        ("teams", Channel::Teams),
-        ("discord", Channel::Discord),
-        ("webhook", Channel::Webhook),
-    ];
-}
-
-/// One configured notification target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub channel: Channel,
-    /// The environment variable holding the webhook URL.
-    pub url_env: String,
-}
+use crate::spec::settings::{Channel, Target};
 
 /// The events worth a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +98,13 @@ pub fn payload(
 }
 
 /// Sends a decision's notification to every target; failures are logged, never fatal.
-pub async fn send(targets: &[Target], canary: &Canary, decision: &Decision) {
+/// `url_of` looks up the variable holding a target's URL (the environment read at start).
+pub async fn send(
+    targets: &[Target],
+    url_of: impl Fn(&str) -> Option<String>,
+    canary: &Canary,
+    decision: &Decision,
+) {
     let Some(event) = Event::of(decision) else {
         return;
     };
@@ -135,7 +116,7 @@ pub async fn send(targets: &[Target], canary: &Canary, decision: &Decision) {
         }
     };
     for target in targets {
-        let Ok(url) = std::env::var(&target.url_env) else {
+        let Some(url) = url_of(&target.url_env) else {
             warn!(msg = "Notification skipped: its URL variable is not set", variable = %target.url_env);
             continue;
         };

@@ -17,10 +17,11 @@ use crate::core::decide::{wants, Decision};
 use crate::core::observe::{MetricObservation, WebhookObservation};
 use crate::core::status::{Phase, Status};
 use crate::gates::readiness::{read_readiness, Readiness};
-use crate::gates::sync::{infer_client, read_sync, SyncObservation};
+use crate::gates::sync::{read_sync, SyncObservation};
 use crate::gates::webhook::{call_all, WebhookPayload};
 use crate::metrics::template::TemplateIndex;
 use crate::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL};
+use crate::runtime::Runtime;
 use crate::spec::model::{Canary, MetricQuery, WebhookKind};
 use crate::spec::settings::Settings;
 
@@ -77,43 +78,22 @@ impl Observer for Offline {
 }
 
 /// The real adapters: Prometheus, webhooks, and (when a canary has a sync target) the
-/// Kubernetes API, queried concurrently across canaries.
-pub struct Live {
-    runtime: tokio::runtime::Runtime,
+/// Kubernetes API, queried concurrently across canaries on the runtime context's tokio runtime.
+pub struct Live<'a> {
+    runtime: &'a Runtime,
     /// A Prometheus address that overrides the repo settings (the demo's embedded source).
     pub prometheus_override: Option<String>,
-    kube: tokio::sync::OnceCell<Option<kube::Client>>,
 }
 
 /// Canaries observed at once.
 const CONCURRENT_CANARIES: usize = 16;
 
-impl Live {
-    pub fn new() -> std::io::Result<Live> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
-        Ok(Live {
+impl<'a> Live<'a> {
+    pub fn new(runtime: &'a Runtime) -> Live<'a> {
+        Live {
             runtime,
             prometheus_override: None,
-            kube: tokio::sync::OnceCell::new(),
-        })
-    }
-
-    async fn kube_client(&self) -> Option<kube::Client> {
-        self.kube
-            .get_or_init(|| async {
-                match infer_client().await {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        warn!(msg = "No Kubernetes access: sync targets cannot be read", error = %e);
-                        None
-                    }
-                }
-            })
-            .await
-            .clone()
+        }
     }
 
     async fn observe_one(
@@ -155,7 +135,7 @@ impl Live {
             if !r.status.is_some_and(|s| s.phase.is_active()) {
                 return None;
             }
-            Some(match self.kube_client().await {
+            Some(match self.runtime.kube_client().await {
                 Some(client) => read_sync(&client, target).await.map_err(|e| e.to_string()),
                 None => Err(format!(
                     "cannot read {target}: no Kubernetes access (in-cluster config or KUBECONFIG)"
@@ -167,7 +147,7 @@ impl Live {
             if !r.status.is_some_and(|s| s.phase.is_active()) {
                 return None;
             }
-            Some(match self.kube_client().await {
+            Some(match self.runtime.kube_client().await {
                 Some(client) => read_readiness(&client, canary, &target).await,
                 None => Err("no Kubernetes access to read readiness".to_string()),
             })
@@ -197,7 +177,7 @@ fn payload(
     }
 }
 
-impl Observer for Live {
+impl Observer for Live<'_> {
     fn observe(
         &self,
         root: &Path,
@@ -241,6 +221,7 @@ impl Observer for Live {
         if !settings.notifications.is_empty() {
             self.runtime.block_on(crate::notify::send(
                 &settings.notifications,
+                |name| self.runtime.env(name).map(str::to_string),
                 canary,
                 decision,
             ));

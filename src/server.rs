@@ -234,11 +234,6 @@ impl ServerState {
         }
     }
 
-    /// Like [`ServerState::new`], with the secret from `SLUICE_WEBHOOK_SECRET`.
-    pub fn from_env(metrics: Metrics) -> ServerState {
-        ServerState::new(metrics, std::env::var(WEBHOOK_SECRET_ENV).ok())
-    }
-
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }

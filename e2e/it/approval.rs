@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use serde_json::{json, Value as Json_};
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
-use sluice::reconcile::{tick, Context};
+use sluice::tick::{tick, Context};
 
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
@@ -332,6 +332,7 @@ impl World {
             observer: &observer,
             author: None,
             push_attempts: 5,
+            runtime: crate::support::runtime(),
         };
         let r = tick(&mut self.repo, &ctx, self.now).unwrap();
         self.now = r.wake_at().unwrap_or(self.now + Duration::from_secs(1));
@@ -403,6 +404,7 @@ fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_app
                 observer: &observer,
                 author: None,
                 push_attempts: 5,
+                runtime: crate::support::runtime(),
             };
             tick(&mut again, &ctx, w.now).unwrap();
             assert_eq!(

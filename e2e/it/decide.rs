@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use sluice::core::decide::*;
 use sluice::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
 use sluice::core::status::{Gate, Phase, Status};
-use sluice::output::status_file::{from_yaml, to_yaml};
+use sluice::render::status_file::{from_yaml, to_yaml};
 use sluice::spec::load::load_text;
 use sluice::spec::model::{Canary, WebhookKind};
 use sluice::spec::settings::Settings;

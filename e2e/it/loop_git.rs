@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
-use sluice::reconcile::{tick, Context};
+use sluice::tick::{tick, Context};
 
 use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
 
@@ -56,6 +56,7 @@ fn ctx(observer: &Offline) -> Context<'_> {
         observer,
         author: None,
         push_attempts: 20,
+        runtime: crate::support::runtime(),
     }
 }
 

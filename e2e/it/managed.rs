@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
-use sluice::reconcile::{tick, Context, TickReport};
+use sluice::tick::{tick, Context, TickReport};
 
 use crate::support::{git, human_clone, human_commit, seeded_remote, Schemas};
 use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
@@ -55,6 +55,7 @@ impl World {
             observer: &observer,
             author: None,
             push_attempts: 5,
+            runtime: crate::support::runtime(),
         };
         let report = tick(&mut self.repo, &ctx, self.now).unwrap();
         self.now = report
@@ -367,6 +368,7 @@ fn a_bad_source_stops_only_its_own_canary() {
         observer: &observer,
         author: None,
         push_attempts: 3,
+        runtime: crate::support::runtime(),
     };
     let r = tick(&mut repo, &ctx, Timestamp::now()).unwrap();
     assert_eq!(r.commits, 1, "{r:?}");

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
-use sluice::reconcile::{tick, Context};
+use sluice::tick::{tick, Context};
 
 use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote};
 
@@ -100,6 +100,7 @@ impl World {
             observer: &observer,
             author: None,
             push_attempts: 5,
+            runtime: crate::support::runtime(),
         };
         let r = tick(&mut self.repo, &ctx, self.now).unwrap();
         self.now = r.wake_at().unwrap_or(self.now + Duration::from_secs(1));

@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
-use sluice::reconcile::{tick, Context};
+use sluice::tick::{tick, Context};
 
 use crate::support::{git, human_clone, seeded_remote, GitDaemon, Schemas};
 
@@ -128,6 +128,7 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
         observer: &observer,
         author: None,
         push_attempts: 20,
+        runtime: crate::support::runtime(),
     };
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();

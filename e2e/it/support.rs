@@ -41,6 +41,13 @@ impl Schemas {
 }
 
 /// Runs git; panics with its output on failure.
+/// The runtime context the tests' ticks share, built once like the daemon's. Its settings
+/// cache is keyed by blob id, so repos of different tests cannot see each other's settings.
+pub fn runtime() -> &'static sluice::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<sluice::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| sluice::runtime::Runtime::from_env().expect("a tokio runtime starts"))
+}
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)

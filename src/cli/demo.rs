@@ -14,7 +14,8 @@ use crate::cli::run::sleep_for;
 use crate::core::status::Phase;
 use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
 use crate::observe::Live;
-use crate::reconcile::{tick, Context};
+use crate::runtime::Runtime;
+use crate::tick::{tick, Context, TickReport};
 
 /// The demo config repo, embedded so the binary alone can run the demo.
 pub const DEMO_FILES: [(&str, &str); 4] = [
@@ -108,7 +109,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         success_rate: if args.fail { 87.31 } else { 99.93 },
         latency_ms: 212.0,
     };
-    let prometheus = demo_prometheus::start(script)?;
+    let runtime = Runtime::from_env()?;
+    let prometheus = demo_prometheus::start(script, &runtime)?;
     println!(
         "  metrics: an embedded Prometheus query endpoint at {} answers success rate {}% and p99 latency {} ms{}\n",
         prometheus.address,
@@ -116,15 +118,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         script.latency_ms,
         if args.fail { " (--fail: unhealthy)" } else { "" }
     );
-    let mut observer = Live::new()?;
+    let mut observer = Live::new(&runtime);
     observer.prometheus_override = Some(prometheus.address.clone());
     let ctx = Context {
         observer: &observer,
         author: None,
         push_attempts: 8,
+        runtime: &runtime,
     };
     let start = Instant::now();
-    let show = |report: &crate::reconcile::TickReport| {
+    let show = |report: &TickReport| {
         for e in &report.spec_errors {
             println!("  spec error: {e}");
         }

@@ -10,6 +10,8 @@ use axum::extract::Query;
 use axum::routing::get;
 use axum::{Json, Router};
 
+use crate::runtime::Runtime;
+
 /// The values the endpoint serves.
 #[derive(Debug, Clone, Copy)]
 pub struct Script {
@@ -20,7 +22,13 @@ pub struct Script {
 /// A running endpoint; stops when dropped.
 pub struct ScriptedPrometheus {
     pub address: String,
-    _runtime: tokio::runtime::Runtime,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ScriptedPrometheus {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }
 
 fn answer(script: Script, query: &str) -> serde_json::Value {
@@ -36,12 +44,8 @@ fn answer(script: Script, query: &str) -> serde_json::Value {
     })
 }
 
-/// Starts the endpoint on a free loopback port.
-pub fn start(script: Script) -> std::io::Result<ScriptedPrometheus> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
+/// Starts the endpoint on a free loopback port, on the runtime context's tokio runtime.
+pub fn start(script: Script, runtime: &Runtime) -> std::io::Result<ScriptedPrometheus> {
     let listener = runtime.block_on(tokio::net::TcpListener::bind(SocketAddr::from((
         [127, 0, 0, 1],
         0,
@@ -56,11 +60,8 @@ pub fn start(script: Script) -> std::io::Result<ScriptedPrometheus> {
             },
         ),
     );
-    runtime.spawn(async move {
+    let server = runtime.tokio().spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(ScriptedPrometheus {
-        address,
-        _runtime: runtime,
-    })
+    Ok(ScriptedPrometheus { address, server })
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::cli::repo::{open, SourceArgs};
 use crate::cli::Output;
 use crate::gitops::{local_history, trailer_group, HistoryEntry};
-use crate::output::message::{CANARY, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
+use crate::render::message::{CANARY, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

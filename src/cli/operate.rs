@@ -4,7 +4,8 @@
 use crate::cli::repo::open;
 use crate::core::operate::Operation;
 use crate::gitops::Identity;
-use crate::reconcile::{operate, Manual};
+use crate::operate::{operate, Manual, OperateError};
+use crate::runtime::Runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -88,12 +89,13 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
         reason: &args.reason,
         push_attempts: 8,
     };
-    match operate(&mut locked.repo, &manual, jiff::Timestamp::now()) {
+    let runtime = Runtime::from_env()?;
+    match operate(&mut locked.repo, &runtime, &manual, jiff::Timestamp::now()) {
         Ok(subject) => {
             println!("{subject}");
             Ok(0)
         }
-        Err(crate::reconcile::OperateError::NotApplicable(e)) => {
+        Err(OperateError::NotApplicable(e)) => {
             eprintln!("{e}");
             Ok(1)
         }

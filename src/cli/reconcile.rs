@@ -3,7 +3,8 @@
 
 use crate::cli::repo::RepoArgs;
 use crate::observe::Live;
-use crate::reconcile::{tick, Context, TickReport};
+use crate::runtime::Runtime;
+use crate::tick::{tick, Context, TickReport};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,11 +30,13 @@ pub fn print_report(report: &TickReport) {
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let mut locked = args.repo.open()?;
-    let observer = Live::new()?;
+    let runtime = Runtime::from_env()?;
+    let observer = Live::new(&runtime);
     let ctx = Context {
         observer: &observer,
         author: None,
         push_attempts: args.push_attempts,
+        runtime: &runtime,
     };
     let report = tick(&mut locked.repo, &ctx, jiff::Timestamp::now())?;
     print_report(&report);

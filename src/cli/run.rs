@@ -13,9 +13,10 @@ use tracing::{error, info};
 use crate::cli::repo::RepoArgs;
 use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observe::Live;
-use crate::reconcile::{tick, Context, TickReport};
+use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
 use crate::spec::reader::parse_duration;
+use crate::tick::{tick, Context, TickReport};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -51,21 +52,20 @@ pub fn sleep_for(
     until_wake.min(poll).max(Duration::from_millis(50))
 }
 
-/// Starts the HTTP server on its own runtime thread; webhook wake-ups arrive on the channel.
+/// Starts the HTTP server on the runtime context's tokio runtime; webhook wake-ups arrive on
+/// the channel.
 fn start_server(
+    runtime: &Runtime,
     listen: SocketAddr,
     state: ServerState,
     wake: mpsc::Sender<()>,
-) -> anyhow::Result<tokio::runtime::Runtime> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
+) -> anyhow::Result<()> {
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(listen))
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}; pass another --listen"))?;
-    info!(msg = "Serving /metrics /healthz /readyz /hooks/git", address = %listener.local_addr()?);
+    info!(address = %listener.local_addr()?, "Serving /metrics /healthz /readyz /hooks/git");
     let waker = state.clone();
+    let runtime = runtime.tokio();
     runtime.spawn(async move {
         loop {
             waker.woken().await;
@@ -76,10 +76,10 @@ fn start_server(
     });
     runtime.spawn(async move {
         if let Err(e) = serve(listener, state, std::future::pending()).await {
-            error!(msg = "HTTP server stopped", error = %e);
+            error!(error = %e, "HTTP server stopped");
         }
     });
-    Ok(runtime)
+    Ok(())
 }
 
 fn record(metrics: &Metrics, report: &TickReport) {
@@ -114,31 +114,51 @@ fn record(metrics: &Metrics, report: &TickReport) {
     }
 }
 
+/// The daemon reports what a tick committed through tracing, like everything else it does
+/// (`sluice reconcile` prints the same to stdout, as a command's answer).
+fn log_report(report: &TickReport) {
+    for o in &report.outcomes {
+        match (&o.committed, &o.error) {
+            (_, Some(e)) => error!(canary = %o.id, error = %e, "Canary not reconciled"),
+            (Some(subject), None) => info!(canary = %o.id, "Committed: {subject}"),
+            (None, None) => {}
+        }
+    }
+}
+
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+    let runtime = Runtime::from_env()?;
     let metrics = Metrics::new();
-    let state = ServerState::from_env(metrics.clone());
+    let state = ServerState::new(
+        metrics.clone(),
+        runtime
+            .env(crate::server::WEBHOOK_SECRET_ENV)
+            .map(str::to_string),
+    );
     let (wake_tx, wake_rx) = mpsc::channel();
-    let server = start_server(args.listen, state.clone(), wake_tx)?;
+    start_server(&runtime, args.listen, state.clone(), wake_tx)?;
     let mut locked = args.repo.open()?;
-    let observer = Live::new()?;
+    let observer = Live::new(&runtime);
     let ctx = Context {
         observer: &observer,
         author: None,
         push_attempts: args.push_attempts,
+        runtime: &runtime,
     };
-    info!(msg = "sluice started", branch = %args.repo.branch);
+    info!(branch = %args.repo.branch, "sluice started");
     let lease = if args.leader_election {
-        let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
-            format!(
+        let identity = match runtime.env("POD_NAME") {
+            Some(pod) => pod.to_string(),
+            None => format!(
                 "{}-{}",
-                std::env::var("HOSTNAME").unwrap_or_else(|_| "sluice".into()),
+                runtime.env("HOSTNAME").unwrap_or("sluice"),
                 std::process::id()
-            )
-        });
-        let client = server
+            ),
+        };
+        let client = runtime
             .block_on(crate::gates::sync::infer_client())
             .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
         Some((
@@ -156,16 +176,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let mut leading = lease.is_none();
     while !stop.load(Ordering::SeqCst) {
         if let Some((client, cfg)) = &lease {
-            match server.block_on(acquire_or_renew(client, cfg, jiff::Timestamp::now())) {
+            match runtime.block_on(acquire_or_renew(client, cfg, jiff::Timestamp::now())) {
                 Ok(Leadership::Leader) => {
                     if !leading {
-                        info!(msg = "Leading: this replica reconciles", lease = %cfg.name);
+                        info!(lease = %cfg.name, "Leading: this replica reconciles");
                     }
                     leading = true;
                 }
                 Ok(Leadership::Follower { holder }) => {
                     if leading {
-                        info!(msg = "Standing by: another replica leads", holder = %holder);
+                        info!(holder = %holder, "Standing by: another replica leads");
                     }
                     leading = false;
                     state.set_ready();
@@ -173,7 +193,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                     continue;
                 }
                 Err(e) => {
-                    error!(msg = "Leader election failed; not reconciling", error = %e);
+                    error!(error = %e, "Leader election failed; not reconciling");
                     metrics.error("lease");
                     leading = false;
                     std::thread::sleep(Duration::from_secs(5).min(args.poll));
@@ -185,11 +205,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             Ok(report) => {
                 state.set_ready();
                 record(&metrics, &report);
-                crate::cli::reconcile::print_report(&report);
+                log_report(&report);
                 sleep_for(report.wake_at(), jiff::Timestamp::now(), args.poll)
             }
             Err(e) => {
-                error!(msg = "Tick failed", error = %e);
+                error!(error = %e, "Tick failed");
                 metrics.error(e.kind());
                 args.poll
             }
@@ -208,7 +228,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             }
             match wake_rx.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok(()) => {
-                    info!(msg = "Woken by a git webhook");
+                    info!("Woken by a git webhook");
                     break;
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -218,6 +238,6 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             }
         }
     }
-    info!(msg = "sluice stopped");
+    info!("sluice stopped");
     Ok(0)
 }

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::cli::repo::{read_root, SourceArgs};
 use crate::cli::Output;
-use crate::reconcile::read_status;
+use crate::render::status_file;
 use crate::spec::load::{load_paths, load_settings};
 use crate::spec::settings::SETTINGS_PATH;
 
@@ -40,7 +40,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     });
     let mut out = Vec::new();
     for c in &loaded.canaries {
-        let row = match read_status(root, &c.id) {
+        let row = match status_file::read(root, &c.id) {
             Ok(Some(s)) => Row {
                 namespace: c.id.namespace.to_string(),
                 name: c.id.name.to_string(),

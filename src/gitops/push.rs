@@ -94,6 +94,31 @@ impl ConfigRepo {
         Ok(PushOutcome::Pushed(self.head))
     }
 
+    /// One push of a caller's retry loop: pushes, and on a rejection waits the jittered backoff
+    /// of `attempt` (1-based) and returns [`PushOutcome::Rejected`] so the caller fetches, redoes
+    /// its change and calls again with `attempt + 1`. The rejection of attempt `attempts` is
+    /// [`Error::PushRetriesExhausted`]. Nothing is called back: the caller owns the loop.
+    pub fn push_attempt(&mut self, attempt: u32, attempts: u32) -> Result<PushOutcome> {
+        match self.push()? {
+            PushOutcome::Pushed(oid) => Ok(PushOutcome::Pushed(oid)),
+            PushOutcome::Rejected if attempt < attempts.max(1) => {
+                let delay = backoff_delay(attempt, random_u64(attempt));
+                tracing::info!(
+                    attempt,
+                    delay_ms = delay.as_millis() as u64,
+                    "push rejected; rebuilding on the new remote head"
+                );
+                std::thread::sleep(delay);
+                Ok(PushOutcome::Rejected)
+            }
+            PushOutcome::Rejected => Err(Error::PushRetriesExhausted {
+                remote: redact_url(&self.remote_url),
+                branch: self.branch.clone(),
+                attempts: attempts.max(1),
+            }),
+        }
+    }
+
     /// Pushes, and on each rejection fetches (dropping our unpushed commits; commits others
     /// pushed are kept, they are on the remote), calls `redo` so the caller re-reads the work
     /// tree and re-commits on the new head, and tries again after a jittered exponential backoff

@@ -250,6 +250,23 @@ impl ConfigRepo {
         self.signing = signing;
     }
 
+    /// The blob id of `path` (repo-relative, `/`-separated) in the head commit, or `None` if
+    /// there is no such file: tells whether a file changed without reading it.
+    pub fn file_id_at_head(&self, path: &str) -> Result<Option<Oid>> {
+        validate_path(path)?;
+        let tree = self
+            .repo
+            .find_commit(self.head)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.git_err("read the head tree", &e))?;
+        match tree.get_path(Path::new(path)) {
+            Ok(entry) if entry.kind() == Some(ObjectType::Blob) => Ok(Some(entry.id())),
+            Ok(_) => Ok(None),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(self.git_err("look up a file", &e)),
+        }
+    }
+
     /// The content of `path` (repo-relative, `/`-separated) in the head commit, or `None` if
     /// there is no such file. Errors on a path that leaves the repo or a file that is not UTF-8.
     pub fn read_file_at_head(&self, path: &str) -> Result<Option<String>> {

@@ -222,3 +222,29 @@ pub fn reject_duplicates(loaded: &mut Loaded) {
     }
     loaded.canaries = keep;
 }
+
+/// The repo settings of a work tree (`.sluice/config.yaml`); errors name that file, and the
+/// defaults stand in for settings that cannot be read.
+pub fn settings_in(root: &Path) -> (Settings, Vec<SpecError>) {
+    let path = root.join(crate::spec::settings::SETTINGS_PATH);
+    let found = path.is_file().then_some(path);
+    match load_settings(found.as_deref()) {
+        Ok(s) => (s, Vec::new()),
+        Err(mut errors) => {
+            for e in &mut errors {
+                e.file = crate::spec::settings::SETTINGS_PATH.to_string();
+            }
+            (Settings::default(), errors)
+        }
+    }
+}
+
+/// Every canary of a work tree, with errors naming repo-relative files.
+pub fn load_work_tree(root: &Path, settings: &Settings) -> Loaded {
+    load_paths(&[root.to_path_buf()], settings, |p| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    })
+}

@@ -29,7 +29,7 @@ pub struct Settings {
     /// Without a sync target, a step's clock starts this long after its commit.
     pub settle: std::time::Duration,
     /// Slack, Teams, Discord or generic webhook notifications.
-    pub notifications: Vec<crate::notify::Target>,
+    pub notifications: Vec<Target>,
     /// Where approval pull requests are opened; `None` when the repo has no `forge` block.
     pub forge: Option<ForgeSettings>,
     /// What closing an approval pull request without merging does (`forge.onClose`).
@@ -477,8 +477,7 @@ fn check_repository(kind: ForgeKind, text: &str) -> Result<(), String> {
     }
 }
 
-fn read_notifications(r: &mut Reader, node: &Node) -> Vec<crate::notify::Target> {
-    use crate::notify::{Channel, Target};
+fn read_notifications(r: &mut Reader, node: &Node) -> Vec<Target> {
     let Some(items) = r.seq(node, "notifications") else {
         return Vec::new();
     };
@@ -699,4 +698,30 @@ mod tests {
             ]
         );
     }
+}
+
+/// Where notifications go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Slack,
+    Teams,
+    Discord,
+    Webhook,
+}
+
+impl Channel {
+    pub const ALL: [(&'static str, Channel); 4] = [
+        ("slack", Channel::Slack),
+        ("teams", Channel::Teams),
+        ("discord", Channel::Discord),
+        ("webhook", Channel::Webhook),
+    ];
+}
+
+/// One configured notification target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub channel: Channel,
+    /// The environment variable holding the webhook URL.
+    pub url_env: String,
 }

@@ -31,3 +31,13 @@ pub fn from_yaml(text: &str) -> Result<Status, serde_saphyr::Error> {
 pub fn parse(text: &str) -> Result<Status, String> {
     from_yaml(text).map_err(|e| e.to_string())
 }
+
+/// Reads a canary's status file from the work tree; `None` when the canary has none yet.
+pub fn read(root: &std::path::Path, id: &CanaryId) -> Result<Option<Status>, String> {
+    let path = root.join(path_for(id));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse(&text).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}

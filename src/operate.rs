@@ -1,0 +1,118 @@
+//! Manual operations (`sluice approve|promote|abort|retry|pause|resume`): one commit on the
+//! branch, by a named operator with a reason, pushed without force. If the branch moved
+//! meanwhile, the operation is checked again against the new head.
+//!
+//! The rules of each operation are the core's (`core::operate`); this module loads the canary,
+//! renders the decision's files and writes the commit. It is called by the CLI only; the tick
+//! never calls it.
+
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+use tracing::info;
+
+use crate::approval::{self, Pending};
+use crate::core::operate::Operation;
+use crate::gitops::{ConfigRepo, Identity, PushOutcome};
+use crate::render::{self, message, status_file};
+use crate::runtime::Runtime;
+use crate::spec::model::Target;
+use crate::spec::settings::ForgeSettings;
+use crate::workload;
+
+/// A manual operation on one canary, by a named operator.
+pub struct Manual<'a> {
+    /// `namespace/name`.
+    pub canary: &'a str,
+    pub op: Operation,
+    pub operator: Identity,
+    pub reason: &'a str,
+    pub push_attempts: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperateError {
+    #[error("no canary {0} in the repo (sluice validate lists the canaries it reads)")]
+    NotFound(String),
+    #[error(transparent)]
+    NotApplicable(#[from] crate::core::operate::NotApplicable),
+    #[error("{path}: cannot read the status file: {message}; fix or delete it (history keeps the old state)")]
+    Status { path: String, message: String },
+    #[error(transparent)]
+    Workload(#[from] workload::WorkloadError),
+    #[error(transparent)]
+    Render(#[from] render::RenderError),
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+}
+
+/// Applies a manual operation as one commit on the branch and pushes it; returns the commit
+/// subject. Afterwards, closes the approval pull request the canary no longer waits on.
+pub fn operate(
+    repo: &mut ConfigRepo,
+    runtime: &Runtime,
+    manual: &Manual<'_>,
+    now: Timestamp,
+) -> Result<String, OperateError> {
+    let attempts = manual.push_attempts.max(1);
+    let mut attempt = 1;
+    let (subject, left, forge) = loop {
+        repo.fetch()?;
+        let applied = apply(repo, manual, now)?;
+        match repo.push_attempt(attempt, attempts)? {
+            PushOutcome::Pushed(_) => break applied,
+            PushOutcome::Rejected => attempt += 1,
+        }
+    };
+    if let Some(pending) = left {
+        let forge = approval::connect(forge.as_ref(), runtime);
+        if let Err(e) = approval::close_stale(&pending, forge.as_ref(), runtime) {
+            tracing::warn!(canary = %pending.canary.id, error = %e, "Stale approval pull request not closed");
+        }
+    }
+    Ok(subject)
+}
+
+/// The commit subject, the approval the operation ended (if any), and the forge settings.
+type Applied = (String, Option<Pending>, Option<ForgeSettings>);
+
+/// Commits the operation on the current head (not pushed).
+fn apply(
+    repo: &mut ConfigRepo,
+    manual: &Manual<'_>,
+    now: Timestamp,
+) -> Result<Applied, OperateError> {
+    let root: PathBuf = repo.root().to_path_buf();
+    let (settings, _) = crate::spec::load::settings_in(&root);
+    let loaded = crate::spec::load::load_work_tree(&root, &settings);
+    let canary = loaded
+        .canaries
+        .iter()
+        .find(|c| c.id.to_string() == manual.canary)
+        .ok_or_else(|| OperateError::NotFound(manual.canary.to_string()))?;
+    let index = match canary.target {
+        Target::RouteOnly { .. } => workload::Index::default(),
+        Target::Source { .. } | Target::TargetRef { .. } => {
+            let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
+            workload::Index::scan(&root, &outputs)?
+        }
+    };
+    let status = status_file::read(&root, &canary.id).map_err(|message| OperateError::Status {
+        path: status_file::path_for(&canary.id),
+        message,
+    })?;
+    let decision =
+        crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;
+    let changes = render::changes(&root, canary, &decision, &index)?;
+    let who = format!("{} <{}>", manual.operator.name, manual.operator.email);
+    let commit = message::render(canary, &decision, Some((&who, manual.reason)));
+    repo.commit_files(&changes, &commit, &manual.operator, None)?;
+    info!(canary = %canary.id, operator = %who, "{}", commit.subject);
+    let was_waiting = status.as_ref().is_some_and(approval::is_waiting);
+    let left = (was_waiting && !approval::is_waiting(&decision.status)).then(|| Pending {
+        canary: canary.clone(),
+        status: decision.status.clone(),
+        previous: status.clone(),
+    });
+    Ok((commit.subject, left, settings.forge.clone()))
+}

@@ -1,0 +1,186 @@
+//! The runtime context: what the process reads from its environment and builds once at start,
+//! then lends to every tick.
+//!
+//! - One tokio runtime for all async adapters (metric queries, webhooks, forge calls, the kube
+//!   client, the HTTP server, the lease).
+//! - A snapshot of the environment taken at start: tokens, Prometheus auth and the notification
+//!   URLs that repo settings name by variable are looked up here, never in `std::env` per tick.
+//! - The forge token, read and checked once.
+//! - One lazily built kube client, shared by sync, readiness and the lease.
+//! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
+//!
+//! It holds no per-canary state and makes no decision.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Mutex;
+
+use tracing::warn;
+
+use crate::forge::ForgeError;
+use crate::spec::error::SpecError;
+use crate::spec::settings::Settings;
+
+/// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
+/// thread blocks, and the HTTP server keeps answering meanwhile.
+const WORKER_THREADS: usize = 2;
+
+/// The process-wide context built once at start.
+pub struct Runtime {
+    tokio: tokio::runtime::Runtime,
+    env: BTreeMap<String, String>,
+    forge_token: Result<Option<String>, ForgeError>,
+    kube: tokio::sync::OnceCell<Option<kube::Client>>,
+    settings: Mutex<Option<CachedSettings>>,
+}
+
+/// Settings parsed from one version of `.sluice/config.yaml`.
+#[derive(Clone)]
+struct CachedSettings {
+    /// The git blob id of the file they were read from (`None`: no file).
+    source: Option<String>,
+    settings: Settings,
+    errors: Vec<SpecError>,
+}
+
+impl Runtime {
+    /// Reads the environment once and starts the tokio runtime.
+    pub fn from_env() -> std::io::Result<Runtime> {
+        Runtime::with_env(std::env::vars().collect())
+    }
+
+    /// A runtime context over `env` instead of the process environment (tests).
+    pub fn with_env(env: BTreeMap<String, String>) -> std::io::Result<Runtime> {
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKER_THREADS)
+            .thread_name("sluice-io")
+            .enable_all()
+            .build()?;
+        let forge_token = crate::forge::token_from_lookup(|name| env.get(name).cloned());
+        Ok(Runtime {
+            tokio,
+            env,
+            forge_token,
+            kube: tokio::sync::OnceCell::new(),
+            settings: Mutex::new(None),
+        })
+    }
+
+    /// Runs a future to completion on the shared runtime (from a thread that is not one of its
+    /// workers: the tick's thread or a CLI command's).
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.tokio.block_on(future)
+    }
+
+    /// The shared tokio runtime, to spawn long-running tasks (the HTTP server).
+    pub fn tokio(&self) -> &tokio::runtime::Runtime {
+        &self.tokio
+    }
+
+    /// An environment variable as it was at start; empty values count as unset.
+    pub fn env(&self, name: &str) -> Option<&str> {
+        self.env
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The forge token (`SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE`), read at start.
+    pub fn forge_token(&self) -> Result<Option<String>, ForgeError> {
+        self.forge_token.clone()
+    }
+
+    /// The kube client, built on first use from the in-cluster config or `KUBECONFIG`;
+    /// `None` (logged once) when there is no Kubernetes access.
+    pub async fn kube_client(&self) -> Option<kube::Client> {
+        self.kube
+            .get_or_init(|| async {
+                match crate::gates::sync::infer_client().await {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        warn!(error = %e, "No Kubernetes access: sync targets cannot be read");
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// The repo settings of the `.sluice/config.yaml` whose git blob id is `source` (`None`:
+    /// no such file); `read` reads and parses the file, and runs only when `source` differs
+    /// from the last call's.
+    pub fn settings(
+        &self,
+        source: Option<String>,
+        read: impl FnOnce() -> (Settings, Vec<SpecError>),
+    ) -> (Settings, Vec<SpecError>) {
+        let mut cache = match self.settings.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a value that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(cached) = cache.as_ref().filter(|c| c.source == source) {
+            return (cached.settings.clone(), cached.errors.clone());
+        }
+        let (settings, errors) = read();
+        *cache = Some(CachedSettings {
+            source,
+            settings: settings.clone(),
+            errors: errors.clone(),
+        });
+        (settings, errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn runtime(vars: &[(&str, &str)]) -> Runtime {
+        Runtime::with_env(
+            vars.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn environment_is_read_once_and_empty_values_are_unset() {
+        let rt = runtime(&[("HOOK_URL", "http://x"), ("EMPTY", "")]);
+        assert_eq!(rt.env("HOOK_URL"), Some("http://x"));
+        assert_eq!(rt.env("EMPTY"), None);
+        assert_eq!(rt.env("MISSING"), None);
+    }
+
+    #[test]
+    fn forge_token_problems_surface_from_the_start_snapshot() {
+        let rt = runtime(&[
+            ("SLUICE_FORGE_TOKEN", "t0k"),
+            ("SLUICE_FORGE_TOKEN_FILE", "/x"),
+        ]);
+        assert!(rt.forge_token().is_err());
+        let rt = runtime(&[("SLUICE_FORGE_TOKEN", "t0k\n")]);
+        assert_eq!(rt.forge_token().unwrap().as_deref(), Some("t0k"));
+    }
+
+    #[test]
+    fn settings_are_parsed_again_only_when_the_file_changed() {
+        let rt = runtime(&[]);
+        let parses = Cell::new(0);
+        let parse = || {
+            parses.set(parses.get() + 1);
+            (Settings::default(), Vec::new())
+        };
+        rt.settings(Some("a1".into()), parse);
+        rt.settings(Some("a1".into()), parse);
+        assert_eq!(parses.get(), 1, "same blob: not read again");
+        rt.settings(Some("b2".into()), parse);
+        assert_eq!(parses.get(), 2, "changed blob: read again");
+        rt.settings(None, parse);
+        rt.settings(None, parse);
+        assert_eq!(parses.get(), 3, "the file removed: parsed once more");
+    }
+}

@@ -1,0 +1,497 @@
+//! One tick of the loop, in one direction:
+//!
+//! ```text
+//! fetch ─► settings + specs ─► observe ─► decide ─► render ─► commit ─► push
+//!   ▲                                                                     │
+//!   └──── the push was rejected (someone else pushed): the same steps ◄───┘
+//!         again on the new head, never forcing
+//! then: notifications and approval branches/pull requests for what reached the remote
+//! ```
+//!
+//! This module wires the adapters to the pure core; none of the modules it calls calls back
+//! into it. A bad spec or an unreadable status file is reported for that canary only; the
+//! others go on.
+
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use tracing::{info, warn};
+
+use crate::approval::{self, Pending};
+use crate::core::decide::{decide, Decision};
+use crate::core::observe::Observations;
+use crate::core::operate::Operation;
+use crate::core::status::{Phase, Status};
+use crate::forge::Forge;
+use crate::gates::readiness::Readiness;
+use crate::gates::sync::{applied, Applied};
+use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
+use crate::observe::{External, Observer, Request};
+use crate::render::{self, message, status_file, RenderError};
+use crate::runtime::Runtime;
+use crate::spec::error::SpecError;
+use crate::spec::model::{Canary, Target};
+use crate::spec::settings::{CommitMode, Settings, SETTINGS_PATH};
+use crate::workload;
+
+/// What a tick needs besides the repo.
+pub struct Context<'a> {
+    pub observer: &'a dyn Observer,
+    /// Overrides the repo settings' author when set.
+    pub author: Option<Identity>,
+    pub push_attempts: u32,
+    /// What the process built once at start: tokens, the tokio runtime, the settings cache.
+    pub runtime: &'a Runtime,
+}
+
+/// What happened to one canary in a tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CanaryOutcome {
+    pub id: String,
+    pub phase: Option<Phase>,
+    /// The canary's status after the decision (for metrics and status listings).
+    pub status: Option<Status>,
+    /// The commit subject, when the decision committed.
+    pub committed: Option<String>,
+    pub events: Vec<String>,
+    pub wake_at: Option<Timestamp>,
+    pub error: Option<String>,
+}
+
+/// The result of one tick.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TickReport {
+    pub outcomes: Vec<CanaryOutcome>,
+    pub spec_errors: Vec<SpecError>,
+    pub commits: usize,
+    /// Push attempts that were rejected because the remote moved.
+    pub push_retries: u32,
+}
+
+impl TickReport {
+    /// The earliest time any canary may change.
+    pub fn wake_at(&self) -> Option<Timestamp> {
+        self.outcomes.iter().filter_map(|o| o.wake_at).min()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TickError {
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+}
+
+impl TickError {
+    /// A short label for the errors-by-kind metric.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TickError::Git(e) => e.kind(),
+        }
+    }
+}
+
+/// A problem with one canary; the tick goes on with the others.
+#[derive(Debug, thiserror::Error)]
+pub enum CanaryError {
+    #[error("{path}: cannot read the status file: {message}; fix or delete it (history keeps the old state)")]
+    Status { path: String, message: String },
+    #[error(transparent)]
+    Workload(#[from] workload::WorkloadError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+}
+
+/// Runs one tick against the repo: fetch, decide every canary, commit, push; then the
+/// notifications and approval steps for what reached the remote.
+pub fn tick(repo: &mut ConfigRepo, ctx: &Context, now: Timestamp) -> Result<TickReport, TickError> {
+    let attempts = ctx.push_attempts.max(1);
+    let mut attempt = 1;
+    let mut done = loop {
+        repo.fetch()?;
+        // A tick's commits keep their objects in memory and store them as one pack (see
+        // `gitops::memory`): many decisions would otherwise write thousands of loose files.
+        let decided = repo.with_memory_objects(|repo| decide_and_commit(repo, ctx, now))?;
+        if decided.report.commits == 0 {
+            break decided;
+        }
+        match repo.push_attempt(attempt, attempts)? {
+            PushOutcome::Pushed(_) => break decided,
+            PushOutcome::Rejected => {
+                warn!("Push rejected: the branch moved; deciding again on the new head");
+                attempt += 1;
+            }
+        }
+    };
+    done.report.push_retries = attempt - 1;
+    for (canary, decision) in &done.announce {
+        for event in &decision.events {
+            info!(canary = %canary.id, "{event}");
+        }
+        ctx.observer.notify(&done.settings, canary, decision);
+    }
+    if !done.pending.is_empty() {
+        let forge = approval::connect(done.settings.forge.as_ref(), ctx.runtime);
+        approval::keep_in_line(
+            repo,
+            ctx.runtime,
+            forge.as_ref(),
+            &done.author,
+            &done.pending,
+        );
+    }
+    Ok(done.report)
+}
+
+/// One attempt's decisions, committed but maybe not pushed yet.
+struct Decided {
+    report: TickReport,
+    settings: Settings,
+    author: Identity,
+    /// Committed decisions, to log and notify once they reached the remote.
+    announce: Vec<(Canary, Decision)>,
+    /// Canaries waiting for approval, or that stopped waiting in this tick.
+    pending: Vec<Pending>,
+}
+
+/// The repo settings at the head, parsed again only when `.sluice/config.yaml` changed.
+fn settings(repo: &ConfigRepo, runtime: &Runtime) -> (Settings, Vec<SpecError>) {
+    let source = match repo.file_id_at_head(SETTINGS_PATH) {
+        Ok(id) => id.map(|id| id.to_string()),
+        Err(e) => {
+            warn!(error = %e, "Cannot look up the repo settings; reading them again");
+            Some(format!("unreadable {}", repo.head()))
+        }
+    };
+    runtime.settings(source, || crate::spec::load::settings_in(repo.root()))
+}
+
+/// Loads and decides every canary on the current head, committing each decision.
+fn decide_and_commit(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    now: Timestamp,
+) -> Result<Decided, TickError> {
+    let root: PathBuf = repo.root().to_path_buf();
+    let (settings, mut spec_errors) = settings(repo, ctx.runtime);
+    let author = ctx.author.clone().unwrap_or_else(|| Identity {
+        name: settings.author_name.clone(),
+        email: settings.author_email.clone(),
+    });
+    let loaded = crate::spec::load::load_work_tree(&root, &settings);
+    spec_errors.extend(loaded.errors);
+    for e in &spec_errors {
+        warn!(error = %e, "Invalid spec");
+    }
+    let mut report = TickReport {
+        spec_errors,
+        ..TickReport::default()
+    };
+    let managed = loaded
+        .canaries
+        .iter()
+        .any(|c| !matches!(c.target, Target::RouteOnly { .. }));
+    let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = if managed {
+        match workload::Index::scan(&root, &outputs) {
+            Ok(i) => i,
+            Err(e) => {
+                warn!(error = %e, "Cannot scan the repo's manifests");
+                workload::Index::default()
+            }
+        }
+    } else {
+        workload::Index::default()
+    };
+    // Read every canary's status and revision, observe them together, then decide each.
+    let mut prepared = Vec::new();
+    for canary in &loaded.canaries {
+        match prepare(&root, canary, &index) {
+            Ok(p) => prepared.push(p),
+            Err(e) => report.outcomes.push(failed(canary, &e)),
+        }
+    }
+    let requests: Vec<Request<'_>> = prepared
+        .iter()
+        .map(|p| Request {
+            canary: p.canary,
+            status: p.status.as_ref(),
+            revision: &p.revision,
+        })
+        .collect();
+    let externals = ctx.observer.observe(&root, &settings, &requests, now);
+    drop(requests);
+    let forge = waiting_forge(&prepared, &settings, ctx.runtime);
+    let mut done = Decided {
+        report,
+        settings: settings.clone(),
+        author: author.clone(),
+        announce: Vec::new(),
+        pending: Vec::new(),
+    };
+    // Each decided canary: its outcome's index and its status before this tick.
+    let mut decided: Vec<(usize, &Canary, Option<Status>)> = Vec::new();
+    // `commits: perTick`: the decisions waiting for the tick's one commit.
+    let mut batch: Vec<(usize, &Canary, Uncommitted)> = Vec::new();
+    for (p, external) in prepared.into_iter().zip(externals) {
+        let canary = p.canary;
+        let previous = p.status.clone();
+        let rejected = match (&forge, &p.status) {
+            (Some(forge), Some(status)) => {
+                approval::rejection(forge, ctx.runtime, settings.on_close, canary, status)
+            }
+            _ => None,
+        };
+        let stepped = step_canary(repo, &root, p, external, rejected, &author, &index, now);
+        let outcome = match stepped {
+            Ok((outcome, None)) => outcome,
+            Ok((mut outcome, Some(change))) => match settings.commits {
+                CommitMode::PerCanary => {
+                    match repo.commit_files(&change.changes, &change.message, &author, None) {
+                        Ok(Some(_)) => {
+                            done.report.commits += 1;
+                            outcome.committed = Some(change.message.subject.clone());
+                            done.announce.push((canary.clone(), change.decision));
+                            outcome
+                        }
+                        Ok(None) => outcome,
+                        Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+                        Err(e) => failed(canary, &CanaryError::Git(e)),
+                    }
+                }
+                CommitMode::PerTick => match repo.check_changes(&change.changes) {
+                    Ok(()) => {
+                        batch.push((done.report.outcomes.len(), canary, change));
+                        outcome
+                    }
+                    Err(e) => failed(canary, &CanaryError::Git(e)),
+                },
+            },
+            Err(CanaryError::Git(e)) if e.is_transient() => return Err(TickError::Git(e)),
+            Err(e) => failed(canary, &e),
+        };
+        decided.push((done.report.outcomes.len(), canary, previous));
+        done.report.outcomes.push(outcome);
+    }
+    if !batch.is_empty() {
+        commit_batch(repo, &author, batch, &mut done)?;
+    }
+    for (i, canary, previous) in decided {
+        if let Some(status) = &done.report.outcomes[i].status {
+            if approval::is_waiting(status) || previous.as_ref().is_some_and(approval::is_waiting) {
+                done.pending.push(Pending {
+                    canary: canary.clone(),
+                    status: status.clone(),
+                    previous,
+                });
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// The forge, when the repo has one and some canary waits for an approval this tick may find
+/// rejected; `None` keeps idle ticks free of forge calls.
+fn waiting_forge(
+    prepared: &[Prepared<'_>],
+    settings: &Settings,
+    runtime: &Runtime,
+) -> Option<Forge> {
+    let waiting = prepared
+        .iter()
+        .any(|p| p.status.as_ref().is_some_and(approval::is_waiting));
+    if waiting {
+        approval::connect(settings.forge.as_ref(), runtime)
+    } else {
+        None
+    }
+}
+
+/// A decision's files and commit message, not committed yet.
+struct Uncommitted {
+    changes: Vec<FileChange>,
+    message: CommitMessage,
+    decision: Decision,
+}
+
+/// Commits the tick's decisions together (`commits: perTick`). A failure that retrying cannot
+/// fix marks every canary of the batch failed; nothing is half-committed.
+fn commit_batch(
+    repo: &mut ConfigRepo,
+    author: &Identity,
+    batch: Vec<(usize, &Canary, Uncommitted)>,
+    done: &mut Decided,
+) -> Result<(), TickError> {
+    let messages: Vec<CommitMessage> = batch.iter().map(|(_, _, c)| c.message.clone()).collect();
+    let Some(folded) = message::fold(&messages) else {
+        return Ok(());
+    };
+    let changes: Vec<FileChange> = batch
+        .iter()
+        .flat_map(|(_, _, c)| c.changes.iter().cloned())
+        .collect();
+    match repo.commit_files(&changes, &folded, author, None) {
+        Ok(Some(_)) => {
+            done.report.commits += 1;
+            for (i, canary, change) in batch {
+                done.report.outcomes[i].committed = Some(change.message.subject);
+                done.announce.push((canary.clone(), change.decision));
+            }
+        }
+        Ok(None) => {}
+        Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+        Err(e) => {
+            let e = CanaryError::Git(e);
+            for (i, canary, _) in batch {
+                done.report.outcomes[i] = failed(canary, &e);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn failed(canary: &Canary, e: &CanaryError) -> CanaryOutcome {
+    warn!(canary = %canary.id, error = %e, "Canary skipped");
+    CanaryOutcome {
+        id: canary.id.to_string(),
+        phase: None,
+        status: None,
+        committed: None,
+        events: Vec::new(),
+        wake_at: None,
+        error: Some(e.to_string()),
+    }
+}
+
+/// A canary's status and current revision, read before observing.
+struct Prepared<'a> {
+    canary: &'a Canary,
+    status: Option<Status>,
+    revision: String,
+}
+
+fn prepare<'a>(
+    root: &Path,
+    canary: &'a Canary,
+    index: &workload::Index,
+) -> Result<Prepared<'a>, CanaryError> {
+    let status = status_file::read(root, &canary.id).map_err(|message| CanaryError::Status {
+        path: status_file::path_for(&canary.id),
+        message,
+    })?;
+    let revision = workload::revision(root, canary, index)?;
+    Ok(Prepared {
+        canary,
+        status,
+        revision,
+    })
+}
+
+/// Whether the canary's last pushed commit is live: applied by the GitOps engine (when the
+/// canary has a sync target) and its workload and route ready.
+fn live(repo: &ConfigRepo, canary: &Canary, external: &External) -> Result<bool, CanaryError> {
+    let applied = match &external.sync {
+        None => true,
+        Some(Err(e)) => {
+            warn!(canary = %canary.id, error = %e, "Cannot tell whether the last commit is applied");
+            false
+        }
+        Some(Ok(sync)) => {
+            let pushed = repo
+                .history(Some((message::CANARY, &canary.id.to_string())), 1)?
+                .first()
+                .map(|e| e.oid.to_string());
+            match pushed {
+                None => true,
+                Some(pushed) => {
+                    match applied(sync, &pushed, |a, b| repo.is_descendant_or_self(a, b)) {
+                        Applied::Yes => true,
+                        Applied::NotYet { reason } | Applied::Failed { reason } => {
+                            info!(canary = %canary.id, reason = %reason, "Waiting for the GitOps engine");
+                            false
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let ready = match &external.ready {
+        None | Some(Ok(Readiness::Ready)) => true,
+        Some(Ok(Readiness::NotReady(why))) => {
+            info!(canary = %canary.id, reason = %why, "Waiting for the canary to be ready");
+            false
+        }
+        Some(Err(e)) => {
+            warn!(canary = %canary.id, error = %e, "Cannot tell whether the canary is ready");
+            false
+        }
+    };
+    Ok(applied && ready)
+}
+
+/// Decides one canary; its files and message come back uncommitted when the decision commits.
+/// `rejected`: its approval pull request was closed unmerged, so it rolls back instead.
+#[allow(clippy::too_many_arguments)]
+fn step_canary(
+    repo: &ConfigRepo,
+    root: &Path,
+    prepared: Prepared<'_>,
+    external: External,
+    rejected: Option<String>,
+    author: &Identity,
+    index: &workload::Index,
+    now: Timestamp,
+) -> Result<(CanaryOutcome, Option<Uncommitted>), CanaryError> {
+    let canary = prepared.canary;
+    let status = prepared.status;
+    let applied = live(repo, canary, &external)?;
+    let obs = Observations {
+        revision: prepared.revision,
+        metrics: external.metrics,
+        webhooks: external.webhooks,
+        approved: false,
+        applied,
+    };
+    let rollback = rejected.and_then(|reason| {
+        match crate::core::operate::operate(canary, status.as_ref(), Operation::Abort, &reason, now)
+        {
+            Ok(decision) => Some((decision, reason)),
+            Err(e) => {
+                warn!(canary = %canary.id, error = %e, "Approval rejected, but the canary cannot roll back");
+                None
+            }
+        }
+    });
+    let (decision, operator) = match rollback {
+        Some((decision, reason)) => (decision, Some(reason)),
+        None => (decide(canary, status.as_ref(), &obs, now), None),
+    };
+    let outcome = CanaryOutcome {
+        id: canary.id.to_string(),
+        phase: Some(decision.status.phase),
+        status: Some(decision.status.clone()),
+        committed: None,
+        events: decision.events.clone(),
+        wake_at: decision.wake_at,
+        error: None,
+    };
+    if !decision.commits() {
+        return Ok((outcome, None));
+    }
+    let changes = render::changes(root, canary, &decision, index)?;
+    let who = format!("{} <{}>", author.name, author.email);
+    let message = message::render(
+        canary,
+        &decision,
+        operator.as_deref().map(|reason| (who.as_str(), reason)),
+    );
+    Ok((
+        outcome,
+        Some(Uncommitted {
+            changes,
+            message,
+            decision,
+        }),
+    ))
+}
