@@ -19,4 +19,5 @@ mod server;
 mod spec_validation;
 mod support;
 mod sync;
+mod tick;
 mod workload;
