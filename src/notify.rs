@@ -111,13 +111,13 @@ pub async fn send(
     let client = match crate::http::client(false) {
         Ok(c) => c,
         Err(e) => {
-            warn!(msg = "Cannot build the notification client", error = %e);
+            warn!(error = %e, "Cannot build the notification client");
             return;
         }
     };
     for target in targets {
         let Some(url) = url_of(&target.url_env) else {
-            warn!(msg = "Notification skipped: its URL variable is not set", variable = %target.url_env);
+            warn!(variable = %target.url_env, "Notification skipped: its URL variable is not set");
             continue;
         };
         let body = payload(target.channel, canary, event, decision);
@@ -130,10 +130,10 @@ pub async fn send(
         match sent {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => {
-                warn!(canary = %canary.id, msg = "Notification refused", variable = %target.url_env, status = r.status().as_u16())
+                warn!(canary = %canary.id, variable = %target.url_env, status = r.status().as_u16(), "Notification refused")
             }
             Err(e) => {
-                warn!(canary = %canary.id, msg = "Notification failed", variable = %target.url_env, error = %crate::http::describe(&e))
+                warn!(canary = %canary.id, variable = %target.url_env, error = %crate::http::describe(&e), "Notification failed")
             }
         }
     }

@@ -197,7 +197,7 @@ impl Observer for Live<'_> {
                 p.strip_prefix(root).unwrap_or(p).display().to_string()
             });
             for e in &errors {
-                warn!(msg = "Invalid MetricTemplate", error = %e);
+                warn!(error = %e, "Invalid MetricTemplate");
             }
             templates
         } else {
@@ -260,7 +260,7 @@ impl Observer for Live<'_> {
         let body = payload(canary, status.phase, &revision, meta);
         for r in self.runtime.block_on(call_all(&hooks, &body)) {
             if let Err(e) = r.outcome {
-                warn!(canary = %canary.id, msg = "Notification webhook failed", hook = %r.name, error = %e);
+                warn!(canary = %canary.id, hook = %r.name, error = %e, "Notification webhook failed");
             }
         }
     }

@@ -277,7 +277,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     if let Ok(addr) = listener.local_addr() {
-        info!(msg = "HTTP server listening", %addr);
+        info!(%addr, "HTTP server listening");
     }
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
@@ -398,7 +398,7 @@ async fn git_hook(State(state): State<ServerState>, headers: HeaderMap, body: By
     let auth = match authenticate(&headers, &body, secret) {
         Ok(auth) => auth,
         Err(why) => {
-            warn!(msg = "Rejected git webhook", reason = why);
+            warn!(reason = why, "Rejected git webhook");
             state.metrics.error("webhook_auth");
             return (StatusCode::UNAUTHORIZED, format!("unauthorized: {why}\n")).into_response();
         }
@@ -410,7 +410,7 @@ async fn git_hook(State(state): State<ServerState>, headers: HeaderMap, body: By
     if event == "ping" {
         return (StatusCode::OK, "pong\n").into_response();
     }
-    info!(msg = "Git webhook received, waking the loop", event, auth = ?auth);
+    info!(event, auth = ?auth, "Git webhook received, waking the loop");
     state.wake.notify_one();
     (StatusCode::ACCEPTED, "accepted: reconciling soon\n").into_response()
 }

@@ -112,3 +112,30 @@ fn native_step_weight_never_exceeds_max() {
     let plans: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(plans[0]["canaryWeights"], serde_json::json!([20, 40, 50]));
 }
+
+#[test]
+fn logs_written_to_a_file_carry_no_colour_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = crate::support::seeded_remote(
+        tmp.path(),
+        &[(
+            "apps/web.yaml",
+            "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n",
+        )],
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "reconcile",
+            "--repo",
+            &bare.display().to_string(),
+            "--workdir",
+            &tmp.path().join("w").display().to_string(),
+        ])
+        .env("SLUICE_LOG", "info")
+        .output()
+        .expect("run sluice");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Initialization done"), "the tick logged: {err}");
+    assert!(!err.contains('\u{1b}'), "escape codes in a log file: {err:?}");
+}
