@@ -519,6 +519,32 @@ fn read_notifications(r: &mut Reader, node: &Node) -> Vec<Target> {
     out
 }
 
+/// Where notifications go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Slack,
+    Teams,
+    Discord,
+    Webhook,
+}
+
+impl Channel {
+    pub const ALL: [(&'static str, Channel); 4] = [
+        ("slack", Channel::Slack),
+        ("teams", Channel::Teams),
+        ("discord", Channel::Discord),
+        ("webhook", Channel::Webhook),
+    ];
+}
+
+/// One configured notification target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub channel: Channel,
+    /// The environment variable holding the webhook URL.
+    pub url_env: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,30 +724,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Where notifications go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    Slack,
-    Teams,
-    Discord,
-    Webhook,
-}
-
-impl Channel {
-    pub const ALL: [(&'static str, Channel); 4] = [
-        ("slack", Channel::Slack),
-        ("teams", Channel::Teams),
-        ("discord", Channel::Discord),
-        ("webhook", Channel::Webhook),
-    ];
-}
-
-/// One configured notification target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub channel: Channel,
-    /// The environment variable holding the webhook URL.
-    pub url_env: String,
 }
