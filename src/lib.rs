@@ -11,6 +11,7 @@ pub mod forge;
 pub mod gates;
 pub mod gitops;
 pub mod http;
+pub mod kube;
 pub mod metrics;
 pub mod notify;
 pub mod observe;
