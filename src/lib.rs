@@ -17,6 +17,7 @@ pub mod notify;
 pub mod observe;
 pub mod output;
 pub mod reconcile;
+pub mod remote_url;
 pub mod route;
 pub mod server;
 pub mod spec;

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::{ForgeError, ForgeKind, ForgeSettings, Operation, DEFAULT_TIMEOUT};
 use crate::http::{read_body, BodyError};
+use crate::remote_url::redact_url;
 
 /// Answers larger than this are refused rather than held in memory.
 const MAX_BODY: usize = 8 << 20;
@@ -570,21 +571,6 @@ fn one_line(text: &str, max: usize) -> String {
     out
 }
 
-/// A URL with any userinfo removed (for messages).
-fn redact_url(text: &str) -> String {
-    match text.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            let (authority, tail) = rest.split_at(end);
-            match authority.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://***@{host}{tail}"),
-                None => text.to_string(),
-            }
-        }
-        None => text.to_string(),
-    }
-}
-
 /// A transport error as one bounded line with its causes, without the URL.
 fn describe(error: &reqwest::Error) -> String {
     one_line(&crate::http::describe(error), MAX_MESSAGE)
@@ -640,14 +626,5 @@ mod tests {
             HeaderValue::from_static("<https://x/repos/a/b/pulls?page=1>; rel=\"first\""),
         );
         assert!(!has_next(&h, 100, 100));
-    }
-
-    #[test]
-    fn urls_lose_their_userinfo_in_messages() {
-        assert_eq!(
-            redact_url("https://user:pw@host/api?x"),
-            "https://***@host/api?x"
-        );
-        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
     }
 }
