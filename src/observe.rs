@@ -84,6 +84,10 @@ pub struct Live {
     /// A Prometheus address that overrides the repo settings (the demo's embedded source).
     pub prometheus_override: Option<String>,
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
+    /// Pooled HTTP clients for webhooks, and Prometheus access (clients + credentials), built
+    /// once.
+    http: crate::http::HttpClients,
+    prometheus: crate::metrics::prometheus::PrometheusAccess,
 }
 
 /// Canaries observed at once.
@@ -95,10 +99,13 @@ impl Live {
             .worker_threads(2)
             .enable_all()
             .build()?;
+        let http = crate::http::HttpClients::new().map_err(std::io::Error::other)?;
         Ok(Live {
             runtime,
             prometheus_override: None,
             kube: tokio::sync::OnceCell::new(),
+            prometheus: crate::metrics::prometheus::PrometheusAccess::from_env(http.clone()),
+            http,
         })
     }
 
@@ -131,7 +138,15 @@ impl Live {
             .to_string();
         let metrics = async {
             if want.metrics {
-                observe_metrics(canary, &target, templates, address, DEFAULT_METRIC_INTERVAL).await
+                observe_metrics(
+                    &self.prometheus,
+                    canary,
+                    &target,
+                    templates,
+                    address,
+                    DEFAULT_METRIC_INTERVAL,
+                )
+                .await
             } else {
                 Vec::new()
             }
@@ -148,7 +163,7 @@ impl Live {
             if hooks.is_empty() {
                 Vec::new()
             } else {
-                call_all(&hooks, &body).await
+                call_all(&self.http, &hooks, &body).await
             }
         };
         let sync = async {
@@ -278,7 +293,7 @@ impl Observer for Live {
             Timestamp::now().as_millisecond().to_string(),
         );
         let body = payload(canary, status.phase, &revision, meta);
-        for r in self.runtime.block_on(call_all(&hooks, &body)) {
+        for r in self.runtime.block_on(call_all(&self.http, &hooks, &body)) {
             if let Err(e) = r.outcome {
                 warn!(canary = %canary.id, msg = "Notification webhook failed", hook = %r.name, error = %e);
             }
