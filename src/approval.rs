@@ -76,14 +76,14 @@ pub fn handle(
     }
     let author = report.author.clone().unwrap_or_default();
     let forge = report.forge.as_ref().and_then(|settings| {
-        let token = match crate::forge::token_from_env() {
-            Ok(t) => t,
+        let client = match crate::forge::ForgeClient::from_env() {
+            Ok(c) => c,
             Err(e) => {
                 warn!(msg = "Cannot read the forge token", error = %e);
                 return None;
             }
         };
-        match Forge::from_settings(settings, token) {
+        match Forge::from_settings(settings, &client) {
             Ok(f) => Some(f),
             Err(e) => {
                 warn!(msg = "Cannot use the forge", error = %e);
@@ -238,8 +238,8 @@ pub fn close_left_behind(pending: &Pending, forge: Option<&crate::spec::settings
     let Some(settings) = forge else {
         return;
     };
-    let forge = match crate::forge::token_from_env()
-        .and_then(|token| Forge::from_settings(settings, token))
+    let forge = match crate::forge::ForgeClient::from_env()
+        .and_then(|client| Forge::from_settings(settings, &client))
     {
         Ok(f) => f,
         Err(e) => {
