@@ -69,18 +69,18 @@ pub fn branch_for(canary: &Canary, status: &Status) -> Option<String> {
     ))
 }
 
-/// The forge client for the repo's `forge` settings and the token read at start; `None`
+/// The forge for the repo's `forge` settings, on the client and token built at start; `None`
 /// (logged) without settings or when the token or settings are unusable.
 pub fn connect(settings: Option<&ForgeSettings>, runtime: &Runtime) -> Option<Forge> {
     let settings = settings?;
-    let token = match runtime.forge_token() {
-        Ok(t) => t,
+    let client = match runtime.forge_client() {
+        Ok(c) => c,
         Err(e) => {
-            warn!(error = %e, "Cannot read the forge token");
+            warn!(error = %e, "Cannot use the forge token");
             return None;
         }
     };
-    match Forge::from_settings(settings, token) {
+    match Forge::from_settings(settings, client) {
         Ok(f) => Some(f),
         Err(e) => {
             warn!(error = %e, "Cannot use the forge");

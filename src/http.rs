@@ -1,6 +1,7 @@
 //! The one place sluice builds HTTP clients, plus helpers to read answers safely.
 //!
-//! Every outgoing HTTP call (Prometheus queries, webhooks) goes through [`client`], which
+//! Every outgoing HTTP call (Prometheus queries, webhooks) goes through a client built by
+//! [`client`], usually one of the two pooled [`HttpClients`] built once at start. [`client`]
 //! installs the ring crypto provider first: reqwest is built with `rustls-no-provider`, and a
 //! client built without a process-wide provider panics. Installing it here rather than only in
 //! `main` keeps tests and library users that never run `main` working.
@@ -21,6 +22,35 @@ pub fn client(insecure_skip_verify: bool) -> Result<reqwest::Client, String> {
         .tls_danger_accept_invalid_certs(insecure_skip_verify)
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
+}
+
+/// The pooled clients outgoing calls share (Prometheus queries, webhooks): one that checks TLS
+/// certificates, and one that does not for the hooks and metric templates that ask for it
+/// (Flagger's `disableTLS` / `insecureSkipVerify`). Build it once at start and pass it on:
+/// cloning is cheap (a `reqwest::Client` is a handle on its connection pool).
+#[derive(Debug, Clone)]
+pub struct HttpClients {
+    verified: reqwest::Client,
+    unverified: reqwest::Client,
+}
+
+impl HttpClients {
+    /// Builds both clients.
+    pub fn new() -> Result<HttpClients, String> {
+        Ok(HttpClients {
+            verified: client(false)?,
+            unverified: client(true)?,
+        })
+    }
+
+    /// The client for a call that checks certificates unless `insecure_skip_verify`.
+    pub fn get(&self, insecure_skip_verify: bool) -> &reqwest::Client {
+        if insecure_skip_verify {
+            &self.unverified
+        } else {
+            &self.verified
+        }
+    }
 }
 
 /// Installs the ring crypto provider for rustls unless one is installed already: reqwest is

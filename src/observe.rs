@@ -110,7 +110,15 @@ impl<'a> Live<'a> {
             .to_string();
         let metrics = async {
             if want.metrics {
-                observe_metrics(canary, &target, templates, address, DEFAULT_METRIC_INTERVAL).await
+                observe_metrics(
+                    self.runtime.prometheus(),
+                    canary,
+                    &target,
+                    templates,
+                    address,
+                    DEFAULT_METRIC_INTERVAL,
+                )
+                .await
             } else {
                 Vec::new()
             }
@@ -127,7 +135,7 @@ impl<'a> Live<'a> {
             if hooks.is_empty() {
                 Vec::new()
             } else {
-                call_all(&hooks, &body).await
+                call_all(self.runtime.http(), &hooks, &body).await
             }
         };
         let sync = async {
@@ -258,7 +266,10 @@ impl Observer for Live<'_> {
             Timestamp::now().as_millisecond().to_string(),
         );
         let body = payload(canary, status.phase, &revision, meta);
-        for r in self.runtime.block_on(call_all(&hooks, &body)) {
+        for r in self
+            .runtime
+            .block_on(call_all(self.runtime.http(), &hooks, &body))
+        {
             if let Err(e) = r.outcome {
                 warn!(canary = %canary.id, hook = %r.name, error = %e, "Notification webhook failed");
             }

@@ -5,7 +5,8 @@
 //!   client, the HTTP server, the lease).
 //! - A snapshot of the environment taken at start: tokens, Prometheus auth and the notification
 //!   URLs that repo settings name by variable are looked up here, never in `std::env` per tick.
-//! - The forge token, read and checked once.
+//! - Pooled HTTP clients: one set for webhooks, notifications and Prometheus (with its
+//!   credentials), one for the forge (with its token), each read and checked once.
 //! - One lazily built kube client, shared by sync, readiness and the lease.
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
 //!
@@ -17,7 +18,9 @@ use std::sync::Mutex;
 
 use tracing::warn;
 
-use crate::forge::ForgeError;
+use crate::forge::{ForgeClient, ForgeToken};
+use crate::http::HttpClients;
+use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
 use crate::spec::error::SpecError;
 use crate::spec::settings::Settings;
 
@@ -29,7 +32,10 @@ const WORKER_THREADS: usize = 2;
 pub struct Runtime {
     tokio: tokio::runtime::Runtime,
     env: BTreeMap<String, String>,
-    forge_token: Result<Option<String>, ForgeError>,
+    http: HttpClients,
+    prometheus: PrometheusAccess,
+    /// The forge client, or why the token settings cannot be used.
+    forge: Result<ForgeClient, String>,
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
     settings: Mutex<Option<CachedSettings>>,
 }
@@ -44,7 +50,7 @@ struct CachedSettings {
 }
 
 impl Runtime {
-    /// Reads the environment once and starts the tokio runtime.
+    /// Reads the environment once, starts the tokio runtime and builds the pooled clients.
     pub fn from_env() -> std::io::Result<Runtime> {
         Runtime::with_env(std::env::vars().collect())
     }
@@ -56,11 +62,22 @@ impl Runtime {
             .thread_name("sluice-io")
             .enable_all()
             .build()?;
-        let forge_token = crate::forge::token_from_lookup(|name| env.get(name).cloned());
+        let var = |name: &str| env.get(name).filter(|v| !v.is_empty()).cloned();
+        let http = HttpClients::new().map_err(std::io::Error::other)?;
+        let prometheus =
+            match Auth::from_values(var(TOKEN_VAR), var(USERNAME_VAR), var(PASSWORD_VAR)) {
+                Ok(auth) => PrometheusAccess::new(http.clone(), auth),
+                Err(e) => PrometheusAccess::unusable(http.clone(), e),
+            };
+        let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
+            .and_then(ForgeClient::new)
+            .map_err(|e| e.to_string());
         Ok(Runtime {
             tokio,
             env,
-            forge_token,
+            http,
+            prometheus,
+            forge,
             kube: tokio::sync::OnceCell::new(),
             settings: Mutex::new(None),
         })
@@ -85,9 +102,20 @@ impl Runtime {
             .filter(|v| !v.is_empty())
     }
 
-    /// The forge token (`SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE`), read at start.
-    pub fn forge_token(&self) -> Result<Option<String>, ForgeError> {
-        self.forge_token.clone()
+    /// Pooled clients for webhooks and notifications.
+    pub fn http(&self) -> &HttpClients {
+        &self.http
+    }
+
+    /// Pooled clients and credentials (`SLUICE_PROMETHEUS_*`) for metric queries.
+    pub fn prometheus(&self) -> &PrometheusAccess {
+        &self.prometheus
+    }
+
+    /// The forge client with the token (`SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE`)
+    /// read at start, or why that token cannot be used.
+    pub fn forge_client(&self) -> Result<&ForgeClient, &str> {
+        self.forge.as_ref().map_err(String::as_str)
     }
 
     /// The kube client, built on first use from the in-cluster config or `KUBECONFIG`;
@@ -95,7 +123,7 @@ impl Runtime {
     pub async fn kube_client(&self) -> Option<kube::Client> {
         self.kube
             .get_or_init(|| async {
-                match crate::gates::sync::infer_client().await {
+                match crate::kube::infer_client().await {
                     Ok(c) => Some(c),
                     Err(e) => {
                         warn!(error = %e, "No Kubernetes access: sync targets cannot be read");
@@ -156,14 +184,22 @@ mod tests {
     }
 
     #[test]
-    fn forge_token_problems_surface_from_the_start_snapshot() {
+    fn token_problems_surface_from_the_start_snapshot() {
         let rt = runtime(&[
             ("SLUICE_FORGE_TOKEN", "t0k"),
             ("SLUICE_FORGE_TOKEN_FILE", "/x"),
         ]);
-        assert!(rt.forge_token().is_err());
+        assert!(rt.forge_client().unwrap_err().contains("set only one"));
         let rt = runtime(&[("SLUICE_FORGE_TOKEN", "t0k\n")]);
-        assert_eq!(rt.forge_token().unwrap().as_deref(), Some("t0k"));
+        assert!(rt.forge_client().is_ok());
+        let rt = runtime(&[("SLUICE_PROMETHEUS_USERNAME", "u")]);
+        assert!(rt
+            .prometheus()
+            .auth()
+            .unwrap_err()
+            .contains("SLUICE_PROMETHEUS_PASSWORD"));
+        let rt = runtime(&[("SLUICE_PROMETHEUS_TOKEN", "p")]);
+        assert!(matches!(rt.prometheus().auth(), Ok(Auth::Bearer(t)) if t == "p"));
     }
 
     #[test]

@@ -136,6 +136,12 @@ fn logs_written_to_a_file_carry_no_colour_codes() {
         .expect("run sluice");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("Initialization done"), "the tick logged: {err}");
-    assert!(!err.contains('\u{1b}'), "escape codes in a log file: {err:?}");
+    assert!(
+        err.contains("Initialization done"),
+        "the tick logged: {err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "escape codes in a log file: {err:?}"
+    );
 }

@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use jiff::Timestamp;
 use serde_json::{json, Value as Json_};
 use sluice::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
-use sluice::gates::sync::client_from_config;
+use sluice::kube::client_from_config;
 
 #[derive(Default)]
 struct Store {

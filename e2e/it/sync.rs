@@ -18,9 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value as Json};
-use sluice::gates::sync::{
-    applied, client_from_config, read_sync, Applied, SyncError, SyncObservation,
-};
+use sluice::gates::sync::{applied, read_sync, Applied, SyncError, SyncObservation};
+use sluice::kube::client_from_config;
 use sluice::spec::model::{Name, SyncTarget};
 
 use crate::support::{git, git_ok, Schemas};

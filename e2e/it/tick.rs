@@ -40,7 +40,12 @@ impl Observer for RacingHuman<'_> {
         _: Timestamp,
     ) -> Vec<External> {
         if self.observed.fetch_add(1, Ordering::SeqCst) == 0 {
-            human_commit(self.human, "README.md", "# fleet\n", "docs: a human pushes first");
+            human_commit(
+                self.human,
+                "README.md",
+                "# fleet\n",
+                "docs: a human pushes first",
+            );
         }
         requests.iter().map(|_| External::default()).collect()
     }

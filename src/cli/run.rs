@@ -159,7 +159,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             ),
         };
         let client = runtime
-            .block_on(crate::gates::sync::infer_client())
+            .block_on(crate::kube::infer_client())
             .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
         Some((
             client,

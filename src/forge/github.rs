@@ -256,7 +256,7 @@ mod tests {
                     api_url: "https://api.github.com".into(),
                     repository: "a/b".into(),
                 },
-                None,
+                &super::super::ForgeClient::new(None).unwrap(),
             )
             .unwrap(),
             "a/b",

@@ -1,11 +1,10 @@
-//! The HTTP plumbing every provider shares: building the one client, joining URLs, sending with
+//! The HTTP plumbing every provider shares: the one pooled client, joining URLs, sending with
 //! a timeout, reading bounded bodies, following pages and turning bad answers into
 //! [`ForgeError`]s that say what to fix.
 //!
 //! The token lives here only as a sensitive header and a scrubbing pattern; it is never logged,
 //! never part of a URL and never copied into an error.
 
-use std::fmt;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -14,8 +13,9 @@ use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{ForgeError, ForgeKind, ForgeSettings, Operation, DEFAULT_TIMEOUT};
+use super::{ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, DEFAULT_TIMEOUT};
 use crate::http::{read_body, BodyError};
+use crate::remote_url::redact_url;
 
 /// Answers larger than this are refused rather than held in memory.
 const MAX_BODY: usize = 8 << 20;
@@ -26,13 +26,36 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest API message copied into an error.
 const MAX_MESSAGE: usize = 300;
 
-/// A token: `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-struct Secret(String);
+/// The HTTP side every forge shares, built once at start: one pooled client (a user agent,
+/// timeouts, no redirects: a redirect to another host must not take a `PRIVATE-TOKEN` header
+/// along) and the access token. Each [`super::Forge`] adds its own headers per request.
+/// Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct ForgeClient {
+    http: reqwest::Client,
+    token: Option<ForgeToken>,
+}
 
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
+impl ForgeClient {
+    /// Builds the pooled client; `token` is the access token (see [`ForgeToken::from_env`]).
+    /// Without a token requests go out unauthenticated and writes will be refused.
+    pub fn new(token: Option<ForgeToken>) -> Result<ForgeClient, ForgeError> {
+        crate::http::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(DEFAULT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ForgeError::Config {
+                message: format!("cannot build an HTTP client: {}", describe(&e)),
+            })?;
+        Ok(ForgeClient { http, token })
+    }
+
+    /// Reads the token from the environment ([`ForgeToken::from_env`]) and builds the client.
+    pub fn from_env() -> Result<ForgeClient, ForgeError> {
+        ForgeClient::new(ForgeToken::from_env()?)
     }
 }
 
@@ -41,11 +64,13 @@ impl fmt::Debug for Secret {
 pub(crate) struct Api {
     pub(super) kind: ForgeKind,
     client: reqwest::Client,
+    /// This forge's `Accept` and auth headers (the auth value marked sensitive).
+    headers: HeaderMap,
     /// The API base without a trailing slash (`https://ghe.example.com/api/v3`).
     base: Url,
     /// The configured repository, for hints.
     repository: String,
-    token: Option<Secret>,
+    token: Option<ForgeToken>,
     timeout: Duration,
 }
 
@@ -57,7 +82,7 @@ pub(super) struct Answer {
 }
 
 impl Api {
-    pub(super) fn new(s: &ForgeSettings, token: Option<String>) -> Result<Api, ForgeError> {
+    pub(super) fn new(s: &ForgeSettings, client: &ForgeClient) -> Result<Api, ForgeError> {
         let mut base = Url::parse(&s.api_url).map_err(|e| ForgeError::Config {
             message: format!(
                 "forge.apiUrl {:?} is not a URL: {e}",
@@ -85,14 +110,13 @@ impl Api {
         if let Ok(mut segments) = base.path_segments_mut() {
             segments.pop_if_empty();
         }
-        let token = token.map(|t| Secret(t.trim().to_string()));
-        let client = client(s.kind, token.as_ref())?;
         Ok(Api {
             kind: s.kind,
-            client,
+            client: client.http.clone(),
+            headers: headers(s.kind, client.token.as_ref())?,
             base,
             repository: s.repository.clone(),
-            token,
+            token: client.token.clone(),
             timeout: DEFAULT_TIMEOUT,
         })
     }
@@ -134,6 +158,7 @@ impl Api {
         let mut request = self
             .client
             .request(method.clone(), url.clone())
+            .headers(self.headers.clone())
             .timeout(self.timeout);
         if !query.is_empty() {
             request = request.query(query);
@@ -422,17 +447,15 @@ impl Api {
     /// Replaces the token wherever it appears.
     fn scrub(&self, text: &str) -> String {
         match &self.token {
-            Some(Secret(t)) if !t.is_empty() => text.replace(t.as_str(), "***"),
+            Some(t) if !t.expose().is_empty() => text.replace(t.expose(), "***"),
             _ => text.to_string(),
         }
     }
 }
 
-/// Builds the HTTP client for one forge: default headers (auth marked sensitive), a user agent,
-/// timeouts, no redirects (a redirect to another host must not take a `PRIVATE-TOKEN` header
-/// along). The one place the rustls crypto provider is installed for forge traffic.
-fn client(kind: ForgeKind, token: Option<&Secret>) -> Result<reqwest::Client, ForgeError> {
-    crate::http::install_crypto_provider();
+/// The headers of every request to one forge: its `Accept` (and GitHub's API version), and the
+/// token as that forge expects it, marked sensitive so it never shows in `Debug`.
+fn headers(kind: ForgeKind, token: Option<&ForgeToken>) -> Result<HeaderMap, ForgeError> {
     let mut headers = HeaderMap::new();
     match kind {
         ForgeKind::GitHub => {
@@ -449,10 +472,11 @@ fn client(kind: ForgeKind, token: Option<&Secret>) -> Result<reqwest::Client, Fo
             headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         }
     }
-    if let Some(Secret(token)) = token {
+    if let Some(token) = token {
+        let token = token.expose();
         let (name, value) = match kind {
             ForgeKind::GitHub => (AUTHORIZATION, format!("Bearer {token}")),
-            ForgeKind::GitLab => (HeaderName::from_static("private-token"), token.clone()),
+            ForgeKind::GitLab => (HeaderName::from_static("private-token"), token.to_string()),
             ForgeKind::Gitea => (AUTHORIZATION, format!("token {token}")),
         };
         let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
@@ -465,16 +489,7 @@ fn client(kind: ForgeKind, token: Option<&Secret>) -> Result<reqwest::Client, Fo
         value.set_sensitive(true);
         headers.insert(name, value);
     }
-    reqwest::Client::builder()
-        .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
-        .default_headers(headers)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(DEFAULT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| ForgeError::Config {
-            message: format!("cannot build an HTTP client: {}", describe(&e)),
-        })
+    Ok(headers)
 }
 
 /// True when another page follows: the `Link` header's `rel="next"` when the forge sends a
@@ -570,21 +585,6 @@ fn one_line(text: &str, max: usize) -> String {
     out
 }
 
-/// A URL with any userinfo removed (for messages).
-fn redact_url(text: &str) -> String {
-    match text.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            let (authority, tail) = rest.split_at(end);
-            match authority.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://***@{host}{tail}"),
-                None => text.to_string(),
-            }
-        }
-        None => text.to_string(),
-    }
-}
-
 /// A transport error as one bounded line with its causes, without the URL.
 fn describe(error: &reqwest::Error) -> String {
     one_line(&crate::http::describe(error), MAX_MESSAGE)
@@ -640,14 +640,5 @@ mod tests {
             HeaderValue::from_static("<https://x/repos/a/b/pulls?page=1>; rel=\"first\""),
         );
         assert!(!has_next(&h, 100, 100));
-    }
-
-    #[test]
-    fn urls_lose_their_userinfo_in_messages() {
-        assert_eq!(
-            redact_url("https://user:pw@host/api?x"),
-            "https://***@host/api?x"
-        );
-        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
     }
 }

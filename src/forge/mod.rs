@@ -24,6 +24,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::spec::settings::{ForgeKind, ForgeSettings};
+pub use http::ForgeClient;
 
 /// Where a pull request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,46 +170,67 @@ pub const TOKEN_VAR: &str = "SLUICE_FORGE_TOKEN";
 /// The environment variable naming a file that holds the token (a mounted Kubernetes secret).
 pub const TOKEN_FILE_VAR: &str = "SLUICE_FORGE_TOKEN_FILE";
 
-/// Reads the token from `SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE` (never both).
-pub fn token_from_env() -> Result<Option<String>, ForgeError> {
-    token_from_lookup(|name| std::env::var(name).ok())
+/// The forge access token. `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ForgeToken(String);
+
+impl fmt::Debug for ForgeToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ForgeToken(***)")
+    }
 }
 
-/// [`token_from_env`] through `lookup` (the environment, or a map in tests). Trailing newlines of
-/// a token file are dropped. Errors name the variable, never its value.
-pub fn token_from_lookup(
-    lookup: impl Fn(&str) -> Option<String>,
-) -> Result<Option<String>, ForgeError> {
-    match (lookup(TOKEN_VAR), lookup(TOKEN_FILE_VAR)) {
-        (Some(_), Some(_)) => Err(ForgeError::config(format!(
-            "both {TOKEN_VAR} and {TOKEN_FILE_VAR} are set; set only one"
-        ))),
-        (Some(token), None) => {
-            let token = token.trim();
-            if token.is_empty() {
-                Err(ForgeError::config(format!(
-                    "{TOKEN_VAR} is set but empty; unset it or give it a token"
-                )))
-            } else {
-                Ok(Some(token.to_string()))
+impl ForgeToken {
+    /// A token given directly; surrounding white space is dropped.
+    pub fn new(token: impl Into<String>) -> ForgeToken {
+        ForgeToken(token.into().trim().to_string())
+    }
+
+    /// Reads the token from `SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE` (never both).
+    pub fn from_env() -> Result<Option<ForgeToken>, ForgeError> {
+        ForgeToken::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`ForgeToken::from_env`] through `lookup` (the environment, or a map in tests). Trailing
+    /// newlines of a token file are dropped. Errors name the variable, never its value.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ForgeToken>, ForgeError> {
+        match (lookup(TOKEN_VAR), lookup(TOKEN_FILE_VAR)) {
+            (Some(_), Some(_)) => Err(ForgeError::config(format!(
+                "both {TOKEN_VAR} and {TOKEN_FILE_VAR} are set; set only one"
+            ))),
+            (Some(token), None) => {
+                let token = token.trim();
+                if token.is_empty() {
+                    Err(ForgeError::config(format!(
+                        "{TOKEN_VAR} is set but empty; unset it or give it a token"
+                    )))
+                } else {
+                    Ok(Some(ForgeToken::new(token)))
+                }
             }
-        }
-        (None, Some(path)) => {
-            let content = std::fs::read_to_string(&path).map_err(|e| {
-                ForgeError::config(format!(
-                    "{TOKEN_FILE_VAR}: cannot read token file {path}: {e}"
-                ))
-            })?;
-            let token = content.trim();
-            if token.is_empty() {
-                Err(ForgeError::config(format!(
-                    "{TOKEN_FILE_VAR}: token file {path} is empty"
-                )))
-            } else {
-                Ok(Some(token.to_string()))
+            (None, Some(path)) => {
+                let content = std::fs::read_to_string(&path).map_err(|e| {
+                    ForgeError::config(format!(
+                        "{TOKEN_FILE_VAR}: cannot read token file {path}: {e}"
+                    ))
+                })?;
+                let token = content.trim();
+                if token.is_empty() {
+                    Err(ForgeError::config(format!(
+                        "{TOKEN_FILE_VAR}: token file {path} is empty"
+                    )))
+                } else {
+                    Ok(Some(ForgeToken::new(token)))
+                }
             }
+            (None, None) => Ok(None),
         }
-        (None, None) => Ok(None),
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
     }
 }
 
@@ -224,10 +246,10 @@ pub enum Forge {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Forge {
-    /// Builds the provider for `s`; `token` is the access token (see [`token_from_env`]).
-    /// Without a token requests go out unauthenticated and writes will be refused.
-    pub fn from_settings(s: &ForgeSettings, token: Option<String>) -> Result<Forge, ForgeError> {
-        let api = http::Api::new(s, token)?;
+    /// Builds the provider for `s` on the shared `client` (pooled connections and the token,
+    /// built once; see [`ForgeClient::from_env`]). Cheap: no connection is opened here.
+    pub fn from_settings(s: &ForgeSettings, client: &ForgeClient) -> Result<Forge, ForgeError> {
+        let api = http::Api::new(s, client)?;
         Ok(match s.kind {
             ForgeKind::GitHub => Forge::GitHub(github::GitHub::new(api, &s.repository)?),
             ForgeKind::GitLab => Forge::GitLab(gitlab::GitLab::new(api, &s.repository)?),

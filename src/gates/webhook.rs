@@ -7,16 +7,19 @@
 //!
 //! Retries follow Flagger's client (hashicorp go-retryablehttp): `retries` more attempts after
 //! connection errors, timeouts, 429 and 5xx other than 501, waiting 1 s, 2 s, 4 s, ... (at most
-//! 30 s; a 429/503 `Retry-After` in seconds is honoured up to that cap). Other statuses fail at
-//! once. Each attempt has the hook's `timeout`. The result is an observation for the core;
-//! nothing here decides what a failure means.
+//! 30 s; a 429/503 `Retry-After` in seconds is honoured up to that cap), run by `backon`. Other
+//! statuses fail at once. Each attempt has the hook's `timeout`. Calls go out on the pooled
+//! [`HttpClients`] the caller built once. The result is an observation for the core; nothing
+//! here decides what a failure means.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use backon::{ExponentialBuilder, Retryable};
+
 use crate::core::observe::WebhookObservation;
 use crate::core::status::Phase;
-use crate::http;
+use crate::http::{self, HttpClients};
 use crate::spec::model::WebhookSpec;
 
 /// Largest answer body read (only its start is reported).
@@ -71,7 +74,8 @@ impl WebhookPayload {
     }
 }
 
-/// Waits between attempts: `min * 2^attempt`, at most `max`.
+/// Waits between attempts: `min`, doubling, at most `max`; a server's `Retry-After` wins, up to
+/// `max`. The schedule is backon's exponential backoff without jitter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     pub min: Duration,
@@ -85,51 +89,52 @@ impl Backoff {
         max: Duration::from_secs(30),
     };
 
-    /// The wait after failed attempt number `attempt` (0-based).
-    pub fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        if let Some(d) = retry_after {
-            return d.min(self.max);
-        }
-        let factor = 2u32.checked_pow(attempt).unwrap_or(u32::MAX);
-        self.min
-            .checked_mul(factor)
-            .unwrap_or(self.max)
-            .min(self.max)
+    /// The waits before each of `retries` further attempts.
+    fn schedule(&self, retries: u32) -> ExponentialBuilder {
+        ExponentialBuilder::default()
+            .with_min_delay(self.min.min(self.max))
+            .with_max_delay(self.max)
+            .with_factor(2.0)
+            .with_max_times(retries as usize)
+    }
+
+    /// The wait before the next attempt: the server's `Retry-After` (capped at `max`) instead of
+    /// the `scheduled` one; `None` (no attempts left) stays `None`.
+    fn adjust(
+        &self,
+        retry_after: Option<Duration>,
+        scheduled: Option<Duration>,
+    ) -> Option<Duration> {
+        scheduled.map(|wait| retry_after.map_or(wait, |d| d.min(self.max)))
     }
 }
 
-/// Calls every hook concurrently with Flagger's backoff; observations come back in `hooks`
-/// order.
-pub async fn call_all(hooks: &[&WebhookSpec], payload: &WebhookPayload) -> Vec<WebhookObservation> {
-    call_all_with(hooks, payload, Backoff::FLAGGER).await
+/// Calls every hook concurrently with Flagger's backoff, on the shared pooled clients;
+/// observations come back in `hooks` order.
+pub async fn call_all(
+    http: &HttpClients,
+    hooks: &[&WebhookSpec],
+    payload: &WebhookPayload,
+) -> Vec<WebhookObservation> {
+    call_all_with(http, hooks, payload, Backoff::FLAGGER).await
 }
 
 /// [`call_all`] with another backoff (tests use milliseconds).
 #[tracing::instrument(skip_all, fields(canary = %format_args!("{}/{}", payload.namespace, payload.name)))]
 pub async fn call_all_with(
+    http: &HttpClients,
     hooks: &[&WebhookSpec],
     payload: &WebhookPayload,
     backoff: Backoff,
 ) -> Vec<WebhookObservation> {
-    // Two clients at most: hooks with Flagger's `disableTLS` skip certificate checks.
-    let (verified, unverified) = (http::client(false), http::client(true));
     let handles: Vec<_> = hooks
         .iter()
         .map(|hook| {
             let hook = (*hook).clone();
             let body = payload.body_for(&hook);
-            let client = if hook.disable_tls {
-                &unverified
-            } else {
-                &verified
-            }
-            .clone();
-            tokio::spawn(async move {
-                match client {
-                    Ok(client) => call_one(&client, &hook, &body, backoff).await,
-                    Err(e) => Err(e),
-                }
-            })
+            // Hooks with Flagger's `disableTLS` skip certificate checks.
+            let client = http.get(hook.disable_tls).clone();
+            tokio::spawn(async move { call_one(&client, &hook, &body, backoff).await })
         })
         .collect();
     let mut out = Vec::with_capacity(handles.len());
@@ -148,14 +153,13 @@ pub async fn call_all_with(
 
 /// Calls one hook (with retries) and reports the outcome.
 pub async fn call(
+    http: &HttpClients,
     hook: &WebhookSpec,
     payload: &WebhookPayload,
     backoff: Backoff,
 ) -> WebhookObservation {
-    let outcome = match http::client(hook.disable_tls) {
-        Ok(client) => call_one(&client, hook, &payload.body_for(hook), backoff).await,
-        Err(e) => Err(e),
-    };
+    let client = http.get(hook.disable_tls);
+    let outcome = call_one(client, hook, &payload.body_for(hook), backoff).await;
     WebhookObservation {
         name: hook.name.clone(),
         kind: hook.kind,
@@ -163,16 +167,12 @@ pub async fn call(
     }
 }
 
-/// One attempt's result.
-enum Attempt {
-    Passed,
-    /// Failed; `retry` says whether another attempt may help, `retry_after` is the server's
-    /// requested wait.
-    Failed {
-        reason: String,
-        retry: bool,
-        retry_after: Option<Duration>,
-    },
+/// Why one attempt failed; `retry` says whether another attempt may help, `retry_after` is the
+/// server's requested wait.
+struct Failure {
+    reason: String,
+    retry: bool,
+    retry_after: Option<Duration>,
 }
 
 async fn call_one(
@@ -181,40 +181,35 @@ async fn call_one(
     body: &serde_json::Value,
     backoff: Backoff,
 ) -> Result<(), String> {
-    let attempts = hook.retries.saturating_add(1);
-    let mut attempt = 0;
-    loop {
-        let result = attempt_once(client, hook, body).await;
-        attempt += 1;
-        match result {
-            Attempt::Passed => return Ok(()),
-            Attempt::Failed {
-                reason,
-                retry,
-                retry_after,
-            } => {
-                if !retry || attempt >= attempts {
-                    return Err(if attempt > 1 {
-                        format!("{reason} (after {attempt} attempts)")
-                    } else {
-                        reason
-                    });
-                }
-                let wait = backoff.wait(attempt - 1, retry_after);
-                tracing::debug!(hook = %hook.name, %reason, ?wait, "webhook attempt failed; retrying");
-                tokio::time::sleep(wait).await;
-            }
+    let mut attempts = 0u32;
+    let result = (|| {
+        attempts += 1;
+        attempt_once(client, hook, body)
+    })
+    .retry(backoff.schedule(hook.retries))
+    .sleep(tokio::time::sleep)
+    .when(|f: &Failure| f.retry)
+    .adjust(|f: &Failure, scheduled| backoff.adjust(f.retry_after, scheduled))
+    .notify(|f: &Failure, wait: Duration| {
+        tracing::debug!(hook = %hook.name, reason = %f.reason, ?wait, "webhook attempt failed; retrying");
+    })
+    .await;
+    result.map_err(|f| {
+        if attempts > 1 {
+            format!("{} (after {attempts} attempts)", f.reason)
+        } else {
+            f.reason
         }
-    }
+    })
 }
 
 async fn attempt_once(
     client: &reqwest::Client,
     hook: &WebhookSpec,
     body: &serde_json::Value,
-) -> Attempt {
+) -> Result<(), Failure> {
     let timeout = hook.timeout;
-    let timed_out = || Attempt::Failed {
+    let timed_out = || Failure {
         reason: format!("timed out after {}", http::human_duration(timeout)),
         retry: true,
         retry_after: None,
@@ -237,26 +232,26 @@ async fn attempt_once(
         Ok::<_, reqwest::Error>((status, retry_after, body))
     };
     let outcome = match tokio::time::timeout(timeout + Duration::from_secs(1), exchange).await {
-        Err(_) => return timed_out(),
+        Err(_) => return Err(timed_out()),
         Ok(outcome) => outcome,
     };
     let (status, retry_after, body) = match outcome {
-        Err(e) if e.is_timeout() => return timed_out(),
+        Err(e) if e.is_timeout() => return Err(timed_out()),
         Err(e) => {
             // A bad URL or scheme does not get better by retrying; the network might.
             let retry = !(e.is_builder() || e.is_redirect());
-            return Attempt::Failed {
+            return Err(Failure {
                 reason: http::describe(&e),
                 retry,
                 retry_after: None,
-            };
+            });
         }
         Ok(parts) => parts,
     };
     let code = status.as_u16();
     if code <= 202 {
         // The answer counts even if its body could not be read whole.
-        return Attempt::Passed;
+        return Ok(());
     }
     let text = match body {
         Ok(bytes) => http::snippet(&bytes, BODY_SNIPPET),
@@ -267,7 +262,7 @@ async fn attempt_once(
         Some(reason) => format!("HTTP {code} {reason}"),
         None => format!("HTTP {code}"),
     };
-    Attempt::Failed {
+    Err(Failure {
         reason: if text.is_empty() {
             head
         } else {
@@ -279,7 +274,7 @@ async fn attempt_once(
         } else {
             None
         },
-    }
+    })
 }
 
 #[cfg(test)]
@@ -337,14 +332,27 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_the_cap_and_honours_retry_after() {
+        use backon::BackoffBuilder;
         let b = Backoff::FLAGGER;
-        let secs = |n| Duration::from_secs(n);
-        assert_eq!(b.wait(0, None), secs(1));
-        assert_eq!(b.wait(1, None), secs(2));
-        assert_eq!(b.wait(4, None), secs(16));
-        assert_eq!(b.wait(5, None), secs(30));
-        assert_eq!(b.wait(40, None), secs(30));
-        assert_eq!(b.wait(0, Some(secs(7))), secs(7));
-        assert_eq!(b.wait(0, Some(secs(3600))), secs(30));
+        let secs = Duration::from_secs;
+        let waits: Vec<Duration> = b.schedule(7).build().collect();
+        assert_eq!(
+            waits,
+            [
+                secs(1),
+                secs(2),
+                secs(4),
+                secs(8),
+                secs(16),
+                secs(30),
+                secs(30)
+            ]
+        );
+        assert_eq!(b.schedule(0).build().next(), None);
+        assert_eq!(b.adjust(Some(secs(7)), Some(secs(1))), Some(secs(7)));
+        assert_eq!(b.adjust(Some(secs(3600)), Some(secs(1))), Some(secs(30)));
+        assert_eq!(b.adjust(None, Some(secs(4))), Some(secs(4)));
+        // No attempts left: a Retry-After does not buy another one.
+        assert_eq!(b.adjust(Some(secs(7)), None), None);
     }
 }

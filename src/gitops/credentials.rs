@@ -3,17 +3,19 @@
 //! Secrets come from the environment (`SLUICE_GIT_TOKEN`, `SLUICE_GIT_USERNAME`,
 //! `SLUICE_GIT_PASSWORD`, `SLUICE_GIT_SSH_KEY`, `SLUICE_GIT_SSH_KEY_PASSPHRASE`, each secret also
 //! as `*_FILE` naming a file that holds it) or from userinfo in the remote URL, and live only in
-//! memory. This module also owns URL hygiene: [`strip_userinfo`] gives the URL that may be written
-//! to `.git/config`, and [`redact_url`] / [`redact_text`] make URLs and libgit2 messages safe to
-//! log. It must not log, print or persist a secret.
+//! memory. URL hygiene (the URL that may be written to `.git/config`, redacting URLs and libgit2
+//! messages) lives in [`crate::remote_url`], shared with the forges. This module must not log,
+//! print or persist a secret.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use git2::{Cred, CredentialType, RemoteCallbacks};
 
 use super::{Error, Result};
+pub use crate::remote_url::{redact_text, redact_url};
+use crate::remote_url::{CleanUrl, UrlUserinfo};
 
 /// The username GitHub, Gitea and GitLab accept together with an access token.
 const TOKEN_USERNAME: &str = "x-access-token";
@@ -413,345 +415,18 @@ fn read_path_var(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Result
     Ok(Some(path))
 }
 
-/// Which transport a remote URL uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UrlKind {
-    Local,
-    File,
-    Git,
-    Http,
-    Ssh,
-}
-
-/// Userinfo taken out of a remote URL, kept in memory only.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct UrlUserinfo {
-    pub(crate) user: String,
-    pub(crate) password: Option<String>,
-}
-
-impl fmt::Debug for UrlUserinfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("UrlUserinfo(***)")
-    }
-}
-
-/// A remote URL split into what may be stored and what must stay in memory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CleanUrl {
-    /// Safe to write to `.git/config` and to log.
-    pub(crate) url: String,
-    pub(crate) kind: UrlKind,
-    pub(crate) userinfo: Option<UrlUserinfo>,
-}
-
-/// Splits credentials out of a remote URL. An ssh username is no secret and stays in the URL
-/// (the server needs it); everything else in userinfo is moved out. Local paths are made
-/// absolute because the clone outlives the current directory.
+/// [`crate::remote_url::strip_userinfo`] with its error as this module's [`Error::InvalidUrl`].
 pub(crate) fn strip_userinfo(url: &str) -> Result<CleanUrl> {
-    let invalid = |reason: &str| Error::InvalidUrl {
-        url: redact_url(url),
-        reason: reason.to_string(),
-    };
-    if url.trim().is_empty() {
-        return Err(invalid("is empty; give the config repo's clone URL"));
-    }
-    if url.chars().any(char::is_control) {
-        return Err(invalid("contains control characters"));
-    }
-    let Some(scheme_end) = url.find("://") else {
-        if is_scp_like(url) {
-            return Ok(CleanUrl {
-                url: url.to_string(),
-                kind: UrlKind::Ssh,
-                userinfo: None,
-            });
-        }
-        let path = std::path::absolute(Path::new(url))
-            .map_err(|e| invalid(&format!("cannot make the local path absolute: {e}")))?;
-        let Some(path) = path.to_str() else {
-            return Err(invalid("local path is not valid UTF-8"));
-        };
-        return Ok(CleanUrl {
-            url: path.to_string(),
-            kind: UrlKind::Local,
-            userinfo: None,
-        });
-    };
-    let scheme = url[..scheme_end].to_ascii_lowercase();
-    let kind = match scheme.as_str() {
-        "http" | "https" => UrlKind::Http,
-        "ssh" | "git+ssh" | "ssh+git" => UrlKind::Ssh,
-        "git" => UrlKind::Git,
-        "file" => UrlKind::File,
-        _ => {
-            let reason = format!(
-                "unsupported scheme `{scheme}`; use https://, ssh://, git://, file:// or a path"
-            );
-            return Err(invalid(&reason));
-        }
-    };
-    let rest = &url[scheme_end + 3..];
-    if kind == UrlKind::Http && rest.contains(['?', '#']) {
-        return Err(invalid(
-            "query strings and fragments are not supported; pass tokens through SLUICE_GIT_TOKEN",
-        ));
-    }
-    let (userinfo, host_and_path) = split_authority_userinfo(rest);
-    let Some(userinfo) = userinfo else {
-        return Ok(CleanUrl {
-            url: url.to_string(),
-            kind,
-            userinfo: None,
-        });
-    };
-    if userinfo.contains('/') {
-        return Err(invalid(
-            "credentials in the URL contain `/`; percent-encode them, or better pass them \
-             through SLUICE_GIT_TOKEN or SLUICE_GIT_USERNAME/SLUICE_GIT_PASSWORD",
-        ));
-    }
-    let (user, password) = match userinfo.split_once(':') {
-        Some((u, p)) => (percent_decode(u), Some(percent_decode(p))),
-        None => (percent_decode(userinfo), None),
-    };
-    let prefix = &url[..scheme_end + 3];
-    if kind == UrlKind::Ssh {
-        // Keep the ssh user in the stored URL; move only a password out.
-        let kept = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-        return Ok(CleanUrl {
-            url: format!("{prefix}{kept}@{host_and_path}"),
-            kind,
-            userinfo: password.map(|p| UrlUserinfo {
-                user,
-                password: Some(p),
-            }),
-        });
-    }
-    Ok(CleanUrl {
-        url: format!("{prefix}{host_and_path}"),
-        kind,
-        userinfo: Some(UrlUserinfo { user, password }),
+    crate::remote_url::strip_userinfo(url).map_err(|e| Error::InvalidUrl {
+        url: e.url,
+        reason: e.reason,
     })
-}
-
-/// `user@host:path` (scp syntax) rather than a local path: a `:` before any `/`, and not a
-/// Windows drive letter.
-fn is_scp_like(url: &str) -> bool {
-    match url.find(':') {
-        Some(colon) => {
-            let before = &url[..colon];
-            !before.contains('/') && !before.is_empty() && before.len() != 1
-        }
-        None => false,
-    }
-}
-
-/// Splits `userinfo@host/path` after the scheme. Takes the last `@` before any query or
-/// fragment, so an unencoded `/` or `@` in a password cannot leak part of it into the host.
-fn split_authority_userinfo(rest: &str) -> (Option<&str>, &str) {
-    let end = rest.find(['?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
-        None => (None, rest),
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
-fn is_ssh_scheme(scheme: &str) -> bool {
-    matches!(
-        scheme.to_ascii_lowercase().as_str(),
-        "ssh" | "git+ssh" | "ssh+git"
-    )
-}
-
-/// A URL safe to show: userinfo becomes `***` (an ssh username without password is kept, it is
-/// no secret) and a query string becomes `?***`. Text that is not a URL comes back unchanged.
-///
-/// ```
-/// use sluice::gitops::redact_url;
-/// assert_eq!(redact_url("https://me:s3cret@git.example.com/r.git"), "https://***@git.example.com/r.git");
-/// assert_eq!(redact_url("ssh://git@git.example.com/r.git"), "ssh://git@git.example.com/r.git");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        // scp syntax cannot carry a password, but `user:pw@host:path` typos can.
-        if let Some(at) = url.find('@') {
-            let (userinfo, rest) = (&url[..at], &url[at..]);
-            if userinfo.contains(':') && !userinfo.contains('/') {
-                return format!("***{rest}");
-            }
-        }
-        return url.to_string();
-    };
-    let scheme = &url[..scheme_end];
-    let rest = &url[scheme_end + 3..];
-    let (userinfo, host_and_path) = split_authority_userinfo(rest);
-    let authority = match userinfo {
-        None => String::new(),
-        Some(info) if is_ssh_scheme(scheme) && !info.contains(':') && !info.contains('/') => {
-            format!("{info}@")
-        }
-        Some(info) if is_ssh_scheme(scheme) && !info.contains('/') => {
-            let user = info.split_once(':').map_or(info, |(u, _)| u);
-            format!("{user}:***@")
-        }
-        Some(_) => "***@".to_string(),
-    };
-    let tail = match host_and_path.find('?') {
-        Some(q) => format!("{}?***", &host_and_path[..q]),
-        None => host_and_path.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
-}
-
-/// Redacts every URL (`scheme://…`) found in free text, such as a libgit2 error message.
-pub fn redact_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find("://") {
-        let start = rest[..pos]
-            .char_indices()
-            .rev()
-            .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-            .last()
-            .map_or(pos, |(i, _)| i);
-        let end = rest[pos..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '<' | '>' | '`'))
-            .map_or(rest.len(), |e| pos + e);
-        if start == pos {
-            // `://` with no scheme in front: not a URL, copy it and move on.
-            out.push_str(&rest[..pos + 3]);
-            rest = &rest[pos + 3..];
-            continue;
-        }
-        out.push_str(&rest[..start]);
-        out.push_str(&redact_url(&rest[start..end]));
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
-
-    #[test]
-    fn redact_url_hides_userinfo_and_queries() {
-        let cases = [
-            ("https://me:s3cret@host/r.git", "https://***@host/r.git"),
-            ("https://TOKEN@host/r.git", "https://***@host/r.git"),
-            (
-                "http://u:p%40ss@host:8080/r.git",
-                "http://***@host:8080/r.git",
-            ),
-            ("https://host/r.git", "https://host/r.git"),
-            ("https://host/r.git?token=abc", "https://host/r.git?***"),
-            ("https://u:ab/cd@host/r.git", "https://***@host/r.git"),
-            ("https://u:a@b@host/r.git", "https://***@host/r.git"),
-            ("ssh://git@host/r.git", "ssh://git@host/r.git"),
-            ("ssh://git:pw@host/r.git", "ssh://git:***@host/r.git"),
-            ("git@host:org/r.git", "git@host:org/r.git"),
-            ("u:pw@host:org/r.git", "***@host:org/r.git"),
-            ("git://127.0.0.1:9418/r.git", "git://127.0.0.1:9418/r.git"),
-            ("/srv/git/r.git", "/srv/git/r.git"),
-            ("file:///srv/git/r.git", "file:///srv/git/r.git"),
-            ("", ""),
-            ("://", "://"),
-            ("https://", "https://"),
-            ("https://@", "https://***@"),
-        ];
-        for (input, want) in cases {
-            assert_eq!(redact_url(input), want, "redact_url({input:?})");
-        }
-    }
-
-    #[test]
-    fn redact_text_finds_urls_in_messages() {
-        assert_eq!(
-            redact_text("failed to connect to 'https://u:pw@host/r.git': refused"),
-            "failed to connect to 'https://***@host/r.git': refused"
-        );
-        assert_eq!(
-            redact_text("a https://a:b@x/y and git+ssh://c:d@z/w end"),
-            "a https://***@x/y and git+ssh://c:***@z/w end"
-        );
-        assert_eq!(redact_text("no url :// here"), "no url :// here");
-        assert_eq!(
-            redact_text("ünïcode https://t@h/ü"),
-            "ünïcode https://***@h/ü"
-        );
-    }
-
-    #[test]
-    fn strip_userinfo_moves_credentials_out_of_the_stored_url() {
-        let clean = strip_userinfo("http://user:p%40ss@127.0.0.1:8080/r.git").unwrap();
-        assert_eq!(clean.url, "http://127.0.0.1:8080/r.git");
-        assert_eq!(clean.kind, UrlKind::Http);
-        let info = clean.userinfo.unwrap();
-        assert_eq!(info.user, "user");
-        assert_eq!(info.password.as_deref(), Some("p@ss"));
-
-        let clean = strip_userinfo("ssh://git:pw@host/r.git").unwrap();
-        assert_eq!(clean.url, "ssh://git@host/r.git");
-        assert_eq!(clean.kind, UrlKind::Ssh);
-
-        let clean = strip_userinfo("git@host:org/r.git").unwrap();
-        assert_eq!(clean.url, "git@host:org/r.git");
-        assert_eq!(clean.kind, UrlKind::Ssh);
-
-        let clean = strip_userinfo("git://127.0.0.1/r.git").unwrap();
-        assert_eq!(clean.kind, UrlKind::Git);
-        assert!(clean.userinfo.is_none());
-
-        let clean = strip_userinfo("relative/dir").unwrap();
-        assert_eq!(clean.kind, UrlKind::Local);
-        assert!(Path::new(&clean.url).is_absolute());
-    }
-
-    #[test]
-    fn strip_userinfo_rejects_bad_urls_without_echoing_secrets() {
-        for bad in [
-            "",
-            "ftp://host/r.git",
-            "https://host/r.git?access_token=s3cret",
-            "https://u:s3/cret@host/r.git",
-            "https://host/r\n.git",
-        ] {
-            let err = strip_userinfo(bad).unwrap_err();
-            assert!(matches!(err, Error::InvalidUrl { .. }), "{bad:?}: {err}");
-            assert!(!err.to_string().contains("s3cret"), "{err}");
-            assert!(!err.to_string().contains("cret@"), "{err}");
-        }
-    }
 
     fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = vars

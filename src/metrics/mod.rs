@@ -21,8 +21,9 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use crate::core::observe::{MetricObservation, MetricValue};
+use crate::http::HttpClients;
 use crate::metrics::builtin::Observer;
-use crate::metrics::prometheus::{Auth, Prometheus, PrometheusConfig};
+use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::template::{render, QueryModel, TemplateIndex};
 use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 
@@ -99,20 +100,21 @@ enum Job {
     Failed(String),
 }
 
-/// Queries every metric of `canary`. `target` is the Deployment Flagger's queries call
+/// Queries every metric of `canary` through `access` (pooled clients and credentials, built
+/// once). `target` is the Deployment Flagger's queries call
 /// `{{ target }}` (see [`target_name`]); `default_address` is the repo's Prometheus;
 /// `default_interval` is the window of metrics without `interval` (pass
 /// [`DEFAULT_METRIC_INTERVAL`] for Flagger's behaviour). Returns one observation per metric,
 /// in the canary's order.
 #[tracing::instrument(skip_all, fields(canary = %canary.id))]
 pub async fn observe_metrics(
+    access: &PrometheusAccess,
     canary: &Canary,
     target: &str,
     templates: &TemplateIndex,
     default_address: Option<&str>,
     default_interval: Duration,
 ) -> Vec<MetricObservation> {
-    let auth = Auth::from_env();
     let jobs: Vec<(String, Job)> = canary
         .analysis
         .metrics
@@ -125,12 +127,12 @@ pub async fn observe_metrics(
                 templates,
                 default_address,
                 default_interval,
-                &auth,
+                access,
             );
             (m.name.clone(), job)
         })
         .collect();
-    run(jobs).await
+    run(access.http(), jobs).await
 }
 
 fn plan(
@@ -140,7 +142,7 @@ fn plan(
     templates: &TemplateIndex,
     default_address: Option<&str>,
     default_interval: Duration,
-    auth: &Result<Auth, String>,
+    access: &PrometheusAccess,
 ) -> Job {
     let interval = metric.interval.unwrap_or(default_interval);
     let no_variables = BTreeMap::new();
@@ -190,7 +192,7 @@ fn plan(
     let Some(address) = address else {
         return Job::Failed(NO_ADDRESS.into());
     };
-    let auth = match auth {
+    let auth = match access.auth() {
         Ok(a) => a.clone(),
         Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
     };
@@ -219,16 +221,8 @@ fn plan(
     }
 }
 
-async fn run(jobs: Vec<(String, Job)>) -> Vec<MetricObservation> {
+async fn run(http: &HttpClients, jobs: Vec<(String, Job)>) -> Vec<MetricObservation> {
     let limit = Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES));
-    // One connection pool per TLS setting, shared by all of this canary's queries.
-    let needs = |insecure: bool| {
-        jobs.iter().any(|(_, j)| {
-            matches!(j, Job::Query { config, .. } if config.insecure_skip_verify == insecure)
-        })
-    };
-    let secure = needs(false).then(|| crate::http::client(false));
-    let insecure = needs(true).then(|| crate::http::client(true));
     let mut handles = Vec::with_capacity(jobs.len());
     for (name, job) in jobs {
         let (config, promql, builtin) = match job {
@@ -242,20 +236,8 @@ async fn run(jobs: Vec<(String, Job)>) -> Vec<MetricObservation> {
                 builtin,
             } => (config, promql, builtin),
         };
-        let http = if config.insecure_skip_verify {
-            &insecure
-        } else {
-            &secure
-        };
-        let client = match http {
-            Some(Ok(c)) => Prometheus::with_client(c.clone(), &config),
-            Some(Err(e)) => {
-                handles.push((name, Err(MetricValue::Error(e.clone()))));
-                continue;
-            }
-            None => Prometheus::new(&config),
-        };
-        let client = match client {
+        let client = http.get(config.insecure_skip_verify).clone();
+        let client = match Prometheus::with_client(client, &config) {
             Ok(c) => c,
             Err(e) => {
                 handles.push((name, Err(MetricValue::Error(e.to_string()))));

@@ -8,8 +8,9 @@
 //! one arbitrary series is not what the user wrote.
 //!
 //! Credentials come from the environment (`SLUICE_PROMETHEUS_TOKEN`, or
-//! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`); a bearer token wins over basic
-//! auth, as in Flagger. This module judges nothing.
+//! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`), read once by
+//! [`PrometheusAccess::from_env`]; a bearer token wins over basic auth, as in Flagger. This
+//! module judges nothing.
 
 use std::fmt;
 use std::time::Duration;
@@ -79,6 +80,52 @@ impl Auth {
 
     pub fn is_none(&self) -> bool {
         matches!(self, Auth::None)
+    }
+}
+
+/// What every Prometheus query of a process shares, built once at start: the pooled HTTP
+/// clients and the credentials. Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct PrometheusAccess {
+    http: http::HttpClients,
+    /// A bad credentials setting is kept, not raised: every query then fails with it, so the
+    /// other adapters keep working and the metric says what to fix.
+    auth: Result<Auth, String>,
+}
+
+impl PrometheusAccess {
+    /// Reads the credentials from the environment ([`Auth::from_env`]), once.
+    pub fn from_env(http: http::HttpClients) -> PrometheusAccess {
+        PrometheusAccess {
+            http,
+            auth: Auth::from_env(),
+        }
+    }
+
+    /// Access whose credentials settings cannot be used: every query fails with `why`.
+    pub fn unusable(http: http::HttpClients, why: String) -> PrometheusAccess {
+        PrometheusAccess {
+            http,
+            auth: Err(why),
+        }
+    }
+
+    /// Access with the given credentials.
+    pub fn new(http: http::HttpClients, auth: Auth) -> PrometheusAccess {
+        PrometheusAccess {
+            http,
+            auth: Ok(auth),
+        }
+    }
+
+    /// The credentials, or why the environment's settings cannot be used.
+    pub fn auth(&self) -> Result<&Auth, &str> {
+        self.auth.as_ref().map_err(String::as_str)
+    }
+
+    /// The pooled clients.
+    pub fn http(&self) -> &http::HttpClients {
+        &self.http
     }
 }
 

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::http::HttpClients;
+use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::template::TemplateIndex;
 use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
 use sluice::spec::load::load_text;
@@ -26,7 +28,16 @@ async fn observe(
     default: Option<&str>,
 ) -> Vec<MetricObservation> {
     let target = target_name(canary).expect("targetRef canary");
-    observe_metrics(canary, target, templates, default, DEFAULT_METRIC_INTERVAL).await
+    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None);
+    observe_metrics(
+        &access,
+        canary,
+        target,
+        templates,
+        default,
+        DEFAULT_METRIC_INTERVAL,
+    )
+    .await
 }
 
 #[tokio::test]

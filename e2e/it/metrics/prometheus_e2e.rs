@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sluice::core::observe::{MetricObservation, MetricValue};
-use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
+use sluice::http::HttpClients;
+use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusAccess, PrometheusConfig};
 use sluice::metrics::template::TemplateIndex;
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
 
@@ -221,8 +222,10 @@ async fn builtin_osm_metrics_against_real_prometheus() {
     let canary = flagger_canary("osm", "", METRICS);
     let mut templates = TemplateIndex::new();
     assert!(templates.add_text("metrics.yaml", TEMPLATE).is_empty());
+    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None);
     let observe = async |target: &str| {
         observe_metrics(
+            &access,
             &canary,
             target,
             &templates,
@@ -276,6 +279,7 @@ async fn builtin_osm_metrics_against_real_prometheus() {
     let url = prom.url.clone();
     prom.stop();
     let stopped = observe_metrics(
+        &access,
         &canary,
         "podinfo",
         &templates,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use sluice::core::observe::WebhookObservation;
 use sluice::core::status::Phase;
 use sluice::gates::webhook::{call_all, call_all_with, Backoff, WebhookPayload};
+use sluice::http::HttpClients;
 use sluice::spec::model::{WebhookKind, WebhookSpec};
 
 use super::support::{closed_port_url, Canned, Server};
@@ -29,6 +30,10 @@ fn hook(name: &str, url: &str) -> WebhookSpec {
     }
 }
 
+fn clients() -> HttpClients {
+    HttpClients::new().expect("clients")
+}
+
 fn payload() -> WebhookPayload {
     WebhookPayload {
         name: "podinfo".into(),
@@ -43,7 +48,7 @@ async fn outcome_for(canned: Vec<Canned>, retries: u32) -> (Result<(), String>, 
     let server = Server::start(canned).await;
     let mut h = hook("h", &server.url());
     h.retries = retries;
-    let obs = call_all_with(&[&h], &payload(), FAST).await;
+    let obs = call_all_with(&clients(), &[&h], &payload(), FAST).await;
     (obs[0].outcome.clone(), server.requests().len())
 }
 
@@ -106,7 +111,7 @@ async fn slow_hooks_time_out_and_are_retried() {
     let mut h = hook("slow", &server.url());
     h.timeout = Duration::from_millis(200);
     h.retries = 1;
-    let obs = call_all_with(&[&h], &payload(), FAST).await;
+    let obs = call_all_with(&clients(), &[&h], &payload(), FAST).await;
     assert_eq!(
         obs[0].outcome,
         Err("timed out after 200ms (after 2 attempts)".into())
@@ -119,7 +124,7 @@ async fn unreachable_hooks_fail_with_the_reason() {
     let url = closed_port_url().await;
     let mut h = hook("gone", &url);
     h.retries = 1;
-    let obs = call_all_with(&[&h], &payload(), FAST).await;
+    let obs = call_all_with(&clients(), &[&h], &payload(), FAST).await;
     let reason = obs[0].outcome.clone().unwrap_err();
     assert!(reason.starts_with("cannot connect"), "{reason}");
     assert!(reason.ends_with("(after 2 attempts)"), "{reason}");
@@ -137,7 +142,7 @@ async fn payload_has_flaggers_fields_and_the_hooks_metadata() {
         ),
     ]);
     let plain = hook("plain", &server.url());
-    let obs = call_all(&[&h, &plain], &payload()).await;
+    let obs = call_all(&clients(), &[&h, &plain], &payload()).await;
     assert!(obs.iter().all(|o| o.outcome.is_ok()), "{obs:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -178,7 +183,7 @@ async fn call_all_keeps_hook_order_and_kinds() {
     let b = hook("b", &bad.url());
     let mut c = hook("c", &ok.url());
     c.kind = WebhookKind::Rollout;
-    let obs = call_all(&[&a, &b, &c], &payload()).await;
+    let obs = call_all(&clients(), &[&a, &b, &c], &payload()).await;
     assert_eq!(
         obs,
         vec![
@@ -204,6 +209,6 @@ async fn call_all_keeps_hook_order_and_kinds() {
 #[tokio::test]
 async fn bad_urls_fail_without_panicking() {
     let h = hook("bad", "http://exa mple.com/");
-    let obs = call_all(&[&h], &payload()).await;
+    let obs = call_all(&clients(), &[&h], &payload()).await;
     assert!(obs[0].outcome.is_err(), "{obs:?}");
 }

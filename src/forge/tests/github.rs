@@ -386,7 +386,7 @@ async fn github_fake_enterprise_api_url_with_path_prefix() {
             api_url: h.server.uri(),
             repository: "acme/config".into(),
         },
-        Some(TOKEN.into()),
+        &super::client(Some(TOKEN)),
     )
     .unwrap();
     let err = wrong.get(pr.number).await.unwrap_err();

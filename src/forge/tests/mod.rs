@@ -18,9 +18,16 @@ use serde_json::{json, Value};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::{Forge, ForgeError, ForgeKind, ForgeSettings, PrState, PullRequest};
+use super::{
+    Forge, ForgeClient, ForgeError, ForgeKind, ForgeSettings, ForgeToken, PrState, PullRequest,
+};
 
 pub const TOKEN: &str = "s3cr3t-forge-token-0123456789";
+
+/// The shared forge client with `token`, as the runtime builds it once at start.
+pub fn client(token: Option<&str>) -> ForgeClient {
+    ForgeClient::new(token.map(ForgeToken::new)).unwrap()
+}
 pub const HEAD: &str = "sluice/prod/podinfo/3";
 pub const BASE: &str = "main";
 
@@ -338,7 +345,7 @@ impl Harness {
             api_url: format!("{}{prefix}", server.uri()),
             repository: repository.to_string(),
         };
-        let forge = Forge::from_settings(&settings, token.map(str::to_string))
+        let forge = Forge::from_settings(&settings, &client(token))
             .unwrap()
             .with_timeout(Duration::from_secs(5));
         Harness {
@@ -564,7 +571,7 @@ pub async fn failures_are_classified(h: &Harness) {
                 _ => "acme/config".into(),
             },
         },
-        Some(TOKEN.into()),
+        &client(Some(TOKEN)),
     )
     .unwrap()
     .with_timeout(Duration::from_millis(200));
@@ -587,7 +594,7 @@ pub async fn connection_refused_is_transient(kind: ForgeKind) {
             api_url: format!("http://127.0.0.1:{port}/api"),
             repository: "acme/config".into(),
         },
-        Some(TOKEN.into()),
+        &client(Some(TOKEN)),
     )
     .unwrap();
     let err = forge.get(1).await.unwrap_err();
@@ -662,14 +669,14 @@ fn pr_body_has_weights_checks_and_what_merging_means() {
 
 #[test]
 fn token_comes_from_the_variable_or_the_file() {
-    use super::token_from_lookup;
+    let token_from_lookup = ForgeToken::from_lookup;
     let env = |pairs: Vec<(&'static str, String)>| {
         move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
     };
     assert_eq!(token_from_lookup(env(vec![])).unwrap(), None);
     assert_eq!(
         token_from_lookup(env(vec![("SLUICE_FORGE_TOKEN", "abc\n".into())])).unwrap(),
-        Some("abc".into())
+        Some(ForgeToken::new("abc"))
     );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("token");
@@ -680,7 +687,7 @@ fn token_comes_from_the_variable_or_the_file() {
             file.display().to_string()
         )]))
         .unwrap(),
-        Some("from-file".into())
+        Some(ForgeToken::new("from-file"))
     );
     let both = token_from_lookup(env(vec![
         ("SLUICE_FORGE_TOKEN", "secret-value".into()),
@@ -709,32 +716,64 @@ fn bad_settings_are_config_errors() {
         api_url: api_url.into(),
         repository: repository.into(),
     };
-    let err =
-        Forge::from_settings(&settings(ForgeKind::GitHub, "ftp://x", "a/b"), None).unwrap_err();
+    let err = Forge::from_settings(
+        &settings(ForgeKind::GitHub, "ftp://x", "a/b"),
+        &client(None),
+    )
+    .unwrap_err();
     assert!(matches!(err, ForgeError::Config { .. }), "{err:?}");
     let err = Forge::from_settings(
         &settings(ForgeKind::GitHub, "https://tok@h/api", "a/b"),
-        None,
+        &client(None),
     )
     .unwrap_err();
     assert!(!err.to_string().contains("tok@"), "{err}");
     let err = Forge::from_settings(
         &settings(ForgeKind::Gitea, "https://h/api/v1", "noslash"),
-        None,
+        &client(None),
     )
     .unwrap_err();
     assert!(err.to_string().contains("owner/name"), "{err}");
     let err = Forge::from_settings(
         &settings(ForgeKind::GitHub, "https://h", "a/b"),
-        Some("bad\ntoken".into()),
+        &client(Some("bad\ntoken")),
     )
     .unwrap_err();
     assert!(!err.to_string().contains("bad"), "{err}");
     let ok = Forge::from_settings(
         &settings(ForgeKind::GitLab, "https://h/api/v4/", "4711"),
-        Some(TOKEN.into()),
+        &client(Some(TOKEN)),
     )
     .unwrap();
     assert_eq!(ok.kind(), ForgeKind::GitLab);
     assert!(!format!("{ok:?}").contains(TOKEN));
+}
+
+/// The client is built once and shared: each forge still sends its own auth header (the fakes
+/// answer 401 to anything else) and none leaks into another's requests.
+#[tokio::test]
+async fn one_shared_client_serves_every_forge_kind_with_its_own_auth() {
+    let shared = client(Some(TOKEN));
+    for (kind, prefix, repository) in [
+        (ForgeKind::GitHub, "/api/v3", "acme/config"),
+        (ForgeKind::GitLab, "/api/v4", "platform/team/config"),
+        (ForgeKind::Gitea, "/api/v1", "acme/config"),
+    ] {
+        let h = Harness::start(kind, prefix, repository, Some(TOKEN)).await;
+        let settings = ForgeSettings {
+            kind,
+            api_url: format!("{}{prefix}", h.server.uri()),
+            repository: repository.into(),
+        };
+        let forge = Forge::from_settings(&settings, &shared).unwrap();
+        forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+        let requests = h.server.received_requests().await.unwrap_or_default();
+        for r in &requests {
+            let auth_headers: Vec<&str> = ["authorization", "private-token"]
+                .into_iter()
+                .filter(|name| r.headers.contains_key(*name))
+                .collect();
+            assert_eq!(auth_headers.len(), 1, "{kind}: {auth_headers:?}");
+        }
+    }
 }
