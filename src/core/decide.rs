@@ -303,6 +303,18 @@ fn start_rollout<R>(
             None,
         );
     }
+    begin_rollout(canary, status, &obs.revision, now)
+}
+
+/// Starts the rollout of `revision` once its rollout gate is open (by decision or by a human
+/// approval): an analysis at weight 0, or a direct promotion when the analysis is skipped.
+pub(crate) fn begin_rollout<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    revision: &str,
+    now: Timestamp,
+) -> Decision {
+    let name = dotted(canary);
     if canary.skip_analysis {
         let mut next = status.clone();
         next.phase = Phase::Succeeded;
@@ -316,8 +328,8 @@ fn start_rollout<R>(
         next.waiting_for = None;
         next.checks.clear();
         next.last_failed_check = None;
-        next.canary_revision = Some(obs.revision.clone());
-        next.promoted_revision = obs.revision.clone();
+        next.canary_revision = Some(revision.to_string());
+        next.promoted_revision = revision.to_string();
         swap_stable(canary, &mut next);
         return change(
             Action::Promote,
@@ -326,7 +338,7 @@ fn start_rollout<R>(
             None,
         );
     }
-    let next = reset_analysis(status, obs, now);
+    let next = reset_analysis(status, revision, now);
     change(
         Action::StartRollout,
         next,
@@ -335,8 +347,8 @@ fn start_rollout<R>(
     )
 }
 
-/// A fresh analysis of `obs.revision` at weight 0.
-pub(crate) fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp) -> Status {
+/// A fresh analysis of `revision` at weight 0.
+pub(crate) fn reset_analysis(status: &Status, revision: &str, now: Timestamp) -> Status {
     let mut next = status.clone();
     next.phase = Phase::Progressing;
     next.phase_since = now;
@@ -349,7 +361,7 @@ pub(crate) fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp
     next.waiting_for = None;
     next.last_failed_check = None;
     next.checks.clear();
-    next.canary_revision = Some(obs.revision.clone());
+    next.canary_revision = Some(revision.to_string());
     next
 }
 
@@ -545,7 +557,7 @@ fn progressing<R>(
     let interval = canary.analysis.interval;
     if status.canary_revision.as_deref() != Some(&obs.revision) {
         if obs.revision == status.promoted_revision {
-            let mut next = reset_analysis(status, obs, now);
+            let mut next = reset_analysis(status, &obs.revision, now);
             next.phase = Phase::Initialized;
             next.canary_revision = None;
             return change(
@@ -555,7 +567,7 @@ fn progressing<R>(
                 None,
             );
         }
-        let next = reset_analysis(status, obs, now);
+        let next = reset_analysis(status, &obs.revision, now);
         return change(
             Action::Restart,
             next,
