@@ -439,7 +439,6 @@ fn step_canary(
         revision: prepared.revision,
         metrics: external.metrics,
         webhooks: external.webhooks,
-        approved: false,
         applied,
     };
     let decision = decide(canary, status.as_ref(), &obs, now);

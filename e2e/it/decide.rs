@@ -6,6 +6,7 @@ use jiff::Timestamp;
 
 use sluice::core::decide::*;
 use sluice::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
+use sluice::core::operate::{operate, Operation};
 use sluice::core::status::{Gate, Phase, Status};
 use sluice::output::status_file::{from_yaml, to_yaml};
 use sluice::spec::load::load_text;
@@ -369,9 +370,9 @@ fn pause_without_duration_waits_for_approval_without_failures() {
     let still = decide(&c, Some(&w.status), &obs("v2"), t(500));
     assert_eq!(still.action, Action::Hold);
     assert_eq!(still.status.failed_checks, 0);
-    let mut approved = obs("v2");
-    approved.approved = true;
-    let go = decide(&c, Some(&w.status), &approved, t(510));
+    // The approval is a manual operation (`sluice approve`, or the change an approval pull
+    // request carries), not an observation.
+    let go = operate(&c, Some(&w.status), Operation::Approve, "ok", t(510)).unwrap();
     assert_eq!(go.action, Action::AdvanceCanary { from: 20, to: 60 });
     assert_eq!(go.status.phase, Phase::Progressing);
 }
@@ -388,10 +389,15 @@ fn native_approval_before_promotion() {
     assert_eq!(d.status.canary_weight, 50);
     let w = decide(&c, Some(&d.status), &obs("v2"), t(20));
     assert_eq!(w.action, Action::WaitApproval(Gate::Promotion));
-    let mut approved = obs("v2");
-    approved.approved = true;
     assert_eq!(
-        decide(&c, Some(&w.status), &approved, t(30)).action,
+        decide(&c, Some(&w.status), &obs("v2"), t(300)).action,
+        Action::Hold,
+        "nothing but an approval opens the gate"
+    );
+    assert_eq!(
+        operate(&c, Some(&w.status), Operation::Approve, "ok", t(30))
+            .unwrap()
+            .action,
         Action::Promote
     );
 }

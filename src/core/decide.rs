@@ -205,8 +205,10 @@ fn rollout_gate_closed<R>(canary: &Canary<R>, obs: &Observations) -> bool {
     gate_closed(canary, obs, Gate::Rollout)
 }
 
-/// A gate is closed when the spec asks for it and its answer is not yes: native approvals look
-/// at `obs.approved`, Flagger's confirm-* webhooks at their HTTP answers.
+/// A gate is closed when the spec asks for it and its answer is not yes. A native approval is
+/// never answered here: it stays closed until a human approves, which is a manual operation
+/// (`operate::Approve`, committed directly or carried by the approval pull request) that moves
+/// the status past the gate. Flagger's confirm-* webhooks are answered by their HTTP replies.
 fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
     let approvals = canary.analysis.approvals;
     let (wanted, kind) = match gate {
@@ -217,7 +219,6 @@ fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
         ),
         Gate::Promotion => (approvals.before_promotion, WebhookKind::ConfirmPromotion),
     };
-    let approval_missing = wanted && !obs.approved;
     let hook_declared = canary.analysis.webhooks.iter().any(|w| w.kind == kind);
     let hook_closed = hook_declared
         && canary
@@ -229,7 +230,7 @@ fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
                 !obs.hooks(kind)
                     .any(|o| o.name == w.name && o.outcome.is_ok())
             });
-    approval_missing || hook_closed
+    wanted || hook_closed
 }
 
 fn idle<R>(canary: &Canary<R>, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
@@ -628,12 +629,12 @@ fn progressing<R>(
     };
     let next_gate = next_gate(canary, status);
     let gate_open = match (pause, next_gate) {
-        (Pause::Approval, _) => obs.approved,
+        // Only a human approval (a manual operation) moves past this pause.
+        (Pause::Approval, _) => false,
         (_, Some(gate)) => !gate_closed(canary, obs, gate),
         (_, None) => true,
     };
-    let advance_ready =
-        advance_due.is_some_and(|t| now >= t) || (pause == Pause::Approval && gate_open);
+    let advance_ready = advance_due.is_some_and(|t| now >= t);
     let wake = [Some(check_due), advance_due].into_iter().flatten().min();
     // After a failed check the next judgement waits a whole interval, whatever the pause.
     let recently_failed = status
@@ -1084,9 +1085,7 @@ pub fn wants<R>(
                 Pause::Approval => None,
             };
             let judging = !recently_failed
-                && (now >= after(check_from, interval)
-                    || advance_due.is_some_and(|t| now >= t)
-                    || pause == Pause::Approval);
+                && (now >= after(check_from, interval) || advance_due.is_some_and(|t| now >= t));
             if !judging {
                 return Wants {
                     metrics: false,
