@@ -27,12 +27,15 @@ fn flagger(analysis: &str) -> Canary {
 }
 
 fn native(extra_spec: &str, analysis: &str) -> Canary {
-    let text = format!(
+    one(&native_text(extra_spec, analysis))
+}
+
+fn native_text(extra_spec: &str, analysis: &str) -> String {
+    format!(
         "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: prod}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: v1}}\n  service: {{port: 80}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha2, kind: TrafficSplit}}\n{}  analysis:\n{}",
         indent(extra_spec, 2),
         indent(analysis, 4)
-    );
-    one(&text)
+    )
 }
 
 fn indent(text: &str, n: usize) -> String {
@@ -352,6 +355,24 @@ fn pause_duration_resumes_exactly_after_restart() {
     assert_eq!(early.wake_at, Some(t(70)));
     let done = decide(&c, Some(&restored), &obs("v2"), t(70));
     assert_eq!(done.action, Action::AdvanceCanary { from: 20, to: 80 });
+}
+
+#[test]
+fn a_zero_pause_is_refused_so_no_step_advances_the_instant_it_is_committed() {
+    // A zero pause made decide ask to be woken at `now` and advance again at once: the step's
+    // weight was committed and left before any traffic reached it, its checks judged on the
+    // previous step's traffic. Found by the core's `wake_at is after now` property.
+    let text = native_text(
+        "",
+        "interval: 10s\nsteps:\n- weight: 20\n  pause: {duration: 0s}\n- weight: 60\n",
+    );
+    let loaded = load_text("apps/web/canary.yaml", &text, &Settings::default());
+    assert!(loaded.canaries.is_empty());
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        vec!["apps/web/canary.yaml:12: spec.analysis.steps[0].pause.duration: expected a positive duration, found 0"]
+    );
 }
 
 #[test]
