@@ -58,7 +58,16 @@ pub fn branch_for(canary: &Canary, status: &Status) -> Option<String> {
         (Phase::Waiting, _) | (_, Some(Gate::Rollout)) => "rollout".to_string(),
         (Phase::WaitingApproval, Some(Gate::Promotion)) => "promotion".to_string(),
         (Phase::WaitingApproval, _) => format!("step-{}", status.step + 1),
-        _ => return None,
+        (
+            Phase::Initializing
+            | Phase::Initialized
+            | Phase::Progressing
+            | Phase::Promoting
+            | Phase::Finalising
+            | Phase::Succeeded
+            | Phase::Failed,
+            _,
+        ) => return None,
     };
     // The revision keeps a closed pull request of an earlier rollout from aborting this one.
     let revision = status.canary_revision.as_deref().unwrap_or_default();
@@ -177,8 +186,9 @@ fn keep_branch(
         "approved by merging the pull request",
         status.phase_since,
     )?;
-    // The merge, not the PR's creation, starts the approved step's clock.
-    approved.status.clock_from_merge = true;
+    // The merge, not the PR's creation, starts the approved step's clock (a canary that
+    // skips analysis is promoted by the approval: it has no step clock to start).
+    approved.status.clock_from_merge = approved.status.phase.is_active();
     let subject = message::subject(canary, &approved);
     if !up_to_date {
         let root = repo.root().to_path_buf();

@@ -450,7 +450,6 @@ fn step_canary(
         revision: prepared.revision,
         metrics: external.metrics,
         webhooks: external.webhooks,
-        approved: false,
         applied,
     };
     let rollback = rejected.and_then(|reason| {

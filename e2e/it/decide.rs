@@ -6,6 +6,7 @@ use jiff::Timestamp;
 
 use sluice::core::decide::*;
 use sluice::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
+use sluice::core::operate::{operate, Operation};
 use sluice::core::status::{Gate, Phase, Status};
 use sluice::render::status_file::{from_yaml, to_yaml};
 use sluice::spec::load::load_text;
@@ -26,12 +27,15 @@ fn flagger(analysis: &str) -> Canary {
 }
 
 fn native(extra_spec: &str, analysis: &str) -> Canary {
-    let text = format!(
+    one(&native_text(extra_spec, analysis))
+}
+
+fn native_text(extra_spec: &str, analysis: &str) -> String {
+    format!(
         "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: prod}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: v1}}\n  service: {{port: 80}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha2, kind: TrafficSplit}}\n{}  analysis:\n{}",
         indent(extra_spec, 2),
         indent(analysis, 4)
-    );
-    one(&text)
+    )
 }
 
 fn indent(text: &str, n: usize) -> String {
@@ -354,6 +358,24 @@ fn pause_duration_resumes_exactly_after_restart() {
 }
 
 #[test]
+fn a_zero_pause_is_refused_so_no_step_advances_the_instant_it_is_committed() {
+    // A zero pause made decide ask to be woken at `now` and advance again at once: the step's
+    // weight was committed and left before any traffic reached it, its checks judged on the
+    // previous step's traffic. Found by the core's `wake_at is after now` property.
+    let text = native_text(
+        "",
+        "interval: 10s\nsteps:\n- weight: 20\n  pause: {duration: 0s}\n- weight: 60\n",
+    );
+    let loaded = load_text("apps/web/canary.yaml", &text, &Settings::default());
+    assert!(loaded.canaries.is_empty());
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        vec!["apps/web/canary.yaml:12: spec.analysis.steps[0].pause.duration: expected a positive duration, found 0"]
+    );
+}
+
+#[test]
 fn pause_without_duration_waits_for_approval_without_failures() {
     let c = native(
         "",
@@ -369,9 +391,9 @@ fn pause_without_duration_waits_for_approval_without_failures() {
     let still = decide(&c, Some(&w.status), &obs("v2"), t(500));
     assert_eq!(still.action, Action::Hold);
     assert_eq!(still.status.failed_checks, 0);
-    let mut approved = obs("v2");
-    approved.approved = true;
-    let go = decide(&c, Some(&w.status), &approved, t(510));
+    // The approval is a manual operation (`sluice approve`, or the change an approval pull
+    // request carries), not an observation.
+    let go = operate(&c, Some(&w.status), Operation::Approve, "ok", t(510)).unwrap();
     assert_eq!(go.action, Action::AdvanceCanary { from: 20, to: 60 });
     assert_eq!(go.status.phase, Phase::Progressing);
 }
@@ -388,10 +410,15 @@ fn native_approval_before_promotion() {
     assert_eq!(d.status.canary_weight, 50);
     let w = decide(&c, Some(&d.status), &obs("v2"), t(20));
     assert_eq!(w.action, Action::WaitApproval(Gate::Promotion));
-    let mut approved = obs("v2");
-    approved.approved = true;
     assert_eq!(
-        decide(&c, Some(&w.status), &approved, t(30)).action,
+        decide(&c, Some(&w.status), &obs("v2"), t(300)).action,
+        Action::Hold,
+        "nothing but an approval opens the gate"
+    );
+    assert_eq!(
+        operate(&c, Some(&w.status), Operation::Approve, "ok", t(30))
+            .unwrap()
+            .action,
         Action::Promote
     );
 }

@@ -205,8 +205,10 @@ fn rollout_gate_closed<R>(canary: &Canary<R>, obs: &Observations) -> bool {
     gate_closed(canary, obs, Gate::Rollout)
 }
 
-/// A gate is closed when the spec asks for it and its answer is not yes: native approvals look
-/// at `obs.approved`, Flagger's confirm-* webhooks at their HTTP answers.
+/// A gate is closed when the spec asks for it and its answer is not yes. A native approval is
+/// never answered here: it stays closed until a human approves, which is a manual operation
+/// (`operate::Approve`, committed directly or carried by the approval pull request) that moves
+/// the status past the gate. Flagger's confirm-* webhooks are answered by their HTTP replies.
 fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
     let approvals = canary.analysis.approvals;
     let (wanted, kind) = match gate {
@@ -217,7 +219,6 @@ fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
         ),
         Gate::Promotion => (approvals.before_promotion, WebhookKind::ConfirmPromotion),
     };
-    let approval_missing = wanted && !obs.approved;
     let hook_declared = canary.analysis.webhooks.iter().any(|w| w.kind == kind);
     let hook_closed = hook_declared
         && canary
@@ -229,7 +230,7 @@ fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
                 !obs.hooks(kind)
                     .any(|o| o.name == w.name && o.outcome.is_ok())
             });
-    approval_missing || hook_closed
+    wanted || hook_closed
 }
 
 fn idle<R>(canary: &Canary<R>, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
@@ -303,6 +304,18 @@ fn start_rollout<R>(
             None,
         );
     }
+    begin_rollout(canary, status, &obs.revision, now)
+}
+
+/// Starts the rollout of `revision` once its rollout gate is open (by decision or by a human
+/// approval): an analysis at weight 0, or a direct promotion when the analysis is skipped.
+pub(crate) fn begin_rollout<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    revision: &str,
+    now: Timestamp,
+) -> Decision {
+    let name = dotted(canary);
     if canary.skip_analysis {
         let mut next = status.clone();
         next.phase = Phase::Succeeded;
@@ -316,8 +329,8 @@ fn start_rollout<R>(
         next.waiting_for = None;
         next.checks.clear();
         next.last_failed_check = None;
-        next.canary_revision = Some(obs.revision.clone());
-        next.promoted_revision = obs.revision.clone();
+        next.canary_revision = Some(revision.to_string());
+        next.promoted_revision = revision.to_string();
         swap_stable(canary, &mut next);
         return change(
             Action::Promote,
@@ -326,7 +339,7 @@ fn start_rollout<R>(
             None,
         );
     }
-    let next = reset_analysis(status, obs, now);
+    let next = reset_analysis(status, revision, now);
     change(
         Action::StartRollout,
         next,
@@ -335,8 +348,8 @@ fn start_rollout<R>(
     )
 }
 
-/// A fresh analysis of `obs.revision` at weight 0.
-pub(crate) fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp) -> Status {
+/// A fresh analysis of `revision` at weight 0.
+pub(crate) fn reset_analysis(status: &Status, revision: &str, now: Timestamp) -> Status {
     let mut next = status.clone();
     next.phase = Phase::Progressing;
     next.phase_since = now;
@@ -349,7 +362,7 @@ pub(crate) fn reset_analysis(status: &Status, obs: &Observations, now: Timestamp
     next.waiting_for = None;
     next.last_failed_check = None;
     next.checks.clear();
-    next.canary_revision = Some(obs.revision.clone());
+    next.canary_revision = Some(revision.to_string());
     next
 }
 
@@ -545,7 +558,7 @@ fn progressing<R>(
     let interval = canary.analysis.interval;
     if status.canary_revision.as_deref() != Some(&obs.revision) {
         if obs.revision == status.promoted_revision {
-            let mut next = reset_analysis(status, obs, now);
+            let mut next = reset_analysis(status, &obs.revision, now);
             next.phase = Phase::Initialized;
             next.canary_revision = None;
             return change(
@@ -555,7 +568,7 @@ fn progressing<R>(
                 None,
             );
         }
-        let next = reset_analysis(status, obs, now);
+        let next = reset_analysis(status, &obs.revision, now);
         return change(
             Action::Restart,
             next,
@@ -602,40 +615,11 @@ fn progressing<R>(
     }
 
     // A step holds for its pause; metrics are judged every interval meanwhile.
-    let check_from = status
-        .last_failed_check
-        .map_or(clock_start(canary, status), |t| {
-            t.max(clock_start(canary, status))
-        });
-    let check_due = after(check_from, interval);
-    let pause = current_pause(canary, status);
-    let advance_due = match pause {
-        Pause::Interval => Some(after(clock_start(canary, status), interval)),
-        Pause::For(d) => Some(after(clock_start(canary, status), d)),
-        Pause::Approval => None,
-    };
-    let next_gate = next_gate(canary, status);
-    let gate_open = match (pause, next_gate) {
-        (Pause::Approval, _) => obs.approved,
-        (_, Some(gate)) => !gate_closed(canary, obs, gate),
-        (_, None) => true,
-    };
-    let advance_ready =
-        advance_due.is_some_and(|t| now >= t) || (pause == Pause::Approval && gate_open);
-    let wake = [Some(check_due), advance_due].into_iter().flatten().min();
-    // After a failed check the next judgement waits a whole interval, whatever the pause.
-    let recently_failed = status
-        .last_failed_check
-        .is_some_and(|t| now < after(t, interval));
-    if recently_failed || (now < check_due && !advance_ready) {
-        let wake = if recently_failed {
-            Some(check_due)
-        } else {
-            wake
-        };
+    let clock = StepClock::of(canary, status, now);
+    if let Some(due) = clock.judgement_due() {
         return hold(
             status,
-            wake,
+            Some(due),
             format!("{name} holds at step {}", status.step),
         );
     }
@@ -644,14 +628,20 @@ fn progressing<R>(
     if !passed {
         return failed_check(canary, status, records, now);
     }
-    if !advance_ready && pause != Pause::Approval {
-        // Checks pass; a pause is still running. Nothing changes until it ends.
-        return hold(
-            status,
-            advance_due.map_or(Some(after(now, interval)), Some),
-            format!("{name} checks pass; holding at step {}", status.step),
-        );
-    }
+    let next_gate = next_gate(canary, status);
+    let gate_open = match clock.pause_end {
+        // Only a human approval (a manual operation) moves past this pause.
+        PauseEnd::Approval => false,
+        PauseEnd::At(end) if now < end => {
+            // Checks pass; the pause is still running. Nothing changes until it ends.
+            return hold(
+                status,
+                Some(end),
+                format!("{name} checks pass; holding at step {}", status.step),
+            );
+        }
+        PauseEnd::At(_) => next_gate.is_none_or(|gate| !gate_closed(canary, obs, gate)),
+    };
     if !gate_open {
         let gate = next_gate.unwrap_or(Gate::TrafficIncrease);
         if status.phase == Phase::WaitingApproval {
@@ -677,6 +667,66 @@ fn progressing<R>(
         );
     }
     advance(canary, status, records, now)
+}
+
+/// When the current step ends its pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PauseEnd {
+    At(Timestamp),
+    /// Never by itself: the step holds until a human approves the next change.
+    Approval,
+}
+
+/// The timing rule of the step under analysis: when its checks are judged and when its pause
+/// ends. `decide` (whether to judge now) and `wants` (whether to observe now) both read it, so
+/// what is observed and what is judged cannot drift apart.
+#[derive(Debug, Clone, Copy)]
+struct StepClock {
+    now: Timestamp,
+    /// The regular judgement: an interval after the step's clock started or after the last
+    /// failed check, whichever is later.
+    check_due: Timestamp,
+    pause_end: PauseEnd,
+    /// A check failed less than an interval ago: nothing is judged before `check_due`,
+    /// whatever the pause.
+    recently_failed: bool,
+}
+
+impl StepClock {
+    fn of<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> StepClock {
+        let interval = canary.analysis.interval;
+        let start = clock_start(canary, status);
+        let check_from = status.last_failed_check.map_or(start, |t| t.max(start));
+        // Before the first step the pause is one interval (`current_pause`), so the first
+        // judgement is due an interval after the clock started or after a failed pre-rollout.
+        let pause_end = match current_pause(canary, status) {
+            Pause::Interval => PauseEnd::At(after(start, interval)),
+            Pause::For(d) => PauseEnd::At(after(start, d)),
+            Pause::Approval => PauseEnd::Approval,
+        };
+        StepClock {
+            now,
+            check_due: after(check_from, interval),
+            pause_end,
+            recently_failed: status
+                .last_failed_check
+                .is_some_and(|t| now < after(t, interval)),
+        }
+    }
+
+    /// `None` when checks are judged now; otherwise the earliest time they will be. Checks are
+    /// judged when the regular judgement is due or the pause has ended, but never within an
+    /// interval of a failed check.
+    fn judgement_due(&self) -> Option<Timestamp> {
+        let pause_over = matches!(self.pause_end, PauseEnd::At(end) if self.now >= end);
+        if !self.recently_failed && (self.now >= self.check_due || pause_over) {
+            return None;
+        }
+        match self.pause_end {
+            PauseEnd::At(end) if !self.recently_failed => Some(end.min(self.check_due)),
+            PauseEnd::At(_) | PauseEnd::Approval => Some(self.check_due),
+        }
+    }
 }
 
 fn gate_name(gate: Gate) -> &'static str {
@@ -734,14 +784,10 @@ fn start_analysis<R>(
     now: Timestamp,
 ) -> Decision {
     let name = dotted(canary);
-    let due = after(clock_start(canary, status), canary.analysis.interval);
-    let check_due = status
-        .last_failed_check
-        .map_or(due, |t| after(t, canary.analysis.interval).max(due));
-    if now < check_due {
+    if let Some(due) = StepClock::of(canary, status, now).judgement_due() {
         return hold(
             status,
-            Some(check_due),
+            Some(due),
             format!("{name} starts its analysis at the next interval"),
         );
     }
@@ -1036,18 +1082,13 @@ pub fn wants<R>(
             if status.canary_revision.as_deref() != Some(revision) || canary.suspend {
                 return Wants::default();
             }
-            let interval = canary.analysis.interval;
+            if StepClock::of(canary, status, now).judgement_due().is_some() {
+                return Wants {
+                    metrics: false,
+                    hooks: declared(&[WebhookKind::Rollback]),
+                };
+            }
             if status.step == 0 && status.iterations == 0 {
-                let due = after(clock_start(canary, status), interval);
-                let due = status
-                    .last_failed_check
-                    .map_or(due, |t| after(t, interval).max(due));
-                if now < due {
-                    return Wants {
-                        metrics: false,
-                        hooks: declared(&[WebhookKind::Rollback]),
-                    };
-                }
                 return Wants {
                     metrics: false,
                     hooks: declared(&[
@@ -1055,30 +1096,6 @@ pub fn wants<R>(
                         WebhookKind::ConfirmTrafficIncrease,
                         WebhookKind::Rollback,
                     ]),
-                };
-            }
-            let recently_failed = status
-                .last_failed_check
-                .is_some_and(|t| now < after(t, interval));
-            let check_from = status
-                .last_failed_check
-                .map_or(clock_start(canary, status), |t| {
-                    t.max(clock_start(canary, status))
-                });
-            let pause = current_pause(canary, status);
-            let advance_due = match pause {
-                Pause::Interval => Some(after(clock_start(canary, status), interval)),
-                Pause::For(d) => Some(after(clock_start(canary, status), d)),
-                Pause::Approval => None,
-            };
-            let judging = !recently_failed
-                && (now >= after(check_from, interval)
-                    || advance_due.is_some_and(|t| now >= t)
-                    || pause == Pause::Approval);
-            if !judging {
-                return Wants {
-                    metrics: false,
-                    hooks: declared(&[WebhookKind::Rollback]),
                 };
             }
             let gate = match next_gate(canary, status) {

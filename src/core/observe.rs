@@ -1,5 +1,7 @@
 //! Observations: plain data the adapters gather before each decision (source revision, metric
-//! values, webhook answers, approval and sync state). The core never fetches any of it.
+//! values, webhook answers, sync state). The core never fetches any of it. Human approvals are
+//! not observations: an approval is a manual operation (`operate::Approve`) that moves the
+//! status past its gate, committed directly or carried by the approval pull request.
 
 use crate::model::WebhookKind;
 
@@ -34,8 +36,6 @@ pub struct Observations {
     pub revision: String,
     pub metrics: Vec<MetricObservation>,
     pub webhooks: Vec<WebhookObservation>,
-    /// A human approved the change the canary waits for (merged PR or `sluice approve`).
-    pub approved: bool,
     /// The last commit is applied by the GitOps engine and the canary is ready. Adapters that
     /// cannot tell report `true` after a settle delay.
     pub applied: bool,
@@ -48,7 +48,6 @@ impl Observations {
             revision: revision.into(),
             metrics: Vec::new(),
             webhooks: Vec::new(),
-            approved: false,
             applied: true,
         }
     }

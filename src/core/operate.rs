@@ -6,9 +6,10 @@
 
 use jiff::Timestamp;
 
-use crate::decide::{advance, after, change, dotted, reset_analysis, rollback, Action, Decision};
+use crate::decide::{
+    advance, after, begin_rollout, change, dotted, reset_analysis, rollback, Action, Decision,
+};
 use crate::model::Canary;
-use crate::observe::Observations;
 use crate::status::{Phase, Status};
 
 /// A manual operation.
@@ -66,15 +67,11 @@ pub fn operate<R>(
     match op {
         Operation::Approve => match phase {
             Phase::WaitingApproval => Ok(advance(canary, status, status.checks.clone(), now)),
+            // The rollout starts as if its gate had opened on its own, so a canary that skips
+            // its analysis is promoted at once here too.
             Phase::Waiting => {
                 let revision = status.canary_revision.clone().unwrap_or_default();
-                let next = reset_analysis(status, &Observations::revision(revision), now);
-                Ok(change(
-                    Action::StartRollout,
-                    next,
-                    format!("New revision detected! Scaling up {}", dotted(canary)),
-                    Some(after(now, interval)),
-                ))
+                Ok(begin_rollout(canary, status, &revision, now))
             }
             Phase::Initializing
             | Phase::Initialized
@@ -133,7 +130,7 @@ pub fn operate<R>(
                 let Some(revision) = status.canary_revision.clone() else {
                     return Err(nothing("retry"));
                 };
-                let next = reset_analysis(status, &Observations::revision(revision), now);
+                let next = reset_analysis(status, &revision, now);
                 Ok(change(
                     Action::StartRollout,
                     next,

@@ -4,9 +4,10 @@
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::decide::{decide, Action};
+use crate::decide::{decide, Action, Decision};
 use crate::model::{Canary, WebhookKind};
 use crate::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
+use crate::operate::{operate, Operation};
 use crate::status::Gate;
 
 /// The rollout of one canary, as `plan` prints it.
@@ -33,7 +34,8 @@ pub struct Plan {
 
 const MAX_DECISIONS: usize = 10_000;
 
-fn healthy<R>(canary: &Canary<R>, revision: &str, approved: bool) -> Observations {
+/// Every check passes; the confirm-* webhooks answer yes only when `confirmed`.
+fn healthy<R>(canary: &Canary<R>, revision: &str, confirmed: bool) -> Observations {
     let metrics = canary
         .analysis
         .metrics
@@ -49,7 +51,7 @@ fn healthy<R>(canary: &Canary<R>, revision: &str, approved: bool) -> Observation
         .iter()
         .filter(|w| w.kind != WebhookKind::Rollback)
         .filter(|w| {
-            approved
+            confirmed
                 || !matches!(
                     w.kind,
                     WebhookKind::ConfirmRollout
@@ -67,7 +69,6 @@ fn healthy<R>(canary: &Canary<R>, revision: &str, approved: bool) -> Observation
         revision: revision.to_string(),
         metrics,
         webhooks,
-        approved,
         applied: true,
     }
 }
@@ -119,7 +120,28 @@ pub fn plan<R>(canary: &Canary<R>) -> Plan {
                 out.approvals.push(text);
             }
         }
-        let decision = decide(canary, Some(&status), &healthy(canary, "new", true), now);
+        let mut decision = decide(canary, Some(&status), &healthy(canary, "new", true), now);
+        // A native approval stays closed whatever `decide` observes: a human approves with a
+        // manual operation, the one `sluice approve` and a merged approval pull request commit.
+        // The plan grants it at once, replacing the wait by the approved change.
+        if matches!(
+            decision.action,
+            Action::WaitApproval(_) | Action::WaitRollout
+        ) {
+            if let Ok(approved) = operate(
+                canary,
+                Some(&decision.status),
+                Operation::Approve,
+                "plan",
+                now,
+            ) {
+                // The wait's own event ("Halt ... waiting for approval") is its last one.
+                let mut events = decision.events;
+                events.pop();
+                events.extend(approved.events.iter().cloned());
+                decision = Decision { events, ..approved };
+            }
+        }
         match &decision.action {
             Action::AdvanceCanary { to, .. } => out.canary_weights.push(*to),
             Action::AdvancePrimary { weight } => out.promotion_primary_weights.push(*weight),

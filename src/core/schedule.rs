@@ -20,7 +20,9 @@ pub struct Step {
 pub enum Pause {
     /// One analysis interval (Flagger's steps).
     Interval,
-    /// A fixed duration, judging metrics every interval meanwhile (OpenFunction's steps).
+    /// A fixed, positive duration, judging metrics every interval meanwhile (OpenFunction's
+    /// steps). The spec readers refuse zero: such a step would advance the instant its weight
+    /// is committed.
     For(Duration),
     /// Until a human approves the next change.
     Approval,

@@ -340,7 +340,22 @@ fn read_strategy(
                         .map(pn, &pp, &["duration"])
                         .and_then(|pn| match pn.get("duration") {
                             None => Some(Pause::Approval),
-                            Some(d) => r.duration(d, &join(&pp, "duration")).map(Pause::For),
+                            // Zero would advance the instant the weight is committed,
+                            // before any traffic reached it: never judged on its own.
+                            Some(d) => {
+                                let dp = join(&pp, "duration");
+                                match r.duration(d, &dp) {
+                                    Some(z) if z.is_zero() => {
+                                        r.error(
+                                            d.line,
+                                            &dp,
+                                            "expected a positive duration, found 0",
+                                        );
+                                        None
+                                    }
+                                    other => other.map(Pause::For),
+                                }
+                            }
                         }),
                 }
             }
