@@ -32,7 +32,7 @@ use crate::spec::model::Canary;
 use crate::spec::node::Node;
 use crate::spec::reader::Reader;
 
-pub use registry::{parse_provider, Provider, Route};
+pub use registry::{parse_provider, route_objects, Provider, Route};
 
 /// One route provider. Implemented by a unit struct in the provider's module; the registry
 /// (`registry.rs`) lists each router once and dispatches on [`Provider`] and [`Route`], whose

@@ -127,6 +127,12 @@ fn or_list(items: &[&str]) -> String {
     }
 }
 
+/// The objects sluice can write, for messages: `SMI TrafficSplit or Gateway API HTTPRoute`.
+pub fn route_objects() -> String {
+    let objects: Vec<&str> = ROUTERS.iter().map(|e| e.object).collect();
+    or_list(&objects)
+}
+
 /// Maps a Flagger `provider` string to its router; the error says what is supported.
 pub fn parse_provider(text: &str) -> Result<Provider, String> {
     if let Some(provider) = ROUTERS.iter().find_map(|e| (e.lookup)(text)) {
@@ -136,13 +142,10 @@ pub fn parse_provider(text: &str) -> Result<Provider, String> {
     let supported = format!("supported: {}", names.join(", "));
     match ROUTERS.iter().find_map(|e| (e.near_miss)(text)) {
         Some(message) => Err(format!("{message}; {supported}")),
-        None => {
-            let objects: Vec<&str> = ROUTERS.iter().map(|e| e.object).collect();
-            Err(format!(
-                "sluice does not route provider {text:?} (it writes {}); {supported}",
-                or_list(&objects)
-            ))
-        }
+        None => Err(format!(
+            "sluice does not route provider {text:?} (it writes {}); {supported}",
+            route_objects()
+        )),
     }
 }
 
@@ -235,6 +238,7 @@ mod tests {
             parse_provider("gatewayapi"),
             Err("expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"; supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1".to_string())
         );
+        assert_eq!(route_objects(), "SMI TrafficSplit or Gateway API HTTPRoute");
         // An alias works but is not advertised.
         assert_eq!(
             parse_provider("smi"),

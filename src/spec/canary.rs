@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::route::{parse_provider, AbInput, FlaggerInput, Route};
+use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Route};
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
     Analysis, Canary, CanaryId, Format, Name, PortRef, RepoPath, ServiceSpec, Strategy, Target,
@@ -391,7 +391,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             r.error(
                 n.line,
                 &join("spec", key),
-                "not supported: sluice routes with SMI TrafficSplit or Gateway API HTTPRoute only",
+                format!("not supported: sluice routes with {} only", route_objects()),
             );
         }
     }
