@@ -129,8 +129,13 @@ pub async fn read_readiness(
             }
         }
     }
-    if let Route::HttpRoute { version, .. } = &canary.route {
-        let v = version.api_version().rsplit('/').next().unwrap_or("v1");
+    if let Route::GatewayApi(route) = &canary.route {
+        let v = route
+            .version
+            .api_version()
+            .rsplit('/')
+            .next()
+            .unwrap_or("v1");
         let gvk = GroupVersionKind::gvk("gateway.networking.k8s.io", v, "HTTPRoute");
         let name = canary.service.name.as_str();
         match get(client, gvk, "httproutes", ns, name).await? {

@@ -1,23 +1,117 @@
-//! Route renderers: a validated [`Canary`] plus two Service names and a weight pair become the
-//! YAML file of the route object (Gateway API HTTPRoute or SMI TrafficSplit) that sluice commits.
+//! Routers: one module per route provider, each behind the [`Router`] trait, chosen at load
+//! time through the registry ([`Provider`] for Flagger's `spec.provider`, the native
+//! `spec.route.kind`) and carried in the canary as the typed [`Route`].
 //!
-//! One file per router (`gateway_api.rs`, `smi.rs`), chosen by the typed [`Route`] the spec
-//! loader picked; the YAML layout lives in `templates/*.yaml.j2`, compiled into the binary. Every
-//! value reaches a template through `tojson`, so no input can change the YAML structure, and
-//! every rendered file is parsed back and its weights re-checked before it is returned.
+//! A router owns everything about its provider: reading and checking that provider's Flagger
+//! `service` fields (and a native `spec.route` of its kind) into its validated config type, and
+//! rendering that config into the YAML file of its route object from its one template in
+//! `templates/`, compiled into the binary. Every value reaches a template through `tojson`, so
+//! no input can change the YAML structure, and every rendered file is parsed back and its
+//! weights re-checked before it is returned.
 //!
-//! This module is pure: no git, no files, no clock. Rendering is deterministic, so every
-//! [`RouteError`] is terminal: the same input fails the same way and retrying cannot help.
+//! Adding a provider: a module here (`route/<provider>.rs`, or a folder if it is big) with a
+//! unit struct implementing [`Router`], its template, one line in the `routers!` list of
+//! `registry.rs`, and its tests. Nothing in `spec/` changes: `spec::canary` hands the registry
+//! the raw nodes and stores the [`Route`] it returns.
+//!
+//! Rendering is pure: no git, no files, no clock, and deterministic, so every [`RouteError`] is
+//! terminal: the same input fails the same way and retrying cannot help. Reading reports every
+//! problem through the spec [`Reader`] with its file, line and field.
 
-pub mod config;
-mod gateway_api;
-mod smi;
+pub mod gateway_api;
+mod registry;
+pub mod smi;
+
+use std::fmt;
 
 use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use crate::spec::model::{Canary, Route};
+use crate::spec::model::Canary;
+use crate::spec::node::Node;
+use crate::spec::reader::Reader;
+
+pub use registry::{parse_provider, route_objects, Provider, Route};
+
+/// One route provider. Implemented by a unit struct in the provider's module; the registry
+/// (`registry.rs`) lists each router once and dispatches on [`Provider`] and [`Route`], whose
+/// variants hold this trait's [`Variant`](Router::Variant) and [`Config`](Router::Config).
+pub trait Router {
+    /// What a `provider` string selects within this router (usually its object's API version).
+    type Variant: Copy + fmt::Debug + PartialEq + Eq + 'static;
+    /// The validated route: typed values only (parsed matches, durations), everything
+    /// [`render`](Router::render) needs besides the canary's own fields.
+    type Config: Clone + fmt::Debug + PartialEq;
+
+    /// What it writes, for messages: `SMI TrafficSplit`.
+    const OBJECT: &'static str;
+    /// The Flagger `spec.provider` strings it serves and what each selects, in the order
+    /// messages list them. Unique across routers (a registry test checks).
+    const PROVIDERS: &'static [(&'static str, Self::Variant)];
+    /// Provider strings it also accepts but messages do not list.
+    const ALIASES: &'static [(&'static str, Self::Variant)];
+    /// The native `spec.route.kind` it reads. Unique across routers.
+    const NATIVE_KIND: &'static str;
+    /// The fields of a native `spec.route` it reads besides `apiVersion` and `kind`; the
+    /// registry rejects another router's fields before calling [`read_native`](Router::read_native).
+    const NATIVE_FIELDS: &'static [&'static str];
+
+    /// A message for a provider string that is almost one of this router's (a bare
+    /// `gatewayapi`); the registry appends the supported list.
+    fn near_miss(text: &str) -> Option<String>;
+
+    /// Reads a Flagger canary's route fields for `variant`; `None` when any had errors
+    /// (reported through `r`).
+    fn read_flagger(
+        r: &mut Reader,
+        variant: Self::Variant,
+        input: &FlaggerInput,
+    ) -> Option<Self::Config>;
+
+    /// Reads a native `spec.route` of [`NATIVE_KIND`](Router::NATIVE_KIND) (a mapping whose
+    /// keys the registry checked) with `apiVersion` `api_version` at line `api_line`.
+    fn read_native(
+        r: &mut Reader,
+        route: &Node,
+        api_version: &str,
+        api_line: usize,
+    ) -> Option<Self::Config>;
+
+    /// Converts and checks an A/B canary's `analysis.match` into `config`, reporting problems
+    /// through `r`. Called only when the analysis is A/B; a router that cannot route on
+    /// requests says so when rendering.
+    fn read_ab_matches(config: &mut Self::Config, r: &mut Reader, input: &AbInput);
+
+    /// Renders the route object's YAML, sending `weights` to `backends`. The object is named
+    /// after the apex Service (`canary.service.name`) in the canary's namespace, so it replaces
+    /// the route Flagger would have created.
+    fn render(
+        config: &Self::Config,
+        canary: &Canary,
+        backends: &Backends,
+        weights: Weights,
+    ) -> Result<String, RouteError>;
+}
+
+/// The parts of a Flagger Canary's `spec` a router reads.
+#[derive(Debug, Clone, Copy)]
+pub struct FlaggerInput<'a> {
+    /// `spec.service`; `None` when it is missing (already reported).
+    pub service: Option<&'a Node>,
+    /// `spec.analysis`, if present.
+    pub analysis: Option<&'a Node>,
+}
+
+/// An A/B canary's matches, with what they combine with.
+#[derive(Debug, Clone, Copy)]
+pub struct AbInput<'a> {
+    /// The `analysis.match` list node.
+    pub matches: &'a Node,
+    /// A Flagger canary's `spec.service`, whose route fields the matches merge with; `None`
+    /// for native canaries.
+    pub service: Option<&'a Node>,
+}
 
 /// The file a route is written to, inside the canary's output folder.
 pub const ROUTE_FILE_NAME: &str = "route.yaml";
@@ -128,10 +222,8 @@ pub enum RouteError {
     },
 }
 
-/// Renders the route file for `canary`, sending `weights` to `backends`.
-///
-/// The object is named after the apex Service (`canary.service.name`) in the canary's namespace,
-/// so it replaces the route Flagger would have created.
+/// Renders the route file for `canary`, sending `weights` to `backends`, with the canary's
+/// router ([`Router::render`]) after checking the weights and backends.
 pub fn render_route(
     canary: &Canary,
     backends: &Backends,
@@ -139,25 +231,7 @@ pub fn render_route(
 ) -> Result<RenderedFile, RouteError> {
     weights.check(canary)?;
     check_backends(canary, backends)?;
-    let content = match &canary.route {
-        Route::HttpRoute {
-            version,
-            parent_refs,
-            hostnames,
-            rules,
-        } => gateway_api::render(
-            canary,
-            &gateway_api::RouteSpec {
-                version: *version,
-                parent_refs,
-                hostnames,
-                rules,
-            },
-            backends,
-            weights,
-        )?,
-        Route::TrafficSplit { version } => smi::render(canary, *version, backends, weights)?,
-    };
+    let content = canary.route.render(canary, backends, weights)?;
     Ok(RenderedFile {
         file_name: ROUTE_FILE_NAME.to_string(),
         content,

@@ -8,6 +8,10 @@
 //!   ratios, so both split traffic the same way.
 //! - v1alpha2 to v1alpha4: integers summing to 100.
 //!
+//! Flagger's SMI routers read no `service` fields beyond the Service itself, so neither does
+//! this one. A native `spec.route` is `{apiVersion: split.smi-spec.io/<version>, kind:
+//! TrafficSplit}`.
+//!
 //! A TrafficSplit cannot route on headers by itself (v1alpha3+ needs a separate
 //! HTTPRouteGroup object), so an A/B canary is an error here, not a weight split that would
 //! send every request to the canary.
@@ -15,8 +19,100 @@
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
-use crate::spec::model::{Canary, SmiVersion, Strategy};
+use crate::route::{
+    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError, Router,
+    Weights,
+};
+use crate::spec::model::{Canary, Strategy};
+use crate::spec::node::Node;
+use crate::spec::reader::Reader;
+
+/// The SMI router.
+pub struct Smi;
+
+/// The TrafficSplit API version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmiVersion {
+    V1alpha1,
+    V1alpha2,
+    V1alpha3,
+    V1alpha4,
+}
+
+impl SmiVersion {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            SmiVersion::V1alpha1 => "split.smi-spec.io/v1alpha1",
+            SmiVersion::V1alpha2 => "split.smi-spec.io/v1alpha2",
+            SmiVersion::V1alpha3 => "split.smi-spec.io/v1alpha3",
+            SmiVersion::V1alpha4 => "split.smi-spec.io/v1alpha4",
+        }
+    }
+}
+
+/// A validated TrafficSplit route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub version: SmiVersion,
+}
+
+impl Router for Smi {
+    type Variant = SmiVersion;
+    type Config = Config;
+
+    const OBJECT: &'static str = "SMI TrafficSplit";
+    const PROVIDERS: &'static [(&'static str, SmiVersion)] = &[
+        ("osm", SmiVersion::V1alpha2),
+        ("linkerd", SmiVersion::V1alpha1),
+        ("smi:v1alpha1", SmiVersion::V1alpha1),
+        ("smi:v1alpha2", SmiVersion::V1alpha2),
+        ("smi:v1alpha3", SmiVersion::V1alpha3),
+        ("smi:v1alpha4", SmiVersion::V1alpha4),
+    ];
+    const ALIASES: &'static [(&'static str, SmiVersion)] = &[("smi", SmiVersion::V1alpha1)];
+    const NATIVE_KIND: &'static str = "TrafficSplit";
+    const NATIVE_FIELDS: &'static [&'static str] = &[];
+
+    fn near_miss(_text: &str) -> Option<String> {
+        None
+    }
+
+    fn read_flagger(_r: &mut Reader, version: SmiVersion, _input: &FlaggerInput) -> Option<Config> {
+        Some(Config { version })
+    }
+
+    fn read_native(
+        r: &mut Reader,
+        _route: &Node,
+        api_version: &str,
+        api_line: usize,
+    ) -> Option<Config> {
+        let version = match api_version {
+            "split.smi-spec.io/v1alpha1" => SmiVersion::V1alpha1,
+            "split.smi-spec.io/v1alpha2" => SmiVersion::V1alpha2,
+            "split.smi-spec.io/v1alpha3" => SmiVersion::V1alpha3,
+            "split.smi-spec.io/v1alpha4" => SmiVersion::V1alpha4,
+            other => {
+                r.error(api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
+                return None;
+            }
+        };
+        Some(Config { version })
+    }
+
+    /// Nothing to read: [`render`](Smi::render) rejects A/B, since a TrafficSplit cannot
+    /// route on requests.
+    fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
+
+    fn render(
+        config: &Config,
+        canary: &Canary,
+        backends: &Backends,
+        weights: Weights,
+    ) -> Result<String, RouteError> {
+        render(canary, config.version, backends, weights)
+    }
+}
 
 const TEMPLATE_NAME: &str = "trafficsplit.yaml.j2";
 const TEMPLATE: &str = include_str!("../../templates/trafficsplit.yaml.j2");
@@ -47,7 +143,7 @@ fn weight(version: SmiVersion, percent: u8) -> Json {
     }
 }
 
-pub(super) fn render(
+fn render(
     canary: &Canary,
     version: SmiVersion,
     backends: &Backends,

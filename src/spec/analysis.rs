@@ -106,7 +106,7 @@ pub fn read_analysis(
             .and_then(|v| u32::try_from(v).ok()),
         None => None,
     };
-    // The matches themselves belong to the router (`route::config::RuleSpec::ab_matches`);
+    // The matches themselves belong to the router (`route::Route::read_ab_matches`);
     // here they only choose A/B over blue/green.
     let has_matches = node
         .get("match")

@@ -3,14 +3,12 @@
 
 use std::time::Duration;
 
+use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Route};
 use crate::spec::analysis::read_analysis;
-use crate::spec::gateway::{check_ab_matches, read_rule_spec};
 use crate::spec::model::{
-    Canary, CanaryId, Format, GatewayVersion, Name, ParentRef, PortRef, RepoPath, Route,
-    ServiceSpec, SmiVersion, Strategy, Target,
+    Analysis, Canary, CanaryId, Format, Name, PortRef, RepoPath, ServiceSpec, Strategy, Target,
 };
 use crate::spec::node::{Node, Value};
-use crate::spec::provider::{parse_provider, Provider};
 use crate::spec::reader::{index, join, Reader};
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
@@ -170,59 +168,6 @@ fn read_target_port(r: &mut Reader, node: &Node, path: &str) -> Option<PortRef> 
     }
 }
 
-fn read_parent_refs(r: &mut Reader, node: &Node, path: &str) -> Option<Vec<ParentRef>> {
-    let items = r.seq(node, path)?;
-    let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let p = index(path, i);
-        if r.map(
-            item,
-            &p,
-            &["group", "kind", "name", "namespace", "sectionName", "port"],
-        )
-        .is_none()
-        {
-            continue;
-        }
-        let name = r
-            .required(item, &p, "name")
-            .and_then(|n| name_at(r, n, &join(&p, "name")));
-        let namespace = item
-            .get("namespace")
-            .and_then(|n| name_at(r, n, &join(&p, "namespace")));
-        let opt =
-            |r: &mut Reader, key: &str| item.get(key).and_then(|n| r.string(n, &join(&p, key)));
-        let group = opt(r, "group");
-        let kind = opt(r, "kind");
-        let section_name = opt(r, "sectionName");
-        let port = item
-            .get("port")
-            .and_then(|n| read_port(r, n, &join(&p, "port")));
-        if let Some(name) = name {
-            out.push(ParentRef {
-                group,
-                kind,
-                name: name.to_string(),
-                namespace: namespace.map(|n| n.to_string()),
-                section_name,
-                port,
-            });
-        }
-    }
-    Some(out)
-}
-
-fn read_hostnames(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
-    let Some(items) = r.seq(node, path) else {
-        return Vec::new();
-    };
-    items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| r.string(n, &index(path, i)))
-        .collect()
-}
-
 /// Reads a native `sluice.dev/v1alpha1` Canary.
 pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
     let before = r.errors.len();
@@ -269,9 +214,9 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
             id.as_ref(),
         )
     });
-    let route = r
+    let mut route = r
         .required(spec, "spec", "route")
-        .and_then(|n| read_native_route(r, n));
+        .and_then(|n| Route::read_native(r, n));
     let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
         read_analysis(
             r,
@@ -281,18 +226,9 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
             id.as_ref().map(|i| &i.namespace),
         )
     });
-    // A/B on an HTTPRoute: convert the matches now, as for Flagger input, so a bad one is
+    // A/B: the router converts the matches now, as for Flagger input, so a bad one is
     // reported with its line by `sluice validate`.
-    let mut route = route;
-    if let (Some(Route::HttpRoute { rules, .. }), Some(Strategy::AB { .. }), Some(Value::Seq(ab))) = (
-        &mut route,
-        analysis.as_ref().map(|a| &a.strategy),
-        spec.get("analysis")
-            .and_then(|n| n.get("match"))
-            .map(|n| &n.value),
-    ) {
-        rules.ab_matches = check_ab_matches(r, rules, spec, ab);
-    }
+    read_ab_matches(r, &mut route, analysis.as_ref(), spec, None);
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let progress_deadline = read_deadline(r, spec);
@@ -399,78 +335,19 @@ fn read_service(
     })
 }
 
-fn read_native_route(r: &mut Reader, node: &Node) -> Option<Route> {
-    let p = "spec.route";
-    r.map(node, p, &["apiVersion", "kind", "parentRefs", "hostnames"])?;
-    let api = r
-        .required(node, p, "apiVersion")
-        .and_then(|n| r.string(n, "spec.route.apiVersion").map(|s| (n.line, s)));
-    let kind = r
-        .required(node, p, "kind")
-        .and_then(|n| r.string(n, "spec.route.kind").map(|s| (n.line, s)));
-    let ((api_line, api), (kind_line, kind)) = (api?, kind?);
-    match kind.as_str() {
-        "HTTPRoute" => {
-            let version = match api.as_str() {
-                "gateway.networking.k8s.io/v1" => GatewayVersion::V1,
-                "gateway.networking.k8s.io/v1beta1" => GatewayVersion::V1beta1,
-                other => {
-                    r.error(api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
-                    return None;
-                }
-            };
-            let parent_refs = r
-                .required(node, p, "parentRefs")
-                .and_then(|n| read_parent_refs(r, n, "spec.route.parentRefs"))?;
-            if parent_refs.is_empty() {
-                r.error(
-                    node.line,
-                    "spec.route.parentRefs",
-                    "expected at least one parentRef (the Gateway), found none",
-                );
-                return None;
-            }
-            let hostnames = node
-                .get("hostnames")
-                .map(|n| read_hostnames(r, n, "spec.route.hostnames"))
-                .unwrap_or_default();
-            Some(Route::HttpRoute {
-                version,
-                parent_refs,
-                hostnames,
-                rules: Box::default(),
-            })
-        }
-        "TrafficSplit" => {
-            for key in ["parentRefs", "hostnames"] {
-                if let Some(n) = node.get(key) {
-                    r.error(
-                        n.line,
-                        &join(p, key),
-                        "TrafficSplit has no parentRefs or hostnames; remove this field",
-                    );
-                }
-            }
-            let version = match api.as_str() {
-                "split.smi-spec.io/v1alpha1" => SmiVersion::V1alpha1,
-                "split.smi-spec.io/v1alpha2" => SmiVersion::V1alpha2,
-                "split.smi-spec.io/v1alpha3" => SmiVersion::V1alpha3,
-                "split.smi-spec.io/v1alpha4" => SmiVersion::V1alpha4,
-                other => {
-                    r.error(api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
-                    return None;
-                }
-            };
-            Some(Route::TrafficSplit { version })
-        }
-        other => {
-            r.error(
-                kind_line,
-                "spec.route.kind",
-                format!("expected HTTPRoute or TrafficSplit, found {other:?}"),
-            );
-            None
-        }
+/// Hands an A/B canary's `analysis.match` to its router.
+fn read_ab_matches(
+    r: &mut Reader,
+    route: &mut Option<Route>,
+    analysis: Option<&Analysis>,
+    spec: &Node,
+    service: Option<&Node>,
+) {
+    let matches = spec.get("analysis").and_then(|n| n.get("match"));
+    if let (Some(route), Some(Strategy::AB { .. }), Some(matches)) =
+        (route, analysis.map(|a| &a.strategy), matches)
+    {
+        route.read_ab_matches(r, &AbInput { matches, service });
     }
 }
 
@@ -514,7 +391,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             r.error(
                 n.line,
                 &join("spec", key),
-                "not supported: sluice routes with SMI TrafficSplit or Gateway API HTTPRoute only",
+                format!("not supported: sluice routes with {} only", route_objects()),
             );
         }
     }
@@ -554,63 +431,15 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             target_name.as_ref(),
         )
     });
-    let route = match (provider, service_node) {
-        (Some(Provider::Smi(version)), _) => Some(Route::TrafficSplit { version }),
-        (Some(Provider::Gateway(version)), Some(svc)) => {
-            let parent_refs = match svc.get("gatewayRefs") {
-                Some(n) => read_parent_refs(r, n, "spec.service.gatewayRefs"),
-                None => {
-                    r.error(svc.line, "spec.service.gatewayRefs", "required for a Gateway API provider: the Gateway(s) the HTTPRoute attaches to");
-                    None
-                }
-            };
-            let hostnames = svc
-                .get("hosts")
-                .map(|n| read_hostnames(r, n, "spec.service.hosts"))
-                .unwrap_or_default();
-            let rules = read_rule_spec(r, svc, version);
-            match (parent_refs, rules) {
-                (Some(parent_refs), Some(rules)) => Some(Route::HttpRoute {
-                    version,
-                    parent_refs,
-                    hostnames,
-                    rules: Box::new(rules),
-                }),
-                _ => None,
-            }
-        }
-        (Some(Provider::Gateway(_)), None) | (None, _) => None,
-    };
-    // Flagger applies these to Gateway API routes too (analysis.mirror, mirrorWeight and
-    // sessionAffinity with rollout state sluice does not keep); dropping them silently would
-    // route other requests than asked. Flagger's Gateway API routers ignore retries, and the
-    // standard HTTPRoute has no retry field: rejected too, so nobody believes retries are
-    // configured. (service.mirror is static and rendered: `spec::gateway` reads it.)
-    if let Some(Provider::Gateway(_)) = provider {
-        let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
-        let ignored = "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it";
-        let rejected = [
-            ("spec.service", service_node, "retries", ignored),
-            ("spec.analysis", spec.get("analysis"), "mirror", not_yet),
-            (
-                "spec.analysis",
-                spec.get("analysis"),
-                "mirrorWeight",
-                not_yet,
-            ),
-            (
-                "spec.analysis",
-                spec.get("analysis"),
-                "sessionAffinity",
-                not_yet,
-            ),
-        ];
-        for (path, node, key, message) in rejected {
-            if let Some(n) = node.and_then(|n| n.get(key)) {
-                r.error(n.line, &join(path, key), message);
-            }
-        }
-    }
+    let mut route = provider.and_then(|p| {
+        p.read_flagger(
+            r,
+            &FlaggerInput {
+                service: service_node,
+                analysis: spec.get("analysis"),
+            },
+        )
+    });
     let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
         read_analysis(
             r,
@@ -620,23 +449,9 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             id.as_ref().map(|i| &i.namespace),
         )
     });
-    // A/B: Flagger merges analysis.match into service.match; check what that would build.
-    let mut route = route;
-    if let (
-        Some(Route::HttpRoute { rules, .. }),
-        Some(svc),
-        Some(Strategy::AB { .. }),
-        Some(Value::Seq(ab)),
-    ) = (
-        &mut route,
-        service_node,
-        analysis.as_ref().map(|a| &a.strategy),
-        spec.get("analysis")
-            .and_then(|n| n.get("match"))
-            .map(|n| &n.value),
-    ) {
-        rules.ab_matches = check_ab_matches(r, rules, svc, ab);
-    }
+    // A/B: Flagger merges analysis.match into service.match; the router checks what that
+    // would build.
+    read_ab_matches(r, &mut route, analysis.as_ref(), spec, service_node);
     let output = id.as_ref().and_then(|id| {
         settings
             .output_for(id.namespace.as_str(), id.name.as_str())

@@ -6,11 +6,9 @@
 pub mod analysis;
 pub mod canary;
 pub mod error;
-pub mod gateway;
 pub mod load;
 pub mod model;
 pub mod node;
-pub mod provider;
 pub mod reader;
 pub mod settings;
 pub mod sync;

@@ -1,9 +1,9 @@
 //! The validated model as the adapters see it: the core's types, with [`Canary`] carrying the
-//! route its router writes. Everything here is defined in `sluice_core::model` or
-//! `route::config`; this module only names the pair.
+//! route its router writes. Everything here is defined in `sluice_core::model` or `route`
+//! (the [`Route`] enum, one variant per router); this module only names the pair.
 
 pub use crate::core::model::*;
-pub use crate::route::config::*;
+pub use crate::route::Route;
 
 /// A validated canary whose route is one of sluice's routers.
-pub type Canary = crate::core::model::Canary<crate::route::config::Route>;
+pub type Canary = crate::core::model::Canary<crate::route::Route>;

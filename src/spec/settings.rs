@@ -3,10 +3,10 @@
 //! Command-line flags override these. Later adapters (forge, sync, signing) add their blocks
 //! here; every block is validated with the same file:line:field errors as canaries.
 
+use crate::route::{parse_provider, Provider};
 use crate::spec::error::SpecError;
 use crate::spec::model::{RepoPath, SyncTarget};
 use crate::spec::node::{parse_documents, Node};
-use crate::spec::provider::{parse_provider, Provider};
 use crate::spec::reader::{join, Reader};
 use crate::spec::sync::read_sync_target;
 

@@ -34,15 +34,15 @@
 
 use serde_json::{Map, Value as Json};
 
-use crate::spec::model::{
-    Cors, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch, PathRewrite,
-    RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
+use crate::route::gateway_api::config::{
+    Cors, GatewayDuration, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch,
+    PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
 use crate::spec::node::{Node, Value};
 use crate::spec::reader::{index, join, Reader};
 
 /// HTTPRoute limits from the CRD (`maxItems`, `maxLength`).
-pub const MAX_MATCHES_PER_RULE: usize = 64;
+const MAX_MATCHES_PER_RULE: usize = 64;
 /// The CRD's CEL rule on `spec.rules`: matches across all rules.
 const MAX_MATCHES_PER_ROUTE: usize = 128;
 const MAX_HEADERS: usize = 16;
@@ -79,7 +79,11 @@ fn field<'n>(service: &'n Node, key: &str) -> Option<&'n Node> {
 
 /// Reads the `spec.service` fields Flagger puts on every rule of a Gateway API route; `None`
 /// when any had errors (reported through `r`).
-pub fn read_rule_spec(r: &mut Reader, service: &Node, version: GatewayVersion) -> Option<RuleSpec> {
+pub(super) fn read_rule_spec(
+    r: &mut Reader,
+    service: &Node,
+    version: GatewayVersion,
+) -> Option<RuleSpec> {
     let before = r.errors.len();
     let base = "spec.service";
     let matches = field(service, "match")
@@ -173,29 +177,33 @@ fn rewrite_type_line(service: &Node) -> usize {
         .map_or(service.line, |n| n.line)
 }
 
-/// Converts an A/B canary's `analysis.match` (the raw list, `ab`) as the renderer does, and
-/// checks it against the service fields as Flagger combines them: the weighted rule holds
+/// Converts an A/B canary's `analysis.match` (the list node `matches`) into HTTPRoute matches
+/// and checks it against the service fields as Flagger combines them: the weighted rule holds
 /// every service match once per A/B match, with that A/B match's headers and queryParams in
 /// place of the service match's own (`mergeMatchConditions`); the fallback rule holds the
-/// service matches. Flagger drops the A/B
-/// match's `uri` and `method`, and the service match's headers or queryParams, when both sides
-/// set them; sluice reports that instead, since either would send other requests than asked to
-/// the canary.
-/// Converts an A/B canary's `analysis.match` into HTTPRoute matches and checks what Flagger's
-/// merge with `service.match` would build; every problem goes to `r` with its line.
-pub fn check_ab_matches(
+/// service matches. Flagger drops the A/B match's `uri` and `method`, and the service match's
+/// headers or queryParams, when both sides set them; sluice reports that instead, since either
+/// would send other requests than asked to the canary. Every problem goes to `r` with its
+/// line. `service` is a Flagger canary's `spec.service` (`None` for native canaries, whose
+/// `rules` are the default).
+pub(super) fn check_ab_matches(
     r: &mut Reader,
     rules: &RuleSpec,
-    service: &Node,
-    ab: &[Node],
+    service: Option<&Node>,
+    matches: &Node,
 ) -> Vec<HttpMatch> {
+    // An A/B analysis has a non-empty list here (`spec::analysis` chose A/B from it).
+    let Value::Seq(ab) = &matches.value else {
+        return Vec::new();
+    };
+    let fallback_line = service.map_or(matches.line, |s| s.line);
     let mut converted = Vec::with_capacity(ab.len());
     let base = "spec.analysis.match";
     let own = &rules.matches;
     // The renderer converts these too; converting them here makes `sluice validate` report a
     // bad one with its line instead of the first tick failing.
     if ab.len() > MAX_MATCHES_PER_RULE {
-        let line = ab.first().map_or(service.line, |n| n.line);
+        let line = ab.first().map_or(fallback_line, |n| n.line);
         r.error(
             line,
             base,
@@ -230,7 +238,7 @@ pub fn check_ab_matches(
         }
         let weighted = own.len() * ab.len();
         if weighted > MAX_MATCHES_PER_RULE || weighted + own.len() > MAX_MATCHES_PER_ROUTE {
-            let line = ab.first().map_or(service.line, |n| n.line);
+            let line = ab.first().map_or(fallback_line, |n| n.line);
             r.error(line, base, format!("the A/B rule would hold {weighted} matches ({} A/B matches × {} service matches) and the route {} in all; an HTTPRoute rule holds at most {MAX_MATCHES_PER_RULE} and a route at most {MAX_MATCHES_PER_ROUTE}", ab.len(), own.len(), weighted + own.len()));
         }
     }
@@ -242,7 +250,7 @@ pub fn check_ab_matches(
         let weighted = own.len().max(1) * ab.len();
         if weighted != 1 {
             r.error(
-                rewrite_type_line(service),
+                service.map_or(matches.line, rewrite_type_line),
                 "spec.service.rewrite.type",
                 format!("{PREFIX_REWRITE_RULE}; the A/B rule would hold {weighted} matches"),
             );
@@ -640,44 +648,11 @@ fn is_kind(text: &str) -> bool {
         && text.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
 }
 
-/// A Gateway API Duration (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`) in milliseconds; `None` when
-/// `text` is not one.
-fn gateway_duration_ms(text: &str) -> Option<u64> {
-    let mut rest = text.as_bytes();
-    let mut groups = 0;
-    let mut total: u64 = 0;
-    while !rest.is_empty() {
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 || digits > 5 {
-            return None;
-        }
-        let number = rest[..digits]
-            .iter()
-            .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
-        rest = &rest[digits..];
-        let (unit_ms, unit_len) = match rest {
-            [b'm', b's', ..] => (1, 2),
-            [b'h', ..] => (3_600_000, 1),
-            [b'm', ..] => (60_000, 1),
-            [b's', ..] => (1_000, 1),
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        // At most 4 groups of 99999h: far below u64::MAX.
-        total += number * unit_ms;
-        groups += 1;
-        if groups > 4 {
-            return None;
-        }
-    }
-    (groups > 0).then_some(total)
-}
-
-/// A Gateway API Duration field, as written, with its length in milliseconds.
-fn read_gateway_duration(r: &mut Reader, node: &Node, path: &str) -> Option<(String, u64)> {
+/// A Gateway API Duration field.
+fn read_gateway_duration(r: &mut Reader, node: &Node, path: &str) -> Option<GatewayDuration> {
     let text = r.string(node, path)?;
-    match gateway_duration_ms(&text) {
-        Some(ms) => Some((text, ms)),
+    match GatewayDuration::parse(&text) {
+        Some(duration) => Some(duration),
         None => {
             r.error(
                 node.line,
@@ -697,20 +672,18 @@ fn read_timeouts(r: &mut Reader, service: &Node, base: &str) -> Timeouts {
     let backend_node = field(service, "backendTimeout");
     let backend =
         backend_node.and_then(|n| read_gateway_duration(r, n, &join(base, "backendTimeout")));
-    if let (Some((request_text, request_ms)), Some((backend_text, backend_ms)), Some(n)) =
-        (&request, &backend, backend_node)
-    {
-        if *request_ms != 0 && backend_ms > request_ms {
+    if let (Some(request), Some(backend), Some(n)) = (&request, &backend, backend_node) {
+        if !request.duration().is_zero() && backend.duration() > request.duration() {
             r.error(
                 n.line,
                 &join(base, "backendTimeout"),
-                format!("expected at most spec.service.timeout ({request_text:?}), found {backend_text:?}: an HTTPRoute's backendRequest timeout cannot be longer than its request timeout"),
+                format!("expected at most spec.service.timeout ({:?}), found {:?}: an HTTPRoute's backendRequest timeout cannot be longer than its request timeout", request.as_str(), backend.as_str()),
             );
         }
     }
     Timeouts {
-        request: request.map(|(text, _)| text),
-        backend_request: backend.map(|(text, _)| text),
+        request,
+        backend_request: backend,
     }
 }
 
@@ -878,7 +851,7 @@ fn read_cors(r: &mut Reader, node: &Node, path: &str) -> Option<Cors> {
 }
 
 /// One Istio `HTTPMatchRequest`; the error is `(field, message)`, `field` starting with `at`.
-pub fn convert_match(value: &Json, at: &str) -> Result<HttpMatch, (String, String)> {
+pub(super) fn convert_match(value: &Json, at: &str) -> Result<HttpMatch, (String, String)> {
     let object = value.as_object().ok_or_else(|| {
         (
             at.to_string(),
@@ -1099,36 +1072,6 @@ mod tests {
     }
 
     #[test]
-    fn gateway_durations_follow_the_crd_pattern() {
-        for (ok, ms) in [
-            ("30s", 30_000),
-            ("0s", 0),
-            ("1m30s", 90_000),
-            ("500ms", 500),
-            ("1h30m15s100ms", 5_415_100),
-            ("99999h", 359_996_400_000),
-            ("1ms1s", 1_001),
-        ] {
-            assert_eq!(gateway_duration_ms(ok), Some(ms), "{ok}");
-        }
-        for bad in [
-            "",
-            "30",
-            "1.5s",
-            "1d",
-            "123456s",
-            "1h1m1s1ms1s",
-            "-1s",
-            "1 s",
-            "s",
-            "1us",
-            "30S",
-        ] {
-            assert_eq!(gateway_duration_ms(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
     fn cors_origins_follow_the_crd_pattern() {
         for ok in [
             "*",
@@ -1274,8 +1217,8 @@ backendTimeout: 500ms
                 max_age: Some(90),
             }),
             timeouts: Timeouts {
-                request: Some("1m30s".into()),
-                backend_request: Some("500ms".into()),
+                request: GatewayDuration::parse("1m30s"),
+                backend_request: GatewayDuration::parse("500ms"),
             },
             ab_matches: Vec::new(),
         };

@@ -1,4 +1,4 @@
-//! Gateway API HTTPRoute (`gateway.networking.k8s.io/v1` and `/v1beta1`, same schema).
+//! Renders a validated [`Config`] into an HTTPRoute.
 //!
 //! Layout follows what Flagger's Gateway API router creates, so a Flagger user sees the same
 //! object: every rule matches `PathPrefix /` unless told otherwise, `backendRefs` list the
@@ -6,7 +6,7 @@
 //! (the CRD's CEL rules require a port for Services) and a weight.
 //!
 //! Flagger's `spec.service` route fields (`match`, `headers`, `rewrite`, `mirror`,
-//! `corsPolicy`, `timeout`, `backendTimeout`), read and checked by `spec::gateway` into a
+//! `corsPolicy`, `timeout`, `backendTimeout`), read and checked by `flagger.rs` into a
 //! [`RuleSpec`], go on every rule, as Flagger's router puts them: the service matches replace
 //! `PathPrefix /`, the filters (request headers, response headers, URL rewrite, one
 //! `RequestMirror` per `mirror` entry, CORS, in that order) and the timeouts follow. A mirror's
@@ -22,11 +22,11 @@
 //! match's headers and queryParams, as Flagger's `mergeMatchConditions` does; the spec loader
 //! rejects the combinations where that merge would drop a condition.
 //!
-//! Flagger's matches are Istio `HTTPMatchRequest`s; `spec::gateway` converts them (and says
+//! Flagger's matches are Istio `HTTPMatchRequest`s; `flagger.rs` converts them (and says
 //! how). Anything it cannot convert is an error, never dropped: a dropped condition would send
 //! more traffic to the canary than asked.
 //!
-//! The CRD's JSON schema does not check its CEL rules. `spec::gateway` checks the ones the
+//! The CRD's JSON schema does not check its CEL rules. `flagger.rs` checks the ones the
 //! service fields could break; this file checks the parentRef and hostname ones, and the
 //! A/B match count.
 
@@ -35,26 +35,19 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
-use crate::spec::model::{
-    Canary, Cors, Format, GatewayVersion, HeaderModifier, HttpMatch, ParentRef, PathRewrite,
-    RequestMirror, RuleSpec, Strategy, Timeouts,
+use crate::route::gateway_api::config::{
+    Config, Cors, HeaderModifier, HttpMatch, ParentRef, PathRewrite, RequestMirror, RuleSpec,
+    Timeouts,
 };
+use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
+use crate::spec::model::{Canary, Format, Strategy};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
-const TEMPLATE: &str = include_str!("../../templates/httproute.yaml.j2");
+const TEMPLATE: &str = include_str!("../../../templates/httproute.yaml.j2");
 
 /// HTTPRoute limits from the CRD (`maxItems`, `maxLength`).
 const MAX_PARENT_REFS: usize = 32;
 const MAX_HOSTNAMES: usize = 16;
-
-/// The parts of `Route::HttpRoute`.
-pub(super) struct RouteSpec<'a> {
-    pub version: GatewayVersion,
-    pub parent_refs: &'a [ParentRef],
-    pub hostnames: &'a [String],
-    pub rules: &'a RuleSpec,
-}
 
 #[derive(Serialize)]
 struct Context<'a> {
@@ -159,12 +152,12 @@ struct BackendRef<'a> {
 
 pub(super) fn render(
     canary: &Canary,
-    route: &RouteSpec,
+    route: &Config,
     backends: &Backends,
     weights: Weights,
 ) -> Result<String, RouteError> {
-    check_parent_refs(canary, route.parent_refs)?;
-    check_hostnames(canary, route.hostnames)?;
+    check_parent_refs(canary, &route.parent_refs)?;
+    check_hostnames(canary, &route.hostnames)?;
     let port = canary.service.port;
     let service_matches = if route.rules.matches.is_empty() {
         vec![HttpMatch::all_requests()]
@@ -213,11 +206,11 @@ pub(super) fn render(
         api_version: route.version.api_version(),
         name: canary.service.name.as_str(),
         namespace: canary.id.namespace.as_str(),
-        managed_by: super::MANAGED_BY,
-        parent_refs: route.parent_refs,
-        hostnames: route.hostnames,
+        managed_by: crate::route::MANAGED_BY,
+        parent_refs: &route.parent_refs,
+        hostnames: &route.hostnames,
         rules,
-        filters: Filters::of(route.rules),
+        filters: Filters::of(&route.rules),
         timeouts: Some(&route.rules.timeouts).filter(|t| **t != Timeouts::default()),
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
@@ -488,7 +481,7 @@ fn merge_matches(ab: &[HttpMatch], service: &[HttpMatch]) -> Vec<HttpMatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::model::{PathMatch, ValueMatch};
+    use crate::route::gateway_api::config::{PathMatch, ValueMatch};
 
     fn path(value: &str) -> HttpMatch {
         HttpMatch {

@@ -1,25 +1,24 @@
-//! The validated route a canary writes: which kind, which API version, and the fields of
-//! Flagger's `service` block that the route carries. Filled in by `spec`, rendered by the
-//! routers of this module; the core carries it as an opaque `Canary<Route>` parameter.
+//! The validated Gateway API route: typed values only, filled in by this router's readers
+//! (`flagger.rs` for Flagger's `service` fields, `mod.rs` for a native `spec.route`) and
+//! rendered by `render.rs`.
 
-use serde::Serialize;
+use std::time::Duration;
 
-/// The route sluice writes; one renderer per variant.
+use serde::{Serialize, Serializer};
+
+/// A validated HTTPRoute.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Route {
-    HttpRoute {
-        version: GatewayVersion,
-        parent_refs: Vec<ParentRef>,
-        hostnames: Vec<String>,
-        /// Matches, filters and timeouts every rule carries (boxed: it is large and most
-        /// routes leave it empty).
-        rules: Box<RuleSpec>,
-    },
-    TrafficSplit {
-        version: SmiVersion,
-    },
+pub struct Config {
+    pub version: GatewayVersion,
+    /// The Gateways the route attaches to (checked against the CRD when rendering).
+    pub parent_refs: Vec<ParentRef>,
+    pub hostnames: Vec<String>,
+    /// Matches, filters and timeouts every rule carries (boxed: it is large and most
+    /// routes leave it empty).
+    pub rules: Box<RuleSpec>,
 }
 
+/// The HTTPRoute API version (both have the same schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatewayVersion {
     V1,
@@ -31,25 +30,6 @@ impl GatewayVersion {
         match self {
             GatewayVersion::V1 => "gateway.networking.k8s.io/v1",
             GatewayVersion::V1beta1 => "gateway.networking.k8s.io/v1beta1",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmiVersion {
-    V1alpha1,
-    V1alpha2,
-    V1alpha3,
-    V1alpha4,
-}
-
-impl SmiVersion {
-    pub fn api_version(self) -> &'static str {
-        match self {
-            SmiVersion::V1alpha1 => "split.smi-spec.io/v1alpha1",
-            SmiVersion::V1alpha2 => "split.smi-spec.io/v1alpha2",
-            SmiVersion::V1alpha3 => "split.smi-spec.io/v1alpha3",
-            SmiVersion::V1alpha4 => "split.smi-spec.io/v1alpha4",
         }
     }
 }
@@ -73,7 +53,7 @@ pub struct ParentRef {
 
 /// What every rule of a sluice HTTPRoute carries besides its backends: Flagger's
 /// `service.match`, `headers`, `rewrite`, `corsPolicy`, `timeout` and `backendTimeout`, checked
-/// against the HTTPRoute CRD by `spec::gateway`. The default (native canaries, and Flagger
+/// against the HTTPRoute CRD by `flagger.rs`. The default (native canaries, and Flagger
 /// canaries without these fields) matches every request, with no filters and no timeouts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleSpec {
@@ -129,7 +109,7 @@ pub struct UrlRewrite {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathRewrite {
     ReplaceFullPath(String),
-    /// Valid only in rules with exactly one `PathPrefix` match (checked by `spec::gateway`).
+    /// Valid only in rules with exactly one `PathPrefix` match (checked by `flagger.rs`).
     ReplacePrefixMatch(String),
 }
 
@@ -146,14 +126,81 @@ pub struct Cors {
     pub max_age: Option<u32>,
 }
 
-/// A rule's `timeouts`, each a Gateway API Duration string as written (e.g. `30s`, `1m30s`).
+/// A rule's `timeouts`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Timeouts {
-    pub request: Option<String>,
-    pub backend_request: Option<String>,
+    pub request: Option<GatewayDuration>,
+    pub backend_request: Option<GatewayDuration>,
 }
 
-/// One HTTPRoute match (converted from an Istio `HTTPMatchRequest` by `spec::gateway`).
+/// A Gateway API Duration (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`): its length, and the text as
+/// written (`1m30s`), which is what the route carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayDuration {
+    text: String,
+    duration: Duration,
+}
+
+impl GatewayDuration {
+    /// `None` when `text` does not match the CRD's pattern.
+    pub fn parse(text: &str) -> Option<GatewayDuration> {
+        gateway_duration_ms(text).map(|ms| GatewayDuration {
+            text: text.to_string(),
+            duration: Duration::from_millis(ms),
+        })
+    }
+
+    /// As written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+}
+
+/// Written as given, so the route says what the canary said.
+impl Serialize for GatewayDuration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+/// A Gateway API Duration in milliseconds; `None` when `text` is not one. Hand-written: the
+/// pattern is the CRD's own, stricter than any duration crate's syntax.
+fn gateway_duration_ms(text: &str) -> Option<u64> {
+    let mut rest = text.as_bytes();
+    let mut groups = 0;
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 5 {
+            return None;
+        }
+        let number = rest[..digits]
+            .iter()
+            .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+        rest = &rest[digits..];
+        let (unit_ms, unit_len) = match rest {
+            [b'm', b's', ..] => (1, 2),
+            [b'h', ..] => (3_600_000, 1),
+            [b'm', ..] => (60_000, 1),
+            [b's', ..] => (1_000, 1),
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        // At most 4 groups of 99999h: far below u64::MAX.
+        total += number * unit_ms;
+        groups += 1;
+        if groups > 4 {
+            return None;
+        }
+    }
+    (groups > 0).then_some(total)
+}
+
+/// One HTTPRoute match (converted from an Istio `HTTPMatchRequest` by `flagger.rs`).
 /// `kind`s are the HTTPRoute's type names (`Exact`, `PathPrefix`, `RegularExpression`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HttpMatch {
@@ -190,4 +237,39 @@ pub struct ValueMatch {
     pub name: String,
     pub kind: &'static str,
     pub value: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_durations_follow_the_crd_pattern() {
+        for (ok, ms) in [
+            ("30s", 30_000),
+            ("0s", 0),
+            ("1m30s", 90_000),
+            ("500ms", 500),
+            ("1h30m15s100ms", 5_415_100),
+            ("99999h", 359_996_400_000),
+            ("1ms1s", 1_001),
+        ] {
+            assert_eq!(gateway_duration_ms(ok), Some(ms), "{ok}");
+        }
+        for bad in [
+            "",
+            "30",
+            "1.5s",
+            "1d",
+            "123456s",
+            "1h1m1s1ms1s",
+            "-1s",
+            "1 s",
+            "s",
+            "1us",
+            "30S",
+        ] {
+            assert_eq!(gateway_duration_ms(bad), None, "{bad}");
+        }
+    }
 }

@@ -1,0 +1,223 @@
+//! The Gateway API router: HTTPRoute (`gateway.networking.k8s.io/v1` and `/v1beta1`, same
+//! schema), for Flagger providers `gatewayapi:v1` and `gatewayapi:v1beta1` and native
+//! `spec.route` of kind `HTTPRoute`.
+//!
+//! - `config.rs`: the validated [`Config`] (typed matches, filters, durations).
+//! - `flagger.rs`: Flagger's Istio-style `spec.service` fields and an A/B canary's
+//!   `analysis.match`, converted to HTTPRoute pieces and checked against the CRD.
+//! - `render.rs`: the HTTPRoute from `templates/httproute.yaml.j2`, read back and checked.
+//!
+//! This file reads the route's attachment (`gatewayRefs`/`parentRefs`, `hosts`/`hostnames`),
+//! the Flagger fields this router rejects, and ties the parts into the [`Router`] impl.
+
+mod config;
+mod flagger;
+mod render;
+
+pub use config::{
+    Config, Cors, GatewayDuration, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch,
+    ParentRef, PathMatch, PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
+};
+
+use crate::route::{AbInput, Backends, FlaggerInput, RouteError, Router, Weights};
+use crate::spec::model::{Canary, Name};
+use crate::spec::node::Node;
+use crate::spec::reader::{index, join, Reader};
+
+/// The Gateway API router.
+pub struct GatewayApi;
+
+impl Router for GatewayApi {
+    type Variant = GatewayVersion;
+    type Config = Config;
+
+    const OBJECT: &'static str = "Gateway API HTTPRoute";
+    const PROVIDERS: &'static [(&'static str, GatewayVersion)] = &[
+        ("gatewayapi:v1", GatewayVersion::V1),
+        ("gatewayapi:v1beta1", GatewayVersion::V1beta1),
+    ];
+    const ALIASES: &'static [(&'static str, GatewayVersion)] = &[];
+    const NATIVE_KIND: &'static str = "HTTPRoute";
+    const NATIVE_FIELDS: &'static [&'static str] = &["parentRefs", "hostnames"];
+
+    /// Flagger accepts a bare `gatewayapi`; sluice asks which version, since v1beta1 routes
+    /// carry fewer fields.
+    fn near_miss(text: &str) -> Option<String> {
+        (text == "gatewayapi").then(|| {
+            "expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"".to_string()
+        })
+    }
+
+    fn read_flagger(
+        r: &mut Reader,
+        version: GatewayVersion,
+        input: &FlaggerInput,
+    ) -> Option<Config> {
+        let route = input.service.and_then(|svc| {
+            let parent_refs = match svc.get("gatewayRefs") {
+                Some(n) => read_parent_refs(r, n, "spec.service.gatewayRefs"),
+                None => {
+                    r.error(svc.line, "spec.service.gatewayRefs", "required for a Gateway API provider: the Gateway(s) the HTTPRoute attaches to");
+                    None
+                }
+            };
+            let hostnames = svc
+                .get("hosts")
+                .map(|n| read_hostnames(r, n, "spec.service.hosts"))
+                .unwrap_or_default();
+            let rules = flagger::read_rule_spec(r, svc, version);
+            Some(Config {
+                version,
+                parent_refs: parent_refs?,
+                hostnames,
+                rules: Box::new(rules?),
+            })
+        });
+        reject_unsupported(r, input);
+        route
+    }
+
+    fn read_native(
+        r: &mut Reader,
+        route: &Node,
+        api_version: &str,
+        api_line: usize,
+    ) -> Option<Config> {
+        let p = "spec.route";
+        let version = match api_version {
+            "gateway.networking.k8s.io/v1" => GatewayVersion::V1,
+            "gateway.networking.k8s.io/v1beta1" => GatewayVersion::V1beta1,
+            other => {
+                r.error(api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
+                return None;
+            }
+        };
+        let parent_refs = r
+            .required(route, p, "parentRefs")
+            .and_then(|n| read_parent_refs(r, n, "spec.route.parentRefs"))?;
+        if parent_refs.is_empty() {
+            r.error(
+                route.line,
+                "spec.route.parentRefs",
+                "expected at least one parentRef (the Gateway), found none",
+            );
+            return None;
+        }
+        let hostnames = route
+            .get("hostnames")
+            .map(|n| read_hostnames(r, n, "spec.route.hostnames"))
+            .unwrap_or_default();
+        Some(Config {
+            version,
+            parent_refs,
+            hostnames,
+            rules: Box::default(),
+        })
+    }
+
+    /// Converted now, as the renderer will use them, so a bad one is reported with its line
+    /// by `sluice validate` instead of failing the first tick. For Flagger input, also checks
+    /// what Flagger's merge with `service.match` would build.
+    fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
+        config.rules.ab_matches =
+            flagger::check_ab_matches(r, &config.rules, input.service, input.matches);
+    }
+
+    fn render(
+        config: &Config,
+        canary: &Canary,
+        backends: &Backends,
+        weights: Weights,
+    ) -> Result<String, RouteError> {
+        render::render(canary, config, backends, weights)
+    }
+}
+
+/// Flagger applies these to Gateway API routes too (analysis.mirror, mirrorWeight and
+/// sessionAffinity with rollout state sluice does not keep); dropping them silently would
+/// route other requests than asked. Flagger's Gateway API routers ignore retries, and the
+/// standard HTTPRoute has no retry field: rejected too, so nobody believes retries are
+/// configured. (service.mirror is static and rendered: `flagger.rs` reads it.)
+fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
+    let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
+    let ignored = "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it";
+    let rejected = [
+        ("spec.service", input.service, "retries", ignored),
+        ("spec.analysis", input.analysis, "mirror", not_yet),
+        ("spec.analysis", input.analysis, "mirrorWeight", not_yet),
+        ("spec.analysis", input.analysis, "sessionAffinity", not_yet),
+    ];
+    for (path, node, key, message) in rejected {
+        if let Some(n) = node.and_then(|n| n.get(key)) {
+            r.error(n.line, &join(path, key), message);
+        }
+    }
+}
+
+fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
+    let text = r.string(node, path)?;
+    match Name::parse(&text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
+}
+
+/// `gatewayRefs` / `parentRefs`: the Gateways the route attaches to (their CRD rules are
+/// checked when rendering).
+fn read_parent_refs(r: &mut Reader, node: &Node, path: &str) -> Option<Vec<ParentRef>> {
+    let items = r.seq(node, path)?;
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = index(path, i);
+        if r.map(
+            item,
+            &p,
+            &["group", "kind", "name", "namespace", "sectionName", "port"],
+        )
+        .is_none()
+        {
+            continue;
+        }
+        let name = r
+            .required(item, &p, "name")
+            .and_then(|n| name_at(r, n, &join(&p, "name")));
+        let namespace = item
+            .get("namespace")
+            .and_then(|n| name_at(r, n, &join(&p, "namespace")));
+        let opt =
+            |r: &mut Reader, key: &str| item.get(key).and_then(|n| r.string(n, &join(&p, key)));
+        let group = opt(r, "group");
+        let kind = opt(r, "kind");
+        let section_name = opt(r, "sectionName");
+        let port = item.get("port").and_then(|n| {
+            r.int(n, &join(&p, "port"), 1, 65535)
+                .and_then(|v| u16::try_from(v).ok())
+        });
+        if let Some(name) = name {
+            out.push(ParentRef {
+                group,
+                kind,
+                name: name.to_string(),
+                namespace: namespace.map(|n| n.to_string()),
+                section_name,
+                port,
+            });
+        }
+    }
+    Some(out)
+}
+
+/// `hosts` / `hostnames` (their pattern is checked when rendering).
+fn read_hostnames(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
+    let Some(items) = r.seq(node, path) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| r.string(n, &index(path, i)))
+        .collect()
+}

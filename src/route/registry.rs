@@ -1,0 +1,350 @@
+//! The registry: every router, listed once in `routers!` below. From that list it builds
+//! [`Route`] (a canary's validated route, one variant per router holding its config),
+//! [`Provider`] (what a Flagger `provider` string selects) and the lookups that map provider
+//! strings and native `spec.route` kinds to a router. An unknown string or kind is an error
+//! listing what is known, never a silent fallback (Flagger's factory falls back to Istio on a
+//! typo).
+
+use crate::route::{
+    gateway_api, smi, AbInput, Backends, FlaggerInput, RouteError, Router, Weights,
+};
+use crate::spec::model::Canary;
+use crate::spec::node::Node;
+use crate::spec::reader::{join, Reader};
+
+/// Expands the router list into the two enums and one function per operation, so adding a
+/// router is one line and every operation dispatches to it. (A macro rather than hand-written
+/// `match`es: the lookups below iterate over routers, and a forgotten arm there would not
+/// fail to compile.)
+macro_rules! routers {
+    ($( $(#[doc = $doc:literal])* $variant:ident => $router:ty, )+) => {
+        /// The route a canary writes: the router chosen at load time and its validated config.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Route {
+            $( $(#[doc = $doc])* $variant(<$router as Router>::Config), )+
+        }
+
+        /// What a Flagger `provider` string selects: a router and its variant.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Provider {
+            $( $(#[doc = $doc])* $variant(<$router as Router>::Variant), )+
+        }
+
+        impl Provider {
+            /// Reads the route fields of a Flagger canary with this provider; `None` when
+            /// any had errors (reported through `r`).
+            pub fn read_flagger(self, r: &mut Reader, input: &FlaggerInput) -> Option<Route> {
+                match self {
+                    $( Provider::$variant(variant) => {
+                        <$router as Router>::read_flagger(r, variant, input).map(Route::$variant)
+                    } )+
+                }
+            }
+        }
+
+        impl Route {
+            /// Converts and checks an A/B canary's `analysis.match` into this route.
+            pub fn read_ab_matches(&mut self, r: &mut Reader, input: &AbInput) {
+                match self {
+                    $( Route::$variant(config) => {
+                        <$router as Router>::read_ab_matches(config, r, input)
+                    } )+
+                }
+            }
+
+            /// The route object's YAML; [`crate::route::render_route`] checks weights and
+            /// backends first.
+            pub(super) fn render(
+                &self,
+                canary: &Canary,
+                backends: &Backends,
+                weights: Weights,
+            ) -> Result<String, RouteError> {
+                match self {
+                    $( Route::$variant(config) => {
+                        <$router as Router>::render(config, canary, backends, weights)
+                    } )+
+                }
+            }
+        }
+
+        /// Every router, in the order messages list them.
+        const ROUTERS: &[Entry] = &[
+            $( Entry {
+                object: <$router as Router>::OBJECT,
+                native_kind: <$router as Router>::NATIVE_KIND,
+                native_fields: <$router as Router>::NATIVE_FIELDS,
+                names: |listed| {
+                    let aliases: &[_] = if listed { &[] } else { <$router as Router>::ALIASES };
+                    <$router as Router>::PROVIDERS
+                        .iter()
+                        .chain(aliases)
+                        .map(|(name, _)| *name)
+                        .collect()
+                },
+                lookup: |text| {
+                    <$router as Router>::PROVIDERS
+                        .iter()
+                        .chain(<$router as Router>::ALIASES)
+                        .find(|(name, _)| *name == text)
+                        .map(|(_, variant)| Provider::$variant(*variant))
+                },
+                near_miss: <$router as Router>::near_miss,
+                read_native: |r, node, api_version, api_line| {
+                    <$router as Router>::read_native(r, node, api_version, api_line)
+                        .map(Route::$variant)
+                },
+            }, )+
+        ];
+    };
+}
+
+routers! {
+    /// SMI TrafficSplit: `osm`, `linkerd`, `smi:v1alpha1` to `smi:v1alpha4`.
+    Smi => smi::Smi,
+    /// Gateway API HTTPRoute: `gatewayapi:v1`, `gatewayapi:v1beta1`.
+    GatewayApi => gateway_api::GatewayApi,
+}
+
+/// One router's registry entry, built by `routers!` from its [`Router`] impl.
+struct Entry {
+    object: &'static str,
+    native_kind: &'static str,
+    native_fields: &'static [&'static str],
+    /// Its provider strings: the listed ones (`true`), or all including aliases.
+    names: fn(bool) -> Vec<&'static str>,
+    lookup: fn(&str) -> Option<Provider>,
+    near_miss: fn(&str) -> Option<String>,
+    read_native: fn(&mut Reader, &Node, &str, usize) -> Option<Route>,
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => (*only).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// The objects sluice can write, for messages: `SMI TrafficSplit or Gateway API HTTPRoute`.
+pub fn route_objects() -> String {
+    let objects: Vec<&str> = ROUTERS.iter().map(|e| e.object).collect();
+    or_list(&objects)
+}
+
+/// Maps a Flagger `provider` string to its router; the error says what is supported.
+pub fn parse_provider(text: &str) -> Result<Provider, String> {
+    if let Some(provider) = ROUTERS.iter().find_map(|e| (e.lookup)(text)) {
+        return Ok(provider);
+    }
+    let names: Vec<&str> = ROUTERS.iter().flat_map(|e| (e.names)(true)).collect();
+    let supported = format!("supported: {}", names.join(", "));
+    match ROUTERS.iter().find_map(|e| (e.near_miss)(text)) {
+        Some(message) => Err(format!("{message}; {supported}")),
+        None => Err(format!(
+            "sluice does not route provider {text:?} (it writes {}); {supported}",
+            route_objects()
+        )),
+    }
+}
+
+impl Route {
+    /// Reads a native canary's `spec.route`: `apiVersion` and `kind` pick the router, which
+    /// reads the rest; another router's fields are errors. `None` when anything had errors
+    /// (reported through `r`).
+    pub fn read_native(r: &mut Reader, node: &Node) -> Option<Route> {
+        let p = "spec.route";
+        let mut keys = vec!["apiVersion", "kind"];
+        for field in ROUTERS.iter().flat_map(|e| e.native_fields) {
+            if !keys.contains(field) {
+                keys.push(field);
+            }
+        }
+        r.map(node, p, &keys)?;
+        let api = r
+            .required(node, p, "apiVersion")
+            .and_then(|n| r.string(n, "spec.route.apiVersion").map(|s| (n.line, s)));
+        let kind = r
+            .required(node, p, "kind")
+            .and_then(|n| r.string(n, "spec.route.kind").map(|s| (n.line, s)));
+        let ((api_line, api), (kind_line, kind)) = (api?, kind?);
+        let Some(entry) = ROUTERS.iter().find(|e| e.native_kind == kind) else {
+            let mut kinds: Vec<&str> = ROUTERS.iter().map(|e| e.native_kind).collect();
+            kinds.sort_unstable();
+            r.error(
+                kind_line,
+                "spec.route.kind",
+                format!("expected {}, found {kind:?}", or_list(&kinds)),
+            );
+            return None;
+        };
+        let foreign: Vec<&str> = keys[2..]
+            .iter()
+            .copied()
+            .filter(|k| !entry.native_fields.contains(k))
+            .collect();
+        for key in &foreign {
+            if let Some(n) = node.get(key) {
+                r.error(
+                    n.line,
+                    &join(p, key),
+                    format!("{kind} has no {}; remove this field", or_list(&foreign)),
+                );
+            }
+        }
+        (entry.read_native)(r, node, &api, api_line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::gateway_api::GatewayVersion;
+    use crate::route::smi::SmiVersion;
+
+    #[test]
+    fn providers_map_like_flagger() {
+        assert_eq!(
+            parse_provider("osm"),
+            Ok(Provider::Smi(SmiVersion::V1alpha2))
+        );
+        assert_eq!(
+            parse_provider("linkerd"),
+            Ok(Provider::Smi(SmiVersion::V1alpha1))
+        );
+        assert_eq!(
+            parse_provider("smi:v1alpha3"),
+            Ok(Provider::Smi(SmiVersion::V1alpha3))
+        );
+        assert_eq!(
+            parse_provider("gatewayapi:v1beta1"),
+            Ok(Provider::GatewayApi(GatewayVersion::V1beta1))
+        );
+        assert!(parse_provider("gatewayapi").unwrap_err().contains("bare"));
+        assert!(parse_provider("istio")
+            .unwrap_err()
+            .contains("does not route"));
+        assert!(parse_provider("nginx").is_err());
+    }
+
+    #[test]
+    fn unknown_providers_list_every_supported_one() {
+        assert_eq!(
+            parse_provider("Istio"),
+            Err("sluice does not route provider \"Istio\" (it writes SMI TrafficSplit or Gateway API HTTPRoute); supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1".to_string())
+        );
+        assert_eq!(
+            parse_provider("gatewayapi"),
+            Err("expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"; supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1".to_string())
+        );
+        assert_eq!(route_objects(), "SMI TrafficSplit or Gateway API HTTPRoute");
+        // An alias works but is not advertised.
+        assert_eq!(
+            parse_provider("smi"),
+            Ok(Provider::Smi(SmiVersion::V1alpha1))
+        );
+    }
+
+    /// A provider string or native kind served by two routers would silently go to the first.
+    #[test]
+    fn provider_names_and_native_kinds_name_one_router_each() {
+        let mut names: Vec<&str> = ROUTERS.iter().flat_map(|e| (e.names)(false)).collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "a provider string is listed twice");
+        let mut kinds: Vec<&str> = ROUTERS.iter().map(|e| e.native_kind).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        assert_eq!(kinds.len(), ROUTERS.len(), "a native kind is listed twice");
+        for e in ROUTERS {
+            assert!(
+                e.native_fields
+                    .iter()
+                    .all(|f| !["apiVersion", "kind"].contains(f)),
+                "{} claims apiVersion or kind",
+                e.native_kind
+            );
+            for name in (e.names)(false) {
+                assert!((e.lookup)(name).is_some(), "{name}");
+            }
+        }
+    }
+
+    /// Reads `yaml` as the `spec.route` mapping of `c.yaml`.
+    fn native(yaml: &str) -> (Option<Route>, Vec<String>) {
+        let docs = crate::spec::node::parse_documents(yaml).expect("test YAML parses");
+        let mut r = Reader::new("c.yaml");
+        let route = Route::read_native(&mut r, &docs[0].root);
+        (route, r.errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn native_routes_pick_their_router_by_kind() {
+        assert_eq!(
+            native("apiVersion: split.smi-spec.io/v1alpha4\nkind: TrafficSplit\n"),
+            (
+                Some(Route::Smi(crate::route::smi::Config {
+                    version: SmiVersion::V1alpha4
+                })),
+                Vec::new()
+            )
+        );
+        let (route, errors) = native(
+            "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: HTTPRoute\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
+        );
+        assert_eq!(errors, Vec::<String>::new());
+        let Some(Route::GatewayApi(config)) = route else {
+            panic!("expected an HTTPRoute, found {route:?}");
+        };
+        assert_eq!(config.version, GatewayVersion::V1beta1);
+        assert_eq!(config.parent_refs[0].name, "gw");
+        assert_eq!(config.hostnames, ["a.example"]);
+    }
+
+    #[test]
+    fn bad_native_routes_are_reported_with_line_and_field() {
+        let cases: [(&str, &[&str]); 5] = [
+            (
+                "apiVersion: split.smi-spec.io/v1alpha2\nkind: VirtualService\n",
+                &["c.yaml:2: spec.route.kind: expected HTTPRoute or TrafficSplit, found \"VirtualService\""],
+            ),
+            (
+                "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
+                &[
+                    "c.yaml:3: spec.route.parentRefs: TrafficSplit has no parentRefs or hostnames; remove this field",
+                    "c.yaml:4: spec.route.hostnames: TrafficSplit has no parentRefs or hostnames; remove this field",
+                    "c.yaml:1: spec.route.apiVersion: expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found \"split.smi-spec.io/v1\"",
+                ],
+            ),
+            (
+                "apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: HTTPRoute\nparentRefs: [{name: gw}]\n",
+                &["c.yaml:1: spec.route.apiVersion: expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found \"gateway.networking.k8s.io/v1alpha2\""],
+            ),
+            (
+                "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nparentRefs: []\n",
+                &["c.yaml:1: spec.route.parentRefs: expected at least one parentRef (the Gateway), found none"],
+            ),
+            (
+                "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nparentRef: [{name: gw}]\n",
+                &[
+                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames",
+                    "c.yaml:1: spec.route.parentRefs: required field is missing",
+                ],
+            ),
+        ];
+        for (yaml, expected) in cases {
+            let (route, errors) = native(yaml);
+            assert_eq!(errors, expected, "{yaml}");
+            assert_eq!(route, None, "{yaml}");
+        }
+    }
+
+    #[test]
+    fn lists_read_as_prose() {
+        assert_eq!(or_list(&["a"]), "a");
+        assert_eq!(or_list(&["a", "b"]), "a or b");
+        assert_eq!(or_list(&["a", "b", "c"]), "a, b or c");
+    }
+}
