@@ -13,4 +13,5 @@ pub mod node;
 pub mod provider;
 pub mod reader;
 pub mod settings;
+pub mod snapshot;
 pub mod sync;
