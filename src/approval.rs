@@ -14,6 +14,7 @@ use crate::gitops::{ConfigRepo, FileChange, Identity};
 use crate::output::{message, status_file};
 use crate::reconcile::{render_changes, Manual, TickReport};
 use crate::spec::model::{Canary, Target};
+use crate::spec::snapshot::Snapshot;
 use crate::workload;
 
 /// Why an approval branch or pull request could not be kept in line; logged, never fatal.
@@ -163,12 +164,11 @@ fn keep_branch(
     let subject = message::subject(canary, &approved);
     if !up_to_date {
         let root = repo.root().to_path_buf();
-        let index = match canary.target {
-            Target::RouteOnly { .. } => workload::Index::default(),
-            Target::Source { .. } | Target::TargetRef { .. } => {
-                workload::Index::scan(&root, &[canary.output.as_str()])?
-            }
+        let snapshot = match canary.target {
+            Target::RouteOnly { .. } => Snapshot::EMPTY,
+            Target::Source { .. } | Target::TargetRef { .. } => Snapshot::read(&root),
         };
+        let index = workload::Index::new(&snapshot, &[canary.output.as_str()]);
         let changes: Vec<FileChange> = render_changes(&root, canary, &approved, &index)?;
         let msg = message::render(
             canary,

@@ -19,9 +19,10 @@ use crate::observe::{External, Observer, Request};
 use crate::output::{kustomization, message, status_file};
 use crate::route::{render_route, Backends, Weights};
 use crate::spec::error::SpecError;
-use crate::spec::load::{load_paths, load_settings};
+use crate::spec::load::{load, load_settings};
 use crate::spec::model::{Canary, CanaryId, Strategy, Target};
 use crate::spec::settings::{CommitMode, Settings, SETTINGS_PATH};
+use crate::spec::snapshot::Snapshot;
 use crate::workload;
 
 /// Marks files sluice generated; any other file in an output folder is never overwritten.
@@ -160,12 +161,8 @@ pub fn decide_and_commit(
         name: settings.author_name.clone(),
         email: settings.author_email.clone(),
     });
-    let loaded = load_paths(std::slice::from_ref(&root), &settings, |p| {
-        p.strip_prefix(&root)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .replace('\\', "/")
-    });
+    let snapshot = Snapshot::read(&root);
+    let loaded = load(&snapshot, &settings);
     spec_errors.extend(loaded.errors);
     for e in &spec_errors {
         warn!(msg = "Invalid spec", error = %e);
@@ -177,22 +174,8 @@ pub fn decide_and_commit(
         author: Some(author.clone()),
         ..TickReport::default()
     };
-    let managed = loaded
-        .canaries
-        .iter()
-        .any(|c| !matches!(c.target, Target::RouteOnly { .. }));
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = if managed {
-        match workload::Index::scan(&root, &outputs) {
-            Ok(i) => i,
-            Err(e) => {
-                warn!(msg = "Cannot scan the repo's manifests", error = %e);
-                workload::Index::default()
-            }
-        }
-    } else {
-        workload::Index::default()
-    };
+    let index = workload::Index::new(&snapshot, &outputs);
     // Read every canary's status and revision, observe them together, then decide each.
     let mut prepared = Vec::new();
     for canary in &loaded.canaries {
@@ -209,7 +192,7 @@ pub fn decide_and_commit(
             revision: &p.revision,
         })
         .collect();
-    let externals = ctx.observer.observe(&root, &settings, &requests, now);
+    let externals = ctx.observer.observe(&snapshot, &settings, &requests, now);
     drop(requests);
     // Each decided canary: its outcome's index and its status before this tick.
     let mut decided: Vec<(usize, &Canary, Option<Status>)> = Vec::new();
@@ -617,24 +600,15 @@ fn apply_operation(
 ) -> Result<Operated, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
     let (settings, _) = settings_at(&root);
-    let loaded = load_paths(std::slice::from_ref(&root), &settings, |p| {
-        p.strip_prefix(&root)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .replace('\\', "/")
-    });
+    let snapshot = Snapshot::read(&root);
+    let loaded = load(&snapshot, &settings);
     let canary = loaded
         .canaries
         .iter()
         .find(|c| c.id.to_string() == manual.canary)
         .ok_or_else(|| OperateError::NotFound(manual.canary.to_string()))?;
-    let index = match canary.target {
-        Target::RouteOnly { .. } => workload::Index::default(),
-        Target::Source { .. } | Target::TargetRef { .. } => {
-            let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
-            workload::Index::scan(&root, &outputs).map_err(CanaryError::from)?
-        }
-    };
+    let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = workload::Index::new(&snapshot, &outputs);
     let status = read_status(&root, &canary.id).map_err(|message| CanaryError::Status {
         path: status_file::path_for(&canary.id),
         message,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
-use sluice::metrics::template::TemplateIndex;
+use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;

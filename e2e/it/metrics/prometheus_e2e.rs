@@ -12,8 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
-use sluice::metrics::template::TemplateIndex;
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
 
 use super::support::{flagger_canary, Canned, Server};
