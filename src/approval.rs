@@ -20,8 +20,9 @@ use crate::forge::{Forge, PrState};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
-use crate::spec::model::{Canary, Target};
+use crate::spec::model::Canary;
 use crate::spec::settings::{ForgeSettings, OnClose};
+use crate::spec::snapshot::Snapshot;
 use crate::workload;
 
 /// Why an approval branch or pull request could not be kept in line; logged, never fatal.
@@ -133,16 +134,19 @@ pub fn rejection(
 
 /// After the push: keeps approval branches and pull requests in line with the canaries'
 /// states. Problems are logged; they never stop the loop.
+/// `snapshot` is the tick's: sources do not change by sluice's commits, so it still holds
+/// what the approved change's workloads are rendered from.
 pub fn keep_in_line(
     repo: &mut ConfigRepo,
     runtime: &Runtime,
     forge: Option<&Forge>,
     author: &Identity,
+    snapshot: &Snapshot,
     pending: &[Pending],
 ) {
     for p in pending {
         let result = if is_waiting(&p.status) {
-            keep_branch(repo, runtime, forge, author, p)
+            keep_branch(repo, runtime, forge, author, snapshot, p)
         } else {
             close_stale(p, forge, runtime)
         };
@@ -157,6 +161,7 @@ fn keep_branch(
     runtime: &Runtime,
     forge: Option<&Forge>,
     author: &Identity,
+    snapshot: &Snapshot,
     pending: &Pending,
 ) -> Result<(), ApprovalError> {
     let canary = &pending.canary;
@@ -192,12 +197,7 @@ fn keep_branch(
     let subject = message::subject(canary, &approved);
     if !up_to_date {
         let root = repo.root().to_path_buf();
-        let index = match canary.target {
-            Target::RouteOnly { .. } => workload::Index::default(),
-            Target::Source { .. } | Target::TargetRef { .. } => {
-                workload::Index::scan(&root, &[canary.output.as_str()])?
-            }
-        };
+        let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
         let changes: Vec<FileChange> = render::changes(&root, canary, &approved, &index)?;
         let msg = message::render(
             canary,

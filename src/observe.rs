@@ -7,7 +7,6 @@
 //! no queries.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -19,11 +18,12 @@ use crate::core::status::{Phase, Status};
 use crate::gates::readiness::{read_readiness, Readiness};
 use crate::gates::sync::{read_sync, SyncObservation};
 use crate::gates::webhook::{call_all, WebhookPayload};
-use crate::metrics::template::TemplateIndex;
+use crate::metrics::metric_templates::TemplateIndex;
 use crate::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL};
 use crate::runtime::Runtime;
 use crate::spec::model::{Canary, MetricQuery, WebhookKind};
 use crate::spec::settings::Settings;
+use crate::spec::snapshot::Snapshot;
 
 /// One canary to observe.
 pub struct Request<'a> {
@@ -49,7 +49,7 @@ pub trait Observer: Send + Sync {
     /// Observes every request (same order), at `now`.
     fn observe(
         &self,
-        root: &Path,
+        snapshot: &Snapshot,
         settings: &Settings,
         requests: &[Request<'_>],
         now: Timestamp,
@@ -68,7 +68,7 @@ pub struct Offline;
 impl Observer for Offline {
     fn observe(
         &self,
-        _: &Path,
+        _: &Snapshot,
         _: &Settings,
         requests: &[Request<'_>],
         _: Timestamp,
@@ -188,7 +188,7 @@ fn payload(
 impl Observer for Live<'_> {
     fn observe(
         &self,
-        root: &Path,
+        snapshot: &Snapshot,
         settings: &Settings,
         requests: &[Request<'_>],
         now: Timestamp,
@@ -201,9 +201,7 @@ impl Observer for Live<'_> {
                 .any(|m| matches!(m.query, MetricQuery::Template { .. }))
         });
         let templates = if needs_templates {
-            let (templates, errors) = TemplateIndex::load(&[root.to_path_buf()], |p| {
-                p.strip_prefix(root).unwrap_or(p).display().to_string()
-            });
+            let (templates, errors) = TemplateIndex::from_snapshot(snapshot);
             for e in &errors {
                 warn!(error = %e, "Invalid MetricTemplate");
             }

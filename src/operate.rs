@@ -16,8 +16,8 @@ use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
-use crate::spec::model::Target;
 use crate::spec::settings::ForgeSettings;
+use crate::spec::snapshot::Snapshot;
 use crate::workload;
 
 /// A manual operation on one canary, by a named operator.
@@ -84,19 +84,15 @@ fn apply(
 ) -> Result<Applied, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
     let (settings, _) = crate::spec::load::settings_in(&root);
-    let loaded = crate::spec::load::load_work_tree(&root, &settings);
+    let snapshot = Snapshot::read(&root);
+    let loaded = crate::spec::load::load(&snapshot, &settings);
     let canary = loaded
         .canaries
         .iter()
         .find(|c| c.id.to_string() == manual.canary)
         .ok_or_else(|| OperateError::NotFound(manual.canary.to_string()))?;
-    let index = match canary.target {
-        Target::RouteOnly { .. } => workload::Index::default(),
-        Target::Source { .. } | Target::TargetRef { .. } => {
-            let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
-            workload::Index::scan(&root, &outputs)?
-        }
-    };
+    let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = workload::Index::new(&snapshot, &outputs);
     let status = status_file::read(&root, &canary.id).map_err(|message| OperateError::Status {
         path: status_file::path_for(&canary.id),
         message,

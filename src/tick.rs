@@ -30,8 +30,9 @@ use crate::observe::{External, Observer, Request};
 use crate::render::{self, message, status_file, RenderError};
 use crate::runtime::Runtime;
 use crate::spec::error::SpecError;
-use crate::spec::model::{Canary, Target};
+use crate::spec::model::Canary;
 use crate::spec::settings::{CommitMode, Settings, SETTINGS_PATH};
+use crate::spec::snapshot::Snapshot;
 use crate::workload;
 
 /// What a tick needs besides the repo.
@@ -138,6 +139,7 @@ pub fn tick(repo: &mut ConfigRepo, ctx: &Context, now: Timestamp) -> Result<Tick
             ctx.runtime,
             forge.as_ref(),
             &done.author,
+            &done.snapshot,
             &done.pending,
         );
     }
@@ -153,6 +155,8 @@ struct Decided {
     announce: Vec<(Canary, Decision)>,
     /// Canaries waiting for approval, or that stopped waiting in this tick.
     pending: Vec<Pending>,
+    /// The repo as this attempt read it, for the approval step.
+    snapshot: Snapshot,
 }
 
 /// The repo settings at the head, parsed again only when `.sluice/config.yaml` changed.
@@ -179,7 +183,9 @@ fn decide_and_commit(
         name: settings.author_name.clone(),
         email: settings.author_email.clone(),
     });
-    let loaded = crate::spec::load::load_work_tree(&root, &settings);
+    // The one read of the repo this attempt makes: specs, templates and sources come from it.
+    let snapshot = Snapshot::read(&root);
+    let loaded = crate::spec::load::load(&snapshot, &settings);
     spec_errors.extend(loaded.errors);
     for e in &spec_errors {
         warn!(error = %e, "Invalid spec");
@@ -188,22 +194,8 @@ fn decide_and_commit(
         spec_errors,
         ..TickReport::default()
     };
-    let managed = loaded
-        .canaries
-        .iter()
-        .any(|c| !matches!(c.target, Target::RouteOnly { .. }));
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = if managed {
-        match workload::Index::scan(&root, &outputs) {
-            Ok(i) => i,
-            Err(e) => {
-                warn!(error = %e, "Cannot scan the repo's manifests");
-                workload::Index::default()
-            }
-        }
-    } else {
-        workload::Index::default()
-    };
+    let index = workload::Index::new(&snapshot, &outputs);
     // Read every canary's status and revision, observe them together, then decide each.
     let mut prepared = Vec::new();
     for canary in &loaded.canaries {
@@ -220,7 +212,7 @@ fn decide_and_commit(
             revision: &p.revision,
         })
         .collect();
-    let externals = ctx.observer.observe(&root, &settings, &requests, now);
+    let externals = ctx.observer.observe(&snapshot, &settings, &requests, now);
     drop(requests);
     let forge = waiting_forge(&prepared, &settings, ctx.runtime);
     let mut done = Decided {
@@ -229,6 +221,7 @@ fn decide_and_commit(
         author: author.clone(),
         announce: Vec::new(),
         pending: Vec::new(),
+        snapshot: Snapshot::EMPTY,
     };
     // Each decided canary: its outcome's index and its status before this tick.
     let mut decided: Vec<(usize, &Canary, Option<Status>)> = Vec::new();
@@ -288,6 +281,7 @@ fn decide_and_commit(
             }
         }
     }
+    done.snapshot = snapshot;
     Ok(done)
 }
 

@@ -16,6 +16,7 @@ mod operate;
 mod per_tick;
 mod route;
 mod server;
+mod snapshot;
 mod spec_validation;
 mod support;
 mod sync;

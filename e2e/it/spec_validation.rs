@@ -472,10 +472,8 @@ fn two_canaries_cannot_share_an_output_folder() {
     let b = a.replace("name: podinfo", "name: other");
     std::fs::write(dir.path().join("a.yaml"), a).unwrap();
     std::fs::write(dir.path().join("b.yaml"), b).unwrap();
-    let loaded =
-        sluice::spec::load::load_paths(&[dir.path().to_path_buf()], &Settings::default(), |p| {
-            p.file_name().unwrap().to_string_lossy().into_owned()
-        });
+    let snapshot = sluice::spec::snapshot::Snapshot::read(dir.path());
+    let loaded = sluice::spec::load::load(&snapshot, &Settings::default());
     assert_eq!(loaded.canaries.len(), 1);
     assert!(
         loaded.errors[0].to_string().starts_with("b.yaml:1: spec.output: output folder clusters/prod/podinfo is already written by canary prod/podinfo (a.yaml:1)"),

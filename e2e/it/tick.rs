@@ -11,6 +11,7 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::{External, Observer, Request};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
+use sluice::spec::snapshot::Snapshot;
 use sluice::tick::{tick, Context};
 
 use crate::support::{git, human_clone, human_commit, seeded_remote};
@@ -34,7 +35,7 @@ struct RacingHuman<'a> {
 impl Observer for RacingHuman<'_> {
     fn observe(
         &self,
-        _: &Path,
+        _: &Snapshot,
         _: &Settings,
         requests: &[Request<'_>],
         _: Timestamp,

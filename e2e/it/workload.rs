@@ -7,6 +7,7 @@ use sluice::core::observe::Observations;
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
+use sluice::spec::snapshot::Snapshot;
 use sluice::workload::{self, Index};
 
 pub const DEPLOYMENT: &str = "apiVersion: apps/v1
@@ -109,7 +110,8 @@ fn setup() -> (tempfile::TempDir, Canary) {
 }
 
 fn revision(root: &Path, canary: &Canary) -> String {
-    let index = Index::scan(root, &[canary.output.as_str()]).unwrap();
+    let snapshot = Snapshot::read(root);
+    let index = Index::new(&snapshot, &[canary.output.as_str()]);
     workload::revision(root, canary, &index).unwrap()
 }
 
@@ -151,7 +153,8 @@ fn revision_ignores_replicas_and_key_order_but_not_configs() {
 #[test]
 fn primary_and_canary_manifests_keep_the_source_and_rename_what_they_must() {
     let (dir, canary) = setup();
-    let index = Index::scan(dir.path(), &[]).unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
     let rev = workload::revision(dir.path(), &canary, &index).unwrap();
     let d = decide(
         &canary,
@@ -204,7 +207,8 @@ fn primary_and_canary_manifests_keep_the_source_and_rename_what_they_must() {
 fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
     let (dir, canary) = setup();
     std::fs::remove_file(dir.path().join("apps/podinfo/deployment.yaml")).unwrap();
-    let index = Index::scan(dir.path(), &[]).unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
     let err = workload::revision(dir.path(), &canary, &index)
         .unwrap_err()
         .to_string();
@@ -224,7 +228,8 @@ fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
                 "    matchLabels:\n      tier: web",
             ),
     );
-    let index = Index::scan(dir.path(), &[]).unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
     let err = workload::revision(dir.path(), &canary, &index)
         .unwrap_err()
         .to_string();
@@ -244,7 +249,8 @@ fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
     let canary = load_text("c.yaml", native, &Settings::default())
         .canaries
         .remove(0);
-    let index = Index::scan(dir.path(), &[]).unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
     let err = workload::revision(dir.path(), &canary, &index)
         .unwrap_err()
         .to_string();
@@ -257,7 +263,8 @@ fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
 #[test]
 fn generated_deployments_and_services_match_strict_schemas() {
     let (dir, canary) = setup();
-    let index = Index::scan(dir.path(), &[]).unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
     let rev = workload::revision(dir.path(), &canary, &index).unwrap();
     let d = decide(
         &canary,
@@ -290,7 +297,8 @@ fn generated_deployments_and_services_match_strict_schemas() {
 #[test]
 fn generated_workload_files_snapshot() {
     let (dir, canary) = setup();
-    let index = Index::scan(dir.path(), &[]).unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
     let rev = workload::revision(dir.path(), &canary, &index).unwrap();
     let d = decide(
         &canary,

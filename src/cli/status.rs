@@ -5,8 +5,9 @@ use serde::Serialize;
 use crate::cli::repo::{read_root, SourceArgs};
 use crate::cli::Output;
 use crate::render::status_file;
-use crate::spec::load::{load_paths, load_settings};
+use crate::spec::load::{load, load_settings};
 use crate::spec::settings::SETTINGS_PATH;
+use crate::spec::snapshot::Snapshot;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -35,9 +36,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let settings_path = root.join(SETTINGS_PATH);
     let settings = load_settings(settings_path.is_file().then_some(settings_path.as_path()))
         .unwrap_or_default();
-    let loaded = load_paths(&[root.to_path_buf()], &settings, |p| {
-        p.strip_prefix(root).unwrap_or(p).display().to_string()
-    });
+    let loaded = load(&Snapshot::read(root), &settings);
     let mut out = Vec::new();
     for c in &loaded.canaries {
         let row = match status_file::read(root, &c.id) {

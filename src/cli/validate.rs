@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::spec::load::{find_settings, load_paths, load_settings, Loaded};
+use crate::spec::load::{find_settings, load_settings, Loaded};
 use crate::spec::settings::Settings;
+use crate::spec::snapshot::Snapshot;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,7 +30,7 @@ pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
             Settings::default()
         }
     };
-    let mut loaded = load_paths(paths, &settings, |p| p.display().to_string());
+    let mut loaded = crate::spec::load::load(&Snapshot::read_paths(paths), &settings);
     errors.append(&mut loaded.errors);
     loaded.errors = errors;
     (settings, loaded)

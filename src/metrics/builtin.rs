@@ -17,7 +17,7 @@
 use std::fmt;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::template::{render, QueryModel, RenderError};
+use crate::metrics::query_render::{render, QueryModel, RenderError};
 use crate::spec::model::BuiltinMetric;
 
 /// Whose metrics the built-in queries read (Flagger's observer).

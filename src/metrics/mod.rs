@@ -2,17 +2,19 @@
 //! Prometheus. The core judges the values against the thresholds; nothing here decides.
 //!
 //! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
-//! Flagger MetricTemplate (`template.rs`), or inline PromQL. Queries run concurrently, at most
-//! [`MAX_CONCURRENT_QUERIES`] at a time. Every problem (no address, unknown provider, missing
-//! template, render error, failed query) becomes that metric's `MetricValue::Error`, so one bad
-//! metric never hides the others and never passes.
+//! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
+//! the query text. Queries run concurrently, at most [`MAX_CONCURRENT_QUERIES`] at a time.
+//! Every problem (no address, unknown provider, missing template, render error, failed query)
+//! becomes that metric's `MetricValue::Error`, so one bad metric never hides the others and
+//! never passes.
 //!
 //! The Prometheus address is, in order: the template's `spec.provider.address`, the canary's
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
 
 pub mod builtin;
+pub mod metric_templates;
 pub mod prometheus;
-pub mod template;
+pub mod query_render;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,8 +25,9 @@ use tokio::sync::Semaphore;
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::http::HttpClients;
 use crate::metrics::builtin::Observer;
+use crate::metrics::metric_templates::TemplateIndex;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
-use crate::metrics::template::{render, QueryModel, TemplateIndex};
+use crate::metrics::query_render::{render, QueryModel};
 use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 
 /// Flagger's window for metrics without `interval` (`GetMetricInterval`: 1m). It is not the

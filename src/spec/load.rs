@@ -1,7 +1,8 @@
-//! Finds and reads every canary in files and folders: the only file IO of `spec/`.
+//! Reads every canary of a [`Snapshot`], and the repo settings.
 //!
 //! A bad canary is reported and skipped; the others load. Non-canary documents (Deployments,
-//! Services, anything else) are ignored.
+//! Services, anything else) are ignored. The only file IO here is the settings file; canary
+//! files come from the snapshot.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,12 +10,10 @@ use std::path::{Path, PathBuf};
 use crate::spec::canary::{read_flagger, read_native};
 use crate::spec::error::SpecError;
 use crate::spec::model::{Canary, CanaryId};
-use crate::spec::node::{parse_documents, Value};
+use crate::spec::node::{parse_documents, Node, Value};
 use crate::spec::reader::Reader;
 use crate::spec::settings::{parse_settings, Settings, SETTINGS_PATH};
-
-/// Largest spec file read (a config repo's YAML is small; this bounds memory on bad input).
-pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+use crate::spec::snapshot::{read_bounded, Contents, Snapshot};
 
 /// Canaries that loaded, and every problem found.
 #[derive(Debug, Default)]
@@ -23,69 +22,76 @@ pub struct Loaded {
     pub errors: Vec<SpecError>,
 }
 
+/// Every canary of the snapshot, in file order; duplicates and shared output folders are
+/// errors and dropped.
+pub fn load(snapshot: &Snapshot, settings: &Settings) -> Loaded {
+    let mut loaded = Loaded::default();
+    for file in snapshot.files() {
+        let mut r = Reader::new(file.name.as_str());
+        match &file.contents {
+            Contents::Unreadable(e) => r.error(1, "", e.to_string()),
+            Contents::Invalid { error, .. } => syntax_error(&mut r, error.line, &error.message),
+            Contents::Yaml { documents, .. } => {
+                loaded
+                    .canaries
+                    .extend(read_canaries(&mut r, documents, settings));
+            }
+        }
+        loaded.errors.extend(r.errors);
+    }
+    reject_duplicates(&mut loaded);
+    reject_shared_outputs(&mut loaded);
+    loaded
+}
+
 /// Reads the canaries in one file's text; `file` names it in errors.
 pub fn load_text(file: &str, text: &str, settings: &Settings) -> Loaded {
     let mut r = Reader::new(file);
-    let mut canaries = Vec::new();
-    match parse_documents(text) {
-        Err(e) => r.error(e.line, "", format!("YAML syntax error: {}", e.message)),
-        Ok(docs) => {
-            for doc in docs {
-                let root = &doc.root;
-                let Value::Map(_) = root.value else { continue };
-                let kind = root.get("kind").and_then(|n| n.as_str());
-                let api = root.get("apiVersion").and_then(|n| n.as_str());
-                let canary = match (api, kind) {
-                    (Some("sluice.dev/v1alpha1"), Some("Canary")) => {
-                        read_native(&mut r, root, settings)
-                    }
-                    (Some("flagger.app/v1beta1"), Some("Canary")) => {
-                        read_flagger(&mut r, root, settings)
-                    }
-                    (Some(api), Some("Canary"))
-                        if api.starts_with("sluice.dev/") || api.starts_with("flagger.app/") =>
-                    {
-                        let line = root.get("apiVersion").map_or(root.line, |n| n.line);
-                        r.error(line, "apiVersion", format!("expected sluice.dev/v1alpha1 or flagger.app/v1beta1, found {api:?}"));
-                        None
-                    }
-                    _ => None,
-                };
-                canaries.extend(canary);
-            }
+    let canaries = match parse_documents(text) {
+        Err(e) => {
+            syntax_error(&mut r, e.line, &e.message);
+            Vec::new()
         }
-    }
+        Ok(docs) => {
+            let roots: Vec<Node> = docs.into_iter().map(|d| d.root).collect();
+            read_canaries(&mut r, &roots, settings)
+        }
+    };
     Loaded {
         canaries,
         errors: r.errors,
     }
 }
 
-/// Every YAML file under `path` (or `path` itself), sorted, skipping hidden folders.
-pub fn yaml_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    if path.is_file() {
-        out.push(path.to_path_buf());
-        return Ok(out);
-    }
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let file_type = entry.file_type()?;
-            if file_type.is_dir() {
-                if !name.starts_with('.') {
-                    stack.push(entry.path());
-                }
-            } else if file_type.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) {
-                out.push(entry.path());
+fn syntax_error(r: &mut Reader, line: usize, message: &str) {
+    r.error(line, "", format!("YAML syntax error: {message}"));
+}
+
+fn read_canaries(r: &mut Reader, roots: &[Node], settings: &Settings) -> Vec<Canary> {
+    let mut canaries = Vec::new();
+    for root in roots {
+        let Value::Map(_) = root.value else { continue };
+        let kind = root.get("kind").and_then(|n| n.as_str());
+        let api = root.get("apiVersion").and_then(|n| n.as_str());
+        let canary = match (api, kind) {
+            (Some("sluice.dev/v1alpha1"), Some("Canary")) => read_native(r, root, settings),
+            (Some("flagger.app/v1beta1"), Some("Canary")) => read_flagger(r, root, settings),
+            (Some(api), Some("Canary"))
+                if api.starts_with("sluice.dev/") || api.starts_with("flagger.app/") =>
+            {
+                let line = root.get("apiVersion").map_or(root.line, |n| n.line);
+                r.error(
+                    line,
+                    "apiVersion",
+                    format!("expected sluice.dev/v1alpha1 or flagger.app/v1beta1, found {api:?}"),
+                );
+                None
             }
-        }
+            _ => None,
+        };
+        canaries.extend(canary);
     }
-    out.sort();
-    Ok(out)
+    canaries
 }
 
 /// Finds `.sluice/config.yaml` in `start` or its ancestors.
@@ -109,68 +115,13 @@ pub fn load_settings(path: Option<&Path>) -> Result<Settings, Vec<SpecError>> {
     let file = path.display().to_string();
     match read_bounded(path) {
         Ok(text) => parse_settings(&file, &text),
-        Err(message) => Err(vec![SpecError {
+        Err(e) => Err(vec![SpecError {
             file,
             line: 1,
             field: String::new(),
-            message,
+            message: e.to_string(),
         }]),
     }
-}
-
-/// Reads a spec file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`].
-pub fn read_bounded(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "file is {} bytes; spec files are limited to {MAX_FILE_BYTES} bytes",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| "expected UTF-8 text".to_string())
-}
-
-/// Loads every canary under `paths`, naming files as `display(path)`.
-pub fn load_paths(
-    paths: &[PathBuf],
-    settings: &Settings,
-    display: impl Fn(&Path) -> String,
-) -> Loaded {
-    let mut loaded = Loaded::default();
-    for root in paths {
-        let files = match yaml_files(root) {
-            Ok(f) => f,
-            Err(e) => {
-                loaded.errors.push(SpecError {
-                    file: display(root),
-                    line: 1,
-                    field: String::new(),
-                    message: format!("cannot read: {e}"),
-                });
-                continue;
-            }
-        };
-        for file in files {
-            let name = display(&file);
-            match read_bounded(&file) {
-                Ok(text) => {
-                    let one = load_text(&name, &text, settings);
-                    loaded.canaries.extend(one.canaries);
-                    loaded.errors.extend(one.errors);
-                }
-                Err(message) => loaded.errors.push(SpecError {
-                    file: name,
-                    line: 1,
-                    field: String::new(),
-                    message,
-                }),
-            }
-        }
-    }
-    reject_duplicates(&mut loaded);
-    reject_shared_outputs(&mut loaded);
-    loaded
 }
 
 /// Two canaries writing one output folder would overwrite each other's route: the later ones
@@ -237,14 +188,4 @@ pub fn settings_in(root: &Path) -> (Settings, Vec<SpecError>) {
             (Settings::default(), errors)
         }
     }
-}
-
-/// Every canary of a work tree, with errors naming repo-relative files.
-pub fn load_work_tree(root: &Path, settings: &Settings) -> Loaded {
-    load_paths(&[root.to_path_buf()], settings, |p| {
-        p.strip_prefix(root)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .replace('\\', "/")
-    })
 }

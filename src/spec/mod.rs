@@ -1,7 +1,9 @@
 //! Input formats: YAML files in the config repo -> validated [`model::Canary`] values.
 //!
-//! Raw YAML is read into a line-marked tree (`node`), walked by `reader` helpers that collect
-//! every problem, and turned into domain types that cannot hold a bad state.
+//! A tick reads the repo once into a `snapshot` (one walk, one read and one YAML parse per
+//! file, objects indexed by kind and name). Each document is a line-marked tree (`node`),
+//! walked by `reader` helpers that collect every problem, and turned into domain types that
+//! cannot hold a bad state (`load` finds the canaries).
 
 pub mod analysis;
 pub mod canary;
@@ -11,4 +13,5 @@ pub mod model;
 pub mod node;
 pub mod reader;
 pub mod settings;
+pub mod snapshot;
 pub mod sync;

@@ -16,6 +16,7 @@ use yaml_rust2::Yaml;
 use crate::core::decide::{Action, Decision};
 use crate::spec::model::{Canary, Target};
 use crate::workload::configs::{references, ConfigRef};
+pub use crate::workload::source::Index;
 use crate::workload::source::{find_source, Manifest};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,21 +46,6 @@ pub enum WorkloadError {
     Emit(String),
 }
 
-/// Every Kubernetes manifest in the repo, read once per tick.
-#[derive(Debug, Default)]
-pub struct Index {
-    pub manifests: Vec<Manifest>,
-}
-
-impl Index {
-    /// Scans the repo, skipping hidden folders and sluice's output folders.
-    pub fn scan(root: &Path, outputs: &[&str]) -> Result<Index, WorkloadError> {
-        Ok(Index {
-            manifests: source::repo_manifests(root, outputs)?,
-        })
-    }
-}
-
 /// A managed canary's source Deployment and the configs it references.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -76,7 +62,7 @@ const SELECTOR_LABELS: [&str; 3] = ["app", "name", "app.kubernetes.io/name"];
 
 /// Finds a managed canary's source and its configs.
 pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source, WorkloadError> {
-    let deployment = find_source(root, canary, &index.manifests)?;
+    let deployment = find_source(root, canary, index)?;
     let labels = &deployment.doc["spec"]["selector"]["matchLabels"];
     let found = SELECTOR_LABELS
         .iter()
@@ -105,10 +91,8 @@ pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source
     let mut configs = Vec::new();
     let mut tracked = BTreeSet::new();
     for r in &refs {
-        if let Some(m) = index.manifests.iter().find(|m| {
-            m.kind == r.kind && m.name == r.name && m.namespace.as_deref().unwrap_or(ns) == ns
-        }) {
-            configs.push(m.clone());
+        if let Some(m) = index.find(r.kind, ns, &r.name).next() {
+            configs.push(m);
             tracked.insert(r.clone());
         }
     }

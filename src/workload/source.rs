@@ -1,15 +1,17 @@
-//! Finds the source Deployment a canary rolls out, and the ConfigMaps/Secrets in the repo.
+//! Finds the source Deployment a canary rolls out, and the ConfigMaps/Secrets it references,
+//! among the objects of the tick's repo [`Snapshot`].
 //!
 //! Native canaries name the file (`spec.source`); Flagger canaries name the Deployment
-//! (`targetRef`), found by kind/name/namespace among the repo's YAML files.
+//! (`targetRef`), found by kind/name/namespace among the repo's YAML files. sluice's output
+//! folders are left out of the kind/name lookups: what sluice wrote is never a source. This
+//! module reads no file; the snapshot did.
 
 use std::path::Path;
 
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::Yaml;
 
-use crate::spec::load::yaml_files;
 use crate::spec::model::{Canary, Target};
-use crate::spec::node::parse_documents;
+use crate::spec::snapshot::{Contents, Object, ReadError, Snapshot};
 use crate::workload::WorkloadError;
 
 /// One Kubernetes document found in the repo.
@@ -26,84 +28,128 @@ pub struct Manifest {
     pub doc: Yaml,
 }
 
-/// Reads every Kubernetes document of one file (documents without kind/name are skipped).
-pub fn manifests_in(root: &Path, file: &str) -> Result<Vec<Manifest>, WorkloadError> {
-    let text = std::fs::read_to_string(root.join(file)).map_err(|e| WorkloadError::Read {
-        file: file.to_string(),
-        message: e.to_string(),
-    })?;
-    let nodes = parse_documents(&text).map_err(|e| WorkloadError::Invalid {
-        file: file.to_string(),
-        line: e.line,
-        field: String::new(),
-        message: format!("YAML syntax error: {}", e.message),
-    })?;
-    let docs = YamlLoader::load_from_str(&text).map_err(|e| WorkloadError::Invalid {
-        file: file.to_string(),
-        line: e.marker().line(),
-        field: String::new(),
-        message: e.to_string(),
-    })?;
-    let mut out = Vec::new();
-    for (node, doc) in nodes.iter().zip(docs) {
-        let kind = doc["kind"].as_str().map(str::to_string);
-        let name = doc["metadata"]["name"].as_str().map(str::to_string);
-        if let (Some(kind), Some(name)) = (kind, name) {
-            let namespace = doc["metadata"]["namespace"].as_str().map(str::to_string);
-            out.push(Manifest {
-                file: file.to_string(),
-                line: node.root.line,
-                kind,
-                name,
-                namespace,
-                doc,
-            });
+impl From<Object<'_>> for Manifest {
+    fn from(o: Object<'_>) -> Manifest {
+        Manifest {
+            file: o.file.to_string(),
+            line: o.line,
+            kind: o.kind.to_string(),
+            name: o.name.to_string(),
+            namespace: o.namespace.map(str::to_string),
+            doc: o.yaml.clone(),
         }
     }
-    Ok(out)
 }
 
-/// Every Kubernetes document in the repo outside hidden folders and the given output folders.
-pub fn repo_manifests(root: &Path, skip: &[&str]) -> Result<Vec<Manifest>, WorkloadError> {
-    let files = yaml_files(root).map_err(|e| WorkloadError::Read {
-        file: ".".into(),
-        message: e.to_string(),
-    })?;
-    let mut out = Vec::new();
-    for path in files {
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(&path)
-            .to_string_lossy()
-            .replace('\\', "/");
-        if skip.iter().any(|s| rel.starts_with(&format!("{s}/"))) {
-            continue;
-        }
-        // A file that is not valid YAML is the spec loader's business; skip it here.
-        if let Ok(found) = manifests_in(root, &rel) {
-            out.extend(found);
+/// Nothing read: the index of a canary that has no source (route-only).
+static EMPTY: Snapshot = Snapshot::EMPTY;
+
+/// The snapshot's Kubernetes objects as workload lookups see them.
+#[derive(Debug, Clone)]
+pub struct Index<'s> {
+    snapshot: &'s Snapshot,
+    /// Output folders with a trailing `/`.
+    outputs: Vec<String>,
+}
+
+impl Default for Index<'_> {
+    fn default() -> Self {
+        Index {
+            snapshot: &EMPTY,
+            outputs: Vec::new(),
         }
     }
-    Ok(out)
+}
+
+impl<'s> Index<'s> {
+    /// Lookups in `snapshot`, leaving out the objects in sluice's output folders `outputs`.
+    pub fn new(snapshot: &'s Snapshot, outputs: &[&str]) -> Index<'s> {
+        Index {
+            snapshot,
+            outputs: outputs.iter().map(|o| format!("{o}/")).collect(),
+        }
+    }
+
+    fn outside_outputs(&self, file: &str) -> bool {
+        !self.outputs.iter().any(|o| file.starts_with(o.as_str()))
+    }
+
+    /// Every object of this kind and name in `namespace` (objects without one are in every
+    /// namespace's default, `namespace` itself), outside the output folders, in file order.
+    pub fn find<'a>(
+        &'a self,
+        kind: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = Manifest> + 'a {
+        self.snapshot
+            .find(kind, name)
+            .filter(move |o| o.namespace.unwrap_or(namespace) == namespace)
+            .filter(|o| self.outside_outputs(o.file))
+            .map(Manifest::from)
+    }
+
+    /// Every Kubernetes object of one file, in document order (the file may be in an output
+    /// folder); `None` when the snapshot did not read the file.
+    fn manifests_in(&self, file: &str) -> Option<Result<Vec<Manifest>, WorkloadError>> {
+        let found = self.snapshot.file(file)?;
+        Some(match &found.contents {
+            Contents::Unreadable(e) => Err(WorkloadError::Read {
+                file: file.to_string(),
+                message: match e {
+                    ReadError::Io(message) => message.clone(),
+                    other => other.to_string(),
+                },
+            }),
+            Contents::Invalid { error, .. } => Err(WorkloadError::Invalid {
+                file: file.to_string(),
+                line: error.line,
+                field: String::new(),
+                message: format!("YAML syntax error: {}", error.message),
+            }),
+            Contents::Yaml { yaml: Err(e), .. } => Err(WorkloadError::Invalid {
+                file: file.to_string(),
+                line: e.line,
+                field: String::new(),
+                message: e.message.clone(),
+            }),
+            Contents::Yaml { yaml: Ok(_), .. } => Ok(self
+                .snapshot
+                .objects_in(found)
+                .map(Manifest::from)
+                .collect()),
+        })
+    }
 }
 
 /// The source Deployment of a managed canary.
 pub fn find_source(
     root: &Path,
     canary: &Canary,
-    all: &[Manifest],
+    index: &Index<'_>,
 ) -> Result<Manifest, WorkloadError> {
     let ns = canary.id.namespace.as_str();
-    let in_ns = |m: &Manifest| m.namespace.as_deref().unwrap_or(ns) == ns;
     match &canary.target {
         Target::Source { path } => {
-            if !root.join(path.as_str()).is_file() {
-                return Err(WorkloadError::SourceMissing {
-                    canary: canary.id.to_string(),
-                    what: format!("file {path}"),
-                });
-            }
-            let found = manifests_in(root, path.as_str())?;
+            let found = match index.manifests_in(path.as_str()) {
+                Some(found) => found?,
+                // A file the walk leaves out (hidden folder, another extension, a symbolic
+                // link) exists but was not read: say so rather than "not found".
+                None if root.join(path.as_str()).is_file() => {
+                    return Err(WorkloadError::Read {
+                        file: path.to_string(),
+                        message:
+                            "sluice reads only regular .yaml and .yml files outside hidden folders"
+                                .into(),
+                    })
+                }
+                None => {
+                    return Err(WorkloadError::SourceMissing {
+                        canary: canary.id.to_string(),
+                        what: format!("file {path}"),
+                    })
+                }
+            };
             let deployments: Vec<Manifest> = found
                 .iter()
                 .filter(|m| m.kind == "Deployment")
@@ -131,12 +177,9 @@ pub fn find_source(
             }
         }
         Target::TargetRef { kind, name } => {
-            let matches: Vec<&Manifest> = all
-                .iter()
-                .filter(|m| m.kind == *kind && m.name == name.as_str() && in_ns(m))
-                .collect();
+            let matches: Vec<Manifest> = index.find(kind, ns, name.as_str()).collect();
             match matches.as_slice() {
-                [one] => Ok((*one).clone()),
+                [one] => Ok(one.clone()),
                 [] => Err(WorkloadError::SourceMissing {
                     canary: canary.id.to_string(),
                     what: format!("{kind} {ns}/{name} in the repo's YAML files"),

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http::HttpClients;
+use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
-use sluice::metrics::template::TemplateIndex;
 use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;

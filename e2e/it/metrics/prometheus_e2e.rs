@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http::HttpClients;
+use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusAccess, PrometheusConfig};
-use sluice::metrics::template::TemplateIndex;
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
 
 use super::support::{flagger_canary, Canned, Server};

@@ -1,184 +1,20 @@
-//! Flagger `MetricTemplate`s read from the config repo, and the query text renderer they and the
-//! built-in queries share.
+//! Flagger `MetricTemplate`s read from the repo snapshot, found by namespace and name.
 //!
-//! A `flagger.app/v1beta1 MetricTemplate` is found by namespace and name among the repo's YAML
-//! files (multi-document files included). Problems are reported like every spec error,
+//! A `flagger.app/v1beta1 MetricTemplate` is looked up among the snapshot's documents
+//! (multi-document files included). Problems are reported like every spec error,
 //! `file:line: field: message`, and a template with problems stays in the index as invalid, so
-//! a metric that refers to it fails with the reason instead of "not found".
-//!
-//! Rendering is a small strict substitution, not a template engine: Flagger's queries use only
-//! `{{ name }}`, `{{ namespace }}`, `{{ target }}`, `{{ service }}`, `{{ ingress }}`,
-//! `{{ route }}`, `{{ interval }}` and `{{ variables.KEY }}` (Go text/template calls of the
-//! functions in Flagger's `MetricTemplateModel`), with optional `{{-`/`-}}` trim markers. Anything
-//! else (`{{ .Namespace }}`, `{{ if }}`, pipelines) is an error at load time, and a
-//! `variables.KEY` the metric does not set is an error at render time, as in Flagger, which
-//! renders with `missingkey=error`. This module does no network IO.
+//! a metric that refers to it fails with the reason instead of "not found". The query text is
+//! only checked here; `query_render.rs` renders it. This module does no IO.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
 
+use crate::metrics::query_render::check;
 use crate::spec::error::SpecError;
-use crate::spec::load::{read_bounded, yaml_files};
 use crate::spec::model::Name;
 use crate::spec::node::{parse_documents, Node, Value};
 use crate::spec::reader::{join, Reader};
-
-/// The values a query is rendered with (Flagger's `MetricTemplateModel`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct QueryModel {
-    /// The canary's name.
-    pub name: String,
-    pub namespace: String,
-    /// The Deployment that receives the canary's traffic (Flagger's `targetRef.name`).
-    pub target: String,
-    /// The apex Service name.
-    pub service: String,
-    /// Flagger's `ingressRef.name`, which defaults to the target.
-    pub ingress: String,
-    /// Flagger's `routeRef.name`, which defaults to the target.
-    pub route: String,
-    /// The metric's range-vector window in PromQL syntax (`1m`, `30s`).
-    pub interval: String,
-    /// `templateVariables` of the metric.
-    pub variables: BTreeMap<String, String>,
-}
-
-/// Why a query text cannot be rendered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RenderError {
-    #[error("unclosed \"{{{{\" at character {at}")]
-    Unclosed { at: usize },
-    #[error("unsupported template action \"{{{{{action}}}}}\"; expected {SUPPORTED}")]
-    Unsupported { action: String },
-    #[error("{{{{ variables.{key} }}}} is used but templateVariables has no key {key:?}")]
-    MissingVariable { key: String },
-}
-
-const SUPPORTED: &str = "one of {{ name }}, {{ namespace }}, {{ target }}, {{ service }}, {{ ingress }}, {{ route }}, {{ interval }}, {{ variables.KEY }}";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
-    Name,
-    Namespace,
-    Target,
-    Service,
-    Ingress,
-    Route,
-    Interval,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Piece<'a> {
-    Text(&'a str),
-    Field(Field),
-    Variable(&'a str),
-}
-
-fn is_key(text: &str) -> bool {
-    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-fn action(inner: &str) -> Option<Piece<'_>> {
-    let field = match inner {
-        "name" => Field::Name,
-        "namespace" => Field::Namespace,
-        "target" => Field::Target,
-        "service" => Field::Service,
-        "ingress" => Field::Ingress,
-        "route" => Field::Route,
-        "interval" => Field::Interval,
-        other => {
-            let key = other.strip_prefix("variables.")?;
-            return is_key(key).then_some(Piece::Variable(key));
-        }
-    };
-    Some(Piece::Field(field))
-}
-
-/// Splits a query into text and actions, applying Go's trim markers to the text.
-fn parse(text: &str) -> Result<Vec<Piece<'_>>, RenderError> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    let mut trim_next = false;
-    loop {
-        let Some(open) = rest.find("{{") else {
-            let tail = if trim_next { rest.trim_start() } else { rest };
-            pieces.push(Piece::Text(tail));
-            return Ok(pieces);
-        };
-        let mut before = &rest[..open];
-        if trim_next {
-            before = before.trim_start();
-        }
-        let after_open = &rest[open + 2..];
-        let Some(close) = after_open.find("}}") else {
-            return Err(RenderError::Unclosed {
-                at: text[..text.len() - rest.len() + open].chars().count() + 1,
-            });
-        };
-        let mut inner = &after_open[..close];
-        // Go's trim markers are "{{- " and " -}}": the dash must touch the braces and be
-        // followed (or preceded) by white space.
-        if let Some(stripped) = inner.strip_prefix('-') {
-            if stripped.starts_with(char::is_whitespace) {
-                before = before.trim_end();
-                inner = stripped;
-            }
-        }
-        trim_next = false;
-        if let Some(stripped) = inner.strip_suffix('-') {
-            if stripped.ends_with(char::is_whitespace) {
-                trim_next = true;
-                inner = stripped;
-            }
-        }
-        pieces.push(Piece::Text(before));
-        let inner = inner.trim();
-        match action(inner) {
-            Some(piece) => pieces.push(piece),
-            None => {
-                return Err(RenderError::Unsupported {
-                    action: inner.to_string(),
-                })
-            }
-        }
-        rest = &after_open[close + 2..];
-    }
-}
-
-/// Checks a query's syntax without values (load time).
-pub fn check(text: &str) -> Result<(), RenderError> {
-    parse(text).map(|_| ())
-}
-
-/// Renders a query with the model's values.
-pub fn render(text: &str, model: &QueryModel) -> Result<String, RenderError> {
-    let mut out = String::with_capacity(text.len());
-    for piece in parse(text)? {
-        match piece {
-            Piece::Text(t) => out.push_str(t),
-            Piece::Field(f) => out.push_str(match f {
-                Field::Name => &model.name,
-                Field::Namespace => &model.namespace,
-                Field::Target => &model.target,
-                Field::Service => &model.service,
-                Field::Ingress => &model.ingress,
-                Field::Route => &model.route,
-                Field::Interval => &model.interval,
-            }),
-            Piece::Variable(key) => match model.variables.get(key) {
-                Some(v) => out.push_str(v),
-                None => {
-                    return Err(RenderError::MissingVariable {
-                        key: key.to_string(),
-                    })
-                }
-            },
-        }
-    }
-    Ok(out)
-}
+use crate::spec::snapshot::{Contents, Snapshot};
 
 /// A valid MetricTemplate of provider type `prometheus`.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,19 +113,44 @@ impl TemplateIndex {
         TemplateIndex::default()
     }
 
+    /// Reads every MetricTemplate of the snapshot, in file order. Returns the index and
+    /// every problem found (unreadable files and YAML syntax errors included, as spec loading
+    /// reports them).
+    pub fn from_snapshot(snapshot: &Snapshot) -> (TemplateIndex, Vec<SpecError>) {
+        let mut index = TemplateIndex::new();
+        let mut errors = Vec::new();
+        for file in snapshot.files() {
+            let mut r = Reader::new(file.name.as_str());
+            match &file.contents {
+                Contents::Unreadable(e) => r.error(1, "", e.to_string()),
+                Contents::Invalid { error, .. } => r.error(
+                    error.line,
+                    "",
+                    format!("YAML syntax error: {}", error.message),
+                ),
+                Contents::Yaml { documents, .. } => index.add_documents(&mut r, documents),
+            }
+            errors.extend(r.errors);
+        }
+        (index, errors)
+    }
+
     /// Reads every MetricTemplate in one file's text (other documents are ignored); `file`
     /// names it in errors. Returns the problems found.
     pub fn add_text(&mut self, file: &str, text: &str) -> Vec<SpecError> {
         let mut r = Reader::new(file);
-        let docs = match parse_documents(text) {
-            Ok(docs) => docs,
-            Err(e) => {
-                r.error(e.line, "", format!("YAML syntax error: {}", e.message));
-                return r.errors;
+        match parse_documents(text) {
+            Ok(docs) => {
+                let roots: Vec<Node> = docs.into_iter().map(|d| d.root).collect();
+                self.add_documents(&mut r, &roots);
             }
-        };
-        for doc in docs {
-            let root = &doc.root;
+            Err(e) => r.error(e.line, "", format!("YAML syntax error: {}", e.message)),
+        }
+        r.errors
+    }
+
+    fn add_documents(&mut self, r: &mut Reader, roots: &[Node]) {
+        for root in roots {
             let Value::Map(_) = root.value else { continue };
             if root.get("kind").and_then(Node::as_str) != Some("MetricTemplate") {
                 continue;
@@ -309,7 +170,7 @@ impl TemplateIndex {
                 _ => continue,
             }
             let before = r.errors.len();
-            let read = read_template(&mut r, root);
+            let read = read_template(r, root);
             let errors = r.errors[before..].to_vec();
             let Some((namespace, name, template)) = read else {
                 continue;
@@ -329,37 +190,8 @@ impl TemplateIndex {
                 Some(t) if errors.is_empty() => Entry::Valid(t),
                 _ => Entry::Invalid(errors),
             };
-            self.entries
-                .insert(key, (file.to_string(), root.line, entry));
+            self.entries.insert(key, (r.file.clone(), root.line, entry));
         }
-        r.errors
-    }
-
-    /// Reads every YAML file under `roots` (hidden folders skipped), naming files with
-    /// `display`. Returns the index and every problem found.
-    pub fn load(
-        roots: &[PathBuf],
-        display: impl Fn(&Path) -> String,
-    ) -> (TemplateIndex, Vec<SpecError>) {
-        let mut index = TemplateIndex::new();
-        let mut errors = Vec::new();
-        for root in roots {
-            let files = match yaml_files(root) {
-                Ok(files) => files,
-                Err(e) => {
-                    errors.push(file_error(display(root), format!("cannot read: {e}")));
-                    continue;
-                }
-            };
-            for file in files {
-                let name = display(&file);
-                match read_bounded(&file) {
-                    Ok(text) => errors.extend(index.add_text(&name, &text)),
-                    Err(message) => errors.push(file_error(name, message)),
-                }
-            }
-        }
-        (index, errors)
     }
 
     /// The template a metric refers to.
@@ -391,15 +223,6 @@ impl TemplateIndex {
 impl fmt::Display for MetricTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-fn file_error(file: String, message: String) -> SpecError {
-    SpecError {
-        file,
-        line: 1,
-        field: String::new(),
-        message,
     }
 }
 
@@ -570,95 +393,6 @@ fn read_headers(r: &mut Reader, node: &Node, path: &str) -> Vec<(String, String)
 mod tests {
     use super::*;
 
-    fn model() -> QueryModel {
-        QueryModel {
-            name: "podinfo".into(),
-            namespace: "test".into(),
-            target: "podinfo".into(),
-            service: "podinfo-svc".into(),
-            ingress: "podinfo-ing".into(),
-            route: "podinfo-route".into(),
-            interval: "1m".into(),
-            variables: BTreeMap::from([("cluster".into(), "dev".into())]),
-        }
-    }
-
-    #[test]
-    fn render_substitutes_every_field_and_variables() {
-        let text = "{{ name }} {{namespace}} {{ target }} {{ service }} {{ ingress }} {{ route }} [{{ interval }}] {{ variables.cluster }}";
-        assert_eq!(
-            render(text, &model()).unwrap(),
-            "podinfo test podinfo podinfo-svc podinfo-ing podinfo-route [1m] dev"
-        );
-    }
-
-    #[test]
-    fn render_reproduces_flaggers_variables_example() {
-        // Flagger's render_test.go `ok_with_variables`.
-        let mut m = model();
-        m.variables = BTreeMap::from([
-            ("cluster".into(), "dev".into()),
-            ("consumer_group".into(), "my_consumer".into()),
-        ]);
-        let text = r#"delta(max by (consumer_group) (kafka_consumer_current_offset{cluster="{{ variables.cluster }}", consumer_group="{{ variables.consumer_group }}"}[{{ interval }}]))"#;
-        assert_eq!(
-            render(text, &m).unwrap(),
-            r#"delta(max by (consumer_group) (kafka_consumer_current_offset{cluster="dev", consumer_group="my_consumer"}[1m]))"#
-        );
-    }
-
-    #[test]
-    fn missing_variable_is_an_error_not_an_empty_string() {
-        let err = render("x{c=\"{{ variables.nope }}\"}", &model()).unwrap_err();
-        assert_eq!(err, RenderError::MissingVariable { key: "nope".into() });
-        assert!(err
-            .to_string()
-            .contains("templateVariables has no key \"nope\""));
-    }
-
-    #[test]
-    fn unsupported_actions_are_errors() {
-        for text in [
-            "{{ .Namespace }}",
-            "{{ if true }}x{{ end }}",
-            "{{ namespace | printf \"%s\" }}",
-            "{{ variables }}",
-            "{{ variables.a-b }}",
-            "{{}}",
-            "{{ Namespace }}",
-        ] {
-            let err = check(text).unwrap_err();
-            assert!(
-                matches!(err, RenderError::Unsupported { .. }),
-                "{text}: {err:?}"
-            );
-        }
-        assert_eq!(
-            check("sum(x{a=\"{{ target\"})"),
-            Err(RenderError::Unclosed { at: 10 })
-        );
-    }
-
-    #[test]
-    fn trim_markers_eat_surrounding_white_space_like_go() {
-        assert_eq!(
-            render("a  {{- target -}}  b", &model()).unwrap(),
-            "apodinfob"
-        );
-        assert_eq!(render("a {{- target }} b", &model()).unwrap(), "apodinfo b");
-        assert_eq!(
-            render("a {{ target -}}\n b", &model()).unwrap(),
-            "a podinfob"
-        );
-    }
-
-    #[test]
-    fn text_without_actions_is_unchanged() {
-        assert_eq!(render("vector(1)", &model()).unwrap(), "vector(1)");
-        assert_eq!(render("", &model()).unwrap(), "");
-        assert_eq!(render("a } b {", &model()).unwrap(), "a } b {");
-    }
-
     const GOOD: &str = "\
 apiVersion: v1
 kind: ConfigMap
@@ -816,22 +550,23 @@ spec:
     }
 
     #[test]
-    fn load_reads_files_under_roots() {
+    fn from_snapshot_finds_templates_in_the_repos_yaml_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("apps/podinfo")).unwrap();
         std::fs::write(dir.path().join("apps/podinfo/metrics.yaml"), GOOD).unwrap();
         std::fs::write(dir.path().join("apps/podinfo/notes.txt"), "not yaml").unwrap();
-        let (index, errors) = TemplateIndex::load(&[dir.path().to_path_buf()], |p| {
-            p.strip_prefix(dir.path())
-                .unwrap_or(p)
-                .display()
-                .to_string()
-        });
-        assert!(errors.is_empty(), "{errors:?}");
+        std::fs::write(dir.path().join("apps/broken.yaml"), "a: [1,\n").unwrap();
+        let (index, errors) = TemplateIndex::from_snapshot(&Snapshot::read(dir.path()));
         assert_eq!(index.len(), 2);
         assert_eq!(
             index.get("istio-system", "error-rate").unwrap().file,
             "apps/podinfo/metrics.yaml"
+        );
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("apps/broken.yaml:2: YAML syntax error:"),
+            "{errors:?}"
         );
     }
 }

@@ -1,0 +1,469 @@
+//! One read of the config repo per tick: a single walk, and one read and one YAML parse of each
+//! file, indexed by kind and name.
+//!
+//! Spec loading (`spec::load`), MetricTemplate lookup (`metrics::metric_templates`) and source
+//! and config lookups (`workload::source`) all read a [`Snapshot`] instead of the disk, so a tick
+//! sees one consistent repo and pays for each file once. Every file is read through the one
+//! function handed to [`Snapshot::read_with`] ([`read_bounded`] by default), so a test can count
+//! the reads. This module knows files, YAML and each object's kind and name; it does not
+//! interpret documents.
+//!
+//! The walk keeps the rules of the three walks it replaced: files ending in `.yaml` or `.yml`
+//! (a file named as a root is read whatever its name), sorted by path; folders whose name
+//! starts with `.` (`.git`, `.sluice`, any hidden folder) skipped; symbolic links below a root
+//! not followed; files over [`MAX_FILE_BYTES`] or not UTF-8 reported, not parsed. sluice's own
+//! output folders are read like any folder (spec loading reports problems in them); workload
+//! lookups leave them out.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use yaml_rust2::Yaml;
+
+use crate::spec::node::{parse_with_yaml, Node, ParseError};
+
+/// Largest file read (a config repo's YAML is small; this bounds memory on bad input).
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Why a file's text could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read: {0}")]
+    Io(String),
+    #[error("file is {bytes} bytes; spec files are limited to {MAX_FILE_BYTES} bytes")]
+    TooLarge { bytes: u64 },
+    #[error("expected UTF-8 text")]
+    NotUtf8,
+}
+
+/// Reads a file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`].
+pub fn read_bounded(path: &Path) -> Result<String, ReadError> {
+    let io = |e: std::io::Error| ReadError::Io(e.to_string());
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge { bytes: meta.len() });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
+/// What one walked file holds.
+#[derive(Debug, Clone)]
+pub enum Contents {
+    /// The text could not be read; for a root that could not be walked, why.
+    Unreadable(ReadError),
+    /// The text is not YAML.
+    Invalid { text: String, error: ParseError },
+    /// Every document, as the line-marked tree spec readers walk, and as yaml-rust2's
+    /// order-preserving tree (`Err` when yaml-rust2 rejects the text, e.g. a repeated key).
+    Yaml {
+        text: String,
+        documents: Vec<Node>,
+        yaml: Result<Vec<Yaml>, ParseError>,
+    },
+}
+
+/// One file of the snapshot.
+#[derive(Debug, Clone)]
+pub struct File {
+    /// How messages name it: repo-relative with `/` ([`Snapshot::read`]), or the walked path
+    /// as given ([`Snapshot::read_paths`]).
+    pub name: String,
+    pub contents: Contents,
+}
+
+impl File {
+    /// The file's text, when it could be read.
+    pub fn text(&self) -> Option<&str> {
+        match &self.contents {
+            Contents::Unreadable(_) => None,
+            Contents::Invalid { text, .. } | Contents::Yaml { text, .. } => Some(text),
+        }
+    }
+
+    /// The root node of every document (none when the file is unreadable or not YAML).
+    pub fn documents(&self) -> &[Node] {
+        match &self.contents {
+            Contents::Yaml { documents, .. } => documents,
+            Contents::Unreadable(_) | Contents::Invalid { .. } => &[],
+        }
+    }
+}
+
+/// A Kubernetes object of the snapshot: a document whose `kind` and `metadata.name` are
+/// strings (read as yaml-rust2 types them, so `name: 123` is a number, not a name).
+#[derive(Debug, Clone, Copy)]
+pub struct Object<'s> {
+    /// The file's name (see [`File::name`]).
+    pub file: &'s str,
+    /// The line the document starts on.
+    pub line: usize,
+    pub api_version: Option<&'s str>,
+    pub kind: &'s str,
+    pub name: &'s str,
+    /// `None` when the object does not set one; what it defaults to is the caller's rule.
+    pub namespace: Option<&'s str>,
+    /// The line-marked tree.
+    pub node: &'s Node,
+    /// The order-preserving tree, for copying.
+    pub yaml: &'s Yaml,
+}
+
+/// Where an object is: its file's and document's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct At {
+    file: usize,
+    document: usize,
+}
+
+/// Every YAML file of a work tree (or of paths given on the command line), read once.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    files: Vec<File>,
+    /// File names to positions in `files` (the first, when paths given twice overlap).
+    by_name: BTreeMap<String, usize>,
+    /// (kind, name) to every object with them, in file order.
+    objects: BTreeMap<(String, String), Vec<At>>,
+}
+
+impl Snapshot {
+    /// A snapshot of nothing.
+    pub const EMPTY: Snapshot = Snapshot {
+        files: Vec::new(),
+        by_name: BTreeMap::new(),
+        objects: BTreeMap::new(),
+    };
+
+    /// Reads a config repo's work tree; files are named repo-relative with `/`.
+    pub fn read(work_tree: &Path) -> Snapshot {
+        Snapshot::read_with(work_tree, read_bounded)
+    }
+
+    /// [`Snapshot::read`] with every file read by `read`, the snapshot's only file IO (tests
+    /// count reads with it).
+    pub fn read_with(
+        work_tree: &Path,
+        mut read: impl FnMut(&Path) -> Result<String, ReadError>,
+    ) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        snapshot.add_root(
+            work_tree,
+            |p| {
+                p.strip_prefix(work_tree)
+                    .unwrap_or(p)
+                    .to_string_lossy()
+                    .replace('\\', "/")
+            },
+            &mut read,
+        );
+        snapshot
+    }
+
+    /// Reads files or folders named on the command line, in the order given; files are named
+    /// as walked (`apps/podinfo/canary.yaml` for the folder `apps`).
+    pub fn read_paths(paths: &[PathBuf]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for root in paths {
+            snapshot.add_root(root, |p| p.display().to_string(), &mut read_bounded);
+        }
+        snapshot
+    }
+
+    fn add_root(
+        &mut self,
+        root: &Path,
+        name: impl Fn(&Path) -> String,
+        read: &mut impl FnMut(&Path) -> Result<String, ReadError>,
+    ) {
+        match yaml_files(root) {
+            Ok(paths) => {
+                for path in paths {
+                    let contents = match read(&path) {
+                        Ok(text) => parse(text),
+                        Err(e) => Contents::Unreadable(e),
+                    };
+                    self.push(File {
+                        name: name(&path),
+                        contents,
+                    });
+                }
+            }
+            // As before the snapshot, a root that cannot be walked is one problem and none of
+            // its files are read.
+            Err(e) => self.push(File {
+                name: name(root),
+                contents: Contents::Unreadable(ReadError::Io(e.to_string())),
+            }),
+        }
+    }
+
+    fn push(&mut self, file: File) {
+        let at = self.files.len();
+        if let Contents::Yaml {
+            yaml: Ok(docs),
+            documents,
+            ..
+        } = &file.contents
+        {
+            for (document, (yaml, _)) in docs.iter().zip(documents).enumerate() {
+                if let (Some(kind), Some(name)) =
+                    (yaml["kind"].as_str(), yaml["metadata"]["name"].as_str())
+                {
+                    self.objects
+                        .entry((kind.to_string(), name.to_string()))
+                        .or_default()
+                        .push(At { file: at, document });
+                }
+            }
+        }
+        self.by_name.entry(file.name.clone()).or_insert(at);
+        self.files.push(file);
+    }
+
+    /// Every file, in walk order.
+    pub fn files(&self) -> &[File] {
+        &self.files
+    }
+
+    /// The file with this name (see [`File::name`]).
+    pub fn file(&self, name: &str) -> Option<&File> {
+        self.by_name.get(name).map(|&i| &self.files[i])
+    }
+
+    /// Every object with this kind and name, in file order, whatever its namespace.
+    pub fn find<'s>(&'s self, kind: &str, name: &str) -> impl Iterator<Item = Object<'s>> + 's {
+        self.objects
+            .get(&(kind.to_string(), name.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|at| self.object(*at))
+    }
+
+    /// Every object, in file order.
+    pub fn objects(&self) -> impl Iterator<Item = Object<'_>> + '_ {
+        let mut all: Vec<At> = self.objects.values().flatten().copied().collect();
+        all.sort_by_key(|at| (at.file, at.document));
+        all.into_iter().filter_map(|at| self.object(at))
+    }
+
+    /// The objects of one file, in document order.
+    pub fn objects_in<'s>(&'s self, file: &'s File) -> impl Iterator<Item = Object<'s>> + 's {
+        let yaml: &[Yaml] = match &file.contents {
+            Contents::Yaml { yaml: Ok(y), .. } => y,
+            _ => &[],
+        };
+        yaml.iter()
+            .zip(file.documents())
+            .filter_map(|(yaml, node)| object(&file.name, node, yaml))
+    }
+
+    fn object(&self, at: At) -> Option<Object<'_>> {
+        let file = self.files.get(at.file)?;
+        let Contents::Yaml {
+            documents,
+            yaml: Ok(yaml),
+            ..
+        } = &file.contents
+        else {
+            return None;
+        };
+        object(
+            &file.name,
+            documents.get(at.document)?,
+            yaml.get(at.document)?,
+        )
+    }
+}
+
+fn object<'s>(file: &'s str, node: &'s Node, yaml: &'s Yaml) -> Option<Object<'s>> {
+    Some(Object {
+        file,
+        line: node.line,
+        api_version: yaml["apiVersion"].as_str(),
+        kind: yaml["kind"].as_str()?,
+        name: yaml["metadata"]["name"].as_str()?,
+        namespace: yaml["metadata"]["namespace"].as_str(),
+        node,
+        yaml,
+    })
+}
+
+fn parse(text: String) -> Contents {
+    match parse_with_yaml(&text) {
+        Ok(parsed) => Contents::Yaml {
+            documents: parsed.documents.into_iter().map(|d| d.root).collect(),
+            yaml: parsed.yaml,
+            text,
+        },
+        Err(error) => Contents::Invalid { text, error },
+    }
+}
+
+/// Every YAML file under `root` (or `root` itself when it is a file), sorted by path.
+fn yaml_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let walk = walkdir::WalkDir::new(root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !(e.file_type().is_dir() && is_hidden(e)));
+    let mut out = Vec::new();
+    for entry in walk {
+        let entry = entry.map_err(|e| match e.into_io_error() {
+            Some(io) => io,
+            None => std::io::Error::other("file system loop"),
+        })?;
+        let file_type = entry.file_type();
+        let name = entry.file_name().to_string_lossy();
+        let wanted = if entry.depth() == 0 {
+            !file_type.is_dir()
+        } else {
+            file_type.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml"))
+        };
+        if wanted {
+            out.push(entry.into_path());
+        }
+    }
+    Ok(out)
+}
+
+fn is_hidden(entry: &walkdir::DirEntry) -> bool {
+    entry.file_name().to_string_lossy().starts_with('.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, file: &str, text: &str) {
+        let path = root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn names(snapshot: &Snapshot) -> Vec<&str> {
+        snapshot.files().iter().map(|f| f.name.as_str()).collect()
+    }
+
+    #[test]
+    fn the_walk_reads_yaml_files_sorted_and_skips_hidden_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "b.yml",
+            "a/z.yaml",
+            "a.yaml",
+            "a-b/c.yaml",
+            ".hidden.yaml",
+            "notes.txt",
+            "a/README.md",
+            ".git/config.yaml",
+            ".sluice/config.yaml",
+            ".sluice/status/prod/podinfo.yaml",
+            "apps/.cache/x.yaml",
+        ] {
+            write(root, file, "a: 1\n");
+        }
+        std::os::unix::fs::symlink(root.join("a.yaml"), root.join("link.yaml")).unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("linked-dir")).unwrap();
+        let snapshot = Snapshot::read(root);
+        // Path order, component by component (as the walks before the snapshot sorted), not
+        // string order, which would put "a-b/" and "a.yaml" before "a/"; hidden files are read,
+        // hidden folders, other extensions and symbolic links are not.
+        assert_eq!(
+            names(&snapshot),
+            [".hidden.yaml", "a/z.yaml", "a-b/c.yaml", "a.yaml", "b.yml"]
+        );
+    }
+
+    #[test]
+    fn unreadable_files_are_kept_with_the_reason_and_not_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(
+            root,
+            "big.yaml",
+            &"a: 1\n".repeat(1 + MAX_FILE_BYTES as usize / 5),
+        );
+        std::fs::write(root.join("latin1.yaml"), b"a: \xe9\n").unwrap();
+        write(root, "bad.yaml", "a: [1,\n");
+        let snapshot = Snapshot::read(root);
+        let reason = |name: &str| match &snapshot.file(name).unwrap().contents {
+            Contents::Unreadable(e) => e.to_string(),
+            Contents::Invalid { error, .. } => format!("invalid at {}", error.line),
+            Contents::Yaml { .. } => "yaml".into(),
+        };
+        assert_eq!(
+            reason("big.yaml"),
+            format!(
+                "file is {} bytes; spec files are limited to {MAX_FILE_BYTES} bytes",
+                5 * (1 + MAX_FILE_BYTES / 5)
+            )
+        );
+        assert_eq!(reason("latin1.yaml"), "expected UTF-8 text");
+        assert_eq!(reason("bad.yaml"), "invalid at 2");
+        assert_eq!(snapshot.file("bad.yaml").unwrap().text(), Some("a: [1,\n"));
+    }
+
+    #[test]
+    fn a_root_that_cannot_be_walked_is_one_unreadable_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let snapshot = Snapshot::read_paths(std::slice::from_ref(&missing));
+        assert_eq!(names(&snapshot), [missing.display().to_string()]);
+        assert!(matches!(
+            &snapshot.files()[0].contents,
+            Contents::Unreadable(ReadError::Io(m)) if m.contains("No such file")
+        ));
+    }
+
+    #[test]
+    fn paths_given_are_named_as_walked_and_a_file_root_is_read_whatever_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "apps/x.yaml", "a: 1\n");
+        write(dir.path(), "notes.txt", "a: 1\n");
+        let apps = dir.path().join("apps");
+        let notes = dir.path().join("notes.txt");
+        let snapshot = Snapshot::read_paths(&[apps.clone(), notes.clone()]);
+        assert_eq!(
+            names(&snapshot),
+            [
+                apps.join("x.yaml").display().to_string(),
+                notes.display().to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn objects_are_found_by_kind_and_name_with_file_line_and_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "apps/podinfo.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: env}\n---\n# a comment\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n  namespace: prod\n---\nkind: Deployment\nmetadata: {name: 123}\n",
+        );
+        write(
+            dir.path(),
+            "other/podinfo.yaml",
+            "kind: Deployment\nmetadata: {name: podinfo, namespace: test}\n",
+        );
+        let snapshot = Snapshot::read(dir.path());
+        let found: Vec<(&str, usize, Option<&str>, Option<&str>)> = snapshot
+            .find("Deployment", "podinfo")
+            .map(|o| (o.file, o.line, o.namespace, o.api_version))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("apps/podinfo.yaml", 6, Some("prod"), Some("apps/v1")),
+                ("other/podinfo.yaml", 1, Some("test"), None)
+            ]
+        );
+        let env = snapshot.find("ConfigMap", "env").next().unwrap();
+        assert_eq!(
+            (env.namespace, env.yaml["metadata"]["name"].as_str()),
+            (None, Some("env"))
+        );
+        // `name: 123` is a number to yaml-rust2, so not an object name (as before).
+        assert_eq!(snapshot.objects().count(), 3);
+        assert_eq!(snapshot.find("Deployment", "123").count(), 0);
+    }
+}
