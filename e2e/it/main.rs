@@ -6,6 +6,7 @@ mod core_purity;
 mod daemon;
 mod decide;
 mod gitops;
+mod gitops_branch;
 mod install;
 mod lease;
 mod loop_git;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Cred, CredentialType, RemoteCallbacks};
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 
 /// The username GitHub, Gitea and GitLab accept together with an access token.
 const TOKEN_USERNAME: &str = "x-access-token";

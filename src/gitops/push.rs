@@ -5,15 +5,15 @@
 //! [`PushOutcome::Rejected`] and [`ConfigRepo::push_with_retry`] rebuilds our change on top of the
 //! new remote head (fetch, let the caller redo its edit, push again) with jittered backoff.
 
-use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use git2::{ErrorCode, Oid, ProxyOptions, PushOptions, RemoteCallbacks};
+use git2::Oid;
 
-use super::credentials::{redact_url, AuthSession};
-use super::repo::{ConfigRepo, ORIGIN};
-use super::{Error, RemoteOp, Result};
+use super::credentials::redact_url;
+use super::error::{Error, Result};
+use super::remote::Pushed;
+use super::repo::ConfigRepo;
 
 /// The first retry waits about this long...
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -41,44 +41,18 @@ impl ConfigRepo {
         let refname = self.local_ref();
         // No leading `+`: the remote must fast-forward. sluice never force-pushes.
         let refspec = format!("{refname}:{refname}");
-        let session = AuthSession::default();
-        let statuses: RefCell<Vec<(String, Option<String>)>> = RefCell::new(Vec::new());
-        let mut remote = self
-            .repo
-            .find_remote(ORIGIN)
-            .map_err(|e| self.git_err("find remote", &e))?;
-        let mut callbacks = RemoteCallbacks::new();
-        self.creds.install(&mut callbacks, &session);
-        callbacks.push_update_reference(|name, status| {
-            statuses
-                .borrow_mut()
-                .push((name.to_string(), status.map(str::to_string)));
-            Ok(())
-        });
-        let mut proxy = ProxyOptions::new();
-        proxy.auto();
-        let mut opts = PushOptions::new();
-        // 0: one delta-search thread per core (many commits of a tick make a big pack).
-        opts.remote_callbacks(callbacks)
-            .proxy_options(proxy)
-            .packbuilder_parallelism(0);
-
-        match remote.push(&[&refspec], Some(&mut opts)) {
-            Ok(()) => {}
-            Err(e) if e.code() == ErrorCode::NotFastForward => {
-                tracing::info!(reason = %self.creds.scrub(e.message()), "push rejected: the remote branch moved");
+        let statuses = match self.remote().push(&[&refspec])? {
+            Pushed::NotFastForward(reason) => {
+                tracing::info!(%reason, "push rejected: the remote branch moved");
                 return Ok(PushOutcome::Rejected);
             }
-            Err(e) => return Err(self.remote_err(RemoteOp::Push, &e, &session)),
-        }
-        drop(opts);
-
-        for (name, status) in statuses.into_inner() {
+            Pushed::Answered(statuses) => statuses,
+        };
+        for (name, status) in statuses {
             if name != refname {
                 continue;
             }
             if let Some(reason) = status {
-                let reason = self.creds.scrub(&reason);
                 if is_stale_rejection(&reason) {
                     tracing::info!(%reason, "push rejected by the server: the remote branch moved");
                     return Ok(PushOutcome::Rejected);
