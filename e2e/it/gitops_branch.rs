@@ -297,3 +297,108 @@ fn approval_branch_fetch_and_push_go_through_the_configured_proxy() {
     repo.push_approval_branch(BRANCH, commit).unwrap();
     assert_eq!(proxy.tunnels(), before);
 }
+
+// ---------------------------------------------------------------------------------------------
+// signing key files
+
+/// A key made by `ssh-keygen -t TYPE` with extra `args`, at `fx/name`.
+fn keygen(fx: &Fixture, name: &str, args: &[&str]) -> PathBuf {
+    let key = fx.path(name);
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-C", "sluice", "-f"])
+        .arg(&key)
+        .args(args)
+        .status()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(status.success(), "ssh-keygen {args:?}");
+    key
+}
+
+#[test]
+fn signing_key_files_sluice_cannot_use_are_named_with_the_reason() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let head = repo.head();
+    let cases = [
+        (
+            keygen(&fx, "rsa", &["-t", "rsa", "-b", "2048", "-N", ""]),
+            "ssh-rsa",
+        ),
+        (
+            keygen(&fx, "p384", &["-t", "ecdsa", "-b", "384", "-N", ""]),
+            "ecdsa-sha2-nistp384",
+        ),
+        (
+            keygen(&fx, "encrypted", &["-t", "ed25519", "-N", "a passphrase"]),
+            "encrypted",
+        ),
+        (
+            keygen(
+                &fx,
+                "pem",
+                &["-t", "ecdsa", "-b", "256", "-N", "", "-m", "PEM"],
+            ),
+            "PEM private key",
+        ),
+        (fx.path("rsa.pub"), "public key"),
+        (fx.path("no-such-key"), "cannot read"),
+    ];
+    for (key, reason) in cases {
+        repo.set_signing(Some(Signing::Ssh {
+            key_path: key.clone(),
+        }));
+        let err = repo
+            .commit_files(
+                &route_change(5),
+                &step_message(5),
+                &Identity::default(),
+                None,
+            )
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, sluice::gitops::Error::Signing { .. }),
+            "{text}"
+        );
+        assert!(
+            text.contains(key.to_str().unwrap()),
+            "names the file: {text}"
+        );
+        assert!(text.contains(reason), "{reason}: {text}");
+        assert!(!err.is_transient());
+        assert_eq!(
+            repo.head(),
+            head,
+            "nothing committed with {}",
+            key.display()
+        );
+    }
+}
+
+#[test]
+fn ecdsa_p256_signatures_verify_with_git() {
+    let fx = Fixture::new();
+    let key = keygen(&fx, "p256", &["-t", "ecdsa", "-b", "256", "-N", ""]);
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = fx.path("allowed_signers");
+    std::fs::write(&allowed, format!("sluice@localhost {public}")).unwrap();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    repo.set_signing(Some(Signing::Ssh { key_path: key }));
+    let commit = repo
+        .commit_files(
+            &route_change(10),
+            &step_message(10),
+            &Identity::default(),
+            time(10),
+        )
+        .unwrap()
+        .unwrap();
+    repo.push().unwrap();
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    let (ok, stderr) = verify_commit(&witness, &allowed, &commit.to_string());
+    assert!(ok, "verify-commit: {stderr}");
+    assert!(
+        stderr.contains("Good \"git\" signature for sluice@localhost"),
+        "{stderr}"
+    );
+}
