@@ -557,31 +557,12 @@ fn split_authority_userinfo(rest: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// `%XX` escapes decoded; a malformed escape is kept as written, bytes that are not UTF-8 become
+/// U+FFFD.
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn is_ssh_scheme(scheme: &str) -> bool {
@@ -662,6 +643,14 @@ pub fn redact_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_escapes_in_userinfo_are_decoded_and_malformed_ones_kept() {
+        assert_eq!(percent_decode("p%40ss%3Aw%2fd"), "p@ss:w/d");
+        assert_eq!(percent_decode("100%zz%4"), "100%zz%4");
+        assert_eq!(percent_decode("%C3%A9t%C3%A9"), "été");
+        assert_eq!(percent_decode("%FF"), "\u{FFFD}");
+    }
     use std::collections::HashMap;
 
     #[test]

@@ -5,9 +5,9 @@
 //! [`PushOutcome::Rejected`] and [`ConfigRepo::push_with_retry`] rebuilds our change on top of the
 //! new remote head (fetch, let the caller redo its edit, push again) with jittered backoff.
 
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
+use backon::{BackoffBuilder, ExponentialBuilder};
 use git2::Oid;
 
 use super::credentials::redact_url;
@@ -82,11 +82,12 @@ impl ConfigRepo {
         E: From<Error>,
     {
         let attempts = attempts.max(1);
+        let mut delays = backoff();
         for attempt in 1..=attempts {
             match self.push()? {
                 PushOutcome::Pushed(oid) => return Ok(oid),
                 PushOutcome::Rejected if attempt < attempts => {
-                    let delay = backoff_delay(attempt, random_u64(attempt));
+                    let delay = delays.next().unwrap_or(BACKOFF_MAX);
                     tracing::info!(
                         attempt,
                         delay_ms = delay.as_millis() as u64,
@@ -124,26 +125,16 @@ fn is_stale_rejection(reason: &str) -> bool {
     .any(|m| reason.contains(m))
 }
 
-/// The wait before retry `attempt` (1-based): `BACKOFF_MIN * 2^(attempt-1)` capped at
-/// `BACKOFF_MAX`, then scaled into `[half, full]` by `random`, so concurrent writers spread out.
-fn backoff_delay(attempt: u32, random: u64) -> Duration {
-    let exp = attempt.saturating_sub(1).min(16);
-    let full = BACKOFF_MIN.saturating_mul(1u32 << exp).min(BACKOFF_MAX);
-    let half = full / 2;
-    let span = (full - half).as_micros() as u64;
-    let jitter = if span == 0 { 0 } else { random % (span + 1) };
-    half + Duration::from_micros(jitter)
-}
-
-/// A random number from std's randomly keyed hasher: enough for jitter, no extra crate.
-fn random_u64(salt: u32) -> u64 {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(salt);
-    hasher.write_u32(std::process::id());
-    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        hasher.write_u128(now.as_nanos());
-    }
-    hasher.finish()
+/// The waits between push attempts: about [`BACKOFF_MIN`] doubling up to [`BACKOFF_MAX`], each
+/// drawn from `[half, full]` so concurrent writers spread out. backon's jitter adds up to one
+/// more base delay, so the base runs from half the first wait to half the cap. Never ends.
+fn backoff() -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::default()
+        .with_min_delay(BACKOFF_MIN / 2)
+        .with_max_delay(BACKOFF_MAX / 2)
+        .with_jitter()
+        .without_max_times()
+        .build()
 }
 
 #[cfg(test)]
@@ -152,18 +143,19 @@ mod tests {
 
     #[test]
     fn backoff_grows_is_bounded_and_jittered() {
-        for attempt in 1..=40 {
-            for random in [0, 1, 12_345, u64::MAX / 3, u64::MAX] {
-                let d = backoff_delay(attempt, random);
-                assert!(d >= BACKOFF_MIN / 2, "{attempt}: {d:?}");
-                assert!(d <= BACKOFF_MAX, "{attempt}: {d:?}");
+        for _ in 0..20 {
+            let delays: Vec<Duration> = backoff().take(40).collect();
+            assert_eq!(delays.len(), 40, "the backoff never runs out");
+            for (i, d) in delays.iter().enumerate() {
+                assert!(*d >= BACKOFF_MIN / 2, "{i}: {d:?}");
+                assert!(*d <= BACKOFF_MAX, "{i}: {d:?}");
             }
+            assert!(delays[0] <= BACKOFF_MIN, "{:?}", delays[0]);
+            assert!(delays[1] >= BACKOFF_MIN, "{:?}", delays[1]);
+            assert!(delays[30] >= BACKOFF_MAX / 2, "{:?}", delays[30]);
         }
-        assert_eq!(backoff_delay(1, 0), Duration::from_millis(25));
-        assert_eq!(backoff_delay(1, 25_000), Duration::from_millis(50));
-        assert_eq!(backoff_delay(2, 0), Duration::from_millis(50));
-        assert_eq!(backoff_delay(30, 0), Duration::from_secs(1));
-        assert_eq!(backoff_delay(0, 0), Duration::from_millis(25));
+        let first: Vec<Duration> = (0..20).map(|_| backoff().next().unwrap()).collect();
+        assert!(first.iter().any(|d| *d != first[0]), "jittered: {first:?}");
     }
 
     #[test]
