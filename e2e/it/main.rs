@@ -7,6 +7,7 @@ mod daemon;
 mod decide;
 mod gitops;
 mod gitops_branch;
+mod gitops_layers;
 mod install;
 mod lease;
 mod loop_git;
