@@ -26,7 +26,7 @@ const SEED_DATE: &str = "1700000000 +0000";
 
 /// Runs the git CLI isolated from the machine's and user's config, with fixed identities and
 /// dates so commit hashes are stable.
-fn git_cmd(dir: &Path) -> Command {
+pub(crate) fn git_cmd(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -41,7 +41,7 @@ fn git_cmd(dir: &Path) -> Command {
     cmd
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = git_cmd(dir)
         .args(args)
         .output()
@@ -62,7 +62,7 @@ fn git_ok(dir: &Path, args: &[&str]) -> bool {
     git_cmd(dir).args(args).status().unwrap().success()
 }
 
-fn time(offset: i64) -> Option<Time> {
+pub(crate) fn time(offset: i64) -> Option<Time> {
     Some(Time::new(1_700_000_000 + offset, 0))
 }
 
@@ -71,12 +71,12 @@ fn oid(s: &str) -> Oid {
 }
 
 /// A temp dir with `remote.git` (bare, seeded with one commit on `main`) and room for clones.
-struct Fixture {
-    dir: tempfile::TempDir,
+pub(crate) struct Fixture {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let bare = dir.path().join("remote.git");
         git(
@@ -96,15 +96,15 @@ impl Fixture {
         Fixture { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
-    fn bare(&self) -> PathBuf {
+    pub(crate) fn bare(&self) -> PathBuf {
         self.path("remote.git")
     }
 
-    fn bare_url(&self) -> String {
+    pub(crate) fn bare_url(&self) -> String {
         self.bare().to_str().unwrap().to_string()
     }
 
@@ -113,7 +113,7 @@ impl Fixture {
     }
 
     /// A fresh CLI clone, the independent witness of what the remote holds.
-    fn cli_clone(&self, url: &str, name: &str) -> PathBuf {
+    pub(crate) fn cli_clone(&self, url: &str, name: &str) -> PathBuf {
         git(self.dir.path(), &["clone", "-q", "-b", "main", url, name]);
         self.path(name)
     }
@@ -144,17 +144,17 @@ impl Fixture {
         }
     }
 
-    fn open(&self, url: &str, work: &str) -> ConfigRepo {
+    pub(crate) fn open(&self, url: &str, work: &str) -> ConfigRepo {
         ConfigRepo::open_or_clone(url, "main", &self.path(work), &Credentials::none())
             .unwrap_or_else(|e| panic!("open_or_clone {url}: {e}"))
     }
 }
 
-fn route_change(weight: u32) -> Vec<FileChange> {
+pub(crate) fn route_change(weight: u32) -> Vec<FileChange> {
     vec![FileChange::write(ROUTE, format!("weight: {weight}\n"))]
 }
 
-fn step_message(weight: u32) -> CommitMessage {
+pub(crate) fn step_message(weight: u32) -> CommitMessage {
     CommitMessage::new(format!("Advance podinfo.prod canary weight {weight}"))
         .body("Analysis passed: request-success-rate 99.9% >= 99%.")
         .trailer("Sluice-Canary", "prod/podinfo")
@@ -242,8 +242,8 @@ impl Drop for GitDaemon {
 }
 
 /// `git http-backend` behind a minimal HTTP/1.1 server on loopback that demands basic auth
-/// `user:password`. Stopped on drop.
-struct HttpGit {
+/// `user:password`, over TLS when given a server config. Stopped on drop.
+pub(crate) struct HttpGit {
     port: u16,
     stop: Arc<AtomicBool>,
     authorized_requests: Arc<AtomicUsize>,
@@ -252,6 +252,25 @@ struct HttpGit {
 
 impl HttpGit {
     fn start(root: &Path, user: &str, password: &str) -> Self {
+        Self::start_with(root, user, password, None)
+    }
+
+    /// Serves https with `tls` (the URL scheme is then `https`).
+    pub(crate) fn start_tls(
+        root: &Path,
+        user: &str,
+        password: &str,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> Self {
+        Self::start_with(root, user, password, Some(tls))
+    }
+
+    fn start_with(
+        root: &Path,
+        user: &str,
+        password: &str,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -267,8 +286,24 @@ impl HttpGit {
                 let Ok(stream) = stream else { continue };
                 let (root, user, expected, count) =
                     (root.clone(), user.clone(), expected.clone(), count2.clone());
+                let tls = tls.clone();
                 std::thread::spawn(move || {
-                    let _ = serve_one(stream, &root, &user, &expected, &count);
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                    match tls {
+                        None => {
+                            let mut stream = stream;
+                            let _ = serve_one(&mut stream, &root, &user, &expected, &count);
+                        }
+                        Some(tls) => {
+                            let Ok(conn) = rustls::ServerConnection::new(tls) else {
+                                return;
+                            };
+                            let mut stream = rustls::StreamOwned::new(conn, stream);
+                            let _ = serve_one(&mut stream, &root, &user, &expected, &count);
+                            stream.conn.send_close_notify();
+                            let _ = stream.flush();
+                        }
+                    }
                 });
             }
         });
@@ -283,6 +318,10 @@ impl HttpGit {
     fn url(&self, userinfo: &str, repo: &str) -> String {
         format!("http://{userinfo}127.0.0.1:{}/{repo}", self.port)
     }
+
+    pub(crate) fn https_url(&self, userinfo: &str, repo: &str) -> String {
+        format!("https://{userinfo}127.0.0.1:{}/{repo}", self.port)
+    }
 }
 
 impl Drop for HttpGit {
@@ -295,16 +334,15 @@ impl Drop for HttpGit {
     }
 }
 
-fn serve_one(
-    stream: TcpStream,
+/// Answers one request on `stream` (plain TCP or TLS) by running `git http-backend`.
+fn serve_one<S: Read + Write>(
+    stream: &mut S,
     root: &Path,
     user: &str,
     expected_auth: &str,
     authorized: &AtomicUsize,
 ) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut writer = stream;
+    let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
     let mut parts = request_line.split_whitespace();
@@ -329,7 +367,9 @@ fn serve_one(
             .map(|(_, v)| v.clone())
     };
     if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
-        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
     let mut body = Vec::new();
     if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
@@ -352,7 +392,7 @@ fn serve_one(
     }
 
     if header("authorization").as_deref() != Some(expected_auth) {
-        writer.write_all(
+        reader.get_mut().write_all(
             b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\n\
               Content-Length: 0\r\nConnection: close\r\n\r\n",
         )?;
@@ -416,15 +456,15 @@ fn serve_one(
             }
         }
     }
-    writer.write_all(
+    reader.get_mut().write_all(
         format!(
             "HTTP/1.1 {status}\r\n{response}Content-Length: {}\r\nConnection: close\r\n\r\n",
             payload.len()
         )
         .as_bytes(),
     )?;
-    writer.write_all(payload)?;
-    writer.flush()
+    reader.get_mut().write_all(payload)?;
+    reader.get_mut().flush()
 }
 
 fn base64(input: &[u8]) -> String {

@@ -6,6 +6,8 @@ mod core_purity;
 mod daemon;
 mod decide;
 mod gitops;
+mod gitops_branch;
+mod gitops_layers;
 mod install;
 mod lease;
 mod loop_git;

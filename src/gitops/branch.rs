@@ -3,15 +3,15 @@
 //! the traffic change. The main branch is never touched here, and only `sluice/` branches
 //! may be overwritten.
 
-use std::cell::RefCell;
 use std::path::Path;
 
-use git2::{Direction, FetchOptions, Oid, ProxyOptions, PushOptions, RemoteCallbacks, Time};
+use git2::{Oid, Time};
 
-use super::commit::{CommitMessage, FileChange, Identity};
-use super::credentials::{redact_url, AuthSession};
-use super::repo::{ConfigRepo, ORIGIN};
-use super::{Error, RemoteOp, Result};
+use super::change::{CommitMessage, FileChange, Identity};
+use super::commit::IfUnchanged;
+use super::error::{Error, RemoteOp, Result};
+use super::remote::{Pushed, ORIGIN};
+use super::repo::ConfigRepo;
 
 /// The prefix of every branch sluice may force-update.
 pub const APPROVAL_PREFIX: &str = "sluice/";
@@ -20,41 +20,19 @@ impl ConfigRepo {
     /// The remote head of `branch`, fetched so it can be read locally; `None` when the remote
     /// has no such branch.
     pub fn fetch_branch(&self, branch: &str) -> Result<Option<Oid>> {
-        let mut remote = self
-            .repo
-            .find_remote(ORIGIN)
-            .map_err(|e| self.git_err("find remote", &e))?;
-        let session = AuthSession::default();
         let wanted = format!("refs/heads/{branch}");
-        let remote_oid = {
-            let mut callbacks = RemoteCallbacks::new();
-            self.creds.install(&mut callbacks, &session);
-            let connection = remote
-                .connect_auth(Direction::Fetch, Some(callbacks), None)
-                .map_err(|e| self.remote_err(RemoteOp::Fetch, &e, &session))?;
-            let heads = connection
-                .list()
-                .map_err(|e| self.remote_err(RemoteOp::Fetch, &e, &session))?;
-            heads.iter().find(|h| h.name() == wanted).map(|h| h.oid())
-        };
-        let Some(oid) = remote_oid else {
+        let remote = self.remote();
+        let Some((_, oid)) = remote.list()?.into_iter().find(|(name, _)| *name == wanted) else {
             return Ok(None);
         };
         if self.repo.find_commit(oid).is_err() {
-            let mut callbacks = RemoteCallbacks::new();
-            self.creds.install(&mut callbacks, &session);
-            let mut opts = FetchOptions::new();
-            let mut proxy = ProxyOptions::new();
-            proxy.auto();
-            opts.remote_callbacks(callbacks).proxy_options(proxy);
             let refspec = format!("+{wanted}:refs/remotes/{ORIGIN}/{branch}");
-            remote
-                .fetch(
-                    &[&refspec],
-                    Some(&mut opts),
-                    Some("sluice: fetch approval branch"),
-                )
-                .map_err(|e| self.remote_err(RemoteOp::Fetch, &e, &session))?;
+            remote.fetch(
+                RemoteOp::Fetch,
+                &[&refspec],
+                false,
+                "sluice: fetch approval branch",
+            )?;
         }
         Ok(Some(oid))
     }
@@ -76,9 +54,11 @@ impl ConfigRepo {
         Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
     }
 
-    /// Commits `changes` on top of `parent` without touching the work tree or any ref.
+    /// Commits `changes` on top of `parent` without touching the work tree or any ref, written
+    /// like every commit on the branch (signed when a key is set, kept in memory inside
+    /// [`with_memory_objects`](Self::with_memory_objects)). Commits even when nothing changes.
     pub fn commit_on(
-        &self,
+        &mut self,
         parent: Oid,
         changes: &[FileChange],
         message: &CommitMessage,
@@ -87,45 +67,19 @@ impl ConfigRepo {
     ) -> Result<Oid> {
         let rendered = message.render()?;
         let signature = author.signature(time)?;
-        let parent = self
-            .repo
-            .find_commit(parent)
-            .map_err(|e| self.git_err("read the parent commit", &e))?;
-        let base = parent
-            .tree()
-            .map_err(|e| self.git_err("read the parent tree", &e))?;
-        let mut update = git2::build::TreeUpdateBuilder::new();
-        for change in changes {
-            super::commit::validate_path(&change.path)?;
-            match &change.content {
-                Some(content) => {
-                    let blob = self
-                        .repo
-                        .blob(content.as_bytes())
-                        .map_err(|e| self.git_err("write a blob", &e))?;
-                    update.upsert(change.path.as_str(), blob, git2::FileMode::Blob);
-                }
-                None => {
-                    if base.get_path(Path::new(&change.path)).is_ok() {
-                        update.remove(change.path.as_str());
-                    }
-                }
-            }
-        }
-        let tree_id = update
-            .create_updated(&self.repo, &base)
-            .map_err(|e| self.git_err("write the tree", &e))?;
-        let tree = self
-            .repo
-            .find_tree(tree_id)
-            .map_err(|e| self.git_err("read the new tree", &e))?;
-        self.repo
-            .commit(None, &signature, &signature, &rendered, &tree, &[&parent])
-            .map_err(|e| self.git_err("create the commit", &e))
+        let written =
+            self.write_commit(parent, changes, &rendered, &signature, IfUnchanged::Commit)?;
+        // `IfUnchanged::Commit` always writes a commit.
+        written.ok_or_else(|| Error::Git {
+            path: self.root.clone(),
+            op: "create the commit",
+            detail: "no commit was written".to_string(),
+        })
     }
 
     /// Points the remote approval branch at `oid`, replacing what it held: approval branches
-    /// belong to sluice. Refuses any branch outside `sluice/`.
+    /// belong to sluice. Refuses any branch outside `sluice/`. Pushed like the main branch
+    /// (same credentials, proxy and error reporting), but forced.
     pub fn push_approval_branch(&self, branch: &str, oid: Oid) -> Result<()> {
         if !branch.starts_with(APPROVAL_PREFIX) || branch == self.branch {
             return Err(Error::InvalidBranch {
@@ -137,36 +91,22 @@ impl ConfigRepo {
             .reference(&local, oid, true, "sluice: approval branch")
             .map_err(|e| self.git_err("write the approval ref", &e))?;
         let refspec = format!("+{local}:refs/heads/{branch}");
-        let session = AuthSession::default();
-        let statuses: RefCell<Vec<(String, Option<String>)>> = RefCell::new(Vec::new());
-        let mut remote = self
-            .repo
-            .find_remote(ORIGIN)
-            .map_err(|e| self.git_err("find remote", &e))?;
-        let mut callbacks = RemoteCallbacks::new();
-        self.creds.install(&mut callbacks, &session);
-        callbacks.push_update_reference(|name, status| {
-            statuses
-                .borrow_mut()
-                .push((name.to_string(), status.map(str::to_string)));
-            Ok(())
-        });
-        let mut opts = PushOptions::new();
-        opts.remote_callbacks(callbacks);
-        remote
-            .push(&[&refspec], Some(&mut opts))
-            .map_err(|e| self.remote_err(RemoteOp::Push, &e, &session))?;
-        drop(opts);
-        for (name, status) in statuses.into_inner() {
-            if let Some(reason) = status {
-                return Err(Error::PushRefused {
-                    remote: redact_url(&self.remote_url),
-                    refname: name,
-                    reason: self.creds.scrub(&reason),
-                });
-            }
+        let refused = |refname: String, reason: String| Error::PushRefused {
+            remote: self.remote().redacted(),
+            refname,
+            reason,
+        };
+        match self.remote().push(&[&refspec])? {
+            // A forced refspec is never checked for fast-forward; kept for completeness.
+            Pushed::NotFastForward(reason) => Err(refused(format!("refs/heads/{branch}"), reason)),
+            Pushed::Answered(statuses) => match statuses
+                .into_iter()
+                .find_map(|(name, status)| status.map(|reason| (name, reason)))
+            {
+                Some((name, reason)) => Err(refused(name, reason)),
+                None => Ok(()),
+            },
         }
-        Ok(())
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use git2::{Cred, CredentialType, RemoteCallbacks};
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 pub use crate::remote_url::{redact_text, redact_url};
 use crate::remote_url::{CleanUrl, UrlUserinfo};
 

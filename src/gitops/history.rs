@@ -8,9 +8,9 @@ use std::path::Path;
 
 use git2::{Oid, Repository, Sort, Time};
 
-use super::commit::Identity;
+use super::change::Identity;
+use super::error::{Error, Result};
 use super::repo::ConfigRepo;
-use super::{Error, Result};
 
 /// One commit of the branch.
 #[derive(Debug, Clone, PartialEq, Eq)]

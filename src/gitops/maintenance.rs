@@ -7,100 +7,87 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::repo::ConfigRepo;
-use super::{Error, Result};
+use super::error::{Error, Result};
 
 /// Packs in the clone above which it is repacked (git's `gc.autoPackLimit`).
 pub(super) const MAX_PACKS: usize = 50;
 
-impl ConfigRepo {
-    /// Repacks the clone when it holds more than [`MAX_PACKS`] packs. Only runs between ticks,
-    /// when every object sluice needs is reachable from a ref. A failure is logged and leaves
-    /// the clone as it was: the worst case is a slower next tick.
-    pub(super) fn repack_if_needed(&mut self) {
-        if self.disk.is_some() {
-            return;
-        }
-        let dir = self.repo.path().join("objects/pack");
-        let packs = packs_in(&dir);
-        if packs.len() <= MAX_PACKS {
-            return;
-        }
-        match self.repack(&dir, &packs) {
-            Ok(()) => tracing::info!(packs = packs.len(), "repacked the clone into one pack"),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot repack the clone; it keeps working, more slowly")
-            }
+/// Repacks the clone at `root` (opened as `repo`) when it holds more than [`MAX_PACKS`] packs,
+/// then reopens `repo`. Only call it between ticks, when every object sluice needs is reachable
+/// from a ref. A failure is logged and leaves the clone as it was: the worst case is a slower
+/// next tick.
+pub(super) fn repack_if_needed(repo: &mut Repository, root: &Path) {
+    let dir = repo.path().join("objects/pack");
+    let packs = packs_in(&dir);
+    if packs.len() <= MAX_PACKS {
+        return;
+    }
+    match repack(repo, root, &dir, &packs) {
+        Ok(()) => tracing::info!(packs = packs.len(), "repacked the clone into one pack"),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot repack the clone; it keeps working, more slowly")
         }
     }
+}
 
-    fn repack(&mut self, dir: &Path, old: &[PathBuf]) -> Result<()> {
-        let root = self.root.clone();
-        let err = |op: &'static str| {
-            let path = root.clone();
-            move |e: git2::Error| Error::Git {
-                path,
-                op,
-                detail: e.message().to_string(),
-            }
-        };
-        let mut walk = self.repo.revwalk().map_err(err("repack"))?;
-        // Every ref (branches, remote-tracking branches, approval branches) and HEAD. A ref
-        // that names no commit has nothing to keep.
-        let refs = self.repo.references().map_err(err("repack"))?;
-        for reference in refs.flatten() {
-            if let Ok(commit) = reference.peel_to_commit() {
-                walk.push(commit.id()).map_err(err("repack"))?;
-            }
+fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Result<()> {
+    let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
+    let mut walk = repo.revwalk().map_err(err("repack"))?;
+    // Every ref (branches, remote-tracking branches, approval branches) and HEAD. A ref
+    // that names no commit has nothing to keep.
+    let refs = repo.references().map_err(err("repack"))?;
+    for reference in refs.flatten() {
+        if let Ok(commit) = reference.peel_to_commit() {
+            walk.push(commit.id()).map_err(err("repack"))?;
         }
-        if let Ok(head) = self.repo.head().and_then(|h| h.peel_to_commit()) {
-            walk.push(head.id()).map_err(err("repack"))?;
-        }
-        let mut builder = self.repo.packbuilder().map_err(err("repack"))?;
-        builder.insert_walk(&mut walk).map_err(err("repack"))?;
-        builder.write(dir, 0o444).map_err(err("repack"))?;
-        let name = match builder.name() {
-            Ok(Some(name)) => format!("pack-{name}"),
-            _ => {
-                return Err(Error::Git {
-                    path: root.clone(),
-                    op: "repack",
-                    detail: "the new pack has no name".to_string(),
-                })
-            }
-        };
-        drop(builder);
-        drop(walk);
-        // Everything reachable is in the new pack now; the rest is garbage.
-        for pack in old {
-            if pack
-                .file_stem()
-                .is_some_and(|s| s.to_string_lossy() == name)
-            {
-                continue;
-            }
-            for ext in ["pack", "idx", "rev"] {
-                let _ = std::fs::remove_file(pack.with_extension(ext));
-            }
-        }
-        let objects = self.repo.path().join("objects");
-        if let Ok(entries) = std::fs::read_dir(&objects) {
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let fanout = name.len() == 2
-                    && name
-                        .to_string_lossy()
-                        .chars()
-                        .all(|c| c.is_ascii_hexdigit());
-                if fanout {
-                    let _ = std::fs::remove_dir_all(entry.path());
-                }
-            }
-        }
-        // Forget the removed packs' open handles and maps.
-        self.repo = Repository::open(&self.root).map_err(err("reopen the clone"))?;
-        Ok(())
     }
+    if let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) {
+        walk.push(head.id()).map_err(err("repack"))?;
+    }
+    let mut builder = repo.packbuilder().map_err(err("repack"))?;
+    builder.insert_walk(&mut walk).map_err(err("repack"))?;
+    builder.write(dir, 0o444).map_err(err("repack"))?;
+    let name = match builder.name() {
+        Ok(Some(name)) => format!("pack-{name}"),
+        _ => {
+            return Err(Error::Git {
+                path: root.to_path_buf(),
+                op: "repack",
+                detail: "the new pack has no name".to_string(),
+            })
+        }
+    };
+    drop(builder);
+    drop(walk);
+    // Everything reachable is in the new pack now; the rest is garbage.
+    for pack in old {
+        if pack
+            .file_stem()
+            .is_some_and(|s| s.to_string_lossy() == name)
+        {
+            continue;
+        }
+        for ext in ["pack", "idx", "rev"] {
+            let _ = std::fs::remove_file(pack.with_extension(ext));
+        }
+    }
+    let objects = repo.path().join("objects");
+    if let Ok(entries) = std::fs::read_dir(&objects) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let fanout = name.len() == 2
+                && name
+                    .to_string_lossy()
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit());
+            if fanout {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    // Forget the removed packs' open handles and maps.
+    *repo = Repository::open(root).map_err(err("reopen the clone"))?;
+    Ok(())
 }
 
 /// The `.pack` files in `dir`.

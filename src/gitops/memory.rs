@@ -2,18 +2,18 @@
 //!
 //! A tick of N decisions makes N commits. Written as loose objects, each blob and tree is a
 //! compressed file of its own (an inode: the largest cost of a tick on ext4), and each commit
-//! inflates again the trees the previous one wrote. Inside [`ConfigRepo::with_memory_objects`]
-//! the clone's repository is swapped for one whose object store reads the clone's objects and
-//! writes to memory; afterwards the objects the new commits need are packed and indexed into
-//! the clone in one go.
+//! inflates again the trees the previous one wrote. While a [`Memory`] is open, the clone's
+//! repository is swapped for one whose object store reads the clone's objects and writes to
+//! memory; when it closes, the objects the new commits need are packed and indexed into the
+//! clone in one go. `ConfigRepo::with_memory_objects` (in `repo.rs`) drives it.
 
 use std::io::Write;
+use std::path::Path;
 
-use git2::{Odb, Repository};
+use git2::{Odb, Oid, Repository};
 
 use super::commit::Written;
-use super::repo::ConfigRepo;
-use super::{Error, Result};
+use super::error::{Error, Result};
 
 /// Above about this many bytes in memory, the objects so far are stored as a pack and the rest
 /// of the tick writes loose objects. A tick that rewrites big folders many times (one commit
@@ -21,104 +21,105 @@ use super::{Error, Result};
 /// back through libgit2's per-pack delta caches, tens of MiB of tree versions.
 const MEMORY_BUDGET: usize = 8 << 20;
 
-impl ConfigRepo {
-    /// Runs `work` with the objects `commit_files` writes kept in memory (up to 8 MiB), then
-    /// stores the objects the new commits need in the clone as one pack.
-    /// Inside `work` only object operations are available (commit, history, reading files at
-    /// the head); refs, index and push wait until it returns. The pack is written even when
-    /// `work` fails, so the head never names a missing object.
-    pub fn with_memory_objects<T, E>(
-        &mut self,
-        work: impl FnOnce(&mut ConfigRepo) -> std::result::Result<T, E>,
-    ) -> std::result::Result<T, E>
-    where
-        E: From<Error>,
-    {
-        if self.disk.is_some() {
-            return work(self);
-        }
-        // Past the budget `close_memory` already ran and `disk` is back in place; the closing
-        // call below is then a no-op.
-        self.open_memory()?;
-        let result = work(self);
-        self.close_memory()?;
-        result
+/// The state of the memory object store: closed, or open with the clone's own repository put
+/// aside and the objects written so far.
+#[derive(Default)]
+pub(super) struct Memory {
+    /// While open: the clone's own repository, while the caller's `repo` writes to memory.
+    disk: Option<Repository>,
+    /// The objects the memory store holds for new commits, and about how many bytes they are.
+    objects: Vec<Oid>,
+    bytes: usize,
+}
+
+impl Memory {
+    pub(super) fn is_open(&self) -> bool {
+        self.disk.is_some()
     }
 
-    /// Records a commit's objects in memory; past the budget, stores them and goes back to
-    /// writing loose objects for the rest of `with_memory_objects`.
-    pub(super) fn account_memory(&mut self, written: Written) -> Result<()> {
+    /// Swaps `repo` (the clone at `root`) for a store that writes to memory.
+    pub(super) fn open(&mut self, repo: &mut Repository, root: &Path) -> Result<()> {
+        let memory = memory_repository(repo, root)?;
+        self.disk = Some(std::mem::replace(repo, memory));
+        self.bytes = 0;
+        self.objects.clear();
+        Ok(())
+    }
+
+    /// Records a commit's objects; past the budget, stores them and closes, so the rest of the
+    /// tick writes loose objects. A no-op when closed.
+    pub(super) fn account(
+        &mut self,
+        written: Written,
+        repo: &mut Repository,
+        root: &Path,
+    ) -> Result<()> {
         if self.disk.is_none() {
             return Ok(());
         }
-        self.memory_bytes += written.bytes;
-        self.memory_objects.extend(written.objects);
-        if self.memory_bytes > MEMORY_BUDGET {
-            self.close_memory()?;
+        self.bytes += written.bytes;
+        self.objects.extend(written.objects);
+        if self.bytes > MEMORY_BUDGET {
+            self.close(repo, root)?;
         }
         Ok(())
     }
 
-    fn open_memory(&mut self) -> Result<()> {
-        let memory = self.memory_repository()?;
-        self.disk = Some(std::mem::replace(&mut self.repo, memory));
-        self.memory_bytes = 0;
-        self.memory_objects.clear();
-        Ok(())
-    }
-
-    fn close_memory(&mut self) -> Result<()> {
+    /// Puts the clone's repository back into `repo` and packs the new objects into it. A no-op
+    /// when closed. On error the clone may lack objects its head names: the caller must reset.
+    pub(super) fn close(&mut self, repo: &mut Repository, root: &Path) -> Result<()> {
         let Some(disk) = self.disk.take() else {
             return Ok(());
         };
-        let memory = std::mem::replace(&mut self.repo, disk);
-        self.memory_bytes = 0;
-        let objects = std::mem::take(&mut self.memory_objects);
-        let stored = self.store_objects(&memory, &objects);
-        if stored.is_err() {
-            // The head may name objects that were only in memory: the next fetch resets.
-            self.dirty = true;
-        }
-        stored
+        let memory = std::mem::replace(repo, disk);
+        self.bytes = 0;
+        let objects = std::mem::take(&mut self.objects);
+        store_objects(&memory, repo, root, &objects)
     }
+}
 
-    /// A repository without refs or work tree: reads come from the clone's object store, writes
-    /// go to memory.
-    fn memory_repository(&self) -> Result<Repository> {
-        let err = |e: git2::Error| self.git_err("open an object store in memory", &e);
-        let odb = Odb::new().map_err(err)?;
-        let objects = self.repo.path().join("objects");
-        // An alternate is read from, never written to.
-        odb.add_disk_alternate(&objects.to_string_lossy())
-            .map_err(err)?;
-        // The backend belongs to the object store from here on; its handle is not needed.
-        odb.add_new_mempack_backend(1000).map_err(err)?;
-        Repository::from_odb(odb).map_err(err)
+/// A repository without refs or work tree: reads come from `repo`'s object store, writes go to
+/// memory.
+fn memory_repository(repo: &Repository, root: &Path) -> Result<Repository> {
+    let err = |e: git2::Error| Error::git(root, "open an object store in memory", &e);
+    let odb = Odb::new().map_err(err)?;
+    let objects = repo.path().join("objects");
+    // An alternate is read from, never written to.
+    odb.add_disk_alternate(&objects.to_string_lossy())
+        .map_err(err)?;
+    // The backend belongs to the object store from here on; its handle is not needed.
+    odb.add_new_mempack_backend(1000).map_err(err)?;
+    Repository::from_odb(odb).map_err(err)
+}
+
+/// Packs `objects` out of `memory` into `disk`.
+fn store_objects(
+    memory: &Repository,
+    disk: &Repository,
+    root: &Path,
+    objects: &[Oid],
+) -> Result<()> {
+    if objects.is_empty() {
+        return Ok(());
     }
-    /// Packs `objects` out of `memory` into the clone.
-    fn store_objects(&self, memory: &Repository, objects: &[git2::Oid]) -> Result<()> {
-        if objects.is_empty() {
-            return Ok(());
-        }
-        let err = |op: &'static str| move |e: git2::Error| self.git_err(op, &e);
-        let mut builder = memory.packbuilder().map_err(err("pack the new objects"))?;
-        for oid in objects {
-            builder
-                .insert_object(*oid, None)
-                .map_err(err("pack the new objects"))?;
-        }
-        let mut pack = git2::Buf::new();
+    let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
+    let mut builder = memory.packbuilder().map_err(err("pack the new objects"))?;
+    for oid in objects {
         builder
-            .write_buf(&mut pack)
+            .insert_object(*oid, None)
             .map_err(err("pack the new objects"))?;
-        let odb = self.repo.odb().map_err(err("store the new objects"))?;
-        let mut writer = odb.packwriter().map_err(err("store the new objects"))?;
-        writer.write_all(&pack).map_err(|source| Error::Io {
-            path: self.repo.path().join("objects"),
-            op: "write a pack",
-            source,
-        })?;
-        writer.commit().map_err(err("store the new objects"))?;
-        Ok(())
     }
+    let mut pack = git2::Buf::new();
+    builder
+        .write_buf(&mut pack)
+        .map_err(err("pack the new objects"))?;
+    let odb = disk.odb().map_err(err("store the new objects"))?;
+    let mut writer = odb.packwriter().map_err(err("store the new objects"))?;
+    writer.write_all(&pack).map_err(|source| Error::Io {
+        path: disk.path().join("objects"),
+        op: "write a pack",
+        source,
+    })?;
+    writer.commit().map_err(err("store the new objects"))?;
+    Ok(())
 }

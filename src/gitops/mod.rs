@@ -12,218 +12,39 @@
 //! Errors separate transient failures (network, a branch that kept moving) from terminal ones
 //! (bad credentials, bad input) through [`Error::is_transient`].
 
+//! Modules, leaves first; each imports only modules above it in this list, so no two import
+//! each other:
+//!
+//! - `error`: [`Error`], [`RemoteOp`]. `change`: the inputs of a commit ([`FileChange`],
+//!   [`Identity`], [`CommitMessage`]). `sign`: [`Signing`]. `credentials`.
+//! - `commit`: the one function that writes a commit (main and approval branches alike).
+//!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
+//!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
+//!   `maintenance`: repacking.
+//! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
+//! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
+
 mod branch;
+mod change;
 mod commit;
 mod credentials;
+mod error;
 mod history;
 mod maintenance;
 mod memory;
 mod push;
+mod remote;
 mod repo;
-
-use std::path::PathBuf;
+mod sign;
+mod worktree;
 
 pub use branch::APPROVAL_PREFIX;
-pub use commit::{CommitMessage, FileChange, Identity, Signing};
+pub use change::{CommitMessage, FileChange, Identity};
 pub use credentials::{redact_text, redact_url, Credentials};
+pub use error::{Error, RemoteOp, Result};
 pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
 pub use push::PushOutcome;
 pub use repo::ConfigRepo;
+pub use sign::Signing;
 
 pub use git2::{Oid, Time};
-
-/// `Result` with this module's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// What sluice was doing with the remote when an error happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RemoteOp {
-    Clone,
-    Fetch,
-    Push,
-}
-
-impl std::fmt::Display for RemoteOp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RemoteOp::Clone => "clone",
-            RemoteOp::Fetch => "fetch",
-            RemoteOp::Push => "push",
-        })
-    }
-}
-
-/// Everything that can go wrong in the git adapter.
-///
-/// Every `remote` field holds a URL already passed through [`redact_url`], and every `detail`
-/// coming from libgit2 went through [`redact_text`] and the credentials' own scrubbing, so these
-/// errors can be logged as they are.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The remote URL cannot be used at all.
-    #[error("remote URL `{url}`: {reason}")]
-    InvalidUrl { url: String, reason: String },
-
-    /// The branch name is not a valid git ref name.
-    #[error(
-        "branch `{branch}`: not a valid git branch name; use a name like `main` or `env/prod`"
-    )]
-    InvalidBranch { branch: String },
-
-    /// A credential variable is set wrong (conflicting, empty, unreadable file).
-    #[error("credentials: {variable}: {reason}")]
-    Credentials { variable: String, reason: String },
-
-    /// The work dir cannot hold the clone (not empty, another remote, not a repo).
-    #[error("work dir {}: {reason}", path.display())]
-    Workdir { path: PathBuf, reason: String },
-
-    /// The remote refused our credentials, or we had none to offer.
-    #[error(
-        "{op} {remote}: authentication failed: {detail}; for https set SLUICE_GIT_TOKEN \
-         (or SLUICE_GIT_USERNAME and SLUICE_GIT_PASSWORD), for ssh set SLUICE_GIT_SSH_KEY, \
-         and check that the credential may {op} this repository"
-    )]
-    Auth {
-        remote: String,
-        op: RemoteOp,
-        detail: String,
-    },
-
-    /// The server's TLS certificate or ssh host key was not accepted.
-    #[error(
-        "{op} {remote}: the server's identity was not accepted: {detail}; for ssh add the \
-         server's host key to ~/.ssh/known_hosts, for https install the CA certificate"
-    )]
-    HostKey {
-        remote: String,
-        op: RemoteOp,
-        detail: String,
-    },
-
-    /// The remote could not be reached or failed temporarily (connection refused, timeout,
-    /// HTTP 5xx). Transient: retry later.
-    #[error("{op} {remote}: cannot reach the remote (will retry): {detail}")]
-    Network {
-        remote: String,
-        op: RemoteOp,
-        detail: String,
-    },
-
-    /// The server answered but refused the request (no such repository, protocol error).
-    #[error("{op} {remote}: the server refused the request: {detail}; check the URL and that the repository exists")]
-    Remote {
-        remote: String,
-        op: RemoteOp,
-        detail: String,
-    },
-
-    /// The configured branch does not exist on the remote.
-    #[error(
-        "fetch {remote}: branch `{branch}` does not exist on the remote; create it with an \
-         initial commit or fix the branch name"
-    )]
-    BranchNotFound { remote: String, branch: String },
-
-    /// The server rejected our ref update for a reason other than someone else pushing first
-    /// (protected branch, pre-receive hook). Terminal: retrying will not help.
-    #[error("push {remote}: the server rejected the update of {refname}: {reason}; check branch protection rules and server hooks")]
-    PushRefused {
-        remote: String,
-        refname: String,
-        reason: String,
-    },
-
-    /// Every push attempt was beaten by another writer. Transient: the next reconcile retries.
-    #[error("push {remote}: branch `{branch}` kept moving; gave up after {attempts} attempts (will retry)")]
-    PushRetriesExhausted {
-        remote: String,
-        branch: String,
-        attempts: u32,
-    },
-
-    /// A path in a [`FileChange`] is not a plain repo-relative path.
-    #[error("path `{path}`: {reason}")]
-    InvalidPath { path: String, reason: String },
-
-    /// A [`CommitMessage`] cannot be rendered into a message git reads back the same way.
-    #[error("commit message: {reason}")]
-    InvalidMessage { reason: String },
-
-    /// An [`Identity`] cannot be used as a git signature.
-    #[error("identity `{name} <{email}>`: {reason}")]
-    InvalidIdentity {
-        name: String,
-        email: String,
-        reason: String,
-    },
-
-    /// Reading or writing a file in the work tree failed.
-    #[error("{}: cannot {op}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        op: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// A local git operation failed (corrupt repo, lock held by another process).
-    #[error("{}: git {op} failed: {detail}", path.display())]
-    Git {
-        path: PathBuf,
-        op: &'static str,
-        detail: String,
-    },
-
-    /// Signing a commit failed.
-    #[error("signing with {}: {reason}", key_path.display())]
-    Signing { key_path: PathBuf, reason: String },
-}
-
-impl Error {
-    /// True when retrying the same operation later can succeed without anyone changing the
-    /// configuration: network trouble, or a branch that kept moving under us.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            Error::Network { .. } | Error::PushRetriesExhausted { .. } => true,
-            Error::InvalidUrl { .. }
-            | Error::InvalidBranch { .. }
-            | Error::Credentials { .. }
-            | Error::Workdir { .. }
-            | Error::Auth { .. }
-            | Error::HostKey { .. }
-            | Error::Remote { .. }
-            | Error::BranchNotFound { .. }
-            | Error::PushRefused { .. }
-            | Error::InvalidPath { .. }
-            | Error::InvalidMessage { .. }
-            | Error::InvalidIdentity { .. }
-            | Error::Io { .. }
-            | Error::Git { .. }
-            | Error::Signing { .. } => false,
-        }
-    }
-
-    /// A short stable label for metrics (`sluice_git_errors_total{kind="auth"}`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Error::InvalidUrl { .. } => "invalid_url",
-            Error::InvalidBranch { .. } => "invalid_branch",
-            Error::Credentials { .. } => "credentials",
-            Error::Workdir { .. } => "workdir",
-            Error::Auth { .. } => "auth",
-            Error::HostKey { .. } => "host_key",
-            Error::Network { .. } => "network",
-            Error::Remote { .. } => "remote",
-            Error::BranchNotFound { .. } => "branch_not_found",
-            Error::PushRefused { .. } => "push_refused",
-            Error::PushRetriesExhausted { .. } => "push_retries_exhausted",
-            Error::InvalidPath { .. } => "invalid_path",
-            Error::InvalidMessage { .. } => "invalid_message",
-            Error::InvalidIdentity { .. } => "invalid_identity",
-            Error::Io { .. } => "io",
-            Error::Git { .. } => "git",
-            Error::Signing { .. } => "signing",
-        }
-    }
-}

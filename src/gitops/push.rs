@@ -2,18 +2,19 @@
 //!
 //! The refspec has no `+`, so the remote only accepts a fast-forward: a commit someone else
 //! pushed meanwhile can never be overwritten. When that happens the push is
-//! [`PushOutcome::Rejected`] and [`ConfigRepo::push_with_retry`] rebuilds our change on top of the
-//! new remote head (fetch, let the caller redo its edit, push again) with jittered backoff.
+//! [`PushOutcome::Rejected`]: the caller fetches, redoes its change on the new head and pushes
+//! again after a jittered backoff, in its own loop ([`ConfigRepo::push_attempt`], as the tick
+//! does) or through [`ConfigRepo::push_with_retry`].
 
-use std::cell::RefCell;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use git2::{ErrorCode, Oid, ProxyOptions, PushOptions, RemoteCallbacks};
+use backon::{BackoffBuilder, ExponentialBuilder};
+use git2::Oid;
 
-use super::credentials::{redact_url, AuthSession};
-use super::repo::{ConfigRepo, ORIGIN};
-use super::{Error, RemoteOp, Result};
+use super::credentials::redact_url;
+use super::error::{Error, Result};
+use super::remote::Pushed;
+use super::repo::ConfigRepo;
 
 /// The first retry waits about this long...
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -41,44 +42,18 @@ impl ConfigRepo {
         let refname = self.local_ref();
         // No leading `+`: the remote must fast-forward. sluice never force-pushes.
         let refspec = format!("{refname}:{refname}");
-        let session = AuthSession::default();
-        let statuses: RefCell<Vec<(String, Option<String>)>> = RefCell::new(Vec::new());
-        let mut remote = self
-            .repo
-            .find_remote(ORIGIN)
-            .map_err(|e| self.git_err("find remote", &e))?;
-        let mut callbacks = RemoteCallbacks::new();
-        self.creds.install(&mut callbacks, &session);
-        callbacks.push_update_reference(|name, status| {
-            statuses
-                .borrow_mut()
-                .push((name.to_string(), status.map(str::to_string)));
-            Ok(())
-        });
-        let mut proxy = ProxyOptions::new();
-        proxy.auto();
-        let mut opts = PushOptions::new();
-        // 0: one delta-search thread per core (many commits of a tick make a big pack).
-        opts.remote_callbacks(callbacks)
-            .proxy_options(proxy)
-            .packbuilder_parallelism(0);
-
-        match remote.push(&[&refspec], Some(&mut opts)) {
-            Ok(()) => {}
-            Err(e) if e.code() == ErrorCode::NotFastForward => {
-                tracing::info!(reason = %self.creds.scrub(e.message()), "push rejected: the remote branch moved");
+        let statuses = match self.remote().push(&[&refspec])? {
+            Pushed::NotFastForward(reason) => {
+                tracing::info!(%reason, "push rejected: the remote branch moved");
                 return Ok(PushOutcome::Rejected);
             }
-            Err(e) => return Err(self.remote_err(RemoteOp::Push, &e, &session)),
-        }
-        drop(opts);
-
-        for (name, status) in statuses.into_inner() {
+            Pushed::Answered(statuses) => statuses,
+        };
+        for (name, status) in statuses {
             if name != refname {
                 continue;
             }
             if let Some(reason) = status {
-                let reason = self.creds.scrub(&reason);
                 if is_stale_rejection(&reason) {
                     tracing::info!(%reason, "push rejected by the server: the remote branch moved");
                     return Ok(PushOutcome::Rejected);
@@ -102,7 +77,9 @@ impl ConfigRepo {
         match self.push()? {
             PushOutcome::Pushed(oid) => Ok(PushOutcome::Pushed(oid)),
             PushOutcome::Rejected if attempt < attempts.max(1) => {
-                let delay = backoff_delay(attempt, random_u64(attempt));
+                let delay = backoff()
+                    .nth(attempt.saturating_sub(1) as usize)
+                    .unwrap_or(BACKOFF_MAX);
                 tracing::info!(
                     attempt,
                     delay_ms = delay.as_millis() as u64,
@@ -133,11 +110,12 @@ impl ConfigRepo {
         E: From<Error>,
     {
         let attempts = attempts.max(1);
+        let mut delays = backoff();
         for attempt in 1..=attempts {
             match self.push()? {
                 PushOutcome::Pushed(oid) => return Ok(oid),
                 PushOutcome::Rejected if attempt < attempts => {
-                    let delay = backoff_delay(attempt, random_u64(attempt));
+                    let delay = delays.next().unwrap_or(BACKOFF_MAX);
                     tracing::info!(
                         attempt,
                         delay_ms = delay.as_millis() as u64,
@@ -175,26 +153,16 @@ fn is_stale_rejection(reason: &str) -> bool {
     .any(|m| reason.contains(m))
 }
 
-/// The wait before retry `attempt` (1-based): `BACKOFF_MIN * 2^(attempt-1)` capped at
-/// `BACKOFF_MAX`, then scaled into `[half, full]` by `random`, so concurrent writers spread out.
-fn backoff_delay(attempt: u32, random: u64) -> Duration {
-    let exp = attempt.saturating_sub(1).min(16);
-    let full = BACKOFF_MIN.saturating_mul(1u32 << exp).min(BACKOFF_MAX);
-    let half = full / 2;
-    let span = (full - half).as_micros() as u64;
-    let jitter = if span == 0 { 0 } else { random % (span + 1) };
-    half + Duration::from_micros(jitter)
-}
-
-/// A random number from std's randomly keyed hasher: enough for jitter, no extra crate.
-fn random_u64(salt: u32) -> u64 {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(salt);
-    hasher.write_u32(std::process::id());
-    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        hasher.write_u128(now.as_nanos());
-    }
-    hasher.finish()
+/// The waits between push attempts: about [`BACKOFF_MIN`] doubling up to [`BACKOFF_MAX`], each
+/// drawn from `[half, full]` so concurrent writers spread out. backon's jitter adds up to one
+/// more base delay, so the base runs from half the first wait to half the cap. Never ends.
+fn backoff() -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::default()
+        .with_min_delay(BACKOFF_MIN / 2)
+        .with_max_delay(BACKOFF_MAX / 2)
+        .with_jitter()
+        .without_max_times()
+        .build()
 }
 
 #[cfg(test)]
@@ -203,18 +171,19 @@ mod tests {
 
     #[test]
     fn backoff_grows_is_bounded_and_jittered() {
-        for attempt in 1..=40 {
-            for random in [0, 1, 12_345, u64::MAX / 3, u64::MAX] {
-                let d = backoff_delay(attempt, random);
-                assert!(d >= BACKOFF_MIN / 2, "{attempt}: {d:?}");
-                assert!(d <= BACKOFF_MAX, "{attempt}: {d:?}");
+        for _ in 0..20 {
+            let delays: Vec<Duration> = backoff().take(40).collect();
+            assert_eq!(delays.len(), 40, "the backoff never runs out");
+            for (i, d) in delays.iter().enumerate() {
+                assert!(*d >= BACKOFF_MIN / 2, "{i}: {d:?}");
+                assert!(*d <= BACKOFF_MAX, "{i}: {d:?}");
             }
+            assert!(delays[0] <= BACKOFF_MIN, "{:?}", delays[0]);
+            assert!(delays[1] >= BACKOFF_MIN, "{:?}", delays[1]);
+            assert!(delays[30] >= BACKOFF_MAX / 2, "{:?}", delays[30]);
         }
-        assert_eq!(backoff_delay(1, 0), Duration::from_millis(25));
-        assert_eq!(backoff_delay(1, 25_000), Duration::from_millis(50));
-        assert_eq!(backoff_delay(2, 0), Duration::from_millis(50));
-        assert_eq!(backoff_delay(30, 0), Duration::from_secs(1));
-        assert_eq!(backoff_delay(0, 0), Duration::from_millis(25));
+        let first: Vec<Duration> = (0..20).map(|_| backoff().next().unwrap()).collect();
+        assert!(first.iter().any(|d| *d != first[0]), "jittered: {first:?}");
     }
 
     #[test]

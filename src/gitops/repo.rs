@@ -1,24 +1,29 @@
 //! [`ConfigRepo`]: a persistent local clone of one branch of the config repo.
 //!
 //! The work dir is sluice's own: `fetch` hard-resets it to the remote head, dropping anything
-//! local (uncommitted files, unpushed commits). Nobody else should edit it. This file owns
-//! opening/cloning, fetching and reading; committing and pushing live in `commit.rs` and
-//! `push.rs`.
+//! local (uncommitted files, unpushed commits). Nobody else should edit it. This file owns the
+//! clone: opening/cloning, fetching, reading, committing to the branch, and the tick's memory
+//! object store. It calls down into `commit.rs` (writing a commit), `worktree.rs`, `remote.rs`,
+//! `memory.rs` and `maintenance.rs`, none of which know `ConfigRepo`; pushing (`push.rs`),
+//! approval branches (`branch.rs`) and history (`history.rs`) build on it.
 
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
 use git2::{
-    AutotagOption, ErrorClass, ErrorCode, FetchOptions, FetchPrune, ObjectType, Oid, ProxyOptions,
-    Reference, RemoteCallbacks, Repository, RepositoryInitOptions, ResetType,
+    ErrorCode, ObjectType, Oid, Reference, Repository, RepositoryInitOptions, ResetType, Signature,
+    Time,
 };
 
-use super::commit::{validate_path, Signing};
-use super::credentials::{redact_url, strip_userinfo, AuthSession, Credentials};
-use super::{Error, RemoteOp, Result};
-
-/// The name of the one remote a sluice clone has.
-pub(super) const ORIGIN: &str = "origin";
+use super::change::{validate_path, CommitMessage, FileChange, Identity};
+use super::commit::{IfUnchanged, Writer};
+use super::credentials::{redact_url, strip_userinfo, Credentials};
+use super::error::{Error, RemoteOp, Result};
+use super::maintenance;
+use super::memory::Memory;
+use super::remote::{Remote, ORIGIN};
+use super::sign::Signing;
+use super::worktree;
 
 /// A local clone of one branch of the config repo, kept in a work dir across runs.
 pub struct ConfigRepo {
@@ -37,13 +42,9 @@ pub struct ConfigRepo {
     /// Files `commit_files` wrote since the index was last synced; their index entries get the
     /// files' stat data so the next checkout need not hash them again.
     pub(super) written: Vec<String>,
-    /// Inside `with_memory_objects`: the clone's own repository, while `repo` writes to memory.
-    pub(super) disk: Option<Repository>,
-    /// Inside `with_memory_objects`: the objects the memory store holds for new commits, and
-    /// about how many bytes they are.
-    pub(super) memory_objects: Vec<Oid>,
-    pub(super) memory_bytes: usize,
-    pub(super) signing: Option<Signing>,
+    /// Open inside `with_memory_objects`: `repo` then writes objects to memory.
+    memory: Memory,
+    signing: Option<Signing>,
 }
 
 impl std::fmt::Debug for ConfigRepo {
@@ -128,9 +129,7 @@ impl ConfigRepo {
             dirty: true,
             unsynced: false,
             written: Vec::new(),
-            disk: None,
-            memory_objects: Vec::new(),
-            memory_bytes: 0,
+            memory: Memory::default(),
             signing: None,
         };
         this.fetch_as(op)?;
@@ -153,31 +152,17 @@ impl ConfigRepo {
             self.reset_to(remote_head)?;
             tracing::info!(head = %remote_head, "reset work tree to remote head");
         }
-        self.repack_if_needed();
+        if !self.memory.is_open() {
+            maintenance::repack_if_needed(&mut self.repo, &self.root);
+        }
         Ok(remote_head)
     }
 
     fn fetch_remote_head(&self, op: RemoteOp) -> Result<Oid> {
-        let mut remote = self
-            .repo
-            .find_remote(ORIGIN)
-            .map_err(|e| self.git_err("find remote", &e))?;
-        let session = AuthSession::default();
-        let mut callbacks = RemoteCallbacks::new();
-        self.creds.install(&mut callbacks, &session);
-        let mut proxy = ProxyOptions::new();
-        proxy.auto();
-        let mut opts = FetchOptions::new();
-        opts.remote_callbacks(callbacks)
-            .proxy_options(proxy)
-            .download_tags(AutotagOption::None)
-            // A branch deleted on the remote must not live on as a stale tracking ref.
-            .prune(FetchPrune::On);
         let refspec = format!("+refs/heads/{b}:{}", self.tracking_ref(), b = self.branch);
-        remote
-            .fetch(&[&refspec], Some(&mut opts), Some("sluice: fetch"))
-            .map_err(|e| self.remote_err(op, &e, &session))?;
-        drop(opts);
+        // Pruned: a branch deleted on the remote must not live on as a stale tracking ref.
+        self.remote()
+            .fetch(op, &[&refspec], true, "sluice: fetch")?;
 
         match self.repo.refname_to_id(&self.tracking_ref()) {
             Ok(oid) => Ok(oid),
@@ -317,74 +302,137 @@ impl ConfigRepo {
         }
     }
 
-    /// Classifies a libgit2 failure during a network operation.
-    pub(super) fn remote_err(&self, op: RemoteOp, e: &git2::Error, session: &AuthSession) -> Error {
-        let remote = redact_url(&self.remote_url);
-        let detail = self.creds.scrub(e.message());
-        if let Some(why) = session.failure() {
-            return Error::Auth {
-                remote,
-                op,
-                detail: why,
-            };
-        }
-        match classify(e) {
-            Class::Auth => Error::Auth { remote, op, detail },
-            Class::HostKey => Error::HostKey { remote, op, detail },
-            Class::Network => Error::Network { remote, op, detail },
-            Class::Remote => Error::Remote { remote, op, detail },
+    /// The remote, for every network operation.
+    pub(super) fn remote(&self) -> Remote<'_> {
+        Remote {
+            repo: &self.repo,
+            root: &self.root,
+            url: &self.remote_url,
+            creds: &self.creds,
         }
     }
 }
 
-enum Class {
-    Auth,
-    HostKey,
-    Network,
-    Remote,
-}
-
-fn classify(e: &git2::Error) -> Class {
-    match e.code() {
-        ErrorCode::Auth => return Class::Auth,
-        ErrorCode::Certificate => return Class::HostKey,
-        ErrorCode::Timeout => return Class::Network,
-        _ => {}
+impl ConfigRepo {
+    /// Checks what `commit_files` checks of the paths before writing anything: plain
+    /// repo-relative paths, each once, none through a symlink.
+    pub fn check_changes(&self, changes: &[FileChange]) -> Result<()> {
+        worktree::check(&self.root, changes)
     }
-    let message = e.message().to_ascii_lowercase();
-    if let Some(status) = http_status(&message) {
-        return match status {
-            401 | 403 => Class::Auth,
-            408 | 429 | 500..=599 => Class::Network,
-            _ => Class::Remote,
+
+    /// Writes `changes` into the work tree and index and commits them on top of the local head
+    /// as `author` (also the committer), at `time` or now. Returns `None`, and makes no commit,
+    /// when the resulting tree equals the head's tree.
+    ///
+    /// Every path is checked before anything is written; a path through a symlink is refused.
+    #[tracing::instrument(skip_all, fields(branch = %self.branch, files = changes.len(), subject = %message.subject))]
+    pub fn commit_files(
+        &mut self,
+        changes: &[FileChange],
+        message: &CommitMessage,
+        author: &Identity,
+        time: Option<Time>,
+    ) -> Result<Option<Oid>> {
+        let rendered = message.render()?;
+        let signature = author.signature(time)?;
+        self.check_changes(changes)?;
+
+        // From here on the work tree may differ from `head` until the commit is made; a failed
+        // attempt is cleaned up by the next `fetch`.
+        self.dirty = true;
+        worktree::write(&self.root, changes)?;
+        let written =
+            self.write_commit(self.head, changes, &rendered, &signature, IfUnchanged::Skip);
+        let Some(oid) = written? else {
+            self.dirty = false;
+            tracing::debug!("no change; nothing to commit");
+            return Ok(None);
         };
+        // The branch ref and index follow once per push (`sync_branch`), not once per commit.
+        self.head = oid;
+        self.dirty = false;
+        self.unsynced = true;
+        self.written.extend(
+            changes
+                .iter()
+                .filter(|c| c.content.is_some())
+                .map(|c| c.path.clone()),
+        );
+        tracing::info!(commit = %oid, "committed");
+        Ok(Some(oid))
     }
-    // The server said no in words (git daemon: "access denied or repository not exported").
-    if [
-        "remote error",
-        "not found",
-        "not exported",
-        "not appear to be a git repository",
-        // What libgit2 says for a local path that does not exist.
-        "unsupported url protocol",
-    ]
-    .iter()
-    .any(|m| message.contains(m))
-    {
-        return Class::Remote;
-    }
-    match e.class() {
-        ErrorClass::Net | ErrorClass::Os | ErrorClass::Ssh | ErrorClass::Ssl | ErrorClass::Http => {
-            Class::Network
-        }
-        _ => Class::Remote,
-    }
-}
 
-/// The status in libgit2's "unexpected http status code: 404".
-fn http_status(message: &str) -> Option<u16> {
-    let rest = &message[message.find("status code: ")? + "status code: ".len()..];
-    rest.get(..3)?.parse().ok()
+    /// Writes a commit of `changes` on `parent` the one way every sluice commit is written
+    /// ([`Writer::commit`]: signed when a key is set), and records its objects in the memory
+    /// store when that is open. Touches no ref, index or work tree.
+    pub(super) fn write_commit(
+        &mut self,
+        parent: Oid,
+        changes: &[FileChange],
+        message: &str,
+        signature: &Signature<'_>,
+        unchanged: IfUnchanged,
+    ) -> Result<Option<Oid>> {
+        let writer = Writer {
+            repo: &self.repo,
+            root: &self.root,
+            signing: self.signing.as_ref(),
+        };
+        let Some((oid, written)) = writer.commit(parent, changes, message, signature, unchanged)?
+        else {
+            return Ok(None);
+        };
+        let accounted = self.memory.account(written, &mut self.repo, &self.root);
+        if accounted.is_err() {
+            // The head may name objects that were only in memory: the next fetch resets.
+            self.dirty = true;
+        }
+        accounted?;
+        Ok(Some(oid))
+    }
+
+    /// Points the local branch and the index at `head` after `commit_files` moved it: once per
+    /// push instead of once per commit.
+    pub(super) fn sync_branch(&mut self) -> Result<()> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        let local = self.local_ref();
+        self.repo
+            .reference(&local, self.head, true, "commit (sluice)")
+            .map_err(|e| self.git_err("advance the local branch", &e))?;
+        let written = std::mem::take(&mut self.written);
+        worktree::sync_index(&self.repo, &self.root, self.head, written)?;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Runs `work` with the objects commits write kept in memory (up to 8 MiB), then stores
+    /// the objects the new commits need in the clone as one pack (`memory.rs`).
+    /// Inside `work` only object operations are available (commit, history, reading files at
+    /// the head); refs, index and push wait until it returns. The pack is written even when
+    /// `work` fails, so the head never names a missing object.
+    pub fn with_memory_objects<T, E>(
+        &mut self,
+        work: impl FnOnce(&mut ConfigRepo) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E>
+    where
+        E: From<Error>,
+    {
+        if self.memory.is_open() {
+            return work(self);
+        }
+        self.memory.open(&mut self.repo, &self.root)?;
+        let result = work(self);
+        // Past the budget the store already closed; closing again is then a no-op.
+        let closed = self.memory.close(&mut self.repo, &self.root);
+        if closed.is_err() {
+            // The head may name objects that were only in memory: the next fetch resets.
+            self.dirty = true;
+        }
+        closed?;
+        result
+    }
 }
 
 /// Checks that an existing clone belongs to `url`; rewrites a stored URL that still carries
@@ -448,51 +496,5 @@ fn ensure_empty_dir(path: &Path) -> std::result::Result<(), String> {
             std::fs::create_dir_all(path).map_err(|e| format!("cannot create it: {e}"))
         }
         Err(e) => Err(format!("cannot read it: {e}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn http_status_is_read_from_libgit2_messages() {
-        assert_eq!(http_status("unexpected http status code: 404"), Some(404));
-        assert_eq!(http_status("unexpected http status code: 50"), None);
-        assert_eq!(http_status("connection refused"), None);
-    }
-
-    #[test]
-    fn classification_separates_transient_from_terminal() {
-        let e = git2::Error::new(
-            ErrorCode::GenericError,
-            ErrorClass::Http,
-            "unexpected http status code: 503",
-        );
-        assert!(matches!(classify(&e), Class::Network));
-        let e = git2::Error::new(
-            ErrorCode::GenericError,
-            ErrorClass::Http,
-            "unexpected http status code: 404",
-        );
-        assert!(matches!(classify(&e), Class::Remote));
-        let e = git2::Error::new(
-            ErrorCode::GenericError,
-            ErrorClass::Http,
-            "unexpected http status code: 403",
-        );
-        assert!(matches!(classify(&e), Class::Auth));
-        let e = git2::Error::new(
-            ErrorCode::GenericError,
-            ErrorClass::Net,
-            "failed to connect: Connection refused",
-        );
-        assert!(matches!(classify(&e), Class::Network));
-        let e = git2::Error::new(
-            ErrorCode::Certificate,
-            ErrorClass::Ssh,
-            "invalid or unknown remote ssh hostkey",
-        );
-        assert!(matches!(classify(&e), Class::HostKey));
     }
 }

@@ -1,0 +1,258 @@
+//! Talking to the remote. Every fetch, listing and push, for the main branch and approval
+//! branches alike, goes through [`Remote`], so each one offers the same credentials, honours
+//! the same proxy settings (`http.proxy`, `remote.origin.proxy`, `https_proxy`, as git does)
+//! and reports failures in the same words.
+//!
+//! Knows nothing of branches' meaning, work trees or commits.
+
+use std::cell::RefCell;
+use std::path::Path;
+
+use git2::{
+    AutotagOption, Direction, ErrorClass, ErrorCode, FetchOptions, FetchPrune, Oid, ProxyOptions,
+    PushOptions, RemoteCallbacks, Repository,
+};
+
+use super::credentials::{redact_url, AuthSession, Credentials};
+use super::error::{Error, RemoteOp, Result};
+
+/// The name of the one remote a sluice clone has.
+pub(super) const ORIGIN: &str = "origin";
+
+/// The remote `origin` of a clone, with the credentials to offer it.
+pub(super) struct Remote<'a> {
+    pub(super) repo: &'a Repository,
+    /// The clone, named in local errors.
+    pub(super) root: &'a Path,
+    /// The URL as stored in `.git/config` (no credentials), named in errors once redacted.
+    pub(super) url: &'a str,
+    pub(super) creds: &'a Credentials,
+}
+
+/// What the server did with a push.
+pub(super) enum Pushed {
+    /// The server answered for each ref: `(refname, None)` when updated, `Some(reason)` when
+    /// refused (reason scrubbed of credentials).
+    Answered(Vec<(String, Option<String>)>),
+    /// libgit2 saw before sending that the remote ref is not an ancestor of ours (reason
+    /// scrubbed of credentials).
+    NotFastForward(String),
+}
+
+impl Remote<'_> {
+    /// Fetches `refspecs`, with tags left alone and, with `prune`, tracking refs of branches
+    /// gone from the remote removed.
+    pub(super) fn fetch(
+        &self,
+        op: RemoteOp,
+        refspecs: &[&str],
+        prune: bool,
+        reflog: &str,
+    ) -> Result<()> {
+        let mut remote = self.find()?;
+        let session = AuthSession::default();
+        let mut opts = FetchOptions::new();
+        opts.remote_callbacks(self.callbacks(&session))
+            .proxy_options(proxy())
+            .download_tags(AutotagOption::None)
+            .prune(if prune {
+                FetchPrune::On
+            } else {
+                FetchPrune::Unspecified
+            });
+        remote
+            .fetch(refspecs, Some(&mut opts), Some(reflog))
+            .map_err(|e| self.error(op, &e, &session))
+    }
+
+    /// The remote's refs and what they point at (`git ls-remote`).
+    pub(super) fn list(&self) -> Result<Vec<(String, Oid)>> {
+        let mut remote = self.find()?;
+        let session = AuthSession::default();
+        let connection = remote
+            .connect_auth(
+                Direction::Fetch,
+                Some(self.callbacks(&session)),
+                Some(proxy()),
+            )
+            .map_err(|e| self.error(RemoteOp::Fetch, &e, &session))?;
+        let heads = connection
+            .list()
+            .map_err(|e| self.error(RemoteOp::Fetch, &e, &session))?;
+        Ok(heads
+            .iter()
+            .map(|h| (h.name().to_string(), h.oid()))
+            .collect())
+    }
+
+    /// Pushes `refspecs` and collects the server's answer for each ref.
+    pub(super) fn push(&self, refspecs: &[&str]) -> Result<Pushed> {
+        let mut remote = self.find()?;
+        let session = AuthSession::default();
+        let statuses: RefCell<Vec<(String, Option<String>)>> = RefCell::new(Vec::new());
+        let mut callbacks = self.callbacks(&session);
+        callbacks.push_update_reference(|name, status| {
+            statuses
+                .borrow_mut()
+                .push((name.to_string(), status.map(|s| self.creds.scrub(s))));
+            Ok(())
+        });
+        let mut opts = PushOptions::new();
+        // 0: one delta-search thread per core (many commits of a tick make a big pack).
+        opts.remote_callbacks(callbacks)
+            .proxy_options(proxy())
+            .packbuilder_parallelism(0);
+        match remote.push(refspecs, Some(&mut opts)) {
+            Ok(()) => {}
+            Err(e) if e.code() == ErrorCode::NotFastForward => {
+                return Ok(Pushed::NotFastForward(self.creds.scrub(e.message())))
+            }
+            Err(e) => return Err(self.error(RemoteOp::Push, &e, &session)),
+        }
+        drop(opts);
+        Ok(Pushed::Answered(statuses.into_inner()))
+    }
+
+    /// The URL for errors and logs.
+    pub(super) fn redacted(&self) -> String {
+        redact_url(self.url)
+    }
+
+    fn find(&self) -> Result<git2::Remote<'_>> {
+        self.repo.find_remote(ORIGIN).map_err(|e| Error::Git {
+            path: self.root.to_path_buf(),
+            op: "find remote",
+            detail: self.creds.scrub(e.message()),
+        })
+    }
+
+    fn callbacks<'s>(&'s self, session: &'s AuthSession) -> RemoteCallbacks<'s> {
+        let mut callbacks = RemoteCallbacks::new();
+        self.creds.install(&mut callbacks, session);
+        callbacks
+    }
+
+    /// Classifies a libgit2 failure during a network operation.
+    pub(super) fn error(&self, op: RemoteOp, e: &git2::Error, session: &AuthSession) -> Error {
+        let remote = self.redacted();
+        let detail = self.creds.scrub(e.message());
+        if let Some(why) = session.failure() {
+            return Error::Auth {
+                remote,
+                op,
+                detail: why,
+            };
+        }
+        match classify(e) {
+            Class::Auth => Error::Auth { remote, op, detail },
+            Class::HostKey => Error::HostKey { remote, op, detail },
+            Class::Network => Error::Network { remote, op, detail },
+            Class::Remote => Error::Remote { remote, op, detail },
+        }
+    }
+}
+
+/// The proxy git would use: `remote.origin.proxy`, `http.proxy`, then the `http(s)_proxy`
+/// variables (with `no_proxy`). libgit2 goes through a proxy for https remotes only (a
+/// `CONNECT` tunnel).
+fn proxy() -> ProxyOptions<'static> {
+    let mut proxy = ProxyOptions::new();
+    proxy.auto();
+    proxy
+}
+
+enum Class {
+    Auth,
+    HostKey,
+    Network,
+    Remote,
+}
+
+fn classify(e: &git2::Error) -> Class {
+    match e.code() {
+        ErrorCode::Auth => return Class::Auth,
+        ErrorCode::Certificate => return Class::HostKey,
+        ErrorCode::Timeout => return Class::Network,
+        _ => {}
+    }
+    let message = e.message().to_ascii_lowercase();
+    if let Some(status) = http_status(&message) {
+        return match status {
+            401 | 403 => Class::Auth,
+            408 | 429 | 500..=599 => Class::Network,
+            _ => Class::Remote,
+        };
+    }
+    // The server said no in words (git daemon: "access denied or repository not exported").
+    if [
+        "remote error",
+        "not found",
+        "not exported",
+        "not appear to be a git repository",
+        // What libgit2 says for a local path that does not exist.
+        "unsupported url protocol",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+    {
+        return Class::Remote;
+    }
+    match e.class() {
+        ErrorClass::Net | ErrorClass::Os | ErrorClass::Ssh | ErrorClass::Ssl | ErrorClass::Http => {
+            Class::Network
+        }
+        _ => Class::Remote,
+    }
+}
+
+/// The status in libgit2's "unexpected http status code: 404".
+fn http_status(message: &str) -> Option<u16> {
+    let rest = &message[message.find("status code: ")? + "status code: ".len()..];
+    rest.get(..3)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_status_is_read_from_libgit2_messages() {
+        assert_eq!(http_status("unexpected http status code: 404"), Some(404));
+        assert_eq!(http_status("unexpected http status code: 50"), None);
+        assert_eq!(http_status("connection refused"), None);
+    }
+
+    #[test]
+    fn classification_separates_transient_from_terminal() {
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Http,
+            "unexpected http status code: 503",
+        );
+        assert!(matches!(classify(&e), Class::Network));
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Http,
+            "unexpected http status code: 404",
+        );
+        assert!(matches!(classify(&e), Class::Remote));
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Http,
+            "unexpected http status code: 403",
+        );
+        assert!(matches!(classify(&e), Class::Auth));
+        let e = git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Net,
+            "failed to connect: Connection refused",
+        );
+        assert!(matches!(classify(&e), Class::Network));
+        let e = git2::Error::new(
+            ErrorCode::Certificate,
+            ErrorClass::Ssh,
+            "invalid or unknown remote ssh hostkey",
+        );
+        assert!(matches!(classify(&e), Class::HostKey));
+    }
+}
