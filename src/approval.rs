@@ -22,8 +22,8 @@ use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::model::Canary;
 use crate::spec::settings::{ForgeSettings, OnClose};
-use crate::spec::snapshot::Snapshot;
 use crate::workload;
+use crate::yaml::snapshot::Snapshot;
 
 /// Why an approval branch or pull request could not be kept in line; logged, never fatal.
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,9 @@
 //!
 //! 1. [`tick`] (`src/tick.rs`): fetches, then calls each step below in turn; a rejected
 //!    push loops back to the fetch (never a force push). Nothing it calls calls back into it.
-//! 2. [`spec::load`] (`src/spec/load.rs`): the repo's YAML becomes validated
-//!    [`spec::model::Canary`] values; a bad spec is an error with file, line and field.
+//! 2. [`spec::load`] (`src/spec/load.rs`): the tick's one snapshot of the repo's YAML becomes
+//!    validated [`spec::model::Canary`] values; a bad spec is an error with file, line and
+//!    field.
 //! 3. [`observe`] (`src/observe.rs`): metric queries, webhook answers and GitOps sync state,
 //!    only what [`core::decide::wants`] asks for, gathered concurrently into plain data.
 //! 4. [`core::decide`] (`src/core/decide.rs`): the pure decision. No IO, no clock; a
@@ -35,7 +36,8 @@
 //! | [`tick`] | one pass of the loop, steps in order | be called by anything below it |
 //! | [`runtime`] | what is built once at start: the tokio runtime, the environment snapshot, tokens, the kube client, the settings cache | decide anything |
 //! | [`core`] | the pure crate: model, schedules, `decide`, `plan`, manual-operation rules, status | touch git, HTTP, files, YAML or the clock |
-//! | [`spec`] | YAML to the core's model, repo settings; errors as `file:line: field: message` | do IO beyond reading the work tree |
+//! | [`yaml`] | the leaf every reader shares: one walk and parse of the repo per tick (the snapshot), line-marked trees, field readers, `file:line: field: message` errors | know about canaries |
+//! | [`spec`] | the snapshot's YAML to the core's model; repo settings | do IO |
 //! | [`route`] | one router per provider: its `service` fields, its template, its objects | know about other providers |
 //! | [`workload`] | primary/canary workloads and Services from the user's manifests | edit a file a human wrote |
 //! | [`render`] | a decision to files and a commit message | commit |
@@ -46,7 +48,12 @@
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests | know about canaries |
-//! | [`server`], [`http`] | `/metrics`, probes, the git webhook; shared HTTP client settings | decide |
+//! | [`server`], [`http`] | `/metrics`, probes, the git webhook; pooled HTTP clients | decide |
+//! | [`kube`] | builds the Kubernetes client | read or judge objects |
+//! | [`remote_url`] | URL parsing and redaction for git remotes and forges | log a secret |
+//!
+//! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
+//! back, and `e2e/it/core_purity.rs` when the core can reach an adapter crate.
 #![forbid(unsafe_code)]
 
 /// The pure core (its own crate, `src/core/`): model, schedules, `decide`, `plan`, operations.
@@ -71,3 +78,4 @@ pub mod server;
 pub mod spec;
 pub mod tick;
 pub mod workload;
+pub mod yaml;

@@ -23,7 +23,7 @@ use crate::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL};
 use crate::runtime::Runtime;
 use crate::spec::model::{Canary, MetricQuery, WebhookKind};
 use crate::spec::settings::Settings;
-use crate::spec::snapshot::Snapshot;
+use crate::yaml::snapshot::Snapshot;
 
 /// One canary to observe.
 pub struct Request<'a> {

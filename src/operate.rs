@@ -17,8 +17,8 @@ use crate::gitops::{ConfigRepo, Identity, PushOutcome};
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::settings::ForgeSettings;
-use crate::spec::snapshot::Snapshot;
 use crate::workload;
+use crate::yaml::snapshot::Snapshot;
 
 /// A manual operation on one canary, by a named operator.
 pub struct Manual<'a> {

@@ -21,8 +21,8 @@ use tracing::warn;
 use crate::forge::{ForgeClient, ForgeToken};
 use crate::http::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
-use crate::spec::error::SpecError;
 use crate::spec::settings::Settings;
+use crate::yaml::error::SpecError;
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.

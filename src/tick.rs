@@ -29,11 +29,11 @@ use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome
 use crate::observe::{External, Observer, Request};
 use crate::render::{self, message, status_file, RenderError};
 use crate::runtime::Runtime;
-use crate::spec::error::SpecError;
 use crate::spec::model::Canary;
 use crate::spec::settings::{CommitMode, Settings, SETTINGS_PATH};
-use crate::spec::snapshot::Snapshot;
 use crate::workload;
+use crate::yaml::error::SpecError;
+use crate::yaml::snapshot::Snapshot;
 
 /// What a tick needs besides the repo.
 pub struct Context<'a> {

@@ -13,6 +13,7 @@ mod lease;
 mod loop_git;
 mod managed;
 mod metrics;
+mod module_graph;
 mod notify;
 mod operate;
 mod per_tick;

@@ -8,8 +8,8 @@ use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::spec::load::load;
 use sluice::spec::model::MetricQuery;
 use sluice::spec::settings::Settings;
-use sluice::spec::snapshot::{read_bounded, Snapshot};
 use sluice::workload::{self, Index};
+use sluice::yaml::snapshot::{read_bounded, Snapshot};
 
 use crate::workload::{CONFIGS, DEPLOYMENT};
 

@@ -472,7 +472,7 @@ fn two_canaries_cannot_share_an_output_folder() {
     let b = a.replace("name: podinfo", "name: other");
     std::fs::write(dir.path().join("a.yaml"), a).unwrap();
     std::fs::write(dir.path().join("b.yaml"), b).unwrap();
-    let snapshot = sluice::spec::snapshot::Snapshot::read(dir.path());
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(dir.path());
     let loaded = sluice::spec::load::load(&snapshot, &Settings::default());
     assert_eq!(loaded.canaries.len(), 1);
     assert!(

@@ -11,8 +11,8 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::{External, Observer, Request};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
-use sluice::spec::snapshot::Snapshot;
 use sluice::tick::{tick, Context};
+use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 

@@ -7,8 +7,8 @@ use sluice::core::observe::Observations;
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
-use sluice::spec::snapshot::Snapshot;
 use sluice::workload::{self, Index};
+use sluice::yaml::snapshot::Snapshot;
 
 pub const DEPLOYMENT: &str = "apiVersion: apps/v1
 kind: Deployment

@@ -15,8 +15,8 @@ use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observe::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
-use crate::spec::reader::parse_duration;
 use crate::tick::{tick, Context, TickReport};
+use crate::yaml::reader::parse_duration;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

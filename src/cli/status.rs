@@ -7,7 +7,7 @@ use crate::cli::Output;
 use crate::render::status_file;
 use crate::spec::load::{load, load_settings};
 use crate::spec::settings::SETTINGS_PATH;
-use crate::spec::snapshot::Snapshot;
+use crate::yaml::snapshot::Snapshot;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::spec::load::{find_settings, load_settings, Loaded};
 use crate::spec::settings::Settings;
-use crate::spec::snapshot::Snapshot;
+use crate::yaml::snapshot::Snapshot;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::metrics::query_render::check;
-use crate::spec::error::SpecError;
 use crate::spec::model::Name;
-use crate::spec::node::{parse_documents, Node, Value};
-use crate::spec::reader::{join, Reader};
-use crate::spec::snapshot::{Contents, Snapshot};
+use crate::yaml::error::SpecError;
+use crate::yaml::node::{parse_documents, Node, Value};
+use crate::yaml::reader::{join, Reader};
+use crate::yaml::snapshot::{Contents, Snapshot};
 
 /// A valid MetricTemplate of provider type `prometheus`.
 #[derive(Debug, Clone, PartialEq)]

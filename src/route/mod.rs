@@ -28,11 +28,13 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use crate::spec::model::Canary;
-use crate::spec::node::Node;
-use crate::spec::reader::Reader;
+use crate::yaml::node::Node;
+use crate::yaml::reader::Reader;
 
 pub use registry::{parse_provider, route_objects, Provider, Route};
+
+/// A validated canary whose route is one of these routers (`spec::model` names it too).
+pub type Canary = crate::core::model::Canary<Route>;
 
 /// One route provider. Implemented by a unit struct in the provider's module; the registry
 /// (`registry.rs`) lists each router once and dispatches on [`Provider`] and [`Route`], whose

@@ -5,12 +5,12 @@
 //! listing what is known, never a silent fallback (Flagger's factory falls back to Istio on a
 //! typo).
 
+use crate::route::Canary;
 use crate::route::{
     gateway_api, smi, AbInput, Backends, FlaggerInput, RouteError, Router, Weights,
 };
-use crate::spec::model::Canary;
-use crate::spec::node::Node;
-use crate::spec::reader::{join, Reader};
+use crate::yaml::node::Node;
+use crate::yaml::reader::{join, Reader};
 
 /// Expands the router list into the two enums and one function per operation, so adding a
 /// router is one line and every operation dispatches to it. (A macro rather than hand-written
@@ -274,7 +274,7 @@ mod tests {
 
     /// Reads `yaml` as the `spec.route` mapping of `c.yaml`.
     fn native(yaml: &str) -> (Option<Route>, Vec<String>) {
-        let docs = crate::spec::node::parse_documents(yaml).expect("test YAML parses");
+        let docs = crate::yaml::node::parse_documents(yaml).expect("test YAML parses");
         let mut r = Reader::new("c.yaml");
         let route = Route::read_native(&mut r, &docs[0].root);
         (route, r.errors.iter().map(ToString::to_string).collect())

@@ -19,13 +19,14 @@
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::core::model::Strategy;
+use crate::route::Canary;
 use crate::route::{
     header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError, Router,
     Weights,
 };
-use crate::spec::model::{Canary, Strategy};
-use crate::spec::node::Node;
-use crate::spec::reader::Reader;
+use crate::yaml::node::Node;
+use crate::yaml::reader::Reader;
 
 /// The SMI router.
 pub struct Smi;

@@ -13,8 +13,8 @@ use crate::spec::model::{
     Analysis, Approvals, BuiltinMetric, Format, MetricQuery, MetricSpec, Name, Strategy,
     ThresholdRange, WebhookKind, WebhookSpec,
 };
-use crate::spec::node::{Node, Value};
-use crate::spec::reader::{index, join, Reader};
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
 
 /// A confirm-* webhook URL that asks for a git approval (pull request or `sluice approve`)
 /// instead of an HTTP call.

@@ -8,10 +8,10 @@ use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
     Analysis, Canary, CanaryId, Format, Name, PortRef, RepoPath, ServiceSpec, Strategy, Target,
 };
-use crate::spec::node::{Node, Value};
-use crate::spec::reader::{index, join, Reader};
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
 
 const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
 const METADATA_KEYS: &[&str] = &[

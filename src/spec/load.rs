@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::spec::canary::{read_flagger, read_native};
-use crate::spec::error::SpecError;
 use crate::spec::model::{Canary, CanaryId};
-use crate::spec::node::{parse_documents, Node, Value};
-use crate::spec::reader::Reader;
 use crate::spec::settings::{parse_settings, Settings, SETTINGS_PATH};
-use crate::spec::snapshot::{read_bounded, Contents, Snapshot};
+use crate::yaml::error::SpecError;
+use crate::yaml::node::{parse_documents, Node, Value};
+use crate::yaml::reader::Reader;
+use crate::yaml::snapshot::{read_bounded, Contents, Snapshot};
 
 /// Canaries that loaded, and every problem found.
 #[derive(Debug, Default)]

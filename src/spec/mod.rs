@@ -1,17 +1,14 @@
-//! Input formats: YAML files in the config repo -> validated [`model::Canary`] values.
+//! Input formats: the config repo's YAML -> validated [`model::Canary`] values and repo
+//! settings.
 //!
-//! A tick reads the repo once into a `snapshot` (one walk, one read and one YAML parse per
-//! file, objects indexed by kind and name). Each document is a line-marked tree (`node`),
-//! walked by `reader` helpers that collect every problem, and turned into domain types that
-//! cannot hold a bad state (`load` finds the canaries).
+//! A tick reads the repo once into a [`crate::yaml::snapshot::Snapshot`] (one walk, one read
+//! and one YAML parse per file, objects indexed by kind and name); `load` finds the canaries in
+//! it and turns each into domain types that cannot hold a bad state. The route part of a canary
+//! is read by its router (`crate::route`); every problem is a `file:line: field: message`.
 
 pub mod analysis;
 pub mod canary;
-pub mod error;
 pub mod load;
 pub mod model;
-pub mod node;
-pub mod reader;
 pub mod settings;
-pub mod snapshot;
 pub mod sync;

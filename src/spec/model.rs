@@ -3,7 +3,6 @@
 //! (the [`Route`] enum, one variant per router); this module only names the pair.
 
 pub use crate::core::model::*;
-pub use crate::route::Route;
-
 /// A validated canary whose route is one of sluice's routers.
-pub type Canary = crate::core::model::Canary<crate::route::Route>;
+pub use crate::route::Canary;
+pub use crate::route::Route;

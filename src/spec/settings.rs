@@ -4,11 +4,11 @@
 //! here; every block is validated with the same file:line:field errors as canaries.
 
 use crate::route::{parse_provider, Provider};
-use crate::spec::error::SpecError;
 use crate::spec::model::{RepoPath, SyncTarget};
-use crate::spec::node::{parse_documents, Node};
-use crate::spec::reader::{join, Reader};
 use crate::spec::sync::read_sync_target;
+use crate::yaml::error::SpecError;
+use crate::yaml::node::{parse_documents, Node};
+use crate::yaml::reader::{join, Reader};
 
 /// Where the settings live, relative to the repo root.
 pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
@@ -120,7 +120,7 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         );
     }
     let root = &doc.root;
-    if root.value == crate::spec::node::Value::Null {
+    if root.value == crate::yaml::node::Value::Null {
         return Ok(settings);
     }
     if r.map(root, "", KEYS).is_some() {
@@ -344,7 +344,7 @@ fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
             }
         });
     let api_url = match n.get("apiUrl") {
-        Some(v) if v.value != crate::spec::node::Value::Null => r
+        Some(v) if v.value != crate::yaml::node::Value::Null => r
             .string(v, "forge.apiUrl")
             .and_then(|text| match check_api_url(&text) {
                 Ok(()) => Some(text),

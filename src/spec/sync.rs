@@ -10,8 +10,8 @@
 //! namespace. Pure: no IO, every problem reported through the [`Reader`].
 
 use crate::spec::model::{Name, SyncTarget};
-use crate::spec::node::Node;
-use crate::spec::reader::{join, Reader};
+use crate::yaml::node::Node;
+use crate::yaml::reader::{join, Reader};
 
 const ENGINES: &[&str] = &["flux", "argocd"];
 
@@ -104,7 +104,7 @@ fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::node::parse_documents;
+    use crate::yaml::node::parse_documents;
 
     fn read(text: &str) -> (Option<SyncTarget>, Vec<String>) {
         let docs = parse_documents(text).unwrap();

@@ -11,8 +11,8 @@ use std::path::Path;
 use yaml_rust2::Yaml;
 
 use crate::spec::model::{Canary, Target};
-use crate::spec::snapshot::{Contents, Object, ReadError, Snapshot};
 use crate::workload::WorkloadError;
+use crate::yaml::snapshot::{Contents, Object, ReadError, Snapshot};
 
 /// One Kubernetes document found in the repo.
 #[derive(Debug, Clone)]

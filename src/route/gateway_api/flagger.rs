@@ -38,8 +38,8 @@ use crate::route::gateway_api::config::{
     Cors, GatewayDuration, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch,
     PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
-use crate::spec::node::{Node, Value};
-use crate::spec::reader::{index, join, Reader};
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
 
 /// HTTPRoute limits from the CRD (`maxItems`, `maxLength`).
 const MAX_MATCHES_PER_RULE: usize = 64;
@@ -1053,7 +1053,7 @@ fn regex_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::node::parse_documents;
+    use crate::yaml::node::parse_documents;
     use serde_json::json;
 
     /// Reads `yaml` as the `spec.service` mapping of `c.yaml`.

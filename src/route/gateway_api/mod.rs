@@ -19,10 +19,11 @@ pub use config::{
     ParentRef, PathMatch, PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
 
+use crate::core::model::Name;
+use crate::route::Canary;
 use crate::route::{AbInput, Backends, FlaggerInput, RouteError, Router, Weights};
-use crate::spec::model::{Canary, Name};
-use crate::spec::node::Node;
-use crate::spec::reader::{index, join, Reader};
+use crate::yaml::node::Node;
+use crate::yaml::reader::{index, join, Reader};
 
 /// The Gateway API router.
 pub struct GatewayApi;

@@ -35,12 +35,13 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::core::model::{Format, Strategy};
 use crate::route::gateway_api::config::{
     Config, Cors, HeaderModifier, HttpMatch, ParentRef, PathRewrite, RequestMirror, RuleSpec,
     Timeouts,
 };
+use crate::route::Canary;
 use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
-use crate::spec::model::{Canary, Format, Strategy};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/httproute.yaml.j2");

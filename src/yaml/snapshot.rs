@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use yaml_rust2::Yaml;
 
-use crate::spec::node::{parse_with_yaml, Node, ParseError};
+use crate::yaml::node::{parse_with_yaml, Node, ParseError};
 
 /// Largest file read (a config repo's YAML is small; this bounds memory on bad input).
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::spec::error::SpecError;
-use crate::spec::node::{Node, Value};
+use crate::yaml::error::SpecError;
+use crate::yaml::node::{Node, Value};
 
 /// Collects problems for one file.
 pub struct Reader {

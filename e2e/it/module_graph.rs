@@ -1,0 +1,246 @@
+//! Data flows one way (cli -> tick -> load, observe, decide, render, gitops): no module of the
+//! `sluice` crate may use one that uses it back. Checked on the source text, at two levels:
+//! the top-level modules (`crate::tick`, `crate::spec`, ...) and the files inside each of them
+//! (`gitops/commit.rs` and `gitops/repo.rs` may not use each other).
+//!
+//! A reference is any `crate::a::b` or `super::b` path outside comments, so a `use` and a
+//! fully qualified call count the same.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `src/`, except the core crate (its own crate, checked by the
+/// compiler: it cannot name the adapters at all).
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("src/ is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "core") {
+                continue;
+            }
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module path of a file: `src/gitops/commit.rs` -> `["gitops", "commit"]`,
+/// `src/render/mod.rs` -> `["render"]`, `src/lib.rs` -> `[]`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src/");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// Code without `//` comments (doc comments name other modules in prose) and string literals.
+fn code(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let line = match line.find("//") {
+            Some(i) if !line[..i].contains('"') => &line[..i],
+            _ => line,
+        };
+        let mut in_string = false;
+        let mut prev = ' ';
+        for c in line.chars() {
+            if c == '"' && prev != '\\' {
+                in_string = !in_string;
+            } else if !in_string {
+                out.push(c);
+            }
+            prev = c;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The paths a file refers to: `crate::a::b::c` and `super::x`, as module paths (the items at
+/// their ends are trimmed later against the modules that exist).
+fn references(module: &[String], is_mod_file: bool, text: &str) -> Vec<Vec<String>> {
+    let text = code(text);
+    let mut refs = Vec::new();
+    let ident = |s: &str| -> Vec<String> {
+        s.split("::")
+            .map(|p| {
+                p.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .take_while(|p| !p.is_empty())
+            .collect()
+    };
+    for (i, _) in text.match_indices("crate::") {
+        if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        refs.push(ident(&text[i + "crate::".len()..]));
+    }
+    for (i, _) in text.match_indices("super::") {
+        if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        // `super` of a file module is its parent; of a `mod.rs`, the parent's parent.
+        let up = if is_mod_file { 1 } else { 0 };
+        let mut base: Vec<String> = module.to_vec();
+        base.pop();
+        for _ in 0..up {
+            base.pop();
+        }
+        base.extend(ident(&text[i + "super::".len()..]));
+        refs.push(base);
+    }
+    refs
+}
+
+/// Strongly connected components with more than one node (Tarjan).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        next: usize,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        s.index.insert(v, s.next);
+        s.low.insert(v, s.next);
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in s.graph.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.push(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v.as_str()) {
+            visit(&mut s, v);
+        }
+    }
+    s.found
+}
+
+/// (top-level module graph, file graph), each `module path -> module paths it refers to`.
+fn graphs(
+    src: &Path,
+) -> (
+    BTreeMap<String, BTreeSet<String>>,
+    BTreeMap<String, BTreeSet<String>>,
+) {
+    let mut files = Vec::new();
+    source_files(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut top = BTreeMap::<String, BTreeSet<String>>::new();
+    let mut by_file = BTreeMap::<String, BTreeSet<String>>::new();
+    for file in &files {
+        let module = module_of(src, file);
+        if module.is_empty() {
+            continue; // lib.rs and main.rs only declare and dispatch
+        }
+        let is_mod_file = file.file_name().is_some_and(|n| n == "mod.rs");
+        let text = std::fs::read_to_string(file).expect("a source file is readable");
+        let from = module.join("::");
+        for mut target in references(&module, is_mod_file, &text) {
+            // Trim items (types, functions) off the end until a module remains.
+            while !target.is_empty() && !modules.contains(&target) {
+                target.pop();
+            }
+            if target.is_empty() || target == module {
+                continue;
+            }
+            // A module's own children and its parent are one unit: `mod.rs` declares them.
+            if target.starts_with(&module) || module.starts_with(&target) {
+                continue;
+            }
+            if target[0] != module[0] {
+                top.entry(module[0].clone())
+                    .or_default()
+                    .insert(target[0].clone());
+            } else {
+                by_file
+                    .entry(from.clone())
+                    .or_default()
+                    .insert(target.join("::"));
+            }
+        }
+    }
+    (top, by_file)
+}
+
+#[test]
+fn no_module_uses_one_that_uses_it_back() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (top, files) = graphs(&src);
+    assert!(top.contains_key("tick"), "the graph was read: {top:?}");
+    assert_eq!(
+        cycles(&files),
+        Vec::<Vec<String>>::new(),
+        "files of one module that use each other"
+    );
+    assert_eq!(
+        cycles(&top),
+        Vec::<Vec<String>>::new(),
+        "top-level modules that use each other (make one of them a leaf, or move the shared part down)"
+    );
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(str::to_string).collect()))
+    .collect();
+    assert_eq!(cycles(&graph), vec![vec!["a", "b", "c"]]);
+}
