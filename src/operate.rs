@@ -18,7 +18,7 @@ use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::settings::ForgeSettings;
 use crate::workload;
-use crate::yaml::snapshot::Snapshot;
+use crate::yaml::snapshot::{read_bounded, Snapshot};
 
 /// A manual operation on one canary, by a named operator.
 pub struct Manual<'a> {
@@ -83,7 +83,7 @@ fn apply(
     now: Timestamp,
 ) -> Result<Applied, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
-    let (settings, _) = crate::spec::load::settings_in(&root);
+    let (settings, _) = crate::spec::load::settings_in(&root, read_bounded);
     let snapshot = Snapshot::read(&root);
     let loaded = crate::spec::load::load(&snapshot, &settings);
     let canary = loaded
@@ -93,9 +93,11 @@ fn apply(
         .ok_or_else(|| OperateError::NotFound(manual.canary.to_string()))?;
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
     let index = workload::Index::new(&snapshot, &outputs);
-    let status = status_file::read(&root, &canary.id).map_err(|message| OperateError::Status {
-        path: status_file::path_for(&canary.id),
-        message,
+    let status = status_file::read(&root, &canary.id, read_bounded).map_err(|message| {
+        OperateError::Status {
+            path: status_file::path_for(&canary.id),
+            message,
+        }
     })?;
     let decision =
         crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;

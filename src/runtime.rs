@@ -9,11 +9,13 @@
 //!   credentials), one for the forge (with its token), each read and checked once.
 //! - One lazily built kube client, shared by sync, readiness and the lease.
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
+//! - The one function a tick reads work-tree files with (tests count reads through it).
 //!
 //! It holds no per-canary state and makes no decision.
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::Path;
 use std::sync::Mutex;
 
 use tracing::warn;
@@ -23,6 +25,7 @@ use crate::http::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
+use crate::yaml::snapshot::{read_bounded, ReadError};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.
@@ -38,7 +41,11 @@ pub struct Runtime {
     forge: Result<ForgeClient, String>,
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
     settings: Mutex<Option<CachedSettings>>,
+    reader: Box<FileReader>,
 }
+
+/// Reads a work-tree file as text (bounded, UTF-8).
+pub type FileReader = dyn Fn(&Path) -> Result<String, ReadError> + Send + Sync;
 
 /// Settings parsed from one version of `.sluice/config.yaml`.
 #[derive(Clone)]
@@ -80,7 +87,23 @@ impl Runtime {
             forge,
             kube: tokio::sync::OnceCell::new(),
             settings: Mutex::new(None),
+            reader: Box::new(read_bounded),
         })
+    }
+
+    /// This context with every work-tree file a tick reads going through `reader` (tests count
+    /// reads with it).
+    pub fn with_reader(
+        mut self,
+        reader: impl Fn(&Path) -> Result<String, ReadError> + Send + Sync + 'static,
+    ) -> Runtime {
+        self.reader = Box::new(reader);
+        self
+    }
+
+    /// Reads a work-tree file: the tick's only way to read the repo's files.
+    pub fn read_file(&self, path: &Path) -> Result<String, ReadError> {
+        (self.reader)(path)
     }
 
     /// Runs a future to completion on the shared runtime (from a thread that is not one of its

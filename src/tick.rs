@@ -168,7 +168,9 @@ fn settings(repo: &ConfigRepo, runtime: &Runtime) -> (Settings, Vec<SpecError>) 
             Some(format!("unreadable {}", repo.head()))
         }
     };
-    runtime.settings(source, || crate::spec::load::settings_in(repo.root()))
+    runtime.settings(source, || {
+        crate::spec::load::settings_in(repo.root(), |p| runtime.read_file(p))
+    })
 }
 
 /// Loads and decides every canary on the current head, committing each decision.
@@ -184,7 +186,7 @@ fn decide_and_commit(
         email: settings.author_email.clone(),
     });
     // The one read of the repo this attempt makes: specs, templates and sources come from it.
-    let snapshot = Snapshot::read(&root);
+    let snapshot = Snapshot::read_with(&root, |p| ctx.runtime.read_file(p));
     let loaded = crate::spec::load::load(&snapshot, &settings);
     spec_errors.extend(loaded.errors);
     for e in &spec_errors {
@@ -199,7 +201,7 @@ fn decide_and_commit(
     // Read every canary's status and revision, observe them together, then decide each.
     let mut prepared = Vec::new();
     for canary in &loaded.canaries {
-        match prepare(&root, canary, &index) {
+        match prepare(&root, canary, &index, ctx.runtime) {
             Ok(p) => prepared.push(p),
             Err(e) => report.outcomes.push(failed(canary, &e)),
         }
@@ -369,11 +371,14 @@ fn prepare<'a>(
     root: &Path,
     canary: &'a Canary,
     index: &workload::Index,
+    runtime: &Runtime,
 ) -> Result<Prepared<'a>, CanaryError> {
-    let status = status_file::read(root, &canary.id).map_err(|message| CanaryError::Status {
-        path: status_file::path_for(&canary.id),
-        message,
-    })?;
+    let read = |p: &Path| runtime.read_file(p);
+    let status =
+        status_file::read(root, &canary.id, read).map_err(|message| CanaryError::Status {
+            path: status_file::path_for(&canary.id),
+            message,
+        })?;
     let revision = workload::revision(root, canary, index)?;
     Ok(Prepared {
         canary,

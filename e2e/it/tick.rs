@@ -92,3 +92,86 @@ fn a_rejected_push_announces_each_decision_once() {
     assert_eq!(subjects.len(), 3, "{subjects:?}");
     assert_eq!(subjects[1], "docs: a human pushes first", "{subjects:?}");
 }
+
+/// Counts the reads of each work-tree file through the runtime context's reader.
+fn counting_runtime() -> (
+    sluice::runtime::Runtime,
+    std::sync::Arc<Mutex<std::collections::BTreeMap<std::path::PathBuf, usize>>>,
+) {
+    let reads = std::sync::Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+    let counted = std::sync::Arc::clone(&reads);
+    let runtime = sluice::runtime::Runtime::from_env()
+        .unwrap()
+        .with_reader(move |path: &Path| {
+            *counted
+                .lock()
+                .unwrap()
+                .entry(path.to_path_buf())
+                .or_insert(0) += 1;
+            sluice::yaml::snapshot::read_bounded(path)
+        });
+    (runtime, reads)
+}
+
+#[test]
+fn a_tick_reads_each_repo_file_once_and_unchanged_settings_not_at_all() {
+    use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nsettle: 0s\n";
+    let template = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {name: latency, namespace: prod}\nspec:\n  provider: {type: prometheus, address: 'http://127.0.0.1:9'}\n  query: histogram_quantile(0.99, rate(x[1m]))\n";
+    let bare = seeded_remote(
+        tmp.path(),
+        &[
+            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+            ("apps/podinfo/configs.yaml", CONFIGS),
+            ("apps/podinfo/canary.yaml", FLAGGER_CANARY),
+            ("apps/templates.yaml", template),
+            (".sluice/config.yaml", settings),
+        ],
+    );
+    let url = bare.display().to_string();
+    let work = tmp.path().join("w");
+    let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
+    let (runtime, reads) = counting_runtime();
+    let observer = sluice::observe::Offline;
+    let ctx = Context {
+        observer: &observer,
+        author: None,
+        push_attempts: 5,
+        runtime: &runtime,
+    };
+    let now = Timestamp::now();
+    // The first tick writes the output folder and the status file.
+    let first = tick(&mut repo, &ctx, now).unwrap();
+    assert_eq!(first.commits, 1, "{first:?}");
+    reads.lock().unwrap().clear();
+
+    let second = tick(&mut repo, &ctx, now + std::time::Duration::from_secs(1)).unwrap();
+    assert!(second.spec_errors.is_empty(), "{:?}", second.spec_errors);
+    let reads = reads.lock().unwrap().clone();
+    let read_once: Vec<String> = reads
+        .iter()
+        .map(|(path, n)| {
+            let name = path.strip_prefix(&work).unwrap().display().to_string();
+            assert_eq!(*n, 1, "{name} was read {n} times in one tick");
+            name
+        })
+        .collect();
+    for expected in [
+        "apps/podinfo/canary.yaml",
+        "apps/podinfo/deployment.yaml",
+        "apps/podinfo/configs.yaml",
+        "apps/templates.yaml",
+        "clusters/prod/podinfo/podinfo-primary.yaml",
+        ".sluice/status/prod/podinfo.yaml",
+    ] {
+        assert!(
+            read_once.iter().any(|r| r == expected),
+            "{expected} was not read through the runtime's reader: {read_once:?}"
+        );
+    }
+    assert!(
+        !read_once.iter().any(|r| r == ".sluice/config.yaml"),
+        "unchanged settings are not read again: {read_once:?}"
+    );
+}

@@ -39,7 +39,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let loaded = load(&Snapshot::read(root), &settings);
     let mut out = Vec::new();
     for c in &loaded.canaries {
-        let row = match status_file::read(root, &c.id) {
+        let row = match status_file::read(root, &c.id, crate::yaml::snapshot::read_bounded) {
             Ok(Some(s)) => Row {
                 namespace: c.id.namespace.to_string(),
                 name: c.id.name.to_string(),

@@ -76,7 +76,8 @@ pub fn route_weights(canary: &Canary, status: &Status) -> Weights {
 }
 
 /// Every file a decision writes: the output folder (route, workloads, kustomization) and the
-/// status file. `root` is the work tree, read only to protect files sluice did not generate.
+/// status file. Output files already there come from the tick's snapshot (`index`), so a file
+/// sluice did not generate is never overwritten.
 pub fn changes(
     root: &Path,
     canary: &Canary,
@@ -103,7 +104,7 @@ pub fn changes(
     let mut changes = Vec::new();
     for (name, content) in files {
         let path = canary.output.join(&name);
-        if let Ok(existing) = std::fs::read_to_string(root.join(&path)) {
+        if let Some(existing) = index.text_of(root, &path) {
             if !existing.starts_with(GENERATED_MARK) {
                 return Err(RenderError::Foreign { path });
             }

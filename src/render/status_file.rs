@@ -32,12 +32,20 @@ pub fn parse(text: &str) -> Result<Status, String> {
     from_yaml(text).map_err(|e| e.to_string())
 }
 
-/// Reads a canary's status file from the work tree; `None` when the canary has none yet.
-pub fn read(root: &std::path::Path, id: &CanaryId) -> Result<Option<Status>, String> {
+/// Reads a canary's status file from the work tree with `read`; `None` when the canary has
+/// none yet.
+pub fn read(
+    root: &std::path::Path,
+    id: &CanaryId,
+    read: impl FnOnce(&std::path::Path) -> Result<String, crate::yaml::snapshot::ReadError>,
+) -> Result<Option<Status>, String> {
     let path = root.join(path_for(id));
-    match std::fs::read_to_string(&path) {
+    if !path.exists() {
+        return Ok(None);
+    }
+    match read(&path) {
         Ok(text) => parse(&text).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(crate::yaml::snapshot::ReadError::Io(message)) => Err(message),
         Err(e) => Err(e.to_string()),
     }
 }

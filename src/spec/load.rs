@@ -13,7 +13,7 @@ use crate::spec::settings::{parse_settings, Settings, SETTINGS_PATH};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::Reader;
-use crate::yaml::snapshot::{read_bounded, Contents, Snapshot};
+use crate::yaml::snapshot::{read_bounded, Contents, ReadError, Snapshot};
 
 /// Canaries that loaded, and every problem found.
 #[derive(Debug, Default)]
@@ -174,16 +174,31 @@ pub fn reject_duplicates(loaded: &mut Loaded) {
     loaded.canaries = keep;
 }
 
-/// The repo settings of a work tree (`.sluice/config.yaml`); errors name that file, and the
-/// defaults stand in for settings that cannot be read.
-pub fn settings_in(root: &Path) -> (Settings, Vec<SpecError>) {
+/// The repo settings of a work tree (`.sluice/config.yaml`, read with `read`); errors name
+/// that file, and the defaults stand in for settings that cannot be read.
+pub fn settings_in(
+    root: &Path,
+    read: impl FnOnce(&Path) -> Result<String, ReadError>,
+) -> (Settings, Vec<SpecError>) {
     let path = root.join(crate::spec::settings::SETTINGS_PATH);
-    let found = path.is_file().then_some(path);
-    match load_settings(found.as_deref()) {
+    if !path.is_file() {
+        return (Settings::default(), Vec::new());
+    }
+    let file = crate::spec::settings::SETTINGS_PATH;
+    let parsed = match read(&path) {
+        Ok(text) => parse_settings(file, &text),
+        Err(e) => Err(vec![SpecError {
+            file: file.to_string(),
+            line: 1,
+            field: String::new(),
+            message: e.to_string(),
+        }]),
+    };
+    match parsed {
         Ok(s) => (s, Vec::new()),
         Err(mut errors) => {
             for e in &mut errors {
-                e.file = crate::spec::settings::SETTINGS_PATH.to_string();
+                e.file = file.to_string();
             }
             (Settings::default(), errors)
         }

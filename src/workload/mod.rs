@@ -187,12 +187,12 @@ pub fn render(
     let primary = if rewrite_primary {
         manifests::primary(canary, &source)?
     } else {
-        match std::fs::read_to_string(root.join(&primary_path)) {
-            Ok(existing) => existing,
-            Err(_) if source_revision(&source) == status.promoted_revision => {
+        match index.text_of(root, &primary_path) {
+            Some(existing) => existing,
+            None if source_revision(&source) == status.promoted_revision => {
                 manifests::primary(canary, &source)?
             }
-            Err(_) => return Err(WorkloadError::PrimaryMissing { path: primary_path }),
+            None => return Err(WorkloadError::PrimaryMissing { path: primary_path }),
         }
     };
     let active = status.phase.is_active();

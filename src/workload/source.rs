@@ -70,6 +70,15 @@ impl<'s> Index<'s> {
         }
     }
 
+    /// A file's text as the snapshot read it, output folders included; `None` when the walk did
+    /// not read it (absent, or in a hidden folder): then `root` is read directly.
+    pub fn text_of(&self, root: &std::path::Path, file: &str) -> Option<String> {
+        match self.snapshot.file(file) {
+            Some(f) => f.text().map(str::to_string),
+            None => std::fs::read_to_string(root.join(file)).ok(),
+        }
+    }
+
     fn outside_outputs(&self, file: &str) -> bool {
         !self.outputs.iter().any(|o| file.starts_with(o.as_str()))
     }
