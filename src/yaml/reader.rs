@@ -223,6 +223,8 @@ impl Reader {
 }
 
 /// Parses "90", "90s", "1m30s", "1h", "500ms" (Go's time.ParseDuration units, no sign).
+// Hand-written: jiff's friendly format is not Go's time.ParseDuration (it accepts "1 hour",
+// "30 s", "PT1H" and rejects ".5s", "1s1m", "1.5h30m" and bare seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || {
         format!("expected a duration such as \"30s\", \"1m30s\" or integer seconds, found {text:?}")
