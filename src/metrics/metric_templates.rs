@@ -13,7 +13,7 @@ use crate::metrics::query_render::check;
 use crate::spec::model::Name;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
-use crate::yaml::reader::{join, Reader};
+use crate::yaml::reader::{join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
 use crate::yaml::snapshot::{Contents, Snapshot};
 
 /// A valid MetricTemplate of provider type `prometheus`.
@@ -70,21 +70,6 @@ pub struct TemplateIndex {
 }
 
 const API_VERSION: &str = "flagger.app/v1beta1";
-const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
-const METADATA_KEYS: &[&str] = &[
-    "name",
-    "namespace",
-    "labels",
-    "annotations",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "finalizers",
-    "ownerReferences",
-    "managedFields",
-    "generateName",
-];
 const PROVIDER_KEYS: &[&str] = &[
     "type",
     "address",
@@ -226,21 +211,10 @@ impl fmt::Display for MetricTemplate {
     }
 }
 
-fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
-    let text = r.string(node, path)?;
-    match Name::parse(&text) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            r.error(node.line, path, e);
-            None
-        }
-    }
-}
-
 /// Reads one MetricTemplate document. Returns its namespace and name when they could be
 /// read (so problems can be tied to it), and the template when nothing else was wrong.
 fn read_template(r: &mut Reader, root: &Node) -> Option<(Name, Name, Option<MetricTemplate>)> {
-    r.map(root, "", TOP_KEYS)?;
+    r.map(root, "", OBJECT_KEYS)?;
     let meta = r.required(root, "", "metadata")?;
     r.map(meta, "metadata", METADATA_KEYS)?;
     let name = r

@@ -11,23 +11,8 @@ use crate::spec::model::{
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::reader::{index, join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
 
-const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
-const METADATA_KEYS: &[&str] = &[
-    "name",
-    "namespace",
-    "labels",
-    "annotations",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "finalizers",
-    "ownerReferences",
-    "managedFields",
-    "generateName",
-];
 const NATIVE_SPEC_KEYS: &[&str] = &[
     "provider",
     "metricsServer",
@@ -86,17 +71,6 @@ const FLAGGER_SERVICE_KEYS: &[&str] = &[
     "trafficPolicy",
     "unmanagedMetadata",
 ];
-
-fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
-    let text = r.string(node, path)?;
-    match Name::parse(&text) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            r.error(node.line, path, e);
-            None
-        }
-    }
-}
 
 fn repo_path_at(r: &mut Reader, node: &Node, path: &str) -> Option<RepoPath> {
     let text = r.string(node, path)?;
@@ -171,7 +145,7 @@ fn read_target_port(r: &mut Reader, node: &Node, path: &str) -> Option<PortRef> 
 /// Reads a native `sluice.dev/v1alpha1` Canary.
 pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
     let before = r.errors.len();
-    r.map(root, "", TOP_KEYS)?;
+    r.map(root, "", OBJECT_KEYS)?;
     let id = read_id(r, root);
     let spec = r.required(root, "", "spec")?;
     r.map(spec, "spec", NATIVE_SPEC_KEYS)?;
@@ -354,7 +328,7 @@ fn read_ab_matches(
 /// Reads a Flagger `flagger.app/v1beta1` Canary, unchanged.
 pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
     let before = r.errors.len();
-    r.map(root, "", TOP_KEYS)?;
+    r.map(root, "", OBJECT_KEYS)?;
     let id = read_id(r, root);
     let spec = r.required(root, "", "spec")?;
     r.map(spec, "spec", FLAGGER_SPEC_KEYS)?;

@@ -11,7 +11,7 @@
 
 use crate::spec::model::{Name, SyncTarget};
 use crate::yaml::node::Node;
-use crate::yaml::reader::{join, Reader};
+use crate::yaml::reader::{join, name_at, Reader};
 
 const ENGINES: &[&str] = &["flux", "argocd"];
 
@@ -88,17 +88,6 @@ fn read_object(
         None => Name::parse(default_namespace).ok(),
     };
     Some((name?, namespace?))
-}
-
-fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
-    let text = r.string(node, path)?;
-    match Name::parse(&text) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            r.error(node.line, path, e);
-            None
-        }
-    }
 }
 
 #[cfg(test)]

@@ -222,6 +222,38 @@ impl Reader {
     }
 }
 
+/// The top-level keys of a Kubernetes object.
+pub const OBJECT_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
+
+/// The keys of a Kubernetes object's `metadata` (the API server's own included, so an object
+/// exported from a cluster reads as written).
+pub const METADATA_KEYS: &[&str] = &[
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "finalizers",
+    "ownerReferences",
+    "managedFields",
+    "generateName",
+];
+
+/// A DNS-1123 name at `path`; a bad one is an error at the node's line.
+pub fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<sluice_core::model::Name> {
+    let text = r.string(node, path)?;
+    match sluice_core::model::Name::parse(&text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
+}
+
 /// Parses "90", "90s", "1m30s", "1h", "500ms" (Go's time.ParseDuration units, no sign).
 // Hand-written: jiff's friendly format is not Go's time.ParseDuration (it accepts "1 hour",
 // "30 s", "PT1H" and rejects ".5s", "1s1m", "1.5h30m" and bare seconds).

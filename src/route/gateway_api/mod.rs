@@ -19,11 +19,10 @@ pub use config::{
     ParentRef, PathMatch, PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
 
-use crate::core::model::Name;
 use crate::route::Canary;
 use crate::route::{AbInput, Backends, FlaggerInput, RouteError, Router, Weights};
 use crate::yaml::node::Node;
-use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::reader::{index, join, name_at, Reader};
 
 /// The Gateway API router.
 pub struct GatewayApi;
@@ -151,17 +150,6 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
     for (path, node, key, message) in rejected {
         if let Some(n) = node.and_then(|n| n.get(key)) {
             r.error(n.line, &join(path, key), message);
-        }
-    }
-}
-
-fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
-    let text = r.string(node, path)?;
-    match Name::parse(&text) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            r.error(node.line, path, e);
-            None
         }
     }
 }
