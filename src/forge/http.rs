@@ -37,7 +37,7 @@ pub struct ForgeClient {
 }
 
 impl ForgeClient {
-    /// Builds the pooled client; `token` is the access token (see [`ForgeToken::from_env`]).
+    /// Builds the pooled client; `token` is the access token (see [`ForgeToken::from_lookup`]).
     /// Without a token requests go out unauthenticated and writes will be refused.
     pub fn new(token: Option<ForgeToken>) -> Result<ForgeClient, ForgeError> {
         crate::http::install_crypto_provider();
@@ -51,11 +51,6 @@ impl ForgeClient {
                 message: format!("cannot build an HTTP client: {}", describe(&e)),
             })?;
         Ok(ForgeClient { http, token })
-    }
-
-    /// Reads the token from the environment ([`ForgeToken::from_env`]) and builds the client.
-    pub fn from_env() -> Result<ForgeClient, ForgeError> {
-        ForgeClient::new(ForgeToken::from_env()?)
     }
 }
 

@@ -186,12 +186,8 @@ impl ForgeToken {
         ForgeToken(token.into().trim().to_string())
     }
 
-    /// Reads the token from `SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE` (never both).
-    pub fn from_env() -> Result<Option<ForgeToken>, ForgeError> {
-        ForgeToken::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// [`ForgeToken::from_env`] through `lookup` (the environment, or a map in tests). Trailing
+    /// The token from `SLUICE_FORGE_TOKEN` or `SLUICE_FORGE_TOKEN_FILE` (never both), looked
+    /// up with `lookup` (the environment the runtime context read at start). Trailing
     /// newlines of a token file are dropped. Errors name the variable, never its value.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
@@ -247,7 +243,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Forge {
     /// Builds the provider for `s` on the shared `client` (pooled connections and the token,
-    /// built once; see [`ForgeClient::from_env`]). Cheap: no connection is opened here.
+    /// built once; see `runtime::Runtime::forge_client`). Cheap: no connection is opened here.
     pub fn from_settings(s: &ForgeSettings, client: &ForgeClient) -> Result<Forge, ForgeError> {
         let api = http::Api::new(s, client)?;
         Ok(match s.kind {

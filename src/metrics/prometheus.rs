@@ -8,8 +8,8 @@
 //! one arbitrary series is not what the user wrote.
 //!
 //! Credentials come from the environment (`SLUICE_PROMETHEUS_TOKEN`, or
-//! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`), read once by
-//! [`PrometheusAccess::from_env`]; a bearer token wins over basic auth, as in Flagger. This
+//! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`), read once by the runtime context
+//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. This
 //! module judges nothing.
 
 use std::fmt;
@@ -53,13 +53,8 @@ impl fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// Reads the credentials from the environment.
-    pub fn from_env() -> Result<Auth, String> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        Auth::from_values(var(TOKEN_VAR), var(USERNAME_VAR), var(PASSWORD_VAR))
-    }
-
-    /// The rule behind [`Auth::from_env`]: a token wins; a username needs a password.
+    /// The credentials from `SLUICE_PROMETHEUS_TOKEN` or `_USERNAME`/`_PASSWORD` (the runtime
+    /// context reads them at start): a token wins; a username needs a password.
     pub fn from_values(
         token: Option<String>,
         username: Option<String>,
@@ -94,14 +89,6 @@ pub struct PrometheusAccess {
 }
 
 impl PrometheusAccess {
-    /// Reads the credentials from the environment ([`Auth::from_env`]), once.
-    pub fn from_env(http: http::HttpClients) -> PrometheusAccess {
-        PrometheusAccess {
-            http,
-            auth: Auth::from_env(),
-        }
-    }
-
     /// Access whose credentials settings cannot be used: every query fails with `why`.
     pub fn unusable(http: http::HttpClients, why: String) -> PrometheusAccess {
         PrometheusAccess {
