@@ -3,6 +3,7 @@
 mod approval;
 mod cli;
 mod core_purity;
+mod corpus;
 mod daemon;
 mod decide;
 mod gitops;
