@@ -2,12 +2,19 @@
 //! JSON schemas (e2e/schemas), pinned by insta snapshots, and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteError, Weights, ROUTE_FILE_NAME};
+use sluice::route::{render_route, Backends, RouteError, RouteState, Weights, ROUTE_FILE_NAME};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 
 use crate::support::Schemas;
+
+/// A rollout without session cookies or mirroring.
+const NO_STATE: RouteState<'static> = RouteState {
+    session_cookie: None,
+    previous_session_cookie: None,
+    mirroring: false,
+};
 
 const FLAGGER_BACKENDS: Backends<'static> = Backends {
     primary: "podinfo-primary",
@@ -281,7 +288,7 @@ fn cases() -> Vec<Case> {
 
 fn render(case: &Case, canary_weight: u8) -> String {
     let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    let file = render_route(&case.canary, &case.backends, weights)
+    let file = render_route(&case.canary, &case.backends, weights, &NO_STATE)
         .unwrap_or_else(|e| panic!("{}: {e}", case.name));
     assert_eq!(file.file_name, ROUTE_FILE_NAME);
     file.content
@@ -576,6 +583,7 @@ fn hostile_match_values_round_trip() {
         &canary,
         &FLAGGER_BACKENDS,
         Weights::from_canary(100).expect("weight"),
+        &NO_STATE,
     )
     .expect("renders");
     let doc = parse(&file.content);
@@ -599,6 +607,7 @@ fn errors_say_what_was_expected_and_where() {
             primary: 90,
             canary: 20,
         },
+        &NO_STATE,
     )
     .expect_err("110");
     assert!(matches!(err, RouteError::Weights { .. }));
@@ -612,6 +621,7 @@ fn errors_say_what_was_expected_and_where() {
             canary: "podinfo-primary",
         },
         weights,
+        &NO_STATE,
     )
     .expect_err("same service twice");
     assert!(err.to_string().contains("other than the primary"), "{err}");
@@ -622,6 +632,7 @@ fn errors_say_what_was_expected_and_where() {
             canary: "podinfo-canary",
         },
         weights,
+        &NO_STATE,
     )
     .expect_err("bad service name");
     assert!(
@@ -638,7 +649,8 @@ fn errors_say_what_was_expected_and_where() {
             "    iterations: 3\n    match:\n      - headers: {x-canary: {exact: insider}}",
         ),
     );
-    let err = render_route(&ab_split, &FLAGGER_BACKENDS, weights).expect_err("A/B on SMI");
+    let err =
+        render_route(&ab_split, &FLAGGER_BACKENDS, weights, &NO_STATE).expect_err("A/B on SMI");
     assert!(matches!(err, RouteError::Unsupported { .. }));
     assert!(
         err.to_string()
@@ -654,7 +666,8 @@ fn errors_say_what_was_expected_and_where() {
             STEPS,
         ),
     );
-    let err = render_route(&bad_host, &FLAGGER_BACKENDS, weights).expect_err("uppercase host");
+    let err =
+        render_route(&bad_host, &FLAGGER_BACKENDS, weights, &NO_STATE).expect_err("uppercase host");
     assert_eq!(err.to_string(), "bad-host.yaml:1: canary prod/podinfo: spec.service.hosts[0]: expected a lowercase DNS name, optionally starting with \"*.\", found \"Podinfo.Example.com\"");
 
     let twice = load(
@@ -665,7 +678,8 @@ fn errors_say_what_was_expected_and_where() {
             STEPS,
         ),
     );
-    let err = render_route(&twice, &FLAGGER_BACKENDS, weights).expect_err("same parent twice");
+    let err =
+        render_route(&twice, &FLAGGER_BACKENDS, weights, &NO_STATE).expect_err("same parent twice");
     assert!(
         err.to_string().contains(
             "spec.service.gatewayRefs[0].sectionName: Gateway gw is referenced more than once"
