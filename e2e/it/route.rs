@@ -687,3 +687,206 @@ fn errors_say_what_was_expected_and_where() {
         "{err}"
     );
 }
+
+/// Session affinity with every cookie attribute, on a canary walking weights.
+const SESSION_AFFINITY: &str = "    stepWeight: 10
+    maxWeight: 50
+    sessionAffinity:
+      cookieName: flagger-cookie
+      maxAge: 3600
+      domain: example.com
+      httpOnly: true
+      partitioned: true
+      path: /
+      sameSite: Strict
+      secure: true";
+
+const COOKIE: &str = "flagger-cookie=qwertyASDF";
+
+/// A route rendered with rollout state (the status fields `core::decide` keeps): the case
+/// name, the canary, the canary weight, the state.
+fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
+    let affinity = load(
+        "affinity.yaml",
+        &flagger("gatewayapi:v1", GATEWAY, SESSION_AFFINITY),
+    );
+    let affinity_matches = load(
+        "affinity-matches.yaml",
+        &flagger(
+            "gatewayapi:v1beta1",
+            &format!("{GATEWAY}\n    match:\n      - uri: {{prefix: /api}}\n      - uri: {{exact: /}}"),
+            "    stepWeights: [5, 50]\n    sessionAffinity: {cookieName: canary}",
+        ),
+    );
+    let mirror = load(
+        "mirror.yaml",
+        &flagger(
+            "gatewayapi:v1",
+            GATEWAY,
+            "    iterations: 5\n    mirror: true\n    mirrorWeight: 25",
+        ),
+    );
+    let mirror_all_affinity = load(
+        "mirror-affinity.yaml",
+        &flagger(
+            "gatewayapi:v1beta1",
+            SERVICE_FIELDS_V1BETA1,
+            "    iterations: 5\n    mirror: true\n    sessionAffinity: {cookieName: flagger-cookie}",
+        ),
+    );
+    vec![
+        (
+            "httproute-v1-session-sticky",
+            affinity.clone(),
+            37,
+            RouteState {
+                session_cookie: Some(COOKIE),
+                previous_session_cookie: Some("flagger-cookie=olderOLDER"),
+                mirroring: false,
+            },
+        ),
+        (
+            "httproute-v1-session-expire",
+            affinity.clone(),
+            0,
+            RouteState {
+                session_cookie: None,
+                previous_session_cookie: Some(COOKIE),
+                mirroring: false,
+            },
+        ),
+        (
+            "httproute-v1beta1-session-service-matches",
+            affinity_matches,
+            5,
+            RouteState {
+                session_cookie: Some("canary=zxcvbnmQWE"),
+                previous_session_cookie: None,
+                mirroring: false,
+            },
+        ),
+        (
+            "httproute-v1-bluegreen-mirror",
+            mirror,
+            0,
+            RouteState {
+                mirroring: true,
+                ..NO_STATE
+            },
+        ),
+        (
+            "httproute-v1beta1-bluegreen-mirror-session-expire",
+            mirror_all_affinity,
+            0,
+            RouteState {
+                session_cookie: None,
+                previous_session_cookie: Some(COOKIE),
+                mirroring: true,
+            },
+        ),
+    ]
+}
+
+#[test]
+fn routes_with_rollout_state_match_their_strict_schemas_and_snapshots() {
+    let mut schemas = Schemas::default();
+    for (name, canary, weight, state) in state_cases() {
+        let weights = Weights::from_canary(weight).expect("0..=100");
+        let text = render_route(&canary, &FLAGGER_BACKENDS, weights, &state)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .content;
+        let errors = schemas.errors(&parse(&text));
+        assert!(errors.is_empty(), "{name}:\n{}", errors.join("\n"));
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+#[test]
+fn a_sticky_cookie_sends_its_users_to_the_canary_and_the_canary_sets_it() {
+    let (_, canary, _, state) = state_cases().swap_remove(0);
+    let doc = render_with_weight(&canary, 37, &state);
+    let rules = doc["spec"]["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2);
+    // The sticky rule: the cookie's users, all to the canary.
+    assert_eq!(
+        rules[0]["matches"],
+        json!([{"path": {"type": "PathPrefix", "value": "/"}, "headers": [{"name": "Cookie", "type": "RegularExpression", "value": ".*flagger-cookie.*qwertyASDF.*"}]}])
+    );
+    let weights = |rule: &Json| -> Vec<u64> {
+        rule["backendRefs"]
+            .as_array()
+            .expect("backendRefs")
+            .iter()
+            .map(|b| b["weight"].as_u64().expect("weight"))
+            .collect()
+    };
+    assert_eq!(weights(&rules[0]), [0, 100]);
+    assert_eq!(weights(&rules[1]), [63, 37]);
+    // Responses from the canary set the cookie, with every attribute in Flagger's order;
+    // the primary's set none.
+    assert_eq!(
+        rules[1]["backendRefs"][1]["filters"],
+        json!([{"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "Set-Cookie", "value": "flagger-cookie=qwertyASDF; Max-Age=3600; Domain=example.com; HttpOnly; Partitioned; Path=/; SameSite=Strict; Secure"}]}}])
+    );
+    assert!(rules[1]["backendRefs"][0].get("filters").is_none());
+    assert!(rules[0]["backendRefs"][1].get("filters").is_none());
+    // The previous rollout's cookie is not expired while a new one is live (Flagger).
+    assert!(!doc.to_string().contains("olderOLDER"));
+}
+
+#[test]
+fn after_a_rollout_its_cookie_is_expired_and_everyone_goes_to_the_primary() {
+    let (_, canary, _, state) = state_cases().swap_remove(1);
+    let doc = render_with_weight(&canary, 0, &state);
+    let rules = doc["spec"]["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2);
+    assert_eq!(
+        rules[0]["filters"],
+        json!([{"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "Set-Cookie", "value": "flagger-cookie=qwertyASDF; Max-Age=-1"}]}}])
+    );
+    for rule in rules {
+        assert_eq!(rule["backendRefs"][0]["weight"], 100);
+        assert_eq!(rule["backendRefs"][1]["weight"], 0);
+    }
+    // Without any cookie (the first rollout), the route is the plain weighted rule.
+    let plain = render_with_weight(&canary, 0, &NO_STATE);
+    assert_eq!(plain["spec"]["rules"].as_array().expect("rules").len(), 1);
+}
+
+#[test]
+fn a_mirrored_blue_green_route_mirrors_to_the_canary_with_mirror_weight_as_percent() {
+    let (_, canary, _, state) = state_cases().swap_remove(3);
+    let doc = render_with_weight(&canary, 0, &state);
+    assert_eq!(
+        doc["spec"]["rules"][0]["filters"],
+        json!([{"type": "RequestMirror", "requestMirror": {"backendRef": {"group": "", "kind": "Service", "name": "podinfo-canary", "port": 9898}, "percent": 25}}])
+    );
+    // Outside the mirror phase (before the first iteration, once all traffic goes to the
+    // canary), no mirror.
+    for weight in [0, 100] {
+        let doc = render_with_weight(&canary, weight, &NO_STATE);
+        assert!(doc["spec"]["rules"][0].get("filters").is_none(), "{weight}");
+    }
+}
+
+#[test]
+fn the_weighted_rule_carries_every_weight_with_rollout_state() {
+    for (name, canary, _, state) in state_cases() {
+        let weighted = usize::from(state.session_cookie.is_some() || state.previous_session_cookie.is_some());
+        for canary_weight in 0..=100u8 {
+            let doc = render_with_weight(&canary, canary_weight, &state);
+            let rule = &doc["spec"]["rules"][weighted];
+            assert_eq!(
+                (rule["backendRefs"][0]["weight"].as_u64(), rule["backendRefs"][1]["weight"].as_u64()),
+                (Some(100 - u64::from(canary_weight)), Some(u64::from(canary_weight))),
+                "{name} at {canary_weight}"
+            );
+        }
+    }
+}
+
+fn render_with_weight(canary: &Canary, canary_weight: u8, state: &RouteState) -> Json {
+    let weights = Weights::from_canary(canary_weight).expect("0..=100");
+    let file = render_route(canary, &FLAGGER_BACKENDS, weights, state).expect("renders");
+    parse(&file.content)
+}
