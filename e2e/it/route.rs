@@ -714,7 +714,9 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
         "affinity-matches.yaml",
         &flagger(
             "gatewayapi:v1beta1",
-            &format!("{GATEWAY}\n    match:\n      - uri: {{prefix: /api}}\n      - uri: {{exact: /}}"),
+            &format!(
+                "{GATEWAY}\n    match:\n      - uri: {{prefix: /api}}\n      - uri: {{exact: /}}"
+            ),
             "    stepWeights: [5, 50]\n    sessionAffinity: {cookieName: canary}",
         ),
     );
@@ -872,13 +874,20 @@ fn a_mirrored_blue_green_route_mirrors_to_the_canary_with_mirror_weight_as_perce
 #[test]
 fn the_weighted_rule_carries_every_weight_with_rollout_state() {
     for (name, canary, _, state) in state_cases() {
-        let weighted = usize::from(state.session_cookie.is_some() || state.previous_session_cookie.is_some());
+        let weighted =
+            usize::from(state.session_cookie.is_some() || state.previous_session_cookie.is_some());
         for canary_weight in 0..=100u8 {
             let doc = render_with_weight(&canary, canary_weight, &state);
             let rule = &doc["spec"]["rules"][weighted];
             assert_eq!(
-                (rule["backendRefs"][0]["weight"].as_u64(), rule["backendRefs"][1]["weight"].as_u64()),
-                (Some(100 - u64::from(canary_weight)), Some(u64::from(canary_weight))),
+                (
+                    rule["backendRefs"][0]["weight"].as_u64(),
+                    rule["backendRefs"][1]["weight"].as_u64()
+                ),
+                (
+                    Some(100 - u64::from(canary_weight)),
+                    Some(u64::from(canary_weight))
+                ),
                 "{name} at {canary_weight}"
             );
         }
