@@ -1,5 +1,6 @@
 //! All integration tests in one binary (one link, shared helpers).
 
+mod affinity_mirror;
 mod approval;
 mod cli;
 mod core_purity;

@@ -2,12 +2,19 @@
 //! JSON schemas (e2e/schemas), pinned by insta snapshots, and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteError, Weights, ROUTE_FILE_NAME};
+use sluice::route::{render_route, Backends, RouteError, RouteState, Weights, ROUTE_FILE_NAME};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 
 use crate::support::Schemas;
+
+/// A rollout without session cookies or mirroring.
+const NO_STATE: RouteState<'static> = RouteState {
+    session_cookie: None,
+    previous_session_cookie: None,
+    mirroring: false,
+};
 
 const FLAGGER_BACKENDS: Backends<'static> = Backends {
     primary: "podinfo-primary",
@@ -281,7 +288,7 @@ fn cases() -> Vec<Case> {
 
 fn render(case: &Case, canary_weight: u8) -> String {
     let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    let file = render_route(&case.canary, &case.backends, weights)
+    let file = render_route(&case.canary, &case.backends, weights, &NO_STATE)
         .unwrap_or_else(|e| panic!("{}: {e}", case.name));
     assert_eq!(file.file_name, ROUTE_FILE_NAME);
     file.content
@@ -576,6 +583,7 @@ fn hostile_match_values_round_trip() {
         &canary,
         &FLAGGER_BACKENDS,
         Weights::from_canary(100).expect("weight"),
+        &NO_STATE,
     )
     .expect("renders");
     let doc = parse(&file.content);
@@ -599,6 +607,7 @@ fn errors_say_what_was_expected_and_where() {
             primary: 90,
             canary: 20,
         },
+        &NO_STATE,
     )
     .expect_err("110");
     assert!(matches!(err, RouteError::Weights { .. }));
@@ -612,6 +621,7 @@ fn errors_say_what_was_expected_and_where() {
             canary: "podinfo-primary",
         },
         weights,
+        &NO_STATE,
     )
     .expect_err("same service twice");
     assert!(err.to_string().contains("other than the primary"), "{err}");
@@ -622,6 +632,7 @@ fn errors_say_what_was_expected_and_where() {
             canary: "podinfo-canary",
         },
         weights,
+        &NO_STATE,
     )
     .expect_err("bad service name");
     assert!(
@@ -638,7 +649,8 @@ fn errors_say_what_was_expected_and_where() {
             "    iterations: 3\n    match:\n      - headers: {x-canary: {exact: insider}}",
         ),
     );
-    let err = render_route(&ab_split, &FLAGGER_BACKENDS, weights).expect_err("A/B on SMI");
+    let err =
+        render_route(&ab_split, &FLAGGER_BACKENDS, weights, &NO_STATE).expect_err("A/B on SMI");
     assert!(matches!(err, RouteError::Unsupported { .. }));
     assert!(
         err.to_string()
@@ -654,7 +666,8 @@ fn errors_say_what_was_expected_and_where() {
             STEPS,
         ),
     );
-    let err = render_route(&bad_host, &FLAGGER_BACKENDS, weights).expect_err("uppercase host");
+    let err =
+        render_route(&bad_host, &FLAGGER_BACKENDS, weights, &NO_STATE).expect_err("uppercase host");
     assert_eq!(err.to_string(), "bad-host.yaml:1: canary prod/podinfo: spec.service.hosts[0]: expected a lowercase DNS name, optionally starting with \"*.\", found \"Podinfo.Example.com\"");
 
     let twice = load(
@@ -665,11 +678,224 @@ fn errors_say_what_was_expected_and_where() {
             STEPS,
         ),
     );
-    let err = render_route(&twice, &FLAGGER_BACKENDS, weights).expect_err("same parent twice");
+    let err =
+        render_route(&twice, &FLAGGER_BACKENDS, weights, &NO_STATE).expect_err("same parent twice");
     assert!(
         err.to_string().contains(
             "spec.service.gatewayRefs[0].sectionName: Gateway gw is referenced more than once"
         ),
         "{err}"
     );
+}
+
+/// Session affinity with every cookie attribute, on a canary walking weights.
+const SESSION_AFFINITY: &str = "    stepWeight: 10
+    maxWeight: 50
+    sessionAffinity:
+      cookieName: flagger-cookie
+      maxAge: 3600
+      domain: example.com
+      httpOnly: true
+      partitioned: true
+      path: /
+      sameSite: Strict
+      secure: true";
+
+const COOKIE: &str = "flagger-cookie=qwertyASDF";
+
+/// A route rendered with rollout state (the status fields `core::decide` keeps): the case
+/// name, the canary, the canary weight, the state.
+fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
+    let affinity = load(
+        "affinity.yaml",
+        &flagger("gatewayapi:v1", GATEWAY, SESSION_AFFINITY),
+    );
+    let affinity_matches = load(
+        "affinity-matches.yaml",
+        &flagger(
+            "gatewayapi:v1beta1",
+            &format!(
+                "{GATEWAY}\n    match:\n      - uri: {{prefix: /api}}\n      - uri: {{exact: /}}"
+            ),
+            "    stepWeights: [5, 50]\n    sessionAffinity: {cookieName: canary}",
+        ),
+    );
+    let mirror = load(
+        "mirror.yaml",
+        &flagger(
+            "gatewayapi:v1",
+            GATEWAY,
+            "    iterations: 5\n    mirror: true\n    mirrorWeight: 25",
+        ),
+    );
+    let mirror_all_affinity = load(
+        "mirror-affinity.yaml",
+        &flagger(
+            "gatewayapi:v1beta1",
+            SERVICE_FIELDS_V1BETA1,
+            "    iterations: 5\n    mirror: true\n    sessionAffinity: {cookieName: flagger-cookie}",
+        ),
+    );
+    vec![
+        (
+            "httproute-v1-session-sticky",
+            affinity.clone(),
+            37,
+            RouteState {
+                session_cookie: Some(COOKIE),
+                previous_session_cookie: Some("flagger-cookie=olderOLDER"),
+                mirroring: false,
+            },
+        ),
+        (
+            "httproute-v1-session-expire",
+            affinity.clone(),
+            0,
+            RouteState {
+                session_cookie: None,
+                previous_session_cookie: Some(COOKIE),
+                mirroring: false,
+            },
+        ),
+        (
+            "httproute-v1beta1-session-service-matches",
+            affinity_matches,
+            5,
+            RouteState {
+                session_cookie: Some("canary=zxcvbnmQWE"),
+                previous_session_cookie: None,
+                mirroring: false,
+            },
+        ),
+        (
+            "httproute-v1-bluegreen-mirror",
+            mirror,
+            0,
+            RouteState {
+                mirroring: true,
+                ..NO_STATE
+            },
+        ),
+        (
+            "httproute-v1beta1-bluegreen-mirror-session-expire",
+            mirror_all_affinity,
+            0,
+            RouteState {
+                session_cookie: None,
+                previous_session_cookie: Some(COOKIE),
+                mirroring: true,
+            },
+        ),
+    ]
+}
+
+#[test]
+fn routes_with_rollout_state_match_their_strict_schemas_and_snapshots() {
+    let mut schemas = Schemas::default();
+    for (name, canary, weight, state) in state_cases() {
+        let weights = Weights::from_canary(weight).expect("0..=100");
+        let text = render_route(&canary, &FLAGGER_BACKENDS, weights, &state)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .content;
+        let errors = schemas.errors(&parse(&text));
+        assert!(errors.is_empty(), "{name}:\n{}", errors.join("\n"));
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+#[test]
+fn a_sticky_cookie_sends_its_users_to_the_canary_and_the_canary_sets_it() {
+    let (_, canary, _, state) = state_cases().swap_remove(0);
+    let doc = render_with_weight(&canary, 37, &state);
+    let rules = doc["spec"]["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2);
+    // The sticky rule: the cookie's users, all to the canary.
+    assert_eq!(
+        rules[0]["matches"],
+        json!([{"path": {"type": "PathPrefix", "value": "/"}, "headers": [{"name": "Cookie", "type": "RegularExpression", "value": ".*flagger-cookie.*qwertyASDF.*"}]}])
+    );
+    let weights = |rule: &Json| -> Vec<u64> {
+        rule["backendRefs"]
+            .as_array()
+            .expect("backendRefs")
+            .iter()
+            .map(|b| b["weight"].as_u64().expect("weight"))
+            .collect()
+    };
+    assert_eq!(weights(&rules[0]), [0, 100]);
+    assert_eq!(weights(&rules[1]), [63, 37]);
+    // Responses from the canary set the cookie, with every attribute in Flagger's order;
+    // the primary's set none.
+    assert_eq!(
+        rules[1]["backendRefs"][1]["filters"],
+        json!([{"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "Set-Cookie", "value": "flagger-cookie=qwertyASDF; Max-Age=3600; Domain=example.com; HttpOnly; Partitioned; Path=/; SameSite=Strict; Secure"}]}}])
+    );
+    assert!(rules[1]["backendRefs"][0].get("filters").is_none());
+    assert!(rules[0]["backendRefs"][1].get("filters").is_none());
+    // The previous rollout's cookie is not expired while a new one is live (Flagger).
+    assert!(!doc.to_string().contains("olderOLDER"));
+}
+
+#[test]
+fn after_a_rollout_its_cookie_is_expired_and_everyone_goes_to_the_primary() {
+    let (_, canary, _, state) = state_cases().swap_remove(1);
+    let doc = render_with_weight(&canary, 0, &state);
+    let rules = doc["spec"]["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2);
+    assert_eq!(
+        rules[0]["filters"],
+        json!([{"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "Set-Cookie", "value": "flagger-cookie=qwertyASDF; Max-Age=-1"}]}}])
+    );
+    for rule in rules {
+        assert_eq!(rule["backendRefs"][0]["weight"], 100);
+        assert_eq!(rule["backendRefs"][1]["weight"], 0);
+    }
+    // Without any cookie (the first rollout), the route is the plain weighted rule.
+    let plain = render_with_weight(&canary, 0, &NO_STATE);
+    assert_eq!(plain["spec"]["rules"].as_array().expect("rules").len(), 1);
+}
+
+#[test]
+fn a_mirrored_blue_green_route_mirrors_to_the_canary_with_mirror_weight_as_percent() {
+    let (_, canary, _, state) = state_cases().swap_remove(3);
+    let doc = render_with_weight(&canary, 0, &state);
+    assert_eq!(
+        doc["spec"]["rules"][0]["filters"],
+        json!([{"type": "RequestMirror", "requestMirror": {"backendRef": {"group": "", "kind": "Service", "name": "podinfo-canary", "port": 9898}, "percent": 25}}])
+    );
+    // Outside the mirror phase (before the first iteration, once all traffic goes to the
+    // canary), no mirror.
+    for weight in [0, 100] {
+        let doc = render_with_weight(&canary, weight, &NO_STATE);
+        assert!(doc["spec"]["rules"][0].get("filters").is_none(), "{weight}");
+    }
+}
+
+#[test]
+fn the_weighted_rule_carries_every_weight_with_rollout_state() {
+    for (name, canary, _, state) in state_cases() {
+        let weighted =
+            usize::from(state.session_cookie.is_some() || state.previous_session_cookie.is_some());
+        for canary_weight in 0..=100u8 {
+            let doc = render_with_weight(&canary, canary_weight, &state);
+            let rule = &doc["spec"]["rules"][weighted];
+            assert_eq!(
+                (
+                    rule["backendRefs"][0]["weight"].as_u64(),
+                    rule["backendRefs"][1]["weight"].as_u64()
+                ),
+                (
+                    Some(100 - u64::from(canary_weight)),
+                    Some(u64::from(canary_weight))
+                ),
+                "{name} at {canary_weight}"
+            );
+        }
+    }
+}
+
+fn render_with_weight(canary: &Canary, canary_weight: u8, state: &RouteState) -> Json {
+    let weights = Weights::from_canary(canary_weight).expect("0..=100");
+    let file = render_route(canary, &FLAGGER_BACKENDS, weights, state).expect("renders");
+    parse(&file.content)
 }

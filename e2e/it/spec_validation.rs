@@ -492,19 +492,130 @@ fn gateway_api_fields_sluice_cannot_render_are_errors_not_silently_dropped() {
         "  service:\n    port: 9898\n",
         "  service:\n    port: 9898\n    gatewayRefs: [{name: gw}]\n    retries: {attempts: 3}\n",
     );
-    let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
     assert_eq!(
         errors(&text),
         [
-            "apps/podinfo/canary.yaml:15: spec.service.retries: not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it".to_string(),
-            format!("apps/podinfo/canary.yaml:18: spec.analysis.mirror: {not_yet}"),
-            format!("apps/podinfo/canary.yaml:19: spec.analysis.mirrorWeight: {not_yet}"),
-            format!("apps/podinfo/canary.yaml:20: spec.analysis.sessionAffinity: {not_yet}"),
+            "apps/podinfo/canary.yaml:18: spec.analysis.mirror: Gateway API routes mirror only during a blue/green analysis (iterations without match), as Flagger's router does; with stepWeight(s) Flagger would hold the canary at weight 0 and with A/B it ignores mirror. Remove mirror, or use iterations without match",
+            "apps/podinfo/canary.yaml:15: spec.service.retries: not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it",
         ]
     );
     // The same fields with an SMI provider are ignored, as Flagger ignores them there.
     let smi = text.replace("provider: gatewayapi:v1", "provider: osm");
     assert_eq!(errors(&smi), Vec::<String>::new());
+}
+
+/// A gatewayapi:v1 canary with `service` extra lines (indented by 4, from line 15) and
+/// `analysis`, whose first field is on line 16 plus the service lines.
+fn gateway(service: &str, analysis: &str) -> String {
+    flagger("provider: gatewayapi:v1\n", analysis).replace(
+        "  service:\n    port: 9898\n",
+        &format!("  service:\n    port: 9898\n    gatewayRefs: [{{name: gw}}]\n{service}"),
+    )
+}
+
+#[test]
+fn session_affinity_and_blue_green_mirror_load_on_gateway_api() {
+    let affinity = "sessionAffinity:\n  cookieName: flagger-cookie\n  maxAge: 3600\n  domain: example.com\n  path: /\n  sameSite: Lax\n  httpOnly: true\n  secure: true\n  partitioned: false";
+    assert_eq!(
+        errors(&gateway("", &format!("stepWeight: 10\n{affinity}"))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(&gateway(
+            "",
+            &format!("iterations: 5\nmirror: true\nmirrorWeight: 25\n{affinity}")
+        )),
+        Vec::<String>::new()
+    );
+    // mirror: false is Flagger's default and changes nothing.
+    assert_eq!(
+        errors(&gateway("", "stepWeight: 10\nmirror: false")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
+    let file = "apps/podinfo/canary.yaml";
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {maxAge: 60}",
+            "17: spec.analysis.sessionAffinity.cookieName: required field is missing",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: \"a|b\"}",
+            "17: spec.analysis.sessionAffinity.cookieName: expected a cookie name of letters, digits, '-' and '_' (routes match it in a regular expression), found \"a|b\"",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, maxAge: -1}",
+            "17: spec.analysis.sessionAffinity.maxAge: expected 0..=2147483647, found -1",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, sameSite: lax}",
+            "17: spec.analysis.sessionAffinity.sameSite: expected Strict, Lax or None, found \"lax\"",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, domain: \"a; Secure\"}",
+            "17: spec.analysis.sessionAffinity.domain: expected a cookie attribute value (not empty, no ';' or control characters), found \"a; Secure\"",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, cookiename: d}",
+            "17: spec.analysis.sessionAffinity.cookiename: unknown field (did you mean \"cookieName\"?); expected one of: cookieName, primaryCookieName, domain, httpOnly, maxAge, partitioned, path, sameSite, secure",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, primaryCookieName: p}",
+            "17: spec.analysis.sessionAffinity.primaryCookieName: not supported yet for Gateway API routes (the primary's sticky cookie is not rendered); remove it, or roll this canary out without sluice",
+        ),
+        (
+            "",
+            "iterations: 3\nmatch: [{headers: {x: {exact: y}}}]\nsessionAffinity: {cookieName: c}",
+            "18: spec.analysis.sessionAffinity: not supported with A/B testing (analysis.match) on Gateway API routes: Flagger's router puts the A/B matches in place of the cookie match, so neither works; use sessionAffinity with stepWeight(s) or iterations without match",
+        ),
+        (
+            "    headers:\n      response:\n        set: {x-a: b}\n",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c}",
+            "17: spec.service.headers.response: cannot be combined with analysis.sessionAffinity on Gateway API routes: the rule that expires the session cookie would carry two ResponseHeaderModifier filters, which the HTTPRoute CRD forbids",
+        ),
+        (
+            "    match:\n      - headers: {x-a: {exact: b}}\n",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c}",
+            "16: spec.service.match[0].headers: cannot be combined with analysis.sessionAffinity on Gateway API routes: Flagger's cookie rule replaces these headers with the cookie match, so sticky requests would skip them",
+        ),
+        (
+            "",
+            "iterations: 3\nmirrorWeight: 20",
+            "17: spec.analysis.mirrorWeight: applies only with analysis.mirror: true; remove it, or set mirror: true",
+        ),
+        (
+            "",
+            "iterations: 3\nmirror: true\nmirrorWeight: 120",
+            "18: spec.analysis.mirrorWeight: expected 0..=100, found 120",
+        ),
+        (
+            "",
+            "iterations: 3\nmirror: yes",
+            "17: spec.analysis.mirror: expected true or false, found \"yes\"",
+        ),
+        (
+            "",
+            "iterations: 3\nmatch: [{headers: {x: {exact: y}}}]\nmirror: true",
+            "18: spec.analysis.mirror: Gateway API routes mirror only during a blue/green analysis (iterations without match), as Flagger's router does; with stepWeight(s) Flagger would hold the canary at weight 0 and with A/B it ignores mirror. Remove mirror, or use iterations without match",
+        ),
+    ];
+    for (service, analysis, expected) in cases {
+        assert_eq!(
+            errors(&gateway(service, analysis)),
+            [format!("{file}:{expected}")],
+            "{analysis}"
+        );
+    }
 }
 
 /// A Flagger canary on gatewayapi:v1 whose `spec.service` ends with `service` (indented by

@@ -103,6 +103,28 @@ pub fn decide<R>(
     obs: &Observations,
     now: Timestamp,
 ) -> Decision {
+    with_route_state(canary, decide_phase(canary, status, obs, now), now)
+}
+
+/// A committed decision's status with its route state (cookies, mirror phase) brought in
+/// line; a `Hold` keeps the status it was given.
+pub(crate) fn with_route_state<R>(
+    canary: &Canary<R>,
+    mut decision: Decision,
+    now: Timestamp,
+) -> Decision {
+    if decision.commits() {
+        crate::route_state::update(canary, &mut decision.status, now);
+    }
+    decision
+}
+
+fn decide_phase<R>(
+    canary: &Canary<R>,
+    status: Option<&Status>,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
     let Some(status) = status else {
         return initialize(canary, obs, now);
     };
@@ -191,6 +213,9 @@ fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Deci
         message: String::new(),
         paused: false,
         clock_from_merge: false,
+        session_cookie: None,
+        previous_session_cookie: None,
+        mirroring: false,
     };
     change(
         Action::Initialize,
@@ -927,7 +952,11 @@ pub(crate) fn advance<R>(
                         to: 100,
                     },
                     next,
-                    format!("Routing all traffic to canary {name}"),
+                    if canary.analysis.mirror {
+                        format!("Stop traffic mirroring and route all traffic to canary {name}")
+                    } else {
+                        format!("Routing all traffic to canary {name}")
+                    },
                     Some(after(now, interval)),
                 );
             }

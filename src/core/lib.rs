@@ -9,5 +9,6 @@ pub mod model;
 pub mod observe;
 pub mod operate;
 pub mod plan;
+mod route_state;
 pub mod schedule;
 pub mod status;

@@ -231,6 +231,20 @@ pub struct Analysis {
     pub metrics: Vec<MetricSpec>,
     pub webhooks: Vec<WebhookSpec>,
     pub approvals: Approvals,
+    /// Flagger's `analysis.mirror`: a blue/green analysis mirrors requests to the canary
+    /// (the route state's [`mirroring`](crate::status::Status::mirroring)).
+    pub mirror: bool,
+    /// Flagger's `analysis.sessionAffinity`: a user sent to the canary stays on it.
+    pub session_affinity: Option<SessionAffinity>,
+}
+
+/// What the core needs of `analysis.sessionAffinity`: the cookie's name, which goes into the
+/// cookie each rollout sets. The cookie's attributes (`maxAge`, `domain`, ...) are the
+/// router's business.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionAffinity {
+    /// An HTTP cookie name (an RFC 6265 token, checked by the spec reader).
+    pub cookie_name: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

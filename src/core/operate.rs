@@ -7,7 +7,8 @@
 use jiff::Timestamp;
 
 use crate::decide::{
-    advance, after, begin_rollout, change, dotted, reset_analysis, rollback, Action, Decision,
+    advance, after, begin_rollout, change, dotted, reset_analysis, rollback, with_route_state,
+    Action, Decision,
 };
 use crate::model::Canary;
 use crate::status::{Phase, Status};
@@ -49,6 +50,16 @@ pub struct NotApplicable(pub String);
 
 /// The decision an operation makes on `status`.
 pub fn operate<R>(
+    canary: &Canary<R>,
+    status: Option<&Status>,
+    op: Operation,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    operation(canary, status, op, reason, now).map(|d| with_route_state(canary, d, now))
+}
+
+fn operation<R>(
     canary: &Canary<R>,
     status: Option<&Status>,
     op: Operation,

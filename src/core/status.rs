@@ -128,4 +128,17 @@ pub struct Status {
     /// PR merged), the step's clock restarts at that moment, not when the PR was opened.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clock_from_merge: bool,
+    /// Session affinity: the cookie (`name=value`) this rollout sets on responses from the
+    /// canary, so those users stay on it. Set while the canary takes traffic (Flagger's
+    /// `status.sessionAffinityCookie`); any router reads it through the route state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_cookie: Option<String>,
+    /// The cookie of the last rollout once its canary takes no more traffic: the route
+    /// expires it (Flagger's `status.previousSessionAffinityCookie`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_session_cookie: Option<String>,
+    /// Blue/green with `analysis.mirror`: requests are mirrored to the canary (Flagger's
+    /// mirror phase, which it reads back from the route).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mirroring: bool,
 }

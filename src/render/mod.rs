@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::core::decide::Decision;
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
-use crate::route::{render_route, Backends, Weights};
+use crate::route::{render_route, Backends, RouteState, Weights};
 use crate::spec::model::{Canary, Strategy, Target};
 use crate::workload;
 
@@ -93,6 +93,7 @@ pub fn changes(
             canary: &canary_backend,
         },
         route_weights(canary, status),
+        &RouteState::of(status),
     )?;
     let mut files = vec![(route.file_name, route.content)];
     files.extend(workload::render(root, canary, decision, index)?);

@@ -28,6 +28,7 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
+use crate::core::status::Status;
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
 
@@ -88,11 +89,15 @@ pub trait Router {
     /// Renders the route object's YAML, sending `weights` to `backends`. The object is named
     /// after the apex Service (`canary.service.name`) in the canary's namespace, so it replaces
     /// the route Flagger would have created.
+    ///
+    /// `state` is the rollout's route state from its status (session cookies, mirror phase);
+    /// a router that cannot express it has refused the fields that produce it when reading.
     fn render(
         config: &Self::Config,
         canary: &Canary,
         backends: &Backends,
         weights: Weights,
+        state: &RouteState,
     ) -> Result<String, RouteError>;
 }
 
@@ -156,6 +161,29 @@ impl Weights {
                 primary: self.primary,
                 canary_weight: self.canary,
             })
+        }
+    }
+}
+
+/// What a route carries of the rollout's state besides the weights, read from the status
+/// (`core::status::Status`, kept by `core::decide`): the same fields for every router.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteState<'a> {
+    /// Session affinity: the cookie (`name=value`) responses from the canary set; requests
+    /// carrying it go to the canary.
+    pub session_cookie: Option<&'a str>,
+    /// The last rollout's cookie, which the route expires.
+    pub previous_session_cookie: Option<&'a str>,
+    /// Blue/green with `analysis.mirror`: requests are mirrored to the canary.
+    pub mirroring: bool,
+}
+
+impl<'a> RouteState<'a> {
+    pub fn of(status: &'a Status) -> RouteState<'a> {
+        RouteState {
+            session_cookie: status.session_cookie.as_deref(),
+            previous_session_cookie: status.previous_session_cookie.as_deref(),
+            mirroring: status.mirroring,
         }
     }
 }
@@ -224,16 +252,18 @@ pub enum RouteError {
     },
 }
 
-/// Renders the route file for `canary`, sending `weights` to `backends`, with the canary's
-/// router ([`Router::render`]) after checking the weights and backends.
+/// Renders the route file for `canary`, sending `weights` to `backends` with the rollout's
+/// `state`, with the canary's router ([`Router::render`]) after checking the weights and
+/// backends.
 pub fn render_route(
     canary: &Canary,
     backends: &Backends,
     weights: Weights,
+    state: &RouteState,
 ) -> Result<RenderedFile, RouteError> {
     weights.check(canary)?;
     check_backends(canary, backends)?;
-    let content = canary.route.render(canary, backends, weights)?;
+    let content = canary.route.render(canary, backends, weights, state)?;
     Ok(RenderedFile {
         file_name: ROUTE_FILE_NAME.to_string(),
         content,

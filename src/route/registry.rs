@@ -7,7 +7,7 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, smi, AbInput, Backends, FlaggerInput, RouteError, Router, Weights,
+    gateway_api, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -59,10 +59,11 @@ macro_rules! routers {
                 canary: &Canary,
                 backends: &Backends,
                 weights: Weights,
+                state: &RouteState,
             ) -> Result<String, RouteError> {
                 match self {
                     $( Route::$variant(config) => {
-                        <$router as Router>::render(config, canary, backends, weights)
+                        <$router as Router>::render(config, canary, backends, weights, state)
                     } )+
                 }
             }

@@ -22,8 +22,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError, Router,
-    Weights,
+    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
@@ -110,6 +110,7 @@ impl Router for Smi {
         canary: &Canary,
         backends: &Backends,
         weights: Weights,
+        _state: &RouteState,
     ) -> Result<String, RouteError> {
         render(canary, config.version, backends, weights)
     }

@@ -10,8 +10,8 @@ use crate::core::schedule::{
     flagger_step_weight, flagger_step_weights, native_step_weight, Pause, Step,
 };
 use crate::spec::model::{
-    Analysis, Approvals, BuiltinMetric, Format, MetricQuery, MetricSpec, Name, Strategy,
-    ThresholdRange, WebhookKind, WebhookSpec,
+    Analysis, Approvals, BuiltinMetric, Format, MetricQuery, MetricSpec, Name, SessionAffinity,
+    Strategy, ThresholdRange, WebhookKind, WebhookSpec,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
@@ -141,6 +141,13 @@ pub fn read_analysis(
             | WebhookKind::Event => {}
         }
     }
+    let mirror = node
+        .get("mirror")
+        .and_then(|n| r.bool(n, &join(path, "mirror")))
+        .unwrap_or(false);
+    let session_affinity = node
+        .get("sessionAffinity")
+        .and_then(|n| read_session_affinity(r, n, &join(path, "sessionAffinity")));
     if r.errors.len() > errors_before {
         return None;
     }
@@ -152,7 +159,53 @@ pub fn read_analysis(
         metrics,
         webhooks,
         approvals,
+        mirror,
+        session_affinity,
     })
+}
+
+/// The keys of Flagger's `analysis.sessionAffinity` (its CRD). Only `cookieName` is read
+/// here; the router reads the cookie's attributes and refuses what it cannot render.
+const SESSION_AFFINITY_KEYS: &[&str] = &[
+    "cookieName",
+    "primaryCookieName",
+    "domain",
+    "httpOnly",
+    "maxAge",
+    "partitioned",
+    "path",
+    "sameSite",
+    "secure",
+];
+
+/// `analysis.sessionAffinity`: its `cookieName` (required by Flagger's CRD).
+fn read_session_affinity(r: &mut Reader, node: &Node, path: &str) -> Option<SessionAffinity> {
+    r.map(node, path, SESSION_AFFINITY_KEYS)?;
+    let name_node = r.required(node, path, "cookieName")?;
+    let field = join(path, "cookieName");
+    let cookie_name = r.string(name_node, &field)?;
+    if let Err(message) = check_cookie_name(&cookie_name) {
+        r.error(name_node.line, &field, message);
+        return None;
+    }
+    Some(SessionAffinity { cookie_name })
+}
+
+/// A cookie name the route can match safely: routers match `Cookie` headers against a regular
+/// expression built from it (as Flagger does), so only characters with no meaning there.
+pub fn check_cookie_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 256
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a cookie name of letters, digits, '-' and '_' (routes match it in a regular expression), found {name:?}"
+        ))
+    }
 }
 
 fn read_strategy(

@@ -16,6 +16,63 @@ pub struct Config {
     /// Matches, filters and timeouts every rule carries (boxed: it is large and most
     /// routes leave it empty).
     pub rules: Box<RuleSpec>,
+    /// Flagger's `analysis.sessionAffinity`: the attributes of the cookie a rollout sets.
+    pub session_affinity: Option<CookieAttributes>,
+    /// Flagger's `analysis.mirror` (blue/green only): mirror requests to the canary while the
+    /// rollout's state says so.
+    pub analysis_mirror: Option<AnalysisMirror>,
+}
+
+/// The attributes of the session-affinity cookie's `Set-Cookie` header, from
+/// `analysis.sessionAffinity` (its `cookieName` is in the core's model and the cookie itself in
+/// the status).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CookieAttributes {
+    /// Seconds (Flagger's default, 86400, when `maxAge` is missing or 0).
+    pub max_age: u32,
+    pub domain: Option<String>,
+    pub http_only: bool,
+    pub partitioned: bool,
+    pub path: Option<String>,
+    /// `Strict`, `Lax` or `None`.
+    pub same_site: Option<String>,
+    pub secure: bool,
+}
+
+impl CookieAttributes {
+    /// Flagger's default cookie lifetime: a day.
+    pub const DEFAULT_MAX_AGE: u32 = 86_400;
+
+    /// The `Set-Cookie` value for `cookie` (`name=value`), attributes in Flagger's order.
+    pub fn set_cookie(&self, cookie: &str) -> String {
+        let mut out = format!("{cookie}; Max-Age={}", self.max_age);
+        if let Some(domain) = &self.domain {
+            out.push_str(&format!("; Domain={domain}"));
+        }
+        if self.http_only {
+            out.push_str("; HttpOnly");
+        }
+        if self.partitioned {
+            out.push_str("; Partitioned");
+        }
+        if let Some(path) = &self.path {
+            out.push_str(&format!("; Path={path}"));
+        }
+        if let Some(same_site) = &self.same_site {
+            out.push_str(&format!("; SameSite={same_site}"));
+        }
+        if self.secure {
+            out.push_str("; Secure");
+        }
+        out
+    }
+}
+
+/// `analysis.mirror: true` on a blue/green canary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnalysisMirror {
+    /// `analysis.mirrorWeight`: the percentage of requests mirrored (`None`: all of them).
+    pub percent: Option<u8>,
 }
 
 /// The HTTPRoute API version (both have the same schema).

@@ -13,14 +13,16 @@
 mod config;
 mod flagger;
 mod render;
+mod rollout;
 
 pub use config::{
-    Config, Cors, GatewayDuration, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch,
-    ParentRef, PathMatch, PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
+    AnalysisMirror, Config, CookieAttributes, Cors, GatewayDuration, GatewayVersion,
+    HeaderModifier, HttpHeader, HttpMatch, ParentRef, PathMatch, PathRewrite, RequestMirror,
+    RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
 
 use crate::route::Canary;
-use crate::route::{AbInput, Backends, FlaggerInput, RouteError, Router, Weights};
+use crate::route::{AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -66,11 +68,14 @@ impl Router for GatewayApi {
                 .map(|n| read_hostnames(r, n, "spec.service.hosts"))
                 .unwrap_or_default();
             let rules = flagger::read_rule_spec(r, svc, version);
+            let (session_affinity, analysis_mirror) = rollout::read(r, input)?;
             Some(Config {
                 version,
                 parent_refs: parent_refs?,
                 hostnames,
                 rules: Box::new(rules?),
+                session_affinity,
+                analysis_mirror,
             })
         });
         reject_unsupported(r, input);
@@ -112,6 +117,8 @@ impl Router for GatewayApi {
             parent_refs,
             hostnames,
             rules: Box::default(),
+            session_affinity: None,
+            analysis_mirror: None,
         })
     }
 
@@ -128,29 +135,18 @@ impl Router for GatewayApi {
         canary: &Canary,
         backends: &Backends,
         weights: Weights,
+        state: &RouteState,
     ) -> Result<String, RouteError> {
-        render::render(canary, config, backends, weights)
+        render::render(canary, config, backends, weights, state)
     }
 }
 
-/// Flagger applies these to Gateway API routes too (analysis.mirror, mirrorWeight and
-/// sessionAffinity with rollout state sluice does not keep); dropping them silently would
-/// route other requests than asked. Flagger's Gateway API routers ignore retries, and the
-/// standard HTTPRoute has no retry field: rejected too, so nobody believes retries are
-/// configured. (service.mirror is static and rendered: `flagger.rs` reads it.)
+/// Flagger's Gateway API routers ignore retries, and the standard HTTPRoute has no retry
+/// field: rejected, so nobody believes retries are configured. (service.mirror is static and
+/// rendered: `flagger.rs` reads it; analysis.mirror and sessionAffinity: `rollout.rs`.)
 fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
-    let not_yet = "not supported yet for Gateway API routes (sluice's HTTPRoute would route every request without it); remove it, or roll this canary out without sluice";
-    let ignored = "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it";
-    let rejected = [
-        ("spec.service", input.service, "retries", ignored),
-        ("spec.analysis", input.analysis, "mirror", not_yet),
-        ("spec.analysis", input.analysis, "mirrorWeight", not_yet),
-        ("spec.analysis", input.analysis, "sessionAffinity", not_yet),
-    ];
-    for (path, node, key, message) in rejected {
-        if let Some(n) = node.and_then(|n| n.get(key)) {
-            r.error(n.line, &join(path, key), message);
-        }
+    if let Some(n) = input.service.and_then(|n| n.get("retries")) {
+        r.error(n.line, "spec.service.retries", "not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it");
     }
 }
 

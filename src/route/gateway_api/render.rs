@@ -38,10 +38,12 @@ use serde_json::Value as Json;
 use crate::core::model::{Format, Strategy};
 use crate::route::gateway_api::config::{
     Config, Cors, HeaderModifier, HttpMatch, ParentRef, PathRewrite, RequestMirror, RuleSpec,
-    Timeouts,
+    Timeouts, ValueMatch,
 };
 use crate::route::Canary;
-use crate::route::{header_comment, render_template, reparse, Backends, RouteError, Weights};
+use crate::route::{
+    header_comment, render_template, reparse, Backends, RouteError, RouteState, Weights,
+};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/httproute.yaml.j2");
@@ -142,6 +144,20 @@ impl<'a> Filters<'a> {
 struct Rule<'a> {
     matches: Vec<HttpMatch>,
     backend_refs: Vec<BackendRef<'a>>,
+    /// Filters after the service's: the analysis mirror, then a `Set-Cookie` that expires
+    /// the previous rollout's cookie.
+    mirror: Option<StateMirror<'a>>,
+    set_cookie: Option<String>,
+    /// How many filters the rule has in all.
+    filter_count: usize,
+}
+
+/// The blue/green analysis' `RequestMirror` to the canary Service.
+#[derive(Serialize, Clone, Copy)]
+struct StateMirror<'a> {
+    name: &'a str,
+    port: u16,
+    percent: Option<u8>,
 }
 
 #[derive(Serialize)]
@@ -149,6 +165,45 @@ struct BackendRef<'a> {
     name: &'a str,
     port: u16,
     weight: u8,
+    /// A `ResponseHeaderModifier` filter adding this `Set-Cookie` value (the session cookie
+    /// on the canary backend of the weighted rule).
+    set_cookie: Option<String>,
+}
+
+impl<'a> Rule<'a> {
+    fn new(
+        matches: Vec<HttpMatch>,
+        backend_refs: Vec<BackendRef<'a>>,
+        service_filters: usize,
+        mirror: Option<StateMirror<'a>>,
+    ) -> Rule<'a> {
+        Rule {
+            matches,
+            backend_refs,
+            mirror,
+            set_cookie: None,
+            filter_count: service_filters + usize::from(mirror.is_some()),
+        }
+    }
+
+    fn expiring(mut self, cookie: &str) -> Rule<'a> {
+        self.set_cookie = Some(format!("{cookie}; Max-Age=-1"));
+        self.filter_count += 1;
+        self
+    }
+}
+
+/// The match of requests carrying `cookie` (`name=value`), as Flagger writes it.
+fn cookie_match(cookie: &str) -> HttpMatch {
+    let (name, value) = cookie.split_once('=').unwrap_or((cookie, ""));
+    HttpMatch {
+        headers: vec![ValueMatch {
+            name: "Cookie".into(),
+            kind: "RegularExpression",
+            value: format!(".*{name}.*{value}.*"),
+        }],
+        ..HttpMatch::all_requests()
+    }
 }
 
 pub(super) fn render(
@@ -156,32 +211,79 @@ pub(super) fn render(
     route: &Config,
     backends: &Backends,
     weights: Weights,
+    state: &RouteState,
 ) -> Result<String, RouteError> {
     check_parent_refs(canary, &route.parent_refs)?;
     check_hostnames(canary, &route.hostnames)?;
     let port = canary.service.port;
+    let filters = Filters::of(&route.rules);
     let service_matches = if route.rules.matches.is_empty() {
         vec![HttpMatch::all_requests()]
     } else {
         route.rules.matches.clone()
     };
-    let weighted = |matches| Rule {
-        matches,
-        backend_refs: vec![
-            BackendRef {
-                name: backends.primary,
-                port,
-                weight: weights.primary,
-            },
-            BackendRef {
-                name: backends.canary,
-                port,
-                weight: weights.canary,
-            },
-        ],
+    // Blue/green with `analysis.mirror`, while the rollout's state says so.
+    let mirror = route
+        .analysis_mirror
+        .filter(|_| state.mirroring)
+        .map(|m| StateMirror {
+            name: backends.canary,
+            port,
+            percent: m.percent,
+        });
+    let backend = |name, weight| BackendRef {
+        name,
+        port,
+        weight,
+        set_cookie: None,
     };
-    let rules = match &canary.analysis.strategy {
-        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![weighted(service_matches)],
+    let split = |primary, canary| {
+        vec![
+            backend(backends.primary, primary),
+            backend(backends.canary, canary),
+        ]
+    };
+    let weighted = |matches| {
+        Rule::new(
+            matches,
+            split(weights.primary, weights.canary),
+            filters.count,
+            mirror,
+        )
+    };
+    // The session cookie, made by the core while the canary takes traffic: Flagger's
+    // sticky rule sends requests carrying it to the canary, and the weighted rule's canary
+    // backend sets it. Once the canary takes none, a rule expires the last rollout's cookie.
+    let sticky = |cookie: &str, backend_refs| {
+        Rule::new(
+            merge_matches(&[cookie_match(cookie)], &route.rules.matches),
+            backend_refs,
+            filters.count,
+            mirror,
+        )
+    };
+    let session = route.session_affinity.as_ref().and_then(|attributes| {
+        if let Some(cookie) = state.session_cookie {
+            let mut rule = weighted(service_matches.clone());
+            if let Some(b) = rule.backend_refs.get_mut(1) {
+                b.set_cookie = Some(attributes.set_cookie(cookie));
+            }
+            Some(vec![sticky(cookie, split(0, 100)), rule])
+        } else {
+            state.previous_session_cookie.map(|cookie| {
+                vec![
+                    sticky(cookie, split(weights.primary, weights.canary)).expiring(cookie),
+                    weighted(service_matches.clone()),
+                ]
+            })
+        }
+    });
+    // With a session rule first, the weighted rule is the second.
+    let (rules, weighted_rule) = match &canary.analysis.strategy {
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => match session {
+            Some(rules) => (rules, 1),
+            None => (vec![weighted(service_matches)], 0),
+        },
         // `spec` converted and checked the matches at load time; an A/B canary has at least one.
         Strategy::AB { .. } if route.rules.ab_matches.is_empty() => {
             return Err(field_error(
@@ -190,17 +292,18 @@ pub(super) fn render(
                 "expected at least one match for an A/B canary, found none".into(),
             ))
         }
-        Strategy::AB { .. } => vec![
-            weighted(merge_matches(&route.rules.ab_matches, &route.rules.matches)),
-            Rule {
-                matches: service_matches,
-                backend_refs: vec![BackendRef {
-                    name: backends.primary,
-                    port,
-                    weight: 100,
-                }],
-            },
-        ],
+        Strategy::AB { .. } => (
+            vec![
+                weighted(merge_matches(&route.rules.ab_matches, &route.rules.matches)),
+                Rule::new(
+                    service_matches,
+                    vec![backend(backends.primary, 100)],
+                    filters.count,
+                    None,
+                ),
+            ],
+            0,
+        ),
     };
     let context = Context {
         header: header_comment(canary),
@@ -211,12 +314,12 @@ pub(super) fn render(
         parent_refs: &route.parent_refs,
         hostnames: &route.hostnames,
         rules,
-        filters: Filters::of(&route.rules),
+        filters,
         timeouts: Some(&route.rules.timeouts).filter(|t| **t != Timeouts::default()),
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context, weights).map_err(|message| RouteError::Output {
+    verify(&parsed, &context, weights, weighted_rule).map_err(|message| RouteError::Output {
         canary: canary.id.to_string(),
         template: TEMPLATE_NAME,
         message,
@@ -227,7 +330,12 @@ pub(super) fn render(
 /// Reads the rendered object back: right kind and name, every rule has the filters asked for,
 /// and every rule's weights are whole numbers that sum to 100, the weighted rule's being
 /// exactly the ones asked for.
-fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String> {
+fn verify(
+    doc: &Json,
+    context: &Context,
+    weights: Weights,
+    weighted_rule: usize,
+) -> Result<(), String> {
     let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
     if text("/apiVersion") != Some(context.api_version) || text("/kind") != Some("HTTPRoute") {
         return Err(format!(
@@ -263,10 +371,10 @@ fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String>
         let filters = rule
             .get("filters")
             .map_or(Some(0), |f| f.as_array().map(Vec::len));
-        if filters != Some(context.filters.count) {
+        let expected = context.rules[i].filter_count;
+        if filters != Some(expected) {
             return Err(format!(
-                "expected {} filters in spec.rules[{i}], found {filters:?}",
-                context.filters.count
+                "expected {expected} filters in spec.rules[{i}], found {filters:?}"
             ));
         }
         let refs = rule
@@ -285,9 +393,9 @@ fn verify(doc: &Json, context: &Context, weights: Weights) -> Result<(), String>
                 "expected spec.rules[{i}] weights to sum to 100, found {found:?}"
             ));
         }
-        if i == 0 && found != [u64::from(weights.primary), u64::from(weights.canary)] {
+        if i == weighted_rule && found != [u64::from(weights.primary), u64::from(weights.canary)] {
             return Err(format!(
-                "expected weights [{}, {}] in spec.rules[0], found {found:?}",
+                "expected weights [{}, {}] in spec.rules[{i}], found {found:?}",
                 weights.primary, weights.canary
             ));
         }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use sluice_core::model::{
     Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
-    ServiceSpec, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind, WebhookSpec,
+    ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind,
+    WebhookSpec,
 };
 use sluice_core::schedule::{
     flagger_step_weight, flagger_step_weights, native_step_weight, Pause, Step,
@@ -53,6 +54,8 @@ pub struct CanaryBuilder {
     progress_deadline: Duration,
     settle: Duration,
     sync: bool,
+    mirror: bool,
+    session_cookie: Option<String>,
 }
 
 /// A Flagger canary `podinfo.prod` walking 10, 20, ... 50 every 30 s, no checks, no gates.
@@ -71,10 +74,24 @@ pub fn canary() -> CanaryBuilder {
         progress_deadline: Duration::from_secs(600),
         settle: Duration::ZERO,
         sync: false,
+        mirror: false,
+        session_cookie: None,
     }
 }
 
 impl CanaryBuilder {
+    /// `analysis.mirror: true`.
+    pub fn mirror(mut self) -> Self {
+        self.mirror = true;
+        self
+    }
+
+    /// `analysis.sessionAffinity.cookieName`.
+    pub fn session_affinity(mut self, cookie_name: &str) -> Self {
+        self.session_cookie = Some(cookie_name.to_string());
+        self
+    }
+
     /// A native (`sluice.dev/v1alpha1`) canary: native weight arithmetic.
     pub fn native(mut self) -> Self {
         self.format = Format::Native;
@@ -248,6 +265,10 @@ impl CanaryBuilder {
                 metrics: self.metrics,
                 webhooks: self.webhooks,
                 approvals: self.approvals,
+                mirror: self.mirror,
+                session_affinity: self
+                    .session_cookie
+                    .map(|cookie_name| SessionAffinity { cookie_name }),
             },
             skip_analysis: self.skip_analysis,
             suspend: false,

@@ -4,3 +4,4 @@
 mod builders;
 mod operate;
 mod properties;
+mod route_state;
