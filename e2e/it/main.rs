@@ -9,6 +9,7 @@ mod gitops;
 mod gitops_branch;
 mod gitops_layers;
 mod install;
+mod kubernetes;
 mod lease;
 mod loop_git;
 mod managed;

@@ -282,7 +282,8 @@ fn cases() -> Vec<Case> {
 fn render(case: &Case, canary_weight: u8) -> String {
     let weights = Weights::from_canary(canary_weight).expect("0..=100");
     let file = render_route(&case.canary, &case.backends, weights)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+        .unwrap_or_else(|| panic!("{}: this router writes a route file", case.name));
     assert_eq!(file.file_name, ROUTE_FILE_NAME);
     file.content
 }
@@ -577,7 +578,8 @@ fn hostile_match_values_round_trip() {
         &FLAGGER_BACKENDS,
         Weights::from_canary(100).expect("weight"),
     )
-    .expect("renders");
+    .expect("renders")
+    .expect("an HTTPRoute is a route file");
     let doc = parse(&file.content);
     assert_eq!(
         doc["spec"]["rules"][0]["matches"][0]["headers"],

@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::core::decide::Decision;
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
-use crate::route::{render_route, Backends, Weights};
+use crate::route::{render_route, Backends, Weights, ROUTE_FILE_NAME};
 use crate::spec::model::{Canary, Strategy, Target};
 use crate::workload;
 
@@ -93,14 +93,28 @@ pub fn changes(
         },
         route_weights(canary, status),
     )?;
-    let mut files = vec![(route.file_name, route.content)];
+    let mut changes = Vec::new();
+    let mut files = Vec::new();
+    match route {
+        Some(route) => files.push((route.file_name, route.content)),
+        // A router with no route object (`kubernetes`): a route file sluice wrote for an
+        // earlier provider goes, so the folder holds only what the kustomization lists.
+        None => {
+            let path = canary.output.join(ROUTE_FILE_NAME);
+            if generated(root, &path) {
+                changes.push(FileChange {
+                    path,
+                    content: None,
+                });
+            }
+        }
+    }
     files.extend(workload::render(root, canary, decision, index)?);
     let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
     files.push((
         "kustomization.yaml".to_string(),
         kustomization::render(&canary.id.to_string(), &names),
     ));
-    let mut changes = Vec::new();
     for (name, content) in files {
         let path = canary.output.join(&name);
         if let Ok(existing) = std::fs::read_to_string(root.join(&path)) {
@@ -120,4 +134,9 @@ pub fn changes(
         content: Some(status_text),
     });
     Ok(changes)
+}
+
+/// Whether `path` (repo-relative) is a file sluice generated.
+fn generated(root: &Path, path: &str) -> bool {
+    std::fs::read_to_string(root.join(path)).is_ok_and(|text| text.starts_with(GENERATED_MARK))
 }

@@ -110,8 +110,8 @@ impl Router for Smi {
         canary: &Canary,
         backends: &Backends,
         weights: Weights,
-    ) -> Result<String, RouteError> {
-        render(canary, config.version, backends, weights)
+    ) -> Result<Option<String>, RouteError> {
+        render(canary, config.version, backends, weights).map(Some)
     }
 }
 

@@ -244,7 +244,7 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
     if r.errors.len() > before {
         return None;
     }
-    Some(Canary {
+    let canary = Canary {
         settle: settings.settle,
         provider,
         metrics_server,
@@ -261,7 +261,8 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         skip_analysis,
         suspend,
         progress_deadline,
-    })
+    };
+    check_route(r, canary, spec, before)
 }
 
 fn read_route_only(r: &mut Reader, node: &Node) -> Option<Target> {
@@ -333,6 +334,13 @@ fn read_service(
         port: port?,
         target_port,
     })
+}
+
+/// Lets the router check the whole canary (the `kubernetes` router runs blue/green only);
+/// `None` when it or anything before (since `before` errors) reported a problem.
+fn check_route(r: &mut Reader, canary: Canary, spec: &Node, before: usize) -> Option<Canary> {
+    canary.route.check_canary(r, &canary, spec);
+    (r.errors.len() == before).then_some(canary)
 }
 
 /// Hands an A/B canary's `analysis.match` to its router.
@@ -469,7 +477,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     if r.errors.len() > before {
         return None;
     }
-    Some(Canary {
+    let canary = Canary {
         settle: settings.settle,
         provider: provider_name,
         metrics_server,
@@ -486,5 +494,6 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         skip_analysis,
         suspend,
         progress_deadline,
-    })
+    };
+    check_route(r, canary, spec, before)
 }

@@ -129,8 +129,8 @@ impl Router for GatewayApi {
         canary: &Canary,
         backends: &Backends,
         weights: Weights,
-    ) -> Result<String, RouteError> {
-        render::render(canary, config, backends, weights)
+    ) -> Result<Option<String>, RouteError> {
+        render::render(canary, config, backends, weights).map(Some)
     }
 }
 
