@@ -4,6 +4,7 @@ mod approval;
 mod cli;
 mod core_purity;
 mod daemon;
+mod daemonset;
 mod decide;
 mod gitops;
 mod gitops_branch;

@@ -371,12 +371,12 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
         let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
             let text = r.string(k, "spec.targetRef.kind")?;
-            if text != "Deployment" {
+            if !["Deployment", "DaemonSet"].contains(&text.as_str()) {
                 r.error(
                     k.line,
                     "spec.targetRef.kind",
                     format!(
-                        "expected Deployment (the only workload sluice manages), found {text:?}"
+                        "expected Deployment or DaemonSet (the workloads sluice manages), found {text:?}"
                     ),
                 );
                 return None;
