@@ -336,6 +336,60 @@ fn read_service(
     })
 }
 
+/// Flagger `service` fields its Services carry that sluice's three Services do not carry yet:
+/// refused, so nobody believes they apply. A value that is what sluice writes anyway
+/// (`portDiscovery: false`, `headless: false`, `portName: http`) passes.
+fn reject_service_fields(r: &mut Reader, svc: &Node) {
+    let refuse = |r: &mut Reader, key: &str, what: &str| {
+        if let Some(n) = svc.get(key) {
+            r.error(
+                n.line,
+                &join("spec.service", key),
+                format!("not supported yet: sluice's Services {what}, Flagger's would; remove it, or roll this canary out without sluice"),
+            );
+        }
+    };
+    let is = |r: &mut Reader, key: &str, default: bool| {
+        svc.get(key)
+            .and_then(|n| r.bool(n, &join("spec.service", key)))
+            .is_some_and(|v| v != default)
+    };
+    if is(r, "portDiscovery", false) {
+        refuse(
+            r,
+            "portDiscovery",
+            "expose only service.port, not the pod template's other container ports",
+        );
+    }
+    if is(r, "headless", false) {
+        refuse(
+            r,
+            "headless",
+            "always get a cluster IP (clusterIP: None is not written)",
+        );
+    }
+    if let Some(n) = svc.get("portName") {
+        if r.string(n, "spec.service.portName")
+            .is_some_and(|name| name != "http")
+        {
+            refuse(r, "portName", "name their port http");
+        }
+    }
+    for (key, what) in [
+        ("appProtocol", "write no appProtocol on their port"),
+        ("apex", "carry no custom labels or annotations (apex)"),
+        ("primary", "carry no custom labels or annotations (primary)"),
+        ("canary", "carry no custom labels or annotations (canary)"),
+        ("trafficDistribution", "write no trafficDistribution"),
+        (
+            "unmanagedMetadata",
+            "keep no live metadata (unmanagedMetadata)",
+        ),
+    ] {
+        refuse(r, key, what);
+    }
+}
+
 /// Lets the router check the whole canary (the `kubernetes` router runs blue/green only);
 /// `None` when it or anything before (since `before` errors) reported a problem.
 fn check_route(r: &mut Reader, canary: Canary, spec: &Node, before: usize) -> Option<Canary> {
@@ -439,6 +493,9 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             target_name.as_ref(),
         )
     });
+    if let Some(n) = service_node {
+        reject_service_fields(r, n);
+    }
     let mut route = provider.and_then(|p| {
         p.read_flagger(
             r,
