@@ -32,8 +32,10 @@ use sluice::yaml::snapshot::Snapshot;
 use crate::support::{git, seeded_remote, Schemas};
 
 /// Corpus files whose canary loads with no error. Today's count; raise it as sluice learns
-/// more of Flagger, never lower it.
-const ACCEPTED_AT_LEAST: usize = 18;
+/// more of Flagger, never lower it (it went from 18 to 14 once, on purpose: four canaries had
+/// loaded with `service.portDiscovery`/`portName` silently dropped, and are now refused until
+/// those fields are written).
+const ACCEPTED_AT_LEAST: usize = 14;
 
 /// Rendered kinds with no upstream strict schema, checked here in code instead.
 const KUSTOMIZE: &str = "kustomize.config.k8s.io/v1beta1";

@@ -289,7 +289,8 @@ fn cases() -> Vec<Case> {
 fn render(case: &Case, canary_weight: u8) -> String {
     let weights = Weights::from_canary(canary_weight).expect("0..=100");
     let file = render_route(&case.canary, &case.backends, weights, &NO_STATE)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+        .unwrap_or_else(|| panic!("{}: this router writes a route file", case.name));
     assert_eq!(file.file_name, ROUTE_FILE_NAME);
     file.content
 }
@@ -585,7 +586,8 @@ fn hostile_match_values_round_trip() {
         Weights::from_canary(100).expect("weight"),
         &NO_STATE,
     )
-    .expect("renders");
+    .expect("renders")
+    .expect("an HTTPRoute is a route file");
     let doc = parse(&file.content);
     assert_eq!(
         doc["spec"]["rules"][0]["matches"][0]["headers"],
@@ -796,6 +798,7 @@ fn routes_with_rollout_state_match_their_strict_schemas_and_snapshots() {
         let weights = Weights::from_canary(weight).expect("0..=100");
         let text = render_route(&canary, &FLAGGER_BACKENDS, weights, &state)
             .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .unwrap_or_else(|| panic!("{name}: an HTTPRoute is a route file"))
             .content;
         let errors = schemas.errors(&parse(&text));
         assert!(errors.is_empty(), "{name}:\n{}", errors.join("\n"));
@@ -896,6 +899,8 @@ fn the_weighted_rule_carries_every_weight_with_rollout_state() {
 
 fn render_with_weight(canary: &Canary, canary_weight: u8, state: &RouteState) -> Json {
     let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    let file = render_route(canary, &FLAGGER_BACKENDS, weights, state).expect("renders");
+    let file = render_route(canary, &FLAGGER_BACKENDS, weights, state)
+        .expect("renders")
+        .expect("an HTTPRoute is a route file");
     parse(&file.content)
 }

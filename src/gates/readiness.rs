@@ -1,4 +1,4 @@
-//! Readiness: before a step counts, the canary Deployment has rolled out (as Flagger's
+//! Readiness: before a step counts, the canary Deployment or DaemonSet has rolled out (as Flagger's
 //! `IsCanaryReady` checks) and, with an HTTPRoute, every parent Gateway has accepted the route
 //! at its current generation. Read-only kube access; the judging functions are pure.
 
@@ -45,6 +45,30 @@ pub fn deployment_ready(obj: &Json) -> Readiness {
     if available < updated {
         return Readiness::NotReady(format!(
             "{name}: {available} of {updated} updated replicas available"
+        ));
+    }
+    Readiness::Ready
+}
+
+/// Judges a DaemonSet object (as JSON) the way Flagger's `isDaemonSetReady` does (with its
+/// default ready threshold, 100 %): observed, every scheduled pod updated and available.
+pub fn daemonset_ready(obj: &Json) -> Readiness {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("daemonset");
+    let generation = int(&obj["metadata"]["generation"]).unwrap_or(0);
+    let status = &obj["status"];
+    let observed = int(&status["observedGeneration"]).unwrap_or(0);
+    if observed < generation {
+        return Readiness::NotReady(format!("{name}: waiting for the rollout to be observed (generation {generation}, observed {observed})"));
+    }
+    let desired = int(&status["desiredNumberScheduled"]).unwrap_or(0);
+    let updated = int(&status["updatedNumberScheduled"]).unwrap_or(0);
+    let available = int(&status["numberAvailable"]).unwrap_or(0);
+    if updated < desired {
+        return Readiness::NotReady(format!("{name}: {updated} of {desired} new pods updated"));
+    }
+    if available < desired {
+        return Readiness::NotReady(format!(
+            "{name}: {available} of {desired} updated pods available"
         ));
     }
     Readiness::Ready
@@ -115,16 +139,23 @@ pub async fn read_readiness(
 ) -> Result<Readiness, String> {
     let ns = canary.id.namespace.as_str();
     if !matches!(canary.target, Target::RouteOnly { .. }) {
-        let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
-        match get(client, gvk, "deployments", ns, workload).await? {
+        let daemonset =
+            matches!(&canary.target, Target::TargetRef { kind, .. } if kind == "DaemonSet");
+        let (kind, plural, judge): (_, _, fn(&Json) -> Readiness) = if daemonset {
+            ("DaemonSet", "daemonsets", daemonset_ready)
+        } else {
+            ("Deployment", "deployments", deployment_ready)
+        };
+        let gvk = GroupVersionKind::gvk("apps", "v1", kind);
+        match get(client, gvk, plural, ns, workload).await? {
             Some(d) => {
-                if let Readiness::NotReady(why) = deployment_ready(&d) {
+                if let Readiness::NotReady(why) = judge(&d) {
                     return Ok(Readiness::NotReady(why));
                 }
             }
             None => {
                 return Ok(Readiness::NotReady(format!(
-                    "Deployment {ns}/{workload} does not exist yet"
+                    "{kind} {ns}/{workload} does not exist yet"
                 )))
             }
         }
@@ -165,6 +196,31 @@ mod tests {
     ) -> Json {
         json!({"metadata": {"name": "podinfo", "generation": generation}, "spec": {"replicas": replicas},
                "status": {"observedGeneration": observed, "updatedReplicas": updated, "availableReplicas": available, "replicas": total}})
+    }
+
+    #[test]
+    fn daemonsets_are_ready_only_when_every_scheduled_pod_is_updated_and_available() {
+        let ds = |generation: i64, observed: i64, desired: i64, updated: i64, available: i64| {
+            json!({"metadata": {"name": "podinfo-ds", "generation": generation},
+                   "status": {"observedGeneration": observed, "desiredNumberScheduled": desired,
+                              "updatedNumberScheduled": updated, "numberAvailable": available}})
+        };
+        assert_eq!(daemonset_ready(&ds(2, 2, 3, 3, 3)), Readiness::Ready);
+        assert_eq!(
+            daemonset_ready(&ds(0, 0, 0, 0, 0)),
+            Readiness::Ready,
+            "an idle canary on no node is rolled out"
+        );
+        for (obj, why) in [
+            (ds(3, 2, 3, 3, 3), "observed"),
+            (ds(2, 2, 3, 2, 3), "2 of 3 new pods updated"),
+            (ds(2, 2, 3, 3, 1), "1 of 3 updated pods available"),
+        ] {
+            match daemonset_ready(&obj) {
+                Readiness::NotReady(m) => assert!(m.contains(why), "{m}"),
+                Readiness::Ready => panic!("{obj} is not ready"),
+            }
+        }
     }
 
     #[test]

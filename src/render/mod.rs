@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::core::decide::Decision;
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
-use crate::route::{render_route, Backends, RouteState, Weights};
+use crate::route::{render_route, Backends, RouteState, Weights, ROUTE_FILE_NAME};
 use crate::spec::model::{Canary, Strategy, Target};
 use crate::workload;
 
@@ -95,14 +95,31 @@ pub fn changes(
         route_weights(canary, status),
         &RouteState::of(status),
     )?;
-    let mut files = vec![(route.file_name, route.content)];
+    let mut changes = Vec::new();
+    let mut files = Vec::new();
+    match route {
+        Some(route) => files.push((route.file_name, route.content)),
+        // A router with no route object (`kubernetes`): a route file sluice wrote for an
+        // earlier provider goes, so the folder holds only what the kustomization lists.
+        None => {
+            let path = canary.output.join(ROUTE_FILE_NAME);
+            if index
+                .text_of(root, &path)
+                .is_some_and(|text| text.starts_with(GENERATED_MARK))
+            {
+                changes.push(FileChange {
+                    path,
+                    content: None,
+                });
+            }
+        }
+    }
     files.extend(workload::render(root, canary, decision, index)?);
     let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
     files.push((
         "kustomization.yaml".to_string(),
         kustomization::render(&canary.id.to_string(), &names),
     ));
-    let mut changes = Vec::new();
     for (name, content) in files {
         let path = canary.output.join(&name);
         if let Some(existing) = index.text_of(root, &path) {

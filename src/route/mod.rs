@@ -19,6 +19,7 @@
 //! problem through the spec [`Reader`] with its file, line and field.
 
 pub mod gateway_api;
+pub mod kubernetes;
 mod registry;
 pub mod smi;
 
@@ -86,9 +87,15 @@ pub trait Router {
     /// requests says so when rendering.
     fn read_ab_matches(config: &mut Self::Config, r: &mut Reader, input: &AbInput);
 
-    /// Renders the route object's YAML, sending `weights` to `backends`. The object is named
-    /// after the apex Service (`canary.service.name`) in the canary's namespace, so it replaces
-    /// the route Flagger would have created.
+    /// Checks what this router needs of the whole validated canary (its strategy, its
+    /// target), reporting through `r`; `spec` is the canary's `spec` node, for lines. Most
+    /// routers run every strategy and target: the default checks nothing.
+    fn check_canary(_config: &Self::Config, _r: &mut Reader, _canary: &Canary, _spec: &Node) {}
+
+    /// Renders the route object's YAML, sending `weights` to `backends`; `None` for a router
+    /// that writes no route object (`kubernetes`: the Services alone switch traffic). The
+    /// object is named after the apex Service (`canary.service.name`) in the canary's
+    /// namespace, so it replaces the route Flagger would have created.
     ///
     /// `state` is the rollout's route state from its status (session cookies, mirror phase);
     /// a router that cannot express it has refused the fields that produce it when reading.
@@ -98,7 +105,7 @@ pub trait Router {
         backends: &Backends,
         weights: Weights,
         state: &RouteState,
-    ) -> Result<String, RouteError>;
+    ) -> Result<Option<String>, RouteError>;
 }
 
 /// The parts of a Flagger Canary's `spec` a router reads.
@@ -254,20 +261,20 @@ pub enum RouteError {
 
 /// Renders the route file for `canary`, sending `weights` to `backends` with the rollout's
 /// `state`, with the canary's router ([`Router::render`]) after checking the weights and
-/// backends.
+/// backends; `None` when the router writes no route object.
 pub fn render_route(
     canary: &Canary,
     backends: &Backends,
     weights: Weights,
     state: &RouteState,
-) -> Result<RenderedFile, RouteError> {
+) -> Result<Option<RenderedFile>, RouteError> {
     weights.check(canary)?;
     check_backends(canary, backends)?;
     let content = canary.route.render(canary, backends, weights, state)?;
-    Ok(RenderedFile {
+    Ok(content.map(|content| RenderedFile {
         file_name: ROUTE_FILE_NAME.to_string(),
         content,
-    })
+    }))
 }
 
 /// Service names are DNS-1035 labels; the two backends must differ or the split means nothing.

@@ -7,7 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
+    gateway_api, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router,
+    Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -52,15 +53,24 @@ macro_rules! routers {
                 }
             }
 
-            /// The route object's YAML; [`crate::route::render_route`] checks weights and
-            /// backends first.
+            /// Checks what the router needs of the whole validated canary.
+            pub fn check_canary(&self, r: &mut Reader, canary: &Canary, spec: &Node) {
+                match self {
+                    $( Route::$variant(config) => {
+                        <$router as Router>::check_canary(config, r, canary, spec)
+                    } )+
+                }
+            }
+
+            /// The route object's YAML, `None` for a router that writes none;
+            /// [`crate::route::render_route`] checks weights and backends first.
             pub(super) fn render(
                 &self,
                 canary: &Canary,
                 backends: &Backends,
                 weights: Weights,
                 state: &RouteState,
-            ) -> Result<String, RouteError> {
+            ) -> Result<Option<String>, RouteError> {
                 match self {
                     $( Route::$variant(config) => {
                         <$router as Router>::render(config, canary, backends, weights, state)
@@ -105,6 +115,8 @@ routers! {
     Smi => smi::Smi,
     /// Gateway API HTTPRoute: `gatewayapi:v1`, `gatewayapi:v1beta1`.
     GatewayApi => gateway_api::GatewayApi,
+    /// No route object, blue/green through the Services (Flagger's `NopRouter`): `kubernetes`.
+    Kubernetes => kubernetes::Kubernetes,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -128,7 +140,7 @@ fn or_list(items: &[&str]) -> String {
     }
 }
 
-/// The objects sluice can write, for messages: `SMI TrafficSplit or Gateway API HTTPRoute`.
+/// The objects sluice can write, for messages: `SMI TrafficSplit, Gateway API HTTPRoute or ...`.
 pub fn route_objects() -> String {
     let objects: Vec<&str> = ROUTERS.iter().map(|e| e.object).collect();
     or_list(&objects)
@@ -233,13 +245,16 @@ mod tests {
     fn unknown_providers_list_every_supported_one() {
         assert_eq!(
             parse_provider("Istio"),
-            Err("sluice does not route provider \"Istio\" (it writes SMI TrafficSplit or Gateway API HTTPRoute); supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1".to_string())
+            Err("sluice does not route provider \"Istio\" (it writes SMI TrafficSplit, Gateway API HTTPRoute or Kubernetes Services for blue/green); supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, kubernetes".to_string())
         );
         assert_eq!(
             parse_provider("gatewayapi"),
-            Err("expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"; supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1".to_string())
+            Err("expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"; supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, kubernetes".to_string())
         );
-        assert_eq!(route_objects(), "SMI TrafficSplit or Gateway API HTTPRoute");
+        assert_eq!(
+            route_objects(),
+            "SMI TrafficSplit, Gateway API HTTPRoute or Kubernetes Services for blue/green"
+        );
         // An alias works but is not advertised.
         assert_eq!(
             parse_provider("smi"),
@@ -309,7 +324,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: VirtualService\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute or TrafficSplit, found \"VirtualService\""],
+                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service or TrafficSplit, found \"VirtualService\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",

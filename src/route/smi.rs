@@ -111,8 +111,8 @@ impl Router for Smi {
         backends: &Backends,
         weights: Weights,
         _state: &RouteState,
-    ) -> Result<String, RouteError> {
-        render(canary, config.version, backends, weights)
+    ) -> Result<Option<String>, RouteError> {
+        render(canary, config.version, backends, weights).map(Some)
     }
 }
 

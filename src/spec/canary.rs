@@ -218,7 +218,7 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
     if r.errors.len() > before {
         return None;
     }
-    Some(Canary {
+    let canary = Canary {
         settle: settings.settle,
         provider,
         metrics_server,
@@ -235,7 +235,8 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         skip_analysis,
         suspend,
         progress_deadline,
-    })
+    };
+    check_route(r, canary, spec, before)
 }
 
 fn read_route_only(r: &mut Reader, node: &Node) -> Option<Target> {
@@ -309,6 +310,67 @@ fn read_service(
     })
 }
 
+/// Flagger `service` fields its Services carry that sluice's three Services do not carry yet:
+/// refused, so nobody believes they apply. A value that is what sluice writes anyway
+/// (`portDiscovery: false`, `headless: false`, `portName: http`) passes.
+fn reject_service_fields(r: &mut Reader, svc: &Node) {
+    let refuse = |r: &mut Reader, key: &str, what: &str| {
+        if let Some(n) = svc.get(key) {
+            r.error(
+                n.line,
+                &join("spec.service", key),
+                format!("not supported yet: sluice's Services {what}, Flagger's would; remove it, or roll this canary out without sluice"),
+            );
+        }
+    };
+    let is = |r: &mut Reader, key: &str, default: bool| {
+        svc.get(key)
+            .and_then(|n| r.bool(n, &join("spec.service", key)))
+            .is_some_and(|v| v != default)
+    };
+    if is(r, "portDiscovery", false) {
+        refuse(
+            r,
+            "portDiscovery",
+            "expose only service.port, not the pod template's other container ports",
+        );
+    }
+    if is(r, "headless", false) {
+        refuse(
+            r,
+            "headless",
+            "always get a cluster IP (clusterIP: None is not written)",
+        );
+    }
+    if let Some(n) = svc.get("portName") {
+        if r.string(n, "spec.service.portName")
+            .is_some_and(|name| name != "http")
+        {
+            refuse(r, "portName", "name their port http");
+        }
+    }
+    for (key, what) in [
+        ("appProtocol", "write no appProtocol on their port"),
+        ("apex", "carry no custom labels or annotations (apex)"),
+        ("primary", "carry no custom labels or annotations (primary)"),
+        ("canary", "carry no custom labels or annotations (canary)"),
+        ("trafficDistribution", "write no trafficDistribution"),
+        (
+            "unmanagedMetadata",
+            "keep no live metadata (unmanagedMetadata)",
+        ),
+    ] {
+        refuse(r, key, what);
+    }
+}
+
+/// Lets the router check the whole canary (the `kubernetes` router runs blue/green only);
+/// `None` when it or anything before (since `before` errors) reported a problem.
+fn check_route(r: &mut Reader, canary: Canary, spec: &Node, before: usize) -> Option<Canary> {
+    canary.route.check_canary(r, &canary, spec);
+    (r.errors.len() == before).then_some(canary)
+}
+
 /// Hands an A/B canary's `analysis.match` to its router.
 fn read_ab_matches(
     r: &mut Reader,
@@ -337,12 +399,12 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
         let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
             let text = r.string(k, "spec.targetRef.kind")?;
-            if text != "Deployment" {
+            if !["Deployment", "DaemonSet"].contains(&text.as_str()) {
                 r.error(
                     k.line,
                     "spec.targetRef.kind",
                     format!(
-                        "expected Deployment (the only workload sluice manages), found {text:?}"
+                        "expected Deployment or DaemonSet (the workloads sluice manages), found {text:?}"
                     ),
                 );
                 return None;
@@ -405,6 +467,9 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             target_name.as_ref(),
         )
     });
+    if let Some(n) = service_node {
+        reject_service_fields(r, n);
+    }
     let mut route = provider.and_then(|p| {
         p.read_flagger(
             r,
@@ -443,7 +508,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     if r.errors.len() > before {
         return None;
     }
-    Some(Canary {
+    let canary = Canary {
         settle: settings.settle,
         provider: provider_name,
         metrics_server,
@@ -460,5 +525,6 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         skip_analysis,
         suspend,
         progress_deadline,
-    })
+    };
+    check_route(r, canary, spec, before)
 }

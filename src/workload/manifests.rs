@@ -1,11 +1,11 @@
-//! Renders the primary and canary Deployments, their config copies and the three Services,
+//! Renders the primary and canary workloads (Deployments or DaemonSets), their config copies and the three Services,
 //! keeping every field of the source that sluice does not need to change, in its key order.
 
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::spec::model::{Canary, PortRef};
 use crate::workload::configs::rename_to_primary;
-use crate::workload::{Source, WorkloadError};
+use crate::workload::{Source, WorkloadError, DAEMONSET_SCALE_TO_ZERO};
 
 fn key(k: &str) -> Yaml {
     Yaml::String(k.to_string())
@@ -91,6 +91,15 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
         set(labels, &source.label_key, primary_label);
     }
     rename_to_primary(&mut doc, &source.tracked);
+    // The primary never keeps the idle canary's node selector (as Flagger's promotion drops it).
+    if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec"]).and_then(|s| {
+        match s.get_mut(&key("nodeSelector")) {
+            Some(Yaml::Hash(h)) => Some(h),
+            _ => None,
+        }
+    }) {
+        selector.remove(&key(DAEMONSET_SCALE_TO_ZERO.0));
+    }
     let mut docs = vec![doc];
     for c in &source.configs {
         let mut copy = c.doc.clone();
@@ -100,13 +109,19 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     emit(canary, &docs)
 }
 
-/// The canary Deployment (the source's current spec) and its configs; zero replicas unless an
-/// analysis runs.
+/// The canary workload (the source's current spec) and its configs; scaled to zero unless an
+/// analysis runs: a Deployment by zero replicas, a DaemonSet, which has no replicas, by a node
+/// selector no node matches (Flagger's way).
 pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, WorkloadError> {
     let ns = canary.id.namespace.as_str();
     let mut doc = source.deployment.doc.clone();
     rename(&mut doc, &source.deployment.name, ns);
-    if !active {
+    if !active && source.deployment.kind == "DaemonSet" {
+        if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec", "nodeSelector"]) {
+            let (k, v) = DAEMONSET_SCALE_TO_ZERO;
+            set(selector, k, key(v));
+        }
+    } else if !active {
         if let Some(spec) = map_at(&mut doc, &["spec"]) {
             set(spec, "replicas", Yaml::Integer(0));
         }

@@ -46,9 +46,10 @@ pub enum WorkloadError {
     Emit(String),
 }
 
-/// A managed canary's source Deployment and the configs it references.
+/// A managed canary's source workload and the configs it references.
 #[derive(Debug, Clone)]
 pub struct Source {
+    /// The Deployment or DaemonSet (`targetRef.kind`; `spec.source` names a Deployment).
     pub deployment: Manifest,
     /// The selector label sluice renames for the primary (`app`, `name`, ...).
     pub label_key: String,
@@ -59,6 +60,10 @@ pub struct Source {
 }
 
 const SELECTOR_LABELS: [&str; 3] = ["app", "name", "app.kubernetes.io/name"];
+
+/// The node selector that keeps an idle canary DaemonSet off every node: Flagger's
+/// `flagger.app/scale-to-zero: "true"` (`daemonset_controller.go`), which no node carries.
+pub const DAEMONSET_SCALE_TO_ZERO: (&str, &str) = ("flagger.app/scale-to-zero", "true");
 
 /// Finds a managed canary's source and its configs.
 pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source, WorkloadError> {
@@ -86,6 +91,7 @@ pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source
             },
         });
     };
+    check_update_strategy(&deployment)?;
     let refs = references(&deployment.doc);
     let ns = canary.id.namespace.as_str();
     let mut configs = Vec::new();
@@ -103,6 +109,23 @@ pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source
         configs,
         tracked,
     })
+}
+
+/// Flagger refuses a DaemonSet whose update strategy is not RollingUpdate: with `OnDelete`
+/// a promotion would change the primary's spec without replacing a single pod.
+fn check_update_strategy(source: &Manifest) -> Result<(), WorkloadError> {
+    let strategy = &source.doc["spec"]["updateStrategy"]["type"];
+    match strategy.as_str() {
+        Some(found) if source.kind == "DaemonSet" && found != "RollingUpdate" => {
+            Err(WorkloadError::Invalid {
+                file: source.file.clone(),
+                line: source.line,
+                field: "spec.updateStrategy.type".into(),
+                message: format!("expected RollingUpdate (a DaemonSet canary is promoted by a rolling update, as in Flagger), found {found:?}"),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Converts YAML to JSON for hashing (maps sorted by key, so the hash ignores key order).

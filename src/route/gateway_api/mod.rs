@@ -136,8 +136,8 @@ impl Router for GatewayApi {
         backends: &Backends,
         weights: Weights,
         state: &RouteState,
-    ) -> Result<String, RouteError> {
-        render::render(canary, config, backends, weights, state)
+    ) -> Result<Option<String>, RouteError> {
+        render::render(canary, config, backends, weights, state).map(Some)
     }
 }
 

@@ -1,0 +1,536 @@
+//! Provider `kubernetes` (Flagger's NopRouter): blue/green with Services and workloads only.
+//! Validation refuses what it cannot run, no route file is written or listed, and whole
+//! rollouts (promotion, rollback, a restart in the middle) run through the loop against a real
+//! `git daemon`, every commit's documents valid against the strict schemas.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value as Json;
+use sluice::core::status::Phase;
+use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::observe::Offline;
+use sluice::spec::load::load_text;
+use sluice::spec::settings::Settings;
+use sluice::tick::{tick, Context, TickReport};
+
+use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+
+/// The Canary of Flagger's own e2e test `test/kubernetes/test-deployment.sh` (its webhooks
+/// left out: the offline observer fails every webhook, as it should).
+pub const CANARY: &str = "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: test
+spec:
+  provider: kubernetes
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+  progressDeadlineSeconds: 60
+  service:
+    port: 80
+    targetPort: 9898
+    name: podinfo-svc
+  analysis:
+    interval: 15s
+    threshold: 10
+    iterations: 5
+";
+
+/// Flagger's `test/workloads/deployment.yaml`, trimmed to what sluice reads and copies.
+pub const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: podinfo
+  namespace: test
+  labels:
+    app.kubernetes.io/name: podinfo
+spec:
+  minReadySeconds: 5
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels:
+      app: podinfo
+  template:
+    metadata:
+      annotations:
+        prometheus.io/scrape: \"true\"
+      labels:
+        app: podinfo
+    spec:
+      containers:
+      - name: podinfod
+        image: ghcr.io/stefanprodan/podinfo:6.0.0
+        ports:
+        - name: http
+          containerPort: 9898
+          protocol: TCP
+        - name: http-metrics
+          containerPort: 9797
+          protocol: TCP
+";
+
+fn errors(text: &str) -> Vec<String> {
+    load_text("apps/podinfo/canary.yaml", text, &Settings::default())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn kubernetes_provider_loads_blue_green() {
+    let loaded = load_text("apps/podinfo/canary.yaml", CANARY, &Settings::default());
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let canary = &loaded.canaries[0];
+    assert_eq!(canary.provider.as_deref(), Some("kubernetes"));
+    assert!(matches!(
+        canary.route,
+        sluice::spec::model::Route::Kubernetes(_)
+    ));
+}
+
+#[test]
+fn kubernetes_provider_refuses_weights_and_matches_saying_flagger_runs_blue_green_only() {
+    let weights = CANARY.replace(
+        "    iterations: 5\n",
+        "    stepWeight: 10\n    maxWeight: 50\n",
+    );
+    assert_eq!(
+        errors(&weights),
+        ["apps/podinfo/canary.yaml:20: spec.analysis.stepWeight: Flagger supports only blue/green with provider kubernetes (no route object shifts weights); set analysis.iterations instead of a weight schedule, or use a provider that routes (gatewayapi:v1, osm, linkerd)"]
+    );
+    let steps = CANARY.replace("    iterations: 5\n", "    stepWeights: [10, 50]\n");
+    assert_eq!(
+        errors(&steps).len(),
+        1,
+        "stepWeights refused too: {:?}",
+        errors(&steps)
+    );
+    assert!(errors(&steps)[0].contains(
+        ":20: spec.analysis.stepWeights: Flagger supports only blue/green with provider kubernetes"
+    ));
+    let ab = CANARY.replace(
+        "    iterations: 5\n",
+        "    iterations: 5\n    match:\n      - headers:\n          x-canary: {exact: insider}\n",
+    );
+    assert_eq!(
+        errors(&ab),
+        ["apps/podinfo/canary.yaml:22: spec.analysis.match: Flagger supports only blue/green with provider kubernetes (no route object can send matching requests to the canary); remove analysis.match, or use a provider that routes headers (gatewayapi:v1)"]
+    );
+}
+
+#[test]
+fn native_service_route_runs_blue_green_with_a_source_only() {
+    let native = |target: &str, route: &str, analysis: &str| {
+        format!(
+            "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  {target}\n  service: {{port: 80}}\n  route: {route}\n  analysis: {analysis}\n"
+        )
+    };
+    let source = "source: apps/web/deployment.yaml";
+    assert_eq!(
+        errors(&native(
+            source,
+            "{apiVersion: v1, kind: Service}",
+            "{iterations: 3}"
+        )),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(&native(source, "{apiVersion: apps/v1, kind: Service}", "{iterations: 3}")),
+        ["apps/podinfo/canary.yaml:7: spec.route.apiVersion: expected v1 for Service, found \"apps/v1\""]
+    );
+    assert_eq!(
+        errors(&native(
+            "routeOnly: {services: [a, b], revision: v1}",
+            "{apiVersion: v1, kind: Service}",
+            "{iterations: 3}"
+        )),
+        ["apps/podinfo/canary.yaml:5: spec.routeOnly: a Service route writes no route object, so a route-only canary would write nothing; use spec.source, or an HTTPRoute or TrafficSplit route"]
+    );
+    let err = errors(&native(
+        source,
+        "{apiVersion: v1, kind: Service}",
+        "{stepWeight: 20}",
+    ));
+    assert_eq!(err.len(), 1, "{err:?}");
+    assert!(
+        err[0].contains(":8: spec.analysis.stepWeight: Flagger supports only blue/green"),
+        "{err:?}"
+    );
+}
+
+/// A config repo behind a real `git daemon`, sluice's clone of it, and a human's.
+pub struct World {
+    tmp: tempfile::TempDir,
+    pub bare: PathBuf,
+    pub daemon: GitDaemon,
+    repo: ConfigRepo,
+    clones: usize,
+    human: PathBuf,
+    pub now: Timestamp,
+}
+
+impl World {
+    pub fn new(files: &[(&str, &str)]) -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = seeded_remote(tmp.path(), files);
+        let daemon = GitDaemon::start(tmp.path());
+        let url = daemon.url("config.git");
+        let repo = ConfigRepo::open_or_clone(
+            &url,
+            "main",
+            &tmp.path().join("work0"),
+            &Credentials::none(),
+        )
+        .unwrap();
+        let human = human_clone(&url, &tmp.path().join("human"));
+        World {
+            tmp,
+            bare,
+            daemon,
+            repo,
+            clones: 0,
+            human,
+            now: Timestamp::now(),
+        }
+    }
+
+    pub fn tick(&mut self) -> TickReport {
+        let observer = Offline;
+        let ctx = Context {
+            observer: &observer,
+            author: None,
+            push_attempts: 5,
+            runtime: crate::support::runtime(),
+        };
+        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
+        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
+        for o in &report.outcomes {
+            assert_eq!(o.error, None, "{}", o.id);
+        }
+        self.now = report
+            .wake_at()
+            .unwrap_or(self.now + Duration::from_secs(1));
+        report
+    }
+
+    /// A restart: a fresh clone in a new work dir, so only what is on the remote survives.
+    pub fn restart(&mut self) {
+        self.clones += 1;
+        let dir = self.tmp.path().join(format!("work{}", self.clones));
+        self.repo = ConfigRepo::open_or_clone(
+            &self.daemon.url("config.git"),
+            "main",
+            &dir,
+            &Credentials::none(),
+        )
+        .unwrap();
+    }
+
+    pub fn human(&self, file: &str, text: &str, msg: &str) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        human_commit(&self.human, file, text, msg);
+    }
+
+    /// Ticks until a commit leaves the canary in `phase`; `restart_at` restarts sluice once
+    /// after that many ticks.
+    pub fn until(&mut self, phase: Phase, mut restart_at: Option<usize>) {
+        for i in 0..100 {
+            if restart_at == Some(i) {
+                self.restart();
+                restart_at = None;
+            }
+            let r = self.tick();
+            if r.outcomes
+                .iter()
+                .any(|o| o.phase == Some(phase) && o.committed.is_some())
+            {
+                return;
+            }
+        }
+        panic!("never reached {phase:?}");
+    }
+
+    pub fn show(&self, rev: &str, file: &str) -> String {
+        git(&self.bare, &["show", &format!("{rev}:{file}")])
+    }
+
+    /// sluice's commits, oldest first: (sha, Flagger events, files changed).
+    pub fn commits(&self) -> Vec<(String, Vec<String>, Vec<String>)> {
+        let shas = git(
+            &self.bare,
+            &["log", "--reverse", "--format=%H", "--author=sluice", "main"],
+        );
+        shas.lines()
+            .map(|sha| {
+                let body = git(&self.bare, &["log", "-1", "--format=%b", sha]);
+                let events = body
+                    .lines()
+                    .take_while(|l| !l.trim().is_empty())
+                    .map(str::to_string)
+                    .collect();
+                let mut files: Vec<String> =
+                    git(&self.bare, &["show", "--name-only", "--format=", sha])
+                        .lines()
+                        .filter(|l| !l.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                files.sort();
+                (sha.to_string(), events, files)
+            })
+            .collect()
+    }
+
+    /// At every sluice commit: the output folder holds exactly what its kustomization lists
+    /// (no route file), and every listed document is valid against the strict schemas.
+    /// Returns the kinds seen.
+    pub fn check_every_commit(&self, out: &str, expected: &[&str]) -> Vec<String> {
+        let mut schemas = Schemas::default();
+        let mut kinds = Vec::new();
+        for (sha, _, _) in self.commits() {
+            let tree = git(
+                &self.bare,
+                &["ls-tree", "--name-only", &format!("{sha}:{out}")],
+            );
+            let mut present: Vec<&str> = tree.lines().collect();
+            present.sort_unstable();
+            assert_eq!(present, expected, "{sha}: the output folder");
+            let kustomization: Json =
+                serde_saphyr::from_str(&self.show(&sha, &format!("{out}/kustomization.yaml")))
+                    .unwrap();
+            let listed: Vec<&str> = kustomization["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let files: Vec<&str> = present
+                .iter()
+                .copied()
+                .filter(|f| *f != "kustomization.yaml")
+                .collect();
+            assert_eq!(listed, files, "{sha}: the kustomization lists every file");
+            for f in files {
+                let docs: Vec<Json> =
+                    serde_saphyr::from_multiple(&self.show(&sha, &format!("{out}/{f}"))).unwrap();
+                for doc in docs.iter().filter(|d| d["kind"] != "ConfigMap") {
+                    let errors = schemas.errors(doc);
+                    assert!(errors.is_empty(), "{sha} {f}: {errors:?}");
+                    let kind = doc["kind"].as_str().unwrap().to_string();
+                    if !kinds.contains(&kind) {
+                        kinds.push(kind);
+                    }
+                }
+            }
+        }
+        kinds
+    }
+}
+
+const OUT: &str = "clusters/test/podinfo";
+const STATUS: &str = ".sluice/status/test/podinfo.yaml";
+
+fn out(names: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if n.starts_with('.') {
+                n.to_string()
+            } else {
+                format!("{OUT}/{n}")
+            }
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+const OUTPUT_FILES: [&str; 4] = [
+    "kustomization.yaml",
+    "podinfo-canary.yaml",
+    "podinfo-primary.yaml",
+    "services.yaml",
+];
+
+#[test]
+fn kubernetes_blue_green_promotes_through_git_daemon_across_a_restart() {
+    let mut w = World::new(&[
+        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+        ("apps/podinfo/canary.yaml", CANARY),
+    ]);
+    w.until(Phase::Initialized, None);
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        &DEPLOYMENT.replace("6.0.0", "6.0.1"),
+        "podinfo: 6.0.1",
+    );
+    // Restart after the third iteration's tick: the rollout resumes from the status file.
+    w.until(Phase::Succeeded, Some(4));
+
+    let commits = w.commits();
+    let events: Vec<String> = commits.iter().flat_map(|(_, e, _)| e.clone()).collect();
+    let mut expected = vec![
+        "Initialization done! podinfo.test".to_string(),
+        "New revision detected! Scaling up podinfo.test".to_string(),
+        "Starting canary analysis for podinfo.test".to_string(),
+    ];
+    for i in 1..=5 {
+        expected.push(format!("Advance podinfo.test canary iteration {i}/5"));
+    }
+    // Flagger's scheduler says it routes even with its NopRouter; here nothing routes, and
+    // those commits change the status only.
+    expected.push("Routing all traffic to canary podinfo.test".into());
+    expected.push("Copying podinfo.test template spec to podinfo-primary.test".into());
+    expected.push("Routing all traffic to primary podinfo.test".into());
+    expected.push("Promotion completed! Scaling down podinfo.test".into());
+    assert_eq!(events, expected, "each iteration once, across the restart");
+
+    assert_eq!(
+        commits[0].2,
+        out(&[
+            "kustomization.yaml",
+            "podinfo-canary.yaml",
+            "podinfo-primary.yaml",
+            "services.yaml",
+            STATUS
+        ]),
+        "initialization writes the workloads and Services, no route"
+    );
+    assert_eq!(commits[1].2, out(&["podinfo-canary.yaml", STATUS]));
+    for (_, events, files) in &commits[2..] {
+        let expected = match events[0].as_str() {
+            e if e.starts_with("Copying") => out(&["podinfo-primary.yaml", STATUS]),
+            e if e.starts_with("Promotion completed") => out(&["podinfo-canary.yaml", STATUS]),
+            _ => out(&[STATUS]),
+        };
+        assert_eq!(files, &expected, "{events:?}: no route file to change");
+    }
+
+    let kinds = w.check_every_commit(OUT, &OUTPUT_FILES);
+    assert_eq!(kinds, ["Deployment", "Service"]);
+    // The apex Service selects the primary pods at every commit: promotion is the primary's
+    // rolling update, never a selector switch.
+    for (sha, _, _) in &commits {
+        let services: Vec<Json> =
+            serde_saphyr::from_multiple(&w.show(sha, &format!("{OUT}/services.yaml"))).unwrap();
+        assert_eq!(services[0]["metadata"]["name"], "podinfo-svc");
+        assert_eq!(services[0]["spec"]["selector"]["app"], "podinfo-primary");
+        assert_eq!(services[2]["metadata"]["name"], "podinfo-svc-canary");
+        assert_eq!(services[2]["spec"]["selector"]["app"], "podinfo");
+    }
+    assert!(w
+        .show("main", &format!("{OUT}/podinfo-primary.yaml"))
+        .contains("podinfo:6.0.1"));
+    assert!(w
+        .show("main", &format!("{OUT}/podinfo-canary.yaml"))
+        .contains("replicas: 0"));
+}
+
+#[test]
+fn kubernetes_blue_green_rolls_back_leaving_the_primary_untouched() {
+    // Offline observer: a declared metric is never observed, so every check fails.
+    let canary = CANARY.replace(
+        "    threshold: 10\n",
+        "    threshold: 2\n    metrics:\n      - name: request-success-rate\n        thresholdRange: {min: 99}\n",
+    );
+    let mut w = World::new(&[
+        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+        ("apps/podinfo/canary.yaml", &canary),
+    ]);
+    w.until(Phase::Initialized, None);
+    let primary_before = w.show("main", &format!("{OUT}/podinfo-primary.yaml"));
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        &DEPLOYMENT.replace("6.0.0", "6.0.1"),
+        "podinfo: 6.0.1",
+    );
+    w.until(Phase::Failed, Some(2));
+    let (_, events, files) = w.commits().pop().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains("Rolling back podinfo.test")),
+        "{events:?}"
+    );
+    assert_eq!(files, out(&["podinfo-canary.yaml", STATUS]));
+    assert_eq!(
+        w.show("main", &format!("{OUT}/podinfo-primary.yaml")),
+        primary_before
+    );
+    assert!(w
+        .show("main", &format!("{OUT}/podinfo-canary.yaml"))
+        .contains("replicas: 0"));
+    w.check_every_commit(OUT, &OUTPUT_FILES);
+}
+
+#[test]
+fn switching_to_kubernetes_deletes_the_route_file_sluice_wrote() {
+    let osm = CANARY
+        .replace("provider: kubernetes", "provider: osm")
+        .replace("    iterations: 5\n", "    stepWeight: 50\n");
+    let mut w = World::new(&[
+        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+        ("apps/podinfo/canary.yaml", &osm),
+    ]);
+    w.until(Phase::Initialized, None);
+    assert!(w
+        .show("main", &format!("{OUT}/kustomization.yaml"))
+        .contains("route.yaml"));
+    // The next commit (here: the new revision's) leaves the old route out.
+    w.human("apps/podinfo/canary.yaml", CANARY, "podinfo: blue/green");
+    w.human(
+        "apps/podinfo/deployment.yaml",
+        &DEPLOYMENT.replace("6.0.0", "6.0.1"),
+        "podinfo: 6.0.1",
+    );
+    let r = w.tick();
+    assert_eq!(r.commits, 1, "{r:?}");
+    let (_, _, files) = w.commits().pop().unwrap();
+    assert!(files.contains(&format!("{OUT}/route.yaml")), "{files:?}");
+    let tree = git(&w.bare, &["ls-tree", "--name-only", &format!("main:{OUT}")]);
+    assert_eq!(tree.lines().collect::<Vec<_>>(), OUTPUT_FILES, "{r:?}");
+    assert!(!w
+        .show("main", &format!("{OUT}/kustomization.yaml"))
+        .contains("route.yaml"));
+}
+
+/// Until sluice's Services carry them, Flagger's Service fields are refused, never dropped:
+/// a `portDiscovery: true` canary used to pass and get a one-port Service.
+#[test]
+fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
+    let with = |extra: &str| {
+        CANARY.replace(
+            "    name: podinfo-svc\n",
+            &format!("    name: podinfo-svc\n{extra}"),
+        )
+    };
+    let cases = [
+        ("    portDiscovery: true\n", ":17: spec.service.portDiscovery: not supported yet: sluice's Services expose only service.port, not the pod template's other container ports, Flagger's would"),
+        ("    headless: true\n", ":17: spec.service.headless: not supported yet"),
+        ("    portName: grpc\n", ":17: spec.service.portName: not supported yet: sluice's Services name their port http"),
+        ("    appProtocol: http\n", ":17: spec.service.appProtocol: not supported yet"),
+        ("    apex:\n      labels: {team: a}\n", ":18: spec.service.apex: not supported yet"),
+        ("    primary:\n      annotations: {a: b}\n", ":18: spec.service.primary: not supported yet"),
+        ("    canary:\n      labels: {team: a}\n", ":18: spec.service.canary: not supported yet"),
+        ("    trafficDistribution: PreferClose\n", ":17: spec.service.trafficDistribution: not supported yet"),
+        ("    unmanagedMetadata: {labels: [a]}\n", ":17: spec.service.unmanagedMetadata: not supported yet"),
+    ];
+    for (extra, expected) in cases {
+        let errs = errors(&with(extra));
+        assert_eq!(errs.len(), 1, "{extra}: {errs:?}");
+        assert!(errs[0].contains(expected), "{extra}: {errs:?}");
+    }
+    // What sluice writes anyway passes.
+    for extra in [
+        "    portDiscovery: false\n",
+        "    headless: false\n",
+        "    portName: http\n",
+    ] {
+        assert_eq!(errors(&with(extra)), Vec::<String>::new(), "{extra}");
+    }
+}
