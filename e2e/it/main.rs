@@ -1,6 +1,7 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod approval;
+mod autoscaler;
 mod cli;
 mod core_purity;
 mod daemon;

@@ -4,10 +4,11 @@
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::spec::model::{Canary, PortRef};
+use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
 use crate::workload::{Source, WorkloadError};
 
-fn key(k: &str) -> Yaml {
+pub(super) fn key(k: &str) -> Yaml {
     Yaml::String(k.to_string())
 }
 
@@ -18,7 +19,7 @@ fn header(canary: &Canary) -> String {
     )
 }
 
-fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
+pub(super) fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
     let mut out = header(canary);
     for doc in docs {
         let mut text = String::new();
@@ -34,7 +35,7 @@ fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
 }
 
 /// Sets `k` in place when present (keeping the source's key order), else appends it.
-fn set(map: &mut yaml_rust2::yaml::Hash, k: &str, value: Yaml) {
+pub(super) fn set(map: &mut yaml_rust2::yaml::Hash, k: &str, value: Yaml) {
     match map.get_mut(&key(k)) {
         Some(slot) => *slot = value,
         None => {
@@ -44,7 +45,10 @@ fn set(map: &mut yaml_rust2::yaml::Hash, k: &str, value: Yaml) {
 }
 
 /// Mutable access to a mapping at `path`, creating empty mappings on the way.
-fn map_at<'a>(doc: &'a mut Yaml, path: &[&str]) -> Option<&'a mut yaml_rust2::yaml::Hash> {
+pub(super) fn map_at<'a>(
+    doc: &'a mut Yaml,
+    path: &[&str],
+) -> Option<&'a mut yaml_rust2::yaml::Hash> {
     let mut cur = doc;
     for p in path {
         let Yaml::Hash(h) = cur else { return None };
@@ -60,7 +64,7 @@ fn map_at<'a>(doc: &'a mut Yaml, path: &[&str]) -> Option<&'a mut yaml_rust2::ya
 }
 
 /// Renames an object and pins its namespace to the canary's.
-fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
+pub(super) fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
     if let Some(meta) = map_at(doc, &["metadata"]) {
         set(meta, "name", key(name));
         set(meta, "namespace", key(namespace));
@@ -91,31 +95,86 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
         set(labels, &source.label_key, primary_label);
     }
     rename_to_primary(&mut doc, &source.tracked);
+    if source.autoscaler.is_some() {
+        remove_replicas(&mut doc);
+    }
     let mut docs = vec![doc];
     for c in &source.configs {
         let mut copy = c.doc.clone();
         rename(&mut copy, &format!("{}-primary", c.name), ns);
         docs.push(copy);
     }
+    if let Some(scaler) = &source.autoscaler {
+        docs.push(autoscaler::primary(canary, scaler, &source.deployment.name));
+    }
     emit(canary, &docs)
 }
 
-/// The canary Deployment (the source's current spec) and its configs; zero replicas unless an
-/// analysis runs.
+/// Removes `spec.replicas` (an autoscaler owns it).
+fn remove_replicas(doc: &mut Yaml) {
+    if let Some(spec) = map_at(doc, &["spec"]) {
+        spec.remove(&key("replicas"));
+    }
+}
+
+/// The primary file kept from the last commit (the primary changes only at initialization
+/// and promotion), brought in line with the canary's autoscaler when that was added since:
+/// no `spec.replicas` on the Deployment, and the primary's autoscaler present (Flagger
+/// creates a missing one on any tick). Returned unchanged when already in line.
+pub fn keep_primary(
+    canary: &Canary,
+    source: &Source,
+    existing: String,
+) -> Result<String, WorkloadError> {
+    let Some(scaler) = &source.autoscaler else {
+        return Ok(existing);
+    };
+    let Ok(mut docs) = yaml_rust2::YamlLoader::load_from_str(&existing) else {
+        // Not YAML any more: leave it to the apply to report, as for any kept primary.
+        return Ok(existing);
+    };
+    let kind = scaler.reference.kind.as_str();
+    let mut changed = false;
+    for doc in &mut docs {
+        if doc["kind"].as_str() == Some("Deployment") && !doc["spec"]["replicas"].is_badvalue() {
+            remove_replicas(doc);
+            changed = true;
+        }
+    }
+    if !docs.iter().any(|d| d["kind"].as_str() == Some(kind)) {
+        docs.push(autoscaler::primary(canary, scaler, &source.deployment.name));
+        changed = true;
+    }
+    if changed {
+        emit(canary, &docs)
+    } else {
+        Ok(existing)
+    }
+}
+
+/// The canary Deployment (the source's current spec), its configs and its autoscaler; zero
+/// replicas unless an analysis runs (see [`autoscaler`] for who owns the replicas then).
 pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, WorkloadError> {
     let ns = canary.id.namespace.as_str();
     let mut doc = source.deployment.doc.clone();
     rename(&mut doc, &source.deployment.name, ns);
-    if !active {
-        if let Some(spec) = map_at(&mut doc, &["spec"]) {
-            set(spec, "replicas", Yaml::Integer(0));
+    match autoscaler::canary_replicas(source.autoscaler.as_ref(), active) {
+        Replicas::AsSource => {}
+        Replicas::Zero => {
+            if let Some(spec) = map_at(&mut doc, &["spec"]) {
+                set(spec, "replicas", Yaml::Integer(0));
+            }
         }
+        Replicas::LeftOut => remove_replicas(&mut doc),
     }
     let mut docs = vec![doc];
     for c in &source.configs {
         let mut copy = c.doc.clone();
         rename(&mut copy, &c.name, ns);
         docs.push(copy);
+    }
+    if let Some(scaler) = &source.autoscaler {
+        docs.extend(autoscaler::canary(canary, scaler, active));
     }
     emit(canary, &docs)
 }

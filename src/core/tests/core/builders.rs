@@ -259,6 +259,7 @@ impl CanaryBuilder {
                 kustomization: name("apps"),
                 namespace: name("flux-system"),
             }),
+            autoscaler: None,
         }
     }
 }
