@@ -134,7 +134,7 @@ fn docs(text: &str) -> Vec<Json> {
     serde_saphyr::from_multiple(text).unwrap()
 }
 
-fn find<'a>(files: &'a [(String, String)], file: &str) -> Vec<Json> {
+fn find(files: &[(String, String)], file: &str) -> Vec<Json> {
     let text = &files.iter().find(|(n, _)| n == file).unwrap().1;
     docs(text)
 }
