@@ -38,8 +38,8 @@ use std::collections::BTreeMap;
 use yaml_rust2::Yaml;
 
 use crate::spec::model::{AutoscalerKind, AutoscalerRef, Canary};
-use crate::workload::manifests::{key, map_at, rename, set};
 use crate::workload::source::{Index, Manifest};
+use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::yaml::error::{SpecError, SpecErrors};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join};

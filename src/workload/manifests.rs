@@ -6,11 +6,8 @@ use yaml_rust2::{Yaml, YamlEmitter};
 use crate::spec::model::{Canary, PortRef};
 use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
+use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::workload::{Source, WorkloadError};
-
-pub(super) fn key(k: &str) -> Yaml {
-    Yaml::String(k.to_string())
-}
 
 fn header(canary: &Canary) -> String {
     format!(
@@ -32,43 +29,6 @@ pub(super) fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadErr
         out.push('\n');
     }
     Ok(out)
-}
-
-/// Sets `k` in place when present (keeping the source's key order), else appends it.
-pub(super) fn set(map: &mut yaml_rust2::yaml::Hash, k: &str, value: Yaml) {
-    match map.get_mut(&key(k)) {
-        Some(slot) => *slot = value,
-        None => {
-            map.insert(key(k), value);
-        }
-    }
-}
-
-/// Mutable access to a mapping at `path`, creating empty mappings on the way.
-pub(super) fn map_at<'a>(
-    doc: &'a mut Yaml,
-    path: &[&str],
-) -> Option<&'a mut yaml_rust2::yaml::Hash> {
-    let mut cur = doc;
-    for p in path {
-        let Yaml::Hash(h) = cur else { return None };
-        if !h.contains_key(&key(p)) {
-            h.insert(key(p), Yaml::Hash(Default::default()));
-        }
-        cur = h.get_mut(&key(p))?;
-    }
-    match cur {
-        Yaml::Hash(h) => Some(h),
-        _ => None,
-    }
-}
-
-/// Renames an object and pins its namespace to the canary's.
-pub(super) fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
-    if let Some(meta) = map_at(doc, &["metadata"]) {
-        set(meta, "name", key(name));
-        set(meta, "namespace", key(namespace));
-    }
 }
 
 /// The primary Deployment (the promoted spec) and the `-primary` copies of its configs.

@@ -8,6 +8,7 @@ pub mod autoscaler;
 pub mod configs;
 pub mod manifests;
 pub mod source;
+pub mod yaml_edit;
 
 use std::collections::BTreeSet;
 use std::path::Path;
