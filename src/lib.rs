@@ -39,7 +39,7 @@
 //! | [`yaml`] | the leaf every reader shares: one walk and parse of the repo per tick (the snapshot), line-marked trees, field readers, `file:line: field: message` errors | know about canaries |
 //! | [`spec`] | the snapshot's YAML to the core's model; repo settings | do IO |
 //! | [`route`] | one router per provider: its `service` fields, its template, its objects | know about other providers |
-//! | [`workload`] | primary/canary workloads and Services from the user's manifests | edit a file a human wrote |
+//! | [`workload`] | primary/canary workloads, Services and autoscalers from the user's manifests | edit a file a human wrote |
 //! | [`render`] | a decision to files and a commit message | commit |
 //! | [`observe`] | the adapters' observations for the core | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |

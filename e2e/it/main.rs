@@ -2,6 +2,7 @@
 
 mod affinity_mirror;
 mod approval;
+mod autoscaler;
 mod cli;
 mod core_purity;
 mod corpus;

@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::spec::load::{find_settings, load_settings, Loaded};
+use crate::spec::model::Target;
 use crate::spec::settings::Settings;
+use crate::workload::{autoscaler, Index};
+use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
 
 #[derive(Debug, clap::Args)]
@@ -30,10 +33,36 @@ pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
             Settings::default()
         }
     };
-    let mut loaded = crate::spec::load::load(&Snapshot::read_paths(paths), &settings);
+    let snapshot = Snapshot::read_paths(paths);
+    let mut loaded = crate::spec::load::load(&snapshot, &settings);
     errors.append(&mut loaded.errors);
+    resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
     (settings, loaded)
+}
+
+/// `spec.autoscalerRef` must name an autoscaler among the files read, one sluice can copy;
+/// a canary whose reference does not resolve is an error (file, line, field) and dropped.
+fn resolve_autoscalers(snapshot: &Snapshot, loaded: &mut Loaded, errors: &mut Vec<SpecError>) {
+    let outputs: Vec<String> = loaded
+        .canaries
+        .iter()
+        .map(|c| c.output.as_str().to_string())
+        .collect();
+    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    let index = Index::new(snapshot, &outputs);
+    loaded.canaries.retain(|canary| {
+        let Target::TargetRef { name, .. } = &canary.target else {
+            return true;
+        };
+        match autoscaler::resolve(canary, name.as_str(), &index) {
+            Ok(_) => true,
+            Err(e) => {
+                errors.extend(e.0);
+                false
+            }
+        }
+    });
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {

@@ -189,6 +189,52 @@ pub struct Canary<R = ()> {
     /// The GitOps object that applies this canary's output (native `spec.sync`, else the
     /// repo default); `None`: the step clock starts at push plus a settle delay.
     pub sync: Option<SyncTarget>,
+    /// Flagger's `spec.autoscalerRef`: the autoscaler that owns the workload's replicas.
+    pub autoscaler: Option<AutoscalerRef>,
+}
+
+/// Flagger's `spec.autoscalerRef`: the user's autoscaler, which sluice copies for the primary
+/// (`<name>-primary`) and the canary. The object itself is looked up in the repo by the
+/// workload adapter; the core only carries the reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoscalerRef {
+    pub kind: AutoscalerKind,
+    pub name: Name,
+    /// Line of `spec.autoscalerRef.name` in the canary's file, for errors about the reference.
+    pub line: usize,
+    /// `primaryScalerReplicas.minReplicas`: replaces the primary copy's lower bound.
+    pub primary_min_replicas: Option<i32>,
+    /// `primaryScalerReplicas.maxReplicas`: replaces the primary copy's upper bound.
+    pub primary_max_replicas: Option<i32>,
+    /// `primaryScalerQueries` (ScaledObject only): trigger name -> the primary's query.
+    pub primary_queries: Option<BTreeMap<String, String>>,
+}
+
+/// The autoscaler kinds Flagger reconciles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoscalerKind {
+    /// `autoscaling/v2` (or `v2beta2` input) HorizontalPodAutoscaler.
+    HorizontalPodAutoscaler,
+    /// KEDA `keda.sh/v1alpha1` ScaledObject.
+    ScaledObject,
+}
+
+impl AutoscalerKind {
+    /// The kind as Kubernetes spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AutoscalerKind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
+            AutoscalerKind::ScaledObject => "ScaledObject",
+        }
+    }
+
+    /// The apiVersion sluice writes for this kind.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            AutoscalerKind::HorizontalPodAutoscaler => "autoscaling/v2",
+            AutoscalerKind::ScaledObject => "keda.sh/v1alpha1",
+        }
+    }
 }
 
 /// What the canary rolls out.

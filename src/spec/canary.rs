@@ -1,12 +1,14 @@
 //! Reads one Canary document (native `sluice.dev/v1alpha1` or Flagger `flagger.app/v1beta1`)
 //! into a validated [`Canary`], reporting every problem with its line and field.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Route};
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
-    Analysis, Canary, CanaryId, Format, Name, PortRef, RepoPath, ServiceSpec, Strategy, Target,
+    Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, Name, PortRef, RepoPath,
+    ServiceSpec, Strategy, Target,
 };
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
@@ -223,6 +225,7 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         provider,
         metrics_server,
         sync,
+        autoscaler: None,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -387,6 +390,134 @@ fn read_ab_matches(
     }
 }
 
+const AUTOSCALER_REF_KEYS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "name",
+    "primaryScalerQueries",
+    "primaryScalerReplicas",
+];
+
+/// Flagger's `spec.autoscalerRef`. The object it names is resolved in the repo by the
+/// workload adapter (`workload::autoscaler`), which reports a missing one with this line.
+fn read_autoscaler_ref(r: &mut Reader, node: &Node) -> Option<AutoscalerRef> {
+    let p = "spec.autoscalerRef";
+    let before = r.errors.len();
+    r.map(node, p, AUTOSCALER_REF_KEYS)?;
+    let kind = r.required(node, p, "kind").and_then(|k| {
+        let text = r.string(k, &join(p, "kind"))?;
+        match text.as_str() {
+            "HorizontalPodAutoscaler" => Some(AutoscalerKind::HorizontalPodAutoscaler),
+            "ScaledObject" => Some(AutoscalerKind::ScaledObject),
+            _ => {
+                r.error(
+                    k.line,
+                    &join(p, "kind"),
+                    format!("expected HorizontalPodAutoscaler or ScaledObject (the autoscalers Flagger reconciles), found {text:?}"),
+                );
+                None
+            }
+        }
+    });
+    if let (Some(kind), Some(v)) = (kind, node.get("apiVersion")) {
+        if let Some(text) = r.string(v, &join(p, "apiVersion")) {
+            let allowed: &[&str] = match kind {
+                AutoscalerKind::HorizontalPodAutoscaler => {
+                    &["autoscaling/v2", "autoscaling/v2beta2"]
+                }
+                AutoscalerKind::ScaledObject => &["keda.sh/v1alpha1"],
+            };
+            if !allowed.contains(&text.as_str()) {
+                r.error(
+                    v.line,
+                    &join(p, "apiVersion"),
+                    format!(
+                        "expected {} for a {}, found {text:?}",
+                        allowed.join(" or "),
+                        kind.as_str()
+                    ),
+                );
+            }
+        }
+    }
+    let name = r
+        .required(node, p, "name")
+        .and_then(|n| name_at(r, n, &join(p, "name")));
+    let (mut min, mut max) = (None, None);
+    if let Some(reps) = node.get("primaryScalerReplicas") {
+        let rp = join(p, "primaryScalerReplicas");
+        if r.map(reps, &rp, &["minReplicas", "maxReplicas"]).is_some() {
+            // An HPA's minReplicas is at least 1 (0 needs the HPAScaleToZero alpha gate);
+            // KEDA allows 0 (scale to zero).
+            let floor = match kind {
+                Some(AutoscalerKind::ScaledObject) => 0,
+                _ => 1,
+            };
+            min = reps
+                .get("minReplicas")
+                .and_then(|n| r.int(n, &join(&rp, "minReplicas"), floor, i64::from(i32::MAX)))
+                .and_then(|v| i32::try_from(v).ok());
+            max = reps
+                .get("maxReplicas")
+                .and_then(|n| r.int(n, &join(&rp, "maxReplicas"), 1, i64::from(i32::MAX)))
+                .and_then(|v| i32::try_from(v).ok());
+            if let (Some(lo), Some(hi)) = (min, max) {
+                if lo > hi {
+                    r.error(
+                        reps.line,
+                        &rp,
+                        format!("expected minReplicas <= maxReplicas, found {lo} > {hi}"),
+                    );
+                }
+            }
+        }
+    }
+    let queries = match node.get("primaryScalerQueries") {
+        None => None,
+        Some(q) => {
+            let qp = join(p, "primaryScalerQueries");
+            if kind == Some(AutoscalerKind::HorizontalPodAutoscaler) {
+                r.error(
+                    q.line,
+                    &qp,
+                    "only a ScaledObject has trigger queries; Flagger ignores this field for a HorizontalPodAutoscaler, so sluice refuses it",
+                );
+                None
+            } else {
+                let mut out = BTreeMap::new();
+                if let Value::Map(entries) = &q.value {
+                    for (k, v) in entries {
+                        if let Some(text) = r.string(v, &join(&qp, &k.text)) {
+                            out.insert(k.text.clone(), text);
+                        }
+                    }
+                } else {
+                    r.error(
+                        q.line,
+                        &qp,
+                        format!(
+                            "expected a map of trigger name to query, found a {}",
+                            q.kind()
+                        ),
+                    );
+                }
+                Some(out)
+            }
+        }
+    };
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(AutoscalerRef {
+        kind: kind?,
+        name: name?,
+        line: node.get("name").map_or(node.line, |n| n.line),
+        primary_min_replicas: min,
+        primary_max_replicas: max,
+        primary_queries: queries,
+    })
+}
+
 /// Reads a Flagger `flagger.app/v1beta1` Canary, unchanged.
 pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
     let before = r.errors.len();
@@ -419,9 +550,10 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             name: name?,
         })
     });
-    if let Some(n) = spec.get("autoscalerRef") {
-        r.error(n.line, "spec.autoscalerRef", "not supported yet: sluice does not write HorizontalPodAutoscalers; remove autoscalerRef or manage the HPA yourself");
-    }
+    // A bad reference adds its errors to `r`, which fails the canary below.
+    let autoscaler = spec
+        .get("autoscalerRef")
+        .and_then(|n| read_autoscaler_ref(r, n));
     for key in ["ingressRef", "upstreamRef", "routeRef"] {
         if let Some(n) = spec.get(key) {
             r.error(
@@ -513,6 +645,7 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         provider: provider_name,
         metrics_server,
         sync: settings.sync.clone(),
+        autoscaler,
         id: id?,
         file: r.file.clone(),
         line: root.line,

@@ -4,12 +4,10 @@
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::spec::model::{Canary, PortRef};
+use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
+use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::workload::{Source, WorkloadError, DAEMONSET_SCALE_TO_ZERO};
-
-fn key(k: &str) -> Yaml {
-    Yaml::String(k.to_string())
-}
 
 fn header(canary: &Canary) -> String {
     format!(
@@ -18,7 +16,7 @@ fn header(canary: &Canary) -> String {
     )
 }
 
-fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
+pub(super) fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
     let mut out = header(canary);
     for doc in docs {
         let mut text = String::new();
@@ -31,40 +29,6 @@ fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
         out.push('\n');
     }
     Ok(out)
-}
-
-/// Sets `k` in place when present (keeping the source's key order), else appends it.
-fn set(map: &mut yaml_rust2::yaml::Hash, k: &str, value: Yaml) {
-    match map.get_mut(&key(k)) {
-        Some(slot) => *slot = value,
-        None => {
-            map.insert(key(k), value);
-        }
-    }
-}
-
-/// Mutable access to a mapping at `path`, creating empty mappings on the way.
-fn map_at<'a>(doc: &'a mut Yaml, path: &[&str]) -> Option<&'a mut yaml_rust2::yaml::Hash> {
-    let mut cur = doc;
-    for p in path {
-        let Yaml::Hash(h) = cur else { return None };
-        if !h.contains_key(&key(p)) {
-            h.insert(key(p), Yaml::Hash(Default::default()));
-        }
-        cur = h.get_mut(&key(p))?;
-    }
-    match cur {
-        Yaml::Hash(h) => Some(h),
-        _ => None,
-    }
-}
-
-/// Renames an object and pins its namespace to the canary's.
-fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
-    if let Some(meta) = map_at(doc, &["metadata"]) {
-        set(meta, "name", key(name));
-        set(meta, "namespace", key(namespace));
-    }
 }
 
 /// The primary Deployment (the promoted spec) and the `-primary` copies of its configs.
@@ -100,30 +64,88 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     }) {
         selector.remove(&key(DAEMONSET_SCALE_TO_ZERO.0));
     }
+    if source.autoscaler.is_some() {
+        remove_replicas(&mut doc);
+    }
     let mut docs = vec![doc];
     for c in &source.configs {
         let mut copy = c.doc.clone();
         rename(&mut copy, &format!("{}-primary", c.name), ns);
         docs.push(copy);
     }
+    if let Some(scaler) = &source.autoscaler {
+        docs.push(autoscaler::primary(canary, scaler, &source.deployment.name));
+    }
     emit(canary, &docs)
 }
 
-/// The canary workload (the source's current spec) and its configs; scaled to zero unless an
-/// analysis runs: a Deployment by zero replicas, a DaemonSet, which has no replicas, by a node
-/// selector no node matches (Flagger's way).
+/// Removes `spec.replicas` (an autoscaler owns it).
+fn remove_replicas(doc: &mut Yaml) {
+    if let Some(spec) = map_at(doc, &["spec"]) {
+        spec.remove(&key("replicas"));
+    }
+}
+
+/// The primary file kept from the last commit (the primary changes only at initialization
+/// and promotion), brought in line with the canary's autoscaler when that was added since:
+/// no `spec.replicas` on the Deployment, and the primary's autoscaler present (Flagger
+/// creates a missing one on any tick). Returned unchanged when already in line.
+pub fn keep_primary(
+    canary: &Canary,
+    source: &Source,
+    existing: String,
+) -> Result<String, WorkloadError> {
+    let Some(scaler) = &source.autoscaler else {
+        return Ok(existing);
+    };
+    let Ok(mut docs) = yaml_rust2::YamlLoader::load_from_str(&existing) else {
+        // Not YAML any more: leave it to the apply to report, as for any kept primary.
+        return Ok(existing);
+    };
+    let kind = scaler.reference.kind.as_str();
+    let mut changed = false;
+    for doc in &mut docs {
+        if doc["kind"].as_str() == Some("Deployment") && !doc["spec"]["replicas"].is_badvalue() {
+            remove_replicas(doc);
+            changed = true;
+        }
+    }
+    if !docs.iter().any(|d| d["kind"].as_str() == Some(kind)) {
+        docs.push(autoscaler::primary(canary, scaler, &source.deployment.name));
+        changed = true;
+    }
+    if changed {
+        emit(canary, &docs)
+    } else {
+        Ok(existing)
+    }
+}
+
+/// The canary workload (the source's current spec), its configs and its autoscaler; scaled to
+/// zero unless an analysis runs: a Deployment by zero replicas (see [`autoscaler`] for who owns
+/// the replicas then), a DaemonSet, which has no replicas, by a node selector no node matches
+/// (Flagger's way).
 pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, WorkloadError> {
     let ns = canary.id.namespace.as_str();
     let mut doc = source.deployment.doc.clone();
     rename(&mut doc, &source.deployment.name, ns);
-    if !active && source.deployment.kind == "DaemonSet" {
-        if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec", "nodeSelector"]) {
-            let (k, v) = DAEMONSET_SCALE_TO_ZERO;
-            set(selector, k, key(v));
+    if source.deployment.kind == "DaemonSet" {
+        if !active {
+            if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec", "nodeSelector"])
+            {
+                let (k, v) = DAEMONSET_SCALE_TO_ZERO;
+                set(selector, k, key(v));
+            }
         }
-    } else if !active {
-        if let Some(spec) = map_at(&mut doc, &["spec"]) {
-            set(spec, "replicas", Yaml::Integer(0));
+    } else {
+        match autoscaler::canary_replicas(source.autoscaler.as_ref(), active) {
+            Replicas::AsSource => {}
+            Replicas::Zero => {
+                if let Some(spec) = map_at(&mut doc, &["spec"]) {
+                    set(spec, "replicas", Yaml::Integer(0));
+                }
+            }
+            Replicas::LeftOut => remove_replicas(&mut doc),
         }
     }
     let mut docs = vec![doc];
@@ -131,6 +153,9 @@ pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, 
         let mut copy = c.doc.clone();
         rename(&mut copy, &c.name, ns);
         docs.push(copy);
+    }
+    if let Some(scaler) = &source.autoscaler {
+        docs.extend(autoscaler::canary(canary, scaler, active));
     }
     emit(canary, &docs)
 }

@@ -4,9 +4,11 @@
 //! Manifests are copied with yaml-rust2's order-preserving model so a diff between two steps
 //! shows only what changed. sluice never edits the source file a human writes.
 
+pub mod autoscaler;
 pub mod configs;
 pub mod manifests;
 pub mod source;
+pub mod yaml_edit;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -15,6 +17,7 @@ use yaml_rust2::Yaml;
 
 use crate::core::decide::{Action, Decision};
 use crate::spec::model::{Canary, Target};
+use crate::workload::autoscaler::Autoscaler;
 use crate::workload::configs::{references, ConfigRef};
 pub use crate::workload::source::Index;
 use crate::workload::source::{find_source, Manifest};
@@ -44,6 +47,9 @@ pub enum WorkloadError {
     PrimaryMissing { path: String },
     #[error("cannot write YAML: {0}")]
     Emit(String),
+    /// The canary's autoscaler is missing or cannot be copied (each problem with its line).
+    #[error(transparent)]
+    Autoscaler(#[from] crate::yaml::error::SpecErrors),
 }
 
 /// A managed canary's source workload and the configs it references.
@@ -57,6 +63,8 @@ pub struct Source {
     /// Referenced ConfigMaps/Secrets present in the repo.
     pub configs: Vec<Manifest>,
     pub tracked: BTreeSet<ConfigRef>,
+    /// The autoscaler `spec.autoscalerRef` names, found in the repo.
+    pub autoscaler: Option<Autoscaler>,
 }
 
 const SELECTOR_LABELS: [&str; 3] = ["app", "name", "app.kubernetes.io/name"];
@@ -102,12 +110,14 @@ pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source
             tracked.insert(r.clone());
         }
     }
+    let autoscaler = autoscaler::resolve(canary, &deployment.name, index)?;
     Ok(Source {
         deployment,
         label_key,
         label_value,
         configs,
         tracked,
+        autoscaler,
     })
 }
 
@@ -211,7 +221,7 @@ pub fn render(
         manifests::primary(canary, &source)?
     } else {
         match index.text_of(root, &primary_path) {
-            Some(existing) => existing,
+            Some(existing) => manifests::keep_primary(canary, &source, existing)?,
             None if source_revision(&source) == status.promoted_revision => {
                 manifests::primary(canary, &source)?
             }

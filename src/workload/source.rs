@@ -91,11 +91,21 @@ impl<'s> Index<'s> {
         namespace: &'a str,
         name: &'a str,
     ) -> impl Iterator<Item = Manifest> + 'a {
+        self.objects(kind, namespace, name).map(Manifest::from)
+    }
+
+    /// Like [`Index::find`], with each object's line-marked tree (for errors naming a line
+    /// inside the object).
+    pub fn objects<'a>(
+        &'a self,
+        kind: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = Object<'s>> + 'a {
         self.snapshot
             .find(kind, name)
             .filter(move |o| o.namespace.unwrap_or(namespace) == namespace)
             .filter(|o| self.outside_outputs(o.file))
-            .map(Manifest::from)
     }
 
     /// Every Kubernetes object of one file, in document order (the file may be in an output

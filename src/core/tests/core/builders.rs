@@ -280,6 +280,7 @@ impl CanaryBuilder {
                 kustomization: name("apps"),
                 namespace: name("flux-system"),
             }),
+            autoscaler: None,
         }
     }
 }
