@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Route};
+use crate::route::istio::IstioVersion;
+use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Provider, Route};
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
     Analysis, Canary, CanaryId, Format, Name, PortRef, RepoPath, ServiceSpec, Strategy, Target,
@@ -86,6 +87,11 @@ const FLAGGER_SERVICE_KEYS: &[&str] = &[
     "trafficPolicy",
     "unmanagedMetadata",
 ];
+
+/// What Flagger uses when neither the Canary nor its own flags name a provider: Istio, as
+/// `provider: istio` (VirtualService `networking.istio.io/v1beta1`, Istio's metric queries).
+const FLAGGER_DEFAULT_PROVIDER: Provider = Provider::Istio(IstioVersion::V1beta1);
+const FLAGGER_DEFAULT_PROVIDER_NAME: &str = "istio";
 
 fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<Name> {
     let text = r.string(node, path)?;
@@ -405,12 +411,8 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
                     None
                 }
             }),
-        None => {
-            if settings.provider.is_none() {
-                r.error(spec.line, "spec.provider", "required field is missing and .sluice/config.yaml sets no default provider (e.g. `provider: gatewayapi:v1`)");
-            }
-            settings.provider
-        }
+        // Flagger's default mesh provider is Istio: a Canary written for it names none.
+        None => Some(settings.provider.unwrap_or(FLAGGER_DEFAULT_PROVIDER)),
     };
     let service_node = r.required(spec, "spec", "service");
     let service = service_node.and_then(|n| {
@@ -464,7 +466,8 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     let provider_name = spec
         .get("provider")
         .and_then(|n| n.as_str().map(str::to_string))
-        .or_else(|| settings.provider_name.clone());
+        .or_else(|| settings.provider_name.clone())
+        .or_else(|| Some(FLAGGER_DEFAULT_PROVIDER_NAME.to_string()));
     let metrics_server = read_metrics_server(r, spec);
     if r.errors.len() > before {
         return None;
