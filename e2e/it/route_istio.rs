@@ -602,6 +602,10 @@ fn istio_refusals_name_file_line_and_field() {
             vec!["c.yaml:16: spec.service.match[0]: expected at least one condition (uri, headers, sourceLabels, ...); an empty match would match every request"],
         ),
         (
+            flagger("", "    port: 9898\n    retries: {attempts: -1}", E2E_CANARY_ANALYSIS),
+            vec!["c.yaml:15: spec.service.retries.attempts: expected 0..=2147483647, found -1"],
+        ),
+        (
             flagger("", "    port: 9898\n    match:\n      - uri: {suffix: .png}", E2E_CANARY_ANALYSIS),
             vec!["c.yaml:16: spec.service.match[0].uri: unknown variant `suffix`, expected one of `exact`, `prefix`, `regex`"],
         ),
@@ -617,4 +621,33 @@ fn istio_refusals_name_file_line_and_field() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// Values reach the YAML through tojson: quotes, newlines, document markers and template
+/// syntax in a match or header come back unchanged and cannot add fields or documents.
+#[test]
+fn hostile_istio_values_round_trip() {
+    let value = "a\"b\n---\n  injected: true\n'{{ header }}' # c: &x *y";
+    let quoted = serde_json::to_string(value).expect("json");
+    let service = format!(
+        "    port: 9898\n    headers:\n      request:\n        set:\n          x-note: {quoted}"
+    );
+    let analysis =
+        format!("    iterations: 1\n    match:\n      - headers:\n          x-canary:\n            regex: {quoted}");
+    let canary = load("hostile.yaml", &flagger("", &service, &analysis));
+    let file = render_route(
+        &canary,
+        &BACKENDS,
+        Weights::from_canary(100).expect("weight"),
+    )
+    .expect("renders");
+    let docs = documents(&file.content);
+    assert_eq!(docs.len(), 3);
+    let http = &docs[0]["spec"]["http"];
+    assert_eq!(http[0]["match"][0]["headers"]["x-canary"]["regex"], value);
+    assert_eq!(http[1]["headers"]["request"]["set"]["x-note"], value);
+    let mut schemas = Schemas::default();
+    for doc in &docs {
+        assert!(schemas.errors(doc).is_empty());
+    }
 }

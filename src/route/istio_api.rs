@@ -239,12 +239,23 @@ pub struct HeaderOperations {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HttpRetry {
-    #[serde(default)]
-    pub attempts: u32,
+    /// Istio's int32, never negative.
+    #[serde(default, deserialize_with = "non_negative_i32")]
+    pub attempts: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_try_timeout: Option<IstioDuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_on: Option<String>,
+}
+
+fn non_negative_i32<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+    let value = i64::deserialize(d)?;
+    i32::try_from(value)
+        .ok()
+        .filter(|v| *v >= 0)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!("expected 0..={}, found {value}", i32::MAX))
+        })
 }
 
 /// Istio `CorsPolicy`.
