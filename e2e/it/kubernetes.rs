@@ -499,8 +499,9 @@ fn switching_to_kubernetes_deletes_the_route_file_sluice_wrote() {
         .contains("route.yaml"));
 }
 
-/// Until sluice's Services carry them, Flagger's Service fields are refused, never dropped:
-/// a `portDiscovery: true` canary used to pass and get a one-port Service.
+/// Flagger `service` fields sluice does not write are refused, never dropped:
+/// `trafficDistribution`, `unmanagedMetadata` (live metadata a GitOps apply would fight over),
+/// and a port name Kubernetes would reject. The fields sluice writes load.
 #[test]
 fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
     let with = |extra: &str| {
@@ -510,26 +511,25 @@ fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
         )
     };
     let cases = [
-        ("    portDiscovery: true\n", ":17: spec.service.portDiscovery: not supported yet: sluice's Services expose only service.port, not the pod template's other container ports, Flagger's would"),
-        ("    headless: true\n", ":17: spec.service.headless: not supported yet"),
-        ("    portName: grpc\n", ":17: spec.service.portName: not supported yet: sluice's Services name their port http"),
-        ("    appProtocol: http\n", ":17: spec.service.appProtocol: not supported yet"),
-        ("    apex:\n      labels: {team: a}\n", ":18: spec.service.apex: not supported yet"),
-        ("    primary:\n      annotations: {a: b}\n", ":18: spec.service.primary: not supported yet"),
-        ("    canary:\n      labels: {team: a}\n", ":18: spec.service.canary: not supported yet"),
-        ("    trafficDistribution: PreferClose\n", ":17: spec.service.trafficDistribution: not supported yet"),
-        ("    unmanagedMetadata: {labels: [a]}\n", ":17: spec.service.unmanagedMetadata: not supported yet"),
+        ("    trafficDistribution: PreferClose\n", ":17: spec.service.trafficDistribution: not supported: sluice's Services write no trafficDistribution"),
+        ("    unmanagedMetadata: {labels: [a]}\n", ":17: spec.service.unmanagedMetadata: not supported"),
+        ("    portName: Not_A_Port\n", ":17: spec.service.portName: expected a port name"),
+        ("    apex:\n      labels: [a]\n", ":18: spec.service.apex.labels: expected a mapping of names to strings"),
+        ("    apex:\n      owner: a\n", ":18: spec.service.apex.owner: unknown field"),
     ];
     for (extra, expected) in cases {
         let errs = errors(&with(extra));
         assert_eq!(errs.len(), 1, "{extra}: {errs:?}");
         assert!(errs[0].contains(expected), "{extra}: {errs:?}");
     }
-    // What sluice writes anyway passes.
     for extra in [
-        "    portDiscovery: false\n",
-        "    headless: false\n",
-        "    portName: http\n",
+        "    portDiscovery: true\n",
+        "    headless: true\n",
+        "    portName: grpc\n",
+        "    appProtocol: http\n",
+        "    apex:\n      labels: {team: a}\n",
+        "    primary:\n      annotations: {a: b}\n",
+        "    canary:\n      labels: {team: a}\n",
     ] {
         assert_eq!(errors(&with(extra)), Vec::<String>::new(), "{extra}");
     }

@@ -245,22 +245,34 @@ fn every_problem_in_a_file_is_reported() {
 #[test]
 fn flagger_providers_sluice_cannot_route_are_errors() {
     assert_has(
-        &errors(&flagger("provider: istio\n", "stepWeight: 10")),
-        ":7: spec.provider: sluice does not route provider \"istio\"",
+        &errors(&flagger("provider: nginx\n", "stepWeight: 10")),
+        ":7: spec.provider: sluice does not route provider \"nginx\"",
     );
     assert_has(
         &errors(&flagger("provider: gatewayapi\n", "stepWeight: 10")),
         "bare \"gatewayapi\"",
-    );
-    assert_has(
-        &errors(&flagger("", "stepWeight: 10")),
-        "spec.provider: required field is missing and .sluice/config.yaml sets no default provider",
     );
     let gw = flagger("provider: gatewayapi:v1\n", "stepWeight: 10");
     assert_has(
         &errors(&gw),
         "spec.service.gatewayRefs: required for a Gateway API provider",
     );
+}
+
+/// Flagger's default provider is Istio: a Canary that names none anywhere is an Istio canary.
+#[test]
+fn flagger_input_without_any_provider_is_istio() {
+    let loaded = load_text(
+        "c.yaml",
+        &flagger("", "stepWeight: 10"),
+        &Settings::default(),
+    );
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    assert_eq!(loaded.canaries[0].provider.as_deref(), Some("istio"));
+    assert!(matches!(
+        loaded.canaries[0].route,
+        sluice::route::Route::Istio(_)
+    ));
 }
 
 #[test]

@@ -310,3 +310,83 @@ fn generated_workload_files_snapshot() {
         insta::assert_snapshot!(format!("workload-{name}"), text);
     }
 }
+
+/// Flagger's `service` fields on the three Services: `portName`, `appProtocol`, `headless`,
+/// the `apex`/`primary`/`canary` labels and annotations, and `portDiscovery` exposing the pod
+/// template's other container ports (mesh proxies and the target port left out), as Flagger's
+/// `KubernetesDefaultRouter` and `getPorts` write them.
+#[test]
+fn service_fields_render_as_flagger_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = DEPLOYMENT.replace(
+        "        ports:\n        - containerPort: 9898\n",
+        "        ports:\n        - containerPort: 9898\n        - name: grpc\n          containerPort: 9999\n        - containerPort: 8080\n      - name: istio-proxy\n        image: istio/proxyv2\n        ports:\n        - containerPort: 15090\n          name: http-envoy-prom\n",
+    );
+    let canary_text = FLAGGER_CANARY.replace(
+        "    targetPort: 9898\n",
+        "    targetPort: 9898\n    portName: http-web\n    appProtocol: http\n    headless: true\n    portDiscovery: true\n    apex:\n      labels: {tier: web}\n      annotations: {team/owner: payments}\n    primary:\n      labels: {track: stable}\n    canary:\n      annotations: {track: canary}\n",
+    );
+    write(dir.path(), "apps/podinfo/deployment.yaml", &deployment);
+    write(dir.path(), "apps/podinfo/configs.yaml", CONFIGS);
+    write(dir.path(), "apps/podinfo/canary.yaml", &canary_text);
+    let loaded = load_text(
+        "apps/podinfo/canary.yaml",
+        &canary_text,
+        &Settings::default(),
+    );
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let canary = loaded.canaries.into_iter().next().unwrap();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
+    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
+    let d = decide(
+        &canary,
+        None,
+        &Observations::revision(rev),
+        jiff::Timestamp::UNIX_EPOCH,
+    );
+    let files = workload::render(dir.path(), &canary, &d, &index).unwrap();
+    let services = &files.iter().find(|(n, _)| n == "services.yaml").unwrap().1;
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(services).unwrap();
+    let mut schemas = crate::support::Schemas::default();
+    for doc in &docs {
+        assert_eq!(schemas.errors(doc), Vec::<String>::new(), "{doc}");
+    }
+    let by_name = |name: &str| {
+        docs.iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Service {name}: {services}"))
+    };
+    for svc in ["podinfo", "podinfo-primary", "podinfo-canary"] {
+        let doc = by_name(svc);
+        assert_eq!(doc["spec"]["clusterIP"], "None", "headless: {doc}");
+        assert_eq!(
+            doc["spec"]["ports"],
+            serde_json::json!([
+                {"name": "http-web", "port": 9898, "protocol": "TCP", "targetPort": 9898, "appProtocol": "http"},
+                {"name": "tcp-podinfod-2", "port": 8080, "protocol": "TCP", "targetPort": 8080},
+                {"name": "grpc", "port": 9999, "protocol": "TCP", "targetPort": 9999},
+            ]),
+            "{svc}: the target port once, discovered ports after it, no proxy port"
+        );
+    }
+    assert_eq!(by_name("podinfo")["metadata"]["labels"]["tier"], "web");
+    assert_eq!(
+        by_name("podinfo")["metadata"]["annotations"]["team/owner"],
+        "payments"
+    );
+    assert_eq!(
+        by_name("podinfo-primary")["metadata"]["labels"]["track"],
+        "stable"
+    );
+    assert_eq!(
+        by_name("podinfo-canary")["metadata"]["annotations"]["track"],
+        "canary"
+    );
+    assert!(
+        by_name("podinfo-canary")["metadata"]["labels"]
+            .get("tier")
+            .is_none(),
+        "apex labels stay on the apex Service"
+    );
+}

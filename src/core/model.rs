@@ -257,6 +257,44 @@ pub struct ServiceSpec {
     pub name: Name,
     pub port: u16,
     pub target_port: Option<PortRef>,
+    /// The service port's name (Flagger's `portName`, default `http`).
+    pub port_name: String,
+    /// The service port's `appProtocol` (Flagger's `appProtocol`).
+    pub app_protocol: Option<String>,
+    /// `clusterIP: None` (Flagger's `headless`).
+    pub headless: bool,
+    /// Also expose the pod template's other container ports (Flagger's `portDiscovery`).
+    pub port_discovery: bool,
+    /// Labels and annotations of the apex, primary and canary Services (Flagger's `apex`,
+    /// `primary`, `canary`).
+    pub apex: ServiceMetadata,
+    pub primary: ServiceMetadata,
+    pub canary: ServiceMetadata,
+}
+
+impl ServiceSpec {
+    /// A Service on `port` with Flagger's defaults for everything else.
+    pub fn new(name: Name, port: u16) -> ServiceSpec {
+        ServiceSpec {
+            name,
+            port,
+            target_port: None,
+            port_name: "http".to_string(),
+            app_protocol: None,
+            headless: false,
+            port_discovery: false,
+            apex: ServiceMetadata::default(),
+            primary: ServiceMetadata::default(),
+            canary: ServiceMetadata::default(),
+        }
+    }
+}
+
+/// Labels and annotations for one of the three Services.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceMetadata {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -94,7 +94,7 @@ impl Observer {
         let observer = match provider {
             "osm" => Observer::Osm,
             "linkerd" => Observer::Linkerd,
-            "istio" => Observer::Istio,
+            "istio" | "istio:v1beta1" | "istio:v1" => Observer::Istio,
             "contour" => Observer::Contour,
             "nginx" => Observer::Nginx,
             "kuma" => Observer::Kuma,

@@ -19,6 +19,8 @@
 //! problem through the spec [`Reader`] with its file, line and field.
 
 pub mod gateway_api;
+pub mod istio;
+pub mod istio_api;
 pub mod kubernetes;
 mod registry;
 pub mod smi;
@@ -367,6 +369,19 @@ fn reparse(
     text: &str,
 ) -> Result<serde_json::Value, RouteError> {
     serde_saphyr::from_str::<serde_json::Value>(text).map_err(|e| RouteError::Output {
+        canary: canary.id.to_string(),
+        template,
+        message: format!("does not parse as YAML: {e}"),
+    })
+}
+
+/// Parses rendered multi-document text back, as Flux or Argo CD will: one value per document.
+fn reparse_all(
+    canary: &Canary,
+    template: &'static str,
+    text: &str,
+) -> Result<Vec<serde_json::Value>, RouteError> {
+    serde_saphyr::from_multiple::<serde_json::Value>(text).map_err(|e| RouteError::Output {
         canary: canary.id.to_string(),
         template,
         message: format!("does not parse as YAML: {e}"),

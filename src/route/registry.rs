@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router,
-    Weights,
+    gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
+    Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -115,6 +115,8 @@ routers! {
     Smi => smi::Smi,
     /// Gateway API HTTPRoute: `gatewayapi:v1`, `gatewayapi:v1beta1`.
     GatewayApi => gateway_api::GatewayApi,
+    /// Istio VirtualService and DestinationRules: `istio`, `istio:v1beta1`, `istio:v1`.
+    Istio => istio::Istio,
     /// No route object, blue/green through the Services (Flagger's `NopRouter`): `kubernetes`.
     Kubernetes => kubernetes::Kubernetes,
 }
@@ -214,6 +216,7 @@ impl Route {
 mod tests {
     use super::*;
     use crate::route::gateway_api::GatewayVersion;
+    use crate::route::istio::IstioVersion;
     use crate::route::smi::SmiVersion;
 
     #[test]
@@ -235,25 +238,39 @@ mod tests {
             Ok(Provider::GatewayApi(GatewayVersion::V1beta1))
         );
         assert!(parse_provider("gatewayapi").unwrap_err().contains("bare"));
-        assert!(parse_provider("istio")
+        assert_eq!(
+            parse_provider("istio"),
+            Ok(Provider::Istio(IstioVersion::V1beta1))
+        );
+        assert_eq!(
+            parse_provider("istio:v1"),
+            Ok(Provider::Istio(IstioVersion::V1))
+        );
+        assert!(parse_provider("nginx")
             .unwrap_err()
             .contains("does not route"));
-        assert!(parse_provider("nginx").is_err());
     }
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes";
         assert_eq!(
-            parse_provider("Istio"),
-            Err("sluice does not route provider \"Istio\" (it writes SMI TrafficSplit, Gateway API HTTPRoute or Kubernetes Services for blue/green); supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, kubernetes".to_string())
+            parse_provider("nginx"),
+            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
-            Err("expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"; supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, kubernetes".to_string())
+            Err(format!("expected a Gateway API version (gatewayapi:v1 or gatewayapi:v1beta1), found a bare \"gatewayapi\"; {supported}"))
+        );
+        assert_eq!(
+            parse_provider("Istio"),
+            Err(format!(
+                "provider names are lowercase: expected \"istio\", found \"Istio\"; {supported}"
+            ))
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute or Kubernetes Services for blue/green"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -323,14 +340,14 @@ mod tests {
     fn bad_native_routes_are_reported_with_line_and_field() {
         let cases: [(&str, &[&str]); 5] = [
             (
-                "apiVersion: split.smi-spec.io/v1alpha2\nkind: VirtualService\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service or TrafficSplit, found \"VirtualService\""],
+                "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
+                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
                 &[
-                    "c.yaml:3: spec.route.parentRefs: TrafficSplit has no parentRefs or hostnames; remove this field",
-                    "c.yaml:4: spec.route.hostnames: TrafficSplit has no parentRefs or hostnames; remove this field",
+                    "c.yaml:3: spec.route.parentRefs: TrafficSplit has no parentRefs, hostnames, hosts or gateways; remove this field",
+                    "c.yaml:4: spec.route.hostnames: TrafficSplit has no parentRefs, hostnames, hosts or gateways; remove this field",
                     "c.yaml:1: spec.route.apiVersion: expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found \"split.smi-spec.io/v1\"",
                 ],
             ),
@@ -345,7 +362,7 @@ mod tests {
             (
                 "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nparentRef: [{name: gw}]\n",
                 &[
-                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames",
+                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames, hosts, gateways",
                     "c.yaml:1: spec.route.parentRefs: required field is missing",
                 ],
             ),

@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Route};
+use crate::route::istio::IstioVersion;
+use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Provider, Route};
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
     Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, Name, PortRef, RepoPath,
-    ServiceSpec, Strategy, Target,
+    ServiceMetadata, ServiceSpec, Strategy, Target,
 };
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
@@ -73,6 +74,11 @@ const FLAGGER_SERVICE_KEYS: &[&str] = &[
     "trafficPolicy",
     "unmanagedMetadata",
 ];
+
+/// What Flagger uses when neither the Canary nor its own flags name a provider: Istio, as
+/// `provider: istio` (VirtualService `networking.istio.io/v1beta1`, Istio's metric queries).
+const FLAGGER_DEFAULT_PROVIDER: Provider = Provider::Istio(IstioVersion::V1beta1);
+const FLAGGER_DEFAULT_PROVIDER_NAME: &str = "istio";
 
 fn repo_path_at(r: &mut Reader, node: &Node, path: &str) -> Option<RepoPath> {
     let text = r.string(node, path)?;
@@ -306,65 +312,104 @@ fn read_service(
         Some(n) => Some(read_target_port(r, n, &join(path, "targetPort"))?),
         None => None,
     };
-    Some(ServiceSpec {
-        name: name?,
-        port: port?,
-        target_port,
-    })
+    let mut spec = ServiceSpec::new(name?, port?);
+    spec.target_port = target_port;
+    Some(spec)
 }
 
-/// Flagger `service` fields its Services carry that sluice's three Services do not carry yet:
-/// refused, so nobody believes they apply. A value that is what sluice writes anyway
-/// (`portDiscovery: false`, `headless: false`, `portName: http`) passes.
-fn reject_service_fields(r: &mut Reader, svc: &Node) {
-    let refuse = |r: &mut Reader, key: &str, what: &str| {
-        if let Some(n) = svc.get(key) {
-            r.error(
-                n.line,
-                &join("spec.service", key),
-                format!("not supported yet: sluice's Services {what}, Flagger's would; remove it, or roll this canary out without sluice"),
-            );
-        }
-    };
-    let is = |r: &mut Reader, key: &str, default: bool| {
-        svc.get(key)
-            .and_then(|n| r.bool(n, &join("spec.service", key)))
-            .is_some_and(|v| v != default)
-    };
-    if is(r, "portDiscovery", false) {
-        refuse(
-            r,
-            "portDiscovery",
-            "expose only service.port, not the pod template's other container ports",
-        );
+/// Flagger `service` fields its three Services carry: the port's name and `appProtocol`,
+/// `headless`, `portDiscovery`, and the `apex`/`primary`/`canary` labels and annotations.
+/// `trafficDistribution` and `unmanagedMetadata` (live metadata a GitOps apply would fight
+/// over) are refused, so nobody believes they apply.
+fn read_service_fields(r: &mut Reader, svc: &Node, spec: &mut ServiceSpec) {
+    let at = |key: &str| join("spec.service", key);
+    if let Some(v) = svc
+        .get("portDiscovery")
+        .and_then(|n| r.bool(n, &at("portDiscovery")))
+    {
+        spec.port_discovery = v;
     }
-    if is(r, "headless", false) {
-        refuse(
-            r,
-            "headless",
-            "always get a cluster IP (clusterIP: None is not written)",
-        );
+    if let Some(v) = svc.get("headless").and_then(|n| r.bool(n, &at("headless"))) {
+        spec.headless = v;
     }
     if let Some(n) = svc.get("portName") {
-        if r.string(n, "spec.service.portName")
-            .is_some_and(|name| name != "http")
-        {
-            refuse(r, "portName", "name their port http");
+        if let Some(name) = r.string(n, &at("portName")) {
+            if is_port_name(&name) {
+                spec.port_name = name;
+            } else {
+                r.error(n.line, &at("portName"), format!("expected a port name (at most 15 lowercase letters, digits and '-', with a letter, not starting or ending with '-'), found {name:?}"));
+            }
+        }
+    }
+    if let Some(n) = svc.get("appProtocol") {
+        spec.app_protocol = r.string(n, &at("appProtocol")).filter(|p| !p.is_empty());
+    }
+    for key in ["apex", "primary", "canary"] {
+        if let Some(n) = svc.get(key) {
+            let metadata = read_custom_metadata(r, n, &at(key));
+            match key {
+                "apex" => spec.apex = metadata,
+                "primary" => spec.primary = metadata,
+                _ => spec.canary = metadata,
+            }
         }
     }
     for (key, what) in [
-        ("appProtocol", "write no appProtocol on their port"),
-        ("apex", "carry no custom labels or annotations (apex)"),
-        ("primary", "carry no custom labels or annotations (primary)"),
-        ("canary", "carry no custom labels or annotations (canary)"),
         ("trafficDistribution", "write no trafficDistribution"),
         (
             "unmanagedMetadata",
-            "keep no live metadata (unmanagedMetadata)",
+            "keep no live metadata (unmanagedMetadata): every label and annotation is in git",
         ),
     ] {
-        refuse(r, key, what);
+        if let Some(n) = svc.get(key) {
+            r.error(
+                n.line,
+                &at(key),
+                format!("not supported: sluice's Services {what}; remove it, or roll this canary out without sluice"),
+            );
+        }
     }
+}
+
+/// A Kubernetes port name (an IANA service name): 1..=15 lowercase letters, digits and '-',
+/// at least one letter, no leading, trailing or double '-'.
+fn is_port_name(name: &str) -> bool {
+    (1..=15).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name.bytes().any(|b| b.is_ascii_lowercase())
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// Flagger's `CustomMetadata`: `labels` and `annotations`, each a map of strings.
+fn read_custom_metadata(r: &mut Reader, node: &Node, path: &str) -> ServiceMetadata {
+    let mut metadata = ServiceMetadata::default();
+    if r.map(node, path, &["labels", "annotations"]).is_none() {
+        return metadata;
+    }
+    for key in ["labels", "annotations"] {
+        let Some(n) = node.get(key) else { continue };
+        let at = join(path, key);
+        let Value::Map(entries) = &n.value else {
+            r.error(n.line, &at, "expected a mapping of names to strings");
+            continue;
+        };
+        let mut values = BTreeMap::new();
+        for (k, v) in entries {
+            if let Some(text) = r.string(v, &join(&at, &k.text)) {
+                values.insert(k.text.clone(), text);
+            }
+        }
+        if key == "labels" {
+            metadata.labels = values;
+        } else {
+            metadata.annotations = values;
+        }
+    }
+    metadata
 }
 
 /// Lets the router check the whole canary (the `kubernetes` router runs blue/green only);
@@ -573,12 +618,8 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
                     None
                 }
             }),
-        None => {
-            if settings.provider.is_none() {
-                r.error(spec.line, "spec.provider", "required field is missing and .sluice/config.yaml sets no default provider (e.g. `provider: gatewayapi:v1`)");
-            }
-            settings.provider
-        }
+        // Flagger's default mesh provider is Istio: a Canary written for it names none.
+        None => Some(settings.provider.unwrap_or(FLAGGER_DEFAULT_PROVIDER)),
     };
     let service_node = r.required(spec, "spec", "service");
     let service = service_node.and_then(|n| {
@@ -599,9 +640,13 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             target_name.as_ref(),
         )
     });
-    if let Some(n) = service_node {
-        reject_service_fields(r, n);
-    }
+    let service = match (service, service_node) {
+        (Some(mut spec), Some(n)) => {
+            read_service_fields(r, n, &mut spec);
+            Some(spec)
+        }
+        (service, _) => service,
+    };
     let mut route = provider.and_then(|p| {
         p.read_flagger(
             r,
@@ -635,7 +680,8 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     let provider_name = spec
         .get("provider")
         .and_then(|n| n.as_str().map(str::to_string))
-        .or_else(|| settings.provider_name.clone());
+        .or_else(|| settings.provider_name.clone())
+        .or_else(|| Some(FLAGGER_DEFAULT_PROVIDER_NAME.to_string()));
     let metrics_server = read_metrics_server(r, spec);
     if r.errors.len() > before {
         return None;

@@ -3,7 +3,7 @@
 
 use yaml_rust2::{Yaml, YamlEmitter};
 
-use crate::spec::model::{Canary, PortRef};
+use crate::spec::model::{Canary, PortRef, ServiceMetadata};
 use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
 use crate::workload::yaml_edit::{key, map_at, rename, set};
@@ -160,33 +160,111 @@ pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, 
     emit(canary, &docs)
 }
 
-fn service(name: &str, namespace: &str, canary: &Canary, selector: (&str, &str)) -> Yaml {
-    let port = i64::from(canary.service.port);
-    let target: Yaml = match &canary.service.target_port {
+fn service(
+    name: &str,
+    namespace: &str,
+    canary: &Canary,
+    selector: (&str, &str),
+    metadata: &ServiceMetadata,
+    discovered: &[(String, i64)],
+) -> Yaml {
+    let spec = &canary.service;
+    let port = i64::from(spec.port);
+    let target: Yaml = match &spec.target_port {
         Some(PortRef::Number(n)) => Yaml::Integer(i64::from(*n)),
         Some(PortRef::Name(s)) => Yaml::String(s.clone()),
         None => Yaml::Integer(port),
     };
     let text = format!(
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    app.kubernetes.io/managed-by: sluice\nspec:\n  type: ClusterIP\n  selector: {{}}\n  ports:\n  - name: http\n    port: {port}\n    protocol: TCP\n"
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    app.kubernetes.io/managed-by: sluice\nspec:\n  type: ClusterIP\n  selector: {{}}\n  ports: []\n"
     );
     let mut doc = yaml_rust2::YamlLoader::load_from_str(&text)
         .ok()
         .and_then(|mut d| d.pop())
         .unwrap_or(Yaml::Null);
-    if let Some(sel) = map_at(&mut doc, &["spec", "selector"]) {
-        sel.insert(key(selector.0), key(selector.1));
+    if let Some(labels) = map_at(&mut doc, &["metadata", "labels"]) {
+        for (k, v) in &metadata.labels {
+            set(labels, k, key(v));
+        }
     }
-    if let Yaml::Hash(root) = &mut doc {
-        if let Some(Yaml::Hash(spec)) = root.get_mut(&key("spec")) {
-            if let Some(Yaml::Array(ports)) = spec.get_mut(&key("ports")) {
-                if let Some(Yaml::Hash(p)) = ports.first_mut() {
-                    p.insert(key("targetPort"), target);
-                }
+    if !metadata.annotations.is_empty() {
+        if let Some(annotations) = map_at(&mut doc, &["metadata", "annotations"]) {
+            for (k, v) in &metadata.annotations {
+                set(annotations, k, key(v));
             }
         }
     }
+    if let Some(sel) = map_at(&mut doc, &["spec", "selector"]) {
+        sel.insert(key(selector.0), key(selector.1));
+    }
+    if let Some(svc) = map_at(&mut doc, &["spec"]) {
+        if spec.headless {
+            set(svc, "clusterIP", key("None"));
+        }
+        let mut main = yaml_rust2::yaml::Hash::new();
+        set(&mut main, "name", key(&spec.port_name));
+        set(&mut main, "port", Yaml::Integer(port));
+        set(&mut main, "protocol", key("TCP"));
+        set(&mut main, "targetPort", target);
+        if let Some(protocol) = &spec.app_protocol {
+            set(&mut main, "appProtocol", key(protocol));
+        }
+        let mut ports = vec![Yaml::Hash(main)];
+        for (port_name, number) in discovered {
+            let mut p = yaml_rust2::yaml::Hash::new();
+            set(&mut p, "name", key(port_name));
+            set(&mut p, "port", Yaml::Integer(*number));
+            set(&mut p, "protocol", key("TCP"));
+            set(&mut p, "targetPort", Yaml::Integer(*number));
+            ports.push(Yaml::Hash(p));
+        }
+        set(svc, "ports", Yaml::Array(ports));
+    }
     doc
+}
+
+/// The pod template's other container ports, as Flagger's `portDiscovery` exposes them: every
+/// container but the mesh proxies (`istio-proxy`, `envoy`), every port but the service's
+/// target, named as in the pod (`tcp-<container>-<index>` when unnamed); sorted by port, then
+/// name (Flagger's order is a Go map's).
+fn discovered_ports(canary: &Canary, workload: &Yaml) -> Vec<(String, i64)> {
+    let spec = &canary.service;
+    let mut found = std::collections::BTreeMap::new();
+    let containers = workload["spec"]["template"]["spec"]["containers"]
+        .as_vec()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for container in containers {
+        let container_name = container["name"].as_str().unwrap_or_default();
+        if matches!(container_name, "istio-proxy" | "envoy") {
+            continue;
+        }
+        let ports = container["ports"]
+            .as_vec()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (i, p) in ports.iter().enumerate() {
+            let Some(number) = p["containerPort"].as_i64() else {
+                continue;
+            };
+            let port_name = p["name"].as_str();
+            let is_target = match &spec.target_port {
+                None => number == i64::from(spec.port),
+                Some(PortRef::Number(n)) => number == i64::from(*n),
+                Some(PortRef::Name(n)) => port_name == Some(n.as_str()),
+            };
+            if is_target {
+                continue;
+            }
+            let port_name = port_name
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("tcp-{container_name}-{i}"));
+            found.insert(port_name, number);
+        }
+    }
+    let mut ports: Vec<(String, i64)> = found.into_iter().collect();
+    ports.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    ports
 }
 
 /// Services `<svc>` (apex, selects the primary), `<svc>-primary` and `<svc>-canary`.
@@ -194,19 +272,36 @@ pub fn services(canary: &Canary, source: &Source) -> Result<String, WorkloadErro
     let ns = canary.id.namespace.as_str();
     let svc = canary.service.name.as_str();
     let primary_label = format!("{}-primary", source.label_value);
+    let discovered = if canary.service.port_discovery {
+        discovered_ports(canary, &source.deployment.doc)
+    } else {
+        Vec::new()
+    };
+    let spec = &canary.service;
     let docs = [
-        service(svc, ns, canary, (&source.label_key, &primary_label)),
+        service(
+            svc,
+            ns,
+            canary,
+            (&source.label_key, &primary_label),
+            &spec.apex,
+            &discovered,
+        ),
         service(
             &format!("{svc}-primary"),
             ns,
             canary,
             (&source.label_key, &primary_label),
+            &spec.primary,
+            &discovered,
         ),
         service(
             &format!("{svc}-canary"),
             ns,
             canary,
             (&source.label_key, &source.label_value),
+            &spec.canary,
+            &discovered,
         ),
     ];
     emit(canary, &docs)

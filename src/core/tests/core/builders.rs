@@ -251,11 +251,7 @@ impl CanaryBuilder {
             format: self.format,
             target,
             output: RepoPath::parse("clusters/prod/podinfo").expect("a valid test path"),
-            service: ServiceSpec {
-                name: name("podinfo"),
-                port: 9898,
-                target_port: None,
-            },
+            service: ServiceSpec::new(name("podinfo"), 9898),
             route: (),
             analysis: Analysis {
                 interval: self.interval,

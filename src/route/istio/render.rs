@@ -1,0 +1,312 @@
+//! Renders a validated [`Config`] into `route.yaml`: the VirtualService, then the primary's
+//! and the canary's DestinationRule, three YAML documents, as Flagger's Istio router creates
+//! them:
+//!
+//! - hosts: `service.hosts` plus the apex Service name unless it or `*` is listed; none for a
+//!   delegate. gateways: `service.gateways`, else `mesh`; none for a delegate.
+//! - Canary and blue/green: one HTTP route with the service's `match`, `rewrite`, `timeout`,
+//!   `retries`, `corsPolicy` and `headers` and the primary then the canary destination with
+//!   their weights.
+//! - A/B: first a route whose matches are `analysis.match` merged into `service.match`
+//!   (`mergeMatchConditions`) with both weighted destinations, then the service route to the
+//!   primary alone. Flagger writes that lone destination with the primary's weight (0 during
+//!   the analysis); Istio sends all of a route's traffic to a lone destination either way, and
+//!   sluice writes 100 so the file reads as what it does.
+//! - DestinationRules: `host` the backend Service, `trafficPolicy` the service's.
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::core::model::Strategy;
+use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
+use crate::route::istio_api::{
+    CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
+};
+use crate::route::Canary;
+use crate::route::{header_comment, render_template, reparse_all, Backends, RouteError, Weights};
+
+const TEMPLATE_NAME: &str = "istio.yaml.j2";
+const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
+
+#[derive(Serialize)]
+struct Context<'a> {
+    header: String,
+    api_version: &'static str,
+    name: &'a str,
+    namespace: &'a str,
+    managed_by: &'static str,
+    hosts: Vec<&'a str>,
+    gateways: Vec<&'a str>,
+    http: Vec<HttpRoute<'a>>,
+    rules: [DestinationRule<'a>; 2],
+}
+
+#[derive(Serialize)]
+struct HttpRoute<'a> {
+    /// Empty: no `match` key (every request).
+    matches: Vec<HttpMatchRequest>,
+    destinations: Vec<Destination<'a>>,
+    rewrite: Option<&'a Rewrite>,
+    timeout: Option<&'a IstioDuration>,
+    retries: Option<&'a HttpRetry>,
+    mirrors: Vec<MirrorPolicy<'a>>,
+    cors: Option<&'a CorsPolicy>,
+    headers: Option<&'a Headers>,
+}
+
+#[derive(Serialize)]
+struct Destination<'a> {
+    host: &'a str,
+    port: Option<u16>,
+    weight: u8,
+}
+
+#[derive(Serialize)]
+struct MirrorPolicy<'a> {
+    destination: MirrorDestination<'a>,
+}
+
+#[derive(Serialize)]
+struct MirrorDestination<'a> {
+    host: &'a str,
+    port: PortSelector,
+}
+
+#[derive(Serialize)]
+struct PortSelector {
+    number: u16,
+}
+
+#[derive(Serialize)]
+struct DestinationRule<'a> {
+    name: &'a str,
+    host: &'a str,
+    traffic_policy: Option<&'a TrafficPolicy>,
+}
+
+impl<'a> HttpRoute<'a> {
+    fn new(
+        fields: &'a HttpFields,
+        matches: Vec<HttpMatchRequest>,
+        destinations: Vec<Destination<'a>>,
+    ) -> HttpRoute<'a> {
+        HttpRoute {
+            matches,
+            destinations,
+            rewrite: fields.rewrite.as_ref(),
+            timeout: fields.timeout.as_ref(),
+            retries: fields.retries.as_ref(),
+            mirrors: fields.mirrors.iter().map(mirror).collect(),
+            cors: fields.cors.as_ref(),
+            headers: fields.headers.as_ref(),
+        }
+    }
+}
+
+fn mirror(m: &Mirror) -> MirrorPolicy<'_> {
+    MirrorPolicy {
+        destination: MirrorDestination {
+            host: &m.host,
+            port: PortSelector { number: m.port },
+        },
+    }
+}
+
+/// Flagger's `mergeMatchConditions`: each A/B match in place of the headers and sourceLabels
+/// of a copy of every service match; the A/B matches alone when there are no service matches.
+fn merge_matches(ab: &[HttpMatchRequest], own: &[HttpMatchRequest]) -> Vec<HttpMatchRequest> {
+    if own.is_empty() {
+        return ab.to_vec();
+    }
+    let mut merged = Vec::with_capacity(ab.len() * own.len());
+    for a in ab {
+        for d in own {
+            let mut m = d.clone();
+            if a.headers.is_some() {
+                m.headers.clone_from(&a.headers);
+            }
+            if a.source_labels.is_some() {
+                m.source_labels.clone_from(&a.source_labels);
+            }
+            merged.push(m);
+        }
+    }
+    merged
+}
+
+pub(super) fn render(
+    canary: &Canary,
+    config: &Config,
+    backends: &Backends,
+    weights: Weights,
+) -> Result<String, RouteError> {
+    let apex = canary.service.name.as_str();
+    let (hosts, gateways) = if config.delegation {
+        (Vec::new(), Vec::new())
+    } else {
+        let mut hosts: Vec<&str> = config.hosts.iter().map(String::as_str).collect();
+        if !hosts.iter().any(|h| *h == apex || *h == "*") {
+            hosts.push(apex);
+        }
+        let mut gateways: Vec<&str> = config.gateways.iter().map(String::as_str).collect();
+        if gateways.is_empty() {
+            gateways.push("mesh");
+        }
+        (hosts, gateways)
+    };
+    // Flagger's makeDestination: the port only behind a gateway (or as a delegate) with
+    // port discovery, where the Service may expose several ports.
+    let port = (config.port_discovery
+        && (config.gateways.first().is_some_and(|g| g != "mesh") || config.delegation))
+        .then_some(canary.service.port);
+    let destination = |host, weight| Destination { host, port, weight };
+    let weighted = || {
+        vec![
+            destination(backends.primary, weights.primary),
+            destination(backends.canary, weights.canary),
+        ]
+    };
+    let fields = &config.http;
+    let http = match &canary.analysis.strategy {
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => {
+            vec![HttpRoute::new(fields, fields.matches.clone(), weighted())]
+        }
+        // `spec` read the matches at load time; an A/B canary has at least one.
+        Strategy::AB { .. } if config.ab_matches.is_empty() => {
+            return Err(RouteError::Field {
+                file: canary.file.clone(),
+                line: canary.line,
+                canary: canary.id.to_string(),
+                field: "spec.analysis.match".into(),
+                message: "expected at least one match for an A/B canary, found none".into(),
+            })
+        }
+        Strategy::AB { .. } => vec![
+            HttpRoute::new(
+                fields,
+                merge_matches(&config.ab_matches, &fields.matches),
+                weighted(),
+            ),
+            HttpRoute::new(
+                fields,
+                fields.matches.clone(),
+                vec![destination(backends.primary, 100)],
+            ),
+        ],
+    };
+    let traffic_policy = config.traffic_policy.as_deref();
+    let context = Context {
+        header: header_comment(canary),
+        api_version: config.version.api_version(),
+        name: apex,
+        namespace: canary.id.namespace.as_str(),
+        managed_by: crate::route::MANAGED_BY,
+        hosts,
+        gateways,
+        http,
+        rules: [
+            DestinationRule {
+                name: backends.primary,
+                host: backends.primary,
+                traffic_policy,
+            },
+            DestinationRule {
+                name: backends.canary,
+                host: backends.canary,
+                traffic_policy,
+            },
+        ],
+    };
+    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
+    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
+    verify(&docs, &context, backends, weights).map_err(|message| RouteError::Output {
+        canary: canary.id.to_string(),
+        template: TEMPLATE_NAME,
+        message,
+    })?;
+    Ok(text)
+}
+
+/// Reads the documents back: a VirtualService and two DestinationRules with the right
+/// names and hosts, every HTTP route's weights summing to 100, the first route's being
+/// exactly the ones asked for.
+fn verify(
+    docs: &[Json],
+    context: &Context,
+    backends: &Backends,
+    weights: Weights,
+) -> Result<(), String> {
+    let [vs, primary, canary] = docs else {
+        return Err(format!("expected 3 documents, found {}", docs.len()));
+    };
+    fn text<'j>(doc: &'j Json, pointer: &str) -> Option<&'j str> {
+        doc.pointer(pointer).and_then(Json::as_str)
+    }
+    for (doc, kind, name) in [
+        (vs, "VirtualService", context.name),
+        (primary, "DestinationRule", backends.primary),
+        (canary, "DestinationRule", backends.canary),
+    ] {
+        let found = (
+            text(doc, "/apiVersion"),
+            text(doc, "/kind"),
+            text(doc, "/metadata/namespace"),
+            text(doc, "/metadata/name"),
+        );
+        if found
+            != (
+                Some(context.api_version),
+                Some(kind),
+                Some(context.namespace),
+                Some(name),
+            )
+        {
+            return Err(format!(
+                "expected {} {kind} {}/{name}, found {found:?}",
+                context.api_version, context.namespace
+            ));
+        }
+        if kind == "DestinationRule" && text(doc, "/spec/host") != Some(name) {
+            return Err(format!("DestinationRule {name}: expected host {name}"));
+        }
+    }
+    let routes = vs
+        .pointer("/spec/http")
+        .and_then(Json::as_array)
+        .filter(|r| r.len() == context.http.len())
+        .ok_or_else(|| format!("expected {} HTTP routes", context.http.len()))?;
+    for (i, route) in routes.iter().enumerate() {
+        let destinations = route
+            .get("route")
+            .and_then(Json::as_array)
+            .ok_or_else(|| format!("http[{i}]: expected destinations"))?;
+        let mut sum = 0u64;
+        let mut found = Vec::new();
+        for d in destinations {
+            let weight = d
+                .get("weight")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| format!("http[{i}]: expected whole-number weights"))?;
+            sum += weight;
+            found.push((
+                d.pointer("/destination/host").and_then(Json::as_str),
+                weight,
+            ));
+        }
+        if sum != 100 {
+            return Err(format!("http[{i}]: weights sum to {sum}, not 100"));
+        }
+        if i == 0 {
+            let expected = vec![
+                (Some(backends.primary), u64::from(weights.primary)),
+                (Some(backends.canary), u64::from(weights.canary)),
+            ];
+            if found != expected {
+                return Err(format!(
+                    "http[0]: expected destinations {expected:?}, found {found:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
