@@ -34,6 +34,7 @@ use serde::Serialize;
 use crate::core::status::Status;
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
+use crate::yaml::snapshot::Snapshot;
 
 pub use registry::{parse_provider, route_objects, Provider, Route};
 
@@ -66,6 +67,10 @@ pub trait Router {
     /// A message for a provider string that is almost one of this router's (a bare
     /// `gatewayapi`); the registry appends the supported list.
     fn near_miss(text: &str) -> Option<String>;
+
+    /// The `spec` references this router reads (`ingressRef`, `routeRef`, `upstreamRef`); a
+    /// canary naming another one is refused before [`read_flagger`](Router::read_flagger).
+    const REFERENCES: &'static [&'static str] = &[];
 
     /// Reads a Flagger canary's route fields for `variant`; `None` when any had errors
     /// (reported through `r`).
@@ -117,6 +122,14 @@ pub struct FlaggerInput<'a> {
     pub service: Option<&'a Node>,
     /// `spec.analysis`, if present.
     pub analysis: Option<&'a Node>,
+    /// The canary's whole `spec`: the references its router reads (`ingressRef`,
+    /// `routeRef`, `upstreamRef`, listed in [`Router::REFERENCES`]) with their lines.
+    pub spec: &'a Node,
+    /// The canary's namespace (the default namespace of the objects it references).
+    pub namespace: Option<&'a str>,
+    /// The repo as loaded: a referenced object is looked up here by kind, namespace and name
+    /// (never edited in place); one missing is an error at the reference's line.
+    pub snapshot: &'a Snapshot,
 }
 
 /// An A/B canary's matches, with what they combine with.

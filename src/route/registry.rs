@@ -32,6 +32,14 @@ macro_rules! routers {
         }
 
         impl Provider {
+            /// The `spec` references (`ingressRef`, `routeRef`, `upstreamRef`) this provider's
+            /// router reads; any other one on a canary is refused.
+            pub fn references(self) -> &'static [&'static str] {
+                match self {
+                    $( Provider::$variant(_) => <$router as Router>::REFERENCES, )+
+                }
+            }
+
             /// Reads the route fields of a Flagger canary with this provider; `None` when
             /// any had errors (reported through `r`).
             pub fn read_flagger(self, r: &mut Reader, input: &FlaggerInput) -> Option<Route> {

@@ -15,6 +15,7 @@ use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
+use crate::yaml::snapshot::Snapshot;
 
 const NATIVE_SPEC_KEYS: &[&str] = &[
     "provider",
@@ -564,7 +565,14 @@ fn read_autoscaler_ref(r: &mut Reader, node: &Node) -> Option<AutoscalerRef> {
 }
 
 /// Reads a Flagger `flagger.app/v1beta1` Canary, unchanged.
-pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
+/// `snapshot` is the repo the canary was loaded from: its router looks up the objects the
+/// canary references there.
+pub fn read_flagger(
+    r: &mut Reader,
+    root: &Node,
+    settings: &Settings,
+    snapshot: &Snapshot,
+) -> Option<Canary> {
     let before = r.errors.len();
     r.map(root, "", OBJECT_KEYS)?;
     let id = read_id(r, root);
@@ -599,15 +607,6 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
     let autoscaler = spec
         .get("autoscalerRef")
         .and_then(|n| read_autoscaler_ref(r, n));
-    for key in ["ingressRef", "upstreamRef", "routeRef"] {
-        if let Some(n) = spec.get(key) {
-            r.error(
-                n.line,
-                &join("spec", key),
-                format!("not supported: sluice routes with {} only", route_objects()),
-            );
-        }
-    }
     let provider = match spec.get("provider") {
         Some(n) => r
             .string(n, "spec.provider")
@@ -621,6 +620,17 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
         // Flagger's default mesh provider is Istio: a Canary written for it names none.
         None => Some(settings.provider.unwrap_or(FLAGGER_DEFAULT_PROVIDER)),
     };
+    // A reference the provider's router does not read would be dropped: refuse it.
+    let reads = provider.map_or(&[][..], |p| p.references());
+    for key in ["ingressRef", "upstreamRef", "routeRef"] {
+        if let Some(n) = spec.get(key).filter(|_| !reads.contains(&key)) {
+            r.error(
+                n.line,
+                &join("spec", key),
+                format!("not supported: sluice routes with {} only", route_objects()),
+            );
+        }
+    }
     let service_node = r.required(spec, "spec", "service");
     let service = service_node.and_then(|n| {
         let target_name = match &target {
@@ -653,6 +663,9 @@ pub fn read_flagger(r: &mut Reader, root: &Node, settings: &Settings) -> Option<
             &FlaggerInput {
                 service: service_node,
                 analysis: spec.get("analysis"),
+                spec,
+                namespace: id.as_ref().map(|i| i.namespace.as_str()),
+                snapshot,
             },
         )
     });

@@ -34,7 +34,7 @@ pub fn load(snapshot: &Snapshot, settings: &Settings) -> Loaded {
             Contents::Yaml { documents, .. } => {
                 loaded
                     .canaries
-                    .extend(read_canaries(&mut r, documents, settings));
+                    .extend(read_canaries(&mut r, documents, settings, snapshot));
             }
         }
         loaded.errors.extend(r.errors);
@@ -54,7 +54,8 @@ pub fn load_text(file: &str, text: &str, settings: &Settings) -> Loaded {
         }
         Ok(docs) => {
             let roots: Vec<Node> = docs.into_iter().map(|d| d.root).collect();
-            read_canaries(&mut r, &roots, settings)
+            // One file alone: references to other files' objects are not found.
+            read_canaries(&mut r, &roots, settings, &Snapshot::EMPTY)
         }
     };
     Loaded {
@@ -67,7 +68,12 @@ fn syntax_error(r: &mut Reader, line: usize, message: &str) {
     r.error(line, "", format!("YAML syntax error: {message}"));
 }
 
-fn read_canaries(r: &mut Reader, roots: &[Node], settings: &Settings) -> Vec<Canary> {
+fn read_canaries(
+    r: &mut Reader,
+    roots: &[Node],
+    settings: &Settings,
+    snapshot: &Snapshot,
+) -> Vec<Canary> {
     let mut canaries = Vec::new();
     for root in roots {
         let Value::Map(_) = root.value else { continue };
@@ -75,7 +81,9 @@ fn read_canaries(r: &mut Reader, roots: &[Node], settings: &Settings) -> Vec<Can
         let api = root.get("apiVersion").and_then(|n| n.as_str());
         let canary = match (api, kind) {
             (Some("sluice.dev/v1alpha1"), Some("Canary")) => read_native(r, root, settings),
-            (Some("flagger.app/v1beta1"), Some("Canary")) => read_flagger(r, root, settings),
+            (Some("flagger.app/v1beta1"), Some("Canary")) => {
+                read_flagger(r, root, settings, snapshot)
+            }
             (Some(api), Some("Canary"))
                 if api.starts_with("sluice.dev/") || api.starts_with("flagger.app/") =>
             {
