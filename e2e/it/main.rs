@@ -1,6 +1,7 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod affinity_mirror;
+mod affinity_mirror_istio;
 mod approval;
 mod autoscaler;
 mod cli;

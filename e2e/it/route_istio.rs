@@ -11,7 +11,7 @@ use sluice::spec::settings::{parse_settings, Settings};
 
 use crate::support::Schemas;
 
-/// No session cookie, no mirroring: Istio canaries refuse what would set them.
+/// No session cookie, no mirroring: the state before a rollout.
 const NO_STATE: RouteState<'static> = RouteState {
     session_cookie: None,
     previous_session_cookie: None,
@@ -567,19 +567,38 @@ fn istio_refusals_name_file_line_and_field() {
             flagger(
                 "  provider: istio",
                 "    port: 9898",
-                "    iterations: 5\n    sessionAffinity:\n      cookieName: flagger-cookie",
+                "    stepWeight: 10\n    mirror: true\n    mirrorWeight: 20",
             ),
-            vec!["c.yaml:19: spec.analysis.sessionAffinity: not supported yet for Istio routes (it needs rollout state sluice does not keep yet: the session cookie or the mirror phase); remove it, or roll this canary out without sluice"],
+            vec!["c.yaml:19: spec.analysis.mirror: not supported yet with stepWeight(s) on Istio routes: Flagger mirrors one interval at weight 0 before the first traffic step, a step sluice's schedule does not have yet, so the mirror would never be shown; remove mirror, or use iterations without match (blue/green mirrors the whole analysis)"],
         ),
         (
             flagger(
                 "  provider: istio",
                 "    port: 9898",
-                "    iterations: 5\n    mirror: true\n    mirrorWeight: 20",
+                "    iterations: 5\n    mirrorWeight: 20",
+            ),
+            vec!["c.yaml:19: spec.analysis.mirrorWeight: applies only with analysis.mirror: true; remove it, or set mirror: true"],
+        ),
+        (
+            flagger(
+                "  provider: istio",
+                "    port: 9898",
+                "    iterations: 5\n    match: [{headers: {x-canary: {exact: insider}}}]\n    mirror: true\n    sessionAffinity:\n      cookieName: flagger-cookie",
             ),
             vec![
-                "c.yaml:19: spec.analysis.mirror: not supported yet for Istio routes (it needs rollout state sluice does not keep yet: the session cookie or the mirror phase); remove it, or roll this canary out without sluice",
-                "c.yaml:20: spec.analysis.mirrorWeight: not supported yet for Istio routes (it needs rollout state sluice does not keep yet: the session cookie or the mirror phase); remove it, or roll this canary out without sluice",
+                "c.yaml:22: spec.analysis.sessionAffinity: has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the cookie routes; use sessionAffinity with stepWeight(s) or iterations without match",
+                "c.yaml:20: spec.analysis.mirror: has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the mirror; remove mirror, or use iterations without match",
+            ],
+        ),
+        (
+            flagger(
+                "  provider: istio",
+                "    port: 9898\n    match: [{headers: {x-user: {exact: a}}}]",
+                "    stepWeight: 10\n    sessionAffinity:\n      cookieName: canary-flagger-cookie\n      primaryCookieName: primary-flagger-cookie",
+            ),
+            vec![
+                "c.yaml:15: spec.service.match[0].headers: cannot be combined with analysis.sessionAffinity on Istio routes: Flagger's cookie route replaces these headers with the cookie match, so sticky requests would skip them",
+                "c.yaml:22: spec.analysis.sessionAffinity.primaryCookieName: not supported yet for Istio routes (the primary's cookie needs rollout state sluice does not keep yet); remove it, or roll this canary out without sluice",
             ],
         ),
         (
@@ -672,4 +691,148 @@ fn hostile_istio_values_round_trip() {
     for doc in &docs {
         assert!(schemas.errors(doc).is_empty());
     }
+}
+
+/// Flagger's `test/istio/test-session-affinity.sh` canary (without `primaryCookieName`, which
+/// sluice refuses) behind the tutorial gateway, with response headers of its own.
+const AFFINITY_SERVICE: &str = "    port: 9898
+    targetPort: 9898
+    gateways: [istio-system/istio-ingressgateway]
+    hosts: [\"*\"]
+    headers:
+      response:
+        add: {x-served-by: podinfo}";
+const AFFINITY_ANALYSIS: &str = "    maxWeight: 30
+    stepWeight: 10
+    sessionAffinity:
+      cookieName: canary-flagger-cookie
+      maxAge: 21600";
+/// Flagger's blue/green mirroring canary (docs: "Blue/Green Traffic Mirroring").
+const MIRROR_ANALYSIS: &str = "    iterations: 10
+    mirror: true
+    mirrorWeight: 100";
+
+const LIVE: &str = "canary-flagger-cookie=AbCdEfGhIj";
+
+/// The rollout-state VirtualServices: a live cookie, an expired one, mirroring (alone and
+/// next to a static `service.mirror`).
+fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
+    let affinity = load(
+        "affinity",
+        &flagger("  provider: istio", AFFINITY_SERVICE, AFFINITY_ANALYSIS),
+    );
+    let mirror = load(
+        "mirror",
+        &flagger("  provider: istio", E2E_BG_SERVICE, MIRROR_ANALYSIS),
+    );
+    let both = load(
+        "mirror-static",
+        &flagger(
+            "  provider: istio",
+            "    port: 9898\n    mirror:\n      - backendRef: {name: shadow, port: 8080}",
+            "    iterations: 10\n    mirror: true\n    mirrorWeight: 25",
+        ),
+    );
+    vec![
+        (
+            "istio-session-affinity-live-cookie",
+            affinity.clone(),
+            20,
+            RouteState {
+                session_cookie: Some(LIVE),
+                previous_session_cookie: None,
+                mirroring: false,
+            },
+        ),
+        (
+            "istio-session-affinity-expired-cookie",
+            affinity,
+            0,
+            RouteState {
+                session_cookie: None,
+                previous_session_cookie: Some(LIVE),
+                mirroring: false,
+            },
+        ),
+        (
+            "istio-bluegreen-mirroring",
+            mirror,
+            0,
+            RouteState {
+                mirroring: true,
+                ..RouteState::default()
+            },
+        ),
+        (
+            "istio-bluegreen-mirroring-with-service-mirror",
+            both,
+            0,
+            RouteState {
+                mirroring: true,
+                ..RouteState::default()
+            },
+        ),
+    ]
+}
+
+#[test]
+fn istio_route_state_snapshots_pass_the_strict_schemas() {
+    let mut schemas = Schemas::default();
+    for (name, canary, weight, state) in state_cases() {
+        let weights = Weights::from_canary(weight).expect("0..=100");
+        let text = render_route(&canary, &BACKENDS, weights, &state)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .expect("a route file")
+            .content;
+        for doc in documents(&text) {
+            let errors = schemas.errors(&doc);
+            assert!(errors.is_empty(), "{name}: {errors:#?}");
+        }
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+#[test]
+fn istio_session_cookie_routes_sticky_users_and_sets_the_cookie_on_the_canary() {
+    let (_, canary, _, state) = state_cases().remove(0);
+    let text = render_route(
+        &canary,
+        &BACKENDS,
+        Weights::from_canary(20).unwrap(),
+        &state,
+    )
+    .unwrap()
+    .unwrap()
+    .content;
+    let vs = &documents(&text)[0];
+    let http = &vs["spec"]["http"];
+    assert_eq!(
+        http[0]["match"][0]["headers"]["Cookie"]["regex"],
+        ".*canary-flagger-cookie.*AbCdEfGhIj.*"
+    );
+    assert_eq!(http[0]["route"][1]["weight"], 100);
+    assert_eq!(
+        http[1]["route"][1]["headers"]["response"]["add"]["Set-Cookie"],
+        "canary-flagger-cookie=AbCdEfGhIj; Max-Age=21600"
+    );
+    assert_eq!(http[1]["route"][1]["weight"], 20);
+    assert!(http[1].get("match").is_none());
+    // Without a cookie, one weighted route and no cookie anywhere.
+    let plain = render_route(
+        &canary,
+        &BACKENDS,
+        Weights::from_canary(0).unwrap(),
+        &NO_STATE,
+    )
+    .unwrap()
+    .unwrap()
+    .content;
+    assert_eq!(
+        documents(&plain)[0]["spec"]["http"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(!plain.contains("ookie"), "{plain}");
 }

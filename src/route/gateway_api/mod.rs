@@ -15,6 +15,8 @@ mod flagger;
 mod render;
 mod rollout;
 
+pub(crate) use rollout::read_cookie_attributes;
+
 pub use config::{
     AnalysisMirror, Config, CookieAttributes, Cors, GatewayDuration, GatewayVersion,
     HeaderModifier, HttpHeader, HttpMatch, ParentRef, PathMatch, PathRewrite, RequestMirror,

@@ -124,12 +124,23 @@ fn read_session_affinity(
             }
         }
     }
+    read_cookie_attributes(r, node, &path)
+}
+
+/// The `Set-Cookie` attributes of `analysis.sessionAffinity` (`maxAge`, `domain`, `path`,
+/// `sameSite`, `httpOnly`, `partitioned`, `secure`), as every router that renders the
+/// session cookie writes them; `None` when any is wrong (reported through `r`).
+pub(crate) fn read_cookie_attributes(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+) -> Option<CookieAttributes> {
     let mut cookie = CookieAttributes {
         max_age: CookieAttributes::DEFAULT_MAX_AGE,
         ..CookieAttributes::default()
     };
     if let Some(n) = node.get("maxAge") {
-        let v = r.int(n, &join(&path, "maxAge"), 0, i64::from(i32::MAX))?;
+        let v = r.int(n, &join(path, "maxAge"), 0, i64::from(i32::MAX))?;
         // 0 is Flagger's "not set" (`GetMaxAge`).
         if let Some(seconds) = u32::try_from(v).ok().filter(|s| *s > 0) {
             cookie.max_age = seconds;
@@ -137,7 +148,7 @@ fn read_session_affinity(
     }
     for (key, slot) in [("domain", &mut cookie.domain), ("path", &mut cookie.path)] {
         if let Some(n) = node.get(key) {
-            let field = join(&path, key);
+            let field = join(path, key);
             let text = r.string(n, &field)?;
             if text.is_empty() || text.bytes().any(|b| b == b';' || b.is_ascii_control()) {
                 r.error(n.line, &field, format!("expected a cookie attribute value (not empty, no ';' or control characters), found {text:?}"));
@@ -147,7 +158,7 @@ fn read_session_affinity(
         }
     }
     if let Some(n) = node.get("sameSite") {
-        let field = join(&path, "sameSite");
+        let field = join(path, "sameSite");
         let text = r.string(n, &field)?;
         if !matches!(text.as_str(), "Strict" | "Lax" | "None") {
             r.error(
@@ -165,7 +176,7 @@ fn read_session_affinity(
         ("secure", &mut cookie.secure),
     ] {
         if let Some(n) = node.get(key) {
-            *slot = r.bool(n, &join(&path, key))?;
+            *slot = r.bool(n, &join(path, key))?;
         }
     }
     Some(cookie)

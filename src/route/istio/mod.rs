@@ -8,6 +8,7 @@
 //!
 //! - This file: reading Flagger's `spec.service` fields (typed by [`crate::route::istio_api`])
 //!   and an A/B canary's `analysis.match`, and the fields refused.
+//! - `rollout.rs`: `analysis.sessionAffinity` and `analysis.mirror`, and their refusals.
 //! - `render.rs`: the three documents from `templates/istio.yaml.j2`, read back and checked.
 //!
 //! Fields Flagger's Istio router applies and sluice renders: `gateways`, `hosts`,
@@ -17,13 +18,19 @@
 //! (Gateway API mirror filters, which Flagger's Istio router ignores) becomes Istio `mirrors`,
 //! so the mirror asked for is not dropped.
 //!
-//! Refused, with a message: `analysis.mirror`, `mirrorWeight` and `sessionAffinity` (they need
-//! rollout state sluice does not keep yet), `appProtocol: tcp` (Flagger writes a TCP route),
+//! Rollout state (`rollout.rs` reads the fields, `render.rs` writes them from the status'
+//! [`RouteState`]): `analysis.sessionAffinity` (the cookie routes and `Set-Cookie` headers of
+//! Flagger's `getSessionAffinityRouteRules`) and, on blue/green, `analysis.mirror` /
+//! `mirrorWeight` (`mirror` to the canary with `mirrorPercentage`).
+//!
+//! Refused, with a message: what `rollout.rs` lists, `appProtocol: tcp` (Flagger writes a TCP route),
 //! `gatewayRefs` and `backendTimeout` (Gateway API only: Flagger's Istio router ignores them),
 //! `rewrite.type: ReplaceFullPath` (an Istio rewrite replaces the matched prefix).
 
 mod render;
+mod rollout;
 
+use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
 use crate::route::istio_api::{
     self, CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
@@ -71,6 +78,11 @@ pub struct Config {
     pub traffic_policy: Option<Box<TrafficPolicy>>,
     /// An A/B canary's `analysis.match`; empty for other strategies.
     pub ab_matches: Vec<HttpMatchRequest>,
+    /// `analysis.sessionAffinity`: the session cookie's `Set-Cookie` attributes.
+    pub session_affinity: Option<CookieAttributes>,
+    /// `analysis.mirror` on a blue/green canary: mirror to the canary while the rollout's state
+    /// says so.
+    pub analysis_mirror: Option<AnalysisMirror>,
 }
 
 /// The `spec.service` fields Flagger puts on every HTTP route of the VirtualService.
@@ -130,6 +142,7 @@ impl Router for Istio {
 
     fn read_flagger(r: &mut Reader, version: IstioVersion, input: &FlaggerInput) -> Option<Config> {
         reject_unsupported(r, input);
+        let state = rollout::read(r, input);
         let svc = input.service?;
         let before = r.errors.len();
         let base = "spec.service";
@@ -173,6 +186,7 @@ impl Router for Istio {
         if r.errors.len() > before {
             return None;
         }
+        let (session_affinity, analysis_mirror) = state?;
         Some(Config {
             version,
             hosts,
@@ -190,6 +204,8 @@ impl Router for Istio {
             }),
             traffic_policy,
             ab_matches: Vec::new(),
+            session_affinity,
+            analysis_mirror,
         })
     }
 
@@ -264,11 +280,9 @@ impl Router for Istio {
         canary: &Canary,
         backends: &Backends,
         weights: Weights,
-        // Session affinity and analysis mirroring, the only sources of route state, are
-        // refused for Istio canaries when they are read.
-        _state: &RouteState,
+        state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
-        render::render(canary, config, backends, weights).map(Some)
+        render::render(canary, config, backends, weights, state).map(Some)
     }
 }
 
@@ -291,12 +305,8 @@ fn key_line(node: &Node, key: &str) -> Option<usize> {
 /// Flagger fields this router does not render; dropping them silently would route other
 /// requests than asked.
 fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
-    let not_yet = "not supported yet for Istio routes (it needs rollout state sluice does not keep yet: the session cookie or the mirror phase); remove it, or roll this canary out without sluice";
     let gateway_only = "a Gateway API field: Flagger's Istio router ignores it; remove it (use gateways and hosts for Istio)";
     let rejected = [
-        ("spec.analysis", input.analysis, "mirror", not_yet),
-        ("spec.analysis", input.analysis, "mirrorWeight", not_yet),
-        ("spec.analysis", input.analysis, "sessionAffinity", not_yet),
         ("spec.service", input.service, "gatewayRefs", gateway_only),
         ("spec.service", input.service, "backendTimeout", "Flagger's Istio router ignores it (an Istio route has one timeout: spec.service.timeout); remove it"),
     ];

@@ -13,17 +13,39 @@
 //!   the analysis); Istio sends all of a route's traffic to a lone destination either way, and
 //!   sluice writes 100 so the file reads as what it does.
 //! - DestinationRules: `host` the backend Service, `trafficPolicy` the service's.
+//!
+//! Rollout state ([`RouteState`], from the status), as Flagger's `SetRoutes` writes it:
+//!
+//! - Session affinity, while the rollout has a cookie: first a route matching the `Cookie`
+//!   header (`.*<name>.*<value>.*`, merged into each service match) sending everything to the
+//!   canary, then the weighted route whose canary destination adds the `Set-Cookie` response
+//!   header (with `Max-Age` and the other attributes). Once the canary takes no traffic, the
+//!   first route matches the previous cookie with the weighted destinations and expires it
+//!   (`Set-Cookie: <cookie>; Max-Age=-1` added to the route's response headers). Before the
+//!   first cookie there is the weighted route alone (Flagger writes it twice then).
+//! - Blue/green mirroring: `mirror` to the canary Service (no port, as Flagger writes it) and
+//!   `mirrorPercentage` from `mirrorWeight`. Flagger puts it on the first route only, which
+//!   with a previous cookie is the expiring route and mirrors almost nothing; sluice puts it
+//!   on every route so the analysis sees the traffic asked for. Next to static
+//!   `service.mirror` entries (`mirrors`, which Istio does not combine with `mirror`) the
+//!   canary becomes one more `mirrors` entry with its `percentage`.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::gateway_api::AnalysisMirror;
 use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::istio_api::{
-    CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
+    CorsPolicy, HeaderOperations, Headers, HttpMatchRequest, HttpRetry, IstioDuration, StringMatch,
+    TrafficPolicy,
 };
 use crate::route::Canary;
-use crate::route::{header_comment, render_template, reparse_all, Backends, RouteError, Weights};
+use crate::route::{
+    header_comment, render_template, reparse_all, Backends, RouteError, RouteState, Weights,
+};
 
 const TEMPLATE_NAME: &str = "istio.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
@@ -50,8 +72,11 @@ struct HttpRoute<'a> {
     timeout: Option<&'a IstioDuration>,
     retries: Option<&'a HttpRetry>,
     mirrors: Vec<MirrorPolicy<'a>>,
+    /// The analysis mirror (`mirror` and `mirrorPercentage`), when there are no `mirrors`.
+    mirror: Option<MirrorDestination<'a>>,
+    mirror_percentage: Option<Percent>,
     cors: Option<&'a CorsPolicy>,
-    headers: Option<&'a Headers>,
+    headers: Option<Headers>,
 }
 
 #[derive(Serialize)]
@@ -59,20 +84,31 @@ struct Destination<'a> {
     host: &'a str,
     port: Option<u16>,
     weight: u8,
+    /// The canary's `Set-Cookie` while the rollout has a session cookie.
+    headers: Option<Headers>,
 }
 
 #[derive(Serialize)]
 struct MirrorPolicy<'a> {
     destination: MirrorDestination<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    percentage: Option<Percent>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone, Copy)]
 struct MirrorDestination<'a> {
     host: &'a str,
-    port: PortSelector,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    port: Option<PortSelector>,
 }
 
-#[derive(Serialize)]
+/// Istio `Percent`.
+#[derive(Serialize, Clone, Copy)]
+struct Percent {
+    value: u8,
+}
+
+#[derive(Serialize, Clone, Copy)]
 struct PortSelector {
     number: u16,
 }
@@ -84,22 +120,86 @@ struct DestinationRule<'a> {
     traffic_policy: Option<&'a TrafficPolicy>,
 }
 
+/// The blue/green analysis mirror to the canary Service, while the rollout mirrors.
+#[derive(Clone, Copy)]
+struct StateMirror<'a> {
+    host: &'a str,
+    mirror: AnalysisMirror,
+}
+
 impl<'a> HttpRoute<'a> {
     fn new(
         fields: &'a HttpFields,
         matches: Vec<HttpMatchRequest>,
         destinations: Vec<Destination<'a>>,
+        state_mirror: Option<StateMirror<'a>>,
     ) -> HttpRoute<'a> {
+        let mut mirrors: Vec<MirrorPolicy> = fields.mirrors.iter().map(mirror).collect();
+        let (mut single, mut single_percentage) = (None, None);
+        if let Some(m) = state_mirror {
+            let destination = MirrorDestination {
+                host: m.host,
+                port: None,
+            };
+            let percentage = m.mirror.percent.map(|value| Percent { value });
+            if mirrors.is_empty() {
+                single = Some(destination);
+                single_percentage = percentage;
+            } else {
+                mirrors.push(MirrorPolicy {
+                    destination,
+                    percentage,
+                });
+            }
+        }
         HttpRoute {
             matches,
             destinations,
             rewrite: fields.rewrite.as_ref(),
             timeout: fields.timeout.as_ref(),
             retries: fields.retries.as_ref(),
-            mirrors: fields.mirrors.iter().map(mirror).collect(),
+            mirrors,
+            mirror: single,
+            mirror_percentage: single_percentage,
             cors: fields.cors.as_ref(),
-            headers: fields.headers.as_ref(),
+            headers: fields.headers.clone(),
         }
+    }
+
+    /// Adds `Set-Cookie: value` to the route's response headers (kept with the service's).
+    fn adding_set_cookie(mut self, value: String) -> HttpRoute<'a> {
+        let headers = self.headers.get_or_insert_with(Headers::default);
+        headers
+            .response
+            .get_or_insert_with(HeaderOperations::default)
+            .add
+            .insert(SET_COOKIE.into(), value);
+        self
+    }
+}
+
+const SET_COOKIE: &str = "Set-Cookie";
+
+/// Response headers adding `Set-Cookie: value`.
+fn set_cookie(value: String) -> Headers {
+    Headers {
+        request: None,
+        response: Some(HeaderOperations {
+            add: BTreeMap::from([(SET_COOKIE.to_string(), value)]),
+            ..HeaderOperations::default()
+        }),
+    }
+}
+
+/// The match of requests carrying `cookie` (`name=value`), as Flagger writes it.
+fn cookie_match(cookie: &str) -> HttpMatchRequest {
+    let (name, value) = cookie.split_once('=').unwrap_or((cookie, ""));
+    HttpMatchRequest {
+        headers: Some(BTreeMap::from([(
+            "Cookie".to_string(),
+            StringMatch::Regex(format!(".*{name}.*{value}.*")),
+        )])),
+        ..HttpMatchRequest::default()
     }
 }
 
@@ -107,8 +207,9 @@ fn mirror(m: &Mirror) -> MirrorPolicy<'_> {
     MirrorPolicy {
         destination: MirrorDestination {
             host: &m.host,
-            port: PortSelector { number: m.port },
+            port: Some(PortSelector { number: m.port }),
         },
+        percentage: None,
     }
 }
 
@@ -139,6 +240,7 @@ pub(super) fn render(
     config: &Config,
     backends: &Backends,
     weights: Weights,
+    state: &RouteState,
 ) -> Result<String, RouteError> {
     let apex = canary.service.name.as_str();
     let (hosts, gateways) = if config.delegation {
@@ -159,17 +261,61 @@ pub(super) fn render(
     let port = (config.port_discovery
         && (config.gateways.first().is_some_and(|g| g != "mesh") || config.delegation))
         .then_some(canary.service.port);
-    let destination = |host, weight| Destination { host, port, weight };
-    let weighted = || {
+    let destination = |host, weight| Destination {
+        host,
+        port,
+        weight,
+        headers: None,
+    };
+    let split = |primary, canary| {
         vec![
-            destination(backends.primary, weights.primary),
-            destination(backends.canary, weights.canary),
+            destination(backends.primary, primary),
+            destination(backends.canary, canary),
         ]
     };
+    let weighted = || split(weights.primary, weights.canary);
     let fields = &config.http;
+    let state_mirror = config
+        .analysis_mirror
+        .filter(|_| state.mirroring)
+        .map(|mirror| StateMirror {
+            host: backends.canary,
+            mirror,
+        });
+    let route = |matches, destinations| HttpRoute::new(fields, matches, destinations, state_mirror);
+    let sticky = |cookie: &str| merge_matches(&[cookie_match(cookie)], &fields.matches);
+    // Where the weighted route is: after the cookie route, if there is one.
+    let mut weighted_index = 0;
     let http = match &canary.analysis.strategy {
         Strategy::Canary { .. } | Strategy::BlueGreen { .. } => {
-            vec![HttpRoute::new(fields, fields.matches.clone(), weighted())]
+            match (
+                &config.session_affinity,
+                state.session_cookie,
+                state.previous_session_cookie,
+            ) {
+                (Some(attributes), Some(cookie), _) => {
+                    weighted_index = 1;
+                    let mut destinations = weighted();
+                    if let Some(d) = destinations.get_mut(1) {
+                        d.headers = Some(set_cookie(attributes.set_cookie(cookie)));
+                    }
+                    vec![
+                        route(sticky(cookie), split(0, 100)),
+                        route(fields.matches.clone(), destinations),
+                    ]
+                }
+                (Some(_), None, Some(previous)) => {
+                    weighted_index = 1;
+                    vec![
+                        route(sticky(previous), weighted())
+                            .adding_set_cookie(format!("{previous}; Max-Age=-1")),
+                        route(fields.matches.clone(), weighted()),
+                    ]
+                }
+                (Some(_), None, None) | (None, _, _) => {
+                    vec![route(fields.matches.clone(), weighted())]
+                }
+            }
         }
         // `spec` read the matches at load time; an A/B canary has at least one.
         Strategy::AB { .. } if config.ab_matches.is_empty() => {
@@ -181,16 +327,19 @@ pub(super) fn render(
                 message: "expected at least one match for an A/B canary, found none".into(),
             })
         }
+        // `rollout.rs` refused sessionAffinity and mirror on A/B canaries.
         Strategy::AB { .. } => vec![
             HttpRoute::new(
                 fields,
                 merge_matches(&config.ab_matches, &fields.matches),
                 weighted(),
+                None,
             ),
             HttpRoute::new(
                 fields,
                 fields.matches.clone(),
                 vec![destination(backends.primary, 100)],
+                None,
             ),
         ],
     };
@@ -219,22 +368,25 @@ pub(super) fn render(
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, backends, weights).map_err(|message| RouteError::Output {
-        canary: canary.id.to_string(),
-        template: TEMPLATE_NAME,
-        message,
+    verify(&docs, &context, backends, weights, weighted_index).map_err(|message| {
+        RouteError::Output {
+            canary: canary.id.to_string(),
+            template: TEMPLATE_NAME,
+            message,
+        }
     })?;
     Ok(text)
 }
 
 /// Reads the documents back: a VirtualService and two DestinationRules with the right
-/// names and hosts, every HTTP route's weights summing to 100, the first route's being
-/// exactly the ones asked for.
+/// names and hosts, every HTTP route's weights summing to 100, the weighted route's (the
+/// first, or the second after a cookie route) being exactly the ones asked for.
 fn verify(
     docs: &[Json],
     context: &Context,
     backends: &Backends,
     weights: Weights,
+    weighted_index: usize,
 ) -> Result<(), String> {
     let [vs, primary, canary] = docs else {
         return Err(format!("expected 3 documents, found {}", docs.len()));
@@ -296,14 +448,14 @@ fn verify(
         if sum != 100 {
             return Err(format!("http[{i}]: weights sum to {sum}, not 100"));
         }
-        if i == 0 {
+        if i == weighted_index {
             let expected = vec![
                 (Some(backends.primary), u64::from(weights.primary)),
                 (Some(backends.canary), u64::from(weights.canary)),
             ];
             if found != expected {
                 return Err(format!(
-                    "http[0]: expected destinations {expected:?}, found {found:?}"
+                    "http[{i}]: expected destinations {expected:?}, found {found:?}"
                 ));
             }
         }
