@@ -374,7 +374,7 @@ mod tests {
             (
                 "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nparentRef: [{name: gw}]\n",
                 &[
-                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames, hosts, gateways",
+                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames, hosts, gateways, mesh",
                     "c.yaml:1: spec.route.parentRefs: required field is missing",
                 ],
             ),
