@@ -199,7 +199,9 @@ fn read_upstream_ref(
                 r.error(
                     n.line,
                     &at,
-                    format!("expected Upstream (a Gloo Upstream to copy settings from), found {kind:?}"),
+                    format!(
+                        "expected Upstream (a Gloo Upstream to copy settings from), found {kind:?}"
+                    ),
                 );
             }
         }
@@ -228,7 +230,14 @@ fn read_upstream_ref(
             return None;
         }
         [first, second, ..] => {
-            r.error(node.line, path, format!("Upstream {namespace}/{name} is defined twice: {}:{} and {}:{}; keep one", first.file, first.line, second.file, second.line));
+            r.error(
+                node.line,
+                path,
+                format!(
+                    "Upstream {namespace}/{name} is defined twice: {}:{} and {}:{}; keep one",
+                    first.file, first.line, second.file, second.line
+                ),
+            );
             return None;
         }
     };
@@ -302,7 +311,12 @@ fn read_matcher(r: &mut Reader, item: &Node, at: &str) -> Option<Matcher> {
 }
 
 /// A Flagger `StringMatch` a Gloo matcher can hold: `(value, is_regex)`.
-fn read_string_match(r: &mut Reader, node: &Node, path: &str, what: &str) -> Option<(String, bool)> {
+fn read_string_match(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    what: &str,
+) -> Option<(String, bool)> {
     r.map(node, path, &["exact", "prefix", "suffix", "regex"])?;
     let set: Vec<&str> = ["exact", "prefix", "suffix", "regex"]
         .into_iter()
@@ -323,7 +337,10 @@ fn read_string_match(r: &mut Reader, node: &Node, path: &str, what: &str) -> Opt
             r.error(
                 node.line,
                 path,
-                format!("expected exactly one of exact or regex, found {}", set.len()),
+                format!(
+                    "expected exactly one of exact or regex, found {}",
+                    set.len()
+                ),
             );
             None
         }
@@ -484,7 +501,10 @@ fn verify(docs: &[Json], context: &Context, weights: Weights) -> Result<(), Stri
     let [primary, canary, table] = docs else {
         return Err(format!("expected 3 documents, found {}", docs.len()));
     };
-    for (doc, upstream) in [(primary, &context.upstreams[0]), (canary, &context.upstreams[1])] {
+    for (doc, upstream) in [
+        (primary, &context.upstreams[0]),
+        (canary, &context.upstreams[1]),
+    ] {
         let expected = [
             ("/apiVersion", "gloo.solo.io/v1"),
             ("/kind", "Upstream"),
@@ -524,15 +544,25 @@ fn verify(docs: &[Json], context: &Context, weights: Weights) -> Result<(), Stri
             .collect::<Option<_>>()
             .ok_or_else(|| format!("expected named, weighted destinations in route {i}"))?;
         if found.iter().map(|(_, w)| w).sum::<u64>() != 100 {
-            return Err(format!("expected route {i}'s weights to sum to 100, found {found:?}"));
+            return Err(format!(
+                "expected route {i}'s weights to sum to 100, found {found:?}"
+            ));
         }
         if i == 0 {
             let want = [
-                (context.upstreams[0].name.as_str(), u64::from(weights.primary)),
-                (context.upstreams[1].name.as_str(), u64::from(weights.canary)),
+                (
+                    context.upstreams[0].name.as_str(),
+                    u64::from(weights.primary),
+                ),
+                (
+                    context.upstreams[1].name.as_str(),
+                    u64::from(weights.canary),
+                ),
             ];
             if found != want {
-                return Err(format!("expected the first route to send {want:?}, found {found:?}"));
+                return Err(format!(
+                    "expected the first route to send {want:?}, found {found:?}"
+                ));
             }
         }
     }

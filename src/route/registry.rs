@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, gloo, istio, kubernetes, kuma, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
-    Router, Weights,
+    gateway_api, gloo, istio, kubernetes, kuma, smi, AbInput, Backends, FlaggerInput, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
