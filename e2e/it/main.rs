@@ -26,6 +26,7 @@ mod operate;
 mod per_tick;
 mod route;
 mod route_istio;
+mod route_kuma_gloo;
 mod server;
 mod snapshot;
 mod spec_validation;

@@ -19,9 +19,11 @@
 //! problem through the spec [`Reader`] with its file, line and field.
 
 pub mod gateway_api;
+pub mod gloo;
 pub mod istio;
 pub mod istio_api;
 pub mod kubernetes;
+pub mod kuma;
 mod registry;
 pub mod smi;
 
@@ -122,6 +124,9 @@ pub struct FlaggerInput<'a> {
     pub service: Option<&'a Node>,
     /// `spec.analysis`, if present.
     pub analysis: Option<&'a Node>,
+    /// The canary's `metadata` (its annotations select router options, such as Kuma's
+    /// `kuma.io/mesh`); `None` when it is missing (already reported).
+    pub metadata: Option<&'a Node>,
     /// The canary's whole `spec`: the references its router reads (`ingressRef`,
     /// `routeRef`, `upstreamRef`, listed in [`Router::REFERENCES`]) with their lines.
     pub spec: &'a Node,

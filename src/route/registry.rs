@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
-    Router, Weights,
+    gateway_api, gloo, istio, kubernetes, kuma, smi, AbInput, Backends, FlaggerInput, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -127,6 +127,10 @@ routers! {
     Istio => istio::Istio,
     /// No route object, blue/green through the Services (Flagger's `NopRouter`): `kubernetes`.
     Kubernetes => kubernetes::Kubernetes,
+    /// Kuma TrafficRoute (cluster-scoped, in the Canary's mesh): `kuma`.
+    Kuma => kuma::Kuma,
+    /// Gloo Edge RouteTable and the primary and canary Upstreams: `gloo`.
+    Gloo => gloo::Gloo,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -261,10 +265,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo";
         assert_eq!(
             parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green); {supported}"))
+            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute or Gloo RouteTable and Upstreams); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -278,7 +282,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute or Gloo RouteTable and Upstreams"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -349,13 +353,13 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected HTTPRoute, RouteTable, Service, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
                 &[
-                    "c.yaml:3: spec.route.parentRefs: TrafficSplit has no parentRefs, hostnames, hosts or gateways; remove this field",
-                    "c.yaml:4: spec.route.hostnames: TrafficSplit has no parentRefs, hostnames, hosts or gateways; remove this field",
+                    "c.yaml:3: spec.route.parentRefs: TrafficSplit has no parentRefs, hostnames, hosts, gateways or mesh; remove this field",
+                    "c.yaml:4: spec.route.hostnames: TrafficSplit has no parentRefs, hostnames, hosts, gateways or mesh; remove this field",
                     "c.yaml:1: spec.route.apiVersion: expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found \"split.smi-spec.io/v1\"",
                 ],
             ),
@@ -370,7 +374,7 @@ mod tests {
             (
                 "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nparentRef: [{name: gw}]\n",
                 &[
-                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames, hosts, gateways",
+                    "c.yaml:3: spec.route.parentRef: unknown field (did you mean \"parentRefs\"?); expected one of: apiVersion, kind, parentRefs, hostnames, hosts, gateways, mesh",
                     "c.yaml:1: spec.route.parentRefs: required field is missing",
                 ],
             ),

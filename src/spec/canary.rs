@@ -663,6 +663,7 @@ pub fn read_flagger(
             &FlaggerInput {
                 service: service_node,
                 analysis: spec.get("analysis"),
+                metadata: root.get("metadata"),
                 spec,
                 namespace: id.as_ref().map(|i| i.namespace.as_str()),
                 snapshot,
