@@ -7,7 +7,7 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
+    apisix, gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
     Router, Weights,
 };
 use crate::yaml::node::Node;
@@ -70,6 +70,14 @@ macro_rules! routers {
                 }
             }
 
+            /// The `routeRef` name the canary's metric queries call `{{ route }}`, when its
+            /// router reads one.
+            pub fn route_ref(&self) -> Option<&str> {
+                match self {
+                    $( Route::$variant(config) => <$router as Router>::route_ref(config), )+
+                }
+            }
+
             /// The route object's YAML, `None` for a router that writes none;
             /// [`crate::route::render_route`] checks weights and backends first.
             pub(super) fn render(
@@ -127,6 +135,8 @@ routers! {
     Istio => istio::Istio,
     /// No route object, blue/green through the Services (Flagger's `NopRouter`): `kubernetes`.
     Kubernetes => kubernetes::Kubernetes,
+    /// APISIX ApisixRoute `<route>-<svc>-canary` copied from `routeRef`: `apisix`.
+    Apisix => apisix::Apisix,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -261,10 +271,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, apisix";
         assert_eq!(
             parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green); {supported}"))
+            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or APISIX ApisixRoute); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -278,7 +288,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or APISIX ApisixRoute"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -349,7 +359,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
