@@ -258,7 +258,10 @@ fn apisix_copies_every_field_of_the_services_rule_and_the_route() {
         assert_eq!(b["resolveGranularity"], "service");
         assert_eq!(b["subset"], "v1");
     }
-    assert_eq!(doc["spec"]["stream"][0]["backend"]["serviceName"], "podinfo-tcp");
+    assert_eq!(
+        doc["spec"]["stream"][0]["backend"]["serviceName"],
+        "podinfo-tcp"
+    );
 }
 
 #[test]
@@ -273,8 +276,14 @@ fn apisix_metric_queries_name_the_route_ref() {
         std::time::Duration::from_secs(60),
         &Default::default(),
     );
-    assert_eq!(model.route, "web", "Flagger's toMetricModel takes routeRef.name");
+    assert_eq!(
+        model.route, "web",
+        "Flagger's toMetricModel takes routeRef.name"
+    );
 }
+
+/// Repo files: path and text.
+type Files = Vec<(&'static str, String)>;
 
 /// `(files, expected errors)`: each bad input is reported at its file, line and field.
 #[test]
@@ -285,10 +294,13 @@ fn apisix_bad_or_unresolved_route_refs_are_validate_errors() {
         "",
     );
     let wrong_ref = canary("podinfo")
-        .replace("apisix.apache.org/v2\n    kind", "apisix.apache.org/v2beta3\n    kind")
+        .replace(
+            "apisix.apache.org/v2\n    kind",
+            "apisix.apache.org/v2beta3\n    kind",
+        )
         .replace("kind: ApisixRoute", "kind: ApisixUpstream");
     let other_ns = E2E_ROUTE.replace("namespace: test", "namespace: prod");
-    let cases: Vec<(Vec<(&str, String)>, Vec<&str>)> = vec![
+    let cases: Vec<(Files, Vec<&str>)> = vec![
         (
             vec![("c.yaml", no_ref)],
             vec!["c.yaml:7: spec.routeRef: required field is missing: provider apisix routes through an ApisixRoute you write; name it here ({apiVersion: apisix.apache.org/v2, kind: ApisixRoute, name: <route>})"],
@@ -508,7 +520,9 @@ fn apisix_canary_rolls_out_through_git_daemon() {
 fn apisix_rollback_routes_everything_back_to_the_primary() {
     // The offline observer never observes a metric, so every check fails.
     let mut w = World::with_files(
-        &loop_canary("    metrics:\n      - name: request-success-rate\n        thresholdRange: {min: 99}"),
+        &loop_canary(
+            "    metrics:\n      - name: request-success-rate\n        thresholdRange: {min: 99}",
+        ),
         &[("apps/podinfo/route.yaml", LOOP_ROUTE)],
     );
     w.until(Phase::Initialized);

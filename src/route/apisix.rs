@@ -389,7 +389,9 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
             .any(|b| b.get("serviceName").and_then(Node::as_str) == Some(apex))
     });
     let Some((i, rule)) = found else {
-        let line = spec.and_then(|s| key_line(s, "http")).unwrap_or(object.line);
+        let line = spec
+            .and_then(|s| key_line(s, "http"))
+            .unwrap_or(object.line);
         push(r, file, line, "spec.http", format!("no rule of ApisixRoute {name} has a backend with serviceName {apex:?}, the canary's Service; Flagger splits the rule that sends to it"));
         return None;
     };

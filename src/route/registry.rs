@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    apisix, gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
-    Router, Weights,
+    apisix, gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
