@@ -17,9 +17,9 @@ use sluice::tick::{tick, Context, TickReport};
 use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
-const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
-const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
-const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
+pub(crate) const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
+pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
+pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 
 /// A Flagger canary as Flagger's Istio tutorial writes it: no provider (Istio is Flagger's
 /// default), a gateway, hosts, retries and a traffic policy.
@@ -59,11 +59,13 @@ const AB: &str = "    iterations: 3
           cookie:
             regex: \"^(.*?;)?(canary=always)(;.*)?$\"";
 
-struct World {
+/// A config repo behind a `git daemon`, a sluice clone that ticks, and a human's clone;
+/// other routers' loop tests (`route_apisix.rs`) run in it too.
+pub(crate) struct World {
     tmp: tempfile::TempDir,
     _daemon: GitDaemon,
     url: String,
-    bare: PathBuf,
+    pub(crate) bare: PathBuf,
     repo: ConfigRepo,
     human: PathBuf,
     now: Timestamp,
@@ -72,15 +74,19 @@ struct World {
 
 impl World {
     fn new(canary: &str) -> World {
+        World::with_files(canary, &[])
+    }
+
+    /// A world whose repo also holds `files` (objects the canary references).
+    pub(crate) fn with_files(canary: &str, files: &[(&str, &str)]) -> World {
         let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(
-            tmp.path(),
-            &[
-                ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-                ("apps/podinfo/configs.yaml", CONFIGS),
-                (CANARY_FILE, canary),
-            ],
-        );
+        let mut seed = vec![
+            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+            ("apps/podinfo/configs.yaml", CONFIGS),
+            (CANARY_FILE, canary),
+        ];
+        seed.extend_from_slice(files);
+        let bare = seeded_remote(tmp.path(), &seed);
         let daemon = GitDaemon::start(tmp.path());
         let url = daemon.url("config.git");
         let repo = ConfigRepo::open_or_clone(
@@ -103,7 +109,7 @@ impl World {
         }
     }
 
-    fn tick(&mut self) -> TickReport {
+    pub(crate) fn tick(&mut self) -> TickReport {
         let observer = Offline;
         let ctx = Context {
             observer: &observer,
@@ -120,7 +126,7 @@ impl World {
     }
 
     /// Ticks until a commit leaves the canary in `phase`.
-    fn until(&mut self, phase: Phase) {
+    pub(crate) fn until(&mut self, phase: Phase) {
         for _ in 0..100 {
             let r = self.tick();
             if r.outcomes
@@ -141,7 +147,7 @@ impl World {
             ConfigRepo::open_or_clone(&self.url, "main", &dir, &Credentials::none()).unwrap();
     }
 
-    fn new_revision(&self, version: &str) {
+    pub(crate) fn new_revision(&self, version: &str) {
         git(&self.human, &["pull", "-q", "origin", "main"]);
         human_commit(
             &self.human,
@@ -153,7 +159,7 @@ impl World {
 }
 
 /// Sluice commits on main, oldest first: (sha, Sluice-Weights trailer).
-fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
+pub(crate) fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
     let out = git(
         bare,
         &[
@@ -172,7 +178,7 @@ fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-fn show(bare: &Path, sha: &str, file: &str) -> String {
+pub(crate) fn show(bare: &Path, sha: &str, file: &str) -> String {
     git(bare, &["show", &format!("{sha}:{file}")])
 }
 

@@ -25,6 +25,7 @@ mod notify;
 mod operate;
 mod per_tick;
 mod route;
+mod route_apisix;
 mod route_istio;
 mod route_kuma_gloo;
 mod server;

@@ -72,8 +72,8 @@ pub fn target_name(canary: &Canary) -> Option<&str> {
 }
 
 /// The values one metric's query is rendered with, as Flagger's `toMetricModel` builds them.
-/// `ingress` and `route` are the target's name (Flagger's default when `ingressRef` and
-/// `routeRef` are absent; sluice does not read those).
+/// `ingress` is the target's name (Flagger's default when `ingressRef` is absent); `route`
+/// is the `routeRef` name when the canary's router reads one, else the target's name.
 pub fn query_model(
     canary: &Canary,
     target: &str,
@@ -86,7 +86,7 @@ pub fn query_model(
         target: target.to_string(),
         service: canary.service.name.to_string(),
         ingress: target.to_string(),
-        route: target.to_string(),
+        route: canary.route.route_ref().unwrap_or(target).to_string(),
         interval: promql_duration(interval),
         variables: variables.clone(),
     }

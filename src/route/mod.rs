@@ -18,6 +18,7 @@
 //! terminal: the same input fails the same way and retrying cannot help. Reading reports every
 //! problem through the spec [`Reader`] with its file, line and field.
 
+pub mod apisix;
 pub mod gateway_api;
 pub mod gloo;
 pub mod istio;
@@ -100,6 +101,12 @@ pub trait Router {
     /// target), reporting through `r`; `spec` is the canary's `spec` node, for lines. Most
     /// routers run every strategy and target: the default checks nothing.
     fn check_canary(_config: &Self::Config, _r: &mut Reader, _canary: &Canary, _spec: &Node) {}
+
+    /// The `routeRef` name Flagger's metric queries call `{{ route }}` (its `toMetricModel`),
+    /// for a router that reads one; `None` (the default) leaves the target's name.
+    fn route_ref(_config: &Self::Config) -> Option<&str> {
+        None
+    }
 
     /// Renders the route object's YAML, sending `weights` to `backends`; `None` for a router
     /// that writes no route object (`kubernetes`: the Services alone switch traffic). The

@@ -7,7 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, gloo, istio, kubernetes, kuma, smi, AbInput, Backends, FlaggerInput, RouteError,
+    apisix, gateway_api, gloo, istio, kubernetes, kuma, smi, AbInput, Backends, FlaggerInput,
+    RouteError,
     RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
@@ -67,6 +68,14 @@ macro_rules! routers {
                     $( Route::$variant(config) => {
                         <$router as Router>::check_canary(config, r, canary, spec)
                     } )+
+                }
+            }
+
+            /// The `routeRef` name the canary's metric queries call `{{ route }}`, when its
+            /// router reads one.
+            pub fn route_ref(&self) -> Option<&str> {
+                match self {
+                    $( Route::$variant(config) => <$router as Router>::route_ref(config), )+
                 }
             }
 
@@ -131,6 +140,8 @@ routers! {
     Kuma => kuma::Kuma,
     /// Gloo Edge RouteTable and the primary and canary Upstreams: `gloo`.
     Gloo => gloo::Gloo,
+    /// APISIX ApisixRoute `<route>-<svc>-canary` copied from `routeRef`: `apisix`.
+    Apisix => apisix::Apisix,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -265,10 +276,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix";
         assert_eq!(
             parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute or Gloo RouteTable and Upstreams); {supported}"))
+            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams or APISIX ApisixRoute); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -282,7 +293,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute or Gloo RouteTable and Upstreams"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams or APISIX ApisixRoute"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -353,7 +364,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute, RouteTable, Service, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPRoute, RouteTable, Service, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
