@@ -19,6 +19,7 @@
 //! problem through the spec [`Reader`] with its file, line and field.
 
 pub mod gateway_api;
+pub mod ingress;
 pub mod istio;
 pub mod istio_api;
 pub mod kubernetes;

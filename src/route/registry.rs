@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
-    Router, Weights,
+    gateway_api, ingress, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -127,6 +127,8 @@ routers! {
     Istio => istio::Istio,
     /// No route object, blue/green through the Services (Flagger's `NopRouter`): `kubernetes`.
     Kubernetes => kubernetes::Kubernetes,
+    /// The canary Ingress `<ingress>-canary`, a copy of `spec.ingressRef`: `nginx`, `skipper`.
+    Ingress => ingress::Ingress,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -254,17 +256,21 @@ mod tests {
             parse_provider("istio:v1"),
             Ok(Provider::Istio(IstioVersion::V1))
         );
-        assert!(parse_provider("nginx")
+        assert_eq!(
+            parse_provider("nginx"),
+            Ok(Provider::Ingress(crate::route::ingress::Controller::Nginx))
+        );
+        assert!(parse_provider("contour")
             .unwrap_err()
             .contains("does not route"));
     }
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, nginx, skipper";
         assert_eq!(
-            parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green); {supported}"))
+            parse_provider("contour"),
+            Err(format!("sluice does not route provider \"contour\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or canary Ingress (nginx, skipper)); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -278,7 +284,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or canary Ingress (nginx, skipper)"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -349,7 +355,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Ingress, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
