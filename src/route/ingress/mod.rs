@@ -67,7 +67,7 @@ pub struct Config {
     pub controller: Controller,
     /// `spec.ingressRef.name`: the user's Ingress (the canary Ingress is `<name>-canary`).
     pub name: String,
-    /// The line of `spec.ingressRef` in the canary file, for errors found later.
+    /// The line of `spec.ingressRef.name` in the canary file, for errors found later.
     pub ref_line: usize,
     /// Where the user's Ingress is: `file:line`, for messages.
     pub source: String,
@@ -167,8 +167,8 @@ impl Router for Ingress {
             if let Strategy::AB { .. } = canary.analysis.strategy {
                 let line = spec
                     .get("analysis")
-                    .and_then(|a| a.get("match"))
-                    .map_or(spec.line, |n| n.line);
+                    .and_then(|a| key_line(a, "match"))
+                    .unwrap_or(spec.line);
                 r.error(line, "spec.analysis.match", "Flagger's Skipper router does not route on request headers (A/B testing); remove analysis.match for a blue/green rollout, or use provider nginx");
             }
         }
@@ -212,13 +212,13 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
         return;
     };
     for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
-        if let Some(n) = analysis.get(key).filter(|n| n.value != Value::Null) {
-            r.error(n.line, &join("spec.analysis", key), "Flagger's ingress routers (nginx, skipper) ignore this field, so the rollout would not do what it says; remove it, or use a provider that supports it (gatewayapi:v1)");
+        if let Some(line) = key_line(analysis, key) {
+            r.error(line, &join("spec.analysis", key), "Flagger's ingress routers (nginx, skipper) ignore this field, so the rollout would not do what it says; remove it, or use a provider that supports it (gatewayapi:v1)");
         }
     }
 }
 
-/// Finds the Ingress `spec.ingressRef` names: `(object, line of the reference, name)`.
+/// Finds the Ingress `spec.ingressRef` names: `(object, line of its name, name)`.
 fn resolve<'s>(r: &mut Reader, input: &FlaggerInput<'s>) -> Option<(Object<'s>, usize, String)> {
     let p = "spec.ingressRef";
     let Some(node) = input.spec.get("ingressRef") else {
@@ -264,7 +264,7 @@ fn resolve<'s>(r: &mut Reader, input: &FlaggerInput<'s>) -> Option<(Object<'s>, 
             r.error(name_line, &join(p, "name"), format!("no Ingress {namespace}/{name} in the repo: expected a networking.k8s.io/v1 Ingress named {name:?} in namespace {namespace} (or with no namespace) in a YAML file"));
             None
         }
-        [one] => ok.then(|| (*one, node.line, name)),
+        [one] => ok.then(|| (*one, name_line, name)),
         [a, b, ..] => {
             r.error(
                 name_line,
@@ -336,6 +336,17 @@ fn read_ingress(
         spec,
         ab: None,
     })
+}
+
+/// The line of `key` in the mapping `node`, when it is set (not `null`).
+pub(super) fn key_line(node: &Node, key: &str) -> Option<usize> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, v)| k.text == key && v.value != Value::Null)
+            .map(|(k, _)| k.line),
+        _ => None,
+    }
 }
 
 /// A mapping of strings (labels, annotations): Kubernetes rejects any other value.
@@ -432,7 +443,10 @@ fn set_backend_service(path: &mut Yaml, name: &str) {
     if let Yaml::Hash(h) = path {
         if let Some(Yaml::Hash(b)) = h.get_mut(&Yaml::String("backend".into())) {
             if let Some(Yaml::Hash(s)) = b.get_mut(&Yaml::String("service".into())) {
-                s.insert(Yaml::String("name".into()), Yaml::String(name.into()));
+                // In place: `insert` would move the key after `port`.
+                if let Some(slot) = s.get_mut(&Yaml::String("name".into())) {
+                    *slot = Yaml::String(name.into());
+                }
             }
         }
     }
