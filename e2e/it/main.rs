@@ -16,6 +16,7 @@ mod install;
 mod kubernetes;
 mod lease;
 mod loop_git;
+mod loop_ingress;
 mod loop_istio;
 mod managed;
 mod metrics;
