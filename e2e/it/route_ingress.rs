@@ -363,13 +363,10 @@ fn skipper_keeps_the_users_predicate_after_its_own() {
     );
     let mut schemas = Schemas::default();
     let canary = load_one(&ingress, &skipper_canary("    iterations: 3"));
-    let at = |w| {
-        annotations(&render(&canary, w, &mut Schemas::default()))["zalando.org/skipper-predicate"]
-            .clone()
-    };
+    let mut at =
+        |w| annotations(&render(&canary, w, &mut schemas))["zalando.org/skipper-predicate"].clone();
     assert_eq!(at(100), "Weight(100) && Method(\"GET\")");
     assert_eq!(at(0), "False() && Method(\"GET\")");
-    render(&canary, 100, &mut schemas);
 }
 
 /// Every bad or unresolved `ingressRef`, and every match Flagger's nginx mapping would drop,

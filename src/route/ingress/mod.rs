@@ -212,6 +212,10 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
         return;
     };
     for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
+        // `mirror: false` asks for nothing Flagger would drop.
+        if analysis.get(key).and_then(Node::as_str) == Some("false") {
+            continue;
+        }
         if let Some(line) = key_line(analysis, key) {
             r.error(line, &join("spec.analysis", key), "Flagger's ingress routers (nginx, skipper) ignore this field, so the rollout would not do what it says; remove it, or use a provider that supports it (gatewayapi:v1)");
         }
@@ -264,7 +268,7 @@ fn resolve<'s>(r: &mut Reader, input: &FlaggerInput<'s>) -> Option<(Object<'s>, 
             r.error(name_line, &join(p, "name"), format!("no Ingress {namespace}/{name} in the repo: expected a networking.k8s.io/v1 Ingress named {name:?} in namespace {namespace} (or with no namespace) in a YAML file"));
             None
         }
-        [one] => ok.then(|| (*one, name_line, name)),
+        [one] => ok.then_some((*one, name_line, name)),
         [a, b, ..] => {
             r.error(
                 name_line,

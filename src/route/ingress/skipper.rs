@@ -107,7 +107,7 @@ pub fn verify(doc: &Json, backends: &Backends, weights: Weights) -> Result<(), S
     } else {
         ROUTE_WEIGHT
     };
-    if !annotation(PREDICATE).is_some_and(|p| p.split(" && ").next() == Some(first)) {
+    if annotation(PREDICATE).is_none_or(|p| p.split(" && ").next() != Some(first)) {
         return Err(format!(
             "expected {PREDICATE} to start with {first}, found {:?}",
             annotation(PREDICATE)
