@@ -274,6 +274,43 @@ fn nginx_canary_rolls_out_through_git_daemon() {
     );
     let primary = show(&w.bare, "main", &format!("{OUTPUT}/podinfo-primary.yaml"));
     assert!(primary.contains("6.7.1"), "promoted: {primary}");
+    kustomize_builds_the_output(&w.bare);
+}
+
+/// `kubectl kustomize` builds the output folder at main with the canary Ingress in it (when
+/// kubectl is installed, as `install.rs` does).
+fn kustomize_builds_the_output(bare: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let files = git(
+        bare,
+        &["ls-tree", "--name-only", "main", &format!("{OUTPUT}/")],
+    );
+    for file in files.lines() {
+        let name = Path::new(file).file_name().unwrap();
+        std::fs::write(out.join(name), show(bare, "main", file)).unwrap();
+    }
+    let Ok(built) = std::process::Command::new("kubectl")
+        .args(["kustomize"])
+        .arg(&out)
+        .output()
+    else {
+        eprintln!("kubectl not installed: kustomize build not checked");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&built.stdout);
+    assert!(
+        built.status.success(),
+        "{}{stdout}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let docs: Vec<Json> = serde_saphyr::from_multiple(&stdout).unwrap();
+    assert!(
+        docs.iter()
+            .any(|d| d["kind"] == "Ingress" && d["metadata"]["name"] == "podinfo-canary"),
+        "{stdout}"
+    );
 }
 
 #[test]
