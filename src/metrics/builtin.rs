@@ -43,6 +43,8 @@ pub enum Observer {
     AppMesh,
     /// Apache APISIX routes `namespace_route-target-canary_*`.
     Apisix,
+    /// Skipper routes of the canary Ingress, `kube(ew)?_<ns>__<ingress>_canary__*__<svc>_canary`.
+    Skipper,
     /// Gateway API and plain Kubernetes providers: the application's own
     /// `http_request_duration_seconds` histogram, by pod name.
     Http,
@@ -71,7 +73,7 @@ pub enum ProviderError {
     },
 }
 
-const SUPPORTED: &str = "osm, linkerd, istio, contour, gloo, nginx, kuma, traefik, appmesh, apisix, kubernetes, gatewayapi:*";
+const SUPPORTED: &str = "osm, linkerd, istio, contour, gloo, nginx, skipper, kuma, traefik, appmesh, apisix, kubernetes, gatewayapi:*";
 
 /// Flagger's name of a built-in metric.
 pub fn metric_name(metric: BuiltinMetric) -> &'static str {
@@ -110,13 +112,7 @@ impl Observer {
                     provider: p.to_string(),
                 })
             }
-            "skipper" => {
-                return Err(ProviderError::Unsupported {
-                    metric,
-                    provider: provider.to_string(),
-                    why: "its queries match Skipper route ids built inside Flagger",
-                })
-            }
+            "skipper" => Observer::Skipper,
             "knative" => {
                 return Err(ProviderError::Unsupported {
                     metric,
@@ -146,6 +142,7 @@ impl Observer {
             Observer::Traefik => "traefik",
             Observer::AppMesh => "appmesh",
             Observer::Apisix => "apisix",
+            Observer::Skipper => "skipper",
             Observer::Http => "http",
         }
     }
@@ -174,6 +171,8 @@ impl Observer {
             (Observer::AppMesh, Duration) => APPMESH_DURATION,
             (Observer::Apisix, Success) => APISIX_SUCCESS,
             (Observer::Apisix, Duration) => APISIX_DURATION,
+            (Observer::Skipper, Success) => SKIPPER_SUCCESS,
+            (Observer::Skipper, Duration) => SKIPPER_DURATION,
             (Observer::Http, Success) => HTTP_SUCCESS,
             (Observer::Http, Duration) => HTTP_DURATION,
         }
@@ -185,10 +184,11 @@ impl Observer {
         metric: BuiltinMetric,
         model: &QueryModel,
     ) -> Result<BuiltinQuery, RenderError> {
-        Ok(BuiltinQuery {
-            metric,
-            promql: render(self.template(metric), model)?,
-        })
+        let promql = match self {
+            Observer::Skipper => render(self.template(metric), &skipper_model(model))?,
+            _ => render(self.template(metric), model)?,
+        };
+        Ok(BuiltinQuery { metric, promql })
     }
 }
 
@@ -306,6 +306,45 @@ sum(rate(apisix_http_status{route=~"{{ namespace }}_{{ route }}-{{ target }}-can
 const APISIX_DURATION: &str = r#"
 histogram_quantile(0.99, sum(rate(apisix_http_latency_bucket{type=~"request", route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+"}[{{ interval }}])) by (le))"#;
 
+// Skipper names a route of an Ingress `kube_<namespace>__<ingress>__<host>__<path>__<service>`
+// (`kubeew_` for east-west), every non-word character of the names turned into `_`
+// (`skipper_model`); Flagger's observer matches the canary Ingress' routes to the canary
+// Service. Duration is the mean, as for nginx.
+const SKIPPER_SUCCESS: &str = r#"
+sum(rate(skipper_response_duration_seconds_bucket{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?", code!~"5..", le="+Inf"}[{{ interval }}]))
+/
+sum(rate(skipper_response_duration_seconds_bucket{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?", le="+Inf"}[{{ interval }}]))
+* 100"#;
+const SKIPPER_DURATION: &str = r#"
+sum(rate(skipper_serve_route_duration_seconds_sum{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?"}[{{ interval }}]))
+/
+sum(rate(skipper_serve_route_duration_seconds_count{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?"}[{{ interval }}]))
+* 1000"#;
+
+/// Flagger's `encodeModelForSkipper`: the names as Skipper writes them into route ids, every
+/// character other than a letter, digit or `_` replaced by `_`.
+fn skipper_model(model: &QueryModel) -> QueryModel {
+    let encode = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    QueryModel {
+        name: encode(&model.name),
+        namespace: encode(&model.namespace),
+        target: encode(&model.target),
+        service: encode(&model.service),
+        ingress: encode(&model.ingress),
+        ..model.clone()
+    }
+}
+
 // Flagger's generic observer reads the application's seconds histogram and multiplies the
 // answer by 1000 in Go; here the query does it.
 const HTTP_SUCCESS: &str = r#"
@@ -322,7 +361,7 @@ mod tests {
     use super::*;
     use crate::metrics::prometheus::collapse_whitespace;
 
-    const ALL: [Observer; 11] = [
+    const ALL: [Observer; 12] = [
         Observer::Osm,
         Observer::Linkerd,
         Observer::Istio,
@@ -333,6 +372,7 @@ mod tests {
         Observer::Traefik,
         Observer::AppMesh,
         Observer::Apisix,
+        Observer::Skipper,
         Observer::Http,
     ];
 
@@ -393,10 +433,10 @@ mod tests {
             err.to_string(),
             format!("built-in metric request-success-rate: unknown provider \"istoi\"; built-in metrics exist for {SUPPORTED}")
         );
-        assert!(matches!(
+        assert_eq!(
             Observer::for_provider(Some("skipper"), m),
-            Err(ProviderError::Unsupported { .. })
-        ));
+            Ok(Observer::Skipper)
+        );
         assert!(matches!(
             Observer::for_provider(Some("knative"), m),
             Err(ProviderError::Unsupported { .. })
@@ -503,6 +543,24 @@ mod tests {
         assert_eq!(
             query(Observer::Nginx, BuiltinMetric::RequestSuccessRate),
             r#"sum(rate(nginx_ingress_controller_requests{namespace="test", ingress="podinfo", canary!="", status!~"5.*"}[1m])) / sum(rate(nginx_ingress_controller_requests{namespace="test", ingress="podinfo", canary!=""}[1m])) * 100"#
+        );
+    }
+
+    /// Flagger's `encodeModelForSkipper` turns `-` into `_`, so the route id regex matches
+    /// Skipper's ids for the canary Ingress `podinfo-ingress-canary`.
+    #[test]
+    fn skipper_queries_match_the_canary_ingress_route_ids() {
+        let mut m = model();
+        m.ingress = "podinfo-ingress".into();
+        m.namespace = "test-ns".into();
+        let q = |metric| collapse_whitespace(&Observer::Skipper.query(metric, &m).unwrap().promql);
+        assert_eq!(
+            q(BuiltinMetric::RequestSuccessRate),
+            r#"sum(rate(skipper_response_duration_seconds_bucket{route=~"kube(ew)?_test_ns__podinfo_ingress_canary__.*__podinfo_canary(_[0-9]+)?", code!~"5..", le="+Inf"}[1m])) / sum(rate(skipper_response_duration_seconds_bucket{route=~"kube(ew)?_test_ns__podinfo_ingress_canary__.*__podinfo_canary(_[0-9]+)?", le="+Inf"}[1m])) * 100"#
+        );
+        assert_eq!(
+            q(BuiltinMetric::RequestDuration),
+            r#"sum(rate(skipper_serve_route_duration_seconds_sum{route=~"kube(ew)?_test_ns__podinfo_ingress_canary__.*__podinfo_canary(_[0-9]+)?"}[1m])) / sum(rate(skipper_serve_route_duration_seconds_count{route=~"kube(ew)?_test_ns__podinfo_ingress_canary__.*__podinfo_canary(_[0-9]+)?"}[1m])) * 1000"#
         );
     }
 

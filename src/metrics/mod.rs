@@ -72,8 +72,9 @@ pub fn target_name(canary: &Canary) -> Option<&str> {
 }
 
 /// The values one metric's query is rendered with, as Flagger's `toMetricModel` builds them.
-/// `ingress` is the target's name (Flagger's default when `ingressRef` is absent); `route`
-/// is the `routeRef` name when the canary's router reads one, else the target's name.
+/// `ingress` is the Ingress `spec.ingressRef` names (for the Ingress routers), else the
+/// target's name, as Flagger sets it; `route` is the `routeRef` name when the canary's router
+/// reads one, else the target's name.
 pub fn query_model(
     canary: &Canary,
     target: &str,
@@ -85,7 +86,9 @@ pub fn query_model(
         namespace: canary.id.namespace.to_string(),
         target: target.to_string(),
         service: canary.service.name.to_string(),
-        ingress: target.to_string(),
+        ingress: crate::route::ingress::ingress_name(&canary.route)
+            .unwrap_or(target)
+            .to_string(),
         route: canary.route.route_ref().unwrap_or(target).to_string(),
         interval: promql_duration(interval),
         variables: variables.clone(),

@@ -21,6 +21,7 @@
 pub mod apisix;
 pub mod gateway_api;
 pub mod gloo;
+pub mod ingress;
 pub mod istio;
 pub mod istio_api;
 pub mod kubernetes;

@@ -7,9 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    apisix, gateway_api, gloo, istio, kubernetes, kuma, smi, AbInput, Backends, FlaggerInput,
-    RouteError,
-    RouteState, Router, Weights,
+    apisix, gateway_api, gloo, ingress, istio, kubernetes, kuma, smi, AbInput, Backends,
+    FlaggerInput, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -142,6 +141,8 @@ routers! {
     Gloo => gloo::Gloo,
     /// APISIX ApisixRoute `<route>-<svc>-canary` copied from `routeRef`: `apisix`.
     Apisix => apisix::Apisix,
+    /// The canary Ingress `<ingress>-canary`, a copy of `spec.ingressRef`: `nginx`, `skipper`.
+    Ingress => ingress::Ingress,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -269,17 +270,21 @@ mod tests {
             parse_provider("istio:v1"),
             Ok(Provider::Istio(IstioVersion::V1))
         );
-        assert!(parse_provider("nginx")
+        assert_eq!(
+            parse_provider("nginx"),
+            Ok(Provider::Ingress(crate::route::ingress::Controller::Nginx))
+        );
+        assert!(parse_provider("appmesh")
             .unwrap_err()
             .contains("does not route"));
     }
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper";
         assert_eq!(
-            parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams or APISIX ApisixRoute); {supported}"))
+            parse_provider("appmesh"),
+            Err(format!("sluice does not route provider \"appmesh\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute or canary Ingress (nginx, skipper)); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -293,7 +298,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams or APISIX ApisixRoute"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute or canary Ingress (nginx, skipper)"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -364,7 +369,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPRoute, RouteTable, Service, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPRoute, Ingress, RouteTable, Service, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
