@@ -24,6 +24,7 @@ mod notify;
 mod operate;
 mod per_tick;
 mod route;
+mod route_contour;
 mod route_istio;
 mod server;
 mod snapshot;

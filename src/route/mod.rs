@@ -18,6 +18,7 @@
 //! terminal: the same input fails the same way and retrying cannot help. Reading reports every
 //! problem through the spec [`Reader`] with its file, line and field.
 
+pub mod contour;
 pub mod gateway_api;
 pub mod istio;
 pub mod istio_api;

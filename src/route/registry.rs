@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError, RouteState,
-    Router, Weights,
+    contour, gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -127,6 +127,8 @@ routers! {
     Istio => istio::Istio,
     /// No route object, blue/green through the Services (Flagger's `NopRouter`): `kubernetes`.
     Kubernetes => kubernetes::Kubernetes,
+    /// Contour HTTPProxy: `contour`.
+    Contour => contour::Contour,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -254,6 +256,7 @@ mod tests {
             parse_provider("istio:v1"),
             Ok(Provider::Istio(IstioVersion::V1))
         );
+        assert_eq!(parse_provider("contour"), Ok(Provider::Contour(())));
         assert!(parse_provider("nginx")
             .unwrap_err()
             .contains("does not route"));
@@ -261,10 +264,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, contour";
         assert_eq!(
             parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green); {supported}"))
+            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or Contour HTTPProxy); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -278,7 +281,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService or Kubernetes Services for blue/green"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or Contour HTTPProxy"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -349,7 +352,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected HTTPProxy, HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
