@@ -59,11 +59,11 @@ const AB: &str = "    iterations: 3
           cookie:
             regex: \"^(.*?;)?(canary=always)(;.*)?$\"";
 
-struct World {
+pub(crate) struct World {
     tmp: tempfile::TempDir,
     _daemon: GitDaemon,
     url: String,
-    bare: PathBuf,
+    pub(crate) bare: PathBuf,
     repo: ConfigRepo,
     human: PathBuf,
     now: Timestamp,
@@ -71,7 +71,7 @@ struct World {
 }
 
 impl World {
-    fn new(canary: &str) -> World {
+    pub(crate) fn new(canary: &str) -> World {
         let tmp = tempfile::tempdir().unwrap();
         let bare = seeded_remote(
             tmp.path(),
@@ -103,7 +103,7 @@ impl World {
         }
     }
 
-    fn tick(&mut self) -> TickReport {
+    pub(crate) fn tick(&mut self) -> TickReport {
         let observer = Offline;
         let ctx = Context {
             observer: &observer,
@@ -120,7 +120,7 @@ impl World {
     }
 
     /// Ticks until a commit leaves the canary in `phase`.
-    fn until(&mut self, phase: Phase) {
+    pub(crate) fn until(&mut self, phase: Phase) {
         for _ in 0..100 {
             let r = self.tick();
             if r.outcomes
@@ -141,7 +141,7 @@ impl World {
             ConfigRepo::open_or_clone(&self.url, "main", &dir, &Credentials::none()).unwrap();
     }
 
-    fn new_revision(&self, version: &str) {
+    pub(crate) fn new_revision(&self, version: &str) {
         git(&self.human, &["pull", "-q", "origin", "main"]);
         human_commit(
             &self.human,
@@ -153,7 +153,7 @@ impl World {
 }
 
 /// Sluice commits on main, oldest first: (sha, Sluice-Weights trailer).
-fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
+pub(crate) fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
     let out = git(
         bare,
         &[
@@ -172,7 +172,7 @@ fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-fn show(bare: &Path, sha: &str, file: &str) -> String {
+pub(crate) fn show(bare: &Path, sha: &str, file: &str) -> String {
     git(bare, &["show", &format!("{sha}:{file}")])
 }
 

@@ -15,6 +15,7 @@ mod gitops_layers;
 mod install;
 mod kubernetes;
 mod lease;
+mod loop_contour;
 mod loop_git;
 mod loop_istio;
 mod managed;
