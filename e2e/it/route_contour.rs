@@ -87,9 +87,15 @@ const TUTORIAL_SERVICE: &str = "    port: 80
       retryOn: \"5xx\"";
 const TUTORIAL_ANALYSIS: &str = "    maxWeight: 50\n    stepWeight: 5";
 
-/// Every field the Contour router renders: the prefix of the first service match, timeout,
+/// Every field the Contour router renders: the apex metadata (on the HTTPProxy, as Flagger
+/// puts it there), the prefix of the first service match, timeout,
 /// retries with several conditions, and an A/B match on three headers.
 const ALL_FIELDS_SERVICE: &str = "    port: 9898
+    apex:
+      labels:
+        team: web
+      annotations:
+        note: apex
     match:
       - uri:
           prefix: /api
@@ -237,6 +243,11 @@ fn contour_httpproxy_has_flaggers_shape() {
 #[test]
 fn contour_ab_routes_headers_like_flagger() {
     let doc = document(&render(&cases()[4], 100));
+    assert_eq!(
+        doc["metadata"]["labels"],
+        json!({"app.kubernetes.io/managed-by": "sluice", "team": "web"})
+    );
+    assert_eq!(doc["metadata"]["annotations"], json!({"note": "apex"}));
     let routes = &doc["spec"]["routes"];
     assert_eq!(
         routes[0]["conditions"],

@@ -31,14 +31,16 @@
 //!
 //! A native `spec.route` is `{apiVersion: projectcontour.io/v1, kind: HTTPProxy}`.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights,
+    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
+    RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
@@ -466,7 +468,8 @@ struct Context<'a> {
     api_version: &'static str,
     name: &'a str,
     namespace: &'a str,
-    managed_by: &'static str,
+    labels: BTreeMap<&'a str, &'a str>,
+    annotations: BTreeMap<&'a str, &'a str>,
     routes: Vec<Route<'a>>,
 }
 
@@ -564,12 +567,14 @@ fn render(
             ]
         }
     };
+    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
         header: header_comment(canary),
         api_version: API_VERSION,
         name: canary.service.name.as_str(),
         namespace,
-        managed_by: crate::route::MANAGED_BY,
+        labels,
+        annotations,
         routes,
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;

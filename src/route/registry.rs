@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    contour, gateway_api, istio, kubernetes, smi, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights,
+    contour, gateway_api, istio, kubernetes, smi, traefik, AbInput, Backends, FlaggerInput,
+    RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -129,6 +129,8 @@ routers! {
     Kubernetes => kubernetes::Kubernetes,
     /// Contour HTTPProxy: `contour`.
     Contour => contour::Contour,
+    /// Traefik TraefikService: `traefik`.
+    Traefik => traefik::Traefik,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -257,6 +259,7 @@ mod tests {
             Ok(Provider::Istio(IstioVersion::V1))
         );
         assert_eq!(parse_provider("contour"), Ok(Provider::Contour(())));
+        assert_eq!(parse_provider("traefik"), Ok(Provider::Traefik(())));
         assert!(parse_provider("nginx")
             .unwrap_err()
             .contains("does not route"));
@@ -264,10 +267,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, contour";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, contour, traefik";
         assert_eq!(
             parse_provider("nginx"),
-            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or Contour HTTPProxy); {supported}"))
+            Err(format!("sluice does not route provider \"nginx\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Contour HTTPProxy or Traefik TraefikService); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -281,7 +284,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green or Contour HTTPProxy"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Contour HTTPProxy or Traefik TraefikService"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -352,7 +355,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected HTTPProxy, HTTPRoute, Service, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected HTTPProxy, HTTPRoute, Service, TraefikService, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
