@@ -333,6 +333,10 @@ fn contour_refusals_name_file_line_and_field() {
                 "c.yaml:21: spec.analysis.match[0].headers.cookie.regex: Flagger's Contour router drops a regex header match (it writes an empty exact match); use exact, prefix or suffix (prefix and suffix become Contour's contains, as Flagger maps them)".to_string(),
             ],
         ),
+        (
+            flagger(E2E_SERVICE, "    iterations: 5\n    match:\n      - headers: {}"),
+            vec!["c.yaml:21: spec.analysis.match[0].headers: expected at least one header match".to_string()],
+        ),
     ];
     let mut wrong = Vec::new();
     for (text, mut expected) in cases {
@@ -370,4 +374,61 @@ fn hostile_contour_values_round_trip() {
         value
     );
     assert!(Schemas::default().errors(&doc).is_empty());
+}
+
+/// A native canary routes through an HTTPProxy with `spec.route` of that kind.
+#[test]
+fn native_httpproxy_route_renders_schema_valid() {
+    let native = "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata:
+  name: frontend
+  namespace: shop
+spec:
+  routeOnly:
+    services: [frontend-blue, frontend-green]
+    revision: v2
+  service:
+    name: frontend
+    port: 8080
+  route:
+    apiVersion: projectcontour.io/v1
+    kind: HTTPProxy
+  analysis:
+    interval: 1m
+    threshold: 3
+    steps:
+      - weight: 10
+";
+    let canary = load("native.yaml", native);
+    let backends = Backends {
+        primary: "frontend-blue",
+        canary: "frontend-green",
+    };
+    let file = render_route(
+        &canary,
+        &backends,
+        Weights::from_canary(10).expect("weight"),
+        &NO_STATE,
+    )
+    .expect("renders")
+    .expect("Contour writes a route file");
+    let doc = document(&file.content);
+    assert!(Schemas::default().errors(&doc).is_empty());
+    assert_eq!(doc["metadata"]["name"], "frontend");
+    assert_eq!(
+        doc["spec"]["routes"][0]["services"][1]["name"],
+        "frontend-green"
+    );
+    assert_eq!(doc["spec"]["routes"][0]["services"][1]["weight"], 10);
+    let wrong = native.replace("projectcontour.io/v1", "projectcontour.io/v1alpha1");
+    let errors: Vec<String> = load_text("c.yaml", &wrong, &Settings::default())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errors,
+        ["c.yaml:14: spec.route.apiVersion: expected projectcontour.io/v1 for HTTPProxy, found \"projectcontour.io/v1alpha1\""]
+    );
 }

@@ -208,6 +208,7 @@ impl Router for Contour {
             );
             return;
         };
+        let before = r.errors.len();
         let mut out = Vec::with_capacity(headers.len());
         for (name, m) in headers {
             let at = join(&at, &name.text);
@@ -264,7 +265,7 @@ impl Router for Contour {
                 contains,
             });
         }
-        if out.is_empty() && r.errors.is_empty() {
+        if out.is_empty() && r.errors.len() == before {
             r.error(item.line, &at, "expected at least one header match");
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
