@@ -73,7 +73,7 @@ pub(crate) struct World {
 }
 
 impl World {
-    fn new(canary: &str) -> World {
+    pub(crate) fn new(canary: &str) -> World {
         World::with_files(canary, &[])
     }
 

@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    apisix, gateway_api, gloo, ingress, istio, kubernetes, kuma, smi, AbInput, Backends,
-    FlaggerInput, RouteError, RouteState, Router, Weights,
+    apisix, contour, gateway_api, gloo, ingress, istio, kubernetes, kuma, smi, traefik, AbInput,
+    Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -143,6 +143,10 @@ routers! {
     Apisix => apisix::Apisix,
     /// The canary Ingress `<ingress>-canary`, a copy of `spec.ingressRef`: `nginx`, `skipper`.
     Ingress => ingress::Ingress,
+    /// Contour HTTPProxy: `contour`.
+    Contour => contour::Contour,
+    /// Traefik TraefikService: `traefik`.
+    Traefik => traefik::Traefik,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -274,6 +278,8 @@ mod tests {
             parse_provider("nginx"),
             Ok(Provider::Ingress(crate::route::ingress::Controller::Nginx))
         );
+        assert_eq!(parse_provider("contour"), Ok(Provider::Contour(())));
+        assert_eq!(parse_provider("traefik"), Ok(Provider::Traefik(())));
         assert!(parse_provider("appmesh")
             .unwrap_err()
             .contains("does not route"));
@@ -281,10 +287,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper, contour, traefik";
         assert_eq!(
             parse_provider("appmesh"),
-            Err(format!("sluice does not route provider \"appmesh\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute or canary Ingress (nginx, skipper)); {supported}"))
+            Err(format!("sluice does not route provider \"appmesh\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy or Traefik TraefikService); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -298,7 +304,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute or canary Ingress (nginx, skipper)"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy or Traefik TraefikService"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -369,7 +375,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPRoute, Ingress, RouteTable, Service, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPProxy, HTTPRoute, Ingress, RouteTable, Service, TraefikService, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",

@@ -1,0 +1,700 @@
+//! Contour `HTTPProxy` (`projectcontour.io/v1`), as Flagger's `pkg/router/contour.go` creates
+//! it for `provider: contour`: named after the apex Service, no `virtualhost` (a root
+//! HTTPProxy the user writes includes it), and routes to the primary and canary Services on
+//! the service port, each with a `l5d-dst-override` request header naming the Service's
+//! cluster address, so a Linkerd sidecar behind Envoy keeps the split.
+//!
+//! - Canary and blue/green: one route, condition `prefix` (the first `service.match`'s
+//!   `uri.prefix`, else `/`), the primary then the canary with their weights.
+//! - A/B: first a route whose conditions are the prefix plus `analysis.match`'s headers, with
+//!   the two weighted Services, then the prefix route to the primary (weight 100, canary 0).
+//! - `service.timeout` becomes `timeoutPolicy: {response: <timeout>, idle: 5m}`;
+//!   `service.retries` becomes `retryPolicy: {count: attempts, perTryTimeout, retryOn}` with
+//!   `retryOn` split on commas. Both go on every route.
+//!
+//! Where sluice writes something other than Flagger, Flagger's object would not do what the
+//! canary says:
+//! - A weight of 0 is written (`weight: 0`); Flagger's client drops it (`omitempty`), which
+//!   Contour reads as 0 once another Service has a weight: the same split.
+//! - A retry policy without `retryOn` has no `retryOn`; Flagger writes `[""]`, which the
+//!   HTTPProxy CRD refuses.
+//! - Header conditions are sorted by name (Flagger walks a Go map, in random order), and only
+//!   the first carries the prefix: Contour allows one prefix per route, so Flagger's object
+//!   with two header conditions is invalid.
+//!
+//! Refused, with a message, because Flagger's Contour router would drop them: an A/B match with
+//! anything but `headers`, more than one A/B match (Contour ANDs a route's conditions, so
+//! alternatives cannot be expressed in one route), a `regex` header match (Flagger turns it
+//! into an empty exact match), `service.match` beyond the first match's `uri.prefix`, and the
+//! service fields of other routers (`hosts`, `gateways`, `rewrite`, `headers`, ...), the
+//! analysis `mirror`, `mirrorWeight` and `sessionAffinity`, and `appProtocol: tcp`.
+//!
+//! A native `spec.route` is `{apiVersion: projectcontour.io/v1, kind: HTTPProxy}`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::core::model::Strategy;
+use crate::route::Canary;
+use crate::route::{
+    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
+    RouteError, RouteState, Router, Weights,
+};
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
+
+/// The Contour router.
+pub struct Contour;
+
+/// The one HTTPProxy API version written.
+pub const API_VERSION: &str = "projectcontour.io/v1";
+
+/// Flagger's idle timeout next to a response timeout.
+const IDLE_TIMEOUT: &str = "5m";
+
+/// Contour's `RetryOn` values (the HTTPProxy CRD's enum).
+const RETRY_ON: &[&str] = &[
+    "5xx",
+    "gateway-error",
+    "reset",
+    "reset-before-request",
+    "connect-failure",
+    "envoy-ratelimited",
+    "retriable-4xx",
+    "refused-stream",
+    "retriable-status-codes",
+    "retriable-headers",
+    "http3-post-connect-failure",
+    "cancelled",
+    "deadline-exceeded",
+    "internal",
+    "resource-exhausted",
+    "unavailable",
+];
+
+/// A validated HTTPProxy route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The path prefix every route matches: `service.match[0].uri.prefix`, else `/`.
+    pub prefix: String,
+    /// `service.timeout`: the response timeout.
+    pub timeout: Option<String>,
+    pub retries: Option<RetryPolicy>,
+    /// An A/B canary's header conditions, sorted by header name; empty for other strategies.
+    pub ab_headers: Vec<HeaderCondition>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            prefix: "/".into(),
+            timeout: None,
+            retries: None,
+            ab_headers: Vec::new(),
+        }
+    }
+}
+
+/// Contour's `RetryPolicy` as Flagger fills it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RetryPolicy {
+    pub count: i64,
+    #[serde(rename = "perTryTimeout", skip_serializing_if = "Option::is_none")]
+    pub per_try_timeout: Option<String>,
+    #[serde(rename = "retryOn", skip_serializing_if = "Vec::is_empty")]
+    pub retry_on: Vec<String>,
+}
+
+/// Contour's `HeaderMatchCondition` as Flagger fills it: `exact`, or `contains` for an A/B
+/// `prefix` or `suffix` match (Flagger's mapping: it matches more requests than a prefix).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeaderCondition {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+}
+
+impl Router for Contour {
+    type Variant = ();
+    type Config = Config;
+
+    const OBJECT: &'static str = "Contour HTTPProxy";
+    const PROVIDERS: &'static [(&'static str, ())] = &[("contour", ())];
+    const ALIASES: &'static [(&'static str, ())] = &[];
+    const NATIVE_KIND: &'static str = "HTTPProxy";
+    const NATIVE_FIELDS: &'static [&'static str] = &[];
+
+    fn near_miss(text: &str) -> Option<String> {
+        text.eq_ignore_ascii_case("contour")
+            .then(|| format!("provider names are lowercase: expected \"contour\", found {text:?}"))
+    }
+
+    fn read_flagger(r: &mut Reader, _variant: (), input: &FlaggerInput) -> Option<Config> {
+        reject_unsupported(r, input);
+        let svc = input.service?;
+        let before = r.errors.len();
+        let base = "spec.service";
+        let prefix = field(svc, "match")
+            .and_then(|n| read_prefix(r, n, &join(base, "match")))
+            .unwrap_or_else(|| "/".to_string());
+        let timeout = field(svc, "timeout").and_then(|n| duration(r, n, &join(base, "timeout")));
+        let retries =
+            field(svc, "retries").and_then(|n| read_retries(r, n, &join(base, "retries")));
+        (r.errors.len() == before).then_some(Config {
+            prefix,
+            timeout,
+            retries,
+            ab_headers: Vec::new(),
+        })
+    }
+
+    fn read_native(
+        r: &mut Reader,
+        _route: &Node,
+        api_version: &str,
+        api_line: usize,
+    ) -> Option<Config> {
+        if api_version == API_VERSION {
+            Some(Config::default())
+        } else {
+            r.error(
+                api_line,
+                "spec.route.apiVersion",
+                format!("expected {API_VERSION} for HTTPProxy, found {api_version:?}"),
+            );
+            None
+        }
+    }
+
+    /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.
+    fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
+        let path = "spec.analysis.match";
+        let Some(items) = r.seq(input.matches, path) else {
+            return;
+        };
+        if items.len() > 1 {
+            r.error(items[1].line, &index(path, 1), "Contour ANDs the conditions of a route, so Flagger's Contour router would require every match at once; put the headers that must all match into one match, or use a router that ORs matches (gatewayapi:v1, istio)");
+            return;
+        }
+        let Some(item) = items.first() else {
+            r.error(
+                input.matches.line,
+                path,
+                "expected one match for an A/B canary, found none",
+            );
+            return;
+        };
+        let at = index(path, 0);
+        let Value::Map(entries) = &item.value else {
+            r.error(item.line, &at, "expected a mapping with headers");
+            return;
+        };
+        for (key, _) in entries.iter().filter(|(k, _)| k.text != "headers") {
+            r.error(key.line, &join(&at, &key.text), "Flagger's Contour router matches request headers only, so this condition would be dropped; remove it, or use a router that matches it (gatewayapi:v1, istio)");
+        }
+        let Some(headers) = r.required(item, &at, "headers") else {
+            return;
+        };
+        let at = join(&at, "headers");
+        let Value::Map(headers) = &headers.value else {
+            r.error(
+                headers.line,
+                &at,
+                "expected a mapping of header names to matches",
+            );
+            return;
+        };
+        let before = r.errors.len();
+        let mut out = Vec::with_capacity(headers.len());
+        for (name, m) in headers {
+            let at = join(&at, &name.text);
+            if !is_header_name(&name.text) {
+                r.error(
+                    name.line,
+                    &at,
+                    "expected a header name (letters, digits and !#$%&'*+-.^_`|~)",
+                );
+                continue;
+            }
+            if r.map(m, &at, &["exact", "prefix", "suffix", "regex"])
+                .is_none()
+            {
+                continue;
+            }
+            let Value::Map(kinds) = &m.value else {
+                continue;
+            };
+            if kinds.len() != 1 {
+                r.error(
+                    m.line,
+                    &at,
+                    format!(
+                        "expected one of exact, prefix or suffix, found {}",
+                        kinds.len()
+                    ),
+                );
+                continue;
+            }
+            let (kind, value) = &kinds[0];
+            let Some(text) = r.string(value, &join(&at, &kind.text)) else {
+                continue;
+            };
+            if text.is_empty() {
+                r.error(
+                    value.line,
+                    &join(&at, &kind.text),
+                    "expected a value, found \"\"",
+                );
+                continue;
+            }
+            let (exact, contains) = match kind.text.as_str() {
+                "exact" => (Some(text), None),
+                "prefix" | "suffix" => (None, Some(text)),
+                _ => {
+                    r.error(kind.line, &join(&at, "regex"), "Flagger's Contour router drops a regex header match (it writes an empty exact match); use exact, prefix or suffix (prefix and suffix become Contour's contains, as Flagger maps them)");
+                    continue;
+                }
+            };
+            out.push(HeaderCondition {
+                name: name.text.clone(),
+                exact,
+                contains,
+            });
+        }
+        if out.is_empty() && r.errors.len() == before {
+            r.error(item.line, &at, "expected at least one header match");
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        config.ab_headers = out;
+    }
+
+    fn render(
+        config: &Config,
+        canary: &Canary,
+        backends: &Backends,
+        weights: Weights,
+        // Session affinity and analysis mirroring, the only sources of route state, are
+        // refused for Contour canaries when they are read.
+        _state: &RouteState,
+    ) -> Result<Option<String>, RouteError> {
+        render(config, canary, backends, weights).map(Some)
+    }
+}
+
+/// A field that is set (a `null` value counts as not set, as in Flagger).
+fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    node.get(key).filter(|n| n.value != Value::Null)
+}
+
+/// The line of `key` in the mapping `node`, when it is set (not `null`).
+fn key_line(node: &Node, key: &str) -> Option<usize> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, v)| k.text == key && v.value != Value::Null)
+            .map(|(k, _)| k.line),
+        _ => None,
+    }
+}
+
+/// The `spec.service` fields of other routers, which Flagger's Contour router ignores.
+const IGNORED_SERVICE_FIELDS: &[&str] = &[
+    "backendTimeout",
+    "backends",
+    "corsPolicy",
+    "delegation",
+    "gatewayRefs",
+    "gateways",
+    "headers",
+    "hosts",
+    "meshName",
+    "mirror",
+    "rewrite",
+    "trafficPolicy",
+];
+
+/// Flagger fields this router does not render; dropping them silently would route other
+/// requests than asked.
+fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
+    if let Some(svc) = input.service {
+        for key in IGNORED_SERVICE_FIELDS {
+            if let Some(line) = key_line(svc, key) {
+                r.error(line, &join("spec.service", key), "Flagger's Contour router ignores this field (it writes the HTTPProxy's prefix, timeout and retry policy only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
+            }
+        }
+        if let Some(n) = field(svc, "appProtocol") {
+            if n.as_str().is_some_and(|p| p.eq_ignore_ascii_case("tcp")) {
+                r.error(n.line, "spec.service.appProtocol", "sluice writes HTTP routes only: an HTTPProxy route for a TCP service would not carry its traffic; remove it or roll this canary out without sluice");
+            }
+        }
+    }
+    if let Some(analysis) = input.analysis {
+        for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
+            if let Some(line) = key_line(analysis, key) {
+                r.error(line, &join("spec.analysis", key), "Flagger's Contour router does not mirror traffic or keep sessions, so this field would be dropped; remove it, or use a router that renders it (gatewayapi:v1)");
+            }
+        }
+    }
+}
+
+/// `service.match`: Flagger reads only the first match's `uri.prefix`.
+fn read_prefix(r: &mut Reader, node: &Node, path: &str) -> Option<String> {
+    let items = r.seq(node, path)?;
+    const DROPPED: &str = "Flagger's Contour router reads only the uri.prefix of the first service match, so this condition would be dropped; remove it, or use a router that renders it (istio, gatewayapi:v1)";
+    for (i, item) in items.iter().enumerate().skip(1) {
+        r.error(item.line, &index(path, i), DROPPED);
+    }
+    let first = items.first()?;
+    let at = index(path, 0);
+    let Value::Map(entries) = &first.value else {
+        r.error(first.line, &at, "expected a mapping with uri.prefix");
+        return None;
+    };
+    for (key, _) in entries
+        .iter()
+        .filter(|(k, _)| k.text != "uri" && k.text != "name")
+    {
+        r.error(key.line, &join(&at, &key.text), DROPPED);
+    }
+    let uri = r.required(first, &at, "uri")?;
+    let at = join(&at, "uri");
+    let Value::Map(kinds) = &uri.value else {
+        r.error(uri.line, &at, "expected a mapping with prefix");
+        return None;
+    };
+    for (key, _) in kinds.iter().filter(|(k, _)| k.text != "prefix") {
+        r.error(key.line, &join(&at, &key.text), DROPPED);
+    }
+    let n = r.required(uri, &at, "prefix")?;
+    let prefix = r.string(n, &join(&at, "prefix"))?;
+    if !prefix.starts_with('/') {
+        r.error(
+            n.line,
+            &join(&at, "prefix"),
+            format!("a Contour prefix condition starts with '/', found {prefix:?}"),
+        );
+        return None;
+    }
+    Some(prefix)
+}
+
+/// Flagger's `{attempts, perTryTimeout, retryOn}`.
+fn read_retries(r: &mut Reader, node: &Node, path: &str) -> Option<RetryPolicy> {
+    r.map(node, path, &["attempts", "perTryTimeout", "retryOn"])?;
+    let before = r.errors.len();
+    let count = match field(node, "attempts") {
+        Some(n) => r.int(n, &join(path, "attempts"), 0, i64::from(i32::MAX))?,
+        None => 0,
+    };
+    let per_try_timeout =
+        field(node, "perTryTimeout").and_then(|n| duration(r, n, &join(path, "perTryTimeout")));
+    let mut retry_on = Vec::new();
+    if let Some(n) = field(node, "retryOn") {
+        let at = join(path, "retryOn");
+        if let Some(text) = r.string(n, &at) {
+            for item in text.split(',') {
+                if RETRY_ON.contains(&item) {
+                    retry_on.push(item.to_string());
+                } else {
+                    r.error(n.line, &at, format!("Contour retries on {}; found {item:?} (Flagger splits retryOn on commas, without spaces)", RETRY_ON.join(", ")));
+                }
+            }
+        }
+    }
+    (r.errors.len() == before).then_some(RetryPolicy {
+        count,
+        per_try_timeout,
+        retry_on,
+    })
+}
+
+/// A duration as Contour's CRD takes it: `infinity`, `infinite`, or numbers with units
+/// `h`, `m`, `s`, `ms`, `us`, `µs`, `ns` (`1m30s`, `1.5s`).
+fn duration(r: &mut Reader, node: &Node, path: &str) -> Option<String> {
+    let text = r.string(node, path)?;
+    if is_contour_duration(&text) {
+        Some(text)
+    } else {
+        r.error(node.line, path, format!("expected a Contour duration (numbers with units h, m, s, ms, us or ns, like 15s or 1m30s; or infinity), found {text:?}"));
+        None
+    }
+}
+
+fn is_contour_duration(text: &str) -> bool {
+    if text == "infinity" || text == "infinite" {
+        return true;
+    }
+    let mut rest = text;
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number = &rest[..digits];
+        if number.is_empty() || number.matches('.').count() > 1 || number == "." {
+            return false;
+        }
+        rest = &rest[digits..];
+        let Some(unit) = ["ms", "us", "µs", "ns", "h", "m", "s"]
+            .into_iter()
+            .find(|u| rest.starts_with(u))
+        else {
+            return false;
+        };
+        rest = &rest[unit.len()..];
+    }
+    true
+}
+
+/// An HTTP header name (an RFC 7230 token).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+const TEMPLATE_NAME: &str = "httpproxy.yaml.j2";
+const TEMPLATE: &str = include_str!("../../templates/httpproxy.yaml.j2");
+
+#[derive(Serialize)]
+struct Context<'a> {
+    header: String,
+    api_version: &'static str,
+    name: &'a str,
+    namespace: &'a str,
+    labels: BTreeMap<&'a str, &'a str>,
+    annotations: BTreeMap<&'a str, &'a str>,
+    routes: Vec<Route<'a>>,
+}
+
+#[derive(Serialize)]
+struct Route<'a> {
+    conditions: Vec<Condition<'a>>,
+    timeout: Option<TimeoutPolicy<'a>>,
+    retries: Option<&'a RetryPolicy>,
+    services: [Service<'a>; 2],
+}
+
+#[derive(Serialize)]
+struct Condition<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prefix: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    header: Option<&'a HeaderCondition>,
+}
+
+#[derive(Serialize)]
+struct TimeoutPolicy<'a> {
+    response: &'a str,
+    idle: &'static str,
+}
+
+#[derive(Serialize)]
+struct Service<'a> {
+    name: &'a str,
+    port: u16,
+    weight: u8,
+    /// `l5d-dst-override`'s value: `<service>.<namespace>.svc.cluster.local:<port>`.
+    l5d: String,
+}
+
+fn render(
+    config: &Config,
+    canary: &Canary,
+    backends: &Backends,
+    weights: Weights,
+) -> Result<String, RouteError> {
+    let namespace = canary.id.namespace.as_str();
+    let port = canary.service.port;
+    let service = |name, weight| Service {
+        name,
+        port,
+        weight,
+        l5d: format!("{name}.{namespace}.svc.cluster.local:{port}"),
+    };
+    let route = |conditions, primary, canary_weight| Route {
+        conditions,
+        timeout: config.timeout.as_deref().map(|response| TimeoutPolicy {
+            response,
+            idle: IDLE_TIMEOUT,
+        }),
+        retries: config.retries.as_ref(),
+        services: [
+            service(backends.primary, primary),
+            service(backends.canary, canary_weight),
+        ],
+    };
+    let prefix_only = || {
+        vec![Condition {
+            prefix: Some(config.prefix.as_str()),
+            header: None,
+        }]
+    };
+    let routes = match &canary.analysis.strategy {
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => {
+            vec![route(prefix_only(), weights.primary, weights.canary)]
+        }
+        // `spec` read the matches at load time; an A/B canary has at least one header.
+        Strategy::AB { .. } if config.ab_headers.is_empty() => {
+            return Err(RouteError::Field {
+                file: canary.file.clone(),
+                line: canary.line,
+                canary: canary.id.to_string(),
+                field: "spec.analysis.match".into(),
+                message: "expected a header match for an A/B canary, found none".into(),
+            })
+        }
+        Strategy::AB { .. } => {
+            // One prefix per route (Contour's rule): on the first header condition only.
+            let conditions = config
+                .ab_headers
+                .iter()
+                .enumerate()
+                .map(|(i, h)| Condition {
+                    prefix: (i == 0).then_some(config.prefix.as_str()),
+                    header: Some(h),
+                })
+                .collect();
+            vec![
+                route(conditions, weights.primary, weights.canary),
+                route(prefix_only(), 100, 0),
+            ]
+        }
+    };
+    let (labels, annotations) = apex_metadata(canary);
+    let context = Context {
+        header: header_comment(canary),
+        api_version: API_VERSION,
+        name: canary.service.name.as_str(),
+        namespace,
+        labels,
+        annotations,
+        routes,
+    };
+    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
+    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
+    verify(&doc, &context, backends, weights).map_err(|message| RouteError::Output {
+        canary: canary.id.to_string(),
+        template: TEMPLATE_NAME,
+        message,
+    })?;
+    Ok(text)
+}
+
+/// Reads the HTTPProxy back: kind, name, no virtualhost, every route to the primary then the
+/// canary with weights summing to 100, the first route's being the ones asked for, and one
+/// prefix per route.
+fn verify(
+    doc: &Json,
+    context: &Context,
+    backends: &Backends,
+    weights: Weights,
+) -> Result<(), String> {
+    let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
+    for (pointer, want) in [
+        ("/apiVersion", API_VERSION),
+        ("/kind", "HTTPProxy"),
+        ("/metadata/name", context.name),
+        ("/metadata/namespace", context.namespace),
+    ] {
+        if text(pointer) != Some(want) {
+            return Err(format!(
+                "expected {pointer} = {want:?}, found {:?}",
+                doc.pointer(pointer)
+            ));
+        }
+    }
+    if doc.pointer("/spec/virtualhost").is_some() {
+        return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());
+    }
+    let routes = doc
+        .pointer("/spec/routes")
+        .and_then(Json::as_array)
+        .filter(|r| r.len() == context.routes.len())
+        .ok_or_else(|| format!("expected {} routes", context.routes.len()))?;
+    for (i, route) in routes.iter().enumerate() {
+        let prefixes = route
+            .get("conditions")
+            .and_then(Json::as_array)
+            .map_or(0, |c| {
+                c.iter().filter(|c| c.get("prefix").is_some()).count()
+            });
+        if prefixes != 1 {
+            return Err(format!(
+                "routes[{i}]: expected one prefix condition, found {prefixes}"
+            ));
+        }
+        let found: Vec<(Option<&str>, Option<u64>)> = route
+            .get("services")
+            .and_then(Json::as_array)
+            .ok_or_else(|| format!("routes[{i}]: expected services"))?
+            .iter()
+            .map(|s| {
+                (
+                    s.get("name").and_then(Json::as_str),
+                    s.get("weight").and_then(Json::as_u64),
+                )
+            })
+            .collect();
+        let names: Vec<Option<&str>> = found.iter().map(|(n, _)| *n).collect();
+        if names != [Some(backends.primary), Some(backends.canary)] {
+            return Err(format!(
+                "routes[{i}]: expected the primary then the canary, found {names:?}"
+            ));
+        }
+        let sum: Option<u64> = found.iter().map(|(_, w)| *w).sum();
+        if sum != Some(100) {
+            return Err(format!(
+                "routes[{i}]: expected whole weights summing to 100, found {found:?}"
+            ));
+        }
+        if i == 0
+            && found.iter().map(|(_, w)| *w).collect::<Vec<_>>()
+                != [
+                    Some(u64::from(weights.primary)),
+                    Some(u64::from(weights.canary)),
+                ]
+        {
+            return Err(format!(
+                "routes[0]: expected weights [{}, {}], found {found:?}",
+                weights.primary, weights.canary
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contour_durations_follow_the_crd_pattern() {
+        for good in [
+            "15s", "1m30s", "1.5s", "500ms", "10us", "3µs", "1h", "infinity", "infinite", "2h45m",
+        ] {
+            assert!(is_contour_duration(good), "{good}");
+        }
+        for bad in [
+            "", "15", "s", "1.2.3s", "1d", "15 s", "-1s", ".s", "forever",
+        ] {
+            assert!(!is_contour_duration(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn header_names_are_tokens() {
+        assert!(is_header_name("x-canary"));
+        assert!(is_header_name("Cookie"));
+        assert!(!is_header_name(""));
+        assert!(!is_header_name("x canary"));
+        assert!(!is_header_name("x:canary"));
+    }
+}

@@ -1,0 +1,268 @@
+//! Traefik `TraefikService` (`traefik.io/v1alpha1`), as Flagger's `pkg/router/traefik.go`
+//! creates it for `provider: traefik`: named after the apex Service, `spec.weighted.services`
+//! listing the primary Service and, while it has traffic, the canary Service, each in the
+//! canary's namespace on the service port. The user's IngressRoute sends its traffic to this
+//! TraefikService (`kind: TraefikService`, name `<svc>`); sluice never touches it. The apex
+//! labels and annotations go on the object, as Flagger puts them there.
+//!
+//! Where sluice writes something other than Flagger: a primary weight of 0 is written
+//! (`weight: 0`). Flagger's client drops it (`omitempty`), and Traefik reads a missing weight
+//! in a weighted round robin as 1, so Flagger's object would keep sending about 1% of the
+//! requests to the primary after a blue/green switch.
+//!
+//! Flagger's Traefik router runs canary and blue/green rollouts and reads no `service` field
+//! besides the port: an A/B canary, the route fields of other routers (`match`, `retries`,
+//! `timeout`, `hosts`, ...), the analysis `mirror`, `mirrorWeight` and `sessionAffinity`, and
+//! `appProtocol: tcp` are refused, naming the field, rather than dropped.
+//!
+//! A native `spec.route` is `{apiVersion: traefik.io/v1alpha1, kind: TraefikService}`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::core::model::Strategy;
+use crate::route::Canary;
+use crate::route::{
+    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
+    RouteError, RouteState, Router, Weights,
+};
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{join, Reader};
+
+/// The Traefik router.
+pub struct Traefik;
+
+/// The one TraefikService API version written.
+pub const API_VERSION: &str = "traefik.io/v1alpha1";
+
+/// Nothing to configure: Flagger's Traefik router reads only the service port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config;
+
+/// The `spec.service` route fields of other routers, which Flagger's Traefik router ignores.
+const IGNORED_SERVICE_FIELDS: &[&str] = &[
+    "backendTimeout",
+    "backends",
+    "corsPolicy",
+    "delegation",
+    "gatewayRefs",
+    "gateways",
+    "headers",
+    "hosts",
+    "match",
+    "meshName",
+    "mirror",
+    "retries",
+    "rewrite",
+    "timeout",
+    "trafficPolicy",
+];
+
+impl Router for Traefik {
+    type Variant = ();
+    type Config = Config;
+
+    const OBJECT: &'static str = "Traefik TraefikService";
+    const PROVIDERS: &'static [(&'static str, ())] = &[("traefik", ())];
+    const ALIASES: &'static [(&'static str, ())] = &[];
+    const NATIVE_KIND: &'static str = "TraefikService";
+    const NATIVE_FIELDS: &'static [&'static str] = &[];
+
+    fn near_miss(text: &str) -> Option<String> {
+        text.eq_ignore_ascii_case("traefik")
+            .then(|| format!("provider names are lowercase: expected \"traefik\", found {text:?}"))
+    }
+
+    fn read_flagger(r: &mut Reader, _variant: (), input: &FlaggerInput) -> Option<Config> {
+        let before = r.errors.len();
+        if let Some(svc) = input.service {
+            for key in IGNORED_SERVICE_FIELDS {
+                if let Some(line) = key_line(svc, key) {
+                    r.error(line, &join("spec.service", key), "Flagger's Traefik router ignores this field (a TraefikService only weighs the two Services; routing belongs to your IngressRoute); remove it, or use a router that renders it (istio, gatewayapi:v1)");
+                }
+            }
+            if let Some(n) = svc.get("appProtocol") {
+                if n.as_str().is_some_and(|p| p.eq_ignore_ascii_case("tcp")) {
+                    r.error(n.line, "spec.service.appProtocol", "a TraefikService weighs HTTP services (TCP needs a TraefikServiceTCP, which Flagger does not write); remove it or roll this canary out without sluice");
+                }
+            }
+        }
+        if let Some(analysis) = input.analysis {
+            for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
+                if let Some(line) = key_line(analysis, key) {
+                    r.error(line, &join("spec.analysis", key), "Flagger's Traefik router does not mirror traffic or keep sessions, so this field would be dropped; remove it, or use a router that renders it (gatewayapi:v1)");
+                }
+            }
+        }
+        (r.errors.len() == before).then_some(Config)
+    }
+
+    fn read_native(
+        r: &mut Reader,
+        _route: &Node,
+        api_version: &str,
+        api_line: usize,
+    ) -> Option<Config> {
+        if api_version == API_VERSION {
+            Some(Config)
+        } else {
+            r.error(
+                api_line,
+                "spec.route.apiVersion",
+                format!("expected {API_VERSION} for TraefikService, found {api_version:?}"),
+            );
+            None
+        }
+    }
+
+    /// Nothing to convert: [`check_canary`](Traefik::check_canary) refuses A/B.
+    fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
+
+    fn check_canary(_config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
+        if let Strategy::AB { .. } = canary.analysis.strategy {
+            let line = spec
+                .get("analysis")
+                .and_then(|a| key_line(a, "match"))
+                .unwrap_or(spec.line);
+            r.error(line, "spec.analysis.match", "Flagger supports canary and blue/green with provider traefik: a TraefikService weighs Services and cannot match requests; remove analysis.match, or use a router that matches headers (contour, gatewayapi:v1, istio)");
+        }
+    }
+
+    fn render(
+        _config: &Config,
+        canary: &Canary,
+        backends: &Backends,
+        weights: Weights,
+        // Session affinity and mirroring are refused for Traefik canaries when read.
+        _state: &RouteState,
+    ) -> Result<Option<String>, RouteError> {
+        render(canary, backends, weights).map(Some)
+    }
+}
+
+/// The line of `key` in the mapping `node`, when it is set (not `null`).
+fn key_line(node: &Node, key: &str) -> Option<usize> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, v)| k.text == key && v.value != Value::Null)
+            .map(|(k, _)| k.line),
+        _ => None,
+    }
+}
+
+const TEMPLATE_NAME: &str = "traefikservice.yaml.j2";
+const TEMPLATE: &str = include_str!("../../templates/traefikservice.yaml.j2");
+
+#[derive(Serialize)]
+struct Context<'a> {
+    header: String,
+    api_version: &'static str,
+    name: &'a str,
+    namespace: &'a str,
+    labels: BTreeMap<&'a str, &'a str>,
+    annotations: BTreeMap<&'a str, &'a str>,
+    services: Vec<Service<'a>>,
+}
+
+#[derive(Serialize)]
+struct Service<'a> {
+    name: &'a str,
+    port: u16,
+    weight: u8,
+}
+
+fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<String, RouteError> {
+    if let Strategy::AB { .. } = canary.analysis.strategy {
+        // `check_canary` refused it at load time.
+        return Err(RouteError::Unsupported {
+            file: canary.file.clone(),
+            line: canary.line,
+            canary: canary.id.to_string(),
+            message: "A/B testing (analysis.match) routes on request headers, which a TraefikService cannot express".into(),
+        });
+    }
+    let port = canary.service.port;
+    // Flagger lists the canary only while it has traffic.
+    let mut services = vec![Service {
+        name: backends.primary,
+        port,
+        weight: weights.primary,
+    }];
+    if weights.canary > 0 {
+        services.push(Service {
+            name: backends.canary,
+            port,
+            weight: weights.canary,
+        });
+    }
+    let (labels, annotations) = apex_metadata(canary);
+    let context = Context {
+        header: header_comment(canary),
+        api_version: API_VERSION,
+        name: canary.service.name.as_str(),
+        namespace: canary.id.namespace.as_str(),
+        labels,
+        annotations,
+        services,
+    };
+    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
+    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
+    verify(&doc, &context, backends, weights).map_err(|message| RouteError::Output {
+        canary: canary.id.to_string(),
+        template: TEMPLATE_NAME,
+        message,
+    })?;
+    Ok(text)
+}
+
+/// Reads the TraefikService back: kind, name, the primary then (with traffic) the canary in
+/// the canary's namespace, with the weights asked for, summing to 100.
+fn verify(
+    doc: &Json,
+    context: &Context,
+    backends: &Backends,
+    weights: Weights,
+) -> Result<(), String> {
+    let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
+    for (pointer, want) in [
+        ("/apiVersion", API_VERSION),
+        ("/kind", "TraefikService"),
+        ("/metadata/name", context.name),
+        ("/metadata/namespace", context.namespace),
+    ] {
+        if text(pointer) != Some(want) {
+            return Err(format!(
+                "expected {pointer} = {want:?}, found {:?}",
+                doc.pointer(pointer)
+            ));
+        }
+    }
+    let services = doc
+        .pointer("/spec/weighted/services")
+        .and_then(Json::as_array)
+        .ok_or("expected spec.weighted.services to be a list")?;
+    let found: Vec<(Option<&str>, Option<&str>, Option<u64>)> = services
+        .iter()
+        .map(|s| {
+            (
+                s.get("name").and_then(Json::as_str),
+                s.get("namespace").and_then(Json::as_str),
+                s.get("weight").and_then(Json::as_u64),
+            )
+        })
+        .collect();
+    let ns = Some(context.namespace);
+    let mut expected = vec![(Some(backends.primary), ns, Some(u64::from(weights.primary)))];
+    if weights.canary > 0 {
+        expected.push((Some(backends.canary), ns, Some(u64::from(weights.canary))));
+    }
+    if found != expected || found.iter().filter_map(|s| s.2).sum::<u64>() != 100 {
+        return Err(format!(
+            "expected services {expected:?} summing to 100, found {found:?}"
+        ));
+    }
+    Ok(())
+}
