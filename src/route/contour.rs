@@ -37,11 +37,11 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
-use crate::route::Canary;
 use crate::route::{
     apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
     RouteError, RouteState, Router, Weights,
 };
+use crate::route::{expect_text, Canary};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -580,11 +580,8 @@ fn render(
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context, backends, weights).map_err(|message| RouteError::Output {
-        canary: canary.id.to_string(),
-        template: TEMPLATE_NAME,
-        message,
-    })?;
+    verify(&doc, &context, backends, weights)
+        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
     Ok(text)
 }
 
@@ -597,20 +594,15 @@ fn verify(
     backends: &Backends,
     weights: Weights,
 ) -> Result<(), String> {
-    let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
-    for (pointer, want) in [
-        ("/apiVersion", API_VERSION),
-        ("/kind", "HTTPProxy"),
-        ("/metadata/name", context.name),
-        ("/metadata/namespace", context.namespace),
-    ] {
-        if text(pointer) != Some(want) {
-            return Err(format!(
-                "expected {pointer} = {want:?}, found {:?}",
-                doc.pointer(pointer)
-            ));
-        }
-    }
+    expect_text(
+        doc,
+        &[
+            ("/apiVersion", API_VERSION),
+            ("/kind", "HTTPProxy"),
+            ("/metadata/name", context.name),
+            ("/metadata/namespace", context.namespace),
+        ],
+    )?;
     if doc.pointer("/spec/virtualhost").is_some() {
         return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());
     }

@@ -487,11 +487,8 @@ fn render(
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, weights).map_err(|message| RouteError::Output {
-        canary: canary.id.to_string(),
-        template: TEMPLATE_NAME,
-        message,
-    })?;
+    verify(&docs, &context, weights)
+        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
     Ok(text)
 }
 

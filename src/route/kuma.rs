@@ -210,11 +210,7 @@ fn render(
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context).map_err(|message| RouteError::Output {
-        canary: canary.id.to_string(),
-        template: TEMPLATE_NAME,
-        message,
-    })?;
+    verify(&doc, &context).map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
     Ok(text)
 }
 

@@ -289,6 +289,34 @@ pub enum RouteError {
     },
 }
 
+impl RouteError {
+    /// A rendered document that failed its router's read-back check.
+    pub(crate) fn output(canary: &Canary, template: &'static str, message: String) -> RouteError {
+        RouteError::Output {
+            canary: canary.id.to_string(),
+            template,
+            message,
+        }
+    }
+}
+
+/// Checks the text at each JSON pointer of a rendered document (its apiVersion, kind, name and
+/// namespace, say); the error names the first one that differs.
+pub(crate) fn expect_text(
+    doc: &serde_json::Value,
+    expected: &[(&str, &str)],
+) -> Result<(), String> {
+    for (pointer, want) in expected {
+        if doc.pointer(pointer).and_then(serde_json::Value::as_str) != Some(*want) {
+            return Err(format!(
+                "expected {pointer} = {want:?}, found {:?}",
+                doc.pointer(pointer)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Renders the route file for `canary`, sending `weights` to `backends` with the rollout's
 /// `state`, with the canary's router ([`Router::render`]) after checking the weights and
 /// backends; `None` when the router writes no route object.

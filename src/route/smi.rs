@@ -186,11 +186,8 @@ fn render(
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context, version, weights).map_err(|message| RouteError::Output {
-        canary: canary.id.to_string(),
-        template: TEMPLATE_NAME,
-        message,
-    })?;
+    verify(&parsed, &context, version, weights)
+        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
     Ok(text)
 }
 

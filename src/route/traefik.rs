@@ -23,11 +23,11 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
-use crate::route::Canary;
 use crate::route::{
     apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
     RouteError, RouteState, Router, Weights,
 };
+use crate::route::{expect_text, Canary};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
 
@@ -210,11 +210,8 @@ fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<Stri
     };
     let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
     let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context, backends, weights).map_err(|message| RouteError::Output {
-        canary: canary.id.to_string(),
-        template: TEMPLATE_NAME,
-        message,
-    })?;
+    verify(&doc, &context, backends, weights)
+        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
     Ok(text)
 }
 
@@ -226,20 +223,15 @@ fn verify(
     backends: &Backends,
     weights: Weights,
 ) -> Result<(), String> {
-    let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
-    for (pointer, want) in [
-        ("/apiVersion", API_VERSION),
-        ("/kind", "TraefikService"),
-        ("/metadata/name", context.name),
-        ("/metadata/namespace", context.namespace),
-    ] {
-        if text(pointer) != Some(want) {
-            return Err(format!(
-                "expected {pointer} = {want:?}, found {:?}",
-                doc.pointer(pointer)
-            ));
-        }
-    }
+    expect_text(
+        doc,
+        &[
+            ("/apiVersion", API_VERSION),
+            ("/kind", "TraefikService"),
+            ("/metadata/name", context.name),
+            ("/metadata/namespace", context.namespace),
+        ],
+    )?;
     let services = doc
         .pointer("/spec/weighted/services")
         .and_then(Json::as_array)

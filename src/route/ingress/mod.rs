@@ -194,11 +194,7 @@ impl Router for Ingress {
         };
         check_metadata(&doc, config, canary)
             .and(wanted)
-            .map_err(|message| RouteError::Output {
-                canary: canary.id.to_string(),
-                template: TEMPLATE,
-                message,
-            })?;
+            .map_err(|message| RouteError::output(canary, TEMPLATE, message))?;
         Ok(Some(text))
     }
 }
