@@ -126,17 +126,19 @@ impl<'s> Index<'s> {
                 field: String::new(),
                 message: format!("YAML syntax error: {}", error.message),
             }),
-            Contents::Yaml { yaml: Err(e), .. } => Err(WorkloadError::Invalid {
-                file: file.to_string(),
-                line: e.line,
-                field: String::new(),
-                message: e.message.clone(),
-            }),
-            Contents::Yaml { yaml: Ok(_), .. } => Ok(self
-                .snapshot
-                .objects_in(found)
-                .map(Manifest::from)
-                .collect()),
+            Contents::Yaml { .. } => match found.yaml() {
+                Some(Err(e)) => Err(WorkloadError::Invalid {
+                    file: file.to_string(),
+                    line: e.line,
+                    field: String::new(),
+                    message: e.message.clone(),
+                }),
+                Some(Ok(_)) | None => Ok(self
+                    .snapshot
+                    .objects_in(found)
+                    .map(Manifest::from)
+                    .collect()),
+            },
         })
     }
 }

@@ -17,10 +17,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use yaml_rust2::Yaml;
+use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::yaml::node::{parse_with_yaml, Node, ParseError};
+use crate::yaml::node::{parse_documents, Node, ParseError, Value};
 
 /// Largest file read (a config repo's YAML is small; this bounds memory on bad input).
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -56,10 +57,14 @@ pub enum Contents {
     Invalid { text: String, error: ParseError },
     /// Every document, as the line-marked tree spec readers walk, and as yaml-rust2's
     /// order-preserving tree (`Err` when yaml-rust2 rejects the text, e.g. a repeated key).
+    /// The second is built from the text in memory the first time a copy needs it
+    /// ([`File::yaml`]): most files (canary specs, outputs) never need it, and holding it for
+    /// every file of a large repo for the whole tick costs more memory than parsing the few
+    /// sources and references again.
     Yaml {
         text: String,
         documents: Vec<Node>,
-        yaml: Result<Vec<Yaml>, ParseError>,
+        yaml: OnceLock<Result<Vec<Yaml>, ParseError>>,
     },
 }
 
@@ -78,6 +83,20 @@ impl File {
         match &self.contents {
             Contents::Unreadable(_) => None,
             Contents::Invalid { text, .. } | Contents::Yaml { text, .. } => Some(text),
+        }
+    }
+
+    /// yaml-rust2's order-preserving tree of every document (`None` when the file is
+    /// unreadable or not YAML), parsed on first use from the text already read.
+    pub fn yaml(&self) -> Option<&Result<Vec<Yaml>, ParseError>> {
+        match &self.contents {
+            Contents::Yaml { text, yaml, .. } => Some(yaml.get_or_init(|| {
+                YamlLoader::load_from_str(text).map_err(|e| ParseError {
+                    line: e.marker().line(),
+                    message: e.to_string(),
+                })
+            })),
+            Contents::Unreadable(_) | Contents::Invalid { .. } => None,
         }
     }
 
@@ -199,16 +218,12 @@ impl Snapshot {
 
     fn push(&mut self, file: File) {
         let at = self.files.len();
-        if let Contents::Yaml {
-            yaml: Ok(docs),
-            documents,
-            ..
-        } = &file.contents
-        {
-            for (document, (yaml, _)) in docs.iter().zip(documents).enumerate() {
-                if let (Some(kind), Some(name)) =
-                    (yaml["kind"].as_str(), yaml["metadata"]["name"].as_str())
-                {
+        if let Contents::Yaml { documents, .. } = &file.contents {
+            for (document, node) in documents.iter().enumerate() {
+                if let (Some(kind), Some(name)) = (
+                    typed_string(node.get("kind")),
+                    typed_string(node.get("metadata").and_then(|m| m.get("name"))),
+                ) {
                     self.objects
                         .entry((kind.to_string(), name.to_string()))
                         .or_default()
@@ -248,8 +263,8 @@ impl Snapshot {
 
     /// The objects of one file, in document order.
     pub fn objects_in<'s>(&'s self, file: &'s File) -> impl Iterator<Item = Object<'s>> + 's {
-        let yaml: &[Yaml] = match &file.contents {
-            Contents::Yaml { yaml: Ok(y), .. } => y,
+        let yaml: &[Yaml] = match file.yaml() {
+            Some(Ok(y)) => y,
             _ => &[],
         };
         yaml.iter()
@@ -259,17 +274,12 @@ impl Snapshot {
 
     fn object(&self, at: At) -> Option<Object<'_>> {
         let file = self.files.get(at.file)?;
-        let Contents::Yaml {
-            documents,
-            yaml: Ok(yaml),
-            ..
-        } = &file.contents
-        else {
+        let Some(Ok(yaml)) = file.yaml() else {
             return None;
         };
         object(
             &file.name,
-            documents.get(at.document)?,
+            file.documents().get(at.document)?,
             yaml.get(at.document)?,
         )
     }
@@ -289,13 +299,30 @@ fn object<'s>(file: &'s str, node: &'s Node, yaml: &'s Yaml) -> Option<Object<'s
 }
 
 fn parse(text: String) -> Contents {
-    match parse_with_yaml(&text) {
-        Ok(parsed) => Contents::Yaml {
-            documents: parsed.documents.into_iter().map(|d| d.root).collect(),
-            yaml: parsed.yaml,
+    match parse_documents(&text) {
+        Ok(documents) => Contents::Yaml {
+            documents: documents.into_iter().map(|d| d.root).collect(),
+            yaml: OnceLock::new(),
             text,
         },
         Err(error) => Contents::Invalid { text, error },
+    }
+}
+
+/// A scalar's text when yaml-rust2 would type it a string (so `name: 123` is a number, not a
+/// name, as when the index was built from yaml-rust2's tree).
+fn typed_string(node: Option<&Node>) -> Option<&str> {
+    let node = node?;
+    match &node.value {
+        Value::Scalar { text, quoted: true } => Some(text),
+        Value::Scalar {
+            text,
+            quoted: false,
+        } => Yaml::from_str(text)
+            .as_str()
+            .is_some()
+            .then_some(text.as_str()),
+        Value::Null | Value::Seq(_) | Value::Map(_) => None,
     }
 }
 
@@ -465,5 +492,34 @@ mod tests {
         // `name: 123` is a number to yaml-rust2, so not an object name (as before).
         assert_eq!(snapshot.objects().count(), 3);
         assert_eq!(snapshot.find("Deployment", "123").count(), 0);
+    }
+
+    /// The order-preserving tree is built only for files whose objects are looked up: a large
+    /// repo's canary specs and outputs never pay for it.
+    #[test]
+    fn only_files_whose_objects_are_used_get_the_order_preserving_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "a.yaml",
+            "kind: ConfigMap\nmetadata: {name: env}\n",
+        );
+        write(
+            dir.path(),
+            "b.yaml",
+            "kind: Canary\nmetadata: {name: web}\n",
+        );
+        let snapshot = Snapshot::read(dir.path());
+        let built = |name: &str| match &snapshot.file(name).unwrap().contents {
+            Contents::Yaml { yaml, .. } => yaml.get().is_some(),
+            Contents::Unreadable(_) | Contents::Invalid { .. } => panic!("{name} parses"),
+        };
+        assert!(
+            !built("a.yaml") && !built("b.yaml"),
+            "nothing built by the walk"
+        );
+        assert_eq!(snapshot.find("ConfigMap", "env").count(), 1);
+        assert!(built("a.yaml"), "built for the object looked up");
+        assert!(!built("b.yaml"), "not for the file nobody copies from");
     }
 }
