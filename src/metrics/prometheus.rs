@@ -245,7 +245,17 @@ impl Prometheus {
         // reqwest's timeout covers connecting through reading the body; the outer one bounds
         // anything it might not (DNS resolution on a blocking pool).
         let exchange = async {
-            let response = request.send().await?;
+            let again = request.try_clone();
+            let response = match request.send().await {
+                // A pooled keep-alive connection the server has closed (Prometheus restarted,
+                // or its idle timeout won the race) fails before any answer. The query is a
+                // GET: ask once more, on a fresh connection, before calling the check failed.
+                Err(e) if e.is_request() && !e.is_timeout() => match again {
+                    Some(again) => again.send().await?,
+                    None => return Err(e),
+                },
+                sent => sent?,
+            };
             let status = response.status().as_u16();
             let body = http::read_body(response, MAX_RESPONSE_BYTES).await;
             Ok::<_, reqwest::Error>((status, body))

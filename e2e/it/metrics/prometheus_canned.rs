@@ -188,3 +188,58 @@ async fn huge_bodies_are_refused_not_buffered_canned_http_huge_body() {
     let e = error_of(answer(Canned::new(200, body)).await);
     assert!(e.contains("larger than"), "{e}");
 }
+
+/// A server that answers the first request of its first connection, then reads the second
+/// request on that same kept-alive connection and hangs up without answering (as a restarted
+/// or idle-timed-out Prometheus does to a pooled connection); later connections are answered.
+fn hang_up_on_the_second_request() -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let read_request = |reader: &mut BufReader<std::net::TcpStream>| -> bool {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(_) if line == "\r\n" => return true,
+                    Ok(_) => {}
+                }
+            }
+        };
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{ONE}",
+            ONE.len()
+        );
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            if !read_request(&mut reader) {
+                continue;
+            }
+            writer.write_all(reply.as_bytes()).unwrap();
+            if n == 0 {
+                // The same connection's next request: read it, then hang up unanswered.
+                read_request(&mut reader);
+                drop(writer);
+                continue;
+            }
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_pooled_connection_the_server_closed_is_retried_on_a_fresh_one() {
+    let url = hang_up_on_the_second_request();
+    let http = sluice::http::client(false).unwrap();
+    let prom = Prometheus::with_client(http, &PrometheusConfig::new(url)).unwrap();
+    assert_eq!(prom.query("sum(x)").await, MetricValue::Value(99.25));
+    assert_eq!(
+        prom.query("sum(x)").await,
+        MetricValue::Value(99.25),
+        "the second query reused the pooled connection the server hung up on"
+    );
+}
