@@ -15,6 +15,7 @@ mod gitops_branch;
 mod gitops_layers;
 mod install;
 mod kubernetes;
+mod kustomize_every_router;
 mod lease;
 mod loop_contour;
 mod loop_git;
