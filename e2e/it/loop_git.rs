@@ -14,10 +14,12 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
+use crate::loop_support::kustomize_builds;
 use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
+const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
 
 fn canary(revision: &str) -> String {
@@ -154,6 +156,7 @@ fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "{first:?}");
+    kustomize_builds(&bare, OUTPUT);
 
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
@@ -172,6 +175,7 @@ fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let weights: Vec<String> = sluice_commits(&bare).into_iter().map(|(_, w)| w).collect();
     assert_eq!(weights, EXPECTED_WEIGHTS, "one commit per step");
     check_every_commit(&bare);
+    kustomize_builds(&bare, OUTPUT);
     let subjects = git(&bare, &["log", "--reverse", "--format=%s", "main"]);
     assert!(
         subjects.contains("web: advance canary weight 10 -> 30 (step 2/3)"),

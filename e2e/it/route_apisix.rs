@@ -16,7 +16,7 @@ use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::loop_istio::World;
+use crate::loop_support::World;
 use crate::support::Schemas;
 
 const BACKENDS: Backends<'static> = Backends {
@@ -409,10 +409,10 @@ fn apisix_refuses_what_flaggers_router_does_not_do() {
 fn check_every_commit(bare: &Path) -> Vec<String> {
     let mut schemas = Schemas::default();
     let mut weights = Vec::new();
-    for (sha, trailer) in crate::loop_istio::sluice_commits(bare) {
-        let show = |file: &str| crate::loop_istio::show(bare, &sha, file);
-        let status: Json = serde_saphyr::from_str(&show(crate::loop_istio::STATUS_FILE)).unwrap();
-        let route: Json = serde_saphyr::from_str(&show(crate::loop_istio::ROUTE_FILE)).unwrap();
+    for (sha, trailer) in crate::loop_support::sluice_commits(bare) {
+        let show = |file: &str| crate::loop_support::show(bare, &sha, file);
+        let status: Json = serde_saphyr::from_str(&show(crate::loop_support::STATUS_FILE)).unwrap();
+        let route: Json = serde_saphyr::from_str(&show(crate::loop_support::ROUTE_FILE)).unwrap();
         let errors = schemas.errors(&route);
         assert!(errors.is_empty(), "{sha}: {errors:?}");
         assert_eq!(route["metadata"]["name"], "podinfo-podinfo-canary");
@@ -438,7 +438,7 @@ fn check_every_commit(bare: &Path) -> Vec<String> {
 /// The user's route is never rewritten: it stays as committed, outside the output folder.
 fn assert_user_route_untouched(w: &World) {
     assert_eq!(
-        crate::loop_istio::show(&w.bare, "main", "apps/podinfo/route.yaml"),
+        crate::loop_support::show(&w.bare, "main", "apps/podinfo/route.yaml"),
         LOOP_ROUTE
     );
 }
@@ -507,7 +507,7 @@ fn apisix_canary_rolls_out_through_git_daemon() {
             "primary=100 canary=0",
         ]
     );
-    let primary = crate::loop_istio::show(
+    let primary = crate::loop_support::show(
         &w.bare,
         "main",
         "clusters/prod/podinfo/podinfo-primary.yaml",
@@ -526,7 +526,7 @@ fn apisix_rollback_routes_everything_back_to_the_primary() {
         &[("apps/podinfo/route.yaml", LOOP_ROUTE)],
     );
     w.until(Phase::Initialized);
-    let primary_before = crate::loop_istio::show(
+    let primary_before = crate::loop_support::show(
         &w.bare,
         "main",
         "clusters/prod/podinfo/podinfo-primary.yaml",
@@ -540,7 +540,7 @@ fn apisix_rollback_routes_everything_back_to_the_primary() {
     );
     assert_eq!(weights.last().unwrap(), "primary=100 canary=0");
     assert_eq!(
-        crate::loop_istio::show(
+        crate::loop_support::show(
             &w.bare,
             "main",
             "clusters/prod/podinfo/podinfo-primary.yaml"

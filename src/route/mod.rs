@@ -42,7 +42,7 @@ use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
 use crate::yaml::snapshot::Snapshot;
 
-pub use registry::{parse_provider, route_objects, Provider, Route};
+pub use registry::{parse_provider, provider_names, route_objects, Provider, Route};
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
 pub type Canary = crate::core::model::Canary<Route>;

@@ -11,6 +11,7 @@ use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
 use super::prometheus_e2e::{osm_exposition, wait_for, PrometheusProcess};
 use super::support::{Canned, Server};
+use crate::loop_support::kustomize_builds;
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
 fn deployment(name: &str, image: &str) -> String {
@@ -163,6 +164,9 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
             "Failed:0",
             "the faulty canary rolls back"
         );
+        // The SMI TrafficSplit's output folders build, promoted and rolled back.
+        kustomize_builds(&bare, "clusters/test/podinfo");
+        kustomize_builds(&bare, "clusters/test/faulty");
         let log = git(&bare, &["log", "--format=%s", "main"]);
         let rollback = log
             .lines()

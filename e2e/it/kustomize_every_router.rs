@@ -1,0 +1,227 @@
+//! Every router in the registry builds with `kubectl kustomize`: for each provider string
+//! `sluice::route::provider_names()` lists, a `prod/podinfo` canary runs through the loop
+//! (`loop_support`) to its first step with traffic, and the output folder at main builds,
+//! holding exactly the objects of its files, after initialization and at that step.
+//!
+//! A router added to the registry is covered without editing this file. Only when its canary
+//! needs more than the default (a referenced object, a required service field, a strategy)
+//! does it get a line in [`FIXTURES`]; the test says so when the default canary does not load.
+
+use sluice::core::status::Phase;
+use sluice::spec::load::load;
+use sluice::spec::settings::Settings;
+use sluice::yaml::snapshot::Snapshot;
+
+use crate::loop_support::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
+use crate::workload::{CONFIGS, DEPLOYMENT};
+
+/// What a provider's canary needs beyond the default: lines under `spec:`, under
+/// `service:`, the analysis, and objects it references.
+struct Fixture {
+    provider: &'static str,
+    spec: &'static str,
+    service: &'static str,
+    analysis: &'static str,
+    files: &'static [(&'static str, &'static str)],
+}
+
+const STEPS: &str = "    stepWeight: 20\n    maxWeight: 60";
+
+const DEFAULT: Fixture = Fixture {
+    provider: "",
+    spec: "",
+    service: "",
+    analysis: STEPS,
+    files: &[],
+};
+
+const INGRESS_REF: &str = "  ingressRef:
+    apiVersion: networking.k8s.io/v1
+    kind: Ingress
+    name: podinfo";
+const INGRESS: &str = "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: app.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: podinfo
+                port:
+                  number: 80
+";
+const GATEWAY_REFS: &str = "    gatewayRefs:
+      - name: public-gateway
+        namespace: gateway-system
+    hosts: [app.example.com]";
+const APISIX_REF: &str = "  routeRef:
+    apiVersion: apisix.apache.org/v2
+    kind: ApisixRoute
+    name: podinfo";
+const APISIX_ROUTE: &str = "apiVersion: apisix.apache.org/v2
+kind: ApisixRoute
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  http:
+    - name: method
+      match:
+        hosts: [app.example.com]
+        paths: [/*]
+      backends:
+        - serviceName: podinfo
+          servicePort: 80
+";
+
+/// The providers whose canary needs more than [`DEFAULT`].
+const FIXTURES: &[Fixture] = &[
+    Fixture {
+        provider: "nginx",
+        spec: INGRESS_REF,
+        files: &[("apps/podinfo/ingress.yaml", INGRESS)],
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "skipper",
+        spec: INGRESS_REF,
+        files: &[("apps/podinfo/ingress.yaml", INGRESS)],
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "apisix",
+        spec: APISIX_REF,
+        files: &[("apps/podinfo/apisix-route.yaml", APISIX_ROUTE)],
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "gatewayapi:v1",
+        service: GATEWAY_REFS,
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "gatewayapi:v1beta1",
+        service: GATEWAY_REFS,
+        ..DEFAULT
+    },
+    // No route object: blue/green through the Services only.
+    Fixture {
+        provider: "kubernetes",
+        analysis: "    iterations: 3",
+        ..DEFAULT
+    },
+];
+
+fn canary(provider: &str, f: &Fixture) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  provider: {provider}
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+{spec}
+  service:
+    port: 80
+    targetPort: 9898
+{service}
+  analysis:
+    interval: 1s
+    threshold: 2
+{analysis}
+",
+        spec = f.spec,
+        service = f.service,
+        analysis = f.analysis,
+    )
+}
+
+/// The canary loads (so the loop's errors cannot be mistaken for a build failure); when it
+/// does not, the message points at the fixture table.
+fn check_loads(provider: &str, canary: &str, f: &Fixture) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![
+        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+        ("apps/podinfo/configs.yaml", CONFIGS),
+        (CANARY_FILE, canary),
+    ];
+    files.extend_from_slice(f.files);
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let loaded = load(&Snapshot::read(dir.path()), &Settings::default());
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert!(
+        errors.is_empty() && loaded.canaries.len() == 1,
+        "provider {provider}: the canary does not load; give it an entry in FIXTURES \
+         (e2e/it/kustomize_every_router.rs): {errors:?}\n{canary}"
+    );
+}
+
+#[test]
+fn every_routers_output_folder_builds_with_kubectl_kustomize() {
+    let providers = sluice::route::provider_names();
+    for f in FIXTURES {
+        assert!(
+            providers.contains(&f.provider),
+            "FIXTURES names {:?}, which the registry does not list: {providers:?}",
+            f.provider
+        );
+    }
+    // A few at a time: each provider's loop is mostly waiting on git and kubectl.
+    for chunk in providers.chunks(4) {
+        std::thread::scope(|scope| {
+            for &provider in chunk {
+                std::thread::Builder::new()
+                    .name(format!("provider {provider}"))
+                    .spawn_scoped(scope, move || builds_through_the_loop(provider))
+                    .unwrap();
+            }
+        });
+    }
+}
+
+/// `provider`'s canary runs to its first step with traffic; the output folder builds after
+/// initialization, when the new revision starts progressing, and at that step.
+fn builds_through_the_loop(provider: &str) {
+    let f = FIXTURES
+        .iter()
+        .find(|f| f.provider == provider)
+        .unwrap_or(&DEFAULT);
+    let text = canary(provider, f);
+    check_loads(provider, &text, f);
+    let mut w = World::with_files(&text, f.files);
+    // `until` builds the output folder once the phase is committed.
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    w.until(Phase::Progressing);
+    let mut at_step = false;
+    for _ in 0..50 {
+        let weights = sluice_commits(&w.bare).pop().map(|(_, t)| t);
+        if weights.is_some_and(|t| !t.ends_with(" canary=0")) {
+            at_step = true;
+            break;
+        }
+        w.tick();
+    }
+    assert!(
+        at_step,
+        "provider {provider}: no traffic reached the canary"
+    );
+    kustomize_builds(&w.bare, OUTPUT);
+}

@@ -1,0 +1,436 @@
+//! The shared harness of the loop tests (`loop_*.rs`, the APISIX loop in `route_apisix.rs`):
+//! a config repo behind a real `git daemon`, a sluice clone that ticks on a simulated clock,
+//! a human's clone that commits new revisions, and the whole-rollout scenarios every router
+//! runs (steps and promotion, blue/green, A/B, rollback).
+//!
+//! A provider's loop test supplies a [`Provider`]: its canary, the objects the canary
+//! references, and how to read the weights its route sends. The harness checks the rest at
+//! every sluice commit: each document of `route.yaml` passes its strict schema, the route's
+//! weights are the status file's (all matching requests to the canary during an A/B
+//! analysis), and the `Sluice-Weights` trailer agrees. After every phase the loop waits for,
+//! `kubectl kustomize` builds the output folder at main ([`kustomize_builds`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value as Json;
+use sluice::core::status::Phase;
+use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::observe::Offline;
+use sluice::tick::{tick, Context, TickReport};
+
+use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::workload::{CONFIGS, DEPLOYMENT};
+
+pub(crate) const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
+pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
+/// The output folder of the `prod/podinfo` canary every loop test runs.
+pub(crate) const OUTPUT: &str = "clusters/prod/podinfo";
+pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
+pub(crate) const PRIMARY_FILE: &str = "clusters/prod/podinfo/podinfo-primary.yaml";
+
+/// Analysis blocks (indented under `analysis:`), one per scenario.
+pub(crate) const STEPS: &str = "    stepWeight: 20\n    maxWeight: 60";
+pub(crate) const BLUE_GREEN: &str = "    iterations: 3";
+/// The offline observer never observes a metric, so every check fails.
+pub(crate) const FAILING: &str = "    stepWeight: 20
+    maxWeight: 60
+    metrics:
+      - name: request-success-rate
+        thresholdRange: {min: 99}";
+
+/// The distinct weights of a stepped rollout: initialization, 20, 40, 60, promotion.
+pub(crate) const STEPPED: [&str; 5] = [
+    "primary=100 canary=0",
+    "primary=80 canary=20",
+    "primary=60 canary=40",
+    "primary=40 canary=60",
+    "primary=100 canary=0",
+];
+/// The distinct weights of blue/green and A/B: initialization, all to the canary (all
+/// matching requests, for A/B), promotion.
+pub(crate) const SWITCHED: [&str; 3] = [
+    "primary=100 canary=0",
+    "primary=0 canary=100",
+    "primary=100 canary=0",
+];
+
+/// A config repo behind a `git daemon`, a sluice clone that ticks, and a human's clone.
+pub(crate) struct World {
+    tmp: tempfile::TempDir,
+    _daemon: GitDaemon,
+    url: String,
+    pub(crate) bare: PathBuf,
+    repo: ConfigRepo,
+    human: PathBuf,
+    now: Timestamp,
+    clones: usize,
+}
+
+impl World {
+    /// A world whose repo also holds `files` (objects the canary references).
+    pub(crate) fn with_files(canary: &str, files: &[(&str, &str)]) -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut seed = vec![
+            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+            ("apps/podinfo/configs.yaml", CONFIGS),
+            (CANARY_FILE, canary),
+        ];
+        seed.extend_from_slice(files);
+        let bare = seeded_remote(tmp.path(), &seed);
+        let daemon = GitDaemon::start(tmp.path());
+        let url = daemon.url("config.git");
+        let repo = ConfigRepo::open_or_clone(
+            &url,
+            "main",
+            &tmp.path().join("work0"),
+            &Credentials::none(),
+        )
+        .unwrap();
+        let human = human_clone(&url, &tmp.path().join("human"));
+        World {
+            tmp,
+            _daemon: daemon,
+            url,
+            bare,
+            repo,
+            human,
+            now: Timestamp::now(),
+            clones: 0,
+        }
+    }
+
+    /// One tick at the simulated time, which then moves to when the tick asked to be woken.
+    pub(crate) fn tick(&mut self) -> TickReport {
+        let observer = Offline;
+        let ctx = Context {
+            observer: &observer,
+            author: None,
+            push_attempts: 5,
+            runtime: crate::support::runtime(),
+        };
+        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
+        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
+        self.now = report
+            .wake_at()
+            .unwrap_or(self.now + Duration::from_secs(1));
+        report
+    }
+
+    /// Ticks until a commit leaves the canary in `phase`; then `kubectl kustomize` builds the
+    /// output folder at main.
+    pub(crate) fn until(&mut self, phase: Phase) {
+        for _ in 0..100 {
+            let r = self.tick();
+            if r.outcomes
+                .iter()
+                .any(|o| o.phase == Some(phase) && o.committed.is_some())
+            {
+                kustomize_builds(&self.bare, OUTPUT);
+                return;
+            }
+        }
+        panic!("never reached {phase:?}");
+    }
+
+    /// A restart: a new process clones afresh and knows only what the remote holds.
+    pub(crate) fn restart(&mut self) {
+        self.clones += 1;
+        let dir = self.tmp.path().join(format!("work{}", self.clones));
+        self.repo =
+            ConfigRepo::open_or_clone(&self.url, "main", &dir, &Credentials::none()).unwrap();
+    }
+
+    /// A human commits a new podinfo version to the source Deployment.
+    pub(crate) fn new_revision(&self, version: &str) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        human_commit(
+            &self.human,
+            "apps/podinfo/deployment.yaml",
+            &DEPLOYMENT.replace("6.7.0", version),
+            &format!("podinfo: {version}"),
+        );
+    }
+}
+
+/// Sluice commits of `prod/podinfo` on main, oldest first: (sha, Sluice-Weights trailer).
+pub(crate) fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
+    commits_of(bare, "prod/podinfo")
+}
+
+/// Commits on main carrying `Sluice-Canary: <canary>`, oldest first: (sha, weights trailer).
+pub(crate) fn commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
+    let out = git(
+        bare,
+        &[
+            "log",
+            "--reverse",
+            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
+            "main",
+        ],
+    );
+    out.lines()
+        .filter_map(|l| {
+            let (sha, rest) = l.split_once(' ')?;
+            let (id, weights) = rest.split_once('|')?;
+            (id.trim() == canary).then(|| (sha.to_string(), weights.trim().to_string()))
+        })
+        .collect()
+}
+
+pub(crate) fn show(bare: &Path, sha: &str, file: &str) -> String {
+    git(bare, &["show", &format!("{sha}:{file}")])
+}
+
+/// Whether a missing kubectl fails the kustomize checks: on CI, or when asked.
+fn kubectl_required() -> bool {
+    ["CI", "SLUICE_REQUIRE_KUBECTL"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+}
+
+/// `kubectl kustomize` on a folder: its documents, or `None` (with a printed note) when
+/// kubectl is not installed and not required ([`kubectl_required`]). Panics with kubectl's
+/// output when the build fails.
+pub(crate) fn kubectl_kustomize(dir: &Path) -> Option<Vec<Json>> {
+    let built = match Command::new("kubectl").arg("kustomize").arg(dir).output() {
+        Ok(built) => built,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !kubectl_required() => {
+            eprintln!(
+                "note: kubectl not installed, kustomize build of {} not checked (set CI or SLUICE_REQUIRE_KUBECTL to fail instead)",
+                dir.display()
+            );
+            return None;
+        }
+        Err(e) => panic!(
+            "kubectl kustomize {}: {e} (CI or SLUICE_REQUIRE_KUBECTL is set: kubectl must be installed)",
+            dir.display()
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&built.stdout);
+    assert!(
+        built.status.success(),
+        "kubectl kustomize {} failed: {}{stdout}",
+        dir.display(),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Some(serde_saphyr::from_multiple(&stdout).expect("kustomize prints YAML"))
+}
+
+/// `(kind, namespace, name)` of each document, sorted.
+pub(crate) fn identities(docs: &[Json]) -> Vec<String> {
+    let mut ids: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}/{}",
+                d["kind"].as_str().unwrap_or("?"),
+                d["metadata"]["namespace"].as_str().unwrap_or(""),
+                d["metadata"]["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// `kubectl kustomize` builds `folder` as a local directory holds it, and the build holds
+/// exactly the objects of the folder's other YAML files (the kustomization lists them all,
+/// and nothing else).
+pub(crate) fn kustomize_builds_dir(folder: &Path) {
+    let mut written = Vec::new();
+    for entry in walk(folder) {
+        let is_yaml = entry.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        if is_yaml && entry.file_name().is_some_and(|n| n != "kustomization.yaml") {
+            let text = std::fs::read_to_string(&entry).unwrap();
+            let docs: Vec<Json> = serde_saphyr::from_multiple(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.display()));
+            written.extend(docs);
+        }
+    }
+    if let Some(built) = kubectl_kustomize(folder) {
+        assert_eq!(
+            identities(&built),
+            identities(&written),
+            "kubectl kustomize {} builds what the folder holds",
+            folder.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `kubectl kustomize` builds `folder` of the remote's main (see [`kustomize_builds_dir`]).
+pub(crate) fn kustomize_builds(bare: &Path, folder: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = git(
+        bare,
+        &[
+            "ls-tree",
+            "-r",
+            "--name-only",
+            "main",
+            &format!("{folder}/"),
+        ],
+    );
+    assert!(!files.trim().is_empty(), "main has no {folder}/");
+    let out = dir.path().join("out");
+    for file in files.lines() {
+        let relative = Path::new(file).strip_prefix(folder).unwrap();
+        let path = out.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, show(bare, "main", file)).unwrap();
+    }
+    kustomize_builds_dir(&out);
+}
+
+/// One sluice commit, as a provider's [`Provider::route`] sees it.
+pub(crate) struct Commit<'a> {
+    pub(crate) bare: &'a Path,
+    pub(crate) sha: &'a str,
+    /// The documents of `route.yaml`, each already checked against its strict schema.
+    pub(crate) docs: &'a [Json],
+    /// Whether the canary is an A/B one.
+    pub(crate) ab: bool,
+}
+
+/// What a provider's loop test supplies.
+pub(crate) struct Provider {
+    /// The `prod/podinfo` canary with an analysis block (indented under `analysis:`).
+    pub(crate) canary: fn(&str) -> String,
+    /// Objects the canary references, seeded in the repo beside it.
+    pub(crate) files: fn() -> Vec<(&'static str, String)>,
+    /// Checks the provider's shape of one commit's route and returns the weights the
+    /// requests it routes take, as `primary=.. canary=..` (for A/B, the matching requests).
+    pub(crate) route: fn(&Commit) -> String,
+}
+
+impl Provider {
+    pub(crate) fn world(&self, analysis: &str) -> World {
+        let files = (self.files)();
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        World::with_files(&(self.canary)(analysis), &files)
+    }
+
+    /// Every sluice commit: each route document schema-valid, the route's weights the status
+    /// file's (all matching requests to the canary while an A/B analysis runs), the trailer
+    /// the status file's. Returns the route's weights, in order.
+    pub(crate) fn check_every_commit(&self, bare: &Path, ab: bool) -> Vec<String> {
+        let mut schemas = Schemas::default();
+        let mut found = Vec::new();
+        let commits = sluice_commits(bare);
+        assert!(!commits.is_empty(), "sluice committed nothing");
+        for (sha, trailer) in commits {
+            let status: Json = serde_saphyr::from_str(&show(bare, &sha, STATUS_FILE)).unwrap();
+            let docs: Vec<Json> =
+                serde_saphyr::from_multiple(&show(bare, &sha, ROUTE_FILE)).unwrap();
+            assert!(!docs.is_empty(), "{sha}: an empty route");
+            for doc in &docs {
+                let errors = schemas.errors(doc);
+                assert!(errors.is_empty(), "{sha}: {errors:?}");
+            }
+            let status_weights = format!(
+                "primary={} canary={}",
+                status["primaryWeight"], status["canaryWeight"]
+            );
+            let phase = status["phase"].as_str().unwrap();
+            let expected = if ab && ["Progressing", "WaitingApproval"].contains(&phase) {
+                "primary=0 canary=100".to_string()
+            } else {
+                status_weights.clone()
+            };
+            let commit = Commit {
+                bare,
+                sha: &sha,
+                docs: &docs,
+                ab,
+            };
+            let weights = (self.route)(&commit);
+            assert_eq!(weights, expected, "{sha} in phase {phase}");
+            assert_eq!(trailer, status_weights, "{sha}: trailer and status agree");
+            found.push(weights);
+        }
+        found
+    }
+
+    /// A stepped canary goes 20, 40, 60 and promotes the new version.
+    pub(crate) fn steps_and_promotes(&self) -> World {
+        let mut w = self.world(STEPS);
+        w.until(Phase::Initialized);
+        w.new_revision("6.7.1");
+        w.until(Phase::Succeeded);
+        assert_eq!(distinct(self.check_every_commit(&w.bare, false)), STEPPED);
+        let last = sluice_commits(&w.bare).pop().unwrap().0;
+        let primary = show(&w.bare, &last, PRIMARY_FILE);
+        assert!(primary.contains("6.7.1"), "promoted: {primary}");
+        w
+    }
+
+    /// Blue/green: after its iterations all traffic switches, then the new version promotes.
+    pub(crate) fn bluegreen_switches(&self) -> World {
+        let mut w = self.world(BLUE_GREEN);
+        w.until(Phase::Initialized);
+        w.new_revision("6.7.1");
+        w.until(Phase::Succeeded);
+        assert_eq!(distinct(self.check_every_commit(&w.bare, false)), SWITCHED);
+        w
+    }
+
+    /// A/B with `analysis` (iterations and `match`): the matching requests go to the canary,
+    /// then the new version promotes.
+    pub(crate) fn ab_routes_and_promotes(&self, analysis: &str) -> World {
+        let mut w = self.world(analysis);
+        w.until(Phase::Initialized);
+        w.new_revision("6.7.1");
+        w.until(Phase::Succeeded);
+        assert_eq!(distinct(self.check_every_commit(&w.bare, true)), SWITCHED);
+        w
+    }
+
+    /// Failing checks roll back after traffic reached the canary: everything back to the
+    /// primary, which keeps the old version.
+    pub(crate) fn rolls_back(&self) -> World {
+        let mut w = self.world(FAILING);
+        w.until(Phase::Initialized);
+        let primary_before = show(&w.bare, "main", PRIMARY_FILE);
+        w.new_revision("6.7.1");
+        w.until(Phase::Failed);
+        let weights = self.check_every_commit(&w.bare, false);
+        assert!(
+            weights.iter().any(|t| t == "primary=80 canary=20"),
+            "traffic reached the canary before the rollback: {weights:?}"
+        );
+        assert_eq!(weights.last().unwrap(), "primary=100 canary=0");
+        assert_eq!(
+            show(&w.bare, "main", PRIMARY_FILE),
+            primary_before,
+            "the primary keeps the old version"
+        );
+        w
+    }
+}
+
+/// `weights` without consecutive repeats.
+pub(crate) fn distinct(mut weights: Vec<String>) -> Vec<String> {
+    weights.dedup();
+    weights
+}
+
+/// No referenced objects.
+pub(crate) fn no_files() -> Vec<(&'static str, String)> {
+    Vec::new()
+}
