@@ -15,7 +15,7 @@ use crate::core::decide::Decision;
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
 use crate::route::{render_route, Backends, RouteState, Weights, ROUTE_FILE_NAME};
-use crate::spec::model::{Canary, Strategy, Target};
+use crate::spec::model::{Canary, Route, Strategy, Target};
 use crate::workload;
 
 /// Marks files sluice generated; any other file in an output folder is never overwritten.
@@ -35,8 +35,17 @@ pub enum RenderError {
 }
 
 /// The route weights' backends: managed canaries route to `<svc>-primary`/`<svc>-canary`;
-/// route-only canaries to the stable service and the other one.
+/// route-only canaries to the stable service and the other one; a Knative Service to the
+/// promoted revision and the one under analysis (the same one when none is).
 pub fn backends(canary: &Canary, status: &Status) -> (String, String) {
+    if let Route::Knative(_) = &canary.route {
+        let primary = status.promoted_revision.clone();
+        let canary = status
+            .canary_revision
+            .clone()
+            .unwrap_or_else(|| primary.clone());
+        return (primary, canary);
+    }
     match &canary.target {
         Target::RouteOnly { services, .. } => {
             let stable = status
