@@ -95,13 +95,22 @@ pub fn changes(
 ) -> Result<Vec<FileChange>, RenderError> {
     let status = &decision.status;
     let (primary, canary_backend) = backends(canary, status);
+    let mut weights = route_weights(canary, status);
+    // Knative from promotion on: the primary revision is the canary revision, which takes
+    // all traffic (Flagger's primary and canary run the same spec then too).
+    if matches!(canary.route, Route::Knative(_)) && primary == canary_backend {
+        weights = Weights {
+            primary: 100,
+            canary: 0,
+        };
+    }
     let route = render_route(
         canary,
         &Backends {
             primary: &primary,
             canary: &canary_backend,
         },
-        route_weights(canary, status),
+        weights,
         &RouteState::of(status),
     )?;
     let mut changes = Vec::new();

@@ -583,10 +583,11 @@ pub fn read_flagger(
         r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
         let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
             let text = r.string(k, "spec.targetRef.kind")?;
-            // A Knative Service: its router (provider knative) reads it.
+            // A Knative Service: its router (provider knative) reads and checks it.
             let knative = text == "Service"
-                && n.get("apiVersion").and_then(Node::as_str)
-                    == Some(crate::route::knative::API_VERSION);
+                && (n.get("apiVersion").and_then(Node::as_str)
+                    == Some(crate::route::knative::API_VERSION)
+                    || spec.get("provider").and_then(Node::as_str) == Some("knative"));
             if !knative && !["Deployment", "DaemonSet"].contains(&text.as_str()) {
                 r.error(
                     k.line,
