@@ -306,11 +306,14 @@ fn knative_metric_queries_name_the_canary_revision() {
     );
 }
 
+/// Repo files: path and text.
+type Files = Vec<(&'static str, String)>;
+
 /// `(files, expected errors)`: each refused input is reported at its file, line and field.
 #[test]
 fn knative_refuses_what_it_cannot_render() {
     let with = |from: &str, to: &str| e2e_canary(E2E_ANALYSIS).replace(from, to);
-    let cases: Vec<(Vec<(&str, String)>, Vec<&str>)> = vec![
+    let cases: Vec<(Files, Vec<&str>)> = vec![
         (
             vec![("test/canary.yaml", e2e_canary("    interval: 15s\n    threshold: 5\n    iterations: 10"))],
             vec!["test/canary.yaml:16: spec.analysis.iterations: Flagger supports only canary releases with provider knative (the traffic block shifts weights between revisions); replace iterations with stepWeight and maxWeight"],
