@@ -36,6 +36,7 @@ mod route_apisix;
 mod route_contour;
 mod route_ingress;
 mod route_istio;
+mod route_knative;
 mod route_kuma_gloo;
 mod route_traefik;
 mod server;

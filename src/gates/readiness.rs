@@ -1,5 +1,6 @@
 //! Readiness: before a step counts, the canary Deployment or DaemonSet has rolled out (as Flagger's
-//! `IsCanaryReady` checks) and, with an HTTPRoute, every parent Gateway has accepted the route
+//! `IsCanaryReady` checks), or for a Knative Service its canary revision is Ready (Flagger's
+//! `KnativeController.IsCanaryReady`), and, with an HTTPRoute, every parent Gateway has accepted the route
 //! at its current generation. Read-only kube access; the judging functions are pure.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -74,6 +75,26 @@ pub fn daemonset_ready(obj: &Json) -> Readiness {
     Readiness::Ready
 }
 
+/// Judges a Knative Revision the way Flagger's `revision.IsReady()` does: its `Ready`
+/// condition is `True`.
+pub fn revision_ready(obj: &Json) -> Readiness {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("revision");
+    let ready = obj["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"));
+    match ready {
+        Some(c) if c["status"] == "True" => Readiness::Ready,
+        Some(c) => Readiness::NotReady(format!(
+            "Knative Revision {name} is not ready ({}: {})",
+            c["reason"].as_str().unwrap_or(""),
+            c["message"].as_str().unwrap_or("")
+        )),
+        None => Readiness::NotReady(format!(
+            "Knative Revision {name} reports no Ready condition yet"
+        )),
+    }
+}
+
 /// Judges an HTTPRoute: every parent reports `Accepted=True` for the current generation.
 pub fn route_accepted(obj: &Json) -> Readiness {
     let name = obj["metadata"]["name"].as_str().unwrap_or("httproute");
@@ -138,6 +159,15 @@ pub async fn read_readiness(
     workload: &str,
 ) -> Result<Readiness, String> {
     let ns = canary.id.namespace.as_str();
+    if let Route::Knative(knative) = &canary.route {
+        // The revision sluice named; Knative creates it when the commit is applied.
+        let gvk = GroupVersionKind::gvk("serving.knative.dev", "v1", "Revision");
+        let name = knative.revision.as_str();
+        return Ok(match get(client, gvk, "revisions", ns, name).await? {
+            Some(revision) => revision_ready(&revision),
+            None => Readiness::NotReady(format!("Knative Revision {ns}/{name} does not exist yet")),
+        });
+    }
     if !matches!(canary.target, Target::RouteOnly { .. }) {
         let daemonset =
             matches!(&canary.target, Target::TargetRef { kind, .. } if kind == "DaemonSet");
@@ -217,6 +247,37 @@ mod tests {
             (ds(2, 2, 3, 3, 1), "1 of 3 updated pods available"),
         ] {
             match daemonset_ready(&obj) {
+                Readiness::NotReady(m) => assert!(m.contains(why), "{m}"),
+                Readiness::Ready => panic!("{obj} is not ready"),
+            }
+        }
+    }
+
+    #[test]
+    fn knative_revisions_are_ready_when_their_ready_condition_is_true() {
+        let revision = |conditions: Json| json!({"metadata": {"name": "podinfo-83579d86c4"}, "status": {"conditions": conditions}});
+        assert_eq!(
+            revision_ready(&revision(
+                json!([{"type": "Active", "status": "False"}, {"type": "Ready", "status": "True"}])
+            )),
+            Readiness::Ready
+        );
+        for (obj, why) in [
+            (
+                revision(
+                    json!([{"type": "Ready", "status": "False", "reason": "ContainerMissing", "message": "no image"}]),
+                ),
+                "not ready (ContainerMissing: no image)",
+            ),
+            (
+                revision(
+                    json!([{"type": "Ready", "status": "Unknown", "reason": "Deploying", "message": ""}]),
+                ),
+                "not ready (Deploying: )",
+            ),
+            (revision(Json::Null), "no Ready condition"),
+        ] {
+            match revision_ready(&obj) {
                 Readiness::NotReady(m) => assert!(m.contains(why), "{m}"),
                 Readiness::Ready => panic!("{obj} is not ready"),
             }

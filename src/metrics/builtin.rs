@@ -48,6 +48,8 @@ pub enum Observer {
     /// Gateway API and plain Kubernetes providers: the application's own
     /// `http_request_duration_seconds` histogram, by pod name.
     Http,
+    /// Knative behind Envoy (Kourier): the Envoy cluster `namespace/<canary revision>`.
+    Knative,
 }
 
 /// A provider the built-in metrics cannot be computed for.
@@ -73,7 +75,7 @@ pub enum ProviderError {
     },
 }
 
-const SUPPORTED: &str = "osm, linkerd, istio, contour, gloo, nginx, skipper, kuma, traefik, appmesh, apisix, kubernetes, gatewayapi:*";
+const SUPPORTED: &str = "osm, linkerd, istio, contour, gloo, nginx, skipper, kuma, traefik, appmesh, apisix, knative, kubernetes, gatewayapi:*";
 
 /// Flagger's name of a built-in metric.
 pub fn metric_name(metric: BuiltinMetric) -> &'static str {
@@ -113,13 +115,9 @@ impl Observer {
                 })
             }
             "skipper" => Observer::Skipper,
-            "knative" => {
-                return Err(ProviderError::Unsupported {
-                    metric,
-                    provider: provider.to_string(),
-                    why: "its queries need the latest Knative revision read from the cluster",
-                })
-            }
+            // `{{ route }}` is the canary revision the Knative router names (Flagger reads
+            // the Service's `latestCreatedRevisionName` from the cluster).
+            "knative" => Observer::Knative,
             other => {
                 return Err(ProviderError::Unknown {
                     metric,
@@ -144,6 +142,7 @@ impl Observer {
             Observer::Apisix => "apisix",
             Observer::Skipper => "skipper",
             Observer::Http => "http",
+            Observer::Knative => "knative",
         }
     }
 
@@ -175,6 +174,8 @@ impl Observer {
             (Observer::Skipper, Duration) => SKIPPER_DURATION,
             (Observer::Http, Success) => HTTP_SUCCESS,
             (Observer::Http, Duration) => HTTP_DURATION,
+            (Observer::Knative, Success) => KNATIVE_SUCCESS,
+            (Observer::Knative, Duration) => KNATIVE_DURATION,
         }
     }
 
@@ -219,6 +220,15 @@ impl BuiltinQuery {
 }
 
 // Success rate: the non-5xx share of the canary's requests, in percent. Duration: p99 in ms.
+
+// Knative (`pkg/metrics/observers/knative.go`): Envoy's cluster for the revision `{{ route }}`.
+const KNATIVE_SUCCESS: &str = r#"
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route }}", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}]))
+* 100"#;
+const KNATIVE_DURATION: &str = r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}])) by (le))"#;
 
 const OSM_SUCCESS: &str = r#"
 sum(rate(osm_request_total{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}", response_code!~"5.*"}[{{ interval }}]))
@@ -361,7 +371,7 @@ mod tests {
     use super::*;
     use crate::metrics::prometheus::collapse_whitespace;
 
-    const ALL: [Observer; 12] = [
+    const ALL: [Observer; 13] = [
         Observer::Osm,
         Observer::Linkerd,
         Observer::Istio,
@@ -374,6 +384,7 @@ mod tests {
         Observer::Apisix,
         Observer::Skipper,
         Observer::Http,
+        Observer::Knative,
     ];
 
     fn model() -> QueryModel {
@@ -437,10 +448,10 @@ mod tests {
             Observer::for_provider(Some("skipper"), m),
             Ok(Observer::Skipper)
         );
-        assert!(matches!(
+        assert_eq!(
             Observer::for_provider(Some("knative"), m),
-            Err(ProviderError::Unsupported { .. })
-        ));
+            Ok(Observer::Knative)
+        );
         assert_eq!(
             Observer::for_provider(None, BuiltinMetric::RequestDuration)
                 .unwrap_err()
@@ -503,6 +514,23 @@ mod tests {
         assert_eq!(
             query(Observer::Istio, BuiltinMetric::RequestDuration),
             r#"histogram_quantile(0.99, sum(rate(istio_request_duration_milliseconds_bucket{reporter="destination", destination_workload_namespace="test", destination_workload=~"podinfo"}[1m])) by (le))"#
+        );
+    }
+
+    /// Flagger's `{{ route }}` for Knative is the canary revision (`latestCreatedRevisionName`).
+    #[test]
+    fn knative_queries_select_the_canary_revision_cluster() {
+        let mut m = model();
+        m.route = "podinfo-00002".into();
+        let render =
+            |metric| collapse_whitespace(&Observer::Knative.query(metric, &m).unwrap().promql);
+        assert_eq!(
+            render(BuiltinMetric::RequestSuccessRate),
+            r#"sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"test/podinfo-00002", envoy_response_code!~"5.*"}[1m])) / sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"test/podinfo-00002"}[1m])) * 100"#
+        );
+        assert_eq!(
+            render(BuiltinMetric::RequestDuration),
+            r#"histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"test/podinfo-00002"}[1m])) by (le))"#
         );
     }
 

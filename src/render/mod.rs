@@ -15,7 +15,7 @@ use crate::core::decide::Decision;
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
 use crate::route::{render_route, Backends, RouteState, Weights, ROUTE_FILE_NAME};
-use crate::spec::model::{Canary, Strategy, Target};
+use crate::spec::model::{Canary, Route, Strategy, Target};
 use crate::workload;
 
 /// Marks files sluice generated; any other file in an output folder is never overwritten.
@@ -35,8 +35,17 @@ pub enum RenderError {
 }
 
 /// The route weights' backends: managed canaries route to `<svc>-primary`/`<svc>-canary`;
-/// route-only canaries to the stable service and the other one.
+/// route-only canaries to the stable service and the other one; a Knative Service to the
+/// promoted revision and the one under analysis (the same one when none is).
 pub fn backends(canary: &Canary, status: &Status) -> (String, String) {
+    if let Route::Knative(_) = &canary.route {
+        let primary = status.promoted_revision.clone();
+        let canary = status
+            .canary_revision
+            .clone()
+            .unwrap_or_else(|| primary.clone());
+        return (primary, canary);
+    }
     match &canary.target {
         Target::RouteOnly { services, .. } => {
             let stable = status
@@ -86,13 +95,22 @@ pub fn changes(
 ) -> Result<Vec<FileChange>, RenderError> {
     let status = &decision.status;
     let (primary, canary_backend) = backends(canary, status);
+    let mut weights = route_weights(canary, status);
+    // Knative from promotion on: the primary revision is the canary revision, which takes
+    // all traffic (Flagger's primary and canary run the same spec then too).
+    if matches!(canary.route, Route::Knative(_)) && primary == canary_backend {
+        weights = Weights {
+            primary: 100,
+            canary: 0,
+        };
+    }
     let route = render_route(
         canary,
         &Backends {
             primary: &primary,
             canary: &canary_backend,
         },
-        route_weights(canary, status),
+        weights,
         &RouteState::of(status),
     )?;
     let mut changes = Vec::new();

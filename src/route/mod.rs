@@ -25,6 +25,7 @@ pub mod gloo;
 pub mod ingress;
 pub mod istio;
 pub mod istio_api;
+pub mod knative;
 pub mod kubernetes;
 pub mod kuma;
 mod registry;
@@ -327,7 +328,7 @@ pub fn render_route(
     state: &RouteState,
 ) -> Result<Option<RenderedFile>, RouteError> {
     weights.check(canary)?;
-    check_backends(canary, backends)?;
+    check_backends(canary, backends, weights)?;
     let content = canary.route.render(canary, backends, weights, state)?;
     Ok(content.map(|content| RenderedFile {
         file_name: ROUTE_FILE_NAME.to_string(),
@@ -336,7 +337,11 @@ pub fn render_route(
 }
 
 /// Service names are DNS-1035 labels; the two backends must differ or the split means nothing.
-fn check_backends(canary: &Canary, backends: &Backends) -> Result<(), RouteError> {
+fn check_backends(
+    canary: &Canary,
+    backends: &Backends,
+    weights: Weights,
+) -> Result<(), RouteError> {
     for (field, name) in [("primary", backends.primary), ("canary", backends.canary)] {
         if let Err(message) = check_service_name(name) {
             return Err(RouteError::Backend {
@@ -346,7 +351,9 @@ fn check_backends(canary: &Canary, backends: &Backends) -> Result<(), RouteError
             });
         }
     }
-    if backends.primary == backends.canary {
+    // The same backend twice only carries all traffic to it: Knative's primary and canary
+    // revisions are one revision before the first rollout and after a promotion.
+    if backends.primary == backends.canary && weights.canary != 0 {
         return Err(RouteError::Backend {
             canary: canary.id.to_string(),
             field: "canary",

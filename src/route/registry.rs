@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    apisix, contour, gateway_api, gloo, ingress, istio, kubernetes, kuma, smi, traefik, AbInput,
-    Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
+    apisix, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi, traefik,
+    AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -147,6 +147,8 @@ routers! {
     Contour => contour::Contour,
     /// Traefik TraefikService: `traefik`.
     Traefik => traefik::Traefik,
+    /// The Knative Service's traffic between two revisions: `knative`.
+    Knative => knative::Knative,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -218,8 +220,10 @@ impl Route {
             .required(node, p, "kind")
             .and_then(|n| r.string(n, "spec.route.kind").map(|s| (n.line, s)));
         let ((api_line, api), (kind_line, kind)) = (api?, kind?);
-        let Some(entry) = ROUTERS.iter().find(|e| e.native_kind == kind) else {
-            let mut kinds: Vec<&str> = ROUTERS.iter().map(|e| e.native_kind).collect();
+        // An empty kind: a router with no native route (`knative`).
+        let native = || ROUTERS.iter().filter(|e| !e.native_kind.is_empty());
+        let Some(entry) = native().find(|e| e.native_kind == kind) else {
+            let mut kinds: Vec<&str> = native().map(|e| e.native_kind).collect();
             kinds.sort_unstable();
             r.error(
                 kind_line,
@@ -293,10 +297,10 @@ mod tests {
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper, contour, traefik";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper, contour, traefik, knative";
         assert_eq!(
             parse_provider("appmesh"),
-            Err(format!("sluice does not route provider \"appmesh\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy or Traefik TraefikService); {supported}"))
+            Err(format!("sluice does not route provider \"appmesh\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy, Traefik TraefikService or Knative Service traffic); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -310,7 +314,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy or Traefik TraefikService"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy, Traefik TraefikService or Knative Service traffic"
         );
         // An alias works but is not advertised.
         assert_eq!(

@@ -583,7 +583,12 @@ pub fn read_flagger(
         r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
         let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
             let text = r.string(k, "spec.targetRef.kind")?;
-            if !["Deployment", "DaemonSet"].contains(&text.as_str()) {
+            // A Knative Service: its router (provider knative) reads and checks it.
+            let knative = text == "Service"
+                && (n.get("apiVersion").and_then(Node::as_str)
+                    == Some(crate::route::knative::API_VERSION)
+                    || spec.get("provider").and_then(Node::as_str) == Some("knative"));
+            if !knative && !["Deployment", "DaemonSet"].contains(&text.as_str()) {
                 r.error(
                     k.line,
                     "spec.targetRef.kind",
@@ -631,7 +636,19 @@ pub fn read_flagger(
             );
         }
     }
-    let service_node = r.required(spec, "spec", "service");
+    // Flagger's Knative canaries have no `service`: no Service is created for them.
+    let knative_target =
+        matches!(&target, Some(Target::TargetRef { kind, .. }) if kind == "Service");
+    let knative = matches!(provider, Some(Provider::Knative(_)));
+    if knative_target && !knative && provider.is_some() {
+        let line = spec.get("provider").map_or(spec.line, |n| n.line);
+        r.error(line, "spec.provider", "a Knative Service target is rolled out with provider knative (Flagger: can't use another provider with a Knative Service as target)");
+    }
+    let service_node = if knative {
+        spec.get("service")
+    } else {
+        r.required(spec, "spec", "service")
+    };
     let service = service_node.and_then(|n| {
         let target_name = match &target {
             Some(Target::TargetRef { name, .. }) => Some(CanaryId {
@@ -655,6 +672,11 @@ pub fn read_flagger(
             read_service_fields(r, n, &mut spec);
             Some(spec)
         }
+        // No `service` for a Knative target: it names nothing sluice writes (port unused).
+        (None, None) if knative => match &target {
+            Some(Target::TargetRef { name, .. }) => Some(ServiceSpec::new(name.clone(), 80)),
+            _ => None,
+        },
         (service, _) => service,
     };
     let mut route = provider.and_then(|p| {

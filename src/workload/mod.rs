@@ -16,7 +16,7 @@ use std::path::Path;
 use yaml_rust2::Yaml;
 
 use crate::core::decide::{Action, Decision};
-use crate::spec::model::{Canary, Target};
+use crate::spec::model::{Canary, Route, Target};
 use crate::workload::autoscaler::Autoscaler;
 use crate::workload::configs::{references, ConfigRef};
 pub use crate::workload::source::Index;
@@ -193,6 +193,10 @@ pub fn source_revision(source: &Source) -> String {
 
 /// The revision the canary's source is at now.
 pub fn revision(root: &Path, canary: &Canary, index: &Index) -> Result<String, WorkloadError> {
+    // A Knative Service: the revision is the name its router gives the template.
+    if let Route::Knative(knative) = &canary.route {
+        return Ok(knative.revision.clone());
+    }
     match &canary.target {
         Target::RouteOnly { revision, .. } => Ok(revision.clone()),
         Target::Source { .. } | Target::TargetRef { .. } => {
@@ -208,7 +212,11 @@ pub fn render(
     decision: &Decision,
     index: &Index,
 ) -> Result<Vec<(String, String)>, WorkloadError> {
-    if let Target::RouteOnly { .. } = canary.target {
+    // Route-only: the user owns the workloads. Knative: the Service the router writes runs
+    // both revisions, with no primary/canary workload or Service (as Flagger).
+    if matches!(canary.target, Target::RouteOnly { .. })
+        || matches!(canary.route, Route::Knative(_))
+    {
         return Ok(Vec::new());
     }
     let source = load_source(root, canary, index)?;
