@@ -23,6 +23,10 @@ struct Fixture {
     service: &'static str,
     analysis: &'static str,
     files: &'static [(&'static str, &'static str)],
+    /// The `targetRef` block, and the file (among `files`) whose `6.7.0` a new revision bumps;
+    /// an empty file means the default Deployment.
+    target: &'static str,
+    source: &'static str,
 }
 
 const STEPS: &str = "    stepWeight: 20\n    maxWeight: 60";
@@ -33,7 +37,32 @@ const DEFAULT: Fixture = Fixture {
     service: "",
     analysis: STEPS,
     files: &[],
+    target: DEPLOYMENT_TARGET,
+    source: "",
 };
+
+const DEPLOYMENT_TARGET: &str = "  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo";
+const KNATIVE_TARGET: &str = "  targetRef:
+    apiVersion: serving.knative.dev/v1
+    kind: Service
+    name: podinfo";
+const KNATIVE_SERVICE_FILE: &str = "apps/podinfo/service.yaml";
+const KNATIVE_SERVICE: &str = "apiVersion: serving.knative.dev/v1
+kind: Service
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  template:
+    spec:
+      containers:
+        - image: ghcr.io/stefanprodan/podinfo:6.7.0
+          ports:
+            - containerPort: 9898
+";
 
 const INGRESS_REF: &str = "  ingressRef:
     apiVersion: networking.k8s.io/v1
@@ -112,6 +141,14 @@ const FIXTURES: &[Fixture] = &[
         service: GATEWAY_REFS,
         ..DEFAULT
     },
+    // The target is the Knative Service itself; the router writes it with its traffic split.
+    Fixture {
+        provider: "knative",
+        target: KNATIVE_TARGET,
+        files: &[(KNATIVE_SERVICE_FILE, KNATIVE_SERVICE)],
+        source: KNATIVE_SERVICE_FILE,
+        ..DEFAULT
+    },
     // No route object: blue/green through the Services only.
     Fixture {
         provider: "kubernetes",
@@ -129,10 +166,7 @@ metadata:
   namespace: prod
 spec:
   provider: {provider}
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
+{target}
 {spec}
   service:
     port: 80
@@ -143,6 +177,7 @@ spec:
     threshold: 2
 {analysis}
 ",
+        target = f.target,
         spec = f.spec,
         service = f.service,
         analysis = f.analysis,
@@ -208,7 +243,12 @@ fn builds_through_the_loop(provider: &str) {
     let mut w = World::with_files(&text, f.files);
     // `until` builds the output folder once the phase is committed.
     w.until(Phase::Initialized);
-    w.new_revision("6.7.1");
+    match f.files.iter().find(|(path, _)| *path == f.source) {
+        Some((path, text)) => {
+            w.human_writes(path, &text.replace("6.7.0", "6.7.1"), "podinfo: 6.7.1")
+        }
+        None => w.new_revision("6.7.1"),
+    }
     w.until(Phase::Progressing);
     let mut at_step = false;
     for _ in 0..50 {

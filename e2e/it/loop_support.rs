@@ -145,13 +145,17 @@ impl World {
 
     /// A human commits a new podinfo version to the source Deployment.
     pub(crate) fn new_revision(&self, version: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(
-            &self.human,
+        self.human_writes(
             "apps/podinfo/deployment.yaml",
             &DEPLOYMENT.replace("6.7.0", version),
             &format!("podinfo: {version}"),
         );
+    }
+
+    /// A human pulls, writes `file` and pushes.
+    pub(crate) fn human_writes(&self, file: &str, text: &str, message: &str) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        human_commit(&self.human, file, text, message);
     }
 }
 

@@ -17,7 +17,7 @@ use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::loop_istio::{show, sluice_commits, World};
+use crate::loop_support::{show, sluice_commits, World};
 use crate::support::{git, human_clone, human_commit, Schemas};
 
 /// `docs/gitbook/tutorials/knative-progressive-delivery.md`: the Knative Service.
