@@ -29,6 +29,7 @@ mod operate;
 mod per_tick;
 mod route;
 mod route_apisix;
+mod route_appmesh;
 mod route_contour;
 mod route_ingress;
 mod route_istio;
