@@ -16,6 +16,7 @@ mod gitops_layers;
 mod install;
 mod kubernetes;
 mod lease;
+mod loop_appmesh;
 mod loop_contour;
 mod loop_git;
 mod loop_ingress;
