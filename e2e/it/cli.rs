@@ -27,7 +27,7 @@ fn validate_reports_every_error_and_exits_1() {
     let file = dir.path().join("bad.yaml");
     std::fs::write(
         &file,
-        "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata: {name: podinfo}\nspec:\n  provider: appmesh\n  targetRef: {kind: Deployment, name: podinfo}\n  service: {port: 9898}\n  analysis:\n    stepWeight: 120\n",
+        "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata: {name: podinfo}\nspec:\n  provider: cilium\n  targetRef: {kind: Deployment, name: podinfo}\n  service: {port: 9898}\n  analysis:\n    stepWeight: 120\n",
     )
     .unwrap();
     let (code, _, err) = sluice(&["validate", file.to_str().unwrap()]);

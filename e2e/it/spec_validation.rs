@@ -245,8 +245,8 @@ fn every_problem_in_a_file_is_reported() {
 #[test]
 fn flagger_providers_sluice_cannot_route_are_errors() {
     assert_has(
-        &errors(&flagger("provider: appmesh\n", "stepWeight: 10")),
-        ":7: spec.provider: sluice does not route provider \"appmesh\"",
+        &errors(&flagger("provider: cilium\n", "stepWeight: 10")),
+        ":7: spec.provider: sluice does not route provider \"cilium\"",
     );
     assert_has(
         &errors(&flagger("provider: gatewayapi\n", "stepWeight: 10")),
@@ -284,11 +284,11 @@ fn repo_default_provider_applies_to_flagger_input() {
     .unwrap();
     let loaded = load_text("c.yaml", &flagger("", "stepWeight: 10"), &settings);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-    let bad = parse_settings(".sluice/config.yaml", "provider: appmesh\noutpt: x\n").unwrap_err();
+    let bad = parse_settings(".sluice/config.yaml", "provider: cilium\noutpt: x\n").unwrap_err();
     let text: Vec<String> = bad.iter().map(ToString::to_string).collect();
     assert_has(
         &text,
-        ".sluice/config.yaml:1: provider: sluice does not route provider \"appmesh\"",
+        ".sluice/config.yaml:1: provider: sluice does not route provider \"cilium\"",
     );
     assert_has(
         &text,

@@ -19,6 +19,7 @@
 //! problem through the spec [`Reader`] with its file, line and field.
 
 pub mod apisix;
+pub mod appmesh;
 pub mod contour;
 pub mod gateway_api;
 pub mod gloo;

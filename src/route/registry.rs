@@ -7,8 +7,8 @@
 
 use crate::route::Canary;
 use crate::route::{
-    apisix, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi, traefik,
-    AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
+    apisix, appmesh, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi,
+    traefik, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -149,6 +149,8 @@ routers! {
     Traefik => traefik::Traefik,
     /// The Knative Service's traffic between two revisions: `knative`.
     Knative => knative::Knative,
+    /// App Mesh VirtualNodes, VirtualRouters and VirtualServices: `appmesh:v1beta2`.
+    AppMesh => appmesh::AppMesh,
 }
 
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
@@ -290,17 +292,22 @@ mod tests {
         );
         assert_eq!(parse_provider("contour"), Ok(Provider::Contour(())));
         assert_eq!(parse_provider("traefik"), Ok(Provider::Traefik(())));
-        assert!(parse_provider("appmesh")
+        assert!(parse_provider("cilium")
             .unwrap_err()
             .contains("does not route"));
+        assert_eq!(parse_provider("appmesh:v1beta2"), Ok(Provider::AppMesh(())));
+        // Flagger's plain `appmesh` is its v1beta1 router: refused, pointing at v1beta2.
+        assert!(parse_provider("appmesh")
+            .unwrap_err()
+            .contains("use provider \"appmesh:v1beta2\""));
     }
 
     #[test]
     fn unknown_providers_list_every_supported_one() {
-        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper, contour, traefik, knative";
+        let supported = "supported: osm, linkerd, smi:v1alpha1, smi:v1alpha2, smi:v1alpha3, smi:v1alpha4, gatewayapi:v1, gatewayapi:v1beta1, istio, istio:v1beta1, istio:v1, kubernetes, kuma, gloo, apisix, nginx, skipper, contour, traefik, knative, appmesh:v1beta2";
         assert_eq!(
-            parse_provider("appmesh"),
-            Err(format!("sluice does not route provider \"appmesh\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy, Traefik TraefikService or Knative Service traffic); {supported}"))
+            parse_provider("cilium"),
+            Err(format!("sluice does not route provider \"cilium\" (it writes SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy, Traefik TraefikService, Knative Service traffic or App Mesh VirtualNodes, VirtualRouters and VirtualServices); {supported}"))
         );
         assert_eq!(
             parse_provider("gatewayapi"),
@@ -314,7 +321,7 @@ mod tests {
         );
         assert_eq!(
             route_objects(),
-            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy, Traefik TraefikService or Knative Service traffic"
+            "SMI TrafficSplit, Gateway API HTTPRoute, Istio VirtualService, Kubernetes Services for blue/green, Kuma TrafficRoute, Gloo RouteTable and Upstreams, APISIX ApisixRoute, canary Ingress (nginx, skipper), Contour HTTPProxy, Traefik TraefikService, Knative Service traffic or App Mesh VirtualNodes, VirtualRouters and VirtualServices"
         );
         // An alias works but is not advertised.
         assert_eq!(
@@ -385,7 +392,7 @@ mod tests {
         let cases: [(&str, &[&str]); 5] = [
             (
                 "apiVersion: split.smi-spec.io/v1alpha2\nkind: ServiceEntry\n",
-                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPProxy, HTTPRoute, Ingress, RouteTable, Service, TraefikService, TrafficRoute, TrafficSplit or VirtualService, found \"ServiceEntry\""],
+                &["c.yaml:2: spec.route.kind: expected ApisixRoute, HTTPProxy, HTTPRoute, Ingress, RouteTable, Service, TraefikService, TrafficRoute, TrafficSplit, VirtualRouter or VirtualService, found \"ServiceEntry\""],
             ),
             (
                 "apiVersion: split.smi-spec.io/v1\nkind: TrafficSplit\nparentRefs: [{name: gw}]\nhostnames: [a.example]\n",
