@@ -40,9 +40,8 @@ impl ConfigRepo {
     pub fn push(&mut self) -> Result<PushOutcome> {
         self.sync_branch()?;
         let refname = self.local_ref();
-        // No leading `+`: the remote must fast-forward. sluice never force-pushes.
-        let refspec = format!("{refname}:{refname}");
-        let statuses = match self.remote().push(&[&refspec])? {
+        // Fast-forward only, compared and swapped on the remote: sluice never force-pushes.
+        let statuses = match self.remote().push_fast_forward(&refname, self.head)? {
             Pushed::NotFastForward(reason) => {
                 tracing::info!(%reason, "push rejected: the remote branch moved");
                 return Ok(PushOutcome::Rejected);

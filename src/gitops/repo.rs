@@ -45,6 +45,8 @@ pub struct ConfigRepo {
     /// Open inside `with_memory_objects`: `repo` then writes objects to memory.
     memory: Memory,
     signing: Option<Signing>,
+    /// See [`ConfigRepo::before_push_update`].
+    push_hook: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl std::fmt::Debug for ConfigRepo {
@@ -131,6 +133,7 @@ impl ConfigRepo {
             written: Vec::new(),
             memory: Memory::default(),
             signing: None,
+            push_hook: None,
         };
         this.fetch_as(op)?;
         Ok(this)
@@ -235,6 +238,14 @@ impl ConfigRepo {
         self.signing = signing;
     }
 
+    /// Runs `hook` inside every later push of the branch, after the remote's head was read and
+    /// before it is updated: the window in which another writer can race the push. For tests of
+    /// that race; sluice itself never sets one.
+    #[doc(hidden)]
+    pub fn before_push_update(&mut self, hook: impl Fn() + Send + Sync + 'static) {
+        self.push_hook = Some(Box::new(hook));
+    }
+
     /// The blob id of `path` (repo-relative, `/`-separated) in the head commit, or `None` if
     /// there is no such file: tells whether a file changed without reading it.
     pub fn file_id_at_head(&self, path: &str) -> Result<Option<Oid>> {
@@ -309,6 +320,7 @@ impl ConfigRepo {
             root: &self.root,
             url: &self.remote_url,
             creds: &self.creds,
+            before_update: self.push_hook.as_deref(),
         }
     }
 }
