@@ -113,3 +113,63 @@ fn file_url_push_racing_a_human_is_rejected_not_overwriting() {
     let fx = Fixture::new();
     push_racing_a_human(&format!("file://{}", fx.bare_url()), &fx);
 }
+
+/// Runs the real binary; returns (success, stderr).
+fn sluice(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_LOG", "info")
+        .output()
+        .expect("run sluice");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lock_files_a_killed_sluice_left_do_not_stop_the_next_start() {
+    let fx = Fixture::new();
+    let work = fx.path("work");
+    let args = [
+        "reconcile",
+        "--repo",
+        &fx.bare_url(),
+        "--workdir",
+        work.to_str().unwrap(),
+    ];
+    let (ok, err) = sluice(&args);
+    assert!(ok, "first start: {err}");
+    for lock in [
+        "index.lock",
+        "HEAD.lock",
+        "refs/heads/main.lock",
+        "refs/remotes/origin/main.lock",
+    ] {
+        // What a kill -9 in the middle of an update leaves: the lock, with partial content.
+        let path = work.join(".git").join(lock);
+        std::fs::write(&path, "0000").unwrap();
+        // Someone else pushed meanwhile, so the next start must update every ref again.
+        let human = fx.path(&format!("human-{}", lock.replace('/', "-")));
+        git(
+            fx.dir.path(),
+            &["clone", "-q", &fx.bare_url(), human.to_str().unwrap()],
+        );
+        std::fs::write(human.join("README.md"), format!("{lock}\n")).unwrap();
+        git(&human, &["commit", "-q", "-am", "Human edits README"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+
+        let (ok, err) = sluice(&args);
+        assert!(ok, "start with a stale {lock}: {err}");
+        assert!(
+            err.contains("removed a stale git lock file") && err.contains(lock),
+            "the removal is logged: {err}"
+        );
+        assert!(!path.exists(), "{lock} removed");
+        assert_eq!(
+            std::fs::read_to_string(work.join("README.md")).unwrap(),
+            format!("{lock}\n"),
+            "the clone caught up with the remote"
+        );
+    }
+}

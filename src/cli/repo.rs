@@ -87,6 +87,8 @@ pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<L
             workdir.display()
         );
     }
+    // Ours alone now: a lock file in the clone is what a killed sluice left behind.
+    ConfigRepo::remove_stale_locks(&workdir)?;
     let creds = Credentials::from_env()?;
     let repo = ConfigRepo::open_or_clone(url, branch, &workdir, &creds)?;
     Ok(Locked { repo, _lock: lock })

@@ -20,7 +20,7 @@
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
-//!   `maintenance`: repacking.
+//!   `maintenance`: repacking. `locks`: stale lock files a killed process left.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
 //! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
 
@@ -30,6 +30,7 @@ mod commit;
 mod credentials;
 mod error;
 mod history;
+mod locks;
 mod maintenance;
 mod memory;
 mod push;

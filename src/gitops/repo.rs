@@ -19,6 +19,7 @@ use super::change::{validate_path, CommitMessage, FileChange, Identity};
 use super::commit::{IfUnchanged, Writer};
 use super::credentials::{redact_url, strip_userinfo, Credentials};
 use super::error::{Error, RemoteOp, Result};
+use super::locks;
 use super::maintenance;
 use super::memory::Memory;
 use super::remote::{Remote, ORIGIN};
@@ -62,6 +63,18 @@ impl std::fmt::Debug for ConfigRepo {
 }
 
 impl ConfigRepo {
+    /// Removes the lock files (`.git/index.lock`, `HEAD.lock`, `refs/heads/main.lock`...) a
+    /// process killed mid-update left in the clone in `workdir`, logging each one, so the
+    /// clone can be updated again. Call it only while holding sluice's exclusive lock on the
+    /// work dir: then nothing else can be writing the clone, and every such file is stale.
+    pub fn remove_stale_locks(workdir: &Path) -> Result<Vec<PathBuf>> {
+        let removed = locks::remove_stale(workdir)?;
+        for lock in &removed {
+            tracing::warn!(file = %lock.display(), "removed a stale git lock file a killed process left");
+        }
+        Ok(removed)
+    }
+
     /// Opens the clone in `workdir`, or clones `url` into it when the directory is missing or
     /// empty, then fetches `branch` and resets the work tree to the remote head.
     ///
