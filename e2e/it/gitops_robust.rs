@@ -173,3 +173,292 @@ fn lock_files_a_killed_sluice_left_do_not_stop_the_next_start() {
         );
     }
 }
+
+/// A TCP listener that accepts connections and never answers them (a hung server), until
+/// told to forward new connections to `backend` (the server came back).
+struct Stalling {
+    port: u16,
+    forward_to: Arc<std::sync::Mutex<Option<u16>>>,
+    stop: Arc<AtomicBool>,
+    /// Connections accepted so far.
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Stalling {
+    fn start() -> Stalling {
+        Stalling::start_on(0)
+    }
+
+    fn start_on(port: u16) -> Stalling {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let forward_to = Arc::new(std::sync::Mutex::new(None::<u16>));
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (forward, stopping, count) = (forward_to.clone(), stop.clone(), accepted.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = stream else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                let backend = *forward.lock().unwrap();
+                match backend {
+                    // Accepted, never read from or written to, kept open.
+                    None => held.push(client),
+                    Some(backend) => {
+                        let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", backend))
+                        else {
+                            continue;
+                        };
+                        let pipe = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
+                            std::thread::spawn(move || {
+                                let _ = std::io::copy(&mut from, &mut to);
+                                let _ = to.shutdown(std::net::Shutdown::Write);
+                            });
+                        };
+                        pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                        pipe(server, client);
+                    }
+                }
+            }
+        });
+        Stalling {
+            port,
+            forward_to,
+            stop,
+            accepted,
+        }
+    }
+
+    fn forward_to(&self, port: u16) {
+        *self.forward_to.lock().unwrap() = Some(port);
+    }
+}
+
+impl Drop for Stalling {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Runs `cmd` to its end, or kills it and panics after a generous guard (the bug this file
+/// tests is a process that never returns).
+fn finish_within_guard(mut cmd: std::process::Command, what: &str) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sluice");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(out) => out.expect("wait for sluice"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+            panic!("{what}: sluice never returned");
+        }
+    }
+}
+
+#[test]
+fn a_remote_that_never_answers_fails_the_command_with_a_timeout() {
+    let fx = Fixture::new();
+    let hung = Stalling::start();
+    for scheme in ["git", "http", "https"] {
+        let url = format!("{scheme}://127.0.0.1:{}/remote.git", hung.port);
+        let work = fx.path(&format!("work-{scheme}"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.args(["reconcile", "--repo", &url, "--git-timeout", "1s"])
+            .arg("--workdir")
+            .arg(&work)
+            .env("SLUICE_LOG", "info");
+        let out = finish_within_guard(cmd, scheme);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{scheme}: {err}");
+        assert!(
+            err.contains("cannot reach the remote") && err.contains("timed out"),
+            "{scheme}: a clear timeout error: {err}"
+        );
+    }
+}
+
+fn readyz(addr: &str) -> Option<u16> {
+    std::net::TcpStream::connect(addr).ok()?;
+    Some(crate::support::http(addr, "GET", "/readyz", &[], b"").0)
+}
+
+/// Polls `check` every 50 ms until it holds; panics after a generous guard.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The log the daemon wrote to `path` so far.
+fn log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn daemon_with_a_hung_remote_is_not_ready_logs_it_and_recovers_when_it_answers() {
+    let fx = Fixture::new();
+    let hung = Stalling::start();
+    let url = format!("git://127.0.0.1:{}/remote.git", hung.port);
+    let port = crate::support::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let log_path = fx.path("daemon.log");
+    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "--repo",
+            &url,
+            "--poll",
+            "200ms",
+            "--git-timeout",
+            "1s",
+        ])
+        .args(["--listen", &addr, "--workdir"])
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(daemon.id());
+
+    eventually("the stalled clone is logged as a timeout", || {
+        log(&log_path).contains("timed out")
+    });
+    assert_eq!(daemon.try_wait().unwrap(), None, "{}", log(&log_path));
+    assert_eq!(readyz(&addr), Some(503), "not ready while the remote hangs");
+    eventually("a second attempt", || {
+        log(&log_path).matches("timed out").count() >= 2
+    });
+    assert_eq!(
+        daemon.try_wait().unwrap(),
+        None,
+        "still running: it retries"
+    );
+
+    // The server answers again.
+    let git_daemon = crate::support::GitDaemon::start(fx.dir.path());
+    hung.forward_to(git_daemon.port);
+    eventually("ready once the remote answers", || {
+        readyz(&addr) == Some(200)
+    });
+
+    // And it stops on SIGTERM.
+    std::process::Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    let status = daemon.wait().unwrap();
+    drop(guard);
+    assert!(status.success(), "{}", log(&log_path));
+}
+
+#[test]
+fn sigterm_stops_the_daemon_while_a_fetch_hangs() {
+    let fx = Fixture::new();
+    let hung = Stalling::start();
+    let url = format!("git://127.0.0.1:{}/remote.git", hung.port);
+    let log_path = fx.path("daemon.log");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+    // A git timeout far longer than the test's guard: only the stop itself can end it.
+    cmd.args(["run", "--repo", &url, "--git-timeout", "1h", "--listen"])
+        .arg("127.0.0.1:0")
+        .arg("--workdir")
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info");
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _guard = KillOnDrop(pid);
+    eventually("the daemon's clone is waiting on the hung remote", || {
+        hung.accepted.load(Ordering::SeqCst) > 0
+    });
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = tx.send(child.wait());
+    });
+    let status = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("SIGTERM ignored: {}", log(&log_path)))
+        .unwrap();
+    assert!(status.success(), "{}", log(&log_path));
+    assert!(
+        log(&log_path).contains("stopped"),
+        "the stop is logged: {}",
+        log(&log_path)
+    );
+}
+
+/// Kills a process by id when dropped (a failed assertion must not leave a daemon running).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn daemon_started_while_the_remote_is_down_keeps_retrying_until_it_is_up() {
+    let fx = Fixture::new();
+    let remote_port = crate::support::free_port(); // nothing listens there yet
+    let url = format!("git://127.0.0.1:{remote_port}/remote.git");
+    let addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let log_path = fx.path("daemon.log");
+    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "--repo", &url, "--poll", "200ms", "--listen", &addr])
+        .arg("--workdir")
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(daemon.id());
+    eventually("two failed attempts", || {
+        log(&log_path).matches("will retry").count() >= 2
+    });
+    assert_eq!(
+        daemon.try_wait().unwrap(),
+        None,
+        "it said it would retry, so it must still run: {}",
+        log(&log_path)
+    );
+    assert_eq!(
+        readyz(&addr),
+        Some(503),
+        "not ready while the remote is down"
+    );
+
+    let git_daemon = crate::support::GitDaemon::start(fx.dir.path());
+    let up = Stalling::start_on(remote_port);
+    up.forward_to(git_daemon.port);
+    eventually("ready once the remote is up", || readyz(&addr) == Some(200));
+    assert!(fx.path("work/apps/podinfo/route.yaml").exists(), "cloned");
+}

@@ -20,7 +20,8 @@
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
-//!   `maintenance`: repacking. `locks`: stale lock files a killed process left.
+//!   `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
+//!   timeouts.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
 //! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
 
@@ -37,6 +38,7 @@ mod push;
 mod remote;
 mod repo;
 mod sign;
+mod timeouts;
 mod worktree;
 
 pub use branch::APPROVAL_PREFIX;
@@ -47,5 +49,6 @@ pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
 pub use push::PushOutcome;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
+pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
 
 pub use git2::{Oid, Time};

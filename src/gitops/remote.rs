@@ -254,7 +254,11 @@ impl Remote<'_> {
     /// Classifies a libgit2 failure during a network operation.
     pub(super) fn error(&self, op: RemoteOp, e: &git2::Error, session: &AuthSession) -> Error {
         let remote = self.redacted();
-        let detail = self.creds.scrub(e.message());
+        let mut detail = self.creds.scrub(e.message());
+        // A socket read or write that hit the git timeout, as the TLS layer words it.
+        if detail.contains("Resource temporarily unavailable") {
+            detail.push_str(" (timed out waiting for the server)");
+        }
         if let Some(why) = session.failure() {
             return Error::Auth {
                 remote,

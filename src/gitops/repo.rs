@@ -24,6 +24,7 @@ use super::maintenance;
 use super::memory::Memory;
 use super::remote::{Remote, ORIGIN};
 use super::sign::Signing;
+use super::timeouts;
 use super::worktree;
 
 /// A local clone of one branch of the config repo, kept in a work dir across runs.
@@ -98,6 +99,7 @@ impl ConfigRepo {
         // most of a tick with many canaries and protect against nothing here.
         git2::opts::strict_hash_verification(false);
         git2::opts::strict_object_creation(false);
+        timeouts::ensure();
         let clean = strip_userinfo(url)?;
         let creds = creds.clone().with_url_fallback(clean.userinfo.clone());
         let root = std::path::absolute(workdir).map_err(|source| Error::Io {
