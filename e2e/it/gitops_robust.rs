@@ -462,3 +462,68 @@ fn daemon_started_while_the_remote_is_down_keeps_retrying_until_it_is_up() {
     eventually("ready once the remote is up", || readyz(&addr) == Some(200));
     assert!(fx.path("work/apps/podinfo/route.yaml").exists(), "cloned");
 }
+
+/// The `.pack` files of the clone in `work`.
+fn packs(work: &Path) -> usize {
+    std::fs::read_dir(work.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .count()
+}
+
+#[test]
+fn repacking_expires_reflogs_so_fsck_stays_clean() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let work = fx.path("work");
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    let human_push = |n: usize| {
+        std::fs::write(human.join("README.md"), format!("edit {n}\n")).unwrap();
+        git(&human, &["commit", "-q", "-am", &format!("Human edit {n}")]);
+        git(&human, &["push", "-q", "origin", "main"]);
+    };
+    // A sluice commit that loses to a human push: after the fetch it is reachable only from
+    // the clone's reflogs.
+    human_push(0);
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(10),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Rejected);
+    repo.fetch().unwrap();
+    // One pack per fetch, until the clone is repacked.
+    let mut n = 1;
+    let mut most = packs(&work);
+    loop {
+        human_push(n);
+        repo.fetch().unwrap();
+        let now = packs(&work);
+        if now < most {
+            break;
+        }
+        most = now;
+        n += 1;
+        assert!(n < 200, "the clone was never repacked ({most} packs)");
+    }
+    let out = crate::gitops::git_cmd(&work)
+        .args(["fsck", "--strict", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git fsck --strict after a repack: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The clone still works.
+    human_push(n + 1);
+    assert_eq!(
+        repo.fetch().unwrap().to_string(),
+        git(&fx.bare(), &["rev-parse", "refs/heads/main"])
+    );
+}
