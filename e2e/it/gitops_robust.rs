@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sluice::gitops::{Identity, PushOutcome};
+use sluice::gitops::{ConfigRepo, Credentials, Identity, PushOutcome};
 
 use crate::gitops::{git, route_change, step_message, time, Fixture};
 
@@ -526,4 +526,173 @@ fn repacking_expires_reflogs_so_fsck_stays_clean() {
         repo.fetch().unwrap().to_string(),
         git(&fx.bare(), &["rev-parse", "refs/heads/main"])
     );
+}
+
+/// Ways a clone gets damaged (a disk, a kill at the wrong moment, a human in the work dir).
+fn damage(work: &Path, how: &str) {
+    let git_dir = work.join(".git");
+    let pack_files = |ext: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(git_dir.join("objects/pack"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect()
+    };
+    match how {
+        "deleted packs" => {
+            for p in pack_files("pack").into_iter().chain(pack_files("idx")) {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        "truncated pack" => {
+            for p in pack_files("pack") {
+                let len = std::fs::metadata(&p).unwrap().len();
+                let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+                f.set_len(len / 2).unwrap();
+            }
+        }
+        "flipped bytes in a pack" => {
+            for p in pack_files("pack") {
+                let mut bytes = std::fs::read(&p).unwrap();
+                // Past the 12-byte header, inside the objects, up to the 20-byte trailer.
+                let end = bytes.len() - 20;
+                for b in bytes[12..end].iter_mut() {
+                    *b ^= 0x5a;
+                }
+                let mut perms = std::fs::metadata(&p).unwrap().permissions();
+                #[allow(clippy::permissions_set_readonly_false)]
+                perms.set_readonly(false);
+                std::fs::set_permissions(&p, perms).unwrap();
+                std::fs::write(&p, bytes).unwrap();
+            }
+        }
+        "garbage index" => std::fs::write(git_dir.join("index"), "garbage\n").unwrap(),
+        "garbage HEAD" => std::fs::write(git_dir.join("HEAD"), "garbage\n").unwrap(),
+        other => panic!("no damage {other}"),
+    }
+}
+
+const DAMAGES: [&str; 5] = [
+    "deleted packs",
+    "truncated pack",
+    "flipped bytes in a pack",
+    "garbage index",
+    "garbage HEAD",
+];
+
+#[test]
+fn a_damaged_clone_is_cloned_afresh_at_start() {
+    let failed: Vec<String> = DAMAGES
+        .into_iter()
+        .filter_map(|how| {
+            std::panic::catch_unwind(|| reopen_after(how))
+                .err()
+                .map(|_| how.to_string())
+        })
+        .collect();
+    assert_eq!(failed, Vec::<String>::new(), "not recovered from");
+}
+
+fn reopen_after(how: &str) {
+    {
+        let fx = Fixture::new();
+        let work = fx.path("work");
+        drop(fx.open(&fx.bare_url(), "work"));
+        damage(&work, how);
+        let human = fx.cli_clone(&fx.bare_url(), "human");
+        std::fs::write(human.join("README.md"), "human change\n").unwrap();
+        git(&human, &["commit", "-q", "-am", "Human edits README"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+
+        let repo = ConfigRepo::open_or_clone(&fx.bare_url(), "main", &work, &Credentials::none())
+            .unwrap_or_else(|e| panic!("{how}: {e}"));
+        assert_eq!(
+            repo.head().to_string(),
+            git(&fx.bare(), &["rev-parse", "refs/heads/main"]),
+            "{how}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.join("README.md")).unwrap(),
+            "human change\n",
+            "{how}"
+        );
+        assert!(
+            fx.path("work.damaged").join(".git").exists(),
+            "{how}: the damaged clone is kept aside"
+        );
+        let fsck = crate::gitops::git_cmd(&work)
+            .args(["fsck", "--strict", "--no-progress"])
+            .status()
+            .unwrap();
+        assert!(fsck.success(), "{how}: the new clone is whole");
+    }
+}
+
+#[test]
+fn a_clone_damaged_while_running_is_cloned_afresh_by_the_next_fetch() {
+    let failed: Vec<String> = DAMAGES
+        .into_iter()
+        .filter_map(|how| {
+            std::panic::catch_unwind(|| fetch_after(how))
+                .err()
+                .map(|_| how.to_string())
+        })
+        .collect();
+    assert_eq!(failed, Vec::<String>::new(), "not recovered from");
+}
+
+fn fetch_after(how: &str) {
+    {
+        let fx = Fixture::new();
+        let work = fx.path("work");
+        let mut repo = fx.open(&fx.bare_url(), "work");
+        damage(&work, how);
+        let human = fx.cli_clone(&fx.bare_url(), "human");
+        std::fs::write(human.join("README.md"), "human change\n").unwrap();
+        git(&human, &["commit", "-q", "-am", "Human edits README"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+
+        let head = repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
+        assert_eq!(
+            head.to_string(),
+            git(&fx.bare(), &["rev-parse", "refs/heads/main"]),
+            "{how}"
+        );
+        // And it writes and pushes again. Damage the fetch did not need to read shows when the
+        // push packs the objects: that push fails, saying so, and the next fetch (the next
+        // tick) clones afresh, as the tick redoes its change on every fetch.
+        let commit = |repo: &mut ConfigRepo| {
+            repo.commit_files(
+                &route_change(20),
+                &step_message(20),
+                &Identity::default(),
+                time(20),
+            )
+            .unwrap_or_else(|e| panic!("{how}: {e}"))
+            .unwrap()
+        };
+        commit(&mut repo);
+        match repo.push() {
+            Ok(outcome) => assert!(matches!(outcome, PushOutcome::Pushed(_)), "{how}"),
+            Err(e) => {
+                assert_eq!(e.kind(), "damaged", "{how}: {e}");
+                assert!(e.to_string().contains("is damaged"), "{how}: {e}");
+                repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
+                commit(&mut repo);
+                assert!(
+                    matches!(repo.push().unwrap(), PushOutcome::Pushed(_)),
+                    "{how}"
+                );
+            }
+        }
+        assert_eq!(
+            git(
+                &fx.bare(),
+                &["show", "refs/heads/main:apps/podinfo/route.yaml"]
+            ),
+            "weight: 20",
+            "{how}"
+        );
+    }
 }

@@ -38,6 +38,20 @@ impl ConfigRepo {
     /// update). Other server rejections (protected branch, hook) are [`Error::PushRefused`].
     #[tracing::instrument(skip_all, fields(remote = %redact_url(&self.remote_url), branch = %self.branch, head = %self.head))]
     pub fn push(&mut self) -> Result<PushOutcome> {
+        let pushed = self.push_branch();
+        if let Err(e) = &pushed {
+            if e.is_local_damage() {
+                // The objects or refs to push cannot be read: the next fetch clones afresh.
+                self.damaged = Some(Error::Damaged {
+                    path: self.root.clone(),
+                    detail: e.to_string(),
+                });
+            }
+        }
+        pushed
+    }
+
+    fn push_branch(&mut self) -> Result<PushOutcome> {
         self.sync_branch()?;
         let refname = self.local_ref();
         // Fast-forward only, compared and swapped on the remote: sluice never force-pushes.

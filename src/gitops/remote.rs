@@ -165,13 +165,24 @@ impl Remote<'_> {
                 return Ok(updated);
             }
             // An `old` the clone does not have is a commit someone else pushed.
-            if !self.repo.graph_descendant_of(head, old).unwrap_or(false) {
+            let descends = self.repo.find_commit(old).is_ok()
+                && self
+                    .repo
+                    .graph_descendant_of(head, old)
+                    .map_err(|e| Error::Damaged {
+                        path: self.root.to_path_buf(),
+                        detail: format!("cannot walk the history to push: {}", e.message()),
+                    })?;
+            if !descends {
                 return Ok(Pushed::NotFastForward(format!(
                     "{refname} on the remote is at {old}, not an ancestor of {head}"
                 )));
             }
         }
-        let local_err = |e: git2::Error| Error::git(self.root, "pack the objects to push", &e);
+        let local_err = |e: git2::Error| Error::Damaged {
+            path: self.root.to_path_buf(),
+            detail: format!("cannot pack the objects to push: {}", e.message()),
+        };
         let mut walk = self.repo.revwalk().map_err(local_err)?;
         walk.push(head).map_err(local_err)?;
         if let Some(old) = old {
@@ -266,6 +277,14 @@ impl Remote<'_> {
                 detail: why,
             };
         }
+        // A clone has no objects or refs of its own to be damaged yet: its errors are the
+        // remote's.
+        if op != RemoteOp::Clone && is_local_damage(e) {
+            return Error::Damaged {
+                path: self.root.to_path_buf(),
+                detail,
+            };
+        }
         match classify(e) {
             Class::Auth => Error::Auth { remote, op, detail },
             Class::HostKey => Error::HostKey { remote, op, detail },
@@ -326,6 +345,21 @@ fn classify(e: &git2::Error) -> Class {
         }
         _ => Class::Remote,
     }
+}
+
+/// A failure reading the clone's own object store, index or refs during a fetch (a corrupt
+/// pack inflates with "incorrect header check", a garbage HEAD is a "corrupted loose
+/// reference file"), which libgit2 reports like any fetch error.
+fn is_local_damage(e: &git2::Error) -> bool {
+    matches!(
+        e.class(),
+        ErrorClass::Odb
+            | ErrorClass::Zlib
+            | ErrorClass::Object
+            | ErrorClass::Index
+            | ErrorClass::Reference
+            | ErrorClass::Tree
+    )
 }
 
 /// The status in libgit2's "unexpected http status code: 404".
