@@ -1,6 +1,8 @@
 //! `sluice run`: the daemon. Ticks, then sleeps until the earliest due time of any canary, the
 //! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics`, `/healthz`
-//! and `/readyz`; SIGTERM/SIGINT end it between ticks.
+//! and `/readyz` (not ready until a tick succeeds, and again after a failed one);
+//! SIGTERM/SIGINT end it between ticks, or at most 5 s later if a git operation is still
+//! running. A remote that cannot be reached at start is retried every poll interval.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -9,6 +9,10 @@
 //! they are stripped from URLs before anything is written to `.git/config`, and every URL in an
 //! error message or log line goes through [`redact_url`].
 //!
+//! A clone whose own files are damaged is moved aside and cloned afresh on open or fetch
+//! ([`Error::Damaged`] when even that fails). Every git network operation is bounded by
+//! [`set_network_timeout`].
+//!
 //! Errors separate transient failures (network, a branch that kept moving) from terminal ones
 //! (bad credentials, bad input) through [`Error::is_transient`].
 

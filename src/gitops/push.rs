@@ -1,7 +1,9 @@
 //! Pushing the local branch to the remote, never by force.
 //!
 //! The refspec has no `+`, so the remote only accepts a fast-forward: a commit someone else
-//! pushed meanwhile can never be overwritten. When that happens the push is
+//! pushed meanwhile can never be overwritten. The server's receive-pack compares and swaps the
+//! ref; for a local-path or `file://` remote, which has no server, `remote.rs` does the same
+//! (objects first, then the ref against the value it read). When that happens the push is
 //! [`PushOutcome::Rejected`]: the caller fetches, redoes its change on the new head and pushes
 //! again after a jittered backoff, in its own loop ([`ConfigRepo::push_attempt`], as the tick
 //! does) or through [`ConfigRepo::push_with_retry`].
