@@ -243,6 +243,12 @@ impl ServerState {
         self.ready.store(true, Ordering::SeqCst);
     }
 
+    /// Marks the daemon not ready (a tick failed: the config repo could not be fetched or
+    /// pushed).
+    pub fn set_not_ready(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+    }
+
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
     }
@@ -294,7 +300,7 @@ async fn readyz(State(state): State<ServerState>) -> Response {
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the config repo has not been fetched yet\n",
+            "not ready: the config repo has not been fetched yet, or the last tick failed\n",
         )
             .into_response()
     }

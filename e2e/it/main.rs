@@ -13,6 +13,7 @@ mod decide;
 mod gitops;
 mod gitops_branch;
 mod gitops_layers;
+mod gitops_robust;
 mod install;
 mod kubernetes;
 mod kustomize_every_router;

@@ -23,11 +23,16 @@ pub struct RepoArgs {
     /// an allowed-signers file).
     #[arg(long, env = "SLUICE_SIGNING_SSH_KEY")]
     pub signing_ssh_key: Option<PathBuf>,
+    /// Longest wait for the git server to accept a connection, and then for each read or
+    /// write: a remote that stops answering fails the tick instead of blocking it.
+    #[arg(long, default_value = "30s", env = "SLUICE_GIT_TIMEOUT", value_parser = parse_timeout)]
+    pub git_timeout: std::time::Duration,
 }
 
 impl RepoArgs {
     /// Opens the clone with the signing key applied.
     pub fn open(&self) -> anyhow::Result<Locked> {
+        crate::gitops::set_network_timeout(self.git_timeout);
         let mut locked = open(&self.repo, &self.branch, self.workdir.as_deref())?;
         if let Some(key) = &self.signing_ssh_key {
             locked.repo.set_signing(Some(crate::gitops::Signing::Ssh {
@@ -36,6 +41,15 @@ impl RepoArgs {
         }
         Ok(locked)
     }
+}
+
+/// A duration above zero (libgit2 reads zero as "wait forever").
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let timeout = crate::yaml::reader::parse_duration(text)?;
+    if timeout.is_zero() {
+        return Err("must be above zero: a remote that never answers would block forever".into());
+    }
+    Ok(timeout)
 }
 
 /// Where to read a repo from: a remote (cloned into the work dir) or a local checkout.
@@ -87,6 +101,8 @@ pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<L
             workdir.display()
         );
     }
+    // Ours alone now: a lock file in the clone is what a killed sluice left behind.
+    ConfigRepo::remove_stale_locks(&workdir)?;
     let creds = Credentials::from_env()?;
     let repo = ConfigRepo::open_or_clone(url, branch, &workdir, &creds)?;
     Ok(Locked { repo, _lock: lock })

@@ -1,6 +1,8 @@
 //! `sluice run`: the daemon. Ticks, then sleeps until the earliest due time of any canary, the
 //! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics`, `/healthz`
-//! and `/readyz`; SIGTERM/SIGINT end it between ticks.
+//! and `/readyz` (not ready until a tick succeeds, and again after a failed one);
+//! SIGTERM/SIGINT end it between ticks, or at most 5 s later if a git operation is still
+//! running. A remote that cannot be reached at start is retried every poll interval.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -126,10 +128,80 @@ fn log_report(report: &TickReport) {
     }
 }
 
+/// How long a stop request waits for the tick to finish before the process exits anyway.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Sleeps `wait`, or less when a stop is requested.
+fn sleep_unless_stopped(stop: &AtomicBool, wait: Duration) {
+    let until = Instant::now() + wait;
+    while !stop.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+/// Ends the process [`STOP_GRACE`] after a stop request if the loop has not ended by then: a
+/// git operation on a slow remote can take up to the git timeout per read, and SIGTERM must not
+/// wait for it. Exiting mid-operation is safe: the next start removes the clone's stale lock
+/// files and fetches again, and a push is all-or-nothing on the remote.
+fn exit_if_stop_hangs(stop: Arc<AtomicBool>, stopped: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        error!(
+            grace_s = STOP_GRACE.as_secs(),
+            "sluice stopped in the middle of a git operation that did not finish in time; the \
+             next start resumes"
+        );
+        std::process::exit(0);
+    });
+}
+
+/// Opens the clone, retrying while the remote cannot be reached (the daemon is then alive but
+/// not ready). Errors that retrying cannot fix (bad URL, credentials, work dir) end the daemon.
+fn open_with_retry(
+    args: &Args,
+    stop: &AtomicBool,
+    metrics: &Metrics,
+) -> anyhow::Result<Option<crate::cli::repo::Locked>> {
+    loop {
+        match args.repo.open() {
+            Ok(locked) => return Ok(Some(locked)),
+            Err(e) => {
+                let transient = e
+                    .downcast_ref::<crate::gitops::Error>()
+                    .filter(|g| g.is_transient());
+                let Some(git) = transient else {
+                    return Err(e);
+                };
+                error!(error = %git, retry_in_s = args.poll.as_secs_f64(), "Cannot open the config repo");
+                metrics.error(git.kind());
+            }
+        }
+        sleep_unless_stopped(stop, args.poll);
+        if stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+    }
+}
+
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+    let stopped = Arc::new(AtomicBool::new(false));
+    exit_if_stop_hangs(Arc::clone(&stop), Arc::clone(&stopped));
     let runtime = Runtime::from_env()?;
     let metrics = Metrics::new();
     let state = ServerState::new(
@@ -140,7 +212,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     );
     let (wake_tx, wake_rx) = mpsc::channel();
     start_server(&runtime, args.listen, state.clone(), wake_tx)?;
-    let mut locked = args.repo.open()?;
+    let Some(mut locked) = open_with_retry(args, &stop, &metrics)? else {
+        stopped.store(true, Ordering::SeqCst);
+        info!("sluice stopped");
+        return Ok(0);
+    };
     let observer = Live::new(&runtime);
     let ctx = Context {
         observer: &observer,
@@ -210,6 +286,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             }
             Err(e) => {
                 error!(error = %e, "Tick failed");
+                state.set_not_ready();
                 metrics.error(e.kind());
                 args.poll
             }
@@ -238,6 +315,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             }
         }
     }
+    stopped.store(true, Ordering::SeqCst);
     info!("sluice stopped");
     Ok(0)
 }

@@ -141,6 +141,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The clone's own files are damaged (missing or corrupt objects, a garbage index or ref):
+    /// what sluice says when cloning afresh did not help either.
+    #[error(
+        "the clone in {} is damaged: {detail}; sluice clones afresh when it finds this, so if \
+         it persists check the disk, or delete the directory",
+        path.display()
+    )]
+    Damaged { path: PathBuf, detail: String },
+
     /// A local git operation failed (corrupt repo, lock held by another process).
     #[error("{}: git {op} failed: {detail}", path.display())]
     Git {
@@ -155,6 +164,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// True when the error says the clone's own files are broken, so that cloning afresh
+    /// helps: [`Error::Damaged`], or any local git failure in the clone ([`Error::Git`]).
+    pub(super) fn is_local_damage(&self) -> bool {
+        matches!(self, Error::Damaged { .. } | Error::Git { .. })
+    }
+
     /// A local libgit2 failure in the clone at `path`: no remote involved, so libgit2's words
     /// hold no URL or credential.
     pub(super) fn git(path: &Path, op: &'static str, e: &git2::Error) -> Error {
@@ -183,6 +198,7 @@ impl Error {
             | Error::InvalidMessage { .. }
             | Error::InvalidIdentity { .. }
             | Error::Io { .. }
+            | Error::Damaged { .. }
             | Error::Git { .. }
             | Error::Signing { .. } => false,
         }
@@ -206,6 +222,7 @@ impl Error {
             Error::InvalidMessage { .. } => "invalid_message",
             Error::InvalidIdentity { .. } => "invalid_identity",
             Error::Io { .. } => "io",
+            Error::Damaged { .. } => "damaged",
             Error::Git { .. } => "git",
             Error::Signing { .. } => "signing",
         }

@@ -1,7 +1,10 @@
 //! Keeping the clone small and fast, as `git gc --auto` would: libgit2 stores every fetch and
 //! every tick's objects as a pack of their own and never repacks, and each lookup of an object
 //! searches the packs one by one. Past [`MAX_PACKS`] packs, everything the refs reach is
-//! written into one pack and the other packs and loose objects are removed.
+//! written into one pack and the other packs and loose objects are removed, and the reflogs
+//! are expired (`git reflog expire --expire=now --all`): their entries name commits the
+//! repack just deleted (a sluice commit that lost a push race), which `git fsck` reports as
+//! broken. sluice never reads a reflog.
 
 use std::path::{Path, PathBuf};
 
@@ -87,6 +90,20 @@ fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Re
     }
     // Forget the removed packs' open handles and maps.
     *repo = Repository::open(root).map_err(err("reopen the clone"))?;
+    expire_reflogs(repo).map_err(err("expire the reflogs"))
+}
+
+/// Deletes the reflog of HEAD and of every ref; later updates start new ones.
+fn expire_reflogs(repo: &Repository) -> std::result::Result<(), git2::Error> {
+    let mut names = vec!["HEAD".to_string()];
+    for reference in repo.references()?.flatten() {
+        if let Ok(name) = reference.name() {
+            names.push(name.to_string());
+        }
+    }
+    for name in names {
+        repo.reflog_delete(&name)?;
+    }
     Ok(())
 }
 

@@ -9,6 +9,10 @@
 //! they are stripped from URLs before anything is written to `.git/config`, and every URL in an
 //! error message or log line goes through [`redact_url`].
 //!
+//! A clone whose own files are damaged is moved aside and cloned afresh on open or fetch
+//! ([`Error::Damaged`] when even that fails). Every git network operation is bounded by
+//! [`set_network_timeout`].
+//!
 //! Errors separate transient failures (network, a branch that kept moving) from terminal ones
 //! (bad credentials, bad input) through [`Error::is_transient`].
 
@@ -20,7 +24,8 @@
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
-//!   `maintenance`: repacking.
+//!   `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
+//!   timeouts.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
 //! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
 
@@ -30,12 +35,14 @@ mod commit;
 mod credentials;
 mod error;
 mod history;
+mod locks;
 mod maintenance;
 mod memory;
 mod push;
 mod remote;
 mod repo;
 mod sign;
+mod timeouts;
 mod worktree;
 
 pub use branch::APPROVAL_PREFIX;
@@ -46,5 +53,6 @@ pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
 pub use push::PushOutcome;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
+pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
 
 pub use git2::{Oid, Time};

@@ -1,7 +1,9 @@
 //! Pushing the local branch to the remote, never by force.
 //!
 //! The refspec has no `+`, so the remote only accepts a fast-forward: a commit someone else
-//! pushed meanwhile can never be overwritten. When that happens the push is
+//! pushed meanwhile can never be overwritten. The server's receive-pack compares and swaps the
+//! ref; for a local-path or `file://` remote, which has no server, `remote.rs` does the same
+//! (objects first, then the ref against the value it read). When that happens the push is
 //! [`PushOutcome::Rejected`]: the caller fetches, redoes its change on the new head and pushes
 //! again after a jittered backoff, in its own loop ([`ConfigRepo::push_attempt`], as the tick
 //! does) or through [`ConfigRepo::push_with_retry`].
@@ -38,11 +40,24 @@ impl ConfigRepo {
     /// update). Other server rejections (protected branch, hook) are [`Error::PushRefused`].
     #[tracing::instrument(skip_all, fields(remote = %redact_url(&self.remote_url), branch = %self.branch, head = %self.head))]
     pub fn push(&mut self) -> Result<PushOutcome> {
+        let pushed = self.push_branch();
+        if let Err(e) = &pushed {
+            if e.is_local_damage() {
+                // The objects or refs to push cannot be read: the next fetch clones afresh.
+                self.damaged = Some(Error::Damaged {
+                    path: self.root.clone(),
+                    detail: e.to_string(),
+                });
+            }
+        }
+        pushed
+    }
+
+    fn push_branch(&mut self) -> Result<PushOutcome> {
         self.sync_branch()?;
         let refname = self.local_ref();
-        // No leading `+`: the remote must fast-forward. sluice never force-pushes.
-        let refspec = format!("{refname}:{refname}");
-        let statuses = match self.remote().push(&[&refspec])? {
+        // Fast-forward only, compared and swapped on the remote: sluice never force-pushes.
+        let statuses = match self.remote().push_fast_forward(&refname, self.head)? {
             Pushed::NotFastForward(reason) => {
                 tracing::info!(%reason, "push rejected: the remote branch moved");
                 return Ok(PushOutcome::Rejected);

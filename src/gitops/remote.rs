@@ -6,7 +6,7 @@
 //! Knows nothing of branches' meaning, work trees or commits.
 
 use std::cell::RefCell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::{
     AutotagOption, Direction, ErrorClass, ErrorCode, FetchOptions, FetchPrune, Oid, ProxyOptions,
@@ -15,6 +15,7 @@ use git2::{
 
 use super::credentials::{redact_url, AuthSession, Credentials};
 use super::error::{Error, RemoteOp, Result};
+use crate::remote_url::UrlKind;
 
 /// The name of the one remote a sluice clone has.
 pub(super) const ORIGIN: &str = "origin";
@@ -27,6 +28,9 @@ pub(super) struct Remote<'a> {
     /// The URL as stored in `.git/config` (no credentials), named in errors once redacted.
     pub(super) url: &'a str,
     pub(super) creds: &'a Credentials,
+    /// Runs after the remote's refs were read and before its branch is updated (tests race a
+    /// human push into that window).
+    pub(super) before_update: Option<&'a (dyn Fn() + Send + Sync)>,
 }
 
 /// What the server did with a push.
@@ -91,6 +95,12 @@ impl Remote<'_> {
         let session = AuthSession::default();
         let statuses: RefCell<Vec<(String, Option<String>)>> = RefCell::new(Vec::new());
         let mut callbacks = self.callbacks(&session);
+        if let Some(hook) = self.before_update {
+            callbacks.push_negotiation(move |_| {
+                hook();
+                Ok(())
+            });
+        }
         callbacks.push_update_reference(|name, status| {
             statuses
                 .borrow_mut()
@@ -111,6 +121,126 @@ impl Remote<'_> {
         }
         drop(opts);
         Ok(Pushed::Answered(statuses.into_inner()))
+    }
+
+    /// Pushes `head` to `refname` on the remote as a fast-forward only, never by force.
+    ///
+    /// Over the network the server's receive-pack compares and swaps the ref. libgit2's local
+    /// transport does not: it checks the fast-forward against the refs it read when it
+    /// connected and then overwrites the ref, so a commit another writer pushed in between is
+    /// lost. A local-path or `file://` remote is therefore written here: the objects first,
+    /// then the ref with the value it had when read as the expected old value.
+    pub(super) fn push_fast_forward(&self, refname: &str, head: Oid) -> Result<Pushed> {
+        match self.local_path() {
+            Some(path) => self.push_local(&path, refname, head),
+            None => self.push(&[&format!("{refname}:{refname}")]),
+        }
+    }
+
+    /// The repository a local-path or `file://` remote names; `None` for network remotes.
+    fn local_path(&self) -> Option<PathBuf> {
+        let clean = crate::remote_url::strip_userinfo(self.url).ok()?;
+        match clean.kind {
+            UrlKind::Local => Some(PathBuf::from(self.url)),
+            UrlKind::File => url::Url::parse(self.url).ok()?.to_file_path().ok(),
+            UrlKind::Git | UrlKind::Http | UrlKind::Ssh => None,
+        }
+    }
+
+    fn push_local(&self, path: &Path, refname: &str, head: Oid) -> Result<Pushed> {
+        let remote_err = |what: &str, e: &git2::Error| Error::Remote {
+            remote: self.redacted(),
+            op: RemoteOp::Push,
+            detail: format!("{what}: {}", self.creds.scrub(e.message())),
+        };
+        let remote = Repository::open(path).map_err(|e| remote_err("cannot open", &e))?;
+        let old = match remote.refname_to_id(refname) {
+            Ok(old) => Some(old),
+            Err(e) if e.code() == ErrorCode::NotFound => None,
+            Err(e) => return Err(remote_err("cannot read the branch", &e)),
+        };
+        let updated = Pushed::Answered(vec![(refname.to_string(), None)]);
+        if let Some(old) = old {
+            if old == head {
+                return Ok(updated);
+            }
+            // An `old` the clone does not have is a commit someone else pushed.
+            let descends = self.repo.find_commit(old).is_ok()
+                && self
+                    .repo
+                    .graph_descendant_of(head, old)
+                    .map_err(|e| Error::Damaged {
+                        path: self.root.to_path_buf(),
+                        detail: format!("cannot walk the history to push: {}", e.message()),
+                    })?;
+            if !descends {
+                return Ok(Pushed::NotFastForward(format!(
+                    "{refname} on the remote is at {old}, not an ancestor of {head}"
+                )));
+            }
+        }
+        let local_err = |e: git2::Error| Error::Damaged {
+            path: self.root.to_path_buf(),
+            detail: format!("cannot pack the objects to push: {}", e.message()),
+        };
+        let mut walk = self.repo.revwalk().map_err(local_err)?;
+        walk.push(head).map_err(local_err)?;
+        if let Some(old) = old {
+            walk.hide(old).map_err(local_err)?;
+        }
+        let mut builder = self.repo.packbuilder().map_err(local_err)?;
+        builder.insert_walk(&mut walk).map_err(local_err)?;
+        if builder.object_count() > 0 {
+            let odb = remote
+                .odb()
+                .map_err(|e| remote_err("cannot open the object store", &e))?;
+            let mut writer = odb
+                .packwriter()
+                .map_err(|e| remote_err("cannot write objects", &e))?;
+            let mut written = Ok(());
+            builder
+                .foreach(|chunk| {
+                    written = std::io::Write::write_all(&mut writer, chunk);
+                    written.is_ok()
+                })
+                .map_err(local_err)?;
+            written.map_err(|e| Error::Remote {
+                remote: self.redacted(),
+                op: RemoteOp::Push,
+                detail: format!("cannot write objects: {e}"),
+            })?;
+            writer
+                .commit()
+                .map_err(|e| remote_err("cannot write objects", &e))?;
+        }
+        if let Some(hook) = self.before_update {
+            hook();
+        }
+        let message = "push (sluice)";
+        let swapped = match old {
+            Some(old) => remote.reference_matching(refname, head, true, old, message),
+            None => remote.reference(refname, head, false, message),
+        };
+        match swapped {
+            Ok(_) => Ok(updated),
+            // Someone else moved (or holds) the ref since we read it: a lost race, not a
+            // refusal. The words match what receive-pack says, so the caller retries.
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::Modified | ErrorCode::Exists | ErrorCode::Locked
+                ) =>
+            {
+                Ok(Pushed::Answered(vec![(
+                    refname.to_string(),
+                    Some(format!(
+                        "failed to update ref: {}",
+                        self.creds.scrub(e.message())
+                    )),
+                )]))
+            }
+            Err(e) => Err(remote_err("cannot update the branch", &e)),
+        }
     }
 
     /// The URL for errors and logs.
@@ -135,12 +265,24 @@ impl Remote<'_> {
     /// Classifies a libgit2 failure during a network operation.
     pub(super) fn error(&self, op: RemoteOp, e: &git2::Error, session: &AuthSession) -> Error {
         let remote = self.redacted();
-        let detail = self.creds.scrub(e.message());
+        let mut detail = self.creds.scrub(e.message());
+        // A socket read or write that hit the git timeout, as the TLS layer words it.
+        if detail.contains("Resource temporarily unavailable") {
+            detail.push_str(" (timed out waiting for the server)");
+        }
         if let Some(why) = session.failure() {
             return Error::Auth {
                 remote,
                 op,
                 detail: why,
+            };
+        }
+        // A clone has no objects or refs of its own to be damaged yet: its errors are the
+        // remote's.
+        if op != RemoteOp::Clone && is_local_damage(e) {
+            return Error::Damaged {
+                path: self.root.to_path_buf(),
+                detail,
             };
         }
         match classify(e) {
@@ -203,6 +345,21 @@ fn classify(e: &git2::Error) -> Class {
         }
         _ => Class::Remote,
     }
+}
+
+/// A failure reading the clone's own object store, index or refs during a fetch (a corrupt
+/// pack inflates with "incorrect header check", a garbage HEAD is a "corrupted loose
+/// reference file"), which libgit2 reports like any fetch error.
+fn is_local_damage(e: &git2::Error) -> bool {
+    matches!(
+        e.class(),
+        ErrorClass::Odb
+            | ErrorClass::Zlib
+            | ErrorClass::Object
+            | ErrorClass::Index
+            | ErrorClass::Reference
+            | ErrorClass::Tree
+    )
 }
 
 /// The status in libgit2's "unexpected http status code: 404".

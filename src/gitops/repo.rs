@@ -19,10 +19,12 @@ use super::change::{validate_path, CommitMessage, FileChange, Identity};
 use super::commit::{IfUnchanged, Writer};
 use super::credentials::{redact_url, strip_userinfo, Credentials};
 use super::error::{Error, RemoteOp, Result};
+use super::locks;
 use super::maintenance;
 use super::memory::Memory;
 use super::remote::{Remote, ORIGIN};
 use super::sign::Signing;
+use super::timeouts;
 use super::worktree;
 
 /// A local clone of one branch of the config repo, kept in a work dir across runs.
@@ -45,6 +47,10 @@ pub struct ConfigRepo {
     /// Open inside `with_memory_objects`: `repo` then writes objects to memory.
     memory: Memory,
     signing: Option<Signing>,
+    /// See [`ConfigRepo::before_push_update`].
+    push_hook: Option<Box<dyn Fn() + Send + Sync>>,
+    /// Why a push found the clone damaged: the next `fetch` clones afresh.
+    pub(super) damaged: Option<Error>,
 }
 
 impl std::fmt::Debug for ConfigRepo {
@@ -60,6 +66,18 @@ impl std::fmt::Debug for ConfigRepo {
 }
 
 impl ConfigRepo {
+    /// Removes the lock files (`.git/index.lock`, `HEAD.lock`, `refs/heads/main.lock`...) a
+    /// process killed mid-update left in the clone in `workdir`, logging each one, so the
+    /// clone can be updated again. Call it only while holding sluice's exclusive lock on the
+    /// work dir: then nothing else can be writing the clone, and every such file is stale.
+    pub fn remove_stale_locks(workdir: &Path) -> Result<Vec<PathBuf>> {
+        let removed = locks::remove_stale(workdir)?;
+        for lock in &removed {
+            tracing::warn!(file = %lock.display(), "removed a stale git lock file a killed process left");
+        }
+        Ok(removed)
+    }
+
     /// Opens the clone in `workdir`, or clones `url` into it when the directory is missing or
     /// empty, then fetches `branch` and resets the work tree to the remote head.
     ///
@@ -83,6 +101,7 @@ impl ConfigRepo {
         // most of a tick with many canaries and protect against nothing here.
         git2::opts::strict_hash_verification(false);
         git2::opts::strict_object_creation(false);
+        timeouts::ensure();
         let clean = strip_userinfo(url)?;
         let creds = creds.clone().with_url_fallback(clean.userinfo.clone());
         let root = std::path::absolute(workdir).map_err(|source| Error::Io {
@@ -90,39 +109,72 @@ impl ConfigRepo {
             op: "resolve the work dir",
             source,
         })?;
-        let workdir_err = |reason: String| Error::Workdir {
-            path: root.clone(),
-            reason,
-        };
 
-        let (repo, op) = if root.join(".git").exists() {
-            let repo = Repository::open(&root).map_err(|e| {
-                workdir_err(format!(
-                    "cannot open the clone in it: {}; delete the directory to clone afresh",
-                    e.message()
-                ))
-            })?;
-            adopt_remote(&repo, &clean.url).map_err(workdir_err)?;
-            (repo, RemoteOp::Fetch)
-        } else {
-            ensure_empty_dir(&root).map_err(workdir_err)?;
-            let mut opts = RepositoryInitOptions::new();
-            opts.initial_head(branch).no_reinit(true);
-            let repo = Repository::init_opts(&root, &opts)
-                .map_err(|e| workdir_err(format!("cannot create a repository: {}", e.message())))?;
-            repo.remote(ORIGIN, &clean.url)
-                .map_err(|e| Error::InvalidUrl {
-                    url: redact_url(&clean.url),
-                    reason: e.message().to_string(),
-                })?;
-            (repo, RemoteOp::Clone)
-        };
-        tracing::debug!(credentials = %creds.describe(), "opened work dir");
+        if root.join(".git").exists() {
+            let repo = match Repository::open(&root) {
+                Ok(repo) => repo,
+                Err(e) if is_clone_of(&root, &clean.url) => {
+                    let cause = Error::Damaged {
+                        path: root.clone(),
+                        detail: format!("cannot open it: {}", e.message()),
+                    };
+                    set_aside(&root, &cause).map_err(workdir_error(&root))?;
+                    return Self::clone_into(root, clean.url, branch, creds);
+                }
+                Err(e) => {
+                    return Err(workdir_error(&root)(format!(
+                        "cannot open the clone in it: {}; delete the directory to clone afresh",
+                        e.message()
+                    )))
+                }
+            };
+            adopt_remote(&repo, &clean.url).map_err(workdir_error(&root))?;
+            tracing::debug!(credentials = %creds.describe(), "opened work dir");
+            let mut this = ConfigRepo::new(repo, root, clean.url, branch, creds);
+            return match this.fetch_as(RemoteOp::Fetch) {
+                Ok(_) => Ok(this),
+                Err(e) if e.is_local_damage() => {
+                    let ConfigRepo {
+                        root,
+                        remote_url,
+                        creds,
+                        ..
+                    } = this;
+                    set_aside(&root, &e).map_err(workdir_error(&root))?;
+                    Self::clone_into(root, remote_url, branch, creds)
+                }
+                Err(e) => Err(e),
+            };
+        }
+        ensure_empty_dir(&root).map_err(workdir_error(&root))?;
+        Self::clone_into(root, clean.url, branch, creds)
+    }
 
-        let mut this = ConfigRepo {
+    /// Clones `url` into the empty (or missing) directory `root`.
+    fn clone_into(
+        root: PathBuf,
+        url: String,
+        branch: &str,
+        creds: Credentials,
+    ) -> Result<ConfigRepo> {
+        let repo = init_clone(&root, &url, branch)?;
+        tracing::debug!(credentials = %creds.describe(), "created work dir");
+        let mut this = ConfigRepo::new(repo, root, url, branch, creds);
+        this.fetch_as(RemoteOp::Clone)?;
+        Ok(this)
+    }
+
+    fn new(
+        repo: Repository,
+        root: PathBuf,
+        remote_url: String,
+        branch: &str,
+        creds: Credentials,
+    ) -> ConfigRepo {
+        ConfigRepo {
             repo,
             root,
-            remote_url: clean.url,
+            remote_url,
             branch: branch.to_string(),
             creds,
             head: Oid::ZERO_SHA1,
@@ -131,18 +183,37 @@ impl ConfigRepo {
             written: Vec::new(),
             memory: Memory::default(),
             signing: None,
-        };
-        this.fetch_as(op)?;
-        Ok(this)
+            push_hook: None,
+            damaged: None,
+        }
     }
 
     /// Fetches the branch and hard-resets the work tree to the remote head, dropping any local
     /// change or unpushed commit. Cheap when nothing moved: no checkout if the remote head is
     /// the commit we already have checked out cleanly.
+    ///
+    /// A clone found damaged (missing or corrupt objects, a garbage index or ref) is moved
+    /// aside to `<work dir>.damaged` (or deleted when it cannot be moved) and cloned afresh:
+    /// the remote is the source of truth, and work not pushed yet is redone by the next tick.
     pub fn fetch(&mut self) -> Result<Oid> {
-        self.fetch_as(RemoteOp::Fetch)
+        let fetched = match self.damaged.take() {
+            Some(damage) => Err(damage),
+            None => self.fetch_as(RemoteOp::Fetch),
+        };
+        match fetched {
+            Err(e) if e.is_local_damage() && !self.memory.is_open() => {
+                set_aside(&self.root, &e).map_err(workdir_error(&self.root))?;
+                let repo = init_clone(&self.root, &self.remote_url, &self.branch)?;
+                self.repo = repo;
+                self.head = Oid::ZERO_SHA1;
+                self.dirty = true;
+                self.unsynced = false;
+                self.written.clear();
+                self.fetch_as(RemoteOp::Clone)
+            }
+            other => other,
+        }
     }
-
     #[tracing::instrument(skip_all, fields(remote = %redact_url(&self.remote_url), branch = %self.branch, op = %op))]
     fn fetch_as(&mut self, op: RemoteOp) -> Result<Oid> {
         let remote_head = self.fetch_remote_head(op)?;
@@ -235,6 +306,14 @@ impl ConfigRepo {
         self.signing = signing;
     }
 
+    /// Runs `hook` inside every later push of the branch, after the remote's head was read and
+    /// before it is updated: the window in which another writer can race the push. For tests of
+    /// that race; sluice itself never sets one.
+    #[doc(hidden)]
+    pub fn before_push_update(&mut self, hook: impl Fn() + Send + Sync + 'static) {
+        self.push_hook = Some(Box::new(hook));
+    }
+
     /// The blob id of `path` (repo-relative, `/`-separated) in the head commit, or `None` if
     /// there is no such file: tells whether a file changed without reading it.
     pub fn file_id_at_head(&self, path: &str) -> Result<Option<Oid>> {
@@ -309,6 +388,7 @@ impl ConfigRepo {
             root: &self.root,
             url: &self.remote_url,
             creds: &self.creds,
+            before_update: self.push_hook.as_deref(),
         }
     }
 }
@@ -480,6 +560,76 @@ fn adopt_remote(repo: &Repository, url: &str) -> std::result::Result<(), String>
             redact_url(url)
         )),
     }
+}
+
+/// Makes an [`Error::Workdir`] about `path` from a reason.
+fn workdir_error(path: &Path) -> impl Fn(String) -> Error + '_ {
+    move |reason| Error::Workdir {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
+/// A fresh repository in `root` (created if missing) with `url` as its remote, ready for the
+/// first fetch.
+fn init_clone(root: &Path, url: &str, branch: &str) -> Result<Repository> {
+    let mut opts = RepositoryInitOptions::new();
+    opts.initial_head(branch).no_reinit(true);
+    let repo = Repository::init_opts(root, &opts).map_err(|e| Error::Workdir {
+        path: root.to_path_buf(),
+        reason: format!("cannot create a repository: {}", e.message()),
+    })?;
+    repo.remote(ORIGIN, url).map_err(|e| Error::InvalidUrl {
+        url: redact_url(url),
+        reason: e.message().to_string(),
+    })?;
+    Ok(repo)
+}
+
+/// Whether `root/.git/config` names `url` as the remote: a clone sluice made, safe to replace
+/// when it is damaged, even when libgit2 can no longer open it.
+fn is_clone_of(root: &Path, url: &str) -> bool {
+    let Ok(config) = git2::Config::open(&root.join(".git/config")) else {
+        return false;
+    };
+    let Ok(stored) = config.get_string(&format!("remote.{ORIGIN}.url")) else {
+        return false;
+    };
+    stored == url || strip_userinfo(&stored).is_ok_and(|clean| clean.url == url)
+}
+
+/// Moves the damaged clone in `root` aside to `<root>.damaged` (replacing an older one), or
+/// deletes its contents when it cannot be moved (a mount point), and logs which, with `cause`.
+/// `root` is left an empty directory.
+fn set_aside(root: &Path, cause: &Error) -> std::result::Result<(), String> {
+    let mut aside = root.as_os_str().to_owned();
+    aside.push(".damaged");
+    let aside = PathBuf::from(aside);
+    match std::fs::remove_dir_all(&aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot remove {}: {e}", aside.display())),
+    }
+    if std::fs::rename(root, &aside).is_ok() {
+        tracing::warn!(
+            error = %cause,
+            moved_to = %aside.display(),
+            "the clone is damaged; moved it aside and cloning afresh"
+        );
+    } else {
+        let entries = std::fs::read_dir(root).map_err(|e| format!("cannot read it: {e}"))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            removed.map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+        }
+        tracing::warn!(error = %cause, "the clone is damaged; deleted it and cloning afresh");
+    }
+    std::fs::create_dir_all(root).map_err(|e| format!("cannot create it: {e}"))
 }
 
 fn ensure_empty_dir(path: &Path) -> std::result::Result<(), String> {

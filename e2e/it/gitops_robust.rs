@@ -1,0 +1,698 @@
+//! The clone under stress: a push racing another writer on a local-path remote, locks a
+//! killed process left behind, a remote that never answers, and a damaged clone. Real git
+//! repos, the git CLI as witness, real TCP listeners; no mocks.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use sluice::gitops::{ConfigRepo, Credentials, Identity, PushOutcome};
+
+use crate::gitops::{git, route_change, step_message, time, Fixture};
+
+/// Every value `refs/heads/main` of the bare repo ever had, oldest first.
+fn branch_history(bare: &Path) -> Vec<String> {
+    let log = git(bare, &["reflog", "show", "--format=%H", "refs/heads/main"]);
+    log.lines().rev().map(str::to_string).collect()
+}
+
+/// The updates of the bare repo's main that were not fast-forwards, as (from, to).
+fn rewinds(bare: &Path) -> Vec<(String, String)> {
+    branch_history(bare)
+        .windows(2)
+        .filter(|w| {
+            !std::process::Command::new("git")
+                .args(["merge-base", "--is-ancestor", &w[0], &w[1]])
+                .current_dir(bare)
+                .status()
+                .unwrap()
+                .success()
+        })
+        .map(|w| (w[0].clone(), w[1].clone()))
+        .collect()
+}
+
+/// A human commit lands on a local-path remote after sluice's push read the remote head and
+/// before it updated it: the push must lose the race (rejected, like on `git daemon`), never
+/// overwrite the human's commit.
+fn push_racing_a_human(url: &str, fx: &Fixture) {
+    let mut repo = fx.open(url, "work");
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    let fired = Arc::new(AtomicBool::new(false));
+    let (hook_fired, hook_human) = (fired.clone(), human.clone());
+    repo.before_push_update(move || {
+        if !hook_fired.swap(true, Ordering::SeqCst) {
+            std::fs::write(hook_human.join("README.md"), "human change\n").unwrap();
+            git(&hook_human, &["commit", "-q", "-am", "Human edits README"]);
+            git(&hook_human, &["push", "-q", "origin", "main"]);
+        }
+    });
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(10),
+    )
+    .unwrap()
+    .unwrap();
+    let outcome = repo.push_attempt(1, 3).unwrap();
+    assert!(fired.load(Ordering::SeqCst), "the race was run");
+    let human_head = git(&human, &["rev-parse", "HEAD"]).trim().to_string();
+    let remote_head = git(&fx.bare(), &["rev-parse", "refs/heads/main"])
+        .trim()
+        .to_string();
+    assert_eq!(
+        outcome,
+        PushOutcome::Rejected,
+        "the push lost the race; remote now at {remote_head}, human at {human_head}"
+    );
+    assert_eq!(remote_head, human_head, "the human commit stays on main");
+    assert_eq!(rewinds(&fx.bare()), vec![], "no non-fast-forward update");
+
+    // Like any rejection: fetch, redo, push again; both changes land.
+    repo.fetch().unwrap();
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(11),
+    )
+    .unwrap()
+    .unwrap();
+    assert!(matches!(
+        repo.push_attempt(2, 3).unwrap(),
+        PushOutcome::Pushed(_)
+    ));
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    assert_eq!(
+        git(&witness, &["show", "HEAD:README.md"]).trim(),
+        "human change"
+    );
+    assert_eq!(
+        git(&witness, &["show", "HEAD:apps/podinfo/route.yaml"]).trim(),
+        "weight: 10"
+    );
+    let history = branch_history(&fx.bare());
+    assert_eq!(
+        history.last().map(String::as_str),
+        Some(git(&fx.bare(), &["rev-parse", "refs/heads/main"]).as_str()),
+        "the reflog records sluice's update too"
+    );
+    assert_eq!(history.len(), 3, "seed, human, sluice: {history:?}");
+    assert_eq!(rewinds(&fx.bare()), vec![], "no non-fast-forward update");
+}
+
+#[test]
+fn local_path_push_racing_a_human_is_rejected_not_overwriting() {
+    let fx = Fixture::new();
+    push_racing_a_human(&fx.bare_url(), &fx);
+}
+
+#[test]
+fn file_url_push_racing_a_human_is_rejected_not_overwriting() {
+    let fx = Fixture::new();
+    push_racing_a_human(&format!("file://{}", fx.bare_url()), &fx);
+}
+
+/// Runs the real binary; returns (success, stderr).
+fn sluice(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_LOG", "info")
+        .output()
+        .expect("run sluice");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lock_files_a_killed_sluice_left_do_not_stop_the_next_start() {
+    let fx = Fixture::new();
+    let work = fx.path("work");
+    let args = [
+        "reconcile",
+        "--repo",
+        &fx.bare_url(),
+        "--workdir",
+        work.to_str().unwrap(),
+    ];
+    let (ok, err) = sluice(&args);
+    assert!(ok, "first start: {err}");
+    for lock in [
+        "index.lock",
+        "HEAD.lock",
+        "refs/heads/main.lock",
+        "refs/remotes/origin/main.lock",
+    ] {
+        // What a kill -9 in the middle of an update leaves: the lock, with partial content.
+        let path = work.join(".git").join(lock);
+        std::fs::write(&path, "0000").unwrap();
+        // Someone else pushed meanwhile, so the next start must update every ref again.
+        let human = fx.path(&format!("human-{}", lock.replace('/', "-")));
+        git(
+            fx.dir.path(),
+            &["clone", "-q", &fx.bare_url(), human.to_str().unwrap()],
+        );
+        std::fs::write(human.join("README.md"), format!("{lock}\n")).unwrap();
+        git(&human, &["commit", "-q", "-am", "Human edits README"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+
+        let (ok, err) = sluice(&args);
+        assert!(ok, "start with a stale {lock}: {err}");
+        assert!(
+            err.contains("removed a stale git lock file") && err.contains(lock),
+            "the removal is logged: {err}"
+        );
+        assert!(!path.exists(), "{lock} removed");
+        assert_eq!(
+            std::fs::read_to_string(work.join("README.md")).unwrap(),
+            format!("{lock}\n"),
+            "the clone caught up with the remote"
+        );
+    }
+}
+
+/// A TCP listener that accepts connections and never answers them (a hung server), until
+/// told to forward new connections to `backend` (the server came back).
+struct Stalling {
+    port: u16,
+    forward_to: Arc<std::sync::Mutex<Option<u16>>>,
+    stop: Arc<AtomicBool>,
+    /// Connections accepted so far.
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Stalling {
+    fn start() -> Stalling {
+        Stalling::start_on(0)
+    }
+
+    fn start_on(port: u16) -> Stalling {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let forward_to = Arc::new(std::sync::Mutex::new(None::<u16>));
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (forward, stopping, count) = (forward_to.clone(), stop.clone(), accepted.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = stream else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                let backend = *forward.lock().unwrap();
+                match backend {
+                    // Accepted, never read from or written to, kept open.
+                    None => held.push(client),
+                    Some(backend) => {
+                        let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", backend))
+                        else {
+                            continue;
+                        };
+                        let pipe = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
+                            std::thread::spawn(move || {
+                                let _ = std::io::copy(&mut from, &mut to);
+                                let _ = to.shutdown(std::net::Shutdown::Write);
+                            });
+                        };
+                        pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                        pipe(server, client);
+                    }
+                }
+            }
+        });
+        Stalling {
+            port,
+            forward_to,
+            stop,
+            accepted,
+        }
+    }
+
+    fn forward_to(&self, port: u16) {
+        *self.forward_to.lock().unwrap() = Some(port);
+    }
+}
+
+impl Drop for Stalling {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Runs `cmd` to its end, or kills it and panics after a generous guard (the bug this file
+/// tests is a process that never returns).
+fn finish_within_guard(mut cmd: std::process::Command, what: &str) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sluice");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(out) => out.expect("wait for sluice"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+            panic!("{what}: sluice never returned");
+        }
+    }
+}
+
+#[test]
+fn a_remote_that_never_answers_fails_the_command_with_a_timeout() {
+    let fx = Fixture::new();
+    let hung = Stalling::start();
+    for scheme in ["git", "http", "https"] {
+        let url = format!("{scheme}://127.0.0.1:{}/remote.git", hung.port);
+        let work = fx.path(&format!("work-{scheme}"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.args(["reconcile", "--repo", &url, "--git-timeout", "1s"])
+            .arg("--workdir")
+            .arg(&work)
+            .env("SLUICE_LOG", "info");
+        let out = finish_within_guard(cmd, scheme);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{scheme}: {err}");
+        assert!(
+            err.contains("cannot reach the remote") && err.contains("timed out"),
+            "{scheme}: a clear timeout error: {err}"
+        );
+    }
+}
+
+fn readyz(addr: &str) -> Option<u16> {
+    std::net::TcpStream::connect(addr).ok()?;
+    Some(crate::support::http(addr, "GET", "/readyz", &[], b"").0)
+}
+
+/// Polls `check` every 50 ms until it holds; panics after a generous guard.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The log the daemon wrote to `path` so far.
+fn log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn daemon_with_a_hung_remote_is_not_ready_logs_it_and_recovers_when_it_answers() {
+    let fx = Fixture::new();
+    let hung = Stalling::start();
+    let url = format!("git://127.0.0.1:{}/remote.git", hung.port);
+    let port = crate::support::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let log_path = fx.path("daemon.log");
+    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "--repo",
+            &url,
+            "--poll",
+            "200ms",
+            "--git-timeout",
+            "1s",
+        ])
+        .args(["--listen", &addr, "--workdir"])
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(daemon.id());
+
+    eventually("the stalled clone is logged as a timeout", || {
+        log(&log_path).contains("timed out")
+    });
+    assert_eq!(daemon.try_wait().unwrap(), None, "{}", log(&log_path));
+    assert_eq!(readyz(&addr), Some(503), "not ready while the remote hangs");
+    eventually("a second attempt", || {
+        log(&log_path).matches("timed out").count() >= 2
+    });
+    assert_eq!(
+        daemon.try_wait().unwrap(),
+        None,
+        "still running: it retries"
+    );
+
+    // The server answers again.
+    let git_daemon = crate::support::GitDaemon::start(fx.dir.path());
+    hung.forward_to(git_daemon.port);
+    eventually("ready once the remote answers", || {
+        readyz(&addr) == Some(200)
+    });
+
+    // And it stops on SIGTERM.
+    std::process::Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    let status = daemon.wait().unwrap();
+    drop(guard);
+    assert!(status.success(), "{}", log(&log_path));
+}
+
+#[test]
+fn sigterm_stops_the_daemon_while_a_fetch_hangs() {
+    let fx = Fixture::new();
+    let hung = Stalling::start();
+    let url = format!("git://127.0.0.1:{}/remote.git", hung.port);
+    let log_path = fx.path("daemon.log");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+    // A git timeout far longer than the test's guard: only the stop itself can end it.
+    cmd.args(["run", "--repo", &url, "--git-timeout", "1h", "--listen"])
+        .arg("127.0.0.1:0")
+        .arg("--workdir")
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info");
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _guard = KillOnDrop(pid);
+    eventually("the daemon's clone is waiting on the hung remote", || {
+        hung.accepted.load(Ordering::SeqCst) > 0
+    });
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = tx.send(child.wait());
+    });
+    let status = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("SIGTERM ignored: {}", log(&log_path)))
+        .unwrap();
+    assert!(status.success(), "{}", log(&log_path));
+    assert!(
+        log(&log_path).contains("stopped"),
+        "the stop is logged: {}",
+        log(&log_path)
+    );
+}
+
+/// Kills a process by id when dropped (a failed assertion must not leave a daemon running).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn daemon_started_while_the_remote_is_down_keeps_retrying_until_it_is_up() {
+    let fx = Fixture::new();
+    let remote_port = crate::support::free_port(); // nothing listens there yet
+    let url = format!("git://127.0.0.1:{remote_port}/remote.git");
+    let addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let log_path = fx.path("daemon.log");
+    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "--repo", &url, "--poll", "200ms", "--listen", &addr])
+        .arg("--workdir")
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(daemon.id());
+    eventually("two failed attempts", || {
+        log(&log_path).matches("will retry").count() >= 2
+    });
+    assert_eq!(
+        daemon.try_wait().unwrap(),
+        None,
+        "it said it would retry, so it must still run: {}",
+        log(&log_path)
+    );
+    assert_eq!(
+        readyz(&addr),
+        Some(503),
+        "not ready while the remote is down"
+    );
+
+    let git_daemon = crate::support::GitDaemon::start(fx.dir.path());
+    let up = Stalling::start_on(remote_port);
+    up.forward_to(git_daemon.port);
+    eventually("ready once the remote is up", || readyz(&addr) == Some(200));
+    assert!(fx.path("work/apps/podinfo/route.yaml").exists(), "cloned");
+}
+
+/// The `.pack` files of the clone in `work`.
+fn packs(work: &Path) -> usize {
+    std::fs::read_dir(work.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .count()
+}
+
+#[test]
+fn repacking_expires_reflogs_so_fsck_stays_clean() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let work = fx.path("work");
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    let human_push = |n: usize| {
+        std::fs::write(human.join("README.md"), format!("edit {n}\n")).unwrap();
+        git(&human, &["commit", "-q", "-am", &format!("Human edit {n}")]);
+        git(&human, &["push", "-q", "origin", "main"]);
+    };
+    // A sluice commit that loses to a human push: after the fetch it is reachable only from
+    // the clone's reflogs.
+    human_push(0);
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(10),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Rejected);
+    repo.fetch().unwrap();
+    // One pack per fetch, until the clone is repacked.
+    let mut n = 1;
+    let mut most = packs(&work);
+    loop {
+        human_push(n);
+        repo.fetch().unwrap();
+        let now = packs(&work);
+        if now < most {
+            break;
+        }
+        most = now;
+        n += 1;
+        assert!(n < 200, "the clone was never repacked ({most} packs)");
+    }
+    let out = crate::gitops::git_cmd(&work)
+        .args(["fsck", "--strict", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git fsck --strict after a repack: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The clone still works.
+    human_push(n + 1);
+    assert_eq!(
+        repo.fetch().unwrap().to_string(),
+        git(&fx.bare(), &["rev-parse", "refs/heads/main"])
+    );
+}
+
+/// Ways a clone gets damaged (a disk, a kill at the wrong moment, a human in the work dir).
+fn damage(work: &Path, how: &str) {
+    let git_dir = work.join(".git");
+    let pack_files = |ext: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(git_dir.join("objects/pack"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect()
+    };
+    match how {
+        "deleted packs" => {
+            for p in pack_files("pack").into_iter().chain(pack_files("idx")) {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        "truncated pack" => {
+            for p in pack_files("pack") {
+                let len = std::fs::metadata(&p).unwrap().len();
+                let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+                f.set_len(len / 2).unwrap();
+            }
+        }
+        "flipped bytes in a pack" => {
+            for p in pack_files("pack") {
+                let mut bytes = std::fs::read(&p).unwrap();
+                // Past the 12-byte header, inside the objects, up to the 20-byte trailer.
+                let end = bytes.len() - 20;
+                for b in bytes[12..end].iter_mut() {
+                    *b ^= 0x5a;
+                }
+                let mut perms = std::fs::metadata(&p).unwrap().permissions();
+                #[allow(clippy::permissions_set_readonly_false)]
+                perms.set_readonly(false);
+                std::fs::set_permissions(&p, perms).unwrap();
+                std::fs::write(&p, bytes).unwrap();
+            }
+        }
+        "garbage index" => std::fs::write(git_dir.join("index"), "garbage\n").unwrap(),
+        "garbage HEAD" => std::fs::write(git_dir.join("HEAD"), "garbage\n").unwrap(),
+        other => panic!("no damage {other}"),
+    }
+}
+
+const DAMAGES: [&str; 5] = [
+    "deleted packs",
+    "truncated pack",
+    "flipped bytes in a pack",
+    "garbage index",
+    "garbage HEAD",
+];
+
+#[test]
+fn a_damaged_clone_is_cloned_afresh_at_start() {
+    let failed: Vec<String> = DAMAGES
+        .into_iter()
+        .filter_map(|how| {
+            std::panic::catch_unwind(|| reopen_after(how))
+                .err()
+                .map(|_| how.to_string())
+        })
+        .collect();
+    assert_eq!(failed, Vec::<String>::new(), "not recovered from");
+}
+
+fn reopen_after(how: &str) {
+    {
+        let fx = Fixture::new();
+        let work = fx.path("work");
+        drop(fx.open(&fx.bare_url(), "work"));
+        damage(&work, how);
+        let human = fx.cli_clone(&fx.bare_url(), "human");
+        std::fs::write(human.join("README.md"), "human change\n").unwrap();
+        git(&human, &["commit", "-q", "-am", "Human edits README"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+
+        let repo = ConfigRepo::open_or_clone(&fx.bare_url(), "main", &work, &Credentials::none())
+            .unwrap_or_else(|e| panic!("{how}: {e}"));
+        assert_eq!(
+            repo.head().to_string(),
+            git(&fx.bare(), &["rev-parse", "refs/heads/main"]),
+            "{how}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.join("README.md")).unwrap(),
+            "human change\n",
+            "{how}"
+        );
+        assert!(
+            fx.path("work.damaged").join(".git").exists(),
+            "{how}: the damaged clone is kept aside"
+        );
+        let fsck = crate::gitops::git_cmd(&work)
+            .args(["fsck", "--strict", "--no-progress"])
+            .status()
+            .unwrap();
+        assert!(fsck.success(), "{how}: the new clone is whole");
+    }
+}
+
+#[test]
+fn a_clone_damaged_while_running_is_cloned_afresh_by_the_next_fetch() {
+    let failed: Vec<String> = DAMAGES
+        .into_iter()
+        .filter_map(|how| {
+            std::panic::catch_unwind(|| fetch_after(how))
+                .err()
+                .map(|_| how.to_string())
+        })
+        .collect();
+    assert_eq!(failed, Vec::<String>::new(), "not recovered from");
+}
+
+fn fetch_after(how: &str) {
+    {
+        let fx = Fixture::new();
+        let work = fx.path("work");
+        let mut repo = fx.open(&fx.bare_url(), "work");
+        damage(&work, how);
+        let human = fx.cli_clone(&fx.bare_url(), "human");
+        std::fs::write(human.join("README.md"), "human change\n").unwrap();
+        git(&human, &["commit", "-q", "-am", "Human edits README"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+
+        let head = repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
+        assert_eq!(
+            head.to_string(),
+            git(&fx.bare(), &["rev-parse", "refs/heads/main"]),
+            "{how}"
+        );
+        // And it writes and pushes again. Damage the fetch did not need to read shows when the
+        // push packs the objects: that push fails, saying so, and the next fetch (the next
+        // tick) clones afresh, as the tick redoes its change on every fetch.
+        let commit = |repo: &mut ConfigRepo| {
+            repo.commit_files(
+                &route_change(20),
+                &step_message(20),
+                &Identity::default(),
+                time(20),
+            )
+            .unwrap_or_else(|e| panic!("{how}: {e}"))
+            .unwrap()
+        };
+        commit(&mut repo);
+        match repo.push() {
+            Ok(outcome) => assert!(matches!(outcome, PushOutcome::Pushed(_)), "{how}"),
+            Err(e) => {
+                assert_eq!(e.kind(), "damaged", "{how}: {e}");
+                assert!(e.to_string().contains("is damaged"), "{how}: {e}");
+                repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
+                commit(&mut repo);
+                assert!(
+                    matches!(repo.push().unwrap(), PushOutcome::Pushed(_)),
+                    "{how}"
+                );
+            }
+        }
+        assert_eq!(
+            git(
+                &fx.bare(),
+                &["show", "refs/heads/main:apps/podinfo/route.yaml"]
+            ),
+            "weight: 20",
+            "{how}"
+        );
+    }
+}
