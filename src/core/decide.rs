@@ -469,6 +469,9 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) 
                 let v = *v;
                 let detail = if v.is_nan() {
                     "NaN".to_string()
+                } else if v.is_infinite() {
+                    // Prometheus's spelling; no bound admits it.
+                    if v > 0.0 { "+Inf" } else { "-Inf" }.to_string()
                 } else if min.is_some_and(|m| v < m) {
                     format!("{} < {}", fmt_num(v), fmt_num(min.unwrap_or_default()))
                 } else if max.is_some_and(|m| v > m) {
@@ -478,7 +481,7 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) 
                 };
                 CheckRecord {
                     name: metric.name.clone(),
-                    value: if v.is_nan() { None } else { Some(v) },
+                    value: v.is_finite().then_some(v),
                     min,
                     max,
                     passed: metric.range.admits(v),

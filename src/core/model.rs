@@ -398,8 +398,10 @@ pub struct ThresholdRange {
 
 impl ThresholdRange {
     /// Flagger's rule: a value passes when `min <= value <= max` for the bounds that are set.
+    /// A value that is not a finite number (NaN, +Inf, -Inf: a division by zero in the query)
+    /// never passes, whatever the bounds.
     pub fn admits(&self, value: f64) -> bool {
-        !value.is_nan()
+        value.is_finite()
             && self.min.is_none_or(|min| value >= min)
             && self.max.is_none_or(|max| value <= max)
     }

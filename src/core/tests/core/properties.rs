@@ -819,6 +819,16 @@ proptest! {
         prop_assert_eq!(tour(&c, start)?, expected_phases(&c));
     }
 
+    /// A value that is not a finite number fails every threshold: Prometheus answers +Inf
+    /// or -Inf for a division by zero and NaN for 0/0, and none of them is a measurement.
+    #[test]
+    fn non_finite_values_fail_every_threshold(
+        range in range(),
+        value in prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY)],
+    ) {
+        prop_assert!(!range.admits(value), "{:?} admits {}", range, value);
+    }
+
     /// A rollout that succeeds never moves traffic back to the old revision: the new
     /// revision's share only grows, through the analysis, the promotion and its end.
     #[test]
