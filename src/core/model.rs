@@ -98,6 +98,13 @@ impl RepoPath {
                 p if p.contains('\\') => {
                     return Err(format!("expected '/' as path separator, found {text:?}"))
                 }
+                // Git refuses to track anything under `.git` (in any case), so nothing written
+                // there could ever be committed.
+                p if p.eq_ignore_ascii_case(".git") => {
+                    return Err(format!(
+                        "expected a path git can track, found {text:?} (inside .git)"
+                    ))
+                }
                 p => parts.push(p),
             }
         }
@@ -492,5 +499,21 @@ impl SyncTarget {
 impl fmt::Display for SyncTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}/{}", self.kind(), self.namespace(), self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_paths_inside_dot_git_are_refused_in_any_case() {
+        for text in [".git/hooks", "apps/.git/x", ".GIT/hooks", "a/.Git"] {
+            let e = RepoPath::parse(text).unwrap_err();
+            assert!(e.contains("inside .git"), "{text}: {e}");
+        }
+        for text in [".github/workflows", "apps/.gitops", "clusters/prod/web"] {
+            assert!(RepoPath::parse(text).is_ok(), "{text}");
+        }
     }
 }

@@ -202,9 +202,37 @@ fn read_hostnames(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
     let Some(items) = r.seq(node, path) else {
         return Vec::new();
     };
-    items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| r.string(n, &index(path, i)))
-        .collect()
+    let mut out = Vec::with_capacity(items.len());
+    for (i, n) in items.iter().enumerate() {
+        let at = index(path, i);
+        let Some(text) = r.string(n, &at) else {
+            continue;
+        };
+        match gateway_hostname(&text) {
+            Ok(()) => out.push(text),
+            Err(e) => r.error(n.line, &at, e),
+        }
+    }
+    out
+}
+
+/// Gateway API's `Hostname`: at most 253 characters, lower-case DNS labels, optionally
+/// after `*.`. The API server refuses any other, so Flux or Argo CD could never apply the
+/// route (a line break in a hostname, for one).
+fn gateway_hostname(text: &str) -> Result<(), String> {
+    let labels = text.strip_prefix("*.").unwrap_or(text);
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if text.len() <= 253 && labels.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a hostname of lower-case DNS labels (optionally after \"*.\"), found {text:?}"
+        ))
+    }
 }
