@@ -219,7 +219,7 @@ fn validate_refuses_what_would_fail_at_runtime() {
         "{err}"
     );
     assert!(
-        err.contains("web.yaml:12: spec.route.hostnames[0]: expected a hostname"),
+        err.contains("web.yaml:12: spec.route.hostnames[0]: expected a lowercase DNS name"),
         "{err}"
     );
 }

@@ -216,23 +216,16 @@ fn read_hostnames(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
     out
 }
 
-/// Gateway API's `Hostname`: at most 253 characters, lower-case DNS labels, optionally
-/// after `*.`. The API server refuses any other, so Flux or Argo CD could never apply the
-/// route (a line break in a hostname, for one).
+/// Gateway API's `Hostname`, as the renderer checks it: a lower-case DNS name, optionally
+/// after `*.`. Checked when the spec is read too, so `sluice validate` reports one the API
+/// server would refuse (a line break in a hostname, for one) instead of every tick failing.
 fn gateway_hostname(text: &str) -> Result<(), String> {
-    let labels = text.strip_prefix("*.").unwrap_or(text);
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if text.len() <= 253 && labels.split('.').all(label_ok) {
+    let bare = text.strip_prefix("*.").unwrap_or(text);
+    if text.len() <= 253 && render::is_dns_subdomain(bare) {
         Ok(())
     } else {
         Err(format!(
-            "expected a hostname of lower-case DNS labels (optionally after \"*.\"), found {text:?}"
+            "expected a lowercase DNS name, optionally starting with \"*.\", found {text:?}"
         ))
     }
 }
