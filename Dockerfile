@@ -22,6 +22,6 @@ COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 # in examples/install/deployment.yaml, so a read-only root filesystem works).
 ENV SLUICE_WORKDIR=/var/cache/sluice/repo HOME=/var/cache/sluice
 USER 65532:65532
-EXPOSE 9090
+EXPOSE 8723
 ENTRYPOINT ["/usr/local/bin/sluice"]
 CMD ["run"]

@@ -44,6 +44,11 @@ pub enum OperateError {
     Render(#[from] render::RenderError),
     #[error(transparent)]
     Git(#[from] crate::gitops::Error),
+    /// Defaults would stand in for the settings' output folders and gates.
+    #[error(
+        "{problems}; fix the repo settings first (sluice never falls back to default settings)"
+    )]
+    Settings { problems: String },
 }
 
 /// Applies a manual operation as one commit on the branch and pushes it; returns the commit
@@ -83,7 +88,16 @@ fn apply(
     now: Timestamp,
 ) -> Result<Applied, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
-    let (settings, _) = crate::spec::load::settings_in(&root, read_bounded);
+    let (settings, problems) = crate::spec::load::settings_in(&root, read_bounded);
+    if !problems.is_empty() {
+        return Err(OperateError::Settings {
+            problems: problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
     let snapshot = Snapshot::read(&root);
     let loaded = crate::spec::load::load(&snapshot, &settings);
     let canary = loaded

@@ -94,6 +94,10 @@ impl TickError {
 /// A problem with one canary; the tick goes on with the others.
 #[derive(Debug, thiserror::Error)]
 pub enum CanaryError {
+    /// The repo settings do not load: defaults would drop their gates (`sync:`, approvals),
+    /// so every canary holds until the file is fixed.
+    #[error("held: {problems}; every canary holds until {file} loads (sluice never falls back to default settings)")]
+    Settings { file: String, problems: String },
     #[error("{path}: cannot read the status file: {message}; fix or delete it (history keeps the old state)")]
     Status { path: String, message: String },
     #[error(transparent)]
@@ -180,7 +184,8 @@ fn decide_and_commit(
     now: Timestamp,
 ) -> Result<Decided, TickError> {
     let root: PathBuf = repo.root().to_path_buf();
-    let (settings, mut spec_errors) = settings(repo, ctx.runtime);
+    let (settings, settings_errors) = settings(repo, ctx.runtime);
+    let mut spec_errors = settings_errors.clone();
     let author = ctx.author.clone().unwrap_or_else(|| Identity {
         name: settings.author_name.clone(),
         email: settings.author_email.clone(),
@@ -196,6 +201,28 @@ fn decide_and_commit(
         spec_errors,
         ..TickReport::default()
     };
+    if !settings_errors.is_empty() {
+        // The canaries were read with default settings only to name them here.
+        let held = CanaryError::Settings {
+            file: SETTINGS_PATH.to_string(),
+            problems: settings_errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        };
+        for canary in &loaded.canaries {
+            report.outcomes.push(failed(canary, &held));
+        }
+        return Ok(Decided {
+            report,
+            settings,
+            author,
+            announce: Vec::new(),
+            pending: Vec::new(),
+            snapshot,
+        });
+    }
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
     let index = workload::Index::new(&snapshot, &outputs);
     // Read every canary's status and revision, observe them together, then decide each.

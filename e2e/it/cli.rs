@@ -94,11 +94,15 @@ fn plan_shows_native_rules_and_approvals() {
         plans[0]["approvals"],
         serde_json::json!(["before promotion"])
     );
-    // 30 s to start + 60 s + 90 s pauses + one interval before promotion + 8 promotion
-    // steps + finalisation, at 30 s each.
+    // 30 s to start + 60 s + 90 s pauses + one interval before promotion + 2 promotion
+    // steps (route-only: the new service goes 80 -> 90 -> 100) + finalisation, at 30 s each.
     assert_eq!(
         plans[0]["minDurationSeconds"],
-        30 + 60 + 90 + 30 + 8 * 30 + 30
+        30 + 60 + 90 + 30 + 2 * 30 + 30
+    );
+    assert_eq!(
+        plans[0]["promotionPrimaryWeights"],
+        serde_json::json!([90, 100])
     );
 }
 
@@ -144,4 +148,109 @@ fn logs_written_to_a_file_carry_no_colour_codes() {
         !err.contains('\u{1b}'),
         "escape codes in a log file: {err:?}"
     );
+}
+
+const ROUTE_ONLY_WEB: &str = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n";
+
+/// `sluice reconcile` once against a fresh bare remote holding the route-only canary.
+fn reconciled_remote(tmp: &std::path::Path) -> std::path::PathBuf {
+    let bare = crate::support::seeded_remote(tmp, &[("apps/web.yaml", ROUTE_ONLY_WEB)]);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["reconcile", "--repo", &bare.display().to_string()])
+        .args(["--workdir", &tmp.join("w").display().to_string()])
+        .env("SLUICE_LOG", "error")
+        .output()
+        .expect("run sluice");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bare
+}
+
+#[test]
+fn status_of_a_bare_repo_reads_the_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = reconciled_remote(tmp.path());
+    let dir = bare.display().to_string();
+    let (code, out, err) = sluice(&["status", "--dir", &dir, "--output", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["namespace"], "shop", "{out}");
+    assert_eq!(rows[0]["name"], "web");
+    assert_eq!(rows[0]["phase"], "Initialized");
+    let (code, table, err) = sluice(&["status", "--dir", &dir]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("web") && l.contains("Initialized")),
+        "{table}"
+    );
+    let (code, _, err) = sluice(&["status", "--dir", &dir, "--branch", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read branch nope"), "{err}");
+}
+
+#[test]
+fn validate_refuses_what_would_fail_at_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".sluice")).unwrap();
+    std::fs::write(
+        dir.path().join(".sluice/config.yaml"),
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nauthor:\n  name: \"Release <Bot>\"\n  email: bot@example.com\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("apps")).unwrap();
+    std::fs::write(
+        dir.path().join("apps/web.yaml"),
+        "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  output: .git/hooks\n  service: {port: 8080}\n  route:\n    apiVersion: gateway.networking.k8s.io/v1\n    kind: HTTPRoute\n    parentRefs: [{name: gw}]\n    hostnames: [\"web.example.com\\r\\nx-injected: 1\"]\n  analysis: {interval: 1s, stepWeights: [50]}\n",
+    )
+    .unwrap();
+    let (code, _, err) = sluice(&["validate", dir.path().join("apps").to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("config.yaml:4: author.name: expected no '<', '>'"),
+        "{err}"
+    );
+    assert!(
+        err.contains("web.yaml:6: spec.output: expected a path git can track"),
+        "{err}"
+    );
+    assert!(
+        err.contains("web.yaml:12: spec.route.hostnames[0]: expected a lowercase DNS name"),
+        "{err}"
+    );
+}
+
+/// Every command that prints ends quietly when its reader went away (`sluice reconcile |
+/// head -1`): exit code 0 and nothing on stderr, never a panic.
+#[test]
+fn commands_exit_quietly_when_stdout_is_a_closed_pipe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = crate::support::seeded_remote(tmp.path(), &[("apps/web.yaml", ROUTE_ONLY_WEB)]);
+    let repo = bare.display().to_string();
+    let workdir = tmp.path().join("w").display().to_string();
+    let examples = format!("{}/examples", env!("CARGO_MANIFEST_DIR"));
+    let commands: [&[&str]; 4] = [
+        &["reconcile", "--repo", &repo, "--workdir", &workdir],
+        &["validate", &examples],
+        &["plan", &examples],
+        &["status", "--dir", &repo],
+    ];
+    for args in commands {
+        // The reading end is closed before the command starts: its first write fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .env("SLUICE_LOG", "error")
+            .stdout(writer)
+            .output()
+            .expect("run sluice");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
 }

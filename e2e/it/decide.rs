@@ -255,6 +255,36 @@ fn no_data_nan_and_errors_are_failed_checks_never_passes() {
 }
 
 #[test]
+fn infinite_values_fail_min_and_max_thresholds_like_nan() {
+    // Prometheus answers +Inf or -Inf for a division by zero: no bound admits it, and the
+    // status records the verdict without an unwritable number.
+    for (range, value, detail) in [
+        ("{min: 99}", f64::INFINITY, "+Inf"),
+        ("{max: 500}", f64::NEG_INFINITY, "-Inf"),
+        ("{min: 1, max: 500}", f64::INFINITY, "+Inf"),
+        ("{min: 1, max: 500}", f64::NEG_INFINITY, "-Inf"),
+    ] {
+        let c = flagger(&format!(
+            "interval: 30s\nthreshold: 2\nstepWeight: 10\nmaxWeight: 50\nmetrics:\n- name: request-success-rate\n  thresholdRange: {range}\n"
+        ));
+        let s = at_first_step(&c);
+        let o = with_metric(
+            obs("rev1"),
+            "request-success-rate",
+            MetricValue::Value(value),
+        );
+        let d = decide(&c, Some(&s), &o, t(70));
+        assert_eq!(d.action, Action::FailedCheck, "{range} {value}");
+        let record = &d.status.checks[0];
+        assert!(!record.passed);
+        assert_eq!(record.value, None);
+        assert_eq!(record.detail, detail);
+        // The status file round-trips it.
+        assert_eq!(from_yaml(&to_yaml(&d.status).unwrap()).unwrap(), d.status);
+    }
+}
+
+#[test]
 fn failed_checks_accumulate_across_steps() {
     let c = flagger(SEED);
     let s = at_first_step(&c);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value as Json;
+use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT};
 
 use crate::support::Schemas;
 
@@ -196,10 +197,10 @@ fn deployment_runs_the_daemon_as_documented() {
             "--repo",
             "$(SLUICE_REPO)",
             "--listen",
-            "0.0.0.0:9090"
+            format!("0.0.0.0:{DEFAULT_PORT}")
         ])
     );
-    assert_eq!(c["ports"][0]["containerPort"], 9090);
+    assert_eq!(c["ports"][0]["containerPort"], DEFAULT_PORT);
     assert_eq!(c["ports"][0]["name"], "http");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -248,7 +249,7 @@ fn deployment_runs_the_daemon_as_documented() {
     assert!(volume["emptyDir"].is_object(), "{volume}");
 
     let svc = yaml("examples/install/service.yaml");
-    assert_eq!(svc["spec"]["ports"][0]["port"], 9090);
+    assert_eq!(svc["spec"]["ports"][0]["port"], DEFAULT_PORT);
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http");
     assert_eq!(
         svc["spec"]["selector"],
@@ -295,6 +296,11 @@ fn dockerfile_builds_locked_and_runs_unprivileged() {
         "the runtime needs no git (libgit2 is vendored)"
     );
     assert!(lines.contains(&"USER 65532:65532"));
+    let expose = format!("EXPOSE {DEFAULT_PORT}");
+    assert!(
+        lines.contains(&expose.as_str()),
+        "the daemon's default port"
+    );
     assert!(lines.contains(&r#"ENTRYPOINT ["/usr/local/bin/sluice"]"#));
     assert!(lines.contains(&r#"CMD ["run"]"#));
     assert_eq!(lines.last(), Some(&r#"CMD ["run"]"#));
@@ -329,4 +335,42 @@ fn release_workflow_pushes_the_image_on_version_tags() {
         })
         .expect("login step");
     assert_eq!(login["with"]["registry"], "ghcr.io");
+}
+
+/// A sluice next to a local Prometheus, Flagger, Grafana or an exporter starts: the default
+/// port is none of theirs, and the clap default, the Dockerfile and the manifests agree.
+#[test]
+fn the_default_listen_port_is_no_common_neighbours() {
+    let addr: std::net::SocketAddr = DEFAULT_LISTEN.parse().expect("an address");
+    assert!(addr.ip().is_loopback(), "listens on loopback unless told");
+    assert_eq!(addr.port(), DEFAULT_PORT);
+    let taken: &[(u16, &str)] = &[
+        (3000, "Grafana"),
+        (8080, "Flagger's metrics, most web apps"),
+        (8081, "kube-state-metrics telemetry"),
+        (9090, "Prometheus"),
+        (9091, "Pushgateway"),
+        (9093, "Alertmanager"),
+        (9094, "Alertmanager cluster"),
+        (9440, "controller-runtime health probes"),
+        (9443, "admission webhooks"),
+        (9901, "Envoy admin"),
+        (10250, "kubelet"),
+    ];
+    for (port, who) in taken {
+        assert_ne!(DEFAULT_PORT, *port, "{who} uses {port}");
+    }
+    assert!(
+        !(9100..=9999).contains(&DEFAULT_PORT),
+        "9100-9999 is Prometheus's allocated exporter range"
+    );
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "--help"])
+        .output()
+        .expect("sluice run --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains(&format!("[default: {DEFAULT_LISTEN}]")),
+        "{help}"
+    );
 }

@@ -49,8 +49,8 @@ const EXPECTED_WEIGHTS: [&str; 8] = [
     "primary=70 canary=30",
     "primary=40 canary=60",
     "primary=40 canary=60", // promote
-    "primary=100 canary=0", // all traffic back to the (new) primary
-    "primary=100 canary=0", // promotion completed
+    "primary=0 canary=100", // all traffic to the promoted revision, still on web-green
+    "primary=100 canary=0", // promotion completed: web-green is the stable service
 ];
 
 fn ctx(observer: &Offline) -> Context<'_> {
@@ -132,6 +132,34 @@ fn check_every_commit(bare: &Path) {
     }
 }
 
+/// The weight each committed route gives `service`, oldest first, from the commit that
+/// started the rollout; it never goes down, and ends at 100.
+fn assert_new_revision_traffic_never_goes_down(bare: &Path, service: &str) {
+    let mut weights = Vec::new();
+    let mut started = false;
+    for (sha, _) in sluice_commits(bare) {
+        let subject = git(bare, &["log", "-1", "--format=%s", &sha]);
+        started |= subject.contains("detected");
+        if !started {
+            continue;
+        }
+        let route: Json = serde_saphyr::from_str(&show(bare, &sha, ROUTE_FILE)).unwrap();
+        let weight = route["spec"]["rules"][0]["backendRefs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == service)
+            .and_then(|r| r["weight"].as_u64())
+            .unwrap();
+        weights.push((subject.trim().to_string(), weight));
+    }
+    assert!(
+        weights.windows(2).all(|w| w[1].1 >= w[0].1),
+        "{service} runs the new revision; its traffic went down: {weights:#?}"
+    );
+    assert_eq!(weights.last().map(|w| w.1), Some(100), "{weights:#?}");
+}
+
 fn phase_on_remote(bare: &Path) -> Option<String> {
     let out = Command::new("git")
         .args(["show", &format!("main:{STATUS_FILE}")])
@@ -176,10 +204,15 @@ fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     assert_eq!(weights, EXPECTED_WEIGHTS, "one commit per step");
     check_every_commit(&bare);
     kustomize_builds(&bare, OUTPUT);
+    assert_new_revision_traffic_never_goes_down(&bare, "web-green");
     let subjects = git(&bare, &["log", "--reverse", "--format=%s", "main"]);
     assert!(
         subjects.contains("web: advance canary weight 10 -> 30 (step 2/3)"),
         "{subjects}"
+    );
+    assert!(
+        subjects.contains("web: route 100% to web-green (promotion)"),
+        "the promotion routes to the service that runs the new revision: {subjects}"
     );
     assert!(
         subjects.contains("web: roll out v2"),

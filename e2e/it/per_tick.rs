@@ -43,8 +43,8 @@ const EXPECTED_WEIGHTS: [&str; 8] = [
     "primary=70 canary=30",
     "primary=40 canary=60",
     "primary=40 canary=60", // promote
-    "primary=100 canary=0",
-    "primary=100 canary=0", // promotion completed
+    "primary=0 canary=100", // all traffic to the promoted revision, still on the green service
+    "primary=100 canary=0", // promotion completed: green is the stable service
 ];
 
 /// Sluice's commits on main, oldest first: (sha, trailers as git parses them).

@@ -175,3 +175,59 @@ fn a_tick_reads_each_repo_file_once_and_unchanged_settings_not_at_all() {
         "unchanged settings are not read again: {read_once:?}"
     );
 }
+
+/// Repo settings that do not load stop every canary: defaults would drop their gates (here
+/// `sync:`, which makes each step wait for Flux), so nothing is committed, and each canary's
+/// outcome says why.
+#[test]
+fn settings_that_do_not_load_hold_every_canary_instead_of_using_defaults() {
+    const SETTINGS: &str = ".sluice/config.yaml";
+    let good =
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nsync:\n  flux:\n    kustomization: apps\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1")), (SETTINGS, good)]);
+    let url = bare.display().to_string();
+    let human = human_clone(&url, &tmp.path().join("human"));
+    let mut repo =
+        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
+            .unwrap();
+    let observer = sluice::observe::Offline;
+    let ctx = Context {
+        observer: &observer,
+        author: None,
+        push_attempts: 5,
+        runtime: crate::support::runtime(),
+    };
+    let t0 = Timestamp::now();
+    assert_eq!(tick(&mut repo, &ctx, t0).unwrap().commits, 1, "initialized");
+    // One typo in the settings, and a new revision to roll out.
+    human_commit(
+        &human,
+        SETTINGS,
+        &format!("{good}commitz: perTick\n"),
+        "settings: typo",
+    );
+    human_commit(&human, FILE, &canary("v2"), "web: roll out v2");
+    let head = git(&bare, &["rev-parse", "main"]);
+    for i in 1..=5 {
+        let report = tick(&mut repo, &ctx, t0 + std::time::Duration::from_secs(60 * i)).unwrap();
+        assert_eq!(report.commits, 0, "{report:?}");
+        assert!(
+            report
+                .spec_errors
+                .iter()
+                .any(|e| e.to_string().starts_with(".sluice/config.yaml:6: commitz")),
+            "{:?}",
+            report.spec_errors
+        );
+        let error = report.outcomes[0].error.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with("held: .sluice/config.yaml:6: commitz")
+                && error.contains("never falls back to default settings"),
+            "{error}"
+        );
+    }
+    assert_eq!(git(&bare, &["rev-parse", "main"]), head, "nothing pushed");
+    let status = git(&bare, &["show", "main:.sluice/status/shop/web.yaml"]);
+    assert!(status.contains("phase: Initialized"), "{status}");
+}

@@ -100,8 +100,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let url = remote.to_string_lossy().to_string();
     let alice = Identity::new("alice", "alice@example.com");
     seed_bare_repo(&dir, &remote, &DEMO_FILES, &alice)?;
-    println!("sluice demo: config repo {url}");
-    println!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");
+    outln!("sluice demo: config repo {url}");
+    outln!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");
 
     let creds = Credentials::none();
     let mut sluice = ConfigRepo::open_or_clone(&url, "main", &dir.join("sluice-workdir"), &creds)?;
@@ -111,7 +111,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     };
     let runtime = Runtime::from_env()?;
     let prometheus = demo_prometheus::start(script, &runtime)?;
-    println!(
+    outln!(
         "  metrics: an embedded Prometheus query endpoint at {} answers success rate {}% and p99 latency {} ms{}\n",
         prometheus.address,
         script.success_rate,
@@ -129,14 +129,14 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let start = Instant::now();
     let show = |report: &TickReport| {
         for e in &report.spec_errors {
-            println!("  spec error: {e}");
+            outln!("  spec error: {e}");
         }
         for o in &report.outcomes {
             if let Some(subject) = &o.committed {
-                println!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
+                outln!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
             }
             if let Some(e) = &o.error {
-                println!(
+                outln!(
                     "[{:>5.1}s] {}: error: {e}",
                     start.elapsed().as_secs_f64(),
                     o.id
@@ -158,7 +158,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         None,
     )?;
     human.push()?;
-    println!(
+    outln!(
         "[{:>5.1}s] alice: podinfo: bump image to 6.7.1",
         start.elapsed().as_secs_f64()
     );
@@ -173,7 +173,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             .find(|o| o.id == CANARY)
             .and_then(|o| o.phase);
         if matches!(phase, Some(Phase::Succeeded) | Some(Phase::Failed)) && report.commits > 0 {
-            println!(
+            outln!(
                 "\ncanary {CANARY} ended {}",
                 phase.map(|p| p.to_string()).unwrap_or_default()
             );
@@ -189,7 +189,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         ));
     }
 
-    println!("\ngit log of {url} (oldest first):");
+    outln!("\ngit log of {url} (oldest first):");
     let mut entries = sluice.history(None, 200)?;
     entries.reverse();
     for e in entries {
@@ -200,7 +200,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 .map(|(_, v)| v.clone())
                 .unwrap_or_default()
         };
-        println!(
+        outln!(
             "  {} {:<8} {:<15} {:<24} {}",
             &e.oid.to_string()[..7],
             e.author.name,
@@ -210,7 +210,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         );
     }
     if args.keep.is_some() {
-        println!("\nrepos kept in {}", dir.display());
+        outln!("\nrepos kept in {}", dir.display());
     }
     Ok(0)
 }

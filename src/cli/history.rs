@@ -92,8 +92,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     };
     let list = entries(&history, &args.canary);
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&list)?),
-        Output::Yaml => print!("{}", serde_saphyr::to_string(&list)?),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&list)?),
+        Output::Yaml => out!("{}", serde_saphyr::to_string(&list)?),
         Output::Table => {
             let mut table = comfy_table::Table::new();
             table.load_style(comfy_table::presets::NOTHING);
@@ -109,7 +109,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                     e.reason.clone(),
                 ]);
             }
-            println!("{table}");
+            outln!("{table}");
         }
     }
     Ok(0)

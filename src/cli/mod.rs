@@ -4,6 +4,39 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::core::operate::Operation;
 
+/// `print!` for a command's answer on stdout; see [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` for a command's answer on stdout; see [`write_stdout`].
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Writes a command's answer to stdout. A reader that went away (`sluice reconcile | head -1`)
+/// ends the command quietly with exit code 0, as a closed pipe ends `git log`: `println!`
+/// would panic, since Rust ignores SIGPIPE. Any other write error ends it with exit code 2.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;

@@ -92,7 +92,7 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
     let runtime = Runtime::from_env()?;
     match operate(&mut locked.repo, &runtime, &manual, jiff::Timestamp::now()) {
         Ok(subject) => {
-            println!("{subject}");
+            outln!("{subject}");
             Ok(0)
         }
         Err(OperateError::NotApplicable(e)) => {

@@ -25,8 +25,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     }
     let plans: Vec<Plan> = loaded.canaries.iter().map(plan).collect();
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&plans)?),
-        Output::Yaml => print!("{}", serde_saphyr::to_string(&plans)?),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&plans)?),
+        Output::Yaml => out!("{}", serde_saphyr::to_string(&plans)?),
         Output::Table => {
             for p in &plans {
                 print_plan(p);
@@ -48,23 +48,23 @@ fn list(weights: &[u8]) -> String {
 }
 
 fn print_plan(p: &Plan) {
-    println!("{}/{} ({})", p.namespace, p.name, p.strategy);
+    outln!("{}/{} ({})", p.namespace, p.name, p.strategy);
     if let Some(i) = p.iterations {
-        println!("  iterations:         {i}");
+        outln!("  iterations:         {i}");
     }
-    println!("  canary weights:     {}", list(&p.canary_weights));
-    println!(
+    outln!("  canary weights:     {}", list(&p.canary_weights));
+    outln!(
         "  promotion (primary): {}",
         list(&p.promotion_primary_weights)
     );
     if p.approvals.is_empty() {
-        println!("  approvals:          none");
+        outln!("  approvals:          none");
     } else {
-        println!("  approvals:          {}", p.approvals.join(", "));
+        outln!("  approvals:          {}", p.approvals.join(", "));
     }
-    println!("  minimum duration:   {}s", p.min_duration_seconds);
-    println!("  events:");
+    outln!("  minimum duration:   {}s", p.min_duration_seconds);
+    outln!("  events:");
     for e in &p.events {
-        println!("    {e}");
+        outln!("    {e}");
     }
 }

@@ -22,7 +22,7 @@ pub fn print_report(report: &TickReport) {
     for o in &report.outcomes {
         match (&o.committed, &o.error) {
             (_, Some(e)) => eprintln!("{}: error: {e}", o.id),
-            (Some(subject), None) => println!("{subject}"),
+            (Some(subject), None) => outln!("{subject}"),
             (None, None) => {}
         }
     }

@@ -108,15 +108,92 @@ pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<L
     Ok(Locked { repo, _lock: lock })
 }
 
-/// The folder to read: the local checkout, or the fetched clone.
-pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Option<Locked>)> {
+/// What keeps the folder [`read_root`] returned readable, for as long as it lives.
+pub enum Held {
+    /// A local checkout, read as it is.
+    Nothing,
+    /// The fetched clone and its lock.
+    Clone(Box<Locked>),
+    /// A bare repository's branch, read into a temporary folder.
+    Tree(tempfile::TempDir),
+}
+
+/// The folder to read: the local checkout, the branch of a local bare repository (it has no
+/// files of its own, as `history --dir` reads its commits), or the fetched clone.
+pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
     if let Some(dir) = &args.dir {
-        return Ok((dir.clone(), None));
+        return match bare_branch(dir, &args.branch)? {
+            Some(tree) => Ok((tree.path().to_path_buf(), Held::Tree(tree))),
+            None => Ok((dir.clone(), Held::Nothing)),
+        };
     }
     let Some(url) = &args.repo else {
         bail!("give --repo URL or --dir PATH");
     };
     let mut locked = open(url, &args.branch, args.workdir.as_deref())?;
     locked.repo.fetch()?;
-    Ok((locked.repo.root().to_path_buf(), Some(locked)))
+    Ok((
+        locked.repo.root().to_path_buf(),
+        Held::Clone(Box::new(locked)),
+    ))
+}
+
+/// When `dir` is a bare repository: the YAML files of `branch`'s tree, written into a
+/// temporary folder. Symlinks, submodules, names git itself would refuse and files larger
+/// than the snapshot reads are left out, so nothing is read from outside the repo.
+fn bare_branch(dir: &Path, branch: &str) -> anyhow::Result<Option<tempfile::TempDir>> {
+    let Ok(repo) = git2::Repository::open_bare(dir) else {
+        return Ok(None);
+    };
+    let tree = repo
+        .revparse_single(&format!("refs/heads/{branch}"))
+        .and_then(|o| o.peel_to_tree())
+        .with_context(|| format!("{}: cannot read branch {branch}", dir.display()))?;
+    let out = tempfile::tempdir().context("cannot create a temporary folder")?;
+    let mut failure = None;
+    let walked = tree.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
+        let Ok(name) = entry.name() else {
+            return git2::TreeWalkResult::Skip;
+        };
+        if matches!(name, "" | "." | "..") || name.contains(['/', '\\']) {
+            return git2::TreeWalkResult::Skip;
+        }
+        let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+        let blob = matches!(
+            entry.filemode(),
+            0o100644 | 0o100755 // regular files; not symlinks (0o120000) or submodules
+        );
+        if !(yaml && blob) {
+            return git2::TreeWalkResult::Ok;
+        }
+        let written = entry
+            .to_object(&repo)
+            .map_err(anyhow::Error::from)
+            .and_then(|o| {
+                let Some(blob) = o.as_blob() else {
+                    return Ok(());
+                };
+                if blob.size() as u64 > crate::yaml::snapshot::MAX_FILE_BYTES {
+                    return Ok(());
+                }
+                let path = out.path().join(parent).join(name);
+                if let Some(folder) = path.parent() {
+                    std::fs::create_dir_all(folder)?;
+                }
+                std::fs::write(&path, blob.content())?;
+                Ok(())
+            });
+        match written {
+            Ok(()) => git2::TreeWalkResult::Ok,
+            Err(e) => {
+                failure = Some(e.context(format!("{}: cannot read {parent}{name}", dir.display())));
+                git2::TreeWalkResult::Abort
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    walked.with_context(|| format!("{}: cannot read branch {branch}", dir.display()))?;
+    Ok(Some(out))
 }

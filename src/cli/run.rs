@@ -20,6 +20,13 @@ use crate::server::{serve, Metrics, ServerState};
 use crate::tick::{tick, Context, TickReport};
 use crate::yaml::reader::parse_duration;
 
+/// The daemon's default address. Its port is no common neighbour's: not Prometheus (9090),
+/// Alertmanager or the Pushgateway (9091-9094), the exporters' range (9100-9999), Flagger or
+/// most web apps (8080), Grafana (3000), Envoy's admin (9901) or the kubelet (10250).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8723";
+/// The port of [`DEFAULT_LISTEN`], which the Dockerfile and the install manifests use too.
+pub const DEFAULT_PORT: u16 = 8723;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -30,7 +37,7 @@ pub struct Args {
     #[arg(long, default_value_t = 8)]
     pub push_attempts: u32,
     /// Address of /metrics, /healthz, /readyz and /hooks/git (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:9090", env = "SLUICE_LISTEN")]
+    #[arg(long, default_value = DEFAULT_LISTEN, env = "SLUICE_LISTEN")]
     pub listen: SocketAddr,
     /// Run with several replicas: only the holder of a Kubernetes Lease ticks.
     #[arg(long, env = "SLUICE_LEADER_ELECTION")]

@@ -34,8 +34,23 @@ pub struct Row {
 
 pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let settings_path = root.join(SETTINGS_PATH);
-    let settings = load_settings(settings_path.is_file().then_some(settings_path.as_path()))
-        .unwrap_or_default();
+    // Settings that do not load hold every canary (the tick decides nothing); say so on
+    // each row rather than list them as if they ran on defaults.
+    let (settings, held) =
+        match load_settings(settings_path.is_file().then_some(settings_path.as_path())) {
+            Ok(s) => (s, None),
+            Err(errors) => (
+                Default::default(),
+                Some(format!(
+                    "held: {}; every canary holds until {SETTINGS_PATH} loads",
+                    errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+            ),
+        };
     let loaded = load(&Snapshot::read(root), &settings);
     let mut out = Vec::new();
     for c in &loaded.canaries {
@@ -80,17 +95,27 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 message: format!("unreadable status file: {e}"),
             },
         };
-        out.push(row);
+        out.push(match &held {
+            Some(message) => Row {
+                message: message.clone(),
+                ..row
+            },
+            None => row,
+        });
     }
     Ok(out)
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
-    let (root, _lock) = read_root(&args.source)?;
+    let (root, _held) = read_root(&args.source)?;
     let rows = rows(&root)?;
+    // The table has no message column: a hold for broken settings goes to stderr too.
+    if let Some(held) = rows.iter().find(|r| r.message.starts_with("held: ")) {
+        eprintln!("{}", held.message);
+    }
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
-        Output::Yaml => print!("{}", serde_saphyr::to_string(&rows)?),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&rows)?),
+        Output::Yaml => out!("{}", serde_saphyr::to_string(&rows)?),
         Output::Table => {
             let mut table = comfy_table::Table::new();
             table.load_style(comfy_table::presets::NOTHING);
@@ -116,7 +141,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                     r.since.clone(),
                 ]);
             }
-            println!("{table}");
+            outln!("{table}");
         }
     }
     Ok(0)

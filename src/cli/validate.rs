@@ -71,7 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         eprintln!("{e}");
     }
     if loaded.errors.is_empty() {
-        println!("{} canaries valid", loaded.canaries.len());
+        outln!("{} canaries valid", loaded.canaries.len());
         Ok(0)
     } else {
         eprintln!(

@@ -41,6 +41,8 @@ pub enum Action {
     WaitApproval(Gate),
     /// The primary takes the canary's spec.
     Promote,
+    /// Promotion: the weight of the backend that runs the promoted revision (the primary; in
+    /// route-only mode the canary service, which becomes stable when the promotion finalises).
     AdvancePrimary {
         weight: u8,
     },
@@ -467,6 +469,9 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) 
                 let v = *v;
                 let detail = if v.is_nan() {
                     "NaN".to_string()
+                } else if v.is_infinite() {
+                    // Prometheus's spelling; no bound admits it.
+                    if v > 0.0 { "+Inf" } else { "-Inf" }.to_string()
                 } else if min.is_some_and(|m| v < m) {
                     format!("{} < {}", fmt_num(v), fmt_num(min.unwrap_or_default()))
                 } else if max.is_some_and(|m| v > m) {
@@ -476,7 +481,7 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) 
                 };
                 CheckRecord {
                     name: metric.name.clone(),
-                    value: if v.is_nan() { None } else { Some(v) },
+                    value: v.is_finite().then_some(v),
                     min,
                     max,
                     passed: metric.range.admits(v),
@@ -1011,23 +1016,47 @@ fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision
     }
     let mut next = status.clone();
     next.step_started = now;
-    let weights =
-        promotion_primary_weights(status.canary_weight, canary.analysis.step_weight_promotion);
+    // The promoted revision runs on the primary once it took the canary's spec. In route-only
+    // mode nothing is copied: the promoted revision stays on the canary service, which takes
+    // the rest of the traffic now and becomes the stable one when the promotion finalises.
+    // Raising the stable service instead would send traffic back to the old revision.
+    let route_only = matches!(canary.target, Target::RouteOnly { .. });
+    // The weight of the backend that does not run the promoted revision.
+    let unpromoted = if route_only {
+        status.primary_weight
+    } else {
+        status.canary_weight
+    };
+    let weights = promotion_primary_weights(unpromoted, canary.analysis.step_weight_promotion);
     let progressive = canary.analysis.step_weight_promotion.is_some_and(|s| s > 0);
-    let primary = weights.first().copied().unwrap_or(100);
-    next.primary_weight = primary;
-    next.canary_weight = 100 - primary;
-    if primary == 100 {
+    let promoted = weights.first().copied().unwrap_or(100);
+    if route_only {
+        next.canary_weight = promoted;
+        next.primary_weight = 100 - promoted;
+    } else {
+        next.primary_weight = promoted;
+        next.canary_weight = 100 - promoted;
+    }
+    if promoted == 100 {
         next.phase = Phase::Finalising;
         next.phase_since = now;
     }
-    let event = if progressive {
-        format!("Advance {name} primary weight {primary}")
-    } else {
-        format!("Routing all traffic to primary {name}")
+    let event = match (&canary.target, progressive) {
+        (Target::RouteOnly { .. }, true) => {
+            format!("Advance {name} promoted service weight {promoted}")
+        }
+        (Target::RouteOnly { .. }, false) => {
+            format!("Routing all traffic to the promoted service of {name}")
+        }
+        (Target::Source { .. } | Target::TargetRef { .. }, true) => {
+            format!("Advance {name} primary weight {promoted}")
+        }
+        (Target::Source { .. } | Target::TargetRef { .. }, false) => {
+            format!("Routing all traffic to primary {name}")
+        }
     };
     change(
-        Action::AdvancePrimary { weight: primary },
+        Action::AdvancePrimary { weight: promoted },
         next,
         event,
         Some(after(now, interval)),

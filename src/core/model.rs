@@ -98,6 +98,13 @@ impl RepoPath {
                 p if p.contains('\\') => {
                     return Err(format!("expected '/' as path separator, found {text:?}"))
                 }
+                // Git refuses to track anything under `.git` (in any case), so nothing written
+                // there could ever be committed.
+                p if p.eq_ignore_ascii_case(".git") => {
+                    return Err(format!(
+                        "expected a path git can track, found {text:?} (inside .git)"
+                    ))
+                }
                 p => parts.push(p),
             }
         }
@@ -398,8 +405,10 @@ pub struct ThresholdRange {
 
 impl ThresholdRange {
     /// Flagger's rule: a value passes when `min <= value <= max` for the bounds that are set.
+    /// A value that is not a finite number (NaN, +Inf, -Inf: a division by zero in the query)
+    /// never passes, whatever the bounds.
     pub fn admits(&self, value: f64) -> bool {
-        !value.is_nan()
+        value.is_finite()
             && self.min.is_none_or(|min| value >= min)
             && self.max.is_none_or(|max| value <= max)
     }
@@ -490,5 +499,21 @@ impl SyncTarget {
 impl fmt::Display for SyncTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}/{}", self.kind(), self.namespace(), self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_paths_inside_dot_git_are_refused_in_any_case() {
+        for text in [".git/hooks", "apps/.git/x", ".GIT/hooks", "a/.Git"] {
+            let e = RepoPath::parse(text).unwrap_err();
+            assert!(e.contains("inside .git"), "{text}: {e}");
+        }
+        for text in [".github/workflows", "apps/.gitops", "clusters/prod/web"] {
+            assert!(RepoPath::parse(text).is_ok(), "{text}");
+        }
     }
 }

@@ -88,7 +88,9 @@ pub fn native_step_weight(step: u8, max: u8) -> Vec<u8> {
 
 /// Primary weights of a progressive promotion from canary weight `canary` (Flagger's
 /// stepWeightPromotion): 100 - canary + s, + 2s, ... capped at 100. `s == 0` or `None` means
-/// one step straight to 100.
+/// one step straight to 100. These are the weights of the backend that runs the promoted
+/// revision: the primary, or in route-only mode the canary service (`canary` is then the
+/// stable service's weight).
 pub fn promotion_primary_weights(canary: u8, step: Option<u8>) -> Vec<u8> {
     let mut primary = 100u8.saturating_sub(canary.min(100));
     match step {

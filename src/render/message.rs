@@ -4,7 +4,7 @@
 use crate::core::decide::{fmt_num, Action, Decision};
 use crate::core::status::{Gate, Status};
 use crate::gitops::CommitMessage;
-use crate::spec::model::{Canary, Strategy};
+use crate::spec::model::{Canary, Strategy, Target};
 
 /// Trailer keys, in the order they are written.
 pub const CANARY: &str = "Sluice-Canary";
@@ -74,9 +74,16 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
             step_text(canary, s)
         ),
         Action::Promote => format!("{n}: promote revision {rev} to the primary"),
-        Action::AdvancePrimary { weight } => {
-            format!("{n}: advance primary weight {weight} (promotion)")
-        }
+        Action::AdvancePrimary { weight } => match &canary.target {
+            // The promoted revision runs on the canary service until the promotion finalises.
+            Target::RouteOnly { .. } => format!(
+                "{n}: route {weight}% to {} (promotion)",
+                super::backends(canary, s).1
+            ),
+            Target::Source { .. } | Target::TargetRef { .. } => {
+                format!("{n}: advance primary weight {weight} (promotion)")
+            }
+        },
         Action::Finalise => format!("{n}: promotion completed, canary scaled down"),
         Action::Rollback { reason } => format!("{n}: roll back: {reason}"),
         Action::ApprovalMerged => format!("{n}: approval merged, step clock started"),

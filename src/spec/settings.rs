@@ -148,10 +148,20 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         if let Some(n) = root.get("author") {
             if r.map(n, "author", &["name", "email"]).is_some() {
                 if let Some(v) = n.get("name").and_then(|v| r.string(v, "author.name")) {
-                    settings.author_name = v;
+                    match identity_part(&v) {
+                        Ok(()) => settings.author_name = v,
+                        Err(e) => {
+                            r.error(n.get("name").map_or(n.line, |v| v.line), "author.name", e)
+                        }
+                    }
                 }
                 if let Some(v) = n.get("email").and_then(|v| r.string(v, "author.email")) {
-                    settings.author_email = v;
+                    match identity_part(&v) {
+                        Ok(()) => settings.author_email = v,
+                        Err(e) => {
+                            r.error(n.get("email").map_or(n.line, |v| v.line), "author.email", e)
+                        }
+                    }
                 }
             }
         }
@@ -209,6 +219,23 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
     } else {
         Err(r.errors)
     }
+}
+
+/// A commit author's name or email as git writes it (`Name <email>`): git refuses one that is
+/// empty or holds `<`, `>` or a line break, so every commit would fail at runtime.
+fn identity_part(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("expected a non-empty value, found an empty string".into());
+    }
+    if let Some(c) = text
+        .chars()
+        .find(|c| matches!(c, '<' | '>') || c.is_control())
+    {
+        return Err(format!(
+            "expected no '<', '>' or control characters (git refuses them in an author), found {c:?} in {text:?}"
+        ));
+    }
+    Ok(())
 }
 
 fn settings_output(pattern: &str) -> Result<(), String> {
@@ -688,6 +715,36 @@ mod tests {
             errs,
             vec![".sluice/config.yaml:4: forge.repository: required field is missing"]
         );
+    }
+
+    #[test]
+    fn authors_git_would_refuse_are_errors_with_their_line() {
+        let author = |block: &str| {
+            parse_settings(SETTINGS_PATH, &format!("{HEAD}author:\n{block}"))
+                .map(|s| (s.author_name, s.author_email))
+                .map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            author("  name: Release Bot\n  email: bot@example.com\n").unwrap(),
+            ("Release Bot".to_string(), "bot@example.com".to_string())
+        );
+        for (block, field, line) in [
+            ("  name: \"Bot <x>\"\n", "author.name", 4),
+            (
+                "  name: Bot\n  email: \"<bot@example.com>\"\n",
+                "author.email",
+                5,
+            ),
+            ("  name: \"Bot\\nInjected: yes\"\n", "author.name", 4),
+            ("  email: \"\"\n", "author.email", 4),
+        ] {
+            let errs = author(block).unwrap_err();
+            assert_eq!(errs.len(), 1, "{block}: {errs:?}");
+            assert!(
+                errs[0].starts_with(&format!(".sluice/config.yaml:{line}: {field}: expected")),
+                "{block}: {errs:?}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sluice::core::model::ThresholdRange;
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
@@ -261,6 +262,40 @@ async fn builtin_osm_metrics_against_real_prometheus() {
     // A target with no traffic: the success rate is 0/0 (no series), not a pass.
     let idle = observe("idle").await;
     assert_eq!(idle[0].value, MetricValue::NoData, "{idle:?}");
+
+    // A division by zero is +Inf or -Inf (NaN for 0/0) in the real server's answer, and no
+    // threshold admits it: a min bound is not passed by +Inf, a max bound not by -Inf.
+    for (query, range) in [
+        (
+            "vector(1) / vector(0)",
+            ThresholdRange {
+                min: Some(99.0),
+                max: None,
+            },
+        ),
+        (
+            "vector(-1) / vector(0)",
+            ThresholdRange {
+                min: None,
+                max: Some(500.0),
+            },
+        ),
+        (
+            "vector(0) / vector(0)",
+            ThresholdRange {
+                min: Some(99.0),
+                max: None,
+            },
+        ),
+    ] {
+        match client.query(query).await {
+            MetricValue::Value(v) => {
+                assert!(!v.is_finite(), "{query}: {v}");
+                assert!(!range.admits(v), "{query}: {v} passes {range:?}");
+            }
+            other => panic!("{query}: expected a value, got {other:?}"),
+        }
+    }
 
     // Several series and range vectors are refused by the real server's answers too.
     match client.query("osm_request_total").await {

@@ -202,9 +202,30 @@ fn read_hostnames(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
     let Some(items) = r.seq(node, path) else {
         return Vec::new();
     };
-    items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| r.string(n, &index(path, i)))
-        .collect()
+    let mut out = Vec::with_capacity(items.len());
+    for (i, n) in items.iter().enumerate() {
+        let at = index(path, i);
+        let Some(text) = r.string(n, &at) else {
+            continue;
+        };
+        match gateway_hostname(&text) {
+            Ok(()) => out.push(text),
+            Err(e) => r.error(n.line, &at, e),
+        }
+    }
+    out
+}
+
+/// Gateway API's `Hostname`, as the renderer checks it: a lower-case DNS name, optionally
+/// after `*.`. Checked when the spec is read too, so `sluice validate` reports one the API
+/// server would refuse (a line break in a hostname, for one) instead of every tick failing.
+fn gateway_hostname(text: &str) -> Result<(), String> {
+    let bare = text.strip_prefix("*.").unwrap_or(text);
+    if text.len() <= 253 && render::is_dns_subdomain(bare) {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a lowercase DNS name, optionally starting with \"*.\", found {text:?}"
+        ))
+    }
 }

@@ -428,7 +428,7 @@ fn is_dns_label(text: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
-fn is_dns_subdomain(text: &str) -> bool {
+pub(super) fn is_dns_subdomain(text: &str) -> bool {
     text.len() <= 253 && text.split('.').all(is_dns_label)
 }
 

@@ -332,6 +332,12 @@ fn strings(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
         let at = index(path, i);
         match r.string(item, &at) {
             Some(text) if text.is_empty() => r.error(item.line, &at, "expected a name, found \"\""),
+            // A host or gateway name never holds a space or a line break; Istio refuses it.
+            Some(text) if text.chars().any(|c| c.is_whitespace() || c.is_control()) => r.error(
+                item.line,
+                &at,
+                format!("expected a name without spaces or line breaks, found {text:?}"),
+            ),
             Some(text) => out.push(text),
             None => {}
         }

@@ -5,6 +5,7 @@
 //! Runs are bounded: a few hundred cases, walks of at most a few dozen decisions, and drives
 //! that give up after a fixed number of decisions. Nothing here reads the wall clock.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use proptest::test_runner::TestCaseError;
 
 use sluice_core::decide::{decide, wants, Action, Decision};
 use sluice_core::model::{
-    Approvals, Canary, Format, Strategy as Rollout, ThresholdRange, WebhookKind,
+    Approvals, Canary, Format, Strategy as Rollout, Target, ThresholdRange, WebhookKind,
 };
 use sluice_core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
 use sluice_core::operate::{operate, Operation};
@@ -685,6 +686,104 @@ fn leaves_its_phase(c: &Canary<()>, status: &Status, start: Timestamp) -> CheckR
     )))
 }
 
+/// The share of traffic the route sends to backends that run `revision`, as the renderer
+/// builds the route: a managed canary routes to a primary that runs the promoted revision and
+/// a canary that runs the analysed one; a route-only canary routes `primary_weight` to the
+/// stable service and `canary_weight` to the other, and `fresh_service` is the one the user
+/// deployed `revision` to (the one that was not stable when its rollout started).
+fn traffic_on(c: &Canary<()>, status: &Status, revision: &str, fresh_service: &str) -> u8 {
+    match &c.target {
+        Target::RouteOnly { services, .. } => {
+            let stable = status
+                .stable_service
+                .as_deref()
+                .unwrap_or(services[0].as_str());
+            if stable == fresh_service {
+                status.primary_weight
+            } else {
+                status.canary_weight
+            }
+        }
+        Target::Source { .. } | Target::TargetRef { .. } => {
+            let mut weight = 0;
+            if status.promoted_revision == revision {
+                weight += status.primary_weight;
+            }
+            if status.canary_revision.as_deref() == Some(revision) {
+                weight += status.canary_weight;
+            }
+            weight
+        }
+    }
+}
+
+/// Route-only: the service that is not stable in `status` (the one a new revision goes to).
+fn unstable_service(c: &Canary<()>, status: &Status) -> String {
+    match &c.target {
+        Target::RouteOnly { services, .. } => {
+            let stable = status
+                .stable_service
+                .as_deref()
+                .unwrap_or(services[0].as_str());
+            if stable == services[0].as_str() {
+                services[1].to_string()
+            } else {
+                services[0].to_string()
+            }
+        }
+        Target::Source { .. } | Target::TargetRef { .. } => String::new(),
+    }
+}
+
+fn never_decreases(weights: &[u8]) -> CheckResult {
+    for pair in weights.windows(2) {
+        prop_assert!(
+            pair[1] >= pair[0],
+            "the new revision's traffic went down: {:?}",
+            weights
+        );
+    }
+    Ok(())
+}
+
+/// Rolls out `r1` with every check passing and every gate opened, and returns the new
+/// revision's share of traffic after each decision, from the first sight of the canary to
+/// Succeeded.
+fn new_revision_traffic(c: &Canary<()>, start: Timestamp) -> Result<Vec<u8>, TestCaseError> {
+    let mut status = decide(c, None, &Observations::revision("r0"), start).status;
+    let fresh = unstable_service(c, &status);
+    let mut traffic = vec![traffic_on(c, &status, "r1", &fresh)];
+    let mut now = start;
+    for _ in 0..DRIVE_LIMIT {
+        let mut d = decide(c, Some(&status), &cooperative(c, "r1"), now);
+        traffic.push(traffic_on(c, &d.status, "r1", &fresh));
+        if waits_for_a_human(&d.status) {
+            d = approve(c, &d.status, now, false);
+            traffic.push(traffic_on(c, &d.status, "r1", &fresh));
+        }
+        status = d.status;
+        if status.phase == Phase::Succeeded && status.promoted_revision == "r1" {
+            return Ok(traffic);
+        }
+        now = d
+            .wake_at
+            .unwrap_or_else(|| later(now, c.analysis.interval))
+            .max(now);
+    }
+    Err(TestCaseError::fail(format!(
+        "no promotion of r1 within {DRIVE_LIMIT} decisions: {status:?}"
+    )))
+}
+
+/// One rollout seen by a random walk: its revision, the service it went to (route-only),
+/// and its share of traffic after each decision.
+#[derive(Default)]
+struct SeenRollout {
+    revision: String,
+    fresh_service: String,
+    traffic: Vec<u8>,
+}
+
 fn start_time() -> impl Strategy<Value = Timestamp> {
     (0i64..1_000_000_000).prop_map(t)
 }
@@ -718,6 +817,90 @@ proptest! {
     #[test]
     fn every_phase_the_spec_allows_is_reached(c in arb_canary(), start in start_time()) {
         prop_assert_eq!(tour(&c, start)?, expected_phases(&c));
+    }
+
+    /// A value that is not a finite number fails every threshold: Prometheus answers +Inf
+    /// or -Inf for a division by zero and NaN for 0/0, and none of them is a measurement.
+    #[test]
+    fn non_finite_values_fail_every_threshold(
+        range in range(),
+        value in prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY)],
+    ) {
+        prop_assert!(!range.admits(value), "{:?} admits {}", range, value);
+    }
+
+    /// A rollout that succeeds never moves traffic back to the old revision: the new
+    /// revision's share only grows, through the analysis, the promotion and its end.
+    #[test]
+    fn a_successful_rollout_never_takes_traffic_from_the_new_revision(
+        c in arb_canary(),
+        start in start_time(),
+    ) {
+        let traffic = new_revision_traffic(&c, start)?;
+        never_decreases(&traffic)?;
+        prop_assert_eq!(traffic.last().copied(), Some(100));
+    }
+
+    /// The same in random walks (failed checks below the threshold, holds, approvals by
+    /// merge, new revisions): every rollout that ends Succeeded only ever raised its share.
+    #[test]
+    fn rollouts_that_succeed_in_random_walks_only_raise_the_new_revision(
+        c in arb_canary(),
+        start in start_time(),
+        ticks in prop::collection::vec(tick(), 0..60),
+    ) {
+        let current: RefCell<Option<SeenRollout>> = RefCell::new(None);
+        let track = move |c: &Canary<()>,
+                     before: &Status,
+                     _: &Observations,
+                     _: &str,
+                     _: Timestamp,
+                     d: &Decision|
+         -> CheckResult {
+            let mut current = current.borrow_mut();
+            let starts = matches!(
+                d.action,
+                Action::StartRollout | Action::Restart | Action::WaitRollout
+            ) || (d.action == Action::Promote && c.skip_analysis);
+            if starts {
+                let revision = d.status.canary_revision.clone().unwrap_or_default();
+                let fresh_service = unstable_service(c, before);
+                // The rollout starts with this decision (a restart drops the revision it
+                // replaces to weight 0 first, as a new analysis does).
+                *current = Some(SeenRollout {
+                    traffic: Vec::new(),
+                    revision,
+                    fresh_service,
+                });
+            }
+            let Some(rollout) = current.as_mut() else {
+                return Ok(());
+            };
+            if !starts {
+                // `before` may be a human approval's status, which the walk applies after.
+                let seen = traffic_on(c, before, &rollout.revision, &rollout.fresh_service);
+                rollout.traffic.push(seen);
+            }
+            let now = traffic_on(c, &d.status, &rollout.revision, &rollout.fresh_service);
+            rollout.traffic.push(now);
+            match d.status.phase {
+                Phase::Succeeded => {
+                    if d.status.promoted_revision == rollout.revision {
+                        never_decreases(&rollout.traffic)?;
+                    }
+                    *current = None;
+                }
+                Phase::Failed | Phase::Initialized => *current = None,
+                Phase::Initializing
+                | Phase::Waiting
+                | Phase::Progressing
+                | Phase::WaitingApproval
+                | Phase::Promoting
+                | Phase::Finalising => {}
+            }
+            Ok(())
+        };
+        walk(&c, start, &ticks, &track)?;
     }
 
     /// Wherever a random walk ends, some observations lead out of its phase, and Succeeded
