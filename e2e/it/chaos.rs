@@ -137,6 +137,12 @@ fn succeeded_with(status: &Json, revision: &str) -> bool {
     status["phase"] == "Succeeded" && status["promotedRevision"] == revision
 }
 
+/// Nothing left to do for `revision`: initialized with it, or its rollout succeeded.
+fn settled_at(status: &Json, revision: &str) -> bool {
+    (status["phase"] == "Initialized" || status["phase"] == "Succeeded")
+        && status["promotedRevision"] == revision
+}
+
 /// What one sluice commit on main says, read back from git.
 #[derive(Debug)]
 struct SluiceCommit {
@@ -231,7 +237,7 @@ fn run_chaos(seed: u64, remote_of: impl FnOnce(&Path) -> (String, Option<GitDaem
             human_shas.push(git(&human, &["rev-parse", "HEAD"]).trim().to_string());
         }
         let current = revisions.last().expect("a revision").clone();
-        if status_at(&bare, "main").is_some_and(|s| succeeded_with(&s, &current)) {
+        if status_at(&bare, "main").is_some_and(|s| settled_at(&s, &current)) {
             let next = format!("v{}", revisions.len() + 1);
             human_commit(
                 &human,
@@ -247,7 +253,7 @@ fn run_chaos(seed: u64, remote_of: impl FnOnce(&Path) -> (String, Option<GitDaem
 
     let last = revisions.last().expect("a revision").clone();
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !status_at(&bare, "main").is_some_and(|s| succeeded_with(&s, &last)) {
+    while !status_at(&bare, "main").is_some_and(|s| settled_at(&s, &last)) {
         assert!(
             Instant::now() < deadline,
             "the last rollout ({last}) did not finish; status {:?}",
@@ -315,9 +321,10 @@ fn run_chaos(seed: u64, remote_of: impl FnOnce(&Path) -> (String, Option<GitDaem
             .filter(|c| c.status["phase"] == "Progressing")
             .map(|c| c.status["step"].as_u64().expect("step"))
             .collect();
+        // Step 0 is the commit that detects the new revision, then one per weight step.
         assert_eq!(
             steps,
-            (1..=STEPS).collect::<Vec<_>>(),
+            (0..=STEPS).collect::<Vec<_>>(),
             "rollout {revision}: every Progressing step committed exactly once"
         );
         // The new revision is the service that ends with all traffic.

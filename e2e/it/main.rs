@@ -4,6 +4,7 @@ mod affinity_mirror;
 mod affinity_mirror_istio;
 mod approval;
 mod autoscaler;
+mod chaos;
 mod cli;
 mod core_purity;
 mod corpus;

@@ -165,13 +165,20 @@ pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
     std::fs::write(&path, text).expect("write");
     git(clone, &["add", file]);
     git(clone, &["commit", "-q", "-m", message]);
+    let mut last = String::new();
     for _ in 0..50 {
-        if git_ok(clone, &["push", "-q", "origin", "HEAD:main"]) {
+        let push = Command::new("git")
+            .args(["push", "-q", "origin", "HEAD:main"])
+            .current_dir(clone)
+            .output()
+            .expect("git runs");
+        if push.status.success() {
             return;
         }
+        last = String::from_utf8_lossy(&push.stderr).into_owned();
         git(clone, &["pull", "-q", "--rebase", "origin", "main"]);
     }
-    panic!("human push kept failing");
+    panic!("human push kept failing; the last attempt said: {last}");
 }
 
 /// A minimal HTTP/1.1 request over a plain TCP connection; returns (status, body).
