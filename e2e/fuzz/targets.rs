@@ -10,11 +10,12 @@ use hmac::{Hmac, KeyInit, Mac};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sha2::Sha256;
-use sluice::metrics::metric_templates::TemplateIndex;
+use sluice::metrics::metric_templates::{LookupError, TemplateIndex};
 use sluice::server::{router, Metrics, ServerState, MAX_WEBHOOK_BODY};
-use sluice::spec::load::{load, load_text, settings_in};
+use sluice::spec::load::{load, load_text, settings_in, Loaded};
 use sluice::spec::settings::{parse_settings, SETTINGS_PATH};
 use sluice::yaml::error::SpecError;
+use sluice::yaml::node::parse_documents;
 use sluice::yaml::snapshot::Snapshot;
 use tower::ServiceExt;
 
@@ -102,7 +103,8 @@ fn fail(why: String) -> TestCaseError {
 
 /// Every error names one of `files` and a line inside it (`1..=lines + 1`: a syntax error at
 /// the end of a file sits on the line after its last), with a message, and prints as
-/// `file:line: ...`.
+/// `file:line: ...`. Found by the campaign: a lone CR is a YAML line break, so lines are not
+/// only counted at LF.
 fn errors_are_located<'e>(
     errors: impl IntoIterator<Item = &'e SpecError>,
     files: &[(&str, &str)],
@@ -113,7 +115,8 @@ fn errors_are_located<'e>(
                 "error names a file that is not an input: {e}"
             )));
         };
-        let last = text.split('\n').count() + 1;
+        // YAML breaks lines at LF, CRLF and a lone CR (old Mac files): count as it does.
+        let last = text.replace("\r\n", "\n").split(['\n', '\r']).count() + 1;
         if e.line == 0 || e.line > last {
             return Err(fail(format!(
                 "error line {} is outside the file's 1..={last}: {e}",
@@ -127,6 +130,38 @@ fn errors_are_located<'e>(
         if !shown.starts_with(&format!("{}:{}: ", e.file, e.line)) {
             return Err(fail(format!("error does not print as file:line: {shown}")));
         }
+    }
+    Ok(())
+}
+
+/// How many documents of `text` are canaries the loader must read (sluice's or Flagger's
+/// `Canary`); `None` when the text is not YAML.
+fn canary_documents(text: &str) -> Option<usize> {
+    let docs = parse_documents(text).ok()?;
+    Some(
+        docs.iter()
+            .filter(|d| {
+                let api = d.root.get("apiVersion").and_then(|n| n.as_str());
+                d.root.get("kind").and_then(|n| n.as_str()) == Some("Canary")
+                    && matches!(api, Some("sluice.dev/v1alpha1" | "flagger.app/v1beta1"))
+            })
+            .count(),
+    )
+}
+
+/// A canary file that does not load whole says why: fewer canaries than canary documents (or
+/// text that is not YAML) comes with at least one error.
+fn rejection_is_explained(text: &str, loaded: &Loaded) -> Result<(), TestCaseError> {
+    let missing = match canary_documents(text) {
+        None => true,
+        Some(n) => loaded.canaries.len() < n,
+    };
+    if missing && loaded.errors.is_empty() {
+        return Err(fail(format!(
+            "{} of {:?} canary documents loaded and no error says why",
+            loaded.canaries.len(),
+            canary_documents(text)
+        )));
     }
     Ok(())
 }
@@ -237,6 +272,7 @@ pub fn spec(budget: Budget) -> Stats {
             errors_are_located(&loaded.errors, &files)?;
             errors_are_located(template_errors, &files)?;
             errors_are_located(&alone.errors, &files)?;
+            rejection_is_explained(&canary, alone)?;
             same("loading", &first, &pass())
         },
     )
@@ -336,10 +372,16 @@ pub fn metric_templates(budget: Budget) -> Stats {
                 .chain(words.iter().copied().take(20))
             {
                 for name in words.iter().take(60) {
-                    if let Err(e) = index.get(ns, name) {
-                        if e.to_string().is_empty() {
+                    match index.get(ns, name) {
+                        Err(LookupError::Invalid { errors, .. }) if errors.is_empty() => {
+                            return Err(fail(format!(
+                                "template {ns}/{name} is invalid without an error saying why"
+                            )));
+                        }
+                        Err(e) if e.to_string().is_empty() => {
                             return Err(fail("a lookup error with no message".into()));
                         }
+                        _ => {}
                     }
                 }
             }
