@@ -176,7 +176,10 @@ fn sluice_commits(bare: &Path, schemas: &mut Schemas) -> Vec<SluiceCommit> {
             let route_text = git(bare, &["show", &format!("{sha}:{ROUTE_FILE}")]);
             let route: Json = serde_saphyr::from_str(&route_text).expect("route is YAML");
             let errors = schemas.errors(&route);
-            assert!(errors.is_empty(), "{sha}: route is not schema-valid: {errors:?}");
+            assert!(
+                errors.is_empty(),
+                "{sha}: route is not schema-valid: {errors:?}"
+            );
             let weights = route["spec"]["rules"][0]["backendRefs"]
                 .as_array()
                 .expect("backendRefs")
@@ -292,11 +295,25 @@ fn run_chaos(seed: u64, remote_of: impl FnOnce(&Path) -> (String, Option<GitDaem
     let commits = sluice_commits(&bare, &mut schemas);
     for c in &commits {
         let stable = c.status["stableService"].as_str().expect("stableService");
-        let other = if stable == "web-blue" { "web-green" } else { "web-blue" };
+        let other = if stable == "web-blue" {
+            "web-green"
+        } else {
+            "web-blue"
+        };
         let weight = |name: &str| c.weights.get(name).copied().unwrap_or(0);
         let (primary, canary) = (&c.status["primaryWeight"], &c.status["canaryWeight"]);
-        assert_eq!(weight(stable), primary.as_u64().unwrap(), "{}: stable weight", c.sha);
-        assert_eq!(weight(other), canary.as_u64().unwrap(), "{}: other weight", c.sha);
+        assert_eq!(
+            weight(stable),
+            primary.as_u64().unwrap(),
+            "{}: stable weight",
+            c.sha
+        );
+        assert_eq!(
+            weight(other),
+            canary.as_u64().unwrap(),
+            "{}: other weight",
+            c.sha
+        );
         assert_eq!(
             c.trailer_weights,
             format!("primary={primary} canary={canary}"),
@@ -339,13 +356,18 @@ fn run_chaos(seed: u64, remote_of: impl FnOnce(&Path) -> (String, Option<GitDaem
             );
             previous = weight;
         }
-        assert_eq!(previous, 100, "rollout {revision} ends with all traffic on {new}");
+        assert_eq!(
+            previous, 100,
+            "rollout {revision} ends with all traffic on {new}"
+        );
     }
 }
 
 #[test]
 fn chaos_two_killed_daemons_on_a_local_path_remote_keep_every_invariant() {
-    run_chaos(0x51u64 << 32 | 0xce, |bare| (bare.display().to_string(), None));
+    run_chaos(0x51u64 << 32 | 0xce, |bare| {
+        (bare.display().to_string(), None)
+    });
 }
 
 #[test]

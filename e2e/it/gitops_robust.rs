@@ -696,3 +696,58 @@ fn fetch_after(how: &str) {
         );
     }
 }
+
+/// What a writer killed mid-update leaves in a local-path remote: the branch's lock file.
+fn leave_ref_lock(bare: &Path, age: std::time::Duration) -> std::path::PathBuf {
+    let lock = bare.join("refs/heads/main.lock");
+    std::fs::write(&lock, "0000").unwrap();
+    let file = std::fs::File::options().write(true).open(&lock).unwrap();
+    file.set_modified(std::time::SystemTime::now() - age)
+        .unwrap();
+    lock
+}
+
+#[test]
+fn a_ref_lock_a_killed_writer_left_in_a_local_remote_does_not_block_pushes_forever() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let lock = leave_ref_lock(
+        &fx.bare(),
+        sluice::gitops::STALE_REF_LOCK + std::time::Duration::from_secs(5),
+    );
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(10),
+    )
+    .unwrap()
+    .unwrap();
+    assert!(matches!(
+        repo.push_attempt(1, 3).unwrap(),
+        PushOutcome::Pushed(_)
+    ));
+    assert!(!lock.exists(), "the stale lock is removed");
+    let witness = fx.cli_clone(&fx.bare_url(), "witness");
+    assert_eq!(
+        git(&witness, &["show", "HEAD:apps/podinfo/route.yaml"]).trim(),
+        "weight: 10"
+    );
+}
+
+#[test]
+fn a_fresh_ref_lock_in_a_local_remote_is_someone_elses_update_and_stays() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let lock = leave_ref_lock(&fx.bare(), std::time::Duration::ZERO);
+    repo.commit_files(
+        &route_change(10),
+        &step_message(10),
+        &Identity::default(),
+        time(10),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(repo.push_attempt(1, 3).unwrap(), PushOutcome::Rejected);
+    assert!(lock.exists(), "an update in flight is not broken into");
+}

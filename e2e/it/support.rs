@@ -165,8 +165,10 @@ pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
     std::fs::write(&path, text).expect("write");
     git(clone, &["add", file]);
     git(clone, &["commit", "-q", "-m", message]);
+    // Up to half a minute, as a human would retry: a ref lock a killed writer left in a
+    // local-path remote blocks every push until sluice's next push clears it.
     let mut last = String::new();
-    for _ in 0..50 {
+    for _ in 0..300 {
         let push = Command::new("git")
             .args(["push", "-q", "origin", "HEAD:main"])
             .current_dir(clone)
@@ -176,6 +178,9 @@ pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
             return;
         }
         last = String::from_utf8_lossy(&push.stderr).into_owned();
+        if last.contains("cannot lock ref") {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         git(clone, &["pull", "-q", "--rebase", "origin", "main"]);
     }
     panic!("human push kept failing; the last attempt said: {last}");

@@ -51,6 +51,7 @@ pub use credentials::{redact_text, redact_url, Credentials};
 pub use error::{Error, RemoteOp, Result};
 pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
 pub use push::PushOutcome;
+pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};

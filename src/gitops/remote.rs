@@ -217,10 +217,18 @@ impl Remote<'_> {
             hook();
         }
         let message = "push (sluice)";
-        let swapped = match old {
+        let update = || match old {
             Some(old) => remote.reference_matching(refname, head, true, old, message),
             None => remote.reference(refname, head, false, message),
         };
+        let mut swapped = update();
+        if swapped
+            .as_ref()
+            .is_err_and(|e| e.code() == ErrorCode::Locked)
+            && remove_stale_ref_lock(path, refname)
+        {
+            swapped = update();
+        }
         match swapped {
             Ok(_) => Ok(updated),
             // Someone else moved (or holds) the ref since we read it: a lost race, not a
@@ -366,6 +374,39 @@ fn is_local_damage(e: &git2::Error) -> bool {
 fn http_status(message: &str) -> Option<u16> {
     let rest = &message[message.find("status code: ")? + "status code: ".len()..];
     rest.get(..3)?.parse().ok()
+}
+
+/// How old a ref's lock file in a local-path remote must be before a push removes it. A
+/// writer holds it for the milliseconds of one update; one killed in that window (sluice
+/// under `kill -9`, or anyone else) leaves it behind, and then every later push to the branch,
+/// sluice's and the humans', fails with "cannot lock ref" until someone deletes it.
+pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Removes `<remote>/<refname>.lock` when it is older than [`STALE_REF_LOCK`]; returns
+/// whether it did (logged). A fresh lock is someone's update in flight and is left alone: the
+/// push then loses the race like any other and is retried after the next fetch.
+fn remove_stale_ref_lock(remote: &Path, refname: &str) -> bool {
+    let lock = remote.join(format!("{refname}.lock"));
+    let Ok(age) = std::fs::symlink_metadata(&lock)
+        .and_then(|m| m.modified())
+        .map(|modified| modified.elapsed().unwrap_or_default())
+    else {
+        return false;
+    };
+    if age < STALE_REF_LOCK {
+        return false;
+    }
+    match std::fs::remove_file(&lock) {
+        Ok(()) => {
+            tracing::warn!(
+                lock = %lock.display(),
+                age_secs = age.as_secs(),
+                "removed a stale ref lock in the local remote (a writer was killed mid-update)"
+            );
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 #[cfg(test)]
