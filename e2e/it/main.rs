@@ -13,6 +13,7 @@ mod decide;
 mod gitops;
 mod gitops_branch;
 mod gitops_layers;
+mod input_safety;
 mod install;
 mod kubernetes;
 mod lease;

@@ -13,7 +13,7 @@ use crate::spec::settings::{parse_settings, Settings, SETTINGS_PATH};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::Reader;
-use crate::yaml::snapshot::{read_bounded, Contents, ReadError, Snapshot};
+use crate::yaml::snapshot::{read_bounded, read_inside, Contents, ReadError, Snapshot};
 
 /// Canaries that loaded, and every problem found.
 #[derive(Debug, Default)]
@@ -109,10 +109,12 @@ pub fn find_settings(start: &Path) -> Option<PathBuf> {
     } else {
         start
     };
+    // Found as soon as anything is there, a link included, so a linked settings file is
+    // refused by the read rather than passed over.
     start
         .ancestors()
         .map(|dir| dir.join(SETTINGS_PATH))
-        .find(|p| p.is_file())
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
 }
 
 /// Reads the repo settings (defaults when the file is absent).
@@ -121,7 +123,12 @@ pub fn load_settings(path: Option<&Path>) -> Result<Settings, Vec<SpecError>> {
         return Ok(Settings::default());
     };
     let file = path.display().to_string();
-    match read_bounded(path) {
+    // The repo root is the folder holding `.sluice/`: no folder on the way may be a link.
+    let read = match path.parent().and_then(Path::parent) {
+        Some(root) => read_inside(root, path, read_bounded),
+        None => read_bounded(path),
+    };
+    match read {
         Ok(text) => parse_settings(&file, &text),
         Err(e) => Err(vec![SpecError {
             file,
@@ -189,11 +196,12 @@ pub fn settings_in(
     read: impl FnOnce(&Path) -> Result<String, ReadError>,
 ) -> (Settings, Vec<SpecError>) {
     let path = root.join(crate::spec::settings::SETTINGS_PATH);
-    if !path.is_file() {
+    // Absent means defaults; anything there (a link, a folder) is read and refused.
+    if std::fs::symlink_metadata(&path).is_err() {
         return (Settings::default(), Vec::new());
     }
     let file = crate::spec::settings::SETTINGS_PATH;
-    let parsed = match read(&path) {
+    let parsed = match read_inside(root, &path, read) {
         Ok(text) => parse_settings(file, &text),
         Err(e) => Err(vec![SpecError {
             file: file.to_string(),
