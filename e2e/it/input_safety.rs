@@ -285,3 +285,187 @@ fn output_folders_that_are_not_sluices_to_write_are_refused() {
     );
     assert!(!tree.contains(".github/") && !tree.contains("manifests/api/kustomization.yaml"));
 }
+
+/// A daemon killed when the test ends, even by a failed assertion.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `sluice run` on `bare` with a one-minute poll (only webhooks wake it early), the webhook
+/// secret `secret`, at most `max_fds` open files, on a free port; returns it and its address.
+fn daemon(bare: &Path, workdir: &Path, poll: &str, secret: &str, max_fds: u32) -> (Daemon, String) {
+    let addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {max_fds} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "--repo"])
+        .arg(bare)
+        .args(["--poll", poll, "--listen", &addr, "--workdir"])
+        .arg(workdir)
+        .env("SLUICE_WEBHOOK_SECRET", secret)
+        .env("SLUICE_LOG", "error")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let child = Daemon(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while probe(&addr, "/readyz") != Some(200) {
+        assert!(Instant::now() < deadline, "daemon never became ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (child, addr)
+}
+
+/// One HTTP request; `None` when the connection fails or closes without an answer.
+fn request(addr: &str, head: &str, body: &[u8]) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body).ok()?;
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).ok()?;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, text.split_once("\r\n\r\n")?.1.to_string()))
+}
+
+fn probe(addr: &str, path: &str) -> Option<u16> {
+    request(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        b"",
+    )
+    .map(|(status, _)| status)
+}
+
+fn ticks(addr: &str) -> u64 {
+    let (_, metrics) = request(
+        addr,
+        &format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        b"",
+    )
+    .expect("metrics answer");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_reconcile_ticks_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no tick counter in {metrics}"))
+}
+
+/// A flood of connections that never send a request cannot take the daemon's file
+/// descriptors: the probes answer again once the server drops the idle ones, and the loop
+/// goes on reconciling meanwhile (it must never depend on the server).
+#[test]
+fn idle_connections_cannot_starve_the_probes_or_the_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(
+        tmp.path(),
+        &[("apps/web.yaml", &route_only_at("web", "v1", None))],
+    );
+    // 256 files: a flood of 400 connections would use them all without a connection limit.
+    let (_daemon, addr) = daemon(&bare, &tmp.path().join("d"), "1s", "s3cret", 256);
+    let idle: Vec<std::net::TcpStream> = (0..400)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("the kernel accepts the connect"))
+        .collect();
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    crate::support::human_commit(
+        &human,
+        "apps/web.yaml",
+        &route_only_at("web", "v2", None),
+        "web: v2",
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while probe(&addr, "/healthz") != Some(200) {
+        assert!(Instant::now() < deadline, "/healthz never answered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = || git(&bare, &["show", "main:.sluice/status/shop/web.yaml"]);
+    while !status().contains("canaryRevision: v2") {
+        assert!(
+            Instant::now() < deadline,
+            "the loop did not reconcile during the flood:\n{}",
+            status()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(idle);
+}
+
+fn sign(secret: &str, body: &[u8]) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    let tag: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={tag}")
+}
+
+/// One signed delivery replayed many times wakes the loop once; many distinct deliveries sent
+/// while a wake-up is pending coalesce into it.
+#[test]
+fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(
+        tmp.path(),
+        &[("apps/web.yaml", &route_only_at("web", "v1", None))],
+    );
+    let (_daemon, addr) = daemon(&bare, &tmp.path().join("d"), "60s", "s3cret", 1024);
+    let body = br#"{"ref":"refs/heads/main"}"#;
+    let hook = |delivery: &str| {
+        let head = format!(
+            "POST /hooks/git HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: {delivery}\r\nX-Hub-Signature-256: {}\r\n\r\n",
+            body.len(),
+            sign("s3cret", body)
+        );
+        request(&addr, &head, body).expect("the hook answers").0
+    };
+    // Settled after the first tick: with a one-minute poll, only webhooks tick now.
+    let settled = |from: u64| {
+        let mut last = from;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            std::thread::sleep(Duration::from_secs(2));
+            let now = ticks(&addr);
+            if now == last && now > from {
+                return now;
+            }
+            assert!(Instant::now() < deadline, "the ticks never settled");
+            last = now;
+        }
+    };
+    let start = ticks(&addr);
+
+    let answers: Vec<u16> = (0..30)
+        .map(|_| hook("72d3162e-cc78-11e3-81ab-4c9367dc0958"))
+        .collect();
+    assert_eq!(answers[0], 202);
+    assert!(answers[1..].iter().all(|&a| a == 200), "{answers:?}");
+    let after_replays = settled(start);
+    assert_eq!(
+        after_replays,
+        start + 1,
+        "30 copies of one delivery: one tick"
+    );
+
+    for i in 0..30 {
+        assert_eq!(hook(&format!("burst-{i}")), 202);
+    }
+    let after_burst = settled(after_replays);
+    assert!(
+        after_burst <= after_replays + 2,
+        "30 deliveries in a burst gave {} ticks; at most the one running and one pending",
+        after_burst - after_replays
+    );
+}
