@@ -99,7 +99,14 @@ fn apply(
         });
     }
     let snapshot = Snapshot::read(&root);
-    let loaded = crate::spec::load::load(&snapshot, &settings);
+    let has_status = |id: &crate::spec::model::CanaryId| {
+        std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok()
+    };
+    let existing = crate::spec::load::Existing {
+        files: &snapshot,
+        has_status: &has_status,
+    };
+    let loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
     let canary = loaded
         .canaries
         .iter()

@@ -4,19 +4,32 @@
 //! readiness with [`ServerState::set_ready`], and waits on [`ServerState::woken`] to start a
 //! tick early when a forge reports a push. Nothing here reads git, decides or writes; a webhook
 //! body is only authenticated, never trusted for content (the loop fetches and looks itself).
+//!
+//! The server must never starve the loop: it holds at most [`Limits::max_connections`]
+//! connections (more are closed at once, so a flood of idle sockets cannot use up the
+//! process's file descriptors that git and the tick need), a client gets
+//! [`Limits::header_timeout`] to send a request's headers (so half-open and idle connections
+//! go) and [`Limits::request_timeout`] for the whole request. A delivery a forge already
+//! delivered (same delivery id) is answered but wakes nothing, and wake-ups coalesce: however
+//! many arrive while one is pending, the loop sees one.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use hashlink::LruCache;
 use hmac::{Hmac, KeyInit, Mac};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -24,8 +37,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use tokio::sync::Notify;
-use tracing::{info, warn};
+use tokio::sync::{watch, Notify, Semaphore};
+use tracing::{debug, info, warn};
 
 /// Environment variable holding the shared webhook secret.
 pub const WEBHOOK_SECRET_ENV: &str = "SLUICE_WEBHOOK_SECRET";
@@ -33,6 +46,41 @@ pub const WEBHOOK_SECRET_ENV: &str = "SLUICE_WEBHOOK_SECRET";
 /// Largest webhook body accepted (GitHub caps payloads at 25 MB; push and pull-request
 /// payloads are far smaller, and the body is buffered before it is authenticated).
 pub const MAX_WEBHOOK_BODY: usize = 5 * 1024 * 1024;
+
+/// Delivery ids remembered to refuse replays: far more than a forge delivers between two
+/// ticks, little memory (an id is a UUID).
+pub const REMEMBERED_DELIVERIES: usize = 4096;
+
+/// Headers carrying a forge's delivery id (GitHub, Gitea/Forgejo, GitLab).
+const DELIVERY_HEADERS: [&str; 3] = [
+    "x-github-delivery",
+    "x-gitea-delivery",
+    "x-gitlab-event-uuid",
+];
+
+/// What one client may hold of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once; one more is closed as soon as it is accepted. Probes,
+    /// scrapes and webhooks need a handful; this keeps the server's file descriptors far
+    /// below a process's usual limit of 1024.
+    pub max_connections: usize,
+    /// Time to send a request's headers, from the connection's start or the previous
+    /// response: a connection that sends nothing is closed.
+    pub header_timeout: Duration,
+    /// Time to read a request's body and answer it.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 128,
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -218,6 +266,8 @@ pub struct ServerState {
     ready: Arc<AtomicBool>,
     wake: Arc<Notify>,
     webhook_secret: Option<Arc<[u8]>>,
+    /// Delivery ids of authenticated webhooks, the oldest forgotten first.
+    deliveries: Arc<Mutex<LruCache<String, ()>>>,
 }
 
 impl ServerState {
@@ -231,7 +281,18 @@ impl ServerState {
             webhook_secret: webhook_secret
                 .filter(|s| !s.is_empty())
                 .map(|s| Arc::from(s.into_bytes())),
+            deliveries: Arc::new(Mutex::new(LruCache::new(REMEMBERED_DELIVERIES))),
         }
+    }
+
+    /// Records a delivery id; `false` when it was seen already (a replay or a forge's
+    /// redelivery of an event the loop already heard of).
+    fn first_delivery(&self, id: &str) -> bool {
+        let mut seen = match self.deliveries.lock() {
+            Ok(seen) => seen,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        seen.insert(id.to_string(), ()).is_none()
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -265,29 +326,101 @@ impl ServerState {
     }
 }
 
-/// The routes, for tests or embedding.
-pub fn router(state: ServerState) -> Router {
+/// The routes, for tests or embedding; every request answered within `request_timeout`.
+pub fn router(state: ServerState, request_timeout: Duration) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/hooks/git", post(git_hook))
         .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| within(request_timeout, req, next),
+        ))
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves, then finishes the requests in flight.
+/// Answers 408 when reading the body and answering take longer than `limit`.
+async fn within(limit: Duration, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => (StatusCode::REQUEST_TIMEOUT, "request took too long\n").into_response(),
+    }
+}
+
+/// Serves with the default [`Limits`] until `shutdown` resolves, then finishes the requests
+/// in flight.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: ServerState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(listener, state, Limits::default(), shutdown).await
+}
+
+/// Serves within `limits` until `shutdown` resolves, then finishes the requests in flight
+/// (each within the request timeout) and closes idle connections.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "HTTP server listening");
     }
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let app = router(state.clone(), limits.request_timeout);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (closing, closed) = watch::channel(false);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors or a connection reset before it was accepted: the
+            // listener itself is fine; wait a little rather than spin.
+            Err(e) => {
+                warn!(error = %e, "Cannot accept an HTTP connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            debug!("HTTP connection limit reached; closing a new connection");
+            state.metrics.error("http_connection_limit");
+            drop(stream);
+            continue;
+        };
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout);
+        let connection =
+            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let mut closed = closed.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        debug!(error = %e, "HTTP connection ended");
+                    }
+                }
+                _ = closed.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+    }
+    let _ = closing.send(true);
+    // Every slot back: each connection finished its request (bounded by the timeouts).
+    let _ = slots.acquire_many(limits.max_connections as u32).await;
+    Ok(())
 }
 
 async fn healthz() -> &'static str {
@@ -400,7 +533,22 @@ async fn git_hook(State(state): State<ServerState>, headers: HeaderMap, body: By
     if event == "ping" {
         return (StatusCode::OK, "pong\n").into_response();
     }
-    info!(event, auth = ?auth, "Git webhook received, waking the loop");
+    // Recorded only once authenticated, so unsigned requests cannot fill the memory.
+    let delivery = DELIVERY_HEADERS
+        .iter()
+        .find_map(|name| header_str(&headers, name));
+    if let Some(id) = delivery {
+        if !state.first_delivery(id) {
+            info!(event, delivery = id, "Git webhook delivered again; ignored");
+            return (
+                StatusCode::OK,
+                "already received: this delivery was handled\n",
+            )
+                .into_response();
+        }
+    }
+    info!(event, auth = ?auth, delivery, "Git webhook received, waking the loop");
+    // One stored wake-up however many deliveries arrive before the loop takes it.
     state.wake.notify_one();
     (StatusCode::ACCEPTED, "accepted: reconciling soon\n").into_response()
 }

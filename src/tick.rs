@@ -29,7 +29,7 @@ use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome
 use crate::observe::{External, Observer, Request};
 use crate::render::{self, message, status_file, RenderError};
 use crate::runtime::Runtime;
-use crate::spec::model::Canary;
+use crate::spec::model::{Canary, CanaryId};
 use crate::spec::settings::{CommitMode, Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::error::SpecError;
@@ -192,7 +192,13 @@ fn decide_and_commit(
     });
     // The one read of the repo this attempt makes: specs, templates and sources come from it.
     let snapshot = Snapshot::read_with(&root, |p| ctx.runtime.read_file(p));
-    let loaded = crate::spec::load::load(&snapshot, &settings);
+    let has_status =
+        |id: &CanaryId| std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok();
+    let existing = crate::spec::load::Existing {
+        files: &snapshot,
+        has_status: &has_status,
+    };
+    let loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
     spec_errors.extend(loaded.errors);
     for e in &spec_errors {
         warn!(error = %e, "Invalid spec");

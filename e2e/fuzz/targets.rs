@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sha2::Sha256;
 use sluice::metrics::metric_templates::{LookupError, TemplateIndex};
-use sluice::server::{router, Metrics, ServerState, MAX_WEBHOOK_BODY};
+use sluice::server::{router, Limits, Metrics, ServerState, MAX_WEBHOOK_BODY};
 use sluice::spec::load::{load, load_text, settings_in, Loaded};
 use sluice::spec::settings::{parse_settings, SETTINGS_PATH};
 use sluice::yaml::error::SpecError;
@@ -621,7 +621,7 @@ pub fn webhook(budget: Budget) -> Stats {
                 let state = ServerState::new(Metrics::new(), Some(hook.secret.clone()));
                 let wake = state.wake_handle();
                 let response = runtime
-                    .block_on(router(state).oneshot(request))
+                    .block_on(router(state, Limits::default().request_timeout).oneshot(request))
                     .expect("infallible");
                 let status = response.status();
                 let text = runtime

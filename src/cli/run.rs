@@ -67,7 +67,7 @@ fn start_server(
     runtime: &Runtime,
     listen: SocketAddr,
     state: ServerState,
-    wake: mpsc::Sender<()>,
+    wake: mpsc::SyncSender<()>,
 ) -> anyhow::Result<()> {
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(listen))
@@ -78,7 +78,9 @@ fn start_server(
     runtime.spawn(async move {
         loop {
             waker.woken().await;
-            if wake.send(()).is_err() {
+            // One pending wake-up is enough: while the loop has not taken it, more deliveries
+            // coalesce into it instead of queueing one tick each.
+            if let Err(mpsc::TrySendError::Disconnected(())) = wake.try_send(()) {
                 break;
             }
         }
@@ -217,7 +219,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             .env(crate::server::WEBHOOK_SECRET_ENV)
             .map(str::to_string),
     );
-    let (wake_tx, wake_rx) = mpsc::channel();
+    let (wake_tx, wake_rx) = mpsc::sync_channel(1);
     start_server(&runtime, args.listen, state.clone(), wake_tx)?;
     let Some(mut locked) = open_with_retry(args, &stop, &metrics)? else {
         stopped.store(true, Ordering::SeqCst);

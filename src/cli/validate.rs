@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::spec::load::{find_settings, load_settings, Loaded};
-use crate::spec::model::Target;
+use crate::render::status_file;
+use crate::spec::load::{find_settings, load_settings, Existing, Loaded};
+use crate::spec::model::{CanaryId, Target};
 use crate::spec::settings::Settings;
 use crate::workload::{autoscaler, Index};
 use crate::yaml::error::SpecError;
@@ -34,11 +35,36 @@ pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
         }
     };
     let snapshot = Snapshot::read_paths(paths);
-    let mut loaded = crate::spec::load::load(&snapshot, &settings);
+    // Inside a repo, the repo's own files decide who owns a name or an output folder, as in
+    // the tick, whatever part of it was given.
+    let root = paths.first().and_then(|p| repo_root(p));
+    let repo = root.as_deref().map(Snapshot::read);
+    let has_status = |id: &CanaryId| {
+        root.as_deref().is_some_and(|root| {
+            std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok()
+        })
+    };
+    let existing = repo.as_ref().map(|files| Existing {
+        files,
+        has_status: &has_status,
+    });
+    let mut loaded = crate::spec::load::load_in(&snapshot, &settings, existing.as_ref());
     errors.append(&mut loaded.errors);
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
     (settings, loaded)
+}
+
+/// The work tree `start` is in: the nearest folder holding `.git` or `.sluice`.
+fn repo_root(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).ok()?;
+    start
+        .ancestors()
+        .find(|dir| {
+            std::fs::symlink_metadata(dir.join(".git")).is_ok()
+                || std::fs::symlink_metadata(dir.join(".sluice")).is_ok()
+        })
+        .map(Path::to_path_buf)
 }
 
 /// `spec.autoscalerRef` must name an autoscaler among the files read, one sluice can copy;

@@ -40,10 +40,11 @@ pub fn read(
     read: impl FnOnce(&std::path::Path) -> Result<String, crate::yaml::snapshot::ReadError>,
 ) -> Result<Option<Status>, String> {
     let path = root.join(path_for(id));
-    if !path.exists() {
+    // `symlink_metadata`, not `exists`: a link (even a dangling one) is refused, not absent.
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    match read(&path) {
+    match crate::yaml::snapshot::read_inside(root, &path, read) {
         Ok(text) => parse(&text).map(Some),
         Err(crate::yaml::snapshot::ReadError::Io(message)) => Err(message),
         Err(e) => Err(e.to_string()),

@@ -12,7 +12,9 @@ use yaml_rust2::Yaml;
 
 use crate::spec::model::{Canary, Target};
 use crate::workload::WorkloadError;
-use crate::yaml::snapshot::{Contents, Object, ReadError, Snapshot};
+use crate::yaml::snapshot::{
+    check_inside, read_bounded, read_inside, Contents, Object, ReadError, Snapshot,
+};
 
 /// One Kubernetes document found in the repo.
 #[derive(Debug, Clone)]
@@ -75,7 +77,8 @@ impl<'s> Index<'s> {
     pub fn text_of(&self, root: &std::path::Path, file: &str) -> Option<String> {
         match self.snapshot.file(file) {
             Some(f) => f.text().map(str::to_string),
-            None => std::fs::read_to_string(root.join(file)).ok(),
+            // Never through a link: a linked primary is treated as missing.
+            None => read_inside(root, &root.join(file), read_bounded).ok(),
         }
     }
 
@@ -154,21 +157,27 @@ pub fn find_source(
         Target::Source { path } => {
             let found = match index.manifests_in(path.as_str()) {
                 Some(found) => found?,
-                // A file the walk leaves out (hidden folder, another extension, a symbolic
-                // link) exists but was not read: say so rather than "not found".
-                None if root.join(path.as_str()).is_file() => {
+                // A file the walk leaves out (hidden folder, another extension, a linked
+                // folder) exists but was not read: say so rather than "not found".
+                None => {
+                    let full = root.join(path.as_str());
+                    let message = match check_inside(root, &full) {
+                        Err(e) => e.to_string(),
+                        Ok(()) if full.is_file() => {
+                            "sluice reads only regular .yaml and .yml files outside hidden folders"
+                                .into()
+                        }
+                        Ok(()) => {
+                            return Err(WorkloadError::SourceMissing {
+                                canary: canary.id.to_string(),
+                                what: format!("file {path}"),
+                            })
+                        }
+                    };
                     return Err(WorkloadError::Read {
                         file: path.to_string(),
-                        message:
-                            "sluice reads only regular .yaml and .yml files outside hidden folders"
-                                .into(),
-                    })
-                }
-                None => {
-                    return Err(WorkloadError::SourceMissing {
-                        canary: canary.id.to_string(),
-                        what: format!("file {path}"),
-                    })
+                        message,
+                    });
                 }
             };
             let deployments: Vec<Manifest> = found

@@ -11,7 +11,9 @@
 //! The walk keeps the rules of the three walks it replaced: files ending in `.yaml` or `.yml`
 //! (a file named as a root is read whatever its name), sorted by path; folders whose name
 //! starts with `.` (`.git`, `.sluice`, any hidden folder) skipped; symbolic links below a root
-//! not followed; files over [`MAX_FILE_BYTES`] or not UTF-8 reported, not parsed. sluice's own
+//! not followed (a linked `.yaml` file is reported unreadable, a linked folder not entered); files over [`MAX_FILE_BYTES`] or not UTF-8 reported, not parsed. Files read
+//! outside the walk (settings, status files, a primary in a hidden output folder) go through
+//! [`read_inside`], which refuses a symbolic link anywhere from the repo root to the file. sluice's own
 //! output folders are read like any folder (spec loading reports problems in them); workload
 //! lookups leave them out.
 
@@ -35,17 +37,100 @@ pub enum ReadError {
     TooLarge { bytes: u64 },
     #[error("expected UTF-8 text")]
     NotUtf8,
+    /// The file is a symbolic link: a committed link can point anywhere on the host (a token
+    /// file, `/dev/zero`), so sluice never follows one.
+    #[error(
+        "is a symbolic link; sluice reads only regular files inside the repo and does not follow links"
+    )]
+    Symlink,
+    /// A folder on the way from the repo root (`link`, repo-relative) is a symbolic link.
+    #[error(
+        "goes through the symbolic link {link}; sluice reads only regular files inside the repo and does not follow links"
+    )]
+    SymlinkFolder { link: String },
+    #[error("not a regular file (a device, a pipe or a folder)")]
+    NotAFile,
 }
 
-/// Reads a file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`].
+/// Reads a file as UTF-8 text. Refuses a symbolic link (even one pointing inside the repo:
+/// a reader must not depend on where a link leads), anything but a regular file, and files
+/// over [`MAX_FILE_BYTES`]; the size is bounded while reading, not only by the size the file
+/// system reports (a device reports 0 and never ends).
 pub fn read_bounded(path: &Path) -> Result<String, ReadError> {
+    use std::io::Read;
     let io = |e: std::io::Error| ReadError::Io(e.to_string());
-    let meta = std::fs::metadata(path).map_err(io)?;
+    if std::fs::symlink_metadata(path).map_err(io)?.is_symlink() {
+        return Err(ReadError::Symlink);
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    // The opened file's type, so a link swapped in after the check above is still refused.
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotAFile);
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(ReadError::TooLarge { bytes: meta.len() });
     }
-    let bytes = std::fs::read(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge {
+            bytes: bytes.len() as u64,
+        });
+    }
     String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
+/// Refuses `path` when a folder between `root` (the repo's work tree) and it is a symbolic
+/// link, or when it is not below `root` at all; the file itself is checked by the reader.
+/// Paths that do not exist pass (the read that follows says so).
+pub fn check_inside(root: &Path, path: &Path) -> Result<(), ReadError> {
+    let Ok(relative) = path.strip_prefix(root) else {
+        return Err(ReadError::Io(format!(
+            "{} is outside the repo {}",
+            path.display(),
+            root.display()
+        )));
+    };
+    let mut current = root.to_path_buf();
+    let mut walked = Vec::new();
+    let mut parts = relative.components().peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            break;
+        }
+        let std::path::Component::Normal(part) = part else {
+            return Err(ReadError::Io(format!(
+                "{} is not a plain path inside the repo",
+                relative.display()
+            )));
+        };
+        current.push(part);
+        walked.push(part.to_string_lossy().into_owned());
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.is_symlink() => {
+                return Err(ReadError::SymlinkFolder {
+                    link: walked.join("/"),
+                })
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// Reads `path`, a file of the repo whose work tree is `root`, with `read`, after
+/// [`check_inside`]: the way to read a repo file the walk did not read (settings, status).
+pub fn read_inside(
+    root: &Path,
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<String, ReadError>,
+) -> Result<String, ReadError> {
+    check_inside(root, path)?;
+    read(path)
 }
 
 /// What one walked file holds.
@@ -340,10 +425,13 @@ fn yaml_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
         })?;
         let file_type = entry.file_type();
         let name = entry.file_name().to_string_lossy();
+        // A linked YAML file is listed so its read is refused and reported (a link is never
+        // followed); a linked folder is not entered.
         let wanted = if entry.depth() == 0 {
             !file_type.is_dir()
         } else {
-            file_type.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml"))
+            (file_type.is_file() || file_type.is_symlink())
+                && (name.ends_with(".yaml") || name.ends_with(".yml"))
         };
         if wanted {
             out.push(entry.into_path());
@@ -394,10 +482,66 @@ mod tests {
         let snapshot = Snapshot::read(root);
         // Path order, component by component (as the walks before the snapshot sorted), not
         // string order, which would put "a-b/" and "a.yaml" before "a/"; hidden files are read,
-        // hidden folders, other extensions and symbolic links are not.
+        // hidden folders, other extensions and linked folders are not; a linked file is listed
+        // as refused, never read.
         assert_eq!(
             names(&snapshot),
-            [".hidden.yaml", "a/z.yaml", "a-b/c.yaml", "a.yaml", "b.yml"]
+            [
+                ".hidden.yaml",
+                "a/z.yaml",
+                "a-b/c.yaml",
+                "a.yaml",
+                "b.yml",
+                "link.yaml"
+            ]
+        );
+        assert!(matches!(
+            snapshot.file("link.yaml").unwrap().contents,
+            Contents::Unreadable(ReadError::Symlink)
+        ));
+    }
+
+    /// A committed link can point at a secret or at a device that never ends: the walk and
+    /// every read outside it refuse links, and the size limit holds while reading.
+    #[test]
+    fn links_out_of_the_repo_and_endless_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        write(&outside, "token.yaml", "token: s3cret-token\n");
+        let root = dir.path().join("repo");
+        write(&root, "apps/canary.yaml", "a: 1\n");
+        std::os::unix::fs::symlink(outside.join("token.yaml"), root.join("apps/leak.yaml"))
+            .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("apps/zero.yaml")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join(".sluice")).unwrap();
+        let snapshot = Snapshot::read(&root);
+        for name in ["apps/leak.yaml", "apps/zero.yaml"] {
+            let file = snapshot.file(name).unwrap();
+            assert!(
+                matches!(file.contents, Contents::Unreadable(ReadError::Symlink)),
+                "{name}: {:?}",
+                file.contents
+            );
+        }
+        assert_eq!(
+            read_bounded(&root.join("apps/leak.yaml")),
+            Err(ReadError::Symlink)
+        );
+        assert_eq!(
+            read_inside(&root, &root.join(".sluice/token.yaml"), read_bounded),
+            Err(ReadError::SymlinkFolder {
+                link: ".sluice".into()
+            })
+        );
+        // A device is refused even when reached without a link; and had it been read, the
+        // read would have stopped at the limit.
+        assert_eq!(
+            read_bounded(Path::new("/dev/zero")),
+            Err(ReadError::NotAFile)
+        );
+        assert_eq!(
+            read_inside(&root, &root.join("apps/canary.yaml"), read_bounded).as_deref(),
+            Ok("a: 1\n")
         );
     }
 
