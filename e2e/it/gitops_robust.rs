@@ -751,3 +751,24 @@ fn a_fresh_ref_lock_in_a_local_remote_is_someone_elses_update_and_stays() {
     assert_eq!(repo.push_attempt(1, 3).unwrap(), PushOutcome::Rejected);
     assert!(lock.exists(), "an update in flight is not broken into");
 }
+
+#[test]
+fn reconcile_against_a_remote_that_is_down_fails_without_promising_a_retry() {
+    let fx = Fixture::new();
+    let port = crate::support::free_port(); // nothing listens there any more
+    let url = format!("git://127.0.0.1:{port}/config.git");
+    let work = fx.path("work");
+    let (ok, err) = sluice(&[
+        "reconcile",
+        "--repo",
+        &url,
+        "--workdir",
+        work.to_str().unwrap(),
+    ]);
+    assert!(!ok, "a one-shot reconcile that reached nothing fails");
+    assert!(err.contains("cannot reach the remote"), "{err}");
+    assert!(
+        !err.contains("will retry"),
+        "a one-shot command retries nothing, so it must not say it will: {err}"
+    );
+}

@@ -194,7 +194,7 @@ fn open_with_retry(
                 let Some(git) = transient else {
                     return Err(e);
                 };
-                error!(error = %git, retry_in_s = args.poll.as_secs_f64(), "Cannot open the config repo");
+                error!(error = %git, retry_in_s = args.poll.as_secs_f64(), "Cannot open the config repo; will retry");
                 metrics.error(git.kind());
             }
         }
@@ -294,7 +294,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 sleep_for(report.wake_at(), jiff::Timestamp::now(), args.poll)
             }
             Err(e) => {
-                error!(error = %e, "Tick failed");
+                error!(error = %e, retry_in_s = args.poll.as_secs_f64(), "Tick failed; will retry");
                 state.set_not_ready();
                 metrics.error(e.kind());
                 args.poll

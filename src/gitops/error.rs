@@ -76,7 +76,7 @@ pub enum Error {
 
     /// The remote could not be reached or failed temporarily (connection refused, timeout,
     /// HTTP 5xx). Transient: retry later.
-    #[error("{op} {remote}: cannot reach the remote (will retry): {detail}")]
+    #[error("{op} {remote}: cannot reach the remote: {detail}")]
     Network {
         remote: String,
         op: RemoteOp,
@@ -108,7 +108,7 @@ pub enum Error {
     },
 
     /// Every push attempt was beaten by another writer. Transient: the next reconcile retries.
-    #[error("push {remote}: branch `{branch}` kept moving; gave up after {attempts} attempts (will retry)")]
+    #[error("push {remote}: branch `{branch}` kept moving; gave up after {attempts} attempts")]
     PushRetriesExhausted {
         remote: String,
         branch: String,
