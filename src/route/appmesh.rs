@@ -57,8 +57,8 @@ use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse_all, AbInput, Backends, Canary,
-    FlaggerInput, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    apex_metadata, header_comment, render_template, reparse_all, single_header_match, AbHeaders,
+    AbInput, Backends, Canary, FlaggerInput, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -235,40 +235,16 @@ impl Router for AppMesh {
 
     /// One match of `headers` only; each header one of `exact`, `prefix`, `suffix`, `regex`.
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
-        let path = "spec.analysis.match";
-        let Some(items) = r.seq(input.matches, path) else {
-            return;
-        };
-        if items.len() > 1 {
-            r.error(items[1].line, &index(path, 1), "Flagger's App Mesh router puts the headers of every match into one route, which App Mesh ANDs, so it would require every match at once; put the headers that must all match into one match, or use a router that ORs matches (gatewayapi:v1, istio)");
-            return;
-        }
-        let Some(item) = items.first() else {
-            r.error(
-                input.matches.line,
-                path,
-                "expected one match for an A/B canary, found none",
-            );
-            return;
-        };
-        let at = index(path, 0);
-        let Value::Map(entries) = &item.value else {
-            r.error(item.line, &at, "expected a mapping with headers");
-            return;
-        };
-        for (key, _) in entries.iter().filter(|(k, _)| k.text != "headers") {
-            r.error(key.line, &join(&at, &key.text), "Flagger's App Mesh router matches request headers only, so this condition would be dropped; remove it, or use a router that matches it (gatewayapi:v1, istio)");
-        }
-        let Some(headers) = r.required(item, &at, "headers") else {
-            return;
-        };
-        let at = join(&at, "headers");
-        let Value::Map(headers) = &headers.value else {
-            r.error(
-                headers.line,
-                &at,
-                "expected a mapping of header names to matches",
-            );
+        let Some(AbHeaders {
+            item,
+            path: at,
+            headers,
+        }) = single_header_match(
+            r,
+            input,
+            "App Mesh",
+            "Flagger's App Mesh router puts the headers of every match into one route, which App Mesh ANDs, so it would require every match at once",
+        ) else {
             return;
         };
         let before = r.errors.len();

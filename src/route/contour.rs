@@ -41,7 +41,7 @@ use crate::route::{
     apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
     RouteError, RouteState, Router, Weights,
 };
-use crate::route::{expect_text, Canary};
+use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -172,40 +172,16 @@ impl Router for Contour {
 
     /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
-        let path = "spec.analysis.match";
-        let Some(items) = r.seq(input.matches, path) else {
-            return;
-        };
-        if items.len() > 1 {
-            r.error(items[1].line, &index(path, 1), "Contour ANDs the conditions of a route, so Flagger's Contour router would require every match at once; put the headers that must all match into one match, or use a router that ORs matches (gatewayapi:v1, istio)");
-            return;
-        }
-        let Some(item) = items.first() else {
-            r.error(
-                input.matches.line,
-                path,
-                "expected one match for an A/B canary, found none",
-            );
-            return;
-        };
-        let at = index(path, 0);
-        let Value::Map(entries) = &item.value else {
-            r.error(item.line, &at, "expected a mapping with headers");
-            return;
-        };
-        for (key, _) in entries.iter().filter(|(k, _)| k.text != "headers") {
-            r.error(key.line, &join(&at, &key.text), "Flagger's Contour router matches request headers only, so this condition would be dropped; remove it, or use a router that matches it (gatewayapi:v1, istio)");
-        }
-        let Some(headers) = r.required(item, &at, "headers") else {
-            return;
-        };
-        let at = join(&at, "headers");
-        let Value::Map(headers) = &headers.value else {
-            r.error(
-                headers.line,
-                &at,
-                "expected a mapping of header names to matches",
-            );
+        let Some(AbHeaders {
+            item,
+            path: at,
+            headers,
+        }) = single_header_match(
+            r,
+            input,
+            "Contour",
+            "Contour ANDs the conditions of a route, so Flagger's Contour router would require every match at once",
+        ) else {
             return;
         };
         let before = r.errors.len();
