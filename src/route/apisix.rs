@@ -126,7 +126,7 @@ impl Router for Apisix {
     fn read_flagger(r: &mut Reader, _variant: (), input: &FlaggerInput) -> Option<Config> {
         let refused = "Flagger's APISIX router does not implement it (an ApisixRoute canary shifts weights only); remove it, or use a Gateway API or Istio provider";
         for key in ["sessionAffinity", "mirror", "mirrorWeight"] {
-            if let Some(line) = input.analysis.and_then(|a| key_line(a, key)) {
+            if let Some(line) = input.analysis.and_then(|a| a.key_line(key)) {
                 r.error(line, &join("spec.analysis", key), refused);
             }
         }
@@ -187,7 +187,7 @@ impl Router for Apisix {
         let analysis = spec.get("analysis");
         let at = |key: &str| {
             analysis
-                .and_then(|a| key_line(a, key))
+                .and_then(|a| a.key_line(key))
                 .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
         };
         match &canary.analysis.strategy {
@@ -281,14 +281,6 @@ fn entries(node: &Node) -> &[(crate::yaml::node::Key, Node)] {
     }
 }
 
-/// The line of `key` in the mapping `node`.
-fn key_line(node: &Node, key: &str) -> Option<usize> {
-    entries(node)
-        .iter()
-        .find(|(k, _)| k.text == key)
-        .map(|(k, _)| k.line)
-}
-
 /// A `metadata.labels` or `metadata.annotations` mapping of strings.
 fn string_map(
     r: &mut Reader,
@@ -371,7 +363,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
         Some(Value::Seq(rules)) if !rules.is_empty() => rules,
         _ => {
             let line = spec
-                .and_then(|s| key_line(s, "http"))
+                .and_then(|s| s.key_line("http"))
                 .or(spec.map(|s| s.line))
                 .unwrap_or(object.line);
             push(r, file, line, "spec.http", format!("expected at least one http rule, the one whose backend is the canary's Service {apex:?} (Flagger refuses an ApisixRoute without spec.http)"));
@@ -389,9 +381,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
             .any(|b| b.get("serviceName").and_then(Node::as_str) == Some(apex))
     });
     let Some((i, rule)) = found else {
-        let line = spec
-            .and_then(|s| key_line(s, "http"))
-            .unwrap_or(object.line);
+        let line = spec.and_then(|s| s.key_line("http")).unwrap_or(object.line);
         push(r, file, line, "spec.http", format!("no rule of ApisixRoute {name} has a backend with serviceName {apex:?}, the canary's Service; Flagger splits the rule that sends to it"));
         return None;
     };

@@ -190,7 +190,7 @@ impl Router for AppMesh {
         let prefix = field(svc, "match")
             .and_then(|n| read_prefix(r, n, &join(base, "match")))
             .unwrap_or_else(|| "/".to_string());
-        if let (Some(n), Some(line)) = (field(svc, "rewrite"), key_line(svc, "rewrite")) {
+        if let (Some(n), Some(line)) = (field(svc, "rewrite"), svc.key_line("rewrite")) {
             check_rewrite(r, n, line, &prefix);
         }
         let timeout = field(svc, "timeout").and_then(|n| {
@@ -331,17 +331,6 @@ fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     node.get(key).filter(|n| n.value != Value::Null)
 }
 
-/// The line of `key` in the mapping `node`, when it is set (not `null`).
-fn key_line(node: &Node, key: &str) -> Option<usize> {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, v)| k.text == key && v.value != Value::Null)
-            .map(|(k, _)| k.line),
-        _ => None,
-    }
-}
-
 /// The `spec.service` fields Flagger's App Mesh v1beta2 router ignores.
 const IGNORED_SERVICE_FIELDS: &[&str] = &[
     "backendTimeout",
@@ -357,17 +346,17 @@ const IGNORED_SERVICE_FIELDS: &[&str] = &[
 fn refuse_unsupported(r: &mut Reader, input: &FlaggerInput) {
     if let Some(svc) = input.service {
         for key in IGNORED_SERVICE_FIELDS {
-            if let Some(line) = key_line(svc, key) {
+            if let Some(line) = svc.key_line(key) {
                 r.error(line, &join("spec.service", key), "Flagger's App Mesh router ignores this field (it writes the prefix, timeout, retries, backends and gateway hosts only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
             }
         }
-        if let Some(line) = key_line(svc, "meshName") {
+        if let Some(line) = svc.key_line("meshName") {
             r.error(line, "spec.service.meshName", "Flagger's App Mesh v1beta2 router ignores meshName: the App Mesh controller puts the objects in the Mesh whose namespaceSelector matches the canary's namespace; remove it and label the namespace");
         }
     }
     if let Some(analysis) = input.analysis {
         for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
-            if let Some(line) = key_line(analysis, key) {
+            if let Some(line) = analysis.key_line(key) {
                 r.error(line, &join("spec.analysis", key), "Flagger's App Mesh router does not mirror traffic or keep sessions, so this field would be dropped; remove it, or use a router that renders it (gatewayapi:v1)");
             }
         }

@@ -266,17 +266,6 @@ fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     node.get(key).filter(|n| n.value != Value::Null)
 }
 
-/// The line of `key` in the mapping `node`, when it is set (not `null`).
-fn key_line(node: &Node, key: &str) -> Option<usize> {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, v)| k.text == key && v.value != Value::Null)
-            .map(|(k, _)| k.line),
-        _ => None,
-    }
-}
-
 /// The `spec.service` fields of other routers, which Flagger's Contour router ignores.
 const IGNORED_SERVICE_FIELDS: &[&str] = &[
     "backendTimeout",
@@ -298,7 +287,7 @@ const IGNORED_SERVICE_FIELDS: &[&str] = &[
 fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
     if let Some(svc) = input.service {
         for key in IGNORED_SERVICE_FIELDS {
-            if let Some(line) = key_line(svc, key) {
+            if let Some(line) = svc.key_line(key) {
                 r.error(line, &join("spec.service", key), "Flagger's Contour router ignores this field (it writes the HTTPProxy's prefix, timeout and retry policy only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
             }
         }
@@ -310,7 +299,7 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
     }
     if let Some(analysis) = input.analysis {
         for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
-            if let Some(line) = key_line(analysis, key) {
+            if let Some(line) = analysis.key_line(key) {
                 r.error(line, &join("spec.analysis", key), "Flagger's Contour router does not mirror traffic or keep sessions, so this field would be dropped; remove it, or use a router that renders it (gatewayapi:v1)");
             }
         }

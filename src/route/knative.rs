@@ -98,7 +98,7 @@ impl Router for Knative {
     fn read_flagger(r: &mut Reader, _variant: (), input: &FlaggerInput) -> Option<Config> {
         let refused = "Flagger's Knative router ignores it and a Knative Service's traffic block cannot express it; remove it";
         for key in ["sessionAffinity", "mirror", "mirrorWeight"] {
-            if let Some(line) = input.analysis.and_then(|a| key_line(a, key)) {
+            if let Some(line) = input.analysis.and_then(|a| a.key_line(key)) {
                 r.error(line, &join("spec.analysis", key), refused);
             }
         }
@@ -160,7 +160,7 @@ impl Router for Knative {
         let analysis = spec.get("analysis");
         let at = |key: &str| {
             analysis
-                .and_then(|a| key_line(a, key))
+                .and_then(|a| a.key_line(key))
                 .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
         };
         match &canary.analysis.strategy {
@@ -169,7 +169,7 @@ impl Router for Knative {
             Strategy::AB { .. } => r.error(at("match"), "spec.analysis.match", "Flagger supports only canary releases with provider knative: a Knative Service's traffic block splits by percent and cannot send matching requests to the canary revision; remove analysis.match and set stepWeight and maxWeight"),
         }
         if canary.autoscaler.is_some() {
-            let line = key_line(spec, "autoscalerRef").unwrap_or(spec.line);
+            let line = spec.key_line("autoscalerRef").unwrap_or(spec.line);
             r.error(line, "spec.autoscalerRef", "can't use an autoscaler with a Knative Service (Flagger refuses it: Knative scales each revision itself); remove it");
         }
         if !matches!(&canary.target, Target::TargetRef { kind, .. } if kind == "Service") {
@@ -375,14 +375,6 @@ fn entries(node: &Node) -> &[(crate::yaml::node::Key, Node)] {
         Value::Map(entries) => entries,
         _ => &[],
     }
-}
-
-/// The line of `key` in the mapping `node`.
-fn key_line(node: &Node, key: &str) -> Option<usize> {
-    entries(node)
-        .iter()
-        .find(|(k, _)| k.text == key)
-        .map(|(k, _)| k.line)
 }
 
 const TEMPLATE_NAME: &str = "knative-service.yaml.j2";

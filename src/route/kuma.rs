@@ -31,7 +31,7 @@ use crate::route::{
     header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
     RouteState, Router, Weights, MANAGED_BY,
 };
-use crate::yaml::node::{Node, Value};
+use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
 
 /// The Kuma router.
@@ -126,23 +126,12 @@ impl Router for Kuma {
     }
 }
 
-/// The line of `key` in the mapping `node` when it is set (a `null` value counts as unset).
-pub(super) fn key_line(node: &Node, key: &str) -> Option<usize> {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, v)| k.text == key && v.value != Value::Null)
-            .map(|(k, _)| k.line),
-        _ => None,
-    }
-}
-
 /// Refuses the analysis fields that need route state (`mirror`, `mirrorWeight`,
 /// `sessionAffinity`): Flagger's `router` router ignores them, and so would the object
 /// sluice writes, so the mirror or the sticky sessions asked for would silently not happen.
 pub(super) fn refuse_ignored(r: &mut Reader, analysis: Option<&Node>, router: &str) {
     for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
-        if let Some(line) = analysis.and_then(|a| key_line(a, key)) {
+        if let Some(line) = analysis.and_then(|a| a.key_line(key)) {
             r.error(line, &join("spec.analysis", key), format!("Flagger's {router} router ignores this field, and the {router} objects sluice writes cannot express it either; remove it (use provider istio or gatewayapi:v1 for traffic mirroring or session affinity)"));
         }
     }

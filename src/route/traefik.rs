@@ -28,7 +28,7 @@ use crate::route::{
     RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, Canary};
-use crate::yaml::node::{Node, Value};
+use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
 /// The Traefik router.
@@ -79,7 +79,7 @@ impl Router for Traefik {
         let before = r.errors.len();
         if let Some(svc) = input.service {
             for key in IGNORED_SERVICE_FIELDS {
-                if let Some(line) = key_line(svc, key) {
+                if let Some(line) = svc.key_line(key) {
                     r.error(line, &join("spec.service", key), "Flagger's Traefik router ignores this field (a TraefikService only weighs the two Services; routing belongs to your IngressRoute); remove it, or use a router that renders it (istio, gatewayapi:v1)");
                 }
             }
@@ -91,7 +91,7 @@ impl Router for Traefik {
         }
         if let Some(analysis) = input.analysis {
             for key in ["mirror", "mirrorWeight", "sessionAffinity"] {
-                if let Some(line) = key_line(analysis, key) {
+                if let Some(line) = analysis.key_line(key) {
                     r.error(line, &join("spec.analysis", key), "Flagger's Traefik router does not mirror traffic or keep sessions, so this field would be dropped; remove it, or use a router that renders it (gatewayapi:v1)");
                 }
             }
@@ -124,7 +124,7 @@ impl Router for Traefik {
         if let Strategy::AB { .. } = canary.analysis.strategy {
             let line = spec
                 .get("analysis")
-                .and_then(|a| key_line(a, "match"))
+                .and_then(|a| a.key_line("match"))
                 .unwrap_or(spec.line);
             r.error(line, "spec.analysis.match", "Flagger supports canary and blue/green with provider traefik: a TraefikService weighs Services and cannot match requests; remove analysis.match, or use a router that matches headers (contour, gatewayapi:v1, istio)");
         }
@@ -139,17 +139,6 @@ impl Router for Traefik {
         _state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render(canary, backends, weights).map(Some)
-    }
-}
-
-/// The line of `key` in the mapping `node`, when it is set (not `null`).
-fn key_line(node: &Node, key: &str) -> Option<usize> {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, v)| k.text == key && v.value != Value::Null)
-            .map(|(k, _)| k.line),
-        _ => None,
     }
 }
 

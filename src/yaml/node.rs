@@ -72,6 +72,18 @@ impl Node {
         }
     }
 
+    /// The line of `key` in this mapping, when it is set (not `null`): where an error about
+    /// the field belongs (its first child's line is one too low for a mapping-valued field).
+    pub fn key_line(&self, key: &str) -> Option<usize> {
+        match &self.value {
+            Value::Map(entries) => entries
+                .iter()
+                .find(|(k, v)| k.text == key && v.value != Value::Null)
+                .map(|(k, _)| k.line),
+            _ => None,
+        }
+    }
+
     /// The scalar text of this node, if it is a scalar.
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {

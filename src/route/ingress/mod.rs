@@ -167,7 +167,7 @@ impl Router for Ingress {
             if let Strategy::AB { .. } = canary.analysis.strategy {
                 let line = spec
                     .get("analysis")
-                    .and_then(|a| key_line(a, "match"))
+                    .and_then(|a| a.key_line("match"))
                     .unwrap_or(spec.line);
                 r.error(line, "spec.analysis.match", "Flagger's Skipper router does not route on request headers (A/B testing); remove analysis.match for a blue/green rollout, or use provider nginx");
             }
@@ -212,7 +212,7 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
         if analysis.get(key).and_then(Node::as_str) == Some("false") {
             continue;
         }
-        if let Some(line) = key_line(analysis, key) {
+        if let Some(line) = analysis.key_line(key) {
             r.error(line, &join("spec.analysis", key), "Flagger's ingress routers (nginx, skipper) ignore this field, so the rollout would not do what it says; remove it, or use a provider that supports it (gatewayapi:v1)");
         }
     }
@@ -336,17 +336,6 @@ fn read_ingress(
         spec,
         ab: None,
     })
-}
-
-/// The line of `key` in the mapping `node`, when it is set (not `null`).
-pub(super) fn key_line(node: &Node, key: &str) -> Option<usize> {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, v)| k.text == key && v.value != Value::Null)
-            .map(|(k, _)| k.line),
-        _ => None,
-    }
 }
 
 /// A mapping of strings (labels, annotations): Kubernetes rejects any other value.

@@ -27,7 +27,7 @@ use crate::route::{Backends, Canary, Weights};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
-use super::{backend_service, key_line, paths_mut, rendered_backends, set_backend_service, Config};
+use super::{backend_service, paths_mut, rendered_backends, set_backend_service, Config};
 
 /// Flagger's default `-ingress-annotations-prefix`.
 const PREFIX: &str = "nginx.ingress.kubernetes.io";
@@ -87,7 +87,7 @@ pub fn read_matches(
         let at = index(path, i);
         for field in m.fields() {
             if !["headers", "name"].contains(&field) {
-                let line = key_line(item, field).unwrap_or(item.line);
+                let line = item.key_line(field).unwrap_or(item.line);
                 r.error(line, &join(&at, field), "Flagger's nginx router routes A/B requests on one header and one cookie only (canary-by-header, canary-by-cookie) and drops this condition; remove it, or use a provider that matches it (gatewayapi:v1, istio)");
             }
         }
@@ -99,7 +99,7 @@ pub fn read_matches(
         for (name, value) in headers {
             let field = join(&join(&at, "headers"), &name);
             let line = header_nodes
-                .and_then(|h| key_line(h, &name))
+                .and_then(|h| h.key_line(&name))
                 .unwrap_or(item.line);
             if name == "cookie" {
                 match value {

@@ -291,17 +291,6 @@ fn field<'n>(service: &'n Node, key: &str) -> Option<&'n Node> {
     service.get(key).filter(|n| n.value != Value::Null)
 }
 
-/// The line of `key` in the mapping `node`, when it is set (not `null`).
-fn key_line(node: &Node, key: &str) -> Option<usize> {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, v)| k.text == key && v.value != Value::Null)
-            .map(|(k, _)| k.line),
-        _ => None,
-    }
-}
-
 /// Flagger fields this router does not render; dropping them silently would route other
 /// requests than asked.
 fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
@@ -311,7 +300,7 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
         ("spec.service", input.service, "backendTimeout", "Flagger's Istio router ignores it (an Istio route has one timeout: spec.service.timeout); remove it"),
     ];
     for (path, node, key, message) in rejected {
-        if let Some(line) = node.and_then(|n| key_line(n, key)) {
+        if let Some(line) = node.and_then(|n| n.key_line(key)) {
             r.error(line, &join(path, key), message);
         }
     }
