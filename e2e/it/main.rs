@@ -47,6 +47,7 @@ mod route_traefik;
 mod server;
 mod snapshot;
 mod spec_validation;
+mod ssh_remote;
 mod support;
 mod sync;
 mod tick;
