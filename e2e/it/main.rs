@@ -45,6 +45,7 @@ mod route_knative;
 mod route_kuma_gloo;
 mod route_traefik;
 mod server;
+mod signing_image;
 mod snapshot;
 mod spec_validation;
 mod ssh_remote;
