@@ -20,7 +20,8 @@
 //! each other:
 //!
 //! - `error`: [`Error`], [`RemoteOp`]. `change`: the inputs of a commit ([`FileChange`],
-//!   [`Identity`], [`CommitMessage`]). `sign`: [`Signing`]. `credentials`.
+//!   [`Identity`], [`CommitMessage`]). `sign`: [`Signing`]. `known_hosts`: [`KnownHosts`],
+//!   the ssh host keys trusted. `credentials` (holds the known hosts).
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
