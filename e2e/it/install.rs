@@ -234,8 +234,37 @@ fn deployment_runs_the_daemon_as_documented() {
         "the manifest and the server agree on the variable"
     );
 
-    // The work dir is writable (an emptyDir) although the root filesystem is not.
+    // The ssh remote's key and known hosts come from the Flux-style git Secret's files.
     let mounts = c["volumeMounts"].as_array().expect("mounts");
+    let git_ssh = mounts
+        .iter()
+        .find(|m| m["name"] == "git-ssh")
+        .expect("git Secret mounted");
+    assert_eq!(git_ssh["readOnly"], true);
+    let folder = git_ssh["mountPath"].as_str().unwrap();
+    for (variable, key) in [
+        ("SLUICE_GIT_SSH_KEY_FILE", "identity"),
+        ("SLUICE_GIT_KNOWN_HOSTS_FILE", "known_hosts"),
+    ] {
+        assert_eq!(
+            var(variable)["value"],
+            format!("{folder}/{key}"),
+            "{variable}"
+        );
+    }
+    let secret_volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "git-ssh")
+        .expect("git-ssh volume");
+    assert_eq!(secret_volume["secret"]["secretName"], "sluice-git-ssh");
+    assert!(var("SLUICE_REPO")["value"]
+        .as_str()
+        .unwrap()
+        .starts_with("ssh://"));
+
+    // The work dir is writable (an emptyDir) although the root filesystem is not.
     let workdir = mounts
         .iter()
         .find(|m| m["mountPath"] == "/var/cache/sluice")

@@ -30,15 +30,21 @@ pub struct RepoArgs {
 }
 
 impl RepoArgs {
-    /// Opens the clone with the signing key applied.
+    /// Opens the clone with the signing key applied; a key sluice cannot sign with here is
+    /// refused before anything else.
     pub fn open(&self) -> anyhow::Result<Locked> {
         crate::gitops::set_network_timeout(self.git_timeout);
-        let mut locked = open(&self.repo, &self.branch, self.workdir.as_deref())?;
-        if let Some(key) = &self.signing_ssh_key {
-            locked.repo.set_signing(Some(crate::gitops::Signing::Ssh {
+        let signing = self
+            .signing_ssh_key
+            .as_ref()
+            .map(|key| crate::gitops::Signing::Ssh {
                 key_path: key.clone(),
-            }));
+            });
+        if let Some(signing) = &signing {
+            signing.check_usable()?;
         }
+        let mut locked = open(&self.repo, &self.branch, self.workdir.as_deref())?;
+        locked.repo.set_signing(signing);
         Ok(locked)
     }
 }

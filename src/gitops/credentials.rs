@@ -3,7 +3,8 @@
 //! Secrets come from the environment (`SLUICE_GIT_TOKEN`, `SLUICE_GIT_USERNAME`,
 //! `SLUICE_GIT_PASSWORD`, `SLUICE_GIT_SSH_KEY`, `SLUICE_GIT_SSH_KEY_PASSPHRASE`, each secret also
 //! as `*_FILE` naming a file that holds it) or from userinfo in the remote URL, and live only in
-//! memory. URL hygiene (the URL that may be written to `.git/config`, redacting URLs and libgit2
+//! memory. The ssh host keys to trust come the same way (`SLUICE_GIT_KNOWN_HOSTS` or `_FILE`,
+//! checked by [`KnownHosts`]); without them libgit2 checks `~/.ssh/known_hosts`. URL hygiene (the URL that may be written to `.git/config`, redacting URLs and libgit2
 //! messages) lives in [`crate::remote_url`], shared with the forges. This module must not log,
 //! print or persist a secret.
 
@@ -11,9 +12,10 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::PathBuf;
 
-use git2::{Cred, CredentialType, RemoteCallbacks};
+use git2::{CertificateCheckStatus, Cred, CredentialType, RemoteCallbacks};
 
 use super::error::{Error, Result};
+use super::known_hosts::KnownHosts;
 pub use crate::remote_url::{redact_text, redact_url};
 use crate::remote_url::{CleanUrl, UrlUserinfo};
 
@@ -60,6 +62,8 @@ pub struct Credentials {
     http: Option<HttpAuth>,
     ssh: Option<SshKey>,
     ssh_user: Option<String>,
+    /// The only ssh host keys trusted when set; `None` leaves the check to libgit2.
+    known_hosts: Option<KnownHosts>,
 }
 
 impl Credentials {
@@ -103,6 +107,12 @@ impl Credentials {
         }
     }
 
+    /// Trusts exactly `known_hosts` for ssh remotes (instead of libgit2's `~/.ssh/known_hosts`).
+    pub fn with_known_hosts(mut self, known_hosts: KnownHosts) -> Self {
+        self.known_hosts = Some(known_hosts);
+        self
+    }
+
     /// Reads the `SLUICE_GIT_*` variables from the process environment.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -114,6 +124,8 @@ impl Credentials {
     /// * `SLUICE_GIT_USERNAME` + `SLUICE_GIT_PASSWORD`: https basic auth.
     /// * `SLUICE_GIT_SSH_KEY`: path of an ssh private key; `SLUICE_GIT_SSH_KEY_PASSPHRASE`;
     ///   `SLUICE_GIT_USERNAME` then names the ssh user when the URL does not.
+    /// * `SLUICE_GIT_KNOWN_HOSTS`: known_hosts lines (the `known_hosts` key of a Flux git
+    ///   Secret), the only ssh host keys trusted; `SLUICE_GIT_KNOWN_HOSTS_FILE` names a file.
     ///
     /// Every secret may instead be given as `NAME_FILE`, the path of a file holding it (a mounted
     /// Kubernetes secret); trailing newlines in the file are ignored.
@@ -123,6 +135,7 @@ impl Credentials {
         let password = read_var(&lookup, "SLUICE_GIT_PASSWORD")?;
         let ssh_key = read_path_var(&lookup, "SLUICE_GIT_SSH_KEY")?;
         let passphrase = read_var(&lookup, "SLUICE_GIT_SSH_KEY_PASSPHRASE")?;
+        let known_hosts = read_known_hosts(&lookup)?;
 
         let http =
             match (token, password) {
@@ -184,10 +197,11 @@ impl Credentials {
             http,
             ssh,
             ssh_user,
+            known_hosts,
         })
     }
 
-    /// True when no credential at all is configured.
+    /// True when no credential at all is configured (known hosts are no credential).
     pub fn is_empty(&self) -> bool {
         self.http.is_none() && self.ssh.is_none()
     }
@@ -205,11 +219,15 @@ impl Credentials {
         if let Some(ssh) = &self.ssh {
             parts.push(format!("ssh key {}", ssh.private_key.display()));
         }
-        if parts.is_empty() {
+        let mut text = if parts.is_empty() {
             "anonymous".to_string()
         } else {
             parts.join(", ")
+        };
+        if let Some(hosts) = &self.known_hosts {
+            text.push_str(&format!(", ssh host keys from {}", hosts.source()));
         }
+        text
     }
 
     /// Uses credentials found in the remote URL's userinfo when none were configured for https.
@@ -257,15 +275,44 @@ impl Credentials {
     }
 
     /// Installs a credentials callback that offers each configured credential once and records
-    /// why it gave up in `session`, so the caller can report an authentication error.
+    /// why it gave up in `session`, so the caller can report an authentication error. With
+    /// known hosts, also a host key check for ssh servers (`ssh_port`: the remote URL's port,
+    /// which libgit2 does not pass to the check); TLS certificates keep libgit2's own check.
     pub(crate) fn install<'a>(
         &'a self,
         callbacks: &mut RemoteCallbacks<'a>,
         session: &'a AuthSession,
+        ssh_port: u16,
     ) {
         callbacks.credentials(move |_url, username_from_url, allowed| {
             self.offer(session, username_from_url, allowed)
         });
+        if let Some(known_hosts) = &self.known_hosts {
+            callbacks.certificate_check(move |cert, host| {
+                let Some(hostkey) = cert.as_hostkey() else {
+                    return Ok(CertificateCheckStatus::CertificatePassthrough);
+                };
+                let verdict = match hostkey.hostkey() {
+                    Some(blob) => known_hosts.check(host, ssh_port, blob),
+                    None => Err(format!(
+                        "libgit2 did not hand over the host key of `{host}`"
+                    )),
+                };
+                match verdict {
+                    Ok(()) => Ok(CertificateCheckStatus::CertificateOk),
+                    Err(why) => {
+                        // libgit2 replaces the message of an error returned here with its own
+                        // "invalid or unknown remote ssh hostkey": keep ours for the report.
+                        *session.host_key_failure.borrow_mut() = Some(why.clone());
+                        Err(git2::Error::new(
+                            git2::ErrorCode::Certificate,
+                            git2::ErrorClass::Ssh,
+                            why,
+                        ))
+                    }
+                }
+            });
+        }
     }
 
     fn offer(
@@ -341,12 +388,18 @@ pub(crate) struct AuthSession {
     tried_agent: Cell<bool>,
     tried_username: Cell<bool>,
     failure: RefCell<Option<String>>,
+    host_key_failure: RefCell<Option<String>>,
 }
 
 impl AuthSession {
     /// Why the callback stopped offering credentials, if it did.
     pub(crate) fn failure(&self) -> Option<String> {
         self.failure.borrow().clone()
+    }
+
+    /// Why the known hosts refused the server's host key, if they did.
+    pub(crate) fn host_key_failure(&self) -> Option<String> {
+        self.host_key_failure.borrow().clone()
     }
 }
 
@@ -382,6 +435,34 @@ fn read_var(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Opti
         }
         (None, None) => Ok(None),
     }
+}
+
+/// `SLUICE_GIT_KNOWN_HOSTS` (the lines) or `SLUICE_GIT_KNOWN_HOSTS_FILE` (a file holding them).
+fn read_known_hosts(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<KnownHosts>> {
+    const NAME: &str = "SLUICE_GIT_KNOWN_HOSTS";
+    const FILE_VAR: &str = "SLUICE_GIT_KNOWN_HOSTS_FILE";
+    let (variable, source, text) = match (lookup(NAME), lookup(FILE_VAR)) {
+        (Some(_), Some(_)) => {
+            return Err(cred_err(
+                NAME,
+                &format!("both {NAME} and {FILE_VAR} are set; set only one"),
+            ))
+        }
+        (Some(text), None) => (NAME, NAME.to_string(), text),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                cred_err(
+                    FILE_VAR,
+                    &format!("cannot read known_hosts file {path}: {e}"),
+                )
+            })?;
+            (FILE_VAR, format!("{FILE_VAR} ({path})"), text)
+        }
+        (None, None) => return Ok(None),
+    };
+    KnownHosts::parse(&text, &source)
+        .map(Some)
+        .map_err(|why| cred_err(variable, &format!("{source}: {why}")))
 }
 
 /// Reads a variable holding a file path (`NAME`, with `NAME_FILE` accepted as an alias) and
@@ -498,6 +579,25 @@ mod tests {
             (
                 vec![("SLUICE_GIT_SSH_KEY_PASSPHRASE", "pp")],
                 "SLUICE_GIT_SSH_KEY_PASSPHRASE",
+            ),
+            (
+                vec![
+                    ("SLUICE_GIT_KNOWN_HOSTS", "h ssh-ed25519 AAAA"),
+                    ("SLUICE_GIT_KNOWN_HOSTS_FILE", "/x"),
+                ],
+                "SLUICE_GIT_KNOWN_HOSTS",
+            ),
+            (
+                vec![("SLUICE_GIT_KNOWN_HOSTS", "github.com ssh-ed25519 !!")],
+                "SLUICE_GIT_KNOWN_HOSTS",
+            ),
+            (
+                vec![("SLUICE_GIT_KNOWN_HOSTS_FILE", missing.to_str().unwrap())],
+                "SLUICE_GIT_KNOWN_HOSTS_FILE",
+            ),
+            (
+                vec![("SLUICE_GIT_KNOWN_HOSTS_FILE", empty.to_str().unwrap())],
+                "SLUICE_GIT_KNOWN_HOSTS_FILE",
             ),
         ];
         for (vars, want_var) in cases {

@@ -66,7 +66,8 @@ pub enum Error {
     /// The server's TLS certificate or ssh host key was not accepted.
     #[error(
         "{op} {remote}: the server's identity was not accepted: {detail}; for ssh add the \
-         server's host key to ~/.ssh/known_hosts, for https install the CA certificate"
+         server's host key to SLUICE_GIT_KNOWN_HOSTS(_FILE) (else ~/.ssh/known_hosts is read), \
+         for https install the CA certificate"
     )]
     HostKey {
         remote: String,

@@ -20,7 +20,8 @@
 //! each other:
 //!
 //! - `error`: [`Error`], [`RemoteOp`]. `change`: the inputs of a commit ([`FileChange`],
-//!   [`Identity`], [`CommitMessage`]). `sign`: [`Signing`]. `credentials`.
+//!   [`Identity`], [`CommitMessage`]). `sign`: [`Signing`]. `known_hosts`: [`KnownHosts`],
+//!   the ssh host keys trusted. `credentials` (holds the known hosts).
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
@@ -35,6 +36,7 @@ mod commit;
 mod credentials;
 mod error;
 mod history;
+mod known_hosts;
 mod locks;
 mod maintenance;
 mod memory;
@@ -50,6 +52,7 @@ pub use change::{CommitMessage, FileChange, Identity};
 pub use credentials::{redact_text, redact_url, Credentials};
 pub use error::{Error, RemoteOp, Result};
 pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
+pub use known_hosts::KnownHosts;
 pub use push::PushOutcome;
 pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;

@@ -266,7 +266,8 @@ impl Remote<'_> {
 
     fn callbacks<'s>(&'s self, session: &'s AuthSession) -> RemoteCallbacks<'s> {
         let mut callbacks = RemoteCallbacks::new();
-        self.creds.install(&mut callbacks, session);
+        self.creds
+            .install(&mut callbacks, session, ssh_port(self.url));
         callbacks
     }
 
@@ -277,6 +278,13 @@ impl Remote<'_> {
         // A socket read or write that hit the git timeout, as the TLS layer words it.
         if detail.contains("Resource temporarily unavailable") {
             detail.push_str(" (timed out waiting for the server)");
+        }
+        if let Some(why) = session.host_key_failure() {
+            return Error::HostKey {
+                remote,
+                op,
+                detail: why,
+            };
         }
         if let Some(why) = session.failure() {
             return Error::Auth {
@@ -300,6 +308,16 @@ impl Remote<'_> {
             Class::Remote => Error::Remote { remote, op, detail },
         }
     }
+}
+
+/// The port of an ssh remote URL: the one `ssh://host:PORT/…` names, else 22 (also for the
+/// scp-like `user@host:path`, which cannot name one).
+fn ssh_port(url: &str) -> u16 {
+    url::Url::parse(url)
+        .ok()
+        .filter(|u| u.scheme().contains("ssh"))
+        .and_then(|u| u.port())
+        .unwrap_or(super::known_hosts::DEFAULT_SSH_PORT)
 }
 
 /// The proxy git would use: `remote.origin.proxy`, `http.proxy`, then the `http(s)_proxy`

@@ -30,6 +30,33 @@ pub enum Signing {
 }
 
 impl Signing {
+    /// Checks at start that commits can be signed at all: the key file is readable and is
+    /// either signed in-process or handed to an `ssh-keygen` found on `PATH`. The container
+    /// image carries no `ssh-keygen`, so an RSA key there is refused here, not at the first
+    /// commit a canary makes.
+    pub fn check_usable(&self) -> Result<()> {
+        match self {
+            Signing::Ssh { key_path } => {
+                let fail = |reason: String| Error::Signing {
+                    key_path: key_path.to_path_buf(),
+                    reason,
+                };
+                let text = std::fs::read_to_string(key_path)
+                    .map_err(|e| fail(format!("cannot read the key file: {e}")))?;
+                match parse_key(&text) {
+                    Ok(_) => Ok(()),
+                    Err(Unsupported::Never(reason)) => Err(fail(reason)),
+                    Err(Unsupported::InProcess(reason)) => match find_on_path("ssh-keygen") {
+                        Some(_) => Ok(()),
+                        None => Err(fail(format!(
+                            "{reason}, and ssh-keygen, which signs other keys, is not on PATH                              (the sluice image has none): sign with an ed25519 key                              (`ssh-keygen -t ed25519 -N '' -f KEY`) or install openssh-client"
+                        ))),
+                    },
+                }
+            }
+        }
+    }
+
     /// The armored signature of `content` (a commit buffer).
     pub(super) fn sign(&self, content: &str) -> Result<String> {
         match self {
@@ -99,6 +126,18 @@ fn parse_key(text: &str) -> std::result::Result<PrivateKey, Unsupported> {
              or ecdsa-sha2-nistp256"
         ))),
     }
+}
+
+/// The first executable file called `program` in the folders of `PATH`.
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| {
+            std::fs::metadata(path)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
 }
 
 /// `ssh-keygen -Y sign -n git -f KEY` over `content` (git's own way with `gpg.format=ssh`).
