@@ -158,7 +158,8 @@ const NOT_IN_IMAGE: &[(&str, &str, &str, &str)] = &[(
 /// Files the binary reads at run time that no linked library brings: (package, why).
 const RUNTIME_DATA: &[(&str, &str)] = &[(
     "ca-certificates",
-    "/etc/ssl/certs, which OpenSSL (libgit2's https transport) verifies https remotes against",
+    "/etc/ssl/certs, which https remotes (OpenSSL in libgit2) and https forges, Prometheus and \
+     notifications (rustls-platform-verifier in reqwest) are verified against",
 )];
 
 /// What the runtime stage of a Dockerfile says.
@@ -739,7 +740,8 @@ fn the_image_check_reports_missing_ca_certificates() {
         problems,
         [
             "the runtime stage does not install ca-certificates, which brings /etc/ssl/certs, \
-          which OpenSSL (libgit2's https transport) verifies https remotes against"
+             which https remotes (OpenSSL in libgit2) and https forges, Prometheus and \
+             notifications (rustls-platform-verifier in reqwest) are verified against"
         ]
     );
 }
@@ -857,5 +859,168 @@ fn the_image_check_reads_users_entrypoints_and_continuations() {
     assert_eq!(
         problems,
         ["Dockerfile: USER Some(\"0:0\") is not a numeric non-root uid:gid"]
+    );
+}
+
+/// What the release workflow `wf` (release.yml, parsed) lacks to push a signed multi-arch image
+/// with an SBOM and provenance.
+fn release_problems(wf: &Json) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut want = |ok: bool, what: &str| {
+        if !ok {
+            problems.push(format!("release.yml: {what}"));
+        }
+    };
+    want(
+        wf["on"]["push"]["tags"] == serde_json::json!(["v*"]),
+        "runs on version tags (on.push.tags [\"v*\"])",
+    );
+    for (permission, level) in [
+        ("contents", "read"),
+        ("packages", "write"),
+        ("id-token", "write"),
+        ("attestations", "write"),
+    ] {
+        want(
+            wf["permissions"][permission] == level,
+            &format!("permissions.{permission}: {level}"),
+        );
+    }
+    let no_steps = Vec::new();
+    let steps = wf["jobs"]["image"]["steps"].as_array().unwrap_or(&no_steps);
+    let uses = |s: &Json, action: &str| {
+        s["uses"]
+            .as_str()
+            .is_some_and(|u| u.split('@').next() == Some(action))
+    };
+    let position = |action: &str| steps.iter().position(|s| uses(s, action));
+    let qemu = position("docker/setup-qemu-action");
+    let buildx = position("docker/setup-buildx-action");
+    let build = position("docker/build-push-action");
+    let installer = position("sigstore/cosign-installer");
+    want(
+        qemu.is_some() && qemu < buildx && buildx < build,
+        "sets up QEMU, then buildx, then builds (the arm64 half runs under QEMU)",
+    );
+    let build = build.map(|i| &steps[i]).unwrap_or(&Json::Null);
+    let platforms: BTreeSet<&str> = build["with"]["platforms"]
+        .as_str()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .collect();
+    want(
+        platforms == BTreeSet::from(["linux/amd64", "linux/arm64"]),
+        "builds platforms linux/amd64,linux/arm64",
+    );
+    want(build["with"]["push"] == true, "pushes the image");
+    want(
+        build["with"]["sbom"] == true,
+        "attaches an SBOM (sbom: true)",
+    );
+    want(
+        build["with"]["provenance"] == "mode=max",
+        "attaches provenance (provenance: mode=max)",
+    );
+    let digest = format!(
+        "${{{{ steps.{}.outputs.digest }}}}",
+        build["id"].as_str().unwrap_or("<no id>")
+    );
+    let sign = steps.iter().position(|s| {
+        s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("cosign sign") && r.contains("--yes"))
+    });
+    want(
+        installer.is_some() && installer < sign,
+        "installs cosign, then runs `cosign sign --yes`",
+    );
+    match sign.map(|i| &steps[i]) {
+        Some(step) => {
+            let run = step["run"].as_str().unwrap_or_default();
+            let env = &step["env"];
+            let by_digest =
+                env.as_object().into_iter().flatten().any(|(name, value)| {
+                    value == &digest && run.contains(&format!("@${{{name}}}"))
+                });
+            want(
+                by_digest,
+                &format!("signs IMAGE@DIGEST with the digest {digest} the build pushed"),
+            );
+            want(
+                !run.contains("--key"),
+                "signs keyless (no --key: the certificate comes from the workflow's OIDC token)",
+            );
+        }
+        None => want(false, "signs the image (`cosign sign --yes`)"),
+    }
+    // Every action is pinned to a major version, as ci.yml pins them.
+    for step in steps {
+        if let Some(action) = step["uses"].as_str() {
+            let major = action.split_once('@').map(|(_, v)| v);
+            want(
+                major.is_some_and(|v| {
+                    v.strip_prefix('v')
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                }),
+                &format!("{action} is pinned to a major version (@vN)"),
+            );
+        }
+    }
+    problems
+}
+
+#[test]
+fn release_workflow_signs_a_multi_arch_image_with_sbom_and_provenance() {
+    let wf = yaml(".github/workflows/release.yml");
+    assert_eq!(release_problems(&wf), Vec::<String>::new());
+    // QEMU builds arm64 natively from the same Dockerfile; a build stage pinned to the build
+    // machine (`FROM --platform=$BUILDPLATFORM`) would copy an amd64 binary into the arm64
+    // image unless the Dockerfile also cross-compiled.
+    let text = read("Dockerfile");
+    for (line, word, rest) in instructions(&text) {
+        assert!(
+            !(word == "FROM" && rest.contains("--platform")),
+            "Dockerfile:{line}: FROM {rest}: the arm64 image is built under QEMU, not cross-compiled"
+        );
+    }
+}
+
+#[test]
+fn the_release_check_reports_a_single_arch_unsigned_image() {
+    let mut wf = yaml(".github/workflows/release.yml");
+    let steps = wf["jobs"]["image"]["steps"].as_array_mut().expect("steps");
+    steps.retain(|s| !s["run"].as_str().is_some_and(|r| r.contains("cosign sign")));
+    for step in steps.iter_mut() {
+        if step["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("docker/build-push-action@"))
+        {
+            step["with"]["platforms"] = "linux/amd64".into();
+            step["with"]["sbom"] = false.into();
+            step["with"]["provenance"] = "mode=min".into();
+        }
+        if step["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/checkout@"))
+        {
+            step["uses"] = "actions/checkout@main".into();
+        }
+    }
+    wf["permissions"]
+        .as_object_mut()
+        .expect("permissions")
+        .remove("id-token");
+    assert_eq!(
+        release_problems(&wf),
+        [
+            "release.yml: permissions.id-token: write",
+            "release.yml: builds platforms linux/amd64,linux/arm64",
+            "release.yml: attaches an SBOM (sbom: true)",
+            "release.yml: attaches provenance (provenance: mode=max)",
+            "release.yml: installs cosign, then runs `cosign sign --yes`",
+            "release.yml: signs the image (`cosign sign --yes`)",
+            "release.yml: actions/checkout@main is pinned to a major version (@vN)",
+        ]
     );
 }
