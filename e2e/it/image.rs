@@ -13,9 +13,12 @@
 //!
 //! `ldd` runs on the debug binary (`CARGO_BIN_EXE_sluice`), which the test harness builds: the
 //! image ships the release build, whose link line is the same (the profiles differ in
-//! optimisation and debug info, not in linked libraries; compared by hand on 2026-11-30:
-//! `ldd target/release/sluice` listed the same libraries). The check covers the build machine's
-//! architecture; the arm64 image installs the same packages.
+//! optimisation and debug info, not in linked libraries). Compared by hand on 2026-11-30: the
+//! build stage's command, `cargo build --release --locked --bin sluice`, run on a copy of the
+//! Docker build context (`.dockerignore` applied: no e2e/, target/ or .git), built and its
+//! `ldd` listed the same seven libraries as the debug binary's (libssl.so.3, libcrypto.so.3,
+//! libz.so.1, libgcc_s.so.1, libm.so.6, libc.so.6, the loader). The check covers the build
+//! machine's architecture; the arm64 image installs the same packages.
 //!
 //! Each check is a function from texts to a list of problems, so the tests at the bottom feed
 //! it a Dockerfile with a package removed or the wrong port and see it fail.
