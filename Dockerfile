@@ -1,7 +1,10 @@
 # syntax=docker/dockerfile:1
 # sluice container image: `docker build -t sluice .`
-# libgit2 is vendored into the binary, so the runtime image needs no git; it needs CA
-# certificates for https remotes and libssl (libgit2's https transport links OpenSSL).
+# libgit2 is vendored into the binary, so the runtime image needs no git; it needs libssl
+# (libgit2's https transport links OpenSSL) and CA certificates (https remotes, and forges,
+# Prometheus and notifications over rustls read the system store). e2e/it/image.rs checks
+# the runtime stage against `ldd` of the binary, the programs the code starts and the install
+# manifests' port. The release workflow builds linux/arm64 from this same file under QEMU.
 
 FROM rust:1-bookworm AS build
 WORKDIR /src

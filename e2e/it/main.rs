@@ -15,6 +15,7 @@ mod gitops;
 mod gitops_branch;
 mod gitops_layers;
 mod gitops_robust;
+mod image;
 mod input_safety;
 mod install;
 mod kubernetes;
