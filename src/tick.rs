@@ -111,10 +111,126 @@ pub enum CanaryError {
 /// Runs one tick against the repo: fetch, decide every canary, commit, push; then the
 /// notifications and approval steps for what reached the remote.
 pub fn tick(repo: &mut ConfigRepo, ctx: &Context, now: Timestamp) -> Result<TickReport, TickError> {
+    repo.fetch()?;
+    tick_fetched(repo, ctx, now)
+}
+
+/// What the daemon remembers of the last tick that completed, so that a poll finding nothing
+/// new does nothing beyond the fetch: no walk of the work tree, no parse, no status read.
+///
+/// A tick is remembered only when it leaves every canary at rest (Initialized, Succeeded or
+/// Failed, no error, no spec error) and committed nothing. Only the repo can move a canary at
+/// rest: a new revision, an edited spec or settings, or a manual operation (`sluice pause`,
+/// `approve`, ... commit to the branch) all move the head. An active canary is never skipped:
+/// it waits on things outside the repo that have no `wake_at` (the GitOps engine applying the
+/// last commit, readiness, confirm and rollback webhooks, approval pull requests closed
+/// unmerged), so every poll observes it, as before. The daemon [forgets](Idle::forget) the
+/// last tick on anything uncertain: a webhook, a failed tick, a change of leadership.
+#[derive(Debug, Default)]
+pub struct Idle {
+    rest: Option<Rest>,
+}
+
+#[derive(Debug)]
+struct Rest {
+    head: git2::Oid,
+    wake_at: Option<Timestamp>,
+}
+
+impl Idle {
+    /// Remembers the tick that just completed on `head` (the head it decided on), when the
+    /// next polls may skip it; otherwise forgets.
+    pub fn completed(&mut self, head: git2::Oid, report: &TickReport) {
+        let at_rest = report.commits == 0
+            && report.spec_errors.is_empty()
+            && report.outcomes.iter().all(|o| {
+                o.error.is_none()
+                    && o.status.as_ref().is_some_and(|s| {
+                        matches!(
+                            s.phase,
+                            Phase::Initialized | Phase::Succeeded | Phase::Failed
+                        )
+                    })
+            });
+        self.rest = at_rest.then(|| Rest {
+            head,
+            wake_at: report.wake_at(),
+        });
+    }
+
+    /// The earliest `wake_at` of the remembered tick, to sleep until.
+    pub fn wake_at(&self) -> Option<Timestamp> {
+        self.rest.as_ref().and_then(|r| r.wake_at)
+    }
+
+    /// The next poll runs the whole tick.
+    pub fn forget(&mut self) {
+        self.rest = None;
+    }
+
+    /// Whether a poll that fetched `head` at `now` has anything to do.
+    pub fn is_due(&self, head: git2::Oid, now: Timestamp) -> bool {
+        match &self.rest {
+            None => true,
+            Some(rest) => rest.head != head || rest.wake_at.is_some_and(|w| w <= now),
+        }
+    }
+}
+
+/// What one poll did.
+#[derive(Debug)]
+pub enum Polled {
+    /// The head and the canaries' times are as the last completed tick left them: only the
+    /// fetch ran.
+    Idle,
+    Ticked(TickReport),
+}
+
+/// The daemon's poll: fetches, then ticks unless [`Idle`] says nothing is due. Remembers the
+/// tick in `idle` when it completes; forgets on an error.
+pub fn poll(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    now: Timestamp,
+    idle: &mut Idle,
+) -> Result<Polled, TickError> {
+    let fetched = repo.fetch();
+    let head = match fetched {
+        Ok(head) => head,
+        Err(e) => {
+            idle.forget();
+            return Err(e.into());
+        }
+    };
+    if !idle.is_due(head, now) {
+        return Ok(Polled::Idle);
+    }
+    match tick_fetched(repo, ctx, now) {
+        Ok(report) => {
+            idle.completed(repo.head(), &report);
+            Ok(Polled::Ticked(report))
+        }
+        Err(e) => {
+            idle.forget();
+            Err(e)
+        }
+    }
+}
+
+/// [`tick`] after its first fetch.
+fn tick_fetched(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    now: Timestamp,
+) -> Result<TickReport, TickError> {
     let attempts = ctx.push_attempts.max(1);
     let mut attempt = 1;
+    let mut fetched = true;
     let mut done = loop {
-        repo.fetch()?;
+        if !fetched {
+            repo.fetch()?;
+        }
+        fetched = false;
         // A tick's commits keep their objects in memory and store them as one pack (see
         // `gitops::memory`): many decisions would otherwise write thousands of loose files.
         let decided = repo.with_memory_objects(|repo| decide_and_commit(repo, ctx, now))?;

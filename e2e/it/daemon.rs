@@ -1,6 +1,6 @@
 //! The daemon's endpoints with the real binary: a signed push webhook wakes it at once (the
 //! latency is printed, not asserted), a bad signature changes nothing, /metrics exposes the
-//! canary weight.
+//! canary weight, and a webhook brings a full tick even when an idle daemon would skip the poll.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -140,4 +140,90 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
 fn http_ok(addr: &str, path: &str) -> Option<u16> {
     std::net::TcpStream::connect(addr).ok()?;
     Some(http(addr, "GET", path, &[], b"").0)
+}
+
+/// The `sluice_reconcile_ticks_total` counter, from /metrics.
+fn ticks(addr: &str) -> u64 {
+    let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
+    assert_eq!(status, 200);
+    metrics
+        .lines()
+        .find(|l| l.starts_with("sluice_reconcile_ticks_total"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// An idle daemon skips polls that find nothing new, but a webhook always brings a full tick,
+/// even when the head it announces is one the daemon already ticked on (a forge delivering
+/// late, or a push to another branch).
+#[test]
+fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
+    let url = bare.display().to_string();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let secret = "s3cret";
+    // A one-minute poll: within the test, only webhooks wake the daemon.
+    let daemon = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "--repo",
+            &url,
+            "--poll",
+            "60s",
+            "--listen",
+            &addr,
+            "--workdir",
+            &tmp.path().join("d").display().to_string(),
+        ])
+        .env("SLUICE_WEBHOOK_SECRET", secret)
+        .env("SLUICE_LOG", "error")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stopped even when an assertion fails: a daemon left running would hold the test's
+    // output open.
+    let _daemon = KillOnDrop(daemon);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_ok(&addr, "/readyz") != Some(200) {
+        assert!(Instant::now() < deadline, "daemon never became ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The first tick initialized the canary; each webhook below must add one tick: the second
+    // finds the canary at rest, and the third polls that same head again.
+    let body = br#"{"ref":"refs/heads/main"}"#;
+    for (delivery, expected) in [("d-1", 2), ("d-2", 3)] {
+        let (status, _) = http(
+            &addr,
+            "POST",
+            "/hooks/git",
+            &[
+                ("X-GitHub-Event", "push"),
+                ("X-GitHub-Delivery", delivery),
+                ("X-Hub-Signature-256", &sign(secret, body)),
+            ],
+            body,
+        );
+        assert_eq!(status, 202);
+        while ticks(&addr) < expected {
+            assert!(
+                Instant::now() < deadline,
+                "webhook {delivery} brought no tick (ticks: {})",
+                ticks(&addr)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert_eq!(commits(&bare), 2, "the seed and the initialization only");
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -6,6 +6,7 @@ mod approval;
 mod autoscaler;
 mod chaos;
 mod cli;
+mod clone_size;
 mod core_purity;
 mod corpus;
 mod daemon;

@@ -231,3 +231,100 @@ fn settings_that_do_not_load_hold_every_canary_instead_of_using_defaults() {
     let status = git(&bare, &["show", "main:.sluice/status/shop/web.yaml"]);
     assert!(status.contains("phase: Initialized"), "{status}");
 }
+
+/// The daemon's polls (`tick::poll`, what `sluice run` calls each time it wakes): once every
+/// canary is at rest, a poll that fetches the same head reads no repo file at all; a new commit,
+/// a due `wake_at` or a webhook (the loop forgets the last tick) make it tick in full again, and
+/// an active canary is observed on every poll.
+#[test]
+fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
+    use sluice::tick::{poll, Idle, Polled};
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
+    let url = bare.display().to_string();
+    let human = human_clone(&url, &tmp.path().join("human"));
+    let work = tmp.path().join("w");
+    let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
+    let (runtime, reads) = counting_runtime();
+    let observer = sluice::observe::Offline;
+    let ctx = Context {
+        observer: &observer,
+        author: None,
+        push_attempts: 5,
+        runtime: &runtime,
+    };
+    let start = Timestamp::now();
+    let at = |s: u64| start + std::time::Duration::from_secs(s);
+    let mut idle = Idle::default();
+    let ticked = |repo: &mut ConfigRepo, now: Timestamp, idle: &mut Idle| {
+        reads.lock().unwrap().clear();
+        let polled = poll(repo, &ctx, now, idle).unwrap();
+        let read = reads.lock().unwrap().len();
+        match polled {
+            Polled::Ticked(report) => {
+                assert!(read > 0, "a tick reads the repo");
+                Some(report)
+            }
+            Polled::Idle => {
+                assert_eq!(read, 0, "an idle poll read {read} repo files");
+                None
+            }
+        }
+    };
+
+    // First sight commits the initialization; the poll after it finds the canary at rest.
+    let first = ticked(&mut repo, at(0), &mut idle).expect("the first poll ticks");
+    assert_eq!(first.commits, 1, "{first:?}");
+    let settled = ticked(&mut repo, at(1), &mut idle).expect("the poll after a commit ticks");
+    assert_eq!(settled.commits, 0, "{settled:?}");
+    assert!(
+        ticked(&mut repo, at(2), &mut idle).is_none(),
+        "nothing new: idle"
+    );
+    assert!(ticked(&mut repo, at(3), &mut idle).is_none(), "still idle");
+
+    // A new commit, even one no canary reads, makes the next poll tick.
+    human_commit(&human, "README.md", "# fleet\n", "docs: readme");
+    assert!(
+        ticked(&mut repo, at(4), &mut idle).is_some(),
+        "a new head ticks"
+    );
+    assert!(
+        ticked(&mut repo, at(5), &mut idle).is_none(),
+        "then idle again"
+    );
+
+    // A webhook: the loop forgets the last tick, so the next poll ticks in full.
+    idle.forget();
+    assert!(
+        ticked(&mut repo, at(6), &mut idle).is_some(),
+        "a webhook ticks"
+    );
+    let at_rest = ticked(&mut repo, at(7), &mut idle);
+    assert!(at_rest.is_none(), "idle after the webhook's tick");
+
+    // A remembered `wake_at` that passes makes the next poll tick.
+    let mut due = settled.clone();
+    due.outcomes[0].wake_at = Some(at(60));
+    idle.completed(repo.head(), &due);
+    assert!(
+        ticked(&mut repo, at(59), &mut idle).is_none(),
+        "wake_at not reached: idle"
+    );
+    assert!(
+        ticked(&mut repo, at(60), &mut idle).is_some(),
+        "wake_at reached: a tick"
+    );
+
+    // A new revision starts a rollout; an active canary waits on things outside the repo
+    // (the GitOps engine, readiness, webhooks), so every poll observes it.
+    human_commit(&human, FILE, &canary("v2"), "web: v2");
+    let started = ticked(&mut repo, at(61), &mut idle).expect("a new revision ticks");
+    assert_eq!(started.commits, 1, "{started:?}");
+    // Polls at the same instant: no `wake_at` has passed, yet each one observes the canary.
+    for _ in 0..3 {
+        let report = ticked(&mut repo, at(61), &mut idle)
+            .expect("an active canary is observed on every poll");
+        assert!(report.outcomes[0].phase.unwrap().is_active(), "{report:?}");
+    }
+}

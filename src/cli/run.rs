@@ -2,7 +2,9 @@
 //! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics`, `/healthz`
 //! and `/readyz` (not ready until a tick succeeds, and again after a failed one);
 //! SIGTERM/SIGINT end it between ticks, or at most 5 s later if a git operation is still
-//! running. A remote that cannot be reached at start is retried every poll interval.
+//! running. A remote that cannot be reached at start is retried every poll interval. A poll that
+//! finds the head unchanged, every canary at rest and no webhook since does nothing beyond the
+//! fetch (`tick::Idle`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,14 +12,14 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::{error, info};
+use tracing::{debug, error, info};
 
 use crate::cli::repo::RepoArgs;
 use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observe::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
-use crate::tick::{tick, Context, TickReport};
+use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
 /// The daemon's default address. Its port is no common neighbour's: not Prometheus (9090),
@@ -259,12 +261,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         None
     };
     let mut leading = lease.is_none();
+    // The last completed tick, while polls find nothing new (see `tick::Idle`).
+    let mut idle = Idle::default();
     while !stop.load(Ordering::SeqCst) {
         if let Some((client, cfg)) = &lease {
             match runtime.block_on(acquire_or_renew(client, cfg, jiff::Timestamp::now())) {
                 Ok(Leadership::Leader) => {
                     if !leading {
                         info!(lease = %cfg.name, "Leading: this replica reconciles");
+                        // Another replica may have ticked meanwhile: start with a full tick.
+                        idle.forget();
                     }
                     leading = true;
                 }
@@ -286,8 +292,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 }
             }
         }
-        let wait = match tick(&mut locked.repo, &ctx, jiff::Timestamp::now()) {
-            Ok(report) => {
+        let wait = match poll(&mut locked.repo, &ctx, jiff::Timestamp::now(), &mut idle) {
+            Ok(Polled::Idle) => {
+                debug!("Nothing new and nothing due: no tick");
+                sleep_for(idle.wake_at(), jiff::Timestamp::now(), args.poll)
+            }
+            Ok(Polled::Ticked(report)) => {
                 state.set_ready();
                 record(&metrics, &report);
                 log_report(&report);
@@ -315,6 +325,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             match wake_rx.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok(()) => {
                     info!("Woken by a git webhook");
+                    // Whatever it announces, the next poll ticks in full.
+                    idle.forget();
                     break;
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -5,6 +5,12 @@
 //! are expired (`git reflog expire --expire=now --all`): their entries name commits the
 //! repack just deleted (a sluice commit that lost a push race), which `git fsck` reports as
 //! broken. sluice never reads a reflog.
+//!
+//! Loose objects (a tick past its in-memory budget writes its remaining commits loose, each
+//! object a whole compressed file: about 73 MiB per tick at 1,000 canaries in one namespace) are
+//! packed at the next fetch, as `git repack -d` would: one new pack of just those objects, with
+//! deltas between the versions of each folder, then the loose files are removed. Unreachable
+//! objects among them (a commit that lost a push race) are dropped by the next full repack.
 
 use std::path::{Path, PathBuf};
 
@@ -15,22 +21,89 @@ use super::error::{Error, Result};
 /// Packs in the clone above which it is repacked (git's `gc.autoPackLimit`).
 pub(super) const MAX_PACKS: usize = 50;
 
-/// Repacks the clone at `root` (opened as `repo`) when it holds more than [`MAX_PACKS`] packs,
-/// then reopens `repo`. Only call it between ticks, when every object sluice needs is reachable
-/// from a ref. A failure is logged and leaves the clone as it was: the worst case is a slower
-/// next tick.
-pub(super) fn repack_if_needed(repo: &mut Repository, root: &Path) {
+/// Packs the clone's loose objects when `loose` says there may be some, then repacks the clone
+/// at `root` (opened as `repo`) when it holds more than [`MAX_PACKS`] packs, reopening `repo`.
+/// Only call it between ticks, when every object sluice needs is reachable from a ref. A
+/// failure is logged and leaves the clone as it was: the worst case is a slower next tick.
+/// Returns whether loose objects may remain (packing them failed).
+pub(super) fn repack_if_needed(repo: &mut Repository, root: &Path, loose: bool) -> bool {
+    let mut remain = false;
+    if loose {
+        match pack_loose(repo, root) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(objects = n, "packed the clone's loose objects"),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot pack the clone's loose objects; they stay loose");
+                remain = true;
+            }
+        }
+    }
     let dir = repo.path().join("objects/pack");
     let packs = packs_in(&dir);
     if packs.len() <= MAX_PACKS {
-        return;
+        return remain;
     }
     match repack(repo, root, &dir, &packs) {
-        Ok(()) => tracing::info!(packs = packs.len(), "repacked the clone into one pack"),
+        Ok(()) => {
+            tracing::info!(packs = packs.len(), "repacked the clone into one pack");
+            false
+        }
         Err(e) => {
-            tracing::warn!(error = %e, "cannot repack the clone; it keeps working, more slowly")
+            tracing::warn!(error = %e, "cannot repack the clone; it keeps working, more slowly");
+            remain
         }
     }
+}
+
+/// Writes every loose object of the clone into one new pack, then removes the loose files and
+/// reopens `repo`. Returns how many objects it packed.
+fn pack_loose(repo: &mut Repository, root: &Path) -> Result<usize> {
+    let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
+    let objects = repo.path().join("objects");
+    let mut loose = Vec::new();
+    for fanout in std::fs::read_dir(&objects).into_iter().flatten().flatten() {
+        let prefix = fanout.file_name().to_string_lossy().into_owned();
+        if !is_fanout(&prefix) {
+            continue;
+        }
+        for entry in std::fs::read_dir(fanout.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let rest = entry.file_name().to_string_lossy().into_owned();
+            // Temporary files of an interrupted write are not objects.
+            if let Ok(oid) = git2::Oid::from_str(&format!("{prefix}{rest}")) {
+                if rest.len() == 38 {
+                    loose.push((oid, entry.path()));
+                }
+            }
+        }
+    }
+    if loose.is_empty() {
+        return Ok(0);
+    }
+    let mut builder = repo.packbuilder().map_err(err("pack loose objects"))?;
+    for (oid, _) in &loose {
+        builder
+            .insert_object(*oid, None)
+            .map_err(err("pack loose objects"))?;
+    }
+    builder
+        .write(&objects.join("pack"), 0o444)
+        .map_err(err("pack loose objects"))?;
+    drop(builder);
+    // Every one of them is in the new pack now.
+    for (_, path) in &loose {
+        let _ = std::fs::remove_file(path);
+    }
+    *repo = Repository::open(root).map_err(err("reopen the clone"))?;
+    Ok(loose.len())
+}
+
+/// A folder of loose objects: two hex digits.
+fn is_fanout(name: &str) -> bool {
+    name.len() == 2 && name.chars().all(|c| c.is_ascii_hexdigit())
 }
 
 fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Result<()> {
@@ -77,13 +150,7 @@ fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Re
     let objects = repo.path().join("objects");
     if let Ok(entries) = std::fs::read_dir(&objects) {
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let fanout = name.len() == 2
-                && name
-                    .to_string_lossy()
-                    .chars()
-                    .all(|c| c.is_ascii_hexdigit());
-            if fanout {
+            if is_fanout(&entry.file_name().to_string_lossy()) {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }

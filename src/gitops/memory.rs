@@ -19,17 +19,29 @@ use super::error::{Error, Result};
 /// of the tick writes loose objects. A tick that rewrites big folders many times (one commit
 /// per canary, hundreds of canaries in one namespace) would otherwise hold, then pack and read
 /// back through libgit2's per-pack delta caches, tens of MiB of tree versions.
-const MEMORY_BUDGET: usize = 8 << 20;
+pub(super) const MEMORY_BUDGET: usize = 8 << 20;
 
 /// The state of the memory object store: closed, or open with the clone's own repository put
 /// aside and the objects written so far.
-#[derive(Default)]
 pub(super) struct Memory {
     /// While open: the clone's own repository, while the caller's `repo` writes to memory.
     disk: Option<Repository>,
     /// The objects the memory store holds for new commits, and about how many bytes they are.
     objects: Vec<Oid>,
     bytes: usize,
+    /// Bytes above which the store closes ([`MEMORY_BUDGET`] unless a test lowers it).
+    pub(super) budget: usize,
+}
+
+impl Default for Memory {
+    fn default() -> Memory {
+        Memory {
+            disk: None,
+            objects: Vec::new(),
+            bytes: 0,
+            budget: MEMORY_BUDGET,
+        }
+    }
 }
 
 impl Memory {
@@ -59,7 +71,7 @@ impl Memory {
         }
         self.bytes += written.bytes;
         self.objects.extend(written.objects);
-        if self.bytes > MEMORY_BUDGET {
+        if self.bytes > self.budget {
             self.close(repo, root)?;
         }
         Ok(())

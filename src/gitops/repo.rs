@@ -46,6 +46,9 @@ pub struct ConfigRepo {
     pub(super) written: Vec<String>,
     /// Open inside `with_memory_objects`: `repo` then writes objects to memory.
     memory: Memory,
+    /// The clone may hold loose objects: commits written while the memory store was closed
+    /// (past its budget), or a clone found on disk. The next fetch packs them (`maintenance`).
+    loose: bool,
     signing: Option<Signing>,
     /// See [`ConfigRepo::before_push_update`].
     push_hook: Option<Box<dyn Fn() + Send + Sync>>,
@@ -182,6 +185,7 @@ impl ConfigRepo {
             unsynced: false,
             written: Vec::new(),
             memory: Memory::default(),
+            loose: true,
             signing: None,
             push_hook: None,
             damaged: None,
@@ -224,7 +228,7 @@ impl ConfigRepo {
             tracing::info!(head = %remote_head, "reset work tree to remote head");
         }
         if !self.memory.is_open() {
-            maintenance::repack_if_needed(&mut self.repo, &self.root);
+            self.loose = maintenance::repack_if_needed(&mut self.repo, &self.root, self.loose);
         }
         Ok(remote_head)
     }
@@ -462,6 +466,9 @@ impl ConfigRepo {
         else {
             return Ok(None);
         };
+        if !self.memory.is_open() {
+            self.loose = true;
+        }
         let accounted = self.memory.account(written, &mut self.repo, &self.root);
         if accounted.is_err() {
             // The head may name objects that were only in memory: the next fetch resets.
@@ -485,6 +492,13 @@ impl ConfigRepo {
         worktree::sync_index(&self.repo, &self.root, self.head, written)?;
         self.unsynced = false;
         Ok(())
+    }
+
+    /// Sets how many bytes of a tick's new objects are kept in memory before the rest of the
+    /// tick writes loose objects (8 MiB by default). Tests lower it to reach, with a hundred
+    /// canaries, the loose-object path a thousand canaries in one namespace take.
+    pub fn set_memory_budget(&mut self, bytes: usize) {
+        self.memory.budget = bytes;
     }
 
     /// Runs `work` with the objects commits write kept in memory (up to 8 MiB), then stores
