@@ -9,11 +9,16 @@
 use std::sync::{Arc, Mutex};
 
 use sluice::core::observe::MetricValue;
+use sluice::core::status::Status;
 use sluice::http::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
+use sluice::observe::{Live, Observer, Request};
+use sluice::runtime::Runtime;
 use sluice::server::Metrics;
+use sluice::spec::settings::{parse_settings, SETTINGS_PATH};
+use sluice::yaml::snapshot::Snapshot;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -211,4 +216,68 @@ async fn a_lower_concurrency_setting_lowers_the_connections_and_queries_in_fligh
     assert_eq!(c.requests, 80);
     assert_eq!(c.most_in_flight, limit);
     assert!((1..=limit).contains(&c.accepted), "{c:?}");
+}
+
+/// A canary in the middle of its analysis, its step started an hour before `now`: its checks
+/// are judged now, so its metrics are due.
+fn progressing(now: jiff::Timestamp) -> Status {
+    let started = now - jiff::SignedDuration::from_hours(1);
+    serde_json::from_value(serde_json::json!({
+        "phase": "Progressing",
+        "step": 1,
+        "canaryWeight": 10,
+        "primaryWeight": 90,
+        "failedChecks": 0,
+        "promotedRevision": "old",
+        "canaryRevision": "new",
+        "phaseSince": started.to_string(),
+        "stepStarted": started.to_string(),
+        "message": "",
+    }))
+    .expect("status")
+}
+
+#[test]
+fn the_observe_step_honours_prometheus_concurrency_from_the_repo_settings() {
+    let runtime = Runtime::with_env(Default::default()).expect("runtime");
+    let server = runtime.block_on(GroupServer::start(3));
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus:\n  address: {}\n  concurrency: 3\n",
+        server.url
+    );
+    let settings = parse_settings(SETTINGS_PATH, &config).expect("settings");
+    let canary = flagger_canary("osm", "", TWO_METRICS);
+    let now = jiff::Timestamp::now();
+    let status = progressing(now);
+    let requests: Vec<Request<'_>> = (0..60)
+        .map(|_| Request {
+            canary: &canary,
+            status: Some(&status),
+            revision: "new",
+        })
+        .collect();
+    let empty = tempfile::tempdir().expect("tempdir");
+    let observed =
+        Live::new(&runtime).observe(&Snapshot::read(empty.path()), &settings, &requests, now);
+    assert_eq!(observed.len(), 60);
+    assert!(observed
+        .iter()
+        .flat_map(|e| &e.metrics)
+        .all(|m| matches!(m.value, MetricValue::Value(_))));
+    let accepted = {
+        let c = server.counts();
+        assert_eq!(c.requests, 120);
+        assert_eq!(c.most_in_flight, 3);
+        assert!((1..=3).contains(&c.accepted), "{c:?}");
+        c.accepted
+    };
+    // The daemon's /metrics page reads the same clients.
+    let text = Metrics::with_connections(runtime.prometheus().endpoints().clone())
+        .encode()
+        .expect("encode");
+    let line = format!(
+        "sluice_http_connections_opened_total{{endpoint=\"{}\"}} {accepted}\n",
+        server.url
+    );
+    assert!(text.contains(&line), "{line:?} not in\n{text}");
 }
