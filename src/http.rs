@@ -9,8 +9,11 @@
 //! Metric queries go through [`Endpoints`]: one pooled keep-alive client per endpoint
 //! (`scheme://host:port`), with at most `concurrency` requests in flight to it. A request holds
 //! its slot until its body is read to the end, and hyper puts the connection back in the pool
-//! before it reports the end of a body, so the next request finds it idle: an endpoint never
-//! has more connections open than its limit (unless the server closes them). Each client counts
+//! before it reports the end of a body, so the next request finds it idle: an endpoint has
+//! about `concurrency` connections open. It can be a few more: hyper races a new connection
+//! against the pool, and when a connection frees up while another request's connection is
+//! still being set up, that request takes the free one and the new one joins the pool (seen
+//! in the first wave of a tick, when connecting is slow next to answering). Each client counts
 //! the connections it opens (a connector layer), for the `/metrics` page.
 //!
 //! Bodies are read with a size limit and turned into short, printable snippets, so a huge or

@@ -6,8 +6,8 @@
 //! the query text. Queries run concurrently; each Prometheus endpoint has one pooled client
 //! and at most `concurrency` queries in flight across every canary of the process
 //! (`prometheus.concurrency` in `.sluice/config.yaml`, default
-//! [`crate::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), so a tick opens no more
-//! connections to it than that.
+//! [`crate::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), and a tick opens about that
+//! many connections to it (see [`crate::http`]).
 //! Every problem (no address, unknown provider, missing template, render error, failed query)
 //! becomes that metric's `MetricValue::Error`, so one bad metric never hides the others and
 //! never passes.

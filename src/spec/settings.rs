@@ -33,7 +33,7 @@ pub struct Settings {
     /// Default Prometheus address for metric queries.
     pub prometheus: Option<String>,
     /// Queries in flight at once to one Prometheus endpoint, across all canaries
-    /// (`prometheus.concurrency`); also the most connections a tick opens to it.
+    /// (`prometheus.concurrency`); a tick opens about that many connections to it.
     pub prometheus_concurrency: usize,
     /// Without a sync target, a step's clock starts this long after its commit.
     pub settle: std::time::Duration,

@@ -1,6 +1,8 @@
 //! Metric queries share one pooled keep-alive client per Prometheus endpoint: a tick's many
-//! queries open no more connections than `prometheus.concurrency`, never have more than that
-//! in flight, and `/metrics` shows the connections opened.
+//! queries open no more connections than `prometheus.concurrency` once connections are set up
+//! before the first answer (hyper may open a few more when connecting is slower than
+//! answering: see `sluice::http`), never have more than that in flight, and `/metrics` shows
+//! the connections opened.
 //!
 //! The fake Prometheus counts the connections it accepts and the requests in flight. It answers
 //! nothing until `limit` requests are waiting, then answers them all: so the limit is reached
