@@ -6,22 +6,169 @@
 //! client built without a process-wide provider panics. Installing it here rather than only in
 //! `main` keeps tests and library users that never run `main` working.
 //!
+//! Metric queries go through [`Endpoints`]: one pooled keep-alive client per endpoint
+//! (`scheme://host:port`), with at most `concurrency` requests in flight to it. A request holds
+//! its slot until its body is read to the end, and hyper puts the connection back in the pool
+//! before it reports the end of a body, so the next request finds it idle: an endpoint has
+//! about `concurrency` connections open. It can be a few more: hyper races a new connection
+//! against the pool, and when a connection frees up while another request's connection is
+//! still being set up, that request takes the free one and the new one joins the pool (seen
+//! in the first wave of a tick, when connecting is slow next to answering). Each client counts
+//! the connections it opens (a connector layer), for the `/metrics` page.
+//!
 //! Bodies are read with a size limit and turned into short, printable snippets, so a huge or
 //! binary answer can neither exhaust memory nor flood a log line. Nothing here panics on any
 //! answer a server can give.
 
+use std::collections::BTreeMap;
 use std::error::Error as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How long connecting (TCP and TLS) may take, for every client.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an unused pooled connection is kept open.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Builds an HTTP client. `insecure_skip_verify` turns off TLS certificate checks (Flagger's
 /// `insecureSkipVerify`); use it only where the user asked for it.
 pub fn client(insecure_skip_verify: bool) -> Result<reqwest::Client, String> {
+    builder(insecure_skip_verify)
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
+}
+
+/// The settings every client shares: user agent, TLS checks, connect and idle timeouts.
+fn builder(insecure_skip_verify: bool) -> reqwest::ClientBuilder {
     install_crypto_provider();
     reqwest::Client::builder()
         .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
         .tls_danger_accept_invalid_certs(insecure_skip_verify)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .pool_idle_timeout(IDLE_TIMEOUT)
+}
+
+/// A client whose new connections are counted in `opened`.
+fn counting_client(
+    insecure_skip_verify: bool,
+    opened: Arc<AtomicU64>,
+) -> Result<reqwest::Client, String> {
+    builder(insecure_skip_verify)
+        .connector_layer(tower::util::MapResponseLayer::new(move |conn| {
+            opened.fetch_add(1, Ordering::Relaxed);
+            conn
+        }))
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
+}
+
+/// One pooled client per endpoint with a bound on requests in flight to it, built on first use
+/// and kept for the life of the process. Cloning is cheap and shares the pools.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoints(Arc<Mutex<BTreeMap<String, Arc<EndpointState>>>>);
+
+#[derive(Debug)]
+struct EndpointState {
+    verified: OnceLock<reqwest::Client>,
+    unverified: OnceLock<reqwest::Client>,
+    opened: Arc<AtomicU64>,
+    /// The limit the semaphore was built for, and the semaphore.
+    limit: Mutex<(usize, Arc<Semaphore>)>,
+}
+
+/// One endpoint's pooled client and its bound on requests in flight.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    client: reqwest::Client,
+    slots: Arc<Semaphore>,
+}
+
+impl Endpoint {
+    /// The pooled client for this endpoint.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Waits for a free slot; hold it until the answer's body is read to the end.
+    pub async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        // The semaphore is never closed, so this is always `Some`.
+        Arc::clone(&self.slots).acquire_owned().await.ok()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock left a value that is still whole.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `scheme://host:port` of a URL, without credentials or path: what a pool is kept for.
+pub fn endpoint_of(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port_or_known_default() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    }
+}
+
+impl Endpoints {
+    pub fn new() -> Endpoints {
+        Endpoints::default()
+    }
+
+    /// The pooled client for `url`'s endpoint, allowing `concurrency` requests in flight (at
+    /// least 1). A changed limit applies to requests that start after the change.
+    pub fn get(
+        &self,
+        url: &reqwest::Url,
+        insecure_skip_verify: bool,
+        concurrency: usize,
+    ) -> Result<Endpoint, String> {
+        let concurrency = concurrency.max(1);
+        let state = {
+            let mut map = lock(&self.0);
+            Arc::clone(map.entry(endpoint_of(url)).or_insert_with(|| {
+                Arc::new(EndpointState {
+                    verified: OnceLock::new(),
+                    unverified: OnceLock::new(),
+                    opened: Arc::default(),
+                    limit: Mutex::new((concurrency, Arc::new(Semaphore::new(concurrency)))),
+                })
+            }))
+        };
+        let cell = if insecure_skip_verify {
+            &state.unverified
+        } else {
+            &state.verified
+        };
+        let client = match cell.get() {
+            Some(c) => c.clone(),
+            None => {
+                let built = counting_client(insecure_skip_verify, Arc::clone(&state.opened))?;
+                cell.get_or_init(|| built).clone()
+            }
+        };
+        let slots = {
+            let mut limit = lock(&state.limit);
+            if limit.0 != concurrency {
+                *limit = (concurrency, Arc::new(Semaphore::new(concurrency)));
+            }
+            Arc::clone(&limit.1)
+        };
+        Ok(Endpoint { client, slots })
+    }
+
+    /// Connections opened so far, per endpoint (`scheme://host:port`), in endpoint order.
+    pub fn connections_opened(&self) -> Vec<(String, u64)> {
+        lock(&self.0)
+            .iter()
+            .map(|(name, state)| (name.clone(), state.opened.load(Ordering::Relaxed)))
+            .collect()
+    }
 }
 
 /// The pooled clients outgoing calls share (Prometheus queries, webhooks): one that checks TLS

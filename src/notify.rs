@@ -98,8 +98,10 @@ pub fn payload(
 }
 
 /// Sends a decision's notification to every target; failures are logged, never fatal.
-/// `url_of` looks up the variable holding a target's URL (the environment read at start).
+/// `url_of` looks up the variable holding a target's URL (the environment read at start);
+/// `client` is the process's pooled client (`runtime::Runtime::http`).
 pub async fn send(
+    client: &reqwest::Client,
     targets: &[Target],
     url_of: impl Fn(&str) -> Option<String>,
     canary: &Canary,
@@ -107,13 +109,6 @@ pub async fn send(
 ) {
     let Some(event) = Event::of(decision) else {
         return;
-    };
-    let client = match crate::http::client(false) {
-        Ok(c) => c,
-        Err(e) => {
-            warn!(error = %e, "Cannot build the notification client");
-            return;
-        }
     };
     for target in targets {
         let Some(url) = url_of(&target.url_env) else {

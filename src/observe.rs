@@ -85,7 +85,8 @@ pub struct Live<'a> {
     pub prometheus_override: Option<String>,
 }
 
-/// Canaries observed at once.
+/// Canaries observed at once, at least (more when `prometheus.concurrency` is higher, so its
+/// slots can fill). Metric queries are bounded per Prometheus endpoint, not here.
 const CONCURRENT_CANARIES: usize = 16;
 
 impl<'a> Live<'a> {
@@ -101,6 +102,7 @@ impl<'a> Live<'a> {
         r: &Request<'_>,
         templates: &TemplateIndex,
         address: Option<&str>,
+        concurrency: usize,
         now: Timestamp,
     ) -> External {
         let canary = r.canary;
@@ -117,6 +119,7 @@ impl<'a> Live<'a> {
                     templates,
                     address,
                     DEFAULT_METRIC_INTERVAL,
+                    concurrency,
                 )
                 .await
             } else {
@@ -213,11 +216,12 @@ impl Observer for Live<'_> {
             .prometheus_override
             .clone()
             .or_else(|| settings.prometheus.clone());
+        let concurrency = settings.prometheus_concurrency;
         self.runtime.block_on(async {
             // Bounded concurrency across canaries; results come back in request order.
             futures::stream::iter(requests)
-                .map(|r| self.observe_one(r, &templates, address.as_deref(), now))
-                .buffered(CONCURRENT_CANARIES)
+                .map(|r| self.observe_one(r, &templates, address.as_deref(), concurrency, now))
+                .buffered(CONCURRENT_CANARIES.max(concurrency))
                 .collect::<Vec<External>>()
                 .await
         })
@@ -226,6 +230,7 @@ impl Observer for Live<'_> {
     fn notify(&self, settings: &Settings, canary: &Canary, decision: &Decision) {
         if !settings.notifications.is_empty() {
             self.runtime.block_on(crate::notify::send(
+                self.runtime.http().get(false),
                 &settings.notifications,
                 |name| self.runtime.env(name).map(str::to_string),
                 canary,

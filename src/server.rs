@@ -30,10 +30,12 @@ use hashlink::LruCache;
 use hmac::{Hmac, KeyInit, Mac};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -125,9 +127,46 @@ impl Default for Metrics {
     }
 }
 
+/// `sluice_http_connections_opened_total{endpoint}`, read from the pooled clients at scrape time.
+#[derive(Debug)]
+struct HttpConnections(crate::http::Endpoints);
+
+impl Collector for HttpConnections {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let opened = self.0.connections_opened();
+        if opened.is_empty() {
+            return Ok(());
+        }
+        let mut family = encoder.encode_descriptor(
+            "http_connections_opened",
+            "Connections opened by the pooled HTTP client of each Prometheus endpoint",
+            None,
+            MetricType::Counter,
+        )?;
+        for (endpoint, count) in opened {
+            let labels = [("endpoint", endpoint)];
+            ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
 impl Metrics {
     pub fn new() -> Metrics {
+        Metrics::build(None)
+    }
+
+    /// The metrics, plus the connections `endpoints`' pooled clients opened
+    /// (`sluice_http_connections_opened_total{endpoint="http://prom:9090"}`).
+    pub fn with_connections(endpoints: crate::http::Endpoints) -> Metrics {
+        Metrics::build(Some(endpoints))
+    }
+
+    fn build(endpoints: Option<crate::http::Endpoints>) -> Metrics {
         let mut registry = Registry::with_prefix("sluice");
+        if let Some(endpoints) = endpoints {
+            registry.register_collector(Box::new(HttpConnections(endpoints)));
+        }
         let weight = Family::<CanaryLabels, Gauge>::default();
         let phase = Family::<PhaseLabels, Gauge>::default();
         let failed_checks = Family::<CanaryLabels, Gauge>::default();

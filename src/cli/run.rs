@@ -214,7 +214,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stopped = Arc::new(AtomicBool::new(false));
     exit_if_stop_hangs(Arc::clone(&stop), Arc::clone(&stopped));
     let runtime = Runtime::from_env()?;
-    let metrics = Metrics::new();
+    let metrics = Metrics::with_connections(runtime.prometheus().endpoints().clone());
     let state = ServerState::new(
         metrics.clone(),
         runtime

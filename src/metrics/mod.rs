@@ -3,7 +3,11 @@
 //!
 //! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
 //! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
-//! the query text. Queries run concurrently, at most [`MAX_CONCURRENT_QUERIES`] at a time.
+//! the query text. Queries run concurrently; each Prometheus endpoint has one pooled client
+//! and at most `concurrency` queries in flight across every canary of the process
+//! (`prometheus.concurrency` in `.sluice/config.yaml`, default
+//! [`crate::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), and a tick opens about that
+//! many connections to it (see [`crate::http`]).
 //! Every problem (no address, unknown provider, missing template, render error, failed query)
 //! becomes that metric's `MetricValue::Error`, so one bad metric never hides the others and
 //! never passes.
@@ -17,13 +21,9 @@ pub mod prometheus;
 pub mod query_render;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
-
 use crate::core::observe::{MetricObservation, MetricValue};
-use crate::http::HttpClients;
 use crate::metrics::builtin::Observer;
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
@@ -34,9 +34,6 @@ use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 /// analysis interval: a short analysis interval (10 s) would make `rate()` windows shorter
 /// than two scrapes, and every query would return no data.
 pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Queries in flight at once for one canary.
-pub const MAX_CONCURRENT_QUERIES: usize = 4;
 
 /// The error every metric gets when no address is configured anywhere.
 pub const NO_ADDRESS: &str =
@@ -110,8 +107,9 @@ enum Job {
 /// once). `target` is the Deployment Flagger's queries call
 /// `{{ target }}` (see [`target_name`]); `default_address` is the repo's Prometheus;
 /// `default_interval` is the window of metrics without `interval` (pass
-/// [`DEFAULT_METRIC_INTERVAL`] for Flagger's behaviour). Returns one observation per metric,
-/// in the canary's order.
+/// [`DEFAULT_METRIC_INTERVAL`] for Flagger's behaviour); `concurrency` bounds the queries in
+/// flight to each Prometheus endpoint, across every caller sharing `access`. Returns one
+/// observation per metric, in the canary's order.
 #[tracing::instrument(skip_all, fields(canary = %canary.id))]
 pub async fn observe_metrics(
     access: &PrometheusAccess,
@@ -120,6 +118,7 @@ pub async fn observe_metrics(
     templates: &TemplateIndex,
     default_address: Option<&str>,
     default_interval: Duration,
+    concurrency: usize,
 ) -> Vec<MetricObservation> {
     let jobs: Vec<(String, Job)> = canary
         .analysis
@@ -138,7 +137,7 @@ pub async fn observe_metrics(
             (m.name.clone(), job)
         })
         .collect();
-    run(access.http(), jobs).await
+    run(access, jobs, concurrency).await
 }
 
 fn plan(
@@ -227,8 +226,11 @@ fn plan(
     }
 }
 
-async fn run(http: &HttpClients, jobs: Vec<(String, Job)>) -> Vec<MetricObservation> {
-    let limit = Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES));
+async fn run(
+    access: &PrometheusAccess,
+    jobs: Vec<(String, Job)>,
+    concurrency: usize,
+) -> Vec<MetricObservation> {
     let mut handles = Vec::with_capacity(jobs.len());
     for (name, job) in jobs {
         let (config, promql, builtin) = match job {
@@ -242,17 +244,26 @@ async fn run(http: &HttpClients, jobs: Vec<(String, Job)>) -> Vec<MetricObservat
                 builtin,
             } => (config, promql, builtin),
         };
-        let client = http.get(config.insecure_skip_verify).clone();
-        let client = match Prometheus::with_client(client, &config) {
+        let client = access.http().get(config.insecure_skip_verify).clone();
+        let pooled = Prometheus::with_client(client, &config)
+            .map_err(|e| e.to_string())
+            .and_then(|c| {
+                let endpoint =
+                    access
+                        .endpoints()
+                        .get(c.url(), config.insecure_skip_verify, concurrency)?;
+                Ok((c.on(endpoint.client().clone()), endpoint))
+            });
+        let (client, endpoint) = match pooled {
             Ok(c) => c,
             Err(e) => {
-                handles.push((name, Err(MetricValue::Error(e.to_string()))));
+                handles.push((name, Err(MetricValue::Error(e))));
                 continue;
             }
         };
-        let limit = Arc::clone(&limit);
         let handle = tokio::spawn(async move {
-            let _permit = limit.acquire_owned().await;
+            // Held until the body is read: the connection is back in the pool by then.
+            let _slot = endpoint.slot().await;
             let value = client.query(&promql).await;
             match builtin {
                 Some(b) => b.finish(value),

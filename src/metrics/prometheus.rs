@@ -78,11 +78,13 @@ impl Auth {
     }
 }
 
-/// What every Prometheus query of a process shares, built once at start: the pooled HTTP
-/// clients and the credentials. Cloning is cheap.
+/// What every Prometheus query of a process shares, built once at start: one pooled HTTP
+/// client per Prometheus endpoint (with its bound on queries in flight and its count of
+/// connections opened) and the credentials. Cloning is cheap.
 #[derive(Debug, Clone)]
 pub struct PrometheusAccess {
     http: http::HttpClients,
+    endpoints: http::Endpoints,
     /// A bad credentials setting is kept, not raised: every query then fails with it, so the
     /// other adapters keep working and the metric says what to fix.
     auth: Result<Auth, String>,
@@ -93,6 +95,7 @@ impl PrometheusAccess {
     pub fn unusable(http: http::HttpClients, why: String) -> PrometheusAccess {
         PrometheusAccess {
             http,
+            endpoints: http::Endpoints::new(),
             auth: Err(why),
         }
     }
@@ -101,6 +104,7 @@ impl PrometheusAccess {
     pub fn new(http: http::HttpClients, auth: Auth) -> PrometheusAccess {
         PrometheusAccess {
             http,
+            endpoints: http::Endpoints::new(),
             auth: Ok(auth),
         }
     }
@@ -113,6 +117,11 @@ impl PrometheusAccess {
     /// The pooled clients.
     pub fn http(&self) -> &http::HttpClients {
         &self.http
+    }
+
+    /// One pooled client per Prometheus endpoint; `/metrics` shows their connection counts.
+    pub fn endpoints(&self) -> &http::Endpoints {
+        &self.endpoints
     }
 }
 
@@ -220,6 +229,16 @@ impl Prometheus {
             headers,
             timeout: config.timeout,
         })
+    }
+
+    /// This client, sending its queries through `http` instead (same TLS settings).
+    pub fn on(self, http: reqwest::Client) -> Prometheus {
+        Prometheus { http, ..self }
+    }
+
+    /// The query URL (`<address>/api/v1/query`).
+    pub fn url(&self) -> &reqwest::Url {
+        &self.url
     }
 
     /// The address queries go to, without credentials.

@@ -13,6 +13,12 @@ use crate::yaml::reader::{join, Reader};
 /// Where the settings live, relative to the repo root.
 pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
 
+/// Default `prometheus.concurrency`: Prometheus's own default `--query.max-concurrency`, so
+/// sluice does not queue more queries at the server than it runs at once.
+pub const DEFAULT_PROMETHEUS_CONCURRENCY: usize = 20;
+/// Largest `prometheus.concurrency` accepted.
+pub const MAX_PROMETHEUS_CONCURRENCY: i64 = 1024;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Route provider for Flagger canaries without `spec.provider`.
@@ -26,6 +32,9 @@ pub struct Settings {
     pub author_email: String,
     /// Default Prometheus address for metric queries.
     pub prometheus: Option<String>,
+    /// Queries in flight at once to one Prometheus endpoint, across all canaries
+    /// (`prometheus.concurrency`); a tick opens about that many connections to it.
+    pub prometheus_concurrency: usize,
     /// Without a sync target, a step's clock starts this long after its commit.
     pub settle: std::time::Duration,
     /// Slack, Teams, Discord or generic webhook notifications.
@@ -62,6 +71,7 @@ impl Default for Settings {
             author_name: "sluice".into(),
             author_email: "sluice@localhost".into(),
             prometheus: None,
+            prometheus_concurrency: DEFAULT_PROMETHEUS_CONCURRENCY,
             settle: std::time::Duration::ZERO,
             notifications: Vec::new(),
             forge: None,
@@ -166,12 +176,23 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
             }
         }
         if let Some(n) = root.get("prometheus") {
-            if r.map(n, "prometheus", &["address"]).is_some() {
-                if let Some(v) = r
-                    .required(n, "prometheus", "address")
-                    .and_then(|v| r.string(v, &join("prometheus", "address")))
-                {
+            if r.map(n, "prometheus", &["address", "concurrency"])
+                .is_some()
+            {
+                // A block that only sets the limit (canaries name their own servers) is fine.
+                let address = match n.get("concurrency") {
+                    Some(_) => n.get("address"),
+                    None => r.required(n, "prometheus", "address"),
+                };
+                if let Some(v) = address.and_then(|v| r.string(v, &join("prometheus", "address"))) {
                     settings.prometheus = Some(v);
+                }
+                if let Some(v) = n.get("concurrency") {
+                    let path = join("prometheus", "concurrency");
+                    if let Some(limit) = r.int(v, &path, 1, MAX_PROMETHEUS_CONCURRENCY) {
+                        settings.prometheus_concurrency =
+                            usize::try_from(limit).unwrap_or(DEFAULT_PROMETHEUS_CONCURRENCY);
+                    }
                 }
             }
         }
@@ -582,6 +603,42 @@ mod tests {
         parse_settings(SETTINGS_PATH, &format!("{HEAD}forge:\n{block}"))
             .map(|s| s.forge)
             .map_err(|errs| errs.iter().map(ToString::to_string).collect())
+    }
+
+    fn prometheus(block: &str) -> Result<(Option<String>, usize), Vec<String>> {
+        parse_settings(SETTINGS_PATH, &format!("{HEAD}prometheus:\n{block}"))
+            .map(|s| (s.prometheus, s.prometheus_concurrency))
+            .map_err(|errs| errs.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn prometheus_concurrency_has_a_default_and_a_checked_range() {
+        assert_eq!(
+            prometheus("  address: http://prom:9090\n").unwrap(),
+            (
+                Some("http://prom:9090".into()),
+                DEFAULT_PROMETHEUS_CONCURRENCY
+            )
+        );
+        assert_eq!(
+            prometheus("  address: http://prom:9090\n  concurrency: 28\n").unwrap(),
+            (Some("http://prom:9090".into()), 28)
+        );
+        assert_eq!(prometheus("  concurrency: 4\n").unwrap(), (None, 4));
+        assert_eq!(
+            prometheus("  address: http://prom:9090\n  concurrency: 0\n").unwrap_err(),
+            vec![".sluice/config.yaml:5: prometheus.concurrency: expected 1..=1024, found 0"]
+        );
+        let errs = prometheus("  concurrency: many\n").unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(".sluice/config.yaml:4: prometheus.concurrency: "),
+            "{errs:?}"
+        );
+        assert_eq!(
+            prometheus("  {}\n").unwrap_err(),
+            vec![".sluice/config.yaml:4: prometheus.address: required field is missing"]
+        );
     }
 
     #[test]

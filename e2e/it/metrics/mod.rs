@@ -3,6 +3,7 @@
 
 mod loop_e2e;
 mod observe;
+mod pooling;
 mod prometheus_canned;
 mod prometheus_e2e;
 pub mod support;

@@ -10,6 +10,7 @@ use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
+use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
 use super::support::{flagger_canary, Canned, Server};
 
@@ -36,6 +37,7 @@ async fn observe(
         templates,
         default,
         DEFAULT_METRIC_INTERVAL,
+        DEFAULT_PROMETHEUS_CONCURRENCY,
     )
     .await
 }

@@ -17,6 +17,7 @@ use sluice::http::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusAccess, PrometheusConfig};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
+use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
 use super::support::{flagger_canary, Canned, Server};
 
@@ -232,6 +233,7 @@ async fn builtin_osm_metrics_against_real_prometheus() {
             &templates,
             Some(&prom.url),
             DEFAULT_METRIC_INTERVAL,
+            DEFAULT_PROMETHEUS_CONCURRENCY,
         )
         .await
     };
@@ -320,6 +322,7 @@ async fn builtin_osm_metrics_against_real_prometheus() {
         &templates,
         Some(&url),
         DEFAULT_METRIC_INTERVAL,
+        DEFAULT_PROMETHEUS_CONCURRENCY,
     )
     .await;
     for o in &stopped {
