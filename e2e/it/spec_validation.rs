@@ -535,6 +535,42 @@ fn last_weight(c: &sluice::spec::model::Canary) -> u64 {
     }
 }
 
+/// An error about a mapping- or list-valued field, and a required field missing inside one,
+/// name the line of the field's own key, not the line of its first child.
+#[test]
+fn errors_on_mapping_and_list_fields_name_the_keys_line() {
+    let text = "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  provider: osm
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+  autoscalerRef:
+    apiVersion: autoscaling/v2
+    kind: HorizontalPodAutoscaler
+  service:
+    port: 9898
+  analysis:
+    stepWeights:
+      first: 10
+";
+    let errs = errors(text);
+    for expected in [
+        "apps/podinfo/canary.yaml:8: spec.targetRef.name: required field is missing",
+        "apps/podinfo/canary.yaml:11: spec.autoscalerRef.name: required field is missing",
+        "apps/podinfo/canary.yaml:17: spec.analysis.stepWeights: expected a list, found a mapping",
+    ] {
+        assert!(
+            errs.iter().any(|e| e == expected),
+            "expected {expected:?} in {errs:#?}"
+        );
+    }
+}
+
 #[test]
 fn confirm_hooks_pointing_at_git_become_approval_gates() {
     let text = flagger(
