@@ -733,7 +733,7 @@ fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
         (
             "    headers:\n      response:\n        set: {x-a: b}\n",
             "stepWeight: 10\nsessionAffinity: {cookieName: c}",
-            "17: spec.service.headers.response: cannot be combined with analysis.sessionAffinity on Gateway API routes: the rule that expires the session cookie would carry two ResponseHeaderModifier filters, which the HTTPRoute CRD forbids",
+            "16: spec.service.headers.response: cannot be combined with analysis.sessionAffinity on Gateway API routes: the rule that expires the session cookie would carry two ResponseHeaderModifier filters, which the HTTPRoute CRD forbids",
         ),
         (
             "    match:\n      - headers: {x-a: {exact: b}}\n",
