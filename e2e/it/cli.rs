@@ -193,6 +193,43 @@ fn status_of_a_bare_repo_reads_the_branch() {
     assert!(err.contains("cannot read branch nope"), "{err}");
 }
 
+/// `--config` names the settings file read: its errors name that file, not the repo's
+/// `.sluice/config.yaml`.
+#[test]
+fn validate_with_config_names_the_file_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".sluice")).unwrap();
+    std::fs::write(
+        dir.path().join(".sluice/config.yaml"),
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: osm\n",
+    )
+    .unwrap();
+    let other = dir.path().join("other.yaml");
+    std::fs::write(
+        &other,
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: cilium\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("apps")).unwrap();
+    std::fs::write(
+        dir.path().join("apps/c.yaml"),
+        "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata: {name: podinfo}\nspec:\n  targetRef: {kind: Deployment, name: podinfo}\n  service: {port: 9898}\n  analysis: {stepWeight: 10}\n",
+    )
+    .unwrap();
+    let (code, _, err) = sluice(&[
+        "validate",
+        "--config",
+        other.to_str().unwrap(),
+        dir.path().join("apps").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("other.yaml:3: provider: sluice does not route provider \"cilium\""),
+        "{err}"
+    );
+    assert!(!err.contains("config.yaml"), "{err}");
+}
+
 #[test]
 fn validate_refuses_what_would_fail_at_runtime() {
     let dir = tempfile::tempdir().unwrap();

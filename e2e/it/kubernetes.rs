@@ -120,7 +120,7 @@ fn kubernetes_provider_refuses_weights_and_matches_saying_flagger_runs_blue_gree
     );
     assert_eq!(
         errors(&ab),
-        ["apps/podinfo/canary.yaml:22: spec.analysis.match: Flagger supports only blue/green with provider kubernetes (no route object can send matching requests to the canary); remove analysis.match, or use a provider that routes headers (gatewayapi:v1)"]
+        ["apps/podinfo/canary.yaml:21: spec.analysis.match: Flagger supports only blue/green with provider kubernetes (no route object can send matching requests to the canary); remove analysis.match, or use a provider that routes headers (gatewayapi:v1)"]
     );
 }
 

@@ -303,7 +303,7 @@ fn apisix_bad_or_unresolved_route_refs_are_validate_errors() {
     let cases: Vec<(Files, Vec<&str>)> = vec![
         (
             vec![("c.yaml", no_ref)],
-            vec!["c.yaml:7: spec.routeRef: required field is missing: provider apisix routes through an ApisixRoute you write; name it here ({apiVersion: apisix.apache.org/v2, kind: ApisixRoute, name: <route>})"],
+            vec!["c.yaml:6: spec.routeRef: required field is missing: provider apisix routes through an ApisixRoute you write; name it here ({apiVersion: apisix.apache.org/v2, kind: ApisixRoute, name: <route>})"],
         ),
         (
             vec![("c.yaml", canary("podinfo"))],

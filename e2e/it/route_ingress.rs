@@ -380,7 +380,7 @@ fn bad_ingress_references_and_matches_are_reported_with_line_and_field() {
         (
             NGINX_INGRESS.into(),
             steps.replace("  ingressRef:\n    apiVersion: networking.k8s.io/v1\n    kind: Ingress\n    name: podinfo\n", ""),
-            vec![format!("{c}:7: spec.ingressRef: required field is missing: Flagger's ingress routers copy the Ingress it names (apiVersion: networking.k8s.io/v1, kind: Ingress, name)")],
+            vec![format!("{c}:6: spec.ingressRef: required field is missing: Flagger's ingress routers copy the Ingress it names (apiVersion: networking.k8s.io/v1, kind: Ingress, name)")],
         ),
         (
             NGINX_INGRESS.into(),

@@ -586,7 +586,7 @@ fn istio_refusals_name_file_line_and_field() {
                 "    iterations: 5\n    match: [{headers: {x-canary: {exact: insider}}}]\n    mirror: true\n    sessionAffinity:\n      cookieName: flagger-cookie",
             ),
             vec![
-                "c.yaml:22: spec.analysis.sessionAffinity: has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the cookie routes; use sessionAffinity with stepWeight(s) or iterations without match",
+                "c.yaml:21: spec.analysis.sessionAffinity: has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the cookie routes; use sessionAffinity with stepWeight(s) or iterations without match",
                 "c.yaml:20: spec.analysis.mirror: has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the mirror; remove mirror, or use iterations without match",
             ],
         ),

@@ -398,7 +398,7 @@ fn kuma_and_gloo_refuse_what_they_cannot_render() {
     let cases: Vec<(String, Vec<&str>)> = vec![
         (
             flagger("", "  provider: kuma", "", GLOO_SERVICE, GLOO_AB_ANALYSIS),
-            vec!["canary.yaml:23: spec.analysis.match: a Kuma TrafficRoute splits traffic by weight and cannot match requests (Flagger runs canary and blue/green only with provider kuma); remove analysis.match, or use a provider that routes on headers (istio, gatewayapi:v1)"],
+            vec!["canary.yaml:22: spec.analysis.match: a Kuma TrafficRoute splits traffic by weight and cannot match requests (Flagger runs canary and blue/green only with provider kuma); remove analysis.match, or use a provider that routes on headers (istio, gatewayapi:v1)"],
         ),
         (
             flagger("", "  provider: kuma", "", GLOO_SERVICE, mirror),
@@ -417,7 +417,7 @@ fn kuma_and_gloo_refuse_what_they_cannot_render() {
         ),
         (
             flagger("", "  provider: gloo", GLOO_REF, GLOO_SERVICE, GLOO_ANALYSIS),
-            vec!["canary.yaml:10: spec.upstreamRef: Upstream gloo-system/config-upstream (gloo.solo.io/v1) not found in the repo; sluice reads the Upstream whose settings it copies from the repo (any .yaml file), never from the cluster"],
+            vec!["canary.yaml:9: spec.upstreamRef: Upstream gloo-system/config-upstream (gloo.solo.io/v1) not found in the repo; sluice reads the Upstream whose settings it copies from the repo (any .yaml file), never from the cluster"],
         ),
         (
             flagger("", "  provider: gloo", "", GLOO_SERVICE, "    iterations: 5
@@ -432,12 +432,12 @@ fn kuma_and_gloo_refuse_what_they_cannot_render() {
             vec![
                 "canary.yaml:25: spec.analysis.match[0].headers.x-canary.prefix: a Gloo header matcher matches an exact value or a regex, and Flagger's Gloo router drops a prefix match; use exact or regex",
                 "canary.yaml:26: spec.analysis.match[0].uri: Flagger's Gloo router matches only headers and method, so this condition would be dropped; remove it, or use a provider that routes on it (istio)",
-                "canary.yaml:29: spec.analysis.match[1].method: a Gloo route matches methods by name: expected exact, found regex",
+                "canary.yaml:28: spec.analysis.match[1].method: a Gloo route matches methods by name: expected exact, found regex",
             ],
         ),
         (
             flagger("", "  provider: istio", GLOO_REF, GLOO_SERVICE, GLOO_ANALYSIS),
-            vec!["canary.yaml:10: spec.upstreamRef: not supported"],
+            vec!["canary.yaml:9: spec.upstreamRef: not supported"],
         ),
     ];
     for (text, expected) in cases {

@@ -431,6 +431,146 @@ fn flagger_defaults_template_namespace_provider_name_and_webhook_timeout() {
     );
 }
 
+/// Every default sluice fills in for a Flagger canary equals Flagger's own, from the `Get*`
+/// methods of `pkg/apis/flagger/v1beta1/canary.go` and the controller's fallbacks. Each row
+/// loads a Flagger canary without the field and compares sluice's value with Flagger's.
+#[test]
+fn flagger_canary_defaults_equal_flaggers() {
+    use sluice::metrics::DEFAULT_METRIC_INTERVAL;
+    use std::time::Duration;
+    let settings = parse_settings(".sluice/config.yaml", "provider: osm\n").unwrap();
+    let load = |analysis: &str| {
+        let loaded = load_text("c.yaml", &flagger("", analysis), &settings);
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        loaded.canaries.into_iter().next().unwrap()
+    };
+    let hook = "stepWeight: 10\nmetrics:\n- name: request-success-rate\n  thresholdRange: {min: 99}\nwebhooks:\n- {name: smoke, type: pre-rollout, url: 'http://t/'}";
+    type Row = (
+        &'static str,
+        &'static str,
+        fn(&sluice::spec::model::Canary) -> u64,
+        u64,
+    );
+    let rows: &[Row] = &[
+        // GetAnalysisThreshold: `Threshold > 0` or 1.
+        (
+            "analysis.threshold",
+            "stepWeight: 10",
+            |c| c.analysis.threshold.into(),
+            1,
+        ),
+        // GetAnalysisThreshold: 0 is not > 0, so 1.
+        (
+            "analysis.threshold: 0",
+            "stepWeight: 10\nthreshold: 0",
+            |c| c.analysis.threshold.into(),
+            1,
+        ),
+        // GetAnalysisInterval: AnalysisInterval = 60 * time.Second.
+        (
+            "analysis.interval",
+            "stepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            60,
+        ),
+        // GetProgressDeadlineSeconds: ProgressDeadlineSeconds = 600.
+        (
+            "spec.progressDeadlineSeconds",
+            "stepWeight: 10",
+            |c| c.progress_deadline.as_secs(),
+            600,
+        ),
+        // scheduler.go maxWeight(): no MaxWeight, no StepWeights -> totalWeight() = 100.
+        (
+            "analysis.maxWeight",
+            "stepWeight: 30",
+            |c| last_weight(c),
+            100,
+        ),
+        // scheduler.go: StepWeightPromotion == 0 routes all traffic to primary in one go
+        // (sluice: None; 0 here stands for "all at once").
+        (
+            "analysis.stepWeightPromotion",
+            "stepWeight: 10",
+            |c| c.analysis.step_weight_promotion.map_or(0, u64::from),
+            0,
+        ),
+        // GetMetricInterval: MetricInterval = "1m" (a metric without `interval`).
+        (
+            "analysis.metrics[].interval",
+            hook,
+            |c| {
+                c.analysis.metrics[0]
+                    .interval
+                    .unwrap_or(DEFAULT_METRIC_INTERVAL)
+                    .as_secs()
+            },
+            60,
+        ),
+        // webhook.go callWebhook: `if timeout == "" { timeout = "10s" }`.
+        (
+            "analysis.webhooks[].timeout",
+            hook,
+            |c| c.analysis.webhooks[0].timeout.as_secs(),
+            10,
+        ),
+    ];
+    for (field, analysis, value, flaggers) in rows {
+        let c = load(analysis);
+        assert_eq!(
+            value(&c),
+            *flaggers,
+            "default of {field} differs from Flagger's"
+        );
+    }
+    assert_eq!(DEFAULT_METRIC_INTERVAL, Duration::from_secs(60));
+}
+
+/// The weight of the last step of a weight schedule.
+fn last_weight(c: &sluice::spec::model::Canary) -> u64 {
+    use sluice::spec::model::Strategy;
+    match &c.analysis.strategy {
+        Strategy::Canary { steps } => steps.last().map_or(0, |s| u64::from(s.weight)),
+        other => panic!("expected a weight schedule, found {other:?}"),
+    }
+}
+
+/// An error about a mapping- or list-valued field, and a required field missing inside one,
+/// name the line of the field's own key, not the line of its first child.
+#[test]
+fn errors_on_mapping_and_list_fields_name_the_keys_line() {
+    let text = "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  provider: osm
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+  autoscalerRef:
+    apiVersion: autoscaling/v2
+    kind: HorizontalPodAutoscaler
+  service:
+    port: 9898
+  analysis:
+    stepWeights:
+      first: 10
+";
+    let errs = errors(text);
+    for expected in [
+        "apps/podinfo/canary.yaml:8: spec.targetRef.name: required field is missing",
+        "apps/podinfo/canary.yaml:11: spec.autoscalerRef.name: required field is missing",
+        "apps/podinfo/canary.yaml:17: spec.analysis.stepWeights: expected a list, found a mapping",
+    ] {
+        assert!(
+            errs.iter().any(|e| e == expected),
+            "expected {expected:?} in {errs:#?}"
+        );
+    }
+}
+
 #[test]
 fn confirm_hooks_pointing_at_git_become_approval_gates() {
     let text = flagger(
@@ -593,7 +733,7 @@ fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
         (
             "    headers:\n      response:\n        set: {x-a: b}\n",
             "stepWeight: 10\nsessionAffinity: {cookieName: c}",
-            "17: spec.service.headers.response: cannot be combined with analysis.sessionAffinity on Gateway API routes: the rule that expires the session cookie would carry two ResponseHeaderModifier filters, which the HTTPRoute CRD forbids",
+            "16: spec.service.headers.response: cannot be combined with analysis.sessionAffinity on Gateway API routes: the rule that expires the session cookie would carry two ResponseHeaderModifier filters, which the HTTPRoute CRD forbids",
         ),
         (
             "    match:\n      - headers: {x-a: {exact: b}}\n",

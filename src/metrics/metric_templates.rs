@@ -449,11 +449,11 @@ spec:
         let cases: &[(&str, &str)] = &[
             (
                 "spec:\n  provider:\n    type: prometheus\n",
-                "t.yaml:6: spec.query: required field is missing",
+                "t.yaml:5: spec.query: required field is missing",
             ),
             (
                 "spec:\n  query: x\n",
-                "t.yaml:6: spec.provider: required field is missing",
+                "t.yaml:5: spec.provider: required field is missing",
             ),
             (
                 "spec:\n  provider:\n    type: prometheus\n  query: \"{{ .Namespace }}\"\n",

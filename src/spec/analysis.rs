@@ -90,11 +90,18 @@ pub fn read_analysis(
         }),
         None => Some(Duration::from_secs(60)),
     };
-    let threshold = match node.get("threshold") {
-        Some(n) => r
+    // Flagger (`GetAnalysisThreshold`) rolls back after 1 failed check when `threshold` is
+    // unset or 0; native canaries keep sluice's own default of 5.
+    let threshold = match (node.get("threshold"), format) {
+        (Some(n), Format::Flagger) => r
+            .int(n, &join(path, "threshold"), 0, i64::from(u32::MAX))
+            .and_then(|v| u32::try_from(v).ok())
+            .map(|v| v.max(1)),
+        (Some(n), Format::Native) => r
             .int(n, &join(path, "threshold"), 1, i64::from(u32::MAX))
             .and_then(|v| u32::try_from(v).ok()),
-        None => Some(5),
+        (None, Format::Flagger) => Some(1),
+        (None, Format::Native) => Some(5),
     };
     let step_weight_promotion = match node.get("stepWeightPromotion") {
         Some(n) => weight(r, n, &join(path, "stepWeightPromotion"), 0),

@@ -637,7 +637,7 @@ mod tests {
         );
         assert_eq!(
             prometheus("  {}\n").unwrap_err(),
-            vec![".sluice/config.yaml:4: prometheus.address: required field is missing"]
+            vec![".sluice/config.yaml:3: prometheus.address: required field is missing"]
         );
     }
 
@@ -735,7 +735,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                ".sluice/config.yaml:4: forge.apiUrl: required for kind gitea: the API base, such \
+                ".sluice/config.yaml:3: forge.apiUrl: required for kind gitea: the API base, such \
                  as https://gitea.example.com/api/v1"
             ]
         );
@@ -770,7 +770,7 @@ mod tests {
         let errs = forge("  kind: github\n").unwrap_err();
         assert_eq!(
             errs,
-            vec![".sluice/config.yaml:4: forge.repository: required field is missing"]
+            vec![".sluice/config.yaml:3: forge.repository: required field is missing"]
         );
     }
 

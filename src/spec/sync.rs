@@ -131,7 +131,7 @@ mod tests {
         let (_, e) = read("sync:\n  flux:\n    namespace: flux-system\n");
         assert_eq!(
             e,
-            ["f.yaml:3: sync.flux.kustomization: required field is missing"]
+            ["f.yaml:2: sync.flux.kustomization: required field is missing"]
         );
 
         let (_, e) = read("sync:\n  argocd:\n    application: Pod_Info\n");

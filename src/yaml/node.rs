@@ -16,7 +16,9 @@ use yaml_rust2::{Yaml, YamlLoader};
 /// Upper bound on nodes per file, counting every alias expansion.
 pub const MAX_NODES: usize = 100_000;
 
-/// One YAML node with the 1-based line it starts on.
+/// One YAML node with the 1-based line it starts on; a mapping or list that is the value of a
+/// key has the key's line, so errors about the field and "required field is missing" inside it
+/// name the line of the key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub line: usize,
@@ -277,7 +279,15 @@ impl Builder {
                 pending_key,
                 ..
             }) => match pending_key.take() {
-                Some(key) => entries.push((key, node)),
+                // A mapping or list under a key starts on its first child's line; an error
+                // about the field belongs on the key's own line.
+                Some(key) => {
+                    let mut node = node;
+                    if matches!(node.value, Value::Map(_) | Value::Seq(_)) {
+                        node.line = node.line.min(key.line);
+                    }
+                    entries.push((key, node));
+                }
                 None => {
                     let line = node.line;
                     match node.value {
@@ -415,6 +425,21 @@ mod tests {
         let root = &docs[0].root;
         assert_eq!(root.get("a").unwrap().line, 1);
         assert_eq!(root.get("b").unwrap().get("c").unwrap().line, 3);
+    }
+
+    #[test]
+    fn mapping_and_list_values_take_their_keys_line() {
+        let docs = parse_documents("a:\n  b:\n    c: x\n  l:\n  - 1\n  f: {d: 1}\n").unwrap();
+        let a = docs[0].root.get("a").unwrap();
+        assert_eq!(a.line, 1, "a mapping value is on its key's line");
+        assert_eq!(a.get("b").unwrap().line, 2);
+        assert_eq!(
+            a.get("l").unwrap().line,
+            4,
+            "a list value is on its key's line"
+        );
+        assert_eq!(a.get("l").unwrap().line, a.key_line("l").unwrap());
+        assert_eq!(a.get("f").unwrap().line, 6);
     }
 
     #[test]

@@ -1317,7 +1317,7 @@ backendTimeout: 500ms
                 "rewrite:\n  type: ReplacePrefixMatch\n".into(),
                 vec![
                     "c.yaml:2: spec.service.rewrite.type: has no effect without uri; set uri or remove type",
-                    "c.yaml:2: spec.service.rewrite: expected uri, authority or both; an empty rewrite changes nothing",
+                    "c.yaml:1: spec.service.rewrite: expected uri, authority or both; an empty rewrite changes nothing",
                 ],
             ),
             (
@@ -1331,7 +1331,7 @@ backendTimeout: 500ms
             (
                 "corsPolicy:\n  allowOrigins:\n    - prefix: https://\n".into(),
                 vec![
-                    "c.yaml:3: spec.service.corsPolicy.allowOrigins: the Gateway API CORS filter has no origin patterns, and Flagger does not map Istio's allowOrigins; list exact origins in allowOrigin instead (\"https://*.example.com\" allows subdomains)",
+                    "c.yaml:2: spec.service.corsPolicy.allowOrigins: the Gateway API CORS filter has no origin patterns, and Flagger does not map Istio's allowOrigins; list exact origins in allowOrigin instead (\"https://*.example.com\" allows subdomains)",
                 ],
             ),
             (
@@ -1412,7 +1412,7 @@ backendTimeout: 500ms
             ),
             (
                 format!("headers: {{request: {{remove: [x-a]}}}}\nmirror:\n{sixteen}"),
-                vec!["c.yaml:3: spec.service.mirror: an HTTPRoute rule holds at most 16 filters, found 17 (headers, rewrite, corsPolicy and one per mirror)"],
+                vec!["c.yaml:2: spec.service.mirror: an HTTPRoute rule holds at most 16 filters, found 17 (headers, rewrite, corsPolicy and one per mirror)"],
             ),
         ];
         for (yaml, expected) in cases {
