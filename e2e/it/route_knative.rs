@@ -570,6 +570,32 @@ fn knative_canary_steps_and_promotes_through_git_daemon() {
     kustomize_builds_the_output(&w.bare);
 }
 
+/// Knative revision names start with the service's name: cut to 7 characters, as content
+/// hashes are, every rollout's subject and `Sluice-Revision` trailer would say "podinfo".
+#[test]
+fn knative_commits_name_the_whole_revision_not_its_first_seven_characters() {
+    let mut w = World::with_files(&loop_canary(""), &[(LOOP_SERVICE_FILE, LOOP_SERVICE)]);
+    w.until(Phase::Initialized);
+    bump(&w, "6.7.1");
+    w.until(Phase::Progressing);
+    let revision = template_revision(&w.bare, "main");
+    let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+    let trailer = git(
+        &w.bare,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Sluice-Revision,valueonly)",
+            "main",
+        ],
+    );
+    assert!(
+        subject.contains(&format!("new revision {revision} detected")),
+        "{subject}"
+    );
+    assert_eq!(trailer.trim(), revision);
+}
+
 #[test]
 fn knative_rollback_routes_everything_back_to_the_primary_revision() {
     // The offline observer never observes a metric, so every check fails.

@@ -275,7 +275,7 @@ fn idle<R>(canary: &Canary<R>, status: &Status, obs: &Observations, now: Timesta
             format!(
                 "{} revision {} failed its analysis; push a new revision or run `sluice retry`",
                 dotted(canary),
-                short(&obs.revision)
+                crate::model::short_revision(&obs.revision)
             ),
         );
     }
@@ -404,10 +404,6 @@ fn swap_stable<R>(canary: &Canary<R>, status: &mut Status) {
         };
         status.stable_service = Some(other.to_string());
     }
-}
-
-fn short(revision: &str) -> &str {
-    revision.get(..7).unwrap_or(revision)
 }
 
 pub(crate) fn rollback<R>(
@@ -993,7 +989,7 @@ pub(crate) fn advance<R>(
     let event = match &canary.target {
         Target::RouteOnly { .. } => format!(
             "Promoting {name}: revision {} passed its analysis",
-            short(status.canary_revision.as_deref().unwrap_or_default())
+            crate::model::short_revision(status.canary_revision.as_deref().unwrap_or_default())
         ),
         Target::Source { .. } | Target::TargetRef { .. } => format!(
             "Copying {name} template spec to {}-primary.{}",

@@ -517,3 +517,27 @@ mod tests {
         }
     }
 }
+
+/// A revision as commit subjects and the `Sluice-Revision` trailer show it: a content hash
+/// (hex) cut to 7 characters, as git shortens commit ids; any other revision (a route-only
+/// `revision: v2`, a Knative revision name `<svc>-<hash>`) whole, since its prefix alone would
+/// not tell two revisions apart.
+pub fn short_revision(revision: &str) -> &str {
+    match revision.get(..7) {
+        Some(prefix) if revision.bytes().all(|b| b.is_ascii_hexdigit()) => prefix,
+        _ => revision,
+    }
+}
+
+#[cfg(test)]
+mod short_revision_tests {
+    use super::short_revision;
+
+    #[test]
+    fn hashes_are_cut_and_named_revisions_kept_whole() {
+        assert_eq!(short_revision("9e46dc7a1b2c3d"), "9e46dc7");
+        assert_eq!(short_revision("v2"), "v2");
+        assert_eq!(short_revision("podinfo-7869eea882"), "podinfo-7869eea882");
+        assert_eq!(short_revision("release-2026-11"), "release-2026-11");
+    }
+}

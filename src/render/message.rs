@@ -18,10 +18,6 @@ pub const REASON: &str = "Sluice-Reason";
 /// subject line.
 pub const DECISION: &str = "Sluice-Decision";
 
-fn short(rev: &str) -> &str {
-    rev.get(..7).unwrap_or(rev)
-}
-
 fn step_count(canary: &Canary) -> usize {
     match &canary.analysis.strategy {
         Strategy::Canary { steps } => steps.len(),
@@ -44,7 +40,11 @@ fn step_text(canary: &Canary, status: &Status) -> String {
 pub fn subject(canary: &Canary, decision: &Decision) -> String {
     let n = &canary.id.name;
     let s = &decision.status;
-    let rev = s.canary_revision.as_deref().map(short).unwrap_or_default();
+    let rev = s
+        .canary_revision
+        .as_deref()
+        .map(crate::core::model::short_revision)
+        .unwrap_or_default();
     match &decision.action {
         Action::Hold => format!("{n}: no change"),
         Action::Initialize => format!("{n}: initialization done, all traffic on the primary"),
@@ -138,7 +138,10 @@ pub fn render(
             WEIGHTS.to_string(),
             format!("primary={} canary={}", s.primary_weight, s.canary_weight),
         ),
-        (REVISION.to_string(), short(&revision).to_string()),
+        (
+            REVISION.to_string(),
+            crate::core::model::short_revision(&revision).to_string(),
+        ),
     ];
     if let Some((who, why)) = operator {
         trailers.push((OPERATOR.to_string(), who.to_string()));
