@@ -51,6 +51,7 @@
 //! | [`server`], [`http`] | `/metrics`, probes, the git webhook; pooled HTTP clients | decide |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`remote_url`] | URL parsing and redaction for git remotes and forges | log a secret |
+//! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
 //! back, and `e2e/it/core_purity.rs` when the core can reach an adapter crate.
@@ -76,6 +77,7 @@ pub mod remote_url;
 pub mod render;
 pub mod route;
 pub mod runtime;
+pub mod secrets;
 pub mod server;
 pub mod spec;
 pub mod tick;

@@ -3,8 +3,9 @@
 //!
 //! - One tokio runtime for all async adapters (metric queries, webhooks, forge calls, the kube
 //!   client, the HTTP server, the lease).
-//! - A snapshot of the environment taken at start: tokens, Prometheus auth and the notification
-//!   URLs that repo settings name by variable are looked up here, never in `std::env` per tick.
+//! - A snapshot of the environment taken at start: tokens, Prometheus auth, the notification
+//!   URLs that repo settings name by variable and mapped Secrets ([`crate::secrets`]) are looked
+//!   up here, never in `std::env` per tick.
 //! - Pooled HTTP clients: one set for webhooks, notifications and Prometheus (with its
 //!   credentials), one for the forge (with its token), each read and checked once.
 //! - One lazily built kube client, shared by sync, readiness and the lease.
@@ -23,6 +24,7 @@ use tracing::warn;
 use crate::forge::{ForgeClient, ForgeToken};
 use crate::http::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
+use crate::secrets::Secrets;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{read_bounded, ReadError};
@@ -39,6 +41,7 @@ pub struct Runtime {
     prometheus: PrometheusAccess,
     /// The forge client, or why the token settings cannot be used.
     forge: Result<ForgeClient, String>,
+    secrets: Secrets,
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
     settings: Mutex<Option<CachedSettings>>,
     reader: Box<FileReader>,
@@ -79,9 +82,11 @@ impl Runtime {
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
             .and_then(ForgeClient::new)
             .map_err(|e| e.to_string());
+        let secrets = Secrets::from_vars(env.clone());
         Ok(Runtime {
             tokio,
             env,
+            secrets,
             http,
             prometheus,
             forge,
@@ -139,6 +144,12 @@ impl Runtime {
     /// read at start, or why that token cannot be used.
     pub fn forge_client(&self) -> Result<&ForgeClient, &str> {
         self.forge.as_ref().map_err(String::as_str)
+    }
+
+    /// The Kubernetes Secrets the operator mapped into the process (`secretRef` values of
+    /// MetricTemplates and AlertProviders).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// The kube client, built on first use from the in-cluster config or `KUBECONFIG`;

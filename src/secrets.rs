@@ -1,0 +1,230 @@
+//! Kubernetes Secrets named by `secretRef` in MetricTemplates and AlertProviders, as the
+//! operator maps them into sluice's process. sluice never reads a Secret from git, and never
+//! from the Kubernetes API: the operator hands each one over in one of two ways, looked up in
+//! this order:
+//!
+//! 1. an environment variable `SLUICE_SECRET_<NAMESPACE>__<NAME>__<KEY>` (see [`env_var`]:
+//!    upper case, every character that is not a letter or digit becomes `_`, and the three
+//!    parts are joined by two underscores);
+//! 2. a file `<dir>/<namespace>/<name>/<key>`, where `<dir>` is `SLUICE_SECRETS_DIR` (default
+//!    [`DEFAULT_DIR`]). This is the layout a Secret volume mounted at `<dir>/<ns>/<name>` gives:
+//!    one file per key. Those files are symbolic links into the volume's `..data` folder, so
+//!    links are followed here, unlike in the config repo.
+//!
+//! Trailing line breaks are cut from a value (a file written with `echo` ends in one). Values
+//! are looked up when a metric or alert needs them, so a rotated Secret is picked up without a
+//! restart. The errors name every place that was looked at and never contain a value.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The environment variable that moves the Secret folder.
+pub const DIR_VAR: &str = "SLUICE_SECRETS_DIR";
+
+/// Where Secret volumes are mounted when [`DIR_VAR`] is not set.
+pub const DEFAULT_DIR: &str = "/var/run/sluice/secrets";
+
+/// A Secret value larger than this is refused (Kubernetes caps a whole Secret at 1 MiB).
+const MAX_VALUE_BYTES: u64 = 1024 * 1024;
+
+/// The Secrets the operator mapped: the environment snapshot taken at start and the folder.
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    vars: BTreeMap<String, String>,
+    dir: PathBuf,
+}
+
+/// Why a Secret key could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// Neither the variable nor the file exists.
+    #[error("Secret {namespace}/{name} key {key:?} is not mapped into sluice: set {var} or mount the Secret at {dir}/{namespace}/{name} (sluice never reads Secrets from git or the cluster)")]
+    Missing {
+        namespace: String,
+        name: String,
+        key: String,
+        var: String,
+        dir: String,
+    },
+    /// The file exists and cannot be read, is too large or is not UTF-8.
+    #[error("Secret {namespace}/{name} key {key:?}: {path}: {reason}")]
+    Unreadable {
+        namespace: String,
+        name: String,
+        key: String,
+        path: String,
+        reason: String,
+    },
+}
+
+/// The variable that holds key `key` of Secret `namespace/name`.
+pub fn env_var(namespace: &str, name: &str, key: &str) -> String {
+    let part = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "SLUICE_SECRET_{}__{}__{}",
+        part(namespace),
+        part(name),
+        part(key)
+    )
+}
+
+impl Secrets {
+    /// The Secrets mapped through `vars` (the environment snapshot) and the folder
+    /// [`DIR_VAR`] names, or [`DEFAULT_DIR`].
+    pub fn from_vars(vars: BTreeMap<String, String>) -> Secrets {
+        let dir = vars
+            .get(DIR_VAR)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+        Secrets { vars, dir }
+    }
+
+    /// The folder Secret volumes are looked up in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Key `key` of Secret `namespace/name`: `Ok(None)` when it is mapped nowhere.
+    pub fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<String>, SecretError> {
+        if let Some(v) = self
+            .vars
+            .get(&env_var(namespace, name, key))
+            .filter(|v| !v.is_empty())
+        {
+            return Ok(Some(trim(v)));
+        }
+        let path = self.dir.join(namespace).join(name).join(key);
+        let unreadable = |reason: String| SecretError::Unreadable {
+            namespace: namespace.into(),
+            name: name.into(),
+            key: key.into(),
+            path: path.display().to_string(),
+            reason,
+        };
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let mut bytes = Vec::new();
+        file.take(MAX_VALUE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| unreadable(e.to_string()))?;
+        if bytes.len() as u64 > MAX_VALUE_BYTES {
+            return Err(unreadable(format!("larger than {MAX_VALUE_BYTES} bytes")));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))?;
+        Ok(Some(trim(&text)))
+    }
+
+    /// Key `key` of Secret `namespace/name`, or an error saying how to map it.
+    pub fn require(&self, namespace: &str, name: &str, key: &str) -> Result<String, SecretError> {
+        self.get(namespace, name, key)?
+            .ok_or_else(|| SecretError::Missing {
+                namespace: namespace.into(),
+                name: name.into(),
+                key: key.into(),
+                var: env_var(namespace, name, key),
+                dir: self.dir.display().to_string(),
+            })
+    }
+}
+
+fn trim(value: &str) -> String {
+    value.trim_end_matches(['\n', '\r']).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(dir: &Path, vars: &[(&str, &str)]) -> Secrets {
+        let mut map: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        map.insert(DIR_VAR.into(), dir.display().to_string());
+        Secrets::from_vars(map)
+    }
+
+    #[test]
+    fn variable_names_join_upper_cased_parts_with_two_underscores() {
+        assert_eq!(
+            env_var("apps", "datadog-keys", "datadog_api_key"),
+            "SLUICE_SECRET_APPS__DATADOG_KEYS__DATADOG_API_KEY"
+        );
+        assert_eq!(env_var("a.b", "c", "d.e"), "SLUICE_SECRET_A_B__C__D_E");
+    }
+
+    #[test]
+    fn a_variable_wins_over_a_mounted_file_and_line_breaks_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let key_dir = dir.path().join("apps/slack");
+        std::fs::create_dir_all(&key_dir).unwrap();
+        std::fs::write(key_dir.join("address"), "https://hooks.example/file\n").unwrap();
+        let s = secrets(dir.path(), &[]);
+        assert_eq!(
+            s.get("apps", "slack", "address").unwrap().as_deref(),
+            Some("https://hooks.example/file")
+        );
+        let s = secrets(
+            dir.path(),
+            &[(
+                "SLUICE_SECRET_APPS__SLACK__ADDRESS",
+                "https://hooks.example/var",
+            )],
+        );
+        assert_eq!(
+            s.require("apps", "slack", "address").unwrap(),
+            "https://hooks.example/var"
+        );
+    }
+
+    #[test]
+    fn secret_volume_files_are_read_through_their_symbolic_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = dir.path().join("apps/dd");
+        std::fs::create_dir_all(mount.join("..2026_11_30")).unwrap();
+        std::fs::write(mount.join("..2026_11_30/api-key"), "k3y").unwrap();
+        std::os::unix::fs::symlink("..2026_11_30", mount.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/api-key", mount.join("api-key")).unwrap();
+        let s = secrets(dir.path(), &[]);
+        assert_eq!(s.require("apps", "dd", "api-key").unwrap(), "k3y");
+    }
+
+    #[test]
+    fn an_unmapped_key_says_where_it_was_looked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = secrets(dir.path(), &[]);
+        assert_eq!(s.get("apps", "dd", "api-key").unwrap(), None);
+        let err = s.require("apps", "dd", "api-key").unwrap_err().to_string();
+        assert!(err.contains("SLUICE_SECRET_APPS__DD__API_KEY"), "{err}");
+        assert!(
+            err.contains(&format!("{}/apps/dd", dir.path().display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_default_folder_is_used_without_the_variable() {
+        let s = Secrets::from_vars(BTreeMap::new());
+        assert_eq!(s.dir(), Path::new(DEFAULT_DIR));
+    }
+}
