@@ -256,6 +256,7 @@ mod tests {
             state: state.into(),
             merged_at: merged_at.map(str::to_string),
             merged,
+            merged_by: None,
             head: Ref { name: "h".into() },
             base: Ref { name: "b".into() },
         };
