@@ -65,7 +65,7 @@ pub enum Merged {
     /// `forge.approvers` does not let the merger approve: `waiting` (the status before the
     /// merge) goes back on the main branch, and pull request `number` gets `reason`.
     Refused {
-        waiting: Status,
+        waiting: Box<Status>,
         number: Option<u64>,
         reason: String,
     },
@@ -112,7 +112,7 @@ pub fn merged(
     let branch = waiting.as_ref().and_then(|w| branch_for(canary, w));
     let refuse = |number: Option<u64>, reason: String| match &waiting {
         Some(w) => Merged::Refused {
-            waiting: w.clone(),
+            waiting: Box::new(w.clone()),
             number,
             reason,
         },

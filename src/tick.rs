@@ -374,9 +374,7 @@ fn decide_and_commit(
         pending: Vec::new(),
         snapshot: Snapshot::EMPTY,
     };
-    // Each decided canary: its outcome's index, its status before this tick, and a comment for
-    // its approval pull request.
-    let mut decided: Vec<(usize, &Canary, Option<Status>, Option<(u64, String)>)> = Vec::new();
+    let mut decided: Vec<Stepped<'_>> = Vec::new();
     // `commits: perTick`: the decisions waiting for the tick's one commit.
     let mut batch: Vec<(usize, &Canary, Uncommitted)> = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
@@ -458,6 +456,10 @@ fn decide_and_commit(
     done.snapshot = snapshot;
     Ok(done)
 }
+
+/// A decided canary: its outcome's index, its status before this tick, and a comment for its
+/// approval pull request (number, text).
+type Stepped<'a> = (usize, &'a Canary, Option<Status>, Option<(u64, String)>);
 
 /// The forge, when the repo has one and some canary waits for an approval this tick may find
 /// rejected, or has one merged whose merger must be read; `None` keeps idle ticks free of
@@ -655,7 +657,7 @@ fn step_canary(
             Some(approval::Merged::Refused {
                 waiting, reason, ..
             }),
-        ) => (refused(canary, waiting, &reason), Some(reason)),
+        ) => (refused(canary, *waiting, &reason), Some(reason)),
         (None, Some(approval::Merged::Approved { by, source })) => {
             approved = Some((by, source));
             (decide(canary, status.as_ref(), &obs, now), None)
