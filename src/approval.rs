@@ -10,6 +10,11 @@
 //! - after the push, [`keep_in_line`] pushes approval branches, opens pull requests, and closes
 //!   those left behind by canaries that moved on.
 //!
+//! - before deciding, [`merged`] says who merged the approval that put a status with
+//!   `clockFromMerge` on the main branch, and whether `forge.approvers` lets that login
+//!   approve: the decision's commit then records the approver (`Sluice-Approved-By`,
+//!   `Sluice-Approval`), or puts the waiting state back and the pull request gets a comment.
+//!
 //! It never commits or pushes the main branch. Problems are logged; they never stop the loop.
 
 use tracing::{info, warn};
@@ -46,6 +51,126 @@ pub struct Pending {
     pub canary: Canary,
     pub status: Status,
     pub previous: Option<Status>,
+    /// A comment to leave on an approval pull request once the tick's commits are pushed
+    /// (why its merge did not approve).
+    pub comment: Option<(u64, String)>,
+}
+
+/// What an approval merged into the main branch amounts to, read before deciding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Merged {
+    /// It approves: `by` merged it (`None` without a forge to ask), `source` is the pull
+    /// request's URL (the approval branch's name without a forge or pull request).
+    Approved { by: Option<String>, source: String },
+    /// `forge.approvers` does not let the merger approve: `waiting` (the status before the
+    /// merge) goes back on the main branch, and pull request `number` gets `reason`.
+    Refused {
+        waiting: Box<Status>,
+        number: Option<u64>,
+        reason: String,
+    },
+    /// The forge could not say who merged: decide nothing for this canary in this tick.
+    Unknown(String),
+}
+
+/// How many first-parent commits [`merged`] looks back for the status before the merge.
+const MERGE_LOOKBACK: usize = 500;
+
+/// The status on the main branch before the approval was merged: the newest first-parent
+/// ancestor of the head whose status file differs from the head's. Any merge method (merge
+/// commit, squash, rebase) leaves it there.
+fn status_before_merge(repo: &ConfigRepo, canary: &Canary) -> Option<Status> {
+    let path = status_file::path_for(&canary.id);
+    let head = repo.head();
+    let now = repo.read_file_at(head, &path).ok()?;
+    let mut at = head;
+    for _ in 0..MERGE_LOOKBACK {
+        at = repo.parent_of(at).ok()??;
+        let text = repo.read_file_at(at, &path).ok()?;
+        if text != now {
+            return status_file::parse(&text?).ok();
+        }
+    }
+    None
+}
+
+/// Whether `login` may approve under `forge.approvers` (empty: anyone who can merge).
+pub fn may_approve(approvers: &[String], login: &str) -> bool {
+    approvers.is_empty() || approvers.iter().any(|a| a.eq_ignore_ascii_case(login))
+}
+
+/// Before deciding a canary whose status came from a merged approval (`clockFromMerge`): who
+/// merged it, and whether that approves.
+pub fn merged(
+    repo: &ConfigRepo,
+    forge: Option<&Forge>,
+    runtime: &Runtime,
+    approvers: &[String],
+    canary: &Canary,
+) -> Merged {
+    let waiting = status_before_merge(repo, canary);
+    let branch = waiting.as_ref().and_then(|w| branch_for(canary, w));
+    let refuse = |number: Option<u64>, reason: String| match &waiting {
+        Some(w) => Merged::Refused {
+            waiting: Box::new(w.clone()),
+            number,
+            reason,
+        },
+        None => Merged::Unknown(format!(
+            "{reason}, and the status before the merge is not found"
+        )),
+    };
+    let (Some(forge), Some(branch)) = (forge, branch.as_ref()) else {
+        let source = branch.unwrap_or_else(|| "merge".to_string());
+        return if approvers.is_empty() {
+            Merged::Approved { by: None, source }
+        } else {
+            refuse(None, format!("the approval ({source}) was merged without a forge pull request to tell who merged it, and forge.approvers is set"))
+        };
+    };
+    let latest = match runtime.block_on(forge.latest_for_branch(branch)) {
+        Ok(latest) => latest.filter(|pr| pr.state == PrState::Merged),
+        Err(e) => return Merged::Unknown(format!("cannot read the approval pull request: {e}")),
+    };
+    let Some(pr) = latest else {
+        return if approvers.is_empty() {
+            Merged::Approved {
+                by: None,
+                source: branch.clone(),
+            }
+        } else {
+            refuse(None, format!("{branch} was merged without its pull request, so no forge login approved it, and forge.approvers is set"))
+        };
+    };
+    // Lists do not always say who merged (GitHub's never do): ask for the pull request itself.
+    let by = match runtime.block_on(forge.get(pr.number)) {
+        Ok(full) => full.merged_by,
+        Err(e) => return Merged::Unknown(format!("cannot read pull request #{}: {e}", pr.number)),
+    };
+    match by {
+        Some(login) if may_approve(approvers, &login) => Merged::Approved {
+            by: Some(login),
+            source: pr.url,
+        },
+        Some(login) => refuse(
+            Some(pr.number),
+            format!(
+                "{login} merged approval pull request #{}, but forge.approvers does not list {login}; the canary keeps waiting for an approver",
+                pr.number
+            ),
+        ),
+        None if approvers.is_empty() => Merged::Approved {
+            by: None,
+            source: pr.url,
+        },
+        None => refuse(
+            Some(pr.number),
+            format!(
+                "the forge does not say who merged approval pull request #{}, and forge.approvers is set; the canary keeps waiting for an approver",
+                pr.number
+            ),
+        ),
+    }
 }
 
 /// True while a canary holds for a human (or a confirm-* webhook).
@@ -145,6 +270,11 @@ pub fn keep_in_line(
     pending: &[Pending],
 ) {
     for p in pending {
+        if let (Some(forge), Some((number, text))) = (forge, &p.comment) {
+            if let Err(e) = runtime.block_on(forge.comment(*number, text)) {
+                warn!(canary = %p.canary.id, number, error = %e, "Cannot comment on the approval pull request");
+            }
+        }
         let result = if is_waiting(&p.status) {
             keep_branch(repo, runtime, forge, author, snapshot, p)
         } else {
@@ -171,19 +301,29 @@ fn keep_branch(
     };
     let status_path = status_file::path_for(&canary.id);
     let head = repo.head();
+    // Still waiting though the branch's pull request was merged: that merge did not approve
+    // (see [`merged`]). The change goes on a fresh commit on today's main, in a new pull request.
+    let latest = match forge {
+        Some(forge) => runtime.block_on(forge.latest_for_branch(&branch))?,
+        None => None,
+    };
+    let refused = latest
+        .as_ref()
+        .is_some_and(|pr| pr.state == PrState::Merged);
     // Up to date when the branch sits on a main whose status file still equals main's now.
     let current = repo.fetch_branch(&branch)?;
-    let up_to_date = match current {
-        Some(oid) => {
-            let parent_status = repo
-                .parent_of(oid)?
-                .map(|p| repo.read_file_at(p, &status_path))
-                .transpose()?
-                .flatten();
-            parent_status.is_some() && parent_status == repo.read_file_at(head, &status_path)?
-        }
-        None => false,
-    };
+    let up_to_date = !refused
+        && match current {
+            Some(oid) => {
+                let parent_status = repo
+                    .parent_of(oid)?
+                    .map(|p| repo.read_file_at(p, &status_path))
+                    .transpose()?
+                    .flatten();
+                parent_status.is_some() && parent_status == repo.read_file_at(head, &status_path)?
+            }
+            None => false,
+        };
     let mut approved = operate(
         canary,
         Some(status),
@@ -217,10 +357,7 @@ fn keep_branch(
     let base = repo.branch().to_string();
     // An existing pull request is left as it is: one closed without merging is read before
     // the next decision ([`rejection`]), which rolls back or holds as `forge.onClose` says.
-    if runtime
-        .block_on(forge.latest_for_branch(&branch))?
-        .is_some()
-    {
+    if latest.is_some() && !refused {
         return Ok(());
     }
     let before = (status.primary_weight, status.canary_weight);

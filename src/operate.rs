@@ -124,7 +124,11 @@ fn apply(
         crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;
     let changes = render::changes(&root, canary, &decision, &index)?;
     let who = format!("{} <{}>", manual.operator.name, manual.operator.email);
-    let commit = message::render(canary, &decision, Some((&who, manual.reason)));
+    let mut commit = message::render(canary, &decision, Some((&who, manual.reason)));
+    if manual.op == Operation::Approve {
+        // An approval from the command line: the operator (`--as`) is the approver.
+        commit = message::with_approval(commit, Some(&who), "cli");
+    }
     repo.commit_files(&changes, &commit, &manual.operator, None)?;
     info!(canary = %canary.id, operator = %who, "{}", commit.subject);
     let was_waiting = status.as_ref().is_some_and(approval::is_waiting);
@@ -132,6 +136,7 @@ fn apply(
         canary: canary.clone(),
         status: decision.status.clone(),
         previous: status.clone(),
+        comment: None,
     });
     Ok((commit.subject, left, settings.forge.clone()))
 }

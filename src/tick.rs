@@ -18,10 +18,10 @@ use jiff::Timestamp;
 use tracing::{info, warn};
 
 use crate::approval::{self, Pending};
-use crate::core::decide::{decide, Decision};
+use crate::core::decide::{decide, Action, Decision};
 use crate::core::observe::Observations;
 use crate::core::operate::Operation;
-use crate::core::status::{Phase, Status};
+use crate::core::status::{Gate, Phase, Status};
 use crate::forge::Forge;
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
@@ -374,8 +374,7 @@ fn decide_and_commit(
         pending: Vec::new(),
         snapshot: Snapshot::EMPTY,
     };
-    // Each decided canary: its outcome's index and its status before this tick.
-    let mut decided: Vec<(usize, &Canary, Option<Status>)> = Vec::new();
+    let mut decided: Vec<Stepped<'_>> = Vec::new();
     // `commits: perTick`: the decisions waiting for the tick's one commit.
     let mut batch: Vec<(usize, &Canary, Uncommitted)> = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
@@ -387,7 +386,26 @@ fn decide_and_commit(
             }
             _ => None,
         };
-        let stepped = step_canary(repo, &root, p, external, rejected, &author, &index, now);
+        let merged = p.status.as_ref().filter(|s| s.clock_from_merge).map(|_| {
+            approval::merged(
+                repo,
+                forge.as_ref(),
+                ctx.runtime,
+                &settings.approvers,
+                canary,
+            )
+        });
+        let comment = match &merged {
+            Some(approval::Merged::Refused {
+                number: Some(n),
+                reason,
+                ..
+            }) => Some((*n, format!("This merge did not approve: {reason}."))),
+            _ => None,
+        };
+        let stepped = step_canary(
+            repo, &root, p, external, rejected, merged, &author, &index, now,
+        );
         let outcome = match stepped {
             Ok((outcome, None)) => outcome,
             Ok((mut outcome, Some(change))) => match settings.commits {
@@ -415,19 +433,22 @@ fn decide_and_commit(
             Err(CanaryError::Git(e)) if e.is_transient() => return Err(TickError::Git(e)),
             Err(e) => failed(canary, &e),
         };
-        decided.push((done.report.outcomes.len(), canary, previous));
+        decided.push((done.report.outcomes.len(), canary, previous, comment));
         done.report.outcomes.push(outcome);
     }
     if !batch.is_empty() {
         commit_batch(repo, &author, batch, &mut done)?;
     }
-    for (i, canary, previous) in decided {
+    for (i, canary, previous, comment) in decided {
+        // The comment goes out only with a committed refusal, after the push.
+        let committed = done.report.outcomes[i].committed.is_some();
         if let Some(status) = &done.report.outcomes[i].status {
             if approval::is_waiting(status) || previous.as_ref().is_some_and(approval::is_waiting) {
                 done.pending.push(Pending {
                     canary: canary.clone(),
                     status: status.clone(),
                     previous,
+                    comment: comment.filter(|_| committed),
                 });
             }
         }
@@ -436,16 +457,23 @@ fn decide_and_commit(
     Ok(done)
 }
 
+/// A decided canary: its outcome's index, its status before this tick, and a comment for its
+/// approval pull request (number, text).
+type Stepped<'a> = (usize, &'a Canary, Option<Status>, Option<(u64, String)>);
+
 /// The forge, when the repo has one and some canary waits for an approval this tick may find
-/// rejected; `None` keeps idle ticks free of forge calls.
+/// rejected, or has one merged whose merger must be read; `None` keeps idle ticks free of
+/// forge calls.
 fn waiting_forge(
     prepared: &[Prepared<'_>],
     settings: &Settings,
     runtime: &Runtime,
 ) -> Option<Forge> {
-    let waiting = prepared
-        .iter()
-        .any(|p| p.status.as_ref().is_some_and(approval::is_waiting));
+    let waiting = prepared.iter().any(|p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| approval::is_waiting(s) || s.clock_from_merge)
+    });
     if waiting {
         approval::connect(settings.forge.as_ref(), runtime)
     } else {
@@ -580,6 +608,9 @@ fn live(repo: &ConfigRepo, canary: &Canary, external: &External) -> Result<bool,
 
 /// Decides one canary; its files and message come back uncommitted when the decision commits.
 /// `rejected`: its approval pull request was closed unmerged, so it rolls back instead.
+/// `merged`: what the merged approval on the main branch amounts to (see
+/// [`approval::merged`]): recorded in the commit, refused (the waiting state goes back), or
+/// not known yet (nothing is decided).
 #[allow(clippy::too_many_arguments)]
 fn step_canary(
     repo: &ConfigRepo,
@@ -587,6 +618,7 @@ fn step_canary(
     prepared: Prepared<'_>,
     external: External,
     rejected: Option<String>,
+    merged: Option<approval::Merged>,
     author: &Identity,
     index: &workload::Index,
     now: Timestamp,
@@ -610,9 +642,27 @@ fn step_canary(
             }
         }
     });
-    let (decision, operator) = match rollback {
-        Some((decision, reason)) => (decision, Some(reason)),
-        None => (decide(canary, status.as_ref(), &obs, now), None),
+    let mut approved = None;
+    let (decision, operator) = match (rollback, merged) {
+        (Some((decision, reason)), _) => (decision, Some(reason)),
+        (None, Some(approval::Merged::Unknown(why))) => {
+            warn!(canary = %canary.id, reason = %why, "Approval merged; waiting to learn who merged it");
+            match status.clone() {
+                Some(s) => (refusal_hold(s, why), None),
+                None => (decide(canary, None, &obs, now), None),
+            }
+        }
+        (
+            None,
+            Some(approval::Merged::Refused {
+                waiting, reason, ..
+            }),
+        ) => (refused(canary, *waiting, &reason), Some(reason)),
+        (None, Some(approval::Merged::Approved { by, source })) => {
+            approved = Some((by, source));
+            (decide(canary, status.as_ref(), &obs, now), None)
+        }
+        (None, None) => (decide(canary, status.as_ref(), &obs, now), None),
     };
     let outcome = CanaryOutcome {
         id: canary.id.to_string(),
@@ -628,11 +678,14 @@ fn step_canary(
     }
     let changes = render::changes(root, canary, &decision, index)?;
     let who = format!("{} <{}>", author.name, author.email);
-    let message = message::render(
+    let mut message = message::render(
         canary,
         &decision,
         operator.as_deref().map(|reason| (who.as_str(), reason)),
     );
+    if let (Some((by, source)), Action::ApprovalMerged) = (approved, &decision.action) {
+        message = message::with_approval(message, by.as_deref(), &source);
+    }
     Ok((
         outcome,
         Some(Uncommitted {
@@ -641,4 +694,36 @@ fn step_canary(
             decision,
         }),
     ))
+}
+
+/// A canary whose merged approval cannot be judged yet: nothing changes in this tick.
+fn refusal_hold(status: Status, why: String) -> Decision {
+    Decision {
+        action: Action::Hold,
+        status,
+        events: vec![why],
+        wake_at: None,
+        checks: Vec::new(),
+    }
+}
+
+/// The status a canary had before an approval it may not take was merged: it waits again
+/// (for the gate it waited for), and the route and workloads go back with it.
+fn refused(canary: &Canary, mut waiting: Status, reason: &str) -> Decision {
+    let action = match (waiting.phase, waiting.waiting_for) {
+        (Phase::Waiting, _) => Action::WaitRollout,
+        (_, gate) => Action::WaitApproval(gate.unwrap_or(Gate::TrafficIncrease)),
+    };
+    let event = format!(
+        "Approval of {}.{} refused: {reason}",
+        canary.id.name, canary.id.namespace
+    );
+    waiting.message = event.clone();
+    Decision {
+        action,
+        status: waiting,
+        events: vec![event],
+        wake_at: None,
+        checks: Vec::new(),
+    }
 }

@@ -30,6 +30,8 @@ struct Pr {
     body: String,
     open: bool,
     merged: bool,
+    /// The login that merged it (`None` until merged).
+    merged_by: Option<String>,
     comments: Vec<String>,
 }
 
@@ -56,8 +58,20 @@ struct ForgeFake {
     _runtime: tokio::runtime::Runtime,
 }
 
+/// GitHub list answers are `pull-request-simple`: no `merged_by` (nor `merged`).
+fn gh_list_json(p: &Pr) -> Json_ {
+    let mut v = gh_json(p);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("merged_by");
+        o.remove("merged");
+    }
+    v
+}
+
+/// A single pull (GitHub) or any pull answer (Gitea): `merged_by` is a user or `null`.
 fn gh_json(p: &Pr) -> Json_ {
     json!({
+        "merged_by": p.merged_by.as_ref().map(|l| json!({"login": l, "id": 7})),
         "number": p.number,
         "html_url": format!("https://forge.example/acme/fleet/pull/{}", p.number),
         "state": if p.open { "open" } else { "closed" },
@@ -82,6 +96,8 @@ fn gl_json(p: &Pr) -> Json_ {
         "target_branch": p.base,
         "source_project_id": 7,
         "target_project_id": 7,
+        "merge_user": p.merged_by.as_ref().map(|l| json!({"username": l, "id": 7})),
+        "merged_by": p.merged_by.as_ref().map(|l| json!({"username": l, "id": 7})),
     })
 }
 
@@ -139,6 +155,22 @@ impl ForgeFake {
         let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
         pr.open = open;
         pr.merged = merged;
+        pr.merged_by = merged.then(|| "octocat".to_string());
+    }
+
+    fn merged_by(&self, number: u64, login: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        (pr.open, pr.merged, pr.merged_by) = (false, true, Some(login.to_string()));
+    }
+
+    fn pr(&self, number: u64) -> Pr {
+        let prs = self.prs.lock().unwrap();
+        prs.list
+            .iter()
+            .find(|p| p.number == number)
+            .unwrap()
+            .clone()
     }
 
     fn settings(&self) -> String {
@@ -185,7 +217,10 @@ async fn list(
             "closed" => !p.open,
             _ => true,
         })
-        .map(|p| json_for(kind, p))
+        .map(|p| match kind {
+            Kind::GitHub => gh_list_json(p),
+            Kind::GitLab | Kind::Gitea => json_for(kind, p),
+        })
         .collect();
     Json(json!(items))
 }
@@ -210,6 +245,7 @@ async fn create(
         body: body[text].as_str().unwrap().to_string(),
         open: true,
         merged: false,
+        merged_by: None,
         comments: Vec::new(),
     };
     let out = json_for(kind, &pr);
@@ -293,11 +329,16 @@ struct World {
 
 impl World {
     fn new(kind: Kind) -> World {
+        World::with_forge(kind, "")
+    }
+
+    /// `extra`: more `forge` keys, e.g. `, approvers: [alice]`.
+    fn with_forge(kind: Kind, extra: &str) -> World {
         let fake = ForgeFake::start(kind);
         let tmp = tempfile::tempdir().unwrap();
         let config = format!(
             "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-            fake.settings()
+            fake.settings().replace("}\n", &format!("{extra}}}\n"))
         );
         let bare = seeded_remote(
             tmp.path(),
@@ -542,4 +583,149 @@ fn forge_fakes_on_close_hold_keeps_waiting() {
         "WaitingApproval",
         "onClose: hold keeps the canary waiting"
     );
+}
+
+/// The last commit on main: its subject and its trailers.
+fn last_commit(bare: &Path) -> (String, String) {
+    let subject = git(bare, &["log", "-1", "--format=%s", "main"]);
+    let trailers = git(bare, &["log", "-1", "--format=%(trailers)", "main"]);
+    (subject.trim().to_string(), trailers)
+}
+
+fn history_json(bare: &Path) -> Vec<Json_> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "history",
+            "shop/web",
+            "--dir",
+            &bare.display().to_string(),
+            "-o",
+            "json",
+        ])
+        .env("SLUICE_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
+    for kind in KINDS {
+        let mut w = World::new(kind);
+        w.tick();
+        let branch = w.branch();
+        merge(&w.human, &branch, "squash");
+        w.fake.merged_by(1, "carol");
+        w.now = Timestamp::now();
+        w.tick();
+        let url = w.fake.pr(1);
+        let url = json_for(kind, &url)[match kind {
+            Kind::GitLab => "web_url",
+            Kind::GitHub | Kind::Gitea => "html_url",
+        }]
+        .as_str()
+        .unwrap()
+        .to_string();
+        let (subject, trailers) = last_commit(&w.bare);
+        assert_eq!(
+            subject, "web: approval merged, step clock started",
+            "{kind:?}"
+        );
+        assert!(
+            trailers.contains("Sluice-Approved-By: carol\n")
+                && trailers.contains(&format!("Sluice-Approval: {url}\n")),
+            "{kind:?}: {trailers}"
+        );
+        let history = history_json(&w.bare);
+        let approved = history
+            .iter()
+            .find(|e| e["reason"] == "web: approval merged, step clock started")
+            .expect("the approval's entry");
+        assert_eq!(
+            (
+                approved["approvedBy"].as_str(),
+                approved["approval"].as_str()
+            ),
+            (Some("carol"), Some(url.as_str())),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
+    for kind in KINDS {
+        let mut w = World::with_forge(kind, ", approvers: [Alice]");
+        w.tick();
+        let branch = w.branch();
+        merge(&w.human, &branch, "squash");
+        w.fake.merged_by(1, "mallory");
+        assert_eq!(
+            w.status()["phase"],
+            "Promoting",
+            "the merge put the promotion on main"
+        );
+        w.now = Timestamp::now();
+        w.tick();
+        let s = w.status();
+        assert_eq!(
+            (
+                s["phase"].as_str(),
+                s["canaryWeight"].as_u64(),
+                s["clockFromMerge"].as_bool()
+            ),
+            (Some("WaitingApproval"), Some(60), None),
+            "{kind:?}: the canary keeps waiting, its route back where it was"
+        );
+        let (subject, trailers) = last_commit(&w.bare);
+        assert!(
+            subject.contains("waiting for approval of the promotion"),
+            "{kind:?}: {subject}"
+        );
+        assert!(
+            !trailers.contains("Sluice-Approved-By"),
+            "{kind:?}: {trailers}"
+        );
+        assert!(
+            trailers.contains("forge.approvers does not list mallory"),
+            "{kind:?}: {trailers}"
+        );
+        for _ in 0..3 {
+            w.tick();
+        }
+        let refused = w.fake.pr(1);
+        assert_eq!(
+            refused.comments.len(),
+            1,
+            "{kind:?}: one comment, not one a tick: {refused:?}"
+        );
+        assert!(
+            refused.comments[0].contains("This merge did not approve")
+                && refused.comments[0].contains("mallory"),
+            "{kind:?}: {refused:?}"
+        );
+        assert_eq!(w.status()["phase"], "WaitingApproval", "{kind:?}");
+        // A fresh pull request asks again; a listed login (any case) merging it approves.
+        assert_eq!(w.fake.count(), 2, "{kind:?}");
+        let again = w.fake.pr(2);
+        assert!(again.open && again.head == branch, "{kind:?}: {again:?}");
+        merge(&w.human, &branch, "merge");
+        w.fake.merged_by(2, "alice");
+        w.now = Timestamp::now();
+        w.tick();
+        let (subject, trailers) = last_commit(&w.bare);
+        assert_eq!(
+            subject, "web: approval merged, step clock started",
+            "{kind:?}"
+        );
+        assert!(
+            trailers.contains("Sluice-Approved-By: alice\n"),
+            "{kind:?}: {trailers}"
+        );
+    }
 }

@@ -134,6 +134,9 @@ fn approve_continues_a_step_waiting_for_approval_and_records_the_operator() {
         trailers.trim(),
         "Ada Ops|Ada Ops <ada@example.com>|dashboards look fine"
     );
+    // A command-line approval names its approver (the --as identity) and says `cli`.
+    let approval = git(&w.bare, &["log", "-1", "--format=%(trailers:key=Sluice-Approved-By,valueonly,separator=)|%(trailers:key=Sluice-Approval,valueonly,separator=)", "main"]);
+    assert_eq!(approval.trim(), "Ada Ops <ada@example.com>|cli");
     w.now = Timestamp::now();
     w.ticks(6);
     assert_eq!(status(&w.bare)["phase"], "Succeeded");
@@ -152,6 +155,8 @@ fn approve_continues_a_step_waiting_for_approval_and_records_the_operator() {
             .unwrap()
             .iter()
             .any(|e| e["operator"] == "Ada Ops <ada@example.com>"
+                && e["approvedBy"] == "Ada Ops <ada@example.com>"
+                && e["approval"] == "cli"
                 && e["reason"]
                     .as_str()
                     .unwrap()

@@ -4,8 +4,12 @@ use serde::Serialize;
 
 use crate::cli::repo::{open, SourceArgs};
 use crate::cli::Output;
+use crate::core::trailer::{parse_check_trailer, CheckKind};
 use crate::gitops::{local_history, trailer_group, HistoryEntry};
-use crate::render::message::{CANARY, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WEIGHTS};
+use crate::render::message::{
+    APPROVAL, APPROVED_BY, CANARY, CHECK, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP,
+    WEIGHTS,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,6 +38,67 @@ pub struct Entry {
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<String>,
+    /// Who approved (`Sluice-Approved-By`): a forge login, or the `--as` operator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// Where the approval came from (`Sluice-Approval`): a pull request URL, or `cli`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// The checks the decision judged (`Sluice-Check`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+}
+
+/// One `Sluice-Check` trailer, structured.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    pub name: String,
+    /// `metric` or `webhook`.
+    pub kind: &'static str,
+    /// The metric's value, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Instead of a value: `nodata`, `unobserved`, `error`, `NaN`, `+Inf`, `-Inf`; for a
+    /// webhook `ok`, `error` or `uncalled`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    pub passed: bool,
+}
+
+/// A `Sluice-Check` trailer as a [`Check`]; `None` when it does not follow the grammar.
+fn check(text: &str) -> Option<Check> {
+    let t = parse_check_trailer(text)?;
+    let number = |v: &str| v.parse::<f64>().ok().filter(|n| n.is_finite());
+    let value = match t.kind {
+        CheckKind::Metric => number(&t.value),
+        CheckKind::Webhook => None,
+    };
+    Some(Check {
+        kind: match t.kind {
+            CheckKind::Metric => "metric",
+            CheckKind::Webhook => "webhook",
+        },
+        outcome: value.is_none().then(|| t.value.clone()),
+        value,
+        min: t.min.as_deref().and_then(number),
+        max: t.max.as_deref().and_then(number),
+        passed: t.passed,
+        name: t.name,
+    })
+}
+
+/// Every value of one key in the canary's own trailer group, in order.
+fn trailers(e: &HistoryEntry, canary: &str, key: &str) -> Vec<String> {
+    trailer_group(&e.trailers, CANARY, canary)
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v.clone())
+        .collect()
 }
 
 /// A trailer of the canary's own group (a `commits: perTick` commit holds several canaries).
@@ -69,6 +134,12 @@ pub fn entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
                 revision: trailer(REVISION).unwrap_or_default(),
                 reason,
                 operator: trailer(OPERATOR),
+                approved_by: trailer(APPROVED_BY),
+                approval: trailer(APPROVAL),
+                checks: trailers(e, canary, CHECK)
+                    .iter()
+                    .filter_map(|t| check(t))
+                    .collect(),
             }
         })
         .collect();
@@ -102,7 +173,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 table.add_row([
                     e.time.clone(),
                     e.commit.clone(),
-                    e.operator.clone().unwrap_or_else(|| e.author.clone()),
+                    // The approver of an approval, else who operated, else the commit's author.
+                    e.approved_by
+                        .clone()
+                        .or_else(|| e.operator.clone())
+                        .unwrap_or_else(|| e.author.clone()),
                     e.phase.clone(),
                     e.step.clone(),
                     e.weights.clone(),

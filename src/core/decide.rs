@@ -12,6 +12,7 @@ use crate::model::{Canary, Strategy, Target, WebhookKind};
 use crate::observe::{MetricValue, Observations};
 use crate::schedule::{promotion_primary_weights, Pause, Step};
 use crate::status::{CheckRecord, Gate, Phase, Status};
+use crate::trailer::{CheckKind, Judged};
 
 /// What changed, for commit subjects and renderers.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +71,9 @@ pub struct Decision {
     pub events: Vec<String>,
     /// The earliest time deciding again may change something, if any.
     pub wake_at: Option<Timestamp>,
+    /// The checks (metrics, webhooks) this decision judged, in order; empty when it judged
+    /// none. The commit's `Sluice-Check` trailers; the status keeps the last judged ones.
+    pub checks: Vec<Judged>,
 }
 
 impl Decision {
@@ -173,6 +177,7 @@ fn hold(status: &Status, wake_at: Option<Timestamp>, why: String) -> Decision {
         status: status.clone(),
         events: vec![why],
         wake_at,
+        checks: Vec::new(),
     }
 }
 
@@ -189,6 +194,7 @@ pub(crate) fn change(
         status,
         events: vec![event],
         wake_at,
+        checks: Vec::new(),
     }
 }
 
@@ -427,11 +433,24 @@ pub(crate) fn rollback<R>(
         status: next,
         events: vec![format!("Canary failed! Scaling down {name}"), event],
         wake_at: None,
+        checks: Vec::new(),
     }
 }
 
-/// Judges the metrics and the `rollout` webhooks; returns the records and whether all passed.
-fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) {
+/// The records of judged checks, as the status keeps them.
+fn records(judged: &[Judged]) -> Vec<CheckRecord> {
+    judged.iter().map(|j| j.record.clone()).collect()
+}
+
+fn webhook(record: CheckRecord) -> Judged {
+    Judged {
+        kind: CheckKind::Webhook,
+        record,
+    }
+}
+
+/// Judges the metrics and the `rollout` webhooks; returns the checks and whether all passed.
+fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<Judged>, bool) {
     let mut records = Vec::new();
     for metric in &canary.analysis.metrics {
         let observed = obs.metrics.iter().find(|m| m.name == metric.name);
@@ -485,7 +504,10 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) 
                 }
             }
         };
-        records.push(record);
+        records.push(Judged {
+            kind: CheckKind::Metric,
+            record,
+        });
     }
     for hook in canary
         .analysis
@@ -501,16 +523,16 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<CheckRecord>, bool) 
             Some(Err(e)) => (false, e.clone()),
             None => (false, "not called".to_string()),
         };
-        records.push(CheckRecord {
+        records.push(webhook(CheckRecord {
             name: hook.name.clone(),
             value: None,
             min: None,
             max: None,
             passed,
             detail,
-        });
+        }));
     }
-    let all = records.iter().all(|r| r.passed);
+    let all = records.iter().all(|r| r.record.passed);
     (records, all)
 }
 
@@ -543,34 +565,39 @@ fn failed_summary(records: &[CheckRecord]) -> String {
 fn failed_check<R>(
     canary: &Canary<R>,
     status: &Status,
-    records: Vec<CheckRecord>,
+    judged: Vec<Judged>,
     now: Timestamp,
 ) -> Decision {
-    let summary = failed_summary(&records);
+    let summary = failed_summary(&records(&judged));
     let mut next = status.clone();
     next.failed_checks = next.failed_checks.saturating_add(1);
     next.last_failed_check = Some(now);
-    next.checks = records;
+    next.checks = records(&judged);
     let threshold = canary.analysis.threshold;
     if next.failed_checks >= threshold {
-        return rollback(
+        let mut decision = rollback(
             canary,
             &next,
             format!("failed checks threshold reached {threshold} ({summary})"),
             now,
         );
+        decision.checks = judged;
+        return decision;
     }
     let event = format!(
         "Halt {} advancement: {summary} (failed checks {}/{threshold})",
         dotted(canary),
         next.failed_checks
     );
-    change(
-        Action::FailedCheck,
-        next,
-        event,
-        Some(after(now, canary.analysis.interval)),
-    )
+    Decision {
+        checks: judged,
+        ..change(
+            Action::FailedCheck,
+            next,
+            event,
+            Some(after(now, canary.analysis.interval)),
+        )
+    }
 }
 
 /// Progressing and WaitingApproval: restart on a new revision, judge, then advance.
@@ -650,9 +677,9 @@ fn progressing<R>(
         );
     }
 
-    let (records, passed) = judge(canary, obs);
+    let (judged, passed) = judge(canary, obs);
     if !passed {
-        return failed_check(canary, status, records, now);
+        return failed_check(canary, status, judged, now);
     }
     let next_gate = next_gate(canary, status);
     let gate_open = match clock.pause_end {
@@ -681,18 +708,24 @@ fn progressing<R>(
         next.phase = Phase::WaitingApproval;
         next.phase_since = now;
         next.waiting_for = Some(gate);
-        next.checks = records;
-        return change(
-            Action::WaitApproval(gate),
-            next,
-            format!(
-                "Halt {name} advancement waiting for approval ({})",
-                gate_name(gate)
-            ),
-            Some(after(now, interval)),
-        );
+        next.checks = records(&judged);
+        return Decision {
+            checks: judged,
+            ..change(
+                Action::WaitApproval(gate),
+                next,
+                format!(
+                    "Halt {name} advancement waiting for approval ({})",
+                    gate_name(gate)
+                ),
+                Some(after(now, interval)),
+            )
+        };
     }
-    advance(canary, status, records, now)
+    Decision {
+        checks: judged.clone(),
+        ..advance(canary, status, records(&judged), now)
+    }
 }
 
 /// When the current step ends its pause.
@@ -817,7 +850,7 @@ fn start_analysis<R>(
             format!("{name} starts its analysis at the next interval"),
         );
     }
-    let mut records = Vec::new();
+    let mut judged = Vec::new();
     for hook in canary
         .analysis
         .webhooks
@@ -829,17 +862,17 @@ fn start_analysis<R>(
             .find(|o| o.name == hook.name)
             .map(|o| o.outcome.clone())
             .unwrap_or_else(|| Err("not called".into()));
-        records.push(CheckRecord {
+        judged.push(webhook(CheckRecord {
             name: hook.name.clone(),
             value: None,
             min: None,
             max: None,
             passed: outcome.is_ok(),
             detail: outcome.err().unwrap_or_else(|| "ok".into()),
-        });
+        }));
     }
-    if records.iter().any(|r| !r.passed) {
-        return failed_check(canary, status, records, now);
+    if judged.iter().any(|r| !r.record.passed) {
+        return failed_check(canary, status, judged, now);
     }
     let started = format!("Starting canary analysis for {name}");
     let mut decision = match &canary.analysis.strategy {
@@ -863,7 +896,10 @@ fn start_analysis<R>(
                     Some(after(now, canary.analysis.interval)),
                 )
             } else {
-                advance(canary, status, records, now)
+                Decision {
+                    checks: judged.clone(),
+                    ..advance(canary, status, records(&judged), now)
+                }
             }
         }
         Strategy::BlueGreen { iterations } | Strategy::AB { iterations, .. } => {
@@ -871,16 +907,19 @@ fn start_analysis<R>(
             next.iterations = 1;
             next.step_started = now;
             next.phase = Phase::Progressing;
-            next.checks = records;
-            change(
-                Action::AdvanceIteration {
-                    done: 1,
-                    of: *iterations,
-                },
-                next,
-                format!("Advance {name} canary iteration 1/{iterations}"),
-                Some(after(now, canary.analysis.interval)),
-            )
+            next.checks = records(&judged);
+            Decision {
+                checks: judged.clone(),
+                ..change(
+                    Action::AdvanceIteration {
+                        done: 1,
+                        of: *iterations,
+                    },
+                    next,
+                    format!("Advance {name} canary iteration 1/{iterations}"),
+                    Some(after(now, canary.analysis.interval)),
+                )
+            }
         }
     };
     if decision.commits() {

@@ -12,3 +12,4 @@ pub mod plan;
 mod route_state;
 pub mod schedule;
 pub mod status;
+pub mod trailer;

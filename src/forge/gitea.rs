@@ -7,7 +7,8 @@
 //!   here; the fallback when the endpoint above is missing (older Gitea, Forgejo) or answers
 //!   with a pull request that is not open
 //! - `POST /repos/{owner}/{repo}/pulls` `{head, base, title, body}`
-//! - `GET /repos/{owner}/{repo}/pulls/{index}`: `merged: bool`, `state` open/closed
+//! - `GET /repos/{owner}/{repo}/pulls/{index}`: `merged: bool`, `state` open/closed,
+//!   `merged_by.login` who merged
 //! - `POST /repos/{owner}/{repo}/issues/{index}/comments` `{body}`
 //! - `PATCH /repos/{owner}/{repo}/pulls/{index}` `{state: "closed"}`
 //!
@@ -41,8 +42,16 @@ struct Pull {
     state: String,
     #[serde(default)]
     merged: bool,
+    /// Who merged; `null` until merged (list and single answers alike).
+    #[serde(default)]
+    merged_by: Option<User>,
     head: Ref,
     base: Ref,
+}
+
+#[derive(Debug, Deserialize)]
+struct User {
+    login: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +93,7 @@ impl Gitea {
             state,
             head: p.head.name,
             base: p.base.name,
+            merged_by: p.merged_by.map(|u| u.login),
         })
     }
 

@@ -3,7 +3,8 @@
 //! Endpoints (relative to `apiUrl`: `https://api.github.com`, or `https://HOST/api/v3`):
 //! - `GET /repos/{owner}/{repo}/pulls?state=open&head={owner}:{branch}&base={base}`
 //! - `POST /repos/{owner}/{repo}/pulls` `{title, head, base, body}`
-//! - `GET /repos/{owner}/{repo}/pulls/{n}`: merged when `merged_at` is set (or `merged: true`)
+//! - `GET /repos/{owner}/{repo}/pulls/{n}`: merged when `merged_at` is set (or `merged: true`);
+//!   `merged_by.login` says who merged (list answers do not carry `merged_by`)
 //! - `POST /repos/{owner}/{repo}/issues/{n}/comments` `{body}` (pull requests are issues)
 //! - `PATCH /repos/{owner}/{repo}/pulls/{n}` `{state: "closed"}`
 //!
@@ -38,8 +39,16 @@ struct Pull {
     /// Only in single-pull answers; lists carry `merged_at` alone.
     #[serde(default)]
     merged: Option<bool>,
+    /// Only in single-pull answers (lists are `pull-request-simple`); `null` until merged.
+    #[serde(default)]
+    merged_by: Option<User>,
     head: Ref,
     base: Ref,
+}
+
+#[derive(Debug, Deserialize)]
+struct User {
+    login: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +83,7 @@ impl GitHub {
             state,
             head: p.head.name,
             base: p.base.name,
+            merged_by: p.merged_by.map(|u| u.login),
         })
     }
 
@@ -246,6 +256,7 @@ mod tests {
             state: state.into(),
             merged_at: merged_at.map(str::to_string),
             merged,
+            merged_by: None,
             head: Ref { name: "h".into() },
             base: Ref { name: "b".into() },
         };

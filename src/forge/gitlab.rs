@@ -5,7 +5,8 @@
 //! - `GET /projects/:id/merge_requests?state=opened&source_branch=..&target_branch=..`
 //! - `POST /projects/:id/merge_requests` `{source_branch, target_branch, title, description}`
 //! - `GET /projects/:id/merge_requests/:iid`: `state` is `opened`, `closed`, `locked` or
-//!   `merged`; the number humans see is `iid`, the page `web_url`
+//!   `merged`; the number humans see is `iid`, the page `web_url`; who merged is
+//!   `merge_user.username` (older GitLab: the deprecated `merged_by.username`)
 //! - `POST /projects/:id/merge_requests/:iid/notes` `{body}`
 //! - `PUT /projects/:id/merge_requests/:iid` `{state_event: "close"}`
 //!
@@ -41,6 +42,16 @@ struct MergeRequest {
     source_project_id: Option<u64>,
     #[serde(default)]
     target_project_id: Option<u64>,
+    /// Who merged (GitLab 14.7+); `merged_by` is its deprecated older spelling.
+    #[serde(default)]
+    merge_user: Option<User>,
+    #[serde(default)]
+    merged_by: Option<User>,
+}
+
+#[derive(Debug, Deserialize)]
+struct User {
+    username: String,
 }
 
 impl MergeRequest {
@@ -89,6 +100,7 @@ impl GitLab {
             state,
             head: mr.source_branch,
             base: mr.target_branch,
+            merged_by: mr.merge_user.or(mr.merged_by).map(|u| u.username),
         })
     }
 

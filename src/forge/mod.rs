@@ -47,6 +47,10 @@ pub struct PullRequest {
     pub head: String,
     /// Target branch.
     pub base: String,
+    /// The forge login of who merged it, when the answer says (GitHub: `merged_by.login`, only
+    /// in single-pull answers, so read it with [`Forge::get`]; GitLab: `merge_user.username`,
+    /// else the deprecated `merged_by.username`; Gitea: `merged_by.login`).
+    pub merged_by: Option<String>,
 }
 
 /// What sluice was doing when a forge call failed; part of every [`ForgeError`].

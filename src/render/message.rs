@@ -3,6 +3,7 @@
 
 use crate::core::decide::{fmt_num, Action, Decision};
 use crate::core::status::{Gate, Status};
+use crate::core::trailer::check_trailer;
 use crate::gitops::CommitMessage;
 use crate::spec::model::{Canary, Strategy, Target};
 
@@ -12,6 +13,13 @@ pub const PHASE: &str = "Sluice-Phase";
 pub const STEP: &str = "Sluice-Step";
 pub const WEIGHTS: &str = "Sluice-Weights";
 pub const REVISION: &str = "Sluice-Revision";
+/// One per check the decision judged; the value is [`crate::core::trailer::check_trailer`]'s.
+pub const CHECK: &str = "Sluice-Check";
+/// On the commit that records an approval: the forge login of who merged the approval pull
+/// request, or the operator (`--as`) of `sluice approve`.
+pub const APPROVED_BY: &str = "Sluice-Approved-By";
+/// Where the approval came from: the pull request's URL, or `cli`.
+pub const APPROVAL: &str = "Sluice-Approval";
 pub const OPERATOR: &str = "Sluice-Operator";
 pub const REASON: &str = "Sluice-Reason";
 /// In a commit holding several canaries' decisions (`commits: perTick`): the canary's own
@@ -143,6 +151,9 @@ pub fn render(
             crate::core::model::short_revision(&revision).to_string(),
         ),
     ];
+    for check in &decision.checks {
+        trailers.push((CHECK.to_string(), check_trailer(check)));
+    }
     if let Some((who, why)) = operator {
         trailers.push((OPERATOR.to_string(), who.to_string()));
         trailers.push((REASON.to_string(), why.replace('\n', " ")));
@@ -152,6 +163,24 @@ pub fn render(
         body,
         trailers,
     }
+}
+
+/// Who approved and where: the `Sluice-Approved-By` and `Sluice-Approval` trailers, put
+/// before `Sluice-Operator` (so they stay in the canary's trailer group). `by` is `None`
+/// only when the approval's merger cannot be known (no forge configured).
+pub fn with_approval(mut message: CommitMessage, by: Option<&str>, source: &str) -> CommitMessage {
+    let at = message
+        .trailers
+        .iter()
+        .position(|(k, _)| k == OPERATOR)
+        .unwrap_or(message.trailers.len());
+    let mut add = Vec::new();
+    if let Some(by) = by {
+        add.push((APPROVED_BY.to_string(), by.replace('\n', " ")));
+    }
+    add.push((APPROVAL.to_string(), source.replace('\n', " ")));
+    message.trailers.splice(at..at, add);
+    message
 }
 
 /// One commit message for several canaries' decisions (`commits: perTick`). The body has a

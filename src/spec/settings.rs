@@ -8,7 +8,7 @@ use crate::spec::model::{RepoPath, SyncTarget};
 use crate::spec::sync::read_sync_target;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node};
-use crate::yaml::reader::{join, Reader};
+use crate::yaml::reader::{index, join, Reader};
 
 /// Where the settings live, relative to the repo root.
 pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
@@ -43,6 +43,10 @@ pub struct Settings {
     pub forge: Option<ForgeSettings>,
     /// What closing an approval pull request without merging does (`forge.onClose`).
     pub on_close: OnClose,
+    /// Forge logins whose merge of an approval pull request approves (`forge.approvers`;
+    /// compared ignoring ASCII case, as forges treat logins). Empty: anyone the forge lets
+    /// merge. Logins only: a `org/team` entry is an error, teams are not resolved.
+    pub approvers: Vec<String>,
     /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
     /// outputs; a native canary's `spec.sync` overrides it, Flagger canaries always use it.
     pub sync: Option<SyncTarget>,
@@ -76,6 +80,7 @@ impl Default for Settings {
             notifications: Vec::new(),
             forge: None,
             on_close: OnClose::Rollback,
+            approvers: Vec::new(),
             sync: None,
             commits: CommitMode::PerCanary,
         }
@@ -217,6 +222,9 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
                     ),
                     None => {}
                 }
+            }
+            if let Some(v) = n.get("approvers") {
+                settings.approvers = read_approvers(&mut r, v);
             }
         }
         if let Some(n) = root.get("sync") {
@@ -377,7 +385,39 @@ pub struct ForgeSettings {
     pub repository: String,
 }
 
-const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository", "onClose"];
+const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository", "onClose", "approvers"];
+
+/// `forge.approvers`: a list of forge logins. Teams (`org/team`) are refused rather than
+/// silently never matching: sluice does not resolve team membership.
+fn read_approvers(r: &mut Reader, n: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(items) = r.seq(n, "forge.approvers") else {
+        return out;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let path = index("forge.approvers", i);
+        let Some(login) = r.string(item, &path) else {
+            continue;
+        };
+        let login = login.trim().to_string();
+        if login.is_empty() || login.contains(char::is_whitespace) {
+            r.error(
+                item.line,
+                &path,
+                format!("expected a forge login, found {login:?}"),
+            );
+        } else if login.contains('/') {
+            r.error(
+                item.line,
+                &path,
+                format!("expected a forge login, found {login:?}: teams are not supported, list the logins"),
+            );
+        } else {
+            out.push(login);
+        }
+    }
+    out
+}
 
 fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
     r.map(n, "forge", FORGE_KEYS)?;
@@ -834,8 +874,41 @@ mod tests {
             errs,
             vec![
                 ".sluice/config.yaml:5: forge.apiURL: unknown field (did you mean \"apiUrl\"?); \
-                 expected one of: kind, apiUrl, repository, onClose"
+                 expected one of: kind, apiUrl, repository, onClose, approvers"
             ]
+        );
+    }
+
+    #[test]
+    fn forge_approvers_are_logins_and_bad_entries_name_their_line() {
+        let parse = |text: &str| {
+            parse_settings(
+                SETTINGS_PATH,
+                &format!("{HEAD}forge:\n  kind: github\n  repository: a/b\n{text}"),
+            )
+        };
+        assert_eq!(parse("").unwrap().approvers, Vec::<String>::new());
+        assert_eq!(
+            parse("  approvers: [alice, Bob]\n").unwrap().approvers,
+            vec!["alice".to_string(), "Bob".to_string()]
+        );
+        let errs: Vec<String> = parse("  approvers:\n    - alice\n    - acme/release\n")
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            vec![".sluice/config.yaml:8: forge.approvers[1]: expected a forge login, found \"acme/release\": teams are not supported, list the logins"]
+        );
+        let errs: Vec<String> = parse("  approvers: alice\n")
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            errs[0].starts_with(".sluice/config.yaml:6: forge.approvers: expected"),
+            "{errs:?}"
         );
     }
 }

@@ -184,6 +184,56 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
             promoted.contains("request-success-rate 100 (min 99) pass"),
             "{promoted}"
         );
+        // The same checks, machine-readable: one Sluice-Check trailer each.
+        let trailers = |grep: &str| {
+            git(
+                &bare,
+                &[
+                    "log",
+                    "-1",
+                    "--format=%(trailers:key=Sluice-Check,valueonly)",
+                    &format!("--grep={grep}"),
+                    "main",
+                ],
+            )
+        };
+        let checks = trailers("podinfo: promote");
+        let lines: Vec<&str> = checks.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(lines.len(), 2, "{checks}");
+        assert_eq!(lines[0], "request-success-rate=100 min=99 pass");
+        assert!(
+            lines[1].starts_with("request-duration=") && lines[1].ends_with(" max=500 pass"),
+            "{checks}"
+        );
+        assert!(
+            trailers("faulty: roll back").starts_with("request-success-rate=80 min=99 fail\n"),
+            "{}",
+            trailers("faulty: roll back")
+        );
+        let history = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "history",
+                "test/faulty",
+                "--dir",
+                &bare.display().to_string(),
+                "-o",
+                "json",
+            ])
+            .env("SLUICE_LOG", "error")
+            .output()
+            .unwrap();
+        let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+        let rollback_entry = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["phase"] == "Failed")
+            .expect("the rollback's entry");
+        assert_eq!(
+            rollback_entry["checks"][0],
+            serde_json::json!({"name": "request-success-rate", "kind": "metric", "value": 80.0, "min": 99.0, "passed": false}),
+            "{rollback_entry}"
+        );
 
         // A new podinfo revision; Prometheus stops mid-analysis: failed checks, then rollback.
         human_commit(
@@ -217,5 +267,20 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
             ],
         );
         assert!(last.contains("request-success-rate query failed"), "{last}");
+        let last_checks = git(
+            &bare,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Sluice-Check,valueonly)",
+                "main",
+                "--",
+                ".sluice/status/test/podinfo.yaml",
+            ],
+        );
+        assert!(
+            last_checks.starts_with("request-success-rate=error min=99 fail\n"),
+            "{last_checks}"
+        );
     });
 }

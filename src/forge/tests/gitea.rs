@@ -34,6 +34,8 @@ impl GiteaFake {
             "merged": pr.state == FakeState::Merged,
             "merged_at": (pr.state == FakeState::Merged).then_some("2024-05-01T12:00:00Z"),
             "mergeable": true,
+            "merged_by": (pr.state == FakeState::Merged)
+                .then(|| json!({"id": 77, "login": MERGER, "full_name": "Release Captain"})),
             "created_at": "2024-05-01T10:00:00Z",
             "head": branch(&pr.head),
             "base": branch(&pr.base),

@@ -41,6 +41,11 @@ impl GitHubFake {
             // Only the single-pull answer has `merged`; lists carry `merged_at` alone.
             v["merged"] = json!(pr.state == FakeState::Merged);
             v["mergeable"] = Value::Null;
+            // So is `merged_by` (a simple-user object, `null` until merged).
+            v["merged_by"] = match pr.state {
+                FakeState::Merged => json!({"login": MERGER, "id": 77, "type": "User"}),
+                FakeState::Open | FakeState::Closed => Value::Null,
+            };
         }
         v
     }

@@ -25,6 +25,7 @@ impl GitLabFake {
             FakeState::Merged => "merged",
             FakeState::Closed => "closed",
         };
+        let merged = pr.state == FakeState::Merged;
         json!({
             "id": 100_000 + pr.number,
             "iid": pr.number,
@@ -41,6 +42,8 @@ impl GitLabFake {
             "target_project_id": 4711,
             "draft": false,
             "merge_status": "can_be_merged",
+            "merge_user": merged.then(|| json!({"id": 77, "username": MERGER, "name": "Release Captain"})),
+            "merged_by": merged.then(|| json!({"id": 77, "username": MERGER, "name": "Release Captain"})),
             "web_url": format!("https://gitlab.com/{PROJECT_PATH}/-/merge_requests/{}", pr.number),
         })
     }

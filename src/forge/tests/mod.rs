@@ -29,6 +29,8 @@ pub fn client(token: Option<&str>) -> ForgeClient {
     ForgeClient::new(token.map(ForgeToken::new)).unwrap()
 }
 pub const HEAD: &str = "sluice/prod/podinfo/3";
+/// The login every fake reports as the merger of a merged pull request.
+pub const MERGER: &str = "release-captain";
 pub const BASE: &str = "main";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -434,6 +436,7 @@ pub async fn merged_after_merge(h: &Harness) {
     assert_eq!(got.state, PrState::Merged);
     assert_eq!(got.number, pr.number);
     assert_eq!(got.url, pr.url);
+    assert_eq!(got.merged_by.as_deref(), Some(MERGER), "who merged");
     assert_eq!(h.forge.find_open(HEAD, BASE).await.unwrap(), None);
     let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
     assert_eq!((latest.number, latest.state), (pr.number, PrState::Merged));
