@@ -18,6 +18,7 @@ use crate::core::operate::{operate, Operation};
 use crate::core::status::{Gate, Phase, Status};
 use crate::forge::{Forge, PrState};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::render::replay::{By, Record};
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::model::Canary;
@@ -199,11 +200,12 @@ fn keep_branch(
         let root = repo.root().to_path_buf();
         let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
         let changes: Vec<FileChange> = render::changes(&root, canary, &approved, &index)?;
-        let msg = message::render(
+        let mut msg = message::render(
             canary,
             &approved,
             Some(("pull request", "approved by merging")),
         );
+        msg.trailers.push(approval_record(status).trailer());
         let time = git2::Time::new(status.phase_since.as_second(), 0);
         let oid = repo.commit_on(head, &changes, &msg, author, Some(time))?;
         repo.push_approval_branch(&branch, oid)?;
@@ -244,6 +246,24 @@ fn keep_branch(
     ))?;
     info!(canary = %canary.id, url = %pr.url, "Approval pull request opened");
     Ok(())
+}
+
+/// What `sluice audit` needs to make an approval branch's commit again (see [`keep_branch`]).
+fn approval_record(status: &Status) -> Record {
+    let mut record = Record::operated(
+        Operation::Approve,
+        "approved by merging the pull request",
+        "pull request",
+        "approved by merging",
+        status.phase_since,
+    );
+    if let By::Operate {
+        clock_from_merge, ..
+    } = &mut record.by
+    {
+        *clock_from_merge = true;
+    }
+    record
 }
 
 fn branch_step(branch: &str) -> String {

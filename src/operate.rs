@@ -14,6 +14,7 @@ use tracing::info;
 use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
+use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::settings::ForgeSettings;
@@ -124,7 +125,9 @@ fn apply(
         crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;
     let changes = render::changes(&root, canary, &decision, &index)?;
     let who = format!("{} <{}>", manual.operator.name, manual.operator.email);
-    let commit = message::render(canary, &decision, Some((&who, manual.reason)));
+    let mut commit = message::render(canary, &decision, Some((&who, manual.reason)));
+    let record = Record::operated(manual.op, manual.reason, &who, manual.reason, now);
+    commit.trailers.push(record.trailer());
     repo.commit_files(&changes, &commit, &manual.operator, None)?;
     info!(canary = %canary.id, operator = %who, "{}", commit.subject);
     let was_waiting = status.as_ref().is_some_and(approval::is_waiting);

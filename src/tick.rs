@@ -27,6 +27,7 @@ use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
 use crate::observe::{External, Observer, Request};
+use crate::render::replay::Record;
 use crate::render::{self, message, status_file, RenderError};
 use crate::runtime::Runtime;
 use crate::spec::model::{Canary, CanaryId};
@@ -610,9 +611,17 @@ fn step_canary(
             }
         }
     });
-    let (decision, operator) = match rollback {
-        Some((decision, reason)) => (decision, Some(reason)),
-        None => (decide(canary, status.as_ref(), &obs, now), None),
+    let who = format!("{} <{}>", author.name, author.email);
+    let (decision, operator, record) = match rollback {
+        Some((decision, reason)) => {
+            let record = Record::operated(Operation::Abort, &reason, &who, &reason, now);
+            (decision, Some(reason), record)
+        }
+        None => (
+            decide(canary, status.as_ref(), &obs, now),
+            None,
+            Record::decided(&obs, now),
+        ),
     };
     let outcome = CanaryOutcome {
         id: canary.id.to_string(),
@@ -627,12 +636,12 @@ fn step_canary(
         return Ok((outcome, None));
     }
     let changes = render::changes(root, canary, &decision, index)?;
-    let who = format!("{} <{}>", author.name, author.email);
-    let message = message::render(
+    let mut message = message::render(
         canary,
         &decision,
         operator.as_deref().map(|reason| (who.as_str(), reason)),
     );
+    message.trailers.push(record.trailer());
     Ok((
         outcome,
         Some(Uncommitted {
