@@ -111,7 +111,10 @@ fn hand_edit(
     files: &[(&str, Option<&str>)],
     message: impl FnOnce(&str) -> String,
 ) -> (PathBuf, String) {
-    let copy = dir.join(format!("edited-{}.git", &sha[..8]));
+    let n = (0..)
+        .find(|n| !dir.join(format!("edited-{n}.git")).exists())
+        .unwrap();
+    let copy = dir.join(format!("edited-{n}.git"));
     git(
         dir,
         &[
@@ -122,7 +125,7 @@ fn hand_edit(
             &copy.display().to_string(),
         ],
     );
-    let index = dir.join(format!("index-{}", &sha[..8]));
+    let index = dir.join(format!("index-{n}"));
     let with_index = |args: &[&str]| -> String {
         let out = Command::new("git")
             .args(args)
@@ -307,6 +310,27 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
     );
     let report = reports_exactly(&copy, &edited, "files");
     assert_eq!(report["findings"][0]["file"], ROUTE_FILE, "{report:#}");
+    // The other outputs say the same, and the same history always gives the same verdict.
+    let dir = copy.display().to_string();
+    let (code, github, _) = sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
+    assert_eq!(code, 1);
+    assert!(
+        github.starts_with(&format!(
+            "::error file={ROUTE_FILE},title=sluice audit::{} prod/podinfo: ",
+            &edited[..12]
+        )),
+        "{github}"
+    );
+    let (code, table, _) = sluice(&["audit", "--dir", &dir]);
+    assert_eq!(code, 1);
+    assert!(
+        table.contains("COMMIT") && table.contains(&edited[..12]),
+        "{table}"
+    );
+    assert_eq!(sluice(&["audit", "--dir", &dir]).1, table);
+    // Another canary's audit finds nothing here.
+    let (code, other, _) = sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
+    assert_eq!(code, 0, "{other}");
     // A human commit on top that edits the weights: not sluice's, and it changes its file.
     w.human_writes(ROUTE_FILE, &edited_route, "more traffic to the canary");
     let top = line(&w.bare).pop().unwrap().0;
@@ -333,6 +357,21 @@ fn audit_replays_a_rollback_and_reports_a_status_file_edited_by_hand() {
     );
     let report = reports_exactly(&copy, &sha, "files");
     assert_eq!(report["findings"][0]["file"], STATUS_FILE, "{report:#}");
+    // A commit written before the replay record (format 1) is listed, not reported.
+    let (copy, sha) = hand_edit(&w.bare, tmp.path(), &last, &[], |m| {
+        m.lines()
+            .filter(|l| !l.starts_with("Sluice-Replay: "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let (code, report) = audit(&copy);
+    assert_eq!(report["findings"], Json::Array(vec![]), "{report:#}");
+    assert_eq!(
+        report["notReplayable"][0]["commit"],
+        sha.as_str(),
+        "{report:#}"
+    );
+    assert_eq!(code, 0);
 }
 
 #[test]
@@ -474,6 +513,16 @@ fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trail
     );
     let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &approval, &[], without_trailers);
     reports_exactly(&copy, &sha, "foreign");
+    // From format 3 on (the approver trailers), an approval must name its approver.
+    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &approval, &[], |m| {
+        m.replace("{\"format\":2,", "{\"format\":3,")
+    });
+    let report = reports_exactly(&copy, &sha, "approver");
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
 }
 
 /// Merges an approval branch into main the way `how` says, as a human on a forge would.

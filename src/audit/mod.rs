@@ -313,7 +313,7 @@ impl<'r> Audit<'r, '_> {
                 },
                 ..record
             };
-            let Ok(replayed) = replay_one(&parent, canary, &record) else {
+            let Ok(replayed) = replay_one(&parent, &canaries, canary, &record) else {
                 return Ok(false);
             };
             for change in replayed.changes {
@@ -399,7 +399,7 @@ impl<'r> Audit<'r, '_> {
                 );
                 return Ok(());
             };
-            match replay_one(&parent, canary, record) {
+            match replay_one(&parent, &canaries, canary, record) {
                 Ok(replayed) => {
                     self.report.replayed += 1;
                     self.approver(oid, id, trailers, record, &replayed);
@@ -595,14 +595,20 @@ struct Problem {
 }
 
 /// Makes one canary's decision again on the parent, as the record says it was made.
-fn replay_one(parent: &Parent, canary: &Canary, record: &Record) -> Result<Replayed, Problem> {
+fn replay_one(
+    parent: &Parent,
+    canaries: &[Canary],
+    canary: &Canary,
+    record: &Record,
+) -> Result<Replayed, Problem> {
     let status_path = status_file::path_for(&canary.id);
     let status =
         status_file::read(&parent.root, &canary.id, read_bounded).map_err(|m| Problem {
             file: status_path.clone(),
             message: format!("the status at the parent does not read: {m}"),
         })?;
-    let outputs = [canary.output.as_str()];
+    // Every canary's output folder, as the tick leaves them out of source lookups.
+    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
     let index = workload::Index::new(&parent.snapshot, &outputs);
     let record_problem = |e: replay::RecordError| Problem {
         file: REPLAY.to_string(),
