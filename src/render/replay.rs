@@ -268,7 +268,7 @@ mod tests {
             metrics: vec![
                 MetricObservation {
                     name: "request-success-rate".into(),
-                    value: MetricValue::Value(99.93000000000001),
+                    value: MetricValue::Value(0.1 + 0.2),
                 },
                 MetricObservation {
                     name: "latency".into(),
