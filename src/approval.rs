@@ -23,12 +23,14 @@ use crate::core::operate::{operate, Operation};
 use crate::core::status::{Gate, Phase, Status};
 use crate::forge::{Forge, PrState};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::render::replay::{By, Record};
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::model::Canary;
 use crate::spec::settings::{ForgeSettings, OnClose};
 use crate::workload;
 use crate::yaml::snapshot::Snapshot;
+use git2::Oid;
 
 /// Why an approval branch or pull request could not be kept in line; logged, never fatal.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +61,8 @@ pub struct Pending {
 /// What an approval merged into the main branch amounts to, read before deciding.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Merged {
-    /// It approves: `by` merged it (`None` without a forge to ask), `source` is the pull
+    /// It approves: `by` merged it (without a forge to ask, git's committer of the merge as
+    /// `Name <email>`, unverified), `source` is the pull
     /// request's URL (the approval branch's name without a forge or pull request).
     Approved { by: Option<String>, source: String },
     /// `forge.approvers` does not let the merger approve: `waiting` (the status before the
@@ -79,19 +82,27 @@ const MERGE_LOOKBACK: usize = 500;
 /// The status on the main branch before the approval was merged: the newest first-parent
 /// ancestor of the head whose status file differs from the head's. Any merge method (merge
 /// commit, squash, rebase) leaves it there.
-fn status_before_merge(repo: &ConfigRepo, canary: &Canary) -> Option<Status> {
+fn status_before_merge(repo: &ConfigRepo, canary: &Canary) -> Option<(Status, Oid)> {
     let path = status_file::path_for(&canary.id);
     let head = repo.head();
     let now = repo.read_file_at(head, &path).ok()?;
     let mut at = head;
     for _ in 0..MERGE_LOOKBACK {
+        let child = at;
         at = repo.parent_of(at).ok()??;
         let text = repo.read_file_at(at, &path).ok()?;
         if text != now {
-            return status_file::parse(&text?).ok();
+            return status_file::parse(&text?).ok().map(|s| (s, child));
         }
     }
     None
+}
+
+/// Without a forge pull request to ask, the approver is whoever git says committed the
+/// merge (or the squashed or cherry-picked commit): `Name <email>`, unverified.
+fn committer(repo: &ConfigRepo, merge: Option<Oid>) -> Option<String> {
+    let who = repo.committer_of(merge?).ok()?;
+    Some(format!("{} <{}>", who.name, who.email))
 }
 
 /// Whether `login` may approve under `forge.approvers` (empty: anyone who can merge).
@@ -108,7 +119,10 @@ pub fn merged(
     approvers: &[String],
     canary: &Canary,
 ) -> Merged {
-    let waiting = status_before_merge(repo, canary);
+    let (waiting, merge) = match status_before_merge(repo, canary) {
+        Some((status, merge)) => (Some(status), Some(merge)),
+        None => (None, None),
+    };
     let branch = waiting.as_ref().and_then(|w| branch_for(canary, w));
     let refuse = |number: Option<u64>, reason: String| match &waiting {
         Some(w) => Merged::Refused {
@@ -123,7 +137,10 @@ pub fn merged(
     let (Some(forge), Some(branch)) = (forge, branch.as_ref()) else {
         let source = branch.unwrap_or_else(|| "merge".to_string());
         return if approvers.is_empty() {
-            Merged::Approved { by: None, source }
+            Merged::Approved {
+                by: committer(repo, merge),
+                source,
+            }
         } else {
             refuse(None, format!("the approval ({source}) was merged without a forge pull request to tell who merged it, and forge.approvers is set"))
         };
@@ -135,7 +152,7 @@ pub fn merged(
     let Some(pr) = latest else {
         return if approvers.is_empty() {
             Merged::Approved {
-                by: None,
+                by: committer(repo, merge),
                 source: branch.clone(),
             }
         } else {
@@ -339,11 +356,12 @@ fn keep_branch(
         let root = repo.root().to_path_buf();
         let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
         let changes: Vec<FileChange> = render::changes(&root, canary, &approved, &index)?;
-        let msg = message::render(
+        let mut msg = message::render(
             canary,
             &approved,
             Some(("pull request", "approved by merging")),
         );
+        msg.trailers.push(approval_record(status).trailer());
         let time = git2::Time::new(status.phase_since.as_second(), 0);
         let oid = repo.commit_on(head, &changes, &msg, author, Some(time))?;
         repo.push_approval_branch(&branch, oid)?;
@@ -381,6 +399,24 @@ fn keep_branch(
     ))?;
     info!(canary = %canary.id, url = %pr.url, "Approval pull request opened");
     Ok(())
+}
+
+/// What `sluice audit` needs to make an approval branch's commit again (see [`keep_branch`]).
+fn approval_record(status: &Status) -> Record {
+    let mut record = Record::operated(
+        Operation::Approve,
+        "approved by merging the pull request",
+        "pull request",
+        "approved by merging",
+        status.phase_since,
+    );
+    if let By::Operate {
+        clock_from_merge, ..
+    } = &mut record.by
+    {
+        *clock_from_merge = true;
+    }
+    record
 }
 
 fn branch_step(branch: &str) -> String {

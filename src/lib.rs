@@ -44,6 +44,7 @@
 //! | [`observe`] | the adapters' observations for the core | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
+//! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
@@ -63,6 +64,7 @@
 pub use sluice_core as core;
 
 pub mod approval;
+pub mod audit;
 pub mod cli;
 pub mod forge;
 pub mod gates;

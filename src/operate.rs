@@ -14,6 +14,7 @@ use tracing::info;
 use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
+use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::settings::ForgeSettings;
@@ -129,6 +130,8 @@ fn apply(
         // An approval from the command line: the operator (`--as`) is the approver.
         commit = message::with_approval(commit, Some(&who), "cli");
     }
+    let record = Record::operated(manual.op, manual.reason, &who, manual.reason, now);
+    commit.trailers.push(record.trailer());
     repo.commit_files(&changes, &commit, &manual.operator, None)?;
     info!(canary = %canary.id, operator = %who, "{}", commit.subject);
     let was_waiting = status.as_ref().is_some_and(approval::is_waiting);

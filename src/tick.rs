@@ -27,6 +27,7 @@ use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
 use crate::observe::{External, Observer, Request};
+use crate::render::replay::Record;
 use crate::render::{self, message, status_file, RenderError};
 use crate::runtime::Runtime;
 use crate::spec::model::{Canary, CanaryId};
@@ -642,14 +643,26 @@ fn step_canary(
             }
         }
     });
+    let who = format!("{} <{}>", author.name, author.email);
     let mut approved = None;
-    let (decision, operator) = match (rollback, merged) {
-        (Some((decision, reason)), _) => (decision, Some(reason)),
+    let (decision, operator, record) = match (rollback, merged) {
+        (Some((decision, reason)), _) => {
+            let record = Record::operated(Operation::Abort, &reason, &who, &reason, now);
+            (decision, Some(reason), record)
+        }
         (None, Some(approval::Merged::Unknown(why))) => {
             warn!(canary = %canary.id, reason = %why, "Approval merged; waiting to learn who merged it");
             match status.clone() {
-                Some(s) => (refusal_hold(s, why), None),
-                None => (decide(canary, None, &obs, now), None),
+                Some(s) => (
+                    refusal_hold(s, why),
+                    None,
+                    Record::other("approval merged by an unknown login", now),
+                ),
+                None => (
+                    decide(canary, None, &obs, now),
+                    None,
+                    Record::decided(&obs, now),
+                ),
             }
         }
         (
@@ -657,12 +670,27 @@ fn step_canary(
             Some(approval::Merged::Refused {
                 waiting, reason, ..
             }),
-        ) => (refused(canary, *waiting, &reason), Some(reason)),
+        ) => (
+            refused(canary, *waiting, &reason),
+            Some(reason),
+            Record::other(
+                "approval refused: merged by a login forge.approvers does not allow",
+                now,
+            ),
+        ),
         (None, Some(approval::Merged::Approved { by, source })) => {
             approved = Some((by, source));
-            (decide(canary, status.as_ref(), &obs, now), None)
+            (
+                decide(canary, status.as_ref(), &obs, now),
+                None,
+                Record::decided(&obs, now),
+            )
         }
-        (None, None) => (decide(canary, status.as_ref(), &obs, now), None),
+        (None, None) => (
+            decide(canary, status.as_ref(), &obs, now),
+            None,
+            Record::decided(&obs, now),
+        ),
     };
     let outcome = CanaryOutcome {
         id: canary.id.to_string(),
@@ -677,7 +705,6 @@ fn step_canary(
         return Ok((outcome, None));
     }
     let changes = render::changes(root, canary, &decision, index)?;
-    let who = format!("{} <{}>", author.name, author.email);
     let mut message = message::render(
         canary,
         &decision,
@@ -686,6 +713,7 @@ fn step_canary(
     if let (Some((by, source)), Action::ApprovalMerged) = (approved, &decision.action) {
         message = message::with_approval(message, by.as_deref(), &source);
     }
+    message.trailers.push(record.trailer());
     Ok((
         outcome,
         Some(Uncommitted {

@@ -3,6 +3,7 @@
 mod affinity_mirror;
 mod affinity_mirror_istio;
 mod approval;
+mod audit;
 mod autoscaler;
 mod chaos;
 mod cli;

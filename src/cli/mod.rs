@@ -37,6 +37,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+pub mod audit;
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;
@@ -91,6 +92,8 @@ pub enum Command {
     Status(status::Args),
     /// A canary's timeline, read from commit trailers.
     History(history::Args),
+    /// Replay every decision of the branch from git; exit 1 on any commit the rules did not make.
+    Audit(audit::Args),
     /// Approve the change a canary waits for (rollout start, next step, promotion).
     Approve(operate::Args),
     /// Skip the remaining steps and promote now.
@@ -115,6 +118,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(&args),
         Command::Status(args) => status::run(&args),
         Command::History(args) => history::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Approve(args) => operate::run(Operation::Approve, &args),
         Command::Promote(args) => operate::run(Operation::Promote, &args),
         Command::Abort(args) => operate::run(Operation::Abort, &args),

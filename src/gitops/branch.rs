@@ -119,4 +119,17 @@ impl ConfigRepo {
             .map_err(|e| self.git_err("read a commit", &e))?;
         Ok(c.parent_ids().next())
     }
+
+    /// Who committed `commit`, as git recorded it (name and email; not verified).
+    pub fn committer_of(&self, commit: Oid) -> Result<Identity> {
+        let c = self
+            .repo
+            .find_commit(commit)
+            .map_err(|e| self.git_err("read a commit", &e))?;
+        let who = c.committer();
+        Ok(Identity::new(
+            String::from_utf8_lossy(who.name_bytes()),
+            String::from_utf8_lossy(who.email_bytes()),
+        ))
+    }
 }

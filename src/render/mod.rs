@@ -7,6 +7,7 @@
 
 pub mod kustomization;
 pub mod message;
+pub mod replay;
 pub mod status_file;
 
 use std::path::Path;

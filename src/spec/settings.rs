@@ -53,6 +53,17 @@ pub struct Settings {
     /// One commit per canary decision (the default), or one per tick for repos with so many
     /// canaries in one folder that per-canary commits get slow.
     pub commits: CommitMode,
+    /// `signing: {required: true, allowedSigners: path}`: every commit must be signed by a
+    /// key of the allowed-signers file (`sluice audit` checks it).
+    pub signing: Option<SigningSettings>,
+}
+
+/// The `signing` block of the settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigningSettings {
+    pub required: bool,
+    /// An allowed-signers file (`ssh-keygen` format) in the repo.
+    pub allowed_signers: RepoPath,
 }
 
 /// How a tick's decisions become commits (`commits:` in the settings).
@@ -83,6 +94,7 @@ impl Default for Settings {
             approvers: Vec::new(),
             sync: None,
             commits: CommitMode::PerCanary,
+            signing: None,
         }
     }
 }
@@ -111,6 +123,7 @@ const KEYS: &[&str] = &[
     "forge",
     "sync",
     "commits",
+    "signing",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -242,11 +255,34 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
                 None => {}
             }
         }
+        if let Some(n) = root.get("signing") {
+            settings.signing = read_signing(&mut r, n);
+        }
     }
     if r.errors.is_empty() {
         Ok(settings)
     } else {
         Err(r.errors)
+    }
+}
+
+fn read_signing(r: &mut Reader, n: &Node) -> Option<SigningSettings> {
+    r.map(n, "signing", &["required", "allowedSigners"])?;
+    let required = match n.get("required") {
+        Some(v) => r.bool(v, "signing.required")?,
+        None => false,
+    };
+    let v = r.required(n, "signing", "allowedSigners")?;
+    let text = r.string(v, "signing.allowedSigners")?;
+    match RepoPath::parse(&text) {
+        Ok(allowed_signers) => Some(SigningSettings {
+            required,
+            allowed_signers,
+        }),
+        Err(e) => {
+            r.error(v.line, "signing.allowedSigners", e);
+            None
+        }
     }
 }
 

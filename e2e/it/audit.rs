@@ -1,0 +1,673 @@
+//! `sluice audit` (the real binary) over the histories the loop makes: a stepped rollout, a
+//! rollback, A/B, approvals (CLI and approval branches merged every way), manual operations
+//! and `commits: perTick` replay without a finding. The same histories with one hand edit
+//! each (route weights, a status file, a trailer, an approval stripped of its trailers) are
+//! reported at exactly the edited commit. Signing, when the settings require it, is checked.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value as Json;
+use sluice::core::status::Phase;
+use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::observe::Offline;
+use sluice::tick::{tick, Context};
+
+use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
+use crate::support::{git, human_clone, human_commit, seeded_remote};
+
+/// The real binary; returns (exit code, stdout, stderr).
+fn sluice(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_LOG", "error")
+        .output()
+        .expect("sluice runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `sluice audit --dir <repo> -o json`: (exit code, report).
+fn audit(repo: &Path) -> (i32, Json) {
+    let (code, out, err) = sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
+    let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    (code, report)
+}
+
+/// The audit of a history that has nothing to report: exit 0, every commit replayed.
+fn clean(repo: &Path) -> Json {
+    let (code, report) = audit(repo);
+    let graph = git(repo, &["log", "--graph", "--format=%H %s", "main"]);
+    assert_eq!(
+        report["findings"],
+        Json::Array(vec![]),
+        "{report:#}\n{graph}"
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        report["notReplayable"],
+        Json::Array(vec![]),
+        "every commit is written in the replay format"
+    );
+    assert!(report["replayed"].as_u64().unwrap() > 2, "{report:#}");
+    report
+}
+
+/// The commits the findings name, deduplicated.
+fn found_commits(report: &Json) -> Vec<String> {
+    let mut commits: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["commit"].as_str().unwrap().to_string())
+        .collect();
+    commits.dedup();
+    commits
+}
+
+/// The audit of a history with one hand edit at `commit`: exit 1, findings there only.
+fn reports_exactly(repo: &Path, commit: &str, kind: &str) -> Json {
+    let (code, report) = audit(repo);
+    assert_eq!(
+        found_commits(&report),
+        vec![commit.to_string()],
+        "{report:#}"
+    );
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == kind),
+        "a {kind} finding: {report:#}"
+    );
+    assert_eq!(code, 1);
+    report
+}
+
+/// Commits on main's first-parent line, oldest first: (sha, full message).
+fn line(repo: &Path) -> Vec<(String, String)> {
+    git(repo, &["rev-list", "--first-parent", "--reverse", "main"])
+        .lines()
+        .map(|sha| {
+            let message = git(repo, &["log", "-1", "--format=%B", sha]);
+            (sha.to_string(), message)
+        })
+        .collect()
+}
+
+/// A copy of `bare` whose commit `sha` is replaced by `edit(files, message)`; every later
+/// commit of the first-parent line keeps its tree and message on the new parent. Returns the
+/// copy and the edited commit's id.
+fn hand_edit(
+    bare: &Path,
+    dir: &Path,
+    sha: &str,
+    files: &[(&str, Option<&str>)],
+    message: impl FnOnce(&str) -> String,
+) -> (PathBuf, String) {
+    let n = (0..)
+        .find(|n| !dir.join(format!("edited-{n}.git")).exists())
+        .unwrap();
+    let copy = dir.join(format!("edited-{n}.git"));
+    git(
+        dir,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &bare.display().to_string(),
+            &copy.display().to_string(),
+        ],
+    );
+    let index = dir.join(format!("index-{n}"));
+    let with_index = |args: &[&str]| -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&copy)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    with_index(&["read-tree", sha]);
+    for (path, content) in files {
+        match content {
+            Some(text) => {
+                let file = dir.join("blob");
+                std::fs::write(&file, text).unwrap();
+                let blob = with_index(&["hash-object", "-w", &file.display().to_string()]);
+                with_index(&[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("100644,{blob},{path}"),
+                ]);
+            }
+            None => {
+                with_index(&["update-index", "--force-remove", path]);
+            }
+        }
+    }
+    let tree = with_index(&["write-tree"]);
+    let commits = line(&copy);
+    let at = commits.iter().position(|(s, _)| s == sha).unwrap();
+    let (_, original) = &commits[at];
+    let mut parent = recommit(&copy, dir, sha, &tree, &message(original), None);
+    let edited = parent.clone();
+    for (later, text) in &commits[at + 1..] {
+        let tree = git(&copy, &["rev-parse", &format!("{later}^{{tree}}")]);
+        parent = recommit(&copy, dir, later, tree.trim(), text, Some(&parent));
+    }
+    git(&copy, &["update-ref", "refs/heads/main", &parent]);
+    (copy, edited)
+}
+
+/// `sha` again with `tree` and `message`, its first parent replaced by `parent` when given;
+/// author, committer and dates kept.
+fn recommit(
+    repo: &Path,
+    dir: &Path,
+    sha: &str,
+    tree: &str,
+    message: &str,
+    parent: Option<&str>,
+) -> String {
+    let who = git(
+        repo,
+        &[
+            "log",
+            "-1",
+            "--format=%an%n%ae%n%aI%n%cn%n%ce%n%cI%n%P",
+            sha,
+        ],
+    );
+    let w: Vec<&str> = who.lines().collect();
+    let mut parents: Vec<String> = w
+        .get(6)
+        .unwrap_or(&"")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if let Some(p) = parent {
+        parents[0] = p.to_string();
+    }
+    let file = dir.join("message");
+    std::fs::write(&file, message).unwrap();
+    let mut args = vec!["commit-tree".to_string(), tree.to_string()];
+    for p in &parents {
+        args.extend(["-p".to_string(), p.clone()]);
+    }
+    args.extend(["-F".to_string(), file.display().to_string()]);
+    let out = Command::new("git")
+        .args(&args)
+        .current_dir(repo)
+        .env("GIT_AUTHOR_NAME", w[0])
+        .env("GIT_AUTHOR_EMAIL", w[1])
+        .env("GIT_AUTHOR_DATE", w[2])
+        .env("GIT_COMMITTER_NAME", w[3])
+        .env("GIT_COMMITTER_EMAIL", w[4])
+        .env("GIT_COMMITTER_DATE", w[5])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The message without its trailer paragraph.
+fn without_trailers(message: &str) -> String {
+    let trimmed = message.trim_end();
+    let cut = trimmed.rfind("\n\n").unwrap();
+    format!("{}\n", &trimmed[..cut])
+}
+
+fn show(repo: &Path, sha: &str, file: &str) -> String {
+    git(repo, &["show", &format!("{sha}:{file}")])
+}
+
+/// The latest commit whose subject contains `text`.
+fn commit_saying(repo: &Path, text: &str) -> String {
+    line(repo)
+        .into_iter()
+        .rev()
+        .find(|(_, m)| m.lines().next().unwrap_or("").contains(text))
+        .unwrap_or_else(|| panic!("no commit says {text:?}"))
+        .0
+}
+
+/// A Flagger canary on Istio (Flagger's default provider).
+fn istio(analysis: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+  service:
+    port: 9898
+    hosts: [app.example.com]
+  analysis:
+    interval: 1s
+    threshold: 2
+{analysis}
+"
+    )
+}
+
+const AB: &str = "    iterations: 3
+    match:
+      - headers:
+          x-canary:
+            exact: \"insider\"";
+
+/// A whole rollout through the loop with `analysis`, ending in `end`.
+fn rollout(analysis: &str, end: Phase) -> World {
+    let mut w = World::with_files(&istio(analysis), &[]);
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    w.until(end);
+    w
+}
+
+#[test]
+fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_commit() {
+    let w = rollout(STEPS, Phase::Succeeded);
+    clean(&w.bare);
+    let tmp = tempfile::tempdir().unwrap();
+    // A sluice commit whose route a human amended: 80/20 became 50/50.
+    let step = commit_saying(&w.bare, "advance canary weight 0 -> 20");
+    let route = show(&w.bare, &step, ROUTE_FILE);
+    let edited_route =
+        route
+            .replacen("weight: 80", "weight: 50", 1)
+            .replacen("weight: 20", "weight: 50", 1);
+    assert_ne!(route, edited_route, "{route}");
+    let (copy, edited) = hand_edit(
+        &w.bare,
+        tmp.path(),
+        &step,
+        &[(ROUTE_FILE, Some(&edited_route))],
+        str::to_string,
+    );
+    let report = reports_exactly(&copy, &edited, "files");
+    assert_eq!(report["findings"][0]["file"], ROUTE_FILE, "{report:#}");
+    // The other outputs say the same, and the same history always gives the same verdict.
+    let dir = copy.display().to_string();
+    let (code, github, _) = sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
+    assert_eq!(code, 1);
+    assert!(
+        github.starts_with(&format!(
+            "::error file={ROUTE_FILE},title=sluice audit::{} prod/podinfo: ",
+            &edited[..12]
+        )),
+        "{github}"
+    );
+    let (code, table, _) = sluice(&["audit", "--dir", &dir]);
+    assert_eq!(code, 1);
+    assert!(
+        table.contains("COMMIT") && table.contains(&edited[..12]),
+        "{table}"
+    );
+    assert_eq!(sluice(&["audit", "--dir", &dir]).1, table);
+    // Another canary's audit finds nothing here.
+    let (code, other, _) = sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
+    assert_eq!(code, 0, "{other}");
+    // A human commit on top that edits the weights: not sluice's, and it changes its file.
+    w.human_writes(ROUTE_FILE, &edited_route, "more traffic to the canary");
+    let top = line(&w.bare).pop().unwrap().0;
+    let report = reports_exactly(&w.bare, &top, "foreign");
+    assert_eq!(report["findings"][0]["file"], ROUTE_FILE);
+}
+
+#[test]
+fn audit_replays_a_rollback_and_reports_a_status_file_edited_by_hand() {
+    let w = rollout(FAILING, Phase::Failed);
+    let report = clean(&w.bare);
+    assert!(report["replayed"].as_u64().unwrap() >= 5, "{report:#}");
+    let tmp = tempfile::tempdir().unwrap();
+    let last = line(&w.bare).pop().unwrap().0;
+    let status = show(&w.bare, &last, STATUS_FILE);
+    let edited = status.replace("failedChecks: 2", "failedChecks: 0");
+    assert_ne!(status, edited, "{status}");
+    let (copy, sha) = hand_edit(
+        &w.bare,
+        tmp.path(),
+        &last,
+        &[(STATUS_FILE, Some(&edited))],
+        str::to_string,
+    );
+    let report = reports_exactly(&copy, &sha, "files");
+    assert_eq!(report["findings"][0]["file"], STATUS_FILE, "{report:#}");
+    // A commit written before the replay record (format 1) is listed, not reported.
+    let (copy, sha) = hand_edit(&w.bare, tmp.path(), &last, &[], |m| {
+        m.lines()
+            .filter(|l| !l.starts_with("Sluice-Replay: "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let (code, report) = audit(&copy);
+    assert_eq!(report["findings"], Json::Array(vec![]), "{report:#}");
+    assert_eq!(
+        report["notReplayable"][0]["commit"],
+        sha.as_str(),
+        "{report:#}"
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn audit_replays_blue_green_and_a_b_and_reports_a_rewritten_trailer() {
+    clean(&rollout(BLUE_GREEN, Phase::Succeeded).bare);
+    let w = rollout(AB, Phase::Succeeded);
+    clean(&w.bare);
+    let tmp = tempfile::tempdir().unwrap();
+    let switched = commit_saying(&w.bare, "analysis iteration 1/3 passed");
+    let (copy, sha) = hand_edit(&w.bare, tmp.path(), &switched, &[], |m| {
+        let at = m.find("Sluice-Weights: ").unwrap();
+        let end = at + m[at..].find('\n').unwrap();
+        format!(
+            "{}Sluice-Weights: primary=1 canary=99{}",
+            &m[..at],
+            &m[end..]
+        )
+    });
+    let report = reports_exactly(&copy, &sha, "trailers");
+    assert_eq!(
+        report["findings"][0]["file"], "Sluice-Weights",
+        "{report:#}"
+    );
+}
+
+const FILE: &str = "apps/web/canary.yaml";
+const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
+
+fn web(revision: &str, steps: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: web, namespace: shop}}
+spec:
+  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  analysis:
+    interval: 1s
+    threshold: 2
+    steps: {steps}
+"
+    )
+}
+
+/// A local remote, a sluice clone on a simulated clock and a human's clone.
+struct Local {
+    tmp: tempfile::TempDir,
+    bare: PathBuf,
+    repo: ConfigRepo,
+    human: PathBuf,
+    now: Timestamp,
+}
+
+impl Local {
+    fn new(files: &[(&str, &str)]) -> Local {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = seeded_remote(tmp.path(), files);
+        let url = bare.display().to_string();
+        let repo =
+            ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
+                .unwrap();
+        let human = human_clone(&url, &tmp.path().join("human"));
+        Local {
+            tmp,
+            bare,
+            repo,
+            human,
+            now: Timestamp::now(),
+        }
+    }
+
+    fn ticks(&mut self, n: usize) {
+        let observer = Offline;
+        let ctx = Context {
+            observer: &observer,
+            author: None,
+            push_attempts: 5,
+            runtime: crate::support::runtime(),
+        };
+        for _ in 0..n {
+            let r = tick(&mut self.repo, &ctx, self.now).unwrap();
+            self.now = r.wake_at().unwrap_or(self.now + Duration::from_secs(1));
+        }
+    }
+
+    fn human_writes(&self, file: &str, text: &str, message: &str) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        human_commit(&self.human, file, text, message);
+    }
+
+    fn op(&self, verb: &str, reason: &str) {
+        let (code, out, err) = sluice(&[
+            verb,
+            "shop/web",
+            "--dir",
+            &self.bare.display().to_string(),
+            "--reason",
+            reason,
+            "--as",
+            "Ada Ops <ada@example.com>",
+        ]);
+        assert_eq!(code, 0, "{verb}: {out}{err}");
+    }
+
+    fn phase(&self) -> String {
+        let status: Json = serde_saphyr::from_str(&show(&self.bare, "main", WEB_STATUS)).unwrap();
+        status["phase"].as_str().unwrap().to_string()
+    }
+}
+
+#[test]
+fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trailers() {
+    let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
+    let mut w = Local::new(&[(FILE, &web("v1", steps))]);
+    w.ticks(1);
+    w.human_writes(FILE, &web("v2", steps), "web: v2");
+    w.ticks(4);
+    assert_eq!(w.phase(), "WaitingApproval");
+    w.op("pause", "looking at dashboards");
+    w.op("resume", "dashboards fine");
+    w.op("approve", "go on");
+    w.op("abort", "changed my mind");
+    w.op("retry", "try again");
+    w.ticks(3);
+    w.op("promote", "ship it");
+    w.ticks(6);
+    assert_eq!(w.phase(), "Succeeded");
+    clean(&w.bare);
+    let approval = commit_saying(&w.bare, "advance canary weight 20 -> 60");
+    let message = line(&w.bare)
+        .into_iter()
+        .find(|(s, _)| *s == approval)
+        .unwrap()
+        .1;
+    assert!(
+        message.contains("Sluice-Operator: Ada Ops <ada@example.com>"),
+        "{message}"
+    );
+    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &approval, &[], without_trailers);
+    reports_exactly(&copy, &sha, "foreign");
+    assert!(
+        message.contains("Sluice-Approved-By: Ada Ops <ada@example.com>"),
+        "{message}"
+    );
+    // From format 3 on (the approver trailers), an approval must name its approver.
+    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &approval, &[], |m| {
+        m.lines()
+            .filter(|l| !l.starts_with("Sluice-Approved-By:"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let report = reports_exactly(&copy, &sha, "approver");
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+}
+
+/// Merges an approval branch into main the way `how` says, as a human on a forge would.
+fn merge(human: &Path, branch: &str, how: &str) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    git(human, &["fetch", "-q", "origin", branch]);
+    match how {
+        "merge" => git(
+            human,
+            &[
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                "Merge approval",
+                "FETCH_HEAD",
+            ],
+        ),
+        "squash" => {
+            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
+            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
+        }
+        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
+    };
+    git(human, &["push", "-q", "origin", "HEAD:main"]);
+}
+
+#[test]
+fn audit_replays_approval_branches_merged_every_way() {
+    for how in ["merge", "squash", "cherry-pick"] {
+        let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
+        let mut w = Local::new(&[(FILE, &web("v1", steps))]);
+        w.ticks(1);
+        w.human_writes(FILE, &web("v2", steps), "web: v2");
+        w.ticks(4);
+        assert_eq!(w.phase(), "WaitingApproval", "{how}");
+        let branches = git(
+            &w.bare,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/sluice/",
+            ],
+        );
+        let branch = branches
+            .lines()
+            .next()
+            .unwrap_or_else(|| panic!("no approval branch: {branches}"));
+        merge(&w.human, branch, how);
+        w.ticks(8);
+        assert_eq!(w.phase(), "Succeeded", "{how}");
+        clean(&w.bare);
+    }
+}
+
+#[test]
+fn audit_replays_per_tick_commits_and_reports_one_canary_s_edited_trailer() {
+    let config = "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perTick\n";
+    let steps = "[{weight: 30}, {weight: 60}]";
+    let canary = |name: &str, rev: &str| {
+        web(rev, steps)
+            .replace("name: web", &format!("name: {name}"))
+            .replace("web-", &format!("{name}-"))
+    };
+    let mut w = Local::new(&[
+        (".sluice/config.yaml", config),
+        ("apps/a/canary.yaml", &canary("a", "v1")),
+        ("apps/b/canary.yaml", &canary("b", "v1")),
+    ]);
+    w.ticks(1);
+    git(&w.human, &["pull", "-q", "origin", "main"]);
+    std::fs::write(w.human.join("apps/a/canary.yaml"), canary("a", "v2")).unwrap();
+    human_commit(
+        &w.human,
+        "apps/b/canary.yaml",
+        &canary("b", "v2"),
+        "a and b: v2",
+    );
+    w.ticks(10);
+    let report = clean(&w.bare);
+    let folded = commit_saying(&w.bare, "2 canary decisions");
+    assert!(report["replayed"].as_u64().unwrap() >= 8, "{report:#}");
+    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &folded, &[], |m| {
+        // The second group's step only: the first is left as it was.
+        let at = m.rfind("Sluice-Step: ").unwrap();
+        let end = at + m[at..].find('\n').unwrap();
+        format!("{}Sluice-Step: 9/9{}", &m[..at], &m[end..])
+    });
+    let report = reports_exactly(&copy, &sha, "trailers");
+    assert_eq!(report["findings"][0]["file"], "Sluice-Step", "{report:#}");
+}
+
+#[test]
+fn audit_reports_commits_the_settings_require_signed_but_are_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("key");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "sluice", "-f"])
+        .arg(&key)
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("note: ssh-keygen not installed; signing audit not checked");
+        return;
+    }
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let config = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nsigning: {required: true, allowedSigners: .sluice/allowed_signers}\n";
+    let steps = "[{weight: 50}]";
+    let w = Local::new(&[
+        (".sluice/config.yaml", config),
+        (
+            ".sluice/allowed_signers",
+            &format!("sluice@localhost {public}"),
+        ),
+        (FILE, &web("v1", steps)),
+    ]);
+    // Sluice signs its commits with the key.
+    let url = w.bare.display().to_string();
+    let (code, out, err) = sluice(&[
+        "reconcile",
+        "--repo",
+        &url,
+        "--workdir",
+        &w.tmp.path().join("signed").display().to_string(),
+        "--signing-ssh-key",
+        &key.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The seed commit is the human's and unsigned; the signed sluice commit passes.
+    let (code, report) = audit(&w.bare);
+    assert_eq!(code, 1);
+    let seed = line(&w.bare)[0].0.clone();
+    let signature: Vec<&Json> = report["findings"].as_array().unwrap().iter().collect();
+    assert_eq!(signature.len(), 1, "{report:#}");
+    assert_eq!(signature[0]["commit"], seed.as_str());
+    assert_eq!(signature[0]["kind"], "signature");
+    // An unsigned human commit on top is reported too.
+    w.human_writes("README.md", "hello\n", "readme");
+    let top = line(&w.bare).pop().unwrap().0;
+    let (_, report) = audit(&w.bare);
+    assert_eq!(found_commits(&report), vec![seed, top], "{report:#}");
+}

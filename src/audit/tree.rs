@@ -1,0 +1,139 @@
+//! Reading commits for the audit: the first-parent line, what a commit changed, a file at a
+//! commit, and a commit's tree written out as a folder (the readers of specs, settings and
+//! workloads read folders). Reads objects only; never writes to the repository.
+
+use std::path::Path;
+
+use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
+
+/// A git failure while reading history.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {op}: {detail}")]
+pub struct GitError {
+    pub op: &'static str,
+    pub detail: String,
+}
+
+pub type Result<T> = std::result::Result<T, GitError>;
+
+pub(crate) fn git(op: &'static str) -> impl Fn(git2::Error) -> GitError {
+    move |e| GitError {
+        op,
+        detail: e.message().to_string(),
+    }
+}
+
+/// One file a commit changed: its content before and after (`None`: absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub path: String,
+    pub old: Option<Vec<u8>>,
+    pub new: Option<Vec<u8>>,
+}
+
+/// The commits of the first-parent line from the root to `head`, oldest first.
+pub fn first_parent_line(repo: &Repository, head: Oid) -> Result<Vec<Oid>> {
+    let mut line = Vec::new();
+    let mut next = Some(head);
+    while let Some(oid) = next {
+        line.push(oid);
+        let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
+        next = commit.parent_id(0).ok();
+    }
+    line.reverse();
+    Ok(line)
+}
+
+/// The tree of a commit's first parent (`None` for a root commit).
+pub fn parent_tree<'r>(repo: &'r Repository, oid: Oid) -> Result<Option<Tree<'r>>> {
+    let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
+    match commit.parent(0) {
+        Ok(p) => Ok(Some(p.tree().map_err(git("read a tree"))?)),
+        Err(_) => Ok(None),
+    }
+}
+
+pub fn tree_of(repo: &Repository, oid: Oid) -> Result<Tree<'_>> {
+    repo.find_commit(oid)
+        .and_then(|c| c.tree())
+        .map_err(git("read a tree"))
+}
+
+fn blob(repo: &Repository, id: Oid) -> Result<Option<Vec<u8>>> {
+    if id.is_zero() {
+        return Ok(None);
+    }
+    let blob = repo.find_blob(id).map_err(git("read a file"))?;
+    Ok(Some(blob.content().to_vec()))
+}
+
+/// Every file that differs between `old` (empty when `None`) and `new`, sorted by path.
+pub fn changes(repo: &Repository, old: Option<&Tree<'_>>, new: &Tree<'_>) -> Result<Vec<Changed>> {
+    let diff = repo
+        .diff_tree_to_tree(old, Some(new), None)
+        .map_err(git("compare two trees"))?;
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        let path = delta
+            .new_file()
+            .path()
+            .or_else(|| delta.old_file().path())
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
+        out.push(Changed {
+            path,
+            old: blob(repo, delta.old_file().id())?,
+            new: blob(repo, delta.new_file().id())?,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// A file's content at a tree; `None` when absent or not a file.
+pub fn file_at(repo: &Repository, tree: &Tree<'_>, path: &str) -> Result<Option<Vec<u8>>> {
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) if entry.kind() == Some(ObjectType::Blob) => blob(repo, entry.id()),
+        _ => Ok(None),
+    }
+}
+
+/// Writes the regular files of `tree` under `dir` (links and submodules are left out: the
+/// readers refuse links anyway).
+pub fn write_tree(repo: &Repository, tree: &Tree<'_>, dir: &Path) -> Result<()> {
+    let mut failed: Option<GitError> = None;
+    let walked = tree.walk(TreeWalkMode::PreOrder, |folder, entry| {
+        let regular = matches!(entry.filemode(), 0o100644 | 0o100755 | 0o100664);
+        if entry.kind() != Some(ObjectType::Blob) || !regular {
+            return TreeWalkResult::Ok;
+        }
+        let Ok(name) = entry.name() else {
+            return TreeWalkResult::Ok;
+        };
+        let written = repo
+            .find_blob(entry.id())
+            .map_err(git("read a file"))
+            .and_then(|b| {
+                let path = dir.join(folder).join(name);
+                let io = |e: std::io::Error| GitError {
+                    op: "write a file of the tree",
+                    detail: format!("{}: {e}", path.display()),
+                };
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(io)?;
+                }
+                std::fs::write(&path, b.content()).map_err(io)
+            });
+        match written {
+            Ok(()) => TreeWalkResult::Ok,
+            Err(e) => {
+                failed = Some(e);
+                TreeWalkResult::Abort
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    walked.map_err(git("walk a tree"))
+}

@@ -1,0 +1,142 @@
+//! `sluice audit [NS/NAME] --repo URL | --dir PATH [-o table|json|github]`: replays every
+//! decision of the branch from git (see [`crate::audit`]); exit code 1 on any finding.
+
+use crate::audit::{audit, open, Report};
+use crate::cli::repo::SourceArgs;
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum AuditOutput {
+    Table,
+    Json,
+    /// GitHub Actions workflow commands (`::error file=...::...`), one per finding.
+    Github,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only this canary's commits, as NAMESPACE/NAME.
+    pub canary: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[arg(long, short, value_enum, default_value_t = AuditOutput::Table)]
+    pub output: AuditOutput,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    if let Some(c) = &args.canary {
+        if !c.contains('/') {
+            anyhow::bail!("expected NAMESPACE/NAME, found {c:?}");
+        }
+    }
+    let only = args.canary.as_deref();
+    let report = match (&args.source.dir, &args.source.repo) {
+        (Some(dir), _) => {
+            let repo = open(dir)?;
+            let head = repo
+                .revparse_single(&format!("refs/heads/{}", args.source.branch))
+                .and_then(|o| o.peel_to_commit())
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: cannot find the branch {}: {}",
+                        dir.display(),
+                        args.source.branch,
+                        e.message()
+                    )
+                })?
+                .id();
+            audit(&repo, head, only)?
+        }
+        (None, Some(url)) => {
+            let mut locked =
+                crate::cli::repo::open(url, &args.source.branch, args.source.workdir.as_deref())?;
+            let head = locked.repo.fetch()?;
+            let repo = open(locked.repo.root())?;
+            audit(&repo, head, only)?
+        }
+        (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
+    };
+    print(&report, args.output)?;
+    Ok(if report.findings.is_empty() { 0 } else { 1 })
+}
+
+fn print(report: &Report, output: AuditOutput) -> anyhow::Result<()> {
+    match output {
+        AuditOutput::Json => outln!("{}", serde_json::to_string_pretty(report)?),
+        AuditOutput::Github => {
+            for f in &report.findings {
+                let file = if f.file.contains('/') {
+                    format!(" file={},", escape_property(&f.file))
+                } else {
+                    " ".to_string()
+                };
+                outln!(
+                    "::error{file}title=sluice audit::{} {}: {}{}",
+                    short(&f.commit),
+                    f.canary,
+                    if f.file.contains('/') {
+                        String::new()
+                    } else {
+                        format!("{}: ", f.file)
+                    },
+                    escape_data(&f.message)
+                );
+            }
+            outln!("{}", summary(report));
+        }
+        AuditOutput::Table => {
+            if !report.findings.is_empty() {
+                let mut table = comfy_table::Table::new();
+                table.load_style(comfy_table::presets::NOTHING);
+                table.set_header(["COMMIT", "CANARY", "KIND", "FILE", "FINDING"]);
+                for f in &report.findings {
+                    table.add_row([
+                        short(&f.commit).to_string(),
+                        f.canary.clone(),
+                        serde_json::to_value(f.kind)?
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        f.file.clone(),
+                        f.message.clone(),
+                    ]);
+                }
+                outln!("{table}");
+            }
+            outln!("{}", summary(report));
+        }
+    }
+    Ok(())
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+fn summary(r: &Report) -> String {
+    let format1 = if r.not_replayable.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} not replayable (format 1, written before replay records)",
+            r.not_replayable.len()
+        )
+    };
+    format!(
+        "{} commits, {} decisions replayed{format1}, {} findings",
+        r.commits,
+        r.replayed,
+        r.findings.len()
+    )
+}
+
+/// GitHub's escaping of a workflow command's message.
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// GitHub's escaping of a workflow command's property.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}

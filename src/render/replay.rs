@@ -1,0 +1,348 @@
+//! The `Sluice-Replay` trailer: everything a decision used that git does not hold otherwise,
+//! so `sluice audit` can run the same decision again from git alone.
+//!
+//! A commit's files say where the canary went; its parent holds the spec, the settings and the
+//! status it started from. What is missing is recorded here, one trailer per canary decision
+//! (in the canary's trailer group): the decision time (the tick's clock, not the commit time),
+//! and either the observations `decide` judged (revision, metric values, webhook answers,
+//! whether the last commit was live) or the manual operation that made the decision (its verb,
+//! reason and operator).
+//!
+//! Format versions: commits without this trailer are format 1 and cannot be replayed. Format 2
+//! is this trailer. Format 3 adds `Sluice-Approved-By` and `Sluice-Approval` on approvals and
+//! `Sluice-Check` trailers, so from 3 on an approval without an approver is a finding. The value is one line of JSON, so any metric name, error text or reason
+//! survives git's trailer parser. Pure: no IO.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::core::model::WebhookKind;
+use crate::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
+use crate::core::operate::Operation;
+
+/// The trailer key.
+pub const REPLAY: &str = "Sluice-Replay";
+
+/// The format version commits are written in now. History before it is not replayable.
+pub const FORMAT: u32 = 3;
+
+/// A trailer value `sluice audit` reads back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub format: u32,
+    /// The time the decision was made at (`now` of `decide` or `operate`).
+    pub now: Timestamp,
+    #[serde(flatten)]
+    pub by: By,
+}
+
+/// What made the decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "by")]
+pub enum By {
+    /// `core::decide` on observations.
+    #[serde(rename_all = "camelCase")]
+    Decide {
+        revision: String,
+        applied: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        metrics: Vec<Metric>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        webhooks: Vec<Webhook>,
+    },
+    /// `core::operate`: a manual operation, an approval pull request's change, or a rollback
+    /// because its pull request was closed.
+    #[serde(rename_all = "camelCase")]
+    Operate {
+        /// `approve`, `promote`, `abort`, `retry`, `pause`, `resume`.
+        op: String,
+        /// The reason `operate` was given.
+        reason: String,
+        /// `Sluice-Operator` and `Sluice-Reason` of the message.
+        operator: String,
+        says: String,
+        /// An approval branch's change: its step clock starts when it is merged.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        clock_from_merge: bool,
+    },
+    /// A commit sluice makes outside `decide` and `operate` that a replay does not rebuild
+    /// (an approval refused by `forge.approvers`): `sluice audit` lists it as not replayed,
+    /// with `what` as the reason, instead of judging it.
+    #[serde(rename_all = "camelCase")]
+    Other { what: String },
+}
+
+/// One metric observation. The value is Rust's shortest round-trip text of the number (so
+/// `NaN` and `inf`, which JSON has no numbers for, survive).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Metric {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One webhook answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Webhook {
+    pub name: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Why a recorded value cannot be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("{REPLAY}: not the JSON sluice writes: {0}")]
+    Json(String),
+    #[error("{REPLAY}: metric {name}: value {value:?} is not a number")]
+    Number { name: String, value: String },
+    #[error("{REPLAY}: webhook {name}: unknown kind {kind:?}")]
+    Kind { name: String, kind: String },
+    #[error("{REPLAY}: unknown operation {0:?}")]
+    Operation(String),
+}
+
+impl Record {
+    /// The record of a commit that replay does not rebuild (see [`By::Other`]).
+    pub fn other(what: &str, now: Timestamp) -> Record {
+        Record {
+            format: FORMAT,
+            now,
+            by: By::Other {
+                what: what.to_string(),
+            },
+        }
+    }
+
+    /// The record of a decision `decide` made at `now` on `obs`.
+    pub fn decided(obs: &Observations, now: Timestamp) -> Record {
+        let metrics = obs
+            .metrics
+            .iter()
+            .map(|m| {
+                let (value, error) = match &m.value {
+                    MetricValue::Value(v) => (Some(v.to_string()), None),
+                    MetricValue::NoData => (None, None),
+                    MetricValue::Error(e) => (None, Some(e.clone())),
+                };
+                Metric {
+                    name: m.name.clone(),
+                    value,
+                    error,
+                }
+            })
+            .collect();
+        let webhooks = obs
+            .webhooks
+            .iter()
+            .map(|w| Webhook {
+                name: w.name.clone(),
+                kind: kind_name(w.kind).to_string(),
+                error: w.outcome.clone().err(),
+            })
+            .collect();
+        Record {
+            format: FORMAT,
+            now,
+            by: By::Decide {
+                revision: obs.revision.clone(),
+                applied: obs.applied,
+                metrics,
+                webhooks,
+            },
+        }
+    }
+
+    /// The record of an operation made at `now`; `operator` and `says` are the message's
+    /// `Sluice-Operator` and `Sluice-Reason`.
+    pub fn operated(
+        op: Operation,
+        reason: &str,
+        operator: &str,
+        says: &str,
+        now: Timestamp,
+    ) -> Record {
+        Record {
+            format: FORMAT,
+            now,
+            by: By::Operate {
+                op: op.verb().to_string(),
+                reason: reason.to_string(),
+                operator: operator.to_string(),
+                says: says.to_string(),
+                clock_from_merge: false,
+            },
+        }
+    }
+
+    /// The trailer, as `(key, value)` for a commit message.
+    pub fn trailer(&self) -> (String, String) {
+        // Serializing plain strings, numbers and booleans cannot fail.
+        let value = serde_json::to_string(self).unwrap_or_default();
+        (REPLAY.to_string(), value)
+    }
+
+    /// Reads a trailer value back.
+    pub fn parse(value: &str) -> Result<Record, RecordError> {
+        serde_json::from_str(value).map_err(|e| RecordError::Json(e.to_string()))
+    }
+}
+
+impl By {
+    /// The observations of a `Decide` record.
+    pub fn observations(&self) -> Result<Option<Observations>, RecordError> {
+        let By::Decide {
+            revision,
+            applied,
+            metrics,
+            webhooks,
+        } = self
+        else {
+            return Ok(None);
+        };
+        let metrics = metrics
+            .iter()
+            .map(|m| {
+                let value = match (&m.value, &m.error) {
+                    (_, Some(e)) => MetricValue::Error(e.clone()),
+                    (Some(v), None) => {
+                        MetricValue::Value(v.parse().map_err(|_| RecordError::Number {
+                            name: m.name.clone(),
+                            value: v.clone(),
+                        })?)
+                    }
+                    (None, None) => MetricValue::NoData,
+                };
+                Ok(MetricObservation {
+                    name: m.name.clone(),
+                    value,
+                })
+            })
+            .collect::<Result<Vec<_>, RecordError>>()?;
+        let webhooks = webhooks
+            .iter()
+            .map(|w| {
+                let kind = WebhookKind::ALL
+                    .iter()
+                    .find(|(n, _)| *n == w.kind)
+                    .map(|(_, k)| *k)
+                    .ok_or_else(|| RecordError::Kind {
+                        name: w.name.clone(),
+                        kind: w.kind.clone(),
+                    })?;
+                Ok(WebhookObservation {
+                    name: w.name.clone(),
+                    kind,
+                    outcome: w.error.clone().map_or(Ok(()), Err),
+                })
+            })
+            .collect::<Result<Vec<_>, RecordError>>()?;
+        Ok(Some(Observations {
+            revision: revision.clone(),
+            metrics,
+            webhooks,
+            applied: *applied,
+        }))
+    }
+}
+
+/// The operation a verb names.
+pub fn operation(verb: &str) -> Result<Operation, RecordError> {
+    [
+        Operation::Approve,
+        Operation::Promote,
+        Operation::Abort,
+        Operation::Retry,
+        Operation::Pause,
+        Operation::Resume,
+    ]
+    .into_iter()
+    .find(|op| op.verb() == verb)
+    .ok_or_else(|| RecordError::Operation(verb.to_string()))
+}
+
+fn kind_name(kind: WebhookKind) -> &'static str {
+    WebhookKind::ALL
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or("event", |(n, _)| n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observations_survive_the_trailer_exactly() {
+        let obs = Observations {
+            revision: "abc123".into(),
+            metrics: vec![
+                MetricObservation {
+                    name: "request-success-rate".into(),
+                    value: MetricValue::Value(0.1 + 0.2),
+                },
+                MetricObservation {
+                    name: "latency".into(),
+                    value: MetricValue::Value(f64::INFINITY),
+                },
+                MetricObservation {
+                    name: "nan".into(),
+                    value: MetricValue::Value(f64::NAN),
+                },
+                MetricObservation {
+                    name: "empty".into(),
+                    value: MetricValue::NoData,
+                },
+                MetricObservation {
+                    name: "down".into(),
+                    value: MetricValue::Error("HTTP 500:\n\"oops\"".into()),
+                },
+            ],
+            webhooks: vec![WebhookObservation {
+                name: "gate".into(),
+                kind: WebhookKind::ConfirmPromotion,
+                outcome: Err("HTTP 403".into()),
+            }],
+            applied: false,
+        };
+        let now: Timestamp = "2026-11-30T10:00:00.123456789Z".parse().unwrap();
+        let (key, value) = Record::decided(&obs, now).trailer();
+        assert_eq!(key, REPLAY);
+        assert!(!value.contains('\n'), "one line: {value}");
+        let back = Record::parse(&value).unwrap();
+        assert_eq!(back.now, now);
+        assert_eq!(back.format, FORMAT);
+        let got = back.by.observations().unwrap().unwrap();
+        // NaN != NaN: compare the text.
+        assert_eq!(format!("{got:?}"), format!("{obs:?}"));
+    }
+
+    #[test]
+    fn operations_round_trip_and_bad_values_are_named() {
+        let now: Timestamp = "2026-11-30T10:00:00Z".parse().unwrap();
+        let r = Record::operated(Operation::Pause, "why", "Ann <a@x>", "why", now);
+        let back = Record::parse(&r.trailer().1).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.by.observations(), Ok(None));
+        assert_eq!(operation("pause"), Ok(Operation::Pause));
+        assert_eq!(
+            operation("explode"),
+            Err(RecordError::Operation("explode".into()))
+        );
+        assert!(matches!(Record::parse("{"), Err(RecordError::Json(_))));
+        let bad = r#"{"format":2,"now":"2026-11-30T10:00:00Z","by":"decide","revision":"r","applied":true,"metrics":[{"name":"m","value":"ten"}]}"#;
+        assert_eq!(
+            Record::parse(bad).unwrap().by.observations(),
+            Err(RecordError::Number {
+                name: "m".into(),
+                value: "ten".into()
+            })
+        );
+    }
+}
