@@ -301,3 +301,31 @@ fn a_canary_with_a_dangling_template_ref_never_starts_in_the_loop() {
     assert!(tree.contains(".sluice/status/shop/web.yaml"), "{tree}");
     assert!(!tree.contains(".sluice/status/shop/api.yaml"), "{tree}");
 }
+
+/// The CI example (`examples/ci/validate.yaml`) runs arguments the binary accepts, and they
+/// print GitHub annotations.
+#[test]
+fn the_ci_example_runs_validate_with_github_annotations() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/validate.yaml");
+    let workflow: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let steps = workflow["jobs"]["validate"]["steps"].as_array().unwrap();
+    let args = steps
+        .iter()
+        .find_map(|s| s["with"]["args"].as_str())
+        .expect("a step passes args to the sluice image");
+    let args: Vec<&str> = args.split_whitespace().collect();
+    assert_eq!(args[0], "validate", "{args:?}");
+    let dir = repo(&[(
+        "apps/api.yaml",
+        &canary("api", Some("{name: missing}"), "v1"),
+    )]);
+    let (code, out, err) = validate(dir.path(), &args[1..]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.starts_with(
+            "::error file=apps/api.yaml,line=13,title=spec.analysis.metrics[0].templateRef::"
+        ),
+        "{out}"
+    );
+}
