@@ -26,6 +26,7 @@ use crate::forge::Forge;
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
+use crate::metrics::metric_templates::TemplateIndex;
 use crate::observe::{External, Observer, Request};
 use crate::render::replay::Record;
 use crate::render::{self, message, status_file, RenderError};
@@ -315,7 +316,15 @@ fn decide_and_commit(
         files: &snapshot,
         has_status: &has_status,
     };
-    let loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
+    let mut loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
+    // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
+    let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
+    crate::spec::template_refs::reject_unusable_templates(
+        &mut loaded,
+        &snapshot,
+        template_errors,
+        |namespace, name| templates.get(namespace, name).map(drop),
+    );
     spec_errors.extend(loaded.errors);
     for e in &spec_errors {
         warn!(error = %e, "Invalid spec");

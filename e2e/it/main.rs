@@ -55,4 +55,5 @@ mod ssh_remote;
 mod support;
 mod sync;
 mod tick;
+mod validate_repo;
 mod workload;

@@ -78,7 +78,8 @@ pub enum Output {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check canary specs and repo settings; every problem is printed as file:line: field: message.
+    /// Check the repo as the loop loads it (canaries, settings, MetricTemplates and the
+    /// templateRefs to them); every problem is printed as file:line: field: message.
     Validate(validate::Args),
     /// Show each canary's weight sequence, promotion, approvals and minimum duration.
     Plan(plan::Args),

@@ -1,12 +1,22 @@
-//! `sluice validate PATH...`: exit 0 when every canary and the repo settings are valid, 1 with
-//! every problem on stderr.
+//! `sluice validate PATH...`: checks the repo as the loop will load it (canaries, repo
+//! settings, MetricTemplates and the canaries' references to them). Exit code 0 when all is
+//! valid, 1 with every problem printed, 2 when a path cannot be read at all (or the command
+//! line is wrong).
+//!
+//! `--output text` (the default) prints `file:line: field: message` on stderr.
+//! `--output github` prints one GitHub Actions workflow command per problem on stdout
+//! (`::error file=apps/c.yaml,line=14,title=spec.analysis.stepWeight::expected ...`), with the
+//! file relative to the git work tree holding the first path, so a pull request shows the
+//! problem on the line that causes it.
 
 use std::path::{Path, PathBuf};
 
+use crate::metrics::metric_templates::TemplateIndex;
 use crate::render::status_file;
 use crate::spec::load::{find_settings, load_settings, Existing, Loaded};
 use crate::spec::model::{CanaryId, Target};
 use crate::spec::settings::Settings;
+use crate::spec::template_refs::reject_unusable_templates;
 use crate::workload::{autoscaler, Index};
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
@@ -19,6 +29,16 @@ pub struct Args {
     /// Repo settings file (default: .sluice/config.yaml found above the first path).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// How problems are printed: `text` (file:line: field: message on stderr) or `github`
+    /// (GitHub Actions error annotations on stdout).
+    #[arg(long, short, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Github,
 }
 
 /// Loads settings and canaries the way `validate` and `plan` both need.
@@ -49,6 +69,19 @@ pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
         has_status: &has_status,
     });
     let mut loaded = crate::spec::load::load_in(&snapshot, &settings, existing.as_ref());
+    // References resolve against the whole repo's templates, as in the loop; the problems of
+    // the templates in the files given are reported here.
+    let (given, template_errors) = TemplateIndex::from_snapshot(&snapshot);
+    let templates = match &repo {
+        Some(repo) => TemplateIndex::from_snapshot(repo).0,
+        None => given,
+    };
+    reject_unusable_templates(
+        &mut loaded,
+        &snapshot,
+        template_errors,
+        |namespace, name| templates.get(namespace, name).map(drop),
+    );
     errors.append(&mut loaded.errors);
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
@@ -92,9 +125,25 @@ fn resolve_autoscalers(snapshot: &Snapshot, loaded: &mut Loaded, errors: &mut Ve
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
+    // A path that is not there is a wrong command line (exit 2), not a problem of the repo.
+    for path in &args.paths {
+        if let Err(e) = std::fs::symlink_metadata(path) {
+            anyhow::bail!("cannot read {}: {e}", path.display());
+        }
+    }
     let (_, loaded) = load(&args.paths, args.config.as_deref());
-    for e in &loaded.errors {
-        eprintln!("{e}");
+    match args.output {
+        Format::Text => {
+            for e in &loaded.errors {
+                eprintln!("{e}");
+            }
+        }
+        Format::Github => {
+            let root = args.paths.first().and_then(|p| git_root(p));
+            for e in &loaded.errors {
+                outln!("{}", annotation(e, root.as_deref()));
+            }
+        }
     }
     if loaded.errors.is_empty() {
         outln!("{} canaries valid", loaded.canaries.len());
@@ -106,5 +155,83 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             loaded.canaries.len()
         );
         Ok(1)
+    }
+}
+
+/// The git work tree `start` is in: the nearest folder holding `.git`.
+fn git_root(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).ok()?;
+    start
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// `file` as GitHub names it in a pull request: relative to the work tree `root` (as given
+/// when it is outside, or there is no work tree), without a leading `./`.
+fn repo_relative(file: &str, root: Option<&Path>) -> String {
+    let inside = root.and_then(|root| {
+        let path = std::path::absolute(file).ok()?;
+        let rel = path.strip_prefix(root).ok()?;
+        Some(rel.to_string_lossy().into_owned())
+    });
+    let name = inside.unwrap_or_else(|| file.to_string());
+    let mut name = name.as_str();
+    while let Some(rest) = name.strip_prefix("./") {
+        name = rest;
+    }
+    name.to_string()
+}
+
+/// One problem as a GitHub Actions `error` workflow command, escaped as GitHub's toolkit does
+/// (`escapeData` for the message, `escapeProperty` for the properties).
+pub fn annotation(e: &SpecError, root: Option<&Path>) -> String {
+    let title = if e.field.is_empty() {
+        "sluice validate"
+    } else {
+        e.field.as_str()
+    };
+    format!(
+        "::error file={},line={},title={}::{}",
+        escape_property(&repo_relative(&e.file, root)),
+        e.line,
+        escape_property(title),
+        escape_data(&e.message)
+    )
+}
+
+/// A workflow command's message: `%`, CR and LF are percent-encoded.
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value: as [`escape_data`], and `:` and `,` too.
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_escape_as_githubs_toolkit_does() {
+        let e = SpecError {
+            file: "./apps/a,b:c%.yaml".into(),
+            line: 7,
+            field: "spec.x".into(),
+            message: "50% of a, b: c\r\nnext".into(),
+        };
+        assert_eq!(
+            annotation(&e, None),
+            "::error file=apps/a%2Cb%3Ac%25.yaml,line=7,title=spec.x::50%25 of a, b: c%0D%0Anext"
+        );
+        let file_level = SpecError {
+            field: String::new(),
+            ..e
+        };
+        assert!(annotation(&file_level, None).contains(",title=sluice validate::"));
     }
 }

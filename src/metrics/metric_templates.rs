@@ -269,12 +269,8 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
                     PROVIDER_TYPES.join(", ")
                 ),
             );
-        } else if kind != "prometheus" {
-            r.error(
-                node.line,
-                "spec.provider.type",
-                format!("provider type {kind:?} is not supported yet; sluice queries Prometheus only (type: prometheus)"),
-            );
+        } else if let Err(why) = crate::metrics::queryable_provider(kind) {
+            r.error(node.line, "spec.provider.type", why);
         }
     }
     let address = provider.get("address").and_then(|n| {
@@ -436,7 +432,7 @@ spec:
         let text = format!("{HEAD}spec:\n  provider:\n    type: datadog\n  query: avg:x\n");
         assert_eq!(
             errors_of(&text),
-            vec!["t.yaml:7: spec.provider.type: provider type \"datadog\" is not supported yet; sluice queries Prometheus only (type: prometheus)"]
+            vec!["t.yaml:7: spec.provider.type: provider type \"datadog\" is not supported yet; sluice queries: prometheus"]
         );
         let mut index = TemplateIndex::new();
         index.add_text("t.yaml", &text);

@@ -39,6 +39,29 @@ pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
 pub const NO_ADDRESS: &str =
     "no Prometheus address: set prometheus.address in .sluice/config.yaml or spec.metricsServer";
 
+/// The MetricTemplate provider types (`spec.provider.type`) sluice queries. The one list:
+/// template reading asks [`queryable_provider`], so a template of another type is invalid and
+/// every canary whose `templateRef` names it is refused when specs load (`validate` and the
+/// loop alike).
+pub const QUERYABLE_PROVIDERS: &[&str] = &["prometheus"];
+
+/// `Ok` when sluice queries metrics of provider type `kind`, else why not.
+pub fn queryable_provider(kind: &str) -> Result<(), String> {
+    let supported = QUERYABLE_PROVIDERS.join(", ");
+    match kind {
+        _ if QUERYABLE_PROVIDERS.contains(&kind) => Ok(()),
+        "keptn" => Err(format!(
+            "provider type \"keptn\" is refused: Flagger reads Keptn's KeptnMetric and Analysis objects from the Kubernetes API, and sluice reads metrics only from HTTP query APIs; query the Keptn metric's source instead (sluice queries: {supported})"
+        )),
+        "cloudwatch" | "stackdriver" => Err(format!(
+            "provider type {kind:?} is refused: its API takes only requests signed with cloud credentials (AWS SigV4 for cloudwatch, Google service-account tokens for stackdriver), which sluice does not make; query a Prometheus that scrapes these metrics instead (sluice queries: {supported})"
+        )),
+        _ => Err(format!(
+            "provider type {kind:?} is not supported yet; sluice queries: {supported}"
+        )),
+    }
+}
+
 /// A duration as a PromQL range (`1m`, `90s`, `1h`, `500ms`).
 pub fn promql_duration(d: Duration) -> String {
     let ms = d.as_millis();

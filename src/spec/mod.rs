@@ -12,3 +12,4 @@ pub mod load;
 pub mod model;
 pub mod settings;
 pub mod sync;
+pub mod template_refs;
