@@ -16,18 +16,26 @@
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
 
 pub mod builtin;
+pub mod datadog;
+pub mod graphite;
 pub mod metric_templates;
+pub mod newrelic;
 pub mod prometheus;
 pub mod query_render;
+pub mod vendor_http;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::metrics::builtin::Observer;
-use crate::metrics::metric_templates::TemplateIndex;
+use crate::metrics::datadog::Datadog;
+use crate::metrics::graphite::Graphite;
+use crate::metrics::metric_templates::{MetricTemplate, Provider, TemplateIndex};
+use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::query_render::{render, QueryModel};
+use crate::secrets::Secrets;
 use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 
 /// Flagger's window for metrics without `interval` (`GetMetricInterval`: 1m). It is not the
@@ -100,7 +108,106 @@ enum Job {
         promql: String,
         builtin: Option<builtin::BuiltinQuery>,
     },
+    /// A MetricTemplate of a provider other than Prometheus, credentials read.
+    Vendor {
+        vendor: Vendor,
+        query: String,
+    },
     Failed(String),
+}
+
+/// A vendor's client for one MetricTemplate: the providers of [`Provider`] other than
+/// Prometheus, each in its own module.
+#[derive(Debug)]
+enum Vendor {
+    Datadog(Datadog),
+    NewRelic(NewRelic),
+    Graphite(Graphite, bool),
+}
+
+impl Vendor {
+    fn url(&self) -> &reqwest::Url {
+        match self {
+            Vendor::Datadog(d) => d.url(),
+            Vendor::NewRelic(n) => n.url(),
+            Vendor::Graphite(g, _) => g.url(),
+        }
+    }
+
+    fn insecure_skip_verify(&self) -> bool {
+        match self {
+            Vendor::Datadog(_) | Vendor::NewRelic(_) => false,
+            Vendor::Graphite(_, insecure) => *insecure,
+        }
+    }
+
+    async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
+        match self {
+            Vendor::Datadog(d) => d.query(client, query, unix_now()).await,
+            Vendor::NewRelic(n) => n.query(client, query).await,
+            Vendor::Graphite(g, _) => g.query(client, query).await,
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The client for a non-Prometheus template, its credentials read from the Secret its
+/// `secretRef` names (in the template's namespace, with Flagger's key names). `None` for a
+/// Prometheus template.
+fn vendor(
+    t: &MetricTemplate,
+    interval: Duration,
+    secrets: &Secrets,
+) -> Option<Result<Vendor, String>> {
+    let key = |name: &str, key: &str| {
+        secrets
+            .require(t.namespace.as_str(), name, key)
+            .map_err(|e| {
+                format!(
+                    "metric template {t} ({}:{}): spec.provider.secretRef: {e}",
+                    t.file, t.line
+                )
+            })
+    };
+    let built = match &t.provider {
+        Provider::Prometheus { .. } => return None,
+        Provider::Datadog {
+            address,
+            secret_ref,
+        } => (|| {
+            let api = key(secret_ref, datadog::API_KEY)?;
+            let app = key(secret_ref, datadog::APPLICATION_KEY)?;
+            Datadog::new(address, api, app, interval).map(Vendor::Datadog)
+        })(),
+        Provider::NewRelic {
+            address,
+            secret_ref,
+        } => (|| {
+            let account = key(secret_ref, newrelic::ACCOUNT_ID)?;
+            let query_key = key(secret_ref, newrelic::QUERY_KEY)?;
+            NewRelic::new(address, &account, query_key, interval).map(Vendor::NewRelic)
+        })(),
+        Provider::Graphite {
+            address,
+            secret_ref,
+            insecure_skip_verify,
+        } => (|| {
+            let basic = match secret_ref {
+                Some(name) => Some((
+                    key(name, graphite::USERNAME)?,
+                    key(name, graphite::PASSWORD)?,
+                )),
+                None => None,
+            };
+            Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
+        })(),
+    };
+    Some(built)
 }
 
 /// Queries every metric of `canary` through `access` (pooled clients and credentials, built
@@ -176,15 +283,30 @@ fn plan(
                 Err(e) => return Job::Failed(e.to_string()),
             };
             let model = query_model(canary, target, interval, variables);
-            match render(&t.query, &model) {
-                Ok(q) => (q, t.address.as_deref().or(canary_address), Some(t), None),
+            let text = match render(&t.query, &model) {
+                Ok(q) => q,
                 Err(e) => {
                     return Job::Failed(format!(
                         "metric template {t} ({}:{}): spec.query: {e}",
                         t.file, t.line
                     ))
                 }
+            };
+            match vendor(t, interval, access.secrets()) {
+                Some(Ok(vendor)) => {
+                    return Job::Vendor {
+                        vendor,
+                        query: text,
+                    }
+                }
+                Some(Err(e)) => return Job::Failed(e),
+                None => {}
             }
+            let address = match &t.provider {
+                Provider::Prometheus { address, .. } => address.as_deref(),
+                _ => None,
+            };
+            (text, address.or(canary_address), Some(t), None)
         }
         MetricQuery::Query(q) => {
             let model = query_model(canary, target, interval, &no_variables);
@@ -201,8 +323,15 @@ fn plan(
         Ok(a) => a.clone(),
         Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
     };
-    if let Some(t) = template {
-        if let Some(secret) = &t.secret_ref {
+    let mut config = PrometheusConfig::new(address);
+    if let Some(Provider::Prometheus {
+        headers,
+        secret_ref,
+        insecure_skip_verify,
+        ..
+    }) = template.map(|t| &t.provider)
+    {
+        if let (Some(secret), Some(t)) = (secret_ref, template) {
             if auth.is_none() {
                 return Job::Failed(format!(
                     "metric template {t} uses spec.provider.secretRef {secret:?}; sluice cannot read Kubernetes Secrets: set {} or {} and {}",
@@ -212,13 +341,10 @@ fn plan(
                 ));
             }
         }
+        config.headers = headers.clone();
+        config.insecure_skip_verify = *insecure_skip_verify;
     }
-    let mut config = PrometheusConfig::new(address);
     config.auth = auth;
-    if let Some(t) = template {
-        config.headers = t.headers.clone();
-        config.insecure_skip_verify = t.insecure_skip_verify;
-    }
     Job::Query {
         config,
         promql: text,
@@ -236,6 +362,26 @@ async fn run(
         let (config, promql, builtin) = match job {
             Job::Failed(e) => {
                 handles.push((name, Err(MetricValue::Error(e))));
+                continue;
+            }
+            Job::Vendor { vendor, query } => {
+                let endpoint = match access.endpoints().get(
+                    vendor.url(),
+                    vendor.insecure_skip_verify(),
+                    concurrency,
+                ) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        handles.push((name, Err(MetricValue::Error(e))));
+                        continue;
+                    }
+                };
+                let handle = tokio::spawn(async move {
+                    // Held until the body is read: the connection is back in the pool by then.
+                    let _slot = endpoint.slot().await;
+                    vendor.query(endpoint.client(), &query).await
+                });
+                handles.push((name, Ok(handle)));
                 continue;
             }
             Job::Query {
