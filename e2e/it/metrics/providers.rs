@@ -1,0 +1,331 @@
+//! The vendor metric providers (datadog, newrelic, graphite) through `observe_metrics`,
+//! against local fakes that check the request each vendor's API documents (path, parameters,
+//! credential headers) and answer in its documented JSON shape. Credentials come from the
+//! mapped Secrets (environment variable or mounted file), never from the repo. No data, 500s,
+//! timeouts and missing credentials are each that metric's failure.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::http::HttpClients;
+use sluice::metrics::datadog::Datadog;
+use sluice::metrics::graphite::Graphite;
+use sluice::metrics::metric_templates::TemplateIndex;
+use sluice::metrics::newrelic::NewRelic;
+use sluice::metrics::prometheus::{Auth, PrometheusAccess};
+use sluice::metrics::{observe_metrics, target_name};
+use sluice::secrets::Secrets;
+use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
+
+use super::support::{flagger_canary, Canned, Server};
+
+/// A Datadog `/api/v1/query` answer whose first (oldest) point is `value`.
+pub fn datadog_answer(value: f64) -> String {
+    format!(
+        r#"{{"status":"ok","res_type":"time_series","query":"q","series":[{{"metric":"m","pointlist":[[1577232000000,{value}],[1577318400000,56294.46758591842]]}}]}}"#
+    )
+}
+
+fn template(name: &str, provider: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: MetricTemplate
+metadata:
+  name: {name}
+  namespace: test
+spec:
+  provider:
+{provider}  query: QUERY({{{{ target }}}},{{{{ namespace }}}})
+---
+"
+    )
+}
+
+const METRIC: &str = "      - name: m
+        templateRef: {name: t, namespace: test}
+        thresholdRange: {max: 1}
+        interval: 1m
+";
+
+async fn observe_one(provider: &str, vars: &[(&str, &str)]) -> MetricValue {
+    let mut templates = TemplateIndex::new();
+    let errors = templates.add_text("t.yaml", &template("t", provider));
+    assert!(errors.is_empty(), "{errors:?}");
+    let vars: BTreeMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
+        .with_secrets(Secrets::from_vars(vars));
+    let canary = flagger_canary("osm", "", METRIC);
+    let obs = observe_metrics(
+        &access,
+        &canary,
+        target_name(&canary).expect("target"),
+        &templates,
+        None,
+        Duration::from_secs(60),
+        DEFAULT_PROMETHEUS_CONCURRENCY,
+    )
+    .await;
+    match obs.as_slice() {
+        [MetricObservation { name, value }] if name == "m" => value.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+const DD_KEYS: [(&str, &str); 2] = [
+    ("SLUICE_SECRET_TEST__DD_KEYS__DATADOG_API_KEY", "api-key"),
+    (
+        "SLUICE_SECRET_TEST__DD_KEYS__DATADOG_APPLICATION_KEY",
+        "app-key",
+    ),
+];
+
+fn datadog(url: &str) -> String {
+    format!("    type: datadog\n    address: {url}\n    secretRef: {{name: dd-keys}}\n")
+}
+
+#[tokio::test]
+async fn datadog_sends_both_keys_over_ten_intervals_and_reads_the_oldest_point() {
+    let server = Server::start(vec![Canned::json(200, &datadog_answer(0.25))]).await;
+    let value = observe_one(&datadog(&server.url()), &DD_KEYS).await;
+    assert_eq!(value, MetricValue::Value(0.25));
+    let requests = server.requests();
+    let [r] = requests.as_slice() else {
+        panic!("{requests:?}")
+    };
+    assert_eq!((r.method.as_str(), r.path()), ("GET", "/api/v1/query"));
+    assert_eq!(
+        r.query_param("query").as_deref(),
+        Some("QUERY(podinfo,test)")
+    );
+    assert_eq!(r.header("DD-API-KEY"), Some("api-key"));
+    assert_eq!(r.header("DD-APPLICATION-KEY"), Some("app-key"));
+    let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix seconds") };
+    // Flagger: from = now - 10 × the metric's interval (1m).
+    assert_eq!(at("to") - at("from"), 600);
+}
+
+#[tokio::test]
+async fn newrelic_sends_nrql_since_the_interval_to_the_accounts_query_api() {
+    let server = Server::start(vec![Canned::json(200, r#"{"results":[{"result":0.5}]}"#)]).await;
+    let provider = format!(
+        "    type: newrelic\n    address: {}\n    secretRef: {{name: nr}}\n",
+        server.url()
+    );
+    let vars = [
+        ("SLUICE_SECRET_TEST__NR__NEWRELIC_ACCOUNT_ID", "51312"),
+        ("SLUICE_SECRET_TEST__NR__NEWRELIC_QUERY_KEY", "query-key"),
+    ];
+    assert_eq!(observe_one(&provider, &vars).await, MetricValue::Value(0.5));
+    let requests = server.requests();
+    let [r] = requests.as_slice() else {
+        panic!("{requests:?}")
+    };
+    assert_eq!(r.path(), "/v1/accounts/51312/query");
+    assert_eq!(
+        r.query_param("nrql").as_deref(),
+        Some("QUERY(podinfo,test) SINCE 60 seconds ago")
+    );
+    assert_eq!(r.header("X-Query-Key"), Some("query-key"));
+}
+
+#[tokio::test]
+async fn graphite_renders_json_with_basic_auth_from_a_mounted_secret() {
+    let answer = r#"[{"target":"a","tags":{},"datapoints":[[0.5,1700000000],[0.75,1700000060],[null,1700000120]]}]"#;
+    let server = Server::start(vec![Canned::json(200, answer)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("test/graphite-auth");
+    std::fs::create_dir_all(&keys).unwrap();
+    std::fs::write(keys.join("username"), "admin\n").unwrap();
+    std::fs::write(keys.join("password"), "pw").unwrap();
+    let mut templates = TemplateIndex::new();
+    let errors = templates.add_text(
+        "t.yaml",
+        &format!(
+            "apiVersion: flagger.app/v1beta1
+kind: MetricTemplate
+metadata: {{name: t, namespace: test}}
+spec:
+  provider:
+    type: graphite
+    address: {}/graphite
+    secretRef: {{name: graphite-auth}}
+  query: |
+    target=summarize(app.{{{{ target }}}}.errors, '{{{{ interval }}}}', 'sum')
+    &from=-{{{{ interval }}}}
+",
+            server.url()
+        ),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut vars = BTreeMap::new();
+    vars.insert(
+        "SLUICE_SECRETS_DIR".to_string(),
+        dir.path().display().to_string(),
+    );
+    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
+        .with_secrets(Secrets::from_vars(vars));
+    let canary = flagger_canary("osm", "", METRIC);
+    let obs = observe_metrics(
+        &access,
+        &canary,
+        "podinfo",
+        &templates,
+        None,
+        Duration::from_secs(60),
+        1,
+    )
+    .await;
+    assert_eq!(
+        obs[0].value,
+        MetricValue::Value(0.75),
+        "the last non-null point"
+    );
+    let requests = server.requests();
+    let r = &requests[0];
+    assert_eq!(r.path(), "/graphite/render");
+    assert_eq!(r.query_param("format").as_deref(), Some("json"));
+    assert_eq!(
+        r.query_param("target").as_deref(),
+        Some("summarize(app.podinfo.errors, '1m', 'sum') ")
+    );
+    assert_eq!(r.query_param("from").as_deref(), Some("-1m"));
+    // Parameters sorted by name, as Go's url.Values.Encode writes them.
+    let names: Vec<&str> = r
+        .target
+        .split_once('?')
+        .expect("query")
+        .1
+        .split('&')
+        .filter_map(|p| p.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert_eq!(names, ["format", "from", "target"]);
+    // admin:pw
+    assert_eq!(r.header("Authorization"), Some("Basic YWRtaW46cHc="));
+}
+
+/// What a case expects of the observed value.
+type Check = fn(&MetricValue) -> bool;
+
+#[tokio::test]
+async fn no_data_nan_and_server_errors_are_failed_checks() {
+    let cases: Vec<(String, Canned, Check)> = vec![
+        (
+            datadog("URL"),
+            Canned::json(200, r#"{"status":"ok","series":[]}"#),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            datadog("URL"),
+            Canned::json(
+                200,
+                r#"{"status":"ok","series":[{"pointlist":[[1,null]]}]}"#,
+            ),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            datadog("URL"),
+            Canned::json(500, r#"{"errors":["Internal Server Error"]}"#),
+            |v| matches!(v, MetricValue::Error(e) if e.starts_with("Datadog http://") && e.contains("HTTP 500: {\"errors\"")),
+        ),
+        (
+            datadog("URL"),
+            Canned::json(403, r#"{"errors":["Forbidden"]}"#),
+            |v| matches!(v, MetricValue::Error(e) if e.contains("HTTP 403")),
+        ),
+        (
+            "    type: graphite\n    address: URL\n".into(),
+            Canned::json(200, r#"[{"target":"a","datapoints":[[null,1],[null,2]]}]"#),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            // The core fails NaN against any threshold (`decide`: detail "NaN").
+            "    type: graphite\n    address: URL\n".into(),
+            Canned::json(200, r#"[{"target":"a","datapoints":[["NaN",1]]}]"#),
+            |v| matches!(v, MetricValue::Value(x) if x.is_nan()),
+        ),
+        (
+            "    type: graphite\n    address: URL\n".into(),
+            Canned::new(502, "Bad Gateway"),
+            |v| matches!(v, MetricValue::Error(e) if e.contains("HTTP 502: Bad Gateway")),
+        ),
+        (
+            "    type: newrelic\n    address: URL\n    secretRef: {name: nr}\n".into(),
+            Canned::json(200, r#"{"results":[]}"#),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            "    type: newrelic\n    address: URL\n    secretRef: {name: nr}\n".into(),
+            Canned::json(200, r#"{"results":[{"result":null}]}"#),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            "    type: newrelic\n    address: URL\n    secretRef: {name: nr}\n".into(),
+            Canned::json(500, "{}"),
+            |v| matches!(v, MetricValue::Error(e) if e.starts_with("New Relic http://") && e.contains("HTTP 500")),
+        ),
+    ];
+    let mut vars = DD_KEYS.to_vec();
+    vars.push(("SLUICE_SECRET_TEST__NR__NEWRELIC_ACCOUNT_ID", "1"));
+    vars.push(("SLUICE_SECRET_TEST__NR__NEWRELIC_QUERY_KEY", "k"));
+    for (provider, answer, ok) in cases {
+        let server = Server::start(vec![answer.clone()]).await;
+        let value = observe_one(&provider.replace("URL", &server.url()), &vars).await;
+        assert!(ok(&value), "{provider} {answer:?}: {value:?}");
+        assert_eq!(server.requests().len(), 1, "{provider}");
+    }
+}
+
+#[tokio::test]
+async fn a_missing_secret_fails_the_metric_naming_what_to_set_and_sends_nothing() {
+    let server = Server::start(vec![Canned::json(200, &datadog_answer(0.1))]).await;
+    let only_api_key = [DD_KEYS[0]];
+    let value = observe_one(&datadog(&server.url()), &only_api_key).await;
+    let MetricValue::Error(e) = value else {
+        panic!("{value:?}")
+    };
+    assert!(
+        e.starts_with("metric template test/t (t.yaml:1): spec.provider.secretRef: Secret test/dd-keys key \"datadog_application_key\" is not mapped into sluice: set SLUICE_SECRET_TEST__DD_KEYS__DATADOG_APPLICATION_KEY or mount the Secret at "),
+        "{e}"
+    );
+    assert!(!e.contains("api-key"), "{e}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_slow_vendor_times_out_as_a_failed_check() {
+    let slow = Canned::json(200, &datadog_answer(0.1)).delay(Duration::from_secs(3));
+    let server = Server::start(vec![slow]).await;
+    let client = HttpClients::new().expect("clients");
+    let client = client.get(false);
+    let timeout = Duration::from_millis(200);
+    let mut d = Datadog::new(
+        &server.url(),
+        "a".into(),
+        "b".into(),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    d.timeout = timeout;
+    let mut n = NewRelic::new(&server.url(), "1", "k".into(), Duration::from_secs(60)).unwrap();
+    n.timeout = timeout;
+    let mut g = Graphite::new(&server.url(), None).unwrap();
+    g.timeout = timeout;
+    let values = [
+        d.query(client, "q", 1_700_000_000).await,
+        n.query(client, "q").await,
+        g.query(client, "target=x").await,
+    ];
+    for (vendor, value) in ["Datadog", "New Relic", "Graphite"].iter().zip(values) {
+        match value {
+            MetricValue::Error(e) => assert!(
+                e.starts_with(vendor) && e.ends_with("timed out after 200ms"),
+                "{e}"
+            ),
+            other => panic!("{vendor}: {other:?}"),
+        }
+    }
+}
