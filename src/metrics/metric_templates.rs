@@ -50,6 +50,8 @@ pub enum Provider {
     Datadog { address: String, secret_ref: String },
     /// `GET <address>/v1/accounts/<account id>/query?nrql=` with `X-Query-Key`.
     NewRelic { address: String, secret_ref: String },
+    /// `GET <address>/api/v2/metrics/query` with `Authorization: Api-Token`; no default address.
+    Dynatrace { address: String, secret_ref: String },
     /// `GET <address>/render?<query>&format=json`, basic auth when `secret_ref` is set.
     Graphite {
         address: String,
@@ -72,7 +74,7 @@ const PROVIDER_TYPES: &[(&str, Support)] = &[
     ("newrelic", Support::Queryable),
     ("graphite", Support::Queryable),
     ("influxdb", Support::Refused("sluice does not query InfluxDB yet")),
-    ("dynatrace", Support::Refused("sluice does not query Dynatrace yet")),
+    ("dynatrace", Support::Queryable),
     ("splunk", Support::Refused("sluice does not query Splunk yet")),
     ("cloudwatch", Support::Refused("CloudWatch needs signed requests (AWS SigV4), which sluice does not make")),
     ("stackdriver", Support::Refused("Stackdriver needs signed requests (Google service-account credentials), which sluice does not make")),
@@ -400,6 +402,17 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         }
         secret_ref.clone()
     };
+    let needs_address = |r: &mut Reader, address: Option<String>| -> Option<String> {
+        // A present but invalid address was reported where it was read.
+        if address.is_none() && provider.get("address").is_none() {
+            r.error(
+                provider.line,
+                "spec.provider.address",
+                format!("required field is missing: provider type {kind:?} has no default address"),
+            );
+        }
+        address
+    };
     let provider = match kind.as_str() {
         "prometheus" => Provider::Prometheus {
             address,
@@ -415,23 +428,19 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
             address: address.unwrap_or_else(|| NEWRELIC_DEFAULT_ADDRESS.into()),
             secret_ref: needs_secret(r, "newrelic_account_id and newrelic_query_key")?,
         },
-        "graphite" => {
-            let Some(address) = address else {
-                if provider.get("address").is_none() {
-                    r.error(
-                        provider.line,
-                        "spec.provider.address",
-                        "required field is missing: provider type \"graphite\" has no default address",
-                    );
-                }
-                return None;
-            };
-            Provider::Graphite {
+        "dynatrace" => {
+            let secret_ref = needs_secret(r, "dynatrace_token");
+            let address = needs_address(r, address)?;
+            Provider::Dynatrace {
                 address,
-                secret_ref,
-                insecure_skip_verify,
+                secret_ref: secret_ref?,
             }
         }
+        "graphite" => Provider::Graphite {
+            address: needs_address(r, address)?,
+            secret_ref,
+            insecure_skip_verify,
+        },
         other => {
             // PROVIDER_TYPES marks a type queryable only when a variant above reads it.
             r.error(
@@ -579,7 +588,6 @@ spec:
             ("cloudwatch", "signed requests (AWS SigV4)"),
             ("stackdriver", "signed requests"),
             ("influxdb", "does not query InfluxDB yet"),
-            ("dynatrace", "does not query Dynatrace yet"),
             ("splunk", "does not query Splunk yet"),
             ("externalmetrics", "Kubernetes API"),
         ] {
@@ -591,8 +599,9 @@ spec:
                 errors[0].starts_with(&format!(
                     "t.yaml:7: spec.provider.type: provider type \"{kind}\" is not supported: "
                 )) && errors[0].contains(why)
-                    && errors[0]
-                        .ends_with("sluice queries prometheus, datadog, newrelic, graphite"),
+                    && errors[0].ends_with(
+                        "sluice queries prometheus, datadog, newrelic, graphite, dynatrace"
+                    ),
                 "{}",
                 errors[0]
             );
@@ -628,6 +637,7 @@ spec:
                 Provider::Datadog { .. } => "datadog",
                 Provider::NewRelic { .. } => "newrelic",
                 Provider::Graphite { .. } => "graphite",
+                Provider::Dynatrace { .. } => "dynatrace",
             };
             assert_eq!(built, variant);
         }
@@ -659,6 +669,10 @@ spec:
             (
                 "    type: graphite\n",
                 "t.yaml:6: spec.provider.address: required field is missing: provider type \"graphite\" has no default address",
+            ),
+            (
+                "    type: dynatrace\n    secretRef: {name: d}\n",
+                "t.yaml:6: spec.provider.address: required field is missing: provider type \"dynatrace\" has no default address",
             ),
             (
                 "    type: datadog\n    secretRef: {name: d}\n    headers: {X-A: [b]}\n",

@@ -17,6 +17,7 @@
 
 pub mod builtin;
 pub mod datadog;
+pub mod dynatrace;
 pub mod graphite;
 pub mod metric_templates;
 pub mod newrelic;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::metrics::builtin::Observer;
 use crate::metrics::datadog::Datadog;
+use crate::metrics::dynatrace::Dynatrace;
 use crate::metrics::graphite::Graphite;
 use crate::metrics::metric_templates::{MetricTemplate, Provider, TemplateIndex};
 use crate::metrics::newrelic::NewRelic;
@@ -122,6 +124,7 @@ enum Job {
 enum Vendor {
     Datadog(Datadog),
     NewRelic(NewRelic),
+    Dynatrace(Dynatrace),
     Graphite(Graphite, bool),
 }
 
@@ -130,30 +133,35 @@ impl Vendor {
         match self {
             Vendor::Datadog(d) => d.url(),
             Vendor::NewRelic(n) => n.url(),
+            Vendor::Dynatrace(d) => d.url(),
             Vendor::Graphite(g, _) => g.url(),
         }
     }
 
     fn insecure_skip_verify(&self) -> bool {
         match self {
-            Vendor::Datadog(_) | Vendor::NewRelic(_) => false,
+            Vendor::Datadog(_) | Vendor::NewRelic(_) | Vendor::Dynatrace(_) => false,
             Vendor::Graphite(_, insecure) => *insecure,
         }
     }
 
     async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
         match self {
-            Vendor::Datadog(d) => d.query(client, query, unix_now()).await,
+            Vendor::Datadog(d) => d.query(client, query, unix_now().as_secs()).await,
             Vendor::NewRelic(n) => n.query(client, query).await,
+            Vendor::Dynatrace(d) => {
+                let ms = u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX);
+                d.query(client, query, ms).await
+            }
             Vendor::Graphite(g, _) => g.query(client, query).await,
         }
     }
 }
 
-fn unix_now() -> u64 {
+fn unix_now() -> Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .unwrap_or_default()
 }
 
 /// The client for a non-Prometheus template, its credentials read from the Secret its
@@ -191,6 +199,13 @@ fn vendor(
             let account = key(secret_ref, newrelic::ACCOUNT_ID)?;
             let query_key = key(secret_ref, newrelic::QUERY_KEY)?;
             NewRelic::new(address, &account, query_key, interval).map(Vendor::NewRelic)
+        })(),
+        Provider::Dynatrace {
+            address,
+            secret_ref,
+        } => (|| {
+            let token = key(secret_ref, dynatrace::TOKEN)?;
+            Dynatrace::new(address, token, interval).map(Vendor::Dynatrace)
         })(),
         Provider::Graphite {
             address,

@@ -1,4 +1,4 @@
-//! The vendor metric providers (datadog, newrelic, graphite) through `observe_metrics`,
+//! The vendor metric providers (datadog, newrelic, dynatrace, graphite) through `observe_metrics`,
 //! against local fakes that check the request each vendor's API documents (path, parameters,
 //! credential headers) and answer in its documented JSON shape. Credentials come from the
 //! mapped Secrets (environment variable or mounted file), never from the repo. No data, 500s,
@@ -10,6 +10,7 @@ use std::time::Duration;
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http::HttpClients;
 use sluice::metrics::datadog::Datadog;
+use sluice::metrics::dynatrace::Dynatrace;
 use sluice::metrics::graphite::Graphite;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::newrelic::NewRelic;
@@ -130,6 +131,35 @@ async fn newrelic_sends_nrql_since_the_interval_to_the_accounts_query_api() {
         Some("QUERY(podinfo,test) SINCE 60 seconds ago")
     );
     assert_eq!(r.header("X-Query-Key"), Some("query-key"));
+}
+
+#[tokio::test]
+async fn dynatrace_sends_the_selector_over_ten_intervals_with_the_api_token() {
+    let answer = r#"{"totalCount":1,"nextPageKey":null,"resolution":"Inf","result":[{"metricId":"builtin:service.errors.total.rate","dataPointCountRatio":1.0E-6,"dimensionCountRatio":1.0E-5,"data":[{"dimensions":["SERVICE-1"],"dimensionMap":{"dt.entity.service":"SERVICE-1"},"timestamps":[1700000000000],"values":[0.125]}]}]}"#;
+    let server = Server::start(vec![Canned::json(200, answer)]).await;
+    let provider = format!(
+        "    type: dynatrace\n    address: {}/e/abc\n    secretRef: {{name: dt}}\n",
+        server.url()
+    );
+    let vars = [("SLUICE_SECRET_TEST__DT__DYNATRACE_TOKEN", "dt0c01.token")];
+    assert_eq!(
+        observe_one(&provider, &vars).await,
+        MetricValue::Value(0.125)
+    );
+    let requests = server.requests();
+    let [r] = requests.as_slice() else {
+        panic!("{requests:?}")
+    };
+    assert_eq!(r.path(), "/e/abc/api/v2/metrics/query");
+    assert_eq!(
+        r.query_param("metricSelector").as_deref(),
+        Some("QUERY(podinfo,test)")
+    );
+    assert_eq!(r.query_param("resolution").as_deref(), Some("Inf"));
+    assert_eq!(r.header("Authorization"), Some("Api-Token dt0c01.token"));
+    let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix ms") };
+    // Flagger: from = now - 10 × the metric's interval (1m), in milliseconds.
+    assert_eq!(at("to") - at("from"), 600_000);
 }
 
 #[tokio::test]
@@ -267,8 +297,30 @@ async fn no_data_nan_and_server_errors_are_failed_checks() {
             Canned::json(500, "{}"),
             |v| matches!(v, MetricValue::Error(e) if e.starts_with("New Relic http://") && e.contains("HTTP 500")),
         ),
+        (
+            "    type: dynatrace\n    address: URL\n    secretRef: {name: dt}\n".into(),
+            Canned::json(
+                200,
+                r#"{"totalCount":0,"result":[{"metricId":"m","data":[]}]}"#,
+            ),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            "    type: dynatrace\n    address: URL\n    secretRef: {name: dt}\n".into(),
+            Canned::json(
+                200,
+                r#"{"result":[{"metricId":"m","data":[{"values":[null]}]}]}"#,
+            ),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            "    type: dynatrace\n    address: URL\n    secretRef: {name: dt}\n".into(),
+            Canned::json(500, r#"{"error":{"code":500,"message":"oops"}}"#),
+            |v| matches!(v, MetricValue::Error(e) if e.starts_with("Dynatrace http://") && e.contains("HTTP 500")),
+        ),
     ];
     let mut vars = DD_KEYS.to_vec();
+    vars.push(("SLUICE_SECRET_TEST__DT__DYNATRACE_TOKEN", "t"));
     vars.push(("SLUICE_SECRET_TEST__NR__NEWRELIC_ACCOUNT_ID", "1"));
     vars.push(("SLUICE_SECRET_TEST__NR__NEWRELIC_QUERY_KEY", "k"));
     for (provider, answer, ok) in cases {
@@ -314,12 +366,18 @@ async fn a_slow_vendor_times_out_as_a_failed_check() {
     n.timeout = timeout;
     let mut g = Graphite::new(&server.url(), None).unwrap();
     g.timeout = timeout;
+    let mut dt = Dynatrace::new(&server.url(), "t".into(), Duration::from_secs(60)).unwrap();
+    dt.timeout = timeout;
     let values = [
         d.query(client, "q", 1_700_000_000).await,
         n.query(client, "q").await,
         g.query(client, "target=x").await,
+        dt.query(client, "m", 1_700_000_000_000).await,
     ];
-    for (vendor, value) in ["Datadog", "New Relic", "Graphite"].iter().zip(values) {
+    for (vendor, value) in ["Datadog", "New Relic", "Graphite", "Dynatrace"]
+        .iter()
+        .zip(values)
+    {
         match value {
             MetricValue::Error(e) => assert!(
                 e.starts_with(vendor) && e.ends_with("timed out after 200ms"),
