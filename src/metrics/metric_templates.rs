@@ -3,7 +3,9 @@
 //! A `flagger.app/v1beta1 MetricTemplate` is looked up among the snapshot's documents
 //! (multi-document files included). Problems are reported like every spec error,
 //! `file:line: field: message`, and a template with problems stays in the index as invalid, so
-//! a metric that refers to it fails with the reason instead of "not found". The query text is
+//! a metric that refers to it fails with the reason instead of "not found". Its provider is
+//! read into a typed [`Provider`]; a provider type sluice cannot query ([`queryable_provider`])
+//! and a provider field the type does not use are errors here, not surprises mid-rollout. The query text is
 //! only checked here; `query_render.rs` renders it. This module does no IO.
 
 use std::collections::BTreeMap;
@@ -50,6 +52,12 @@ pub enum Provider {
     Datadog { address: String, secret_ref: String },
     /// `GET <address>/v1/accounts/<account id>/query?nrql=` with `X-Query-Key`.
     NewRelic { address: String, secret_ref: String },
+    /// `POST <address>/api/v2/query?org=` (Flux), `Authorization: Token` when `secret_ref` is
+    /// set; no default address.
+    Influxdb {
+        address: String,
+        secret_ref: Option<String>,
+    },
     /// `GET <address>/api/v2/metrics/query` with `Authorization: Api-Token`; no default address.
     Dynatrace { address: String, secret_ref: String },
     /// `GET <address>/render?<query>&format=json`, basic auth when `secret_ref` is set.
@@ -73,7 +81,7 @@ const PROVIDER_TYPES: &[(&str, Support)] = &[
     ("datadog", Support::Queryable),
     ("newrelic", Support::Queryable),
     ("graphite", Support::Queryable),
-    ("influxdb", Support::Refused("sluice does not query InfluxDB yet")),
+    ("influxdb", Support::Queryable),
     ("dynatrace", Support::Queryable),
     ("splunk", Support::Refused("sluice does not query Splunk yet")),
     ("cloudwatch", Support::Refused("CloudWatch needs signed requests (AWS SigV4), which sluice does not make")),
@@ -436,6 +444,10 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
                 secret_ref: secret_ref?,
             }
         }
+        "influxdb" => Provider::Influxdb {
+            address: needs_address(r, address)?,
+            secret_ref,
+        },
         "graphite" => Provider::Graphite {
             address: needs_address(r, address)?,
             secret_ref,
@@ -587,7 +599,6 @@ spec:
             ("keptn", "Keptn is read from the cluster's Keptn resources"),
             ("cloudwatch", "signed requests (AWS SigV4)"),
             ("stackdriver", "signed requests"),
-            ("influxdb", "does not query InfluxDB yet"),
             ("splunk", "does not query Splunk yet"),
             ("externalmetrics", "Kubernetes API"),
         ] {
@@ -600,7 +611,7 @@ spec:
                     "t.yaml:7: spec.provider.type: provider type \"{kind}\" is not supported: "
                 )) && errors[0].contains(why)
                     && errors[0].ends_with(
-                        "sluice queries prometheus, datadog, newrelic, graphite, dynatrace"
+                        "sluice queries prometheus, datadog, newrelic, graphite, influxdb, dynatrace"
                     ),
                 "{}",
                 errors[0]
@@ -638,6 +649,7 @@ spec:
                 Provider::NewRelic { .. } => "newrelic",
                 Provider::Graphite { .. } => "graphite",
                 Provider::Dynatrace { .. } => "dynatrace",
+                Provider::Influxdb { .. } => "influxdb",
             };
             assert_eq!(built, variant);
         }

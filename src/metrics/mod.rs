@@ -1,24 +1,35 @@
 //! Metric adapters: turn a canary's metric specs into [`MetricObservation`]s by querying
-//! Prometheus. The core judges the values against the thresholds; nothing here decides.
+//! Prometheus or, for a MetricTemplate, the provider it names. The core judges the values
+//! against the thresholds; nothing here decides.
 //!
 //! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
 //! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
-//! the query text. Queries run concurrently; each Prometheus endpoint has one pooled client
+//! the query text. A template's [`metric_templates::Provider`] picks the client, one module per
+//! vendor, each making the request Flagger's provider makes: `prometheus.rs`, `datadog.rs`,
+//! `newrelic.rs`, `dynatrace.rs`, `influxdb.rs`, `graphite.rs` (the last five share
+//! `vendor_http.rs`). Their credentials are read, when the metric is planned, from the Secret
+//! the template's `secretRef` names, in the template's namespace, through
+//! [`crate::secrets::Secrets`] (never from git).
+//!
+//! Queries run concurrently; each endpoint (Prometheus or vendor API) has one pooled client
 //! and at most `concurrency` queries in flight across every canary of the process
 //! (`prometheus.concurrency` in `.sluice/config.yaml`, default
 //! [`crate::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), and a tick opens about that
 //! many connections to it (see [`crate::http`]).
-//! Every problem (no address, unknown provider, missing template, render error, failed query)
-//! becomes that metric's `MetricValue::Error`, so one bad metric never hides the others and
+//! Every problem (no address, unknown provider, missing template, render error, missing
+//! Secret, failed query, timeout) becomes that metric's `MetricValue::Error`, and an answer
+//! without a value is `MetricValue::NoData`, so one bad metric never hides the others and
 //! never passes.
 //!
 //! The Prometheus address is, in order: the template's `spec.provider.address`, the canary's
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
+//! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
 pub mod builtin;
 pub mod datadog;
 pub mod dynatrace;
 pub mod graphite;
+pub mod influxdb;
 pub mod metric_templates;
 pub mod newrelic;
 pub mod prometheus;
@@ -33,6 +44,7 @@ use crate::metrics::builtin::Observer;
 use crate::metrics::datadog::Datadog;
 use crate::metrics::dynatrace::Dynatrace;
 use crate::metrics::graphite::Graphite;
+use crate::metrics::influxdb::Influxdb;
 use crate::metrics::metric_templates::{MetricTemplate, Provider, TemplateIndex};
 use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
@@ -125,6 +137,7 @@ enum Vendor {
     Datadog(Datadog),
     NewRelic(NewRelic),
     Dynatrace(Dynatrace),
+    Influxdb(Influxdb),
     Graphite(Graphite, bool),
 }
 
@@ -134,13 +147,17 @@ impl Vendor {
             Vendor::Datadog(d) => d.url(),
             Vendor::NewRelic(n) => n.url(),
             Vendor::Dynatrace(d) => d.url(),
+            Vendor::Influxdb(i) => i.url(),
             Vendor::Graphite(g, _) => g.url(),
         }
     }
 
     fn insecure_skip_verify(&self) -> bool {
         match self {
-            Vendor::Datadog(_) | Vendor::NewRelic(_) | Vendor::Dynatrace(_) => false,
+            Vendor::Datadog(_)
+            | Vendor::NewRelic(_)
+            | Vendor::Dynatrace(_)
+            | Vendor::Influxdb(_) => false,
             Vendor::Graphite(_, insecure) => *insecure,
         }
     }
@@ -149,6 +166,7 @@ impl Vendor {
         match self {
             Vendor::Datadog(d) => d.query(client, query, unix_now().as_secs()).await,
             Vendor::NewRelic(n) => n.query(client, query).await,
+            Vendor::Influxdb(i) => i.query(client, query).await,
             Vendor::Dynatrace(d) => {
                 let ms = u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX);
                 d.query(client, query, ms).await
@@ -206,6 +224,16 @@ fn vendor(
         } => (|| {
             let token = key(secret_ref, dynatrace::TOKEN)?;
             Dynatrace::new(address, token, interval).map(Vendor::Dynatrace)
+        })(),
+        Provider::Influxdb {
+            address,
+            secret_ref,
+        } => (|| {
+            let credentials = match secret_ref {
+                Some(name) => Some((key(name, influxdb::TOKEN)?, key(name, influxdb::ORG)?)),
+                None => None,
+            };
+            Influxdb::new(address, credentials).map(Vendor::Influxdb)
         })(),
         Provider::Graphite {
             address,

@@ -41,9 +41,25 @@ pub async fn get(
     request: reqwest::RequestBuilder,
     timeout: Duration,
 ) -> Result<(u16, Vec<u8>), String> {
+    exchange(request, timeout, true).await
+}
+
+/// Sends `request` (a POST: a query that reads, but never sent twice) and reads the answer.
+pub async fn post(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    exchange(request, timeout, false).await
+}
+
+async fn exchange(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    retry: bool,
+) -> Result<(u16, Vec<u8>), String> {
     let request = request.timeout(timeout);
     let exchange = async {
-        let again = request.try_clone();
+        let again = if retry { request.try_clone() } else { None };
         let response = match request.send().await {
             Err(e) if e.is_request() && !e.is_timeout() => match again {
                 Some(again) => again.send().await?,

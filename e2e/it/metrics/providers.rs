@@ -1,4 +1,4 @@
-//! The vendor metric providers (datadog, newrelic, dynatrace, graphite) through `observe_metrics`,
+//! The vendor metric providers (datadog, newrelic, dynatrace, influxdb, graphite) through `observe_metrics`,
 //! against local fakes that check the request each vendor's API documents (path, parameters,
 //! credential headers) and answer in its documented JSON shape. Credentials come from the
 //! mapped Secrets (environment variable or mounted file), never from the repo. No data, 500s,
@@ -12,6 +12,7 @@ use sluice::http::HttpClients;
 use sluice::metrics::datadog::Datadog;
 use sluice::metrics::dynatrace::Dynatrace;
 use sluice::metrics::graphite::Graphite;
+use sluice::metrics::influxdb::Influxdb;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::newrelic::NewRelic;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
@@ -160,6 +161,57 @@ async fn dynatrace_sends_the_selector_over_ten_intervals_with_the_api_token() {
     let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix ms") };
     // Flagger: from = now - 10 × the metric's interval (1m), in milliseconds.
     assert_eq!(at("to") - at("from"), 600_000);
+}
+
+/// InfluxDB's annotated CSV for one table whose first `_value` is `value`.
+fn influx_answer(value: &str) -> String {
+    format!(
+        "#datatype,string,long,dateTime:RFC3339,dateTime:RFC3339,dateTime:RFC3339,double,string,string\r
+#group,false,false,true,true,false,false,true,true\r
+#default,_result,,,,,,,\r
+,result,table,_start,_stop,_time,_value,_field,_measurement\r
+,,0,2020-02-17T22:19:49Z,2020-02-18T22:19:49Z,2020-02-18T10:34:08Z,{value},errors,http\r
+,,0,2020-02-17T22:19:49Z,2020-02-18T22:19:49Z,2020-02-18T22:08:44Z,6.6,errors,http\r
+\r
+"
+    )
+}
+
+#[tokio::test]
+async fn influxdb_posts_flux_with_the_token_and_org_and_reads_the_first_value() {
+    let server =
+        Server::start(vec![Canned::new(200, influx_answer("0.4"))
+            .header("Content-Type", "text/csv; charset=utf-8")])
+        .await;
+    let provider = format!(
+        "    type: influxdb\n    address: {}\n    secretRef: {{name: influx}}\n",
+        server.url()
+    );
+    let vars = [
+        ("SLUICE_SECRET_TEST__INFLUX__TOKEN", "my-token"),
+        ("SLUICE_SECRET_TEST__INFLUX__ORG", "my-org"),
+    ];
+    assert_eq!(observe_one(&provider, &vars).await, MetricValue::Value(0.4));
+    let requests = server.requests();
+    let [r] = requests.as_slice() else {
+        panic!("{requests:?}")
+    };
+    assert_eq!((r.method.as_str(), r.path()), ("POST", "/api/v2/query"));
+    assert_eq!(r.query_param("org").as_deref(), Some("my-org"));
+    assert_eq!(r.header("Authorization"), Some("Token my-token"));
+    assert_eq!(r.header("Content-Type"), Some("application/json"));
+    assert_eq!(
+        r.json(),
+        serde_json::json!({
+            "query": "QUERY(podinfo,test)",
+            "type": "flux",
+            "dialect": {
+                "annotations": ["datatype", "group", "default"],
+                "delimiter": ",",
+                "header": true,
+            },
+        })
+    );
 }
 
 #[tokio::test]
@@ -318,6 +370,21 @@ async fn no_data_nan_and_server_errors_are_failed_checks() {
             Canned::json(500, r#"{"error":{"code":500,"message":"oops"}}"#),
             |v| matches!(v, MetricValue::Error(e) if e.starts_with("Dynatrace http://") && e.contains("HTTP 500")),
         ),
+        (
+            "    type: influxdb\n    address: URL\n".into(),
+            Canned::new(200, "\r\n"),
+            |v| *v == MetricValue::NoData,
+        ),
+        (
+            "    type: influxdb\n    address: URL\n".into(),
+            Canned::new(200, influx_answer("NaN")),
+            |v| matches!(v, MetricValue::Value(x) if x.is_nan()),
+        ),
+        (
+            "    type: influxdb\n    address: URL\n".into(),
+            Canned::json(500, r#"{"code":"internal error","message":"boom"}"#),
+            |v| matches!(v, MetricValue::Error(e) if e.starts_with("InfluxDB http://") && e.contains("HTTP 500")),
+        ),
     ];
     let mut vars = DD_KEYS.to_vec();
     vars.push(("SLUICE_SECRET_TEST__DT__DYNATRACE_TOKEN", "t"));
@@ -366,6 +433,8 @@ async fn a_slow_vendor_times_out_as_a_failed_check() {
     n.timeout = timeout;
     let mut g = Graphite::new(&server.url(), None).unwrap();
     g.timeout = timeout;
+    let mut i = Influxdb::new(&server.url(), None).unwrap();
+    i.timeout = timeout;
     let mut dt = Dynatrace::new(&server.url(), "t".into(), Duration::from_secs(60)).unwrap();
     dt.timeout = timeout;
     let values = [
@@ -373,8 +442,9 @@ async fn a_slow_vendor_times_out_as_a_failed_check() {
         n.query(client, "q").await,
         g.query(client, "target=x").await,
         dt.query(client, "m", 1_700_000_000_000).await,
+        i.query(client, "from(bucket: \"b\")").await,
     ];
-    for (vendor, value) in ["Datadog", "New Relic", "Graphite", "Dynatrace"]
+    for (vendor, value) in ["Datadog", "New Relic", "Graphite", "Dynatrace", "InfluxDB"]
         .iter()
         .zip(values)
     {
