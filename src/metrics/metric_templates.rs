@@ -83,7 +83,7 @@ const PROVIDER_TYPES: &[(&str, Support)] = &[
     ("graphite", Support::Queryable),
     ("influxdb", Support::Queryable),
     ("dynatrace", Support::Queryable),
-    ("splunk", Support::Refused("sluice does not query Splunk yet")),
+    ("splunk", Support::Refused("Splunk Observability answers SignalFlow programs over a WebSocket stream, which sluice does not speak")),
     ("cloudwatch", Support::Refused("CloudWatch needs signed requests (AWS SigV4), which sluice does not make")),
     ("stackdriver", Support::Refused("Stackdriver needs signed requests (Google service-account credentials), which sluice does not make")),
     ("keptn", Support::Refused("Keptn is read from the cluster's Keptn resources, which sluice does not read")),
@@ -599,7 +599,7 @@ spec:
             ("keptn", "Keptn is read from the cluster's Keptn resources"),
             ("cloudwatch", "signed requests (AWS SigV4)"),
             ("stackdriver", "signed requests"),
-            ("splunk", "does not query Splunk yet"),
+            ("splunk", "SignalFlow programs over a WebSocket"),
             ("externalmetrics", "Kubernetes API"),
         ] {
             assert!(!queryable_provider(kind), "{kind}");
