@@ -43,8 +43,8 @@ pub enum Provider {
         address: Option<String>,
         /// `headers`, one entry per value.
         headers: Vec<(String, String)>,
-        /// sluice reads Prometheus credentials from the environment instead (see
-        /// `metrics::prometheus::Auth`); a template that names one needs them set.
+        /// Keys `token` (bearer), or `username` and `password` (basic auth), as Flagger
+        /// reads them; without it, the environment's credentials (`SLUICE_PROMETHEUS_*`).
         secret_ref: Option<String>,
         insecure_skip_verify: bool,
     },

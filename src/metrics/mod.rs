@@ -362,7 +362,7 @@ fn plan(
     let Some(address) = address else {
         return Job::Failed(NO_ADDRESS.into());
     };
-    let auth = match access.auth() {
+    let mut auth = match access.auth() {
         Ok(a) => a.clone(),
         Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
     };
@@ -375,13 +375,9 @@ fn plan(
     }) = template.map(|t| &t.provider)
     {
         if let (Some(secret), Some(t)) = (secret_ref, template) {
-            if auth.is_none() {
-                return Job::Failed(format!(
-                    "metric template {t} uses spec.provider.secretRef {secret:?}; sluice cannot read Kubernetes Secrets: set {} or {} and {}",
-                    prometheus::TOKEN_VAR,
-                    prometheus::USERNAME_VAR,
-                    prometheus::PASSWORD_VAR
-                ));
+            match prometheus_secret(t, secret, access.secrets()) {
+                Ok(a) => auth = a,
+                Err(e) => return Job::Failed(e),
             }
         }
         config.headers = headers.clone();
@@ -393,6 +389,30 @@ fn plan(
         promql: text,
         builtin,
     }
+}
+
+/// The credentials of a Prometheus template's `secretRef`, as Flagger reads them: key `token`
+/// (a bearer token) if the Secret has it, else keys `username` and `password` (basic auth).
+fn prometheus_secret(
+    t: &MetricTemplate,
+    secret: &str,
+    secrets: &Secrets,
+) -> Result<prometheus::Auth, String> {
+    let failed = |e: crate::secrets::SecretError| {
+        format!(
+            "metric template {t} ({}:{}): spec.provider.secretRef: {e}",
+            t.file, t.line
+        )
+    };
+    let ns = t.namespace.as_str();
+    if let Some(token) = secrets.get(ns, secret, "token").map_err(failed)? {
+        return Ok(prometheus::Auth::Bearer(token));
+    }
+    let username = secrets
+        .require(ns, secret, "username")
+        .map_err(|e| format!("{} (or map key \"token\" for a bearer token)", failed(e)))?;
+    let password = secrets.require(ns, secret, "password").map_err(failed)?;
+    Ok(prometheus::Auth::Basic { username, password })
 }
 
 async fn run(

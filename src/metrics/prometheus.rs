@@ -9,8 +9,10 @@
 //!
 //! Credentials come from the environment (`SLUICE_PROMETHEUS_TOKEN`, or
 //! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`), read once by the runtime context
-//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. This
-//! module judges nothing.
+//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. A
+//! MetricTemplate with a `secretRef` uses that Secret's `token` or `username`/`password`
+//! instead (read by `metrics::plan` through [`crate::secrets::Secrets`]). This module judges
+//! nothing.
 
 use std::fmt;
 use std::time::Duration;

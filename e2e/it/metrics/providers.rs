@@ -457,3 +457,47 @@ async fn a_slow_vendor_times_out_as_a_failed_check() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_prometheus_templates_secret_ref_sends_its_token_or_basic_auth() {
+    let answer = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.5"]}]}}"#;
+    let server = Server::start(vec![Canned::json(200, answer)]).await;
+    let provider = format!(
+        "    type: prometheus\n    address: {}\n    secretRef: {{name: prom}}\n",
+        server.url()
+    );
+    let token = [("SLUICE_SECRET_TEST__PROM__TOKEN", "t0k")];
+    assert_eq!(
+        observe_one(&provider, &token).await,
+        MetricValue::Value(0.5)
+    );
+    let basic = [
+        ("SLUICE_SECRET_TEST__PROM__USERNAME", "admin"),
+        ("SLUICE_SECRET_TEST__PROM__PASSWORD", "pw"),
+    ];
+    assert_eq!(
+        observe_one(&provider, &basic).await,
+        MetricValue::Value(0.5)
+    );
+    let sent: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("Authorization").map(str::to_string))
+        .collect();
+    assert_eq!(
+        sent,
+        [Some("Bearer t0k".into()), Some("Basic YWRtaW46cHc=".into())]
+    );
+    let MetricValue::Error(e) = observe_one(&provider, &[]).await else {
+        panic!("no credentials must fail")
+    };
+    assert!(
+        e.contains("SLUICE_SECRET_TEST__PROM__USERNAME") && e.contains("or map key \"token\""),
+        "{e}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "nothing sent without credentials"
+    );
+}
