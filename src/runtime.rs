@@ -74,15 +74,16 @@ impl Runtime {
             .build()?;
         let var = |name: &str| env.get(name).filter(|v| !v.is_empty()).cloned();
         let http = HttpClients::new().map_err(std::io::Error::other)?;
+        let secrets = Secrets::from_vars(env.clone());
         let prometheus =
             match Auth::from_values(var(TOKEN_VAR), var(USERNAME_VAR), var(PASSWORD_VAR)) {
                 Ok(auth) => PrometheusAccess::new(http.clone(), auth),
                 Err(e) => PrometheusAccess::unusable(http.clone(), e),
-            };
+            }
+            .with_secrets(secrets.clone());
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
             .and_then(ForgeClient::new)
             .map_err(|e| e.to_string());
-        let secrets = Secrets::from_vars(env.clone());
         Ok(Runtime {
             tokio,
             env,

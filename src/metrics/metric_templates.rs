@@ -3,7 +3,9 @@
 //! A `flagger.app/v1beta1 MetricTemplate` is looked up among the snapshot's documents
 //! (multi-document files included). Problems are reported like every spec error,
 //! `file:line: field: message`, and a template with problems stays in the index as invalid, so
-//! a metric that refers to it fails with the reason instead of "not found". The query text is
+//! a metric that refers to it fails with the reason instead of "not found". Its provider is
+//! read into a typed [`Provider`]; a provider type sluice cannot query ([`queryable_provider`])
+//! and a provider field the type does not use are errors here, not surprises mid-rollout. The query text is
 //! only checked here; `query_render.rs` renders it. This module does no IO.
 
 use std::collections::BTreeMap;
@@ -16,7 +18,7 @@ use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::{join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
 use crate::yaml::snapshot::{Contents, Snapshot};
 
-/// A valid MetricTemplate of provider type `prometheus`.
+/// A valid MetricTemplate of a provider type sluice queries ([`queryable_provider`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricTemplate {
     pub name: Name,
@@ -24,17 +26,92 @@ pub struct MetricTemplate {
     /// Where it was read, for messages.
     pub file: String,
     pub line: usize,
-    /// `spec.provider.address`: overrides the canary's and the repo's Prometheus address.
-    pub address: Option<String>,
-    /// `spec.provider.headers`, one entry per value.
-    pub headers: Vec<(String, String)>,
-    /// `spec.provider.secretRef.name`. sluice cannot read Kubernetes Secrets; the query
-    /// needs credentials from the environment instead (see `metrics::prometheus::Auth`).
-    pub secret_ref: Option<String>,
-    pub insecure_skip_verify: bool,
-    /// `spec.query`, checked for syntax.
+    /// `spec.provider`: who answers the query, and how to reach it.
+    pub provider: Provider,
+    /// `spec.query`, checked for template syntax; its language is the provider's.
     pub query: String,
 }
+
+/// `spec.provider` of a MetricTemplate, one variant per provider type sluice queries, each
+/// with only the fields Flagger's provider reads (`pkg/metrics/providers/`). A field a
+/// provider does not use is refused at parse, never ignored. The `secret_ref` names a Secret
+/// in the template's namespace; its keys are read through [`crate::secrets::Secrets`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Provider {
+    Prometheus {
+        /// Overrides the canary's and the repo's Prometheus address.
+        address: Option<String>,
+        /// `headers`, one entry per value.
+        headers: Vec<(String, String)>,
+        /// Keys `token` (bearer), or `username` and `password` (basic auth), as Flagger
+        /// reads them; without it, the environment's credentials (`SLUICE_PROMETHEUS_*`).
+        secret_ref: Option<String>,
+        insecure_skip_verify: bool,
+    },
+    /// `GET <address>/api/v1/query` with `DD-API-KEY` / `DD-APPLICATION-KEY`.
+    Datadog { address: String, secret_ref: String },
+    /// `GET <address>/v1/accounts/<account id>/query?nrql=` with `X-Query-Key`.
+    NewRelic { address: String, secret_ref: String },
+    /// `POST <address>/api/v2/query?org=` (Flux), `Authorization: Token` when `secret_ref` is
+    /// set; no default address.
+    Influxdb {
+        address: String,
+        secret_ref: Option<String>,
+    },
+    /// `GET <address>/api/v2/metrics/query` with `Authorization: Api-Token`; no default address.
+    Dynatrace { address: String, secret_ref: String },
+    /// `GET <address>/render?<query>&format=json`, basic auth when `secret_ref` is set.
+    Graphite {
+        address: String,
+        secret_ref: Option<String>,
+        insecure_skip_verify: bool,
+    },
+}
+
+/// One provider type of Flagger's CRD: the variant sluice parses it into, or why it refuses it.
+enum Support {
+    Queryable,
+    Refused(&'static str),
+}
+
+/// Flagger's provider types (the CRD's enum) and what sluice does with each. The queryable
+/// ones are exactly the variants of [`Provider`].
+const PROVIDER_TYPES: &[(&str, Support)] = &[
+    ("prometheus", Support::Queryable),
+    ("datadog", Support::Queryable),
+    ("newrelic", Support::Queryable),
+    ("graphite", Support::Queryable),
+    ("influxdb", Support::Queryable),
+    ("dynatrace", Support::Queryable),
+    ("splunk", Support::Refused("Splunk Observability answers SignalFlow programs over a WebSocket stream, which sluice does not speak")),
+    ("cloudwatch", Support::Refused("CloudWatch needs signed requests (AWS SigV4), which sluice does not make")),
+    ("stackdriver", Support::Refused("Stackdriver needs signed requests (Google service-account credentials), which sluice does not make")),
+    ("keptn", Support::Refused("Keptn is read from the cluster's Keptn resources, which sluice does not read")),
+    ("externalmetrics", Support::Refused("external metrics are read from the cluster's Kubernetes API, which sluice does not read")),
+];
+
+/// Whether sluice can query MetricTemplates of provider type `kind` (`spec.provider.type`).
+/// Every other type is refused by name when the template is read.
+pub fn queryable_provider(kind: &str) -> bool {
+    PROVIDER_TYPES
+        .iter()
+        .any(|(k, s)| *k == kind && matches!(s, Support::Queryable))
+}
+
+/// The provider types sluice queries, for messages.
+fn queryable_list() -> String {
+    PROVIDER_TYPES
+        .iter()
+        .filter(|(_, s)| matches!(s, Support::Queryable))
+        .map(|(k, _)| *k)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Flagger's default Datadog API address.
+pub const DATADOG_DEFAULT_ADDRESS: &str = "https://api.datadoghq.com";
+/// Flagger's default New Relic Insights API address.
+pub const NEWRELIC_DEFAULT_ADDRESS: &str = "https://insights-api.newrelic.com";
 
 /// Why a metric's template cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,21 +155,6 @@ const PROVIDER_KEYS: &[&str] = &[
     "region",
     "insecureSkipVerify",
 ];
-/// Flagger's provider types (the CRD's enum); only `prometheus` is queried by sluice.
-const PROVIDER_TYPES: &[&str] = &[
-    "prometheus",
-    "influxdb",
-    "datadog",
-    "externalmetrics",
-    "stackdriver",
-    "cloudwatch",
-    "newrelic",
-    "graphite",
-    "dynatrace",
-    "keptn",
-    "splunk",
-];
-
 impl TemplateIndex {
     pub fn new() -> TemplateIndex {
         TemplateIndex::default()
@@ -242,7 +304,7 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
             r.error(
                 node.line,
                 "spec.query",
-                "expected a PromQL query, found an empty string",
+                "expected a query, found an empty string",
             );
             None
         }
@@ -259,20 +321,32 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
     let kind = r
         .required(provider, "spec.provider", "type")
         .and_then(|n| r.string(n, "spec.provider.type").map(|t| (n, t)));
-    if let Some((node, kind)) = &kind {
-        if !PROVIDER_TYPES.contains(&kind.as_str()) {
-            r.error(
+    let kind = kind.and_then(|(node, kind)| {
+        match PROVIDER_TYPES.iter().find(|(k, _)| *k == kind.as_str()) {
+            None => r.error(
                 node.line,
                 "spec.provider.type",
                 format!(
                     "expected one of {}, found {kind:?}",
-                    PROVIDER_TYPES.join(", ")
+                    PROVIDER_TYPES
+                        .iter()
+                        .map(|(k, _)| *k)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
-            );
-        } else if let Err(why) = crate::metrics::queryable_provider(kind) {
-            r.error(node.line, "spec.provider.type", why);
+            ),
+            Some((_, Support::Refused(why))) => r.error(
+                node.line,
+                "spec.provider.type",
+                format!(
+                    "provider type {kind:?} is not supported: {why}; sluice queries {}",
+                    queryable_list()
+                ),
+            ),
+            Some((_, Support::Queryable)) => return Some(kind),
         }
-    }
+        None
+    });
     let address = provider.get("address").and_then(|n| {
         let text = r.string(n, "spec.provider.address")?;
         if text.starts_with("http://") || text.starts_with("https://") {
@@ -303,16 +377,101 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         .get("insecureSkipVerify")
         .and_then(|n| r.bool(n, "spec.provider.insecureSkipVerify"))
         .unwrap_or(false);
-    kind?;
+    let kind = kind?;
+    let before = r.errors.len();
+    // A field Flagger's provider of this type never reads is refused, not ignored.
+    let unused = |r: &mut Reader, key: &str, used_by: &str| {
+        if let Some(n) = provider.get(key) {
+            r.error(
+                n.line,
+                &join("spec.provider", key),
+                format!("provider type {kind:?} does not use {key}; Flagger reads it only for {used_by}"),
+            );
+        }
+    };
+    if kind != "prometheus" {
+        unused(r, "headers", "prometheus");
+        if kind != "graphite" && insecure_skip_verify {
+            unused(r, "insecureSkipVerify", "prometheus and graphite");
+        }
+    }
+    if kind != "prometheus" {
+        unused(r, "region", "cloudwatch");
+    }
+    let needs_secret = |r: &mut Reader, keys: &str| -> Option<String> {
+        if secret_ref.is_none() {
+            r.error(
+                provider.line,
+                "spec.provider.secretRef",
+                format!(
+                    "required field is missing: provider type {kind:?} reads {keys} from a Secret"
+                ),
+            );
+        }
+        secret_ref.clone()
+    };
+    let needs_address = |r: &mut Reader, address: Option<String>| -> Option<String> {
+        // A present but invalid address was reported where it was read.
+        if address.is_none() && provider.get("address").is_none() {
+            r.error(
+                provider.line,
+                "spec.provider.address",
+                format!("required field is missing: provider type {kind:?} has no default address"),
+            );
+        }
+        address
+    };
+    let provider = match kind.as_str() {
+        "prometheus" => Provider::Prometheus {
+            address,
+            headers,
+            secret_ref,
+            insecure_skip_verify,
+        },
+        "datadog" => Provider::Datadog {
+            address: address.unwrap_or_else(|| DATADOG_DEFAULT_ADDRESS.into()),
+            secret_ref: needs_secret(r, "datadog_api_key and datadog_application_key")?,
+        },
+        "newrelic" => Provider::NewRelic {
+            address: address.unwrap_or_else(|| NEWRELIC_DEFAULT_ADDRESS.into()),
+            secret_ref: needs_secret(r, "newrelic_account_id and newrelic_query_key")?,
+        },
+        "dynatrace" => {
+            let secret_ref = needs_secret(r, "dynatrace_token");
+            let address = needs_address(r, address)?;
+            Provider::Dynatrace {
+                address,
+                secret_ref: secret_ref?,
+            }
+        }
+        "influxdb" => Provider::Influxdb {
+            address: needs_address(r, address)?,
+            secret_ref,
+        },
+        "graphite" => Provider::Graphite {
+            address: needs_address(r, address)?,
+            secret_ref,
+            insecure_skip_verify,
+        },
+        other => {
+            // PROVIDER_TYPES marks a type queryable only when a variant above reads it.
+            r.error(
+                provider.line,
+                "spec.provider.type",
+                format!("provider type {other:?} has no reader"),
+            );
+            return None;
+        }
+    };
+    if r.errors.len() != before {
+        return None;
+    }
     Some(MetricTemplate {
         name: name.clone(),
         namespace: namespace.clone(),
         file: r.file.clone(),
         line: root.line,
-        address,
-        headers,
-        secret_ref,
-        insecure_skip_verify,
+        provider,
         query: query?,
     })
 }
@@ -401,14 +560,21 @@ spec:
         assert_eq!(index.len(), 2);
         let t = index.get("istio-system", "error-rate").unwrap();
         assert_eq!(
-            t.address.as_deref(),
-            Some("http://prometheus.istio-system:9090")
+            t.provider,
+            Provider::Prometheus {
+                address: Some("http://prometheus.istio-system:9090".into()),
+                headers: vec![("X-Scope-OrgID".into(), "tenant-a".into())],
+                secret_ref: None,
+                insecure_skip_verify: false,
+            }
         );
-        assert_eq!(t.headers, vec![("X-Scope-OrgID".into(), "tenant-a".into())]);
         assert_eq!((t.file.as_str(), t.line), ("apps/metrics.yaml", 6));
         assert!(t.query.contains("{{ target }}"));
         let latency = index.get("default", "latency").unwrap();
-        assert_eq!(latency.address, None);
+        assert!(matches!(
+            latency.provider,
+            Provider::Prometheus { address: None, .. }
+        ));
         assert_eq!(
             index.get("default", "error-rate").unwrap_err().to_string(),
             "metric template default/error-rate not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo"
@@ -428,16 +594,115 @@ spec:
         "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: m\n";
 
     #[test]
-    fn other_provider_types_are_not_supported_yet() {
-        let text = format!("{HEAD}spec:\n  provider:\n    type: datadog\n  query: avg:x\n");
-        assert_eq!(
-            errors_of(&text),
-            vec!["t.yaml:7: spec.provider.type: provider type \"datadog\" is not supported yet; sluice queries: prometheus"]
-        );
+    fn unqueryable_provider_types_are_refused_by_name() {
+        for (kind, why) in [
+            ("keptn", "Keptn is read from the cluster's Keptn resources"),
+            ("cloudwatch", "signed requests (AWS SigV4)"),
+            ("stackdriver", "signed requests"),
+            ("splunk", "SignalFlow programs over a WebSocket"),
+            ("externalmetrics", "Kubernetes API"),
+        ] {
+            assert!(!queryable_provider(kind), "{kind}");
+            let text = format!("{HEAD}spec:\n  provider:\n    type: {kind}\n  query: avg:x\n");
+            let errors = errors_of(&text);
+            assert_eq!(errors.len(), 1, "{kind}: {errors:?}");
+            assert!(
+                errors[0].starts_with(&format!(
+                    "t.yaml:7: spec.provider.type: provider type \"{kind}\" is not supported: "
+                )) && errors[0].contains(why)
+                    && errors[0].ends_with(
+                        "sluice queries prometheus, datadog, newrelic, graphite, influxdb, dynatrace"
+                    ),
+                "{}",
+                errors[0]
+            );
+            let mut index = TemplateIndex::new();
+            index.add_text("t.yaml", &text);
+            let err = index.get("default", "m").unwrap_err().to_string();
+            assert!(err.starts_with(&format!("metric template default/m is invalid: t.yaml:7: spec.provider.type: provider type \"{kind}\"")), "{err}");
+        }
+    }
+
+    #[test]
+    fn queryable_providers_are_the_ones_the_reader_builds() {
+        let cases = [
+            ("prometheus", "", "prometheus"),
+            ("datadog", "    secretRef: {name: dd}\n", "datadog"),
+            ("newrelic", "    secretRef: {name: nr}\n", "newrelic"),
+            (
+                "graphite",
+                "    address: http://graphite:8080\n",
+                "graphite",
+            ),
+        ];
+        for (kind, extra, variant) in cases {
+            assert!(queryable_provider(kind), "{kind}");
+            let text =
+                format!("{HEAD}spec:\n  provider:\n    type: {kind}\n{extra}  query: avg:x\n");
+            let mut index = TemplateIndex::new();
+            let errors = index.add_text("t.yaml", &text);
+            assert!(errors.is_empty(), "{kind}: {errors:?}");
+            let t = index.get("default", "m").unwrap();
+            let built = match &t.provider {
+                Provider::Prometheus { .. } => "prometheus",
+                Provider::Datadog { .. } => "datadog",
+                Provider::NewRelic { .. } => "newrelic",
+                Provider::Graphite { .. } => "graphite",
+                Provider::Dynatrace { .. } => "dynatrace",
+                Provider::Influxdb { .. } => "influxdb",
+            };
+            assert_eq!(built, variant);
+        }
+        assert!(!queryable_provider("Datadog"));
+        assert!(!queryable_provider("nope"));
+    }
+
+    #[test]
+    fn vendor_providers_read_flaggers_defaults_and_refuse_fields_they_do_not_use() {
         let mut index = TemplateIndex::new();
-        index.add_text("t.yaml", &text);
-        let err = index.get("default", "m").unwrap_err().to_string();
-        assert!(err.starts_with("metric template default/m is invalid: t.yaml:7: spec.provider.type: provider type \"datadog\""), "{err}");
+        let text = format!("{HEAD}  namespace: apps\nspec:\n  provider:\n    type: datadog\n    secretRef:\n      name: dd-keys\n  query: avg:x\n");
+        assert!(index.add_text("t.yaml", &text).is_empty());
+        assert_eq!(
+            index.get("apps", "m").unwrap().provider,
+            Provider::Datadog {
+                address: DATADOG_DEFAULT_ADDRESS.into(),
+                secret_ref: "dd-keys".into()
+            }
+        );
+        let cases: &[(&str, &str)] = &[
+            (
+                "    type: datadog\n",
+                "t.yaml:6: spec.provider.secretRef: required field is missing: provider type \"datadog\" reads datadog_api_key and datadog_application_key from a Secret",
+            ),
+            (
+                "    type: newrelic\n",
+                "t.yaml:6: spec.provider.secretRef: required field is missing: provider type \"newrelic\" reads newrelic_account_id and newrelic_query_key from a Secret",
+            ),
+            (
+                "    type: graphite\n",
+                "t.yaml:6: spec.provider.address: required field is missing: provider type \"graphite\" has no default address",
+            ),
+            (
+                "    type: dynatrace\n    secretRef: {name: d}\n",
+                "t.yaml:6: spec.provider.address: required field is missing: provider type \"dynatrace\" has no default address",
+            ),
+            (
+                "    type: datadog\n    secretRef: {name: d}\n    headers: {X-A: [b]}\n",
+                "t.yaml:9: spec.provider.headers: provider type \"datadog\" does not use headers; Flagger reads it only for prometheus",
+            ),
+            (
+                "    type: newrelic\n    secretRef: {name: d}\n    insecureSkipVerify: true\n",
+                "t.yaml:9: spec.provider.insecureSkipVerify: provider type \"newrelic\" does not use insecureSkipVerify; Flagger reads it only for prometheus and graphite",
+            ),
+            (
+                "    type: graphite\n    address: http://g\n    region: eu-west-1\n",
+                "t.yaml:9: spec.provider.region: provider type \"graphite\" does not use region; Flagger reads it only for cloudwatch",
+            ),
+        ];
+        for (provider, expected) in cases {
+            let text = format!("{HEAD}spec:\n  provider:\n{provider}  query: avg:x\n");
+            assert_eq!(errors_of(&text), vec![expected.to_string()], "{provider}");
+        }
     }
 
     #[test]
@@ -457,7 +722,7 @@ spec:
             ),
             (
                 "spec:\n  provider:\n    type: promethues\n  query: x\n",
-                "t.yaml:7: spec.provider.type: expected one of prometheus, influxdb",
+                "t.yaml:7: spec.provider.type: expected one of prometheus, datadog, newrelic, graphite, influxdb",
             ),
             (
                 "spec:\n  provider:\n    type: prometheus\n    adress: http://p:9090\n  query: x\n",
@@ -477,7 +742,7 @@ spec:
             ),
             (
                 "spec:\n  provider:\n    type: prometheus\n  query: \"  \"\n",
-                "t.yaml:8: spec.query: expected a PromQL query, found an empty string",
+                "t.yaml:8: spec.query: expected a query, found an empty string",
             ),
         ];
         let mut wrong = Vec::new();

@@ -1,33 +1,55 @@
 //! Metric adapters: turn a canary's metric specs into [`MetricObservation`]s by querying
-//! Prometheus. The core judges the values against the thresholds; nothing here decides.
+//! Prometheus or, for a MetricTemplate, the provider it names. The core judges the values
+//! against the thresholds; nothing here decides.
 //!
 //! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
 //! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
-//! the query text. Queries run concurrently; each Prometheus endpoint has one pooled client
+//! the query text. A template's [`metric_templates::Provider`] picks the client, one module per
+//! vendor, each making the request Flagger's provider makes: `prometheus.rs`, `datadog.rs`,
+//! `newrelic.rs`, `dynatrace.rs`, `influxdb.rs`, `graphite.rs` (the last five share
+//! `vendor_http.rs`). Their credentials are read, when the metric is planned, from the Secret
+//! the template's `secretRef` names, in the template's namespace, through
+//! [`crate::secrets::Secrets`] (never from git).
+//!
+//! Queries run concurrently; each endpoint (Prometheus or vendor API) has one pooled client
 //! and at most `concurrency` queries in flight across every canary of the process
 //! (`prometheus.concurrency` in `.sluice/config.yaml`, default
 //! [`crate::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), and a tick opens about that
 //! many connections to it (see [`crate::http`]).
-//! Every problem (no address, unknown provider, missing template, render error, failed query)
-//! becomes that metric's `MetricValue::Error`, so one bad metric never hides the others and
+//! Every problem (no address, unknown provider, missing template, render error, missing
+//! Secret, failed query, timeout) becomes that metric's `MetricValue::Error`, and an answer
+//! without a value is `MetricValue::NoData`, so one bad metric never hides the others and
 //! never passes.
 //!
 //! The Prometheus address is, in order: the template's `spec.provider.address`, the canary's
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
+//! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
 pub mod builtin;
+pub mod datadog;
+pub mod dynatrace;
+pub mod graphite;
+pub mod influxdb;
 pub mod metric_templates;
+pub mod newrelic;
 pub mod prometheus;
 pub mod query_render;
+pub mod vendor_http;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::metrics::builtin::Observer;
-use crate::metrics::metric_templates::TemplateIndex;
+use crate::metrics::datadog::Datadog;
+use crate::metrics::dynatrace::Dynatrace;
+use crate::metrics::graphite::Graphite;
+use crate::metrics::influxdb::Influxdb;
+use crate::metrics::metric_templates::{MetricTemplate, Provider, TemplateIndex};
+use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::query_render::{render, QueryModel};
+use crate::secrets::Secrets;
 use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 
 /// Flagger's window for metrics without `interval` (`GetMetricInterval`: 1m). It is not the
@@ -38,29 +60,6 @@ pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
 /// The error every metric gets when no address is configured anywhere.
 pub const NO_ADDRESS: &str =
     "no Prometheus address: set prometheus.address in .sluice/config.yaml or spec.metricsServer";
-
-/// The MetricTemplate provider types (`spec.provider.type`) sluice queries. The one list:
-/// template reading asks [`queryable_provider`], so a template of another type is invalid and
-/// every canary whose `templateRef` names it is refused when specs load (`validate` and the
-/// loop alike).
-pub const QUERYABLE_PROVIDERS: &[&str] = &["prometheus"];
-
-/// `Ok` when sluice queries metrics of provider type `kind`, else why not.
-pub fn queryable_provider(kind: &str) -> Result<(), String> {
-    let supported = QUERYABLE_PROVIDERS.join(", ");
-    match kind {
-        _ if QUERYABLE_PROVIDERS.contains(&kind) => Ok(()),
-        "keptn" => Err(format!(
-            "provider type \"keptn\" is refused: Flagger reads Keptn's KeptnMetric and Analysis objects from the Kubernetes API, and sluice reads metrics only from HTTP query APIs; query the Keptn metric's source instead (sluice queries: {supported})"
-        )),
-        "cloudwatch" | "stackdriver" => Err(format!(
-            "provider type {kind:?} is refused: its API takes only requests signed with cloud credentials (AWS SigV4 for cloudwatch, Google service-account tokens for stackdriver), which sluice does not make; query a Prometheus that scrapes these metrics instead (sluice queries: {supported})"
-        )),
-        _ => Err(format!(
-            "provider type {kind:?} is not supported yet; sluice queries: {supported}"
-        )),
-    }
-}
 
 /// A duration as a PromQL range (`1m`, `90s`, `1h`, `500ms`).
 pub fn promql_duration(d: Duration) -> String {
@@ -123,7 +122,135 @@ enum Job {
         promql: String,
         builtin: Option<builtin::BuiltinQuery>,
     },
+    /// A MetricTemplate of a provider other than Prometheus, credentials read.
+    Vendor {
+        vendor: Vendor,
+        query: String,
+    },
     Failed(String),
+}
+
+/// A vendor's client for one MetricTemplate: the providers of [`Provider`] other than
+/// Prometheus, each in its own module.
+#[derive(Debug)]
+enum Vendor {
+    Datadog(Datadog),
+    NewRelic(NewRelic),
+    Dynatrace(Dynatrace),
+    Influxdb(Influxdb),
+    Graphite(Graphite, bool),
+}
+
+impl Vendor {
+    fn url(&self) -> &reqwest::Url {
+        match self {
+            Vendor::Datadog(d) => d.url(),
+            Vendor::NewRelic(n) => n.url(),
+            Vendor::Dynatrace(d) => d.url(),
+            Vendor::Influxdb(i) => i.url(),
+            Vendor::Graphite(g, _) => g.url(),
+        }
+    }
+
+    fn insecure_skip_verify(&self) -> bool {
+        match self {
+            Vendor::Datadog(_)
+            | Vendor::NewRelic(_)
+            | Vendor::Dynatrace(_)
+            | Vendor::Influxdb(_) => false,
+            Vendor::Graphite(_, insecure) => *insecure,
+        }
+    }
+
+    async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
+        match self {
+            Vendor::Datadog(d) => d.query(client, query, unix_now().as_secs()).await,
+            Vendor::NewRelic(n) => n.query(client, query).await,
+            Vendor::Influxdb(i) => i.query(client, query).await,
+            Vendor::Dynatrace(d) => {
+                let ms = u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX);
+                d.query(client, query, ms).await
+            }
+            Vendor::Graphite(g, _) => g.query(client, query).await,
+        }
+    }
+}
+
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// The client for a non-Prometheus template, its credentials read from the Secret its
+/// `secretRef` names (in the template's namespace, with Flagger's key names). `None` for a
+/// Prometheus template.
+fn vendor(
+    t: &MetricTemplate,
+    interval: Duration,
+    secrets: &Secrets,
+) -> Option<Result<Vendor, String>> {
+    let key = |name: &str, key: &str| {
+        secrets
+            .require(t.namespace.as_str(), name, key)
+            .map_err(|e| {
+                format!(
+                    "metric template {t} ({}:{}): spec.provider.secretRef: {e}",
+                    t.file, t.line
+                )
+            })
+    };
+    let built = match &t.provider {
+        Provider::Prometheus { .. } => return None,
+        Provider::Datadog {
+            address,
+            secret_ref,
+        } => (|| {
+            let api = key(secret_ref, datadog::API_KEY)?;
+            let app = key(secret_ref, datadog::APPLICATION_KEY)?;
+            Datadog::new(address, api, app, interval).map(Vendor::Datadog)
+        })(),
+        Provider::NewRelic {
+            address,
+            secret_ref,
+        } => (|| {
+            let account = key(secret_ref, newrelic::ACCOUNT_ID)?;
+            let query_key = key(secret_ref, newrelic::QUERY_KEY)?;
+            NewRelic::new(address, &account, query_key, interval).map(Vendor::NewRelic)
+        })(),
+        Provider::Dynatrace {
+            address,
+            secret_ref,
+        } => (|| {
+            let token = key(secret_ref, dynatrace::TOKEN)?;
+            Dynatrace::new(address, token, interval).map(Vendor::Dynatrace)
+        })(),
+        Provider::Influxdb {
+            address,
+            secret_ref,
+        } => (|| {
+            let credentials = match secret_ref {
+                Some(name) => Some((key(name, influxdb::TOKEN)?, key(name, influxdb::ORG)?)),
+                None => None,
+            };
+            Influxdb::new(address, credentials).map(Vendor::Influxdb)
+        })(),
+        Provider::Graphite {
+            address,
+            secret_ref,
+            insecure_skip_verify,
+        } => (|| {
+            let basic = match secret_ref {
+                Some(name) => Some((
+                    key(name, graphite::USERNAME)?,
+                    key(name, graphite::PASSWORD)?,
+                )),
+                None => None,
+            };
+            Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
+        })(),
+    };
+    Some(built)
 }
 
 /// Queries every metric of `canary` through `access` (pooled clients and credentials, built
@@ -199,15 +326,30 @@ fn plan(
                 Err(e) => return Job::Failed(e.to_string()),
             };
             let model = query_model(canary, target, interval, variables);
-            match render(&t.query, &model) {
-                Ok(q) => (q, t.address.as_deref().or(canary_address), Some(t), None),
+            let text = match render(&t.query, &model) {
+                Ok(q) => q,
                 Err(e) => {
                     return Job::Failed(format!(
                         "metric template {t} ({}:{}): spec.query: {e}",
                         t.file, t.line
                     ))
                 }
+            };
+            match vendor(t, interval, access.secrets()) {
+                Some(Ok(vendor)) => {
+                    return Job::Vendor {
+                        vendor,
+                        query: text,
+                    }
+                }
+                Some(Err(e)) => return Job::Failed(e),
+                None => {}
             }
+            let address = match &t.provider {
+                Provider::Prometheus { address, .. } => address.as_deref(),
+                _ => None,
+            };
+            (text, address.or(canary_address), Some(t), None)
         }
         MetricQuery::Query(q) => {
             let model = query_model(canary, target, interval, &no_variables);
@@ -220,33 +362,57 @@ fn plan(
     let Some(address) = address else {
         return Job::Failed(NO_ADDRESS.into());
     };
-    let auth = match access.auth() {
+    let mut auth = match access.auth() {
         Ok(a) => a.clone(),
         Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
     };
-    if let Some(t) = template {
-        if let Some(secret) = &t.secret_ref {
-            if auth.is_none() {
-                return Job::Failed(format!(
-                    "metric template {t} uses spec.provider.secretRef {secret:?}; sluice cannot read Kubernetes Secrets: set {} or {} and {}",
-                    prometheus::TOKEN_VAR,
-                    prometheus::USERNAME_VAR,
-                    prometheus::PASSWORD_VAR
-                ));
+    let mut config = PrometheusConfig::new(address);
+    if let Some(Provider::Prometheus {
+        headers,
+        secret_ref,
+        insecure_skip_verify,
+        ..
+    }) = template.map(|t| &t.provider)
+    {
+        if let (Some(secret), Some(t)) = (secret_ref, template) {
+            match prometheus_secret(t, secret, access.secrets()) {
+                Ok(a) => auth = a,
+                Err(e) => return Job::Failed(e),
             }
         }
+        config.headers = headers.clone();
+        config.insecure_skip_verify = *insecure_skip_verify;
     }
-    let mut config = PrometheusConfig::new(address);
     config.auth = auth;
-    if let Some(t) = template {
-        config.headers = t.headers.clone();
-        config.insecure_skip_verify = t.insecure_skip_verify;
-    }
     Job::Query {
         config,
         promql: text,
         builtin,
     }
+}
+
+/// The credentials of a Prometheus template's `secretRef`, as Flagger reads them: key `token`
+/// (a bearer token) if the Secret has it, else keys `username` and `password` (basic auth).
+fn prometheus_secret(
+    t: &MetricTemplate,
+    secret: &str,
+    secrets: &Secrets,
+) -> Result<prometheus::Auth, String> {
+    let failed = |e: crate::secrets::SecretError| {
+        format!(
+            "metric template {t} ({}:{}): spec.provider.secretRef: {e}",
+            t.file, t.line
+        )
+    };
+    let ns = t.namespace.as_str();
+    if let Some(token) = secrets.get(ns, secret, "token").map_err(failed)? {
+        return Ok(prometheus::Auth::Bearer(token));
+    }
+    let username = secrets
+        .require(ns, secret, "username")
+        .map_err(|e| format!("{} (or map key \"token\" for a bearer token)", failed(e)))?;
+    let password = secrets.require(ns, secret, "password").map_err(failed)?;
+    Ok(prometheus::Auth::Basic { username, password })
 }
 
 async fn run(
@@ -259,6 +425,26 @@ async fn run(
         let (config, promql, builtin) = match job {
             Job::Failed(e) => {
                 handles.push((name, Err(MetricValue::Error(e))));
+                continue;
+            }
+            Job::Vendor { vendor, query } => {
+                let endpoint = match access.endpoints().get(
+                    vendor.url(),
+                    vendor.insecure_skip_verify(),
+                    concurrency,
+                ) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        handles.push((name, Err(MetricValue::Error(e))));
+                        continue;
+                    }
+                };
+                let handle = tokio::spawn(async move {
+                    // Held until the body is read: the connection is back in the pool by then.
+                    let _slot = endpoint.slot().await;
+                    vendor.query(endpoint.client(), &query).await
+                });
+                handles.push((name, Ok(handle)));
                 continue;
             }
             Job::Query {

@@ -9,8 +9,10 @@
 //!
 //! Credentials come from the environment (`SLUICE_PROMETHEUS_TOKEN`, or
 //! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`), read once by the runtime context
-//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. This
-//! module judges nothing.
+//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. A
+//! MetricTemplate with a `secretRef` uses that Secret's `token` or `username`/`password`
+//! instead (read by `metrics::plan` through [`crate::secrets::Secrets`]). This module judges
+//! nothing.
 
 use std::fmt;
 use std::time::Duration;
@@ -20,6 +22,7 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::http;
+use crate::secrets::Secrets;
 
 /// Flagger's Prometheus query timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,6 +91,9 @@ pub struct PrometheusAccess {
     /// A bad credentials setting is kept, not raised: every query then fails with it, so the
     /// other adapters keep working and the metric says what to fix.
     auth: Result<Auth, String>,
+    /// The Secrets the operator mapped in (`Runtime::secrets`), for the credentials a
+    /// MetricTemplate's `secretRef` names.
+    secrets: Secrets,
 }
 
 impl PrometheusAccess {
@@ -97,6 +103,7 @@ impl PrometheusAccess {
             http,
             endpoints: http::Endpoints::new(),
             auth: Err(why),
+            secrets: Secrets::from_vars(Default::default()),
         }
     }
 
@@ -106,7 +113,20 @@ impl PrometheusAccess {
             http,
             endpoints: http::Endpoints::new(),
             auth: Ok(auth),
+            secrets: Secrets::from_vars(Default::default()),
         }
+    }
+
+    /// This access reading `secretRef` credentials from `secrets` (the runtime context's;
+    /// without it, only the default Secret folder is looked at).
+    pub fn with_secrets(mut self, secrets: Secrets) -> PrometheusAccess {
+        self.secrets = secrets;
+        self
+    }
+
+    /// Where `secretRef` credentials are read.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// The credentials, or why the environment's settings cannot be used.

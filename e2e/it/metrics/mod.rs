@@ -1,10 +1,12 @@
 //! Metric and webhook adapters against real local servers: canned HTTP answers, webhooks, and
-//! a real Prometheus (end to end). One binary, shared helpers in `support`.
+//! a real Prometheus (end to end), the vendor providers against fakes of their APIs. One binary, shared helpers in `support`.
 
+mod datadog_loop;
 mod loop_e2e;
 mod observe;
 mod pooling;
 mod prometheus_canned;
 mod prometheus_e2e;
+mod providers;
 pub mod support;
 mod webhooks;

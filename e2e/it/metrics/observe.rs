@@ -172,11 +172,11 @@ async fn template_problems_fail_only_their_metric() {
         "apiVersion: flagger.app/v1beta1
 kind: MetricTemplate
 metadata:
-  name: datadog
+  name: keptn
   namespace: test
 spec:
   provider:
-    type: datadog
+    type: keptn
   query: avg:x
 ---
 apiVersion: flagger.app/v1beta1
@@ -195,7 +195,7 @@ spec:
         templateRef: {name: nope, namespace: test}
         thresholdRange: {max: 1}
       - name: unsupported
-        templateRef: {name: datadog, namespace: test}
+        templateRef: {name: keptn, namespace: test}
         thresholdRange: {max: 1}
       - name: novar
         templateRef: {name: needs-var, namespace: test}
@@ -220,7 +220,7 @@ spec:
         err("missing"),
         "metric template test/nope not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo"
     );
-    assert!(err("unsupported").contains("provider type \"datadog\" is not supported yet"));
+    assert!(err("unsupported").contains("provider type \"keptn\" is not supported: "));
     assert_eq!(
         err("novar"),
         "metric template test/needs-var (t.yaml:11): spec.query: {{ variables.missing }} is used but templateVariables has no key \"missing\""

@@ -1,0 +1,185 @@
+//! Datadog metric queries, as Flagger's `datadog` provider makes them: `GET
+//! <address>/api/v1/query?query=…&from=…&to=…` with the `DD-API-KEY` and `DD-APPLICATION-KEY`
+//! headers (Secret keys `datadog_api_key`, `datadog_application_key`), over the last ten metric
+//! intervals. The value is the first point of the first series: the oldest, since the newest
+//! bucket is usually incomplete. No series, no points or a null point is no data. This module
+//! judges nothing.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use crate::core::observe::MetricValue;
+use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+
+/// The Secret key of the API key.
+pub const API_KEY: &str = "datadog_api_key";
+/// The Secret key of the application key.
+pub const APPLICATION_KEY: &str = "datadog_application_key";
+/// Flagger queries `from = now - 10 × metric interval`.
+const FROM_INTERVALS: u64 = 10;
+
+/// A Datadog query client for one address and key pair. `Debug` never prints the keys.
+#[derive(Clone)]
+pub struct Datadog {
+    url: reqwest::Url,
+    shown: String,
+    api_key: String,
+    application_key: String,
+    from_delta_secs: u64,
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for Datadog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Datadog({}, <keys redacted>)", self.shown)
+    }
+}
+
+impl Datadog {
+    /// A client for `address`, whose queries cover ten `interval`s back from now.
+    pub fn new(
+        address: &str,
+        api_key: String,
+        application_key: String,
+        interval: Duration,
+    ) -> Result<Datadog, String> {
+        let (url, shown) = api_url(address, "/api/v1/query")?;
+        Ok(Datadog {
+            url,
+            shown,
+            api_key,
+            application_key,
+            from_delta_secs: FROM_INTERVALS * interval.as_secs(),
+            timeout: vendor_http::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The query URL, for the endpoint pool.
+    pub fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    /// Runs `query` through `client`, ending at `now` (Unix seconds).
+    pub async fn query(&self, client: &reqwest::Client, query: &str, now: u64) -> MetricValue {
+        tracing::debug!(datadog = %self.shown, %query, "datadog query");
+        let from = now.saturating_sub(self.from_delta_secs).to_string();
+        let to = now.to_string();
+        let request = client
+            .get(self.url.clone())
+            .query(&[("query", query), ("from", &from), ("to", &to)])
+            .header("DD-API-KEY", &self.api_key)
+            .header("DD-APPLICATION-KEY", &self.application_key);
+        let value = match vendor_http::get(request, self.timeout).await {
+            Ok((status, body)) => parse_response(status, &body),
+            Err(e) => MetricValue::Error(e),
+        };
+        match value {
+            MetricValue::Error(e) => MetricValue::Error(format!("Datadog {}: {e}", self.shown)),
+            other => other,
+        }
+    }
+}
+
+/// Reads the answer of `/api/v1/query` into a value. Pure; never panics.
+pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
+    if let Some(e) = status_error(status, body) {
+        return MetricValue::Error(e);
+    }
+    let json: Json = match serde_json::from_slice(body) {
+        Ok(j) => j,
+        Err(e) => return MetricValue::Error(not_json(body, &e)),
+    };
+    if let Some(error) = json.get("error").and_then(Json::as_str) {
+        return MetricValue::Error(format!("Datadog says: {error}"));
+    }
+    let Some(series) = json.get("series").and_then(Json::as_array) else {
+        return MetricValue::Error("answer has no \"series\" list".into());
+    };
+    let Some(first) = series.first() else {
+        return MetricValue::NoData;
+    };
+    let Some(points) = first.get("pointlist").and_then(Json::as_array) else {
+        return MetricValue::Error("series has no \"pointlist\"".into());
+    };
+    let Some(point) = points.first() else {
+        return MetricValue::NoData;
+    };
+    match point.as_array().map(Vec::as_slice) {
+        Some([_, Json::Null]) => MetricValue::NoData,
+        Some([_, v]) => match v.as_f64() {
+            Some(v) => MetricValue::Value(v),
+            None => MetricValue::Error(format!("expected a number, found {v}")),
+        },
+        _ => MetricValue::Error(format!("expected a point [time, value], found {point}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_point_of_the_first_series_is_the_value() {
+        let body = br#"{"status":"ok","series":[{"pointlist":[[1577232000000,1.11111],[1577318400000,56294.4]]},{"pointlist":[[1,9]]}]}"#;
+        assert_eq!(parse_response(200, body), MetricValue::Value(1.11111));
+    }
+
+    #[test]
+    fn empty_answers_are_no_data_and_bad_ones_errors() {
+        for body in [
+            &br#"{"series":[]}"#[..],
+            br#"{"series":[{"pointlist":[]}]}"#,
+            br#"{"series":[{"pointlist":[[1,null]]}]}"#,
+        ] {
+            assert_eq!(parse_response(200, body), MetricValue::NoData);
+        }
+        let cases: &[(u16, &[u8], &str)] = &[
+            (
+                403,
+                br#"{"errors":["Forbidden"]}"#,
+                "HTTP 403: {\"errors\":[\"Forbidden\"]}",
+            ),
+            (500, b"", "HTTP 500"),
+            (200, b"<html>", "expected a JSON answer"),
+            (
+                200,
+                br#"{"status":"error","error":"Error parsing query"}"#,
+                "Datadog says: Error parsing query",
+            ),
+            (200, br#"{"status":"ok"}"#, "no \"series\""),
+            (200, br#"{"series":[{}]}"#, "no \"pointlist\""),
+            (
+                200,
+                br#"{"series":[{"pointlist":[[1]]}]}"#,
+                "expected a point",
+            ),
+            (
+                200,
+                br#"{"series":[{"pointlist":[[1,"x"]]}]}"#,
+                "expected a number",
+            ),
+        ];
+        for (status, body, expected) in cases {
+            match parse_response(*status, body) {
+                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+                other => panic!("{expected}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn keys_never_print() {
+        let d = Datadog::new(
+            "https://dd",
+            "api-secret".into(),
+            "app-secret".into(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let shown = format!("{d:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert_eq!(d.from_delta_secs, 600);
+    }
+}

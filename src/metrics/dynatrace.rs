@@ -1,0 +1,179 @@
+//! Dynatrace metric queries, as Flagger's `dynatrace` provider makes them: `GET
+//! <address>/api/v2/metrics/query?metricSelector=…&resolution=Inf&from=…&to=…` (Unix
+//! milliseconds, over the last ten metric intervals) with `Authorization: Api-Token <token>`
+//! (Secret key `dynatrace_token`). The value is the first value of the last data series of
+//! the first result; no result, no series, no value or a null value is no data. This module
+//! judges nothing.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use crate::core::observe::MetricValue;
+use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+
+/// The Secret key of the API token.
+pub const TOKEN: &str = "dynatrace_token";
+/// Flagger queries `from = now - 10 × metric interval`.
+const FROM_INTERVALS: u64 = 10;
+
+/// A Dynatrace metrics-API client. `Debug` never prints the token.
+#[derive(Clone)]
+pub struct Dynatrace {
+    url: reqwest::Url,
+    shown: String,
+    token: String,
+    from_delta_ms: u64,
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for Dynatrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Dynatrace({}, <token redacted>)", self.shown)
+    }
+}
+
+impl Dynatrace {
+    /// A client for the environment at `address`, whose queries cover ten `interval`s.
+    pub fn new(address: &str, token: String, interval: Duration) -> Result<Dynatrace, String> {
+        let (url, shown) = api_url(address, "/api/v2/metrics/query")?;
+        let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        Ok(Dynatrace {
+            url,
+            shown,
+            token,
+            from_delta_ms: ms.saturating_mul(FROM_INTERVALS),
+            timeout: vendor_http::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The query URL, for the endpoint pool.
+    pub fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    /// Runs the metric selector `query` through `client`, ending at `now_ms` (Unix ms).
+    pub async fn query(&self, client: &reqwest::Client, query: &str, now_ms: u64) -> MetricValue {
+        tracing::debug!(dynatrace = %self.shown, %query, "dynatrace query");
+        let from = now_ms.saturating_sub(self.from_delta_ms).to_string();
+        let to = now_ms.to_string();
+        let request = client
+            .get(self.url.clone())
+            .query(&[
+                ("metricSelector", query),
+                ("resolution", "Inf"),
+                ("from", &from),
+                ("to", &to),
+            ])
+            .header("Authorization", format!("Api-Token {}", self.token));
+        let value = match vendor_http::get(request, self.timeout).await {
+            Ok((status, body)) => parse_response(status, &body),
+            Err(e) => MetricValue::Error(e),
+        };
+        match value {
+            MetricValue::Error(e) => MetricValue::Error(format!("Dynatrace {}: {e}", self.shown)),
+            other => other,
+        }
+    }
+}
+
+/// Reads a `/api/v2/metrics/query` answer into a value. Pure; never panics.
+pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
+    if let Some(e) = status_error(status, body) {
+        return MetricValue::Error(e);
+    }
+    let json: Json = match serde_json::from_slice(body) {
+        Ok(j) => j,
+        Err(e) => return MetricValue::Error(not_json(body, &e)),
+    };
+    if let Some(error) = json.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Json::as_str)
+            .unwrap_or("error");
+        return MetricValue::Error(format!("Dynatrace says: {message}"));
+    }
+    let Some(results) = json.get("result").and_then(Json::as_array) else {
+        return MetricValue::Error("answer has no \"result\" list".into());
+    };
+    let Some(first) = results.first() else {
+        return MetricValue::NoData;
+    };
+    let Some(data) = first.get("data").and_then(Json::as_array) else {
+        return MetricValue::Error("result has no \"data\" list".into());
+    };
+    let Some(series) = data.last() else {
+        return MetricValue::NoData;
+    };
+    let Some(values) = series.get("values").and_then(Json::as_array) else {
+        return MetricValue::Error("series has no \"values\" list".into());
+    };
+    match values.first() {
+        None | Some(Json::Null) => MetricValue::NoData,
+        Some(v) => match v.as_f64() {
+            Some(v) => MetricValue::Value(v),
+            None => MetricValue::Error(format!("expected a number, found {v}")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_value_of_the_last_series_is_the_value() {
+        let body = br#"{"totalCount":2,"nextPageKey":null,"resolution":"Inf","result":[{"metricId":"builtin:service.response.time","dataPointCountRatio":0.1,"dimensionCountRatio":0.1,"data":[{"dimensions":["a"],"dimensionMap":{},"timestamps":[1],"values":[9.5]},{"dimensions":["b"],"dimensionMap":{},"timestamps":[1],"values":[1.25]}]}]}"#;
+        assert_eq!(parse_response(200, body), MetricValue::Value(1.25));
+        for body in [
+            &br#"{"result":[]}"#[..],
+            br#"{"result":[{"data":[]}]}"#,
+            br#"{"result":[{"data":[{"values":[]}]}]}"#,
+            br#"{"result":[{"data":[{"values":[null]}]}]}"#,
+        ] {
+            assert_eq!(parse_response(200, body), MetricValue::NoData);
+        }
+        let cases: &[(u16, &[u8], &str)] = &[
+            (
+                401,
+                br#"{"error":{"code":401,"message":"Token Authentication failed"}}"#,
+                "HTTP 401",
+            ),
+            (
+                200,
+                br#"{"error":{"code":400,"message":"bad selector"}}"#,
+                "Dynatrace says: bad selector",
+            ),
+            (200, br#"{}"#, "no \"result\""),
+            (200, br#"{"result":[{}]}"#, "no \"data\""),
+            (
+                200,
+                br#"{"result":[{"data":[{"values":["x"]}]}]}"#,
+                "expected a number",
+            ),
+        ];
+        for (status, body, expected) in cases {
+            match parse_response(*status, body) {
+                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+                other => panic!("{expected}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn queries_cover_ten_intervals_in_milliseconds_and_the_token_never_prints() {
+        let d = Dynatrace::new(
+            "https://env.live.dynatrace.com",
+            "secret-token".into(),
+            Duration::from_secs(100),
+        )
+        .unwrap();
+        assert_eq!(
+            d.url().as_str(),
+            "https://env.live.dynatrace.com/api/v2/metrics/query"
+        );
+        assert_eq!(d.from_delta_ms, 1_000_000);
+        assert!(!format!("{d:?}").contains("secret"));
+    }
+}

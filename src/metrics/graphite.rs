@@ -1,0 +1,181 @@
+//! Graphite metric queries, as Flagger's `graphite` provider makes them: the template's query
+//! is the query string of the render API (`target=…&from=…`), runs of white space collapsed to
+//! one space, sent as `GET <address>/render?<query>&format=json` with its parameters sorted by
+//! name (Go's `url.Values.Encode`), with basic auth when the template has a `secretRef` (Secret
+//! keys `username`, `password`). The value is the last non-null datapoint of all returned
+//! targets; none is no data. This module judges nothing.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use crate::core::observe::MetricValue;
+use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+
+/// The Secret key of the basic-auth user name.
+pub const USERNAME: &str = "username";
+/// The Secret key of the basic-auth password.
+pub const PASSWORD: &str = "password";
+
+/// A Graphite render-API client. `Debug` never prints the password.
+#[derive(Clone)]
+pub struct Graphite {
+    url: reqwest::Url,
+    shown: String,
+    basic: Option<(String, String)>,
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for Graphite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Graphite({}", self.shown)?;
+        if let Some((user, _)) = &self.basic {
+            write!(f, ", {user}, <password redacted>")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl Graphite {
+    /// A client for `address`; `basic` is the user name and password, if any.
+    pub fn new(address: &str, basic: Option<(String, String)>) -> Result<Graphite, String> {
+        let (url, shown) = api_url(address, "/render")?;
+        Ok(Graphite {
+            url,
+            shown,
+            // Flagger sends basic auth only when both are set.
+            basic: basic.filter(|(u, p)| !u.is_empty() && !p.is_empty()),
+            timeout: vendor_http::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The render URL, for the endpoint pool.
+    pub fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    /// The URL `query` is sent to.
+    pub fn request_url(&self, query: &str) -> reqwest::Url {
+        let collapsed = query.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut pairs: Vec<(String, String)> = url::form_urlencoded::parse(collapsed.as_bytes())
+            .filter(|(k, _)| k != "format")
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        pairs.push(("format".into(), "json".into()));
+        // Stable: values of one name keep their order, as in Go.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut url = self.url.clone();
+        url.query_pairs_mut().clear().extend_pairs(&pairs);
+        url
+    }
+
+    /// Runs `query` (render API parameters) through `client`.
+    pub async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
+        let url = self.request_url(query);
+        tracing::debug!(graphite = %self.shown, query = url.query().unwrap_or_default(), "graphite query");
+        let mut request = client.get(url);
+        if let Some((user, password)) = &self.basic {
+            request = request.basic_auth(user, Some(password));
+        }
+        let value = match vendor_http::get(request, self.timeout).await {
+            Ok((status, body)) => parse_response(status, &body),
+            Err(e) => MetricValue::Error(e),
+        };
+        match value {
+            MetricValue::Error(e) => MetricValue::Error(format!("Graphite {}: {e}", self.shown)),
+            other => other,
+        }
+    }
+}
+
+/// Reads a `format=json` render answer into a value. Pure; never panics.
+pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
+    if let Some(e) = status_error(status, body) {
+        return MetricValue::Error(e);
+    }
+    let json: Json = match serde_json::from_slice(body) {
+        Ok(j) => j,
+        Err(e) => return MetricValue::Error(not_json(body, &e)),
+    };
+    let Some(targets) = json.as_array() else {
+        return MetricValue::Error("expected a list of targets".into());
+    };
+    let mut last = None;
+    for target in targets {
+        let Some(points) = target.get("datapoints").and_then(Json::as_array) else {
+            return MetricValue::Error("target has no \"datapoints\" list".into());
+        };
+        for point in points {
+            let value = match point.as_array().map(Vec::as_slice) {
+                Some([v, _]) => v,
+                _ => {
+                    return MetricValue::Error(format!(
+                        "expected a datapoint [value, time], found {point}"
+                    ))
+                }
+            };
+            match value {
+                Json::Null => {}
+                Json::Number(n) => last = n.as_f64(),
+                Json::String(s) => match s.parse::<f64>() {
+                    Ok(v) => last = Some(v),
+                    Err(_) => return MetricValue::Error(format!("expected a number, found {s:?}")),
+                },
+                other => return MetricValue::Error(format!("expected a number, found {other}")),
+            }
+        }
+    }
+    last.map_or(MetricValue::NoData, MetricValue::Value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_non_null_datapoint_is_the_value() {
+        let body = br#"[{"target":"a","datapoints":[[1.5,1],[null,2]]},{"target":"b","datapoints":[["7.25",3],[null,4]]}]"#;
+        assert_eq!(parse_response(200, body), MetricValue::Value(7.25));
+        for body in [&b"[]"[..], br#"[{"target":"a","datapoints":[[null,1]]}]"#] {
+            assert_eq!(parse_response(200, body), MetricValue::NoData);
+        }
+        let cases: &[(u16, &[u8], &str)] = &[
+            (500, b"boom", "HTTP 500: boom"),
+            (200, br#"{}"#, "list of targets"),
+            (200, br#"[{"target":"a"}]"#, "no \"datapoints\""),
+            (200, br#"[{"datapoints":[[1]]}]"#, "expected a datapoint"),
+            (200, br#"[{"datapoints":[["x",1]]}]"#, "expected a number"),
+        ];
+        for (status, body, expected) in cases {
+            match parse_response(*status, body) {
+                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+                other => panic!("{expected}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn queries_become_sorted_render_parameters_with_format_json() {
+        let g = Graphite::new(
+            "http://graphite:8080/base/",
+            Some(("u".into(), "secret".into())),
+        )
+        .unwrap();
+        let url = g.request_url("target=sumSeries(app.{{a,b}}.requests)\n  &from=-1min&format=raw");
+        assert_eq!(url.path(), "/base/render");
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        assert_eq!(
+            pairs,
+            vec![
+                ("format".into(), "json".into()),
+                ("from".into(), "-1min".into()),
+                ("target".into(), "sumSeries(app.{{a,b}}.requests) ".into()),
+            ]
+        );
+        assert!(!format!("{g:?}").contains("secret"));
+    }
+}

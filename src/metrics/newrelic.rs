@@ -1,0 +1,164 @@
+//! New Relic metric queries, as Flagger's `newrelic` provider makes them: `GET
+//! <address>/v1/accounts/<account id>/query?nrql=<query> SINCE <interval seconds> seconds ago`
+//! with the `X-Query-Key` header (Secret keys `newrelic_account_id`, `newrelic_query_key`).
+//! The answer must hold exactly one result; a missing or null `result` is no data. This module
+//! judges nothing.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use crate::core::observe::MetricValue;
+use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+
+/// The Secret key of the account id (a path segment of the query URL).
+pub const ACCOUNT_ID: &str = "newrelic_account_id";
+/// The Secret key of the Insights query key.
+pub const QUERY_KEY: &str = "newrelic_query_key";
+
+/// A New Relic Insights query client for one account. `Debug` never prints the key.
+#[derive(Clone)]
+pub struct NewRelic {
+    url: reqwest::Url,
+    shown: String,
+    query_key: String,
+    since_secs: u64,
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for NewRelic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NewRelic({}, <key redacted>)", self.shown)
+    }
+}
+
+impl NewRelic {
+    /// A client for `account_id` at `address`, whose queries cover the last `interval`.
+    pub fn new(
+        address: &str,
+        account_id: &str,
+        query_key: String,
+        interval: Duration,
+    ) -> Result<NewRelic, String> {
+        let (mut url, shown) = api_url(address, "")?;
+        url.path_segments_mut()
+            .map_err(|()| format!("invalid address {address:?}: cannot hold a path"))?
+            .pop_if_empty()
+            .extend(["v1", "accounts", account_id, "query"]);
+        Ok(NewRelic {
+            url,
+            shown,
+            query_key,
+            since_secs: interval.as_secs(),
+            timeout: vendor_http::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The query URL, for the endpoint pool.
+    pub fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    /// Runs the NRQL `query` through `client`.
+    pub async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
+        let nrql = format!("{query} SINCE {} seconds ago", self.since_secs);
+        tracing::debug!(newrelic = %self.shown, %nrql, "newrelic query");
+        let request = client
+            .get(self.url.clone())
+            .query(&[("nrql", nrql.as_str())])
+            .header("X-Query-Key", &self.query_key);
+        let value = match vendor_http::get(request, self.timeout).await {
+            Ok((status, body)) => parse_response(status, &body),
+            Err(e) => MetricValue::Error(e),
+        };
+        match value {
+            MetricValue::Error(e) => MetricValue::Error(format!("New Relic {}: {e}", self.shown)),
+            other => other,
+        }
+    }
+}
+
+/// Reads an Insights query answer into a value. Pure; never panics.
+pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
+    if let Some(e) = status_error(status, body) {
+        return MetricValue::Error(e);
+    }
+    let json: Json = match serde_json::from_slice(body) {
+        Ok(j) => j,
+        Err(e) => return MetricValue::Error(not_json(body, &e)),
+    };
+    let Some(results) = json.get("results").and_then(Json::as_array) else {
+        return MetricValue::Error("answer has no \"results\" list".into());
+    };
+    match results.as_slice() {
+        [] => MetricValue::NoData,
+        [one] => match one.get("result") {
+            None | Some(Json::Null) => MetricValue::NoData,
+            Some(v) => match v.as_f64() {
+                Some(v) => MetricValue::Value(v),
+                None => MetricValue::Error(format!("expected a number, found {v}")),
+            },
+        },
+        many => MetricValue::Error(format!(
+            "query returned {} results; expected one",
+            many.len()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_one_result_is_the_value() {
+        assert_eq!(
+            parse_response(200, br#"{"results":[{"result": 1.11111}]}"#),
+            MetricValue::Value(1.11111)
+        );
+        for body in [
+            &br#"{"results":[]}"#[..],
+            br#"{"results":[{"result":null}]}"#,
+            br#"{"results":[{"average":1}]}"#,
+        ] {
+            assert_eq!(parse_response(200, body), MetricValue::NoData);
+        }
+        let cases: &[(u16, &[u8], &str)] = &[
+            (401, br#"{"error":"bad key"}"#, "HTTP 401"),
+            (
+                200,
+                br#"{"results":[{"result":1},{"result":2}]}"#,
+                "2 results; expected one",
+            ),
+            (200, br#"{}"#, "no \"results\""),
+            (200, br#"{"results":[{"result":"x"}]}"#, "expected a number"),
+            (200, b"nope", "expected a JSON answer"),
+        ];
+        for (status, body, expected) in cases {
+            match parse_response(*status, body) {
+                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+                other => panic!("{expected}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_account_id_is_a_path_segment() {
+        let n = NewRelic::new(
+            "https://insights-api.newrelic.com",
+            "51312",
+            "k".into(),
+            Duration::from_secs(100),
+        )
+        .unwrap();
+        assert_eq!(
+            n.url().as_str(),
+            "https://insights-api.newrelic.com/v1/accounts/51312/query"
+        );
+        let n =
+            NewRelic::new("http://nr/base/", "a/b", "k".into(), Duration::from_secs(1)).unwrap();
+        assert_eq!(n.url().as_str(), "http://nr/base/v1/accounts/a%2Fb/query");
+        assert!(!format!("{n:?}").contains("\"k\""));
+    }
+}
