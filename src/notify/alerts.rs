@@ -351,3 +351,183 @@ async fn send_one(
         crate::http::snippet(&body, 200)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::load::load;
+    use crate::spec::settings::Settings;
+    use crate::yaml::snapshot::Snapshot;
+
+    /// A canary with one alert to a provider of type `kind`.
+    fn canary(kind: &str, analysis: &str) -> Canary {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {{name: podinfo, namespace: prod}}
+spec:
+  provider: traefik
+  progressDeadlineSeconds: 120
+  targetRef: {{apiVersion: apps/v1, kind: Deployment, name: podinfo-app}}
+  service: {{port: 80}}
+  analysis:
+    threshold: 3
+{analysis}
+    alerts:
+      - {{name: a, providerRef: {{name: p}}}}
+---
+apiVersion: flagger.app/v1beta1
+kind: AlertProvider
+metadata: {{name: p, namespace: prod}}
+spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/hook'}}
+"
+        );
+        std::fs::write(dir.path().join("c.yaml"), text).unwrap();
+        let loaded = load(&Snapshot::read(dir.path()), &Settings::default());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        loaded.canaries.into_iter().next().unwrap()
+    }
+
+    const STEPS: &str = "    stepWeights: [5, 25, 50]";
+
+    fn body(kind: &str, severity: Severity, metadata: bool) -> Value {
+        let c = canary(kind, STEPS);
+        let m = message("Failed checks threshold reached 3", metadata, severity);
+        payload(&c.analysis.alerts.alerts[0], &c, &m)
+    }
+
+    #[test]
+    fn severities_filter_as_flagger_does() {
+        use Severity::*;
+        let table = [
+            (Info, [true, true, true]),
+            (Warn, [false, true, true]),
+            (Error, [false, false, true]),
+        ];
+        for (alert, sends) in table {
+            for (event, want) in [Info, Warn, Error].into_iter().zip(sends) {
+                assert_eq!(alert.admits(event), want, "{alert:?} for {event:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn slack_gets_flaggers_attachment_with_metadata_fields() {
+        assert_eq!(
+            body("slack", Severity::Info, true),
+            json!({
+                "channel": "ops",
+                "username": "bot",
+                "icon_url": "",
+                "icon_emoji": ":rocket:",
+                "attachments": [{
+                    "color": "good",
+                    "author_name": "podinfo.prod",
+                    "text": "Failed checks threshold reached 3",
+                    "mrkdwn_in": ["text"],
+                    "fields": [
+                        {"title": "Target", "value": "Deployment/podinfo-app.prod", "short": false},
+                        {"title": "Failed checks threshold", "value": "3", "short": false},
+                        {"title": "Progress deadline", "value": "120s", "short": false},
+                        {"title": "Traffic routing", "value": "Weight steps: 5,25,50 max: 0", "short": false},
+                    ],
+                }],
+            })
+        );
+    }
+
+    #[test]
+    fn errors_are_red_in_every_format() {
+        let slack = body("slack", Severity::Error, false);
+        assert_eq!(slack["attachments"][0]["color"], "danger");
+        assert_eq!(slack["attachments"][0]["fields"], json!([]));
+        assert_eq!(
+            body("discord", Severity::Error, false)["attachments"][0]["color"],
+            "danger"
+        );
+        assert_eq!(
+            body("rocket", Severity::Error, false)["attachments"][0]["color"],
+            "#FF0000"
+        );
+        assert_eq!(
+            body("rocket", Severity::Warn, false)["attachments"][0]["color"],
+            "#0076D7"
+        );
+        assert_eq!(body("msteams", Severity::Error, false)["themeColor"], "FF0000");
+        assert_eq!(body("msteams", Severity::Warn, false)["themeColor"], "0076D7");
+    }
+
+    #[test]
+    fn teams_gets_flaggers_message_card() {
+        assert_eq!(
+            body("msteams", Severity::Info, true),
+            json!({
+                "@type": "MessageCard",
+                "@context": "http://schema.org/extensions",
+                "themeColor": "0076D7",
+                "summary": "podinfo.prod",
+                "sections": [{
+                    "activityTitle": "Failed checks threshold reached 3",
+                    "activitySubtitle": "podinfo.prod",
+                    "facts": [
+                        {"name": "Target", "value": "Deployment/podinfo-app.prod"},
+                        {"name": "Failed checks threshold", "value": "3"},
+                        {"name": "Progress deadline", "value": "120s"},
+                        {"name": "Traffic routing", "value": "Weight steps: 5,25,50 max: 0"},
+                    ],
+                }],
+            })
+        );
+    }
+
+    #[test]
+    fn google_chat_gets_flaggers_card() {
+        let c = canary("gchat", "    iterations: 4");
+        let m = message("New Deployment detected, initialization completed.", true, Severity::Info);
+        let target = "Target<br><font color=#848484><strong>Deployment/podinfo-app.prod</strong></font>";
+        assert_eq!(
+            payload(&c.analysis.alerts.alerts[0], &c, &m),
+            json!({
+                "cards": [{
+                    "header": {
+                        "title": "Flagger",
+                        "subtitle": "podinfo.prod",
+                        "imageUrl": "https://flagger.app/favicon.png",
+                    },
+                    "sections": [
+                        {"widgets": [{"textParagraph": {"text": "<font color=#848484><strong>New Deployment detected, initialization completed.</strong></font>"}}]},
+                        {"widgets": [{"textParagraph": {"text": target}}]},
+                        {"widgets": [{"textParagraph": {"text": "Failed checks threshold<br><font color=#848484><strong>3</strong></font>"}}]},
+                        {"widgets": [{"textParagraph": {"text": "Progress deadline<br><font color=#848484><strong>120s</strong></font>"}}]},
+                        {"widgets": [{"textParagraph": {"text": "Traffic routing<br><font color=#848484><strong>Blue/Green</strong></font>"}}]},
+                    ],
+                }],
+            })
+        );
+    }
+
+    #[test]
+    fn discord_posts_to_its_slack_compatible_endpoint() {
+        let url = |a: &str| post_url(AlertKind::Discord, a).unwrap().to_string();
+        assert_eq!(
+            url("https://discord.com/api/webhooks/1/abc"),
+            "https://discord.com/api/webhooks/1/abc/slack"
+        );
+        assert_eq!(
+            url("https://discord.com/api/webhooks/1/abc/"),
+            "https://discord.com/api/webhooks/1/abc/slack"
+        );
+        assert_eq!(
+            url("https://discord.com/api/webhooks/1/abc/slack"),
+            "https://discord.com/api/webhooks/1/abc/slack"
+        );
+        assert_eq!(
+            post_url(AlertKind::Slack, "https://hooks.slack.com/x")
+                .unwrap()
+                .to_string(),
+            "https://hooks.slack.com/x"
+        );
+        assert!(post_url(AlertKind::Slack, "hooks.slack.com/x").is_err());
+    }
+}
