@@ -22,6 +22,7 @@ mod install;
 mod kubernetes;
 mod kustomize_every_router;
 mod lease;
+mod loop_alerts;
 mod loop_appmesh;
 mod loop_contour;
 mod loop_git;
