@@ -64,6 +64,7 @@ fn until(world: &mut World, rt: &Runtime, phase: Phase) {
     let live = Live::new(rt);
     for _ in 0..100 {
         let r = world.tick_with(&live, rt);
+        assert!(r.spec_errors.is_empty(), "{:?}", r.spec_errors);
         if r.outcomes
             .iter()
             .any(|o| o.phase == Some(phase) && o.committed.is_some())
@@ -328,4 +329,43 @@ fn mute_alert_silences_only_its_own_gate() {
     let warn = at(&alerts, "/warn");
     assert_eq!(warn[0].json()["themeColor"], "0076D7");
     assert_eq!(warn[0].json()["sections"][0]["facts"], Json::Array(vec![]));
+}
+
+#[test]
+fn a_provider_ref_to_nothing_fails_validate_and_never_starts() {
+    let analysis = "    stepWeight: 20
+    maxWeight: 40
+    alerts:
+      - name: on-call
+        providerRef:
+          name: slack";
+    let mut world = World::with_files(&canary(analysis), &[]);
+    let want = "apps/podinfo/canary.yaml:22: spec.analysis.alerts[0].providerRef.name: alert provider prod/slack not found";
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("canary.yaml");
+    std::fs::write(&path, canary(analysis)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    let line = want.replace("apps/podinfo/canary.yaml", &path.display().to_string());
+    assert!(printed.contains(&line), "{printed}");
+
+    let rt = runtime(&[]);
+    let live = Live::new(&rt);
+    for _ in 0..3 {
+        let r = world.tick_with(&live, &rt);
+        let errors: Vec<String> = r.spec_errors.iter().map(|e| e.to_string()).collect();
+        assert!(errors.iter().any(|e| e.starts_with(want)), "{errors:?}");
+        assert_eq!((r.commits, r.outcomes.len()), (0, 0), "{:?}", r.outcomes);
+    }
+    assert!(crate::loop_support::sluice_commits(&world.bare).is_empty());
 }

@@ -105,10 +105,13 @@ impl World {
 
     /// One tick at the simulated time, which then moves to when the tick asked to be woken.
     pub(crate) fn tick(&mut self) -> TickReport {
-        self.tick_with(&Offline, crate::support::runtime())
+        let report = self.tick_with(&Offline, crate::support::runtime());
+        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
+        report
     }
 
-    /// [`World::tick`] with another observer (the live adapters) and runtime (its environment).
+    /// [`World::tick`] with another observer (the live adapters) and runtime (its environment),
+    /// spec errors left to the caller.
     pub(crate) fn tick_with(&mut self, observer: &dyn Observer, runtime: &Runtime) -> TickReport {
         let ctx = Context {
             observer,
@@ -117,7 +120,6 @@ impl World {
             runtime,
         };
         let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
         self.now = report
             .wake_at()
             .unwrap_or(self.now + Duration::from_secs(1));
