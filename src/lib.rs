@@ -45,7 +45,7 @@
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
 //! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
-//! | [`notify`] | Slack, Teams, Discord and webhook notifications | fail a tick |
+//! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests | know about canaries |
 //! | [`server`], [`http`] | `/metrics`, probes, the git webhook; pooled HTTP clients | decide |

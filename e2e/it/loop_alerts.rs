@@ -88,7 +88,12 @@ fn at(server: &Server, path: &str) -> Vec<Recorded> {
 fn texts(requests: &[Recorded]) -> Vec<String> {
     requests
         .iter()
-        .map(|r| r.json()["attachments"][0]["text"].as_str().unwrap().to_string())
+        .map(|r| {
+            r.json()["attachments"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -108,20 +113,47 @@ fn every_provider_type_gets_flaggers_json_on_flaggers_events() {
             "SLUICE_SECRET_PROD__GCHAT_URL__ADDRESS",
             format!("{base}/gchat\n"),
         ),
-        ("SLUICE_SECRET_PROD__SLACK_TOKEN__ADDRESS", format!("{base}/slack-token")),
-        ("SLUICE_SECRET_PROD__SLACK_TOKEN__TOKEN", "xoxb-secret".into()),
+        (
+            "SLUICE_SECRET_PROD__SLACK_TOKEN__ADDRESS",
+            format!("{base}/slack-token"),
+        ),
+        (
+            "SLUICE_SECRET_PROD__SLACK_TOKEN__TOKEN",
+            "xoxb-secret".into(),
+        ),
     ]);
     let providers = [
-        provider("slack", &format!("{{type: slack, channel: ops, username: bot, address: '{base}/slack'}}")),
-        provider("teams", &format!("{{type: msteams, address: '{base}/teams'}}")),
-        provider("discord", &format!("{{type: discord, address: '{base}/discord'}}")),
-        provider("rocket", &format!("{{type: rocket, channel: ops, address: '{base}/rocket'}}")),
+        provider(
+            "slack",
+            &format!("{{type: slack, channel: ops, username: bot, address: '{base}/slack'}}"),
+        ),
+        provider(
+            "teams",
+            &format!("{{type: msteams, address: '{base}/teams'}}"),
+        ),
+        provider(
+            "discord",
+            &format!("{{type: discord, address: '{base}/discord'}}"),
+        ),
+        provider(
+            "rocket",
+            &format!("{{type: rocket, channel: ops, address: '{base}/rocket'}}"),
+        ),
         provider("gchat", "{type: gchat, secretRef: {name: gchat-url}}"),
-        provider("slack-token", "{type: slack, secretRef: {name: slack-token}}"),
-        provider("unmapped", "{type: slack, secretRef: {name: nobody-mapped-this}}"),
+        provider(
+            "slack-token",
+            "{type: slack, secretRef: {name: slack-token}}",
+        ),
+        provider(
+            "unmapped",
+            "{type: slack, secretRef: {name: nobody-mapped-this}}",
+        ),
         provider(
             "proxied",
-            &format!("{{type: slack, address: 'http://alerts.invalid/hook', proxy: '{}'}}", proxy.url()),
+            &format!(
+                "{{type: slack, address: 'http://alerts.invalid/hook', proxy: '{}'}}",
+                proxy.url()
+            ),
         ),
     ]
     .concat();
@@ -190,7 +222,10 @@ fn every_provider_type_gets_flaggers_json_on_flaggers_events() {
     let discord = at(&server, "/discord/slack");
     assert_eq!(texts(&discord), [INITIALIZED, NEW_REVISION, PROMOTED]);
     assert_eq!(
-        (discord[0].json()["channel"].clone(), discord[0].json()["username"].clone()),
+        (
+            discord[0].json()["channel"].clone(),
+            discord[0].json()["username"].clone()
+        ),
         (json!("general"), json!("flagger"))
     );
     assert_eq!(discord[0].json()["attachments"][0]["color"], "good");
@@ -255,8 +290,14 @@ fn severities_filter_alerts_and_a_rollback_is_an_error_for_all() {
     until(&mut world, &rt, Phase::Failed);
 
     let failed = "Failed checks threshold reached 2";
-    assert_eq!(texts(&at(&server, "/info")), [INITIALIZED, NEW_REVISION, failed]);
-    assert_eq!(texts(&at(&server, "/unset")), [INITIALIZED, NEW_REVISION, failed]);
+    assert_eq!(
+        texts(&at(&server, "/info")),
+        [INITIALIZED, NEW_REVISION, failed]
+    );
+    assert_eq!(
+        texts(&at(&server, "/unset")),
+        [INITIALIZED, NEW_REVISION, failed]
+    );
     assert_eq!(texts(&at(&server, "/warn")), [failed]);
     assert_eq!(texts(&at(&server, "/error")), [failed]);
     let error = at(&server, "/error");
@@ -266,12 +307,17 @@ fn severities_filter_alerts_and_a_rollback_is_an_error_for_all() {
 
 #[test]
 fn mute_alert_silences_only_its_own_gate() {
-    let rt = runtime(&[]);
-    let alerts = rt.block_on(Server::start(vec![Canned::json(200, "{}")]));
+    let servers = runtime(&[]);
+    let alerts = servers.block_on(Server::start(vec![Canned::json(200, "{}")]));
+    // The repo's own notifications hear about waits as Flagger's global notifier does.
+    let rt = runtime(&[(
+        "SLUICE_TEST_MUTED_WEBHOOK",
+        format!("{}/notify", alerts.url()),
+    )]);
     let open = Arc::new(AtomicBool::new(false));
     let gate = {
         let open = Arc::clone(&open);
-        rt.block_on(Server::start_with(move |_| {
+        servers.block_on(Server::start_with(move |_| {
             if open.load(Ordering::SeqCst) {
                 Canned::json(200, "{}")
             } else {
@@ -295,7 +341,18 @@ fn mute_alert_silences_only_its_own_gate() {
       - {{name: i, severity: info, providerRef: {{name: info}}}}
       - {{name: w, severity: warn, providerRef: {{name: warn}}}}"
     );
-    let mut world = World::with_files(&canary(&analysis), &[("apps/alerts.yaml", &providers)]);
+    let settings = "apiVersion: sluice.dev/v1alpha1
+kind: Config
+notifications:
+  - {kind: webhook, urlEnv: SLUICE_TEST_MUTED_WEBHOOK}
+";
+    let mut world = World::with_files(
+        &canary(&analysis),
+        &[
+            ("apps/alerts.yaml", &providers),
+            (".sluice/config.yaml", settings),
+        ],
+    );
     open.store(true, Ordering::SeqCst);
     until(&mut world, &rt, Phase::Initialized);
     open.store(false, Ordering::SeqCst);
@@ -325,6 +382,18 @@ fn mute_alert_silences_only_its_own_gate() {
     assert_eq!(
         titles("/info"),
         [INITIALIZED, NEW_REVISION, waiting, PROMOTED]
+    );
+    let events: Vec<Json> = at(&alerts, "/notify")
+        .iter()
+        .map(|r| r.json()["event"].clone())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            json!("started"),
+            json!("waitingForApproval"),
+            json!("promoted")
+        ]
     );
     let warn = at(&alerts, "/warn");
     assert_eq!(warn[0].json()["themeColor"], "0076D7");

@@ -454,8 +454,14 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
             body("rocket", Severity::Warn, false)["attachments"][0]["color"],
             "#0076D7"
         );
-        assert_eq!(body("msteams", Severity::Error, false)["themeColor"], "FF0000");
-        assert_eq!(body("msteams", Severity::Warn, false)["themeColor"], "0076D7");
+        assert_eq!(
+            body("msteams", Severity::Error, false)["themeColor"],
+            "FF0000"
+        );
+        assert_eq!(
+            body("msteams", Severity::Warn, false)["themeColor"],
+            "0076D7"
+        );
     }
 
     #[test]
@@ -484,8 +490,13 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
     #[test]
     fn google_chat_gets_flaggers_card() {
         let c = canary("gchat", "    iterations: 4");
-        let m = message("New Deployment detected, initialization completed.", true, Severity::Info);
-        let target = "Target<br><font color=#848484><strong>Deployment/podinfo-app.prod</strong></font>";
+        let m = message(
+            "New Deployment detected, initialization completed.",
+            true,
+            Severity::Info,
+        );
+        let target =
+            "Target<br><font color=#848484><strong>Deployment/podinfo-app.prod</strong></font>";
         assert_eq!(
             payload(&c.analysis.alerts.alerts[0], &c, &m),
             json!({
