@@ -2,6 +2,7 @@
 
 mod affinity_mirror;
 mod affinity_mirror_istio;
+mod alert_providers;
 mod approval;
 mod autoscaler;
 mod chaos;
