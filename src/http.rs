@@ -41,6 +41,18 @@ pub fn client(insecure_skip_verify: bool) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
 }
 
+/// A client that sends every request through the HTTP proxy at `proxy` (an alert provider's
+/// `proxy`, as Flagger's notifier sets it). Not pooled across calls: Flagger, too, builds one
+/// per message, and alerts are rare.
+pub fn proxied_client(proxy: &str) -> Result<reqwest::Client, String> {
+    let proxy = reqwest::Proxy::all(proxy)
+        .map_err(|e| format!("cannot use the proxy {proxy:?}: {}", describe(&e)))?;
+    builder(false)
+        .proxy(proxy)
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {}", describe(&e)))
+}
+
 /// The settings every client shares: user agent, TLS checks, connect and idle timeouts.
 fn builder(insecure_skip_verify: bool) -> reqwest::ClientBuilder {
     install_crypto_provider();

@@ -46,7 +46,7 @@
 //! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
-//! | [`notify`] | Slack, Teams, Discord and webhook notifications | fail a tick |
+//! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests | know about canaries |
 //! | [`server`], [`http`] | `/metrics`, probes, the git webhook; pooled HTTP clients | decide |

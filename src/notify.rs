@@ -2,6 +2,10 @@
 //! was promoted, was rolled back) to Slack, Microsoft Teams, Discord or a generic JSON
 //! webhook, configured in `.sluice/config.yaml`. The webhook URLs are secrets, so the settings
 //! name the environment variable that holds each one; a repo never stores them.
+//!
+//! [`alerts`] sends Flagger's per-canary alerts (`analysis.alerts`) the same way.
+
+pub mod alerts;
 
 use serde_json::json;
 use tracing::warn;
@@ -110,6 +114,10 @@ pub async fn send(
     let Some(event) = Event::of(decision) else {
         return;
     };
+    // A confirm-* hook's `muteAlert` silences its wait everywhere, as in Flagger.
+    if alerts::approval_muted(canary, decision) {
+        return;
+    }
     for target in targets {
         let Some(url) = url_of(&target.url_env) else {
             warn!(variable = %target.url_env, "Notification skipped: its URL variable is not set");

@@ -55,8 +55,8 @@ pub trait Observer: Send + Sync {
         now: Timestamp,
     ) -> Vec<External>;
 
-    /// Tells `event` and `post-rollout` webhooks, and the repo's notification targets, what a
-    /// committed decision did.
+    /// Tells `event` and `post-rollout` webhooks, the repo's notification targets and the
+    /// canary's Flagger alerts what a committed decision did.
     fn notify(&self, _settings: &Settings, _canary: &Canary, _decision: &Decision) {}
 }
 
@@ -233,6 +233,14 @@ impl Observer for Live<'_> {
                 self.runtime.http().get(false),
                 &settings.notifications,
                 |name| self.runtime.env(name).map(str::to_string),
+                canary,
+                decision,
+            ));
+        }
+        if !canary.analysis.alerts.alerts.is_empty() {
+            self.runtime.block_on(crate::notify::alerts::send(
+                self.runtime.http(),
+                self.runtime.secrets(),
                 canary,
                 decision,
             ));

@@ -227,7 +227,7 @@ fn failing_metric_counts_then_rolls_back_at_threshold() {
         (d2.status.primary_weight, d2.status.canary_weight),
         (100, 0)
     );
-    let Action::Rollback { reason } = d2.action else {
+    let Action::Rollback { reason, .. } = d2.action else {
         unreachable!()
     };
     assert!(
@@ -528,7 +528,9 @@ fn unapplied_change_waits_then_rolls_back_past_deadline() {
     assert_eq!(d.action, Action::Hold);
     assert_eq!(d.status.failed_checks, 0);
     let late = decide(&c, Some(&s), &o, t(40 + 600));
-    assert!(matches!(late.action, Action::Rollback { ref reason } if reason.contains("deadline")));
+    assert!(
+        matches!(late.action, Action::Rollback { ref reason, .. } if reason.contains("deadline"))
+    );
 }
 
 #[test]

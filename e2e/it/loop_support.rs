@@ -18,7 +18,8 @@ use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
+use sluice::observe::{Observer, Offline};
+use sluice::runtime::Runtime;
 use sluice::tick::{tick, Context, TickReport};
 
 use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
@@ -104,15 +105,21 @@ impl World {
 
     /// One tick at the simulated time, which then moves to when the tick asked to be woken.
     pub(crate) fn tick(&mut self) -> TickReport {
-        let observer = Offline;
+        let report = self.tick_with(&Offline, crate::support::runtime());
+        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
+        report
+    }
+
+    /// [`World::tick`] with another observer (the live adapters) and runtime (its environment),
+    /// spec errors left to the caller.
+    pub(crate) fn tick_with(&mut self, observer: &dyn Observer, runtime: &Runtime) -> TickReport {
         let ctx = Context {
-            observer: &observer,
+            observer,
             author: None,
             push_attempts: 5,
-            runtime: crate::support::runtime(),
+            runtime,
         };
         let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
         self.now = report
             .wake_at()
             .unwrap_or(self.now + Duration::from_secs(1));

@@ -2,6 +2,7 @@
 
 mod affinity_mirror;
 mod affinity_mirror_istio;
+mod alert_providers;
 mod approval;
 mod audit;
 mod autoscaler;
@@ -23,6 +24,7 @@ mod install;
 mod kubernetes;
 mod kustomize_every_router;
 mod lease;
+mod loop_alerts;
 mod loop_appmesh;
 mod loop_contour;
 mod loop_git;

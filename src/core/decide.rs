@@ -52,6 +52,7 @@ pub enum Action {
     /// Back to the primary at 100 %: phase Failed.
     Rollback {
         reason: String,
+        cause: RollbackCause,
     },
     /// An approval pull request was merged: the approved step's clock starts now.
     ApprovalMerged,
@@ -59,6 +60,19 @@ pub enum Action {
     Pause,
     /// `sluice resume`.
     Resume,
+}
+
+/// Why a canary rolls back: Flagger alerts on each in its own words and severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollbackCause {
+    /// `failed` failed checks reached the threshold.
+    FailedChecks { failed: u32 },
+    /// A `rollback` webhook answered yes.
+    Webhook,
+    /// The last change was not applied within `progressDeadlineSeconds`.
+    ProgressDeadline,
+    /// `sluice rollback`.
+    Manual,
 }
 
 /// The outcome of one decision.
@@ -416,6 +430,7 @@ pub(crate) fn rollback<R>(
     canary: &Canary<R>,
     status: &Status,
     reason: String,
+    cause: RollbackCause,
     now: Timestamp,
 ) -> Decision {
     let mut next = status.clone();
@@ -429,7 +444,7 @@ pub(crate) fn rollback<R>(
     let event = format!("Rolling back {name}: {reason}");
     next.message = event.clone();
     Decision {
-        action: Action::Rollback { reason },
+        action: Action::Rollback { reason, cause },
         status: next,
         events: vec![format!("Canary failed! Scaling down {name}"), event],
         wake_at: None,
@@ -579,6 +594,9 @@ fn failed_check<R>(
             canary,
             &next,
             format!("failed checks threshold reached {threshold} ({summary})"),
+            RollbackCause::FailedChecks {
+                failed: next.failed_checks,
+            },
             now,
         );
         decision.checks = judged;
@@ -630,7 +648,13 @@ fn progressing<R>(
         );
     }
     if obs.hooks(WebhookKind::Rollback).any(|o| o.outcome.is_ok()) {
-        return rollback(canary, status, "rollback webhook answered yes".into(), now);
+        return rollback(
+            canary,
+            status,
+            "rollback webhook answered yes".into(),
+            RollbackCause::Webhook,
+            now,
+        );
     }
     if status.failed_checks >= canary.analysis.threshold {
         return rollback(
@@ -640,6 +664,9 @@ fn progressing<R>(
                 "failed checks threshold reached {}",
                 canary.analysis.threshold
             ),
+            RollbackCause::FailedChecks {
+                failed: status.failed_checks,
+            },
             now,
         );
     }
@@ -653,6 +680,7 @@ fn progressing<R>(
                     "progress deadline exceeded: the last change was not applied within {}s",
                     canary.progress_deadline.as_secs()
                 ),
+                RollbackCause::ProgressDeadline,
                 now,
             );
         }

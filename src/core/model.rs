@@ -327,6 +327,117 @@ pub struct Analysis {
     pub mirror: bool,
     /// Flagger's `analysis.sessionAffinity`: a user sent to the canary stays on it.
     pub session_affinity: Option<SessionAffinity>,
+    /// Flagger's `analysis.alerts`, and what `muteAlert` silences.
+    pub alerts: Alerts,
+}
+
+/// Flagger's alerts for one canary: `analysis.alerts` with each `providerRef` resolved to its
+/// `AlertProvider` when the spec was loaded, and the approval waits a confirm-* hook's
+/// `muteAlert` silences. The core never reads it: the adapters send the alerts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Alerts {
+    pub alerts: Vec<Alert>,
+    /// Every `confirm-rollout` hook sets `muteAlert`: waiting for it sends no alert.
+    pub mute_rollout: bool,
+    /// Every `confirm-traffic-increase` hook sets `muteAlert`.
+    pub mute_traffic_increase: bool,
+    /// Every `confirm-promotion` hook sets `muteAlert`.
+    pub mute_promotion: bool,
+    /// Flagger's "Traffic routing" metadata line, from the spec's own `stepWeight(s)` and
+    /// `maxWeight` (the schedule alone cannot say what was written): `None` when Flagger
+    /// sends none.
+    pub traffic_routing: Option<String>,
+}
+
+/// One entry of `analysis.alerts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    pub name: String,
+    /// The lowest severity sent (Flagger's default `info`: everything).
+    pub severity: Severity,
+    pub provider: AlertProvider,
+}
+
+/// Flagger's alert severities, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Info,
+    Warn,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Error => "error",
+        }
+    }
+
+    /// Whether an alert set to `self` is sent for an event of severity `event`, as Flagger
+    /// filters them (`pkg/controller/events.go`): `info` takes every event, `warn` takes warn
+    /// and error events, `error` takes error events.
+    pub fn admits(self, event: Severity) -> bool {
+        event >= self
+    }
+}
+
+/// A `flagger.app/v1beta1 AlertProvider` from the repo, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertProvider {
+    pub namespace: Name,
+    pub name: Name,
+    pub kind: AlertKind,
+    /// `spec.channel`, Flagger's default `general`.
+    pub channel: String,
+    /// `spec.username`, Flagger's default `flagger`.
+    pub username: String,
+    pub target: AlertTarget,
+    /// `spec.proxy`: an `http://` or `https://` proxy URL.
+    pub proxy: Option<String>,
+}
+
+/// Where an alert provider posts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlertTarget {
+    /// `spec.address`, an `http://` or `https://` URL.
+    Address(String),
+    /// `spec.secretRef.name`: the Secret (in the provider's namespace) whose `address` key
+    /// holds the URL and whose optional `token` key a bearer token (Slack only), as the
+    /// operator maps it into sluice.
+    Secret(Name),
+}
+
+/// Flagger's alert provider types (`pkg/notifier/factory.go`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertKind {
+    Slack,
+    MsTeams,
+    Discord,
+    Rocket,
+    GChat,
+}
+
+impl AlertKind {
+    /// Every type, as `spec.type` spells it.
+    pub const ALL: [(&'static str, AlertKind); 5] = [
+        ("slack", AlertKind::Slack),
+        ("msteams", AlertKind::MsTeams),
+        ("discord", AlertKind::Discord),
+        ("rocket", AlertKind::Rocket),
+        ("gchat", AlertKind::GChat),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertKind::Slack => "slack",
+            AlertKind::MsTeams => "msteams",
+            AlertKind::Discord => "discord",
+            AlertKind::Rocket => "rocket",
+            AlertKind::GChat => "gchat",
+        }
+    }
 }
 
 /// What the core needs of `analysis.sessionAffinity`: the cookie's name, which goes into the

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 
 use crate::decide::{
     advance, after, begin_rollout, change, dotted, reset_analysis, rollback, with_route_state,
-    Action, Decision,
+    Action, Decision, RollbackCause,
 };
 use crate::model::Canary;
 use crate::status::{Phase, Status};
@@ -127,6 +127,7 @@ fn operation<R>(
                 canary,
                 status,
                 format!("aborted by hand: {reason}"),
+                RollbackCause::Manual,
                 now,
             )),
             Phase::Promoting | Phase::Finalising => Err(NotApplicable(format!(

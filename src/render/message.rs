@@ -93,7 +93,7 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
             }
         },
         Action::Finalise => format!("{n}: promotion completed, canary scaled down"),
-        Action::Rollback { reason } => format!("{n}: roll back: {reason}"),
+        Action::Rollback { reason, .. } => format!("{n}: roll back: {reason}"),
         Action::ApprovalMerged => format!("{n}: approval merged, step clock started"),
         Action::Pause => format!("{n}: paused"),
         Action::Resume => format!("{n}: resumed"),

@@ -9,12 +9,14 @@ use std::time::Duration;
 use crate::core::schedule::{
     flagger_step_weight, flagger_step_weights, native_step_weight, Pause, Step,
 };
+use crate::spec::alert_provider;
 use crate::spec::model::{
     Analysis, Approvals, BuiltinMetric, Format, MetricQuery, MetricSpec, Name, SessionAffinity,
     Strategy, ThresholdRange, WebhookKind, WebhookSpec,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::snapshot::Snapshot;
 
 /// A confirm-* webhook URL that asks for a git approval (pull request or `sluice approve`)
 /// instead of an HTTP call.
@@ -60,13 +62,16 @@ fn weight(r: &mut Reader, node: &Node, path: &str, min: i64) -> Option<u8> {
 }
 
 /// Reads an analysis block; `None` when it had errors (already reported).
-/// `namespace` is the canary's: a `templateRef` without a namespace looks there, as in Flagger.
+/// `namespace` is the canary's: a `templateRef` or `providerRef` without a namespace looks
+/// there, as in Flagger. `snapshot` is the repo the canary was loaded from: alert providers are
+/// resolved in it.
 pub fn read_analysis(
     r: &mut Reader,
     node: &Node,
     path: &str,
     format: Format,
     namespace: Option<&Name>,
+    snapshot: &Snapshot,
 ) -> Option<Analysis> {
     let keys = match format {
         Format::Native => NATIVE_KEYS,
@@ -128,6 +133,12 @@ pub fn read_analysis(
         Some(n) => read_webhooks(r, n, &join(path, "webhooks")),
         None => Vec::new(),
     };
+    let alerts = match node.get("alerts") {
+        Some(n) => alert_provider::read_alerts(r, n, &join(path, "alerts"), namespace, snapshot),
+        None => Vec::new(),
+    };
+    let alerts = alert_provider::alerts_of(alerts, &webhooks, raw_traffic_routing(node));
+    let webhooks: Vec<WebhookSpec> = webhooks.into_iter().map(|(w, _)| w).collect();
     let mut approvals = match node.get("approvals") {
         Some(n) => read_approvals(r, n, &join(path, "approvals")),
         None => Approvals::default(),
@@ -168,7 +179,21 @@ pub fn read_analysis(
         approvals,
         mirror,
         session_affinity,
+        alerts,
     })
+}
+
+/// Flagger's "Traffic routing" alert line from the block's own numbers (already checked by
+/// the strategy reader; anything unreadable here counts as unset, as in Flagger).
+fn raw_traffic_routing(node: &Node) -> Option<String> {
+    let int = |n: &Node| n.as_str().and_then(|t| t.parse::<i64>().ok());
+    let step_weight = node.get("stepWeight").and_then(int).unwrap_or(0);
+    let step_weights: Vec<i64> = match node.get("stepWeights").map(|n| &n.value) {
+        Some(Value::Seq(items)) => items.iter().filter_map(int).collect(),
+        _ => Vec::new(),
+    };
+    let max_weight = node.get("maxWeight").and_then(int).unwrap_or(0);
+    alert_provider::traffic_routing(step_weight, &step_weights, max_weight)
 }
 
 /// The keys of Flagger's `analysis.sessionAffinity` (its CRD). Only `cookieName` is read
@@ -656,11 +681,12 @@ fn name_or_error(r: &mut Reader, node: &Node, path: &str, text: &str) -> Option<
     }
 }
 
-fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
+/// The hooks, each with its `muteAlert`.
+fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<(WebhookSpec, bool)> {
     let Some(items) = r.seq(node, path) else {
         return Vec::new();
     };
-    let mut out: Vec<WebhookSpec> = Vec::new();
+    let mut out: Vec<(WebhookSpec, bool)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let p = index(path, i);
         if r.map(
@@ -720,6 +746,10 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
                 .and_then(|v| u32::try_from(v).ok()),
             None => Some(0),
         };
+        let mute_alert = item
+            .get("muteAlert")
+            .and_then(|n| r.bool(n, &join(&p, "muteAlert")))
+            .unwrap_or(false);
         let disable_tls = item
             .get("disableTLS")
             .and_then(|n| r.bool(n, &join(&p, "disableTLS")))
@@ -765,22 +795,25 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<WebhookSpec> {
         if let (Some(name), Some(url), Some(kind), Some(timeout), Some(retries)) =
             (name, url, kind, timeout, retries)
         {
-            if out.iter().any(|w| w.name == name) {
+            if out.iter().any(|(w, _)| w.name == name) {
                 r.error(
                     item.line,
                     &join(&p, "name"),
                     format!("duplicate webhook name {name:?}"),
                 );
             }
-            out.push(WebhookSpec {
-                name,
-                kind,
-                url,
-                timeout,
-                retries,
-                metadata,
-                disable_tls,
-            });
+            out.push((
+                WebhookSpec {
+                    name,
+                    kind,
+                    url,
+                    timeout,
+                    retries,
+                    metadata,
+                    disable_tls,
+                },
+                mute_alert,
+            ));
         }
     }
     out

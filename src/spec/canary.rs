@@ -207,6 +207,8 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
             "spec.analysis",
             Format::Native,
             id.as_ref().map(|i| &i.namespace),
+            // Native canaries have no `alerts`: nothing to resolve.
+            &Snapshot::EMPTY,
         )
     });
     // A/B: the router converts the matches now, as for Flagger input, so a bad one is
@@ -699,6 +701,7 @@ pub fn read_flagger(
             "spec.analysis",
             Format::Flagger,
             id.as_ref().map(|i| &i.namespace),
+            snapshot,
         )
     });
     // A/B: Flagger merges analysis.match into service.match; the router checks what that

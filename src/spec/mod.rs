@@ -6,6 +6,7 @@
 //! it and turns each into domain types that cannot hold a bad state. The route part of a canary
 //! is read by its router (`crate::route`); every problem is a `file:line: field: message`.
 
+pub mod alert_provider;
 pub mod analysis;
 pub mod canary;
 pub mod load;

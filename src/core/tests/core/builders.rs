@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use sluice_core::model::{
-    Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
+    Alerts, Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
     ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind,
     WebhookSpec,
 };
@@ -265,6 +265,7 @@ impl CanaryBuilder {
                 session_affinity: self
                     .session_cookie
                     .map(|cookie_name| SessionAffinity { cookie_name }),
+                alerts: Alerts::default(),
             },
             skip_analysis: self.skip_analysis,
             suspend: false,
