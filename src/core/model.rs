@@ -327,6 +327,12 @@ pub struct Analysis {
     pub mirror: bool,
     /// Flagger's `analysis.sessionAffinity`: a user sent to the canary stays on it.
     pub session_affinity: Option<SessionAffinity>,
+    /// Flagger's `analysis.primaryReadyThreshold`: the percent of the primary's updated pods
+    /// that must be available before a step counts (0..=100, default 100). The readiness
+    /// gate applies it; the core only carries it.
+    pub primary_ready_threshold: u8,
+    /// Flagger's `analysis.canaryReadyThreshold`, the same for the canary workload.
+    pub canary_ready_threshold: u8,
 }
 
 /// What the core needs of `analysis.sessionAffinity`: the cookie's name, which goes into the

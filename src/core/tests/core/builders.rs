@@ -265,6 +265,8 @@ impl CanaryBuilder {
                 session_affinity: self
                     .session_cookie
                     .map(|cookie_name| SessionAffinity { cookie_name }),
+                primary_ready_threshold: 100,
+                canary_ready_threshold: 100,
             },
             skip_analysis: self.skip_analysis,
             suspend: false,
