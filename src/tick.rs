@@ -22,6 +22,7 @@ use crate::core::decide::{decide, Decision};
 use crate::core::observe::Observations;
 use crate::core::operate::Operation;
 use crate::core::status::{Phase, Status};
+use crate::deleted;
 use crate::forge::Forge;
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
@@ -421,6 +422,7 @@ fn decide_and_commit(
     if !batch.is_empty() {
         commit_batch(repo, &author, batch, &mut done)?;
     }
+    revert_deleted(repo, ctx, &root, &snapshot, &author, &mut done)?;
     for (i, canary, previous) in decided {
         if let Some(status) = &done.report.outcomes[i].status {
             if approval::is_waiting(status) || previous.as_ref().is_some_and(approval::is_waiting) {
@@ -434,6 +436,72 @@ fn decide_and_commit(
     }
     done.snapshot = snapshot;
     Ok(done)
+}
+
+/// Canaries whose spec was deleted: with `revertOnDeletion` recorded, one commit each reverts
+/// the output; without, the output stays as it is and is logged as orphaned. Nothing is
+/// reverted while a spec or YAML file fails to load: a broken spec is not a deleted one.
+fn revert_deleted(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    root: &Path,
+    snapshot: &Snapshot,
+    author: &Identity,
+    done: &mut Decided,
+) -> Result<(), TickError> {
+    let deleted = deleted::find(root, snapshot, |p| ctx.runtime.read_file(p));
+    if deleted.is_empty() {
+        return Ok(());
+    }
+    let unreadable = deleted::can_tell(snapshot);
+    for d in deleted {
+        if !d.reverts() {
+            info!(canary = %d.id, status = %d.status_file, "Orphaned: the spec was deleted without revertOnDeletion; its output is left as it is");
+            continue;
+        }
+        let hold = match (unreadable, done.report.spec_errors.is_empty()) {
+            (Some(file), _) => Some(format!("{file} does not load")),
+            (None, false) => Some("a canary spec does not load".to_string()),
+            (None, true) => None,
+        };
+        let mut outcome = CanaryOutcome {
+            id: d.id.to_string(),
+            phase: None,
+            status: None,
+            committed: None,
+            events: Vec::new(),
+            wake_at: None,
+            error: None,
+        };
+        if let Some(why) = hold {
+            outcome.error = Some(format!("the spec is gone and revertOnDeletion is recorded, but {why}: the revert waits until every spec loads (a broken spec is not a deleted one)"));
+            warn!(canary = %d.id, error = outcome.error.as_deref().unwrap_or_default(), "Revert held");
+            done.report.outcomes.push(outcome);
+            continue;
+        }
+        match deleted::revert(snapshot, &d) {
+            Ok(revert) => match repo.commit_files(&revert.changes, &revert.message, author, None) {
+                Ok(Some(_)) => {
+                    done.report.commits += 1;
+                    info!(canary = %d.id, "Terminated canary {}.{}", d.id.name, d.id.namespace);
+                    outcome.events.push(format!(
+                        "Terminated canary {}.{}",
+                        d.id.name, d.id.namespace
+                    ));
+                    outcome.committed = Some(revert.message.subject);
+                }
+                Ok(None) => {}
+                Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+                Err(e) => outcome.error = Some(e.to_string()),
+            },
+            Err(e) => {
+                warn!(canary = %d.id, error = %e, "Cannot revert a deleted canary");
+                outcome.error = Some(e.to_string());
+            }
+        }
+        done.report.outcomes.push(outcome);
+    }
+    Ok(())
 }
 
 /// The forge, when the repo has one and some canary waits for an approval this tick may find

@@ -198,6 +198,10 @@ pub struct Canary<R = ()> {
     pub sync: Option<SyncTarget>,
     /// Flagger's `spec.autoscalerRef`: the autoscaler that owns the workload's replicas.
     pub autoscaler: Option<AutoscalerRef>,
+    /// Flagger's `spec.revertOnDeletion`: when the spec is deleted, the output goes back to the
+    /// target workload at the primary's spec and the apex Service selecting it. Recorded in
+    /// the status file, the only place sluice still reads once the spec is gone.
+    pub revert_on_deletion: bool,
 }
 
 /// Flagger's `spec.autoscalerRef`: the user's autoscaler, which sluice copies for the primary

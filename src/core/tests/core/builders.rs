@@ -279,6 +279,7 @@ impl CanaryBuilder {
                 namespace: name("flux-system"),
             }),
             autoscaler: None,
+            revert_on_deletion: false,
         }
     }
 }
