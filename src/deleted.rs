@@ -18,10 +18,11 @@ use std::path::Path;
 use crate::core::model::{short_revision, CanaryId, Name};
 use crate::core::status::Status;
 use crate::gitops::{CommitMessage, FileChange};
-use crate::render::message::{CANARY, PHASE, REASON, REVISION};
+use crate::render::message::{CANARY, PHASE, REASON, REVISION, WEIGHTS};
 use crate::render::status_file::{self, SpecRecord};
 use crate::render::GENERATED_MARK;
 use crate::spec::load::generated_for;
+use crate::spec::model::Canary;
 use crate::workload::revert::{restore, Restored};
 use crate::workload::WorkloadError;
 use crate::yaml::snapshot::{read_inside, Contents, ReadError, Snapshot};
@@ -224,6 +225,56 @@ pub fn orphans_in_repo_of(path: &Path) -> Vec<Orphan> {
     orphans(root, &snapshot, crate::yaml::snapshot::read_bounded)
 }
 
+/// The commit that brings a status file's record in line with the spec, when they differ on
+/// `revertOnDeletion` (the flag was set or cleared while the canary was at rest, or the file
+/// predates the record): the same status, the spec's record. A deletion is then judged on the
+/// spec as it last was, as Flagger adds or removes its finalizer on the update that changes
+/// the flag. `None` when the record already agrees.
+pub fn record_update(
+    canary: &Canary,
+    status: &Status,
+    recorded: Option<&SpecRecord>,
+) -> Option<(FileChange, CommitMessage)> {
+    let was = recorded.is_some_and(|r| r.revert_on_deletion);
+    if was == canary.revert_on_deletion {
+        return None;
+    }
+    let record = SpecRecord::of(canary);
+    let content = status_file::render_recorded(&canary.id, status, &record).ok()?;
+    let change = FileChange {
+        path: status_file::path_for(&canary.id),
+        content: Some(content),
+    };
+    let (subject, reason) = if canary.revert_on_deletion {
+        (
+            format!("{}: revertOnDeletion recorded", canary.id.name),
+            "spec sets revertOnDeletion: true: deleting it will revert the output",
+        )
+    } else {
+        (
+            format!("{}: revertOnDeletion cleared", canary.id.name),
+            "spec no longer sets revertOnDeletion: deleting it will leave the output as it is",
+        )
+    };
+    let message = CommitMessage {
+        subject,
+        body: format!("{reason}.\n"),
+        trailers: vec![
+            (CANARY.to_string(), canary.id.to_string()),
+            (PHASE.to_string(), status.phase.to_string()),
+            (
+                WEIGHTS.to_string(),
+                format!(
+                    "primary={} canary={}",
+                    status.primary_weight, status.canary_weight
+                ),
+            ),
+            (REASON.to_string(), reason.to_string()),
+        ],
+    };
+    Some((change, message))
+}
+
 /// A revert: its files, its message, and what it restored.
 #[derive(Debug, Clone)]
 pub struct Revert {
@@ -341,5 +392,72 @@ fn message(deleted: &Deleted, record: &SpecRecord, restored: &Restored) -> Commi
         ),
         body,
         trailers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in files {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    const STATUS: (&str, &str) = (".sluice/status/prod/podinfo.yaml", "phase: Initialized\n");
+
+    #[test]
+    fn a_spec_that_no_longer_loads_is_not_a_deleted_one() {
+        // A typo (stepWeight out of range, unknown field) leaves the document a Canary.
+        let broken = "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata: {name: podinfo, namespace: prod}\nspec: {analysis: {stepWeight: 500}, typo: 1}\n";
+        let dir = repo(&[STATUS, ("apps/podinfo/canary.yaml", broken)]);
+        let snapshot = Snapshot::read(dir.path());
+        assert!(find(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded).is_empty());
+        // Without a namespace it may be this canary too.
+        let unnamespaced = "kind: Canary\nmetadata: {name: podinfo}\n";
+        let dir = repo(&[STATUS, ("apps/podinfo/canary.yaml", unnamespaced)]);
+        let snapshot = Snapshot::read(dir.path());
+        assert!(find(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded).is_empty());
+    }
+
+    #[test]
+    fn a_status_file_without_its_canary_is_deleted_and_reverts_only_when_recorded() {
+        let other = "kind: Canary\nmetadata: {name: podinfo, namespace: staging}\n";
+        let dir = repo(&[STATUS, ("apps/canary.yaml", other)]);
+        let snapshot = Snapshot::read(dir.path());
+        let found = find(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].id.to_string(), "prod/podinfo");
+        assert!(
+            !found[0].reverts(),
+            "no record: sluice cannot know, and leaves the output"
+        );
+        let orphans = orphans(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded);
+        assert_eq!(orphans.len(), 1);
+        assert_eq!(orphans[0].status_file.as_deref(), Some(STATUS.0));
+    }
+
+    #[test]
+    fn generated_output_with_neither_spec_nor_status_is_orphaned() {
+        let kustomization = "# Generated by sluice for canary prod/podinfo. Do not edit: sluice overwrites this file.\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n";
+        let dir = repo(&[("clusters/prod/podinfo/kustomization.yaml", kustomization)]);
+        let snapshot = Snapshot::read(dir.path());
+        let found = orphans(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded);
+        assert_eq!(
+            found,
+            [Orphan {
+                canary: "prod/podinfo".into(),
+                status_file: None,
+                output: Some("clusters/prod/podinfo".into()),
+            }]
+        );
+        assert!(found[0]
+            .to_string()
+            .starts_with("clusters/prod/podinfo: canary prod/podinfo is orphaned"));
     }
 }

@@ -382,6 +382,7 @@ fn decide_and_commit(
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         let previous = p.status.clone();
+        let recorded = p.record.clone();
         let rejected = match (&forge, &p.status) {
             (Some(forge), Some(status)) => {
                 approval::rejection(forge, ctx.runtime, settings.on_close, canary, status)
@@ -390,7 +391,25 @@ fn decide_and_commit(
         };
         let stepped = step_canary(repo, &root, p, external, rejected, &author, &index, now);
         let outcome = match stepped {
-            Ok((outcome, None)) => outcome,
+            // Nothing to decide, but the spec's revertOnDeletion differs from the record.
+            Ok((mut outcome, None)) => match previous
+                .as_ref()
+                .and_then(|s| deleted::record_update(canary, s, recorded.as_ref()))
+            {
+                Some((change, message)) => {
+                    match repo.commit_files(&[change], &message, &author, None) {
+                        Ok(Some(_)) => {
+                            done.report.commits += 1;
+                            outcome.committed = Some(message.subject);
+                            outcome
+                        }
+                        Ok(None) => outcome,
+                        Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+                        Err(e) => failed(canary, &CanaryError::Git(e)),
+                    }
+                }
+                None => outcome,
+            },
             Ok((mut outcome, Some(change))) => match settings.commits {
                 CommitMode::PerCanary => {
                     match repo.commit_files(&change.changes, &change.message, &author, None) {
@@ -581,6 +600,8 @@ fn failed(canary: &Canary, e: &CanaryError) -> CanaryOutcome {
 struct Prepared<'a> {
     canary: &'a Canary,
     status: Option<Status>,
+    /// What the status file recorded of the spec (`revertOnDeletion`, output).
+    record: Option<status_file::SpecRecord>,
     revision: String,
 }
 
@@ -591,15 +612,21 @@ fn prepare<'a>(
     runtime: &Runtime,
 ) -> Result<Prepared<'a>, CanaryError> {
     let read = |p: &Path| runtime.read_file(p);
-    let status =
-        status_file::read(root, &canary.id, read).map_err(|message| CanaryError::Status {
+    let found = status_file::read_recorded(root, &canary.id, read).map_err(|message| {
+        CanaryError::Status {
             path: status_file::path_for(&canary.id),
             message,
-        })?;
+        }
+    })?;
+    let (status, record) = match found {
+        Some((status, record)) => (Some(status), record),
+        None => (None, None),
+    };
     let revision = workload::revision(root, canary, index)?;
     Ok(Prepared {
         canary,
         status,
+        record,
         revision,
     })
 }

@@ -235,3 +235,35 @@ fn deleting_a_canary_without_revert_on_deletion_leaves_its_output_and_reports_it
         "{stderr}"
     );
 }
+
+#[test]
+fn revert_on_deletion_set_at_rest_is_recorded_so_the_deletion_reverts() {
+    let mut w = World::with_files(&canary("", STEPS), &[]);
+    w.until(Phase::Initialized);
+    w.human_writes(
+        CANARY_FILE,
+        &canary("  revertOnDeletion: true\n", STEPS),
+        "podinfo: revert on deletion",
+    );
+    let report = w.tick();
+    assert_eq!(report.commits, 1, "{report:?}");
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: revertOnDeletion recorded")
+    );
+    assert!(show(&w.bare, "main", STATUS_FILE).contains("revertOnDeletion: true"));
+    assert_eq!(w.tick().commits, 0, "recorded once");
+    w.human_removes(CANARY_FILE, "podinfo: no more canary");
+    let report = w.tick();
+    assert_eq!(report.commits, 1, "{report:?}");
+    assert_eq!(
+        folder_at_main(&w.bare, OUTPUT),
+        ["kustomization.yaml", "podinfo.yaml", "services.yaml"]
+    );
+    let body = git(&w.bare, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        !body.contains("never promoted"),
+        "nothing was under analysis: {body}"
+    );
+    kustomize_builds(&w.bare, OUTPUT);
+}

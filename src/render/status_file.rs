@@ -101,13 +101,26 @@ pub fn read(
     id: &CanaryId,
     read: impl FnOnce(&std::path::Path) -> Result<String, crate::yaml::snapshot::ReadError>,
 ) -> Result<Option<Status>, String> {
+    read_recorded(root, id, read).map(|found| found.map(|(status, _)| status))
+}
+
+/// [`read`], with the status file's [`SpecRecord`] (`None` in a file written before sluice
+/// kept one).
+pub fn read_recorded(
+    root: &std::path::Path,
+    id: &CanaryId,
+    read: impl FnOnce(&std::path::Path) -> Result<String, crate::yaml::snapshot::ReadError>,
+) -> Result<Option<(Status, Option<SpecRecord>)>, String> {
     let path = root.join(path_for(id));
     // `symlink_metadata`, not `exists`: a link (even a dangling one) is refused, not absent.
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
     match crate::yaml::snapshot::read_inside(root, &path, read) {
-        Ok(text) => parse(&text).map(Some),
+        Ok(text) => {
+            let status = parse(&text)?;
+            Ok(Some((status, record_of(&text)?)))
+        }
         Err(crate::yaml::snapshot::ReadError::Io(message)) => Err(message),
         Err(e) => Err(e.to_string()),
     }
