@@ -41,6 +41,7 @@
 //! | [`route`] | one router per provider: its `service` fields, its template, its objects | know about other providers |
 //! | [`workload`] | primary/canary workloads, Services and autoscalers from the user's manifests | edit a file a human wrote |
 //! | [`render`] | a decision to files and a commit message | commit |
+//! | [`deleted`] | canaries whose spec left the repo: `revertOnDeletion`'s revert, orphaned output | run without a status file's record |
 //! | [`observe`] | the adapters' observations for the core | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
@@ -66,6 +67,7 @@ pub use sluice_core as core;
 pub mod approval;
 pub mod audit;
 pub mod cli;
+pub mod deleted;
 pub mod forge;
 pub mod gates;
 pub mod gitops;

@@ -22,6 +22,7 @@ use crate::core::decide::{decide, Action, Decision};
 use crate::core::observe::Observations;
 use crate::core::operate::Operation;
 use crate::core::status::{Gate, Phase, Status};
+use crate::deleted;
 use crate::forge::Forge;
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
@@ -390,6 +391,7 @@ fn decide_and_commit(
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         let previous = p.status.clone();
+        let recorded = p.record.clone();
         let rejected = match (&forge, &p.status) {
             (Some(forge), Some(status)) => {
                 approval::rejection(forge, ctx.runtime, settings.on_close, canary, status)
@@ -417,7 +419,29 @@ fn decide_and_commit(
             repo, &root, p, external, rejected, merged, &author, &index, now,
         );
         let outcome = match stepped {
-            Ok((outcome, None)) => outcome,
+            // Nothing to decide, but the spec's revertOnDeletion differs from the record.
+            Ok((mut outcome, None)) => match previous
+                .as_ref()
+                .and_then(|s| deleted::record_update(canary, s, recorded.as_ref()))
+            {
+                Some((change, mut message)) => {
+                    message.trailers.push(
+                        Record::other("revertOnDeletion recorded in the status file", now)
+                            .trailer(),
+                    );
+                    match repo.commit_files(&[change], &message, &author, None) {
+                        Ok(Some(_)) => {
+                            done.report.commits += 1;
+                            outcome.committed = Some(message.subject);
+                            outcome
+                        }
+                        Ok(None) => outcome,
+                        Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+                        Err(e) => failed(canary, &CanaryError::Git(e)),
+                    }
+                }
+                None => outcome,
+            },
             Ok((mut outcome, Some(change))) => match settings.commits {
                 CommitMode::PerCanary => {
                     match repo.commit_files(&change.changes, &change.message, &author, None) {
@@ -449,6 +473,7 @@ fn decide_and_commit(
     if !batch.is_empty() {
         commit_batch(repo, &author, batch, &mut done)?;
     }
+    revert_deleted(repo, ctx, &root, &snapshot, &author, now, &mut done)?;
     for (i, canary, previous, comment) in decided {
         // The comment goes out only with a committed refusal, after the push.
         let committed = done.report.outcomes[i].committed.is_some();
@@ -470,6 +495,78 @@ fn decide_and_commit(
 /// A decided canary: its outcome's index, its status before this tick, and a comment for its
 /// approval pull request (number, text).
 type Stepped<'a> = (usize, &'a Canary, Option<Status>, Option<(u64, String)>);
+/// Canaries whose spec was deleted: with `revertOnDeletion` recorded, one commit each reverts
+/// the output; without, the output stays as it is and is logged as orphaned. Nothing is
+/// reverted while a spec or YAML file fails to load: a broken spec is not a deleted one.
+fn revert_deleted(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    root: &Path,
+    snapshot: &Snapshot,
+    author: &Identity,
+    now: Timestamp,
+    done: &mut Decided,
+) -> Result<(), TickError> {
+    let deleted = deleted::find(root, snapshot, |p| ctx.runtime.read_file(p));
+    if deleted.is_empty() {
+        return Ok(());
+    }
+    let unreadable = deleted::can_tell(snapshot);
+    for d in deleted {
+        if !d.reverts() {
+            info!(canary = %d.id, status = %d.status_file, "Orphaned: the spec was deleted without revertOnDeletion; its output is left as it is");
+            continue;
+        }
+        let hold = match (unreadable, done.report.spec_errors.is_empty()) {
+            (Some(file), _) => Some(format!("{file} does not load")),
+            (None, false) => Some("a canary spec does not load".to_string()),
+            (None, true) => None,
+        };
+        let mut outcome = CanaryOutcome {
+            id: d.id.to_string(),
+            phase: None,
+            status: None,
+            committed: None,
+            events: Vec::new(),
+            wake_at: None,
+            error: None,
+        };
+        if let Some(why) = hold {
+            outcome.error = Some(format!("the spec is gone and revertOnDeletion is recorded, but {why}: the revert waits until every spec loads (a broken spec is not a deleted one)"));
+            warn!(canary = %d.id, error = outcome.error.as_deref().unwrap_or_default(), "Revert held");
+            done.report.outcomes.push(outcome);
+            continue;
+        }
+        match deleted::revert(snapshot, &d) {
+            Ok(mut revert) => match {
+                revert
+                    .message
+                    .trailers
+                    .push(Record::other("spec deleted with revertOnDeletion: true", now).trailer());
+                repo.commit_files(&revert.changes, &revert.message, author, None)
+            } {
+                Ok(Some(_)) => {
+                    done.report.commits += 1;
+                    info!(canary = %d.id, "Terminated canary {}.{}", d.id.name, d.id.namespace);
+                    outcome.events.push(format!(
+                        "Terminated canary {}.{}",
+                        d.id.name, d.id.namespace
+                    ));
+                    outcome.committed = Some(revert.message.subject);
+                }
+                Ok(None) => {}
+                Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+                Err(e) => outcome.error = Some(e.to_string()),
+            },
+            Err(e) => {
+                warn!(canary = %d.id, error = %e, "Cannot revert a deleted canary");
+                outcome.error = Some(e.to_string());
+            }
+        }
+        done.report.outcomes.push(outcome);
+    }
+    Ok(())
+}
 
 /// The forge, when the repo has one and some canary waits for an approval this tick may find
 /// rejected, or has one merged whose merger must be read; `None` keeps idle ticks free of
@@ -551,6 +648,8 @@ fn failed(canary: &Canary, e: &CanaryError) -> CanaryOutcome {
 struct Prepared<'a> {
     canary: &'a Canary,
     status: Option<Status>,
+    /// What the status file recorded of the spec (`revertOnDeletion`, output).
+    record: Option<status_file::SpecRecord>,
     revision: String,
 }
 
@@ -561,15 +660,21 @@ fn prepare<'a>(
     runtime: &Runtime,
 ) -> Result<Prepared<'a>, CanaryError> {
     let read = |p: &Path| runtime.read_file(p);
-    let status =
-        status_file::read(root, &canary.id, read).map_err(|message| CanaryError::Status {
+    let found = status_file::read_recorded(root, &canary.id, read).map_err(|message| {
+        CanaryError::Status {
             path: status_file::path_for(&canary.id),
             message,
-        })?;
+        }
+    })?;
+    let (status, record) = match found {
+        Some((status, record)) => (Some(status), record),
+        None => (None, None),
+    };
     let revision = workload::revision(root, canary, index)?;
     Ok(Prepared {
         canary,
         status,
+        record,
         revision,
     })
 }

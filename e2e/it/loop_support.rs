@@ -159,6 +159,14 @@ impl World {
         );
     }
 
+    /// A human pulls, deletes `file` and pushes.
+    pub(crate) fn human_removes(&self, file: &str, message: &str) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        git(&self.human, &["rm", "-q", file]);
+        git(&self.human, &["commit", "-q", "-m", message]);
+        git(&self.human, &["push", "-q", "origin", "HEAD:main"]);
+    }
+
     /// A human pulls, writes `file` and pushes.
     pub(crate) fn human_writes(&self, file: &str, text: &str, message: &str) {
         git(&self.human, &["pull", "-q", "origin", "main"]);

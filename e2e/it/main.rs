@@ -32,6 +32,7 @@ mod loop_gloo;
 mod loop_ingress;
 mod loop_istio;
 mod loop_kuma;
+mod loop_revert;
 mod loop_support;
 mod loop_traefik;
 mod managed;

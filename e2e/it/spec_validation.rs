@@ -970,3 +970,36 @@ fn webhook_disable_tls_is_kept() {
         "spec.analysis.webhooks[0].disableTLS: expected true or false, found \"maybe\"",
     );
 }
+
+#[test]
+fn ready_thresholds_load_with_flaggers_default_and_refuse_what_is_not_a_percent() {
+    let settings = parse_settings(".sluice/config.yaml", "provider: osm\n").unwrap();
+    let load = |analysis: &str| load_text("c.yaml", &flagger("", analysis), &settings);
+    let unset = load("stepWeight: 10");
+    assert!(unset.errors.is_empty(), "{:?}", unset.errors);
+    let a = &unset.canaries[0].analysis;
+    // canary.go: PrimaryReadyThreshold = 100, CanaryReadyThreshold = 100.
+    assert_eq!(
+        (a.primary_ready_threshold, a.canary_ready_threshold),
+        (100, 100)
+    );
+    let set = load("stepWeight: 10\nprimaryReadyThreshold: 60\ncanaryReadyThreshold: 0");
+    assert!(set.errors.is_empty(), "{:?}", set.errors);
+    let a = &set.canaries[0].analysis;
+    assert_eq!(
+        (a.primary_ready_threshold, a.canary_ready_threshold),
+        (60, 0)
+    );
+    let errs = errors(&flagger(
+        "provider: osm\n",
+        "stepWeight: 10\nprimaryReadyThreshold: 150\ncanaryReadyThreshold: -1",
+    ));
+    assert_has(
+        &errs,
+        "apps/podinfo/canary.yaml:16: spec.analysis.primaryReadyThreshold: expected 0..=100, found 150",
+    );
+    assert_has(
+        &errs,
+        "apps/podinfo/canary.yaml:17: spec.analysis.canaryReadyThreshold: expected 0..=100, found -1",
+    );
+}

@@ -847,16 +847,22 @@ async fn loop_does_not_trust_stale_argo_health_fake_kube_api() {
 }
 
 fn cluster_deployment(ready: bool) -> Json {
+    cluster_workload("web", if ready { 2 } else { 1 })
+}
+
+/// Deployment `name` in `shop`, rolled out to 2 updated replicas of which `available` are
+/// available.
+fn cluster_workload(name: &str, available: i64) -> Json {
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "shop", "generation": 2},
+        "metadata": {"name": name, "namespace": "shop", "generation": 2},
         "spec": {
             "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "web:2"}]}},
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app", "image": "web:2"}]}},
         },
-        "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": if ready { 2 } else { 1 }, "readyReplicas": if ready { 2 } else { 1 }},
+        "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": available, "readyReplicas": available},
     })
 }
 
@@ -907,8 +913,15 @@ async fn loop_waits_for_the_canary_deployment_and_route_to_be_ready_fake_kube_ap
             &format!("main@sha1:{head}"),
             ready_true(1, &format!("main@sha1:{head}")),
         ));
-        api.put(cluster_deployment(false));
+        api.put(cluster_deployment(true));
         api.put(cluster_route(true));
+        assert_eq!(
+            l.reconcile(),
+            0,
+            "applied, but the primary Deployment does not exist yet"
+        );
+        api.put(cluster_workload("web-primary", 2));
+        api.put(cluster_deployment(false));
         assert_eq!(
             l.reconcile(),
             0,
@@ -920,5 +933,74 @@ async fn loop_waits_for_the_canary_deployment_and_route_to_be_ready_fake_kube_ap
         api.put(cluster_route(true));
         assert_eq!(l.reconcile(), 1, "ready: the step goes on");
         assert_eq!(l.weight(), "canaryWeight: 10");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loop_steps_when_the_ready_threshold_share_of_pods_is_available_fake_kube_api() {
+    let mut api = FakeKubeApi::start().await;
+    let sync = "{flux: {kustomization: podinfo, namespace: flux-system}}";
+    let source = |image: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: app, image: '{image}'}}]}}\n")
+    };
+    let canary = |thresholds: &str| {
+        format!("apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  source: apps/web/deployment.yaml\n  service: {{port: 80}}\n  route: {{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, parentRefs: [{{name: gw}}]}}\n  sync: {sync}\n  analysis: {{interval: 1s, stepWeights: [10, 50]{thresholds}}}\n")
+    };
+    let l = Loop::with_files(
+        &api.url,
+        &[
+            ("apps/web/deployment.yaml", &source("web:1")),
+            (
+                "apps/web/canary.yaml",
+                &canary(", canaryReadyThreshold: 50"),
+            ),
+        ],
+    );
+    tokio::task::block_in_place(|| {
+        assert_eq!(l.reconcile(), 1, "initialization");
+        l.human("apps/web/deployment.yaml", &source("web:2"));
+        assert_eq!(l.reconcile(), 1, "new revision detected");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let head = l.head();
+        api.put(kustomization_object(
+            1,
+            &format!("main@sha1:{head}"),
+            ready_true(1, &format!("main@sha1:{head}")),
+        ));
+        api.put(cluster_route(true));
+        // One of two pods available in each: half the canary's is enough (threshold 50),
+        // not the primary's (default 100, as Flagger's `primaryReadyThreshold`).
+        api.put(cluster_workload("web", 1));
+        api.put(cluster_workload("web-primary", 1));
+        assert_eq!(
+            l.reconcile(),
+            0,
+            "the primary needs every updated replica available"
+        );
+        l.human(
+            "apps/web/canary.yaml",
+            &canary(", canaryReadyThreshold: 50, primaryReadyThreshold: 50"),
+        );
+        let head = l.head();
+        api.put(kustomization_object(
+            2,
+            &format!("main@sha1:{head}"),
+            ready_true(2, &format!("main@sha1:{head}")),
+        ));
+        assert_eq!(
+            l.reconcile(),
+            1,
+            "half of each workload's pods available: the step goes on"
+        );
+        assert_eq!(l.weight(), "canaryWeight: 10");
+        api.put(cluster_workload("web", 0));
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let head = l.head();
+        api.put(kustomization_object(
+            3,
+            &format!("main@sha1:{head}"),
+            ready_true(3, &format!("main@sha1:{head}")),
+        ));
+        assert_eq!(l.reconcile(), 0, "no canary pod available: below 50 %");
     });
 }

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::cli::repo::{read_root, SourceArgs};
 use crate::cli::Output;
+use crate::deleted::{self, Orphan};
 use crate::render::status_file;
 use crate::spec::load::{load, load_settings};
 use crate::spec::settings::SETTINGS_PATH;
@@ -51,7 +52,8 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 )),
             ),
         };
-    let loaded = load(&Snapshot::read(root), &settings);
+    let snapshot = Snapshot::read(root);
+    let loaded = load(&snapshot, &settings);
     let mut out = Vec::new();
     for c in &loaded.canaries {
         let row = match status_file::read(root, &c.id, crate::yaml::snapshot::read_bounded) {
@@ -103,7 +105,48 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
             None => row,
         });
     }
+    out.extend(deleted_rows(root, &snapshot));
     Ok(out)
+}
+
+/// Canaries whose spec is gone but whose status file is left: `Orphaned` (their output is
+/// left as it is) or, with `revertOnDeletion` recorded, `Terminating` until the next tick
+/// reverts their output.
+fn deleted_rows(root: &std::path::Path, snapshot: &Snapshot) -> Vec<Row> {
+    deleted::find(root, snapshot, crate::yaml::snapshot::read_bounded)
+        .into_iter()
+        .map(|d| {
+            let (phase, message) = if d.reverts() {
+                (
+                    "Terminating",
+                    "spec deleted with revertOnDeletion: the next tick reverts its output"
+                        .to_string(),
+                )
+            } else {
+                let orphan = Orphan {
+                    canary: d.id.to_string(),
+                    status_file: Some(d.status_file.clone()),
+                    output: d.record.as_ref().map(|r| r.output.clone()),
+                };
+                ("Orphaned", orphan.to_string())
+            };
+            let status = d.status.as_ref().ok();
+            Row {
+                namespace: d.id.namespace.to_string(),
+                name: d.id.name.to_string(),
+                phase: phase.into(),
+                step: status.map_or(0, |s| s.step),
+                canary_weight: status.map_or(0, |s| s.canary_weight),
+                failed_checks: status.map_or(0, |s| s.failed_checks),
+                revision: status.map_or_else(
+                    || "-".into(),
+                    |s| s.promoted_revision.chars().take(12).collect(),
+                ),
+                since: status.map_or_else(|| "-".into(), |s| s.phase_since.to_string()),
+                message,
+            }
+        })
+        .collect()
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {

@@ -145,6 +145,15 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             }
         }
     }
+    // Orphaned output is a warning: leaving it is Flagger's behaviour without revertOnDeletion.
+    for orphan in args
+        .paths
+        .first()
+        .map(|p| crate::deleted::orphans_in_repo_of(p))
+        .unwrap_or_default()
+    {
+        eprintln!("warning: {orphan}");
+    }
     if loaded.errors.is_empty() {
         outln!("{} canaries valid", loaded.canaries.len());
         Ok(0)

@@ -198,6 +198,10 @@ pub struct Canary<R = ()> {
     pub sync: Option<SyncTarget>,
     /// Flagger's `spec.autoscalerRef`: the autoscaler that owns the workload's replicas.
     pub autoscaler: Option<AutoscalerRef>,
+    /// Flagger's `spec.revertOnDeletion`: when the spec is deleted, the output goes back to the
+    /// target workload at the primary's spec and the apex Service selecting it. Recorded in
+    /// the status file, the only place sluice still reads once the spec is gone.
+    pub revert_on_deletion: bool,
 }
 
 /// Flagger's `spec.autoscalerRef`: the user's autoscaler, which sluice copies for the primary
@@ -327,6 +331,12 @@ pub struct Analysis {
     pub mirror: bool,
     /// Flagger's `analysis.sessionAffinity`: a user sent to the canary stays on it.
     pub session_affinity: Option<SessionAffinity>,
+    /// Flagger's `analysis.primaryReadyThreshold`: the percent of the primary's updated pods
+    /// that must be available before a step counts (0..=100, default 100). The readiness
+    /// gate applies it; the core only carries it.
+    pub primary_ready_threshold: u8,
+    /// Flagger's `analysis.canaryReadyThreshold`, the same for the canary workload.
+    pub canary_ready_threshold: u8,
     /// Flagger's `analysis.alerts`, and what `muteAlert` silences.
     pub alerts: Alerts,
 }

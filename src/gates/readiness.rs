@@ -19,8 +19,20 @@ fn int(v: &Json) -> Option<i64> {
     v.as_i64()
 }
 
-/// Judges a Deployment object (as JSON) the way Flagger does before advancing.
-pub fn deployment_ready(obj: &Json) -> Readiness {
+/// The number of pods a ready threshold asks for, computed as Flagger computes it
+/// (`isDeploymentReady`, `isDaemonSetReady`): `int32(float32(pods) * float32(threshold)/100)`,
+/// single-precision and truncated toward zero, so 50 % of 3 pods is 1 and 70 % of 10 is 7.
+pub fn ready_count(pods: i64, threshold_percent: u8) -> i64 {
+    let ratio = f32::from(threshold_percent) / 100.0;
+    // Pod counts are far below f32's exact-integer range; `as` truncates like Go's int32().
+    (pods as f32 * ratio) as i64
+}
+
+/// Judges a Deployment object (as JSON) the way Flagger's `isDeploymentReady` does before
+/// advancing: observed, every wanted replica updated, no old replica left, and at least
+/// `threshold_percent` % of the updated replicas available (`primaryReadyThreshold` or
+/// `canaryReadyThreshold`, 100 by default).
+pub fn deployment_ready(obj: &Json, threshold_percent: u8) -> Readiness {
     let name = obj["metadata"]["name"].as_str().unwrap_or("deployment");
     let generation = int(&obj["metadata"]["generation"]).unwrap_or(0);
     let status = &obj["status"];
@@ -43,17 +55,19 @@ pub fn deployment_ready(obj: &Json) -> Readiness {
             total - updated
         ));
     }
-    if available < updated {
+    let needed = ready_count(updated, threshold_percent);
+    if available < needed {
         return Readiness::NotReady(format!(
-            "{name}: {available} of {updated} updated replicas available"
+            "{name}: {available} of {needed} updated replicas available (readyThreshold {threshold_percent}%)"
         ));
     }
     Readiness::Ready
 }
 
-/// Judges a DaemonSet object (as JSON) the way Flagger's `isDaemonSetReady` does (with its
-/// default ready threshold, 100 %): observed, every scheduled pod updated and available.
-pub fn daemonset_ready(obj: &Json) -> Readiness {
+/// Judges a DaemonSet object (as JSON) the way Flagger's `isDaemonSetReady` does: observed,
+/// every scheduled pod updated, and at least `threshold_percent` % of the scheduled pods
+/// available.
+pub fn daemonset_ready(obj: &Json, threshold_percent: u8) -> Readiness {
     let name = obj["metadata"]["name"].as_str().unwrap_or("daemonset");
     let generation = int(&obj["metadata"]["generation"]).unwrap_or(0);
     let status = &obj["status"];
@@ -67,9 +81,10 @@ pub fn daemonset_ready(obj: &Json) -> Readiness {
     if updated < desired {
         return Readiness::NotReady(format!("{name}: {updated} of {desired} new pods updated"));
     }
-    if available < desired {
+    let needed = ready_count(desired, threshold_percent);
+    if available < needed {
         return Readiness::NotReady(format!(
-            "{name}: {available} of {desired} updated pods available"
+            "{name}: {available} of {needed} updated pods available (readyThreshold {threshold_percent}%)"
         ));
     }
     Readiness::Ready
@@ -151,8 +166,10 @@ async fn get(
     }
 }
 
-/// Reads the canary Deployment (managed canaries) and the HTTPRoute (Gateway API) and judges
-/// them. A canary Deployment that does not exist yet is not ready.
+/// Reads the primary and canary workloads (managed canaries, Deployments or DaemonSets) and the
+/// HTTPRoute (Gateway API) and judges them, in Flagger's order: the primary with
+/// `primaryReadyThreshold` (`IsPrimaryReady`), then the canary with `canaryReadyThreshold`
+/// (`IsCanaryReady`). A workload that does not exist yet is not ready.
 pub async fn read_readiness(
     client: &kube::Client,
     canary: &Canary,
@@ -171,22 +188,29 @@ pub async fn read_readiness(
     if !matches!(canary.target, Target::RouteOnly { .. }) {
         let daemonset =
             matches!(&canary.target, Target::TargetRef { kind, .. } if kind == "DaemonSet");
-        let (kind, plural, judge): (_, _, fn(&Json) -> Readiness) = if daemonset {
+        let (kind, plural, judge): (_, _, fn(&Json, u8) -> Readiness) = if daemonset {
             ("DaemonSet", "daemonsets", daemonset_ready)
         } else {
             ("Deployment", "deployments", deployment_ready)
         };
-        let gvk = GroupVersionKind::gvk("apps", "v1", kind);
-        match get(client, gvk, plural, ns, workload).await? {
-            Some(d) => {
-                if let Readiness::NotReady(why) = judge(&d) {
-                    return Ok(Readiness::NotReady(why));
+        let primary = format!("{workload}-primary");
+        let analysis = &canary.analysis;
+        for (name, threshold) in [
+            (primary.as_str(), analysis.primary_ready_threshold),
+            (workload, analysis.canary_ready_threshold),
+        ] {
+            let gvk = GroupVersionKind::gvk("apps", "v1", kind);
+            match get(client, gvk, plural, ns, name).await? {
+                Some(d) => {
+                    if let Readiness::NotReady(why) = judge(&d, threshold) {
+                        return Ok(Readiness::NotReady(why));
+                    }
                 }
-            }
-            None => {
-                return Ok(Readiness::NotReady(format!(
-                    "{kind} {ns}/{workload} does not exist yet"
-                )))
+                None => {
+                    return Ok(Readiness::NotReady(format!(
+                        "{kind} {ns}/{name} does not exist yet"
+                    )))
+                }
             }
         }
     }
@@ -235,9 +259,9 @@ mod tests {
                    "status": {"observedGeneration": observed, "desiredNumberScheduled": desired,
                               "updatedNumberScheduled": updated, "numberAvailable": available}})
         };
-        assert_eq!(daemonset_ready(&ds(2, 2, 3, 3, 3)), Readiness::Ready);
+        assert_eq!(daemonset_ready(&ds(2, 2, 3, 3, 3), 100), Readiness::Ready);
         assert_eq!(
-            daemonset_ready(&ds(0, 0, 0, 0, 0)),
+            daemonset_ready(&ds(0, 0, 0, 0, 0), 100),
             Readiness::Ready,
             "an idle canary on no node is rolled out"
         );
@@ -246,7 +270,7 @@ mod tests {
             (ds(2, 2, 3, 2, 3), "2 of 3 new pods updated"),
             (ds(2, 2, 3, 3, 1), "1 of 3 updated pods available"),
         ] {
-            match daemonset_ready(&obj) {
+            match daemonset_ready(&obj, 100) {
                 Readiness::NotReady(m) => assert!(m.contains(why), "{m}"),
                 Readiness::Ready => panic!("{obj} is not ready"),
             }
@@ -287,7 +311,7 @@ mod tests {
     #[test]
     fn deployments_are_ready_only_when_fully_rolled_out() {
         assert_eq!(
-            deployment_ready(&deployment(2, 2, 3, 3, 3, 3)),
+            deployment_ready(&deployment(2, 2, 3, 3, 3, 3), 100),
             Readiness::Ready
         );
         for (d, why) in [
@@ -302,10 +326,76 @@ mod tests {
                 "2 of 3 updated replicas available",
             ),
         ] {
-            match deployment_ready(&d) {
+            match deployment_ready(&d, 100) {
                 Readiness::NotReady(text) => assert!(text.contains(why), "{text}"),
                 Readiness::Ready => panic!("{d} is not ready"),
             }
+        }
+    }
+
+    #[test]
+    fn ready_counts_truncate_in_single_precision_as_flagger() {
+        // int32(float32(pods) * float32(threshold)/100) in Flagger's *_ready.go.
+        for (pods, threshold, count) in [
+            (3, 100, 3),
+            (3, 50, 1),
+            (3, 67, 2),
+            (10, 70, 7),
+            (10, 29, 2),
+            // f64 would give 28 (0.29 * 100 = 28.999...); Flagger's float32 gives 29.
+            (100, 29, 29),
+            (7, 0, 0),
+            (0, 100, 0),
+            (1, 99, 0),
+        ] {
+            assert_eq!(
+                ready_count(pods, threshold),
+                count,
+                "{threshold}% of {pods}"
+            );
+        }
+    }
+
+    #[test]
+    fn ready_thresholds_let_a_share_of_updated_replicas_be_unavailable() {
+        // 4 updated, 2 available: ready up to 74 % (int(4 * 0.74) = 2), not at 75 %.
+        let d = deployment(2, 2, 4, 4, 2, 4);
+        assert_eq!(deployment_ready(&d, 50), Readiness::Ready);
+        assert_eq!(
+            deployment_ready(&d, 74),
+            Readiness::Ready,
+            "int(4 * 0.74) = 2"
+        );
+        match deployment_ready(&d, 75) {
+            Readiness::NotReady(m) => assert!(
+                m.contains("2 of 3 updated replicas available (readyThreshold 75%)"),
+                "{m}"
+            ),
+            Readiness::Ready => panic!("75 % of 4 is 3 pods"),
+        }
+        // A threshold never excuses a replica that is not updated or an old one left.
+        assert!(matches!(
+            deployment_ready(&deployment(2, 2, 4, 3, 3, 4), 0),
+            Readiness::NotReady(_)
+        ));
+        assert!(matches!(
+            deployment_ready(&deployment(2, 2, 4, 4, 4, 5), 0),
+            Readiness::NotReady(_)
+        ));
+        let ds = json!({"metadata": {"name": "agent", "generation": 1},
+               "status": {"observedGeneration": 1, "desiredNumberScheduled": 10,
+                          "updatedNumberScheduled": 10, "numberAvailable": 6}});
+        assert_eq!(
+            daemonset_ready(&ds, 69),
+            Readiness::Ready,
+            "int(10 * 0.69) = 6"
+        );
+        match daemonset_ready(&ds, 70) {
+            Readiness::NotReady(m) => assert!(
+                m.contains("6 of 7 updated pods available (readyThreshold 70%)"),
+                "{m}"
+            ),
+            Readiness::Ready => panic!("70 % of 10 is 7 pods"),
         }
     }
 

@@ -151,8 +151,9 @@ pub fn changes(
             content: Some(content),
         });
     }
-    let status_text = status_file::render(&canary.id, status)
-        .map_err(|e| RenderError::Serialize(e.to_string()))?;
+    let status_text =
+        status_file::render_recorded(&canary.id, status, &status_file::SpecRecord::of(canary))
+            .map_err(|e| RenderError::Serialize(e.to_string()))?;
     changes.push(FileChange {
         path: status_file::path_for(&canary.id),
         content: Some(status_text),

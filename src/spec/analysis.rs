@@ -22,6 +22,10 @@ use crate::yaml::snapshot::Snapshot;
 /// instead of an HTTP call.
 pub const GIT_APPROVAL_URL: &str = "sluice:approval";
 
+/// Flagger's default ready threshold (`PrimaryReadyThreshold` and `CanaryReadyThreshold` in
+/// `pkg/apis/flagger/v1beta1/canary.go`): every updated pod available.
+pub const FLAGGER_READY_THRESHOLD_PERCENT: u8 = 100;
+
 const FLAGGER_KEYS: &[&str] = &[
     "alerts",
     "canaryReadyThreshold",
@@ -54,6 +58,8 @@ const NATIVE_KEYS: &[&str] = &[
     "metrics",
     "webhooks",
     "approvals",
+    "primaryReadyThreshold",
+    "canaryReadyThreshold",
 ];
 
 fn weight(r: &mut Reader, node: &Node, path: &str, min: i64) -> Option<u8> {
@@ -166,6 +172,8 @@ pub fn read_analysis(
     let session_affinity = node
         .get("sessionAffinity")
         .and_then(|n| read_session_affinity(r, n, &join(path, "sessionAffinity")));
+    let primary_ready_threshold = ready_threshold(r, node, path, "primaryReadyThreshold");
+    let canary_ready_threshold = ready_threshold(r, node, path, "canaryReadyThreshold");
     if r.errors.len() > errors_before {
         return None;
     }
@@ -180,6 +188,8 @@ pub fn read_analysis(
         mirror,
         session_affinity,
         alerts,
+        primary_ready_threshold: primary_ready_threshold?,
+        canary_ready_threshold: canary_ready_threshold?,
     })
 }
 
@@ -194,6 +204,18 @@ fn raw_traffic_routing(node: &Node) -> Option<String> {
     };
     let max_weight = node.get("maxWeight").and_then(int).unwrap_or(0);
     alert_provider::traffic_routing(step_weight, &step_weights, max_weight)
+}
+
+/// `analysis.primaryReadyThreshold` / `canaryReadyThreshold`: a percent of pods, Flagger's 100
+/// when unset. Flagger does not bound it; above 100 no workload would ever be ready and below
+/// 0 every one would, so both are refused.
+fn ready_threshold(r: &mut Reader, node: &Node, path: &str, key: &str) -> Option<u8> {
+    match node.get(key) {
+        Some(n) => r
+            .int(n, &join(path, key), 0, 100)
+            .and_then(|v| u8::try_from(v).ok()),
+        None => Some(FLAGGER_READY_THRESHOLD_PERCENT),
+    }
 }
 
 /// The keys of Flagger's `analysis.sessionAffinity` (its CRD). Only `cookieName` is read

@@ -235,6 +235,7 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         metrics_server,
         sync,
         autoscaler: None,
+        revert_on_deletion: false,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -715,6 +716,11 @@ pub fn read_flagger(
     });
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
+    let revert_on_deletion = read_bool(r, spec, "revertOnDeletion");
+    if revert_on_deletion && knative {
+        let line = spec.get("revertOnDeletion").map_or(spec.line, |n| n.line);
+        r.error(line, "spec.revertOnDeletion", "sluice cannot revert a Knative canary: its output is the Knative Service itself, with no primary to restore (Flagger's Knative finalizer does nothing either); remove the field");
+    }
     let progress_deadline = read_deadline(r, spec);
     let provider_name = spec
         .get("provider")
@@ -731,6 +737,7 @@ pub fn read_flagger(
         metrics_server,
         sync: settings.sync.clone(),
         autoscaler,
+        revert_on_deletion,
         id: id?,
         file: r.file.clone(),
         line: root.line,

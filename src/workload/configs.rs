@@ -135,3 +135,30 @@ pub fn rename_to_primary(deployment: &mut Yaml, tracked: &BTreeSet<ConfigRef>) {
         }
     });
 }
+
+/// Renames the references to the primary's copies (`<name>-primary`, for each `(kind, name)`
+/// in `copies`) back to the user's objects: [`rename_to_primary`] undone, for a revert.
+pub fn rename_from_primary(deployment: &mut Yaml, copies: &BTreeSet<ConfigRef>) {
+    let Yaml::Hash(d) = deployment else { return };
+    let Some(Yaml::Hash(spec)) = d.get_mut(&key("spec")) else {
+        return;
+    };
+    let Some(Yaml::Hash(template)) = spec.get_mut(&key("template")) else {
+        return;
+    };
+    let Some(pod_spec) = template.get_mut(&key("spec")) else {
+        return;
+    };
+    visit(pod_spec, &mut |kind, name| {
+        let Some(base) = name.as_str().and_then(|n| n.strip_suffix("-primary")) else {
+            return;
+        };
+        let r = ConfigRef {
+            kind,
+            name: base.to_string(),
+        };
+        if copies.contains(&r) {
+            *name = Yaml::String(r.name);
+        }
+    });
+}

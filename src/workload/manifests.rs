@@ -17,7 +17,12 @@ fn header(canary: &Canary) -> String {
 }
 
 pub(super) fn emit(canary: &Canary, docs: &[Yaml]) -> Result<String, WorkloadError> {
-    let mut out = header(canary);
+    emit_with(header(canary), docs)
+}
+
+/// `docs` as YAML documents after `header` (comment lines ending in a newline).
+pub(super) fn emit_with(header: String, docs: &[Yaml]) -> Result<String, WorkloadError> {
+    let mut out = header;
     for doc in docs {
         let mut text = String::new();
         let mut emitter = YamlEmitter::new(&mut text);

@@ -7,6 +7,7 @@
 pub mod autoscaler;
 pub mod configs;
 pub mod manifests;
+pub mod revert;
 pub mod source;
 pub mod yaml_edit;
 
@@ -47,6 +48,13 @@ pub enum WorkloadError {
     PrimaryMissing { path: String },
     #[error("cannot write YAML: {0}")]
     Emit(String),
+    /// A deleted canary's output cannot be reverted (`revertOnDeletion`).
+    #[error("{folder}: cannot revert the output of deleted canary {canary}: {message}")]
+    Revert {
+        folder: String,
+        canary: String,
+        message: String,
+    },
     /// The canary's autoscaler is missing or cannot be copied (each problem with its line).
     #[error(transparent)]
     Autoscaler(#[from] crate::yaml::error::SpecErrors),
@@ -67,7 +75,7 @@ pub struct Source {
     pub autoscaler: Option<Autoscaler>,
 }
 
-const SELECTOR_LABELS: [&str; 3] = ["app", "name", "app.kubernetes.io/name"];
+pub(crate) const SELECTOR_LABELS: [&str; 3] = ["app", "name", "app.kubernetes.io/name"];
 
 /// The node selector that keeps an idle canary DaemonSet off every node: Flagger's
 /// `flagger.app/scale-to-zero: "true"` (`daemonset_controller.go`), which no node carries.

@@ -266,6 +266,8 @@ impl CanaryBuilder {
                     .session_cookie
                     .map(|cookie_name| SessionAffinity { cookie_name }),
                 alerts: Alerts::default(),
+                primary_ready_threshold: 100,
+                canary_ready_threshold: 100,
             },
             skip_analysis: self.skip_analysis,
             suspend: false,
@@ -278,6 +280,7 @@ impl CanaryBuilder {
                 namespace: name("flux-system"),
             }),
             autoscaler: None,
+            revert_on_deletion: false,
         }
     }
 }
