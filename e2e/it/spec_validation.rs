@@ -514,6 +514,55 @@ fn flagger_canary_defaults_equal_flaggers() {
             |c| c.analysis.webhooks[0].timeout.as_secs(),
             10,
         ),
+        // webhook.go newHTTPClient: `httpClient.RetryMax = retries` (0 when unset).
+        (
+            "analysis.webhooks[].retries",
+            hook,
+            |c| c.analysis.webhooks[0].retries.into(),
+            0,
+        ),
+        // GetAnalysisInterval: `if interval < 10*time.Second { return time.Second * 10 }`.
+        (
+            "analysis.interval: 5s",
+            "interval: 5s\nstepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            10,
+        ),
+        // GetAnalysisInterval: 0s is under 10 s too.
+        (
+            "analysis.interval: 0s",
+            "interval: 0s\nstepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            10,
+        ),
+        // GetAnalysisInterval: 10 s and more are kept.
+        (
+            "analysis.interval: 15s",
+            "interval: 15s\nstepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            15,
+        ),
+        // GetServiceNames: `apexName = c.Spec.TargetRef.Name` unless service.name is set.
+        (
+            "service.name",
+            "stepWeight: 10",
+            |c| u64::from(c.service.name.as_str() == "podinfo"),
+            1,
+        ),
+        // CRD/canary.go CanaryService.PortName: "Defaults to http".
+        (
+            "service.portName",
+            "stepWeight: 10",
+            |c| u64::from(c.service.port_name == "http"),
+            1,
+        ),
+        // scheduler.go: StepWeightPromotion unset promotes in one step; skipAnalysis false.
+        (
+            "spec.skipAnalysis",
+            "stepWeight: 10",
+            |c| u64::from(c.skip_analysis),
+            0,
+        ),
     ];
     for (field, analysis, value, flaggers) in rows {
         let c = load(analysis);
@@ -524,6 +573,13 @@ fn flagger_canary_defaults_equal_flaggers() {
         );
     }
     assert_eq!(DEFAULT_METRIC_INTERVAL, Duration::from_secs(60));
+    // canary.go `PrimaryReadyThreshold = 100`, `CanaryReadyThreshold = 100`.
+    assert_eq!(sluice::spec::analysis::FLAGGER_READY_THRESHOLD_PERCENT, 100);
+    // SessionAffinity.GetMaxAge: `if s.MaxAge == 0 { return 86400 }`.
+    assert_eq!(
+        sluice::route::gateway_api::CookieAttributes::DEFAULT_MAX_AGE,
+        86_400
+    );
 }
 
 /// The weight of the last step of a weight schedule.
