@@ -8,6 +8,7 @@
 
 pub mod analysis;
 pub mod canary;
+pub mod flagger_fields;
 pub mod load;
 pub mod model;
 pub mod settings;
