@@ -34,8 +34,10 @@ use crate::support::{git, seeded_remote, Schemas};
 /// Corpus files whose canary loads with no error. Today's count; raise it as sluice learns
 /// more of Flagger, never lower it (it went from 18 to 14 once, on purpose: four canaries had
 /// loaded with `service.portDiscovery`/`portName` silently dropped, and are now refused until
-/// those fields are written; they are now).
-const ACCEPTED_AT_LEAST: usize = 95;
+/// those fields are written; they are now). From 95 to 93 on purpose: Flagger's own linkerd
+/// and gloo e2e canaries set `service.headers`, which their routers ignore; sluice refuses a
+/// route field the router would drop (as it already did for contour) instead of ignoring it.
+const ACCEPTED_AT_LEAST: usize = 93;
 
 /// Rendered kinds with no upstream strict schema, checked here in code instead.
 const KUSTOMIZE: &str = "kustomize.config.k8s.io/v1beta1";

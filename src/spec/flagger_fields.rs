@@ -491,12 +491,15 @@ pub fn refuse_unread(r: &mut Reader, provider: Provider, spec: &Node, before: us
         } else {
             format!("use a provider that renders it ({})", names.join(", "))
         };
+        let named = spec
+            .get("provider")
+            .and_then(Node::as_str)
+            .unwrap_or(router.name());
         r.error(
             line,
             f.path,
             format!(
-                "not supported with provider {}: Flagger's router ignores this field ({how}) and sluice refuses it rather than ignore it too; remove it, or {instead}",
-                router.name()
+                "not supported with provider {named}: Flagger's router ignores this field ({how}) and sluice refuses it rather than ignore it too; remove it, or {instead}"
             ),
         );
     }
