@@ -433,7 +433,7 @@ pub fn markdown() -> String {
     for kind in Kind::ALL {
         let _ = write!(
             out,
-            "\n#### {}\n\n| Field | Status | How / why |\n|---|---|---|\n",
+            "\n**{}**\n\n| Field | Status | How / why |\n|---|---|---|\n",
             kind.as_str()
         );
         for f in FIELDS.iter().filter(|f| f.kind == kind) {
@@ -479,9 +479,14 @@ pub fn refuse_unread(r: &mut Reader, provider: Provider, spec: &Node, before: us
         let Some(line) = node.and_then(|n| n.key_line(key)) else {
             continue;
         };
+        let names_it = |field: &str| {
+            field.strip_prefix(f.path).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')
+            })
+        };
         if r.errors[before.min(r.errors.len())..]
             .iter()
-            .any(|e| e.field.starts_with(f.path))
+            .any(|e| names_it(&e.field))
         {
             continue;
         }
