@@ -230,6 +230,42 @@ fn validate_with_config_names_the_file_it_read() {
     assert!(!err.contains("config.yaml"), "{err}");
 }
 
+/// A broken settings file: exit 1, its error first, and no "N canaries valid" line, since the
+/// canaries were only checked against default settings, not the ones the loop will read.
+#[test]
+fn validate_with_a_broken_config_claims_no_canary_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("broken.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprovider: [osm\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("apps")).unwrap();
+    std::fs::write(
+        dir.path().join("apps/c.yaml"),
+        "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata: {name: podinfo}\nspec:\n  provider: osm\n  targetRef: {kind: Deployment, name: podinfo}\n  service: {port: 9898}\n  analysis: {stepWeight: 10}\n",
+    )
+    .unwrap();
+    let (code, out, err) = sluice(&[
+        "validate",
+        "--config",
+        config.to_str().unwrap(),
+        dir.path().join("apps").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("broken.yaml:"), "{err}");
+    assert!(
+        !out.contains("valid") && !err.contains("canaries valid"),
+        "{out}{err}"
+    );
+    assert!(
+        err.contains("checked against default settings only and none is reported valid"),
+        "{err}"
+    );
+}
+
 #[test]
 fn validate_refuses_what_would_fail_at_runtime() {
     let dir = tempfile::tempdir().unwrap();

@@ -514,6 +514,55 @@ fn flagger_canary_defaults_equal_flaggers() {
             |c| c.analysis.webhooks[0].timeout.as_secs(),
             10,
         ),
+        // webhook.go newHTTPClient: `httpClient.RetryMax = retries` (0 when unset).
+        (
+            "analysis.webhooks[].retries",
+            hook,
+            |c| c.analysis.webhooks[0].retries.into(),
+            0,
+        ),
+        // GetAnalysisInterval: `if interval < 10*time.Second { return time.Second * 10 }`.
+        (
+            "analysis.interval: 5s",
+            "interval: 5s\nstepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            10,
+        ),
+        // GetAnalysisInterval: 0s is under 10 s too.
+        (
+            "analysis.interval: 0s",
+            "interval: 0s\nstepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            10,
+        ),
+        // GetAnalysisInterval: 10 s and more are kept.
+        (
+            "analysis.interval: 15s",
+            "interval: 15s\nstepWeight: 10",
+            |c| c.analysis.interval.as_secs(),
+            15,
+        ),
+        // GetServiceNames: `apexName = c.Spec.TargetRef.Name` unless service.name is set.
+        (
+            "service.name",
+            "stepWeight: 10",
+            |c| u64::from(c.service.name.as_str() == "podinfo"),
+            1,
+        ),
+        // CRD/canary.go CanaryService.PortName: "Defaults to http".
+        (
+            "service.portName",
+            "stepWeight: 10",
+            |c| u64::from(c.service.port_name == "http"),
+            1,
+        ),
+        // scheduler.go: StepWeightPromotion unset promotes in one step; skipAnalysis false.
+        (
+            "spec.skipAnalysis",
+            "stepWeight: 10",
+            |c| u64::from(c.skip_analysis),
+            0,
+        ),
     ];
     for (field, analysis, value, flaggers) in rows {
         let c = load(analysis);
@@ -524,6 +573,13 @@ fn flagger_canary_defaults_equal_flaggers() {
         );
     }
     assert_eq!(DEFAULT_METRIC_INTERVAL, Duration::from_secs(60));
+    // canary.go `PrimaryReadyThreshold = 100`, `CanaryReadyThreshold = 100`.
+    assert_eq!(sluice::spec::analysis::FLAGGER_READY_THRESHOLD_PERCENT, 100);
+    // SessionAffinity.GetMaxAge: `if s.MaxAge == 0 { return 86400 }`.
+    assert_eq!(
+        sluice::route::gateway_api::CookieAttributes::DEFAULT_MAX_AGE,
+        86_400
+    );
 }
 
 /// The weight of the last step of a weight schedule.
@@ -651,9 +707,19 @@ fn gateway_api_fields_sluice_cannot_render_are_errors_not_silently_dropped() {
             "apps/podinfo/canary.yaml:15: spec.service.retries: not supported for Gateway API routes: Flagger's Gateway API router ignores it and the standard HTTPRoute has no retry field; remove it",
         ]
     );
-    // The same fields with an SMI provider are ignored, as Flagger ignores them there.
+    // With an SMI provider Flagger ignores them all; sluice refuses each on its own line.
     let smi = text.replace("provider: gatewayapi:v1", "provider: osm");
-    assert_eq!(errors(&smi), Vec::<String>::new());
+    let errs = errors(&smi);
+    for at in [
+        ":14: spec.service.gatewayRefs: not supported with provider osm",
+        ":15: spec.service.retries: not supported with provider osm",
+        ":18: spec.analysis.mirror: not supported with provider osm",
+        ":19: spec.analysis.mirrorWeight: not supported with provider osm",
+        ":20: spec.analysis.sessionAffinity: not supported with provider osm",
+    ] {
+        assert_has(&errs, at);
+    }
+    assert_eq!(errs.len(), 5, "{errs:#?}");
 }
 
 /// A gatewayapi:v1 canary with `service` extra lines (indented by 4, from line 15) and
@@ -945,15 +1011,25 @@ fn ab_rules_too_big_or_breaking_the_prefix_rewrite_rule_are_errors() {
     assert_eq!(errors(&prefix_ab), Vec::<String>::new());
 }
 
+/// Flagger's SMI router ignores the route fields of `spec.service`; sluice refuses each, naming
+/// the providers that render it, instead of ignoring them too.
 #[test]
-fn smi_canaries_ignore_the_gateway_api_service_fields() {
+fn smi_canaries_refuse_the_route_fields_a_traffic_split_cannot_hold() {
     let text = gateway_canary(
         "timeout: soon\nrewrite: {}\ncorsPolicy: {}\nmatch: [{sourceLabels: {app: x}}]",
         "stepWeight: 10",
     )
     .replace("provider: gatewayapi:v1", "provider: osm")
     .replace("    gatewayRefs: [{name: gw}]\n", "");
-    assert_eq!(errors(&text), Vec::<String>::new());
+    let errs = errors(&text);
+    assert_has(&errs, ": spec.service.timeout: not supported with provider osm: Flagger's router ignores this field (the route's request timeout) and sluice refuses it rather than ignore it too; remove it, or use a provider that renders it (istio, gatewayapi, contour, appmesh)");
+    for field in ["rewrite", "corsPolicy", "match"] {
+        assert_has(
+            &errs,
+            &format!(": spec.service.{field}: not supported with provider osm"),
+        );
+    }
+    assert_eq!(errs.len(), 4, "{errs:#?}");
 }
 
 #[test]

@@ -43,6 +43,13 @@ pub enum Format {
 
 /// Loads settings and canaries the way `validate` and `plan` both need.
 pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
+    let (settings, loaded, _) = load_checked(paths, config);
+    (settings, loaded)
+}
+
+/// [`load`], also saying whether the settings file was valid: when it was not, the canaries
+/// were checked against default settings, which is not what the loop will use.
+fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, bool) {
     let settings_path = config
         .map(Path::to_path_buf)
         .or_else(|| paths.first().and_then(|p| find_settings(p)));
@@ -54,6 +61,7 @@ pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
             Settings::default()
         }
     };
+    let settings_ok = errors.is_empty();
     let snapshot = Snapshot::read_paths(paths);
     // Inside a repo, the repo's own files decide who owns a name or an output folder, as in
     // the tick, whatever part of it was given.
@@ -83,9 +91,11 @@ pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
         |namespace, name| templates.get(namespace, name).map(drop),
     );
     errors.append(&mut loaded.errors);
+    // AlertProviders no canary references yet are checked too, as templates are.
+    errors.extend(crate::spec::alert_provider::check_all(&snapshot));
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
-    (settings, loaded)
+    (settings, loaded, settings_ok)
 }
 
 /// The work tree `start` is in: the nearest folder holding `.git` or `.sluice`.
@@ -131,7 +141,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             anyhow::bail!("cannot read {}: {e}", path.display());
         }
     }
-    let (_, loaded) = load(&args.paths, args.config.as_deref());
+    let (_, loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref());
+    // The settings file's problems come first (they are first in `errors`).
     match args.output {
         Format::Text => {
             for e in &loaded.errors {
@@ -157,6 +168,14 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     if loaded.errors.is_empty() {
         outln!("{} canaries valid", loaded.canaries.len());
         Ok(0)
+    } else if !settings_ok {
+        // Canaries checked against default settings (provider, output layout) may be valid
+        // there and not under the settings the loop will read: claim nothing about them.
+        eprintln!(
+            "{} problem(s) found; the settings file is invalid, so the canaries were checked against default settings only and none is reported valid",
+            loaded.errors.len()
+        );
+        Ok(1)
     } else {
         eprintln!(
             "{} problem(s) found; {} canaries valid",

@@ -22,8 +22,18 @@ use crate::yaml::snapshot::Snapshot;
 /// instead of an HTTP call.
 pub const GIT_APPROVAL_URL: &str = "sluice:approval";
 
-/// Flagger's default ready threshold (`PrimaryReadyThreshold` and `CanaryReadyThreshold` in
-/// `pkg/apis/flagger/v1beta1/canary.go`): every updated pod available.
+/// Flagger's analysis interval when `interval` is unset (`AnalysisInterval` in
+/// `pkg/apis/flagger/v1beta1/canary.go`); sluice uses it for native canaries too.
+pub const FLAGGER_ANALYSIS_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The shortest analysis interval Flagger runs (`GetAnalysisInterval` in
+/// `pkg/apis/flagger/v1beta1/canary.go`: `if interval < 10*time.Second { return 10s }`).
+pub const FLAGGER_MIN_ANALYSIS_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Flagger's default percentage of ready pods for the primary and the canary
+/// (`PrimaryReadyThreshold` and `CanaryReadyThreshold` = 100 in
+/// `pkg/apis/flagger/v1beta1/canary.go`, returned by `GetAnalysisPrimaryReadyThreshold` and
+/// `GetAnalysisCanaryReadyThreshold` when unset).
 pub const FLAGGER_READY_THRESHOLD_PERCENT: u8 = 100;
 
 const FLAGGER_KEYS: &[&str] = &[
@@ -87,8 +97,9 @@ pub fn read_analysis(
     r.map(node, path, keys)?;
 
     let interval = match node.get("interval") {
+        // Flagger raises 0 to its minimum below, so only a native 0 is an error.
         Some(n) => r.duration(n, &join(path, "interval")).and_then(|d| {
-            if d.is_zero() {
+            if d.is_zero() && format == Format::Native {
                 r.error(
                     n.line,
                     &join(path, "interval"),
@@ -99,7 +110,13 @@ pub fn read_analysis(
                 Some(d)
             }
         }),
-        None => Some(Duration::from_secs(60)),
+        None => Some(FLAGGER_ANALYSIS_INTERVAL),
+    };
+    // Flagger (`GetAnalysisInterval`) runs an analysis at most every 10 s: a shorter
+    // interval in a Flagger canary is raised to 10 s. Native canaries keep theirs.
+    let interval = match format {
+        Format::Flagger => interval.map(|d| d.max(FLAGGER_MIN_ANALYSIS_INTERVAL)),
+        Format::Native => interval,
     };
     // Flagger (`GetAnalysisThreshold`) rolls back after 1 failed check when `threshold` is
     // unset or 0; native canaries keep sluice's own default of 5.

@@ -728,6 +728,10 @@ pub fn read_flagger(
         .or_else(|| settings.provider_name.clone())
         .or_else(|| Some(FLAGGER_DEFAULT_PROVIDER_NAME.to_string()));
     let metrics_server = read_metrics_server(r, spec);
+    // A route field this provider's router would drop is refused, not ignored.
+    if let Some(p) = provider {
+        crate::spec::flagger_fields::refuse_unread(r, p, spec, before);
+    }
     if r.errors.len() > before {
         return None;
     }

@@ -9,6 +9,7 @@
 pub mod alert_provider;
 pub mod analysis;
 pub mod canary;
+pub mod flagger_fields;
 pub mod load;
 pub mod model;
 pub mod settings;

@@ -1,0 +1,511 @@
+//! Every field of Flagger's `Canary`, `MetricTemplate` and `AlertProvider` `spec` (CRDs of
+//! Flagger v1.44.0), with what sluice does with it: [`FIELDS`] is the audit, in one place.
+//!
+//! - A test walks the CRDs' `openAPIV3Schema` (`e2e/schemas/flagger.app_crds.v1.44.0.yaml`) and
+//!   fails on a field missing here or a row not in the CRD, so a field Flagger adds cannot be
+//!   silently ignored.
+//! - [`markdown`] renders the README's "Flagger field support" table; a test fails when the
+//!   README differs.
+//! - [`refuse_unread`] refuses, at spec load, a route field of `spec.service` or
+//!   `spec.analysis` that the canary's router neither renders nor refuses itself: Flagger's
+//!   router would ignore it, and sluice says so instead of ignoring it too.
+//!
+//! Data only, plus that one check: readers stay in `spec::canary`, `spec::analysis`, the
+//! routers and `metrics::metric_templates`.
+
+use std::fmt::Write as _;
+
+use crate::route::Provider;
+use crate::yaml::node::Node;
+use crate::yaml::reader::Reader;
+
+/// The Flagger kind a field belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Canary,
+    MetricTemplate,
+    AlertProvider,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Canary, Kind::MetricTemplate, Kind::AlertProvider];
+
+    /// The kind's name, as in the CRD (`spec.names.kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Canary => "Canary",
+            Kind::MetricTemplate => "MetricTemplate",
+            Kind::AlertProvider => "AlertProvider",
+        }
+    }
+}
+
+/// A router, as far as the route fields are concerned (one per `route::Provider` variant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Router {
+    Smi,
+    GatewayApi,
+    Istio,
+    Kubernetes,
+    Kuma,
+    Gloo,
+    Apisix,
+    Ingress,
+    Contour,
+    Traefik,
+    Knative,
+    AppMesh,
+}
+
+impl Router {
+    /// The router of `provider`. No `_` arm: a new router must be placed in the table.
+    pub fn of(provider: Provider) -> Router {
+        match provider {
+            Provider::Smi(_) => Router::Smi,
+            Provider::GatewayApi(_) => Router::GatewayApi,
+            Provider::Istio(_) => Router::Istio,
+            Provider::Kubernetes(_) => Router::Kubernetes,
+            Provider::Kuma(_) => Router::Kuma,
+            Provider::Gloo(_) => Router::Gloo,
+            Provider::Apisix(_) => Router::Apisix,
+            Provider::Ingress(_) => Router::Ingress,
+            Provider::Contour(_) => Router::Contour,
+            Provider::Traefik(_) => Router::Traefik,
+            Provider::Knative(_) => Router::Knative,
+            Provider::AppMesh(_) => Router::AppMesh,
+        }
+    }
+
+    /// The `spec.provider` values that select it, for messages and the README.
+    pub fn name(self) -> &'static str {
+        match self {
+            Router::Smi => "osm/linkerd/smi",
+            Router::GatewayApi => "gatewayapi",
+            Router::Istio => "istio",
+            Router::Kubernetes => "kubernetes",
+            Router::Kuma => "kuma",
+            Router::Gloo => "gloo",
+            Router::Apisix => "apisix",
+            Router::Ingress => "nginx/skipper",
+            Router::Contour => "contour",
+            Router::Traefik => "traefik",
+            Router::Knative => "knative",
+            Router::AppMesh => "appmesh",
+        }
+    }
+}
+
+/// What sluice does with one field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Implemented as Flagger does it: how, in one line.
+    Implemented(&'static str),
+    /// Refused by `sluice validate` and the loop, with a message naming the field: what sluice
+    /// does differently.
+    Refused(&'static str),
+    /// A route field: rendered by the routers in `renders` (`how`), refused with every other
+    /// provider, by the routers in `refuses` with their own message and by [`refuse_unread`]
+    /// for the rest.
+    Routed {
+        renders: &'static [Router],
+        refuses: &'static [Router],
+        how: &'static str,
+    },
+    /// Read with the nearest row above it (its parent object or list): whoever reads the
+    /// parent renders it or refuses it by name.
+    WithParent,
+}
+
+/// One field path of a kind's `spec` (`[]` for a list's items).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub kind: Kind,
+    pub path: &'static str,
+    pub support: Support,
+}
+
+const fn field(kind: Kind, path: &'static str, support: Support) -> Field {
+    Field {
+        kind,
+        path,
+        support,
+    }
+}
+
+use Support::{Implemented, Refused, Routed, WithParent};
+
+/// Every field of the three kinds' `spec`, in the CRD's order.
+pub const FIELDS: &[Field] = &[
+    field(Kind::Canary, "spec.provider", Implemented("selects the router that writes the route object; unset: the settings' provider, else istio as in Flagger")),
+    field(Kind::Canary, "spec.metricsServer", Implemented("the Prometheus address this canary's metrics query (http:// or https://)")),
+    field(Kind::Canary, "spec.progressDeadlineSeconds", Implemented("a rollout with no progress for this long is rolled back (default 600, GetProgressDeadlineSeconds)")),
+    field(Kind::Canary, "spec.targetRef", Implemented("the Deployment, DaemonSet or Knative Service in the repo whose primary and canary sluice writes")),
+    field(Kind::Canary, "spec.targetRef.apiVersion", Implemented("serving.knative.dev/v1 selects a Knative Service; for a workload the kind decides, as in Flagger")),
+    field(Kind::Canary, "spec.targetRef.kind", Implemented("Deployment, DaemonSet or (provider knative) Service; other kinds refused")),
+    field(Kind::Canary, "spec.targetRef.name", Implemented("the workload's name in the repo; the apex Service's name unless service.name is set")),
+    field(Kind::Canary, "spec.autoscalerRef", Implemented("the HorizontalPodAutoscaler or ScaledObject in the repo, copied for the primary as Flagger does")),
+    field(Kind::Canary, "spec.autoscalerRef.apiVersion", Implemented("autoscaling/v2(beta2) for an HPA, keda.sh/v1alpha1 for a ScaledObject")),
+    field(Kind::Canary, "spec.autoscalerRef.kind", Implemented("HorizontalPodAutoscaler or ScaledObject")),
+    field(Kind::Canary, "spec.autoscalerRef.name", Implemented("the autoscaler's name in the repo; a missing one is an error")),
+    field(Kind::Canary, "spec.autoscalerRef.primaryScalerQueries", Implemented("a ScaledObject's trigger queries for the primary; refused for an HPA, which Flagger ignores it for")),
+    field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas", Implemented("the primary autoscaler's replica bounds")),
+    field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas.minReplicas", Implemented("the primary autoscaler's minReplicas")),
+    field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas.maxReplicas", Implemented("the primary autoscaler's maxReplicas")),
+    field(Kind::Canary, "spec.ingressRef", Routed { renders: &[Router::Ingress], refuses: &[], how: "the Ingress in the repo that nginx and skipper canaries copy; other providers refuse it" }),
+    field(Kind::Canary, "spec.ingressRef.apiVersion", WithParent),
+    field(Kind::Canary, "spec.ingressRef.kind", WithParent),
+    field(Kind::Canary, "spec.ingressRef.name", WithParent),
+    field(Kind::Canary, "spec.routeRef", Routed { renders: &[Router::Apisix], refuses: &[], how: "the ApisixRoute in the repo whose weights sluice sets; other providers refuse it" }),
+    field(Kind::Canary, "spec.routeRef.apiVersion", WithParent),
+    field(Kind::Canary, "spec.routeRef.kind", WithParent),
+    field(Kind::Canary, "spec.routeRef.name", WithParent),
+    field(Kind::Canary, "spec.upstreamRef", Routed { renders: &[Router::Gloo], refuses: &[], how: "the Gloo Upstream the RouteTable's destinations copy; other providers refuse it" }),
+    field(Kind::Canary, "spec.upstreamRef.apiVersion", WithParent),
+    field(Kind::Canary, "spec.upstreamRef.kind", WithParent),
+    field(Kind::Canary, "spec.upstreamRef.name", WithParent),
+    field(Kind::Canary, "spec.upstreamRef.namespace", WithParent),
+    field(Kind::Canary, "spec.service", Implemented("the apex, primary and canary Services sluice writes, as Flagger creates them")),
+    field(Kind::Canary, "spec.service.name", Implemented("the apex Service's name (default targetRef.name, GetServiceNames)")),
+    field(Kind::Canary, "spec.service.port", Implemented("the Services' port")),
+    field(Kind::Canary, "spec.service.portName", Implemented("the Services' port name (default http)")),
+    field(Kind::Canary, "spec.service.appProtocol", Implemented("the Services' port appProtocol; tcp refused by the HTTP-only routers")),
+    field(Kind::Canary, "spec.service.trafficDistribution", Refused("sluice's Services write no trafficDistribution; remove it")),
+    field(Kind::Canary, "spec.service.targetPort", Implemented("the Services' targetPort (default: port)")),
+    field(Kind::Canary, "spec.service.portDiscovery", Implemented("the workload's other container ports become Service ports, as Flagger discovers them")),
+    field(Kind::Canary, "spec.service.headless", Implemented("the primary and canary Services are headless")),
+    field(Kind::Canary, "spec.service.timeout", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::Contour, Router::AppMesh], refuses: &[Router::Traefik], how: "the route's request timeout" }),
+    field(Kind::Canary, "spec.service.backendTimeout", Routed { renders: &[Router::GatewayApi], refuses: &[Router::Istio, Router::Contour, Router::Traefik, Router::AppMesh], how: "the HTTPRoute rule's backendRequest timeout (gatewayapi:v1)" }),
+    field(Kind::Canary, "spec.service.meshName", Routed { renders: &[], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "no router renders it (Flagger's App Mesh v1beta2 router ignores it too)" }),
+    field(Kind::Canary, "spec.service.backends", Routed { renders: &[Router::AppMesh], refuses: &[Router::Contour, Router::Traefik], how: "the App Mesh VirtualNode's backends" }),
+    field(Kind::Canary, "spec.service.hosts", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::AppMesh], refuses: &[Router::Contour, Router::Traefik], how: "the VirtualService hosts, HTTPRoute hostnames, App Mesh gateway hosts" }),
+    field(Kind::Canary, "spec.service.delegation", Routed { renders: &[Router::Istio], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "a delegate VirtualService (no hosts or gateways)" }),
+    field(Kind::Canary, "spec.service.match", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::Contour, Router::AppMesh], refuses: &[Router::Traefik], how: "the route's request matches (Contour and App Mesh: the first uri.prefix only; other conditions refused)" }),
+    field(Kind::Canary, "spec.service.match[].authority", WithParent),
+    field(Kind::Canary, "spec.service.match[].authority.exact", WithParent),
+    field(Kind::Canary, "spec.service.match[].authority.prefix", WithParent),
+    field(Kind::Canary, "spec.service.match[].authority.regex", WithParent),
+    field(Kind::Canary, "spec.service.match[].gateways", WithParent),
+    field(Kind::Canary, "spec.service.match[].headers", WithParent),
+    field(Kind::Canary, "spec.service.match[].ignoreUriCase", WithParent),
+    field(Kind::Canary, "spec.service.match[].method", WithParent),
+    field(Kind::Canary, "spec.service.match[].method.exact", WithParent),
+    field(Kind::Canary, "spec.service.match[].method.prefix", WithParent),
+    field(Kind::Canary, "spec.service.match[].method.regex", WithParent),
+    field(Kind::Canary, "spec.service.match[].name", WithParent),
+    field(Kind::Canary, "spec.service.match[].port", WithParent),
+    field(Kind::Canary, "spec.service.match[].queryParams", WithParent),
+    field(Kind::Canary, "spec.service.match[].scheme", WithParent),
+    field(Kind::Canary, "spec.service.match[].scheme.exact", WithParent),
+    field(Kind::Canary, "spec.service.match[].scheme.prefix", WithParent),
+    field(Kind::Canary, "spec.service.match[].scheme.regex", WithParent),
+    field(Kind::Canary, "spec.service.match[].sourceLabels", WithParent),
+    field(Kind::Canary, "spec.service.match[].sourceNamespace", WithParent),
+    field(Kind::Canary, "spec.service.match[].uri", WithParent),
+    field(Kind::Canary, "spec.service.match[].uri.exact", WithParent),
+    field(Kind::Canary, "spec.service.match[].uri.prefix", WithParent),
+    field(Kind::Canary, "spec.service.match[].uri.regex", WithParent),
+    field(Kind::Canary, "spec.service.match[].withoutHeaders", WithParent),
+    field(Kind::Canary, "spec.service.retries", Routed { renders: &[Router::Istio, Router::Contour, Router::AppMesh], refuses: &[Router::GatewayApi, Router::Traefik], how: "the route's retry policy" }),
+    field(Kind::Canary, "spec.service.retries.attempts", WithParent),
+    field(Kind::Canary, "spec.service.retries.perTryTimeout", WithParent),
+    field(Kind::Canary, "spec.service.retries.retryOn", WithParent),
+    field(Kind::Canary, "spec.service.rewrite", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the route's URI and authority rewrite" }),
+    field(Kind::Canary, "spec.service.rewrite.uri", WithParent),
+    field(Kind::Canary, "spec.service.rewrite.authority", WithParent),
+    field(Kind::Canary, "spec.service.rewrite.type", WithParent),
+    field(Kind::Canary, "spec.service.mirror", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "Gateway API mirror filters (Istio: mirrors, beyond Flagger)" }),
+    field(Kind::Canary, "spec.service.mirror[].backendRef", WithParent),
+    field(Kind::Canary, "spec.service.mirror[].backendRef.group", WithParent),
+    field(Kind::Canary, "spec.service.mirror[].backendRef.kind", WithParent),
+    field(Kind::Canary, "spec.service.mirror[].backendRef.name", WithParent),
+    field(Kind::Canary, "spec.service.mirror[].backendRef.namespace", WithParent),
+    field(Kind::Canary, "spec.service.mirror[].backendRef.port", WithParent),
+    field(Kind::Canary, "spec.service.headers", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "request and response header operations on the route" }),
+    field(Kind::Canary, "spec.service.headers.request", WithParent),
+    field(Kind::Canary, "spec.service.headers.request.add", WithParent),
+    field(Kind::Canary, "spec.service.headers.request.remove", WithParent),
+    field(Kind::Canary, "spec.service.headers.request.set", WithParent),
+    field(Kind::Canary, "spec.service.headers.response", WithParent),
+    field(Kind::Canary, "spec.service.headers.response.add", WithParent),
+    field(Kind::Canary, "spec.service.headers.response.remove", WithParent),
+    field(Kind::Canary, "spec.service.headers.response.set", WithParent),
+    field(Kind::Canary, "spec.service.gateways", Routed { renders: &[Router::Istio], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the VirtualService's gateways" }),
+    field(Kind::Canary, "spec.service.gatewayRefs", Routed { renders: &[Router::GatewayApi], refuses: &[Router::Istio, Router::Contour, Router::Traefik, Router::AppMesh], how: "the HTTPRoute's parentRefs" }),
+    field(Kind::Canary, "spec.service.gatewayRefs[].group", WithParent),
+    field(Kind::Canary, "spec.service.gatewayRefs[].kind", WithParent),
+    field(Kind::Canary, "spec.service.gatewayRefs[].name", WithParent),
+    field(Kind::Canary, "spec.service.gatewayRefs[].namespace", WithParent),
+    field(Kind::Canary, "spec.service.gatewayRefs[].sectionName", WithParent),
+    field(Kind::Canary, "spec.service.gatewayRefs[].port", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the route's CORS policy (gatewayapi:v1: a CORS filter)" }),
+    field(Kind::Canary, "spec.service.corsPolicy.allowCredentials", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowHeaders", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowMethods", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowOrigin", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowOrigins", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowOrigins[].exact", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowOrigins[].prefix", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.allowOrigins[].regex", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.exposeHeaders", WithParent),
+    field(Kind::Canary, "spec.service.corsPolicy.maxAge", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy", Routed { renders: &[Router::Istio], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the primary and canary DestinationRules' trafficPolicy" }),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.h2UpgradePolicy", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.http1MaxPendingRequests", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.http2MaxRequests", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.idleTimeout", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.maxRequestsPerConnection", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.maxRetries", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.httpCookie", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.httpCookie.name", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.httpCookie.path", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.httpCookie.ttl", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.httpHeaderName", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.httpQueryParameterName", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.minimumRingSize", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.consistentHash.useSourceIp", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.distribute", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.distribute[].from", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.distribute[].to", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.enabled", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.failover", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.failover[].from", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.localityLbSetting.failover[].to", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.simple", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.loadBalancer.warmupDurationSecs", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.baseEjectionTime", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.consecutive5xxErrors", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.consecutiveErrors", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.consecutiveGatewayErrors", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.interval", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.maxEjectionPercent", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.minHealthPercent", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.outlierDetection.splitExternalLocalOriginErrors", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls.caCertificates", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls.clientCertificate", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls.mode", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls.privateKey", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls.sni", WithParent),
+    field(Kind::Canary, "spec.service.trafficPolicy.tls.subjectAltNames", WithParent),
+    field(Kind::Canary, "spec.service.apex", Implemented("labels and annotations on the apex Service (and the route objects Flagger labels)")),
+    field(Kind::Canary, "spec.service.apex.labels", Implemented("labels on the apex Service")),
+    field(Kind::Canary, "spec.service.apex.annotations", Implemented("annotations on the apex Service")),
+    field(Kind::Canary, "spec.service.primary", Implemented("labels and annotations on the primary Service")),
+    field(Kind::Canary, "spec.service.primary.labels", Implemented("labels on the primary Service")),
+    field(Kind::Canary, "spec.service.primary.annotations", Implemented("annotations on the primary Service")),
+    field(Kind::Canary, "spec.service.canary", Implemented("labels and annotations on the canary Service")),
+    field(Kind::Canary, "spec.service.canary.labels", Implemented("labels on the canary Service")),
+    field(Kind::Canary, "spec.service.canary.annotations", Implemented("annotations on the canary Service")),
+    field(Kind::Canary, "spec.service.unmanagedMetadata", Refused("sluice keeps no live metadata: every label and annotation is in git; remove it")),
+    field(Kind::Canary, "spec.service.unmanagedMetadata.annotations", WithParent),
+    field(Kind::Canary, "spec.service.unmanagedMetadata.labels", WithParent),
+    field(Kind::Canary, "spec.skipAnalysis", Implemented("promotes without analysis, as Flagger does")),
+    field(Kind::Canary, "spec.revertOnDeletion", Implemented("(issue 14 item 4) a deleted canary's output is reverted to the target workload")),
+    field(Kind::Canary, "spec.suspend", Implemented("no tick acts on the canary")),
+    field(Kind::Canary, "spec.analysis", Implemented("required: sluice refuses a canary without analysis (Flagger would promote it without any check)")),
+    field(Kind::Canary, "spec.analysis.interval", Implemented("time between checks and steps (default 60s; under 10s raised to 10s, GetAnalysisInterval)")),
+    field(Kind::Canary, "spec.analysis.iterations", Implemented("blue/green, or A/B with match: this many checks at full canary traffic")),
+    field(Kind::Canary, "spec.analysis.threshold", Implemented("failed checks before rollback (default and 0: 1, GetAnalysisThreshold)")),
+    field(Kind::Canary, "spec.analysis.maxWeight", Implemented("the last canary weight of a stepWeight schedule (default 100)")),
+    field(Kind::Canary, "spec.analysis.stepWeight", Implemented("Flagger's weight walk up to maxWeight")),
+    field(Kind::Canary, "spec.analysis.stepWeights", Implemented("Flagger's explicit weights (entries over 100 capped as Flagger does)")),
+    field(Kind::Canary, "spec.analysis.stepWeightPromotion", Implemented("promotion shifts traffic to the primary in these steps")),
+    field(Kind::Canary, "spec.analysis.mirror", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Kuma, Router::Gloo, Router::Contour, Router::Traefik, Router::AppMesh, Router::Apisix, Router::Ingress, Router::Knative, Router::Kubernetes], how: "traffic mirroring to the canary (blue/green on Istio)" }),
+    field(Kind::Canary, "spec.analysis.mirrorWeight", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Kuma, Router::Gloo, Router::Contour, Router::Traefik, Router::AppMesh, Router::Apisix, Router::Ingress, Router::Knative, Router::Kubernetes], how: "the mirrored share of requests" }),
+    field(Kind::Canary, "spec.analysis.primaryReadyThreshold", Implemented("(issue 14 item 5) percent of ready primary pods the readiness gate needs (default 100)")),
+    field(Kind::Canary, "spec.analysis.canaryReadyThreshold", Implemented("(issue 14 item 5) percent of ready canary pods the readiness gate needs (default 100)")),
+    field(Kind::Canary, "spec.analysis.match", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::Ingress, Router::Contour, Router::AppMesh, Router::Gloo], refuses: &[Router::Kuma, Router::Kubernetes, Router::Apisix, Router::Knative, Router::Traefik], how: "A/B testing: the requests routed to the canary" }),
+    field(Kind::Canary, "spec.analysis.match[].headers", WithParent),
+    field(Kind::Canary, "spec.analysis.match[].queryParams", WithParent),
+    field(Kind::Canary, "spec.analysis.match[].sourceLabels", WithParent),
+    field(Kind::Canary, "spec.analysis.metrics", Implemented("checks run every interval")),
+    field(Kind::Canary, "spec.analysis.metrics[].name", Implemented("the metric's name; request-success-rate and request-duration are built in")),
+    field(Kind::Canary, "spec.analysis.metrics[].interval", Implemented("the query's range (default 1m, GetMetricInterval)")),
+    field(Kind::Canary, "spec.analysis.metrics[].threshold", Implemented("deprecated bound: min for request-success-rate, max otherwise")),
+    field(Kind::Canary, "spec.analysis.metrics[].thresholdRange", Implemented("the bounds a value must lie in")),
+    field(Kind::Canary, "spec.analysis.metrics[].thresholdRange.min", Implemented("the lowest passing value")),
+    field(Kind::Canary, "spec.analysis.metrics[].thresholdRange.max", Implemented("the highest passing value")),
+    field(Kind::Canary, "spec.analysis.metrics[].query", Implemented("an inline Prometheus query")),
+    field(Kind::Canary, "spec.analysis.metrics[].templateRef", Implemented("a MetricTemplate in the repo")),
+    field(Kind::Canary, "spec.analysis.metrics[].templateRef.name", Implemented("the MetricTemplate's name")),
+    field(Kind::Canary, "spec.analysis.metrics[].templateRef.namespace", Implemented("the MetricTemplate's namespace (default: the canary's)")),
+    field(Kind::Canary, "spec.analysis.metrics[].templateVariables", Implemented("the template's {{ variables }}")),
+    field(Kind::Canary, "spec.analysis.alerts", Implemented("(issue 14 item 3) alerts sent through AlertProviders in the repo")),
+    field(Kind::Canary, "spec.analysis.alerts[].name", Implemented("(issue 14 item 3) the alert's name")),
+    field(Kind::Canary, "spec.analysis.alerts[].severity", Implemented("(issue 14 item 3) which events the alert receives")),
+    field(Kind::Canary, "spec.analysis.alerts[].providerRef", Implemented("(issue 14 item 3) the AlertProvider in the repo")),
+    field(Kind::Canary, "spec.analysis.alerts[].providerRef.name", Implemented("(issue 14 item 3) the AlertProvider's name")),
+    field(Kind::Canary, "spec.analysis.alerts[].providerRef.namespace", Implemented("(issue 14 item 3) the AlertProvider's namespace (default: the canary's)")),
+    field(Kind::Canary, "spec.analysis.webhooks", Implemented("hooks called at Flagger's phases")),
+    field(Kind::Canary, "spec.analysis.webhooks[].name", Implemented("the hook's name")),
+    field(Kind::Canary, "spec.analysis.webhooks[].type", Implemented("the phase (default rollout); confirm-* with url sluice:approval become git approvals")),
+    field(Kind::Canary, "spec.analysis.webhooks[].muteAlert", Implemented("(issue 14 item 3) a failing confirm hook sends no alert")),
+    field(Kind::Canary, "spec.analysis.webhooks[].url", Implemented("the http(s) URL posted to")),
+    field(Kind::Canary, "spec.analysis.webhooks[].timeout", Implemented("the call's timeout (default 10s)")),
+    field(Kind::Canary, "spec.analysis.webhooks[].retries", Implemented("retries of a failed call (default 0)")),
+    field(Kind::Canary, "spec.analysis.webhooks[].disableTLS", Implemented("skip TLS verification for this hook")),
+    field(Kind::Canary, "spec.analysis.webhooks[].metadata", Implemented("passed in the hook's payload")),
+    field(Kind::Canary, "spec.analysis.sessionAffinity", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Kuma, Router::Gloo, Router::Contour, Router::Traefik, Router::AppMesh, Router::Apisix, Router::Ingress, Router::Knative, Router::Kubernetes], how: "cookie-based sticky sessions to the canary" }),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.cookieName", Implemented("the canary's cookie name")),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.primaryCookieName", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.domain", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.httpOnly", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.maxAge", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.partitioned", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.path", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.sameSite", WithParent),
+    field(Kind::Canary, "spec.analysis.sessionAffinity.secure", WithParent),
+    field(Kind::MetricTemplate, "spec.provider", Implemented("where the query runs")),
+    field(Kind::MetricTemplate, "spec.provider.type", Implemented("prometheus; datadog, newrelic, graphite, influxdb, dynatrace, splunk (issue 14 item 7); others refused by name")),
+    field(Kind::MetricTemplate, "spec.provider.address", Implemented("the provider's URL")),
+    field(Kind::MetricTemplate, "spec.provider.headers", Implemented("extra HTTP headers on each query")),
+    field(Kind::MetricTemplate, "spec.provider.secretRef", Implemented("credentials the operator maps in, never read from git (per-secret mapping: issue 14 item 7)")),
+    field(Kind::MetricTemplate, "spec.provider.secretRef.name", Implemented("the Secret's name")),
+    field(Kind::MetricTemplate, "spec.provider.region", Implemented("(issue 14 item 7) the provider's region")),
+    field(Kind::MetricTemplate, "spec.provider.insecureSkipVerify", Implemented("skip TLS verification for the provider")),
+    field(Kind::MetricTemplate, "spec.query", Implemented("the query template, rendered with Flagger's variables")),
+    field(Kind::AlertProvider, "spec.type", Implemented("(issue 14 item 3) slack, msteams, discord, rocket, gchat or generic; others refused")),
+    field(Kind::AlertProvider, "spec.channel", Implemented("(issue 14 item 3) the channel the message names")),
+    field(Kind::AlertProvider, "spec.username", Implemented("(issue 14 item 3) the sender's name")),
+    field(Kind::AlertProvider, "spec.address", Implemented("(issue 14 item 3) the webhook URL")),
+    field(Kind::AlertProvider, "spec.proxy", Implemented("(issue 14 item 3) the HTTP proxy alerts go through")),
+    field(Kind::AlertProvider, "spec.secretRef", Implemented("(issue 14 item 3) the address from a secret the operator maps in")),
+    field(Kind::AlertProvider, "spec.secretRef.name", Implemented("(issue 14 item 3) the Secret's name")),
+];
+
+/// The row `path` of `kind` inherits from: its nearest listed ancestor.
+pub fn parent(kind: Kind, path: &str) -> Option<&'static Field> {
+    let mut at = path;
+    loop {
+        let cut = at.rfind(['.', '['])?;
+        at = &at[..cut];
+        if let Some(f) = FIELDS.iter().find(|f| f.kind == kind && f.path == at) {
+            return Some(f);
+        }
+    }
+}
+
+/// The status of `field` as the README shows it: "Implemented", "Refused" or, for a route
+/// field, the routers that render it.
+fn status(field: &Field) -> (String, String) {
+    match field.support {
+        Implemented(how) => ("Implemented".into(), how.into()),
+        Refused(why) => ("Refused".into(), why.into()),
+        Routed { renders, how, .. } => {
+            let names: Vec<&str> = renders.iter().map(|r| r.name()).collect();
+            if names.is_empty() {
+                (
+                    "Refused".into(),
+                    format!("{how}; refused with every provider"),
+                )
+            } else {
+                (
+                    format!("Implemented ({})", names.join(", ")),
+                    format!("{how}; refused with other providers"),
+                )
+            }
+        }
+        WithParent => match parent(field.kind, field.path) {
+            Some(p) => {
+                let (status, _) = status(p);
+                (status, format!("with `{}`", p.path))
+            }
+            None => ("Refused".into(), "no parent row".into()),
+        },
+    }
+}
+
+/// The README's "Flagger field support" section body: one table per kind.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "Generated from `src/spec/flagger_fields.rs` (a test keeps the two equal). Every field of \
+         Flagger v1.44.0's CRDs is implemented as Flagger does it or refused by `sluice validate` \
+         with a message naming it; a route field works with the providers listed and is refused \
+         with the others. \"(issue 14 item N)\" marks fields implemented in that item.\n",
+    );
+    for kind in Kind::ALL {
+        let _ = write!(
+            out,
+            "\n**{}**\n\n| Field | Status | How / why |\n|---|---|---|\n",
+            kind.as_str()
+        );
+        for f in FIELDS.iter().filter(|f| f.kind == kind) {
+            let (status, how) = status(f);
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} |",
+                f.path,
+                status,
+                how.replace('|', "\\|")
+            );
+        }
+    }
+    out
+}
+
+/// Refuses every route field of `spec.service` and `spec.analysis` present in a Flagger
+/// canary's `spec` that `provider`'s router neither renders nor refuses itself (Flagger's router
+/// would ignore it), unless an error since `before` already names it.
+pub fn refuse_unread(r: &mut Reader, provider: Provider, spec: &Node, before: usize) {
+    let router = Router::of(provider);
+    for f in FIELDS.iter().filter(|f| f.kind == Kind::Canary) {
+        let Routed {
+            renders,
+            refuses,
+            how,
+        } = f.support
+        else {
+            continue;
+        };
+        if renders.contains(&router) || refuses.contains(&router) {
+            continue;
+        }
+        let Some((parent, key)) = f.path.rsplit_once('.') else {
+            continue;
+        };
+        let node = match parent {
+            "spec.service" => spec.get("service"),
+            "spec.analysis" => spec.get("analysis"),
+            // The references (`ingressRef` ...) are refused where they are read.
+            _ => continue,
+        };
+        let Some(line) = node.and_then(|n| n.key_line(key)) else {
+            continue;
+        };
+        let names_it = |field: &str| {
+            field.strip_prefix(f.path).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')
+            })
+        };
+        if r.errors[before.min(r.errors.len())..]
+            .iter()
+            .any(|e| names_it(&e.field))
+        {
+            continue;
+        }
+        let names: Vec<&str> = renders.iter().map(|r| r.name()).collect();
+        let instead = if names.is_empty() {
+            "no sluice router renders it".to_string()
+        } else {
+            format!("use a provider that renders it ({})", names.join(", "))
+        };
+        let named = spec
+            .get("provider")
+            .and_then(Node::as_str)
+            .unwrap_or(router.name());
+        r.error(
+            line,
+            f.path,
+            format!(
+                "not supported with provider {named}: Flagger's router ignores this field ({how}) and sluice refuses it rather than ignore it too; remove it, or {instead}"
+            ),
+        );
+    }
+}
