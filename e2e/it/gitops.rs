@@ -1703,7 +1703,7 @@ fn merging_packs_never_rewrites_the_biggest_pack_and_drops_commits_that_lost_a_p
 }
 
 #[test]
-fn a_clone_with_too_many_packs_is_repacked_into_one_on_fetch() {
+fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let pack_dir = repo.root().join(".git/objects/pack");
@@ -1754,7 +1754,8 @@ fn a_clone_with_too_many_packs_is_repacked_into_one_on_fetch() {
     let side = git(repo.root(), &["rev-parse", "HEAD"]).trim().to_string();
     git(repo.root(), &["checkout", "-q", "main"]);
     repo.fetch().unwrap();
-    assert_eq!(packs(&pack_dir), 1);
+    // The biggest pack (the clone's first) is kept; every other is merged into one.
+    assert!(packs(&pack_dir) <= 2, "{}", packs(&pack_dir));
     assert_eq!(loose_objects(repo.root()), 0);
     git(repo.root(), &["fsck", "--strict", "--no-dangling"]);
     assert_eq!(
