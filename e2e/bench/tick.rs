@@ -61,7 +61,7 @@ struct Usage {
 }
 
 /// Runs `cmd` under `/usr/bin/time`; panics when it fails.
-fn timed(mut cmd: Command) -> Usage {
+fn timed(cmd: Command) -> Usage {
     let mut wrapped = Command::new("/usr/bin/time");
     wrapped
         .args(["-f", "@@usage %e %U %S %M"])
