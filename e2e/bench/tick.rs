@@ -1,25 +1,36 @@
-//! Benchmark: one tick in which N canaries all advance one step, against the plain git CLI
-//! doing the same file writes plus one commit and push on a warm clone, measured in the same
-//! run; and sluice's peak memory. Reports numbers; asserts nothing about time.
+//! Benchmark: the rows of the README's Performance table, each beside its baseline measured in
+//! the same process on the same repos, so the ratios hold on a loaded machine where the times
+//! do not. Reports numbers; asserts nothing about time.
 //!
-//! Run: `cargo bench --bench tick` (add `-- --quick` for 100 canaries only). Each case runs
-//! three times on fresh repos and reports the median of each column. A debug build (`cargo test
-//! --all-targets` runs this too) does the quick cases once: its times mean nothing.
+//! | row | sluice | baseline |
+//! |---|---|---|
+//! | idle | CPU of `sluice run --poll 1s` over P polls, C canaries at rest | CPU of P `git fetch` (the loop a watcher runs) |
+//! | perCanary, 50 namespaces | one tick: every canary advances one step, one commit each | `git fast-import` of the same commits, then one push |
+//! | perCanary, 1 namespace | the same, every output folder in one namespace | the same |
+//! | perTick | the same tick as one commit | the git CLI: the same writes, one commit, one push |
+//! | repack tick | a tick whose fetch finds more packs than the clone keeps | the ordinary ticks around it |
+//! | cold start | empty work dir → first commit (clone, tick, push) on an H-commit repo | `git clone` |
+//!
+//! CPU is user + system time of the process and the children it waited for (`/proc/<pid>/stat`
+//! for the daemon, `/usr/bin/time` for one-shot commands), never wall-clock; ticks are
+//! wall-clock (that is what a tick's latency is). Peak RSS is `/usr/bin/time`'s maximum
+//! resident set size of the one process.
+//!
+//! Run: `cargo bench --bench tick`. Scale with `SLUICE_BENCH_CANARIES` (default 1000),
+//! `SLUICE_BENCH_HISTORY` (history commits of the repack and cold-start repo, default 20000),
+//! `SLUICE_BENCH_POLLS` (default 20) and `SLUICE_BENCH_RUNS` (median of, default 3); `-- --quick`
+//! is 100 canaries, 2000 commits, 5 polls, one run. A debug build (`cargo test --all-targets`
+//! runs this too) does the quick cases: its numbers mean nothing.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+const EXE: &str = env!("CARGO_BIN_EXE_sluice");
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .expect("git runs");
+    let out = git_cmd(dir, args).output().expect("git runs");
     assert!(
         out.status.success(),
         "git {args:?}: {}",
@@ -28,14 +39,96 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn canary(i: usize, revision: &str) -> String {
+fn git_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com");
+    cmd
+}
+
+/// What `/usr/bin/time -f` measured of one command: wall, CPU (user + system, the command and
+/// its children) and peak RSS.
+#[derive(Clone, Copy, Default)]
+struct Usage {
+    wall: f64,
+    cpu: f64,
+    rss_mib: f64,
+}
+
+/// Runs `cmd` under `/usr/bin/time`; panics when it fails.
+fn timed(cmd: Command) -> Usage {
+    let mut wrapped = Command::new("/usr/bin/time");
+    wrapped
+        .args(["-f", "@@usage %e %U %S %M"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    let out = wrapped
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("/usr/bin/time runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", cmd.get_program());
+    let line = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("@@usage "))
+        .expect("/usr/bin/time's line");
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .map(|x| x.parse().expect("a number"))
+        .collect();
+    Usage {
+        wall: v[0],
+        cpu: v[1] + v[2],
+        rss_mib: v[3] / 1024.0,
+    }
+}
+
+fn sluice(args: &[&str]) -> Command {
+    let mut cmd = Command::new(EXE);
+    cmd.args(args).env("SLUICE_LOG", "error");
+    cmd
+}
+
+fn reconcile(url: &str, workdir: &Path) -> Usage {
+    timed(sluice(&[
+        "reconcile",
+        "--repo",
+        url,
+        "--workdir",
+        &workdir.display().to_string(),
+    ]))
+}
+
+/// Where canary `i` of `namespaces` lives.
+fn namespace(i: usize, namespaces: usize) -> String {
+    format!("ns{}", i % namespaces)
+}
+
+fn canary(i: usize, namespaces: usize, revision: &str) -> String {
+    let ns = namespace(i, namespaces);
     format!(
         "apiVersion: sluice.dev/v1alpha1
 kind: Canary
-metadata: {{name: app{i}, namespace: bench}}
+metadata: {{name: app{i}, namespace: {ns}}}
 spec:
   routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"{revision}\"}}
-  output: clusters/bench/app{i}
+  output: clusters/{ns}/app{i}
   service: {{port: 8080}}
   route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
   analysis: {{interval: 1s, stepWeights: [10, 50]}}
@@ -43,95 +136,21 @@ spec:
     )
 }
 
-/// Runs sluice reconcile; returns wall time and peak RSS in KiB (when /usr/bin/time exists).
-fn reconcile(url: &str, workdir: &Path) -> (Duration, Option<u64>) {
-    let exe = env!("CARGO_BIN_EXE_sluice");
-    let timed = Path::new("/usr/bin/time").exists();
-    let mut cmd = if timed {
-        let mut c = Command::new("/usr/bin/time");
-        c.arg("-v").arg(exe);
-        c
-    } else {
-        Command::new(exe)
-    };
-    cmd.args([
-        "reconcile",
-        "--repo",
-        url,
-        "--workdir",
-        &workdir.display().to_string(),
-    ])
-    .env("SLUICE_LOG", "error")
-    .stdout(Stdio::null());
-    let start = Instant::now();
-    let out = cmd.output().expect("sluice runs");
-    let wall = start.elapsed();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rss = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("Maximum resident set size (kbytes): ")
-        })
-        .and_then(|v| v.trim().parse().ok());
-    (wall, rss)
+fn spec_path(i: usize, namespaces: usize) -> String {
+    format!("apps/{}/app{i}/canary.yaml", namespace(i, namespaces))
 }
 
-/// Adds `n` commits of unrelated history on main with git fast-import.
-fn add_history(bare: &Path, n: usize) {
-    let mut stream = String::new();
-    for i in 0..n {
-        let content = format!("entry {i}\n");
-        stream.push_str(&format!(
-            "commit refs/heads/main\ncommitter bench <bench@example.com> {} +0000\ndata {}\nhistory {i}\n{}M 100644 inline notes/log.txt\ndata {}\n{content}\n",
-            1_700_000_000 + i,
-            format!("history {i}\n").len(),
-            if i == 0 { "from refs/heads/main^0\n" } else { "" },
-            content.len()
-        ));
-    }
-    let mut child = Command::new("git")
-        .args(["fast-import", "--quiet"])
-        .current_dir(bare)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("fast-import");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stream.as_bytes())
-        .expect("write");
-    assert!(child.wait().expect("wait").success());
-}
-
-struct Result {
-    canaries: usize,
-    history: usize,
-    mode: &'static str,
-    sluice: Duration,
-    git: Duration,
-    rss_kib: Option<u64>,
-}
-
-/// `mode` is the repo's `commits:` setting: `perCanary` (one commit per decision, the
-/// default) or `perTick` (the tick's decisions in one commit).
-fn run_case(canaries: usize, history: usize, mode: &'static str) -> Result {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    // Seed: the canaries at v1, committed by a human.
+/// A bare remote with `canaries` canaries at v1 over `namespaces` namespaces, `commits:
+/// mode`, and `history` commits of unrelated history, each rewriting one of `canaries` note
+/// files in one folder (the tree shape perCanary commits leave behind).
+fn remote(root: &Path, canaries: usize, namespaces: usize, mode: &str, history: usize) -> PathBuf {
     let seed = root.join("seed");
     std::fs::create_dir_all(&seed).expect("mkdir");
     git(&seed, &["init", "-q", "-b", "main"]);
     for i in 0..canaries {
-        let dir = seed.join(format!("apps/app{i}"));
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::write(dir.join("canary.yaml"), canary(i, "v1")).expect("write");
+        let path = seed.join(spec_path(i, namespaces));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, canary(i, namespaces, "v1")).expect("write");
     }
     std::fs::create_dir_all(seed.join(".sluice")).expect("mkdir");
     std::fs::write(
@@ -152,78 +171,78 @@ fn run_case(canaries: usize, history: usize, mode: &'static str) -> Result {
             &bare.display().to_string(),
         ],
     );
-    if history > 1 {
-        add_history(&bare, history - 1);
+    std::fs::remove_dir_all(&seed).expect("rm seed");
+    if history > 0 {
+        let mut stream = String::new();
+        for i in 0..history {
+            let content = format!("entry {i}\n");
+            let message = format!("history {i}\n");
+            stream.push_str(&format!(
+                "commit refs/heads/main\ncommitter bench <bench@example.com> {} +0000\ndata {}\n{message}{}M 100644 inline notes/app{}.txt\ndata {}\n{content}\n",
+                1_700_000_000 + i,
+                message.len(),
+                if i == 0 { "from refs/heads/main^0\n" } else { "" },
+                i % canaries.max(1),
+                content.len()
+            ));
+        }
+        fast_import(&bare, stream.as_bytes());
+        git(&bare, &["repack", "-adq"]);
     }
-    let url = bare.display().to_string();
-    let workdir = root.join("sluice-work");
-    // Warm up: clone and initialise every canary.
-    reconcile(&url, &workdir);
-    // A human starts a rollout of every canary.
-    let human = root.join("human");
-    git(root, &["clone", "-q", &url, &human.display().to_string()]);
-    for i in 0..canaries {
-        std::fs::write(
-            human.join(format!("apps/app{i}/canary.yaml")),
-            canary(i, "v2"),
-        )
+    bare
+}
+
+fn fast_import(repo: &Path, stream: &[u8]) {
+    let mut child = git_cmd(repo, &["fast-import", "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stream)
         .expect("write");
-    }
-    git(&human, &["commit", "-q", "-am", "roll out v2"]);
-    git(&human, &["push", "-q", "origin", "main"]);
-    // The baseline repo starts from the same state.
-    let bare2 = root.join("baseline.git");
-    git(
-        root,
-        &["clone", "-q", "--bare", &url, &bare2.display().to_string()],
-    );
-    let before = git(&bare, &["rev-parse", "main"]).trim().to_string();
+    assert!(child.wait().expect("wait").success());
+}
 
-    // The measured tick: every canary advances one step (New revision detected).
-    let (sluice, rss_kib) = reconcile(&url, &workdir);
-
-    // The git CLI doing the same writes: the files sluice changed, one commit, one push.
-    let after = git(&bare, &["rev-parse", "main"]).trim().to_string();
-    let changed: Vec<(String, String)> = git(&bare, &["diff", "--name-only", &before, &after])
-        .lines()
-        .map(|p| {
-            (
-                p.to_string(),
-                git(&bare, &["show", &format!("{after}:{p}")]),
-            )
-        })
-        .collect();
-    let warm = root.join("warm");
+/// A human clone of `bare` in `root/name`.
+fn human(root: &Path, bare: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
     git(
         root,
         &[
             "clone",
             "-q",
-            &bare2.display().to_string(),
-            &warm.display().to_string(),
+            &bare.display().to_string(),
+            &dir.display().to_string(),
         ],
     );
-    git(&warm, &["status", "--short"]);
-    let start = Instant::now();
-    for (path, text) in &changed {
-        let full: PathBuf = warm.join(path);
-        if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(full, text).expect("write");
-    }
-    git(&warm, &["add", "-A"]);
-    git(&warm, &["commit", "-q", "-m", "baseline"]);
-    git(&warm, &["push", "-q", "origin", "main"]);
-    let git_time = start.elapsed();
-    Result {
-        canaries,
-        history,
-        mode,
-        sluice,
-        git: git_time,
-        rss_kib,
-    }
+    dir
+}
+
+fn copy_bare(from: &Path, to: &Path) {
+    git(
+        from.parent().expect("parent"),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "--no-local",
+            &from.display().to_string(),
+            &to.display().to_string(),
+        ],
+    );
+}
+
+/// A row of the table.
+struct Row {
+    name: String,
+    sluice: String,
+    baseline: String,
+    ratio: f64,
+    goal: &'static str,
+    rss: Option<f64>,
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -231,43 +250,423 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+struct Scale {
+    canaries: usize,
+    history: usize,
+    polls: usize,
+    runs: usize,
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// CPU seconds (user + system) `pid` has used so far.
+fn cpu_of(pid: u32, tick: f64) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').expect(")") + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    ticks / tick
+}
+
+fn clock_tick() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// Idle: the daemon's CPU over `polls` polls with every canary at rest and the remote not
+/// moving, against `polls` runs of `git fetch` in a clone of the same remote.
+fn idle(scale: &Scale) -> Row {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let bare = remote(root, scale.canaries, 50, "perCanary", 0);
+    let url = bare.display().to_string();
+    let work = root.join("work");
+    // Every canary initialised and at rest.
+    reconcile(&url, &work);
+    let tick = clock_tick();
+    let mut sluice_cpu = Vec::new();
+    let mut git_cpu = Vec::new();
+    for _ in 0..scale.runs {
+        let mut child: Child = Command::new(EXE)
+            .args([
+                "run",
+                "--repo",
+                &url,
+                "--workdir",
+                &work.display().to_string(),
+            ])
+            .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+            .env("SLUICE_LOG", "error,sluice::cli::run=debug")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sluice run");
+        let pid = child.id();
+        let lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        // The first idle poll ends the start-up tick; measure the polls after it.
+        let mut start = None;
+        let mut idle_polls = 0;
+        for line in lines {
+            let line = line.expect("log line");
+            if line.contains("Nothing new and nothing due") {
+                match start {
+                    None => start = Some(cpu_of(pid, tick)),
+                    Some(_) => idle_polls += 1,
+                }
+                if idle_polls == scale.polls {
+                    break;
+                }
+            }
+            assert!(!line.contains("ERROR"), "{line}");
+        }
+        let used = cpu_of(pid, tick) - start.expect("an idle poll");
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        sluice_cpu.push(used);
+        // The watcher's loop: one `git fetch` per poll.
+        let clone = root.join("watcher");
+        let _ = std::fs::remove_dir_all(&clone);
+        git(root, &["clone", "-q", &url, &clone.display().to_string()]);
+        let mut cpu = 0.0;
+        for _ in 0..scale.polls {
+            cpu += timed(git_cmd(&clone, &["fetch", "-q", "origin"])).cpu;
+        }
+        git_cpu.push(cpu);
+    }
+    let (s, g) = (median(sluice_cpu), median(git_cpu));
+    Row {
+        name: format!(
+            "idle: {} canaries at rest, {} polls",
+            scale.canaries, scale.polls
+        ),
+        sluice: format!("{s:.2} CPU-s"),
+        baseline: format!("`git fetch` loop: {g:.2} CPU-s"),
+        ratio: s / g.max(1e-9),
+        goal: "≤ 2×",
+        rss: None,
+    }
+}
+
+/// One tick in which every canary advances one step, against `git fast-import` writing the
+/// same commits then one push (`perCanary`), or the git CLI writing the same files as one
+/// commit and pushing (`perTick`).
+fn step_tick(scale: &Scale, namespaces: usize, mode: &str) -> Row {
+    let mut sluice_wall = Vec::new();
+    let mut base_wall = Vec::new();
+    let mut rss = Vec::new();
+    let mut commits = 0;
+    for _ in 0..scale.runs {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path();
+        let bare = remote(root, scale.canaries, namespaces, mode, 0);
+        let url = bare.display().to_string();
+        let work = root.join("work");
+        reconcile(&url, &work);
+        let human = human(root, &bare, "human");
+        for i in 0..scale.canaries {
+            std::fs::write(
+                human.join(spec_path(i, namespaces)),
+                canary(i, namespaces, "v2"),
+            )
+            .expect("write");
+        }
+        git(&human, &["commit", "-q", "-am", "roll out v2"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        // The baseline's remote starts from the same state.
+        let base_remote = root.join("baseline.git");
+        copy_bare(&bare, &base_remote);
+        let before = git(&bare, &["rev-parse", "main"]).trim().to_string();
+        let usage = reconcile(&url, &work);
+        sluice_wall.push(usage.wall);
+        rss.push(usage.rss_mib);
+        let after = git(&bare, &["rev-parse", "main"]).trim().to_string();
+        let range = format!("{before}..{after}");
+        commits = git(&bare, &["rev-list", "--count", &range])
+            .trim()
+            .parse()
+            .expect("count");
+        let warm = human_clone_of(root, &base_remote);
+        let wall = if mode == "perCanary" {
+            // The same commits, as a stream fast-import reads; made before the clock starts.
+            let stream = git_cmd(
+                &bare,
+                &["fast-export", "--reference-excluded-parents", &range, "--"],
+            )
+            .output()
+            .expect("fast-export")
+            .stdout;
+            let start = Instant::now();
+            fast_import(&warm, &stream);
+            git(&warm, &["push", "-q", "origin", "main"]);
+            start.elapsed()
+        } else {
+            let changed: Vec<(String, String)> =
+                git(&bare, &["diff", "--name-only", &before, &after])
+                    .lines()
+                    .map(|p| {
+                        (
+                            p.to_string(),
+                            git(&bare, &["show", &format!("{after}:{p}")]),
+                        )
+                    })
+                    .collect();
+            let start = Instant::now();
+            for (path, text) in &changed {
+                let full = warm.join(path);
+                std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+                std::fs::write(full, text).expect("write");
+            }
+            git(&warm, &["add", "-A"]);
+            git(&warm, &["commit", "-q", "-m", "baseline"]);
+            git(&warm, &["push", "-q", "origin", "main"]);
+            start.elapsed()
+        };
+        base_wall.push(wall.as_secs_f64());
+    }
+    let (s, b) = (median(sluice_wall), median(base_wall));
+    let (name, baseline, goal) = if mode == "perCanary" {
+        (
+            format!(
+                "perCanary tick: {} canaries over {namespaces} namespace{}, {commits} commits",
+                scale.canaries,
+                if namespaces == 1 { "" } else { "s" }
+            ),
+            format!("`git fast-import` + push: {b:.2} s"),
+            if namespaces == 1 {
+                "measured (O(N²) tree bytes)"
+            } else {
+                "≤ 1.5×, ≤ 64 MiB"
+            },
+        )
+    } else {
+        (
+            format!(
+                "perTick tick: {} canaries, {commits} commit",
+                scale.canaries
+            ),
+            format!("git CLI writes + commit + push: {b:.2} s"),
+            "≤ 1×",
+        )
+    };
+    Row {
+        name,
+        sluice: format!("{s:.2} s"),
+        baseline,
+        ratio: s / b.max(1e-9),
+        goal,
+        rss: Some(median(rss)),
+    }
+}
+
+/// A non-bare clone of `bare` with a warm index, as a git CLI user has.
+fn human_clone_of(root: &Path, bare: &Path) -> PathBuf {
+    let dir = human(root, bare, "warm");
+    git(&dir, &["status", "--short"]);
+    dir
+}
+
+/// Packs the clone holds before the measured ticks: one per fetch of a long-running clone.
+const PACKS: usize = 45;
+
+fn packs(work: &Path) -> usize {
+    std::fs::read_dir(work.join(".git/objects/pack"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The ticks around the clone's maintenance: a remote of `history` commits; many fetches, each
+/// its own pack, made with the git CLI; then ticks (a human commit, a full tick) until one of
+/// them consolidates packs. Its time against the median of the ordinary ones.
+fn repack(template: &Path, scale: &Scale) -> Row {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let bare = root.join("config.git");
+    copy_bare(template, &bare);
+    let url = bare.display().to_string();
+    let work = root.join("work");
+    reconcile(&url, &work);
+    let human = human(root, &bare, "human");
+    let mut n = 0;
+    let mut push = |human: &Path| {
+        n += 1;
+        std::fs::write(human.join("notes/human.txt"), format!("edit {n}\n")).expect("write");
+        git(human, &["add", "-A"]);
+        git(human, &["commit", "-q", "-m", &format!("human {n}")]);
+        git(human, &["push", "-q", "origin", "main"]);
+    };
+    // Packs as a long-running clone collects them: one per fetch.
+    while packs(&work) < PACKS {
+        push(&human);
+        git(
+            &work,
+            &["-c", "fetch.unpackLimit=1", "fetch", "-q", "origin"],
+        );
+    }
+    let mut ordinary = Vec::new();
+    let mut repacking = Vec::new();
+    let mut rss: Vec<f64> = Vec::new();
+    for _ in 0..12 {
+        push(&human);
+        let before = packs(&work);
+        let usage = reconcile(&url, &work);
+        rss.push(usage.rss_mib);
+        if packs(&work) < before {
+            repacking.push(usage.wall);
+        } else {
+            ordinary.push(usage.wall);
+        }
+        if !repacking.is_empty() && ordinary.len() >= 3 {
+            break;
+        }
+    }
+    let o = median(ordinary);
+    let r = repacking.iter().copied().fold(0.0, f64::max);
+    let peak = rss.iter().copied().fold(0.0, f64::max);
+    Row {
+        name: format!(
+            "repack tick: {} canaries, {} history commits, {} packs",
+            scale.canaries, scale.history, PACKS
+        ),
+        sluice: format!("{r:.2} s"),
+        baseline: format!("ordinary tick: {o:.2} s"),
+        ratio: r / o.max(1e-9),
+        goal: "≤ 2×, ≤ 64 MiB",
+        rss: Some(peak),
+    }
+}
+
+/// Cold start: an empty work dir to the first commit (clone, a full tick, one commit, push),
+/// against `git clone` of the same remote. Ratios of time and of peak RSS.
+fn cold_start(template: &Path, scale: &Scale) -> (Row, Row) {
+    let mut s_wall = Vec::new();
+    let mut g_wall = Vec::new();
+    let mut s_rss = Vec::new();
+    let mut g_rss = Vec::new();
+    for _ in 0..scale.runs {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path();
+        let bare = root.join("config.git");
+        copy_bare(template, &bare);
+        let url = bare.display().to_string();
+        // Every canary initialised by an earlier replica; then one rollout starts.
+        reconcile(&url, &root.join("earlier"));
+        let human = human(root, &bare, "human");
+        std::fs::write(human.join(spec_path(0, 50)), canary(0, 50, "v2")).expect("write");
+        git(&human, &["commit", "-q", "-am", "roll out v2"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        let before = git(&bare, &["rev-parse", "main"]);
+        let s = reconcile(&url, &root.join("work"));
+        assert_ne!(before, git(&bare, &["rev-parse", "main"]), "a first commit");
+        let g = timed(git_cmd(
+            root,
+            &["clone", "-q", &url, &root.join("cli").display().to_string()],
+        ));
+        s_wall.push(s.wall);
+        g_wall.push(g.wall);
+        s_rss.push(s.rss_mib);
+        g_rss.push(g.rss_mib);
+    }
+    let (sw, gw, sr, gr) = (median(s_wall), median(g_wall), median(s_rss), median(g_rss));
+    (
+        Row {
+            name: format!(
+                "cold start → first commit: {} commits, {} canaries",
+                scale.history, scale.canaries
+            ),
+            sluice: format!("{sw:.2} s"),
+            baseline: format!("`git clone`: {gw:.2} s"),
+            ratio: sw / gw.max(1e-9),
+            goal: "measured",
+            rss: Some(sr),
+        },
+        Row {
+            name: "cold start peak RSS".to_string(),
+            sluice: format!("{sr:.1} MiB"),
+            baseline: format!("`git clone`: {gr:.1} MiB"),
+            ratio: sr / gr.max(1e-9),
+            goal: "≤ 1.5×",
+            rss: None,
+        },
+    )
+}
+
 fn main() {
     let debug = cfg!(debug_assertions);
     let quick = debug || std::env::args().any(|a| a == "--quick");
-    let runs = if debug { 1 } else { 3 };
-    let mut cases = vec![(100, 10, "perCanary"), (100, 10, "perTick")];
-    if !quick {
-        cases.extend([
-            (1000, 10, "perCanary"),
-            (1000, 10, "perTick"),
-            (100, 20_000, "perCanary"),
-            (1000, 20_000, "perTick"),
-        ]);
-    }
-    println!("| canaries | history commits | commits | sluice tick | git CLI (writes + commit + push) | ratio | sluice peak RSS |");
-    println!("|---:|---:|---|---:|---:|---:|---:|");
-    for (n, h, mode) in cases {
-        let results: Vec<Result> = (0..runs).map(|_| run_case(n, h, mode)).collect();
-        let r = &results[0];
-        let sluice = median(results.iter().map(|r| r.sluice.as_secs_f64()).collect());
-        let git = median(results.iter().map(|r| r.git.as_secs_f64()).collect());
-        let rss: Vec<f64> = results
-            .iter()
-            .filter_map(|r| r.rss_kib.map(|k| k as f64 / 1024.0))
-            .collect();
+    let scale = if quick {
+        Scale {
+            canaries: 100,
+            history: 2000,
+            polls: 5,
+            runs: 1,
+        }
+    } else {
+        Scale {
+            canaries: env_or("SLUICE_BENCH_CANARIES", 1000),
+            history: env_or("SLUICE_BENCH_HISTORY", 20_000),
+            polls: env_or("SLUICE_BENCH_POLLS", 20),
+            runs: env_or("SLUICE_BENCH_RUNS", 3).max(1),
+        }
+    };
+    let only = std::env::var("SLUICE_BENCH_ONLY").unwrap_or_default();
+    let wanted = |row: &str| only.is_empty() || only.split(',').any(|o| o == row);
+    println!("| row | sluice | baseline (same run) | ratio | goal | sluice peak RSS |");
+    println!("|---|---:|---:|---:|---|---:|");
+    let print = |row: Row| {
         println!(
-            "| {} | {} | {} | {:.3} s | {:.3} s | {:.2}x | {} |",
-            r.canaries,
-            r.history,
-            r.mode,
-            sluice,
-            git,
-            sluice / git.max(1e-9),
-            if rss.is_empty() {
-                "n/a".to_string()
-            } else {
-                format!("{:.1} MiB", median(rss))
-            }
+            "| {} | {} | {} | {:.2}× | {} | {} |",
+            row.name,
+            row.sluice,
+            row.baseline,
+            row.ratio,
+            row.goal,
+            row.rss.map_or("".to_string(), |r| format!("{r:.1} MiB"))
         );
+    };
+    if wanted("idle") {
+        print(idle(&scale));
+    }
+    if wanted("percanary") {
+        print(step_tick(&scale, 50, "perCanary"));
+    }
+    if wanted("percanary1") {
+        print(step_tick(&scale, 1, "perCanary"));
+    }
+    if wanted("pertick") {
+        print(step_tick(&scale, 50, "perTick"));
+    }
+    if wanted("repack") || wanted("cold") {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let started = Instant::now();
+        let template = remote(tmp.path(), scale.canaries, 50, "perCanary", scale.history);
+        eprintln!(
+            "history repo of {} commits made in {:.0?}",
+            scale.history,
+            started.elapsed()
+        );
+        if wanted("repack") {
+            print(repack(&template, &scale));
+        }
+        if wanted("cold") {
+            let (time, rss) = cold_start(&template, &scale);
+            print(time);
+            print(rss);
+        }
     }
 }

@@ -1,20 +1,24 @@
 //! Keeping the clone small and fast, as `git gc --auto` would: libgit2 stores every fetch and
 //! every tick's objects as a pack of their own and never repacks, and each lookup of an object
-//! searches the packs one by one. Past [`MAX_PACKS`] packs, everything the refs reach is
-//! written into one pack and the other packs and loose objects are removed, and the reflogs
-//! are expired (`git reflog expire --expire=now --all`): their entries name commits the
-//! repack just deleted (a sluice commit that lost a push race), which `git fsck` reports as
-//! broken. sluice never reads a reflog.
+//! searches the packs one by one. Past [`MAX_PACKS`] packs, the smallest packs are merged into
+//! one, as `git repack --geometric=2 -d` does ([`geometric_split`]): the packs left form a
+//! geometric progression, so there are about log2(objects) of them, and the biggest pack (the
+//! clone's history) is never rewritten. A merge costs a delta search over the merged objects
+//! only, not over the whole history (a full repack of 1,000 canaries × 20,000 commits stalled a
+//! tick for 6 s). Commits no ref reaches (a sluice commit that lost a push race) are left out of
+//! the merged pack, and the reflogs are expired (`git reflog expire --expire=now --all`): their
+//! entries name those commits, which `git fsck` would report as broken. sluice never reads a
+//! reflog.
 //!
 //! Loose objects (a tick past its in-memory budget writes its remaining commits loose, each
 //! object a whole compressed file: about 73 MiB per tick at 1,000 canaries in one namespace) are
 //! packed at the next fetch, as `git repack -d` would: one new pack of just those objects, with
-//! deltas between the versions of each folder, then the loose files are removed. Unreachable
-//! objects among them (a commit that lost a push race) are dropped by the next full repack.
+//! deltas between the versions of each folder, then the loose files are removed.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use git2::Repository;
+use git2::{ObjectType, Oid, Repository};
 
 use super::error::{Error, Result};
 
@@ -43,10 +47,14 @@ pub(super) fn repack_if_needed(repo: &mut Repository, root: &Path, loose: bool) 
     if packs.len() <= MAX_PACKS {
         return remain;
     }
-    match repack(repo, root, &dir, &packs) {
-        Ok(()) => {
-            tracing::info!(packs = packs.len(), "repacked the clone into one pack");
-            false
+    match merge_small_packs(repo, root, &dir, &packs) {
+        Ok((merged, objects)) => {
+            tracing::info!(
+                packs = merged,
+                objects,
+                "merged the clone's smallest packs into one"
+            );
+            remain
         }
         Err(e) => {
             tracing::warn!(error = %e, "cannot repack the clone; it keeps working, more slowly");
@@ -106,22 +114,73 @@ fn is_fanout(name: &str) -> bool {
     name.len() == 2 && name.chars().all(|c| c.is_ascii_hexdigit())
 }
 
-fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Result<()> {
-    let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
-    let mut walk = repo.revwalk().map_err(err("repack"))?;
-    // Every ref (branches, remote-tracking branches, approval branches) and HEAD. A ref
-    // that names no commit has nothing to keep.
-    let refs = repo.references().map_err(err("repack"))?;
-    for reference in refs.flatten() {
-        if let Ok(commit) = reference.peel_to_commit() {
-            walk.push(commit.id()).map_err(err("repack"))?;
+/// Merge factor of the packs' geometric progression, as `git repack --geometric=2`.
+const FACTOR: u64 = 2;
+
+/// Which packs to merge: the packs sorted by object count, smallest first, are merged up to
+/// where the rest form a geometric progression (each at least [`FACTOR`] times the one
+/// before), then every next pack smaller than [`FACTOR`] times what is merged so far is rolled
+/// in, as git's `split_pack_geometry` does; but never the biggest pack. Returns how many of the
+/// smallest to merge.
+pub(super) fn geometric_split(counts: &[u64]) -> usize {
+    let n = counts.len();
+    let mut i = n.saturating_sub(1);
+    while i > 0 {
+        if counts[i] < FACTOR.saturating_mul(counts[i - 1]) {
+            break;
         }
+        i -= 1;
     }
-    if let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) {
-        walk.push(head.id()).map_err(err("repack"))?;
+    let mut split = if i > 0 { i + 1 } else { 0 };
+    let mut total: u64 = counts[..split].iter().sum();
+    while split < n && counts[split] < FACTOR.saturating_mul(total) {
+        total += counts[split];
+        split += 1;
     }
+    // The biggest pack (the clone's history) is never rewritten: rewriting it costs a delta
+    // search over every object, a stalled tick.
+    split.min(n.saturating_sub(1))
+}
+
+/// Merges the smallest packs into one (see [`geometric_split`]), leaving out commits no ref
+/// reaches (a sluice commit that lost a push race), removes the merged packs, reopens `repo`
+/// and expires the reflogs. Returns how many packs it merged and how many objects it wrote.
+fn merge_small_packs(
+    repo: &mut Repository,
+    root: &Path,
+    dir: &Path,
+    packs: &[PathBuf],
+) -> Result<(usize, usize)> {
+    let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
+    let mut sized: Vec<(u64, &PathBuf)> = packs
+        .iter()
+        .filter_map(|p| index_count(&p.with_extension("idx")).map(|c| (c, p)))
+        .collect();
+    sized.sort();
+    let counts: Vec<u64> = sized.iter().map(|(c, _)| *c).collect();
+    let split = geometric_split(&counts);
+    if split < 2 {
+        return Ok((0, 0));
+    }
+    let merged: Vec<&PathBuf> = sized[..split].iter().map(|(_, p)| *p).collect();
+    let mut objects: Vec<Oid> = Vec::new();
+    for pack in &merged {
+        objects.extend(index_oids(&pack.with_extension("idx")).unwrap_or_default());
+    }
+    objects.sort();
+    objects.dedup();
+    let reachable = reachable_commits(repo).map_err(err("repack"))?;
+    let odb = repo.odb().map_err(err("repack"))?;
     let mut builder = repo.packbuilder().map_err(err("repack"))?;
-    builder.insert_walk(&mut walk).map_err(err("repack"))?;
+    let mut written = 0;
+    for oid in &objects {
+        let (_, kind) = odb.read_header(*oid).map_err(err("repack"))?;
+        if kind == ObjectType::Commit && !reachable.contains(oid) {
+            continue;
+        }
+        builder.insert_object(*oid, None).map_err(err("repack"))?;
+        written += 1;
+    }
     builder.write(dir, 0o444).map_err(err("repack"))?;
     let name = match builder.name() {
         Ok(Some(name)) => format!("pack-{name}"),
@@ -134,9 +193,9 @@ fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Re
         }
     };
     drop(builder);
-    drop(walk);
-    // Everything reachable is in the new pack now; the rest is garbage.
-    for pack in old {
+    drop(odb);
+    // Every object of the merged packs that a ref reaches is in the new pack now.
+    for pack in &merged {
         if pack
             .file_stem()
             .is_some_and(|s| s.to_string_lossy() == name)
@@ -147,17 +206,56 @@ fn repack(repo: &mut Repository, root: &Path, dir: &Path, old: &[PathBuf]) -> Re
             let _ = std::fs::remove_file(pack.with_extension(ext));
         }
     }
-    let objects = repo.path().join("objects");
-    if let Ok(entries) = std::fs::read_dir(&objects) {
-        for entry in entries.flatten() {
-            if is_fanout(&entry.file_name().to_string_lossy()) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
     // Forget the removed packs' open handles and maps.
     *repo = Repository::open(root).map_err(err("reopen the clone"))?;
-    expire_reflogs(repo).map_err(err("expire the reflogs"))
+    expire_reflogs(repo).map_err(err("expire the reflogs"))?;
+    Ok((merged.len(), written))
+}
+
+/// Every commit a ref (branches, remote-tracking branches, approval branches) or HEAD reaches.
+fn reachable_commits(repo: &Repository) -> std::result::Result<HashSet<Oid>, git2::Error> {
+    let mut walk = repo.revwalk()?;
+    for reference in repo.references()?.flatten() {
+        // A ref that names no commit has nothing to keep.
+        if let Ok(commit) = reference.peel_to_commit() {
+            walk.push(commit.id())?;
+        }
+    }
+    if let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) {
+        walk.push(head.id())?;
+    }
+    walk.collect()
+}
+
+const IDX_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
+const IDX_HEADER: usize = 8 + 256 * 4;
+
+/// How many objects a pack index (version 2) lists: the last entry of its fan-out table.
+fn index_count(idx: &Path) -> Option<u64> {
+    use std::io::Read;
+    let mut header = [0u8; IDX_HEADER];
+    std::fs::File::open(idx)
+        .ok()?
+        .read_exact(&mut header)
+        .ok()?;
+    if header[..8] != IDX_MAGIC {
+        return None;
+    }
+    Some(u32::from_be_bytes(header[IDX_HEADER - 4..].try_into().ok()?).into())
+}
+
+/// The object ids a pack index (version 2, what libgit2 and git write) lists; `None` when it
+/// cannot be read.
+fn index_oids(idx: &Path) -> Option<Vec<Oid>> {
+    let bytes = std::fs::read(idx).ok()?;
+    if bytes.len() < IDX_HEADER || bytes[..8] != IDX_MAGIC {
+        return None;
+    }
+    let count = u32::from_be_bytes(bytes[IDX_HEADER - 4..IDX_HEADER].try_into().ok()?) as usize;
+    let ids = bytes.get(IDX_HEADER..IDX_HEADER + count * 20)?;
+    ids.chunks_exact(20)
+        .map(|c| Oid::from_bytes(c).ok())
+        .collect()
 }
 
 /// Deletes the reflog of HEAD and of every ref; later updates start new ones.
@@ -185,4 +283,34 @@ fn packs_in(dir: &Path) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::geometric_split;
+
+    #[test]
+    fn packs_already_in_a_geometric_progression_are_left_alone() {
+        assert_eq!(geometric_split(&[1, 2, 4, 8, 100]), 0);
+        assert_eq!(geometric_split(&[5]), 0);
+        assert_eq!(geometric_split(&[]), 0);
+    }
+
+    #[test]
+    fn the_smallest_packs_are_merged_up_to_where_the_progression_holds() {
+        // 3 + 3 + 4 = 10 objects: the 50 is more than twice that and stays, so does the 1000.
+        assert_eq!(geometric_split(&[3, 3, 4, 50, 1000]), 3);
+        // Many equal packs roll up together, all but the biggest.
+        assert_eq!(
+            geometric_split(&[5; 55].iter().copied().chain([10_000]).collect::<Vec<_>>()),
+            55
+        );
+    }
+
+    #[test]
+    fn the_biggest_pack_is_never_merged() {
+        // The roll-up would take the 20 (smaller than twice the 12 before it).
+        assert_eq!(geometric_split(&[4, 4, 4, 20]), 3);
+        assert_eq!(geometric_split(&[7, 7]), 1);
+    }
 }
