@@ -538,26 +538,24 @@ fn revert_deleted(
             continue;
         }
         match deleted::revert(snapshot, &d) {
-            Ok(mut revert) => match {
-                revert
-                    .message
-                    .trailers
-                    .push(Record::other("spec deleted with revertOnDeletion: true", now).trailer());
-                repo.commit_files(&revert.changes, &revert.message, author, None)
-            } {
-                Ok(Some(_)) => {
-                    done.report.commits += 1;
-                    info!(canary = %d.id, "Terminated canary {}.{}", d.id.name, d.id.namespace);
-                    outcome.events.push(format!(
-                        "Terminated canary {}.{}",
-                        d.id.name, d.id.namespace
-                    ));
-                    outcome.committed = Some(revert.message.subject);
+            Ok(mut revert) => {
+                let record = Record::other("spec deleted with revertOnDeletion: true", now);
+                revert.message.trailers.push(record.trailer());
+                match repo.commit_files(&revert.changes, &revert.message, author, None) {
+                    Ok(Some(_)) => {
+                        done.report.commits += 1;
+                        info!(canary = %d.id, "Terminated canary {}.{}", d.id.name, d.id.namespace);
+                        outcome.events.push(format!(
+                            "Terminated canary {}.{}",
+                            d.id.name, d.id.namespace
+                        ));
+                        outcome.committed = Some(revert.message.subject);
+                    }
+                    Ok(None) => {}
+                    Err(e) if e.is_transient() => return Err(TickError::Git(e)),
+                    Err(e) => outcome.error = Some(e.to_string()),
                 }
-                Ok(None) => {}
-                Err(e) if e.is_transient() => return Err(TickError::Git(e)),
-                Err(e) => outcome.error = Some(e.to_string()),
-            },
+            }
             Err(e) => {
                 warn!(canary = %d.id, error = %e, "Cannot revert a deleted canary");
                 outcome.error = Some(e.to_string());
