@@ -44,6 +44,7 @@
 //! | [`observe`] | the adapters' observations for the core | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
+//! | [`drift`] | owned files changed outside sluice, found from git: hold or restore | decide a step |
 //! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
@@ -64,6 +65,7 @@ pub use sluice_core as core;
 
 pub mod approval;
 pub mod cli;
+pub mod drift;
 pub mod forge;
 pub mod gates;
 pub mod gitops;

@@ -6,7 +6,7 @@
 use serde_json::json;
 use tracing::warn;
 
-use crate::core::decide::{Action, Decision};
+use crate::core::decide::{Action, Decision, DriftStep};
 use crate::spec::model::Canary;
 use crate::spec::settings::{Channel, Target};
 
@@ -17,6 +17,8 @@ pub enum Event {
     WaitingForApproval,
     Promoted,
     RolledBack,
+    /// Files sluice owns were changed outside sluice: the canary holds, or they were restored.
+    Drift,
 }
 
 impl Event {
@@ -26,6 +28,7 @@ impl Event {
             Event::WaitingForApproval => "waitingForApproval",
             Event::Promoted => "promoted",
             Event::RolledBack => "rolledBack",
+            Event::Drift => "drift",
         }
     }
 
@@ -39,6 +42,7 @@ impl Event {
                 Some(Event::Promoted)
             }
             Action::Rollback { .. } => Some(Event::RolledBack),
+            Action::Drift(DriftStep::Hold { .. } | DriftStep::Restore { .. }) => Some(Event::Drift),
             Action::Hold
             | Action::Initialize
             | Action::Cancel
@@ -49,7 +53,8 @@ impl Event {
             | Action::AdvancePrimary { .. }
             | Action::ApprovalMerged
             | Action::Pause
-            | Action::Resume => None,
+            | Action::Resume
+            | Action::Drift(DriftStep::Resolved) => None,
         }
     }
 }
@@ -80,7 +85,7 @@ pub fn payload(
             "@type": "MessageCard",
             "@context": "https://schema.org/extensions",
             "summary": format!("sluice: {} {}", canary.id, event.name()),
-            "themeColor": if event == Event::RolledBack { "d63333" } else { "2e7d32" },
+            "themeColor": if matches!(event, Event::RolledBack | Event::Drift) { "d63333" } else { "2e7d32" },
             "title": format!("sluice: {} {}", canary.id, event.name()),
             "text": text,
         }),
