@@ -12,6 +12,7 @@ mod corpus;
 mod daemon;
 mod daemonset;
 mod decide;
+mod drift;
 mod gitops;
 mod gitops_branch;
 mod gitops_layers;
