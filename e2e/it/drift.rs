@@ -13,7 +13,8 @@ use crate::loop_support::{
     distinct, no_files, show, sluice_commits, Commit, Provider, World, CANARY_FILE, ROUTE_FILE,
     STATUS_FILE, STEPPED, STEPS,
 };
-use crate::support::git;
+use crate::metrics::support::{Canned, Server};
+use crate::support::{git, human_clone, human_commit, seeded_remote};
 
 const SETTINGS: &str = ".sluice/config.yaml";
 
@@ -320,4 +321,104 @@ fn approval_merges_and_edits_outside_the_output_are_not_drift() {
         let held = trailer_commits(&w.bare, "Sluice-Drift");
         assert_eq!(held.len(), 1, "{how}: {held:?}");
     }
+}
+
+#[test]
+fn a_hold_for_drift_is_notified_once_by_the_real_binary() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(Server::start(vec![Canned::json(200, "{}")]));
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = format!(
+        "{}notifications:\n  - {{kind: webhook, urlEnv: SLUICE_TEST_WEBHOOK}}\n",
+        config("hold")
+    );
+    let bare = seeded_remote(
+        tmp.path(),
+        &[(CANARY_FILE, &native("v1")), (SETTINGS, &settings)],
+    );
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    let workdir = tmp.path().join("w");
+    let reconcile = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["reconcile", "--repo"])
+            .arg(&bare)
+            .arg("--workdir")
+            .arg(&workdir)
+            .env("SLUICE_TEST_WEBHOOK", format!("{}/webhook", server.url()))
+            .env("SLUICE_LOG", "error")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    reconcile();
+    git(&human, &["pull", "-q", "origin", "main"]);
+    let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();
+    human_commit(
+        &human,
+        ROUTE_FILE,
+        &format!("{route}# edited\n"),
+        "route: a note",
+    );
+    reconcile();
+    reconcile();
+    let hooks: Vec<Json> = server
+        .requests()
+        .iter()
+        .filter(|r| r.target == "/webhook")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(
+        hooks.len(),
+        1,
+        "one notification, not one per tick: {hooks:?}"
+    );
+    assert_eq!(hooks[0]["event"], "drift");
+    assert!(
+        hooks[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Held: clusters/prod/podinfo/route.yaml changed outside sluice by "),
+        "{}",
+        hooks[0]
+    );
+}
+
+#[test]
+fn a_hand_edit_of_the_status_file_is_named_and_undone_under_drift_hold() {
+    let mut w = world("hold", &traefik(STEPS));
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let text = show(&w.bare, "main", STATUS_FILE);
+    let edited = text.replace("canaryWeight: 20", "canaryWeight: 60");
+    assert_ne!(edited, text);
+    w.human_writes(STATUS_FILE, &edited, "status: skip ahead by hand");
+
+    let report = w.tick();
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: held, .sluice/status/prod/podinfo.yaml changed outside sluice")
+    );
+    let s = status(&w.bare);
+    assert_eq!(
+        (&s["canaryWeight"], &s["drift"]),
+        (&json!(20), &json!([STATUS_FILE])),
+        "sluice never builds on a status it did not write: {s}"
+    );
+    // Its own status is back: the canary resumes and goes on from 20.
+    let report = w.tick();
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: owned files are sluice's again, resuming")
+    );
+    w.until(Phase::Succeeded);
+    assert_eq!(
+        distinct(TRAEFIK.check_every_commit(&w.bare, false)),
+        STEPPED
+    );
+    assert_eq!(trailer_commits(&w.bare, "Sluice-Drift").len(), 1);
 }
