@@ -22,8 +22,9 @@
 //! operation (`sluice abort`, `promote`, ... write every owned file), or restored after the
 //! setting is switched to `restore`.
 //!
-//! Cost: a tree lookup or two per commit walked, the message of the changing commits only, at
-//! most [`LOOKBACK`] commits per canary; nothing runs on an idle poll (the head did not move).
+//! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
+//! one tree diff per commit, only as deep as the deepest canary's last change and at most
+//! [`LOOKBACK`] commits; nothing runs on an idle poll (the head did not move).
 
 use git2::Oid;
 
@@ -66,22 +67,67 @@ pub struct Drift {
     pub by: String,
 }
 
+/// The first-parent history from a tick's head and the files each commit changed, read
+/// once, only as deep as some canary's check needs, and shared by every canary of the tick.
+pub struct History {
+    head: Oid,
+    read: Vec<Walked>,
+    next: Option<Oid>,
+}
+
+struct Walked {
+    oid: Oid,
+    facts: CommitFacts,
+    changed: Vec<String>,
+}
+
+impl History {
+    /// The history from `head` (the fetched head, before this tick's commits: they never
+    /// change another canary's files).
+    pub fn new(head: Oid) -> History {
+        History {
+            head,
+            read: Vec::new(),
+            next: Some(head),
+        }
+    }
+
+    /// The `i`th commit from the head, read when first asked for; `None` past the root or
+    /// [`LOOKBACK`].
+    fn get(&mut self, repo: &ConfigRepo, i: usize) -> Result<Option<&Walked>, DriftError> {
+        while self.read.len() <= i && self.read.len() < LOOKBACK {
+            let Some(oid) = self.next else { break };
+            let facts = repo.commit_facts(oid)?;
+            let parent = facts.parents.first().copied();
+            let changed = repo.changed_paths(oid, parent)?;
+            self.next = parent;
+            self.read.push(Walked {
+                oid,
+                facts,
+                changed,
+            });
+        }
+        Ok(self.read.get(i))
+    }
+}
+
 /// Where sluice's version of a canary's owned files is, and whether the head differs.
-pub fn check(repo: &ConfigRepo, canary: &Canary) -> Result<Option<Drift>, DriftError> {
+pub fn check(
+    repo: &ConfigRepo,
+    history: &mut History,
+    canary: &Canary,
+) -> Result<Option<Drift>, DriftError> {
     let owned = Owned::of(canary);
-    let head = repo.head();
-    let at_head = owned.ids(repo, head)?;
+    let head = history.head;
     let mut changes = Changes {
-        repo,
+        history,
         owned: &owned,
-        at: Some(head),
-        ids: at_head,
-        left: LOOKBACK,
+        i: 0,
     };
     let mut newest_foreign: Option<(Oid, CommitFacts)> = None;
     // The newest sanctioned commit: sluice's status file.
     let (status_from, drift_commit) = loop {
-        let Some((commit, facts)) = changes.next()? else {
+        let Some((commit, facts)) = changes.next(repo)? else {
             return Ok(None);
         };
         match sanctioned(repo, &owned, canary, commit, &facts)? {
@@ -96,7 +142,7 @@ pub fn check(repo: &ConfigRepo, canary: &Canary) -> Result<Option<Drift>, DriftE
     // A hold commit wrote only the status: the output folder is the last sanctioned one's.
     let output_from = if drift_commit {
         loop {
-            let Some((commit, facts)) = changes.next()? else {
+            let Some((commit, facts)) = changes.next(repo)? else {
                 break status_from;
             };
             if sanctioned(repo, &owned, canary, commit, &facts)? == Some(false) {
@@ -156,6 +202,13 @@ impl Owned {
         }
     }
 
+    fn contains(&self, path: &str) -> bool {
+        path == self.status
+            || path
+                .strip_prefix(self.output.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+
     fn ids(
         &self,
         repo: &ConfigRepo,
@@ -170,32 +223,17 @@ impl Owned {
 
 /// The first-parent commits that changed the owned files, newest first.
 struct Changes<'a> {
-    repo: &'a ConfigRepo,
+    history: &'a mut History,
     owned: &'a Owned,
-    at: Option<Oid>,
-    /// The owned files' ids at `at`.
-    ids: (Option<Oid>, Option<Oid>),
-    left: usize,
+    i: usize,
 }
 
 impl Changes<'_> {
-    fn next(&mut self) -> Result<Option<(Oid, CommitFacts)>, DriftError> {
-        while let Some(commit) = self.at {
-            if self.left == 0 {
-                return Ok(None);
-            }
-            self.left -= 1;
-            let facts = self.repo.commit_facts(commit)?;
-            let parent = facts.parents.first().copied();
-            let before = match parent {
-                Some(p) => self.owned.ids(self.repo, p)?,
-                None => (None, None),
-            };
-            let changed = before != self.ids;
-            self.at = parent;
-            self.ids = before;
-            if changed {
-                return Ok(Some((commit, facts)));
+    fn next(&mut self, repo: &ConfigRepo) -> Result<Option<(Oid, CommitFacts)>, DriftError> {
+        while let Some(walked) = self.history.get(repo, self.i)? {
+            self.i += 1;
+            if walked.changed.iter().any(|p| self.owned.contains(p)) {
+                return Ok(Some((walked.oid, walked.facts.clone())));
             }
         }
         Ok(None)

@@ -386,13 +386,20 @@ fn decide_and_commit(
         snapshot: Snapshot::EMPTY,
     };
     let mut decided: Vec<Stepped<'_>> = Vec::new();
+    let mut history = crate::drift::History::new(repo.head());
     // `commits: perTick`: the decisions waiting for the tick's one commit.
     let mut batch: Vec<(usize, &Canary, Uncommitted)> = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         let previous = p.status.clone();
         // Owned files changed outside sluice: hold or restore instead of deciding (`drift:`).
-        let drifted = match drift_step(repo, canary, p.status.as_ref(), settings.drift) {
+        let drifted = match drift_step(
+            repo,
+            &mut history,
+            canary,
+            p.status.as_ref(),
+            settings.drift,
+        ) {
             Ok(drifted) => drifted,
             Err(CanaryError::Git(e)) if e.is_transient() => return Err(TickError::Git(e)),
             Err(e) => Some(Err(e)),
@@ -510,11 +517,12 @@ fn waiting_forge(
 /// tick does instead of deciding (see [`crate::drift`]); `None` to decide as usual.
 fn drift_step(
     repo: &ConfigRepo,
+    history: &mut crate::drift::History,
     canary: &Canary,
     status: Option<&Status>,
     policy: crate::spec::settings::DriftPolicy,
 ) -> Result<Option<Stepped1>, CanaryError> {
-    let (decision, changes) = match crate::drift::check(repo, canary)? {
+    let (decision, changes) = match crate::drift::check(repo, history, canary)? {
         Some(drift) => crate::drift::step(repo, canary, status, &drift, policy)?,
         None => match status.filter(|s| !s.drift.is_empty()) {
             Some(held) => crate::drift::resolved(canary, held)?,

@@ -191,6 +191,28 @@ impl ConfigRepo {
         }
     }
 
+    /// The files `commit` changed against `parent` (added, removed or changed; every file of
+    /// the commit without a parent), in git's order.
+    pub fn changed_paths(&self, commit: Oid, parent: Option<Oid>) -> Result<Vec<String>> {
+        let tree = |oid: Oid| {
+            self.repo
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .map_err(|e| self.git_err("read a commit", &e))
+        };
+        let new = tree(commit)?;
+        let old = parent.map(tree).transpose()?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(old.as_ref(), Some(&new), None)
+            .map_err(|e| self.git_err("compare two commits", &e))?;
+        Ok(diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect())
+    }
+
     /// The files at or under `path` whose content differs between the commits `from` and
     /// `to` (added, removed or changed), sorted.
     pub fn changed_files(&self, from: Oid, to: Oid, path: &str) -> Result<Vec<String>> {
