@@ -5,8 +5,8 @@
 //! the next commit writes back what sluice last committed (`restore`).
 //!
 //! Found from git alone, deterministically: walk the first-parent history from the head and
-//! look only at the commits that changed the canary's owned files (the output folder's tree
-//! id or the status file's blob id differs from the first parent's). The newest of them that
+//! look only at the commits that changed the canary's owned files (against their first
+//! parent). The newest of them that
 //! is sluice's own ("sanctioned") is where sluice's version of the files lives:
 //! - a commit whose trailers carry `Sluice-Canary: <ns>/<name>`: the loop's decisions,
 //!   manual operations (`sluice approve|abort|...`), approval commits merged by fast-forward
@@ -22,6 +22,11 @@
 //! operation (`sluice abort`, `promote`, ... write every owned file), or restored after the
 //! setting is switched to `restore`.
 //!
+//! A hand edit of the status file is named like any other, but the hold commit writes back
+//! sluice's status (sluice never builds on a status it did not write), so the canary resumes
+//! on the next tick. Under `restore` every drifted file is written back in one commit
+//! (`Sluice-Restored`, `Sluice-Restored-From`) and the canary decides again from the next tick.
+//!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
 //! [`LOOKBACK`] commits; nothing runs on an idle poll (the head did not move).
@@ -36,8 +41,8 @@ use crate::render::{message, status_file, RenderError};
 use crate::spec::model::Canary;
 use crate::spec::settings::DriftPolicy;
 
-/// How many first-parent commits the check walks back per canary. A change older than that
-/// was seen (and acted on) by the ticks since.
+/// How many first-parent commits a tick's [`History`] reads at most. A change older than
+/// that was seen (and acted on) by the ticks since.
 pub const LOOKBACK: usize = 500;
 
 #[derive(Debug, thiserror::Error)]
