@@ -46,6 +46,7 @@
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
+//! | [`drift`] | owned files changed outside sluice, found from git: hold or restore | decide a step |
 //! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
@@ -68,6 +69,7 @@ pub mod approval;
 pub mod audit;
 pub mod cli;
 pub mod deleted;
+pub mod drift;
 pub mod forge;
 pub mod gates;
 pub mod gitops;

@@ -10,7 +10,7 @@ pub mod alerts;
 use serde_json::json;
 use tracing::warn;
 
-use crate::core::decide::{Action, Decision};
+use crate::core::decide::{Action, Decision, DriftStep};
 use crate::spec::model::Canary;
 use crate::spec::settings::{Channel, Target};
 
@@ -21,6 +21,8 @@ pub enum Event {
     WaitingForApproval,
     Promoted,
     RolledBack,
+    /// Files sluice owns were changed outside sluice: the canary holds, or they were restored.
+    Drift,
 }
 
 impl Event {
@@ -30,6 +32,7 @@ impl Event {
             Event::WaitingForApproval => "waitingForApproval",
             Event::Promoted => "promoted",
             Event::RolledBack => "rolledBack",
+            Event::Drift => "drift",
         }
     }
 
@@ -43,6 +46,7 @@ impl Event {
                 Some(Event::Promoted)
             }
             Action::Rollback { .. } => Some(Event::RolledBack),
+            Action::Drift(DriftStep::Hold { .. } | DriftStep::Restore { .. }) => Some(Event::Drift),
             Action::Hold
             | Action::Initialize
             | Action::Cancel
@@ -53,7 +57,8 @@ impl Event {
             | Action::AdvancePrimary { .. }
             | Action::ApprovalMerged
             | Action::Pause
-            | Action::Resume => None,
+            | Action::Resume
+            | Action::Drift(DriftStep::Resolved) => None,
         }
     }
 }
@@ -84,7 +89,7 @@ pub fn payload(
             "@type": "MessageCard",
             "@context": "https://schema.org/extensions",
             "summary": format!("sluice: {} {}", canary.id, event.name()),
-            "themeColor": if event == Event::RolledBack { "d63333" } else { "2e7d32" },
+            "themeColor": if matches!(event, Event::RolledBack | Event::Drift) { "d63333" } else { "2e7d32" },
             "title": format!("sluice: {} {}", canary.id, event.name()),
             "text": text,
         }),

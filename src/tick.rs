@@ -109,6 +109,17 @@ pub enum CanaryError {
     Render(#[from] RenderError),
     #[error(transparent)]
     Git(#[from] crate::gitops::Error),
+    #[error(transparent)]
+    Drift(crate::drift::DriftError),
+}
+
+impl From<crate::drift::DriftError> for CanaryError {
+    fn from(e: crate::drift::DriftError) -> Self {
+        match e {
+            crate::drift::DriftError::Git(e) => CanaryError::Git(e),
+            e => CanaryError::Drift(e),
+        }
+    }
 }
 
 /// Runs one tick against the repo: fetch, decide every canary, commit, push; then the
@@ -386,27 +397,46 @@ fn decide_and_commit(
         snapshot: Snapshot::EMPTY,
     };
     let mut decided: Vec<Stepped<'_>> = Vec::new();
+    let mut history = crate::drift::History::new(repo.head());
     // `commits: perTick`: the decisions waiting for the tick's one commit.
     let mut batch: Vec<(usize, &Canary, Uncommitted)> = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         let previous = p.status.clone();
         let recorded = p.record.clone();
+        // Owned files changed outside sluice: hold or restore instead of deciding (`drift:`).
+        let drifted = match drift_step(
+            repo,
+            &mut history,
+            canary,
+            p.status.as_ref(),
+            settings.drift,
+            now,
+        ) {
+            Ok(drifted) => drifted,
+            Err(CanaryError::Git(e)) if e.is_transient() => return Err(TickError::Git(e)),
+            Err(e) => Some(Err(e)),
+        };
         let rejected = match (&forge, &p.status) {
+            _ if drifted.is_some() => None,
             (Some(forge), Some(status)) => {
                 approval::rejection(forge, ctx.runtime, settings.on_close, canary, status)
             }
             _ => None,
         };
-        let merged = p.status.as_ref().filter(|s| s.clock_from_merge).map(|_| {
-            approval::merged(
-                repo,
-                forge.as_ref(),
-                ctx.runtime,
-                &settings.approvers,
-                canary,
-            )
-        });
+        let merged = p
+            .status
+            .as_ref()
+            .filter(|s| s.clock_from_merge && drifted.is_none())
+            .map(|_| {
+                approval::merged(
+                    repo,
+                    forge.as_ref(),
+                    ctx.runtime,
+                    &settings.approvers,
+                    canary,
+                )
+            });
         let comment = match &merged {
             Some(approval::Merged::Refused {
                 number: Some(n),
@@ -415,9 +445,12 @@ fn decide_and_commit(
             }) => Some((*n, format!("This merge did not approve: {reason}."))),
             _ => None,
         };
-        let stepped = step_canary(
-            repo, &root, p, external, rejected, merged, &author, &index, now,
-        );
+        let stepped = match drifted {
+            Some(drifted) => drifted,
+            None => step_canary(
+                repo, &root, p, external, rejected, merged, &author, &index, now,
+            ),
+        };
         let outcome = match stepped {
             // Nothing to decide, but the spec's revertOnDeletion differs from the record.
             Ok((mut outcome, None)) => match previous
@@ -585,6 +618,56 @@ fn waiting_forge(
         None
     }
 }
+
+/// When the canary's owned files changed outside sluice, or a hold for that ends: what the
+/// tick does instead of deciding (see [`crate::drift`]); `None` to decide as usual.
+fn drift_step(
+    repo: &ConfigRepo,
+    history: &mut crate::drift::History,
+    canary: &Canary,
+    status: Option<&Status>,
+    policy: crate::spec::settings::DriftPolicy,
+    now: Timestamp,
+) -> Result<Option<Stepped1>, CanaryError> {
+    let (decision, changes) = match crate::drift::check(repo, history, canary)? {
+        Some(drift) => crate::drift::step(repo, canary, status, &drift, policy)?,
+        None => match status.filter(|s| !s.drift.is_empty()) {
+            Some(held) => crate::drift::resolved(canary, held)?,
+            None => return Ok(None),
+        },
+    };
+    for event in &decision.events {
+        warn!(canary = %canary.id, "{event}");
+    }
+    let outcome = CanaryOutcome {
+        id: canary.id.to_string(),
+        phase: Some(decision.status.phase),
+        status: Some(decision.status.clone()),
+        committed: None,
+        events: decision.events.clone(),
+        wake_at: decision.wake_at,
+        error: None,
+    };
+    if changes.is_empty() {
+        return Ok(Some(Ok((outcome, None))));
+    }
+    let mut message = message::render(canary, &decision, None);
+    // A drift commit answers a human's edit, which no replay of the rules can rebuild: audit
+    // lists it as not replayed (and reports the edit itself as a foreign commit).
+    let record = Record::other("drift: owned files changed outside sluice", now);
+    message.trailers.push(record.trailer());
+    Ok(Some(Ok((
+        outcome,
+        Some(Uncommitted {
+            changes,
+            message,
+            decision,
+        }),
+    ))))
+}
+
+/// One canary stepped: its outcome, and its commit when it makes one.
+type Stepped1 = Result<(CanaryOutcome, Option<Uncommitted>), CanaryError>;
 
 /// A decision's files and commit message, not committed yet.
 struct Uncommitted {

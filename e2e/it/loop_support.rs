@@ -167,6 +167,11 @@ impl World {
         git(&self.human, &["push", "-q", "origin", "HEAD:main"]);
     }
 
+    /// The human's clone (pull before use).
+    pub(crate) fn human(&self) -> &Path {
+        &self.human
+    }
+
     /// A human pulls, writes `file` and pushes.
     pub(crate) fn human_writes(&self, file: &str, text: &str, message: &str) {
         git(&self.human, &["pull", "-q", "origin", "main"]);

@@ -14,6 +14,7 @@ mod corpus;
 mod daemon;
 mod daemonset;
 mod decide;
+mod drift;
 mod flagger_fields;
 mod gitops;
 mod gitops_branch;

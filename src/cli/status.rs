@@ -31,6 +31,9 @@ pub struct Row {
     pub revision: String,
     pub since: String,
     pub message: String,
+    /// Files changed outside sluice that hold the canary (`drift: hold`); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<String>,
 }
 
 pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
@@ -73,6 +76,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                     .collect(),
                 since: s.phase_since.to_string(),
                 message: s.message.clone(),
+                drift: s.drift.clone(),
             },
             Ok(None) => Row {
                 namespace: c.id.namespace.to_string(),
@@ -84,6 +88,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 revision: "-".into(),
                 since: "-".into(),
                 message: "not reconciled yet".into(),
+                drift: Vec::new(),
             },
             Err(e) => Row {
                 namespace: c.id.namespace.to_string(),
@@ -95,6 +100,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 revision: "-".into(),
                 since: "-".into(),
                 message: format!("unreadable status file: {e}"),
+                drift: Vec::new(),
             },
         };
         out.push(match &held {
@@ -144,6 +150,7 @@ fn deleted_rows(root: &std::path::Path, snapshot: &Snapshot) -> Vec<Row> {
                 ),
                 since: status.map_or_else(|| "-".into(), |s| s.phase_since.to_string()),
                 message,
+                drift: Vec::new(),
             }
         })
         .collect()
@@ -185,6 +192,10 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 ]);
             }
             outln!("{table}");
+            // The table has no message column: a canary held by drift says so below it.
+            for r in rows.iter().filter(|r| !r.drift.is_empty()) {
+                outln!("{}/{} HELD (drift): {}", r.namespace, r.name, r.message);
+            }
         }
     }
     Ok(0)

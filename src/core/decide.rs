@@ -60,6 +60,21 @@ pub enum Action {
     Pause,
     /// `sluice resume`.
     Resume,
+    /// Files sluice owns were changed outside sluice since its last commit for the canary
+    /// (the `drift:` repo setting says which step the loop takes).
+    Drift(DriftStep),
+}
+
+/// What the loop does about files sluice owns that someone else changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriftStep {
+    /// `drift: hold`: the canary holds; the commit names the files (status file only).
+    Hold { files: Vec<String> },
+    /// `drift: restore`: the commit writes back what sluice last committed for the files.
+    Restore { files: Vec<String>, from: String },
+    /// The owned files are sluice's again (put back by hand, or rewritten by a manual
+    /// operation): the hold ends.
+    Resolved,
 }
 
 /// Why a canary rolls back: Flagger alerts on each in its own words and severity.
@@ -238,6 +253,7 @@ fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Deci
         session_cookie: None,
         previous_session_cookie: None,
         mirroring: false,
+        drift: Vec::new(),
     };
     change(
         Action::Initialize,

@@ -141,4 +141,8 @@ pub struct Status {
     /// mirror phase, which it reads back from the route).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mirroring: bool,
+    /// Files sluice owns that were changed outside sluice and hold the canary (`drift: hold`
+    /// in the repo settings); empty when none. Cleared by the commit that resumes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<String>,
 }

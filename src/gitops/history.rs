@@ -141,6 +141,106 @@ fn walk(
     Ok(entries)
 }
 
+/// What the drift check reads of one commit: its parents (the first parent first), its
+/// trailers, and who wrote it with what subject (to name it in a message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitFacts {
+    pub parents: Vec<Oid>,
+    pub trailers: Vec<(String, String)>,
+    pub author: Identity,
+    pub subject: String,
+}
+
+impl ConfigRepo {
+    /// The parents, trailers, author and subject of `commit`.
+    pub fn commit_facts(&self, commit: Oid) -> Result<CommitFacts> {
+        let c = self
+            .repo
+            .find_commit(commit)
+            .map_err(|e| self.git_err("read a commit", &e))?;
+        let message = String::from_utf8_lossy(c.message_bytes());
+        let author = c.author();
+        Ok(CommitFacts {
+            parents: c.parent_ids().collect(),
+            trailers: parse_trailers(&message),
+            author: Identity::new(
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(author.email_bytes()),
+            ),
+            subject: message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        })
+    }
+
+    /// The id of what `path` (a file or a folder, `/`-separated) names in `commit`: equal ids,
+    /// equal content. `None` when the path is absent there.
+    pub fn entry_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.git_err("read a commit", &e))?;
+        match tree.get_path(Path::new(path)) {
+            Ok(entry) => Ok(Some(entry.id())),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(self.git_err("look up a path", &e)),
+        }
+    }
+
+    /// The files `commit` changed against `parent` (added, removed or changed; every file of
+    /// the commit without a parent), in git's order.
+    pub fn changed_paths(&self, commit: Oid, parent: Option<Oid>) -> Result<Vec<String>> {
+        let tree = |oid: Oid| {
+            self.repo
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .map_err(|e| self.git_err("read a commit", &e))
+        };
+        let new = tree(commit)?;
+        let old = parent.map(tree).transpose()?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(old.as_ref(), Some(&new), None)
+            .map_err(|e| self.git_err("compare two commits", &e))?;
+        Ok(diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect())
+    }
+
+    /// The files at or under `path` whose content differs between the commits `from` and
+    /// `to` (added, removed or changed), sorted.
+    pub fn changed_files(&self, from: Oid, to: Oid, path: &str) -> Result<Vec<String>> {
+        let tree = |oid: Oid| {
+            self.repo
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .map_err(|e| self.git_err("read a commit", &e))
+        };
+        let (a, b) = (tree(from)?, tree(to)?);
+        let mut options = git2::DiffOptions::new();
+        options.pathspec(path).disable_pathspec_match(false);
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&a), Some(&b), Some(&mut options))
+            .map_err(|e| self.git_err("compare two commits", &e))?;
+        let mut files: Vec<String> = diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .filter(|p| p == path || p.starts_with(&format!("{path}/")))
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+}
+
 impl ConfigRepo {
     /// True when `commit` is `ancestor` or one of its descendants (both full hex ids known
     /// locally); false when either is unknown here.

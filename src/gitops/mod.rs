@@ -51,7 +51,7 @@ pub use branch::APPROVAL_PREFIX;
 pub use change::{CommitMessage, FileChange, Identity};
 pub use credentials::{redact_text, redact_url, Credentials};
 pub use error::{Error, RemoteOp, Result};
-pub use history::{local_history, parse_trailers, trailer_group, HistoryEntry};
+pub use history::{local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry};
 pub use known_hosts::KnownHosts;
 pub use push::PushOutcome;
 pub use remote::STALE_REF_LOCK;

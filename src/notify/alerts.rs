@@ -134,7 +134,9 @@ pub fn messages(canary: &Canary, decision: &Decision) -> Vec<Message> {
         | Action::AdvancePrimary { .. }
         | Action::ApprovalMerged
         | Action::Pause
-        | Action::Resume => Vec::new(),
+        | Action::Resume
+        // Drift is sluice's own gate (Flagger has none): the repo's notifications carry it.
+        | Action::Drift(_) => Vec::new(),
     }
 }
 

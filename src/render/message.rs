@@ -1,7 +1,7 @@
 //! Commit messages: a subject that says what happened, a body with the reasons (Flagger-style
 //! events and the checks table), and trailers machines read back (`sluice history`).
 
-use crate::core::decide::{fmt_num, Action, Decision};
+use crate::core::decide::{fmt_num, Action, Decision, DriftStep};
 use crate::core::status::{Gate, Status};
 use crate::core::trailer::check_trailer;
 use crate::gitops::CommitMessage;
@@ -25,6 +25,13 @@ pub const REASON: &str = "Sluice-Reason";
 /// In a commit holding several canaries' decisions (`commits: perTick`): the canary's own
 /// subject line.
 pub const DECISION: &str = "Sluice-Decision";
+/// One per file sluice owns that someone else changed and that holds the canary
+/// (`drift: hold`).
+pub const DRIFT: &str = "Sluice-Drift";
+/// One per file a `drift: restore` commit wrote back.
+pub const RESTORED: &str = "Sluice-Restored";
+/// The commit whose version of the files a `drift: restore` commit wrote back.
+pub const RESTORED_FROM: &str = "Sluice-Restored-From";
 
 fn step_count(canary: &Canary) -> usize {
     match &canary.analysis.strategy {
@@ -97,6 +104,15 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
         Action::ApprovalMerged => format!("{n}: approval merged, step clock started"),
         Action::Pause => format!("{n}: paused"),
         Action::Resume => format!("{n}: resumed"),
+        Action::Drift(DriftStep::Hold { files }) => {
+            format!("{n}: held, {} changed outside sluice", files.join(", "))
+        }
+        Action::Drift(DriftStep::Restore { files, .. }) => {
+            format!("{n}: restore {} changed outside sluice", files.join(", "))
+        }
+        Action::Drift(DriftStep::Resolved) => {
+            format!("{n}: owned files are sluice's again, resuming")
+        }
     }
 }
 
@@ -153,6 +169,16 @@ pub fn render(
     ];
     for check in &decision.checks {
         trailers.push((CHECK.to_string(), check_trailer(check)));
+    }
+    match &decision.action {
+        Action::Drift(DriftStep::Hold { files }) => {
+            trailers.extend(files.iter().map(|f| (DRIFT.to_string(), f.clone())));
+        }
+        Action::Drift(DriftStep::Restore { files, from }) => {
+            trailers.extend(files.iter().map(|f| (RESTORED.to_string(), f.clone())));
+            trailers.push((RESTORED_FROM.to_string(), from.clone()));
+        }
+        _ => {}
     }
     if let Some((who, why)) = operator {
         trailers.push((OPERATOR.to_string(), who.to_string()));

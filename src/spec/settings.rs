@@ -53,9 +53,22 @@ pub struct Settings {
     /// One commit per canary decision (the default), or one per tick for repos with so many
     /// canaries in one folder that per-canary commits get slow.
     pub commits: CommitMode,
+    /// What a tick does when a file sluice owns was changed by someone else (`drift:`).
+    pub drift: DriftPolicy,
     /// `signing: {required: true, allowedSigners: path}`: every commit must be signed by a
     /// key of the allowed-signers file (`sluice audit` checks it).
     pub signing: Option<SigningSettings>,
+}
+
+/// What a tick does with a canary whose output files or status file changed outside sluice
+/// since its last commit for the canary (`drift:` in the settings; see `crate::drift`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DriftPolicy {
+    /// `hold` (the default): the canary does not move until the files are sluice's again.
+    #[default]
+    Hold,
+    /// `restore`: the next commit writes back what sluice last committed, then it goes on.
+    Restore,
 }
 
 /// The `signing` block of the settings.
@@ -95,6 +108,7 @@ impl Default for Settings {
             sync: None,
             commits: CommitMode::PerCanary,
             signing: None,
+            drift: DriftPolicy::Hold,
         }
     }
 }
@@ -124,6 +138,7 @@ const KEYS: &[&str] = &[
     "sync",
     "commits",
     "signing",
+    "drift",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -257,6 +272,18 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         }
         if let Some(n) = root.get("signing") {
             settings.signing = read_signing(&mut r, n);
+        }
+        if let Some(n) = root.get("drift") {
+            match r.string(n, "drift").as_deref() {
+                Some("hold") => settings.drift = DriftPolicy::Hold,
+                Some("restore") => settings.drift = DriftPolicy::Restore,
+                Some(other) => r.error(
+                    n.line,
+                    "drift",
+                    format!("expected hold or restore, found {other:?}"),
+                ),
+                None => {}
+            }
         }
     }
     if r.errors.is_empty() {
@@ -877,6 +904,32 @@ mod tests {
                 errs[0].starts_with(&format!(".sluice/config.yaml:{line}: {field}: expected")),
                 "{block}: {errs:?}"
             );
+        }
+    }
+
+    #[test]
+    fn drift_policy_defaults_to_hold_and_names_bad_values() {
+        let policy = |text: &str| parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"));
+        assert_eq!(policy("").unwrap().drift, DriftPolicy::Hold);
+        assert_eq!(policy("drift: hold\n").unwrap().drift, DriftPolicy::Hold);
+        assert_eq!(
+            policy("drift: restore\n").unwrap().drift,
+            DriftPolicy::Restore
+        );
+        for (text, want) in [
+            (
+                "drift: revert\n",
+                ".sluice/config.yaml:3: drift: expected hold or restore, found \"revert\"",
+            ),
+            ("drift: [hold]\n", ".sluice/config.yaml:3: drift: expected"),
+        ] {
+            let errs: Vec<String> = policy(text)
+                .unwrap_err()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            assert_eq!(errs.len(), 1, "{text}: {errs:?}");
+            assert!(errs[0].starts_with(want), "{text}: {errs:?}");
         }
     }
 

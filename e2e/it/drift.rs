@@ -1,0 +1,424 @@
+//! Drift through the loop (`loop_support`, a real `git daemon`): a file sluice owns edited by
+//! hand on main holds the canary under `drift: hold` (once, with a `Sluice-Drift` commit
+//! that `sluice status` shows) and is written back under `drift: restore`; approval merges
+//! (merge commit, squash, rebase) and edits outside the canary's output are not drift.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value as Json};
+use sluice::core::status::Phase;
+
+use crate::loop_support::{
+    distinct, no_files, show, sluice_commits, Commit, Provider, World, CANARY_FILE, ROUTE_FILE,
+    STATUS_FILE, STEPPED, STEPS,
+};
+use crate::metrics::support::{Canned, Server};
+use crate::support::{git, human_clone, human_commit, seeded_remote};
+
+const SETTINGS: &str = ".sluice/config.yaml";
+
+fn config(policy: &str) -> String {
+    format!("apiVersion: sluice.dev/v1alpha1\nkind: Config\ndrift: {policy}\n")
+}
+
+fn traefik(analysis: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  provider: traefik
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: podinfo
+  service:
+    port: 80
+    targetPort: 9898
+  analysis:
+    interval: 1s
+    threshold: 2
+{analysis}
+"
+    )
+}
+
+/// The TraefikService's weights.
+fn route(c: &Commit) -> String {
+    let services = c.docs[0]["spec"]["weighted"]["services"]
+        .as_array()
+        .unwrap();
+    let weight = |i: usize| services.get(i).map_or(0, |s| s["weight"].as_u64().unwrap());
+    format!("primary={} canary={}", weight(0), weight(1))
+}
+
+const TRAEFIK: Provider = Provider {
+    canary: traefik,
+    files: no_files,
+    route,
+};
+
+fn world(policy: &str, canary: &str) -> World {
+    World::with_files(canary, &[(SETTINGS, &config(policy))])
+}
+
+fn status(bare: &Path) -> Json {
+    serde_saphyr::from_str(&show(bare, "main", STATUS_FILE)).unwrap()
+}
+
+/// Ticks until the status on main satisfies `done`.
+fn tick_until(w: &mut World, done: impl Fn(&Json) -> bool) {
+    for _ in 0..40 {
+        w.tick();
+        if done(&status(&w.bare)) {
+            return;
+        }
+    }
+    panic!("never reached; status: {}", status(&w.bare));
+}
+
+/// `key` trailers on main, oldest first: (sha, values joined by `,`), commits without it left
+/// out.
+fn trailer_commits(bare: &Path, key: &str) -> Vec<(String, String)> {
+    git(
+        bare,
+        &[
+            "log",
+            "--reverse",
+            &format!("--format=%H|%(trailers:key={key},valueonly,separator=%x2C)"),
+            "main",
+        ],
+    )
+    .lines()
+    .filter_map(|l| {
+        let (sha, values) = l.split_once('|')?;
+        (!values.trim().is_empty()).then(|| (sha.to_string(), values.trim().to_string()))
+    })
+    .collect()
+}
+
+/// The canary's route with the weights changed by hand.
+fn hand_edited(route: &str) -> String {
+    let edited = route
+        .replace("weight: 80", "weight: 50")
+        .replace("weight: 20", "weight: 50");
+    assert_ne!(edited, route, "the edit changes the weights: {route}");
+    edited
+}
+
+#[test]
+fn a_hand_edit_of_route_yaml_during_a_rollout_holds_the_canary_under_drift_hold() {
+    let mut w = world("hold", &traefik(STEPS));
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let route = show(&w.bare, "main", ROUTE_FILE);
+    let edited = hand_edited(&route);
+    w.human_writes(ROUTE_FILE, &edited, "route: half the traffic by hand");
+    let edit = git(&w.bare, &["rev-parse", "main"]).trim().to_string();
+
+    for _ in 0..10 {
+        w.tick();
+    }
+    let held = trailer_commits(&w.bare, "Sluice-Drift");
+    assert_eq!(held.len(), 1, "one hold commit, not one per tick: {held:?}");
+    assert_eq!(held[0].1, ROUTE_FILE);
+    let head = git(&w.bare, &["rev-parse", "main"]).trim().to_string();
+    assert_eq!(head, held[0].0, "nothing committed after the hold commit");
+    let changed = git(&w.bare, &["show", "--name-only", "--format=", &head]);
+    assert_eq!(
+        changed.trim(),
+        STATUS_FILE,
+        "the hold commit writes the status only"
+    );
+    let body = git(&w.bare, &["log", "-1", "--format=%B", &head]);
+    assert!(body.contains(&edit[..7]), "names the edit {edit}: {body}");
+    let s = status(&w.bare);
+    assert_eq!(
+        (s["phase"].as_str(), &s["canaryWeight"], &s["drift"]),
+        (Some("Progressing"), &json!(20), &json!([ROUTE_FILE])),
+        "held at its weight: {s}"
+    );
+    assert_eq!(
+        show(&w.bare, "main", ROUTE_FILE),
+        edited,
+        "the human's route stays"
+    );
+
+    // `sluice status` says so.
+    git(w.human(), &["pull", "-q", "origin", "main"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["status", "--dir"])
+        .arg(w.human())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("prod/podinfo HELD (drift): Held: clusters/prod/podinfo/route.yaml changed outside sluice"),
+        "{stdout}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["status", "-o", "json", "--dir"])
+        .arg(w.human())
+        .output()
+        .unwrap();
+    let rows: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["drift"], json!([ROUTE_FILE]), "{rows}");
+
+    // Put back by hand: the canary resumes, once, and promotes.
+    w.human_writes(ROUTE_FILE, &route, "route: back to sluice's weights");
+    let report = w.tick();
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: owned files are sluice's again, resuming")
+    );
+    w.until(Phase::Succeeded);
+    assert_eq!(trailer_commits(&w.bare, "Sluice-Drift").len(), 1);
+    assert!(status(&w.bare).get("drift").is_none());
+    let weights = distinct(
+        sluice_commits(&w.bare)
+            .into_iter()
+            .map(|(_, weights)| weights)
+            .collect(),
+    );
+    assert_eq!(weights, STEPPED, "no step skipped or repeated");
+}
+
+#[test]
+fn a_hand_edit_of_route_yaml_during_a_rollout_is_reverted_under_drift_restore() {
+    let mut w = world("restore", &traefik(STEPS));
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let (last, _) = sluice_commits(&w.bare).pop().unwrap();
+    let route = show(&w.bare, "main", ROUTE_FILE);
+    w.human_writes(
+        ROUTE_FILE,
+        &hand_edited(&route),
+        "route: half the traffic by hand",
+    );
+
+    let report = w.tick();
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: restore clusters/prod/podinfo/route.yaml changed outside sluice")
+    );
+    assert_eq!(
+        show(&w.bare, "main", ROUTE_FILE),
+        route,
+        "sluice's route is back"
+    );
+    let restored = trailer_commits(&w.bare, "Sluice-Restored");
+    let from = trailer_commits(&w.bare, "Sluice-Restored-From");
+    assert_eq!(restored.len(), 1, "{restored:?}");
+    assert_eq!(restored[0].1, ROUTE_FILE);
+    assert_eq!(from[0].1, last, "restored from sluice's last commit");
+    assert!(trailer_commits(&w.bare, "Sluice-Drift").is_empty());
+
+    w.until(Phase::Succeeded);
+    // Every sluice commit (the restore included) routes as its status says, step by step.
+    assert_eq!(
+        distinct(TRAEFIK.check_every_commit(&w.bare, false)),
+        STEPPED
+    );
+    assert_eq!(trailer_commits(&w.bare, "Sluice-Restored").len(), 1);
+}
+
+fn native(revision: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: podinfo, namespace: prod}}
+spec:
+  routeOnly: {{services: [podinfo-blue, podinfo-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  analysis:
+    interval: 1s
+    stepWeights: [20, 60]
+    approvals: {{beforePromotion: true}}
+"
+    )
+}
+
+/// The human merges approval branch `branch` into main by `how`.
+fn merge(human: &Path, branch: &str, how: &str) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    git(human, &["fetch", "-q", "origin", branch]);
+    match how {
+        "merge" => git(
+            human,
+            &[
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                "Merge approval",
+                "FETCH_HEAD",
+            ],
+        ),
+        "squash" => {
+            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
+            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
+        }
+        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
+    };
+    git(human, &["push", "-q", "origin", "HEAD:main"]);
+}
+
+#[test]
+fn approval_merges_and_edits_outside_the_output_are_not_drift() {
+    for how in ["merge", "squash", "rebase"] {
+        let mut w = world("hold", &native("v1"));
+        w.until(Phase::Initialized);
+        // Beside the output folder, not in it.
+        w.human_writes(
+            "clusters/prod/podinfo-notes/README.md",
+            "notes\n",
+            "notes beside the canary's output",
+        );
+        w.human_writes(CANARY_FILE, &native("v2"), "podinfo: v2");
+        tick_until(&mut w, |s| s["phase"] == "WaitingApproval");
+        let branches = git(
+            &w.bare,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/sluice/",
+            ],
+        );
+        let branch = branches
+            .lines()
+            .next()
+            .expect("an approval branch")
+            .to_string();
+        merge(w.human(), &branch, how);
+        w.tick();
+        let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+        assert_eq!(
+            subject.trim(),
+            "podinfo: approval merged, step clock started",
+            "{how}"
+        );
+        w.until(Phase::Succeeded);
+        assert!(
+            trailer_commits(&w.bare, "Sluice-Drift").is_empty(),
+            "{how}: not drift"
+        );
+
+        // A hand edit of the route after all that is.
+        let route = show(&w.bare, "main", ROUTE_FILE);
+        w.human_writes(ROUTE_FILE, &format!("{route}# edited\n"), "route: a note");
+        w.tick();
+        let held = trailer_commits(&w.bare, "Sluice-Drift");
+        assert_eq!(held.len(), 1, "{how}: {held:?}");
+    }
+}
+
+#[test]
+fn a_hold_for_drift_is_notified_once_by_the_real_binary() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(Server::start(vec![Canned::json(200, "{}")]));
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = format!(
+        "{}notifications:\n  - {{kind: webhook, urlEnv: SLUICE_TEST_WEBHOOK}}\n",
+        config("hold")
+    );
+    let bare = seeded_remote(
+        tmp.path(),
+        &[(CANARY_FILE, &native("v1")), (SETTINGS, &settings)],
+    );
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    let workdir = tmp.path().join("w");
+    let reconcile = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["reconcile", "--repo"])
+            .arg(&bare)
+            .arg("--workdir")
+            .arg(&workdir)
+            .env("SLUICE_TEST_WEBHOOK", format!("{}/webhook", server.url()))
+            .env("SLUICE_LOG", "error")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    reconcile();
+    git(&human, &["pull", "-q", "origin", "main"]);
+    let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();
+    human_commit(
+        &human,
+        ROUTE_FILE,
+        &format!("{route}# edited\n"),
+        "route: a note",
+    );
+    reconcile();
+    reconcile();
+    let hooks: Vec<Json> = server
+        .requests()
+        .iter()
+        .filter(|r| r.target == "/webhook")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(
+        hooks.len(),
+        1,
+        "one notification, not one per tick: {hooks:?}"
+    );
+    assert_eq!(hooks[0]["event"], "drift");
+    assert!(
+        hooks[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Held: clusters/prod/podinfo/route.yaml changed outside sluice by "),
+        "{}",
+        hooks[0]
+    );
+}
+
+#[test]
+fn a_hand_edit_of_the_status_file_is_named_and_undone_under_drift_hold() {
+    let mut w = world("hold", &traefik(STEPS));
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let text = show(&w.bare, "main", STATUS_FILE);
+    let edited = text.replace("canaryWeight: 20", "canaryWeight: 60");
+    assert_ne!(edited, text);
+    w.human_writes(STATUS_FILE, &edited, "status: skip ahead by hand");
+
+    let report = w.tick();
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: held, .sluice/status/prod/podinfo.yaml changed outside sluice")
+    );
+    let s = status(&w.bare);
+    assert_eq!(
+        (&s["canaryWeight"], &s["drift"]),
+        (&json!(20), &json!([STATUS_FILE])),
+        "sluice never builds on a status it did not write: {s}"
+    );
+    // Its own status is back: the canary resumes and goes on from 20.
+    let report = w.tick();
+    assert_eq!(
+        report.outcomes[0].committed.as_deref(),
+        Some("podinfo: owned files are sluice's again, resuming")
+    );
+    w.until(Phase::Succeeded);
+    assert_eq!(
+        distinct(TRAEFIK.check_every_commit(&w.bare, false)),
+        STEPPED
+    );
+    assert_eq!(trailer_commits(&w.bare, "Sluice-Drift").len(), 1);
+}

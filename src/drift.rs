@@ -1,0 +1,447 @@
+//! Drift: a file sluice owns for a canary (its output folder: route, workloads,
+//! kustomization; and its status file `.sluice/status/<ns>/<name>.yaml`) changed by someone
+//! else since sluice's last commit for the canary. The loop never builds on such a file
+//! silently: the repo setting `drift:` says whether the canary holds (`hold`, the default) or
+//! the next commit writes back what sluice last committed (`restore`).
+//!
+//! Found from git alone, deterministically: walk the first-parent history from the head and
+//! look only at the commits that changed the canary's owned files (against their first
+//! parent). The newest of them that
+//! is sluice's own ("sanctioned") is where sluice's version of the files lives:
+//! - a commit whose trailers carry `Sluice-Canary: <ns>/<name>`: the loop's decisions,
+//!   manual operations (`sluice approve|abort|...`), approval commits merged by fast-forward
+//!   or rebase (which keep the message);
+//! - a merge whose other parent is such a commit with the same owned files: an approval
+//!   branch merged with a merge commit;
+//! - a commit that turns a waiting status into the approval's (`clockFromMerge`): how a
+//!   squash-merged approval arrives (detected from content, like [`crate::approval`] does).
+//!
+//! A hold commit (`Sluice-Drift` trailers) writes only the status file, so the output folder
+//! is compared with the newest sanctioned commit that is not one. The canary resumes when the
+//! owned files are sluice's again: put back by hand (a revert), rewritten by a manual
+//! operation (`sluice abort`, `promote`, ... write every owned file), or restored after the
+//! setting is switched to `restore`.
+//!
+//! A hand edit of the status file is named like any other, but the hold commit writes back
+//! sluice's status (sluice never builds on a status it did not write), so the canary resumes
+//! on the next tick. Under `restore` every drifted file is written back in one commit
+//! (`Sluice-Restored`, `Sluice-Restored-From`) and the canary decides again from the next tick.
+//!
+//! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
+//! one tree diff per commit, only as deep as the deepest canary's last change and at most
+//! [`LOOKBACK`] commits; nothing runs on an idle poll (the head did not move).
+
+use git2::Oid;
+
+use crate::approval;
+use crate::core::decide::{Action, Decision, DriftStep};
+use crate::core::status::Status;
+use crate::gitops::{trailer_group, CommitFacts, ConfigRepo, FileChange};
+use crate::render::{message, status_file, RenderError};
+use crate::spec::model::Canary;
+use crate::spec::settings::DriftPolicy;
+
+/// How many first-parent commits a tick's [`History`] reads at most. A change older than
+/// that was seen (and acted on) by the ticks since.
+pub const LOOKBACK: usize = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriftError {
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error("{path} at {commit}: cannot read the status sluice committed: {message}")]
+    Status {
+        path: String,
+        commit: String,
+        message: String,
+    },
+}
+
+/// Files sluice owns that differ from sluice's last commit of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// The changed files, sorted (output files, then the status file).
+    pub files: Vec<String>,
+    /// The commit holding sluice's version of the output folder.
+    pub output_from: Oid,
+    /// The commit holding sluice's version of the status file.
+    pub status_from: Oid,
+    /// The newest commit that changed them, as `<short id> by <author>: <subject>`.
+    pub by: String,
+}
+
+/// The first-parent history from a tick's head and the files each commit changed, read
+/// once, only as deep as some canary's check needs, and shared by every canary of the tick.
+pub struct History {
+    head: Oid,
+    read: Vec<Walked>,
+    next: Option<Oid>,
+}
+
+struct Walked {
+    oid: Oid,
+    facts: CommitFacts,
+    changed: Vec<String>,
+}
+
+impl History {
+    /// The history from `head` (the fetched head, before this tick's commits: they never
+    /// change another canary's files).
+    pub fn new(head: Oid) -> History {
+        History {
+            head,
+            read: Vec::new(),
+            next: Some(head),
+        }
+    }
+
+    /// The `i`th commit from the head, read when first asked for; `None` past the root or
+    /// [`LOOKBACK`].
+    fn get(&mut self, repo: &ConfigRepo, i: usize) -> Result<Option<&Walked>, DriftError> {
+        while self.read.len() <= i && self.read.len() < LOOKBACK {
+            let Some(oid) = self.next else { break };
+            let facts = repo.commit_facts(oid)?;
+            let parent = facts.parents.first().copied();
+            let changed = repo.changed_paths(oid, parent)?;
+            self.next = parent;
+            self.read.push(Walked {
+                oid,
+                facts,
+                changed,
+            });
+        }
+        Ok(self.read.get(i))
+    }
+}
+
+/// Where sluice's version of a canary's owned files is, and whether the head differs.
+pub fn check(
+    repo: &ConfigRepo,
+    history: &mut History,
+    canary: &Canary,
+) -> Result<Option<Drift>, DriftError> {
+    let owned = Owned::of(canary);
+    let head = history.head;
+    let mut changes = Changes {
+        history,
+        owned: &owned,
+        i: 0,
+    };
+    let mut newest_foreign: Option<(Oid, CommitFacts)> = None;
+    // The newest sanctioned commit: sluice's status file.
+    let (status_from, drift_commit) = loop {
+        let Some((commit, facts)) = changes.next(repo)? else {
+            return Ok(None);
+        };
+        match sanctioned(repo, &owned, canary, commit, &facts)? {
+            Some(drift) => break (commit, drift),
+            None => {
+                if newest_foreign.is_none() {
+                    newest_foreign = Some((commit, facts));
+                }
+            }
+        }
+    };
+    // A hold commit wrote only the status: the output folder is the last sanctioned one's.
+    let output_from = if drift_commit {
+        loop {
+            let Some((commit, facts)) = changes.next(repo)? else {
+                break status_from;
+            };
+            if sanctioned(repo, &owned, canary, commit, &facts)? == Some(false) {
+                break commit;
+            }
+        }
+    } else {
+        status_from
+    };
+    let Some((foreign, facts)) = newest_foreign else {
+        if !drift_commit {
+            return Ok(None);
+        }
+        // Nothing changed since the hold commit: still the files it named, unless put back.
+        return differing(repo, &owned, head, output_from, status_from, String::new());
+    };
+    let by = format!(
+        "{} by {}: {}",
+        &foreign.to_string()[..7],
+        facts.author.name,
+        facts.subject
+    );
+    differing(repo, &owned, head, output_from, status_from, by)
+}
+
+fn differing(
+    repo: &ConfigRepo,
+    owned: &Owned,
+    head: Oid,
+    output_from: Oid,
+    status_from: Oid,
+    by: String,
+) -> Result<Option<Drift>, DriftError> {
+    let mut files = repo.changed_files(output_from, head, &owned.output)?;
+    if repo.entry_id_at(status_from, &owned.status)? != repo.entry_id_at(head, &owned.status)? {
+        files.push(owned.status.clone());
+    }
+    Ok((!files.is_empty()).then_some(Drift {
+        files,
+        output_from,
+        status_from,
+        by,
+    }))
+}
+
+/// The paths sluice owns for one canary.
+struct Owned {
+    output: String,
+    status: String,
+}
+
+impl Owned {
+    fn of(canary: &Canary) -> Owned {
+        Owned {
+            output: canary.output.as_str().to_string(),
+            status: status_file::path_for(&canary.id),
+        }
+    }
+
+    fn contains(&self, path: &str) -> bool {
+        path == self.status
+            || path
+                .strip_prefix(self.output.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+
+    fn ids(
+        &self,
+        repo: &ConfigRepo,
+        commit: Oid,
+    ) -> Result<(Option<Oid>, Option<Oid>), DriftError> {
+        Ok((
+            repo.entry_id_at(commit, &self.output)?,
+            repo.entry_id_at(commit, &self.status)?,
+        ))
+    }
+}
+
+/// The first-parent commits that changed the owned files, newest first.
+struct Changes<'a> {
+    history: &'a mut History,
+    owned: &'a Owned,
+    i: usize,
+}
+
+impl Changes<'_> {
+    fn next(&mut self, repo: &ConfigRepo) -> Result<Option<(Oid, CommitFacts)>, DriftError> {
+        while let Some(walked) = self.history.get(repo, self.i)? {
+            self.i += 1;
+            if walked.changed.iter().any(|p| self.owned.contains(p)) {
+                return Ok(Some((walked.oid, walked.facts.clone())));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Whether `commit` (which changed the owned files) is sluice's for this canary: `None` when
+/// not, `Some(true)` for a hold commit, `Some(false)` otherwise.
+fn sanctioned(
+    repo: &ConfigRepo,
+    owned: &Owned,
+    canary: &Canary,
+    commit: Oid,
+    facts: &CommitFacts,
+) -> Result<Option<bool>, DriftError> {
+    let id = canary.id.to_string();
+    if carries(&facts.trailers, &id) {
+        let group = trailer_group(&facts.trailers, message::CANARY, &id);
+        return Ok(Some(
+            group
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(message::DRIFT)),
+        ));
+    }
+    // An approval branch merged with a merge commit: sluice wrote the other parent.
+    let ids = owned.ids(repo, commit)?;
+    for other in facts.parents.iter().skip(1) {
+        if carries(&repo.commit_facts(*other)?.trailers, &id) && owned.ids(repo, *other)? == ids {
+            return Ok(Some(false));
+        }
+    }
+    // A squash-merged approval: a waiting status became the approval's.
+    if let Some(parent) = facts.parents.first() {
+        let status = |at: Oid| -> Result<Option<Status>, DriftError> {
+            Ok(repo
+                .read_file_at(at, &owned.status)?
+                .and_then(|text| status_file::parse(&text).ok()))
+        };
+        if let (Some(now), Some(before)) = (status(commit)?, status(*parent)?) {
+            if now.clock_from_merge && approval::is_waiting(&before) {
+                return Ok(Some(false));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn carries(trailers: &[(String, String)], id: &str) -> bool {
+    trailers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case(message::CANARY) && v == id)
+}
+
+/// What the loop does about drift instead of deciding, with the files of its commit; `None`
+/// when the canary decides as usual (the caller clears a resolved hold: see [`resolved`]).
+/// `status` is the one at the head.
+pub fn step(
+    repo: &ConfigRepo,
+    canary: &Canary,
+    status: Option<&Status>,
+    drift: &Drift,
+    policy: DriftPolicy,
+) -> Result<(Decision, Vec<FileChange>), DriftError> {
+    let path = status_file::path_for(&canary.id);
+    let text = repo.read_file_at(drift.status_from, &path)?;
+    let sluice_status = |text: Option<String>| -> Result<Option<Status>, DriftError> {
+        text.map(|t| status_file::parse(&t))
+            .transpose()
+            .map_err(|message| DriftError::Status {
+                path: path.clone(),
+                commit: drift.status_from.to_string(),
+                message,
+            })
+    };
+    let base = sluice_status(text)?;
+    let files = drift.files.join(", ");
+    let by = if drift.by.is_empty() {
+        String::new()
+    } else {
+        format!(" by {}", drift.by)
+    };
+    match policy {
+        DriftPolicy::Hold => {
+            let held = status.is_some_and(|s| drift.files.iter().all(|f| s.drift.contains(f)));
+            let mut next = base
+                .or_else(|| status.cloned())
+                .ok_or_else(|| DriftError::Status {
+                    path: path.clone(),
+                    commit: drift.status_from.to_string(),
+                    message: "no status file".to_string(),
+                })?;
+            let event = format!(
+                "Held: {files} changed outside sluice{by}; sluice makes no change until {} sluice's again (revert the change, or run a manual operation such as `sluice abort {}`), or set `drift: restore` in .sluice/config.yaml",
+                if drift.files.len() == 1 { "it is" } else { "they are" },
+                canary.id
+            );
+            if held {
+                // Said once already: nothing to commit.
+                let status = status.cloned().unwrap_or(next);
+                return Ok((
+                    Decision {
+                        action: Action::Hold,
+                        status,
+                        events: vec![event],
+                        wake_at: None,
+                        checks: Vec::new(),
+                    },
+                    Vec::new(),
+                ));
+            }
+            next.drift = drift.files.clone();
+            next.message = event.clone();
+            let changes = vec![status_change(canary, &next)?];
+            Ok((
+                Decision {
+                    action: Action::Drift(DriftStep::Hold {
+                        files: drift.files.clone(),
+                    }),
+                    status: next,
+                    events: vec![event],
+                    wake_at: None,
+                    checks: Vec::new(),
+                },
+                changes,
+            ))
+        }
+        DriftPolicy::Restore => {
+            let mut changes = Vec::new();
+            for file in &drift.files {
+                let from = if *file == path {
+                    drift.status_from
+                } else {
+                    drift.output_from
+                };
+                if *file != path {
+                    changes.push(match repo.read_file_at(from, file)? {
+                        Some(text) => FileChange::write(file.clone(), text),
+                        None => FileChange::delete(file.clone()),
+                    });
+                }
+            }
+            let mut next = base
+                .or_else(|| status.cloned())
+                .ok_or_else(|| DriftError::Status {
+                    path: path.clone(),
+                    commit: drift.status_from.to_string(),
+                    message: "no status file".to_string(),
+                })?;
+            let event = format!(
+                "Restored {files} changed outside sluice{by}: written back as sluice committed them in {}",
+                &drift.output_from.to_string()[..7]
+            );
+            next.drift.clear();
+            next.message = event.clone();
+            changes.push(status_change(canary, &next)?);
+            Ok((
+                Decision {
+                    action: Action::Drift(DriftStep::Restore {
+                        files: drift.files.clone(),
+                        from: drift.output_from.to_string(),
+                    }),
+                    status: next,
+                    events: vec![event],
+                    wake_at: None,
+                    checks: Vec::new(),
+                },
+                changes,
+            ))
+        }
+    }
+}
+
+/// The hold ends: the owned files are sluice's again (`status` is the held one at the head).
+/// A commit of the status alone says so; the canary decides again from the next tick on.
+pub fn resolved(
+    canary: &Canary,
+    status: &Status,
+) -> Result<(Decision, Vec<FileChange>), DriftError> {
+    let event = format!(
+        "Resumed: {} sluice's again",
+        match status.drift.as_slice() {
+            [one] => format!("{one} is"),
+            many => format!("{} are", many.join(", ")),
+        }
+    );
+    let mut next = status.clone();
+    next.drift.clear();
+    next.message = event.clone();
+    let changes = vec![status_change(canary, &next)?];
+    Ok((
+        Decision {
+            action: Action::Drift(DriftStep::Resolved),
+            status: next,
+            events: vec![event],
+            wake_at: None,
+            checks: Vec::new(),
+        },
+        changes,
+    ))
+}
+
+fn status_change(canary: &Canary, status: &Status) -> Result<FileChange, DriftError> {
+    let text = status_file::render(&canary.id, status)
+        .map_err(|e| RenderError::Serialize(e.to_string()))?;
+    Ok(FileChange::write(status_file::path_for(&canary.id), text))
+}
