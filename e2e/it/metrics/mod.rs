@@ -1,7 +1,6 @@
 //! Metric and webhook adapters against real local servers: canned HTTP answers, webhooks, and
 //! a real Prometheus (end to end), the vendor providers against fakes of their APIs. One binary, shared helpers in `support`.
 
-mod datadog_loop;
 mod loop_e2e;
 mod observe;
 mod pooling;
@@ -9,4 +8,5 @@ mod prometheus_canned;
 mod prometheus_e2e;
 mod providers;
 pub mod support;
+mod vendor_loop;
 mod webhooks;

@@ -164,7 +164,7 @@ async fn dynatrace_sends_the_selector_over_ten_intervals_with_the_api_token() {
 }
 
 /// InfluxDB's annotated CSV for one table whose first `_value` is `value`.
-fn influx_answer(value: &str) -> String {
+pub fn influx_answer(value: &str) -> String {
     format!(
         "#datatype,string,long,dateTime:RFC3339,dateTime:RFC3339,dateTime:RFC3339,double,string,string\r
 #group,false,false,true,true,false,false,true,true\r
