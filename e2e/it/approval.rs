@@ -613,6 +613,23 @@ fn history_json(bare: &Path) -> Vec<Json_> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `sluice audit --dir BARE -o json`: its exit code and report.
+fn audit_json(bare: &Path) -> (Option<i32>, Json_) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["audit", "--dir", &bare.display().to_string(), "-o", "json"])
+        .env("SLUICE_LOG", "error")
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "audit printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), report)
+}
+
 #[test]
 fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
     for kind in KINDS {
@@ -653,6 +670,14 @@ fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
             ),
             (Some("carol"), Some(url.as_str())),
             "{kind:?}"
+        );
+        // The history a forge approval leaves replays clean: the squash merge is the approval
+        // branch's change, and the approval names its approver.
+        let (code, report) = audit_json(&w.bare);
+        assert_eq!(
+            (code, report["findings"].as_array().map(Vec::len)),
+            (Some(0), Some(0)),
+            "{kind:?}: {report:#}"
         );
     }
 }
