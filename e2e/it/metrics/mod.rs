@@ -8,5 +8,6 @@ mod pooling;
 mod prometheus_canned;
 mod prometheus_e2e;
 mod providers;
+mod providers_signed;
 pub mod support;
 mod webhooks;
