@@ -126,8 +126,8 @@ fn validate_refuses_a_dangling_template_ref_at_its_line() {
 fn validate_refuses_templates_of_providers_sluice_cannot_query_by_name() {
     let cases = [
         ("keptn", "provider type \"keptn\" is not supported: Keptn is read from the cluster's Keptn resources"),
-        ("cloudwatch", "provider type \"cloudwatch\" is not supported: CloudWatch needs signed requests (AWS SigV4)"),
         ("stackdriver", "provider type \"stackdriver\" is not supported: Stackdriver needs signed requests"),
+        ("externalmetrics", "provider type \"externalmetrics\" is not supported: external metrics are read from the cluster's Kubernetes API"),
     ];
     for (provider, why) in cases {
         let dir = repo(&[
