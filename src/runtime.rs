@@ -80,7 +80,8 @@ impl Runtime {
                 Ok(auth) => PrometheusAccess::new(http.clone(), auth),
                 Err(e) => PrometheusAccess::unusable(http.clone(), e),
             }
-            .with_secrets(secrets.clone());
+            .with_secrets(secrets.clone())
+            .with_cloudwatch(crate::metrics::cloudwatch::CloudwatchEnv::from_lookup(var));
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
             .and_then(ForgeClient::new)
             .map_err(|e| e.to_string());

@@ -126,8 +126,8 @@ fn validate_refuses_a_dangling_template_ref_at_its_line() {
 fn validate_refuses_templates_of_providers_sluice_cannot_query_by_name() {
     let cases = [
         ("keptn", "provider type \"keptn\" is not supported: Keptn is read from the cluster's Keptn resources"),
-        ("cloudwatch", "provider type \"cloudwatch\" is not supported: CloudWatch needs signed requests (AWS SigV4)"),
         ("stackdriver", "provider type \"stackdriver\" is not supported: Stackdriver needs signed requests"),
+        ("externalmetrics", "provider type \"externalmetrics\" is not supported: external metrics are read from the cluster's Kubernetes API"),
     ];
     for (provider, why) in cases {
         let dir = repo(&[
@@ -200,7 +200,7 @@ fn github_output_annotates_each_problem_at_its_repo_relative_line() {
     // stepWeights message has none, so a query with one is used below).
     let expected = [
         "::error file=apps/web.yaml,line=10,title=spec.analysis.stepWeights[0]::expected 1..=100, found 150",
-        "::error file=apps/m.yaml,line=8,title=spec.provider.type::provider type \"keptn\" is not supported: Keptn is read from the cluster's Keptn resources, which sluice does not read; sluice queries prometheus, datadog, newrelic, graphite, influxdb, dynatrace",
+        "::error file=apps/m.yaml,line=8,title=spec.provider.type::provider type \"keptn\" is not supported: Keptn is read from the cluster's Keptn resources, which sluice does not read; sluice queries prometheus, datadog, newrelic, graphite, influxdb, dynatrace, splunk, cloudwatch",
         "::error file=apps/api.yaml,line=13,title=spec.analysis.metrics[0].templateRef::metric template shop/missing not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo",
     ];
     // Run from the repo root, or from elsewhere with an absolute path: the same annotations.

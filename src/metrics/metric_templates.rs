@@ -66,6 +66,11 @@ pub enum Provider {
         secret_ref: Option<String>,
         insecure_skip_verify: bool,
     },
+    /// `POST <stream address>/v2/signalflow/execute` with `X-SF-Token`; no default address.
+    Splunk { address: String, secret_ref: String },
+    /// `GetMetricData` in `region`, signed with the environment's AWS credentials (Flagger
+    /// reads no `secretRef` and no `address` for it).
+    Cloudwatch { region: String },
 }
 
 /// One provider type of Flagger's CRD: the variant sluice parses it into, or why it refuses it.
@@ -83,8 +88,8 @@ const PROVIDER_TYPES: &[(&str, Support)] = &[
     ("graphite", Support::Queryable),
     ("influxdb", Support::Queryable),
     ("dynatrace", Support::Queryable),
-    ("splunk", Support::Refused("Splunk Observability answers SignalFlow programs over a WebSocket stream, which sluice does not speak")),
-    ("cloudwatch", Support::Refused("CloudWatch needs signed requests (AWS SigV4), which sluice does not make")),
+    ("splunk", Support::Queryable),
+    ("cloudwatch", Support::Queryable),
     ("stackdriver", Support::Refused("Stackdriver needs signed requests (Google service-account credentials), which sluice does not make")),
     ("keptn", Support::Refused("Keptn is read from the cluster's Keptn resources, which sluice does not read")),
     ("externalmetrics", Support::Refused("external metrics are read from the cluster's Kubernetes API, which sluice does not read")),
@@ -347,9 +352,14 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         }
         None
     });
+    // Flagger's splunk provider also takes the realm's wss:// stream address.
+    let websocket_ok = kind.as_deref() == Some("splunk");
     let address = provider.get("address").and_then(|n| {
         let text = r.string(n, "spec.provider.address")?;
-        if text.starts_with("http://") || text.starts_with("https://") {
+        if text.starts_with("http://")
+            || text.starts_with("https://")
+            || (websocket_ok && (text.starts_with("ws://") || text.starts_with("wss://")))
+        {
             Some(text)
         } else {
             r.error(
@@ -370,9 +380,9 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         r.required(n, path, "name")
             .and_then(|v| r.string(v, &join(path, "name")))
     });
-    if let Some(n) = provider.get("region") {
-        r.string(n, "spec.provider.region");
-    }
+    let region = provider
+        .get("region")
+        .and_then(|n| r.string(n, "spec.provider.region"));
     let insecure_skip_verify = provider
         .get("insecureSkipVerify")
         .and_then(|n| r.bool(n, "spec.provider.insecureSkipVerify"))
@@ -395,8 +405,18 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
             unused(r, "insecureSkipVerify", "prometheus and graphite");
         }
     }
-    if kind != "prometheus" {
+    if kind != "prometheus" && kind != "cloudwatch" {
         unused(r, "region", "cloudwatch");
+    }
+    if kind == "cloudwatch" {
+        for (key, why) in [
+            ("address", format!("Flagger's cloudwatch provider ignores it and queries the region's endpoint; sluice does too (the environment variable {} replaces it)", crate::metrics::cloudwatch::ENDPOINT_VAR)),
+            ("secretRef", format!("Flagger's cloudwatch provider ignores it and uses the AWS credentials of its environment; sluice reads {} and {} from its environment", crate::metrics::cloudwatch::ACCESS_KEY_VAR, crate::metrics::cloudwatch::SECRET_KEY_VAR)),
+        ] {
+            if let Some(n) = provider.get(key) {
+                r.error(n.line, &join("spec.provider", key), format!("provider type \"cloudwatch\" does not use {key}: {why}"));
+            }
+        }
     }
     let needs_secret = |r: &mut Reader, keys: &str| -> Option<String> {
         if secret_ref.is_none() {
@@ -452,6 +472,33 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
             address: needs_address(r, address)?,
             secret_ref,
             insecure_skip_verify,
+        },
+        "splunk" => {
+            let secret_ref = needs_secret(r, "sf_token_key");
+            let address = needs_address(r, address)?;
+            Provider::Splunk {
+                address,
+                secret_ref: secret_ref?,
+            }
+        }
+        "cloudwatch" => match region {
+            Some(region) if !region.is_empty() => Provider::Cloudwatch { region },
+            _ => {
+                if provider.get("region").is_none() {
+                    r.error(
+                        provider.line,
+                        "spec.provider.region",
+                        "required field is missing: provider type \"cloudwatch\" queries the region it names",
+                    );
+                } else if let Some(n) = provider.get("region") {
+                    r.error(
+                        n.line,
+                        "spec.provider.region",
+                        "expected an AWS region such as us-east-1, found an empty string",
+                    );
+                }
+                return None;
+            }
         },
         other => {
             // PROVIDER_TYPES marks a type queryable only when a variant above reads it.
@@ -597,9 +644,7 @@ spec:
     fn unqueryable_provider_types_are_refused_by_name() {
         for (kind, why) in [
             ("keptn", "Keptn is read from the cluster's Keptn resources"),
-            ("cloudwatch", "signed requests (AWS SigV4)"),
             ("stackdriver", "signed requests"),
-            ("splunk", "SignalFlow programs over a WebSocket"),
             ("externalmetrics", "Kubernetes API"),
         ] {
             assert!(!queryable_provider(kind), "{kind}");
@@ -611,7 +656,7 @@ spec:
                     "t.yaml:7: spec.provider.type: provider type \"{kind}\" is not supported: "
                 )) && errors[0].contains(why)
                     && errors[0].ends_with(
-                        "sluice queries prometheus, datadog, newrelic, graphite, influxdb, dynatrace"
+                        "sluice queries prometheus, datadog, newrelic, graphite, influxdb, dynatrace, splunk, cloudwatch"
                     ),
                 "{}",
                 errors[0]
@@ -634,6 +679,12 @@ spec:
                 "    address: http://graphite:8080\n",
                 "graphite",
             ),
+            (
+                "splunk",
+                "    address: wss://stream.us1.signalfx.com\n    secretRef: {name: sf}\n",
+                "splunk",
+            ),
+            ("cloudwatch", "    region: eu-west-1\n", "cloudwatch"),
         ];
         for (kind, extra, variant) in cases {
             assert!(queryable_provider(kind), "{kind}");
@@ -650,6 +701,8 @@ spec:
                 Provider::Graphite { .. } => "graphite",
                 Provider::Dynatrace { .. } => "dynatrace",
                 Provider::Influxdb { .. } => "influxdb",
+                Provider::Splunk { .. } => "splunk",
+                Provider::Cloudwatch { .. } => "cloudwatch",
             };
             assert_eq!(built, variant);
         }
@@ -743,6 +796,25 @@ spec:
             (
                 "spec:\n  provider:\n    type: prometheus\n  query: \"  \"\n",
                 "t.yaml:8: spec.query: expected a query, found an empty string",
+            ),            (
+                "spec:\n  provider:\n    type: cloudwatch\n  query: \"[]\"\n",
+                "t.yaml:6: spec.provider.region: required field is missing: provider type \"cloudwatch\" queries the region it names",
+            ),
+            (
+                "spec:\n  provider:\n    type: cloudwatch\n    region: us-east-1\n    secretRef: {name: aws}\n  query: \"[]\"\n",
+                "t.yaml:9: spec.provider.secretRef: provider type \"cloudwatch\" does not use secretRef: Flagger's cloudwatch provider ignores it",
+            ),
+            (
+                "spec:\n  provider:\n    type: cloudwatch\n    region: us-east-1\n    address: http://cw\n  query: \"[]\"\n",
+                "t.yaml:9: spec.provider.address: provider type \"cloudwatch\" does not use address",
+            ),
+            (
+                "spec:\n  provider:\n    type: splunk\n    address: https://api.us1.signalfx.com\n  query: x\n",
+                "t.yaml:6: spec.provider.secretRef: required field is missing: provider type \"splunk\" reads sf_token_key from a Secret",
+            ),
+            (
+                "spec:\n  provider:\n    type: datadog\n    secretRef: {name: d}\n    region: us-east-1\n  query: x\n",
+                "t.yaml:9: spec.provider.region: provider type \"datadog\" does not use region",
             ),
         ];
         let mut wrong = Vec::new();

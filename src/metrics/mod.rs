@@ -6,10 +6,11 @@
 //! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
 //! the query text. A template's [`metric_templates::Provider`] picks the client, one module per
 //! vendor, each making the request Flagger's provider makes: `prometheus.rs`, `datadog.rs`,
-//! `newrelic.rs`, `dynatrace.rs`, `influxdb.rs`, `graphite.rs` (the last five share
-//! `vendor_http.rs`). Their credentials are read, when the metric is planned, from the Secret
-//! the template's `secretRef` names, in the template's namespace, through
-//! [`crate::secrets::Secrets`] (never from git).
+//! `newrelic.rs`, `dynatrace.rs`, `influxdb.rs`, `graphite.rs`, `splunk.rs`, `cloudwatch.rs`
+//! (all but Prometheus share `vendor_http.rs`). Their credentials are read, when the metric is
+//! planned, from the Secret the template's `secretRef` names, in the template's namespace,
+//! through [`crate::secrets::Secrets`] (never from git); CloudWatch's, as Flagger's, from the
+//! AWS environment variables sluice started with ([`cloudwatch::CloudwatchEnv`]).
 //!
 //! Queries run concurrently; each endpoint (Prometheus or vendor API) has one pooled client
 //! and at most `concurrency` queries in flight across every canary of the process
@@ -26,6 +27,7 @@
 //! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
 pub mod builtin;
+pub mod cloudwatch;
 pub mod datadog;
 pub mod dynatrace;
 pub mod graphite;
@@ -34,6 +36,7 @@ pub mod metric_templates;
 pub mod newrelic;
 pub mod prometheus;
 pub mod query_render;
+pub mod splunk;
 pub mod vendor_http;
 
 use std::collections::BTreeMap;
@@ -41,6 +44,7 @@ use std::time::Duration;
 
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::metrics::builtin::Observer;
+use crate::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
 use crate::metrics::datadog::Datadog;
 use crate::metrics::dynatrace::Dynatrace;
 use crate::metrics::graphite::Graphite;
@@ -49,6 +53,7 @@ use crate::metrics::metric_templates::{MetricTemplate, Provider, TemplateIndex};
 use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::query_render::{render, QueryModel};
+use crate::metrics::splunk::Splunk;
 use crate::secrets::Secrets;
 use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 
@@ -139,6 +144,8 @@ enum Vendor {
     Dynatrace(Dynatrace),
     Influxdb(Influxdb),
     Graphite(Graphite, bool),
+    Splunk(Splunk),
+    Cloudwatch(Cloudwatch),
 }
 
 impl Vendor {
@@ -149,6 +156,8 @@ impl Vendor {
             Vendor::Dynatrace(d) => d.url(),
             Vendor::Influxdb(i) => i.url(),
             Vendor::Graphite(g, _) => g.url(),
+            Vendor::Splunk(s) => s.url(),
+            Vendor::Cloudwatch(c) => c.url(),
         }
     }
 
@@ -157,7 +166,9 @@ impl Vendor {
             Vendor::Datadog(_)
             | Vendor::NewRelic(_)
             | Vendor::Dynatrace(_)
-            | Vendor::Influxdb(_) => false,
+            | Vendor::Influxdb(_)
+            | Vendor::Splunk(_)
+            | Vendor::Cloudwatch(_) => false,
             Vendor::Graphite(_, insecure) => *insecure,
         }
     }
@@ -172,6 +183,11 @@ impl Vendor {
                 d.query(client, query, ms).await
             }
             Vendor::Graphite(g, _) => g.query(client, query).await,
+            Vendor::Splunk(s) => {
+                let ms = u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX);
+                s.query(client, query, ms).await
+            }
+            Vendor::Cloudwatch(c) => c.query(client, query).await,
         }
     }
 }
@@ -189,6 +205,7 @@ fn vendor(
     t: &MetricTemplate,
     interval: Duration,
     secrets: &Secrets,
+    aws: &CloudwatchEnv,
 ) -> Option<Result<Vendor, String>> {
     let key = |name: &str, key: &str| {
         secrets
@@ -249,6 +266,16 @@ fn vendor(
             };
             Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
         })(),
+        Provider::Splunk {
+            address,
+            secret_ref,
+        } => (|| {
+            let token = key(secret_ref, splunk::TOKEN)?;
+            Splunk::new(address, token, interval).map(Vendor::Splunk)
+        })(),
+        Provider::Cloudwatch { region } => Cloudwatch::new(aws, region, interval)
+            .map(Vendor::Cloudwatch)
+            .map_err(|e| format!("metric template {t} ({}:{}): {e}", t.file, t.line)),
     };
     Some(built)
 }
@@ -335,7 +362,7 @@ fn plan(
                     ))
                 }
             };
-            match vendor(t, interval, access.secrets()) {
+            match vendor(t, interval, access.secrets(), access.cloudwatch()) {
                 Some(Ok(vendor)) => {
                     return Job::Vendor {
                         vendor,

@@ -94,6 +94,8 @@ pub struct PrometheusAccess {
     /// The Secrets the operator mapped in (`Runtime::secrets`), for the credentials a
     /// MetricTemplate's `secretRef` names.
     secrets: Secrets,
+    /// The AWS credentials and endpoint of the environment, for CloudWatch templates.
+    cloudwatch: crate::metrics::cloudwatch::CloudwatchEnv,
 }
 
 impl PrometheusAccess {
@@ -104,6 +106,7 @@ impl PrometheusAccess {
             endpoints: http::Endpoints::new(),
             auth: Err(why),
             secrets: Secrets::from_vars(Default::default()),
+            cloudwatch: Default::default(),
         }
     }
 
@@ -114,6 +117,7 @@ impl PrometheusAccess {
             endpoints: http::Endpoints::new(),
             auth: Ok(auth),
             secrets: Secrets::from_vars(Default::default()),
+            cloudwatch: Default::default(),
         }
     }
 
@@ -122,6 +126,20 @@ impl PrometheusAccess {
     pub fn with_secrets(mut self, secrets: Secrets) -> PrometheusAccess {
         self.secrets = secrets;
         self
+    }
+
+    /// This access querying CloudWatch with `env` (the runtime context's AWS variables).
+    pub fn with_cloudwatch(
+        mut self,
+        env: crate::metrics::cloudwatch::CloudwatchEnv,
+    ) -> PrometheusAccess {
+        self.cloudwatch = env;
+        self
+    }
+
+    /// The AWS credentials and endpoint CloudWatch templates are queried with.
+    pub fn cloudwatch(&self) -> &crate::metrics::cloudwatch::CloudwatchEnv {
+        &self.cloudwatch
     }
 
     /// Where `secretRef` credentials are read.

@@ -7,6 +7,7 @@ mod pooling;
 mod prometheus_canned;
 mod prometheus_e2e;
 mod providers;
+mod providers_signed;
 pub mod support;
 mod vendor_loop;
 mod webhooks;
