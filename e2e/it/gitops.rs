@@ -1499,10 +1499,23 @@ fn commits_made_with_memory_objects_are_stored_as_one_pack_and_push_intact() {
 }
 
 #[test]
-fn past_its_budget_a_tick_stores_what_it_has_and_writes_the_rest_loose() {
+fn past_its_budget_a_tick_stores_what_it_has_as_a_pack_and_starts_a_new_one() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let loose_before = loose_objects(repo.root());
+    let packs = |work: &Path| {
+        std::fs::read_dir(work.join(".git/objects/pack"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "pack")
+            })
+            .count()
+    };
+    let packs_before = packs(repo.root());
     let big = "x".repeat(9 << 20);
     let head = repo
         .with_memory_objects(|repo| {
@@ -1513,9 +1526,9 @@ fn past_its_budget_a_tick_stores_what_it_has_and_writes_the_rest_loose() {
                 None,
             )?;
             assert_eq!(
-                loose_objects(repo.root()),
-                loose_before,
-                "the first commit is in a pack"
+                packs(repo.root()),
+                packs_before + 1,
+                "past the budget, the first commit is stored as a pack at once"
             );
             let second = repo.commit_files(
                 &route_change(2),
@@ -1526,9 +1539,15 @@ fn past_its_budget_a_tick_stores_what_it_has_and_writes_the_rest_loose() {
             Ok::<_, sluice::gitops::Error>(second.expect("a commit"))
         })
         .unwrap();
-    assert!(
-        loose_objects(repo.root()) > loose_before,
-        "the second commit is loose"
+    assert_eq!(
+        loose_objects(repo.root()),
+        loose_before,
+        "the second commit went to memory again, not loose"
+    );
+    assert_eq!(
+        packs(repo.root()),
+        packs_before + 2,
+        "then into a pack of its own"
     );
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(head));
     git(repo.root(), &["fsck", "--strict"]);
@@ -1779,5 +1798,141 @@ fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
         .unwrap()
         .expect("a commit");
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
+    git(&fx.bare(), &["fsck", "--strict"]);
+}
+
+/// Loose object ids of a clone.
+fn loose_object_ids(work: &Path) -> std::collections::BTreeSet<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    for dir in std::fs::read_dir(work.join(".git/objects")).unwrap() {
+        let dir = dir.unwrap();
+        let prefix = dir.file_name().to_string_lossy().to_string();
+        if prefix.len() != 2 {
+            continue;
+        }
+        for file in std::fs::read_dir(dir.path()).unwrap() {
+            ids.insert(format!(
+                "{prefix}{}",
+                file.unwrap().file_name().to_string_lossy()
+            ));
+        }
+    }
+    ids
+}
+
+/// The objects a commit must write when it changes `path`: the commit, the file's blob and
+/// every folder from the root down to the file's.
+fn objects_on_path(work: &Path, commit: &str, path: &str) -> std::collections::BTreeSet<String> {
+    let mut ids = std::collections::BTreeSet::from([
+        git(work, &["rev-parse", commit]),
+        git(work, &["rev-parse", &format!("{commit}^{{tree}}")]),
+        git(work, &["rev-parse", &format!("{commit}:{path}")]),
+    ]);
+    let mut folder = path;
+    while let Some((parent, _)) = folder.rsplit_once('/') {
+        ids.insert(git(work, &["rev-parse", &format!("{commit}:{parent}")]));
+        folder = parent;
+    }
+    ids
+}
+
+/// 1,000 files in one folder, committed in one commit.
+fn big_folder(repo: &mut ConfigRepo) {
+    let files: Vec<FileChange> = (0..1000)
+        .map(|i| {
+            FileChange::write(
+                format!("clusters/ns0/app{i}.yaml"),
+                format!("weight: {i}\n"),
+            )
+        })
+        .collect();
+    repo.commit_files(&files, &step_message(0), &Identity::default(), time(1))
+        .unwrap()
+        .expect("a commit");
+}
+
+#[test]
+fn a_commit_to_one_file_of_a_big_folder_writes_exactly_the_trees_on_its_path() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    big_folder(&mut repo);
+    for i in [500, 0, 999] {
+        let before = loose_object_ids(repo.root());
+        let path = format!("clusters/ns0/app{i}.yaml");
+        let head = repo
+            .commit_files(
+                &[FileChange::write(&path, format!("changed: {i}\n"))],
+                &step_message(i),
+                &Identity::default(),
+                time(i64::from(i) + 10),
+            )
+            .unwrap()
+            .expect("a commit");
+        let new: std::collections::BTreeSet<String> = loose_object_ids(repo.root())
+            .difference(&before)
+            .cloned()
+            .collect();
+        assert_eq!(
+            new,
+            objects_on_path(repo.root(), &head.to_string(), &path),
+            "commit, blob, root, clusters, clusters/ns0: nothing else"
+        );
+    }
+    git(repo.root(), &["fsck", "--strict"]);
+}
+
+#[test]
+fn a_tick_of_commits_in_a_big_folder_packs_exactly_the_objects_they_wrote() {
+    let fx = Fixture::new();
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    big_folder(&mut repo);
+    let packs = |work: &Path| -> std::collections::BTreeSet<PathBuf> {
+        std::fs::read_dir(work.join(".git/objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .collect()
+    };
+    let before = packs(repo.root());
+    let steps = [3, 700, 3, 41, 999, 0, 512, 88, 700, 250];
+    let mut expected = std::collections::BTreeSet::new();
+    let heads = repo
+        .with_memory_objects(|repo| {
+            let mut heads = Vec::new();
+            for (n, i) in steps.iter().enumerate() {
+                let path = format!("clusters/ns0/app{i}.yaml");
+                let head = repo.commit_files(
+                    &[FileChange::write(&path, format!("step: {n}\n"))],
+                    &step_message(*i),
+                    &Identity::default(),
+                    time(100 + n as i64),
+                )?;
+                heads.push((head.expect("a commit").to_string(), path));
+            }
+            Ok::<_, sluice::gitops::Error>(heads)
+        })
+        .unwrap();
+    for (head, path) in &heads {
+        expected.extend(objects_on_path(repo.root(), head, path));
+    }
+    let new: Vec<PathBuf> = packs(repo.root()).difference(&before).cloned().collect();
+    assert_eq!(new.len(), 1, "one pack for the tick");
+    let index = std::fs::File::open(&new[0]).unwrap();
+    let listed = git_cmd(repo.root())
+        .args(["show-index"])
+        .stdin(index)
+        .output()
+        .unwrap();
+    let packed: std::collections::BTreeSet<String> = String::from_utf8(listed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        packed, expected,
+        "each commit's blob and the trees on its path, nothing else"
+    );
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(oid(&heads[9].0)));
+    git(repo.root(), &["fsck", "--strict"]);
     git(&fx.bare(), &["fsck", "--strict"]);
 }

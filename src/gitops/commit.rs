@@ -14,6 +14,7 @@ use git2::{Oid, Repository, Signature};
 use super::change::{validate_path, FileChange};
 use super::error::{Error, Result};
 use super::sign::Signing;
+use super::trees::{Outcome, Trees};
 
 /// What to do when the changes leave the parent's tree as it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub(super) struct Writer<'a> {
     /// The clone, named in errors.
     pub(super) root: &'a Path,
     pub(super) signing: Option<&'a Signing>,
+    /// The folders read and written so far (`trees.rs`).
+    pub(super) trees: &'a mut Trees,
 }
 
 impl Writer<'_> {
@@ -38,7 +41,7 @@ impl Writer<'_> {
     /// the commit and what it wrote; `None` when the tree equals the parent's and `unchanged`
     /// says to skip.
     pub(super) fn commit(
-        &self,
+        &mut self,
         parent: Oid,
         changes: &[FileChange],
         message: &str,
@@ -52,33 +55,50 @@ impl Writer<'_> {
             .repo
             .find_commit(parent)
             .map_err(|e| self.err("read the parent commit", &e))?;
-        let base_tree = parent
-            .tree()
-            .map_err(|e| self.err("read the parent tree", &e))?;
-        // The new tree is built from the parent's tree and the changed paths alone: no index,
-        // no attribute lookups, so a tick of many small commits stays cheap.
-        let mut update = git2::build::TreeUpdateBuilder::new();
+        let base = parent.tree_id();
+        let mut written = Written {
+            objects: Vec::new(),
+            bytes: 0,
+        };
+        let mut edits = Vec::with_capacity(changes.len());
         for change in changes {
-            match &change.content {
+            let blob = match &change.content {
                 Some(content) => {
                     let blob = self
                         .repo
                         .blob(content.as_bytes())
                         .map_err(|e| self.err("write a blob", &e))?;
-                    update.upsert(change.path.as_str(), blob, git2::FileMode::Blob);
+                    written.objects.push(blob);
+                    written.bytes += content.len();
+                    Some(blob)
                 }
-                // Deleting a path the parent does not have is no change.
-                None => {
-                    if base_tree.get_path(Path::new(&change.path)).is_ok() {
-                        update.remove(change.path.as_str());
-                    }
-                }
-            }
+                None => None,
+            };
+            edits.push((change.path.as_str(), blob));
         }
-        let tree_id = update
-            .create_updated(self.repo, &base_tree)
-            .map_err(|e| self.err("write the tree", &e))?;
-        if base_tree.id() == tree_id && unchanged == IfUnchanged::Skip {
+        let odb = self
+            .repo
+            .odb()
+            .map_err(|e| self.err("open the object store", &e))?;
+        let tree_id = match self.trees.update(&odb, base, &edits) {
+            Ok((tree_id, built)) => {
+                written.objects.extend(built.trees);
+                written.bytes += built.bytes;
+                tree_id
+            }
+            Err(Outcome::Git(e)) => return Err(self.err("write the tree", &e)),
+            // libgit2's updater makes the change or reports why it cannot.
+            Err(Outcome::Unusual) => {
+                let tree_id = self.update_with_libgit2(&parent, &edits)?;
+                let tree = self
+                    .repo
+                    .find_tree(tree_id)
+                    .map_err(|e| self.err("read the new tree", &e))?;
+                written = written_trees(self.repo, &tree, changes);
+                tree_id
+            }
+        };
+        if base == tree_id && unchanged == IfUnchanged::Skip {
             return Ok(None);
         }
         let tree = self
@@ -106,10 +126,38 @@ impl Writer<'_> {
                     .map_err(|e| self.err("create the signed commit", &e))?
             }
         };
-        let mut written = written(self.repo, &tree, changes);
         written.objects.push(oid);
         written.bytes += message.len();
         Ok(Some((oid, written)))
+    }
+
+    /// The tree of `parent` with `edits` applied, by libgit2's tree updater: the path for what
+    /// [`Trees::update`] leaves to it.
+    fn update_with_libgit2(
+        &self,
+        parent: &git2::Commit<'_>,
+        edits: &[(&str, Option<Oid>)],
+    ) -> Result<Oid> {
+        let base_tree = parent
+            .tree()
+            .map_err(|e| self.err("read the parent tree", &e))?;
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, blob) in edits {
+            match blob {
+                Some(blob) => {
+                    update.upsert(*path, *blob, git2::FileMode::Blob);
+                }
+                // Deleting a path the parent does not have is no change.
+                None => {
+                    if base_tree.get_path(Path::new(path)).is_ok() {
+                        update.remove(*path);
+                    }
+                }
+            }
+        }
+        update
+            .create_updated(self.repo, &base_tree)
+            .map_err(|e| self.err("write the tree", &e))
     }
 
     fn err(&self, op: &'static str, e: &git2::Error) -> Error {
@@ -123,9 +171,9 @@ pub(super) struct Written {
     pub(super) bytes: usize,
 }
 
-/// What a commit of `changes` with root `tree` wrote: the new files' blobs and every folder on
-/// their paths (each rewritten whole). Each folder is read once, however many files it holds.
-fn written(repo: &Repository, tree: &git2::Tree<'_>, changes: &[FileChange]) -> Written {
+/// The trees (and blobs) a commit of `changes` with root `tree` wrote, read back: every folder
+/// on their paths (each rewritten whole). Each folder is read once, however many files it holds.
+fn written_trees(repo: &Repository, tree: &git2::Tree<'_>, changes: &[FileChange]) -> Written {
     let mut out = Written {
         objects: vec![tree.id()],
         bytes: tree.len() * TREE_ENTRY_BYTES,

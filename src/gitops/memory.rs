@@ -16,9 +16,11 @@ use super::commit::Written;
 use super::error::{Error, Result};
 
 /// Above about this many bytes in memory, the objects so far are stored as a pack and the rest
-/// of the tick writes loose objects. A tick that rewrites big folders many times (one commit
-/// per canary, hundreds of canaries in one namespace) would otherwise hold, then pack and read
-/// back through libgit2's per-pack delta caches, tens of MiB of tree versions.
+/// of the tick starts a new store in memory. A tick that rewrites big folders many times (one
+/// commit per canary, hundreds of canaries in one namespace) writes tens of MiB of tree
+/// versions: held at once they would cost that much memory, and written loose each would be
+/// a compressed file of its own (the largest cost of such a tick). Later commits never read
+/// the stored trees back: the tick's folders stay parsed (`trees.rs`).
 pub(super) const MEMORY_BUDGET: usize = 8 << 20;
 
 /// The state of the memory object store: closed, or open with the clone's own repository put
@@ -58,8 +60,9 @@ impl Memory {
         Ok(())
     }
 
-    /// Records a commit's objects; past the budget, stores them and closes, so the rest of the
-    /// tick writes loose objects. A no-op when closed.
+    /// Records a commit's objects; past the budget, stores them as a pack and starts again
+    /// empty, so memory stays within the budget and nothing is written loose. A no-op when
+    /// closed.
     pub(super) fn account(
         &mut self,
         written: Written,
@@ -73,6 +76,7 @@ impl Memory {
         self.objects.extend(written.objects);
         if self.bytes > self.budget {
             self.close(repo, root)?;
+            self.open(repo, root)?;
         }
         Ok(())
     }

@@ -21,7 +21,8 @@
 //!
 //! - `error`: [`Error`], [`RemoteOp`]. `change`: the inputs of a commit ([`FileChange`],
 //!   [`Identity`], [`CommitMessage`]). `sign`: [`Signing`]. `known_hosts`: [`KnownHosts`],
-//!   the ssh host keys trusted. `credentials` (holds the known hosts).
+//!   the ssh host keys trusted. `credentials` (holds the known hosts). `trees`: the trees of
+//!   a commit, with the folders already read kept parsed.
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
@@ -45,6 +46,7 @@ mod remote;
 mod repo;
 mod sign;
 mod timeouts;
+mod trees;
 mod worktree;
 
 pub use branch::APPROVAL_PREFIX;

@@ -25,6 +25,7 @@ use super::memory::Memory;
 use super::remote::{Remote, ORIGIN};
 use super::sign::Signing;
 use super::timeouts;
+use super::trees::Trees;
 use super::worktree;
 
 /// A local clone of one branch of the config repo, kept in a work dir across runs.
@@ -46,8 +47,10 @@ pub struct ConfigRepo {
     pub(super) written: Vec<String>,
     /// Open inside `with_memory_objects`: `repo` then writes objects to memory.
     memory: Memory,
-    /// The clone may hold loose objects: commits written while the memory store was closed
-    /// (past its budget), or a clone found on disk. The next fetch packs them (`maintenance`).
+    /// The folders commits read and wrote, parsed (`trees.rs`).
+    trees: Trees,
+    /// The clone may hold loose objects: commits written outside `with_memory_objects` (or
+    /// after its store failed), or a clone found on disk. The next fetch packs them (`maintenance`).
     loose: bool,
     signing: Option<Signing>,
     /// See [`ConfigRepo::before_push_update`].
@@ -185,6 +188,7 @@ impl ConfigRepo {
             unsynced: false,
             written: Vec::new(),
             memory: Memory::default(),
+            trees: Trees::default(),
             loose: true,
             signing: None,
             push_hook: None,
@@ -457,10 +461,11 @@ impl ConfigRepo {
         signature: &Signature<'_>,
         unchanged: IfUnchanged,
     ) -> Result<Option<Oid>> {
-        let writer = Writer {
+        let mut writer = Writer {
             repo: &self.repo,
             root: &self.root,
             signing: self.signing.as_ref(),
+            trees: &mut self.trees,
         };
         let Some((oid, written)) = writer.commit(parent, changes, message, signature, unchanged)?
         else {
@@ -494,15 +499,16 @@ impl ConfigRepo {
         Ok(())
     }
 
-    /// Sets how many bytes of a tick's new objects are kept in memory before the rest of the
-    /// tick writes loose objects (8 MiB by default). Tests lower it to reach, with a hundred
-    /// canaries, the loose-object path a thousand canaries in one namespace take.
+    /// Sets how many bytes of a tick's new objects are kept in memory before they are stored
+    /// as a pack and the rest of the tick starts a new one (8 MiB by default). Tests lower it
+    /// to reach, with a hundred canaries, the several packs a thousand canaries in one
+    /// namespace write.
     pub fn set_memory_budget(&mut self, bytes: usize) {
         self.memory.budget = bytes;
     }
 
-    /// Runs `work` with the objects commits write kept in memory (up to 8 MiB), then stores
-    /// the objects the new commits need in the clone as one pack (`memory.rs`).
+    /// Runs `work` with the objects commits write kept in memory, then stores the objects the
+    /// new commits need in the clone as a pack, one per 8 MiB of objects (`memory.rs`).
     /// Inside `work` only object operations are available (commit, history, reading files at
     /// the head); refs, index and push wait until it returns. The pack is written even when
     /// `work` fails, so the head never names a missing object.
@@ -518,7 +524,7 @@ impl ConfigRepo {
         }
         self.memory.open(&mut self.repo, &self.root)?;
         let result = work(self);
-        // Past the budget the store already closed; closing again is then a no-op.
+        // Past the budget the store packed what it had and started again.
         let closed = self.memory.close(&mut self.repo, &self.root);
         if closed.is_err() {
             // The head may name objects that were only in memory: the next fetch resets.
