@@ -120,21 +120,39 @@ impl Server {
 
     /// A server whose `i`-th answer (0-based) is `respond(i)`.
     pub async fn start_with(respond: impl Fn(usize) -> Canned + Send + Sync + 'static) -> Server {
+        Server::start_answering(move |i, _| respond(i)).await
+    }
+
+    /// A server that answers each request with `respond(request)`, as one endpoint serving
+    /// several callers tells them apart by what they send.
+    pub async fn start_routed(
+        respond: impl Fn(&Recorded) -> Canned + Send + Sync + 'static,
+    ) -> Server {
+        Server::start_answering(move |_, r| respond(r)).await
+    }
+
+    /// A server whose answer to its `i`-th connection (0-based, in accept order), which sent
+    /// `request`, is `respond(i, request)`.
+    async fn start_answering(
+        respond: impl Fn(usize, &Recorded) -> Canned + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&requests);
+        let respond = Arc::new(respond);
         let task = tokio::spawn(async move {
             let mut count = 0usize;
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let canned = respond(count);
+                let i = count;
                 count += 1;
                 let recorded = Arc::clone(&recorded);
+                let respond = Arc::clone(&respond);
                 tokio::spawn(async move {
-                    let _ = serve(stream, canned, recorded).await;
+                    let _ = serve(stream, |r| respond(i, r), recorded).await;
                 });
             }
         });
@@ -162,7 +180,7 @@ impl Drop for Server {
 
 async fn serve(
     mut stream: TcpStream,
-    canned: Canned,
+    respond: impl Fn(&Recorded) -> Canned,
     recorded: Arc<Mutex<Vec<Recorded>>>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
@@ -200,12 +218,14 @@ async fn serve(
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    recorded.lock().expect("lock").push(Recorded {
+    let request = Recorded {
         method,
         target,
         headers,
         body,
-    });
+    };
+    let canned = respond(&request);
+    recorded.lock().expect("lock").push(request);
     tokio::time::sleep(canned.delay).await;
     let mut response = format!(
         "HTTP/1.1 {} Canned\r\nContent-Length: {}\r\nConnection: close\r\n",

@@ -1,17 +1,23 @@
 //! The whole loop with the real binary and each vendor metric provider (datadog, newrelic,
-//! graphite, influxdb, dynatrace): a table of [`Vendor`]s, one shared harness ([`run_loop`]).
-//! For each vendor three canaries share one repo: one whose local fake of the vendor's API
-//! answers within the threshold is promoted; one whose fake answers above it rolls back, its
-//! value in the commit; and one whose Secret is not mapped never promotes and sends nothing.
-//! The credentials come from the operator's mapped Secrets (environment variables for some
-//! vendors, files under `SLUICE_SECRETS_DIR` for others), and every request each fake received
-//! carries them and the query rendered for that canary, as the vendor documents it.
+//! graphite, influxdb, dynatrace, splunk, cloudwatch): a table of [`Vendor`]s, one shared
+//! harness ([`run_loop`]). For each vendor the canaries share one repo: one whose local fake of
+//! the vendor's API answers within the threshold is promoted; one whose fake answers above it
+//! rolls back, its value in the commit; and, for vendors that read a Secret, one whose Secret
+//! is not mapped never promotes and sends nothing. The credentials come from the operator's
+//! mapped Secrets (environment variables for some vendors, files under `SLUICE_SECRETS_DIR` for
+//! others) or, for CloudWatch, from the AWS variables of sluice's own environment; every
+//! request each fake received carries them (CloudWatch's a SigV4 signature the test
+//! recomputes) and the query rendered for that canary, as the vendor documents it.
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::Value as Json;
+
 use super::providers::{datadog_answer, influx_answer};
+use super::providers_signed::{expected_authorization, signalflow_stream, AWS_ENV, CW_QUERY};
 use super::support::{Canned, Recorded, Server};
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
@@ -22,17 +28,28 @@ enum Mapped {
     Env,
     /// One file per key at `$SLUICE_SECRETS_DIR/test/<name>/<key>`, as a Secret volume is.
     Files,
+    /// No Secret, as Flagger's CloudWatch provider: the keys are variables of sluice's own
+    /// environment, the template names only `region`, and every template of the vendor is sent
+    /// to the one endpoint the variable `endpoint_var` sets. That one fake tells the canaries
+    /// apart by the query each request `carries`. There is no Secret to leave unmapped.
+    Environment {
+        region: &'static str,
+        endpoint_var: &'static str,
+        carries: fn(&Recorded, rendered: &str) -> bool,
+    },
 }
 
 /// One vendor provider as the loop sees it.
 struct Vendor {
     /// `spec.provider.type`; also the mapped Secret's name and the canaries' name prefix.
     kind: &'static str,
-    /// Appended to the fake's URL in `spec.provider.address` (a path prefix some vendors use).
+    /// Appended to the fake's URL in `spec.provider.address` (a path prefix some vendors use);
+    /// unused with [`Mapped::Environment`].
     address_path: &'static str,
     /// The MetricTemplate's query, as an operator writes it for this vendor.
     query: &'static str,
-    /// The Secret's keys (Flagger's names) and values, in the order the provider reads them.
+    /// The Secret's keys (Flagger's names) and values, in the order the provider reads them;
+    /// with [`Mapped::Environment`], the environment variables and their values.
     keys: &'static [(&'static str, &'static str)],
     mapped: Mapped,
     /// The vendor's documented answer whose metric value is the argument.
@@ -185,6 +202,97 @@ const DYNATRACE: Vendor = Vendor {
     },
 };
 
+const SPLUNK: Vendor = Vendor {
+    kind: "splunk",
+    address_path: "",
+    query: "data('spans.count', filter=filter('sf_environment', '{{ namespace }}') and filter('sf_service', '{{ target }}') and filter('sf_error', 'true'), rollup='rate').sum().publish('errors')\n",
+    keys: &[("sf_token_key", "sf-token-0123")],
+    mapped: Mapped::Env,
+    answer: |v| {
+        signalflow_stream(&[
+            r#"{"tsId":"AAAAAKf7cZo","value":0.25}"#,
+            &format!(r#"{{"tsId":"AAAAAKf7cZo","value":{v}}}"#),
+            r#"{"tsId":"AAAAAKf7cZo","value":null}"#,
+        ])
+    },
+    check: |r, rendered| {
+        assert_eq!(
+            (r.method.as_str(), r.path()),
+            ("POST", "/v2/signalflow/execute")
+        );
+        assert_eq!(r.header("X-SF-Token"), Some("sf-token-0123"));
+        assert_eq!(r.header("Content-Type"), Some("text/plain"));
+        assert_eq!(
+            String::from_utf8_lossy(&r.body).trim_end(),
+            rendered.trim_end()
+        );
+        assert_eq!(r.query_param("immediate").as_deref(), Some("true"));
+        let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix ms") };
+        // Flagger: start = now - 10 × the metric interval (1m), in milliseconds.
+        assert_eq!(at("stop") - at("start"), 600_000);
+    },
+};
+
+const CLOUDWATCH_REGION: &str = "eu-west-1";
+
+/// The `MetricDataQueries` a `GetMetricData` request carries, as JSON.
+fn metric_data_queries(r: &Recorded) -> Option<Json> {
+    let body: Json = serde_json::from_slice(&r.body).ok()?;
+    body.get("MetricDataQueries").cloned()
+}
+
+const CLOUDWATCH: Vendor = Vendor {
+    kind: "cloudwatch",
+    address_path: "",
+    query: CW_QUERY,
+    keys: &AWS_ENV,
+    mapped: Mapped::Environment {
+        region: CLOUDWATCH_REGION,
+        endpoint_var: "SLUICE_CLOUDWATCH_ENDPOINT",
+        carries: |r, rendered| {
+            let rendered: Json = serde_json::from_str(rendered).expect("the query is JSON");
+            metric_data_queries(r) == Some(rendered)
+        },
+    },
+    answer: |v| {
+        Canned::new(
+            200,
+            format!(
+                r#"{{"MetricDataResults":[{{"Id":"e1","Label":"err","Timestamps":[1700000600,1700000540],"Values":[{v},0.25],"StatusCode":"Complete"}}],"Messages":[]}}"#
+            ),
+        )
+        .header("Content-Type", "application/x-amz-json-1.0")
+    },
+    check: |r, rendered| {
+        assert_eq!((r.method.as_str(), r.target.as_str()), ("POST", "/"));
+        assert_eq!(r.header("Content-Type"), Some("application/x-amz-json-1.0"));
+        assert_eq!(
+            r.header("X-Amz-Target"),
+            Some("GraniteServiceVersion20100801.GetMetricData")
+        );
+        assert_eq!(r.header("X-Amz-Security-Token"), Some(AWS_ENV[2].1));
+        let date = r.header("X-Amz-Date").expect("X-Amz-Date");
+        let auth = r.header("Authorization").expect("Authorization");
+        assert!(
+            auth.starts_with(&format!(
+                "AWS4-HMAC-SHA256 Credential={}/{}/{CLOUDWATCH_REGION}/monitoring/aws4_request, ",
+                AWS_ENV[0].1,
+                &date[..8]
+            )),
+            "{auth}"
+        );
+        // The signature, recomputed from what the fake received with the environment's keys.
+        assert_eq!(auth, expected_authorization(r, CLOUDWATCH_REGION));
+        let body = r.json();
+        let rendered: Json = serde_json::from_str(rendered).expect("the query is JSON");
+        assert_eq!(body["MetricDataQueries"], rendered);
+        assert_eq!(body["MaxDatapoints"], 20);
+        let secs = |k: &str| body[k].as_u64().expect(k);
+        // Flagger: StartTime = now - 10 × the metric interval (1m).
+        assert_eq!(secs("EndTime") - secs("StartTime"), 600);
+    },
+};
+
 /// A value each healthy fake answers: within `thresholdRange: {max: 1}`.
 const WITHIN: f64 = 0.5;
 /// A value each faulty fake answers: above the threshold.
@@ -222,6 +330,13 @@ spec:
 
 fn template(name: &str, vendor: &Vendor, address: &str, secret: &str) -> String {
     let query: String = vendor.query.lines().map(|l| format!("    {l}\n")).collect();
+    let provider = match vendor.mapped {
+        Mapped::Env | Mapped::Files => format!(
+            "    address: {address}{path}\n    secretRef: {{name: {secret}}}\n",
+            path = vendor.address_path
+        ),
+        Mapped::Environment { region, .. } => format!("    region: {region}\n"),
+    };
     format!(
         "apiVersion: flagger.app/v1beta1
 kind: MetricTemplate
@@ -229,12 +344,9 @@ metadata: {{name: {name}-errors, namespace: test}}
 spec:
   provider:
     type: {kind}
-    address: {address}{path}
-    secretRef: {{name: {secret}}}
-  query: |
+{provider}  query: |
 {query}",
         kind = vendor.kind,
-        path = vendor.address_path,
     )
 }
 
@@ -288,38 +400,78 @@ fn finished(p: &str) -> bool {
     p.starts_with("Succeeded") || p.starts_with("Failed")
 }
 
-/// One vendor's three canaries and their fakes.
-struct Cases<'v> {
-    vendor: &'v Vendor,
-    /// `(canary name, fake, the Secret its template names)`: within, above, unmapped.
-    canaries: [(String, Server, &'static str); 3],
+/// One canary of a vendor: its name, the fake its template reaches and the Secret it names.
+struct Case {
+    app: String,
+    fake: Arc<Server>,
+    secret: &'static str,
 }
 
-/// Runs `vendors` through the loop in one repo (three canaries each, see the module docs) until
-/// every canary has finished, then checks phases, commits and every request each fake received.
+/// One vendor's canaries and their fakes.
+struct Cases<'v> {
+    vendor: &'v Vendor,
+    within: Case,
+    above: Case,
+    /// None for [`Mapped::Environment`], which reads no Secret.
+    unmapped: Option<Case>,
+}
+
+impl Cases<'_> {
+    fn all(&self) -> impl Iterator<Item = &Case> {
+        [&self.within, &self.above]
+            .into_iter()
+            .chain(&self.unmapped)
+    }
+}
+
+/// Runs `vendors` through the loop in one repo (see the module docs) until every canary has
+/// finished, then checks phases, commits and every request each fake received.
 async fn run_loop(vendors: &[&Vendor]) {
     let mut cases = Vec::new();
     for &vendor in vendors {
         let k = vendor.kind;
+        let answer = vendor.answer;
+        let (within, above) = (k.to_string(), format!("{k}-faulty"));
+        let (within_fake, above_fake, unmapped) = match vendor.mapped {
+            Mapped::Environment { carries, .. } => {
+                let (ok, bad) = (render(vendor.query, &within), render(vendor.query, &above));
+                let fake = Arc::new(
+                    Server::start_routed(move |r| {
+                        if carries(r, &ok) {
+                            answer(WITHIN)
+                        } else if carries(r, &bad) {
+                            answer(ABOVE)
+                        } else {
+                            Canned::new(400, "no canary sends this query")
+                        }
+                    })
+                    .await,
+                );
+                (Arc::clone(&fake), fake, None)
+            }
+            Mapped::Env | Mapped::Files => (
+                Arc::new(Server::start(vec![answer(WITHIN)]).await),
+                Arc::new(Server::start(vec![answer(ABOVE)]).await),
+                Some(Case {
+                    app: format!("{k}-unmapped"),
+                    fake: Arc::new(Server::start(vec![answer(WITHIN)]).await),
+                    secret: "not-mapped",
+                }),
+            ),
+        };
         cases.push(Cases {
             vendor,
-            canaries: [
-                (
-                    k.to_string(),
-                    Server::start(vec![(vendor.answer)(WITHIN)]).await,
-                    k,
-                ),
-                (
-                    format!("{k}-faulty"),
-                    Server::start(vec![(vendor.answer)(ABOVE)]).await,
-                    k,
-                ),
-                (
-                    format!("{k}-unmapped"),
-                    Server::start(vec![(vendor.answer)(WITHIN)]).await,
-                    "not-mapped",
-                ),
-            ],
+            within: Case {
+                app: within,
+                fake: within_fake,
+                secret: k,
+            },
+            above: Case {
+                app: above,
+                fake: above_fake,
+                secret: k,
+            },
+            unmapped,
         });
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -328,7 +480,8 @@ async fn run_loop(vendors: &[&Vendor]) {
         "SLUICE_SECRETS_DIR".to_string(),
         secrets_dir.display().to_string(),
     )];
-    for vendor in vendors {
+    for case in &cases {
+        let vendor = case.vendor;
         for (key, value) in vendor.keys {
             match vendor.mapped {
                 Mapped::Env => env.push((env_var(vendor.kind, key), value.to_string())),
@@ -338,12 +491,16 @@ async fn run_loop(vendors: &[&Vendor]) {
                     // As `kubectl create secret` from a file written with `echo`.
                     std::fs::write(dir.join(key), format!("{value}\n")).unwrap();
                 }
+                Mapped::Environment { .. } => env.push((key.to_string(), value.to_string())),
             }
+        }
+        if let Mapped::Environment { endpoint_var, .. } = vendor.mapped {
+            env.push((endpoint_var.to_string(), case.within.fake.url()));
         }
     }
     let mut files: Vec<(String, String)> = Vec::new();
     for case in &cases {
-        for (app, server, secret) in &case.canaries {
+        for Case { app, fake, secret } in case.all() {
             files.push((
                 format!("apps/{app}/deployment.yaml"),
                 deployment(app, &format!("{app}:1")),
@@ -351,13 +508,13 @@ async fn run_loop(vendors: &[&Vendor]) {
             files.push((format!("apps/{app}/canary.yaml"), canary(app)));
             files.push((
                 format!("apps/{app}/metrics.yaml"),
-                template(app, case.vendor, &server.url(), secret),
+                template(app, case.vendor, &fake.url(), secret),
             ));
         }
     }
     let apps: Vec<&str> = cases
         .iter()
-        .flat_map(|c| c.canaries.iter().map(|(app, _, _)| app.as_str()))
+        .flat_map(|c| c.all().map(|c| c.app.as_str()))
         .collect();
     let seed: Vec<(&str, &str)> = files
         .iter()
@@ -387,7 +544,7 @@ async fn run_loop(vendors: &[&Vendor]) {
     });
     let log = git(&bare, &["log", "--format=%s%n%b", "main"]);
     for case in &cases {
-        let [(ok, healthy, _), (bad, faulty, _), (unmapped, silent, _)] = &case.canaries;
+        let (ok, bad) = (&case.within.app, &case.above.app);
         let vendor = case.vendor;
         let k = vendor.kind;
         assert_eq!(
@@ -400,36 +557,52 @@ async fn run_loop(vendors: &[&Vendor]) {
             "Failed:0",
             "{k}: above the threshold: rolled back"
         );
-        assert_eq!(
-            phase(&bare, unmapped),
-            "Failed:0",
-            "{k}: no credentials: never promoted"
-        );
         let rollback = log
             .lines()
             .find(|l| l.starts_with(&format!("{bad}: roll back")))
             .unwrap_or_else(|| panic!("{k}: a rollback commit:\n{log}"));
         assert!(rollback.contains("error-rate 7.5 > 1"), "{k}: {rollback}");
-        let first_key = env_var("not-mapped", vendor.keys[0].0);
-        assert!(
-            log.contains(&first_key),
-            "{k}: the unmapped canary's failure says what to set ({first_key}):\n{log}"
-        );
         for (_, value) in vendor.keys {
             assert!(!log.contains(value), "{k}: a Secret value in git:\n{log}");
         }
-        assert!(
-            silent.requests().is_empty(),
-            "{k}: nothing is sent without credentials"
-        );
-        // Every query the fakes received carried the mapped keys and that canary's query.
-        for (server, app) in [(healthy, ok), (faulty, bad)] {
-            let requests = server.requests();
-            assert!(!requests.is_empty(), "{app}");
+        if let Some(unmapped) = &case.unmapped {
+            assert_eq!(
+                phase(&bare, &unmapped.app),
+                "Failed:0",
+                "{k}: no credentials: never promoted"
+            );
+            let first_key = env_var(unmapped.secret, vendor.keys[0].0);
+            assert!(
+                log.contains(&first_key),
+                "{k}: the unmapped canary's failure says what to set ({first_key}):\n{log}"
+            );
+            assert!(
+                unmapped.fake.requests().is_empty(),
+                "{k}: nothing is sent without credentials"
+            );
+        }
+        // Every query the fakes received carried the credentials and that canary's query. A
+        // fake the canaries share is asked only their queries.
+        let mut carried = 0;
+        for Case { app, fake, .. } in [&case.within, &case.above] {
             let rendered = render(vendor.query, app);
+            let requests: Vec<Recorded> = match vendor.mapped {
+                Mapped::Environment { carries, .. } => fake
+                    .requests()
+                    .into_iter()
+                    .filter(|r| carries(r, &rendered))
+                    .collect(),
+                Mapped::Env | Mapped::Files => fake.requests(),
+            };
+            assert!(!requests.is_empty(), "{app}");
+            carried += requests.len();
             for r in &requests {
                 (vendor.check)(r, &rendered);
             }
+        }
+        if let Mapped::Environment { .. } = vendor.mapped {
+            let all = case.within.fake.requests();
+            assert_eq!(carried, all.len(), "{k}: a query no canary sends: {all:?}");
         }
     }
 }
@@ -443,4 +616,9 @@ async fn datadog_canaries_promote_within_the_threshold_and_roll_back_above_it() 
 async fn newrelic_graphite_influxdb_and_dynatrace_canaries_promote_within_the_threshold_and_roll_back_above_it(
 ) {
     run_loop(&[&NEWRELIC, &GRAPHITE, &INFLUXDB, &DYNATRACE]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn splunk_and_cloudwatch_canaries_promote_within_the_threshold_and_roll_back_above_it() {
+    run_loop(&[&SPLUNK, &CLOUDWATCH]).await;
 }
