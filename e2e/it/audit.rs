@@ -16,7 +16,7 @@ use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
 
 /// The real binary; returns (exit code, stdout, stderr).
 fn sluice(args: &[&str]) -> (i32, String, String) {
@@ -532,31 +532,6 @@ fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trail
     );
 }
 
-/// Merges an approval branch into main the way `how` says, as a human on a forge would.
-fn merge(human: &Path, branch: &str, how: &str) {
-    git(human, &["pull", "-q", "origin", "main"]);
-    git(human, &["fetch", "-q", "origin", branch]);
-    match how {
-        "merge" => git(
-            human,
-            &[
-                "merge",
-                "-q",
-                "--no-ff",
-                "-m",
-                "Merge approval",
-                "FETCH_HEAD",
-            ],
-        ),
-        "squash" => {
-            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
-            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
-        }
-        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
-    };
-    git(human, &["push", "-q", "origin", "HEAD:main"]);
-}
-
 #[test]
 fn audit_replays_approval_branches_merged_every_way() {
     for how in ["merge", "squash", "cherry-pick"] {
@@ -578,7 +553,7 @@ fn audit_replays_approval_branches_merged_every_way() {
             .lines()
             .next()
             .unwrap_or_else(|| panic!("no approval branch: {branches}"));
-        merge(&w.human, branch, how);
+        merge_approval(&w.human, branch, how);
         w.ticks(8);
         assert_eq!(w.phase(), "Succeeded", "{how}");
         clean(&w.bare);

@@ -158,6 +158,32 @@ pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// Merges approval branch `branch` into main in the human clone `human` and pushes, the way
+/// `how` says a human on a forge would: `merge` (a merge commit), `squash`, or else a cherry-pick.
+pub fn merge_approval(human: &Path, branch: &str, how: &str) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    git(human, &["fetch", "-q", "origin", branch]);
+    match how {
+        "merge" => git(
+            human,
+            &[
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                "Merge approval",
+                "FETCH_HEAD",
+            ],
+        ),
+        "squash" => {
+            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
+            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
+        }
+        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
+    };
+    git(human, &["push", "-q", "origin", "HEAD:main"]);
+}
+
 /// Writes a file in a human clone, commits and pushes (pull --rebase on rejection).
 pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
     let path = clone.join(file);
