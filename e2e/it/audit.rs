@@ -16,7 +16,9 @@ use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
-use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
+use crate::support::{
+    git, human_clone, human_commit, merge_approval, route_only_web, seeded_remote,
+};
 
 /// The real binary; returns (exit code, stdout, stderr).
 fn sluice(args: &[&str]) -> (i32, String, String) {
@@ -400,23 +402,6 @@ fn audit_replays_blue_green_and_a_b_and_reports_a_rewritten_trailer() {
 const FILE: &str = "apps/web/canary.yaml";
 const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
 
-fn web(revision: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 2
-    steps: {steps}
-"
-    )
-}
-
 /// A local remote, a sluice clone on a simulated clock and a human's clone.
 struct Local {
     tmp: tempfile::TempDir,
@@ -486,9 +471,9 @@ impl Local {
 #[test]
 fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trailers() {
     let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
-    let mut w = Local::new(&[(FILE, &web("v1", steps))]);
+    let mut w = Local::new(&[(FILE, &route_only_web("v1", steps))]);
     w.ticks(1);
-    w.human_writes(FILE, &web("v2", steps), "web: v2");
+    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
     w.ticks(4);
     assert_eq!(w.phase(), "WaitingApproval");
     w.op("pause", "looking at dashboards");
@@ -536,9 +521,9 @@ fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trail
 fn audit_replays_approval_branches_merged_every_way() {
     for how in ["merge", "squash", "cherry-pick"] {
         let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
-        let mut w = Local::new(&[(FILE, &web("v1", steps))]);
+        let mut w = Local::new(&[(FILE, &route_only_web("v1", steps))]);
         w.ticks(1);
-        w.human_writes(FILE, &web("v2", steps), "web: v2");
+        w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
         w.ticks(4);
         assert_eq!(w.phase(), "WaitingApproval", "{how}");
         let branches = git(
@@ -565,7 +550,7 @@ fn audit_replays_per_tick_commits_and_reports_one_canary_s_edited_trailer() {
     let config = "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perTick\n";
     let steps = "[{weight: 30}, {weight: 60}]";
     let canary = |name: &str, rev: &str| {
-        web(rev, steps)
+        route_only_web(rev, steps)
             .replace("name: web", &format!("name: {name}"))
             .replace("web-", &format!("{name}-"))
     };
@@ -618,7 +603,7 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
             ".sluice/allowed_signers",
             &format!("sluice@localhost {public}"),
         ),
-        (FILE, &web("v1", steps)),
+        (FILE, &route_only_web("v1", steps)),
     ]);
     // Sluice signs its commits with the key.
     let url = w.bare.display().to_string();

@@ -158,6 +158,25 @@ pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// A route-only Canary `web` in `shop` (blue/green Services, an SMI TrafficSplit) at
+/// `revision`, walking `steps` (a YAML list of Sluice steps), one-second interval, threshold 2.
+pub fn route_only_web(revision: &str, steps: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: web, namespace: shop}}
+spec:
+  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  analysis:
+    interval: 1s
+    threshold: 2
+    steps: {steps}
+"
+    )
+}
+
 /// Merges approval branch `branch` into main in the human clone `human` and pushes, the way
 /// `how` says a human on a forge would: `merge` (a merge commit), `squash`, or else a cherry-pick.
 pub fn merge_approval(human: &Path, branch: &str, how: &str) {
