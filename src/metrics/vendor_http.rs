@@ -3,7 +3,7 @@
 //! without credentials, one GET or POST with Flagger's 5 s timeout whose every failure is a
 //! message, the head of reading a JSON answer, and the vendor's name and address in front of
 //! every error. Each provider keeps its request and how its answer reduces to one value. It
-//! judges nothing and reads no secrets.
+//! judges nothing and reads no secrets. `prometheus.rs` sends its query through [`get`] too.
 
 use std::time::Duration;
 
