@@ -17,26 +17,13 @@ use sluice::tick::{tick, Context};
 
 use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
 use crate::support::{
-    git, human_clone, human_commit, merge_approval, route_only_web, seeded_remote,
+    git, human_clone, human_commit, merge_approval, route_only_web, run_sluice, seeded_remote,
 };
-
-/// The real binary; returns (exit code, stdout, stderr).
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("SLUICE_LOG", "error")
-        .output()
-        .expect("sluice runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// `sluice audit --dir <repo> -o json`: (exit code, report).
 fn audit(repo: &Path) -> (i32, Json) {
-    let (code, out, err) = sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
+    let (code, out, err) =
+        run_sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
     let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     (code, report)
 }
@@ -314,7 +301,7 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
     assert_eq!(report["findings"][0]["file"], ROUTE_FILE, "{report:#}");
     // The other outputs say the same, and the same history always gives the same verdict.
     let dir = copy.display().to_string();
-    let (code, github, _) = sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
+    let (code, github, _) = run_sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
     assert_eq!(code, 1);
     assert!(
         github.starts_with(&format!(
@@ -323,15 +310,15 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
         )),
         "{github}"
     );
-    let (code, table, _) = sluice(&["audit", "--dir", &dir]);
+    let (code, table, _) = run_sluice(&["audit", "--dir", &dir]);
     assert_eq!(code, 1);
     assert!(
         table.contains("COMMIT") && table.contains(&edited[..12]),
         "{table}"
     );
-    assert_eq!(sluice(&["audit", "--dir", &dir]).1, table);
+    assert_eq!(run_sluice(&["audit", "--dir", &dir]).1, table);
     // Another canary's audit finds nothing here.
-    let (code, other, _) = sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
+    let (code, other, _) = run_sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
     assert_eq!(code, 0, "{other}");
     // A human commit on top that edits the weights: not sluice's, and it changes its file.
     w.human_writes(ROUTE_FILE, &edited_route, "more traffic to the canary");
@@ -449,7 +436,7 @@ impl Local {
     }
 
     fn op(&self, verb: &str, reason: &str) {
-        let (code, out, err) = sluice(&[
+        let (code, out, err) = run_sluice(&[
             verb,
             "shop/web",
             "--dir",
@@ -607,7 +594,7 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
     ]);
     // Sluice signs its commits with the key.
     let url = w.bare.display().to_string();
-    let (code, out, err) = sluice(&[
+    let (code, out, err) = run_sluice(&[
         "reconcile",
         "--repo",
         &url,

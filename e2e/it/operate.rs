@@ -12,26 +12,15 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::support::{git, git_ok, human_clone, human_commit, route_only_web, seeded_remote};
+use crate::support::{
+    git, git_ok, human_clone, human_commit, route_only_web, run_sluice, seeded_remote,
+};
 
 const FILE: &str = "apps/web/canary.yaml";
 const STATUS: &str = ".sluice/status/shop/web.yaml";
 
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("SLUICE_LOG", "error")
-        .output()
-        .expect("sluice runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn op(bare: &Path, verb: &str, reason: &str) -> (i32, String, String) {
-    sluice(&[
+    run_sluice(&[
         verb,
         "shop/web",
         "--dir",
@@ -123,7 +112,7 @@ fn approve_continues_a_step_waiting_for_approval_and_records_the_operator() {
     w.now = Timestamp::now();
     w.ticks(6);
     assert_eq!(status(&w.bare)["phase"], "Succeeded");
-    let (code, out, _) = sluice(&[
+    let (code, out, _) = run_sluice(&[
         "history",
         "shop/web",
         "--dir",

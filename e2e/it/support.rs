@@ -158,6 +158,20 @@ pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// Runs the real binary with `args` (logging errors only); returns (exit code, stdout, stderr).
+pub fn run_sluice(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_LOG", "error")
+        .output()
+        .expect("sluice runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A route-only Canary `web` in `shop` (blue/green Services, an SMI TrafficSplit) at
 /// `revision`, walking `steps` (a YAML list of Sluice steps), one-second interval, threshold 2.
 pub fn route_only_web(revision: &str, steps: &str) -> String {
