@@ -18,7 +18,7 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
 
 /// One pull/merge request, whatever the forge.
 #[derive(Clone, Debug)]
@@ -388,30 +388,6 @@ impl World {
     }
 }
 
-fn merge(human: &Path, branch: &str, how: &str) {
-    git(human, &["pull", "-q", "origin", "main"]);
-    git(human, &["fetch", "-q", "origin", branch]);
-    match how {
-        "merge" => git(
-            human,
-            &[
-                "merge",
-                "-q",
-                "--no-ff",
-                "-m",
-                "Merge approval",
-                "FETCH_HEAD",
-            ],
-        ),
-        "squash" => {
-            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
-            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
-        }
-        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
-    };
-    git(human, &["push", "-q", "origin", "HEAD:main"]);
-}
-
 const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
 
 #[test]
@@ -454,7 +430,7 @@ fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_app
                 "a restart does not open a second PR ({kind:?} {how})"
             );
 
-            merge(&w.human, &branch, how);
+            merge_approval(&w.human, &branch, how);
             w.fake.set(1, false, true);
             assert_eq!(
                 w.status()["phase"],
@@ -636,7 +612,7 @@ fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
         let mut w = World::new(kind);
         w.tick();
         let branch = w.branch();
-        merge(&w.human, &branch, "squash");
+        merge_approval(&w.human, &branch, "squash");
         w.fake.merged_by(1, "carol");
         w.now = Timestamp::now();
         w.tick();
@@ -688,7 +664,7 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
         let mut w = World::with_forge(kind, ", approvers: [Alice]");
         w.tick();
         let branch = w.branch();
-        merge(&w.human, &branch, "squash");
+        merge_approval(&w.human, &branch, "squash");
         w.fake.merged_by(1, "mallory");
         assert_eq!(
             w.status()["phase"],
@@ -739,7 +715,7 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
         assert_eq!(w.fake.count(), 2, "{kind:?}");
         let again = w.fake.pr(2);
         assert!(again.open && again.head == branch, "{kind:?}: {again:?}");
-        merge(&w.human, &branch, "merge");
+        merge_approval(&w.human, &branch, "merge");
         w.fake.merged_by(2, "alice");
         w.now = Timestamp::now();
         w.tick();

@@ -16,25 +16,14 @@ use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
-use crate::support::{git, human_clone, human_commit, seeded_remote};
-
-/// The real binary; returns (exit code, stdout, stderr).
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("SLUICE_LOG", "error")
-        .output()
-        .expect("sluice runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::{
+    git, human_clone, human_commit, merge_approval, route_only_web, run_sluice, seeded_remote,
+};
 
 /// `sluice audit --dir <repo> -o json`: (exit code, report).
 fn audit(repo: &Path) -> (i32, Json) {
-    let (code, out, err) = sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
+    let (code, out, err) =
+        run_sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
     let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     (code, report)
 }
@@ -312,7 +301,7 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
     assert_eq!(report["findings"][0]["file"], ROUTE_FILE, "{report:#}");
     // The other outputs say the same, and the same history always gives the same verdict.
     let dir = copy.display().to_string();
-    let (code, github, _) = sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
+    let (code, github, _) = run_sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
     assert_eq!(code, 1);
     assert!(
         github.starts_with(&format!(
@@ -321,15 +310,15 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
         )),
         "{github}"
     );
-    let (code, table, _) = sluice(&["audit", "--dir", &dir]);
+    let (code, table, _) = run_sluice(&["audit", "--dir", &dir]);
     assert_eq!(code, 1);
     assert!(
         table.contains("COMMIT") && table.contains(&edited[..12]),
         "{table}"
     );
-    assert_eq!(sluice(&["audit", "--dir", &dir]).1, table);
+    assert_eq!(run_sluice(&["audit", "--dir", &dir]).1, table);
     // Another canary's audit finds nothing here.
-    let (code, other, _) = sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
+    let (code, other, _) = run_sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
     assert_eq!(code, 0, "{other}");
     // A human commit on top that edits the weights: not sluice's, and it changes its file.
     w.human_writes(ROUTE_FILE, &edited_route, "more traffic to the canary");
@@ -400,23 +389,6 @@ fn audit_replays_blue_green_and_a_b_and_reports_a_rewritten_trailer() {
 const FILE: &str = "apps/web/canary.yaml";
 const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
 
-fn web(revision: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 2
-    steps: {steps}
-"
-    )
-}
-
 /// A local remote, a sluice clone on a simulated clock and a human's clone.
 struct Local {
     tmp: tempfile::TempDir,
@@ -464,7 +436,7 @@ impl Local {
     }
 
     fn op(&self, verb: &str, reason: &str) {
-        let (code, out, err) = sluice(&[
+        let (code, out, err) = run_sluice(&[
             verb,
             "shop/web",
             "--dir",
@@ -486,9 +458,9 @@ impl Local {
 #[test]
 fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trailers() {
     let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
-    let mut w = Local::new(&[(FILE, &web("v1", steps))]);
+    let mut w = Local::new(&[(FILE, &route_only_web("v1", steps))]);
     w.ticks(1);
-    w.human_writes(FILE, &web("v2", steps), "web: v2");
+    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
     w.ticks(4);
     assert_eq!(w.phase(), "WaitingApproval");
     w.op("pause", "looking at dashboards");
@@ -532,38 +504,13 @@ fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trail
     );
 }
 
-/// Merges an approval branch into main the way `how` says, as a human on a forge would.
-fn merge(human: &Path, branch: &str, how: &str) {
-    git(human, &["pull", "-q", "origin", "main"]);
-    git(human, &["fetch", "-q", "origin", branch]);
-    match how {
-        "merge" => git(
-            human,
-            &[
-                "merge",
-                "-q",
-                "--no-ff",
-                "-m",
-                "Merge approval",
-                "FETCH_HEAD",
-            ],
-        ),
-        "squash" => {
-            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
-            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
-        }
-        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
-    };
-    git(human, &["push", "-q", "origin", "HEAD:main"]);
-}
-
 #[test]
 fn audit_replays_approval_branches_merged_every_way() {
     for how in ["merge", "squash", "cherry-pick"] {
         let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
-        let mut w = Local::new(&[(FILE, &web("v1", steps))]);
+        let mut w = Local::new(&[(FILE, &route_only_web("v1", steps))]);
         w.ticks(1);
-        w.human_writes(FILE, &web("v2", steps), "web: v2");
+        w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
         w.ticks(4);
         assert_eq!(w.phase(), "WaitingApproval", "{how}");
         let branches = git(
@@ -578,7 +525,7 @@ fn audit_replays_approval_branches_merged_every_way() {
             .lines()
             .next()
             .unwrap_or_else(|| panic!("no approval branch: {branches}"));
-        merge(&w.human, branch, how);
+        merge_approval(&w.human, branch, how);
         w.ticks(8);
         assert_eq!(w.phase(), "Succeeded", "{how}");
         clean(&w.bare);
@@ -590,7 +537,7 @@ fn audit_replays_per_tick_commits_and_reports_one_canary_s_edited_trailer() {
     let config = "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perTick\n";
     let steps = "[{weight: 30}, {weight: 60}]";
     let canary = |name: &str, rev: &str| {
-        web(rev, steps)
+        route_only_web(rev, steps)
             .replace("name: web", &format!("name: {name}"))
             .replace("web-", &format!("{name}-"))
     };
@@ -643,11 +590,11 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
             ".sluice/allowed_signers",
             &format!("sluice@localhost {public}"),
         ),
-        (FILE, &web("v1", steps)),
+        (FILE, &route_only_web("v1", steps)),
     ]);
     // Sluice signs its commits with the key.
     let url = w.bare.display().to_string();
-    let (code, out, err) = sluice(&[
+    let (code, out, err) = run_sluice(&[
         "reconcile",
         "--repo",
         &url,

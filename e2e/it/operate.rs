@@ -12,43 +12,15 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote};
+use crate::support::{
+    git, git_ok, human_clone, human_commit, route_only_web, run_sluice, seeded_remote,
+};
 
 const FILE: &str = "apps/web/canary.yaml";
 const STATUS: &str = ".sluice/status/shop/web.yaml";
 
-fn canary(revision: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 2
-    steps: {steps}
-"
-    )
-}
-
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("SLUICE_LOG", "error")
-        .output()
-        .expect("sluice runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn op(bare: &Path, verb: &str, reason: &str) -> (i32, String, String) {
-    sluice(&[
+    run_sluice(&[
         verb,
         "shop/web",
         "--dir",
@@ -75,7 +47,7 @@ struct World {
 impl World {
     fn new(steps: &str) -> World {
         let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1", steps))]);
+        let bare = seeded_remote(tmp.path(), &[(FILE, &route_only_web("v1", steps))]);
         let url = bare.display().to_string();
         let repo =
             ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
@@ -90,7 +62,7 @@ impl World {
         };
         w.tick();
         git(&w.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&w.human, FILE, &canary("v2", steps), "web: v2");
+        human_commit(&w.human, FILE, &route_only_web("v2", steps), "web: v2");
         w
     }
 
@@ -140,7 +112,7 @@ fn approve_continues_a_step_waiting_for_approval_and_records_the_operator() {
     w.now = Timestamp::now();
     w.ticks(6);
     assert_eq!(status(&w.bare)["phase"], "Succeeded");
-    let (code, out, _) = sluice(&[
+    let (code, out, _) = run_sluice(&[
         "history",
         "shop/web",
         "--dir",
@@ -263,7 +235,7 @@ fn promote_skips_the_remaining_steps() {
 fn an_operation_racing_a_running_daemon_loses_nothing_and_never_forces() {
     let tmp = tempfile::tempdir().unwrap();
     let steps = "[{weight: 10}, {weight: 20}, {weight: 30}, {weight: 40}, {weight: 50}]";
-    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1", steps))]);
+    let bare = seeded_remote(tmp.path(), &[(FILE, &route_only_web("v1", steps))]);
     let url = bare.display().to_string();
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
@@ -286,7 +258,7 @@ fn an_operation_racing_a_running_daemon_loses_nothing_and_never_forces() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let human = human_clone(&url, &tmp.path().join("human"));
-    human_commit(&human, FILE, &canary("v2", steps), "web: v2");
+    human_commit(&human, FILE, &route_only_web("v2", steps), "web: v2");
     while status(&bare)["canaryWeight"].as_u64() < Some(20) {
         assert!(std::time::Instant::now() < deadline, "no progress");
         std::thread::sleep(Duration::from_millis(100));

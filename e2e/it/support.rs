@@ -158,6 +158,65 @@ pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// Runs the real binary with `args` (logging errors only); returns (exit code, stdout, stderr).
+pub fn run_sluice(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_LOG", "error")
+        .output()
+        .expect("sluice runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A route-only Canary `web` in `shop` (blue/green Services, an SMI TrafficSplit) at
+/// `revision`, walking `steps` (a YAML list of Sluice steps), one-second interval, threshold 2.
+pub fn route_only_web(revision: &str, steps: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: web, namespace: shop}}
+spec:
+  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  analysis:
+    interval: 1s
+    threshold: 2
+    steps: {steps}
+"
+    )
+}
+
+/// Merges approval branch `branch` into main in the human clone `human` and pushes, the way
+/// `how` says a human on a forge would: `merge` (a merge commit), `squash`, or else a cherry-pick.
+pub fn merge_approval(human: &Path, branch: &str, how: &str) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    git(human, &["fetch", "-q", "origin", branch]);
+    match how {
+        "merge" => git(
+            human,
+            &[
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                "Merge approval",
+                "FETCH_HEAD",
+            ],
+        ),
+        "squash" => {
+            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
+            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
+        }
+        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
+    };
+    git(human, &["push", "-q", "origin", "HEAD:main"]);
+}
+
 /// Writes a file in a human clone, commits and pushes (pull --rebase on rejection).
 pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
     let path = clone.join(file);

@@ -207,14 +207,8 @@ impl Cloudwatch {
     pub async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
         tracing::debug!(cloudwatch = %self.shown, region = %self.region, %query, "cloudwatch query");
         let now = SystemTime::now();
-        let value = match self.send(client, query, now).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("CloudWatch {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = self.send(client, query, now).await;
+        vendor_http::value("CloudWatch", &self.shown, sent, parse_response)
     }
 
     async fn send(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+use crate::metrics::vendor_http::{self, api_url};
 
 /// The Secret key of the API key.
 pub const API_KEY: &str = "datadog_api_key";
@@ -71,26 +71,18 @@ impl Datadog {
             .query(&[("query", query), ("from", &from), ("to", &to)])
             .header("DD-API-KEY", &self.api_key)
             .header("DD-APPLICATION-KEY", &self.application_key);
-        let value = match vendor_http::get(request, self.timeout).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("Datadog {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::value("Datadog", &self.shown, sent, parse_response)
     }
 }
 
 /// Reads the answer of `/api/v1/query` into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
-    if let Some(e) = status_error(status, body) {
-        return MetricValue::Error(e);
-    }
-    let json: Json = match serde_json::from_slice(body) {
-        Ok(j) => j,
-        Err(e) => return MetricValue::Error(not_json(body, &e)),
-    };
+    vendor_http::parse_json(status, body, value_of)
+}
+
+/// The first point of the first series of an answer.
+fn value_of(json: &Json) -> MetricValue {
     if let Some(error) = json.get("error").and_then(Json::as_str) {
         return MetricValue::Error(format!("Datadog says: {error}"));
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+use crate::metrics::vendor_http::{self, api_url};
 
 /// The Secret key of the API token.
 pub const TOKEN: &str = "dynatrace_token";
@@ -67,26 +67,18 @@ impl Dynatrace {
                 ("to", &to),
             ])
             .header("Authorization", format!("Api-Token {}", self.token));
-        let value = match vendor_http::get(request, self.timeout).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("Dynatrace {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::value("Dynatrace", &self.shown, sent, parse_response)
     }
 }
 
 /// Reads a `/api/v2/metrics/query` answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
-    if let Some(e) = status_error(status, body) {
-        return MetricValue::Error(e);
-    }
-    let json: Json = match serde_json::from_slice(body) {
-        Ok(j) => j,
-        Err(e) => return MetricValue::Error(not_json(body, &e)),
-    };
+    vendor_http::parse_json(status, body, value_of)
+}
+
+/// The first value of the last data series of the first result of an answer.
+fn value_of(json: &Json) -> MetricValue {
     if let Some(error) = json.get("error") {
         let message = error
             .get("message")

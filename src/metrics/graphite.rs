@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+use crate::metrics::vendor_http::{self, api_url};
 
 /// The Secret key of the basic-auth user name.
 pub const USERNAME: &str = "username";
@@ -78,26 +78,18 @@ impl Graphite {
         if let Some((user, password)) = &self.basic {
             request = request.basic_auth(user, Some(password));
         }
-        let value = match vendor_http::get(request, self.timeout).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("Graphite {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::value("Graphite", &self.shown, sent, parse_response)
     }
 }
 
 /// Reads a `format=json` render answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
-    if let Some(e) = status_error(status, body) {
-        return MetricValue::Error(e);
-    }
-    let json: Json = match serde_json::from_slice(body) {
-        Ok(j) => j,
-        Err(e) => return MetricValue::Error(not_json(body, &e)),
-    };
+    vendor_http::parse_json(status, body, value_of)
+}
+
+/// The last non-null datapoint of all the targets of an answer.
+fn value_of(json: &Json) -> MetricValue {
     let Some(targets) = json.as_array() else {
         return MetricValue::Error("expected a list of targets".into());
     };

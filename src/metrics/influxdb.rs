@@ -74,14 +74,8 @@ impl Influxdb {
         if let Some(token) = &self.token {
             request = request.header("Authorization", format!("Token {token}"));
         }
-        let value = match vendor_http::post(request, self.timeout).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("InfluxDB {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = vendor_http::post(request, self.timeout).await;
+        vendor_http::value("InfluxDB", &self.shown, sent, parse_response)
     }
 }
 

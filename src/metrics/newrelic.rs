@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url, not_json, status_error};
+use crate::metrics::vendor_http::{self, api_url};
 
 /// The Secret key of the account id (a path segment of the query URL).
 pub const ACCOUNT_ID: &str = "newrelic_account_id";
@@ -68,26 +68,18 @@ impl NewRelic {
             .get(self.url.clone())
             .query(&[("nrql", nrql.as_str())])
             .header("X-Query-Key", &self.query_key);
-        let value = match vendor_http::get(request, self.timeout).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("New Relic {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::value("New Relic", &self.shown, sent, parse_response)
     }
 }
 
 /// Reads an Insights query answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
-    if let Some(e) = status_error(status, body) {
-        return MetricValue::Error(e);
-    }
-    let json: Json = match serde_json::from_slice(body) {
-        Ok(j) => j,
-        Err(e) => return MetricValue::Error(not_json(body, &e)),
-    };
+    vendor_http::parse_json(status, body, value_of)
+}
+
+/// The `result` of the one result of an answer.
+fn value_of(json: &Json) -> MetricValue {
     let Some(results) = json.get("results").and_then(Json::as_array) else {
         return MetricValue::Error("answer has no \"results\" list".into());
     };

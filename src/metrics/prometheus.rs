@@ -22,12 +22,11 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::http;
+use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
 
 /// Flagger's Prometheus query timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Largest answer read; an instant query for one series is a few hundred bytes.
-pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 pub const TOKEN_VAR: &str = "SLUICE_PROMETHEUS_TOKEN";
 pub const USERNAME_VAR: &str = "SLUICE_PROMETHEUS_USERNAME";
@@ -299,52 +298,11 @@ impl Prometheus {
             Auth::Bearer(token) => request.bearer_auth(token),
             Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
         };
-        // reqwest's timeout covers connecting through reading the body; the outer one bounds
-        // anything it might not (DNS resolution on a blocking pool).
-        let exchange = async {
-            let again = request.try_clone();
-            let response = match request.send().await {
-                // A pooled keep-alive connection the server has closed (Prometheus restarted,
-                // or its idle timeout won the race) fails before any answer. The query is a
-                // GET: ask once more, on a fresh connection, before calling the check failed.
-                Err(e) if e.is_request() && !e.is_timeout() => match again {
-                    Some(again) => again.send().await?,
-                    None => return Err(e),
-                },
-                sent => sent?,
-            };
-            let status = response.status().as_u16();
-            let body = http::read_body(response, MAX_RESPONSE_BYTES).await;
-            Ok::<_, reqwest::Error>((status, body))
-        };
-        let grace = self.timeout + Duration::from_secs(1);
-        let outcome = match tokio::time::timeout(grace, exchange).await {
-            Err(_) => {
-                return self.error(format!(
-                    "timed out after {}",
-                    http::human_duration(self.timeout)
-                ))
-            }
-            Ok(outcome) => outcome,
-        };
-        match outcome {
-            Err(e) if e.is_timeout() => self.error(format!(
-                "timed out after {}",
-                http::human_duration(self.timeout)
-            )),
-            Err(e) => self.error(http::describe(&e)),
-            Ok((_, Err(http::BodyError::TooLarge { limit }))) => {
-                self.error(format!("response body larger than {limit} bytes"))
-            }
-            Ok((_, Err(http::BodyError::Transfer(e)))) if e.is_timeout() => self.error(format!(
-                "timed out after {} while reading the response",
-                http::human_duration(self.timeout)
-            )),
-            Ok((_, Err(http::BodyError::Transfer(e)))) => self.error(format!(
-                "reading the response failed: {}",
-                http::describe(&e)
-            )),
-            Ok((status, Ok(body))) => match parse_response(status, &body) {
+        // A pooled keep-alive connection the server has closed (Prometheus restarted, or its
+        // idle timeout won the race) is asked once more on a fresh one: the query is a GET.
+        match vendor_http::get(request, self.timeout).await {
+            Err(e) => self.error(e),
+            Ok((status, body)) => match parse_response(status, &body) {
                 MetricValue::Error(e) if status >= 400 => self.error(e),
                 other => other,
             },

@@ -91,14 +91,8 @@ impl Splunk {
             .header(reqwest::header::CONTENT_TYPE, "text/plain")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(program.to_string());
-        let value = match vendor_http::post(request, self.timeout).await {
-            Ok((status, body)) => parse_response(status, &body),
-            Err(e) => MetricValue::Error(e),
-        };
-        match value {
-            MetricValue::Error(e) => MetricValue::Error(format!("Splunk {}: {e}", self.shown)),
-            other => other,
-        }
+        let sent = vendor_http::post(request, self.timeout).await;
+        vendor_http::value("Splunk", &self.shown, sent, parse_response)
     }
 }
 

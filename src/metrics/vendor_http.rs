@@ -1,9 +1,15 @@
-//! What the vendor providers (`datadog.rs`, `newrelic.rs`, `graphite.rs`) share: their API
-//! address checked and shown without credentials, and one GET with Flagger's 5 s timeout whose
-//! every failure is a message. It judges nothing and reads no secrets.
+//! What the vendor providers (`datadog.rs`, `newrelic.rs`, `graphite.rs`, `influxdb.rs`,
+//! `dynatrace.rs`, `splunk.rs`, `cloudwatch.rs`) share: their API address checked and shown
+//! without credentials, one GET or POST with Flagger's 5 s timeout whose every failure is a
+//! message, the head of reading a JSON answer, and the vendor's name and address in front of
+//! every error. Each provider keeps its request and how its answer reduces to one value. It
+//! judges nothing and reads no secrets. `prometheus.rs` sends its query through [`get`] too.
 
 use std::time::Duration;
 
+use serde_json::Value as Json;
+
+use crate::core::observe::MetricValue;
 use crate::http;
 
 /// Flagger's query timeout for every vendor provider.
@@ -105,6 +111,41 @@ pub fn status_error(status: u16, body: &[u8]) -> Option<String> {
     })
 }
 
+/// The value of one exchange `sent` (what [`get`] or [`post`] gave): its answer read by
+/// `parse`, and every error, the exchange's or the answer's, prefixed with the vendor's name and
+/// shown address (`Datadog https://dd.example: HTTP 403`).
+pub fn value(
+    vendor: &str,
+    shown: &str,
+    sent: Result<(u16, Vec<u8>), String>,
+    parse: impl FnOnce(u16, &[u8]) -> MetricValue,
+) -> MetricValue {
+    let value = match sent {
+        Ok((status, body)) => parse(status, &body),
+        Err(e) => MetricValue::Error(e),
+    };
+    match value {
+        MetricValue::Error(e) => MetricValue::Error(format!("{vendor} {shown}: {e}")),
+        other => other,
+    }
+}
+
+/// Reads a JSON answer: a status that is not success ([`status_error`]) or a body that is not
+/// JSON ([`not_json`]) is an error; otherwise `reduce` turns the document into the value.
+pub fn parse_json(
+    status: u16,
+    body: &[u8],
+    reduce: impl FnOnce(&Json) -> MetricValue,
+) -> MetricValue {
+    if let Some(e) = status_error(status, body) {
+        return MetricValue::Error(e);
+    }
+    match serde_json::from_slice(body) {
+        Ok(json) => reduce(&json),
+        Err(e) => MetricValue::Error(not_json(body, &e)),
+    }
+}
+
 /// A body that is not the JSON expected.
 pub fn not_json(body: &[u8], error: &serde_json::Error) -> String {
     format!(
@@ -125,5 +166,45 @@ mod tests {
         for bad in ["dd.example", "ftp://x", "http://x/?a=1", ""] {
             assert!(api_url(bad, "/q").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn every_error_names_the_vendor_and_address_and_values_pass_through() {
+        let parse = |status: u16, body: &[u8]| {
+            parse_json(status, body, |j| {
+                MetricValue::Value(j.as_f64().unwrap_or(-1.0))
+            })
+        };
+        let shown = "https://v.example";
+        let cases = [
+            (
+                Err("timed out after 5s".to_string()),
+                "V https://v.example: timed out after 5s",
+            ),
+            (
+                Ok((503, b"down".to_vec())),
+                "V https://v.example: HTTP 503: down",
+            ),
+            (
+                Ok((200, b"<html>".to_vec())),
+                "V https://v.example: expected a JSON answer",
+            ),
+        ];
+        for (sent, expected) in cases {
+            match value("V", shown, sent, parse) {
+                MetricValue::Error(e) => assert!(e.starts_with(expected), "{e}"),
+                other => panic!("{expected}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            value("V", shown, Ok((200, b"2.5".to_vec())), parse),
+            MetricValue::Value(2.5)
+        );
+        assert_eq!(
+            value("V", shown, Ok((204, Vec::new())), |_, _| {
+                MetricValue::NoData
+            }),
+            MetricValue::NoData
+        );
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::core::observe::MetricValue;
 use sluice::http::HttpClients;
 use sluice::metrics::datadog::Datadog;
 use sluice::metrics::dynatrace::Dynatrace;
@@ -15,12 +15,11 @@ use sluice::metrics::graphite::Graphite;
 use sluice::metrics::influxdb::Influxdb;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::newrelic::NewRelic;
+use sluice::metrics::observe_metrics;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
-use sluice::metrics::{observe_metrics, target_name};
 use sluice::secrets::Secrets;
-use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
-use super::support::{flagger_canary, Canned, Server};
+use super::support::{flagger_canary, observe_template, Canned, Server, ONE_METRIC};
 
 /// A Datadog `/api/v1/query` answer whose first (oldest) point is `value`.
 pub fn datadog_answer(value: f64) -> String {
@@ -44,37 +43,8 @@ spec:
     )
 }
 
-const METRIC: &str = "      - name: m
-        templateRef: {name: t, namespace: test}
-        thresholdRange: {max: 1}
-        interval: 1m
-";
-
 async fn observe_one(provider: &str, vars: &[(&str, &str)]) -> MetricValue {
-    let mut templates = TemplateIndex::new();
-    let errors = templates.add_text("t.yaml", &template("t", provider));
-    assert!(errors.is_empty(), "{errors:?}");
-    let vars: BTreeMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
-        .with_secrets(Secrets::from_vars(vars));
-    let canary = flagger_canary("osm", "", METRIC);
-    let obs = observe_metrics(
-        &access,
-        &canary,
-        target_name(&canary).expect("target"),
-        &templates,
-        None,
-        Duration::from_secs(60),
-        DEFAULT_PROMETHEUS_CONCURRENCY,
-    )
-    .await;
-    match obs.as_slice() {
-        [MetricObservation { name, value }] if name == "m" => value.clone(),
-        other => panic!("{other:?}"),
-    }
+    observe_template(&template("t", provider), vars).await
 }
 
 const DD_KEYS: [(&str, &str); 2] = [
@@ -250,7 +220,7 @@ spec:
     );
     let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
         .with_secrets(Secrets::from_vars(vars));
-    let canary = flagger_canary("osm", "", METRIC);
+    let canary = flagger_canary("osm", "", ONE_METRIC);
     let obs = observe_metrics(
         &access,
         &canary,

@@ -9,23 +9,12 @@ use std::time::{Duration, SystemTime};
 
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
-use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::core::observe::MetricValue;
 use sluice::http::HttpClients;
 use sluice::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
-use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::splunk::Splunk;
-use sluice::metrics::{observe_metrics, target_name};
-use sluice::secrets::Secrets;
-use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
-use super::support::{flagger_canary, Canned, Recorded, Server};
-
-const METRIC: &str = "      - name: m
-        templateRef: {name: t, namespace: test}
-        thresholdRange: {max: 1}
-        interval: 1m
-";
+use super::support::{observe_template, Canned, Recorded, Server};
 
 fn template(provider: &str, query: &str) -> String {
     format!(
@@ -45,32 +34,7 @@ spec:
 /// Observes the one metric of a canary whose template is `provider` + `query`, with `env` as
 /// the process environment (Secrets and AWS variables).
 async fn observe_one(provider: &str, query: &str, env: &[(&str, &str)]) -> MetricValue {
-    let mut templates = TemplateIndex::new();
-    let errors = templates.add_text("t.yaml", &template(provider, query));
-    assert!(errors.is_empty(), "{errors:?}");
-    let env: BTreeMap<String, String> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let aws = CloudwatchEnv::from_lookup(|k| env.get(k).cloned());
-    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
-        .with_secrets(Secrets::from_vars(env))
-        .with_cloudwatch(aws);
-    let canary = flagger_canary("osm", "", METRIC);
-    let obs = observe_metrics(
-        &access,
-        &canary,
-        target_name(&canary).expect("target"),
-        &templates,
-        None,
-        Duration::from_secs(60),
-        DEFAULT_PROMETHEUS_CONCURRENCY,
-    )
-    .await;
-    match obs.as_slice() {
-        [MetricObservation { name, value }] if name == "m" => value.clone(),
-        other => panic!("{other:?}"),
-    }
+    observe_template(&template(provider, query), env).await
 }
 
 const SF_TOKEN: (&str, &str) = ("SLUICE_SECRET_TEST__SF__SF_TOKEN_KEY", "sf-token");

@@ -2,13 +2,21 @@
 //! records what it received, and canary builders. The responder knows nothing about Prometheus
 //! or webhooks; tests give it bodies.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::http::HttpClients;
+use sluice::metrics::cloudwatch::CloudwatchEnv;
+use sluice::metrics::metric_templates::TemplateIndex;
+use sluice::metrics::prometheus::{Auth, PrometheusAccess};
+use sluice::metrics::{observe_metrics, target_name};
+use sluice::secrets::Secrets;
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
+use sluice::spec::settings::{Settings, DEFAULT_PROMETHEUS_CONCURRENCY};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -278,4 +286,42 @@ spec:
     let loaded = load_text("canary.yaml", &text, &Settings::default());
     assert!(loaded.errors.is_empty(), "{:?}\n{text}", loaded.errors);
     loaded.canaries.into_iter().next().expect("one canary")
+}
+
+/// The one metric of the canaries `observe_template` reads: template `t` in `test`, `max: 1`.
+pub const ONE_METRIC: &str = "      - name: m
+        templateRef: {name: t, namespace: test}
+        thresholdRange: {max: 1}
+        interval: 1m
+";
+
+/// Observes [`ONE_METRIC`] of a Flagger canary with `template` (the text of MetricTemplate
+/// `t` in `test`) and `env` as the process environment: mapped Secrets and AWS variables.
+pub async fn observe_template(template: &str, env: &[(&str, &str)]) -> MetricValue {
+    let mut templates = TemplateIndex::new();
+    let errors = templates.add_text("t.yaml", template);
+    assert!(errors.is_empty(), "{errors:?}");
+    let env: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let aws = CloudwatchEnv::from_lookup(|k| env.get(k).cloned());
+    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
+        .with_secrets(Secrets::from_vars(env))
+        .with_cloudwatch(aws);
+    let canary = flagger_canary("osm", "", ONE_METRIC);
+    let obs = observe_metrics(
+        &access,
+        &canary,
+        target_name(&canary).expect("target"),
+        &templates,
+        None,
+        Duration::from_secs(60),
+        DEFAULT_PROMETHEUS_CONCURRENCY,
+    )
+    .await;
+    match obs.as_slice() {
+        [MetricObservation { name, value }] if name == "m" => value.clone(),
+        other => panic!("{other:?}"),
+    }
 }
