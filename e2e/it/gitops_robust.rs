@@ -660,29 +660,33 @@ fn fetch_after(how: &str) {
             "{how}"
         );
         // And it writes and pushes again. Damage the fetch did not need to read shows when the
-        // push packs the objects: that push fails, saying so, and the next fetch (the next
-        // tick) clones afresh, as the tick redoes its change on every fetch.
-        let commit = |repo: &mut ConfigRepo| {
-            repo.commit_files(
-                &route_change(20),
-                &step_message(20),
-                &Identity::default(),
-                time(20),
-            )
-            .unwrap_or_else(|e| panic!("{how}: {e}"))
-            .unwrap()
-        };
-        commit(&mut repo);
-        match repo.push() {
+        // commit reads the parent's trees or the push packs the objects: that step fails,
+        // saying the clone is damaged, and the next fetch (the next tick) clones afresh, as the
+        // tick redoes its change on every fetch.
+        let commit_and_push =
+            |repo: &mut ConfigRepo| -> Result<PushOutcome, sluice::gitops::Error> {
+                repo.commit_files(
+                    &route_change(20),
+                    &step_message(20),
+                    &Identity::default(),
+                    time(20),
+                )?
+                .expect("a change to commit");
+                repo.push()
+            };
+        match commit_and_push(&mut repo) {
             Ok(outcome) => assert!(matches!(outcome, PushOutcome::Pushed(_)), "{how}"),
             Err(e) => {
                 assert_eq!(e.kind(), "damaged", "{how}: {e}");
                 assert!(e.to_string().contains("is damaged"), "{how}: {e}");
                 repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
-                commit(&mut repo);
                 assert!(
-                    matches!(repo.push().unwrap(), PushOutcome::Pushed(_)),
-                    "{how}"
+                    matches!(commit_and_push(&mut repo), Ok(PushOutcome::Pushed(_))),
+                    "{how}: the fresh clone commits and pushes"
+                );
+                assert!(
+                    fx.path("work.damaged").join(".git").exists(),
+                    "{how}: the damaged clone is kept aside"
                 );
             }
         }

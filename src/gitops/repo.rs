@@ -467,8 +467,20 @@ impl ConfigRepo {
             signing: self.signing.as_ref(),
             trees: &mut self.trees,
         };
-        let Some((oid, written)) = writer.commit(parent, changes, message, signature, unchanged)?
-        else {
+        let committed = match writer.commit(parent, changes, message, signature, unchanged) {
+            // The parent's objects cannot be read: the next fetch clones afresh, as after a
+            // push that found them damaged.
+            Err(e) if e.is_local_damage() => {
+                let damaged = |detail: String| Error::Damaged {
+                    path: self.root.clone(),
+                    detail,
+                };
+                self.damaged = Some(damaged(e.to_string()));
+                return Err(damaged(e.to_string()));
+            }
+            other => other?,
+        };
+        let Some((oid, written)) = committed else {
             return Ok(None);
         };
         if !self.memory.is_open() {
