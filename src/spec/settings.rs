@@ -240,15 +240,9 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         if let Some(n) = root.get("forge") {
             settings.forge = read_forge(&mut r, n);
             if let Some(v) = n.get("onClose") {
-                match r.string(v, "forge.onClose").as_deref() {
-                    Some("rollback") => settings.on_close = OnClose::Rollback,
-                    Some("hold") => settings.on_close = OnClose::Hold,
-                    Some(other) => r.error(
-                        v.line,
-                        "forge.onClose",
-                        format!("expected rollback or hold, found {other:?}"),
-                    ),
-                    None => {}
+                let choices = [("rollback", OnClose::Rollback), ("hold", OnClose::Hold)];
+                if let Some(on_close) = r.one_of(v, "forge.onClose", &choices) {
+                    settings.on_close = on_close;
                 }
             }
             if let Some(v) = n.get("approvers") {
@@ -259,30 +253,24 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
             settings.sync = read_sync_target(&mut r, n, "sync");
         }
         if let Some(n) = root.get("commits") {
-            match r.string(n, "commits").as_deref() {
-                Some("perCanary") => settings.commits = CommitMode::PerCanary,
-                Some("perTick") => settings.commits = CommitMode::PerTick,
-                Some(other) => r.error(
-                    n.line,
-                    "commits",
-                    format!("expected perCanary or perTick, found {other:?}"),
-                ),
-                None => {}
+            let choices = [
+                ("perCanary", CommitMode::PerCanary),
+                ("perTick", CommitMode::PerTick),
+            ];
+            if let Some(commits) = r.one_of(n, "commits", &choices) {
+                settings.commits = commits;
             }
         }
         if let Some(n) = root.get("signing") {
             settings.signing = read_signing(&mut r, n);
         }
         if let Some(n) = root.get("drift") {
-            match r.string(n, "drift").as_deref() {
-                Some("hold") => settings.drift = DriftPolicy::Hold,
-                Some("restore") => settings.drift = DriftPolicy::Restore,
-                Some(other) => r.error(
-                    n.line,
-                    "drift",
-                    format!("expected hold or restore, found {other:?}"),
-                ),
-                None => {}
+            let choices = [
+                ("hold", DriftPolicy::Hold),
+                ("restore", DriftPolicy::Restore),
+            ];
+            if let Some(drift) = r.one_of(n, "drift", &choices) {
+                settings.drift = drift;
             }
         }
     }

@@ -111,6 +111,26 @@ impl Reader {
         }
     }
 
+    /// The value `node` names among `choices` (text, value); an error listing them otherwise.
+    pub fn one_of<T: Copy>(&mut self, node: &Node, path: &str, choices: &[(&str, T)]) -> Option<T> {
+        let text = self.string(node, path)?;
+        if let Some((_, value)) = choices.iter().find(|(name, _)| *name == text) {
+            return Some(*value);
+        }
+        let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+        let expected = match names.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => "nothing".to_string(),
+        };
+        self.error(
+            node.line,
+            path,
+            format!("expected {expected}, found {text:?}"),
+        );
+        None
+    }
+
     pub fn int(&mut self, node: &Node, path: &str, min: i64, max: i64) -> Option<i64> {
         let parsed = match &node.value {
             Value::Scalar {
