@@ -129,17 +129,19 @@ pub fn check(
         owned: &owned,
         i: 0,
     };
-    let mut newest_foreign: Option<(Oid, CommitFacts)> = None;
+    // The newest foreign commit, as an index into the history.
+    let mut newest_foreign: Option<usize> = None;
     // The newest sanctioned commit: sluice's status file.
     let (status_from, drift_commit) = loop {
-        let Some((commit, facts)) = changes.next(repo)? else {
+        let Some(i) = changes.next(repo)? else {
             return Ok(None);
         };
-        match sanctioned(repo, &owned, canary, commit, &facts)? {
-            Some(drift) => break (commit, drift),
+        let walked = changes.at(i);
+        match sanctioned(repo, &owned, canary, walked)? {
+            Some(drift) => break (walked.oid, drift),
             None => {
                 if newest_foreign.is_none() {
-                    newest_foreign = Some((commit, facts));
+                    newest_foreign = Some(i);
                 }
             }
         }
@@ -147,17 +149,18 @@ pub fn check(
     // A hold commit wrote only the status: the output folder is the last sanctioned one's.
     let output_from = if drift_commit {
         loop {
-            let Some((commit, facts)) = changes.next(repo)? else {
+            let Some(i) = changes.next(repo)? else {
                 break status_from;
             };
-            if sanctioned(repo, &owned, canary, commit, &facts)? == Some(false) {
-                break commit;
+            let walked = changes.at(i);
+            if sanctioned(repo, &owned, canary, walked)? == Some(false) {
+                break walked.oid;
             }
         }
     } else {
         status_from
     };
-    let Some((foreign, facts)) = newest_foreign else {
+    let Some(foreign) = newest_foreign.map(|i| changes.at(i)) else {
         if !drift_commit {
             return Ok(None);
         }
@@ -166,9 +169,9 @@ pub fn check(
     };
     let by = format!(
         "{} by {}: {}",
-        &foreign.to_string()[..7],
-        facts.author.name,
-        facts.subject
+        &foreign.oid.to_string()[..7],
+        foreign.facts.author.name,
+        foreign.facts.subject
     );
     differing(repo, &owned, head, output_from, status_from, by)
 }
@@ -234,14 +237,21 @@ struct Changes<'a> {
 }
 
 impl Changes<'_> {
-    fn next(&mut self, repo: &ConfigRepo) -> Result<Option<(Oid, CommitFacts)>, DriftError> {
+    /// The index in the history of the next such commit. Not the commit itself: a per-tick
+    /// commit's facts hold every canary's trailers, and each canary of the tick reads them.
+    fn next(&mut self, repo: &ConfigRepo) -> Result<Option<usize>, DriftError> {
         while let Some(walked) = self.history.get(repo, self.i)? {
             self.i += 1;
             if walked.changed.iter().any(|p| self.owned.contains(p)) {
-                return Ok(Some((walked.oid, walked.facts.clone())));
+                return Ok(Some(self.i - 1));
             }
         }
         Ok(None)
+    }
+
+    /// The `i`th commit of the history, already read by [`Changes::next`].
+    fn at(&self, i: usize) -> &Walked {
+        &self.history.read[i]
     }
 }
 
@@ -251,9 +261,9 @@ fn sanctioned(
     repo: &ConfigRepo,
     owned: &Owned,
     canary: &Canary,
-    commit: Oid,
-    facts: &CommitFacts,
+    walked: &Walked,
 ) -> Result<Option<bool>, DriftError> {
+    let (commit, facts) = (walked.oid, &walked.facts);
     let id = canary.id.to_string();
     if carries(&facts.trailers, &id) {
         let group = trailer_group(&facts.trailers, message::CANARY, &id);
