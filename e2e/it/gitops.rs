@@ -1936,3 +1936,115 @@ fn a_tick_of_commits_in_a_big_folder_packs_exactly_the_objects_they_wrote() {
     git(repo.root(), &["fsck", "--strict"]);
     git(&fx.bare(), &["fsck", "--strict"]);
 }
+
+/// `changed_paths` compares trees by hand (the drift check runs it over hundreds of commits a
+/// tick); it must name exactly the files `git diff-tree -r` names, for every kind of change.
+#[test]
+fn changed_paths_names_what_git_diff_tree_names() {
+    let fx = Fixture::new();
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    let write = |path: &str, text: &str| {
+        let file = human.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    };
+    let remove = |path: &str| {
+        let file = human.join(path);
+        if file.is_dir() {
+            std::fs::remove_dir_all(file).unwrap();
+        } else {
+            std::fs::remove_file(file).unwrap();
+        }
+    };
+    type Step<'a> = Box<dyn Fn() + 'a>;
+    let steps: Vec<(&str, Step)> = vec![
+        (
+            "a new deep folder",
+            Box::new(|| write("a/b/c/d.yaml", "1\n")),
+        ),
+        (
+            "a change deep down, beside an unchanged sibling",
+            Box::new(|| {
+                write("a/b/e.yaml", "1\n");
+                write("a/b/c/d.yaml", "2\n");
+            }),
+        ),
+        (
+            "files whose names sort around a folder's",
+            Box::new(|| {
+                write("a/b.yaml", "x\n");
+                write("a/b-c", "x\n");
+                write("a/b0", "x\n");
+                write("a/b/c/d.yaml", "3\n");
+            }),
+        ),
+        (
+            "a file turned into a folder",
+            Box::new(|| {
+                remove("a/b0");
+                write("a/b0/inner.yaml", "x\n");
+            }),
+        ),
+        (
+            "a folder turned into a file",
+            Box::new(|| {
+                remove("a/b");
+                write("a/b", "now a file\n");
+            }),
+        ),
+        ("a whole folder removed", Box::new(|| remove("a"))),
+        (
+            "the same content at a new path",
+            Box::new(|| {
+                write("x/one.yaml", "same\n");
+                write("y/one.yaml", "same\n");
+            }),
+        ),
+    ];
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    for (what, step) in &steps {
+        step();
+        git(&human, &["add", "-A"]);
+        git(&human, &["commit", "-q", "-m", what]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        let head = repo.fetch().unwrap();
+        let parent = git(&human, &["rev-parse", "HEAD~1"]);
+        let mut ours = repo.changed_paths(head, Some(oid(&parent))).unwrap();
+        ours.sort();
+        let theirs: Vec<String> = git(
+            &human,
+            &[
+                "diff-tree",
+                "-r",
+                "--no-renames",
+                "--name-only",
+                &parent,
+                "HEAD",
+            ],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect();
+        assert_eq!(ours, theirs, "{what}");
+    }
+    // A mode change alone is a change, as git says.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = human.join("x/one.yaml");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        git(&human, &["commit", "-q", "-am", "exec bit"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        let head = repo.fetch().unwrap();
+        let parent = oid(&git(&human, &["rev-parse", "HEAD~1"]));
+        assert_eq!(
+            repo.changed_paths(head, Some(parent)).unwrap(),
+            vec!["x/one.yaml".to_string()]
+        );
+    }
+    // The root commit: every file.
+    let root = oid(&git(&human, &["rev-list", "--max-parents=0", "HEAD"]));
+    let mut all = repo.changed_paths(root, None).unwrap();
+    all.sort();
+    assert_eq!(all, vec!["README.md".to_string(), ROUTE.to_string()]);
+}

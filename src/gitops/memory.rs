@@ -120,6 +120,8 @@ fn store_objects(
     }
     let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
     let mut builder = memory.packbuilder().map_err(err("pack the new objects"))?;
+    // 0: one delta-search thread per core, as `git pack-objects` does (`pack.threads`).
+    builder.set_threads(0);
     for oid in objects {
         builder
             .insert_object(*oid, None)

@@ -189,6 +189,8 @@ impl Remote<'_> {
             walk.hide(old).map_err(local_err)?;
         }
         let mut builder = self.repo.packbuilder().map_err(local_err)?;
+        // 0: one delta-search thread per core, as a network push does (`packbuilder_parallelism`).
+        builder.set_threads(0);
         builder.insert_walk(&mut walk).map_err(local_err)?;
         if builder.object_count() > 0 {
             let odb = remote
