@@ -260,7 +260,9 @@ impl ConfigRepo {
                     continue;
                 }
             }
-            let key = gone.or(came).map(|e| &e.0).expect("one side");
+            let Some((key, _, _)) = gone.or(came) else {
+                break;
+            };
             let folder = key.last() == Some(&b'/');
             let name = String::from_utf8_lossy(&key[..key.len() - usize::from(folder)]);
             let path = format!("{prefix}{name}");
