@@ -14,7 +14,7 @@ use crate::loop_support::{
     STATUS_FILE, STEPPED, STEPS,
 };
 use crate::metrics::support::{Canned, Server};
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
 
 const SETTINGS: &str = ".sluice/config.yaml";
 
@@ -249,31 +249,6 @@ spec:
     )
 }
 
-/// The human merges approval branch `branch` into main by `how`.
-fn merge(human: &Path, branch: &str, how: &str) {
-    git(human, &["pull", "-q", "origin", "main"]);
-    git(human, &["fetch", "-q", "origin", branch]);
-    match how {
-        "merge" => git(
-            human,
-            &[
-                "merge",
-                "-q",
-                "--no-ff",
-                "-m",
-                "Merge approval",
-                "FETCH_HEAD",
-            ],
-        ),
-        "squash" => {
-            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
-            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
-        }
-        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
-    };
-    git(human, &["push", "-q", "origin", "HEAD:main"]);
-}
-
 #[test]
 fn approval_merges_and_edits_outside_the_output_are_not_drift() {
     for how in ["merge", "squash", "rebase"] {
@@ -300,7 +275,7 @@ fn approval_merges_and_edits_outside_the_output_are_not_drift() {
             .next()
             .expect("an approval branch")
             .to_string();
-        merge(w.human(), &branch, how);
+        merge_approval(w.human(), &branch, how);
         w.tick();
         let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
         assert_eq!(

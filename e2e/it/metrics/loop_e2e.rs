@@ -10,7 +10,7 @@ use sluice::core::observe::MetricValue;
 use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
 use super::prometheus_e2e::{osm_exposition, wait_for, PrometheusProcess};
-use super::support::{Canned, Server};
+use super::support::{phase, reconcile, Canned, Server};
 use crate::loop_support::kustomize_builds;
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
@@ -45,47 +45,12 @@ spec:
     )
 }
 
-fn reconcile(bare: &Path, workdir: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "reconcile",
-            "--repo",
-            &bare.display().to_string(),
-            "--workdir",
-            &workdir.display().to_string(),
-        ])
-        .env("SLUICE_LOG", "error")
-        .output()
-        .expect("sluice reconcile");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn phase(bare: &Path, name: &str) -> String {
-    let text = git(
-        bare,
-        &["show", &format!("main:.sluice/status/test/{name}.yaml")],
-    );
-    let p = text
-        .lines()
-        .find_map(|l| l.strip_prefix("phase: "))
-        .unwrap_or_default();
-    let w = text
-        .lines()
-        .find_map(|l| l.strip_prefix("canaryWeight: "))
-        .unwrap_or_default();
-    format!("{p}:{w}")
-}
-
 /// Runs `sluice reconcile` every 300 ms until `done`, bounded.
 fn run_until(bare: &Path, workdir: &Path, what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        reconcile(bare, workdir);
+        reconcile(bare, workdir, &[]);
         std::thread::sleep(Duration::from_millis(300));
     }
 }
@@ -135,7 +100,7 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
     let workdir = tmp.path().join("w");
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     tokio::task::block_in_place(|| {
-        reconcile(&bare, &workdir);
+        reconcile(&bare, &workdir, &[]);
         git(&human, &["pull", "-q", "origin", "main"]);
         human_commit(
             &human,

@@ -9,8 +9,6 @@
 //! request each fake received carries them (CloudWatch's a SigV4 signature the test
 //! recomputes) and the query rendered for that canary, as the vendor documents it.
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +16,7 @@ use serde_json::Value as Json;
 
 use super::providers::{datadog_answer, influx_answer};
 use super::providers_signed::{expected_authorization, signalflow_stream, AWS_ENV, CW_QUERY};
-use super::support::{Canned, Recorded, Server};
+use super::support::{phase, reconcile, Canned, Recorded, Server};
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
 /// How the operator maps a vendor's Secret into sluice.
@@ -358,42 +356,6 @@ fn env_var(name: &str, key: &str) -> String {
         name.to_uppercase().replace('-', "_"),
         key.to_uppercase()
     )
-}
-
-fn reconcile(bare: &Path, workdir: &Path, env: &[(String, String)]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "reconcile",
-            "--repo",
-            &bare.display().to_string(),
-            "--workdir",
-            &workdir.display().to_string(),
-        ])
-        .env("SLUICE_LOG", "error")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .expect("sluice reconcile");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn phase(bare: &Path, name: &str) -> String {
-    let text = git(
-        bare,
-        &["show", &format!("main:.sluice/status/test/{name}.yaml")],
-    );
-    let p = text
-        .lines()
-        .find_map(|l| l.strip_prefix("phase: "))
-        .unwrap_or_default();
-    let w = text
-        .lines()
-        .find_map(|l| l.strip_prefix("canaryWeight: "))
-        .unwrap_or_default();
-    format!("{p}:{w}")
 }
 
 fn finished(p: &str) -> bool {
