@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+#[path = "../git_daemon.rs"]
+mod git_daemon;
+use git_daemon::GitDaemon;
+
 const EXE: &str = env!("CARGO_BIN_EXE_sluice");
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -552,56 +556,6 @@ fn repack(template: &Path, scale: &Scale) -> Row {
         ratio: r / o.max(1e-9),
         goal: "≤ 2×, ≤ 64 MiB",
         rss: Some(peak),
-    }
-}
-
-/// A real `git daemon` serving the repos under `base` on a free loopback port; killed on drop.
-/// The cold-start rows clone from it: a production remote (SSH, HTTPS, git) builds the pack in
-/// the server, where libgit2's local-path transport builds it inside sluice's own process.
-struct GitDaemon {
-    child: Child,
-    port: u16,
-}
-
-impl GitDaemon {
-    fn start(base: &Path) -> GitDaemon {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let exec_path = git(base, &["--exec-path"]).trim().to_string();
-        // git-daemon itself: `git daemon` forks it as a child that a kill would orphan.
-        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
-            .args([
-                "--export-all",
-                "--enable=receive-pack",
-                "--reuseaddr",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &format!("--base-path={}", base.display()),
-                &base.display().to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon starts (Debian package git includes it)");
-        let deadline = Instant::now() + std::time::Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "git daemon did not listen");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        GitDaemon { child, port }
-    }
-
-    fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for GitDaemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -8,15 +8,17 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sluice::gitops::{
     CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, Oid, PushOutcome, Signing,
     Time,
 };
+
+use crate::git_daemon::GitDaemon;
 
 const ROUTE: &str = "apps/podinfo/route.yaml";
 const SEED_DATE: &str = "1700000000 +0000";
@@ -167,78 +169,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn wait_for_port(port: u16, child: &mut Child) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    false
-}
-
-/// `git-daemon` itself, not `git daemon`: the `git` wrapper runs the daemon as a child, so
-/// killing the wrapper would leave the daemon running.
-fn git_daemon_cmd(dir: &Path) -> Command {
-    let exec_path = git(dir, &["--exec-path"]);
-    let mut cmd = Command::new(Path::new(&exec_path).join("git-daemon"));
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null");
-    cmd
-}
-
-/// A `git daemon` serving `base` on a free loopback port, with push enabled; killed on drop.
-struct GitDaemon {
-    child: Child,
-    port: u16,
-}
-
-impl GitDaemon {
-    fn start(base: &Path) -> Self {
-        for _ in 0..5 {
-            let port = free_port();
-            let mut child = git_daemon_cmd(base)
-                .args([
-                    "--export-all",
-                    "--enable=receive-pack",
-                    "--informative-errors",
-                    "--reuseaddr",
-                    "--listen=127.0.0.1",
-                ])
-                .arg(format!("--port={port}"))
-                .arg(format!("--base-path={}", base.display()))
-                .arg(base)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("git daemon must be installed (Debian package `git`)");
-            if wait_for_port(port, &mut child) {
-                return GitDaemon { child, port };
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!("git daemon did not start");
-    }
-
-    fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for GitDaemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `git http-backend` behind a minimal HTTP/1.1 server on loopback that demands basic auth
@@ -1211,21 +1141,7 @@ fn interrupted_clone_resumes_in_the_same_work_dir() {
     assert!(ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).is_err());
     assert!(work.join(".git").exists());
     // Serve the same URL now (same port) and retry with the same work dir.
-    let child = git_daemon_cmd(fx.dir.path())
-        .args(["--export-all", "--reuseaddr", "--listen=127.0.0.1"])
-        .arg(format!("--port={port}"))
-        .arg(format!("--base-path={}", fx.dir.path().display()))
-        .arg(fx.dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Guard first, so a failed wait still kills the daemon.
-    let mut daemon = GitDaemon { port, child };
-    assert!(
-        wait_for_port(port, &mut daemon.child),
-        "daemon on port {port}"
-    );
+    let daemon = GitDaemon::serve(fx.dir.path(), port).expect("git daemon on the same port");
     let repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
     assert_eq!(repo.head(), fx.remote_head());
     drop(daemon);

@@ -16,6 +16,8 @@ mod daemonset;
 mod decide;
 mod drift;
 mod flagger_fields;
+#[path = "../git_daemon.rs"]
+mod git_daemon;
 mod gitops;
 mod gitops_branch;
 mod gitops_layers;

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value as Json;
 
@@ -87,54 +87,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A real `git daemon` serving `base` on loopback, with pushes enabled; killed on drop.
-pub struct GitDaemon {
-    child: Child,
-    pub port: u16,
-}
-
-impl GitDaemon {
-    pub fn start(base: &Path) -> GitDaemon {
-        let port = free_port();
-        // Run git-daemon itself: `git daemon` forks it as a child that a kill would orphan.
-        let exec_path = git(base, &["--exec-path"]).trim().to_string();
-        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
-            .args([
-                "--export-all",
-                "--enable=receive-pack",
-                "--reuseaddr",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &format!("--base-path={}", base.display()),
-                &base.display().to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon starts (Debian package git includes it)");
-        let daemon = GitDaemon { child, port };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "git daemon did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        daemon
-    }
-
-    pub fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for GitDaemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub use crate::git_daemon::GitDaemon;
 
 /// A bare repo `<dir>/config.git` whose main holds `files`.
 pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
