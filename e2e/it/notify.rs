@@ -2,13 +2,12 @@
 //! the events people care about, sent to a local HTTP server the test runs; URLs come from
 //! the environment variables the settings name.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
 use crate::metrics::support::{Canned, Server};
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 fn canary(revision: &str) -> String {
     format!(
@@ -40,35 +39,20 @@ fn every_channel_hears_about_start_and_promotion() {
     );
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     let workdir = tmp.path().join("w");
-    let reconcile = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "reconcile",
-                "--repo",
-                &bare.display().to_string(),
-                "--workdir",
-                &workdir.display().to_string(),
-            ])
-            .env("SLUICE_TEST_SLACK", format!("{base}/slack"))
-            .env("SLUICE_TEST_TEAMS", format!("{base}/teams"))
-            .env("SLUICE_TEST_DISCORD", format!("{base}/discord"))
-            .env("SLUICE_TEST_WEBHOOK", format!("{base}/webhook"))
-            .env("SLUICE_LOG", "error")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    reconcile();
+    let env = [
+        ("SLUICE_TEST_SLACK".to_string(), format!("{base}/slack")),
+        ("SLUICE_TEST_TEAMS".to_string(), format!("{base}/teams")),
+        ("SLUICE_TEST_DISCORD".to_string(), format!("{base}/discord")),
+        ("SLUICE_TEST_WEBHOOK".to_string(), format!("{base}/webhook")),
+    ];
+    let tick = || reconcile(&bare, &workdir, &env);
+    tick();
     git(&human, &["pull", "-q", "origin", "main"]);
     human_commit(&human, "apps/web.yaml", &canary("v2"), "web: v2");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !git(&bare, &["show", "main:.sluice/status/shop/web.yaml"]).contains("phase: Succeeded") {
         assert!(Instant::now() < deadline, "the rollout did not finish");
-        reconcile();
+        tick();
         std::thread::sleep(Duration::from_millis(300));
     }
     let requests = server.requests();

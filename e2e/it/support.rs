@@ -235,3 +235,24 @@ pub fn http(
         .unwrap_or_default();
     (status, body)
 }
+
+/// One `sluice reconcile` of `bare` in `workdir`, with `env` added; panics when it fails.
+pub fn reconcile(bare: &std::path::Path, workdir: &std::path::Path, env: &[(String, String)]) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "reconcile",
+            "--repo",
+            &bare.display().to_string(),
+            "--workdir",
+            &workdir.display().to_string(),
+        ])
+        .env("SLUICE_LOG", "error")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("sluice reconcile");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -10,9 +10,9 @@ use sluice::core::observe::MetricValue;
 use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
 use super::prometheus_e2e::{osm_exposition, wait_for, PrometheusProcess};
-use super::support::{phase, reconcile, Canned, Server};
+use super::support::{phase, Canned, Server};
 use crate::loop_support::kustomize_builds;
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 fn deployment(name: &str, image: &str) -> String {
     format!(
