@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 pub struct GitDaemon {
     child: Child,
     pub port: u16,
+    /// The daemon's `--verbose` log: a line per request it served.
+    log: tempfile::NamedTempFile,
 }
 
 impl GitDaemon {
@@ -37,6 +39,8 @@ impl GitDaemon {
         let exec_path = String::from_utf8_lossy(&exec_path.stdout)
             .trim()
             .to_string();
+        let log = tempfile::NamedTempFile::new().expect("a log file for git daemon");
+        let stderr = log.reopen().expect("open the git daemon log");
         // `git-daemon` itself, not `git daemon`: the `git` wrapper runs the daemon as a child,
         // so killing the wrapper would leave the daemon running.
         let child = Command::new(Path::new(&exec_path).join("git-daemon"))
@@ -49,17 +53,18 @@ impl GitDaemon {
                 "--informative-errors",
                 "--reuseaddr",
                 "--listen=127.0.0.1",
+                "--verbose",
             ])
             .arg(format!("--port={port}"))
             .arg(format!("--base-path={}", base.display()))
             .arg(base)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("git daemon must be installed (Debian package `git`)");
         // Guard first, so a failed wait still kills the daemon.
-        let mut daemon = GitDaemon { child, port };
+        let mut daemon = GitDaemon { child, port, log };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -71,6 +76,13 @@ impl GitDaemon {
             std::thread::sleep(Duration::from_millis(25));
         }
         None
+    }
+
+    /// How many fetches (`upload-pack` requests) of `repo` the daemon has served so far.
+    pub fn fetches(&self, repo: &str) -> usize {
+        let log = std::fs::read_to_string(self.log.path()).expect("read the git daemon log");
+        let request = format!("Request upload-pack for '/{repo}'");
+        log.lines().filter(|line| line.ends_with(&request)).count()
     }
 
     /// The URL of `repo` (a path under the served folder).

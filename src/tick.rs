@@ -231,8 +231,10 @@ pub fn poll(
     }
 }
 
-/// [`tick`] after its first fetch.
-fn tick_fetched(
+/// [`tick`] without its first fetch, for a repo fetched just now: a one-shot `reconcile`
+/// right after [`ConfigRepo::open_or_clone`], which fetches, would otherwise ask the remote
+/// twice.
+pub fn tick_fetched(
     repo: &mut ConfigRepo,
     ctx: &Context,
     now: Timestamp,

@@ -15,7 +15,9 @@ use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::loop_support::kustomize_builds;
-use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::support::{
+    git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, GitDaemon, Schemas,
+};
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
@@ -226,6 +228,35 @@ fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     // A tick with nothing to do commits nothing.
     let idle = tick(&mut repo, &ctx, now + Duration::from_secs(60)).unwrap();
     assert_eq!(idle.commits, 0);
+}
+
+/// `reconcile`, `status`, `history` and `audit` open the clone, which fetches; each fetched a
+/// second time right after, a wasted round trip to the remote on every run.
+#[test]
+fn one_shot_commands_fetch_the_remote_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
+    let daemon = GitDaemon::start(tmp.path());
+    let url = daemon.url("config.git");
+    let work = tmp.path().join("work").display().to_string();
+    let source = ["--repo", url.as_str(), "--workdir", work.as_str()];
+    let runs: [&[&str]; 5] = [
+        &["reconcile"],
+        &["reconcile"],
+        &["status"],
+        &["history", "shop/web"],
+        &["audit"],
+    ];
+    for (n, command) in runs.into_iter().enumerate() {
+        let args: Vec<&str> = command.iter().chain(&source).copied().collect();
+        let (code, _, stderr) = run_sluice(&args);
+        assert_eq!(code, 0, "sluice {command:?}: {stderr}");
+        assert_eq!(
+            daemon.fetches("config.git"),
+            n + 1,
+            "sluice {command:?} fetches once (the first clones)"
+        );
+    }
 }
 
 #[test]

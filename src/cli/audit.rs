@@ -47,9 +47,10 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             audit(&repo, head, only)?
         }
         (None, Some(url)) => {
-            let mut locked =
+            // `open` fetches the branch.
+            let locked =
                 crate::cli::repo::open(url, &args.source.branch, args.source.workdir.as_deref())?;
-            let head = locked.repo.fetch()?;
+            let head = locked.repo.head();
             let repo = open(locked.repo.root())?;
             audit(&repo, head, only)?
         }

@@ -155,8 +155,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let history = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => local_history(dir, &args.source.branch, filter, args.limit)?,
         (None, Some(url)) => {
-            let mut locked = open(url, &args.source.branch, args.source.workdir.as_deref())?;
-            locked.repo.fetch()?;
+            // `open` fetches the branch.
+            let locked = open(url, &args.source.branch, args.source.workdir.as_deref())?;
             locked.repo.history(filter, args.limit)?
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),

@@ -4,7 +4,7 @@
 use crate::cli::repo::RepoArgs;
 use crate::observe::Live;
 use crate::runtime::Runtime;
-use crate::tick::{tick, Context, TickReport};
+use crate::tick::{tick_fetched, Context, TickReport};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,7 +38,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         push_attempts: args.push_attempts,
         runtime: &runtime,
     };
-    let report = tick(&mut locked.repo, &ctx, jiff::Timestamp::now())?;
+    // `open` fetched the branch a moment ago; a second fetch would only ask the remote again.
+    let report = tick_fetched(&mut locked.repo, &ctx, jiff::Timestamp::now())?;
     print_report(&report);
     Ok(0)
 }

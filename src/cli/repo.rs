@@ -30,8 +30,8 @@ pub struct RepoArgs {
 }
 
 impl RepoArgs {
-    /// Opens the clone with the signing key applied; a key sluice cannot sign with here is
-    /// refused before anything else.
+    /// Opens (cloning on first use) the clone and fetches the branch, with the signing key applied; a key
+    /// sluice cannot sign with here is refused before anything else.
     pub fn open(&self) -> anyhow::Result<Locked> {
         crate::gitops::set_network_timeout(self.git_timeout);
         let signing = self
@@ -90,8 +90,8 @@ fn default_workdir(url: &str) -> PathBuf {
     base.join("sluice").join(&id[..id.len().min(16)])
 }
 
-/// Opens (cloning on first use) the persistent clone, holding an exclusive lock on the work dir
-/// so two processes never share one clone.
+/// Opens (cloning on first use) the persistent clone and fetches the branch, holding an
+/// exclusive lock on the work dir so two processes never share one clone.
 pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<Locked> {
     let workdir = workdir.map_or_else(|| default_workdir(url), Path::to_path_buf);
     if let Some(parent) = workdir.parent() {
@@ -136,8 +136,8 @@ pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
     let Some(url) = &args.repo else {
         bail!("give --repo URL or --dir PATH");
     };
-    let mut locked = open(url, &args.branch, args.workdir.as_deref())?;
-    locked.repo.fetch()?;
+    // `open` fetches the branch.
+    let locked = open(url, &args.branch, args.workdir.as_deref())?;
     Ok((
         locked.repo.root().to_path_buf(),
         Held::Clone(Box::new(locked)),
