@@ -123,11 +123,20 @@ fn summary(r: &Report) -> String {
         )
     };
     format!(
-        "{} commits, {} decisions replayed{format1}, {} findings",
-        r.commits,
-        r.replayed,
-        r.findings.len()
+        "{}, {} replayed{format1}, {}",
+        counted(r.commits, "commit"),
+        counted(r.replayed, "decision"),
+        counted(r.findings.len(), "finding")
     )
+}
+
+/// `n` and `noun`, plural unless `n` is one: "1 finding", "2 findings".
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// GitHub's escaping of a workflow command's message.
@@ -140,4 +149,35 @@ fn escape_data(s: &str) -> String {
 /// GitHub's escaping of a workflow command's property.
 fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_one_finding_not_one_findings() {
+        let mut report = Report {
+            commits: 1,
+            replayed: 1,
+            ..Report::default()
+        };
+        assert_eq!(
+            summary(&report),
+            "1 commit, 1 decision replayed, 0 findings"
+        );
+        report.commits = 13;
+        report.replayed = 10;
+        report.findings = vec![crate::audit::Finding {
+            commit: "c0ffee".into(),
+            kind: crate::audit::Kind::Foreign,
+            file: "clusters/demo/podinfo/route.yaml".into(),
+            canary: "demo/podinfo".into(),
+            message: "changed outside sluice".into(),
+        }];
+        assert_eq!(
+            summary(&report),
+            "13 commits, 10 decisions replayed, 1 finding"
+        );
+    }
 }
