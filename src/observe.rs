@@ -21,9 +21,8 @@ use crate::gates::webhook::{call_all, WebhookPayload};
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL};
 use crate::runtime::Runtime;
-use crate::spec::model::{Canary, MetricQuery, WebhookKind};
+use crate::spec::model::{Canary, WebhookKind};
 use crate::spec::settings::Settings;
-use crate::yaml::snapshot::Snapshot;
 
 /// One canary to observe.
 pub struct Request<'a> {
@@ -46,10 +45,11 @@ pub struct External {
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
 pub trait Observer: Send + Sync {
-    /// Observes every request (same order), at `now`.
+    /// Observes every request (same order), at `now`; `templates` are the tick's metric
+    /// templates, read once with the rest of the repo.
     fn observe(
         &self,
-        snapshot: &Snapshot,
+        templates: &TemplateIndex,
         settings: &Settings,
         requests: &[Request<'_>],
         now: Timestamp,
@@ -68,7 +68,7 @@ pub struct Offline;
 impl Observer for Offline {
     fn observe(
         &self,
-        _: &Snapshot,
+        _: &TemplateIndex,
         _: &Settings,
         requests: &[Request<'_>],
         _: Timestamp,
@@ -191,27 +191,11 @@ fn payload(
 impl Observer for Live<'_> {
     fn observe(
         &self,
-        snapshot: &Snapshot,
+        templates: &TemplateIndex,
         settings: &Settings,
         requests: &[Request<'_>],
         now: Timestamp,
     ) -> Vec<External> {
-        let needs_templates = requests.iter().any(|r| {
-            r.canary
-                .analysis
-                .metrics
-                .iter()
-                .any(|m| matches!(m.query, MetricQuery::Template { .. }))
-        });
-        let templates = if needs_templates {
-            let (templates, errors) = TemplateIndex::from_snapshot(snapshot);
-            for e in &errors {
-                warn!(error = %e, "Invalid MetricTemplate");
-            }
-            templates
-        } else {
-            TemplateIndex::new()
-        };
         let address = self
             .prometheus_override
             .clone()
@@ -220,7 +204,7 @@ impl Observer for Live<'_> {
         self.runtime.block_on(async {
             // Bounded concurrency across canaries; results come back in request order.
             futures::stream::iter(requests)
-                .map(|r| self.observe_one(r, &templates, address.as_deref(), concurrency, now))
+                .map(|r| self.observe_one(r, templates, address.as_deref(), concurrency, now))
                 .buffered(CONCURRENT_CANARIES.max(concurrency))
                 .collect::<Vec<External>>()
                 .await

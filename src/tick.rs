@@ -387,7 +387,7 @@ fn decide_and_commit(
             revision: &p.revision,
         })
         .collect();
-    let externals = ctx.observer.observe(&snapshot, &settings, &requests, now);
+    let externals = ctx.observer.observe(&templates, &settings, &requests, now);
     drop(requests);
     let forge = waiting_forge(&prepared, &settings, ctx.runtime);
     let mut done = Decided {

@@ -164,7 +164,7 @@ struct Blind;
 impl Observer for Blind {
     fn observe(
         &self,
-        _: &Snapshot,
+        _: &TemplateIndex,
         _: &Settings,
         requests: &[Request<'_>],
         _: Timestamp,

@@ -8,11 +8,11 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use sluice::core::decide::Decision;
 use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::observe::{External, Observer, Request};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::tick::{tick, Context};
-use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
@@ -35,7 +35,7 @@ struct RacingHuman<'a> {
 impl Observer for RacingHuman<'_> {
     fn observe(
         &self,
-        _: &Snapshot,
+        _: &TemplateIndex,
         _: &Settings,
         requests: &[Request<'_>],
         _: Timestamp,
@@ -327,4 +327,73 @@ fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
             .expect("an active canary is observed on every poll");
         assert!(report.outcomes[0].phase.unwrap().is_active(), "{report:?}");
     }
+}
+
+/// The tick read the repo's MetricTemplates and reported a broken one as a spec error; the
+/// live observer then read them all again and logged the same error a second time.
+#[test]
+fn a_broken_metric_template_is_logged_once_per_tick() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {name: latency, namespace: shop}\nspec:\n  provider: {type: prometheus, address: 'http://127.0.0.1:9'}\n  query: histogram_quantile(0.99, rate(x[1m]))\n";
+    let broken = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {name: broken, namespace: shop}\nspec:\n  provider: {type: prometheus, address: 'http://127.0.0.1:9'}\n";
+    let canary = |revision: &str| {
+        format!(
+            "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: web, namespace: shop}}
+spec:
+  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  analysis:
+    interval: 1s
+    threshold: 5
+    stepWeights: [10, 50]
+    metrics:
+    - name: latency
+      templateRef: {{name: latency}}
+      thresholdRange: {{max: 500}}
+"
+        )
+    };
+    let bare = seeded_remote(
+        tmp.path(),
+        &[
+            ("apps/web/canary.yaml", &canary("v1")),
+            ("apps/templates.yaml", template),
+            ("apps/broken-template.yaml", broken),
+        ],
+    );
+    let work = tmp.path().join("w");
+    let reconcile = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["reconcile", "--repo"])
+            .arg(&bare)
+            .arg("--workdir")
+            .arg(&work)
+            .env("SLUICE_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        format!("{}{stderr}", String::from_utf8_lossy(&out.stdout))
+    };
+    reconcile();
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    human_commit(&human, "apps/web/canary.yaml", &canary("v2"), "web: v2");
+    // Scaling up, the first step, then the first metric check (the query fails: nothing
+    // listens on port 9).
+    let checked = (0..6)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            reconcile()
+        })
+        .find(|out| out.contains("failed check"))
+        .expect("a tick checked the canary's metric");
+    let logged: Vec<&str> = checked
+        .lines()
+        .filter(|l| l.contains(" WARN ") && l.contains("broken-template.yaml"))
+        .collect();
+    assert_eq!(logged.len(), 1, "{checked}");
 }

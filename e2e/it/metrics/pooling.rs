@@ -20,7 +20,6 @@ use sluice::observe::{Live, Observer, Request};
 use sluice::runtime::Runtime;
 use sluice::server::Metrics;
 use sluice::spec::settings::{parse_settings, SETTINGS_PATH};
-use sluice::yaml::snapshot::Snapshot;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -258,9 +257,7 @@ fn the_observe_step_honours_prometheus_concurrency_from_the_repo_settings() {
             revision: "new",
         })
         .collect();
-    let empty = tempfile::tempdir().expect("tempdir");
-    let observed =
-        Live::new(&runtime).observe(&Snapshot::read(empty.path()), &settings, &requests, now);
+    let observed = Live::new(&runtime).observe(&TemplateIndex::new(), &settings, &requests, now);
     assert_eq!(observed.len(), 60);
     assert!(observed
         .iter()
