@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 pub struct GitDaemon {
     child: Child,
     pub port: u16,
-    /// The daemon's `--verbose` log: a line per request it served.
+    /// The daemon's `--verbose` log: a line per request it served (read by the tests, not the
+    /// bench, which includes this file too).
+    #[allow(dead_code)]
     log: tempfile::NamedTempFile,
 }
 
@@ -79,6 +81,7 @@ impl GitDaemon {
     }
 
     /// How many fetches (`upload-pack` requests) of `repo` the daemon has served so far.
+    #[allow(dead_code)]
     pub fn fetches(&self, repo: &str) -> usize {
         let log = std::fs::read_to_string(self.log.path()).expect("read the git daemon log");
         let request = format!("Request upload-pack for '/{repo}'");

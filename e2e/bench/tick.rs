@@ -5,7 +5,7 @@
 //! | row | sluice | baseline |
 //! |---|---|---|
 //! | idle | CPU of `sluice run --poll 1s` over P polls, C canaries at rest | CPU of P `git fetch` (the loop a watcher runs) |
-//! | perCanary, 50 namespaces | one tick: every canary advances one step, one commit each | `git fast-import` of the same commits, then one push |
+//! | perCanary, 50 namespaces | one tick: every canary advances one step, one commit each | `git fast-import` of the same commits, then one push; also after a `git pull` of the rollout, which the tick does too |
 //! | perCanary, 1 namespace | the same, every output folder in one namespace | the same |
 //! | perTick | the same tick as one commit | the git CLI: the same writes, one commit, one push |
 //! | repack tick | a tick whose fetch finds more packs than the clone keeps | the ordinary ticks around it |
@@ -373,6 +373,9 @@ fn idle(scale: &Scale) -> Row {
 fn step_tick(scale: &Scale, namespaces: usize, mode: &str) -> Row {
     let mut sluice_wall = Vec::new();
     let mut base_wall = Vec::new();
+    // perCanary only: the baseline plus the `git pull` that brings in the rollout, which sluice's
+    // tick does too (fetch and check out the changed specs) and the baseline leaves out.
+    let mut pull_wall = Vec::new();
     let mut rss = Vec::new();
     let mut commits = 0;
     for _ in 0..scale.runs {
@@ -395,6 +398,8 @@ fn step_tick(scale: &Scale, namespaces: usize, mode: &str) -> Row {
         // The baseline's remote starts from the same state.
         let base_remote = root.join("baseline.git");
         copy_bare(&bare, &base_remote);
+        let pull_remote = root.join("baseline-pull.git");
+        copy_bare(&bare, &pull_remote);
         let before = git(&bare, &["rev-parse", "main"]).trim().to_string();
         let usage = reconcile(&url, &work);
         sluice_wall.push(usage.wall);
@@ -418,7 +423,17 @@ fn step_tick(scale: &Scale, namespaces: usize, mode: &str) -> Row {
             let start = Instant::now();
             fast_import(&warm, &stream);
             git(&warm, &["push", "-q", "origin", "main"]);
-            start.elapsed()
+            let wall = start.elapsed();
+            // A clone from before the rollout commit, warm, as a user's checkout.
+            let pulled = crate::human(root, &pull_remote, "pulled");
+            git(&pulled, &["reset", "-q", "--hard", "HEAD~1"]);
+            git(&pulled, &["status", "--short"]);
+            let start = Instant::now();
+            git(&pulled, &["pull", "-q", "--ff-only", "origin", "main"]);
+            fast_import(&pulled, &stream);
+            git(&pulled, &["push", "-q", "origin", "main"]);
+            pull_wall.push(start.elapsed().as_secs_f64());
+            wall
         } else {
             let changed: Vec<(String, String)> =
                 git(&bare, &["diff", "--name-only", &before, &after])
@@ -451,7 +466,13 @@ fn step_tick(scale: &Scale, namespaces: usize, mode: &str) -> Row {
                 scale.canaries,
                 if namespaces == 1 { "" } else { "s" }
             ),
-            format!("`git fast-import` + push: {b:.2} s"),
+            {
+                let p = median(pull_wall);
+                format!(
+                    "`git fast-import` + push: {b:.2} s (after a `git pull` of the rollout: {p:.2} s, {:.2}x)",
+                    s / p.max(1e-9)
+                )
+            },
             if namespaces == 1 {
                 "measured (O(N²) tree bytes)"
             } else {
