@@ -17,11 +17,11 @@ const CANARIES: usize = 100;
 const TICKS: usize = 10;
 /// A tick's objects grow with the square of the canaries in one namespace (each commit rewrites
 /// folders of one entry per canary): 100 canaries write about 1/100 of what 1,000 do. sluice
-/// keeps 4 MiB of a tick's objects in memory, which 1,000 canaries use up many times over, each
+/// keeps 8 MiB of a tick's objects in memory, which 1,000 canaries use up many times over, each
 /// time storing a pack; the budget shrunk by the same 1/100 makes 100 canaries store their
 /// packs at the same points of the tick, so this test takes the path a 1,000-canary tick
 /// takes, in seconds.
-const MEMORY_BUDGET: usize = (4 << 20) / 100;
+const MEMORY_BUDGET: usize = (8 << 20) / 100;
 
 fn canary(i: usize, revision: &str) -> String {
     format!(

@@ -111,6 +111,8 @@ pub enum Command {
 
 /// Runs a parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    // Before any repository is opened: libgit2 reads the bound whenever it caches an object.
+    crate::gitops::limit_object_cache();
     match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Plan(args) => plan::run(&args),

@@ -27,7 +27,7 @@
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
 //!   `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
-//!   timeouts.
+//!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
 //! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
 
@@ -41,6 +41,7 @@ mod known_hosts;
 mod locks;
 mod maintenance;
 mod memory;
+mod object_cache;
 mod push;
 mod remote;
 mod repo;
@@ -55,6 +56,7 @@ pub use credentials::{redact_text, redact_url, Credentials};
 pub use error::{Error, RemoteOp, Result};
 pub use history::{local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry};
 pub use known_hosts::KnownHosts;
+pub use object_cache::{limit_object_cache, OBJECT_CACHE_BYTES};
 pub use push::PushOutcome;
 pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;

@@ -22,6 +22,7 @@ use super::error::{Error, RemoteOp, Result};
 use super::locks;
 use super::maintenance;
 use super::memory::Memory;
+use super::object_cache;
 use super::remote::{Remote, ORIGIN};
 use super::sign::Signing;
 use super::timeouts;
@@ -108,6 +109,7 @@ impl ConfigRepo {
         git2::opts::strict_hash_verification(false);
         git2::opts::strict_object_creation(false);
         timeouts::ensure();
+        object_cache::limit_object_cache();
         let clean = strip_userinfo(url)?;
         let creds = creds.clone().with_url_fallback(clean.userinfo.clone());
         let root = std::path::absolute(workdir).map_err(|source| Error::Io {
@@ -522,7 +524,7 @@ impl ConfigRepo {
     }
 
     /// Sets how many bytes of a tick's new objects are kept in memory before they are stored
-    /// as a pack and the rest of the tick starts a new one (4 MiB by default). Tests lower it
+    /// as a pack and the rest of the tick starts a new one (8 MiB by default). Tests lower it
     /// to reach, with a hundred canaries, the several packs a thousand canaries in one
     /// namespace write.
     pub fn set_memory_budget(&mut self, bytes: usize) {
@@ -530,7 +532,7 @@ impl ConfigRepo {
     }
 
     /// Runs `work` with the objects commits write kept in memory, then stores the objects the
-    /// new commits need in the clone as a pack, one per 4 MiB of objects (`memory.rs`).
+    /// new commits need in the clone as a pack, one per 8 MiB of objects (`memory.rs`).
     /// Inside `work` only object operations are available (commit, history, reading files at
     /// the head); refs, index and push wait until it returns. The pack is written even when
     /// `work` fails, so the head never names a missing object.
