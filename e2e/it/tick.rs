@@ -14,7 +14,7 @@ use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::tick::{tick, Context};
 
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, route_only_web, seeded_remote};
 
 const FILE: &str = "apps/web.yaml";
 
@@ -336,24 +336,11 @@ fn a_broken_metric_template_is_logged_once_per_tick() {
     let tmp = tempfile::tempdir().unwrap();
     let template = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {name: latency, namespace: shop}\nspec:\n  provider: {type: prometheus, address: 'http://127.0.0.1:9'}\n  query: histogram_quantile(0.99, rate(x[1m]))\n";
     let broken = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {name: broken, namespace: shop}\nspec:\n  provider: {type: prometheus, address: 'http://127.0.0.1:9'}\n";
+    // The support canary (threshold 2), with a metric read through a template.
     let canary = |revision: &str| {
         format!(
-            "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 5
-    stepWeights: [10, 50]
-    metrics:
-    - name: latency
-      templateRef: {{name: latency}}
-      thresholdRange: {{max: 500}}
-"
+            "{}    metrics:\n    - name: latency\n      templateRef: {{name: latency}}\n      thresholdRange: {{max: 500}}\n",
+            route_only_web(revision, "[{weight: 10}, {weight: 50}]")
         )
     };
     let bare = seeded_remote(
