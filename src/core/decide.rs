@@ -9,6 +9,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 
 use crate::model::{Canary, Strategy, Target, WebhookKind};
+use crate::number::fmt_num;
 use crate::observe::{MetricValue, Observations};
 use crate::schedule::{promotion_primary_weights, Pause, Step};
 use crate::status::{CheckRecord, Gate, Phase, Status};
@@ -574,13 +575,6 @@ fn bound_text(v: f64, min: Option<f64>, max: Option<f64>) -> String {
         (None, Some(hi)) => format!("{} <= {}", fmt_num(v), fmt_num(hi)),
         (None, None) => fmt_num(v),
     }
-}
-
-/// Numbers as people write them: `99`, `99.93`, at most two decimals.
-pub fn fmt_num(v: f64) -> String {
-    let s = format!("{v:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
 }
 
 fn failed_summary(records: &[CheckRecord]) -> String {

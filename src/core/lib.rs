@@ -6,6 +6,7 @@
 
 pub mod decide;
 pub mod model;
+pub mod number;
 pub mod observe;
 pub mod operate;
 pub mod plan;

@@ -15,7 +15,7 @@
 //! `nodata`: the query returned no series; `unobserved`: the query was not run this tick;
 //! `error`: the query failed (the reason is in the commit body, not the trailer).
 
-use crate::decide::fmt_num;
+use crate::number::fmt_num;
 use crate::status::CheckRecord;
 
 /// What a check judged: a metric against its range, or a webhook's answer.

@@ -1,7 +1,8 @@
 //! Commit messages: a subject that says what happened, a body with the reasons (Flagger-style
 //! events and the checks table), and trailers machines read back (`sluice history`).
 
-use crate::core::decide::{fmt_num, Action, Decision, DriftStep};
+use crate::core::decide::{Action, Decision, DriftStep};
+use crate::core::number::fmt_num;
 use crate::core::status::{Gate, Status};
 use crate::core::trailer::check_trailer;
 use crate::gitops::CommitMessage;
