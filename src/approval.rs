@@ -7,22 +7,25 @@
 //! Two steps of the tick use this module, and it calls back into neither:
 //! - before deciding, [`rejection`] says whether a waiting canary's pull request was closed
 //!   without merging (`forge.onClose: rollback` then rolls it back in that tick's commit);
-//! - after the push, [`keep_in_line`] pushes approval branches, opens pull requests, and closes
-//!   those left behind by canaries that moved on.
+//! - after the push, the executor (`crate::execute`) keeps approval branches in line: it
+//!   commits and pushes what [`branch_step`] renders, then [`open_pull_request`] opens the pull
+//!   request, and [`close_stale`] closes those left behind by canaries that moved on.
 //!
 //! - before deciding, [`merged`] says who merged the approval that put a status with
 //!   `clockFromMerge` on the main branch, and whether `forge.approvers` lets that login
 //!   approve: the decision's commit then records the approver (`Sluice-Approved-By`,
 //!   `Sluice-Approval`), or puts the waiting state back and the pull request gets a comment.
 //!
-//! It never commits or pushes the main branch. Problems are logged; they never stop the loop.
+//! It never commits or pushes. Problems are logged; they never stop the loop.
 
 use tracing::{info, warn};
 
+use crate::core::decide::Decision;
+use crate::core::observe::MergedApproval;
 use crate::core::operate::{operate, Operation};
 use crate::core::status::{Gate, Phase, Status};
-use crate::forge::{Forge, PrState};
-use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::forge::{Forge, PrState, PullRequest};
+use crate::gitops::{CommitMessage, ConfigRepo, FileChange};
 use crate::render::replay::{By, Record};
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
@@ -74,6 +77,25 @@ pub enum Merged {
     },
     /// The forge could not say who merged: decide nothing for this canary in this tick.
     Unknown(String),
+}
+
+impl Merged {
+    /// The fact the core weighs, and the comment its pull request gets when the merge did not
+    /// approve (number, text; left once the tick's commits are pushed).
+    pub fn into_fact(self) -> (MergedApproval, Option<(u64, String)>) {
+        match self {
+            Merged::Approved { by, source } => (MergedApproval::Approved { by, source }, None),
+            Merged::Refused {
+                waiting,
+                number,
+                reason,
+            } => {
+                let comment = number.map(|n| (n, format!("This merge did not approve: {reason}.")));
+                (MergedApproval::Refused { waiting, reason }, comment)
+            }
+            Merged::Unknown(why) => (MergedApproval::MergerUnknown(why), None),
+        }
+    }
 }
 
 /// How many first-parent commits [`merged`] looks back for the status before the merge.
@@ -274,47 +296,54 @@ pub fn rejection(
     }
 }
 
-/// After the push: keeps approval branches and pull requests in line with the canaries'
-/// states. Problems are logged; they never stop the loop.
-/// `snapshot` is the tick's: sources do not change by sluice's commits, so it still holds
-/// what the approved change's workloads are rendered from.
-pub fn keep_in_line(
-    repo: &mut ConfigRepo,
-    runtime: &Runtime,
-    forge: Option<&Forge>,
-    author: &Identity,
-    snapshot: &Snapshot,
-    pending: &[Pending],
-) {
-    for p in pending {
-        if let (Some(forge), Some((number, text))) = (forge, &p.comment) {
-            if let Err(e) = runtime.block_on(forge.comment(*number, text)) {
-                warn!(canary = %p.canary.id, number, error = %e, "Cannot comment on the approval pull request");
-            }
-        }
-        let result = if is_waiting(&p.status) {
-            keep_branch(repo, runtime, forge, author, snapshot, p)
-        } else {
-            close_stale(p, forge, runtime)
-        };
-        if let Err(e) = result {
-            warn!(canary = %p.canary.id, error = %e, "Approval branch or pull request not updated");
+/// After the push, for a pending canary: the comment its approval pull request gets (why a
+/// merge did not approve), if any. Logged, never fatal.
+pub fn comment(forge: Option<&Forge>, runtime: &Runtime, pending: &Pending) {
+    if let (Some(forge), Some((number, text))) = (forge, &pending.comment) {
+        if let Err(e) = runtime.block_on(forge.comment(*number, text)) {
+            warn!(canary = %pending.canary.id, number, error = %e, "Cannot comment on the approval pull request");
         }
     }
 }
 
-fn keep_branch(
-    repo: &mut ConfigRepo,
+/// The approval branch of a waiting canary, as it should be: the commit to push when the
+/// branch is missing or behind, and what its pull request needs.
+pub struct BranchStep {
+    pub branch: String,
+    /// The commit to push on `branch`, when it is missing or out of date.
+    pub write: Option<BranchCommit>,
+    /// The branch's newest pull request, if any.
+    latest: Option<PullRequest>,
+    /// That pull request was merged but did not approve: a new one is opened.
+    refused: bool,
+    /// The approval the branch carries.
+    approved: Decision,
+}
+
+/// A commit for an approval branch: on `parent` (the main branch's head), at `time`.
+pub struct BranchCommit {
+    pub parent: Oid,
+    pub changes: Vec<FileChange>,
+    pub message: CommitMessage,
+    pub time: git2::Time,
+}
+
+/// Reads the approval branch and pull request of a waiting canary and renders the change it
+/// should carry; `None` when the status has no approval branch. The executor commits and
+/// pushes [`BranchStep::write`], then calls [`open_pull_request`].
+/// `snapshot` is the tick's: sources do not change by sluice's commits, so it still holds
+/// what the approved change's workloads are rendered from.
+pub fn branch_step(
+    repo: &ConfigRepo,
     runtime: &Runtime,
     forge: Option<&Forge>,
-    author: &Identity,
     snapshot: &Snapshot,
     pending: &Pending,
-) -> Result<(), ApprovalError> {
+) -> Result<Option<BranchStep>, ApprovalError> {
     let canary = &pending.canary;
     let status = &pending.status;
     let Some(branch) = branch_for(canary, status) else {
-        return Ok(());
+        return Ok(None);
     };
     let status_path = status_file::path_for(&canary.id);
     let head = repo.head();
@@ -351,33 +380,51 @@ fn keep_branch(
     // The merge, not the PR's creation, starts the approved step's clock (a canary that
     // skips analysis is promoted by the approval: it has no step clock to start).
     approved.status.clock_from_merge = approved.status.phase.is_active();
-    let subject = message::subject(canary, &approved);
-    if !up_to_date {
+    let write = if up_to_date {
+        None
+    } else {
         let root = repo.root().to_path_buf();
         let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
         let changes: Vec<FileChange> = render::changes(&root, canary, &approved, &index)?;
-        let mut msg = message::render(
+        let mut message = message::render(
             canary,
             &approved,
             Some(("pull request", "approved by merging")),
         );
-        msg.trailers.push(approval_record(status).trailer());
-        let time = git2::Time::new(status.phase_since.as_second(), 0);
-        let oid = repo.commit_on(head, &changes, &msg, author, Some(time))?;
-        repo.push_approval_branch(&branch, oid)?;
-        info!(canary = %canary.id, branch = %branch,
-              hint = %format!("merge {branch} into {} (any merge method), or run `sluice approve {}`", repo.branch(), canary.id),
-              "Approval branch pushed");
-    }
-    let Some(forge) = forge else {
-        return Ok(());
+        message.trailers.push(approval_record(status).trailer());
+        Some(BranchCommit {
+            parent: head,
+            changes,
+            message,
+            time: git2::Time::new(status.phase_since.as_second(), 0),
+        })
     };
-    let base = repo.branch().to_string();
-    // An existing pull request is left as it is: one closed without merging is read before
-    // the next decision ([`rejection`]), which rolls back or holds as `forge.onClose` says.
-    if latest.is_some() && !refused {
+    Ok(Some(BranchStep {
+        branch,
+        write,
+        latest,
+        refused,
+        approved,
+    }))
+}
+
+/// Opens the approval pull request of a pushed [`BranchStep`], unless one is open already (one
+/// closed without merging is read before the next decision, [`rejection`], which rolls back or
+/// holds as `forge.onClose` says).
+pub fn open_pull_request(
+    runtime: &Runtime,
+    forge: &Forge,
+    base: &str,
+    pending: &Pending,
+    step: &BranchStep,
+) -> Result<(), ApprovalError> {
+    if step.latest.is_some() && !step.refused {
         return Ok(());
     }
+    let canary = &pending.canary;
+    let status = &pending.status;
+    let approved = &step.approved;
+    let subject = message::subject(canary, approved);
     let before = (status.primary_weight, status.canary_weight);
     let after = (
         approved.status.primary_weight,
@@ -386,14 +433,14 @@ fn keep_branch(
     let checks = message::checks_table(status);
     let body = crate::forge::pr_body(
         &canary.id.to_string(),
-        &branch_step(&branch),
+        &branch_key(&step.branch),
         before,
         after,
         &checks,
     );
     let pr = runtime.block_on(forge.ensure_open(
-        &branch,
-        &base,
+        &step.branch,
+        base,
         &format!("Approve {subject}"),
         &body,
     ))?;
@@ -419,7 +466,7 @@ fn approval_record(status: &Status) -> Record {
     record
 }
 
-fn branch_step(branch: &str) -> String {
+fn branch_key(branch: &str) -> String {
     branch.rsplit('/').next().unwrap_or(branch).to_string()
 }
 

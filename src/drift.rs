@@ -35,6 +35,7 @@ use git2::Oid;
 
 use crate::approval;
 use crate::core::decide::{Action, Decision, DriftStep};
+use crate::core::observe::DriftFact;
 use crate::core::status::Status;
 use crate::gitops::{trailer_group, CommitFacts, ConfigRepo, FileChange};
 use crate::render::{message, status_file, RenderError};
@@ -302,155 +303,72 @@ fn carries(trailers: &[(String, String)], id: &str) -> bool {
         .any(|(k, v)| k.eq_ignore_ascii_case(message::CANARY) && v == id)
 }
 
-/// What the loop does about drift instead of deciding, with the files of its commit; `None`
-/// when the canary decides as usual (the caller clears a resolved hold: see [`resolved`]).
-/// `status` is the one at the head.
-pub fn step(
+/// A drift as the core weighs it, and the files a `drift: restore` writes back (read from
+/// sluice's last commit of them; the status file is rendered from the decision instead).
+pub struct Observed {
+    pub fact: DriftFact,
+    pub restore: Vec<FileChange>,
+}
+
+/// Reads what the core needs to decide about `drift`: the status sluice last committed and,
+/// under `restore`, sluice's version of every drifted output file. `status` is the head's.
+pub fn observe(
     repo: &ConfigRepo,
     canary: &Canary,
     status: Option<&Status>,
     drift: &Drift,
     policy: DriftPolicy,
-) -> Result<(Decision, Vec<FileChange>), DriftError> {
+) -> Result<Observed, DriftError> {
     let path = status_file::path_for(&canary.id);
-    let text = repo.read_file_at(drift.status_from, &path)?;
-    let sluice_status = |text: Option<String>| -> Result<Option<Status>, DriftError> {
-        text.map(|t| status_file::parse(&t))
-            .transpose()
-            .map_err(|message| DriftError::Status {
-                path: path.clone(),
-                commit: drift.status_from.to_string(),
-                message,
-            })
+    let missing = |message: String| DriftError::Status {
+        path: path.clone(),
+        commit: drift.status_from.to_string(),
+        message,
     };
-    let base = sluice_status(text)?;
-    let files = drift.files.join(", ");
-    let by = if drift.by.is_empty() {
-        String::new()
-    } else {
-        format!(" by {}", drift.by)
+    let committed = match repo.read_file_at(drift.status_from, &path)? {
+        Some(text) => Some(status_file::parse(&text).map_err(missing)?),
+        None => None,
     };
-    match policy {
-        DriftPolicy::Hold => {
-            let held = status.is_some_and(|s| drift.files.iter().all(|f| s.drift.contains(f)));
-            let mut next = base
-                .or_else(|| status.cloned())
-                .ok_or_else(|| DriftError::Status {
-                    path: path.clone(),
-                    commit: drift.status_from.to_string(),
-                    message: "no status file".to_string(),
-                })?;
-            let event = format!(
-                "Held: {files} changed outside sluice{by}; sluice makes no change until {} sluice's again (revert the change, or run a manual operation such as `sluice abort {}`), or set `drift: restore` in .sluice/config.yaml",
-                if drift.files.len() == 1 { "it is" } else { "they are" },
-                canary.id
-            );
-            if held {
-                // Said once already: nothing to commit.
-                let status = status.cloned().unwrap_or(next);
-                return Ok((
-                    Decision {
-                        action: Action::Hold,
-                        status,
-                        events: vec![event],
-                        wake_at: None,
-                        checks: Vec::new(),
-                    },
-                    Vec::new(),
-                ));
-            }
-            next.drift = drift.files.clone();
-            next.message = event.clone();
-            let changes = vec![status_change(canary, &next)?];
-            Ok((
-                Decision {
-                    action: Action::Drift(DriftStep::Hold {
-                        files: drift.files.clone(),
-                    }),
-                    status: next,
-                    events: vec![event],
-                    wake_at: None,
-                    checks: Vec::new(),
-                },
-                changes,
-            ))
-        }
-        DriftPolicy::Restore => {
-            let mut changes = Vec::new();
-            for file in &drift.files {
-                let from = if *file == path {
-                    drift.status_from
-                } else {
-                    drift.output_from
-                };
-                if *file != path {
-                    changes.push(match repo.read_file_at(from, file)? {
-                        Some(text) => FileChange::write(file.clone(), text),
-                        None => FileChange::delete(file.clone()),
-                    });
-                }
-            }
-            let mut next = base
-                .or_else(|| status.cloned())
-                .ok_or_else(|| DriftError::Status {
-                    path: path.clone(),
-                    commit: drift.status_from.to_string(),
-                    message: "no status file".to_string(),
-                })?;
-            let event = format!(
-                "Restored {files} changed outside sluice{by}: written back as sluice committed them in {}",
-                &drift.output_from.to_string()[..7]
-            );
-            next.drift.clear();
-            next.message = event.clone();
-            changes.push(status_change(canary, &next)?);
-            Ok((
-                Decision {
-                    action: Action::Drift(DriftStep::Restore {
-                        files: drift.files.clone(),
-                        from: drift.output_from.to_string(),
-                    }),
-                    status: next,
-                    events: vec![event],
-                    wake_at: None,
-                    checks: Vec::new(),
-                },
-                changes,
-            ))
+    let sluice_status = committed
+        .or_else(|| status.cloned())
+        .ok_or_else(|| missing("no status file".to_string()))?;
+    let mut restore = Vec::new();
+    if policy == DriftPolicy::Restore {
+        for file in drift.files.iter().filter(|f| **f != path) {
+            restore.push(match repo.read_file_at(drift.output_from, file)? {
+                Some(text) => FileChange::write(file.clone(), text),
+                None => FileChange::delete(file.clone()),
+            });
         }
     }
-}
-
-/// The hold ends: the owned files are sluice's again (`status` is the held one at the head).
-/// A commit of the status alone says so; the canary decides again from the next tick on.
-pub fn resolved(
-    canary: &Canary,
-    status: &Status,
-) -> Result<(Decision, Vec<FileChange>), DriftError> {
-    let event = format!(
-        "Resumed: {} sluice's again",
-        match status.drift.as_slice() {
-            [one] => format!("{one} is"),
-            many => format!("{} are", many.join(", ")),
-        }
-    );
-    let mut next = status.clone();
-    next.drift.clear();
-    next.message = event.clone();
-    let changes = vec![status_change(canary, &next)?];
-    Ok((
-        Decision {
-            action: Action::Drift(DriftStep::Resolved),
-            status: next,
-            events: vec![event],
-            wake_at: None,
-            checks: Vec::new(),
+    Ok(Observed {
+        fact: DriftFact {
+            files: drift.files.clone(),
+            by: drift.by.clone(),
+            output_from: drift.output_from.to_string(),
+            sluice_status,
+            policy,
         },
-        changes,
-    ))
+        restore,
+    })
 }
 
-fn status_change(canary: &Canary, status: &Status) -> Result<FileChange, DriftError> {
+/// The files of a drift decision's commit: the restored files, then the status file with the
+/// decision's status.
+pub fn changes(
+    canary: &Canary,
+    decision: &Decision,
+    restore: &[FileChange],
+) -> Result<Vec<FileChange>, RenderError> {
+    let mut changes = match &decision.action {
+        Action::Drift(DriftStep::Restore { .. }) => restore.to_vec(),
+        _ => Vec::new(),
+    };
+    changes.push(status_change(canary, &decision.status)?);
+    Ok(changes)
+}
+
+fn status_change(canary: &Canary, status: &Status) -> Result<FileChange, RenderError> {
     let text = status_file::render(&canary.id, status)
         .map_err(|e| RenderError::Serialize(e.to_string()))?;
     Ok(FileChange::write(status_file::path_for(&canary.id), text))

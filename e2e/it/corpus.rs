@@ -1,5 +1,5 @@
 //! Real Flagger canaries from public repositories (`e2e/corpus/flagger/`), run the way a user
-//! migrating from Flagger would: validate (`spec::load`), plan (`core::plan`), and one real
+//! migrating from Flagger would: validate (`spec::load`), plan (`core::simulate`), and one real
 //! tick against a bare repo that renders the initial decision's files, every rendered
 //! document checked against the strict schemas.
 //!
@@ -317,7 +317,7 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
 
     // `sluice plan`: Flagger's weights, from the engine itself.
     for canary in &loaded.canaries {
-        let plan = sluice::core::plan::plan(canary);
+        let plan = sluice::core::simulate::simulate(canary);
         assert!(
             plan.canary_weights
                 .iter()

@@ -320,7 +320,7 @@ proptest! {
         let text = format!("{}{}{}", &base[..at], insert, &base[at..]);
         let loaded = load_text("fuzz.yaml", &text, &Settings::default());
         for canary in &loaded.canaries {
-            let _ = sluice::core::plan::plan(canary);
+            let _ = sluice::core::simulate::simulate(canary);
         }
     }
 }

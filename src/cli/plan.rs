@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::cli::Output;
-use crate::core::plan::{plan, Plan};
+use crate::core::simulate::{simulate, Simulation};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,7 +23,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     for e in &loaded.errors {
         eprintln!("{e}");
     }
-    let plans: Vec<Plan> = loaded.canaries.iter().map(plan).collect();
+    let plans: Vec<Simulation> = loaded.canaries.iter().map(simulate).collect();
     match args.output {
         Output::Json => outln!("{}", serde_json::to_string_pretty(&plans)?),
         Output::Yaml => out!("{}", serde_saphyr::to_string(&plans)?),
@@ -47,7 +47,7 @@ fn list(weights: &[u8]) -> String {
         .join(" -> ")
 }
 
-fn print_plan(p: &Plan) {
+fn print_plan(p: &Simulation) {
     outln!("{}/{} ({})", p.namespace, p.name, p.strategy);
     if let Some(i) = p.iterations {
         outln!("  iterations:         {i}");

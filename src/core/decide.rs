@@ -91,7 +91,8 @@ pub enum RollbackCause {
     Manual,
 }
 
-/// The outcome of one decision.
+/// The outcome of one decision. Only this crate builds one (the private `sealed` field): every
+/// rollout decision, a manual operation's included, is made by the rules here.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub action: Action,
@@ -104,7 +105,13 @@ pub struct Decision {
     /// The checks (metrics, webhooks) this decision judged, in order; empty when it judged
     /// none. The commit's `Sluice-Check` trailers; the status keeps the last judged ones.
     pub checks: Vec<Judged>,
+    pub(crate) sealed: Sealed,
 }
+
+/// Keeps [`Decision`] from being built outside the core: a struct with a private field has no
+/// literal elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sealed;
 
 impl Decision {
     /// True when the decision changes the repo.
@@ -201,13 +208,14 @@ fn decide_phase<R>(
     }
 }
 
-fn hold(status: &Status, wake_at: Option<Timestamp>, why: String) -> Decision {
+pub(crate) fn hold(status: &Status, wake_at: Option<Timestamp>, why: String) -> Decision {
     Decision {
         action: Action::Hold,
         status: status.clone(),
         events: vec![why],
         wake_at,
         checks: Vec::new(),
+        sealed: Sealed,
     }
 }
 
@@ -225,6 +233,7 @@ pub(crate) fn change(
         events: vec![event],
         wake_at,
         checks: Vec::new(),
+        sealed: Sealed,
     }
 }
 
@@ -466,6 +475,7 @@ pub(crate) fn rollback<R>(
         events: vec![format!("Canary failed! Scaling down {name}"), event],
         wake_at: None,
         checks: Vec::new(),
+        sealed: Sealed,
     }
 }
 
@@ -619,6 +629,7 @@ fn failed_check<R>(
     );
     Decision {
         checks: judged,
+        sealed: Sealed,
         ..change(
             Action::FailedCheck,
             next,
@@ -749,6 +760,7 @@ fn progressing<R>(
         next.checks = records(&judged);
         return Decision {
             checks: judged,
+            sealed: Sealed,
             ..change(
                 Action::WaitApproval(gate),
                 next,
@@ -762,6 +774,7 @@ fn progressing<R>(
     }
     Decision {
         checks: judged.clone(),
+        sealed: Sealed,
         ..advance(canary, status, records(&judged), now)
     }
 }
@@ -936,6 +949,7 @@ fn start_analysis<R>(
             } else {
                 Decision {
                     checks: judged.clone(),
+                    sealed: Sealed,
                     ..advance(canary, status, records(&judged), now)
                 }
             }
@@ -948,6 +962,7 @@ fn start_analysis<R>(
             next.checks = records(&judged);
             Decision {
                 checks: judged.clone(),
+                sealed: Sealed,
                 ..change(
                     Action::AdvanceIteration {
                         done: 1,

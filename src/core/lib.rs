@@ -1,4 +1,7 @@
-//! The pure core: weight arithmetic, phases, status and the decision function.
+//! The pure core: weight arithmetic, phases, status, and every decision the loop makes:
+//! [`verdict::verdict`] weighs the tick's facts (drift, approvals), then [`decide::decide`]'s
+//! rollout rules; [`operate`] holds the manual operations' rules, [`simulate`] the `sluice plan`
+//! simulator. A [`decide::Decision`] can only be built here.
 //!
 //! Nothing here touches git, HTTP, files or the clock; `now` is an argument.
 
@@ -9,8 +12,9 @@ pub mod model;
 pub mod number;
 pub mod observe;
 pub mod operate;
-pub mod plan;
 mod route_state;
 pub mod schedule;
+pub mod simulate;
 pub mod status;
 pub mod trailer;
+pub mod verdict;

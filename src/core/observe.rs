@@ -1,9 +1,15 @@
-//! Observations: plain data the adapters gather before each decision (source revision, metric
-//! values, webhook answers, sync state). The core never fetches any of it. Human approvals are
-//! not observations: an approval is a manual operation (`operate::Approve`) that moves the
-//! status past its gate, committed directly or carried by the approval pull request.
+//! Observations: plain data the adapters gather before each decision. [`Observations`] are what
+//! the rollout rules judge (source revision, metric values, webhook answers, sync state) and
+//! what `sluice audit` replays; [`Facts`] are what the tick learned from git and the forge
+//! about the canary's files and approvals (drift, approval pull requests closed or merged),
+//! which [`crate::verdict`] weighs before the rules. The core never fetches any of it.
+//!
+//! Approving is not an observation: an approval is a manual operation (`operate::Approve`)
+//! that moves the status past its gate, committed directly or carried by the approval pull
+//! request. What the tick observes is what became of that pull request.
 
 use crate::model::WebhookKind;
+use crate::status::Status;
 
 /// What a metric query returned.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,4 +62,72 @@ impl Observations {
     pub fn hooks(&self, kind: WebhookKind) -> impl Iterator<Item = &WebhookObservation> {
         self.webhooks.iter().filter(move |w| w.kind == kind)
     }
+}
+
+/// What the tick learned about a canary besides its [`Observations`]: the facts the core weighs
+/// before the rollout rules (see [`crate::verdict::verdict`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// Files sluice owns for the canary changed outside sluice since its last commit for it.
+    pub drift: Option<DriftFact>,
+    /// The canary's approval pull request was closed without merging under
+    /// `forge.onClose: rollback`: the reason to roll back.
+    pub rejected: Option<String>,
+    /// The canary's status came from a merged approval (`clockFromMerge`): who merged it, and
+    /// whether that approves.
+    pub merged: Option<MergedApproval>,
+}
+
+/// Owned files that differ from sluice's last commit of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriftFact {
+    /// The changed files, sorted (output files, then the status file).
+    pub files: Vec<String>,
+    /// The newest commit that changed them, as `<short id> by <author>: <subject>`; empty
+    /// when unknown.
+    pub by: String,
+    /// The commit holding sluice's version of the output folder (full hex id).
+    pub output_from: String,
+    /// The status sluice last committed (or the head's, when sluice's cannot be found).
+    pub sluice_status: Status,
+    /// What the repo settings (`drift:`) say to do.
+    pub policy: DriftPolicy,
+}
+
+/// What a tick does with a canary whose output files or status file changed outside sluice
+/// since its last commit for the canary (`drift:` in the repo settings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DriftPolicy {
+    /// `hold` (the default): the canary does not move until the files are sluice's again.
+    #[default]
+    Hold,
+    /// `restore`: the next commit writes back what sluice last committed, then it goes on.
+    Restore,
+}
+
+/// What an approval merged into the main branch amounts to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergedApproval {
+    /// It approves: `by` merged it (a forge login, or git's committer `Name <email>` without a
+    /// forge), `source` is the pull request's URL (or the approval branch's name).
+    Approved { by: Option<String>, source: String },
+    /// `forge.approvers` does not let the merger approve: `waiting`, the status before the
+    /// merge, goes back on the main branch.
+    Refused {
+        waiting: Box<Status>,
+        reason: String,
+    },
+    /// The forge could not say who merged: nothing is decided for the canary in this tick.
+    MergerUnknown(String),
+}
+
+/// What the tick knows about a canary whose spec left the repo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletion {
+    /// The status file recorded `revertOnDeletion: true`.
+    pub reverts: bool,
+    /// A YAML file of the repo that does not load (a spec may hide in it), if any.
+    pub unloadable: Option<String>,
+    /// Some canary spec of the repo does not load.
+    pub spec_errors: bool,
 }

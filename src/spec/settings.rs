@@ -60,16 +60,8 @@ pub struct Settings {
     pub signing: Option<SigningSettings>,
 }
 
-/// What a tick does with a canary whose output files or status file changed outside sluice
-/// since its last commit for the canary (`drift:` in the settings; see `crate::drift`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum DriftPolicy {
-    /// `hold` (the default): the canary does not move until the files are sluice's again.
-    #[default]
-    Hold,
-    /// `restore`: the next commit writes back what sluice last committed, then it goes on.
-    Restore,
-}
+/// What a tick does about drift (`drift:`); the core weighs it (see `crate::drift`).
+pub use crate::core::observe::DriftPolicy;
 
 /// The `signing` block of the settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

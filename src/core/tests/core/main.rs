@@ -5,3 +5,4 @@ mod builders;
 mod operate;
 mod properties;
 mod route_state;
+mod verdict;

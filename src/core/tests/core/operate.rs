@@ -4,7 +4,7 @@ use sluice_core::decide::{decide, Action};
 use sluice_core::model::Approvals;
 use sluice_core::observe::Observations;
 use sluice_core::operate::{operate, Operation};
-use sluice_core::plan::plan;
+use sluice_core::simulate::simulate;
 use sluice_core::status::Phase;
 
 use crate::builders::{canary, t};
@@ -34,7 +34,7 @@ fn approving_the_rollout_of_a_canary_that_skips_analysis_promotes_it() {
         (100, 0)
     );
     // The plan grants approvals through the same operation and says the same.
-    let planned = plan(&c);
+    let planned = simulate(&c);
     assert_eq!(planned.approvals, vec!["before rollout"]);
     assert!(planned.canary_weights.is_empty(), "{planned:?}");
     assert_eq!(

@@ -1,4 +1,4 @@
-//! `sluice plan`: what a canary will do, computed by running [`decide`] on a simulated clock
+//! The `sluice plan` simulator: what a canary will do, computed by running [`decide`] on a simulated clock
 //! with every check passing, so the plan can never disagree with the engine.
 
 use jiff::Timestamp;
@@ -13,7 +13,7 @@ use crate::status::Gate;
 /// The rollout of one canary, as `plan` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Plan {
+pub struct Simulation {
     pub name: String,
     pub namespace: String,
     pub strategy: &'static str,
@@ -83,12 +83,12 @@ fn describe_gate(gate: Gate, step: u32, next_weight: Option<u8>) -> String {
 }
 
 /// Simulates a whole rollout of a new revision.
-pub fn plan<R>(canary: &Canary<R>) -> Plan {
+pub fn simulate<R>(canary: &Canary<R>) -> Simulation {
     let start = Timestamp::UNIX_EPOCH;
     let mut now = start;
     let first = decide(canary, None, &healthy(canary, "promoted", true), now);
     let mut status = first.status;
-    let mut out = Plan {
+    let mut out = Simulation {
         name: canary.id.name.to_string(),
         namespace: canary.id.namespace.to_string(),
         strategy: canary.analysis.strategy.name(),

@@ -1,0 +1,202 @@
+//! A canary's verdict for one tick: the [`Facts`] first (files changed outside sluice, approval
+//! pull requests closed or merged), then the rollout rules of [`crate::decide`]. The tick
+//! gathers the facts and renders what comes back; it decides nothing itself.
+//!
+//! Also the verdict on a canary whose spec left the repo ([`deleted`]).
+
+use jiff::Timestamp;
+
+use crate::decide::{change, decide, dotted, hold, Action, Decision, DriftStep};
+use crate::model::Canary;
+use crate::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
+use crate::operate::{operate, Operation};
+use crate::status::{Gate, Phase, Status};
+
+/// The decision for one canary and what it was based on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub basis: Basis,
+    /// Things the operator should hear about that changed nothing (logged as warnings).
+    pub warnings: Vec<String>,
+}
+
+/// What a [`Verdict`] was based on: the commit says so (its replay record, its operator).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Basis {
+    /// The rollout rules on the observations: `sluice audit` replays it.
+    Rules,
+    /// The rollout rules, on a status a merged approval brought (recorded in the commit).
+    Approved { by: Option<String>, source: String },
+    /// Owned files changed outside sluice (`drift:`): answers a human's edit, which no replay
+    /// of the rules can rebuild.
+    Drift,
+    /// The approval pull request was closed without merging: rolled back (as `sluice abort`).
+    Rejected { reason: String },
+    /// The approval was merged by a login `forge.approvers` does not allow: the canary waits
+    /// again.
+    Refused { reason: String },
+    /// The approval was merged, but who merged it is not known yet: nothing changes.
+    MergerUnknown,
+}
+
+/// Decides one canary from its status, observations and facts.
+pub fn verdict<R>(
+    canary: &Canary<R>,
+    status: Option<&Status>,
+    obs: &Observations,
+    facts: &Facts,
+    now: Timestamp,
+) -> Verdict {
+    if let Some(drift) = &facts.drift {
+        return of(drifted(canary, status, drift), Basis::Drift);
+    }
+    if let Some(held) = status.filter(|s| !s.drift.is_empty()) {
+        return of(resumed(held), Basis::Drift);
+    }
+    let mut warnings = Vec::new();
+    if let Some(reason) = &facts.rejected {
+        match operate(canary, status, Operation::Abort, reason, now) {
+            Ok(decision) => {
+                let basis = Basis::Rejected {
+                    reason: reason.clone(),
+                };
+                return of(decision, basis);
+            }
+            Err(e) => warnings.push(format!(
+                "Approval rejected ({reason}), but the canary cannot roll back: {e}"
+            )),
+        }
+    }
+    let (decision, basis) = match (&facts.merged, status) {
+        (Some(MergedApproval::MergerUnknown(why)), Some(status)) => {
+            warnings.push(format!(
+                "Approval merged; waiting to learn who merged it: {why}"
+            ));
+            (hold(status, None, why.clone()), Basis::MergerUnknown)
+        }
+        (Some(MergedApproval::Refused { waiting, reason }), _) => (
+            refused(canary, waiting, reason),
+            Basis::Refused {
+                reason: reason.clone(),
+            },
+        ),
+        (Some(MergedApproval::Approved { by, source }), _) => (
+            decide(canary, status, obs, now),
+            Basis::Approved {
+                by: by.clone(),
+                source: source.clone(),
+            },
+        ),
+        (Some(MergedApproval::MergerUnknown(_)) | None, _) => {
+            (decide(canary, status, obs, now), Basis::Rules)
+        }
+    };
+    Verdict {
+        decision,
+        basis,
+        warnings,
+    }
+}
+
+fn of(decision: Decision, basis: Basis) -> Verdict {
+    Verdict {
+        decision,
+        basis,
+        warnings: Vec::new(),
+    }
+}
+
+/// The status a canary had before an approval it may not take was merged: it waits again
+/// (for the gate it waited for), and the route and workloads go back with it.
+fn refused<R>(canary: &Canary<R>, waiting: &Status, reason: &str) -> Decision {
+    let action = match (waiting.phase, waiting.waiting_for) {
+        (Phase::Waiting, _) => Action::WaitRollout,
+        (_, gate) => Action::WaitApproval(gate.unwrap_or(Gate::TrafficIncrease)),
+    };
+    let event = format!("Approval of {} refused: {reason}", dotted(canary));
+    change(action, waiting.clone(), event, None)
+}
+
+/// Owned files changed outside sluice: hold (said once, then nothing to commit) or write back
+/// sluice's version, as the repo settings say. `status` is the one at the head.
+fn drifted<R>(canary: &Canary<R>, status: Option<&Status>, drift: &DriftFact) -> Decision {
+    let files = drift.files.join(", ");
+    let by = if drift.by.is_empty() {
+        String::new()
+    } else {
+        format!(" by {}", drift.by)
+    };
+    let mut next = drift.sluice_status.clone();
+    match drift.policy {
+        DriftPolicy::Hold => {
+            let event = format!(
+                "Held: {files} changed outside sluice{by}; sluice makes no change until {} sluice's again (revert the change, or run a manual operation such as `sluice abort {}`), or set `drift: restore` in .sluice/config.yaml",
+                if drift.files.len() == 1 { "it is" } else { "they are" },
+                canary.id
+            );
+            match status.filter(|s| drift.files.iter().all(|f| s.drift.contains(f))) {
+                Some(held) => hold(held, None, event),
+                None => {
+                    next.drift = drift.files.clone();
+                    let action = Action::Drift(DriftStep::Hold {
+                        files: drift.files.clone(),
+                    });
+                    change(action, next, event, None)
+                }
+            }
+        }
+        DriftPolicy::Restore => {
+            let short = drift.output_from.get(..7).unwrap_or(&drift.output_from);
+            let event = format!(
+                "Restored {files} changed outside sluice{by}: written back as sluice committed them in {short}"
+            );
+            next.drift.clear();
+            let action = Action::Drift(DriftStep::Restore {
+                files: drift.files.clone(),
+                from: drift.output_from.clone(),
+            });
+            change(action, next, event, None)
+        }
+    }
+}
+
+/// The hold ends: the owned files are sluice's again (`held` is the held status at the head).
+/// A commit of the status alone says so; the canary decides again from the next tick on.
+fn resumed(held: &Status) -> Decision {
+    let event = format!(
+        "Resumed: {} sluice's again",
+        match held.drift.as_slice() {
+            [one] => format!("{one} is"),
+            many => format!("{} are", many.join(", ")),
+        }
+    );
+    let mut next = held.clone();
+    next.drift.clear();
+    change(Action::Drift(DriftStep::Resolved), next, event, None)
+}
+
+/// What becomes of a canary whose spec was deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeletedVerdict {
+    /// No `revertOnDeletion`: the output stays as it is (logged as orphaned).
+    Orphaned,
+    /// `revertOnDeletion`, but a spec or YAML file fails to load (a broken spec is not a
+    /// deleted one): the revert waits; the text says why.
+    Held(String),
+    /// `revertOnDeletion`: one commit reverts the output.
+    Revert,
+}
+
+/// Decides a deleted canary's revert.
+pub fn deleted(d: &Deletion) -> DeletedVerdict {
+    if !d.reverts {
+        return DeletedVerdict::Orphaned;
+    }
+    let why = match (&d.unloadable, d.spec_errors) {
+        (Some(file), _) => format!("{file} does not load"),
+        (None, true) => "a canary spec does not load".to_string(),
+        (None, false) => return DeletedVerdict::Revert,
+    };
+    DeletedVerdict::Held(format!("the spec is gone and revertOnDeletion is recorded, but {why}: the revert waits until every spec loads (a broken spec is not a deleted one)"))
+}

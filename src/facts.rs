@@ -1,0 +1,364 @@
+//! The tick's facts: everything the core needs to decide, gathered before anything is decided.
+//!
+//! - [`read`]: the repo settings (and whether they load), the one snapshot of the repo, the
+//!   canaries it declares (a spec that does not load is refused here, with file, line and
+//!   field), the metric templates;
+//! - [`gather`], per canary: its status file and revision, the [`Observer`]'s metrics,
+//!   webhook answers, sync and readiness, whether its last commit is live, drift (owned files
+//!   changed outside sluice, from git), and what became of its approval pull request;
+//! - [`deleted`]: canaries whose spec left the repo.
+//!
+//! Reads only: nothing here commits, pushes or decides.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+use tracing::{info, warn};
+
+use crate::approval;
+use crate::core::observe::{Deletion, Facts, Observations};
+use crate::core::status::Status;
+use crate::deleted::{self, Deleted};
+use crate::forge::Forge;
+use crate::gates::readiness::Readiness;
+use crate::gates::sync::{applied, Applied};
+use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::metrics::metric_templates::TemplateIndex;
+use crate::observe::{External, Observer, Request};
+use crate::outcome::{CanaryError, CanaryOutcome};
+use crate::render::{message, status_file};
+use crate::runtime::Runtime;
+use crate::spec::load::Loaded;
+use crate::spec::model::{Canary, CanaryId};
+use crate::spec::settings::{Settings, SETTINGS_PATH};
+use crate::workload;
+use crate::yaml::error::SpecError;
+use crate::yaml::snapshot::Snapshot;
+
+/// What a tick read of the repo at its head.
+pub struct Read {
+    pub settings: Settings,
+    /// Why the repo settings do not load; every canary holds while there is any.
+    pub settings_errors: Vec<SpecError>,
+    pub author: Identity,
+    pub snapshot: Snapshot,
+    /// The canaries; with settings that do not load, read with default settings only to name
+    /// them.
+    pub loaded: Loaded,
+    pub templates: TemplateIndex,
+    /// Every spec refused (settings, canaries, templates), for the report.
+    pub spec_errors: Vec<SpecError>,
+}
+
+/// Reads the repo at its head once: settings, specs, templates. `author` overrides the
+/// settings' author.
+pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> Read {
+    let root = repo.root();
+    let (settings, settings_errors) = settings(repo, runtime);
+    let mut spec_errors = settings_errors.clone();
+    let author = author.unwrap_or_else(|| Identity {
+        name: settings.author_name.clone(),
+        email: settings.author_email.clone(),
+    });
+    // The one read of the repo this attempt makes: specs, templates and sources come from it.
+    let snapshot = Snapshot::read_with(root, |p| runtime.read_file(p));
+    let has_status =
+        |id: &CanaryId| std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok();
+    let existing = crate::spec::load::Existing {
+        files: &snapshot,
+        has_status: &has_status,
+    };
+    let mut loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
+    // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
+    let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
+    crate::spec::template_refs::reject_unusable_templates(
+        &mut loaded,
+        &snapshot,
+        template_errors,
+        |namespace, name| templates.get(namespace, name).map(drop),
+    );
+    spec_errors.append(&mut loaded.errors);
+    for e in &spec_errors {
+        warn!(error = %e, "Invalid spec");
+    }
+    Read {
+        settings,
+        settings_errors,
+        author,
+        snapshot,
+        loaded,
+        templates,
+        spec_errors,
+    }
+}
+
+/// The repo settings at the head, parsed again only when `.sluice/config.yaml` changed.
+fn settings(repo: &ConfigRepo, runtime: &Runtime) -> (Settings, Vec<SpecError>) {
+    let source = match repo.file_id_at_head(SETTINGS_PATH) {
+        Ok(id) => id.map(|id| id.to_string()),
+        Err(e) => {
+            warn!(error = %e, "Cannot look up the repo settings; reading them again");
+            Some(format!("unreadable {}", repo.head()))
+        }
+    };
+    runtime.settings(source, || {
+        crate::spec::load::settings_in(repo.root(), |p| runtime.read_file(p))
+    })
+}
+
+/// One canary's facts, or why they could not be read.
+pub struct Gathered<'a> {
+    pub canary: &'a Canary,
+    pub known: Result<Known, CanaryError>,
+}
+
+/// Everything known about one canary before deciding.
+pub struct Known {
+    pub status: Option<Status>,
+    /// What the status file recorded of the spec (`revertOnDeletion`, output).
+    pub record: Option<status_file::SpecRecord>,
+    pub observations: Observations,
+    pub facts: Facts,
+    /// Under `drift: restore`, sluice's version of the drifted output files.
+    pub restore: Vec<FileChange>,
+    /// A comment for the canary's approval pull request, left once the tick's commits are
+    /// pushed (why its merge did not approve).
+    pub comment: Option<(u64, String)>,
+}
+
+/// The canaries of a tick, each with its facts.
+pub struct Gathering<'a> {
+    /// Canaries whose status file or revision cannot be read: reported, not decided.
+    pub unreadable: Vec<CanaryOutcome>,
+    pub canaries: Vec<Gathered<'a>>,
+}
+
+/// Gathers every canary's facts: status and revision first, then every canary's external
+/// observations together, then git's and the forge's facts one canary at a time. A git error
+/// that retrying may fix stops the tick.
+pub fn gather<'a>(
+    repo: &ConfigRepo,
+    observer: &dyn Observer,
+    runtime: &Runtime,
+    read: &'a Read,
+    now: Timestamp,
+) -> Result<Gathering<'a>, crate::gitops::Error> {
+    let root = repo.root();
+    let canaries = &read.loaded.canaries;
+    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = workload::Index::new(&read.snapshot, &outputs);
+    let mut unreadable = Vec::new();
+    let mut prepared = Vec::new();
+    for canary in canaries {
+        match prepare(root, canary, &index, runtime) {
+            Ok(p) => prepared.push(p),
+            Err(e) => unreadable.push(CanaryOutcome::failed(canary, &e)),
+        }
+    }
+    let requests: Vec<Request<'_>> = prepared
+        .iter()
+        .map(|p| Request {
+            canary: p.canary,
+            status: p.status.as_ref(),
+            revision: &p.revision,
+        })
+        .collect();
+    let externals = observer.observe(&read.templates, &read.settings, &requests, now);
+    drop(requests);
+    let forge = waiting_forge(&prepared, &read.settings, runtime);
+    let mut history = crate::drift::History::new(repo.head());
+    let mut gathered = Vec::new();
+    for (p, external) in prepared.into_iter().zip(externals) {
+        let canary = p.canary;
+        let known = match know(
+            repo,
+            runtime,
+            read,
+            forge.as_ref(),
+            &mut history,
+            p,
+            external,
+        ) {
+            Ok(known) => Ok(known),
+            Err(e) => Err(e.unless_transient()?),
+        };
+        gathered.push(Gathered { canary, known });
+    }
+    Ok(Gathering {
+        unreadable,
+        canaries: gathered,
+    })
+}
+
+/// A canary's status and current revision, read before observing.
+struct Prepared<'a> {
+    canary: &'a Canary,
+    status: Option<Status>,
+    record: Option<status_file::SpecRecord>,
+    revision: String,
+}
+
+fn prepare<'a>(
+    root: &Path,
+    canary: &'a Canary,
+    index: &workload::Index,
+    runtime: &Runtime,
+) -> Result<Prepared<'a>, CanaryError> {
+    let read = |p: &Path| runtime.read_file(p);
+    let found = status_file::read_recorded(root, &canary.id, read).map_err(|message| {
+        CanaryError::Status {
+            path: status_file::path_for(&canary.id),
+            message,
+        }
+    })?;
+    let (status, record) = match found {
+        Some((status, record)) => (Some(status), record),
+        None => (None, None),
+    };
+    let revision = workload::revision(root, canary, index)?;
+    Ok(Prepared {
+        canary,
+        status,
+        record,
+        revision,
+    })
+}
+
+/// The forge, when the repo has one and some canary waits for an approval this tick may find
+/// rejected, or has one merged whose merger must be read; `None` keeps idle ticks free of
+/// forge calls.
+fn waiting_forge(
+    prepared: &[Prepared<'_>],
+    settings: &Settings,
+    runtime: &Runtime,
+) -> Option<Forge> {
+    let waiting = prepared.iter().any(|p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| approval::is_waiting(s) || s.clock_from_merge)
+    });
+    if waiting {
+        approval::connect(settings.forge.as_ref(), runtime)
+    } else {
+        None
+    }
+}
+
+/// One canary's facts from git and the forge. While its owned files drift (or a drift hold
+/// is in place) nothing else matters: the forge is not asked and liveness is not read.
+fn know(
+    repo: &ConfigRepo,
+    runtime: &Runtime,
+    read: &Read,
+    forge: Option<&Forge>,
+    history: &mut crate::drift::History,
+    p: Prepared<'_>,
+    external: External,
+) -> Result<Known, CanaryError> {
+    let canary = p.canary;
+    let status = p.status.as_ref();
+    let mut facts = Facts::default();
+    let mut restore = Vec::new();
+    if let Some(drift) = crate::drift::check(repo, history, canary)? {
+        let observed = crate::drift::observe(repo, canary, status, &drift, read.settings.drift)?;
+        facts.drift = Some(observed.fact);
+        restore = observed.restore;
+    }
+    let drifting = facts.drift.is_some() || status.is_some_and(|s| !s.drift.is_empty());
+    let mut comment = None;
+    let mut applied = true;
+    if !drifting {
+        if let (Some(forge), Some(status)) = (forge, status) {
+            facts.rejected =
+                approval::rejection(forge, runtime, read.settings.on_close, canary, status);
+        }
+        if status.is_some_and(|s| s.clock_from_merge) {
+            let merged = approval::merged(repo, forge, runtime, &read.settings.approvers, canary);
+            let (fact, note) = merged.into_fact();
+            facts.merged = Some(fact);
+            comment = note;
+        }
+        applied = live(repo, canary, &external)?;
+    }
+    Ok(Known {
+        observations: Observations {
+            revision: p.revision,
+            metrics: external.metrics,
+            webhooks: external.webhooks,
+            applied,
+        },
+        status: p.status,
+        record: p.record,
+        facts,
+        restore,
+        comment,
+    })
+}
+
+/// Whether the canary's last pushed commit is live: applied by the GitOps engine (when the
+/// canary has a sync target) and its workload and route ready.
+fn live(repo: &ConfigRepo, canary: &Canary, external: &External) -> Result<bool, CanaryError> {
+    let applied = match &external.sync {
+        None => true,
+        Some(Err(e)) => {
+            warn!(canary = %canary.id, error = %e, "Cannot tell whether the last commit is applied");
+            false
+        }
+        Some(Ok(sync)) => {
+            let pushed = repo
+                .history(Some((message::CANARY, &canary.id.to_string())), 1)?
+                .first()
+                .map(|e| e.oid.to_string());
+            match pushed {
+                None => true,
+                Some(pushed) => {
+                    match applied(sync, &pushed, |a, b| repo.is_descendant_or_self(a, b)) {
+                        Applied::Yes => true,
+                        Applied::NotYet { reason } | Applied::Failed { reason } => {
+                            info!(canary = %canary.id, reason = %reason, "Waiting for the GitOps engine");
+                            false
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let ready = match &external.ready {
+        None | Some(Ok(Readiness::Ready)) => true,
+        Some(Ok(Readiness::NotReady(why))) => {
+            info!(canary = %canary.id, reason = %why, "Waiting for the canary to be ready");
+            false
+        }
+        Some(Err(e)) => {
+            warn!(canary = %canary.id, error = %e, "Cannot tell whether the canary is ready");
+            false
+        }
+    };
+    Ok(applied && ready)
+}
+
+/// Canaries whose spec was deleted, each with what the core needs to decide its revert. A
+/// broken spec is not a deleted one: `spec_errors` says whether any spec failed to load.
+pub fn deleted(
+    repo: &ConfigRepo,
+    runtime: &Runtime,
+    snapshot: &Snapshot,
+    spec_errors: bool,
+) -> Vec<(Deleted, Deletion)> {
+    let found = deleted::find(repo.root(), snapshot, |p| runtime.read_file(p));
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let unloadable = deleted::can_tell(snapshot).map(str::to_string);
+    found
+        .into_iter()
+        .map(|d| {
+            let fact = Deletion {
+                reverts: d.reverts(),
+                unloadable: unloadable.clone(),
+                spec_errors,
+            };
+            (d, fact)
+        })
+        .collect()
+}

@@ -1,0 +1,301 @@
+//! The tick's plan: the core's verdicts turned into what the executor (`crate::execute`)
+//! carries out. For each canary its outcome and, when its decision commits, the files and
+//! message of its commit (route, workloads, kustomization, status file, `Sluice-*` trailers);
+//! the reverts of deleted canaries; and the canaries whose approval branches and pull requests
+//! must be kept in line once the commits are pushed.
+//!
+//! Rendering only: nothing here reads the forge, commits or pushes, and nothing is decided
+//! here that the core did not decide.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+use tracing::{info, warn};
+
+use crate::core::decide::{Action, Decision};
+use crate::core::operate::Operation;
+use crate::core::status::Status;
+use crate::core::verdict::{Basis, DeletedVerdict, Verdict};
+use crate::deleted::{self, Deleted};
+use crate::facts::{Known, Read};
+use crate::gitops::{CommitMessage, FileChange, Identity};
+use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
+use crate::render::replay::Record;
+use crate::render::{self, message};
+use crate::spec::model::Canary;
+use crate::spec::settings::{CommitMode, SETTINGS_PATH};
+use crate::workload;
+
+/// What one tick attempt does, in order.
+pub struct Plan {
+    /// One commit per canary, or the tick's decisions folded into one (`commits: perTick`).
+    pub mode: CommitMode,
+    pub author: Identity,
+    /// The outcomes (no commit made yet) and the refused specs.
+    pub report: TickReport,
+    pub commits: Vec<Commit>,
+    /// Canaries whose approval branch or pull request may need keeping in line after the push.
+    pub approvals: Vec<ApprovalCheck>,
+}
+
+/// A commit to make: the outcome it belongs to, its files and message.
+pub struct Commit {
+    /// The index of its canary's outcome in the report.
+    pub outcome: usize,
+    pub changes: Vec<FileChange>,
+    pub message: CommitMessage,
+    pub kind: CommitKind,
+}
+
+/// What a [`Commit`] carries.
+pub enum CommitKind {
+    /// A decision: folded into the tick's one commit under `commits: perTick`; logged and
+    /// notified once pushed.
+    Decision {
+        canary: Box<Canary>,
+        decision: Box<Decision>,
+    },
+    /// The status file's record of the spec follows the spec (`revertOnDeletion`).
+    Record,
+    /// A deleted canary's output reverted; `event` is said once committed.
+    Revert { event: String },
+}
+
+/// A canary whose approval pull request may need a branch, a comment or closing.
+pub struct ApprovalCheck {
+    pub outcome: usize,
+    pub canary: Canary,
+    /// Its status before this tick.
+    pub previous: Option<Status>,
+    /// A comment for its pull request, left only if the canary's commit is made.
+    pub comment: Option<(u64, String)>,
+}
+
+/// The plan of a tick whose repo settings do not load: every canary holds, nothing commits.
+pub fn held_for_settings(read: &Read) -> Plan {
+    // The canaries were read with default settings only to name them here.
+    let held = CanaryError::Settings {
+        file: SETTINGS_PATH.to_string(),
+        problems: read
+            .settings_errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    let mut plan = empty(read);
+    for canary in &read.loaded.canaries {
+        plan.report
+            .outcomes
+            .push(CanaryOutcome::failed(canary, &held));
+    }
+    plan
+}
+
+fn empty(read: &Read) -> Plan {
+    Plan {
+        mode: read.settings.commits,
+        author: read.author.clone(),
+        report: TickReport {
+            spec_errors: read.spec_errors.clone(),
+            ..TickReport::default()
+        },
+        commits: Vec::new(),
+        approvals: Vec::new(),
+    }
+}
+
+/// One canary as the tick decided it: its facts, and the core's verdict when they could be
+/// read.
+pub struct Decided<'a> {
+    pub canary: &'a Canary,
+    pub known: Result<(Known, Verdict), CanaryError>,
+}
+
+/// Plans the tick: `unreadable` first (canaries that could not be read), then each decided
+/// canary's outcome and commit, then the deleted canaries' reverts.
+pub fn build(
+    root: &Path,
+    read: &Read,
+    unreadable: Vec<CanaryOutcome>,
+    decided: Vec<Decided<'_>>,
+    deletions: Vec<(Deleted, DeletedVerdict)>,
+    now: Timestamp,
+) -> Plan {
+    let mut plan = empty(read);
+    plan.report.outcomes = unreadable;
+    let outputs: Vec<&str> = decided.iter().map(|d| d.canary.output.as_str()).collect();
+    let index = workload::Index::new(&read.snapshot, &outputs);
+    let who = format!("{} <{}>", read.author.name, read.author.email);
+    for d in decided {
+        let at = plan.report.outcomes.len();
+        let canary = d.canary;
+        let (known, verdict) = match d.known {
+            Ok(known) => known,
+            Err(e) => {
+                plan.report.outcomes.push(CanaryOutcome::failed(canary, &e));
+                continue;
+            }
+        };
+        let outcome = match canary_commit(root, &index, canary, &known, verdict, &who, now) {
+            Ok((outcome, commit)) => {
+                if let Some(commit) = commit {
+                    plan.commits.push(Commit {
+                        outcome: at,
+                        ..commit
+                    });
+                }
+                outcome
+            }
+            Err(e) => CanaryOutcome::failed(canary, &e),
+        };
+        plan.report.outcomes.push(outcome);
+        plan.approvals.push(ApprovalCheck {
+            outcome: at,
+            canary: canary.clone(),
+            previous: known.status,
+            comment: known.comment,
+        });
+    }
+    for (d, verdict) in deletions {
+        revert(read, &mut plan, d, verdict, now);
+    }
+    plan
+}
+
+/// One canary's outcome and commit: its decision's, or, when the decision holds, the status
+/// file's record of a changed `revertOnDeletion`.
+fn canary_commit(
+    root: &Path,
+    index: &workload::Index,
+    canary: &Canary,
+    known: &Known,
+    verdict: Verdict,
+    who: &str,
+    now: Timestamp,
+) -> Result<(CanaryOutcome, Option<Commit>), CanaryError> {
+    for warning in &verdict.warnings {
+        warn!(canary = %canary.id, "{warning}");
+    }
+    let decision = verdict.decision;
+    if verdict.basis == Basis::Drift {
+        for event in &decision.events {
+            warn!(canary = %canary.id, "{event}");
+        }
+    }
+    let mut outcome = CanaryOutcome::of(canary.id.to_string(), Some(decision.status.clone()), None);
+    outcome.events = decision.events.clone();
+    outcome.wake_at = decision.wake_at;
+    if !decision.commits() {
+        let record = known
+            .status
+            .as_ref()
+            .and_then(|s| deleted::record_update(canary, s, known.record.as_ref()));
+        let commit = record.map(|(change, mut message)| {
+            let record = Record::other("revertOnDeletion recorded in the status file", now);
+            message.trailers.push(record.trailer());
+            Commit {
+                outcome: 0,
+                changes: vec![change],
+                message,
+                kind: CommitKind::Record,
+            }
+        });
+        return Ok((outcome, commit));
+    }
+    let (changes, message) = decision_commit(
+        root,
+        index,
+        canary,
+        known,
+        &verdict.basis,
+        &decision,
+        who,
+        now,
+    )?;
+    let commit = Commit {
+        outcome: 0,
+        changes,
+        message,
+        kind: CommitKind::Decision {
+            canary: Box::new(canary.clone()),
+            decision: Box::new(decision),
+        },
+    };
+    Ok((outcome, Some(commit)))
+}
+
+/// The files and message of a decision's commit; the message's replay record and operator say
+/// what the decision was based on.
+#[allow(clippy::too_many_arguments)]
+fn decision_commit(
+    root: &Path,
+    index: &workload::Index,
+    canary: &Canary,
+    known: &Known,
+    basis: &Basis,
+    decision: &Decision,
+    who: &str,
+    now: Timestamp,
+) -> Result<(Vec<FileChange>, CommitMessage), CanaryError> {
+    let changes = match basis {
+        Basis::Drift => crate::drift::changes(canary, decision, &known.restore)?,
+        _ => render::changes(root, canary, decision, index)?,
+    };
+    let operator = match basis {
+        Basis::Rejected { reason } | Basis::Refused { reason } => Some((who, reason.as_str())),
+        Basis::Rules | Basis::Approved { .. } | Basis::Drift | Basis::MergerUnknown => None,
+    };
+    let mut message = message::render(canary, decision, operator);
+    if let (Basis::Approved { by, source }, Action::ApprovalMerged) = (basis, &decision.action) {
+        message = message::with_approval(message, by.as_deref(), source);
+    }
+    let record = match basis {
+        Basis::Rules | Basis::Approved { .. } => Record::decided(&known.observations, now),
+        Basis::Rejected { reason } => Record::operated(Operation::Abort, reason, who, reason, now),
+        // A drift commit answers a human's edit, which no replay of the rules can rebuild:
+        // audit lists it as not replayed (and reports the edit itself as a foreign commit).
+        Basis::Drift => Record::other("drift: owned files changed outside sluice", now),
+        Basis::Refused { .. } => Record::other(
+            "approval refused: merged by a login forge.approvers does not allow",
+            now,
+        ),
+        Basis::MergerUnknown => Record::other("approval merged by an unknown login", now),
+    };
+    message.trailers.push(record.trailer());
+    Ok((changes, message))
+}
+
+/// A deleted canary: orphaned (logged), held (reported), or reverted by one commit.
+fn revert(read: &Read, plan: &mut Plan, d: Deleted, verdict: DeletedVerdict, now: Timestamp) {
+    let mut outcome = CanaryOutcome::of(d.id.to_string(), None, None);
+    match verdict {
+        DeletedVerdict::Orphaned => {
+            info!(canary = %d.id, status = %d.status_file, "Orphaned: the spec was deleted without revertOnDeletion; its output is left as it is");
+            return;
+        }
+        DeletedVerdict::Held(why) => {
+            warn!(canary = %d.id, error = %why, "Revert held");
+            outcome.error = Some(why);
+        }
+        DeletedVerdict::Revert => match deleted::revert(&read.snapshot, &d) {
+            Ok(mut revert) => {
+                let record = Record::other("spec deleted with revertOnDeletion: true", now);
+                revert.message.trailers.push(record.trailer());
+                plan.commits.push(Commit {
+                    outcome: plan.report.outcomes.len(),
+                    changes: revert.changes,
+                    message: revert.message,
+                    kind: CommitKind::Revert {
+                        event: format!("Terminated canary {}.{}", d.id.name, d.id.namespace),
+                    },
+                });
+            }
+            Err(e) => {
+                warn!(canary = %d.id, error = %e, "Cannot revert a deleted canary");
+                outcome.error = Some(e.to_string());
+            }
+        },
+    }
+    plan.report.outcomes.push(outcome);
+}
