@@ -9,7 +9,8 @@
 //!    and Flagger alerts, then the approval branches (committed and pushed here) and pull
 //!    requests of the canaries that wait or stopped waiting.
 //!
-//! It decides nothing: what to commit, and why, is in the plan.
+//! Manual operations (`crate::operate`) commit and push through [`commit_operation`] and
+//! [`push`] too. It decides nothing: what to commit, and why, is in the plan.
 
 use tracing::{info, warn};
 
@@ -176,6 +177,18 @@ fn commit_fold(
             Ok(())
         }
     }
+}
+
+/// A manual operation's commit (`sluice approve`, `abort`, ...; see `crate::operate`) on the
+/// local branch: the same commit path as the tick's decisions.
+pub fn commit_operation(
+    repo: &mut ConfigRepo,
+    changes: &[FileChange],
+    message: &CommitMessage,
+    operator: &Identity,
+) -> Result<(), crate::gitops::Error> {
+    repo.commit_files(changes, message, operator, None)
+        .map(drop)
 }
 
 /// Pushes the local branch (attempt `attempt` of `attempts`, with backoff between).

@@ -7,26 +7,31 @@
 //! # One tick, one canary, six files
 //!
 //! ```text
-//! cli ─► tick ─► spec (load) ─► observe ─► core::decide ─► render (+ the canary's router) ─► gitops (commit, push)
-//!          └─ then, for what reached the remote: notifications, approval branches and pull requests
+//! cli ─► tick ─► facts (read, gather) ─► core::verdict (+ core::decide) ─► plan (render) ─► execute (commit, push, announce)
+//!          ▲                                                                                  │
+//!          └───────────── a rejected push: fetch, and the same steps on the new head ◄────────┘
 //! ```
 //!
 //! Follow a canary from its YAML file to the pushed commit in these files, in this order:
 //!
 //! 1. [`tick`] (`src/tick.rs`): fetches, then calls each step below in turn; a rejected
 //!    push loops back to the fetch (never a force push). Nothing it calls calls back into it.
-//! 2. [`spec::load`] (`src/spec/load.rs`): the tick's one snapshot of the repo's YAML becomes
-//!    validated [`spec::model::Canary`] values; a bad spec is an error with file, line and
-//!    field.
-//! 3. [`observe`] (`src/observe.rs`): metric queries, webhook answers and GitOps sync state,
-//!    only what [`core::decide::wants`] asks for, gathered concurrently into plain data.
-//! 4. [`core::decide`] (`src/core/decide.rs`): the pure decision. No IO, no clock; a
-//!    separate crate (`src/core/`) so the compiler keeps it that way.
-//! 5. [`render`] (`src/render/mod.rs`): the decision becomes the files of one commit (the
-//!    route from the canary's router in [`route`], workloads, kustomization, status file)
-//!    and its message with `Sluice-*` trailers.
-//! 6. [`gitops`] (`src/gitops/repo.rs`): the one path that writes commits (main and approval
-//!    branches, signing) and the fast-forward-only push.
+//! 2. [`facts`] (`src/facts.rs`): reads the repo once (settings, the snapshot, the specs as
+//!    validated [`spec::model::Canary`] values through [`spec::load`]; a bad spec is an error
+//!    with file, line and field), then gathers each canary's facts: status file and revision,
+//!    metrics, webhook answers and sync state from the [`observe::Observer`], whether the last
+//!    commit is live, drift ([`drift`]) and approval pull requests ([`approval`]). Reads only.
+//! 3. [`core::verdict`] (`src/core/verdict.rs`) and [`core::decide`] (`src/core/decide.rs`):
+//!    every decision, pure, in a separate crate (`src/core/`) so the compiler keeps it so:
+//!    the facts first (drift, approvals, deleted specs), then the rollout rules. A
+//!    [`core::decide::Decision`] cannot be built anywhere else.
+//! 4. [`plan`] (`src/plan.rs`): each decision becomes the files of one commit (the route from
+//!    the canary's router in [`route`], workloads, kustomization, status file, through
+//!    [`render`]) and its message with `Sluice-*` trailers.
+//! 5. [`execute`] (`src/execute.rs`): the one place that carries the plan out: commits (per
+//!    canary or per tick) through [`gitops`], the fast-forward-only push, then notifications
+//!    and approval branches and pull requests.
+//! 6. [`outcome`] (`src/outcome.rs`): what the tick reports for each canary, and its errors.
 //!
 //! # Module map
 //!
@@ -34,19 +39,23 @@
 //! |---|---|---|
 //! | [`cli`] | one file per subcommand; builds the [`runtime::Runtime`] and calls the tick or an operation | hold logic a test cannot reach |
 //! | [`tick`] | one pass of the loop, steps in order | be called by anything below it |
+//! | [`facts`] | what a tick reads and gathers before deciding | decide, commit or push |
+//! | [`plan`] | the core's verdicts as commits (files, messages) | read the forge, commit or push |
+//! | [`execute`] | the one executor: commits, the push, notifications, approval branches and pull requests | decide |
+//! | [`outcome`] | what a tick reports per canary, and its errors | decide |
 //! | [`runtime`] | what is built once at start: the tokio runtime, the environment snapshot, tokens, the kube client, the settings cache | decide anything |
-//! | [`core`] | the pure crate: model, schedules, `decide`, `plan`, manual-operation rules, status | touch git, HTTP, files, YAML or the clock |
+//! | [`core`] | the pure crate: model, schedules, facts, `verdict` and `decide`, manual-operation rules, status, the `sluice plan` simulator | touch git, HTTP, files, YAML or the clock |
 //! | [`yaml`] | the leaf every reader shares: one walk and parse of the repo per tick (the snapshot), line-marked trees, field readers, `file:line: field: message` errors | know about canaries |
 //! | [`spec`] | the snapshot's YAML to the core's model; repo settings | do IO |
 //! | [`route`] | one router per provider: its `service` fields, its template, its objects | know about other providers |
 //! | [`workload`] | primary/canary workloads, Services and autoscalers from the user's manifests | edit a file a human wrote |
 //! | [`render`] | a decision to files and a commit message | commit |
-//! | [`deleted`] | canaries whose spec left the repo: `revertOnDeletion`'s revert, orphaned output | run without a status file's record |
+//! | [`deleted`] | canaries whose spec left the repo: found, and `revertOnDeletion`'s revert rendered | decide, or run without a status file's record |
 //! | [`observe`] | the adapters' observations for the core | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
-//! | [`approval`] | approval branches and pull requests: read before deciding, kept in line after the push | commit or push the main branch |
+//! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
-//! | [`drift`] | owned files changed outside sluice, found from git: hold or restore | decide a step |
+//! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
 //! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |

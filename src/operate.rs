@@ -65,7 +65,7 @@ pub fn operate(
     let (subject, left, forge) = loop {
         repo.fetch()?;
         let applied = apply(repo, manual, now)?;
-        match repo.push_attempt(attempt, attempts)? {
+        match crate::execute::push(repo, attempt, attempts)? {
             PushOutcome::Pushed(_) => break applied,
             PushOutcome::Rejected => attempt += 1,
         }
@@ -132,7 +132,7 @@ fn apply(
     }
     let record = Record::operated(manual.op, manual.reason, &who, manual.reason, now);
     commit.trailers.push(record.trailer());
-    repo.commit_files(&changes, &commit, &manual.operator, None)?;
+    crate::execute::commit_operation(repo, &changes, &commit, &manual.operator)?;
     info!(canary = %canary.id, operator = %who, "{}", commit.subject);
     let was_waiting = status.as_ref().is_some_and(approval::is_waiting);
     let left = (was_waiting && !approval::is_waiting(&decision.status)).then(|| Pending {
