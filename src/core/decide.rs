@@ -646,39 +646,82 @@ fn progressing<R>(
     obs: &Observations,
     now: Timestamp,
 ) -> Decision {
-    let name = dotted(canary);
-    let interval = canary.analysis.interval;
-    if status.canary_revision.as_deref() != Some(&obs.revision) {
-        if obs.revision == status.promoted_revision {
-            let mut next = reset_analysis(status, &obs.revision, now);
-            next.phase = Phase::Initialized;
-            next.canary_revision = None;
-            return change(
-                Action::Cancel,
-                next,
-                format!("{name} is back at the promoted revision; analysis cancelled, all traffic to the primary"),
-                None,
-            );
-        }
-        let next = reset_analysis(status, &obs.revision, now);
-        return change(
-            Action::Restart,
-            next,
-            format!("New revision detected! Restarting analysis for {name}"),
-            Some(after(now, interval)),
+    if let Some(decision) = revision_changed(canary, status, obs, now) {
+        return decision;
+    }
+    if let Some(decision) = stopped(canary, status, obs, now) {
+        return decision;
+    }
+    if status.step == 0 && status.iterations == 0 {
+        return start_analysis(canary, status, obs, now);
+    }
+    // A step holds for its pause; metrics are judged every interval meanwhile.
+    let clock = StepClock::of(canary, status, now);
+    if let Some(due) = clock.judgement_due() {
+        return hold(
+            status,
+            Some(due),
+            format!("{} holds at step {}", dotted(canary), status.step),
         );
     }
+    let (judged, passed) = judge(canary, obs);
+    if !passed {
+        return failed_check(canary, status, judged, now);
+    }
+    checks_passed(canary, status, obs, &clock, judged, now)
+}
+
+/// The source moved mid-analysis: back at the promoted revision (cancel), or a newer one
+/// (restart); `None` while the canary's revision is the one under analysis.
+fn revision_changed<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Option<Decision> {
+    if status.canary_revision.as_deref() == Some(&obs.revision) {
+        return None;
+    }
+    let name = dotted(canary);
+    if obs.revision == status.promoted_revision {
+        let mut next = reset_analysis(status, &obs.revision, now);
+        next.phase = Phase::Initialized;
+        next.canary_revision = None;
+        return Some(change(
+            Action::Cancel,
+            next,
+            format!("{name} is back at the promoted revision; analysis cancelled, all traffic to the primary"),
+            None,
+        ));
+    }
+    let next = reset_analysis(status, &obs.revision, now);
+    Some(change(
+        Action::Restart,
+        next,
+        format!("New revision detected! Restarting analysis for {name}"),
+        Some(after(now, canary.analysis.interval)),
+    ))
+}
+
+/// What stops the analysis before any check: a rollback webhook, the failed-checks threshold,
+/// the progress deadline, or a last change not applied yet (a hold).
+fn stopped<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Option<Decision> {
     if obs.hooks(WebhookKind::Rollback).any(|o| o.outcome.is_ok()) {
-        return rollback(
+        return Some(rollback(
             canary,
             status,
             "rollback webhook answered yes".into(),
             RollbackCause::Webhook,
             now,
-        );
+        ));
     }
     if status.failed_checks >= canary.analysis.threshold {
-        return rollback(
+        return Some(rollback(
             canary,
             status,
             format!(
@@ -689,47 +732,43 @@ fn progressing<R>(
                 failed: status.failed_checks,
             },
             now,
-        );
+        ));
     }
-    if !obs.applied {
-        let deadline = after(status.step_started, canary.progress_deadline);
-        if now >= deadline {
-            return rollback(
-                canary,
-                status,
-                format!(
-                    "progress deadline exceeded: the last change was not applied within {}s",
-                    canary.progress_deadline.as_secs()
-                ),
-                RollbackCause::ProgressDeadline,
-                now,
-            );
-        }
-        return hold(
+    if obs.applied {
+        return None;
+    }
+    let deadline = after(status.step_started, canary.progress_deadline);
+    if now >= deadline {
+        return Some(rollback(
+            canary,
             status,
-            Some(deadline),
-            format!("{name} waits until the last change is applied"),
-        );
+            format!(
+                "progress deadline exceeded: the last change was not applied within {}s",
+                canary.progress_deadline.as_secs()
+            ),
+            RollbackCause::ProgressDeadline,
+            now,
+        ));
     }
+    Some(hold(
+        status,
+        Some(deadline),
+        format!("{} waits until the last change is applied", dotted(canary)),
+    ))
+}
 
-    if status.step == 0 && status.iterations == 0 {
-        return start_analysis(canary, status, obs, now);
-    }
-
-    // A step holds for its pause; metrics are judged every interval meanwhile.
-    let clock = StepClock::of(canary, status, now);
-    if let Some(due) = clock.judgement_due() {
-        return hold(
-            status,
-            Some(due),
-            format!("{name} holds at step {}", status.step),
-        );
-    }
-
-    let (judged, passed) = judge(canary, obs);
-    if !passed {
-        return failed_check(canary, status, judged, now);
-    }
+/// The step's checks passed: hold for the rest of the pause, wait for the gate to the next
+/// change, or advance.
+fn checks_passed<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    clock: &StepClock,
+    judged: Vec<Judged>,
+    now: Timestamp,
+) -> Decision {
+    let name = dotted(canary);
+    let interval = canary.analysis.interval;
     let next_gate = next_gate(canary, status);
     let gate_open = match clock.pause_end {
         // Only a human approval (a manual operation) moves past this pause.
@@ -744,38 +783,38 @@ fn progressing<R>(
         }
         PauseEnd::At(_) => next_gate.is_none_or(|gate| !gate_closed(canary, obs, gate)),
     };
-    if !gate_open {
-        let gate = next_gate.unwrap_or(Gate::TrafficIncrease);
-        if status.phase == Phase::WaitingApproval {
-            return hold(
-                status,
-                Some(after(now, interval)),
-                format!("Halt {name} advancement waiting for approval"),
-            );
-        }
-        let mut next = status.clone();
-        next.phase = Phase::WaitingApproval;
-        next.phase_since = now;
-        next.waiting_for = Some(gate);
-        next.checks = records(&judged);
+    if gate_open {
         return Decision {
-            checks: judged,
+            checks: judged.clone(),
             sealed: Sealed,
-            ..change(
-                Action::WaitApproval(gate),
-                next,
-                format!(
-                    "Halt {name} advancement waiting for approval ({})",
-                    gate_name(gate)
-                ),
-                Some(after(now, interval)),
-            )
+            ..advance(canary, status, records(&judged), now)
         };
     }
+    let gate = next_gate.unwrap_or(Gate::TrafficIncrease);
+    if status.phase == Phase::WaitingApproval {
+        return hold(
+            status,
+            Some(after(now, interval)),
+            format!("Halt {name} advancement waiting for approval"),
+        );
+    }
+    let mut next = status.clone();
+    next.phase = Phase::WaitingApproval;
+    next.phase_since = now;
+    next.waiting_for = Some(gate);
+    next.checks = records(&judged);
     Decision {
-        checks: judged.clone(),
+        checks: judged,
         sealed: Sealed,
-        ..advance(canary, status, records(&judged), now)
+        ..change(
+            Action::WaitApproval(gate),
+            next,
+            format!(
+                "Halt {name} advancement waiting for approval ({})",
+                gate_name(gate)
+            ),
+            Some(after(now, interval)),
+        )
     }
 }
 
@@ -988,8 +1027,6 @@ pub(crate) fn advance<R>(
     records: Vec<CheckRecord>,
     now: Timestamp,
 ) -> Decision {
-    let name = dotted(canary);
-    let interval = canary.analysis.interval;
     let mut next = status.clone();
     next.checks = records;
     next.phase = Phase::Progressing;
@@ -999,80 +1036,105 @@ pub(crate) fn advance<R>(
     if status.phase != Phase::Progressing {
         next.phase_since = now;
     }
-    match &canary.analysis.strategy {
-        Strategy::Canary { steps } => {
-            if let Some(step) = steps.get(status.step as usize) {
-                next.step = status.step + 1;
-                next.canary_weight = step.weight;
-                next.primary_weight = 100 - step.weight;
-                let wake = match step.pause {
-                    Pause::Interval | Pause::Approval => after(now, interval),
-                    Pause::For(d) => after(now, d.min(interval)),
-                };
-                return change(
-                    Action::AdvanceCanary {
-                        from: status.canary_weight,
-                        to: step.weight,
-                    },
-                    next,
-                    format!("Advance {name} canary weight {}", step.weight),
-                    Some(wake),
-                );
-            }
-        }
+    let stepped = match &canary.analysis.strategy {
+        Strategy::Canary { steps } => next_step(canary, status, next.clone(), steps, now),
         Strategy::BlueGreen { iterations } => {
-            if status.iterations < *iterations {
-                next.iterations = status.iterations + 1;
-                return change(
-                    Action::AdvanceIteration {
-                        done: next.iterations,
-                        of: *iterations,
-                    },
-                    next,
-                    format!(
-                        "Advance {name} canary iteration {}/{iterations}",
-                        status.iterations + 1
-                    ),
-                    Some(after(now, interval)),
-                );
-            }
-            if status.canary_weight < 100 {
-                next.canary_weight = 100;
-                next.primary_weight = 0;
-                return change(
-                    Action::AdvanceCanary {
-                        from: status.canary_weight,
-                        to: 100,
-                    },
-                    next,
-                    if canary.analysis.mirror {
-                        format!("Stop traffic mirroring and route all traffic to canary {name}")
-                    } else {
-                        format!("Routing all traffic to canary {name}")
-                    },
-                    Some(after(now, interval)),
-                );
-            }
+            next_iteration(canary, status, next.clone(), *iterations, now)
+                .or_else(|| all_to_canary(canary, status, next.clone(), now))
         }
         Strategy::AB { iterations, .. } => {
-            if status.iterations < *iterations {
-                next.iterations = status.iterations + 1;
-                return change(
-                    Action::AdvanceIteration {
-                        done: next.iterations,
-                        of: *iterations,
-                    },
-                    next,
-                    format!(
-                        "Advance {name} canary iteration {}/{iterations}",
-                        status.iterations + 1
-                    ),
-                    Some(after(now, interval)),
-                );
-            }
+            next_iteration(canary, status, next.clone(), *iterations, now)
         }
+    };
+    stepped.unwrap_or_else(|| promote(canary, status, next, now))
+}
+
+/// The next canary step's weight, if a step is left.
+fn next_step<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    mut next: Status,
+    steps: &[Step],
+    now: Timestamp,
+) -> Option<Decision> {
+    let step = steps.get(status.step as usize)?;
+    next.step = status.step + 1;
+    next.canary_weight = step.weight;
+    next.primary_weight = 100 - step.weight;
+    let interval = canary.analysis.interval;
+    let wake = match step.pause {
+        Pause::Interval | Pause::Approval => after(now, interval),
+        Pause::For(d) => after(now, d.min(interval)),
+    };
+    Some(change(
+        Action::AdvanceCanary {
+            from: status.canary_weight,
+            to: step.weight,
+        },
+        next,
+        format!("Advance {} canary weight {}", dotted(canary), step.weight),
+        Some(wake),
+    ))
+}
+
+/// The next blue/green or A/B iteration, if one is left.
+fn next_iteration<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    mut next: Status,
+    iterations: u32,
+    now: Timestamp,
+) -> Option<Decision> {
+    if status.iterations >= iterations {
+        return None;
     }
-    // The last step held and passed: the primary takes the canary's revision.
+    next.iterations = status.iterations + 1;
+    Some(change(
+        Action::AdvanceIteration {
+            done: next.iterations,
+            of: iterations,
+        },
+        next,
+        format!(
+            "Advance {} canary iteration {}/{iterations}",
+            dotted(canary),
+            status.iterations + 1
+        ),
+        Some(after(now, canary.analysis.interval)),
+    ))
+}
+
+/// Blue/green after its iterations: all traffic to the canary, unless it has it already.
+fn all_to_canary<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    mut next: Status,
+    now: Timestamp,
+) -> Option<Decision> {
+    if status.canary_weight >= 100 {
+        return None;
+    }
+    next.canary_weight = 100;
+    next.primary_weight = 0;
+    let name = dotted(canary);
+    Some(change(
+        Action::AdvanceCanary {
+            from: status.canary_weight,
+            to: 100,
+        },
+        next,
+        if canary.analysis.mirror {
+            format!("Stop traffic mirroring and route all traffic to canary {name}")
+        } else {
+            format!("Routing all traffic to canary {name}")
+        },
+        Some(after(now, canary.analysis.interval)),
+    ))
+}
+
+/// The last step held and passed: the primary takes the canary's revision.
+fn promote<R>(canary: &Canary<R>, status: &Status, mut next: Status, now: Timestamp) -> Decision {
+    let name = dotted(canary);
     next.phase = Phase::Promoting;
     next.phase_since = now;
     if let Some(revision) = &status.canary_revision {
@@ -1088,7 +1150,8 @@ pub(crate) fn advance<R>(
             canary.id.name, canary.id.namespace
         ),
     };
-    change(Action::Promote, next, event, Some(after(now, interval)))
+    let wake = after(now, canary.analysis.interval);
+    change(Action::Promote, next, event, Some(wake))
 }
 
 fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {

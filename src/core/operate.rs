@@ -66,90 +66,136 @@ fn operation<R>(
     reason: &str,
     now: Timestamp,
 ) -> Result<Decision, NotApplicable> {
-    let name = &canary.id.name;
     let Some(status) = status else {
         return Err(NotApplicable(format!(
-            "{name} has no status yet; run `sluice reconcile` first"
+            "{} has no status yet; run `sluice reconcile` first",
+            canary.id.name
         )));
     };
-    let phase = status.phase;
-    let nothing = |what: &str| NotApplicable(format!("{name} is {phase}; nothing to {what}"));
-    let interval = canary.analysis.interval;
     match op {
-        Operation::Approve => match phase {
-            Phase::WaitingApproval => Ok(advance(canary, status, status.checks.clone(), now)),
-            // The rollout starts as if its gate had opened on its own, so a canary that skips
-            // its analysis is promoted at once here too.
-            Phase::Waiting => {
-                let revision = status.canary_revision.clone().unwrap_or_default();
-                Ok(begin_rollout(canary, status, &revision, now))
+        Operation::Approve => approve(canary, status, now),
+        Operation::Promote => promote(canary, status, reason, now),
+        Operation::Abort => abort(canary, status, reason, now),
+        Operation::Retry => retry(canary, status, reason, now),
+        Operation::Pause | Operation::Resume => {
+            pause(canary, status, op == Operation::Pause, reason, now)
+        }
+    }
+}
+
+/// Why an operation does nothing in the canary's phase.
+fn nothing<R>(canary: &Canary<R>, status: &Status, what: &str) -> NotApplicable {
+    NotApplicable(format!(
+        "{} is {}; nothing to {what}",
+        canary.id.name, status.phase
+    ))
+}
+
+fn approve<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    match status.phase {
+        Phase::WaitingApproval => Ok(advance(canary, status, status.checks.clone(), now)),
+        // The rollout starts as if its gate had opened on its own, so a canary that skips
+        // its analysis is promoted at once here too.
+        Phase::Waiting => {
+            let revision = status.canary_revision.clone().unwrap_or_default();
+            Ok(begin_rollout(canary, status, &revision, now))
+        }
+        Phase::Initializing
+        | Phase::Initialized
+        | Phase::Progressing
+        | Phase::Promoting
+        | Phase::Finalising
+        | Phase::Succeeded
+        | Phase::Failed => Err(nothing(canary, status, "approve")),
+    }
+}
+
+fn promote<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    match status.phase {
+        Phase::Progressing | Phase::WaitingApproval => {
+            let mut next = status.clone();
+            next.phase = Phase::Promoting;
+            next.phase_since = now;
+            next.step_started = now;
+            next.waiting_for = None;
+            if let Some(revision) = &status.canary_revision {
+                next.promoted_revision = revision.clone();
             }
-            Phase::Initializing
-            | Phase::Initialized
-            | Phase::Progressing
-            | Phase::Promoting
-            | Phase::Finalising
-            | Phase::Succeeded
-            | Phase::Failed => Err(nothing("approve")),
-        },
-        Operation::Promote => match phase {
-            Phase::Progressing | Phase::WaitingApproval => {
-                let mut next = status.clone();
-                next.phase = Phase::Promoting;
-                next.phase_since = now;
-                next.step_started = now;
-                next.waiting_for = None;
-                if let Some(revision) = &status.canary_revision {
-                    next.promoted_revision = revision.clone();
-                }
-                Ok(change(
-                    Action::Promote,
-                    next,
-                    format!(
-                        "Copying {} template spec to {}-primary.{} (promoted by hand: {reason})",
-                        dotted(canary),
-                        canary.id.name,
-                        canary.id.namespace
-                    ),
-                    Some(after(now, interval)),
-                ))
-            }
-            Phase::Initializing
-            | Phase::Initialized
-            | Phase::Waiting
-            | Phase::Promoting
-            | Phase::Finalising
-            | Phase::Succeeded
-            | Phase::Failed => Err(nothing("promote")),
-        },
-        Operation::Abort => match phase {
-            Phase::Progressing | Phase::WaitingApproval | Phase::Waiting => Ok(rollback(
-                canary,
-                status,
-                format!("aborted by hand: {reason}"),
-                RollbackCause::Manual,
-                now,
-            )),
-            Phase::Promoting | Phase::Finalising => Err(NotApplicable(format!(
-                "{name} is {phase}: the primary already runs the new revision; push the old revision to roll back"
-            ))),
-            Phase::Initializing | Phase::Initialized | Phase::Succeeded | Phase::Failed => {
-                Err(nothing("abort"))
-            }
-        },
-        Operation::Retry => match phase {
-            Phase::Failed => {
-                let Some(revision) = status.canary_revision.clone() else {
-                    return Err(nothing("retry"));
-                };
-                let next = reset_analysis(status, &revision, now);
-                Ok(change(
-                    Action::StartRollout,
-                    next,
-                    format!("Retrying the analysis of {} by hand: {reason}", dotted(canary)),
-                    Some(after(now, interval)),
-                ))
-            }
+            Ok(change(
+                Action::Promote,
+                next,
+                format!(
+                    "Copying {} template spec to {}-primary.{} (promoted by hand: {reason})",
+                    dotted(canary),
+                    canary.id.name,
+                    canary.id.namespace
+                ),
+                Some(after(now, canary.analysis.interval)),
+            ))
+        }
+        Phase::Initializing
+        | Phase::Initialized
+        | Phase::Waiting
+        | Phase::Promoting
+        | Phase::Finalising
+        | Phase::Succeeded
+        | Phase::Failed => Err(nothing(canary, status, "promote")),
+    }
+}
+
+fn abort<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    match status.phase {
+        Phase::Progressing | Phase::WaitingApproval | Phase::Waiting => Ok(rollback(
+            canary,
+            status,
+            format!("aborted by hand: {reason}"),
+            RollbackCause::Manual,
+            now,
+        )),
+        Phase::Promoting | Phase::Finalising => Err(NotApplicable(format!(
+            "{} is {}: the primary already runs the new revision; push the old revision to roll back",
+            canary.id.name, status.phase
+        ))),
+        Phase::Initializing | Phase::Initialized | Phase::Succeeded | Phase::Failed => {
+            Err(nothing(canary, status, "abort"))
+        }
+    }
+}
+
+fn retry<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    match (status.phase, &status.canary_revision) {
+        (Phase::Failed, Some(revision)) => {
+            let next = reset_analysis(status, revision, now);
+            Ok(change(
+                Action::StartRollout,
+                next,
+                format!(
+                    "Retrying the analysis of {} by hand: {reason}",
+                    dotted(canary)
+                ),
+                Some(after(now, canary.analysis.interval)),
+            ))
+        }
+        (
             Phase::Initializing
             | Phase::Initialized
             | Phase::Waiting
@@ -157,29 +203,42 @@ fn operation<R>(
             | Phase::WaitingApproval
             | Phase::Promoting
             | Phase::Finalising
-            | Phase::Succeeded => Err(nothing("retry")),
-        },
-        Operation::Pause | Operation::Resume => {
-            let pause = op == Operation::Pause;
-            if status.paused == pause {
-                return Err(NotApplicable(format!(
-                    "{name} is already {}",
-                    if pause { "paused" } else { "running (not paused)" }
-                )));
-            }
-            let mut next = status.clone();
-            next.paused = pause;
-            let event = if pause {
-                format!("{} paused by hand: {reason}", dotted(canary))
-            } else {
-                format!("{} resumed by hand: {reason}", dotted(canary))
-            };
-            Ok(change(
-                if pause { Action::Pause } else { Action::Resume },
-                next,
-                event,
-                Some(now),
-            ))
-        }
+            | Phase::Succeeded
+            | Phase::Failed,
+            _,
+        ) => Err(nothing(canary, status, "retry")),
     }
+}
+
+fn pause<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    pause: bool,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Decision, NotApplicable> {
+    if status.paused == pause {
+        return Err(NotApplicable(format!(
+            "{} is already {}",
+            canary.id.name,
+            if pause {
+                "paused"
+            } else {
+                "running (not paused)"
+            }
+        )));
+    }
+    let mut next = status.clone();
+    next.paused = pause;
+    let event = if pause {
+        format!("{} paused by hand: {reason}", dotted(canary))
+    } else {
+        format!("{} resumed by hand: {reason}", dotted(canary))
+    };
+    Ok(change(
+        if pause { Action::Pause } else { Action::Resume },
+        next,
+        event,
+        Some(now),
+    ))
 }
