@@ -124,7 +124,13 @@ pub fn build(
 ) -> Plan {
     let mut plan = empty(read);
     plan.report.outcomes = unreadable;
-    let outputs: Vec<&str> = decided.iter().map(|d| d.canary.output.as_str()).collect();
+    // Every canary's output, as the facts' index had them: a file there is never a source.
+    let outputs: Vec<&str> = read
+        .loaded
+        .canaries
+        .iter()
+        .map(|c| c.output.as_str())
+        .collect();
     let index = workload::Index::new(&read.snapshot, &outputs);
     let who = format!("{} <{}>", read.author.name, read.author.email);
     for d in decided {

@@ -11,6 +11,12 @@
 //!    one file per key. Those files are symbolic links into the volume's `..data` folder, so
 //!    links are followed here, unlike in the config repo.
 //!
+//! Names become paths, so they are checked before anything is read: the namespace must be a
+//! DNS-1123 label and the name a DNS-1123 subdomain (what Kubernetes allows for them), the key
+//! what Kubernetes allows for a Secret key (letters, digits, `-`, `_`, `.`; not `.` or `..`).
+//! The file read must resolve inside `<dir>/<namespace>/<name>/`: the volume's own links into
+//! its `..data` folder are followed, a link that leads anywhere else is refused.
+//!
 //! Trailing line breaks are cut from a value (a file written with `echo` ends in one). Values
 //! are looked up when a metric or alert needs them, so a rotated Secret is picked up without a
 //! restart. The errors name every place that was looked at and never contain a value.
@@ -46,6 +52,15 @@ pub enum SecretError {
         key: String,
         var: String,
         dir: String,
+    },
+    /// The namespace, name or key cannot name a Kubernetes Secret key, so it is never turned
+    /// into a path.
+    #[error("Secret {namespace:?}/{name:?} key {key:?}: {reason}")]
+    BadName {
+        namespace: String,
+        name: String,
+        key: String,
+        reason: String,
     },
     /// The file exists and cannot be read, is too large or is not UTF-8.
     #[error("Secret {namespace}/{name} key {key:?}: {path}: {reason}")]
@@ -103,6 +118,14 @@ impl Secrets {
         name: &str,
         key: &str,
     ) -> Result<Option<String>, SecretError> {
+        if let Some(reason) = bad_name(namespace, name, key) {
+            return Err(SecretError::BadName {
+                namespace: namespace.into(),
+                name: name.into(),
+                key: key.into(),
+                reason,
+            });
+        }
         if let Some(v) = self
             .vars
             .get(&env_var(namespace, name, key))
@@ -110,7 +133,8 @@ impl Secrets {
         {
             return Ok(Some(trim(v)));
         }
-        let path = self.dir.join(namespace).join(name).join(key);
+        let mount = self.dir.join(namespace).join(name);
+        let path = mount.join(key);
         let unreadable = |reason: String| SecretError::Unreadable {
             namespace: namespace.into(),
             name: name.into(),
@@ -118,7 +142,20 @@ impl Secrets {
             path: path.display().to_string(),
             reason,
         };
-        let file = match std::fs::File::open(&path) {
+        let resolved = match std::fs::canonicalize(&path) {
+            Ok(p) => p,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let inside = std::fs::canonicalize(&mount).is_ok_and(|m| resolved.starts_with(m));
+        if !inside {
+            return Err(unreadable(format!(
+                "resolves to {}, outside the Secret's folder {}; only the volume's own links are followed",
+                resolved.display(),
+                mount.display()
+            )));
+        }
+        let file = match std::fs::File::open(&resolved) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(unreadable(e.to_string())),
@@ -145,6 +182,24 @@ impl Secrets {
                 dir: self.dir.display().to_string(),
             })
     }
+}
+
+/// Why `namespace/name` key `key` cannot be a Kubernetes Secret's key, if it cannot.
+fn bad_name(namespace: &str, name: &str, key: &str) -> Option<String> {
+    use crate::core::model::Name;
+    if Name::parse(namespace).is_err() || namespace.contains('.') {
+        return Some("the namespace must be a DNS-1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending with a letter or digit)".into());
+    }
+    if let Err(e) = Name::parse(name) {
+        return Some(format!("the Secret name: {e}"));
+    }
+    let key_chars = key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if key.is_empty() || key.len() > 253 || !key_chars || key == "." || key == ".." {
+        return Some("the key must be letters, digits, '-', '_' or '.' (not '.' or '..'), as Kubernetes allows for Secret keys".into());
+    }
+    None
 }
 
 fn trim(value: &str) -> String {
@@ -220,6 +275,54 @@ mod tests {
             err.contains(&format!("{}/apps/dd", dir.path().display())),
             "{err}"
         );
+    }
+
+    #[test]
+    fn names_that_would_leave_the_secrets_folder_are_refused_before_any_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets_dir = dir.path().join("secrets");
+        std::fs::create_dir_all(&secrets_dir).unwrap();
+        // What a traversal would reach.
+        std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+        std::fs::write(dir.path().join("etc/token"), "host secret").unwrap();
+        let s = secrets(&secrets_dir, &[]);
+        for (namespace, name, key) in [
+            ("..", "etc", "token"),
+            ("apps", "../../etc", "token"),
+            ("apps", "/abs/dir", "token"),
+            ("apps", "..", "token"),
+            ("apps", "dd", "../../../etc/token"),
+            ("apps", "dd", ".."),
+            ("Apps", "dd", "token"),
+            ("", "dd", "token"),
+        ] {
+            let err = s.get(namespace, name, key).unwrap_err();
+            assert!(
+                matches!(err, SecretError::BadName { .. }),
+                "{namespace}/{name}/{key}: {err}"
+            );
+            assert!(!err.to_string().contains("host secret"));
+        }
+        // A dotted Secret name and a dotted key are what Kubernetes allows.
+        assert_eq!(s.get("apps", "tls.keys", "tls.crt").unwrap(), None);
+    }
+
+    #[test]
+    fn a_link_out_of_the_secrets_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets_dir = dir.path().join("secrets");
+        let mount = secrets_dir.join("apps/dd");
+        std::fs::create_dir_all(&mount).unwrap();
+        std::fs::write(dir.path().join("service-account-token"), "sa-token").unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("service-account-token"),
+            mount.join("token"),
+        )
+        .unwrap();
+        let s = secrets(&secrets_dir, &[]);
+        let err = s.get("apps", "dd", "token").unwrap_err().to_string();
+        assert!(err.contains("outside the Secret's folder"), "{err}");
+        assert!(!err.contains("sa-token"), "{err}");
     }
 
     #[test]
