@@ -1,6 +1,6 @@
 //! The audit of Flagger's fields (`sluice::spec::flagger_fields`): it lists exactly the fields
-//! of Flagger's CRDs, each refused field is refused with file:line:field, and the README's
-//! table is the one the code renders.
+//! of Flagger's CRDs, each refused field is refused with file:line:field, and the table in
+//! `docs/flagger-fields.md` is the one the code renders.
 
 use std::collections::BTreeSet;
 
@@ -276,31 +276,35 @@ fn route_fields_load_with_a_provider_that_renders_them() {
 const START: &str = "<!-- flagger-fields:start -->\n";
 const END: &str = "<!-- flagger-fields:end -->";
 
-/// The README's "Flagger field support" section is the table the code renders. With
-/// `SLUICE_UPDATE_README=1` the test writes the rendered table between the markers instead.
+/// The Flagger field reference the docs give, and that the test reads and rewrites.
+const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/flagger-fields.md");
+
+/// `docs/flagger-fields.md` holds the table the code renders. With `SLUICE_UPDATE_DOCS=1` (or
+/// its earlier name `SLUICE_UPDATE_README=1`) the test writes the rendered table between the
+/// markers instead.
 #[test]
-fn readme_flagger_field_table_is_the_one_the_code_renders() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let start = readme
+fn docs_flagger_field_table_is_the_one_the_code_renders() {
+    let doc = std::fs::read_to_string(DOC).expect("docs/flagger-fields.md");
+    let start = doc
         .find(START)
-        .expect("README has the flagger-fields:start marker")
+        .expect("docs/flagger-fields.md has the flagger-fields:start marker")
         + START.len();
-    let end = readme[start..]
+    let end = doc[start..]
         .find(END)
         .map(|i| start + i)
-        .expect("README has the flagger-fields:end marker");
-    let section = &readme[start..end];
+        .expect("docs/flagger-fields.md has the flagger-fields:end marker");
+    let section = &doc[start..end];
     let expected = markdown();
-    if std::env::var_os("SLUICE_UPDATE_README").is_some() {
-        let updated = format!("{}{expected}{}", &readme[..start], &readme[end..]);
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"), updated)
-            .expect("write README.md");
+    if std::env::var_os("SLUICE_UPDATE_DOCS").is_some()
+        || std::env::var_os("SLUICE_UPDATE_README").is_some()
+    {
+        let updated = format!("{}{expected}{}", &doc[..start], &doc[end..]);
+        std::fs::write(DOC, updated).expect("write docs/flagger-fields.md");
         return;
     }
     assert!(
         section == expected,
-        "README's Flagger field table differs from src/spec/flagger_fields.rs; replace the text between the markers with:\n{expected}"
+        "docs/flagger-fields.md's Flagger field table differs from src/spec/flagger_fields.rs; replace the text between the markers with:\n{expected}"
     );
     for f in FIELDS {
         assert!(section.contains(&format!("| `{}` |", f.path)), "{}", f.path);

@@ -14,6 +14,7 @@ mod corpus;
 mod daemon;
 mod daemonset;
 mod decide;
+mod docs_links;
 mod drift;
 mod flagger_fields;
 #[path = "../git_daemon.rs"]
