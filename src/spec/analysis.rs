@@ -330,7 +330,24 @@ fn read_strategy(
         return read_step_weights(r, n, &join(path, "stepWeights"), format, listed_max);
     }
     if let Some(n) = step_weight {
-        return read_step_weight(r, n, &join(path, "stepWeight"), format, max);
+        let p = join(path, "stepWeight");
+        let step = weight(r, n, &p, 1)?;
+        let max = max?;
+        if step > max {
+            r.error(
+                n.line,
+                &p,
+                format!("expected at most maxWeight {max}, found {step}"),
+            );
+            return None;
+        }
+        let weights = match format {
+            Format::Flagger => flagger_step_weight(step, max),
+            Format::Native => native_step_weight(step, max),
+        };
+        return Some(Strategy::Canary {
+            steps: interval_steps(&weights),
+        });
     }
     read_steps(r, steps?, &join(path, "steps"), listed_max)
 }
@@ -378,10 +395,10 @@ fn check_one_schedule(r: &mut Reader, node: &Node, path: &str, format: Format) -
         return false;
     }
     if present.len() > 1 && (format == Format::Native || present.contains(&"steps")) {
-        let line = node
-            .get("stepWeights")
-            .or(node.get("steps"))
-            .map_or(node.line, |n| n.line);
+        let at = ["stepWeights", "steps"]
+            .into_iter()
+            .find_map(|k| node.get(k));
+        let line = at.map_or(node.line, |n| n.line);
         r.error(
             line,
             path,
@@ -445,33 +462,6 @@ fn read_step_weights(
     let weights = match format {
         Format::Flagger => flagger_step_weights(&capped),
         Format::Native => capped,
-    };
-    Some(Strategy::Canary {
-        steps: interval_steps(&weights),
-    })
-}
-
-/// `analysis.stepWeight` at `p`: steps of that size up to `max` (maxWeight, 100 when unset).
-fn read_step_weight(
-    r: &mut Reader,
-    n: &Node,
-    p: &str,
-    format: Format,
-    max: Option<u8>,
-) -> Option<Strategy> {
-    let step = weight(r, n, p, 1)?;
-    let max = max?;
-    if step > max {
-        r.error(
-            n.line,
-            p,
-            format!("expected at most maxWeight {max}, found {step}"),
-        );
-        return None;
-    }
-    let weights = match format {
-        Format::Flagger => flagger_step_weight(step, max),
-        Format::Native => native_step_weight(step, max),
     };
     Some(Strategy::Canary {
         steps: interval_steps(&weights),
