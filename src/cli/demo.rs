@@ -127,46 +127,72 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         runtime: &runtime,
     };
     let start = Instant::now();
-    let show = |report: &TickReport| {
-        for e in &report.spec_errors {
-            outln!("  spec error: {e}");
-        }
-        for o in &report.outcomes {
-            if let Some(subject) = &o.committed {
-                outln!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
-            }
-            if let Some(e) = &o.error {
-                outln!(
-                    "[{:>5.1}s] {}: error: {e}",
-                    start.elapsed().as_secs_f64(),
-                    o.id
-                );
-            }
-        }
-    };
     let report = tick(&mut sluice, &ctx, jiff::Timestamp::now())?;
-    show(&report);
+    show(&report, start);
 
     // A human bumps the image, as they would in a pull request.
     let mut human = ConfigRepo::open_or_clone(&url, "main", &dir.join("alice-workdir"), &creds)?;
-    human.fetch()?;
-    let bumped = DEMO_FILES[1].1.replace("podinfo:6.7.0", "podinfo:6.7.1");
-    human.commit_files(
-        &[FileChange::write("apps/podinfo/deployment.yaml", bumped)],
-        &CommitMessage::new("podinfo: bump image to 6.7.1"),
-        &alice,
-        None,
-    )?;
-    human.push()?;
+    bump_image(&mut human, &alice)?;
     outln!(
         "[{:>5.1}s] alice: podinfo: bump image to 6.7.1",
         start.elapsed().as_secs_f64()
     );
 
-    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    tick_until_done(&mut sluice, &ctx, start, Duration::from_secs(args.timeout))?;
+
+    outln!("\ngit log of {url} (oldest first):");
+    print_history(&sluice)?;
+    if args.keep.is_some() {
+        outln!("\nrepos kept in {}", dir.display());
+    }
+    Ok(0)
+}
+
+/// Prints what a tick committed and what went wrong, with the seconds since `start`.
+fn show(report: &TickReport, start: Instant) {
+    for e in &report.spec_errors {
+        outln!("  spec error: {e}");
+    }
+    for o in &report.outcomes {
+        if let Some(subject) = &o.committed {
+            outln!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
+        }
+        if let Some(e) = &o.error {
+            outln!(
+                "[{:>5.1}s] {}: error: {e}",
+                start.elapsed().as_secs_f64(),
+                o.id
+            );
+        }
+    }
+}
+
+/// Commits and pushes a new image tag in the human's clone, as a pull request would.
+fn bump_image(human: &mut ConfigRepo, alice: &Identity) -> anyhow::Result<()> {
+    human.fetch()?;
+    let bumped = DEMO_FILES[1].1.replace("podinfo:6.7.0", "podinfo:6.7.1");
+    human.commit_files(
+        &[FileChange::write("apps/podinfo/deployment.yaml", bumped)],
+        &CommitMessage::new("podinfo: bump image to 6.7.1"),
+        alice,
+        None,
+    )?;
+    human.push()?;
+    Ok(())
+}
+
+/// Ticks until the canary is promoted or rolled back, sleeping until each next due time; an
+/// error after `timeout`.
+fn tick_until_done(
+    sluice: &mut ConfigRepo,
+    ctx: &Context,
+    start: Instant,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
     loop {
-        let report = tick(&mut sluice, &ctx, jiff::Timestamp::now())?;
-        show(&report);
+        let report = tick(sluice, ctx, jiff::Timestamp::now())?;
+        show(&report, start);
         let phase = report
             .outcomes
             .iter()
@@ -177,10 +203,10 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 "\ncanary {CANARY} ended {}",
                 phase.map(|p| p.to_string()).unwrap_or_default()
             );
-            break;
+            return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("the demo did not finish within {} s", args.timeout);
+            bail!("the demo did not finish within {} s", timeout.as_secs());
         }
         std::thread::sleep(sleep_for(
             report.wake_at(),
@@ -188,8 +214,10 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             Duration::from_secs(1),
         ));
     }
+}
 
-    outln!("\ngit log of {url} (oldest first):");
+/// Prints the repo's history, oldest first: author, phase, weights and subject per commit.
+fn print_history(sluice: &ConfigRepo) -> anyhow::Result<()> {
     let mut entries = sluice.history(None, 200)?;
     entries.reverse();
     for e in entries {
@@ -209,8 +237,5 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             e.subject
         );
     }
-    if args.keep.is_some() {
-        outln!("\nrepos kept in {}", dir.display());
-    }
-    Ok(0)
+    Ok(())
 }

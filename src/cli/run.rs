@@ -16,6 +16,7 @@ use tracing::{debug, error, info};
 
 use crate::cli::repo::RepoArgs;
 use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
+use crate::gitops::ConfigRepo;
 use crate::observe::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
@@ -236,7 +237,51 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         runtime: &runtime,
     };
     info!(branch = %args.repo.branch, "sluice started");
-    let lease = if args.leader_election {
+    let mut election = Election::from_args(args, &runtime)?;
+    // The last completed tick, while polls find nothing new (see `tick::Idle`).
+    let mut idle = Idle::default();
+    while !stop.load(Ordering::SeqCst) {
+        if let Some(election) = &mut election {
+            if !election.lead(&runtime, &mut idle, &state, &metrics) {
+                std::thread::sleep(Duration::from_secs(5).min(args.poll));
+                continue;
+            }
+        }
+        let wait = poll_once(
+            &mut locked.repo,
+            &ctx,
+            &mut idle,
+            &state,
+            &metrics,
+            args.poll,
+        );
+        // The leader renews its 15 s lease at least every 5 s.
+        let wait = if election.is_some() {
+            wait.min(Duration::from_secs(5))
+        } else {
+            wait
+        };
+        sleep_until_woken(&stop, &wake_rx, wait, &mut idle);
+    }
+    stopped.store(true, Ordering::SeqCst);
+    info!("sluice stopped");
+    Ok(0)
+}
+
+/// `--leader-election`: the Lease this replica competes for, and whether it held it at the
+/// last check.
+struct Election {
+    client: ::kube::Client,
+    config: LeaseConfig,
+    leading: bool,
+}
+
+impl Election {
+    /// `None` without `--leader-election`: the one replica always ticks.
+    fn from_args(args: &Args, runtime: &Runtime) -> anyhow::Result<Option<Election>> {
+        if !args.leader_election {
+            return Ok(None);
+        }
         let identity = match runtime.env("POD_NAME") {
             Some(pod) => pod.to_string(),
             None => format!(
@@ -248,95 +293,110 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         let client = runtime
             .block_on(crate::kube::infer_client())
             .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
-        Some((
+        Ok(Some(Election {
             client,
-            LeaseConfig {
+            config: LeaseConfig {
                 namespace: args.lease_namespace.clone(),
                 name: args.lease_name.clone(),
                 identity,
                 duration: Duration::from_secs(15),
             },
-        ))
-    } else {
-        None
-    };
-    let mut leading = lease.is_none();
-    // The last completed tick, while polls find nothing new (see `tick::Idle`).
-    let mut idle = Idle::default();
-    while !stop.load(Ordering::SeqCst) {
-        if let Some((client, cfg)) = &lease {
-            match runtime.block_on(acquire_or_renew(client, cfg, jiff::Timestamp::now())) {
-                Ok(Leadership::Leader) => {
-                    if !leading {
-                        info!(lease = %cfg.name, "Leading: this replica reconciles");
-                        // Another replica may have ticked meanwhile: start with a full tick.
-                        idle.forget();
-                    }
-                    leading = true;
+            leading: false,
+        }))
+    }
+
+    /// Takes or renews the Lease; true when this replica leads and ticks now.
+    fn lead(
+        &mut self,
+        runtime: &Runtime,
+        idle: &mut Idle,
+        state: &ServerState,
+        metrics: &Metrics,
+    ) -> bool {
+        let now = jiff::Timestamp::now();
+        match runtime.block_on(acquire_or_renew(&self.client, &self.config, now)) {
+            Ok(Leadership::Leader) => {
+                if !self.leading {
+                    info!(lease = %self.config.name, "Leading: this replica reconciles");
+                    // Another replica may have ticked meanwhile: start with a full tick.
+                    idle.forget();
                 }
-                Ok(Leadership::Follower { holder }) => {
-                    if leading {
-                        info!(holder = %holder, "Standing by: another replica leads");
-                    }
-                    leading = false;
-                    state.set_ready();
-                    std::thread::sleep(Duration::from_secs(5).min(args.poll));
-                    continue;
-                }
-                Err(e) => {
-                    error!(error = %e, "Leader election failed; not reconciling");
-                    metrics.error("lease");
-                    leading = false;
-                    std::thread::sleep(Duration::from_secs(5).min(args.poll));
-                    continue;
-                }
+                self.leading = true;
+                true
             }
-        }
-        let wait = match poll(&mut locked.repo, &ctx, jiff::Timestamp::now(), &mut idle) {
-            Ok(Polled::Idle) => {
-                debug!("Nothing new and nothing due: no tick");
-                sleep_for(idle.wake_at(), jiff::Timestamp::now(), args.poll)
-            }
-            Ok(Polled::Ticked(report)) => {
+            Ok(Leadership::Follower { holder }) => {
+                if self.leading {
+                    info!(holder = %holder, "Standing by: another replica leads");
+                }
+                self.leading = false;
                 state.set_ready();
-                record(&metrics, &report);
-                log_report(&report);
-                sleep_for(report.wake_at(), jiff::Timestamp::now(), args.poll)
+                false
             }
             Err(e) => {
-                error!(error = %e, retry_in_s = args.poll.as_secs_f64(), "Tick failed; will retry");
-                state.set_not_ready();
-                metrics.error(e.kind());
-                args.poll
-            }
-        };
-        // The leader renews its 15 s lease at least every 5 s.
-        let wait = if lease.is_some() {
-            wait.min(Duration::from_secs(5))
-        } else {
-            wait
-        };
-        let until = Instant::now() + wait;
-        while !stop.load(Ordering::SeqCst) {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            match wake_rx.recv_timeout(left.min(Duration::from_millis(100))) {
-                Ok(()) => {
-                    info!("Woken by a git webhook");
-                    // Whatever it announces, the next poll ticks in full.
-                    idle.forget();
-                    break;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(left.min(Duration::from_millis(100)))
-                }
+                error!(error = %e, "Leader election failed; not reconciling");
+                metrics.error("lease");
+                self.leading = false;
+                false
             }
         }
     }
-    stopped.store(true, Ordering::SeqCst);
-    info!("sluice stopped");
-    Ok(0)
+}
+
+/// Polls once (a tick when anything is new or due), reports it, and returns how long to
+/// sleep before the next poll.
+fn poll_once(
+    repo: &mut ConfigRepo,
+    ctx: &Context,
+    idle: &mut Idle,
+    state: &ServerState,
+    metrics: &Metrics,
+    poll_interval: Duration,
+) -> Duration {
+    match poll(repo, ctx, jiff::Timestamp::now(), idle) {
+        Ok(Polled::Idle) => {
+            debug!("Nothing new and nothing due: no tick");
+            sleep_for(idle.wake_at(), jiff::Timestamp::now(), poll_interval)
+        }
+        Ok(Polled::Ticked(report)) => {
+            state.set_ready();
+            record(metrics, &report);
+            log_report(&report);
+            sleep_for(report.wake_at(), jiff::Timestamp::now(), poll_interval)
+        }
+        Err(e) => {
+            error!(error = %e, retry_in_s = poll_interval.as_secs_f64(), "Tick failed; will retry");
+            state.set_not_ready();
+            metrics.error(e.kind());
+            poll_interval
+        }
+    }
+}
+
+/// Sleeps `wait`, or less when a stop is requested or a git webhook wakes the loop (then the
+/// next poll ticks in full).
+fn sleep_until_woken(
+    stop: &AtomicBool,
+    wake_rx: &mpsc::Receiver<()>,
+    wait: Duration,
+    idle: &mut Idle,
+) {
+    let until = Instant::now() + wait;
+    while !stop.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match wake_rx.recv_timeout(left.min(Duration::from_millis(100))) {
+            Ok(()) => {
+                info!("Woken by a git webhook");
+                // Whatever it announces, the next poll ticks in full.
+                idle.forget();
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(left.min(Duration::from_millis(100)))
+            }
+        }
+    }
 }

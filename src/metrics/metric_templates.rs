@@ -295,81 +295,72 @@ fn read_template(r: &mut Reader, root: &Node) -> Option<(Name, Name, Option<Metr
     Some((namespace, name, template))
 }
 
+/// The template's `spec`: its query and its provider.
 fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Option<MetricTemplate> {
     let spec = r.required(root, "", "spec")?;
     r.map(spec, "spec", &["provider", "query"])?;
     let provider = r
         .required(spec, "spec", "provider")
         .and_then(|p| r.map(p, "spec.provider", PROVIDER_KEYS));
-    let query = r
-        .required(spec, "spec", "query")
-        .and_then(|q| r.string(q, "spec.query").map(|text| (q, text)));
-    let query = match query {
-        Some((node, text)) if text.trim().is_empty() => {
-            r.error(
-                node.line,
-                "spec.query",
-                "expected a query, found an empty string",
-            );
+    let query = read_query(r, spec);
+    let fields = read_provider_fields(r, provider?)?;
+    let before = r.errors.len();
+    fields.refuse_unused(r);
+    let provider = fields.provider(r)?;
+    if r.errors.len() != before {
+        return None;
+    }
+    Some(MetricTemplate {
+        name: name.clone(),
+        namespace: namespace.clone(),
+        file: r.file.clone(),
+        line: root.line,
+        provider,
+        query: query?,
+    })
+}
+
+/// `spec.query`: not empty, and its template syntax checks.
+fn read_query(r: &mut Reader, spec: &Node) -> Option<String> {
+    let node = r.required(spec, "spec", "query")?;
+    let text = r.string(node, "spec.query")?;
+    if text.trim().is_empty() {
+        r.error(
+            node.line,
+            "spec.query",
+            "expected a query, found an empty string",
+        );
+        return None;
+    }
+    match check(&text) {
+        Ok(()) => Some(text),
+        Err(e) => {
+            r.error(node.line, "spec.query", e.to_string());
             None
         }
-        Some((node, text)) => match check(&text) {
-            Ok(()) => Some(text),
-            Err(e) => {
-                r.error(node.line, "spec.query", e.to_string());
-                None
-            }
-        },
-        None => None,
-    };
-    let provider = provider?;
-    let kind = r
-        .required(provider, "spec.provider", "type")
-        .and_then(|n| r.string(n, "spec.provider.type").map(|t| (n, t)));
-    let kind = kind.and_then(|(node, kind)| {
-        match PROVIDER_TYPES.iter().find(|(k, _)| *k == kind.as_str()) {
-            None => r.error(
-                node.line,
-                "spec.provider.type",
-                format!(
-                    "expected one of {}, found {kind:?}",
-                    PROVIDER_TYPES
-                        .iter()
-                        .map(|(k, _)| *k)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ),
-            Some((_, Support::Refused(why))) => r.error(
-                node.line,
-                "spec.provider.type",
-                format!(
-                    "provider type {kind:?} is not supported: {why}; sluice queries {}",
-                    queryable_list()
-                ),
-            ),
-            Some((_, Support::Queryable)) => return Some(kind),
-        }
-        None
-    });
+    }
+}
+
+/// The fields of `spec.provider` as written, before they are checked against its type.
+struct ProviderFields<'n> {
+    node: &'n Node,
+    kind: String,
+    address: Option<String>,
+    headers: Vec<(String, String)>,
+    secret_ref: Option<String>,
+    region: Option<String>,
+    insecure_skip_verify: bool,
+}
+
+/// Reads every field of `spec.provider`; `None` when its type is missing or not queryable
+/// (reported).
+fn read_provider_fields<'n>(r: &mut Reader, provider: &'n Node) -> Option<ProviderFields<'n>> {
+    let kind = read_provider_type(r, provider);
     // Flagger's splunk provider also takes the realm's wss:// stream address.
     let websocket_ok = kind.as_deref() == Some("splunk");
-    let address = provider.get("address").and_then(|n| {
-        let text = r.string(n, "spec.provider.address")?;
-        if text.starts_with("http://")
-            || text.starts_with("https://")
-            || (websocket_ok && (text.starts_with("ws://") || text.starts_with("wss://")))
-        {
-            Some(text)
-        } else {
-            r.error(
-                n.line,
-                "spec.provider.address",
-                format!("expected an http:// or https:// URL, found {text:?}"),
-            );
-            None
-        }
-    });
+    let address = provider
+        .get("address")
+        .and_then(|n| read_address(r, n, websocket_ok));
     let headers = provider
         .get("headers")
         .map(|n| read_headers(r, n, "spec.provider.headers"))
@@ -387,140 +378,211 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         .get("insecureSkipVerify")
         .and_then(|n| r.bool(n, "spec.provider.insecureSkipVerify"))
         .unwrap_or(false);
-    let kind = kind?;
-    let before = r.errors.len();
-    // A field Flagger's provider of this type never reads is refused, not ignored.
-    let unused = |r: &mut Reader, key: &str, used_by: &str| {
-        if let Some(n) = provider.get(key) {
+    Some(ProviderFields {
+        node: provider,
+        kind: kind?,
+        address,
+        headers,
+        secret_ref,
+        region,
+        insecure_skip_verify,
+    })
+}
+
+/// `spec.provider.type`: one sluice queries ([`PROVIDER_TYPES`]).
+fn read_provider_type(r: &mut Reader, provider: &Node) -> Option<String> {
+    let node = r.required(provider, "spec.provider", "type")?;
+    let kind = r.string(node, "spec.provider.type")?;
+    match PROVIDER_TYPES.iter().find(|(k, _)| *k == kind.as_str()) {
+        None => r.error(
+            node.line,
+            "spec.provider.type",
+            format!(
+                "expected one of {}, found {kind:?}",
+                PROVIDER_TYPES
+                    .iter()
+                    .map(|(k, _)| *k)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Some((_, Support::Refused(why))) => r.error(
+            node.line,
+            "spec.provider.type",
+            format!(
+                "provider type {kind:?} is not supported: {why}; sluice queries {}",
+                queryable_list()
+            ),
+        ),
+        Some((_, Support::Queryable)) => return Some(kind),
+    }
+    None
+}
+
+/// `spec.provider.address`: an http(s) URL, or ws(s) where `websocket_ok`.
+fn read_address(r: &mut Reader, n: &Node, websocket_ok: bool) -> Option<String> {
+    let text = r.string(n, "spec.provider.address")?;
+    if text.starts_with("http://")
+        || text.starts_with("https://")
+        || (websocket_ok && (text.starts_with("ws://") || text.starts_with("wss://")))
+    {
+        Some(text)
+    } else {
+        r.error(
+            n.line,
+            "spec.provider.address",
+            format!("expected an http:// or https:// URL, found {text:?}"),
+        );
+        None
+    }
+}
+
+impl ProviderFields<'_> {
+    /// Refuses each field Flagger's provider of this type never reads, rather than ignore it.
+    fn refuse_unused(&self, r: &mut Reader) {
+        let kind = self.kind.as_str();
+        if kind != "prometheus" {
+            self.unused(r, "headers", "prometheus");
+            if kind != "graphite" && self.insecure_skip_verify {
+                self.unused(r, "insecureSkipVerify", "prometheus and graphite");
+            }
+        }
+        if kind != "prometheus" && kind != "cloudwatch" {
+            self.unused(r, "region", "cloudwatch");
+        }
+        if kind == "cloudwatch" {
+            for (key, why) in [
+                ("address", format!("Flagger's cloudwatch provider ignores it and queries the region's endpoint; sluice does too (the environment variable {} replaces it)", crate::metrics::cloudwatch::ENDPOINT_VAR)),
+                ("secretRef", format!("Flagger's cloudwatch provider ignores it and uses the AWS credentials of its environment; sluice reads {} and {} from its environment", crate::metrics::cloudwatch::ACCESS_KEY_VAR, crate::metrics::cloudwatch::SECRET_KEY_VAR)),
+            ] {
+                if let Some(n) = self.node.get(key) {
+                    r.error(n.line, &join("spec.provider", key), format!("provider type \"cloudwatch\" does not use {key}: {why}"));
+                }
+            }
+        }
+    }
+
+    /// Reports `key` when it is set: this type does not read it, only `used_by` does.
+    fn unused(&self, r: &mut Reader, key: &str, used_by: &str) {
+        let kind = &self.kind;
+        if let Some(n) = self.node.get(key) {
             r.error(
                 n.line,
                 &join("spec.provider", key),
                 format!("provider type {kind:?} does not use {key}; Flagger reads it only for {used_by}"),
             );
         }
-    };
-    if kind != "prometheus" {
-        unused(r, "headers", "prometheus");
-        if kind != "graphite" && insecure_skip_verify {
-            unused(r, "insecureSkipVerify", "prometheus and graphite");
-        }
     }
-    if kind != "prometheus" && kind != "cloudwatch" {
-        unused(r, "region", "cloudwatch");
-    }
-    if kind == "cloudwatch" {
-        for (key, why) in [
-            ("address", format!("Flagger's cloudwatch provider ignores it and queries the region's endpoint; sluice does too (the environment variable {} replaces it)", crate::metrics::cloudwatch::ENDPOINT_VAR)),
-            ("secretRef", format!("Flagger's cloudwatch provider ignores it and uses the AWS credentials of its environment; sluice reads {} and {} from its environment", crate::metrics::cloudwatch::ACCESS_KEY_VAR, crate::metrics::cloudwatch::SECRET_KEY_VAR)),
-        ] {
-            if let Some(n) = provider.get(key) {
-                r.error(n.line, &join("spec.provider", key), format!("provider type \"cloudwatch\" does not use {key}: {why}"));
-            }
-        }
-    }
-    let needs_secret = |r: &mut Reader, keys: &str| -> Option<String> {
-        if secret_ref.is_none() {
+
+    /// The secretRef, reported as missing when this type reads `keys` from a Secret.
+    fn needs_secret(&self, r: &mut Reader, keys: &str) -> Option<String> {
+        let kind = &self.kind;
+        if self.secret_ref.is_none() {
             r.error(
-                provider.line,
+                self.node.line,
                 "spec.provider.secretRef",
                 format!(
                     "required field is missing: provider type {kind:?} reads {keys} from a Secret"
                 ),
             );
         }
-        secret_ref.clone()
-    };
-    let needs_address = |r: &mut Reader, address: Option<String>| -> Option<String> {
+        self.secret_ref.clone()
+    }
+
+    /// The address, reported as missing when this type has no default.
+    fn needs_address(&self, r: &mut Reader) -> Option<String> {
+        let kind = &self.kind;
         // A present but invalid address was reported where it was read.
-        if address.is_none() && provider.get("address").is_none() {
+        if self.address.is_none() && self.node.get("address").is_none() {
             r.error(
-                provider.line,
+                self.node.line,
                 "spec.provider.address",
                 format!("required field is missing: provider type {kind:?} has no default address"),
             );
         }
-        address
-    };
-    let provider = match kind.as_str() {
-        "prometheus" => Provider::Prometheus {
-            address,
-            headers,
-            secret_ref,
-            insecure_skip_verify,
-        },
-        "datadog" => Provider::Datadog {
-            address: address.unwrap_or_else(|| DATADOG_DEFAULT_ADDRESS.into()),
-            secret_ref: needs_secret(r, "datadog_api_key and datadog_application_key")?,
-        },
-        "newrelic" => Provider::NewRelic {
-            address: address.unwrap_or_else(|| NEWRELIC_DEFAULT_ADDRESS.into()),
-            secret_ref: needs_secret(r, "newrelic_account_id and newrelic_query_key")?,
-        },
-        "dynatrace" => {
-            let secret_ref = needs_secret(r, "dynatrace_token");
-            let address = needs_address(r, address)?;
-            Provider::Dynatrace {
+        self.address.clone()
+    }
+
+    /// The typed provider, with the fields its type requires.
+    fn provider(&self, r: &mut Reader) -> Option<Provider> {
+        let address = self.address.clone();
+        let secret_ref = self.secret_ref.clone();
+        Some(match self.kind.as_str() {
+            "prometheus" => Provider::Prometheus {
                 address,
-                secret_ref: secret_ref?,
+                headers: self.headers.clone(),
+                secret_ref,
+                insecure_skip_verify: self.insecure_skip_verify,
+            },
+            "datadog" => Provider::Datadog {
+                address: address.unwrap_or_else(|| DATADOG_DEFAULT_ADDRESS.into()),
+                secret_ref: self.needs_secret(r, "datadog_api_key and datadog_application_key")?,
+            },
+            "newrelic" => Provider::NewRelic {
+                address: address.unwrap_or_else(|| NEWRELIC_DEFAULT_ADDRESS.into()),
+                secret_ref: self.needs_secret(r, "newrelic_account_id and newrelic_query_key")?,
+            },
+            "dynatrace" => {
+                let secret_ref = self.needs_secret(r, "dynatrace_token");
+                let address = self.needs_address(r)?;
+                Provider::Dynatrace {
+                    address,
+                    secret_ref: secret_ref?,
+                }
             }
-        }
-        "influxdb" => Provider::Influxdb {
-            address: needs_address(r, address)?,
-            secret_ref,
-        },
-        "graphite" => Provider::Graphite {
-            address: needs_address(r, address)?,
-            secret_ref,
-            insecure_skip_verify,
-        },
-        "splunk" => {
-            let secret_ref = needs_secret(r, "sf_token_key");
-            let address = needs_address(r, address)?;
-            Provider::Splunk {
-                address,
-                secret_ref: secret_ref?,
+            "influxdb" => Provider::Influxdb {
+                address: self.needs_address(r)?,
+                secret_ref,
+            },
+            "graphite" => Provider::Graphite {
+                address: self.needs_address(r)?,
+                secret_ref,
+                insecure_skip_verify: self.insecure_skip_verify,
+            },
+            "splunk" => {
+                let secret_ref = self.needs_secret(r, "sf_token_key");
+                let address = self.needs_address(r)?;
+                Provider::Splunk {
+                    address,
+                    secret_ref: secret_ref?,
+                }
             }
-        }
-        "cloudwatch" => match region {
-            Some(region) if !region.is_empty() => Provider::Cloudwatch { region },
+            "cloudwatch" => self.cloudwatch(r)?,
+            other => {
+                // PROVIDER_TYPES marks a type queryable only when a variant above reads it.
+                r.error(
+                    self.node.line,
+                    "spec.provider.type",
+                    format!("provider type {other:?} has no reader"),
+                );
+                return None;
+            }
+        })
+    }
+
+    /// A cloudwatch provider: the region it names is required and not empty.
+    fn cloudwatch(&self, r: &mut Reader) -> Option<Provider> {
+        match &self.region {
+            Some(region) if !region.is_empty() => Some(Provider::Cloudwatch {
+                region: region.clone(),
+            }),
             _ => {
-                if provider.get("region").is_none() {
-                    r.error(
-                        provider.line,
+                match self.node.get("region") {
+                    None => r.error(
+                        self.node.line,
                         "spec.provider.region",
                         "required field is missing: provider type \"cloudwatch\" queries the region it names",
-                    );
-                } else if let Some(n) = provider.get("region") {
-                    r.error(
+                    ),
+                    Some(n) => r.error(
                         n.line,
                         "spec.provider.region",
                         "expected an AWS region such as us-east-1, found an empty string",
-                    );
+                    ),
                 }
-                return None;
+                None
             }
-        },
-        other => {
-            // PROVIDER_TYPES marks a type queryable only when a variant above reads it.
-            r.error(
-                provider.line,
-                "spec.provider.type",
-                format!("provider type {other:?} has no reader"),
-            );
-            return None;
         }
-    };
-    if r.errors.len() != before {
-        return None;
     }
-    Some(MetricTemplate {
-        name: name.clone(),
-        namespace: namespace.clone(),
-        file: r.file.clone(),
-        line: root.line,
-        provider,
-        query: query?,
-    })
 }
 
 /// `headers: {Name: [value, ...]}` (Go's `http.Header`); names and values must be valid HTTP.

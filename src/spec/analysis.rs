@@ -96,41 +96,8 @@ pub fn read_analysis(
     let errors_before = r.errors.len();
     r.map(node, path, keys)?;
 
-    let interval = match node.get("interval") {
-        // Flagger raises 0 to its minimum below, so only a native 0 is an error.
-        Some(n) => r.duration(n, &join(path, "interval")).and_then(|d| {
-            if d.is_zero() && format == Format::Native {
-                r.error(
-                    n.line,
-                    &join(path, "interval"),
-                    "expected a positive duration, found 0",
-                );
-                None
-            } else {
-                Some(d)
-            }
-        }),
-        None => Some(FLAGGER_ANALYSIS_INTERVAL),
-    };
-    // Flagger (`GetAnalysisInterval`) runs an analysis at most every 10 s: a shorter
-    // interval in a Flagger canary is raised to 10 s. Native canaries keep theirs.
-    let interval = match format {
-        Format::Flagger => interval.map(|d| d.max(FLAGGER_MIN_ANALYSIS_INTERVAL)),
-        Format::Native => interval,
-    };
-    // Flagger (`GetAnalysisThreshold`) rolls back after 1 failed check when `threshold` is
-    // unset or 0; native canaries keep sluice's own default of 5.
-    let threshold = match (node.get("threshold"), format) {
-        (Some(n), Format::Flagger) => r
-            .int(n, &join(path, "threshold"), 0, i64::from(u32::MAX))
-            .and_then(|v| u32::try_from(v).ok())
-            .map(|v| v.max(1)),
-        (Some(n), Format::Native) => r
-            .int(n, &join(path, "threshold"), 1, i64::from(u32::MAX))
-            .and_then(|v| u32::try_from(v).ok()),
-        (None, Format::Flagger) => Some(1),
-        (None, Format::Native) => Some(5),
-    };
+    let interval = read_interval(r, node, path, format);
+    let threshold = read_threshold(r, node, path, format);
     let step_weight_promotion = match node.get("stepWeightPromotion") {
         Some(n) => weight(r, n, &join(path, "stepWeightPromotion"), 0),
         None => None,
@@ -166,22 +133,7 @@ pub fn read_analysis(
         Some(n) => read_approvals(r, n, &join(path, "approvals")),
         None => Approvals::default(),
     };
-    // confirm-* hooks pointing at `sluice:approval` become git approval gates.
-    let (git_gates, webhooks): (Vec<WebhookSpec>, Vec<WebhookSpec>) = webhooks
-        .into_iter()
-        .partition(|w| w.url == GIT_APPROVAL_URL);
-    for gate in git_gates {
-        match gate.kind {
-            WebhookKind::ConfirmRollout => approvals.before_rollout = true,
-            WebhookKind::ConfirmTrafficIncrease => approvals.before_traffic_increase = true,
-            WebhookKind::ConfirmPromotion => approvals.before_promotion = true,
-            WebhookKind::PreRollout
-            | WebhookKind::Rollout
-            | WebhookKind::PostRollout
-            | WebhookKind::Rollback
-            | WebhookKind::Event => {}
-        }
-    }
+    let webhooks = take_git_gates(webhooks, &mut approvals);
     let mirror = node
         .get("mirror")
         .and_then(|n| r.bool(n, &join(path, "mirror")))
@@ -208,6 +160,70 @@ pub fn read_analysis(
         primary_ready_threshold: primary_ready_threshold?,
         canary_ready_threshold: canary_ready_threshold?,
     })
+}
+
+/// `analysis.interval`: Flagger's 60 s when unset.
+fn read_interval(r: &mut Reader, node: &Node, path: &str, format: Format) -> Option<Duration> {
+    let interval = match node.get("interval") {
+        // Flagger raises 0 to its minimum below, so only a native 0 is an error.
+        Some(n) => r.duration(n, &join(path, "interval")).and_then(|d| {
+            if d.is_zero() && format == Format::Native {
+                r.error(
+                    n.line,
+                    &join(path, "interval"),
+                    "expected a positive duration, found 0",
+                );
+                None
+            } else {
+                Some(d)
+            }
+        }),
+        None => Some(FLAGGER_ANALYSIS_INTERVAL),
+    };
+    // Flagger (`GetAnalysisInterval`) runs an analysis at most every 10 s: a shorter
+    // interval in a Flagger canary is raised to 10 s. Native canaries keep theirs.
+    match format {
+        Format::Flagger => interval.map(|d| d.max(FLAGGER_MIN_ANALYSIS_INTERVAL)),
+        Format::Native => interval,
+    }
+}
+
+/// `analysis.threshold`: how many failed checks roll back.
+fn read_threshold(r: &mut Reader, node: &Node, path: &str, format: Format) -> Option<u32> {
+    // Flagger (`GetAnalysisThreshold`) rolls back after 1 failed check when `threshold` is
+    // unset or 0; native canaries keep sluice's own default of 5.
+    match (node.get("threshold"), format) {
+        (Some(n), Format::Flagger) => r
+            .int(n, &join(path, "threshold"), 0, i64::from(u32::MAX))
+            .and_then(|v| u32::try_from(v).ok())
+            .map(|v| v.max(1)),
+        (Some(n), Format::Native) => r
+            .int(n, &join(path, "threshold"), 1, i64::from(u32::MAX))
+            .and_then(|v| u32::try_from(v).ok()),
+        (None, Format::Flagger) => Some(1),
+        (None, Format::Native) => Some(5),
+    }
+}
+
+/// Turns the confirm-* hooks pointing at `sluice:approval` into git approval gates; returns
+/// the hooks left to call over HTTP.
+fn take_git_gates(webhooks: Vec<WebhookSpec>, approvals: &mut Approvals) -> Vec<WebhookSpec> {
+    let (git_gates, webhooks): (Vec<WebhookSpec>, Vec<WebhookSpec>) = webhooks
+        .into_iter()
+        .partition(|w| w.url == GIT_APPROVAL_URL);
+    for gate in git_gates {
+        match gate.kind {
+            WebhookKind::ConfirmRollout => approvals.before_rollout = true,
+            WebhookKind::ConfirmTrafficIncrease => approvals.before_traffic_increase = true,
+            WebhookKind::ConfirmPromotion => approvals.before_promotion = true,
+            WebhookKind::PreRollout
+            | WebhookKind::Rollout
+            | WebhookKind::PostRollout
+            | WebhookKind::Rollback
+            | WebhookKind::Event => {}
+        }
+    }
+    webhooks
 }
 
 /// Flagger's "Traffic routing" alert line from the block's own numbers (already checked by
@@ -279,6 +295,8 @@ pub fn check_cookie_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// The weight schedule: `iterations` (blue/green, A/B), `stepWeights`, `stepWeight` with
+/// `maxWeight`, or native `steps`.
 fn read_strategy(
     r: &mut Reader,
     node: &Node,
@@ -293,124 +311,24 @@ fn read_strategy(
     let max_weight = node.get("maxWeight");
 
     if let Some(iterations) = iterations.filter(|i| *i > 0) {
-        if step_weight.is_none() && step_weights.is_none() && steps.is_none() {
-            return Some(if has_matches {
-                Strategy::AB { iterations }
-            } else {
-                Strategy::BlueGreen { iterations }
-            });
-        }
-        if let Some(n) = node.get("iterations") {
-            r.error(
-                n.line,
-                &join(path, "iterations"),
-                "expected either iterations (blue/green, A/B) or a weight schedule (stepWeight, stepWeights, steps), found both",
-            );
-        }
-        return None;
+        let has_schedule = step_weight.is_some() || step_weights.is_some() || steps.is_some();
+        return iteration_strategy(r, node, path, iterations, has_matches, has_schedule);
     }
 
     let max = match max_weight {
         Some(n) => weight(r, n, &join(path, "maxWeight"), 1),
         None => Some(100),
     };
-    let present: Vec<&str> = [
-        ("stepWeight", step_weight),
-        ("stepWeights", step_weights),
-        ("steps", steps),
-    ]
-    .iter()
-    .filter_map(|(k, v)| v.map(|_| *k))
-    .collect();
-    if present.is_empty() {
-        r.error(
-            node.line,
-            path,
-            "no schedule: expected one of stepWeight (with maxWeight), stepWeights, steps or iterations",
-        );
+    if !check_one_schedule(r, node, path, format) {
         return None;
     }
-    if present.len() > 1 && (format == Format::Native || present.contains(&"steps")) {
-        let line = step_weights.or(steps).map_or(node.line, |n| n.line);
-        r.error(
-            line,
-            path,
-            format!(
-                "expected only one of stepWeight, stepWeights and steps, found {}",
-                present.join(" and ")
-            ),
-        );
-        return None;
-    }
+    // A listed weight is bounded by maxWeight only when the block sets it.
+    let listed_max = max.filter(|_| max_weight.is_some());
 
     // Flagger uses stepWeights when set, ignoring stepWeight and maxWeight.
     if let Some(n) = step_weights {
-        let p = join(path, "stepWeights");
-        let items = r.seq(n, &p)?;
-        if items.is_empty() {
-            r.error(
-                n.line,
-                &p,
-                "expected at least one weight, found an empty list",
-            );
-            return None;
-        }
-        // Flagger caps entries above 100 while stepping; native input must stay in 1..=100.
-        let upper = match format {
-            Format::Flagger => 1_000_000,
-            Format::Native => 100,
-        };
-        let mut weights = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            weights.push(r.int(item, &index(&p, i), 1, upper));
-        }
-        let weights: Vec<i64> = weights.into_iter().collect::<Option<_>>()?;
-        let mut ok = true;
-        for (i, pair) in weights.windows(2).enumerate() {
-            if pair[1] <= pair[0] {
-                r.error(
-                    items[i + 1].line,
-                    &index(&p, i + 1),
-                    format!(
-                        "expected strictly increasing weights, found {} after {}",
-                        pair[1], pair[0]
-                    ),
-                );
-                ok = false;
-            }
-        }
-        if format == Format::Native {
-            if let (Some(max), Some(m)) = (max, max_weight) {
-                for (i, w) in weights.iter().enumerate() {
-                    if *w > i64::from(max) {
-                        r.error(
-                            items[i].line,
-                            &index(&p, i),
-                            format!("expected at most maxWeight {max}, found {w}"),
-                        );
-                        ok = false;
-                    }
-                }
-                let _ = m;
-            }
-        }
-        if !ok {
-            return None;
-        }
-        // Capping at 100 before stepping gives the same walk as Flagger's cap on each step.
-        let capped: Vec<u8> = weights
-            .iter()
-            .map(|w| u8::try_from((*w).min(100)).unwrap_or(100))
-            .collect();
-        let weights = match format {
-            Format::Flagger => flagger_step_weights(&capped),
-            Format::Native => capped,
-        };
-        return Some(Strategy::Canary {
-            steps: interval_steps(&weights),
-        });
+        return read_step_weights(r, n, &join(path, "stepWeights"), format, listed_max);
     }
-
     if let Some(n) = step_weight {
         let p = join(path, "stepWeight");
         let step = weight(r, n, &p, 1)?;
@@ -431,95 +349,232 @@ fn read_strategy(
             steps: interval_steps(&weights),
         });
     }
+    read_steps(r, steps?, &join(path, "steps"), listed_max)
+}
 
-    let n = steps?;
-    let p = join(path, "steps");
-    let items = r.seq(n, &p)?;
+/// `iterations` alone: blue/green, or A/B when the block has matches. With a weight schedule
+/// as well it is an error.
+fn iteration_strategy(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    iterations: u32,
+    has_matches: bool,
+    has_schedule: bool,
+) -> Option<Strategy> {
+    if !has_schedule {
+        return Some(if has_matches {
+            Strategy::AB { iterations }
+        } else {
+            Strategy::BlueGreen { iterations }
+        });
+    }
+    if let Some(n) = node.get("iterations") {
+        r.error(
+            n.line,
+            &join(path, "iterations"),
+            "expected either iterations (blue/green, A/B) or a weight schedule (stepWeight, stepWeights, steps), found both",
+        );
+    }
+    None
+}
+
+/// Checks the block has a weight schedule, and only one where the format asks for that
+/// (Flagger takes stepWeights over stepWeight; `steps` is native). Reports what is wrong.
+fn check_one_schedule(r: &mut Reader, node: &Node, path: &str, format: Format) -> bool {
+    let present: Vec<&str> = ["stepWeight", "stepWeights", "steps"]
+        .into_iter()
+        .filter(|k| node.get(k).is_some())
+        .collect();
+    if present.is_empty() {
+        r.error(
+            node.line,
+            path,
+            "no schedule: expected one of stepWeight (with maxWeight), stepWeights, steps or iterations",
+        );
+        return false;
+    }
+    if present.len() > 1 && (format == Format::Native || present.contains(&"steps")) {
+        let at = ["stepWeights", "steps"]
+            .into_iter()
+            .find_map(|k| node.get(k));
+        let line = at.map_or(node.line, |n| n.line);
+        r.error(
+            line,
+            path,
+            format!(
+                "expected only one of stepWeight, stepWeights and steps, found {}",
+                present.join(" and ")
+            ),
+        );
+        return false;
+    }
+    true
+}
+
+/// `analysis.stepWeights` at `p`: the canary's weights in order. `max` is maxWeight when set.
+fn read_step_weights(
+    r: &mut Reader,
+    n: &Node,
+    p: &str,
+    format: Format,
+    max: Option<u8>,
+) -> Option<Strategy> {
+    let items = r.seq(n, p)?;
     if items.is_empty() {
         r.error(
             n.line,
-            &p,
-            "expected at least one step, found an empty list",
+            p,
+            "expected at least one weight, found an empty list",
         );
+        return None;
+    }
+    // Flagger caps entries above 100 while stepping; native input must stay in 1..=100.
+    let upper = match format {
+        Format::Flagger => 1_000_000,
+        Format::Native => 100,
+    };
+    let mut weights = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        weights.push(r.int(item, &index(p, i), 1, upper));
+    }
+    let weights: Vec<i64> = weights.into_iter().collect::<Option<_>>()?;
+    let listed: Vec<ListedWeight> = items
+        .iter()
+        .zip(&weights)
+        .enumerate()
+        .map(|(i, (item, w))| ListedWeight {
+            line: item.line,
+            field: index(p, i),
+            weight: *w,
+        })
+        .collect();
+    // Flagger ignores maxWeight beside stepWeights.
+    let max = max.filter(|_| format == Format::Native);
+    if !check_listed_weights(r, &listed, max) {
+        return None;
+    }
+    // Capping at 100 before stepping gives the same walk as Flagger's cap on each step.
+    let capped: Vec<u8> = weights
+        .iter()
+        .map(|w| u8::try_from((*w).min(100)).unwrap_or(100))
+        .collect();
+    let weights = match format {
+        Format::Flagger => flagger_step_weights(&capped),
+        Format::Native => capped,
+    };
+    Some(Strategy::Canary {
+        steps: interval_steps(&weights),
+    })
+}
+
+/// Native `analysis.steps` at `p`: each a weight and a pause. `max` is maxWeight when set.
+fn read_steps(r: &mut Reader, n: &Node, p: &str, max: Option<u8>) -> Option<Strategy> {
+    let items = r.seq(n, p)?;
+    if items.is_empty() {
+        r.error(n.line, p, "expected at least one step, found an empty list");
         return None;
     }
     let mut out = Vec::new();
     let mut ok = true;
     for (i, item) in items.iter().enumerate() {
-        let ip = index(&p, i);
-        let Some(item) = r.map(item, &ip, &["weight", "pause"]) else {
-            ok = false;
-            continue;
-        };
-        let w = r
-            .required(item, &ip, "weight")
-            .and_then(|w| weight(r, w, &join(&ip, "weight"), 1));
-        let pause = match item.get("pause") {
-            None => Some(Pause::Interval),
-            Some(pn) => {
-                let pp = join(&ip, "pause");
-                match &pn.value {
-                    Value::Null => Some(Pause::Approval),
-                    _ => r
-                        .map(pn, &pp, &["duration"])
-                        .and_then(|pn| match pn.get("duration") {
-                            None => Some(Pause::Approval),
-                            // Zero would advance the instant the weight is committed,
-                            // before any traffic reached it: never judged on its own.
-                            Some(d) => {
-                                let dp = join(&pp, "duration");
-                                match r.duration(d, &dp) {
-                                    Some(z) if z.is_zero() => {
-                                        r.error(
-                                            d.line,
-                                            &dp,
-                                            "expected a positive duration, found 0",
-                                        );
-                                        None
-                                    }
-                                    other => other.map(Pause::For),
-                                }
-                            }
-                        }),
-                }
-            }
-        };
-        match (w, pause) {
-            (Some(weight), Some(pause)) => out.push((item.line, Step { weight, pause })),
-            _ => ok = false,
+        match read_step(r, item, &index(p, i)) {
+            Some(step) => out.push((item.line, step)),
+            None => ok = false,
         }
     }
     if !ok {
         return None;
     }
-    for (i, pair) in out.windows(2).enumerate() {
-        if pair[1].1.weight <= pair[0].1.weight {
+    let listed: Vec<ListedWeight> = out
+        .iter()
+        .enumerate()
+        .map(|(i, (line, step))| ListedWeight {
+            line: *line,
+            field: join(&index(p, i), "weight"),
+            weight: i64::from(step.weight),
+        })
+        .collect();
+    check_listed_weights(r, &listed, max).then(|| Strategy::Canary {
+        steps: out.into_iter().map(|(_, s)| s).collect(),
+    })
+}
+
+/// One of `analysis.steps`, at `ip`: its `weight` and its `pause`.
+fn read_step(r: &mut Reader, item: &Node, ip: &str) -> Option<Step> {
+    let item = r.map(item, ip, &["weight", "pause"])?;
+    let weight = r
+        .required(item, ip, "weight")
+        .and_then(|w| weight(r, w, &join(ip, "weight"), 1));
+    let pause = match item.get("pause") {
+        None => Some(Pause::Interval),
+        Some(pn) => read_pause(r, pn, &join(ip, "pause")),
+    };
+    Some(Step {
+        weight: weight?,
+        pause: pause?,
+    })
+}
+
+/// A step's `pause` at `pp`: empty waits for an approval, `{duration: D}` holds for D.
+fn read_pause(r: &mut Reader, pn: &Node, pp: &str) -> Option<Pause> {
+    if pn.value == Value::Null {
+        return Some(Pause::Approval);
+    }
+    let pn = r.map(pn, pp, &["duration"])?;
+    let Some(d) = pn.get("duration") else {
+        return Some(Pause::Approval);
+    };
+    // Zero would advance the instant the weight is committed, before any traffic reached
+    // it: never judged on its own.
+    let dp = join(pp, "duration");
+    match r.duration(d, &dp) {
+        Some(z) if z.is_zero() => {
+            r.error(d.line, &dp, "expected a positive duration, found 0");
+            None
+        }
+        other => other.map(Pause::For),
+    }
+}
+
+/// A weight from `stepWeights` or `steps` and where it was written, for the checks that look
+/// across the list.
+struct ListedWeight {
+    line: usize,
+    field: String,
+    weight: i64,
+}
+
+/// Checks listed weights increase strictly and stay within `max` when it is set; reports each
+/// one that does not. True when all pass.
+fn check_listed_weights(r: &mut Reader, weights: &[ListedWeight], max: Option<u8>) -> bool {
+    let mut ok = true;
+    for pair in weights.windows(2) {
+        if pair[1].weight <= pair[0].weight {
             r.error(
-                pair[1].0,
-                &join(&index(&p, i + 1), "weight"),
+                pair[1].line,
+                &pair[1].field,
                 format!(
                     "expected strictly increasing weights, found {} after {}",
-                    pair[1].1.weight, pair[0].1.weight
+                    pair[1].weight, pair[0].weight
                 ),
             );
             ok = false;
         }
     }
-    if let (Some(max), Some(_)) = (max, max_weight) {
-        for (i, (line, step)) in out.iter().enumerate() {
-            if step.weight > max {
+    if let Some(max) = max {
+        for w in weights {
+            if w.weight > i64::from(max) {
                 r.error(
-                    *line,
-                    &join(&index(&p, i), "weight"),
-                    format!("expected at most maxWeight {max}, found {}", step.weight),
+                    w.line,
+                    &w.field,
+                    format!("expected at most maxWeight {max}, found {}", w.weight),
                 );
                 ok = false;
             }
         }
     }
-    ok.then(|| Strategy::Canary {
-        steps: out.into_iter().map(|(_, s)| s).collect(),
-    })
+    ok
 }
 
 fn interval_steps(weights: &[u8]) -> Vec<Step> {
@@ -554,6 +609,28 @@ fn read_approvals(r: &mut Reader, node: &Node, path: &str) -> Approvals {
     approvals
 }
 
+/// The keys of one `analysis.metrics` entry; `threshold` is Flagger's deprecated bound.
+const FLAGGER_METRIC_KEYS: &[&str] = &[
+    "interval",
+    "name",
+    "query",
+    "templateRef",
+    "templateVariables",
+    "threshold",
+    "thresholdRange",
+];
+
+const NATIVE_METRIC_KEYS: &[&str] = &[
+    "interval",
+    "name",
+    "query",
+    "templateRef",
+    "templateVariables",
+    "thresholdRange",
+];
+
+/// `analysis.metrics`: the checks judged every interval. An entry with errors is left out
+/// (its errors are reported).
 fn read_metrics(
     r: &mut Reader,
     node: &Node,
@@ -564,24 +641,9 @@ fn read_metrics(
     let Some(items) = r.seq(node, path) else {
         return Vec::new();
     };
-    let keys: &[&str] = match format {
-        Format::Flagger => &[
-            "interval",
-            "name",
-            "query",
-            "templateRef",
-            "templateVariables",
-            "threshold",
-            "thresholdRange",
-        ],
-        Format::Native => &[
-            "interval",
-            "name",
-            "query",
-            "templateRef",
-            "templateVariables",
-            "thresholdRange",
-        ],
+    let keys = match format {
+        Format::Flagger => FLAGGER_METRIC_KEYS,
+        Format::Native => NATIVE_METRIC_KEYS,
     };
     let mut out: Vec<MetricSpec> = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -589,123 +651,175 @@ fn read_metrics(
         if r.map(item, &p, keys).is_none() {
             continue;
         }
-        let Some(name) = r
-            .required(item, &p, "name")
-            .and_then(|n| r.string(n, &join(&p, "name")))
-        else {
-            continue;
-        };
-        if out.iter().any(|m| m.name == name) {
+        if let Some(metric) = read_metric(r, item, &p, namespace, &out) {
+            out.push(metric);
+        }
+    }
+    out
+}
+
+/// One `analysis.metrics` entry at `p`; `earlier` are the entries before it, whose names it
+/// must not repeat.
+fn read_metric(
+    r: &mut Reader,
+    item: &Node,
+    p: &str,
+    namespace: Option<&Name>,
+    earlier: &[MetricSpec],
+) -> Option<MetricSpec> {
+    let name = r
+        .required(item, p, "name")
+        .and_then(|n| r.string(n, &join(p, "name")))?;
+    if earlier.iter().any(|m| m.name == name) {
+        r.error(
+            item.line,
+            &join(p, "name"),
+            format!("duplicate metric name {name:?}"),
+        );
+    }
+    let interval = item
+        .get("interval")
+        .and_then(|n| r.duration(n, &join(p, "interval")));
+    let mut range = read_threshold_range(r, item, p);
+    let builtin = match name.as_str() {
+        "request-success-rate" => Some(BuiltinMetric::RequestSuccessRate),
+        "request-duration" => Some(BuiltinMetric::RequestDuration),
+        _ => None,
+    };
+    if let Some(t) = item.get("threshold") {
+        if let Some(v) = r.float(t, &join(p, "threshold")) {
+            apply_deprecated_threshold(&mut range, builtin, v);
+        }
+    }
+    let query = read_metric_query(r, item, p, &name, builtin, namespace)?;
+    if range.min.is_none() && range.max.is_none() {
+        r.error(
+            item.line,
+            &join(p, "thresholdRange"),
+            "expected a thresholdRange with min and/or max, found none",
+        );
+    }
+    Some(MetricSpec {
+        name,
+        query,
+        interval,
+        range,
+    })
+}
+
+/// A metric's `thresholdRange`: its `min` and `max`, each optional, `min <= max`.
+fn read_threshold_range(r: &mut Reader, item: &Node, p: &str) -> ThresholdRange {
+    let mut range = ThresholdRange::default();
+    let Some(tr) = item.get("thresholdRange") else {
+        return range;
+    };
+    let tp = join(p, "thresholdRange");
+    if r.map(tr, &tp, &["min", "max"]).is_none() {
+        return range;
+    }
+    range.min = tr.get("min").and_then(|n| r.float(n, &join(&tp, "min")));
+    range.max = tr.get("max").and_then(|n| r.float(n, &join(&tp, "max")));
+    if let (Some(lo), Some(hi)) = (range.min, range.max) {
+        if lo > hi {
             r.error(
-                item.line,
-                &join(&p, "name"),
-                format!("duplicate metric name {name:?}"),
+                tr.line,
+                &tp,
+                format!("expected min <= max, found min {lo} > max {hi}"),
             );
         }
-        let interval = item
-            .get("interval")
-            .and_then(|n| r.duration(n, &join(&p, "interval")));
-        let mut range = ThresholdRange::default();
-        if let Some(tr) = item.get("thresholdRange") {
-            let tp = join(&p, "thresholdRange");
-            if r.map(tr, &tp, &["min", "max"]).is_some() {
-                range.min = tr.get("min").and_then(|n| r.float(n, &join(&tp, "min")));
-                range.max = tr.get("max").and_then(|n| r.float(n, &join(&tp, "max")));
-                if let (Some(lo), Some(hi)) = (range.min, range.max) {
-                    if lo > hi {
-                        r.error(
-                            tr.line,
-                            &tp,
-                            format!("expected min <= max, found min {lo} > max {hi}"),
-                        );
-                    }
-                }
-            }
-        }
-        let builtin = match name.as_str() {
-            "request-success-rate" => Some(BuiltinMetric::RequestSuccessRate),
-            "request-duration" => Some(BuiltinMetric::RequestDuration),
+    }
+    range
+}
+
+/// Flagger's deprecated `threshold` sets the bound of a built-in metric (the minimum success
+/// rate, the maximum duration) or else the maximum, unless thresholdRange already set it.
+fn apply_deprecated_threshold(
+    range: &mut ThresholdRange,
+    builtin: Option<BuiltinMetric>,
+    value: f64,
+) {
+    match builtin {
+        Some(BuiltinMetric::RequestSuccessRate) if range.min.is_none() => range.min = Some(value),
+        Some(BuiltinMetric::RequestDuration) if range.max.is_none() => range.max = Some(value),
+        _ if range.min.is_none() && range.max.is_none() => range.max = Some(value),
+        _ => {}
+    }
+}
+
+/// What a metric queries: its `templateRef`, else its inline `query`, else the built-in
+/// metric of its name. `None` when that is missing or has errors.
+fn read_metric_query(
+    r: &mut Reader,
+    item: &Node,
+    p: &str,
+    name: &str,
+    builtin: Option<BuiltinMetric>,
+    namespace: Option<&Name>,
+) -> Option<MetricQuery> {
+    if let Some(t) = item.get("templateRef") {
+        return read_template_ref(r, item, t, p, namespace);
+    }
+    if let Some(q) = item.get("query") {
+        return match r.string(q, &join(p, "query")) {
+            Some(q) if !q.trim().is_empty() => Some(MetricQuery::Query(q)),
             _ => None,
         };
-        // Flagger's deprecated `threshold` sets the bound of a built-in metric.
-        if let Some(t) = item.get("threshold") {
-            if let Some(v) = r.float(t, &join(&p, "threshold")) {
-                match builtin {
-                    Some(BuiltinMetric::RequestSuccessRate) if range.min.is_none() => {
-                        range.min = Some(v)
-                    }
-                    Some(BuiltinMetric::RequestDuration) if range.max.is_none() => {
-                        range.max = Some(v)
-                    }
-                    _ if range.min.is_none() && range.max.is_none() => range.max = Some(v),
-                    _ => {}
-                }
+    }
+    if let Some(b) = builtin {
+        return Some(MetricQuery::Builtin(b));
+    }
+    r.error(
+        item.line,
+        &join(p, "templateRef"),
+        format!("metric {name:?} is not built in (built in: request-success-rate, request-duration); expected a templateRef"),
+    );
+    None
+}
+
+/// A metric's `templateRef` (`t`) and its `templateVariables`; the template's namespace is
+/// the canary's (or `default`) when the reference names none.
+fn read_template_ref(
+    r: &mut Reader,
+    item: &Node,
+    t: &Node,
+    p: &str,
+    namespace: Option<&Name>,
+) -> Option<MetricQuery> {
+    let tp = join(p, "templateRef");
+    r.map(t, &tp, &["name", "namespace"])?;
+    let tname = r
+        .required(t, &tp, "name")
+        .and_then(|n| r.string(n, &join(&tp, "name")))
+        .and_then(|s| name_or_error(r, t, &join(&tp, "name"), &s));
+    let tns = match t.get("namespace") {
+        Some(n) => r
+            .string(n, &join(&tp, "namespace"))
+            .and_then(|s| name_or_error(r, n, &join(&tp, "namespace"), &s)),
+        None => namespace.cloned().or_else(|| Name::parse("default").ok()),
+    };
+    let variables = match item.get("templateVariables") {
+        Some(v) => read_string_map(r, v, &join(p, "templateVariables")),
+        None => BTreeMap::new(),
+    };
+    Some(MetricQuery::Template {
+        name: tname?,
+        namespace: tns?,
+        variables,
+    })
+}
+
+/// A mapping of strings (`templateVariables`, a webhook's `metadata`); entries that are not
+/// strings are reported and left out.
+fn read_string_map(r: &mut Reader, node: &Node, path: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Value::Map(entries) = &node.value {
+        for (k, val) in entries {
+            if let Some(s) = r.string(val, &join(path, &k.text)) {
+                out.insert(k.text.clone(), s);
             }
         }
-        let query = if let Some(t) = item.get("templateRef") {
-            let tp = join(&p, "templateRef");
-            if r.map(t, &tp, &["name", "namespace"]).is_none() {
-                continue;
-            }
-            let tname = r
-                .required(t, &tp, "name")
-                .and_then(|n| r.string(n, &join(&tp, "name")))
-                .and_then(|s| name_or_error(r, t, &join(&tp, "name"), &s));
-            let tns = match t.get("namespace") {
-                Some(n) => r
-                    .string(n, &join(&tp, "namespace"))
-                    .and_then(|s| name_or_error(r, n, &join(&tp, "namespace"), &s)),
-                None => namespace.cloned().or_else(|| Name::parse("default").ok()),
-            };
-            let mut variables = BTreeMap::new();
-            if let Some(v) = item.get("templateVariables") {
-                let vp = join(&p, "templateVariables");
-                if let Value::Map(entries) = &v.value {
-                    for (k, val) in entries {
-                        if let Some(s) = r.string(val, &join(&vp, &k.text)) {
-                            variables.insert(k.text.clone(), s);
-                        }
-                    }
-                } else {
-                    r.error(v.line, &vp, "expected a mapping of strings");
-                }
-            }
-            match (tname, tns) {
-                (Some(name), Some(namespace)) => MetricQuery::Template {
-                    name,
-                    namespace,
-                    variables,
-                },
-                _ => continue,
-            }
-        } else if let Some(q) = item.get("query") {
-            match r.string(q, &join(&p, "query")) {
-                Some(q) if !q.trim().is_empty() => MetricQuery::Query(q),
-                _ => continue,
-            }
-        } else if let Some(b) = builtin {
-            MetricQuery::Builtin(b)
-        } else {
-            r.error(
-                item.line,
-                &join(&p, "templateRef"),
-                format!("metric {name:?} is not built in (built in: request-success-rate, request-duration); expected a templateRef"),
-            );
-            continue;
-        };
-        if range.min.is_none() && range.max.is_none() {
-            r.error(
-                item.line,
-                &join(&p, "thresholdRange"),
-                "expected a thresholdRange with min and/or max, found none",
-            );
-        }
-        out.push(MetricSpec {
-            name,
-            query,
-            interval,
-            range,
-        });
+    } else {
+        r.error(node.line, path, "expected a mapping of strings");
     }
     out
 }
@@ -720,6 +834,18 @@ fn name_or_error(r: &mut Reader, node: &Node, path: &str, text: &str) -> Option<
     }
 }
 
+/// The keys of one `analysis.webhooks` entry.
+const WEBHOOK_KEYS: &[&str] = &[
+    "disableTLS",
+    "metadata",
+    "muteAlert",
+    "name",
+    "retries",
+    "timeout",
+    "type",
+    "url",
+];
+
 /// The hooks, each with its `muteAlert`.
 fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<(WebhookSpec, bool)> {
     let Some(items) = r.seq(node, path) else {
@@ -728,132 +854,138 @@ fn read_webhooks(r: &mut Reader, node: &Node, path: &str) -> Vec<(WebhookSpec, b
     let mut out: Vec<(WebhookSpec, bool)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let p = index(path, i);
-        if r.map(
-            item,
-            &p,
-            &[
-                "disableTLS",
-                "metadata",
-                "muteAlert",
-                "name",
-                "retries",
-                "timeout",
-                "type",
-                "url",
-            ],
-        )
-        .is_none()
-        {
+        if r.map(item, &p, WEBHOOK_KEYS).is_none() {
             continue;
         }
-        let name = r
-            .required(item, &p, "name")
-            .and_then(|n| r.string(n, &join(&p, "name")));
-        let url = r
-            .required(item, &p, "url")
-            .and_then(|n| r.string(n, &join(&p, "url")));
-        let kind = match item.get("type") {
-            None => Some(WebhookKind::Rollout),
-            Some(t) => match r.string(t, &join(&p, "type")).as_deref() {
-                None => None,
-                Some("") => Some(WebhookKind::Rollout),
-                Some(text) => {
-                    let found = WebhookKind::ALL
-                        .iter()
-                        .find(|(k, _)| *k == text)
-                        .map(|(_, v)| *v);
-                    if found.is_none() {
-                        let names: Vec<&str> = WebhookKind::ALL.iter().map(|(k, _)| *k).collect();
-                        r.error(
-                            t.line,
-                            &join(&p, "type"),
-                            format!("expected one of {}, found {text:?}", names.join(", ")),
-                        );
-                    }
-                    found
-                }
-            },
-        };
-        let timeout = match item.get("timeout") {
-            Some(t) => r.duration(t, &join(&p, "timeout")),
-            // Flagger's default webhook timeout.
-            None => Some(Duration::from_secs(10)),
-        };
-        let retries = match item.get("retries") {
-            Some(t) => r
-                .int(t, &join(&p, "retries"), 0, 100)
-                .and_then(|v| u32::try_from(v).ok()),
-            None => Some(0),
-        };
-        let mute_alert = item
-            .get("muteAlert")
-            .and_then(|n| r.bool(n, &join(&p, "muteAlert")))
-            .unwrap_or(false);
-        let disable_tls = item
-            .get("disableTLS")
-            .and_then(|n| r.bool(n, &join(&p, "disableTLS")))
-            .unwrap_or(false);
-        let mut metadata = BTreeMap::new();
-        if let Some(m) = item.get("metadata") {
-            let mp = join(&p, "metadata");
-            if let Value::Map(entries) = &m.value {
-                for (k, v) in entries {
-                    if let Some(s) = r.string(v, &join(&mp, &k.text)) {
-                        metadata.insert(k.text.clone(), s);
-                    }
-                }
-            } else {
-                r.error(m.line, &mp, "expected a mapping of strings");
-            }
-        }
-        if let Some(u) = &url {
-            if u == GIT_APPROVAL_URL {
-                let gate = matches!(
-                    kind,
-                    Some(WebhookKind::ConfirmRollout)
-                        | Some(WebhookKind::ConfirmTrafficIncrease)
-                        | Some(WebhookKind::ConfirmPromotion)
-                );
-                if !gate {
-                    r.error(
-                        item.get("url").map_or(item.line, |n| n.line),
-                        &join(&p, "url"),
-                        format!("{GIT_APPROVAL_URL} is only for confirm-rollout, confirm-traffic-increase and confirm-promotion hooks"),
-                    );
-                    continue;
-                }
-            } else if !(u.starts_with("http://") || u.starts_with("https://")) {
-                r.error(
-                    item.get("url").map_or(item.line, |n| n.line),
-                    &join(&p, "url"),
-                    format!("expected an http:// or https:// URL, found {u:?}"),
-                );
-                continue;
-            }
-        }
-        if let (Some(name), Some(url), Some(kind), Some(timeout), Some(retries)) =
-            (name, url, kind, timeout, retries)
-        {
-            if out.iter().any(|(w, _)| w.name == name) {
-                r.error(
-                    item.line,
-                    &join(&p, "name"),
-                    format!("duplicate webhook name {name:?}"),
-                );
-            }
-            out.push((
-                WebhookSpec {
-                    name,
-                    kind,
-                    url,
-                    timeout,
-                    retries,
-                    metadata,
-                    disable_tls,
-                },
-                mute_alert,
-            ));
+        if let Some(hook) = read_webhook(r, item, &p, &out) {
+            out.push(hook);
         }
     }
     out
+}
+
+/// One `analysis.webhooks` entry at `p`, with its `muteAlert`; `earlier` are the entries
+/// before it, whose names it must not repeat.
+fn read_webhook(
+    r: &mut Reader,
+    item: &Node,
+    p: &str,
+    earlier: &[(WebhookSpec, bool)],
+) -> Option<(WebhookSpec, bool)> {
+    let name = r
+        .required(item, p, "name")
+        .and_then(|n| r.string(n, &join(p, "name")));
+    let url = r
+        .required(item, p, "url")
+        .and_then(|n| r.string(n, &join(p, "url")));
+    let kind = match item.get("type") {
+        None => Some(WebhookKind::Rollout),
+        Some(t) => read_webhook_kind(r, t, &join(p, "type")),
+    };
+    let timeout = match item.get("timeout") {
+        Some(t) => r.duration(t, &join(p, "timeout")),
+        // Flagger's default webhook timeout.
+        None => Some(Duration::from_secs(10)),
+    };
+    let retries = match item.get("retries") {
+        Some(t) => r
+            .int(t, &join(p, "retries"), 0, 100)
+            .and_then(|v| u32::try_from(v).ok()),
+        None => Some(0),
+    };
+    let mute_alert = item
+        .get("muteAlert")
+        .and_then(|n| r.bool(n, &join(p, "muteAlert")))
+        .unwrap_or(false);
+    let disable_tls = item
+        .get("disableTLS")
+        .and_then(|n| r.bool(n, &join(p, "disableTLS")))
+        .unwrap_or(false);
+    let metadata = match item.get("metadata") {
+        Some(m) => read_string_map(r, m, &join(p, "metadata")),
+        None => BTreeMap::new(),
+    };
+    if let Some(u) = &url {
+        if !check_webhook_url(r, item, p, u, kind) {
+            return None;
+        }
+    }
+    let (name, url, kind, timeout, retries) = (name?, url?, kind?, timeout?, retries?);
+    if earlier.iter().any(|(w, _)| w.name == name) {
+        r.error(
+            item.line,
+            &join(p, "name"),
+            format!("duplicate webhook name {name:?}"),
+        );
+    }
+    Some((
+        WebhookSpec {
+            name,
+            kind,
+            url,
+            timeout,
+            retries,
+            metadata,
+            disable_tls,
+        },
+        mute_alert,
+    ))
+}
+
+/// A webhook's `type` (node `t`, at `tp`); empty is Flagger's default, `rollout`.
+fn read_webhook_kind(r: &mut Reader, t: &Node, tp: &str) -> Option<WebhookKind> {
+    let text = r.string(t, tp)?;
+    if text.is_empty() {
+        return Some(WebhookKind::Rollout);
+    }
+    let found = WebhookKind::ALL
+        .iter()
+        .find(|(k, _)| *k == text)
+        .map(|(_, v)| *v);
+    if found.is_none() {
+        let names: Vec<&str> = WebhookKind::ALL.iter().map(|(k, _)| *k).collect();
+        r.error(
+            t.line,
+            tp,
+            format!("expected one of {}, found {text:?}", names.join(", ")),
+        );
+    }
+    found
+}
+
+/// Checks a webhook's URL: `sluice:approval` only on confirm-* hooks, anything else over
+/// http:// or https://. Reports and returns false when it is neither.
+fn check_webhook_url(
+    r: &mut Reader,
+    item: &Node,
+    p: &str,
+    url: &str,
+    kind: Option<WebhookKind>,
+) -> bool {
+    let line = item.get("url").map_or(item.line, |n| n.line);
+    if url == GIT_APPROVAL_URL {
+        let gate = matches!(
+            kind,
+            Some(WebhookKind::ConfirmRollout)
+                | Some(WebhookKind::ConfirmTrafficIncrease)
+                | Some(WebhookKind::ConfirmPromotion)
+        );
+        if !gate {
+            r.error(
+                line,
+                &join(p, "url"),
+                format!("{GIT_APPROVAL_URL} is only for confirm-rollout, confirm-traffic-increase and confirm-promotion hooks"),
+            );
+        }
+        return gate;
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        r.error(
+            line,
+            &join(p, "url"),
+            format!("expected an http:// or https:// URL, found {url:?}"),
+        );
+        return false;
+    }
+    true
 }

@@ -159,117 +159,142 @@ pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>
         return Ok(settings);
     }
     if r.map(root, "", KEYS).is_some() {
-        expect_const(&mut r, root, "apiVersion", "sluice.dev/v1alpha1");
-        expect_const(&mut r, root, "kind", "Config");
-        if let Some(n) = root.get("provider") {
-            if let Some(text) = r.string(n, "provider") {
-                match parse_provider(&text) {
-                    Ok(p) => {
-                        settings.provider = Some(p);
-                        settings.provider_name = Some(text.clone());
-                    }
-                    Err(e) => r.error(n.line, "provider", e),
-                }
-            }
-        }
-        if let Some(n) = root.get("output") {
-            if let Some(text) = r.string(n, "output") {
-                match settings_output(&text) {
-                    Ok(()) => settings.output = text,
-                    Err(e) => r.error(n.line, "output", e),
-                }
-            }
-        }
-        if let Some(n) = root.get("author") {
-            if r.map(n, "author", &["name", "email"]).is_some() {
-                if let Some(v) = n.get("name").and_then(|v| r.string(v, "author.name")) {
-                    match identity_part(&v) {
-                        Ok(()) => settings.author_name = v,
-                        Err(e) => {
-                            r.error(n.get("name").map_or(n.line, |v| v.line), "author.name", e)
-                        }
-                    }
-                }
-                if let Some(v) = n.get("email").and_then(|v| r.string(v, "author.email")) {
-                    match identity_part(&v) {
-                        Ok(()) => settings.author_email = v,
-                        Err(e) => {
-                            r.error(n.get("email").map_or(n.line, |v| v.line), "author.email", e)
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(n) = root.get("prometheus") {
-            if r.map(n, "prometheus", &["address", "concurrency"])
-                .is_some()
-            {
-                // A block that only sets the limit (canaries name their own servers) is fine.
-                let address = match n.get("concurrency") {
-                    Some(_) => n.get("address"),
-                    None => r.required(n, "prometheus", "address"),
-                };
-                if let Some(v) = address.and_then(|v| r.string(v, &join("prometheus", "address"))) {
-                    settings.prometheus = Some(v);
-                }
-                if let Some(v) = n.get("concurrency") {
-                    let path = join("prometheus", "concurrency");
-                    if let Some(limit) = r.int(v, &path, 1, MAX_PROMETHEUS_CONCURRENCY) {
-                        settings.prometheus_concurrency =
-                            usize::try_from(limit).unwrap_or(DEFAULT_PROMETHEUS_CONCURRENCY);
-                    }
-                }
-            }
-        }
-        if let Some(n) = root.get("notifications") {
-            settings.notifications = read_notifications(&mut r, n);
-        }
-        if let Some(n) = root.get("settle") {
-            if let Some(d) = r.duration(n, "settle") {
-                settings.settle = d;
-            }
-        }
-        if let Some(n) = root.get("forge") {
-            settings.forge = read_forge(&mut r, n);
-            if let Some(v) = n.get("onClose") {
-                let choices = [("rollback", OnClose::Rollback), ("hold", OnClose::Hold)];
-                if let Some(on_close) = r.one_of(v, "forge.onClose", &choices) {
-                    settings.on_close = on_close;
-                }
-            }
-            if let Some(v) = n.get("approvers") {
-                settings.approvers = read_approvers(&mut r, v);
-            }
-        }
-        if let Some(n) = root.get("sync") {
-            settings.sync = read_sync_target(&mut r, n, "sync");
-        }
-        if let Some(n) = root.get("commits") {
-            let choices = [
-                ("perCanary", CommitMode::PerCanary),
-                ("perTick", CommitMode::PerTick),
-            ];
-            if let Some(commits) = r.one_of(n, "commits", &choices) {
-                settings.commits = commits;
-            }
-        }
-        if let Some(n) = root.get("signing") {
-            settings.signing = read_signing(&mut r, n);
-        }
-        if let Some(n) = root.get("drift") {
-            let choices = [
-                ("hold", DriftPolicy::Hold),
-                ("restore", DriftPolicy::Restore),
-            ];
-            if let Some(drift) = r.one_of(n, "drift", &choices) {
-                settings.drift = drift;
-            }
-        }
+        read_blocks(&mut r, root, &mut settings);
     }
     if r.errors.is_empty() {
         Ok(settings)
     } else {
         Err(r.errors)
+    }
+}
+
+/// Reads each top-level key of the document into `settings`; a bad value is reported and
+/// leaves the default.
+fn read_blocks(r: &mut Reader, root: &Node, settings: &mut Settings) {
+    expect_const(r, root, "apiVersion", "sluice.dev/v1alpha1");
+    expect_const(r, root, "kind", "Config");
+    if let Some(n) = root.get("provider") {
+        read_provider(r, n, settings);
+    }
+    if let Some(n) = root.get("output") {
+        if let Some(text) = r.string(n, "output") {
+            match settings_output(&text) {
+                Ok(()) => settings.output = text,
+                Err(e) => r.error(n.line, "output", e),
+            }
+        }
+    }
+    if let Some(n) = root.get("author") {
+        read_author(r, n, settings);
+    }
+    if let Some(n) = root.get("prometheus") {
+        read_prometheus(r, n, settings);
+    }
+    if let Some(n) = root.get("notifications") {
+        settings.notifications = read_notifications(r, n);
+    }
+    if let Some(n) = root.get("settle") {
+        if let Some(d) = r.duration(n, "settle") {
+            settings.settle = d;
+        }
+    }
+    if let Some(n) = root.get("forge") {
+        read_forge_block(r, n, settings);
+    }
+    if let Some(n) = root.get("sync") {
+        settings.sync = read_sync_target(r, n, "sync");
+    }
+    if let Some(n) = root.get("commits") {
+        let choices = [
+            ("perCanary", CommitMode::PerCanary),
+            ("perTick", CommitMode::PerTick),
+        ];
+        if let Some(commits) = r.one_of(n, "commits", &choices) {
+            settings.commits = commits;
+        }
+    }
+    if let Some(n) = root.get("signing") {
+        settings.signing = read_signing(r, n);
+    }
+    if let Some(n) = root.get("drift") {
+        let choices = [
+            ("hold", DriftPolicy::Hold),
+            ("restore", DriftPolicy::Restore),
+        ];
+        if let Some(drift) = r.one_of(n, "drift", &choices) {
+            settings.drift = drift;
+        }
+    }
+}
+
+/// `provider`: the route provider, kept as written too (it selects built-in queries).
+fn read_provider(r: &mut Reader, n: &Node, settings: &mut Settings) {
+    if let Some(text) = r.string(n, "provider") {
+        match parse_provider(&text) {
+            Ok(p) => {
+                settings.provider = Some(p);
+                settings.provider_name = Some(text.clone());
+            }
+            Err(e) => r.error(n.line, "provider", e),
+        }
+    }
+}
+
+/// `author`: the `name` and `email` of sluice's commits, each one git accepts.
+fn read_author(r: &mut Reader, n: &Node, settings: &mut Settings) {
+    if r.map(n, "author", &["name", "email"]).is_none() {
+        return;
+    }
+    if let Some(v) = n.get("name").and_then(|v| r.string(v, "author.name")) {
+        match identity_part(&v) {
+            Ok(()) => settings.author_name = v,
+            Err(e) => r.error(n.get("name").map_or(n.line, |v| v.line), "author.name", e),
+        }
+    }
+    if let Some(v) = n.get("email").and_then(|v| r.string(v, "author.email")) {
+        match identity_part(&v) {
+            Ok(()) => settings.author_email = v,
+            Err(e) => r.error(n.get("email").map_or(n.line, |v| v.line), "author.email", e),
+        }
+    }
+}
+
+/// `prometheus`: the default server's `address` and the `concurrency` limit.
+fn read_prometheus(r: &mut Reader, n: &Node, settings: &mut Settings) {
+    if r.map(n, "prometheus", &["address", "concurrency"])
+        .is_none()
+    {
+        return;
+    }
+    // A block that only sets the limit (canaries name their own servers) is fine.
+    let address = match n.get("concurrency") {
+        Some(_) => n.get("address"),
+        None => r.required(n, "prometheus", "address"),
+    };
+    if let Some(v) = address.and_then(|v| r.string(v, &join("prometheus", "address"))) {
+        settings.prometheus = Some(v);
+    }
+    if let Some(v) = n.get("concurrency") {
+        let path = join("prometheus", "concurrency");
+        if let Some(limit) = r.int(v, &path, 1, MAX_PROMETHEUS_CONCURRENCY) {
+            settings.prometheus_concurrency =
+                usize::try_from(limit).unwrap_or(DEFAULT_PROMETHEUS_CONCURRENCY);
+        }
+    }
+}
+
+/// `forge`: the pull request provider, what a closed pull request does (`onClose`) and who
+/// may approve (`approvers`).
+fn read_forge_block(r: &mut Reader, n: &Node, settings: &mut Settings) {
+    settings.forge = read_forge(r, n);
+    if let Some(v) = n.get("onClose") {
+        let choices = [("rollback", OnClose::Rollback), ("hold", OnClose::Hold)];
+        if let Some(on_close) = r.one_of(v, "forge.onClose", &choices) {
+            settings.on_close = on_close;
+        }
+    }
+    if let Some(v) = n.get("approvers") {
+        settings.approvers = read_approvers(r, v);
     }
 }
 

@@ -67,12 +67,6 @@ pub fn restore(
                 .map(|docs| (name.as_str(), docs))
         })
         .collect();
-    let is_primary_workload = |d: &Yaml| {
-        matches!(d["kind"].as_str(), Some("Deployment" | "DaemonSet"))
-            && d["metadata"]["name"]
-                .as_str()
-                .is_some_and(|n| n.ends_with("-primary"))
-    };
     let Some((_, primary_docs)) = parsed
         .iter()
         .find(|(_, docs)| docs.iter().any(is_primary_workload))
@@ -89,18 +83,94 @@ pub fn restore(
         .strip_suffix("-primary")
         .unwrap_or(primary_name)
         .to_string();
-    let labels = &workload["spec"]["selector"]["matchLabels"];
-    let Some((label_key, label_value)) = SELECTOR_LABELS.iter().find_map(|k| {
-        labels[*k]
-            .as_str()
-            .and_then(|v| v.strip_suffix("-primary"))
-            .map(|v| (k.to_string(), v.to_string()))
-    }) else {
+    let Some(label) = SelectorLabel::of(workload) else {
         return Err(fail(format!(
             "{primary_name}: spec.selector.matchLabels has no app, name or app.kubernetes.io/name label ending in -primary"
         )));
     };
-    let copies: BTreeSet<ConfigRef> = primary_docs
+    let restored = restore_primary_file(primary_docs, &target, &label);
+    let images = restored.first().map(images_of).unwrap_or_default();
+    let Some(apex) = restore_apex(&parsed, &label) else {
+        return Err(fail(format!(
+            "no apex Service selecting {}: {} in {SERVICES_FILE}",
+            label.key, label.primary
+        )));
+    };
+    let header = format!(
+        "{RESTORED_MARK} when canary {canary} was deleted with revertOnDeletion: the target at the primary's last spec.\n# sluice no longer writes this file: it is yours to keep, move or delete.\n"
+    );
+    let workload_file = format!("{target}.yaml");
+    let kustomization = kustomization(&header, &workload_file);
+    Ok(Restored {
+        target,
+        images,
+        files: vec![
+            (workload_file, emit_with(header.clone(), &restored)?),
+            (SERVICES_FILE.to_string(), emit_with(header, &[apex])?),
+            (KUSTOMIZATION_FILE.to_string(), kustomization),
+        ],
+    })
+}
+
+/// A Deployment or DaemonSet named `<target>-primary`.
+fn is_primary_workload(d: &Yaml) -> bool {
+    matches!(d["kind"].as_str(), Some("Deployment" | "DaemonSet"))
+        && d["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("-primary"))
+}
+
+/// The selector label the primary's pods carry: `key: <value>-primary` on the primary,
+/// `key: <value>` on the target.
+struct SelectorLabel {
+    key: String,
+    /// The target's value.
+    value: String,
+    /// The primary's value, `<value>-primary`.
+    primary: String,
+}
+
+impl SelectorLabel {
+    /// The first of [`SELECTOR_LABELS`] in the primary workload's `spec.selector.matchLabels`
+    /// whose value ends in `-primary`.
+    fn of(workload: &Yaml) -> Option<SelectorLabel> {
+        let labels = &workload["spec"]["selector"]["matchLabels"];
+        SELECTOR_LABELS.iter().find_map(|k| {
+            let value = labels[*k].as_str()?.strip_suffix("-primary")?;
+            Some(SelectorLabel {
+                key: k.to_string(),
+                value: value.to_string(),
+                primary: format!("{value}-primary"),
+            })
+        })
+    }
+}
+
+/// The objects of the primary file, renamed back to the target's names: the workload, its
+/// ConfigMap/Secret copies and its autoscaler.
+fn restore_primary_file(primary_docs: &[Yaml], target: &str, label: &SelectorLabel) -> Vec<Yaml> {
+    let copies = config_copies(primary_docs);
+    let mut restored = Vec::new();
+    for doc in primary_docs {
+        let mut doc = doc.clone();
+        match doc["kind"].as_str() {
+            Some("Deployment" | "DaemonSet") if is_primary_workload(&doc) => {
+                restore_workload(&mut doc, target, label, &copies);
+            }
+            Some("ConfigMap" | "Secret" | "HorizontalPodAutoscaler" | "ScaledObject") => {
+                restore_companion(&mut doc, target);
+            }
+            _ => {}
+        }
+        restored.push(doc);
+    }
+    restored
+}
+
+/// The ConfigMaps and Secrets the primary file holds as `<name>-primary` copies, by their
+/// target names.
+fn config_copies(primary_docs: &[Yaml]) -> BTreeSet<ConfigRef> {
+    primary_docs
         .iter()
         .filter_map(|d| {
             let kind = match d["kind"].as_str()? {
@@ -114,67 +184,68 @@ pub fn restore(
                 name: base.to_string(),
             })
         })
-        .collect();
-    let primary_label = format!("{label_value}-primary");
-    let mut restored = Vec::new();
-    for doc in primary_docs {
-        let mut doc = doc.clone();
-        match doc["kind"].as_str() {
-            Some("Deployment" | "DaemonSet") if is_primary_workload(&doc) => {
-                rename_to(&mut doc, &target);
-                for path in [
-                    &["metadata", "labels"][..],
-                    &["spec", "selector", "matchLabels"],
-                    &["spec", "template", "metadata", "labels"],
-                ] {
-                    relabel(&mut doc, path, &label_key, &primary_label, &label_value);
-                }
-                rename_from_primary(&mut doc, &copies);
-            }
-            Some("ConfigMap" | "Secret" | "HorizontalPodAutoscaler" | "ScaledObject") => {
-                if let Some(base) = doc["metadata"]["name"]
-                    .as_str()
-                    .and_then(|n| n.strip_suffix("-primary"))
-                    .map(str::to_string)
-                {
-                    rename_to(&mut doc, &base);
-                }
-                // Only where present: `map_at` would add it to a ConfigMap.
-                if !doc["spec"]["scaleTargetRef"].is_badvalue() {
-                    if let Some(target_ref) = map_at(&mut doc, &["spec", "scaleTargetRef"]) {
-                        set(target_ref, "name", key(&target));
-                    }
-                }
-                strip_primary(
-                    &mut doc,
-                    &["spec", "advanced", "horizontalPodAutoscalerConfig"],
-                );
-            }
-            _ => {}
-        }
-        restored.push(doc);
+        .collect()
+}
+
+/// The primary workload becomes the target: its name, its selector labels, and its
+/// references to the config copies.
+fn restore_workload(
+    doc: &mut Yaml,
+    target: &str,
+    label: &SelectorLabel,
+    copies: &BTreeSet<ConfigRef>,
+) {
+    rename_to(doc, target);
+    for path in [
+        &["metadata", "labels"][..],
+        &["spec", "selector", "matchLabels"],
+        &["spec", "template", "metadata", "labels"],
+    ] {
+        relabel(doc, path, &label.key, &label.primary, &label.value);
     }
-    let images = restored
-        .first()
-        .and_then(|d| d["spec"]["template"]["spec"]["containers"].as_vec())
+    rename_from_primary(doc, copies);
+}
+
+/// A ConfigMap/Secret copy or an autoscaler of the primary becomes the target's.
+fn restore_companion(doc: &mut Yaml, target: &str) {
+    if let Some(base) = doc["metadata"]["name"]
+        .as_str()
+        .and_then(|n| n.strip_suffix("-primary"))
+        .map(str::to_string)
+    {
+        rename_to(doc, &base);
+    }
+    // Only where present: `map_at` would add it to a ConfigMap.
+    if !doc["spec"]["scaleTargetRef"].is_badvalue() {
+        if let Some(target_ref) = map_at(doc, &["spec", "scaleTargetRef"]) {
+            set(target_ref, "name", key(target));
+        }
+    }
+    strip_primary(doc, &["spec", "advanced", "horizontalPodAutoscalerConfig"]);
+}
+
+/// The images a workload's containers run, in order.
+fn images_of(workload: &Yaml) -> Vec<String> {
+    workload["spec"]["template"]["spec"]["containers"]
+        .as_vec()
         .map(|cs| {
             cs.iter()
                 .filter_map(|c| c["image"].as_str().map(str::to_string))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The apex Service (not `-primary`, not `-canary`, selecting the primary's pods), selecting
+/// the target's pods again and no longer labelled as sluice's.
+fn restore_apex(parsed: &[(&str, Vec<Yaml>)], label: &SelectorLabel) -> Option<Yaml> {
     let apex = parsed.iter().flat_map(|(_, docs)| docs.iter()).find(|d| {
         d["kind"].as_str() == Some("Service")
             && d["metadata"]["name"]
                 .as_str()
                 .is_some_and(|n| !n.ends_with("-primary") && !n.ends_with("-canary"))
-            && d["spec"]["selector"][label_key.as_str()].as_str() == Some(&primary_label)
-    });
-    let Some(apex) = apex else {
-        return Err(fail(format!(
-            "no apex Service selecting {label_key}: {primary_label} in {SERVICES_FILE}"
-        )));
-    };
+            && d["spec"]["selector"][label.key.as_str()].as_str() == Some(&label.primary)
+    })?;
     let mut apex = apex.clone();
     // sluice no longer manages it.
     if let Some(Yaml::Hash(labels)) =
@@ -192,31 +263,24 @@ pub fn restore(
     relabel(
         &mut apex,
         &["spec", "selector"],
-        &label_key,
-        &primary_label,
-        &label_value,
+        &label.key,
+        &label.primary,
+        &label.value,
     );
-    let header = format!(
-        "{RESTORED_MARK} when canary {canary} was deleted with revertOnDeletion: the target at the primary's last spec.\n# sluice no longer writes this file: it is yours to keep, move or delete.\n"
-    );
-    let workload_file = format!("{target}.yaml");
+    Some(apex)
+}
+
+/// The folder's kustomization: the restored workload file and the Services file.
+fn kustomization(header: &str, workload_file: &str) -> String {
     let mut kustomization = format!(
         "{header}apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
     );
-    let mut names = [workload_file.clone(), SERVICES_FILE.to_string()];
+    let mut names = [workload_file.to_string(), SERVICES_FILE.to_string()];
     names.sort();
     for n in &names {
         kustomization.push_str(&format!("  - {n}\n"));
     }
-    Ok(Restored {
-        target,
-        images,
-        files: vec![
-            (workload_file, emit_with(header.clone(), &restored)?),
-            (SERVICES_FILE.to_string(), emit_with(header, &[apex])?),
-            (KUSTOMIZATION_FILE.to_string(), kustomization),
-        ],
-    })
+    kustomization
 }
 
 /// Sets `metadata.name`, keeping the namespace.

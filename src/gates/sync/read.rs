@@ -170,134 +170,158 @@ fn api_error(target: &SyncTarget, error: kube::Error) -> SyncError {
 
 /// Turns an object the API server returned into an observation (pure; used by [`read_sync`]).
 pub fn observe(target: &SyncTarget, object: &DynamicObject) -> Result<SyncObservation, SyncError> {
-    let namespace = target.namespace().to_string();
-    let name = target.name().to_string();
-    let malformed = |field: &'static str, message: String| SyncError::Malformed {
+    match target {
+        SyncTarget::Flux { .. } => observe_flux(target, object),
+        SyncTarget::ArgoCd { .. } => observe_argo(target, object),
+    }
+}
+
+/// The object's `key` (`spec`, `status`), null when it has none.
+fn part(object: &DynamicObject, key: &str) -> serde_json::Value {
+    object.data.get(key).cloned().unwrap_or_default()
+}
+
+fn malformed(target: &SyncTarget, field: &'static str, message: String) -> SyncError {
+    SyncError::Malformed {
         target: target.clone(),
         field,
         message,
+    }
+}
+
+/// A Flux Kustomization: suspension, the applied and attempted revisions, `Ready`.
+fn observe_flux(target: &SyncTarget, object: &DynamicObject) -> Result<SyncObservation, SyncError> {
+    let spec: RawFluxSpec = from_part(part(object, "spec"))
+        .map_err(|e| malformed(target, "spec", format!("unexpected shape: {e}")))?;
+    let status: RawFluxStatus = from_part(part(object, "status"))
+        .map_err(|e| malformed(target, "status", format!("unexpected shape: {e}")))?;
+    let ready = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| Condition {
+            status: match c.status.as_str() {
+                "True" => ConditionStatus::True,
+                "False" => ConditionStatus::False,
+                _ => ConditionStatus::Unknown,
+            },
+            reason: c.reason.unwrap_or_default(),
+            message: c.message.unwrap_or_default(),
+            observed_generation: c.observed_generation,
+        });
+    let applied_sha = status
+        .last_applied_revision
+        .as_deref()
+        .and_then(flux_revision_sha);
+    Ok(SyncObservation::Flux(FluxObservation {
+        namespace: target.namespace().to_string(),
+        name: target.name().to_string(),
+        generation: object.metadata.generation,
+        suspended: spec.suspend.unwrap_or(false),
+        last_applied_revision: status.last_applied_revision,
+        applied_sha,
+        last_attempted_revision: status.last_attempted_revision,
+        observed_generation: status.observed_generation,
+        ready,
+    }))
+}
+
+/// An Argo CD Application: sync status and revisions, health, the last operation, and the
+/// conditions that report errors.
+fn observe_argo(target: &SyncTarget, object: &DynamicObject) -> Result<SyncObservation, SyncError> {
+    let status: RawArgoStatus = from_part(part(object, "status"))
+        .map_err(|e| malformed(target, "status", format!("unexpected shape: {e}")))?;
+    let sync = status.sync.unwrap_or_default();
+    let health = status.health.unwrap_or_default();
+    let operation = match status.operation_state {
+        None => None,
+        Some(op) => Some(argo_operation(target, op)?),
     };
-    let part = |key: &str| object.data.get(key).cloned().unwrap_or_default();
-    match target {
-        SyncTarget::Flux { .. } => {
-            let spec: RawFluxSpec = from_part(part("spec"))
-                .map_err(|e| malformed("spec", format!("unexpected shape: {e}")))?;
-            let status: RawFluxStatus = from_part(part("status"))
-                .map_err(|e| malformed("status", format!("unexpected shape: {e}")))?;
-            let ready = status
-                .conditions
-                .unwrap_or_default()
-                .into_iter()
-                .find(|c| c.type_ == "Ready")
-                .map(|c| Condition {
-                    status: match c.status.as_str() {
-                        "True" => ConditionStatus::True,
-                        "False" => ConditionStatus::False,
-                        _ => ConditionStatus::Unknown,
-                    },
-                    reason: c.reason.unwrap_or_default(),
-                    message: c.message.unwrap_or_default(),
-                    observed_generation: c.observed_generation,
-                });
-            let applied_sha = status
-                .last_applied_revision
-                .as_deref()
-                .and_then(flux_revision_sha);
-            Ok(SyncObservation::Flux(FluxObservation {
-                namespace,
-                name,
-                generation: object.metadata.generation,
-                suspended: spec.suspend.unwrap_or(false),
-                last_applied_revision: status.last_applied_revision,
-                applied_sha,
-                last_attempted_revision: status.last_attempted_revision,
-                observed_generation: status.observed_generation,
-                ready,
-            }))
-        }
-        SyncTarget::ArgoCd { .. } => {
-            let status: RawArgoStatus = from_part(part("status"))
-                .map_err(|e| malformed("status", format!("unexpected shape: {e}")))?;
-            let time = |field: &'static str, value: Option<String>| {
-                value
-                    .filter(|v| !v.is_empty())
-                    .map(|v| {
-                        v.parse::<Timestamp>().map_err(|e| {
-                            malformed(
-                                field,
-                                format!("expected an RFC 3339 time, found {v:?}: {e}"),
-                            )
-                        })
-                    })
-                    .transpose()
-            };
-            let sync = status.sync.unwrap_or_default();
-            let health = status.health.unwrap_or_default();
-            let operation = match status.operation_state {
-                None => None,
-                Some(op) => {
-                    let mut revisions = Vec::new();
-                    if let Some(result) = op.sync_result {
-                        revisions = revisions_of(result.revision, result.revisions);
-                    }
-                    if revisions.is_empty() {
-                        if let Some(sync) = op.operation.and_then(|o| o.sync) {
-                            revisions = revisions_of(sync.revision, sync.revisions);
-                        }
-                    }
-                    Some(ArgoOperation {
-                        phase: match op.phase.as_deref().unwrap_or("") {
-                            "Running" => OperationPhase::Running,
-                            "Terminating" => OperationPhase::Terminating,
-                            "Failed" => OperationPhase::Failed,
-                            "Error" => OperationPhase::Error,
-                            "Succeeded" => OperationPhase::Succeeded,
-                            other => OperationPhase::Other(other.to_string()),
-                        },
-                        message: op.message.unwrap_or_default(),
-                        revisions,
-                        started_at: time("status.operationState.startedAt", op.started_at)?,
-                        finished_at: time("status.operationState.finishedAt", op.finished_at)?,
-                    })
-                }
-            };
-            let error_conditions = status
-                .conditions
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|c| c.type_ == "ComparisonError" || c.type_ == "InvalidSpecError")
-                .map(|c| format!("{}: {}", c.type_, c.message.unwrap_or_default()))
-                .collect();
-            Ok(SyncObservation::ArgoCd(ArgoObservation {
-                sync_revisions: revisions_of(sync.revision, sync.revisions),
-                sync_status: match sync.status.as_deref().unwrap_or("Unknown") {
-                    "Synced" => ArgoSyncStatus::Synced,
-                    "OutOfSync" => ArgoSyncStatus::OutOfSync,
-                    "Unknown" | "" => ArgoSyncStatus::Unknown,
-                    other => ArgoSyncStatus::Other(other.to_string()),
-                },
-                health: match health.status.as_deref().unwrap_or("Unknown") {
-                    "Healthy" => ArgoHealth::Healthy,
-                    "Progressing" => ArgoHealth::Progressing,
-                    "Degraded" => ArgoHealth::Degraded,
-                    "Suspended" => ArgoHealth::Suspended,
-                    "Missing" => ArgoHealth::Missing,
-                    "Unknown" | "" => ArgoHealth::Unknown,
-                    other => ArgoHealth::Other(other.to_string()),
-                },
-                health_last_transition: time(
-                    "status.health.lastTransitionTime",
-                    health.last_transition_time,
-                )?,
-                reconciled_at: time("status.reconciledAt", status.reconciled_at)?,
-                operation,
-                operation_requested: object.data.get("operation").is_some_and(|o| !o.is_null()),
-                error_conditions,
-                namespace,
-                name,
-            }))
+    let error_conditions = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.type_ == "ComparisonError" || c.type_ == "InvalidSpecError")
+        .map(|c| format!("{}: {}", c.type_, c.message.unwrap_or_default()))
+        .collect();
+    Ok(SyncObservation::ArgoCd(ArgoObservation {
+        sync_revisions: revisions_of(sync.revision, sync.revisions),
+        sync_status: match sync.status.as_deref().unwrap_or("Unknown") {
+            "Synced" => ArgoSyncStatus::Synced,
+            "OutOfSync" => ArgoSyncStatus::OutOfSync,
+            "Unknown" | "" => ArgoSyncStatus::Unknown,
+            other => ArgoSyncStatus::Other(other.to_string()),
+        },
+        health: match health.status.as_deref().unwrap_or("Unknown") {
+            "Healthy" => ArgoHealth::Healthy,
+            "Progressing" => ArgoHealth::Progressing,
+            "Degraded" => ArgoHealth::Degraded,
+            "Suspended" => ArgoHealth::Suspended,
+            "Missing" => ArgoHealth::Missing,
+            "Unknown" | "" => ArgoHealth::Unknown,
+            other => ArgoHealth::Other(other.to_string()),
+        },
+        health_last_transition: argo_time(
+            target,
+            "status.health.lastTransitionTime",
+            health.last_transition_time,
+        )?,
+        reconciled_at: argo_time(target, "status.reconciledAt", status.reconciled_at)?,
+        operation,
+        operation_requested: object.data.get("operation").is_some_and(|o| !o.is_null()),
+        error_conditions,
+        namespace: target.namespace().to_string(),
+        name: target.name().to_string(),
+    }))
+}
+
+/// An Application's `status.operationState`: its phase, and the revisions it synced (its
+/// result's, else the ones it was asked for).
+fn argo_operation(target: &SyncTarget, op: RawOperationState) -> Result<ArgoOperation, SyncError> {
+    let mut revisions = Vec::new();
+    if let Some(result) = op.sync_result {
+        revisions = revisions_of(result.revision, result.revisions);
+    }
+    if revisions.is_empty() {
+        if let Some(sync) = op.operation.and_then(|o| o.sync) {
+            revisions = revisions_of(sync.revision, sync.revisions);
         }
     }
+    Ok(ArgoOperation {
+        phase: match op.phase.as_deref().unwrap_or("") {
+            "Running" => OperationPhase::Running,
+            "Terminating" => OperationPhase::Terminating,
+            "Failed" => OperationPhase::Failed,
+            "Error" => OperationPhase::Error,
+            "Succeeded" => OperationPhase::Succeeded,
+            other => OperationPhase::Other(other.to_string()),
+        },
+        message: op.message.unwrap_or_default(),
+        revisions,
+        started_at: argo_time(target, "status.operationState.startedAt", op.started_at)?,
+        finished_at: argo_time(target, "status.operationState.finishedAt", op.finished_at)?,
+    })
+}
+
+/// An RFC 3339 time of the Application at `field`; empty or missing is `None`.
+fn argo_time(
+    target: &SyncTarget,
+    field: &'static str,
+    value: Option<String>,
+) -> Result<Option<Timestamp>, SyncError> {
+    value
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            v.parse::<Timestamp>().map_err(|e| {
+                malformed(
+                    target,
+                    field,
+                    format!("expected an RFC 3339 time, found {v:?}: {e}"),
+                )
+            })
+        })
+        .transpose()
 }
 
 fn from_part<T: for<'de> Deserialize<'de> + Default>(
