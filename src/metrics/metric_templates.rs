@@ -368,8 +368,10 @@ fn read_provider_fields<'n>(r: &mut Reader, provider: &'n Node) -> Option<Provid
     let secret_ref = provider.get("secretRef").and_then(|n| {
         let path = "spec.provider.secretRef";
         r.map(n, path, &["name"])?;
+        // The name becomes a path under the Secrets folder: a Kubernetes name or nothing.
         r.required(n, path, "name")
-            .and_then(|v| r.string(v, &join(path, "name")))
+            .and_then(|v| name_at(r, v, &join(path, "name")))
+            .map(String::from)
     });
     let region = provider
         .get("region")
@@ -701,6 +703,26 @@ spec:
 
     const HEAD: &str =
         "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: m\n";
+
+    #[test]
+    fn a_secret_ref_that_is_not_a_kubernetes_name_is_refused_with_its_line() {
+        for name in ["/abs/dir", "../../x", "..", "Keys", "a/b"] {
+            let text = format!(
+                "{HEAD}spec:\n  provider:\n    type: datadog\n    address: https://api.datadoghq.com\n    secretRef:\n      name: {name:?}\n  query: avg:x\n"
+            );
+            let errors = errors_of(&text);
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.starts_with("t.yaml:10: spec.provider.secretRef.name: expected a DNS-1123 name")),
+                "{name}: {errors:?}"
+            );
+        }
+        let text = format!(
+            "{HEAD}spec:\n  provider:\n    type: datadog\n    address: https://api.datadoghq.com\n    secretRef:\n      name: datadog.keys\n  query: avg:x\n"
+        );
+        assert_eq!(errors_of(&text), Vec::<String>::new());
+    }
 
     #[test]
     fn unqueryable_provider_types_are_refused_by_name() {
