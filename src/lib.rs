@@ -70,6 +70,9 @@
 // libgit2's socket timeouts, whose only interface is unsafe, are set in the tiny crate
 // `src/libgit2_opts/` so this one stays free of unsafe code.
 #![forbid(unsafe_code)]
+// A test may unwrap: its panic is the failure it reports. Everywhere else the workspace lints
+// (Cargo.toml) reject unwrap() and expect().
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 /// The pure core (its own crate, `src/core/`): model, schedules, `decide`, `plan`, operations.
 pub use sluice_core as core;

@@ -22,6 +22,10 @@
 //! is 100 canaries, 2000 commits, 5 polls, one run. A debug build (`cargo test --all-targets`
 //! runs this too) does the quick cases: its numbers mean nothing.
 
+// A benchmark is test code (built without `cfg(test)`, as `harness = false`): it may unwrap.
+// The workspace lints (Cargo.toml) reject unwrap() and expect() only in production code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

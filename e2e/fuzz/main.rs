@@ -22,6 +22,10 @@
 //! A failure prints the shrunk input; keep it under `e2e/fuzz/seeds/<target>/` next to the
 //! parser fix and its regression test.
 
+// Test code may unwrap: its panic is the failure it reports. The workspace lints (Cargo.toml)
+// reject unwrap() and expect() only in the crates' production code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod mutate;
 mod targets;
 

@@ -251,6 +251,7 @@ fn approval_branch_fetch_and_push_go_through_the_configured_proxy() {
     // SAFETY (of the call, not memory): libgit2 adds the file to its one TLS trust store. It is
     // additive, and no other test in this binary speaks TLS through libgit2, so setting it while
     // other tests run changes nothing for them.
+    #[allow(unsafe_code)]
     unsafe { git2::opts::set_ssl_cert_file(&cert) }.unwrap();
     let server = HttpGit::start_tls(fx.dir.path(), "user", "pw", tls);
     let proxy = ConnectProxy::start();

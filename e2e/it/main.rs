@@ -1,5 +1,9 @@
 //! All integration tests in one binary (one link, shared helpers).
 
+// Test code may unwrap: its panic is the failure it reports. The workspace lints (Cargo.toml)
+// reject unwrap() and expect() only in the crates' production code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod affinity_mirror;
 mod affinity_mirror_istio;
 mod alert_providers;

@@ -116,6 +116,7 @@ impl Api {
         })
     }
 
+    #[cfg(test)]
     pub(super) fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }

@@ -257,7 +257,9 @@ impl Forge {
         })
     }
 
-    /// The same forge with another per-request timeout (default [`DEFAULT_TIMEOUT`]).
+    /// The same forge with another per-request timeout (default [`DEFAULT_TIMEOUT`]); tests
+    /// shorten it so a server that never answers fails fast.
+    #[cfg(test)]
     pub fn with_timeout(mut self, timeout: Duration) -> Forge {
         self.api_mut().set_timeout(timeout);
         self
@@ -271,6 +273,7 @@ impl Forge {
         }
     }
 
+    #[cfg(test)]
     fn api_mut(&mut self) -> &mut http::Api {
         match self {
             Forge::GitHub(f) => &mut f.api,

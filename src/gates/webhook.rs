@@ -151,22 +151,6 @@ pub async fn call_all_with(
     out
 }
 
-/// Calls one hook (with retries) and reports the outcome.
-pub async fn call(
-    http: &HttpClients,
-    hook: &WebhookSpec,
-    payload: &WebhookPayload,
-    backoff: Backoff,
-) -> WebhookObservation {
-    let client = http.get(hook.disable_tls);
-    let outcome = call_one(client, hook, &payload.body_for(hook), backoff).await;
-    WebhookObservation {
-        name: hook.name.clone(),
-        kind: hook.kind,
-        outcome,
-    }
-}
-
 /// Why one attempt failed; `retry` says whether another attempt may help, `retry_after` is the
 /// server's requested wait.
 struct Failure {

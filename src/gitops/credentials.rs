@@ -84,7 +84,9 @@ impl Credentials {
         }
     }
 
-    /// Basic auth for https remotes.
+    /// Basic auth for https remotes: what the tests expect `from_lookup` and the URL fallback to
+    /// build (sluice itself builds it from the environment or the URL).
+    #[cfg(test)]
     pub fn basic(username: impl Into<String>, password: impl Into<String>) -> Self {
         Self {
             http: Some(HttpAuth {
@@ -94,23 +96,6 @@ impl Credentials {
             }),
             ..Self::default()
         }
-    }
-
-    /// A private key file for ssh remotes, with its passphrase if it has one.
-    pub fn ssh_key(private_key: impl Into<PathBuf>, passphrase: Option<String>) -> Self {
-        Self {
-            ssh: Some(SshKey {
-                private_key: private_key.into(),
-                passphrase: passphrase.map(Secret),
-            }),
-            ..Self::default()
-        }
-    }
-
-    /// Trusts exactly `known_hosts` for ssh remotes (instead of libgit2's `~/.ssh/known_hosts`).
-    pub fn with_known_hosts(mut self, known_hosts: KnownHosts) -> Self {
-        self.known_hosts = Some(known_hosts);
-        self
     }
 
     /// Reads the `SLUICE_GIT_*` variables from the process environment.

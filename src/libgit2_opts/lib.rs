@@ -7,6 +7,10 @@
 //! read unsynchronised; this crate sets them exactly once, behind a `OnceLock`, so the caller
 //! only has to make the first call before its first git network operation.
 
+// A test may unwrap: its panic is the failure it reports. Everywhere else the workspace lints
+// (Cargo.toml) reject unwrap() and expect().
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 use std::sync::OnceLock;
 use std::time::Duration;
 

@@ -74,10 +74,6 @@ impl Auth {
             (None, None, None) => Ok(Auth::None),
         }
     }
-
-    pub fn is_none(&self) -> bool {
-        matches!(self, Auth::None)
-    }
 }
 
 /// What every Prometheus query of a process shares, built once at start: one pooled HTTP
@@ -278,7 +274,8 @@ impl Prometheus {
         &self.url
     }
 
-    /// The address queries go to, without credentials.
+    /// The address queries go to, without credentials (messages use the field directly).
+    #[cfg(test)]
     pub fn address(&self) -> &str {
         &self.shown
     }

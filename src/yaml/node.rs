@@ -11,7 +11,6 @@ use std::collections::HashMap;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
-use yaml_rust2::{Yaml, YamlLoader};
 
 /// Upper bound on nodes per file, counting every alias expansion.
 pub const MAX_NODES: usize = 100_000;
@@ -156,73 +155,6 @@ fn finish(
         });
     }
     Ok(builder.documents)
-}
-
-/// A text parsed once into both trees: the line-marked one spec readers walk, and yaml-rust2's
-/// order-preserving one that manifests are copied from.
-#[derive(Debug, Clone)]
-pub struct Parsed {
-    pub documents: Vec<Document>,
-    /// yaml-rust2's documents, in the same order; `Err` when yaml-rust2 rejects what the
-    /// line-marked tree accepts (a key repeated in one mapping).
-    pub yaml: Result<Vec<Yaml>, ParseError>,
-}
-
-/// Parses `text` once, feeding every event to both tree builders.
-///
-/// Errors are those of [`parse_documents`]; yaml-rust2's own rejection is kept in
-/// [`Parsed::yaml`] with the message `YamlLoader::load_from_str` gives.
-pub fn parse_with_yaml(text: &str) -> Result<Parsed, ParseError> {
-    let mut both = Both {
-        builder: Builder::default(),
-        loader: YamlLoader::default(),
-        document_ends: 0,
-    };
-    let mut parser = Parser::new_from_str(text);
-    let result = parser.load(&mut both, true);
-    let Both {
-        builder,
-        loader,
-        document_ends,
-    } = both;
-    let documents = finish(builder, result)?;
-    // The loader keeps its error private but stops building at it, so it then holds fewer
-    // documents than the stream ended; only on that rare path is the text loaded again, to
-    // report the loader's exact message.
-    let yaml = if loader.documents().len() == document_ends {
-        Ok(loader.documents().to_vec())
-    } else {
-        match YamlLoader::load_from_str(text) {
-            Err(e) => Err(ParseError {
-                line: e.marker().line(),
-                message: e.to_string(),
-            }),
-            Ok(docs) => Ok(docs),
-        }
-    };
-    Ok(Parsed { documents, yaml })
-}
-
-/// Feeds one event stream to the line-marked builder and to yaml-rust2's loader.
-struct Both {
-    builder: Builder,
-    loader: YamlLoader,
-    document_ends: usize,
-}
-
-impl MarkedEventReceiver for Both {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        self.builder.on_event(ev.clone(), mark);
-        // Once the builder refuses the text (an alias bomb, a complex key), the file is an
-        // error; the loader stops too so it never expands what the builder bounded.
-        if self.builder.error.is_some() {
-            return;
-        }
-        if ev == Event::DocumentEnd {
-            self.document_ends += 1;
-        }
-        self.loader.on_event(ev, mark);
-    }
 }
 
 enum Frame {
@@ -468,45 +400,6 @@ mod tests {
             ));
         }
         let err = parse_documents(&text).unwrap_err();
-        assert!(err.message.contains("more than"), "{err:?}");
-    }
-
-    #[test]
-    fn one_parse_gives_the_same_trees_as_two() {
-        let text = "a: 1\nb: [x, 'y', 0x1f, ~]\nc: &c {d: 2.5}\ne: *c\n---\n---\nf: true\n";
-        let parsed = parse_with_yaml(text).unwrap();
-        assert_eq!(parsed.documents, parse_documents(text).unwrap());
-        assert_eq!(parsed.yaml, Ok(YamlLoader::load_from_str(text).unwrap()));
-    }
-
-    #[test]
-    fn a_key_yaml_rust2_rejects_keeps_its_message_and_the_line_marked_tree() {
-        let text = "kind: Deployment\nmetadata:\n  name: a\n  name: b\n";
-        let parsed = parse_with_yaml(text).unwrap();
-        assert_eq!(parsed.documents.len(), 1);
-        let e = YamlLoader::load_from_str(text).unwrap_err();
-        assert_eq!(
-            parsed.yaml,
-            Err(ParseError {
-                line: e.marker().line(),
-                message: e.to_string(),
-            })
-        );
-        // A rejection in a later document rejects the whole text, as load_from_str does.
-        let later = format!("a: 1\n---\n{text}");
-        assert!(parse_with_yaml(&later).unwrap().yaml.is_err());
-    }
-
-    #[test]
-    fn alias_bomb_stops_both_trees() {
-        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
-        for i in 1..10 {
-            let p = i - 1;
-            text.push_str(&format!(
-                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
-            ));
-        }
-        let err = parse_with_yaml(&text).unwrap_err();
         assert!(err.message.contains("more than"), "{err:?}");
     }
 
