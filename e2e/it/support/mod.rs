@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+mod world;
+pub(crate) use world::{Checks, SluiceCommit, Transport, World};
+
 /// Compiled strict schemas (e2e/schemas), keyed by file name; the file is found from
 /// apiVersion and kind, as `<kind>.<group>_<version>-strict.json` (core group: `core`).
 #[derive(Default)]
