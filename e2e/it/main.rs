@@ -1,7 +1,6 @@
 //! All integration tests in one binary (one link, shared helpers).
 
 mod affinity_mirror;
-mod affinity_mirror_istio;
 mod alert_providers;
 mod approval;
 mod audit;
