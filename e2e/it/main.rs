@@ -15,8 +15,8 @@ mod daemonset;
 mod decide;
 mod drift;
 mod flagger_fields;
-#[path = "../git_daemon.rs"]
-mod git_daemon;
+#[path = "../git_server.rs"]
+mod git_server;
 mod gitops;
 mod gitops_branch;
 mod gitops_layers;
