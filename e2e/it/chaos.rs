@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::support::{
+    first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon,
+    Schemas,
+};
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
@@ -154,22 +157,8 @@ struct SluiceCommit {
 }
 
 fn sluice_commits(bare: &Path, schemas: &mut Schemas) -> Vec<SluiceCommit> {
-    let out = git(
-        bare,
-        &[
-            "log",
-            "--first-parent",
-            "--reverse",
-            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
-            "main",
-        ],
-    );
-    out.lines()
-        .filter_map(|l| {
-            let (sha, rest) = l.split_once(' ')?;
-            let (canary, weights) = rest.split_once('|')?;
-            (canary.trim() == "shop/web").then(|| (sha.to_string(), weights.trim().to_string()))
-        })
+    first_parent_commits_of(bare, "shop/web")
+        .into_iter()
         .map(|(sha, trailer_weights)| {
             let status = status_at(bare, &sha)
                 .unwrap_or_else(|| panic!("{sha}: a sluice commit without a readable status"));

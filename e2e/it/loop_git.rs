@@ -16,7 +16,8 @@ use sluice::tick::{tick, Context};
 
 use crate::loop_support::kustomize_builds;
 use crate::support::{
-    git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, GitDaemon, Schemas,
+    commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show, GitDaemon,
+    Schemas,
 };
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
@@ -66,26 +67,7 @@ fn ctx(observer: &Offline) -> Context<'_> {
 
 /// Commits on main carrying `Sluice-Canary: shop/web`, oldest first: (sha, weights trailer).
 fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
-    let out = git(
-        bare,
-        &[
-            "log",
-            "--reverse",
-            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
-            "main",
-        ],
-    );
-    out.lines()
-        .filter_map(|l| {
-            let (sha, rest) = l.split_once(' ')?;
-            let (canary, weights) = rest.split_once('|')?;
-            (canary.trim() == "shop/web").then(|| (sha.to_string(), weights.trim().to_string()))
-        })
-        .collect()
-}
-
-fn show(bare: &Path, sha: &str, file: &str) -> String {
-    git(bare, &["show", &format!("{sha}:{file}")])
+    commits_of(bare, "shop/web")
 }
 
 /// At every sluice commit the route is schema-valid and carries the status file's weights.

@@ -15,7 +15,7 @@ use std::process::Command;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-pub(crate) use crate::support::World;
+pub(crate) use crate::support::{commits_of, show, World};
 use crate::support::{git, Schemas};
 
 pub(crate) const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
@@ -54,30 +54,6 @@ pub(crate) const SWITCHED: [&str; 3] = [
 /// Sluice commits of `prod/podinfo` on main, oldest first: (sha, Sluice-Weights trailer).
 pub(crate) fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
     commits_of(bare, "prod/podinfo")
-}
-
-/// Commits on main carrying `Sluice-Canary: <canary>`, oldest first: (sha, weights trailer).
-pub(crate) fn commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
-    let out = git(
-        bare,
-        &[
-            "log",
-            "--reverse",
-            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
-            "main",
-        ],
-    );
-    out.lines()
-        .filter_map(|l| {
-            let (sha, rest) = l.split_once(' ')?;
-            let (id, weights) = rest.split_once('|')?;
-            (id.trim() == canary).then(|| (sha.to_string(), weights.trim().to_string()))
-        })
-        .collect()
-}
-
-pub(crate) fn show(bare: &Path, sha: &str, file: &str) -> String {
-    git(bare, &["show", &format!("{sha}:{file}")])
 }
 
 /// Whether a missing kubectl fails the kustomize checks: on CI, or when asked.

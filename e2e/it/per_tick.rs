@@ -13,7 +13,7 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::support::{git, human_clone, seeded_remote, GitDaemon, Schemas};
+use crate::support::{git, human_clone, seeded_remote, show, GitDaemon, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
 const CANARIES: usize = 40;
@@ -86,10 +86,6 @@ fn groups(trailers: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, St
         }
     }
     out
-}
-
-fn show(bare: &Path, sha: &str, file: &str) -> String {
-    git(bare, &["show", &format!("{sha}:{file}")])
 }
 
 #[test]

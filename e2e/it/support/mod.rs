@@ -70,6 +70,36 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `file` at `rev` of the repo at `repo`.
+pub fn show(repo: &Path, rev: &str, file: &str) -> String {
+    git(repo, &["show", &format!("{rev}:{file}")])
+}
+
+/// Commits on main carrying `Sluice-Canary: <canary>`, oldest first: (sha, weights trailer).
+pub fn commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
+    weights_log(bare, canary, &[])
+}
+
+/// [`commits_of`] along main's first parents only (no commit a merge brought in).
+pub fn first_parent_commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
+    weights_log(bare, canary, &["--first-parent"])
+}
+
+fn weights_log(bare: &Path, canary: &str, options: &[&str]) -> Vec<(String, String)> {
+    let format = "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)";
+    let mut args = vec!["log"];
+    args.extend_from_slice(options);
+    args.extend(["--reverse", format, "main"]);
+    git(bare, &args)
+        .lines()
+        .filter_map(|l| {
+            let (sha, rest) = l.split_once(' ')?;
+            let (id, weights) = rest.split_once('|')?;
+            (id.trim() == canary).then(|| (sha.to_string(), weights.trim().to_string()))
+        })
+        .collect()
+}
+
 /// Like [`git`], but returns whether it succeeded.
 pub fn git_ok(dir: &Path, args: &[&str]) -> bool {
     Command::new("git")
@@ -90,7 +120,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub use crate::git_daemon::GitDaemon;
+pub use crate::git_server::GitDaemon;
 
 /// A bare repo `<dir>/config.git` whose main holds `files`.
 pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
