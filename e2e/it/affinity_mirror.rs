@@ -12,6 +12,7 @@ use sluice::core::status::{Phase, Status};
 use sluice::render::status_file;
 
 use crate::loop_support::{CANARY_FILE, ROUTE_FILE, STATUS_FILE};
+use crate::support::canary::podinfo;
 use crate::support::{git, Schemas, World};
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
@@ -86,29 +87,13 @@ const ISTIO: Router = Router {
 impl Router {
     /// A Flagger canary on this router with this analysis (indented by 4).
     fn canary(&self, analysis: &str) -> String {
-        format!(
-            "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-{}  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-    targetPort: 9898
-{}
-    hosts: [podinfo.example.com]
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-",
-            self.provider, self.gateways
-        )
+        podinfo()
+            .spec(self.provider)
+            .service(&format!(
+                "    port: 9898\n    targetPort: 9898\n{}\n    hosts: [podinfo.example.com]",
+                self.gateways
+            ))
+            .yaml(analysis)
     }
 
     /// The podinfo source and this router's canary with `analysis`, behind a `git daemon`.

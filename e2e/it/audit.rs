@@ -11,7 +11,8 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
 use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
-use crate::support::{git, human_commit, merge_approval, route_only_web, run_sluice};
+use crate::support::canary::podinfo;
+use crate::support::{git, human_commit, merge_approval, route_only_web, run_sluice, show};
 
 /// `sluice audit --dir <repo> -o json`: (exit code, report).
 fn audit(repo: &Path) -> (i32, Json) {
@@ -217,10 +218,6 @@ fn without_trailers(message: &str) -> String {
     format!("{}\n", &trimmed[..cut])
 }
 
-fn show(repo: &Path, sha: &str, file: &str) -> String {
-    git(repo, &["show", &format!("{sha}:{file}")])
-}
-
 /// The latest commit whose subject contains `text`.
 fn commit_saying(repo: &Path, text: &str) -> String {
     line(repo)
@@ -233,26 +230,9 @@ fn commit_saying(repo: &Path, text: &str) -> String {
 
 /// A Flagger canary on Istio (Flagger's default provider).
 fn istio(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-    hosts: [app.example.com]
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+    podinfo()
+        .service("    port: 9898\n    hosts: [app.example.com]")
+        .yaml(analysis)
 }
 
 const AB: &str = "    iterations: 3

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
+use crate::support::canary::web_httproute as canary;
 use crate::support::{
     first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon,
     Schemas,
@@ -27,25 +28,6 @@ const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
 const STEPS: u64 = 3;
 /// Kill/restart cycles per test (the issue asks for at least 100).
 const CYCLES: usize = 110;
-
-fn canary(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  output: clusters/shop/web
-  service: {{port: 8080}}
-  route:
-    apiVersion: gateway.networking.k8s.io/v1
-    kind: HTTPRoute
-    parentRefs: [{{name: gw, namespace: infra}}]
-    hostnames: [web.example.com]
-  analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 30, 60]}}
-"
-    )
-}
 
 /// One `sluice run` process on its own workdir; killed on drop.
 struct Daemon {

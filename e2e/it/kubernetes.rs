@@ -8,6 +8,7 @@ use sluice::core::status::Phase;
 use sluice::spec::load::load_text;
 use sluice::spec::settings::Settings;
 
+use crate::support::canary::errors_in;
 use crate::support::{git, Checks, Schemas, SluiceCommit, Transport, World};
 
 /// The Canary of Flagger's own e2e test `test/kubernetes/test-deployment.sh` (its webhooks
@@ -68,11 +69,7 @@ spec:
 ";
 
 fn errors(text: &str) -> Vec<String> {
-    load_text("apps/podinfo/canary.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    errors_in("apps/podinfo/canary.yaml", text)
 }
 
 #[test]

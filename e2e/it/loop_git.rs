@@ -15,6 +15,7 @@ use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::loop_support::kustomize_builds;
+use crate::support::canary::web_httproute as canary;
 use crate::support::{
     commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show, GitDaemon,
     Schemas,
@@ -24,25 +25,6 @@ const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
-
-fn canary(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  output: clusters/shop/web
-  service: {{port: 8080}}
-  route:
-    apiVersion: gateway.networking.k8s.io/v1
-    kind: HTTPRoute
-    parentRefs: [{{name: gw, namespace: infra}}]
-    hostnames: [web.example.com]
-  analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 30, 60]}}
-"
-    )
-}
 
 /// The weights sluice commits for one rollout of this canary, in order.
 const EXPECTED_WEIGHTS: [&str; 8] = [

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+pub(crate) mod canary;
 mod world;
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
 
