@@ -9,6 +9,7 @@ use sluice::spec::load::load_text;
 use sluice::spec::settings::Settings;
 
 use crate::support::canary::errors_in;
+use crate::support::output_files;
 use crate::support::{git, Checks, Schemas, SluiceCommit, Transport, World};
 
 /// The Canary of Flagger's own e2e test `test/kubernetes/test-deployment.sh` (its webhooks
@@ -207,18 +208,7 @@ const OUT: &str = "clusters/test/podinfo";
 const STATUS: &str = ".sluice/status/test/podinfo.yaml";
 
 fn out(names: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = names
-        .iter()
-        .map(|n| {
-            if n.starts_with('.') {
-                n.to_string()
-            } else {
-                format!("{OUT}/{n}")
-            }
-        })
-        .collect();
-    v.sort();
-    v
+    output_files(OUT, names)
 }
 
 const OUTPUT_FILES: [&str; 4] = [

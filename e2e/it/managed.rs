@@ -4,6 +4,7 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
+use crate::support::output_files;
 use crate::support::{git, Schemas, World};
 use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 
@@ -28,18 +29,7 @@ fn commits(w: &World) -> Vec<(String, Vec<String>, Vec<String>)> {
 }
 
 fn files(names: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = names
-        .iter()
-        .map(|n| {
-            if n.starts_with('.') {
-                n.to_string()
-            } else {
-                format!("{OUT}/{n}")
-            }
-        })
-        .collect();
-    v.sort();
-    v
+    output_files(OUT, names)
 }
 
 const STATUS: &str = ".sluice/status/prod/podinfo.yaml";

@@ -16,6 +16,7 @@ use sluice::spec::model::Canary;
 use crate::loop_support::World;
 use crate::support::canary::podinfo;
 use crate::support::canary::{load_one, repo_errors as errors};
+use crate::support::schema_valid;
 use crate::support::Schemas;
 
 const BACKENDS: Backends<'static> = Backends {
@@ -175,13 +176,6 @@ fn render(canary: &Canary, canary_weight: u8) -> String {
     .unwrap()
     .expect("an ApisixRoute")
     .content
-}
-
-fn schema_valid(text: &str) -> Json {
-    let doc: Json = serde_saphyr::from_str(text).unwrap();
-    let errors = Schemas::default().errors(&doc);
-    assert!(errors.is_empty(), "{errors:?}\n{text}");
-    doc
 }
 
 #[test]

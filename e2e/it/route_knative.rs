@@ -17,6 +17,7 @@ use sluice::spec::model::Canary;
 use crate::loop_support::{show, sluice_commits, World};
 use crate::support::canary::podinfo;
 use crate::support::canary::{load_one, repo_errors as errors};
+use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, Schemas};
 
 /// `docs/gitbook/tutorials/knative-progressive-delivery.md`: the Knative Service.
@@ -136,13 +137,6 @@ fn render(canary: &Canary, primary: &str, canary_revision: &str, canary_weight: 
     .unwrap()
     .expect("a Knative Service")
     .content
-}
-
-fn schema_valid(text: &str) -> Json {
-    let doc: Json = serde_saphyr::from_str(text).unwrap();
-    let errors = Schemas::default().errors(&doc);
-    assert!(errors.is_empty(), "{errors:?}\n{text}");
-    doc
 }
 
 /// An older revision of podinfo, as the status file would hold it.

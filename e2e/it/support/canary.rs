@@ -249,24 +249,39 @@ pub(crate) fn traefik() -> FlaggerCanary {
         .service("    port: 80\n    targetPort: 9898")
 }
 
-/// A route-only native Canary `web` in `shop` at `revision` (blue/green Services, a Gateway
-/// API HTTPRoute), three steps, one-second interval, threshold 2: the canary of the git
-/// transport and chaos tests.
-pub(crate) fn web_httproute(revision: &str) -> String {
+/// A route-only native Canary `name` in `shop` at `revision`: blue/green Services, a Gateway
+/// API HTTPRoute on `infra/gw` (with `route_extra` lines, each ending in a newline), its
+/// output in `clusters/shop/<name>`, and `analysis` as the content of a flow map.
+pub(crate) fn shop_httproute(
+    name: &str,
+    revision: &str,
+    route_extra: &str,
+    analysis: &str,
+) -> String {
     format!(
         "apiVersion: sluice.dev/v1alpha1
 kind: Canary
-metadata: {{name: web, namespace: shop}}
+metadata: {{name: {name}, namespace: shop}}
 spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  output: clusters/shop/web
+  routeOnly: {{services: [{name}-blue, {name}-green], revision: \"{revision}\"}}
+  output: clusters/shop/{name}
   service: {{port: 8080}}
   route:
     apiVersion: gateway.networking.k8s.io/v1
     kind: HTTPRoute
     parentRefs: [{{name: gw, namespace: infra}}]
-    hostnames: [web.example.com]
-  analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 30, 60]}}
+{route_extra}  analysis: {{{analysis}}}
 "
+    )
+}
+
+/// [`shop_httproute`] `web` on `web.example.com`, three steps, one-second interval,
+/// threshold 2: the canary of the git transport and chaos tests.
+pub(crate) fn web_httproute(revision: &str) -> String {
+    shop_httproute(
+        "web",
+        revision,
+        "    hostnames: [web.example.com]\n",
+        "interval: 1s, threshold: 2, stepWeights: [10, 30, 60]",
     )
 }

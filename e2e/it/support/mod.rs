@@ -44,6 +44,31 @@ impl Schemas {
     }
 }
 
+/// `text` as one YAML document, which passes its strict schema.
+pub fn schema_valid(text: &str) -> Json {
+    let doc: Json = serde_saphyr::from_str(text).unwrap();
+    let errors = Schemas::default().errors(&doc);
+    assert!(errors.is_empty(), "{errors:?}\n{text}");
+    doc
+}
+
+/// The repo paths of `names`, sorted: a name starting with `.` as it is (a status file),
+/// any other inside the output folder `out`.
+pub fn output_files(out: &str, names: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if n.starts_with('.') {
+                n.to_string()
+            } else {
+                format!("{out}/{n}")
+            }
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// Runs git; panics with its output on failure.
 /// The runtime context the tests' ticks share, built once like the daemon's. Its settings
 /// cache is keyed by blob id, so repos of different tests cannot see each other's settings.
