@@ -31,9 +31,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-#[path = "../git_daemon.rs"]
-mod git_daemon;
-use git_daemon::GitDaemon;
+#[path = "../git_server.rs"]
+#[allow(dead_code)] // the bench serves over `git daemon` only
+mod git_server;
+use git_server::GitDaemon;
 
 const EXE: &str = env!("CARGO_BIN_EXE_sluice");
 

@@ -1,179 +1,141 @@
-//! Session affinity and blue/green mirroring on Gateway API routes through the loop: a whole
-//! rollout against a real `git daemon`, checking the HTTPRoute at every sluice commit against
-//! the status file it was committed with, and a restart of sluice mid-rollout that keeps the
-//! rollout's cookie (the state lives only in the status file).
+//! Session affinity and blue/green mirroring through the loop, on each router that renders
+//! them (Gateway API HTTPRoutes and Istio VirtualServices): a whole rollout against a real
+//! `git daemon`, checking the route at every sluice commit against the status file it was
+//! committed with, and a restart of sluice mid-rollout that keeps the rollout's cookie (the
+//! state lives only in the status file).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use jiff::Timestamp;
-use serde_json::Value as Json;
+use serde_json::{json, Value as Json};
 use sluice::core::status::{Phase, Status};
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
 use sluice::render::status_file;
-use sluice::tick::{tick, Context, TickReport};
 
-use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::loop_support::{CANARY_FILE, ROUTE_FILE, STATUS_FILE};
+use crate::support::canary::podinfo;
+use crate::support::{git, Schemas, World};
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
-const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
-const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
-const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
-
-/// A Flagger canary on gatewayapi:v1 with this analysis (indented by 4).
-fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: gatewayapi:v1
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-    targetPort: 9898
-    gatewayRefs: [{{name: public, namespace: gateway-system}}]
-    hosts: [podinfo.example.com]
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+/// What differs between the routers: the canary's provider and gateways, and where the
+/// route keeps its rules, weights, cookies and mirror.
+struct Router {
+    name: &'static str,
+    /// The `spec.provider` line, if any (Istio is Flagger's default).
+    provider: &'static str,
+    /// The service's gateway line.
+    gateways: &'static str,
+    /// How many documents `route.yaml` holds; the first is the route.
+    documents: usize,
+    /// The route's list of rules under `spec`.
+    rules: &'static str,
+    /// A rule's weighted backends.
+    backends: &'static str,
+    /// The sticky rule's cookie match.
+    cookie_match: fn(&Json) -> &Json,
+    /// The cookie the weighted rule's canary backend sets.
+    set_cookie: fn(&Json) -> &Json,
+    /// The cookie the first rule sets to expire it.
+    expire_cookie: fn(&Json) -> &Json,
+    /// Checks a rule's mirror, if it has one; returns whether it has.
+    mirror: fn(&Json) -> bool,
 }
 
-struct World {
-    tmp: tempfile::TempDir,
-    bare: PathBuf,
-    daemon: GitDaemon,
-    repo: ConfigRepo,
-    human: PathBuf,
-    now: Timestamp,
-    clones: usize,
-}
+const GATEWAY_API: Router = Router {
+    name: "Gateway API",
+    provider: "  provider: gatewayapi:v1\n",
+    gateways: "    gatewayRefs: [{name: public, namespace: gateway-system}]",
+    documents: 1,
+    rules: "rules",
+    backends: "backendRefs",
+    cookie_match: |rule| &rule["matches"][0]["headers"][0]["value"],
+    set_cookie: |rule| {
+        &rule["backendRefs"][1]["filters"][0]["responseHeaderModifier"]["add"][0]["value"]
+    },
+    expire_cookie: |rule| &rule["filters"][0]["responseHeaderModifier"]["add"][0]["value"],
+    mirror: |rule| {
+        rule.get("filters").is_some_and(|f| {
+            assert_eq!(
+                f,
+                &json!([{"type": "RequestMirror", "requestMirror": {
+                    "backendRef": {"group": "", "kind": "Service", "name": "podinfo-canary", "port": 9898},
+                    "percent": 50}}])
+            );
+            true
+        })
+    },
+};
 
-impl World {
-    fn new(canary: &str) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(
-            tmp.path(),
-            &[
-                ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-                ("apps/podinfo/configs.yaml", CONFIGS),
-                (CANARY_FILE, canary),
-            ],
-        );
-        let daemon = GitDaemon::start(tmp.path());
-        let url = daemon.url("config.git");
-        let repo = clone(&url, &tmp.path().join("work0"));
-        let human = human_clone(&url, &tmp.path().join("human"));
-        World {
-            tmp,
-            bare,
-            daemon,
-            repo,
-            human,
-            now: Timestamp::now(),
-            clones: 0,
-        }
+const ISTIO: Router = Router {
+    name: "Istio",
+    provider: "",
+    gateways: "    gateways: [istio-system/public-gateway]",
+    documents: 3,
+    rules: "http",
+    backends: "route",
+    cookie_match: |rule| &rule["match"][0]["headers"]["Cookie"]["regex"],
+    set_cookie: |rule| &rule["route"][1]["headers"]["response"]["add"]["Set-Cookie"],
+    expire_cookie: |rule| &rule["headers"]["response"]["add"]["Set-Cookie"],
+    mirror: |rule| {
+        rule.get("mirror").is_some_and(|m| {
+            assert_eq!(m, &json!({"host": "podinfo-canary"}));
+            assert_eq!(rule["mirrorPercentage"], json!({"value": 50}));
+            true
+        })
+    },
+};
+
+impl Router {
+    /// A Flagger canary on this router with this analysis (indented by 4).
+    fn canary(&self, analysis: &str) -> String {
+        podinfo()
+            .spec(self.provider)
+            .service(&format!(
+                "    port: 9898\n    targetPort: 9898\n{}\n    hosts: [podinfo.example.com]",
+                self.gateways
+            ))
+            .yaml(analysis)
     }
 
-    /// sluice stops and starts again with a fresh clone: all it knows is in the remote.
-    fn restart(&mut self) {
-        self.clones += 1;
-        let dir = self.tmp.path().join(format!("work{}", self.clones));
-        self.repo = clone(&self.daemon.url("config.git"), &dir);
+    /// The podinfo source and this router's canary with `analysis`, behind a `git daemon`.
+    fn world(&self, analysis: &str) -> World {
+        World::served(&[
+            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+            ("apps/podinfo/configs.yaml", CONFIGS),
+            (CANARY_FILE, &self.canary(analysis)),
+        ])
     }
 
-    fn tick(&mut self) -> TickReport {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
-        self.now = report
-            .wake_at()
-            .unwrap_or(self.now + Duration::from_secs(1));
-        report
-    }
-
-    /// Ticks until a commit reaches `phase`; with `restart_when`, restarts sluice once after
-    /// the first commit whose status it accepts.
-    fn until(&mut self, phase: Phase, mut restart_when: Option<&dyn Fn(&Status) -> bool>) {
-        for _ in 0..100 {
-            let r = self.tick();
-            if r.outcomes.iter().any(|o| o.committed.is_some()) {
-                if let Some(when) = restart_when {
-                    if when(&remote_status(&self.bare)) {
-                        self.restart();
-                        restart_when = None;
-                    }
-                }
-            }
-            if r.outcomes
-                .iter()
-                .any(|o| o.phase == Some(phase) && o.committed.is_some())
-            {
-                return;
-            }
-        }
-        panic!("never reached {phase:?}");
-    }
-
-    fn new_revision(&self) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(
-            &self.human,
-            "apps/podinfo/deployment.yaml",
-            &DEPLOYMENT.replace("6.7.0", "6.7.1"),
-            "podinfo: 6.7.1",
-        );
-    }
-
-    /// (status, route, first event) at every sluice commit, oldest first; every route
-    /// checked against the strict HTTPRoute schema.
-    fn commits(&self) -> Vec<(Status, Json, String)> {
+    /// (status, route, first event) at every sluice commit, oldest first; every document
+    /// of `route.yaml` checked against its strict schema.
+    fn commits(&self, w: &World) -> Vec<(Status, Json, String)> {
         let mut schemas = Schemas::default();
-        let shas = git(
-            &self.bare,
-            &["log", "--reverse", "--format=%H", "--author=sluice", "main"],
-        );
-        shas.lines()
-            .map(|sha| {
-                let show = |file: &str| git(&self.bare, &["show", &format!("{sha}:{file}")]);
-                let status = status_file::parse(&show(STATUS_FILE)).unwrap();
-                let route: Json = serde_saphyr::from_str(&show(ROUTE_FILE)).unwrap();
-                let errors = schemas.errors(&route);
-                assert!(errors.is_empty(), "{sha}: {errors:?}");
-                let body = git(&self.bare, &["log", "-1", "--format=%b", sha]);
-                let event = body.lines().next().unwrap_or_default().to_string();
-                (status, route, event)
+        w.commits()
+            .into_iter()
+            .map(|c| {
+                let sha = &c.sha;
+                let status = status_file::parse(&w.show(sha, STATUS_FILE)).unwrap();
+                let docs: Vec<Json> =
+                    serde_saphyr::from_multiple(&w.show(sha, ROUTE_FILE)).unwrap();
+                assert_eq!(docs.len(), self.documents, "{}: {sha}", self.name);
+                for doc in &docs {
+                    let errors = schemas.errors(doc);
+                    assert!(errors.is_empty(), "{}: {sha}: {errors:?}", self.name);
+                }
+                let event = c.events.first().cloned().unwrap_or_default();
+                (status, docs[0].clone(), event)
             })
             .collect()
     }
-}
 
-fn clone(url: &str, dir: &Path) -> ConfigRepo {
-    ConfigRepo::open_or_clone(url, "main", dir, &Credentials::none()).unwrap()
+    /// The primary's and the canary's weights in `rule`.
+    fn weights(&self, rule: &Json) -> (u64, u64) {
+        let w = |i: usize| rule[self.backends][i]["weight"].as_u64().unwrap();
+        (w(0), w(1))
+    }
 }
 
 fn remote_status(bare: &Path) -> Status {
     status_file::parse(&git(bare, &["show", &format!("main:{STATUS_FILE}")])).unwrap()
-}
-
-fn weights(rule: &Json) -> (u64, u64) {
-    let w = |i: usize| rule["backendRefs"][i]["weight"].as_u64().unwrap();
-    (w(0), w(1))
 }
 
 fn cookie_regex(cookie: &str) -> String {
@@ -181,22 +143,27 @@ fn cookie_regex(cookie: &str) -> String {
     format!(".*{name}.*{value}.*")
 }
 
-#[test]
-fn session_affinity_rollout_keeps_one_cookie_across_a_restart_and_expires_it() {
-    let mut w = World::new(&canary(
+/// A stepped rollout with session affinity: one cookie for the whole rollout, kept across a
+/// restart of sluice right after it is first committed, sticky users sent to the canary,
+/// and the cookie expired once the rollout ends.
+fn session_affinity_keeps_one_cookie(router: &Router) {
+    let name = router.name;
+    let mut w = router.world(
         "    stepWeight: 20\n    maxWeight: 40\n    sessionAffinity:\n      cookieName: podinfo-canary\n      maxAge: 600",
-    ));
-    w.until(Phase::Initialized, None);
-    w.new_revision();
+    );
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
     // Restart sluice right after the cookie is first committed.
-    let has_cookie = |s: &Status| s.session_cookie.is_some();
-    w.until(Phase::Succeeded, Some(&has_cookie));
-    assert_eq!(w.clones, 1, "sluice was restarted mid-rollout");
+    w.until_restarting(Phase::Succeeded, |w, _| {
+        remote_status(&w.bare).session_cookie.is_some()
+    });
+    assert_eq!(w.clones, 1, "{name}: sluice was restarted mid-rollout");
 
-    let commits = w.commits();
+    let commits = router.commits(&w);
     let mut cookies = Vec::new();
     for (status, route, event) in &commits {
-        let rules = route["spec"]["rules"].as_array().unwrap();
+        let event = format!("{name}: {event}");
+        let rules = route["spec"][router.rules].as_array().unwrap();
         let expected = (
             u64::from(status.primary_weight),
             u64::from(status.canary_weight),
@@ -207,69 +174,69 @@ fn session_affinity_rollout_keeps_one_cookie_across_a_restart_and_expires_it() {
                 cookies.push(cookie.clone());
                 assert_eq!(rules.len(), 2, "{event}");
                 assert_eq!(
-                    rules[0]["matches"][0]["headers"][0]["value"],
-                    cookie_regex(cookie)
+                    (router.cookie_match)(&rules[0]),
+                    &cookie_regex(cookie),
+                    "{event}"
                 );
-                assert_eq!(weights(&rules[0]), (0, 100), "{event}: sticky users");
-                assert_eq!(weights(&rules[1]), expected, "{event}");
+                assert_eq!(router.weights(&rules[0]), (0, 100), "{event}: sticky users");
+                assert_eq!(router.weights(&rules[1]), expected, "{event}");
                 assert_eq!(
-                    rules[1]["backendRefs"][1]["filters"][0]["responseHeaderModifier"]["add"][0]
-                        ["value"],
-                    format!("{cookie}; Max-Age=600")
+                    (router.set_cookie)(&rules[1]),
+                    &format!("{cookie}; Max-Age=600"),
+                    "{event}"
                 );
             }
             (None, Some(previous)) => {
                 assert_eq!(status.canary_weight, 0, "{event}");
                 assert_eq!(rules.len(), 2, "{event}");
                 assert_eq!(
-                    rules[0]["filters"][0]["responseHeaderModifier"]["add"][0]["value"],
-                    format!("{previous}; Max-Age=-1")
+                    (router.expire_cookie)(&rules[0]),
+                    &format!("{previous}; Max-Age=-1"),
+                    "{event}"
                 );
-                assert_eq!(weights(&rules[0]), expected, "{event}");
-                assert_eq!(weights(&rules[1]), expected, "{event}");
+                assert_eq!(router.weights(&rules[0]), expected, "{event}");
+                assert_eq!(router.weights(&rules[1]), expected, "{event}");
             }
             (None, None) => {
                 assert_eq!(rules.len(), 1, "{event}: no cookie yet");
-                assert_eq!(weights(&rules[0]), expected, "{event}");
+                assert_eq!(router.weights(&rules[0]), expected, "{event}");
             }
         }
     }
     // Weights 20 and 40, then promotion at 40: one cookie for the whole rollout, the same
     // before and after the restart.
-    assert_eq!(cookies.len(), 3, "{commits:#?}");
-    assert!(cookies.iter().all(|c| *c == cookies[0]), "{cookies:?}");
-    assert!(cookies[0].starts_with("podinfo-canary="));
+    assert_eq!(cookies.len(), 3, "{name}: {commits:#?}");
+    assert!(
+        cookies.iter().all(|c| *c == cookies[0]),
+        "{name}: {cookies:?}"
+    );
+    assert!(cookies[0].starts_with("podinfo-canary="), "{name}");
     let last = &commits.last().unwrap().0;
-    assert_eq!(last.phase, Phase::Succeeded);
-    assert_eq!(last.previous_session_cookie.as_ref(), Some(&cookies[0]));
+    assert_eq!(last.phase, Phase::Succeeded, "{name}");
+    assert_eq!(
+        last.previous_session_cookie.as_ref(),
+        Some(&cookies[0]),
+        "{name}"
+    );
 }
 
-#[test]
-fn blue_green_mirrors_each_iteration_then_routes_all_traffic_to_the_canary() {
-    let mut w = World::new(&canary(
-        "    iterations: 3\n    mirror: true\n    mirrorWeight: 50",
-    ));
-    w.until(Phase::Initialized, None);
-    w.new_revision();
-    let mirroring = |s: &Status| s.mirroring;
-    w.until(Phase::Succeeded, Some(&mirroring));
-    assert_eq!(w.clones, 1, "sluice was restarted mid-rollout");
+/// Blue/green with mirroring: each iteration mirrors to the canary (across a restart of
+/// sluice once mirroring is committed), then all traffic goes to the canary and promotes.
+fn blue_green_mirrors_each_iteration(router: &Router) {
+    let name = router.name;
+    let mut w = router.world("    iterations: 3\n    mirror: true\n    mirrorWeight: 50");
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    w.until_restarting(Phase::Succeeded, |w, _| remote_status(&w.bare).mirroring);
+    assert_eq!(w.clones, 1, "{name}: sluice was restarted mid-rollout");
 
-    let commits = w.commits();
+    let commits = router.commits(&w);
     let seen: Vec<(&str, bool, (u64, u64))> = commits
         .iter()
         .map(|(status, route, event)| {
-            let rule = &route["spec"]["rules"][0];
-            let mirror = rule.get("filters").map(|f| {
-                assert_eq!(
-                    f,
-                    &serde_json::json!([{"type": "RequestMirror", "requestMirror": {
-                        "backendRef": {"group": "", "kind": "Service", "name": "podinfo-canary", "port": 9898},
-                        "percent": 50}}])
-                );
-            });
-            assert_eq!(mirror.is_some(), status.mirroring, "{event}");
-            (event.as_str(), status.mirroring, weights(rule))
+            let rule = &route["spec"][router.rules][0];
+            assert_eq!((router.mirror)(rule), status.mirroring, "{name}: {event}");
+            (event.as_str(), status.mirroring, router.weights(rule))
         })
         .collect();
     assert_eq!(
@@ -304,8 +271,29 @@ fn blue_green_mirrors_each_iteration_then_routes_all_traffic_to_the_canary() {
                 false,
                 (100, 0)
             ),
-        ]
+        ],
+        "{name}"
     );
+}
+
+#[test]
+fn session_affinity_rollout_keeps_one_cookie_across_a_restart_and_expires_it() {
+    session_affinity_keeps_one_cookie(&GATEWAY_API);
+}
+
+#[test]
+fn istio_session_affinity_rollout_keeps_one_cookie_across_a_restart_and_expires_it() {
+    session_affinity_keeps_one_cookie(&ISTIO);
+}
+
+#[test]
+fn blue_green_mirrors_each_iteration_then_routes_all_traffic_to_the_canary() {
+    blue_green_mirrors_each_iteration(&GATEWAY_API);
+}
+
+#[test]
+fn istio_blue_green_mirrors_each_iteration_then_routes_all_traffic_to_the_canary() {
+    blue_green_mirrors_each_iteration(&ISTIO);
 }
 
 #[test]
@@ -345,7 +333,8 @@ fn route_state_survives_the_status_file() {
 fn remote_status_example() -> Status {
     let c = sluice::spec::load::load_text(
         CANARY_FILE,
-        &canary("    stepWeight: 20\n    sessionAffinity: {cookieName: podinfo-canary}"),
+        &GATEWAY_API
+            .canary("    stepWeight: 20\n    sessionAffinity: {cookieName: podinfo-canary}"),
         &sluice::spec::settings::Settings::default(),
     )
     .canaries

@@ -1,6 +1,7 @@
 //! AlertProviders and `analysis.alerts` read from a repo (`spec::alert_provider`): defaults,
 //! resolution in the canary's namespace, and every bad field named with its file and line.
 
+use crate::support::canary::podinfo;
 use sluice::spec::alert_provider::{check_all, traffic_routing};
 use sluice::spec::load::load;
 use sluice::spec::model::{AlertKind, AlertTarget, Canary, Name, Severity};
@@ -8,28 +9,14 @@ use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 fn canary(alerts: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: traefik
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 80
-  analysis:
-    interval: 1m
-    stepWeight: 10
-    maxWeight: 30
-    alerts:
-{alerts}
-"
-    )
+    podinfo()
+        .provider("traefik")
+        .service("    port: 80")
+        .interval("1m")
+        .threshold(None)
+        .yaml(&format!(
+            "    stepWeight: 10\n    maxWeight: 30\n    alerts:\n{alerts}"
+        ))
 }
 
 const SLACK: &str = "apiVersion: flagger.app/v1beta1

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
@@ -14,11 +13,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use jiff::Timestamp;
 use serde_json::{json, Value as Json_};
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
-use sluice::tick::{tick, Context};
 
-use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
+use crate::support::{git, merge_approval, World};
 
 /// One pull/merge request, whatever the forge.
 #[derive(Clone, Debug)]
@@ -318,74 +314,26 @@ fn canary(revision: &str) -> String {
     )
 }
 
-struct World {
-    tmp: tempfile::TempDir,
-    bare: std::path::PathBuf,
-    repo: ConfigRepo,
-    human: std::path::PathBuf,
-    now: Timestamp,
-    fake: ForgeFake,
+/// `shop/web` at v1 with `fake` as its forge (`extra`: more `forge` keys, e.g.
+/// `, approvers: [alice]`), initialized, then v2 committed by a human.
+fn world_with(fake: &ForgeFake, extra: &str) -> World {
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+        fake.settings().replace("}\n", &format!("{extra}}}\n"))
+    );
+    let mut w = World::local(&[(FILE, &canary("v1")), (".sluice/config.yaml", &config)]);
+    w.tick();
+    w.human_writes(FILE, &canary("v2"), "web: v2");
+    w
 }
 
-impl World {
-    fn new(kind: Kind) -> World {
-        World::with_forge(kind, "")
-    }
-
-    /// `extra`: more `forge` keys, e.g. `, approvers: [alice]`.
-    fn with_forge(kind: Kind, extra: &str) -> World {
-        let fake = ForgeFake::start(kind);
-        let tmp = tempfile::tempdir().unwrap();
-        let config = format!(
-            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-            fake.settings().replace("}\n", &format!("{extra}}}\n"))
-        );
-        let bare = seeded_remote(
-            tmp.path(),
-            &[(FILE, &canary("v1")), (".sluice/config.yaml", &config)],
-        );
-        let url = bare.display().to_string();
-        let repo =
-            ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-                .unwrap();
-        let human = human_clone(&url, &tmp.path().join("human"));
-        let mut w = World {
-            tmp,
-            bare,
-            repo,
-            human,
-            now: Timestamp::now(),
-            fake,
-        };
-        w.tick();
-        git(&w.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&w.human, FILE, &canary("v2"), "web: v2");
-        for _ in 0..6 {
-            w.tick();
-        }
-        assert_eq!(w.status()["phase"], "WaitingApproval");
-        w
-    }
-
-    fn tick(&mut self) {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        let r = tick(&mut self.repo, &ctx, self.now).unwrap();
-        self.now = r.wake_at().unwrap_or(self.now + Duration::from_secs(1));
-    }
-
-    fn status(&self) -> Json_ {
-        serde_saphyr::from_str(&git(&self.bare, &["show", &format!("main:{STATUS}")])).unwrap()
-    }
-
-    fn branch(&self) -> String {
-        self.fake.first().head
-    }
+/// [`world_with`] a fake forge of `kind`, ticked until the promotion waits for approval.
+fn waiting(kind: Kind, extra: &str) -> (World, ForgeFake) {
+    let fake = ForgeFake::start(kind);
+    let mut w = world_with(&fake, extra);
+    w.ticks(6);
+    assert_eq!(w.yaml_at_main(STATUS)["phase"], "WaitingApproval");
+    (w, fake)
 }
 
 const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
@@ -394,11 +342,11 @@ const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
 fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_approves() {
     for kind in KINDS {
         for how in ["merge", "squash", "rebase"] {
-            let mut w = World::new(kind);
+            let (mut w, fake) = waiting(kind, "");
             w.tick();
             w.tick();
-            assert_eq!(w.fake.count(), 1, "exactly one PR ({kind:?} {how})");
-            let pr = w.fake.first();
+            assert_eq!(fake.count(), 1, "exactly one PR ({kind:?} {how})");
+            let pr = fake.first();
             assert!(
                 pr.body
                     .contains("Merging this pull request approves the step"),
@@ -406,34 +354,20 @@ fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_app
             );
             assert!(pr.title.contains("promote revision v2"), "{pr:?}");
             assert_eq!(pr.base, "main");
-            let branch = w.branch();
+            let branch = fake.first().head;
             assert!(branch.starts_with("sluice/shop/web/promotion-"), "{branch}");
             // A restart (a new clone) reuses the PR.
-            let mut again = ConfigRepo::open_or_clone(
-                &w.bare.display().to_string(),
-                "main",
-                &w.tmp.path().join("w2"),
-                &Credentials::none(),
-            )
-            .unwrap();
-            let observer = Offline;
-            let ctx = Context {
-                observer: &observer,
-                author: None,
-                push_attempts: 5,
-                runtime: crate::support::runtime(),
-            };
-            tick(&mut again, &ctx, w.now).unwrap();
+            w.tick_a_second_clone("w2");
             assert_eq!(
-                w.fake.count(),
+                fake.count(),
                 1,
                 "a restart does not open a second PR ({kind:?} {how})"
             );
 
-            merge_approval(&w.human, &branch, how);
-            w.fake.set(1, false, true);
+            merge_approval(w.human(), &branch, how);
+            fake.set(1, false, true);
             assert_eq!(
-                w.status()["phase"],
+                w.yaml_at_main(STATUS)["phase"],
                 "Promoting",
                 "the merge put the promotion on main ({kind:?} {how})"
             );
@@ -448,7 +382,7 @@ fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_app
             for _ in 0..8 {
                 w.tick();
             }
-            let s = w.status();
+            let s = w.yaml_at_main(STATUS);
             assert_eq!(
                 (s["phase"].as_str(), s["stableService"].as_str()),
                 (Some("Succeeded"), Some("web-green")),
@@ -461,12 +395,12 @@ fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_app
 #[test]
 fn forge_fakes_closing_the_pr_without_merge_rolls_back() {
     for kind in KINDS {
-        let mut w = World::new(kind);
+        let (mut w, fake) = waiting(kind, "");
         w.tick();
-        assert_eq!(w.fake.count(), 1);
-        w.fake.set(1, false, false);
+        assert_eq!(fake.count(), 1);
+        fake.set(1, false, false);
         w.tick();
-        let s = w.status();
+        let s = w.yaml_at_main(STATUS);
         assert_eq!(
             (s["phase"].as_str(), s["canaryWeight"].as_u64()),
             (Some("Failed"), Some(0)),
@@ -483,9 +417,9 @@ fn forge_fakes_closing_the_pr_without_merge_rolls_back() {
 #[test]
 fn forge_fakes_a_pr_left_behind_by_a_canary_that_moved_on_is_closed_with_a_comment() {
     for kind in KINDS {
-        let mut w = World::new(kind);
+        let (mut w, fake) = waiting(kind, "");
         w.tick();
-        assert!(w.fake.first().open);
+        assert!(fake.first().open);
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args([
                 "abort",
@@ -507,55 +441,29 @@ fn forge_fakes_a_pr_left_behind_by_a_canary_that_moved_on_is_closed_with_a_comme
         );
         // The abort happened outside the loop; the next tick sees the wait is over.
         w.tick();
-        let pr = w.fake.first();
+        let pr = fake.first();
         assert!(!pr.open, "{kind:?}: the stale PR is closed");
         assert!(
             pr.comments.iter().any(|c| c.contains("no longer applies")),
             "{kind:?}: {pr:?}"
         );
-        assert_eq!(w.fake.count(), 1, "no new PR");
+        assert_eq!(fake.count(), 1, "no new PR");
     }
 }
 
 #[test]
 fn forge_fakes_on_close_hold_keeps_waiting() {
     let fake = ForgeFake::start(Kind::GitHub);
-    let tmp = tempfile::tempdir().unwrap();
-    let config = format!(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-        fake.settings().replace(
-            "repository: acme/fleet}",
-            "repository: acme/fleet, onClose: hold}"
-        )
-    );
-    let bare = seeded_remote(
-        tmp.path(),
-        &[(FILE, &canary("v1")), (".sluice/config.yaml", &config)],
-    );
-    let url = bare.display().to_string();
-    let repo = ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-        .unwrap();
-    let human = human_clone(&url, &tmp.path().join("human"));
-    let mut w = World {
-        tmp,
-        bare,
-        repo,
-        human,
-        now: Timestamp::now(),
-        fake,
-    };
-    w.tick();
-    git(&w.human, &["pull", "-q", "origin", "main"]);
-    human_commit(&w.human, FILE, &canary("v2"), "web: v2");
+    let mut w = world_with(&fake, ", onClose: hold");
     for _ in 0..7 {
         w.tick();
     }
-    assert_eq!(w.fake.count(), 1);
-    w.fake.set(1, false, false);
+    assert_eq!(fake.count(), 1);
+    fake.set(1, false, false);
     w.tick();
     w.tick();
     assert_eq!(
-        w.status()["phase"],
+        w.yaml_at_main(STATUS)["phase"],
         "WaitingApproval",
         "onClose: hold keeps the canary waiting"
     );
@@ -609,14 +517,14 @@ fn audit_json(bare: &Path) -> (Option<i32>, Json_) {
 #[test]
 fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
     for kind in KINDS {
-        let mut w = World::new(kind);
+        let (mut w, fake) = waiting(kind, "");
         w.tick();
-        let branch = w.branch();
-        merge_approval(&w.human, &branch, "squash");
-        w.fake.merged_by(1, "carol");
+        let branch = fake.first().head;
+        merge_approval(w.human(), &branch, "squash");
+        fake.merged_by(1, "carol");
         w.now = Timestamp::now();
         w.tick();
-        let url = w.fake.pr(1);
+        let url = fake.pr(1);
         let url = json_for(kind, &url)[match kind {
             Kind::GitLab => "web_url",
             Kind::GitHub | Kind::Gitea => "html_url",
@@ -661,19 +569,19 @@ fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
 #[test]
 fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
     for kind in KINDS {
-        let mut w = World::with_forge(kind, ", approvers: [Alice]");
+        let (mut w, fake) = waiting(kind, ", approvers: [Alice]");
         w.tick();
-        let branch = w.branch();
-        merge_approval(&w.human, &branch, "squash");
-        w.fake.merged_by(1, "mallory");
+        let branch = fake.first().head;
+        merge_approval(w.human(), &branch, "squash");
+        fake.merged_by(1, "mallory");
         assert_eq!(
-            w.status()["phase"],
+            w.yaml_at_main(STATUS)["phase"],
             "Promoting",
             "the merge put the promotion on main"
         );
         w.now = Timestamp::now();
         w.tick();
-        let s = w.status();
+        let s = w.yaml_at_main(STATUS);
         assert_eq!(
             (
                 s["phase"].as_str(),
@@ -699,7 +607,7 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
         for _ in 0..3 {
             w.tick();
         }
-        let refused = w.fake.pr(1);
+        let refused = fake.pr(1);
         assert_eq!(
             refused.comments.len(),
             1,
@@ -710,13 +618,17 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
                 && refused.comments[0].contains("mallory"),
             "{kind:?}: {refused:?}"
         );
-        assert_eq!(w.status()["phase"], "WaitingApproval", "{kind:?}");
+        assert_eq!(
+            w.yaml_at_main(STATUS)["phase"],
+            "WaitingApproval",
+            "{kind:?}"
+        );
         // A fresh pull request asks again; a listed login (any case) merging it approves.
-        assert_eq!(w.fake.count(), 2, "{kind:?}");
-        let again = w.fake.pr(2);
+        assert_eq!(fake.count(), 2, "{kind:?}");
+        let again = fake.pr(2);
         assert!(again.open && again.head == branch, "{kind:?}: {again:?}");
-        merge_approval(&w.human, &branch, "merge");
-        w.fake.merged_by(2, "alice");
+        merge_approval(w.human(), &branch, "merge");
+        fake.merged_by(2, "alice");
         w.now = Timestamp::now();
         w.tick();
         let (subject, trailers) = last_commit(&w.bare);

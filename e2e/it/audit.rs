@@ -6,19 +6,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
-use sluice::tick::{tick, Context};
 
 use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
-use crate::support::{
-    git, human_clone, human_commit, merge_approval, route_only_web, run_sluice, seeded_remote,
-};
+use crate::support::canary::podinfo;
+use crate::support::{git, human_commit, merge_approval, route_only_web, run_sluice, show};
 
 /// `sluice audit --dir <repo> -o json`: (exit code, report).
 fn audit(repo: &Path) -> (i32, Json) {
@@ -224,10 +218,6 @@ fn without_trailers(message: &str) -> String {
     format!("{}\n", &trimmed[..cut])
 }
 
-fn show(repo: &Path, sha: &str, file: &str) -> String {
-    git(repo, &["show", &format!("{sha}:{file}")])
-}
-
 /// The latest commit whose subject contains `text`.
 fn commit_saying(repo: &Path, text: &str) -> String {
     line(repo)
@@ -240,26 +230,9 @@ fn commit_saying(repo: &Path, text: &str) -> String {
 
 /// A Flagger canary on Istio (Flagger's default provider).
 fn istio(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-    hosts: [app.example.com]
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+    podinfo()
+        .service("    port: 9898\n    hosts: [app.example.com]")
+        .yaml(analysis)
 }
 
 const AB: &str = "    iterations: 3
@@ -389,89 +362,42 @@ fn audit_replays_blue_green_and_a_b_and_reports_a_rewritten_trailer() {
 const FILE: &str = "apps/web/canary.yaml";
 const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
 
-/// A local remote, a sluice clone on a simulated clock and a human's clone.
-struct Local {
-    tmp: tempfile::TempDir,
-    bare: PathBuf,
-    repo: ConfigRepo,
-    human: PathBuf,
-    now: Timestamp,
+/// A manual operation by `sluice VERB shop/web`, which must succeed.
+fn op(w: &World, verb: &str, reason: &str) {
+    let (code, out, err) = run_sluice(&[
+        verb,
+        "shop/web",
+        "--dir",
+        &w.bare.display().to_string(),
+        "--reason",
+        reason,
+        "--as",
+        "Ada Ops <ada@example.com>",
+    ]);
+    assert_eq!(code, 0, "{verb}: {out}{err}");
 }
 
-impl Local {
-    fn new(files: &[(&str, &str)]) -> Local {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), files);
-        let url = bare.display().to_string();
-        let repo =
-            ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-                .unwrap();
-        let human = human_clone(&url, &tmp.path().join("human"));
-        Local {
-            tmp,
-            bare,
-            repo,
-            human,
-            now: Timestamp::now(),
-        }
-    }
-
-    fn ticks(&mut self, n: usize) {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        for _ in 0..n {
-            let r = tick(&mut self.repo, &ctx, self.now).unwrap();
-            self.now = r.wake_at().unwrap_or(self.now + Duration::from_secs(1));
-        }
-    }
-
-    fn human_writes(&self, file: &str, text: &str, message: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&self.human, file, text, message);
-    }
-
-    fn op(&self, verb: &str, reason: &str) {
-        let (code, out, err) = run_sluice(&[
-            verb,
-            "shop/web",
-            "--dir",
-            &self.bare.display().to_string(),
-            "--reason",
-            reason,
-            "--as",
-            "Ada Ops <ada@example.com>",
-        ]);
-        assert_eq!(code, 0, "{verb}: {out}{err}");
-    }
-
-    fn phase(&self) -> String {
-        let status: Json = serde_saphyr::from_str(&show(&self.bare, "main", WEB_STATUS)).unwrap();
-        status["phase"].as_str().unwrap().to_string()
-    }
+fn phase(w: &World) -> Json {
+    w.yaml_at_main(WEB_STATUS)["phase"].clone()
 }
 
 #[test]
 fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trailers() {
     let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
-    let mut w = Local::new(&[(FILE, &route_only_web("v1", steps))]);
+    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
     w.ticks(1);
     w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
     w.ticks(4);
-    assert_eq!(w.phase(), "WaitingApproval");
-    w.op("pause", "looking at dashboards");
-    w.op("resume", "dashboards fine");
-    w.op("approve", "go on");
-    w.op("abort", "changed my mind");
-    w.op("retry", "try again");
+    assert_eq!(phase(&w), "WaitingApproval");
+    op(&w, "pause", "looking at dashboards");
+    op(&w, "resume", "dashboards fine");
+    op(&w, "approve", "go on");
+    op(&w, "abort", "changed my mind");
+    op(&w, "retry", "try again");
     w.ticks(3);
-    w.op("promote", "ship it");
+    op(&w, "promote", "ship it");
     w.ticks(6);
-    assert_eq!(w.phase(), "Succeeded");
+    assert_eq!(phase(&w), "Succeeded");
     clean(&w.bare);
     let approval = commit_saying(&w.bare, "advance canary weight 20 -> 60");
     let message = line(&w.bare)
@@ -483,14 +409,14 @@ fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trail
         message.contains("Sluice-Operator: Ada Ops <ada@example.com>"),
         "{message}"
     );
-    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &approval, &[], without_trailers);
+    let (copy, sha) = hand_edit(&w.bare, w.dir(), &approval, &[], without_trailers);
     reports_exactly(&copy, &sha, "foreign");
     assert!(
         message.contains("Sluice-Approved-By: Ada Ops <ada@example.com>"),
         "{message}"
     );
     // From format 3 on (the approver trailers), an approval must name its approver.
-    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &approval, &[], |m| {
+    let (copy, sha) = hand_edit(&w.bare, w.dir(), &approval, &[], |m| {
         m.lines()
             .filter(|l| !l.starts_with("Sluice-Approved-By:"))
             .map(|l| format!("{l}\n"))
@@ -508,11 +434,11 @@ fn audit_replays_manual_operations_and_reports_an_approval_stripped_of_its_trail
 fn audit_replays_approval_branches_merged_every_way() {
     for how in ["merge", "squash", "cherry-pick"] {
         let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
-        let mut w = Local::new(&[(FILE, &route_only_web("v1", steps))]);
+        let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
         w.ticks(1);
         w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
         w.ticks(4);
-        assert_eq!(w.phase(), "WaitingApproval", "{how}");
+        assert_eq!(phase(&w), "WaitingApproval", "{how}");
         let branches = git(
             &w.bare,
             &[
@@ -525,9 +451,9 @@ fn audit_replays_approval_branches_merged_every_way() {
             .lines()
             .next()
             .unwrap_or_else(|| panic!("no approval branch: {branches}"));
-        merge_approval(&w.human, branch, how);
+        merge_approval(w.human(), branch, how);
         w.ticks(8);
-        assert_eq!(w.phase(), "Succeeded", "{how}");
+        assert_eq!(phase(&w), "Succeeded", "{how}");
         clean(&w.bare);
     }
 }
@@ -541,16 +467,16 @@ fn audit_replays_per_tick_commits_and_reports_one_canary_s_edited_trailer() {
             .replace("name: web", &format!("name: {name}"))
             .replace("web-", &format!("{name}-"))
     };
-    let mut w = Local::new(&[
+    let mut w = World::local(&[
         (".sluice/config.yaml", config),
         ("apps/a/canary.yaml", &canary("a", "v1")),
         ("apps/b/canary.yaml", &canary("b", "v1")),
     ]);
     w.ticks(1);
-    git(&w.human, &["pull", "-q", "origin", "main"]);
-    std::fs::write(w.human.join("apps/a/canary.yaml"), canary("a", "v2")).unwrap();
+    git(w.human(), &["pull", "-q", "origin", "main"]);
+    std::fs::write(w.human().join("apps/a/canary.yaml"), canary("a", "v2")).unwrap();
     human_commit(
-        &w.human,
+        w.human(),
         "apps/b/canary.yaml",
         &canary("b", "v2"),
         "a and b: v2",
@@ -559,7 +485,7 @@ fn audit_replays_per_tick_commits_and_reports_one_canary_s_edited_trailer() {
     let report = clean(&w.bare);
     let folded = commit_saying(&w.bare, "2 canary decisions");
     assert!(report["replayed"].as_u64().unwrap() >= 8, "{report:#}");
-    let (copy, sha) = hand_edit(&w.bare, w.tmp.path(), &folded, &[], |m| {
+    let (copy, sha) = hand_edit(&w.bare, w.dir(), &folded, &[], |m| {
         // The second group's step only: the first is left as it was.
         let at = m.rfind("Sluice-Step: ").unwrap();
         let end = at + m[at..].find('\n').unwrap();
@@ -584,7 +510,7 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
     let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
     let config = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nsigning: {required: true, allowedSigners: .sluice/allowed_signers}\n";
     let steps = "[{weight: 50}]";
-    let w = Local::new(&[
+    let w = World::local(&[
         (".sluice/config.yaml", config),
         (
             ".sluice/allowed_signers",
@@ -599,7 +525,7 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
         "--repo",
         &url,
         "--workdir",
-        &w.tmp.path().join("signed").display().to_string(),
+        &w.dir().join("signed").display().to_string(),
         "--signing-ssh-key",
         &key.display().to_string(),
     ]);

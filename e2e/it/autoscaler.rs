@@ -4,7 +4,7 @@
 //! (checked by applying every commit of whole rollouts the way Flux's server-side apply does).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -12,17 +12,14 @@ use serde_json::{json, Value as Json};
 use sluice::core::decide::{decide, Decision};
 use sluice::core::observe::Observations;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
-use sluice::tick::{tick, Context, TickReport};
 use sluice::workload::autoscaler::rewrite_query;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::support::{git, Checks, Schemas, Transport, World};
 use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 
 /// Flagger's `test/kubernetes/test-hpa.sh` HPA, in the canary's namespace.
@@ -769,109 +766,28 @@ fn check_no_replicas_fight(bare: &Path) -> usize {
     checked
 }
 
-/// A config repo on a real `git daemon` with the source, an autoscaler and a canary naming it.
-struct World {
-    tmp: tempfile::TempDir,
-    _daemon: GitDaemon,
-    url: String,
-    bare: PathBuf,
-    repo: ConfigRepo,
-    human: PathBuf,
-    now: Timestamp,
-}
-
-impl World {
-    fn new(scaler: &str, canary: &str) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(
-            tmp.path(),
-            &[
-                ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-                ("apps/podinfo/configs.yaml", CONFIGS),
-                ("apps/podinfo/autoscaler.yaml", scaler),
-                (CANARY_FILE, canary),
-            ],
-        );
-        let daemon = GitDaemon::start(tmp.path());
-        let url = daemon.url("config.git");
-        let repo =
-            ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-                .unwrap();
-        let human = human_clone(&url, &tmp.path().join("human"));
-        World {
-            tmp,
-            _daemon: daemon,
-            url,
-            bare,
-            repo,
-            human,
-            now: Timestamp::now(),
-        }
-    }
-
-    fn tick(&mut self) -> TickReport {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
-        self.now = report
-            .wake_at()
-            .unwrap_or(self.now + Duration::from_secs(1));
-        report
-    }
-
-    fn until(&mut self, phase: Phase) {
-        for _ in 0..100 {
-            let r = self.tick();
-            assert!(r.outcomes.iter().all(|o| o.error.is_none()), "{r:?}");
-            if r.outcomes
-                .iter()
-                .any(|o| o.phase == Some(phase) && o.committed.is_some())
-            {
-                return;
-            }
-        }
-        panic!("never reached {phase:?}");
-    }
-
-    /// A restart: a new process with a fresh clone picks up from the status file.
-    fn restart(&mut self, n: usize) {
-        self.repo = ConfigRepo::open_or_clone(
-            &self.url,
-            "main",
-            &self.tmp.path().join(format!("work{n}")),
-            &Credentials::none(),
-        )
-        .unwrap();
-    }
-
-    fn human(&self, file: &str, text: &str, msg: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&self.human, file, text, msg);
-    }
-
-    fn phase(&self) -> String {
-        let status: Json = serde_saphyr::from_str(&git(
-            &self.bare,
-            &["show", "main:.sluice/status/prod/podinfo.yaml"],
-        ))
-        .unwrap();
-        status["phase"].as_str().unwrap().to_string()
-    }
+/// A config repo on a real `git daemon` with the source, an autoscaler and a canary naming
+/// it; no tick may report an error.
+fn world(scaler: &str, canary: &str) -> World {
+    World::new(
+        &[
+            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+            ("apps/podinfo/configs.yaml", CONFIGS),
+            ("apps/podinfo/autoscaler.yaml", scaler),
+            (CANARY_FILE, canary),
+        ],
+        Transport::Daemon,
+        Checks::SpecsAndOutcomes,
+    )
 }
 
 /// Init, a promoted rollout with a restart in the middle, then a rolled-back one; every
 /// commit's documents validate and no commit fights the autoscaler over replicas.
 fn whole_rollouts(scaler: &str, reference: &str) -> World {
     let canary = with_ref(reference);
-    let mut w = World::new(scaler, &canary);
+    let mut w = world(scaler, &canary);
     w.until(Phase::Initialized);
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.7.0", "6.7.1"),
         "podinfo: 6.7.1",
@@ -879,16 +795,19 @@ fn whole_rollouts(scaler: &str, reference: &str) -> World {
     for _ in 0..6 {
         w.tick();
     }
-    assert_eq!(w.phase(), "Progressing");
-    w.restart(1);
+    assert_eq!(
+        w.yaml_at_main(".sluice/status/prod/podinfo.yaml")["phase"],
+        "Progressing"
+    );
+    w.restart();
     w.until(Phase::Succeeded);
     // Offline observer: a declared metric is never observed, so the next analysis fails.
     let failing = canary.replace(
         "    stepWeightPromotion: 5\n",
         "    stepWeightPromotion: 5\n    metrics:\n      - name: request-success-rate\n        thresholdRange: {min: 99}\n",
     );
-    w.human(CANARY_FILE, &failing, "podinfo: require success rate");
-    w.human(
+    w.human_writes(CANARY_FILE, &failing, "podinfo: require success rate");
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.7.0", "6.7.2"),
         "podinfo: 6.7.2",
@@ -949,18 +868,18 @@ fn keda_rollouts_through_git_daemon_never_fight_the_autoscaler_over_replicas() {
 
 #[test]
 fn adding_an_autoscaler_hands_the_primarys_replicas_over_at_the_next_commit() {
-    let mut w = World::new(HPA, FLAGGER_CANARY);
+    let mut w = world(HPA, FLAGGER_CANARY);
     w.until(Phase::Initialized);
     let before = commit_objects(&w.bare, "main");
     assert_eq!(before["Deployment/podinfo-primary"]["spec"]["replicas"], 3);
-    w.human(
+    w.human_writes(
         CANARY_FILE,
         &with_ref(HPA_REF),
         "podinfo: scale with an HPA",
     );
     // Nothing to decide, so nothing is committed yet (sluice commits only decisions).
     assert!(w.tick().outcomes.iter().all(|o| o.committed.is_none()));
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.7.0", "6.7.1"),
         "podinfo: 6.7.1",

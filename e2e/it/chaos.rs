@@ -16,7 +16,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::support::{git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::support::canary::web_httproute as canary;
+use crate::support::{
+    first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon,
+    Schemas,
+};
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
@@ -24,25 +28,6 @@ const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
 const STEPS: u64 = 3;
 /// Kill/restart cycles per test (the issue asks for at least 100).
 const CYCLES: usize = 110;
-
-fn canary(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  output: clusters/shop/web
-  service: {{port: 8080}}
-  route:
-    apiVersion: gateway.networking.k8s.io/v1
-    kind: HTTPRoute
-    parentRefs: [{{name: gw, namespace: infra}}]
-    hostnames: [web.example.com]
-  analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 30, 60]}}
-"
-    )
-}
 
 /// One `sluice run` process on its own workdir; killed on drop.
 struct Daemon {
@@ -154,22 +139,8 @@ struct SluiceCommit {
 }
 
 fn sluice_commits(bare: &Path, schemas: &mut Schemas) -> Vec<SluiceCommit> {
-    let out = git(
-        bare,
-        &[
-            "log",
-            "--first-parent",
-            "--reverse",
-            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
-            "main",
-        ],
-    );
-    out.lines()
-        .filter_map(|l| {
-            let (sha, rest) = l.split_once(' ')?;
-            let (canary, weights) = rest.split_once('|')?;
-            (canary.trim() == "shop/web").then(|| (sha.to_string(), weights.trim().to_string()))
-        })
+    first_parent_commits_of(bare, "shop/web")
+        .into_iter()
         .map(|(sha, trailer_weights)| {
             let status = status_at(bare, &sha)
                 .unwrap_or_else(|| panic!("{sha}: a sluice commit without a readable status"));

@@ -9,6 +9,7 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
+use crate::support::canary::shop_httproute;
 use crate::support::{git, human_clone, seeded_remote};
 
 /// Canaries in one namespace, the worst case: every commit rewrites the namespace's status and
@@ -24,20 +25,11 @@ const TICKS: usize = 10;
 const MEMORY_BUDGET: usize = (8 << 20) / 100;
 
 fn canary(i: usize, revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: app{i}, namespace: shop}}
-spec:
-  routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"{revision}\"}}
-  output: clusters/shop/app{i}
-  service: {{port: 8080}}
-  route:
-    apiVersion: gateway.networking.k8s.io/v1
-    kind: HTTPRoute
-    parentRefs: [{{name: gw, namespace: infra}}]
-  analysis: {{interval: 1s, stepWeights: [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60]}}
-"
+    shop_httproute(
+        &format!("app{i}"),
+        revision,
+        "",
+        "interval: 1s, stepWeights: [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60]",
     )
 }
 

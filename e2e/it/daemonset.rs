@@ -12,8 +12,9 @@ use sluice::spec::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::kubernetes::World;
+use crate::kubernetes::{check_every_commit, world};
 use crate::support::Schemas;
+use crate::support::SluiceCommit;
 
 /// The Canary of Flagger's e2e test `test/kubernetes/test-daemonset.sh` (webhooks left out).
 const CANARY: &str = "apiVersion: flagger.app/v1beta1
@@ -186,18 +187,19 @@ fn other_target_kinds_are_refused_naming_both_workloads() {
 
 #[test]
 fn daemonset_blue_green_rolls_out_through_git_daemon() {
-    let mut w = World::new(&[
+    let mut w = world(&[
         ("apps/podinfo-ds/daemonset.yaml", DAEMONSET),
         ("apps/podinfo-ds/canary.yaml", CANARY),
     ]);
-    w.until(Phase::Initialized, None);
-    w.human(
+    w.until(Phase::Initialized);
+    w.human_writes(
         "apps/podinfo-ds/daemonset.yaml",
         &DAEMONSET.replace("6.0.0", "6.0.1"),
         "podinfo-ds: 6.0.1",
     );
-    w.until(Phase::Succeeded, Some(3));
-    let kinds = w.check_every_commit(
+    w.until_restarting(Phase::Succeeded, |_, i| i == 3);
+    let kinds = check_every_commit(
+        &w,
         OUT,
         &[
             "kustomization.yaml",
@@ -210,7 +212,7 @@ fn daemonset_blue_green_rolls_out_through_git_daemon() {
     // The canary runs on nodes exactly while its analysis runs.
     let status_file = ".sluice/status/test/podinfo-ds.yaml";
     let mut phases = Vec::new();
-    for (sha, events, _) in w.commits() {
+    for SluiceCommit { sha, events, .. } in w.commits() {
         let status: Json = serde_saphyr::from_str(&w.show(&sha, status_file)).unwrap();
         let phase = status["phase"].as_str().unwrap().to_string();
         let canary = w.show(&sha, &format!("{OUT}/podinfo-ds-canary.yaml"));

@@ -14,6 +14,7 @@ use crate::loop_support::{
     STATUS_FILE, STEPPED, STEPS,
 };
 use crate::metrics::support::{Canned, Server};
+use crate::support::canary;
 use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
 
 const SETTINGS: &str = ".sluice/config.yaml";
@@ -23,27 +24,7 @@ fn config(policy: &str) -> String {
 }
 
 fn traefik(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: traefik
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 80
-    targetPort: 9898
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+    canary::traefik().yaml(analysis)
 }
 
 /// The TraefikService's weights.

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use sluice::gitops::{ConfigRepo, Credentials, Identity, Signing};
 
-use crate::gitops::{git, git_cmd, route_change, step_message, time, Fixture, HttpGit};
+use crate::git_server::HttpGit;
+use crate::gitops::{git, git_cmd, route_change, step_message, time, Fixture};
 
 const BRANCH: &str = "sluice/prod/podinfo/2";
 

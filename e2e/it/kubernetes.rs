@@ -3,19 +3,14 @@
 //! rollouts (promotion, rollback, a restart in the middle) run through the loop against a real
 //! `git daemon`, every commit's documents valid against the strict schemas.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
 use sluice::spec::load::load_text;
 use sluice::spec::settings::Settings;
-use sluice::tick::{tick, Context, TickReport};
 
-use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
+use crate::support::canary::errors_in;
+use crate::support::output_files;
+use crate::support::{git, Checks, Schemas, SluiceCommit, Transport, World};
 
 /// The Canary of Flagger's own e2e test `test/kubernetes/test-deployment.sh` (its webhooks
 /// left out: the offline observer fails every webhook, as it should).
@@ -75,11 +70,7 @@ spec:
 ";
 
 fn errors(text: &str) -> Vec<String> {
-    load_text("apps/podinfo/canary.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    errors_in("apps/podinfo/canary.yaml", text)
 }
 
 #[test]
@@ -164,190 +155,60 @@ fn native_service_route_runs_blue_green_with_a_source_only() {
     );
 }
 
-/// A config repo behind a real `git daemon`, sluice's clone of it, and a human's.
-pub struct World {
-    tmp: tempfile::TempDir,
-    pub bare: PathBuf,
-    pub daemon: GitDaemon,
-    repo: ConfigRepo,
-    clones: usize,
-    human: PathBuf,
-    pub now: Timestamp,
+/// A `git daemon` remote holding `files`; no tick may report an error.
+pub(crate) fn world(files: &[(&str, &str)]) -> World {
+    World::new(files, Transport::Daemon, Checks::SpecsAndOutcomes)
 }
 
-impl World {
-    pub fn new(files: &[(&str, &str)]) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), files);
-        let daemon = GitDaemon::start(tmp.path());
-        let url = daemon.url("config.git");
-        let repo = ConfigRepo::open_or_clone(
-            &url,
-            "main",
-            &tmp.path().join("work0"),
-            &Credentials::none(),
-        )
-        .unwrap();
-        let human = human_clone(&url, &tmp.path().join("human"));
-        World {
-            tmp,
-            bare,
-            daemon,
-            repo,
-            clones: 0,
-            human,
-            now: Timestamp::now(),
-        }
-    }
-
-    pub fn tick(&mut self) -> TickReport {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
-        for o in &report.outcomes {
-            assert_eq!(o.error, None, "{}", o.id);
-        }
-        self.now = report
-            .wake_at()
-            .unwrap_or(self.now + Duration::from_secs(1));
-        report
-    }
-
-    /// A restart: a fresh clone in a new work dir, so only what is on the remote survives.
-    pub fn restart(&mut self) {
-        self.clones += 1;
-        let dir = self.tmp.path().join(format!("work{}", self.clones));
-        self.repo = ConfigRepo::open_or_clone(
-            &self.daemon.url("config.git"),
-            "main",
-            &dir,
-            &Credentials::none(),
-        )
-        .unwrap();
-    }
-
-    pub fn human(&self, file: &str, text: &str, msg: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&self.human, file, text, msg);
-    }
-
-    /// Ticks until a commit leaves the canary in `phase`; `restart_at` restarts sluice once
-    /// after that many ticks.
-    pub fn until(&mut self, phase: Phase, mut restart_at: Option<usize>) {
-        for i in 0..100 {
-            if restart_at == Some(i) {
-                self.restart();
-                restart_at = None;
-            }
-            let r = self.tick();
-            if r.outcomes
-                .iter()
-                .any(|o| o.phase == Some(phase) && o.committed.is_some())
-            {
-                return;
-            }
-        }
-        panic!("never reached {phase:?}");
-    }
-
-    pub fn show(&self, rev: &str, file: &str) -> String {
-        git(&self.bare, &["show", &format!("{rev}:{file}")])
-    }
-
-    /// sluice's commits, oldest first: (sha, Flagger events, files changed).
-    pub fn commits(&self) -> Vec<(String, Vec<String>, Vec<String>)> {
-        let shas = git(
-            &self.bare,
-            &["log", "--reverse", "--format=%H", "--author=sluice", "main"],
+/// At every sluice commit: the output folder holds exactly what its kustomization lists
+/// (no route file), and every listed document is valid against the strict schemas.
+/// Returns the kinds seen.
+pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec<String> {
+    let mut schemas = Schemas::default();
+    let mut kinds = Vec::new();
+    for SluiceCommit { sha, .. } in w.commits() {
+        let tree = git(
+            &w.bare,
+            &["ls-tree", "--name-only", &format!("{sha}:{out}")],
         );
-        shas.lines()
-            .map(|sha| {
-                let body = git(&self.bare, &["log", "-1", "--format=%b", sha]);
-                let events = body
-                    .lines()
-                    .take_while(|l| !l.trim().is_empty())
-                    .map(str::to_string)
-                    .collect();
-                let mut files: Vec<String> =
-                    git(&self.bare, &["show", "--name-only", "--format=", sha])
-                        .lines()
-                        .filter(|l| !l.is_empty())
-                        .map(str::to_string)
-                        .collect();
-                files.sort();
-                (sha.to_string(), events, files)
-            })
-            .collect()
-    }
-
-    /// At every sluice commit: the output folder holds exactly what its kustomization lists
-    /// (no route file), and every listed document is valid against the strict schemas.
-    /// Returns the kinds seen.
-    pub fn check_every_commit(&self, out: &str, expected: &[&str]) -> Vec<String> {
-        let mut schemas = Schemas::default();
-        let mut kinds = Vec::new();
-        for (sha, _, _) in self.commits() {
-            let tree = git(
-                &self.bare,
-                &["ls-tree", "--name-only", &format!("{sha}:{out}")],
-            );
-            let mut present: Vec<&str> = tree.lines().collect();
-            present.sort_unstable();
-            assert_eq!(present, expected, "{sha}: the output folder");
-            let kustomization: Json =
-                serde_saphyr::from_str(&self.show(&sha, &format!("{out}/kustomization.yaml")))
-                    .unwrap();
-            let listed: Vec<&str> = kustomization["resources"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap())
-                .collect();
-            let files: Vec<&str> = present
-                .iter()
-                .copied()
-                .filter(|f| *f != "kustomization.yaml")
-                .collect();
-            assert_eq!(listed, files, "{sha}: the kustomization lists every file");
-            for f in files {
-                let docs: Vec<Json> =
-                    serde_saphyr::from_multiple(&self.show(&sha, &format!("{out}/{f}"))).unwrap();
-                for doc in docs.iter().filter(|d| d["kind"] != "ConfigMap") {
-                    let errors = schemas.errors(doc);
-                    assert!(errors.is_empty(), "{sha} {f}: {errors:?}");
-                    let kind = doc["kind"].as_str().unwrap().to_string();
-                    if !kinds.contains(&kind) {
-                        kinds.push(kind);
-                    }
+        let mut present: Vec<&str> = tree.lines().collect();
+        present.sort_unstable();
+        assert_eq!(present, expected, "{sha}: the output folder");
+        let kustomization: Json =
+            serde_saphyr::from_str(&w.show(&sha, &format!("{out}/kustomization.yaml"))).unwrap();
+        let listed: Vec<&str> = kustomization["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let files: Vec<&str> = present
+            .iter()
+            .copied()
+            .filter(|f| *f != "kustomization.yaml")
+            .collect();
+        assert_eq!(listed, files, "{sha}: the kustomization lists every file");
+        for f in files {
+            let docs: Vec<Json> =
+                serde_saphyr::from_multiple(&w.show(&sha, &format!("{out}/{f}"))).unwrap();
+            for doc in docs.iter().filter(|d| d["kind"] != "ConfigMap") {
+                let errors = schemas.errors(doc);
+                assert!(errors.is_empty(), "{sha} {f}: {errors:?}");
+                let kind = doc["kind"].as_str().unwrap().to_string();
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
                 }
             }
         }
-        kinds
     }
+    kinds
 }
 
 const OUT: &str = "clusters/test/podinfo";
 const STATUS: &str = ".sluice/status/test/podinfo.yaml";
 
 fn out(names: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = names
-        .iter()
-        .map(|n| {
-            if n.starts_with('.') {
-                n.to_string()
-            } else {
-                format!("{OUT}/{n}")
-            }
-        })
-        .collect();
-    v.sort();
-    v
+    output_files(OUT, names)
 }
 
 const OUTPUT_FILES: [&str; 4] = [
@@ -359,21 +220,21 @@ const OUTPUT_FILES: [&str; 4] = [
 
 #[test]
 fn kubernetes_blue_green_promotes_through_git_daemon_across_a_restart() {
-    let mut w = World::new(&[
+    let mut w = world(&[
         ("apps/podinfo/deployment.yaml", DEPLOYMENT),
         ("apps/podinfo/canary.yaml", CANARY),
     ]);
-    w.until(Phase::Initialized, None);
-    w.human(
+    w.until(Phase::Initialized);
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.0.0", "6.0.1"),
         "podinfo: 6.0.1",
     );
     // Restart after the third iteration's tick: the rollout resumes from the status file.
-    w.until(Phase::Succeeded, Some(4));
+    w.until_restarting(Phase::Succeeded, |_, i| i == 4);
 
     let commits = w.commits();
-    let events: Vec<String> = commits.iter().flat_map(|(_, e, _)| e.clone()).collect();
+    let events: Vec<String> = commits.iter().flat_map(|c| c.events.clone()).collect();
     let mut expected = vec![
         "Initialization done! podinfo.test".to_string(),
         "New revision detected! Scaling up podinfo.test".to_string(),
@@ -391,7 +252,7 @@ fn kubernetes_blue_green_promotes_through_git_daemon_across_a_restart() {
     assert_eq!(events, expected, "each iteration once, across the restart");
 
     assert_eq!(
-        commits[0].2,
+        commits[0].files,
         out(&[
             "kustomization.yaml",
             "podinfo-canary.yaml",
@@ -401,8 +262,8 @@ fn kubernetes_blue_green_promotes_through_git_daemon_across_a_restart() {
         ]),
         "initialization writes the workloads and Services, no route"
     );
-    assert_eq!(commits[1].2, out(&["podinfo-canary.yaml", STATUS]));
-    for (_, events, files) in &commits[2..] {
+    assert_eq!(commits[1].files, out(&["podinfo-canary.yaml", STATUS]));
+    for SluiceCommit { events, files, .. } in &commits[2..] {
         let expected = match events[0].as_str() {
             e if e.starts_with("Copying") => out(&["podinfo-primary.yaml", STATUS]),
             e if e.starts_with("Promotion completed") => out(&["podinfo-canary.yaml", STATUS]),
@@ -411,11 +272,11 @@ fn kubernetes_blue_green_promotes_through_git_daemon_across_a_restart() {
         assert_eq!(files, &expected, "{events:?}: no route file to change");
     }
 
-    let kinds = w.check_every_commit(OUT, &OUTPUT_FILES);
+    let kinds = check_every_commit(&w, OUT, &OUTPUT_FILES);
     assert_eq!(kinds, ["Deployment", "Service"]);
     // The apex Service selects the primary pods at every commit: promotion is the primary's
     // rolling update, never a selector switch.
-    for (sha, _, _) in &commits {
+    for SluiceCommit { sha, .. } in &commits {
         let services: Vec<Json> =
             serde_saphyr::from_multiple(&w.show(sha, &format!("{OUT}/services.yaml"))).unwrap();
         assert_eq!(services[0]["metadata"]["name"], "podinfo-svc");
@@ -438,19 +299,19 @@ fn kubernetes_blue_green_rolls_back_leaving_the_primary_untouched() {
         "    threshold: 10\n",
         "    threshold: 2\n    metrics:\n      - name: request-success-rate\n        thresholdRange: {min: 99}\n",
     );
-    let mut w = World::new(&[
+    let mut w = world(&[
         ("apps/podinfo/deployment.yaml", DEPLOYMENT),
         ("apps/podinfo/canary.yaml", &canary),
     ]);
-    w.until(Phase::Initialized, None);
+    w.until(Phase::Initialized);
     let primary_before = w.show("main", &format!("{OUT}/podinfo-primary.yaml"));
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.0.0", "6.0.1"),
         "podinfo: 6.0.1",
     );
-    w.until(Phase::Failed, Some(2));
-    let (_, events, files) = w.commits().pop().unwrap();
+    w.until_restarting(Phase::Failed, |_, i| i == 2);
+    let SluiceCommit { events, files, .. } = w.commits().pop().unwrap();
     assert!(
         events
             .iter()
@@ -465,7 +326,7 @@ fn kubernetes_blue_green_rolls_back_leaving_the_primary_untouched() {
     assert!(w
         .show("main", &format!("{OUT}/podinfo-canary.yaml"))
         .contains("replicas: 0"));
-    w.check_every_commit(OUT, &OUTPUT_FILES);
+    check_every_commit(&w, OUT, &OUTPUT_FILES);
 }
 
 #[test]
@@ -473,24 +334,24 @@ fn switching_to_kubernetes_deletes_the_route_file_sluice_wrote() {
     let osm = CANARY
         .replace("provider: kubernetes", "provider: osm")
         .replace("    iterations: 5\n", "    stepWeight: 50\n");
-    let mut w = World::new(&[
+    let mut w = world(&[
         ("apps/podinfo/deployment.yaml", DEPLOYMENT),
         ("apps/podinfo/canary.yaml", &osm),
     ]);
-    w.until(Phase::Initialized, None);
+    w.until(Phase::Initialized);
     assert!(w
         .show("main", &format!("{OUT}/kustomization.yaml"))
         .contains("route.yaml"));
     // The next commit (here: the new revision's) leaves the old route out.
-    w.human("apps/podinfo/canary.yaml", CANARY, "podinfo: blue/green");
-    w.human(
+    w.human_writes("apps/podinfo/canary.yaml", CANARY, "podinfo: blue/green");
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.0.0", "6.0.1"),
         "podinfo: 6.0.1",
     );
     let r = w.tick();
     assert_eq!(r.commits, 1, "{r:?}");
-    let (_, _, files) = w.commits().pop().unwrap();
+    let SluiceCommit { files, .. } = w.commits().pop().unwrap();
     assert!(files.contains(&format!("{OUT}/route.yaml")), "{files:?}");
     let tree = git(&w.bare, &["ls-tree", "--name-only", &format!("main:{OUT}")]);
     assert_eq!(tree.lines().collect::<Vec<_>>(), OUTPUT_FILES, "{r:?}");

@@ -13,6 +13,7 @@ use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::loop_support::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
+use crate::support::canary::podinfo;
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
 /// What a provider's canary needs beyond the default: lines under `spec:`, under
@@ -158,30 +159,15 @@ const FIXTURES: &[Fixture] = &[
 ];
 
 fn canary(provider: &str, f: &Fixture) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: {provider}
-{target}
-{spec}
-  service:
-    port: 80
-    targetPort: 9898
-{service}
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-",
-        target = f.target,
-        spec = f.spec,
-        service = f.service,
-        analysis = f.analysis,
-    )
+    podinfo()
+        .provider(provider)
+        .target(&format!("{}\n", f.target))
+        .refs(&format!("{}\n", f.spec))
+        .service(&format!(
+            "    port: 80\n    targetPort: 9898\n{}",
+            f.service
+        ))
+        .yaml(f.analysis)
 }
 
 /// The canary loads (so the loop's errors cannot be mistaken for a build failure); when it

@@ -15,28 +15,10 @@ use sluice::runtime::Runtime;
 
 use crate::loop_support::World;
 use crate::metrics::support::{Canned, Recorded, Server};
+use crate::support::canary::traefik;
 
 fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: traefik
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 80
-    targetPort: 9898
-  analysis:
-    interval: 1s
-{analysis}
-"
-    )
+    traefik().threshold(None).yaml(analysis)
 }
 
 fn provider(name: &str, spec: &str) -> String {

@@ -6,32 +6,19 @@
 use serde_json::Value as Json;
 
 use crate::loop_support::{no_files, Commit, Provider};
+use crate::support::canary::podinfo;
 
 /// A Flagger canary as Flagger's Contour tutorial writes it: timeout and retries.
 fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: contour
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 80
+    podinfo()
+        .provider("contour")
+        .service(
+            "    port: 80
     targetPort: 9898
     timeout: 15s
-    retries: {{attempts: 3, perTryTimeout: 5s, retryOn: \"5xx\"}}
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+    retries: {attempts: 3, perTryTimeout: 5s, retryOn: \"5xx\"}",
+        )
+        .yaml(analysis)
 }
 
 const AB: &str = "    iterations: 3

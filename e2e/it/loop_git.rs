@@ -15,33 +15,16 @@ use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::loop_support::kustomize_builds;
+use crate::support::canary::web_httproute as canary;
 use crate::support::{
-    git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, GitDaemon, Schemas,
+    commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show, GitDaemon,
+    Schemas,
 };
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
-
-fn canary(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  output: clusters/shop/web
-  service: {{port: 8080}}
-  route:
-    apiVersion: gateway.networking.k8s.io/v1
-    kind: HTTPRoute
-    parentRefs: [{{name: gw, namespace: infra}}]
-    hostnames: [web.example.com]
-  analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 30, 60]}}
-"
-    )
-}
 
 /// The weights sluice commits for one rollout of this canary, in order.
 const EXPECTED_WEIGHTS: [&str; 8] = [
@@ -66,26 +49,7 @@ fn ctx(observer: &Offline) -> Context<'_> {
 
 /// Commits on main carrying `Sluice-Canary: shop/web`, oldest first: (sha, weights trailer).
 fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
-    let out = git(
-        bare,
-        &[
-            "log",
-            "--reverse",
-            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
-            "main",
-        ],
-    );
-    out.lines()
-        .filter_map(|l| {
-            let (sha, rest) = l.split_once(' ')?;
-            let (canary, weights) = rest.split_once('|')?;
-            (canary.trim() == "shop/web").then(|| (sha.to_string(), weights.trim().to_string()))
-        })
-        .collect()
-}
-
-fn show(bare: &Path, sha: &str, file: &str) -> String {
-    git(bare, &["show", &format!("{sha}:{file}")])
+    commits_of(bare, "shop/web")
 }
 
 /// At every sluice commit the route is schema-valid and carries the status file's weights.

@@ -6,35 +6,22 @@
 use serde_json::Value as Json;
 
 use crate::loop_support::{Commit, Provider};
+use crate::support::canary::podinfo;
 
 /// The canary of Flagger's `test/gloo/test-canary.sh`, in `prod`, with its config upstream.
 fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: gloo
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  upstreamRef:
+    podinfo()
+        .provider("gloo")
+        .refs(
+            "  upstreamRef:
     apiVersion: gloo.solo.io/v1
     kind: Upstream
     name: config-upstream
     namespace: gloo-system
-  service:
-    port: 80
-    targetPort: 9898
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+",
+        )
+        .service("    port: 80\n    targetPort: 9898")
+        .yaml(analysis)
 }
 
 /// The Upstream `test/gloo/test-canary.sh` applies for the canary to copy settings from.

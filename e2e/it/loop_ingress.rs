@@ -8,37 +8,24 @@ use serde_json::Value as Json;
 
 use crate::loop_support::{show, sluice_commits, Commit, Provider, OUTPUT, ROUTE_FILE};
 use crate::route_ingress::NGINX_INGRESS;
+use crate::support::canary::podinfo;
 use crate::support::git;
 
 const INGRESS_FILE: &str = "apps/podinfo/ingress.yaml";
 
 /// The canary of Flagger's `test/nginx/test-canary.sh` (or `test/skipper/`), in `prod`.
 fn canary(provider: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: {provider}
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  ingressRef:
+    podinfo()
+        .provider(provider)
+        .refs(
+            "  ingressRef:
     apiVersion: networking.k8s.io/v1
     kind: Ingress
     name: podinfo
-  service:
-    port: 80
-    targetPort: 9898
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+",
+        )
+        .service("    port: 80\n    targetPort: 9898")
+        .yaml(analysis)
 }
 
 fn ingress() -> String {

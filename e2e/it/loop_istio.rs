@@ -9,35 +9,22 @@ use sluice::core::status::Phase;
 use crate::loop_support::{
     distinct, no_files, show, sluice_commits, Commit, Provider, PRIMARY_FILE, STEPPED, STEPS,
 };
+use crate::support::canary::podinfo;
 
 /// A Flagger canary as Flagger's Istio tutorial writes it: no provider (Istio is Flagger's
 /// default), a gateway, hosts, retries and a traffic policy.
 fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
+    podinfo()
+        .service(
+            "    port: 9898
     targetPort: 9898
     gateways: [istio-system/public-gateway]
     hosts: [app.example.com]
-    retries: {{attempts: 3, perTryTimeout: 1s, retryOn: \"gateway-error,connect-failure\"}}
+    retries: {attempts: 3, perTryTimeout: 1s, retryOn: \"gateway-error,connect-failure\"}
     trafficPolicy:
-      tls: {{mode: ISTIO_MUTUAL}}
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+      tls: {mode: ISTIO_MUTUAL}",
+        )
+        .yaml(analysis)
 }
 
 const AB: &str = "    iterations: 3

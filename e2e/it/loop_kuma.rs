@@ -6,25 +6,15 @@
 use serde_json::Value as Json;
 
 use crate::loop_support::{no_files, Commit, Provider};
+use crate::support::canary::podinfo;
 
 /// The canary of Flagger's `test/kuma/test-canary.sh`, in `prod`, in a mesh of its own.
 fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-  annotations:
-    kuma.io/mesh: prod-mesh
-spec:
-  provider: kuma
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
+    podinfo()
+        .metadata("  annotations:\n    kuma.io/mesh: prod-mesh\n")
+        .provider("kuma")
+        .service(
+            "    port: 9898
     targetPort: 9898
     apex:
       annotations:
@@ -34,13 +24,9 @@ spec:
         9898.service.kuma.io/protocol: \"http\"
     primary:
       annotations:
-        9898.service.kuma.io/protocol: \"http\"
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+        9898.service.kuma.io/protocol: \"http\"",
+        )
+        .yaml(analysis)
 }
 
 /// One TrafficRoute without a namespace, in `prod-mesh`, splitting the apex between the

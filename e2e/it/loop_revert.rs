@@ -12,31 +12,12 @@ use sluice::core::status::Phase;
 use crate::loop_support::{
     kustomize_builds, show, World, CANARY_FILE, FAILING, OUTPUT, STATUS_FILE, STEPS,
 };
+use crate::support::canary::podinfo;
 use crate::support::{git, Schemas};
 
 /// An SMI (osm) Flagger canary of `prod/podinfo`, with `extra` under `spec:`.
 fn canary(extra: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: osm
-{extra}  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-    targetPort: 9898
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+    podinfo().provider("osm").spec(extra).yaml(analysis)
 }
 
 /// The files of `folder` on main, by name.

@@ -1,7 +1,6 @@
-//! The shared harness of the loop tests (`loop_*.rs`, the APISIX loop in `route_apisix.rs`):
-//! a config repo behind a real `git daemon`, a sluice clone that ticks on a simulated clock,
-//! a human's clone that commits new revisions, and the whole-rollout scenarios every router
-//! runs (steps and promotion, blue/green, A/B, rollback).
+//! The rollout harness of the loop tests (`loop_*.rs`, the APISIX loop in `route_apisix.rs`):
+//! the whole-rollout scenarios every router runs (steps and promotion, blue/green, A/B,
+//! rollback) on the podinfo [`World`] (`World::with_files`), and the readers of its history.
 //!
 //! A provider's loop test supplies a [`Provider`]: its canary, the objects the canary
 //! references, and how to read the weights its route sends. The harness checks the rest at
@@ -12,18 +11,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::{Observer, Offline};
-use sluice::runtime::Runtime;
-use sluice::tick::{tick, Context, TickReport};
 
-use crate::support::{git, human_clone, human_commit, seeded_remote, GitDaemon, Schemas};
-use crate::workload::{CONFIGS, DEPLOYMENT};
+pub(crate) use crate::support::{commits_of, show, World};
+use crate::support::{git, Schemas};
 
 pub(crate) const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
 pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
@@ -58,154 +51,9 @@ pub(crate) const SWITCHED: [&str; 3] = [
     "primary=100 canary=0",
 ];
 
-/// A config repo behind a `git daemon`, a sluice clone that ticks, and a human's clone.
-pub(crate) struct World {
-    tmp: tempfile::TempDir,
-    _daemon: GitDaemon,
-    url: String,
-    pub(crate) bare: PathBuf,
-    repo: ConfigRepo,
-    human: PathBuf,
-    now: Timestamp,
-    clones: usize,
-}
-
-impl World {
-    /// A world whose repo also holds `files` (objects the canary references).
-    pub(crate) fn with_files(canary: &str, files: &[(&str, &str)]) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut seed = vec![
-            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-            ("apps/podinfo/configs.yaml", CONFIGS),
-            (CANARY_FILE, canary),
-        ];
-        seed.extend_from_slice(files);
-        let bare = seeded_remote(tmp.path(), &seed);
-        let daemon = GitDaemon::start(tmp.path());
-        let url = daemon.url("config.git");
-        let repo = ConfigRepo::open_or_clone(
-            &url,
-            "main",
-            &tmp.path().join("work0"),
-            &Credentials::none(),
-        )
-        .unwrap();
-        let human = human_clone(&url, &tmp.path().join("human"));
-        World {
-            tmp,
-            _daemon: daemon,
-            url,
-            bare,
-            repo,
-            human,
-            now: Timestamp::now(),
-            clones: 0,
-        }
-    }
-
-    /// One tick at the simulated time, which then moves to when the tick asked to be woken.
-    pub(crate) fn tick(&mut self) -> TickReport {
-        let report = self.tick_with(&Offline, crate::support::runtime());
-        assert!(report.spec_errors.is_empty(), "{:?}", report.spec_errors);
-        report
-    }
-
-    /// [`World::tick`] with another observer (the live adapters) and runtime (its environment),
-    /// spec errors left to the caller.
-    pub(crate) fn tick_with(&mut self, observer: &dyn Observer, runtime: &Runtime) -> TickReport {
-        let ctx = Context {
-            observer,
-            author: None,
-            push_attempts: 5,
-            runtime,
-        };
-        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        self.now = report
-            .wake_at()
-            .unwrap_or(self.now + Duration::from_secs(1));
-        report
-    }
-
-    /// Ticks until a commit leaves the canary in `phase`; then `kubectl kustomize` builds the
-    /// output folder at main.
-    pub(crate) fn until(&mut self, phase: Phase) {
-        for _ in 0..100 {
-            let r = self.tick();
-            if r.outcomes
-                .iter()
-                .any(|o| o.phase == Some(phase) && o.committed.is_some())
-            {
-                kustomize_builds(&self.bare, OUTPUT);
-                return;
-            }
-        }
-        panic!("never reached {phase:?}");
-    }
-
-    /// A restart: a new process clones afresh and knows only what the remote holds.
-    pub(crate) fn restart(&mut self) {
-        self.clones += 1;
-        let dir = self.tmp.path().join(format!("work{}", self.clones));
-        self.repo =
-            ConfigRepo::open_or_clone(&self.url, "main", &dir, &Credentials::none()).unwrap();
-    }
-
-    /// A human commits a new podinfo version to the source Deployment.
-    pub(crate) fn new_revision(&self, version: &str) {
-        self.human_writes(
-            "apps/podinfo/deployment.yaml",
-            &DEPLOYMENT.replace("6.7.0", version),
-            &format!("podinfo: {version}"),
-        );
-    }
-
-    /// A human pulls, deletes `file` and pushes.
-    pub(crate) fn human_removes(&self, file: &str, message: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        git(&self.human, &["rm", "-q", file]);
-        git(&self.human, &["commit", "-q", "-m", message]);
-        git(&self.human, &["push", "-q", "origin", "HEAD:main"]);
-    }
-
-    /// The human's clone (pull before use).
-    pub(crate) fn human(&self) -> &Path {
-        &self.human
-    }
-
-    /// A human pulls, writes `file` and pushes.
-    pub(crate) fn human_writes(&self, file: &str, text: &str, message: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&self.human, file, text, message);
-    }
-}
-
 /// Sluice commits of `prod/podinfo` on main, oldest first: (sha, Sluice-Weights trailer).
 pub(crate) fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
     commits_of(bare, "prod/podinfo")
-}
-
-/// Commits on main carrying `Sluice-Canary: <canary>`, oldest first: (sha, weights trailer).
-pub(crate) fn commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
-    let out = git(
-        bare,
-        &[
-            "log",
-            "--reverse",
-            "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)",
-            "main",
-        ],
-    );
-    out.lines()
-        .filter_map(|l| {
-            let (sha, rest) = l.split_once(' ')?;
-            let (id, weights) = rest.split_once('|')?;
-            (id.trim() == canary).then(|| (sha.to_string(), weights.trim().to_string()))
-        })
-        .collect()
-}
-
-pub(crate) fn show(bare: &Path, sha: &str, file: &str) -> String {
-    git(bare, &["show", &format!("{sha}:{file}")])
 }
 
 /// Whether a missing kubectl fails the kustomize checks: on CI, or when asked.

@@ -3,29 +3,10 @@
 //! TraefikService weighing the Services as the status file says.
 
 use crate::loop_support::{no_files, Commit, Provider};
+use crate::support::canary::traefik;
 
 fn canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: traefik
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 80
-    targetPort: 9898
-  analysis:
-    interval: 1s
-    threshold: 2
-{analysis}
-"
-    )
+    traefik().yaml(analysis)
 }
 
 /// One TraefikService, the canary listed only with traffic.

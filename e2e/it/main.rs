@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod affinity_mirror;
-mod affinity_mirror_istio;
 mod alert_providers;
 mod approval;
 mod audit;
@@ -21,8 +20,8 @@ mod decide;
 mod docs_links;
 mod drift;
 mod flagger_fields;
-#[path = "../git_daemon.rs"]
-mod git_daemon;
+#[path = "../git_server.rs"]
+mod git_server;
 mod gitops;
 mod gitops_branch;
 mod gitops_layers;

@@ -1,130 +1,35 @@
 //! Managed workloads through the loop: Flagger's event sequence in git history, each commit
 //! touching only what its step changes, config-only changes, reverts, rollbacks, bad sources.
 
-use std::path::Path;
-use std::time::Duration;
-
-use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
-use sluice::tick::{tick, Context, TickReport};
 
-use crate::support::{git, human_clone, human_commit, seeded_remote, Schemas};
+use crate::support::output_files;
+use crate::support::{git, Schemas, World};
 use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 
 const OUT: &str = "clusters/prod/podinfo";
 
-struct World {
-    _tmp: tempfile::TempDir,
-    bare: std::path::PathBuf,
-    repo: ConfigRepo,
-    human: std::path::PathBuf,
-    now: Timestamp,
-}
-
+/// The podinfo source, its configs and `canary`, in a bare repo reached by its path.
 fn world(canary: &str) -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(
-        tmp.path(),
-        &[
-            ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-            ("apps/podinfo/configs.yaml", CONFIGS),
-            ("apps/podinfo/canary.yaml", canary),
-        ],
-    );
-    let url = bare.display().to_string();
-    let repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
-    let human = human_clone(&url, &tmp.path().join("human"));
-    World {
-        _tmp: tmp,
-        bare,
-        repo,
-        human,
-        now: Timestamp::now(),
-    }
+    World::local(&[
+        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+        ("apps/podinfo/configs.yaml", CONFIGS),
+        ("apps/podinfo/canary.yaml", canary),
+    ])
 }
 
-impl World {
-    fn tick(&mut self) -> TickReport {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        let report = tick(&mut self.repo, &ctx, self.now).unwrap();
-        self.now = report
-            .wake_at()
-            .unwrap_or(self.now + Duration::from_secs(1));
-        report
-    }
-
-    fn human(&self, file: &str, text: &str, msg: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&self.human, file, text, msg);
-    }
-
-    fn until(&mut self, phase: Phase) {
-        for _ in 0..100 {
-            let r = self.tick();
-            if r.outcomes
-                .iter()
-                .any(|o| o.phase == Some(phase) && o.committed.is_some())
-            {
-                return;
-            }
-        }
-        panic!("never reached {phase:?}");
-    }
-
-    /// (subject, first body line = the Flagger event, files changed) of sluice commits, oldest first.
-    fn commits(&self) -> Vec<(String, Vec<String>, Vec<String>)> {
-        let shas = git(
-            &self.bare,
-            &["log", "--reverse", "--format=%H", "--author=sluice", "main"],
-        );
-        shas.lines()
-            .map(|sha| {
-                let body = git(&self.bare, &["log", "-1", "--format=%b", sha]);
-                let events: Vec<String> = body
-                    .lines()
-                    .take_while(|l| !l.trim().is_empty())
-                    .map(str::to_string)
-                    .collect();
-                let subject = git(&self.bare, &["log", "-1", "--format=%s", sha])
-                    .trim()
-                    .to_string();
-                let mut files: Vec<String> =
-                    git(&self.bare, &["show", "--name-only", "--format=", sha])
-                        .lines()
-                        .filter(|l| !l.is_empty())
-                        .map(str::to_string)
-                        .collect();
-                files.sort();
-                (subject, events, files)
-            })
-            .collect()
-    }
+/// (subject, first body paragraph = the Flagger events, files changed) of sluice commits,
+/// oldest first.
+fn commits(w: &World) -> Vec<(String, Vec<String>, Vec<String>)> {
+    w.commits()
+        .into_iter()
+        .map(|c| (c.subject, c.events, c.files))
+        .collect()
 }
 
 fn files(names: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = names
-        .iter()
-        .map(|n| {
-            if n.starts_with('.') {
-                n.to_string()
-            } else {
-                format!("{OUT}/{n}")
-            }
-        })
-        .collect();
-    v.sort();
-    v
+    output_files(OUT, names)
 }
 
 const STATUS: &str = ".sluice/status/prod/podinfo.yaml";
@@ -133,14 +38,14 @@ const STATUS: &str = ".sluice/status/prod/podinfo.yaml";
 fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.7.0", "6.7.1"),
         "podinfo: 6.7.1",
     );
     w.until(Phase::Succeeded);
 
-    let commits = w.commits();
+    let commits = commits(&w);
     let events: Vec<String> = commits.iter().flat_map(|(_, e, _)| e.clone()).collect();
     let mut expected = vec![
         "Initialization done! podinfo.prod".to_string(),
@@ -228,7 +133,7 @@ fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
 fn config_map_change_alone_starts_an_analysis() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human(
+    w.human_writes(
         "apps/podinfo/configs.yaml",
         &CONFIGS.replace("level: info", "level: debug"),
         "podinfo: debug logs",
@@ -254,7 +159,7 @@ fn config_map_change_alone_starts_an_analysis() {
 fn reverting_the_source_mid_analysis_cancels_without_a_new_analysis() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.7.0", "6.7.1"),
         "podinfo: 6.7.1",
@@ -265,7 +170,7 @@ fn reverting_the_source_mid_analysis_cancels_without_a_new_analysis() {
     let status: Json =
         serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
     assert_eq!(status["canaryWeight"], 20);
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         DEPLOYMENT,
         "podinfo: back to 6.7.0",
@@ -311,13 +216,13 @@ fn rollback_routes_back_and_scales_down_leaving_the_primary_untouched() {
         &w.bare,
         &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
     );
-    w.human(
+    w.human_writes(
         "apps/podinfo/deployment.yaml",
         &DEPLOYMENT.replace("6.7.0", "6.7.1"),
         "podinfo: 6.7.1",
     );
     w.until(Phase::Failed);
-    let last = w.commits().pop().unwrap();
+    let last = commits(&w).pop().unwrap();
     assert!(
         last.0
             .contains("roll back: failed checks threshold reached 2"),
@@ -344,7 +249,6 @@ fn rollback_routes_back_and_scales_down_leaving_the_primary_untouched() {
 
 #[test]
 fn a_bad_source_stops_only_its_own_canary() {
-    let tmp = tempfile::tempdir().unwrap();
     let route_only = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [a, b], revision: v1}\n  service: {port: 80}\n  route: {apiVersion: split.smi-spec.io/v1alpha2, kind: TrafficSplit}\n  analysis: {stepWeight: 50}\n";
     let missing = FLAGGER_CANARY
         .replace(
@@ -352,25 +256,8 @@ fn a_bad_source_stops_only_its_own_canary() {
             "name: ghost\n  namespace: prod",
         )
         .replace("    name: podinfo\n  service", "    name: ghost\n  service");
-    let bare = seeded_remote(
-        tmp.path(),
-        &[("apps/web.yaml", route_only), ("apps/ghost.yaml", &missing)],
-    );
-    let mut repo = ConfigRepo::open_or_clone(
-        &bare.display().to_string(),
-        "main",
-        &tmp.path().join("w"),
-        &Credentials::none(),
-    )
-    .unwrap();
-    let observer = Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 3,
-        runtime: crate::support::runtime(),
-    };
-    let r = tick(&mut repo, &ctx, Timestamp::now()).unwrap();
+    let mut w = World::local(&[("apps/web.yaml", route_only), ("apps/ghost.yaml", &missing)]);
+    let r = w.tick();
     assert_eq!(r.commits, 1, "{r:?}");
     let ghost = r.outcomes.iter().find(|o| o.id == "prod/ghost").unwrap();
     assert!(
@@ -383,5 +270,4 @@ fn a_bad_source_stops_only_its_own_canary() {
     );
     let web = r.outcomes.iter().find(|o| o.id == "shop/web").unwrap();
     assert!(web.committed.is_some());
-    let _ = Path::new("");
 }

@@ -8,12 +8,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::Value as Json;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
-use sluice::tick::{tick, Context};
 
 use crate::support::{
-    git, git_ok, human_clone, human_commit, route_only_web, run_sluice, seeded_remote,
+    git, git_ok, human_clone, human_commit, route_only_web, run_sluice, seeded_remote, World,
 };
 
 const FILE: &str = "apps/web/canary.yaml";
@@ -36,58 +33,17 @@ fn status(bare: &Path) -> Json {
     serde_saphyr::from_str(&git(bare, &["show", &format!("main:{STATUS}")])).unwrap()
 }
 
-struct World {
-    _tmp: tempfile::TempDir,
-    bare: std::path::PathBuf,
-    repo: ConfigRepo,
-    human: std::path::PathBuf,
-    now: Timestamp,
-}
-
-impl World {
-    fn new(steps: &str) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), &[(FILE, &route_only_web("v1", steps))]);
-        let url = bare.display().to_string();
-        let repo =
-            ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-                .unwrap();
-        let human = human_clone(&url, &tmp.path().join("human"));
-        let mut w = World {
-            _tmp: tmp,
-            bare,
-            repo,
-            human,
-            now: Timestamp::now(),
-        };
-        w.tick();
-        git(&w.human, &["pull", "-q", "origin", "main"]);
-        human_commit(&w.human, FILE, &route_only_web("v2", steps), "web: v2");
-        w
-    }
-
-    fn tick(&mut self) {
-        let observer = Offline;
-        let ctx = Context {
-            observer: &observer,
-            author: None,
-            push_attempts: 5,
-            runtime: crate::support::runtime(),
-        };
-        let r = tick(&mut self.repo, &ctx, self.now).unwrap();
-        self.now = r.wake_at().unwrap_or(self.now + Duration::from_secs(1));
-    }
-
-    fn ticks(&mut self, n: usize) {
-        for _ in 0..n {
-            self.tick();
-        }
-    }
+/// `shop/web` (route-only, walking `steps`) initialized at v1, then v2 committed by a human.
+fn world(steps: &str) -> World {
+    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
+    w.tick();
+    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
+    w
 }
 
 #[test]
 fn approve_continues_a_step_waiting_for_approval_and_records_the_operator() {
-    let mut w = World::new("[{weight: 20, pause: {}}, {weight: 60}]");
+    let mut w = world("[{weight: 20, pause: {}}, {weight: 60}]");
     w.ticks(4);
     assert_eq!(status(&w.bare)["phase"], "WaitingApproval");
     let (code, out, err) = op(&w.bare, "approve", "dashboards look fine");
@@ -139,7 +95,7 @@ fn approve_continues_a_step_waiting_for_approval_and_records_the_operator() {
 
 #[test]
 fn operations_that_do_not_fit_the_phase_are_refused_with_a_reason() {
-    let mut w = World::new("[{weight: 50}]");
+    let mut w = world("[{weight: 50}]");
     let (code, _, err) = op(&w.bare, "approve", "x");
     assert_eq!(code, 1);
     assert_eq!(err.trim(), "web is Initialized; nothing to approve");
@@ -165,7 +121,7 @@ fn operations_that_do_not_fit_the_phase_are_refused_with_a_reason() {
 
 #[test]
 fn abort_rolls_back_and_retry_reruns_the_failed_revision() {
-    let mut w = World::new("[{weight: 20}, {weight: 60}]");
+    let mut w = world("[{weight: 20}, {weight: 60}]");
     w.ticks(2);
     assert_eq!(status(&w.bare)["canaryWeight"], 20);
     let (code, out, err) = op(&w.bare, "abort", "error budget burning");
@@ -195,7 +151,7 @@ fn abort_rolls_back_and_retry_reruns_the_failed_revision() {
 
 #[test]
 fn pause_holds_and_resume_continues() {
-    let mut w = World::new("[{weight: 20}, {weight: 60}]");
+    let mut w = world("[{weight: 20}, {weight: 60}]");
     w.ticks(2);
     let (code, _, err) = op(&w.bare, "pause", "investigating");
     assert_eq!(code, 0, "{err}");
@@ -217,7 +173,7 @@ fn pause_holds_and_resume_continues() {
 
 #[test]
 fn promote_skips_the_remaining_steps() {
-    let mut w = World::new("[{weight: 10}, {weight: 20}, {weight: 30}]");
+    let mut w = world("[{weight: 10}, {weight: 20}, {weight: 30}]");
     w.ticks(2);
     let (code, out, err) = op(&w.bare, "promote", "confident");
     assert_eq!(code, 0, "{err}");

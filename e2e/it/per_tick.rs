@@ -13,26 +13,18 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observe::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::support::{git, human_clone, seeded_remote, GitDaemon, Schemas};
+use crate::support::canary::shop_httproute;
+use crate::support::{git, human_clone, seeded_remote, show, GitDaemon, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
 const CANARIES: usize = 40;
 
 fn canary(i: usize, revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: app{i}, namespace: shop}}
-spec:
-  routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"{revision}\"}}
-  output: clusters/shop/app{i}
-  service: {{port: 8080}}
-  route:
-    apiVersion: gateway.networking.k8s.io/v1
-    kind: HTTPRoute
-    parentRefs: [{{name: gw, namespace: infra}}]
-  analysis: {{interval: 1s, stepWeights: [10, 30, 60]}}
-"
+    shop_httproute(
+        &format!("app{i}"),
+        revision,
+        "",
+        "interval: 1s, stepWeights: [10, 30, 60]",
     )
 }
 
@@ -86,10 +78,6 @@ fn groups(trailers: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, St
         }
     }
     out
-}
-
-fn show(bare: &Path, sha: &str, file: &str) -> String {
-    git(bare, &["show", &format!("{sha}:{file}")])
 }
 
 #[test]

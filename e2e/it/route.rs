@@ -7,6 +7,7 @@ use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 
+use crate::support::canary::podinfo;
 use crate::support::Schemas;
 
 /// A rollout without session cookies or mirroring.
@@ -23,27 +24,12 @@ const FLAGGER_BACKENDS: Backends<'static> = Backends {
 
 /// A Flagger canary for podinfo in `prod` with this provider, service extras and analysis.
 fn flagger(provider: &str, service_extra: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: {provider}
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-{service_extra}
-  analysis:
-    interval: 30s
-    threshold: 5
-{analysis}
-"
-    )
+    podinfo()
+        .provider(provider)
+        .service(&format!("    port: 9898\n{service_extra}"))
+        .interval("30s")
+        .threshold(Some(5))
+        .yaml(analysis)
 }
 
 const STEPS: &str = "    stepWeight: 10\n    maxWeight: 50";

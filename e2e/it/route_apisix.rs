@@ -11,12 +11,12 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::metrics::query_model;
 use sluice::route::{render_route, Backends, RouteState, Weights};
-use sluice::spec::load::{load, Loaded};
 use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
-use sluice::yaml::snapshot::Snapshot;
 
 use crate::loop_support::World;
+use crate::support::canary::podinfo;
+use crate::support::canary::{load_one, repo_errors as errors};
+use crate::support::schema_valid;
 use crate::support::Schemas;
 
 const BACKENDS: Backends<'static> = Backends {
@@ -166,31 +166,6 @@ spec:
         servicePort: 9100
 ";
 
-/// Writes `files` into a temp repo and loads it as a tick would.
-fn load_repo(files: &[(&str, &str)]) -> Loaded {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, text) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    load(&Snapshot::read(dir.path()), &Settings::default())
-}
-
-fn load_one(files: &[(&str, &str)]) -> Canary {
-    let loaded = load_repo(files);
-    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
-    assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(loaded.canaries.len(), 1);
-    loaded.canaries.into_iter().next().unwrap()
-}
-
-fn errors(files: &[(&str, &str)]) -> Vec<String> {
-    let loaded = load_repo(files);
-    assert!(loaded.canaries.is_empty(), "a canary loaded despite errors");
-    loaded.errors.iter().map(ToString::to_string).collect()
-}
-
 fn render(canary: &Canary, canary_weight: u8) -> String {
     render_route(
         canary,
@@ -201,13 +176,6 @@ fn render(canary: &Canary, canary_weight: u8) -> String {
     .unwrap()
     .expect("an ApisixRoute")
     .content
-}
-
-fn schema_valid(text: &str) -> Json {
-    let doc: Json = serde_saphyr::from_str(text).unwrap();
-    let errors = Schemas::default().errors(&doc);
-    assert!(errors.is_empty(), "{errors:?}\n{text}");
-    doc
 }
 
 #[test]
@@ -460,33 +428,18 @@ spec:
 ";
 
 fn loop_canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: apisix
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  routeRef:
+    podinfo()
+        .provider("apisix")
+        .refs(
+            "  routeRef:
     apiVersion: apisix.apache.org/v2
     kind: ApisixRoute
     name: podinfo
-  service:
-    port: 9898
-    targetPort: 9898
-  analysis:
-    interval: 1s
-    threshold: 2
-    stepWeight: 20
-    maxWeight: 60
-{analysis}
-"
-    )
+",
+        )
+        .yaml(&format!(
+            "    stepWeight: 20\n    maxWeight: 60\n{analysis}"
+        ))
 }
 
 #[test]

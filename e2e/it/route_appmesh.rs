@@ -7,24 +7,16 @@
 //! `validate` error naming it.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteState, Weights};
+use sluice::route::{render_route, Weights};
 use sluice::spec::load::{load, load_text};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
+use crate::support::canary::flagger_test;
+use crate::support::canary::load_repo as support_load_repo;
+use crate::support::canary::{errors, BACKENDS, NO_STATE};
 use crate::support::Schemas;
-
-const NO_STATE: RouteState<'static> = RouteState {
-    session_cookie: None,
-    previous_session_cookie: None,
-    mirroring: false,
-};
-
-const BACKENDS: Backends<'static> = Backends {
-    primary: "podinfo-primary",
-    canary: "podinfo-canary",
-};
 
 /// The tutorial's Deployment (`kustomize/podinfo/deployment.yaml`): selector `app: podinfo`.
 const DEPLOYMENT: &str = "apiVersion: apps/v1
@@ -48,28 +40,12 @@ spec:
 
 /// A Flagger canary for podinfo in `test` with `provider: appmesh:v1beta2`.
 fn flagger(metadata: &str, service: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-{metadata}
-spec:
-  provider: appmesh:v1beta2
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  progressDeadlineSeconds: 60
-  service:
-{service}
-  analysis:
-    interval: 1m
-    threshold: 5
-{analysis}
-"
-    )
+    flagger_test(service)
+        .metadata(&format!("{metadata}\n"))
+        .provider("appmesh:v1beta2")
+        .interval("1m")
+        .threshold(Some(5))
+        .yaml(analysis)
 }
 
 /// The tutorial's first canary: the access-log annotation, its service and its steps.
@@ -136,25 +112,13 @@ const ALL_FIELDS_AB: &str = "    iterations: 5
 
 /// Loads `canary` from a repo folder holding the tutorial's Deployment.
 fn load_repo(canary: &str) -> sluice::spec::load::Loaded {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("canary.yaml"), canary).unwrap();
-    std::fs::write(dir.path().join("deployment.yaml"), DEPLOYMENT).unwrap();
-    load(&Snapshot::read(dir.path()), &Settings::default())
+    support_load_repo(&[("canary.yaml", canary), ("deployment.yaml", DEPLOYMENT)])
 }
 
 fn one(name: &str, loaded: sluice::spec::load::Loaded) -> Canary {
     assert!(loaded.errors.is_empty(), "{name}: {:?}", loaded.errors);
     assert_eq!(loaded.canaries.len(), 1, "{name}");
     loaded.canaries.into_iter().next().unwrap()
-}
-
-/// The errors `validate` reports for `text` alone, as `file:line: field: message`.
-fn errors(text: &str) -> Vec<String> {
-    load_text("c.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
 }
 
 struct Case {

@@ -4,64 +4,18 @@
 //! `docs/gitbook/tutorials/contour-progressive-delivery.md`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteState, Weights};
+use sluice::route::{render_route, Backends, Weights};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 
+use crate::support::canary::flagger_test;
+use crate::support::canary::{assert_errors, load, BACKENDS, NO_STATE};
 use crate::support::Schemas;
-
-/// No session cookie, no mirroring: Contour canaries refuse what would set them.
-const NO_STATE: RouteState<'static> = RouteState {
-    session_cookie: None,
-    previous_session_cookie: None,
-    mirroring: false,
-};
-
-const BACKENDS: Backends<'static> = Backends {
-    primary: "podinfo-primary",
-    canary: "podinfo-canary",
-};
 
 /// A Flagger canary for podinfo in `test` with `provider: contour`.
 fn flagger(service: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: contour
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  progressDeadlineSeconds: 60
-  service:
-{service}
-  analysis:
-    interval: 15s
-    threshold: 15
-{analysis}
-"
-    )
-}
-
-fn load(name: &str, text: &str) -> Canary {
-    let loaded = load_text(name, text, &Settings::default());
-    assert!(loaded.errors.is_empty(), "{name}: {:?}", loaded.errors);
-    assert_eq!(loaded.canaries.len(), 1, "{name}");
-    loaded.canaries.into_iter().next().expect("one canary")
-}
-
-/// The errors `validate` reports for `text`, as `file:line: field: message`.
-fn errors(text: &str) -> Vec<String> {
-    load_text("c.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    flagger_test(service).provider("contour").yaml(analysis)
 }
 
 /// `test/contour/test-canary.sh`: every canary there has this service.
@@ -338,16 +292,7 @@ fn contour_refusals_name_file_line_and_field() {
             vec!["c.yaml:21: spec.analysis.match[0].headers: expected at least one header match".to_string()],
         ),
     ];
-    let mut wrong = Vec::new();
-    for (text, mut expected) in cases {
-        let mut found = errors(&text);
-        found.sort();
-        expected.sort();
-        if found != expected {
-            wrong.push(format!("{text}\nexpected {expected:#?}\nfound {found:#?}"));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    assert_errors(cases);
 }
 
 /// Values reach the YAML through tojson: quotes, newlines and document markers in a header

@@ -5,15 +5,11 @@
 //! `test/skipper/`) and its nginx tutorial's A/B match; `validate` errors name file, line and
 //! field for a bad or unresolved `ingressRef` and for what Flagger's mapping would drop.
 
-use std::path::Path;
-
 use serde_json::Value as Json;
 use sluice::route::{render_route, Backends, RouteState, Weights};
-use sluice::spec::load::load;
 use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
-use sluice::yaml::snapshot::Snapshot;
 
+use crate::support::canary::load_repo;
 use crate::support::Schemas;
 
 const NO_STATE: RouteState<'static> = RouteState {
@@ -149,13 +145,7 @@ spec:
 
 /// Loads `files` (repo path, text) written into a fresh work tree, as the tick does.
 fn load_files(files: &[(&str, &str)]) -> (Vec<Canary>, Vec<String>) {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, text) in files {
-        let full = dir.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap_or(Path::new("."))).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
-    let loaded = load(&Snapshot::read(dir.path()), &Settings::default());
+    let loaded = load_repo(files);
     let errors = loaded.errors.iter().map(ToString::to_string).collect();
     (loaded.canaries, errors)
 }

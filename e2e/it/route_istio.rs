@@ -9,43 +9,15 @@ use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::{parse_settings, Settings};
 
+use crate::support::canary::flagger_test;
+use crate::support::canary::{assert_errors, BACKENDS, NO_STATE};
 use crate::support::Schemas;
-
-/// No session cookie, no mirroring: the state before a rollout.
-const NO_STATE: RouteState<'static> = RouteState {
-    session_cookie: None,
-    previous_session_cookie: None,
-    mirroring: false,
-};
-
-const BACKENDS: Backends<'static> = Backends {
-    primary: "podinfo-primary",
-    canary: "podinfo-canary",
-};
 
 /// A Flagger canary for podinfo in `test`; `provider` is a whole `provider:` line or empty.
 fn flagger(provider: &str, service: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-{provider}
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  progressDeadlineSeconds: 60
-  service:
-{service}
-  analysis:
-    interval: 15s
-    threshold: 15
-{analysis}
-"
-    )
+    flagger_test(service)
+        .spec(&format!("{provider}\n"))
+        .yaml(analysis)
 }
 
 fn load_with(name: &str, text: &str, settings: &Settings) -> Canary {
@@ -57,15 +29,6 @@ fn load_with(name: &str, text: &str, settings: &Settings) -> Canary {
 
 fn load(name: &str, text: &str) -> Canary {
     load_with(name, text, &Settings::default())
-}
-
-/// The errors `validate` reports for `text`, as `file:line: field: message`.
-fn errors(text: &str) -> Vec<String> {
-    load_text("c.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
 }
 
 /// `test/istio/test-canary.sh`, first canary: no provider (Flagger's default, Istio), port
@@ -649,17 +612,7 @@ fn istio_refusals_name_file_line_and_field() {
             vec!["c.yaml:16: spec.service.match[0].uri: unknown variant `suffix`, expected one of `exact`, `prefix`, `regex`"],
         ),
     ];
-    let mut wrong = Vec::new();
-    for (text, expected) in cases {
-        let mut found = errors(&text);
-        let mut expected: Vec<String> = expected.into_iter().map(String::from).collect();
-        found.sort();
-        expected.sort();
-        if found != expected {
-            wrong.push(format!("{text}\nexpected {expected:#?}\nfound {found:#?}"));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    assert_errors(cases);
 }
 
 /// Values reach the YAML through tojson: quotes, newlines, document markers and template

@@ -12,12 +12,12 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::metrics::query_model;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
-use sluice::spec::load::{load, Loaded};
 use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
-use sluice::yaml::snapshot::Snapshot;
 
 use crate::loop_support::{show, sluice_commits, World};
+use crate::support::canary::podinfo;
+use crate::support::canary::{load_one, repo_errors as errors};
+use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, Schemas};
 
 /// `docs/gitbook/tutorials/knative-progressive-delivery.md`: the Knative Service.
@@ -116,31 +116,6 @@ spec:
             - containerPort: 9898
 ";
 
-/// Writes `files` into a temp repo and loads it as a tick would.
-fn load_repo(files: &[(&str, &str)]) -> Loaded {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, text) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    load(&Snapshot::read(dir.path()), &Settings::default())
-}
-
-fn load_one(files: &[(&str, &str)]) -> Canary {
-    let loaded = load_repo(files);
-    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
-    assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(loaded.canaries.len(), 1);
-    loaded.canaries.into_iter().next().unwrap()
-}
-
-fn errors(files: &[(&str, &str)]) -> Vec<String> {
-    let loaded = load_repo(files);
-    assert!(loaded.canaries.is_empty(), "a canary loaded despite errors");
-    loaded.errors.iter().map(ToString::to_string).collect()
-}
-
 /// The revision the router named the canary's template.
 fn revision(canary: &Canary) -> String {
     match &canary.route {
@@ -162,13 +137,6 @@ fn render(canary: &Canary, primary: &str, canary_revision: &str, canary_weight: 
     .unwrap()
     .expect("a Knative Service")
     .content
-}
-
-fn schema_valid(text: &str) -> Json {
-    let doc: Json = serde_saphyr::from_str(text).unwrap();
-    let errors = Schemas::default().errors(&doc);
-    assert!(errors.is_empty(), "{errors:?}\n{text}");
-    doc
 }
 
 /// An older revision of podinfo, as the status file would hold it.
@@ -410,26 +378,17 @@ const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
 const OUTPUT: &str = "clusters/prod/podinfo";
 
 fn loop_canary(metrics: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: knative
-  targetRef:
+    podinfo()
+        .provider("knative")
+        .target(
+            "  targetRef:
     apiVersion: serving.knative.dev/v1
     kind: Service
     name: podinfo
-  analysis:
-    interval: 1s
-    threshold: 2
-    stepWeight: 20
-    maxWeight: 60
-{metrics}
-"
-    )
+",
+        )
+        .no_service()
+        .yaml(&format!("    stepWeight: 20\n    maxWeight: 60\n{metrics}"))
 }
 
 /// A human bumps the Knative Service's image and pushes.

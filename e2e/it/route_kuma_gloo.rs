@@ -5,50 +5,22 @@
 //! over every weight, and every field these routers cannot render is a `validate` error.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteState, Weights};
-use sluice::spec::load::{load, load_text};
+use sluice::route::{render_route, Backends, Weights};
+use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
-use sluice::yaml::snapshot::Snapshot;
 
+use crate::support::canary::flagger_test;
+use crate::support::canary::load_repo as support_load_repo;
+use crate::support::canary::{BACKENDS, NO_STATE};
 use crate::support::Schemas;
-
-const NO_STATE: RouteState<'static> = RouteState {
-    session_cookie: None,
-    previous_session_cookie: None,
-    mirroring: false,
-};
-
-const BACKENDS: Backends<'static> = Backends {
-    primary: "podinfo-primary",
-    canary: "podinfo-canary",
-};
 
 /// A Flagger canary for podinfo in `test`.
 fn flagger(metadata: &str, provider: &str, spec: &str, service: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-{metadata}
-spec:
-{provider}
-{spec}
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  progressDeadlineSeconds: 60
-  service:
-{service}
-  analysis:
-    interval: 15s
-    threshold: 15
-{analysis}
-"
-    )
+    flagger_test(service)
+        .metadata(&format!("{metadata}\n"))
+        .spec(&format!("{provider}\n{spec}\n"))
+        .yaml(analysis)
 }
 
 /// `test/kuma/test-canary.sh`, first canary (its mesh annotation, apex annotations).
@@ -104,12 +76,9 @@ spec:
 
 /// Loads `canary` with `others` from a repo folder (references resolve there).
 fn load_repo(canary: &str, others: &[(&str, &str)]) -> sluice::spec::load::Loaded {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("canary.yaml"), canary).unwrap();
-    for (name, text) in others {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
-    load(&Snapshot::read(dir.path()), &Settings::default())
+    let mut files = vec![("canary.yaml", canary)];
+    files.extend_from_slice(others);
+    support_load_repo(&files)
 }
 
 fn one(loaded: sluice::spec::load::Loaded) -> Canary {

@@ -4,61 +4,16 @@
 //! `docs/gitbook/tutorials/traefik-progressive-delivery.md`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteState, Weights};
-use sluice::spec::load::load_text;
+use sluice::route::{render_route, Weights};
 use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
 
+use crate::support::canary::flagger_test;
+use crate::support::canary::{assert_errors, load, BACKENDS, NO_STATE};
 use crate::support::Schemas;
-
-const NO_STATE: RouteState<'static> = RouteState {
-    session_cookie: None,
-    previous_session_cookie: None,
-    mirroring: false,
-};
-
-const BACKENDS: Backends<'static> = Backends {
-    primary: "podinfo-primary",
-    canary: "podinfo-canary",
-};
 
 /// A Flagger canary for podinfo in `test` with `provider: traefik`.
 fn flagger(service: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: traefik
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  progressDeadlineSeconds: 60
-  service:
-{service}
-  analysis:
-    interval: 15s
-    threshold: 15
-{analysis}
-"
-    )
-}
-
-fn load(name: &str, text: &str) -> Canary {
-    let loaded = load_text(name, text, &Settings::default());
-    assert!(loaded.errors.is_empty(), "{name}: {:?}", loaded.errors);
-    loaded.canaries.into_iter().next().expect("one canary")
-}
-
-fn errors(text: &str) -> Vec<String> {
-    load_text("c.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    flagger_test(service).provider("traefik").yaml(analysis)
 }
 
 /// `test/traefik/test-canary.sh`: apex labels and annotations, which Flagger puts on the
@@ -210,14 +165,5 @@ fn traefik_refusals_name_file_line_and_field() {
             vec!["c.yaml:15: spec.service.appProtocol: a TraefikService weighs HTTP services (TCP needs a TraefikServiceTCP, which Flagger does not write); remove it or roll this canary out without sluice".to_string()],
         ),
     ];
-    let mut wrong = Vec::new();
-    for (text, mut expected) in cases {
-        let mut found = errors(&text);
-        found.sort();
-        expected.sort();
-        if found != expected {
-            wrong.push(format!("{text}\nexpected {expected:#?}\nfound {found:#?}"));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    assert_errors(cases);
 }

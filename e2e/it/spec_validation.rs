@@ -1,15 +1,13 @@
 //! Every bad input is reported as file:line: field: message, and no input panics.
 
+use crate::support::canary::errors_in;
+use crate::support::canary::podinfo;
 use proptest::prelude::*;
 use sluice::spec::load::load_text;
 use sluice::spec::settings::{parse_settings, Settings};
 
 fn errors(text: &str) -> Vec<String> {
-    load_text("apps/podinfo/canary.yaml", text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    errors_in("apps/podinfo/canary.yaml", text)
 }
 
 fn native(analysis: &str) -> String {
@@ -37,30 +35,14 @@ spec:
 }
 
 fn flagger(spec_extra: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-{}  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-  analysis:
-{}",
-        spec_extra
-            .lines()
-            .map(|l| format!("  {l}\n"))
-            .collect::<String>(),
-        analysis
-            .lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    )
+    let indented =
+        |lines: &str, by: &str| -> String { lines.lines().map(|l| format!("{by}{l}\n")).collect() };
+    let analysis = indented(analysis, "    ");
+    podinfo()
+        .spec(&indented(spec_extra, "  "))
+        .service("    port: 9898")
+        .bare_analysis()
+        .yaml(analysis.strip_suffix('\n').unwrap_or_default())
 }
 
 fn assert_has(errs: &[String], expected: &str) {

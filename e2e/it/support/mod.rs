@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+pub(crate) mod canary;
+mod world;
+pub(crate) use world::{Checks, SluiceCommit, Transport, World};
+
 /// Compiled strict schemas (e2e/schemas), keyed by file name; the file is found from
 /// apiVersion and kind, as `<kind>.<group>_<version>-strict.json` (core group: `core`).
 #[derive(Default)]
@@ -40,6 +44,31 @@ impl Schemas {
     }
 }
 
+/// `text` as one YAML document, which passes its strict schema.
+pub fn schema_valid(text: &str) -> Json {
+    let doc: Json = serde_saphyr::from_str(text).unwrap();
+    let errors = Schemas::default().errors(&doc);
+    assert!(errors.is_empty(), "{errors:?}\n{text}");
+    doc
+}
+
+/// The repo paths of `names`, sorted: a name starting with `.` as it is (a status file),
+/// any other inside the output folder `out`.
+pub fn output_files(out: &str, names: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if n.starts_with('.') {
+                n.to_string()
+            } else {
+                format!("{out}/{n}")
+            }
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// Runs git; panics with its output on failure.
 /// The runtime context the tests' ticks share, built once like the daemon's. Its settings
 /// cache is keyed by blob id, so repos of different tests cannot see each other's settings.
@@ -67,6 +96,36 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `file` at `rev` of the repo at `repo`.
+pub fn show(repo: &Path, rev: &str, file: &str) -> String {
+    git(repo, &["show", &format!("{rev}:{file}")])
+}
+
+/// Commits on main carrying `Sluice-Canary: <canary>`, oldest first: (sha, weights trailer).
+pub fn commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
+    weights_log(bare, canary, &[])
+}
+
+/// [`commits_of`] along main's first parents only (no commit a merge brought in).
+pub fn first_parent_commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
+    weights_log(bare, canary, &["--first-parent"])
+}
+
+fn weights_log(bare: &Path, canary: &str, options: &[&str]) -> Vec<(String, String)> {
+    let format = "--format=%H %(trailers:key=Sluice-Canary,valueonly,separator=)|%(trailers:key=Sluice-Weights,valueonly,separator=)";
+    let mut args = vec!["log"];
+    args.extend_from_slice(options);
+    args.extend(["--reverse", format, "main"]);
+    git(bare, &args)
+        .lines()
+        .filter_map(|l| {
+            let (sha, rest) = l.split_once(' ')?;
+            let (id, weights) = rest.split_once('|')?;
+            (id.trim() == canary).then(|| (sha.to_string(), weights.trim().to_string()))
+        })
+        .collect()
+}
+
 /// Like [`git`], but returns whether it succeeded.
 pub fn git_ok(dir: &Path, args: &[&str]) -> bool {
     Command::new("git")
@@ -87,7 +146,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub use crate::git_daemon::GitDaemon;
+pub use crate::git_server::GitDaemon;
 
 /// A bare repo `<dir>/config.git` whose main holds `files`.
 pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
