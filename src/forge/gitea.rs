@@ -20,8 +20,8 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::api::Api;
 use super::github::split_owner_name;
-use super::http::Api;
 use super::{ForgeError, Operation, PrState, PullRequest};
 
 /// Gitea's default `MAX_RESPONSE_ITEMS`; larger limits are cut to it anyway.

@@ -16,7 +16,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::http::Api;
+use super::api::Api;
 use super::{ForgeError, Operation, PrState, PullRequest};
 
 const PER_PAGE: u32 = 100;

@@ -12,10 +12,10 @@
 //! This module must not log, print or put in an error the access token
 //! (`SLUICE_FORGE_TOKEN` / `SLUICE_FORGE_TOKEN_FILE`), and must not panic on any HTTP answer.
 
+mod api;
 pub mod gitea;
 pub mod github;
 pub mod gitlab;
-mod http;
 
 #[cfg(test)]
 mod tests;
@@ -24,7 +24,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::spec::settings::{ForgeKind, ForgeSettings};
-pub use http::ForgeClient;
+pub use api::ForgeClient;
 
 /// Where a pull request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,7 +249,7 @@ impl Forge {
     /// Builds the provider for `s` on the shared `client` (pooled connections and the token,
     /// built once; see `runtime::Runtime::forge_client`). Cheap: no connection is opened here.
     pub fn from_settings(s: &ForgeSettings, client: &ForgeClient) -> Result<Forge, ForgeError> {
-        let api = http::Api::new(s, client)?;
+        let api = api::Api::new(s, client)?;
         Ok(match s.kind {
             ForgeKind::GitHub => Forge::GitHub(github::GitHub::new(api, &s.repository)?),
             ForgeKind::GitLab => Forge::GitLab(gitlab::GitLab::new(api, &s.repository)?),
@@ -271,7 +271,7 @@ impl Forge {
         }
     }
 
-    fn api_mut(&mut self) -> &mut http::Api {
+    fn api_mut(&mut self) -> &mut api::Api {
         match self {
             Forge::GitHub(f) => &mut f.api,
             Forge::GitLab(f) => &mut f.api,

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, DEFAULT_TIMEOUT};
-use crate::http::{read_body, BodyError};
-use crate::remote_url::redact_url;
+use crate::http_client::{read_body, BodyError};
+use crate::url_credentials::redact_url;
 
 /// Answers larger than this are refused rather than held in memory.
 const MAX_BODY: usize = 8 << 20;
@@ -40,7 +40,7 @@ impl ForgeClient {
     /// Builds the pooled client; `token` is the access token (see [`ForgeToken::from_lookup`]).
     /// Without a token requests go out unauthenticated and writes will be refused.
     pub fn new(token: Option<ForgeToken>) -> Result<ForgeClient, ForgeError> {
-        crate::http::install_crypto_provider();
+        crate::http_client::install_crypto_provider();
         let http = reqwest::Client::builder()
             .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
@@ -582,7 +582,7 @@ fn one_line(text: &str, max: usize) -> String {
 
 /// A transport error as one bounded line with its causes, without the URL.
 fn describe(error: &reqwest::Error) -> String {
-    one_line(&crate::http::describe(error), MAX_MESSAGE)
+    one_line(&crate::http_client::describe(error), MAX_MESSAGE)
 }
 
 #[cfg(test)]
