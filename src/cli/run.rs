@@ -19,7 +19,7 @@ use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observe::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
-use crate::tick::{poll, Context, Idle, Polled, TickReport};
+use crate::tick::{poll, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
 /// The daemon's default address. Its port is no common neighbour's: not Prometheus (9090),
@@ -229,12 +229,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         return Ok(0);
     };
     let observer = Live::new(&runtime);
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: args.push_attempts,
-        runtime: &runtime,
-    };
+    let ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
     info!(branch = %args.repo.branch, "sluice started");
     let lease = if args.leader_election {
         let identity = match runtime.env("POD_NAME") {
