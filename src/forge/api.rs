@@ -69,6 +69,21 @@ pub(crate) struct Api {
     timeout: Duration,
 }
 
+/// A list item with the number humans see (GitHub/Gitea `number`, GitLab `iid`), for
+/// [`Api::newest`].
+pub(super) trait Numbered {
+    fn number(&self) -> u64;
+}
+
+/// How many pages [`Api::newest`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// Every page (up to [`MAX_PAGES`]).
+    AllPages,
+    /// Up to the first page with a wanted item: for lists sorted newest first.
+    UntilFound,
+}
+
 /// A 2xx answer, or any answer when the caller asked for it raw.
 pub(super) struct Answer {
     pub status: StatusCode,
@@ -266,6 +281,56 @@ impl Api {
             self.kind.pr_noun()
         );
         Ok(())
+    }
+
+    /// The first item of a list endpoint that `wanted` accepts, reading page by page (see
+    /// [`Api::pages`]).
+    pub(super) async fn find<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        size: (&str, u32),
+        wanted: impl Fn(&T) -> bool,
+    ) -> Result<Option<T>, ForgeError> {
+        let mut found = None;
+        self.pages(op, url, query, size, |page: Vec<T>| {
+            found = page.into_iter().find(|item| wanted(item));
+            if found.is_some() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await?;
+        Ok(found)
+    }
+
+    /// The item of a list endpoint with the highest [`Numbered::number`] among those `wanted`
+    /// accepts, reading the pages `reading` says.
+    pub(super) async fn newest<T: DeserializeOwned + Numbered>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        size: (&str, u32),
+        wanted: impl Fn(&T) -> bool,
+        reading: Reading,
+    ) -> Result<Option<T>, ForgeError> {
+        let mut newest: Option<T> = None;
+        self.pages(op, url, query, size, |page: Vec<T>| {
+            for item in page.into_iter().filter(|item| wanted(item)) {
+                if newest.as_ref().is_none_or(|n| item.number() > n.number()) {
+                    newest = Some(item);
+                }
+            }
+            match reading {
+                Reading::UntilFound if newest.is_some() => ControlFlow::Break(()),
+                Reading::UntilFound | Reading::AllPages => ControlFlow::Continue(()),
+            }
+        })
+        .await?;
+        Ok(newest)
     }
 
     /// Classifies a non-2xx answer.

@@ -15,6 +15,7 @@
 mod api;
 pub mod gitea;
 pub mod github;
+mod github_like;
 pub mod gitlab;
 
 #[cfg(test)]
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 pub use crate::spec::settings::{ForgeKind, ForgeSettings};
 pub use api::ForgeClient;
+use github_like::SharedPulls;
 
 /// Where a pull request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,15 @@ pub struct PullRequest {
     /// in single-pull answers, so read it with [`Forge::get`]; GitLab: `merge_user.username`,
     /// else the deprecated `merged_by.username`; Gitea: `merged_by.login`).
     pub merged_by: Option<String>,
+}
+
+/// A pull request to open: from `head` into `base`, with `title` and `body` (Markdown).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewPull<'a> {
+    pub head: &'a str,
+    pub base: &'a str,
+    pub title: &'a str,
+    pub body: &'a str,
 }
 
 /// What sluice was doing when a forge call failed; part of every [`ForgeError`].
@@ -300,10 +311,16 @@ impl Forge {
         title: &str,
         body: &str,
     ) -> Result<PullRequest, ForgeError> {
+        let new = NewPull {
+            head,
+            base,
+            title,
+            body,
+        };
         match self {
-            Forge::GitHub(f) => f.open(head, base, title, body).await,
-            Forge::GitLab(f) => f.open(head, base, title, body).await,
-            Forge::Gitea(f) => f.open(head, base, title, body).await,
+            Forge::GitHub(f) => f.open(&new).await,
+            Forge::GitLab(f) => f.open(&new).await,
+            Forge::Gitea(f) => f.open(&new).await,
         }
     }
 

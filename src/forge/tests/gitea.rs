@@ -110,7 +110,7 @@ impl GiteaFake {
         }
         let q = query(req);
         let state = q.get("state").map(String::as_str).unwrap_or("open");
-        let mut prs: Vec<FakePr> = self
+        let prs: Vec<FakePr> = self
             .fake
             .prs()
             .into_iter()
@@ -121,18 +121,19 @@ impl GiteaFake {
             })
             .collect();
         // Gitea's default order: newest first.
-        if q.get("sort").map(String::as_str) == Some("oldest") {
-            prs.sort_by_key(|p| p.number);
-        } else {
-            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
-        }
-        let items = prs.iter().map(|p| self.pull_json(p)).collect();
-        let cap = self.fake.store().page_cap;
-        page(req, items, "limit", 30, 50, cap)
+        let oldest_first = q.get("sort").map(String::as_str) == Some("oldest");
+        self.fake.page_of(
+            req,
+            prs,
+            oldest_first,
+            |p| self.pull_json(p),
+            ("limit", 30, 50),
+        )
     }
 
     fn create(&self, req: &Request) -> ResponseTemplate {
-        let body = match payload(
+        let keys = ["head", "base", "title", "body"];
+        let (body, created) = match self.fake.create_from(
             req,
             &["head", "base", "title"],
             &[
@@ -148,12 +149,13 @@ impl GiteaFake {
                 "reviewers",
                 "team_reviewers",
             ],
+            keys,
         ) {
             Ok(v) => v,
             Err(e) => return e,
         };
         let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
-        match self.fake.create(&s("head"), &s("base"), &s("title"), &s("body")) {
+        match created {
             Some(pr) => ResponseTemplate::new(201).set_body_json(self.pull_json(&pr)),
             None => ResponseTemplate::new(409).set_body_json(json!({
                 "message": format!("pull request already exists for these targets [head_branch: {}, base_branch: {}]", s("head"), s("base")),
@@ -207,14 +209,13 @@ impl Respond for GiteaFake {
         if let Some(t) = self.fake.fault() {
             return t;
         }
-        if header(req, "authorization") != Some(&format!("token {TOKEN}")) {
-            let mut message = "invalid username, password or token".to_string();
-            if self.fake.store().echo_credentials {
-                message = format!(
-                    "invalid token: {}",
-                    header(req, "authorization").unwrap_or("")
-                );
-            }
+        let auth = ("authorization", format!("token {TOKEN}"));
+        let bad = "invalid username, password or token";
+        let echoed = "invalid token";
+        if let Some(message) = self
+            .fake
+            .bad_credentials(req, (auth.0, &auth.1), bad, echoed)
+        {
             return ResponseTemplate::new(401).set_body_json(
                 json!({"message": message, "url": "https://gitea.example.com/api/swagger"}),
             );
@@ -227,91 +228,6 @@ impl Respond for GiteaFake {
 
 async fn harness() -> Harness {
     default_harness(ForgeKind::Gitea).await
-}
-
-#[tokio::test]
-async fn gitea_fake_ensure_open_twice_opens_one_pr() {
-    let h = harness().await;
-    let pr = ensure_open_twice_opens_one(&h).await;
-    assert_eq!(pr.number, 3);
-    assert_eq!(pr.url, "https://gitea.example.com/acme/config/pulls/3");
-    let requests = h.requests().await;
-    assert_eq!(
-        h.request_lines().await,
-        vec![
-            // First call: the base/head endpoint finds nothing, the open list confirms, create.
-            "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
-            "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
-            "POST /api/v1/repos/acme/config/pulls",
-            // Second call: the base/head endpoint answers with the open pull request.
-            "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
-        ]
-    );
-    let body: Value = serde_json::from_slice(&requests[2].body).unwrap();
-    let mut keys: Vec<&str> = body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort();
-    assert_eq!(keys, vec!["base", "body", "head", "title"]);
-    for r in &requests {
-        assert_eq!(
-            header(r, "authorization"),
-            Some(format!("token {TOKEN}").as_str())
-        );
-    }
-}
-
-#[tokio::test]
-async fn gitea_fake_get_reports_merged_from_merged_flag() {
-    let h = harness().await;
-    merged_after_merge(&h).await;
-    let lines = h.request_lines().await;
-    assert!(
-        lines.contains(&"GET /api/v1/repos/acme/config/pulls/3".to_string()),
-        "{lines:?}"
-    );
-    assert!(
-        lines
-            .contains(&"GET /api/v1/repos/acme/config/pulls?state=all&limit=50&page=1".to_string()),
-        "{lines:?}"
-    );
-}
-
-#[tokio::test]
-async fn gitea_fake_closed_without_merge_is_closed() {
-    closed_is_closed_and_reopening_opens_a_new_one(&harness().await).await;
-}
-
-#[tokio::test]
-async fn gitea_fake_comment_and_close() {
-    let h = harness().await;
-    comment_and_close(&h).await;
-    let requests = h.requests().await;
-    let patch = requests
-        .iter()
-        .find(|r| r.method.as_str() == "PATCH")
-        .unwrap();
-    assert_eq!(patch.url.path(), "/api/v1/repos/acme/config/pulls/3");
-    assert_eq!(
-        serde_json::from_slice::<Value>(&patch.body).unwrap(),
-        json!({"state": "closed"})
-    );
-    let comment = requests
-        .iter()
-        .find(|r| r.url.path().ends_with("/comments"))
-        .unwrap();
-    assert_eq!(comment.method.as_str(), "POST");
-    assert_eq!(
-        comment.url.path(),
-        "/api/v1/repos/acme/config/issues/3/comments"
-    );
-    assert_eq!(
-        serde_json::from_slice::<Value>(&comment.body).unwrap(),
-        json!({"body": "metrics look good"})
-    );
 }
 
 #[tokio::test]
@@ -366,16 +282,4 @@ async fn gitea_fake_closed_pr_on_base_head_endpoint_does_not_hide_the_open_one()
     let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
     assert_eq!(pr.number, open);
     assert_eq!(h.fake.prs().len(), 2);
-}
-
-#[tokio::test]
-async fn gitea_fake_duplicate_create_race_reuses_the_open_pr() {
-    let h = harness().await;
-    ensure_open_survives_a_create_race(&h).await;
-    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
-    assert_eq!(err.status(), Some(409));
-    assert!(
-        err.to_string().contains("pull request already exists"),
-        "{err}"
-    );
 }
