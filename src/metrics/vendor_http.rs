@@ -50,6 +50,25 @@ pub async fn get(
     exchange(request, timeout, true).await
 }
 
+/// Sends the GET `request` within `timeout` ([`get`]) and reads its answer with `parse`
+/// ([`value`]: errors name `vendor` and its `shown` address).
+pub async fn get_value(
+    vendor: &str,
+    shown: &str,
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    parse: impl FnOnce(u16, &[u8]) -> MetricValue,
+) -> MetricValue {
+    let sent = get(request, timeout).await;
+    value(vendor, shown, sent, parse)
+}
+
+/// The `from` and `to` query values of the window of `span` ending at `now` (both in the unit
+/// the vendor counts time in), as Flagger's Datadog and Dynatrace providers ask for.
+pub fn window(now: u64, span: u64) -> (String, String) {
+    (now.saturating_sub(span).to_string(), now.to_string())
+}
+
 /// Sends `request` (a POST: a query that reads, but never sent twice) and reads the answer.
 pub async fn post(
     request: reqwest::RequestBuilder,
@@ -152,6 +171,17 @@ pub fn not_json(body: &[u8], error: &serde_json::Error) -> String {
         "expected a JSON answer ({error}), found {:?}",
         http_client::snippet(body, 200)
     )
+}
+
+/// Asserts that `parse` reads each `(status, body)` of `cases` as an error containing its text.
+#[cfg(test)]
+pub(crate) fn assert_errors(parse: fn(u16, &[u8]) -> MetricValue, cases: &[(u16, &[u8], &str)]) {
+    for (status, body, expected) in cases {
+        match parse(*status, body) {
+            MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+            other => panic!("{expected}: {other:?}"),
+        }
+    }
 }
 
 #[cfg(test)]
