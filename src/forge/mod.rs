@@ -3,8 +3,9 @@
 //!
 //! A step that needs approval is committed on a branch `sluice/<namespace>/<name>/<step>`;
 //! merging its pull request approves the step, closing it aborts the rollout. [`Forge`] is one
-//! enum over the providers (`github.rs`, `gitlab.rs`, `gitea.rs`), chosen once from the repo
-//! settings; nothing downstream matches on provider strings.
+//! enum over the providers (`github.rs`, `gitlab.rs`, `gitea.rs`; the calls GitHub and Gitea
+//! make alike are in `github_like.rs`, the HTTP plumbing all share in `api.rs`), chosen once
+//! from the repo settings; nothing downstream matches on provider strings.
 //!
 //! Errors say whether to retry ([`ForgeError::is_transient`]: network, timeouts, 5xx, 429, rate
 //! limits) or to stop and tell a human what to fix (401/403/404/422 with the API's own message).

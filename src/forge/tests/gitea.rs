@@ -6,8 +6,46 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::*;
 
-const OWNER: &str = "acme";
-const REPO: &str = "config";
+/// The query parameters Gitea documents for listing pull requests.
+const LIST_PARAMS: &[&str] = &[
+    "state",
+    "sort",
+    "milestone",
+    "labels",
+    "poster",
+    "page",
+    "limit",
+];
+
+/// The fields Gitea documents for creating a pull request.
+const CREATE_FIELDS: &[&str] = &[
+    "head",
+    "base",
+    "title",
+    "body",
+    "assignee",
+    "assignees",
+    "labels",
+    "milestone",
+    "due_date",
+    "reviewers",
+    "team_reviewers",
+];
+
+/// The fields Gitea documents for editing a pull request.
+const EDIT_FIELDS: &[&str] = &[
+    "title",
+    "body",
+    "base",
+    "assignee",
+    "assignees",
+    "milestone",
+    "labels",
+    "state",
+    "due_date",
+    "unset_due_date",
+    "allow_maintainer_edit",
+];
 
 pub struct GiteaFake {
     fake: Fake,
@@ -73,16 +111,10 @@ impl GiteaFake {
             }
             ("PATCH", ["repos", OWNER, REPO, "pulls", index]) => self.edit(req, index),
             ("POST", ["repos", OWNER, REPO, "issues", index, "comments"]) => {
-                let body = match payload(req, &["body"], &["body"]) {
-                    Ok(v) => v,
-                    Err(e) => return e,
-                };
-                let Some(pr) = self.find(index) else {
-                    return error(404, "The target couldn't be found.");
-                };
-                let text = body["body"].as_str().unwrap_or_default().to_string();
-                self.fake.store().comments.push((pr.number, text.clone()));
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text}))
+                let answer = |_, text: &str| json!({"id": 1, "body": text});
+                let not_found = "The target couldn't be found.";
+                self.fake
+                    .post_comment(req, index, &["body"], not_found, answer)
             }
             _ => error(404, "Not Found"),
         }
@@ -94,18 +126,7 @@ impl GiteaFake {
     }
 
     fn list(&self, req: &Request) -> ResponseTemplate {
-        if let Some(e) = undocumented_param(
-            req,
-            &[
-                "state",
-                "sort",
-                "milestone",
-                "labels",
-                "poster",
-                "page",
-                "limit",
-            ],
-        ) {
+        if let Some(e) = undocumented_param(req, LIST_PARAMS) {
             return e;
         }
         let q = query(req);
@@ -132,56 +153,18 @@ impl GiteaFake {
     }
 
     fn create(&self, req: &Request) -> ResponseTemplate {
-        let keys = ["head", "base", "title", "body"];
-        let (body, created) = match self.fake.create_from(
-            req,
-            &["head", "base", "title"],
-            &[
-                "head",
-                "base",
-                "title",
-                "body",
-                "assignee",
-                "assignees",
-                "labels",
-                "milestone",
-                "due_date",
-                "reviewers",
-                "team_reviewers",
-            ],
-            keys,
-        ) {
-            Ok(v) => v,
-            Err(e) => return e,
-        };
-        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
-        match created {
-            Some(pr) => ResponseTemplate::new(201).set_body_json(self.pull_json(&pr)),
-            None => ResponseTemplate::new(409).set_body_json(json!({
-                "message": format!("pull request already exists for these targets [head_branch: {}, base_branch: {}]", s("head"), s("base")),
+        let json = |pr: &FakePr| self.pull_json(pr);
+        let duplicate = |head: &str, base: &str| {
+            ResponseTemplate::new(409).set_body_json(json!({
+                "message": format!("pull request already exists for these targets [head_branch: {head}, base_branch: {base}]"),
                 "url": "https://gitea.example.com/api/swagger"
-            })),
-        }
+            }))
+        };
+        self.fake.create_pull(req, CREATE_FIELDS, json, duplicate)
     }
 
     fn edit(&self, req: &Request, index: &str) -> ResponseTemplate {
-        let body = match payload(
-            req,
-            &[],
-            &[
-                "title",
-                "body",
-                "base",
-                "assignee",
-                "assignees",
-                "milestone",
-                "labels",
-                "state",
-                "due_date",
-                "unset_due_date",
-                "allow_maintainer_edit",
-            ],
-        ) {
+        let body = match payload(req, &[], EDIT_FIELDS) {
             Ok(v) => v,
             Err(e) => return e,
         };

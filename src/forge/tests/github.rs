@@ -5,8 +5,28 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::*;
 
-const OWNER: &str = "acme";
-const REPO: &str = "config";
+/// The query parameters GitHub documents for listing pull requests.
+const LIST_PARAMS: &[&str] = &[
+    "state",
+    "head",
+    "base",
+    "sort",
+    "direction",
+    "per_page",
+    "page",
+];
+
+/// The fields GitHub documents for creating a pull request.
+const CREATE_FIELDS: &[&str] = &[
+    "title",
+    "head",
+    "head_repo",
+    "base",
+    "body",
+    "maintainer_can_modify",
+    "draft",
+    "issue",
+];
 
 pub struct GitHubFake {
     fake: Fake,
@@ -67,16 +87,9 @@ impl GitHubFake {
             }),
             ("PATCH", ["repos", OWNER, REPO, "pulls", n]) => self.update(req, n),
             ("POST", ["repos", OWNER, REPO, "issues", n, "comments"]) => {
-                let body = match payload(req, &["body"], &["body"]) {
-                    Ok(v) => v,
-                    Err(e) => return e,
-                };
-                let Some(n) = self.existing(n) else {
-                    return error(404, "Not Found");
-                };
-                let text = body["body"].as_str().unwrap_or_default().to_string();
-                self.fake.store().comments.push((n, text.clone()));
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text}))
+                let answer = |_, text: &str| json!({"id": 1, "body": text});
+                self.fake
+                    .post_comment(req, n, &["body"], "Not Found", answer)
             }
             _ => error(404, "Not Found"),
         }
@@ -104,18 +117,7 @@ impl GitHubFake {
     }
 
     fn list(&self, req: &Request) -> ResponseTemplate {
-        if let Some(e) = undocumented_param(
-            req,
-            &[
-                "state",
-                "head",
-                "base",
-                "sort",
-                "direction",
-                "per_page",
-                "page",
-            ],
-        ) {
+        if let Some(e) = undocumented_param(req, LIST_PARAMS) {
             return e;
         }
         let q = query(req);
@@ -154,36 +156,17 @@ impl GitHubFake {
     }
 
     fn create(&self, req: &Request) -> ResponseTemplate {
-        let keys = ["head", "base", "title", "body"];
-        let (body, created) = match self.fake.create_from(
-            req,
-            &["head", "base", "title"],
-            &[
-                "title",
-                "head",
-                "head_repo",
-                "base",
-                "body",
-                "maintainer_can_modify",
-                "draft",
-                "issue",
-            ],
-            keys,
-        ) {
-            Ok(v) => v,
-            Err(e) => return e,
-        };
-        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
-        match created {
-            Some(pr) => ResponseTemplate::new(201).set_body_json(self.pull_json(req, &pr, true)),
-            None => ResponseTemplate::new(422).set_body_json(json!({
+        let json = |pr: &FakePr| self.pull_json(req, pr, true);
+        let duplicate = |head: &str, _base: &str| {
+            ResponseTemplate::new(422).set_body_json(json!({
                 "message": "Validation Failed",
                 "errors": [{"resource": "PullRequest", "code": "custom",
-                            "message": format!("A pull request already exists for {OWNER}:{}.", s("head"))}],
+                            "message": format!("A pull request already exists for {OWNER}:{head}.")}],
                 "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
                 "status": "422"
-            })),
-        }
+            }))
+        };
+        self.fake.create_pull(req, CREATE_FIELDS, json, duplicate)
     }
 
     fn update(&self, req: &Request, n: &str) -> ResponseTemplate {

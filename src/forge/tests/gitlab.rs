@@ -10,6 +10,61 @@ const PROJECT_PATH: &str = "platform/team/config";
 const PROJECT_ENCODED: &str = "platform%2Fteam%2Fconfig";
 const PROJECT_ID: &str = "4711";
 
+/// The fields GitLab documents for creating a merge request note.
+const NOTE_FIELDS: &[&str] = &[
+    "body",
+    "created_at",
+    "internal",
+    "merge_request_diff_head_sha",
+];
+
+/// The query parameters GitLab documents for listing merge requests.
+const LIST_PARAMS: &[&str] = &[
+    "state",
+    "order_by",
+    "sort",
+    "source_branch",
+    "target_branch",
+    "scope",
+    "view",
+    "labels",
+    "milestone",
+    "search",
+    "page",
+    "per_page",
+];
+
+/// The fields GitLab documents for creating a merge request.
+const CREATE_FIELDS: &[&str] = &[
+    "source_branch",
+    "target_branch",
+    "title",
+    "description",
+    "assignee_id",
+    "assignee_ids",
+    "reviewer_ids",
+    "labels",
+    "milestone_id",
+    "remove_source_branch",
+    "squash",
+    "target_project_id",
+    "allow_collaboration",
+];
+
+/// The fields GitLab documents for updating a merge request.
+const UPDATE_FIELDS: &[&str] = &[
+    "target_branch",
+    "title",
+    "description",
+    "state_event",
+    "labels",
+    "assignee_id",
+    "milestone_id",
+    "remove_source_branch",
+    "squash",
+    "discussion_locked",
+];
+
 pub struct GitLabFake {
     fake: Fake,
 }
@@ -74,25 +129,9 @@ impl GitLabFake {
             },
             ("PUT", [iid]) => self.update(req, iid),
             ("POST", [iid, "notes"]) => {
-                let body = match payload(
-                    req,
-                    &["body"],
-                    &[
-                        "body",
-                        "created_at",
-                        "internal",
-                        "merge_request_diff_head_sha",
-                    ],
-                ) {
-                    Ok(v) => v,
-                    Err(e) => return e,
-                };
-                let Some(pr) = self.find(iid) else {
-                    return not_found("404 Not found");
-                };
-                let text = body["body"].as_str().unwrap_or_default().to_string();
-                self.fake.store().comments.push((pr.number, text.clone()));
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text, "noteable_type": "MergeRequest", "noteable_iid": pr.number}))
+                let answer = |iid, text: &str| json!({"id": 1, "body": text, "noteable_type": "MergeRequest", "noteable_iid": iid});
+                self.fake
+                    .post_comment(req, iid, NOTE_FIELDS, "404 Not found", answer)
             }
             _ => not_found("404 Not Found"),
         }
@@ -104,23 +143,7 @@ impl GitLabFake {
     }
 
     fn list(&self, req: &Request) -> ResponseTemplate {
-        if let Some(e) = undocumented_param(
-            req,
-            &[
-                "state",
-                "order_by",
-                "sort",
-                "source_branch",
-                "target_branch",
-                "scope",
-                "view",
-                "labels",
-                "milestone",
-                "search",
-                "page",
-                "per_page",
-            ],
-        ) {
+        if let Some(e) = undocumented_param(req, LIST_PARAMS) {
             return e;
         }
         let q = query(req);
@@ -157,21 +180,7 @@ impl GitLabFake {
         let (body, created) = match self.fake.create_from(
             req,
             &["source_branch", "target_branch", "title"],
-            &[
-                "source_branch",
-                "target_branch",
-                "title",
-                "description",
-                "assignee_id",
-                "assignee_ids",
-                "reviewer_ids",
-                "labels",
-                "milestone_id",
-                "remove_source_branch",
-                "squash",
-                "target_project_id",
-                "allow_collaboration",
-            ],
+            CREATE_FIELDS,
             keys,
         ) {
             Ok(v) => v,
@@ -202,22 +211,7 @@ impl GitLabFake {
     }
 
     fn update(&self, req: &Request, iid: &str) -> ResponseTemplate {
-        let body = match payload(
-            req,
-            &[],
-            &[
-                "target_branch",
-                "title",
-                "description",
-                "state_event",
-                "labels",
-                "assignee_id",
-                "milestone_id",
-                "remove_source_branch",
-                "squash",
-                "discussion_locked",
-            ],
-        ) {
+        let body = match payload(req, &[], UPDATE_FIELDS) {
             Ok(v) => v,
             Err(e) => return e,
         };

@@ -32,6 +32,9 @@ pub const HEAD: &str = "sluice/prod/podinfo/3";
 /// The login every fake reports as the merger of a merged pull request.
 pub const MERGER: &str = "release-captain";
 pub const BASE: &str = "main";
+/// The repository the GitHub and Gitea fakes serve: `acme/config`.
+pub const OWNER: &str = "acme";
+pub const REPO: &str = "config";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FakeState {
@@ -187,6 +190,54 @@ impl Fake {
         let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
         let created = self.create(&s(head), &s(base), &s(title), &s(body));
         Ok((v, created))
+    }
+
+    /// Serves a comment on the pull request numbered `n` (a path segment): the payload needs
+    /// `body` and may hold only `allowed` fields; an unknown number is a 404 with `not_found`;
+    /// the answer is 201 with `answer(number, text)`.
+    pub fn post_comment(
+        &self,
+        req: &Request,
+        n: &str,
+        allowed: &[&str],
+        not_found: &str,
+        answer: impl Fn(u64, &str) -> Value,
+    ) -> ResponseTemplate {
+        let body = match payload(req, &["body"], allowed) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let number = n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| self.prs().iter().any(|p| p.number == *n));
+        let Some(number) = number else {
+            return error(404, not_found);
+        };
+        let text = body["body"].as_str().unwrap_or_default().to_string();
+        self.store().comments.push((number, text.clone()));
+        ResponseTemplate::new(201).set_body_json(answer(number, &text))
+    }
+
+    /// Serves `POST /repos/{owner}/{repo}/pulls` as GitHub and Gitea both document it: `head`,
+    /// `base` and `title` required, only `allowed` fields; 201 with `json` of the new pull
+    /// request, or `duplicate(head, base)` when one is already open for the branches.
+    pub fn create_pull(
+        &self,
+        req: &Request,
+        allowed: &[&str],
+        json: impl Fn(&FakePr) -> Value,
+        duplicate: impl Fn(&str, &str) -> ResponseTemplate,
+    ) -> ResponseTemplate {
+        let keys = ["head", "base", "title", "body"];
+        match self.create_from(req, &keys[..3], allowed, keys) {
+            Ok((_, Some(pr))) => ResponseTemplate::new(201).set_body_json(json(&pr)),
+            Ok((body, None)) => {
+                let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
+                duplicate(&s("head"), &s("base"))
+            }
+            Err(e) => e,
+        }
     }
 
     /// The injected fault or delay for this request, if any.
