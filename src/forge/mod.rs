@@ -212,32 +212,33 @@ impl ForgeToken {
             (Some(_), Some(_)) => Err(ForgeError::config(format!(
                 "both {TOKEN_VAR} and {TOKEN_FILE_VAR} are set; set only one"
             ))),
-            (Some(token), None) => {
-                let token = token.trim();
-                if token.is_empty() {
-                    Err(ForgeError::config(format!(
-                        "{TOKEN_VAR} is set but empty; unset it or give it a token"
-                    )))
-                } else {
-                    Ok(Some(ForgeToken::new(token)))
-                }
-            }
+            (Some(token), None) => ForgeToken::non_empty(
+                &token,
+                format!("{TOKEN_VAR} is set but empty; unset it or give it a token"),
+            ),
             (None, Some(path)) => {
                 let content = std::fs::read_to_string(&path).map_err(|e| {
                     ForgeError::config(format!(
                         "{TOKEN_FILE_VAR}: cannot read token file {path}: {e}"
                     ))
                 })?;
-                let token = content.trim();
-                if token.is_empty() {
-                    Err(ForgeError::config(format!(
-                        "{TOKEN_FILE_VAR}: token file {path} is empty"
-                    )))
-                } else {
-                    Ok(Some(ForgeToken::new(token)))
-                }
+                ForgeToken::non_empty(
+                    &content,
+                    format!("{TOKEN_FILE_VAR}: token file {path} is empty"),
+                )
             }
             (None, None) => Ok(None),
+        }
+    }
+
+    /// The token in `text` without surrounding white space; a configuration error saying
+    /// `empty` when nothing is left.
+    fn non_empty(text: &str, empty: String) -> Result<Option<ForgeToken>, ForgeError> {
+        let token = text.trim();
+        if token.is_empty() {
+            Err(ForgeError::config(empty))
+        } else {
+            Ok(Some(ForgeToken::new(token)))
         }
     }
 

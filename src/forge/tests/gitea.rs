@@ -81,43 +81,39 @@ impl GiteaFake {
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
-        let Some(seg) = self.fake.segments(req) else {
-            return error(404, "Not Found");
-        };
-        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
-        let method = req.method.as_str();
-        match (method, seg.as_slice()) {
-            ("GET", ["repos", OWNER, REPO, "pulls"]) => self.list(req),
-            ("POST", ["repos", OWNER, REPO, "pulls"]) => self.create(req),
-            ("GET", ["repos", OWNER, REPO, "pulls", index]) => match self.find(index) {
-                Some(pr) => ResponseTemplate::new(200).set_body_json(self.pull_json(&pr)),
-                None => error(404, "The target couldn't be found."),
-            },
-            ("GET", ["repos", OWNER, REPO, "pulls", base, head @ ..]) => {
-                if !self.fake.store().base_head_endpoint {
-                    return error(404, "Not Found");
-                }
-                let head = head.join("/");
-                // Like Gitea's lookup: whichever matching row comes first, in any state.
-                match self
-                    .fake
-                    .prs()
-                    .into_iter()
-                    .find(|p| p.base == *base && p.head == head)
-                {
+        self.fake
+            .route_repo(req, |method, rest| match (method, rest) {
+                ("GET", ["pulls"]) => self.list(req),
+                ("POST", ["pulls"]) => self.create(req),
+                ("GET", ["pulls", index]) => match self.find(index) {
                     Some(pr) => ResponseTemplate::new(200).set_body_json(self.pull_json(&pr)),
                     None => error(404, "The target couldn't be found."),
+                },
+                ("GET", ["pulls", base, head @ ..]) => {
+                    if !self.fake.store().base_head_endpoint {
+                        return error(404, "Not Found");
+                    }
+                    let head = head.join("/");
+                    // Like Gitea's lookup: whichever matching row comes first, in any state.
+                    match self
+                        .fake
+                        .prs()
+                        .into_iter()
+                        .find(|p| p.base == *base && p.head == head)
+                    {
+                        Some(pr) => ResponseTemplate::new(200).set_body_json(self.pull_json(&pr)),
+                        None => error(404, "The target couldn't be found."),
+                    }
                 }
-            }
-            ("PATCH", ["repos", OWNER, REPO, "pulls", index]) => self.edit(req, index),
-            ("POST", ["repos", OWNER, REPO, "issues", index, "comments"]) => {
-                let answer = |_, text: &str| json!({"id": 1, "body": text});
-                let not_found = "The target couldn't be found.";
-                self.fake
-                    .post_comment(req, index, &["body"], not_found, answer)
-            }
-            _ => error(404, "Not Found"),
-        }
+                ("PATCH", ["pulls", index]) => self.edit(req, index),
+                ("POST", ["issues", index, "comments"]) => {
+                    let answer = |_, text: &str| json!({"id": 1, "body": text});
+                    let not_found = "The target couldn't be found.";
+                    self.fake
+                        .post_comment(req, index, &["body"], not_found, answer)
+                }
+                _ => error(404, "Not Found"),
+            })
     }
 
     fn find(&self, index: &str) -> Option<FakePr> {
@@ -131,16 +127,7 @@ impl GiteaFake {
         }
         let q = query(req);
         let state = q.get("state").map(String::as_str).unwrap_or("open");
-        let prs: Vec<FakePr> = self
-            .fake
-            .prs()
-            .into_iter()
-            .filter(|p| match state {
-                "open" => p.state == FakeState::Open,
-                "closed" => p.state != FakeState::Open,
-                _ => true,
-            })
-            .collect();
+        let prs = self.fake.prs_in_state(state);
         // Gitea's default order: newest first.
         let oldest_first = q.get("sort").map(String::as_str) == Some("oldest");
         self.fake.page_of(

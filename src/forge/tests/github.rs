@@ -71,28 +71,24 @@ impl GitHubFake {
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
-        let Some(seg) = self.fake.segments(req) else {
-            return error(404, "Not Found");
-        };
-        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
-        let method = req.method.as_str();
-        match (method, seg.as_slice()) {
-            ("GET", ["repos", OWNER, REPO, "pulls"]) => self.list(req),
-            ("POST", ["repos", OWNER, REPO, "pulls"]) => self.create(req),
-            ("GET", ["repos", OWNER, REPO, "pulls", n]) => self.with_pr(n, |pr| {
-                if let Some(e) = undocumented_param(req, &[]) {
-                    return e;
+        self.fake
+            .route_repo(req, |method, rest| match (method, rest) {
+                ("GET", ["pulls"]) => self.list(req),
+                ("POST", ["pulls"]) => self.create(req),
+                ("GET", ["pulls", n]) => self.with_pr(n, |pr| {
+                    if let Some(e) = undocumented_param(req, &[]) {
+                        return e;
+                    }
+                    ResponseTemplate::new(200).set_body_json(self.pull_json(req, pr, true))
+                }),
+                ("PATCH", ["pulls", n]) => self.update(req, n),
+                ("POST", ["issues", n, "comments"]) => {
+                    let answer = |_, text: &str| json!({"id": 1, "body": text});
+                    self.fake
+                        .post_comment(req, n, &["body"], "Not Found", answer)
                 }
-                ResponseTemplate::new(200).set_body_json(self.pull_json(req, pr, true))
-            }),
-            ("PATCH", ["repos", OWNER, REPO, "pulls", n]) => self.update(req, n),
-            ("POST", ["repos", OWNER, REPO, "issues", n, "comments"]) => {
-                let answer = |_, text: &str| json!({"id": 1, "body": text});
-                self.fake
-                    .post_comment(req, n, &["body"], "Not Found", answer)
-            }
-            _ => error(404, "Not Found"),
-        }
+                _ => error(404, "Not Found"),
+            })
     }
 
     fn existing(&self, n: &str) -> Option<u64> {
@@ -131,13 +127,8 @@ impl GitHubFake {
         };
         let prs: Vec<FakePr> = self
             .fake
-            .prs()
+            .prs_in_state(state)
             .into_iter()
-            .filter(|p| match state {
-                "open" => p.state == FakeState::Open,
-                "closed" => p.state != FakeState::Open,
-                _ => true,
-            })
             .filter(|p| {
                 head.as_ref()
                     .is_none_or(|(u, b)| u == OWNER && &p.head == b)

@@ -192,6 +192,35 @@ impl Fake {
         Ok((v, created))
     }
 
+    /// The pull requests a GitHub or Gitea list with `state` (`open`, `closed`, else all) holds.
+    pub fn prs_in_state(&self, state: &str) -> Vec<FakePr> {
+        self.prs()
+            .into_iter()
+            .filter(|p| match state {
+                "open" => p.state == FakeState::Open,
+                "closed" => p.state != FakeState::Open,
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// Routes a GitHub or Gitea request below `repos/{OWNER}/{REPO}/` to `serve`, with its
+    /// method and the rest of its path; anything else is a 404.
+    pub fn route_repo(
+        &self,
+        req: &Request,
+        serve: impl FnOnce(&str, &[&str]) -> ResponseTemplate,
+    ) -> ResponseTemplate {
+        let Some(seg) = self.segments(req) else {
+            return error(404, "Not Found");
+        };
+        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
+        match seg.as_slice() {
+            ["repos", OWNER, REPO, rest @ ..] => serve(req.method.as_str(), rest),
+            _ => error(404, "Not Found"),
+        }
+    }
+
     /// Serves a comment on the pull request numbered `n` (a path segment): the payload needs
     /// `body` and may hold only `allowed` fields; an unknown number is a 404 with `not_found`;
     /// the answer is 201 with `answer(number, text)`.
