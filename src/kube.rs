@@ -3,7 +3,7 @@
 //! as a value.
 //!
 //! kube's TLS stack is rustls with ring, and rustls panics on first use without a process-wide
-//! crypto provider, so both constructors install it first (see [`crate::http`]).
+//! crypto provider, so both constructors install it first (see [`crate::http_client`]).
 
 /// Why no client could be built (no in-cluster config and no usable kubeconfig, a bad
 /// kubeconfig, a TLS setup failure). Terminal: it needs a change of environment.
@@ -15,7 +15,7 @@ pub struct ClientError {
 
 /// Builds a client from `config`. Must run inside a tokio runtime.
 pub fn client_from_config(config: ::kube::Config) -> Result<::kube::Client, ClientError> {
-    crate::http::install_crypto_provider();
+    crate::http_client::install_crypto_provider();
     ::kube::Client::try_from(config).map_err(|e| ClientError {
         message: e.to_string(),
     })
@@ -24,7 +24,7 @@ pub fn client_from_config(config: ::kube::Config) -> Result<::kube::Client, Clie
 /// A client for the cluster sluice runs in (in-cluster ServiceAccount) or the local kubeconfig
 /// (`KUBECONFIG`, `~/.kube/config`), as kube's `Config::infer` finds them.
 pub async fn infer_client() -> Result<::kube::Client, ClientError> {
-    crate::http::install_crypto_provider();
+    crate::http_client::install_crypto_provider();
     let config = ::kube::Config::infer().await.map_err(|e| ClientError {
         message: e.to_string(),
     })?;

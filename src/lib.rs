@@ -60,9 +60,9 @@
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests | know about canaries |
-//! | [`server`], [`http`] | `/metrics`, probes, the git webhook; pooled HTTP clients | decide |
+//! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
-//! | [`remote_url`] | URL parsing and redaction for git remotes and forges | log a secret |
+//! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
@@ -87,7 +87,7 @@ pub mod facts;
 pub mod forge;
 pub mod gates;
 pub mod gitops;
-pub mod http;
+pub mod http_client;
 pub mod kube;
 pub mod metrics;
 pub mod notify;
@@ -95,7 +95,6 @@ pub mod observe;
 pub mod operate;
 pub mod outcome;
 pub mod plan;
-pub mod remote_url;
 pub mod render;
 pub mod route;
 pub mod runtime;
@@ -103,5 +102,6 @@ pub mod secrets;
 pub mod server;
 pub mod spec;
 pub mod tick;
+pub mod url_credentials;
 pub mod workload;
 pub mod yaml;

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use tracing::warn;
 
 use crate::forge::{ForgeClient, ForgeToken};
-use crate::http::HttpClients;
+use crate::http_client::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
 use crate::secrets::Secrets;
 use crate::spec::settings::Settings;

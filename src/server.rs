@@ -129,7 +129,7 @@ impl Default for Metrics {
 
 /// `sluice_http_connections_opened_total{endpoint}`, read from the pooled clients at scrape time.
 #[derive(Debug)]
-struct HttpConnections(crate::http::Endpoints);
+struct HttpConnections(crate::http_client::Endpoints);
 
 impl Collector for HttpConnections {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -158,11 +158,11 @@ impl Metrics {
 
     /// The metrics, plus the connections `endpoints`' pooled clients opened
     /// (`sluice_http_connections_opened_total{endpoint="http://prom:9090"}`).
-    pub fn with_connections(endpoints: crate::http::Endpoints) -> Metrics {
+    pub fn with_connections(endpoints: crate::http_client::Endpoints) -> Metrics {
         Metrics::build(Some(endpoints))
     }
 
-    fn build(endpoints: Option<crate::http::Endpoints>) -> Metrics {
+    fn build(endpoints: Option<crate::http_client::Endpoints>) -> Metrics {
         let mut registry = Registry::with_prefix("sluice");
         if let Some(endpoints) = endpoints {
             registry.register_collector(Box::new(HttpConnections(endpoints)));

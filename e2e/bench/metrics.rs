@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice::core::observe::MetricValue;
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};

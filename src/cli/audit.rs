@@ -3,6 +3,7 @@
 
 use crate::audit::{audit, open, Report};
 use crate::cli::repo::SourceArgs;
+use crate::cli::workflow_command::{escape_data, escape_property};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
 pub enum AuditOutput {
@@ -137,18 +138,6 @@ fn counted(n: usize, noun: &str) -> String {
     } else {
         format!("{n} {noun}s")
     }
-}
-
-/// GitHub's escaping of a workflow command's message.
-fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// GitHub's escaping of a workflow command's property.
-fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub mod repo;
 pub mod run;
 pub mod status;
 pub mod validate;
+mod workflow_command;
 
 #[derive(Debug, Parser)]
 #[command(

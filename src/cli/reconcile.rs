@@ -15,6 +15,17 @@ pub struct Args {
     pub push_attempts: u32,
 }
 
+/// The tick context of `sluice reconcile` and `sluice run`: live observations, the repo
+/// settings' author, and `push_attempts` pushes at most per commit.
+pub fn context<'a>(observer: &'a Live, push_attempts: u32, runtime: &'a Runtime) -> Context<'a> {
+    Context {
+        observer,
+        author: None,
+        push_attempts,
+        runtime,
+    }
+}
+
 pub fn print_report(report: &TickReport) {
     for e in &report.spec_errors {
         eprintln!("{e}");
@@ -32,12 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let mut locked = args.repo.open()?;
     let runtime = Runtime::from_env()?;
     let observer = Live::new(&runtime);
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: args.push_attempts,
-        runtime: &runtime,
-    };
+    let ctx = context(&observer, args.push_attempts, &runtime);
     // `open` fetched the branch a moment ago; a second fetch would only ask the remote again.
     let report = tick_fetched(&mut locked.repo, &ctx, jiff::Timestamp::now())?;
     print_report(&report);

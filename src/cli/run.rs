@@ -20,7 +20,7 @@ use crate::gitops::ConfigRepo;
 use crate::observe::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
-use crate::tick::{poll, Context, Idle, Polled, TickReport};
+use crate::tick::{poll, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
 /// The daemon's default address. Its port is no common neighbour's: not Prometheus (9090),
@@ -230,12 +230,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         return Ok(0);
     };
     let observer = Live::new(&runtime);
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: args.push_attempts,
-        runtime: &runtime,
-    };
+    let ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
     info!(branch = %args.repo.branch, "sluice started");
     let mut election = Election::from_args(args, &runtime)?;
     // The last completed tick, while polls find nothing new (see `tick::Idle`).

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cli::workflow_command::{escape_data, escape_property};
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::render::status_file;
 use crate::spec::load::{find_settings, load_settings, Existing, Loaded};
@@ -226,18 +227,6 @@ pub fn annotation(e: &SpecError, root: Option<&Path>) -> String {
         escape_property(title),
         escape_data(&e.message)
     )
-}
-
-/// A workflow command's message: `%`, CR and LF are percent-encoded.
-fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A workflow command's property value: as [`escape_data`], and `:` and `,` too.
-fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
 #[cfg(test)]

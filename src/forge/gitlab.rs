@@ -12,14 +12,12 @@
 //!
 //! Auth: `PRIVATE-TOKEN: <token>` (personal, project or group access tokens).
 
-use std::ops::ControlFlow;
-
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::http::Api;
-use super::{ForgeError, Operation, PrState, PullRequest};
+use super::api::{Api, Numbered, Reading};
+use super::{ForgeError, NewPull, Operation, PrState, PullRequest};
 
 const PER_PAGE: u32 = 100;
 
@@ -52,6 +50,12 @@ struct MergeRequest {
 #[derive(Debug, Deserialize)]
 struct User {
     username: String,
+}
+
+impl Numbered for MergeRequest {
+    fn number(&self) -> u64 {
+        self.iid
+    }
 }
 
 impl MergeRequest {
@@ -122,60 +126,37 @@ impl GitLab {
             ("source_branch", head.to_string()),
             ("target_branch", base.to_string()),
         ];
-        let mut found = None;
-        self.api
-            .pages(
-                op,
-                &url,
-                &query,
-                ("per_page", PER_PAGE),
-                |page: Vec<MergeRequest>| {
-                    found = page.into_iter().find(|mr| {
-                        mr.source_branch == head
-                            && mr.target_branch == base
-                            && matches!(mr.state.as_str(), "opened" | "locked")
-                            && mr.same_project()
-                    });
-                    if found.is_some() {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    }
-                },
-            )
+        let wanted = |mr: &MergeRequest| {
+            mr.source_branch == head
+                && mr.target_branch == base
+                && matches!(mr.state.as_str(), "opened" | "locked")
+                && mr.same_project()
+        };
+        let found = self
+            .api
+            .find(op, &url, &query, ("per_page", PER_PAGE), wanted)
             .await?;
         found.map(|mr| self.pr(op, mr)).transpose()
     }
 
-    pub(super) async fn open(
-        &self,
-        head: &str,
-        base: &str,
-        title: &str,
-        body: &str,
-    ) -> Result<PullRequest, ForgeError> {
+    pub(super) async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError> {
         let op = Operation::Open;
         let payload = json!({
-            "source_branch": head,
-            "target_branch": base,
-            "title": title,
-            "description": body,
+            "source_branch": new.head,
+            "target_branch": new.base,
+            "title": new.title,
+            "description": new.body,
         });
-        let mr: MergeRequest = self
-            .api
-            .json(op, Method::POST, self.url(op, &[])?, &[], Some(&payload))
-            .await?;
-        self.pr(op, mr)
+        let url = self.url(op, &[])?;
+        let mr = self.api.json(op, Method::POST, url, &[], Some(&payload));
+        self.pr(op, mr.await?)
     }
 
     pub(super) async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
         let op = Operation::Get(number);
-        let iid = number.to_string();
-        let mr: MergeRequest = self
-            .api
-            .json(op, Method::GET, self.url(op, &[&iid])?, &[], None)
-            .await?;
-        self.pr(op, mr)
+        let url = self.url(op, &[&number.to_string()])?;
+        let mr = self.api.json(op, Method::GET, url, &[], None);
+        self.pr(op, mr.await?)
     }
 
     pub(super) async fn latest_for_branch(
@@ -190,51 +171,31 @@ impl GitLab {
             ("order_by", "created_at".to_string()),
             ("sort", "desc".to_string()),
         ];
-        let mut newest: Option<MergeRequest> = None;
-        self.api
-            .pages(
-                op,
-                &url,
-                &query,
-                ("per_page", PER_PAGE),
-                |page: Vec<MergeRequest>| {
-                    for mr in page
-                        .into_iter()
-                        .filter(|mr| mr.source_branch == head && mr.same_project())
-                    {
-                        if newest.as_ref().is_none_or(|n| mr.iid > n.iid) {
-                            newest = Some(mr);
-                        }
-                    }
-                    ControlFlow::Continue(())
-                },
-            )
+        let wanted = |mr: &MergeRequest| mr.source_branch == head && mr.same_project();
+        let size = ("per_page", PER_PAGE);
+        let newest = self
+            .api
+            .newest(op, &url, &query, size, wanted, Reading::AllPages)
             .await?;
         newest.map(|mr| self.pr(op, mr)).transpose()
     }
 
     pub(super) async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
         let op = Operation::Comment(number);
-        let iid = number.to_string();
-        let url = self.url(op, &[&iid, "notes"])?;
+        let url = self.url(op, &[&number.to_string(), "notes"])?;
+        let payload = json!({"body": text});
         self.api
-            .send(op, Method::POST, url, &[], Some(&json!({"body": text})))
+            .send(op, Method::POST, url, &[], Some(&payload))
             .await?;
         Ok(())
     }
 
     pub(super) async fn close(&self, number: u64) -> Result<(), ForgeError> {
         let op = Operation::Close(number);
-        let iid = number.to_string();
-        let url = self.url(op, &[&iid])?;
+        let url = self.url(op, &[&number.to_string()])?;
+        let payload = json!({"state_event": "close"});
         self.api
-            .send(
-                op,
-                Method::PUT,
-                url,
-                &[],
-                Some(&json!({"state_event": "close"})),
-            )
+            .send(op, Method::PUT, url, &[], Some(&payload))
             .await?;
         Ok(())
     }

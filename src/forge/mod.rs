@@ -3,8 +3,9 @@
 //!
 //! A step that needs approval is committed on a branch `sluice/<namespace>/<name>/<step>`;
 //! merging its pull request approves the step, closing it aborts the rollout. [`Forge`] is one
-//! enum over the providers (`github.rs`, `gitlab.rs`, `gitea.rs`), chosen once from the repo
-//! settings; nothing downstream matches on provider strings.
+//! enum over the providers (`github.rs`, `gitlab.rs`, `gitea.rs`; the calls GitHub and Gitea
+//! make alike are in `github_like.rs`, the HTTP plumbing all share in `api.rs`), chosen once
+//! from the repo settings; nothing downstream matches on provider strings.
 //!
 //! Errors say whether to retry ([`ForgeError::is_transient`]: network, timeouts, 5xx, 429, rate
 //! limits) or to stop and tell a human what to fix (401/403/404/422 with the API's own message).
@@ -12,10 +13,11 @@
 //! This module must not log, print or put in an error the access token
 //! (`SLUICE_FORGE_TOKEN` / `SLUICE_FORGE_TOKEN_FILE`), and must not panic on any HTTP answer.
 
+mod api;
 pub mod gitea;
 pub mod github;
+mod github_like;
 pub mod gitlab;
-mod http;
 
 #[cfg(test)]
 mod tests;
@@ -24,7 +26,8 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::spec::settings::{ForgeKind, ForgeSettings};
-pub use http::ForgeClient;
+pub use api::ForgeClient;
+use github_like::SharedPulls;
 
 /// Where a pull request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,15 @@ pub struct PullRequest {
     /// in single-pull answers, so read it with [`Forge::get`]; GitLab: `merge_user.username`,
     /// else the deprecated `merged_by.username`; Gitea: `merged_by.login`).
     pub merged_by: Option<String>,
+}
+
+/// A pull request to open: from `head` into `base`, with `title` and `body` (Markdown).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewPull<'a> {
+    pub head: &'a str,
+    pub base: &'a str,
+    pub title: &'a str,
+    pub body: &'a str,
 }
 
 /// What sluice was doing when a forge call failed; part of every [`ForgeError`].
@@ -200,32 +212,33 @@ impl ForgeToken {
             (Some(_), Some(_)) => Err(ForgeError::config(format!(
                 "both {TOKEN_VAR} and {TOKEN_FILE_VAR} are set; set only one"
             ))),
-            (Some(token), None) => {
-                let token = token.trim();
-                if token.is_empty() {
-                    Err(ForgeError::config(format!(
-                        "{TOKEN_VAR} is set but empty; unset it or give it a token"
-                    )))
-                } else {
-                    Ok(Some(ForgeToken::new(token)))
-                }
-            }
+            (Some(token), None) => ForgeToken::non_empty(
+                &token,
+                format!("{TOKEN_VAR} is set but empty; unset it or give it a token"),
+            ),
             (None, Some(path)) => {
                 let content = std::fs::read_to_string(&path).map_err(|e| {
                     ForgeError::config(format!(
                         "{TOKEN_FILE_VAR}: cannot read token file {path}: {e}"
                     ))
                 })?;
-                let token = content.trim();
-                if token.is_empty() {
-                    Err(ForgeError::config(format!(
-                        "{TOKEN_FILE_VAR}: token file {path} is empty"
-                    )))
-                } else {
-                    Ok(Some(ForgeToken::new(token)))
-                }
+                ForgeToken::non_empty(
+                    &content,
+                    format!("{TOKEN_FILE_VAR}: token file {path} is empty"),
+                )
             }
             (None, None) => Ok(None),
+        }
+    }
+
+    /// The token in `text` without surrounding white space; a configuration error saying
+    /// `empty` when nothing is left.
+    fn non_empty(text: &str, empty: String) -> Result<Option<ForgeToken>, ForgeError> {
+        let token = text.trim();
+        if token.is_empty() {
+            Err(ForgeError::config(empty))
+        } else {
+            Ok(Some(ForgeToken::new(token)))
         }
     }
 
@@ -249,7 +262,7 @@ impl Forge {
     /// Builds the provider for `s` on the shared `client` (pooled connections and the token,
     /// built once; see `runtime::Runtime::forge_client`). Cheap: no connection is opened here.
     pub fn from_settings(s: &ForgeSettings, client: &ForgeClient) -> Result<Forge, ForgeError> {
-        let api = http::Api::new(s, client)?;
+        let api = api::Api::new(s, client)?;
         Ok(match s.kind {
             ForgeKind::GitHub => Forge::GitHub(github::GitHub::new(api, &s.repository)?),
             ForgeKind::GitLab => Forge::GitLab(gitlab::GitLab::new(api, &s.repository)?),
@@ -274,7 +287,7 @@ impl Forge {
     }
 
     #[cfg(test)]
-    fn api_mut(&mut self) -> &mut http::Api {
+    fn api_mut(&mut self) -> &mut api::Api {
         match self {
             Forge::GitHub(f) => &mut f.api,
             Forge::GitLab(f) => &mut f.api,
@@ -303,10 +316,16 @@ impl Forge {
         title: &str,
         body: &str,
     ) -> Result<PullRequest, ForgeError> {
+        let new = NewPull {
+            head,
+            base,
+            title,
+            body,
+        };
         match self {
-            Forge::GitHub(f) => f.open(head, base, title, body).await,
-            Forge::GitLab(f) => f.open(head, base, title, body).await,
-            Forge::Gitea(f) => f.open(head, base, title, body).await,
+            Forge::GitHub(f) => f.open(&new).await,
+            Forge::GitLab(f) => f.open(&new).await,
+            Forge::Gitea(f) => f.open(&new).await,
         }
     }
 

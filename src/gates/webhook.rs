@@ -19,7 +19,7 @@ use backon::{ExponentialBuilder, Retryable};
 
 use crate::core::observe::WebhookObservation;
 use crate::core::status::Phase;
-use crate::http::{self, HttpClients};
+use crate::http_client::{self, HttpClients};
 use crate::spec::model::WebhookSpec;
 
 /// Largest answer body read (only its start is reported).
@@ -194,7 +194,7 @@ async fn attempt_once(
 ) -> Result<(), Failure> {
     let timeout = hook.timeout;
     let timed_out = || Failure {
-        reason: format!("timed out after {}", http::human_duration(timeout)),
+        reason: format!("timed out after {}", http_client::human_duration(timeout)),
         retry: true,
         retry_after: None,
     };
@@ -212,7 +212,7 @@ async fn attempt_once(
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let body = http::read_body(response, MAX_BODY_BYTES).await;
+        let body = http_client::read_body(response, MAX_BODY_BYTES).await;
         Ok::<_, reqwest::Error>((status, retry_after, body))
     };
     let outcome = match tokio::time::timeout(timeout + Duration::from_secs(1), exchange).await {
@@ -225,7 +225,7 @@ async fn attempt_once(
             // A bad URL or scheme does not get better by retrying; the network might.
             let retry = !(e.is_builder() || e.is_redirect());
             return Err(Failure {
-                reason: http::describe(&e),
+                reason: http_client::describe(&e),
                 retry,
                 retry_after: None,
             });
@@ -238,9 +238,11 @@ async fn attempt_once(
         return Ok(());
     }
     let text = match body {
-        Ok(bytes) => http::snippet(&bytes, BODY_SNIPPET),
-        Err(http::BodyError::TooLarge { .. }) => "(body too large)".to_string(),
-        Err(http::BodyError::Transfer(e)) => format!("(body unreadable: {})", http::describe(&e)),
+        Ok(bytes) => http_client::snippet(&bytes, BODY_SNIPPET),
+        Err(http_client::BodyError::TooLarge { .. }) => "(body too large)".to_string(),
+        Err(http_client::BodyError::Transfer(e)) => {
+            format!("(body unreadable: {})", http_client::describe(&e))
+        }
     };
     let head = match status.canonical_reason() {
         Some(reason) => format!("HTTP {code} {reason}"),

@@ -67,8 +67,9 @@ impl ConfigRepo {
     ) -> Result<Oid> {
         let rendered = message.render()?;
         let signature = author.signature(time)?;
-        let written =
-            self.write_commit(parent, changes, &rendered, &signature, IfUnchanged::Commit)?;
+        let written = self.write_commit(|w| {
+            w.commit(parent, changes, &rendered, &signature, IfUnchanged::Commit)
+        })?;
         // `IfUnchanged::Commit` always writes a commit.
         written.ok_or_else(|| Error::Git {
             path: self.root.clone(),

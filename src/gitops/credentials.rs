@@ -5,7 +5,7 @@
 //! as `*_FILE` naming a file that holds it) or from userinfo in the remote URL, and live only in
 //! memory. The ssh host keys to trust come the same way (`SLUICE_GIT_KNOWN_HOSTS` or `_FILE`,
 //! checked by [`KnownHosts`]); without them libgit2 checks `~/.ssh/known_hosts`. URL hygiene (the URL that may be written to `.git/config`, redacting URLs and libgit2
-//! messages) lives in [`crate::remote_url`], shared with the forges. This module must not log,
+//! messages) lives in [`crate::url_credentials`], shared with the forges. This module must not log,
 //! print or persist a secret.
 
 use std::cell::{Cell, RefCell};
@@ -16,8 +16,8 @@ use git2::{CertificateCheckStatus, Cred, CredentialType, RemoteCallbacks};
 
 use super::error::{Error, Result};
 use super::known_hosts::KnownHosts;
-pub use crate::remote_url::{redact_text, redact_url};
-use crate::remote_url::{CleanUrl, UrlUserinfo};
+pub use crate::url_credentials::{redact_text, redact_url};
+use crate::url_credentials::{CleanUrl, UrlUserinfo};
 
 /// The username GitHub, Gitea and GitLab accept together with an access token.
 const TOKEN_USERNAME: &str = "x-access-token";
@@ -481,9 +481,9 @@ fn read_path_var(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Result
     Ok(Some(path))
 }
 
-/// [`crate::remote_url::strip_userinfo`] with its error as this module's [`Error::InvalidUrl`].
+/// [`crate::url_credentials::strip_userinfo`] with its error as this module's [`Error::InvalidUrl`].
 pub(crate) fn strip_userinfo(url: &str) -> Result<CleanUrl> {
-    crate::remote_url::strip_userinfo(url).map_err(|e| Error::InvalidUrl {
+    crate::url_credentials::strip_userinfo(url).map_err(|e| Error::InvalidUrl {
         url: e.url,
         reason: e.reason,
     })

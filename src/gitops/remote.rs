@@ -15,7 +15,7 @@ use git2::{
 
 use super::credentials::{redact_url, AuthSession, Credentials};
 use super::error::{Error, RemoteOp, Result};
-use crate::remote_url::UrlKind;
+use crate::url_credentials::UrlKind;
 
 /// The name of the one remote a sluice clone has.
 pub(super) const ORIGIN: &str = "origin";
@@ -139,7 +139,7 @@ impl Remote<'_> {
 
     /// The repository a local-path or `file://` remote names; `None` for network remotes.
     fn local_path(&self) -> Option<PathBuf> {
-        let clean = crate::remote_url::strip_userinfo(self.url).ok()?;
+        let clean = crate::url_credentials::strip_userinfo(self.url).ok()?;
         match clean.kind {
             UrlKind::Local => Some(PathBuf::from(self.url)),
             UrlKind::File => url::Url::parse(self.url).ok()?.to_file_path().ok(),

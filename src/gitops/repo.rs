@@ -11,12 +11,11 @@ use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
 use git2::{
-    ErrorCode, ObjectType, Oid, Reference, Repository, RepositoryInitOptions, ResetType, Signature,
-    Time,
+    ErrorCode, ObjectType, Oid, Reference, Repository, RepositoryInitOptions, ResetType, Time,
 };
 
 use super::change::{validate_path, CommitMessage, FileChange, Identity};
-use super::commit::{IfUnchanged, Writer};
+use super::commit::{IfUnchanged, Writer, Written};
 use super::credentials::{redact_url, strip_userinfo, Credentials};
 use super::error::{Error, RemoteOp, Result};
 use super::locks;
@@ -441,8 +440,9 @@ impl ConfigRepo {
         // attempt is cleaned up by the next `fetch`.
         self.dirty = true;
         worktree::write(&self.root, changes)?;
-        let written =
-            self.write_commit(self.head, changes, &rendered, &signature, IfUnchanged::Skip);
+        let head = self.head;
+        let written = self
+            .write_commit(|w| w.commit(head, changes, &rendered, &signature, IfUnchanged::Skip));
         let Some(oid) = written? else {
             self.dirty = false;
             tracing::debug!("no change; nothing to commit");
@@ -462,16 +462,13 @@ impl ConfigRepo {
         Ok(Some(oid))
     }
 
-    /// Writes a commit of `changes` on `parent` the one way every sluice commit is written
-    /// ([`Writer::commit`]: signed when a key is set), and records its objects in the memory
-    /// store when that is open. Touches no ref, index or work tree.
+    /// Writes a commit the one way every sluice commit is written: `write` calls
+    /// [`Writer::commit`] on a writer over this clone's objects, signing key and tree cache.
+    /// Records the objects written in the memory store when that is open. Touches no ref,
+    /// index or work tree.
     pub(super) fn write_commit(
         &mut self,
-        parent: Oid,
-        changes: &[FileChange],
-        message: &str,
-        signature: &Signature<'_>,
-        unchanged: IfUnchanged,
+        write: impl FnOnce(&mut Writer<'_>) -> Result<Option<(Oid, Written)>>,
     ) -> Result<Option<Oid>> {
         let mut writer = Writer {
             repo: &self.repo,
@@ -479,7 +476,7 @@ impl ConfigRepo {
             signing: self.signing.as_ref(),
             trees: &mut self.trees,
         };
-        let committed = match writer.commit(parent, changes, message, signature, unchanged) {
+        let committed = match write(&mut writer) {
             // The parent's objects cannot be read: the next fetch clones afresh, as after a
             // push that found them damaged.
             Err(e) if e.is_local_damage() => {

@@ -296,7 +296,7 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
                     .unwrap_or("");
                 Some(format!("{code}: {message}"))
             })
-            .unwrap_or_else(|| crate::http::snippet(body, 200));
+            .unwrap_or_else(|| crate::http_client::snippet(body, 200));
         return MetricValue::Error(format!("HTTP {status}: {detail}"));
     }
     let json = match json {

@@ -64,15 +64,14 @@ impl Datadog {
     /// Runs `query` through `client`, ending at `now` (Unix seconds).
     pub async fn query(&self, client: &reqwest::Client, query: &str, now: u64) -> MetricValue {
         tracing::debug!(datadog = %self.shown, %query, "datadog query");
-        let from = now.saturating_sub(self.from_delta_secs).to_string();
-        let to = now.to_string();
+        let (from, to) = vendor_http::window(now, self.from_delta_secs);
         let request = client
             .get(self.url.clone())
             .query(&[("query", query), ("from", &from), ("to", &to)])
             .header("DD-API-KEY", &self.api_key)
             .header("DD-APPLICATION-KEY", &self.application_key);
-        let sent = vendor_http::get(request, self.timeout).await;
-        vendor_http::value("Datadog", &self.shown, sent, parse_response)
+        let (vendor, timeout) = ("Datadog", self.timeout);
+        vendor_http::get_value(vendor, &self.shown, request, timeout, parse_response).await
     }
 }
 
@@ -153,12 +152,7 @@ mod tests {
                 "expected a number",
             ),
         ];
-        for (status, body, expected) in cases {
-            match parse_response(*status, body) {
-                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
-                other => panic!("{expected}: {other:?}"),
-            }
-        }
+        vendor_http::assert_errors(parse_response, cases);
     }
 
     #[test]

@@ -56,8 +56,7 @@ impl Dynatrace {
     /// Runs the metric selector `query` through `client`, ending at `now_ms` (Unix ms).
     pub async fn query(&self, client: &reqwest::Client, query: &str, now_ms: u64) -> MetricValue {
         tracing::debug!(dynatrace = %self.shown, %query, "dynatrace query");
-        let from = now_ms.saturating_sub(self.from_delta_ms).to_string();
-        let to = now_ms.to_string();
+        let (from, to) = vendor_http::window(now_ms, self.from_delta_ms);
         let request = client
             .get(self.url.clone())
             .query(&[
@@ -67,8 +66,8 @@ impl Dynatrace {
                 ("to", &to),
             ])
             .header("Authorization", format!("Api-Token {}", self.token));
-        let sent = vendor_http::get(request, self.timeout).await;
-        vendor_http::value("Dynatrace", &self.shown, sent, parse_response)
+        let (vendor, timeout) = ("Dynatrace", self.timeout);
+        vendor_http::get_value(vendor, &self.shown, request, timeout, parse_response).await
     }
 }
 
@@ -145,12 +144,7 @@ mod tests {
                 "expected a number",
             ),
         ];
-        for (status, body, expected) in cases {
-            match parse_response(*status, body) {
-                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
-                other => panic!("{expected}: {other:?}"),
-            }
-        }
+        vendor_http::assert_errors(parse_response, cases);
     }
 
     #[test]

@@ -78,8 +78,8 @@ impl Graphite {
         if let Some((user, password)) = &self.basic {
             request = request.basic_auth(user, Some(password));
         }
-        let sent = vendor_http::get(request, self.timeout).await;
-        vendor_http::value("Graphite", &self.shown, sent, parse_response)
+        let (vendor, timeout) = ("Graphite", self.timeout);
+        vendor_http::get_value(vendor, &self.shown, request, timeout, parse_response).await
     }
 }
 
@@ -139,12 +139,7 @@ mod tests {
             (200, br#"[{"datapoints":[[1]]}]"#, "expected a datapoint"),
             (200, br#"[{"datapoints":[["x",1]]}]"#, "expected a number"),
         ];
-        for (status, body, expected) in cases {
-            match parse_response(*status, body) {
-                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
-                other => panic!("{expected}: {other:?}"),
-            }
-        }
+        vendor_http::assert_errors(parse_response, cases);
     }
 
     #[test]

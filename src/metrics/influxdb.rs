@@ -11,7 +11,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::core::observe::MetricValue;
-use crate::http;
+use crate::http_client;
 use crate::metrics::vendor_http::{self, api_url, status_error};
 
 /// The Secret key of the API token.
@@ -112,7 +112,7 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
         let Some(types) = &datatypes else {
             return MetricValue::Error(format!(
                 "expected annotated CSV (a #datatype row first), found {:?}",
-                http::snippet(body, 200)
+                http_client::snippet(body, 200)
             ));
         };
         let Some(header) = &names else {

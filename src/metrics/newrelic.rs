@@ -68,8 +68,8 @@ impl NewRelic {
             .get(self.url.clone())
             .query(&[("nrql", nrql.as_str())])
             .header("X-Query-Key", &self.query_key);
-        let sent = vendor_http::get(request, self.timeout).await;
-        vendor_http::value("New Relic", &self.shown, sent, parse_response)
+        let (vendor, timeout) = ("New Relic", self.timeout);
+        vendor_http::get_value(vendor, &self.shown, request, timeout, parse_response).await
     }
 }
 
@@ -127,12 +127,7 @@ mod tests {
             (200, br#"{"results":[{"result":"x"}]}"#, "expected a number"),
             (200, b"nope", "expected a JSON answer"),
         ];
-        for (status, body, expected) in cases {
-            match parse_response(*status, body) {
-                MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
-                other => panic!("{expected}: {other:?}"),
-            }
-        }
+        vendor_http::assert_errors(parse_response, cases);
     }
 
     #[test]

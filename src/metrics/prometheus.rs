@@ -21,7 +21,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::http;
+use crate::http_client;
 use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
 
@@ -81,8 +81,8 @@ impl Auth {
 /// connections opened) and the credentials. Cloning is cheap.
 #[derive(Debug, Clone)]
 pub struct PrometheusAccess {
-    http: http::HttpClients,
-    endpoints: http::Endpoints,
+    http: http_client::HttpClients,
+    endpoints: http_client::Endpoints,
     /// A bad credentials setting is kept, not raised: every query then fails with it, so the
     /// other adapters keep working and the metric says what to fix.
     auth: Result<Auth, String>,
@@ -95,10 +95,10 @@ pub struct PrometheusAccess {
 
 impl PrometheusAccess {
     /// Access whose credentials settings cannot be used: every query fails with `why`.
-    pub fn unusable(http: http::HttpClients, why: String) -> PrometheusAccess {
+    pub fn unusable(http: http_client::HttpClients, why: String) -> PrometheusAccess {
         PrometheusAccess {
             http,
-            endpoints: http::Endpoints::new(),
+            endpoints: http_client::Endpoints::new(),
             auth: Err(why),
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
@@ -106,10 +106,10 @@ impl PrometheusAccess {
     }
 
     /// Access with the given credentials.
-    pub fn new(http: http::HttpClients, auth: Auth) -> PrometheusAccess {
+    pub fn new(http: http_client::HttpClients, auth: Auth) -> PrometheusAccess {
         PrometheusAccess {
             http,
-            endpoints: http::Endpoints::new(),
+            endpoints: http_client::Endpoints::new(),
             auth: Ok(auth),
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
@@ -148,12 +148,12 @@ impl PrometheusAccess {
     }
 
     /// The pooled clients.
-    pub fn http(&self) -> &http::HttpClients {
+    pub fn http(&self) -> &http_client::HttpClients {
         &self.http
     }
 
     /// One pooled client per Prometheus endpoint; `/metrics` shows their connection counts.
-    pub fn endpoints(&self) -> &http::Endpoints {
+    pub fn endpoints(&self) -> &http_client::Endpoints {
         &self.endpoints
     }
 }
@@ -210,7 +210,8 @@ pub struct Prometheus {
 impl Prometheus {
     /// Builds a client with its own HTTP connection pool.
     pub fn new(config: &PrometheusConfig) -> Result<Prometheus, PrometheusError> {
-        let http = http::client(config.insecure_skip_verify).map_err(PrometheusError::Client)?;
+        let http =
+            http_client::client(config.insecure_skip_verify).map_err(PrometheusError::Client)?;
         Prometheus::with_client(http, config)
     }
 
@@ -323,7 +324,7 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
         let detail = json
             .as_ref()
             .and_then(prometheus_error)
-            .unwrap_or_else(|| http::snippet(body, 200));
+            .unwrap_or_else(|| http_client::snippet(body, 200));
         return MetricValue::Error(if detail.is_empty() {
             format!("HTTP {status}")
         } else {
@@ -333,7 +334,7 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     let Some(json) = json else {
         return MetricValue::Error(format!(
             "HTTP {status}: expected a JSON body, found {:?}",
-            http::snippet(body, 200)
+            http_client::snippet(body, 200)
         ));
     };
     match json.get("status").and_then(Json::as_str) {
@@ -396,7 +397,7 @@ fn sample_value(sample: &Json) -> MetricValue {
         _ => {
             return MetricValue::Error(format!(
                 "expected a sample [time, \"value\"], found {}",
-                http::snippet(sample.to_string().as_bytes(), 100)
+                http_client::snippet(sample.to_string().as_bytes(), 100)
             ))
         }
     };

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::http;
+use crate::http_client;
 
 /// Flagger's query timeout for every vendor provider.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -50,6 +50,25 @@ pub async fn get(
     exchange(request, timeout, true).await
 }
 
+/// Sends the GET `request` within `timeout` ([`get`]) and reads its answer with `parse`
+/// ([`value`]: errors name `vendor` and its `shown` address).
+pub async fn get_value(
+    vendor: &str,
+    shown: &str,
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    parse: impl FnOnce(u16, &[u8]) -> MetricValue,
+) -> MetricValue {
+    let sent = get(request, timeout).await;
+    value(vendor, shown, sent, parse)
+}
+
+/// The `from` and `to` query values of the window of `span` ending at `now` (both in the unit
+/// the vendor counts time in), as Flagger's Datadog and Dynatrace providers ask for.
+pub fn window(now: u64, span: u64) -> (String, String) {
+    (now.saturating_sub(span).to_string(), now.to_string())
+}
+
 /// Sends `request` (a POST: a query that reads, but never sent twice) and reads the answer.
 pub async fn post(
     request: reqwest::RequestBuilder,
@@ -74,25 +93,25 @@ async fn exchange(
             sent => sent?,
         };
         let status = response.status().as_u16();
-        let body = http::read_body(response, MAX_RESPONSE_BYTES).await;
+        let body = http_client::read_body(response, MAX_RESPONSE_BYTES).await;
         Ok::<_, reqwest::Error>((status, body))
     };
-    let timed_out = || format!("timed out after {}", http::human_duration(timeout));
+    let timed_out = || format!("timed out after {}", http_client::human_duration(timeout));
     // reqwest's timeout covers connecting through reading the body; the outer one bounds
     // anything it might not (DNS resolution on a blocking pool).
     match tokio::time::timeout(timeout + Duration::from_secs(1), exchange).await {
         Err(_) => Err(timed_out()),
         Ok(Err(e)) if e.is_timeout() => Err(timed_out()),
-        Ok(Err(e)) => Err(http::describe(&e)),
-        Ok(Ok((_, Err(http::BodyError::TooLarge { limit })))) => {
+        Ok(Err(e)) => Err(http_client::describe(&e)),
+        Ok(Ok((_, Err(http_client::BodyError::TooLarge { limit })))) => {
             Err(format!("response body larger than {limit} bytes"))
         }
-        Ok(Ok((_, Err(http::BodyError::Transfer(e))))) if e.is_timeout() => {
+        Ok(Ok((_, Err(http_client::BodyError::Transfer(e))))) if e.is_timeout() => {
             Err(format!("{} while reading the response", timed_out()))
         }
-        Ok(Ok((_, Err(http::BodyError::Transfer(e))))) => Err(format!(
+        Ok(Ok((_, Err(http_client::BodyError::Transfer(e))))) => Err(format!(
             "reading the response failed: {}",
-            http::describe(&e)
+            http_client::describe(&e)
         )),
         Ok(Ok((status, Ok(body)))) => Ok((status, body)),
     }
@@ -103,7 +122,7 @@ pub fn status_error(status: u16, body: &[u8]) -> Option<String> {
     if (200..300).contains(&status) {
         return None;
     }
-    let detail = http::snippet(body, 200);
+    let detail = http_client::snippet(body, 200);
     Some(if detail.is_empty() {
         format!("HTTP {status}")
     } else {
@@ -150,8 +169,19 @@ pub fn parse_json(
 pub fn not_json(body: &[u8], error: &serde_json::Error) -> String {
     format!(
         "expected a JSON answer ({error}), found {:?}",
-        http::snippet(body, 200)
+        http_client::snippet(body, 200)
     )
+}
+
+/// Asserts that `parse` reads each `(status, body)` of `cases` as an error containing its text.
+#[cfg(test)]
+pub(crate) fn assert_errors(parse: fn(u16, &[u8]) -> MetricValue, cases: &[(u16, &[u8], &str)]) {
+    for (status, body, expected) in cases {
+        match parse(*status, body) {
+            MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+            other => panic!("{expected}: {other:?}"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use tracing::warn;
 
 use crate::core::decide::{Action, Decision, RollbackCause};
 use crate::core::status::{Gate, Phase};
-use crate::http::HttpClients;
+use crate::http_client::HttpClients;
 use crate::secrets::Secrets;
 use crate::spec::model::{Alert, AlertKind, AlertTarget, Canary, Severity, Strategy, Target};
 
@@ -325,7 +325,7 @@ async fn send_one(
     let proxied;
     let client = match &provider.proxy {
         Some(proxy) => {
-            proxied = crate::http::proxied_client(proxy)?;
+            proxied = crate::http_client::proxied_client(proxy)?;
             &proxied
         }
         None => clients.get(false),
@@ -340,7 +340,7 @@ async fn send_one(
     let response = request
         .send()
         .await
-        .map_err(|e| crate::http::describe(&e))?;
+        .map_err(|e| crate::http_client::describe(&e))?;
     let status = response.status();
     if status.is_success() {
         return Ok(());
@@ -350,7 +350,7 @@ async fn send_one(
         "{} answered {}: {}",
         provider.kind.as_str(),
         status.as_u16(),
-        crate::http::snippet(&body, 200)
+        crate::http_client::snippet(&body, 200)
     ))
 }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};

@@ -1,7 +1,7 @@
 //! Metric queries share one pooled keep-alive client per Prometheus endpoint: a tick's many
 //! queries open no more connections than `prometheus.concurrency` once connections are set up
 //! before the first answer (hyper may open a few more when connecting is slower than
-//! answering: see `sluice::http`), never have more than that in flight, and `/metrics` shows
+//! answering: see `sluice::http_client`), never have more than that in flight, and `/metrics` shows
 //! the connections opened.
 //!
 //! The fake Prometheus counts the connections it accepts and the requests in flight. It answers
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use sluice::core::observe::MetricValue;
 use sluice::core::status::Status;
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};

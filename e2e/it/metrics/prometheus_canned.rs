@@ -234,7 +234,7 @@ fn hang_up_on_the_second_request() -> String {
 #[tokio::test]
 async fn a_pooled_connection_the_server_closed_is_retried_on_a_fresh_one() {
     let url = hang_up_on_the_second_request();
-    let http = sluice::http::client(false).unwrap();
+    let http = sluice::http_client::client(false).unwrap();
     let prom = Prometheus::with_client(http, &PrometheusConfig::new(url)).unwrap();
     assert_eq!(prom.query("sum(x)").await, MetricValue::Value(99.25));
     assert_eq!(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use sluice::core::model::ThresholdRange;
 use sluice::core::observe::{MetricObservation, MetricValue};
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusAccess, PrometheusConfig};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};

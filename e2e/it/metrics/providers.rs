@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice::core::observe::MetricValue;
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::datadog::Datadog;
 use sluice::metrics::dynatrace::Dynatrace;
 use sluice::metrics::graphite::Graphite;

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
 use sluice::core::observe::MetricValue;
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
 use sluice::metrics::splunk::Splunk;
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::metrics::cloudwatch::CloudwatchEnv;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};

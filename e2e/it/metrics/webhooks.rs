@@ -7,7 +7,7 @@ use std::time::Duration;
 use sluice::core::observe::WebhookObservation;
 use sluice::core::status::Phase;
 use sluice::gates::webhook::{call_all, call_all_with, Backoff, WebhookPayload};
-use sluice::http::HttpClients;
+use sluice::http_client::HttpClients;
 use sluice::spec::model::{WebhookKind, WebhookSpec};
 
 use super::support::{closed_port_url, Canned, Server};

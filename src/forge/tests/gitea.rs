@@ -6,8 +6,46 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::*;
 
-const OWNER: &str = "acme";
-const REPO: &str = "config";
+/// The query parameters Gitea documents for listing pull requests.
+const LIST_PARAMS: &[&str] = &[
+    "state",
+    "sort",
+    "milestone",
+    "labels",
+    "poster",
+    "page",
+    "limit",
+];
+
+/// The fields Gitea documents for creating a pull request.
+const CREATE_FIELDS: &[&str] = &[
+    "head",
+    "base",
+    "title",
+    "body",
+    "assignee",
+    "assignees",
+    "labels",
+    "milestone",
+    "due_date",
+    "reviewers",
+    "team_reviewers",
+];
+
+/// The fields Gitea documents for editing a pull request.
+const EDIT_FIELDS: &[&str] = &[
+    "title",
+    "body",
+    "base",
+    "assignee",
+    "assignees",
+    "milestone",
+    "labels",
+    "state",
+    "due_date",
+    "unset_due_date",
+    "allow_maintainer_edit",
+];
 
 pub struct GiteaFake {
     fake: Fake,
@@ -43,49 +81,39 @@ impl GiteaFake {
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
-        let Some(seg) = self.fake.segments(req) else {
-            return error(404, "Not Found");
-        };
-        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
-        let method = req.method.as_str();
-        match (method, seg.as_slice()) {
-            ("GET", ["repos", OWNER, REPO, "pulls"]) => self.list(req),
-            ("POST", ["repos", OWNER, REPO, "pulls"]) => self.create(req),
-            ("GET", ["repos", OWNER, REPO, "pulls", index]) => match self.find(index) {
-                Some(pr) => ResponseTemplate::new(200).set_body_json(self.pull_json(&pr)),
-                None => error(404, "The target couldn't be found."),
-            },
-            ("GET", ["repos", OWNER, REPO, "pulls", base, head @ ..]) => {
-                if !self.fake.store().base_head_endpoint {
-                    return error(404, "Not Found");
-                }
-                let head = head.join("/");
-                // Like Gitea's lookup: whichever matching row comes first, in any state.
-                match self
-                    .fake
-                    .prs()
-                    .into_iter()
-                    .find(|p| p.base == *base && p.head == head)
-                {
+        self.fake
+            .route_repo(req, |method, rest| match (method, rest) {
+                ("GET", ["pulls"]) => self.list(req),
+                ("POST", ["pulls"]) => self.create(req),
+                ("GET", ["pulls", index]) => match self.find(index) {
                     Some(pr) => ResponseTemplate::new(200).set_body_json(self.pull_json(&pr)),
                     None => error(404, "The target couldn't be found."),
+                },
+                ("GET", ["pulls", base, head @ ..]) => {
+                    if !self.fake.store().base_head_endpoint {
+                        return error(404, "Not Found");
+                    }
+                    let head = head.join("/");
+                    // Like Gitea's lookup: whichever matching row comes first, in any state.
+                    match self
+                        .fake
+                        .prs()
+                        .into_iter()
+                        .find(|p| p.base == *base && p.head == head)
+                    {
+                        Some(pr) => ResponseTemplate::new(200).set_body_json(self.pull_json(&pr)),
+                        None => error(404, "The target couldn't be found."),
+                    }
                 }
-            }
-            ("PATCH", ["repos", OWNER, REPO, "pulls", index]) => self.edit(req, index),
-            ("POST", ["repos", OWNER, REPO, "issues", index, "comments"]) => {
-                let body = match payload(req, &["body"], &["body"]) {
-                    Ok(v) => v,
-                    Err(e) => return e,
-                };
-                let Some(pr) = self.find(index) else {
-                    return error(404, "The target couldn't be found.");
-                };
-                let text = body["body"].as_str().unwrap_or_default().to_string();
-                self.fake.store().comments.push((pr.number, text.clone()));
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text}))
-            }
-            _ => error(404, "Not Found"),
-        }
+                ("PATCH", ["pulls", index]) => self.edit(req, index),
+                ("POST", ["issues", index, "comments"]) => {
+                    let answer = |_, text: &str| json!({"id": 1, "body": text});
+                    let not_found = "The target couldn't be found.";
+                    self.fake
+                        .post_comment(req, index, &["body"], not_found, answer)
+                }
+                _ => error(404, "Not Found"),
+            })
     }
 
     fn find(&self, index: &str) -> Option<FakePr> {
@@ -94,92 +122,36 @@ impl GiteaFake {
     }
 
     fn list(&self, req: &Request) -> ResponseTemplate {
-        if let Some(e) = undocumented_param(
-            req,
-            &[
-                "state",
-                "sort",
-                "milestone",
-                "labels",
-                "poster",
-                "page",
-                "limit",
-            ],
-        ) {
+        if let Some(e) = undocumented_param(req, LIST_PARAMS) {
             return e;
         }
         let q = query(req);
         let state = q.get("state").map(String::as_str).unwrap_or("open");
-        let mut prs: Vec<FakePr> = self
-            .fake
-            .prs()
-            .into_iter()
-            .filter(|p| match state {
-                "open" => p.state == FakeState::Open,
-                "closed" => p.state != FakeState::Open,
-                _ => true,
-            })
-            .collect();
+        let prs = self.fake.prs_in_state(state);
         // Gitea's default order: newest first.
-        if q.get("sort").map(String::as_str) == Some("oldest") {
-            prs.sort_by_key(|p| p.number);
-        } else {
-            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
-        }
-        let items = prs.iter().map(|p| self.pull_json(p)).collect();
-        let cap = self.fake.store().page_cap;
-        page(req, items, "limit", 30, 50, cap)
+        let oldest_first = q.get("sort").map(String::as_str) == Some("oldest");
+        self.fake.page_of(
+            req,
+            prs,
+            oldest_first,
+            |p| self.pull_json(p),
+            ("limit", 30, 50),
+        )
     }
 
     fn create(&self, req: &Request) -> ResponseTemplate {
-        let body = match payload(
-            req,
-            &["head", "base", "title"],
-            &[
-                "head",
-                "base",
-                "title",
-                "body",
-                "assignee",
-                "assignees",
-                "labels",
-                "milestone",
-                "due_date",
-                "reviewers",
-                "team_reviewers",
-            ],
-        ) {
-            Ok(v) => v,
-            Err(e) => return e,
-        };
-        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
-        match self.fake.create(&s("head"), &s("base"), &s("title"), &s("body")) {
-            Some(pr) => ResponseTemplate::new(201).set_body_json(self.pull_json(&pr)),
-            None => ResponseTemplate::new(409).set_body_json(json!({
-                "message": format!("pull request already exists for these targets [head_branch: {}, base_branch: {}]", s("head"), s("base")),
+        let json = |pr: &FakePr| self.pull_json(pr);
+        let duplicate = |head: &str, base: &str| {
+            ResponseTemplate::new(409).set_body_json(json!({
+                "message": format!("pull request already exists for these targets [head_branch: {head}, base_branch: {base}]"),
                 "url": "https://gitea.example.com/api/swagger"
-            })),
-        }
+            }))
+        };
+        self.fake.create_pull(req, CREATE_FIELDS, json, duplicate)
     }
 
     fn edit(&self, req: &Request, index: &str) -> ResponseTemplate {
-        let body = match payload(
-            req,
-            &[],
-            &[
-                "title",
-                "body",
-                "base",
-                "assignee",
-                "assignees",
-                "milestone",
-                "labels",
-                "state",
-                "due_date",
-                "unset_due_date",
-                "allow_maintainer_edit",
-            ],
-        ) {
+        let body = match payload(req, &[], EDIT_FIELDS) {
             Ok(v) => v,
             Err(e) => return e,
         };
@@ -207,14 +179,13 @@ impl Respond for GiteaFake {
         if let Some(t) = self.fake.fault() {
             return t;
         }
-        if header(req, "authorization") != Some(&format!("token {TOKEN}")) {
-            let mut message = "invalid username, password or token".to_string();
-            if self.fake.store().echo_credentials {
-                message = format!(
-                    "invalid token: {}",
-                    header(req, "authorization").unwrap_or("")
-                );
-            }
+        let auth = ("authorization", format!("token {TOKEN}"));
+        let bad = "invalid username, password or token";
+        let echoed = "invalid token";
+        if let Some(message) = self
+            .fake
+            .bad_credentials(req, (auth.0, &auth.1), bad, echoed)
+        {
             return ResponseTemplate::new(401).set_body_json(
                 json!({"message": message, "url": "https://gitea.example.com/api/swagger"}),
             );
@@ -227,91 +198,6 @@ impl Respond for GiteaFake {
 
 async fn harness() -> Harness {
     default_harness(ForgeKind::Gitea).await
-}
-
-#[tokio::test]
-async fn gitea_fake_ensure_open_twice_opens_one_pr() {
-    let h = harness().await;
-    let pr = ensure_open_twice_opens_one(&h).await;
-    assert_eq!(pr.number, 3);
-    assert_eq!(pr.url, "https://gitea.example.com/acme/config/pulls/3");
-    let requests = h.requests().await;
-    assert_eq!(
-        h.request_lines().await,
-        vec![
-            // First call: the base/head endpoint finds nothing, the open list confirms, create.
-            "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
-            "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
-            "POST /api/v1/repos/acme/config/pulls",
-            // Second call: the base/head endpoint answers with the open pull request.
-            "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
-        ]
-    );
-    let body: Value = serde_json::from_slice(&requests[2].body).unwrap();
-    let mut keys: Vec<&str> = body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort();
-    assert_eq!(keys, vec!["base", "body", "head", "title"]);
-    for r in &requests {
-        assert_eq!(
-            header(r, "authorization"),
-            Some(format!("token {TOKEN}").as_str())
-        );
-    }
-}
-
-#[tokio::test]
-async fn gitea_fake_get_reports_merged_from_merged_flag() {
-    let h = harness().await;
-    merged_after_merge(&h).await;
-    let lines = h.request_lines().await;
-    assert!(
-        lines.contains(&"GET /api/v1/repos/acme/config/pulls/3".to_string()),
-        "{lines:?}"
-    );
-    assert!(
-        lines
-            .contains(&"GET /api/v1/repos/acme/config/pulls?state=all&limit=50&page=1".to_string()),
-        "{lines:?}"
-    );
-}
-
-#[tokio::test]
-async fn gitea_fake_closed_without_merge_is_closed() {
-    closed_is_closed_and_reopening_opens_a_new_one(&harness().await).await;
-}
-
-#[tokio::test]
-async fn gitea_fake_comment_and_close() {
-    let h = harness().await;
-    comment_and_close(&h).await;
-    let requests = h.requests().await;
-    let patch = requests
-        .iter()
-        .find(|r| r.method.as_str() == "PATCH")
-        .unwrap();
-    assert_eq!(patch.url.path(), "/api/v1/repos/acme/config/pulls/3");
-    assert_eq!(
-        serde_json::from_slice::<Value>(&patch.body).unwrap(),
-        json!({"state": "closed"})
-    );
-    let comment = requests
-        .iter()
-        .find(|r| r.url.path().ends_with("/comments"))
-        .unwrap();
-    assert_eq!(comment.method.as_str(), "POST");
-    assert_eq!(
-        comment.url.path(),
-        "/api/v1/repos/acme/config/issues/3/comments"
-    );
-    assert_eq!(
-        serde_json::from_slice::<Value>(&comment.body).unwrap(),
-        json!({"body": "metrics look good"})
-    );
 }
 
 #[tokio::test]
@@ -366,16 +252,4 @@ async fn gitea_fake_closed_pr_on_base_head_endpoint_does_not_hide_the_open_one()
     let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
     assert_eq!(pr.number, open);
     assert_eq!(h.fake.prs().len(), 2);
-}
-
-#[tokio::test]
-async fn gitea_fake_duplicate_create_race_reuses_the_open_pr() {
-    let h = harness().await;
-    ensure_open_survives_a_create_race(&h).await;
-    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
-    assert_eq!(err.status(), Some(409));
-    assert!(
-        err.to_string().contains("pull request already exists"),
-        "{err}"
-    );
 }

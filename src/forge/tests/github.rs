@@ -5,8 +5,28 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::*;
 
-const OWNER: &str = "acme";
-const REPO: &str = "config";
+/// The query parameters GitHub documents for listing pull requests.
+const LIST_PARAMS: &[&str] = &[
+    "state",
+    "head",
+    "base",
+    "sort",
+    "direction",
+    "per_page",
+    "page",
+];
+
+/// The fields GitHub documents for creating a pull request.
+const CREATE_FIELDS: &[&str] = &[
+    "title",
+    "head",
+    "head_repo",
+    "base",
+    "body",
+    "maintainer_can_modify",
+    "draft",
+    "issue",
+];
 
 pub struct GitHubFake {
     fake: Fake,
@@ -51,35 +71,24 @@ impl GitHubFake {
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
-        let Some(seg) = self.fake.segments(req) else {
-            return error(404, "Not Found");
-        };
-        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
-        let method = req.method.as_str();
-        match (method, seg.as_slice()) {
-            ("GET", ["repos", OWNER, REPO, "pulls"]) => self.list(req),
-            ("POST", ["repos", OWNER, REPO, "pulls"]) => self.create(req),
-            ("GET", ["repos", OWNER, REPO, "pulls", n]) => self.with_pr(n, |pr| {
-                if let Some(e) = undocumented_param(req, &[]) {
-                    return e;
+        self.fake
+            .route_repo(req, |method, rest| match (method, rest) {
+                ("GET", ["pulls"]) => self.list(req),
+                ("POST", ["pulls"]) => self.create(req),
+                ("GET", ["pulls", n]) => self.with_pr(n, |pr| {
+                    if let Some(e) = undocumented_param(req, &[]) {
+                        return e;
+                    }
+                    ResponseTemplate::new(200).set_body_json(self.pull_json(req, pr, true))
+                }),
+                ("PATCH", ["pulls", n]) => self.update(req, n),
+                ("POST", ["issues", n, "comments"]) => {
+                    let answer = |_, text: &str| json!({"id": 1, "body": text});
+                    self.fake
+                        .post_comment(req, n, &["body"], "Not Found", answer)
                 }
-                ResponseTemplate::new(200).set_body_json(self.pull_json(req, pr, true))
-            }),
-            ("PATCH", ["repos", OWNER, REPO, "pulls", n]) => self.update(req, n),
-            ("POST", ["repos", OWNER, REPO, "issues", n, "comments"]) => {
-                let body = match payload(req, &["body"], &["body"]) {
-                    Ok(v) => v,
-                    Err(e) => return e,
-                };
-                let Some(n) = self.existing(n) else {
-                    return error(404, "Not Found");
-                };
-                let text = body["body"].as_str().unwrap_or_default().to_string();
-                self.fake.store().comments.push((n, text.clone()));
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text}))
-            }
-            _ => error(404, "Not Found"),
-        }
+                _ => error(404, "Not Found"),
+            })
     }
 
     fn existing(&self, n: &str) -> Option<u64> {
@@ -104,18 +113,7 @@ impl GitHubFake {
     }
 
     fn list(&self, req: &Request) -> ResponseTemplate {
-        if let Some(e) = undocumented_param(
-            req,
-            &[
-                "state",
-                "head",
-                "base",
-                "sort",
-                "direction",
-                "per_page",
-                "page",
-            ],
-        ) {
+        if let Some(e) = undocumented_param(req, LIST_PARAMS) {
             return e;
         }
         let q = query(req);
@@ -127,15 +125,10 @@ impl GitHubFake {
                 None => return error(422, "fake: head must be user:ref-name"),
             },
         };
-        let mut prs: Vec<FakePr> = self
+        let prs: Vec<FakePr> = self
             .fake
-            .prs()
+            .prs_in_state(state)
             .into_iter()
-            .filter(|p| match state {
-                "open" => p.state == FakeState::Open,
-                "closed" => p.state != FakeState::Open,
-                _ => true,
-            })
             .filter(|p| {
                 head.as_ref()
                     .is_none_or(|(u, b)| u == OWNER && &p.head == b)
@@ -143,45 +136,28 @@ impl GitHubFake {
             .filter(|p| q.get("base").is_none_or(|b| &p.base == b))
             .collect();
         // sort=created (default), direction desc by default.
-        if q.get("direction").map(String::as_str) == Some("asc") {
-            prs.sort_by_key(|p| p.number);
-        } else {
-            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
-        }
-        let items = prs.iter().map(|p| self.pull_json(req, p, false)).collect();
-        let cap = self.fake.store().page_cap;
-        page(req, items, "per_page", 30, 100, cap)
+        let oldest_first = q.get("direction").map(String::as_str) == Some("asc");
+        self.fake.page_of(
+            req,
+            prs,
+            oldest_first,
+            |p| self.pull_json(req, p, false),
+            ("per_page", 30, 100),
+        )
     }
 
     fn create(&self, req: &Request) -> ResponseTemplate {
-        let body = match payload(
-            req,
-            &["head", "base", "title"],
-            &[
-                "title",
-                "head",
-                "head_repo",
-                "base",
-                "body",
-                "maintainer_can_modify",
-                "draft",
-                "issue",
-            ],
-        ) {
-            Ok(v) => v,
-            Err(e) => return e,
-        };
-        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
-        match self.fake.create(&s("head"), &s("base"), &s("title"), &s("body")) {
-            Some(pr) => ResponseTemplate::new(201).set_body_json(self.pull_json(req, &pr, true)),
-            None => ResponseTemplate::new(422).set_body_json(json!({
+        let json = |pr: &FakePr| self.pull_json(req, pr, true);
+        let duplicate = |head: &str, _base: &str| {
+            ResponseTemplate::new(422).set_body_json(json!({
                 "message": "Validation Failed",
                 "errors": [{"resource": "PullRequest", "code": "custom",
-                            "message": format!("A pull request already exists for {OWNER}:{}.", s("head"))}],
+                            "message": format!("A pull request already exists for {OWNER}:{head}.")}],
                 "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
                 "status": "422"
-            })),
-        }
+            }))
+        };
+        self.fake.create_pull(req, CREATE_FIELDS, json, duplicate)
     }
 
     fn update(&self, req: &Request, n: &str) -> ResponseTemplate {
@@ -222,14 +198,9 @@ impl Respond for GitHubFake {
         if let Some(t) = self.fake.fault() {
             return t;
         }
-        if header(req, "authorization") != Some(&format!("Bearer {TOKEN}")) {
-            let mut message = "Bad credentials".to_string();
-            if self.fake.store().echo_credentials {
-                message = format!(
-                    "Bad credentials: {}",
-                    header(req, "authorization").unwrap_or("")
-                );
-            }
+        let auth = ("authorization", format!("Bearer {TOKEN}"));
+        let bad = "Bad credentials";
+        if let Some(message) = self.fake.bad_credentials(req, (auth.0, &auth.1), bad, bad) {
             return ResponseTemplate::new(401).set_body_json(json!({
                 "message": message,
                 "documentation_url": "https://docs.github.com/rest",
@@ -255,88 +226,16 @@ async fn harness() -> Harness {
 }
 
 #[tokio::test]
-async fn github_fake_ensure_open_twice_opens_one_pr() {
+async fn github_fake_requests_carry_accept_api_version_and_user_agent() {
     let h = harness().await;
-    let pr = ensure_open_twice_opens_one(&h).await;
-    assert_eq!(pr.number, 41);
-    assert_eq!(pr.url, "https://github.com/acme/config/pull/41");
-    let requests = h.requests().await;
-    let lines = h.request_lines().await;
-    assert_eq!(
-        lines,
-        vec![
-            "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
-            "POST /repos/acme/config/pulls",
-            "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
-        ]
-    );
-    let create = &requests[1];
-    let body: Value = serde_json::from_slice(&create.body).unwrap();
-    let mut keys: Vec<&str> = body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort();
-    assert_eq!(keys, vec!["base", "body", "head", "title"]);
-    assert_eq!(body["head"], HEAD);
-    assert_eq!(body["base"], BASE);
+    let requests = ensure_open_twice_on_the_wire(&h, &GITHUB).await;
+    let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!((&body["head"], &body["base"]), (&json!(HEAD), &json!(BASE)));
     for r in &requests {
-        assert_eq!(
-            header(r, "authorization"),
-            Some(format!("Bearer {TOKEN}").as_str())
-        );
         assert_eq!(header(r, "accept"), Some("application/vnd.github+json"));
         assert_eq!(header(r, "x-github-api-version"), Some("2022-11-28"));
         assert!(header(r, "user-agent").unwrap().starts_with("sluice/"));
     }
-}
-
-#[tokio::test]
-async fn github_fake_get_reports_merged_from_merged_at() {
-    let h = harness().await;
-    merged_after_merge(&h).await;
-    // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decided.
-    let lines = h.request_lines().await;
-    assert!(
-        lines.contains(&"GET /repos/acme/config/pulls/41".to_string()),
-        "{lines:?}"
-    );
-    assert!(
-        lines.contains(&"GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&sort=created&direction=desc&per_page=100&page=1".to_string()),
-        "{lines:?}"
-    );
-}
-
-#[tokio::test]
-async fn github_fake_closed_without_merge_is_closed() {
-    closed_is_closed_and_reopening_opens_a_new_one(&harness().await).await;
-}
-
-#[tokio::test]
-async fn github_fake_comment_and_close() {
-    let h = harness().await;
-    comment_and_close(&h).await;
-    let requests = h.requests().await;
-    let patch = requests
-        .iter()
-        .find(|r| r.method.as_str() == "PATCH")
-        .unwrap();
-    assert_eq!(patch.url.path(), "/repos/acme/config/pulls/41");
-    assert_eq!(
-        serde_json::from_slice::<Value>(&patch.body).unwrap(),
-        json!({"state": "closed"})
-    );
-    let comment = requests
-        .iter()
-        .find(|r| r.method.as_str() == "POST" && r.url.path().ends_with("/comments"))
-        .unwrap();
-    assert_eq!(comment.url.path(), "/repos/acme/config/issues/41/comments");
-    assert_eq!(
-        serde_json::from_slice::<Value>(&comment.body).unwrap(),
-        json!({"body": "metrics look good"})
-    );
 }
 
 #[tokio::test]
@@ -399,25 +298,6 @@ async fn github_fake_enterprise_api_url_with_path_prefix() {
     assert!(
         err.to_string()
             .contains("https://HOST/api/v3 for GitHub Enterprise"),
-        "{err}"
-    );
-}
-
-#[tokio::test]
-async fn github_fake_find_open_walks_pages() {
-    find_open_walks_pages(&harness().await).await;
-}
-
-#[tokio::test]
-async fn github_fake_duplicate_create_race_reuses_the_open_pr() {
-    let h = harness().await;
-    ensure_open_survives_a_create_race(&h).await;
-    // A plain open of a duplicate shows GitHub's own message.
-    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
-    assert_eq!(err.status(), Some(422));
-    assert!(
-        err.to_string()
-            .contains("A pull request already exists for acme:sluice/prod/podinfo/3"),
         "{err}"
     );
 }

@@ -10,6 +10,61 @@ const PROJECT_PATH: &str = "platform/team/config";
 const PROJECT_ENCODED: &str = "platform%2Fteam%2Fconfig";
 const PROJECT_ID: &str = "4711";
 
+/// The fields GitLab documents for creating a merge request note.
+const NOTE_FIELDS: &[&str] = &[
+    "body",
+    "created_at",
+    "internal",
+    "merge_request_diff_head_sha",
+];
+
+/// The query parameters GitLab documents for listing merge requests.
+const LIST_PARAMS: &[&str] = &[
+    "state",
+    "order_by",
+    "sort",
+    "source_branch",
+    "target_branch",
+    "scope",
+    "view",
+    "labels",
+    "milestone",
+    "search",
+    "page",
+    "per_page",
+];
+
+/// The fields GitLab documents for creating a merge request.
+const CREATE_FIELDS: &[&str] = &[
+    "source_branch",
+    "target_branch",
+    "title",
+    "description",
+    "assignee_id",
+    "assignee_ids",
+    "reviewer_ids",
+    "labels",
+    "milestone_id",
+    "remove_source_branch",
+    "squash",
+    "target_project_id",
+    "allow_collaboration",
+];
+
+/// The fields GitLab documents for updating a merge request.
+const UPDATE_FIELDS: &[&str] = &[
+    "target_branch",
+    "title",
+    "description",
+    "state_event",
+    "labels",
+    "assignee_id",
+    "milestone_id",
+    "remove_source_branch",
+    "squash",
+    "discussion_locked",
+];
+
 pub struct GitLabFake {
     fake: Fake,
 }
@@ -74,25 +129,9 @@ impl GitLabFake {
             },
             ("PUT", [iid]) => self.update(req, iid),
             ("POST", [iid, "notes"]) => {
-                let body = match payload(
-                    req,
-                    &["body"],
-                    &[
-                        "body",
-                        "created_at",
-                        "internal",
-                        "merge_request_diff_head_sha",
-                    ],
-                ) {
-                    Ok(v) => v,
-                    Err(e) => return e,
-                };
-                let Some(pr) = self.find(iid) else {
-                    return not_found("404 Not found");
-                };
-                let text = body["body"].as_str().unwrap_or_default().to_string();
-                self.fake.store().comments.push((pr.number, text.clone()));
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": text, "noteable_type": "MergeRequest", "noteable_iid": pr.number}))
+                let answer = |iid, text: &str| json!({"id": 1, "body": text, "noteable_type": "MergeRequest", "noteable_iid": iid});
+                self.fake
+                    .post_comment(req, iid, NOTE_FIELDS, "404 Not found", answer)
             }
             _ => not_found("404 Not Found"),
         }
@@ -104,23 +143,7 @@ impl GitLabFake {
     }
 
     fn list(&self, req: &Request) -> ResponseTemplate {
-        if let Some(e) = undocumented_param(
-            req,
-            &[
-                "state",
-                "order_by",
-                "sort",
-                "source_branch",
-                "target_branch",
-                "scope",
-                "view",
-                "labels",
-                "milestone",
-                "search",
-                "page",
-                "per_page",
-            ],
-        ) {
+        if let Some(e) = undocumented_param(req, LIST_PARAMS) {
             return e;
         }
         let q = query(req);
@@ -128,7 +151,7 @@ impl GitLabFake {
         if !["opened", "closed", "locked", "merged", "all"].contains(&state) {
             return error(400, "state does not have a valid value");
         }
-        let mut prs: Vec<FakePr> = self
+        let prs: Vec<FakePr> = self
             .fake
             .prs()
             .into_iter()
@@ -142,53 +165,35 @@ impl GitLabFake {
             .filter(|p| q.get("source_branch").is_none_or(|b| &p.head == b))
             .filter(|p| q.get("target_branch").is_none_or(|b| &p.base == b))
             .collect();
-        if q.get("sort").map(String::as_str) == Some("asc") {
-            prs.sort_by_key(|p| p.number);
-        } else {
-            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
-        }
-        let items = prs.iter().map(|p| self.mr_json(p)).collect();
-        let cap = self.fake.store().page_cap;
-        page(req, items, "per_page", 20, 100, cap)
+        let oldest_first = q.get("sort").map(String::as_str) == Some("asc");
+        self.fake.page_of(
+            req,
+            prs,
+            oldest_first,
+            |p| self.mr_json(p),
+            ("per_page", 20, 100),
+        )
     }
 
     fn create(&self, req: &Request) -> ResponseTemplate {
-        let body = match payload(
+        let keys = ["source_branch", "target_branch", "title", "description"];
+        let (body, created) = match self.fake.create_from(
             req,
             &["source_branch", "target_branch", "title"],
-            &[
-                "source_branch",
-                "target_branch",
-                "title",
-                "description",
-                "assignee_id",
-                "assignee_ids",
-                "reviewer_ids",
-                "labels",
-                "milestone_id",
-                "remove_source_branch",
-                "squash",
-                "target_project_id",
-                "allow_collaboration",
-            ],
+            CREATE_FIELDS,
+            keys,
         ) {
             Ok(v) => v,
             Err(e) => return e,
         };
-        let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
-        let existing = self
-            .fake
-            .prs()
-            .into_iter()
-            .find(|p| p.head == s("source_branch") && p.state == FakeState::Open);
-        match self.fake.create(
-            &s("source_branch"),
-            &s("target_branch"),
-            &s("title"),
-            &s("description"),
-        ) {
+        match created {
             Some(pr) => ResponseTemplate::new(201).set_body_json(self.mr_json(&pr)),
             None => {
+                // The open merge request of this source branch that refused the new one.
+                let existing = self.fake.prs().into_iter().find(|p| {
+                    Some(p.head.as_str()) == body["source_branch"].as_str()
+                        && p.state == FakeState::Open
+                });
                 let iid = existing.map(|p| p.number).unwrap_or_else(|| {
                     self.fake
                         .prs()
@@ -206,22 +211,7 @@ impl GitLabFake {
     }
 
     fn update(&self, req: &Request, iid: &str) -> ResponseTemplate {
-        let body = match payload(
-            req,
-            &[],
-            &[
-                "target_branch",
-                "title",
-                "description",
-                "state_event",
-                "labels",
-                "assignee_id",
-                "milestone_id",
-                "remove_source_branch",
-                "squash",
-                "discussion_locked",
-            ],
-        ) {
+        let body = match payload(req, &[], UPDATE_FIELDS) {
             Ok(v) => v,
             Err(e) => return e,
         };
@@ -253,14 +243,11 @@ impl Respond for GitLabFake {
         if let Some(t) = self.fake.fault() {
             return t;
         }
-        if header(req, "private-token") != Some(TOKEN) {
-            let mut message = "401 Unauthorized".to_string();
-            if self.fake.store().echo_credentials {
-                message = format!(
-                    "401 Unauthorized: {}",
-                    header(req, "private-token").unwrap_or("")
-                );
-            }
+        let bad = "401 Unauthorized";
+        if let Some(message) = self
+            .fake
+            .bad_credentials(req, ("private-token", TOKEN), bad, bad)
+        {
             return error(401, &message);
         }
         self.route(req)
@@ -274,94 +261,13 @@ async fn harness() -> Harness {
 }
 
 #[tokio::test]
-async fn gitlab_fake_ensure_open_twice_opens_one_mr() {
-    let h = harness().await;
-    let pr = ensure_open_twice_opens_one(&h).await;
-    assert_eq!(pr.number, 7, "the iid, not the global id");
-    assert_eq!(
-        pr.url,
-        "https://gitlab.com/platform/team/config/-/merge_requests/7"
-    );
-    let requests = h.requests().await;
-    assert_eq!(
-        h.request_lines().await,
-        vec![
-            "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
-            "POST /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests",
-            "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
-        ]
-    );
+async fn gitlab_fake_create_sends_description_and_no_authorization_header() {
+    let requests = ensure_open_twice_on_the_wire(&harness().await, &GITLAB).await;
     let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
-    let mut keys: Vec<&str> = body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort();
-    assert_eq!(
-        keys,
-        vec!["description", "source_branch", "target_branch", "title"]
-    );
     assert_eq!(body["description"], "body one");
     for r in &requests {
-        assert_eq!(header(r, "private-token"), Some(TOKEN));
         assert_eq!(header(r, "authorization"), None);
     }
-}
-
-#[tokio::test]
-async fn gitlab_fake_get_reports_merged_from_state() {
-    let h = harness().await;
-    merged_after_merge(&h).await;
-    let lines = h.request_lines().await;
-    assert!(
-        lines.contains(
-            &"GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7".to_string()
-        ),
-        "{lines:?}"
-    );
-    assert!(
-        lines.contains(&"GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&order_by=created_at&sort=desc&per_page=100&page=1".to_string()),
-        "{lines:?}"
-    );
-}
-
-#[tokio::test]
-async fn gitlab_fake_closed_without_merge_is_closed() {
-    closed_is_closed_and_reopening_opens_a_new_one(&harness().await).await;
-}
-
-#[tokio::test]
-async fn gitlab_fake_comment_and_close() {
-    let h = harness().await;
-    comment_and_close(&h).await;
-    let requests = h.requests().await;
-    let put = requests
-        .iter()
-        .find(|r| r.method.as_str() == "PUT")
-        .unwrap();
-    assert_eq!(
-        put.url.path(),
-        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7"
-    );
-    assert_eq!(
-        serde_json::from_slice::<Value>(&put.body).unwrap(),
-        json!({"state_event": "close"})
-    );
-    let note = requests
-        .iter()
-        .find(|r| r.url.path().ends_with("/notes"))
-        .unwrap();
-    assert_eq!(note.method.as_str(), "POST");
-    assert_eq!(
-        note.url.path(),
-        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7/notes"
-    );
-    assert_eq!(
-        serde_json::from_slice::<Value>(&note.body).unwrap(),
-        json!({"body": "metrics look good"})
-    );
 }
 
 #[tokio::test]
@@ -418,24 +324,6 @@ async fn gitlab_fake_project_path_is_url_encoded_and_ids_work() {
     assert!(
         err.to_string()
             .contains("forge.repository \"platform/other\""),
-        "{err}"
-    );
-}
-
-#[tokio::test]
-async fn gitlab_fake_find_open_walks_pages() {
-    find_open_walks_pages(&harness().await).await;
-}
-
-#[tokio::test]
-async fn gitlab_fake_duplicate_create_race_reuses_the_open_mr() {
-    let h = harness().await;
-    ensure_open_survives_a_create_race(&h).await;
-    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
-    assert_eq!(err.status(), Some(409));
-    assert!(
-        err.to_string()
-            .contains("Another open merge request already exists"),
         "{err}"
     );
 }

@@ -32,6 +32,9 @@ pub const HEAD: &str = "sluice/prod/podinfo/3";
 /// The login every fake reports as the merger of a merged pull request.
 pub const MERGER: &str = "release-captain";
 pub const BASE: &str = "main";
+/// The repository the GitHub and Gitea fakes serve: `acme/config`.
+pub const OWNER: &str = "acme";
+pub const REPO: &str = "config";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FakeState {
@@ -171,6 +174,101 @@ impl Fake {
         Some(pr)
     }
 
+    /// Serves a create request: its payload must have the `required` keys and only `allowed`
+    /// ones (else `Err` is the answer); `keys` name its head, base, title and body. Returns the
+    /// payload and the new pull request, `None` when one is already open for the branches.
+    // The error is the answer to send; test code, built once per request.
+    #[allow(clippy::result_large_err)]
+    fn create_from(
+        &self,
+        req: &Request,
+        required: &[&str],
+        allowed: &[&str],
+        [head, base, title, body]: [&str; 4],
+    ) -> Result<(Value, Option<FakePr>), ResponseTemplate> {
+        let v = payload(req, required, allowed)?;
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        let created = self.create(&s(head), &s(base), &s(title), &s(body));
+        Ok((v, created))
+    }
+
+    /// The pull requests a GitHub or Gitea list with `state` (`open`, `closed`, else all) holds.
+    pub fn prs_in_state(&self, state: &str) -> Vec<FakePr> {
+        self.prs()
+            .into_iter()
+            .filter(|p| match state {
+                "open" => p.state == FakeState::Open,
+                "closed" => p.state != FakeState::Open,
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// Routes a GitHub or Gitea request below `repos/{OWNER}/{REPO}/` to `serve`, with its
+    /// method and the rest of its path; anything else is a 404.
+    pub fn route_repo(
+        &self,
+        req: &Request,
+        serve: impl FnOnce(&str, &[&str]) -> ResponseTemplate,
+    ) -> ResponseTemplate {
+        let Some(seg) = self.segments(req) else {
+            return error(404, "Not Found");
+        };
+        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
+        match seg.as_slice() {
+            ["repos", OWNER, REPO, rest @ ..] => serve(req.method.as_str(), rest),
+            _ => error(404, "Not Found"),
+        }
+    }
+
+    /// Serves a comment on the pull request numbered `n` (a path segment): the payload needs
+    /// `body` and may hold only `allowed` fields; an unknown number is a 404 with `not_found`;
+    /// the answer is 201 with `answer(number, text)`.
+    pub fn post_comment(
+        &self,
+        req: &Request,
+        n: &str,
+        allowed: &[&str],
+        not_found: &str,
+        answer: impl Fn(u64, &str) -> Value,
+    ) -> ResponseTemplate {
+        let body = match payload(req, &["body"], allowed) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let number = n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| self.prs().iter().any(|p| p.number == *n));
+        let Some(number) = number else {
+            return error(404, not_found);
+        };
+        let text = body["body"].as_str().unwrap_or_default().to_string();
+        self.store().comments.push((number, text.clone()));
+        ResponseTemplate::new(201).set_body_json(answer(number, &text))
+    }
+
+    /// Serves `POST /repos/{owner}/{repo}/pulls` as GitHub and Gitea both document it: `head`,
+    /// `base` and `title` required, only `allowed` fields; 201 with `json` of the new pull
+    /// request, or `duplicate(head, base)` when one is already open for the branches.
+    pub fn create_pull(
+        &self,
+        req: &Request,
+        allowed: &[&str],
+        json: impl Fn(&FakePr) -> Value,
+        duplicate: impl Fn(&str, &str) -> ResponseTemplate,
+    ) -> ResponseTemplate {
+        let keys = ["head", "base", "title", "body"];
+        match self.create_from(req, &keys[..3], allowed, keys) {
+            Ok((_, Some(pr))) => ResponseTemplate::new(201).set_body_json(json(&pr)),
+            Ok((body, None)) => {
+                let s = |k: &str| body[k].as_str().unwrap_or_default().to_string();
+                duplicate(&s("head"), &s("base"))
+            }
+            Err(e) => e,
+        }
+    }
+
     /// The injected fault or delay for this request, if any.
     fn fault(&self) -> Option<ResponseTemplate> {
         let mut s = self.store();
@@ -184,6 +282,47 @@ impl Fake {
                 t = t.insert_header(k, v.as_str());
             }
             t
+        })
+    }
+
+    /// One page of `prs` as a list endpoint serves it: newest first unless `oldest_first`, each
+    /// as `json` writes it, the page size from the query parameter `size.0` (default `size.1`,
+    /// at most `size.2`; see [`page`]).
+    fn page_of(
+        &self,
+        req: &Request,
+        mut prs: Vec<FakePr>,
+        oldest_first: bool,
+        json: impl Fn(&FakePr) -> Value,
+        (size_key, default, max): (&str, usize, usize),
+    ) -> ResponseTemplate {
+        if oldest_first {
+            prs.sort_by_key(|p| p.number);
+        } else {
+            prs.sort_by_key(|p| std::cmp::Reverse(p.number));
+        }
+        let items = prs.iter().map(json).collect();
+        let cap = self.store().page_cap;
+        page(req, items, size_key, default, max, cap)
+    }
+
+    /// The 401 message when header `name` does not hold `expected`: `message`, or with
+    /// `echo_credentials` `echoed` followed by what the header held; `None` when it does.
+    fn bad_credentials(
+        &self,
+        req: &Request,
+        (name, expected): (&str, &str),
+        message: &str,
+        echoed: &str,
+    ) -> Option<String> {
+        let got = header(req, name);
+        if got == Some(expected) {
+            return None;
+        }
+        Some(if self.store().echo_credentials {
+            format!("{echoed}: {}", got.unwrap_or(""))
+        } else {
+            message.to_string()
         })
     }
 
@@ -405,6 +544,83 @@ fn created_requests(lines: &[String]) -> usize {
         .count()
 }
 
+/// What one documented API looks like on the wire, for the scenarios to check the requests
+/// sluice sends and the answers it reads.
+pub struct Wire {
+    /// The number and web page of the first pull request the fake opens.
+    pub first: (u64, &'static str),
+    /// The requests of `ensure_open` twice on an empty fake.
+    pub ensure_open_twice: &'static [&'static str],
+    /// The keys of the create payload, sorted.
+    pub create_keys: &'static [&'static str],
+    /// The auth header and what comes before the token in its value.
+    pub auth: (&'static str, &'static str),
+    /// The request reading the first pull request, and the first request of
+    /// `latest_for_branch(HEAD)`.
+    pub get_and_latest: [&'static str; 2],
+    /// How the first pull request is closed: method, path and payload.
+    pub close: (&'static str, &'static str, &'static str),
+    /// Where a comment on the first pull request is posted.
+    pub comment_path: &'static str,
+    /// The status and part of the message of a refused duplicate create.
+    pub duplicate: (u16, &'static str),
+}
+
+/// [`ensure_open_twice_opens_one`], checking the requests against `wire`; returns them.
+pub async fn ensure_open_twice_on_the_wire(h: &Harness, wire: &Wire) -> Vec<Request> {
+    let pr = ensure_open_twice_opens_one(h).await;
+    assert_eq!((pr.number, pr.url.as_str()), wire.first);
+    assert_eq!(h.request_lines().await, wire.ensure_open_twice);
+    let requests = h.requests().await;
+    let create = requests
+        .iter()
+        .find(|r| r.method.as_str() == "POST")
+        .unwrap();
+    let body: Value = serde_json::from_slice(&create.body).unwrap();
+    let mut keys: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(keys, wire.create_keys);
+    let (name, prefix) = wire.auth;
+    for r in &requests {
+        assert_eq!(header(r, name), Some(format!("{prefix}{TOKEN}").as_str()));
+    }
+    requests
+}
+
+/// [`merged_after_merge`], checking the get and list requests against `wire`.
+pub async fn merged_on_the_wire(h: &Harness, wire: &Wire) {
+    merged_after_merge(h).await;
+    let lines = h.request_lines().await;
+    for line in wire.get_and_latest {
+        assert!(lines.contains(&line.to_string()), "{line}: {lines:?}");
+    }
+}
+
+/// [`comment_and_close`], checking the close and comment requests against `wire`.
+pub async fn comment_and_close_on_the_wire(h: &Harness, wire: &Wire) {
+    comment_and_close(h).await;
+    let requests = h.requests().await;
+    let (method, path, payload) = wire.close;
+    let close = requests
+        .iter()
+        .find(|r| r.method.as_str() == method)
+        .unwrap();
+    assert_eq!(close.url.path(), path);
+    let json = |r: &Request| serde_json::from_slice::<Value>(&r.body).unwrap();
+    assert_eq!(json(close), serde_json::from_str::<Value>(payload).unwrap());
+    let comment = requests
+        .iter()
+        .find(|r| r.url.path() == wire.comment_path)
+        .unwrap();
+    assert_eq!(comment.method.as_str(), "POST");
+    assert_eq!(json(comment), json!({"body": "metrics look good"}));
+}
+
 pub async fn ensure_open_twice_opens_one(h: &Harness) -> PullRequest {
     let first = h
         .forge
@@ -607,8 +823,9 @@ pub async fn connection_refused_is_transient(kind: ForgeKind) {
 }
 
 /// Someone else opens the same pull request between our lookup and our create: the forge
-/// refuses ours as a duplicate and ensure_open returns theirs.
-pub async fn ensure_open_survives_a_create_race(h: &Harness) {
+/// refuses ours as a duplicate and ensure_open returns theirs. A plain `open` of the duplicate
+/// then fails with the forge's own status and message.
+pub async fn ensure_open_survives_a_create_race(h: &Harness, wire: &Wire) {
     h.fake.store().race_on_create = true;
     let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
     let prs = h.fake.prs();
@@ -616,6 +833,10 @@ pub async fn ensure_open_survives_a_create_race(h: &Harness) {
     assert_eq!(pr.number, prs[0].number);
     assert_eq!(prs[0].title, "opened by someone else");
     assert_eq!(created_requests(&h.request_lines().await), 1);
+    let err = h.forge.open(HEAD, BASE, "t", "b").await.unwrap_err();
+    let (status, message) = wire.duplicate;
+    assert_eq!(err.status(), Some(status));
+    assert!(err.to_string().contains(message), "{err}");
 }
 
 /// Many open pull requests: the lookup walks the pages.
@@ -637,6 +858,132 @@ pub async fn find_open_walks_pages(h: &Harness) {
         h.forge.find_open("sluice/none/none/1", BASE).await.unwrap(),
         None
     );
+}
+
+// ---- the scenarios over the three fakes, each against its documented API -------------------
+
+pub const GITHUB: Wire = Wire {
+    first: (41, "https://github.com/acme/config/pull/41"),
+    ensure_open_twice: &[
+        "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
+        "POST /repos/acme/config/pulls",
+        "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
+    ],
+    create_keys: &["base", "body", "head", "title"],
+    auth: ("authorization", "Bearer "),
+    // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decides.
+    get_and_latest: [
+        "GET /repos/acme/config/pulls/41",
+        "GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&sort=created&direction=desc&per_page=100&page=1",
+    ],
+    close: ("PATCH", "/repos/acme/config/pulls/41", r#"{"state": "closed"}"#),
+    comment_path: "/repos/acme/config/issues/41/comments",
+    duplicate: (422, "A pull request already exists for acme:sluice/prod/podinfo/3"),
+};
+
+pub const GITLAB: Wire = Wire {
+    // The iid, not the global id.
+    first: (7, "https://gitlab.com/platform/team/config/-/merge_requests/7"),
+    ensure_open_twice: &[
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
+        "POST /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests",
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
+    ],
+    create_keys: &["description", "source_branch", "target_branch", "title"],
+    auth: ("private-token", ""),
+    get_and_latest: [
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&order_by=created_at&sort=desc&per_page=100&page=1",
+    ],
+    close: (
+        "PUT",
+        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
+        r#"{"state_event": "close"}"#,
+    ),
+    comment_path: "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7/notes",
+    duplicate: (409, "Another open merge request already exists"),
+};
+
+pub const GITEA: Wire = Wire {
+    first: (3, "https://gitea.example.com/acme/config/pulls/3"),
+    ensure_open_twice: &[
+        // First call: the base/head endpoint finds nothing, the open list confirms, create.
+        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
+        "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
+        "POST /api/v1/repos/acme/config/pulls",
+        // Second call: the base/head endpoint answers with the open pull request.
+        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
+    ],
+    create_keys: &["base", "body", "head", "title"],
+    auth: ("authorization", "token "),
+    get_and_latest: [
+        "GET /api/v1/repos/acme/config/pulls/3",
+        "GET /api/v1/repos/acme/config/pulls?state=all&limit=50&page=1",
+    ],
+    close: (
+        "PATCH",
+        "/api/v1/repos/acme/config/pulls/3",
+        r#"{"state": "closed"}"#,
+    ),
+    comment_path: "/api/v1/repos/acme/config/issues/3/comments",
+    duplicate: (409, "pull request already exists"),
+};
+
+/// Each fake with what its API looks like on the wire.
+const FAKES: [(ForgeKind, &Wire); 3] = [
+    (ForgeKind::GitHub, &GITHUB),
+    (ForgeKind::GitLab, &GITLAB),
+    (ForgeKind::Gitea, &GITEA),
+];
+
+#[tokio::test]
+async fn every_fake_ensure_open_twice_opens_one_pull_request() {
+    for (kind, wire) in FAKES {
+        eprintln!("{kind}");
+        ensure_open_twice_on_the_wire(&default_harness(kind).await, wire).await;
+    }
+}
+
+/// GitHub's list answers have no `merged` field (`merged_at` alone decides), Gitea's have
+/// `merged`, GitLab's a `merged` state.
+#[tokio::test]
+async fn every_fake_get_reports_merged() {
+    for (kind, wire) in FAKES {
+        eprintln!("{kind}");
+        merged_on_the_wire(&default_harness(kind).await, wire).await;
+    }
+}
+
+#[tokio::test]
+async fn every_fake_closed_without_merge_is_closed() {
+    for (kind, _) in FAKES {
+        eprintln!("{kind}");
+        closed_is_closed_and_reopening_opens_a_new_one(&default_harness(kind).await).await;
+    }
+}
+
+#[tokio::test]
+async fn every_fake_comment_and_close() {
+    for (kind, wire) in FAKES {
+        eprintln!("{kind}");
+        comment_and_close_on_the_wire(&default_harness(kind).await, wire).await;
+    }
+}
+
+#[tokio::test]
+async fn every_fake_find_open_walks_pages() {
+    for (kind, _) in FAKES {
+        eprintln!("{kind}");
+        find_open_walks_pages(&default_harness(kind).await).await;
+    }
+}
+
+#[tokio::test]
+async fn every_fake_duplicate_create_race_reuses_the_open_pull_request() {
+    for (kind, wire) in FAKES {
+        eprintln!("{kind}");
+        ensure_open_survives_a_create_race(&default_harness(kind).await, wire).await;
+    }
 }
 
 #[test]

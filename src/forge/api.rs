@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, DEFAULT_TIMEOUT};
-use crate::http::{read_body, BodyError};
-use crate::remote_url::redact_url;
+use crate::http_client::{read_body, BodyError};
+use crate::url_credentials::redact_url;
 
 /// Answers larger than this are refused rather than held in memory.
 const MAX_BODY: usize = 8 << 20;
@@ -40,7 +40,7 @@ impl ForgeClient {
     /// Builds the pooled client; `token` is the access token (see [`ForgeToken::from_lookup`]).
     /// Without a token requests go out unauthenticated and writes will be refused.
     pub fn new(token: Option<ForgeToken>) -> Result<ForgeClient, ForgeError> {
-        crate::http::install_crypto_provider();
+        crate::http_client::install_crypto_provider();
         let http = reqwest::Client::builder()
             .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
@@ -67,6 +67,21 @@ pub(crate) struct Api {
     repository: String,
     token: Option<ForgeToken>,
     timeout: Duration,
+}
+
+/// A list item with the number humans see (GitHub/Gitea `number`, GitLab `iid`), for
+/// [`Api::newest`].
+pub(super) trait Numbered {
+    fn number(&self) -> u64;
+}
+
+/// How many pages [`Api::newest`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// Every page (up to [`MAX_PAGES`]).
+    AllPages,
+    /// Up to the first page with a wanted item: for lists sorted newest first.
+    UntilFound,
 }
 
 /// A 2xx answer, or any answer when the caller asked for it raw.
@@ -267,6 +282,56 @@ impl Api {
             self.kind.pr_noun()
         );
         Ok(())
+    }
+
+    /// The first item of a list endpoint that `wanted` accepts, reading page by page (see
+    /// [`Api::pages`]).
+    pub(super) async fn find<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        size: (&str, u32),
+        wanted: impl Fn(&T) -> bool,
+    ) -> Result<Option<T>, ForgeError> {
+        let mut found = None;
+        self.pages(op, url, query, size, |page: Vec<T>| {
+            found = page.into_iter().find(|item| wanted(item));
+            if found.is_some() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await?;
+        Ok(found)
+    }
+
+    /// The item of a list endpoint with the highest [`Numbered::number`] among those `wanted`
+    /// accepts, reading the pages `reading` says.
+    pub(super) async fn newest<T: DeserializeOwned + Numbered>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        size: (&str, u32),
+        wanted: impl Fn(&T) -> bool,
+        reading: Reading,
+    ) -> Result<Option<T>, ForgeError> {
+        let mut newest: Option<T> = None;
+        self.pages(op, url, query, size, |page: Vec<T>| {
+            for item in page.into_iter().filter(|item| wanted(item)) {
+                if newest.as_ref().is_none_or(|n| item.number() > n.number()) {
+                    newest = Some(item);
+                }
+            }
+            match reading {
+                Reading::UntilFound if newest.is_some() => ControlFlow::Break(()),
+                Reading::UntilFound | Reading::AllPages => ControlFlow::Continue(()),
+            }
+        })
+        .await?;
+        Ok(newest)
     }
 
     /// Classifies a non-2xx answer.
@@ -583,7 +648,7 @@ fn one_line(text: &str, max: usize) -> String {
 
 /// A transport error as one bounded line with its causes, without the URL.
 fn describe(error: &reqwest::Error) -> String {
-    one_line(&crate::http::describe(error), MAX_MESSAGE)
+    one_line(&crate::http_client::describe(error), MAX_MESSAGE)
 }
 
 #[cfg(test)]

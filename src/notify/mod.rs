@@ -141,7 +141,7 @@ pub async fn send(
                 warn!(canary = %canary.id, variable = %target.url_env, status = r.status().as_u16(), "Notification refused")
             }
             Err(e) => {
-                warn!(canary = %canary.id, variable = %target.url_env, error = %crate::http::describe(&e), "Notification failed")
+                warn!(canary = %canary.id, variable = %target.url_env, error = %crate::http_client::describe(&e), "Notification failed")
             }
         }
     }

@@ -183,7 +183,7 @@ fn is_ssh_scheme(scheme: &str) -> bool {
 /// unencoded `/`: `https://host/a@b` shows as `https://***@b` (too much hidden, never too little).
 ///
 /// ```
-/// use sluice::remote_url::redact_url;
+/// use sluice::url_credentials::redact_url;
 /// assert_eq!(redact_url("https://me:s3cret@git.example.com/r.git"), "https://***@git.example.com/r.git");
 /// assert_eq!(redact_url("ssh://git@git.example.com/r.git"), "ssh://git@git.example.com/r.git");
 /// ```
