@@ -20,7 +20,7 @@ use crate::gitops::ConfigRepo;
 use crate::observe::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
-use crate::tick::{poll, Idle, Polled, TickReport};
+use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
 /// The daemon's default address. Its port is no common neighbour's: not Prometheus (9090),
