@@ -9,7 +9,7 @@
 //!    and Flagger alerts, then the approval branches (committed and pushed here) and pull
 //!    requests of the canaries that wait or stopped waiting.
 //!
-//! Manual operations (`crate::operate`) commit and push through [`commit_operation`] and
+//! Manual operations (`crate::manual`) commit and push through [`commit_operation`] and
 //! [`push`] too. It decides nothing: what to commit, and why, is in the plan.
 
 use tracing::{info, warn};
@@ -18,7 +18,7 @@ use crate::approval::{self, Pending};
 use crate::core::decide::Decision;
 use crate::forge::Forge;
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
-use crate::observe::Observer;
+use crate::observer::Observer;
 use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
 use crate::plan::{Commit, CommitKind, Plan};
 use crate::render::message;
@@ -179,7 +179,7 @@ fn commit_fold(
     }
 }
 
-/// A manual operation's commit (`sluice approve`, `abort`, ...; see `crate::operate`) on the
+/// A manual operation's commit (`sluice approve`, `abort`, ...; see `crate::manual`) on the
 /// local branch: the same commit path as the tick's decisions.
 pub fn commit_operation(
     repo: &mut ConfigRepo,

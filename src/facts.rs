@@ -24,7 +24,7 @@ use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
 use crate::metrics::metric_templates::TemplateIndex;
-use crate::observe::{External, Observer, Request};
+use crate::observer::{External, Observer, Request};
 use crate::outcome::{CanaryError, CanaryOutcome};
 use crate::render::{message, status_file};
 use crate::runtime::Runtime;

@@ -19,7 +19,7 @@
 //! 2. [`facts`] (`src/facts.rs`): reads the repo once (settings, the snapshot, the specs as
 //!    validated [`spec::model::Canary`] values through [`spec::load`]; a bad spec is an error
 //!    with file, line and field), then gathers each canary's facts: status file and revision,
-//!    metrics, webhook answers and sync state from the [`observe::Observer`], whether the last
+//!    metrics, webhook answers and sync state from the [`observer::Observer`], whether the last
 //!    commit is live, drift ([`drift`]) and approval pull requests ([`approval`]). Reads only.
 //! 3. [`core::verdict`] (`src/core/verdict.rs`) and [`core::decide`] (`src/core/decide.rs`):
 //!    every decision, pure, in a separate crate (`src/core/`) so the compiler keeps it so:
@@ -51,12 +51,12 @@
 //! | [`workload`] | primary/canary workloads, Services and autoscalers from the user's manifests | edit a file a human wrote |
 //! | [`render`] | a decision to files and a commit message | commit |
 //! | [`deleted`] | canaries whose spec left the repo: found, and `revertOnDeletion`'s revert rendered | decide, or run without a status file's record |
-//! | [`observe`] | the adapters' observations for the core | decide |
+//! | [`observer`] | the adapters' observations for the core: metrics, webhooks, sync, readiness | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
-//! | [`operate`] | manual operations (`sluice approve` ...) as one commit | run inside a tick |
+//! | [`manual`] | manual operations (`sluice approve` ...) as one commit, through the executor | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests | know about canaries |
@@ -89,10 +89,10 @@ pub mod gates;
 pub mod gitops;
 pub mod http_client;
 pub mod kube;
+pub mod manual;
 pub mod metrics;
 pub mod notify;
-pub mod observe;
-pub mod operate;
+pub mod observer;
 pub mod outcome;
 pub mod plan;
 pub mod render;

@@ -20,7 +20,7 @@ use crate::core::verdict::{deleted, verdict};
 use crate::execute::{self, Announce, Committed};
 use crate::facts::{self, Read};
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
-use crate::observe::Observer;
+use crate::observer::Observer;
 use crate::plan::{self, Decided, Plan};
 use crate::runtime::Runtime;
 

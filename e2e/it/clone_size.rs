@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
+use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::support::canary::shop_httproute;

@@ -23,7 +23,7 @@ use serde_json::Value as Json;
 use sluice::core::decide::Decision;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::observe::{External, Observer, Request};
+use sluice::observer::{External, Observer, Request};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::spec::template_refs::reject_unusable_templates;

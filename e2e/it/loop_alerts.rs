@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 use sluice::core::status::Phase;
-use sluice::observe::Live;
+use sluice::observer::Live;
 use sluice::runtime::Runtime;
 
 use crate::loop_support::World;

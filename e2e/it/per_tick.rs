@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::Offline;
+use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
 use crate::support::canary::shop_httproute;

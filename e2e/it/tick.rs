@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use sluice::core::decide::Decision;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::observe::{External, Observer, Request};
+use sluice::observer::{External, Observer, Request};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::tick::{tick, Context};
@@ -133,7 +133,7 @@ fn a_tick_reads_each_repo_file_once_and_unchanged_settings_not_at_all() {
     let work = tmp.path().join("w");
     let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
     let (runtime, reads) = counting_runtime();
-    let observer = sluice::observe::Offline;
+    let observer = sluice::observer::Offline;
     let ctx = Context {
         observer: &observer,
         author: None,
@@ -191,7 +191,7 @@ fn settings_that_do_not_load_hold_every_canary_instead_of_using_defaults() {
     let mut repo =
         ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
             .unwrap();
-    let observer = sluice::observe::Offline;
+    let observer = sluice::observer::Offline;
     let ctx = Context {
         observer: &observer,
         author: None,
@@ -246,7 +246,7 @@ fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
     let work = tmp.path().join("w");
     let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
     let (runtime, reads) = counting_runtime();
-    let observer = sluice::observe::Offline;
+    let observer = sluice::observer::Offline;
     let ctx = Context {
         observer: &observer,
         author: None,

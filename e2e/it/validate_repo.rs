@@ -245,7 +245,7 @@ fn a_canary_with_a_dangling_template_ref_never_starts_in_the_loop() {
     let mut repo =
         ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
             .unwrap();
-    let observer = sluice::observe::Offline;
+    let observer = sluice::observer::Offline;
     let ctx = Context {
         observer: &observer,
         author: None,

@@ -13,7 +13,7 @@ use crate::cli::demo_prometheus::{self, Script};
 use crate::cli::run::sleep_for;
 use crate::core::status::Phase;
 use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
-use crate::observe::Live;
+use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::tick::{tick, Context, TickReport};
 

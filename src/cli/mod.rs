@@ -41,7 +41,7 @@ pub mod audit;
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;
-pub mod operate;
+pub mod manual;
 pub mod plan;
 pub mod reconcile;
 pub mod repo;
@@ -97,17 +97,17 @@ pub enum Command {
     /// Replay every decision of the branch from git; exit 1 on any commit the rules did not make.
     Audit(audit::Args),
     /// Approve the change a canary waits for (rollout start, next step, promotion).
-    Approve(operate::Args),
+    Approve(manual::Args),
     /// Skip the remaining steps and promote now.
-    Promote(operate::Args),
+    Promote(manual::Args),
     /// Roll back now.
-    Abort(operate::Args),
+    Abort(manual::Args),
     /// Re-run the analysis of a failed revision.
-    Retry(operate::Args),
+    Retry(manual::Args),
     /// Hold a canary where it is.
-    Pause(operate::Args),
+    Pause(manual::Args),
     /// Continue a paused canary.
-    Resume(operate::Args),
+    Resume(manual::Args),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -123,11 +123,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Status(args) => status::run(&args),
         Command::History(args) => history::run(&args),
         Command::Audit(args) => audit::run(&args),
-        Command::Approve(args) => operate::run(Operation::Approve, &args),
-        Command::Promote(args) => operate::run(Operation::Promote, &args),
-        Command::Abort(args) => operate::run(Operation::Abort, &args),
-        Command::Retry(args) => operate::run(Operation::Retry, &args),
-        Command::Pause(args) => operate::run(Operation::Pause, &args),
-        Command::Resume(args) => operate::run(Operation::Resume, &args),
+        Command::Approve(args) => manual::run(Operation::Approve, &args),
+        Command::Promote(args) => manual::run(Operation::Promote, &args),
+        Command::Abort(args) => manual::run(Operation::Abort, &args),
+        Command::Retry(args) => manual::run(Operation::Retry, &args),
+        Command::Pause(args) => manual::run(Operation::Pause, &args),
+        Command::Resume(args) => manual::run(Operation::Resume, &args),
     }
 }

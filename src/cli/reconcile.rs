@@ -2,7 +2,7 @@
 //! Exit 0 when the tick ran (canary failures are states); non-zero on operational errors.
 
 use crate::cli::repo::RepoArgs;
-use crate::observe::Live;
+use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::tick::{tick_fetched, Context, TickReport};
 

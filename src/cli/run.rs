@@ -17,7 +17,7 @@ use tracing::{debug, error, info};
 use crate::cli::repo::RepoArgs;
 use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::gitops::ConfigRepo;
-use crate::observe::Live;
+use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::server::{serve, Metrics, ServerState};
 use crate::tick::{poll, Context, Idle, Polled, TickReport};

@@ -712,9 +712,9 @@ spec:
             );
             let errors = errors_of(&text);
             assert!(
-                errors
-                    .iter()
-                    .any(|e| e.starts_with("t.yaml:10: spec.provider.secretRef.name: expected a DNS-1123 name")),
+                errors.iter().any(|e| e.starts_with(
+                    "t.yaml:10: spec.provider.secretRef.name: expected a DNS-1123 name"
+                )),
                 "{name}: {errors:?}"
             );
         }

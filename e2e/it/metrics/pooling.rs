@@ -16,7 +16,7 @@ use sluice::http_client::HttpClients;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
-use sluice::observe::{Live, Observer, Request};
+use sluice::observer::{Live, Observer, Request};
 use sluice::runtime::Runtime;
 use sluice::server::Metrics;
 use sluice::spec::settings::{parse_settings, SETTINGS_PATH};

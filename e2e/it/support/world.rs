@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::observe::{Observer, Offline};
+use sluice::observer::{Observer, Offline};
 use sluice::runtime::Runtime;
 use sluice::tick::{tick, Context, TickReport};
 

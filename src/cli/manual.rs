@@ -4,7 +4,7 @@
 use crate::cli::repo::open;
 use crate::core::operate::Operation;
 use crate::gitops::Identity;
-use crate::operate::{operate, Manual, OperateError};
+use crate::manual::{operate, Manual, OperateError};
 use crate::runtime::Runtime;
 
 #[derive(Debug, clap::Args)]
