@@ -38,8 +38,9 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -210,6 +211,30 @@ impl Router for Apisix {
 
     fn route_ref(config: &Config) -> Option<&str> {
         Some(&config.route)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "apisix",
+        table_order: 6,
+        rows: &[
+            ("spec.routeRef", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "apisix").then_some(BuiltinMetrics::Queries(APISIX_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 
@@ -648,6 +673,19 @@ fn verify(doc: &Json, context: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Flagger's observer queries for apisix.
+pub(crate) const APISIX_METRICS: QuerySet = QuerySet {
+    name: "apisix",
+    success_rate: r#"
+sum(rate(apisix_http_status{route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+", code!~"5.."}[{{ interval }}]))
+/
+sum(rate(apisix_http_status{route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(apisix_http_latency_bucket{type=~"request", route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

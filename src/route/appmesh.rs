@@ -58,7 +58,8 @@ use serde_json::Value as Json;
 use crate::core::model::{PortRef, Strategy};
 use crate::route::{
     apex_metadata, header_comment, render_template, reparse_all, single_header_match, AbHeaders,
-    AbInput, Backends, Canary, FlaggerInput, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -323,6 +324,46 @@ impl Router for AppMesh {
         _state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "appmesh",
+        table_order: 4,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.backends", FieldUse::Renders),
+            ("spec.service.hosts", FieldUse::Renders),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Renders),
+            ("spec.service.rewrite", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        provider
+            .starts_with("appmesh")
+            .then_some(BuiltinMetrics::Queries(APPMESH_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 
@@ -897,6 +938,19 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for appmesh.
+pub(crate) const APPMESH_METRICS: QuerySet = QuerySet {
+    name: "appmesh",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -38,8 +38,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
-    RouteError, RouteState, Router, Weights,
+    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
+    FieldUse, FlaggerFields, FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
@@ -258,6 +259,44 @@ impl Router for Contour {
         _state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "contour",
+        table_order: 3,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.backends", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Renders),
+            ("spec.service.rewrite", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "contour").then_some(BuiltinMetrics::Queries(CONTOUR_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 
@@ -627,6 +666,19 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for contour.
+pub(crate) const CONTOUR_METRICS: QuerySet = QuerySet {
+    name: "contour",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

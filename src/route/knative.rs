@@ -38,7 +38,8 @@ use sha2::{Digest, Sha256};
 use crate::core::model::{Strategy, Target};
 use crate::route::Canary;
 use crate::route::{
-    expect_text, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
+    expect_text, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
+    FieldUse, FlaggerFields, FlaggerInput, QuerySet, ReadyCondition, ReadyObject, Revisions,
     RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
@@ -195,6 +196,41 @@ impl Router for Knative {
         _state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "knative",
+        table_order: 11,
+        rows: &[
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "knative").then_some(BuiltinMetrics::Queries(KNATIVE_METRICS))
+    }
+
+    /// The Knative Service runs both revisions; the source's is the one its template names.
+    fn revisions(config: &Config) -> Revisions<'_> {
+        Revisions::InRoute {
+            revision: &config.revision,
+        }
+    }
+
+    /// The revision sluice named; Knative creates it when the commit is applied.
+    fn readiness<'a>(config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        Some(ReadyObject {
+            group: "serving.knative.dev",
+            version: "v1",
+            kind: "Revision",
+            plural: "revisions",
+            what: "Knative Revision",
+            name: &config.revision,
+            condition: ReadyCondition::Ready,
+        })
     }
 }
 
@@ -484,6 +520,20 @@ fn verify(doc: &Json, context: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+// Knative (`pkg/metrics/observers/knative.go`): Envoy's cluster for the revision `{{ route }}`.
+/// Flagger's observer queries for knative.
+pub(crate) const KNATIVE_METRICS: QuerySet = QuerySet {
+    name: "knative",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route }}", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

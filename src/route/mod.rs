@@ -30,6 +30,7 @@ pub mod knative;
 pub mod kubernetes;
 pub mod kuma;
 mod registry;
+mod rules;
 pub mod smi;
 pub mod traefik;
 
@@ -44,7 +45,12 @@ use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
 use crate::yaml::snapshot::Snapshot;
 
-pub use registry::{parse_provider, provider_names, route_objects, Provider, Route};
+pub use registry::{
+    builtin_metrics, flagger_fields, parse_provider, provider_names, route_objects, Provider, Route,
+};
+pub use rules::{
+    BuiltinMetrics, FieldUse, FlaggerFields, QuerySet, ReadyCondition, ReadyObject, Revisions,
+};
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
 pub type Canary = crate::core::model::Canary<Route>;
@@ -127,6 +133,25 @@ pub trait Router {
         weights: Weights,
         state: &RouteState,
     ) -> Result<Option<String>, RouteError>;
+
+    /// Its rows of the Flagger field table: the route fields it renders and those it refuses
+    /// with its own message (`&[]` when none; the rest are refused for it).
+    const FLAGGER_FIELDS: FlaggerFields;
+
+    /// Its built-in metric queries for a canary whose `spec.provider` is `provider`, when that
+    /// string is this router's as Flagger's observer factory matches it (some by prefix:
+    /// `gloo:v1`); `None` when the string is another router's. Every name in
+    /// [`PROVIDERS`](Router::PROVIDERS) and [`ALIASES`](Router::ALIASES) gets queries or an
+    /// explicit [`BuiltinMetrics::None`] (a registry test checks).
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics>;
+
+    /// Where the canary's two revisions run: in workloads behind Services (most routers) or
+    /// in the route object itself.
+    fn revisions(config: &Self::Config) -> Revisions<'_>;
+
+    /// The object the readiness gate reads after the workloads (an HTTPRoute its Gateways
+    /// must accept, a Knative Revision), or `None` when the workloads alone decide.
+    fn readiness<'a>(config: &'a Self::Config, canary: &'a Canary) -> Option<ReadyObject<'a>>;
 }
 
 /// The parts of a Flagger Canary's `spec` a router reads.

@@ -8,7 +8,8 @@
 use crate::route::Canary;
 use crate::route::{
     apisix, appmesh, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi,
-    traefik, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
+    traefik, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, ReadyObject,
+    Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -37,6 +38,13 @@ macro_rules! routers {
             pub fn references(self) -> &'static [&'static str] {
                 match self {
                     $( Provider::$variant(_) => <$router as Router>::REFERENCES, )+
+                }
+            }
+
+            /// The router's rows of the Flagger field table.
+            pub fn flagger_fields(self) -> &'static FlaggerFields {
+                match self {
+                    $( Provider::$variant(_) => &<$router as Router>::FLAGGER_FIELDS, )+
                 }
             }
 
@@ -75,6 +83,22 @@ macro_rules! routers {
             pub fn route_ref(&self) -> Option<&str> {
                 match self {
                     $( Route::$variant(config) => <$router as Router>::route_ref(config), )+
+                }
+            }
+
+            /// Where the canary's two revisions run.
+            pub fn revisions(&self) -> Revisions<'_> {
+                match self {
+                    $( Route::$variant(config) => <$router as Router>::revisions(config), )+
+                }
+            }
+
+            /// The object the readiness gate reads after the workloads, if any.
+            pub fn readiness<'a>(&'a self, canary: &'a Canary) -> Option<ReadyObject<'a>> {
+                match self {
+                    $( Route::$variant(config) => {
+                        <$router as Router>::readiness(config, canary)
+                    } )+
                 }
             }
 
@@ -117,6 +141,8 @@ macro_rules! routers {
                         .map(|(_, variant)| Provider::$variant(*variant))
                 },
                 near_miss: <$router as Router>::near_miss,
+                flagger_fields: &<$router as Router>::FLAGGER_FIELDS,
+                builtin_metrics: <$router as Router>::builtin_metrics,
                 read_native: |r, node, api_version, api_line| {
                     <$router as Router>::read_native(r, node, api_version, api_line)
                         .map(Route::$variant)
@@ -162,6 +188,8 @@ struct Entry {
     names: fn(bool) -> Vec<&'static str>,
     lookup: fn(&str) -> Option<Provider>,
     near_miss: fn(&str) -> Option<String>,
+    flagger_fields: &'static FlaggerFields,
+    builtin_metrics: fn(&str) -> Option<BuiltinMetrics>,
     read_native: fn(&mut Reader, &Node, &str, usize) -> Option<Route>,
 }
 
@@ -184,6 +212,18 @@ pub fn route_objects() -> String {
 /// (aliases left out). Tests walk it so a router added to `routers!` is covered unasked.
 pub fn provider_names() -> Vec<&'static str> {
     ROUTERS.iter().flat_map(|e| (e.names)(true)).collect()
+}
+
+/// Every router's rows of the Flagger field table, in registry order.
+pub fn flagger_fields() -> impl Iterator<Item = &'static FlaggerFields> {
+    ROUTERS.iter().map(|e| e.flagger_fields)
+}
+
+/// The built-in metrics for a canary's `spec.provider` string (a native canary's is not
+/// checked against the registry, and Flagger's observer factory matches some by prefix):
+/// `None` when no router claims it.
+pub fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+    ROUTERS.iter().find_map(|e| (e.builtin_metrics)(provider))
 }
 
 /// Maps a Flagger `provider` string to its router; the error says what is supported.

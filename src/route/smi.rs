@@ -22,8 +22,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights,
+    header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics, FlaggerFields,
+    FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
@@ -113,6 +113,31 @@ impl Router for Smi {
         _state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render(canary, config.version, backends, weights).map(Some)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "osm/linkerd/smi",
+        table_order: 7,
+        rows: &[],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        match provider {
+            "osm" => Some(BuiltinMetrics::Queries(OSM_METRICS)),
+            "linkerd" => Some(BuiltinMetrics::Queries(LINKERD_METRICS)),
+            p if p == "smi" || p.starts_with("smi:") => Some(BuiltinMetrics::None(
+                "does not say which mesh exports the metrics (Flagger uses its own -mesh-provider, else Istio's queries); set spec.provider to linkerd or osm, or use a MetricTemplate",
+            )),
+            _ => None,
+        }
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 
@@ -250,6 +275,31 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for osm.
+pub(crate) const OSM_METRICS: QuerySet = QuerySet {
+    name: "osm",
+    success_rate: r#"
+sum(rate(osm_request_total{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}", response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(osm_request_total{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(osm_request_duration_ms_bucket{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
+/// Flagger's observer queries for linkerd.
+pub(crate) const LINKERD_METRICS: QuerySet = QuerySet {
+    name: "linkerd",
+    success_rate: r#"
+sum(rate(response_total{namespace="{{ namespace }}", deployment=~"{{ target }}", classification!="failure", direction="inbound"}[{{ interval }}]))
+/
+sum(rate(response_total{namespace="{{ namespace }}", deployment=~"{{ target }}", direction="inbound"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(response_latency_ms_bucket{namespace="{{ namespace }}", deployment=~"{{ target }}", direction="inbound"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -24,8 +24,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
-    RouteError, RouteState, Router, Weights,
+    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
+    FieldUse, FlaggerFields, FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::route::{expect_text, Canary};
 use crate::yaml::node::Node;
@@ -140,6 +141,44 @@ impl Router for Traefik {
     ) -> Result<Option<String>, RouteError> {
         render(canary, backends, weights).map(Some)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "traefik",
+        table_order: 10,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Refuses),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.backends", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.match", FieldUse::Refuses),
+            ("spec.service.retries", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "traefik").then_some(BuiltinMetrics::Queries(TRAEFIK_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
 
 const TEMPLATE_NAME: &str = "traefikservice.yaml.j2";
@@ -247,3 +286,17 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for traefik.
+pub(crate) const TRAEFIK_METRICS: QuerySet = QuerySet {
+    name: "traefik",
+    success_rate: r#"
+sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd", code!~"5..", le="+Inf"}[{{ interval }}]))
+/
+sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd", le="+Inf"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd"}[{{ interval }}])) by (le))
+* 1000"#,
+    encode_names: None,
+};

@@ -35,7 +35,10 @@ use crate::route::istio_api::{
     self, CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
 use crate::route::Canary;
-use crate::route::{AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights};
+use crate::route::{
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -284,6 +287,45 @@ impl Router for Istio {
     ) -> Result<Option<String>, RouteError> {
         render::render(canary, config, backends, weights, state).map(Some)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "istio",
+        table_order: 0,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Renders),
+            ("spec.service.delegation", FieldUse::Renders),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Renders),
+            ("spec.service.rewrite", FieldUse::Renders),
+            ("spec.service.mirror", FieldUse::Renders),
+            ("spec.service.headers", FieldUse::Renders),
+            ("spec.service.gateways", FieldUse::Renders),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Renders),
+            ("spec.service.trafficPolicy", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Renders),
+            ("spec.analysis.mirrorWeight", FieldUse::Renders),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Renders),
+        ],
+    };
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        match provider {
+            "istio" | "istio:v1beta1" | "istio:v1" => Some(BuiltinMetrics::Queries(ISTIO_METRICS)),
+            _ => None,
+        }
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
 
 /// A `spec.service` field that is set (a `null` value counts as not set, as in Flagger).
@@ -462,3 +504,16 @@ fn read_mirrors(r: &mut Reader, node: &Node, path: &str) -> Vec<Mirror> {
     }
     out
 }
+
+/// Flagger's observer queries for istio.
+pub(crate) const ISTIO_METRICS: QuerySet = QuerySet {
+    name: "istio",
+    success_rate: r#"
+sum(rate(istio_requests_total{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}", response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(istio_requests_total{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(istio_request_duration_milliseconds_bucket{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
