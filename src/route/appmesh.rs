@@ -58,8 +58,8 @@ use serde_json::Value as Json;
 use crate::core::model::{PortRef, Strategy};
 use crate::route::{
     apex_metadata, header_comment, render_template, reparse_all, single_header_match, AbHeaders,
-    AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, QuerySet,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, OwnTarget,
+    QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -351,6 +351,8 @@ impl Router for AppMesh {
             ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider

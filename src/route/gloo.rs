@@ -47,8 +47,8 @@ use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_template, reparse_all, AbInput, Backends, BuiltinMetrics, FieldUse,
-    FlaggerFields, FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
+    RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -181,6 +181,8 @@ impl Router for Gloo {
             ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider

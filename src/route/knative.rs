@@ -39,8 +39,8 @@ use crate::core::model::{Strategy, Target};
 use crate::route::Canary;
 use crate::route::{
     expect_text, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, QuerySet, ReadyCondition, ReadyObject, Revisions,
-    RouteError, RouteState, Router, Weights, MANAGED_BY,
+    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
+    Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -208,6 +208,13 @@ impl Router for Knative {
             ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = Some(OwnTarget {
+        api_version: API_VERSION,
+        kind: "Service",
+        other_provider: "a Knative Service target is rolled out with provider knative (Flagger: can't use another provider with a Knative Service as target)",
+        no_revert: "sluice cannot revert a Knative canary: its output is the Knative Service itself, with no primary to restore (Flagger's Knative finalizer does nothing either); remove the field",
+    });
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "knative").then_some(BuiltinMetrics::Queries(KNATIVE_METRICS))

@@ -46,10 +46,12 @@ use crate::yaml::reader::Reader;
 use crate::yaml::snapshot::Snapshot;
 
 pub use registry::{
-    builtin_metrics, flagger_fields, parse_provider, provider_names, route_objects, Provider, Route,
+    builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
+    Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
 };
 pub use rules::{
-    BuiltinMetrics, FieldUse, FlaggerFields, QuerySet, ReadyCondition, ReadyObject, Revisions,
+    BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
+    Revisions,
 };
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
@@ -144,6 +146,10 @@ pub trait Router {
     /// [`PROVIDERS`](Router::PROVIDERS) and [`ALIASES`](Router::ALIASES) gets queries or an
     /// explicit [`BuiltinMetrics::None`] (a registry test checks).
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics>;
+
+    /// The target it rolls out itself instead of a workload (`None`: a Deployment or
+    /// DaemonSet, as for most routers).
+    const OWN_TARGET: Option<OwnTarget>;
 
     /// Where the canary's two revisions run: in workloads behind Services (most routers) or
     /// in the route object itself.

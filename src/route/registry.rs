@@ -8,8 +8,8 @@
 use crate::route::Canary;
 use crate::route::{
     apisix, appmesh, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi,
-    traefik, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, ReadyObject,
-    Revisions, RouteError, RouteState, Router, Weights,
+    traefik, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, OwnTarget,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -45,6 +45,13 @@ macro_rules! routers {
             pub fn flagger_fields(self) -> &'static FlaggerFields {
                 match self {
                     $( Provider::$variant(_) => &<$router as Router>::FLAGGER_FIELDS, )+
+                }
+            }
+
+            /// The target the router rolls out itself instead of a workload, if any.
+            pub fn own_target(self) -> Option<&'static OwnTarget> {
+                match self {
+                    $( Provider::$variant(_) => <$router as Router>::OWN_TARGET.as_ref(), )+
                 }
             }
 
@@ -143,6 +150,7 @@ macro_rules! routers {
                 near_miss: <$router as Router>::near_miss,
                 flagger_fields: &<$router as Router>::FLAGGER_FIELDS,
                 builtin_metrics: <$router as Router>::builtin_metrics,
+                own_target: <$router as Router>::OWN_TARGET.as_ref(),
                 read_native: |r, node, api_version, api_line| {
                     <$router as Router>::read_native(r, node, api_version, api_line)
                         .map(Route::$variant)
@@ -179,6 +187,12 @@ routers! {
     AppMesh => appmesh::AppMesh,
 }
 
+/// What Flagger uses when neither the Canary nor its own flags name a provider: Istio, as
+/// `provider: istio` (VirtualService `networking.istio.io/v1beta1`, Istio's metric queries).
+pub const FLAGGER_DEFAULT_PROVIDER: Provider = Provider::Istio(istio::IstioVersion::V1beta1);
+/// [`FLAGGER_DEFAULT_PROVIDER`]'s `spec.provider` string.
+pub const FLAGGER_DEFAULT_PROVIDER_NAME: &str = "istio";
+
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
 struct Entry {
     object: &'static str,
@@ -190,6 +204,7 @@ struct Entry {
     near_miss: fn(&str) -> Option<String>,
     flagger_fields: &'static FlaggerFields,
     builtin_metrics: fn(&str) -> Option<BuiltinMetrics>,
+    own_target: Option<&'static OwnTarget>,
     read_native: fn(&mut Reader, &Node, &str, usize) -> Option<Route>,
 }
 
@@ -217,6 +232,11 @@ pub fn provider_names() -> Vec<&'static str> {
 /// Every router's rows of the Flagger field table, in registry order.
 pub fn flagger_fields() -> impl Iterator<Item = &'static FlaggerFields> {
     ROUTERS.iter().map(|e| e.flagger_fields)
+}
+
+/// The targets routers roll out themselves instead of a workload (a Knative Service).
+pub fn own_targets() -> impl Iterator<Item = &'static OwnTarget> {
+    ROUTERS.iter().filter_map(|e| e.own_target)
 }
 
 /// The built-in metrics for a canary's `spec.provider` string (a native canary's is not
@@ -392,6 +412,36 @@ mod tests {
             );
             for name in (e.names)(false) {
                 assert!((e.lookup)(name).is_some(), "{name}");
+            }
+        }
+    }
+
+    /// What every router must say besides its route: its Flagger field rows (a required const,
+    /// checked against the table in `spec::flagger_fields`), its readiness and revisions rules
+    /// (required methods), and built-in metric queries or an explicit none for every provider
+    /// string it serves, claimed by no other router.
+    #[test]
+    fn every_router_says_its_builtin_metrics_for_each_of_its_providers() {
+        for e in ROUTERS {
+            assert!(
+                !e.flagger_fields.name.is_empty(),
+                "{}: no table name",
+                e.object
+            );
+            for name in (e.names)(false) {
+                assert!(
+                    (e.builtin_metrics)(name).is_some(),
+                    "{}: provider {name} has no built-in metrics and no explicit none",
+                    e.object
+                );
+                let claimed = ROUTERS
+                    .iter()
+                    .filter(|other| (other.builtin_metrics)(name).is_some())
+                    .count();
+                assert_eq!(
+                    claimed, 1,
+                    "provider {name}: built-in metrics of {claimed} routers"
+                );
             }
         }
     }

@@ -99,3 +99,18 @@ pub enum ReadyCondition {
     /// Every parent (Gateway) in its status has accepted it.
     ParentsAccepted,
 }
+
+/// The object a router rolls out itself in place of a Deployment or DaemonSet target (a
+/// Knative Service): the canary has no `service` block to require, no primary, and nothing
+/// to revert on deletion ([`Router::OWN_TARGET`](super::Router::OWN_TARGET)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnTarget {
+    /// The target's `apiVersion` that selects it whatever the provider.
+    pub api_version: &'static str,
+    /// The target's `kind`.
+    pub kind: &'static str,
+    /// The error at `spec.provider` when another provider names such a target.
+    pub other_provider: &'static str,
+    /// The error at `spec.revertOnDeletion`.
+    pub no_revert: &'static str,
+}

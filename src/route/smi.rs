@@ -23,7 +23,8 @@ use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics, FlaggerFields,
-    FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
@@ -120,6 +121,8 @@ impl Router for Smi {
         table_order: 7,
         rows: &[],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         match provider {

@@ -25,7 +25,7 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::{
     apex_metadata, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, QuerySet, ReadyObject, Revisions, RouteError,
+    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
     RouteState, Router, Weights,
 };
 use crate::route::{expect_text, Canary};
@@ -167,6 +167,8 @@ impl Router for Traefik {
             ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "traefik").then_some(BuiltinMetrics::Queries(TRAEFIK_METRICS))

@@ -26,8 +26,8 @@ pub use config::{
 use crate::route::kubernetes::APP_HISTOGRAM_METRICS;
 use crate::route::Canary;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, ReadyCondition,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget,
+    ReadyCondition, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -166,6 +166,8 @@ impl Router for GatewayApi {
             ("spec.analysis.sessionAffinity", FieldUse::Renders),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider

@@ -38,8 +38,8 @@ use crate::core::model::Strategy;
 use crate::route::istio_api::{self, HttpMatchRequest};
 use crate::route::{
     header_comment, reparse, AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
-    FlaggerInput, ReadyObject, Revisions, Route, RouteError, RouteState, Router, Weights,
-    MANAGED_BY,
+    FlaggerInput, OwnTarget, ReadyObject, Revisions, Route, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
@@ -210,6 +210,8 @@ impl Router for Ingress {
             ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         match provider {

@@ -36,7 +36,7 @@ use crate::route::istio_api::{
 };
 use crate::route::Canary;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet,
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
     ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::{Node, Value};
@@ -311,6 +311,8 @@ impl Router for Istio {
             ("spec.analysis.sessionAffinity", FieldUse::Renders),
         ],
     };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         match provider {
