@@ -2,17 +2,32 @@
 //! time through the registry ([`Provider`] for Flagger's `spec.provider`, the native
 //! `spec.route.kind`) and carried in the canary as the typed [`Route`].
 //!
-//! A router owns everything about its provider: reading and checking that provider's Flagger
-//! `service` fields (and a native `spec.route` of its kind) into its validated config type, and
-//! rendering that config into the YAML file of its route object from its one template in
-//! `templates/`, compiled into the binary. Every value reaches a template through `tojson`, so
-//! no input can change the YAML structure, and every rendered file is parsed back and its
-//! weights re-checked before it is returned.
+//! A router owns everything about its provider, and the registry (`registry.rs`) is the one
+//! place a provider is named:
+//! - reading and checking that provider's Flagger `service` fields (and a native `spec.route`
+//!   of its kind) into its validated config type, and rendering that config into the YAML file
+//!   of its route object from its one template in `templates/`, compiled into the binary;
+//! - its rows of the Flagger field table ([`Router::FLAGGER_FIELDS`]: what it renders and
+//!   refuses; `spec::flagger_fields` renders the table and refuses the rest by asking the
+//!   registry);
+//! - its built-in metric queries for each of its provider strings, or an explicit none
+//!   ([`Router::builtin_metrics`], rendered by `metrics::builtin`);
+//! - its readiness rule ([`Router::readiness`], read by `gates::readiness`) and where the
+//!   revisions run ([`Router::revisions`], used by `workload` and `render`: a Knative Service
+//!   runs both itself), and a target it rolls out itself ([`Router::OWN_TARGET`], checked by
+//!   `spec::canary`).
+//!
+//! Every value reaches a template through `tojson`, so no input can change the YAML
+//! structure, and every rendered file is parsed back and its weights re-checked before it is
+//! returned.
 //!
 //! Adding a provider: a module here (`route/<provider>.rs`, or a folder if it is big) with a
-//! unit struct implementing [`Router`], its template, one line in the `routers!` list of
-//! `registry.rs`, and its tests. Nothing in `spec/` changes: `spec::canary` hands the registry
-//! the raw nodes and stores the [`Route`] it returns.
+//! unit struct implementing [`Router`] (its items have no defaults where a router must say
+//! something: the compiler asks for each), its template (or none), one line in the `routers!`
+//! list of `registry.rs`, its tests, and its line in `e2e/it/kustomize_every_router.rs`'s
+//! fixtures (a test fails without it). Nothing outside `route/` changes: `spec::canary` hands
+//! the registry the raw nodes and stores the [`Route`] it returns, and the rest asks the
+//! [`Route`] or the registry.
 //!
 //! Rendering is pure: no git, no files, no clock, and deterministic, so every [`RouteError`] is
 //! terminal: the same input fails the same way and retrying cannot help. Reading reports every
@@ -25,7 +40,6 @@ pub mod gateway_api;
 pub mod gloo;
 pub mod ingress;
 pub mod istio;
-pub mod istio_api;
 pub mod knative;
 pub mod kubernetes;
 pub mod kuma;

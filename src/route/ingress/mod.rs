@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::core::model::Strategy;
-use crate::route::istio_api::{self, HttpMatchRequest};
+use crate::route::istio::api::{self, HttpMatchRequest};
 use crate::route::{
     header_comment, reparse, AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
     FlaggerInput, OwnTarget, ReadyObject, Revisions, Route, RouteError, RouteState, Router,
@@ -147,8 +147,7 @@ impl Router for Ingress {
         match config.controller {
             Controller::Nginx => {
                 let path = "spec.analysis.match";
-                let Some(matches) =
-                    istio_api::read::<Vec<HttpMatchRequest>>(r, input.matches, path)
+                let Some(matches) = api::read::<Vec<HttpMatchRequest>>(r, input.matches, path)
                 else {
                     return;
                 };

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
-use crate::route::istio_api::{HttpMatchRequest, StringMatch};
+use crate::route::istio::api::{HttpMatchRequest, StringMatch};
 use crate::route::{Backends, Canary, QuerySet, Weights};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};

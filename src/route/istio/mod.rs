@@ -6,10 +6,12 @@
 //! default), `v1` for `istio:v1`; a native `spec.route` of kind `VirtualService` picks the
 //! version by its `apiVersion`.
 //!
-//! - This file: reading Flagger's `spec.service` fields (typed by [`crate::route::istio_api`])
+//! - This file: reading Flagger's `spec.service` fields (typed by [`crate::route::istio::api`])
 //!   and an A/B canary's `analysis.match`, and the fields refused.
 //! - `rollout.rs`: `analysis.sessionAffinity` and `analysis.mirror`, and their refusals.
 //! - `render.rs`: the three documents from `templates/istio.yaml.j2`, read back and checked.
+//! - `api.rs`: the Istio-shaped types Flagger's Canary carries (`match`, `retries`, ...),
+//!   which the ingress router reads too.
 //!
 //! Fields Flagger's Istio router applies and sluice renders: `gateways`, `hosts`,
 //! `delegation`, `match`, `rewrite` (`uri`, `authority`), `headers`, `retries`, `timeout`,
@@ -27,12 +29,13 @@
 //! `gatewayRefs` and `backendTimeout` (Gateway API only: Flagger's Istio router ignores them),
 //! `rewrite.type: ReplaceFullPath` (an Istio rewrite replaces the matched prefix).
 
+pub mod api;
 mod render;
 mod rollout;
 
 use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
-use crate::route::istio_api::{
-    self, CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
+use crate::route::istio::api::{
+    CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
 use crate::route::Canary;
 use crate::route::{
@@ -176,10 +179,10 @@ impl Router for Istio {
             .and_then(|(n, p)| read_matches(r, n, &p))
             .unwrap_or_default();
         let rewrite = typed("rewrite").and_then(|(n, p)| read_rewrite(r, n, &p));
-        let timeout = typed("timeout").and_then(|(n, p)| istio_api::read(r, n, &p));
-        let retries = typed("retries").and_then(|(n, p)| istio_api::read(r, n, &p));
-        let cors = typed("corsPolicy").and_then(|(n, p)| istio_api::read(r, n, &p));
-        let headers = typed("headers").and_then(|(n, p)| istio_api::read(r, n, &p));
+        let timeout = typed("timeout").and_then(|(n, p)| api::read(r, n, &p));
+        let retries = typed("retries").and_then(|(n, p)| api::read(r, n, &p));
+        let cors = typed("corsPolicy").and_then(|(n, p)| api::read(r, n, &p));
+        let headers = typed("headers").and_then(|(n, p)| api::read(r, n, &p));
         let traffic_policy = typed("trafficPolicy")
             .and_then(|(n, p)| read_traffic_policy(r, n, &p))
             .map(Box::new);
@@ -380,7 +383,7 @@ fn strings(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
 
 /// A non-empty list of `HTTPMatchRequest`s, none empty (an empty one matches every request).
 fn read_matches(r: &mut Reader, node: &Node, path: &str) -> Option<Vec<HttpMatchRequest>> {
-    let matches: Vec<HttpMatchRequest> = istio_api::read(r, node, path)?;
+    let matches: Vec<HttpMatchRequest> = api::read(r, node, path)?;
     let mut ok = true;
     if let Value::Seq(items) = &node.value {
         for (i, (m, item)) in matches.iter().zip(items).enumerate() {
@@ -418,7 +421,7 @@ fn read_rewrite(r: &mut Reader, node: &Node, path: &str) -> Option<Rewrite> {
 }
 
 fn read_traffic_policy(r: &mut Reader, node: &Node, path: &str) -> Option<TrafficPolicy> {
-    let policy: TrafficPolicy = istio_api::read(r, node, path)?;
+    let policy: TrafficPolicy = api::read(r, node, path)?;
     let hashes = [policy.load_balancer.as_ref()]
         .into_iter()
         .chain(

@@ -37,11 +37,11 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::gateway_api::AnalysisMirror;
-use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
-use crate::route::istio_api::{
+use crate::route::istio::api::{
     CorsPolicy, HeaderOperations, Headers, HttpMatchRequest, HttpRetry, IstioDuration, StringMatch,
     TrafficPolicy,
 };
+use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_template, reparse_all, Backends, RouteError, RouteState, Weights,
