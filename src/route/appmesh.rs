@@ -57,9 +57,10 @@ use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse_all, single_header_match, AbHeaders,
-    AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, OwnTarget,
-    QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    apex_metadata, field, header_comment, refused_service_fields, render_template, reparse_all,
+    single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
+    RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -331,20 +332,20 @@ impl Router for AppMesh {
         table_order: 4,
         rows: &[
             ("spec.service.timeout", FieldUse::Renders),
-            ("spec.service.backendTimeout", FieldUse::Refuses),
-            ("spec.service.meshName", FieldUse::Refuses),
             ("spec.service.backends", FieldUse::Renders),
             ("spec.service.hosts", FieldUse::Renders),
-            ("spec.service.delegation", FieldUse::Refuses),
             ("spec.service.match", FieldUse::Renders),
             ("spec.service.retries", FieldUse::Renders),
-            ("spec.service.rewrite", FieldUse::Refuses),
-            ("spec.service.mirror", FieldUse::Refuses),
-            ("spec.service.headers", FieldUse::Refuses),
-            ("spec.service.gateways", FieldUse::Refuses),
-            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
             ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Refuses),
             ("spec.analysis.mirror", FieldUse::Refuses),
             ("spec.analysis.mirrorWeight", FieldUse::Refuses),
             ("spec.analysis.match", FieldUse::Renders),
@@ -369,26 +370,12 @@ impl Router for AppMesh {
     }
 }
 
-/// A field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
-    node.get(key).filter(|n| n.value != Value::Null)
-}
-
-/// The `spec.service` fields Flagger's App Mesh v1beta2 router ignores.
-const IGNORED_SERVICE_FIELDS: &[&str] = &[
-    "backendTimeout",
-    "corsPolicy",
-    "delegation",
-    "gatewayRefs",
-    "gateways",
-    "headers",
-    "mirror",
-    "trafficPolicy",
-];
-
 fn refuse_unsupported(r: &mut Reader, input: &FlaggerInput) {
     if let Some(svc) = input.service {
-        for key in IGNORED_SERVICE_FIELDS {
+        // meshName and rewrite: refused with their own messages.
+        let ignored = refused_service_fields(&AppMesh::FLAGGER_FIELDS)
+            .filter(|key| !["meshName", "rewrite"].contains(key));
+        for key in ignored {
             if let Some(line) = svc.key_line(key) {
                 r.error(line, &join("spec.service", key), "Flagger's App Mesh router ignores this field (it writes the prefix, timeout, retries, backends and gateway hosts only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
             }

@@ -38,9 +38,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
-    RouteState, Router, Weights,
+    apex_metadata, field, header_comment, refused_service_fields, render_template, reparse,
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
@@ -266,19 +266,19 @@ impl Router for Contour {
         table_order: 3,
         rows: &[
             ("spec.service.timeout", FieldUse::Renders),
-            ("spec.service.backendTimeout", FieldUse::Refuses),
-            ("spec.service.meshName", FieldUse::Refuses),
-            ("spec.service.backends", FieldUse::Refuses),
-            ("spec.service.hosts", FieldUse::Refuses),
-            ("spec.service.delegation", FieldUse::Refuses),
             ("spec.service.match", FieldUse::Renders),
             ("spec.service.retries", FieldUse::Renders),
-            ("spec.service.rewrite", FieldUse::Refuses),
-            ("spec.service.mirror", FieldUse::Refuses),
-            ("spec.service.headers", FieldUse::Refuses),
-            ("spec.service.gateways", FieldUse::Refuses),
-            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.backends", FieldUse::Refuses),
             ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
             ("spec.analysis.mirror", FieldUse::Refuses),
             ("spec.analysis.mirrorWeight", FieldUse::Refuses),
@@ -302,32 +302,12 @@ impl Router for Contour {
     }
 }
 
-/// A field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
-    node.get(key).filter(|n| n.value != Value::Null)
-}
-
-/// The `spec.service` fields of other routers, which Flagger's Contour router ignores.
-const IGNORED_SERVICE_FIELDS: &[&str] = &[
-    "backendTimeout",
-    "backends",
-    "corsPolicy",
-    "delegation",
-    "gatewayRefs",
-    "gateways",
-    "headers",
-    "hosts",
-    "meshName",
-    "mirror",
-    "rewrite",
-    "trafficPolicy",
-];
-
 /// Flagger fields this router does not render; dropping them silently would route other
 /// requests than asked.
 fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
     if let Some(svc) = input.service {
-        for key in IGNORED_SERVICE_FIELDS {
+        // The `spec.service` fields of other routers, which Flagger's Contour router ignores.
+        for key in refused_service_fields(&Contour::FLAGGER_FIELDS) {
             if let Some(line) = svc.key_line(key) {
                 r.error(line, &join("spec.service", key), "Flagger's Contour router ignores this field (it writes the HTTPProxy's prefix, timeout and retry policy only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
             }

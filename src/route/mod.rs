@@ -407,6 +407,24 @@ impl RouteError {
     }
 }
 
+/// A field that is set (a `null` value counts as not set, as in Flagger).
+pub(crate) fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    node.get(key)
+        .filter(|n| n.value != crate::yaml::node::Value::Null)
+}
+
+/// The `spec.service` keys a router's Flagger field rows say it refuses, in row order: the
+/// fields of other routers it must not silently drop.
+pub(crate) fn refused_service_fields(
+    fields: &'static FlaggerFields,
+) -> impl Iterator<Item = &'static str> {
+    fields
+        .rows
+        .iter()
+        .filter(|(_, how)| *how == FieldUse::Refuses)
+        .filter_map(|(path, _)| path.strip_prefix("spec.service."))
+}
+
 /// Checks the text at each JSON pointer of a rendered document (its apiVersion, kind, name and
 /// namespace, say); the error names the first one that differs.
 pub(crate) fn expect_text(

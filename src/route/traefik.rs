@@ -24,9 +24,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
-    RouteState, Router, Weights,
+    apex_metadata, header_comment, refused_service_fields, render_template, reparse, AbInput,
+    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, Canary};
 use crate::yaml::node::Node;
@@ -41,25 +41,6 @@ pub const API_VERSION: &str = "traefik.io/v1alpha1";
 /// Nothing to configure: Flagger's Traefik router reads only the service port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config;
-
-/// The `spec.service` route fields of other routers, which Flagger's Traefik router ignores.
-const IGNORED_SERVICE_FIELDS: &[&str] = &[
-    "backendTimeout",
-    "backends",
-    "corsPolicy",
-    "delegation",
-    "gatewayRefs",
-    "gateways",
-    "headers",
-    "hosts",
-    "match",
-    "meshName",
-    "mirror",
-    "retries",
-    "rewrite",
-    "timeout",
-    "trafficPolicy",
-];
 
 impl Router for Traefik {
     type Variant = ();
@@ -79,7 +60,9 @@ impl Router for Traefik {
     fn read_flagger(r: &mut Reader, _variant: (), input: &FlaggerInput) -> Option<Config> {
         let before = r.errors.len();
         if let Some(svc) = input.service {
-            for key in IGNORED_SERVICE_FIELDS {
+            // The `spec.service` route fields of other routers, which Flagger's Traefik
+            // router ignores.
+            for key in refused_service_fields(&Traefik::FLAGGER_FIELDS) {
                 if let Some(line) = svc.key_line(key) {
                     r.error(line, &join("spec.service", key), "Flagger's Traefik router ignores this field (a TraefikService only weighs the two Services; routing belongs to your IngressRoute); remove it, or use a router that renders it (istio, gatewayapi:v1)");
                 }
@@ -146,20 +129,20 @@ impl Router for Traefik {
         name: "traefik",
         table_order: 10,
         rows: &[
-            ("spec.service.timeout", FieldUse::Refuses),
             ("spec.service.backendTimeout", FieldUse::Refuses),
-            ("spec.service.meshName", FieldUse::Refuses),
             ("spec.service.backends", FieldUse::Refuses),
-            ("spec.service.hosts", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
             ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Refuses),
             ("spec.service.match", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
             ("spec.service.retries", FieldUse::Refuses),
             ("spec.service.rewrite", FieldUse::Refuses),
-            ("spec.service.mirror", FieldUse::Refuses),
-            ("spec.service.headers", FieldUse::Refuses),
-            ("spec.service.gateways", FieldUse::Refuses),
-            ("spec.service.gatewayRefs", FieldUse::Refuses),
-            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.timeout", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
             ("spec.analysis.mirror", FieldUse::Refuses),
             ("spec.analysis.mirrorWeight", FieldUse::Refuses),

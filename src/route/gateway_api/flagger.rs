@@ -34,6 +34,7 @@
 
 use serde_json::{Map, Value as Json};
 
+use crate::route::field;
 use crate::route::gateway_api::config::{
     Cors, GatewayDuration, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch,
     PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
@@ -71,11 +72,6 @@ const DURATION_RULE: &str =
     "1 to 4 groups of up to 5 digits and a unit h, m, s or ms, such as 30s or 1m30s";
 const PREFIX_REWRITE_RULE: &str =
     "rewrite type ReplacePrefixMatch needs exactly one PathPrefix match in each HTTPRoute rule (a CEL rule of the HTTPRoute CRD)";
-
-/// A `spec.service` field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(service: &'n Node, key: &str) -> Option<&'n Node> {
-    service.get(key).filter(|n| n.value != Value::Null)
-}
 
 /// Reads the `spec.service` fields Flagger puts on every rule of a Gateway API route; `None`
 /// when any had errors (reported through `r`).

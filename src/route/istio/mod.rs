@@ -37,7 +37,7 @@ use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
 use crate::route::istio::api::{
     CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
-use crate::route::Canary;
+use crate::route::{field, Canary};
 use crate::route::{
     AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
     ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
@@ -331,11 +331,6 @@ impl Router for Istio {
     fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
         None
     }
-}
-
-/// A `spec.service` field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(service: &'n Node, key: &str) -> Option<&'n Node> {
-    service.get(key).filter(|n| n.value != Value::Null)
 }
 
 /// Flagger fields this router does not render; dropping them silently would route other
