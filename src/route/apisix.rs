@@ -38,9 +38,9 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics, FieldUse,
-    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
+    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -616,11 +616,9 @@ fn render(
         ],
         stream: config.stream.as_ref(),
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context)
+    })
 }
 
 /// Reads the rendered route back: kind, name, one rule with the copied fields, the priority,

@@ -57,7 +57,7 @@ use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
 use crate::route::{
-    apex_metadata, field, header_comment, refused_service_fields, render_template, reparse_all,
+    apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
     single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
     FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
     RouteState, Router, Weights, MANAGED_BY,
@@ -809,11 +809,9 @@ fn render(
             },
         ],
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, backends, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
+        verify(docs, &context, backends, weights)
+    })
 }
 
 /// Flagger's App Mesh gateway annotations on the apex VirtualService, when `service.hosts`

@@ -38,8 +38,8 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, field, header_comment, refused_service_fields, render_template, reparse,
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
+    apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
+    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
     ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
@@ -564,11 +564,9 @@ fn render(
         annotations,
         routes,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context, backends, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
+        verify(doc, &context, backends, weights)
+    })
 }
 
 /// Reads the HTTPProxy back: kind, name, no virtualhost, every route to the primary then the

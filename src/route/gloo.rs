@@ -46,9 +46,9 @@ use crate::core::model::Strategy;
 use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse_all, AbInput, Backends, BuiltinMetrics, FieldUse,
-    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
+    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -514,11 +514,9 @@ fn render(
         ],
         routes,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
+        verify(docs, &context, weights)
+    })
 }
 
 /// Reads the documents back: two Upstreams for the two backend Services, then the RouteTable

@@ -38,9 +38,9 @@ use sha2::{Digest, Sha256};
 use crate::core::model::{Strategy, Target};
 use crate::route::Canary;
 use crate::route::{
-    expect_text, header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
+    RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -495,11 +495,9 @@ fn render(
         template_fields: &config.template_fields,
         traffic,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context)
+    })
 }
 
 /// Reads the rendered Service back: identity, revision name and the traffic asked for.

@@ -600,6 +600,36 @@ fn reparse_all(
     })
 }
 
+/// Renders a router's one-document template `name` with `context`, parses the text back and
+/// hands the document to the router's `verify`; a failed check is a sluice bug
+/// ([`RouteError::Output`]). Returns the text.
+fn render_checked<C: Serialize>(
+    canary: &Canary,
+    name: &'static str,
+    source: &'static str,
+    context: &C,
+    verify: impl FnOnce(&serde_json::Value) -> Result<(), String>,
+) -> Result<String, RouteError> {
+    let text = render_template(canary, name, source, context)?;
+    let doc = reparse(canary, name, &text)?;
+    verify(&doc).map_err(|message| RouteError::output(canary, name, message))?;
+    Ok(text)
+}
+
+/// [`render_checked`] for a multi-document template: `verify` sees every document.
+fn render_checked_all<C: Serialize>(
+    canary: &Canary,
+    name: &'static str,
+    source: &'static str,
+    context: &C,
+    verify: impl FnOnce(&[serde_json::Value]) -> Result<(), String>,
+) -> Result<String, RouteError> {
+    let text = render_template(canary, name, source, context)?;
+    let docs = reparse_all(canary, name, &text)?;
+    verify(&docs).map_err(|message| RouteError::output(canary, name, message))?;
+    Ok(text)
+}
+
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();

@@ -22,9 +22,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, BuiltinMetrics, FlaggerFields,
-    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights,
+    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput,
+    OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
@@ -212,11 +211,9 @@ fn render(
             },
         ],
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context, version, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context, version, weights)
+    })
 }
 
 /// Reads a backend weight back as a percentage: an integer, or `<n>m` with n a multiple of 10

@@ -24,9 +24,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, refused_service_fields, render_template, reparse, AbInput,
-    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
+    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject,
+    Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, Canary};
 use crate::yaml::node::Node;
@@ -221,11 +221,9 @@ fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<Stri
         annotations,
         services,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context, backends, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
+        verify(doc, &context, backends, weights)
+    })
 }
 
 /// Reads the TraefikService back: kind, name, the primary then (with traffic) the canary in

@@ -41,9 +41,7 @@ use crate::route::gateway_api::config::{
     Timeouts, ValueMatch,
 };
 use crate::route::Canary;
-use crate::route::{
-    header_comment, render_template, reparse, Backends, RouteError, RouteState, Weights,
-};
+use crate::route::{header_comment, render_checked, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/httproute.yaml.j2");
@@ -317,11 +315,9 @@ pub(super) fn render(
         filters,
         timeouts: Some(&route.rules.timeouts).filter(|t| **t != Timeouts::default()),
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context, weights, weighted_rule)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context, weights, weighted_rule)
+    })
 }
 
 /// Reads the rendered object back: right kind and name, every rule has the filters asked for,

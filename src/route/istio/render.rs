@@ -43,9 +43,7 @@ use crate::route::istio::api::{
 };
 use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::Canary;
-use crate::route::{
-    header_comment, render_template, reparse_all, Backends, RouteError, RouteState, Weights,
-};
+use crate::route::{header_comment, render_checked_all, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "istio.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
@@ -366,16 +364,9 @@ pub(super) fn render(
             },
         ],
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, backends, weights, weighted_index).map_err(|message| {
-        RouteError::Output {
-            canary: canary.id.to_string(),
-            template: TEMPLATE_NAME,
-            message,
-        }
-    })?;
-    Ok(text)
+    render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
+        verify(docs, &context, backends, weights, weighted_index)
+    })
 }
 
 /// Reads the documents back: a VirtualService and two DestinationRules with the right
