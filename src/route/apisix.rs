@@ -412,12 +412,35 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
         push(r, file, line, "spec.http", format!("no rule of ApisixRoute {name} has a backend with serviceName {apex:?}, the canary's Service; Flagger splits the rule that sends to it"));
         return None;
     };
-    let path = index("spec.http", i);
+    let (rule_name, rule_fields, backend) = read_rule(r, file, rule, &index("spec.http", i));
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Config {
+        route: name.to_string(),
+        labels,
+        annotations,
+        ingress_class_name,
+        rule_name: rule_name?,
+        rule_fields,
+        backend: backend?,
+        stream,
+    })
+}
+
+/// The http rule that sends to the canary's Service: its name, the fields copied as they
+/// are, and its one backend.
+fn read_rule(
+    r: &mut Reader,
+    file: &str,
+    rule: &Node,
+    path: &str,
+) -> (Option<String>, Vec<(String, Json)>, Option<BackendFields>) {
     let mut rule_name = None;
     let mut rule_fields = Vec::new();
     let mut backend = None;
     for (key, value) in entries(rule) {
-        let field = join(&path, &key.text);
+        let field = join(path, &key.text);
         match key.text.as_str() {
             "name" => match value.as_str() {
                 Some(text) if !text.is_empty() => rule_name = Some(text.to_string()),
@@ -446,23 +469,11 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
             r,
             file,
             rule.line,
-            &join(&path, "name"),
+            &join(path, "name"),
             "required field is missing (the CRD requires a rule name)",
         );
     }
-    if r.errors.len() > before {
-        return None;
-    }
-    Some(Config {
-        route: name.to_string(),
-        labels,
-        annotations,
-        ingress_class_name,
-        rule_name: rule_name?,
-        rule_fields,
-        backend: backend?,
-        stream,
-    })
+    (rule_name, rule_fields, backend)
 }
 
 /// The rule's backends: exactly one (Flagger's rule), with the CRD's fields.

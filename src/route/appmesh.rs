@@ -682,6 +682,73 @@ struct Target<'a> {
     weight: u8,
 }
 
+/// The canary's two weighted targets, canary first (Flagger's order).
+fn targets<'a>(backends: &Backends<'a>, canary_weight: u8, primary_weight: u8) -> Vec<Target<'a>> {
+    vec![
+        Target {
+            node: backends.canary,
+            weight: canary_weight,
+        },
+        Target {
+            node: backends.primary,
+            weight: primary_weight,
+        },
+    ]
+}
+
+/// The apex VirtualRouter's routes: the weighted prefix route, or for an A/B canary the
+/// header route with the weights and the prefix route to the primary.
+fn apex_routes<'a>(
+    config: &'a Config,
+    canary: &Canary,
+    backends: &Backends<'a>,
+    weights: Weights,
+) -> Result<Vec<Route<'a>>, RouteError> {
+    let apex = canary.service.name.as_str();
+    let prefix_only = RouteMatch {
+        prefix: &config.prefix,
+        headers: &[],
+    };
+    Ok(match &canary.analysis.strategy {
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![Route {
+            name: apex.to_string(),
+            priority: None,
+            match_: prefix_only,
+            targets: targets(backends, weights.canary, weights.primary),
+        }],
+        // `spec` read the matches at load time; an A/B canary has at least one header.
+        Strategy::AB { .. } if config.ab_headers.is_empty() => {
+            return Err(RouteError::Field {
+                file: canary.file.clone(),
+                line: canary.line,
+                canary: canary.id.to_string(),
+                field: "spec.analysis.match".into(),
+                message: "expected a header match for an A/B canary, found none".into(),
+            })
+        }
+        Strategy::AB { .. } => vec![
+            Route {
+                name: format!("{apex}-a"),
+                priority: Some(10),
+                match_: RouteMatch {
+                    prefix: &config.prefix,
+                    headers: &config.ab_headers,
+                },
+                targets: targets(backends, weights.canary, weights.primary),
+            },
+            Route {
+                name: format!("{apex}-b"),
+                priority: Some(20),
+                match_: prefix_only,
+                targets: vec![Target {
+                    node: backends.primary,
+                    weight: 100,
+                }],
+            },
+        ],
+    })
+}
+
 fn render(
     config: &Config,
     canary: &Canary,
@@ -706,63 +773,8 @@ fn render(
         hostname: format!("{name}.{namespace}.svc.cluster.local."),
     };
     let timeout = config.timeout.as_ref().map(|(_, ms)| *ms);
-    let targets = |canary_weight: u8, primary_weight: u8| {
-        vec![
-            Target {
-                node: backends.canary,
-                weight: canary_weight,
-            },
-            Target {
-                node: backends.primary,
-                weight: primary_weight,
-            },
-        ]
-    };
-    let prefix_only = RouteMatch {
-        prefix: &config.prefix,
-        headers: &[],
-    };
-    let apex_routes = match &canary.analysis.strategy {
-        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![Route {
-            name: apex.to_string(),
-            priority: None,
-            match_: prefix_only,
-            targets: targets(weights.canary, weights.primary),
-        }],
-        // `spec` read the matches at load time; an A/B canary has at least one header.
-        Strategy::AB { .. } if config.ab_headers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected a header match for an A/B canary, found none".into(),
-            })
-        }
-        Strategy::AB { .. } => vec![
-            Route {
-                name: format!("{apex}-a"),
-                priority: Some(10),
-                match_: RouteMatch {
-                    prefix: &config.prefix,
-                    headers: &config.ab_headers,
-                },
-                targets: targets(weights.canary, weights.primary),
-            },
-            Route {
-                name: format!("{apex}-b"),
-                priority: Some(20),
-                match_: RouteMatch {
-                    prefix: &config.prefix,
-                    headers: &[],
-                },
-                targets: vec![Target {
-                    node: backends.primary,
-                    weight: 100,
-                }],
-            },
-        ],
-    };
+    let targets = |canary_weight, primary_weight| targets(backends, canary_weight, primary_weight);
+    let apex_routes = apex_routes(config, canary, backends, weights)?;
     let canary_name = format!("{apex}-canary");
     let (node_labels, node_annotations) = apex_metadata(canary);
     let context = Context {

@@ -287,27 +287,7 @@ fn read_service(r: &mut Reader, object: &Object, name: &str) -> Option<Config> {
             error(r, key.line, &key.text, format!("unknown field of a Knative Service; expected apiVersion, kind, metadata, spec (status is the cluster's), found {:?} ({})", key.text, value.kind()));
         }
     }
-    let mut labels = Vec::new();
-    let mut annotations = Vec::new();
-    if let Some(metadata) = object.node.get("metadata") {
-        for (key, value) in entries(metadata) {
-            let field = join("metadata", &key.text);
-            match key.text.as_str() {
-                "name" | "namespace" => {}
-                "labels" | "annotations" => {
-                    for (k, v) in entries(value) {
-                        let json = v.to_json();
-                        if !json.is_string() {
-                            error(r, v.line, &join(&field, &k.text), format!("expected a string, found {}", v.kind()));
-                        }
-                        let out = if key.text == "labels" { &mut labels } else { &mut annotations };
-                        out.push((k.text.clone(), json));
-                    }
-                }
-                other => error(r, key.line, &field, format!("sluice copies a Knative Service's name, namespace, labels and annotations; remove {other:?}, or move it to the template")),
-            }
-        }
-    }
+    let (labels, annotations) = read_metadata(r, object);
     let Some(spec) = object
         .node
         .get("spec")
@@ -389,6 +369,39 @@ fn read_service(r: &mut Reader, object: &Object, name: &str) -> Option<Config> {
         template_fields,
         revision,
     })
+}
+
+/// Keys and values, in file order.
+type Entries = Vec<(String, Json)>;
+
+/// The Knative Service's `metadata.labels` and `metadata.annotations`, in file order; a
+/// metadata field sluice would not copy is an error.
+fn read_metadata(r: &mut Reader, object: &Object) -> (Entries, Entries) {
+    let error = |r: &mut Reader, line: usize, field: &str, message: String| {
+        push(r, object.file, line, field, message);
+    };
+    let mut labels = Vec::new();
+    let mut annotations = Vec::new();
+    if let Some(metadata) = object.node.get("metadata") {
+        for (key, value) in entries(metadata) {
+            let field = join("metadata", &key.text);
+            match key.text.as_str() {
+                "name" | "namespace" => {}
+                "labels" | "annotations" => {
+                    for (k, v) in entries(value) {
+                        let json = v.to_json();
+                        if !json.is_string() {
+                            error(r, v.line, &join(&field, &k.text), format!("expected a string, found {}", v.kind()));
+                        }
+                        let out = if key.text == "labels" { &mut labels } else { &mut annotations };
+                        out.push((k.text.clone(), json));
+                    }
+                }
+                other => error(r, key.line, &field, format!("sluice copies a Knative Service's name, namespace, labels and annotations; remove {other:?}, or move it to the template")),
+            }
+        }
+    }
+    (labels, annotations)
 }
 
 fn is_dns_label(text: &str) -> bool {

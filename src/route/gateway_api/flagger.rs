@@ -1243,7 +1243,7 @@ backendTimeout: 500ms
     }
 
     #[test]
-    fn bad_service_fields_are_reported_with_line_and_field() {
+    fn bad_timeout_match_and_header_fields_are_reported_with_line_and_field() {
         let seventeen: String = (0..17).map(|i| format!("x-{i}: v, ")).collect();
         let cases: Vec<(String, Vec<&str>)> = vec![
             (
@@ -1298,6 +1298,15 @@ backendTimeout: 500ms
                 "headers:\n  requset: {}\n".into(),
                 vec!["c.yaml:2: spec.service.headers.requset: unknown field (did you mean \"request\"?); expected one of: request, response"],
             ),
+        ];
+        for (yaml, expected) in cases {
+            assert_eq!(errors_v1(&yaml), expected, "{yaml}");
+        }
+    }
+
+    #[test]
+    fn bad_rewrite_and_cors_fields_are_reported_with_line_and_field() {
+        let cases: Vec<(String, Vec<&str>)> = vec![
             (
                 "rewrite:\n  authority: podinfo:8080\n  uri: v2\n".into(),
                 vec![

@@ -204,6 +204,23 @@ fn cookie_match(cookie: &str) -> HttpMatch {
     }
 }
 
+/// Blue/green with `analysis.mirror`: the canary mirror, while the rollout's state says so.
+fn state_mirror<'a>(
+    route: &Config,
+    state: &RouteState,
+    backends: &Backends<'a>,
+    port: u16,
+) -> Option<StateMirror<'a>> {
+    route
+        .analysis_mirror
+        .filter(|_| state.mirroring)
+        .map(|m| StateMirror {
+            name: backends.canary,
+            port,
+            percent: m.percent,
+        })
+}
+
 pub(super) fn render(
     canary: &Canary,
     route: &Config,
@@ -220,15 +237,7 @@ pub(super) fn render(
     } else {
         route.rules.matches.clone()
     };
-    // Blue/green with `analysis.mirror`, while the rollout's state says so.
-    let mirror = route
-        .analysis_mirror
-        .filter(|_| state.mirroring)
-        .map(|m| StateMirror {
-            name: backends.canary,
-            port,
-            percent: m.percent,
-        });
+    let mirror = state_mirror(route, state, backends, port);
     let backend = |name, weight| BackendRef {
         name,
         port,

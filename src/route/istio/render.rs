@@ -125,6 +125,12 @@ struct StateMirror<'a> {
     mirror: AnalysisMirror,
 }
 
+impl<'a> StateMirror<'a> {
+    fn to(host: &'a str, mirror: AnalysisMirror) -> StateMirror<'a> {
+        StateMirror { host, mirror }
+    }
+}
+
 impl<'a> HttpRoute<'a> {
     fn new(
         fields: &'a HttpFields,
@@ -233,6 +239,30 @@ fn merge_matches(ab: &[HttpMatchRequest], own: &[HttpMatchRequest]) -> Vec<HttpM
     merged
 }
 
+/// The VirtualService's hosts (the apex Service's name added unless `*` covers it) and
+/// gateways (`mesh` by default); none for a delegate.
+fn hosts_and_gateways<'a>(config: &'a Config, apex: &'a str) -> (Vec<&'a str>, Vec<&'a str>) {
+    if config.delegation {
+        return (Vec::new(), Vec::new());
+    }
+    let mut hosts: Vec<&str> = config.hosts.iter().map(String::as_str).collect();
+    if !hosts.iter().any(|h| *h == apex || *h == "*") {
+        hosts.push(apex);
+    }
+    let mut gateways: Vec<&str> = config.gateways.iter().map(String::as_str).collect();
+    if gateways.is_empty() {
+        gateways.push("mesh");
+    }
+    (hosts, gateways)
+}
+
+/// Flagger's makeDestination: the port only behind a gateway (or as a delegate) with port
+/// discovery, where the Service may expose several ports.
+fn destination_port(config: &Config, canary: &Canary) -> Option<u16> {
+    let behind_gateway = config.gateways.first().is_some_and(|g| g != "mesh");
+    (config.port_discovery && (behind_gateway || config.delegation)).then_some(canary.service.port)
+}
+
 pub(super) fn render(
     canary: &Canary,
     config: &Config,
@@ -241,24 +271,8 @@ pub(super) fn render(
     state: &RouteState,
 ) -> Result<String, RouteError> {
     let apex = canary.service.name.as_str();
-    let (hosts, gateways) = if config.delegation {
-        (Vec::new(), Vec::new())
-    } else {
-        let mut hosts: Vec<&str> = config.hosts.iter().map(String::as_str).collect();
-        if !hosts.iter().any(|h| *h == apex || *h == "*") {
-            hosts.push(apex);
-        }
-        let mut gateways: Vec<&str> = config.gateways.iter().map(String::as_str).collect();
-        if gateways.is_empty() {
-            gateways.push("mesh");
-        }
-        (hosts, gateways)
-    };
-    // Flagger's makeDestination: the port only behind a gateway (or as a delegate) with
-    // port discovery, where the Service may expose several ports.
-    let port = (config.port_discovery
-        && (config.gateways.first().is_some_and(|g| g != "mesh") || config.delegation))
-        .then_some(canary.service.port);
+    let (hosts, gateways) = hosts_and_gateways(config, apex);
+    let port = destination_port(config, canary);
     let destination = |host, weight| Destination {
         host,
         port,
@@ -273,13 +287,11 @@ pub(super) fn render(
     };
     let weighted = || split(weights.primary, weights.canary);
     let fields = &config.http;
+    // Blue/green with `analysis.mirror`, while the rollout's state says so.
     let state_mirror = config
         .analysis_mirror
         .filter(|_| state.mirroring)
-        .map(|mirror| StateMirror {
-            host: backends.canary,
-            mirror,
-        });
+        .map(|mirror| StateMirror::to(backends.canary, mirror));
     let route = |matches, destinations| HttpRoute::new(fields, matches, destinations, state_mirror);
     let sticky = |cookie: &str| merge_matches(&[cookie_match(cookie)], &fields.matches);
     // Where the weighted route is: after the cookie route, if there is one.
@@ -351,18 +363,11 @@ pub(super) fn render(
         hosts,
         gateways,
         http,
-        rules: [
-            DestinationRule {
-                name: backends.primary,
-                host: backends.primary,
-                traffic_policy,
-            },
-            DestinationRule {
-                name: backends.canary,
-                host: backends.canary,
-                traffic_policy,
-            },
-        ],
+        rules: [backends.primary, backends.canary].map(|name| DestinationRule {
+            name,
+            host: name,
+            traffic_policy,
+        }),
     };
     render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
         verify(docs, &context, backends, weights, weighted_index)
