@@ -3,9 +3,9 @@
 //! (`loop_support`) to its first step with traffic, and the output folder at main builds,
 //! holding exactly the objects of its files, after initialization and at that step.
 //!
-//! A router added to the registry is covered without editing this file. Only when its canary
-//! needs more than the default (a referenced object, a required service field, a strategy)
-//! does it get a line in [`FIXTURES`]; the test says so when the default canary does not load.
+//! Every provider string the registry lists needs its line in [`FIXTURES`], even when the
+//! default canary is all it needs, so a router added to the registry fails here until its
+//! fixture is written (and the test says so when the canary does not load).
 
 use sluice::core::status::Phase;
 use sluice::spec::load::load;
@@ -112,8 +112,64 @@ spec:
           servicePort: 80
 ";
 
-/// The providers whose canary needs more than [`DEFAULT`].
+/// Every provider's canary: [`DEFAULT`] and what it needs beyond it.
 const FIXTURES: &[Fixture] = &[
+    Fixture {
+        provider: "osm",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "linkerd",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "smi:v1alpha1",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "smi:v1alpha2",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "smi:v1alpha3",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "smi:v1alpha4",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "istio",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "istio:v1beta1",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "istio:v1",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "kuma",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "gloo",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "contour",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "traefik",
+        ..DEFAULT
+    },
+    Fixture {
+        provider: "appmesh:v1beta2",
+        ..DEFAULT
+    },
     Fixture {
         provider: "nginx",
         spec: INGRESS_REF,
@@ -194,8 +250,10 @@ fn check_loads(provider: &str, canary: &str, f: &Fixture) {
     );
 }
 
+/// FIXTURES and the registry name the same providers, each once: a router added to the
+/// registry without a fixture fails here, without running a loop.
 #[test]
-fn every_routers_output_folder_builds_with_kubectl_kustomize() {
+fn every_registered_provider_has_a_kustomize_fixture() {
     let providers = sluice::route::provider_names();
     for f in FIXTURES {
         assert!(
@@ -204,6 +262,18 @@ fn every_routers_output_folder_builds_with_kubectl_kustomize() {
             f.provider
         );
     }
+    for provider in &providers {
+        let count = FIXTURES.iter().filter(|f| f.provider == *provider).count();
+        assert_eq!(
+            count, 1,
+            "provider {provider}: expected one line in FIXTURES (e2e/it/kustomize_every_router.rs), found {count}"
+        );
+    }
+}
+
+#[test]
+fn every_routers_output_folder_builds_with_kubectl_kustomize() {
+    let providers = sluice::route::provider_names();
     // A few at a time: each provider's loop is mostly waiting on git and kubectl.
     for chunk in providers.chunks(4) {
         std::thread::scope(|scope| {
@@ -223,7 +293,7 @@ fn builds_through_the_loop(provider: &str) {
     let f = FIXTURES
         .iter()
         .find(|f| f.provider == provider)
-        .unwrap_or(&DEFAULT);
+        .unwrap_or_else(|| panic!("provider {provider}: no line in FIXTURES"));
     let text = canary(provider, f);
     check_loads(provider, &text, f);
     let mut w = World::with_files(&text, f.files);

@@ -556,7 +556,11 @@ fn appmesh_fields_it_cannot_render_are_errors() {
             "expected {expected:?} in {found:#?}\n{text}"
         );
     }
-    // A native canary cannot name App Mesh objects.
+}
+
+/// A native canary cannot name App Mesh objects.
+#[test]
+fn a_native_canary_cannot_name_app_mesh_objects() {
     let native = "apiVersion: sluice.dev/v1alpha1
 kind: Canary
 metadata:

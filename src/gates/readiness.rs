@@ -1,12 +1,15 @@
 //! Readiness: before a step counts, the canary Deployment or DaemonSet has rolled out (as Flagger's
-//! `IsCanaryReady` checks), or for a Knative Service its canary revision is Ready (Flagger's
-//! `KnativeController.IsCanaryReady`), and, with an HTTPRoute, every parent Gateway has accepted the route
-//! at its current generation. Read-only kube access; the judging functions are pure.
+//! `IsCanaryReady` checks), and the object the canary's router names for readiness
+//! ([`crate::route::Router::readiness`]) is ready: for a Knative Service its canary revision
+//! (Flagger's `KnativeController.IsCanaryReady`), for an HTTPRoute every parent Gateway has
+//! accepted the route at its current generation. Read-only kube access; the judging functions
+//! are pure.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value as Json;
 
-use crate::spec::model::{Canary, Route, Target};
+use crate::route::{ReadyCondition, Revisions};
+use crate::spec::model::{Canary, Target};
 
 /// Whether the canary's workload and route are ready, and why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,67 +170,67 @@ async fn get(
 }
 
 /// Reads the primary and canary workloads (managed canaries, Deployments or DaemonSets) and the
-/// HTTPRoute (Gateway API) and judges them, in Flagger's order: the primary with
-/// `primaryReadyThreshold` (`IsPrimaryReady`), then the canary with `canaryReadyThreshold`
-/// (`IsCanaryReady`). A workload that does not exist yet is not ready.
+/// object the router names (an HTTPRoute, a Knative Revision) and judges them, in Flagger's
+/// order: the primary with `primaryReadyThreshold` (`IsPrimaryReady`), then the canary with
+/// `canaryReadyThreshold` (`IsCanaryReady`), then the router's object. A workload or object
+/// that does not exist yet is not ready.
 pub async fn read_readiness(
     client: &kube::Client,
     canary: &Canary,
     workload: &str,
 ) -> Result<Readiness, String> {
     let ns = canary.id.namespace.as_str();
-    if let Route::Knative(knative) = &canary.route {
-        // The revision sluice named; Knative creates it when the commit is applied.
-        let gvk = GroupVersionKind::gvk("serving.knative.dev", "v1", "Revision");
-        let name = knative.revision.as_str();
-        return Ok(match get(client, gvk, "revisions", ns, name).await? {
-            Some(revision) => revision_ready(&revision),
-            None => Readiness::NotReady(format!("Knative Revision {ns}/{name} does not exist yet")),
-        });
-    }
-    if !matches!(canary.target, Target::RouteOnly { .. }) {
-        let daemonset =
-            matches!(&canary.target, Target::TargetRef { kind, .. } if kind == "DaemonSet");
-        let (kind, plural, judge): (_, _, fn(&Json, u8) -> Readiness) = if daemonset {
-            ("DaemonSet", "daemonsets", daemonset_ready)
-        } else {
-            ("Deployment", "deployments", deployment_ready)
-        };
-        let primary = format!("{workload}-primary");
-        let analysis = &canary.analysis;
-        for (name, threshold) in [
-            (primary.as_str(), analysis.primary_ready_threshold),
-            (workload, analysis.canary_ready_threshold),
-        ] {
-            let gvk = GroupVersionKind::gvk("apps", "v1", kind);
-            match get(client, gvk, plural, ns, name).await? {
-                Some(d) => {
-                    if let Readiness::NotReady(why) = judge(&d, threshold) {
-                        return Ok(Readiness::NotReady(why));
-                    }
-                }
-                None => {
-                    return Ok(Readiness::NotReady(format!(
-                        "{kind} {ns}/{name} does not exist yet"
-                    )))
-                }
-            }
+    // Revisions in the route (a Knative Service) have no workloads of their own.
+    let workloads = !matches!(canary.target, Target::RouteOnly { .. })
+        && matches!(canary.route.revisions(), Revisions::Workloads);
+    if workloads {
+        if let Readiness::NotReady(why) = read_workloads(client, canary, workload).await? {
+            return Ok(Readiness::NotReady(why));
         }
     }
-    if let Route::GatewayApi(route) = &canary.route {
-        let v = route
-            .version
-            .api_version()
-            .rsplit('/')
-            .next()
-            .unwrap_or("v1");
-        let gvk = GroupVersionKind::gvk("gateway.networking.k8s.io", v, "HTTPRoute");
-        let name = canary.service.name.as_str();
-        match get(client, gvk, "httproutes", ns, name).await? {
-            Some(r) => return Ok(route_accepted(&r)),
+    let Some(object) = canary.route.readiness(canary) else {
+        return Ok(Readiness::Ready);
+    };
+    let gvk = GroupVersionKind::gvk(object.group, object.version, object.kind);
+    let name = object.name;
+    Ok(match get(client, gvk, object.plural, ns, name).await? {
+        Some(found) => match object.condition {
+            ReadyCondition::Ready => revision_ready(&found),
+            ReadyCondition::ParentsAccepted => route_accepted(&found),
+        },
+        None => Readiness::NotReady(format!("{} {ns}/{name} does not exist yet", object.what)),
+    })
+}
+
+/// The primary, then the canary workload.
+async fn read_workloads(
+    client: &kube::Client,
+    canary: &Canary,
+    workload: &str,
+) -> Result<Readiness, String> {
+    let ns = canary.id.namespace.as_str();
+    let daemonset = matches!(&canary.target, Target::TargetRef { kind, .. } if kind == "DaemonSet");
+    let (kind, plural, judge): (_, _, fn(&Json, u8) -> Readiness) = if daemonset {
+        ("DaemonSet", "daemonsets", daemonset_ready)
+    } else {
+        ("Deployment", "deployments", deployment_ready)
+    };
+    let primary = format!("{workload}-primary");
+    let analysis = &canary.analysis;
+    for (name, threshold) in [
+        (primary.as_str(), analysis.primary_ready_threshold),
+        (workload, analysis.canary_ready_threshold),
+    ] {
+        let gvk = GroupVersionKind::gvk("apps", "v1", kind);
+        match get(client, gvk, plural, ns, name).await? {
+            Some(d) => {
+                if let Readiness::NotReady(why) = judge(&d, threshold) {
+                    return Ok(Readiness::NotReady(why));
+                }
+            }
             None => {
                 return Ok(Readiness::NotReady(format!(
-                    "HTTPRoute {ns}/{name} does not exist yet"
+                    "{kind} {ns}/{name} does not exist yet"
                 )))
             }
         }

@@ -43,7 +43,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::observe::{MetricObservation, MetricValue};
-use crate::metrics::builtin::Observer;
 use crate::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
 use crate::metrics::datadog::Datadog;
 use crate::metrics::dynatrace::Dynatrace;
@@ -331,16 +330,14 @@ fn plan(
     let canary_address = canary.metrics_server.as_deref().or(default_address);
     let (text, address, template, builtin) = match &metric.query {
         MetricQuery::Builtin(b) => {
-            let observer = match Observer::for_provider(canary.provider.as_deref(), *b) {
-                Ok(o) => o,
+            let queries = match builtin::query_set(canary.provider.as_deref(), *b) {
+                Ok(q) => q,
                 Err(e) => return Job::Failed(e.to_string()),
             };
             let model = query_model(canary, target, interval, &no_variables);
-            match observer.query(*b, &model) {
+            match builtin::query(&queries, *b, &model) {
                 Ok(q) => (q.promql.clone(), canary_address, None, Some(q)),
-                Err(e) => {
-                    return Job::Failed(format!("rendering the {observer} query failed: {e}"))
-                }
+                Err(e) => return Job::Failed(format!("rendering the {queries} query failed: {e}")),
             }
         }
         MetricQuery::Template {

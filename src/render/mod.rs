@@ -15,8 +15,8 @@ use std::path::Path;
 use crate::core::decide::Decision;
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
-use crate::route::{render_route, Backends, RouteState, Weights, ROUTE_FILE_NAME};
-use crate::spec::model::{Canary, Route, Strategy, Target};
+use crate::route::{render_route, Backends, Revisions, RouteState, Weights, ROUTE_FILE_NAME};
+use crate::spec::model::{Canary, Strategy, Target};
 use crate::workload;
 
 /// Marks files sluice generated; any other file in an output folder is never overwritten.
@@ -36,10 +36,11 @@ pub enum RenderError {
 }
 
 /// The route weights' backends: managed canaries route to `<svc>-primary`/`<svc>-canary`;
-/// route-only canaries to the stable service and the other one; a Knative Service to the
-/// promoted revision and the one under analysis (the same one when none is).
+/// route-only canaries to the stable service and the other one; a route that runs the
+/// revisions itself (a Knative Service) to the promoted revision and the one under analysis
+/// (the same one when none is).
 pub fn backends(canary: &Canary, status: &Status) -> (String, String) {
-    if let Route::Knative(_) = &canary.route {
+    if let Revisions::InRoute { .. } = canary.route.revisions() {
         let primary = status.promoted_revision.clone();
         let canary = status
             .canary_revision
@@ -97,9 +98,11 @@ pub fn changes(
     let status = &decision.status;
     let (primary, canary_backend) = backends(canary, status);
     let mut weights = route_weights(canary, status);
-    // Knative from promotion on: the primary revision is the canary revision, which takes
-    // all traffic (Flagger's primary and canary run the same spec then too).
-    if matches!(canary.route, Route::Knative(_)) && primary == canary_backend {
+    // Revisions in the route (Knative) from promotion on: the primary revision is the canary
+    // revision, which takes all traffic (Flagger's primary and canary run the same spec then
+    // too).
+    let in_route = matches!(canary.route.revisions(), Revisions::InRoute { .. });
+    if in_route && primary == canary_backend {
         weights = Weights {
             primary: 100,
             canary: 0,

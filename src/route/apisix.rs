@@ -38,8 +38,9 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
+    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -210,6 +211,32 @@ impl Router for Apisix {
 
     fn route_ref(config: &Config) -> Option<&str> {
         Some(&config.route)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "apisix",
+        table_order: 6,
+        rows: &[
+            ("spec.routeRef", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "apisix").then_some(BuiltinMetrics::Queries(APISIX_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 
@@ -385,12 +412,35 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
         push(r, file, line, "spec.http", format!("no rule of ApisixRoute {name} has a backend with serviceName {apex:?}, the canary's Service; Flagger splits the rule that sends to it"));
         return None;
     };
-    let path = index("spec.http", i);
+    let (rule_name, rule_fields, backend) = read_rule(r, file, rule, &index("spec.http", i));
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Config {
+        route: name.to_string(),
+        labels,
+        annotations,
+        ingress_class_name,
+        rule_name: rule_name?,
+        rule_fields,
+        backend: backend?,
+        stream,
+    })
+}
+
+/// The http rule that sends to the canary's Service: its name, the fields copied as they
+/// are, and its one backend.
+fn read_rule(
+    r: &mut Reader,
+    file: &str,
+    rule: &Node,
+    path: &str,
+) -> (Option<String>, Vec<(String, Json)>, Option<BackendFields>) {
     let mut rule_name = None;
     let mut rule_fields = Vec::new();
     let mut backend = None;
     for (key, value) in entries(rule) {
-        let field = join(&path, &key.text);
+        let field = join(path, &key.text);
         match key.text.as_str() {
             "name" => match value.as_str() {
                 Some(text) if !text.is_empty() => rule_name = Some(text.to_string()),
@@ -419,23 +469,11 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
             r,
             file,
             rule.line,
-            &join(&path, "name"),
+            &join(path, "name"),
             "required field is missing (the CRD requires a rule name)",
         );
     }
-    if r.errors.len() > before {
-        return None;
-    }
-    Some(Config {
-        route: name.to_string(),
-        labels,
-        annotations,
-        ingress_class_name,
-        rule_name: rule_name?,
-        rule_fields,
-        backend: backend?,
-        stream,
-    })
+    (rule_name, rule_fields, backend)
 }
 
 /// The rule's backends: exactly one (Flagger's rule), with the CRD's fields.
@@ -589,11 +627,9 @@ fn render(
         ],
         stream: config.stream.as_ref(),
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context)
+    })
 }
 
 /// Reads the rendered route back: kind, name, one rule with the copied fields, the priority,
@@ -648,6 +684,19 @@ fn verify(doc: &Json, context: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Flagger's observer queries for apisix.
+pub(crate) const APISIX_METRICS: QuerySet = QuerySet {
+    name: "apisix",
+    success_rate: r#"
+sum(rate(apisix_http_status{route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+", code!~"5.."}[{{ interval }}]))
+/
+sum(rate(apisix_http_status{route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(apisix_http_latency_bucket{type=~"request", route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -57,8 +57,10 @@ use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse_all, single_header_match, AbHeaders,
-    AbInput, Backends, Canary, FlaggerInput, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
+    single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
+    RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -324,28 +326,56 @@ impl Router for AppMesh {
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
     }
-}
 
-/// A field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
-    node.get(key).filter(|n| n.value != Value::Null)
-}
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "appmesh",
+        table_order: 4,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.backends", FieldUse::Renders),
+            ("spec.service.hosts", FieldUse::Renders),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Refuses),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
 
-/// The `spec.service` fields Flagger's App Mesh v1beta2 router ignores.
-const IGNORED_SERVICE_FIELDS: &[&str] = &[
-    "backendTimeout",
-    "corsPolicy",
-    "delegation",
-    "gatewayRefs",
-    "gateways",
-    "headers",
-    "mirror",
-    "trafficPolicy",
-];
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        provider
+            .starts_with("appmesh")
+            .then_some(BuiltinMetrics::Queries(APPMESH_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
+}
 
 fn refuse_unsupported(r: &mut Reader, input: &FlaggerInput) {
     if let Some(svc) = input.service {
-        for key in IGNORED_SERVICE_FIELDS {
+        // meshName and rewrite: refused with their own messages.
+        let ignored = refused_service_fields(&AppMesh::FLAGGER_FIELDS)
+            .filter(|key| !["meshName", "rewrite"].contains(key));
+        for key in ignored {
             if let Some(line) = svc.key_line(key) {
                 r.error(line, &join("spec.service", key), "Flagger's App Mesh router ignores this field (it writes the prefix, timeout, retries, backends and gateway hosts only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
             }
@@ -652,6 +682,73 @@ struct Target<'a> {
     weight: u8,
 }
 
+/// The canary's two weighted targets, canary first (Flagger's order).
+fn targets<'a>(backends: &Backends<'a>, canary_weight: u8, primary_weight: u8) -> Vec<Target<'a>> {
+    vec![
+        Target {
+            node: backends.canary,
+            weight: canary_weight,
+        },
+        Target {
+            node: backends.primary,
+            weight: primary_weight,
+        },
+    ]
+}
+
+/// The apex VirtualRouter's routes: the weighted prefix route, or for an A/B canary the
+/// header route with the weights and the prefix route to the primary.
+fn apex_routes<'a>(
+    config: &'a Config,
+    canary: &Canary,
+    backends: &Backends<'a>,
+    weights: Weights,
+) -> Result<Vec<Route<'a>>, RouteError> {
+    let apex = canary.service.name.as_str();
+    let prefix_only = RouteMatch {
+        prefix: &config.prefix,
+        headers: &[],
+    };
+    Ok(match &canary.analysis.strategy {
+        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![Route {
+            name: apex.to_string(),
+            priority: None,
+            match_: prefix_only,
+            targets: targets(backends, weights.canary, weights.primary),
+        }],
+        // `spec` read the matches at load time; an A/B canary has at least one header.
+        Strategy::AB { .. } if config.ab_headers.is_empty() => {
+            return Err(RouteError::Field {
+                file: canary.file.clone(),
+                line: canary.line,
+                canary: canary.id.to_string(),
+                field: "spec.analysis.match".into(),
+                message: "expected a header match for an A/B canary, found none".into(),
+            })
+        }
+        Strategy::AB { .. } => vec![
+            Route {
+                name: format!("{apex}-a"),
+                priority: Some(10),
+                match_: RouteMatch {
+                    prefix: &config.prefix,
+                    headers: &config.ab_headers,
+                },
+                targets: targets(backends, weights.canary, weights.primary),
+            },
+            Route {
+                name: format!("{apex}-b"),
+                priority: Some(20),
+                match_: prefix_only,
+                targets: vec![Target {
+                    node: backends.primary,
+                    weight: 100,
+                }],
+            },
+        ],
+    })
+}
+
 fn render(
     config: &Config,
     canary: &Canary,
@@ -676,63 +773,8 @@ fn render(
         hostname: format!("{name}.{namespace}.svc.cluster.local."),
     };
     let timeout = config.timeout.as_ref().map(|(_, ms)| *ms);
-    let targets = |canary_weight: u8, primary_weight: u8| {
-        vec![
-            Target {
-                node: backends.canary,
-                weight: canary_weight,
-            },
-            Target {
-                node: backends.primary,
-                weight: primary_weight,
-            },
-        ]
-    };
-    let prefix_only = RouteMatch {
-        prefix: &config.prefix,
-        headers: &[],
-    };
-    let apex_routes = match &canary.analysis.strategy {
-        Strategy::Canary { .. } | Strategy::BlueGreen { .. } => vec![Route {
-            name: apex.to_string(),
-            priority: None,
-            match_: prefix_only,
-            targets: targets(weights.canary, weights.primary),
-        }],
-        // `spec` read the matches at load time; an A/B canary has at least one header.
-        Strategy::AB { .. } if config.ab_headers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected a header match for an A/B canary, found none".into(),
-            })
-        }
-        Strategy::AB { .. } => vec![
-            Route {
-                name: format!("{apex}-a"),
-                priority: Some(10),
-                match_: RouteMatch {
-                    prefix: &config.prefix,
-                    headers: &config.ab_headers,
-                },
-                targets: targets(weights.canary, weights.primary),
-            },
-            Route {
-                name: format!("{apex}-b"),
-                priority: Some(20),
-                match_: RouteMatch {
-                    prefix: &config.prefix,
-                    headers: &[],
-                },
-                targets: vec![Target {
-                    node: backends.primary,
-                    weight: 100,
-                }],
-            },
-        ],
-    };
+    let targets = |canary_weight, primary_weight| targets(backends, canary_weight, primary_weight);
+    let apex_routes = apex_routes(config, canary, backends, weights)?;
     let canary_name = format!("{apex}-canary");
     let (node_labels, node_annotations) = apex_metadata(canary);
     let context = Context {
@@ -779,11 +821,9 @@ fn render(
             },
         ],
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, backends, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
+        verify(docs, &context, backends, weights)
+    })
 }
 
 /// Flagger's App Mesh gateway annotations on the apex VirtualService, when `service.hosts`
@@ -897,6 +937,19 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for appmesh.
+pub(crate) const APPMESH_METRICS: QuerySet = QuerySet {
+    name: "appmesh",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -38,8 +38,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
-    RouteError, RouteState, Router, Weights,
+    apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
+    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
@@ -259,34 +260,54 @@ impl Router for Contour {
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
     }
-}
 
-/// A field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
-    node.get(key).filter(|n| n.value != Value::Null)
-}
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "contour",
+        table_order: 3,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.backends", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Refuses),
+            ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
 
-/// The `spec.service` fields of other routers, which Flagger's Contour router ignores.
-const IGNORED_SERVICE_FIELDS: &[&str] = &[
-    "backendTimeout",
-    "backends",
-    "corsPolicy",
-    "delegation",
-    "gatewayRefs",
-    "gateways",
-    "headers",
-    "hosts",
-    "meshName",
-    "mirror",
-    "rewrite",
-    "trafficPolicy",
-];
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "contour").then_some(BuiltinMetrics::Queries(CONTOUR_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
+}
 
 /// Flagger fields this router does not render; dropping them silently would route other
 /// requests than asked.
 fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
     if let Some(svc) = input.service {
-        for key in IGNORED_SERVICE_FIELDS {
+        // The `spec.service` fields of other routers, which Flagger's Contour router ignores.
+        for key in refused_service_fields(&Contour::FLAGGER_FIELDS) {
             if let Some(line) = svc.key_line(key) {
                 r.error(line, &join("spec.service", key), "Flagger's Contour router ignores this field (it writes the HTTPProxy's prefix, timeout and retry policy only); remove it, or use a router that renders it (istio, gatewayapi:v1)");
             }
@@ -543,11 +564,9 @@ fn render(
         annotations,
         routes,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context, backends, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
+        verify(doc, &context, backends, weights)
+    })
 }
 
 /// Reads the HTTPProxy back: kind, name, no virtualhost, every route to the primary then the
@@ -627,6 +646,19 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for contour.
+pub(crate) const CONTOUR_METRICS: QuerySet = QuerySet {
+    name: "contour",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

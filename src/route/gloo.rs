@@ -46,8 +46,9 @@ use crate::core::model::Strategy;
 use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse_all, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
+    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -167,6 +168,34 @@ impl Router for Gloo {
         _state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "gloo",
+        table_order: 5,
+        rows: &[
+            ("spec.upstreamRef", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        provider
+            .starts_with("gloo")
+            .then_some(BuiltinMetrics::Queries(GLOO_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 
@@ -485,11 +514,9 @@ fn render(
         ],
         routes,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
+        verify(docs, &context, weights)
+    })
 }
 
 /// Reads the documents back: two Upstreams for the two backend Services, then the RouteTable
@@ -577,6 +604,19 @@ fn check_strings(doc: &Json, expected: &[(&str, &str)]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Flagger's observer queries for gloo.
+pub(crate) const GLOO_METRICS: QuerySet = QuerySet {
+    name: "gloo",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}-{{ target }}-canaryupstream-[0-9a-zA-Z-]+_[0-9a-zA-Z-]+", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}-{{ target }}-canaryupstream-[0-9a-zA-Z-]+_[0-9a-zA-Z-]+"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}-{{ target }}-canaryupstream-[0-9a-zA-Z-]+_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

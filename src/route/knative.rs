@@ -38,7 +38,8 @@ use sha2::{Digest, Sha256};
 use crate::core::model::{Strategy, Target};
 use crate::route::Canary;
 use crate::route::{
-    expect_text, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
+    expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
     RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
@@ -196,6 +197,48 @@ impl Router for Knative {
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "knative",
+        table_order: 11,
+        rows: &[
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = Some(OwnTarget {
+        api_version: API_VERSION,
+        kind: "Service",
+        other_provider: "a Knative Service target is rolled out with provider knative (Flagger: can't use another provider with a Knative Service as target)",
+        no_revert: "sluice cannot revert a Knative canary: its output is the Knative Service itself, with no primary to restore (Flagger's Knative finalizer does nothing either); remove the field",
+    });
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "knative").then_some(BuiltinMetrics::Queries(KNATIVE_METRICS))
+    }
+
+    /// The Knative Service runs both revisions; the source's is the one its template names.
+    fn revisions(config: &Config) -> Revisions<'_> {
+        Revisions::InRoute {
+            revision: &config.revision,
+        }
+    }
+
+    /// The revision sluice named; Knative creates it when the commit is applied.
+    fn readiness<'a>(config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        Some(ReadyObject {
+            group: "serving.knative.dev",
+            version: "v1",
+            kind: "Revision",
+            plural: "revisions",
+            what: "Knative Revision",
+            name: &config.revision,
+            condition: ReadyCondition::Ready,
+        })
+    }
 }
 
 /// The revision name of a template: `<svc>-` and the first [`HASH_DIGITS`] hex digits of the
@@ -244,27 +287,7 @@ fn read_service(r: &mut Reader, object: &Object, name: &str) -> Option<Config> {
             error(r, key.line, &key.text, format!("unknown field of a Knative Service; expected apiVersion, kind, metadata, spec (status is the cluster's), found {:?} ({})", key.text, value.kind()));
         }
     }
-    let mut labels = Vec::new();
-    let mut annotations = Vec::new();
-    if let Some(metadata) = object.node.get("metadata") {
-        for (key, value) in entries(metadata) {
-            let field = join("metadata", &key.text);
-            match key.text.as_str() {
-                "name" | "namespace" => {}
-                "labels" | "annotations" => {
-                    for (k, v) in entries(value) {
-                        let json = v.to_json();
-                        if !json.is_string() {
-                            error(r, v.line, &join(&field, &k.text), format!("expected a string, found {}", v.kind()));
-                        }
-                        let out = if key.text == "labels" { &mut labels } else { &mut annotations };
-                        out.push((k.text.clone(), json));
-                    }
-                }
-                other => error(r, key.line, &field, format!("sluice copies a Knative Service's name, namespace, labels and annotations; remove {other:?}, or move it to the template")),
-            }
-        }
-    }
+    let (labels, annotations) = read_metadata(r, object);
     let Some(spec) = object
         .node
         .get("spec")
@@ -346,6 +369,39 @@ fn read_service(r: &mut Reader, object: &Object, name: &str) -> Option<Config> {
         template_fields,
         revision,
     })
+}
+
+/// Keys and values, in file order.
+type Entries = Vec<(String, Json)>;
+
+/// The Knative Service's `metadata.labels` and `metadata.annotations`, in file order; a
+/// metadata field sluice would not copy is an error.
+fn read_metadata(r: &mut Reader, object: &Object) -> (Entries, Entries) {
+    let error = |r: &mut Reader, line: usize, field: &str, message: String| {
+        push(r, object.file, line, field, message);
+    };
+    let mut labels = Vec::new();
+    let mut annotations = Vec::new();
+    if let Some(metadata) = object.node.get("metadata") {
+        for (key, value) in entries(metadata) {
+            let field = join("metadata", &key.text);
+            match key.text.as_str() {
+                "name" | "namespace" => {}
+                "labels" | "annotations" => {
+                    for (k, v) in entries(value) {
+                        let json = v.to_json();
+                        if !json.is_string() {
+                            error(r, v.line, &join(&field, &k.text), format!("expected a string, found {}", v.kind()));
+                        }
+                        let out = if key.text == "labels" { &mut labels } else { &mut annotations };
+                        out.push((k.text.clone(), json));
+                    }
+                }
+                other => error(r, key.line, &field, format!("sluice copies a Knative Service's name, namespace, labels and annotations; remove {other:?}, or move it to the template")),
+            }
+        }
+    }
+    (labels, annotations)
 }
 
 fn is_dns_label(text: &str) -> bool {
@@ -452,11 +508,9 @@ fn render(
         template_fields: &config.template_fields,
         traffic,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context)
+    })
 }
 
 /// Reads the rendered Service back: identity, revision name and the traffic asked for.
@@ -484,6 +538,20 @@ fn verify(doc: &Json, context: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+// Knative (`pkg/metrics/observers/knative.go`): Envoy's cluster for the revision `{{ route }}`.
+/// Flagger's observer queries for knative.
+pub(crate) const KNATIVE_METRICS: QuerySet = QuerySet {
+    name: "knative",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route }}", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

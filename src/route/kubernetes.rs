@@ -17,7 +17,10 @@
 
 use crate::core::model::{Strategy, Target};
 use crate::route::Canary;
-use crate::route::{AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights};
+use crate::route::{
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -106,4 +109,45 @@ impl Router for Kubernetes {
     ) -> Result<Option<String>, RouteError> {
         Ok(None)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "kubernetes",
+        table_order: 8,
+        rows: &[
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "kubernetes").then_some(BuiltinMetrics::Queries(APP_HISTOGRAM_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
+
+// Flagger's generic observer reads the application's seconds histogram and multiplies the
+// answer by 1000 in Go; here the query does it.
+/// Flagger's observer queries for http.
+pub(crate) const APP_HISTOGRAM_METRICS: QuerySet = QuerySet {
+    name: "http",
+    success_rate: r#"
+sum(rate(http_request_duration_seconds_count{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)", status!~"5.*"}[{{ interval }}]))
+/
+sum(rate(http_request_duration_seconds_count{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(http_request_duration_seconds_bucket{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}])) by (le))
+* 1000"#,
+    encode_names: None,
+};

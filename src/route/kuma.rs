@@ -28,8 +28,9 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
+    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
@@ -124,6 +125,31 @@ impl Router for Kuma {
     ) -> Result<Option<String>, RouteError> {
         render(config, canary, backends, weights).map(Some)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "kuma",
+        table_order: 9,
+        rows: &[
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "kuma").then_some(BuiltinMetrics::Queries(KUMA_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
 
 /// Refuses the analysis fields that need route state (`mirror`, `mirrorWeight`,
@@ -197,10 +223,9 @@ fn render(
             },
         ],
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context).map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
+        verify(doc, &context)
+    })
 }
 
 /// Reads the TrafficRoute back: cluster-scoped (no namespace) in its mesh, from every service
@@ -243,6 +268,19 @@ fn verify(doc: &Json, context: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Flagger's observer queries for kuma.
+pub(crate) const KUMA_METRICS: QuerySet = QuerySet {
+    name: "kuma",
+    success_rate: r#"
+sum(rate(envoy_cluster_upstream_rq{service=~"{{ target }}-canary_{{ namespace }}_svc_[0-9a-zA-Z-]+", envoy_response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(envoy_cluster_upstream_rq{service=~"{{ target }}-canary_{{ namespace }}_svc_[0-9a-zA-Z-]+"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{service=~"{{ target }}-canary_{{ namespace }}_svc_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

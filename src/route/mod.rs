@@ -2,17 +2,32 @@
 //! time through the registry ([`Provider`] for Flagger's `spec.provider`, the native
 //! `spec.route.kind`) and carried in the canary as the typed [`Route`].
 //!
-//! A router owns everything about its provider: reading and checking that provider's Flagger
-//! `service` fields (and a native `spec.route` of its kind) into its validated config type, and
-//! rendering that config into the YAML file of its route object from its one template in
-//! `templates/`, compiled into the binary. Every value reaches a template through `tojson`, so
-//! no input can change the YAML structure, and every rendered file is parsed back and its
-//! weights re-checked before it is returned.
+//! A router owns everything about its provider, and the registry (`registry.rs`) is the one
+//! place a provider is named:
+//! - reading and checking that provider's Flagger `service` fields (and a native `spec.route`
+//!   of its kind) into its validated config type, and rendering that config into the YAML file
+//!   of its route object from its one template in `templates/`, compiled into the binary;
+//! - its rows of the Flagger field table ([`Router::FLAGGER_FIELDS`]: what it renders and
+//!   refuses; `spec::flagger_fields` renders the table and refuses the rest by asking the
+//!   registry);
+//! - its built-in metric queries for each of its provider strings, or an explicit none
+//!   ([`Router::builtin_metrics`], rendered by `metrics::builtin`);
+//! - its readiness rule ([`Router::readiness`], read by `gates::readiness`) and where the
+//!   revisions run ([`Router::revisions`], used by `workload` and `render`: a Knative Service
+//!   runs both itself), and a target it rolls out itself ([`Router::OWN_TARGET`], checked by
+//!   `spec::canary`).
+//!
+//! Every value reaches a template through `tojson`, so no input can change the YAML
+//! structure, and every rendered file is parsed back and its weights re-checked before it is
+//! returned.
 //!
 //! Adding a provider: a module here (`route/<provider>.rs`, or a folder if it is big) with a
-//! unit struct implementing [`Router`], its template, one line in the `routers!` list of
-//! `registry.rs`, and its tests. Nothing in `spec/` changes: `spec::canary` hands the registry
-//! the raw nodes and stores the [`Route`] it returns.
+//! unit struct implementing [`Router`] (its items have no defaults where a router must say
+//! something: the compiler asks for each), its template (or none), one line in the `routers!`
+//! list of `registry.rs`, its tests, and its line in `e2e/it/kustomize_every_router.rs`'s
+//! fixtures (a test fails without it). Nothing outside `route/` changes: `spec::canary` hands
+//! the registry the raw nodes and stores the [`Route`] it returns, and the rest asks the
+//! [`Route`] or the registry.
 //!
 //! Rendering is pure: no git, no files, no clock, and deterministic, so every [`RouteError`] is
 //! terminal: the same input fails the same way and retrying cannot help. Reading reports every
@@ -25,11 +40,11 @@ pub mod gateway_api;
 pub mod gloo;
 pub mod ingress;
 pub mod istio;
-pub mod istio_api;
 pub mod knative;
 pub mod kubernetes;
 pub mod kuma;
 mod registry;
+mod rules;
 pub mod smi;
 pub mod traefik;
 
@@ -44,7 +59,14 @@ use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
 use crate::yaml::snapshot::Snapshot;
 
-pub use registry::{parse_provider, provider_names, route_objects, Provider, Route};
+pub use registry::{
+    builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
+    Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
+};
+pub use rules::{
+    BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
+    Revisions,
+};
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
 pub type Canary = crate::core::model::Canary<Route>;
@@ -127,6 +149,29 @@ pub trait Router {
         weights: Weights,
         state: &RouteState,
     ) -> Result<Option<String>, RouteError>;
+
+    /// Its rows of the Flagger field table: the route fields it renders and those it refuses
+    /// with its own message (`&[]` when none; the rest are refused for it).
+    const FLAGGER_FIELDS: FlaggerFields;
+
+    /// Its built-in metric queries for a canary whose `spec.provider` is `provider`, when that
+    /// string is this router's as Flagger's observer factory matches it (some by prefix:
+    /// `gloo:v1`); `None` when the string is another router's. Every name in
+    /// [`PROVIDERS`](Router::PROVIDERS) and [`ALIASES`](Router::ALIASES) gets queries or an
+    /// explicit [`BuiltinMetrics::None`] (a registry test checks).
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics>;
+
+    /// The target it rolls out itself instead of a workload (`None`: a Deployment or
+    /// DaemonSet, as for most routers).
+    const OWN_TARGET: Option<OwnTarget>;
+
+    /// Where the canary's two revisions run: in workloads behind Services (most routers) or
+    /// in the route object itself.
+    fn revisions(config: &Self::Config) -> Revisions<'_>;
+
+    /// The object the readiness gate reads after the workloads (an HTTPRoute its Gateways
+    /// must accept, a Knative Revision), or `None` when the workloads alone decide.
+    fn readiness<'a>(config: &'a Self::Config, canary: &'a Canary) -> Option<ReadyObject<'a>>;
 }
 
 /// The parts of a Flagger Canary's `spec` a router reads.
@@ -362,6 +407,24 @@ impl RouteError {
     }
 }
 
+/// A field that is set (a `null` value counts as not set, as in Flagger).
+pub(crate) fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    node.get(key)
+        .filter(|n| n.value != crate::yaml::node::Value::Null)
+}
+
+/// The `spec.service` keys a router's Flagger field rows say it refuses, in row order: the
+/// fields of other routers it must not silently drop.
+pub(crate) fn refused_service_fields(
+    fields: &'static FlaggerFields,
+) -> impl Iterator<Item = &'static str> {
+    fields
+        .rows
+        .iter()
+        .filter(|(_, how)| *how == FieldUse::Refuses)
+        .filter_map(|(path, _)| path.strip_prefix("spec.service."))
+}
+
 /// Checks the text at each JSON pointer of a rendered document (its apiVersion, kind, name and
 /// namespace, say); the error names the first one that differs.
 pub(crate) fn expect_text(
@@ -535,6 +598,36 @@ fn reparse_all(
         template,
         message: format!("does not parse as YAML: {e}"),
     })
+}
+
+/// Renders a router's one-document template `name` with `context`, parses the text back and
+/// hands the document to the router's `verify`; a failed check is a sluice bug
+/// ([`RouteError::Output`]). Returns the text.
+fn render_checked<C: Serialize>(
+    canary: &Canary,
+    name: &'static str,
+    source: &'static str,
+    context: &C,
+    verify: impl FnOnce(&serde_json::Value) -> Result<(), String>,
+) -> Result<String, RouteError> {
+    let text = render_template(canary, name, source, context)?;
+    let doc = reparse(canary, name, &text)?;
+    verify(&doc).map_err(|message| RouteError::output(canary, name, message))?;
+    Ok(text)
+}
+
+/// [`render_checked`] for a multi-document template: `verify` sees every document.
+fn render_checked_all<C: Serialize>(
+    canary: &Canary,
+    name: &'static str,
+    source: &'static str,
+    context: &C,
+    verify: impl FnOnce(&[serde_json::Value]) -> Result<(), String>,
+) -> Result<String, RouteError> {
+    let text = render_template(canary, name, source, context)?;
+    let docs = reparse_all(canary, name, &text)?;
+    verify(&docs).map_err(|message| RouteError::output(canary, name, message))?;
+    Ok(text)
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

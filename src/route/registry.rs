@@ -8,7 +8,8 @@
 use crate::route::Canary;
 use crate::route::{
     apisix, appmesh, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi,
-    traefik, AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights,
+    traefik, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, OwnTarget,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -37,6 +38,20 @@ macro_rules! routers {
             pub fn references(self) -> &'static [&'static str] {
                 match self {
                     $( Provider::$variant(_) => <$router as Router>::REFERENCES, )+
+                }
+            }
+
+            /// The router's rows of the Flagger field table.
+            pub fn flagger_fields(self) -> &'static FlaggerFields {
+                match self {
+                    $( Provider::$variant(_) => &<$router as Router>::FLAGGER_FIELDS, )+
+                }
+            }
+
+            /// The target the router rolls out itself instead of a workload, if any.
+            pub fn own_target(self) -> Option<&'static OwnTarget> {
+                match self {
+                    $( Provider::$variant(_) => <$router as Router>::OWN_TARGET.as_ref(), )+
                 }
             }
 
@@ -75,6 +90,22 @@ macro_rules! routers {
             pub fn route_ref(&self) -> Option<&str> {
                 match self {
                     $( Route::$variant(config) => <$router as Router>::route_ref(config), )+
+                }
+            }
+
+            /// Where the canary's two revisions run.
+            pub fn revisions(&self) -> Revisions<'_> {
+                match self {
+                    $( Route::$variant(config) => <$router as Router>::revisions(config), )+
+                }
+            }
+
+            /// The object the readiness gate reads after the workloads, if any.
+            pub fn readiness<'a>(&'a self, canary: &'a Canary) -> Option<ReadyObject<'a>> {
+                match self {
+                    $( Route::$variant(config) => {
+                        <$router as Router>::readiness(config, canary)
+                    } )+
                 }
             }
 
@@ -117,6 +148,9 @@ macro_rules! routers {
                         .map(|(_, variant)| Provider::$variant(*variant))
                 },
                 near_miss: <$router as Router>::near_miss,
+                flagger_fields: &<$router as Router>::FLAGGER_FIELDS,
+                builtin_metrics: <$router as Router>::builtin_metrics,
+                own_target: <$router as Router>::OWN_TARGET.as_ref(),
                 read_native: |r, node, api_version, api_line| {
                     <$router as Router>::read_native(r, node, api_version, api_line)
                         .map(Route::$variant)
@@ -153,6 +187,12 @@ routers! {
     AppMesh => appmesh::AppMesh,
 }
 
+/// What Flagger uses when neither the Canary nor its own flags name a provider: Istio, as
+/// `provider: istio` (VirtualService `networking.istio.io/v1beta1`, Istio's metric queries).
+pub const FLAGGER_DEFAULT_PROVIDER: Provider = Provider::Istio(istio::IstioVersion::V1beta1);
+/// [`FLAGGER_DEFAULT_PROVIDER`]'s `spec.provider` string.
+pub const FLAGGER_DEFAULT_PROVIDER_NAME: &str = "istio";
+
 /// One router's registry entry, built by `routers!` from its [`Router`] impl.
 struct Entry {
     object: &'static str,
@@ -162,6 +202,9 @@ struct Entry {
     names: fn(bool) -> Vec<&'static str>,
     lookup: fn(&str) -> Option<Provider>,
     near_miss: fn(&str) -> Option<String>,
+    flagger_fields: &'static FlaggerFields,
+    builtin_metrics: fn(&str) -> Option<BuiltinMetrics>,
+    own_target: Option<&'static OwnTarget>,
     read_native: fn(&mut Reader, &Node, &str, usize) -> Option<Route>,
 }
 
@@ -184,6 +227,23 @@ pub fn route_objects() -> String {
 /// (aliases left out). Tests walk it so a router added to `routers!` is covered unasked.
 pub fn provider_names() -> Vec<&'static str> {
     ROUTERS.iter().flat_map(|e| (e.names)(true)).collect()
+}
+
+/// Every router's rows of the Flagger field table, in registry order.
+pub fn flagger_fields() -> impl Iterator<Item = &'static FlaggerFields> {
+    ROUTERS.iter().map(|e| e.flagger_fields)
+}
+
+/// The targets routers roll out themselves instead of a workload (a Knative Service).
+pub fn own_targets() -> impl Iterator<Item = &'static OwnTarget> {
+    ROUTERS.iter().filter_map(|e| e.own_target)
+}
+
+/// The built-in metrics for a canary's `spec.provider` string (a native canary's is not
+/// checked against the registry, and Flagger's observer factory matches some by prefix):
+/// `None` when no router claims it.
+pub fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+    ROUTERS.iter().find_map(|e| (e.builtin_metrics)(provider))
 }
 
 /// Maps a Flagger `provider` string to its router; the error says what is supported.
@@ -352,6 +412,36 @@ mod tests {
             );
             for name in (e.names)(false) {
                 assert!((e.lookup)(name).is_some(), "{name}");
+            }
+        }
+    }
+
+    /// What every router must say besides its route: its Flagger field rows (a required const,
+    /// checked against the table in `spec::flagger_fields`), its readiness and revisions rules
+    /// (required methods), and built-in metric queries or an explicit none for every provider
+    /// string it serves, claimed by no other router.
+    #[test]
+    fn every_router_says_its_builtin_metrics_for_each_of_its_providers() {
+        for e in ROUTERS {
+            assert!(
+                !e.flagger_fields.name.is_empty(),
+                "{}: no table name",
+                e.object
+            );
+            for name in (e.names)(false) {
+                assert!(
+                    (e.builtin_metrics)(name).is_some(),
+                    "{}: provider {name} has no built-in metrics and no explicit none",
+                    e.object
+                );
+                let claimed = ROUTERS
+                    .iter()
+                    .filter(|other| (other.builtin_metrics)(name).is_some())
+                    .count();
+                assert_eq!(
+                    claimed, 1,
+                    "provider {name}: built-in metrics of {claimed} routers"
+                );
             }
         }
     }

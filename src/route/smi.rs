@@ -22,8 +22,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_template, reparse, AbInput, Backends, FlaggerInput, RouteError,
-    RouteState, Router, Weights,
+    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput,
+    OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
@@ -114,6 +114,33 @@ impl Router for Smi {
     ) -> Result<Option<String>, RouteError> {
         render(canary, config.version, backends, weights).map(Some)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "osm/linkerd/smi",
+        table_order: 7,
+        rows: &[],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        match provider {
+            "osm" => Some(BuiltinMetrics::Queries(OSM_METRICS)),
+            "linkerd" => Some(BuiltinMetrics::Queries(LINKERD_METRICS)),
+            p if p == "smi" || p.starts_with("smi:") => Some(BuiltinMetrics::None(
+                "does not say which mesh exports the metrics (Flagger uses its own -mesh-provider, else Istio's queries); set spec.provider to linkerd or osm, or use a MetricTemplate",
+            )),
+            _ => None,
+        }
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
 
 const TEMPLATE_NAME: &str = "trafficsplit.yaml.j2";
@@ -184,11 +211,9 @@ fn render(
             },
         ],
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context, version, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context, version, weights)
+    })
 }
 
 /// Reads a backend weight back as a percentage: an integer, or `<n>m` with n a multiple of 10
@@ -250,6 +275,31 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for osm.
+pub(crate) const OSM_METRICS: QuerySet = QuerySet {
+    name: "osm",
+    success_rate: r#"
+sum(rate(osm_request_total{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}", response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(osm_request_total{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(osm_request_duration_ms_bucket{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
+/// Flagger's observer queries for linkerd.
+pub(crate) const LINKERD_METRICS: QuerySet = QuerySet {
+    name: "linkerd",
+    success_rate: r#"
+sum(rate(response_total{namespace="{{ namespace }}", deployment=~"{{ target }}", classification!="failure", direction="inbound"}[{{ interval }}]))
+/
+sum(rate(response_total{namespace="{{ namespace }}", deployment=~"{{ target }}", direction="inbound"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(response_latency_ms_bucket{namespace="{{ namespace }}", deployment=~"{{ target }}", direction="inbound"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};
 
 #[cfg(test)]
 mod tests {

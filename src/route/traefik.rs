@@ -24,8 +24,9 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::{
-    apex_metadata, header_comment, render_template, reparse, AbInput, Backends, FlaggerInput,
-    RouteError, RouteState, Router, Weights,
+    apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
+    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject,
+    Revisions, RouteError, RouteState, Router, Weights,
 };
 use crate::route::{expect_text, Canary};
 use crate::yaml::node::Node;
@@ -40,25 +41,6 @@ pub const API_VERSION: &str = "traefik.io/v1alpha1";
 /// Nothing to configure: Flagger's Traefik router reads only the service port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config;
-
-/// The `spec.service` route fields of other routers, which Flagger's Traefik router ignores.
-const IGNORED_SERVICE_FIELDS: &[&str] = &[
-    "backendTimeout",
-    "backends",
-    "corsPolicy",
-    "delegation",
-    "gatewayRefs",
-    "gateways",
-    "headers",
-    "hosts",
-    "match",
-    "meshName",
-    "mirror",
-    "retries",
-    "rewrite",
-    "timeout",
-    "trafficPolicy",
-];
 
 impl Router for Traefik {
     type Variant = ();
@@ -78,7 +60,9 @@ impl Router for Traefik {
     fn read_flagger(r: &mut Reader, _variant: (), input: &FlaggerInput) -> Option<Config> {
         let before = r.errors.len();
         if let Some(svc) = input.service {
-            for key in IGNORED_SERVICE_FIELDS {
+            // The `spec.service` route fields of other routers, which Flagger's Traefik
+            // router ignores.
+            for key in refused_service_fields(&Traefik::FLAGGER_FIELDS) {
                 if let Some(line) = svc.key_line(key) {
                     r.error(line, &join("spec.service", key), "Flagger's Traefik router ignores this field (a TraefikService only weighs the two Services; routing belongs to your IngressRoute); remove it, or use a router that renders it (istio, gatewayapi:v1)");
                 }
@@ -140,6 +124,46 @@ impl Router for Traefik {
     ) -> Result<Option<String>, RouteError> {
         render(canary, backends, weights).map(Some)
     }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "traefik",
+        table_order: 10,
+        rows: &[
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.backends", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Refuses),
+            ("spec.service.delegation", FieldUse::Refuses),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.gateways", FieldUse::Refuses),
+            ("spec.service.headers", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Refuses),
+            ("spec.service.match", FieldUse::Refuses),
+            ("spec.service.meshName", FieldUse::Refuses),
+            ("spec.service.mirror", FieldUse::Refuses),
+            ("spec.service.retries", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Refuses),
+            ("spec.service.timeout", FieldUse::Refuses),
+            ("spec.service.trafficPolicy", FieldUse::Refuses),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Refuses),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        (provider == "traefik").then_some(BuiltinMetrics::Queries(TRAEFIK_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
 
 const TEMPLATE_NAME: &str = "traefikservice.yaml.j2";
@@ -197,11 +221,9 @@ fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<Stri
         annotations,
         services,
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let doc = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&doc, &context, backends, weights)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
+        verify(doc, &context, backends, weights)
+    })
 }
 
 /// Reads the TraefikService back: kind, name, the primary then (with traffic) the canary in
@@ -247,3 +269,17 @@ fn verify(
     }
     Ok(())
 }
+
+/// Flagger's observer queries for traefik.
+pub(crate) const TRAEFIK_METRICS: QuerySet = QuerySet {
+    name: "traefik",
+    success_rate: r#"
+sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd", code!~"5..", le="+Inf"}[{{ interval }}]))
+/
+sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd", le="+Inf"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd"}[{{ interval }}])) by (le))
+* 1000"#,
+    encode_names: None,
+};

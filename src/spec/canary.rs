@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::route::istio::IstioVersion;
-use crate::route::{parse_provider, route_objects, AbInput, FlaggerInput, Provider, Route};
+use crate::route::{
+    parse_provider, route_objects, AbInput, FlaggerInput, OwnTarget, Provider, Route,
+    FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
+};
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
     Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, Name, PortRef, RepoPath,
@@ -75,11 +77,6 @@ const FLAGGER_SERVICE_KEYS: &[&str] = &[
     "trafficPolicy",
     "unmanagedMetadata",
 ];
-
-/// What Flagger uses when neither the Canary nor its own flags name a provider: Istio, as
-/// `provider: istio` (VirtualService `networking.istio.io/v1beta1`, Istio's metric queries).
-const FLAGGER_DEFAULT_PROVIDER: Provider = Provider::Istio(IstioVersion::V1beta1);
-const FLAGGER_DEFAULT_PROVIDER_NAME: &str = "istio";
 
 fn repo_path_at(r: &mut Reader, node: &Node, path: &str) -> Option<RepoPath> {
     let text = r.string(node, path)?;
@@ -453,6 +450,32 @@ fn read_autoscaler_ref(r: &mut Reader, node: &Node) -> Option<AutoscalerRef> {
     let p = "spec.autoscalerRef";
     let before = r.errors.len();
     r.map(node, p, AUTOSCALER_REF_KEYS)?;
+    let kind = read_autoscaler_kind(r, node);
+    let name = r
+        .required(node, p, "name")
+        .and_then(|n| name_at(r, n, &join(p, "name")));
+    let (min, max) = node
+        .get("primaryScalerReplicas")
+        .map_or((None, None), |reps| read_primary_replicas(r, reps, kind));
+    let queries = node
+        .get("primaryScalerQueries")
+        .and_then(|q| read_primary_queries(r, q, kind));
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(AutoscalerRef {
+        kind: kind?,
+        name: name?,
+        line: node.get("name").map_or(node.line, |n| n.line),
+        primary_min_replicas: min,
+        primary_max_replicas: max,
+        primary_queries: queries,
+    })
+}
+
+/// `spec.autoscalerRef.kind`, and its `apiVersion` checked against it.
+fn read_autoscaler_kind(r: &mut Reader, node: &Node) -> Option<AutoscalerKind> {
+    let p = "spec.autoscalerRef";
     let kind = r.required(node, p, "kind").and_then(|k| {
         let text = r.string(k, &join(p, "kind"))?;
         match text.as_str() {
@@ -489,82 +512,78 @@ fn read_autoscaler_ref(r: &mut Reader, node: &Node) -> Option<AutoscalerRef> {
             }
         }
     }
-    let name = r
-        .required(node, p, "name")
-        .and_then(|n| name_at(r, n, &join(p, "name")));
-    let (mut min, mut max) = (None, None);
-    if let Some(reps) = node.get("primaryScalerReplicas") {
-        let rp = join(p, "primaryScalerReplicas");
-        if r.map(reps, &rp, &["minReplicas", "maxReplicas"]).is_some() {
-            // An HPA's minReplicas is at least 1 (0 needs the HPAScaleToZero alpha gate);
-            // KEDA allows 0 (scale to zero).
-            let floor = match kind {
-                Some(AutoscalerKind::ScaledObject) => 0,
-                _ => 1,
-            };
-            min = reps
-                .get("minReplicas")
-                .and_then(|n| r.int(n, &join(&rp, "minReplicas"), floor, i64::from(i32::MAX)))
-                .and_then(|v| i32::try_from(v).ok());
-            max = reps
-                .get("maxReplicas")
-                .and_then(|n| r.int(n, &join(&rp, "maxReplicas"), 1, i64::from(i32::MAX)))
-                .and_then(|v| i32::try_from(v).ok());
-            if let (Some(lo), Some(hi)) = (min, max) {
-                if lo > hi {
-                    r.error(
-                        reps.line,
-                        &rp,
-                        format!("expected minReplicas <= maxReplicas, found {lo} > {hi}"),
-                    );
-                }
-            }
+    kind
+}
+
+/// `spec.autoscalerRef.primaryScalerReplicas`: the primary autoscaler's (min, max).
+fn read_primary_replicas(
+    r: &mut Reader,
+    reps: &Node,
+    kind: Option<AutoscalerKind>,
+) -> (Option<i32>, Option<i32>) {
+    let rp = join("spec.autoscalerRef", "primaryScalerReplicas");
+    if r.map(reps, &rp, &["minReplicas", "maxReplicas"]).is_none() {
+        return (None, None);
+    }
+    // An HPA's minReplicas is at least 1 (0 needs the HPAScaleToZero alpha gate);
+    // KEDA allows 0 (scale to zero).
+    let floor = match kind {
+        Some(AutoscalerKind::ScaledObject) => 0,
+        _ => 1,
+    };
+    let min = reps
+        .get("minReplicas")
+        .and_then(|n| r.int(n, &join(&rp, "minReplicas"), floor, i64::from(i32::MAX)))
+        .and_then(|v| i32::try_from(v).ok());
+    let max = reps
+        .get("maxReplicas")
+        .and_then(|n| r.int(n, &join(&rp, "maxReplicas"), 1, i64::from(i32::MAX)))
+        .and_then(|v| i32::try_from(v).ok());
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if lo > hi {
+            r.error(
+                reps.line,
+                &rp,
+                format!("expected minReplicas <= maxReplicas, found {lo} > {hi}"),
+            );
         }
     }
-    let queries = match node.get("primaryScalerQueries") {
-        None => None,
-        Some(q) => {
-            let qp = join(p, "primaryScalerQueries");
-            if kind == Some(AutoscalerKind::HorizontalPodAutoscaler) {
-                r.error(
-                    q.line,
-                    &qp,
-                    "only a ScaledObject has trigger queries; Flagger ignores this field for a HorizontalPodAutoscaler, so sluice refuses it",
-                );
-                None
-            } else {
-                let mut out = BTreeMap::new();
-                if let Value::Map(entries) = &q.value {
-                    for (k, v) in entries {
-                        if let Some(text) = r.string(v, &join(&qp, &k.text)) {
-                            out.insert(k.text.clone(), text);
-                        }
-                    }
-                } else {
-                    r.error(
-                        q.line,
-                        &qp,
-                        format!(
-                            "expected a map of trigger name to query, found a {}",
-                            q.kind()
-                        ),
-                    );
-                }
-                Some(out)
-            }
-        }
-    };
-    if r.errors.len() > before {
+    (min, max)
+}
+
+/// `spec.autoscalerRef.primaryScalerQueries`: a ScaledObject's trigger queries by name.
+fn read_primary_queries(
+    r: &mut Reader,
+    q: &Node,
+    kind: Option<AutoscalerKind>,
+) -> Option<BTreeMap<String, String>> {
+    let qp = join("spec.autoscalerRef", "primaryScalerQueries");
+    if kind == Some(AutoscalerKind::HorizontalPodAutoscaler) {
+        r.error(
+            q.line,
+            &qp,
+            "only a ScaledObject has trigger queries; Flagger ignores this field for a HorizontalPodAutoscaler, so sluice refuses it",
+        );
         return None;
     }
-    Some(AutoscalerRef {
-        kind: kind?,
-        name: name?,
-        line: node.get("name").map_or(node.line, |n| n.line),
-        primary_min_replicas: min,
-        primary_max_replicas: max,
-        primary_queries: queries,
-    })
+    let mut out = BTreeMap::new();
+    if let Value::Map(entries) = &q.value {
+        for (k, v) in entries {
+            if let Some(text) = r.string(v, &join(&qp, &k.text)) {
+                out.insert(k.text.clone(), text);
+            }
+        }
+    } else {
+        r.error(
+            q.line,
+            &qp,
+            format!(
+                "expected a map of trigger name to query, found a {}",
+                q.kind()
+            ),
+        );
+    }
+    Some(out)
 }
 
 /// Reads a Flagger `flagger.app/v1beta1` Canary, unchanged.
@@ -582,106 +601,23 @@ pub fn read_flagger(
     let spec = r.required(root, "", "spec")?;
     r.map(spec, "spec", FLAGGER_SPEC_KEYS)?;
 
-    let target = r.required(spec, "spec", "targetRef").and_then(|n| {
-        r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
-        let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
-            let text = r.string(k, "spec.targetRef.kind")?;
-            // A Knative Service: its router (provider knative) reads and checks it.
-            let knative = text == "Service"
-                && (n.get("apiVersion").and_then(Node::as_str)
-                    == Some(crate::route::knative::API_VERSION)
-                    || spec.get("provider").and_then(Node::as_str) == Some("knative"));
-            if !knative && !["Deployment", "DaemonSet"].contains(&text.as_str()) {
-                r.error(
-                    k.line,
-                    "spec.targetRef.kind",
-                    format!(
-                        "expected Deployment or DaemonSet (the workloads sluice manages), found {text:?}"
-                    ),
-                );
-                return None;
-            }
-            Some(text)
-        });
-        let name = r
-            .required(n, "spec.targetRef", "name")
-            .and_then(|v| name_at(r, v, "spec.targetRef.name"));
-        Some(Target::TargetRef {
-            kind: kind?,
-            name: name?,
-        })
-    });
+    let target = r
+        .required(spec, "spec", "targetRef")
+        .and_then(|n| read_target_ref(r, spec, n));
     // A bad reference adds its errors to `r`, which fails the canary below.
     let autoscaler = spec
         .get("autoscalerRef")
         .and_then(|n| read_autoscaler_ref(r, n));
-    let provider = match spec.get("provider") {
-        Some(n) => r
-            .string(n, "spec.provider")
-            .and_then(|text| match parse_provider(&text) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    r.error(n.line, "spec.provider", e);
-                    None
-                }
-            }),
-        // Flagger's default mesh provider is Istio: a Canary written for it names none.
-        None => Some(settings.provider.unwrap_or(FLAGGER_DEFAULT_PROVIDER)),
-    };
-    // A reference the provider's router does not read would be dropped: refuse it.
-    let reads = provider.map_or(&[][..], |p| p.references());
-    for key in ["ingressRef", "upstreamRef", "routeRef"] {
-        if let Some(n) = spec.get(key).filter(|_| !reads.contains(&key)) {
-            r.error(
-                n.line,
-                &join("spec", key),
-                format!("not supported: sluice routes with {} only", route_objects()),
-            );
-        }
-    }
-    // Flagger's Knative canaries have no `service`: no Service is created for them.
-    let knative_target =
-        matches!(&target, Some(Target::TargetRef { kind, .. }) if kind == "Service");
-    let knative = matches!(provider, Some(Provider::Knative(_)));
-    if knative_target && !knative && provider.is_some() {
-        let line = spec.get("provider").map_or(spec.line, |n| n.line);
-        r.error(line, "spec.provider", "a Knative Service target is rolled out with provider knative (Flagger: can't use another provider with a Knative Service as target)");
-    }
-    let service_node = if knative {
+    let provider = read_flagger_provider(r, spec, settings);
+    check_own_target(r, spec, target.as_ref(), provider);
+    // A router that rolls out its own target (a Knative Service) creates no Service.
+    let own_target = provider.and_then(Provider::own_target);
+    let service_node = if own_target.is_some() {
         spec.get("service")
     } else {
         r.required(spec, "spec", "service")
     };
-    let service = service_node.and_then(|n| {
-        let target_name = match &target {
-            Some(Target::TargetRef { name, .. }) => Some(CanaryId {
-                namespace: id
-                    .as_ref()
-                    .map_or_else(|| name.clone(), |i| i.namespace.clone()),
-                name: name.clone(),
-            }),
-            _ => None,
-        };
-        read_service(
-            r,
-            n,
-            "spec.service",
-            FLAGGER_SERVICE_KEYS,
-            target_name.as_ref(),
-        )
-    });
-    let service = match (service, service_node) {
-        (Some(mut spec), Some(n)) => {
-            read_service_fields(r, n, &mut spec);
-            Some(spec)
-        }
-        // No `service` for a Knative target: it names nothing sluice writes (port unused).
-        (None, None) if knative => match &target {
-            Some(Target::TargetRef { name, .. }) => Some(ServiceSpec::new(name.clone(), 80)),
-            _ => None,
-        },
-        (service, _) => service,
-    };
+    let service = read_flagger_service(r, service_node, target.as_ref(), id.as_ref(), own_target);
     let mut route = provider.and_then(|p| {
         p.read_flagger(
             r,
@@ -717,9 +653,9 @@ pub fn read_flagger(
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
     let revert_on_deletion = read_bool(r, spec, "revertOnDeletion");
-    if revert_on_deletion && knative {
+    if let (true, Some(own)) = (revert_on_deletion, own_target) {
         let line = spec.get("revertOnDeletion").map_or(spec.line, |n| n.line);
-        r.error(line, "spec.revertOnDeletion", "sluice cannot revert a Knative canary: its output is the Knative Service itself, with no primary to restore (Flagger's Knative finalizer does nothing either); remove the field");
+        r.error(line, "spec.revertOnDeletion", own.no_revert);
     }
     let progress_deadline = read_deadline(r, spec);
     let provider_name = spec
@@ -756,4 +692,133 @@ pub fn read_flagger(
         progress_deadline,
     };
     check_route(r, canary, spec, before)
+}
+
+/// `spec.targetRef`: a Deployment or DaemonSet, or the object a router rolls out itself
+/// (a Knative Service) when its `apiVersion` or the canary's provider selects that router.
+fn read_target_ref(r: &mut Reader, spec: &Node, n: &Node) -> Option<Target> {
+    r.map(n, "spec.targetRef", &["apiVersion", "kind", "name"])?;
+    let kind = r.required(n, "spec.targetRef", "kind").and_then(|k| {
+        let text = r.string(k, "spec.targetRef.kind")?;
+        let api_version = n.get("apiVersion").and_then(Node::as_str);
+        let provider = spec
+            .get("provider")
+            .and_then(Node::as_str)
+            .and_then(|p| parse_provider(p).ok());
+        // Its router (the one that rolls such a target out) reads and checks it.
+        let own = crate::route::own_targets().any(|t| {
+            t.kind == text
+                && (api_version == Some(t.api_version)
+                    || provider.and_then(Provider::own_target) == Some(t))
+        });
+        if !own && !["Deployment", "DaemonSet"].contains(&text.as_str()) {
+            r.error(
+                k.line,
+                "spec.targetRef.kind",
+                format!(
+                    "expected Deployment or DaemonSet (the workloads sluice manages), found {text:?}"
+                ),
+            );
+            return None;
+        }
+        Some(text)
+    });
+    let name = r
+        .required(n, "spec.targetRef", "name")
+        .and_then(|v| name_at(r, v, "spec.targetRef.name"));
+    Some(Target::TargetRef {
+        kind: kind?,
+        name: name?,
+    })
+}
+
+/// `spec.provider` (default: the settings', else Flagger's), and the references
+/// (`ingressRef` ...) refused when its router does not read them.
+fn read_flagger_provider(r: &mut Reader, spec: &Node, settings: &Settings) -> Option<Provider> {
+    let provider = match spec.get("provider") {
+        Some(n) => r
+            .string(n, "spec.provider")
+            .and_then(|text| match parse_provider(&text) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    r.error(n.line, "spec.provider", e);
+                    None
+                }
+            }),
+        // Flagger's default mesh provider is Istio: a Canary written for it names none.
+        None => Some(settings.provider.unwrap_or(FLAGGER_DEFAULT_PROVIDER)),
+    };
+    // A reference the provider's router does not read would be dropped: refuse it.
+    let reads = provider.map_or(&[][..], |p| p.references());
+    for key in ["ingressRef", "upstreamRef", "routeRef"] {
+        if let Some(n) = spec.get(key).filter(|_| !reads.contains(&key)) {
+            r.error(
+                n.line,
+                &join("spec", key),
+                format!("not supported: sluice routes with {} only", route_objects()),
+            );
+        }
+    }
+    provider
+}
+
+/// A target a router rolls out itself (a Knative Service) with another provider is an error
+/// at `spec.provider` (Flagger refuses it too).
+fn check_own_target(
+    r: &mut Reader,
+    spec: &Node,
+    target: Option<&Target>,
+    provider: Option<Provider>,
+) {
+    let Some(Target::TargetRef { kind, .. }) = target else {
+        return;
+    };
+    let Some(provider) = provider else {
+        return;
+    };
+    let Some(own) = crate::route::own_targets().find(|t| t.kind == kind) else {
+        return;
+    };
+    if provider.own_target().is_none() {
+        let line = spec.get("provider").map_or(spec.line, |n| n.line);
+        r.error(line, "spec.provider", own.other_provider);
+    }
+}
+
+/// `spec.service` of a Flagger canary. A router that rolls out its own target (a Knative
+/// Service) needs none: the target's name stands in (its port unused).
+fn read_flagger_service(
+    r: &mut Reader,
+    service_node: Option<&Node>,
+    target: Option<&Target>,
+    id: Option<&CanaryId>,
+    own_target: Option<&OwnTarget>,
+) -> Option<ServiceSpec> {
+    let target_name = match target {
+        Some(Target::TargetRef { name, .. }) => Some(name),
+        _ => None,
+    };
+    let service = service_node.and_then(|n| {
+        let target_id = target_name.map(|name| CanaryId {
+            namespace: id.map_or_else(|| name.clone(), |i| i.namespace.clone()),
+            name: name.clone(),
+        });
+        read_service(
+            r,
+            n,
+            "spec.service",
+            FLAGGER_SERVICE_KEYS,
+            target_id.as_ref(),
+        )
+    });
+    match (service, service_node) {
+        (Some(mut spec), Some(n)) => {
+            read_service_fields(r, n, &mut spec);
+            Some(spec)
+        }
+        (None, None) if own_target.is_some() => {
+            target_name.map(|name| ServiceSpec::new(name.clone(), 80))
+        }
+        (service, _) => service,
+    }
 }

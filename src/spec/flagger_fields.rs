@@ -10,12 +10,14 @@
 //!   `spec.analysis` that the canary's router neither renders nor refuses itself: Flagger's
 //!   router would ignore it, and sluice says so instead of ignoring it too.
 //!
-//! Data only, plus that one check: readers stay in `spec::canary`, `spec::analysis`, the
-//! routers and `metrics::metric_templates`.
+//! A route field's renderers and refusers are not listed here: each router says what it does
+//! with the route fields in its own rows ([`crate::route::Router::FLAGGER_FIELDS`]), and the
+//! table asks the registry. Data only, plus that one check: readers stay in `spec::canary`,
+//! `spec::analysis`, the routers and `metrics::metric_templates`.
 
 use std::fmt::Write as _;
 
-use crate::route::Provider;
+use crate::route::{flagger_fields, FieldUse, FlaggerFields, Provider};
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
 
@@ -40,61 +42,6 @@ impl Kind {
     }
 }
 
-/// A router, as far as the route fields are concerned (one per `route::Provider` variant).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Router {
-    Smi,
-    GatewayApi,
-    Istio,
-    Kubernetes,
-    Kuma,
-    Gloo,
-    Apisix,
-    Ingress,
-    Contour,
-    Traefik,
-    Knative,
-    AppMesh,
-}
-
-impl Router {
-    /// The router of `provider`. No `_` arm: a new router must be placed in the table.
-    pub fn of(provider: Provider) -> Router {
-        match provider {
-            Provider::Smi(_) => Router::Smi,
-            Provider::GatewayApi(_) => Router::GatewayApi,
-            Provider::Istio(_) => Router::Istio,
-            Provider::Kubernetes(_) => Router::Kubernetes,
-            Provider::Kuma(_) => Router::Kuma,
-            Provider::Gloo(_) => Router::Gloo,
-            Provider::Apisix(_) => Router::Apisix,
-            Provider::Ingress(_) => Router::Ingress,
-            Provider::Contour(_) => Router::Contour,
-            Provider::Traefik(_) => Router::Traefik,
-            Provider::Knative(_) => Router::Knative,
-            Provider::AppMesh(_) => Router::AppMesh,
-        }
-    }
-
-    /// The `spec.provider` values that select it, for messages and the README.
-    pub fn name(self) -> &'static str {
-        match self {
-            Router::Smi => "osm/linkerd/smi",
-            Router::GatewayApi => "gatewayapi",
-            Router::Istio => "istio",
-            Router::Kubernetes => "kubernetes",
-            Router::Kuma => "kuma",
-            Router::Gloo => "gloo",
-            Router::Apisix => "apisix",
-            Router::Ingress => "nginx/skipper",
-            Router::Contour => "contour",
-            Router::Traefik => "traefik",
-            Router::Knative => "knative",
-            Router::AppMesh => "appmesh",
-        }
-    }
-}
-
 /// What sluice does with one field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Support {
@@ -103,14 +50,11 @@ pub enum Support {
     /// Refused by `sluice validate` and the loop, with a message naming the field: what sluice
     /// does differently.
     Refused(&'static str),
-    /// A route field: rendered by the routers in `renders` (`how`), refused with every other
-    /// provider, by the routers in `refuses` with their own message and by [`refuse_unread`]
-    /// for the rest.
-    Routed {
-        renders: &'static [Router],
-        refuses: &'static [Router],
-        how: &'static str,
-    },
+    /// A route field: rendered by the routers whose rows
+    /// ([`Router::FLAGGER_FIELDS`](crate::route::Router::FLAGGER_FIELDS)) say so (`how`),
+    /// refused with every other provider: by the routers whose rows say so with their own
+    /// message, and by [`refuse_unread`] for the rest.
+    Routed { how: &'static str },
     /// Read with the nearest row above it (its parent object or list): whoever reads the
     /// parent renders it or refuses it by name.
     WithParent,
@@ -151,15 +95,15 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas", Implemented("the primary autoscaler's replica bounds")),
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas.minReplicas", Implemented("the primary autoscaler's minReplicas")),
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas.maxReplicas", Implemented("the primary autoscaler's maxReplicas")),
-    field(Kind::Canary, "spec.ingressRef", Routed { renders: &[Router::Ingress], refuses: &[], how: "the Ingress in the repo that nginx and skipper canaries copy; other providers refuse it" }),
+    field(Kind::Canary, "spec.ingressRef", Routed { how: "the Ingress in the repo that nginx and skipper canaries copy; other providers refuse it" }),
     field(Kind::Canary, "spec.ingressRef.apiVersion", WithParent),
     field(Kind::Canary, "spec.ingressRef.kind", WithParent),
     field(Kind::Canary, "spec.ingressRef.name", WithParent),
-    field(Kind::Canary, "spec.routeRef", Routed { renders: &[Router::Apisix], refuses: &[], how: "the ApisixRoute in the repo whose weights sluice sets; other providers refuse it" }),
+    field(Kind::Canary, "spec.routeRef", Routed { how: "the ApisixRoute in the repo whose weights sluice sets; other providers refuse it" }),
     field(Kind::Canary, "spec.routeRef.apiVersion", WithParent),
     field(Kind::Canary, "spec.routeRef.kind", WithParent),
     field(Kind::Canary, "spec.routeRef.name", WithParent),
-    field(Kind::Canary, "spec.upstreamRef", Routed { renders: &[Router::Gloo], refuses: &[], how: "the Gloo Upstream the RouteTable's destinations copy; other providers refuse it" }),
+    field(Kind::Canary, "spec.upstreamRef", Routed { how: "the Gloo Upstream the RouteTable's destinations copy; other providers refuse it" }),
     field(Kind::Canary, "spec.upstreamRef.apiVersion", WithParent),
     field(Kind::Canary, "spec.upstreamRef.kind", WithParent),
     field(Kind::Canary, "spec.upstreamRef.name", WithParent),
@@ -173,13 +117,13 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.service.targetPort", Implemented("the Services' targetPort (default: port)")),
     field(Kind::Canary, "spec.service.portDiscovery", Implemented("the workload's other container ports become Service ports, as Flagger discovers them")),
     field(Kind::Canary, "spec.service.headless", Implemented("the primary and canary Services are headless")),
-    field(Kind::Canary, "spec.service.timeout", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::Contour, Router::AppMesh], refuses: &[Router::Traefik], how: "the route's request timeout" }),
-    field(Kind::Canary, "spec.service.backendTimeout", Routed { renders: &[Router::GatewayApi], refuses: &[Router::Istio, Router::Contour, Router::Traefik, Router::AppMesh], how: "the HTTPRoute rule's backendRequest timeout (gatewayapi:v1)" }),
-    field(Kind::Canary, "spec.service.meshName", Routed { renders: &[], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "no router renders it (Flagger's App Mesh v1beta2 router ignores it too)" }),
-    field(Kind::Canary, "spec.service.backends", Routed { renders: &[Router::AppMesh], refuses: &[Router::Contour, Router::Traefik], how: "the App Mesh VirtualNode's backends" }),
-    field(Kind::Canary, "spec.service.hosts", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::AppMesh], refuses: &[Router::Contour, Router::Traefik], how: "the VirtualService hosts, HTTPRoute hostnames, App Mesh gateway hosts" }),
-    field(Kind::Canary, "spec.service.delegation", Routed { renders: &[Router::Istio], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "a delegate VirtualService (no hosts or gateways)" }),
-    field(Kind::Canary, "spec.service.match", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::Contour, Router::AppMesh], refuses: &[Router::Traefik], how: "the route's request matches (Contour and App Mesh: the first uri.prefix only; other conditions refused)" }),
+    field(Kind::Canary, "spec.service.timeout", Routed { how: "the route's request timeout" }),
+    field(Kind::Canary, "spec.service.backendTimeout", Routed { how: "the HTTPRoute rule's backendRequest timeout (gatewayapi:v1)" }),
+    field(Kind::Canary, "spec.service.meshName", Routed { how: "no router renders it (Flagger's App Mesh v1beta2 router ignores it too)" }),
+    field(Kind::Canary, "spec.service.backends", Routed { how: "the App Mesh VirtualNode's backends" }),
+    field(Kind::Canary, "spec.service.hosts", Routed { how: "the VirtualService hosts, HTTPRoute hostnames, App Mesh gateway hosts" }),
+    field(Kind::Canary, "spec.service.delegation", Routed { how: "a delegate VirtualService (no hosts or gateways)" }),
+    field(Kind::Canary, "spec.service.match", Routed { how: "the route's request matches (Contour and App Mesh: the first uri.prefix only; other conditions refused)" }),
     field(Kind::Canary, "spec.service.match[].authority", WithParent),
     field(Kind::Canary, "spec.service.match[].authority.exact", WithParent),
     field(Kind::Canary, "spec.service.match[].authority.prefix", WithParent),
@@ -205,22 +149,22 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.service.match[].uri.prefix", WithParent),
     field(Kind::Canary, "spec.service.match[].uri.regex", WithParent),
     field(Kind::Canary, "spec.service.match[].withoutHeaders", WithParent),
-    field(Kind::Canary, "spec.service.retries", Routed { renders: &[Router::Istio, Router::Contour, Router::AppMesh], refuses: &[Router::GatewayApi, Router::Traefik], how: "the route's retry policy" }),
+    field(Kind::Canary, "spec.service.retries", Routed { how: "the route's retry policy" }),
     field(Kind::Canary, "spec.service.retries.attempts", WithParent),
     field(Kind::Canary, "spec.service.retries.perTryTimeout", WithParent),
     field(Kind::Canary, "spec.service.retries.retryOn", WithParent),
-    field(Kind::Canary, "spec.service.rewrite", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the route's URI and authority rewrite" }),
+    field(Kind::Canary, "spec.service.rewrite", Routed { how: "the route's URI and authority rewrite" }),
     field(Kind::Canary, "spec.service.rewrite.uri", WithParent),
     field(Kind::Canary, "spec.service.rewrite.authority", WithParent),
     field(Kind::Canary, "spec.service.rewrite.type", WithParent),
-    field(Kind::Canary, "spec.service.mirror", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "Gateway API mirror filters (Istio: mirrors, beyond Flagger)" }),
+    field(Kind::Canary, "spec.service.mirror", Routed { how: "Gateway API mirror filters (Istio: mirrors, beyond Flagger)" }),
     field(Kind::Canary, "spec.service.mirror[].backendRef", WithParent),
     field(Kind::Canary, "spec.service.mirror[].backendRef.group", WithParent),
     field(Kind::Canary, "spec.service.mirror[].backendRef.kind", WithParent),
     field(Kind::Canary, "spec.service.mirror[].backendRef.name", WithParent),
     field(Kind::Canary, "spec.service.mirror[].backendRef.namespace", WithParent),
     field(Kind::Canary, "spec.service.mirror[].backendRef.port", WithParent),
-    field(Kind::Canary, "spec.service.headers", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "request and response header operations on the route" }),
+    field(Kind::Canary, "spec.service.headers", Routed { how: "request and response header operations on the route" }),
     field(Kind::Canary, "spec.service.headers.request", WithParent),
     field(Kind::Canary, "spec.service.headers.request.add", WithParent),
     field(Kind::Canary, "spec.service.headers.request.remove", WithParent),
@@ -229,15 +173,15 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.service.headers.response.add", WithParent),
     field(Kind::Canary, "spec.service.headers.response.remove", WithParent),
     field(Kind::Canary, "spec.service.headers.response.set", WithParent),
-    field(Kind::Canary, "spec.service.gateways", Routed { renders: &[Router::Istio], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the VirtualService's gateways" }),
-    field(Kind::Canary, "spec.service.gatewayRefs", Routed { renders: &[Router::GatewayApi], refuses: &[Router::Istio, Router::Contour, Router::Traefik, Router::AppMesh], how: "the HTTPRoute's parentRefs" }),
+    field(Kind::Canary, "spec.service.gateways", Routed { how: "the VirtualService's gateways" }),
+    field(Kind::Canary, "spec.service.gatewayRefs", Routed { how: "the HTTPRoute's parentRefs" }),
     field(Kind::Canary, "spec.service.gatewayRefs[].group", WithParent),
     field(Kind::Canary, "spec.service.gatewayRefs[].kind", WithParent),
     field(Kind::Canary, "spec.service.gatewayRefs[].name", WithParent),
     field(Kind::Canary, "spec.service.gatewayRefs[].namespace", WithParent),
     field(Kind::Canary, "spec.service.gatewayRefs[].sectionName", WithParent),
     field(Kind::Canary, "spec.service.gatewayRefs[].port", WithParent),
-    field(Kind::Canary, "spec.service.corsPolicy", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the route's CORS policy (gatewayapi:v1: a CORS filter)" }),
+    field(Kind::Canary, "spec.service.corsPolicy", Routed { how: "the route's CORS policy (gatewayapi:v1: a CORS filter)" }),
     field(Kind::Canary, "spec.service.corsPolicy.allowCredentials", WithParent),
     field(Kind::Canary, "spec.service.corsPolicy.allowHeaders", WithParent),
     field(Kind::Canary, "spec.service.corsPolicy.allowMethods", WithParent),
@@ -248,7 +192,7 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.service.corsPolicy.allowOrigins[].regex", WithParent),
     field(Kind::Canary, "spec.service.corsPolicy.exposeHeaders", WithParent),
     field(Kind::Canary, "spec.service.corsPolicy.maxAge", WithParent),
-    field(Kind::Canary, "spec.service.trafficPolicy", Routed { renders: &[Router::Istio], refuses: &[Router::Contour, Router::Traefik, Router::AppMesh], how: "the primary and canary DestinationRules' trafficPolicy" }),
+    field(Kind::Canary, "spec.service.trafficPolicy", Routed { how: "the primary and canary DestinationRules' trafficPolicy" }),
     field(Kind::Canary, "spec.service.trafficPolicy.connectionPool", WithParent),
     field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http", WithParent),
     field(Kind::Canary, "spec.service.trafficPolicy.connectionPool.http.h2UpgradePolicy", WithParent),
@@ -317,11 +261,11 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.analysis.stepWeight", Implemented("Flagger's weight walk up to maxWeight")),
     field(Kind::Canary, "spec.analysis.stepWeights", Implemented("Flagger's explicit weights (entries over 100 capped as Flagger does)")),
     field(Kind::Canary, "spec.analysis.stepWeightPromotion", Implemented("promotion shifts traffic to the primary in these steps")),
-    field(Kind::Canary, "spec.analysis.mirror", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Kuma, Router::Gloo, Router::Contour, Router::Traefik, Router::AppMesh, Router::Apisix, Router::Ingress, Router::Knative, Router::Kubernetes], how: "traffic mirroring to the canary (blue/green on Istio)" }),
-    field(Kind::Canary, "spec.analysis.mirrorWeight", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Kuma, Router::Gloo, Router::Contour, Router::Traefik, Router::AppMesh, Router::Apisix, Router::Ingress, Router::Knative, Router::Kubernetes], how: "the mirrored share of requests" }),
+    field(Kind::Canary, "spec.analysis.mirror", Routed { how: "traffic mirroring to the canary (blue/green on Istio)" }),
+    field(Kind::Canary, "spec.analysis.mirrorWeight", Routed { how: "the mirrored share of requests" }),
     field(Kind::Canary, "spec.analysis.primaryReadyThreshold", Implemented("(issue 14 item 5) percent of ready primary pods the readiness gate needs (default 100)")),
     field(Kind::Canary, "spec.analysis.canaryReadyThreshold", Implemented("(issue 14 item 5) percent of ready canary pods the readiness gate needs (default 100)")),
-    field(Kind::Canary, "spec.analysis.match", Routed { renders: &[Router::Istio, Router::GatewayApi, Router::Ingress, Router::Contour, Router::AppMesh, Router::Gloo], refuses: &[Router::Kuma, Router::Kubernetes, Router::Apisix, Router::Knative, Router::Traefik], how: "A/B testing: the requests routed to the canary" }),
+    field(Kind::Canary, "spec.analysis.match", Routed { how: "A/B testing: the requests routed to the canary" }),
     field(Kind::Canary, "spec.analysis.match[].headers", WithParent),
     field(Kind::Canary, "spec.analysis.match[].queryParams", WithParent),
     field(Kind::Canary, "spec.analysis.match[].sourceLabels", WithParent),
@@ -352,7 +296,7 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.analysis.webhooks[].retries", Implemented("retries of a failed call (default 0)")),
     field(Kind::Canary, "spec.analysis.webhooks[].disableTLS", Implemented("skip TLS verification for this hook")),
     field(Kind::Canary, "spec.analysis.webhooks[].metadata", Implemented("passed in the hook's payload")),
-    field(Kind::Canary, "spec.analysis.sessionAffinity", Routed { renders: &[Router::Istio, Router::GatewayApi], refuses: &[Router::Kuma, Router::Gloo, Router::Contour, Router::Traefik, Router::AppMesh, Router::Apisix, Router::Ingress, Router::Knative, Router::Kubernetes], how: "cookie-based sticky sessions to the canary" }),
+    field(Kind::Canary, "spec.analysis.sessionAffinity", Routed { how: "cookie-based sticky sessions to the canary" }),
     field(Kind::Canary, "spec.analysis.sessionAffinity.cookieName", Implemented("the canary's cookie name")),
     field(Kind::Canary, "spec.analysis.sessionAffinity.primaryCookieName", WithParent),
     field(Kind::Canary, "spec.analysis.sessionAffinity.domain", WithParent),
@@ -398,8 +342,8 @@ fn status(field: &Field) -> (String, String) {
     match field.support {
         Implemented(how) => ("Implemented".into(), how.into()),
         Refused(why) => ("Refused".into(), why.into()),
-        Routed { renders, how, .. } => {
-            let names: Vec<&str> = renders.iter().map(|r| r.name()).collect();
+        Routed { how } => {
+            let names = renderers(field.path);
             if names.is_empty() {
                 (
                     "Refused".into(),
@@ -450,21 +394,39 @@ pub fn markdown() -> String {
     out
 }
 
+/// What `provider`'s router does with the route field at `path`: `None` when its rows do not
+/// name it (so [`refuse_unread`] refuses it).
+pub fn use_of(provider: Provider, path: &str) -> Option<FieldUse> {
+    use_in(provider.flagger_fields(), path)
+}
+
+fn use_in(router: &FlaggerFields, path: &str) -> Option<FieldUse> {
+    router
+        .rows
+        .iter()
+        .find(|(row, _)| *row == path)
+        .map(|(_, how)| *how)
+}
+
+/// The names of the routers that render the route field at `path`, in the table's order.
+pub fn renderers(path: &str) -> Vec<&'static str> {
+    let mut routers: Vec<&FlaggerFields> = flagger_fields()
+        .filter(|r| use_in(r, path) == Some(FieldUse::Renders))
+        .collect();
+    routers.sort_by_key(|r| r.table_order);
+    routers.iter().map(|r| r.name).collect()
+}
+
 /// Refuses every route field of `spec.service` and `spec.analysis` present in a Flagger
 /// canary's `spec` that `provider`'s router neither renders nor refuses itself (Flagger's router
 /// would ignore it), unless an error since `before` already names it.
 pub fn refuse_unread(r: &mut Reader, provider: Provider, spec: &Node, before: usize) {
-    let router = Router::of(provider);
+    let router = provider.flagger_fields();
     for f in FIELDS.iter().filter(|f| f.kind == Kind::Canary) {
-        let Routed {
-            renders,
-            refuses,
-            how,
-        } = f.support
-        else {
+        let Routed { how } = f.support else {
             continue;
         };
-        if renders.contains(&router) || refuses.contains(&router) {
+        if use_in(router, f.path).is_some() {
             continue;
         }
         let Some((parent, key)) = f.path.rsplit_once('.') else {
@@ -490,7 +452,7 @@ pub fn refuse_unread(r: &mut Reader, provider: Provider, spec: &Node, before: us
         {
             continue;
         }
-        let names: Vec<&str> = renders.iter().map(|r| r.name()).collect();
+        let names = renderers(f.path);
         let instead = if names.is_empty() {
             "no sluice router renders it".to_string()
         } else {
@@ -499,13 +461,59 @@ pub fn refuse_unread(r: &mut Reader, provider: Provider, spec: &Node, before: us
         let named = spec
             .get("provider")
             .and_then(Node::as_str)
-            .unwrap_or(router.name());
+            .unwrap_or(router.name);
         r.error(
             line,
             f.path,
             format!(
                 "not supported with provider {named}: Flagger's router ignores this field ({how}) and sluice refuses it rather than ignore it too; remove it, or {instead}"
             ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A router's row names a route field of the table: a typo or a renamed field would
+    /// silently drop the row, so the field would be refused (or rendered) by mistake.
+    #[test]
+    fn every_router_row_is_a_route_field_of_the_table() {
+        for router in flagger_fields() {
+            for (path, _) in router.rows {
+                let row = FIELDS
+                    .iter()
+                    .find(|f| f.kind == Kind::Canary && f.path == *path);
+                assert!(
+                    matches!(
+                        row,
+                        Some(Field {
+                            support: Routed { .. },
+                            ..
+                        })
+                    ),
+                    "{}: {path} is not a route field of FIELDS",
+                    router.name
+                );
+            }
+            let mut paths: Vec<&str> = router.rows.iter().map(|(p, _)| *p).collect();
+            paths.sort_unstable();
+            paths.dedup();
+            assert_eq!(
+                paths.len(),
+                router.rows.len(),
+                "{}: a row twice",
+                router.name
+            );
+        }
+        let mut orders: Vec<u8> = flagger_fields().map(|r| r.table_order).collect();
+        orders.sort_unstable();
+        orders.dedup();
+        assert_eq!(
+            orders.len(),
+            flagger_fields().count(),
+            "two routers share a table_order"
         );
     }
 }

@@ -17,7 +17,8 @@ use std::path::Path;
 use yaml_rust2::Yaml;
 
 use crate::core::decide::{Action, Decision};
-use crate::spec::model::{Canary, Route, Target};
+use crate::route::Revisions;
+use crate::spec::model::{Canary, Target};
 use crate::workload::autoscaler::Autoscaler;
 use crate::workload::configs::{references, ConfigRef};
 pub use crate::workload::source::Index;
@@ -201,9 +202,9 @@ pub fn source_revision(source: &Source) -> String {
 
 /// The revision the canary's source is at now.
 pub fn revision(root: &Path, canary: &Canary, index: &Index) -> Result<String, WorkloadError> {
-    // A Knative Service: the revision is the name its router gives the template.
-    if let Route::Knative(knative) = &canary.route {
-        return Ok(knative.revision.clone());
+    // Revisions that run in the route object: the router names the source's.
+    if let Revisions::InRoute { revision } = canary.route.revisions() {
+        return Ok(revision.to_string());
     }
     match &canary.target {
         Target::RouteOnly { revision, .. } => Ok(revision.clone()),
@@ -220,10 +221,11 @@ pub fn render(
     decision: &Decision,
     index: &Index,
 ) -> Result<Vec<(String, String)>, WorkloadError> {
-    // Route-only: the user owns the workloads. Knative: the Service the router writes runs
-    // both revisions, with no primary/canary workload or Service (as Flagger).
+    // Route-only: the user owns the workloads. Revisions in the route (a Knative Service):
+    // the object the router writes runs both, with no primary/canary workload or Service (as
+    // Flagger).
     if matches!(canary.target, Target::RouteOnly { .. })
-        || matches!(canary.route, Route::Knative(_))
+        || matches!(canary.route.revisions(), Revisions::InRoute { .. })
     {
         return Ok(Vec::new());
     }

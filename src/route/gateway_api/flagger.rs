@@ -34,6 +34,7 @@
 
 use serde_json::{Map, Value as Json};
 
+use crate::route::field;
 use crate::route::gateway_api::config::{
     Cors, GatewayDuration, GatewayVersion, HeaderModifier, HttpHeader, HttpMatch, PathMatch,
     PathRewrite, RequestMirror, RuleSpec, Timeouts, UrlRewrite, ValueMatch,
@@ -71,11 +72,6 @@ const DURATION_RULE: &str =
     "1 to 4 groups of up to 5 digits and a unit h, m, s or ms, such as 30s or 1m30s";
 const PREFIX_REWRITE_RULE: &str =
     "rewrite type ReplacePrefixMatch needs exactly one PathPrefix match in each HTTPRoute rule (a CEL rule of the HTTPRoute CRD)";
-
-/// A `spec.service` field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(service: &'n Node, key: &str) -> Option<&'n Node> {
-    service.get(key).filter(|n| n.value != Value::Null)
-}
 
 /// Reads the `spec.service` fields Flagger puts on every rule of a Gateway API route; `None`
 /// when any had errors (reported through `r`).
@@ -1247,7 +1243,7 @@ backendTimeout: 500ms
     }
 
     #[test]
-    fn bad_service_fields_are_reported_with_line_and_field() {
+    fn bad_timeout_match_and_header_fields_are_reported_with_line_and_field() {
         let seventeen: String = (0..17).map(|i| format!("x-{i}: v, ")).collect();
         let cases: Vec<(String, Vec<&str>)> = vec![
             (
@@ -1302,6 +1298,15 @@ backendTimeout: 500ms
                 "headers:\n  requset: {}\n".into(),
                 vec!["c.yaml:2: spec.service.headers.requset: unknown field (did you mean \"request\"?); expected one of: request, response"],
             ),
+        ];
+        for (yaml, expected) in cases {
+            assert_eq!(errors_v1(&yaml), expected, "{yaml}");
+        }
+    }
+
+    #[test]
+    fn bad_rewrite_and_cors_fields_are_reported_with_line_and_field() {
+        let cases: Vec<(String, Vec<&str>)> = vec![
             (
                 "rewrite:\n  authority: podinfo:8080\n  uri: v2\n".into(),
                 vec![

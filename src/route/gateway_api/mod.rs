@@ -23,8 +23,12 @@ pub use config::{
     RuleSpec, Timeouts, UrlRewrite, ValueMatch,
 };
 
+use crate::route::kubernetes::APP_HISTOGRAM_METRICS;
 use crate::route::Canary;
-use crate::route::{AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights};
+use crate::route::{
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget,
+    ReadyCondition, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -140,6 +144,53 @@ impl Router for GatewayApi {
         state: &RouteState,
     ) -> Result<Option<String>, RouteError> {
         render::render(canary, config, backends, weights, state).map(Some)
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "gatewayapi",
+        table_order: 1,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Renders),
+            ("spec.service.hosts", FieldUse::Renders),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Refuses),
+            ("spec.service.rewrite", FieldUse::Renders),
+            ("spec.service.mirror", FieldUse::Renders),
+            ("spec.service.headers", FieldUse::Renders),
+            ("spec.service.gatewayRefs", FieldUse::Renders),
+            ("spec.service.corsPolicy", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Renders),
+            ("spec.analysis.mirrorWeight", FieldUse::Renders),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Renders),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        provider
+            .starts_with("gatewayapi")
+            .then_some(BuiltinMetrics::Queries(APP_HISTOGRAM_METRICS))
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    /// The HTTPRoute, named after the apex Service: every parent Gateway must accept it.
+    fn readiness<'a>(config: &'a Config, canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        let version = config.version.api_version();
+        Some(ReadyObject {
+            group: "gateway.networking.k8s.io",
+            version: version.rsplit('/').next().unwrap_or("v1"),
+            kind: "HTTPRoute",
+            plural: "httproutes",
+            what: "HTTPRoute",
+            name: canary.service.name.as_str(),
+            condition: ReadyCondition::ParentsAccepted,
+        })
     }
 }
 

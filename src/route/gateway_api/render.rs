@@ -41,9 +41,7 @@ use crate::route::gateway_api::config::{
     Timeouts, ValueMatch,
 };
 use crate::route::Canary;
-use crate::route::{
-    header_comment, render_template, reparse, Backends, RouteError, RouteState, Weights,
-};
+use crate::route::{header_comment, render_checked, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/httproute.yaml.j2");
@@ -206,6 +204,23 @@ fn cookie_match(cookie: &str) -> HttpMatch {
     }
 }
 
+/// Blue/green with `analysis.mirror`: the canary mirror, while the rollout's state says so.
+fn state_mirror<'a>(
+    route: &Config,
+    state: &RouteState,
+    backends: &Backends<'a>,
+    port: u16,
+) -> Option<StateMirror<'a>> {
+    route
+        .analysis_mirror
+        .filter(|_| state.mirroring)
+        .map(|m| StateMirror {
+            name: backends.canary,
+            port,
+            percent: m.percent,
+        })
+}
+
 pub(super) fn render(
     canary: &Canary,
     route: &Config,
@@ -222,15 +237,7 @@ pub(super) fn render(
     } else {
         route.rules.matches.clone()
     };
-    // Blue/green with `analysis.mirror`, while the rollout's state says so.
-    let mirror = route
-        .analysis_mirror
-        .filter(|_| state.mirroring)
-        .map(|m| StateMirror {
-            name: backends.canary,
-            port,
-            percent: m.percent,
-        });
+    let mirror = state_mirror(route, state, backends, port);
     let backend = |name, weight| BackendRef {
         name,
         port,
@@ -317,11 +324,9 @@ pub(super) fn render(
         filters,
         timeouts: Some(&route.rules.timeouts).filter(|t| **t != Timeouts::default()),
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let parsed = reparse(canary, TEMPLATE_NAME, &text)?;
-    verify(&parsed, &context, weights, weighted_rule)
-        .map_err(|message| RouteError::output(canary, TEMPLATE_NAME, message))?;
-    Ok(text)
+    render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |parsed| {
+        verify(parsed, &context, weights, weighted_rule)
+    })
 }
 
 /// Reads the rendered object back: right kind and name, every rule has the filters asked for,

@@ -35,10 +35,11 @@ use std::collections::BTreeMap;
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::core::model::Strategy;
-use crate::route::istio_api::{self, HttpMatchRequest};
+use crate::route::istio::api::{self, HttpMatchRequest};
 use crate::route::{
-    header_comment, reparse, AbInput, Backends, Canary, FlaggerInput, Route, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    header_comment, reparse, AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
+    FlaggerInput, OwnTarget, ReadyObject, Revisions, Route, RouteError, RouteState, Router,
+    Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
@@ -146,8 +147,7 @@ impl Router for Ingress {
         match config.controller {
             Controller::Nginx => {
                 let path = "spec.analysis.match";
-                let Some(matches) =
-                    istio_api::read::<Vec<HttpMatchRequest>>(r, input.matches, path)
+                let Some(matches) = api::read::<Vec<HttpMatchRequest>>(r, input.matches, path)
                 else {
                     return;
                 };
@@ -196,6 +196,36 @@ impl Router for Ingress {
             .and(wanted)
             .map_err(|message| RouteError::output(canary, TEMPLATE, message))?;
         Ok(Some(text))
+    }
+
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "nginx/skipper",
+        table_order: 2,
+        rows: &[
+            ("spec.ingressRef", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Refuses),
+            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        match provider {
+            "nginx" => Some(BuiltinMetrics::Queries(nginx::METRICS)),
+            "skipper" => Some(BuiltinMetrics::Queries(skipper::METRICS)),
+            _ => None,
+        }
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
     }
 }
 

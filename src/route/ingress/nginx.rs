@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
-use crate::route::istio_api::{HttpMatchRequest, StringMatch};
-use crate::route::{Backends, Canary, Weights};
+use crate::route::istio::api::{HttpMatchRequest, StringMatch};
+use crate::route::{Backends, Canary, QuerySet, Weights};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -219,3 +219,21 @@ pub fn verify(
     }
     Ok(())
 }
+
+// ingress-nginx has no latency histogram per canary in Flagger's query: it uses the mean
+// (sum / count) in seconds, times 1000.
+/// Flagger's observer queries for nginx.
+pub(crate) const METRICS: QuerySet = QuerySet {
+    name: "nginx",
+    success_rate: r#"
+sum(rate(nginx_ingress_controller_requests{namespace="{{ namespace }}", ingress="{{ ingress }}", canary!="", status!~"5.*"}[{{ interval }}]))
+/
+sum(rate(nginx_ingress_controller_requests{namespace="{{ namespace }}", ingress="{{ ingress }}", canary!=""}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+sum(rate(nginx_ingress_controller_response_duration_seconds_sum{namespace="{{ namespace }}", ingress="{{ ingress }}", canary!=""}[{{ interval }}]))
+/
+sum(rate(nginx_ingress_controller_response_duration_seconds_count{namespace="{{ namespace }}", ingress="{{ ingress }}", canary!=""}[{{ interval }}]))
+* 1000"#,
+    encode_names: None,
+};

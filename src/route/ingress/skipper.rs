@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
-use crate::route::{Backends, Canary, Weights};
+use crate::route::{Backends, Canary, QuerySet, Weights};
 
 use super::{backend_service, paths_mut, rendered_backends, set_backend_service, Config};
 
@@ -122,6 +122,40 @@ pub fn verify(doc: &Json, backends: &Backends, weights: Weights) -> Result<(), S
         }
     }
     Ok(())
+}
+
+// Skipper names a route of an Ingress `kube_<namespace>__<ingress>__<host>__<path>__<service>`
+// (`kubeew_` for east-west), every non-word character of the names turned into `_`
+// (`skipper_model`); Flagger's observer matches the canary Ingress' routes to the canary
+// Service. Duration is the mean, as for nginx.
+/// Flagger's observer queries for skipper.
+pub(crate) const METRICS: QuerySet = QuerySet {
+    name: "skipper",
+    success_rate: r#"
+sum(rate(skipper_response_duration_seconds_bucket{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?", code!~"5..", le="+Inf"}[{{ interval }}]))
+/
+sum(rate(skipper_response_duration_seconds_bucket{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?", le="+Inf"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+sum(rate(skipper_serve_route_duration_seconds_sum{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?"}[{{ interval }}]))
+/
+sum(rate(skipper_serve_route_duration_seconds_count{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?"}[{{ interval }}]))
+* 1000"#,
+    encode_names: Some(route_id_name),
+};
+
+/// Flagger's `encodeModelForSkipper`: a name as Skipper writes it into route ids, every
+/// character other than a letter, digit or `_` replaced by `_`.
+fn route_id_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

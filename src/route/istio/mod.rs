@@ -6,10 +6,12 @@
 //! default), `v1` for `istio:v1`; a native `spec.route` of kind `VirtualService` picks the
 //! version by its `apiVersion`.
 //!
-//! - This file: reading Flagger's `spec.service` fields (typed by [`crate::route::istio_api`])
+//! - This file: reading Flagger's `spec.service` fields (typed by [`crate::route::istio::api`])
 //!   and an A/B canary's `analysis.match`, and the fields refused.
 //! - `rollout.rs`: `analysis.sessionAffinity` and `analysis.mirror`, and their refusals.
 //! - `render.rs`: the three documents from `templates/istio.yaml.j2`, read back and checked.
+//! - `api.rs`: the Istio-shaped types Flagger's Canary carries (`match`, `retries`, ...),
+//!   which the ingress router reads too.
 //!
 //! Fields Flagger's Istio router applies and sluice renders: `gateways`, `hosts`,
 //! `delegation`, `match`, `rewrite` (`uri`, `authority`), `headers`, `retries`, `timeout`,
@@ -27,15 +29,19 @@
 //! `gatewayRefs` and `backendTimeout` (Gateway API only: Flagger's Istio router ignores them),
 //! `rewrite.type: ReplaceFullPath` (an Istio rewrite replaces the matched prefix).
 
+pub mod api;
 mod render;
 mod rollout;
 
 use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
-use crate::route::istio_api::{
-    self, CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
+use crate::route::istio::api::{
+    CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
-use crate::route::Canary;
-use crate::route::{AbInput, Backends, FlaggerInput, RouteError, RouteState, Router, Weights};
+use crate::route::{field, Canary};
+use crate::route::{
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
+    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -173,10 +179,10 @@ impl Router for Istio {
             .and_then(|(n, p)| read_matches(r, n, &p))
             .unwrap_or_default();
         let rewrite = typed("rewrite").and_then(|(n, p)| read_rewrite(r, n, &p));
-        let timeout = typed("timeout").and_then(|(n, p)| istio_api::read(r, n, &p));
-        let retries = typed("retries").and_then(|(n, p)| istio_api::read(r, n, &p));
-        let cors = typed("corsPolicy").and_then(|(n, p)| istio_api::read(r, n, &p));
-        let headers = typed("headers").and_then(|(n, p)| istio_api::read(r, n, &p));
+        let timeout = typed("timeout").and_then(|(n, p)| api::read(r, n, &p));
+        let retries = typed("retries").and_then(|(n, p)| api::read(r, n, &p));
+        let cors = typed("corsPolicy").and_then(|(n, p)| api::read(r, n, &p));
+        let headers = typed("headers").and_then(|(n, p)| api::read(r, n, &p));
         let traffic_policy = typed("trafficPolicy")
             .and_then(|(n, p)| read_traffic_policy(r, n, &p))
             .map(Box::new);
@@ -284,11 +290,47 @@ impl Router for Istio {
     ) -> Result<Option<String>, RouteError> {
         render::render(canary, config, backends, weights, state).map(Some)
     }
-}
 
-/// A `spec.service` field that is set (a `null` value counts as not set, as in Flagger).
-fn field<'n>(service: &'n Node, key: &str) -> Option<&'n Node> {
-    service.get(key).filter(|n| n.value != Value::Null)
+    const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
+        name: "istio",
+        table_order: 0,
+        rows: &[
+            ("spec.service.timeout", FieldUse::Renders),
+            ("spec.service.backendTimeout", FieldUse::Refuses),
+            ("spec.service.hosts", FieldUse::Renders),
+            ("spec.service.delegation", FieldUse::Renders),
+            ("spec.service.match", FieldUse::Renders),
+            ("spec.service.retries", FieldUse::Renders),
+            ("spec.service.rewrite", FieldUse::Renders),
+            ("spec.service.mirror", FieldUse::Renders),
+            ("spec.service.headers", FieldUse::Renders),
+            ("spec.service.gateways", FieldUse::Renders),
+            ("spec.service.gatewayRefs", FieldUse::Refuses),
+            ("spec.service.corsPolicy", FieldUse::Renders),
+            ("spec.service.trafficPolicy", FieldUse::Renders),
+            ("spec.analysis.mirror", FieldUse::Renders),
+            ("spec.analysis.mirrorWeight", FieldUse::Renders),
+            ("spec.analysis.match", FieldUse::Renders),
+            ("spec.analysis.sessionAffinity", FieldUse::Renders),
+        ],
+    };
+
+    const OWN_TARGET: Option<OwnTarget> = None;
+
+    fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
+        match provider {
+            "istio" | "istio:v1beta1" | "istio:v1" => Some(BuiltinMetrics::Queries(ISTIO_METRICS)),
+            _ => None,
+        }
+    }
+
+    fn revisions(_config: &Config) -> Revisions<'_> {
+        Revisions::Workloads
+    }
+
+    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
+        None
+    }
 }
 
 /// Flagger fields this router does not render; dropping them silently would route other
@@ -336,7 +378,7 @@ fn strings(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
 
 /// A non-empty list of `HTTPMatchRequest`s, none empty (an empty one matches every request).
 fn read_matches(r: &mut Reader, node: &Node, path: &str) -> Option<Vec<HttpMatchRequest>> {
-    let matches: Vec<HttpMatchRequest> = istio_api::read(r, node, path)?;
+    let matches: Vec<HttpMatchRequest> = api::read(r, node, path)?;
     let mut ok = true;
     if let Value::Seq(items) = &node.value {
         for (i, (m, item)) in matches.iter().zip(items).enumerate() {
@@ -374,7 +416,7 @@ fn read_rewrite(r: &mut Reader, node: &Node, path: &str) -> Option<Rewrite> {
 }
 
 fn read_traffic_policy(r: &mut Reader, node: &Node, path: &str) -> Option<TrafficPolicy> {
-    let policy: TrafficPolicy = istio_api::read(r, node, path)?;
+    let policy: TrafficPolicy = api::read(r, node, path)?;
     let hashes = [policy.load_balancer.as_ref()]
         .into_iter()
         .chain(
@@ -462,3 +504,16 @@ fn read_mirrors(r: &mut Reader, node: &Node, path: &str) -> Vec<Mirror> {
     }
     out
 }
+
+/// Flagger's observer queries for istio.
+pub(crate) const ISTIO_METRICS: QuerySet = QuerySet {
+    name: "istio",
+    success_rate: r#"
+sum(rate(istio_requests_total{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}", response_code!~"5.*"}[{{ interval }}]))
+/
+sum(rate(istio_requests_total{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}"}[{{ interval }}]))
+* 100"#,
+    duration: r#"
+histogram_quantile(0.99, sum(rate(istio_request_duration_milliseconds_bucket{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}"}[{{ interval }}])) by (le))"#,
+    encode_names: None,
+};

@@ -37,15 +37,13 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::gateway_api::AnalysisMirror;
-use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
-use crate::route::istio_api::{
+use crate::route::istio::api::{
     CorsPolicy, HeaderOperations, Headers, HttpMatchRequest, HttpRetry, IstioDuration, StringMatch,
     TrafficPolicy,
 };
+use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::Canary;
-use crate::route::{
-    header_comment, render_template, reparse_all, Backends, RouteError, RouteState, Weights,
-};
+use crate::route::{header_comment, render_checked_all, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "istio.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
@@ -125,6 +123,12 @@ struct DestinationRule<'a> {
 struct StateMirror<'a> {
     host: &'a str,
     mirror: AnalysisMirror,
+}
+
+impl<'a> StateMirror<'a> {
+    fn to(host: &'a str, mirror: AnalysisMirror) -> StateMirror<'a> {
+        StateMirror { host, mirror }
+    }
 }
 
 impl<'a> HttpRoute<'a> {
@@ -235,6 +239,30 @@ fn merge_matches(ab: &[HttpMatchRequest], own: &[HttpMatchRequest]) -> Vec<HttpM
     merged
 }
 
+/// The VirtualService's hosts (the apex Service's name added unless `*` covers it) and
+/// gateways (`mesh` by default); none for a delegate.
+fn hosts_and_gateways<'a>(config: &'a Config, apex: &'a str) -> (Vec<&'a str>, Vec<&'a str>) {
+    if config.delegation {
+        return (Vec::new(), Vec::new());
+    }
+    let mut hosts: Vec<&str> = config.hosts.iter().map(String::as_str).collect();
+    if !hosts.iter().any(|h| *h == apex || *h == "*") {
+        hosts.push(apex);
+    }
+    let mut gateways: Vec<&str> = config.gateways.iter().map(String::as_str).collect();
+    if gateways.is_empty() {
+        gateways.push("mesh");
+    }
+    (hosts, gateways)
+}
+
+/// Flagger's makeDestination: the port only behind a gateway (or as a delegate) with port
+/// discovery, where the Service may expose several ports.
+fn destination_port(config: &Config, canary: &Canary) -> Option<u16> {
+    let behind_gateway = config.gateways.first().is_some_and(|g| g != "mesh");
+    (config.port_discovery && (behind_gateway || config.delegation)).then_some(canary.service.port)
+}
+
 pub(super) fn render(
     canary: &Canary,
     config: &Config,
@@ -243,24 +271,8 @@ pub(super) fn render(
     state: &RouteState,
 ) -> Result<String, RouteError> {
     let apex = canary.service.name.as_str();
-    let (hosts, gateways) = if config.delegation {
-        (Vec::new(), Vec::new())
-    } else {
-        let mut hosts: Vec<&str> = config.hosts.iter().map(String::as_str).collect();
-        if !hosts.iter().any(|h| *h == apex || *h == "*") {
-            hosts.push(apex);
-        }
-        let mut gateways: Vec<&str> = config.gateways.iter().map(String::as_str).collect();
-        if gateways.is_empty() {
-            gateways.push("mesh");
-        }
-        (hosts, gateways)
-    };
-    // Flagger's makeDestination: the port only behind a gateway (or as a delegate) with
-    // port discovery, where the Service may expose several ports.
-    let port = (config.port_discovery
-        && (config.gateways.first().is_some_and(|g| g != "mesh") || config.delegation))
-        .then_some(canary.service.port);
+    let (hosts, gateways) = hosts_and_gateways(config, apex);
+    let port = destination_port(config, canary);
     let destination = |host, weight| Destination {
         host,
         port,
@@ -275,13 +287,11 @@ pub(super) fn render(
     };
     let weighted = || split(weights.primary, weights.canary);
     let fields = &config.http;
+    // Blue/green with `analysis.mirror`, while the rollout's state says so.
     let state_mirror = config
         .analysis_mirror
         .filter(|_| state.mirroring)
-        .map(|mirror| StateMirror {
-            host: backends.canary,
-            mirror,
-        });
+        .map(|mirror| StateMirror::to(backends.canary, mirror));
     let route = |matches, destinations| HttpRoute::new(fields, matches, destinations, state_mirror);
     let sticky = |cookie: &str| merge_matches(&[cookie_match(cookie)], &fields.matches);
     // Where the weighted route is: after the cookie route, if there is one.
@@ -353,29 +363,15 @@ pub(super) fn render(
         hosts,
         gateways,
         http,
-        rules: [
-            DestinationRule {
-                name: backends.primary,
-                host: backends.primary,
-                traffic_policy,
-            },
-            DestinationRule {
-                name: backends.canary,
-                host: backends.canary,
-                traffic_policy,
-            },
-        ],
+        rules: [backends.primary, backends.canary].map(|name| DestinationRule {
+            name,
+            host: name,
+            traffic_policy,
+        }),
     };
-    let text = render_template(canary, TEMPLATE_NAME, TEMPLATE, &context)?;
-    let docs = reparse_all(canary, TEMPLATE_NAME, &text)?;
-    verify(&docs, &context, backends, weights, weighted_index).map_err(|message| {
-        RouteError::Output {
-            canary: canary.id.to_string(),
-            template: TEMPLATE_NAME,
-            message,
-        }
-    })?;
-    Ok(text)
+    render_checked_all(canary, TEMPLATE_NAME, TEMPLATE, &context, |docs| {
+        verify(docs, &context, backends, weights, weighted_index)
+    })
 }
 
 /// Reads the documents back: a VirtualService and two DestinationRules with the right
