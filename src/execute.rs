@@ -51,7 +51,7 @@ pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::git
     let mut fold: Vec<Commit> = Vec::new();
     for c in commits {
         match (&c.kind, mode) {
-            (CommitKind::Decision { .. }, CommitMode::PerTick) => {
+            (CommitKind::Decided { .. }, CommitMode::PerTick) => {
                 match repo.check_changes(&c.changes) {
                     Ok(()) => fold.push(c),
                     Err(e) => fail(&mut report, &c, &CanaryError::Git(e)),
@@ -66,7 +66,7 @@ pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::git
                 &mut report,
                 &mut announce,
             )?,
-            (CommitKind::Decision { .. } | CommitKind::Record, _) => {}
+            (CommitKind::Decided { .. } | CommitKind::Record, _) => {}
         }
         commit_one(repo, &author, c, &mut report, &mut announce)?;
     }
@@ -100,7 +100,7 @@ pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::git
 fn fail(report: &mut TickReport, c: &Commit, e: &CanaryError) {
     let outcome = &mut report.outcomes[c.outcome];
     match &c.kind {
-        CommitKind::Decision { .. } | CommitKind::Record => {
+        CommitKind::Decided { .. } | CommitKind::Record => {
             warn!(canary = %outcome.id, error = %e, "Canary skipped");
             *outcome = CanaryOutcome::of(outcome.id.clone(), None, Some(e.to_string()));
         }
@@ -122,7 +122,7 @@ fn commit_one(
             let outcome = &mut report.outcomes[c.outcome];
             outcome.committed = Some(c.message.subject.clone());
             match c.kind {
-                CommitKind::Decision { canary, decision } => announce.push((*canary, *decision)),
+                CommitKind::Decided { canary, decision } => announce.push((*canary, *decision)),
                 CommitKind::Revert { event } => {
                     info!(canary = %outcome.id, "{event}");
                     outcome.events.push(event);
@@ -161,7 +161,7 @@ fn commit_fold(
             report.commits += 1;
             for c in fold {
                 report.outcomes[c.outcome].committed = Some(c.message.subject);
-                if let CommitKind::Decision { canary, decision } = c.kind {
+                if let CommitKind::Decided { canary, decision } = c.kind {
                     announce.push((*canary, *decision));
                 }
             }

@@ -51,7 +51,7 @@ pub struct Commit {
 pub enum CommitKind {
     /// A decision: folded into the tick's one commit under `commits: perTick`; logged and
     /// notified once pushed.
-    Decision {
+    Decided {
         canary: Box<Canary>,
         decision: Box<Decision>,
     },
@@ -223,7 +223,7 @@ fn canary_commit(
         outcome: 0,
         changes,
         message,
-        kind: CommitKind::Decision {
+        kind: CommitKind::Decided {
             canary: Box::new(canary.clone()),
             decision: Box::new(decision),
         },
