@@ -17,7 +17,7 @@ use crate::spec::model::{
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::Node;
-use crate::yaml::reader::{index, join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
+use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::{Object, Snapshot};
 
 /// The apiVersion an AlertProvider is read in.
@@ -204,15 +204,7 @@ pub fn read_provider(object: &Object) -> Result<AlertProvider, Vec<SpecError>> {
 
 fn read(r: &mut Reader, root: &Node) -> Option<AlertProvider> {
     r.map(root, "", OBJECT_KEYS)?;
-    let meta = r.required(root, "", "metadata")?;
-    r.map(meta, "metadata", METADATA_KEYS)?;
-    let name = r
-        .required(meta, "metadata", "name")
-        .and_then(|n| name_at(r, n, "metadata.name"));
-    let namespace = match meta.get("namespace") {
-        Some(n) => name_at(r, n, "metadata.namespace"),
-        None => Name::parse("default").ok(),
-    };
+    let (name, namespace) = metadata_name(r, root)?;
     let spec = r.required(root, "", "spec")?;
     r.map(spec, "spec", SPEC_KEYS)?;
     let kind = r.required(spec, "spec", "type").and_then(|n| {

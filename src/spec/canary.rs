@@ -10,13 +10,13 @@ use crate::route::{
 };
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
-    Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, Name, PortRef, RepoPath,
+    Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, PortRef, RepoPath,
     ServiceMetadata, ServiceSpec, Strategy, Target,
 };
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
+use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::Snapshot;
 
 const NATIVE_SPEC_KEYS: &[&str] = &[
@@ -90,15 +90,7 @@ fn repo_path_at(r: &mut Reader, node: &Node, path: &str) -> Option<RepoPath> {
 }
 
 fn read_id(r: &mut Reader, root: &Node) -> Option<CanaryId> {
-    let meta = r.required(root, "", "metadata")?;
-    r.map(meta, "metadata", METADATA_KEYS)?;
-    let name = r
-        .required(meta, "metadata", "name")
-        .and_then(|n| name_at(r, n, "metadata.name"));
-    let namespace = match meta.get("namespace") {
-        Some(n) => name_at(r, n, "metadata.namespace"),
-        None => Name::parse("default").ok(),
-    };
+    let (name, namespace) = metadata_name(r, root)?;
     Some(CanaryId {
         name: name?,
         namespace: namespace?,

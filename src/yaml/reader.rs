@@ -262,6 +262,27 @@ pub const METADATA_KEYS: &[&str] = &[
     "generateName",
 ];
 
+/// An object's `metadata`: its name and namespace (`default` when absent), each a DNS-1123
+/// name; each bad or missing one is an error at its line, and comes back `None`.
+pub fn metadata_name(
+    r: &mut Reader,
+    root: &Node,
+) -> Option<(
+    Option<sluice_core::model::Name>,
+    Option<sluice_core::model::Name>,
+)> {
+    let meta = r.required(root, "", "metadata")?;
+    r.map(meta, "metadata", METADATA_KEYS)?;
+    let name = r
+        .required(meta, "metadata", "name")
+        .and_then(|n| name_at(r, n, "metadata.name"));
+    let namespace = match meta.get("namespace") {
+        Some(n) => name_at(r, n, "metadata.namespace"),
+        None => sluice_core::model::Name::parse("default").ok(),
+    };
+    Some((name, namespace))
+}
+
 /// A DNS-1123 name at `path`; a bad one is an error at the node's line.
 pub fn name_at(r: &mut Reader, node: &Node, path: &str) -> Option<sluice_core::model::Name> {
     let text = r.string(node, path)?;
