@@ -27,6 +27,10 @@
 //! on the next tick. Under `restore` every drifted file is written back in one commit
 //! (`Sluice-Restored`, `Sluice-Restored-From`) and the canary decides again from the next tick.
 //!
+//! This module finds drift and reads what a decision about it needs ([`observe`]: sluice's
+//! last status, the files a restore writes back); the decision itself (hold, restore, resume)
+//! is the core's (`core::verdict`), and [`changes`] renders its commit.
+//!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
 //! [`LOOKBACK`] commits; nothing runs on an idle poll (the head did not move).
