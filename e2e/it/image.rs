@@ -867,6 +867,38 @@ fn the_image_check_reads_users_entrypoints_and_continuations() {
 
 /// What the release workflow `wf` (release.yml, parsed) lacks to push a signed multi-arch image
 /// with an SBOM and provenance.
+/// `owner/name@<40 hex digits>`: an action pinned to one commit.
+fn is_pinned_to_a_commit(action: &str) -> bool {
+    action.split_once('@').is_some_and(|(_, v)| {
+        v.len() == 40
+            && v.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+#[test]
+fn every_action_of_every_workflow_is_pinned_to_a_commit() {
+    for file in ["ci.yml", "release.yml"] {
+        let wf = yaml(&format!(".github/workflows/{file}"));
+        let jobs = wf["jobs"].as_object().expect("jobs");
+        let mut seen = 0;
+        for (job, body) in jobs {
+            for step in body["steps"].as_array().into_iter().flatten() {
+                if let Some(action) = step["uses"].as_str() {
+                    seen += 1;
+                    assert!(
+                        is_pinned_to_a_commit(action),
+                        "{file}: job {job}: {action} is not pinned to a commit SHA"
+                    );
+                }
+            }
+        }
+        assert!(seen > 0, "{file}: no action read");
+    }
+    assert!(!is_pinned_to_a_commit("actions/checkout@v4"));
+    assert!(!is_pinned_to_a_commit("actions/checkout@main"));
+}
+
 fn release_problems(wf: &Json) -> Vec<String> {
     let mut problems = Vec::new();
     let mut want = |ok: bool, what: &str| {
@@ -957,16 +989,12 @@ fn release_problems(wf: &Json) -> Vec<String> {
         }
         None => want(false, "signs the image (`cosign sign --yes`)"),
     }
-    // Every action is pinned to a major version, as ci.yml pins them.
+    // Every action is pinned to a commit, as ci.yml pins them: a tag can be moved to other code.
     for step in steps {
         if let Some(action) = step["uses"].as_str() {
-            let major = action.split_once('@').map(|(_, v)| v);
             want(
-                major.is_some_and(|v| {
-                    v.strip_prefix('v')
-                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                }),
-                &format!("{action} is pinned to a major version (@vN)"),
+                is_pinned_to_a_commit(action),
+                &format!("{action} is pinned to a commit SHA (@<40 hex digits>)"),
             );
         }
     }
@@ -1023,7 +1051,7 @@ fn the_release_check_reports_a_single_arch_unsigned_image() {
             "release.yml: attaches provenance (provenance: mode=max)",
             "release.yml: installs cosign, then runs `cosign sign --yes`",
             "release.yml: signs the image (`cosign sign --yes`)",
-            "release.yml: actions/checkout@main is pinned to a major version (@vN)",
+            "release.yml: actions/checkout@main is pinned to a commit SHA (@<40 hex digits>)",
         ]
     );
 }
