@@ -4,7 +4,7 @@
 //! (multi-document files included). Problems are reported like every spec error,
 //! `file:line: field: message`, and a template with problems stays in the index as invalid, so
 //! a metric that refers to it fails with the reason instead of "not found". Its provider is
-//! read into a typed [`Provider`]; a provider type sluice cannot query ([`queryable_provider`])
+//! read into a typed [`MetricProvider`]; a provider type sluice cannot query ([`queryable_provider`])
 //! and a provider field the type does not use are errors here, not surprises mid-rollout. The query text is
 //! only checked here; `query_render.rs` renders it. This module does no IO.
 
@@ -27,7 +27,7 @@ pub struct MetricTemplate {
     pub file: String,
     pub line: usize,
     /// `spec.provider`: who answers the query, and how to reach it.
-    pub provider: Provider,
+    pub provider: MetricProvider,
     /// `spec.query`, checked for template syntax; its language is the provider's.
     pub query: String,
 }
@@ -37,7 +37,7 @@ pub struct MetricTemplate {
 /// provider does not use is refused at parse, never ignored. The `secret_ref` names a Secret
 /// in the template's namespace; its keys are read through [`crate::secrets::Secrets`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Provider {
+pub enum MetricProvider {
     Prometheus {
         /// Overrides the canary's and the repo's Prometheus address.
         address: Option<String>,
@@ -80,7 +80,7 @@ enum Support {
 }
 
 /// Flagger's provider types (the CRD's enum) and what sluice does with each. The queryable
-/// ones are exactly the variants of [`Provider`].
+/// ones are exactly the variants of [`MetricProvider`].
 const PROVIDER_TYPES: &[(&str, Support)] = &[
     ("prometheus", Support::Queryable),
     ("datadog", Support::Queryable),
@@ -506,37 +506,37 @@ impl ProviderFields<'_> {
     }
 
     /// The typed provider, with the fields its type requires.
-    fn provider(&self, r: &mut Reader) -> Option<Provider> {
+    fn provider(&self, r: &mut Reader) -> Option<MetricProvider> {
         let address = self.address.clone();
         let secret_ref = self.secret_ref.clone();
         Some(match self.kind.as_str() {
-            "prometheus" => Provider::Prometheus {
+            "prometheus" => MetricProvider::Prometheus {
                 address,
                 headers: self.headers.clone(),
                 secret_ref,
                 insecure_skip_verify: self.insecure_skip_verify,
             },
-            "datadog" => Provider::Datadog {
+            "datadog" => MetricProvider::Datadog {
                 address: address.unwrap_or_else(|| DATADOG_DEFAULT_ADDRESS.into()),
                 secret_ref: self.needs_secret(r, "datadog_api_key and datadog_application_key")?,
             },
-            "newrelic" => Provider::NewRelic {
+            "newrelic" => MetricProvider::NewRelic {
                 address: address.unwrap_or_else(|| NEWRELIC_DEFAULT_ADDRESS.into()),
                 secret_ref: self.needs_secret(r, "newrelic_account_id and newrelic_query_key")?,
             },
             "dynatrace" => {
                 let secret_ref = self.needs_secret(r, "dynatrace_token");
                 let address = self.needs_address(r)?;
-                Provider::Dynatrace {
+                MetricProvider::Dynatrace {
                     address,
                     secret_ref: secret_ref?,
                 }
             }
-            "influxdb" => Provider::Influxdb {
+            "influxdb" => MetricProvider::Influxdb {
                 address: self.needs_address(r)?,
                 secret_ref,
             },
-            "graphite" => Provider::Graphite {
+            "graphite" => MetricProvider::Graphite {
                 address: self.needs_address(r)?,
                 secret_ref,
                 insecure_skip_verify: self.insecure_skip_verify,
@@ -544,7 +544,7 @@ impl ProviderFields<'_> {
             "splunk" => {
                 let secret_ref = self.needs_secret(r, "sf_token_key");
                 let address = self.needs_address(r)?;
-                Provider::Splunk {
+                MetricProvider::Splunk {
                     address,
                     secret_ref: secret_ref?,
                 }
@@ -563,9 +563,9 @@ impl ProviderFields<'_> {
     }
 
     /// A cloudwatch provider: the region it names is required and not empty.
-    fn cloudwatch(&self, r: &mut Reader) -> Option<Provider> {
+    fn cloudwatch(&self, r: &mut Reader) -> Option<MetricProvider> {
         match &self.region {
-            Some(region) if !region.is_empty() => Some(Provider::Cloudwatch {
+            Some(region) if !region.is_empty() => Some(MetricProvider::Cloudwatch {
                 region: region.clone(),
             }),
             _ => {
@@ -672,7 +672,7 @@ spec:
         let t = index.get("istio-system", "error-rate").unwrap();
         assert_eq!(
             t.provider,
-            Provider::Prometheus {
+            MetricProvider::Prometheus {
                 address: Some("http://prometheus.istio-system:9090".into()),
                 headers: vec![("X-Scope-OrgID".into(), "tenant-a".into())],
                 secret_ref: None,
@@ -684,7 +684,7 @@ spec:
         let latency = index.get("default", "latency").unwrap();
         assert!(matches!(
             latency.provider,
-            Provider::Prometheus { address: None, .. }
+            MetricProvider::Prometheus { address: None, .. }
         ));
         assert_eq!(
             index.get("default", "error-rate").unwrap_err().to_string(),
@@ -779,14 +779,14 @@ spec:
             assert!(errors.is_empty(), "{kind}: {errors:?}");
             let t = index.get("default", "m").unwrap();
             let built = match &t.provider {
-                Provider::Prometheus { .. } => "prometheus",
-                Provider::Datadog { .. } => "datadog",
-                Provider::NewRelic { .. } => "newrelic",
-                Provider::Graphite { .. } => "graphite",
-                Provider::Dynatrace { .. } => "dynatrace",
-                Provider::Influxdb { .. } => "influxdb",
-                Provider::Splunk { .. } => "splunk",
-                Provider::Cloudwatch { .. } => "cloudwatch",
+                MetricProvider::Prometheus { .. } => "prometheus",
+                MetricProvider::Datadog { .. } => "datadog",
+                MetricProvider::NewRelic { .. } => "newrelic",
+                MetricProvider::Graphite { .. } => "graphite",
+                MetricProvider::Dynatrace { .. } => "dynatrace",
+                MetricProvider::Influxdb { .. } => "influxdb",
+                MetricProvider::Splunk { .. } => "splunk",
+                MetricProvider::Cloudwatch { .. } => "cloudwatch",
             };
             assert_eq!(built, variant);
         }
@@ -801,7 +801,7 @@ spec:
         assert!(index.add_text("t.yaml", &text).is_empty());
         assert_eq!(
             index.get("apps", "m").unwrap().provider,
-            Provider::Datadog {
+            MetricProvider::Datadog {
                 address: DATADOG_DEFAULT_ADDRESS.into(),
                 secret_ref: "dd-keys".into()
             }

@@ -4,7 +4,7 @@
 //!
 //! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
 //! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
-//! the query text. A template's [`metric_templates::Provider`] picks the client, one module per
+//! the query text. A template's [`metric_templates::MetricProvider`] picks the client, one module per
 //! vendor, each making the request Flagger's provider makes: `prometheus.rs`, `datadog.rs`,
 //! `newrelic.rs`, `dynatrace.rs`, `influxdb.rs`, `graphite.rs`, `splunk.rs`, `cloudwatch.rs`
 //! (all but Prometheus share `vendor_http.rs`). Their credentials are read, when the metric is
@@ -48,7 +48,7 @@ use crate::metrics::datadog::Datadog;
 use crate::metrics::dynatrace::Dynatrace;
 use crate::metrics::graphite::Graphite;
 use crate::metrics::influxdb::Influxdb;
-use crate::metrics::metric_templates::{MetricTemplate, Provider, TemplateIndex};
+use crate::metrics::metric_templates::{MetricProvider, MetricTemplate, TemplateIndex};
 use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::query_render::{render, QueryModel};
@@ -134,7 +134,7 @@ enum Job {
     Failed(String),
 }
 
-/// A vendor's client for one MetricTemplate: the providers of [`Provider`] other than
+/// A vendor's client for one MetricTemplate: the providers of [`MetricProvider`] other than
 /// Prometheus, each in its own module.
 #[derive(Debug)]
 enum Vendor {
@@ -217,8 +217,8 @@ fn vendor(
             })
     };
     let built = match &t.provider {
-        Provider::Prometheus { .. } => return None,
-        Provider::Datadog {
+        MetricProvider::Prometheus { .. } => return None,
+        MetricProvider::Datadog {
             address,
             secret_ref,
         } => (|| {
@@ -226,7 +226,7 @@ fn vendor(
             let app = key(secret_ref, datadog::APPLICATION_KEY)?;
             Datadog::new(address, api, app, interval).map(Vendor::Datadog)
         })(),
-        Provider::NewRelic {
+        MetricProvider::NewRelic {
             address,
             secret_ref,
         } => (|| {
@@ -234,14 +234,14 @@ fn vendor(
             let query_key = key(secret_ref, newrelic::QUERY_KEY)?;
             NewRelic::new(address, &account, query_key, interval).map(Vendor::NewRelic)
         })(),
-        Provider::Dynatrace {
+        MetricProvider::Dynatrace {
             address,
             secret_ref,
         } => (|| {
             let token = key(secret_ref, dynatrace::TOKEN)?;
             Dynatrace::new(address, token, interval).map(Vendor::Dynatrace)
         })(),
-        Provider::Influxdb {
+        MetricProvider::Influxdb {
             address,
             secret_ref,
         } => (|| {
@@ -251,7 +251,7 @@ fn vendor(
             };
             Influxdb::new(address, credentials).map(Vendor::Influxdb)
         })(),
-        Provider::Graphite {
+        MetricProvider::Graphite {
             address,
             secret_ref,
             insecure_skip_verify,
@@ -265,14 +265,14 @@ fn vendor(
             };
             Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
         })(),
-        Provider::Splunk {
+        MetricProvider::Splunk {
             address,
             secret_ref,
         } => (|| {
             let token = key(secret_ref, splunk::TOKEN)?;
             Splunk::new(address, token, interval).map(Vendor::Splunk)
         })(),
-        Provider::Cloudwatch { region } => Cloudwatch::new(aws, region, interval)
+        MetricProvider::Cloudwatch { region } => Cloudwatch::new(aws, region, interval)
             .map(Vendor::Cloudwatch)
             .map_err(|e| format!("metric template {t} ({}:{}): {e}", t.file, t.line)),
     };
@@ -370,7 +370,7 @@ fn plan(
                 None => {}
             }
             let address = match &t.provider {
-                Provider::Prometheus { address, .. } => address.as_deref(),
+                MetricProvider::Prometheus { address, .. } => address.as_deref(),
                 _ => None,
             };
             (text, address.or(canary_address), Some(t), None)
@@ -391,7 +391,7 @@ fn plan(
         Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
     };
     let mut config = PrometheusConfig::new(address);
-    if let Some(Provider::Prometheus {
+    if let Some(MetricProvider::Prometheus {
         headers,
         secret_ref,
         insecure_skip_verify,
