@@ -59,8 +59,7 @@ use crate::core::model::{PortRef, Strategy};
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
     single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
-    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -157,6 +156,8 @@ pub struct HeaderMatch {
 impl Router for AppMesh {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "App Mesh VirtualNodes, VirtualRouters and VirtualServices";
     const PROVIDERS: &'static [(&'static str, ())] = &[("appmesh:v1beta2", ())];
@@ -353,20 +354,10 @@ impl Router for AppMesh {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider
             .starts_with("appmesh")
             .then_some(BuiltinMetrics::Queries(APPMESH_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

@@ -39,8 +39,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
-    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
@@ -122,6 +122,8 @@ pub struct HeaderCondition {
 impl Router for Contour {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Contour HTTPProxy";
     const PROVIDERS: &'static [(&'static str, ())] = &[("contour", ())];
@@ -287,18 +289,8 @@ impl Router for Contour {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "contour").then_some(BuiltinMetrics::Queries(CONTOUR_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

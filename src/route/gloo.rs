@@ -47,8 +47,7 @@ use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -99,6 +98,8 @@ pub struct HeaderMatcher {
 impl Router for Gloo {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Gloo RouteTable and Upstreams";
     const PROVIDERS: &'static [(&'static str, ())] = &[("gloo", ())];
@@ -182,20 +183,10 @@ impl Router for Gloo {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider
             .starts_with("gloo")
             .then_some(BuiltinMetrics::Queries(GLOO_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

@@ -29,8 +29,7 @@ use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
@@ -54,6 +53,8 @@ pub struct Config {
 impl Router for Kuma {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Kuma TrafficRoute";
     const PROVIDERS: &'static [(&'static str, ())] = &[("kuma", ())];
@@ -137,18 +138,8 @@ impl Router for Kuma {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "kuma").then_some(BuiltinMetrics::Queries(KUMA_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

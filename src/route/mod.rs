@@ -23,7 +23,7 @@
 //!
 //! Adding a provider: a module here (`route/<provider>.rs`, or a folder if it is big) with a
 //! unit struct implementing [`Router`] (its items have no defaults where a router must say
-//! something: the compiler asks for each), its template (or none), one line in the `routers!`
+//! something: the compiler asks for each; `workload_router!()` says the common three), its template (or none), one line in the `routers!`
 //! list of `registry.rs`, its tests, and its line in `e2e/it/kustomize_every_router.rs`'s
 //! fixtures (a test fails without it). Nothing outside `route/` changes: `spec::canary` hands
 //! the registry the raw nodes and stores the [`Route`] it returns, and the rest asks the
@@ -63,6 +63,7 @@ pub use registry::{
     builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
     Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
 };
+pub(crate) use rules::workload_router;
 pub use rules::{
     BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
     Revisions,

@@ -25,8 +25,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::{
     apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
-    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject,
-    Revisions, RouteError, RouteState, Router, Weights,
+    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState,
+    Router, Weights,
 };
 use crate::route::{expect_text, Canary};
 use crate::yaml::node::Node;
@@ -45,6 +45,8 @@ pub struct Config;
 impl Router for Traefik {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Traefik TraefikService";
     const PROVIDERS: &'static [(&'static str, ())] = &[("traefik", ())];
@@ -151,18 +153,8 @@ impl Router for Traefik {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "traefik").then_some(BuiltinMetrics::Queries(TRAEFIK_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 
