@@ -37,6 +37,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::first_uri_prefix;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
     Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
@@ -44,7 +45,7 @@ use crate::route::{
 };
 use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::reader::{join, Reader};
 
 /// The Contour router.
 pub struct Contour;
@@ -321,38 +322,11 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
 
 /// `service.match`: Flagger reads only the first match's `uri.prefix`.
 fn read_prefix(r: &mut Reader, node: &Node, path: &str) -> Option<String> {
-    let items = r.seq(node, path)?;
-    const DROPPED: &str = "Flagger's Contour router reads only the uri.prefix of the first service match, so this condition would be dropped; remove it, or use a router that renders it (istio, gatewayapi:v1)";
-    for (i, item) in items.iter().enumerate().skip(1) {
-        r.error(item.line, &index(path, i), DROPPED);
-    }
-    let first = items.first()?;
-    let at = index(path, 0);
-    let Value::Map(entries) = &first.value else {
-        r.error(first.line, &at, "expected a mapping with uri.prefix");
-        return None;
-    };
-    for (key, _) in entries
-        .iter()
-        .filter(|(k, _)| k.text != "uri" && k.text != "name")
-    {
-        r.error(key.line, &join(&at, &key.text), DROPPED);
-    }
-    let uri = r.required(first, &at, "uri")?;
-    let at = join(&at, "uri");
-    let Value::Map(kinds) = &uri.value else {
-        r.error(uri.line, &at, "expected a mapping with prefix");
-        return None;
-    };
-    for (key, _) in kinds.iter().filter(|(k, _)| k.text != "prefix") {
-        r.error(key.line, &join(&at, &key.text), DROPPED);
-    }
-    let n = r.required(uri, &at, "prefix")?;
-    let prefix = r.string(n, &join(&at, "prefix"))?;
+    let (prefix, line, at) = first_uri_prefix(r, node, path, "Contour")?;
     if !prefix.starts_with('/') {
         r.error(
-            n.line,
-            &join(&at, "prefix"),
+            line,
+            &at,
             format!("a Contour prefix condition starts with '/', found {prefix:?}"),
         );
         return None;

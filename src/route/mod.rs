@@ -55,8 +55,8 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
 use crate::core::status::Status;
-use crate::yaml::node::Node;
-use crate::yaml::reader::Reader;
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Snapshot;
 
 pub use registry::{
@@ -410,8 +410,49 @@ impl RouteError {
 
 /// A field that is set (a `null` value counts as not set, as in Flagger).
 pub(crate) fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
-    node.get(key)
-        .filter(|n| n.value != crate::yaml::node::Value::Null)
+    node.get(key).filter(|n| n.value != Value::Null)
+}
+
+/// A `service.match` prefix as Flagger's Contour and App Mesh routers read it: the
+/// `uri.prefix` of the first match only; every other match and condition is refused, since
+/// Flagger's `router` (named in the message) would drop it. Returns the prefix with the line
+/// and field path of its node, for the router's own check of the text.
+pub(crate) fn first_uri_prefix(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    router: &str,
+) -> Option<(String, usize, String)> {
+    let items = r.seq(node, path)?;
+    let dropped = format!("Flagger's {router} router reads only the uri.prefix of the first service match, so this condition would be dropped; remove it, or use a router that renders it (istio, gatewayapi:v1)");
+    for (i, item) in items.iter().enumerate().skip(1) {
+        r.error(item.line, &index(path, i), &dropped);
+    }
+    let first = items.first()?;
+    let at = index(path, 0);
+    let Value::Map(entries) = &first.value else {
+        r.error(first.line, &at, "expected a mapping with uri.prefix");
+        return None;
+    };
+    for (key, _) in entries
+        .iter()
+        .filter(|(k, _)| k.text != "uri" && k.text != "name")
+    {
+        r.error(key.line, &join(&at, &key.text), &dropped);
+    }
+    let uri = r.required(first, &at, "uri")?;
+    let at = join(&at, "uri");
+    let Value::Map(kinds) = &uri.value else {
+        r.error(uri.line, &at, "expected a mapping with prefix");
+        return None;
+    };
+    for (key, _) in kinds.iter().filter(|(k, _)| k.text != "prefix") {
+        r.error(key.line, &join(&at, &key.text), &dropped);
+    }
+    let n = r.required(uri, &at, "prefix")?;
+    let at = join(&at, "prefix");
+    let prefix = r.string(n, &at)?;
+    Some((prefix, n.line, at))
 }
 
 /// The `spec.service` keys a router's Flagger field rows say it refuses, in row order: the
