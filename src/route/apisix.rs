@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::core::model::Strategy;
+use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
@@ -186,17 +186,13 @@ impl Router for Apisix {
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
     fn check_canary(_config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
-        let analysis = spec.get("analysis");
-        let at = |key: &str| {
-            analysis
-                .and_then(|a| a.key_line(key))
-                .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
-        };
-        match &canary.analysis.strategy {
-            Strategy::Canary { .. } => {}
-            Strategy::BlueGreen { .. } => r.error(at("iterations"), "spec.analysis.iterations", "Flagger supports only canary releases with provider apisix (weights shifted by stepWeight, stepWeights or maxWeight); replace iterations with a weight schedule"),
-            Strategy::AB { .. } => r.error(at("match"), "spec.analysis.match", "Flagger supports only canary releases with provider apisix: the canary ApisixRoute splits by weight and cannot send matching requests to the canary; remove analysis.match and set a weight schedule"),
-        }
+        refuse_non_canary(
+            r,
+            canary,
+            spec,
+            "Flagger supports only canary releases with provider apisix (weights shifted by stepWeight, stepWeights or maxWeight); replace iterations with a weight schedule",
+            "Flagger supports only canary releases with provider apisix: the canary ApisixRoute splits by weight and cannot send matching requests to the canary; remove analysis.match and set a weight schedule",
+        );
     }
 
     fn render(

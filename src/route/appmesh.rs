@@ -839,15 +839,7 @@ fn verify(
         ));
     }
     for (doc, (kind, name)) in docs.iter().zip(expected) {
-        crate::route::expect_text(
-            doc,
-            &[
-                ("/apiVersion", API_VERSION),
-                ("/kind", kind),
-                ("/metadata/name", name),
-                ("/metadata/namespace", context.namespace),
-            ],
-        )?;
+        crate::route::expect_object(doc, API_VERSION, kind, name, context.namespace)?;
     }
     let weights_of = |doc: &Json, route: usize| -> Result<Vec<(String, u64)>, String> {
         doc.pointer(&format!(

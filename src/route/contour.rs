@@ -43,7 +43,7 @@ use crate::route::{
     Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
     RouteState, Router, Weights,
 };
-use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
+use crate::route::{expect_object, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
 
@@ -544,14 +544,12 @@ fn verify(
     backends: &Backends,
     weights: Weights,
 ) -> Result<(), String> {
-    expect_text(
+    expect_object(
         doc,
-        &[
-            ("/apiVersion", API_VERSION),
-            ("/kind", "HTTPProxy"),
-            ("/metadata/name", context.name),
-            ("/metadata/namespace", context.namespace),
-        ],
+        API_VERSION,
+        "HTTPProxy",
+        context.name,
+        context.namespace,
     )?;
     if doc.pointer("/spec/virtualhost").is_some() {
         return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());

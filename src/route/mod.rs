@@ -54,6 +54,7 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
+use crate::core::model::Strategy;
 use crate::core::status::Status;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
@@ -408,6 +409,34 @@ impl RouteError {
     }
 }
 
+/// Refuses the strategies a router that only shifts weights cannot run, as Flagger supports
+/// only canary releases with it: blue/green (message `blue_green`, at `analysis.iterations`)
+/// and A/B (message `ab`, at `analysis.match`), each at its key's line, else the analysis's,
+/// else the spec's.
+pub(crate) fn refuse_non_canary(
+    r: &mut Reader,
+    canary: &Canary,
+    spec: &Node,
+    blue_green: &str,
+    ab: &str,
+) {
+    let analysis = spec.get("analysis");
+    let at = |key: &str| {
+        analysis
+            .and_then(|a| a.key_line(key))
+            .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
+    };
+    match &canary.analysis.strategy {
+        Strategy::Canary { .. } => {}
+        Strategy::BlueGreen { .. } => {
+            r.error(at("iterations"), "spec.analysis.iterations", blue_green);
+        }
+        Strategy::AB { .. } => {
+            r.error(at("match"), "spec.analysis.match", ab);
+        }
+    }
+}
+
 /// A field that is set (a `null` value counts as not set, as in Flagger).
 pub(crate) fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     node.get(key).filter(|n| n.value != Value::Null)
@@ -465,6 +494,26 @@ pub(crate) fn refused_service_fields(
         .iter()
         .filter(|(_, how)| *how == FieldUse::Refuses)
         .filter_map(|(path, _)| path.strip_prefix("spec.service."))
+}
+
+/// Checks a rendered object's `apiVersion`, `kind`, `metadata.name` and
+/// `metadata.namespace`, in that order, as [`expect_text`] does.
+pub(crate) fn expect_object(
+    doc: &serde_json::Value,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+) -> Result<(), String> {
+    expect_text(
+        doc,
+        &[
+            ("/apiVersion", api_version),
+            ("/kind", kind),
+            ("/metadata/name", name),
+            ("/metadata/namespace", namespace),
+        ],
+    )
 }
 
 /// Checks the text at each JSON pointer of a rendered document (its apiVersion, kind, name and

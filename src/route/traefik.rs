@@ -28,7 +28,7 @@ use crate::route::{
     BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState,
     Router, Weights,
 };
-use crate::route::{expect_text, Canary};
+use crate::route::{expect_object, Canary};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -226,14 +226,12 @@ fn verify(
     backends: &Backends,
     weights: Weights,
 ) -> Result<(), String> {
-    expect_text(
+    expect_object(
         doc,
-        &[
-            ("/apiVersion", API_VERSION),
-            ("/kind", "TraefikService"),
-            ("/metadata/name", context.name),
-            ("/metadata/namespace", context.namespace),
-        ],
+        API_VERSION,
+        "TraefikService",
+        context.name,
+        context.namespace,
     )?;
     let services = doc
         .pointer("/spec/weighted/services")
