@@ -37,6 +37,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::first_uri_prefix;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
@@ -162,16 +163,8 @@ impl Router for Contour {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == API_VERSION {
-            Some(Config::default())
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected {API_VERSION} for HTTPProxy, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, API_VERSION, "HTTPProxy")
+            .map(|()| Config::default())
     }
 
     /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.

@@ -43,6 +43,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
@@ -132,16 +133,8 @@ impl Router for Gloo {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == "gateway.solo.io/v1" {
-            Some(Config::default())
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected gateway.solo.io/v1 for RouteTable, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, "gateway.solo.io/v1", "RouteTable")
+            .map(|()| Config::default())
     }
 
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {

@@ -16,6 +16,7 @@
 //! (a route-only canary would have nothing to write).
 
 use crate::core::model::{Strategy, Target};
+use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
     AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
@@ -59,16 +60,7 @@ impl Router for Kubernetes {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == "v1" {
-            Some(Config)
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected v1 for Service, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, "v1", "Service").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Kubernetes::check_canary) refuses A/B.

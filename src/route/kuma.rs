@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
@@ -88,14 +89,7 @@ impl Router for Kuma {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version != "kuma.io/v1alpha1" {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected kuma.io/v1alpha1 for TrafficRoute, found {api_version:?}"),
-            );
-            return None;
-        }
+        expect_api_version(r, api_version, api_line, "kuma.io/v1alpha1", "TrafficRoute")?;
         let mesh = match route.get("mesh") {
             Some(n) => name_at(r, n, "spec.route.mesh")?.to_string(),
             None => DEFAULT_MESH.to_string(),

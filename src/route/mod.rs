@@ -437,6 +437,27 @@ pub(crate) fn refuse_non_canary(
     }
 }
 
+/// Checks a native `spec.route`'s `apiVersion` (at `api_line`) against the one `kind` is read
+/// at; `None` when it differs (reported through `r`).
+pub(crate) fn expect_api_version(
+    r: &mut Reader,
+    api_version: &str,
+    api_line: usize,
+    expected: &str,
+    kind: &str,
+) -> Option<()> {
+    if api_version == expected {
+        Some(())
+    } else {
+        r.error(
+            api_line,
+            "spec.route.apiVersion",
+            format!("expected {expected} for {kind}, found {api_version:?}"),
+        );
+        None
+    }
+}
+
 /// A field that is set (a `null` value counts as not set, as in Flagger).
 pub(crate) fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     node.get(key).filter(|n| n.value != Value::Null)

@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::{
     apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
     BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState,
@@ -91,16 +92,7 @@ impl Router for Traefik {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == API_VERSION {
-            Some(Config)
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected {API_VERSION} for TraefikService, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, API_VERSION, "TraefikService").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Traefik::check_canary) refuses A/B.
