@@ -9,7 +9,7 @@
 use jiff::Timestamp;
 
 use crate::model::{Canary, Strategy};
-use crate::status::{Phase, Status};
+use crate::status::Status;
 
 /// Letters of a cookie value, as Flagger draws them (`[a-zA-Z]`).
 const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -46,19 +46,9 @@ fn mirroring<R>(canary: &Canary<R>, status: &Status) -> bool {
         Strategy::BlueGreen { .. } => true,
         Strategy::Canary { .. } | Strategy::AB { .. } => false,
     };
-    let analysing = match status.phase {
-        Phase::Progressing | Phase::WaitingApproval => true,
-        Phase::Initializing
-        | Phase::Initialized
-        | Phase::Waiting
-        | Phase::Promoting
-        | Phase::Finalising
-        | Phase::Succeeded
-        | Phase::Failed => false,
-    };
     canary.analysis.mirror
         && blue_green
-        && analysing
+        && status.phase.is_analysing()
         && status.iterations >= 1
         && status.canary_weight == 0
 }

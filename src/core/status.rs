@@ -50,6 +50,21 @@ impl Phase {
             | Phase::Failed => false,
         }
     }
+
+    /// True while steps are judged: progressing, or holding at a step for approval (the
+    /// phases in which a blue/green analysis mirrors traffic).
+    pub fn is_analysing(self) -> bool {
+        match self {
+            Phase::Progressing | Phase::WaitingApproval => true,
+            Phase::Initializing
+            | Phase::Initialized
+            | Phase::Waiting
+            | Phase::Promoting
+            | Phase::Finalising
+            | Phase::Succeeded
+            | Phase::Failed => false,
+        }
+    }
 }
 
 impl std::fmt::Display for Phase {

@@ -35,12 +35,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::core::model::Strategy;
+use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -112,6 +111,8 @@ pub struct BackendFields {
 impl Router for Apisix {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "APISIX ApisixRoute";
     const PROVIDERS: &'static [(&'static str, ())] = &[("apisix", ())];
@@ -185,17 +186,13 @@ impl Router for Apisix {
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
     fn check_canary(_config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
-        let analysis = spec.get("analysis");
-        let at = |key: &str| {
-            analysis
-                .and_then(|a| a.key_line(key))
-                .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
-        };
-        match &canary.analysis.strategy {
-            Strategy::Canary { .. } => {}
-            Strategy::BlueGreen { .. } => r.error(at("iterations"), "spec.analysis.iterations", "Flagger supports only canary releases with provider apisix (weights shifted by stepWeight, stepWeights or maxWeight); replace iterations with a weight schedule"),
-            Strategy::AB { .. } => r.error(at("match"), "spec.analysis.match", "Flagger supports only canary releases with provider apisix: the canary ApisixRoute splits by weight and cannot send matching requests to the canary; remove analysis.match and set a weight schedule"),
-        }
+        refuse_non_canary(
+            r,
+            canary,
+            spec,
+            "Flagger supports only canary releases with provider apisix (weights shifted by stepWeight, stepWeights or maxWeight); replace iterations with a weight schedule",
+            "Flagger supports only canary releases with provider apisix: the canary ApisixRoute splits by weight and cannot send matching requests to the canary; remove analysis.match and set a weight schedule",
+        );
     }
 
     fn render(
@@ -225,18 +222,8 @@ impl Router for Apisix {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "apisix").then_some(BuiltinMetrics::Queries(APISIX_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

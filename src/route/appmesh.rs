@@ -56,11 +56,11 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
+use crate::route::first_uri_prefix;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
     single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
-    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError,
-    RouteState, Router, Weights, MANAGED_BY,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
@@ -157,6 +157,8 @@ pub struct HeaderMatch {
 impl Router for AppMesh {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "App Mesh VirtualNodes, VirtualRouters and VirtualServices";
     const PROVIDERS: &'static [(&'static str, ())] = &[("appmesh:v1beta2", ())];
@@ -353,20 +355,10 @@ impl Router for AppMesh {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider
             .starts_with("appmesh")
             .then_some(BuiltinMetrics::Queries(APPMESH_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 
@@ -423,42 +415,15 @@ fn pod_selector(input: &FlaggerInput) -> (String, String) {
 
 /// `service.match`: Flagger reads only the first match's `uri.prefix`.
 fn read_prefix(r: &mut Reader, node: &Node, path: &str) -> Option<String> {
-    let items = r.seq(node, path)?;
-    const DROPPED: &str = "Flagger's App Mesh router reads only the uri.prefix of the first service match, so this condition would be dropped; remove it, or use a router that renders it (istio, gatewayapi:v1)";
-    for (i, item) in items.iter().enumerate().skip(1) {
-        r.error(item.line, &index(path, i), DROPPED);
-    }
-    let first = items.first()?;
-    let at = index(path, 0);
-    let Value::Map(entries) = &first.value else {
-        r.error(first.line, &at, "expected a mapping with uri.prefix");
-        return None;
-    };
-    for (key, _) in entries
-        .iter()
-        .filter(|(k, _)| k.text != "uri" && k.text != "name")
-    {
-        r.error(key.line, &join(&at, &key.text), DROPPED);
-    }
-    let uri = r.required(first, &at, "uri")?;
-    let at = join(&at, "uri");
-    let Value::Map(kinds) = &uri.value else {
-        r.error(uri.line, &at, "expected a mapping with prefix");
-        return None;
-    };
-    for (key, _) in kinds.iter().filter(|(k, _)| k.text != "prefix") {
-        r.error(key.line, &join(&at, &key.text), DROPPED);
-    }
-    let n = r.required(uri, &at, "prefix")?;
-    let prefix = r.string(n, &join(&at, "prefix"))?;
+    let (prefix, line, at) = first_uri_prefix(r, node, path, "App Mesh")?;
     if prefix.is_empty() {
         // Flagger's rule: an empty prefix is `/`.
         return Some("/".to_string());
     }
     if !prefix.starts_with('/') {
         r.error(
-            n.line,
-            &join(&at, "prefix"),
+            line,
+            &at,
             format!("an App Mesh route prefix starts with '/', found {prefix:?}"),
         );
         return None;
@@ -874,15 +839,7 @@ fn verify(
         ));
     }
     for (doc, (kind, name)) in docs.iter().zip(expected) {
-        crate::route::expect_text(
-            doc,
-            &[
-                ("/apiVersion", API_VERSION),
-                ("/kind", kind),
-                ("/metadata/name", name),
-                ("/metadata/namespace", context.namespace),
-            ],
-        )?;
+        crate::route::expect_object(doc, API_VERSION, kind, name, context.namespace)?;
     }
     let weights_of = |doc: &Json, route: usize| -> Result<Vec<(String, u64)>, String> {
         doc.pointer(&format!(

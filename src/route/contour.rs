@@ -37,14 +37,16 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
+use crate::route::first_uri_prefix;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
-    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
+    RouteState, Router, Weights,
 };
-use crate::route::{expect_text, single_header_match, AbHeaders, Canary};
+use crate::route::{expect_object, single_header_match, AbHeaders, Canary};
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::reader::{join, Reader};
 
 /// The Contour router.
 pub struct Contour;
@@ -123,6 +125,8 @@ impl Router for Contour {
     type Variant = ();
     type Config = Config;
 
+    crate::route::workload_router!();
+
     const OBJECT: &'static str = "Contour HTTPProxy";
     const PROVIDERS: &'static [(&'static str, ())] = &[("contour", ())];
     const ALIASES: &'static [(&'static str, ())] = &[];
@@ -159,16 +163,8 @@ impl Router for Contour {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == API_VERSION {
-            Some(Config::default())
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected {API_VERSION} for HTTPProxy, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, API_VERSION, "HTTPProxy")
+            .map(|()| Config::default())
     }
 
     /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.
@@ -287,18 +283,8 @@ impl Router for Contour {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "contour").then_some(BuiltinMetrics::Queries(CONTOUR_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 
@@ -329,38 +315,11 @@ fn reject_unsupported(r: &mut Reader, input: &FlaggerInput) {
 
 /// `service.match`: Flagger reads only the first match's `uri.prefix`.
 fn read_prefix(r: &mut Reader, node: &Node, path: &str) -> Option<String> {
-    let items = r.seq(node, path)?;
-    const DROPPED: &str = "Flagger's Contour router reads only the uri.prefix of the first service match, so this condition would be dropped; remove it, or use a router that renders it (istio, gatewayapi:v1)";
-    for (i, item) in items.iter().enumerate().skip(1) {
-        r.error(item.line, &index(path, i), DROPPED);
-    }
-    let first = items.first()?;
-    let at = index(path, 0);
-    let Value::Map(entries) = &first.value else {
-        r.error(first.line, &at, "expected a mapping with uri.prefix");
-        return None;
-    };
-    for (key, _) in entries
-        .iter()
-        .filter(|(k, _)| k.text != "uri" && k.text != "name")
-    {
-        r.error(key.line, &join(&at, &key.text), DROPPED);
-    }
-    let uri = r.required(first, &at, "uri")?;
-    let at = join(&at, "uri");
-    let Value::Map(kinds) = &uri.value else {
-        r.error(uri.line, &at, "expected a mapping with prefix");
-        return None;
-    };
-    for (key, _) in kinds.iter().filter(|(k, _)| k.text != "prefix") {
-        r.error(key.line, &join(&at, &key.text), DROPPED);
-    }
-    let n = r.required(uri, &at, "prefix")?;
-    let prefix = r.string(n, &join(&at, "prefix"))?;
+    let (prefix, line, at) = first_uri_prefix(r, node, path, "Contour")?;
     if !prefix.starts_with('/') {
         r.error(
-            n.line,
-            &join(&at, "prefix"),
+            line,
+            &at,
             format!("a Contour prefix condition starts with '/', found {prefix:?}"),
         );
         return None;
@@ -578,14 +537,12 @@ fn verify(
     backends: &Backends,
     weights: Weights,
 ) -> Result<(), String> {
-    expect_text(
+    expect_object(
         doc,
-        &[
-            ("/apiVersion", API_VERSION),
-            ("/kind", "HTTPProxy"),
-            ("/metadata/name", context.name),
-            ("/metadata/namespace", context.namespace),
-        ],
+        API_VERSION,
+        "HTTPProxy",
+        context.name,
+        context.namespace,
     )?;
     if doc.pointer("/spec/virtualhost").is_some() {
         return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());

@@ -43,12 +43,12 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -100,6 +100,8 @@ impl Router for Gloo {
     type Variant = ();
     type Config = Config;
 
+    crate::route::workload_router!();
+
     const OBJECT: &'static str = "Gloo RouteTable and Upstreams";
     const PROVIDERS: &'static [(&'static str, ())] = &[("gloo", ())];
     /// Flagger picks its Gloo router for any provider starting with `gloo`.
@@ -131,16 +133,8 @@ impl Router for Gloo {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == "gateway.solo.io/v1" {
-            Some(Config::default())
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected gateway.solo.io/v1 for RouteTable, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, "gateway.solo.io/v1", "RouteTable")
+            .map(|()| Config::default())
     }
 
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
@@ -182,20 +176,10 @@ impl Router for Gloo {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         provider
             .starts_with("gloo")
             .then_some(BuiltinMetrics::Queries(GLOO_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

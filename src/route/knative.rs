@@ -35,12 +35,13 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
-use crate::core::model::{Strategy, Target};
+use crate::core::model::Target;
+use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::{
-    expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
-    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
-    RouteError, RouteState, Router, Weights, MANAGED_BY,
+    expect_object, expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics,
+    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
+    Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
@@ -158,17 +159,13 @@ impl Router for Knative {
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
     fn check_canary(_config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
-        let analysis = spec.get("analysis");
-        let at = |key: &str| {
-            analysis
-                .and_then(|a| a.key_line(key))
-                .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
-        };
-        match &canary.analysis.strategy {
-            Strategy::Canary { .. } => {}
-            Strategy::BlueGreen { .. } => r.error(at("iterations"), "spec.analysis.iterations", "Flagger supports only canary releases with provider knative (the traffic block shifts weights between revisions); replace iterations with stepWeight and maxWeight"),
-            Strategy::AB { .. } => r.error(at("match"), "spec.analysis.match", "Flagger supports only canary releases with provider knative: a Knative Service's traffic block splits by percent and cannot send matching requests to the canary revision; remove analysis.match and set stepWeight and maxWeight"),
-        }
+        refuse_non_canary(
+            r,
+            canary,
+            spec,
+            "Flagger supports only canary releases with provider knative (the traffic block shifts weights between revisions); replace iterations with stepWeight and maxWeight",
+            "Flagger supports only canary releases with provider knative: a Knative Service's traffic block splits by percent and cannot send matching requests to the canary revision; remove analysis.match and set stepWeight and maxWeight",
+        );
         if canary.autoscaler.is_some() {
             let line = spec.key_line("autoscalerRef").unwrap_or(spec.line);
             r.error(line, "spec.autoscalerRef", "can't use an autoscaler with a Knative Service (Flagger refuses it: Knative scales each revision itself); remove it");
@@ -515,16 +512,8 @@ fn render(
 
 /// Reads the rendered Service back: identity, revision name and the traffic asked for.
 fn verify(doc: &Json, context: &Context) -> Result<(), String> {
-    expect_text(
-        doc,
-        &[
-            ("/apiVersion", API_VERSION),
-            ("/kind", "Service"),
-            ("/metadata/name", context.name),
-            ("/metadata/namespace", context.namespace),
-            ("/spec/template/metadata/name", context.revision),
-        ],
-    )?;
+    expect_object(doc, API_VERSION, "Service", context.name, context.namespace)?;
+    expect_text(doc, &[("/spec/template/metadata/name", context.revision)])?;
     let found = doc.pointer("/spec/traffic").and_then(Json::as_array);
     let expected: Vec<Json> = context
         .traffic

@@ -16,10 +16,11 @@
 //! (a route-only canary would have nothing to write).
 
 use crate::core::model::{Strategy, Target};
+use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -34,6 +35,8 @@ pub struct Config;
 impl Router for Kubernetes {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Kubernetes Services for blue/green";
     const PROVIDERS: &'static [(&'static str, ())] = &[("kubernetes", ())];
@@ -57,16 +60,7 @@ impl Router for Kubernetes {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == "v1" {
-            Some(Config)
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected v1 for Service, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, "v1", "Service").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Kubernetes::check_canary) refuses A/B.
@@ -121,18 +115,8 @@ impl Router for Kubernetes {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "kubernetes").then_some(BuiltinMetrics::Queries(APP_HISTOGRAM_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

@@ -26,11 +26,11 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
@@ -54,6 +54,8 @@ pub struct Config {
 impl Router for Kuma {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Kuma TrafficRoute";
     const PROVIDERS: &'static [(&'static str, ())] = &[("kuma", ())];
@@ -87,14 +89,7 @@ impl Router for Kuma {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version != "kuma.io/v1alpha1" {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected kuma.io/v1alpha1 for TrafficRoute, found {api_version:?}"),
-            );
-            return None;
-        }
+        expect_api_version(r, api_version, api_line, "kuma.io/v1alpha1", "TrafficRoute")?;
         let mesh = match route.get("mesh") {
             Some(n) => name_at(r, n, "spec.route.mesh")?.to_string(),
             None => DEFAULT_MESH.to_string(),
@@ -137,18 +132,8 @@ impl Router for Kuma {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "kuma").then_some(BuiltinMetrics::Queries(KUMA_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

@@ -23,7 +23,7 @@
 //!
 //! Adding a provider: a module here (`route/<provider>.rs`, or a folder if it is big) with a
 //! unit struct implementing [`Router`] (its items have no defaults where a router must say
-//! something: the compiler asks for each), its template (or none), one line in the `routers!`
+//! something: the compiler asks for each; `workload_router!()` says the common three), its template (or none), one line in the `routers!`
 //! list of `registry.rs`, its tests, and its line in `e2e/it/kustomize_every_router.rs`'s
 //! fixtures (a test fails without it). Nothing outside `route/` changes: `spec::canary` hands
 //! the registry the raw nodes and stores the [`Route`] it returns, and the rest asks the
@@ -54,15 +54,17 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
+use crate::core::model::Strategy;
 use crate::core::status::Status;
-use crate::yaml::node::Node;
-use crate::yaml::reader::Reader;
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Snapshot;
 
 pub use registry::{
     builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
     Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
 };
+pub(crate) use rules::workload_router;
 pub use rules::{
     BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
     Revisions,
@@ -407,10 +409,100 @@ impl RouteError {
     }
 }
 
+/// Refuses the strategies a router that only shifts weights cannot run, as Flagger supports
+/// only canary releases with it: blue/green (message `blue_green`, at `analysis.iterations`)
+/// and A/B (message `ab`, at `analysis.match`), each at its key's line, else the analysis's,
+/// else the spec's.
+pub(crate) fn refuse_non_canary(
+    r: &mut Reader,
+    canary: &Canary,
+    spec: &Node,
+    blue_green: &str,
+    ab: &str,
+) {
+    let analysis = spec.get("analysis");
+    let at = |key: &str| {
+        analysis
+            .and_then(|a| a.key_line(key))
+            .unwrap_or_else(|| analysis.map_or(spec.line, |n| n.line))
+    };
+    match &canary.analysis.strategy {
+        Strategy::Canary { .. } => {}
+        Strategy::BlueGreen { .. } => {
+            r.error(at("iterations"), "spec.analysis.iterations", blue_green);
+        }
+        Strategy::AB { .. } => {
+            r.error(at("match"), "spec.analysis.match", ab);
+        }
+    }
+}
+
+/// Checks a native `spec.route`'s `apiVersion` (at `api_line`) against the one `kind` is read
+/// at; `None` when it differs (reported through `r`).
+pub(crate) fn expect_api_version(
+    r: &mut Reader,
+    api_version: &str,
+    api_line: usize,
+    expected: &str,
+    kind: &str,
+) -> Option<()> {
+    if api_version == expected {
+        Some(())
+    } else {
+        r.error(
+            api_line,
+            "spec.route.apiVersion",
+            format!("expected {expected} for {kind}, found {api_version:?}"),
+        );
+        None
+    }
+}
+
 /// A field that is set (a `null` value counts as not set, as in Flagger).
 pub(crate) fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
-    node.get(key)
-        .filter(|n| n.value != crate::yaml::node::Value::Null)
+    node.get(key).filter(|n| n.value != Value::Null)
+}
+
+/// A `service.match` prefix as Flagger's Contour and App Mesh routers read it: the
+/// `uri.prefix` of the first match only; every other match and condition is refused, since
+/// Flagger's `router` (named in the message) would drop it. Returns the prefix with the line
+/// and field path of its node, for the router's own check of the text.
+pub(crate) fn first_uri_prefix(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    router: &str,
+) -> Option<(String, usize, String)> {
+    let items = r.seq(node, path)?;
+    let dropped = format!("Flagger's {router} router reads only the uri.prefix of the first service match, so this condition would be dropped; remove it, or use a router that renders it (istio, gatewayapi:v1)");
+    for (i, item) in items.iter().enumerate().skip(1) {
+        r.error(item.line, &index(path, i), &dropped);
+    }
+    let first = items.first()?;
+    let at = index(path, 0);
+    let Value::Map(entries) = &first.value else {
+        r.error(first.line, &at, "expected a mapping with uri.prefix");
+        return None;
+    };
+    for (key, _) in entries
+        .iter()
+        .filter(|(k, _)| k.text != "uri" && k.text != "name")
+    {
+        r.error(key.line, &join(&at, &key.text), &dropped);
+    }
+    let uri = r.required(first, &at, "uri")?;
+    let at = join(&at, "uri");
+    let Value::Map(kinds) = &uri.value else {
+        r.error(uri.line, &at, "expected a mapping with prefix");
+        return None;
+    };
+    for (key, _) in kinds.iter().filter(|(k, _)| k.text != "prefix") {
+        r.error(key.line, &join(&at, &key.text), &dropped);
+    }
+    let n = r.required(uri, &at, "prefix")?;
+    let at = join(&at, "prefix");
+    let prefix = r.string(n, &at)?;
+    Some((prefix, n.line, at))
 }
 
 /// The `spec.service` keys a router's Flagger field rows say it refuses, in row order: the
@@ -423,6 +515,26 @@ pub(crate) fn refused_service_fields(
         .iter()
         .filter(|(_, how)| *how == FieldUse::Refuses)
         .filter_map(|(path, _)| path.strip_prefix("spec.service."))
+}
+
+/// Checks a rendered object's `apiVersion`, `kind`, `metadata.name` and
+/// `metadata.namespace`, in that order, as [`expect_text`] does.
+pub(crate) fn expect_object(
+    doc: &serde_json::Value,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+) -> Result<(), String> {
+    expect_text(
+        doc,
+        &[
+            ("/apiVersion", api_version),
+            ("/kind", kind),
+            ("/metadata/name", name),
+            ("/metadata/namespace", namespace),
+        ],
+    )
 }
 
 /// Checks the text at each JSON pointer of a rendered document (its apiVersion, kind, name and

@@ -114,3 +114,26 @@ pub struct OwnTarget {
     /// The error at `spec.revertOnDeletion`.
     pub no_revert: &'static str,
 }
+
+/// The three [`Router`](super::Router) items of the common router, as one line in its `impl`:
+/// it rolls out no target of its own ([`OWN_TARGET`](super::Router::OWN_TARGET) `None`), its
+/// revisions run in workloads behind Services, and the workloads alone decide readiness. A
+/// router that differs in any of them writes all three itself. The items keep no default in
+/// the trait, so a router that says neither this nor the items does not compile.
+macro_rules! workload_router {
+    () => {
+        const OWN_TARGET: Option<$crate::route::OwnTarget> = None;
+
+        fn revisions(_config: &Self::Config) -> $crate::route::Revisions<'_> {
+            $crate::route::Revisions::Workloads
+        }
+
+        fn readiness<'a>(
+            _config: &'a Self::Config,
+            _canary: &'a $crate::route::Canary,
+        ) -> Option<$crate::route::ReadyObject<'a>> {
+            None
+        }
+    };
+}
+pub(crate) use workload_router;

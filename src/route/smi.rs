@@ -23,7 +23,7 @@ use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput,
-    OwnTarget, QuerySet, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    QuerySet, RouteError, RouteState, Router, Weights,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::Reader;
@@ -60,6 +60,8 @@ pub struct Config {
 impl Router for Smi {
     type Variant = SmiVersion;
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "SMI TrafficSplit";
     const PROVIDERS: &'static [(&'static str, SmiVersion)] = &[
@@ -121,8 +123,6 @@ impl Router for Smi {
         rows: &[],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         match provider {
             "osm" => Some(BuiltinMetrics::Queries(OSM_METRICS)),
@@ -132,14 +132,6 @@ impl Router for Smi {
             )),
             _ => None,
         }
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

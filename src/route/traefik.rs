@@ -23,12 +23,13 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
+use crate::route::expect_api_version;
 use crate::route::{
     apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
-    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyObject,
-    Revisions, RouteError, RouteState, Router, Weights,
+    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState,
+    Router, Weights,
 };
-use crate::route::{expect_text, Canary};
+use crate::route::{expect_object, Canary};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -45,6 +46,8 @@ pub struct Config;
 impl Router for Traefik {
     type Variant = ();
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Traefik TraefikService";
     const PROVIDERS: &'static [(&'static str, ())] = &[("traefik", ())];
@@ -89,16 +92,7 @@ impl Router for Traefik {
         api_version: &str,
         api_line: usize,
     ) -> Option<Config> {
-        if api_version == API_VERSION {
-            Some(Config)
-        } else {
-            r.error(
-                api_line,
-                "spec.route.apiVersion",
-                format!("expected {API_VERSION} for TraefikService, found {api_version:?}"),
-            );
-            None
-        }
+        expect_api_version(r, api_version, api_line, API_VERSION, "TraefikService").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Traefik::check_canary) refuses A/B.
@@ -151,18 +145,8 @@ impl Router for Traefik {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         (provider == "traefik").then_some(BuiltinMetrics::Queries(TRAEFIK_METRICS))
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 
@@ -234,14 +218,12 @@ fn verify(
     backends: &Backends,
     weights: Weights,
 ) -> Result<(), String> {
-    expect_text(
+    expect_object(
         doc,
-        &[
-            ("/apiVersion", API_VERSION),
-            ("/kind", "TraefikService"),
-            ("/metadata/name", context.name),
-            ("/metadata/namespace", context.namespace),
-        ],
+        API_VERSION,
+        "TraefikService",
+        context.name,
+        context.namespace,
     )?;
     let services = doc
         .pointer("/spec/weighted/services")

@@ -15,7 +15,7 @@ mod flagger;
 mod render;
 mod rollout;
 
-pub(crate) use rollout::read_cookie_attributes;
+pub(crate) use rollout::{read_cookie_attributes, read_mirror, Shape};
 
 pub use config::{
     AnalysisMirror, Config, CookieAttributes, Cors, GatewayDuration, GatewayVersion,

@@ -15,6 +15,9 @@ use crate::yaml::reader::{index, join, Reader};
 
 const ANALYSIS: &str = "spec.analysis";
 
+/// Why a Gateway API route does not mirror a canary or an A/B analysis.
+const MIRROR_NOT_BLUE_GREEN: &str = "Gateway API routes mirror only during a blue/green analysis (iterations without match), as Flagger's router does; with stepWeight(s) Flagger would hold the canary at weight 0 and with A/B it ignores mirror. Remove mirror, or use iterations without match";
+
 /// The cookie attributes and the mirror; `None` when any had errors (reported through `r`).
 pub(super) fn read(
     r: &mut Reader,
@@ -28,31 +31,41 @@ pub(super) fn read(
     let cookie = analysis
         .get("sessionAffinity")
         .and_then(|n| read_session_affinity(r, n, input.service, shape));
-    let mirror = read_mirror(r, analysis, shape);
+    let mirror = read_mirror(
+        r,
+        analysis,
+        analysis.get("mirrorWeight"),
+        shape,
+        [MIRROR_NOT_BLUE_GREEN, MIRROR_NOT_BLUE_GREEN],
+    );
     (r.errors.len() == errors_before).then_some((cookie, mirror))
 }
 
 /// Which strategy the analysis asks for, as far as these fields care (the spec reader checks
-/// the strategy itself and reports its errors).
-#[derive(Debug, Clone, Copy)]
-struct Shape {
-    ab: bool,
-    blue_green: bool,
+/// the strategy itself and reports its errors). Istio's reader asks the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Canary,
+    BlueGreen,
+    AB,
 }
 
 impl Shape {
-    fn of(analysis: &Node) -> Shape {
+    pub(crate) fn of(analysis: &Node) -> Shape {
         let ab = matches!(analysis.get("match").map(|n| &n.value), Some(Value::Seq(items)) if !items.is_empty());
+        let weighted =
+            analysis.get("stepWeight").is_some() || analysis.get("stepWeights").is_some();
         let iterations = analysis
             .get("iterations")
             .and_then(Node::as_str)
             .and_then(|t| t.parse::<i64>().ok())
             .is_some_and(|i| i > 0);
-        let weighted =
-            analysis.get("stepWeight").is_some() || analysis.get("stepWeights").is_some();
-        Shape {
-            ab,
-            blue_green: iterations && !weighted && !ab,
+        if ab {
+            Shape::AB
+        } else if iterations && !weighted {
+            Shape::BlueGreen
+        } else {
+            Shape::Canary
         }
     }
 }
@@ -62,10 +75,17 @@ fn is_true(node: &Node) -> bool {
     matches!(&node.value, Value::Scalar { text, quoted: false } if text == "true")
 }
 
-fn read_mirror(r: &mut Reader, analysis: &Node, shape: Shape) -> Option<AnalysisMirror> {
-    let mirror = analysis.get("mirror").filter(|n| is_true(n));
-    let weight = analysis.get("mirrorWeight");
-    let Some(mirror) = mirror else {
+/// `analysis.mirror` and its `mirrorWeight` (`weight`, as the router looks it up). A mirror
+/// runs only during a blue/green analysis: `refused` holds the messages at `mirror` for a
+/// canary and for an A/B analysis, in that order.
+pub(crate) fn read_mirror(
+    r: &mut Reader,
+    analysis: &Node,
+    weight: Option<&Node>,
+    shape: Shape,
+    refused: [&str; 2],
+) -> Option<AnalysisMirror> {
+    let Some(mirror) = analysis.get("mirror").filter(|n| is_true(n)) else {
         if let Some(w) = weight {
             r.error(
                 w.line,
@@ -75,12 +95,13 @@ fn read_mirror(r: &mut Reader, analysis: &Node, shape: Shape) -> Option<Analysis
         }
         return None;
     };
-    if !shape.blue_green {
-        r.error(
-            mirror.line,
-            &join(ANALYSIS, "mirror"),
-            "Gateway API routes mirror only during a blue/green analysis (iterations without match), as Flagger's router does; with stepWeight(s) Flagger would hold the canary at weight 0 and with A/B it ignores mirror. Remove mirror, or use iterations without match",
-        );
+    let refusal = match shape {
+        Shape::BlueGreen => None,
+        Shape::Canary => Some(refused[0]),
+        Shape::AB => Some(refused[1]),
+    };
+    if let Some(message) = refusal {
+        r.error(mirror.line, &join(ANALYSIS, "mirror"), message);
         return None;
     }
     let percent = match weight {
@@ -105,7 +126,7 @@ fn read_session_affinity(
         // The spec reader reports the shape.
         return None;
     }
-    if shape.ab {
+    if shape == Shape::AB {
         r.error(node.line, &path, "not supported with A/B testing (analysis.match) on Gateway API routes: Flagger's router puts the A/B matches in place of the cookie match, so neither works; use sessionAffinity with stepWeight(s) or iterations without match");
     }
     if let Some(n) = node.get("primaryCookieName") {

@@ -38,8 +38,7 @@ use crate::core::model::Strategy;
 use crate::route::istio::api::{self, HttpMatchRequest};
 use crate::route::{
     header_comment, reparse, AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
-    FlaggerInput, OwnTarget, ReadyObject, Revisions, Route, RouteError, RouteState, Router,
-    Weights, MANAGED_BY,
+    FlaggerInput, Route, RouteError, RouteState, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
@@ -101,6 +100,8 @@ pub fn ingress_name(route: &Route) -> Option<&str> {
 impl Router for Ingress {
     type Variant = Controller;
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "canary Ingress (nginx, skipper)";
     const PROVIDERS: &'static [(&'static str, Controller)] = &[
@@ -210,22 +211,12 @@ impl Router for Ingress {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         match provider {
             "nginx" => Some(BuiltinMetrics::Queries(nginx::METRICS)),
             "skipper" => Some(BuiltinMetrics::Queries(skipper::METRICS)),
             _ => None,
         }
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

@@ -39,8 +39,8 @@ use crate::route::istio::api::{
 };
 use crate::route::{field, Canary};
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
+    RouteState, Router, Weights,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
@@ -124,6 +124,8 @@ pub struct Mirror {
 impl Router for Istio {
     type Variant = IstioVersion;
     type Config = Config;
+
+    crate::route::workload_router!();
 
     const OBJECT: &'static str = "Istio VirtualService";
     const PROVIDERS: &'static [(&'static str, IstioVersion)] = &[
@@ -315,21 +317,11 @@ impl Router for Istio {
         ],
     };
 
-    const OWN_TARGET: Option<OwnTarget> = None;
-
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
         match provider {
             "istio" | "istio:v1beta1" | "istio:v1" => Some(BuiltinMetrics::Queries(ISTIO_METRICS)),
             _ => None,
         }
-    }
-
-    fn revisions(_config: &Config) -> Revisions<'_> {
-        Revisions::Workloads
-    }
-
-    fn readiness<'a>(_config: &'a Config, _canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        None
     }
 }
 

@@ -14,7 +14,9 @@
 //! - `sessionAffinity` with `service.match` headers: Flagger's cookie route replaces them with
 //!   the cookie match, so sticky requests would skip them.
 
-use crate::route::gateway_api::{read_cookie_attributes, AnalysisMirror, CookieAttributes};
+use crate::route::gateway_api::{
+    read_cookie_attributes, read_mirror, AnalysisMirror, CookieAttributes, Shape,
+};
 use crate::route::FlaggerInput;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
@@ -35,80 +37,15 @@ pub(super) fn read(
         .get("sessionAffinity")
         .filter(|n| n.value != Value::Null)
         .and_then(|n| read_session_affinity(r, n, input.service, shape));
-    let mirror = read_mirror(r, analysis, shape);
-    (r.errors.len() == before).then_some((cookie, mirror))
-}
-
-/// Which strategy the analysis asks for, as far as these fields care (the spec reader checks
-/// the strategy itself and reports its errors).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    Canary,
-    BlueGreen,
-    AB,
-}
-
-impl Shape {
-    fn of(analysis: &Node) -> Shape {
-        let ab = matches!(analysis.get("match").map(|n| &n.value), Some(Value::Seq(items)) if !items.is_empty());
-        let weighted =
-            analysis.get("stepWeight").is_some() || analysis.get("stepWeights").is_some();
-        let iterations = analysis
-            .get("iterations")
-            .and_then(Node::as_str)
-            .and_then(|t| t.parse::<i64>().ok())
-            .is_some_and(|i| i > 0);
-        if ab {
-            Shape::AB
-        } else if iterations && !weighted {
-            Shape::BlueGreen
-        } else {
-            Shape::Canary
-        }
-    }
-}
-
-/// A plain `true` (the spec reader reports anything else for `mirror`).
-fn is_true(node: &Node) -> bool {
-    matches!(&node.value, Value::Scalar { text, quoted: false } if text == "true")
-}
-
-fn read_mirror(r: &mut Reader, analysis: &Node, shape: Shape) -> Option<AnalysisMirror> {
     let weight = analysis
         .get("mirrorWeight")
         .filter(|n| n.value != Value::Null);
-    let Some(mirror) = analysis.get("mirror").filter(|n| is_true(n)) else {
-        if let Some(w) = weight {
-            r.error(
-                w.line,
-                &join(ANALYSIS, "mirrorWeight"),
-                "applies only with analysis.mirror: true; remove it, or set mirror: true",
-            );
-        }
-        return None;
-    };
-    let path = join(ANALYSIS, "mirror");
-    match shape {
-        Shape::BlueGreen => {}
-        Shape::Canary => {
-            r.error(mirror.line, &path, "not supported yet with stepWeight(s) on Istio routes: Flagger mirrors one interval at weight 0 before the first traffic step, a step sluice's schedule does not have yet, so the mirror would never be shown; remove mirror, or use iterations without match (blue/green mirrors the whole analysis)");
-            return None;
-        }
-        Shape::AB => {
-            r.error(mirror.line, &path, "has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the mirror; remove mirror, or use iterations without match");
-            return None;
-        }
-    }
-    let percent = match weight {
-        None => None,
-        Some(w) => {
-            let v = r.int(w, &join(ANALYSIS, "mirrorWeight"), 0, 100)?;
-            // 0 is Flagger's "not set": every request is mirrored.
-            u8::try_from(v).ok().filter(|p| *p > 0)
-        }
-    };
-    Some(AnalysisMirror { percent })
+    let mirror = read_mirror(r, analysis, weight, shape, [MIRROR_CANARY, MIRROR_AB]);
+    (r.errors.len() == before).then_some((cookie, mirror))
 }
+
+const MIRROR_CANARY: &str = "not supported yet with stepWeight(s) on Istio routes: Flagger mirrors one interval at weight 0 before the first traffic step, a step sluice's schedule does not have yet, so the mirror would never be shown; remove mirror, or use iterations without match (blue/green mirrors the whole analysis)";
+const MIRROR_AB: &str = "has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the mirror; remove mirror, or use iterations without match";
 
 fn read_session_affinity(
     r: &mut Reader,

@@ -370,19 +370,6 @@ fn approve(c: &Canary<()>, status: &Status, now: Timestamp, by_merge: bool) -> D
 
 // ---- the properties -----------------------------------------------------------------------
 
-fn analysing(phase: Phase) -> bool {
-    match phase {
-        Phase::Progressing | Phase::WaitingApproval => true,
-        Phase::Initializing
-        | Phase::Initialized
-        | Phase::Waiting
-        | Phase::Promoting
-        | Phase::Finalising
-        | Phase::Succeeded
-        | Phase::Failed => false,
-    }
-}
-
 /// The canary weight the schedule sets after `status`'s, if any.
 fn next_weight(c: &Canary<()>, status: &Status) -> Option<u8> {
     match &c.analysis.strategy {
@@ -401,8 +388,8 @@ fn check_weights(c: &Canary<()>, before: &Status, after: &Status) -> Result<(), 
         "weights of {:?}",
         after
     );
-    let same_analysis = analysing(before.phase)
-        && analysing(after.phase)
+    let same_analysis = before.phase.is_analysing()
+        && after.phase.is_analysing()
         && before.canary_revision == after.canary_revision;
     if !same_analysis {
         return Ok(());
@@ -591,7 +578,7 @@ fn tour(c: &Canary<()>, start: Timestamp) -> Result<BTreeSet<&'static str>, Test
             d = approve(c, &d.status, now, false);
             seen.insert(d.status.phase.as_str());
         }
-        if analysing(d.status.phase) && !rolled_back {
+        if d.status.phase.is_analysing() && !rolled_back {
             rolled_back = true;
             let mut unapplied = cooperative(c, "r1");
             unapplied.applied = false;
