@@ -284,3 +284,19 @@ impl CanaryBuilder {
         }
     }
 }
+
+/// A canary that waits for approval before its rollout (`confirm-rollout`): initialized on
+/// revision `r0` at `t(0)`, then waiting for `r1` from `t(10)`.
+pub fn waiting_for_rollout() -> (Canary<()>, sluice_core::status::Status) {
+    use sluice_core::decide::decide;
+    use sluice_core::observe::Observations;
+    let c = canary()
+        .approvals(Approvals {
+            before_rollout: true,
+            ..Approvals::default()
+        })
+        .build();
+    let initialized = decide(&c, None, &Observations::revision("r0"), t(0)).status;
+    let waiting = decide(&c, Some(&initialized), &Observations::revision("r1"), t(10)).status;
+    (c, waiting)
+}

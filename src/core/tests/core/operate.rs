@@ -7,7 +7,7 @@ use sluice_core::operate::{operate, Operation};
 use sluice_core::simulate::simulate;
 use sluice_core::status::Phase;
 
-use crate::builders::{canary, t};
+use crate::builders::{canary, t, waiting_for_rollout};
 
 #[test]
 fn approving_the_rollout_of_a_canary_that_skips_analysis_promotes_it() {
@@ -45,14 +45,7 @@ fn approving_the_rollout_of_a_canary_that_skips_analysis_promotes_it() {
 
 #[test]
 fn approving_a_rollout_starts_its_analysis_at_weight_zero() {
-    let c = canary()
-        .approvals(Approvals {
-            before_rollout: true,
-            ..Approvals::default()
-        })
-        .build();
-    let initialized = decide(&c, None, &Observations::revision("r0"), t(0)).status;
-    let waiting = decide(&c, Some(&initialized), &Observations::revision("r1"), t(10)).status;
+    let (c, waiting) = waiting_for_rollout();
     let approved = operate(&c, Some(&waiting), Operation::Approve, "ok", t(20)).unwrap();
     assert_eq!(approved.action, Action::StartRollout);
     assert_eq!(approved.status.phase, Phase::Progressing);

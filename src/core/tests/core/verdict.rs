@@ -3,12 +3,11 @@
 //! renders them.
 
 use sluice_core::decide::{decide, Action, DriftStep};
-use sluice_core::model::Approvals;
 use sluice_core::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
 use sluice_core::status::{Gate, Phase, Status};
-use sluice_core::verdict::{deleted, verdict, Basis, DeletedVerdict};
+use sluice_core::verdict::{deleted, verdict, Basis, DeletedVerdict, Verdict};
 
-use crate::builders::{canary, t};
+use crate::builders::{canary, t, waiting_for_rollout};
 
 /// A canary mid-analysis at step 1 (weight 10), decided by the rules.
 fn progressing() -> (sluice_core::model::Canary<()>, Status) {
@@ -121,16 +120,22 @@ fn a_drift_hold_resumes_when_the_files_are_sluices_again() {
 }
 
 fn waiting_for_approval() -> (sluice_core::model::Canary<()>, Status) {
-    let c = canary()
-        .approvals(Approvals {
-            before_rollout: true,
-            ..Approvals::default()
-        })
-        .build();
-    let initialized = decide(&c, None, &Observations::revision("r0"), t(0)).status;
-    let waiting = decide(&c, Some(&initialized), &Observations::revision("r1"), t(10)).status;
+    let (c, waiting) = waiting_for_rollout();
     assert_eq!(waiting.phase, Phase::Waiting);
     (c, waiting)
+}
+
+/// A merged approval's fact.
+fn merged(fact: MergedApproval) -> Facts {
+    Facts {
+        merged: Some(fact),
+        ..Facts::default()
+    }
+}
+
+/// The verdict on revision `r1` at `t(at)`.
+fn on_r1(c: &sluice_core::model::Canary<()>, status: &Status, facts: &Facts, at: i64) -> Verdict {
+    verdict(c, Some(status), &Observations::revision("r1"), facts, t(at))
 }
 
 #[test]
@@ -180,17 +185,8 @@ fn a_rejection_that_cannot_roll_back_is_a_warning_and_the_rules_decide() {
 #[test]
 fn an_approval_merged_by_an_unknown_login_changes_nothing() {
     let (c, status) = progressing();
-    let facts = Facts {
-        merged: Some(MergedApproval::MergerUnknown("forge down".to_string())),
-        ..Facts::default()
-    };
-    let v = verdict(
-        &c,
-        Some(&status),
-        &Observations::revision("r1"),
-        &facts,
-        t(20),
-    );
+    let facts = merged(MergedApproval::MergerUnknown("forge down".to_string()));
+    let v = on_r1(&c, &status, &facts, 20);
     assert_eq!(v.basis, Basis::MergerUnknown);
     assert_eq!(v.decision.action, Action::Hold);
     assert_eq!(v.decision.status, status);
@@ -201,19 +197,17 @@ fn an_approval_merged_by_an_unknown_login_changes_nothing() {
 fn an_approval_merged_by_a_login_not_allowed_puts_the_waiting_state_back() {
     let (c, waiting) = waiting_for_approval();
     let (_, progressing) = progressing();
-    let facts = Facts {
-        merged: Some(MergedApproval::Refused {
+    let refused = |waiting: &Status, reason: &str| {
+        merged(MergedApproval::Refused {
             waiting: Box::new(waiting.clone()),
-            reason: "mallory may not approve".to_string(),
-        }),
-        ..Facts::default()
+            reason: reason.to_string(),
+        })
     };
-    let v = verdict(
+    let v = on_r1(
         &c,
-        Some(&progressing),
-        &Observations::revision("r1"),
-        &facts,
-        t(20),
+        &progressing,
+        &refused(&waiting, "mallory may not approve"),
+        20,
     );
     assert_eq!(v.decision.action, Action::WaitRollout);
     assert_eq!(v.decision.status.phase, Phase::Waiting);
@@ -224,35 +218,19 @@ fn an_approval_merged_by_a_login_not_allowed_puts_the_waiting_state_back() {
     let mut at_step = waiting.clone();
     at_step.phase = Phase::WaitingApproval;
     at_step.waiting_for = Some(Gate::Promotion);
-    let facts = Facts {
-        merged: Some(MergedApproval::Refused {
-            waiting: Box::new(at_step),
-            reason: "no".to_string(),
-        }),
-        ..Facts::default()
-    };
-    let v = verdict(
-        &c,
-        Some(&progressing),
-        &Observations::revision("r1"),
-        &facts,
-        t(20),
-    );
+    let v = on_r1(&c, &progressing, &refused(&at_step, "no"), 20);
     assert_eq!(v.decision.action, Action::WaitApproval(Gate::Promotion));
 }
 
 #[test]
 fn an_approved_merge_is_decided_by_the_rules_and_remembers_who_merged() {
     let (c, status) = progressing();
-    let facts = Facts {
-        merged: Some(MergedApproval::Approved {
-            by: Some("alice".to_string()),
-            source: "https://forge/pr/1".to_string(),
-        }),
-        ..Facts::default()
-    };
+    let facts = merged(MergedApproval::Approved {
+        by: Some("alice".to_string()),
+        source: "https://forge/pr/1".to_string(),
+    });
     let obs = Observations::revision("r1");
-    let v = verdict(&c, Some(&status), &obs, &facts, t(200));
+    let v = on_r1(&c, &status, &facts, 200);
     assert_eq!(v.decision, decide(&c, Some(&status), &obs, t(200)));
     assert_eq!(
         v.basis,
