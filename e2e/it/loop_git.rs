@@ -421,16 +421,8 @@ fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
 
 #[test]
 fn demo_runs_from_the_binary() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["demo"])
-        .output()
-        .expect("sluice demo runs");
+    let out = crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(["demo"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.contains("canary demo/podinfo ended Succeeded"),
         "{stdout}"
@@ -443,16 +435,9 @@ fn demo_runs_from_the_binary() {
 
 #[test]
 fn demo_fail_rolls_back_and_names_the_metric() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["demo", "--fail"])
-        .output()
-        .expect("sluice demo runs");
+    let out =
+        crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(["demo", "--fail"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.contains("canary demo/podinfo ended Failed"),
         "{stdout}"

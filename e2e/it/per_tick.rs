@@ -221,15 +221,10 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
     git(&bare, &["fsck", "--strict"]);
 
     // `sluice history` reads each canary's own story out of the shared commits.
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["history", "shop/app3", "--output", "json", "--dir"])
-        .arg(&bare)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["history", "shop/app3", "--output", "json", "--dir"])
+            .arg(&bare),
     );
     let history: Json = serde_json::from_slice(&out.stdout).unwrap();
     let entries = history.as_array().unwrap();

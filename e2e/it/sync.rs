@@ -723,23 +723,18 @@ impl Loop {
     /// One `sluice reconcile`; returns how many commits it added.
     fn reconcile(&self) -> usize {
         let before = self.commits();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "reconcile",
-                "--repo",
-                &self.bare.display().to_string(),
-                "--workdir",
-                &self.workdir.display().to_string(),
-            ])
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env("SLUICE_LOG", "error")
-            .output()
-            .expect("sluice reconcile");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::support::run_ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args([
+                    "reconcile",
+                    "--repo",
+                    &self.bare.display().to_string(),
+                    "--workdir",
+                    &self.workdir.display().to_string(),
+                ])
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env_remove("KUBERNETES_SERVICE_HOST")
+                .env("SLUICE_LOG", "error"),
         );
         self.commits() - before
     }

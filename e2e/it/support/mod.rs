@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value as Json;
@@ -77,21 +77,30 @@ pub fn runtime() -> &'static sluice::runtime::Runtime {
     RUNTIME.get_or_init(|| sluice::runtime::Runtime::from_env().expect("a tokio runtime starts"))
 }
 
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "human")
-        .env("GIT_AUTHOR_EMAIL", "human@example.com")
-        .env("GIT_COMMITTER_NAME", "human")
-        .env("GIT_COMMITTER_EMAIL", "human@example.com")
+/// Runs `cmd` to the end and asserts it exited 0; a failure names the command and shows its
+/// stdout and stderr. Returns the output for the caller's own checks.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
         .output()
-        .expect("git runs");
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "git {args:?} failed: {}{}",
+        "{cmd:?} failed: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = run_ok(
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "human")
+            .env("GIT_AUTHOR_EMAIL", "human@example.com")
+            .env("GIT_COMMITTER_NAME", "human")
+            .env("GIT_COMMITTER_EMAIL", "human@example.com"),
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -297,21 +306,16 @@ pub fn http(
 
 /// One `sluice reconcile` of `bare` in `workdir`, with `env` added; panics when it fails.
 pub fn reconcile(bare: &std::path::Path, workdir: &std::path::Path, env: &[(String, String)]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "reconcile",
-            "--repo",
-            &bare.display().to_string(),
-            "--workdir",
-            &workdir.display().to_string(),
-        ])
-        .env("SLUICE_LOG", "error")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .expect("sluice reconcile");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "reconcile",
+                "--repo",
+                &bare.display().to_string(),
+                "--workdir",
+                &workdir.display().to_string(),
+            ])
+            .env("SLUICE_LOG", "error")
+            .envs(env.iter().map(|(k, v)| (k, v))),
     );
 }
