@@ -505,39 +505,54 @@ async fn flux_ready_false_fake_kube_api_is_not_yet_with_the_message() {
     );
 }
 
+/// Serves the Argo CD Application `argocd/podinfo` with `argo_status(revision, sync, health,
+/// reconciled_at)` and judges whether the pushed commit of `h` is applied.
+async fn judge_argo(
+    api: &mut FakeKubeApi,
+    h: &History,
+    (revision, sync, health, reconciled_at): (&str, &str, &str, &str),
+) -> Applied {
+    api.put(application_object(argo_status(
+        revision,
+        sync,
+        health,
+        reconciled_at,
+    )));
+    judge(api, &argo_target("podinfo"), h).await
+}
+
 #[tokio::test]
 async fn argo_stale_health_fake_kube_api_is_not_trusted() {
     let h = history();
     let mut api = FakeKubeApi::start().await;
-    let target = argo_target("podinfo");
     // Synced to the pushed commit and "Healthy", but the app controller last assessed health
     // before the sync finished (00:00:55): that Healthy describes the old ReplicaSet.
-    api.put(application_object(argo_status(
-        &h.pushed,
+    let stale = (
+        h.pushed.as_str(),
         "Synced",
         "Healthy",
         "2026-01-01T00:00:40Z",
-    )));
-    let r = reason(judge(&api, &target, &h).await);
+    );
+    let r = reason(judge_argo(&mut api, &h, stale).await);
     assert!(r.contains("not trusted"), "{r}");
 
     // Reassessed after the sync: trusted.
-    api.put(application_object(argo_status(
-        &h.pushed,
+    let fresh = (
+        h.pushed.as_str(),
         "Synced",
         "Healthy",
         "2026-01-01T00:01:10Z",
-    )));
-    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+    );
+    assert_eq!(judge_argo(&mut api, &h, fresh).await, Applied::Yes);
 
     // Argo CD synced a later commit that contains ours.
-    api.put(application_object(argo_status(
-        &h.later,
+    let later = (
+        h.later.as_str(),
         "Synced",
         "Healthy",
         "2026-01-01T00:01:10Z",
-    )));
-    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+    );
+    assert_eq!(judge_argo(&mut api, &h, later).await, Applied::Yes);
 }
 
 #[tokio::test]
@@ -545,43 +560,20 @@ async fn argo_out_of_sync_and_degraded_fake_kube_api() {
     let h = history();
     let mut api = FakeKubeApi::start().await;
     let target = argo_target("podinfo");
-    api.put(application_object(argo_status(
-        &h.a,
-        "OutOfSync",
-        "Healthy",
-        "2026-01-01T00:01:10Z",
-    )));
-    let r = reason(judge(&api, &target, &h).await);
+    let at = "2026-01-01T00:01:10Z";
+    let r = reason(judge_argo(&mut api, &h, (&h.a, "OutOfSync", "Healthy", at)).await);
     assert!(r.contains("(OutOfSync), not yet"), "{r}");
 
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "OutOfSync",
-        "Healthy",
-        "2026-01-01T00:01:10Z",
-    )));
-    let r = reason(judge(&api, &target, &h).await);
+    let r = reason(judge_argo(&mut api, &h, (&h.pushed, "OutOfSync", "Healthy", at)).await);
     assert!(r.contains("is OutOfSync at"), "{r}");
 
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "Synced",
-        "Progressing",
-        "2026-01-01T00:01:10Z",
-    )));
     assert!(matches!(
-        judge(&api, &target, &h).await,
+        judge_argo(&mut api, &h, (&h.pushed, "Synced", "Progressing", at)).await,
         Applied::NotYet { reason } if reason.contains("health is Progressing")
     ));
 
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "Synced",
-        "Degraded",
-        "2026-01-01T00:01:10Z",
-    )));
     assert!(matches!(
-        judge(&api, &target, &h).await,
+        judge_argo(&mut api, &h, (&h.pushed, "Synced", "Degraded", at)).await,
         Applied::Failed { reason } if reason.contains("Application argocd/podinfo is Degraded")
     ));
 
