@@ -428,19 +428,8 @@ fn audit_replays_approval_branches_merged_every_way() {
         w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
         w.ticks(4);
         assert_eq!(phase(&w), "WaitingApproval", "{how}");
-        let branches = git(
-            &w.bare,
-            &[
-                "for-each-ref",
-                "--format=%(refname:short)",
-                "refs/heads/sluice/",
-            ],
-        );
-        let branch = branches
-            .lines()
-            .next()
-            .unwrap_or_else(|| panic!("no approval branch: {branches}"));
-        merge_approval(w.human(), branch, how);
+        let branch = w.approval_branch();
+        merge_approval(w.human(), &branch, how);
         w.ticks(8);
         assert_eq!(phase(&w), "Succeeded", "{how}");
         clean(&w.bare);

@@ -238,19 +238,7 @@ fn approval_merges_and_edits_outside_the_output_are_not_drift() {
         );
         w.human_writes(CANARY_FILE, &native("v2"), "podinfo: v2");
         tick_until(&mut w, |s| s["phase"] == "WaitingApproval");
-        let branches = git(
-            &w.bare,
-            &[
-                "for-each-ref",
-                "--format=%(refname:short)",
-                "refs/heads/sluice/",
-            ],
-        );
-        let branch = branches
-            .lines()
-            .next()
-            .expect("an approval branch")
-            .to_string();
+        let branch = w.approval_branch();
         merge_approval(w.human(), &branch, how);
         w.tick();
         let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);

@@ -14,7 +14,7 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::loop_support::kustomize_builds;
+use crate::loop_support::{kustomize_builds, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS};
 use crate::support::canary::web_httproute as canary;
 use crate::support::{
     commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show, GitDaemon,
@@ -25,18 +25,6 @@ const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
-
-/// The weights sluice commits for one rollout of this canary, in order.
-const EXPECTED_WEIGHTS: [&str; 8] = [
-    "primary=100 canary=0", // initialization
-    "primary=100 canary=0", // new revision detected
-    "primary=90 canary=10",
-    "primary=70 canary=30",
-    "primary=40 canary=60",
-    "primary=40 canary=60", // promote
-    "primary=0 canary=100", // all traffic to the promoted revision, still on web-green
-    "primary=100 canary=0", // promotion completed: web-green is the stable service
-];
 
 fn ctx(observer: &Offline) -> Context<'_> {
     Context {

@@ -13,6 +13,7 @@ use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
+use crate::loop_support::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::canary::shop_httproute;
 use crate::support::{git, human_clone, seeded_remote, show, GitDaemon, Schemas};
 
@@ -27,17 +28,6 @@ fn canary(i: usize, revision: &str) -> String {
         "interval: 1s, stepWeights: [10, 30, 60]",
     )
 }
-
-const EXPECTED_WEIGHTS: [&str; 8] = [
-    "primary=100 canary=0", // initialization
-    "primary=100 canary=0", // new revision detected
-    "primary=90 canary=10",
-    "primary=70 canary=30",
-    "primary=40 canary=60",
-    "primary=40 canary=60", // promote
-    "primary=0 canary=100", // all traffic to the promoted revision, still on the green service
-    "primary=100 canary=0", // promotion completed: green is the stable service
-];
 
 /// Sluice's commits on main, oldest first: (sha, trailers as git parses them).
 fn sluice_commits(bare: &Path) -> Vec<(String, Vec<(String, String)>)> {

@@ -147,6 +147,61 @@ pub fn git_ok(dir: &Path, args: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
+/// GitHub's `X-Hub-Signature-256` of `body` under the webhook `secret`: `sha256=<hex HMAC>`.
+pub fn github_signature(secret: &str, body: impl AsRef<[u8]>) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac =
+        Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(body.as_ref());
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+/// The repository's root (where Cargo.toml is).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The text of `rel`, a path from the repository's root.
+pub fn read_repo_file(rel: &str) -> String {
+    let path = repo_root().join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The YAML file `rel` (a path from the repository's root) as JSON.
+pub fn repo_yaml(rel: &str) -> Json {
+    serde_saphyr::from_str(&read_repo_file(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The tick context of the tests: `observer`, the repo settings' author, five push attempts.
+pub fn tick_context<'a>(
+    observer: &'a dyn sluice::observer::Observer,
+    runtime: &'a sluice::runtime::Runtime,
+) -> sluice::tick::Context<'a> {
+    sluice::tick::Context {
+        observer,
+        author: None,
+        push_attempts: 5,
+        runtime,
+    }
+}
+
+/// sluice's own clone of `url`'s main in `dir`, without credentials.
+pub fn sluice_clone(url: &str, dir: &Path) -> sluice::gitops::ConfigRepo {
+    sluice::gitops::ConfigRepo::open_or_clone(
+        url,
+        "main",
+        dir,
+        &sluice::gitops::Credentials::none(),
+    )
+    .expect("sluice clones the remote")
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
