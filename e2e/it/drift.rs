@@ -209,19 +209,11 @@ fn a_hand_edit_of_route_yaml_during_a_rollout_is_reverted_under_drift_restore() 
 }
 
 fn native(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: podinfo, namespace: prod}}
-spec:
-  routeOnly: {{services: [podinfo-blue, podinfo-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    stepWeights: [20, 60]
-    approvals: {{beforePromotion: true}}
-"
+    crate::support::canary::route_only_smi(
+        "prod",
+        "podinfo",
+        revision,
+        "    interval: 1s\n    stepWeights: [20, 60]\n    approvals: {beforePromotion: true}",
     )
 }
 

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::served_clone;
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
@@ -26,7 +26,8 @@ const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
 
-fn ctx(observer: &Offline) -> Context<'_> {
+/// The loop tests' tick context: offline, twenty push attempts (a human may race each one).
+pub(crate) fn ctx(observer: &Offline) -> Context<'_> {
     Context {
         observer,
         author: None,
@@ -128,11 +129,7 @@ fn phase_on_remote(bare: &Path) -> Option<String> {
 fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let tmp = tempfile::tempdir().unwrap();
     let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
+    let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
     let ctx = ctx(&observer);
     let t0 = Timestamp::now();
@@ -215,11 +212,7 @@ fn one_shot_commands_fetch_the_remote_once() {
 fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
     let tmp = tempfile::tempdir().unwrap();
     let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
+    let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
     let ctx = ctx(&observer);
     tick(&mut repo, &ctx, Timestamp::now()).unwrap();

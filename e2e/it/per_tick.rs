@@ -6,16 +6,16 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::served_clone;
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
 use crate::loop_support::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::canary::shop_httproute;
-use crate::support::{git, human_clone, seeded_remote, show, GitDaemon, Schemas};
+use crate::support::{git, human_clone, seeded_remote, show, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
 const CANARIES: usize = 40;
@@ -96,18 +96,9 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let bare = seeded_remote(tmp.path(), &files);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
+    let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 20,
-        runtime: crate::support::runtime(),
-    };
+    let ctx = crate::loop_git::ctx(&observer);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "one commit for {CANARIES} canaries");

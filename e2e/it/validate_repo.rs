@@ -21,18 +21,11 @@ fn canary(name: &str, template: Option<&str>, revision: &str) -> String {
         ),
         None => String::new(),
     };
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: {name}, namespace: shop}}
-spec:
-  routeOnly: {{services: [{name}-blue, {name}-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    stepWeights: [50]{metrics}
-"
+    crate::support::canary::route_only_smi(
+        "shop",
+        name,
+        revision,
+        &format!("    interval: 1s\n    stepWeights: [50]{metrics}"),
     )
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 pub(crate) mod canary;
+pub(crate) mod route_case;
 mod world;
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
 
@@ -225,6 +226,15 @@ pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
     remote
 }
 
+/// A git daemon serving `<tmp>/config.git` (see [`seeded_remote`]), its URL, and sluice's
+/// clone of it in `<tmp>/work`.
+pub fn served_clone(tmp: &Path) -> (GitDaemon, String, sluice::gitops::ConfigRepo) {
+    let daemon = GitDaemon::start(tmp);
+    let url = daemon.url("config.git");
+    let repo = sluice_clone(&url, &tmp.join("work"));
+    (daemon, url, repo)
+}
+
 /// A working clone of `url` for a human, in `dir`.
 pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     git(
@@ -251,19 +261,11 @@ pub fn run_sluice(args: &[&str]) -> (i32, String, String) {
 /// A route-only Canary `web` in `shop` (blue/green Services, an SMI TrafficSplit) at
 /// `revision`, walking `steps` (a YAML list of Sluice steps), one-second interval, threshold 2.
 pub fn route_only_web(revision: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 2
-    steps: {steps}
-"
+    canary::route_only_smi(
+        "shop",
+        "web",
+        revision,
+        &format!("    interval: 1s\n    threshold: 2\n    steps: {steps}"),
     )
 }
 
