@@ -420,24 +420,19 @@ fn forge_fakes_a_pr_left_behind_by_a_canary_that_moved_on_is_closed_with_a_comme
         let (mut w, fake) = waiting(kind, "");
         w.tick();
         assert!(fake.first().open);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "abort",
-                "shop/web",
-                "--dir",
-                &w.bare.display().to_string(),
-                "--reason",
-                "changed our mind",
-                "--as",
-                "Ops <ops@example.com>",
-            ])
-            .env("SLUICE_LOG", "error")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::support::run_ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args([
+                    "abort",
+                    "shop/web",
+                    "--dir",
+                    &w.bare.display().to_string(),
+                    "--reason",
+                    "changed our mind",
+                    "--as",
+                    "Ops <ops@example.com>",
+                ])
+                .env("SLUICE_LOG", "error"),
         );
         // The abort happened outside the loop; the next tick sees the wait is over.
         w.tick();
@@ -477,23 +472,17 @@ fn last_commit(bare: &Path) -> (String, String) {
 }
 
 fn history_json(bare: &Path) -> Vec<Json_> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "history",
-            "shop/web",
-            "--dir",
-            &bare.display().to_string(),
-            "-o",
-            "json",
-        ])
-        .env("SLUICE_LOG", "error")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args([
+        "history",
+        "shop/web",
+        "--dir",
+        &bare.display().to_string(),
+        "-o",
+        "json",
+    ])
+    .env("SLUICE_LOG", "error");
+    let out = crate::support::run_ok(&mut cmd);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -110,16 +110,11 @@ fn hand_edit(
     );
     let index = dir.join(format!("index-{n}"));
     let with_index = |args: &[&str]| -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&copy)
-            .env("GIT_INDEX_FILE", &index)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = crate::support::run_ok(
+            Command::new("git")
+                .args(args)
+                .current_dir(&copy)
+                .env("GIT_INDEX_FILE", &index),
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
@@ -192,22 +187,16 @@ fn recommit(
         args.extend(["-p".to_string(), p.clone()]);
     }
     args.extend(["-F".to_string(), file.display().to_string()]);
-    let out = Command::new("git")
-        .args(&args)
+    let mut cmd = Command::new("git");
+    cmd.args(&args)
         .current_dir(repo)
         .env("GIT_AUTHOR_NAME", w[0])
         .env("GIT_AUTHOR_EMAIL", w[1])
         .env("GIT_AUTHOR_DATE", w[2])
         .env("GIT_COMMITTER_NAME", w[3])
         .env("GIT_COMMITTER_EMAIL", w[4])
-        .env("GIT_COMMITTER_DATE", w[5])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .env("GIT_COMMITTER_DATE", w[5]);
+    let out = crate::support::run_ok(&mut cmd);
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -439,19 +428,8 @@ fn audit_replays_approval_branches_merged_every_way() {
         w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
         w.ticks(4);
         assert_eq!(phase(&w), "WaitingApproval", "{how}");
-        let branches = git(
-            &w.bare,
-            &[
-                "for-each-ref",
-                "--format=%(refname:short)",
-                "refs/heads/sluice/",
-            ],
-        );
-        let branch = branches
-            .lines()
-            .next()
-            .unwrap_or_else(|| panic!("no approval branch: {branches}"));
-        merge_approval(w.human(), branch, how);
+        let branch = w.approval_branch();
+        merge_approval(w.human(), &branch, how);
         w.ticks(8);
         assert_eq!(phase(&w), "Succeeded", "{how}");
         clean(&w.bare);

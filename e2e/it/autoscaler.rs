@@ -787,11 +787,7 @@ fn whole_rollouts(scaler: &str, reference: &str) -> World {
     let canary = with_ref(reference);
     let mut w = world(scaler, &canary);
     w.until(Phase::Initialized);
-    w.human_writes(
-        "apps/podinfo/deployment.yaml",
-        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
-        "podinfo: 6.7.1",
-    );
+    w.human_bumps_podinfo();
     for _ in 0..6 {
         w.tick();
     }
@@ -879,11 +875,7 @@ fn adding_an_autoscaler_hands_the_primarys_replicas_over_at_the_next_commit() {
     );
     // Nothing to decide, so nothing is committed yet (sluice commits only decisions).
     assert!(w.tick().outcomes.iter().all(|o| o.committed.is_none()));
-    w.human_writes(
-        "apps/podinfo/deployment.yaml",
-        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
-        "podinfo: 6.7.1",
-    );
+    w.human_bumps_podinfo();
     let report = w.tick();
     assert!(
         report.outcomes.iter().any(|o| o.committed.is_some()),

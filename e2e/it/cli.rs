@@ -155,16 +155,11 @@ const ROUTE_ONLY_WEB: &str = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmet
 /// `sluice reconcile` once against a fresh bare remote holding the route-only canary.
 fn reconciled_remote(tmp: &std::path::Path) -> std::path::PathBuf {
     let bare = crate::support::seeded_remote(tmp, &[("apps/web.yaml", ROUTE_ONLY_WEB)]);
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["reconcile", "--repo", &bare.display().to_string()])
-        .args(["--workdir", &tmp.join("w").display().to_string()])
-        .env("SLUICE_LOG", "error")
-        .output()
-        .expect("run sluice");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["reconcile", "--repo", &bare.display().to_string()])
+            .args(["--workdir", &tmp.join("w").display().to_string()])
+            .env("SLUICE_LOG", "error"),
     );
     bare
 }

@@ -5,12 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
 use crate::support::canary::shop_httproute;
-use crate::support::{git, human_clone, seeded_remote};
+use crate::support::{git, human_clone, seeded_remote, sluice_clone, tick_context};
 
 /// Canaries in one namespace, the worst case: every commit rewrites the namespace's status and
 /// output folders, which hold an entry per canary.
@@ -72,14 +71,9 @@ fn ten_per_canary_ticks_leave_the_clone_at_most_twice_the_remote() {
     let bare = seeded_remote(tmp.path(), &refs);
     let url = bare.display().to_string();
     let work = tmp.path().join("w");
-    let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
+    let mut repo = sluice_clone(&url, &work);
     repo.set_memory_budget(MEMORY_BUDGET);
-    let ctx = Context {
-        observer: &Offline,
-        author: None,
-        push_attempts: 5,
-        runtime: crate::support::runtime(),
-    };
+    let ctx = tick_context(&Offline, crate::support::runtime());
     let start = Timestamp::now();
     for t in 0..TICKS {
         if t == 1 {

@@ -2,13 +2,13 @@
 //! latency is printed, not asserted), a bad signature changes nothing, /metrics exposes the
 //! canary weight, and a webhook brings a full tick even when an idle daemon would skip the poll.
 
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
-
-use crate::support::{free_port, git, http, human_clone, human_commit, seeded_remote};
+use crate::support::{
+    free_port, git, github_signature, http, human_clone, human_commit, seeded_remote,
+};
 
 const FILE: &str = "apps/web/canary.yaml";
 
@@ -16,18 +16,6 @@ fn canary(revision: &str) -> String {
     format!(
         "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1s, stepWeights: [10, 50]}}\n"
     )
-}
-
-fn sign(secret: &str, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(body);
-    let hex: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={hex}")
 }
 
 fn commits(bare: &std::path::Path) -> usize {
@@ -39,43 +27,17 @@ fn commits(bare: &std::path::Path) -> usize {
 
 #[test]
 fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
-    let url = bare.display().to_string();
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let secret = "s3cret";
     // A one-minute poll: only the webhook can make the daemon notice a push quickly.
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            "--repo",
-            &url,
-            "--poll",
-            "60s",
-            "--listen",
-            &addr,
-            "--workdir",
-            &tmp.path().join("d").display().to_string(),
-        ])
-        .env("SLUICE_WEBHOOK_SECRET", secret)
-        .env("SLUICE_LOG", "error")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http_ok(&addr, "/readyz") != Some(200) {
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(http_ok(&addr, "/healthz"), Some(200));
-    let human = human_clone(&url, &tmp.path().join("human"));
+    let d = Daemon::start();
+    let (bare, addr, secret, deadline) = (d.bare.as_path(), d.addr.as_str(), SECRET, d.deadline);
+    assert_eq!(http_ok(addr, "/healthz"), Some(200));
+    let human = human_clone(&d.url, &d.tmp.path().join("human"));
     human_commit(&human, FILE, &canary("v2"), "web: v2");
-    let before = commits(&bare);
+    let before = commits(bare);
 
     let body = br#"{"ref":"refs/heads/main"}"#;
     let (status, _) = http(
-        &addr,
+        addr,
         "POST",
         "/hooks/git",
         &[
@@ -86,7 +48,7 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
     );
     assert_eq!(status, 401, "a bad signature is refused");
     let (status, _) = http(
-        &addr,
+        addr,
         "POST",
         "/hooks/git",
         &[("X-GitHub-Event", "push")],
@@ -96,17 +58,17 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
 
     let sent = Instant::now();
     let (status, _) = http(
-        &addr,
+        addr,
         "POST",
         "/hooks/git",
         &[
             ("X-GitHub-Event", "push"),
-            ("X-Hub-Signature-256", &sign(secret, body)),
+            ("X-Hub-Signature-256", &github_signature(secret, body)),
         ],
         body,
     );
     assert_eq!(status, 202);
-    while commits(&bare) == before {
+    while commits(bare) == before {
         assert!(
             Instant::now() < deadline,
             "the webhook did not wake the daemon (poll is 60 s)"
@@ -115,7 +77,7 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
     }
     println!("webhook to next commit: {} ms", sent.elapsed().as_millis());
 
-    let (status, metrics) = http(&addr, "GET", "/metrics", &[], b"");
+    let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
     assert_eq!(status, 200);
     let weight = metrics
         .lines()
@@ -133,8 +95,7 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
         metrics.contains("sluice_reconcile_ticks_total"),
         "{metrics}"
     );
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(d);
 }
 
 fn http_ok(addr: &str, path: &str) -> Option<u16> {
@@ -159,64 +120,91 @@ fn ticks(addr: &str) -> u64 {
 /// late, or a push to another branch).
 #[test]
 fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
-    let url = bare.display().to_string();
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let secret = "s3cret";
     // A one-minute poll: within the test, only webhooks wake the daemon.
-    let daemon = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            "--repo",
-            &url,
-            "--poll",
-            "60s",
-            "--listen",
-            &addr,
-            "--workdir",
-            &tmp.path().join("d").display().to_string(),
-        ])
-        .env("SLUICE_WEBHOOK_SECRET", secret)
-        .env("SLUICE_LOG", "error")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Stopped even when an assertion fails: a daemon left running would hold the test's
-    // output open.
-    let _daemon = KillOnDrop(daemon);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http_ok(&addr, "/readyz") != Some(200) {
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let d = Daemon::start();
+    let (bare, addr, secret, deadline) = (d.bare.as_path(), d.addr.as_str(), SECRET, d.deadline);
     // The first tick initialized the canary; each webhook below must add one tick: the second
     // finds the canary at rest, and the third polls that same head again.
     let body = br#"{"ref":"refs/heads/main"}"#;
     for (delivery, expected) in [("d-1", 2), ("d-2", 3)] {
         let (status, _) = http(
-            &addr,
+            addr,
             "POST",
             "/hooks/git",
             &[
                 ("X-GitHub-Event", "push"),
                 ("X-GitHub-Delivery", delivery),
-                ("X-Hub-Signature-256", &sign(secret, body)),
+                ("X-Hub-Signature-256", &github_signature(secret, body)),
             ],
             body,
         );
         assert_eq!(status, 202);
-        while ticks(&addr) < expected {
+        while ticks(addr) < expected {
             assert!(
                 Instant::now() < deadline,
                 "webhook {delivery} brought no tick (ticks: {})",
-                ticks(&addr)
+                ticks(addr)
             );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    assert_eq!(commits(&bare), 2, "the seed and the initialization only");
+    assert_eq!(commits(bare), 2, "the seed and the initialization only");
+}
+
+const SECRET: &str = "s3cret";
+
+/// `sluice run` on a fresh remote holding `canary("v1")`, polling every 60 s, listening on a
+/// free port with the webhook secret [`SECRET`], once its /readyz answers 200. Stopped when
+/// dropped, even when an assertion fails: a daemon left running would hold the test's output
+/// open.
+struct Daemon {
+    tmp: tempfile::TempDir,
+    bare: PathBuf,
+    url: String,
+    addr: String,
+    /// 30 s after the start: the bound on every wait of the test.
+    deadline: Instant,
+    _process: KillOnDrop,
+}
+
+impl Daemon {
+    fn start() -> Daemon {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
+        let url = bare.display().to_string();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let process = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "run",
+                "--repo",
+                &url,
+                "--poll",
+                "60s",
+                "--listen",
+                &addr,
+                "--workdir",
+                &tmp.path().join("d").display().to_string(),
+            ])
+            .env("SLUICE_WEBHOOK_SECRET", SECRET)
+            .env("SLUICE_LOG", "error")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let process = KillOnDrop(process);
+        while http_ok(&addr, "/readyz") != Some(200) {
+            assert!(Instant::now() < deadline, "daemon never became ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Daemon {
+            tmp,
+            bare,
+            url,
+            addr,
+            deadline,
+            _process: process,
+        }
+    }
 }
 
 struct KillOnDrop(std::process::Child);

@@ -12,7 +12,7 @@ use sluice::spec::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::kubernetes::{check_every_commit, world};
+use crate::kubernetes::{bumped_world, check_every_commit};
 use crate::support::Schemas;
 use crate::support::SluiceCommit;
 
@@ -174,11 +174,7 @@ fn daemonset_without_rolling_update_is_refused_like_flagger() {
 #[test]
 fn other_target_kinds_are_refused_naming_both_workloads() {
     let sts = CANARY.replace("kind: DaemonSet", "kind: StatefulSet");
-    let errors: Vec<String> = load_text("c.yaml", &sts, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let errors = crate::support::canary::errors_in("c.yaml", &sts);
     assert_eq!(
         errors,
         ["c.yaml:10: spec.targetRef.kind: expected Deployment or DaemonSet (the workloads sluice manages), found \"StatefulSet\""]
@@ -187,15 +183,12 @@ fn other_target_kinds_are_refused_naming_both_workloads() {
 
 #[test]
 fn daemonset_blue_green_rolls_out_through_git_daemon() {
-    let mut w = world(&[
-        ("apps/podinfo-ds/daemonset.yaml", DAEMONSET),
-        ("apps/podinfo-ds/canary.yaml", CANARY),
-    ]);
-    w.until(Phase::Initialized);
-    w.human_writes(
-        "apps/podinfo-ds/daemonset.yaml",
-        &DAEMONSET.replace("6.0.0", "6.0.1"),
-        "podinfo-ds: 6.0.1",
+    let mut w = bumped_world(
+        "apps/podinfo-ds",
+        "daemonset.yaml",
+        DAEMONSET,
+        CANARY,
+        "podinfo-ds",
     );
     w.until_restarting(Phase::Succeeded, |_, i| i == 3);
     let kinds = check_every_commit(

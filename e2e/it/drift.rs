@@ -131,17 +131,12 @@ fn a_hand_edit_of_route_yaml_during_a_rollout_holds_the_canary_under_drift_hold(
 
     // `sluice status` says so.
     git(w.human(), &["pull", "-q", "origin", "main"]);
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["status", "--dir"])
-        .arg(w.human())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["status", "--dir"])
+            .arg(w.human()),
     );
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("prod/podinfo HELD (drift): Held: clusters/prod/podinfo/route.yaml changed outside sluice"),
         "{stdout}"
@@ -214,19 +209,11 @@ fn a_hand_edit_of_route_yaml_during_a_rollout_is_reverted_under_drift_restore() 
 }
 
 fn native(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: podinfo, namespace: prod}}
-spec:
-  routeOnly: {{services: [podinfo-blue, podinfo-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    stepWeights: [20, 60]
-    approvals: {{beforePromotion: true}}
-"
+    crate::support::canary::route_only_smi(
+        "prod",
+        "podinfo",
+        revision,
+        "    interval: 1s\n    stepWeights: [20, 60]\n    approvals: {beforePromotion: true}",
     )
 }
 
@@ -243,19 +230,7 @@ fn approval_merges_and_edits_outside_the_output_are_not_drift() {
         );
         w.human_writes(CANARY_FILE, &native("v2"), "podinfo: v2");
         tick_until(&mut w, |s| s["phase"] == "WaitingApproval");
-        let branches = git(
-            &w.bare,
-            &[
-                "for-each-ref",
-                "--format=%(refname:short)",
-                "refs/heads/sluice/",
-            ],
-        );
-        let branch = branches
-            .lines()
-            .next()
-            .expect("an approval branch")
-            .to_string();
+        let branch = w.approval_branch();
         merge_approval(w.human(), &branch, how);
         w.tick();
         let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
@@ -294,22 +269,11 @@ fn a_hold_for_drift_is_notified_once_by_the_real_binary() {
     );
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     let workdir = tmp.path().join("w");
-    let reconcile = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["reconcile", "--repo"])
-            .arg(&bare)
-            .arg("--workdir")
-            .arg(&workdir)
-            .env("SLUICE_TEST_WEBHOOK", format!("{}/webhook", server.url()))
-            .env("SLUICE_LOG", "error")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let webhook = [(
+        "SLUICE_TEST_WEBHOOK".to_string(),
+        format!("{}/webhook", server.url()),
+    )];
+    let reconcile = || crate::support::reconcile(&bare, &workdir, &webhook);
     reconcile();
     git(&human, &["pull", "-q", "origin", "main"]);
     let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();

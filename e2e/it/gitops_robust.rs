@@ -510,16 +510,12 @@ fn repacking_expires_reflogs_so_fsck_stays_clean() {
         n += 1;
         assert!(n < 200, "the clone was never repacked ({most} packs)");
     }
-    let out = crate::gitops::git_cmd(&work)
-        .args(["fsck", "--strict", "--no-progress"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git fsck --strict after a repack: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // A failure here is `git fsck --strict` after a repack.
+    crate::support::run_ok(crate::gitops::git_cmd(&work).args([
+        "fsck",
+        "--strict",
+        "--no-progress",
+    ]));
     // The clone still works.
     human_push(n + 1);
     assert_eq!(
@@ -583,15 +579,29 @@ const DAMAGES: [&str; 5] = [
 
 #[test]
 fn a_damaged_clone_is_cloned_afresh_at_start() {
-    let failed: Vec<String> = DAMAGES
+    assert_eq!(
+        not_recovered_from(reopen_after),
+        Vec::<String>::new(),
+        "not recovered from"
+    );
+}
+
+/// The [`DAMAGES`] that `recovers` panics on (each case runs whatever the others did).
+fn not_recovered_from(recovers: fn(&str)) -> Vec<String> {
+    DAMAGES
         .into_iter()
-        .filter_map(|how| {
-            std::panic::catch_unwind(|| reopen_after(how))
-                .err()
-                .map(|_| how.to_string())
-        })
-        .collect();
-    assert_eq!(failed, Vec::<String>::new(), "not recovered from");
+        .filter(|how| std::panic::catch_unwind(|| recovers(how)).is_err())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A human clone of the fixture's remote pushes an edit of README.md, so the damaged clone
+/// has something new to fetch.
+fn human_pushes_readme(fx: &Fixture) {
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    std::fs::write(human.join("README.md"), "human change\n").unwrap();
+    git(&human, &["commit", "-q", "-am", "Human edits README"]);
+    git(&human, &["push", "-q", "origin", "main"]);
 }
 
 fn reopen_after(how: &str) {
@@ -600,10 +610,7 @@ fn reopen_after(how: &str) {
         let work = fx.path("work");
         drop(fx.open(&fx.bare_url(), "work"));
         damage(&work, how);
-        let human = fx.cli_clone(&fx.bare_url(), "human");
-        std::fs::write(human.join("README.md"), "human change\n").unwrap();
-        git(&human, &["commit", "-q", "-am", "Human edits README"]);
-        git(&human, &["push", "-q", "origin", "main"]);
+        human_pushes_readme(&fx);
 
         let repo = ConfigRepo::open_or_clone(&fx.bare_url(), "main", &work, &Credentials::none())
             .unwrap_or_else(|e| panic!("{how}: {e}"));
@@ -631,15 +638,11 @@ fn reopen_after(how: &str) {
 
 #[test]
 fn a_clone_damaged_while_running_is_cloned_afresh_by_the_next_fetch() {
-    let failed: Vec<String> = DAMAGES
-        .into_iter()
-        .filter_map(|how| {
-            std::panic::catch_unwind(|| fetch_after(how))
-                .err()
-                .map(|_| how.to_string())
-        })
-        .collect();
-    assert_eq!(failed, Vec::<String>::new(), "not recovered from");
+    assert_eq!(
+        not_recovered_from(fetch_after),
+        Vec::<String>::new(),
+        "not recovered from"
+    );
 }
 
 fn fetch_after(how: &str) {
@@ -648,10 +651,7 @@ fn fetch_after(how: &str) {
         let work = fx.path("work");
         let mut repo = fx.open(&fx.bare_url(), "work");
         damage(&work, how);
-        let human = fx.cli_clone(&fx.bare_url(), "human");
-        std::fs::write(human.join("README.md"), "human change\n").unwrap();
-        git(&human, &["commit", "-q", "-am", "Human edits README"]);
-        git(&human, &["push", "-q", "origin", "main"]);
+        human_pushes_readme(&fx);
 
         let head = repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
         assert_eq!(

@@ -30,18 +30,7 @@ use std::process::Command;
 use serde_json::Value as Json;
 use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read(rel: &str) -> String {
-    let path = root().join(rel);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn yaml(rel: &str) -> Json {
-    serde_saphyr::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
+use crate::support::{read_repo_file as read, repo_root as root, repo_yaml as yaml};
 
 /// The packages of `debian:bookworm-slim` before the stage installs anything.
 ///

@@ -3,26 +3,14 @@
 //! e2e/schemas; RBAC and wiring (probes, ports, Secret keys, volumes) are checked field by
 //! field; `kubectl kustomize` runs when kubectl is installed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value as Json;
 use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT};
 
+use crate::support::{read_repo_file as read, repo_root as root, repo_yaml as yaml};
+
 use crate::support::Schemas;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read(rel: &str) -> String {
-    let path = root().join(rel);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn yaml(rel: &str) -> Json {
-    serde_saphyr::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
 
 fn yaml_files(dir: &str) -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(root().join(dir))

@@ -160,6 +160,24 @@ pub(crate) fn world(files: &[(&str, &str)]) -> World {
     World::new(files, Transport::Daemon, Checks::SpecsAndOutcomes)
 }
 
+/// A [`world`] holding the workload `source` at `<app>/<file>` and `canary` at
+/// `<app>/canary.yaml`, initialized, then a human bumps the image from 6.0.0 to 6.0.1
+/// (message `<name>: 6.0.1`): a new revision to roll out.
+pub(crate) fn bumped_world(app: &str, file: &str, source: &str, canary: &str, name: &str) -> World {
+    let source_path = format!("{app}/{file}");
+    let mut w = world(&[
+        (&source_path, source),
+        (&format!("{app}/canary.yaml"), canary),
+    ]);
+    w.until(Phase::Initialized);
+    w.human_writes(
+        &source_path,
+        &source.replace("6.0.0", "6.0.1"),
+        &format!("{name}: 6.0.1"),
+    );
+    w
+}
+
 /// At every sluice commit: the output folder holds exactly what its kustomization lists
 /// (no route file), and every listed document is valid against the strict schemas.
 /// Returns the kinds seen.
@@ -220,15 +238,12 @@ const OUTPUT_FILES: [&str; 4] = [
 
 #[test]
 fn kubernetes_blue_green_promotes_through_git_daemon_across_a_restart() {
-    let mut w = world(&[
-        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-        ("apps/podinfo/canary.yaml", CANARY),
-    ]);
-    w.until(Phase::Initialized);
-    w.human_writes(
-        "apps/podinfo/deployment.yaml",
-        &DEPLOYMENT.replace("6.0.0", "6.0.1"),
-        "podinfo: 6.0.1",
+    let mut w = bumped_world(
+        "apps/podinfo",
+        "deployment.yaml",
+        DEPLOYMENT,
+        CANARY,
+        "podinfo",
     );
     // Restart after the third iteration's tick: the rollout resumes from the status file.
     w.until_restarting(Phase::Succeeded, |_, i| i == 4);

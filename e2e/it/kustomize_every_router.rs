@@ -13,6 +13,9 @@ use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::loop_support::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
+use crate::route_knative::{
+    LOOP_SERVICE as KNATIVE_SERVICE, LOOP_SERVICE_FILE as KNATIVE_SERVICE_FILE,
+};
 use crate::support::canary::podinfo;
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
@@ -50,21 +53,6 @@ const KNATIVE_TARGET: &str = "  targetRef:
     apiVersion: serving.knative.dev/v1
     kind: Service
     name: podinfo";
-const KNATIVE_SERVICE_FILE: &str = "apps/podinfo/service.yaml";
-const KNATIVE_SERVICE: &str = "apiVersion: serving.knative.dev/v1
-kind: Service
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  template:
-    spec:
-      containers:
-        - image: ghcr.io/stefanprodan/podinfo:6.7.0
-          ports:
-            - containerPort: 9898
-";
-
 const INGRESS_REF: &str = "  ingressRef:
     apiVersion: networking.k8s.io/v1
     kind: Ingress

@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::served_clone;
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::loop_support::kustomize_builds;
+use crate::loop_support::{kustomize_builds, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS};
 use crate::support::canary::web_httproute as canary;
 use crate::support::{
     commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show, GitDaemon,
@@ -26,19 +26,8 @@ const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
 
-/// The weights sluice commits for one rollout of this canary, in order.
-const EXPECTED_WEIGHTS: [&str; 8] = [
-    "primary=100 canary=0", // initialization
-    "primary=100 canary=0", // new revision detected
-    "primary=90 canary=10",
-    "primary=70 canary=30",
-    "primary=40 canary=60",
-    "primary=40 canary=60", // promote
-    "primary=0 canary=100", // all traffic to the promoted revision, still on web-green
-    "primary=100 canary=0", // promotion completed: web-green is the stable service
-];
-
-fn ctx(observer: &Offline) -> Context<'_> {
+/// The loop tests' tick context: offline, twenty push attempts (a human may race each one).
+pub(crate) fn ctx(observer: &Offline) -> Context<'_> {
     Context {
         observer,
         author: None,
@@ -140,11 +129,7 @@ fn phase_on_remote(bare: &Path) -> Option<String> {
 fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let tmp = tempfile::tempdir().unwrap();
     let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
+    let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
     let ctx = ctx(&observer);
     let t0 = Timestamp::now();
@@ -227,11 +212,7 @@ fn one_shot_commands_fetch_the_remote_once() {
 fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
     let tmp = tempfile::tempdir().unwrap();
     let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
+    let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
     let ctx = ctx(&observer);
     tick(&mut repo, &ctx, Timestamp::now()).unwrap();
@@ -421,16 +402,8 @@ fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
 
 #[test]
 fn demo_runs_from_the_binary() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["demo"])
-        .output()
-        .expect("sluice demo runs");
+    let out = crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(["demo"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.contains("canary demo/podinfo ended Succeeded"),
         "{stdout}"
@@ -443,16 +416,9 @@ fn demo_runs_from_the_binary() {
 
 #[test]
 fn demo_fail_rolls_back_and_names_the_metric() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["demo", "--fail"])
-        .output()
-        .expect("sluice demo runs");
+    let out =
+        crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(["demo", "--fail"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.contains("canary demo/podinfo ended Failed"),
         "{stdout}"

@@ -7,7 +7,7 @@
 use serde_json::Value as Json;
 
 use crate::loop_support::{show, sluice_commits, Commit, Provider, OUTPUT, ROUTE_FILE};
-use crate::route_ingress::NGINX_INGRESS;
+use crate::route_ingress::nginx_ingress;
 use crate::support::canary::podinfo;
 use crate::support::git;
 
@@ -29,7 +29,7 @@ fn canary(provider: &str, analysis: &str) -> String {
 }
 
 fn ingress() -> String {
-    NGINX_INGRESS.replace("namespace: test", "namespace: prod")
+    nginx_ingress().replace("namespace: test", "namespace: prod")
 }
 
 const AB: &str = "    iterations: 3

@@ -173,14 +173,9 @@ fn deleting_a_canary_without_revert_on_deletion_leaves_its_output_and_reports_it
     assert!(show(&w.bare, "main", STATUS_FILE).contains("phase: Initialized"));
 
     let bare = w.bare.display().to_string();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["status", "--dir", &bare, "--output", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::run_ok(
+        std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["status", "--dir", &bare, "--output", "json"]),
     );
     let rows: Json = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");

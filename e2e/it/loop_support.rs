@@ -52,6 +52,19 @@ pub(crate) const SWITCHED: [&str; 3] = [
 ];
 
 /// Sluice commits of `prod/podinfo` on main, oldest first: (sha, Sluice-Weights trailer).
+/// The weights sluice commits for one rollout of a route-only canary stepping 10, 30, 60
+/// (`support::canary::web_httproute`), in order.
+pub(crate) const ROUTE_ONLY_WEIGHTS: [&str; 8] = [
+    "primary=100 canary=0", // initialization
+    "primary=100 canary=0", // new revision detected
+    "primary=90 canary=10",
+    "primary=70 canary=30",
+    "primary=40 canary=60",
+    "primary=40 canary=60", // promote
+    "primary=0 canary=100", // all traffic to the promoted revision, still on the green service
+    "primary=100 canary=0", // promotion completed: green is the stable service
+];
+
 pub(crate) fn sluice_commits(bare: &Path) -> Vec<(String, String)> {
     commits_of(bare, "prod/podinfo")
 }

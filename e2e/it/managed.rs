@@ -34,15 +34,21 @@ fn files(names: &[&str]) -> Vec<String> {
 
 const STATUS: &str = ".sluice/status/prod/podinfo.yaml";
 
+/// `file` of the output folder on main.
+fn at_main(w: &World, file: &str) -> String {
+    git(&w.bare, &["show", &format!("main:{OUT}/{file}")])
+}
+
+/// The status file on main.
+fn status_at_main(w: &World) -> Json {
+    serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap()
+}
+
 #[test]
 fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human_writes(
-        "apps/podinfo/deployment.yaml",
-        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
-        "podinfo: 6.7.1",
-    );
+    w.human_bumps_podinfo();
     w.until(Phase::Succeeded);
 
     let commits = commits(&w);
@@ -71,28 +77,25 @@ fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
         "services.yaml",
         STATUS,
     ]);
-    assert_eq!(commits[0].2, all, "initialization writes everything");
-    assert_eq!(
-        commits[1].2,
-        files(&["podinfo-canary.yaml", STATUS]),
-        "scaling up touches the canary only"
-    );
-    for c in &commits[2..7] {
-        assert_eq!(c.2, files(&["route.yaml", STATUS]), "{}", c.0);
+    assert!(commits.len() > 18, "{commits:?}");
+    for (i, (subject, _, changed)) in commits.iter().enumerate().take(19) {
+        let (expected, why) = match i {
+            0 => (all.clone(), "initialization writes everything"),
+            1 | 18 => (
+                files(&["podinfo-canary.yaml", STATUS]),
+                "scaling up and finalising touch the canary only",
+            ),
+            7 => (
+                files(&["podinfo-primary.yaml", STATUS]),
+                "promotion copies the spec only",
+            ),
+            _ => (
+                files(&["route.yaml", STATUS]),
+                "a step moves the route only",
+            ),
+        };
+        assert_eq!(changed, &expected, "commit {i} ({subject}): {why}");
     }
-    assert_eq!(
-        commits[7].2,
-        files(&["podinfo-primary.yaml", STATUS]),
-        "promotion copies the spec only"
-    );
-    for c in &commits[8..18] {
-        assert_eq!(c.2, files(&["route.yaml", STATUS]), "{}", c.0);
-    }
-    assert_eq!(
-        commits[18].2,
-        files(&["podinfo-canary.yaml", STATUS]),
-        "finalising scales the canary down"
-    );
 
     // Every Deployment and Service at every commit matches the strict schemas.
     let mut schemas = Schemas::default();
@@ -114,18 +117,12 @@ fn seed_scenario_writes_flaggers_event_sequence_and_minimal_commits() {
             }
         }
     }
-    let primary = git(
-        &w.bare,
-        &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
-    );
+    let primary = at_main(&w, "podinfo-primary.yaml");
     assert!(
         primary.contains("podinfo:6.7.1"),
         "the primary runs the promoted image"
     );
-    let canary = git(
-        &w.bare,
-        &["show", &format!("main:{OUT}/podinfo-canary.yaml")],
-    );
+    let canary = at_main(&w, "podinfo-canary.yaml");
     assert!(canary.contains("replicas: 0"));
 }
 
@@ -144,10 +141,7 @@ fn config_map_change_alone_starts_an_analysis() {
         vec!["New revision detected! Scaling up podinfo.prod"]
     );
     w.until(Phase::Succeeded);
-    let primary = git(
-        &w.bare,
-        &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
-    );
+    let primary = at_main(&w, "podinfo-primary.yaml");
     assert!(primary.contains("name: podinfo-files-primary"), "{primary}");
     assert!(
         primary.contains("level: debug"),
@@ -159,16 +153,11 @@ fn config_map_change_alone_starts_an_analysis() {
 fn reverting_the_source_mid_analysis_cancels_without_a_new_analysis() {
     let mut w = world(FLAGGER_CANARY);
     w.until(Phase::Initialized);
-    w.human_writes(
-        "apps/podinfo/deployment.yaml",
-        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
-        "podinfo: 6.7.1",
-    );
+    w.human_bumps_podinfo();
     for _ in 0..3 {
         w.tick();
     }
-    let status: Json =
-        serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
+    let status = status_at_main(&w);
     assert_eq!(status["canaryWeight"], 20);
     w.human_writes(
         "apps/podinfo/deployment.yaml",
@@ -184,8 +173,7 @@ fn reverting_the_source_mid_analysis_cancels_without_a_new_analysis() {
             .contains("analysis cancelled"),
         "{r:?}"
     );
-    let status: Json =
-        serde_saphyr::from_str(&git(&w.bare, &["show", &format!("main:{STATUS}")])).unwrap();
+    let status = status_at_main(&w);
     assert_eq!(
         (
             status["primaryWeight"].as_u64(),
@@ -212,15 +200,8 @@ fn rollback_routes_back_and_scales_down_leaving_the_primary_untouched() {
     );
     let mut w = world(&canary);
     w.until(Phase::Initialized);
-    let primary_before = git(
-        &w.bare,
-        &["show", &format!("main:{OUT}/podinfo-primary.yaml")],
-    );
-    w.human_writes(
-        "apps/podinfo/deployment.yaml",
-        &DEPLOYMENT.replace("6.7.0", "6.7.1"),
-        "podinfo: 6.7.1",
-    );
+    let primary_before = at_main(&w, "podinfo-primary.yaml");
+    w.human_bumps_podinfo();
     w.until(Phase::Failed);
     let last = commits(&w).pop().unwrap();
     assert!(
@@ -238,13 +219,7 @@ fn rollback_routes_back_and_scales_down_leaving_the_primary_untouched() {
         last.2,
         files(&["podinfo-canary.yaml", "route.yaml", STATUS])
     );
-    assert_eq!(
-        git(
-            &w.bare,
-            &["show", &format!("main:{OUT}/podinfo-primary.yaml")]
-        ),
-        primary_before
-    );
+    assert_eq!(at_main(&w, "podinfo-primary.yaml"), primary_before);
 }
 
 #[test]

@@ -6,15 +6,16 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::served_clone;
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::Offline;
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
+use crate::loop_support::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::canary::shop_httproute;
-use crate::support::{git, human_clone, seeded_remote, show, GitDaemon, Schemas};
+use crate::support::{git, human_clone, seeded_remote, show, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
 const CANARIES: usize = 40;
@@ -27,17 +28,6 @@ fn canary(i: usize, revision: &str) -> String {
         "interval: 1s, stepWeights: [10, 30, 60]",
     )
 }
-
-const EXPECTED_WEIGHTS: [&str; 8] = [
-    "primary=100 canary=0", // initialization
-    "primary=100 canary=0", // new revision detected
-    "primary=90 canary=10",
-    "primary=70 canary=30",
-    "primary=40 canary=60",
-    "primary=40 canary=60", // promote
-    "primary=0 canary=100", // all traffic to the promoted revision, still on the green service
-    "primary=100 canary=0", // promotion completed: green is the stable service
-];
 
 /// Sluice's commits on main, oldest first: (sha, trailers as git parses them).
 fn sluice_commits(bare: &Path) -> Vec<(String, Vec<(String, String)>)> {
@@ -106,18 +96,9 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let bare = seeded_remote(tmp.path(), &files);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("work"), &Credentials::none())
-            .unwrap();
+    let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 20,
-        runtime: crate::support::runtime(),
-    };
+    let ctx = crate::loop_git::ctx(&observer);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "one commit for {CANARIES} canaries");
@@ -221,15 +202,10 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
     git(&bare, &["fsck", "--strict"]);
 
     // `sluice history` reads each canary's own story out of the shared commits.
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["history", "shop/app3", "--output", "json", "--dir"])
-        .arg(&bare)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["history", "shop/app3", "--output", "json", "--dir"])
+            .arg(&bare),
     );
     let history: Json = serde_json::from_slice(&out.stdout).unwrap();
     let entries = history.as_array().unwrap();

@@ -14,7 +14,7 @@ use sluice::route::{render_route, Backends, RouteState, Weights};
 use sluice::spec::model::Canary;
 
 use crate::loop_support::World;
-use crate::support::canary::podinfo;
+use crate::support::canary::{flagger_test, podinfo};
 use crate::support::canary::{load_one, repo_errors as errors};
 use crate::support::schema_valid;
 use crate::support::Schemas;
@@ -53,31 +53,13 @@ spec:
 
 /// `test/apisix/test-canary.sh`: the Canary, unchanged (`{route}` is its routeRef name).
 fn e2e_canary(route: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: apisix
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  # apisix route reference
-  routeRef:
-    apiVersion: apisix.apache.org/v2
-    kind: ApisixRoute
-    name: {route}
-  progressDeadlineSeconds: 60
-  service:
-    port: 80
-    targetPort: 9898
-  analysis:
-{analysis}
-"
-    )
+    flagger_test("    port: 80\n    targetPort: 9898")
+        .provider("apisix")
+        .refs(&format!(
+            "  # apisix route reference\n  routeRef:\n    apiVersion: apisix.apache.org/v2\n    kind: ApisixRoute\n    name: {route}\n  progressDeadlineSeconds: 60\n"
+        ))
+        .bare_analysis()
+        .yaml(analysis)
 }
 
 const E2E_ANALYSIS: &str = "    interval: 10s

@@ -7,15 +7,15 @@
 //! `validate` error naming it.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Weights};
 use sluice::spec::load::{load, load_text};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::support::canary::flagger_test;
+use crate::support::canary::errors;
 use crate::support::canary::load_repo as support_load_repo;
-use crate::support::canary::{errors, BACKENDS, NO_STATE};
+use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
 /// The tutorial's Deployment (`kustomize/podinfo/deployment.yaml`): selector `app: podinfo`.
@@ -121,15 +121,12 @@ fn one(name: &str, loaded: sluice::spec::load::Loaded) -> Canary {
     loaded.canaries.into_iter().next().unwrap()
 }
 
-struct Case {
-    name: &'static str,
-    canary: Canary,
-}
-
 fn cases() -> Vec<Case> {
-    let case = |name, metadata, service, analysis| Case {
-        name,
-        canary: one(name, load_repo(&flagger(metadata, service, analysis))),
+    let case = |name, metadata, service, analysis| {
+        Case::podinfo(
+            name,
+            one(name, load_repo(&flagger(metadata, service, analysis))),
+        )
     };
     vec![
         case(
@@ -151,15 +148,7 @@ fn cases() -> Vec<Case> {
 }
 
 fn render(case: &Case, canary_weight: u8) -> String {
-    let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    render_route(&case.canary, &BACKENDS, weights, &NO_STATE)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-        .unwrap_or_else(|| panic!("{}: App Mesh writes a route file", case.name))
-        .content
-}
-
-fn documents(text: &str) -> Vec<Json> {
-    serde_saphyr::from_multiple(text).expect("rendered YAML parses")
+    case.render("App Mesh", canary_weight)
 }
 
 /// (kind, name) of each document, in order.
@@ -401,10 +390,7 @@ fn appmesh_ab_and_service_fields_like_flagger() {
         "defaults",
         load_repo(&flagger("", "    port: 9898\n    retries: {}", BLUE_GREEN)),
     );
-    let case = Case {
-        name: "defaults",
-        canary,
-    };
+    let case = Case::podinfo("defaults", canary);
     let docs = documents(&render(&case, 0));
     assert_eq!(
         docs[2]["spec"]["routes"][0]["httpRoute"]["retryPolicy"],
@@ -431,13 +417,7 @@ fn appmesh_pod_selectors_follow_the_targets_selector_label() {
         "selector",
         load(&Snapshot::read(dir.path()), &Settings::default()),
     );
-    let docs = documents(&render(
-        &Case {
-            name: "selector",
-            canary,
-        },
-        0,
-    ));
+    let docs = documents(&render(&Case::podinfo("selector", canary), 0));
     assert_eq!(
         docs[0]["spec"]["podSelector"],
         json!({"matchLabels": {"app.kubernetes.io/name": "web-primary"}})
@@ -452,10 +432,7 @@ fn appmesh_pod_selectors_follow_the_targets_selector_label() {
         &Settings::default(),
     );
     let docs = documents(&render(
-        &Case {
-            name: "lone file",
-            canary: one("lone file", loaded),
-        },
+        &Case::podinfo("lone file", one("lone file", loaded)),
         0,
     ));
     assert_eq!(
@@ -561,27 +538,10 @@ fn appmesh_fields_it_cannot_render_are_errors() {
 /// A native canary cannot name App Mesh objects.
 #[test]
 fn a_native_canary_cannot_name_app_mesh_objects() {
-    let native = "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata:
-  name: frontend
-  namespace: shop
-spec:
-  routeOnly:
-    services: [frontend-blue, frontend-green]
-    revision: v2
-  service:
-    name: frontend
-    port: 8080
-  route:
-    apiVersion: appmesh.k8s.aws/v1beta2
-    kind: VirtualRouter
-  analysis:
-    interval: 1m
-    threshold: 3
-    steps:
-      - weight: 10
-";
+    let native = &native_frontend(
+        "    apiVersion: appmesh.k8s.aws/v1beta2\n    kind: VirtualRouter\n",
+        &[10],
+    );
     let found = errors(native);
     assert!(
         found.iter().any(|e| e.starts_with(

@@ -4,13 +4,11 @@
 //! `docs/gitbook/tutorials/contour-progressive-delivery.md`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, Weights};
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
+use sluice::route::{render_route, Weights};
 
-use crate::support::canary::flagger_test;
 use crate::support::canary::{assert_errors, load, BACKENDS, NO_STATE};
+use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::route_case::{RouteCase as Case, FRONTEND_BACKENDS};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test` with `provider: contour`.
@@ -68,16 +66,9 @@ const ALL_FIELDS_AB: &str = "    iterations: 5
           cookie:
             prefix: canary=";
 
-struct Case {
-    name: &'static str,
-    canary: Canary,
-}
-
 fn cases() -> Vec<Case> {
-    let case = |name, service, analysis| Case {
-        name,
-        canary: load(name, &flagger(service, analysis)),
-    };
+    let case =
+        |name, service, analysis| Case::podinfo(name, load(name, &flagger(service, analysis)));
     vec![
         case("contour-e2e-canary", E2E_SERVICE, E2E_CANARY_ANALYSIS),
         case("contour-e2e-ab", E2E_SERVICE, E2E_AB_ANALYSIS),
@@ -88,11 +79,7 @@ fn cases() -> Vec<Case> {
 }
 
 fn render(case: &Case, canary_weight: u8) -> String {
-    let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    render_route(&case.canary, &BACKENDS, weights, &NO_STATE)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-        .unwrap_or_else(|| panic!("{}: Contour writes a route file", case.name))
-        .content
+    case.render("Contour", canary_weight)
 }
 
 fn document(text: &str) -> Json {
@@ -324,32 +311,12 @@ fn hostile_contour_values_round_trip() {
 /// A native canary routes through an HTTPProxy with `spec.route` of that kind.
 #[test]
 fn native_httpproxy_route_renders_schema_valid() {
-    let native = "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata:
-  name: frontend
-  namespace: shop
-spec:
-  routeOnly:
-    services: [frontend-blue, frontend-green]
-    revision: v2
-  service:
-    name: frontend
-    port: 8080
-  route:
-    apiVersion: projectcontour.io/v1
-    kind: HTTPProxy
-  analysis:
-    interval: 1m
-    threshold: 3
-    steps:
-      - weight: 10
-";
+    let native = &native_frontend(
+        "    apiVersion: projectcontour.io/v1\n    kind: HTTPProxy\n",
+        &[10],
+    );
     let canary = load("native.yaml", native);
-    let backends = Backends {
-        primary: "frontend-blue",
-        canary: "frontend-green",
-    };
+    let backends = FRONTEND_BACKENDS;
     let file = render_route(
         &canary,
         &backends,
@@ -367,11 +334,7 @@ spec:
     );
     assert_eq!(doc["spec"]["routes"][0]["services"][1]["weight"], 10);
     let wrong = native.replace("projectcontour.io/v1", "projectcontour.io/v1alpha1");
-    let errors: Vec<String> = load_text("c.yaml", &wrong, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let errors = crate::support::canary::errors_in("c.yaml", &wrong);
     assert_eq!(
         errors,
         ["c.yaml:14: spec.route.apiVersion: expected projectcontour.io/v1 for HTTPProxy, found \"projectcontour.io/v1alpha1\""]

@@ -6,28 +6,24 @@
 //! field for a bad or unresolved `ingressRef` and for what Flagger's mapping would drop.
 
 use serde_json::Value as Json;
-use sluice::route::{render_route, Backends, RouteState, Weights};
+use sluice::route::{render_route, Backends, Weights};
 use sluice::spec::model::Canary;
 
-use crate::support::canary::load_repo;
+use crate::support::canary::{flagger_test, load_repo, NO_STATE};
 use crate::support::Schemas;
 
-const NO_STATE: RouteState<'static> = RouteState {
-    session_cookie: None,
-    previous_session_cookie: None,
-    mirroring: false,
-};
-
-/// `test/nginx/test-canary.sh`: the user's Ingress.
-pub const NGINX_INGRESS: &str = "apiVersion: networking.k8s.io/v1
+/// The user's Ingress `name` in `test` (class `class`) sending `app.example.com` to `service`.
+fn user_ingress(name: &str, class: &str, service: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:
-  name: podinfo
+  name: {name}
   namespace: test
   labels:
     app: podinfo
   annotations:
-    kubernetes.io/ingress.class: \"nginx\"
+    kubernetes.io/ingress.class: \"{class}\"
 spec:
   rules:
   - host: \"app.example.com\"
@@ -37,39 +33,25 @@ spec:
         path: \"/\"
         backend:
           service:
-            name: podinfo
+            name: {service}
             port:
               number: 80
-";
+"
+    )
+}
+
+/// `test/nginx/test-canary.sh`: the user's Ingress.
+pub fn nginx_ingress() -> String {
+    user_ingress("podinfo", "nginx", "podinfo")
+}
 
 /// A Flagger canary of `test/nginx/test-canary.sh` with `analysis` (indented four spaces).
 pub fn nginx_canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: nginx
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  ingressRef:
-    apiVersion: networking.k8s.io/v1
-    kind: Ingress
-    name: podinfo
-  progressDeadlineSeconds: 60
-  service:
-    port: 80
-    targetPort: http
-  analysis:
-    interval: 15s
-    threshold: 5
-{analysis}
-"
-    )
+    flagger_test("    port: 80\n    targetPort: http")
+        .provider("nginx")
+        .refs("  ingressRef:\n    apiVersion: networking.k8s.io/v1\n    kind: Ingress\n    name: podinfo\n  progressDeadlineSeconds: 60\n")
+        .threshold(Some(5))
+        .yaml(analysis)
 }
 
 /// `test/nginx/test-canary.sh`, the first canary.
@@ -91,56 +73,16 @@ const NGINX_TUTORIAL_AB: &str = "    iterations: 10
             exact: \"canary\"";
 
 /// `test/skipper/test-canary.sh`: the user's Ingress and the canary.
-const SKIPPER_INGRESS: &str = "apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: podinfo-ingress
-  namespace: test
-  labels:
-    app: podinfo
-  annotations:
-    kubernetes.io/ingress.class: \"skipper\"
-spec:
-  rules:
-  - host: \"app.example.com\"
-    http:
-      paths:
-      - pathType: Prefix
-        path: \"/\"
-        backend:
-          service:
-            name: podinfo-service
-            port:
-              number: 80
-";
+fn skipper_ingress() -> String {
+    user_ingress("podinfo-ingress", "skipper", "podinfo-service")
+}
 
 fn skipper_canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: skipper
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  ingressRef:
-    apiVersion: networking.k8s.io/v1
-    kind: Ingress
-    name: podinfo-ingress
-  service:
-    name: podinfo-service
-    port: 80
-    targetPort: http
-  analysis:
-    interval: 15s
-    threshold: 5
-{analysis}
-"
-    )
+    flagger_test("    name: podinfo-service\n    port: 80\n    targetPort: http")
+        .provider("skipper")
+        .refs("  ingressRef:\n    apiVersion: networking.k8s.io/v1\n    kind: Ingress\n    name: podinfo-ingress\n")
+        .threshold(Some(5))
+        .yaml(analysis)
 }
 
 /// Loads `files` (repo path, text) written into a fresh work tree, as the tick does.
@@ -206,7 +148,7 @@ fn annotations(text: &str) -> Json {
 #[test]
 fn nginx_every_weight_is_a_schema_valid_canary_ingress() {
     let mut schemas = Schemas::default();
-    let canary = load_one(NGINX_INGRESS, &nginx_canary(NGINX_STEPS));
+    let canary = load_one(&nginx_ingress(), &nginx_canary(NGINX_STEPS));
     for weight in 0..=100u8 {
         let text = render(&canary, weight, &mut schemas);
         let a = annotations(&text);
@@ -221,7 +163,7 @@ fn nginx_every_weight_is_a_schema_valid_canary_ingress() {
 #[test]
 fn nginx_e2e_canary_snapshots() {
     let mut schemas = Schemas::default();
-    let canary = load_one(NGINX_INGRESS, &nginx_canary(NGINX_STEPS));
+    let canary = load_one(&nginx_ingress(), &nginx_canary(NGINX_STEPS));
     insta::assert_snapshot!(
         "nginx-e2e-canary-initialized",
         render(&canary, 0, &mut schemas)
@@ -235,7 +177,7 @@ fn nginx_e2e_canary_snapshots() {
 #[test]
 fn nginx_e2e_ab_routes_the_header_only_while_the_canary_gets_traffic() {
     let mut schemas = Schemas::default();
-    let canary = load_one(NGINX_INGRESS, &nginx_canary(NGINX_AB));
+    let canary = load_one(&nginx_ingress(), &nginx_canary(NGINX_AB));
     insta::assert_snapshot!("nginx-e2e-ab-analysis", render(&canary, 100, &mut schemas));
     let idle = annotations(&render(&canary, 0, &mut schemas));
     assert_eq!(idle["nginx.ingress.kubernetes.io/canary-weight"], "0");
@@ -248,7 +190,7 @@ fn nginx_e2e_ab_routes_the_header_only_while_the_canary_gets_traffic() {
 #[test]
 fn nginx_tutorial_ab_header_and_cookie_snapshot() {
     let mut schemas = Schemas::default();
-    let canary = load_one(NGINX_INGRESS, &nginx_canary(NGINX_TUTORIAL_AB));
+    let canary = load_one(&nginx_ingress(), &nginx_canary(NGINX_TUTORIAL_AB));
     insta::assert_snapshot!("nginx-tutorial-ab", render(&canary, 100, &mut schemas));
 }
 
@@ -256,7 +198,7 @@ fn nginx_tutorial_ab_header_and_cookie_snapshot() {
 /// its other annotations and labels are copied, and a regex header becomes a pattern.
 #[test]
 fn nginx_keeps_the_users_metadata_but_not_its_canary_annotations() {
-    let ingress = NGINX_INGRESS.replace(
+    let ingress = nginx_ingress().replace(
         "    kubernetes.io/ingress.class: \"nginx\"\n",
         "    kubernetes.io/ingress.class: \"nginx\"
     nginx.ingress.kubernetes.io/canary-weight: \"50\"
@@ -281,7 +223,7 @@ fn nginx_keeps_the_users_metadata_but_not_its_canary_annotations() {
 /// Flagger swaps only the paths to the apex Service; other backends stay.
 #[test]
 fn only_paths_to_the_apex_service_go_to_the_canary() {
-    let ingress = NGINX_INGRESS.replace(
+    let ingress = nginx_ingress().replace(
         "      - pathType: Prefix\n        path: \"/\"\n",
         "      - pathType: Prefix
         path: \"/static\"
@@ -305,7 +247,7 @@ fn only_paths_to_the_apex_service_go_to_the_canary() {
 fn skipper_every_weight_is_a_schema_valid_canary_ingress() {
     let mut schemas = Schemas::default();
     let canary = load_one(
-        SKIPPER_INGRESS,
+        &skipper_ingress(),
         &skipper_canary("    maxWeight: 100\n    stepWeight: 10"),
     );
     for weight in 0..=100u8 {
@@ -331,7 +273,7 @@ fn skipper_every_weight_is_a_schema_valid_canary_ingress() {
 fn skipper_e2e_canary_snapshots() {
     let mut schemas = Schemas::default();
     let canary = load_one(
-        SKIPPER_INGRESS,
+        &skipper_ingress(),
         &skipper_canary("    maxWeight: 100\n    stepWeight: 10"),
     );
     insta::assert_snapshot!(
@@ -347,7 +289,7 @@ fn skipper_e2e_canary_snapshots() {
 /// The user's own predicate follows Flagger's, which it never loses.
 #[test]
 fn skipper_keeps_the_users_predicate_after_its_own() {
-    let ingress = SKIPPER_INGRESS.replace(
+    let ingress = skipper_ingress().replace(
         "    kubernetes.io/ingress.class: \"skipper\"\n",
         "    kubernetes.io/ingress.class: \"skipper\"\n    zalando.org/skipper-predicate: Method(\"GET\") && Weight(100)\n",
     );
@@ -368,22 +310,22 @@ fn bad_ingress_references_and_matches_are_reported_with_line_and_field() {
     let steps = nginx_canary(NGINX_STEPS);
     let cases: Vec<(String, String, Vec<String>)> = vec![
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             steps.replace("  ingressRef:\n    apiVersion: networking.k8s.io/v1\n    kind: Ingress\n    name: podinfo\n", ""),
             vec![format!("{c}:6: spec.ingressRef: required field is missing: Flagger's ingress routers copy the Ingress it names (apiVersion: networking.k8s.io/v1, kind: Ingress, name)")],
         ),
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             steps.replace("    name: podinfo\n  progress", "    name: podinfo-web\n  progress"),
             vec![format!("{c}:15: spec.ingressRef.name: no Ingress test/podinfo-web in the repo: expected a networking.k8s.io/v1 Ingress named \"podinfo-web\" in namespace test (or with no namespace) in a YAML file")],
         ),
         (
-            NGINX_INGRESS.replace("namespace: test", "namespace: prod"),
+            nginx_ingress().replace("namespace: test", "namespace: prod"),
             steps.clone(),
             vec![format!("{c}:15: spec.ingressRef.name: no Ingress test/podinfo in the repo: expected a networking.k8s.io/v1 Ingress named \"podinfo\" in namespace test (or with no namespace) in a YAML file")],
         ),
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             steps.replace("    apiVersion: networking.k8s.io/v1\n    kind: Ingress", "    apiVersion: extensions/v1beta1\n    kind: Ingres"),
             vec![
                 format!("{c}:13: spec.ingressRef.apiVersion: expected networking.k8s.io/v1 (the only Ingress API Flagger reads), found \"extensions/v1beta1\""),
@@ -391,37 +333,37 @@ fn bad_ingress_references_and_matches_are_reported_with_line_and_field() {
             ],
         ),
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             steps.replace("    name: podinfo\n  progress", "    name: podinfo\n    namespace: web\n  progress"),
             vec![format!("{c}:16: spec.ingressRef.namespace: unknown field (did you mean \"name\"?); expected one of: apiVersion, kind, name")],
         ),
         (
-            NGINX_INGRESS.replace("            name: podinfo\n", "            name: frontend\n"),
+            nginx_ingress().replace("            name: podinfo\n", "            name: frontend\n"),
             steps.clone(),
             vec![format!("{c}:15: spec.ingressRef.name: Ingress podinfo ({i}:1) has no path whose backend is the apex Service \"podinfo\"; Flagger sends the canary's share through a copy of that path, so add one (backend.service.name: podinfo)")],
         ),
         (
-            NGINX_INGRESS.replace("    kubernetes.io/ingress.class: \"nginx\"", "    kubernetes.io/ingress.class: \"nginx\"\n    nginx.ingress.kubernetes.io/proxy-body-size: 8"),
+            nginx_ingress().replace("    kubernetes.io/ingress.class: \"nginx\"", "    kubernetes.io/ingress.class: \"nginx\"\n    nginx.ingress.kubernetes.io/proxy-body-size: 8"),
             steps.clone(),
             vec![format!("{i}:10: metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size: expected a string, found 8, which YAML reads as a number, boolean or null; quote it")],
         ),
         (
-            NGINX_INGRESS.replace("  - host: \"app.example.com\"\n    http:", "  - host: \"www.example.com\"\n  - host: \"app.example.com\"\n    http:"),
+            nginx_ingress().replace("  - host: \"app.example.com\"\n    http:", "  - host: \"www.example.com\"\n  - host: \"app.example.com\"\n    http:"),
             steps.clone(),
             vec![format!("{i}:12: spec.rules[0].http.paths: required by Flagger's ingress routers, which copy each rule's paths into the canary Ingress; add the paths this host serves")],
         ),
         (
-            NGINX_INGRESS.replace("networking.k8s.io/v1", "networking.k8s.io/v1beta1"),
+            nginx_ingress().replace("networking.k8s.io/v1", "networking.k8s.io/v1beta1"),
             steps.clone(),
             vec![format!("{i}:1: apiVersion: expected networking.k8s.io/v1 (the Ingress canary podinfo references through spec.ingressRef; Flagger reads no other Ingress API), found \"networking.k8s.io/v1beta1\"")],
         ),
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             nginx_canary("    iterations: 3\n    match:\n    - headers:\n        x-user:\n          exact: insider\n    - headers:\n        x-group:\n          exact: beta"),
             vec![format!("{c}:29: spec.analysis.match[1].headers.x-group: ingress-nginx routes on one header (canary-by-header), and spec.analysis.match[0].headers.x-user already names one; Flagger would keep either at random, so keep one")],
         ),
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             nginx_canary("    iterations: 3\n    match:\n    - headers:\n        x-user:\n          prefix: ins\n        cookie:\n          regex: \"canary=always\"\n      uri:\n        prefix: /api"),
             vec![
                 format!("{c}:30: spec.analysis.match[0].uri: Flagger's nginx router routes A/B requests on one header and one cookie only (canary-by-header, canary-by-cookie) and drops this condition; remove it, or use a provider that matches it (gatewayapi:v1, istio)"),
@@ -430,12 +372,12 @@ fn bad_ingress_references_and_matches_are_reported_with_line_and_field() {
             ],
         ),
         (
-            NGINX_INGRESS.into(),
+            nginx_ingress(),
             nginx_canary("    stepWeight: 10\n    sessionAffinity:\n      cookieName: flagger-cookie"),
             vec![format!("{c}:24: spec.analysis.sessionAffinity: Flagger's ingress routers (nginx, skipper) ignore this field, so the rollout would not do what it says; remove it, or use a provider that supports it (gatewayapi:v1)")],
         ),
         (
-            SKIPPER_INGRESS.into(),
+            skipper_ingress(),
             skipper_canary(NGINX_AB),
             vec![format!("{c}:24: spec.analysis.match: Flagger's Skipper router does not route on request headers (A/B testing); remove analysis.match for a blue/green rollout, or use provider nginx")],
         ),
@@ -455,8 +397,8 @@ fn bad_ingress_references_and_matches_are_reported_with_line_and_field() {
 #[test]
 fn an_ingress_defined_twice_is_an_error_naming_both() {
     let (_, errors) = load_files(&[
-        ("apps/podinfo/ingress.yaml", NGINX_INGRESS),
-        ("apps/podinfo/more/ingress.yaml", NGINX_INGRESS),
+        ("apps/podinfo/ingress.yaml", &nginx_ingress()),
+        ("apps/podinfo/more/ingress.yaml", &nginx_ingress()),
         ("apps/podinfo/canary.yaml", &nginx_canary(NGINX_STEPS)),
     ]);
     assert_eq!(
@@ -484,7 +426,7 @@ spec:
     interval: 1m
     stepWeight: 10
 ";
-    let errs = errors(NGINX_INGRESS, native);
+    let errs = errors(&nginx_ingress(), native);
     assert!(
         errs.iter().any(|e| e.starts_with(
             "apps/podinfo/canary.yaml:11: spec.route: an Ingress route copies the user's Ingress"

@@ -4,13 +4,14 @@
 //! Istio tutorials in `docs/gitbook/tutorials/`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, RouteState, Weights};
+use sluice::route::{render_route, RouteState, Weights};
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::{parse_settings, Settings};
 
-use crate::support::canary::flagger_test;
 use crate::support::canary::{assert_errors, BACKENDS, NO_STATE};
+use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test`; `provider` is a whole `provider:` line or empty.
@@ -187,42 +188,16 @@ const AB_SOURCE_LABELS: &str = "    iterations: 5
           app: frontend-canary";
 
 /// A native canary whose route is a VirtualService (`networking.istio.io/v1`).
-const NATIVE: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata:
-  name: frontend
-  namespace: shop
-spec:
-  routeOnly:
-    services: [frontend-blue, frontend-green]
-    revision: v2
-  service:
-    name: frontend
-    port: 8080
-  route:
-    apiVersion: networking.istio.io/v1
-    kind: VirtualService
-    hosts: [frontend.example.com]
-    gateways: [shop/public]
-  analysis:
-    interval: 1m
-    threshold: 3
-    steps:
-      - weight: 10
-      - weight: 50
-";
-
-struct Case {
-    name: &'static str,
-    canary: Canary,
-    backends: Backends<'static>,
+fn native() -> String {
+    native_frontend(
+        "    apiVersion: networking.istio.io/v1\n    kind: VirtualService\n    hosts: [frontend.example.com]\n    gateways: [shop/public]\n",
+        &[10, 50],
+    )
 }
 
 fn cases() -> Vec<Case> {
-    let case = |name, provider, service, analysis| Case {
-        name,
-        canary: load(name, &flagger(provider, service, analysis)),
-        backends: BACKENDS,
+    let case = |name, provider, service, analysis| {
+        Case::podinfo(name, load(name, &flagger(provider, service, analysis)))
     };
     vec![
         case(
@@ -273,27 +248,12 @@ fn cases() -> Vec<Case> {
             ALL_FIELDS_SERVICE,
             AB_SOURCE_LABELS,
         ),
-        Case {
-            name: "istio-v1-native-route-only",
-            canary: load("native.yaml", NATIVE),
-            backends: Backends {
-                primary: "frontend-blue",
-                canary: "frontend-green",
-            },
-        },
+        Case::frontend("istio-v1-native-route-only", load("native.yaml", &native())),
     ]
 }
 
 fn render(case: &Case, canary_weight: u8) -> String {
-    let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    render_route(&case.canary, &case.backends, weights, &NO_STATE)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-        .unwrap_or_else(|| panic!("{}: Istio writes a route file", case.name))
-        .content
-}
-
-fn documents(text: &str) -> Vec<Json> {
-    serde_saphyr::from_multiple::<Json>(text).expect("rendered YAML parses")
+    case.render("Istio", canary_weight)
 }
 
 #[test]

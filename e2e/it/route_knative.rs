@@ -15,7 +15,7 @@ use sluice::route::{render_route, Backends, Route, RouteState, Weights};
 use sluice::spec::model::Canary;
 
 use crate::loop_support::{show, sluice_commits, World};
-use crate::support::canary::podinfo;
+use crate::support::canary::{flagger_test, podinfo};
 use crate::support::canary::{load_one, repo_errors as errors};
 use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, Schemas};
@@ -48,23 +48,12 @@ spec:
 /// `test/knative/test-canary.sh`: its Canary, unchanged but for `analysis` (the script's
 /// two canaries differ only in the load test's URL).
 fn e2e_canary(analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: knative
-  targetRef:
-    apiVersion: serving.knative.dev/v1
-    kind: Service
-    name: podinfo
-  progressDeadlineSeconds: 60
-  analysis:
-{analysis}
-"
-    )
+    flagger_test("")
+        .no_service()
+        .provider("knative")
+        .target("  targetRef:\n    apiVersion: serving.knative.dev/v1\n    kind: Service\n    name: podinfo\n")
+        .bare_analysis()
+        .yaml(analysis)
 }
 
 const E2E_ANALYSIS: &str = "    interval: 15s
@@ -360,7 +349,7 @@ fn knative_refuses_what_it_cannot_render() {
 
 // The loop: a Knative Service in the repo, the canary, and a human bumping its image.
 
-const LOOP_SERVICE: &str = "apiVersion: serving.knative.dev/v1
+pub(crate) const LOOP_SERVICE: &str = "apiVersion: serving.knative.dev/v1
 kind: Service
 metadata:
   name: podinfo
@@ -373,7 +362,7 @@ spec:
           ports:
             - containerPort: 9898
 ";
-const LOOP_SERVICE_FILE: &str = "apps/podinfo/service.yaml";
+pub(crate) const LOOP_SERVICE_FILE: &str = "apps/podinfo/service.yaml";
 const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
 const OUTPUT: &str = "clusters/prod/podinfo";
 

@@ -4,15 +4,14 @@
 //! canaries (fluxcd/flagger `test/kuma/test-canary.sh`, `test/gloo/test-canary.sh`), swept
 //! over every weight, and every field these routers cannot render is a `validate` error.
 
-use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Backends, Weights};
+use serde_json::json;
 use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 
-use crate::support::canary::flagger_test;
 use crate::support::canary::load_repo as support_load_repo;
-use crate::support::canary::{BACKENDS, NO_STATE};
+use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test`.
@@ -95,41 +94,16 @@ fn errors(canary: &str, others: &[(&str, &str)]) -> Vec<String> {
         .collect()
 }
 
-struct Case {
-    name: &'static str,
-    canary: Canary,
-    backends: Backends<'static>,
+fn native_kuma() -> String {
+    native_frontend(
+        "    apiVersion: kuma.io/v1alpha1\n    kind: TrafficRoute\n    mesh: shop-mesh\n",
+        &[10, 50],
+    )
 }
 
-const NATIVE_KUMA: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata:
-  name: frontend
-  namespace: shop
-spec:
-  routeOnly:
-    services: [frontend-blue, frontend-green]
-    revision: v2
-  service:
-    name: frontend
-    port: 8080
-  route:
-    apiVersion: kuma.io/v1alpha1
-    kind: TrafficRoute
-    mesh: shop-mesh
-  analysis:
-    interval: 1m
-    threshold: 3
-    steps:
-      - weight: 10
-      - weight: 50
-";
-
 fn cases() -> Vec<Case> {
-    let case = |name, text: String, others: &[(&str, &str)]| Case {
-        name,
-        canary: one(load_repo(&text, others)),
-        backends: BACKENDS,
+    let case = |name, text: String, others: &[(&str, &str)]| {
+        Case::podinfo(name, one(load_repo(&text, others)))
     };
     vec![
         case(
@@ -189,27 +163,19 @@ fn cases() -> Vec<Case> {
             ),
             &[],
         ),
-        Case {
-            name: "kuma-native-route-only",
-            canary: one(load_text("native.yaml", NATIVE_KUMA, &Settings::default())),
-            backends: Backends {
-                primary: "frontend-blue",
-                canary: "frontend-green",
-            },
-        },
+        Case::frontend(
+            "kuma-native-route-only",
+            one(load_text(
+                "native.yaml",
+                &native_kuma(),
+                &Settings::default(),
+            )),
+        ),
     ]
 }
 
 fn render(case: &Case, canary_weight: u8) -> String {
-    let weights = Weights::from_canary(canary_weight).expect("0..=100");
-    render_route(&case.canary, &case.backends, weights, &NO_STATE)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-        .unwrap_or_else(|| panic!("{}: writes a route file", case.name))
-        .content
-}
-
-fn documents(text: &str) -> Vec<Json> {
-    serde_saphyr::from_multiple::<Json>(text).expect("rendered YAML parses")
+    case.render("Kuma or Gloo", canary_weight)
 }
 
 #[test]
@@ -314,11 +280,7 @@ fn kuma_traffic_route_is_cluster_scoped_in_the_canarys_mesh() {
         GLOO_SERVICE,
         KUMA_ANALYSIS,
     );
-    let case = Case {
-        name: "mesh",
-        canary: one(load_repo(&other_mesh, &[])),
-        backends: BACKENDS,
-    };
+    let case = Case::podinfo("mesh", one(load_repo(&other_mesh, &[])));
     assert_eq!(documents(&render(&case, 10))[0]["mesh"], "payments");
 }
 

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
 use sluice::server::{serve, Metrics, ServerState};
 use tokio::sync::oneshot;
+
+use crate::support::github_signature;
 
 struct Running {
     base: String,
@@ -86,18 +86,6 @@ impl Running {
             .expect("task");
         assert!(result.is_ok(), "{result:?}");
     }
-}
-
-fn github_signature(secret: &str, body: &str) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
-    mac.update(body.as_bytes());
-    let hex: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={hex}")
 }
 
 /// One sample of the OpenMetrics text format.

@@ -11,31 +11,17 @@ use sluice::spec::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::{read_bounded, Snapshot};
 
+use crate::support::canary::podinfo;
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
-const FLAGGER_CANARY: &str = "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: osm
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-  analysis:
-    interval: 1m
-    threshold: 2
-    stepWeight: 10
-    maxWeight: 50
-    metrics:
-    - name: errors
-      templateRef: {name: error-rate, namespace: istio-system}
-      thresholdRange: {max: 1}
-";
+/// `podinfo` in `prod` on OSM, judged by a MetricTemplate from `istio-system`.
+fn flagger_canary() -> String {
+    podinfo()
+        .provider("osm")
+        .service("    port: 9898")
+        .interval("1m")
+        .yaml("    stepWeight: 10\n    maxWeight: 50\n    metrics:\n    - name: errors\n      templateRef: {name: error-rate, namespace: istio-system}\n      thresholdRange: {max: 1}")
+}
 
 const NATIVE_CANARY: &str = "apiVersion: sluice.dev/v1alpha1
 kind: Canary
@@ -88,7 +74,7 @@ fn repo() -> tempfile::TempDir {
     for (file, text) in [
         ("apps/podinfo/deployment.yaml", DEPLOYMENT),
         ("apps/podinfo/configs.yaml", CONFIGS),
-        ("apps/podinfo/canary.yaml", FLAGGER_CANARY),
+        ("apps/podinfo/canary.yaml", &flagger_canary()),
         ("apps/frontend/deployment.yaml", frontend.as_str()),
         ("apps/frontend/canary.yml", NATIVE_CANARY),
         ("metrics/templates.yaml", TEMPLATES),

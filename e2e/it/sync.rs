@@ -505,39 +505,39 @@ async fn flux_ready_false_fake_kube_api_is_not_yet_with_the_message() {
     );
 }
 
+/// Serves the Argo CD Application `argocd/podinfo` with `argo_status(revision, sync, health,
+/// reconciled_at)` and judges whether the pushed commit of `h` is applied.
+async fn judge_argo(
+    api: &mut FakeKubeApi,
+    h: &History,
+    (revision, sync, health, reconciled_at): (&str, &str, &str, &str),
+) -> Applied {
+    api.put(application_object(argo_status(
+        revision,
+        sync,
+        health,
+        reconciled_at,
+    )));
+    judge(api, &argo_target("podinfo"), h).await
+}
+
 #[tokio::test]
 async fn argo_stale_health_fake_kube_api_is_not_trusted() {
     let h = history();
     let mut api = FakeKubeApi::start().await;
-    let target = argo_target("podinfo");
     // Synced to the pushed commit and "Healthy", but the app controller last assessed health
     // before the sync finished (00:00:55): that Healthy describes the old ReplicaSet.
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "Synced",
-        "Healthy",
-        "2026-01-01T00:00:40Z",
-    )));
-    let r = reason(judge(&api, &target, &h).await);
+    let (before, after) = ("2026-01-01T00:00:40Z", "2026-01-01T00:01:10Z");
+    let r = reason(judge_argo(&mut api, &h, (&h.pushed, "Synced", "Healthy", before)).await);
     assert!(r.contains("not trusted"), "{r}");
 
     // Reassessed after the sync: trusted.
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "Synced",
-        "Healthy",
-        "2026-01-01T00:01:10Z",
-    )));
-    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+    let fresh = judge_argo(&mut api, &h, (&h.pushed, "Synced", "Healthy", after)).await;
+    assert_eq!(fresh, Applied::Yes);
 
     // Argo CD synced a later commit that contains ours.
-    api.put(application_object(argo_status(
-        &h.later,
-        "Synced",
-        "Healthy",
-        "2026-01-01T00:01:10Z",
-    )));
-    assert_eq!(judge(&api, &target, &h).await, Applied::Yes);
+    let later = judge_argo(&mut api, &h, (&h.later, "Synced", "Healthy", after)).await;
+    assert_eq!(later, Applied::Yes);
 }
 
 #[tokio::test]
@@ -545,43 +545,20 @@ async fn argo_out_of_sync_and_degraded_fake_kube_api() {
     let h = history();
     let mut api = FakeKubeApi::start().await;
     let target = argo_target("podinfo");
-    api.put(application_object(argo_status(
-        &h.a,
-        "OutOfSync",
-        "Healthy",
-        "2026-01-01T00:01:10Z",
-    )));
-    let r = reason(judge(&api, &target, &h).await);
+    let at = "2026-01-01T00:01:10Z";
+    let r = reason(judge_argo(&mut api, &h, (&h.a, "OutOfSync", "Healthy", at)).await);
     assert!(r.contains("(OutOfSync), not yet"), "{r}");
 
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "OutOfSync",
-        "Healthy",
-        "2026-01-01T00:01:10Z",
-    )));
-    let r = reason(judge(&api, &target, &h).await);
+    let r = reason(judge_argo(&mut api, &h, (&h.pushed, "OutOfSync", "Healthy", at)).await);
     assert!(r.contains("is OutOfSync at"), "{r}");
 
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "Synced",
-        "Progressing",
-        "2026-01-01T00:01:10Z",
-    )));
     assert!(matches!(
-        judge(&api, &target, &h).await,
+        judge_argo(&mut api, &h, (&h.pushed, "Synced", "Progressing", at)).await,
         Applied::NotYet { reason } if reason.contains("health is Progressing")
     ));
 
-    api.put(application_object(argo_status(
-        &h.pushed,
-        "Synced",
-        "Degraded",
-        "2026-01-01T00:01:10Z",
-    )));
     assert!(matches!(
-        judge(&api, &target, &h).await,
+        judge_argo(&mut api, &h, (&h.pushed, "Synced", "Degraded", at)).await,
         Applied::Failed { reason } if reason.contains("Application argocd/podinfo is Degraded")
     ));
 
@@ -723,23 +700,18 @@ impl Loop {
     /// One `sluice reconcile`; returns how many commits it added.
     fn reconcile(&self) -> usize {
         let before = self.commits();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "reconcile",
-                "--repo",
-                &self.bare.display().to_string(),
-                "--workdir",
-                &self.workdir.display().to_string(),
-            ])
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env("SLUICE_LOG", "error")
-            .output()
-            .expect("sluice reconcile");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::support::run_ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args([
+                    "reconcile",
+                    "--repo",
+                    &self.bare.display().to_string(),
+                    "--workdir",
+                    &self.workdir.display().to_string(),
+                ])
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env_remove("KUBERNETES_SERVICE_HOST")
+                .env("SLUICE_LOG", "error"),
         );
         self.commits() - before
     }
@@ -887,32 +859,45 @@ fn cluster_route(accepted: bool) -> Json {
     })
 }
 
+/// The source `shop/web` of the readiness loops, running `image`.
+fn web_source(image: &str) -> String {
+    format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: app, image: '{image}'}}]}}\n")
+}
+
+/// A canary of [`web_source`] on an HTTPRoute, waiting for Flux's `flux-system/podinfo`, with
+/// `thresholds` appended to its analysis flow map.
+fn web_canary(thresholds: &str) -> String {
+    let sync = "{flux: {kustomization: podinfo, namespace: flux-system}}";
+    format!("apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  source: apps/web/deployment.yaml\n  service: {{port: 80}}\n  route: {{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, parentRefs: [{{name: gw}}]}}\n  sync: {sync}\n  analysis: {{interval: 1s, stepWeights: [10, 50]{thresholds}}}\n")
+}
+
+/// Initializes, has a human bump the image to `web:2`, and (a second on) serves a
+/// Kustomization that applied the new head: what each readiness check then waits on.
+fn new_revision_applied(l: &Loop, api: &mut FakeKubeApi) {
+    assert_eq!(l.reconcile(), 1, "initialization");
+    l.human("apps/web/deployment.yaml", &web_source("web:2"));
+    assert_eq!(l.reconcile(), 1, "new revision detected");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let head = l.head();
+    api.put(kustomization_object(
+        1,
+        &format!("main@sha1:{head}"),
+        ready_true(1, &format!("main@sha1:{head}")),
+    ));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loop_waits_for_the_canary_deployment_and_route_to_be_ready_fake_kube_api() {
     let mut api = FakeKubeApi::start().await;
-    let sync = "{flux: {kustomization: podinfo, namespace: flux-system}}";
-    let source = |image: &str| {
-        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: app, image: '{image}'}}]}}\n")
-    };
-    let canary = format!("apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  source: apps/web/deployment.yaml\n  service: {{port: 80}}\n  route: {{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, parentRefs: [{{name: gw}}]}}\n  sync: {sync}\n  analysis: {{interval: 1s, stepWeights: [10, 50]}}\n");
     let l = Loop::with_files(
         &api.url,
         &[
-            ("apps/web/deployment.yaml", &source("web:1")),
-            ("apps/web/canary.yaml", &canary),
+            ("apps/web/deployment.yaml", &web_source("web:1")),
+            ("apps/web/canary.yaml", &web_canary("")),
         ],
     );
     tokio::task::block_in_place(|| {
-        assert_eq!(l.reconcile(), 1, "initialization");
-        l.human("apps/web/deployment.yaml", &source("web:2"));
-        assert_eq!(l.reconcile(), 1, "new revision detected");
-        std::thread::sleep(std::time::Duration::from_millis(1100));
-        let head = l.head();
-        api.put(kustomization_object(
-            1,
-            &format!("main@sha1:{head}"),
-            ready_true(1, &format!("main@sha1:{head}")),
-        ));
+        new_revision_applied(&l, &mut api);
         api.put(cluster_deployment(true));
         api.put(cluster_route(true));
         assert_eq!(
@@ -939,17 +924,11 @@ async fn loop_waits_for_the_canary_deployment_and_route_to_be_ready_fake_kube_ap
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loop_steps_when_the_ready_threshold_share_of_pods_is_available_fake_kube_api() {
     let mut api = FakeKubeApi::start().await;
-    let sync = "{flux: {kustomization: podinfo, namespace: flux-system}}";
-    let source = |image: &str| {
-        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: app, image: '{image}'}}]}}\n")
-    };
-    let canary = |thresholds: &str| {
-        format!("apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  source: apps/web/deployment.yaml\n  service: {{port: 80}}\n  route: {{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, parentRefs: [{{name: gw}}]}}\n  sync: {sync}\n  analysis: {{interval: 1s, stepWeights: [10, 50]{thresholds}}}\n")
-    };
+    let canary = web_canary;
     let l = Loop::with_files(
         &api.url,
         &[
-            ("apps/web/deployment.yaml", &source("web:1")),
+            ("apps/web/deployment.yaml", &web_source("web:1")),
             (
                 "apps/web/canary.yaml",
                 &canary(", canaryReadyThreshold: 50"),
@@ -957,16 +936,7 @@ async fn loop_steps_when_the_ready_threshold_share_of_pods_is_available_fake_kub
         ],
     );
     tokio::task::block_in_place(|| {
-        assert_eq!(l.reconcile(), 1, "initialization");
-        l.human("apps/web/deployment.yaml", &source("web:2"));
-        assert_eq!(l.reconcile(), 1, "new revision detected");
-        std::thread::sleep(std::time::Duration::from_millis(1100));
-        let head = l.head();
-        api.put(kustomization_object(
-            1,
-            &format!("main@sha1:{head}"),
-            ready_true(1, &format!("main@sha1:{head}")),
-        ));
+        new_revision_applied(&l, &mut api);
         api.put(cluster_route(true));
         // One of two pods available in each: half the canary's is enough (threshold 50),
         // not the primary's (default 100, as Flagger's `primaryReadyThreshold`).

@@ -7,14 +7,16 @@ use std::sync::Mutex;
 
 use jiff::Timestamp;
 use sluice::core::decide::Decision;
-use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::gitops::ConfigRepo;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::observer::{External, Observer, Request};
 use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
-use crate::support::{git, human_clone, human_commit, route_only_web, seeded_remote};
+use crate::support::{
+    git, human_clone, human_commit, route_only_web, seeded_remote, sluice_clone, tick_context,
+};
 
 const FILE: &str = "apps/web.yaml";
 
@@ -65,20 +67,13 @@ fn a_rejected_push_announces_each_decision_once() {
     let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
     let url = bare.display().to_string();
     let human = human_clone(&url, &tmp.path().join("human"));
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-            .unwrap();
+    let mut repo = sluice_clone(&url, &tmp.path().join("w"));
     let observer = RacingHuman {
         human: &human,
         observed: AtomicUsize::new(0),
         notified: Mutex::new(Vec::new()),
     };
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 5,
-        runtime: crate::support::runtime(),
-    };
+    let ctx = tick_context(&observer, crate::support::runtime());
     let report = tick(&mut repo, &ctx, Timestamp::now()).unwrap();
     assert_eq!(report.push_retries, 1, "the first push was rejected");
     assert_eq!(observer.observed.load(Ordering::SeqCst), 2, "decided twice");
@@ -131,15 +126,10 @@ fn a_tick_reads_each_repo_file_once_and_unchanged_settings_not_at_all() {
     );
     let url = bare.display().to_string();
     let work = tmp.path().join("w");
-    let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
+    let mut repo = sluice_clone(&url, &work);
     let (runtime, reads) = counting_runtime();
     let observer = sluice::observer::Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 5,
-        runtime: &runtime,
-    };
+    let ctx = tick_context(&observer, &runtime);
     let now = Timestamp::now();
     // The first tick writes the output folder and the status file.
     let first = tick(&mut repo, &ctx, now).unwrap();
@@ -188,16 +178,9 @@ fn settings_that_do_not_load_hold_every_canary_instead_of_using_defaults() {
     let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1")), (SETTINGS, good)]);
     let url = bare.display().to_string();
     let human = human_clone(&url, &tmp.path().join("human"));
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-            .unwrap();
+    let mut repo = sluice_clone(&url, &tmp.path().join("w"));
     let observer = sluice::observer::Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 5,
-        runtime: crate::support::runtime(),
-    };
+    let ctx = tick_context(&observer, crate::support::runtime());
     let t0 = Timestamp::now();
     assert_eq!(tick(&mut repo, &ctx, t0).unwrap().commits, 1, "initialized");
     // One typo in the settings, and a new revision to roll out.
@@ -244,15 +227,10 @@ fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
     let url = bare.display().to_string();
     let human = human_clone(&url, &tmp.path().join("human"));
     let work = tmp.path().join("w");
-    let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none()).unwrap();
+    let mut repo = sluice_clone(&url, &work);
     let (runtime, reads) = counting_runtime();
     let observer = sluice::observer::Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 5,
-        runtime: &runtime,
-    };
+    let ctx = tick_context(&observer, &runtime);
     let start = Timestamp::now();
     let at = |s: u64| start + std::time::Duration::from_secs(s);
     let mut idle = Idle::default();

@@ -7,11 +7,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use sluice::gitops::{ConfigRepo, Credentials};
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
 use crate::loop_support::commits_of;
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, seeded_remote, sluice_clone, tick_context};
 
 /// A route-only canary `shop/<name>` whose one metric uses the template `template`
 /// (`templateRef` on line 13), or no metric when `template` is `None`.
@@ -22,18 +21,11 @@ fn canary(name: &str, template: Option<&str>, revision: &str) -> String {
         ),
         None => String::new(),
     };
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: {name}, namespace: shop}}
-spec:
-  routeOnly: {{services: [{name}-blue, {name}-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    stepWeights: [50]{metrics}
-"
+    crate::support::canary::route_only_smi(
+        "shop",
+        name,
+        revision,
+        &format!("    interval: 1s\n    stepWeights: [50]{metrics}"),
     )
 }
 
@@ -242,16 +234,9 @@ fn a_canary_with_a_dangling_template_ref_never_starts_in_the_loop() {
     );
     let url = bare.display().to_string();
     let human = human_clone(&url, &tmp.path().join("human"));
-    let mut repo =
-        ConfigRepo::open_or_clone(&url, "main", &tmp.path().join("w"), &Credentials::none())
-            .unwrap();
+    let mut repo = sluice_clone(&url, &tmp.path().join("w"));
     let observer = sluice::observer::Offline;
-    let ctx = Context {
-        observer: &observer,
-        author: None,
-        push_attempts: 5,
-        runtime: crate::support::runtime(),
-    };
+    let ctx = tick_context(&observer, crate::support::runtime());
     let expected = "apps/api.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/missing not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo";
     let mut now = Timestamp::now();
     let mut run = |ticks: usize| {

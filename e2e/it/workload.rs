@@ -96,17 +96,45 @@ fn write(root: &Path, file: &str, text: &str) {
 }
 
 fn setup() -> (tempfile::TempDir, Canary) {
+    setup_with(DEPLOYMENT, FLAGGER_CANARY)
+}
+
+/// A temp repo holding `deployment`, [`CONFIGS`] and the Flagger `canary_text`, and its canary.
+fn setup_with(deployment: &str, canary_text: &str) -> (tempfile::TempDir, Canary) {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "apps/podinfo/deployment.yaml", DEPLOYMENT);
+    write(dir.path(), "apps/podinfo/deployment.yaml", deployment);
     write(dir.path(), "apps/podinfo/configs.yaml", CONFIGS);
-    write(dir.path(), "apps/podinfo/canary.yaml", FLAGGER_CANARY);
+    write(dir.path(), "apps/podinfo/canary.yaml", canary_text);
     let loaded = load_text(
         "apps/podinfo/canary.yaml",
-        FLAGGER_CANARY,
+        canary_text,
         &Settings::default(),
     );
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     (dir, loaded.canaries.into_iter().next().unwrap())
+}
+
+/// The files `workload::render` writes for the first decision on the repo at `root`.
+fn rendered(root: &Path, canary: &Canary) -> Vec<(String, String)> {
+    let snapshot = Snapshot::read(root);
+    let index = Index::new(&snapshot, &[]);
+    let rev = workload::revision(root, canary, &index).unwrap();
+    let d = decide(
+        canary,
+        None,
+        &Observations::revision(rev),
+        jiff::Timestamp::UNIX_EPOCH,
+    );
+    workload::render(root, canary, &d, &index).unwrap()
+}
+
+/// The error `workload::revision` returns for the repo at `root`.
+fn revision_error(root: &Path, canary: &Canary) -> String {
+    let snapshot = Snapshot::read(root);
+    let index = Index::new(&snapshot, &[]);
+    workload::revision(root, canary, &index)
+        .unwrap_err()
+        .to_string()
 }
 
 fn revision(root: &Path, canary: &Canary) -> String {
@@ -153,16 +181,7 @@ fn revision_ignores_replicas_and_key_order_but_not_configs() {
 #[test]
 fn primary_and_canary_manifests_keep_the_source_and_rename_what_they_must() {
     let (dir, canary) = setup();
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
-    let d = decide(
-        &canary,
-        None,
-        &Observations::revision(rev),
-        jiff::Timestamp::UNIX_EPOCH,
-    );
-    let files = workload::render(dir.path(), &canary, &d, &index).unwrap();
+    let files = rendered(dir.path(), &canary);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -207,11 +226,7 @@ fn primary_and_canary_manifests_keep_the_source_and_rename_what_they_must() {
 fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
     let (dir, canary) = setup();
     std::fs::remove_file(dir.path().join("apps/podinfo/deployment.yaml")).unwrap();
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let err = workload::revision(dir.path(), &canary, &index)
-        .unwrap_err()
-        .to_string();
+    let err = revision_error(dir.path(), &canary);
     assert!(
         err.contains("source not found: expected Deployment prod/podinfo"),
         "{err}"
@@ -228,11 +243,7 @@ fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
                 "    matchLabels:\n      tier: web",
             ),
     );
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let err = workload::revision(dir.path(), &canary, &index)
-        .unwrap_err()
-        .to_string();
+    let err = revision_error(dir.path(), &canary);
     assert!(
         err.contains("spec.selector.matchLabels: expected one of the labels app"),
         "{err}"
@@ -249,11 +260,7 @@ fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
     let canary = load_text("c.yaml", native, &Settings::default())
         .canaries
         .remove(0);
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let err = workload::revision(dir.path(), &canary, &index)
-        .unwrap_err()
-        .to_string();
+    let err = revision_error(dir.path(), &canary);
     assert!(
         err.contains("spec.source must name a Deployment manifest, found kind StatefulSet"),
         "{err}"
@@ -263,17 +270,8 @@ fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
 #[test]
 fn generated_deployments_and_services_match_strict_schemas() {
     let (dir, canary) = setup();
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
-    let d = decide(
-        &canary,
-        None,
-        &Observations::revision(rev),
-        jiff::Timestamp::UNIX_EPOCH,
-    );
     let mut schemas = crate::support::Schemas::default();
-    for (name, text) in workload::render(dir.path(), &canary, &d, &index).unwrap() {
+    for (name, text) in rendered(dir.path(), &canary) {
         // ConfigMaps have no schema in the set; validate Deployments and Services.
         let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
         for doc in docs
@@ -297,16 +295,7 @@ fn generated_deployments_and_services_match_strict_schemas() {
 #[test]
 fn generated_workload_files_snapshot() {
     let (dir, canary) = setup();
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
-    let d = decide(
-        &canary,
-        None,
-        &Observations::revision(rev),
-        jiff::Timestamp::UNIX_EPOCH,
-    );
-    for (name, text) in workload::render(dir.path(), &canary, &d, &index).unwrap() {
+    for (name, text) in rendered(dir.path(), &canary) {
         insta::assert_snapshot!(format!("workload-{name}"), text);
     }
 }
@@ -317,7 +306,6 @@ fn generated_workload_files_snapshot() {
 /// `KubernetesDefaultRouter` and `getPorts` write them.
 #[test]
 fn service_fields_render_as_flagger_writes_them() {
-    let dir = tempfile::tempdir().unwrap();
     let deployment = DEPLOYMENT.replace(
         "        ports:\n        - containerPort: 9898\n",
         "        ports:\n        - containerPort: 9898\n        - name: grpc\n          containerPort: 9999\n        - containerPort: 8080\n      - name: istio-proxy\n        image: istio/proxyv2\n        ports:\n        - containerPort: 15090\n          name: http-envoy-prom\n",
@@ -326,26 +314,8 @@ fn service_fields_render_as_flagger_writes_them() {
         "    targetPort: 9898\n",
         "    targetPort: 9898\n    portName: http-web\n    appProtocol: http\n    headless: true\n    portDiscovery: true\n    apex:\n      labels: {tier: web}\n      annotations: {team/owner: payments}\n    primary:\n      labels: {track: stable}\n    canary:\n      annotations: {track: canary}\n",
     );
-    write(dir.path(), "apps/podinfo/deployment.yaml", &deployment);
-    write(dir.path(), "apps/podinfo/configs.yaml", CONFIGS);
-    write(dir.path(), "apps/podinfo/canary.yaml", &canary_text);
-    let loaded = load_text(
-        "apps/podinfo/canary.yaml",
-        &canary_text,
-        &Settings::default(),
-    );
-    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-    let canary = loaded.canaries.into_iter().next().unwrap();
-    let snapshot = Snapshot::read(dir.path());
-    let index = Index::new(&snapshot, &[]);
-    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
-    let d = decide(
-        &canary,
-        None,
-        &Observations::revision(rev),
-        jiff::Timestamp::UNIX_EPOCH,
-    );
-    let files = workload::render(dir.path(), &canary, &d, &index).unwrap();
+    let (dir, canary) = setup_with(&deployment, &canary_text);
+    let files = rendered(dir.path(), &canary);
     let services = &files.iter().find(|(n, _)| n == "services.yaml").unwrap().1;
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(services).unwrap();
     let mut schemas = crate::support::Schemas::default();

@@ -6,42 +6,24 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sluice::core::observe::MetricValue;
 use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
-use super::prometheus_e2e::{osm_exposition, wait_for, PrometheusProcess};
-use super::support::{phase, Canned, Server};
+use super::prometheus_e2e::{osm_exposition, wait_for_samples, PrometheusProcess};
+use super::support::{loop_canary, loop_deployment as deployment, phase, Canned, Server};
 use crate::loop_support::kustomize_builds;
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
-fn deployment(name: &str, image: &str) -> String {
-    format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: test}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n      - {{name: app, image: '{image}'}}\n"
-    )
-}
-
+/// A canary judged by the built-in success rate and duration.
 fn canary(name: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata: {{name: {name}, namespace: test}}
-spec:
-  provider: osm
-  targetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
-  service: {{port: 9898}}
-  analysis:
-    interval: 2s
-    threshold: 2
-    stepWeight: 50
-    maxWeight: 50
-    metrics:
-      - name: request-success-rate
-        thresholdRange: {{min: 99}}
+    loop_canary(
+        name,
+        "      - name: request-success-rate
+        thresholdRange: {min: 99}
         interval: 10s
       - name: request-duration
-        thresholdRange: {{max: 500}}
+        thresholdRange: {max: 500}
         interval: 10s
-"
+",
     )
 }
 
@@ -65,16 +47,7 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
     .await;
     let mut prom = PrometheusProcess::start(&exporter.addr.to_string());
     let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
-    wait_for("10 s of samples", &prom, async || {
-        match client
-            .query("count_over_time(up{job=\"canary\"}[10s])")
-            .await
-        {
-            MetricValue::Value(n) if n >= 10.0 => None,
-            other => Some(format!("{other:?}")),
-        }
-    })
-    .await;
+    wait_for_samples(&client, &prom).await;
 
     let tmp = tempfile::tempdir().unwrap();
     let config = format!(

@@ -139,31 +139,55 @@ async fn serve(
     }
 }
 
+/// The metrics of `canaries` copies of the two-metric canary, all observed at once against
+/// the Prometheus at `url` with `limit` queries in flight per endpoint.
+async fn observe_all(
+    access: &PrometheusAccess,
+    url: &str,
+    canaries: usize,
+    limit: usize,
+) -> Vec<sluice::core::observe::MetricObservation> {
+    let canary = flagger_canary("osm", "", TWO_METRICS);
+    let templates = TemplateIndex::new();
+    futures::future::join_all((0..canaries).map(|_| {
+        observe_metrics(
+            access,
+            &canary,
+            "podinfo",
+            &templates,
+            Some(url),
+            DEFAULT_METRIC_INTERVAL,
+            limit,
+        )
+    }))
+    .await
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The /metrics page built on `endpoints` counts `accepted` connections opened to `url`.
+fn assert_connections_shown(
+    endpoints: &sluice::http_client::Endpoints,
+    url: &str,
+    accepted: usize,
+) {
+    let text = Metrics::with_connections(endpoints.clone())
+        .encode()
+        .expect("encode");
+    let line = format!("sluice_http_connections_opened_total{{endpoint=\"{url}\"}} {accepted}\n");
+    assert!(text.contains(&line), "{line:?} not in\n{text}");
+}
+
 #[tokio::test]
 async fn metric_queries_reuse_at_most_concurrency_connections_per_endpoint() {
     let limit = 6;
     let canaries = 150;
     let server = GroupServer::start(limit).await;
     let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None);
-    let canary = flagger_canary("osm", "", TWO_METRICS);
-    let templates = TemplateIndex::new();
     // Every canary at once: only the endpoint's limit holds the queries back.
-    let observed = futures::future::join_all((0..canaries).map(|_| {
-        observe_metrics(
-            &access,
-            &canary,
-            "podinfo",
-            &templates,
-            Some(&server.url),
-            DEFAULT_METRIC_INTERVAL,
-            limit,
-        )
-    }))
-    .await;
-    for metrics in &observed {
-        for m in metrics {
-            assert!(matches!(m.value, MetricValue::Value(_)), "{m:?}");
-        }
+    for m in observe_all(&access, &server.url, canaries, limit).await {
+        assert!(matches!(m.value, MetricValue::Value(_)), "{m:?}");
     }
     let (accepted, requests, most_in_flight) = {
         let c = server.counts();
@@ -180,14 +204,7 @@ async fn metric_queries_reuse_at_most_concurrency_connections_per_endpoint() {
     );
 
     // The /metrics page shows the same count.
-    let text = Metrics::with_connections(access.endpoints().clone())
-        .encode()
-        .expect("encode");
-    let line = format!(
-        "sluice_http_connections_opened_total{{endpoint=\"{}\"}} {accepted}\n",
-        server.url
-    );
-    assert!(text.contains(&line), "{line:?} not in\n{text}");
+    assert_connections_shown(access.endpoints(), &server.url, accepted);
 }
 
 #[tokio::test]
@@ -195,23 +212,9 @@ async fn a_lower_concurrency_setting_lowers_the_connections_and_queries_in_fligh
     let limit = 2;
     let server = GroupServer::start(limit).await;
     let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None);
-    let canary = flagger_canary("osm", "", TWO_METRICS);
-    let templates = TemplateIndex::new();
-    let observed = futures::future::join_all((0..40).map(|_| {
-        observe_metrics(
-            &access,
-            &canary,
-            "podinfo",
-            &templates,
-            Some(&server.url),
-            DEFAULT_METRIC_INTERVAL,
-            limit,
-        )
-    }))
-    .await;
+    let observed = observe_all(&access, &server.url, 40, limit).await;
     assert!(observed
         .iter()
-        .flatten()
         .all(|m| matches!(m.value, MetricValue::Value(_))));
     let c = server.counts();
     assert_eq!(c.requests, 80);
@@ -271,12 +274,5 @@ fn the_observe_step_honours_prometheus_concurrency_from_the_repo_settings() {
         c.accepted
     };
     // The daemon's /metrics page reads the same clients.
-    let text = Metrics::with_connections(runtime.prometheus().endpoints().clone())
-        .encode()
-        .expect("encode");
-    let line = format!(
-        "sluice_http_connections_opened_total{{endpoint=\"{}\"}} {accepted}\n",
-        server.url
-    );
-    assert!(text.contains(&line), "{line:?} not in\n{text}");
+    assert_connections_shown(runtime.prometheus().endpoints(), &server.url, accepted);
 }

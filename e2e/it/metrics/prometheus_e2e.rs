@@ -136,6 +136,21 @@ pub fn osm_exposition(t: f64) -> String {
     out
 }
 
+/// Waits until Prometheus holds 10 s of samples of the exporter (job `canary`): `rate()`
+/// divides by the whole window.
+pub async fn wait_for_samples(client: &Prometheus, prom: &PrometheusProcess) {
+    wait_for("10 s of samples", prom, async || {
+        match client
+            .query("count_over_time(up{job=\"canary\"}[10s])")
+            .await
+        {
+            MetricValue::Value(n) if n >= 10.0 => None,
+            other => Some(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
 pub async fn wait_for(
     what: &str,
     prom: &PrometheusProcess,
@@ -210,16 +225,7 @@ async fn builtin_osm_metrics_against_real_prometheus() {
     .await;
 
     // rate() divides by the whole window: wait until 10 s of samples fill it.
-    wait_for("10 s of samples", &prom, async || {
-        match client
-            .query("count_over_time(up{job=\"canary\"}[10s])")
-            .await
-        {
-            MetricValue::Value(n) if n >= 10.0 => None,
-            other => Some(format!("{other:?}")),
-        }
-    })
-    .await;
+    wait_for_samples(&client, &prom).await;
 
     let canary = flagger_canary("osm", "", METRICS);
     let mut templates = TemplateIndex::new();

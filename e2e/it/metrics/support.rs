@@ -257,32 +257,49 @@ pub async fn closed_port_url() -> String {
     format!("http://{addr}")
 }
 
+/// A Deployment `name` in `test` running `image`, two replicas: the source of the loop tests.
+pub fn loop_deployment(name: &str, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: test}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n      - {{name: app, image: '{image}'}}\n"
+    )
+}
+
+/// An OSM canary of [`loop_deployment`] `name`: one 50 % step every 2 s, threshold 2, judged
+/// by `metrics` (YAML list items indented six spaces).
+pub fn loop_canary(name: &str, metrics: &str) -> String {
+    format!(
+        "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {{name: {name}, namespace: test}}
+spec:
+  provider: osm
+  targetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
+  service: {{port: 9898}}
+  analysis:
+    interval: 2s
+    threshold: 2
+    stepWeight: 50
+    maxWeight: 50
+    metrics:
+{metrics}"
+    )
+}
+
 /// A Flagger canary `podinfo` in namespace `test`, targeting Deployment `podinfo`, with the
 /// given provider, extra spec lines (indented two spaces) and analysis metrics (YAML list
 /// items indented six spaces).
 pub fn flagger_canary(provider: &str, spec_extra: &str, metrics: &str) -> Canary {
-    let text = format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: {provider}
-{spec_extra}  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-  analysis:
-    interval: 30s
-    threshold: 5
-    stepWeight: 10
-    maxWeight: 50
-    metrics:
-{metrics}"
-    );
+    let text = crate::support::canary::podinfo()
+        .namespace("test")
+        .provider(provider)
+        .spec(spec_extra)
+        .service("    port: 9898")
+        .interval("30s")
+        .threshold(Some(5))
+        .yaml(&format!(
+            "    stepWeight: 10\n    maxWeight: 50\n    metrics:\n{}",
+            metrics.trim_end_matches('\n')
+        ));
     let loaded = load_text("canary.yaml", &text, &Settings::default());
     assert!(loaded.errors.is_empty(), "{:?}\n{text}", loaded.errors);
     loaded.canaries.into_iter().next().expect("one canary")

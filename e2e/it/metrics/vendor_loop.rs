@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 
 use super::providers::{datadog_answer, influx_answer};
 use super::providers_signed::{expected_authorization, signalflow_stream, AWS_ENV, CW_QUERY};
-use super::support::{phase, Canned, Recorded, Server};
+use super::support::{loop_canary, loop_deployment as deployment, phase, Canned, Recorded, Server};
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 /// How the operator maps a vendor's Secret into sluice.
@@ -296,33 +296,17 @@ const WITHIN: f64 = 0.5;
 /// A value each faulty fake answers: above the threshold.
 const ABOVE: f64 = 7.5;
 
-fn deployment(name: &str, image: &str) -> String {
-    format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: test}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n      - {{name: app, image: '{image}'}}\n"
-    )
-}
-
 /// A canary whose one metric is the template `<name>-errors`.
 fn canary(name: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata: {{name: {name}, namespace: test}}
-spec:
-  provider: osm
-  targetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
-  service: {{port: 9898}}
-  analysis:
-    interval: 2s
-    threshold: 2
-    stepWeight: 50
-    maxWeight: 50
-    metrics:
-      - name: error-rate
+    loop_canary(
+        name,
+        &format!(
+            "      - name: error-rate
         templateRef: {{name: {name}-errors, namespace: test}}
         thresholdRange: {{max: 1}}
         interval: 1m
 "
+        ),
     )
 }
 

@@ -249,6 +249,60 @@ pub(crate) fn traefik() -> FlaggerCanary {
         .service("    port: 80\n    targetPort: 9898")
 }
 
+/// The native route-only Canary `shop/frontend` at revision v2 (Services `frontend-blue` and
+/// `frontend-green`) of the router tests: `route` is the lines under `spec.route:` (indented
+/// by 4, each ending in a newline; its `apiVersion` on line 14), and the analysis walks
+/// `weights`, every minute, threshold 3.
+pub(crate) fn native_frontend(route: &str, weights: &[u32]) -> String {
+    let steps: String = weights
+        .iter()
+        .map(|w| format!("      - weight: {w}\n"))
+        .collect();
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata:
+  name: frontend
+  namespace: shop
+spec:
+  routeOnly:
+    services: [frontend-blue, frontend-green]
+    revision: v2
+  service:
+    name: frontend
+    port: 8080
+  route:
+{route}  analysis:
+    interval: 1m
+    threshold: 3
+    steps:
+{steps}"
+    )
+}
+
+/// A route-only native Canary `namespace/name` at `revision`: Services `<name>-blue` and
+/// `<name>-green` on port 8080, an SMI TrafficSplit, and `analysis` (the lines under
+/// `analysis:`, indented by 4, without the last newline).
+pub(crate) fn route_only_smi(
+    namespace: &str,
+    name: &str,
+    revision: &str,
+    analysis: &str,
+) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  routeOnly: {{services: [{name}-blue, {name}-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  analysis:
+{analysis}
+"
+    )
+}
+
 /// A route-only native Canary `name` in `shop` at `revision`: blue/green Services, a Gateway
 /// API HTTPRoute on `infra/gw` (with `route_extra` lines, each ending in a newline), its
 /// output in `clusters/shop/<name>`, and `analysis` as the content of a flow map.

@@ -3,12 +3,13 @@
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value as Json;
 
 pub(crate) mod canary;
+pub(crate) mod route_case;
 mod world;
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
 
@@ -77,21 +78,30 @@ pub fn runtime() -> &'static sluice::runtime::Runtime {
     RUNTIME.get_or_init(|| sluice::runtime::Runtime::from_env().expect("a tokio runtime starts"))
 }
 
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "human")
-        .env("GIT_AUTHOR_EMAIL", "human@example.com")
-        .env("GIT_COMMITTER_NAME", "human")
-        .env("GIT_COMMITTER_EMAIL", "human@example.com")
+/// Runs `cmd` to the end and asserts it exited 0; a failure names the command and shows its
+/// stdout and stderr. Returns the output for the caller's own checks.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
         .output()
-        .expect("git runs");
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "git {args:?} failed: {}{}",
+        "{cmd:?} failed: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = run_ok(
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "human")
+            .env("GIT_AUTHOR_EMAIL", "human@example.com")
+            .env("GIT_COMMITTER_NAME", "human")
+            .env("GIT_COMMITTER_EMAIL", "human@example.com"),
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -138,6 +148,61 @@ pub fn git_ok(dir: &Path, args: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
+/// GitHub's `X-Hub-Signature-256` of `body` under the webhook `secret`: `sha256=<hex HMAC>`.
+pub fn github_signature(secret: &str, body: impl AsRef<[u8]>) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac =
+        Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(body.as_ref());
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+/// The repository's root (where Cargo.toml is).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The text of `rel`, a path from the repository's root.
+pub fn read_repo_file(rel: &str) -> String {
+    let path = repo_root().join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The YAML file `rel` (a path from the repository's root) as JSON.
+pub fn repo_yaml(rel: &str) -> Json {
+    serde_saphyr::from_str(&read_repo_file(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The tick context of the tests: `observer`, the repo settings' author, five push attempts.
+pub fn tick_context<'a>(
+    observer: &'a dyn sluice::observer::Observer,
+    runtime: &'a sluice::runtime::Runtime,
+) -> sluice::tick::Context<'a> {
+    sluice::tick::Context {
+        observer,
+        author: None,
+        push_attempts: 5,
+        runtime,
+    }
+}
+
+/// sluice's own clone of `url`'s main in `dir`, without credentials.
+pub fn sluice_clone(url: &str, dir: &Path) -> sluice::gitops::ConfigRepo {
+    sluice::gitops::ConfigRepo::open_or_clone(
+        url,
+        "main",
+        dir,
+        &sluice::gitops::Credentials::none(),
+    )
+    .expect("sluice clones the remote")
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -159,6 +224,15 @@ pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
     )
     .expect("seed repo");
     remote
+}
+
+/// A git daemon serving `<tmp>/config.git` (see [`seeded_remote`]), its URL, and sluice's
+/// clone of it in `<tmp>/work`.
+pub fn served_clone(tmp: &Path) -> (GitDaemon, String, sluice::gitops::ConfigRepo) {
+    let daemon = GitDaemon::start(tmp);
+    let url = daemon.url("config.git");
+    let repo = sluice_clone(&url, &tmp.join("work"));
+    (daemon, url, repo)
 }
 
 /// A working clone of `url` for a human, in `dir`.
@@ -187,19 +261,11 @@ pub fn run_sluice(args: &[&str]) -> (i32, String, String) {
 /// A route-only Canary `web` in `shop` (blue/green Services, an SMI TrafficSplit) at
 /// `revision`, walking `steps` (a YAML list of Sluice steps), one-second interval, threshold 2.
 pub fn route_only_web(revision: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 2
-    steps: {steps}
-"
+    canary::route_only_smi(
+        "shop",
+        "web",
+        revision,
+        &format!("    interval: 1s\n    threshold: 2\n    steps: {steps}"),
     )
 }
 
@@ -297,21 +363,16 @@ pub fn http(
 
 /// One `sluice reconcile` of `bare` in `workdir`, with `env` added; panics when it fails.
 pub fn reconcile(bare: &std::path::Path, workdir: &std::path::Path, env: &[(String, String)]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "reconcile",
-            "--repo",
-            &bare.display().to_string(),
-            "--workdir",
-            &workdir.display().to_string(),
-        ])
-        .env("SLUICE_LOG", "error")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .expect("sluice reconcile");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "reconcile",
+                "--repo",
+                &bare.display().to_string(),
+                "--workdir",
+                &workdir.display().to_string(),
+            ])
+            .env("SLUICE_LOG", "error")
+            .envs(env.iter().map(|(k, v)| (k, v))),
     );
 }

@@ -13,7 +13,7 @@ use sluice::core::status::Phase;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::observer::{Observer, Offline};
 use sluice::runtime::Runtime;
-use sluice::tick::{tick, Context, TickReport};
+use sluice::tick::{tick, TickReport};
 
 use crate::loop_support::{CANARY_FILE, OUTPUT};
 use crate::workload::{CONFIGS, DEPLOYMENT};
@@ -198,6 +198,32 @@ impl World {
         self.repo = clone(&self.url, &dir);
     }
 
+    /// The first `sluice/...` approval branch on the remote.
+    pub(crate) fn approval_branch(&self) -> String {
+        let branches = git(
+            &self.bare,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/sluice/",
+            ],
+        );
+        branches
+            .lines()
+            .next()
+            .unwrap_or_else(|| panic!("no approval branch: {branches}"))
+            .to_string()
+    }
+
+    /// A human bumps the podinfo source's image from 6.7.0 to 6.7.1: a new revision.
+    pub(crate) fn human_bumps_podinfo(&self) {
+        self.human_writes(
+            "apps/podinfo/deployment.yaml",
+            &DEPLOYMENT.replace("6.7.0", "6.7.1"),
+            "podinfo: 6.7.1",
+        );
+    }
+
     /// The human's clone (pull before use).
     pub(crate) fn human(&self) -> &Path {
         &self.human
@@ -289,13 +315,7 @@ fn tick_once(
     runtime: &Runtime,
     now: Timestamp,
 ) -> TickReport {
-    let ctx = Context {
-        observer,
-        author: None,
-        push_attempts: 5,
-        runtime,
-    };
-    tick(repo, &ctx, now).unwrap()
+    tick(repo, &super::tick_context(observer, runtime), now).unwrap()
 }
 
 fn clone(url: &str, dir: &Path) -> ConfigRepo {
