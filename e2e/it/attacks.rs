@@ -1,0 +1,25 @@
+//! The security suite of issue 25: what an attacker with push access to the config repo (or to
+//! one approval branch, or with a connection to the daemon) could make sluice believe or leak.
+//! Each test is one attack; it fails on code that trusts what a commit says about itself.
+//!
+//! One file per surface, so each can grow on its own:
+//!
+//! | file | the attack |
+//! |---|---|
+//! | `secrets.rs` | a `secretRef` that names a path out of the secrets folder |
+//! | `audit.rs` | commits that claim to be sluice's through trailers, merges, unknown groups |
+//! | `signing.rs` | commits that change the signing policy that judges them |
+//! | `drift.rs` | hand edits that carry sluice's trailers, files added to an owned folder |
+//! | `approval.rs` | a tampered approval branch, a pull request into another base |
+//! | `providers.rs` | metric backends that echo credentials, a slow backend |
+//! | `listener.rs` | starved probes, replayed webhook bodies |
+//! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
+
+mod approval;
+mod audit;
+mod drift;
+mod inputs;
+mod listener;
+mod providers;
+mod secrets;
+mod signing;
