@@ -33,8 +33,8 @@ pub enum Basis {
     Drift,
     /// The approval pull request was closed without merging: rolled back (as `sluice abort`).
     Rejected { reason: String },
-    /// The approval was merged by a login `forge.approvers` does not allow: the canary waits
-    /// again.
+    /// The merged approval does not approve (not what sluice pushed, a pull request into
+    /// another branch, or a login `forge.approvers` does not allow): the canary waits again.
     Refused { reason: String },
     /// The approval was merged, but who merged it is not known yet: nothing changes.
     MergerUnknown,
@@ -108,7 +108,8 @@ fn of(decision: Decision, basis: Basis) -> Verdict {
 }
 
 /// The status a canary had before an approval it may not take was merged: it waits again
-/// (for the gate it waited for), and the route and workloads go back with it.
+/// (for the gate it waited for), and the route and workloads go back with it, so nothing a
+/// tampered approval branch brought is built on.
 fn refused<R>(canary: &Canary<R>, waiting: &Status, reason: &str) -> Decision {
     let action = match (waiting.phase, waiting.waiting_for) {
         (Phase::Waiting, _) => Action::WaitRollout,
