@@ -81,7 +81,8 @@ pub enum Merged {
         number: Option<u64>,
         reason: String,
     },
-    /// The forge could not say who merged: decide nothing for this canary in this tick.
+    /// The merge cannot be checked yet (the forge could not say who merged it, or sluice's
+    /// change cannot be rendered to compare): decide nothing for this canary in this tick.
     Unknown(String),
 }
 

@@ -119,7 +119,8 @@ pub enum MergedApproval {
         waiting: Box<Status>,
         reason: String,
     },
-    /// The forge could not say who merged: nothing is decided for the canary in this tick.
+    /// The merge cannot be checked yet (the forge could not say who merged it, or sluice's
+    /// change cannot be rendered to compare): nothing is decided for the canary in this tick.
     MergerUnknown(String),
 }
 

@@ -36,7 +36,8 @@ pub enum Basis {
     /// The merged approval does not approve (not what sluice pushed, a pull request into
     /// another branch, or a login `forge.approvers` does not allow): the canary waits again.
     Refused { reason: String },
-    /// The approval was merged, but who merged it is not known yet: nothing changes.
+    /// The approval was merged, but it cannot be checked yet (who merged it, or what it
+    /// holds, is not known): nothing changes.
     MergerUnknown,
 }
 
@@ -71,7 +72,7 @@ pub fn verdict<R>(
     let (decision, basis) = match (&facts.merged, status) {
         (Some(MergedApproval::MergerUnknown(why)), Some(status)) => {
             warnings.push(format!(
-                "Approval merged; waiting to learn who merged it: {why}"
+                "Approval merged; not judged until it can be checked: {why}"
             ));
             (hold(status, None, why.clone()), Basis::MergerUnknown)
         }

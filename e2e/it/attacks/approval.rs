@@ -178,3 +178,28 @@ fn forge_fakes_an_approval_pull_request_merged_into_another_base_does_not_approv
         assert_refused(&mut w, &fake, &was, 1, "into staging, not main");
     }
 }
+
+#[test]
+fn forge_fakes_a_force_pushed_approval_branch_is_written_again_while_its_pr_is_open() {
+    for kind in KINDS {
+        let (mut w, fake) = waiting(kind, "");
+        w.tick();
+        let branch = fake.pr(1).head;
+        let sluice_route = w.show(&branch, ROUTE);
+        let tampered = force_push_tampered(w.human(), &branch);
+        assert_eq!(
+            w.show(&branch, ROUTE),
+            tampered,
+            "{kind:?}: the push landed"
+        );
+        w.tick();
+        assert_eq!(
+            w.show(&branch, ROUTE),
+            sluice_route,
+            "{kind:?}: a reviewer merging now merges sluice's change"
+        );
+        assert!(!w.show(&branch, STATUS).contains("junk"), "{kind:?}");
+        assert_eq!(fake.count(), 1, "{kind:?}: the open pull request is kept");
+        assert!(fake.pr(1).open, "{kind:?}");
+    }
+}
