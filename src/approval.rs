@@ -11,10 +11,14 @@
 //!   commits and pushes what [`branch_step`] renders, then [`open_pull_request`] opens the pull
 //!   request, and [`close_stale`] closes those left behind by canaries that moved on.
 //!
-//! - before deciding, [`merged`] says who merged the approval that put a status with
-//!   `clockFromMerge` on the main branch, and whether `forge.approvers` lets that login
-//!   approve: the decision's commit then records the approver (`Sluice-Approved-By`,
-//!   `Sluice-Approval`), or puts the waiting state back and the pull request gets a comment.
+//! - before deciding, [`merged`] says whether the approval that put a status with
+//!   `clockFromMerge` on the main branch approves: the merge must hold exactly the change
+//!   sluice pushed on the approval branch (its owned files as [`branch_step`] renders them,
+//!   whatever a force push left on the branch), its pull request must target the branch
+//!   sluice reconciles, and `forge.approvers` must let the login that merged it approve. The
+//!   decision's commit then records the approver (`Sluice-Approved-By`, `Sluice-Approval`),
+//!   or puts the waiting state back (and every owned file with it), the pull request gets a
+//!   comment and a fresh one asks again.
 //!
 //! It never commits or pushes. Problems are logged; they never stop the loop.
 
@@ -68,14 +72,17 @@ pub enum Merged {
     /// `Name <email>`, unverified), `source` is the pull
     /// request's URL (the approval branch's name without a forge or pull request).
     Approved { by: Option<String>, source: String },
-    /// `forge.approvers` does not let the merger approve: `waiting` (the status before the
-    /// merge) goes back on the main branch, and pull request `number` gets `reason`.
+    /// The merge does not approve (it does not hold what sluice pushed, its pull request
+    /// targets another branch, or `forge.approvers` does not let the merger approve):
+    /// `waiting` (the status before the merge) goes back on the main branch, and pull request
+    /// `number` gets `reason`.
     Refused {
         waiting: Box<Status>,
         number: Option<u64>,
         reason: String,
     },
-    /// The forge could not say who merged: decide nothing for this canary in this tick.
+    /// The merge cannot be checked yet (the forge could not say who merged it, or sluice's
+    /// change cannot be rendered to compare): decide nothing for this canary in this tick.
     Unknown(String),
 }
 
@@ -101,10 +108,20 @@ impl Merged {
 /// How many first-parent commits [`merged`] looks back for the status before the merge.
 const MERGE_LOOKBACK: usize = 500;
 
+/// The main branch just before an approval was merged.
+struct BeforeMerge {
+    /// The status then: the one the approval branch was rendered from.
+    waiting: Status,
+    /// The commit that brought the approval's status (the merge, squash or cherry-pick).
+    merge: Oid,
+    /// Its first parent.
+    parent: Oid,
+}
+
 /// The status on the main branch before the approval was merged: the newest first-parent
 /// ancestor of the head whose status file differs from the head's. Any merge method (merge
 /// commit, squash, rebase) leaves it there.
-fn status_before_merge(repo: &ConfigRepo, canary: &Canary) -> Option<(Status, Oid)> {
+fn status_before_merge(repo: &ConfigRepo, canary: &Canary) -> Option<BeforeMerge> {
     let path = status_file::path_for(&canary.id);
     let head = repo.head();
     let now = repo.read_file_at(head, &path).ok()?;
@@ -114,7 +131,12 @@ fn status_before_merge(repo: &ConfigRepo, canary: &Canary) -> Option<(Status, Oi
         at = repo.parent_of(at).ok()??;
         let text = repo.read_file_at(at, &path).ok()?;
         if text != now {
-            return status_file::parse(&text?).ok().map(|s| (s, child));
+            let waiting = status_file::parse(&text?).ok()?;
+            return Some(BeforeMerge {
+                waiting,
+                merge: child,
+                parent: at,
+            });
         }
     }
     None
@@ -132,56 +154,138 @@ pub fn may_approve(approvers: &[String], login: &str) -> bool {
     approvers.is_empty() || approvers.iter().any(|a| a.eq_ignore_ascii_case(login))
 }
 
-/// Before deciding a canary whose status came from a merged approval (`clockFromMerge`): who
-/// merged it, and whether that approves.
+/// Before deciding a canary whose status came from a merged approval (`clockFromMerge`):
+/// whether the merge approves. It does when it holds exactly what sluice pushed on the
+/// approval branch, its pull request (with a forge) merged into `repo.branch()`, and
+/// `forge.approvers` lets the login that merged it approve. `snapshot` is the tick's: what
+/// sluice pushed is rendered again from it, as [`branch_step`] rendered it.
 pub fn merged(
     repo: &ConfigRepo,
     forge: Option<&Forge>,
     runtime: &Runtime,
     approvers: &[String],
+    snapshot: &Snapshot,
     canary: &Canary,
 ) -> Merged {
-    let (waiting, merge) = match status_before_merge(repo, canary) {
-        Some((status, merge)) => (Some(status), Some(merge)),
-        None => (None, None),
+    let Some(before) = status_before_merge(repo, canary) else {
+        return Merged::Unknown(format!(
+            "the status before the approval was merged is not found in the last {MERGE_LOOKBACK} commits, so the merge cannot be checked against what sluice pushed"
+        ));
     };
-    let branch = waiting.as_ref().and_then(|w| branch_for(canary, w));
-    let refuse = |number: Option<u64>, reason: String| match &waiting {
-        Some(w) => Merged::Refused {
-            waiting: Box::new(w.clone()),
-            number,
-            reason,
-        },
-        None => Merged::Unknown(format!(
-            "{reason}, and the status before the merge is not found"
+    let refuse = |number: Option<u64>, reason: String| Merged::Refused {
+        waiting: Box::new(before.waiting.clone()),
+        number,
+        reason,
+    };
+    let Some(branch) = branch_for(canary, &before.waiting) else {
+        return refuse(None, format!(
+            "{} was changed to an approved status, but the status before it ({}) waited for no approval",
+            status_file::path_for(&canary.id),
+            before.waiting.phase
+        ));
+    };
+    let base = repo.branch();
+    let pr = match forge.map(|f| merged_pull_request(f, runtime, &branch, base)) {
+        None => None,
+        Some(Ok(pr)) => pr,
+        Some(Err(e)) => {
+            return Merged::Unknown(format!("cannot read the approval pull request: {e}"))
+        }
+    };
+    if let Some(pr) = pr.as_ref().filter(|pr| pr.base != base) {
+        return refuse(Some(pr.number), format!(
+            "pull request #{} merged {branch} into {}, not {base}: only a pull request into {base} approves; the canary keeps waiting for an approver",
+            pr.number, pr.base
+        ));
+    }
+    match tampered(repo, snapshot, canary, &before) {
+        Ok(files) if files.is_empty() => {}
+        Ok(files) => return refuse(pr.as_ref().map(|pr| pr.number), format!(
+            "the merge of {branch} does not hold what sluice pushed on it ({} differ); the canary keeps waiting for an approval of sluice's change",
+            files.join(", ")
         )),
-    };
-    let (Some(forge), Some(branch)) = (forge, branch.as_ref()) else {
-        let source = branch.unwrap_or_else(|| "merge".to_string());
+        Err(e) => return Merged::Unknown(format!(
+            "cannot render the change sluice pushed on {branch} to compare it with the merge: {e}"
+        )),
+    }
+    approver(
+        repo,
+        forge,
+        runtime,
+        approvers,
+        (&branch, pr),
+        &before,
+        refuse,
+    )
+}
+
+/// The newest pull request of `branch` into `base` if it is merged; else the newest into any
+/// base if that one is merged (into another base: the caller refuses it); else `None`.
+fn merged_pull_request(
+    forge: &Forge,
+    runtime: &Runtime,
+    branch: &str,
+    base: &str,
+) -> Result<Option<PullRequest>, crate::forge::ForgeError> {
+    let is_merged = |pr: &PullRequest| pr.state == PrState::Merged;
+    let into_base = runtime.block_on(forge.latest_for_branch(branch, Some(base)))?;
+    if let Some(pr) = into_base.filter(is_merged) {
+        return Ok(Some(pr));
+    }
+    let any = runtime.block_on(forge.latest_for_branch(branch, None))?;
+    Ok(any.filter(|pr| is_merged(pr) && pr.base != base))
+}
+
+/// The owned files whose content at the head is not what sluice pushed on the approval branch
+/// for `before.waiting`: the rendered files that differ, and files of the output folder the
+/// merge changed that sluice did not render (an added file, say). Empty when the merge holds
+/// exactly sluice's change.
+fn tampered(
+    repo: &ConfigRepo,
+    snapshot: &Snapshot,
+    canary: &Canary,
+    before: &BeforeMerge,
+) -> Result<Vec<String>, ApprovalError> {
+    let (_, changes) = approval_change(repo, snapshot, canary, &before.waiting)?;
+    let head = repo.head();
+    let mut files = Vec::new();
+    for change in &changes {
+        if repo.read_file_at(head, &change.path)? != change.content {
+            files.push(change.path.clone());
+        }
+    }
+    for path in repo.changed_files(before.parent, head, canary.output.as_str())? {
+        if !changes.iter().any(|c| c.path == path) && !files.contains(&path) {
+            files.push(path);
+        }
+    }
+    Ok(files)
+}
+
+/// Who approved a merge that holds sluice's change, and whether `forge.approvers` lets them:
+/// the login that merged `pr` (read from the pull request itself: lists do not always say,
+/// GitHub's never do), or without a merged pull request git's committer of the merge.
+fn approver(
+    repo: &ConfigRepo,
+    forge: Option<&Forge>,
+    runtime: &Runtime,
+    approvers: &[String],
+    (branch, pr): (&str, Option<PullRequest>),
+    before: &BeforeMerge,
+    refuse: impl Fn(Option<u64>, String) -> Merged,
+) -> Merged {
+    let (Some(forge), Some(pr)) = (forge, pr) else {
         return if approvers.is_empty() {
             Merged::Approved {
-                by: committer(repo, merge),
-                source,
+                by: committer(repo, Some(before.merge)),
+                source: branch.to_string(),
             }
-        } else {
-            refuse(None, format!("the approval ({source}) was merged without a forge pull request to tell who merged it, and forge.approvers is set"))
-        };
-    };
-    let latest = match runtime.block_on(forge.latest_for_branch(branch)) {
-        Ok(latest) => latest.filter(|pr| pr.state == PrState::Merged),
-        Err(e) => return Merged::Unknown(format!("cannot read the approval pull request: {e}")),
-    };
-    let Some(pr) = latest else {
-        return if approvers.is_empty() {
-            Merged::Approved {
-                by: committer(repo, merge),
-                source: branch.clone(),
-            }
+        } else if forge.is_none() {
+            refuse(None, format!("the approval ({branch}) was merged without a forge pull request to tell who merged it, and forge.approvers is set"))
         } else {
             refuse(None, format!("{branch} was merged without its pull request, so no forge login approved it, and forge.approvers is set"))
         };
     };
-    // Lists do not always say who merged (GitHub's never do): ask for the pull request itself.
     let by = match runtime.block_on(forge.get(pr.number)) {
         Ok(full) => full.merged_by,
         Err(e) => return Merged::Unknown(format!("cannot read pull request #{}: {e}", pr.number)),
@@ -263,12 +367,13 @@ pub fn connect(settings: Option<&ForgeSettings>, runtime: &Runtime) -> Option<Fo
     }
 }
 
-/// Before deciding: the reason to roll back a waiting canary whose approval pull request was
-/// closed without merging (`forge.onClose: rollback`), or `None` to decide as usual.
+/// Before deciding: the reason to roll back a waiting canary whose approval pull request (into
+/// `base`, the branch sluice reconciles) was closed without merging (`forge.onClose:
+/// rollback`), or `None` to decide as usual.
 pub fn rejection(
     forge: &Forge,
     runtime: &Runtime,
-    on_close: OnClose,
+    (on_close, base): (OnClose, &str),
     canary: &Canary,
     status: &Status,
 ) -> Option<String> {
@@ -276,7 +381,7 @@ pub fn rejection(
         return None;
     }
     let branch = branch_for(canary, status)?;
-    let latest = match runtime.block_on(forge.latest_for_branch(&branch)) {
+    let latest = match runtime.block_on(forge.latest_for_branch(&branch, Some(base))) {
         Ok(latest) => latest?,
         Err(e) => {
             warn!(canary = %canary.id, error = %e, "Cannot read the approval pull request");
@@ -328,6 +433,59 @@ pub struct BranchCommit {
     pub time: git2::Time,
 }
 
+/// The approval of `waiting` and the files of its commit: what the approval branch carries.
+/// Rendered from the tick's `snapshot` (sources do not change by sluice's commits) and
+/// nothing else, so [`merged`] renders again exactly what [`branch_step`] pushed.
+fn approval_change(
+    repo: &ConfigRepo,
+    snapshot: &Snapshot,
+    canary: &Canary,
+    waiting: &Status,
+) -> Result<(Decision, Vec<FileChange>), ApprovalError> {
+    let mut approved = operate(
+        canary,
+        Some(waiting),
+        Operation::Approve,
+        "approved by merging the pull request",
+        waiting.phase_since,
+    )?;
+    // The merge, not the PR's creation, starts the approved step's clock (a canary that
+    // skips analysis is promoted by the approval: it has no step clock to start).
+    approved.status.clock_from_merge = approved.status.phase.is_active();
+    let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
+    let changes = render::changes(repo.root(), canary, &approved, &index)?;
+    Ok((approved, changes))
+}
+
+/// Whether the approval branch at `oid` is what sluice would push now: on a main branch
+/// whose status file equals the head's, not merged into the head yet, and holding `changes`.
+/// A branch a human force-pushed fails the last test and is written again.
+fn branch_is_current(
+    repo: &ConfigRepo,
+    oid: Oid,
+    status_path: &str,
+    changes: &[FileChange],
+) -> Result<bool, ApprovalError> {
+    let head = repo.head();
+    let parent_status = repo
+        .parent_of(oid)?
+        .map(|p| repo.read_file_at(p, status_path))
+        .transpose()?
+        .flatten();
+    if parent_status.is_none() || parent_status != repo.read_file_at(head, status_path)? {
+        return Ok(false);
+    }
+    if repo.is_descendant_or_self(&head.to_string(), &oid.to_string()) {
+        return Ok(false);
+    }
+    for change in changes {
+        if repo.read_file_at(oid, &change.path)? != change.content {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Reads the approval branch and pull request of a waiting canary and renders the change it
 /// should carry; `None` when the status has no approval branch. The executor commits and
 /// pushes [`BranchStep::write`], then calls [`open_pull_request`].
@@ -346,46 +504,25 @@ pub fn branch_step(
         return Ok(None);
     };
     let status_path = status_file::path_for(&canary.id);
-    let head = repo.head();
-    // Still waiting though the branch's pull request was merged: that merge did not approve
-    // (see [`merged`]). The change goes on a fresh commit on today's main, in a new pull request.
+    // Still waiting though the branch's pull request into the reconciled branch was merged:
+    // that merge did not approve (see [`merged`]). The change goes on a fresh commit on
+    // today's main, in a new pull request.
     let latest = match forge {
-        Some(forge) => runtime.block_on(forge.latest_for_branch(&branch))?,
+        Some(forge) => runtime.block_on(forge.latest_for_branch(&branch, Some(repo.branch())))?,
         None => None,
     };
     let refused = latest
         .as_ref()
         .is_some_and(|pr| pr.state == PrState::Merged);
-    // Up to date when the branch sits on a main whose status file still equals main's now.
-    let current = repo.fetch_branch(&branch)?;
+    let (approved, changes) = approval_change(repo, snapshot, canary, status)?;
     let up_to_date = !refused
-        && match current {
-            Some(oid) => {
-                let parent_status = repo
-                    .parent_of(oid)?
-                    .map(|p| repo.read_file_at(p, &status_path))
-                    .transpose()?
-                    .flatten();
-                parent_status.is_some() && parent_status == repo.read_file_at(head, &status_path)?
-            }
+        && match repo.fetch_branch(&branch)? {
+            Some(oid) => branch_is_current(repo, oid, &status_path, &changes)?,
             None => false,
         };
-    let mut approved = operate(
-        canary,
-        Some(status),
-        Operation::Approve,
-        "approved by merging the pull request",
-        status.phase_since,
-    )?;
-    // The merge, not the PR's creation, starts the approved step's clock (a canary that
-    // skips analysis is promoted by the approval: it has no step clock to start).
-    approved.status.clock_from_merge = approved.status.phase.is_active();
     let write = if up_to_date {
         None
     } else {
-        let root = repo.root().to_path_buf();
-        let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
-        let changes: Vec<FileChange> = render::changes(&root, canary, &approved, &index)?;
         let mut message = message::render(
             canary,
             &approved,
@@ -393,7 +530,7 @@ pub fn branch_step(
         );
         message.trailers.push(approval_record(status).trailer());
         Some(BranchCommit {
-            parent: head,
+            parent: repo.head(),
             changes,
             message,
             time: git2::Time::new(status.phase_since.as_second(), 0),
@@ -470,11 +607,13 @@ fn branch_key(branch: &str) -> String {
     branch.rsplit('/').next().unwrap_or(branch).to_string()
 }
 
-/// Closes the approval pull request a canary no longer waits on, with a comment saying why.
+/// Closes the approval pull request (into `base`, the branch sluice reconciles) a canary no
+/// longer waits on, with a comment saying why.
 pub fn close_stale(
     pending: &Pending,
     forge: Option<&Forge>,
     runtime: &Runtime,
+    base: &str,
 ) -> Result<(), ApprovalError> {
     let (Some(forge), Some(previous)) = (forge, &pending.previous) else {
         return Ok(());
@@ -486,7 +625,7 @@ pub fn close_stale(
         return Ok(());
     }
     let open = runtime
-        .block_on(forge.latest_for_branch(&branch))?
+        .block_on(forge.latest_for_branch(&branch, Some(base)))?
         .filter(|pr| pr.state == PrState::Open);
     if let Some(pr) = open {
         let note = format!(

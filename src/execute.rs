@@ -228,7 +228,7 @@ pub fn announce(repo: &mut ConfigRepo, with: &Announce<'_>, committed: &Committe
         let result = if approval::is_waiting(&p.status) {
             keep_branch(repo, with, forge.as_ref(), &committed.author, p)
         } else {
-            approval::close_stale(p, forge.as_ref(), with.runtime)
+            approval::close_stale(p, forge.as_ref(), with.runtime, repo.branch())
         };
         if let Err(e) = result {
             warn!(canary = %p.canary.id, error = %e, "Approval branch or pull request not updated");

@@ -269,11 +269,12 @@ fn know(
     let mut applied = true;
     if !drifting {
         if let (Some(forge), Some(status)) = (forge, status) {
-            facts.rejected =
-                approval::rejection(forge, runtime, read.settings.on_close, canary, status);
+            let close = (read.settings.on_close, repo.branch());
+            facts.rejected = approval::rejection(forge, runtime, close, canary, status);
         }
         if status.is_some_and(|s| s.clock_from_merge) {
-            let merged = approval::merged(repo, forge, runtime, &read.settings.approvers, canary);
+            let approvers = &read.settings.approvers;
+            let merged = approval::merged(repo, forge, runtime, approvers, &read.snapshot, canary);
             let (fact, note) = merged.into_fact();
             facts.merged = Some(fact);
             comment = note;

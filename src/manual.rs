@@ -72,7 +72,7 @@ pub fn operate(
     };
     if let Some(pending) = left {
         let forge = approval::connect(forge.as_ref(), runtime);
-        if let Err(e) = approval::close_stale(&pending, forge.as_ref(), runtime) {
+        if let Err(e) = approval::close_stale(&pending, forge.as_ref(), runtime, repo.branch()) {
             tracing::warn!(canary = %pending.canary.id, error = %e, "Stale approval pull request not closed");
         }
     }

@@ -1,6 +1,7 @@
-//! Approval by pull request against an HTTP-level fake of GitHub's REST API (documented
-//! endpoints and payloads, state kept in memory) and a real bare repo: one PR per wait, reused
-//! across restarts; merge commit, squash and cherry-pick merges all approve; closing aborts.
+//! Approval by pull request against HTTP-level fakes of the GitHub, GitLab and Gitea
+//! pull-request APIs (documented endpoints and payloads, state kept in memory) and a real bare
+//! repo: one PR per wait, reused across restarts; merge commit, squash and cherry-pick merges
+//! all approve; closing aborts. The fakes are shared with `attacks/approval.rs`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,17 +19,17 @@ use crate::support::{git, merge_approval, World};
 
 /// One pull/merge request, whatever the forge.
 #[derive(Clone, Debug)]
-struct Pr {
-    number: u64,
-    head: String,
-    base: String,
+pub(crate) struct Pr {
+    pub(crate) number: u64,
+    pub(crate) head: String,
+    pub(crate) base: String,
     title: String,
     body: String,
-    open: bool,
+    pub(crate) open: bool,
     merged: bool,
     /// The login that merged it (`None` until merged).
     merged_by: Option<String>,
-    comments: Vec<String>,
+    pub(crate) comments: Vec<String>,
 }
 
 #[derive(Default)]
@@ -39,7 +40,7 @@ struct Prs {
 type Shared = Arc<Mutex<Prs>>;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
+pub(crate) enum Kind {
     GitHub,
     GitLab,
     Gitea,
@@ -47,7 +48,7 @@ enum Kind {
 
 /// HTTP-level fakes of the three forges' documented pull-request APIs, sharing one in-memory
 /// store: GitHub REST v3 pulls, GitLab v4 merge requests, Gitea/Forgejo v1 pulls.
-struct ForgeFake {
+pub(crate) struct ForgeFake {
     kind: Kind,
     addr: SocketAddr,
     prs: Shared,
@@ -138,7 +139,11 @@ impl ForgeFake {
         }
     }
 
-    fn count(&self) -> usize {
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub(crate) fn count(&self) -> usize {
         self.prs.lock().unwrap().list.len()
     }
 
@@ -154,19 +159,27 @@ impl ForgeFake {
         pr.merged_by = merged.then(|| "octocat".to_string());
     }
 
-    fn merged_by(&self, number: u64, login: &str) {
+    pub(crate) fn merged_by(&self, number: u64, login: &str) {
         let mut prs = self.prs.lock().unwrap();
         let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
         (pr.open, pr.merged, pr.merged_by) = (false, true, Some(login.to_string()));
     }
 
-    fn pr(&self, number: u64) -> Pr {
+    pub(crate) fn pr(&self, number: u64) -> Pr {
         let prs = self.prs.lock().unwrap();
         prs.list
             .iter()
             .find(|p| p.number == number)
             .unwrap()
             .clone()
+    }
+
+    /// A human edits the pull request's base branch (GitHub and Gitea `PATCH {base}`, GitLab
+    /// `PUT {target_branch}`).
+    pub(crate) fn retarget(&self, number: u64, base: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        pr.base = base.to_string();
     }
 
     fn settings(&self) -> String {
@@ -206,6 +219,12 @@ async fn list(
                 .get("head")
                 .is_none_or(|h| *h == format!("acme:{}", p.head)),
             Kind::GitLab => q.get("source_branch").is_none_or(|h| *h == p.head),
+            Kind::Gitea => true,
+        })
+        // GitHub filters by `base`, GitLab by `target_branch`; Gitea's list has no such filter.
+        .filter(|p| match kind {
+            Kind::GitHub => q.get("base").is_none_or(|b| *b == p.base),
+            Kind::GitLab => q.get("target_branch").is_none_or(|b| *b == p.base),
             Kind::Gitea => true,
         })
         .filter(|p| match state.as_str() {
@@ -306,7 +325,7 @@ async fn comment(
 }
 
 const FILE: &str = "apps/web/canary.yaml";
-const STATUS: &str = ".sluice/status/shop/web.yaml";
+pub(crate) const STATUS: &str = ".sluice/status/shop/web.yaml";
 
 fn canary(revision: &str) -> String {
     format!(
@@ -328,7 +347,7 @@ fn world_with(fake: &ForgeFake, extra: &str) -> World {
 }
 
 /// [`world_with`] a fake forge of `kind`, ticked until the promotion waits for approval.
-fn waiting(kind: Kind, extra: &str) -> (World, ForgeFake) {
+pub(crate) fn waiting(kind: Kind, extra: &str) -> (World, ForgeFake) {
     let fake = ForgeFake::start(kind);
     let mut w = world_with(&fake, extra);
     w.ticks(6);
@@ -336,7 +355,7 @@ fn waiting(kind: Kind, extra: &str) -> (World, ForgeFake) {
     (w, fake)
 }
 
-const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
+pub(crate) const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
 
 #[test]
 fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_approves() {
@@ -555,6 +574,31 @@ fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
     }
 }
 
+/// After a merged approval that did not approve, and one tick: the canary waits for the
+/// promotion again at its weights from before the merge, and the last commit says `why`
+/// without naming an approver.
+pub(crate) fn assert_waiting_again(w: &World, kind: Kind, why: &str) {
+    let s = w.yaml_at_main(STATUS);
+    assert_eq!(
+        (
+            s["phase"].as_str(),
+            s["canaryWeight"].as_u64(),
+            s["clockFromMerge"].as_bool()
+        ),
+        (Some("WaitingApproval"), Some(60), None),
+        "{kind:?}: the canary keeps waiting, its route back where it was"
+    );
+    let (subject, trailers) = last_commit(&w.bare);
+    assert!(
+        subject.contains("waiting for approval of the promotion"),
+        "{kind:?}: {subject}"
+    );
+    assert!(
+        !trailers.contains("Sluice-Approved-By") && trailers.contains(why),
+        "{kind:?}: {trailers}"
+    );
+}
+
 #[test]
 fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
     for kind in KINDS {
@@ -570,29 +614,7 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
         );
         w.now = Timestamp::now();
         w.tick();
-        let s = w.yaml_at_main(STATUS);
-        assert_eq!(
-            (
-                s["phase"].as_str(),
-                s["canaryWeight"].as_u64(),
-                s["clockFromMerge"].as_bool()
-            ),
-            (Some("WaitingApproval"), Some(60), None),
-            "{kind:?}: the canary keeps waiting, its route back where it was"
-        );
-        let (subject, trailers) = last_commit(&w.bare);
-        assert!(
-            subject.contains("waiting for approval of the promotion"),
-            "{kind:?}: {subject}"
-        );
-        assert!(
-            !trailers.contains("Sluice-Approved-By"),
-            "{kind:?}: {trailers}"
-        );
-        assert!(
-            trailers.contains("forge.approvers does not list mallory"),
-            "{kind:?}: {trailers}"
-        );
+        assert_waiting_again(&w, kind, "forge.approvers does not list mallory");
         for _ in 0..3 {
             w.tick();
         }

@@ -73,8 +73,8 @@ pub struct Facts {
     /// The canary's approval pull request was closed without merging under
     /// `forge.onClose: rollback`: the reason to roll back.
     pub rejected: Option<String>,
-    /// The canary's status came from a merged approval (`clockFromMerge`): who merged it, and
-    /// whether that approves.
+    /// The canary's status came from a merged approval (`clockFromMerge`): whether the merge
+    /// holds what sluice pushed, into the reconciled branch, and who merged it.
     pub merged: Option<MergedApproval>,
 }
 
@@ -111,13 +111,16 @@ pub enum MergedApproval {
     /// It approves: `by` merged it (a forge login, or git's committer `Name <email>` without a
     /// forge), `source` is the pull request's URL (or the approval branch's name).
     Approved { by: Option<String>, source: String },
-    /// `forge.approvers` does not let the merger approve: `waiting`, the status before the
-    /// merge, goes back on the main branch.
+    /// The merge does not approve: it does not hold what sluice pushed on the approval
+    /// branch, its pull request targets another branch than the one sluice reconciles, or
+    /// `forge.approvers` does not let the merger approve. `waiting`, the status before the
+    /// merge, goes back on the main branch (with every owned file rendered from it).
     Refused {
         waiting: Box<Status>,
         reason: String,
     },
-    /// The forge could not say who merged: nothing is decided for the canary in this tick.
+    /// The merge cannot be checked yet (the forge could not say who merged it, or sluice's
+    /// change cannot be rendered to compare): nothing is decided for the canary in this tick.
     MergerUnknown(String),
 }
 

@@ -33,10 +33,11 @@ pub enum Basis {
     Drift,
     /// The approval pull request was closed without merging: rolled back (as `sluice abort`).
     Rejected { reason: String },
-    /// The approval was merged by a login `forge.approvers` does not allow: the canary waits
-    /// again.
+    /// The merged approval does not approve (not what sluice pushed, a pull request into
+    /// another branch, or a login `forge.approvers` does not allow): the canary waits again.
     Refused { reason: String },
-    /// The approval was merged, but who merged it is not known yet: nothing changes.
+    /// The approval was merged, but it cannot be checked yet (who merged it, or what it
+    /// holds, is not known): nothing changes.
     MergerUnknown,
 }
 
@@ -71,7 +72,7 @@ pub fn verdict<R>(
     let (decision, basis) = match (&facts.merged, status) {
         (Some(MergedApproval::MergerUnknown(why)), Some(status)) => {
             warnings.push(format!(
-                "Approval merged; waiting to learn who merged it: {why}"
+                "Approval merged; not judged until it can be checked: {why}"
             ));
             (hold(status, None, why.clone()), Basis::MergerUnknown)
         }
@@ -108,7 +109,8 @@ fn of(decision: Decision, basis: Basis) -> Verdict {
 }
 
 /// The status a canary had before an approval it may not take was merged: it waits again
-/// (for the gate it waited for), and the route and workloads go back with it.
+/// (for the gate it waited for), and the route and workloads go back with it, so nothing a
+/// tampered approval branch brought is built on.
 fn refused<R>(canary: &Canary<R>, waiting: &Status, reason: &str) -> Decision {
     let action = match (waiting.phase, waiting.waiting_for) {
         (Phase::Waiting, _) => Action::WaitRollout,

@@ -95,13 +95,19 @@ impl Gitea {
     }
 
     /// Gitea lists newest first (by creation) unless told otherwise, so the first page with a
-    /// pull request of this branch holds the newest one.
+    /// pull request of this branch (into `base`, when given: the list has no branch filter,
+    /// so `base.ref` is matched here) holds the newest one.
     pub(super) async fn latest_for_branch(
         &self,
         head: &str,
+        base: Option<&str>,
     ) -> Result<Option<PullRequest>, ForgeError> {
         let query = [("state", "all".to_string())];
-        let wanted = |p: &Pull| p.head.name == head && self.head_in_this_repo(p);
+        let wanted = |p: &Pull| {
+            p.head.name == head
+                && base.is_none_or(|b| p.base.name == b)
+                && self.head_in_this_repo(p)
+        };
         let op = Operation::LatestForBranch;
         self.newest_listed(op, &query, wanted, Reading::UntilFound)
             .await

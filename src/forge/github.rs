@@ -1,7 +1,8 @@
 //! GitHub and GitHub Enterprise Server, REST API v3 (`X-GitHub-Api-Version: 2022-11-28`).
 //!
 //! Endpoints (relative to `apiUrl`: `https://api.github.com`, or `https://HOST/api/v3`):
-//! - `GET /repos/{owner}/{repo}/pulls?state=open&head={owner}:{branch}&base={base}`
+//! - `GET /repos/{owner}/{repo}/pulls?state=open&head={owner}:{branch}&base={base}` (`state=all`
+//!   and `base` left out for the newest pull request of a branch into any base)
 //! - `POST /repos/{owner}/{repo}/pulls` `{title, head, base, body}`
 //! - `GET /repos/{owner}/{repo}/pulls/{n}`: merged when `merged_at` is set (or `merged: true`);
 //!   `merged_by.login` says who merged (list answers do not carry `merged_by`)
@@ -51,11 +52,15 @@ impl GitHub {
     pub(super) async fn latest_for_branch(
         &self,
         head: &str,
+        base: Option<&str>,
     ) -> Result<Option<PullRequest>, ForgeError> {
         let mut query = self.head_query("all", head);
+        if let Some(base) = base {
+            query.push(("base", base.to_string()));
+        }
         query.push(("sort", "created".to_string()));
         query.push(("direction", "desc".to_string()));
-        let wanted = |p: &Pull| p.head.name == head;
+        let wanted = |p: &Pull| p.head.name == head && base.is_none_or(|b| p.base.name == b);
         let op = Operation::LatestForBranch;
         self.newest_listed(op, &query, wanted, Reading::AllPages)
             .await

@@ -3,6 +3,8 @@
 //! Endpoints (relative to `apiUrl`, e.g. `https://gitlab.com/api/v4`; `:id` is the numeric
 //! project id or the URL-encoded project path, `group%2Fproject`):
 //! - `GET /projects/:id/merge_requests?state=opened&source_branch=..&target_branch=..`
+//!   (`state=all`, and no `target_branch` for the newest merge request of a branch into any
+//!   target)
 //! - `POST /projects/:id/merge_requests` `{source_branch, target_branch, title, description}`
 //! - `GET /projects/:id/merge_requests/:iid`: `state` is `opened`, `closed`, `locked` or
 //!   `merged`; the number humans see is `iid`, the page `web_url`; who merged is
@@ -162,16 +164,24 @@ impl GitLab {
     pub(super) async fn latest_for_branch(
         &self,
         head: &str,
+        base: Option<&str>,
     ) -> Result<Option<PullRequest>, ForgeError> {
         let op = Operation::LatestForBranch;
         let url = self.url(op, &[])?;
-        let query = [
+        let mut query = vec![
             ("state", "all".to_string()),
             ("source_branch", head.to_string()),
-            ("order_by", "created_at".to_string()),
-            ("sort", "desc".to_string()),
         ];
-        let wanted = |mr: &MergeRequest| mr.source_branch == head && mr.same_project();
+        if let Some(base) = base {
+            query.push(("target_branch", base.to_string()));
+        }
+        query.push(("order_by", "created_at".to_string()));
+        query.push(("sort", "desc".to_string()));
+        let wanted = |mr: &MergeRequest| {
+            mr.source_branch == head
+                && base.is_none_or(|b| mr.target_branch == b)
+                && mr.same_project()
+        };
         let size = ("per_page", PER_PAGE);
         let newest = self
             .api

@@ -365,12 +365,19 @@ impl Forge {
         }
     }
 
-    /// The newest pull request (any state) whose source branch is `head`.
-    pub async fn latest_for_branch(&self, head: &str) -> Result<Option<PullRequest>, ForgeError> {
+    /// The newest pull request (any state) whose source branch is `head` and, when `base` is
+    /// given, whose target branch is `base` (as each API reports it: GitHub and Gitea
+    /// `base.ref`, GitLab `target_branch`). Approvals ask with the branch sluice reconciles: a
+    /// pull request from the approval branch into another base is not its approval.
+    pub async fn latest_for_branch(
+        &self,
+        head: &str,
+        base: Option<&str>,
+    ) -> Result<Option<PullRequest>, ForgeError> {
         match self {
-            Forge::GitHub(f) => f.latest_for_branch(head).await,
-            Forge::GitLab(f) => f.latest_for_branch(head).await,
-            Forge::Gitea(f) => f.latest_for_branch(head).await,
+            Forge::GitHub(f) => f.latest_for_branch(head, base).await,
+            Forge::GitLab(f) => f.latest_for_branch(head, base).await,
+            Forge::Gitea(f) => f.latest_for_branch(head, base).await,
         }
     }
 

@@ -556,7 +556,7 @@ pub struct Wire {
     /// The auth header and what comes before the token in its value.
     pub auth: (&'static str, &'static str),
     /// The request reading the first pull request, and the first request of
-    /// `latest_for_branch(HEAD)`.
+    /// `latest_for_branch(HEAD, Some(BASE))`.
     pub get_and_latest: [&'static str; 2],
     /// How the first pull request is closed: method, path and payload.
     pub close: (&'static str, &'static str, &'static str),
@@ -644,6 +644,11 @@ pub async fn ensure_open_twice_opens_one(h: &Harness) -> PullRequest {
     first
 }
 
+/// `latest_for_branch(HEAD, Some(BASE))`, which must answer.
+async fn newest(h: &Harness) -> Option<PullRequest> {
+    h.forge.latest_for_branch(HEAD, Some(BASE)).await.unwrap()
+}
+
 pub async fn merged_after_merge(h: &Harness) {
     let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
     assert_eq!(h.forge.get(pr.number).await.unwrap().state, PrState::Open);
@@ -654,22 +659,22 @@ pub async fn merged_after_merge(h: &Harness) {
     assert_eq!(got.url, pr.url);
     assert_eq!(got.merged_by.as_deref(), Some(MERGER), "who merged");
     assert_eq!(h.forge.find_open(HEAD, BASE).await.unwrap(), None);
-    let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
+    let latest = newest(h).await.unwrap();
     assert_eq!((latest.number, latest.state), (pr.number, PrState::Merged));
 }
 
 pub async fn closed_is_closed_and_reopening_opens_a_new_one(h: &Harness) {
-    assert_eq!(h.forge.latest_for_branch(HEAD).await.unwrap(), None);
+    assert_eq!(newest(h).await, None);
     let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
     h.fake.close(pr.number);
     assert_eq!(h.forge.get(pr.number).await.unwrap().state, PrState::Closed);
-    let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
+    let latest = newest(h).await.unwrap();
     assert_eq!((latest.number, latest.state), (pr.number, PrState::Closed));
     // A closed pull request is not reused: the next ensure_open opens a fresh one.
     let next = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
     assert_ne!(next.number, pr.number);
     assert_eq!(next.state, PrState::Open);
-    let latest = h.forge.latest_for_branch(HEAD).await.unwrap().unwrap();
+    let latest = newest(h).await.unwrap();
     assert_eq!((latest.number, latest.state), (next.number, PrState::Open));
 }
 
@@ -874,7 +879,7 @@ pub const GITHUB: Wire = Wire {
     // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decides.
     get_and_latest: [
         "GET /repos/acme/config/pulls/41",
-        "GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&sort=created&direction=desc&per_page=100&page=1",
+        "GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&sort=created&direction=desc&per_page=100&page=1",
     ],
     close: ("PATCH", "/repos/acme/config/pulls/41", r#"{"state": "closed"}"#),
     comment_path: "/repos/acme/config/issues/41/comments",
@@ -893,7 +898,7 @@ pub const GITLAB: Wire = Wire {
     auth: ("private-token", ""),
     get_and_latest: [
         "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
-        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&order_by=created_at&sort=desc&per_page=100&page=1",
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&order_by=created_at&sort=desc&per_page=100&page=1",
     ],
     close: (
         "PUT",
@@ -959,6 +964,38 @@ async fn every_fake_closed_without_merge_is_closed() {
     for (kind, _) in FAKES {
         eprintln!("{kind}");
         closed_is_closed_and_reopening_opens_a_new_one(&default_harness(kind).await).await;
+    }
+}
+
+/// The newest pull request of a branch into the reconciled branch is not hidden by a newer
+/// one into another base, and that one is found only when no base is asked for.
+pub async fn latest_for_branch_checks_the_base(h: &Harness) {
+    let into_base = h.fake.add(HEAD, BASE, FakeState::Open);
+    let elsewhere = h.fake.add(HEAD, "staging", FakeState::Merged);
+    let latest = newest(h).await.unwrap();
+    assert_eq!(
+        (latest.number, latest.state, latest.base.as_str()),
+        (into_base, PrState::Open, BASE)
+    );
+    let any = h
+        .forge
+        .latest_for_branch(HEAD, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (any.number, any.state, any.base.as_str()),
+        (elsewhere, PrState::Merged, "staging")
+    );
+    let none = h.forge.latest_for_branch(HEAD, Some("release")).await;
+    assert_eq!(none.unwrap(), None);
+}
+
+#[tokio::test]
+async fn every_fake_latest_for_branch_checks_the_base() {
+    for (kind, _) in FAKES {
+        eprintln!("{kind}");
+        latest_for_branch_checks_the_base(&default_harness(kind).await).await;
     }
 }
 
