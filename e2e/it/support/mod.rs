@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 pub(crate) mod canary;
+pub(crate) mod git_fixture;
 pub(crate) mod route_case;
 mod world;
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
