@@ -44,6 +44,15 @@ impl Schemas {
             .map(|e| format!("{}: {e}", e.instance_path()))
             .collect()
     }
+
+    /// Asserts that `doc` passes its strict schema (a failure names `what`, the schema file
+    /// and every error); returns the schema's file name.
+    pub fn assert_valid(&mut self, doc: &Json, what: &str) -> String {
+        let file = Self::file_for(doc);
+        let errors = self.errors(doc);
+        assert!(errors.is_empty(), "{what}: {file}: {errors:#?}");
+        file
+    }
 }
 
 /// `text` as one YAML document, which passes its strict schema.
@@ -213,6 +222,14 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
+
+/// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
+pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_ref(), t.as_ref()))
+        .collect()
+}
 
 /// A bare repo `<dir>/config.git` whose main holds `files`.
 pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
