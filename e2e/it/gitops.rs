@@ -14,7 +14,9 @@ use sluice::gitops::{
 };
 
 use crate::git_server::{GitDaemon, HttpGit};
-use crate::support::git_fixture::{
+// Re-exported: the git tests' fixture lived here, and tests written against
+// `crate::gitops::{Fixture, git, ...}` keep working.
+pub(crate) use crate::support::git_fixture::{
     assert_good_signature, commit_step, git, git_cmd, git_ok, human_pushes, oid, pack_files,
     route_change, step_message, time, Fixture, ROUTE,
 };
