@@ -49,35 +49,43 @@ fn texts(dir: &str, exts: &[&str], contains: &str) -> Vec<String> {
 
 const YAML: &[&str] = &[".yaml", ".yml"];
 
+/// The YAML texts of each `(folder, name filter)` of `sources` ([`texts`]), in order.
+fn yaml_seeds(sources: &[(&str, &str)]) -> Vec<String> {
+    sources
+        .iter()
+        .flat_map(|(dir, contains)| texts(dir, YAML, contains))
+        .collect()
+}
+
 fn spec_seeds() -> Vec<String> {
-    let mut seeds = texts("e2e/corpus/flagger", YAML, "");
-    for dir in [
-        "examples/flagger",
-        "examples/native",
-        "examples/demo/apps/podinfo",
-    ] {
-        seeds.extend(texts(dir, YAML, "canary"));
-    }
-    seeds.extend(texts("e2e/fuzz/seeds/spec", YAML, ""));
-    seeds
+    yaml_seeds(&[
+        ("e2e/corpus/flagger", ""),
+        ("examples/flagger", "canary"),
+        ("examples/native", "canary"),
+        ("examples/demo/apps/podinfo", "canary"),
+        ("e2e/fuzz/seeds/spec", ""),
+    ])
 }
 
 fn companion_seeds() -> Vec<String> {
-    let mut seeds = texts("e2e/corpus/flagger/companions", YAML, "");
-    seeds.extend(texts("examples/demo/apps/podinfo", YAML, ""));
-    seeds
+    yaml_seeds(&[
+        ("e2e/corpus/flagger/companions", ""),
+        ("examples/demo/apps/podinfo", ""),
+    ])
 }
 
 fn template_seeds() -> Vec<String> {
-    let mut seeds = texts("e2e/corpus/flagger/companions", YAML, "metrictemplate");
-    seeds.extend(texts("e2e/fuzz/seeds/templates", YAML, ""));
-    seeds
+    yaml_seeds(&[
+        ("e2e/corpus/flagger/companions", "metrictemplate"),
+        ("e2e/fuzz/seeds/templates", ""),
+    ])
 }
 
 fn settings_seeds() -> Vec<String> {
-    let mut seeds = texts("examples/demo/.sluice", YAML, "config");
-    seeds.extend(texts("e2e/fuzz/seeds/settings", YAML, ""));
-    seeds
+    yaml_seeds(&[
+        ("examples/demo/.sluice", "config"),
+        ("e2e/fuzz/seeds/settings", ""),
+    ])
 }
 
 fn nonempty(what: &str, seeds: Vec<String>) -> Vec<String> {

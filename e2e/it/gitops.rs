@@ -7,157 +7,19 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use sluice::gitops::{
-    CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, Oid, PushOutcome, Signing,
-    Time,
+    CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, PushOutcome, Signing, Time,
 };
 
 use crate::git_server::{GitDaemon, HttpGit};
-
-const ROUTE: &str = "apps/podinfo/route.yaml";
-const SEED_DATE: &str = "1700000000 +0000";
-
-// ---------------------------------------------------------------------------------------------
-// helpers
-
-/// Runs the git CLI isolated from the machine's and user's config, with fixed identities and
-/// dates so commit hashes are stable.
-pub(crate) fn git_cmd(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Human")
-        .env("GIT_AUTHOR_EMAIL", "human@example.com")
-        .env("GIT_COMMITTER_NAME", "Human")
-        .env("GIT_COMMITTER_EMAIL", "human@example.com")
-        .env("GIT_AUTHOR_DATE", SEED_DATE)
-        .env("GIT_COMMITTER_DATE", SEED_DATE)
-        .env("GIT_TERMINAL_PROMPT", "0");
-    cmd
-}
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run git {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?} in {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .trim_end()
-        .to_string()
-}
-
-fn git_ok(dir: &Path, args: &[&str]) -> bool {
-    git_cmd(dir).args(args).status().unwrap().success()
-}
-
-pub(crate) fn time(offset: i64) -> Option<Time> {
-    Some(Time::new(1_700_000_000 + offset, 0))
-}
-
-fn oid(s: &str) -> Oid {
-    Oid::from_str(s).unwrap()
-}
-
-/// A temp dir with `remote.git` (bare, seeded with one commit on `main`) and room for clones.
-pub(crate) struct Fixture {
-    pub(crate) dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    pub(crate) fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let bare = dir.path().join("remote.git");
-        git(
-            dir.path(),
-            &["init", "-q", "--bare", "-b", "main", "remote.git"],
-        );
-        // A reflog on the remote lets tests check that no update ever rewound the branch.
-        git(&bare, &["config", "core.logAllRefUpdates", "always"]);
-        let seed = dir.path().join("seed");
-        git(dir.path(), &["init", "-q", "-b", "main", "seed"]);
-        std::fs::create_dir_all(seed.join("apps/podinfo")).unwrap();
-        std::fs::write(seed.join(ROUTE), "weight: 0\n").unwrap();
-        std::fs::write(seed.join("README.md"), "config repo\n").unwrap();
-        git(&seed, &["add", "."]);
-        git(&seed, &["commit", "-q", "-m", "seed"]);
-        git(&seed, &["push", "-q", bare.to_str().unwrap(), "main"]);
-        Fixture { dir }
-    }
-
-    pub(crate) fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    pub(crate) fn bare(&self) -> PathBuf {
-        self.path("remote.git")
-    }
-
-    pub(crate) fn bare_url(&self) -> String {
-        self.bare().to_str().unwrap().to_string()
-    }
-
-    fn remote_head(&self) -> Oid {
-        oid(&git(&self.bare(), &["rev-parse", "refs/heads/main"]))
-    }
-
-    /// A fresh CLI clone, the independent witness of what the remote holds.
-    pub(crate) fn cli_clone(&self, url: &str, name: &str) -> PathBuf {
-        git(self.dir.path(), &["clone", "-q", "-b", "main", url, name]);
-        self.path(name)
-    }
-
-    /// Every value the remote branch ever had, oldest first, from the remote's reflog.
-    fn remote_branch_history(&self) -> Vec<String> {
-        let log = git(
-            &self.bare(),
-            &["reflog", "show", "--format=%H", "refs/heads/main"],
-        );
-        log.lines().rev().map(str::to_string).collect()
-    }
-
-    /// Asserts the remote branch only ever moved forward (no force push).
-    fn assert_never_rewound(&self) {
-        let history = self.remote_branch_history();
-        assert!(!history.is_empty());
-        for pair in history.windows(2) {
-            assert!(
-                git_ok(
-                    &self.bare(),
-                    &["merge-base", "--is-ancestor", &pair[0], &pair[1]]
-                ),
-                "remote branch rewound from {} to {}",
-                pair[0],
-                pair[1]
-            );
-        }
-    }
-
-    pub(crate) fn open(&self, url: &str, work: &str) -> ConfigRepo {
-        ConfigRepo::open_or_clone(url, "main", &self.path(work), &Credentials::none())
-            .unwrap_or_else(|e| panic!("open_or_clone {url}: {e}"))
-    }
-}
-
-pub(crate) fn route_change(weight: u32) -> Vec<FileChange> {
-    vec![FileChange::write(ROUTE, format!("weight: {weight}\n"))]
-}
-
-pub(crate) fn step_message(weight: u32) -> CommitMessage {
-    CommitMessage::new(format!("Advance podinfo.prod canary weight {weight}"))
-        .body("Analysis passed: request-success-rate 99.9% >= 99%.")
-        .trailer("Sluice-Canary", "prod/podinfo")
-        .trailer("Sluice-Weight", weight.to_string())
-}
+// Re-exported: the git tests' fixture lived here, and tests written against
+// `crate::gitops::{Fixture, git, ...}` keep working.
+pub(crate) use crate::support::git_fixture::{
+    assert_good_signature, commit_step, git, git_cmd, git_ok, human_pushes, oid, pack_files,
+    route_change, step_message, time, Fixture, ROUTE,
+};
 
 /// Every file under `dir` whose bytes contain `needle`.
 fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
@@ -286,15 +148,7 @@ fn file_url_remote_works() {
     let fx = Fixture::new();
     let url = format!("file://{}", fx.bare().display());
     let mut repo = fx.open(&url, "work");
-    let commit = repo
-        .commit_files(
-            &route_change(5),
-            &step_message(5),
-            &Identity::default(),
-            time(1),
-        )
-        .unwrap()
-        .unwrap();
+    let commit = commit_step(&mut repo, 5, time(1)).unwrap().unwrap();
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
     assert_eq!(fx.remote_head(), commit);
 }
@@ -302,19 +156,10 @@ fn file_url_remote_works() {
 #[test]
 fn git_daemon_remote_clone_push() {
     let fx = Fixture::new();
-    let daemon = GitDaemon::start(fx.dir.path());
-    let url = daemon.url("remote.git");
+    let (_daemon, url) = fx.served();
     let mut repo = fx.open(&url, "work");
     assert_eq!(repo.head(), fx.remote_head());
-    let commit = repo
-        .commit_files(
-            &route_change(30),
-            &step_message(30),
-            &Identity::default(),
-            time(30),
-        )
-        .unwrap()
-        .unwrap();
+    let commit = commit_step(&mut repo, 30, time(30)).unwrap().unwrap();
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
 
     let witness = fx.cli_clone(&url, "witness");
@@ -326,9 +171,7 @@ fn git_daemon_remote_clone_push() {
     assert_eq!(git(repo.root(), &["config", "remote.origin.url"]), url);
 
     // Re-opening the same work dir reuses the clone and sees new remote commits.
-    std::fs::write(witness.join("README.md"), "edited by a human\n").unwrap();
-    git(&witness, &["commit", "-q", "-am", "human edit"]);
-    git(&witness, &["push", "-q", "origin", "main"]);
+    human_pushes(&witness, "README.md", "edited by a human\n", "human edit");
     drop(repo);
     let repo = fx.open(&url, "work");
     assert_eq!(repo.head(), fx.remote_head());
@@ -342,25 +185,15 @@ fn git_daemon_remote_clone_push() {
 #[test]
 fn push_conflict_keeps_human_commit() {
     let fx = Fixture::new();
-    let daemon = GitDaemon::start(fx.dir.path());
-    let url = daemon.url("remote.git");
+    let (_daemon, url) = fx.served();
     let mut repo = fx.open(&url, "work");
 
     // A human pushes while sluice holds a stale head.
     let human = fx.cli_clone(&url, "human");
-    std::fs::write(human.join("README.md"), "human change\n").unwrap();
-    git(&human, &["commit", "-q", "-am", "Human edits README"]);
-    git(&human, &["push", "-q", "origin", "main"]);
+    human_pushes(&human, "README.md", "human change\n", "Human edits README");
     let human_commit = git(&human, &["rev-parse", "HEAD"]);
 
-    repo.commit_files(
-        &route_change(10),
-        &step_message(10),
-        &Identity::default(),
-        time(10),
-    )
-    .unwrap()
-    .unwrap();
+    commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
     assert_eq!(repo.push().unwrap(), PushOutcome::Rejected);
     assert_eq!(
         fx.remote_head(),
@@ -375,12 +208,7 @@ fn push_conflict_keeps_human_commit() {
             // The caller re-reads the work tree on the new head and re-applies its change.
             let current = std::fs::read_to_string(repo.root().join("README.md")).unwrap();
             assert_eq!(current, "human change\n", "redo sees the human's commit");
-            repo.commit_files(
-                &route_change(10),
-                &step_message(10),
-                &Identity::default(),
-                time(11),
-            )?;
+            commit_step(repo, 10, time(11))?;
             Ok::<(), Error>(())
         })
         .unwrap();
@@ -409,8 +237,7 @@ fn push_conflict_keeps_human_commit() {
 #[test]
 fn concurrent_sluice_writers_both_land() {
     let fx = Fixture::new();
-    let daemon = GitDaemon::start(fx.dir.path());
-    let url = daemon.url("remote.git");
+    let (_daemon, url) = fx.served();
     let writers: Vec<_> = (0..2)
         .map(|i| {
             let repo = fx.open(&url, &format!("work{i}"));
@@ -454,26 +281,18 @@ fn push_with_retry_gives_up_when_the_branch_keeps_moving() {
     let mut n = 0;
     let mut human_push = || {
         n += 1;
-        std::fs::write(human.join("README.md"), format!("edit {n}\n")).unwrap();
-        git(&human, &["commit", "-q", "-am", &format!("edit {n}")]);
-        git(&human, &["push", "-q", "origin", "main"]);
+        human_pushes(
+            &human,
+            "README.md",
+            &format!("edit {n}\n"),
+            &format!("edit {n}"),
+        );
     };
     human_push();
-    repo.commit_files(
-        &route_change(1),
-        &step_message(1),
-        &Identity::default(),
-        None,
-    )
-    .unwrap();
+    commit_step(&mut repo, 1, None).unwrap();
     let err = repo
         .push_with_retry(3, |repo: &mut ConfigRepo| {
-            repo.commit_files(
-                &route_change(1),
-                &step_message(1),
-                &Identity::default(),
-                None,
-            )?;
+            commit_step(repo, 1, None)?;
             human_push(); // the human wins every race
             Ok::<(), Error>(())
         })
@@ -504,13 +323,7 @@ fn push_refused_by_server_hook_is_terminal() {
     }
     let daemon = GitDaemon::start(fx.dir.path());
     let mut repo = fx.open(&daemon.url("remote.git"), "work");
-    repo.commit_files(
-        &route_change(1),
-        &step_message(1),
-        &Identity::default(),
-        None,
-    )
-    .unwrap();
+    commit_step(&mut repo, 1, None).unwrap();
     let err = repo.push().unwrap_err();
     assert!(matches!(err, Error::PushRefused { .. }), "{err}");
     assert!(!err.is_transient());
@@ -527,14 +340,7 @@ fn no_commit_when_nothing_changed() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let head = repo.head();
-    let same = repo
-        .commit_files(
-            &route_change(0),
-            &step_message(0),
-            &Identity::default(),
-            None,
-        )
-        .unwrap();
+    let same = commit_step(&mut repo, 0, None).unwrap();
     assert_eq!(same, None);
     let gone = repo
         .commit_files(
@@ -565,14 +371,9 @@ fn trailers_round_trip_through_git_log() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     for (i, weight) in [10, 20].into_iter().enumerate() {
-        repo.commit_files(
-            &route_change(weight),
-            &step_message(weight),
-            &Identity::default(),
-            time(i as i64),
-        )
-        .unwrap()
-        .unwrap();
+        commit_step(&mut repo, weight, time(i as i64))
+            .unwrap()
+            .unwrap();
     }
     // A commit for another canary, and one with no trailers.
     repo.commit_files(
@@ -662,15 +463,7 @@ fn http_credentials_are_used_but_never_written_to_disk() {
     assert!(server.authorized_requests() > 0);
     assert_eq!(repo.remote_url(), server.url("", "remote.git"));
     assert!(!format!("{repo:?}").contains("s3cr3t"));
-    let commit = repo
-        .commit_files(
-            &route_change(40),
-            &step_message(40),
-            &Identity::default(),
-            None,
-        )
-        .unwrap()
-        .unwrap();
+    let commit = commit_step(&mut repo, 40, None).unwrap().unwrap();
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(commit));
     assert_eq!(fx.remote_head(), commit);
     repo.fetch().unwrap();
@@ -946,52 +739,16 @@ fn symlinks_in_the_config_repo_are_not_followed() {
 #[test]
 fn signed_commits_verify_with_git() {
     let fx = Fixture::new();
-    let key = fx.path("signing_key");
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "sluice", "-f"])
-        .arg(&key)
-        .status()
-        .expect("ssh-keygen (openssh-client) must be installed");
-    assert!(status.success());
-    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-    let allowed = fx.path("allowed_signers");
-    std::fs::write(&allowed, format!("sluice@localhost {public}")).unwrap();
-
+    let (key, allowed) = fx.signing_key();
     let mut repo = fx.open(&fx.bare_url(), "work");
     repo.set_signing(Some(Signing::Ssh {
         key_path: key.clone(),
     }));
-    let commit = repo
-        .commit_files(
-            &route_change(60),
-            &step_message(60),
-            &Identity::default(),
-            time(60),
-        )
-        .unwrap()
-        .unwrap();
+    let commit = commit_step(&mut repo, 60, time(60)).unwrap().unwrap();
     repo.push().unwrap();
 
     let witness = fx.cli_clone(&fx.bare_url(), "witness");
-    git(&witness, &["config", "gpg.format", "ssh"]);
-    git(
-        &witness,
-        &[
-            "config",
-            "gpg.ssh.allowedSignersFile",
-            allowed.to_str().unwrap(),
-        ],
-    );
-    let out = git_cmd(&witness)
-        .args(["verify-commit", "-v", &commit.to_string()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "verify-commit: {stderr}");
-    assert!(
-        stderr.contains("Good \"git\" signature for sluice@localhost"),
-        "{stderr}"
-    );
+    assert_good_signature(&witness, &allowed, &commit.to_string(), "signed commit");
     assert_eq!(
         git(&witness, &["log", "-1", "--format=%G?"]),
         "G",
@@ -1015,14 +772,7 @@ fn signed_commits_verify_with_git() {
         key_path: fx.path("no-such-key"),
     }));
     let head = repo.head();
-    let err = repo
-        .commit_files(
-            &route_change(70),
-            &step_message(70),
-            &Identity::default(),
-            None,
-        )
-        .unwrap_err();
+    let err = commit_step(&mut repo, 70, None).unwrap_err();
     assert!(matches!(err, Error::Signing { .. }), "{err}");
     assert_eq!(repo.head(), head);
 }
@@ -1066,9 +816,7 @@ fn fetch_skips_checkout_when_nothing_moved() {
     assert!(repo.root().join("marker").exists());
     // When the remote moves, the checkout runs and the work tree matches it exactly.
     let human = fx.cli_clone(&fx.bare_url(), "human");
-    std::fs::write(human.join("README.md"), "moved\n").unwrap();
-    git(&human, &["commit", "-q", "-am", "move"]);
-    git(&human, &["push", "-q", "origin", "main"]);
+    human_pushes(&human, "README.md", "moved\n", "move");
     assert_eq!(repo.fetch().unwrap(), fx.remote_head());
     assert!(!repo.root().join("marker").exists());
     assert_eq!(
@@ -1105,14 +853,7 @@ fn commits_made_with_memory_objects_are_stored_as_one_pack_and_push_intact() {
                 .commit_files(&many, &step_message(10), &Identity::default(), time(100))?
                 .expect("a commit");
             // The second commit reads the first one's trees out of memory.
-            let second = repo
-                .commit_files(
-                    &route_change(20),
-                    &step_message(20),
-                    &Identity::default(),
-                    time(200),
-                )?
-                .expect("a commit");
+            let second = commit_step(repo, 20, time(200))?.expect("a commit");
             assert_eq!(
                 repo.read_file_at_head("apps/app42/route.yaml")?.as_deref(),
                 Some("weight: 42\n")
@@ -1151,18 +892,7 @@ fn past_its_budget_a_tick_stores_what_it_has_as_a_pack_and_starts_a_new_one() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let loose_before = loose_objects(repo.root());
-    let packs = |work: &Path| {
-        std::fs::read_dir(work.join(".git/objects/pack"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "pack")
-            })
-            .count()
-    };
+    let packs = |work: &Path| pack_files(work, "pack").len();
     let packs_before = packs(repo.root());
     let big = "x".repeat(9 << 20);
     let head = repo
@@ -1178,12 +908,7 @@ fn past_its_budget_a_tick_stores_what_it_has_as_a_pack_and_starts_a_new_one() {
                 packs_before + 1,
                 "past the budget, the first commit is stored as a pack at once"
             );
-            let second = repo.commit_files(
-                &route_change(2),
-                &step_message(2),
-                &Identity::default(),
-                None,
-            )?;
+            let second = commit_step(repo, 2, None)?;
             Ok::<_, sluice::gitops::Error>(second.expect("a commit"))
         })
         .unwrap();
@@ -1207,12 +932,7 @@ fn a_failure_inside_memory_objects_still_stores_what_was_committed() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let result: Result<(), sluice::gitops::Error> = repo.with_memory_objects(|repo| {
-        repo.commit_files(
-            &route_change(30),
-            &step_message(30),
-            &Identity::default(),
-            None,
-        )?;
+        commit_step(repo, 30, None)?;
         repo.commit_files(
             &[FileChange::write("../outside", "x")],
             &step_message(31),
@@ -1293,11 +1013,8 @@ fn local_history_reads_a_checkout_or_a_bare_repo_in_place() {
 
 /// The `.pack` files of the clone in `work`, biggest first.
 fn packs_by_size(work: &Path) -> Vec<PathBuf> {
-    let mut packs: Vec<(u64, PathBuf)> = std::fs::read_dir(work.join(".git/objects/pack"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+    let mut packs: Vec<(u64, PathBuf)> = pack_files(work, "pack")
+        .into_iter()
         .map(|p| (std::fs::metadata(&p).unwrap().len(), p))
         .collect();
     packs.sort();
@@ -1321,33 +1038,17 @@ fn merging_packs_never_rewrites_the_biggest_pack_and_drops_commits_that_lost_a_p
     let work = fx.path("work");
     let biggest = packs_by_size(&work)[0].clone();
     // A sluice commit that loses to a human push.
-    std::fs::write(human.join("README.md"), "edit\n").unwrap();
-    git(&human, &["commit", "-q", "-am", "Human edit"]);
-    git(&human, &["push", "-q", "origin", "main"]);
+    human_pushes(&human, "README.md", "edit\n", "Human edit");
     let lost = repo
-        .with_memory_objects(|repo| {
-            repo.commit_files(
-                &route_change(10),
-                &step_message(10),
-                &Identity::default(),
-                time(10),
-            )
-        })
+        .with_memory_objects(|repo| commit_step(repo, 10, time(10)))
         .unwrap()
         .unwrap();
     assert_eq!(repo.push().unwrap(), PushOutcome::Rejected);
     repo.fetch().unwrap();
     git(&work, &["cat-file", "-e", &lost.to_string()]);
     for weight in 20..75 {
-        repo.with_memory_objects(|repo| {
-            repo.commit_files(
-                &route_change(weight),
-                &step_message(weight),
-                &Identity::default(),
-                None,
-            )
-        })
-        .unwrap();
+        repo.with_memory_objects(|repo| commit_step(repo, weight, None))
+            .unwrap();
         assert!(matches!(repo.push().unwrap(), PushOutcome::Pushed(_)));
     }
     assert!(packs_by_size(&work).len() > 50);
@@ -1373,29 +1074,11 @@ fn merging_packs_never_rewrites_the_biggest_pack_and_drops_commits_that_lost_a_p
 fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
-    let pack_dir = repo.root().join(".git/objects/pack");
-    let packs = |dir: &Path| {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "pack")
-            })
-            .count()
-    };
+    let work = repo.root().to_path_buf();
+    let packs = |work: &Path| pack_files(work, "pack").len();
     for weight in 0..55 {
-        repo.with_memory_objects(|repo| {
-            repo.commit_files(
-                &route_change(weight),
-                &step_message(weight),
-                &Identity::default(),
-                None,
-            )
-        })
-        .unwrap();
+        repo.with_memory_objects(|repo| commit_step(repo, weight, None))
+            .unwrap();
         assert!(matches!(repo.push().unwrap(), PushOutcome::Pushed(_)));
         if weight == 5 {
             // A loose object too: it must survive in the new pack.
@@ -1409,7 +1092,7 @@ fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
             repo.push().unwrap();
         }
     }
-    assert!(packs(&pack_dir) > 50, "{}", packs(&pack_dir));
+    assert!(packs(&work) > 50, "{}", packs(&work));
     // A commit only a side branch reaches (like an approval branch) must survive too. The git
     // CLI must not run its own (background) auto gc on these 50+ packs meanwhile.
     git(repo.root(), &["config", "gc.auto", "0"]);
@@ -1422,7 +1105,7 @@ fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
     git(repo.root(), &["checkout", "-q", "main"]);
     repo.fetch().unwrap();
     // The biggest pack (the clone's first) is kept; every other is merged into one.
-    assert!(packs(&pack_dir) <= 2, "{}", packs(&pack_dir));
+    assert!(packs(&work) <= 2, "{}", packs(&work));
     assert_eq!(loose_objects(repo.root()), 0);
     git(repo.root(), &["fsck", "--strict", "--no-dangling"]);
     assert_eq!(
@@ -1436,15 +1119,7 @@ fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
         Some("loose\n")
     );
     // The clone keeps working after the repack.
-    let next = repo
-        .commit_files(
-            &route_change(99),
-            &step_message(99),
-            &Identity::default(),
-            None,
-        )
-        .unwrap()
-        .expect("a commit");
+    let next = commit_step(&mut repo, 99, None).unwrap().expect("a commit");
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
     git(&fx.bare(), &["fsck", "--strict"]);
 }
@@ -1535,11 +1210,7 @@ fn a_tick_of_commits_in_a_big_folder_packs_exactly_the_objects_they_wrote() {
     let mut repo = fx.open(&fx.bare_url(), "work");
     big_folder(&mut repo);
     let packs = |work: &Path| -> std::collections::BTreeSet<PathBuf> {
-        std::fs::read_dir(work.join(".git/objects/pack"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
-            .collect()
+        pack_files(work, "idx").into_iter().collect()
     };
     let before = packs(repo.root());
     let steps = [3, 700, 3, 41, 999, 0, 512, 88, 700, 250];

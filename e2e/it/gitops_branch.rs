@@ -16,51 +16,16 @@ use std::sync::Arc;
 use sluice::gitops::{ConfigRepo, Credentials, Identity, Signing};
 
 use crate::git_server::HttpGit;
-use crate::gitops::{git, git_cmd, route_change, step_message, time, Fixture};
+use crate::support::git_fixture::{
+    assert_good_signature, commit_step, git, route_change, step_message, time, Fixture,
+};
 
 const BRANCH: &str = "sluice/prod/podinfo/2";
-
-/// A fresh unencrypted ed25519 key made by `ssh-keygen`, and an allowed-signers file that
-/// trusts it for `sluice@localhost`.
-fn signing_key(fx: &Fixture) -> (PathBuf, PathBuf) {
-    let key = fx.path("signing_key");
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "sluice", "-f"])
-        .arg(&key)
-        .status()
-        .expect("ssh-keygen (openssh-client) must be installed");
-    assert!(status.success());
-    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-    let allowed = fx.path("allowed_signers");
-    std::fs::write(&allowed, format!("sluice@localhost {public}")).unwrap();
-    (key, allowed)
-}
-
-/// `git verify-commit` of `commit` in `clone`, trusting `allowed`: (success, stderr).
-fn verify_commit(clone: &Path, allowed: &Path, commit: &str) -> (bool, String) {
-    git(clone, &["config", "gpg.format", "ssh"]);
-    git(
-        clone,
-        &[
-            "config",
-            "gpg.ssh.allowedSignersFile",
-            allowed.to_str().unwrap(),
-        ],
-    );
-    let out = git_cmd(clone)
-        .args(["verify-commit", "-v", commit])
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn approval_branch_commits_are_signed_like_main() {
     let fx = Fixture::new();
-    let (key, allowed) = signing_key(&fx);
+    let (key, allowed) = fx.signing_key();
     let mut repo = fx.open(&fx.bare_url(), "work");
     repo.set_signing(Some(Signing::Ssh { key_path: key }));
 
@@ -78,11 +43,11 @@ fn approval_branch_commits_are_signed_like_main() {
 
     let witness = fx.cli_clone(&fx.bare_url(), "witness");
     git(&witness, &["fetch", "-q", "origin", BRANCH]);
-    let (ok, stderr) = verify_commit(&witness, &allowed, &commit.to_string());
-    assert!(ok, "verify-commit of the approval commit: {stderr}");
-    assert!(
-        stderr.contains("Good \"git\" signature for sluice@localhost"),
-        "{stderr}"
+    assert_good_signature(
+        &witness,
+        &allowed,
+        &commit.to_string(),
+        "the approval commit",
     );
     // The trailers are there on the branch commit too.
     assert_eq!(
@@ -303,54 +268,29 @@ fn approval_branch_fetch_and_push_go_through_the_configured_proxy() {
 // ---------------------------------------------------------------------------------------------
 // signing key files
 
-/// A key made by `ssh-keygen -t TYPE` with extra `args`, at `fx/name`.
-fn keygen(fx: &Fixture, name: &str, args: &[&str]) -> PathBuf {
-    let key = fx.path(name);
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-C", "sluice", "-f"])
-        .arg(&key)
-        .args(args)
-        .status()
-        .expect("ssh-keygen (openssh-client) must be installed");
-    assert!(status.success(), "ssh-keygen {args:?}");
-    key
-}
-
 #[test]
 fn keys_not_signed_in_process_are_signed_by_ssh_keygen_as_before() {
     // RSA, P-384 and PEM-format keys: ssh-keygen signs them, and git accepts the signature.
     let fx = Fixture::new();
     let cases = [
-        keygen(&fx, "rsa", &["-t", "rsa", "-b", "2048", "-N", ""]),
-        keygen(&fx, "p384", &["-t", "ecdsa", "-b", "384", "-N", ""]),
-        keygen(
-            &fx,
-            "pem",
-            &["-t", "ecdsa", "-b", "256", "-N", "", "-m", "PEM"],
-        ),
+        fx.keygen("rsa", &["-t", "rsa", "-b", "2048", "-N", ""]),
+        fx.keygen("p384", &["-t", "ecdsa", "-b", "384", "-N", ""]),
+        fx.keygen("pem", &["-t", "ecdsa", "-b", "256", "-N", "", "-m", "PEM"]),
     ];
     let mut repo = fx.open(&fx.bare_url(), "work");
     for (i, key) in cases.into_iter().enumerate() {
-        let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-        let allowed = fx.path(&format!("allowed_signers_{i}"));
-        std::fs::write(&allowed, format!("sluice@localhost {public}")).unwrap();
+        let allowed = fx.allowed_signers(&key, &format!("allowed_signers_{i}"));
         repo.set_signing(Some(Signing::Ssh {
             key_path: key.clone(),
         }));
         let weight = 10 + i as u32;
-        let commit = repo
-            .commit_files(
-                &route_change(weight),
-                &step_message(weight),
-                &Identity::default(),
-                time(i64::from(weight)),
-            )
+        let commit = commit_step(&mut repo, weight, time(i64::from(weight)))
             .unwrap()
             .unwrap();
         repo.push().unwrap();
         let witness = fx.cli_clone(&fx.bare_url(), &format!("witness{i}"));
-        let (ok, stderr) = verify_commit(&witness, &allowed, &commit.to_string());
-        assert!(ok, "{}: verify-commit: {stderr}", key.display());
+        let what = key.display().to_string();
+        assert_good_signature(&witness, &allowed, &commit.to_string(), &what);
     }
 }
 
@@ -359,13 +299,13 @@ fn signing_key_files_sluice_cannot_use_are_named_with_the_reason() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let head = repo.head();
-    let rsa = keygen(&fx, "rsa", &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let rsa = fx.keygen("rsa", &["-t", "rsa", "-b", "2048", "-N", ""]);
     // A public key alone: ssh-keygen would use the private key beside it, so copy it away.
     let lonely = fx.path("lonely.pub");
     std::fs::copy(rsa.with_extension("pub"), &lonely).unwrap();
     let cases = [
         (
-            keygen(&fx, "encrypted", &["-t", "ed25519", "-N", "a passphrase"]),
+            fx.keygen("encrypted", &["-t", "ed25519", "-N", "a passphrase"]),
             "encrypted",
         ),
         // A public key needs its private half in an ssh-agent; the test runs without one.
@@ -376,14 +316,7 @@ fn signing_key_files_sluice_cannot_use_are_named_with_the_reason() {
         repo.set_signing(Some(Signing::Ssh {
             key_path: key.clone(),
         }));
-        let err = repo
-            .commit_files(
-                &route_change(5),
-                &step_message(5),
-                &Identity::default(),
-                None,
-            )
-            .unwrap_err();
+        let err = commit_step(&mut repo, 5, None).unwrap_err();
         let text = err.to_string();
         assert!(
             matches!(err, sluice::gitops::Error::Signing { .. }),
@@ -407,27 +340,12 @@ fn signing_key_files_sluice_cannot_use_are_named_with_the_reason() {
 #[test]
 fn ecdsa_p256_signatures_verify_with_git() {
     let fx = Fixture::new();
-    let key = keygen(&fx, "p256", &["-t", "ecdsa", "-b", "256", "-N", ""]);
-    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-    let allowed = fx.path("allowed_signers");
-    std::fs::write(&allowed, format!("sluice@localhost {public}")).unwrap();
+    let key = fx.keygen("p256", &["-t", "ecdsa", "-b", "256", "-N", ""]);
+    let allowed = fx.allowed_signers(&key, "allowed_signers");
     let mut repo = fx.open(&fx.bare_url(), "work");
     repo.set_signing(Some(Signing::Ssh { key_path: key }));
-    let commit = repo
-        .commit_files(
-            &route_change(10),
-            &step_message(10),
-            &Identity::default(),
-            time(10),
-        )
-        .unwrap()
-        .unwrap();
+    let commit = commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
     repo.push().unwrap();
     let witness = fx.cli_clone(&fx.bare_url(), "witness");
-    let (ok, stderr) = verify_commit(&witness, &allowed, &commit.to_string());
-    assert!(ok, "verify-commit: {stderr}");
-    assert!(
-        stderr.contains("Good \"git\" signature for sluice@localhost"),
-        "{stderr}"
-    );
+    assert_good_signature(&witness, &allowed, &commit.to_string(), "a P-256 key");
 }

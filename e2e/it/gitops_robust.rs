@@ -6,31 +6,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sluice::gitops::{ConfigRepo, Credentials, Identity, PushOutcome};
+use sluice::gitops::{ConfigRepo, Credentials, PushOutcome};
 
-use crate::gitops::{git, route_change, step_message, time, Fixture};
-
-/// Every value `refs/heads/main` of the bare repo ever had, oldest first.
-fn branch_history(bare: &Path) -> Vec<String> {
-    let log = git(bare, &["reflog", "show", "--format=%H", "refs/heads/main"]);
-    log.lines().rev().map(str::to_string).collect()
-}
-
-/// The updates of the bare repo's main that were not fast-forwards, as (from, to).
-fn rewinds(bare: &Path) -> Vec<(String, String)> {
-    branch_history(bare)
-        .windows(2)
-        .filter(|w| {
-            !std::process::Command::new("git")
-                .args(["merge-base", "--is-ancestor", &w[0], &w[1]])
-                .current_dir(bare)
-                .status()
-                .unwrap()
-                .success()
-        })
-        .map(|w| (w[0].clone(), w[1].clone()))
-        .collect()
-}
+use crate::support::git_fixture::{
+    commit_step, git, git_cmd, human_pushes, pack_files, time, Fixture, ROUTE,
+};
 
 /// A human commit lands on a local-path remote after sluice's push read the remote head and
 /// before it updated it: the push must lose the race (rejected, like on `git daemon`), never
@@ -42,43 +22,30 @@ fn push_racing_a_human(url: &str, fx: &Fixture) {
     let (hook_fired, hook_human) = (fired.clone(), human.clone());
     repo.before_push_update(move || {
         if !hook_fired.swap(true, Ordering::SeqCst) {
-            std::fs::write(hook_human.join("README.md"), "human change\n").unwrap();
-            git(&hook_human, &["commit", "-q", "-am", "Human edits README"]);
-            git(&hook_human, &["push", "-q", "origin", "main"]);
+            human_pushes(
+                &hook_human,
+                "README.md",
+                "human change\n",
+                "Human edits README",
+            );
         }
     });
-    repo.commit_files(
-        &route_change(10),
-        &step_message(10),
-        &Identity::default(),
-        time(10),
-    )
-    .unwrap()
-    .unwrap();
+    commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
     let outcome = repo.push_attempt(1, 3).unwrap();
     assert!(fired.load(Ordering::SeqCst), "the race was run");
     let human_head = git(&human, &["rev-parse", "HEAD"]).trim().to_string();
-    let remote_head = git(&fx.bare(), &["rev-parse", "refs/heads/main"])
-        .trim()
-        .to_string();
+    let remote_head = fx.remote_head().to_string();
     assert_eq!(
         outcome,
         PushOutcome::Rejected,
         "the push lost the race; remote now at {remote_head}, human at {human_head}"
     );
     assert_eq!(remote_head, human_head, "the human commit stays on main");
-    assert_eq!(rewinds(&fx.bare()), vec![], "no non-fast-forward update");
+    assert_eq!(fx.rewinds(), vec![], "no non-fast-forward update");
 
     // Like any rejection: fetch, redo, push again; both changes land.
     repo.fetch().unwrap();
-    repo.commit_files(
-        &route_change(10),
-        &step_message(10),
-        &Identity::default(),
-        time(11),
-    )
-    .unwrap()
-    .unwrap();
+    commit_step(&mut repo, 10, time(11)).unwrap().unwrap();
     assert!(matches!(
         repo.push_attempt(2, 3).unwrap(),
         PushOutcome::Pushed(_)
@@ -89,17 +56,17 @@ fn push_racing_a_human(url: &str, fx: &Fixture) {
         "human change"
     );
     assert_eq!(
-        git(&witness, &["show", "HEAD:apps/podinfo/route.yaml"]).trim(),
+        git(&witness, &["show", &format!("HEAD:{ROUTE}")]).trim(),
         "weight: 10"
     );
-    let history = branch_history(&fx.bare());
+    let history = fx.remote_branch_history();
     assert_eq!(
         history.last().map(String::as_str),
-        Some(git(&fx.bare(), &["rev-parse", "refs/heads/main"]).as_str()),
+        Some(fx.remote_head().to_string().as_str()),
         "the reflog records sluice's update too"
     );
     assert_eq!(history.len(), 3, "seed, human, sluice: {history:?}");
-    assert_eq!(rewinds(&fx.bare()), vec![], "no non-fast-forward update");
+    assert_eq!(fx.rewinds(), vec![], "no non-fast-forward update");
 }
 
 #[test]
@@ -150,14 +117,13 @@ fn lock_files_a_killed_sluice_left_do_not_stop_the_next_start() {
         let path = work.join(".git").join(lock);
         std::fs::write(&path, "0000").unwrap();
         // Someone else pushed meanwhile, so the next start must update every ref again.
-        let human = fx.path(&format!("human-{}", lock.replace('/', "-")));
-        git(
-            fx.dir.path(),
-            &["clone", "-q", &fx.bare_url(), human.to_str().unwrap()],
+        let human = fx.cli_clone(&fx.bare_url(), &format!("human-{}", lock.replace('/', "-")));
+        human_pushes(
+            &human,
+            "README.md",
+            &format!("{lock}\n"),
+            "Human edits README",
         );
-        std::fs::write(human.join("README.md"), format!("{lock}\n")).unwrap();
-        git(&human, &["commit", "-q", "-am", "Human edits README"]);
-        git(&human, &["push", "-q", "origin", "main"]);
 
         let (ok, err) = sluice(&args);
         assert!(ok, "start with a stale {lock}: {err}");
@@ -318,24 +284,12 @@ fn daemon_with_a_hung_remote_is_not_ready_logs_it_and_recovers_when_it_answers()
     let port = crate::support::free_port();
     let addr = format!("127.0.0.1:{port}");
     let log_path = fx.path("daemon.log");
-    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            "--repo",
-            &url,
-            "--poll",
-            "200ms",
-            "--git-timeout",
-            "1s",
-        ])
-        .args(["--listen", &addr, "--workdir"])
-        .arg(fx.path("work"))
-        .env("SLUICE_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(daemon.id());
+    let (mut daemon, guard) = start_daemon(
+        &fx,
+        &["--repo", &url, "--poll", "200ms", "--git-timeout", "1s"],
+        &addr,
+        &log_path,
+    );
 
     eventually("the stalled clone is logged as a timeout", || {
         log(&log_path).contains("timed out")
@@ -374,20 +328,14 @@ fn sigterm_stops_the_daemon_while_a_fetch_hangs() {
     let hung = Stalling::start();
     let url = format!("git://127.0.0.1:{}/remote.git", hung.port);
     let log_path = fx.path("daemon.log");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
     // A git timeout far longer than the test's guard: only the stop itself can end it.
-    cmd.args(["run", "--repo", &url, "--git-timeout", "1h", "--listen"])
-        .arg("127.0.0.1:0")
-        .arg("--workdir")
-        .arg(fx.path("work"))
-        .env("SLUICE_LOG", "info");
-    let child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
+    let (child, _guard) = start_daemon(
+        &fx,
+        &["--repo", &url, "--git-timeout", "1h"],
+        "127.0.0.1:0",
+        &log_path,
+    );
     let pid = child.id();
-    let _guard = KillOnDrop(pid);
     eventually("the daemon's clone is waiting on the hung remote", || {
         hung.accepted.load(Ordering::SeqCst) > 0
     });
@@ -412,6 +360,29 @@ fn sigterm_stops_the_daemon_while_a_fetch_hangs() {
     );
 }
 
+/// The real binary's daemon (`sluice run` with `args`) listening on `listen`, with the fixture's
+/// `work` dir, logging to `log_path`; the guard kills it when dropped.
+fn start_daemon(
+    fx: &Fixture,
+    args: &[&str],
+    listen: &str,
+    log_path: &Path,
+) -> (std::process::Child, KillOnDrop) {
+    let daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("run")
+        .args(args)
+        .args(["--listen", listen])
+        .arg("--workdir")
+        .arg(fx.path("work"))
+        .env("SLUICE_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(daemon.id());
+    (daemon, guard)
+}
+
 /// Kills a process by id when dropped (a failed assertion must not leave a daemon running).
 struct KillOnDrop(u32);
 
@@ -431,16 +402,8 @@ fn daemon_started_while_the_remote_is_down_keeps_retrying_until_it_is_up() {
     let url = format!("git://127.0.0.1:{remote_port}/remote.git");
     let addr = format!("127.0.0.1:{}", crate::support::free_port());
     let log_path = fx.path("daemon.log");
-    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", "--repo", &url, "--poll", "200ms", "--listen", &addr])
-        .arg("--workdir")
-        .arg(fx.path("work"))
-        .env("SLUICE_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
-    let _guard = KillOnDrop(daemon.id());
+    let (mut daemon, _guard) =
+        start_daemon(&fx, &["--repo", &url, "--poll", "200ms"], &addr, &log_path);
     eventually("two failed attempts", || {
         log(&log_path).matches("will retry").count() >= 2
     });
@@ -465,11 +428,7 @@ fn daemon_started_while_the_remote_is_down_keeps_retrying_until_it_is_up() {
 
 /// The `.pack` files of the clone in `work`.
 fn packs(work: &Path) -> usize {
-    std::fs::read_dir(work.join(".git/objects/pack"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
-        .count()
+    pack_files(work, "pack").len()
 }
 
 #[test]
@@ -479,21 +438,17 @@ fn repacking_expires_reflogs_so_fsck_stays_clean() {
     let work = fx.path("work");
     let human = fx.cli_clone(&fx.bare_url(), "human");
     let human_push = |n: usize| {
-        std::fs::write(human.join("README.md"), format!("edit {n}\n")).unwrap();
-        git(&human, &["commit", "-q", "-am", &format!("Human edit {n}")]);
-        git(&human, &["push", "-q", "origin", "main"]);
+        human_pushes(
+            &human,
+            "README.md",
+            &format!("edit {n}\n"),
+            &format!("Human edit {n}"),
+        );
     };
     // A sluice commit that loses to a human push: after the fetch it is reachable only from
     // the clone's reflogs.
     human_push(0);
-    repo.commit_files(
-        &route_change(10),
-        &step_message(10),
-        &Identity::default(),
-        time(10),
-    )
-    .unwrap()
-    .unwrap();
+    commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
     assert_eq!(repo.push().unwrap(), PushOutcome::Rejected);
     repo.fetch().unwrap();
     // One pack per fetch, until the clone is repacked.
@@ -511,30 +466,16 @@ fn repacking_expires_reflogs_so_fsck_stays_clean() {
         assert!(n < 200, "the clone was never repacked ({most} packs)");
     }
     // A failure here is `git fsck --strict` after a repack.
-    crate::support::run_ok(crate::gitops::git_cmd(&work).args([
-        "fsck",
-        "--strict",
-        "--no-progress",
-    ]));
+    crate::support::run_ok(git_cmd(&work).args(["fsck", "--strict", "--no-progress"]));
     // The clone still works.
     human_push(n + 1);
-    assert_eq!(
-        repo.fetch().unwrap().to_string(),
-        git(&fx.bare(), &["rev-parse", "refs/heads/main"])
-    );
+    assert_eq!(repo.fetch().unwrap(), fx.remote_head());
 }
 
 /// Ways a clone gets damaged (a disk, a kill at the wrong moment, a human in the work dir).
 fn damage(work: &Path, how: &str) {
     let git_dir = work.join(".git");
-    let pack_files = |ext: &str| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(git_dir.join("objects/pack"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == ext))
-            .collect()
-    };
+    let pack_files = |ext: &str| pack_files(work, ext);
     match how {
         "deleted packs" => {
             for p in pack_files("pack").into_iter().chain(pack_files("idx")) {
@@ -599,9 +540,7 @@ fn not_recovered_from(recovers: fn(&str)) -> Vec<String> {
 /// has something new to fetch.
 fn human_pushes_readme(fx: &Fixture) {
     let human = fx.cli_clone(&fx.bare_url(), "human");
-    std::fs::write(human.join("README.md"), "human change\n").unwrap();
-    git(&human, &["commit", "-q", "-am", "Human edits README"]);
-    git(&human, &["push", "-q", "origin", "main"]);
+    human_pushes(&human, "README.md", "human change\n", "Human edits README");
 }
 
 fn reopen_after(how: &str) {
@@ -614,11 +553,7 @@ fn reopen_after(how: &str) {
 
         let repo = ConfigRepo::open_or_clone(&fx.bare_url(), "main", &work, &Credentials::none())
             .unwrap_or_else(|e| panic!("{how}: {e}"));
-        assert_eq!(
-            repo.head().to_string(),
-            git(&fx.bare(), &["rev-parse", "refs/heads/main"]),
-            "{how}"
-        );
+        assert_eq!(repo.head(), fx.remote_head(), "{how}");
         assert_eq!(
             std::fs::read_to_string(work.join("README.md")).unwrap(),
             "human change\n",
@@ -628,7 +563,7 @@ fn reopen_after(how: &str) {
             fx.path("work.damaged").join(".git").exists(),
             "{how}: the damaged clone is kept aside"
         );
-        let fsck = crate::gitops::git_cmd(&work)
+        let fsck = git_cmd(&work)
             .args(["fsck", "--strict", "--no-progress"])
             .status()
             .unwrap();
@@ -654,24 +589,14 @@ fn fetch_after(how: &str) {
         human_pushes_readme(&fx);
 
         let head = repo.fetch().unwrap_or_else(|e| panic!("{how}: {e}"));
-        assert_eq!(
-            head.to_string(),
-            git(&fx.bare(), &["rev-parse", "refs/heads/main"]),
-            "{how}"
-        );
+        assert_eq!(head, fx.remote_head(), "{how}");
         // And it writes and pushes again. Damage the fetch did not need to read shows when the
         // commit reads the parent's trees or the push packs the objects: that step fails,
         // saying the clone is damaged, and the next fetch (the next tick) clones afresh, as the
         // tick redoes its change on every fetch.
         let commit_and_push =
             |repo: &mut ConfigRepo| -> Result<PushOutcome, sluice::gitops::Error> {
-                repo.commit_files(
-                    &route_change(20),
-                    &step_message(20),
-                    &Identity::default(),
-                    time(20),
-                )?
-                .expect("a change to commit");
+                commit_step(repo, 20, time(20))?.expect("a change to commit");
                 repo.push()
             };
         match commit_and_push(&mut repo) {
@@ -691,10 +616,7 @@ fn fetch_after(how: &str) {
             }
         }
         assert_eq!(
-            git(
-                &fx.bare(),
-                &["show", "refs/heads/main:apps/podinfo/route.yaml"]
-            ),
+            git(&fx.bare(), &["show", &format!("refs/heads/main:{ROUTE}")]),
             "weight: 20",
             "{how}"
         );
@@ -719,14 +641,7 @@ fn a_ref_lock_a_killed_writer_left_in_a_local_remote_does_not_block_pushes_forev
         &fx.bare(),
         sluice::gitops::STALE_REF_LOCK + std::time::Duration::from_secs(5),
     );
-    repo.commit_files(
-        &route_change(10),
-        &step_message(10),
-        &Identity::default(),
-        time(10),
-    )
-    .unwrap()
-    .unwrap();
+    commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
     assert!(matches!(
         repo.push_attempt(1, 3).unwrap(),
         PushOutcome::Pushed(_)
@@ -734,7 +649,7 @@ fn a_ref_lock_a_killed_writer_left_in_a_local_remote_does_not_block_pushes_forev
     assert!(!lock.exists(), "the stale lock is removed");
     let witness = fx.cli_clone(&fx.bare_url(), "witness");
     assert_eq!(
-        git(&witness, &["show", "HEAD:apps/podinfo/route.yaml"]).trim(),
+        git(&witness, &["show", &format!("HEAD:{ROUTE}")]).trim(),
         "weight: 10"
     );
 }
@@ -744,14 +659,7 @@ fn a_fresh_ref_lock_in_a_local_remote_is_someone_elses_update_and_stays() {
     let fx = Fixture::new();
     let mut repo = fx.open(&fx.bare_url(), "work");
     let lock = leave_ref_lock(&fx.bare(), std::time::Duration::ZERO);
-    repo.commit_files(
-        &route_change(10),
-        &step_message(10),
-        &Identity::default(),
-        time(10),
-    )
-    .unwrap()
-    .unwrap();
+    commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
     assert_eq!(repo.push_attempt(1, 3).unwrap(), PushOutcome::Rejected);
     assert!(lock.exists(), "an update in flight is not broken into");
 }

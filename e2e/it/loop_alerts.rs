@@ -396,17 +396,9 @@ fn a_provider_ref_to_nothing_fails_validate_and_never_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("canary.yaml");
     std::fs::write(&path, canary(analysis)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("validate")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(1), "{printed}");
+    let (code, stdout, stderr) = crate::support::run_sluice(&["validate", path.to_str().unwrap()]);
+    let printed = format!("{stdout}{stderr}");
+    assert_eq!(code, 1, "{printed}");
     let line = want.replace("apps/podinfo/canary.yaml", &path.display().to_string());
     assert!(printed.contains(&line), "{printed}");
 

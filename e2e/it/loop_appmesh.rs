@@ -7,36 +7,19 @@
 
 use serde_json::json;
 
-use crate::loop_support::{no_files, show, Commit, Provider, OUTPUT};
-use crate::support::canary::podinfo;
+use crate::loop_support::{show, weights, Commit, Provider, OUTPUT};
+use crate::route_appmesh::{TUTORIAL_META, TUTORIAL_SERVICE};
+use crate::support::canary::{insider_ab, podinfo};
 use crate::support::{git, Schemas};
 
 /// A Flagger canary as Flagger's App Mesh tutorial writes it, in `prod`.
 fn canary(analysis: &str) -> String {
     podinfo()
-        .metadata("  annotations:\n    appmesh.flagger.app/accesslog: enabled\n")
+        .metadata(&format!("{TUTORIAL_META}\n"))
         .provider("appmesh:v1beta2")
-        .service(
-            "    port: 9898
-    timeout: 15s
-    retries:
-      attempts: 3
-      perTryTimeout: 5s
-      retryOn: \"gateway-error,client-error,stream-error\"
-    match:
-      - uri:
-          prefix: /
-    rewrite:
-      uri: /",
-        )
+        .service(TUTORIAL_SERVICE)
         .yaml(analysis)
 }
-
-const AB: &str = "    iterations: 3
-    match:
-    - headers:
-        x-canary:
-          exact: \"insider\"";
 
 /// Kinds sluice writes that have no strict schema (checked by kustomize and the API server).
 const NO_SCHEMA: &[&str] = &["ConfigMap", "Secret", "Kustomization"];
@@ -107,17 +90,10 @@ fn route(c: &Commit) -> String {
             json!([{"virtualNodeRef": {"name": "podinfo-primary"}, "weight": 100}])
         );
     }
-    format!(
-        "primary={} canary={}",
-        targets[1]["weight"], targets[0]["weight"]
-    )
+    weights(&targets[1]["weight"], &targets[0]["weight"])
 }
 
-const APPMESH: Provider = Provider {
-    canary,
-    files: no_files,
-    route,
-};
+const APPMESH: Provider = Provider::without_files(canary, route);
 
 #[test]
 fn appmesh_canary_steps_and_promotes_through_git_daemon() {
@@ -131,7 +107,7 @@ fn appmesh_bluegreen_switches_all_traffic_after_its_iterations() {
 
 #[test]
 fn appmesh_ab_routes_matching_requests_then_promotes() {
-    APPMESH.ab_routes_and_promotes(AB);
+    APPMESH.ab_routes_and_promotes(&insider_ab(3));
 }
 
 #[test]

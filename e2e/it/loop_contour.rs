@@ -3,10 +3,8 @@
 //! HTTPProxy whose weighted route carries the status file's weights, with the canary's
 //! timeout and retries on every route.
 
-use serde_json::Value as Json;
-
-use crate::loop_support::{no_files, Commit, Provider};
-use crate::support::canary::podinfo;
+use crate::loop_support::{weights, Commit, Provider};
+use crate::support::canary::{insider_ab, podinfo};
 
 /// A Flagger canary as Flagger's Contour tutorial writes it: timeout and retries.
 fn canary(analysis: &str) -> String {
@@ -21,19 +19,10 @@ fn canary(analysis: &str) -> String {
         .yaml(analysis)
 }
 
-const AB: &str = "    iterations: 3
-    match:
-      - headers:
-          x-canary:
-            exact: insider";
-
 /// One HTTPProxy; for A/B, the header route then the primary route. The first route's
 /// weights.
 fn route(c: &Commit) -> String {
-    assert_eq!(c.docs.len(), 1, "{}", c.sha);
-    let proxy = &c.docs[0];
-    assert_eq!(proxy["kind"], "HTTPProxy");
-    assert_eq!(proxy["metadata"]["name"], "podinfo");
+    let proxy = c.only_doc("HTTPProxy");
     let routes = proxy["spec"]["routes"].as_array().unwrap();
     assert_eq!(routes.len(), if c.ab { 2 } else { 1 }, "{}", c.sha);
     for route in routes {
@@ -48,19 +37,10 @@ fn route(c: &Commit) -> String {
         assert_eq!(routes[1]["services"][0]["weight"], 100);
         assert_eq!(routes[1]["services"][1]["weight"], 0);
     }
-    let weight = |s: &Json| s["weight"].clone();
-    format!(
-        "primary={} canary={}",
-        weight(&services[0]),
-        weight(&services[1])
-    )
+    weights(&services[0]["weight"], &services[1]["weight"])
 }
 
-const CONTOUR: Provider = Provider {
-    canary,
-    files: no_files,
-    route,
-};
+const CONTOUR: Provider = Provider::without_files(canary, route);
 
 #[test]
 fn contour_canary_steps_and_promotes_through_git_daemon() {
@@ -74,7 +54,7 @@ fn contour_bluegreen_switches_all_traffic_after_its_iterations() {
 
 #[test]
 fn contour_ab_routes_matching_requests_then_promotes() {
-    CONTOUR.ab_routes_and_promotes(AB);
+    CONTOUR.ab_routes_and_promotes(&insider_ab(3));
 }
 
 #[test]

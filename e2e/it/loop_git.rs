@@ -1,7 +1,7 @@
 //! The loop against real git: a `git daemon` remote, human commits racing sluice's, the real
 //! binary as a daemon (two at once, and killed mid-rollout).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use crate::support::served_clone;
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
+use sluice::gitops::ConfigRepo;
 use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
@@ -34,6 +35,23 @@ pub(crate) fn ctx(observer: &Offline) -> Context<'_> {
         push_attempts: 20,
         runtime: crate::support::runtime(),
     }
+}
+
+/// The `web` canary at v1 on a bare remote in `tmp`, served by a `git daemon`: (the bare
+/// remote, the daemon, its URL).
+fn served_web(tmp: &Path) -> (PathBuf, GitDaemon, String) {
+    let bare = seeded_remote(tmp, &[(CANARY_FILE, &canary("v1"))]);
+    let daemon = GitDaemon::start(tmp);
+    let url = daemon.url("config.git");
+    (bare, daemon, url)
+}
+
+/// [`served_web`] and sluice's clone of it in `<tmp>/work`: (the bare remote, the daemon, its
+/// URL, the clone).
+fn served_web_clone(tmp: &Path) -> (PathBuf, GitDaemon, String, ConfigRepo) {
+    let bare = seeded_remote(tmp, &[(CANARY_FILE, &canary("v1"))]);
+    let (daemon, url, repo) = served_clone(tmp);
+    (bare, daemon, url, repo)
 }
 
 /// Commits on main carrying `Sluice-Canary: shop/web`, oldest first: (sha, weights trailer).
@@ -128,10 +146,8 @@ fn phase_on_remote(bare: &Path) -> Option<String> {
 #[test]
 fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let (_daemon, url, mut repo) = served_clone(tmp.path());
-    let observer = Offline;
-    let ctx = ctx(&observer);
+    let (bare, _daemon, url, mut repo) = served_web_clone(tmp.path());
+    let ctx = ctx(&Offline);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "{first:?}");
@@ -184,9 +200,7 @@ fn route_only_canary_runs_to_succeeded_through_git_daemon() {
 #[test]
 fn one_shot_commands_fetch_the_remote_once() {
     let tmp = tempfile::tempdir().unwrap();
-    seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
+    let (_, daemon, url) = served_web(tmp.path());
     let work = tmp.path().join("work").display().to_string();
     let source = ["--repo", url.as_str(), "--workdir", work.as_str()];
     let runs: [&[&str]; 5] = [
@@ -211,10 +225,8 @@ fn one_shot_commands_fetch_the_remote_once() {
 #[test]
 fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let (_daemon, url, mut repo) = served_clone(tmp.path());
-    let observer = Offline;
-    let ctx = ctx(&observer);
+    let (bare, _daemon, url, mut repo) = served_web_clone(tmp.path());
+    let ctx = ctx(&Offline);
     tick(&mut repo, &ctx, Timestamp::now()).unwrap();
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
@@ -342,9 +354,7 @@ fn wait_for(bare: &Path, what: &str, pred: impl Fn(&str) -> bool) {
 #[test]
 fn two_daemons_never_advance_a_canary_twice_in_one_interval() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
+    let (bare, _daemon, url) = served_web(tmp.path());
     let a = Daemon::start(&url, &tmp.path().join("a"));
     let b = Daemon::start(&url, &tmp.path().join("b"));
     wait_for(&bare, "initialization", |p| p.starts_with("Initialized"));
@@ -382,9 +392,7 @@ fn two_daemons_never_advance_a_canary_twice_in_one_interval() {
 #[test]
 fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(CANARY_FILE, &canary("v1"))]);
-    let daemon = GitDaemon::start(tmp.path());
-    let url = daemon.url("config.git");
+    let (bare, _daemon, url) = served_web(tmp.path());
     let workdir = tmp.path().join("work");
     let first = Daemon::start(&url, &workdir);
     wait_for(&bare, "initialization", |p| p.starts_with("Initialized"));
@@ -400,31 +408,33 @@ fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
     check_every_commit(&bare);
 }
 
+/// `sluice demo` with `args` succeeds and prints each of `expected`.
+fn demo_prints(args: &[&str], expected: &[&str]) {
+    let out = crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(args));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in expected {
+        assert!(stdout.contains(line), "{line:?} not in {stdout}");
+    }
+}
+
 #[test]
 fn demo_runs_from_the_binary() {
-    let out = crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(["demo"]));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("canary demo/podinfo ended Succeeded"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("podinfo: promotion completed, canary scaled down"),
-        "{stdout}"
+    demo_prints(
+        &["demo"],
+        &[
+            "canary demo/podinfo ended Succeeded",
+            "podinfo: promotion completed, canary scaled down",
+        ],
     );
 }
 
 #[test]
 fn demo_fail_rolls_back_and_names_the_metric() {
-    let out =
-        crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(["demo", "--fail"]));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("canary demo/podinfo ended Failed"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("request-success-rate 87.31 < 99"),
-        "{stdout}"
+    demo_prints(
+        &["demo", "--fail"],
+        &[
+            "canary demo/podinfo ended Failed",
+            "request-success-rate 87.31 < 99",
+        ],
     );
 }

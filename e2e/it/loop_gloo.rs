@@ -5,47 +5,26 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{Commit, Provider};
-use crate::support::canary::podinfo;
+use crate::loop_support::{weights, Commit, Provider};
+use crate::route_kuma_gloo::CONFIG_UPSTREAM;
+use crate::support::canary::{insider_ab, object_ref, podinfo};
 
 /// The canary of Flagger's `test/gloo/test-canary.sh`, in `prod`, with its config upstream.
 fn canary(analysis: &str) -> String {
     podinfo()
         .provider("gloo")
-        .refs(
-            "  upstreamRef:
-    apiVersion: gloo.solo.io/v1
-    kind: Upstream
-    name: config-upstream
-    namespace: gloo-system
-",
-        )
+        .refs(&format!(
+            "{}    namespace: gloo-system\n",
+            object_ref(
+                "upstreamRef",
+                "gloo.solo.io/v1",
+                "Upstream",
+                "config-upstream"
+            )
+        ))
         .service("    port: 80\n    targetPort: 9898")
         .yaml(analysis)
 }
-
-/// The Upstream `test/gloo/test-canary.sh` applies for the canary to copy settings from.
-const CONFIG_UPSTREAM: &str = "apiVersion: gloo.solo.io/v1
-kind: Upstream
-metadata:
-  name: config-upstream
-  namespace: gloo-system
-spec:
-  static:
-    hosts:
-    - addr: \"example.com\"
-      port: 80
-  connectionConfig:
-    connectTimeout: 2s
-    maxRequestsPerConnection: 51
-";
-
-/// `test/gloo/test-canary.sh`'s A/B analysis.
-const AB: &str = "    iterations: 3
-    match:
-      - headers:
-          x-canary:
-            exact: \"insider\"";
 
 const PRIMARY: &str = "prod-podinfo-primaryupstream-80";
 const CANARY: &str = "prod-podinfo-canaryupstream-80";
@@ -89,7 +68,7 @@ fn route(c: &Commit) -> String {
             .find(|d| d["destination"]["upstream"]["name"] == upstream)
             .map_or(Json::from(0), |d| d["weight"].clone())
     };
-    format!("primary={} canary={}", weight(PRIMARY), weight(CANARY))
+    weights(&weight(PRIMARY), &weight(CANARY))
 }
 
 fn files() -> Vec<(&'static str, String)> {
@@ -117,7 +96,7 @@ fn gloo_bluegreen_switches_all_traffic_after_its_iterations() {
 
 #[test]
 fn gloo_ab_routes_matching_requests_then_promotes() {
-    GLOO.ab_routes_and_promotes(AB);
+    GLOO.ab_routes_and_promotes(&insider_ab(3));
 }
 
 #[test]

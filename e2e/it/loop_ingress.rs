@@ -6,7 +6,7 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{show, sluice_commits, Commit, Provider, OUTPUT, ROUTE_FILE};
+use crate::loop_support::{show, sluice_commits, weights, Commit, Provider, OUTPUT, ROUTE_FILE};
 use crate::route_ingress::nginx_ingress;
 use crate::support::canary::podinfo;
 use crate::support::git;
@@ -45,12 +45,9 @@ const AB: &str = "    iterations: 3
 /// (or all matching requests while its A/B headers are set), Skipper's backend weights.
 fn ingress_weights(doc: &Json) -> String {
     let a = &doc["metadata"]["annotations"];
-    if let Some(weights) = a["zalando.org/backend-weights"].as_str() {
-        let w: Json = serde_json::from_str(weights).unwrap();
-        return format!(
-            "primary={} canary={}",
-            w["podinfo-primary"], w["podinfo-canary"]
-        );
+    if let Some(backends) = a["zalando.org/backend-weights"].as_str() {
+        let w: Json = serde_json::from_str(backends).unwrap();
+        return weights(&w["podinfo-primary"], &w["podinfo-canary"]);
     }
     if a.get("nginx.ingress.kubernetes.io/canary-by-header")
         .is_some()

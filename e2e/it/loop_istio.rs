@@ -7,9 +7,9 @@
 use sluice::core::status::Phase;
 
 use crate::loop_support::{
-    distinct, no_files, show, sluice_commits, Commit, Provider, PRIMARY_FILE, STEPPED, STEPS,
+    distinct, show, sluice_commits, weights, Commit, Provider, PRIMARY_FILE, STEPPED, STEPS,
 };
-use crate::support::canary::podinfo;
+use crate::support::canary::{ab_analysis, podinfo};
 
 /// A Flagger canary as Flagger's Istio tutorial writes it: no provider (Istio is Flagger's
 /// default), a gateway, hosts, retries and a traffic policy.
@@ -26,12 +26,6 @@ fn canary(analysis: &str) -> String {
         )
         .yaml(analysis)
 }
-
-const AB: &str = "    iterations: 3
-    match:
-      - headers:
-          cookie:
-            regex: \"^(.*?;)?(canary=always)(;.*)?$\"";
 
 /// A VirtualService whose first route's weights it returns (for A/B, the cookie route then
 /// the primary route), and the two DestinationRules with the traffic policy.
@@ -57,17 +51,10 @@ fn route(c: &Commit) -> String {
         assert_eq!(doc["metadata"]["name"], name);
         assert_eq!(doc["spec"]["trafficPolicy"]["tls"]["mode"], "ISTIO_MUTUAL");
     }
-    format!(
-        "primary={} canary={}",
-        route[0]["weight"], route[1]["weight"]
-    )
+    weights(&route[0]["weight"], &route[1]["weight"])
 }
 
-const ISTIO: Provider = Provider {
-    canary,
-    files: no_files,
-    route,
-};
+const ISTIO: Provider = Provider::without_files(canary, route);
 
 #[test]
 fn istio_canary_rolls_out_through_git_daemon_with_a_restart() {
@@ -106,7 +93,11 @@ fn istio_bluegreen_switches_all_traffic_after_its_iterations() {
 
 #[test]
 fn istio_ab_routes_matching_requests_then_promotes() {
-    ISTIO.ab_routes_and_promotes(AB);
+    ISTIO.ab_routes_and_promotes(&ab_analysis(
+        3,
+        "cookie",
+        r#"regex: "^(.*?;)?(canary=always)(;.*)?$""#,
+    ));
 }
 
 #[test]

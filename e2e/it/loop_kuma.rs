@@ -5,7 +5,7 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{no_files, Commit, Provider};
+use crate::loop_support::{weights, Commit, Provider};
 use crate::support::canary::podinfo;
 
 /// The canary of Flagger's `test/kuma/test-canary.sh`, in `prod`, in a mesh of its own.
@@ -32,10 +32,7 @@ fn canary(analysis: &str) -> String {
 /// One TrafficRoute without a namespace, in `prod-mesh`, splitting the apex between the
 /// primary and the canary.
 fn route(c: &Commit) -> String {
-    assert_eq!(c.docs.len(), 1, "{}", c.sha);
-    let doc = &c.docs[0];
-    assert_eq!(doc["kind"], "TrafficRoute");
-    assert_eq!(doc["metadata"]["name"], "podinfo");
+    let doc = c.only_doc("TrafficRoute");
     assert_eq!(doc["metadata"].get("namespace"), None, "cluster-scoped");
     assert_eq!(doc["mesh"], "prod-mesh");
     assert_eq!(
@@ -49,18 +46,13 @@ fn route(c: &Commit) -> String {
             .find(|s| s["destination"]["kuma.io/service"] == service)
             .map_or(Json::from(0), |s| s["weight"].clone())
     };
-    format!(
-        "primary={} canary={}",
-        weight("podinfo-primary_prod_svc_9898"),
-        weight("podinfo-canary_prod_svc_9898")
+    weights(
+        &weight("podinfo-primary_prod_svc_9898"),
+        &weight("podinfo-canary_prod_svc_9898"),
     )
 }
 
-const KUMA: Provider = Provider {
-    canary,
-    files: no_files,
-    route,
-};
+const KUMA: Provider = Provider::without_files(canary, route);
 
 #[test]
 fn kuma_canary_steps_and_promotes_through_git_daemon() {

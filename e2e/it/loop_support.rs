@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
 pub(crate) use crate::support::{commits_of, show, World};
-use crate::support::{git, Schemas};
+use crate::support::{git, str_pairs, Schemas};
 
 pub(crate) const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
 pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
@@ -193,6 +193,22 @@ pub(crate) struct Commit<'a> {
     pub(crate) ab: bool,
 }
 
+impl Commit<'_> {
+    /// The commit's one route document, which is a `kind` named `podinfo`.
+    pub(crate) fn only_doc(&self, kind: &str) -> &Json {
+        assert_eq!(self.docs.len(), 1, "{}", self.sha);
+        let doc = &self.docs[0];
+        assert_eq!(doc["kind"], kind, "{}", self.sha);
+        assert_eq!(doc["metadata"]["name"], "podinfo", "{}", self.sha);
+        doc
+    }
+}
+
+/// Weights as the harness compares them: `primary=.. canary=..`.
+pub(crate) fn weights(primary: &Json, canary: &Json) -> String {
+    format!("primary={primary} canary={canary}")
+}
+
 /// What a provider's loop test supplies.
 pub(crate) struct Provider {
     /// The `prod/podinfo` canary with an analysis block (indented under `analysis:`).
@@ -205,10 +221,21 @@ pub(crate) struct Provider {
 }
 
 impl Provider {
+    /// A provider whose canary references no other object.
+    pub(crate) const fn without_files(
+        canary: fn(&str) -> String,
+        route: fn(&Commit) -> String,
+    ) -> Self {
+        Provider {
+            canary,
+            files: no_files,
+            route,
+        }
+    }
+
     pub(crate) fn world(&self, analysis: &str) -> World {
         let files = (self.files)();
-        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        World::with_files(&(self.canary)(analysis), &files)
+        World::with_files(&(self.canary)(analysis), &str_pairs(&files))
     }
 
     /// Every sluice commit: each route document schema-valid, the route's weights the status
@@ -252,13 +279,20 @@ impl Provider {
         found
     }
 
-    /// A stepped canary goes 20, 40, 60 and promotes the new version.
-    pub(crate) fn steps_and_promotes(&self) -> World {
-        let mut w = self.world(STEPS);
+    /// A rollout with `analysis` (`ab`: an A/B one) of a new revision to success, its
+    /// distinct weights `expected`.
+    fn promotes(&self, analysis: &str, ab: bool, expected: &[&str]) -> World {
+        let mut w = self.world(analysis);
         w.until(Phase::Initialized);
         w.new_revision("6.7.1");
         w.until(Phase::Succeeded);
-        assert_eq!(distinct(self.check_every_commit(&w.bare, false)), STEPPED);
+        assert_eq!(distinct(self.check_every_commit(&w.bare, ab)), expected);
+        w
+    }
+
+    /// A stepped canary goes 20, 40, 60 and promotes the new version.
+    pub(crate) fn steps_and_promotes(&self) -> World {
+        let w = self.promotes(STEPS, false, &STEPPED);
         let last = sluice_commits(&w.bare).pop().unwrap().0;
         let primary = show(&w.bare, &last, PRIMARY_FILE);
         assert!(primary.contains("6.7.1"), "promoted: {primary}");
@@ -267,23 +301,13 @@ impl Provider {
 
     /// Blue/green: after its iterations all traffic switches, then the new version promotes.
     pub(crate) fn bluegreen_switches(&self) -> World {
-        let mut w = self.world(BLUE_GREEN);
-        w.until(Phase::Initialized);
-        w.new_revision("6.7.1");
-        w.until(Phase::Succeeded);
-        assert_eq!(distinct(self.check_every_commit(&w.bare, false)), SWITCHED);
-        w
+        self.promotes(BLUE_GREEN, false, &SWITCHED)
     }
 
     /// A/B with `analysis` (iterations and `match`): the matching requests go to the canary,
     /// then the new version promotes.
     pub(crate) fn ab_routes_and_promotes(&self, analysis: &str) -> World {
-        let mut w = self.world(analysis);
-        w.until(Phase::Initialized);
-        w.new_revision("6.7.1");
-        w.until(Phase::Succeeded);
-        assert_eq!(distinct(self.check_every_commit(&w.bare, true)), SWITCHED);
-        w
+        self.promotes(analysis, true, &SWITCHED)
     }
 
     /// Failing checks roll back after traffic reached the canary: everything back to the
@@ -295,11 +319,7 @@ impl Provider {
         w.new_revision("6.7.1");
         w.until(Phase::Failed);
         let weights = self.check_every_commit(&w.bare, false);
-        assert!(
-            weights.iter().any(|t| t == "primary=80 canary=20"),
-            "traffic reached the canary before the rollback: {weights:?}"
-        );
-        assert_eq!(weights.last().unwrap(), "primary=100 canary=0");
+        assert_rolled_back(&weights, "primary=80 canary=20", "primary=100 canary=0");
         assert_eq!(
             show(&w.bare, "main", PRIMARY_FILE),
             primary_before,
@@ -307,6 +327,16 @@ impl Provider {
         );
         w
     }
+}
+
+/// The `weights` of a rollout's commits show traffic reached the canary (`stepped`) before
+/// the last commit routed it all `back` to the primary.
+pub(crate) fn assert_rolled_back(weights: &[String], stepped: &str, back: &str) {
+    assert!(
+        weights.iter().any(|t| t == stepped),
+        "traffic reached the canary before the rollback: {weights:?}"
+    );
+    assert_eq!(weights.last().map(String::as_str), Some(back));
 }
 
 /// `weights` without consecutive repeats.

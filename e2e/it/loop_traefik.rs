@@ -2,7 +2,7 @@
 //! promotion, rollback and blue/green. At every sluice commit `route.yaml` holds one
 //! TraefikService weighing the Services as the status file says.
 
-use crate::loop_support::{no_files, Commit, Provider};
+use crate::loop_support::{Commit, Provider};
 use crate::support::canary::traefik;
 
 fn canary(analysis: &str) -> String {
@@ -28,11 +28,7 @@ fn route(c: &Commit) -> String {
     format!("primary={primary} canary={canary}")
 }
 
-const TRAEFIK: Provider = Provider {
-    canary,
-    files: no_files,
-    route,
-};
+const TRAEFIK: Provider = Provider::without_files(canary, route);
 
 #[test]
 fn traefik_canary_steps_and_promotes_through_git_daemon() {

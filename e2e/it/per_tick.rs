@@ -15,7 +15,7 @@ use sluice::tick::tick;
 
 use crate::loop_support::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::canary::shop_httproute;
-use crate::support::{git, human_clone, seeded_remote, show, Schemas};
+use crate::support::{git, human_clone, seeded_remote, show, str_pairs, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
 const CANARIES: usize = 40;
@@ -91,11 +91,7 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
             ),
         ])
         .collect();
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let bare = seeded_remote(tmp.path(), &files);
+    let bare = seeded_remote(tmp.path(), &str_pairs(&texts));
     let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
     let ctx = crate::loop_git::ctx(&observer);

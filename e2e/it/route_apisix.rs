@@ -9,15 +9,14 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::metrics::query_model;
 use sluice::route::{render_route, Backends, RouteState, Weights};
 use sluice::spec::model::Canary;
 
-use crate::loop_support::World;
-use crate::support::canary::{flagger_test, podinfo};
-use crate::support::canary::{load_one, repo_errors as errors};
+use crate::loop_support::{assert_rolled_back, World, STEPS};
+use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
+use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
 use crate::support::schema_valid;
-use crate::support::Schemas;
+use crate::support::{str_pairs, Schemas};
 
 const BACKENDS: Backends<'static> = Backends {
     primary: "podinfo-primary",
@@ -62,27 +61,29 @@ fn e2e_canary(route: &str, analysis: &str) -> String {
         .yaml(analysis)
 }
 
-const E2E_ANALYSIS: &str = "    interval: 10s
-    threshold: 10
-    maxWeight: 50
-    stepWeight: 10
-    metrics:
-    - name: request-success-rate
-      thresholdRange:
-        min: 99
-      interval: 1m
-    - name: request-duration
-      thresholdRange:
-        max: 500
-      interval: 30s
-    webhooks:
-      - name: load-test
+/// The e2e canary naming the ApisixRoute `name`, loaded beside `route` in the file `path`.
+fn with_route(path: &str, route: &str, name: &str) -> Canary {
+    load_one(&[
+        (path, route),
+        ("test/canary.yaml", &e2e_canary(name, &e2e_analysis())),
+    ])
+}
+
+/// The analysis of the script's Canary.
+fn e2e_analysis() -> String {
+    flagger_e2e_analysis(
+        "10s",
+        10,
+        "30s",
+        "      - name: load-test
         url: http://flagger-loadtester.test/
         timeout: 5s
         type: rollout
         metadata:
           cmd: |-
-              hey -z 1m -q 10 -c 2 -h2 -host app.example.com http://apisix-gateway.apisix/api/info";
+              hey -z 1m -q 10 -c 2 -h2 -host app.example.com http://apisix-gateway.apisix/api/info",
+    )
+}
 
 /// An ApisixRoute with every field the canary route copies: labels and annotations, an
 /// ingress class, two rules (only the one for `podinfo` is copied), each rule field, a named
@@ -162,10 +163,7 @@ fn render(canary: &Canary, canary_weight: u8) -> String {
 
 #[test]
 fn apisix_e2e_canary_copies_the_routes_rule_with_weighted_backends() {
-    let canary = load_one(&[
-        ("test/route.yaml", E2E_ROUTE),
-        ("test/canary.yaml", &e2e_canary("podinfo", E2E_ANALYSIS)),
-    ]);
+    let canary = with_route("test/route.yaml", E2E_ROUTE, "podinfo");
     let initial = render(&canary, 0);
     insta::assert_snapshot!("apisix-e2e-initial", initial);
     let doc = schema_valid(&initial);
@@ -183,10 +181,7 @@ fn apisix_e2e_canary_copies_the_routes_rule_with_weighted_backends() {
 
 #[test]
 fn apisix_copies_every_field_of_the_services_rule_and_the_route() {
-    let canary = load_one(&[
-        ("apps/web-route.yaml", FULL_ROUTE),
-        ("test/canary.yaml", &e2e_canary("web", E2E_ANALYSIS)),
-    ]);
+    let canary = with_route("apps/web-route.yaml", FULL_ROUTE, "web");
     let text = render(&canary, 30);
     insta::assert_snapshot!("apisix-all-fields", text);
     let doc = schema_valid(&text);
@@ -216,16 +211,8 @@ fn apisix_copies_every_field_of_the_services_rule_and_the_route() {
 
 #[test]
 fn apisix_metric_queries_name_the_route_ref() {
-    let canary = load_one(&[
-        ("apps/web-route.yaml", FULL_ROUTE),
-        ("test/canary.yaml", &e2e_canary("web", E2E_ANALYSIS)),
-    ]);
-    let model = query_model(
-        &canary,
-        "podinfo",
-        std::time::Duration::from_secs(60),
-        &Default::default(),
-    );
+    let canary = with_route("apps/web-route.yaml", FULL_ROUTE, "web");
+    let model = podinfo_query_model(&canary);
     assert_eq!(
         model.route, "web",
         "Flagger's toMetricModel takes routeRef.name"
@@ -238,8 +225,8 @@ type Files = Vec<(&'static str, String)>;
 /// `(files, expected errors)`: each bad input is reported at its file, line and field.
 #[test]
 fn apisix_bad_or_unresolved_route_refs_are_validate_errors() {
-    let canary = |route: &str| e2e_canary(route, E2E_ANALYSIS);
-    let no_ref = e2e_canary("podinfo", E2E_ANALYSIS).replace(
+    let canary = |route: &str| e2e_canary(route, &e2e_analysis());
+    let no_ref = e2e_canary("podinfo", &e2e_analysis()).replace(
         "  # apisix route reference\n  routeRef:\n    apiVersion: apisix.apache.org/v2\n    kind: ApisixRoute\n    name: podinfo\n",
         "",
     );
@@ -276,15 +263,14 @@ fn apisix_bad_or_unresolved_route_refs_are_validate_errors() {
         ),
     ];
     for (files, expected) in cases {
-        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        assert_eq!(errors(&files), expected, "{files:?}");
+        assert_eq!(errors(&str_pairs(&files)), expected, "{files:?}");
     }
 }
 
 /// What the router cannot render is refused in the user's route, at its line.
 #[test]
 fn apisix_routes_the_router_cannot_split_are_validate_errors() {
-    let canary = e2e_canary("podinfo", E2E_ANALYSIS);
+    let canary = e2e_canary("podinfo", &e2e_analysis());
     let cases: [(String, &[&str]); 6] = [
         (
             E2E_ROUTE.replace("serviceName: podinfo", "serviceName: web"),
@@ -412,16 +398,13 @@ spec:
 fn loop_canary(analysis: &str) -> String {
     podinfo()
         .provider("apisix")
-        .refs(
-            "  routeRef:
-    apiVersion: apisix.apache.org/v2
-    kind: ApisixRoute
-    name: podinfo
-",
-        )
-        .yaml(&format!(
-            "    stepWeight: 20\n    maxWeight: 60\n{analysis}"
+        .refs(&object_ref(
+            "routeRef",
+            "apisix.apache.org/v2",
+            "ApisixRoute",
+            "podinfo",
         ))
+        .yaml(&format!("{STEPS}\n{analysis}"))
 }
 
 #[test]
@@ -469,11 +452,7 @@ fn apisix_rollback_routes_everything_back_to_the_primary() {
     w.new_revision("6.7.1");
     w.until(Phase::Failed);
     let weights = check_every_commit(&w.bare);
-    assert!(
-        weights.iter().any(|t| t == "primary=80 canary=20"),
-        "traffic reached the canary before the rollback: {weights:?}"
-    );
-    assert_eq!(weights.last().unwrap(), "primary=100 canary=0");
+    assert_rolled_back(&weights, "primary=80 canary=20", "primary=100 canary=0");
     assert_eq!(
         crate::loop_support::show(
             &w.bare,

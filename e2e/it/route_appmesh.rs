@@ -14,7 +14,7 @@ use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::canary::errors;
 use crate::support::canary::load_repo as support_load_repo;
-use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::canary::{ab_analysis, flagger_test, insider_ab, native_frontend};
 use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
@@ -49,8 +49,8 @@ fn flagger(metadata: &str, service: &str, analysis: &str) -> String {
 }
 
 /// The tutorial's first canary: the access-log annotation, its service and its steps.
-const TUTORIAL_META: &str = "  annotations:\n    appmesh.flagger.app/accesslog: enabled";
-const TUTORIAL_SERVICE: &str = "    port: 9898
+pub(crate) const TUTORIAL_META: &str = "  annotations:\n    appmesh.flagger.app/accesslog: enabled";
+pub(crate) const TUTORIAL_SERVICE: &str = "    port: 9898
     timeout: 15s
     retries:
       attempts: 3
@@ -62,18 +62,6 @@ const TUTORIAL_SERVICE: &str = "    port: 9898
     rewrite:
       uri: /";
 const TUTORIAL_ANALYSIS: &str = "    maxWeight: 50\n    stepWeight: 5";
-/// The tutorial's A/B section: `X-Canary: insider`.
-const TUTORIAL_AB: &str = "    iterations: 10
-    match:
-    - headers:
-        x-canary:
-          exact: \"insider\"";
-/// `stefanprodan/gitops-appmesh` `apps/podinfo/abtest.yaml`: a user-agent regex.
-const GITOPS_AB: &str = "    iterations: 10
-    match:
-      - headers:
-          user-agent:
-            regex: \".*(Firefox|curl).*\"";
 /// Blue/green (Flagger's docs: iterations without match).
 const BLUE_GREEN: &str = "    iterations: 5";
 
@@ -135,8 +123,14 @@ fn cases() -> Vec<Case> {
             TUTORIAL_SERVICE,
             TUTORIAL_ANALYSIS,
         ),
-        case("appmesh-tutorial-ab", "", TUTORIAL_SERVICE, TUTORIAL_AB),
-        case("appmesh-gitops-ab-regex", "", TUTORIAL_SERVICE, GITOPS_AB),
+        case("appmesh-tutorial-ab", "", TUTORIAL_SERVICE, &insider_ab(10)),
+        case(
+            "appmesh-gitops-ab-regex",
+            "",
+            TUTORIAL_SERVICE,
+            // `stefanprodan/gitops-appmesh` `apps/podinfo/abtest.yaml`: a user-agent regex.
+            &ab_analysis(10, "user-agent", r#"regex: ".*(Firefox|curl).*""#),
+        ),
         case("appmesh-bluegreen", "", "    port: 9898", BLUE_GREEN),
         case(
             "appmesh-all-fields-ab",
@@ -184,13 +178,7 @@ fn every_appmesh_document_matches_its_strict_schema_at_every_weight() {
                 case.name
             );
             for doc in &docs {
-                let errors = schemas.errors(doc);
-                assert!(
-                    errors.is_empty(),
-                    "{} at {canary_weight}: {}: {errors:#?}",
-                    case.name,
-                    Schemas::file_for(doc)
-                );
+                schemas.assert_valid(doc, &format!("{} at {canary_weight}", case.name));
             }
             for router in [&docs[2], &docs[4]] {
                 for route in router["spec"]["routes"].as_array().unwrap() {

@@ -7,7 +7,7 @@ use serde_json::{json, Value as Json};
 use sluice::route::{render_route, Weights};
 
 use crate::support::canary::{assert_errors, load, BACKENDS, NO_STATE};
-use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::canary::{flagger_test, insider_ab, native_frontend};
 use crate::support::route_case::{RouteCase as Case, FRONTEND_BACKENDS};
 use crate::support::Schemas;
 
@@ -20,12 +20,6 @@ fn flagger(service: &str, analysis: &str) -> String {
 const E2E_SERVICE: &str = "    port: 80\n    targetPort: 9898";
 /// Its first canary: weights.
 const E2E_CANARY_ANALYSIS: &str = "    maxWeight: 50\n    stepWeight: 10";
-/// Its A/B canary.
-const E2E_AB_ANALYSIS: &str = "    iterations: 5
-    match:
-      - headers:
-          x-canary:
-            exact: \"insider\"";
 /// Blue/green (Flagger's docs: iterations without match).
 const BLUE_GREEN_ANALYSIS: &str = "    iterations: 5";
 
@@ -71,7 +65,7 @@ fn cases() -> Vec<Case> {
         |name, service, analysis| Case::podinfo(name, load(name, &flagger(service, analysis)));
     vec![
         case("contour-e2e-canary", E2E_SERVICE, E2E_CANARY_ANALYSIS),
-        case("contour-e2e-ab", E2E_SERVICE, E2E_AB_ANALYSIS),
+        case("contour-e2e-ab", E2E_SERVICE, &insider_ab(5)),
         case("contour-bluegreen", E2E_SERVICE, BLUE_GREEN_ANALYSIS),
         case("contour-tutorial", TUTORIAL_SERVICE, TUTORIAL_ANALYSIS),
         case("contour-all-fields-ab", ALL_FIELDS_SERVICE, ALL_FIELDS_AB),

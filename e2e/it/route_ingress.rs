@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use sluice::route::{render_route, Backends, Weights};
 use sluice::spec::model::Canary;
 
-use crate::support::canary::{flagger_test, load_repo, NO_STATE};
+use crate::support::canary::{ab_analysis, flagger_test, load_repo, NO_STATE};
 use crate::support::Schemas;
 
 /// The user's Ingress `name` in `test` (class `class`) sending `app.example.com` to `service`.
@@ -57,11 +57,9 @@ pub fn nginx_canary(analysis: &str) -> String {
 /// `test/nginx/test-canary.sh`, the first canary.
 const NGINX_STEPS: &str = "    maxWeight: 40\n    stepWeight: 20";
 /// `test/nginx/test-canary.sh`, the A/B canary.
-const NGINX_AB: &str = "    iterations: 3
-    match:
-    - headers:
-        x-user:
-          exact: \"insider\"";
+fn nginx_ab() -> String {
+    ab_analysis(3, "x-user", "exact: \"insider\"")
+}
 /// `docs/gitbook/tutorials/nginx-progressive-delivery.md`, A/B testing: a header and a cookie.
 const NGINX_TUTORIAL_AB: &str = "    iterations: 10
     match:
@@ -177,7 +175,7 @@ fn nginx_e2e_canary_snapshots() {
 #[test]
 fn nginx_e2e_ab_routes_the_header_only_while_the_canary_gets_traffic() {
     let mut schemas = Schemas::default();
-    let canary = load_one(&nginx_ingress(), &nginx_canary(NGINX_AB));
+    let canary = load_one(&nginx_ingress(), &nginx_canary(&nginx_ab()));
     insta::assert_snapshot!("nginx-e2e-ab-analysis", render(&canary, 100, &mut schemas));
     let idle = annotations(&render(&canary, 0, &mut schemas));
     assert_eq!(idle["nginx.ingress.kubernetes.io/canary-weight"], "0");
@@ -378,7 +376,7 @@ fn bad_ingress_references_and_matches_are_reported_with_line_and_field() {
         ),
         (
             skipper_ingress(),
-            skipper_canary(NGINX_AB),
+            skipper_canary(&nginx_ab()),
             vec![format!("{c}:24: spec.analysis.match: Flagger's Skipper router does not route on request headers (A/B testing); remove analysis.match for a blue/green rollout, or use provider nginx")],
         ),
     ];

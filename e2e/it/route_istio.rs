@@ -9,8 +9,8 @@ use sluice::spec::load::load_text;
 use sluice::spec::model::Canary;
 use sluice::spec::settings::{parse_settings, Settings};
 
+use crate::support::canary::{ab_analysis, flagger_test, native_frontend};
 use crate::support::canary::{assert_errors, BACKENDS, NO_STATE};
-use crate::support::canary::{flagger_test, native_frontend};
 use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
@@ -50,11 +50,6 @@ const E2E_BG_SERVICE: &str = "    portDiscovery: true
     targetPort: 9898
     portName: http-podinfo";
 const E2E_BG_ANALYSIS: &str = "    iterations: 5";
-const E2E_AB_ANALYSIS: &str = "    iterations: 5
-    match:
-      - headers:
-          cookie:
-            regex: \"^(.*?;)?(type=insider)(;.*)?$\"";
 
 /// `test/istio/test-delegation.sh`: a delegate VirtualService, so the destinations carry the
 /// port (port discovery with delegation).
@@ -216,7 +211,7 @@ fn cases() -> Vec<Case> {
             "istio-e2e-ab-cookie",
             "  provider: istio",
             E2E_BG_SERVICE,
-            E2E_AB_ANALYSIS,
+            &ab_analysis(5, "cookie", r#"regex: "^(.*?;)?(type=insider)(;.*)?$""#),
         ),
         case(
             "istio-e2e-delegation",
@@ -271,14 +266,8 @@ fn every_istio_document_matches_its_strict_schema() {
                 case.name
             );
             for doc in &docs {
-                let errors = schemas.errors(doc);
-                assert!(
-                    errors.is_empty(),
-                    "{} at {canary_weight}: {}: {errors:#?}",
-                    case.name,
-                    Schemas::file_for(doc)
-                );
-                checked.push(Schemas::file_for(doc));
+                let what = format!("{} at {canary_weight}", case.name);
+                checked.push(schemas.assert_valid(doc, &what));
             }
         }
     }

@@ -10,15 +10,14 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::metrics::query_model;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
 use sluice::spec::model::Canary;
 
-use crate::loop_support::{show, sluice_commits, World};
-use crate::support::canary::{flagger_test, podinfo};
-use crate::support::canary::{load_one, repo_errors as errors};
+use crate::loop_support::{assert_rolled_back, show, sluice_commits, World, STEPS};
+use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
+use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
 use crate::support::schema_valid;
-use crate::support::{git, human_clone, human_commit, Schemas};
+use crate::support::{git, human_clone, human_commit, str_pairs, Schemas};
 
 /// `docs/gitbook/tutorials/knative-progressive-delivery.md`: the Knative Service.
 const DOCS_SERVICE: &str = "apiVersion: serving.knative.dev/v1
@@ -56,27 +55,21 @@ fn e2e_canary(analysis: &str) -> String {
         .yaml(analysis)
 }
 
-const E2E_ANALYSIS: &str = "    interval: 15s
-    threshold: 15
-    maxWeight: 50
-    stepWeight: 10
-    metrics:
-    - name: request-success-rate
-      thresholdRange:
-        min: 99
-      interval: 1m
-    - name: request-duration
-      thresholdRange:
-         max: 500
-      interval: 1m
-    webhooks:
-      - name: load-test
+/// The analysis of the script's Canary.
+fn e2e_analysis() -> String {
+    flagger_e2e_analysis(
+        "15s",
+        15,
+        "1m",
+        "      - name: load-test
         url: http://flagger-loadtester.test/
         timeout: 5s
         metadata:
           type: cmd
           cmd: \"hey -z 1m -q 5 -c 2 http://podinfo.test\"
-          logCmdOutput: \"true\"";
+          logCmdOutput: \"true\"",
+    )
+}
 
 /// A Knative Service with every part the router copies: labels and annotations, a spec field
 /// beside the template, template labels and annotations, and template spec fields.
@@ -128,15 +121,20 @@ fn render(canary: &Canary, primary: &str, canary_revision: &str, canary_weight: 
     .content
 }
 
+/// The e2e canary, loaded beside the Knative Service `service` in the file `path`.
+fn with_service(path: &str, service: &str) -> Canary {
+    load_one(&[
+        (path, service),
+        ("test/canary.yaml", &e2e_canary(&e2e_analysis())),
+    ])
+}
+
 /// An older revision of podinfo, as the status file would hold it.
 const OLD: &str = "podinfo-0123456789";
 
 #[test]
 fn knative_e2e_canary_splits_traffic_between_named_revisions() {
-    let canary = load_one(&[
-        ("test/service.yaml", DOCS_SERVICE),
-        ("test/canary.yaml", &e2e_canary(E2E_ANALYSIS)),
-    ]);
+    let canary = with_service("test/service.yaml", DOCS_SERVICE);
     let new = revision(&canary);
     assert_eq!(
         new, "podinfo-83579d86c4",
@@ -183,10 +181,7 @@ fn knative_e2e_canary_splits_traffic_between_named_revisions() {
 
 #[test]
 fn knative_copies_the_users_service_and_template() {
-    let canary = load_one(&[
-        ("apps/podinfo/service.yaml", FULL_SERVICE),
-        ("test/canary.yaml", &e2e_canary(E2E_ANALYSIS)),
-    ]);
+    let canary = with_service("apps/podinfo/service.yaml", FULL_SERVICE);
     let new = revision(&canary);
     let text = render(&canary, OLD, &new, 30);
     insta::assert_snapshot!("knative-all-fields", text.replace(&new, "<revision>"));
@@ -214,12 +209,7 @@ fn knative_copies_the_users_service_and_template() {
 /// is the same revision whatever its key order, and another template another revision.
 #[test]
 fn knative_revision_names_follow_the_template() {
-    let canary = |service: &str| {
-        load_one(&[
-            ("test/service.yaml", service),
-            ("test/canary.yaml", &e2e_canary(E2E_ANALYSIS)),
-        ])
-    };
+    let canary = |service: &str| with_service("test/service.yaml", service);
     let base = revision(&canary(DOCS_SERVICE));
     assert_eq!(base, revision(&canary(DOCS_SERVICE)));
     let reordered = DOCS_SERVICE.replace(
@@ -246,16 +236,8 @@ fn knative_revision_names_follow_the_template() {
 
 #[test]
 fn knative_metric_queries_name_the_canary_revision() {
-    let canary = load_one(&[
-        ("test/service.yaml", DOCS_SERVICE),
-        ("test/canary.yaml", &e2e_canary(E2E_ANALYSIS)),
-    ]);
-    let model = query_model(
-        &canary,
-        "podinfo",
-        std::time::Duration::from_secs(60),
-        &Default::default(),
-    );
+    let canary = with_service("test/service.yaml", DOCS_SERVICE);
+    let model = podinfo_query_model(&canary);
     assert_eq!(
         model.route,
         revision(&canary),
@@ -269,7 +251,7 @@ type Files = Vec<(&'static str, String)>;
 /// `(files, expected errors)`: each refused input is reported at its file, line and field.
 #[test]
 fn knative_refuses_what_it_cannot_render() {
-    let with = |from: &str, to: &str| e2e_canary(E2E_ANALYSIS).replace(from, to);
+    let with = |from: &str, to: &str| e2e_canary(&e2e_analysis()).replace(from, to);
     let cases: Vec<(Files, Vec<&str>)> = vec![
         (
             vec![("test/canary.yaml", e2e_canary("    interval: 15s\n    threshold: 5\n    iterations: 10"))],
@@ -300,35 +282,35 @@ fn knative_refuses_what_it_cannot_render() {
             vec!["test/canary.yaml:10: spec.targetRef.kind: provider knative rolls out a Knative Service: expected apiVersion serving.knative.dev/v1 and kind Service, found \"v1\" and \"Service\" (Flagger: can't use it as target if provider is set to knative)"],
         ),
         (
-            vec![("test/canary.yaml", e2e_canary(E2E_ANALYSIS))],
+            vec![("test/canary.yaml", e2e_canary(&e2e_analysis()))],
             vec!["test/canary.yaml:11: spec.targetRef.name: Knative Service (serving.knative.dev/v1) test/podinfo not found in the repo's YAML files"],
         ),
         (
             vec![
                 ("test/a.yaml", DOCS_SERVICE.to_string()),
                 ("test/b.yaml", DOCS_SERVICE.to_string()),
-                ("test/canary.yaml", e2e_canary(E2E_ANALYSIS)),
+                ("test/canary.yaml", e2e_canary(&e2e_analysis())),
             ],
             vec!["test/b.yaml:1: metadata.name: Knative Service test/podinfo is defined twice (also at test/a.yaml:1)"],
         ),
         (
             vec![
                 ("test/service.yaml", format!("{DOCS_SERVICE}  traffic:\n    - latestRevision: true\n      percent: 100\n")),
-                ("test/canary.yaml", e2e_canary(E2E_ANALYSIS)),
+                ("test/canary.yaml", e2e_canary(&e2e_analysis())),
             ],
             vec!["test/service.yaml:23: spec.traffic: sluice writes the traffic split between the primary and canary revisions (Flagger overwrites it too); remove spec.traffic"],
         ),
         (
             vec![
                 ("test/service.yaml", DOCS_SERVICE.replace("  template:\n    spec:\n", "  template:\n    metadata:\n      name: v2\n    spec:\n")),
-                ("test/canary.yaml", e2e_canary(E2E_ANALYSIS)),
+                ("test/canary.yaml", e2e_canary(&e2e_analysis())),
             ],
             vec!["test/service.yaml:9: spec.template.metadata.name: expected a revision name starting with \"podinfo-\" (Knative's rule), a DNS label of at most 63 lowercase letters, digits and '-', found \"v2\""],
         ),
         (
             vec![
                 ("test/service.yaml", DOCS_SERVICE.replace("  namespace: test\n", "  namespace: test\n  finalizers: [x]\n")),
-                ("test/canary.yaml", e2e_canary(E2E_ANALYSIS)),
+                ("test/canary.yaml", e2e_canary(&e2e_analysis())),
             ],
             vec!["test/service.yaml:6: metadata.finalizers: sluice copies a Knative Service's name, namespace, labels and annotations; remove \"finalizers\", or move it to the template"],
         ),
@@ -342,8 +324,7 @@ fn knative_refuses_what_it_cannot_render() {
         {
             files.push(("test/service.yaml", DOCS_SERVICE.to_string()));
         }
-        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        assert_eq!(errors(&files), expected, "{files:?}");
+        assert_eq!(errors(&str_pairs(&files)), expected, "{files:?}");
     }
 }
 
@@ -369,15 +350,14 @@ const OUTPUT: &str = "clusters/prod/podinfo";
 fn loop_canary(metrics: &str) -> String {
     podinfo()
         .provider("knative")
-        .target(
-            "  targetRef:
-    apiVersion: serving.knative.dev/v1
-    kind: Service
-    name: podinfo
-",
-        )
+        .target(&object_ref(
+            "targetRef",
+            "serving.knative.dev/v1",
+            "Service",
+            "podinfo",
+        ))
         .no_service()
-        .yaml(&format!("    stepWeight: 20\n    maxWeight: 60\n{metrics}"))
+        .yaml(&format!("{STEPS}\n{metrics}"))
 }
 
 /// A human bumps the Knative Service's image and pushes.
@@ -555,11 +535,7 @@ fn knative_rollback_routes_everything_back_to_the_primary_revision() {
     bump(&w, "6.7.1");
     w.until(Phase::Failed);
     let steps = check_every_commit(&w.bare);
-    assert!(
-        steps.iter().any(|t| t == "canary=20 primary=80"),
-        "traffic reached the canary before the rollback: {steps:?}"
-    );
-    assert_eq!(steps.last().unwrap(), "canary=0 primary=100");
+    assert_rolled_back(&steps, "canary=20 primary=80", "canary=0 primary=100");
     let last: Json =
         serde_saphyr::from_str(&show(&w.bare, "main", &format!("{OUTPUT}/route.yaml"))).unwrap();
     assert_eq!(

@@ -10,7 +10,7 @@ use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 
 use crate::support::canary::load_repo as support_load_repo;
-use crate::support::canary::{flagger_test, native_frontend};
+use crate::support::canary::{flagger_test, insider_ab, native_frontend};
 use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
@@ -47,13 +47,8 @@ const GLOO_REF: &str = "  upstreamRef:
     name: config-upstream
     namespace: gloo-system";
 const GLOO_ANALYSIS: &str = "    maxWeight: 50\n    stepWeight: 10";
-const GLOO_AB_ANALYSIS: &str = "    iterations: 5
-    match:
-      - headers:
-          x-canary:
-            exact: \"insider\"";
 /// The Upstream `test/gloo/test-canary.sh` applies for the canary to copy settings from.
-const CONFIG_UPSTREAM: &str = "apiVersion: gloo.solo.io/v1
+pub(crate) const CONFIG_UPSTREAM: &str = "apiVersion: gloo.solo.io/v1
 kind: Upstream
 metadata:
   name: config-upstream
@@ -66,7 +61,9 @@ spec:
   connectionConfig:
     connectTimeout: 2s
     maxRequestsPerConnection: 51
-  loadBalancerConfig:
+";
+/// A load balancer config the canary's Upstreams copy from [`CONFIG_UPSTREAM`] too.
+const LOAD_BALANCER: &str = "  loadBalancerConfig:
     roundRobin:
       slowStartConfig:
         slowStartWindow: 2m
@@ -137,11 +134,14 @@ fn cases() -> Vec<Case> {
                 GLOO_SERVICE,
                 GLOO_ANALYSIS,
             ),
-            &[("upstream.yaml", CONFIG_UPSTREAM)],
+            &[(
+                "upstream.yaml",
+                &format!("{CONFIG_UPSTREAM}{LOAD_BALANCER}"),
+            )],
         ),
         case(
             "gloo-e2e-ab",
-            flagger("", "  provider: gloo", "", GLOO_SERVICE, GLOO_AB_ANALYSIS),
+            flagger("", "  provider: gloo", "", GLOO_SERVICE, &insider_ab(5)),
             &[],
         ),
         case(
@@ -328,7 +328,7 @@ fn kuma_and_gloo_refuse_what_they_cannot_render() {
     let affinity = "    stepWeight: 10\n    maxWeight: 50\n    sessionAffinity:\n      cookieName: flagger-cookie";
     let cases: Vec<(String, Vec<&str>)> = vec![
         (
-            flagger("", "  provider: kuma", "", GLOO_SERVICE, GLOO_AB_ANALYSIS),
+            flagger("", "  provider: kuma", "", GLOO_SERVICE, &insider_ab(5)),
             vec!["canary.yaml:22: spec.analysis.match: a Kuma TrafficRoute splits traffic by weight and cannot match requests (Flagger runs canary and blue/green only with provider kuma); remove analysis.match, or use a provider that routes on headers (istio, gatewayapi:v1)"],
         ),
         (

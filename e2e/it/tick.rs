@@ -1,7 +1,7 @@
 //! The tick's flow against a real bare remote: a push rejected because someone else pushed is
 //! decided again on the new head, and what a tick announces is what reached the remote.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -24,6 +24,16 @@ fn canary(revision: &str) -> String {
     format!(
         "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1s, stepWeights: [50]}}\n"
     )
+}
+
+/// `files` seeded on a bare remote in `tmp`, a human's clone of it and sluice's:
+/// (bare remote, human clone, sluice's clone).
+fn seeded(tmp: &Path, files: &[(&str, &str)]) -> (PathBuf, PathBuf, ConfigRepo) {
+    let bare = seeded_remote(tmp, files);
+    let url = bare.display().to_string();
+    let human = human_clone(&url, &tmp.join("human"));
+    let repo = sluice_clone(&url, &tmp.join("w"));
+    (bare, human, repo)
 }
 
 /// Pushes a human commit while the first observation of a tick runs, so sluice's push of that
@@ -64,10 +74,7 @@ impl Observer for RacingHuman<'_> {
 #[test]
 fn a_rejected_push_announces_each_decision_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
-    let url = bare.display().to_string();
-    let human = human_clone(&url, &tmp.path().join("human"));
-    let mut repo = sluice_clone(&url, &tmp.path().join("w"));
+    let (bare, human, mut repo) = seeded(tmp.path(), &[(FILE, &canary("v1"))]);
     let observer = RacingHuman {
         human: &human,
         observed: AtomicUsize::new(0),
@@ -147,19 +154,22 @@ fn a_tick_reads_each_repo_file_once_and_unchanged_settings_not_at_all() {
             name
         })
         .collect();
-    for expected in [
+    let unread: Vec<&str> = [
         "apps/podinfo/canary.yaml",
         "apps/podinfo/deployment.yaml",
         "apps/podinfo/configs.yaml",
         "apps/templates.yaml",
         "clusters/prod/podinfo/podinfo-primary.yaml",
         ".sluice/status/prod/podinfo.yaml",
-    ] {
-        assert!(
-            read_once.iter().any(|r| r == expected),
-            "{expected} was not read through the runtime's reader: {read_once:?}"
-        );
-    }
+    ]
+    .into_iter()
+    .filter(|expected| !read_once.iter().any(|r| r == expected))
+    .collect();
+    assert_eq!(
+        unread,
+        Vec::<&str>::new(),
+        "not read through the runtime's reader (read: {read_once:?})"
+    );
     assert!(
         !read_once.iter().any(|r| r == ".sluice/config.yaml"),
         "unchanged settings are not read again: {read_once:?}"
@@ -175,10 +185,7 @@ fn settings_that_do_not_load_hold_every_canary_instead_of_using_defaults() {
     let good =
         "apiVersion: sluice.dev/v1alpha1\nkind: Config\nsync:\n  flux:\n    kustomization: apps\n";
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1")), (SETTINGS, good)]);
-    let url = bare.display().to_string();
-    let human = human_clone(&url, &tmp.path().join("human"));
-    let mut repo = sluice_clone(&url, &tmp.path().join("w"));
+    let (bare, human, mut repo) = seeded(tmp.path(), &[(FILE, &canary("v1")), (SETTINGS, good)]);
     let observer = sluice::observer::Offline;
     let ctx = tick_context(&observer, crate::support::runtime());
     let t0 = Timestamp::now();
@@ -223,11 +230,7 @@ fn settings_that_do_not_load_hold_every_canary_instead_of_using_defaults() {
 fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
     use sluice::tick::{poll, Idle, Polled};
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
-    let url = bare.display().to_string();
-    let human = human_clone(&url, &tmp.path().join("human"));
-    let work = tmp.path().join("w");
-    let mut repo = sluice_clone(&url, &work);
+    let (_bare, human, mut repo) = seeded(tmp.path(), &[(FILE, &canary("v1"))]);
     let (runtime, reads) = counting_runtime();
     let observer = sluice::observer::Offline;
     let ctx = tick_context(&observer, &runtime);
@@ -250,34 +253,27 @@ fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
         }
     };
 
+    // Whether the poll at second `s` ticks (else it is idle), asserted as `why`.
+    let polls = |repo: &mut ConfigRepo, idle: &mut Idle, s: u64, ticks: bool, why: &str| {
+        assert_eq!(ticked(repo, at(s), idle).is_some(), ticks, "{why}");
+    };
+
     // First sight commits the initialization; the poll after it finds the canary at rest.
     let first = ticked(&mut repo, at(0), &mut idle).expect("the first poll ticks");
     assert_eq!(first.commits, 1, "{first:?}");
     let settled = ticked(&mut repo, at(1), &mut idle).expect("the poll after a commit ticks");
     assert_eq!(settled.commits, 0, "{settled:?}");
-    assert!(
-        ticked(&mut repo, at(2), &mut idle).is_none(),
-        "nothing new: idle"
-    );
-    assert!(ticked(&mut repo, at(3), &mut idle).is_none(), "still idle");
+    polls(&mut repo, &mut idle, 2, false, "nothing new: idle");
+    polls(&mut repo, &mut idle, 3, false, "still idle");
 
     // A new commit, even one no canary reads, makes the next poll tick.
     human_commit(&human, "README.md", "# fleet\n", "docs: readme");
-    assert!(
-        ticked(&mut repo, at(4), &mut idle).is_some(),
-        "a new head ticks"
-    );
-    assert!(
-        ticked(&mut repo, at(5), &mut idle).is_none(),
-        "then idle again"
-    );
+    polls(&mut repo, &mut idle, 4, true, "a new head ticks");
+    polls(&mut repo, &mut idle, 5, false, "then idle again");
 
     // A webhook: the loop forgets the last tick, so the next poll ticks in full.
     idle.forget();
-    assert!(
-        ticked(&mut repo, at(6), &mut idle).is_some(),
-        "a webhook ticks"
-    );
+    polls(&mut repo, &mut idle, 6, true, "a webhook ticks");
     let at_rest = ticked(&mut repo, at(7), &mut idle);
     assert!(at_rest.is_none(), "idle after the webhook's tick");
 
@@ -285,14 +281,8 @@ fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
     let mut due = settled.clone();
     due.outcomes[0].wake_at = Some(at(60));
     idle.completed(repo.head(), &due);
-    assert!(
-        ticked(&mut repo, at(59), &mut idle).is_none(),
-        "wake_at not reached: idle"
-    );
-    assert!(
-        ticked(&mut repo, at(60), &mut idle).is_some(),
-        "wake_at reached: a tick"
-    );
+    polls(&mut repo, &mut idle, 59, false, "wake_at not reached: idle");
+    polls(&mut repo, &mut idle, 60, true, "wake_at reached: a tick");
 
     // A new revision starts a rollout; an active canary waits on things outside the repo
     // (the GitOps engine, readiness, webhooks), so every poll observes it.

@@ -92,6 +92,17 @@ pub(crate) fn errors(text: &str) -> Vec<String> {
     errors_in("c.yaml", text)
 }
 
+/// The values `canary`'s metric queries are rendered with for the target `podinfo`, a
+/// one-minute interval and no variables.
+pub(crate) fn podinfo_query_model(canary: &Canary) -> sluice::metrics::query_render::QueryModel {
+    sluice::metrics::query_model(
+        canary,
+        "podinfo",
+        std::time::Duration::from_secs(60),
+        &Default::default(),
+    )
+}
+
 /// A Flagger `Canary` of the `podinfo` Deployment, rendered by [`FlaggerCanary::yaml`].
 #[derive(Clone, Debug)]
 pub(crate) struct FlaggerCanary {
@@ -240,6 +251,59 @@ metadata:
             self.namespace, self.metadata, self.spec, self.target, self.refs
         )
     }
+}
+
+/// A reference under `spec:` as a Flagger Canary writes one (`targetRef`, `routeRef`, ...):
+/// the lines of `field` naming the `kind` `name` of `api_version`, each ending in a newline.
+pub(crate) fn object_ref(field: &str, api_version: &str, kind: &str, name: &str) -> String {
+    format!("  {field}:\n    apiVersion: {api_version}\n    kind: {kind}\n    name: {name}\n")
+}
+
+/// The analysis of Flagger's e2e scripts (`test/<router>/test-canary.sh`, lines indented by
+/// 4): a check every `interval`, `threshold` failed checks allowed, steps of 10 up to 50, the
+/// request success rate over a minute and the request duration over `duration_window`, then
+/// `webhooks` (the lines under `webhooks:`, without the last newline).
+pub(crate) fn flagger_e2e_analysis(
+    interval: &str,
+    threshold: u32,
+    duration_window: &str,
+    webhooks: &str,
+) -> String {
+    format!(
+        "    interval: {interval}
+    threshold: {threshold}
+    maxWeight: 50
+    stepWeight: 10
+    metrics:
+    - name: request-success-rate
+      thresholdRange:
+        min: 99
+      interval: 1m
+    - name: request-duration
+      thresholdRange:
+        max: 500
+      interval: {duration_window}
+    webhooks:
+{webhooks}"
+    )
+}
+
+/// An A/B analysis as Flagger's docs and e2e scripts write it (lines indented by 4, without
+/// the last newline): `iterations`, then one match on the request header `header` with
+/// `condition` (`exact: "insider"`, `regex: "…"`).
+pub(crate) fn ab_analysis(iterations: u32, header: &str, condition: &str) -> String {
+    format!(
+        "    iterations: {iterations}
+    match:
+      - headers:
+          {header}:
+            {condition}"
+    )
+}
+
+/// [`ab_analysis`] on `x-canary: insider`, the A/B test of Flagger's e2e scripts.
+pub(crate) fn insider_ab(iterations: u32) -> String {
+    ab_analysis(iterations, "x-canary", "exact: \"insider\"")
 }
 
 /// [`podinfo`] on Traefik, its Service on port 80 in front of 9898.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 pub(crate) mod canary;
+pub(crate) mod git_fixture;
 pub(crate) mod route_case;
 mod world;
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
@@ -42,6 +43,15 @@ impl Schemas {
             .iter_errors(doc)
             .map(|e| format!("{}: {e}", e.instance_path()))
             .collect()
+    }
+
+    /// Asserts that `doc` passes its strict schema (a failure names `what`, the schema file
+    /// and every error); returns the schema's file name.
+    pub fn assert_valid(&mut self, doc: &Json, what: &str) -> String {
+        let file = Self::file_for(doc);
+        let errors = self.errors(doc);
+        assert!(errors.is_empty(), "{what}: {file}: {errors:#?}");
+        file
     }
 }
 
@@ -212,6 +222,14 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
+
+/// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
+pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_ref(), t.as_ref()))
+        .collect()
+}
 
 /// A bare repo `<dir>/config.git` whose main holds `files`.
 pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
