@@ -328,7 +328,7 @@ fn daemon_with_a_hung_remote_is_not_ready_logs_it_and_recovers_when_it_answers()
             "--git-timeout",
             "1s",
         ])
-        .args(["--listen", &addr, "--workdir"])
+        .args(["--listen", &addr, "--probe-listen", "127.0.0.1:0", "--workdir"])
         .arg(fx.path("work"))
         .env("SLUICE_LOG", "info")
         .stdout(std::process::Stdio::null())
@@ -378,6 +378,7 @@ fn sigterm_stops_the_daemon_while_a_fetch_hangs() {
     // A git timeout far longer than the test's guard: only the stop itself can end it.
     cmd.args(["run", "--repo", &url, "--git-timeout", "1h", "--listen"])
         .arg("127.0.0.1:0")
+        .args(["--probe-listen", "127.0.0.1:0"])
         .arg("--workdir")
         .arg(fx.path("work"))
         .env("SLUICE_LOG", "info");
@@ -433,6 +434,7 @@ fn daemon_started_while_the_remote_is_down_keeps_retrying_until_it_is_up() {
     let log_path = fx.path("daemon.log");
     let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["run", "--repo", &url, "--poll", "200ms", "--listen", &addr])
+        .args(["--probe-listen", "127.0.0.1:0"])
         .arg("--workdir")
         .arg(fx.path("work"))
         .env("SLUICE_LOG", "info")
