@@ -77,7 +77,11 @@ pub fn sleep_for(
 }
 
 /// Binds `addr` on the runtime context's tokio runtime; `flag` names the option to change.
-fn bind(runtime: &Runtime, addr: SocketAddr, flag: &str) -> anyhow::Result<tokio::net::TcpListener> {
+fn bind(
+    runtime: &Runtime,
+    addr: SocketAddr,
+    flag: &str,
+) -> anyhow::Result<tokio::net::TcpListener> {
     runtime
         .block_on(tokio::net::TcpListener::bind(addr))
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}; pass another {flag}"))

@@ -101,7 +101,9 @@ impl Daemon {
 fn probe(addr: &str, path: &str) -> Option<u16> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
     let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(head.as_bytes()).ok()?;
     let mut out = Vec::new();
@@ -268,6 +270,9 @@ fn settled_after(addr: &str, from: u64) -> u64 {
     }
 }
 
+/// A forge's name, a body, its two authentication headers and its delivery id header.
+type Forge<'a> = (&'a str, &'a [u8], [(&'a str, &'a str); 2], &'a str);
+
 /// A signed delivery captured once (from a proxy's log, a forge's delivery page) and sent
 /// again under fresh delivery ids: the id header is not signed, the body is. The same body
 /// within the replay window wakes the loop once, on every forge's headers.
@@ -281,7 +286,7 @@ fn a_signed_webhook_replayed_under_fresh_delivery_ids_wakes_once() {
     let hub = github_signature(SECRET, github);
     let gitea_sig = github_signature(SECRET, gitea);
     let gitea_sig = gitea_sig.trim_start_matches("sha256=");
-    let forges: [(&str, &[u8], [(&str, &str); 2], &str); 3] = [
+    let forges: [Forge; 3] = [
         (
             "github",
             github,
