@@ -328,7 +328,13 @@ fn daemon_with_a_hung_remote_is_not_ready_logs_it_and_recovers_when_it_answers()
             "--git-timeout",
             "1s",
         ])
-        .args(["--listen", &addr, "--probe-listen", "127.0.0.1:0", "--workdir"])
+        .args([
+            "--listen",
+            &addr,
+            "--probe-listen",
+            "127.0.0.1:0",
+            "--workdir",
+        ])
         .arg(fx.path("work"))
         .env("SLUICE_LOG", "info")
         .stdout(std::process::Stdio::null())

@@ -535,7 +535,10 @@ async fn one_peer_holds_at_most_its_share_of_connections() {
         if !closed_within(&mut again, Duration::from_millis(200)).await {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the place never came back");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place never came back"
+        );
     }
     drop(held);
     server.stop().await;

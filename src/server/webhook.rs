@@ -164,7 +164,10 @@ pub(super) async fn git_hook(
         .find_map(|name| header_str(&headers, name));
     // Recorded only once authenticated, so unsigned requests cannot fill the memory.
     if !state.replays.first(&body, Instant::now()) {
-        info!(event, delivery, "Git webhook body received before; ignored as a replay");
+        info!(
+            event,
+            delivery, "Git webhook body received before; ignored as a replay"
+        );
         return (
             StatusCode::OK,
             "already received: this body was delivered before\n",
@@ -263,7 +266,10 @@ mod tests {
         assert!(!replays.first(b"{\"after\":\"1\"}", t0 + Duration::from_secs(1)));
         assert!(replays.first(b"{\"after\":\"2\"}", t0 + Duration::from_secs(1)));
         assert!(
-            !replays.first(b"{\"after\":\"1\"}", t0 + REPLAY_WINDOW - Duration::from_secs(1)),
+            !replays.first(
+                b"{\"after\":\"1\"}",
+                t0 + REPLAY_WINDOW - Duration::from_secs(1)
+            ),
             "a replay does not extend the window"
         );
         assert!(replays.first(b"{\"after\":\"1\"}", t0 + REPLAY_WINDOW));
