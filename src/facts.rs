@@ -69,6 +69,7 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         has_status: &has_status,
     };
     let mut loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
+    crate::spec::output_folder::reject_unowned_paths(&mut loaded, &snapshot, root);
     // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
     let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
     crate::spec::template_refs::reject_unusable_templates(

@@ -319,6 +319,7 @@ fn idle(scale: &Scale) -> Row {
                 &work.display().to_string(),
             ])
             .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+            .args(["--probe-listen", "127.0.0.1:0"])
             .env("SLUICE_LOG", "error,sluice::cli::run=debug")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -124,9 +124,11 @@ fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
     let d = Daemon::start();
     let (bare, addr, secret, deadline) = (d.bare.as_path(), d.addr.as_str(), SECRET, d.deadline);
     // The first tick initialized the canary; each webhook below must add one tick: the second
-    // finds the canary at rest, and the third polls that same head again.
-    let body = br#"{"ref":"refs/heads/main"}"#;
+    // finds the canary at rest, and the third polls that same head again. Two deliveries are
+    // two bodies (the same signed body twice is a replay, whatever its delivery id).
     for (delivery, expected) in [("d-1", 2), ("d-2", 3)] {
+        let body = format!(r#"{{"ref":"refs/heads/main","delivery":"{delivery}"}}"#);
+        let body = body.as_bytes();
         let (status, _) = http(
             addr,
             "POST",
@@ -183,6 +185,8 @@ impl Daemon {
                 "60s",
                 "--listen",
                 &addr,
+                "--probe-listen",
+                "127.0.0.1:0",
                 "--workdir",
                 &tmp.path().join("d").display().to_string(),
             ])

@@ -371,7 +371,7 @@ fn start_daemon(
     let daemon = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .arg("run")
         .args(args)
-        .args(["--listen", listen])
+        .args(["--listen", listen, "--probe-listen", "127.0.0.1:0"])
         .arg("--workdir")
         .arg(fx.path("work"))
         .env("SLUICE_LOG", "info")

@@ -307,7 +307,8 @@ fn daemon(bare: &Path, workdir: &Path, poll: &str, secret: &str, max_fds: u32) -
         .arg(env!("CARGO_BIN_EXE_sluice"))
         .args(["run", "--repo"])
         .arg(bare)
-        .args(["--poll", poll, "--listen", &addr, "--workdir"])
+        .args(["--poll", poll, "--listen", &addr])
+        .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
         .arg(workdir)
         .env("SLUICE_WEBHOOK_SECRET", secret)
         .env("SLUICE_LOG", "error")
@@ -414,7 +415,8 @@ fn sign(secret: &str, body: &[u8]) -> String {
 }
 
 /// One signed delivery replayed many times wakes the loop once; many distinct deliveries sent
-/// while a wake-up is pending coalesce into it.
+/// while a wake-up is pending coalesce into it. Distinct deliveries are distinct bodies (each
+/// names its commit): the same signed body is a replay whatever its delivery id says.
 #[test]
 fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
     let tmp = tempfile::tempdir().unwrap();
@@ -423,14 +425,16 @@ fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
         &[("apps/web.yaml", &route_only_at("web", "v1", None))],
     );
     let (_daemon, addr) = daemon(&bare, &tmp.path().join("d"), "60s", "s3cret", 1024);
-    let body = br#"{"ref":"refs/heads/main"}"#;
-    let hook = |delivery: &str| {
+    let hook = |delivery: &str, after: usize| {
+        let body = format!(r#"{{"ref":"refs/heads/main","after":"{after:040x}"}}"#);
         let head = format!(
             "POST /hooks/git HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: {delivery}\r\nX-Hub-Signature-256: {}\r\n\r\n",
             body.len(),
-            sign("s3cret", body)
+            sign("s3cret", body.as_bytes())
         );
-        request(&addr, &head, body).expect("the hook answers").0
+        request(&addr, &head, body.as_bytes())
+            .expect("the hook answers")
+            .0
     };
     // Settled after the first tick: with a one-minute poll, only webhooks tick now.
     let settled = |from: u64| {
@@ -449,7 +453,7 @@ fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
     let start = ticks(&addr);
 
     let answers: Vec<u16> = (0..30)
-        .map(|_| hook("72d3162e-cc78-11e3-81ab-4c9367dc0958"))
+        .map(|_| hook("72d3162e-cc78-11e3-81ab-4c9367dc0958", 0))
         .collect();
     assert_eq!(answers[0], 202);
     assert!(answers[1..].iter().all(|&a| a == 200), "{answers:?}");
@@ -461,7 +465,7 @@ fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
     );
 
     for i in 0..30 {
-        assert_eq!(hook(&format!("burst-{i}")), 202);
+        assert_eq!(hook(&format!("burst-{i}"), i + 1), 202);
     }
     let after_burst = settled(after_replays);
     // Without coalescing each delivery queues a tick of its own (30); with it, deliveries

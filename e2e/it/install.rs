@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT};
+use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROBE_LISTEN};
 
 use crate::support::{read_repo_file as read, repo_root as root, repo_yaml as yaml};
 
@@ -109,6 +109,7 @@ fn kubectl_kustomize_builds_the_install_when_kubectl_is_present() {
         "kind: ClusterRoleBinding",
         "kind: Deployment",
         "kind: Service",
+        "kind: NetworkPolicy",
     ] {
         assert!(text.contains(kind), "{kind} missing from\n{text}");
     }
@@ -170,6 +171,49 @@ fn cluster_role_is_read_only_on_exactly_four_resources() {
     );
 }
 
+/// The port of sluice's default probe address; the manifests use the same one.
+fn probe_port() -> u16 {
+    DEFAULT_PROBE_LISTEN
+        .parse::<std::net::SocketAddr>()
+        .expect("an address")
+        .port()
+}
+
+/// No NetworkPolicy schema is among the strict schemas, so the policy is checked field by
+/// field: it selects the daemon's pods, restricts ingress only, and opens only the Service's
+/// port, never the probe port (the kubelet on the node is always allowed).
+#[test]
+fn network_policy_opens_only_the_service_port() {
+    let policy = yaml("examples/install/networkpolicy.yaml");
+    assert_eq!(policy["apiVersion"], "networking.k8s.io/v1");
+    assert_eq!(policy["kind"], "NetworkPolicy");
+    let keys: Vec<&String> = policy["spec"].as_object().expect("spec").keys().collect();
+    assert_eq!(keys, ["ingress", "podSelector", "policyTypes"]);
+    let pods = &yaml("examples/install/deployment.yaml")["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(&policy["spec"]["podSelector"]["matchLabels"], pods);
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"])
+    );
+    let service = yaml("examples/install/service.yaml");
+    let service_port = &service["spec"]["ports"][0]["targetPort"];
+    assert_eq!(
+        policy["spec"]["ingress"],
+        serde_json::json!([{"ports": [{"port": service_port, "protocol": "TCP"}]}]),
+        "only the Service's port is open"
+    );
+    let ports = &yaml("examples/install/deployment.yaml")["spec"]["template"]["spec"]["containers"]
+        [0]["ports"];
+    let probes = ports
+        .as_array()
+        .expect("ports")
+        .iter()
+        .find(|p| p["name"] == "probes")
+        .expect("a probe port");
+    assert_ne!(&probes["name"], service_port, "the probe port stays closed");
+    assert_eq!(service["spec"]["ports"].as_array().map(Vec::len), Some(1));
+}
+
 #[test]
 fn deployment_runs_the_daemon_as_documented() {
     let d = yaml("examples/install/deployment.yaml");
@@ -185,15 +229,21 @@ fn deployment_runs_the_daemon_as_documented() {
             "--repo",
             "$(SLUICE_REPO)",
             "--listen",
-            format!("0.0.0.0:{DEFAULT_PORT}")
+            format!("0.0.0.0:{DEFAULT_PORT}"),
+            "--probe-listen",
+            format!("0.0.0.0:{}", probe_port()),
         ])
     );
     assert_eq!(c["ports"][0]["containerPort"], DEFAULT_PORT);
     assert_eq!(c["ports"][0]["name"], "http");
+    assert_eq!(c["ports"][1]["containerPort"], probe_port());
+    assert_eq!(c["ports"][1]["name"], "probes");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    // The kubelet probes the listener of its own, which a flood of the webhook port cannot
+    // take.
     for probe in ["livenessProbe", "readinessProbe"] {
-        assert_eq!(c[probe]["httpGet"]["port"], "http");
+        assert_eq!(c[probe]["httpGet"]["port"], "probes");
     }
     assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
     assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
@@ -388,6 +438,13 @@ fn the_default_listen_port_is_no_common_neighbours() {
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(
         help.contains(&format!("[default: {DEFAULT_LISTEN}]")),
+        "{help}"
+    );
+    // The probe listener too stays on loopback unless told (the manifest tells it).
+    let probes: std::net::SocketAddr = DEFAULT_PROBE_LISTEN.parse().expect("an address");
+    assert!(probes.ip().is_loopback());
+    assert!(
+        help.contains(&format!("[default: {DEFAULT_PROBE_LISTEN}]")),
         "{help}"
     );
 }

@@ -300,6 +300,8 @@ impl Daemon {
                 "200ms",
                 "--listen",
                 "127.0.0.1:0",
+                "--probe-listen",
+                "127.0.0.1:0",
                 "--workdir",
                 &workdir.display().to_string(),
             ])

@@ -202,6 +202,8 @@ fn an_operation_racing_a_running_daemon_loses_nothing_and_never_forces() {
             "100ms",
             "--listen",
             "127.0.0.1:0",
+            "--probe-listen",
+            "127.0.0.1:0",
             "--workdir",
             &tmp.path().join("d").display().to_string(),
         ])

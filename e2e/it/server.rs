@@ -1,10 +1,11 @@
-//! The daemon's HTTP endpoints, served on 127.0.0.1:0 and requested with reqwest: probes,
-//! /metrics parsed as the OpenMetrics text format, and signed webhooks waking the loop.
+//! The daemon's HTTP endpoints, served on 127.0.0.1:0 and requested with reqwest: probes (on
+//! the main listener and on their own), /metrics parsed as the OpenMetrics text format, signed
+//! webhooks waking the loop once per body, and the per-peer connection limit.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sluice::server::{serve, Metrics, ServerState};
+use sluice::server::{serve, serve_probes, serve_with, Limits, Metrics, ServerState};
 use tokio::sync::oneshot;
 
 use crate::support::github_signature;
@@ -17,7 +18,18 @@ struct Running {
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
+/// Which listener a test serves.
+enum Serve {
+    Main,
+    MainWithin(Limits),
+    Probes,
+}
+
 async fn start(secret: Option<&str>) -> Running {
+    start_serving(secret, Serve::Main).await
+}
+
+async fn start_serving(secret: Option<&str>, which: Serve) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let state = ServerState::new(Metrics::new(), secret.map(str::to_string));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -25,9 +37,16 @@ async fn start(secret: Option<&str>) -> Running {
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, state.clone(), async move {
+    let shutdown = async move {
         let _ = stopped.await;
-    }));
+    };
+    let task = match which {
+        Serve::Main => tokio::spawn(serve(listener, state.clone(), shutdown)),
+        Serve::MainWithin(limits) => {
+            tokio::spawn(serve_with(listener, state.clone(), limits, shutdown))
+        }
+        Serve::Probes => tokio::spawn(serve_probes(listener, state.clone(), shutdown)),
+    };
     Running {
         base,
         state,
@@ -392,5 +411,135 @@ async fn gitlab_token_must_match() {
         .await;
     assert_eq!(code, 202);
     assert!(server.woken_within(Duration::from_secs(5)).await);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_probe_listener_serves_the_probes_and_nothing_else() {
+    let server = start_serving(Some("s3cret"), Serve::Probes).await;
+    assert_eq!(server.get("/healthz").await.0, 200);
+    let (code, _, body) = server.get("/readyz").await;
+    assert_eq!(code, 503, "{body}");
+    server.state.set_ready();
+    assert_eq!(server.get("/readyz").await.0, 200);
+    assert_eq!(server.get("/metrics").await.0, 404);
+    let body = r#"{"ref":"refs/heads/main"}"#;
+    let sig = github_signature("s3cret", body);
+    let (code, _) = server
+        .hook(
+            &[("x-github-event", "push"), ("x-hub-signature-256", &sig)],
+            body,
+        )
+        .await;
+    assert_eq!(code, 404, "webhooks go to the main listener only");
+    assert!(!server.woken_within(Duration::from_millis(200)).await);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_signed_body_wakes_once_whatever_its_delivery_id() {
+    let server = start(Some("s3cret")).await;
+    let body = r#"{"ref":"refs/heads/main","after":"0123456789abcdef0123456789abcdef01234567"}"#;
+    let sig = github_signature("s3cret", body);
+    let send = |delivery: &'static str, body: &'static str, sig: String| {
+        let server = &server;
+        async move {
+            server
+                .hook(
+                    &[
+                        ("x-github-event", "push"),
+                        ("x-github-delivery", delivery),
+                        ("x-hub-signature-256", &sig),
+                    ],
+                    body,
+                )
+                .await
+        }
+    };
+    let (code, _) = send("d-1", body, sig.clone()).await;
+    assert_eq!(code, 202);
+    assert!(server.woken_within(Duration::from_secs(5)).await);
+    for delivery in ["d-1", "d-2", "d-3"] {
+        let (code, text) = send(delivery, body, sig.clone()).await;
+        assert_eq!(code, 200, "{delivery}: {text}");
+        assert!(text.contains("already received"), "{text}");
+    }
+    assert!(!server.woken_within(Duration::from_millis(300)).await);
+    // Another body (the next push) wakes again.
+    let other = r#"{"ref":"refs/heads/main","after":"89abcdef0123456789abcdef0123456789abcdef"}"#;
+    let (code, _) = send("d-4", other, github_signature("s3cret", other)).await;
+    assert_eq!(code, 202);
+    assert!(server.woken_within(Duration::from_secs(5)).await);
+    server.stop().await;
+}
+
+/// Opens a connection to `base` (`http://ip:port`) from the loopback address `from`.
+async fn connect_from(from: &str, base: &str) -> tokio::net::TcpStream {
+    let target: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(format!("{from}:0").parse().expect("from"))
+        .expect("bind");
+    socket.connect(target).await.expect("connect")
+}
+
+/// Whether the server closes `stream` before answering anything within `wait`.
+async fn closed_within(stream: &mut tokio::net::TcpStream, wait: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(wait, stream.read(&mut buf)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+#[tokio::test]
+async fn one_peer_holds_at_most_its_share_of_connections() {
+    let limits = Limits {
+        max_per_peer: 3,
+        header_timeout: Duration::from_secs(30),
+        ..Limits::default()
+    };
+    let server = start_serving(None, Serve::MainWithin(limits)).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from("127.0.0.1", &server.base).await);
+    }
+    // Each is served: the server reads from them until the header timeout.
+    for stream in &mut held {
+        assert!(!closed_within(stream, Duration::from_millis(200)).await);
+    }
+    let mut one_more = connect_from("127.0.0.1", &server.base).await;
+    assert!(
+        closed_within(&mut one_more, Duration::from_secs(5)).await,
+        "a fourth connection from the same peer is closed at once"
+    );
+    // Another peer is served meanwhile.
+    let mut other = connect_from("127.0.0.2", &server.base).await;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    other
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), other.read_to_string(&mut answer))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A place given back is taken again.
+    held.pop();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = connect_from("127.0.0.1", &server.base).await;
+        if !closed_within(&mut again, Duration::from_millis(200)).await {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place never came back"
+        );
+    }
+    drop(held);
     server.stop().await;
 }

@@ -1,6 +1,7 @@
 //! `sluice run`: the daemon. Ticks, then sleeps until the earliest due time of any canary, the
-//! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics`, `/healthz`
-//! and `/readyz` (not ready until a tick succeeds, and again after a failed one);
+//! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics` and the
+//! webhook on `--listen`, and `/healthz` and `/readyz` (not ready until a tick succeeds, and
+//! again after a failed one) on `--probe-listen`, a listener of their own;
 //! SIGTERM/SIGINT end it between ticks, or at most 5 s later if a git operation is still
 //! running. A remote that cannot be reached at start is retried every poll interval. A poll that
 //! finds the head unchanged, every canary at rest and no webhook since does nothing beyond the
@@ -19,7 +20,7 @@ use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::gitops::ConfigRepo;
 use crate::observer::Live;
 use crate::runtime::Runtime;
-use crate::server::{serve, Metrics, ServerState};
+use crate::server::{serve, serve_probes, Metrics, ServerState};
 use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
@@ -29,6 +30,10 @@ use crate::yaml::reader::parse_duration;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8723";
 /// The port of [`DEFAULT_LISTEN`], which the Dockerfile and the install manifests use too.
 pub const DEFAULT_PORT: u16 = 8723;
+/// The probe listener's default address: loopback, like [`DEFAULT_LISTEN`]. Port 8081 is the
+/// health port kubebuilder-made operators use; in a pod it has no neighbour, and a daemon
+/// started next to another user of it is told to pass another `--probe-listen`.
+pub const DEFAULT_PROBE_LISTEN: &str = "127.0.0.1:8081";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -39,9 +44,16 @@ pub struct Args {
     pub poll: Duration,
     #[arg(long, default_value_t = 8)]
     pub push_attempts: u32,
-    /// Address of /metrics, /healthz, /readyz and /hooks/git (port 0 picks a free port).
+    /// Address of /metrics and /hooks/git (port 0 picks a free port). /healthz and /readyz
+    /// answer here too, but share this listener's connections with every client: probe
+    /// --probe-listen instead.
     #[arg(long, default_value = DEFAULT_LISTEN, env = "SLUICE_LISTEN")]
     pub listen: SocketAddr,
+    /// Address of /healthz and /readyz alone, for the kubelet's probes: a listener with
+    /// connections of its own, which a flood on --listen cannot take (port 0 picks a free
+    /// port).
+    #[arg(long, default_value = DEFAULT_PROBE_LISTEN, env = "SLUICE_PROBE_LISTEN")]
+    pub probe_listen: SocketAddr,
     /// Run with several replicas: only the holder of a Kubernetes Lease ticks.
     #[arg(long, env = "SLUICE_LEADER_ELECTION")]
     pub leader_election: bool,
@@ -64,18 +76,29 @@ pub fn sleep_for(
     until_wake.min(poll).max(Duration::from_millis(50))
 }
 
-/// Starts the HTTP server on the runtime context's tokio runtime; webhook wake-ups arrive on
-/// the channel.
+/// Binds `addr` on the runtime context's tokio runtime; `flag` names the option to change.
+fn bind(
+    runtime: &Runtime,
+    addr: SocketAddr,
+    flag: &str,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    runtime
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}; pass another {flag}"))
+}
+
+/// Starts the HTTP servers on the runtime context's tokio runtime: the main listener and the
+/// probe listener; webhook wake-ups arrive on the channel.
 fn start_server(
     runtime: &Runtime,
-    listen: SocketAddr,
+    args: &Args,
     state: ServerState,
     wake: mpsc::SyncSender<()>,
 ) -> anyhow::Result<()> {
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(listen))
-        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}; pass another --listen"))?;
-    info!(address = %listener.local_addr()?, "Serving /metrics /healthz /readyz /hooks/git");
+    let listener = bind(runtime, args.listen, "--listen")?;
+    let probes = bind(runtime, args.probe_listen, "--probe-listen")?;
+    info!(address = %listener.local_addr()?, "Serving /metrics /hooks/git");
+    info!(address = %probes.local_addr()?, "Serving probes /healthz /readyz");
     let waker = state.clone();
     let runtime = runtime.tokio();
     runtime.spawn(async move {
@@ -86,6 +109,12 @@ fn start_server(
             if let Err(mpsc::TrySendError::Disconnected(())) = wake.try_send(()) {
                 break;
             }
+        }
+    });
+    let probe_state = state.clone();
+    runtime.spawn(async move {
+        if let Err(e) = serve_probes(probes, probe_state, std::future::pending()).await {
+            error!(error = %e, "Probe server stopped");
         }
     });
     runtime.spawn(async move {
@@ -223,7 +252,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             .map(str::to_string),
     );
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
-    start_server(&runtime, args.listen, state.clone(), wake_tx)?;
+    start_server(&runtime, args, state.clone(), wake_tx)?;
     let Some(mut locked) = open_with_retry(args, &stop, &metrics)? else {
         stopped.store(true, Ordering::SeqCst);
         info!("sluice stopped");

@@ -16,6 +16,7 @@ use crate::metrics::metric_templates::TemplateIndex;
 use crate::render::status_file;
 use crate::spec::load::{find_settings, load_settings, Existing, Loaded};
 use crate::spec::model::{CanaryId, Target};
+use crate::spec::output_folder::reject_unowned_paths;
 use crate::spec::settings::Settings;
 use crate::spec::template_refs::reject_unusable_templates;
 use crate::workload::{autoscaler, Index};
@@ -78,6 +79,10 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         has_status: &has_status,
     });
     let mut loaded = crate::spec::load::load_in(&snapshot, &settings, existing.as_ref());
+    // Output folders are checked on disk as the loop checks them in its clone.
+    if let Some(root) = &root {
+        reject_unowned_paths(&mut loaded, &snapshot, root);
+    }
     // References resolve against the whole repo's templates, as in the loop; the problems of
     // the templates in the files given are reported here.
     let (given, template_errors) = TemplateIndex::from_snapshot(&snapshot);

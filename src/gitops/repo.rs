@@ -77,6 +77,7 @@ impl ConfigRepo {
     /// clone can be updated again. Call it only while holding sluice's exclusive lock on the
     /// work dir: then nothing else can be writing the clone, and every such file is stale.
     pub fn remove_stale_locks(workdir: &Path) -> Result<Vec<PathBuf>> {
+        refuse_git_file(workdir)?;
         let removed = locks::remove_stale(workdir)?;
         for lock in &removed {
             tracing::warn!(file = %lock.display(), "removed a stale git lock file a killed process left");
@@ -117,6 +118,9 @@ impl ConfigRepo {
             source,
         })?;
 
+        // A worktree or submodule checkout opens as a repository, and would then be reset to
+        // the remote: refused before anything is opened.
+        refuse_git_file(&root)?;
         if root.join(".git").exists() {
             let repo = match Repository::open(&root) {
                 Ok(repo) => repo,
@@ -601,6 +605,44 @@ fn adopt_remote(repo: &Repository, url: &str) -> std::result::Result<(), String>
             redact_url(url)
         )),
     }
+}
+
+/// Refuses a work dir whose `.git` is not a folder: a file (`gitdir: ...`, the checkout of a
+/// `git worktree` or a submodule, whose repository lives elsewhere) or a symbolic link. sluice
+/// keeps a clone of its own there and resets it to the remote, so it must never adopt someone
+/// else's checkout.
+fn refuse_git_file(workdir: &Path) -> Result<()> {
+    let git = workdir.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&git) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        return Ok(());
+    }
+    let found = if meta.file_type().is_symlink() {
+        "a symbolic link".to_string()
+    } else {
+        // The first line of a small file says where the repository is; read no more.
+        let mut head = String::new();
+        let _ = std::fs::File::open(&git)
+            .map(|f| std::io::Read::take(f, 4096))
+            .and_then(|mut f| std::io::Read::read_to_string(&mut f, &mut head));
+        match head.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) {
+            Some(dir) => format!(
+                "a file pointing to {}: this is the checkout of a git worktree or a submodule",
+                dir.trim()
+            ),
+            None => "a file".to_string(),
+        }
+    };
+    Err(Error::Workdir {
+        path: workdir.to_path_buf(),
+        reason: format!(
+            "its .git is {found}, not the folder of a clone sluice made. sluice keeps a clone of \
+             its own in the work dir and resets it to the remote; pass --workdir (or \
+             SLUICE_WORKDIR) an empty or missing folder"
+        ),
+    })
 }
 
 /// Makes an [`Error::Workdir`] about `path` from a reason.

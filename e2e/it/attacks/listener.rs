@@ -1,1 +1,329 @@
-//! See `../attacks.rs`.
+//! See `../attacks.rs`. Attacks by anyone who can open a connection to the daemon: a flood of
+//! half-open connections that would starve the kubelet's probes (and so restart the pod over
+//! and over), and a signed webhook replayed under fresh delivery ids.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::{github_signature, http, seeded_remote};
+
+const SECRET: &str = "s3cret";
+
+fn canary() -> &'static str {
+    "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n"
+}
+
+/// `sluice run` with a one-minute poll, both listeners on free ports it picks itself; killed
+/// when dropped, even by a failed assertion.
+struct Daemon {
+    child: std::process::Child,
+    /// The main listener (`/metrics`, `/hooks/git`).
+    main: String,
+    /// The probe listener (`/healthz`, `/readyz`).
+    probes: String,
+    _tmp: tempfile::TempDir,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The address logged on the line holding `what` (`... what ... address=127.0.0.1:4242`).
+fn logged_address(log: &str, what: &str) -> Option<String> {
+    log.lines()
+        .filter(|l| l.contains(what))
+        .find_map(|l| l.split_once("address=").map(|(_, a)| a.trim().to_string()))
+}
+
+impl Daemon {
+    /// Started on a fresh remote, once its probe listener says it is ready.
+    fn start() -> Daemon {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", canary())]);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["run", "--repo"])
+            .arg(&bare)
+            .args(["--poll", "60s", "--listen", "127.0.0.1:0"])
+            .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
+            .arg(tmp.path().join("d"))
+            .env("SLUICE_WEBHOOK_SECRET", SECRET)
+            .env("SLUICE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (main, probes) = loop {
+            let text = log.lock().unwrap().clone();
+            if let (Some(main), Some(probes)) = (
+                logged_address(&text, "Serving /metrics"),
+                logged_address(&text, "Serving probes"),
+            ) {
+                break (main, probes);
+            }
+            assert!(Instant::now() < deadline, "no listener logged:\n{text}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let daemon = Daemon {
+            child,
+            main,
+            probes,
+            _tmp: tmp,
+        };
+        while probe(&daemon.probes, "/readyz") != Some(200) {
+            assert!(Instant::now() < deadline, "the daemon never became ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        daemon
+    }
+}
+
+/// One probe as the kubelet makes it: a fresh connection, a generous timeout; `None` when the
+/// connection fails or closes without an answer.
+fn probe(addr: &str, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).ok()?;
+    String::from_utf8_lossy(&out)
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// `count` connections to `target` from the loopback address `from`, each sending part of a
+/// request line and then nothing; each one the server drops is opened again a second later.
+/// Runs until `stop`; `opened` counts the connections made.
+fn flood(
+    target: String,
+    from: std::net::IpAddr,
+    count: usize,
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let target: std::net::SocketAddr = target.parse().unwrap();
+            let tasks: Vec<_> = (0..count)
+                .map(|_| {
+                    let (stop, opened) = (Arc::clone(&stop), Arc::clone(&opened));
+                    tokio::spawn(async move {
+                        while !stop.load(Ordering::SeqCst) {
+                            half_open(target, from, &opened).await;
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                let _ = task.await;
+            }
+        });
+    })
+}
+
+/// One half-open connection, held until the server drops it (or for 30 s at most).
+async fn half_open(target: std::net::SocketAddr, from: std::net::IpAddr, opened: &AtomicUsize) {
+    let Ok(socket) = tokio::net::TcpSocket::new_v4() else {
+        return;
+    };
+    if socket.bind(std::net::SocketAddr::new(from, 0)).is_err() {
+        return;
+    }
+    let Ok(mut stream) = socket.connect(target).await else {
+        return;
+    };
+    opened.fetch_add(1, Ordering::SeqCst);
+    if stream.write_all(b"GET /healthz HT").await.is_err() {
+        return;
+    }
+    let mut buf = [0u8; 256];
+    let _ = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf)).await;
+}
+
+/// Starts `count` half-open connections from `from` to `target` and waits until each was
+/// opened at least once; the flood stops when the returned guard drops.
+fn flooded(target: &str, from: &str, count: usize) -> Flood {
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicUsize::new(0));
+    let thread = flood(
+        target.to_string(),
+        from.parse().unwrap(),
+        count,
+        Arc::clone(&stop),
+        Arc::clone(&opened),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while opened.load(Ordering::SeqCst) < count {
+        assert!(
+            Instant::now() < deadline,
+            "the flood opened only {} connections",
+            opened.load(Ordering::SeqCst)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Flood {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+struct Flood {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// 30 probes in a row, a fifth of a second apart, must all answer 200.
+fn thirty_probes_succeed(addr: &str) {
+    for i in 0..30 {
+        for path in ["/healthz", "/readyz"] {
+            assert_eq!(
+                probe(addr, path),
+                Some(200),
+                "probe {} of 30 ({path}) failed",
+                i + 1
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// 1,000 half-open connections against the webhook and metrics listener, reopened as they
+/// drop, cannot fail the kubelet's probes: those are served on a listener of their own.
+#[test]
+fn half_open_connections_on_the_main_listener_do_not_starve_the_probes() {
+    let daemon = Daemon::start();
+    let _flood = flooded(&daemon.main, "127.0.0.1", 1000);
+    thirty_probes_succeed(&daemon.probes);
+}
+
+/// The probe listener too keeps room for the kubelet when one peer floods it (the install
+/// manifest exposes it on the pod's address): a peer holds only a few connections at once.
+#[test]
+fn one_peer_flooding_the_probe_listener_leaves_room_for_the_kubelet() {
+    let daemon = Daemon::start();
+    // Another address of the loopback network stands for a pod in the cluster.
+    let _flood = flooded(&daemon.probes, "127.0.0.2", 1000);
+    thirty_probes_succeed(&daemon.probes);
+}
+
+/// The `sluice_reconcile_ticks_total` counter, from /metrics on the main listener.
+fn ticks(addr: &str) -> u64 {
+    let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
+    assert_eq!(status, 200, "{metrics}");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_reconcile_ticks_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or_else(|| panic!("no tick counter in {metrics}"), |v| v as u64)
+}
+
+/// The tick counter once it moved past `from` and then stayed put for two seconds.
+fn settled_after(addr: &str, from: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = from;
+    loop {
+        std::thread::sleep(Duration::from_secs(2));
+        let now = ticks(addr);
+        if now == last && now > from {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "the ticks never settled");
+        last = now;
+    }
+}
+
+/// A forge's name, a body, its two authentication headers and its delivery id header.
+type Forge<'a> = (&'a str, &'a [u8], [(&'a str, &'a str); 2], &'a str);
+
+/// A signed delivery captured once (from a proxy's log, a forge's delivery page) and sent
+/// again under fresh delivery ids: the id header is not signed, the body is. The same body
+/// within the replay window wakes the loop once, on every forge's headers.
+#[test]
+fn a_signed_webhook_replayed_under_fresh_delivery_ids_wakes_once() {
+    let daemon = Daemon::start();
+    let addr = daemon.main.as_str();
+    let github = br#"{"ref":"refs/heads/main","after":"1111111111111111111111111111111111111111"}"#;
+    let gitea = br#"{"ref":"refs/heads/main","after":"2222222222222222222222222222222222222222"}"#;
+    let gitlab = br#"{"object_kind":"push","ref":"refs/heads/main","checkout_sha":"3333333333333333333333333333333333333333"}"#;
+    let hub = github_signature(SECRET, github);
+    let gitea_sig = github_signature(SECRET, gitea);
+    let gitea_sig = gitea_sig.trim_start_matches("sha256=");
+    let forges: [Forge; 3] = [
+        (
+            "github",
+            github,
+            [("X-GitHub-Event", "push"), ("X-Hub-Signature-256", &hub)],
+            "X-GitHub-Delivery",
+        ),
+        (
+            "gitea",
+            gitea,
+            [("X-Gitea-Event", "push"), ("X-Gitea-Signature", gitea_sig)],
+            "X-Gitea-Delivery",
+        ),
+        (
+            "gitlab",
+            gitlab,
+            [("X-Gitlab-Event", "Push Hook"), ("X-Gitlab-Token", SECRET)],
+            "X-Gitlab-Event-UUID",
+        ),
+    ];
+    for (forge, body, auth, delivery_header) in forges {
+        let start = ticks(addr);
+        let answers: Vec<u16> = (0..10)
+            .map(|i| {
+                let delivery = format!("{forge}-fresh-{i}");
+                let headers = [auth[0], auth[1], (delivery_header, delivery.as_str())];
+                http(addr, "POST", "/hooks/git", &headers, body).0
+            })
+            .collect();
+        assert_eq!(answers[0], 202, "{forge}: the first delivery wakes");
+        assert!(
+            answers[1..].iter().all(|&a| a == 200),
+            "{forge}: replays under fresh ids were taken as new deliveries: {answers:?}"
+        );
+        assert_eq!(
+            settled_after(addr, start),
+            start + 1,
+            "{forge}: ten copies of one signed body: one tick"
+        );
+    }
+}

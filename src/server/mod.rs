@@ -1,0 +1,197 @@
+//! The daemon's HTTP endpoints, on two listeners:
+//!
+//! - the main one: `/metrics`, `POST /hooks/git` (and `/healthz`, `/readyz`, kept for setups
+//!   that probe it);
+//! - the probe listener: `/healthz` and `/readyz` only, for the kubelet. It has its own
+//!   connection budget, so a flood of connections to the main listener (which the cluster
+//!   reaches through a Service) cannot fail the probes and get the pod restarted.
+//!
+//! The server only reports and wakes: the loop records what it did through [`Metrics`], marks
+//! readiness with [`ServerState::set_ready`], and waits on [`ServerState::woken`] to start a
+//! tick early when a forge reports a push. Nothing here reads git, decides or writes; a webhook
+//! body is only authenticated, never trusted for content (the loop fetches and looks itself).
+//!
+//! The server must never starve the loop: each listener serves within its [`Limits`]
+//! (`listener.rs`); a signed body delivered again is answered but wakes nothing
+//! (`webhook.rs`), and wake-ups coalesce: however many arrive while one is pending, the loop
+//! sees one. `/metrics` is encoded by `metrics.rs`.
+
+mod listener;
+mod metrics;
+mod webhook;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::sync::Notify;
+
+pub use listener::Limits;
+pub use metrics::Metrics;
+pub use webhook::{MAX_WEBHOOK_BODY, REMEMBERED_DELIVERIES, REPLAY_WINDOW, WEBHOOK_SECRET_ENV};
+
+use listener::serve_app;
+use metrics::OPENMETRICS;
+use webhook::{git_hook, Replays};
+
+/// What the handlers share with the loop.
+#[derive(Clone)]
+pub struct ServerState {
+    metrics: Metrics,
+    ready: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+    webhook_secret: Option<Arc<[u8]>>,
+    /// Bodies of authenticated webhooks, to refuse replays.
+    replays: Replays,
+}
+
+impl ServerState {
+    /// `webhook_secret`: the shared secret forges sign with; `None` (or empty) disables
+    /// `/hooks/git`.
+    pub fn new(metrics: Metrics, webhook_secret: Option<String>) -> ServerState {
+        ServerState {
+            metrics,
+            ready: Arc::new(AtomicBool::new(false)),
+            wake: Arc::new(Notify::new()),
+            webhook_secret: webhook_secret
+                .filter(|s| !s.is_empty())
+                .map(|s| Arc::from(s.into_bytes())),
+            replays: Replays::new(),
+        }
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Marks the daemon ready (call after the first successful fetch).
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// Marks the daemon not ready (a tick failed: the config repo could not be fetched or
+    /// pushed).
+    pub fn set_not_ready(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Resolves at the next authenticated webhook (or at once if one arrived since the last
+    /// wait: the wake-up is stored, never lost between two waits).
+    pub async fn woken(&self) {
+        self.wake.notified().await;
+    }
+
+    /// The wake-up channel itself, for callers that select on it.
+    pub fn wake_handle(&self) -> Arc<Notify> {
+        Arc::clone(&self.wake)
+    }
+}
+
+/// The main routes (`/metrics`, `/hooks/git`, and the probes too, as before the probe
+/// listener), for tests or embedding; every request answered within `request_timeout`.
+pub fn router(state: ServerState, request_timeout: Duration) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/hooks/git", post(git_hook))
+        .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| within(request_timeout, req, next),
+        ))
+        .with_state(state)
+}
+
+/// The probe listener's routes: `/healthz` and `/readyz` only.
+pub fn probe_router(state: ServerState, request_timeout: Duration) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| within(request_timeout, req, next),
+        ))
+        .with_state(state)
+}
+
+/// Answers 408 when reading the body and answering take longer than `limit`.
+async fn within(limit: Duration, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => (StatusCode::REQUEST_TIMEOUT, "request took too long\n").into_response(),
+    }
+}
+
+/// Serves the main routes ([`router`]) with the default [`Limits`] until `shutdown`
+/// resolves, then finishes the requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_with(listener, state, Limits::default(), shutdown).await
+}
+
+/// Serves the main routes within `limits` until `shutdown` resolves, then finishes the
+/// requests in flight (each within the request timeout) and closes idle connections.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state.clone(), limits.request_timeout);
+    serve_app(listener, app, state.metrics, limits, shutdown).await
+}
+
+/// Serves the probes ([`probe_router`]) within [`Limits::probes`] until `shutdown` resolves:
+/// the kubelet's own listener, so nothing done to the main one can fail its probes.
+pub async fn serve_probes(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let limits = Limits::probes();
+    let app = probe_router(state.clone(), limits.request_timeout);
+    serve_app(listener, app, state.metrics, limits, shutdown).await
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<ServerState>) -> Response {
+    if state.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the config repo has not been fetched yet, or the last tick failed\n",
+        )
+            .into_response()
+    }
+}
+
+async fn metrics(State(state): State<ServerState>) -> Response {
+    match state.metrics.encode() {
+        Ok(text) => ([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response(),
+        Err(_) => {
+            state.metrics.error("metrics_encode");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "could not encode metrics\n",
+            )
+                .into_response()
+        }
+    }
+}
