@@ -205,6 +205,49 @@ impl<'r, 'o> Policies<'r, 'o> {
     }
 }
 
+/// The loop's check before it acts on a status it did not write (see `crate::facts`): the
+/// commit that brought `path` as the first-parent line of `head` has it, and why it is not
+/// signed as the repo's policy at its parent requires (`None` when it is, or nothing is
+/// required). Looks back at most `lookback` commits; what it cannot check is an error.
+pub fn last_change_unsigned(
+    dir: &Path,
+    head: Oid,
+    path: &str,
+    lookback: usize,
+) -> Result<Option<(Oid, Violation)>, GitError> {
+    let repo = Repository::open(dir).map_err(tree::git("open the repository"))?;
+    let entry = |oid: Oid| -> Result<Option<Oid>, GitError> {
+        let tree = tree::tree_of(&repo, oid)?;
+        Ok(tree.get_path(Path::new(path)).ok().map(|e| e.id()))
+    };
+    let now = entry(head)?;
+    let mut brought = head;
+    let mut steps = 0;
+    loop {
+        let commit = repo
+            .find_commit(brought)
+            .map_err(tree::git("read a commit"))?;
+        match commit.parent_id(0) {
+            Ok(parent) if entry(parent)? == now => brought = parent,
+            _ => break,
+        }
+        steps += 1;
+        if steps >= lookback {
+            let outside = Outside::default();
+            if Policies::new(&repo, &outside).in_force_at(head)?.is_none() {
+                return Ok(None);
+            }
+            return Err(GitError {
+                op: "find the commit that brought the file",
+                detail: format!("{path} is unchanged for more than {lookback} commits"),
+            });
+        }
+    }
+    let outside = Outside::default();
+    let found = Policies::new(&repo, &outside).judge(brought)?;
+    Ok(found.map(|v| (brought, v)))
+}
+
 /// What the tree of `oid` says about signing.
 fn read_at(repo: &Repository, oid: Oid) -> Result<AtCommit, GitError> {
     let tree = tree::tree_of(repo, oid)?;

@@ -1,14 +1,16 @@
 //! See `../attacks.rs`. A commit must not be able to change the signing policy that judges it:
 //! `sluice audit` judges each commit by the policy in force at its first parent (or by one
 //! given outside the repo), so turning `signing.required` off, removing `signing`, breaking
-//! `.sluice/config.yaml` or adding one's own key to `allowed_signers` is itself reported.
+//! `.sluice/config.yaml` or adding one's own key to `allowed_signers` is itself reported. The
+//! loop applies the same rule before it takes a merged approval.
 
 use std::path::PathBuf;
 
 use serde_json::Value as Json;
 
+use crate::loop_support::World;
 use crate::signing_image::keygen;
-use crate::support::{git, run_sluice};
+use crate::support::{git, merge_approval, route_only_web, run_sluice};
 
 const ALLOWED: &str = ".sluice/allowed_signers";
 const SETTINGS: &str = ".sluice/config.yaml";
@@ -277,4 +279,79 @@ fn require_signed_needs_an_allowed_signers_file_that_holds_keys() {
         err.contains(&format!("{}:2:", empty.display())),
         "names the file and line: {err}"
     );
+}
+
+/// The loop: a route-only canary that waits for approval after its first step, in a repo that
+/// requires commits signed by `key`; returns the world waiting, and its approval branch.
+fn waiting_for_approval(key: &Key) -> (World, String) {
+    let steps = "[{weight: 20, pause: {}}, {weight: 60}]";
+    let allowed = format!("ann@example.com {}", key.public);
+    let mut w = World::local(&[
+        (SETTINGS, REQUIRED),
+        (ALLOWED, &allowed),
+        (WEB, &route_only_web("v1", steps)),
+    ]);
+    w.ticks(1);
+    w.human_writes(WEB, &route_only_web("v2", steps), "web: v2");
+    w.ticks(4);
+    assert_eq!(w.yaml_at_main(WEB_STATUS)["phase"], "WaitingApproval");
+    let branch = w.approval_branch();
+    (w, branch)
+}
+
+const WEB: &str = "apps/web.yaml";
+const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
+
+#[test]
+fn the_loop_holds_an_approval_merged_by_a_commit_the_signing_policy_does_not_allow() {
+    let keys = History::new();
+    let ann = keys.key("ann");
+    let (mut w, branch) = waiting_for_approval(&ann);
+    merge_approval(w.human(), &branch, "merge");
+    let merged = git(&w.bare, &["rev-parse", "main"]);
+    let report = w.tick();
+    let events: Vec<&String> = report.outcomes.iter().flat_map(|o| &o.events).collect();
+    assert!(
+        events.iter().any(|e| e.contains(&format!(
+            "the approval merged in {} is not signed as the signing policy requires: unsigned",
+            &merged[..7]
+        ))),
+        "{events:?}"
+    );
+    w.ticks(4);
+    assert_eq!(
+        git(&w.bare, &["rev-parse", "main"]),
+        merged,
+        "sluice acts on nothing the unsigned merge brought"
+    );
+}
+
+#[test]
+fn the_loop_takes_an_approval_merged_by_a_commit_signed_by_an_allowed_key() {
+    let keys = History::new();
+    let ann = keys.key("ann");
+    let (mut w, branch) = waiting_for_approval(&ann);
+    let human = w.human().to_path_buf();
+    git(&human, &["pull", "-q", "origin", "main"]);
+    git(&human, &["fetch", "-q", "origin", &branch]);
+    let signing = format!("user.signingkey={}", ann.path.display());
+    git(
+        &human,
+        &[
+            "-c",
+            "gpg.format=ssh",
+            "-c",
+            &signing,
+            "merge",
+            "-q",
+            "--no-ff",
+            "-S",
+            "-m",
+            "Merge approval",
+            "FETCH_HEAD",
+        ],
+    );
+    git(&human, &["push", "-q", "origin", "HEAD:main"]);
+    w.ticks(8);
+    assert_eq!(w.yaml_at_main(WEB_STATUS)["phase"], "Succeeded");
 }
