@@ -275,3 +275,91 @@ fn short(oid: Oid) -> String {
     let full = oid.to_string();
     full.get(..12).unwrap_or(&full).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REQUIRED: &str = "signing: {required: true, allowedSigners: .sluice/allowed_signers}\n";
+    const STATUS: &str = ".sluice/status/shop/web.yaml";
+
+    /// Commits exactly `files` (path, text) on `parent`, unsigned.
+    fn commit(repo: &Repository, files: &[(&str, &str)], parent: Option<Oid>) -> Oid {
+        let mut index = git2::Index::new().unwrap();
+        for (path, text) in files {
+            let id = repo.blob(text.as_bytes()).unwrap();
+            index
+                .add(&git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: 0o100_644,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id,
+                    flags: u16::try_from(path.len()).unwrap(),
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                })
+                .unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree_to(repo).unwrap()).unwrap();
+        let who = git2::Signature::now("human", "human@example.com").unwrap();
+        let parents: Vec<git2::Commit<'_>> = parent
+            .map(|p| repo.find_commit(p).unwrap())
+            .into_iter()
+            .collect();
+        let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        repo.commit(None, &who, &who, "c", &tree, &parents).unwrap()
+    }
+
+    /// Four unsigned commits: the status file, `settings` and an empty allowed-signers file at
+    /// the root, one that changes nothing, one that adds README.md, one that removes it.
+    fn history(settings: &str) -> (tempfile::TempDir, Oid) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path()).unwrap();
+        let mut files = vec![
+            (STATUS, "phase: Progressing\n"),
+            (SETTINGS_PATH, settings),
+            (".sluice/allowed_signers", "# nobody\n"),
+        ];
+        let first = commit(&repo, &files, None);
+        let second = commit(&repo, &files, Some(first));
+        files.push(("README.md", "x\n"));
+        let third = commit(&repo, &files, Some(second));
+        let fourth = commit(&repo, &files[..3], Some(third));
+        (dir, fourth)
+    }
+
+    #[test]
+    fn the_commit_that_brought_a_file_is_judged_by_the_policy_at_its_parent() {
+        let (dir, head) = history(REQUIRED);
+        // The root brought the status file: no policy was in force before it.
+        assert!(last_change_unsigned(dir.path(), head, STATUS, 10)
+            .unwrap()
+            .is_none());
+        // The head brought README.md's removal, under the policy its parent holds.
+        let (found, v) = last_change_unsigned(dir.path(), head, "README.md", 10)
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, head);
+        assert!(v.message.starts_with("unsigned; "), "{}", v.message);
+    }
+
+    #[test]
+    fn a_file_unchanged_past_the_look_back_is_an_error_only_under_a_policy() {
+        let (dir, head) = history(REQUIRED);
+        let err = last_change_unsigned(dir.path(), head, STATUS, 2).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unchanged for more than 2 commits"),
+            "{err}"
+        );
+        let (dir, head) = history("output: clusters/{namespace}/{name}\n");
+        assert!(last_change_unsigned(dir.path(), head, STATUS, 2)
+            .unwrap()
+            .is_none());
+    }
+}
