@@ -1,6 +1,7 @@
 //! A canary's verdict for one tick: the [`Facts`] first (files changed outside sluice, approval
-//! pull requests closed or merged, a merged approval the signing policy does not allow), then the rollout rules of [`crate::decide`]. The tick
-//! gathers the facts and renders what comes back; it decides nothing itself.
+//! pull requests closed or merged, a merged approval the signing policy does not allow), then
+//! the rollout rules of [`crate::decide`]. The tick gathers the facts and renders what comes
+//! back; it decides nothing itself.
 //!
 //! Also the verdict on a canary whose spec left the repo ([`deleted`]).
 
@@ -114,8 +115,8 @@ fn of(decision: Decision, basis: Basis) -> Verdict {
 }
 
 /// The status came in a commit the signing policy does not allow: hold, changing nothing,
-/// and say so every tick until an operator acts (a manual operation is sluice's own, signed
-/// commit).
+/// and say so every tick until an operator acts (a manual operation writes the status again,
+/// in sluice's own commit).
 fn unsigned<R>(
     canary: &Canary<R>,
     status: &Status,

@@ -1,6 +1,6 @@
 //! The tick's facts weighed before the rollout rules: drift, approval pull requests closed or
-//! merged (and merged by a commit the signing policy does not allow), deleted specs. Every one of these decisions is made in the core; the tick only
-//! renders them.
+//! merged (and merged by a commit the signing policy does not allow), deleted specs. Every one
+//! of these decisions is made in the core; the tick only renders them.
 
 use sluice_core::decide::{decide, Action, DriftStep};
 use sluice_core::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
