@@ -278,6 +278,7 @@ fn know(
             let merged = approval::merged(repo, forge, runtime, approvers, &read.snapshot, canary);
             let (fact, note) = merged.into_fact();
             facts.merged = Some(fact);
+            facts.unsigned = unsigned(repo, canary);
             comment = note;
         }
         applied = live(repo, canary, &external)?;
@@ -295,6 +296,30 @@ fn know(
         restore,
         comment,
     })
+}
+
+/// Under `signing.required`: why the commit that brought the canary's status file (a merged
+/// approval) is not signed as the policy at its parent requires. What cannot be checked is
+/// not allowed either.
+fn unsigned(repo: &ConfigRepo, canary: &Canary) -> Option<String> {
+    let path = status_file::path_for(&canary.id);
+    let checked = crate::audit::policy::last_change_unsigned(
+        repo.root(),
+        repo.head(),
+        &path,
+        crate::drift::LOOKBACK,
+    );
+    match checked {
+        Ok(None) => None,
+        Ok(Some((commit, v))) => Some(format!(
+            "the approval merged in {} is not signed as the signing policy requires: {}",
+            commit.to_string().get(..7).unwrap_or_default(),
+            v.message
+        )),
+        Err(e) => Some(format!(
+            "cannot tell whether the commit that brought {path} is signed as the signing policy requires: {e}"
+        )),
+    }
 }
 
 /// Whether the canary's last pushed commit is live: applied by the GitOps engine (when the

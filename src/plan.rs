@@ -250,7 +250,11 @@ fn decision_commit(
     };
     let operator = match basis {
         Basis::Rejected { reason } | Basis::Refused { reason } => Some((who, reason.as_str())),
-        Basis::Rules | Basis::Approved { .. } | Basis::Drift | Basis::MergerUnknown => None,
+        Basis::Rules
+        | Basis::Approved { .. }
+        | Basis::Drift
+        | Basis::MergerUnknown
+        | Basis::Unsigned { .. } => None,
     };
     let mut message = message::render(canary, decision, operator);
     if let (Basis::Approved { by, source }, Action::ApprovalMerged) = (basis, &decision.action) {
@@ -267,6 +271,9 @@ fn decision_commit(
             now,
         ),
         Basis::MergerUnknown => Record::other("approval merged by an unknown login", now),
+        Basis::Unsigned { .. } => {
+            Record::other("held: a commit the signing policy does not allow", now)
+        }
     };
     message.trailers.push(record.trailer());
     Ok((changes, message))

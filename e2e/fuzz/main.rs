@@ -1,6 +1,7 @@
 //! The fuzz campaign over the parsers that read what humans and forges send: canary specs
 //! (through the tick's snapshot and `load_text`), repo settings, MetricTemplates, and the
-//! webhook endpoint's request handling.
+//! webhook endpoint's request handling; and over histories that edit the signing policy
+//! (`signing.rs`: `sluice audit` must judge each commit by the policy at its parent).
 //!
 //! Inputs are real seeds (the Flagger corpus, `examples/`, `e2e/fuzz/seeds/`) mutated by
 //! [`mutate`], generated and shrunk by proptest. Each target checks, for every input: no panic;
@@ -29,6 +30,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
 mod mutate;
+mod signing;
 mod targets;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -271,23 +273,29 @@ fn fuzz_smoke_webhook() {
     targets::webhook(smoke());
 }
 
+#[test]
+fn fuzz_smoke_signing() {
+    signing::signing(smoke());
+}
+
 /// The long campaign: `SLUICE_FUZZ_SECONDS` (default 600) split over the targets.
 #[test]
 #[ignore = "long-running fuzz campaign; see the module docs"]
 fn fuzz_campaign() {
     type Target = fn(Budget) -> Stats;
-    let all: [(&str, Target); 4] = [
+    let all: [(&str, Target); 5] = [
         ("spec", targets::spec),
         ("settings", targets::settings),
         ("templates", targets::metric_templates),
         ("webhook", targets::webhook),
+        ("signing", signing::signing),
     ];
     let chosen: Vec<(&str, Target)> = match std::env::var("SLUICE_FUZZ_TARGETS") {
         Ok(list) => list
             .split(',')
             .map(|name| {
                 *all.iter().find(|(n, _)| *n == name.trim()).unwrap_or_else(|| {
-                    panic!("SLUICE_FUZZ_TARGETS: unknown target {name:?}; known: spec, settings, templates, webhook")
+                    panic!("SLUICE_FUZZ_TARGETS: unknown target {name:?}; known: spec, settings, templates, webhook, signing")
                 })
             })
             .collect(),

@@ -2,7 +2,8 @@
 //! rollback, A/B, approvals (CLI and approval branches merged every way), manual operations
 //! and `commits: perTick` replay without a finding. The same histories with one hand edit
 //! each (route weights, a status file, a trailer, an approval stripped of its trailers) are
-//! reported at exactly the edited commit. Signing, when the settings require it, is checked.
+//! reported at exactly the edited commit. Signing, when the settings require it, is checked
+//! (the policy attacks are in `attacks/signing.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -508,17 +509,32 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
         &key.display().to_string(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    // The seed commit is the human's and unsigned; the signed sluice commit passes.
+    // The seed commit brings the policy (no policy is in force before it, so it is not
+    // judged); the signed sluice commit passes.
     let (code, report) = audit(&w.bare);
-    assert_eq!(code, 1);
-    let seed = line(&w.bare)[0].0.clone();
-    let signature: Vec<&Json> = report["findings"].as_array().unwrap().iter().collect();
-    assert_eq!(signature.len(), 1, "{report:#}");
-    assert_eq!(signature[0]["commit"], seed.as_str());
-    assert_eq!(signature[0]["kind"], "signature");
-    // An unsigned human commit on top is reported too.
+    assert_eq!(report["findings"], Json::Array(vec![]), "{report:#}");
+    assert_eq!(code, 0);
+    // An unsigned human commit on top is reported.
     w.human_writes("README.md", "hello\n", "readme");
     let top = line(&w.bare).pop().unwrap().0;
-    let (_, report) = audit(&w.bare);
+    let (code, report) = audit(&w.bare);
+    assert_eq!(found_commits(&report), vec![top.clone()], "{report:#}");
+    assert_eq!(report["findings"][0]["kind"], "signature", "{report:#}");
+    assert_eq!(code, 1);
+    // Required from outside the repo, the seed commit is judged too.
+    let trusted = w.dir().join("trusted_signers");
+    std::fs::write(&trusted, format!("sluice@localhost {public}")).unwrap();
+    let (_, out, err) = run_sluice(&[
+        "audit",
+        "--dir",
+        &w.bare.display().to_string(),
+        "-o",
+        "json",
+        "--allowed-signers",
+        &trusted.display().to_string(),
+        "--require-signed",
+    ]);
+    let report: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let seed = line(&w.bare)[0].0.clone();
     assert_eq!(found_commits(&report), vec![seed, top], "{report:#}");
 }

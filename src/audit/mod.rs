@@ -14,6 +14,7 @@
 //! as not replayable, not as findings. Reads objects only; the verdict depends on nothing but
 //! the history, so the same history always gives the same report.
 
+pub mod policy;
 pub mod signed;
 pub mod tree;
 
@@ -61,7 +62,8 @@ pub enum Kind {
     Replay,
     /// An approval commit does not name its approver.
     Approver,
-    /// The settings require signed commits and this one is not signed by an allowed key.
+    /// The signing policy in force at the parent (or given to audit) requires signed commits,
+    /// and this one is not signed by a key it allows.
     Signature,
 }
 
@@ -105,12 +107,19 @@ pub enum AuditError {
 }
 
 /// Audits the first-parent history of `head`; with `only`, the commits of that canary
-/// (`namespace/name`) only.
-pub fn audit(repo: &Repository, head: Oid, only: Option<&str>) -> Result<Report, AuditError> {
+/// (`namespace/name`) only. `signing` is the signing policy given outside the repo, if any
+/// (see [`policy`]).
+pub fn audit(
+    repo: &Repository,
+    head: Oid,
+    only: Option<&str>,
+    signing: &policy::Outside,
+) -> Result<Report, AuditError> {
     let line = tree::first_parent_line(repo, head)?;
     let mut audit = Audit {
         repo,
         only,
+        signing: policy::Policies::new(repo, signing),
         report: Report {
             commits: line.len(),
             ..Report::default()
@@ -136,6 +145,7 @@ pub fn audit(repo: &Repository, head: Oid, only: Option<&str>) -> Result<Report,
 struct Audit<'r, 'a> {
     repo: &'r Repository,
     only: Option<&'a str>,
+    signing: policy::Policies<'r, 'a>,
     report: Report,
 }
 
@@ -567,28 +577,10 @@ impl<'r> Audit<'r, '_> {
         }
     }
 
+    /// A commit not signed as the signing policy in force at its parent requires.
     fn signature(&mut self, oid: Oid) -> Result<(), AuditError> {
-        let tree = tree::tree_of(self.repo, oid)?;
-        let Some(config) = tree::file_at(self.repo, &tree, SETTINGS_PATH)? else {
-            return Ok(());
-        };
-        let text = String::from_utf8_lossy(&config);
-        let Ok(settings) = crate::spec::settings::parse_settings(SETTINGS_PATH, &text) else {
-            return Ok(());
-        };
-        let Some(signing) = settings.signing.filter(|s| s.required) else {
-            return Ok(());
-        };
-        let allowed = tree::file_at(self.repo, &tree, signing.allowed_signers.as_str())?;
-        let verdict = match allowed {
-            None => Err(format!(
-                "{SETTINGS_PATH}: signing.allowedSigners: {} is not in the commit",
-                signing.allowed_signers.as_str()
-            )),
-            Some(allowed) => signed::verify(self.repo, oid, &String::from_utf8_lossy(&allowed)),
-        };
-        if let Err(why) = verdict {
-            self.find(oid, Kind::Signature, "", "", why);
+        if let Some(v) = self.signing.judge(oid)? {
+            self.find(oid, Kind::Signature, &v.file, "", v.message);
         }
         Ok(())
     }

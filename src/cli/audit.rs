@@ -1,6 +1,10 @@
-//! `sluice audit [NS/NAME] --repo URL | --dir PATH [-o table|json|github]`: replays every
-//! decision of the branch from git (see [`crate::audit`]); exit code 1 on any finding.
+//! `sluice audit [NS/NAME] --repo URL | --dir PATH [-o table|json|github]
+//! [--allowed-signers FILE [--require-signed]]`: replays every decision of the branch from git
+//! (see [`crate::audit`]); exit code 1 on any finding.
 
+use std::path::PathBuf;
+
+use crate::audit::policy::Outside;
 use crate::audit::{audit, open, Report};
 use crate::cli::repo::SourceArgs;
 use crate::cli::workflow_command::{escape_data, escape_property};
@@ -21,6 +25,14 @@ pub struct Args {
     pub source: SourceArgs,
     #[arg(long, short, value_enum, default_value_t = AuditOutput::Table)]
     pub output: AuditOutput,
+    /// An allowed-signers file (ssh-keygen format) kept outside the repo: commits are checked
+    /// against its keys instead of the repo's `signing.allowedSigners` file.
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// Every commit must be signed by a key of --allowed-signers, whatever the repo's
+    /// `signing` settings say.
+    #[arg(long, requires = "allowed_signers")]
+    pub require_signed: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -30,6 +42,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         }
     }
     let only = args.canary.as_deref();
+    let signing = Outside::read(args.allowed_signers.as_deref(), args.require_signed)
+        .map_err(anyhow::Error::msg)?;
     let report = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => {
             let repo = open(dir)?;
@@ -45,7 +59,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                     )
                 })?
                 .id();
-            audit(&repo, head, only)?
+            audit(&repo, head, only, &signing)?
         }
         (None, Some(url)) => {
             // `open` fetches the branch.
@@ -53,7 +67,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 crate::cli::repo::open(url, &args.source.branch, args.source.workdir.as_deref())?;
             let head = locked.repo.head();
             let repo = open(locked.repo.root())?;
-            audit(&repo, head, only)?
+            audit(&repo, head, only, &signing)?
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };

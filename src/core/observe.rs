@@ -76,6 +76,10 @@ pub struct Facts {
     /// The canary's status came from a merged approval (`clockFromMerge`): whether the merge
     /// holds what sluice pushed, into the reconciled branch, and who merged it.
     pub merged: Option<MergedApproval>,
+    /// The commit that brought the canary's status (a merged approval) is not signed as the
+    /// signing policy in force at its parent requires (`signing.required`): why. A commit
+    /// never changes the policy that judges it.
+    pub unsigned: Option<String>,
 }
 
 /// Owned files that differ from sluice's last commit of them.

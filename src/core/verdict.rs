@@ -1,6 +1,7 @@
 //! A canary's verdict for one tick: the [`Facts`] first (files changed outside sluice, approval
-//! pull requests closed or merged), then the rollout rules of [`crate::decide`]. The tick
-//! gathers the facts and renders what comes back; it decides nothing itself.
+//! pull requests closed or merged, a merged approval the signing policy does not allow), then
+//! the rollout rules of [`crate::decide`]. The tick gathers the facts and renders what comes
+//! back; it decides nothing itself.
 //!
 //! Also the verdict on a canary whose spec left the repo ([`deleted`]).
 
@@ -39,6 +40,9 @@ pub enum Basis {
     /// The approval was merged, but it cannot be checked yet (who merged it, or what it
     /// holds, is not known): nothing changes.
     MergerUnknown,
+    /// The commit that brought the status is not signed as the signing policy requires:
+    /// nothing changes until an operator acts.
+    Unsigned { reason: String },
 }
 
 /// Decides one canary from its status, observations and facts.
@@ -68,6 +72,9 @@ pub fn verdict<R>(
                 "Approval rejected ({reason}), but the canary cannot roll back: {e}"
             )),
         }
+    }
+    if let (Some(reason), Some(status)) = (&facts.unsigned, status) {
+        return unsigned(canary, status, reason, warnings);
     }
     let (decision, basis) = match (&facts.merged, status) {
         (Some(MergedApproval::MergerUnknown(why)), Some(status)) => {
@@ -105,6 +112,29 @@ fn of(decision: Decision, basis: Basis) -> Verdict {
         decision,
         basis,
         warnings: Vec::new(),
+    }
+}
+
+/// The status came in a commit the signing policy does not allow: hold, changing nothing,
+/// and say so every tick until an operator acts (a manual operation writes the status again,
+/// in sluice's own commit).
+fn unsigned<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    reason: &str,
+    mut warnings: Vec<String>,
+) -> Verdict {
+    let event = format!(
+        "Held: {reason}; sluice does not act on a change the signing policy does not allow (run `sluice abort {}` to roll back)",
+        canary.id
+    );
+    warnings.push(event.clone());
+    Verdict {
+        decision: hold(status, None, event),
+        basis: Basis::Unsigned {
+            reason: reason.to_string(),
+        },
+        warnings,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The tick's facts weighed before the rollout rules: drift, approval pull requests closed or
-//! merged, deleted specs. Every one of these decisions is made in the core; the tick only
-//! renders them.
+//! merged (and merged by a commit the signing policy does not allow), deleted specs. Every one
+//! of these decisions is made in the core; the tick only renders them.
 
 use sluice_core::decide::{decide, Action, DriftStep};
 use sluice_core::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
@@ -191,6 +191,33 @@ fn an_approval_merged_by_an_unknown_login_changes_nothing() {
     assert_eq!(v.decision.action, Action::Hold);
     assert_eq!(v.decision.status, status);
     assert_eq!(v.decision.events, vec!["forge down"]);
+}
+
+#[test]
+fn an_approval_merged_by_a_commit_the_signing_policy_does_not_allow_changes_nothing() {
+    let (c, status) = progressing();
+    let facts = Facts {
+        unsigned: Some("the approval merged in abc1234 is not signed: unsigned".to_string()),
+        ..merged(MergedApproval::Approved {
+            by: Some("eve".to_string()),
+            source: "https://forge/pr/1".to_string(),
+        })
+    };
+    let v = on_r1(&c, &status, &facts, 20);
+    assert_eq!(
+        v.basis,
+        Basis::Unsigned {
+            reason: "the approval merged in abc1234 is not signed: unsigned".to_string()
+        }
+    );
+    assert_eq!(v.decision.action, Action::Hold);
+    assert_eq!(v.decision.status, status);
+    let event = &v.decision.events[0];
+    assert!(
+        event.starts_with("Held: the approval merged in abc1234 is not signed: unsigned;"),
+        "{event}"
+    );
+    assert_eq!(v.warnings, v.decision.events);
 }
 
 #[test]
