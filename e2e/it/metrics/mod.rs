@@ -9,5 +9,5 @@ mod prometheus_e2e;
 mod providers;
 mod providers_signed;
 pub mod support;
-mod vendor_loop;
+pub mod vendor_loop;
 mod webhooks;

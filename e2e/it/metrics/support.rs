@@ -53,6 +53,18 @@ impl Canned {
         self.delay = delay;
         self
     }
+
+    /// An answer with `status` whose body echoes everything `request` sent (request line,
+    /// headers, body) after `marker`, as a backend that copies what it received into its error
+    /// page does.
+    pub fn echo(status: u16, marker: &str, request: &Recorded) -> Canned {
+        let mut body = format!("{marker} {} {}\n", request.method, request.target);
+        for (k, v) in &request.headers {
+            body.push_str(&format!("{k}: {v}\n"));
+        }
+        body.push_str(&String::from_utf8_lossy(&request.body));
+        Canned::new(status, body)
+    }
 }
 
 /// What the server received.
