@@ -257,10 +257,12 @@ fn vendor(
             insecure_skip_verify,
         } => (|| {
             let basic = match secret_ref {
-                Some(name) => Some((
-                    key(name, graphite::USERNAME)?,
-                    key(name, graphite::PASSWORD)?,
-                )),
+                Some(name) => {
+                    let username = key(name, graphite::USERNAME)?;
+                    let password = key(name, graphite::PASSWORD)?;
+                    crate::redact::remember_basic(&username, &password);
+                    Some((username, password))
+                }
                 None => None,
             };
             Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
@@ -436,6 +438,7 @@ fn prometheus_secret(
         .require(ns, secret, "username")
         .map_err(|e| format!("{} (or map key \"token\" for a bearer token)", failed(e)))?;
     let password = secrets.require(ns, secret, "password").map_err(failed)?;
+    crate::redact::remember_basic(&username, &password);
     Ok(prometheus::Auth::Basic { username, password })
 }
 

@@ -9,8 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sluice::redact::base64;
+
 use crate::metrics::support::{loop_canary, loop_deployment, phase, Canned, Server};
-use crate::metrics::vendor_loop::{self, Mapped};
+use crate::metrics::vendor_loop::{self, Mapped, Vendor};
 use crate::support::{free_port, git, git_ok, http, human_clone, human_commit, seeded_remote};
 
 /// Every echoed body starts with this: it must never be committed.
@@ -58,28 +60,6 @@ fn phase_of(bare: &Path, app: &str) -> String {
     }
 }
 
-/// The standard base64 form of `text`, as HTTP basic auth and echoed headers carry it.
-fn base64(text: &str) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in text.as_bytes().chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// A credential distinct enough to grep for: `kind`, `key` and a fixed tail.
 fn credential(kind: &str, key: &str) -> String {
     if key == "newrelic_account_id" {
@@ -99,21 +79,16 @@ fn hooked_canary(name: &str, url: &str) -> String {
     )
 }
 
-/// A Prometheus MetricTemplate at `address` with basic auth from Secret `test/prometheus`.
-fn prometheus_template(name: &str, address: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: MetricTemplate
-metadata: {{name: {name}-errors, namespace: test}}
-spec:
-  provider:
-    type: prometheus
-    address: {address}
-    secretRef: {{name: prometheus}}
-  query: sum(rate(http_requests_total{{app=\"{{{{ target }}}}\"}}[1m]))
-"
-    )
-}
+/// Prometheus as the vendor table spells a provider: basic auth from Secret files.
+const PROMETHEUS: Vendor = Vendor {
+    kind: "prometheus",
+    address_path: "",
+    query: "sum(rate(http_requests_total{app=\"{{ target }}\"}[{{ interval }}]))\n",
+    keys: &[("username", ""), ("password", "")],
+    mapped: Mapped::Files,
+    answer: |_| Canned::new(500, ""),
+    check: |_, _| {},
+};
 
 /// Where each leak would show: the name of the place and its text.
 fn places(
@@ -169,7 +144,7 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(key), format!("{value}\n")).unwrap();
     };
-    for vendor in vendor_loop::ALL {
+    for vendor in vendor_loop::ALL.into_iter().chain([&PROMETHEUS]) {
         let kind = vendor.kind;
         let fake = Arc::new(Server::start_routed(echo).await);
         for (key, _) in vendor.keys {
@@ -193,24 +168,15 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         apps.push(kind.to_string());
         fakes.push(fake);
     }
-    let (user, password) = (
-        credential("prometheus", "username"),
-        credential("prometheus", "password"),
-    );
-    write_secret("prometheus", "username", &user);
-    write_secret("prometheus", "password", &password);
-    secrets.push(format!("{user}:{password}"));
-    secrets.extend([user, password]);
-    let prometheus = Arc::new(Server::start_routed(echo).await);
-    files.push((
-        "apps/prometheus/metrics.yaml".into(),
-        prometheus_template("prometheus", &prometheus.url()),
-    ));
-    files.push((
-        "apps/prometheus/canary.yaml".into(),
-        vendor_loop::canary("prometheus"),
-    ));
-    apps.push("prometheus".into());
+    // Basic auth carries the pair in base64.
+    let pair = |kind: &str| {
+        format!(
+            "{}:{}",
+            credential(kind, "username"),
+            credential(kind, "password")
+        )
+    };
+    secrets.extend([pair("prometheus"), pair("graphite")]);
     let hook = Arc::new(Server::start_routed(echo).await);
     files.push((
         "apps/hooked/canary.yaml".into(),
@@ -261,10 +227,15 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         }
         git(&human, &["pull", "-q", "origin", "main"]);
     });
-    for fake in fakes.iter().chain([&prometheus, &hook]) {
+    for fake in fakes.iter().chain([&hook]) {
         assert!(!fake.requests().is_empty(), "every backend was asked");
     }
     let places = tokio::task::block_in_place(|| places(&daemon, &bare, &human, &env));
+    let log = &places[4].1;
+    assert!(
+        log.contains("answer=") && log.contains("[redacted]"),
+        "the answers are logged, redacted:\n{log}"
+    );
     let history = &places[0].1;
     assert!(
         history.contains("HTTP 401"),
@@ -272,7 +243,7 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
     );
     for (place, text) in &places {
         for secret in &secrets {
-            for form in [secret.clone(), base64(secret)] {
+            for form in [secret.clone(), base64(secret.as_bytes())] {
                 assert!(
                     !text.contains(&form),
                     "{form} ({secret}) in {place}:\n{text}"
