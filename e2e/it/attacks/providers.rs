@@ -2,7 +2,8 @@
 //! credentials sluice sent them (headers, basic auth, query parameters) come back in an error
 //! body. sluice writes its own message with the HTTP status into commits and status files,
 //! and logs at most a redacted start of the body, so no credential (nor its base64 form)
-//! reaches git, the logs, `/metrics` or `validate`.
+//! reaches git, the logs, `/metrics` or `validate`. And a backend that answers slowly: it
+//! holds its own canaries' decisions, never the other canaries'.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use sluice::redact::base64;
 
-use crate::metrics::support::{loop_canary, loop_deployment, phase, Canned, Server};
+use crate::metrics::providers::influx_answer;
+use crate::metrics::support::{loop_canary, loop_deployment, phase, Canned, Hold, Server};
 use crate::metrics::vendor_loop::{self, Mapped, Vendor};
 use crate::support::{free_port, git, git_ok, http, human_clone, human_commit, seeded_remote};
 
@@ -40,6 +42,24 @@ impl Daemon {
             .spawn()
             .expect("sluice run");
         Daemon { child, log, addr }
+    }
+}
+
+impl Daemon {
+    /// A remote in `tmp` seeded with `files`, the daemon on it, and a human's clone of it.
+    fn on_new_remote(
+        tmp: &Path,
+        files: &[(String, String)],
+        env: &[(String, String)],
+    ) -> (PathBuf, Daemon, PathBuf) {
+        let seed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let bare = seeded_remote(tmp, &seed);
+        let daemon = Daemon::start(tmp, &bare, env);
+        let human = human_clone(&bare.display().to_string(), &tmp.join("human"));
+        (bare, daemon, human)
     }
 }
 
@@ -90,6 +110,55 @@ const PROMETHEUS: Vendor = Vendor {
     check: |_, _| {},
 };
 
+/// Maps [`credential`]s for each key of `vendor`, as the vendor table says (variables in
+/// `env`, files under `secrets_dir`), and points CloudWatch's endpoint at `fake`; returns them.
+fn map_credentials(
+    vendor: &Vendor,
+    secrets_dir: &Path,
+    fake: &Server,
+    env: &mut Vec<(String, String)>,
+) -> Vec<String> {
+    let kind = vendor.kind;
+    let mut values = Vec::new();
+    for (key, _) in vendor.keys {
+        let value = credential(kind, key);
+        match vendor.mapped {
+            Mapped::Env => env.push((vendor_loop::env_var(kind, key), value.clone())),
+            Mapped::Files => {
+                let dir = secrets_dir.join("test").join(kind);
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(key), format!("{value}\n")).unwrap();
+            }
+            Mapped::Environment { .. } => env.push((key.to_string(), value.clone())),
+        }
+        values.push(value);
+    }
+    if let Mapped::Environment { endpoint_var, .. } = vendor.mapped {
+        env.push((endpoint_var.to_string(), fake.url()));
+    }
+    values
+}
+
+/// The files of app `<vendor.kind>`: its canary and the template reaching `fake`, the
+/// Deployment at image `:1`.
+fn app(vendor: &Vendor, fake: &Server) -> Vec<(String, String)> {
+    let kind = vendor.kind;
+    vec![
+        (
+            format!("apps/{kind}/metrics.yaml"),
+            vendor_loop::template(kind, vendor, &fake.url(), kind),
+        ),
+        (
+            format!("apps/{kind}/canary.yaml"),
+            vendor_loop::canary(kind),
+        ),
+        (
+            format!("apps/{kind}/deployment.yaml"),
+            loop_deployment(kind, &format!("{kind}:1")),
+        ),
+    ]
+}
+
 /// Where each leak would show: the name of the place and its text.
 fn places(
     daemon: &Daemon,
@@ -139,32 +208,11 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
     let mut files: Vec<(String, String)> = Vec::new();
     let mut fakes: Vec<Arc<Server>> = Vec::new();
     let mut apps: Vec<String> = Vec::new();
-    let write_secret = |kind: &str, key: &str, value: &str| {
-        let dir = secrets_dir.join("test").join(kind);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(key), format!("{value}\n")).unwrap();
-    };
     for vendor in vendor_loop::ALL.into_iter().chain([&PROMETHEUS]) {
         let kind = vendor.kind;
         let fake = Arc::new(Server::start_routed(echo).await);
-        for (key, _) in vendor.keys {
-            let value = credential(kind, key);
-            match vendor.mapped {
-                Mapped::Env => env.push((vendor_loop::env_var(kind, key), value.clone())),
-                Mapped::Files => write_secret(kind, key, &value),
-                Mapped::Environment { .. } => env.push((key.to_string(), value.clone())),
-            }
-            secrets.push(value);
-        }
-        if let Mapped::Environment { endpoint_var, .. } = vendor.mapped {
-            env.push((endpoint_var.to_string(), fake.url()));
-        }
-        let template = vendor_loop::template(kind, vendor, &fake.url(), kind);
-        files.push((format!("apps/{kind}/metrics.yaml"), template));
-        files.push((
-            format!("apps/{kind}/canary.yaml"),
-            vendor_loop::canary(kind),
-        ));
+        secrets.extend(map_credentials(vendor, &secrets_dir, &fake, &mut env));
+        files.extend(app(vendor, &fake));
         apps.push(kind.to_string());
         fakes.push(fake);
     }
@@ -182,19 +230,11 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         "apps/hooked/canary.yaml".into(),
         hooked_canary("hooked", &hook.url()),
     ));
-    for app in apps.iter().map(String::as_str).chain(["hooked"]) {
-        files.push((
-            format!("apps/{app}/deployment.yaml"),
-            loop_deployment(app, &format!("{app}:1")),
-        ));
-    }
-    let seed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let bare = seeded_remote(tmp.path(), &seed);
-    let daemon = Daemon::start(tmp.path(), &bare, &env);
-    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    files.push((
+        "apps/hooked/deployment.yaml".into(),
+        loop_deployment("hooked", "hooked:1"),
+    ));
+    let (bare, daemon, human) = Daemon::on_new_remote(tmp.path(), &files, &env);
     tokio::task::block_in_place(|| {
         let deadline = Instant::now() + Duration::from_secs(120);
         while !apps
@@ -257,4 +297,93 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
             );
         }
     }
+}
+
+/// Whether canary `app` has passed a metric check and moved on (one 50 % step, then promoted).
+fn promoted(bare: &Path, app: &str) -> bool {
+    let p = phase_of(bare, app);
+    p.starts_with("Promoting") || p.starts_with("Finalising") || p.starts_with("Succeeded")
+}
+
+/// Bumps the images of `apps` to `:2` in one commit from the human clone, so that their
+/// canaries step, and are checked, in the same ticks.
+fn bump(human: &Path, apps: &[&str]) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    let path = |app: &str| format!("apps/{app}/deployment.yaml");
+    let image = |app: &str| loop_deployment(app, &format!("{app}:2"));
+    let (last, first) = apps.split_last().expect("an app");
+    for app in first {
+        std::fs::write(human.join(path(app)), image(app)).unwrap();
+        git(human, &["add", &path(app)]);
+    }
+    human_commit(human, &path(last), &image(last), "new images");
+}
+
+/// A Prometheus answer within the canaries' threshold (`max: 1`).
+const PROMETHEUS_WITHIN: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"0.5"]}]}}"#;
+
+/// InfluxDB (timeout 15 s) holds its answers until the test releases them. Two canaries get a
+/// new revision in one commit and are checked in the same ticks: one on InfluxDB, one on a
+/// Prometheus that answers at once. While the InfluxDB query is held, the Prometheus canary
+/// passes its check and is promoted: its decision did not wait for InfluxDB, since no query
+/// to InfluxDB has given up yet. Released, the held answer decides the InfluxDB canary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_provider_holds_only_its_own_canaries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secrets_dir = tmp.path().join("secrets");
+    let mut env = vec![(
+        "SLUICE_SECRETS_DIR".to_string(),
+        secrets_dir.display().to_string(),
+    )];
+    let hold = Hold::new();
+    let held = hold.clone();
+    let influx = Server::start_routed(move |_| {
+        Canned::new(200, influx_answer("0.5"))
+            .header("Content-Type", "text/csv; charset=utf-8")
+            .held(&held)
+    })
+    .await;
+    let prometheus = Server::start(vec![Canned::json(200, PROMETHEUS_WITHIN)]).await;
+    let slow = &vendor_loop::INFLUXDB;
+    let mut files = Vec::new();
+    for (vendor, fake) in [(slow, &influx), (&PROMETHEUS, &prometheus)] {
+        map_credentials(vendor, &secrets_dir, fake, &mut env);
+        files.extend(app(vendor, fake));
+    }
+    let (bare, daemon, human) = Daemon::on_new_remote(tmp.path(), &files, &env);
+    tokio::task::block_in_place(|| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let wait = |what: &str, done: &dyn Fn() -> bool| {
+            while !done() {
+                assert!(Instant::now() < deadline, "timed out waiting: {what}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        };
+        wait("initialized", &|| {
+            ["influxdb", "prometheus"]
+                .iter()
+                .all(|a| phase_of(&bare, a).starts_with("Initialized"))
+        });
+        bump(&human, &["influxdb", "prometheus"]);
+        wait("a query held by InfluxDB", &|| {
+            !influx.requests().is_empty()
+        });
+        wait("the Prometheus canary promoted", &|| {
+            promoted(&bare, "prometheus")
+        });
+        assert_eq!(
+            hold.gave_up(),
+            0,
+            "the Prometheus canary was decided only after sluice gave up on InfluxDB:\n{}\n{}",
+            git(&bare, &["log", "--format=%ci %s", "main"]),
+            std::fs::read_to_string(&daemon.log).unwrap_or_default()
+        );
+        hold.release();
+        wait("the InfluxDB canary promoted", &|| {
+            promoted(&bare, "influxdb")
+        });
+    });
+    let history = git(&bare, &["log", "--format=%B", "main"]);
+    assert!(!history.contains("timed out"), "{history}");
+    assert_eq!(hold.gave_up(), 0, "the held answer was used");
 }

@@ -6,7 +6,7 @@ mod observe;
 mod pooling;
 mod prometheus_canned;
 mod prometheus_e2e;
-mod providers;
+pub mod providers;
 mod providers_signed;
 pub mod support;
 pub mod vendor_loop;
