@@ -129,7 +129,8 @@ pub struct Known {
 
 /// The canaries of a tick, each with its facts.
 pub struct Gathering<'a> {
-    /// Canaries whose status file or revision cannot be read: reported, not decided.
+    /// Canaries not decided this tick, reported: their status file or revision cannot be
+    /// read (with the error), or their metric answers are not in yet (no error).
     pub unreadable: Vec<CanaryOutcome>,
     pub canaries: Vec<Gathered<'a>>,
 }
@@ -171,6 +172,10 @@ pub fn gather<'a>(
     let mut gathered = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
+        if external.metrics_pending {
+            unreadable.push(CanaryOutcome::of(canary.id.to_string(), p.status, None));
+            continue;
+        }
         let known = match know(
             repo,
             runtime,

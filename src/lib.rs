@@ -64,6 +64,7 @@
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
+//! | [`redact`] | every credential read, and its base64 forms, kept out of log lines and logged answers | put a backend's answer anywhere but a log |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
 //! back, and `e2e/it/core_purity.rs` when the core can reach an adapter crate.
@@ -95,6 +96,7 @@ pub mod notify;
 pub mod observer;
 pub mod outcome;
 pub mod plan;
+pub mod redact;
 pub mod render;
 pub mod route;
 pub mod runtime;

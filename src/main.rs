@@ -16,7 +16,8 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
-        .with_writer(std::io::stderr)
+        // Every line is redacted: no credential sluice read reaches the log.
+        .with_writer(sluice::redact::LogWriter)
         // Colour only for a person at a terminal: a log file or a collector gets plain text.
         .with_ansi(std::io::stderr().is_terminal());
     match cli.log_format {

@@ -5,12 +5,22 @@
 //! and GitOps sync state come from an [`Observer`], so the loop does not care which adapters
 //! are configured. `core::decide::wants` says what each canary needs, so idle canaries cost
 //! no queries.
+//!
+//! A provider's timeout bounds only its own canaries. The daemon's observer
+//! ([`Live::deciding_without_waiting`]) waits at most [`PATIENCE`] for a canary's metric
+//! answers; a canary whose answers are not in by then is [`External::metrics_pending`]: the
+//! tick decides the others and leaves it alone. Its queries go on (each to its own timeout),
+//! the answers are kept for the next tick that asks for the same canary and revision, and
+//! their arrival wakes the daemon. One-shot commands ([`Live::new`]) wait for every answer.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::core::decide::{wants, Decision};
 use crate::core::observe::{MetricObservation, WebhookObservation};
@@ -19,7 +29,9 @@ use crate::gates::readiness::{read_readiness, Readiness};
 use crate::gates::sync::{read_sync, SyncObservation};
 use crate::gates::webhook::{call_all, WebhookPayload};
 use crate::metrics::metric_templates::TemplateIndex;
-use crate::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL};
+use crate::metrics::{
+    finished, metric_names, start_metrics, target_name, InFlight, DEFAULT_METRIC_INTERVAL,
+};
 use crate::runtime::Runtime;
 use crate::spec::model::{Canary, WebhookKind};
 use crate::spec::settings::Settings;
@@ -41,6 +53,9 @@ pub struct External {
     /// Whether the canary Deployment and HTTPRoute are ready (read with the sync target's
     /// kube access; `None` when not read).
     pub ready: Option<Result<Readiness, String>>,
+    /// The metric answers are not in yet: the canary is not decided this tick (nothing else
+    /// was observed for it).
+    pub metrics_pending: bool,
 }
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
@@ -83,7 +98,25 @@ pub struct Live<'a> {
     runtime: &'a Runtime,
     /// A Prometheus address that overrides the repo settings (the demo's embedded source).
     pub prometheus_override: Option<String>,
+    /// How long a tick waits for a canary's metric answers; `None`: until they are all in.
+    patience: Option<Duration>,
+    /// Metric queries a tick stopped waiting for, by canary and revision, for the next tick.
+    in_flight: Mutex<BTreeMap<String, Deferred>>,
+    /// Told when deferred answers arrive (the daemon's wake-up).
+    wake: Option<Arc<tokio::sync::Notify>>,
 }
+
+/// Metric queries left running when a tick stopped waiting for them.
+struct Deferred {
+    queries: InFlight,
+    /// Set once a tick has deferred them: their arrival then wakes the daemon.
+    deferred: Arc<AtomicBool>,
+}
+
+/// How long the daemon's tick waits for a canary's metric answers before it decides the other
+/// canaries without them. Long enough for a healthy provider (answers take milliseconds),
+/// short next to the providers' timeouts (5 s, InfluxDB's 15 s).
+pub const PATIENCE: Duration = Duration::from_secs(1);
 
 /// Canaries observed at once, at least (more when `prometheus.concurrency` is higher, so its
 /// slots can fill). Metric queries are bounded per Prometheus endpoint, not here.
@@ -94,37 +127,107 @@ impl<'a> Live<'a> {
         Live {
             runtime,
             prometheus_override: None,
+            patience: None,
+            in_flight: Mutex::new(BTreeMap::new()),
+            wake: None,
         }
+    }
+
+    /// This observer waiting at most [`PATIENCE`] for a canary's metric answers (see the
+    /// module docs); `wake` is told when answers a tick deferred arrive.
+    pub fn deciding_without_waiting(mut self, wake: Arc<tokio::sync::Notify>) -> Live<'a> {
+        self.patience = Some(PATIENCE);
+        self.wake = Some(wake);
+        self
+    }
+
+    /// The metric observations of request `r`: from `carried` (queries an earlier tick left
+    /// running) or new queries; `None` when they are not in within the patience, the queries
+    /// then kept for the next tick.
+    async fn metrics(
+        &self,
+        r: &Request<'_>,
+        carried: Option<Deferred>,
+        tick: &Tick<'_>,
+    ) -> Option<Vec<MetricObservation>> {
+        let canary = r.canary;
+        let mut running = carried.unwrap_or_else(|| {
+            let target = target_name(canary).unwrap_or(canary.id.name.as_str());
+            let queries = start_metrics(
+                self.runtime.prometheus(),
+                canary,
+                target,
+                tick.templates,
+                tick.address,
+                DEFAULT_METRIC_INTERVAL,
+                tick.concurrency,
+            );
+            self.watched(queries, metric_names(canary))
+        });
+        let Some(patience) = self.patience else {
+            return Some(finished((&mut running.queries).await, metric_names(canary)));
+        };
+        match tokio::time::timeout(patience, &mut running.queries).await {
+            Ok(joined) => Some(finished(joined, metric_names(canary))),
+            Err(_) => {
+                info!(canary = %canary.id, "Metric answers not in yet; deciding the other canaries");
+                running.deferred.store(true, Ordering::SeqCst);
+                // Answers that came in between the timeout and the flag wake nothing: wake now.
+                if running.queries.is_finished() {
+                    if let Some(wake) = &self.wake {
+                        wake.notify_one();
+                    }
+                }
+                let key = in_flight_key(r);
+                lock(&self.in_flight).insert(key, running);
+                None
+            }
+        }
+    }
+
+    /// `queries` (of the metrics `names`), wrapped so that their end wakes the daemon once a
+    /// tick has deferred them.
+    fn watched(&self, queries: InFlight, names: Vec<String>) -> Deferred {
+        let deferred = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&deferred);
+        let wake = self.wake.clone();
+        let queries = tokio::spawn(async move {
+            let answers = queries.await;
+            if flag.load(Ordering::SeqCst) {
+                if let Some(wake) = wake {
+                    wake.notify_one();
+                }
+            }
+            finished(answers, names)
+        });
+        Deferred { queries, deferred }
     }
 
     async fn observe_one(
         &self,
         r: &Request<'_>,
-        templates: &TemplateIndex,
-        address: Option<&str>,
-        concurrency: usize,
-        now: Timestamp,
+        carried: Option<Deferred>,
+        tick: &Tick<'_>,
     ) -> External {
         let canary = r.canary;
-        let want = wants(canary, r.status, r.revision, now);
+        let want = wants(canary, r.status, r.revision, tick.now);
         let target = target_name(canary)
             .unwrap_or(canary.id.name.as_str())
             .to_string();
-        let metrics = async {
-            if want.metrics {
-                observe_metrics(
-                    self.runtime.prometheus(),
-                    canary,
-                    &target,
-                    templates,
-                    address,
-                    DEFAULT_METRIC_INTERVAL,
-                    concurrency,
-                )
-                .await
-            } else {
-                Vec::new()
+        // Metrics first: a canary whose answers are not in calls no hook this tick.
+        let metrics = if want.metrics {
+            let observed = self.metrics(r, carried, tick).await;
+            match observed {
+                Some(m) => m,
+                None => {
+                    return External {
+                        metrics_pending: true,
+                        ..External::default()
+                    }
+                }
             }
+        } else {
+            Vec::new()
         };
         let hooks: Vec<_> = canary
             .analysis
@@ -163,14 +266,36 @@ impl<'a> Live<'a> {
                 None => Err("no Kubernetes access to read readiness".to_string()),
             })
         };
-        let (metrics, webhooks, sync, ready) = tokio::join!(metrics, webhooks, sync, ready);
+        let (webhooks, sync, ready) = tokio::join!(webhooks, sync, ready);
         External {
             metrics,
             webhooks,
             sync,
             ready,
+            metrics_pending: false,
         }
     }
+}
+
+/// What every canary of one `observe` call shares.
+struct Tick<'t> {
+    templates: &'t TemplateIndex,
+    /// The Prometheus address of the repo settings (or the override).
+    address: Option<&'t str>,
+    /// `prometheus.concurrency`.
+    concurrency: usize,
+    now: Timestamp,
+}
+
+/// Which queries a request can take over from an earlier tick: the same canary at the same
+/// revision.
+fn in_flight_key(r: &Request<'_>) -> String {
+    format!("{}@{}", r.canary.id, r.revision)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock left a map that is still whole.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn payload(
@@ -201,10 +326,26 @@ impl Observer for Live<'_> {
             .clone()
             .or_else(|| settings.prometheus.clone());
         let concurrency = settings.prometheus_concurrency;
+        // Queries an earlier tick deferred: taken by the canaries that still want them; the
+        // others (a new revision, a canary that moved on) are stopped.
+        let mut previous = std::mem::take(&mut *lock(&self.in_flight));
+        let carried: Vec<Option<Deferred>> = requests
+            .iter()
+            .map(|r| previous.remove(&in_flight_key(r)))
+            .collect();
+        for stale in previous.into_values() {
+            stale.queries.abort();
+        }
+        let tick = Tick {
+            templates,
+            address: address.as_deref(),
+            concurrency,
+            now,
+        };
         self.runtime.block_on(async {
             // Bounded concurrency across canaries; results come back in request order.
-            futures::stream::iter(requests)
-                .map(|r| self.observe_one(r, templates, address.as_deref(), concurrency, now))
+            futures::stream::iter(requests.iter().zip(carried))
+                .map(|(r, carried)| self.observe_one(r, carried, &tick))
                 .buffered(CONCURRENT_CANARIES.max(concurrency))
                 .collect::<Vec<External>>()
                 .await

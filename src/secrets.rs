@@ -19,7 +19,8 @@
 //!
 //! Trailing line breaks are cut from a value (a file written with `echo` ends in one). Values
 //! are looked up when a metric or alert needs them, so a rotated Secret is picked up without a
-//! restart. The errors name every place that was looked at and never contain a value.
+//! restart. The errors name every place that was looked at and never contain a value; every
+//! value read is handed to [`crate::redact`], which keeps it (and its base64 form) out of logs.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -131,7 +132,7 @@ impl Secrets {
             .get(&env_var(namespace, name, key))
             .filter(|v| !v.is_empty())
         {
-            return Ok(Some(trim(v)));
+            return Ok(Some(remembered(trim(v))));
         }
         let mount = self.dir.join(namespace).join(name);
         let path = mount.join(key);
@@ -168,7 +169,7 @@ impl Secrets {
             return Err(unreadable(format!("larger than {MAX_VALUE_BYTES} bytes")));
         }
         let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))?;
-        Ok(Some(trim(&text)))
+        Ok(Some(remembered(trim(&text))))
     }
 
     /// Key `key` of Secret `namespace/name`, or an error saying how to map it.
@@ -200,6 +201,12 @@ fn bad_name(namespace: &str, name: &str, key: &str) -> Option<String> {
         return Some("the key must be letters, digits, '-', '_' or '.' (not '.' or '..'), as Kubernetes allows for Secret keys".into());
     }
     None
+}
+
+/// `value`, just read, after telling [`crate::redact`] to keep it out of the logs.
+fn remembered(value: String) -> String {
+    crate::redact::remember(&value);
+    value
 }
 
 fn trim(value: &str) -> String {

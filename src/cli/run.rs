@@ -258,7 +258,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         info!("sluice stopped");
         return Ok(0);
     };
-    let observer = Live::new(&runtime);
+    let observer = Live::new(&runtime).deciding_without_waiting(state.wake_handle());
     let ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
     info!(branch = %args.repo.branch, "sluice started");
     let mut election = Election::from_args(args, &runtime)?;

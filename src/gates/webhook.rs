@@ -11,6 +11,10 @@
 //! statuses fail at once. Each attempt has the hook's `timeout`. Calls go out on the pooled
 //! [`HttpClients`] the caller built once. The result is an observation for the core; nothing
 //! here decides what a failure means.
+//!
+//! A failure's reason is sluice's own words (`HTTP 401 Unauthorized`), never the answer's
+//! body: reasons are committed, and a hook may echo what it received. The body goes to the log
+//! only, cut short with every credential redacted ([`crate::redact::answer`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,10 +26,8 @@ use crate::core::status::Phase;
 use crate::http_client::{self, HttpClients};
 use crate::spec::model::WebhookSpec;
 
-/// Largest answer body read (only its start is reported).
+/// Largest answer body read (only its start is logged).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-/// Characters of a failing answer's body kept in the reason.
-pub const BODY_SNIPPET: usize = 200;
 
 /// What every hook of one call receives; each hook adds its own `metadata`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,23 +239,20 @@ async fn attempt_once(
         // The answer counts even if its body could not be read whole.
         return Ok(());
     }
-    let text = match body {
-        Ok(bytes) => http_client::snippet(&bytes, BODY_SNIPPET),
+    let answer = match body {
+        Ok(bytes) => crate::redact::answer(&bytes),
         Err(http_client::BodyError::TooLarge { .. }) => "(body too large)".to_string(),
         Err(http_client::BodyError::Transfer(e)) => {
             format!("(body unreadable: {})", http_client::describe(&e))
         }
     };
-    let head = match status.canonical_reason() {
+    tracing::info!(hook = %hook.name, status = code, %answer, "Webhook answered no");
+    let reason = match status.canonical_reason() {
         Some(reason) => format!("HTTP {code} {reason}"),
         None => format!("HTTP {code}"),
     };
     Err(Failure {
-        reason: if text.is_empty() {
-            head
-        } else {
-            format!("{head}: {text}")
-        },
+        reason,
         retry: code == 429 || (code >= 500 && code != 501),
         retry_after: if code == 429 || code == 503 {
             retry_after

@@ -68,6 +68,11 @@ impl fmt::Debug for CloudwatchEnv {
 impl CloudwatchEnv {
     /// Reads the variables through `var` (empty values are unset).
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> CloudwatchEnv {
+        for name in [ACCESS_KEY_VAR, SECRET_KEY_VAR, SESSION_TOKEN_VAR] {
+            if let Some(value) = var(name) {
+                crate::redact::remember(&value);
+            }
+        }
         let credentials = match (var(ACCESS_KEY_VAR), var(SECRET_KEY_VAR)) {
             (Some(a), Some(s)) => Some((a, s, var(SESSION_TOKEN_VAR))),
             _ => None,
@@ -282,26 +287,14 @@ pub fn metric_data_queries(query: &str) -> Result<Json, String> {
 
 /// Reads a `GetMetricData` answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
-    let json: Result<Json, _> = serde_json::from_slice(body);
-    if !(200..300).contains(&status) {
-        // AWS JSON errors: {"__type": "...#Code", "message": "..."}.
-        let detail = json
-            .ok()
-            .and_then(|j| {
-                let code = j.get("__type")?.as_str()?.rsplit('#').next()?.to_string();
-                let message = j
-                    .get("message")
-                    .or_else(|| j.get("Message"))
-                    .and_then(Json::as_str)
-                    .unwrap_or("");
-                Some(format!("{code}: {message}"))
-            })
-            .unwrap_or_else(|| crate::http_client::snippet(body, 200));
-        return MetricValue::Error(format!("HTTP {status}: {detail}"));
+    // AWS's error answers ({"__type": "...#Code", "message": "..."}) are the server's text:
+    // logged by `vendor_http::value`, never part of the value's error.
+    if let Some(e) = vendor_http::status_error(status) {
+        return MetricValue::Error(e);
     }
-    let json = match json {
+    let json: Json = match serde_json::from_slice(body) {
         Ok(j) => j,
-        Err(e) => return MetricValue::Error(not_json(body, &e)),
+        Err(e) => return MetricValue::Error(not_json(&e)),
     };
     let Some(results) = json.get("MetricDataResults").and_then(Json::as_array) else {
         return MetricValue::NoData;
@@ -318,7 +311,10 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     };
     match value.as_f64() {
         Some(v) => MetricValue::Value(v),
-        None => MetricValue::Error(format!("expected a number, found {value}")),
+        None => MetricValue::Error(format!(
+            "expected a number, found {}",
+            vendor_http::kind_of(value)
+        )),
     }
 }
 
@@ -349,7 +345,7 @@ mod tests {
             400,
             br#"{"__type":"com.amazon.coral.validate#ValidationException","message":"bad Id"}"#,
         ) {
-            MetricValue::Error(e) => assert_eq!(e, "HTTP 400: ValidationException: bad Id"),
+            MetricValue::Error(e) => assert_eq!(e, "answered HTTP 400"),
             other => panic!("{other:?}"),
         }
         assert!(matches!(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url};
+use crate::metrics::vendor_http::{self, api_url, kind_of};
 
 /// The Secret key of the API key.
 pub const API_KEY: &str = "datadog_api_key";
@@ -82,8 +82,8 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
 
 /// The first point of the first series of an answer.
 fn value_of(json: &Json) -> MetricValue {
-    if let Some(error) = json.get("error").and_then(Json::as_str) {
-        return MetricValue::Error(format!("Datadog says: {error}"));
+    if json.get("error").and_then(Json::as_str).is_some() {
+        return MetricValue::Error("answered with an error".into());
     }
     let Some(series) = json.get("series").and_then(Json::as_array) else {
         return MetricValue::Error("answer has no \"series\" list".into());
@@ -101,9 +101,12 @@ fn value_of(json: &Json) -> MetricValue {
         Some([_, Json::Null]) => MetricValue::NoData,
         Some([_, v]) => match v.as_f64() {
             Some(v) => MetricValue::Value(v),
-            None => MetricValue::Error(format!("expected a number, found {v}")),
+            None => MetricValue::Error(format!("expected a number, found {}", kind_of(v))),
         },
-        _ => MetricValue::Error(format!("expected a point [time, value], found {point}")),
+        _ => MetricValue::Error(format!(
+            "expected a point [time, value], found {}",
+            kind_of(point)
+        )),
     }
 }
 
@@ -127,17 +130,13 @@ mod tests {
             assert_eq!(parse_response(200, body), MetricValue::NoData);
         }
         let cases: &[(u16, &[u8], &str)] = &[
-            (
-                403,
-                br#"{"errors":["Forbidden"]}"#,
-                "HTTP 403: {\"errors\":[\"Forbidden\"]}",
-            ),
+            (403, br#"{"errors":["Forbidden"]}"#, "answered HTTP 403"),
             (500, b"", "HTTP 500"),
             (200, b"<html>", "expected a JSON answer"),
             (
                 200,
                 br#"{"status":"error","error":"Error parsing query"}"#,
-                "Datadog says: Error parsing query",
+                "answered with an error",
             ),
             (200, br#"{"status":"ok"}"#, "no \"series\""),
             (200, br#"{"series":[{}]}"#, "no \"pointlist\""),

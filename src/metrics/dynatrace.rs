@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url};
+use crate::metrics::vendor_http::{self, api_url, kind_of};
 
 /// The Secret key of the API token.
 pub const TOKEN: &str = "dynatrace_token";
@@ -78,12 +78,8 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
 
 /// The first value of the last data series of the first result of an answer.
 fn value_of(json: &Json) -> MetricValue {
-    if let Some(error) = json.get("error") {
-        let message = error
-            .get("message")
-            .and_then(Json::as_str)
-            .unwrap_or("error");
-        return MetricValue::Error(format!("Dynatrace says: {message}"));
+    if json.get("error").is_some() {
+        return MetricValue::Error("answered with an error".into());
     }
     let Some(results) = json.get("result").and_then(Json::as_array) else {
         return MetricValue::Error("answer has no \"result\" list".into());
@@ -104,7 +100,7 @@ fn value_of(json: &Json) -> MetricValue {
         None | Some(Json::Null) => MetricValue::NoData,
         Some(v) => match v.as_f64() {
             Some(v) => MetricValue::Value(v),
-            None => MetricValue::Error(format!("expected a number, found {v}")),
+            None => MetricValue::Error(format!("expected a number, found {}", kind_of(v))),
         },
     }
 }
@@ -134,7 +130,7 @@ mod tests {
             (
                 200,
                 br#"{"error":{"code":400,"message":"bad selector"}}"#,
-                "Dynatrace says: bad selector",
+                "answered with an error",
             ),
             (200, br#"{}"#, "no \"result\""),
             (200, br#"{"result":[{}]}"#, "no \"data\""),

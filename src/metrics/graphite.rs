@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url};
+use crate::metrics::vendor_http::{self, api_url, kind_of};
 
 /// The Secret key of the basic-auth user name.
 pub const USERNAME: &str = "username";
@@ -103,7 +103,8 @@ fn value_of(json: &Json) -> MetricValue {
                 Some([v, _]) => v,
                 _ => {
                     return MetricValue::Error(format!(
-                        "expected a datapoint [value, time], found {point}"
+                        "expected a datapoint [value, time], found {}",
+                        kind_of(point)
                     ))
                 }
             };
@@ -112,9 +113,16 @@ fn value_of(json: &Json) -> MetricValue {
                 Json::Number(n) => last = n.as_f64(),
                 Json::String(s) => match s.parse::<f64>() {
                     Ok(v) => last = Some(v),
-                    Err(_) => return MetricValue::Error(format!("expected a number, found {s:?}")),
+                    Err(_) => {
+                        return MetricValue::Error("expected a number, found a string".into())
+                    }
                 },
-                other => return MetricValue::Error(format!("expected a number, found {other}")),
+                other => {
+                    return MetricValue::Error(format!(
+                        "expected a number, found {}",
+                        kind_of(other)
+                    ))
+                }
             }
         }
     }
@@ -133,7 +141,7 @@ mod tests {
             assert_eq!(parse_response(200, body), MetricValue::NoData);
         }
         let cases: &[(u16, &[u8], &str)] = &[
-            (500, b"boom", "HTTP 500: boom"),
+            (500, b"boom", "answered HTTP 500"),
             (200, br#"{}"#, "list of targets"),
             (200, br#"[{"target":"a"}]"#, "no \"datapoints\""),
             (200, br#"[{"datapoints":[[1]]}]"#, "expected a datapoint"),

@@ -257,10 +257,12 @@ fn vendor(
             insecure_skip_verify,
         } => (|| {
             let basic = match secret_ref {
-                Some(name) => Some((
-                    key(name, graphite::USERNAME)?,
-                    key(name, graphite::PASSWORD)?,
-                )),
+                Some(name) => {
+                    let username = key(name, graphite::USERNAME)?;
+                    let password = key(name, graphite::PASSWORD)?;
+                    crate::redact::remember_basic(&username, &password);
+                    Some((username, password))
+                }
                 None => None,
             };
             Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
@@ -286,7 +288,6 @@ fn vendor(
 /// [`DEFAULT_METRIC_INTERVAL`] for Flagger's behaviour); `concurrency` bounds the queries in
 /// flight to each Prometheus endpoint, across every caller sharing `access`. Returns one
 /// observation per metric, in the canary's order.
-#[tracing::instrument(skip_all, fields(canary = %canary.id))]
 pub async fn observe_metrics(
     access: &PrometheusAccess,
     canary: &Canary,
@@ -296,6 +297,35 @@ pub async fn observe_metrics(
     default_interval: Duration,
     concurrency: usize,
 ) -> Vec<MetricObservation> {
+    let queries = start_metrics(
+        access,
+        canary,
+        target,
+        templates,
+        default_address,
+        default_interval,
+        concurrency,
+    );
+    finished(queries.await, metric_names(canary))
+}
+
+/// A canary's metric queries under way ([`start_metrics`]); awaiting it gives the observations
+/// in the canary's order.
+pub type InFlight = tokio::task::JoinHandle<Vec<MetricObservation>>;
+
+/// Starts every metric query of `canary` (as [`observe_metrics`]) on the current tokio runtime
+/// and returns at once: the caller may await the answers, or keep them for later while each
+/// query runs to its own provider's timeout. Must be called within a tokio runtime.
+#[tracing::instrument(skip_all, fields(canary = %canary.id))]
+pub fn start_metrics(
+    access: &PrometheusAccess,
+    canary: &Canary,
+    target: &str,
+    templates: &TemplateIndex,
+    default_address: Option<&str>,
+    default_interval: Duration,
+    concurrency: usize,
+) -> InFlight {
     let jobs: Vec<(String, Job)> = canary
         .analysis
         .metrics
@@ -313,7 +343,35 @@ pub async fn observe_metrics(
             (m.name.clone(), job)
         })
         .collect();
-    run(access, jobs, concurrency).await
+    let queries = spawn(access, jobs, concurrency);
+    tokio::spawn(collect(queries))
+}
+
+/// The names of `canary`'s metrics, in its order.
+pub fn metric_names(canary: &Canary) -> Vec<String> {
+    canary
+        .analysis
+        .metrics
+        .iter()
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+/// The observations of a finished [`InFlight`], or, when its task failed, that failure for
+/// each metric of `names`.
+pub fn finished(
+    joined: Result<Vec<MetricObservation>, tokio::task::JoinError>,
+    names: Vec<String>,
+) -> Vec<MetricObservation> {
+    joined.unwrap_or_else(|e| {
+        names
+            .into_iter()
+            .map(|name| MetricObservation {
+                name,
+                value: MetricValue::Error(format!("query task failed: {e}")),
+            })
+            .collect()
+    })
 }
 
 fn plan(
@@ -436,14 +494,18 @@ fn prometheus_secret(
         .require(ns, secret, "username")
         .map_err(|e| format!("{} (or map key \"token\" for a bearer token)", failed(e)))?;
     let password = secrets.require(ns, secret, "password").map_err(failed)?;
+    crate::redact::remember_basic(&username, &password);
     Ok(prometheus::Auth::Basic { username, password })
 }
 
-async fn run(
-    access: &PrometheusAccess,
-    jobs: Vec<(String, Job)>,
-    concurrency: usize,
-) -> Vec<MetricObservation> {
+/// One metric's query: its task, or the value it failed with before any IO.
+type Query = (
+    String,
+    Result<tokio::task::JoinHandle<MetricValue>, MetricValue>,
+);
+
+/// Spawns one task per job on the current runtime.
+fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize) -> Vec<Query> {
     let mut handles = Vec::with_capacity(jobs.len());
     for (name, job) in jobs {
         let (config, promql, builtin) = match job {
@@ -505,6 +567,11 @@ async fn run(
         });
         handles.push((name, Ok(handle)));
     }
+    handles
+}
+
+/// Waits for every query, in order.
+async fn collect(handles: Vec<Query>) -> Vec<MetricObservation> {
     let mut out = Vec::with_capacity(handles.len());
     for (name, handle) in handles {
         let value = match handle {

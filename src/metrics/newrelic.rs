@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::vendor_http::{self, api_url};
+use crate::metrics::vendor_http::{self, api_url, kind_of};
 
 /// The Secret key of the account id (a path segment of the query URL).
 pub const ACCOUNT_ID: &str = "newrelic_account_id";
@@ -89,7 +89,7 @@ fn value_of(json: &Json) -> MetricValue {
             None | Some(Json::Null) => MetricValue::NoData,
             Some(v) => match v.as_f64() {
                 Some(v) => MetricValue::Value(v),
-                None => MetricValue::Error(format!("expected a number, found {v}")),
+                None => MetricValue::Error(format!("expected a number, found {}", kind_of(v))),
             },
         },
         many => MetricValue::Error(format!(

@@ -62,6 +62,12 @@ impl Auth {
         username: Option<String>,
         password: Option<String>,
     ) -> Result<Auth, String> {
+        if let Some(token) = &token {
+            crate::redact::remember(token);
+        }
+        if let (Some(username), Some(password)) = (&username, &password) {
+            crate::redact::remember_basic(username, password);
+        }
         match (token, username, password) {
             (Some(token), _, _) => Ok(Auth::Bearer(token)),
             (None, Some(username), Some(password)) => Ok(Auth::Basic { username, password }),
@@ -300,10 +306,16 @@ impl Prometheus {
         // idle timeout won the race) is asked once more on a fresh one: the query is a GET.
         match vendor_http::get(request, self.timeout).await {
             Err(e) => self.error(e),
-            Ok((status, body)) => match parse_response(status, &body) {
-                MetricValue::Error(e) if status >= 400 => self.error(e),
-                other => other,
-            },
+            Ok((status, body)) => {
+                let value = parse_response(status, &body);
+                if let MetricValue::Error(e) = &value {
+                    vendor_http::log_unusable("Prometheus", &self.shown, status, &body, e);
+                }
+                match value {
+                    MetricValue::Error(e) if status >= 400 => self.error(e),
+                    other => other,
+                }
+            }
         }
     }
 
@@ -318,37 +330,41 @@ pub fn collapse_whitespace(query: &str) -> String {
 }
 
 /// Reads an HTTP status and body from `/api/v1/query` into a value. Pure; never panics.
+///
+/// Errors are sluice's words: the status, Prometheus' `errorType` when it is one Prometheus
+/// documents, and what was wrong with the answer's shape; never the body's text (the caller
+/// logs it, redacted).
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     let json: Option<Json> = serde_json::from_slice(body).ok();
+    let kind = json.as_ref().and_then(error_type);
     if status >= 400 {
-        let detail = json
-            .as_ref()
-            .and_then(prometheus_error)
-            .unwrap_or_else(|| http_client::snippet(body, 200));
-        return MetricValue::Error(if detail.is_empty() {
-            format!("HTTP {status}")
-        } else {
-            format!("HTTP {status}: {detail}")
+        return MetricValue::Error(match kind {
+            Some(kind) => format!("answered HTTP {status} ({kind})"),
+            None => format!("answered HTTP {status}"),
         });
     }
     let Some(json) = json else {
         return MetricValue::Error(format!(
-            "HTTP {status}: expected a JSON body, found {:?}",
-            http_client::snippet(body, 200)
+            "answered HTTP {status}: expected a JSON body, found other text"
         ));
     };
     match json.get("status").and_then(Json::as_str) {
         Some("success") => {}
         Some("error") => {
+            return MetricValue::Error(match kind {
+                Some(kind) => format!("answered status \"error\" ({kind})"),
+                None => "answered status \"error\"".into(),
+            })
+        }
+        Some(_) => {
             return MetricValue::Error(
-                prometheus_error(&json).unwrap_or_else(|| "status: error".into()),
+                "expected status \"success\" or \"error\", found another".into(),
             )
         }
-        other => {
-            return MetricValue::Error(format!(
-                "expected status \"success\" or \"error\", found {}",
-                other.map_or("none".to_string(), |s| format!("{s:?}"))
-            ))
+        None => {
+            return MetricValue::Error(
+                "expected status \"success\" or \"error\", found none".into(),
+            )
         }
     }
     let Some(data) = json.get("data") else {
@@ -382,9 +398,12 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
         Some("matrix") => MetricValue::Error(
             "query returned a range vector (matrix); expected an instant vector or a scalar".into(),
         ),
-        Some(other) => MetricValue::Error(format!(
-            "query returned a {other}; expected an instant vector or a scalar"
-        )),
+        Some("string") => MetricValue::Error(
+            "query returned a string; expected an instant vector or a scalar".into(),
+        ),
+        Some(_) => MetricValue::Error(
+            "query returned an unknown result type; expected an instant vector or a scalar".into(),
+        ),
         None => MetricValue::Error("answer has no \"resultType\"".into()),
     }
 }
@@ -397,22 +416,31 @@ fn sample_value(sample: &Json) -> MetricValue {
         _ => {
             return MetricValue::Error(format!(
                 "expected a sample [time, \"value\"], found {}",
-                http_client::snippet(sample.to_string().as_bytes(), 100)
+                vendor_http::kind_of(sample)
             ))
         }
     };
     match text.parse::<f64>() {
         Ok(v) => MetricValue::Value(v),
-        Err(_) => MetricValue::Error(format!("expected a number, found {text:?}")),
+        Err(_) => MetricValue::Error("expected a number, found other text".into()),
     }
 }
 
-fn prometheus_error(json: &Json) -> Option<String> {
-    let error = json.get("error").and_then(Json::as_str)?;
-    Some(match json.get("errorType").and_then(Json::as_str) {
-        Some(kind) => format!("{kind}: {error}"),
-        None => error.to_string(),
-    })
+/// The `errorType` of an error answer, when it is one of those Prometheus documents (so the
+/// text is sluice's, not the server's).
+fn error_type(json: &Json) -> Option<&'static str> {
+    const KNOWN: [&str; 8] = [
+        "bad_data",
+        "timeout",
+        "canceled",
+        "execution",
+        "internal",
+        "unavailable",
+        "not_found",
+        "not_acceptable",
+    ];
+    let kind = json.get("errorType").and_then(Json::as_str)?;
+    KNOWN.into_iter().find(|k| *k == kind)
 }
 
 #[cfg(test)]
@@ -481,31 +509,37 @@ mod tests {
         let cases: &[(u16, &[u8], &str)] = &[
             (200, br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1"]]}]}}"#, "range vector"),
             (200, br#"{"status":"success","data":{"resultType":"string","result":[1,"x"]}}"#, "returned a string"),
-            (200, br#"{"status":"error","errorType":"bad_data","error":"parse error at char 5"}"#, "bad_data: parse error at char 5"),
-            (200, b"<html>proxy says hi</html>", "expected a JSON body, found \"<html>proxy says hi</html>\""),
+            (200, br#"{"status":"error","errorType":"bad_data","error":"parse error at char 5"}"#, "answered status \"error\" (bad_data)"),
+            (200, br#"{"status":"error","errorType":"secret-123","error":"x"}"#, "answered status \"error\""),
+            (200, b"<html>proxy says hi</html>", "expected a JSON body, found other text"),
             (200, b"", "expected a JSON body"),
             (200, br#"{"status":"success"}"#, "no \"data\""),
-            (200, br#"{"status":"ok","data":{}}"#, "found \"ok\""),
+            (200, br#"{"status":"ok","data":{}}"#, "found another"),
             (200, br#"{"status":"success","data":{"result":[]}}"#, "no \"resultType\""),
             (200, br#"{"status":"success","data":{"resultType":"vector","result":{}}}"#, "no \"result\" list"),
             (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{}}]}}"#, "no \"value\""),
             (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"histogram":[1,{}]}]}}"#, "native histogram"),
             (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}"#, "expected a sample"),
             (200, br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1]}]}}"#, "expected a sample"),
-            (200, br#"{"status":"success","data":{"resultType":"scalar","result":[1,"abc"]}}"#, "expected a number, found \"abc\""),
-            (400, br#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\""}"#, "HTTP 400: bad_data: invalid parameter"),
-            (503, b"Service Unavailable", "HTTP 503: Service Unavailable"),
+            (200, br#"{"status":"success","data":{"resultType":"scalar","result":[1,"abc"]}}"#, "expected a number, found other text"),
+            (400, br#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\""}"#, "answered HTTP 400 (bad_data)"),
+            (503, b"Service Unavailable", "answered HTTP 503"),
             (500, b"", "HTTP 500"),
             // A 4xx with a success-looking body is still an error.
             (404, br#"{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}"#, "HTTP 404"),
         ];
         for (status, body, expected) in cases {
             match parse_response(*status, body) {
-                MetricValue::Error(e) => assert!(
-                    e.contains(expected),
-                    "{status} {:?}: {e}",
-                    String::from_utf8_lossy(body)
-                ),
+                MetricValue::Error(e) => {
+                    assert!(
+                        e.contains(expected),
+                        "{status} {:?}: {e}",
+                        String::from_utf8_lossy(body)
+                    );
+                    for quoted in ["parse error", "proxy says", "secret-123", "abc", "Service"] {
+                        assert!(!e.contains(quoted), "the server's text: {e}");
+                    }
+                }
                 other => panic!(
                     "{status} {:?}: expected an error, got {other:?}",
                     String::from_utf8_lossy(body)

@@ -4,6 +4,11 @@
 //! message, the head of reading a JSON answer, and the vendor's name and address in front of
 //! every error. Each provider keeps its request and how its answer reduces to one value. It
 //! judges nothing and reads no secrets. `prometheus.rs` sends its query through [`get`] too.
+//!
+//! An error is sluice's own words: the HTTP status (`answered HTTP 401`) or what was wrong
+//! with the answer's shape, never text the backend sent. Errors become commit messages and
+//! status files, and a backend may echo the credentials it received. The answer itself goes
+//! only to the log, cut short and redacted ([`log_unusable`], through [`crate::redact`]).
 
 use std::time::Duration;
 
@@ -117,17 +122,37 @@ async fn exchange(
     }
 }
 
-/// An HTTP status that is not success, with the start of the body.
-pub fn status_error(status: u16, body: &[u8]) -> Option<String> {
+/// An HTTP status that is not success, in sluice's words (the body is only logged).
+pub fn status_error(status: u16) -> Option<String> {
     if (200..300).contains(&status) {
         return None;
     }
-    let detail = http_client::snippet(body, 200);
-    Some(if detail.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("HTTP {status}: {detail}")
-    })
+    Some(format!("answered HTTP {status}"))
+}
+
+/// What kind of JSON value `value` is, for an error that must not quote it.
+pub fn kind_of(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "true or false",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// Logs an answer of `vendor` at `shown` that gave no value (`reason`): its status and the
+/// start of its body, cut short and with every credential redacted.
+pub fn log_unusable(vendor: &str, shown: &str, status: u16, body: &[u8], reason: &str) {
+    tracing::warn!(
+        provider = vendor,
+        address = shown,
+        status,
+        answer = %crate::redact::answer(body),
+        reason = %crate::redact::text(reason),
+        "Metric provider answer not usable"
+    );
 }
 
 /// The value of one exchange `sent` (what [`get`] or [`post`] gave): its answer read by
@@ -140,7 +165,13 @@ pub fn value(
     parse: impl FnOnce(u16, &[u8]) -> MetricValue,
 ) -> MetricValue {
     let value = match sent {
-        Ok((status, body)) => parse(status, &body),
+        Ok((status, body)) => {
+            let value = parse(status, &body);
+            if let MetricValue::Error(e) = &value {
+                log_unusable(vendor, shown, status, &body, e);
+            }
+            value
+        }
         Err(e) => MetricValue::Error(e),
     };
     match value {
@@ -156,29 +187,31 @@ pub fn parse_json(
     body: &[u8],
     reduce: impl FnOnce(&Json) -> MetricValue,
 ) -> MetricValue {
-    if let Some(e) = status_error(status, body) {
+    if let Some(e) = status_error(status) {
         return MetricValue::Error(e);
     }
     match serde_json::from_slice(body) {
         Ok(json) => reduce(&json),
-        Err(e) => MetricValue::Error(not_json(body, &e)),
+        Err(e) => MetricValue::Error(not_json(&e)),
     }
 }
 
-/// A body that is not the JSON expected.
-pub fn not_json(body: &[u8], error: &serde_json::Error) -> String {
-    format!(
-        "expected a JSON answer ({error}), found {:?}",
-        http_client::snippet(body, 200)
-    )
+/// A body that is not the JSON expected (`error` says where, never what was there).
+pub fn not_json(error: &serde_json::Error) -> String {
+    format!("expected a JSON answer ({error})")
 }
 
-/// Asserts that `parse` reads each `(status, body)` of `cases` as an error containing its text.
+/// Asserts that `parse` reads each `(status, body)` of `cases` as an error containing its text
+/// and not quoting the body.
 #[cfg(test)]
 pub(crate) fn assert_errors(parse: fn(u16, &[u8]) -> MetricValue, cases: &[(u16, &[u8], &str)]) {
     for (status, body, expected) in cases {
         match parse(*status, body) {
-            MetricValue::Error(e) => assert!(e.contains(expected), "{e}"),
+            MetricValue::Error(e) => {
+                assert!(e.contains(expected), "{e}");
+                let text = String::from_utf8_lossy(body);
+                assert!(text.len() < 4 || !e.contains(text.as_ref()), "{e}");
+            }
             other => panic!("{expected}: {other:?}"),
         }
     }
@@ -213,7 +246,7 @@ mod tests {
             ),
             (
                 Ok((503, b"down".to_vec())),
-                "V https://v.example: HTTP 503: down",
+                "V https://v.example: answered HTTP 503",
             ),
             (
                 Ok((200, b"<html>".to_vec())),
@@ -222,7 +255,10 @@ mod tests {
         ];
         for (sent, expected) in cases {
             match value("V", shown, sent, parse) {
-                MetricValue::Error(e) => assert!(e.starts_with(expected), "{e}"),
+                MetricValue::Error(e) => {
+                    assert!(e.starts_with(expected), "{e}");
+                    assert!(!e.contains("down") && !e.contains("html"), "{e}");
+                }
                 other => panic!("{expected}: {other:?}"),
             }
         }

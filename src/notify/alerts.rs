@@ -345,12 +345,14 @@ async fn send_one(
     if status.is_success() {
         return Ok(());
     }
-    let body = response.bytes().await.unwrap_or_default();
+    let body = crate::http_client::read_body(response, 64 * 1024)
+        .await
+        .unwrap_or_default();
     Err(format!(
         "{} answered {}: {}",
         provider.kind.as_str(),
         status.as_u16(),
-        crate::http_client::snippet(&body, 200)
+        crate::redact::answer(&body)
     ))
 }
 

@@ -1,1 +1,389 @@
-//! See `../attacks.rs`.
+//! See `../attacks.rs`. Metric backends and webhook gates that echo what they received: the
+//! credentials sluice sent them (headers, basic auth, query parameters) come back in an error
+//! body. sluice writes its own message with the HTTP status into commits and status files,
+//! and logs at most a redacted start of the body, so no credential (nor its base64 form)
+//! reaches git, the logs, `/metrics` or `validate`. And a backend that answers slowly: it
+//! holds its own canaries' decisions, never the other canaries'.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice::redact::base64;
+
+use crate::metrics::providers::influx_answer;
+use crate::metrics::support::{loop_canary, loop_deployment, phase, Canned, Hold, Server};
+use crate::metrics::vendor_loop::{self, Mapped, Vendor};
+use crate::support::{free_port, git, git_ok, http, human_clone, human_commit, seeded_remote};
+
+/// Every echoed body starts with this: it must never be committed.
+const MARKER: &str = "ECHOED-BY-THE-BACKEND";
+
+/// `sluice run` polling every second, its log in a file; killed when dropped.
+struct Daemon {
+    child: Child,
+    log: PathBuf,
+    addr: String,
+}
+
+impl Daemon {
+    fn start(tmp: &Path, bare: &Path, env: &[(String, String)]) -> Daemon {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let log = tmp.join("daemon.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["run", "--repo", &bare.display().to_string(), "--poll", "1s"])
+            .args(["--listen", &addr, "--workdir"])
+            .arg(tmp.join("d"))
+            .env_remove("SLUICE_LOG")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("sluice run");
+        Daemon { child, log, addr }
+    }
+}
+
+impl Daemon {
+    /// A remote in `tmp` seeded with `files`, the daemon on it, and a human's clone of it.
+    fn on_new_remote(
+        tmp: &Path,
+        files: &[(String, String)],
+        env: &[(String, String)],
+    ) -> (PathBuf, Daemon, PathBuf) {
+        let seed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let bare = seeded_remote(tmp, &seed);
+        let daemon = Daemon::start(tmp, &bare, env);
+        let human = human_clone(&bare.display().to_string(), &tmp.join("human"));
+        (bare, daemon, human)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `<phase>:<weight>` of canary `test/<app>` at the remote's main, empty before it has a status.
+fn phase_of(bare: &Path, app: &str) -> String {
+    let file = format!("main:.sluice/status/test/{app}.yaml");
+    if git_ok(bare, &["cat-file", "-e", &file]) {
+        phase(bare, app)
+    } else {
+        String::new()
+    }
+}
+
+/// A credential distinct enough to grep for: `kind`, `key` and a fixed tail.
+fn credential(kind: &str, key: &str) -> String {
+    if key == "newrelic_account_id" {
+        // New Relic puts it in the path; its accounts are numbers.
+        return "90210314159".to_string();
+    }
+    format!("{kind}-{key}-Zq7Wv3Lp9", key = key.replace('_', "-"))
+}
+
+/// A canary whose confirm-rollout gate is the hook at `url` (and no metric).
+fn hooked_canary(name: &str, url: &str) -> String {
+    loop_canary(
+        name,
+        &format!(
+            "      []\n    webhooks:\n      - name: gate\n        type: confirm-rollout\n        url: {url}\n"
+        ),
+    )
+}
+
+/// Prometheus as the vendor table spells a provider: basic auth from Secret files.
+const PROMETHEUS: Vendor = Vendor {
+    kind: "prometheus",
+    address_path: "",
+    query: "sum(rate(http_requests_total{app=\"{{ target }}\"}[{{ interval }}]))\n",
+    keys: &[("username", ""), ("password", "")],
+    mapped: Mapped::Files,
+    answer: |_| Canned::new(500, ""),
+    check: |_, _| {},
+};
+
+/// Maps [`credential`]s for each key of `vendor`, as the vendor table says (variables in
+/// `env`, files under `secrets_dir`), and points CloudWatch's endpoint at `fake`; returns them.
+fn map_credentials(
+    vendor: &Vendor,
+    secrets_dir: &Path,
+    fake: &Server,
+    env: &mut Vec<(String, String)>,
+) -> Vec<String> {
+    let kind = vendor.kind;
+    let mut values = Vec::new();
+    for (key, _) in vendor.keys {
+        let value = credential(kind, key);
+        match vendor.mapped {
+            Mapped::Env => env.push((vendor_loop::env_var(kind, key), value.clone())),
+            Mapped::Files => {
+                let dir = secrets_dir.join("test").join(kind);
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(key), format!("{value}\n")).unwrap();
+            }
+            Mapped::Environment { .. } => env.push((key.to_string(), value.clone())),
+        }
+        values.push(value);
+    }
+    if let Mapped::Environment { endpoint_var, .. } = vendor.mapped {
+        env.push((endpoint_var.to_string(), fake.url()));
+    }
+    values
+}
+
+/// The files of app `<vendor.kind>`: its canary and the template reaching `fake`, the
+/// Deployment at image `:1`.
+fn app(vendor: &Vendor, fake: &Server) -> Vec<(String, String)> {
+    let kind = vendor.kind;
+    vec![
+        (
+            format!("apps/{kind}/metrics.yaml"),
+            vendor_loop::template(kind, vendor, &fake.url(), kind),
+        ),
+        (
+            format!("apps/{kind}/canary.yaml"),
+            vendor_loop::canary(kind),
+        ),
+        (
+            format!("apps/{kind}/deployment.yaml"),
+            loop_deployment(kind, &format!("{kind}:1")),
+        ),
+    ]
+}
+
+/// Where each leak would show: the name of the place and its text.
+fn places(
+    daemon: &Daemon,
+    bare: &Path,
+    human: &Path,
+    env: &[(String, String)],
+) -> Vec<(String, String)> {
+    let (_, metrics) = http(&daemon.addr, "GET", "/metrics", &[], b"");
+    let validate = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("validate")
+        .current_dir(human)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("sluice validate");
+    let status = git(bare, &["grep", "-h", "", "main", "--", ".sluice/status"]);
+    vec![
+        ("history".into(), git(bare, &["log", "-p", "--all"])),
+        ("status files".into(), status),
+        ("/metrics".into(), metrics),
+        (
+            "validate".into(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&validate.stdout),
+                String::from_utf8_lossy(&validate.stderr)
+            ),
+        ),
+        (
+            "the daemon's log".into(),
+            std::fs::read_to_string(&daemon.log).expect("log"),
+        ),
+    ]
+}
+
+/// Every vendor's fake, Prometheus' and a webhook gate's answer 401 with what they received;
+/// the canaries fail their checks and roll back, and no credential is anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
+    let echo = |r: &_| Canned::echo(401, MARKER, r);
+    let tmp = tempfile::tempdir().unwrap();
+    let secrets_dir = tmp.path().join("secrets");
+    let mut env = vec![(
+        "SLUICE_SECRETS_DIR".to_string(),
+        secrets_dir.display().to_string(),
+    )];
+    let mut secrets: Vec<String> = Vec::new();
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut fakes: Vec<Arc<Server>> = Vec::new();
+    let mut apps: Vec<String> = Vec::new();
+    for vendor in vendor_loop::ALL.into_iter().chain([&PROMETHEUS]) {
+        let kind = vendor.kind;
+        let fake = Arc::new(Server::start_routed(echo).await);
+        secrets.extend(map_credentials(vendor, &secrets_dir, &fake, &mut env));
+        files.extend(app(vendor, &fake));
+        apps.push(kind.to_string());
+        fakes.push(fake);
+    }
+    // Basic auth carries the pair in base64.
+    let pair = |kind: &str| {
+        format!(
+            "{}:{}",
+            credential(kind, "username"),
+            credential(kind, "password")
+        )
+    };
+    secrets.extend([pair("prometheus"), pair("graphite")]);
+    let hook = Arc::new(Server::start_routed(echo).await);
+    files.push((
+        "apps/hooked/canary.yaml".into(),
+        hooked_canary("hooked", &hook.url()),
+    ));
+    files.push((
+        "apps/hooked/deployment.yaml".into(),
+        loop_deployment("hooked", "hooked:1"),
+    ));
+    let (bare, daemon, human) = Daemon::on_new_remote(tmp.path(), &files, &env);
+    tokio::task::block_in_place(|| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !apps
+            .iter()
+            .chain([&"hooked".to_string()])
+            .all(|a| phase_of(&bare, a).starts_with("Initialized"))
+        {
+            assert!(Instant::now() < deadline, "never initialized");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        git(&human, &["pull", "-q", "origin", "main"]);
+        for app in apps.iter().map(String::as_str).chain(["hooked"]) {
+            let path = format!("apps/{app}/deployment.yaml");
+            human_commit(
+                &human,
+                &path,
+                &loop_deployment(app, &format!("{app}:2")),
+                app,
+            );
+        }
+        // Each metric canary rolls back after two failed checks; the gate is asked twice.
+        while !(apps
+            .iter()
+            .all(|a| phase_of(&bare, a).starts_with("Failed"))
+            && hook.requests().len() >= 2)
+        {
+            let phases: Vec<String> = apps.iter().map(|a| phase_of(&bare, a)).collect();
+            assert!(Instant::now() < deadline, "timed out: {phases:?}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        git(&human, &["pull", "-q", "origin", "main"]);
+    });
+    for fake in fakes.iter().chain([&hook]) {
+        assert!(!fake.requests().is_empty(), "every backend was asked");
+    }
+    let places = tokio::task::block_in_place(|| places(&daemon, &bare, &human, &env));
+    let log = &places[4].1;
+    assert!(
+        log.contains("answer=") && log.contains("[redacted]"),
+        "the answers are logged, redacted:\n{log}"
+    );
+    let history = &places[0].1;
+    assert!(
+        history.contains("HTTP 401"),
+        "the status is committed:\n{history}"
+    );
+    for (place, text) in &places {
+        for secret in &secrets {
+            for form in [secret.clone(), base64(secret.as_bytes())] {
+                assert!(
+                    !text.contains(&form),
+                    "{form} ({secret}) in {place}:\n{text}"
+                );
+            }
+        }
+        if place != "the daemon's log" {
+            assert!(
+                !text.contains(MARKER),
+                "a backend's body in {place}:\n{text}"
+            );
+        }
+    }
+}
+
+/// Whether canary `app` has passed a metric check and moved on (one 50 % step, then promoted).
+fn promoted(bare: &Path, app: &str) -> bool {
+    let p = phase_of(bare, app);
+    p.starts_with("Promoting") || p.starts_with("Finalising") || p.starts_with("Succeeded")
+}
+
+/// Bumps the images of `apps` to `:2` in one commit from the human clone, so that their
+/// canaries step, and are checked, in the same ticks.
+fn bump(human: &Path, apps: &[&str]) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    let path = |app: &str| format!("apps/{app}/deployment.yaml");
+    let image = |app: &str| loop_deployment(app, &format!("{app}:2"));
+    let (last, first) = apps.split_last().expect("an app");
+    for app in first {
+        std::fs::write(human.join(path(app)), image(app)).unwrap();
+        git(human, &["add", &path(app)]);
+    }
+    human_commit(human, &path(last), &image(last), "new images");
+}
+
+/// A Prometheus answer within the canaries' threshold (`max: 1`).
+const PROMETHEUS_WITHIN: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"0.5"]}]}}"#;
+
+/// InfluxDB (timeout 15 s) holds its answers until the test releases them. Two canaries get a
+/// new revision in one commit and are checked in the same ticks: one on InfluxDB, one on a
+/// Prometheus that answers at once. While the InfluxDB query is held, the Prometheus canary
+/// passes its check and is promoted: its decision did not wait for InfluxDB, since no query
+/// to InfluxDB has given up yet. Released, the held answer decides the InfluxDB canary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_provider_holds_only_its_own_canaries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secrets_dir = tmp.path().join("secrets");
+    let mut env = vec![(
+        "SLUICE_SECRETS_DIR".to_string(),
+        secrets_dir.display().to_string(),
+    )];
+    let hold = Hold::new();
+    let held = hold.clone();
+    let influx = Server::start_routed(move |_| {
+        Canned::new(200, influx_answer("0.5"))
+            .header("Content-Type", "text/csv; charset=utf-8")
+            .held(&held)
+    })
+    .await;
+    let prometheus = Server::start(vec![Canned::json(200, PROMETHEUS_WITHIN)]).await;
+    let slow = &vendor_loop::INFLUXDB;
+    let mut files = Vec::new();
+    for (vendor, fake) in [(slow, &influx), (&PROMETHEUS, &prometheus)] {
+        map_credentials(vendor, &secrets_dir, fake, &mut env);
+        files.extend(app(vendor, fake));
+    }
+    let (bare, daemon, human) = Daemon::on_new_remote(tmp.path(), &files, &env);
+    tokio::task::block_in_place(|| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let wait = |what: &str, done: &dyn Fn() -> bool| {
+            while !done() {
+                assert!(Instant::now() < deadline, "timed out waiting: {what}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        };
+        wait("initialized", &|| {
+            ["influxdb", "prometheus"]
+                .iter()
+                .all(|a| phase_of(&bare, a).starts_with("Initialized"))
+        });
+        bump(&human, &["influxdb", "prometheus"]);
+        wait("a query held by InfluxDB", &|| {
+            !influx.requests().is_empty()
+        });
+        wait("the Prometheus canary promoted", &|| {
+            promoted(&bare, "prometheus")
+        });
+        assert_eq!(
+            hold.gave_up(),
+            0,
+            "the Prometheus canary was decided only after sluice gave up on InfluxDB:\n{}\n{}",
+            git(&bare, &["log", "--format=%ci %s", "main"]),
+            std::fs::read_to_string(&daemon.log).unwrap_or_default()
+        );
+        hold.release();
+        wait("the InfluxDB canary promoted", &|| {
+            promoted(&bare, "influxdb")
+        });
+    });
+    let history = git(&bare, &["log", "--format=%B", "main"]);
+    assert!(!history.contains("timed out"), "{history}");
+    assert_eq!(hold.gave_up(), 0, "the held answer was used");
+}

@@ -315,7 +315,7 @@ async fn builtin_osm_metrics_against_real_prometheus() {
         other => panic!("expected an error, got {other:?}"),
     }
     match client.query("sum(rate(osm_request_total[10s])").await {
-        MetricValue::Error(e) => assert!(e.contains("HTTP 400: bad_data"), "{e}"),
+        MetricValue::Error(e) => assert!(e.contains("answered HTTP 400 (bad_data)"), "{e}"),
         other => panic!("expected an error, got {other:?}"),
     }
 

@@ -28,6 +28,48 @@ pub struct Canned {
     pub body: Vec<u8>,
     /// Wait this long before answering (for timeouts).
     pub delay: Duration,
+    /// Answer only once this is released (for a backend slower than its client waits).
+    pub hold: Option<Hold>,
+}
+
+/// Holds answers until the test releases them, and counts the clients that gave up waiting
+/// (closed the connection) before that.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    released: Arc<tokio::sync::watch::Sender<bool>>,
+    gave_up: Arc<Mutex<usize>>,
+}
+
+impl Hold {
+    pub fn new() -> Hold {
+        Hold {
+            released: Arc::new(tokio::sync::watch::channel(false).0),
+            gave_up: Arc::default(),
+        }
+    }
+
+    /// Every held answer, and every later one, is sent.
+    pub fn release(&self) {
+        self.released.send_replace(true);
+    }
+
+    /// Clients that closed their connection while their answer was held.
+    pub fn gave_up(&self) -> usize {
+        *self.gave_up.lock().expect("lock")
+    }
+
+    /// Waits until released (`true`), or until the client on `stream` closes it (`false`).
+    async fn answer_or_client_gone(&self, stream: &mut TcpStream) -> bool {
+        let mut released = self.released.subscribe();
+        let mut byte = [0u8; 1];
+        tokio::select! {
+            _ = released.wait_for(|r| *r) => true,
+            _ = stream.read(&mut byte) => {
+                *self.gave_up.lock().expect("lock") += 1;
+                false
+            }
+        }
+    }
 }
 
 impl Canned {
@@ -37,6 +79,7 @@ impl Canned {
             headers: Vec::new(),
             body: body.into(),
             delay: Duration::ZERO,
+            hold: None,
         }
     }
 
@@ -52,6 +95,24 @@ impl Canned {
     pub fn delay(mut self, delay: Duration) -> Canned {
         self.delay = delay;
         self
+    }
+
+    /// This answer, sent once `hold` is released.
+    pub fn held(mut self, hold: &Hold) -> Canned {
+        self.hold = Some(hold.clone());
+        self
+    }
+
+    /// An answer with `status` whose body echoes everything `request` sent (request line,
+    /// headers, body) after `marker`, as a backend that copies what it received into its error
+    /// page does.
+    pub fn echo(status: u16, marker: &str, request: &Recorded) -> Canned {
+        let mut body = format!("{marker} {} {}\n", request.method, request.target);
+        for (k, v) in &request.headers {
+            body.push_str(&format!("{k}: {v}\n"));
+        }
+        body.push_str(&String::from_utf8_lossy(&request.body));
+        Canned::new(status, body)
     }
 }
 
@@ -235,6 +296,11 @@ async fn serve(
     let canned = respond(&request);
     recorded.lock().expect("lock").push(request);
     tokio::time::sleep(canned.delay).await;
+    if let Some(hold) = &canned.hold {
+        if !hold.answer_or_client_gone(&mut stream).await {
+            return Ok(());
+        }
+    }
     let mut response = format!(
         "HTTP/1.1 {} Canned\r\nContent-Length: {}\r\nConnection: close\r\n",
         canned.status,

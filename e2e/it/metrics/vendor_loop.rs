@@ -21,7 +21,7 @@ use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 /// How the operator maps a vendor's Secret into sluice.
 #[derive(Clone, Copy)]
-enum Mapped {
+pub(crate) enum Mapped {
     /// `SLUICE_SECRET_TEST__<NAME>__<KEY>` variables.
     Env,
     /// One file per key at `$SLUICE_SECRETS_DIR/test/<name>/<key>`, as a Secret volume is.
@@ -38,23 +38,23 @@ enum Mapped {
 }
 
 /// One vendor provider as the loop sees it.
-struct Vendor {
+pub(crate) struct Vendor {
     /// `spec.provider.type`; also the mapped Secret's name and the canaries' name prefix.
-    kind: &'static str,
+    pub(crate) kind: &'static str,
     /// Appended to the fake's URL in `spec.provider.address` (a path prefix some vendors use);
     /// unused with [`Mapped::Environment`].
-    address_path: &'static str,
+    pub(crate) address_path: &'static str,
     /// The MetricTemplate's query, as an operator writes it for this vendor.
-    query: &'static str,
+    pub(crate) query: &'static str,
     /// The Secret's keys (Flagger's names) and values, in the order the provider reads them;
     /// with [`Mapped::Environment`], the environment variables and their values.
-    keys: &'static [(&'static str, &'static str)],
-    mapped: Mapped,
+    pub(crate) keys: &'static [(&'static str, &'static str)],
+    pub(crate) mapped: Mapped,
     /// The vendor's documented answer whose metric value is the argument.
-    answer: fn(f64) -> Canned,
+    pub(crate) answer: fn(f64) -> Canned,
     /// Asserts one request carries the credentials and `rendered` (the query with this
     /// canary's variables filled in) as the vendor's API takes them.
-    check: fn(&Recorded, rendered: &str),
+    pub(crate) check: fn(&Recorded, rendered: &str),
 }
 
 /// The template variables every canary here renders: namespace `test`, metric interval 1m.
@@ -65,7 +65,7 @@ fn render(query: &str, target: &str) -> String {
         .replace("{{ interval }}", "1m")
 }
 
-const DATADOG: Vendor = Vendor {
+pub(crate) const DATADOG: Vendor = Vendor {
     kind: "datadog",
     address_path: "",
     query: "100 - (sum:istio.mesh.request.count{reporter:destination,destination_workload:{{ target }},!response_code:5*}.as_count() / sum:istio.mesh.request.count{reporter:destination,destination_workload:{{ target }}}.as_count()) * 100\n",
@@ -83,7 +83,7 @@ const DATADOG: Vendor = Vendor {
     },
 };
 
-const NEWRELIC: Vendor = Vendor {
+pub(crate) const NEWRELIC: Vendor = Vendor {
     kind: "newrelic",
     address_path: "",
     query: "SELECT filter(sum(nginx_ingress_controller_requests), WHERE status >= '500') / sum(nginx_ingress_controller_requests) * 100 AS result FROM Metric WHERE metricName = 'nginx_ingress_controller_requests' AND ingress = '{{ target }}' AND namespace = '{{ namespace }}'\n",
@@ -104,7 +104,7 @@ const NEWRELIC: Vendor = Vendor {
     },
 };
 
-const GRAPHITE: Vendor = Vendor {
+pub(crate) const GRAPHITE: Vendor = Vendor {
     kind: "graphite",
     address_path: "/graphite",
     query: "target=summarize(
@@ -147,7 +147,7 @@ const GRAPHITE: Vendor = Vendor {
     },
 };
 
-const INFLUXDB: Vendor = Vendor {
+pub(crate) const INFLUXDB: Vendor = Vendor {
     kind: "influxdb",
     address_path: "",
     query: "from(bucket: \"default\")
@@ -172,7 +172,7 @@ const INFLUXDB: Vendor = Vendor {
     },
 };
 
-const DYNATRACE: Vendor = Vendor {
+pub(crate) const DYNATRACE: Vendor = Vendor {
     kind: "dynatrace",
     address_path: "/e/abc12345",
     query: "builtin:service.errors.total.rate:filter(and(in(\"dt.entity.service\",entitySelector(\"type(service),entityName.equals({{ target }}.{{ namespace }})\")))):splitBy():avg\n",
@@ -200,7 +200,7 @@ const DYNATRACE: Vendor = Vendor {
     },
 };
 
-const SPLUNK: Vendor = Vendor {
+pub(crate) const SPLUNK: Vendor = Vendor {
     kind: "splunk",
     address_path: "",
     query: "data('spans.count', filter=filter('sf_environment', '{{ namespace }}') and filter('sf_service', '{{ target }}') and filter('sf_error', 'true'), rollup='rate').sum().publish('errors')\n",
@@ -239,7 +239,7 @@ fn metric_data_queries(r: &Recorded) -> Option<Json> {
     body.get("MetricDataQueries").cloned()
 }
 
-const CLOUDWATCH: Vendor = Vendor {
+pub(crate) const CLOUDWATCH: Vendor = Vendor {
     kind: "cloudwatch",
     address_path: "",
     query: CW_QUERY,
@@ -291,13 +291,24 @@ const CLOUDWATCH: Vendor = Vendor {
     },
 };
 
+/// Every vendor of the table, for tests that run them all (`attacks/providers.rs`).
+pub(crate) const ALL: [&Vendor; 7] = [
+    &DATADOG,
+    &NEWRELIC,
+    &GRAPHITE,
+    &INFLUXDB,
+    &DYNATRACE,
+    &SPLUNK,
+    &CLOUDWATCH,
+];
+
 /// A value each healthy fake answers: within `thresholdRange: {max: 1}`.
 const WITHIN: f64 = 0.5;
 /// A value each faulty fake answers: above the threshold.
 const ABOVE: f64 = 7.5;
 
 /// A canary whose one metric is the template `<name>-errors`.
-fn canary(name: &str) -> String {
+pub(crate) fn canary(name: &str) -> String {
     loop_canary(
         name,
         &format!(
@@ -310,7 +321,7 @@ fn canary(name: &str) -> String {
     )
 }
 
-fn template(name: &str, vendor: &Vendor, address: &str, secret: &str) -> String {
+pub(crate) fn template(name: &str, vendor: &Vendor, address: &str, secret: &str) -> String {
     let query: String = vendor.query.lines().map(|l| format!("    {l}\n")).collect();
     let provider = match vendor.mapped {
         Mapped::Env | Mapped::Files => format!(
@@ -334,7 +345,7 @@ spec:
 
 /// The variable that maps key `key` of Secret `test/<name>`, spelled out (not through
 /// `sluice::secrets::env_var`, so a change to the naming fails here).
-fn env_var(name: &str, key: &str) -> String {
+pub(crate) fn env_var(name: &str, key: &str) -> String {
     format!(
         "SLUICE_SECRET_TEST__{}__{}",
         name.to_uppercase().replace('-', "_"),
