@@ -39,8 +39,9 @@ use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
@@ -172,13 +173,8 @@ impl Router for Apisix {
         read_route(r, &object, &name, &apex)
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route.kind", "an ApisixRoute canary copies the user's route named in a Flagger Canary's spec.routeRef; write a flagger.app/v1beta1 Canary with provider apisix and routeRef instead");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route.kind", "an ApisixRoute canary copies the user's route named in a Flagger Canary's spec.routeRef; write a flagger.app/v1beta1 Canary with provider apisix and routeRef instead");
         None
     }
 
@@ -195,15 +191,9 @@ impl Router for Apisix {
         );
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and mirroring, the only route state, are refused when reading.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and mirroring, the only route state, are refused when reading.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input.canary, input.backends, input.weights).map(Some)
     }
 
     fn route_ref(config: &Config) -> Option<&str> {

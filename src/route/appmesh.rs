@@ -60,8 +60,9 @@ use crate::route::first_uri_prefix;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
     single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
-    FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
 
@@ -227,13 +228,8 @@ impl Router for AppMesh {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route", "sluice writes App Mesh objects for Flagger canaries only (provider: appmesh:v1beta2), named as Flagger names them after the target; use a Flagger Canary, or an HTTPRoute or TrafficSplit route");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route", "sluice writes App Mesh objects for Flagger canaries only (provider: appmesh:v1beta2), named as Flagger names them after the target; use a Flagger Canary, or an HTTPRoute or TrafficSplit route");
         None
     }
 
@@ -317,16 +313,10 @@ impl Router for AppMesh {
         config.ab_headers = out;
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and analysis mirroring, the only sources of route state, are
-        // refused for App Mesh canaries when they are read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and analysis mirroring, the only sources of route state, are
+    // refused for App Mesh canaries when they are read.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

@@ -41,10 +41,11 @@ use crate::route::expect_api_version;
 use crate::route::first_uri_prefix;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
-    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
-    RouteState, Router, Weights,
+    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
+    Weights,
 };
 use crate::route::{expect_object, single_header_match, AbHeaders, Canary};
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
 
@@ -157,14 +158,8 @@ impl Router for Contour {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, API_VERSION, "HTTPProxy")
-            .map(|()| Config::default())
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, API_VERSION, "HTTPProxy").map(|()| Config::default())
     }
 
     /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.
@@ -245,16 +240,10 @@ impl Router for Contour {
         config.ab_headers = out;
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and analysis mirroring, the only sources of route state, are
-        // refused for Contour canaries when they are read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and analysis mirroring, the only sources of route state, are
+    // refused for Contour canaries when they are read.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

@@ -48,8 +48,9 @@ use crate::route::kuma::refuse_ignored;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -127,13 +128,8 @@ impl Router for Gloo {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, "gateway.solo.io/v1", "RouteTable")
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, "gateway.solo.io/v1", "RouteTable")
             .map(|()| Config::default())
     }
 
@@ -154,14 +150,8 @@ impl Router for Gloo {
     }
 
     /// Route state comes from session affinity and analysis mirroring, both refused when read.
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

@@ -41,8 +41,9 @@ use crate::route::Canary;
 use crate::route::{
     expect_object, expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics,
     FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    Revisions, RouteError, Router, Weights, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
@@ -145,13 +146,8 @@ impl Router for Knative {
         }
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route.kind", "a Knative Service is rolled out by a flagger.app/v1beta1 Canary with provider knative and a serving.knative.dev/v1 Service targetRef");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route.kind", "a Knative Service is rolled out by a flagger.app/v1beta1 Canary with provider knative and a serving.knative.dev/v1 Service targetRef");
         None
     }
 
@@ -184,15 +180,9 @@ impl Router for Knative {
     }
 
     /// `backends` are the primary and canary revisions (`render::backends`).
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and mirroring, the only route state, are refused when reading.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and mirroring, the only route state, are refused when reading.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

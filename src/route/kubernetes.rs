@@ -19,9 +19,9 @@ use crate::core::model::{Strategy, Target};
 use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
-    RouteState, Router, Weights,
+    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -54,13 +54,8 @@ impl Router for Kubernetes {
         Some(Config)
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, "v1", "Service").map(|()| Config)
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, "v1", "Service").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Kubernetes::check_canary) refuses A/B.
@@ -94,13 +89,7 @@ impl Router for Kubernetes {
     }
 
     /// No route object: the Services switch the traffic.
-    fn render(
-        _config: &Config,
-        _canary: &Canary,
-        _backends: &Backends,
-        _weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
+    fn render(_config: &Config, _input: &RenderInput) -> Result<Option<String>, RouteError> {
         Ok(None)
     }
 

@@ -30,8 +30,9 @@ use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
 
@@ -83,13 +84,9 @@ impl Router for Kuma {
         (r.errors.len() == before).then_some(Config { mesh })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, "kuma.io/v1alpha1", "TrafficRoute")?;
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let route = native.route;
+        expect_api_version(r, native, "kuma.io/v1alpha1", "TrafficRoute")?;
         let mesh = match route.get("mesh") {
             Some(n) => name_at(r, n, "spec.route.mesh")?.to_string(),
             None => DEFAULT_MESH.to_string(),
@@ -111,14 +108,8 @@ impl Router for Kuma {
     }
 
     /// Route state comes from session affinity and analysis mirroring, both refused when read.
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

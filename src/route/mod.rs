@@ -113,13 +113,8 @@ pub trait Router {
     ) -> Option<Self::Config>;
 
     /// Reads a native `spec.route` of [`NATIVE_KIND`](Router::NATIVE_KIND) (a mapping whose
-    /// keys the registry checked) with `apiVersion` `api_version` at line `api_line`.
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Self::Config>;
+    /// keys the registry checked) with the `apiVersion` the registry read from it.
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Self::Config>;
 
     /// Converts and checks an A/B canary's `analysis.match` into `config`, reporting problems
     /// through `r`. Called only when the analysis is A/B; a router that cannot route on
@@ -137,20 +132,15 @@ pub trait Router {
         None
     }
 
-    /// Renders the route object's YAML, sending `weights` to `backends`; `None` for a router
-    /// that writes no route object (`kubernetes`: the Services alone switch traffic). The
-    /// object is named after the apex Service (`canary.service.name`) in the canary's
-    /// namespace, so it replaces the route Flagger would have created.
+    /// Renders the route object's YAML, sending the input's `weights` to its `backends`;
+    /// `None` for a router that writes no route object (`kubernetes`: the Services alone
+    /// switch traffic). The object is named after the apex Service (`canary.service.name`) in
+    /// the canary's namespace, so it replaces the route Flagger would have created.
     ///
-    /// `state` is the rollout's route state from its status (session cookies, mirror phase);
-    /// a router that cannot express it has refused the fields that produce it when reading.
-    fn render(
-        config: &Self::Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        state: &RouteState,
-    ) -> Result<Option<String>, RouteError>;
+    /// The input's `state` is the rollout's route state from its status (session cookies,
+    /// mirror phase); a router that cannot express it has refused the fields that produce it
+    /// when reading.
+    fn render(config: &Self::Config, input: &RenderInput) -> Result<Option<String>, RouteError>;
 
     /// Its rows of the Flagger field table: the route fields it renders and those it refuses
     /// with its own message (`&[]` when none; the rest are refused for it).
@@ -194,6 +184,28 @@ pub struct FlaggerInput<'a> {
     /// The repo as loaded: a referenced object is looked up here by kind, namespace and name
     /// (never edited in place); one missing is an error at the reference's line.
     pub snapshot: &'a Snapshot,
+}
+
+/// A native canary's `spec.route`, as the registry hands it to its router.
+#[derive(Debug, Clone, Copy)]
+pub struct NativeInput<'a> {
+    /// The `spec.route` mapping (its keys checked by the registry).
+    pub route: &'a Node,
+    /// Its `apiVersion`.
+    pub api_version: &'a str,
+    /// The line of its `apiVersion`.
+    pub api_line: usize,
+}
+
+/// What one route file is rendered from: the canary, the two Services traffic is split
+/// between, this step's weights (checked to sum to 100 by [`render_route`]) and the rollout's
+/// route state.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderInput<'a> {
+    pub canary: &'a Canary,
+    pub backends: &'a Backends<'a>,
+    pub weights: Weights,
+    pub state: &'a RouteState<'a>,
 }
 
 /// An A/B canary's matches, with what they combine with.
@@ -437,22 +449,22 @@ pub(crate) fn refuse_non_canary(
     }
 }
 
-/// Checks a native `spec.route`'s `apiVersion` (at `api_line`) against the one `kind` is read
-/// at; `None` when it differs (reported through `r`).
+/// Checks a native `spec.route`'s `apiVersion` against the one `kind` is read at; `None` when
+/// it differs (reported through `r` at the `apiVersion`'s line).
 pub(crate) fn expect_api_version(
     r: &mut Reader,
-    api_version: &str,
-    api_line: usize,
+    native: &NativeInput,
     expected: &str,
     kind: &str,
 ) -> Option<()> {
-    if api_version == expected {
+    let found = native.api_version;
+    if found == expected {
         Some(())
     } else {
         r.error(
-            api_line,
+            native.api_line,
             "spec.route.apiVersion",
-            format!("expected {expected} for {kind}, found {api_version:?}"),
+            format!("expected {expected} for {kind}, found {found:?}"),
         );
         None
     }
@@ -565,7 +577,13 @@ pub fn render_route(
 ) -> Result<Option<RenderedFile>, RouteError> {
     weights.check(canary)?;
     check_backends(canary, backends, weights)?;
-    let content = canary.route.render(canary, backends, weights, state)?;
+    let input = RenderInput {
+        canary,
+        backends,
+        weights,
+        state,
+    };
+    let content = canary.route.render(&input)?;
     Ok(content.map(|content| RenderedFile {
         file_name: ROUTE_FILE_NAME.to_string(),
         content,

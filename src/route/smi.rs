@@ -23,9 +23,9 @@ use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::{
     header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput,
-    QuerySet, RouteError, RouteState, Router, Weights,
+    QuerySet, RouteError, Router, Weights,
 };
-use crate::yaml::node::Node;
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::reader::Reader;
 
 /// The SMI router.
@@ -84,19 +84,14 @@ impl Router for Smi {
         Some(Config { version })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        let version = match api_version {
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let version = match native.api_version {
             "split.smi-spec.io/v1alpha1" => SmiVersion::V1alpha1,
             "split.smi-spec.io/v1alpha2" => SmiVersion::V1alpha2,
             "split.smi-spec.io/v1alpha3" => SmiVersion::V1alpha3,
             "split.smi-spec.io/v1alpha4" => SmiVersion::V1alpha4,
             other => {
-                r.error(api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
+                r.error(native.api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
                 return None;
             }
         };
@@ -107,14 +102,8 @@ impl Router for Smi {
     /// route on requests.
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(canary, config.version, backends, weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(input.canary, config.version, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

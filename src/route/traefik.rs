@@ -26,10 +26,10 @@ use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::{
     apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
-    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState,
-    Router, Weights,
+    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
 };
 use crate::route::{expect_object, Canary};
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -86,13 +86,8 @@ impl Router for Traefik {
         (r.errors.len() == before).then_some(Config)
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, API_VERSION, "TraefikService").map(|()| Config)
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, API_VERSION, "TraefikService").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Traefik::check_canary) refuses A/B.
@@ -108,15 +103,9 @@ impl Router for Traefik {
         }
     }
 
-    fn render(
-        _config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and mirroring are refused for Traefik canaries when read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(canary, backends, weights).map(Some)
+    // Session affinity and mirroring are refused for Traefik canaries when read.
+    fn render(_config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

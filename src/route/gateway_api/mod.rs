@@ -26,9 +26,10 @@ pub use config::{
 use crate::route::kubernetes::APP_HISTOGRAM_METRICS;
 use crate::route::Canary;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget,
-    ReadyCondition, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, ReadyCondition,
+    ReadyObject, Revisions, RouteError, Router,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -88,18 +89,14 @@ impl Router for GatewayApi {
         route
     }
 
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let route = native.route;
         let p = "spec.route";
-        let version = match api_version {
+        let version = match native.api_version {
             "gateway.networking.k8s.io/v1" => GatewayVersion::V1,
             "gateway.networking.k8s.io/v1beta1" => GatewayVersion::V1beta1,
             other => {
-                r.error(api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
+                r.error(native.api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
                 return None;
             }
         };
@@ -136,14 +133,15 @@ impl Router for GatewayApi {
             flagger::check_ab_matches(r, &config.rules, input.service, input.matches);
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render::render(canary, config, backends, weights, state).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render::render(
+            input.canary,
+            config,
+            input.backends,
+            input.weights,
+            input.state,
+        )
+        .map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

@@ -33,15 +33,15 @@ pub mod api;
 mod render;
 mod rollout;
 
+use crate::route::field;
 use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
 use crate::route::istio::api::{
     CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
-use crate::route::{field, Canary};
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
-    RouteState, Router, Weights,
+    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -217,17 +217,13 @@ impl Router for Istio {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        let version = match api_version {
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let route = native.route;
+        let version = match native.api_version {
             "networking.istio.io/v1beta1" => IstioVersion::V1beta1,
             "networking.istio.io/v1" => IstioVersion::V1,
             other => {
-                r.error(api_line, "spec.route.apiVersion", format!("expected networking.istio.io/v1beta1 or networking.istio.io/v1 for VirtualService, found {other:?}"));
+                r.error(native.api_line, "spec.route.apiVersion", format!("expected networking.istio.io/v1beta1 or networking.istio.io/v1 for VirtualService, found {other:?}"));
                 return None;
             }
         };
@@ -283,14 +279,15 @@ impl Router for Istio {
         config.ab_matches = ab;
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render::render(canary, config, backends, weights, state).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render::render(
+            input.canary,
+            config,
+            input.backends,
+            input.weights,
+            input.state,
+        )
+        .map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
