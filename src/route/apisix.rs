@@ -38,8 +38,8 @@ use serde_json::Value as Json;
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput,
+    QuerySet, RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::error::SpecError;
@@ -193,7 +193,7 @@ impl Router for Apisix {
 
     // Session affinity and mirroring, the only route state, are refused when reading.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input.canary, input.backends, input.weights).map(Some)
+        render(config, input).map(Some)
     }
 
     fn route_ref(config: &Config) -> Option<&str> {
@@ -564,12 +564,8 @@ struct Backend<'a> {
     weight: u8,
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let mut labels: BTreeMap<&str, &str> = config
         .labels
         .iter()

@@ -316,7 +316,7 @@ impl Router for AppMesh {
     // Session affinity and analysis mirroring, the only sources of route state, are
     // refused for App Mesh canaries when they are read.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input.canary, input.backends, input.weights).map(Some)
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -704,12 +704,8 @@ fn apex_routes<'a>(
     })
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let apex = canary.service.name.as_str();
     let port = match canary.service.target_port {

@@ -39,12 +39,12 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::first_uri_prefix;
+use crate::route::ObjectHead;
 use crate::route::{
-    apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
-    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
-    Weights,
+    apex_metadata, field, refused_service_fields, render_checked, AbInput, Backends,
+    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
 };
-use crate::route::{expect_object, single_header_match, AbHeaders, Canary};
+use crate::route::{expect_object, single_header_match, AbHeaders};
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
@@ -243,7 +243,7 @@ impl Router for Contour {
     // Session affinity and analysis mirroring, the only sources of route state, are
     // refused for Contour canaries when they are read.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input.canary, input.backends, input.weights).map(Some)
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -399,10 +399,8 @@ const TEMPLATE: &str = include_str!("../../templates/httpproxy.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     labels: BTreeMap<&'a str, &'a str>,
     annotations: BTreeMap<&'a str, &'a str>,
     routes: Vec<Route<'a>>,
@@ -439,12 +437,8 @@ struct Service<'a> {
     l5d: String,
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let port = canary.service.port;
     let service = |name, weight| Service {
@@ -504,10 +498,7 @@ fn render(
     };
     let (labels, annotations) = apex_metadata(canary);
     let context = Context {
-        header: header_comment(canary),
-        api_version: API_VERSION,
-        name: canary.service.name.as_str(),
-        namespace,
+        head: ObjectHead::of(canary, API_VERSION),
         labels,
         annotations,
         routes,
@@ -530,8 +521,8 @@ fn verify(
         doc,
         API_VERSION,
         "HTTPProxy",
-        context.name,
-        context.namespace,
+        context.head.name,
+        context.head.namespace,
     )?;
     if doc.pointer("/spec/virtualhost").is_some() {
         return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());

@@ -45,9 +45,8 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::kuma::refuse_ignored;
-use crate::route::Canary;
 use crate::route::{
-    header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
+    header_comment, render_checked_all, AbInput, BuiltinMetrics, FieldUse, FlaggerFields,
     FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
@@ -151,7 +150,7 @@ impl Router for Gloo {
 
     /// Route state comes from session affinity and analysis mirroring, both refused when read.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input.canary, input.backends, input.weights).map(Some)
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -393,12 +392,8 @@ pub fn upstream_name(namespace: &str, apex: &str, role: &str, port: u16) -> Stri
     format!("{namespace}-{apex}-{role}upstream-{port}")
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let apex = canary.service.name.as_str();
     let port = canary.service.port;

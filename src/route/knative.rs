@@ -39,9 +39,9 @@ use crate::core::model::Target;
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::{
-    expect_object, expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions, RouteError, Router, Weights, MANAGED_BY,
+    expect_object, expect_text, header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
+    RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::error::SpecError;
@@ -182,7 +182,7 @@ impl Router for Knative {
     /// `backends` are the primary and canary revisions (`render::backends`).
     // Session affinity and mirroring, the only route state, are refused when reading.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input.canary, input.backends, input.weights).map(Some)
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -443,12 +443,8 @@ struct TrafficTarget<'a> {
     percent: u8,
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let managed = Json::from(MANAGED_BY);
     let primary = Json::from(backends.primary);
     let mut labels: Vec<(&str, &Json)> = config

@@ -29,8 +29,8 @@ use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::{
-    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput,
+    QuerySet, RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
@@ -109,7 +109,7 @@ impl Router for Kuma {
 
     /// Route state comes from session affinity and analysis mirroring, both refused when read.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input.canary, input.backends, input.weights).map(Some)
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -166,12 +166,8 @@ fn kuma_service(name: &str, namespace: &str, port: u16) -> String {
     format!("{name}_{namespace}_svc_{port}")
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let port = canary.service.port;
     let apex = &canary.service.apex;

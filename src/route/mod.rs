@@ -647,6 +647,29 @@ fn header_comment(canary: &Canary) -> String {
     )
 }
 
+/// What a route template's object starts with: the header comment, its `apiVersion`, and its
+/// name and namespace (the apex Service's name, the canary's namespace, so it replaces the
+/// object Flagger would create). Flattened into a router's template context, so templates
+/// read `header`, `api_version`, `name` and `namespace` as plain variables.
+#[derive(Debug, Serialize)]
+struct ObjectHead<'a> {
+    header: String,
+    api_version: &'static str,
+    name: &'a str,
+    namespace: &'a str,
+}
+
+impl<'a> ObjectHead<'a> {
+    fn of(canary: &'a Canary, api_version: &'static str) -> ObjectHead<'a> {
+        ObjectHead {
+            header: header_comment(canary),
+            api_version,
+            name: canary.service.name.as_str(),
+            namespace: canary.id.namespace.as_str(),
+        }
+    }
+}
+
 /// The labels and annotations of a route object Flagger creates from `service.apex` (the
 /// HTTPProxy, the TraefikService): the apex labels plus `app.kubernetes.io/managed-by`, and the
 /// apex annotations. Flagger also stamps Flux's `reconcile: disabled` annotations on them, to

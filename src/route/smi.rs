@@ -21,9 +21,10 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::Canary;
+use crate::route::ObjectHead;
 use crate::route::{
-    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput,
-    QuerySet, RouteError, Router, Weights,
+    render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet,
+    RouteError, Router, Weights,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::reader::Reader;
@@ -129,10 +130,8 @@ const TEMPLATE: &str = include_str!("../../templates/trafficsplit.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     managed_by: &'static str,
     service: &'a str,
     backends: [Backend<'a>; 2],
@@ -175,10 +174,7 @@ fn render(
     }
     let name = canary.service.name.as_str();
     let context = Context {
-        header: header_comment(canary),
-        api_version: version.api_version(),
-        name,
-        namespace: canary.id.namespace.as_str(),
+        head: ObjectHead::of(canary, version.api_version()),
         managed_by: super::MANAGED_BY,
         service: name,
         backends: [
@@ -219,10 +215,10 @@ fn verify(
 ) -> Result<(), String> {
     let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
     let expected = [
-        ("/apiVersion", context.api_version),
+        ("/apiVersion", context.head.api_version),
         ("/kind", "TrafficSplit"),
-        ("/metadata/name", context.name),
-        ("/metadata/namespace", context.namespace),
+        ("/metadata/name", context.head.name),
+        ("/metadata/namespace", context.head.namespace),
         ("/spec/service", context.service),
         ("/spec/backends/0/service", context.backends[0].service),
         ("/spec/backends/1/service", context.backends[1].service),

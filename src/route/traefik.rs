@@ -24,9 +24,10 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
+use crate::route::ObjectHead;
 use crate::route::{
-    apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
-    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
+    apex_metadata, refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics,
+    FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
 };
 use crate::route::{expect_object, Canary};
 use crate::route::{NativeInput, RenderInput};
@@ -144,10 +145,8 @@ const TEMPLATE: &str = include_str!("../../templates/traefikservice.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     labels: BTreeMap<&'a str, &'a str>,
     annotations: BTreeMap<&'a str, &'a str>,
     services: Vec<Service<'a>>,
@@ -186,10 +185,7 @@ fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<Stri
     }
     let (labels, annotations) = apex_metadata(canary);
     let context = Context {
-        header: header_comment(canary),
-        api_version: API_VERSION,
-        name: canary.service.name.as_str(),
-        namespace: canary.id.namespace.as_str(),
+        head: ObjectHead::of(canary, API_VERSION),
         labels,
         annotations,
         services,
@@ -211,8 +207,8 @@ fn verify(
         doc,
         API_VERSION,
         "TraefikService",
-        context.name,
-        context.namespace,
+        context.head.name,
+        context.head.namespace,
     )?;
     let services = doc
         .pointer("/spec/weighted/services")
@@ -228,7 +224,7 @@ fn verify(
             )
         })
         .collect();
-    let ns = Some(context.namespace);
+    let ns = Some(context.head.namespace);
     let mut expected = vec![(Some(backends.primary), ns, Some(u64::from(weights.primary)))];
     if weights.canary > 0 {
         expected.push((Some(backends.canary), ns, Some(u64::from(weights.canary))));

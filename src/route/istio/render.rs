@@ -43,17 +43,16 @@ use crate::route::istio::api::{
 };
 use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::Canary;
-use crate::route::{header_comment, render_checked_all, Backends, RouteError, RouteState, Weights};
+use crate::route::ObjectHead;
+use crate::route::{render_checked_all, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "istio.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     managed_by: &'static str,
     hosts: Vec<&'a str>,
     gateways: Vec<&'a str>,
@@ -355,10 +354,7 @@ pub(super) fn render(
     };
     let traffic_policy = config.traffic_policy.as_deref();
     let context = Context {
-        header: header_comment(canary),
-        api_version: config.version.api_version(),
-        name: apex,
-        namespace: canary.id.namespace.as_str(),
+        head: ObjectHead::of(canary, config.version.api_version()),
         managed_by: crate::route::MANAGED_BY,
         hosts,
         gateways,
@@ -391,7 +387,7 @@ fn verify(
         doc.pointer(pointer).and_then(Json::as_str)
     }
     for (doc, kind, name) in [
-        (vs, "VirtualService", context.name),
+        (vs, "VirtualService", context.head.name),
         (primary, "DestinationRule", backends.primary),
         (canary, "DestinationRule", backends.canary),
     ] {
@@ -403,15 +399,15 @@ fn verify(
         );
         if found
             != (
-                Some(context.api_version),
+                Some(context.head.api_version),
                 Some(kind),
-                Some(context.namespace),
+                Some(context.head.namespace),
                 Some(name),
             )
         {
             return Err(format!(
                 "expected {} {kind} {}/{name}, found {found:?}",
-                context.api_version, context.namespace
+                context.head.api_version, context.head.namespace
             ));
         }
         if kind == "DestinationRule" && text(doc, "/spec/host") != Some(name) {
