@@ -37,6 +37,7 @@ use serde_json::Value as Json;
 
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
     header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput,
     QuerySet, RouteError, Router, MANAGED_BY,
@@ -203,13 +204,8 @@ impl Router for Apisix {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "apisix",
         table_order: 6,
-        rows: &[
-            ("spec.routeRef", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[("spec.routeRef", FieldUse::Renders)],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -57,6 +57,7 @@ use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
 use crate::route::first_uri_prefix;
+use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
     apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
     single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
@@ -322,7 +323,7 @@ impl Router for AppMesh {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "appmesh",
         table_order: 4,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.backends", FieldUse::Renders),
             ("spec.service.hosts", FieldUse::Renders),
@@ -338,11 +339,8 @@ impl Router for AppMesh {
             ("spec.service.trafficPolicy", FieldUse::Refuses),
             ("spec.service.meshName", FieldUse::Refuses),
             ("spec.service.rewrite", FieldUse::Refuses),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -40,6 +40,7 @@ use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::first_uri_prefix;
 use crate::route::ObjectHead;
+use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
     apex_metadata, field, refused_service_fields, render_checked, AbInput, Backends,
     BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
@@ -249,7 +250,7 @@ impl Router for Contour {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "contour",
         table_order: 3,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.match", FieldUse::Renders),
             ("spec.service.retries", FieldUse::Renders),
@@ -265,11 +266,8 @@ impl Router for Contour {
             ("spec.service.mirror", FieldUse::Refuses),
             ("spec.service.rewrite", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

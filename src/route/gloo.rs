@@ -45,6 +45,7 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::kuma::refuse_ignored;
+use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
     header_comment, render_checked_all, AbInput, BuiltinMetrics, FieldUse, FlaggerFields,
     FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
@@ -156,13 +157,8 @@ impl Router for Gloo {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "gloo",
         table_order: 5,
-        rows: &[
-            ("spec.upstreamRef", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[("spec.upstreamRef", FieldUse::Renders)],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -38,8 +38,9 @@ use sha2::{Digest, Sha256};
 use crate::core::model::Target;
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
-    expect_object, expect_text, header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse,
+    expect_object, expect_text, header_comment, render_checked, AbInput, BuiltinMetrics,
     FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
     RouteError, Router, MANAGED_BY,
 };
@@ -188,12 +189,8 @@ impl Router for Knative {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "knative",
         table_order: 11,
-        rows: &[
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     const OWN_TARGET: Option<OwnTarget> = Some(OwnTarget {

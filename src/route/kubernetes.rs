@@ -18,8 +18,9 @@
 use crate::core::model::{Strategy, Target};
 use crate::route::expect_api_version;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
-    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
+    AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
@@ -96,12 +97,8 @@ impl Router for Kubernetes {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "kubernetes",
         table_order: 8,
-        rows: &[
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -67,7 +67,7 @@ pub use registry::{
 pub(crate) use rules::workload_router;
 pub use rules::{
     BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions,
+    Revisions, ANALYSIS_MATCH_ONLY, ANALYSIS_REFUSED, ANALYSIS_RENDERED,
 };
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
@@ -523,8 +523,7 @@ pub(crate) fn refused_service_fields(
     fields: &'static FlaggerFields,
 ) -> impl Iterator<Item = &'static str> {
     fields
-        .rows
-        .iter()
+        .rows()
         .filter(|(_, how)| *how == FieldUse::Refuses)
         .filter_map(|(path, _)| path.strip_prefix("spec.service."))
 }

@@ -110,7 +110,8 @@ impl Router for Smi {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "osm/linkerd/smi",
         table_order: 7,
-        rows: &[],
+        spec_rows: &[],
+        analysis_rows: &[],
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -25,6 +25,7 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::ObjectHead;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
     apex_metadata, refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics,
     FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
@@ -112,7 +113,7 @@ impl Router for Traefik {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "traefik",
         table_order: 10,
-        rows: &[
+        spec_rows: &[
             ("spec.service.backendTimeout", FieldUse::Refuses),
             ("spec.service.backends", FieldUse::Refuses),
             ("spec.service.corsPolicy", FieldUse::Refuses),
@@ -128,11 +129,8 @@ impl Router for Traefik {
             ("spec.service.rewrite", FieldUse::Refuses),
             ("spec.service.timeout", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

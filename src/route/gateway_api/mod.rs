@@ -25,6 +25,7 @@ pub use config::{
 
 use crate::route::kubernetes::APP_HISTOGRAM_METRICS;
 use crate::route::Canary;
+use crate::route::ANALYSIS_RENDERED;
 use crate::route::{
     AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, ReadyCondition,
     ReadyObject, Revisions, RouteError, Router,
@@ -147,7 +148,7 @@ impl Router for GatewayApi {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "gatewayapi",
         table_order: 1,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.backendTimeout", FieldUse::Renders),
             ("spec.service.hosts", FieldUse::Renders),
@@ -158,11 +159,8 @@ impl Router for GatewayApi {
             ("spec.service.headers", FieldUse::Renders),
             ("spec.service.gatewayRefs", FieldUse::Renders),
             ("spec.service.corsPolicy", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Renders),
-            ("spec.analysis.mirrorWeight", FieldUse::Renders),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Renders),
         ],
+        analysis_rows: ANALYSIS_RENDERED,
     };
 
     const OWN_TARGET: Option<OwnTarget> = None;

@@ -36,6 +36,7 @@ use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::core::model::Strategy;
 use crate::route::istio::api::{self, HttpMatchRequest};
+use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
     header_comment, reparse, AbInput, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
     FlaggerInput, Route, RouteError, Router, MANAGED_BY,
@@ -193,13 +194,8 @@ impl Router for Ingress {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "nginx/skipper",
         table_order: 2,
-        rows: &[
-            ("spec.ingressRef", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[("spec.ingressRef", FieldUse::Renders)],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -38,6 +38,7 @@ use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
 use crate::route::istio::api::{
     CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
+use crate::route::ANALYSIS_RENDERED;
 use crate::route::{
     AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
 };
@@ -293,7 +294,7 @@ impl Router for Istio {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "istio",
         table_order: 0,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.backendTimeout", FieldUse::Refuses),
             ("spec.service.hosts", FieldUse::Renders),
@@ -307,11 +308,8 @@ impl Router for Istio {
             ("spec.service.gatewayRefs", FieldUse::Refuses),
             ("spec.service.corsPolicy", FieldUse::Renders),
             ("spec.service.trafficPolicy", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Renders),
-            ("spec.analysis.mirrorWeight", FieldUse::Renders),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Renders),
         ],
+        analysis_rows: ANALYSIS_RENDERED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
