@@ -59,9 +59,10 @@ use crate::core::model::{PortRef, Strategy};
 use crate::route::first_uri_prefix;
 use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
-    apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
-    single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
-    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
+    apex_metadata, field, header_comment, is_header_name, read_header_matches,
+    refused_service_fields, render_checked_all, single_header_match, AbInput, Backends,
+    BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
+    Weights, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
@@ -236,11 +237,7 @@ impl Router for AppMesh {
 
     /// One match of `headers` only; each header one of `exact`, `prefix`, `suffix`, `regex`.
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
-        let Some(AbHeaders {
-            item,
-            path: at,
-            headers,
-        }) = single_header_match(
+        let Some(ab) = single_header_match(
             r,
             input,
             "App Mesh",
@@ -248,68 +245,36 @@ impl Router for AppMesh {
         ) else {
             return;
         };
-        let before = r.errors.len();
-        if headers.len() > MAX_HEADERS {
+        if ab.headers.len() > MAX_HEADERS {
             r.error(
-                item.line,
-                &at,
+                ab.item.line,
+                &ab.path,
                 format!(
                     "App Mesh matches at most {MAX_HEADERS} headers per route, found {}",
-                    headers.len()
+                    ab.headers.len()
                 ),
             );
         }
-        let mut out = Vec::with_capacity(headers.len());
-        for (name, m) in headers {
-            let at = join(&at, &name.text);
-            if !is_header_name(&name.text) || name.text.len() > MAX_HEADER_NAME {
+        let name_error = |name: &str| {
+            (!is_header_name(name) || name.len() > MAX_HEADER_NAME).then(|| {
+                format!("expected a header name of at most {MAX_HEADER_NAME} letters, digits and !#$%&'*+-.^_`|~")
+            })
+        };
+        let kinds = "exact, prefix, suffix or regex";
+        let mut out = read_header_matches(r, &ab, name_error, kinds, |r, h| {
+            if h.text.is_empty() || h.text.len() > MAX_HEADER_VALUE {
                 r.error(
-                    name.line,
-                    &at,
-                    format!("expected a header name of at most {MAX_HEADER_NAME} letters, digits and !#$%&'*+-.^_`|~"),
+                    h.value.line,
+                    &h.field,
+                    format!("expected 1 to {MAX_HEADER_VALUE} characters (App Mesh's limit; Flagger drops an empty match), found {}", h.text.len()),
                 );
-                continue;
+                return None;
             }
-            if r.map(m, &at, &["exact", "prefix", "suffix", "regex"])
-                .is_none()
-            {
-                continue;
-            }
-            let Value::Map(kinds) = &m.value else {
-                continue;
-            };
-            if kinds.len() != 1 {
-                r.error(
-                    m.line,
-                    &at,
-                    format!(
-                        "expected one of exact, prefix, suffix or regex, found {}",
-                        kinds.len()
-                    ),
-                );
-                continue;
-            }
-            let (kind, value) = &kinds[0];
-            let field = join(&at, &kind.text);
-            let Some(text) = r.string(value, &field) else {
-                continue;
-            };
-            if text.is_empty() || text.len() > MAX_HEADER_VALUE {
-                r.error(
-                    value.line,
-                    &field,
-                    format!("expected 1 to {MAX_HEADER_VALUE} characters (App Mesh's limit; Flagger drops an empty match), found {}", text.len()),
-                );
-                continue;
-            }
-            out.push(HeaderMatch {
-                name: name.text.clone(),
-                method: BTreeMap::from([(kind.text.clone(), text)]),
-            });
-        }
-        if out.is_empty() && r.errors.len() == before {
-            r.error(item.line, &at, "expected at least one header match");
-        }
+            Some(HeaderMatch {
+                name: h.name.text.clone(),
+                method: BTreeMap::from([(h.kind.text.clone(), h.text)]),
+            })
+        });
         out.sort_by(|a, b| a.name.cmp(&b.name));
         config.ab_headers = out;
     }
@@ -551,14 +516,6 @@ fn is_subdomain(name: &str) -> bool {
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         })
-}
-
-/// An HTTP header name (an RFC 7230 token).
-fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 const TEMPLATE_NAME: &str = "appmesh.yaml.j2";

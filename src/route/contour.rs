@@ -45,9 +45,9 @@ use crate::route::{
     apex_metadata, field, refused_service_fields, render_checked, AbInput, Backends,
     BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
 };
-use crate::route::{expect_object, single_header_match, AbHeaders};
+use crate::route::{expect_object, is_header_name, read_header_matches, single_header_match};
 use crate::route::{NativeInput, RenderInput};
-use crate::yaml::node::{Node, Value};
+use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
 /// The Contour router.
@@ -165,11 +165,7 @@ impl Router for Contour {
 
     /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
-        let Some(AbHeaders {
-            item,
-            path: at,
-            headers,
-        }) = single_header_match(
+        let Some(ab) = single_header_match(
             r,
             input,
             "Contour",
@@ -177,66 +173,29 @@ impl Router for Contour {
         ) else {
             return;
         };
-        let before = r.errors.len();
-        let mut out = Vec::with_capacity(headers.len());
-        for (name, m) in headers {
-            let at = join(&at, &name.text);
-            if !is_header_name(&name.text) {
-                r.error(
-                    name.line,
-                    &at,
-                    "expected a header name (letters, digits and !#$%&'*+-.^_`|~)",
-                );
-                continue;
+        let name_error = |name: &str| {
+            (!is_header_name(name))
+                .then(|| "expected a header name (letters, digits and !#$%&'*+-.^_`|~)".to_string())
+        };
+        let mut out = read_header_matches(r, &ab, name_error, "exact, prefix or suffix", |r, h| {
+            if h.text.is_empty() {
+                r.error(h.value.line, &h.field, "expected a value, found \"\"");
+                return None;
             }
-            if r.map(m, &at, &["exact", "prefix", "suffix", "regex"])
-                .is_none()
-            {
-                continue;
-            }
-            let Value::Map(kinds) = &m.value else {
-                continue;
-            };
-            if kinds.len() != 1 {
-                r.error(
-                    m.line,
-                    &at,
-                    format!(
-                        "expected one of exact, prefix or suffix, found {}",
-                        kinds.len()
-                    ),
-                );
-                continue;
-            }
-            let (kind, value) = &kinds[0];
-            let Some(text) = r.string(value, &join(&at, &kind.text)) else {
-                continue;
-            };
-            if text.is_empty() {
-                r.error(
-                    value.line,
-                    &join(&at, &kind.text),
-                    "expected a value, found \"\"",
-                );
-                continue;
-            }
-            let (exact, contains) = match kind.text.as_str() {
-                "exact" => (Some(text), None),
-                "prefix" | "suffix" => (None, Some(text)),
+            let (exact, contains) = match h.kind.text.as_str() {
+                "exact" => (Some(h.text), None),
+                "prefix" | "suffix" => (None, Some(h.text)),
                 _ => {
-                    r.error(kind.line, &join(&at, "regex"), "Flagger's Contour router drops a regex header match (it writes an empty exact match); use exact, prefix or suffix (prefix and suffix become Contour's contains, as Flagger maps them)");
-                    continue;
+                    r.error(h.kind.line, &h.field, "Flagger's Contour router drops a regex header match (it writes an empty exact match); use exact, prefix or suffix (prefix and suffix become Contour's contains, as Flagger maps them)");
+                    return None;
                 }
             };
-            out.push(HeaderCondition {
-                name: name.text.clone(),
+            Some(HeaderCondition {
+                name: h.name.text.clone(),
                 exact,
                 contains,
-            });
-        }
-        if out.is_empty() && r.errors.len() == before {
-            r.error(item.line, &at, "expected at least one header match");
-        }
+            })
+        });
         out.sort_by(|a, b| a.name.cmp(&b.name));
         config.ab_headers = out;
     }
@@ -382,14 +341,6 @@ fn is_contour_duration(text: &str) -> bool {
         rest = &rest[unit.len()..];
     }
     true
-}
-
-/// An HTTP header name (an RFC 7230 token).
-fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 const TEMPLATE_NAME: &str = "httpproxy.yaml.j2";
@@ -611,14 +562,5 @@ mod tests {
         ] {
             assert!(!is_contour_duration(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn header_names_are_tokens() {
-        assert!(is_header_name("x-canary"));
-        assert!(is_header_name("Cookie"));
-        assert!(!is_header_name(""));
-        assert!(!is_header_name("x canary"));
-        assert!(!is_header_name("x:canary"));
     }
 }

@@ -38,6 +38,7 @@ pub mod appmesh;
 pub mod contour;
 pub mod gateway_api;
 pub mod gloo;
+mod header_match;
 pub mod ingress;
 pub mod istio;
 pub mod knative;
@@ -60,6 +61,7 @@ use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Snapshot;
 
+pub(crate) use header_match::{is_header_name, read_header_matches, single_header_match};
 pub use registry::{
     builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
     Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
@@ -216,66 +218,6 @@ pub struct AbInput<'a> {
     /// A Flagger canary's `spec.service`, whose route fields the matches merge with; `None`
     /// for native canaries.
     pub service: Option<&'a Node>,
-}
-
-/// The `headers` mapping of an A/B canary's one `analysis.match`, for routers that match request
-/// headers only and AND a route's conditions (Contour, App Mesh): more than one match, none, a
-/// non-mapping or a condition other than `headers` is an error naming the router.
-pub(crate) fn single_header_match<'a>(
-    r: &mut Reader,
-    input: &AbInput<'a>,
-    router: &str,
-    why_one: &str,
-) -> Option<AbHeaders<'a>> {
-    use crate::yaml::node::Value;
-    use crate::yaml::reader::{index, join};
-    let path = "spec.analysis.match";
-    let items = r.seq(input.matches, path)?;
-    if items.len() > 1 {
-        r.error(items[1].line, &index(path, 1), format!("{why_one}; put the headers that must all match into one match, or use a router that ORs matches (gatewayapi:v1, istio)"));
-        return None;
-    }
-    let Some(item) = items.first() else {
-        r.error(
-            input.matches.line,
-            path,
-            "expected one match for an A/B canary, found none",
-        );
-        return None;
-    };
-    let at = index(path, 0);
-    let Value::Map(entries) = &item.value else {
-        r.error(item.line, &at, "expected a mapping with headers");
-        return None;
-    };
-    for (key, _) in entries.iter().filter(|(k, _)| k.text != "headers") {
-        r.error(key.line, &join(&at, &key.text), format!("Flagger's {router} router matches request headers only, so this condition would be dropped; remove it, or use a router that matches it (gatewayapi:v1, istio)"));
-    }
-    let headers = r.required(item, &at, "headers")?;
-    let at = join(&at, "headers");
-    let Value::Map(headers) = &headers.value else {
-        r.error(
-            headers.line,
-            &at,
-            "expected a mapping of header names to matches",
-        );
-        return None;
-    };
-    Some(AbHeaders {
-        item,
-        path: at,
-        headers,
-    })
-}
-
-/// What [`single_header_match`] found.
-pub(crate) struct AbHeaders<'a> {
-    /// The one `analysis.match` item.
-    pub item: &'a Node,
-    /// The field path of its `headers`.
-    pub path: String,
-    /// Header names and their matches, in document order.
-    pub headers: &'a [(crate::yaml::node::Key, Node)],
 }
 
 /// The file a route is written to, inside the canary's output folder.

@@ -135,14 +135,7 @@ impl Router for GatewayApi {
     }
 
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render::render(
-            input.canary,
-            config,
-            input.backends,
-            input.weights,
-            input.state,
-        )
-        .map(Some)
+        render::render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

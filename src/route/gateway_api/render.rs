@@ -42,6 +42,7 @@ use crate::route::gateway_api::config::{
 };
 use crate::route::Canary;
 use crate::route::ObjectHead;
+use crate::route::RenderInput;
 use crate::route::{render_checked, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
@@ -220,13 +221,9 @@ fn state_mirror<'a>(
         })
 }
 
-pub(super) fn render(
-    canary: &Canary,
-    route: &Config,
-    backends: &Backends,
-    weights: Weights,
-    state: &RouteState,
-) -> Result<String, RouteError> {
+pub(super) fn render(route: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
+    let state = input.state;
     check_parent_refs(canary, &route.parent_refs)?;
     check_hostnames(canary, &route.hostnames)?;
     let port = canary.service.port;

@@ -44,7 +44,8 @@ use crate::route::istio::api::{
 use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::Canary;
 use crate::route::ObjectHead;
-use crate::route::{render_checked_all, Backends, RouteError, RouteState, Weights};
+use crate::route::RenderInput;
+use crate::route::{render_checked_all, Backends, RouteError, Weights};
 
 const TEMPLATE_NAME: &str = "istio.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
@@ -262,13 +263,9 @@ fn destination_port(config: &Config, canary: &Canary) -> Option<u16> {
     (config.port_discovery && (behind_gateway || config.delegation)).then_some(canary.service.port)
 }
 
-pub(super) fn render(
-    canary: &Canary,
-    config: &Config,
-    backends: &Backends,
-    weights: Weights,
-    state: &RouteState,
-) -> Result<String, RouteError> {
+pub(super) fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
+    let state = input.state;
     let apex = canary.service.name.as_str();
     let (hosts, gateways) = hosts_and_gateways(config, apex);
     let port = destination_port(config, canary);
