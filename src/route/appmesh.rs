@@ -628,13 +628,10 @@ fn apex_routes<'a>(
         }],
         // `spec` read the matches at load time; an A/B canary has at least one header.
         Strategy::AB { .. } if config.ab_headers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected a header match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected a header match for an A/B canary, found none",
+            ));
         }
         Strategy::AB { .. } => vec![
             Route {

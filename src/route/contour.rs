@@ -31,21 +31,19 @@
 //!
 //! A native `spec.route` is `{apiVersion: projectcontour.io/v1, kind: HTTPProxy}`.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::first_uri_prefix;
-use crate::route::ObjectHead;
+use crate::route::ApexHead;
 use crate::route::ANALYSIS_MATCH_ONLY;
-use crate::route::{
-    apex_metadata, field, refused_service_fields, render_checked, AbInput, Backends,
-    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
-};
 use crate::route::{expect_object, is_header_name, read_header_matches, single_header_match};
+use crate::route::{
+    field, refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
+};
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -349,9 +347,7 @@ const TEMPLATE: &str = include_str!("../../templates/httpproxy.yaml.j2");
 #[derive(Serialize)]
 struct Context<'a> {
     #[serde(flatten)]
-    head: ObjectHead<'a>,
-    labels: BTreeMap<&'a str, &'a str>,
-    annotations: BTreeMap<&'a str, &'a str>,
+    head: ApexHead<'a>,
     routes: Vec<Route<'a>>,
 }
 
@@ -420,13 +416,10 @@ fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
         }
         // `spec` read the matches at load time; an A/B canary has at least one header.
         Strategy::AB { .. } if config.ab_headers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected a header match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected a header match for an A/B canary, found none",
+            ));
         }
         Strategy::AB { .. } => {
             // One prefix per route (Contour's rule): on the first header condition only.
@@ -445,11 +438,8 @@ fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
             ]
         }
     };
-    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
-        head: ObjectHead::of(canary, API_VERSION),
-        labels,
-        annotations,
+        head: ApexHead::of(canary, API_VERSION),
         routes,
     };
     render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
@@ -470,8 +460,8 @@ fn verify(
         doc,
         API_VERSION,
         "HTTPProxy",
-        context.head.name,
-        context.head.namespace,
+        context.head.object.name,
+        context.head.object.namespace,
     )?;
     if doc.pointer("/spec/virtualhost").is_some() {
         return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());

@@ -46,11 +46,11 @@ use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::kuma::refuse_ignored;
 use crate::route::ANALYSIS_MATCH_ONLY;
+use crate::route::{apex_metadata, NativeInput, RenderInput};
 use crate::route::{
     header_comment, render_checked_all, AbInput, BuiltinMetrics, FieldUse, FlaggerFields,
     FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
-use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -355,7 +355,7 @@ struct Context<'a> {
     namespace: &'a str,
     managed_by: &'static str,
     labels: BTreeMap<&'a str, &'a str>,
-    annotations: &'a BTreeMap<String, String>,
+    annotations: BTreeMap<&'a str, &'a str>,
     /// Primary then canary.
     upstreams: [Upstream<'a>; 2],
     routes: Vec<Route<'a>>,
@@ -428,13 +428,10 @@ fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
         }],
         // `spec` read the matches at load time; an A/B canary has at least one.
         Strategy::AB { .. } if config.ab_matchers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected at least one match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected at least one match for an A/B canary, found none",
+            ));
         }
         Strategy::AB { .. } => vec![
             Route {
@@ -450,21 +447,14 @@ fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
             },
         ],
     };
-    let mut labels: BTreeMap<&str, &str> = canary
-        .service
-        .apex
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    labels.insert("app.kubernetes.io/managed-by", MANAGED_BY);
+    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
         header: header_comment(canary),
         name: apex,
         namespace,
         managed_by: MANAGED_BY,
         labels,
-        annotations: &canary.service.apex.annotations,
+        annotations,
         upstreams: [
             Upstream {
                 name: primary_name,

@@ -29,11 +29,11 @@ use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::ANALYSIS_REFUSED;
+use crate::route::{apex_metadata, NativeInput, RenderInput};
 use crate::route::{
     header_comment, render_checked, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet,
-    RouteError, Router, MANAGED_BY,
+    RouteError, Router,
 };
-use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
 
@@ -145,7 +145,7 @@ struct Context<'a> {
     name: &'a str,
     mesh: &'a str,
     labels: BTreeMap<&'a str, &'a str>,
-    annotations: &'a BTreeMap<String, String>,
+    annotations: BTreeMap<&'a str, &'a str>,
     /// The apex's Kuma service name.
     apex: String,
     /// Primary then canary.
@@ -167,19 +167,13 @@ fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
     let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let port = canary.service.port;
-    let apex = &canary.service.apex;
-    let mut labels: BTreeMap<&str, &str> = apex
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    labels.insert("app.kubernetes.io/managed-by", MANAGED_BY);
+    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
         header: header_comment(canary),
         name: canary.service.name.as_str(),
         mesh: &config.mesh,
         labels,
-        annotations: &apex.annotations,
+        annotations,
         apex: kuma_service(canary.service.name.as_str(), namespace, port),
         split: [
             Split {

@@ -353,6 +353,18 @@ pub enum RouteError {
 }
 
 impl RouteError {
+    /// An A/B canary whose route has no match to send to the canary (`message` says which
+    /// kind): `spec` reads the matches at load time, so this is a route built another way.
+    pub(crate) fn no_ab_match(canary: &Canary, message: &str) -> RouteError {
+        RouteError::Field {
+            file: canary.file.clone(),
+            line: canary.line,
+            canary: canary.id.to_string(),
+            field: "spec.analysis.match".into(),
+            message: message.into(),
+        }
+    }
+
     /// A rendered document that failed its router's read-back check.
     pub(crate) fn output(canary: &Canary, template: &'static str, message: String) -> RouteError {
         RouteError::Output {
@@ -607,6 +619,27 @@ impl<'a> ObjectHead<'a> {
             api_version,
             name: canary.service.name.as_str(),
             namespace: canary.id.namespace.as_str(),
+        }
+    }
+}
+
+/// [`ObjectHead`] with the labels and annotations of a route object Flagger creates from
+/// `service.apex` ([`apex_metadata`]), flattened into the template context the same way.
+#[derive(Debug, Serialize)]
+struct ApexHead<'a> {
+    #[serde(flatten)]
+    object: ObjectHead<'a>,
+    labels: std::collections::BTreeMap<&'a str, &'a str>,
+    annotations: std::collections::BTreeMap<&'a str, &'a str>,
+}
+
+impl<'a> ApexHead<'a> {
+    fn of(canary: &'a Canary, api_version: &'static str) -> ApexHead<'a> {
+        let (labels, annotations) = apex_metadata(canary);
+        ApexHead {
+            object: ObjectHead::of(canary, api_version),
+            labels,
+            annotations,
         }
     }
 }

@@ -17,20 +17,18 @@
 //!
 //! A native `spec.route` is `{apiVersion: traefik.io/v1alpha1, kind: TraefikService}`.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
-use crate::route::ObjectHead;
+use crate::route::ApexHead;
 use crate::route::ANALYSIS_REFUSED;
-use crate::route::{
-    apex_metadata, refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
-};
 use crate::route::{expect_object, Canary};
+use crate::route::{
+    refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
+};
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -144,9 +142,7 @@ const TEMPLATE: &str = include_str!("../../templates/traefikservice.yaml.j2");
 #[derive(Serialize)]
 struct Context<'a> {
     #[serde(flatten)]
-    head: ObjectHead<'a>,
-    labels: BTreeMap<&'a str, &'a str>,
-    annotations: BTreeMap<&'a str, &'a str>,
+    head: ApexHead<'a>,
     services: Vec<Service<'a>>,
 }
 
@@ -181,11 +177,8 @@ fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<Stri
             weight: weights.canary,
         });
     }
-    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
-        head: ObjectHead::of(canary, API_VERSION),
-        labels,
-        annotations,
+        head: ApexHead::of(canary, API_VERSION),
         services,
     };
     render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
@@ -205,8 +198,8 @@ fn verify(
         doc,
         API_VERSION,
         "TraefikService",
-        context.head.name,
-        context.head.namespace,
+        context.head.object.name,
+        context.head.object.namespace,
     )?;
     let services = doc
         .pointer("/spec/weighted/services")
@@ -222,7 +215,7 @@ fn verify(
             )
         })
         .collect();
-    let ns = Some(context.head.namespace);
+    let ns = Some(context.head.object.namespace);
     let mut expected = vec![(Some(backends.primary), ns, Some(u64::from(weights.primary)))];
     if weights.canary > 0 {
         expected.push((Some(backends.canary), ns, Some(u64::from(weights.canary))));

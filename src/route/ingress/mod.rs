@@ -176,8 +176,8 @@ impl Router for Ingress {
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
         let (canary, backends, weights) = (input.canary, input.backends, input.weights);
         let (spec, annotations) = match config.controller {
-            Controller::Nginx => nginx::canary(config, canary, backends, weights),
-            Controller::Skipper => skipper::canary(config, canary, backends, weights),
+            Controller::Nginx => nginx::canary(config, input),
+            Controller::Skipper => skipper::canary(config, input),
         };
         let text = emit(config, canary, spec, &annotations)?;
         let doc = reparse(canary, TEMPLATE, &text)?;

@@ -325,13 +325,10 @@ pub(super) fn render(config: &Config, input: &RenderInput) -> Result<String, Rou
         }
         // `spec` read the matches at load time; an A/B canary has at least one.
         Strategy::AB { .. } if config.ab_matches.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected at least one match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected at least one match for an A/B canary, found none",
+            ));
         }
         // `rollout.rs` refused sessionAffinity and mirror on A/B canaries.
         Strategy::AB { .. } => vec![
