@@ -36,6 +36,7 @@ use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
 use crate::core::model::Target;
+use crate::route::referenced::{defined_twice, entries, error_in};
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
 use crate::route::ANALYSIS_REFUSED;
@@ -45,7 +46,6 @@ use crate::route::{
     RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
-use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
 use crate::yaml::snapshot::Object;
@@ -132,16 +132,7 @@ impl Router for Knative {
                 None
             }
             [a, b, ..] => {
-                push(
-                    r,
-                    b.file,
-                    b.line,
-                    "metadata.name",
-                    format!(
-                        "Knative Service {namespace}/{name} is defined twice (also at {}:{})",
-                        a.file, a.line
-                    ),
-                );
+                defined_twice(r, "Knative Service", &format!("{namespace}/{name}"), a, b);
                 None
             }
         }
@@ -264,7 +255,7 @@ fn read_service(r: &mut Reader, object: &Object, name: &str) -> Option<Config> {
     let before = r.errors.len();
     let file = object.file;
     let error = |r: &mut Reader, line: usize, field: &str, message: String| {
-        push(r, file, line, field, message);
+        error_in(r, file, line, field, message);
     };
     for (key, value) in entries(object.node) {
         if !["apiVersion", "kind", "metadata", "spec", "status"].contains(&key.text.as_str()) {
@@ -362,7 +353,7 @@ type Entries = Vec<(String, Json)>;
 /// metadata field sluice would not copy is an error.
 fn read_metadata(r: &mut Reader, object: &Object) -> (Entries, Entries) {
     let error = |r: &mut Reader, line: usize, field: &str, message: String| {
-        push(r, object.file, line, field, message);
+        error_in(r, object.file, line, field, message);
     };
     let mut labels = Vec::new();
     let mut annotations = Vec::new();
@@ -397,24 +388,6 @@ fn is_dns_label(text: &str) -> bool {
             .iter()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && !text.ends_with('-')
-}
-
-/// An error inside the user's Knative Service (another file than the canary's).
-fn push(r: &mut Reader, file: &str, line: usize, field: &str, message: impl Into<String>) {
-    r.errors.push(SpecError {
-        file: file.to_string(),
-        line,
-        field: field.to_string(),
-        message: message.into(),
-    });
-}
-
-/// Entries of a mapping node, or none.
-fn entries(node: &Node) -> &[(crate::yaml::node::Key, Node)] {
-    match &node.value {
-        Value::Map(entries) => entries,
-        _ => &[],
-    }
 }
 
 const TEMPLATE_NAME: &str = "knative-service.yaml.j2";

@@ -44,6 +44,7 @@ pub mod istio;
 pub mod knative;
 pub mod kubernetes;
 pub mod kuma;
+mod referenced;
 mod registry;
 mod rules;
 pub mod smi;
