@@ -120,36 +120,30 @@ fn promote<R>(
     reason: &str,
     now: Timestamp,
 ) -> Result<Decision, NotApplicable> {
-    match status.phase {
-        Phase::Progressing | Phase::WaitingApproval => {
-            let mut next = status.clone();
-            next.phase = Phase::Promoting;
-            next.phase_since = now;
-            next.step_started = now;
-            next.waiting_for = None;
-            if let Some(revision) = &status.canary_revision {
-                next.promoted_revision = revision.clone();
-            }
-            Ok(change(
-                Action::Promote,
-                next,
-                format!(
-                    "Copying {} template spec to {}-primary.{} (promoted by hand: {reason})",
-                    dotted(canary),
-                    canary.id.name,
-                    canary.id.namespace
-                ),
-                Some(after(now, canary.analysis.interval)),
-            ))
-        }
-        Phase::Initializing
-        | Phase::Initialized
-        | Phase::Waiting
-        | Phase::Promoting
-        | Phase::Finalising
-        | Phase::Succeeded
-        | Phase::Failed => Err(nothing(canary, status, "promote")),
+    // A rollout is promoted by hand while its steps are judged (`Phase::is_analysing`, an
+    // exhaustive match over the phases).
+    if !status.phase.is_analysing() {
+        return Err(nothing(canary, status, "promote"));
     }
+    let mut next = status.clone();
+    next.phase = Phase::Promoting;
+    next.phase_since = now;
+    next.step_started = now;
+    next.waiting_for = None;
+    if let Some(revision) = &status.canary_revision {
+        next.promoted_revision = revision.clone();
+    }
+    Ok(change(
+        Action::Promote,
+        next,
+        format!(
+            "Copying {} template spec to {}-primary.{} (promoted by hand: {reason})",
+            dotted(canary),
+            canary.id.name,
+            canary.id.namespace
+        ),
+        Some(after(now, canary.analysis.interval)),
+    ))
 }
 
 fn abort<R>(

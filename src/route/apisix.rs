@@ -35,13 +35,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::route::referenced::{defined_twice, entries, error_in};
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
-    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput,
+    QuerySet, RouteError, Router, MANAGED_BY,
 };
-use crate::yaml::error::SpecError;
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Object;
@@ -151,16 +153,7 @@ impl Router for Apisix {
                 return None;
             }
             [a, b, ..] => {
-                push(
-                    r,
-                    b.file,
-                    b.line,
-                    "metadata.name",
-                    format!(
-                        "{KIND} {namespace}/{name} is defined twice (also at {}:{})",
-                        a.file, a.line
-                    ),
-                );
+                defined_twice(r, KIND, &format!("{namespace}/{name}"), a, b);
                 return None;
             }
         };
@@ -172,13 +165,8 @@ impl Router for Apisix {
         read_route(r, &object, &name, &apex)
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route.kind", "an ApisixRoute canary copies the user's route named in a Flagger Canary's spec.routeRef; write a flagger.app/v1beta1 Canary with provider apisix and routeRef instead");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route.kind", "an ApisixRoute canary copies the user's route named in a Flagger Canary's spec.routeRef; write a flagger.app/v1beta1 Canary with provider apisix and routeRef instead");
         None
     }
 
@@ -195,15 +183,9 @@ impl Router for Apisix {
         );
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and mirroring, the only route state, are refused when reading.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and mirroring, the only route state, are refused when reading.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input).map(Some)
     }
 
     fn route_ref(config: &Config) -> Option<&str> {
@@ -213,13 +195,8 @@ impl Router for Apisix {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "apisix",
         table_order: 6,
-        rows: &[
-            ("spec.routeRef", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[("spec.routeRef", FieldUse::Renders)],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -277,24 +254,6 @@ fn read_route_ref<'n>(r: &mut Reader, input: &FlaggerInput<'n>) -> Option<(&'n N
     (r.errors.len() == before).then_some((name_node, name))
 }
 
-/// An error inside the user's ApisixRoute (another file than the canary's).
-fn push(r: &mut Reader, file: &str, line: usize, field: &str, message: impl Into<String>) {
-    r.errors.push(SpecError {
-        file: file.to_string(),
-        line,
-        field: field.to_string(),
-        message: message.into(),
-    });
-}
-
-/// Entries of a mapping node, or none.
-fn entries(node: &Node) -> &[(crate::yaml::node::Key, Node)] {
-    match &node.value {
-        Value::Map(entries) => entries,
-        _ => &[],
-    }
-}
-
 /// A `metadata.labels` or `metadata.annotations` mapping of strings.
 fn string_map(
     r: &mut Reader,
@@ -308,7 +267,7 @@ fn string_map(
             Some(text) => {
                 out.insert(key.text.clone(), text.to_string());
             }
-            None => push(
+            None => error_in(
                 r,
                 file,
                 value.line,
@@ -327,7 +286,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
     let root = object.node;
     if object.api_version != Some(API_VERSION) {
         let line = root.get("apiVersion").map_or(object.line, |n| n.line);
-        push(
+        error_in(
             r,
             file,
             line,
@@ -358,7 +317,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
         .and_then(|n| match n.as_str() {
             Some(text) => Some(text.to_string()),
             None => {
-                push(
+                error_in(
                     r,
                     file,
                     n.line,
@@ -380,7 +339,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
                 .and_then(|s| s.key_line("http"))
                 .or(spec.map(|s| s.line))
                 .unwrap_or(object.line);
-            push(r, file, line, "spec.http", format!("expected at least one http rule, the one whose backend is the canary's Service {apex:?} (Flagger refuses an ApisixRoute without spec.http)"));
+            error_in(r, file, line, "spec.http", format!("expected at least one http rule, the one whose backend is the canary's Service {apex:?} (Flagger refuses an ApisixRoute without spec.http)"));
             return None;
         }
     };
@@ -396,7 +355,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
     });
     let Some((i, rule)) = found else {
         let line = spec.and_then(|s| s.key_line("http")).unwrap_or(object.line);
-        push(r, file, line, "spec.http", format!("no rule of ApisixRoute {name} has a backend with serviceName {apex:?}, the canary's Service; Flagger splits the rule that sends to it"));
+        error_in(r, file, line, "spec.http", format!("no rule of ApisixRoute {name} has a backend with serviceName {apex:?}, the canary's Service; Flagger splits the rule that sends to it"));
         return None;
     };
     let (rule_name, rule_fields, backend) = read_rule(r, file, rule, &index("spec.http", i));
@@ -431,15 +390,15 @@ fn read_rule(
         match key.text.as_str() {
             "name" => match value.as_str() {
                 Some(text) if !text.is_empty() => rule_name = Some(text.to_string()),
-                _ => push(r, file, value.line, &field, "expected the rule's name (the CRD requires one), found none"),
+                _ => error_in(r, file, value.line, &field, "expected the rule's name (the CRD requires one), found none"),
             },
             "priority" => {} // replaced by PRIORITY
             "backends" => backend = read_backend(r, file, key.line, value, &field),
-            "upstreams" => push(r, file, key.line, &field, "the canary route's backends would share the traffic with these external upstreams, so the canary would not get its weight (Flagger drops them); move the upstreams to another rule"),
+            "upstreams" => error_in(r, file, key.line, &field, "the canary route's backends would share the traffic with these external upstreams, so the canary would not get its weight (Flagger drops them); move the upstreams to another rule"),
             known if RULE_KEYS.contains(&known) => {
                 rule_fields.push((key.text.clone(), value.to_json()));
             }
-            other => push(
+            other => error_in(
                 r,
                 file,
                 key.line,
@@ -452,7 +411,7 @@ fn read_rule(
         }
     }
     if rule_name.is_none() && rule.get("name").is_none() {
-        push(
+        error_in(
             r,
             file,
             rule.line,
@@ -476,14 +435,14 @@ fn read_backend(
         _ => &[],
     };
     let [backend] = items else {
-        push(r, file, line, path, format!("expected exactly one backend, the canary's Service (Flagger splits a rule with one backend into primary and canary), found {}", items.len()));
+        error_in(r, file, line, path, format!("expected exactly one backend, the canary's Service (Flagger splits a rule with one backend into primary and canary), found {}", items.len()));
         return None;
     };
     let at = index(path, 0);
     let before = r.errors.len();
     for (key, _) in entries(backend) {
         if !BACKEND_KEYS.contains(&key.text.as_str()) {
-            push(
+            error_in(
                 r,
                 file,
                 key.line,
@@ -500,7 +459,7 @@ fn read_backend(
         match n.as_str() {
             Some(t) => Some(t.to_string()),
             None => {
-                push(
+                error_in(
                     r,
                     file,
                     n.line,
@@ -516,7 +475,7 @@ fn read_backend(
     let service_port = match backend.get("servicePort").map(|n| (n, n.to_json())) {
         Some((_, port @ (Json::Number(_) | Json::String(_)))) => Some(port),
         Some((n, _)) => {
-            push(
+            error_in(
                 r,
                 file,
                 n.line,
@@ -526,7 +485,7 @@ fn read_backend(
             None
         }
         None => {
-            push(
+            error_in(
                 r,
                 file,
                 backend.line,
@@ -574,12 +533,8 @@ struct Backend<'a> {
     weight: u8,
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let mut labels: BTreeMap<&str, &str> = config
         .labels
         .iter()

@@ -57,11 +57,14 @@ use serde_json::Value as Json;
 
 use crate::core::model::{PortRef, Strategy};
 use crate::route::first_uri_prefix;
+use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
-    apex_metadata, field, header_comment, refused_service_fields, render_checked_all,
-    single_header_match, AbHeaders, AbInput, Backends, BuiltinMetrics, Canary, FieldUse,
-    FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    apex_metadata, field, header_comment, is_header_name, read_header_matches,
+    refused_service_fields, render_checked_all, single_header_match, AbInput, Backends,
+    BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
+    Weights, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, parse_duration, Reader};
 
@@ -227,23 +230,14 @@ impl Router for AppMesh {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route", "sluice writes App Mesh objects for Flagger canaries only (provider: appmesh:v1beta2), named as Flagger names them after the target; use a Flagger Canary, or an HTTPRoute or TrafficSplit route");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route", "sluice writes App Mesh objects for Flagger canaries only (provider: appmesh:v1beta2), named as Flagger names them after the target; use a Flagger Canary, or an HTTPRoute or TrafficSplit route");
         None
     }
 
     /// One match of `headers` only; each header one of `exact`, `prefix`, `suffix`, `regex`.
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
-        let Some(AbHeaders {
-            item,
-            path: at,
-            headers,
-        }) = single_header_match(
+        let Some(ab) = single_header_match(
             r,
             input,
             "App Mesh",
@@ -251,88 +245,50 @@ impl Router for AppMesh {
         ) else {
             return;
         };
-        let before = r.errors.len();
-        if headers.len() > MAX_HEADERS {
+        if ab.headers.len() > MAX_HEADERS {
             r.error(
-                item.line,
-                &at,
+                ab.item.line,
+                &ab.path,
                 format!(
                     "App Mesh matches at most {MAX_HEADERS} headers per route, found {}",
-                    headers.len()
+                    ab.headers.len()
                 ),
             );
         }
-        let mut out = Vec::with_capacity(headers.len());
-        for (name, m) in headers {
-            let at = join(&at, &name.text);
-            if !is_header_name(&name.text) || name.text.len() > MAX_HEADER_NAME {
+        let name_error = |name: &str| {
+            (!is_header_name(name) || name.len() > MAX_HEADER_NAME).then(|| {
+                format!("expected a header name of at most {MAX_HEADER_NAME} letters, digits and !#$%&'*+-.^_`|~")
+            })
+        };
+        let kinds = "exact, prefix, suffix or regex";
+        let mut out = read_header_matches(r, &ab, name_error, kinds, |r, h| {
+            if h.text.is_empty() || h.text.len() > MAX_HEADER_VALUE {
                 r.error(
-                    name.line,
-                    &at,
-                    format!("expected a header name of at most {MAX_HEADER_NAME} letters, digits and !#$%&'*+-.^_`|~"),
+                    h.value.line,
+                    &h.field,
+                    format!("expected 1 to {MAX_HEADER_VALUE} characters (App Mesh's limit; Flagger drops an empty match), found {}", h.text.len()),
                 );
-                continue;
+                return None;
             }
-            if r.map(m, &at, &["exact", "prefix", "suffix", "regex"])
-                .is_none()
-            {
-                continue;
-            }
-            let Value::Map(kinds) = &m.value else {
-                continue;
-            };
-            if kinds.len() != 1 {
-                r.error(
-                    m.line,
-                    &at,
-                    format!(
-                        "expected one of exact, prefix, suffix or regex, found {}",
-                        kinds.len()
-                    ),
-                );
-                continue;
-            }
-            let (kind, value) = &kinds[0];
-            let field = join(&at, &kind.text);
-            let Some(text) = r.string(value, &field) else {
-                continue;
-            };
-            if text.is_empty() || text.len() > MAX_HEADER_VALUE {
-                r.error(
-                    value.line,
-                    &field,
-                    format!("expected 1 to {MAX_HEADER_VALUE} characters (App Mesh's limit; Flagger drops an empty match), found {}", text.len()),
-                );
-                continue;
-            }
-            out.push(HeaderMatch {
-                name: name.text.clone(),
-                method: BTreeMap::from([(kind.text.clone(), text)]),
-            });
-        }
-        if out.is_empty() && r.errors.len() == before {
-            r.error(item.line, &at, "expected at least one header match");
-        }
+            Some(HeaderMatch {
+                name: h.name.text.clone(),
+                method: BTreeMap::from([(h.kind.text.clone(), h.text)]),
+            })
+        });
         out.sort_by(|a, b| a.name.cmp(&b.name));
         config.ab_headers = out;
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and analysis mirroring, the only sources of route state, are
-        // refused for App Mesh canaries when they are read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and analysis mirroring, the only sources of route state, are
+    // refused for App Mesh canaries when they are read.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "appmesh",
         table_order: 4,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.backends", FieldUse::Renders),
             ("spec.service.hosts", FieldUse::Renders),
@@ -348,11 +304,8 @@ impl Router for AppMesh {
             ("spec.service.trafficPolicy", FieldUse::Refuses),
             ("spec.service.meshName", FieldUse::Refuses),
             ("spec.service.rewrite", FieldUse::Refuses),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -565,14 +518,6 @@ fn is_subdomain(name: &str) -> bool {
         })
 }
 
-/// An HTTP header name (an RFC 7230 token).
-fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
 const TEMPLATE_NAME: &str = "appmesh.yaml.j2";
 const TEMPLATE: &str = include_str!("../../templates/appmesh.yaml.j2");
 
@@ -683,13 +628,10 @@ fn apex_routes<'a>(
         }],
         // `spec` read the matches at load time; an A/B canary has at least one header.
         Strategy::AB { .. } if config.ab_headers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected a header match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected a header match for an A/B canary, found none",
+            ));
         }
         Strategy::AB { .. } => vec![
             Route {
@@ -714,12 +656,8 @@ fn apex_routes<'a>(
     })
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let apex = canary.service.name.as_str();
     let port = match canary.service.target_port {

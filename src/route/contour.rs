@@ -31,21 +31,21 @@
 //!
 //! A native `spec.route` is `{apiVersion: projectcontour.io/v1, kind: HTTPProxy}`.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::first_uri_prefix;
+use crate::route::ApexHead;
+use crate::route::ANALYSIS_MATCH_ONLY;
+use crate::route::{expect_object, is_header_name, read_header_matches, single_header_match};
 use crate::route::{
-    apex_metadata, field, header_comment, refused_service_fields, render_checked, AbInput,
-    Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
-    RouteState, Router, Weights,
+    field, refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
 };
-use crate::route::{expect_object, single_header_match, AbHeaders, Canary};
-use crate::yaml::node::{Node, Value};
+use crate::route::{NativeInput, RenderInput};
+use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
 /// The Contour router.
@@ -157,23 +157,13 @@ impl Router for Contour {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, API_VERSION, "HTTPProxy")
-            .map(|()| Config::default())
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, API_VERSION, "HTTPProxy").map(|()| Config::default())
     }
 
     /// One match of `headers` only; each header an `exact`, `prefix` or `suffix` string.
     fn read_ab_matches(config: &mut Config, r: &mut Reader, input: &AbInput) {
-        let Some(AbHeaders {
-            item,
-            path: at,
-            headers,
-        }) = single_header_match(
+        let Some(ab) = single_header_match(
             r,
             input,
             "Contour",
@@ -181,86 +171,43 @@ impl Router for Contour {
         ) else {
             return;
         };
-        let before = r.errors.len();
-        let mut out = Vec::with_capacity(headers.len());
-        for (name, m) in headers {
-            let at = join(&at, &name.text);
-            if !is_header_name(&name.text) {
-                r.error(
-                    name.line,
-                    &at,
-                    "expected a header name (letters, digits and !#$%&'*+-.^_`|~)",
-                );
-                continue;
+        let name_error = |name: &str| {
+            (!is_header_name(name))
+                .then(|| "expected a header name (letters, digits and !#$%&'*+-.^_`|~)".to_string())
+        };
+        let mut out = read_header_matches(r, &ab, name_error, "exact, prefix or suffix", |r, h| {
+            if h.text.is_empty() {
+                r.error(h.value.line, &h.field, "expected a value, found \"\"");
+                return None;
             }
-            if r.map(m, &at, &["exact", "prefix", "suffix", "regex"])
-                .is_none()
-            {
-                continue;
-            }
-            let Value::Map(kinds) = &m.value else {
-                continue;
-            };
-            if kinds.len() != 1 {
-                r.error(
-                    m.line,
-                    &at,
-                    format!(
-                        "expected one of exact, prefix or suffix, found {}",
-                        kinds.len()
-                    ),
-                );
-                continue;
-            }
-            let (kind, value) = &kinds[0];
-            let Some(text) = r.string(value, &join(&at, &kind.text)) else {
-                continue;
-            };
-            if text.is_empty() {
-                r.error(
-                    value.line,
-                    &join(&at, &kind.text),
-                    "expected a value, found \"\"",
-                );
-                continue;
-            }
-            let (exact, contains) = match kind.text.as_str() {
-                "exact" => (Some(text), None),
-                "prefix" | "suffix" => (None, Some(text)),
+            let (exact, contains) = match h.kind.text.as_str() {
+                "exact" => (Some(h.text), None),
+                "prefix" | "suffix" => (None, Some(h.text)),
                 _ => {
-                    r.error(kind.line, &join(&at, "regex"), "Flagger's Contour router drops a regex header match (it writes an empty exact match); use exact, prefix or suffix (prefix and suffix become Contour's contains, as Flagger maps them)");
-                    continue;
+                    r.error(h.kind.line, &h.field, "Flagger's Contour router drops a regex header match (it writes an empty exact match); use exact, prefix or suffix (prefix and suffix become Contour's contains, as Flagger maps them)");
+                    return None;
                 }
             };
-            out.push(HeaderCondition {
-                name: name.text.clone(),
+            Some(HeaderCondition {
+                name: h.name.text.clone(),
                 exact,
                 contains,
-            });
-        }
-        if out.is_empty() && r.errors.len() == before {
-            r.error(item.line, &at, "expected at least one header match");
-        }
+            })
+        });
         out.sort_by(|a, b| a.name.cmp(&b.name));
         config.ab_headers = out;
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and analysis mirroring, the only sources of route state, are
-        // refused for Contour canaries when they are read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and analysis mirroring, the only sources of route state, are
+    // refused for Contour canaries when they are read.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "contour",
         table_order: 3,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.match", FieldUse::Renders),
             ("spec.service.retries", FieldUse::Renders),
@@ -276,11 +223,8 @@ impl Router for Contour {
             ("spec.service.mirror", FieldUse::Refuses),
             ("spec.service.rewrite", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -397,25 +341,13 @@ fn is_contour_duration(text: &str) -> bool {
     true
 }
 
-/// An HTTP header name (an RFC 7230 token).
-fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
 const TEMPLATE_NAME: &str = "httpproxy.yaml.j2";
 const TEMPLATE: &str = include_str!("../../templates/httpproxy.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
-    labels: BTreeMap<&'a str, &'a str>,
-    annotations: BTreeMap<&'a str, &'a str>,
+    #[serde(flatten)]
+    head: ApexHead<'a>,
     routes: Vec<Route<'a>>,
 }
 
@@ -450,12 +382,8 @@ struct Service<'a> {
     l5d: String,
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let port = canary.service.port;
     let service = |name, weight| Service {
@@ -488,13 +416,10 @@ fn render(
         }
         // `spec` read the matches at load time; an A/B canary has at least one header.
         Strategy::AB { .. } if config.ab_headers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected a header match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected a header match for an A/B canary, found none",
+            ));
         }
         Strategy::AB { .. } => {
             // One prefix per route (Contour's rule): on the first header condition only.
@@ -513,14 +438,8 @@ fn render(
             ]
         }
     };
-    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
-        header: header_comment(canary),
-        api_version: API_VERSION,
-        name: canary.service.name.as_str(),
-        namespace,
-        labels,
-        annotations,
+        head: ApexHead::of(canary, API_VERSION),
         routes,
     };
     render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
@@ -541,8 +460,8 @@ fn verify(
         doc,
         API_VERSION,
         "HTTPProxy",
-        context.name,
-        context.namespace,
+        context.head.object.name,
+        context.head.object.namespace,
     )?;
     if doc.pointer("/spec/virtualhost").is_some() {
         return Err("expected no virtualhost (the user's root HTTPProxy includes this one)".into());
@@ -633,14 +552,5 @@ mod tests {
         ] {
             assert!(!is_contour_duration(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn header_names_are_tokens() {
-        assert!(is_header_name("x-canary"));
-        assert!(is_header_name("Cookie"));
-        assert!(!is_header_name(""));
-        assert!(!is_header_name("x canary"));
-        assert!(!is_header_name("x:canary"));
     }
 }

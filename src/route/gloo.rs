@@ -45,10 +45,11 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::kuma::refuse_ignored;
-use crate::route::Canary;
+use crate::route::ANALYSIS_MATCH_ONLY;
+use crate::route::{apex_metadata, NativeInput, RenderInput};
 use crate::route::{
-    header_comment, render_checked_all, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked_all, AbInput, BuiltinMetrics, FieldUse, FlaggerFields,
+    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -127,13 +128,8 @@ impl Router for Gloo {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, "gateway.solo.io/v1", "RouteTable")
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, "gateway.solo.io/v1", "RouteTable")
             .map(|()| Config::default())
     }
 
@@ -154,26 +150,15 @@ impl Router for Gloo {
     }
 
     /// Route state comes from session affinity and analysis mirroring, both refused when read.
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "gloo",
         table_order: 5,
-        rows: &[
-            ("spec.upstreamRef", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[("spec.upstreamRef", FieldUse::Renders)],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -370,7 +355,7 @@ struct Context<'a> {
     namespace: &'a str,
     managed_by: &'static str,
     labels: BTreeMap<&'a str, &'a str>,
-    annotations: &'a BTreeMap<String, String>,
+    annotations: BTreeMap<&'a str, &'a str>,
     /// Primary then canary.
     upstreams: [Upstream<'a>; 2],
     routes: Vec<Route<'a>>,
@@ -403,12 +388,8 @@ pub fn upstream_name(namespace: &str, apex: &str, role: &str, port: u16) -> Stri
     format!("{namespace}-{apex}-{role}upstream-{port}")
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let apex = canary.service.name.as_str();
     let port = canary.service.port;
@@ -447,13 +428,10 @@ fn render(
         }],
         // `spec` read the matches at load time; an A/B canary has at least one.
         Strategy::AB { .. } if config.ab_matchers.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected at least one match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected at least one match for an A/B canary, found none",
+            ));
         }
         Strategy::AB { .. } => vec![
             Route {
@@ -469,21 +447,14 @@ fn render(
             },
         ],
     };
-    let mut labels: BTreeMap<&str, &str> = canary
-        .service
-        .apex
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    labels.insert("app.kubernetes.io/managed-by", MANAGED_BY);
+    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
         header: header_comment(canary),
         name: apex,
         namespace,
         managed_by: MANAGED_BY,
         labels,
-        annotations: &canary.service.apex.annotations,
+        annotations,
         upstreams: [
             Upstream {
                 name: primary_name,

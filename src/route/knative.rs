@@ -36,14 +36,16 @@ use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
 use crate::core::model::Target;
+use crate::route::referenced::{defined_twice, entries, error_in};
 use crate::route::refuse_non_canary;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
-    expect_object, expect_text, header_comment, render_checked, AbInput, Backends, BuiltinMetrics,
-    FieldUse, FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    expect_object, expect_text, header_comment, render_checked, AbInput, BuiltinMetrics,
+    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
+    RouteError, Router, MANAGED_BY,
 };
-use crate::yaml::error::SpecError;
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
 use crate::yaml::snapshot::Object;
@@ -130,28 +132,14 @@ impl Router for Knative {
                 None
             }
             [a, b, ..] => {
-                push(
-                    r,
-                    b.file,
-                    b.line,
-                    "metadata.name",
-                    format!(
-                        "Knative Service {namespace}/{name} is defined twice (also at {}:{})",
-                        a.file, a.line
-                    ),
-                );
+                defined_twice(r, "Knative Service", &format!("{namespace}/{name}"), a, b);
                 None
             }
         }
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route.kind", "a Knative Service is rolled out by a flagger.app/v1beta1 Canary with provider knative and a serving.knative.dev/v1 Service targetRef");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route.kind", "a Knative Service is rolled out by a flagger.app/v1beta1 Canary with provider knative and a serving.knative.dev/v1 Service targetRef");
         None
     }
 
@@ -184,26 +172,16 @@ impl Router for Knative {
     }
 
     /// `backends` are the primary and canary revisions (`render::backends`).
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and mirroring, the only route state, are refused when reading.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    // Session affinity and mirroring, the only route state, are refused when reading.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "knative",
         table_order: 11,
-        rows: &[
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     const OWN_TARGET: Option<OwnTarget> = Some(OwnTarget {
@@ -277,7 +255,7 @@ fn read_service(r: &mut Reader, object: &Object, name: &str) -> Option<Config> {
     let before = r.errors.len();
     let file = object.file;
     let error = |r: &mut Reader, line: usize, field: &str, message: String| {
-        push(r, file, line, field, message);
+        error_in(r, file, line, field, message);
     };
     for (key, value) in entries(object.node) {
         if !["apiVersion", "kind", "metadata", "spec", "status"].contains(&key.text.as_str()) {
@@ -375,7 +353,7 @@ type Entries = Vec<(String, Json)>;
 /// metadata field sluice would not copy is an error.
 fn read_metadata(r: &mut Reader, object: &Object) -> (Entries, Entries) {
     let error = |r: &mut Reader, line: usize, field: &str, message: String| {
-        push(r, object.file, line, field, message);
+        error_in(r, object.file, line, field, message);
     };
     let mut labels = Vec::new();
     let mut annotations = Vec::new();
@@ -412,24 +390,6 @@ fn is_dns_label(text: &str) -> bool {
         && !text.ends_with('-')
 }
 
-/// An error inside the user's Knative Service (another file than the canary's).
-fn push(r: &mut Reader, file: &str, line: usize, field: &str, message: impl Into<String>) {
-    r.errors.push(SpecError {
-        file: file.to_string(),
-        line,
-        field: field.to_string(),
-        message: message.into(),
-    });
-}
-
-/// Entries of a mapping node, or none.
-fn entries(node: &Node) -> &[(crate::yaml::node::Key, Node)] {
-    match &node.value {
-        Value::Map(entries) => entries,
-        _ => &[],
-    }
-}
-
 const TEMPLATE_NAME: &str = "knative-service.yaml.j2";
 const TEMPLATE: &str = include_str!("../../templates/knative-service.yaml.j2");
 
@@ -453,12 +413,8 @@ struct TrafficTarget<'a> {
     percent: u8,
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let managed = Json::from(MANAGED_BY);
     let primary = Json::from(backends.primary);
     let mut labels: Vec<(&str, &Json)> = config

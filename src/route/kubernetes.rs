@@ -18,10 +18,11 @@
 use crate::core::model::{Strategy, Target};
 use crate::route::expect_api_version;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
-    RouteState, Router, Weights,
+    AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -54,13 +55,8 @@ impl Router for Kubernetes {
         Some(Config)
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, "v1", "Service").map(|()| Config)
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, "v1", "Service").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Kubernetes::check_canary) refuses A/B.
@@ -94,25 +90,15 @@ impl Router for Kubernetes {
     }
 
     /// No route object: the Services switch the traffic.
-    fn render(
-        _config: &Config,
-        _canary: &Canary,
-        _backends: &Backends,
-        _weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
+    fn render(_config: &Config, _input: &RenderInput) -> Result<Option<String>, RouteError> {
         Ok(None)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "kubernetes",
         table_order: 8,
-        rows: &[
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

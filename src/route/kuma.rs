@@ -28,9 +28,11 @@ use serde_json::Value as Json;
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
 use crate::route::Canary;
+use crate::route::ANALYSIS_REFUSED;
+use crate::route::{apex_metadata, NativeInput, RenderInput};
 use crate::route::{
-    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    header_comment, render_checked, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet,
+    RouteError, Router,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
@@ -83,13 +85,9 @@ impl Router for Kuma {
         (r.errors.len() == before).then_some(Config { mesh })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, "kuma.io/v1alpha1", "TrafficRoute")?;
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let route = native.route;
+        expect_api_version(r, native, "kuma.io/v1alpha1", "TrafficRoute")?;
         let mesh = match route.get("mesh") {
             Some(n) => name_at(r, n, "spec.route.mesh")?.to_string(),
             None => DEFAULT_MESH.to_string(),
@@ -111,25 +109,15 @@ impl Router for Kuma {
     }
 
     /// Route state comes from session affinity and analysis mirroring, both refused when read.
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(config, canary, backends, weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "kuma",
         table_order: 9,
-        rows: &[
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -157,7 +145,7 @@ struct Context<'a> {
     name: &'a str,
     mesh: &'a str,
     labels: BTreeMap<&'a str, &'a str>,
-    annotations: &'a BTreeMap<String, String>,
+    annotations: BTreeMap<&'a str, &'a str>,
     /// The apex's Kuma service name.
     apex: String,
     /// Primary then canary.
@@ -175,27 +163,17 @@ fn kuma_service(name: &str, namespace: &str, port: u16) -> String {
     format!("{name}_{namespace}_svc_{port}")
 }
 
-fn render(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> Result<String, RouteError> {
+fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let namespace = canary.id.namespace.as_str();
     let port = canary.service.port;
-    let apex = &canary.service.apex;
-    let mut labels: BTreeMap<&str, &str> = apex
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    labels.insert("app.kubernetes.io/managed-by", MANAGED_BY);
+    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
         header: header_comment(canary),
         name: canary.service.name.as_str(),
         mesh: &config.mesh,
         labels,
-        annotations: &apex.annotations,
+        annotations,
         apex: kuma_service(canary.service.name.as_str(), namespace, port),
         split: [
             Split {

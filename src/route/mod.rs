@@ -38,11 +38,13 @@ pub mod appmesh;
 pub mod contour;
 pub mod gateway_api;
 pub mod gloo;
+mod header_match;
 pub mod ingress;
 pub mod istio;
 pub mod knative;
 pub mod kubernetes;
 pub mod kuma;
+mod referenced;
 mod registry;
 mod rules;
 pub mod smi;
@@ -60,6 +62,7 @@ use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Snapshot;
 
+pub(crate) use header_match::{is_header_name, read_header_matches, single_header_match};
 pub use registry::{
     builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
     Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
@@ -67,7 +70,7 @@ pub use registry::{
 pub(crate) use rules::workload_router;
 pub use rules::{
     BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions,
+    Revisions, ANALYSIS_MATCH_ONLY, ANALYSIS_REFUSED, ANALYSIS_RENDERED,
 };
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
@@ -113,13 +116,8 @@ pub trait Router {
     ) -> Option<Self::Config>;
 
     /// Reads a native `spec.route` of [`NATIVE_KIND`](Router::NATIVE_KIND) (a mapping whose
-    /// keys the registry checked) with `apiVersion` `api_version` at line `api_line`.
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Self::Config>;
+    /// keys the registry checked) with the `apiVersion` the registry read from it.
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Self::Config>;
 
     /// Converts and checks an A/B canary's `analysis.match` into `config`, reporting problems
     /// through `r`. Called only when the analysis is A/B; a router that cannot route on
@@ -137,20 +135,15 @@ pub trait Router {
         None
     }
 
-    /// Renders the route object's YAML, sending `weights` to `backends`; `None` for a router
-    /// that writes no route object (`kubernetes`: the Services alone switch traffic). The
-    /// object is named after the apex Service (`canary.service.name`) in the canary's
-    /// namespace, so it replaces the route Flagger would have created.
+    /// Renders the route object's YAML, sending the input's `weights` to its `backends`;
+    /// `None` for a router that writes no route object (`kubernetes`: the Services alone
+    /// switch traffic). The object is named after the apex Service (`canary.service.name`) in
+    /// the canary's namespace, so it replaces the route Flagger would have created.
     ///
-    /// `state` is the rollout's route state from its status (session cookies, mirror phase);
-    /// a router that cannot express it has refused the fields that produce it when reading.
-    fn render(
-        config: &Self::Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        state: &RouteState,
-    ) -> Result<Option<String>, RouteError>;
+    /// The input's `state` is the rollout's route state from its status (session cookies,
+    /// mirror phase); a router that cannot express it has refused the fields that produce it
+    /// when reading.
+    fn render(config: &Self::Config, input: &RenderInput) -> Result<Option<String>, RouteError>;
 
     /// Its rows of the Flagger field table: the route fields it renders and those it refuses
     /// with its own message (`&[]` when none; the rest are refused for it).
@@ -196,6 +189,28 @@ pub struct FlaggerInput<'a> {
     pub snapshot: &'a Snapshot,
 }
 
+/// A native canary's `spec.route`, as the registry hands it to its router.
+#[derive(Debug, Clone, Copy)]
+pub struct NativeInput<'a> {
+    /// The `spec.route` mapping (its keys checked by the registry).
+    pub route: &'a Node,
+    /// Its `apiVersion`.
+    pub api_version: &'a str,
+    /// The line of its `apiVersion`.
+    pub api_line: usize,
+}
+
+/// What one route file is rendered from: the canary, the two Services traffic is split
+/// between, this step's weights (checked to sum to 100 by [`render_route`]) and the rollout's
+/// route state.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderInput<'a> {
+    pub canary: &'a Canary,
+    pub backends: &'a Backends<'a>,
+    pub weights: Weights,
+    pub state: &'a RouteState<'a>,
+}
+
 /// An A/B canary's matches, with what they combine with.
 #[derive(Debug, Clone, Copy)]
 pub struct AbInput<'a> {
@@ -204,66 +219,6 @@ pub struct AbInput<'a> {
     /// A Flagger canary's `spec.service`, whose route fields the matches merge with; `None`
     /// for native canaries.
     pub service: Option<&'a Node>,
-}
-
-/// The `headers` mapping of an A/B canary's one `analysis.match`, for routers that match request
-/// headers only and AND a route's conditions (Contour, App Mesh): more than one match, none, a
-/// non-mapping or a condition other than `headers` is an error naming the router.
-pub(crate) fn single_header_match<'a>(
-    r: &mut Reader,
-    input: &AbInput<'a>,
-    router: &str,
-    why_one: &str,
-) -> Option<AbHeaders<'a>> {
-    use crate::yaml::node::Value;
-    use crate::yaml::reader::{index, join};
-    let path = "spec.analysis.match";
-    let items = r.seq(input.matches, path)?;
-    if items.len() > 1 {
-        r.error(items[1].line, &index(path, 1), format!("{why_one}; put the headers that must all match into one match, or use a router that ORs matches (gatewayapi:v1, istio)"));
-        return None;
-    }
-    let Some(item) = items.first() else {
-        r.error(
-            input.matches.line,
-            path,
-            "expected one match for an A/B canary, found none",
-        );
-        return None;
-    };
-    let at = index(path, 0);
-    let Value::Map(entries) = &item.value else {
-        r.error(item.line, &at, "expected a mapping with headers");
-        return None;
-    };
-    for (key, _) in entries.iter().filter(|(k, _)| k.text != "headers") {
-        r.error(key.line, &join(&at, &key.text), format!("Flagger's {router} router matches request headers only, so this condition would be dropped; remove it, or use a router that matches it (gatewayapi:v1, istio)"));
-    }
-    let headers = r.required(item, &at, "headers")?;
-    let at = join(&at, "headers");
-    let Value::Map(headers) = &headers.value else {
-        r.error(
-            headers.line,
-            &at,
-            "expected a mapping of header names to matches",
-        );
-        return None;
-    };
-    Some(AbHeaders {
-        item,
-        path: at,
-        headers,
-    })
-}
-
-/// What [`single_header_match`] found.
-pub(crate) struct AbHeaders<'a> {
-    /// The one `analysis.match` item.
-    pub item: &'a Node,
-    /// The field path of its `headers`.
-    pub path: String,
-    /// Header names and their matches, in document order.
-    pub headers: &'a [(crate::yaml::node::Key, Node)],
 }
 
 /// The file a route is written to, inside the canary's output folder.
@@ -399,6 +354,18 @@ pub enum RouteError {
 }
 
 impl RouteError {
+    /// An A/B canary whose route has no match to send to the canary (`message` says which
+    /// kind): `spec` reads the matches at load time, so this is a route built another way.
+    pub(crate) fn no_ab_match(canary: &Canary, message: &str) -> RouteError {
+        RouteError::Field {
+            file: canary.file.clone(),
+            line: canary.line,
+            canary: canary.id.to_string(),
+            field: "spec.analysis.match".into(),
+            message: message.into(),
+        }
+    }
+
     /// A rendered document that failed its router's read-back check.
     pub(crate) fn output(canary: &Canary, template: &'static str, message: String) -> RouteError {
         RouteError::Output {
@@ -437,22 +404,22 @@ pub(crate) fn refuse_non_canary(
     }
 }
 
-/// Checks a native `spec.route`'s `apiVersion` (at `api_line`) against the one `kind` is read
-/// at; `None` when it differs (reported through `r`).
+/// Checks a native `spec.route`'s `apiVersion` against the one `kind` is read at; `None` when
+/// it differs (reported through `r` at the `apiVersion`'s line).
 pub(crate) fn expect_api_version(
     r: &mut Reader,
-    api_version: &str,
-    api_line: usize,
+    native: &NativeInput,
     expected: &str,
     kind: &str,
 ) -> Option<()> {
-    if api_version == expected {
+    let found = native.api_version;
+    if found == expected {
         Some(())
     } else {
         r.error(
-            api_line,
+            native.api_line,
             "spec.route.apiVersion",
-            format!("expected {expected} for {kind}, found {api_version:?}"),
+            format!("expected {expected} for {kind}, found {found:?}"),
         );
         None
     }
@@ -511,8 +478,7 @@ pub(crate) fn refused_service_fields(
     fields: &'static FlaggerFields,
 ) -> impl Iterator<Item = &'static str> {
     fields
-        .rows
-        .iter()
+        .rows()
         .filter(|(_, how)| *how == FieldUse::Refuses)
         .filter_map(|(path, _)| path.strip_prefix("spec.service."))
 }
@@ -565,7 +531,13 @@ pub fn render_route(
 ) -> Result<Option<RenderedFile>, RouteError> {
     weights.check(canary)?;
     check_backends(canary, backends, weights)?;
-    let content = canary.route.render(canary, backends, weights, state)?;
+    let input = RenderInput {
+        canary,
+        backends,
+        weights,
+        state,
+    };
+    let content = canary.route.render(&input)?;
     Ok(content.map(|content| RenderedFile {
         file_name: ROUTE_FILE_NAME.to_string(),
         content,
@@ -627,6 +599,50 @@ fn header_comment(canary: &Canary) -> String {
         "# Generated by sluice for canary {}. Do not edit: sluice overwrites this file.",
         canary.id
     )
+}
+
+/// What a route template's object starts with: the header comment, its `apiVersion`, and its
+/// name and namespace (the apex Service's name, the canary's namespace, so it replaces the
+/// object Flagger would create). Flattened into a router's template context, so templates
+/// read `header`, `api_version`, `name` and `namespace` as plain variables.
+#[derive(Debug, Serialize)]
+struct ObjectHead<'a> {
+    header: String,
+    api_version: &'static str,
+    name: &'a str,
+    namespace: &'a str,
+}
+
+impl<'a> ObjectHead<'a> {
+    fn of(canary: &'a Canary, api_version: &'static str) -> ObjectHead<'a> {
+        ObjectHead {
+            header: header_comment(canary),
+            api_version,
+            name: canary.service.name.as_str(),
+            namespace: canary.id.namespace.as_str(),
+        }
+    }
+}
+
+/// [`ObjectHead`] with the labels and annotations of a route object Flagger creates from
+/// `service.apex` ([`apex_metadata`]), flattened into the template context the same way.
+#[derive(Debug, Serialize)]
+struct ApexHead<'a> {
+    #[serde(flatten)]
+    object: ObjectHead<'a>,
+    labels: std::collections::BTreeMap<&'a str, &'a str>,
+    annotations: std::collections::BTreeMap<&'a str, &'a str>,
+}
+
+impl<'a> ApexHead<'a> {
+    fn of(canary: &'a Canary, api_version: &'static str) -> ApexHead<'a> {
+        let (labels, annotations) = apex_metadata(canary);
+        ApexHead {
+            object: ObjectHead::of(canary, api_version),
+            labels,
+            annotations,
+        }
+    }
 }
 
 /// The labels and annotations of a route object Flagger creates from `service.apex` (the

@@ -8,8 +8,8 @@
 use crate::route::Canary;
 use crate::route::{
     apisix, appmesh, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi,
-    traefik, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, OwnTarget,
-    ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    traefik, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, NativeInput, OwnTarget,
+    ReadyObject, RenderInput, Revisions, RouteError, Router,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -111,17 +111,9 @@ macro_rules! routers {
 
             /// The route object's YAML, `None` for a router that writes none;
             /// [`crate::route::render_route`] checks weights and backends first.
-            pub(super) fn render(
-                &self,
-                canary: &Canary,
-                backends: &Backends,
-                weights: Weights,
-                state: &RouteState,
-            ) -> Result<Option<String>, RouteError> {
+            pub(super) fn render(&self, input: &RenderInput) -> Result<Option<String>, RouteError> {
                 match self {
-                    $( Route::$variant(config) => {
-                        <$router as Router>::render(config, canary, backends, weights, state)
-                    } )+
+                    $( Route::$variant(config) => <$router as Router>::render(config, input), )+
                 }
             }
         }
@@ -151,9 +143,8 @@ macro_rules! routers {
                 flagger_fields: &<$router as Router>::FLAGGER_FIELDS,
                 builtin_metrics: <$router as Router>::builtin_metrics,
                 own_target: <$router as Router>::OWN_TARGET.as_ref(),
-                read_native: |r, node, api_version, api_line| {
-                    <$router as Router>::read_native(r, node, api_version, api_line)
-                        .map(Route::$variant)
+                read_native: |r, native| {
+                    <$router as Router>::read_native(r, native).map(Route::$variant)
                 },
             }, )+
         ];
@@ -205,7 +196,7 @@ struct Entry {
     flagger_fields: &'static FlaggerFields,
     builtin_metrics: fn(&str) -> Option<BuiltinMetrics>,
     own_target: Option<&'static OwnTarget>,
-    read_native: fn(&mut Reader, &Node, &str, usize) -> Option<Route>,
+    read_native: fn(&mut Reader, &NativeInput) -> Option<Route>,
 }
 
 /// `a`, `a or b`, `a, b or c`.
@@ -308,7 +299,12 @@ impl Route {
                 );
             }
         }
-        (entry.read_native)(r, node, &api, api_line)
+        let native = NativeInput {
+            route: node,
+            api_version: &api,
+            api_line,
+        };
+        (entry.read_native)(r, &native)
     }
 }
 

@@ -16,11 +16,49 @@ pub struct FlaggerFields {
     /// table is older than the registry and lists renderers in its own order
     /// (`istio, gatewayapi, ...`); the generated table is kept as users know it.
     pub table_order: u8,
-    /// The route fields (`spec.service.timeout`) it renders or refuses with its own message,
-    /// in the table's order. Every other route field is refused with this router by
-    /// `spec::flagger_fields::refuse_unread`, as Flagger's router would ignore it.
-    pub rows: &'static [(&'static str, FieldUse)],
+    /// The `spec.service` fields (`spec.service.timeout`) and `spec` references it renders or
+    /// refuses with its own message, in the table's order. Every other route field is refused
+    /// with this router by `spec::flagger_fields::refuse_unread`, as Flagger's router would
+    /// ignore it.
+    pub spec_rows: &'static [(&'static str, FieldUse)],
+    /// Its `spec.analysis` rows: one of [`ANALYSIS_RENDERED`], [`ANALYSIS_MATCH_ONLY`] and
+    /// [`ANALYSIS_REFUSED`], or none.
+    pub analysis_rows: &'static [(&'static str, FieldUse)],
 }
+
+impl FlaggerFields {
+    /// Every row: the `spec` rows, then the `spec.analysis` ones.
+    pub fn rows(&self) -> impl Iterator<Item = &'static (&'static str, FieldUse)> {
+        self.spec_rows.iter().chain(self.analysis_rows)
+    }
+}
+
+/// The `spec.analysis` rows of a router that renders traffic mirroring, A/B matches and
+/// session affinity.
+pub const ANALYSIS_RENDERED: &[(&str, FieldUse)] = &[
+    ("spec.analysis.mirror", FieldUse::Renders),
+    ("spec.analysis.mirrorWeight", FieldUse::Renders),
+    ("spec.analysis.match", FieldUse::Renders),
+    ("spec.analysis.sessionAffinity", FieldUse::Renders),
+];
+
+/// The `spec.analysis` rows of a router that renders A/B matches but refuses mirroring and
+/// session affinity.
+pub const ANALYSIS_MATCH_ONLY: &[(&str, FieldUse)] = &[
+    ("spec.analysis.mirror", FieldUse::Refuses),
+    ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+    ("spec.analysis.match", FieldUse::Renders),
+    ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+];
+
+/// The `spec.analysis` rows of a router that only shifts weights: mirroring, A/B matches and
+/// session affinity are refused.
+pub const ANALYSIS_REFUSED: &[(&str, FieldUse)] = &[
+    ("spec.analysis.mirror", FieldUse::Refuses),
+    ("spec.analysis.mirrorWeight", FieldUse::Refuses),
+    ("spec.analysis.match", FieldUse::Refuses),
+    ("spec.analysis.sessionAffinity", FieldUse::Refuses),
+];
 
 /// What a router does with one route field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

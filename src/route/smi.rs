@@ -21,11 +21,12 @@ use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::Canary;
+use crate::route::ObjectHead;
 use crate::route::{
-    header_comment, render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput,
-    QuerySet, RouteError, RouteState, Router, Weights,
+    render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet,
+    RouteError, Router, Weights,
 };
-use crate::yaml::node::Node;
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::reader::Reader;
 
 /// The SMI router.
@@ -84,19 +85,14 @@ impl Router for Smi {
         Some(Config { version })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        let version = match api_version {
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let version = match native.api_version {
             "split.smi-spec.io/v1alpha1" => SmiVersion::V1alpha1,
             "split.smi-spec.io/v1alpha2" => SmiVersion::V1alpha2,
             "split.smi-spec.io/v1alpha3" => SmiVersion::V1alpha3,
             "split.smi-spec.io/v1alpha4" => SmiVersion::V1alpha4,
             other => {
-                r.error(api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
+                r.error(native.api_line, "spec.route.apiVersion", format!("expected split.smi-spec.io/v1alpha1..v1alpha4 for TrafficSplit, found {other:?}"));
                 return None;
             }
         };
@@ -107,20 +103,15 @@ impl Router for Smi {
     /// route on requests.
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(canary, config.version, backends, weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(input.canary, config.version, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "osm/linkerd/smi",
         table_order: 7,
-        rows: &[],
+        spec_rows: &[],
+        analysis_rows: &[],
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -140,10 +131,8 @@ const TEMPLATE: &str = include_str!("../../templates/trafficsplit.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     managed_by: &'static str,
     service: &'a str,
     backends: [Backend<'a>; 2],
@@ -186,10 +175,7 @@ fn render(
     }
     let name = canary.service.name.as_str();
     let context = Context {
-        header: header_comment(canary),
-        api_version: version.api_version(),
-        name,
-        namespace: canary.id.namespace.as_str(),
+        head: ObjectHead::of(canary, version.api_version()),
         managed_by: super::MANAGED_BY,
         service: name,
         backends: [
@@ -230,10 +216,10 @@ fn verify(
 ) -> Result<(), String> {
     let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
     let expected = [
-        ("/apiVersion", context.api_version),
+        ("/apiVersion", context.head.api_version),
         ("/kind", "TrafficSplit"),
-        ("/metadata/name", context.name),
-        ("/metadata/namespace", context.namespace),
+        ("/metadata/name", context.head.name),
+        ("/metadata/namespace", context.head.namespace),
         ("/spec/service", context.service),
         ("/spec/backends/0/service", context.backends[0].service),
         ("/spec/backends/1/service", context.backends[1].service),

@@ -17,19 +17,19 @@
 //!
 //! A native `spec.route` is `{apiVersion: traefik.io/v1alpha1, kind: TraefikService}`.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::core::model::Strategy;
 use crate::route::expect_api_version;
-use crate::route::{
-    apex_metadata, header_comment, refused_service_fields, render_checked, AbInput, Backends,
-    BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, RouteState,
-    Router, Weights,
-};
+use crate::route::ApexHead;
+use crate::route::ANALYSIS_REFUSED;
 use crate::route::{expect_object, Canary};
+use crate::route::{
+    refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
+    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
+};
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
 
@@ -86,13 +86,8 @@ impl Router for Traefik {
         (r.errors.len() == before).then_some(Config)
     }
 
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        expect_api_version(r, api_version, api_line, API_VERSION, "TraefikService").map(|()| Config)
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        expect_api_version(r, native, API_VERSION, "TraefikService").map(|()| Config)
     }
 
     /// Nothing to convert: [`check_canary`](Traefik::check_canary) refuses A/B.
@@ -108,21 +103,15 @@ impl Router for Traefik {
         }
     }
 
-    fn render(
-        _config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // Session affinity and mirroring are refused for Traefik canaries when read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render(canary, backends, weights).map(Some)
+    // Session affinity and mirroring are refused for Traefik canaries when read.
+    fn render(_config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render(input.canary, input.backends, input.weights).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "traefik",
         table_order: 10,
-        rows: &[
+        spec_rows: &[
             ("spec.service.backendTimeout", FieldUse::Refuses),
             ("spec.service.backends", FieldUse::Refuses),
             ("spec.service.corsPolicy", FieldUse::Refuses),
@@ -138,11 +127,8 @@ impl Router for Traefik {
             ("spec.service.rewrite", FieldUse::Refuses),
             ("spec.service.timeout", FieldUse::Refuses),
             ("spec.service.trafficPolicy", FieldUse::Refuses),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Refuses),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
         ],
+        analysis_rows: ANALYSIS_REFUSED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
@@ -155,12 +141,8 @@ const TEMPLATE: &str = include_str!("../../templates/traefikservice.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
-    labels: BTreeMap<&'a str, &'a str>,
-    annotations: BTreeMap<&'a str, &'a str>,
+    #[serde(flatten)]
+    head: ApexHead<'a>,
     services: Vec<Service<'a>>,
 }
 
@@ -195,14 +177,8 @@ fn render(canary: &Canary, backends: &Backends, weights: Weights) -> Result<Stri
             weight: weights.canary,
         });
     }
-    let (labels, annotations) = apex_metadata(canary);
     let context = Context {
-        header: header_comment(canary),
-        api_version: API_VERSION,
-        name: canary.service.name.as_str(),
-        namespace: canary.id.namespace.as_str(),
-        labels,
-        annotations,
+        head: ApexHead::of(canary, API_VERSION),
         services,
     };
     render_checked(canary, TEMPLATE_NAME, TEMPLATE, &context, |doc| {
@@ -222,8 +198,8 @@ fn verify(
         doc,
         API_VERSION,
         "TraefikService",
-        context.name,
-        context.namespace,
+        context.head.object.name,
+        context.head.object.namespace,
     )?;
     let services = doc
         .pointer("/spec/weighted/services")
@@ -239,7 +215,7 @@ fn verify(
             )
         })
         .collect();
-    let ns = Some(context.namespace);
+    let ns = Some(context.head.object.namespace);
     let mut expected = vec![(Some(backends.primary), ns, Some(u64::from(weights.primary)))];
     if weights.canary > 0 {
         expected.push((Some(backends.canary), ns, Some(u64::from(weights.canary))));

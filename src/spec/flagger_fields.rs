@@ -402,8 +402,7 @@ pub fn use_of(provider: Provider, path: &str) -> Option<FieldUse> {
 
 fn use_in(router: &FlaggerFields, path: &str) -> Option<FieldUse> {
     router
-        .rows
-        .iter()
+        .rows()
         .find(|(row, _)| *row == path)
         .map(|(_, how)| *how)
 }
@@ -481,7 +480,7 @@ mod tests {
     #[test]
     fn every_router_row_is_a_route_field_of_the_table() {
         for router in flagger_fields() {
-            for (path, _) in router.rows {
+            for (path, _) in router.rows() {
                 let row = FIELDS
                     .iter()
                     .find(|f| f.kind == Kind::Canary && f.path == *path);
@@ -497,12 +496,12 @@ mod tests {
                     router.name
                 );
             }
-            let mut paths: Vec<&str> = router.rows.iter().map(|(p, _)| *p).collect();
+            let mut paths: Vec<&str> = router.rows().map(|(p, _)| *p).collect();
             paths.sort_unstable();
             paths.dedup();
             assert_eq!(
                 paths.len(),
-                router.rows.len(),
+                router.rows().count(),
                 "{}: a row twice",
                 router.name
             );

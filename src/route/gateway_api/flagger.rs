@@ -311,8 +311,7 @@ fn line_of(item: &Node, at: &str, field: &str) -> usize {
 
 /// The HTTPRoute's header name pattern (`^[A-Za-z0-9!#$%&'*+\-.^_\x60|~]+$`, 1 to 256).
 fn is_header_name(name: &str) -> bool {
-    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    !name.is_empty() && name.len() <= 256 && name.bytes().all(token)
+    crate::route::is_header_name(name) && name.len() <= 256
 }
 
 /// `headers`: Istio's `{request, response}`, each `{set, add, remove}`.

@@ -25,10 +25,12 @@ pub use config::{
 
 use crate::route::kubernetes::APP_HISTOGRAM_METRICS;
 use crate::route::Canary;
+use crate::route::ANALYSIS_RENDERED;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget,
-    ReadyCondition, ReadyObject, Revisions, RouteError, RouteState, Router, Weights,
+    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, ReadyCondition,
+    ReadyObject, Revisions, RouteError, Router,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -88,18 +90,14 @@ impl Router for GatewayApi {
         route
     }
 
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let route = native.route;
         let p = "spec.route";
-        let version = match api_version {
+        let version = match native.api_version {
             "gateway.networking.k8s.io/v1" => GatewayVersion::V1,
             "gateway.networking.k8s.io/v1beta1" => GatewayVersion::V1beta1,
             other => {
-                r.error(api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
+                r.error(native.api_line, "spec.route.apiVersion", format!("expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for HTTPRoute, found {other:?}"));
                 return None;
             }
         };
@@ -136,20 +134,14 @@ impl Router for GatewayApi {
             flagger::check_ab_matches(r, &config.rules, input.service, input.matches);
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render::render(canary, config, backends, weights, state).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render::render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "gatewayapi",
         table_order: 1,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.backendTimeout", FieldUse::Renders),
             ("spec.service.hosts", FieldUse::Renders),
@@ -160,11 +152,8 @@ impl Router for GatewayApi {
             ("spec.service.headers", FieldUse::Renders),
             ("spec.service.gatewayRefs", FieldUse::Renders),
             ("spec.service.corsPolicy", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Renders),
-            ("spec.analysis.mirrorWeight", FieldUse::Renders),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Renders),
         ],
+        analysis_rows: ANALYSIS_RENDERED,
     };
 
     const OWN_TARGET: Option<OwnTarget> = None;

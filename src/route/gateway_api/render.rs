@@ -41,7 +41,9 @@ use crate::route::gateway_api::config::{
     Timeouts, ValueMatch,
 };
 use crate::route::Canary;
-use crate::route::{header_comment, render_checked, Backends, RouteError, RouteState, Weights};
+use crate::route::ObjectHead;
+use crate::route::RenderInput;
+use crate::route::{render_checked, Backends, RouteError, RouteState, Weights};
 
 const TEMPLATE_NAME: &str = "httproute.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/httproute.yaml.j2");
@@ -52,10 +54,8 @@ const MAX_HOSTNAMES: usize = 16;
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     managed_by: &'static str,
     parent_refs: &'a [ParentRef],
     hostnames: &'a [String],
@@ -221,13 +221,9 @@ fn state_mirror<'a>(
         })
 }
 
-pub(super) fn render(
-    canary: &Canary,
-    route: &Config,
-    backends: &Backends,
-    weights: Weights,
-    state: &RouteState,
-) -> Result<String, RouteError> {
+pub(super) fn render(route: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
+    let state = input.state;
     check_parent_refs(canary, &route.parent_refs)?;
     check_hostnames(canary, &route.hostnames)?;
     let port = canary.service.port;
@@ -313,10 +309,7 @@ pub(super) fn render(
         ),
     };
     let context = Context {
-        header: header_comment(canary),
-        api_version: route.version.api_version(),
-        name: canary.service.name.as_str(),
-        namespace: canary.id.namespace.as_str(),
+        head: ObjectHead::of(canary, route.version.api_version()),
         managed_by: crate::route::MANAGED_BY,
         parent_refs: &route.parent_refs,
         hostnames: &route.hostnames,
@@ -339,21 +332,21 @@ fn verify(
     weighted_rule: usize,
 ) -> Result<(), String> {
     let text = |pointer: &str| doc.pointer(pointer).and_then(Json::as_str);
-    if text("/apiVersion") != Some(context.api_version) || text("/kind") != Some("HTTPRoute") {
+    if text("/apiVersion") != Some(context.head.api_version) || text("/kind") != Some("HTTPRoute") {
         return Err(format!(
             "expected apiVersion {} kind HTTPRoute, found {:?} {:?}",
-            context.api_version,
+            context.head.api_version,
             text("/apiVersion"),
             text("/kind")
         ));
     }
-    if text("/metadata/name") != Some(context.name)
-        || text("/metadata/namespace") != Some(context.namespace)
+    if text("/metadata/name") != Some(context.head.name)
+        || text("/metadata/namespace") != Some(context.head.namespace)
     {
         return Err(format!(
             "expected metadata {}/{}, found {:?}/{:?}",
-            context.namespace,
-            context.name,
+            context.head.namespace,
+            context.head.name,
             text("/metadata/namespace"),
             text("/metadata/name")
         ));

@@ -36,10 +36,12 @@ use yaml_rust2::{Yaml, YamlEmitter};
 
 use crate::core::model::Strategy;
 use crate::route::istio::api::{self, HttpMatchRequest};
+use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
-    header_comment, reparse, AbInput, Backends, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
-    FlaggerInput, Route, RouteError, RouteState, Router, Weights, MANAGED_BY,
+    header_comment, reparse, AbInput, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
+    FlaggerInput, Route, RouteError, Router, MANAGED_BY,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, Reader};
 use crate::yaml::snapshot::Object;
@@ -134,13 +136,8 @@ impl Router for Ingress {
 
     /// An Ingress route copies the user's Ingress, which only a Flagger canary names
     /// (`spec.ingressRef`); a native route has no reference to read.
-    fn read_native(
-        r: &mut Reader,
-        _route: &Node,
-        _api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        r.error(api_line, "spec.route", "an Ingress route copies the user's Ingress, which a native canary cannot name yet; write a flagger.app/v1beta1 Canary with provider nginx or skipper and spec.ingressRef");
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        r.error(native.api_line, "spec.route", "an Ingress route copies the user's Ingress, which a native canary cannot name yet; write a flagger.app/v1beta1 Canary with provider nginx or skipper and spec.ingressRef");
         None
     }
 
@@ -175,17 +172,12 @@ impl Router for Ingress {
         }
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        // mirror and sessionAffinity, the only sources of route state, are refused on read.
-        _state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
+    // mirror and sessionAffinity, the only sources of route state, are refused on read.
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        let (canary, backends, weights) = (input.canary, input.backends, input.weights);
         let (spec, annotations) = match config.controller {
-            Controller::Nginx => nginx::canary(config, canary, backends, weights),
-            Controller::Skipper => skipper::canary(config, canary, backends, weights),
+            Controller::Nginx => nginx::canary(config, input),
+            Controller::Skipper => skipper::canary(config, input),
         };
         let text = emit(config, canary, spec, &annotations)?;
         let doc = reparse(canary, TEMPLATE, &text)?;
@@ -202,13 +194,8 @@ impl Router for Ingress {
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "nginx/skipper",
         table_order: 2,
-        rows: &[
-            ("spec.ingressRef", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Refuses),
-            ("spec.analysis.mirrorWeight", FieldUse::Refuses),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Refuses),
-        ],
+        spec_rows: &[("spec.ingressRef", FieldUse::Renders)],
+        analysis_rows: ANALYSIS_MATCH_ONLY,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

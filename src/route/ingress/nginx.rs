@@ -23,7 +23,7 @@ use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
 use crate::route::istio::api::{HttpMatchRequest, StringMatch};
-use crate::route::{Backends, Canary, QuerySet, Weights};
+use crate::route::{Backends, QuerySet, RenderInput, Weights};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -135,13 +135,9 @@ pub fn read_matches(
 }
 
 /// The canary Ingress' spec and annotations for `weights`.
-pub fn canary(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> (Yaml, BTreeMap<String, String>) {
-    let apex = canary.service.name.as_str();
+pub fn canary(config: &Config, input: &RenderInput) -> (Yaml, BTreeMap<String, String>) {
+    let (backends, weights) = (input.backends, input.weights);
+    let apex = input.canary.service.name.as_str();
     let mut spec = config.spec.clone();
     for paths in paths_mut(&mut spec) {
         for path in paths.iter_mut() {

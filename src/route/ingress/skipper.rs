@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
-use crate::route::{Backends, Canary, QuerySet, Weights};
+use crate::route::{Backends, QuerySet, RenderInput, Weights};
 
 use super::{backend_service, paths_mut, rendered_backends, set_backend_service, Config};
 
@@ -51,13 +51,9 @@ fn backend_weights(backends: &Backends, weights: Weights) -> String {
 }
 
 /// The canary Ingress' spec and annotations for `weights`.
-pub fn canary(
-    config: &Config,
-    canary: &Canary,
-    backends: &Backends,
-    weights: Weights,
-) -> (Yaml, BTreeMap<String, String>) {
-    let apex = canary.service.name.as_str();
+pub fn canary(config: &Config, input: &RenderInput) -> (Yaml, BTreeMap<String, String>) {
+    let (backends, weights) = (input.backends, input.weights);
+    let apex = input.canary.service.name.as_str();
     let mut spec = config.spec.clone();
     for paths in paths_mut(&mut spec) {
         let mut copies = Vec::new();

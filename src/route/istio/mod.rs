@@ -33,15 +33,16 @@ pub mod api;
 mod render;
 mod rollout;
 
+use crate::route::field;
 use crate::route::gateway_api::{AnalysisMirror, CookieAttributes};
 use crate::route::istio::api::{
     CorsPolicy, Headers, HttpMatchRequest, HttpRetry, IstioDuration, TrafficPolicy,
 };
-use crate::route::{field, Canary};
+use crate::route::ANALYSIS_RENDERED;
 use crate::route::{
-    AbInput, Backends, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError,
-    RouteState, Router, Weights,
+    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
 };
+use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -217,17 +218,13 @@ impl Router for Istio {
         })
     }
 
-    fn read_native(
-        r: &mut Reader,
-        route: &Node,
-        api_version: &str,
-        api_line: usize,
-    ) -> Option<Config> {
-        let version = match api_version {
+    fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
+        let route = native.route;
+        let version = match native.api_version {
             "networking.istio.io/v1beta1" => IstioVersion::V1beta1,
             "networking.istio.io/v1" => IstioVersion::V1,
             other => {
-                r.error(api_line, "spec.route.apiVersion", format!("expected networking.istio.io/v1beta1 or networking.istio.io/v1 for VirtualService, found {other:?}"));
+                r.error(native.api_line, "spec.route.apiVersion", format!("expected networking.istio.io/v1beta1 or networking.istio.io/v1 for VirtualService, found {other:?}"));
                 return None;
             }
         };
@@ -283,20 +280,14 @@ impl Router for Istio {
         config.ab_matches = ab;
     }
 
-    fn render(
-        config: &Config,
-        canary: &Canary,
-        backends: &Backends,
-        weights: Weights,
-        state: &RouteState,
-    ) -> Result<Option<String>, RouteError> {
-        render::render(canary, config, backends, weights, state).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        render::render(config, input).map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
         name: "istio",
         table_order: 0,
-        rows: &[
+        spec_rows: &[
             ("spec.service.timeout", FieldUse::Renders),
             ("spec.service.backendTimeout", FieldUse::Refuses),
             ("spec.service.hosts", FieldUse::Renders),
@@ -310,11 +301,8 @@ impl Router for Istio {
             ("spec.service.gatewayRefs", FieldUse::Refuses),
             ("spec.service.corsPolicy", FieldUse::Renders),
             ("spec.service.trafficPolicy", FieldUse::Renders),
-            ("spec.analysis.mirror", FieldUse::Renders),
-            ("spec.analysis.mirrorWeight", FieldUse::Renders),
-            ("spec.analysis.match", FieldUse::Renders),
-            ("spec.analysis.sessionAffinity", FieldUse::Renders),
         ],
+        analysis_rows: ANALYSIS_RENDERED,
     };
 
     fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {

@@ -43,17 +43,17 @@ use crate::route::istio::api::{
 };
 use crate::route::istio::{Config, HttpFields, Mirror, Rewrite};
 use crate::route::Canary;
-use crate::route::{header_comment, render_checked_all, Backends, RouteError, RouteState, Weights};
+use crate::route::ObjectHead;
+use crate::route::RenderInput;
+use crate::route::{render_checked_all, Backends, RouteError, Weights};
 
 const TEMPLATE_NAME: &str = "istio.yaml.j2";
 const TEMPLATE: &str = include_str!("../../../templates/istio.yaml.j2");
 
 #[derive(Serialize)]
 struct Context<'a> {
-    header: String,
-    api_version: &'static str,
-    name: &'a str,
-    namespace: &'a str,
+    #[serde(flatten)]
+    head: ObjectHead<'a>,
     managed_by: &'static str,
     hosts: Vec<&'a str>,
     gateways: Vec<&'a str>,
@@ -263,13 +263,9 @@ fn destination_port(config: &Config, canary: &Canary) -> Option<u16> {
     (config.port_discovery && (behind_gateway || config.delegation)).then_some(canary.service.port)
 }
 
-pub(super) fn render(
-    canary: &Canary,
-    config: &Config,
-    backends: &Backends,
-    weights: Weights,
-    state: &RouteState,
-) -> Result<String, RouteError> {
+pub(super) fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
+    let state = input.state;
     let apex = canary.service.name.as_str();
     let (hosts, gateways) = hosts_and_gateways(config, apex);
     let port = destination_port(config, canary);
@@ -329,13 +325,10 @@ pub(super) fn render(
         }
         // `spec` read the matches at load time; an A/B canary has at least one.
         Strategy::AB { .. } if config.ab_matches.is_empty() => {
-            return Err(RouteError::Field {
-                file: canary.file.clone(),
-                line: canary.line,
-                canary: canary.id.to_string(),
-                field: "spec.analysis.match".into(),
-                message: "expected at least one match for an A/B canary, found none".into(),
-            })
+            return Err(RouteError::no_ab_match(
+                canary,
+                "expected at least one match for an A/B canary, found none",
+            ));
         }
         // `rollout.rs` refused sessionAffinity and mirror on A/B canaries.
         Strategy::AB { .. } => vec![
@@ -355,10 +348,7 @@ pub(super) fn render(
     };
     let traffic_policy = config.traffic_policy.as_deref();
     let context = Context {
-        header: header_comment(canary),
-        api_version: config.version.api_version(),
-        name: apex,
-        namespace: canary.id.namespace.as_str(),
+        head: ObjectHead::of(canary, config.version.api_version()),
         managed_by: crate::route::MANAGED_BY,
         hosts,
         gateways,
@@ -391,7 +381,7 @@ fn verify(
         doc.pointer(pointer).and_then(Json::as_str)
     }
     for (doc, kind, name) in [
-        (vs, "VirtualService", context.name),
+        (vs, "VirtualService", context.head.name),
         (primary, "DestinationRule", backends.primary),
         (canary, "DestinationRule", backends.canary),
     ] {
@@ -403,15 +393,15 @@ fn verify(
         );
         if found
             != (
-                Some(context.api_version),
+                Some(context.head.api_version),
                 Some(kind),
-                Some(context.namespace),
+                Some(context.head.namespace),
                 Some(name),
             )
         {
             return Err(format!(
                 "expected {} {kind} {}/{name}, found {found:?}",
-                context.api_version, context.namespace
+                context.head.api_version, context.head.namespace
             ));
         }
         if kind == "DestinationRule" && text(doc, "/spec/host") != Some(name) {
