@@ -119,7 +119,7 @@ fn summary(r: &Report) -> String {
         String::new()
     } else {
         format!(
-            ", {} not replayable (format 1, written before replay records)",
+            ", {} not replayable (written before replay records existed)",
             r.not_replayable.len()
         )
     };
