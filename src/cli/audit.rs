@@ -33,9 +33,9 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let report = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => {
             let repo = open(dir)?;
+            // The ref's id only: looking the commit up would read its message whole.
             let head = repo
-                .revparse_single(&format!("refs/heads/{}", args.source.branch))
-                .and_then(|o| o.peel_to_commit())
+                .refname_to_id(&format!("refs/heads/{}", args.source.branch))
                 .map_err(|e| {
                     anyhow::anyhow!(
                         "{}: cannot find the branch {}: {}",
@@ -43,8 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                         args.source.branch,
                         e.message()
                     )
-                })?
-                .id();
+                })?;
             audit(&repo, head, only)?
         }
         (None, Some(url)) => {

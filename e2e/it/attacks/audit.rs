@@ -18,7 +18,7 @@ use crate::support::{git, route_only_web, show};
 const WEB_STEPS: &str = "[{weight: 20}, {weight: 40}, {weight: 60}, {weight: 80}]";
 
 /// `shop/web` in the middle of a rollout, audited clean.
-fn running() -> World {
+pub(super) fn running() -> World {
     let mut w = World::local(&[(FILE, &route_only_web("v1", WEB_STEPS))]);
     w.ticks(1);
     w.human_writes(FILE, &route_only_web("v2", WEB_STEPS), "web: v2");
@@ -29,7 +29,7 @@ fn running() -> World {
 }
 
 /// The route file sluice writes for `shop/web`.
-fn web_route(w: &World) -> String {
+pub(super) fn web_route(w: &World) -> String {
     git(&w.bare, &["ls-tree", "-r", "--name-only", "main"])
         .lines()
         .find(|f| f.ends_with("/route.yaml") && f.contains("web"))
