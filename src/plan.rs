@@ -267,6 +267,7 @@ fn decision_commit(
         Basis::Refused { reason } => Record::of(
             By::Refused {
                 reason: reason.clone(),
+                operator: who.to_string(),
             },
             now,
         ),

@@ -10,9 +10,13 @@
 //! branch (the branch's commit is replayed instead) or a squash or cherry-pick of one (the
 //! change must be exactly the approval of the parent's waiting canary).
 //!
-//! Commits written before the replay format (format 1: no `Sluice-Replay` trailer) are listed
-//! as not replayable, not as findings. Reads objects only; the verdict depends on nothing but
-//! the history, so the same history always gives the same report.
+//! Trailers are claims: a commit that changes an owned file is verified by replay or reported.
+//! One that claims to be sluice's but carries nothing to check (no `Sluice-Replay`, `"by":
+//! "other"`, an older format than the history before it, a message over the cap) is
+//! `unverifiable`; a merge is judged by its change against its first parent. Commits written
+//! before replay records existed are listed as not replayable, not as findings. Reads objects
+//! only; the verdict depends on nothing but the history, so the same history always gives the
+//! same report.
 
 pub mod replay;
 pub mod signed;

@@ -116,7 +116,7 @@ pub fn replay(
             let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
             (verdict.decision, None, restore)
         }
-        By::Refused { reason } => {
+        By::Refused { reason, operator } => {
             let waiting = waiting_before_merge(ctx, canary, status.as_ref())?;
             let facts = Facts {
                 merged: Some(MergedApproval::Refused {
@@ -126,7 +126,8 @@ pub fn replay(
                 ..Facts::default()
             };
             let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
-            (verdict.decision, None, Vec::new())
+            let said = (operator.clone(), reason.clone());
+            (verdict.decision, Some(said), Vec::new())
         }
         By::Revert {} | By::Other { .. } => {
             return Err(problem(REPLAY, "not a decision a replay rebuilds"))

@@ -74,9 +74,10 @@ pub enum By {
     /// A deleted canary's output reverted (`revertOnDeletion: true`).
     Revert {},
     /// An approval merged by a login `forge.approvers` does not allow: the canary waits again
-    /// (the status before the merge). `reason` names the login, as the forge said.
+    /// (the status before the merge). `reason` names the login, as the forge said; `operator`
+    /// is the message's `Sluice-Operator` (sluice's own identity).
     #[serde(rename_all = "camelCase")]
-    Refused { reason: String },
+    Refused { reason: String, operator: String },
     /// Owned files changed outside sluice: held or restored, as `drift:` says.
     #[serde(rename_all = "camelCase")]
     Drift {
@@ -380,6 +381,7 @@ mod tests {
             By::Resume {},
             By::Refused {
                 reason: "eve merged".into(),
+                operator: "sluice <sluice@localhost>".into(),
             },
             By::Drift {
                 files: vec!["a/route.yaml".into()],
