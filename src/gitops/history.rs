@@ -188,10 +188,10 @@ impl ConfigRepo {
     /// building a path only for what changed: the drift check runs this over hundreds of
     /// commits a tick, where libgit2's diff joined a path for every entry it passed.
     pub fn changed_paths(&self, commit: Oid, parent: Option<Oid>) -> Result<Vec<String>> {
+        // The tree id through the capped reader: the walk never reads a huge message whole.
         let tree = |oid: Oid| {
-            self.repo
-                .find_commit(oid)
-                .and_then(|c| c.tree())
+            super::message::read(&self.repo, oid)
+                .and_then(|c| self.repo.find_tree(c.tree))
                 .map_err(|e| self.git_err("read a commit", &e))
         };
         let new = tree(commit)?;

@@ -71,32 +71,32 @@ fn head(w: &World) -> String {
     line(&w.bare).pop().unwrap().0
 }
 
+/// A human commit on main that edits `shop/web`'s route with `message`: its id.
+fn forged(w: &World, message: &str) -> String {
+    let route = web_route(w);
+    let edited = all_to_canary(w, &route);
+    w.human_writes(&route, &edited, message);
+    head(w)
+}
+
 #[test]
 fn a_human_commit_carrying_only_a_canary_trailer_is_unverifiable() {
     let w = running();
-    let route = web_route(&w);
-    let edited = all_to_canary(&w, &route);
-    w.human_writes(
-        &route,
-        &edited,
-        "web: more traffic\n\nSluice-Canary: shop/web\n",
-    );
-    let report = reported(&w, &head(&w), "unverifiable");
+    let commit = forged(&w, "web: more traffic\n\nSluice-Canary: shop/web\n");
+    let report = reported(&w, &commit, "unverifiable");
     assert_eq!(report["notReplayable"], Json::Array(vec![]), "{report:#}");
 }
 
 #[test]
 fn a_sluice_message_without_its_replay_record_is_unverifiable() {
     let w = running();
-    let route = web_route(&w);
-    let edited = all_to_canary(&w, &route);
     let message: String = last_message(&w)
         .lines()
         .filter(|l| !l.starts_with("Sluice-Replay: "))
         .map(|l| format!("{l}\n"))
         .collect();
-    w.human_writes(&route, &edited, &message);
-    let report = reported(&w, &head(&w), "unverifiable");
+    let commit = forged(&w, &message);
+    let report = reported(&w, &commit, "unverifiable");
     let finding = report["findings"]
         .as_array()
         .unwrap()
@@ -112,14 +112,11 @@ fn a_sluice_message_without_its_replay_record_is_unverifiable() {
 #[test]
 fn a_replay_record_that_says_by_other_is_unverifiable() {
     let w = running();
-    let route = web_route(&w);
-    let edited = all_to_canary(&w, &route);
-    w.human_writes(
-        &route,
-        &edited,
+    let commit = forged(
+        &w,
         "web: more traffic\n\nSluice-Canary: shop/web\nSluice-Replay: {\"format\":4,\"now\":\"2026-01-01T00:00:00Z\",\"by\":\"other\",\"what\":\"trust me\"}\n",
     );
-    reported(&w, &head(&w), "unverifiable");
+    reported(&w, &commit, "unverifiable");
 }
 
 #[test]
@@ -166,16 +163,14 @@ fn a_forged_commit_merged_with_no_ff_is_reported_at_the_merge() {
 #[test]
 fn an_unknown_canary_as_the_first_trailer_group_does_not_hide_the_next() {
     let w = running();
-    let route = web_route(&w);
-    let edited = all_to_canary(&w, &route);
     let message = last_message(&w).replacen(
         "Sluice-Canary: shop/web",
         "Sluice-Canary: shop/ghost\nSluice-Canary: shop/web",
         1,
     );
     assert!(message.contains("shop/ghost"), "{message}");
-    w.human_writes(&route, &edited, &message);
-    reported(&w, &head(&w), "unverifiable");
+    let commit = forged(&w, &message);
+    reported(&w, &commit, "unverifiable");
 }
 
 /// An SMI (osm) Flagger canary of `prod/podinfo`, with `extra` under `spec:`.
