@@ -127,6 +127,7 @@ pub fn audit(repo: &Repository, head: Oid, only: Option<&str>) -> Result<Report,
         },
         sanctioned: BTreeMap::new(),
         newest_format: None,
+        changed: None,
     };
     for oid in &line {
         audit.commit(*oid)?;
@@ -153,6 +154,8 @@ struct Audit<'r, 'a> {
     sanctioned: BTreeMap<String, Sanctioned>,
     /// The newest replay format seen so far, and the commit that had it first.
     newest_format: Option<(u32, Oid)>,
+    /// The paths the commit audited changes (read once for `owned` and the file comparison).
+    changed: Option<(Oid, Vec<String>)>,
 }
 
 /// The parent of a commit, written out and read as the tick reads its clone.
@@ -211,10 +214,12 @@ impl<'r> Audit<'r, '_> {
 
     /// The files `oid` changes against its first parent that sluice owns (for the canaries
     /// audited), each with its canary.
-    fn owned(&self, oid: Oid) -> Result<Vec<(Changed, String)>, AuditError> {
+    fn owned(&mut self, oid: Oid) -> Result<Vec<(Changed, String)>, AuditError> {
         let tree = tree::commit_tree(self.repo, oid)?;
         let parent = tree::parent_tree(self.repo, oid)?;
         let changed = tree::changes(self.repo, parent.as_ref(), &tree)?;
+        let paths = changed.iter().map(|c| c.path.clone()).collect();
+        self.changed = Some((oid, paths));
         Ok(changed
             .into_iter()
             .filter_map(|c| owner(&c).map(|o| (c, o)))
@@ -648,12 +653,20 @@ impl<'r> Audit<'r, '_> {
                 self.find(oid, Kind::Files, path, canary, message);
             }
         }
-        for c in tree::changes(self.repo, parent.as_ref(), &tree)? {
-            if !want.contains_key(c.path.as_str()) {
+        // The paths `owned` found for this commit, unless it is a merged branch's.
+        let paths = match self.changed.take() {
+            Some((at, paths)) if at == oid => paths,
+            _ => tree::changes(self.repo, parent.as_ref(), &tree)?
+                .into_iter()
+                .map(|c| c.path)
+                .collect(),
+        };
+        for path in paths {
+            if !want.contains_key(path.as_str()) {
                 self.find(
                     oid,
                     Kind::Files,
-                    &c.path,
+                    &path,
                     canary,
                     "changed by this commit, but no decision of it writes this file".to_string(),
                 );
