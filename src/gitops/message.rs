@@ -212,4 +212,38 @@ mod tests {
         assert!(read_big.parents.is_empty());
         assert_eq!(read_big.time, read_small.time);
     }
+
+    #[test]
+    fn a_packed_oversized_commit_still_gives_its_tree_and_parents() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path()).unwrap();
+        let root = commit(&repo, "root\n");
+        let sig = git2::Signature::new("Bo", "bo@example.com", &git2::Time::new(7, 60)).unwrap();
+        let tree = repo.find_commit(root).unwrap().tree().unwrap();
+        let parent = repo.find_commit(root).unwrap();
+        let text = format!("big\n\n{}\n", "y".repeat(MESSAGE_CAP + 10));
+        let big = repo
+            .commit(None, &sig, &sig, &text, &tree, &[&parent])
+            .unwrap();
+        // Into a pack, and the loose objects gone: libgit2 has no stream for it.
+        let mut pack = repo.packbuilder().unwrap();
+        pack.insert_commit(big).unwrap();
+        pack.write(&dir.path().join("objects/pack"), 0o644).unwrap();
+        for id in [root, big] {
+            let hex = id.to_string();
+            std::fs::remove_file(dir.path().join("objects").join(&hex[..2]).join(&hex[2..]))
+                .unwrap();
+        }
+        let repo = Repository::open_bare(dir.path()).unwrap();
+        assert!(
+            repo.odb().unwrap().reader(big).is_err(),
+            "packed: no stream"
+        );
+        let read_big = read(&repo, big).unwrap();
+        assert!(matches!(read_big.message, Message::TooLarge(_)));
+        assert_eq!(read_big.parents, vec![root]);
+        assert_eq!(read_big.tree, tree.id());
+        assert_eq!(read_big.author, Identity::new("Bo", "bo@example.com"));
+        assert_eq!(read_big.time, git2::Time::new(7, 60));
+    }
 }
