@@ -240,6 +240,8 @@ impl<'r> Audit<'r, '_> {
         if claims(&trailers) {
             let ids = canary_ids(&trailers);
             if owned.is_empty() && !ids.iter().any(|id| self.wanted(id)) {
+                // Another canary's: only its format counts, so `only` judges formats alike.
+                self.note_formats(oid, &trailers);
                 return Ok(());
             }
             match self.sluice_commit(oid, text, &trailers)? {
@@ -519,11 +521,7 @@ impl<'r> Audit<'r, '_> {
             }
             records.push((id, record));
         }
-        for (_, r) in &records {
-            if self.newest_format.is_none_or(|(f, _)| r.format > f) {
-                self.newest_format = Some((r.format, oid));
-            }
-        }
+        self.note_formats(oid, trailers);
         if !old.is_empty() {
             if !records.is_empty() {
                 return Err(Judged::Unverifiable(
@@ -533,6 +531,20 @@ impl<'r> Audit<'r, '_> {
             return Err(Judged::Old(old));
         }
         Ok(records)
+    }
+
+    /// Moves the newest replay format seen on with the records `trailers` carry.
+    fn note_formats(&mut self, oid: Oid, trailers: &[(String, String)]) {
+        let formats = trailers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(REPLAY))
+            .filter_map(|(_, v)| Record::parse(v).ok())
+            .map(|r| r.format);
+        for format in formats {
+            if self.newest_format.is_none_or(|(f, _)| format > f) {
+                self.newest_format = Some((format, oid));
+            }
+        }
     }
 
     fn sluice_commit(
