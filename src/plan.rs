@@ -20,7 +20,7 @@ use crate::deleted::{self, Deleted};
 use crate::facts::{Known, Read};
 use crate::gitops::{CommitMessage, FileChange, Identity};
 use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
-use crate::render::replay::Record;
+use crate::render::replay::{By, Record};
 use crate::render::{self, message};
 use crate::spec::model::Canary;
 use crate::spec::settings::{CommitMode, SETTINGS_PATH};
@@ -198,7 +198,7 @@ fn canary_commit(
             .as_ref()
             .and_then(|s| deleted::record_update(canary, s, known.record.as_ref()));
         let commit = record.map(|(change, mut message)| {
-            let record = Record::other("revertOnDeletion recorded in the status file", now);
+            let record = Record::of(By::Record {}, now);
             message.trailers.push(record.trailer());
             Commit {
                 outcome: 0,
@@ -263,17 +263,31 @@ fn decision_commit(
     let record = match basis {
         Basis::Rules | Basis::Approved { .. } => Record::decided(&known.observations, now),
         Basis::Rejected { reason } => Record::operated(Operation::Abort, reason, who, reason, now),
-        // A drift commit answers a human's edit, which no replay of the rules can rebuild:
-        // audit lists it as not replayed (and reports the edit itself as a foreign commit).
-        Basis::Drift => Record::other("drift: owned files changed outside sluice", now),
-        Basis::Refused { .. } => Record::other(
-            "approval refused: merged by a login forge.approvers does not allow",
+        // Audit checks the drift it names against the history, then decides again on it.
+        Basis::Drift => match &known.facts.drift {
+            Some(fact) => Record::drift(fact, now),
+            None => Record::of(By::Resume {}, now),
+        },
+        Basis::Refused { reason } => Record::of(
+            By::Refused {
+                reason: reason.clone(),
+                operator: who.to_string(),
+            },
             now,
         ),
-        Basis::MergerUnknown => Record::other("approval merged by an unknown login", now),
-        Basis::Unsigned { .. } => {
-            Record::other("held: a commit the signing policy does not allow", now)
-        }
+        // A hold: it never commits (the merger is asked again on the next tick).
+        Basis::MergerUnknown => Record::of(
+            By::Other {
+                what: "approval merged by an unknown login".to_string(),
+            },
+            now,
+        ),
+        Basis::Unsigned { reason } => Record::of(
+            By::Other {
+                what: format!("held: {reason}"),
+            },
+            now,
+        ),
     };
     message.trailers.push(record.trailer());
     Ok((changes, message))
@@ -293,7 +307,7 @@ fn revert(read: &Read, plan: &mut Plan, d: Deleted, verdict: DeletedVerdict, now
         }
         DeletedVerdict::Revert => match deleted::revert(&read.snapshot, &d) {
             Ok(mut revert) => {
-                let record = Record::other("spec deleted with revertOnDeletion: true", now);
+                let record = Record::of(By::Revert {}, now);
                 revert.message.trailers.push(record.trailer());
                 plan.commits.push(Commit {
                     outcome: plan.report.outcomes.len(),

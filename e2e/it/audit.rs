@@ -16,7 +16,7 @@ use crate::support::canary::podinfo;
 use crate::support::{git, human_commit, merge_approval, route_only_web, run_sluice, show};
 
 /// `sluice audit --dir <repo> -o json`: (exit code, report).
-fn audit(repo: &Path) -> (i32, Json) {
+pub(crate) fn audit(repo: &Path) -> (i32, Json) {
     let (code, out, err) =
         run_sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
     let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
@@ -24,7 +24,7 @@ fn audit(repo: &Path) -> (i32, Json) {
 }
 
 /// The audit of a history that has nothing to report: exit 0, every commit replayed.
-fn clean(repo: &Path) -> Json {
+pub(crate) fn clean(repo: &Path) -> Json {
     let (code, report) = audit(repo);
     let graph = git(repo, &["log", "--graph", "--format=%H %s", "main"]);
     assert_eq!(
@@ -43,7 +43,7 @@ fn clean(repo: &Path) -> Json {
 }
 
 /// The commits the findings name, deduplicated.
-fn found_commits(report: &Json) -> Vec<String> {
+pub(crate) fn found_commits(report: &Json) -> Vec<String> {
     let mut commits: Vec<String> = report["findings"]
         .as_array()
         .unwrap()
@@ -75,7 +75,7 @@ fn reports_exactly(repo: &Path, commit: &str, kind: &str) -> Json {
 }
 
 /// Commits on main's first-parent line, oldest first: (sha, full message).
-fn line(repo: &Path) -> Vec<(String, String)> {
+pub(crate) fn line(repo: &Path) -> Vec<(String, String)> {
     git(repo, &["rev-list", "--first-parent", "--reverse", "main"])
         .lines()
         .map(|sha| {
@@ -209,7 +209,7 @@ fn without_trailers(message: &str) -> String {
 }
 
 /// The latest commit whose subject contains `text`.
-fn commit_saying(repo: &Path, text: &str) -> String {
+pub(crate) fn commit_saying(repo: &Path, text: &str) -> String {
     line(repo)
         .into_iter()
         .rev()
@@ -309,18 +309,36 @@ fn audit_replays_a_rollback_and_reports_a_status_file_edited_by_hand() {
     );
     let report = reports_exactly(&copy, &sha, "files");
     assert_eq!(report["findings"][0]["file"], STATUS_FILE, "{report:#}");
-    // A commit written before the replay record (format 1) is listed, not reported.
-    let (copy, sha) = hand_edit(&w.bare, tmp.path(), &last, &[], |m| {
+    // A commit without its replay record after commits with one is unverifiable: a history
+    // does not go back to the format before replay records.
+    let strip = |m: &str| -> String {
         m.lines()
             .filter(|l| !l.starts_with("Sluice-Replay: "))
             .map(|l| format!("{l}\n"))
             .collect()
-    });
+    };
+    let (copy, sha) = hand_edit(&w.bare, tmp.path(), &last, &[], strip);
+    reports_exactly(&copy, &sha, "unverifiable");
+    // The first sluice commit without one was written before replay records existed (format
+    // 1): listed as not replayable, not reported.
+    let first = line(&w.bare)
+        .into_iter()
+        .find(|(_, m)| m.contains("Sluice-Replay: "))
+        .unwrap()
+        .0;
+    let (copy, sha) = hand_edit(&w.bare, tmp.path(), &first, &[], strip);
     let (code, report) = audit(&copy);
     assert_eq!(report["findings"], Json::Array(vec![]), "{report:#}");
     assert_eq!(
         report["notReplayable"][0]["commit"],
         sha.as_str(),
+        "{report:#}"
+    );
+    assert!(
+        report["notReplayable"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("written before replay records existed"),
         "{report:#}"
     );
     assert_eq!(code, 0);
@@ -349,8 +367,8 @@ fn audit_replays_blue_green_and_a_b_and_reports_a_rewritten_trailer() {
     );
 }
 
-const FILE: &str = "apps/web/canary.yaml";
-const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
+pub(crate) const FILE: &str = "apps/web/canary.yaml";
+pub(crate) const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
 
 /// A manual operation by `sluice VERB shop/web`, which must succeed.
 fn op(w: &World, verb: &str, reason: &str) {
@@ -367,7 +385,7 @@ fn op(w: &World, verb: &str, reason: &str) {
     assert_eq!(code, 0, "{verb}: {out}{err}");
 }
 
-fn phase(w: &World) -> Json {
+pub(crate) fn phase(w: &World) -> Json {
     w.yaml_at_main(WEB_STATUS)["phase"].clone()
 }
 

@@ -10,11 +10,16 @@
 //! branch (the branch's commit is replayed instead) or a squash or cherry-pick of one (the
 //! change must be exactly the approval of the parent's waiting canary).
 //!
-//! Commits written before the replay format (format 1: no `Sluice-Replay` trailer) are listed
-//! as not replayable, not as findings. Reads objects only; the verdict depends on nothing but
-//! the history, so the same history always gives the same report.
+//! Trailers are claims: a commit that changes an owned file is verified by replay or reported.
+//! One that claims to be sluice's but carries nothing to check (no `Sluice-Replay`, `"by":
+//! "other"`, an older format than the history before it, a message over the cap) is
+//! `unverifiable`; a merge is judged by its change against its first parent. Commits written
+//! before replay records existed are listed as not replayable, not as findings. Reads objects
+//! only; the verdict depends on nothing but the history, so the same history always gives the
+//! same report.
 
 pub mod policy;
+pub mod replay;
 pub mod signed;
 pub mod tree;
 
@@ -24,18 +29,19 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use serde::Serialize;
 
-use crate::core::decide::{decide, Action, Decision};
-use crate::core::operate::{operate, Operation};
+use crate::core::decide::Action;
+use crate::core::operate::Operation;
+use crate::gitops::message::{CommitHead, Message};
 use crate::gitops::{parse_trailers, trailer_group, CommitMessage};
 use crate::render::message::{self, CANARY};
-use crate::render::replay::{self, By, Record, REPLAY};
-use crate::render::{self as renderer, status_file, GENERATED_MARK};
+use crate::render::replay::{By, Record, FORMAT, REPLAY};
+use crate::render::{status_file, GENERATED_MARK};
 use crate::spec::load::{load_in, settings_in, Existing};
 use crate::spec::model::Canary;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
-use crate::workload;
 use crate::yaml::snapshot::{read_bounded, Snapshot};
 
+use replay::{Replayed, Sanctioned};
 use tree::{Changed, GitError};
 
 /// The trailer that names who approved (written from format [`APPROVER_FROM`] on).
@@ -58,6 +64,10 @@ pub enum Kind {
     Trailers,
     /// A commit that is not sluice's changes a file sluice owns.
     Foreign,
+    /// A commit that claims to be sluice's (through its trailers, or a merge of one) changes
+    /// a file sluice owns, but carries nothing audit can check: no replay record, a record
+    /// no rule rebuilds, an older format than the history before it, a message too large.
+    Unverifiable,
     /// The decision cannot be made again from what git holds.
     Replay,
     /// An approval commit does not name its approver.
@@ -124,6 +134,9 @@ pub fn audit(
             commits: line.len(),
             ..Report::default()
         },
+        sanctioned: BTreeMap::new(),
+        newest_format: None,
+        changed: None,
     };
     for oid in &line {
         audit.commit(*oid)?;
@@ -147,19 +160,27 @@ struct Audit<'r, 'a> {
     only: Option<&'a str>,
     signing: policy::Policies<'r, 'a>,
     report: Report,
+    /// The newest commits verified for each canary so far (what drift is measured from).
+    sanctioned: BTreeMap<String, Sanctioned>,
+    /// The newest replay format seen so far, and the commit that had it first.
+    newest_format: Option<(u32, Oid)>,
+    /// The paths the commit audited changes (read once for `owned` and the file comparison).
+    changed: Option<(Oid, Vec<String>)>,
 }
 
 /// The parent of a commit, written out and read as the tick reads its clone.
-struct Parent {
+pub struct Parent {
     _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    settings: Settings,
+    pub root: std::path::PathBuf,
+    pub settings: Settings,
     settings_problems: Vec<String>,
-    snapshot: Snapshot,
+    pub snapshot: Snapshot,
+    /// The specs that do not load at the parent (a deleted canary is then not reverted).
+    pub spec_errors: Vec<String>,
 }
 
 impl Parent {
-    fn canaries(&self) -> Vec<Canary> {
+    fn canaries(&mut self) -> Vec<Canary> {
         let root = &self.root;
         let has_status =
             |id: &crate::spec::model::CanaryId| root.join(status_file::path_for(id)).is_file();
@@ -167,15 +188,23 @@ impl Parent {
             files: &self.snapshot,
             has_status: &has_status,
         };
-        load_in(&self.snapshot, &self.settings, Some(&existing)).canaries
+        let loaded = load_in(&self.snapshot, &self.settings, Some(&existing));
+        self.spec_errors = loaded.errors.iter().map(ToString::to_string).collect();
+        loaded.canaries
     }
 }
 
-/// What one canary's decision, made again, writes.
-struct Replayed {
-    changes: Vec<crate::gitops::FileChange>,
-    message: CommitMessage,
-    decision: Decision,
+/// What audit makes of a commit that claims to be sluice's.
+enum Judged {
+    /// Every recorded decision made again gives exactly the commit: the canaries, and for
+    /// each whether the commit is a drift hold.
+    Verified(Vec<(String, bool)>),
+    /// Replayed, and the differences are reported.
+    Reported,
+    /// Written before replay records existed: listed, not judged.
+    Old(Vec<(String, String)>),
+    /// Nothing audit can check: why.
+    Unverifiable(String),
 }
 
 impl<'r> Audit<'r, '_> {
@@ -193,42 +222,91 @@ impl<'r> Audit<'r, '_> {
         self.only.is_none_or(|o| o == canary)
     }
 
-    fn commit(&mut self, oid: Oid) -> Result<(), AuditError> {
-        let commit = self
-            .repo
-            .find_commit(oid)
-            .map_err(tree::git("read a commit"))?;
-        let text = String::from_utf8_lossy(commit.message_bytes()).into_owned();
-        let trailers = parse_trailers(&text);
-        self.signature(oid)?;
-        if trailers.iter().any(|(k, _)| k.eq_ignore_ascii_case(CANARY)) {
-            return self.sluice_commit(oid, &text, &trailers);
-        }
-        let tree = tree::tree_of(self.repo, oid)?;
+    /// The files `oid` changes against its first parent that sluice owns (for the canaries
+    /// audited), each with its canary.
+    fn owned(&mut self, oid: Oid) -> Result<Vec<(Changed, String)>, AuditError> {
+        let tree = tree::commit_tree(self.repo, oid)?;
         let parent = tree::parent_tree(self.repo, oid)?;
         let changed = tree::changes(self.repo, parent.as_ref(), &tree)?;
-        let mut owned: Vec<(Changed, String)> = changed
+        let paths = changed.iter().map(|c| c.path.clone()).collect();
+        self.changed = Some((oid, paths));
+        Ok(changed
             .into_iter()
             .filter_map(|c| owner(&c).map(|o| (c, o)))
             .filter(|(_, o)| self.wanted(o))
-            .collect();
+            .collect())
+    }
+
+    fn commit(&mut self, oid: Oid) -> Result<(), AuditError> {
+        let head = tree::head(self.repo, oid)?;
+        self.signature(oid)?;
+        let owned = self.owned(oid)?;
+        let Message::Text(text) = &head.message else {
+            let why = head.message.refused().unwrap_or_default();
+            self.unverifiable(oid, &owned, &why);
+            return Ok(());
+        };
+        let trailers = parse_trailers(text);
+        if claims(&trailers) {
+            let ids = canary_ids(&trailers);
+            if owned.is_empty() && !ids.iter().any(|id| self.wanted(id)) {
+                // Another canary's: only its format counts, so `only` judges formats alike.
+                self.note_formats(oid, &trailers);
+                return Ok(());
+            }
+            match self.sluice_commit(oid, text, &trailers)? {
+                Judged::Verified(canaries) => self.sanction(oid, &canaries),
+                Judged::Reported => {}
+                Judged::Old(listed) => self.not_replayable(oid, listed),
+                Judged::Unverifiable(why) => self.unverifiable(oid, &owned, &why),
+            }
+            return Ok(());
+        }
         if owned.is_empty() {
             return Ok(());
         }
-        // A merge of an approval branch: the branch's commit is the decision.
-        if let Ok(branch) = commit.parent_id(1) {
-            let message = self
-                .repo
-                .find_commit(branch)
-                .map(|c| String::from_utf8_lossy(c.message_bytes()).into_owned())
-                .unwrap_or_default();
-            let branch_trailers = parse_trailers(&message);
-            if branch_trailers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case(CANARY))
-            {
-                self.sluice_commit(branch, &message, &branch_trailers)?;
-                let theirs = tree::tree_of(self.repo, branch)?;
+        self.foreign(oid, &head, owned)
+    }
+
+    /// A commit that does not claim to be sluice's and changes owned files: fine only as a
+    /// merge of a verified approval branch, or as a squash or cherry-pick of one.
+    fn foreign(
+        &mut self,
+        oid: Oid,
+        head: &CommitHead,
+        mut owned: Vec<(Changed, String)>,
+    ) -> Result<(), AuditError> {
+        // A merge is judged by its change against the first parent: the change must be the
+        // branch commit's, and the branch commit must replay.
+        if let Some(branch) = head.parents.get(1).copied() {
+            let branch_head = tree::head(self.repo, branch)?;
+            let text = branch_head.message.text();
+            let trailers = parse_trailers(text);
+            if claims(&trailers) {
+                let accepted = match self.quietly(|a| a.sluice_commit(branch, text, &trailers))? {
+                    (Judged::Verified(canaries), findings) if findings.is_empty() => {
+                        Ok(Some(canaries))
+                    }
+                    (Judged::Old(listed), _) => {
+                        self.not_replayable(oid, listed);
+                        Ok(None)
+                    }
+                    (Judged::Unverifiable(why), _) => Err(why),
+                    (_, findings) => Err(findings
+                        .first()
+                        .map(|f| format!("{}: {}", f.file, f.message))
+                        .unwrap_or_else(|| "its replay differs".to_string())),
+                };
+                let short = &branch.to_string()[..12];
+                let canaries = match accepted {
+                    Ok(canaries) => canaries.unwrap_or_default(),
+                    Err(why) => {
+                        let why = format!("merges {short}, which claims to be sluice's but is not what the rules write: {why}");
+                        self.unverifiable(oid, &owned, &why);
+                        return Ok(());
+                    }
+                };
+                let theirs = tree::commit_tree(self.repo, branch)?;
                 let mut left = Vec::new();
                 for (c, o) in owned {
                     if tree::file_at(self.repo, &theirs, &c.path)? != c.new {
@@ -236,13 +314,18 @@ impl<'r> Audit<'r, '_> {
                     }
                 }
                 owned = left;
+                if owned.is_empty() {
+                    self.sanction(oid, &canaries);
+                    return Ok(());
+                }
             }
-        }
-        if owned.is_empty() {
-            return Ok(());
         }
         // A squash or cherry-pick of an approval branch: exactly the approval's change.
         if self.is_approval_merge(oid, &owned)? {
+            let mut canaries: Vec<(String, bool)> =
+                owned.iter().map(|(_, o)| (o.clone(), false)).collect();
+            canaries.dedup();
+            self.sanction(oid, &canaries);
             return Ok(());
         }
         for (c, canary) in owned {
@@ -262,6 +345,53 @@ impl<'r> Audit<'r, '_> {
         Ok(())
     }
 
+    /// Runs `f` with the findings it makes kept apart, and returns them.
+    fn quietly<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, AuditError>,
+    ) -> Result<(T, Vec<Finding>), AuditError> {
+        let before = std::mem::take(&mut self.report.findings);
+        let result = f(self);
+        let made = std::mem::replace(&mut self.report.findings, before);
+        Ok((result?, made))
+    }
+
+    /// Owned files changed by a commit audit cannot verify: one finding each.
+    fn unverifiable(&mut self, oid: Oid, owned: &[(Changed, String)], why: &str) {
+        for (c, canary) in owned {
+            self.find(oid, Kind::Unverifiable, &c.path, canary, why.to_string());
+        }
+    }
+
+    fn not_replayable(&mut self, oid: Oid, listed: Vec<(String, String)>) {
+        for (canary, reason) in listed {
+            if self.wanted(&canary) {
+                self.report.not_replayable.push(NotReplayable {
+                    commit: oid.to_string(),
+                    canary,
+                    reason,
+                });
+            }
+        }
+    }
+
+    /// Remembers `oid` as the newest verified commit of each of `canaries`.
+    fn sanction(&mut self, oid: Oid, canaries: &[(String, bool)]) {
+        for (canary, hold) in canaries {
+            let output = match (hold, self.sanctioned.get(canary)) {
+                (true, Some(s)) => s.output,
+                _ => oid,
+            };
+            self.sanctioned.insert(
+                canary.clone(),
+                Sanctioned {
+                    commit: oid,
+                    output,
+                },
+            );
+        }
+    }
+
     /// Writes out the first parent of `oid` and reads its settings and files.
     fn parent(&self, oid: Oid) -> Result<Parent, AuditError> {
         let dir = tempfile::tempdir().map_err(|e| AuditError::Temp(e.to_string()))?;
@@ -277,15 +407,21 @@ impl<'r> Audit<'r, '_> {
             settings,
             settings_problems: problems.iter().map(ToString::to_string).collect(),
             snapshot,
+            spec_errors: Vec::new(),
         })
     }
 
     fn is_approval_merge(&self, oid: Oid, owned: &[(Changed, String)]) -> Result<bool, AuditError> {
-        let parent = self.parent(oid)?;
+        let mut parent = self.parent(oid)?;
         if !parent.settings_problems.is_empty() {
             return Ok(false);
         }
         let canaries = parent.canaries();
+        let ctx = replay::Context {
+            repo: self.repo,
+            parent: tree::first_parent(self.repo, oid)?,
+            sanctioned: &self.sanctioned,
+        };
         let mut expected: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
         let mut names: Vec<&String> = owned.iter().map(|(_, o)| o).collect();
         names.sort();
@@ -323,14 +459,14 @@ impl<'r> Audit<'r, '_> {
                 },
                 ..record
             };
-            let Ok(replayed) = replay_one(&parent, &canaries, canary, &record) else {
+            let Ok(replayed) = replay::replay(&ctx, &parent, &canaries, name, &record) else {
                 return Ok(false);
             };
             for change in replayed.changes {
                 expected.insert(change.path, change.content.map(String::into_bytes));
             }
         }
-        let tree = tree::tree_of(self.repo, oid)?;
+        let tree = tree::commit_tree(self.repo, oid)?;
         for (path, content) in &expected {
             if &tree::file_at(self.repo, &tree, path)? != content {
                 return Ok(false);
@@ -339,108 +475,149 @@ impl<'r> Audit<'r, '_> {
         Ok(owned.iter().all(|(c, _)| expected.contains_key(&c.path)))
     }
 
+    /// The records of a commit's trailer groups, or what audit makes of a commit without
+    /// them. Also moves the newest format seen on.
+    fn records(
+        &mut self,
+        oid: Oid,
+        trailers: &[(String, String)],
+    ) -> Result<Vec<(String, Record)>, Judged> {
+        let mut records = Vec::new();
+        let mut old = Vec::new();
+        for id in canary_ids(trailers) {
+            let group = trailer_group(trailers, CANARY, &id);
+            let value = group
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(REPLAY))
+                .map(|(_, v)| v.clone());
+            let Some(value) = value else {
+                if let Some((format, first)) = self.newest_format {
+                    return Err(Judged::Unverifiable(format!(
+                        "claims to be sluice's ({CANARY}: {id}) but carries no {REPLAY} record, in a history with format {format} records since {}",
+                        &first.to_string()[..12]
+                    )));
+                }
+                old.push((id, "not replayable: written before replay records existed (format 1, no Sluice-Replay trailer)".to_string()));
+                continue;
+            };
+            let record = match Record::parse(&value) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.find(oid, Kind::Trailers, REPLAY, &id, e.to_string());
+                    return Err(Judged::Reported);
+                }
+            };
+            if let Some((format, first)) = self.newest_format.filter(|(f, _)| record.format < *f) {
+                return Err(Judged::Unverifiable(format!(
+                    "a format {} record after format {format} commits (since {}): a history does not go back to an older format",
+                    record.format,
+                    &first.to_string()[..12]
+                )));
+            }
+            if record.format > FORMAT {
+                return Err(Judged::Unverifiable(format!(
+                    "a format {} record, newer than this sluice reads (format {FORMAT})",
+                    record.format
+                )));
+            }
+            if let By::Other { what } = &record.by {
+                if record.format < FORMAT {
+                    old.push((id, format!("not replayable: written before format {FORMAT} gave every sluice commit a record ({what})")));
+                    continue;
+                }
+                return Err(Judged::Unverifiable(format!(
+                    "its record says no rule audit replays made it (\"by\":\"other\": {what})"
+                )));
+            }
+            records.push((id, record));
+        }
+        self.note_formats(oid, trailers);
+        if !old.is_empty() {
+            if !records.is_empty() {
+                return Err(Judged::Unverifiable(
+                    "mixes trailer groups with and without replay records".to_string(),
+                ));
+            }
+            return Err(Judged::Old(old));
+        }
+        Ok(records)
+    }
+
+    /// Moves the newest replay format seen on with the records `trailers` carry.
+    fn note_formats(&mut self, oid: Oid, trailers: &[(String, String)]) {
+        let formats = trailers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(REPLAY))
+            .filter_map(|(_, v)| Record::parse(v).ok())
+            .map(|r| r.format);
+        for format in formats {
+            if self.newest_format.is_none_or(|(f, _)| format > f) {
+                self.newest_format = Some((format, oid));
+            }
+        }
+    }
+
     fn sluice_commit(
         &mut self,
         oid: Oid,
         text: &str,
         trailers: &[(String, String)],
-    ) -> Result<(), AuditError> {
-        let ids: Vec<String> = trailers
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(CANARY))
-            .map(|(_, v)| v.clone())
-            .collect();
-        if !ids.iter().any(|id| self.wanted(id)) {
-            return Ok(());
-        }
-        let mut records = Vec::new();
-        for id in &ids {
-            let group = trailer_group(trailers, CANARY, id);
-            let value = group
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(REPLAY))
-                .map(|(_, v)| v.clone());
-            match value {
-                None => {
-                    if self.wanted(id) {
-                        self.report.not_replayable.push(NotReplayable {
-                            commit: oid.to_string(),
-                            canary: id.clone(),
-                            reason: "not replayable (format 1): no Sluice-Replay trailer"
-                                .to_string(),
-                        });
-                    }
-                    return Ok(());
-                }
-                Some(v) => match Record::parse(&v) {
-                    Ok(Record {
-                        by: By::Other { what },
-                        ..
-                    }) => {
-                        if self.wanted(id) {
-                            self.report.not_replayable.push(NotReplayable {
-                                commit: oid.to_string(),
-                                canary: id.clone(),
-                                reason: format!("not replayed: {what}"),
-                            });
-                        }
-                        return Ok(());
-                    }
-                    Ok(r) => records.push(r),
-                    Err(e) => {
-                        self.find(oid, Kind::Trailers, REPLAY, id, e.to_string());
-                        return Ok(());
-                    }
-                },
-            }
-        }
-        let parent = self.parent(oid)?;
+    ) -> Result<Judged, AuditError> {
+        let records = match self.records(oid, trailers) {
+            Ok(records) => records,
+            Err(judged) => return Ok(judged),
+        };
+        let names: Vec<&str> = records.iter().map(|(id, _)| id.as_str()).collect();
+        let canary_names = names.join(",");
+        let mut parent = self.parent(oid)?;
         if !parent.settings_problems.is_empty() {
             let problems = parent.settings_problems.join("; ");
             self.find(
                 oid,
                 Kind::Replay,
                 SETTINGS_PATH,
-                &ids.join(","),
+                &canary_names,
                 format!(
                     "the settings at the parent do not load, so no tick could decide: {problems}"
                 ),
             );
-            return Ok(());
+            return Ok(Judged::Reported);
         }
         let canaries = parent.canaries();
+        let first_parent = tree::first_parent(self.repo, oid)?;
         let mut expected_changes = Vec::new();
         let mut messages = Vec::new();
-        for (id, record) in ids.iter().zip(&records) {
-            let Some(canary) = canaries.iter().find(|c| &c.id.to_string() == id) else {
-                self.find(
-                    oid,
-                    Kind::Replay,
-                    CANARY,
-                    id,
-                    "no such canary in the specs at the parent".to_string(),
-                );
-                return Ok(());
+        let mut verified = Vec::new();
+        let before = self.report.findings.len();
+        for (id, record) in &records {
+            let ctx = replay::Context {
+                repo: self.repo,
+                parent: first_parent,
+                sanctioned: &self.sanctioned,
             };
-            match replay_one(&parent, &canaries, canary, record) {
+            match replay::replay(&ctx, &parent, &canaries, id, record) {
                 Ok(replayed) => {
                     self.report.replayed += 1;
                     self.approver(oid, id, trailers, record, &replayed);
                     expected_changes.extend(replayed.changes);
                     messages.push(replayed.message);
+                    let hold = matches!(&record.by, By::Drift { policy, .. } if policy == "hold");
+                    verified.push((id.clone(), hold));
                 }
                 Err(problem) => {
                     self.find(oid, Kind::Replay, &problem.file, id, problem.message);
-                    return Ok(());
+                    return Ok(Judged::Reported);
                 }
             }
         }
-        let canary_names = ids.join(",");
         self.compare_files(oid, &canary_names, &expected_changes)?;
         if let Some(expected) = message::fold(&messages) {
             self.compare_message(oid, &canary_names, text, &expected);
         }
-        Ok(())
+        if self.report.findings.len() > before {
+            return Ok(Judged::Reported);
+        }
+        Ok(Judged::Verified(verified))
     }
 
     fn approver(
@@ -456,8 +633,11 @@ impl<'r> Audit<'r, '_> {
         }
         let approval = match &record.by {
             By::Operate { op, operator, .. } => op == "approve" && operator != "pull request",
-            By::Decide { .. } => replayed.decision.action == Action::ApprovalMerged,
-            By::Other { .. } => false,
+            By::Decide { .. } => replayed
+                .decision
+                .as_ref()
+                .is_some_and(|d| d.action == Action::ApprovalMerged),
+            _ => false,
         };
         let named = trailer_group(trailers, CANARY, id)
             .iter()
@@ -482,7 +662,7 @@ impl<'r> Audit<'r, '_> {
         canary: &str,
         expected: &[crate::gitops::FileChange],
     ) -> Result<(), AuditError> {
-        let tree = tree::tree_of(self.repo, oid)?;
+        let tree = tree::commit_tree(self.repo, oid)?;
         let parent = tree::parent_tree(self.repo, oid)?;
         let mut want: BTreeMap<&str, Option<&str>> = BTreeMap::new();
         for c in expected {
@@ -495,12 +675,20 @@ impl<'r> Audit<'r, '_> {
                 self.find(oid, Kind::Files, path, canary, message);
             }
         }
-        for c in tree::changes(self.repo, parent.as_ref(), &tree)? {
-            if !want.contains_key(c.path.as_str()) {
+        // The paths `owned` found for this commit, unless it is a merged branch's.
+        let paths = match self.changed.take() {
+            Some((at, paths)) if at == oid => paths,
+            _ => tree::changes(self.repo, parent.as_ref(), &tree)?
+                .into_iter()
+                .map(|c| c.path)
+                .collect(),
+        };
+        for path in paths {
+            if !want.contains_key(path.as_str()) {
                 self.find(
                     oid,
                     Kind::Files,
-                    &c.path,
+                    &path,
                     canary,
                     "changed by this commit, but no decision of it writes this file".to_string(),
                 );
@@ -594,101 +782,18 @@ fn keys_equal_but_order_differs(got: &[(String, String)], want: &[(String, Strin
     a == b && got != want
 }
 
-/// A problem making one decision again.
-struct Problem {
-    file: String,
-    message: String,
+/// Whether a commit's trailers claim it is sluice's.
+fn claims(trailers: &[(String, String)]) -> bool {
+    trailers.iter().any(|(k, _)| k.eq_ignore_ascii_case(CANARY))
 }
 
-/// Makes one canary's decision again on the parent, as the record says it was made.
-fn replay_one(
-    parent: &Parent,
-    canaries: &[Canary],
-    canary: &Canary,
-    record: &Record,
-) -> Result<Replayed, Problem> {
-    let status_path = status_file::path_for(&canary.id);
-    let status =
-        status_file::read(&parent.root, &canary.id, read_bounded).map_err(|m| Problem {
-            file: status_path.clone(),
-            message: format!("the status at the parent does not read: {m}"),
-        })?;
-    // Every canary's output folder, as the tick leaves them out of source lookups.
-    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = workload::Index::new(&parent.snapshot, &outputs);
-    let record_problem = |e: replay::RecordError| Problem {
-        file: REPLAY.to_string(),
-        message: e.to_string(),
-    };
-    let (decision, operator) = match &record.by {
-        By::Decide { .. } => {
-            let obs = record
-                .by
-                .observations()
-                .map_err(record_problem)?
-                .unwrap_or_else(|| crate::core::observe::Observations::revision(""));
-            let source = workload::revision(&parent.root, canary, &index).map_err(|e| Problem {
-                file: canary.file.clone(),
-                message: format!("the revision does not read at the parent: {e}"),
-            })?;
-            if source != obs.revision {
-                return Err(Problem {
-                    file: REPLAY.to_string(),
-                    message: format!(
-                        "recorded revision {:?}, but the source at the parent is {source:?}",
-                        obs.revision
-                    ),
-                });
-            }
-            (decide(canary, status.as_ref(), &obs, record.now), None)
-        }
-        By::Operate {
-            op,
-            reason,
-            operator,
-            says,
-            clock_from_merge,
-        } => {
-            let op = replay::operation(op).map_err(record_problem)?;
-            let mut decision =
-                operate(canary, status.as_ref(), op, reason, record.now).map_err(|e| Problem {
-                    file: status_path.clone(),
-                    message: format!("the operation does not apply at the parent: {e}"),
-                })?;
-            if *clock_from_merge {
-                decision.status.clock_from_merge = decision.status.phase.is_active();
-            }
-            (decision, Some((operator.clone(), says.clone())))
-        }
-        By::Other { what } => {
-            return Err(Problem {
-                file: REPLAY.to_string(),
-                message: format!("not a decision a replay rebuilds: {what}"),
-            })
-        }
-    };
-    if !decision.commits() {
-        return Err(Problem {
-            file: status_path,
-            message: "the rules make no change here, yet the commit records a decision".to_string(),
-        });
-    }
-    let changes =
-        renderer::changes(&parent.root, canary, &decision, &index).map_err(|e| Problem {
-            file: canary.output.as_str().to_string(),
-            message: format!("the rules cannot render this decision: {e}"),
-        })?;
-    let mut message = message::render(
-        canary,
-        &decision,
-        operator.as_ref().map(|(o, s)| (o.as_str(), s.as_str())),
-    );
-    message.trailers.push(record.trailer());
-    Ok(Replayed {
-        changes,
-        message,
-        decision,
-    })
+/// The canaries a commit's trailer groups name, in order.
+fn canary_ids(trailers: &[(String, String)]) -> Vec<String> {
+    trailers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(CANARY))
+        .map(|(_, v)| v.clone())
+        .collect()
 }
 
 /// The canary a file sluice owns belongs to: a status file, or a file whose first line is

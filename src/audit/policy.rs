@@ -193,8 +193,8 @@ impl<'r, 'o> Policies<'r, 'o> {
             return Ok(None);
         };
         let (ours, theirs) = (
-            tree::tree_of(self.repo, oid)?,
-            tree::tree_of(self.repo, parent)?,
+            tree::commit_tree(self.repo, oid)?,
+            tree::commit_tree(self.repo, parent)?,
         );
         for path in [Some(SETTINGS_PATH), allowed_path].into_iter().flatten() {
             if tree::file_at(self.repo, &ours, path)? != tree::file_at(self.repo, &theirs, path)? {
@@ -217,7 +217,7 @@ pub fn last_change_unsigned(
 ) -> Result<Option<(Oid, Violation)>, GitError> {
     let repo = Repository::open(dir).map_err(tree::git("open the repository"))?;
     let entry = |oid: Oid| -> Result<Option<Oid>, GitError> {
-        let tree = tree::tree_of(&repo, oid)?;
+        let tree = tree::commit_tree(&repo, oid)?;
         Ok(tree.get_path(Path::new(path)).ok().map(|e| e.id()))
     };
     let now = entry(head)?;
@@ -250,7 +250,7 @@ pub fn last_change_unsigned(
 
 /// What the tree of `oid` says about signing.
 fn read_at(repo: &Repository, oid: Oid) -> Result<AtCommit, GitError> {
-    let tree = tree::tree_of(repo, oid)?;
+    let tree = tree::commit_tree(repo, oid)?;
     let Some(config) = tree::file_at(repo, &tree, SETTINGS_PATH)? else {
         return Ok(AtCommit::NotRequired);
     };

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
+use crate::gitops::message::{self, CommitHead};
+
 /// A git failure while reading history.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot {op}: {detail}")]
@@ -37,26 +39,63 @@ pub fn first_parent_line(repo: &Repository, head: Oid) -> Result<Vec<Oid>> {
     let mut next = Some(head);
     while let Some(oid) = next {
         line.push(oid);
-        let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
-        next = commit.parent_id(0).ok();
+        next = first_parent(repo, oid)?;
     }
     line.reverse();
     Ok(line)
 }
 
-/// The tree of a commit's first parent (`None` for a root commit).
-pub fn parent_tree<'r>(repo: &'r Repository, oid: Oid) -> Result<Option<Tree<'r>>> {
-    let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
-    match commit.parent(0) {
-        Ok(p) => Ok(Some(p.tree().map_err(git("read a tree"))?)),
-        Err(_) => Ok(None),
-    }
+/// What audit reads of a commit: its tree, parents and message up to the cap (a larger
+/// message is never read whole).
+pub fn head(repo: &Repository, oid: Oid) -> Result<CommitHead> {
+    message::read(repo, oid).map_err(git("read a commit"))
 }
 
-pub fn tree_of(repo: &Repository, oid: Oid) -> Result<Tree<'_>> {
-    repo.find_commit(oid)
-        .and_then(|c| c.tree())
-        .map_err(git("read a tree"))
+/// A commit's first parent (`None` for a root commit).
+pub fn first_parent(repo: &Repository, oid: Oid) -> Result<Option<Oid>> {
+    Ok(head(repo, oid)?.parents.first().copied())
+}
+
+/// The tree of a commit's first parent (`None` for a root commit).
+pub fn parent_tree(repo: &Repository, oid: Oid) -> Result<Option<Tree<'_>>> {
+    first_parent(repo, oid)?
+        .map(|p| commit_tree(repo, p))
+        .transpose()
+}
+
+/// The tree of a commit.
+pub fn commit_tree(repo: &Repository, oid: Oid) -> Result<Tree<'_>> {
+    let tree = head(repo, oid)?.tree;
+    repo.find_tree(tree).map_err(git("read a tree"))
+}
+
+/// The id of what `path` names in `tree` (`None` when absent): equal ids, equal content.
+pub fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
+    tree.get_path(Path::new(path)).ok().map(|e| e.id())
+}
+
+/// The files at or under `folder` whose content differs between `old` and `new`, sorted.
+pub fn changed_under(
+    repo: &Repository,
+    old: &Tree<'_>,
+    new: &Tree<'_>,
+    folder: &str,
+) -> Result<Vec<String>> {
+    let prefix = format!("{folder}/");
+    let mut options = git2::DiffOptions::new();
+    options.pathspec(folder);
+    let diff = repo
+        .diff_tree_to_tree(Some(old), Some(new), Some(&mut options))
+        .map_err(git("compare two trees"))?;
+    let mut files: Vec<String> = diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .filter(|p| p.starts_with(&prefix))
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
 }
 
 fn blob(repo: &Repository, id: Oid) -> Result<Option<Vec<u8>>> {

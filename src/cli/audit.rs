@@ -47,9 +47,9 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let report = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => {
             let repo = open(dir)?;
+            // The ref's id only: looking the commit up would read its message whole.
             let head = repo
-                .revparse_single(&format!("refs/heads/{}", args.source.branch))
-                .and_then(|o| o.peel_to_commit())
+                .refname_to_id(&format!("refs/heads/{}", args.source.branch))
                 .map_err(|e| {
                     anyhow::anyhow!(
                         "{}: cannot find the branch {}: {}",
@@ -57,8 +57,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                         args.source.branch,
                         e.message()
                     )
-                })?
-                .id();
+                })?;
             audit(&repo, head, only, &signing)?
         }
         (None, Some(url)) => {
@@ -133,7 +132,7 @@ fn summary(r: &Report) -> String {
         String::new()
     } else {
         format!(
-            ", {} not replayable (format 1, written before replay records)",
+            ", {} not replayable (written before replay records existed)",
             r.not_replayable.len()
         )
     };

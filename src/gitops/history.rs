@@ -107,9 +107,9 @@ fn walk(
     walk.push(head).map_err(walking)?;
     for oid in walk {
         let oid = oid.map_err(walking)?;
-        let commit = repo.find_commit(oid).map_err(|e| ("read a commit", e))?;
-        let message = String::from_utf8_lossy(commit.message_bytes());
-        let trailers = parse_trailers(&message);
+        let commit = super::message::read(repo, oid).map_err(|e| ("read a commit", e))?;
+        let message = commit.message.text();
+        let trailers = parse_trailers(message);
         if let Some((key, value)) = filter_trailer {
             let matches = trailers
                 .iter()
@@ -118,14 +118,10 @@ fn walk(
                 continue;
             }
         }
-        let author = commit.author();
         entries.push(HistoryEntry {
             oid,
-            time: commit.time(),
-            author: Identity::new(
-                String::from_utf8_lossy(author.name_bytes()),
-                String::from_utf8_lossy(author.email_bytes()),
-            ),
+            time: commit.time,
+            author: commit.author.clone(),
             subject: message
                 .lines()
                 .next()
@@ -154,19 +150,13 @@ pub struct CommitFacts {
 impl ConfigRepo {
     /// The parents, trailers, author and subject of `commit`.
     pub fn commit_facts(&self, commit: Oid) -> Result<CommitFacts> {
-        let c = self
-            .repo
-            .find_commit(commit)
+        let c = super::message::read(&self.repo, commit)
             .map_err(|e| self.git_err("read a commit", &e))?;
-        let message = String::from_utf8_lossy(c.message_bytes());
-        let author = c.author();
+        let message = c.message.text();
         Ok(CommitFacts {
-            parents: c.parent_ids().collect(),
-            trailers: parse_trailers(&message),
-            author: Identity::new(
-                String::from_utf8_lossy(author.name_bytes()),
-                String::from_utf8_lossy(author.email_bytes()),
-            ),
+            parents: c.parents,
+            trailers: parse_trailers(message),
+            author: c.author,
             subject: message
                 .lines()
                 .next()
@@ -198,10 +188,10 @@ impl ConfigRepo {
     /// building a path only for what changed: the drift check runs this over hundreds of
     /// commits a tick, where libgit2's diff joined a path for every entry it passed.
     pub fn changed_paths(&self, commit: Oid, parent: Option<Oid>) -> Result<Vec<String>> {
+        // The tree id through the capped reader: the walk never reads a huge message whole.
         let tree = |oid: Oid| {
-            self.repo
-                .find_commit(oid)
-                .and_then(|c| c.tree())
+            super::message::read(&self.repo, oid)
+                .and_then(|c| self.repo.find_tree(c.tree))
                 .map_err(|e| self.git_err("read a commit", &e))
         };
         let new = tree(commit)?;

@@ -26,7 +26,7 @@
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
-//!   `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
+//!   `message`: a commit's message read up to a cap. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
 //!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
 //! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
@@ -41,6 +41,7 @@ mod known_hosts;
 mod locks;
 mod maintenance;
 mod memory;
+pub mod message;
 mod object_cache;
 mod push;
 mod remote;

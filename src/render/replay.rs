@@ -10,8 +10,11 @@
 //!
 //! Format versions: commits without this trailer are format 1 and cannot be replayed. Format 2
 //! is this trailer. Format 3 adds `Sluice-Approved-By` and `Sluice-Approval` on approvals and
-//! `Sluice-Check` trailers, so from 3 on an approval without an approver is a finding. The value is one line of JSON, so any metric name, error text or reason
-//! survives git's trailer parser. Pure: no IO.
+//! `Sluice-Check` trailers, so from 3 on an approval without an approver is a finding. Format 4
+//! gives every other commit sluice makes a record audit checks (record updates, reverts of
+//! deleted canaries, drift holds, restores and resumes, refused approvals); before it they were
+//! `other` and not replayed. The value is one line of JSON, so any metric name, error text or
+//! reason survives git's trailer parser. Pure: no IO.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -24,7 +27,7 @@ use crate::core::operate::Operation;
 pub const REPLAY: &str = "Sluice-Replay";
 
 /// The format version commits are written in now. History before it is not replayable.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 /// A trailer value `sluice audit` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,9 +69,31 @@ pub enum By {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         clock_from_merge: bool,
     },
-    /// A commit sluice makes outside `decide` and `operate` that a replay does not rebuild
-    /// (an approval refused by `forge.approvers`): `sluice audit` lists it as not replayed,
-    /// with `what` as the reason, instead of judging it.
+    /// The status file's record of the spec brought in line with it (`revertOnDeletion`).
+    Record {},
+    /// A deleted canary's output reverted (`revertOnDeletion: true`).
+    Revert {},
+    /// An approval merged by a login `forge.approvers` does not allow: the canary waits again
+    /// (the status before the merge). `reason` names the login, as the forge said; `operator`
+    /// is the message's `Sluice-Operator` (sluice's own identity).
+    #[serde(rename_all = "camelCase")]
+    Refused { reason: String, operator: String },
+    /// Owned files changed outside sluice: held or restored, as `drift:` says.
+    #[serde(rename_all = "camelCase")]
+    Drift {
+        /// The drifted files.
+        files: Vec<String>,
+        /// The newest commit that changed them, as the commit's message names it.
+        changed_by: String,
+        /// The commit holding sluice's version of the output folder.
+        output_from: String,
+        /// `hold` or `restore`.
+        policy: String,
+    },
+    /// A drift hold ends: the owned files are sluice's again.
+    Resume {},
+    /// Written before format 4 by commits a replay did not rebuild: `sluice audit` lists it
+    /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
     Other { what: String },
 }
@@ -109,15 +134,27 @@ pub enum RecordError {
 }
 
 impl Record {
-    /// The record of a commit that replay does not rebuild (see [`By::Other`]).
-    pub fn other(what: &str, now: Timestamp) -> Record {
+    /// The record of a commit made at `now` by `by` (record updates, reverts, drift, refused
+    /// approvals; see [`By`]).
+    pub fn of(by: By, now: Timestamp) -> Record {
         Record {
             format: FORMAT,
             now,
-            by: By::Other {
-                what: what.to_string(),
-            },
+            by,
         }
+    }
+
+    /// The record of a drift decision on `fact`.
+    pub fn drift(fact: &crate::core::observe::DriftFact, now: Timestamp) -> Record {
+        Record::of(
+            By::Drift {
+                files: fact.files.clone(),
+                changed_by: fact.by.clone(),
+                output_from: fact.output_from.clone(),
+                policy: policy_name(fact.policy).to_string(),
+            },
+            now,
+        )
     }
 
     /// The record of a decision `decide` made at `now` on `obs`.
@@ -267,6 +304,14 @@ pub fn operation(verb: &str) -> Result<Operation, RecordError> {
     .ok_or_else(|| RecordError::Operation(verb.to_string()))
 }
 
+/// The `drift:` setting's word for a policy.
+pub fn policy_name(policy: crate::core::observe::DriftPolicy) -> &'static str {
+    match policy {
+        crate::core::observe::DriftPolicy::Hold => "hold",
+        crate::core::observe::DriftPolicy::Restore => "restore",
+    }
+}
+
 fn kind_name(kind: WebhookKind) -> &'static str {
     WebhookKind::ALL
         .iter()
@@ -330,6 +375,24 @@ mod tests {
         let back = Record::parse(&r.trailer().1).unwrap();
         assert_eq!(back, r);
         assert_eq!(back.by.observations(), Ok(None));
+        for by in [
+            By::Record {},
+            By::Revert {},
+            By::Resume {},
+            By::Refused {
+                reason: "eve merged".into(),
+                operator: "sluice <sluice@localhost>".into(),
+            },
+            By::Drift {
+                files: vec!["a/route.yaml".into()],
+                changed_by: "abc1234 by Eve: x".into(),
+                output_from: "abc".into(),
+                policy: "hold".into(),
+            },
+        ] {
+            let r = Record::of(by, now);
+            assert_eq!(Record::parse(&r.trailer().1).unwrap(), r);
+        }
         assert_eq!(operation("pause"), Ok(Operation::Pause));
         assert_eq!(
             operation("explode"),

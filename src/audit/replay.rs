@@ -1,0 +1,476 @@
+//! Making one canary's recorded decision again on a commit's parent, for [`super::audit`]:
+//! the rules (`core::decide`), a manual operation (`core::operate`), and the commits sluice
+//! makes outside them, each checked against git before it is made again:
+//!
+//! - a record update: the status file's record of the spec must disagree with the spec at the
+//!   parent, and the update is rendered again;
+//! - a revert: the canary's spec must be gone at the parent, its status file ask for the
+//!   revert, and the core must say revert;
+//! - a drift hold or restore: the files it names must be exactly those that differ from the
+//!   newest commits audit verified for the canary, and the output it restores from must be
+//!   the newest verified one; a resume needs no file to differ;
+//! - a refused approval: the status at the parent must come from a merged approval, and the
+//!   status before that merge must be a waiting one.
+//!
+//! Pure but for reading the objects audit hands it; nothing here writes.
+
+use std::collections::BTreeMap;
+
+use git2::{Oid, Repository};
+
+use crate::core::decide::{decide, Decision};
+use crate::core::observe::{DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
+use crate::core::operate::operate;
+use crate::core::verdict::{self, DeletedVerdict};
+use crate::deleted;
+use crate::gitops::{CommitMessage, FileChange};
+use crate::render::message;
+use crate::render::replay::{self, policy_name, By, Record, REPLAY};
+use crate::render::{self as renderer, status_file};
+use crate::spec::model::Canary;
+use crate::workload;
+use crate::yaml::snapshot::read_bounded;
+
+use super::tree;
+use super::Parent;
+
+/// How far back a refused approval's waiting status is looked for (as the loop looks).
+const MERGE_LOOKBACK: usize = 500;
+
+/// The newest commits audit verified for a canary: the newest one, and the newest that is
+/// not a drift hold (a hold writes only the status file, so the output is that one's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sanctioned {
+    pub commit: Oid,
+    pub output: Oid,
+}
+
+/// What one recorded decision, made again, writes.
+pub struct Replayed {
+    pub changes: Vec<FileChange>,
+    pub message: CommitMessage,
+    /// The decision, for the rules and operations (not for record updates and reverts).
+    pub decision: Option<Decision>,
+}
+
+/// A problem making one decision again.
+pub struct Problem {
+    pub file: String,
+    pub message: String,
+}
+
+fn problem(file: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem {
+        file: file.into(),
+        message: message.into(),
+    }
+}
+
+/// What a replay reads besides the parent's files.
+pub struct Context<'a> {
+    pub repo: &'a Repository,
+    /// The first parent of the commit audited.
+    pub parent: Option<Oid>,
+    /// The newest verified commits of each canary before `commit`.
+    pub sanctioned: &'a BTreeMap<String, Sanctioned>,
+}
+
+/// Makes the decision `record` describes for the canary `id` again on `parent`.
+pub fn replay(
+    ctx: &Context<'_>,
+    parent: &Parent,
+    canaries: &[Canary],
+    id: &str,
+    record: &Record,
+) -> Result<Replayed, Problem> {
+    if let By::Revert {} = record.by {
+        return revert(parent, id, record);
+    }
+    let Some(canary) = canaries.iter().find(|c| c.id.to_string() == id) else {
+        return Err(problem(
+            message::CANARY,
+            "no such canary in the specs at the parent",
+        ));
+    };
+    let status_path = status_file::path_for(&canary.id);
+    let status = status_file::read(&parent.root, &canary.id, read_bounded).map_err(|m| {
+        problem(
+            &status_path,
+            format!("the status at the parent does not read: {m}"),
+        )
+    })?;
+    let (decision, operator, restore) = match &record.by {
+        By::Decide { .. } => (
+            decided(parent, canaries, canary, status.as_ref(), record)?,
+            None,
+            Vec::new(),
+        ),
+        By::Operate { operator, says, .. } => (
+            operated(canary, status.as_ref(), record)?,
+            Some((operator.clone(), says.clone())),
+            Vec::new(),
+        ),
+        By::Record {} => return record_update(parent, canary, record),
+        By::Drift { .. } | By::Resume {} => {
+            let (facts, restore) = drift(ctx, parent, canary, record)?;
+            let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
+            (verdict.decision, None, restore)
+        }
+        By::Refused { reason, operator } => {
+            let waiting = waiting_before_merge(ctx, canary, status.as_ref())?;
+            let facts = Facts {
+                merged: Some(MergedApproval::Refused {
+                    waiting: Box::new(waiting),
+                    reason: reason.clone(),
+                }),
+                ..Facts::default()
+            };
+            let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
+            let said = (operator.clone(), reason.clone());
+            (verdict.decision, Some(said), Vec::new())
+        }
+        By::Revert {} | By::Other { .. } => {
+            return Err(problem(REPLAY, "not a decision a replay rebuilds"))
+        }
+    };
+    if !decision.commits() {
+        return Err(problem(
+            status_path,
+            "the rules make no change here, yet the commit records a decision",
+        ));
+    }
+    let changes = match &record.by {
+        By::Drift { .. } | By::Resume {} => crate::drift::changes(canary, &decision, &restore)
+            .map_err(|e| {
+                problem(
+                    &status_path,
+                    format!("the rules cannot render this decision: {e}"),
+                )
+            })?,
+        _ => {
+            let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+            let index = workload::Index::new(&parent.snapshot, &outputs);
+            renderer::changes(&parent.root, canary, &decision, &index).map_err(|e| {
+                problem(
+                    canary.output.as_str(),
+                    format!("the rules cannot render this decision: {e}"),
+                )
+            })?
+        }
+    };
+    let mut message = message::render(
+        canary,
+        &decision,
+        operator.as_ref().map(|(o, s)| (o.as_str(), s.as_str())),
+    );
+    message.trailers.push(record.trailer());
+    Ok(Replayed {
+        changes,
+        message,
+        decision: Some(decision),
+    })
+}
+
+/// No observations: a verdict on facts alone (drift, a refused approval) reads none.
+fn none() -> Observations {
+    Observations::revision("")
+}
+
+/// `core::operate` as the record says it was run.
+fn operated(
+    canary: &Canary,
+    status: Option<&crate::core::status::Status>,
+    record: &Record,
+) -> Result<Decision, Problem> {
+    let By::Operate {
+        op,
+        reason,
+        clock_from_merge,
+        ..
+    } = &record.by
+    else {
+        return Err(problem(REPLAY, "not an operation"));
+    };
+    let op = replay::operation(op).map_err(|e| problem(REPLAY, e.to_string()))?;
+    let mut decision = operate(canary, status, op, reason, record.now).map_err(|e| {
+        problem(
+            status_file::path_for(&canary.id),
+            format!("the operation does not apply at the parent: {e}"),
+        )
+    })?;
+    if *clock_from_merge {
+        decision.status.clock_from_merge = decision.status.phase.is_active();
+    }
+    Ok(decision)
+}
+
+/// `core::decide` on the recorded observations, whose revision must be the source's.
+fn decided(
+    parent: &Parent,
+    canaries: &[Canary],
+    canary: &Canary,
+    status: Option<&crate::core::status::Status>,
+    record: &Record,
+) -> Result<Decision, Problem> {
+    let obs = record
+        .by
+        .observations()
+        .map_err(|e| problem(REPLAY, e.to_string()))?
+        .unwrap_or_else(none);
+    // Every canary's output folder, as the tick leaves them out of source lookups.
+    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = workload::Index::new(&parent.snapshot, &outputs);
+    let source = workload::revision(&parent.root, canary, &index).map_err(|e| {
+        problem(
+            &canary.file,
+            format!("the revision does not read at the parent: {e}"),
+        )
+    })?;
+    if source != obs.revision {
+        return Err(problem(
+            REPLAY,
+            format!(
+                "recorded revision {:?}, but the source at the parent is {source:?}",
+                obs.revision
+            ),
+        ));
+    }
+    Ok(decide(canary, status, &obs, record.now))
+}
+
+/// A record update: the status file's record must disagree with the spec at the parent.
+fn record_update(parent: &Parent, canary: &Canary, record: &Record) -> Result<Replayed, Problem> {
+    let path = status_file::path_for(&canary.id);
+    let found =
+        status_file::read_recorded(&parent.root, &canary.id, read_bounded).map_err(|m| {
+            problem(
+                &path,
+                format!("the status at the parent does not read: {m}"),
+            )
+        })?;
+    let Some((status, recorded)) = found else {
+        return Err(problem(
+            &path,
+            "no status file at the parent to record the spec in",
+        ));
+    };
+    let Some((change, mut message)) = deleted::record_update(canary, &status, recorded.as_ref())
+    else {
+        return Err(problem(
+            &path,
+            "the status file already records the spec's revertOnDeletion at the parent",
+        ));
+    };
+    message.trailers.push(record.trailer());
+    Ok(Replayed {
+        changes: vec![change],
+        message,
+        decision: None,
+    })
+}
+
+/// A deleted canary's revert: its spec is gone at the parent and the core says revert.
+fn revert(parent: &Parent, id: &str, record: &Record) -> Result<Replayed, Problem> {
+    let found = deleted::find(&parent.root, &parent.snapshot, read_bounded);
+    let Some(d) = found.into_iter().find(|d| d.id.to_string() == id) else {
+        return Err(problem(
+            message::CANARY,
+            "the canary is not deleted at the parent (its spec is there, or it has no status file)",
+        ));
+    };
+    let fact = crate::core::observe::Deletion {
+        reverts: d.reverts(),
+        unloadable: deleted::can_tell(&parent.snapshot).map(str::to_string),
+        spec_errors: !parent.spec_errors.is_empty(),
+    };
+    if let v @ (DeletedVerdict::Orphaned | DeletedVerdict::Held(_)) = verdict::deleted(&fact) {
+        return Err(problem(
+            &d.status_file,
+            format!("the rules do not revert this deleted canary at the parent: {v:?}"),
+        ));
+    }
+    let mut done = deleted::revert(&parent.snapshot, &d)
+        .map_err(|e| problem(&d.status_file, format!("the revert does not render: {e}")))?;
+    done.message.trailers.push(record.trailer());
+    Ok(Replayed {
+        changes: done.changes,
+        message: done.message,
+        decision: None,
+    })
+}
+
+/// The drift a hold, restore or resume answers, checked against the history: the facts the
+/// core decides on and the files a restore writes back.
+fn drift(
+    ctx: &Context<'_>,
+    parent: &Parent,
+    canary: &Canary,
+    record: &Record,
+) -> Result<(Facts, Vec<FileChange>), Problem> {
+    let id = canary.id.to_string();
+    let status_path = status_file::path_for(&canary.id);
+    let Some(sanctioned) = ctx.sanctioned.get(&id).copied() else {
+        return Err(problem(
+            &status_path,
+            "no earlier commit of this canary that audit verified holds sluice's version of its files",
+        ));
+    };
+    let git = |e: tree::GitError| problem(&status_path, e.to_string());
+    let differ = differing(ctx, canary, sanctioned).map_err(git)?;
+    let By::Drift {
+        files,
+        changed_by,
+        output_from,
+        policy,
+    } = &record.by
+    else {
+        if !differ.is_empty() {
+            return Err(problem(
+                &status_path,
+                format!(
+                    "a resume, but {} still differ from sluice's last commit of them",
+                    differ.join(", ")
+                ),
+            ));
+        }
+        return Ok((Facts::default(), Vec::new()));
+    };
+    if *output_from != sanctioned.output.to_string() {
+        return Err(problem(
+            REPLAY,
+            format!(
+                "restores from {output_from}, but the newest commit of the output that audit verified is {}",
+                sanctioned.output
+            ),
+        ));
+    }
+    if *files != differ {
+        return Err(problem(
+            REPLAY,
+            format!(
+                "names {files:?} as changed outside sluice, but the files that differ from sluice's last commit are {differ:?}"
+            ),
+        ));
+    }
+    let setting = parent.settings.drift;
+    if policy != policy_name(setting) {
+        return Err(problem(
+            REPLAY,
+            format!(
+                "records drift: {policy}, but the settings at the parent say {}",
+                policy_name(setting)
+            ),
+        ));
+    }
+    let at_sanctioned = tree::commit_tree(ctx.repo, sanctioned.commit).map_err(git)?;
+    let sluice_status = match tree::file_at(ctx.repo, &at_sanctioned, &status_path).map_err(git)? {
+        Some(bytes) => status_file::parse(&String::from_utf8_lossy(&bytes)).map_err(|m| {
+            problem(
+                &status_path,
+                format!("sluice's last status does not read: {m}"),
+            )
+        })?,
+        None => status_file::read(&parent.root, &canary.id, read_bounded)
+            .ok()
+            .flatten()
+            .ok_or_else(|| problem(&status_path, "no status sluice committed"))?,
+    };
+    let mut restore = Vec::new();
+    if setting == DriftPolicy::Restore {
+        let from = tree::commit_tree(ctx.repo, sanctioned.output).map_err(git)?;
+        for file in files.iter().filter(|f| **f != status_path) {
+            restore.push(match tree::file_at(ctx.repo, &from, file).map_err(git)? {
+                Some(bytes) => FileChange::write(file.clone(), String::from_utf8_lossy(&bytes)),
+                None => FileChange::delete(file.clone()),
+            });
+        }
+    }
+    let fact = DriftFact {
+        files: files.clone(),
+        by: changed_by.clone(),
+        output_from: output_from.clone(),
+        sluice_status,
+        policy: setting,
+    };
+    Ok((
+        Facts {
+            drift: Some(fact),
+            ..Facts::default()
+        },
+        restore,
+    ))
+}
+
+/// The canary's owned files that differ at the parent from sluice's newest verified commits:
+/// the output files (sorted), then the status file.
+fn differing(
+    ctx: &Context<'_>,
+    canary: &Canary,
+    sanctioned: Sanctioned,
+) -> tree::Result<Vec<String>> {
+    let Some(parent) = ctx.parent else {
+        return Ok(Vec::new());
+    };
+    let now = tree::commit_tree(ctx.repo, parent)?;
+    let output = tree::commit_tree(ctx.repo, sanctioned.output)?;
+    let mut files = tree::changed_under(ctx.repo, &output, &now, canary.output.as_str())?;
+    let status_path = status_file::path_for(&canary.id);
+    let status = tree::commit_tree(ctx.repo, sanctioned.commit)?;
+    if tree::entry_id(&status, &status_path) != tree::entry_id(&now, &status_path) {
+        files.push(status_path);
+    }
+    Ok(files)
+}
+
+/// The status before the approval merged at the parent: the first status, walking back from
+/// the parent, that differs from the parent's; it must be a waiting one.
+fn waiting_before_merge(
+    ctx: &Context<'_>,
+    canary: &Canary,
+    status: Option<&crate::core::status::Status>,
+) -> Result<crate::core::status::Status, Problem> {
+    let path = status_file::path_for(&canary.id);
+    if !status.is_some_and(|s| s.clock_from_merge) {
+        return Err(problem(
+            &path,
+            "a refused approval, but the status at the parent did not come from a merged approval",
+        ));
+    }
+    let git = |e: tree::GitError| problem(&path, e.to_string());
+    let mut at = ctx.parent;
+    let now = match at {
+        Some(p) => tree::file_at(
+            ctx.repo,
+            &tree::commit_tree(ctx.repo, p).map_err(git)?,
+            &path,
+        )
+        .map_err(git)?,
+        None => None,
+    };
+    for _ in 0..MERGE_LOOKBACK {
+        let Some(commit) = at else { break };
+        at = tree::first_parent(ctx.repo, commit).map_err(git)?;
+        let Some(before) = at else { break };
+        let text = tree::file_at(
+            ctx.repo,
+            &tree::commit_tree(ctx.repo, before).map_err(git)?,
+            &path,
+        )
+        .map_err(git)?;
+        if text != now {
+            let waiting = text
+                .and_then(|t| status_file::parse(&String::from_utf8_lossy(&t)).ok())
+                .filter(crate::approval::is_waiting);
+            return waiting.ok_or_else(|| {
+                problem(
+                    &path,
+                    "a refused approval, but the status before the merge was not waiting",
+                )
+            });
+        }
+    }
+    Err(problem(
+        &path,
+        "a refused approval, but no status before the merge is found",
+    ))
+}
