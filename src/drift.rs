@@ -6,18 +6,27 @@
 //!
 //! Found from git alone, deterministically: walk the first-parent history from the head and
 //! look only at the commits that changed the canary's owned files (against their first
-//! parent). The newest of them that
-//! is sluice's own ("sanctioned") is where sluice's version of the files lives:
+//! parent). The newest of them that is sluice's own ("sanctioned") is where sluice's version
+//! of the files lives. A commit is sluice's by content, never by what it says about itself:
+//! its output folder must be exactly what sluice renders for the status file it carries,
+//! drawn from the commit before it (`drift/verify.rs`: every file byte for byte, none added,
+//! none missing). Trailers and merges only say which commit to check:
 //! - a commit whose trailers carry `Sluice-Canary: <ns>/<name>`: the loop's decisions,
-//!   manual operations (`sluice approve|abort|...`), approval commits merged by fast-forward
-//!   or rebase (which keep the message);
+//!   manual operations (`sluice approve|abort|...`), restores, approval commits merged by
+//!   fast-forward or rebase (which keep the message);
 //! - a merge whose other parent is such a commit with the same owned files: an approval
-//!   branch merged with a merge commit;
+//!   branch merged with a merge commit (the branch's commit is checked);
 //! - a commit that turns a waiting status into the approval's (`clockFromMerge`): how a
 //!   squash-merged approval arrives (detected from content, like [`crate::approval`] does).
 //!
+//! A hand edit dressed in sluice's trailers is therefore drift like any other. When no commit
+//! of sluice's is within [`LOOKBACK`], the head's folder is compared with what sluice renders
+//! for the head's status: if it differs the canary holds (whatever the policy: sluice's version
+//! cannot be read back), rather than being overwritten at its next step.
+//!
 //! A hold commit (`Sluice-Drift` trailers) writes only the status file, so the output folder
-//! is compared with the newest sanctioned commit that is not one. The canary resumes when the
+//! is compared with the newest sanctioned commit that is not one; the hold commit is sluice's
+//! when its status draws that commit's output folder. The canary resumes when the
 //! owned files are sluice's again: put back by hand (a revert), rewritten by a manual
 //! operation (`sluice abort`, `promote`, ... write every owned file), or restored after the
 //! setting is switched to `restore`.
@@ -33,7 +42,8 @@
 //!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
-//! [`LOOKBACK`] commits; nothing runs on an idle poll (the head did not move).
+//! [`LOOKBACK`] commits; a commit is rendered again once per process (the verdicts are kept by
+//! commit ids); nothing runs on an idle poll (the head did not move).
 
 use git2::Oid;
 
@@ -190,7 +200,14 @@ pub fn check(
         return Ok(None);
     }
     let by = newest_foreign.map_or_else(String::new, |i| describe(changes.at(i)));
-    differing(repo, &owned, changes.history.head, output_from, status_from, by)
+    differing(
+        repo,
+        &owned,
+        changes.history.head,
+        output_from,
+        status_from,
+        by,
+    )
 }
 
 /// No commit of sluice's for the canary's output folder within the look-back: the head's
@@ -356,7 +373,11 @@ fn classify(
                 .iter()
                 .filter(|p| owned.contains(p))
                 .all(|p| *p == owned.status);
-            return Ok(if status_only { Kind::Hold } else { Kind::Foreign });
+            return Ok(if status_only {
+                Kind::Hold
+            } else {
+                Kind::Foreign
+            });
         }
         return Ok(verified(draws(
             repo, verifier, owned, canary, commit, commit,

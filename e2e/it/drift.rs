@@ -113,7 +113,11 @@ pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
             if !trailers.contains(&format!("Sluice-Canary: {id}")) {
                 continue;
             }
-            let status = show(&head, sha, &sluice::render::status_file::path_for(&canary.id));
+            let status = show(
+                &head,
+                sha,
+                &sluice::render::status_file::path_for(&canary.id),
+            );
             let differ = verifier.differing(canary, &status, files, base).unwrap();
             assert!(
                 differ.is_empty(),
@@ -124,7 +128,7 @@ pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
 }
 
 /// The canary's route with the weights changed by hand.
-fn hand_edited(route: &str) -> String {
+pub(crate) fn hand_edited(route: &str) -> String {
     let edited = route
         .replace("weight: 80", "weight: 50")
         .replace("weight: 20", "weight: 50");

@@ -11,10 +11,11 @@
 //! the core's [`redrawn`] decision.
 //!
 //! Cost: each base is written out and read once per tick, whatever number of canaries a
-//! per-tick commit carries; each verdict is kept for the life of the process
-//! (a memo kept by commit ids), so a tick renders again only commits it has not seen before. Reads git
+//! per-tick commit carries; each verdict is kept for the life of the process (a memo keyed by
+//! commit ids), so a tick renders again only commits no tick has rendered before. Reads git
 //! objects only; never writes to the repository.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
@@ -65,7 +66,10 @@ struct Key {
 
 impl Verified {
     fn get(&self, key: &Key) -> Option<Vec<String>> {
-        self.seen.lock().ok().and_then(|seen| seen.get(key).cloned())
+        self.seen
+            .lock()
+            .ok()
+            .and_then(|seen| seen.get(key).cloned())
     }
 
     fn put(&self, key: Key, verdict: Vec<String>) {
@@ -144,12 +148,11 @@ impl Verifier {
         let Some(git) = self.git.as_ref() else {
             return Ok(Vec::new());
         };
-        if !self.bases.contains_key(&base) {
-            self.bases.insert(base, read_base(git, base)?);
-        }
-        let Some(base) = self.bases.get(&base) else {
-            return Ok(Vec::new());
+        let base = match self.bases.entry(base) {
+            Entry::Occupied(read) => read.into_mut(),
+            Entry::Vacant(unread) => unread.insert(read_base(git, base)?),
         };
+        let base: &Base = base;
         let canary = base.canaries.iter().find(|c| c.id == at_head.id);
         let output = at_head.output.as_str();
         let found = files_under(git, files, output)?;

@@ -7,6 +7,7 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
+use crate::drift::hand_edited;
 use crate::loop_support::{show, World, ROUTE_FILE, STATUS_FILE, STEPS};
 use crate::support::{canary, git};
 
@@ -56,18 +57,12 @@ fn last_trailers(w: &World) -> String {
         &w.bare,
         &["log", "-1", "--format=%(trailers:only,unfold)", "main"],
     );
-    assert!(trailers.contains("Sluice-Canary: prod/podinfo"), "{trailers}");
+    assert!(
+        trailers.contains("Sluice-Canary: prod/podinfo"),
+        "{trailers}"
+    );
     assert!(trailers.contains("Sluice-Replay: "), "{trailers}");
     trailers.trim().to_string()
-}
-
-/// The route with half the traffic sent to the canary by hand.
-fn half(route: &str) -> String {
-    let edited = route
-        .replace("weight: 80", "weight: 50")
-        .replace("weight: 20", "weight: 50");
-    assert_ne!(edited, route, "the edit changes the weights: {route}");
-    edited
 }
 
 /// Ticks a few times and asserts the canary is held for `file` and the human's `route`
@@ -94,7 +89,7 @@ fn held_for(w: &mut World, file: &str, route: &str) {
 fn a_hand_edit_of_the_route_with_sluices_trailers_is_drift_not_overwritten() {
     let mut w = at_first_step();
     let route = show(&w.bare, "main", ROUTE_FILE);
-    let edited = half(&route);
+    let edited = hand_edited(&route);
     w.human_writes(
         ROUTE_FILE,
         &edited,
@@ -127,7 +122,7 @@ fn a_file_added_to_a_running_canarys_output_folder_is_drift_named_in_the_hold() 
 fn a_hand_edit_buried_under_more_commits_than_the_look_back_is_held_not_overwritten() {
     let mut w = at_first_step();
     let route = show(&w.bare, "main", ROUTE_FILE);
-    let edited = half(&route);
+    let edited = hand_edited(&route);
     w.human_writes(ROUTE_FILE, &edited, "route: half the traffic by hand");
     // 501 commits that touch nothing sluice owns, pushed at once: the edit is past the
     // look-back window before sluice ticks again.

@@ -108,7 +108,7 @@ fn drift_past_the_look_back_holds_even_under_restore_and_says_why() {
         if let Some(d) = facts.drift.as_mut() {
             d.beyond = Some(500);
         }
-        let v = verdict(&c, Some(&status), &Observations::revision("r1"), &facts, t(200));
+        let v = on_r1(&c, &status, &facts, 200);
         assert_eq!(
             v.decision.action,
             Action::Drift(DriftStep::Hold {
@@ -123,8 +123,7 @@ fn drift_past_the_look_back_holds_even_under_restore_and_says_why() {
             "{event}"
         );
         // Said once: the next tick holds without a commit.
-        let held = v.decision.status;
-        let again = verdict(&c, Some(&held), &Observations::revision("r1"), &facts, t(300));
+        let again = on_r1(&c, &v.decision.status, &facts, 300);
         assert!(!again.decision.commits(), "{policy:?}");
     }
 }
