@@ -6,18 +6,27 @@
 //!
 //! Found from git alone, deterministically: walk the first-parent history from the head and
 //! look only at the commits that changed the canary's owned files (against their first
-//! parent). The newest of them that
-//! is sluice's own ("sanctioned") is where sluice's version of the files lives:
+//! parent). The newest of them that is sluice's own ("sanctioned") is where sluice's version
+//! of the files lives. A commit is sluice's by content, never by what it says about itself:
+//! its output folder must be exactly what sluice renders for the status file it carries,
+//! drawn from the commit before it (`drift/verify.rs`: every file byte for byte, none added,
+//! none missing). Trailers and merges only say which commit to check:
 //! - a commit whose trailers carry `Sluice-Canary: <ns>/<name>`: the loop's decisions,
-//!   manual operations (`sluice approve|abort|...`), approval commits merged by fast-forward
-//!   or rebase (which keep the message);
+//!   manual operations (`sluice approve|abort|...`), restores, approval commits merged by
+//!   fast-forward or rebase (which keep the message);
 //! - a merge whose other parent is such a commit with the same owned files: an approval
-//!   branch merged with a merge commit;
+//!   branch merged with a merge commit (the branch's commit is checked);
 //! - a commit that turns a waiting status into the approval's (`clockFromMerge`): how a
 //!   squash-merged approval arrives (detected from content, like [`crate::approval`] does).
 //!
+//! A hand edit dressed in sluice's trailers is therefore drift like any other. When no commit
+//! of sluice's is within [`LOOKBACK`], the head's folder is compared with what sluice renders
+//! for the head's status: if it differs the canary holds (whatever the policy: sluice's version
+//! cannot be read back), rather than being overwritten at its next step.
+//!
 //! A hold commit (`Sluice-Drift` trailers) writes only the status file, so the output folder
-//! is compared with the newest sanctioned commit that is not one. The canary resumes when the
+//! is compared with the newest sanctioned commit that is not one; the hold commit is sluice's
+//! when its status draws that commit's output folder. The canary resumes when the
 //! owned files are sluice's again: put back by hand (a revert), rewritten by a manual
 //! operation (`sluice abort`, `promote`, ... write every owned file), or restored after the
 //! setting is switched to `restore`.
@@ -33,7 +42,8 @@
 //!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
-//! [`LOOKBACK`] commits; nothing runs on an idle poll (the head did not move).
+//! [`LOOKBACK`] commits; a commit is rendered again once per process (the verdicts are kept by
+//! commit ids); nothing runs on an idle poll (the head did not move).
 
 use git2::Oid;
 
@@ -46,6 +56,10 @@ use crate::render::{message, status_file, RenderError};
 use crate::spec::model::Canary;
 use crate::spec::settings::DriftPolicy;
 
+mod verify;
+
+pub use verify::Verifier;
+
 /// How many first-parent commits a tick's [`History`] reads at most. A change older than
 /// that was seen (and acted on) by the ticks since.
 pub const LOOKBACK: usize = 500;
@@ -56,6 +70,8 @@ pub enum DriftError {
     Git(#[from] crate::gitops::Error),
     #[error(transparent)]
     Render(#[from] RenderError),
+    #[error(transparent)]
+    Verify(#[from] verify::VerifyError),
     #[error("{path} at {commit}: cannot read the status sluice committed: {message}")]
     Status {
         path: String,
@@ -75,6 +91,10 @@ pub struct Drift {
     pub status_from: Oid,
     /// The newest commit that changed them, as `<short id> by <author>: <subject>`.
     pub by: String,
+    /// `Some(n)`: no commit of sluice's for the output folder is within the last `n`
+    /// commits; the files are those that differ from what sluice renders for the head's
+    /// status, and `output_from` is the head.
+    pub beyond: Option<usize>,
 }
 
 /// The first-parent history from a tick's head and the files each commit changed, read
@@ -119,66 +139,116 @@ impl History {
         }
         Ok(self.read.get(i))
     }
+
+    /// The commit just past the look-back, once the walk has reached it; `None` while the
+    /// walk is shorter or when it reached the first commit.
+    fn past_lookback(&self) -> Option<Oid> {
+        self.next.filter(|_| self.read.len() >= LOOKBACK)
+    }
 }
 
 /// Where sluice's version of a canary's owned files is, and whether the head differs.
 pub fn check(
     repo: &ConfigRepo,
     history: &mut History,
+    verifier: &mut Verifier,
     canary: &Canary,
 ) -> Result<Option<Drift>, DriftError> {
     let owned = Owned::of(canary);
-    let head = history.head;
     let mut changes = Changes {
         history,
         owned: &owned,
         i: 0,
     };
-    // The newest foreign commit, as an index into the history.
+    // The newest foreign commit, and the newest hold commit, as indexes into the history.
     let mut newest_foreign: Option<usize> = None;
-    // The newest sanctioned commit: sluice's status file.
-    let (status_from, drift_commit) = loop {
+    let mut hold: Option<usize> = None;
+    // The newest commit whose output folder is sluice's.
+    let sluices = loop {
         let Some(i) = changes.next(repo)? else {
-            return Ok(None);
+            break None;
         };
         let walked = changes.at(i);
-        match sanctioned(repo, &owned, canary, walked)? {
-            Some(drift) => break (walked.oid, drift),
-            None => {
-                if newest_foreign.is_none() {
-                    newest_foreign = Some(i);
-                }
+        match classify(repo, verifier, &owned, canary, walked)? {
+            Kind::Sluice => break Some(walked.oid),
+            Kind::Hold if hold.is_none() => hold = Some(i),
+            Kind::Hold => {}
+            Kind::Foreign if hold.is_none() => {
+                newest_foreign.get_or_insert(i);
+            }
+            Kind::Foreign => {}
+        }
+    };
+    let Some(output_from) = sluices else {
+        return beyond(repo, changes.history, verifier, canary, newest_foreign);
+    };
+    // A hold commit wrote only the status: it is sluice's when that status draws the output
+    // folder sluice last wrote.
+    let status_from = match hold {
+        None => output_from,
+        Some(h) => {
+            let oid = changes.at(h).oid;
+            if draws(repo, verifier, &owned, canary, output_from, oid)? {
+                oid
+            } else {
+                newest_foreign = Some(newest_foreign.map_or(h, |f| f.min(h)));
+                output_from
             }
         }
     };
-    // A hold commit wrote only the status: the output folder is the last sanctioned one's.
-    let output_from = if drift_commit {
-        loop {
-            let Some(i) = changes.next(repo)? else {
-                break status_from;
-            };
-            let walked = changes.at(i);
-            if sanctioned(repo, &owned, canary, walked)? == Some(false) {
-                break walked.oid;
-            }
-        }
-    } else {
-        status_from
+    if hold.is_none() && newest_foreign.is_none() {
+        return Ok(None);
+    }
+    let by = newest_foreign.map_or_else(String::new, |i| describe(changes.at(i)));
+    differing(
+        repo,
+        &owned,
+        changes.history.head,
+        output_from,
+        status_from,
+        by,
+    )
+}
+
+/// No commit of sluice's for the canary's output folder within the look-back: the head's
+/// folder is judged against what sluice renders for the head's status, drawn from the commit
+/// just past the look-back. Reaching the first commit instead means sluice never wrote the
+/// canary's files: nothing to compare with.
+fn beyond(
+    repo: &ConfigRepo,
+    history: &mut History,
+    verifier: &mut Verifier,
+    canary: &Canary,
+    newest_foreign: Option<usize>,
+) -> Result<Option<Drift>, DriftError> {
+    let (head, Some(edge)) = (history.head, history.past_lookback()) else {
+        return Ok(None);
     };
-    let Some(foreign) = newest_foreign.map(|i| changes.at(i)) else {
-        if !drift_commit {
-            return Ok(None);
-        }
-        // Nothing changed since the hold commit: still the files it named, unless put back.
-        return differing(repo, &owned, head, output_from, status_from, String::new());
+    let path = status_file::path_for(&canary.id);
+    let Some(status) = repo.read_file_at(head, &path)? else {
+        return Ok(None);
     };
-    let by = format!(
+    let files = verifier.differing(canary, &status, head, edge)?;
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let by = newest_foreign.map_or_else(String::new, |i| describe(&history.read[i]));
+    Ok(Some(Drift {
+        files,
+        output_from: head,
+        status_from: head,
+        by,
+        beyond: Some(LOOKBACK),
+    }))
+}
+
+fn describe(walked: &Walked) -> String {
+    format!(
         "{} by {}: {}",
-        &foreign.oid.to_string()[..7],
-        foreign.facts.author.name,
-        foreign.facts.subject
-    );
-    differing(repo, &owned, head, output_from, status_from, by)
+        &walked.oid.to_string()[..7],
+        walked.facts.author.name,
+        walked.facts.subject
+    )
 }
 
 fn differing(
@@ -198,6 +268,7 @@ fn differing(
         output_from,
         status_from,
         by,
+        beyond: None,
     }))
 }
 
@@ -260,29 +331,65 @@ impl Changes<'_> {
     }
 }
 
-/// Whether `commit` (which changed the owned files) is sluice's for this canary: `None` when
-/// not, `Some(true)` for a hold commit, `Some(false)` otherwise.
-fn sanctioned(
+/// What a commit that changed a canary's owned files is to the drift check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Its output folder is what sluice renders for its status: one of the loop's decisions,
+    /// a manual operation, a restore, or an approval merged by any method.
+    Sluice,
+    /// A hold commit (`Sluice-Drift`): it writes the status file only, and is sluice's when
+    /// that status draws the output folder of the newest [`Kind::Sluice`] commit.
+    Hold,
+    /// Anything else, whatever its trailers say.
+    Foreign,
+}
+
+/// What `walked` (which changed the owned files) is. Trailers only say which check applies:
+/// a commit is sluice's when its files are what sluice renders, never because it says so.
+fn classify(
     repo: &ConfigRepo,
+    verifier: &mut Verifier,
     owned: &Owned,
     canary: &Canary,
     walked: &Walked,
-) -> Result<Option<bool>, DriftError> {
+) -> Result<Kind, DriftError> {
     let (commit, facts) = (walked.oid, &walked.facts);
     let id = canary.id.to_string();
+    let verified = |sluices: bool| {
+        if sluices {
+            Kind::Sluice
+        } else {
+            Kind::Foreign
+        }
+    };
     if carries(&facts.trailers, &id) {
         let group = trailer_group(&facts.trailers, message::CANARY, &id);
-        return Ok(Some(
-            group
+        if group
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(message::DRIFT))
+        {
+            let status_only = walked
+                .changed
                 .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case(message::DRIFT)),
-        ));
+                .filter(|p| owned.contains(p))
+                .all(|p| *p == owned.status);
+            return Ok(if status_only {
+                Kind::Hold
+            } else {
+                Kind::Foreign
+            });
+        }
+        return Ok(verified(draws(
+            repo, verifier, owned, canary, commit, commit,
+        )?));
     }
-    // An approval branch merged with a merge commit: sluice wrote the other parent.
+    // An approval branch merged with a merge commit: the branch's commit must be sluice's.
     let ids = owned.ids(repo, commit)?;
     for other in facts.parents.iter().skip(1) {
         if carries(&repo.commit_facts(*other)?.trailers, &id) && owned.ids(repo, *other)? == ids {
-            return Ok(Some(false));
+            return Ok(verified(draws(
+                repo, verifier, owned, canary, *other, *other,
+            )?));
         }
     }
     // A squash-merged approval: a waiting status became the approval's.
@@ -294,11 +401,32 @@ fn sanctioned(
         };
         if let (Some(now), Some(before)) = (status(commit)?, status(*parent)?) {
             if now.clock_from_merge && approval::is_waiting(&before) {
-                return Ok(Some(false));
+                return Ok(verified(draws(
+                    repo, verifier, owned, canary, commit, commit,
+                )?));
             }
         }
     }
-    Ok(None)
+    Ok(Kind::Foreign)
+}
+
+/// Whether the status file at `status_at` draws the output folder at `files` as sluice
+/// renders it from the commit the tick read then (`files`' first parent).
+fn draws(
+    repo: &ConfigRepo,
+    verifier: &mut Verifier,
+    owned: &Owned,
+    canary: &Canary,
+    files: Oid,
+    status_at: Oid,
+) -> Result<bool, DriftError> {
+    let (Some(status), Some(base)) = (
+        repo.read_file_at(status_at, &owned.status)?,
+        repo.parent_of(files)?,
+    ) else {
+        return Ok(false);
+    };
+    Ok(verifier.differing(canary, &status, files, base)?.is_empty())
 }
 
 fn carries(trailers: &[(String, String)], id: &str) -> bool {
@@ -337,7 +465,8 @@ pub fn observe(
         .or_else(|| status.cloned())
         .ok_or_else(|| missing("no status file".to_string()))?;
     let mut restore = Vec::new();
-    if policy == DriftPolicy::Restore {
+    // Past the look-back sluice's version is unknown: the canary holds, nothing is restored.
+    if policy == DriftPolicy::Restore && drift.beyond.is_none() {
         for file in drift.files.iter().filter(|f| **f != path) {
             restore.push(match repo.read_file_at(drift.output_from, file)? {
                 Some(text) => FileChange::write(file.clone(), text),
@@ -352,6 +481,7 @@ pub fn observe(
             output_from: drift.output_from.to_string(),
             sluice_status,
             policy,
+            beyond: drift.beyond,
         },
         restore,
     })

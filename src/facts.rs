@@ -169,6 +169,7 @@ pub fn gather<'a>(
     drop(requests);
     let forge = waiting_forge(&prepared, &read.settings, runtime);
     let mut history = crate::drift::History::new(repo.head());
+    let mut verifier = crate::drift::Verifier::new(root);
     let mut gathered = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
@@ -181,7 +182,7 @@ pub fn gather<'a>(
             runtime,
             read,
             forge.as_ref(),
-            &mut history,
+            (&mut history, &mut verifier),
             p,
             external,
         ) {
@@ -257,7 +258,7 @@ fn know(
     runtime: &Runtime,
     read: &Read,
     forge: Option<&Forge>,
-    history: &mut crate::drift::History,
+    (history, verifier): (&mut crate::drift::History, &mut crate::drift::Verifier),
     p: Prepared<'_>,
     external: External,
 ) -> Result<Known, CanaryError> {
@@ -265,7 +266,7 @@ fn know(
     let status = p.status.as_ref();
     let mut facts = Facts::default();
     let mut restore = Vec::new();
-    if let Some(drift) = crate::drift::check(repo, history, canary)? {
+    if let Some(drift) = crate::drift::check(repo, history, verifier, canary)? {
         let observed = crate::drift::observe(repo, canary, status, &drift, read.settings.drift)?;
         facts.drift = Some(observed.fact);
         restore = observed.restore;

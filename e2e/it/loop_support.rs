@@ -276,6 +276,8 @@ impl Provider {
             assert_eq!(trailer, status_weights, "{sha}: trailer and status agree");
             found.push(weights);
         }
+        let shas: Vec<String> = sluice_commits(bare).into_iter().map(|(s, _)| s).collect();
+        crate::drift::every_commit_drawn_by_sluice(bare, &shas);
         found
     }
 

@@ -448,6 +448,8 @@ fn check_every_commit(bare: &Path) -> Vec<String> {
                 .join(" "),
         );
     }
+    let shas: Vec<String> = sluice_commits(bare).into_iter().map(|(s, _)| s).collect();
+    crate::drift::every_commit_drawn_by_sluice(bare, &shas);
     found
 }
 

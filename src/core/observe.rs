@@ -96,6 +96,10 @@ pub struct DriftFact {
     pub sluice_status: Status,
     /// What the repo settings (`drift:`) say to do.
     pub policy: DriftPolicy,
+    /// `Some(n)`: no commit of sluice's for the files is within the last `n` commits (the
+    /// look-back), and they are not what sluice renders for the head's status. sluice's
+    /// version cannot be read back, so the canary holds whatever the policy says.
+    pub beyond: Option<usize>,
 }
 
 /// What a tick does with a canary whose output files or status file changed outside sluice

@@ -160,6 +160,18 @@ fn drifted<R>(canary: &Canary<R>, status: Option<&Status>, drift: &DriftFact) ->
         format!(" by {}", drift.by)
     };
     let mut next = drift.sluice_status.clone();
+    if let Some(lookback) = drift.beyond {
+        let (them, they) = if drift.files.len() == 1 {
+            ("it", "it is")
+        } else {
+            ("them", "they are")
+        };
+        let event = format!(
+            "Held: {files} changed outside sluice{by}: not what sluice renders for the canary's status, and no commit of sluice's for {them} is within the last {lookback} commits; sluice makes no change (it cannot tell what it wrote, so it restores nothing) until {they} sluice's again (revert the change, or run a manual operation such as `sluice abort {}`)",
+            canary.id
+        );
+        return held(status, drift, next, event);
+    }
     match drift.policy {
         DriftPolicy::Hold => {
             let event = format!(
@@ -167,16 +179,7 @@ fn drifted<R>(canary: &Canary<R>, status: Option<&Status>, drift: &DriftFact) ->
                 if drift.files.len() == 1 { "it is" } else { "they are" },
                 canary.id
             );
-            match status.filter(|s| drift.files.iter().all(|f| s.drift.contains(f))) {
-                Some(held) => hold(held, None, event),
-                None => {
-                    next.drift = drift.files.clone();
-                    let action = Action::Drift(DriftStep::Hold {
-                        files: drift.files.clone(),
-                    });
-                    change(action, next, event, None)
-                }
-            }
+            held(status, drift, next, event)
         }
         DriftPolicy::Restore => {
             let short = drift.output_from.get(..7).unwrap_or(&drift.output_from);
@@ -191,6 +194,34 @@ fn drifted<R>(canary: &Canary<R>, status: Option<&Status>, drift: &DriftFact) ->
             change(action, next, event, None)
         }
     }
+}
+
+/// A drift hold: said once (the status names the files), then nothing to commit.
+fn held(status: Option<&Status>, drift: &DriftFact, mut next: Status, event: String) -> Decision {
+    match status.filter(|s| drift.files.iter().all(|f| s.drift.contains(f))) {
+        Some(held) => hold(held, None, event),
+        None => {
+            next.drift = drift.files.clone();
+            let action = Action::Drift(DriftStep::Hold {
+                files: drift.files.clone(),
+            });
+            change(action, next, event, None)
+        }
+    }
+}
+
+/// The decision that draws `status` as it stands, for the renderers to draw again what sluice
+/// committed with it: how the drift check tells a commit sluice wrote from one that only says
+/// so. It moves nothing and is never committed. With `promoted` the primary workload is drawn
+/// from the source (as initialization and promotion draw it); otherwise the primary already
+/// in the output folder is kept (as every other step keeps it).
+pub fn redrawn(status: &Status, promoted: bool) -> Decision {
+    let action = if promoted {
+        Action::Promote
+    } else {
+        Action::Hold
+    };
+    change(action, status.clone(), status.message.clone(), None)
 }
 
 /// The hold ends: the owned files are sluice's again (`held` is the held status at the head).

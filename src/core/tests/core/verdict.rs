@@ -5,7 +5,7 @@
 use sluice_core::decide::{decide, Action, DriftStep};
 use sluice_core::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
 use sluice_core::status::{Gate, Phase, Status};
-use sluice_core::verdict::{deleted, verdict, Basis, DeletedVerdict, Verdict};
+use sluice_core::verdict::{deleted, redrawn, verdict, Basis, DeletedVerdict, Verdict};
 
 use crate::builders::{canary, t, waiting_for_rollout};
 
@@ -27,6 +27,7 @@ fn drift(files: &[&str], policy: DriftPolicy, sluice_status: &Status) -> Facts {
             output_from: "0123456789abcdef0123456789abcdef01234567".to_string(),
             sluice_status: sluice_status.clone(),
             policy,
+            beyond: None,
         }),
         ..Facts::default()
     }
@@ -97,6 +98,44 @@ fn drift_restore_writes_back_sluices_status_and_names_the_commit() {
     assert_eq!(v.decision.status.canary_weight, status.canary_weight);
     assert!(v.decision.status.drift.is_empty());
     assert!(v.decision.events[0].ends_with("written back as sluice committed them in 0123456"));
+}
+
+#[test]
+fn drift_past_the_look_back_holds_even_under_restore_and_says_why() {
+    let (c, status) = progressing();
+    for policy in [DriftPolicy::Hold, DriftPolicy::Restore] {
+        let mut facts = drift(&["route.yaml"], policy, &status);
+        if let Some(d) = facts.drift.as_mut() {
+            d.beyond = Some(500);
+        }
+        let v = on_r1(&c, &status, &facts, 200);
+        assert_eq!(
+            v.decision.action,
+            Action::Drift(DriftStep::Hold {
+                files: vec!["route.yaml".to_string()]
+            }),
+            "{policy:?}"
+        );
+        assert_eq!(v.decision.status.drift, vec!["route.yaml"]);
+        let event = &v.decision.events[0];
+        assert!(
+            event.starts_with("Held: route.yaml changed outside sluice by abc1234 by Eve <eve@example.com>: edit: not what sluice renders for the canary's status, and no commit of sluice's for it is within the last 500 commits;"),
+            "{event}"
+        );
+        // Said once: the next tick holds without a commit.
+        let again = on_r1(&c, &v.decision.status, &facts, 300);
+        assert!(!again.decision.commits(), "{policy:?}");
+    }
+}
+
+#[test]
+fn redrawn_moves_nothing_and_draws_the_primary_only_when_asked() {
+    let (_, status) = progressing();
+    let kept = redrawn(&status, false);
+    assert_eq!(kept.status, status);
+    assert!(!kept.commits());
+    assert_eq!(redrawn(&status, true).action, Action::Promote);
+    assert_eq!(redrawn(&status, true).status, status);
 }
 
 #[test]

@@ -1,0 +1,281 @@
+//! Whether a commit's output folder is what sluice renders: the drift check's proof that a
+//! commit is sluice's. A trailer (`Sluice-Canary`, a copied `Sluice-Replay`) is a claim anyone
+//! who can push may write; this is the check.
+//!
+//! A canary's output folder at a commit is sluice's for a status when it holds exactly the
+//! files sluice renders for that status (no file more, none fewer, byte for byte), drawn as
+//! the tick drew them: the canary spec, the repo settings, the sources and the primary kept in
+//! the folder are read from the commit the tick had read (the commit's first parent, its
+//! *base*), written out to a temporary folder and read by the same readers and renderers the
+//! tick uses. Nothing here is a copy of the render: it calls [`crate::render::changes`] with
+//! the core's [`redrawn`] decision.
+//!
+//! Cost: each base is written out and read once per tick, whatever number of canaries a
+//! per-tick commit carries; each verdict is kept for the life of the process (a memo keyed by
+//! commit ids), so a tick renders again only commits no tick has rendered before. Reads git
+//! objects only; never writes to the repository.
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
+
+use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+
+use crate::audit::tree::{self, GitError};
+use crate::core::verdict::redrawn;
+use crate::render::{self, status_file};
+use crate::spec::load::{load_in, settings_in, Existing};
+use crate::spec::model::{Canary, CanaryId};
+use crate::workload;
+use crate::yaml::snapshot::{read_bounded, Snapshot};
+
+/// Verdicts kept at most; past it the memo starts again empty.
+const KEEP: usize = 10_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("cannot open the clone at {root} to read a commit's files: {message}")]
+    Open { root: String, message: String },
+    #[error("cannot make a temporary folder to render {commit} again: {message}")]
+    Temp { commit: String, message: String },
+}
+
+/// What was verified, for the life of the process. A verdict depends on nothing but git
+/// objects, named by their content hashes, so it never goes stale and holds for any clone:
+/// a memo, shared by every tick (a daemon's, or the tests' many worlds in one process).
+static KEPT: LazyLock<Verified> = LazyLock::new(Verified::default);
+
+#[derive(Debug, Default)]
+struct Verified {
+    seen: Mutex<HashMap<Key, Vec<String>>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    canary: String,
+    /// The commit whose output folder is judged.
+    files: Oid,
+    /// The commit it was drawn from.
+    base: Oid,
+    /// The status it is judged against (the blob id of its text).
+    status: Oid,
+}
+
+impl Verified {
+    fn get(&self, key: &Key) -> Option<Vec<String>> {
+        self.seen
+            .lock()
+            .ok()
+            .and_then(|seen| seen.get(key).cloned())
+    }
+
+    fn put(&self, key: Key, verdict: Vec<String>) {
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.len() >= KEEP {
+                seen.clear();
+            }
+            seen.insert(key, verdict);
+        }
+    }
+}
+
+/// One tick's verifier: the clone opened, and each base read, once.
+pub struct Verifier {
+    root: PathBuf,
+    git: Option<Repository>,
+    bases: HashMap<Oid, Base>,
+}
+
+/// A commit written out and read as the tick reads its clone.
+struct Base {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    snapshot: Snapshot,
+    /// Its canaries; none when its settings do not load (no tick renders then).
+    canaries: Vec<Canary>,
+}
+
+impl Verifier {
+    /// A verifier of the clone at `root`.
+    pub fn new(root: &Path) -> Verifier {
+        Verifier {
+            root: root.to_path_buf(),
+            git: None,
+            bases: HashMap::new(),
+        }
+    }
+
+    /// The files of `canary`'s output folder at `files` that are not what sluice renders for
+    /// the status file text `status`, drawn from the commit `base` (changed, added or
+    /// missing), sorted; empty when the folder is exactly sluice's. A status that does not
+    /// parse, or a canary that does not load at `base`, leaves nothing sluice's: every file
+    /// of the folder is named.
+    pub fn differing(
+        &mut self,
+        canary: &Canary,
+        status: &str,
+        files: Oid,
+        base: Oid,
+    ) -> Result<Vec<String>, VerifyError> {
+        let key = Key {
+            canary: canary.id.to_string(),
+            files,
+            base,
+            status: Oid::hash_object(ObjectType::Blob, status.as_bytes())
+                .map_err(tree::git("hash a status file"))?,
+        };
+        if let Some(verdict) = KEPT.get(&key) {
+            return Ok(verdict);
+        }
+        let verdict = self.render_and_compare(canary, status, files, base)?;
+        KEPT.put(key, verdict.clone());
+        Ok(verdict)
+    }
+
+    fn render_and_compare(
+        &mut self,
+        at_head: &Canary,
+        status: &str,
+        files: Oid,
+        base: Oid,
+    ) -> Result<Vec<String>, VerifyError> {
+        if self.git.is_none() {
+            self.git = Some(open(&self.root)?);
+        }
+        let Some(git) = self.git.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let base = match self.bases.entry(base) {
+            Entry::Occupied(read) => read.into_mut(),
+            Entry::Vacant(unread) => unread.insert(read_base(git, base)?),
+        };
+        let base: &Base = base;
+        let canary = base.canaries.iter().find(|c| c.id == at_head.id);
+        let output = at_head.output.as_str();
+        let found = files_under(git, files, output)?;
+        // Nothing drawn to compare with: every file is named (the folder, when it is empty).
+        let everything = || match found.keys().cloned().collect::<Vec<_>>() {
+            none if none.is_empty() => vec![output.to_string()],
+            some => some,
+        };
+        let (Some(canary), Ok(status)) = (canary, status_file::parse(status)) else {
+            return Ok(everything());
+        };
+        let outputs: Vec<&str> = base.canaries.iter().map(|c| c.output.as_str()).collect();
+        let index = workload::Index::new(&base.snapshot, &outputs);
+        let prefix = format!("{output}/");
+        // Every step keeps the primary already there; initialization and promotion draw it
+        // from the source. The closer of the two names the files.
+        let mut closest: Option<Vec<String>> = None;
+        for promoted in [false, true] {
+            let decision = redrawn(&status, promoted);
+            let Ok(changes) = render::changes(&base.root, canary, &decision, &index) else {
+                continue;
+            };
+            let drawn: BTreeMap<String, Option<Vec<u8>>> = changes
+                .into_iter()
+                .filter(|c| c.path.starts_with(&prefix))
+                .filter_map(|c| c.content.map(|text| (c.path, Some(text.into_bytes()))))
+                .collect();
+            let mut differ: Vec<String> = drawn
+                .keys()
+                .chain(found.keys())
+                .filter(|p| drawn.get(*p) != found.get(*p))
+                .cloned()
+                .collect();
+            differ.sort();
+            differ.dedup();
+            if closest.as_ref().is_none_or(|c| differ.len() < c.len()) {
+                closest = Some(differ);
+            }
+        }
+        Ok(closest.unwrap_or_else(everything))
+    }
+}
+
+fn open(root: &Path) -> Result<Repository, VerifyError> {
+    Repository::open(root).map_err(|e| VerifyError::Open {
+        root: root.display().to_string(),
+        message: e.message().to_string(),
+    })
+}
+
+/// Writes out `base` and reads its settings, files and canaries.
+fn read_base(git: &Repository, base: Oid) -> Result<Base, VerifyError> {
+    let dir = tempfile::Builder::new()
+        .prefix("sluice-drift-")
+        .tempdir()
+        .map_err(|e| VerifyError::Temp {
+            commit: base.to_string(),
+            message: e.to_string(),
+        })?;
+    let root = dir.path().to_path_buf();
+    tree::write_tree(git, &tree::tree_of(git, base)?, &root)?;
+    let (settings, problems) = settings_in(&root, read_bounded);
+    let snapshot = Snapshot::read(&root);
+    let canaries = if problems.is_empty() {
+        let has_status = |id: &CanaryId| root.join(status_file::path_for(id)).is_file();
+        let existing = Existing {
+            files: &snapshot,
+            has_status: &has_status,
+        };
+        load_in(&snapshot, &settings, Some(&existing)).canaries
+    } else {
+        Vec::new()
+    };
+    Ok(Base {
+        _dir: dir,
+        root,
+        snapshot,
+        canaries,
+    })
+}
+
+/// Every entry under `folder` at `commit`, by repo-relative path: a regular file's content,
+/// or `None` for anything sluice never writes (a link, a submodule, a file where the folder
+/// should be).
+fn files_under(
+    git: &Repository,
+    commit: Oid,
+    folder: &str,
+) -> Result<BTreeMap<String, Option<Vec<u8>>>, VerifyError> {
+    let mut found = BTreeMap::new();
+    let root = tree::tree_of(git, commit)?;
+    let Ok(entry) = root.get_path(Path::new(folder)) else {
+        return Ok(found);
+    };
+    let Ok(sub) = git.find_tree(entry.id()) else {
+        found.insert(folder.to_string(), None);
+        return Ok(found);
+    };
+    let mut failed = None;
+    let walked = sub.walk(TreeWalkMode::PreOrder, |at, e| {
+        if e.kind() == Some(ObjectType::Tree) {
+            return TreeWalkResult::Ok;
+        }
+        let path = format!("{folder}/{at}{}", String::from_utf8_lossy(e.name_bytes()));
+        let regular = matches!(e.filemode(), 0o100644 | 0o100755);
+        if !regular {
+            found.insert(path, None);
+            return TreeWalkResult::Ok;
+        }
+        match git.find_blob(e.id()) {
+            Ok(blob) => {
+                found.insert(path, Some(blob.content().to_vec()));
+                TreeWalkResult::Ok
+            }
+            Err(err) => {
+                failed = Some(err);
+                TreeWalkResult::Abort
+            }
+        }
+    });
+    if let Some(err) = failed {
+        return Err(tree::git("read a file")(err).into());
+    }
+    walked.map_err(tree::git("walk a tree"))?;
+    Ok(found)
+}
