@@ -322,6 +322,7 @@ fn drift(
         changed_by,
         output_from,
         policy,
+        beyond,
     } = &record.by
     else {
         if !differ.is_empty() {
@@ -391,6 +392,9 @@ fn drift(
         output_from: output_from.clone(),
         sluice_status,
         policy: setting,
+        // Past the tick's look-back the hold restores nothing: a safe decision, so the
+        // record's word on it is taken (the files it names are checked above all the same).
+        beyond: *beyond,
     };
     Ok((
         Facts {

@@ -213,7 +213,7 @@ fn read_base(git: &Repository, base: Oid) -> Result<Base, VerifyError> {
             message: e.to_string(),
         })?;
     let root = dir.path().to_path_buf();
-    tree::write_tree(git, &tree::tree_of(git, base)?, &root)?;
+    tree::write_tree(git, &tree::commit_tree(git, base)?, &root)?;
     let (settings, problems) = settings_in(&root, read_bounded);
     let snapshot = Snapshot::read(&root);
     let canaries = if problems.is_empty() {
@@ -243,7 +243,7 @@ fn files_under(
     folder: &str,
 ) -> Result<BTreeMap<String, Option<Vec<u8>>>, VerifyError> {
     let mut found = BTreeMap::new();
-    let root = tree::tree_of(git, commit)?;
+    let root = tree::commit_tree(git, commit)?;
     let Ok(entry) = root.get_path(Path::new(folder)) else {
         return Ok(found);
     };

@@ -89,6 +89,10 @@ pub enum By {
         output_from: String,
         /// `hold` or `restore`.
         policy: String,
+        /// Set when no commit of sluice's was found within this many commits (a hold that
+        /// restores nothing); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        beyond: Option<usize>,
     },
     /// A drift hold ends: the owned files are sluice's again.
     Resume {},
@@ -152,6 +156,7 @@ impl Record {
                 changed_by: fact.by.clone(),
                 output_from: fact.output_from.clone(),
                 policy: policy_name(fact.policy).to_string(),
+                beyond: fact.beyond,
             },
             now,
         )
@@ -388,6 +393,7 @@ mod tests {
                 changed_by: "abc1234 by Eve: x".into(),
                 output_from: "abc".into(),
                 policy: "hold".into(),
+                beyond: Some(500),
             },
         ] {
             let r = Record::of(by, now);
