@@ -25,6 +25,8 @@ COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 # in examples/install/deployment.yaml, so a read-only root filesystem works).
 ENV SLUICE_WORKDIR=/var/cache/sluice/repo HOME=/var/cache/sluice
 USER 65532:65532
-EXPOSE 8723
+# 8723: /metrics and the forge webhooks (behind the Service); 8081: /healthz and /readyz for
+# the kubelet, which the install manifest binds with --probe-listen 0.0.0.0:8081.
+EXPOSE 8723 8081
 ENTRYPOINT ["/usr/local/bin/sluice"]
 CMD ["run"]

@@ -477,12 +477,6 @@ fn wiring_problems(stage: &Stage, deployment: &Json, service: &Json) -> Vec<Stri
             "DEFAULT_LISTEN {DEFAULT_LISTEN} is not on DEFAULT_PORT {DEFAULT_PORT}"
         ));
     }
-    if stage.expose != [DEFAULT_PORT] {
-        problems.push(format!(
-            "Dockerfile: EXPOSE {:?}, but the daemon listens on {DEFAULT_PORT} by default",
-            stage.expose
-        ));
-    }
     let exposed = |what: &str, port: Option<u16>, problems: &mut Vec<String>| {
         if port.is_none_or(|p| !stage.expose.contains(&p)) {
             problems.push(format!(
@@ -521,11 +515,36 @@ fn wiring_problems(stage: &Stage, deployment: &Json, service: &Json) -> Vec<Stri
         .iter()
         .filter_map(Json::as_str)
         .collect();
-    let listen = args
-        .iter()
-        .position(|a| *a == "--listen")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|a| a.parse::<std::net::SocketAddr>().ok());
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| *a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+    };
+    // The image exposes the daemon's default port and the probe port the manifest binds.
+    let probes = flag("--probe-listen");
+    let want: Vec<u16> = [Some(DEFAULT_PORT), probes.map(|a| a.port())]
+        .into_iter()
+        .flatten()
+        .collect();
+    if stage.expose != want {
+        problems.push(format!(
+            "Dockerfile: EXPOSE {:?}, but the daemon listens on {DEFAULT_PORT} by default{}",
+            stage.expose,
+            probes.map_or(String::new(), |a| format!(
+                " and deployment.yaml's --probe-listen on {}",
+                a.port()
+            ))
+        ));
+    }
+    match probes {
+        Some(addr) if addr.ip().is_unspecified() => {}
+        _ => problems.push(format!(
+            "deployment.yaml: args {args:?} do not --probe-listen on all addresses (the \
+             default is loopback only, which kubelet probes cannot reach)"
+        )),
+    }
+    let listen = flag("--listen");
     match listen {
         Some(addr) if addr.ip().is_unspecified() => exposed(
             "deployment.yaml: --listen",
@@ -795,7 +814,7 @@ fn ssh_keygen_stays_out_of_the_image_only_while_its_absence_is_refused_clearly()
 
 #[test]
 fn the_image_check_reports_an_expose_the_daemon_does_not_listen_on() {
-    let text = read("Dockerfile").replace(&format!("EXPOSE {DEFAULT_PORT}"), "EXPOSE 9090");
+    let text = read("Dockerfile").replace(&format!("EXPOSE {DEFAULT_PORT} 8081"), "EXPOSE 9090");
     let problems = image_problems(&text, &binary_libraries(), &sources());
     assert!(
         problems
@@ -828,7 +847,7 @@ fn the_image_check_reads_users_entrypoints_and_continuations() {
                 # inside the continuation\n  \
                 ca-certificates=2023 libssl3 ; echo done\n\
                 COPY --from=build /src/sluice /usr/local/bin/sluice\n\
-                USER 0:0\nEXPOSE 8723/tcp\n\
+                USER 0:0\nEXPOSE 8723/tcp 8081\n\
                 ENTRYPOINT /usr/local/bin/sluice run\n";
     assert_eq!(
         runtime_stage(text).unwrap_err(),
@@ -841,7 +860,7 @@ fn the_image_check_reads_users_entrypoints_and_continuations() {
     );
     let stage = runtime_stage(&text).unwrap();
     assert_eq!(stage.packages, ["ca-certificates", "libssl3"]);
-    assert_eq!(stage.expose, [8723]);
+    assert_eq!(stage.expose, [8723, 8081]);
     assert_eq!(stage.earlier_from, ["rust:1-bookworm AS build"]);
     let problems = wiring_problems(
         &stage,

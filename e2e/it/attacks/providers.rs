@@ -33,7 +33,7 @@ impl Daemon {
         let log = tmp.join("daemon.log");
         let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["run", "--repo", &bare.display().to_string(), "--poll", "1s"])
-            .args(["--listen", &addr, "--workdir"])
+            .args(["--listen", &addr, "--probe-listen", "127.0.0.1:0", "--workdir"])
             .arg(tmp.join("d"))
             .env_remove("SLUICE_LOG")
             .envs(env.iter().map(|(k, v)| (k, v)))
