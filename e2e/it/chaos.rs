@@ -55,20 +55,7 @@ impl Daemon {
             .append(true)
             .open(&self.log)
             .expect("daemon log opens");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "run",
-                "--repo",
-                &self.repo,
-                "--poll",
-                "200ms",
-                "--listen",
-                "127.0.0.1:0",
-                "--probe-listen",
-                "127.0.0.1:0",
-                "--workdir",
-                &self.workdir.display().to_string(),
-            ])
+        let child = crate::support::sluice_run(&self.repo, &self.workdir, "200ms", "127.0.0.1:0")
             .env("SLUICE_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(log)

@@ -20,12 +20,8 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use serde_json::Value as Json;
-use sluice::core::decide::Decision;
 use sluice::gitops::{ConfigRepo, Credentials};
 use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::observer::{External, Observer, Request};
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
 use sluice::spec::template_refs::reject_unusable_templates;
 use sluice::tick::{tick, Context};
 use sluice::yaml::error::SpecError;
@@ -156,23 +152,6 @@ fn normalise(message: &str) -> String {
         }
     }
     out
-}
-
-/// An observer that sees nothing: the first tick only initializes, which needs no metrics.
-struct Blind;
-
-impl Observer for Blind {
-    fn observe(
-        &self,
-        _: &TemplateIndex,
-        _: &Settings,
-        requests: &[Request<'_>],
-        _: Timestamp,
-    ) -> Vec<External> {
-        requests.iter().map(|_| External::default()).collect()
-    }
-
-    fn notify(&self, _: &Settings, _: &Canary, _: &Decision) {}
 }
 
 /// A Deployment for a target the corpus does not have, shaped like Flagger's podinfo.
@@ -360,7 +339,8 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
     )
     .unwrap();
     let ctx = Context {
-        observer: &Blind,
+        // Sees nothing: the first tick only initializes, which needs no metrics.
+        observer: &sluice::observer::Offline,
         author: None,
         push_attempts: 1,
         runtime: crate::support::runtime(),

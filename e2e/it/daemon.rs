@@ -3,7 +3,7 @@
 //! canary weight, and a webhook brings a full tick even when an idle daemon would skip the poll.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::{
@@ -176,20 +176,7 @@ impl Daemon {
         let url = bare.display().to_string();
         let addr = format!("127.0.0.1:{}", free_port());
         let deadline = Instant::now() + Duration::from_secs(30);
-        let process = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "run",
-                "--repo",
-                &url,
-                "--poll",
-                "60s",
-                "--listen",
-                &addr,
-                "--probe-listen",
-                "127.0.0.1:0",
-                "--workdir",
-                &tmp.path().join("d").display().to_string(),
-            ])
+        let process = crate::support::sluice_run(&url, &tmp.path().join("d"), "60s", &addr)
             .env("SLUICE_WEBHOOK_SECRET", SECRET)
             .env("SLUICE_LOG", "error")
             .stdout(Stdio::null())

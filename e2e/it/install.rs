@@ -363,10 +363,11 @@ fn dockerfile_builds_locked_and_runs_unprivileged() {
         "the runtime needs no git (libgit2 is vendored)"
     );
     assert!(lines.contains(&"USER 65532:65532"));
-    let expose = format!("EXPOSE {DEFAULT_PORT}");
+    // The daemon's default port, and the probe port the install manifest binds.
+    let expose = format!("EXPOSE {DEFAULT_PORT} 8081");
     assert!(
         lines.contains(&expose.as_str()),
-        "the daemon's default port"
+        "the daemon's default port and the probe port"
     );
     assert!(lines.contains(&r#"ENTRYPOINT ["/usr/local/bin/sluice"]"#));
     assert!(lines.contains(&r#"CMD ["run"]"#));

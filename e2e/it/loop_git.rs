@@ -291,20 +291,7 @@ struct Daemon(Child);
 
 impl Daemon {
     fn start(url: &str, workdir: &Path) -> Daemon {
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "run",
-                "--repo",
-                url,
-                "--poll",
-                "200ms",
-                "--listen",
-                "127.0.0.1:0",
-                "--probe-listen",
-                "127.0.0.1:0",
-                "--workdir",
-                &workdir.display().to_string(),
-            ])
+        let child = crate::support::sluice_run(url, workdir, "200ms", "127.0.0.1:0")
             .env("SLUICE_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -21,7 +21,6 @@
 pub mod policy;
 pub mod replay;
 pub mod signed;
-pub mod tree;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,6 +40,7 @@ use crate::spec::model::Canary;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::yaml::snapshot::{read_bounded, Snapshot};
 
+use crate::gitops::objects as tree;
 use replay::{Replayed, Sanctioned};
 use tree::{Changed, GitError};
 

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use git2::{Oid, Repository};
 
 use super::signed::{self, AllowedSigners};
-use super::tree::{self, GitError};
+use crate::gitops::objects::{self as tree, GitError};
 use crate::spec::settings::{parse_settings, SETTINGS_PATH};
 
 /// A signing policy given outside the repo (`sluice audit` flags); the default gives none.
@@ -101,11 +101,8 @@ impl<'r, 'o> Policies<'r, 'o> {
     /// Whether `oid` is signed as the policy in force at its first parent (or the outside
     /// policy) requires.
     pub fn judge(&mut self, oid: Oid) -> Result<Option<Violation>, GitError> {
-        let commit = self
-            .repo
-            .find_commit(oid)
-            .map_err(tree::git("read a commit"))?;
-        let parent = commit.parent_id(0).ok();
+        // The header only: the message may be huge and is not needed.
+        let parent = tree::first_parent(self.repo, oid)?;
         let repo_policy = match parent {
             Some(p) => self.in_force_at(p)?,
             None => None,
@@ -167,11 +164,7 @@ impl<'r, 'o> Policies<'r, 'o> {
                 }
                 AtCommit::DoesNotLoad => {
                     unloaded.push(at);
-                    let commit = self
-                        .repo
-                        .find_commit(at)
-                        .map_err(tree::git("read a commit"))?;
-                    next = commit.parent_id(0).ok();
+                    next = tree::first_parent(self.repo, at)?;
                 }
             }
         };
@@ -224,11 +217,8 @@ pub fn last_change_unsigned(
     let mut brought = head;
     let mut steps = 0;
     loop {
-        let commit = repo
-            .find_commit(brought)
-            .map_err(tree::git("read a commit"))?;
-        match commit.parent_id(0) {
-            Ok(parent) if entry(parent)? == now => brought = parent,
+        match tree::first_parent(&repo, brought)? {
+            Some(parent) if entry(parent)? == now => brought = parent,
             _ => break,
         }
         steps += 1;

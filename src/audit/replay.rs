@@ -31,8 +31,8 @@ use crate::spec::model::Canary;
 use crate::workload;
 use crate::yaml::snapshot::read_bounded;
 
-use super::tree;
 use super::Parent;
+use crate::gitops::objects as tree;
 
 /// How far back a refused approval's waiting status is looked for (as the loop looks).
 const MERGE_LOOKBACK: usize = 500;

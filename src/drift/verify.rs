@@ -22,8 +22,8 @@ use std::sync::{LazyLock, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
-use crate::audit::tree::{self, GitError};
 use crate::core::verdict::redrawn;
+use crate::gitops::objects::{self as tree, GitError};
 use crate::render::{self, status_file};
 use crate::spec::load::{load_in, settings_in, Existing};
 use crate::spec::model::{Canary, CanaryId};

@@ -26,7 +26,8 @@
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
 //!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
-//!   `message`: a commit's message read up to a cap. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
+//!   `message`: a commit's message read up to a cap. `objects`: history read from the object
+//!   database (first-parent line, changes, files, trees written out) for audit and drift. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
 //!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
 //! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
@@ -43,6 +44,7 @@ mod maintenance;
 mod memory;
 pub mod message;
 mod object_cache;
+pub mod objects;
 mod push;
 mod remote;
 mod repo;

@@ -90,7 +90,6 @@ fn a_60_mb_commit_message_is_not_read_by_tick_or_audit() {
     );
 }
 
-
 // Odd output folders and a work dir that is someone else's checkout.
 
 mod outputs_and_workdir {

@@ -31,16 +31,14 @@ impl Daemon {
     fn start(tmp: &Path, bare: &Path, env: &[(String, String)]) -> Daemon {
         let addr = format!("127.0.0.1:{}", free_port());
         let log = tmp.join("daemon.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["run", "--repo", &bare.display().to_string(), "--poll", "1s"])
-            .args(["--listen", &addr, "--probe-listen", "127.0.0.1:0", "--workdir"])
-            .arg(tmp.join("d"))
-            .env_remove("SLUICE_LOG")
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("sluice run");
+        let child =
+            crate::support::sluice_run(&bare.display().to_string(), &tmp.join("d"), "1s", &addr)
+                .env_remove("SLUICE_LOG")
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("log file"))
+                .spawn()
+                .expect("sluice run");
         Daemon { child, log, addr }
     }
 }

@@ -4,22 +4,10 @@
 //! service-account token, the mounted git Secret) and send it to the template's `address`.
 //! Such names are refused where they stand, by `validate` and the loop, and nothing is read.
 
-use std::path::Path;
-use std::process::Command;
+use crate::support::{canary::route_only_smi, git, run_sluice};
 
-use crate::support::{canary::route_only_smi, git};
-
-/// A canary `shop/web` whose one metric uses the template `shop/leak` (line 13), and that
-/// template with `secretRef.name: <name>` (line 10) pointing at `address`.
-fn files(name: &str, address: &str) -> [(String, String); 2] {
-    let canary = route_only_smi(
-        "shop",
-        "web",
-        "v1",
-        "    interval: 1s\n    stepWeights: [50]\n    metrics:\n      - name: errors\n        templateRef: {name: leak}\n        thresholdRange: {max: 1}",
-    );
-    let template = format!(
-        "apiVersion: flagger.app/v1beta1
+/// A MetricTemplate `shop/leak` whose `secretRef.name` (line 10) is `NAME`.
+const TEMPLATE: &str = "apiVersion: flagger.app/v1beta1
 kind: MetricTemplate
 metadata:
   name: leak
@@ -27,32 +15,34 @@ metadata:
 spec:
   provider:
     type: prometheus
-    address: {address}
-    secretRef: {{name: {name:?}}}
+    address: http://prometheus.monitoring:9090
+    secretRef: {name: NAME}
   query: up
-"
-    );
-    [
-        ("apps/web.yaml".to_string(), canary),
-        ("metrics/leak.yaml".to_string(), template),
-    ]
-}
+";
 
-fn validate(dir: &Path, secrets: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["validate", "."])
-        .current_dir(dir)
-        .env("SLUICE_SECRETS_DIR", secrets)
-        .output()
-        .expect("run sluice");
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+/// A repo holding a canary `shop/web` whose one metric uses `shop/leak`, and that template
+/// with the secret name `name`.
+fn repo_with(name: &str) -> tempfile::TempDir {
+    let canary = route_only_smi(
+        "shop",
+        "web",
+        "v1",
+        "    interval: 1s\n    stepWeights: [50]\n    metrics:\n      - name: errors\n        templateRef: {name: leak}\n        thresholdRange: {max: 1}",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]);
+    for (path, text) in [
+        ("apps/web.yaml", canary),
+        (
+            "metrics/leak.yaml",
+            TEMPLATE.replace("NAME", &format!("{name:?}")),
         ),
-    )
+    ] {
+        let at = dir.path().join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    }
+    dir
 }
 
 #[test]
@@ -62,8 +52,6 @@ fn a_secret_ref_that_leaves_the_secrets_folder_is_refused_at_its_line() {
     let stolen = host.path().join("stolen");
     std::fs::create_dir_all(&stolen).unwrap();
     std::fs::write(stolen.join("token"), "service-account-token").unwrap();
-    let secrets = host.path().join("secrets");
-    std::fs::create_dir_all(secrets.join("shop")).unwrap();
     let names = [
         "../../stolen".to_string(),
         "../stolen".to_string(),
@@ -71,14 +59,9 @@ fn a_secret_ref_that_leaves_the_secrets_folder_is_refused_at_its_line() {
         "Stolen_Token".to_string(),
     ];
     for name in names {
-        let dir = tempfile::tempdir().unwrap();
-        git(dir.path(), &["init", "-q"]);
-        for (path, text) in files(&name, "http://prometheus.monitoring:9090") {
-            let at = dir.path().join(path);
-            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-            std::fs::write(at, text).unwrap();
-        }
-        let (code, out) = validate(dir.path(), &secrets);
+        let dir = repo_with(&name);
+        let (code, out, err) = run_sluice(&["validate", &dir.path().display().to_string()]);
+        let out = format!("{out}{err}");
         assert_eq!(code, 1, "{name}: {out}");
         assert!(
             out.contains("metrics/leak.yaml:10: spec.provider.secretRef.name"),

@@ -253,6 +253,17 @@ pub fn served_clone(tmp: &Path) -> (GitDaemon, String, sluice::gitops::ConfigRep
     (daemon, url, repo)
 }
 
+/// `sluice run` on `repo` (a URL or path) with its clone in `workdir`, polling every `poll`,
+/// `/metrics` and the webhooks on `listen`, and the probes on a free loopback port: tests never
+/// hold a fixed port, and two daemons of one run never collide on the default probe port.
+pub fn sluice_run(repo: &str, workdir: &Path, poll: &str, listen: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(["run", "--repo", repo, "--poll", poll, "--listen", listen])
+        .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
+        .arg(workdir);
+    cmd
+}
+
 /// A working clone of `url` for a human, in `dir`.
 pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     git(

@@ -1,12 +1,13 @@
-//! Reading commits for the audit: the first-parent line, what a commit changed, a file at a
-//! commit, and a commit's tree written out as a folder (the readers of specs, settings and
-//! workloads read folders). Reads objects only; never writes to the repository.
+//! Reading history from the object database, for audit and drift: the first-parent line, what
+//! a commit changed, a file at a commit, and a commit's tree written out as a folder (the
+//! readers of specs, settings and workloads read folders). Reads objects only; never writes to
+//! the repository.
 
 use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
-use crate::gitops::message::{self, CommitHead};
+use super::message::{self, CommitHead};
 
 /// A git failure while reading history.
 #[derive(Debug, thiserror::Error)]
