@@ -19,6 +19,15 @@
 //! - a commit that turns a waiting status into the approval's (`clockFromMerge`): how a
 //!   squash-merged approval arrives (detected from content, like [`crate::approval`] does).
 //!
+//! Under `signing.required` content is not enough either: a commit is sluice's only when it is
+//! also signed as the signing policy in force at its first parent requires (judged by audit's
+//! own code, `audit::policy`), so a consistent rewrite of the status and the output folder
+//! (a later step, say) that is not signed with sluice's key is drift, named with why. A merged
+//! approval (its status has `clockFromMerge`) is left to the approval check in `crate::facts`,
+//! which holds on an unsigned one before the loop acts on it. Under that policy sluice must
+//! sign its own commits: without a signing key every canary fails its tick with an error that
+//! says so, rather than commit what the policy refuses.
+//!
 //! A hand edit dressed in sluice's trailers is therefore drift like any other. When no commit
 //! of sluice's is within [`LOOKBACK`], the head's folder is compared with what sluice renders
 //! for the head's status: if it differs the canary holds (whatever the policy: sluice's version
@@ -72,6 +81,14 @@ pub enum DriftError {
     Render(#[from] RenderError),
     #[error(transparent)]
     Verify(#[from] verify::VerifyError),
+    #[error("{settings} at {commit}: signing.required is set, but sluice has no signing key (--signing-ssh-key, SLUICE_SIGNING_SSH_KEY): its own commits would not be signed as the policy requires, so sluice changes nothing until it has a key the allowed signers list")]
+    NoSigningKey { settings: String, commit: String },
+    #[error("{canary}: no commit that wrote the canary's files is signed as the signing policy requires (the newest, {newest}: {why}); sluice changes nothing until one is: is sluice's signing key in the allowed signers?")]
+    NoSignedCommit {
+        canary: String,
+        newest: String,
+        why: String,
+    },
     #[error("{path} at {commit}: cannot read the status sluice committed: {message}")]
     Status {
         path: String,
@@ -154,6 +171,13 @@ pub fn check(
     verifier: &mut Verifier,
     canary: &Canary,
 ) -> Result<Option<Drift>, DriftError> {
+    let head = history.head;
+    if !repo.signs() && verifier.requires_signed_after(head)? {
+        return Err(DriftError::NoSigningKey {
+            settings: crate::spec::settings::SETTINGS_PATH.to_string(),
+            commit: head.to_string().get(..7).unwrap_or_default().to_string(),
+        });
+    }
     let owned = Owned::of(canary);
     let mut changes = Changes {
         history,
@@ -163,13 +187,25 @@ pub fn check(
     // The newest foreign commit, and the newest hold commit, as indexes into the history.
     let mut newest_foreign: Option<usize> = None;
     let mut hold: Option<usize> = None;
+    // Commits whose files are sluice's but that are not signed as the policy requires: why.
+    let mut refused: Vec<(usize, String)> = Vec::new();
     // The newest commit whose output folder is sluice's.
     let sluices = loop {
         let Some(i) = changes.next(repo)? else {
             break None;
         };
         let walked = changes.at(i);
-        match classify(repo, verifier, &owned, canary, walked)? {
+        let kind = match classify(repo, verifier, &owned, canary, walked)? {
+            Kind::Foreign => Kind::Foreign,
+            kind => match unsigned(repo, verifier, &owned, walked)? {
+                None => kind,
+                Some(why) => {
+                    refused.push((i, why));
+                    Kind::Foreign
+                }
+            },
+        };
+        match kind {
             Kind::Sluice => break Some(walked.oid),
             Kind::Hold if hold.is_none() => hold = Some(i),
             Kind::Hold => {}
@@ -179,7 +215,17 @@ pub fn check(
             Kind::Foreign => {}
         }
     };
+    let mut newest_foreign = newest_foreign.map(|i| (i, why(&refused, i)));
     let Some(output_from) = sluices else {
+        // Back to the first commit, the canary's files were never written by a commit the
+        // policy allows: nothing of sluice's to compare with, and nothing to build on.
+        if let (Some((i, why)), None) = (refused.first(), changes.history.past_lookback()) {
+            return Err(DriftError::NoSignedCommit {
+                canary: canary.id.to_string(),
+                newest: describe(changes.at(*i), None),
+                why: why.clone(),
+            });
+        }
         return beyond(repo, changes.history, verifier, canary, newest_foreign);
     };
     // A hold commit wrote only the status: it is sluice's when that status draws the output
@@ -191,7 +237,8 @@ pub fn check(
             if draws(repo, verifier, &owned, canary, output_from, oid)? {
                 oid
             } else {
-                newest_foreign = Some(newest_foreign.map_or(h, |f| f.min(h)));
+                let newest = newest_foreign.as_ref().map_or(h, |(f, _)| (*f).min(h));
+                newest_foreign = Some((newest, why(&refused, newest)));
                 output_from
             }
         }
@@ -199,7 +246,7 @@ pub fn check(
     if hold.is_none() && newest_foreign.is_none() {
         return Ok(None);
     }
-    let by = newest_foreign.map_or_else(String::new, |i| describe(changes.at(i)));
+    let by = newest_foreign.map_or_else(String::new, |(i, why)| describe(changes.at(i), why));
     differing(
         repo,
         &owned,
@@ -219,7 +266,7 @@ fn beyond(
     history: &mut History,
     verifier: &mut Verifier,
     canary: &Canary,
-    newest_foreign: Option<usize>,
+    newest_foreign: Option<(usize, Option<&str>)>,
 ) -> Result<Option<Drift>, DriftError> {
     let (head, Some(edge)) = (history.head, history.past_lookback()) else {
         return Ok(None);
@@ -232,7 +279,7 @@ fn beyond(
     if files.is_empty() {
         return Ok(None);
     }
-    let by = newest_foreign.map_or_else(String::new, |i| describe(&history.read[i]));
+    let by = newest_foreign.map_or_else(String::new, |(i, why)| describe(&history.read[i], why));
     Ok(Some(Drift {
         files,
         output_from: head,
@@ -242,13 +289,46 @@ fn beyond(
     }))
 }
 
-fn describe(walked: &Walked) -> String {
+/// `<short id> by <author>: <subject>`, and why it is not signed as the policy requires when
+/// that is what made it foreign.
+fn describe(walked: &Walked, unsigned: Option<&str>) -> String {
+    let why = unsigned.map_or_else(String::new, |why| {
+        format!(" (not signed as the signing policy requires: {why})")
+    });
     format!(
-        "{} by {}: {}",
+        "{} by {}: {}{why}",
         &walked.oid.to_string()[..7],
         walked.facts.author.name,
         walked.facts.subject
     )
+}
+
+/// Why the `i`th commit of the history was refused for its signature, if it was.
+fn why(refused: &[(usize, String)], i: usize) -> Option<&str> {
+    refused
+        .iter()
+        .find(|(at, _)| *at == i)
+        .map(|(_, why)| why.as_str())
+}
+
+/// Why `walked`, whose files are sluice's, is not signed as the signing policy in force at its
+/// first parent requires; `None` when it is, or nothing is required. A merged approval (its
+/// status has `clockFromMerge`) is left to the approval check (`crate::facts`), which holds
+/// on an unsigned one with its own message before the loop acts on it.
+fn unsigned(
+    repo: &ConfigRepo,
+    verifier: &mut Verifier,
+    owned: &Owned,
+    walked: &Walked,
+) -> Result<Option<String>, DriftError> {
+    let Some(why) = verifier.unsigned(walked.oid)? else {
+        return Ok(None);
+    };
+    let approval = repo
+        .read_file_at(walked.oid, &owned.status)?
+        .and_then(|text| status_file::parse(&text).ok())
+        .is_some_and(|status| status.clock_from_merge);
+    Ok((!approval).then_some(why))
 }
 
 fn differing(

@@ -142,6 +142,12 @@ impl<'r, 'o> Policies<'r, 'o> {
         }))
     }
 
+    /// Whether a child of `oid` must be signed: by the repo's policy in force at `oid`, or the
+    /// outside policy.
+    pub fn requires_signed_after(&mut self, oid: Oid) -> Result<bool, GitError> {
+        Ok(self.outside.require_signed || self.in_force_at(oid)?.is_some())
+    }
+
     /// The repo's policy in force at `oid`: its own when its settings load, else the last one
     /// that loaded on its first-parent line.
     fn in_force_at(&mut self, oid: Oid) -> Result<Option<Rc<InForce>>, GitError> {

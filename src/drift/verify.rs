@@ -10,9 +10,14 @@
 //! tick uses. Nothing here is a copy of the render: it calls [`crate::render::changes`] with
 //! the core's [`redrawn`] decision.
 //!
+//! Under `signing.required` the content is not enough: [`Verifier::unsigned`] judges a commit
+//! by the signing policy in force at its first parent, with audit's own code
+//! ([`crate::audit::policy::Policies`]), so sluice's commits are the ones signed with its key.
+//!
 //! Cost: each base is written out and read once per tick, whatever number of canaries a
-//! per-tick commit carries; each verdict is kept for the life of the process (a memo keyed by
-//! commit ids), so a tick renders again only commits no tick has rendered before. Reads git
+//! per-tick commit carries; each verdict (rendered or signed) is kept for the life of the
+//! process (a memo keyed by commit ids), so a tick renders or verifies again only commits no
+//! tick has seen before. Reads git
 //! objects only; never writes to the repository.
 
 use std::collections::hash_map::Entry;
@@ -22,6 +27,7 @@ use std::sync::{LazyLock, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
+use crate::audit::policy::{Outside, Policies};
 use crate::core::verdict::redrawn;
 use crate::gitops::objects::{self as tree, GitError};
 use crate::render::{self, status_file};
@@ -51,6 +57,11 @@ static KEPT: LazyLock<Verified> = LazyLock::new(Verified::default);
 #[derive(Debug, Default)]
 struct Verified {
     seen: Mutex<HashMap<Key, Vec<String>>>,
+    /// By commit: why it is not signed as the policy at its first parent requires (`None`:
+    /// it is, or nothing is required).
+    signed: Mutex<HashMap<Oid, Option<String>>>,
+    /// By commit: whether the policy in force there requires its children signed.
+    requires: Mutex<HashMap<Oid, bool>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -66,19 +77,24 @@ struct Key {
 
 impl Verified {
     fn get(&self, key: &Key) -> Option<Vec<String>> {
-        self.seen
-            .lock()
-            .ok()
-            .and_then(|seen| seen.get(key).cloned())
+        kept(&self.seen, key)
     }
 
     fn put(&self, key: Key, verdict: Vec<String>) {
-        if let Ok(mut seen) = self.seen.lock() {
-            if seen.len() >= KEEP {
-                seen.clear();
-            }
-            seen.insert(key, verdict);
+        keep(&self.seen, key, verdict);
+    }
+}
+
+fn kept<K: Eq + std::hash::Hash, V: Clone>(memo: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
+    memo.lock().ok().and_then(|seen| seen.get(key).cloned())
+}
+
+fn keep<K: Eq + std::hash::Hash, V>(memo: &Mutex<HashMap<K, V>>, key: K, verdict: V) {
+    if let Ok(mut seen) = memo.lock() {
+        if seen.len() >= KEEP {
+            seen.clear();
         }
+        seen.insert(key, verdict);
     }
 }
 
@@ -133,6 +149,41 @@ impl Verifier {
         let verdict = self.render_and_compare(canary, status, files, base)?;
         KEPT.put(key, verdict.clone());
         Ok(verdict)
+    }
+
+    /// Why `commit` is not signed as the signing policy in force at its first parent requires
+    /// (the repo's `signing`, judged as `sluice audit` judges it); `None` when it is, or when
+    /// that policy requires nothing.
+    pub fn unsigned(&mut self, commit: Oid) -> Result<Option<String>, VerifyError> {
+        if let Some(verdict) = kept(&KEPT.signed, &commit) {
+            return Ok(verdict);
+        }
+        let outside = Outside::default();
+        let verdict = Policies::new(self.git()?, &outside)
+            .judge(commit)?
+            .map(|v| v.message);
+        keep(&KEPT.signed, commit, verdict.clone());
+        Ok(verdict)
+    }
+
+    /// Whether the signing policy in force at `commit` requires the commits on it signed.
+    pub fn requires_signed_after(&mut self, commit: Oid) -> Result<bool, VerifyError> {
+        if let Some(verdict) = kept(&KEPT.requires, &commit) {
+            return Ok(verdict);
+        }
+        let outside = Outside::default();
+        let verdict = Policies::new(self.git()?, &outside).requires_signed_after(commit)?;
+        keep(&KEPT.requires, commit, verdict);
+        Ok(verdict)
+    }
+
+    /// The clone, opened when first needed.
+    fn git(&mut self) -> Result<&Repository, VerifyError> {
+        let git = match self.git.take() {
+            Some(git) => git,
+            None => open(&self.root)?,
+        };
+        Ok(self.git.insert(git))
     }
 
     fn render_and_compare(

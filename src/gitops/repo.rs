@@ -329,6 +329,11 @@ impl ConfigRepo {
         self.signing = signing;
     }
 
+    /// Whether this clone signs the commits it writes.
+    pub fn signs(&self) -> bool {
+        self.signing.is_some()
+    }
+
     /// Runs `hook` inside every later push of the branch, after the remote's head was read and
     /// before it is updated: the window in which another writer can race the push. For tests of
     /// that race; sluice itself never sets one.

@@ -9,6 +9,7 @@ use sluice::core::status::Phase;
 
 use crate::drift::hand_edited;
 use crate::loop_support::{show, World, ROUTE_FILE, STATUS_FILE, STEPS};
+use crate::signing_image::keygen;
 use crate::support::{canary, git};
 
 const SETTINGS: &str = ".sluice/config.yaml";
@@ -17,7 +18,30 @@ const OUTPUT: &str = "clusters/prod/podinfo";
 /// A traefik canary under `drift: hold`, stepping 20, 40, 60, ticked to its first step.
 fn at_first_step() -> World {
     let settings = "apiVersion: sluice.dev/v1alpha1\nkind: Config\ndrift: hold\n";
-    let mut w = World::with_files(&canary::traefik().yaml(STEPS), &[(SETTINGS, settings)]);
+    let w = World::with_files(&canary::traefik().yaml(STEPS), &[(SETTINGS, settings)]);
+    to_first_step(w)
+}
+
+/// [`at_first_step`] in a repo whose settings require commits signed by a key its allowed
+/// signers list, with sluice signing its own commits with that key.
+fn at_first_step_signing(key: &std::path::Path) -> World {
+    let mut w = requiring_signed(key);
+    w.sign_with(key);
+    to_first_step(w)
+}
+
+/// The podinfo world in a repo whose settings require commits signed by `key` (made here).
+fn requiring_signed(key: &std::path::Path) -> World {
+    let public = keygen(key, "ed25519");
+    let settings = "apiVersion: sluice.dev/v1alpha1\nkind: Config\ndrift: hold\nsigning: {required: true, allowedSigners: .sluice/allowed_signers}\n";
+    let allowed = format!("sluice@localhost {public}");
+    World::with_files(
+        &canary::traefik().yaml(STEPS),
+        &[(SETTINGS, settings), (".sluice/allowed_signers", &allowed)],
+    )
+}
+
+fn to_first_step(mut w: World) -> World {
     w.until(Phase::Initialized);
     w.new_revision("6.7.1");
     for _ in 0..40 {
@@ -139,4 +163,110 @@ fn a_hand_edit_buried_under_more_commits_than_the_look_back_is_held_not_overwrit
         body.contains(&format!("{}", sluice::drift::LOOKBACK)),
         "the hold says sluice's commit is past the look-back: {body}"
     );
+}
+
+#[test]
+fn an_unsigned_rewrite_of_status_and_output_under_signing_required_is_drift() {
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("sluice_key");
+    let mut w = at_first_step_signing(&key);
+    let signed = git(&w.bare, &["rev-parse", "main"]).trim().to_string();
+    // What sluice renders for its next step: its own signed commit, which is not drift.
+    let mut next = None;
+    for _ in 0..20 {
+        w.tick();
+        if status(&w)["canaryWeight"] == 40 {
+            next = Some(git(&w.bare, &["rev-parse", "main"]).trim().to_string());
+            break;
+        }
+    }
+    let next = next.unwrap_or_else(|| panic!("never reached the next step: {}", status(&w)));
+    assert_eq!(
+        holds(&w),
+        Vec::<String>::new(),
+        "sluice's signed commits are not drift"
+    );
+    let changed = git(&w.bare, &["diff", "--name-only", &signed, &next]);
+    let files: Vec<(String, String)> = changed
+        .lines()
+        .map(|f| (f.to_string(), show(&w.bare, &next, f)))
+        .collect();
+    assert!(files.iter().any(|(f, _)| f == STATUS_FILE), "{changed}");
+    assert!(files.iter().any(|(f, _)| f == ROUTE_FILE), "{changed}");
+    // The human writes the same files and the same message (trailers and replay record),
+    // unsigned, on sluice's commit before it; sluice starts afresh on that history.
+    let message = git(&w.bare, &["log", "-1", "--format=%B", &next]);
+    git(&w.bare, &["update-ref", "refs/heads/main", &signed]);
+    w.restart();
+    w.sign_with(&key);
+    let human = w.human().to_path_buf();
+    git(&human, &["fetch", "-q", "origin"]);
+    git(&human, &["reset", "-q", "--hard", "origin/main"]);
+    for (file, text) in &files {
+        std::fs::write(human.join(file), text).unwrap();
+        git(&human, &["add", file]);
+    }
+    git(&human, &["commit", "-q", "-m", &message]);
+    git(&human, &["push", "-q", "origin", "HEAD:main"]);
+    let forged = git(&w.bare, &["rev-parse", "main"]).trim().to_string();
+    let route = show(&w.bare, "main", ROUTE_FILE);
+    for _ in 0..5 {
+        w.tick();
+    }
+    let held = holds(&w);
+    assert_eq!(held.len(), 1, "one hold commit: {held:?}");
+    assert!(held[0].split(',').any(|f| f == ROUTE_FILE), "{held:?}");
+    let body = git(&w.bare, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        body.contains(&forged[..7]) && body.contains("not signed as the signing policy requires"),
+        "the hold names the commit and why: {body}"
+    );
+    assert_eq!(show(&w.bare, "main", ROUTE_FILE), route, "not built on");
+    let s = status(&w);
+    assert_eq!(s["canaryWeight"], 20, "the canary did not move: {s}");
+}
+
+#[test]
+fn under_signing_required_sluice_without_a_key_commits_nothing_and_says_why() {
+    let keys = tempfile::tempdir().unwrap();
+    let mut w = requiring_signed(&keys.path().join("sluice_key"));
+    let before = git(&w.bare, &["rev-parse", "main"]);
+    let report = w.tick();
+    let errors: Vec<&str> = report
+        .outcomes
+        .iter()
+        .filter_map(|o| o.error.as_deref())
+        .collect();
+    assert!(
+        errors.iter().any(|e| e.contains(".sluice/config.yaml at ")
+            && e.contains("signing.required is set, but sluice has no signing key")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        git(&w.bare, &["rev-parse", "main"]),
+        before,
+        "nothing committed"
+    );
+}
+
+#[test]
+fn under_signing_required_sluice_signing_with_a_key_not_listed_builds_on_nothing() {
+    let keys = tempfile::tempdir().unwrap();
+    let mut w = requiring_signed(&keys.path().join("listed"));
+    let unlisted = keys.path().join("unlisted");
+    keygen(&unlisted, "ed25519");
+    w.sign_with(&unlisted);
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        let report = w.tick();
+        errors.extend(report.outcomes.into_iter().filter_map(|o| o.error));
+    }
+    assert!(
+        errors.iter().any(|e| e.contains("prod/podinfo: no commit that wrote the canary's files is signed as the signing policy requires")
+            && e.contains("signed by a key")),
+        "{errors:?}"
+    );
+    assert_eq!(holds(&w), Vec::<String>::new());
+    let s = status(&w);
+    assert_eq!(s["phase"], "Initialized", "the canary went no further: {s}");
 }

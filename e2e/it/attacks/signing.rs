@@ -291,6 +291,8 @@ fn waiting_for_approval(key: &Key) -> (World, String) {
         (ALLOWED, &allowed),
         (WEB, &route_only_web("v1", steps)),
     ]);
+    // Under the policy sluice must sign its own commits: with a key it lists.
+    w.sign_with(&key.path);
     w.ticks(1);
     w.human_writes(WEB, &route_only_web("v2", steps), "web: v2");
     w.ticks(4);

@@ -115,6 +115,13 @@ impl World {
         self
     }
 
+    /// sluice signs its commits with the SSH key at `key` from now on.
+    pub(crate) fn sign_with(&mut self, key: &Path) {
+        self.repo.set_signing(Some(sluice::gitops::Signing::Ssh {
+            key_path: key.to_path_buf(),
+        }));
+    }
+
     /// The temporary folder everything lives in.
     pub(crate) fn dir(&self) -> &Path {
         self.tmp.path()
