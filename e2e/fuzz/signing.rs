@@ -99,6 +99,26 @@ fn loads(settings: Settings, keys_file: Option<u8>) -> Option<Option<u8>> {
     }
 }
 
+/// An index entry for a regular file at `path` holding `text` (its blob written to `repo`),
+/// for building trees in memory without a work tree.
+pub(crate) fn file_entry(repo: &Repository, path: &str, text: &str) -> git2::IndexEntry {
+    let blob = repo.blob(text.as_bytes()).unwrap();
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: 0o100644,
+        uid: 0,
+        gid: 0,
+        file_size: text.len() as u32,
+        id: blob,
+        flags: (path.len() as u16) & 0xfff,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
 /// Writes `files` as a commit on `parent`, signed by `key` when given.
 fn commit(
     repo: &Repository,
@@ -109,23 +129,7 @@ fn commit(
 ) -> Oid {
     let mut index = git2::Index::new().unwrap();
     for (path, text) in files {
-        let blob = repo.blob(text.as_bytes()).unwrap();
-        let mut entry = git2::IndexEntry {
-            ctime: git2::IndexTime::new(0, 0),
-            mtime: git2::IndexTime::new(0, 0),
-            dev: 0,
-            ino: 0,
-            mode: 0o100644,
-            uid: 0,
-            gid: 0,
-            file_size: text.len() as u32,
-            id: blob,
-            flags: 0,
-            flags_extended: 0,
-            path: path.as_bytes().to_vec(),
-        };
-        entry.flags = (path.len() as u16) & 0xfff;
-        index.add(&entry).unwrap();
+        index.add(&file_entry(repo, path, text)).unwrap();
     }
     let tree = repo.find_tree(index.write_tree_to(repo).unwrap()).unwrap();
     let who = Signature::new(
