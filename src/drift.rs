@@ -442,6 +442,21 @@ fn classify(
             Kind::Foreign
         }
     };
+    // A merged approval, by any method (a waiting status became the approval's): the
+    // approval check judges it against what sluice pushed on the branch, which is stricter
+    // than this one, and refuses it with a comment and a fresh pull request when it differs.
+    if let Some(parent) = facts.parents.first() {
+        let status = |at: Oid| -> Result<Option<Status>, DriftError> {
+            Ok(repo
+                .read_file_at(at, &owned.status)?
+                .and_then(|text| status_file::parse(&text).ok()))
+        };
+        if let (Some(now), Some(before)) = (status(commit)?, status(*parent)?) {
+            if now.clock_from_merge && approval::is_waiting(&before) {
+                return Ok(Kind::Sluice);
+            }
+        }
+    }
     if carries(&facts.trailers, &id) {
         let group = trailer_group(&facts.trailers, message::CANARY, &id);
         if group
@@ -470,21 +485,6 @@ fn classify(
             return Ok(verified(draws(
                 repo, verifier, owned, canary, *other, *other,
             )?));
-        }
-    }
-    // A squash-merged approval: a waiting status became the approval's.
-    if let Some(parent) = facts.parents.first() {
-        let status = |at: Oid| -> Result<Option<Status>, DriftError> {
-            Ok(repo
-                .read_file_at(at, &owned.status)?
-                .and_then(|text| status_file::parse(&text).ok()))
-        };
-        if let (Some(now), Some(before)) = (status(commit)?, status(*parent)?) {
-            if now.clock_from_merge && approval::is_waiting(&before) {
-                return Ok(verified(draws(
-                    repo, verifier, owned, canary, commit, commit,
-                )?));
-            }
         }
     }
     Ok(Kind::Foreign)

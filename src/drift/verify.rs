@@ -212,9 +212,19 @@ impl Verifier {
             none if none.is_empty() => vec![output.to_string()],
             some => some,
         };
-        let (Some(canary), Ok(status)) = (canary, status_file::parse(status)) else {
+        let text = status;
+        let (Some(canary), Ok(status)) = (canary, status_file::parse(text)) else {
             return Ok(everything());
         };
+        // The status file too is byte for byte what sluice writes for the status it holds: a
+        // hand edit that reads the same (a comment, a key moved) under copied trailers is not
+        // sluice's commit either.
+        let ours = match status_file::record_of(text) {
+            Ok(Some(record)) => status_file::render_recorded(&canary.id, &status, &record).ok(),
+            Ok(None) => status_file::render(&canary.id, &status).ok(),
+            Err(_) => None,
+        };
+        let status_is_sluices = ours.is_some_and(|ours| ours == text);
         let outputs: Vec<&str> = base.canaries.iter().map(|c| c.output.as_str()).collect();
         let index = workload::Index::new(&base.snapshot, &outputs);
         let prefix = format!("{output}/");
@@ -243,7 +253,12 @@ impl Verifier {
                 closest = Some(differ);
             }
         }
-        Ok(closest.unwrap_or_else(everything))
+        let mut differ = closest.unwrap_or_else(everything);
+        if !status_is_sluices {
+            differ.push(status_file::path_for(&canary.id));
+            differ.sort();
+        }
+        Ok(differ)
     }
 }
 
