@@ -21,7 +21,7 @@
 //!
 //! Under `signing.required` content is not enough either: a commit is sluice's only when it is
 //! also signed as the signing policy in force at its first parent requires (judged by audit's
-//! own code, `audit::policy`), so a consistent rewrite of the status and the output folder
+//! own code, `signatures::policy`), so a consistent rewrite of the status and the output folder
 //! (a later step, say) that is not signed with sluice's key is drift, named with why. A merged
 //! approval (its status has `clockFromMerge`) is left to the approval check in `crate::facts`,
 //! which holds on an unsigned one before the loop acts on it. Under that policy sluice must

@@ -309,7 +309,7 @@ fn know(
 /// not allowed either.
 fn unsigned(repo: &ConfigRepo, canary: &Canary) -> Option<String> {
     let path = status_file::path_for(&canary.id);
-    let checked = crate::audit::policy::last_change_unsigned(
+    let checked = crate::signatures::policy::last_change_unsigned(
         repo.root(),
         repo.head(),
         &path,

@@ -55,6 +55,7 @@
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
+//! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
 //! | [`manual`] | manual operations (`sluice approve` ...) as one commit, through the executor | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
@@ -102,6 +103,7 @@ pub mod route;
 pub mod runtime;
 pub mod secrets;
 pub mod server;
+pub mod signatures;
 pub mod spec;
 pub mod tick;
 pub mod url_credentials;

@@ -18,9 +18,9 @@
 //! only; the verdict depends on nothing but the history, so the same history always gives the
 //! same report.
 
-pub mod policy;
 pub mod replay;
-pub mod signed;
+
+pub use crate::signatures::{policy, signed};
 
 use std::collections::BTreeMap;
 use std::path::Path;

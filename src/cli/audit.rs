@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use crate::audit::policy::Outside;
 use crate::audit::{audit, open, Report};
 use crate::cli::repo::SourceArgs;
 use crate::cli::workflow_command::{escape_data, escape_property};
+use crate::signatures::policy::Outside;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
 pub enum AuditOutput {

@@ -12,7 +12,7 @@
 //!
 //! Under `signing.required` the content is not enough: [`Verifier::unsigned`] judges a commit
 //! by the signing policy in force at its first parent, with audit's own code
-//! ([`crate::audit::policy::Policies`]), so sluice's commits are the ones signed with its key.
+//! ([`crate::signatures::policy::Policies`]), so sluice's commits are the ones signed with its key.
 //!
 //! Cost: each base is written out and read once per tick, whatever number of canaries a
 //! per-tick commit carries; each verdict (rendered or signed) is kept for the life of the
@@ -27,10 +27,10 @@ use std::sync::{LazyLock, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
-use crate::audit::policy::{Outside, Policies};
 use crate::core::verdict::redrawn;
 use crate::gitops::objects::{self as tree, GitError};
 use crate::render::{self, status_file};
+use crate::signatures::policy::{Outside, Policies};
 use crate::spec::load::{load_in, settings_in, Existing};
 use crate::spec::model::{Canary, CanaryId};
 use crate::workload;
