@@ -2,7 +2,7 @@
 //! them (Gateway API HTTPRoutes and Istio VirtualServices): a whole rollout against a real
 //! `git daemon`, checking the route at every sluice commit against the status file it was
 //! committed with, and a restart of sluice mid-rollout that keeps the rollout's cookie (the
-//! state lives only in the status file).
+//! state lives only in the status file); with `primaryCookieName` the primary's cookie too.
 
 use std::path::Path;
 
@@ -34,6 +34,8 @@ struct Router {
     cookie_match: fn(&Json) -> &Json,
     /// The cookie the weighted rule's canary backend sets.
     set_cookie: fn(&Json) -> &Json,
+    /// The cookie the weighted rule's primary backend sets (`primaryCookieName`).
+    primary_set_cookie: fn(&Json) -> &Json,
     /// The cookie the first rule sets to expire it.
     expire_cookie: fn(&Json) -> &Json,
     /// Checks a rule's mirror, if it has one; returns whether it has.
@@ -50,6 +52,9 @@ const GATEWAY_API: Router = Router {
     cookie_match: |rule| &rule["matches"][0]["headers"][0]["value"],
     set_cookie: |rule| {
         &rule["backendRefs"][1]["filters"][0]["responseHeaderModifier"]["add"][0]["value"]
+    },
+    primary_set_cookie: |rule| {
+        &rule["backendRefs"][0]["filters"][0]["responseHeaderModifier"]["add"][0]["value"]
     },
     expire_cookie: |rule| &rule["filters"][0]["responseHeaderModifier"]["add"][0]["value"],
     mirror: |rule| {
@@ -74,6 +79,7 @@ const ISTIO: Router = Router {
     backends: "route",
     cookie_match: |rule| &rule["match"][0]["headers"]["Cookie"]["regex"],
     set_cookie: |rule| &rule["route"][1]["headers"]["response"]["add"]["Set-Cookie"],
+    primary_set_cookie: |rule| &rule["route"][0]["headers"]["response"]["add"]["Set-Cookie"],
     expire_cookie: |rule| &rule["headers"]["response"]["add"]["Set-Cookie"],
     mirror: |rule| {
         rule.get("mirror").is_some_and(|m| {
@@ -220,6 +226,97 @@ fn session_affinity_keeps_one_cookie(router: &Router) {
     );
 }
 
+/// `primaryCookieName`, as Flagger 1.44 renders it: while the canary takes traffic, a second
+/// sticky rule sends requests carrying the primary's cookie to the primary, and the weighted
+/// rule's primary backend sets that cookie for one analysis interval (`Max-Age=10` here: the
+/// spec's `1s` runs at Flagger's shortest interval, 10 s); once
+/// the canary takes none, only the canary's cookie is expired. One primary cookie across a
+/// restart of sluice and into the next rollout (the status file keeps it).
+fn primary_cookie_keeps_primary_users(router: &Router) {
+    let name = router.name;
+    let mut w = router.world(
+        "    stepWeight: 20\n    maxWeight: 40\n    sessionAffinity:\n      cookieName: podinfo-canary\n      primaryCookieName: podinfo-primary\n      maxAge: 600\n      path: /",
+    );
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    w.until_restarting(Phase::Succeeded, |w, _| {
+        remote_status(&w.bare).primary_session_cookie.is_some()
+    });
+    assert_eq!(w.clones, 1, "{name}: sluice was restarted mid-rollout");
+    w.new_revision("6.7.2");
+    w.until(Phase::Succeeded);
+
+    let mut primaries = Vec::new();
+    let mut sticky_commits = 0;
+    for (status, route, event) in &router.commits(&w) {
+        let event = format!("{name}: {event}");
+        let rules = route["spec"][router.rules].as_array().unwrap();
+        let expected = (
+            u64::from(status.primary_weight),
+            u64::from(status.canary_weight),
+        );
+        let Some(cookie) = &status.session_cookie else {
+            // No canary traffic: no primary rule and no primary cookie set.
+            assert!(rules.len() <= 2, "{event}: {rules:?}");
+            assert!(
+                !serde_json::to_string(route)
+                    .unwrap()
+                    .contains("podinfo-primary="),
+                "{event}"
+            );
+            continue;
+        };
+        let primary = status
+            .primary_session_cookie
+            .as_ref()
+            .expect("a primary cookie");
+        primaries.push(primary.clone());
+        sticky_commits += 1;
+        assert_eq!(rules.len(), 3, "{event}");
+        assert_eq!(
+            (router.cookie_match)(&rules[0]),
+            &cookie_regex(cookie),
+            "{event}"
+        );
+        assert_eq!(router.weights(&rules[0]), (0, 100), "{event}: canary users");
+        assert_eq!(
+            (router.cookie_match)(&rules[1]),
+            &cookie_regex(primary),
+            "{event}"
+        );
+        assert_eq!(
+            router.weights(&rules[1]),
+            (100, 0),
+            "{event}: primary users"
+        );
+        assert_eq!(router.weights(&rules[2]), expected, "{event}");
+        assert_eq!(
+            (router.set_cookie)(&rules[2]),
+            &format!("{cookie}; Max-Age=600; Path=/"),
+            "{event}"
+        );
+        assert_eq!(
+            (router.primary_set_cookie)(&rules[2]),
+            &format!("{primary}; Max-Age=10; Path=/"),
+            "{event}"
+        );
+    }
+    // Two rollouts, each at 20 and 40 and promoting at 40: six commits with canary traffic,
+    // one primary cookie for all of them.
+    assert_eq!(sticky_commits, 6, "{name}");
+    assert!(
+        primaries.iter().all(|c| *c == primaries[0]),
+        "{name}: {primaries:?}"
+    );
+    assert!(primaries[0].starts_with("podinfo-primary="), "{name}");
+    let last = remote_status(&w.bare);
+    assert_eq!(
+        last.primary_session_cookie.as_ref(),
+        Some(&primaries[0]),
+        "{name}"
+    );
+}
+
 /// Blue/green with mirroring: each iteration mirrors to the canary (across a restart of
 /// sluice once mirroring is committed), then all traffic goes to the canary and promotes.
 fn blue_green_mirrors_each_iteration(router: &Router) {
@@ -287,6 +384,16 @@ fn istio_session_affinity_rollout_keeps_one_cookie_across_a_restart_and_expires_
 }
 
 #[test]
+fn primary_cookie_keeps_primary_users_on_the_primary_through_two_rollouts() {
+    primary_cookie_keeps_primary_users(&GATEWAY_API);
+}
+
+#[test]
+fn istio_primary_cookie_keeps_primary_users_on_the_primary_through_two_rollouts() {
+    primary_cookie_keeps_primary_users(&ISTIO);
+}
+
+#[test]
 fn blue_green_mirrors_each_iteration_then_routes_all_traffic_to_the_canary() {
     blue_green_mirrors_each_iteration(&GATEWAY_API);
 }
@@ -301,6 +408,7 @@ fn route_state_survives_the_status_file() {
     let status = Status {
         session_cookie: Some("podinfo-canary=abcdeFGHIJ".into()),
         previous_session_cookie: Some("podinfo-canary=zyxwvUTSRQ".into()),
+        primary_session_cookie: Some("podinfo-primary=qwertASDFG".into()),
         mirroring: true,
         ..remote_status_example()
     };
@@ -315,6 +423,10 @@ fn route_state_survives_the_status_file() {
     );
     assert!(
         text.contains("previousSessionCookie: podinfo-canary=zyxwvUTSRQ"),
+        "{text}"
+    );
+    assert!(
+        text.contains("primarySessionCookie: podinfo-primary=qwertASDFG"),
         "{text}"
     );
     assert!(text.contains("mirroring: true"), "{text}");

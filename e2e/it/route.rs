@@ -14,6 +14,7 @@ use crate::support::Schemas;
 const NO_STATE: RouteState<'static> = RouteState {
     session_cookie: None,
     previous_session_cookie: None,
+    primary_session_cookie: None,
     mirroring: false,
 };
 
@@ -735,6 +736,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             RouteState {
                 session_cookie: Some(COOKIE),
                 previous_session_cookie: Some("flagger-cookie=olderOLDER"),
+                primary_session_cookie: None,
                 mirroring: false,
             },
         ),
@@ -745,6 +747,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             RouteState {
                 session_cookie: None,
                 previous_session_cookie: Some(COOKIE),
+                primary_session_cookie: None,
                 mirroring: false,
             },
         ),
@@ -755,6 +758,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             RouteState {
                 session_cookie: Some("canary=zxcvbnmQWE"),
                 previous_session_cookie: None,
+                primary_session_cookie: None,
                 mirroring: false,
             },
         ),
@@ -774,6 +778,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             RouteState {
                 session_cookie: None,
                 previous_session_cookie: Some(COOKIE),
+                primary_session_cookie: None,
                 mirroring: true,
             },
         ),

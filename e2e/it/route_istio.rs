@@ -510,7 +510,6 @@ fn istio_refusals_name_file_line_and_field() {
             ),
             vec![
                 "c.yaml:15: spec.service.match[0].headers: cannot be combined with analysis.sessionAffinity on Istio routes: Flagger's cookie route replaces these headers with the cookie match, so sticky requests would skip them",
-                "c.yaml:22: spec.analysis.sessionAffinity.primaryCookieName: not supported yet for Istio routes (the primary's cookie needs rollout state sluice does not keep yet); remove it, or roll this canary out without sluice",
             ],
         ),
         (
@@ -643,6 +642,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             RouteState {
                 session_cookie: Some(LIVE),
                 previous_session_cookie: None,
+                primary_session_cookie: None,
                 mirroring: false,
             },
         ),
@@ -653,6 +653,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             RouteState {
                 session_cookie: None,
                 previous_session_cookie: Some(LIVE),
+                primary_session_cookie: None,
                 mirroring: false,
             },
         ),

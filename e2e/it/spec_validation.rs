@@ -770,8 +770,13 @@ fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
         ),
         (
             "",
-            "stepWeight: 10\nsessionAffinity: {cookieName: c, primaryCookieName: p}",
-            "17: spec.analysis.sessionAffinity.primaryCookieName: not supported yet for Gateway API routes (the primary's sticky cookie is not rendered); remove it, or roll this canary out without sluice",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, primaryCookieName: c}",
+            "17: spec.analysis.sessionAffinity.primaryCookieName: expected another name than cookieName \"c\": the primary's cookie and the canary's must differ (Flagger refuses the same name too)",
+        ),
+        (
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, primaryCookieName: \"p;q\"}",
+            "17: spec.analysis.sessionAffinity.primaryCookieName: expected a cookie name of letters, digits, '-' and '_' (routes match it in a regular expression), found \"p;q\"",
         ),
         (
             "",

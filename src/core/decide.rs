@@ -262,6 +262,7 @@ fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Deci
         clock_from_merge: false,
         session_cookie: None,
         previous_session_cookie: None,
+        primary_session_cookie: None,
         mirroring: false,
         drift: Vec::new(),
     };

@@ -450,13 +450,17 @@ impl AlertKind {
     }
 }
 
-/// What the core needs of `analysis.sessionAffinity`: the cookie's name, which goes into the
-/// cookie each rollout sets. The cookie's attributes (`maxAge`, `domain`, ...) are the
+/// What the core needs of `analysis.sessionAffinity`: the cookie names, which go into the
+/// cookies each rollout sets. The cookie's attributes (`maxAge`, `domain`, ...) are the
 /// router's business.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionAffinity {
     /// An HTTP cookie name (an RFC 6265 token, checked by the spec reader).
     pub cookie_name: String,
+    /// Flagger's `primaryCookieName`: while the canary takes traffic, responses from the
+    /// primary set a cookie of this name too, so users sent to the primary stay on it for an
+    /// interval. Another cookie name than `cookie_name` (checked by the spec reader).
+    pub primary_cookie_name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -21,6 +21,10 @@ const VALUE_LEN: usize = 10;
 /// - Session affinity: while the canary takes traffic the rollout has a cookie, made once
 ///   and kept until its canary takes none; then it becomes the previous cookie, which the
 ///   route expires. Without `sessionAffinity` there is no cookie.
+/// - With `primaryCookieName`, the primary's cookie is made the first time a canary takes
+///   traffic and kept for every later rollout (Flagger never clears
+///   `status.primarySessionAffinityCookie`); routes set and match it only while the canary
+///   takes traffic. A cookie of another name than the spec's is dropped and made again.
 /// - Mirroring: a blue/green analysis with `mirror` mirrors from its first iteration until it
 ///   routes all traffic to the canary (Flagger's scheduler: "Stop traffic mirroring and route
 ///   all traffic to canary"), and stops on a rollback.
@@ -29,16 +33,38 @@ pub(crate) fn update<R>(canary: &Canary<R>, status: &mut Status, now: Timestamp)
     let Some(affinity) = &canary.analysis.session_affinity else {
         status.session_cookie = None;
         status.previous_session_cookie = None;
+        status.primary_session_cookie = None;
         return;
     };
+    // A primary cookie of another name (or none asked for any more) is not this spec's.
+    let primary_name = affinity.primary_cookie_name.as_deref();
+    if status
+        .primary_session_cookie
+        .as_deref()
+        .is_some_and(|c| primary_name.is_none_or(|name| cookie_name(c) != name))
+    {
+        status.primary_session_cookie = None;
+    }
     if status.canary_weight > 0 {
         if status.session_cookie.is_none() {
-            let value = cookie_value(canary, status, now);
+            let value = cookie_value(canary, status, now, b"");
             status.session_cookie = Some(format!("{}={value}", affinity.cookie_name));
+        }
+        if let (Some(name), None) = (primary_name, &status.primary_session_cookie) {
+            let value = cookie_value(canary, status, now, PRIMARY_SALT);
+            status.primary_session_cookie = Some(format!("{name}={value}"));
         }
     } else if let Some(cookie) = status.session_cookie.take() {
         status.previous_session_cookie = Some(cookie);
     }
+}
+
+/// Hashed after the rest for the primary's cookie, so its value differs from the canary's.
+const PRIMARY_SALT: &[u8] = b"\0primary";
+
+/// The name of a `name=value` cookie.
+fn cookie_name(cookie: &str) -> &str {
+    cookie.split_once('=').map_or(cookie, |(name, _)| name)
 }
 
 fn mirroring<R>(canary: &Canary<R>, status: &Status) -> bool {
@@ -56,7 +82,9 @@ fn mirroring<R>(canary: &Canary<R>, status: &Status) -> bool {
 /// Ten letters, different for each rollout. The core has no random source (Flagger draws one),
 /// so it hashes what makes this rollout unique: canary, revision and the moment the cookie is
 /// made; the status file keeps the result.
-fn cookie_value<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> String {
+/// `salt` (empty for the canary's cookie, whose values stay what they always were) tells two
+/// cookies of one rollout apart.
+fn cookie_value<R>(canary: &Canary<R>, status: &Status, now: Timestamp, salt: &[u8]) -> String {
     let mut hash = Fnv1a::new();
     hash.write(canary.id.namespace.as_str().as_bytes());
     hash.write(b"/");
@@ -65,6 +93,7 @@ fn cookie_value<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Strin
     hash.write(status.canary_revision.as_deref().unwrap_or("").as_bytes());
     hash.write(b"\0");
     hash.write(&now.as_nanosecond().to_le_bytes());
+    hash.write(salt);
     let mut n = hash.finish();
     let base = LETTERS.len() as u64;
     (0..VALUE_LEN)

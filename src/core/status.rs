@@ -152,6 +152,12 @@ pub struct Status {
     /// expires it (Flagger's `status.previousSessionAffinityCookie`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_session_cookie: Option<String>,
+    /// Session affinity with `primaryCookieName`: the cookie (`name=value`) responses from the
+    /// primary set while the canary takes traffic, so those users stay on the primary. Made
+    /// once and kept for later rollouts, as Flagger keeps its
+    /// `status.primarySessionAffinityCookie`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_session_cookie: Option<String>,
     /// Blue/green with `analysis.mirror`: requests are mirrored to the canary (Flagger's
     /// mirror phase, which it reads back from the route).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -275,6 +275,9 @@ pub struct RouteState<'a> {
     pub session_cookie: Option<&'a str>,
     /// The last rollout's cookie, which the route expires.
     pub previous_session_cookie: Option<&'a str>,
+    /// `primaryCookieName`: the cookie responses from the primary set while the canary takes
+    /// traffic; requests carrying it go to the primary.
+    pub primary_session_cookie: Option<&'a str>,
     /// Blue/green with `analysis.mirror`: requests are mirrored to the canary.
     pub mirroring: bool,
 }
@@ -284,6 +287,7 @@ impl<'a> RouteState<'a> {
         RouteState {
             session_cookie: status.session_cookie.as_deref(),
             previous_session_cookie: status.previous_session_cookie.as_deref(),
+            primary_session_cookie: status.primary_session_cookie.as_deref(),
             mirroring: status.mirroring,
         }
     }

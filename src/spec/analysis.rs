@@ -251,7 +251,7 @@ fn ready_threshold(r: &mut Reader, node: &Node, path: &str, key: &str) -> Option
     }
 }
 
-/// The keys of Flagger's `analysis.sessionAffinity` (its CRD). Only `cookieName` is read
+/// The keys of Flagger's `analysis.sessionAffinity` (its CRD). The cookie names are read
 /// here; the router reads the cookie's attributes and refuses what it cannot render.
 const SESSION_AFFINITY_KEYS: &[&str] = &[
     "cookieName",
@@ -265,7 +265,9 @@ const SESSION_AFFINITY_KEYS: &[&str] = &[
     "secure",
 ];
 
-/// `analysis.sessionAffinity`: its `cookieName` (required by Flagger's CRD).
+/// `analysis.sessionAffinity`: its `cookieName` (required by Flagger's CRD) and
+/// `primaryCookieName` (empty is Flagger's "not set"; the same name as `cookieName` is refused,
+/// as Flagger's `verifySessionAffinity` refuses it).
 fn read_session_affinity(r: &mut Reader, node: &Node, path: &str) -> Option<SessionAffinity> {
     r.map(node, path, SESSION_AFFINITY_KEYS)?;
     let name_node = r.required(node, path, "cookieName")?;
@@ -275,7 +277,26 @@ fn read_session_affinity(r: &mut Reader, node: &Node, path: &str) -> Option<Sess
         r.error(name_node.line, &field, message);
         return None;
     }
-    Some(SessionAffinity { cookie_name })
+    let mut primary_cookie_name = None;
+    if let Some(n) = node.get("primaryCookieName") {
+        let field = join(path, "primaryCookieName");
+        let name = r.string(n, &field)?;
+        if name == cookie_name {
+            r.error(n.line, &field, format!("expected another name than cookieName {cookie_name:?}: the primary's cookie and the canary's must differ (Flagger refuses the same name too)"));
+            return None;
+        }
+        if !name.is_empty() {
+            if let Err(message) = check_cookie_name(&name) {
+                r.error(n.line, &field, message);
+                return None;
+            }
+            primary_cookie_name = Some(name);
+        }
+    }
+    Some(SessionAffinity {
+        cookie_name,
+        primary_cookie_name,
+    })
 }
 
 /// A cookie name the route can match safely: routers match `Cookie` headers against a regular

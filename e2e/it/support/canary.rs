@@ -13,6 +13,7 @@ use sluice::yaml::snapshot::Snapshot;
 pub(crate) const NO_STATE: RouteState<'static> = RouteState {
     session_cookie: None,
     previous_session_cookie: None,
+    primary_session_cookie: None,
     mirroring: false,
 };
 

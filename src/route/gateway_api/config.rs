@@ -45,7 +45,20 @@ impl CookieAttributes {
 
     /// The `Set-Cookie` value for `cookie` (`name=value`), attributes in Flagger's order.
     pub fn set_cookie(&self, cookie: &str) -> String {
-        let mut out = format!("{cookie}; Max-Age={}", self.max_age);
+        self.set_cookie_for(cookie, u64::from(self.max_age))
+    }
+
+    /// The `Set-Cookie` value of the primary's cookie (`primaryCookieName`): it lives one
+    /// analysis interval (`interval`, whole seconds), as Flagger's `BuildCookie(...,
+    /// interval.Seconds())` writes it, with the same other attributes. The interval is the one
+    /// the analysis runs at (at least 10 s); Flagger parses the spec's text again, so it writes
+    /// `Max-Age=1` for `interval: 1s` (and fails with no interval), while running every 10 s.
+    pub fn set_primary_cookie(&self, cookie: &str, interval: Duration) -> String {
+        self.set_cookie_for(cookie, interval.as_secs())
+    }
+
+    fn set_cookie_for(&self, cookie: &str, max_age: u64) -> String {
+        let mut out = format!("{cookie}; Max-Age={max_age}");
         if let Some(domain) = &self.domain {
             out.push_str(&format!("; Domain={domain}"));
         }

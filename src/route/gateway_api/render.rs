@@ -22,6 +22,13 @@
 //! match's headers and queryParams, as Flagger's `mergeMatchConditions` does; the spec loader
 //! rejects the combinations where that merge would drop a condition.
 //!
+//! Session affinity (rollout state from the status): while the canary takes traffic, a
+//! sticky rule sends requests carrying the rollout's cookie to the canary, then (with
+//! `primaryCookieName`) one sends those carrying the primary's cookie to the primary, then the
+//! weighted rule, whose canary backend sets the canary's cookie and primary backend the
+//! primary's (`Max-Age` one analysis interval), as Flagger 1.44's router writes them. Once the
+//! canary takes none, a rule expires the last rollout's cookie.
+//!
 //! Flagger's matches are Istio `HTTPMatchRequest`s; `flagger.rs` converts them (and says
 //! how). Anything it cannot convert is an error, never dropped: a dropped condition would send
 //! more traffic to the canary than asked.
@@ -271,7 +278,18 @@ pub(super) fn render(route: &Config, input: &RenderInput) -> Result<String, Rout
             if let Some(b) = rule.backend_refs.get_mut(1) {
                 b.set_cookie = Some(attributes.set_cookie(cookie));
             }
-            Some(vec![sticky(cookie, split(0, 100)), rule])
+            let mut rules = vec![sticky(cookie, split(0, 100))];
+            // `primaryCookieName`: the primary's sticky rule, and its cookie on the
+            // weighted rule's primary backend, living one interval.
+            if let Some(primary) = state.primary_session_cookie {
+                if let Some(b) = rule.backend_refs.get_mut(0) {
+                    let interval = canary.analysis.interval;
+                    b.set_cookie = Some(attributes.set_primary_cookie(primary, interval));
+                }
+                rules.push(sticky(primary, split(100, 0)));
+            }
+            rules.push(rule);
+            Some(rules)
         } else {
             state.previous_session_cookie.map(|cookie| {
                 vec![
@@ -281,10 +299,13 @@ pub(super) fn render(route: &Config, input: &RenderInput) -> Result<String, Rout
             })
         }
     });
-    // With a session rule first, the weighted rule is the second.
+    // With session rules first, the weighted rule is the last.
     let (rules, weighted_rule) = match &canary.analysis.strategy {
         Strategy::Canary { .. } | Strategy::BlueGreen { .. } => match session {
-            Some(rules) => (rules, 1),
+            Some(rules) => {
+                let last = rules.len().saturating_sub(1);
+                (rules, last)
+            }
             None => (vec![weighted(service_matches)], 0),
         },
         // `spec` converted and checked the matches at load time; an A/B canary has at least one.

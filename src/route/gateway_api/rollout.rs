@@ -129,9 +129,6 @@ fn read_session_affinity(
     if shape == Shape::AB {
         r.error(node.line, &path, "not supported with A/B testing (analysis.match) on Gateway API routes: Flagger's router puts the A/B matches in place of the cookie match, so neither works; use sessionAffinity with stepWeight(s) or iterations without match");
     }
-    if let Some(n) = node.get("primaryCookieName") {
-        r.error(n.line, &join(&path, "primaryCookieName"), "not supported yet for Gateway API routes (the primary's sticky cookie is not rendered); remove it, or roll this canary out without sluice");
-    }
     if let Some(response) = service
         .and_then(|s| s.get("headers"))
         .and_then(|h| h.get("response"))

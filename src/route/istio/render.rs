@@ -23,6 +23,10 @@
 //!   first route matches the previous cookie with the weighted destinations and expires it
 //!   (`Set-Cookie: <cookie>; Max-Age=-1` added to the route's response headers). Before the
 //!   first cookie there is the weighted route alone (Flagger writes it twice then).
+//! - With `primaryCookieName`, while the canary takes traffic: a second route, after the
+//!   canary's cookie route, matching the primary's cookie and sending everything to the
+//!   primary, and the weighted route's primary destination adds that cookie's `Set-Cookie`
+//!   with `Max-Age` one analysis interval (Flagger 1.44's `getSessionAffinityRouteRules`).
 //! - Blue/green mirroring: `mirror` to the canary Service (no port, as Flagger writes it) and
 //!   `mirrorPercentage` from `mirrorWeight`. Flagger puts it on the first route only, which
 //!   with a previous cookie is the expiring route and mirrors almost nothing; sluice puts it
@@ -300,15 +304,22 @@ pub(super) fn render(config: &Config, input: &RenderInput) -> Result<String, Rou
                 state.previous_session_cookie,
             ) {
                 (Some(attributes), Some(cookie), _) => {
-                    weighted_index = 1;
                     let mut destinations = weighted();
                     if let Some(d) = destinations.get_mut(1) {
                         d.headers = Some(set_cookie(attributes.set_cookie(cookie)));
                     }
-                    vec![
-                        route(sticky(cookie), split(0, 100)),
-                        route(fields.matches.clone(), destinations),
-                    ]
+                    let mut http = vec![route(sticky(cookie), split(0, 100))];
+                    if let Some(primary) = state.primary_session_cookie {
+                        let interval = canary.analysis.interval;
+                        if let Some(d) = destinations.get_mut(0) {
+                            let value = attributes.set_primary_cookie(primary, interval);
+                            d.headers = Some(set_cookie(value));
+                        }
+                        http.push(route(sticky(primary), split(100, 0)));
+                    }
+                    weighted_index = http.len();
+                    http.push(route(fields.matches.clone(), destinations));
+                    http
                 }
                 (Some(_), None, Some(previous)) => {
                     weighted_index = 1;
@@ -366,7 +377,7 @@ pub(super) fn render(config: &Config, input: &RenderInput) -> Result<String, Rou
 
 /// Reads the documents back: a VirtualService and two DestinationRules with the right
 /// names and hosts, every HTTP route's weights summing to 100, the weighted route's (the
-/// first, or the second after a cookie route) being exactly the ones asked for.
+/// first, or the one after the cookie routes) being exactly the ones asked for.
 fn verify(
     docs: &[Json],
     context: &Context,

@@ -1,6 +1,7 @@
 //! Flagger's `analysis` fields that put rollout state on the VirtualService:
-//! `sessionAffinity` (the cookie's attributes; its name is the core's model, the cookie itself
-//! the status') and `mirror` / `mirrorWeight`.
+//! `sessionAffinity` (the cookie's attributes; its names, `cookieName` and
+//! `primaryCookieName`, are the core's model, the cookies themselves the status') and
+//! `mirror` / `mirrorWeight`.
 //!
 //! Refused, each at its line, where Flagger's Istio router would drop or bend what is asked:
 //!
@@ -9,8 +10,6 @@
 //!   would never be shown.
 //! - `mirror` or `sessionAffinity` with A/B (`analysis.match`): Flagger's A/B routes replace
 //!   the mirror and the cookie routes, so neither works there.
-//! - `sessionAffinity.primaryCookieName`: the primary's cookie needs a second cookie in the
-//!   status, which sluice does not keep yet.
 //! - `sessionAffinity` with `service.match` headers: Flagger's cookie route replaces them with
 //!   the cookie match, so sticky requests would skip them.
 
@@ -60,9 +59,6 @@ fn read_session_affinity(
     }
     if shape == Shape::AB {
         r.error(node.line, &path, "has no effect with A/B testing (analysis.match): Flagger's Istio router writes the A/B routes without the cookie routes; use sessionAffinity with stepWeight(s) or iterations without match");
-    }
-    if let Some(n) = node.get("primaryCookieName") {
-        r.error(n.line, &join(&path, "primaryCookieName"), "not supported yet for Istio routes (the primary's cookie needs rollout state sluice does not keep yet); remove it, or roll this canary out without sluice");
     }
     if let Some(Value::Seq(matches)) = service.and_then(|s| s.get("match")).map(|n| &n.value) {
         for (i, m) in matches.iter().enumerate() {

@@ -56,6 +56,7 @@ pub struct CanaryBuilder {
     sync: bool,
     mirror: bool,
     session_cookie: Option<String>,
+    primary_cookie: Option<String>,
 }
 
 /// A Flagger canary `podinfo.prod` walking 10, 20, ... 50 every 30 s, no checks, no gates.
@@ -76,6 +77,7 @@ pub fn canary() -> CanaryBuilder {
         sync: false,
         mirror: false,
         session_cookie: None,
+        primary_cookie: None,
     }
 }
 
@@ -89,6 +91,12 @@ impl CanaryBuilder {
     /// `analysis.sessionAffinity.cookieName`.
     pub fn session_affinity(mut self, cookie_name: &str) -> Self {
         self.session_cookie = Some(cookie_name.to_string());
+        self
+    }
+
+    /// `analysis.sessionAffinity.primaryCookieName` (with `session_affinity`).
+    pub fn primary_cookie(mut self, cookie_name: &str) -> Self {
+        self.primary_cookie = Some(cookie_name.to_string());
         self
     }
 
@@ -262,9 +270,10 @@ impl CanaryBuilder {
                 webhooks: self.webhooks,
                 approvals: self.approvals,
                 mirror: self.mirror,
-                session_affinity: self
-                    .session_cookie
-                    .map(|cookie_name| SessionAffinity { cookie_name }),
+                session_affinity: self.session_cookie.map(|cookie_name| SessionAffinity {
+                    cookie_name,
+                    primary_cookie_name: self.primary_cookie,
+                }),
                 alerts: Alerts::default(),
                 primary_ready_threshold: 100,
                 canary_ready_threshold: 100,

@@ -225,3 +225,76 @@ fn mirror_without_blue_green_changes_nothing() {
         assert_eq!(plain, mirrored);
     }
 }
+
+/// Flagger 1.44 (`getSessionAffinityRouteRules`, istio.go and gateway_api.go): with
+/// `primaryCookieName` the primary's cookie is made the first time the canary takes traffic,
+/// next to the canary's, and `status.primarySessionAffinityCookie` is never cleared, so later
+/// rollouts set the same one.
+#[test]
+fn the_primary_cookie_is_made_with_the_first_traffic_and_kept_for_later_rollouts() {
+    let c = canary()
+        .step_weight(20)
+        .max_weight(40)
+        .session_affinity("canary-cookie")
+        .primary_cookie("primary-cookie")
+        .build();
+    let first = walk(&c, &initialized(&c), "r1", 10);
+    assert_eq!(first[0].action, Action::StartRollout);
+    assert_eq!(
+        first[0].status.primary_session_cookie, None,
+        "no traffic yet"
+    );
+    let primary = first
+        .iter()
+        .find_map(|d| d.status.primary_session_cookie.clone())
+        .expect("a primary cookie once the canary takes traffic");
+    let (name, value) = primary.split_once('=').expect("name=value");
+    assert_eq!(name, "primary-cookie");
+    assert_eq!(value.len(), 10);
+    assert!(value.bytes().all(|b| b.is_ascii_alphabetic()), "{value}");
+    for d in first.iter().filter(|d| d.status.canary_weight > 0) {
+        let canary_cookie = d.status.session_cookie.as_deref().expect("a canary cookie");
+        assert_eq!(d.status.primary_session_cookie.as_deref(), Some(&*primary));
+        assert_ne!(canary_cookie.split_once('=').map(|p| p.1), Some(value));
+    }
+    let done = first.last().expect("decisions").status.clone();
+    assert_eq!(done.phase, Phase::Succeeded);
+    assert_eq!(done.primary_session_cookie.as_deref(), Some(&*primary));
+
+    let second = walk(&c, &done, "r2", 10_000);
+    assert!(second
+        .iter()
+        .all(|d| d.status.primary_session_cookie.as_deref() == Some(&*primary)));
+}
+
+#[test]
+fn a_primary_cookie_goes_with_its_name() {
+    let c = canary()
+        .session_affinity("canary-cookie")
+        .primary_cookie("primary-cookie")
+        .build();
+    let done = walk(&c, &initialized(&c), "r1", 10)
+        .pop()
+        .expect("decisions")
+        .status;
+    assert!(done.primary_session_cookie.is_some());
+    // Renamed: the next rollout makes a cookie of the new name.
+    let renamed = canary()
+        .session_affinity("canary-cookie")
+        .primary_cookie("other")
+        .build();
+    let cookies: Vec<String> = walk(&renamed, &done, "r2", 10_000)
+        .iter()
+        .filter_map(|d| d.status.primary_session_cookie.clone())
+        .collect();
+    assert!(!cookies.is_empty());
+    assert!(
+        cookies.iter().all(|c| c.starts_with("other=")),
+        "{cookies:?}"
+    );
+    // Removed from the spec: the status forgets it at the next commit.
+    let without = canary().session_affinity("canary-cookie").build();
+    assert!(walk(&without, &done, "r2", 10_000)
+        .iter()
+        .all(|d| d.status.primary_session_cookie.is_none()));
+}
