@@ -95,10 +95,6 @@ const SAMPLES: &[(&str, &str)] = &[
         "upstreamRef: {apiVersion: gloo.solo.io/v1, kind: Upstream, name: web}",
     ),
     (
-        "spec.service.trafficDistribution",
-        "trafficDistribution: PreferClose",
-    ),
-    (
         "spec.service.unmanagedMetadata",
         "unmanagedMetadata: {labels: {a: b}}",
     ),

@@ -378,8 +378,8 @@ fn switching_to_kubernetes_deletes_the_route_file_sluice_wrote() {
 }
 
 /// Flagger `service` fields sluice does not write are refused, never dropped:
-/// `trafficDistribution`, `unmanagedMetadata` (live metadata a GitOps apply would fight over),
-/// and a port name Kubernetes would reject. The fields sluice writes load.
+/// `unmanagedMetadata` (live metadata a GitOps apply would fight over), and a port name or a
+/// `trafficDistribution` Kubernetes would reject. The fields sluice writes load.
 #[test]
 fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
     let with = |extra: &str| {
@@ -389,7 +389,7 @@ fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
         )
     };
     let cases = [
-        ("    trafficDistribution: PreferClose\n", ":17: spec.service.trafficDistribution: not supported: sluice's Services write no trafficDistribution"),
+        ("    trafficDistribution: preferClose\n", ":17: spec.service.trafficDistribution: expected PreferClose, PreferSameZone, PreferSameNode (the values Kubernetes accepts), found \"preferClose\""),
         ("    unmanagedMetadata: {labels: [a]}\n", ":17: spec.service.unmanagedMetadata: not supported"),
         ("    portName: Not_A_Port\n", ":17: spec.service.portName: expected a port name"),
         ("    apex:\n      labels: [a]\n", ":18: spec.service.apex.labels: expected a mapping of names to strings"),
@@ -405,6 +405,7 @@ fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
         "    headless: true\n",
         "    portName: grpc\n",
         "    appProtocol: http\n",
+        "    trafficDistribution: PreferClose\n",
         "    apex:\n      labels: {team: a}\n",
         "    primary:\n      annotations: {a: b}\n",
         "    canary:\n      labels: {team: a}\n",

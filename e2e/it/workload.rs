@@ -300,6 +300,36 @@ fn generated_workload_files_snapshot() {
     }
 }
 
+/// Flagger's `service.trafficDistribution` on the apex, primary and canary Services, as
+/// Flagger's `KubernetesDefaultRouter.reconcileService` sets it on each (it was refused).
+#[test]
+fn traffic_distribution_goes_on_the_three_services() {
+    let canary_text = FLAGGER_CANARY.replace(
+        "    targetPort: 9898\n",
+        "    targetPort: 9898\n    trafficDistribution: PreferSameZone\n",
+    );
+    let (dir, canary) = setup_with(DEPLOYMENT, &canary_text);
+    let files = rendered(dir.path(), &canary);
+    let services = &files.iter().find(|(n, _)| n == "services.yaml").unwrap().1;
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(services).unwrap();
+    let mut schemas = crate::support::Schemas::default();
+    let mut names = Vec::new();
+    for doc in &docs {
+        assert_eq!(schemas.errors(doc), Vec::<String>::new(), "{doc}");
+        assert_eq!(
+            doc["spec"]["trafficDistribution"], "PreferSameZone",
+            "{doc}"
+        );
+        names.push(doc["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    assert_eq!(names, ["podinfo", "podinfo-primary", "podinfo-canary"]);
+    // Without it, no Service carries one.
+    let (dir, canary) = setup_with(DEPLOYMENT, FLAGGER_CANARY);
+    let files = rendered(dir.path(), &canary);
+    let services = &files.iter().find(|(n, _)| n == "services.yaml").unwrap().1;
+    assert!(!services.contains("trafficDistribution"), "{services}");
+}
+
 /// Flagger's `service` fields on the three Services: `portName`, `appProtocol`, `headless`,
 /// the `apex`/`primary`/`canary` labels and annotations, and `portDiscovery` exposing the pod
 /// template's other container ports (mesh proxies and the target port left out), as Flagger's

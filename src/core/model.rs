@@ -276,6 +276,8 @@ pub struct ServiceSpec {
     pub headless: bool,
     /// Also expose the pod template's other container ports (Flagger's `portDiscovery`).
     pub port_discovery: bool,
+    /// The Services' `spec.trafficDistribution` (Flagger's `trafficDistribution`).
+    pub traffic_distribution: Option<String>,
     /// Labels and annotations of the apex, primary and canary Services (Flagger's `apex`,
     /// `primary`, `canary`).
     pub apex: ServiceMetadata,
@@ -294,6 +296,7 @@ impl ServiceSpec {
             app_protocol: None,
             headless: false,
             port_discovery: false,
+            traffic_distribution: None,
             apex: ServiceMetadata::default(),
             primary: ServiceMetadata::default(),
             canary: ServiceMetadata::default(),

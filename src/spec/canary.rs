@@ -311,9 +311,9 @@ fn read_service(
 }
 
 /// Flagger `service` fields its three Services carry: the port's name and `appProtocol`,
-/// `headless`, `portDiscovery`, and the `apex`/`primary`/`canary` labels and annotations.
-/// `trafficDistribution` and `unmanagedMetadata` (live metadata a GitOps apply would fight
-/// over) are refused, so nobody believes they apply.
+/// `headless`, `portDiscovery`, `trafficDistribution`, and the `apex`/`primary`/`canary`
+/// labels and annotations. `unmanagedMetadata` (live metadata a GitOps apply would fight
+/// over) is refused, so nobody believes it applies.
 fn read_service_fields(r: &mut Reader, svc: &Node, spec: &mut ServiceSpec) {
     let at = |key: &str| join("spec.service", key);
     if let Some(v) = svc
@@ -347,13 +347,13 @@ fn read_service_fields(r: &mut Reader, svc: &Node, spec: &mut ServiceSpec) {
             }
         }
     }
-    for (key, what) in [
-        ("trafficDistribution", "write no trafficDistribution"),
-        (
-            "unmanagedMetadata",
-            "keep no live metadata (unmanagedMetadata): every label and annotation is in git",
-        ),
-    ] {
+    if let Some(n) = svc.get("trafficDistribution") {
+        spec.traffic_distribution = read_traffic_distribution(r, n, &at("trafficDistribution"));
+    }
+    for (key, what) in [(
+        "unmanagedMetadata",
+        "keep no live metadata (unmanagedMetadata): every label and annotation is in git",
+    )] {
         if let Some(n) = svc.get(key) {
             r.error(
                 n.line,
@@ -362,6 +362,32 @@ fn read_service_fields(r: &mut Reader, svc: &Node, spec: &mut ServiceSpec) {
             );
         }
     }
+}
+
+/// The values of a Service's `spec.trafficDistribution` the Kubernetes API server accepts
+/// (`PreferSameZone` and `PreferSameNode` since Kubernetes 1.33).
+const TRAFFIC_DISTRIBUTIONS: [&str; 3] = ["PreferClose", "PreferSameZone", "PreferSameNode"];
+
+/// `service.trafficDistribution`, written to the three Services as Flagger writes it; empty is
+/// Flagger's "not set". Flagger's CRD takes any string and the API server then refuses the
+/// Service; sluice refuses the canary at its line instead.
+fn read_traffic_distribution(r: &mut Reader, n: &Node, field: &str) -> Option<String> {
+    let text = r.string(n, field)?;
+    if text.is_empty() {
+        return None;
+    }
+    if TRAFFIC_DISTRIBUTIONS.contains(&text.as_str()) {
+        return Some(text);
+    }
+    r.error(
+        n.line,
+        field,
+        format!(
+            "expected {} (the values Kubernetes accepts), found {text:?}",
+            TRAFFIC_DISTRIBUTIONS.join(", ")
+        ),
+    );
+    None
 }
 
 /// A Kubernetes port name (an IANA service name): 1..=15 lowercase letters, digits and '-',

@@ -113,7 +113,7 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.service.port", Implemented("the Services' port")),
     field(Kind::Canary, "spec.service.portName", Implemented("the Services' port name (default http)")),
     field(Kind::Canary, "spec.service.appProtocol", Implemented("the Services' port appProtocol; tcp refused by the HTTP-only routers")),
-    field(Kind::Canary, "spec.service.trafficDistribution", Refused("sluice's Services write no trafficDistribution; remove it")),
+    field(Kind::Canary, "spec.service.trafficDistribution", Implemented("the apex, primary and canary Services' trafficDistribution, as Flagger writes it (PreferClose, PreferSameZone, PreferSameNode)")),
     field(Kind::Canary, "spec.service.targetPort", Implemented("the Services' targetPort (default: port)")),
     field(Kind::Canary, "spec.service.portDiscovery", Implemented("the workload's other container ports become Service ports, as Flagger discovers them")),
     field(Kind::Canary, "spec.service.headless", Implemented("the primary and canary Services are headless")),

@@ -224,6 +224,9 @@ fn service(
             ports.push(Yaml::Hash(p));
         }
         set(svc, "ports", Yaml::Array(ports));
+        if let Some(distribution) = &spec.traffic_distribution {
+            set(svc, "trafficDistribution", key(distribution));
+        }
     }
     doc
 }
