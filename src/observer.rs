@@ -373,7 +373,7 @@ impl Observer for Live<'_> {
         let status = &decision.status;
         let events = &decision.events;
         let mut kinds = vec![WebhookKind::Event];
-        if matches!(status.phase, Phase::Succeeded | Phase::Failed) {
+        if decision.ends_rollout() {
             kinds.push(WebhookKind::PostRollout);
         }
         let hooks: Vec<_> = canary

@@ -55,6 +55,12 @@ pub enum Action {
         reason: String,
         cause: RollbackCause,
     },
+    /// The promotion's last change was not live (applied, the primary ready) within the
+    /// progress deadline: phase Failed with all traffic on the canary, which keeps running
+    /// (Flagger 1.44, fluxcd/flagger#1931).
+    PromotionFailed {
+        reason: String,
+    },
     /// An approval pull request was merged: the approved step's clock starts now.
     ApprovalMerged,
     /// `sluice pause`: the canary holds until resumed.
@@ -117,6 +123,34 @@ impl Decision {
     /// True when the decision changes the repo.
     pub fn commits(&self) -> bool {
         self.action != Action::Hold
+    }
+
+    /// True when the decision ends a rollout: when Flagger runs its `post-rollout` webhooks
+    /// (`runPostRolloutHooks`): the promotion completed, a rollback, a failed promotion, and a
+    /// promotion with the analysis skipped (since Flagger 1.44, fluxcd/flagger#1918). Nothing
+    /// else does, whatever phase the canary is in: pausing a succeeded canary or holding it
+    /// for drift ends no rollout.
+    pub fn ends_rollout(&self) -> bool {
+        match &self.action {
+            Action::Finalise | Action::Rollback { .. } | Action::PromotionFailed { .. } => true,
+            // `skipAnalysis`: the rollout starts and ends in one decision.
+            Action::Promote => self.status.phase == Phase::Succeeded,
+            Action::Hold
+            | Action::Initialize
+            | Action::WaitRollout
+            | Action::StartRollout
+            | Action::Restart
+            | Action::Cancel
+            | Action::AdvanceCanary { .. }
+            | Action::AdvanceIteration { .. }
+            | Action::FailedCheck
+            | Action::WaitApproval(_)
+            | Action::AdvancePrimary { .. }
+            | Action::ApprovalMerged
+            | Action::Pause
+            | Action::Resume
+            | Action::Drift(_) => false,
+        }
     }
 }
 
@@ -203,8 +237,8 @@ fn decide_phase<R>(
         Phase::Initialized | Phase::Succeeded | Phase::Failed => idle(canary, status, obs, now),
         Phase::Waiting => waiting(canary, status, obs, now),
         Phase::Progressing | Phase::WaitingApproval => progressing(canary, status, obs, now),
-        Phase::Promoting => promoting(canary, status, now),
-        Phase::Finalising => finalising(canary, status, now),
+        Phase::Promoting => promoting(canary, status, obs, now),
+        Phase::Finalising => finalising(canary, status, obs, now),
     }
 }
 
@@ -308,6 +342,19 @@ fn gate_closed<R>(canary: &Canary<R>, obs: &Observations, gate: Gate) -> bool {
 }
 
 fn idle<R>(canary: &Canary<R>, status: &Status, obs: &Observations, now: Timestamp) -> Decision {
+    if status.phase == Phase::Failed
+        && status.canary_weight > 0
+        && obs.revision == status.promoted_revision
+    {
+        return hold(
+            status,
+            None,
+            format!(
+                "{} promotion failed; the canary keeps the traffic until a new revision",
+                dotted(canary)
+            ),
+        );
+    }
     if obs.revision == status.promoted_revision {
         return hold(
             status,
@@ -1155,7 +1202,15 @@ fn promote<R>(canary: &Canary<R>, status: &Status, mut next: Status, now: Timest
     change(Action::Promote, next, event, Some(wake))
 }
 
-fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
+fn promoting<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
+    if let Some(decision) = promotion_not_live(canary, status, obs, now) {
+        return decision;
+    }
     let name = dotted(canary);
     let interval = canary.analysis.interval;
     let due = after(clock_start(canary, status), interval);
@@ -1215,7 +1270,15 @@ fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision
     )
 }
 
-fn finalising<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
+fn finalising<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Decision {
+    if let Some(decision) = promotion_not_live(canary, status, obs, now) {
+        return decision;
+    }
     let name = dotted(canary);
     let due = after(clock_start(canary, status), canary.analysis.interval);
     if now < due {
@@ -1239,6 +1302,56 @@ fn finalising<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decisio
         format!("Promotion completed! Scaling down {name}"),
         None,
     )
+}
+
+/// Promoting and Finalising while the last change is not live (not applied by the GitOps
+/// engine, or the primary or canary not ready; always live without a sync target): nothing
+/// moves, as Flagger waits for `IsPrimaryReady`, so no traffic goes to a primary that is not
+/// ready and the canary is not scaled down. Past the progress deadline the promotion failed.
+fn promotion_not_live<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+) -> Option<Decision> {
+    if obs.applied {
+        return None;
+    }
+    let deadline = after(status.step_started, canary.progress_deadline);
+    if now < deadline {
+        return Some(hold(
+            status,
+            Some(deadline),
+            format!(
+                "{} promotion waits until the last change is applied and the primary is ready",
+                dotted(canary)
+            ),
+        ));
+    }
+    Some(promotion_failed(canary, status, now))
+}
+
+/// Flagger 1.44's `handleFailedPromotion` (fluxcd/flagger#1931, commits 8eaa0408 and
+/// e461dd9b): a promotion whose primary is not ready by the progress deadline is not rolled
+/// back, since the primary already runs the new revision and the canary is its only healthy
+/// copy. Phase Failed, all traffic to the canary, which keeps running until a new revision.
+fn promotion_failed<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
+    let mut next = status.clone();
+    next.phase = Phase::Failed;
+    next.phase_since = now;
+    next.step_started = now;
+    next.canary_weight = 100;
+    next.primary_weight = 0;
+    next.waiting_for = None;
+    let reason = format!(
+        "the last change was not applied, or the primary not ready, within {}s",
+        canary.progress_deadline.as_secs()
+    );
+    let event = format!(
+        "Promotion of {} failed, primary not ready: {reason}",
+        dotted(canary)
+    );
+    change(Action::PromotionFailed { reason }, next, event, None)
 }
 
 /// The steps a canary walks (empty for blue/green and A/B); for `plan` and renderers.

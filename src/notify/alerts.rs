@@ -123,6 +123,12 @@ pub fn messages(canary: &Canary, decision: &Decision) -> Vec<Message> {
                 message(format!("Rolling back {reason}"), false, Severity::Warn)
             }
         }],
+        // Flagger 1.44's `handleFailedPromotion` alert.
+        Action::PromotionFailed { reason } => vec![message(
+            format!("Promotion failed, primary not ready: {reason}"),
+            false,
+            Severity::Error,
+        )],
         // A new revision mid-analysis restarts it without an alert, as in Flagger.
         Action::Restart
         | Action::Hold

@@ -21,6 +21,8 @@ pub enum Event {
     WaitingForApproval,
     Promoted,
     RolledBack,
+    /// The promotion failed: all traffic on the canary (Flagger 1.44's failed promotion).
+    PromotionFailed,
     /// Files sluice owns were changed outside sluice: the canary holds, or they were restored.
     Drift,
 }
@@ -32,6 +34,7 @@ impl Event {
             Event::WaitingForApproval => "waitingForApproval",
             Event::Promoted => "promoted",
             Event::RolledBack => "rolledBack",
+            Event::PromotionFailed => "promotionFailed",
             Event::Drift => "drift",
         }
     }
@@ -46,6 +49,7 @@ impl Event {
                 Some(Event::Promoted)
             }
             Action::Rollback { .. } => Some(Event::RolledBack),
+            Action::PromotionFailed { .. } => Some(Event::PromotionFailed),
             Action::Drift(DriftStep::Hold { .. } | DriftStep::Restore { .. }) => Some(Event::Drift),
             Action::Hold
             | Action::Initialize
@@ -89,7 +93,7 @@ pub fn payload(
             "@type": "MessageCard",
             "@context": "https://schema.org/extensions",
             "summary": format!("sluice: {} {}", canary.id, event.name()),
-            "themeColor": if matches!(event, Event::RolledBack | Event::Drift) { "d63333" } else { "2e7d32" },
+            "themeColor": if matches!(event, Event::RolledBack | Event::PromotionFailed | Event::Drift) { "d63333" } else { "2e7d32" },
             "title": format!("sluice: {} {}", canary.id, event.name()),
             "text": text,
         }),

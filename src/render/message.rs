@@ -102,6 +102,9 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
         },
         Action::Finalise => format!("{n}: promotion completed, canary scaled down"),
         Action::Rollback { reason, .. } => format!("{n}: roll back: {reason}"),
+        Action::PromotionFailed { reason } => {
+            format!("{n}: promotion failed, all traffic to the canary: {reason}")
+        }
         Action::ApprovalMerged => format!("{n}: approval merged, step clock started"),
         Action::Pause => format!("{n}: paused"),
         Action::Resume => format!("{n}: resumed"),

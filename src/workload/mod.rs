@@ -246,7 +246,8 @@ pub fn render(
             None => return Err(WorkloadError::PrimaryMissing { path: primary_path }),
         }
     };
-    let active = status.phase.is_active();
+    // A failed promotion leaves the traffic on the canary, which keeps running.
+    let active = status.phase.is_active() || status.canary_weight > 0;
     Ok(vec![
         (primary_file, primary),
         (

@@ -7,6 +7,7 @@
 
 mod builders;
 mod operate;
+mod promotion;
 mod properties;
 mod route_state;
 mod verdict;

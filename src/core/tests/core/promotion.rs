@@ -1,0 +1,177 @@
+//! The end of a rollout as Flagger 1.44 has it: which decisions end a rollout (and so run the
+//! `post-rollout` webhooks, fluxcd/flagger#1918), and a promotion whose primary does not get
+//! ready (fluxcd/flagger#1931: the canary keeps the traffic instead of a rollback).
+
+use std::time::Duration;
+
+use sluice_core::decide::{decide, Action, Decision};
+use sluice_core::model::Canary;
+use sluice_core::observe::Observations;
+use sluice_core::operate::{operate, Operation};
+use sluice_core::status::{Phase, Status};
+
+use crate::builders::{canary, t};
+
+fn initialized(c: &Canary<()>) -> Status {
+    decide(c, None, &Observations::revision("r0"), t(0)).status
+}
+
+/// Every committed decision of `revision`'s rollout from `status` at `start`, in a healthy
+/// world, until the canary reaches `until` (or is idle).
+fn walk_until(c: &Canary<()>, status: &Status, revision: &str, until: Phase) -> Vec<Decision> {
+    let obs = Observations::revision(revision);
+    let mut status = status.clone();
+    let mut now = t(10);
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        let d = decide(c, Some(&status), &obs, now);
+        now = d.wake_at.unwrap_or(now).max(now);
+        if d.commits() {
+            status = d.status.clone();
+            out.push(d);
+            if status.phase == until || matches!(status.phase, Phase::Succeeded | Phase::Failed) {
+                return out;
+            }
+        } else if d.wake_at.is_none() {
+            return out;
+        }
+    }
+    panic!("the rollout of {revision} did not reach {until:?}: {status:?}");
+}
+
+/// fluxcd/flagger#1918 (commit f33cae54, "Run post-rollout hooks when skipAnalysis is
+/// true"): the promotion that skips the analysis ends the rollout, so the post-rollout
+/// webhooks run.
+#[test]
+fn skipping_the_analysis_ends_the_rollout_and_runs_post_rollout_hooks() {
+    let c = canary().skip_analysis(true).build();
+    let d = decide(
+        &c,
+        Some(&initialized(&c)),
+        &Observations::revision("r1"),
+        t(10),
+    );
+    assert_eq!(d.action, Action::Promote);
+    assert_eq!(d.status.phase, Phase::Succeeded);
+    assert!(d.ends_rollout());
+}
+
+/// A rollout ends once: at its promotion, rollback or failed promotion, never at the steps
+/// between or at a later commit about the same idle canary (today a pause of a succeeded
+/// canary ran the post-rollout webhooks again).
+#[test]
+fn only_the_last_decision_of_a_rollout_ends_it() {
+    let c = canary().step_weight(20).max_weight(40).build();
+    let rollout = walk_until(&c, &initialized(&c), "r1", Phase::Succeeded);
+    let ends: Vec<(Action, bool)> = rollout
+        .iter()
+        .map(|d| (d.action.clone(), d.ends_rollout()))
+        .collect();
+    assert_eq!(ends.last(), Some(&(Action::Finalise, true)), "{ends:?}");
+    assert!(
+        ends[..ends.len() - 1].iter().all(|(_, end)| !end),
+        "{ends:?}"
+    );
+
+    let done = &rollout.last().unwrap().status;
+    let paused = operate(&c, Some(done), Operation::Pause, "test", t(9_000)).unwrap();
+    assert!(paused.commits());
+    assert_eq!(paused.status.phase, Phase::Succeeded);
+    assert!(!paused.ends_rollout());
+
+    let midway = walk_until(&c, &initialized(&c), "r1", Phase::Progressing)
+        .pop()
+        .unwrap()
+        .status;
+    let aborted = operate(&c, Some(&midway), Operation::Abort, "test", t(9_000)).unwrap();
+    assert!(matches!(aborted.action, Action::Rollback { .. }));
+    assert!(aborted.ends_rollout());
+}
+
+/// fluxcd/flagger#1931 (commits 8eaa0408 "Keep canary alive when primary promotion fails"
+/// and e461dd9b "Route traffic to canary on promotion failure"): while the promotion's
+/// change is not live the promotion holds (no traffic shifted to the primary, the canary not
+/// scaled down); past the progress deadline it fails with all traffic on the canary, and
+/// the post-rollout webhooks run. It is not a rollback to the primary.
+#[test]
+fn a_promotion_whose_primary_is_not_ready_fails_with_the_traffic_on_the_canary() {
+    let c = canary()
+        .step_weight(20)
+        .max_weight(40)
+        .sync(true)
+        .progress_deadline(Duration::from_secs(600))
+        .build();
+    for phase in [Phase::Promoting, Phase::Finalising] {
+        let rollout = walk_until(&c, &initialized(&c), "r1", phase);
+        let at = rollout.last().unwrap().status.clone();
+        assert_eq!(at.phase, phase);
+        let not_live = Observations {
+            applied: false,
+            ..Observations::revision("r1")
+        };
+        let started = at.step_started.as_second();
+        // Within the deadline: a hold, whatever the interval says.
+        let held = decide(&c, Some(&at), &not_live, t(started - 1_700_000_000 + 300));
+        assert_eq!(held.action, Action::Hold, "{phase:?}");
+        assert_eq!(
+            held.events,
+            vec!["podinfo.prod promotion waits until the last change is applied and the primary is ready"]
+        );
+        // Past it: failed, all traffic to the canary.
+        let failed = decide(&c, Some(&at), &not_live, t(started - 1_700_000_000 + 600));
+        assert_eq!(
+            failed.action,
+            Action::PromotionFailed {
+                reason: "the last change was not applied, or the primary not ready, within 600s"
+                    .into()
+            },
+            "{phase:?}"
+        );
+        assert_eq!(failed.status.phase, Phase::Failed);
+        assert_eq!(
+            (failed.status.primary_weight, failed.status.canary_weight),
+            (0, 100)
+        );
+        assert_eq!(
+            failed.events,
+            vec!["Promotion of podinfo.prod failed, primary not ready: the last change was not applied, or the primary not ready, within 600s"]
+        );
+        assert!(failed.ends_rollout());
+        // Then the canary keeps the traffic until a new revision.
+        let after = decide(
+            &c,
+            Some(&failed.status),
+            &Observations::revision("r1"),
+            t(5_000),
+        );
+        assert_eq!(after.action, Action::Hold);
+        let next = decide(
+            &c,
+            Some(&failed.status),
+            &Observations::revision("r2"),
+            t(5_000),
+        );
+        assert_eq!(next.action, Action::StartRollout);
+        assert_eq!(
+            (next.status.primary_weight, next.status.canary_weight),
+            (100, 0)
+        );
+    }
+}
+
+/// Without a sync target the change counts as live after the settle delay: a promotion moves
+/// on its interval alone, as before.
+#[test]
+fn a_live_promotion_moves_on_its_interval() {
+    let c = canary().step_weight(20).max_weight(40).build();
+    let rollout = walk_until(&c, &initialized(&c), "r1", Phase::Succeeded);
+    let actions: Vec<&Action> = rollout.iter().map(|d| &d.action).collect();
+    assert!(matches!(
+        actions[actions.len() - 3..],
+        [
+            Action::Promote,
+            Action::AdvancePrimary { weight: 100 },
+            Action::Finalise
+        ]
+    ));
+}
