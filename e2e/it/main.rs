@@ -50,6 +50,7 @@ mod managed;
 mod metrics;
 mod module_graph;
 mod notify;
+mod openfunction;
 mod operate;
 mod per_tick;
 mod route;

@@ -226,6 +226,10 @@ fn read_canaries(
                 );
                 None
             }
+            (_, Some("Function")) => {
+                crate::spec::openfunction::refuse_canary_steps(r, root);
+                None
+            }
             _ => None,
         };
         canaries.extend(canary);

@@ -12,6 +12,7 @@ pub mod canary;
 pub mod flagger_fields;
 pub mod load;
 pub mod model;
+pub mod openfunction;
 pub mod output_folder;
 pub mod settings;
 pub mod sync;
