@@ -222,6 +222,52 @@ fn primary_and_canary_manifests_keep_the_source_and_rename_what_they_must() {
     }
 }
 
+/// Flagger 1.44 (#1931): a promotion whose primary does not get ready fails with all traffic
+/// on the canary, so the canary Deployment keeps its replicas; a rollback scales it to zero.
+#[test]
+fn a_failed_promotion_keeps_the_canary_running() {
+    let (dir, canary) = setup();
+    let snapshot = Snapshot::read(dir.path());
+    let index = Index::new(&snapshot, &[]);
+    let rev = workload::revision(dir.path(), &canary, &index).unwrap();
+    let mut now = jiff::Timestamp::UNIX_EPOCH;
+    let mut status = decide(&canary, None, &Observations::revision("old"), now).status;
+    // The new revision rolls out until the primary takes it.
+    let live = Observations::revision(rev.clone());
+    for _ in 0..100 {
+        if status.phase == sluice::core::status::Phase::Promoting {
+            break;
+        }
+        let d = decide(&canary, Some(&status), &live, now);
+        now = d.wake_at.unwrap_or(now).max(now) + std::time::Duration::from_secs(1);
+        status = d.status;
+    }
+    assert_eq!(status.phase, sluice::core::status::Phase::Promoting);
+    let not_ready = Observations {
+        applied: false,
+        ..Observations::revision(rev)
+    };
+    let failed = decide(
+        &canary,
+        Some(&status),
+        &not_ready,
+        now + std::time::Duration::from_secs(3600),
+    );
+    assert_eq!(
+        (failed.status.primary_weight, failed.status.canary_weight),
+        (0, 100),
+        "{:?}",
+        failed.action
+    );
+    let files = workload::render(dir.path(), &canary, &failed, &index).unwrap();
+    let canary_file = &files
+        .iter()
+        .find(|(n, _)| n == "podinfo-canary.yaml")
+        .unwrap()
+        .1;
+    assert!(canary_file.contains("replicas: 3"), "{canary_file}");
+}
+
 #[test]
 fn missing_source_or_wrong_kind_or_no_selector_is_a_clear_error() {
     let (dir, canary) = setup();

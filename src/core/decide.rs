@@ -237,8 +237,10 @@ fn decide_phase<R>(
         Phase::Initialized | Phase::Succeeded | Phase::Failed => idle(canary, status, obs, now),
         Phase::Waiting => waiting(canary, status, obs, now),
         Phase::Progressing | Phase::WaitingApproval => progressing(canary, status, obs, now),
-        Phase::Promoting => promoting(canary, status, obs, now),
-        Phase::Finalising => finalising(canary, status, obs, now),
+        Phase::Promoting => promotion_not_live(canary, status, obs, now)
+            .unwrap_or_else(|| promoting(canary, status, now)),
+        Phase::Finalising => promotion_not_live(canary, status, obs, now)
+            .unwrap_or_else(|| finalising(canary, status, now)),
     }
 }
 
@@ -507,13 +509,7 @@ pub(crate) fn rollback<R>(
     cause: RollbackCause,
     now: Timestamp,
 ) -> Decision {
-    let mut next = status.clone();
-    next.phase = Phase::Failed;
-    next.phase_since = now;
-    next.step_started = now;
-    next.canary_weight = 0;
-    next.primary_weight = 100;
-    next.waiting_for = None;
+    let mut next = failed(status, now, 0);
     let name = dotted(canary);
     let event = format!("Rolling back {name}: {reason}");
     next.message = event.clone();
@@ -525,6 +521,19 @@ pub(crate) fn rollback<R>(
         checks: Vec::new(),
         sealed: Sealed,
     }
+}
+
+/// `status` failed at `now`, with `canary_weight` percent of the traffic on the canary (a
+/// rollback: none; a failed promotion: all of it) and the rest on the primary.
+fn failed(status: &Status, now: Timestamp, canary_weight: u8) -> Status {
+    let mut next = status.clone();
+    next.phase = Phase::Failed;
+    next.phase_since = now;
+    next.step_started = now;
+    next.canary_weight = canary_weight;
+    next.primary_weight = 100u8.saturating_sub(canary_weight);
+    next.waiting_for = None;
+    next
 }
 
 /// The records of judged checks, as the status keeps them.
@@ -782,26 +791,48 @@ fn stopped<R>(
             now,
         ));
     }
+    until_live(
+        canary,
+        status,
+        obs,
+        now,
+        "waits until the last change is applied",
+        || {
+            rollback(
+                canary,
+                status,
+                format!(
+                    "progress deadline exceeded: the last change was not applied within {}s",
+                    canary.progress_deadline.as_secs()
+                ),
+                RollbackCause::ProgressDeadline,
+                now,
+            )
+        },
+    )
+}
+
+/// While the last change is not live (`obs.applied`): a hold until the progress deadline
+/// (saying the canary `waits`), then the decision `past` makes; `None` once it is live.
+fn until_live<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    obs: &Observations,
+    now: Timestamp,
+    waits: &str,
+    past: impl FnOnce() -> Decision,
+) -> Option<Decision> {
     if obs.applied {
         return None;
     }
     let deadline = after(status.step_started, canary.progress_deadline);
     if now >= deadline {
-        return Some(rollback(
-            canary,
-            status,
-            format!(
-                "progress deadline exceeded: the last change was not applied within {}s",
-                canary.progress_deadline.as_secs()
-            ),
-            RollbackCause::ProgressDeadline,
-            now,
-        ));
+        return Some(past());
     }
     Some(hold(
         status,
         Some(deadline),
-        format!("{} waits until the last change is applied", dotted(canary)),
+        format!("{} {waits}", dotted(canary)),
     ))
 }
 
@@ -1202,15 +1233,7 @@ fn promote<R>(canary: &Canary<R>, status: &Status, mut next: Status, now: Timest
     change(Action::Promote, next, event, Some(wake))
 }
 
-fn promoting<R>(
-    canary: &Canary<R>,
-    status: &Status,
-    obs: &Observations,
-    now: Timestamp,
-) -> Decision {
-    if let Some(decision) = promotion_not_live(canary, status, obs, now) {
-        return decision;
-    }
+fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
     let name = dotted(canary);
     let interval = canary.analysis.interval;
     let due = after(clock_start(canary, status), interval);
@@ -1270,15 +1293,7 @@ fn promoting<R>(
     )
 }
 
-fn finalising<R>(
-    canary: &Canary<R>,
-    status: &Status,
-    obs: &Observations,
-    now: Timestamp,
-) -> Decision {
-    if let Some(decision) = promotion_not_live(canary, status, obs, now) {
-        return decision;
-    }
+fn finalising<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
     let name = dotted(canary);
     let due = after(clock_start(canary, status), canary.analysis.interval);
     if now < due {
@@ -1314,21 +1329,10 @@ fn promotion_not_live<R>(
     obs: &Observations,
     now: Timestamp,
 ) -> Option<Decision> {
-    if obs.applied {
-        return None;
-    }
-    let deadline = after(status.step_started, canary.progress_deadline);
-    if now < deadline {
-        return Some(hold(
-            status,
-            Some(deadline),
-            format!(
-                "{} promotion waits until the last change is applied and the primary is ready",
-                dotted(canary)
-            ),
-        ));
-    }
-    Some(promotion_failed(canary, status, now))
+    let waits = "promotion waits until the last change is applied and the primary is ready";
+    until_live(canary, status, obs, now, waits, || {
+        promotion_failed(canary, status, now)
+    })
 }
 
 /// Flagger 1.44's `handleFailedPromotion` (fluxcd/flagger#1931, commits 8eaa0408 and
@@ -1336,13 +1340,7 @@ fn promotion_not_live<R>(
 /// back, since the primary already runs the new revision and the canary is its only healthy
 /// copy. Phase Failed, all traffic to the canary, which keeps running until a new revision.
 fn promotion_failed<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision {
-    let mut next = status.clone();
-    next.phase = Phase::Failed;
-    next.phase_since = now;
-    next.step_started = now;
-    next.canary_weight = 100;
-    next.primary_weight = 0;
-    next.waiting_for = None;
+    let next = failed(status, now, 100);
     let reason = format!(
         "the last change was not applied, or the primary not ready, within {}s",
         canary.progress_deadline.as_secs()

@@ -191,6 +191,14 @@ impl<'a> Rule<'a> {
         }
     }
 
+    /// Backend `i` adds `Set-Cookie: value` to its responses.
+    fn setting_cookie(mut self, i: usize, value: String) -> Rule<'a> {
+        if let Some(b) = self.backend_refs.get_mut(i) {
+            b.set_cookie = Some(value);
+        }
+        self
+    }
+
     fn expiring(mut self, cookie: &str) -> Rule<'a> {
         self.set_cookie = Some(format!("{cookie}; Max-Age=-1"));
         self.filter_count += 1;
@@ -274,38 +282,32 @@ pub(super) fn render(route: &Config, input: &RenderInput) -> Result<String, Rout
     };
     let session = route.session_affinity.as_ref().and_then(|attributes| {
         if let Some(cookie) = state.session_cookie {
-            let mut rule = weighted(service_matches.clone());
-            if let Some(b) = rule.backend_refs.get_mut(1) {
-                b.set_cookie = Some(attributes.set_cookie(cookie));
-            }
+            let mut rule =
+                weighted(service_matches.clone()).setting_cookie(1, attributes.set_cookie(cookie));
             let mut rules = vec![sticky(cookie, split(0, 100))];
-            // `primaryCookieName`: the primary's sticky rule, and its cookie on the
-            // weighted rule's primary backend, living one interval.
+            // `primaryCookieName`: the primary's sticky rule, and its cookie (one interval).
             if let Some(primary) = state.primary_session_cookie {
-                if let Some(b) = rule.backend_refs.get_mut(0) {
-                    let interval = canary.analysis.interval;
-                    b.set_cookie = Some(attributes.set_primary_cookie(primary, interval));
-                }
+                let interval = canary.analysis.interval;
+                rule = rule.setting_cookie(0, attributes.set_primary_cookie(primary, interval));
                 rules.push(sticky(primary, split(100, 0)));
             }
+            let at = rules.len();
             rules.push(rule);
-            Some(rules)
+            Some((rules, at))
         } else {
             state.previous_session_cookie.map(|cookie| {
-                vec![
-                    sticky(cookie, split(weights.primary, weights.canary)).expiring(cookie),
-                    weighted(service_matches.clone()),
-                ]
+                let expiring = sticky(cookie, split(weights.primary, weights.canary));
+                (
+                    vec![expiring.expiring(cookie), weighted(service_matches.clone())],
+                    1,
+                )
             })
         }
     });
-    // With session rules first, the weighted rule is the last.
+    // With session rules first, the weighted rule comes after them.
     let (rules, weighted_rule) = match &canary.analysis.strategy {
         Strategy::Canary { .. } | Strategy::BlueGreen { .. } => match session {
-            Some(rules) => {
-                let last = rules.len().saturating_sub(1);
-                (rules, last)
-            }
+            Some(found) => found,
             None => (vec![weighted(service_matches)], 0),
         },
         // `spec` converted and checked the matches at load time; an A/B canary has at least one.

@@ -199,6 +199,13 @@ fn set_cookie(value: String) -> Headers {
     }
 }
 
+/// Makes destination `i` add `Set-Cookie: value` to its responses.
+fn set_cookie_on(destinations: &mut [Destination], i: usize, value: String) {
+    if let Some(d) = destinations.get_mut(i) {
+        d.headers = Some(set_cookie(value));
+    }
+}
+
 /// The match of requests carrying `cookie` (`name=value`), as Flagger writes it.
 fn cookie_match(cookie: &str) -> HttpMatchRequest {
     let (name, value) = cookie.split_once('=').unwrap_or((cookie, ""));
@@ -305,16 +312,12 @@ pub(super) fn render(config: &Config, input: &RenderInput) -> Result<String, Rou
             ) {
                 (Some(attributes), Some(cookie), _) => {
                     let mut destinations = weighted();
-                    if let Some(d) = destinations.get_mut(1) {
-                        d.headers = Some(set_cookie(attributes.set_cookie(cookie)));
-                    }
+                    set_cookie_on(&mut destinations, 1, attributes.set_cookie(cookie));
                     let mut http = vec![route(sticky(cookie), split(0, 100))];
                     if let Some(primary) = state.primary_session_cookie {
                         let interval = canary.analysis.interval;
-                        if let Some(d) = destinations.get_mut(0) {
-                            let value = attributes.set_primary_cookie(primary, interval);
-                            d.headers = Some(set_cookie(value));
-                        }
+                        let value = attributes.set_primary_cookie(primary, interval);
+                        set_cookie_on(&mut destinations, 0, value);
                         http.push(route(sticky(primary), split(100, 0)));
                     }
                     weighted_index = http.len();

@@ -6,14 +6,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use sluice_core::decide::{decide, Decision};
 use sluice_core::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
     ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind,
     WebhookSpec,
 };
+use sluice_core::observe::Observations;
 use sluice_core::schedule::{
     flagger_step_weight, flagger_step_weights, native_step_weight, Pause, Step,
 };
+use sluice_core::status::{Phase, Status};
 
 /// A fixed clock: `t(0)` is 2023-11-14T22:13:20Z.
 pub fn t(secs: i64) -> Timestamp {
@@ -296,9 +299,7 @@ impl CanaryBuilder {
 
 /// A canary that waits for approval before its rollout (`confirm-rollout`): initialized on
 /// revision `r0` at `t(0)`, then waiting for `r1` from `t(10)`.
-pub fn waiting_for_rollout() -> (Canary<()>, sluice_core::status::Status) {
-    use sluice_core::decide::decide;
-    use sluice_core::observe::Observations;
+pub fn waiting_for_rollout() -> (Canary<()>, Status) {
     let c = canary()
         .approvals(Approvals {
             before_rollout: true,
@@ -308,4 +309,34 @@ pub fn waiting_for_rollout() -> (Canary<()>, sluice_core::status::Status) {
     let initialized = decide(&c, None, &Observations::revision("r0"), t(0)).status;
     let waiting = decide(&c, Some(&initialized), &Observations::revision("r1"), t(10)).status;
     (c, waiting)
+}
+
+/// Every committed decision of `revision`'s rollout from `status` at `start`, in a healthy
+/// world, until the canary reaches `until` or is idle again (succeeded or failed); each
+/// decision is taken at the time the last one asked.
+pub fn walk_until(
+    c: &Canary<()>,
+    status: &Status,
+    revision: &str,
+    start: i64,
+    until: Phase,
+) -> Vec<Decision> {
+    let obs = Observations::revision(revision);
+    let mut status = status.clone();
+    let mut now = t(start);
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        let d = decide(c, Some(&status), &obs, now);
+        now = d.wake_at.unwrap_or(now).max(now);
+        if d.commits() {
+            status = d.status.clone();
+            out.push(d);
+            if status.phase == until || matches!(status.phase, Phase::Succeeded | Phase::Failed) {
+                return out;
+            }
+        } else if d.wake_at.is_none() {
+            return out;
+        }
+    }
+    panic!("the rollout of {revision} did not reach {until:?}: {status:?}");
 }

@@ -4,39 +4,16 @@
 
 use std::time::Duration;
 
-use sluice_core::decide::{decide, Action, Decision};
+use sluice_core::decide::{decide, Action};
 use sluice_core::model::Canary;
 use sluice_core::observe::Observations;
 use sluice_core::operate::{operate, Operation};
 use sluice_core::status::{Phase, Status};
 
-use crate::builders::{canary, t};
+use crate::builders::{canary, t, walk_until};
 
 fn initialized(c: &Canary<()>) -> Status {
     decide(c, None, &Observations::revision("r0"), t(0)).status
-}
-
-/// Every committed decision of `revision`'s rollout from `status` at `start`, in a healthy
-/// world, until the canary reaches `until` (or is idle).
-fn walk_until(c: &Canary<()>, status: &Status, revision: &str, until: Phase) -> Vec<Decision> {
-    let obs = Observations::revision(revision);
-    let mut status = status.clone();
-    let mut now = t(10);
-    let mut out = Vec::new();
-    for _ in 0..200 {
-        let d = decide(c, Some(&status), &obs, now);
-        now = d.wake_at.unwrap_or(now).max(now);
-        if d.commits() {
-            status = d.status.clone();
-            out.push(d);
-            if status.phase == until || matches!(status.phase, Phase::Succeeded | Phase::Failed) {
-                return out;
-            }
-        } else if d.wake_at.is_none() {
-            return out;
-        }
-    }
-    panic!("the rollout of {revision} did not reach {until:?}: {status:?}");
 }
 
 /// fluxcd/flagger#1918 (commit f33cae54, "Run post-rollout hooks when skipAnalysis is
@@ -62,7 +39,7 @@ fn skipping_the_analysis_ends_the_rollout_and_runs_post_rollout_hooks() {
 #[test]
 fn only_the_last_decision_of_a_rollout_ends_it() {
     let c = canary().step_weight(20).max_weight(40).build();
-    let rollout = walk_until(&c, &initialized(&c), "r1", Phase::Succeeded);
+    let rollout = walk_until(&c, &initialized(&c), "r1", 10, Phase::Succeeded);
     let ends: Vec<(Action, bool)> = rollout
         .iter()
         .map(|d| (d.action.clone(), d.ends_rollout()))
@@ -79,7 +56,7 @@ fn only_the_last_decision_of_a_rollout_ends_it() {
     assert_eq!(paused.status.phase, Phase::Succeeded);
     assert!(!paused.ends_rollout());
 
-    let midway = walk_until(&c, &initialized(&c), "r1", Phase::Progressing)
+    let midway = walk_until(&c, &initialized(&c), "r1", 10, Phase::Progressing)
         .pop()
         .unwrap()
         .status;
@@ -102,7 +79,7 @@ fn a_promotion_whose_primary_is_not_ready_fails_with_the_traffic_on_the_canary()
         .progress_deadline(Duration::from_secs(600))
         .build();
     for phase in [Phase::Promoting, Phase::Finalising] {
-        let rollout = walk_until(&c, &initialized(&c), "r1", phase);
+        let rollout = walk_until(&c, &initialized(&c), "r1", 10, phase);
         let at = rollout.last().unwrap().status.clone();
         assert_eq!(at.phase, phase);
         let not_live = Observations {
@@ -164,7 +141,7 @@ fn a_promotion_whose_primary_is_not_ready_fails_with_the_traffic_on_the_canary()
 #[test]
 fn a_live_promotion_moves_on_its_interval() {
     let c = canary().step_weight(20).max_weight(40).build();
-    let rollout = walk_until(&c, &initialized(&c), "r1", Phase::Succeeded);
+    let rollout = walk_until(&c, &initialized(&c), "r1", 10, Phase::Succeeded);
     let actions: Vec<&Action> = rollout.iter().map(|d| &d.action).collect();
     assert!(matches!(
         actions[actions.len() - 3..],

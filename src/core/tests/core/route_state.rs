@@ -7,29 +7,12 @@ use sluice_core::observe::Observations;
 use sluice_core::operate::{operate, Operation};
 use sluice_core::status::{Phase, Status};
 
-use crate::builders::{canary, t};
+use crate::builders::{canary, t, walk_until};
 
 /// Every committed decision of `revision`'s rollout from `status` at `start`, until the canary
-/// is idle again, in a healthy world; each decision is taken at the time the last one asked.
+/// is idle again.
 fn walk(c: &Canary<()>, status: &Status, revision: &str, start: i64) -> Vec<Decision> {
-    let obs = Observations::revision(revision);
-    let mut status = status.clone();
-    let mut now = t(start);
-    let mut out = Vec::new();
-    for _ in 0..200 {
-        let d = decide(c, Some(&status), &obs, now);
-        now = d.wake_at.unwrap_or(now).max(now);
-        if d.commits() {
-            status = d.status.clone();
-            out.push(d);
-            if matches!(status.phase, Phase::Succeeded | Phase::Failed) {
-                return out;
-            }
-        } else if d.wake_at.is_none() {
-            return out;
-        }
-    }
-    panic!("the rollout of {revision} did not end: {status:?}");
+    walk_until(c, status, revision, start, Phase::Succeeded)
 }
 
 fn initialized(c: &Canary<()>) -> Status {
