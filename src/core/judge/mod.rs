@@ -10,6 +10,7 @@
 
 pub mod classify;
 pub mod effect;
+pub mod judgement;
 pub mod mann_whitney;
 pub mod normal;
 pub mod prepare;
@@ -18,6 +19,7 @@ pub mod zeroin;
 
 pub use classify::{classify, Classification, Direction, EffectSize, Label, MetricRule};
 pub use effect::EffectMeasure;
+pub use judgement::{judge, Judgement, MetricInput, MetricResult};
 pub use mann_whitney::{mann_whitney, TestResult};
 pub use prepare::{NanStrategy, Outliers};
 pub use score::{score, GroupScore, Outcome, Score, Scored, Thresholds};

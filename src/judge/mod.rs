@@ -1,0 +1,7 @@
+//! The statistical judge's adapters: its settings read from YAML ([`config`]), series read
+//! from files ([`series`]) and a judgement printed as a table or JSON ([`report`]). The
+//! judging itself is pure and lives in the core (`sluice_core::judge`).
+
+pub mod config;
+pub mod report;
+pub mod series;
