@@ -33,6 +33,7 @@ mod image;
 mod input_safety;
 mod install;
 mod judge_cli;
+mod judge_range;
 mod judge_reference;
 mod kubernetes;
 mod kustomize_every_router;

@@ -25,6 +25,9 @@ use crate::http_client;
 use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
 
+// Range queries for the statistical judge, on the same client.
+pub mod range;
+
 /// Flagger's Prometheus query timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
