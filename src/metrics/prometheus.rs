@@ -294,17 +294,9 @@ impl Prometheus {
     pub async fn query(&self, promql: &str) -> MetricValue {
         let query = collapse_whitespace(promql);
         tracing::debug!(prometheus = %self.shown, %query, "prometheus query");
-        let mut request = self
-            .http
+        let request = self
             .get(self.url.clone())
-            .query(&[("query", query.as_str())])
-            .headers(self.headers.clone())
-            .timeout(self.timeout);
-        request = match &self.auth {
-            Auth::None => request,
-            Auth::Bearer(token) => request.bearer_auth(token),
-            Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
-        };
+            .query(&[("query", query.as_str())]);
         // A pooled keep-alive connection the server has closed (Prometheus restarted, or its
         // idle timeout won the race) is asked once more on a fresh one: the query is a GET.
         match vendor_http::get(request, self.timeout).await {
@@ -319,6 +311,20 @@ impl Prometheus {
                     other => other,
                 }
             }
+        }
+    }
+
+    /// A GET of `url` with this client's headers, timeout and credentials.
+    fn get(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .get(url)
+            .headers(self.headers.clone())
+            .timeout(self.timeout);
+        match &self.auth {
+            Auth::None => request,
+            Auth::Bearer(token) => request.bearer_auth(token),
+            Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::Value as Json;
 
-use super::{collapse_whitespace, error_type, Auth, Prometheus};
+use super::{collapse_whitespace, error_type, Prometheus};
 use crate::metrics::vendor_http;
 
 impl Prometheus {
@@ -33,17 +33,7 @@ impl Prometheus {
             ("end", seconds(end)),
             ("step", format!("{}", step.as_secs_f64())),
         ];
-        let mut request = self
-            .http
-            .get(url)
-            .query(&params)
-            .headers(self.headers.clone())
-            .timeout(self.timeout);
-        request = match &self.auth {
-            Auth::None => request,
-            Auth::Bearer(token) => request.bearer_auth(token),
-            Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
-        };
+        let request = self.get(url).query(&params);
         let shown = |reason: String| format!("Prometheus {}: {reason}", self.shown);
         let (status, body) = vendor_http::get(request, self.timeout)
             .await
