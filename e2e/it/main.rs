@@ -35,6 +35,7 @@ mod install;
 mod judge_cli;
 mod judge_range;
 mod judge_reference;
+mod judge_validate;
 mod kubernetes;
 mod kustomize_every_router;
 mod lease;
