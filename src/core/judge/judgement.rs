@@ -87,11 +87,25 @@ mod tests {
             pass: 95.0,
             marginal: 75.0,
         };
-        let muted = judge(&[metric("p99", true)], &[], thresholds);
+        let both = judge(
+            &[metric("p99", true), metric("p50", false)],
+            &[],
+            thresholds,
+        );
+        assert_eq!(both.metrics[0].classification.label, Label::High);
+        assert_eq!(both.metrics[1].classification.label, Label::High);
+        assert_eq!(both.score.summary, 0.0);
+        let alike = MetricInput {
+            canary: &fast,
+            ..metric("errors", false)
+        };
+        let muted = judge(&[metric("p99", true), alike], &[], thresholds);
         assert_eq!(muted.metrics[0].classification.label, Label::High);
         assert_eq!(muted.score.summary, 100.0);
-        let counted = judge(&[metric("p99", false)], &[], thresholds);
-        assert_eq!(counted.score.summary, 0.0);
-        assert_eq!(counted.score.outcome, Outcome::Fail);
+        assert_eq!(muted.score.outcome, Outcome::Pass);
+        // Nothing left to score: Kayenta's 0.
+        let none = judge(&[metric("p99", true)], &[], thresholds);
+        assert_eq!(none.score.summary, 0.0);
+        assert_eq!(none.score.outcome, Outcome::Fail);
     }
 }

@@ -63,9 +63,12 @@ pub struct Score {
 pub fn score(metrics: &[Scored<'_>], weights: &[(String, f64)], thresholds: Thresholds) -> Score {
     let groups = group_scores(metrics);
     let nodata = metrics.iter().filter(|m| m.label == Label::Nodata).count();
-    let (summary, reason) = if metrics.iter().any(|m| m.critical && m.label != Label::Pass) {
+    let (summary, reason) = if metrics.is_empty() {
+        // Kayenta's scorer gives nothing to score 0.
+        (0.0, Some("no metric is scored".to_string()))
+    } else if metrics.iter().any(|m| m.critical && m.label != Label::Pass) {
         (0.0, Some("a critical metric failed".to_string()))
-    } else if !metrics.is_empty() && nodata as f64 / metrics.len() as f64 * 100.0 >= 50.0 {
+    } else if nodata as f64 / metrics.len() as f64 * 100.0 >= 50.0 {
         (
             0.0,
             Some("50% or more of the metrics have no data".to_string()),
