@@ -53,6 +53,7 @@
 //! | [`deleted`] | canaries whose spec left the repo: found, and `revertOnDeletion`'s revert rendered | decide, or run without a status file's record |
 //! | [`observer`] | the adapters' observations for the core: metrics, webhooks, sync, readiness | decide |
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
+//! | [`judge`] | the statistical judge's settings from YAML, series files, its report as a table or JSON (the judging is `core::judge`) | judge |
 //! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
@@ -90,6 +91,7 @@ pub mod forge;
 pub mod gates;
 pub mod gitops;
 pub mod http_client;
+pub mod judge;
 pub mod kube;
 pub mod manual;
 pub mod metrics;

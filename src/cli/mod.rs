@@ -41,6 +41,7 @@ pub mod audit;
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;
+pub mod judge;
 pub mod manual;
 pub mod plan;
 pub mod reconcile;
@@ -96,6 +97,9 @@ pub enum Command {
     History(history::Args),
     /// Replay every decision of the branch from git; exit 1 on any commit the rules did not make.
     Audit(audit::Args),
+    /// Judge a canary's series against the baseline's offline (Mann-Whitney, as Kayenta);
+    /// exit 0 pass, 1 fail, 3 marginal.
+    Judge(judge::Args),
     /// Approve the change a canary waits for (rollout start, next step, promotion).
     Approve(manual::Args),
     /// Skip the remaining steps and promote now.
@@ -123,6 +127,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Status(args) => status::run(&args),
         Command::History(args) => history::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Judge(args) => judge::run(&args),
         Command::Approve(args) => manual::run(Operation::Approve, &args),
         Command::Promote(args) => manual::run(Operation::Promote, &args),
         Command::Abort(args) => manual::run(Operation::Abort, &args),

@@ -99,6 +99,8 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
     errors.append(&mut loaded.errors);
     // AlertProviders no canary references yet are checked too, as templates are.
     errors.extend(crate::spec::alert_provider::check_all(&snapshot));
+    // Judge objects (the statistical judge's settings) are checked the same way.
+    errors.extend(crate::judge::objects::check_all(&snapshot));
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
     (settings, loaded, settings_ok)

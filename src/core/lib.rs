@@ -11,6 +11,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod decide;
+pub mod judge;
 pub mod model;
 pub mod number;
 pub mod observe;

@@ -25,6 +25,9 @@ use crate::http_client;
 use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
 
+// Range queries for the statistical judge, on the same client.
+pub mod range;
+
 /// Flagger's Prometheus query timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -291,17 +294,9 @@ impl Prometheus {
     pub async fn query(&self, promql: &str) -> MetricValue {
         let query = collapse_whitespace(promql);
         tracing::debug!(prometheus = %self.shown, %query, "prometheus query");
-        let mut request = self
-            .http
+        let request = self
             .get(self.url.clone())
-            .query(&[("query", query.as_str())])
-            .headers(self.headers.clone())
-            .timeout(self.timeout);
-        request = match &self.auth {
-            Auth::None => request,
-            Auth::Bearer(token) => request.bearer_auth(token),
-            Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
-        };
+            .query(&[("query", query.as_str())]);
         // A pooled keep-alive connection the server has closed (Prometheus restarted, or its
         // idle timeout won the race) is asked once more on a fresh one: the query is a GET.
         match vendor_http::get(request, self.timeout).await {
@@ -316,6 +311,20 @@ impl Prometheus {
                     other => other,
                 }
             }
+        }
+    }
+
+    /// A GET of `url` with this client's headers, timeout and credentials.
+    fn get(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .get(url)
+            .headers(self.headers.clone())
+            .timeout(self.timeout);
+        match &self.auth {
+            Auth::None => request,
+            Auth::Bearer(token) => request.bearer_auth(token),
+            Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
         }
     }
 

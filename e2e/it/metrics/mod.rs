@@ -5,7 +5,7 @@ mod loop_e2e;
 mod observe;
 mod pooling;
 mod prometheus_canned;
-mod prometheus_e2e;
+pub mod prometheus_e2e;
 pub mod providers;
 mod providers_signed;
 pub mod support;

@@ -6,6 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod builders;
+mod judge_kayenta;
+mod judge_properties;
+mod judge_scores;
 mod operate;
 mod promotion;
 mod properties;

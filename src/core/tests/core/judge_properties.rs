@@ -1,0 +1,71 @@
+//! Properties of the judge over generated series: swapping canary and baseline swaps High and
+//! Low, identical series pass, and every score lies in 0..=100.
+
+use proptest::prelude::*;
+use sluice_core::judge::{classify, score, Label, MetricRule, Scored, Thresholds};
+
+fn series() -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(
+        prop_oneof![1.0..1000.0f64, (1..20i32).prop_map(f64::from)],
+        2..40,
+    )
+}
+
+fn label() -> impl Strategy<Value = Label> {
+    prop_oneof![
+        Just(Label::Pass),
+        Just(Label::High),
+        Just(Label::Low),
+        Just(Label::Nodata),
+        Just(Label::NodataFailMetric),
+        Just(Label::Error),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn swapping_the_series_swaps_high_and_low(a in series(), b in series(), shift in 0.0..500.0f64) {
+        let canary: Vec<f64> = a.iter().map(|v| v + shift).collect();
+        // Two constant series get noise in the order given; that case is Kayenta's, not this.
+        let constant = |s: &[f64]| s.iter().all(|v| *v == s[0]);
+        prop_assume!(!(constant(&canary) && constant(&b)));
+        let rule = MetricRule::default();
+        let forward = classify(&canary, &b, &rule).label;
+        let backward = classify(&b, &canary, &rule).label;
+        let mirrored = match forward {
+            Label::High => Label::Low,
+            Label::Low => Label::High,
+            other => other,
+        };
+        prop_assert_eq!(backward, mirrored);
+    }
+
+    #[test]
+    fn identical_series_pass(a in series(), seed in 0usize..1000) {
+        let mut shuffled = a.clone();
+        let len = shuffled.len();
+        shuffled.rotate_left(seed % len);
+        let result = classify(&shuffled, &a, &MetricRule { critical: true, ..MetricRule::default() });
+        prop_assert_eq!(result.label, Label::Pass);
+        prop_assert!(!result.critical);
+    }
+
+    #[test]
+    fn every_score_is_between_0_and_100(
+        labels in prop::collection::vec((label(), 0usize..4, any::<bool>()), 0..20),
+        weight in 0.0..100.0f64,
+    ) {
+        let groups = ["a", "b", "c", "d"];
+        let metrics: Vec<Scored<'_>> = labels
+            .iter()
+            .map(|(label, g, critical)| Scored { group: groups[*g], label: *label, critical: *critical })
+            .collect();
+        let s = score(&metrics, &[("a".to_string(), weight)], Thresholds { pass: 95.0, marginal: 75.0 });
+        prop_assert!((0.0..=100.0).contains(&s.summary), "{}", s.summary);
+        for g in &s.groups {
+            prop_assert!((0.0..=100.0).contains(&g.score), "{}", g.score);
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The judge's settings as YAML holds them: the spec of a `sluice.dev/v1alpha1` `Judge` object
+//! (also the file `sluice judge --config` reads) into validated [`JudgeSpec`] values, every
+//! problem an error at its file, line and field.
+//!
+//! ```yaml
+//! thresholds: {pass: 95, marginal: 75}
+//! window: 5m            # optional: the span of the series (default: the step's interval)
+//! step: 15s             # optional: the range query's resolution
+//! groups: {latency: 60} # optional weights; groups without one share what is left of 100
+//! metrics:
+//!   - name: request-duration
+//!     query: 'histogram_quantile(0.99, ... {deployment="{{ workload }}"} ...)'
+//!     direction: increase        # increase | decrease | either (default)
+//!     group: latency             # default: "default"
+//!     critical: false
+//!     mustHaveData: false
+//!     muted: false
+//!     nanStrategy: remove        # remove (default) | replace
+//!     outliers: keep             # keep (default) | remove
+//!     outlierFactor: 3
+//!     effectSize: {measure: meanRatio, allowedIncrease: 1.1, criticalIncrease: 2}
+//! ```
+
+use std::time::Duration;
+
+use sluice_core::judge::{
+    Direction, EffectMeasure, EffectSize, MetricRule, NanStrategy, Outliers, Thresholds,
+};
+
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader, METADATA_KEYS, OBJECT_KEYS};
+
+/// The API version and kind of a `Judge` object.
+pub const API_VERSION: &str = "sluice.dev/v1alpha1";
+pub const KIND: &str = "Judge";
+
+/// A judge's validated settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeSpec {
+    pub metrics: Vec<JudgeMetric>,
+    pub group_weights: Vec<(String, f64)>,
+    pub thresholds: Thresholds,
+    pub window: Option<Duration>,
+    pub step: Option<Duration>,
+}
+
+/// One judged metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeMetric {
+    pub name: String,
+    /// The query template; `{{ workload }}` is the primary's or the canary's workload name.
+    pub query: Option<String>,
+    pub group: String,
+    pub muted: bool,
+    pub rule: MetricRule,
+}
+
+/// The group of a metric that names none.
+pub const DEFAULT_GROUP: &str = "default";
+
+const SPEC_KEYS: &[&str] = &["thresholds", "window", "step", "groups", "metrics"];
+const METRIC_KEYS: &[&str] = &[
+    "name",
+    "query",
+    "direction",
+    "group",
+    "critical",
+    "mustHaveData",
+    "muted",
+    "nanStrategy",
+    "outliers",
+    "outlierFactor",
+    "effectSize",
+];
+const EFFECT_KEYS: &[&str] = &[
+    "measure",
+    "allowedIncrease",
+    "allowedDecrease",
+    "criticalIncrease",
+    "criticalDecrease",
+];
+
+/// A `Judge` object: its name and validated spec.
+pub fn read_object(r: &mut Reader, root: &Node) -> Option<(String, JudgeSpec)> {
+    r.map(root, "", OBJECT_KEYS)?;
+    if let Some(v) = r.required(root, "", "apiVersion") {
+        if v.as_str() != Some(API_VERSION) {
+            r.error(v.line, "apiVersion", format!("expected {API_VERSION}"));
+        }
+    }
+    let meta = r.required(root, "", "metadata")?;
+    r.map(meta, "metadata", METADATA_KEYS)?;
+    let name = r
+        .required(meta, "metadata", "name")
+        .and_then(|n| r.string(n, "metadata.name"));
+    let spec = r
+        .required(root, "", "spec")
+        .and_then(|s| read_spec(r, s, "spec"));
+    Some((name?, spec?))
+}
+
+/// A judge's settings at `path` (a `Judge`'s `spec`, or a native canary's `analysis.judge`).
+pub fn read_spec(r: &mut Reader, node: &Node, path: &str) -> Option<JudgeSpec> {
+    r.map(node, path, SPEC_KEYS)?;
+    let errors_before = r.errors.len();
+    let thresholds = read_thresholds(r, node, path);
+    let window = node
+        .get("window")
+        .and_then(|n| r.duration(n, &join(path, "window")));
+    let step = node
+        .get("step")
+        .and_then(|n| r.duration(n, &join(path, "step")));
+    if let (Some(s), Some(line)) = (step, node.key_line("step")) {
+        if s.is_zero() {
+            r.error(line, &join(path, "step"), "expected more than 0s");
+        }
+    }
+    let group_weights = read_weights(r, node, path);
+    let metrics = read_metrics(r, node, path);
+    check_groups(r, node, path, &group_weights, &metrics);
+    if r.errors.len() > errors_before {
+        return None;
+    }
+    Some(JudgeSpec {
+        metrics,
+        group_weights,
+        thresholds: thresholds?,
+        window,
+        step,
+    })
+}
+
+fn read_thresholds(r: &mut Reader, node: &Node, spec_path: &str) -> Option<Thresholds> {
+    let path = join(spec_path, "thresholds");
+    let t = r.required(node, spec_path, "thresholds")?;
+    r.map(t, &path, &["pass", "marginal"])?;
+    let pass = r
+        .required(t, &path, "pass")
+        .and_then(|n| score_at(r, n, &join(&path, "pass")));
+    let marginal = r
+        .required(t, &path, "marginal")
+        .and_then(|n| score_at(r, n, &join(&path, "marginal")));
+    let (pass, marginal) = (pass?, marginal?);
+    if marginal > pass {
+        r.error(
+            t.line,
+            &join(&path, "marginal"),
+            format!("expected at most pass ({pass}), found {marginal}"),
+        );
+        return None;
+    }
+    Some(Thresholds { pass, marginal })
+}
+
+/// A score threshold: a number in 0..=100.
+fn score_at(r: &mut Reader, node: &Node, path: &str) -> Option<f64> {
+    let v = r.float(node, path)?;
+    if !(0.0..=100.0).contains(&v) {
+        r.error(node.line, path, format!("expected 0..=100, found {v}"));
+        return None;
+    }
+    Some(v)
+}
+
+fn read_weights(r: &mut Reader, node: &Node, path: &str) -> Vec<(String, f64)> {
+    let path = join(path, "groups");
+    let Some(groups) = node.get("groups") else {
+        return Vec::new();
+    };
+    let Value::Map(entries) = &groups.value else {
+        r.error(
+            groups.line,
+            &path,
+            format!(
+                "expected a mapping of group names to weights, found {}",
+                groups.kind()
+            ),
+        );
+        return Vec::new();
+    };
+    let mut weights = Vec::new();
+    for (key, value) in entries {
+        if let Some(w) = score_at(r, value, &join(&path, &key.text)) {
+            weights.push((key.text.clone(), w));
+        }
+    }
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    if total > 100.0 {
+        r.error(
+            groups.line,
+            &path,
+            format!("expected weights summing to at most 100, found {total}"),
+        );
+    }
+    weights
+}
+
+fn read_metrics(r: &mut Reader, node: &Node, spec_path: &str) -> Vec<JudgeMetric> {
+    let path = join(spec_path, "metrics");
+    let Some(items) = r
+        .required(node, spec_path, "metrics")
+        .and_then(|n| r.seq(n, &path))
+    else {
+        return Vec::new();
+    };
+    if items.is_empty() {
+        r.error(
+            node.key_line("metrics").unwrap_or(node.line),
+            &path,
+            "expected at least one metric",
+        );
+    }
+    let mut metrics: Vec<JudgeMetric> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = index(&path, i);
+        let Some(metric) = read_metric(r, item, &at) else {
+            continue;
+        };
+        if metrics.iter().any(|m| m.name == metric.name) {
+            r.error(
+                item.line,
+                &join(&at, "name"),
+                format!("duplicate metric {:?}", metric.name),
+            );
+        }
+        metrics.push(metric);
+    }
+    metrics
+}
+
+fn read_metric(r: &mut Reader, item: &Node, path: &str) -> Option<JudgeMetric> {
+    r.map(item, path, METRIC_KEYS)?;
+    let name = r
+        .required(item, path, "name")
+        .and_then(|n| r.string(n, &join(path, "name")));
+    let flag = |r: &mut Reader, key: &str| {
+        item.get(key)
+            .and_then(|n| r.bool(n, &join(path, key)))
+            .unwrap_or(false)
+    };
+    let (critical, must_have_data, muted) = (
+        flag(r, "critical"),
+        flag(r, "mustHaveData"),
+        flag(r, "muted"),
+    );
+    let text =
+        |r: &mut Reader, key: &str| item.get(key).and_then(|n| r.string(n, &join(path, key)));
+    let query = text(r, "query");
+    let group = text(r, "group").unwrap_or_else(|| DEFAULT_GROUP.to_string());
+    let direction = choice(
+        r,
+        item,
+        path,
+        "direction",
+        &[
+            ("increase", Direction::Increase),
+            ("decrease", Direction::Decrease),
+            ("either", Direction::Either),
+        ],
+    );
+    let nan_strategy = choice(
+        r,
+        item,
+        path,
+        "nanStrategy",
+        &[
+            ("remove", NanStrategy::Remove),
+            ("replace", NanStrategy::Replace),
+        ],
+    );
+    let outliers = read_outliers(r, item, path);
+    let effect_size = read_effect_size(r, item, path);
+    Some(JudgeMetric {
+        name: name?,
+        query,
+        group,
+        muted,
+        rule: MetricRule {
+            direction: direction?,
+            critical,
+            must_have_data,
+            nan_strategy: nan_strategy?,
+            outliers: outliers?,
+            effect_size: effect_size?,
+            ..MetricRule::default()
+        },
+    })
+}
+
+/// An enumerated field; its default (the choice of `T::default()`) when absent.
+fn choice<T: Copy + Default>(
+    r: &mut Reader,
+    item: &Node,
+    path: &str,
+    key: &str,
+    choices: &[(&str, T)],
+) -> Option<T> {
+    match item.get(key) {
+        Some(n) => r.one_of(n, &join(path, key), choices),
+        None => Some(T::default()),
+    }
+}
+
+fn read_outliers(r: &mut Reader, item: &Node, path: &str) -> Option<Outliers> {
+    let remove = choice(
+        r,
+        item,
+        path,
+        "outliers",
+        &[("keep", false), ("remove", true)],
+    )?;
+    let factor = match item.get("outlierFactor") {
+        Some(n) => positive(r, n, &join(path, "outlierFactor"))?,
+        None => 3.0,
+    };
+    Some(if remove {
+        Outliers::Remove { factor }
+    } else {
+        Outliers::Keep
+    })
+}
+
+fn read_effect_size(r: &mut Reader, item: &Node, path: &str) -> Option<EffectSize> {
+    let Some(node) = item.get("effectSize") else {
+        return Some(EffectSize::default());
+    };
+    let path = join(path, "effectSize");
+    r.map(node, &path, EFFECT_KEYS)?;
+    let measure = choice(
+        r,
+        node,
+        &path,
+        "measure",
+        &[
+            ("meanRatio", EffectMeasure::MeanRatio),
+            ("cles", EffectMeasure::Cles),
+        ],
+    )?;
+    let neutral = EffectSize::neutral(measure);
+    let mut value = |key: &str, default: f64| match node.get(key) {
+        Some(n) => positive(r, n, &join(&path, key)),
+        None => Some(default),
+    };
+    Some(EffectSize {
+        measure,
+        allowed_increase: value("allowedIncrease", neutral.allowed_increase)?,
+        allowed_decrease: value("allowedDecrease", neutral.allowed_decrease)?,
+        critical_increase: value("criticalIncrease", neutral.critical_increase)?,
+        critical_decrease: value("criticalDecrease", neutral.critical_decrease)?,
+    })
+}
+
+fn positive(r: &mut Reader, node: &Node, path: &str) -> Option<f64> {
+    let v = r.float(node, path)?;
+    if v <= 0.0 {
+        r.error(
+            node.line,
+            path,
+            format!("expected a number above 0, found {v}"),
+        );
+        return None;
+    }
+    Some(v)
+}
+
+/// A weighted group no metric belongs to is a typo the score would hide.
+fn check_groups(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    weights: &[(String, f64)],
+    metrics: &[JudgeMetric],
+) {
+    let Some(groups) = node.get("groups") else {
+        return;
+    };
+    for (group, _) in weights {
+        if !metrics.is_empty() && !metrics.iter().any(|m| &m.group == group) {
+            let line = groups.key_line(group).unwrap_or(groups.line);
+            r.error(
+                line,
+                &join(&join(path, "groups"), group),
+                "no metric is in this group",
+            );
+        }
+    }
+}
