@@ -49,7 +49,7 @@ spec:
 const QUERY: &str = "sum(rate(http_requests_total{namespace=\"{{ namespace }}\"}[{{ interval }}]))";
 
 /// A work tree (`git init`) holding `files`.
-fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     git(dir.path(), &["init", "-q"]);
     for (path, text) in files {
@@ -61,7 +61,7 @@ fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 /// `sluice validate <args>` run in `dir`: (exit code, stdout, stderr).
-fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .arg("validate")
         .args(args)
