@@ -15,14 +15,19 @@
 //! `sluice validate` prints warnings (text, and `::warning` under `--output github`), exits 0
 //! with only warnings and 1 under `--strict`; `sluice status` counts them per canary.
 
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::spec::load::load_text;
 use sluice::spec::settings::Settings;
 
+use crate::daemon::{http_ok, push_webhook, ticks as daemon_ticks, KillOnDrop};
 use crate::route_ingress::{nginx_canary, nginx_ingress};
-use crate::support::canary::{flagger_test, load_repo};
-use crate::support::{git, read_repo_file, run_sluice, seeded_remote, sluice_clone};
+use crate::support::canary::{flagger_test, load_repo, podinfo};
+use crate::support::{free_port, git, human_clone, human_commit};
+use crate::support::{read_repo_file, run_sluice, seeded_remote, sluice_clone};
 use crate::support::{tick_context, Schemas};
 use crate::validate_repo::{repo, validate};
 
@@ -55,31 +60,19 @@ fn line_of(text: &str, start: &str) -> usize {
 }
 
 /// An osm canary of podinfo whose `autoscalerRef` is at `hpa_api` and ends with `extra`
-/// (lines indented by 4); `autoscalerRef.apiVersion` is on line 11, `extra` from line 14.
+/// (lines indented by 4); `autoscalerRef.apiVersion` is on line 12, `extra` from line 15.
 fn canary(hpa_api: &str, extra: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: osm
-  targetRef:
-    kind: Deployment
-    name: podinfo
-  autoscalerRef:
-    apiVersion: {hpa_api}
-    kind: HorizontalPodAutoscaler
-    name: podinfo
-{extra}  service:
-    port: 9898
-  analysis:
-    interval: 30s
-    maxWeight: 50
-    stepWeight: 10
-"
-    )
+    podinfo()
+        .namespace("test")
+        .provider("osm")
+        .target("  targetRef:\n    kind: Deployment\n    name: podinfo\n")
+        .refs(&format!(
+            "  autoscalerRef:\n    apiVersion: {hpa_api}\n    kind: HorizontalPodAutoscaler\n    name: podinfo\n{extra}"
+        ))
+        .service("    port: 9898")
+        .interval("30s")
+        .threshold(None)
+        .yaml("    maxWeight: 50\n    stepWeight: 10")
 }
 
 /// A work tree of the canary `text` beside Flagger's podinfo Deployment and its HPA at
@@ -374,4 +367,71 @@ fn status_counts_warnings_per_canary() {
     assert!(header.trim_end().ends_with("WARNINGS"), "{table}");
     let row = table.lines().find(|l| l.contains("podinfo")).unwrap();
     assert!(row.trim_end().ends_with('2'), "{table}");
+}
+
+/// Sends a signed push webhook (delivery `delivery`) and waits until the daemon at `addr` has
+/// run `ticks` ticks.
+fn webhook_tick(addr: &str, delivery: &str, ticks: u64, deadline: Instant) {
+    assert_eq!(push_webhook(addr, "s3cret", delivery), 202);
+    while daemon_ticks(addr) < ticks {
+        assert!(
+            Instant::now() < deadline,
+            "no tick {ticks} after webhook {delivery}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The daemon logs a spec warning once per version of its file, not at every tick: three
+/// ticks on one head log it once, and a human edit of the canary's file logs it again.
+#[test]
+fn the_daemon_logs_each_warning_once_per_version_of_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = gateway_canary("v1alpha2");
+    let deployment = deployment();
+    let bare = seeded_remote(
+        tmp.path(),
+        &[
+            (CANARY, text.as_str()),
+            ("apps/podinfo/deployment.yaml", deployment.as_str()),
+        ],
+    );
+    let url = bare.display().to_string();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let log = tmp.path().join("daemon.log");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // A one-minute poll: within the test, only webhooks bring ticks.
+    let process = crate::support::sluice_run(&url, &tmp.path().join("d"), "60s", &addr)
+        .env("SLUICE_WEBHOOK_SECRET", "s3cret")
+        .env("SLUICE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _daemon = KillOnDrop(process);
+    while http_ok(&addr, "/readyz") != Some(200) || daemon_ticks(&addr) < 1 {
+        assert!(Instant::now() < deadline, "daemon never ticked");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let logged = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("Spec warning") && l.contains("gatewayapi:v1alpha2"))
+            .count()
+    };
+    webhook_tick(&addr, "d-1", 2, deadline);
+    webhook_tick(&addr, "d-2", 3, deadline);
+    assert_eq!(logged(), 1, "{}", std::fs::read_to_string(&log).unwrap());
+
+    let human = human_clone(&url, &tmp.path().join("human"));
+    human_commit(
+        &human,
+        CANARY,
+        &format!("# owned by the web team\n{text}"),
+        "comment",
+    );
+    webhook_tick(&addr, "d-3", 4, deadline);
+    webhook_tick(&addr, "d-4", 5, deadline);
+    assert_eq!(logged(), 2, "{}", std::fs::read_to_string(&log).unwrap());
 }
