@@ -82,6 +82,10 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
     for e in &spec_errors {
         warn!(error = %e, "Invalid spec");
     }
+    // Once per version of the spec's file, not every tick.
+    for w in runtime.spec_warnings().fresh(&loaded.warnings, &snapshot) {
+        warn!(warning = %w, "Spec warning");
+    }
     Read {
         settings,
         settings_errors,

@@ -45,6 +45,8 @@ pub struct Runtime {
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
     settings: Mutex<Option<CachedSettings>>,
     reader: Box<FileReader>,
+    /// Spec warnings already logged, so each is logged once per version of its file.
+    warnings: crate::spec::warning_log::WarningLog,
 }
 
 /// Reads a work-tree file as text (bounded, UTF-8).
@@ -95,6 +97,7 @@ impl Runtime {
             kube: tokio::sync::OnceCell::new(),
             settings: Mutex::new(None),
             reader: Box::new(read_bounded),
+            warnings: Default::default(),
         })
     }
 
@@ -169,6 +172,11 @@ impl Runtime {
             })
             .await
             .clone()
+    }
+
+    /// The spec warnings this process has logged (see [`crate::spec::warning_log`]).
+    pub fn spec_warnings(&self) -> &crate::spec::warning_log::WarningLog {
+        &self.warnings
     }
 
     /// The repo settings of the `.sluice/config.yaml` whose git blob id is `source` (`None`:

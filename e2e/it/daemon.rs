@@ -98,13 +98,13 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
     drop(d);
 }
 
-fn http_ok(addr: &str, path: &str) -> Option<u16> {
+pub(crate) fn http_ok(addr: &str, path: &str) -> Option<u16> {
     std::net::TcpStream::connect(addr).ok()?;
     Some(http(addr, "GET", path, &[], b"").0)
 }
 
 /// The `sluice_reconcile_ticks_total` counter, from /metrics.
-fn ticks(addr: &str) -> u64 {
+pub(crate) fn ticks(addr: &str) -> u64 {
     let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
     assert_eq!(status, 200);
     metrics
@@ -127,20 +127,7 @@ fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
     // finds the canary at rest, and the third polls that same head again. Two deliveries are
     // two bodies (the same signed body twice is a replay, whatever its delivery id).
     for (delivery, expected) in [("d-1", 2), ("d-2", 3)] {
-        let body = format!(r#"{{"ref":"refs/heads/main","delivery":"{delivery}"}}"#);
-        let body = body.as_bytes();
-        let (status, _) = http(
-            addr,
-            "POST",
-            "/hooks/git",
-            &[
-                ("X-GitHub-Event", "push"),
-                ("X-GitHub-Delivery", delivery),
-                ("X-Hub-Signature-256", &github_signature(secret, body)),
-            ],
-            body,
-        );
-        assert_eq!(status, 202);
+        assert_eq!(push_webhook(addr, secret, delivery), 202);
         while ticks(addr) < expected {
             assert!(
                 Instant::now() < deadline,
@@ -151,6 +138,25 @@ fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
         }
     }
     assert_eq!(commits(bare), 2, "the seed and the initialization only");
+}
+
+/// Sends a signed GitHub push webhook for main (each `delivery` a distinct body) to the
+/// daemon at `addr`; the answer's status.
+pub(crate) fn push_webhook(addr: &str, secret: &str, delivery: &str) -> u16 {
+    let body = format!(r#"{{"ref":"refs/heads/main","delivery":"{delivery}"}}"#);
+    let body = body.as_bytes();
+    let (status, _) = http(
+        addr,
+        "POST",
+        "/hooks/git",
+        &[
+            ("X-GitHub-Event", "push"),
+            ("X-GitHub-Delivery", delivery),
+            ("X-Hub-Signature-256", &github_signature(secret, body)),
+        ],
+        body,
+    );
+    status
 }
 
 const SECRET: &str = "s3cret";
@@ -198,7 +204,7 @@ impl Daemon {
     }
 }
 
-struct KillOnDrop(std::process::Child);
+pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

@@ -393,13 +393,26 @@ fn service_fields_sluice_does_not_write_are_refused_not_dropped() {
         ("    unmanagedMetadata: {labels: [a]}\n", ":17: spec.service.unmanagedMetadata: not supported"),
         ("    portName: Not_A_Port\n", ":17: spec.service.portName: expected a port name"),
         ("    apex:\n      labels: [a]\n", ":18: spec.service.apex.labels: expected a mapping of names to strings"),
-        ("    apex:\n      owner: a\n", ":18: spec.service.apex.owner: unknown field"),
     ];
     for (extra, expected) in cases {
         let errs = errors(&with(extra));
         assert_eq!(errs.len(), 1, "{extra}: {errs:?}");
         assert!(errs[0].contains(expected), "{extra}: {errs:?}");
     }
+    // A key Flagger's CRD does not declare is pruned by the API server: a warning.
+    let pruned = load_text(
+        "c.yaml",
+        &with("    apex:\n      owner: a\n"),
+        &Settings::default(),
+    );
+    assert!(pruned.errors.is_empty(), "{:?}", pruned.errors);
+    assert!(
+        pruned.warnings[0]
+            .to_string()
+            .contains(":18: spec.service.apex.owner: unknown field"),
+        "{:?}",
+        pruned.warnings
+    );
     for extra in [
         "    portDiscovery: true\n",
         "    headless: true\n",

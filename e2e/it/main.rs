@@ -23,6 +23,7 @@ mod decide;
 mod docs_links;
 mod drift;
 mod flagger_fields;
+mod flagger_warnings;
 #[path = "../git_server.rs"]
 mod git_server;
 mod gitops;

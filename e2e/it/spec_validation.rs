@@ -373,13 +373,16 @@ fn bad_sync_blocks_name_file_line_and_field() {
     let more = neither.replace("stepWeight: 10", "stepWeight: 120");
     assert_has(&errors(&more), "analysis.stepWeight");
     // Flagger's schema has no spec.sync: it is an unknown field there.
-    assert_has(
-        &errors(&flagger(
-            "sync: {flux: {kustomization: podinfo}}\n",
-            "stepWeight: 10",
-        )),
-        "spec.sync: unknown field",
+    // The API server prunes it from a Flagger Canary: a warning, and the canary loads.
+    let loaded = load_text(
+        "c.yaml",
+        &flagger("sync: {flux: {kustomization: podinfo}}\n", "stepWeight: 10"),
+        &Settings::default(),
     );
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    assert_eq!(loaded.canaries[0].sync, Settings::default().sync);
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    assert_has(&warnings, "spec.sync: unknown field");
 }
 
 #[test]
@@ -765,11 +768,6 @@ fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
         ),
         (
             "",
-            "stepWeight: 10\nsessionAffinity: {cookieName: c, cookiename: d}",
-            "17: spec.analysis.sessionAffinity.cookiename: unknown field (did you mean \"cookieName\"?); expected one of: cookieName, primaryCookieName, domain, httpOnly, maxAge, partitioned, path, sameSite, secure",
-        ),
-        (
-            "",
             "stepWeight: 10\nsessionAffinity: {cookieName: c, primaryCookieName: c}",
             "17: spec.analysis.sessionAffinity.primaryCookieName: expected another name than cookieName \"c\": the primary's cookie and the canary's must differ (Flagger refuses the same name too)",
         ),
@@ -821,6 +819,18 @@ fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
             "{analysis}"
         );
     }
+    // A misspelt key is pruned, as the API server prunes it from a Flagger Canary.
+    let loaded = load_text(
+        file,
+        &gateway(
+            "",
+            "stepWeight: 10\nsessionAffinity: {cookieName: c, cookiename: d}",
+        ),
+        &Settings::default(),
+    );
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(warnings, [format!("{file}:17: spec.analysis.sessionAffinity.cookiename: unknown field (did you mean \"cookieName\"?); expected one of: cookieName, primaryCookieName, domain, httpOnly, maxAge, partitioned, path, sameSite, secure; ignored, as the Kubernetes API server prunes fields the Flagger CRD does not declare (Flagger never sees it)")]);
 }
 
 /// A Flagger canary on gatewayapi:v1 whose `spec.service` ends with `service` (indented by

@@ -23,6 +23,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     for e in &loaded.errors {
         eprintln!("{e}");
     }
+    // Warnings refuse nothing; they say what sluice reads differently from the text (the
+    // router a provider prefix selects, a pruned field).
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
     let plans: Vec<Simulation> = loaded.canaries.iter().map(simulate).collect();
     match args.output {
         Output::Json => outln!("{}", serde_json::to_string_pretty(&plans)?),

@@ -31,6 +31,9 @@ pub struct Row {
     pub revision: String,
     pub since: String,
     pub message: String,
+    /// Warnings its spec gives (`sluice validate` prints them): fields a Flagger cluster
+    /// prunes, reference apiVersions Flagger does not read.
+    pub warnings: usize,
     /// Files changed outside sluice that hold the canary (`drift: hold`); absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<String>,
@@ -59,6 +62,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let loaded = load(&snapshot, &settings);
     let mut out = Vec::new();
     for c in &loaded.canaries {
+        let warnings = loaded.warnings_of(&c.id);
         let row = match status_file::read(root, &c.id, crate::yaml::snapshot::read_bounded) {
             Ok(Some(s)) => Row {
                 namespace: c.id.namespace.to_string(),
@@ -76,6 +80,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                     .collect(),
                 since: s.phase_since.to_string(),
                 message: s.message.clone(),
+                warnings,
                 drift: s.drift.clone(),
             },
             Ok(None) => Row {
@@ -88,6 +93,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 revision: "-".into(),
                 since: "-".into(),
                 message: "not reconciled yet".into(),
+                warnings,
                 drift: Vec::new(),
             },
             Err(e) => Row {
@@ -100,6 +106,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 revision: "-".into(),
                 since: "-".into(),
                 message: format!("unreadable status file: {e}"),
+                warnings,
                 drift: Vec::new(),
             },
         };
@@ -150,6 +157,7 @@ fn deleted_rows(root: &std::path::Path, snapshot: &Snapshot) -> Vec<Row> {
                 ),
                 since: status.map_or_else(|| "-".into(), |s| s.phase_since.to_string()),
                 message,
+                warnings: 0,
                 drift: Vec::new(),
             }
         })
@@ -178,6 +186,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 "FAILED",
                 "REVISION",
                 "SINCE",
+                "WARNINGS",
             ]);
             for r in &rows {
                 table.add_row([
@@ -189,12 +198,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                     r.failed_checks.to_string(),
                     r.revision.clone(),
                     r.since.clone(),
+                    r.warnings.to_string(),
                 ]);
             }
             outln!("{table}");
             // The table has no message column: a canary held by drift says so below it.
             for r in rows.iter().filter(|r| !r.drift.is_empty()) {
                 outln!("{}/{} HELD (drift): {}", r.namespace, r.name, r.message);
+            }
+            if rows.iter().any(|r| r.warnings > 0) {
+                outln!("WARNINGS: run `sluice validate` on the repo to read them");
             }
         }
     }

@@ -1,13 +1,18 @@
 //! `sluice validate PATH...`: checks the repo as the loop will load it (canaries, repo
 //! settings, MetricTemplates and the canaries' references to them). Exit code 0 when all is
-//! valid, 1 with every problem printed, 2 when a path cannot be read at all (or the command
-//! line is wrong).
+//! valid (warnings included), 1 with every problem printed, 2 when a path cannot be read at
+//! all (or the command line is wrong).
 //!
-//! `--output text` (the default) prints `file:line: field: message` on stderr.
+//! Warnings refuse nothing: what a Flagger cluster would accept but sluice ignores (a field
+//! the API server prunes from a Flagger Canary, a reference's apiVersion Flagger does not
+//! read). `--strict` makes each one an error.
+//!
+//! `--output text` (the default) prints `file:line: field: message` on stderr, warnings as
+//! `warning: file:line: field: message`.
 //! `--output github` prints one GitHub Actions workflow command per problem on stdout
-//! (`::error file=apps/c.yaml,line=14,title=spec.analysis.stepWeight::expected ...`), with the
-//! file relative to the git work tree holding the first path, so a pull request shows the
-//! problem on the line that causes it.
+//! (`::error file=apps/c.yaml,line=14,title=spec.analysis.stepWeight::expected ...`, and
+//! `::warning ...` for a warning), with the file relative to the git work tree holding the
+//! first path, so a pull request shows the problem on the line that causes it.
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +40,17 @@ pub struct Args {
     /// (GitHub Actions error annotations on stdout).
     #[arg(long, short, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+    /// Make every warning an error (exit 1): fields a Flagger cluster would prune, reference
+    /// apiVersions Flagger does not read.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// How GitHub shows an annotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -149,12 +165,18 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             anyhow::bail!("cannot read {}: {e}", path.display());
         }
     }
-    let (_, loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref());
+    let (_, mut loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref());
+    if args.strict {
+        make_warnings_errors(&mut loaded);
+    }
     // The settings file's problems come first (they are first in `errors`).
     match args.output {
         Format::Text => {
             for e in &loaded.errors {
                 eprintln!("{e}");
+            }
+            for w in &loaded.warnings {
+                eprintln!("warning: {w}");
             }
         }
         Format::Github => {
@@ -162,7 +184,19 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             for e in &loaded.errors {
                 outln!("{}", annotation(e, root.as_deref()));
             }
+            for w in &loaded.warnings {
+                outln!(
+                    "{}",
+                    annotation_at(Level::Warning, &w.problem, root.as_deref())
+                );
+            }
         }
+    }
+    if !loaded.warnings.is_empty() {
+        eprintln!(
+            "{} warning(s): a Flagger cluster accepts these canaries, and so does sluice (validate --strict refuses them)",
+            loaded.warnings.len()
+        );
     }
     // Orphaned output is a warning: leaving it is Flagger's behaviour without revertOnDeletion.
     for orphan in args
@@ -194,6 +228,20 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     }
 }
 
+/// `--strict`: every warning becomes an error, and a canary that had one is not valid.
+fn make_warnings_errors(loaded: &mut Loaded) {
+    let warnings = std::mem::take(&mut loaded.warnings);
+    loaded
+        .canaries
+        .retain(|c| !warnings.iter().any(|w| w.canary.as_ref() == Some(&c.id)));
+    loaded
+        .errors
+        .extend(warnings.into_iter().map(|w| SpecError {
+            message: format!("{} (an error under --strict)", w.problem.message),
+            ..w.problem
+        }));
+}
+
 /// The git work tree `start` is in: the nearest folder holding `.git`.
 fn git_root(start: &Path) -> Option<PathBuf> {
     let start = std::path::absolute(start).ok()?;
@@ -222,13 +270,22 @@ fn repo_relative(file: &str, root: Option<&Path>) -> String {
 /// One problem as a GitHub Actions `error` workflow command, escaped as GitHub's toolkit does
 /// (`escapeData` for the message, `escapeProperty` for the properties).
 pub fn annotation(e: &SpecError, root: Option<&Path>) -> String {
+    annotation_at(Level::Error, e, root)
+}
+
+/// [`annotation`] at `level`: `::error` or `::warning`.
+pub fn annotation_at(level: Level, e: &SpecError, root: Option<&Path>) -> String {
     let title = if e.field.is_empty() {
         "sluice validate"
     } else {
         e.field.as_str()
     };
+    let command = match level {
+        Level::Error => "error",
+        Level::Warning => "warning",
+    };
     format!(
-        "::error file={},line={},title={}::{}",
+        "::{command} file={},line={},title={}::{}",
         escape_property(&repo_relative(&e.file, root)),
         e.line,
         escape_property(title),
@@ -257,5 +314,7 @@ mod tests {
             ..e
         };
         assert!(annotation(&file_level, None).contains(",title=sluice validate::"));
+        assert!(annotation_at(Level::Warning, &file_level, None)
+            .starts_with("::warning file=apps/a%2Cb%3Ac%25.yaml,line=7,"));
     }
 }

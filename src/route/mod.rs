@@ -64,8 +64,9 @@ use crate::yaml::snapshot::Snapshot;
 
 pub(crate) use header_match::{is_header_name, read_header_matches, single_header_match};
 pub use registry::{
-    builtin_metrics, flagger_fields, own_targets, parse_provider, provider_names, route_objects,
-    Provider, Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
+    builtin_metrics, flagger_fields, own_targets, parse_provider, provider_by_prefix,
+    provider_names, route_objects, Provider, Route, FLAGGER_DEFAULT_PROVIDER,
+    FLAGGER_DEFAULT_PROVIDER_NAME,
 };
 pub(crate) use rules::workload_router;
 pub use rules::{

@@ -237,9 +237,55 @@ pub fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
     ROUTERS.iter().find_map(|e| (e.builtin_metrics)(provider))
 }
 
-/// Maps a Flagger `provider` string to its router; the error says what is supported.
+/// Provider strings Flagger 1.44's router factory (`pkg/router/factory.go`, `MeshRouter`)
+/// matches by prefix, first match wins: (prefix, the provider string it runs as, what sluice
+/// writes for it). `gatewayapi:v1beta1…` is the v1beta1 router, any other `gatewayapi:v1…`
+/// (`gatewayapi:v1alpha2` from Flagger's older docs) the v1 router, `appmesh:v1beta2…` App
+/// Mesh v1beta2. A bare `gatewayapi` matches none: Flagger routes it with Istio.
+const FLAGGER_PREFIXES: &[(&str, &str, &str)] = &[
+    (
+        "gatewayapi:v1beta1",
+        "gatewayapi:v1beta1",
+        "gateway.networking.k8s.io/v1beta1 HTTPRoutes",
+    ),
+    (
+        "gatewayapi:v1",
+        "gatewayapi:v1",
+        "gateway.networking.k8s.io/v1 HTTPRoutes",
+    ),
+    (
+        "appmesh:v1beta2",
+        "appmesh:v1beta2",
+        "appmesh.k8s.aws/v1beta2 VirtualNodes, VirtualRouters and VirtualServices",
+    ),
+];
+
+/// The provider string a Flagger `provider` runs as by Flagger's prefix rule, and what
+/// sluice writes for it; `None` when `text` is a provider's own name or matches no prefix.
+fn by_prefix(text: &str) -> Option<(&'static str, &'static str)> {
+    if ROUTERS.iter().any(|e| (e.lookup)(text).is_some()) {
+        return None;
+    }
+    FLAGGER_PREFIXES
+        .iter()
+        .find(|(prefix, _, _)| text.starts_with(prefix))
+        .map(|(_, name, writes)| (*name, *writes))
+}
+
+/// What to tell the user when `text` selects its router by Flagger's prefix rule only
+/// (`gatewayapi:v1alpha2`): the provider it runs as and the API sluice writes. `None` for a
+/// provider's own name.
+pub fn provider_by_prefix(text: &str) -> Option<String> {
+    by_prefix(text).map(|(name, writes)| {
+        format!("{text:?} runs as provider {name:?}, as Flagger's router factory matches it by prefix; sluice writes {writes}")
+    })
+}
+
+/// Maps a Flagger `provider` string to its router, by name or by Flagger's prefix rule
+/// ([`provider_by_prefix`]); the error says what is supported.
 pub fn parse_provider(text: &str) -> Result<Provider, String> {
-    if let Some(provider) = ROUTERS.iter().find_map(|e| (e.lookup)(text)) {
+    let name = by_prefix(text).map_or(text, |(name, _)| name);
+    if let Some(provider) = ROUTERS.iter().find_map(|e| (e.lookup)(name)) {
         return Ok(provider);
     }
     let names: Vec<&str> = ROUTERS.iter().flat_map(|e| (e.names)(true)).collect();
@@ -352,6 +398,25 @@ mod tests {
             .unwrap_err()
             .contains("does not route"));
         assert_eq!(parse_provider("appmesh:v1beta2"), Ok(Provider::AppMesh(())));
+        assert_eq!(
+            parse_provider("appmesh:v1beta2x"),
+            Ok(Provider::AppMesh(()))
+        );
+        // Flagger's prefix rules (pkg/router/factory.go): v1beta1 first, then any v1….
+        assert_eq!(
+            parse_provider("gatewayapi:v1alpha2"),
+            Ok(Provider::GatewayApi(GatewayVersion::V1))
+        );
+        assert_eq!(
+            parse_provider("gatewayapi:v1beta1.5"),
+            Ok(Provider::GatewayApi(GatewayVersion::V1beta1))
+        );
+        assert_eq!(provider_by_prefix("gatewayapi:v1"), None);
+        assert_eq!(
+            provider_by_prefix("gatewayapi:v1alpha2").as_deref(),
+            Some("\"gatewayapi:v1alpha2\" runs as provider \"gatewayapi:v1\", as Flagger's router factory matches it by prefix; sluice writes gateway.networking.k8s.io/v1 HTTPRoutes")
+        );
+        assert!(parse_provider("gatewayapi:v2").is_err());
         // Flagger's plain `appmesh` is its v1beta1 router: refused, pointing at v1beta2.
         assert!(parse_provider("appmesh")
             .unwrap_err()
@@ -384,6 +449,20 @@ mod tests {
             parse_provider("smi"),
             Ok(Provider::Smi(SmiVersion::V1alpha1))
         );
+    }
+
+    /// The prefix table names what each router writes, in the router's own words.
+    #[test]
+    fn prefix_rules_name_the_api_their_router_writes() {
+        for (prefix, name, writes) in FLAGGER_PREFIXES {
+            assert!(name.starts_with(prefix), "{prefix}");
+            let api = match parse_provider(name) {
+                Ok(Provider::GatewayApi(v)) => v.api_version(),
+                Ok(Provider::AppMesh(())) => crate::route::appmesh::API_VERSION,
+                other => panic!("{name}: {other:?}"),
+            };
+            assert!(writes.starts_with(&format!("{api} ")), "{writes}");
+        }
     }
 
     /// A provider string or native kind served by two routers would silently go to the first.

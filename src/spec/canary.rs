@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::route::{
-    parse_provider, route_objects, AbInput, FlaggerInput, OwnTarget, Provider, Route,
-    FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
+    parse_provider, provider_by_prefix, route_objects, AbInput, FlaggerInput, OwnTarget, Provider,
+    Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
 };
 use crate::spec::analysis::read_analysis;
 use crate::spec::model::{
@@ -16,7 +16,9 @@ use crate::spec::model::{
 use crate::spec::settings::Settings;
 use crate::spec::sync::read_sync_target;
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
+use crate::yaml::reader::{
+    index, join, metadata_name, name_at, warn_ref_api_version, Reader, OBJECT_KEYS,
+};
 use crate::yaml::snapshot::Snapshot;
 
 const NATIVE_SPEC_KEYS: &[&str] = &[
@@ -491,10 +493,11 @@ fn read_autoscaler_ref(r: &mut Reader, node: &Node) -> Option<AutoscalerRef> {
     })
 }
 
-/// `spec.autoscalerRef.kind`, and its `apiVersion` checked against it.
+/// `spec.autoscalerRef.kind`. Its `apiVersion` chooses nothing: the object found by kind and
+/// name decides ([`warn_autoscaler_api`]).
 fn read_autoscaler_kind(r: &mut Reader, node: &Node) -> Option<AutoscalerKind> {
     let p = "spec.autoscalerRef";
-    let kind = r.required(node, p, "kind").and_then(|k| {
+    r.required(node, p, "kind").and_then(|k| {
         let text = r.string(k, &join(p, "kind"))?;
         match text.as_str() {
             "HorizontalPodAutoscaler" => Some(AutoscalerKind::HorizontalPodAutoscaler),
@@ -508,29 +511,37 @@ fn read_autoscaler_kind(r: &mut Reader, node: &Node) -> Option<AutoscalerKind> {
                 None
             }
         }
-    });
-    if let (Some(kind), Some(v)) = (kind, node.get("apiVersion")) {
-        if let Some(text) = r.string(v, &join(p, "apiVersion")) {
-            let allowed: &[&str] = match kind {
-                AutoscalerKind::HorizontalPodAutoscaler => {
-                    &["autoscaling/v2", "autoscaling/v2beta2"]
-                }
-                AutoscalerKind::ScaledObject => &["keda.sh/v1alpha1"],
-            };
-            if !allowed.contains(&text.as_str()) {
-                r.error(
-                    v.line,
-                    &join(p, "apiVersion"),
-                    format!(
-                        "expected {} for a {}, found {text:?}",
-                        allowed.join(" or "),
-                        kind.as_str()
-                    ),
-                );
-            }
-        }
+    })
+}
+
+/// A `spec.autoscalerRef.apiVersion` that differs from the autoscaler's own is a warning.
+/// Flagger reads an HPA by name through `autoscaling/v2` (fluxcd/flagger
+/// `pkg/canary/hpa_reconciler.go`) and a ScaledObject through `keda.sh/v1alpha1`, whatever
+/// the reference says; an object of an API sluice cannot copy is refused with its own file
+/// and line when it is resolved (`workload::autoscaler`).
+fn warn_autoscaler_api(
+    r: &mut Reader,
+    node: &Node,
+    reference: &AutoscalerRef,
+    namespace: &str,
+    snapshot: &Snapshot,
+) {
+    let Some(api) = node.get("apiVersion") else {
+        return;
+    };
+    let kind = reference.kind;
+    let mut found = snapshot
+        .find(kind.as_str(), reference.name.as_str())
+        .filter(|o| o.namespace.unwrap_or(namespace) == namespace);
+    // Two of them are an error where the reference is resolved.
+    if let (Some(object), None) = (found.next(), found.next()) {
+        let reads = format!(
+            "Flagger reads the {} by name through {}",
+            kind.as_str(),
+            kind.api_version()
+        );
+        warn_ref_api_version(r, api, "spec.autoscalerRef.apiVersion", &object, &reads);
     }
-    kind
 }
 
 /// `spec.autoscalerRef.primaryScalerReplicas`: the primary autoscaler's (min, max).
@@ -623,9 +634,13 @@ pub fn read_flagger(
         .required(spec, "spec", "targetRef")
         .and_then(|n| read_target_ref(r, spec, n));
     // A bad reference adds its errors to `r`, which fails the canary below.
-    let autoscaler = spec
-        .get("autoscalerRef")
-        .and_then(|n| read_autoscaler_ref(r, n));
+    let autoscaler = spec.get("autoscalerRef").and_then(|n| {
+        let reference = read_autoscaler_ref(r, n)?;
+        if let Some(id) = &id {
+            warn_autoscaler_api(r, n, &reference, id.namespace.as_str(), snapshot);
+        }
+        Some(reference)
+    });
     let provider = read_flagger_provider(r, spec, settings);
     check_own_target(r, spec, target.as_ref(), provider);
     // A router that rolls out its own target (a Knative Service) creates no Service.
@@ -757,7 +772,13 @@ fn read_flagger_provider(r: &mut Reader, spec: &Node, settings: &Settings) -> Op
         Some(n) => r
             .string(n, "spec.provider")
             .and_then(|text| match parse_provider(&text) {
-                Ok(p) => Some(p),
+                Ok(p) => {
+                    // `gatewayapi:v1alpha2`: say which router and API it runs as.
+                    if let Some(note) = provider_by_prefix(&text) {
+                        r.warn(n.line, "spec.provider", note);
+                    }
+                    Some(p)
+                }
                 Err(e) => {
                     r.error(n.line, "spec.provider", e);
                     None

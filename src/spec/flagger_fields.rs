@@ -80,7 +80,7 @@ use Support::{Implemented, Refused, Routed, WithParent};
 
 /// Every field of the three kinds' `spec`, in the CRD's order.
 pub const FIELDS: &[Field] = &[
-    field(Kind::Canary, "spec.provider", Implemented("selects the router that writes the route object; unset: the settings' provider, else istio as in Flagger")),
+    field(Kind::Canary, "spec.provider", Implemented("selects the router that writes the route object; unset: the settings' provider, else istio as in Flagger; `gatewayapi:v1beta1…`, other `gatewayapi:v1…` (`gatewayapi:v1alpha2`) and `appmesh:v1beta2…` select a router by prefix as Flagger's factory does, with a warning naming the API written")),
     field(Kind::Canary, "spec.metricsServer", Implemented("the Prometheus address this canary's metrics query (http:// or https://)")),
     field(Kind::Canary, "spec.progressDeadlineSeconds", Implemented("a rollout with no progress for this long is rolled back (default 600, GetProgressDeadlineSeconds); a promotion whose primary is not ready by then fails with all traffic on the canary, which keeps running (Flagger 1.44, #1931)")),
     field(Kind::Canary, "spec.targetRef", Implemented("the Deployment, DaemonSet or Knative Service in the repo whose primary and canary sluice writes")),
@@ -88,14 +88,14 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.targetRef.kind", Implemented("Deployment, DaemonSet or (provider knative) Service; other kinds refused")),
     field(Kind::Canary, "spec.targetRef.name", Implemented("the workload's name in the repo; the apex Service's name unless service.name is set")),
     field(Kind::Canary, "spec.autoscalerRef", Implemented("the HorizontalPodAutoscaler or ScaledObject in the repo, copied for the primary as Flagger does")),
-    field(Kind::Canary, "spec.autoscalerRef.apiVersion", Implemented("autoscaling/v2(beta2) for an HPA, keda.sh/v1alpha1 for a ScaledObject")),
+    field(Kind::Canary, "spec.autoscalerRef.apiVersion", Implemented("not read, as in Flagger: the autoscaler found by kind and name decides (an autoscaling/v2 or v2beta2 HPA, a keda.sh/v1alpha1 ScaledObject; another API is an error at the object's line); a value that differs from the object's is a warning")),
     field(Kind::Canary, "spec.autoscalerRef.kind", Implemented("HorizontalPodAutoscaler or ScaledObject")),
     field(Kind::Canary, "spec.autoscalerRef.name", Implemented("the autoscaler's name in the repo; a missing one is an error")),
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerQueries", Implemented("a ScaledObject's trigger queries for the primary; refused for an HPA, which Flagger ignores it for")),
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas", Implemented("the primary autoscaler's replica bounds")),
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas.minReplicas", Implemented("the primary autoscaler's minReplicas")),
     field(Kind::Canary, "spec.autoscalerRef.primaryScalerReplicas.maxReplicas", Implemented("the primary autoscaler's maxReplicas")),
-    field(Kind::Canary, "spec.ingressRef", Routed { how: "the Ingress in the repo that nginx and skipper canaries copy; other providers refuse it" }),
+    field(Kind::Canary, "spec.ingressRef", Routed { how: "the Ingress in the repo that nginx and skipper canaries copy, found by name as a networking.k8s.io/v1 Ingress as Flagger reads it (an apiVersion that differs from the Ingress' is a warning); other providers refuse it" }),
     field(Kind::Canary, "spec.ingressRef.apiVersion", WithParent),
     field(Kind::Canary, "spec.ingressRef.kind", WithParent),
     field(Kind::Canary, "spec.ingressRef.name", WithParent),
@@ -372,7 +372,9 @@ pub fn markdown() -> String {
         "Generated from `src/spec/flagger_fields.rs` (a test keeps the two equal). Every field of \
          Flagger v1.44.0's CRDs is implemented as Flagger does it or refused by `sluice validate` \
          with a message naming it; a route field works with the providers listed and is refused \
-         with the others. \"(issue 14 item N)\" marks fields implemented in that item.\n",
+         with the others. \"(issue 14 item N)\" marks fields implemented in that item. A key \
+         the CRDs do not declare is pruned from a Canary, as the API server prunes it: a \
+         warning, not an error (`sluice validate --strict` refuses it).\n",
     );
     for kind in Kind::ALL {
         let _ = write!(

@@ -15,11 +15,38 @@ use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::Reader;
 use crate::yaml::snapshot::{read_bounded, read_inside, Contents, File, ReadError, Snapshot};
 
-/// Canaries that loaded, and every problem found.
+/// Canaries that loaded, every problem found, and the warnings.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub canaries: Vec<Canary>,
     pub errors: Vec<SpecError>,
+    /// What refuses nothing: fields of a Flagger Canary its cluster would prune, references
+    /// whose apiVersion Flagger does not read. `sluice validate --strict` refuses them.
+    pub warnings: Vec<Warning>,
+}
+
+/// A problem that refuses nothing, and the canary it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The canary whose document it was found in, when that canary loaded.
+    pub canary: Option<CanaryId>,
+    pub problem: SpecError,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.problem.fmt(f)
+    }
+}
+
+impl Loaded {
+    /// How many warnings the canary `id` has.
+    pub fn warnings_of(&self, id: &CanaryId) -> usize {
+        self.warnings
+            .iter()
+            .filter(|w| w.canary.as_ref() == Some(id))
+            .count()
+    }
 }
 
 /// Marks the files sluice generates (outputs, status): the line starts with it and goes on
@@ -55,9 +82,9 @@ pub fn load_in(snapshot: &Snapshot, settings: &Settings, existing: Option<&Exist
             Contents::Unreadable(e) => r.error(1, "", e.to_string()),
             Contents::Invalid { error, .. } => syntax_error(&mut r, error.line, &error.message),
             Contents::Yaml { documents, .. } => {
-                loaded
-                    .canaries
-                    .extend(read_canaries(&mut r, documents, settings, snapshot));
+                let (canaries, warnings) = read_canaries(&mut r, documents, settings, snapshot);
+                loaded.canaries.extend(canaries);
+                loaded.warnings.extend(warnings);
             }
         }
         loaded.errors.extend(r.errors);
@@ -178,10 +205,10 @@ fn reject_foreign_files(loaded: &mut Loaded, files: &Snapshot) {
 /// Reads the canaries in one file's text; `file` names it in errors.
 pub fn load_text(file: &str, text: &str, settings: &Settings) -> Loaded {
     let mut r = Reader::new(file);
-    let canaries = match parse_documents(text) {
+    let (canaries, warnings) = match parse_documents(text) {
         Err(e) => {
             syntax_error(&mut r, e.line, &e.message);
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
         Ok(docs) => {
             let roots: Vec<Node> = docs.into_iter().map(|d| d.root).collect();
@@ -192,6 +219,7 @@ pub fn load_text(file: &str, text: &str, settings: &Settings) -> Loaded {
     Loaded {
         canaries,
         errors: r.errors,
+        warnings,
     }
 }
 
@@ -199,21 +227,24 @@ fn syntax_error(r: &mut Reader, line: usize, message: &str) {
     r.error(line, "", format!("YAML syntax error: {message}"));
 }
 
+/// The canaries of one file's documents, and the warnings each document gave.
 fn read_canaries(
     r: &mut Reader,
     roots: &[Node],
     settings: &Settings,
     snapshot: &Snapshot,
-) -> Vec<Canary> {
+) -> (Vec<Canary>, Vec<Warning>) {
     let mut canaries = Vec::new();
+    let mut warnings = Vec::new();
     for root in roots {
         let Value::Map(_) = root.value else { continue };
         let kind = root.get("kind").and_then(|n| n.as_str());
         let api = root.get("apiVersion").and_then(|n| n.as_str());
         let canary = match (api, kind) {
             (Some("sluice.dev/v1alpha1"), Some("Canary")) => read_native(r, root, settings),
+            // Flagger's CRD is structural: the API server prunes what it does not declare.
             (Some("flagger.app/v1beta1"), Some("Canary")) => {
-                read_flagger(r, root, settings, snapshot)
+                r.pruning(|r| read_flagger(r, root, settings, snapshot))
             }
             (Some(api), Some("Canary"))
                 if api.starts_with("sluice.dev/") || api.starts_with("flagger.app/") =>
@@ -232,9 +263,14 @@ fn read_canaries(
             }
             _ => None,
         };
+        let id = canary.as_ref().map(|c| c.id.clone());
+        warnings.extend(r.warnings.drain(..).map(|problem| Warning {
+            canary: id.clone(),
+            problem,
+        }));
         canaries.extend(canary);
     }
-    canaries
+    (canaries, warnings)
 }
 
 /// Finds `.sluice/config.yaml` in `start` or its ancestors.

@@ -2,6 +2,11 @@
 //!
 //! Each accessor reports a [`SpecError`] with the node's line and dotted field path and
 //! returns `None`, so callers keep reading and the user sees every problem in one run.
+//!
+//! Most readers refuse a key they do not know. A reader of a Kubernetes custom resource
+//! whose CRD is structural (a Flagger Canary) reads inside [`Reader::pruning`]: there an
+//! unknown key is a warning and is skipped, as the API server prunes it before the
+//! controller sees the object.
 
 use std::time::Duration;
 
@@ -12,6 +17,11 @@ use crate::yaml::node::{Node, Value};
 pub struct Reader {
     pub file: String,
     pub errors: Vec<SpecError>,
+    /// Problems that refuse nothing (a pruned unknown key, a reference's apiVersion the
+    /// controller does not read), in the order found.
+    pub warnings: Vec<SpecError>,
+    /// Inside [`Reader::pruning`]: unknown keys are warnings, not errors.
+    prune_unknown: bool,
 }
 
 /// `a.b` + `c` -> `a.b.c`.
@@ -42,7 +52,45 @@ impl Reader {
         Reader {
             file: file.into(),
             errors: Vec::new(),
+            warnings: Vec::new(),
+            prune_unknown: false,
         }
+    }
+
+    /// Runs `read` with unknown keys pruned: each is a warning (with its "did you mean"
+    /// hint) and is skipped, as the Kubernetes API server prunes the fields a structural CRD
+    /// does not declare. Only a reader of such a resource (a Flagger Canary) uses it; every
+    /// other input keeps refusing unknown keys.
+    pub fn pruning<T>(&mut self, read: impl FnOnce(&mut Reader) -> T) -> T {
+        let outer = std::mem::replace(&mut self.prune_unknown, true);
+        let value = read(self);
+        self.prune_unknown = outer;
+        value
+    }
+
+    /// Whether unknown keys are pruned with a warning here (inside [`Reader::pruning`]).
+    pub fn prunes_unknown(&self) -> bool {
+        self.prune_unknown
+    }
+
+    /// An unknown key at `line`, `field`: an error, or inside [`Reader::pruning`] a warning
+    /// saying it is ignored. `detail` is the hint and the expected keys.
+    pub fn unknown_key(&mut self, line: usize, field: &str, detail: &str) {
+        if self.prune_unknown {
+            self.warn(line, field, format!("unknown field{detail}; ignored, as the Kubernetes API server prunes fields the Flagger CRD does not declare (Flagger never sees it)"));
+        } else {
+            self.error(line, field, format!("unknown field{detail}"));
+        }
+    }
+
+    /// A problem that refuses nothing; `sluice validate --strict` makes it an error.
+    pub fn warn(&mut self, line: usize, field: &str, message: impl Into<String>) {
+        self.warnings.push(SpecError {
+            file: self.file.clone(),
+            line,
+            field: field.to_string(),
+            message: message.into(),
+        });
     }
 
     pub fn error(&mut self, line: usize, field: &str, message: impl Into<String>) {
@@ -69,10 +117,10 @@ impl Reader {
                 let hint = did_you_mean(&key.text, known)
                     .map(|k| format!(" (did you mean {k:?}?)"))
                     .unwrap_or_default();
-                self.error(
+                self.unknown_key(
                     key.line,
                     &join(path, &key.text),
-                    format!("unknown field{hint}; expected one of: {}", known.join(", ")),
+                    &format!("{hint}; expected one of: {}", known.join(", ")),
                 );
             }
         }
@@ -239,6 +287,33 @@ impl Reader {
                 None
             }
         }
+    }
+}
+
+/// A reference's `apiVersion` (at `node`, field `path`) that the controller does not read:
+/// it finds `object` by kind and name, and `object`'s own apiVersion decides. A value that
+/// differs from the object's is a warning; `reads` says how the controller reads the object
+/// (`Flagger reads the Ingress by name through networking.k8s.io/v1`).
+pub fn warn_ref_api_version(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    object: &crate::yaml::snapshot::Object,
+    reads: &str,
+) {
+    let Some(given) = node.as_str() else {
+        return;
+    };
+    let actual = object.api_version.unwrap_or_default();
+    if given != actual {
+        r.warn(
+            node.line,
+            path,
+            format!(
+                "{given:?} is not the apiVersion of {} {} ({}:{}), which is {actual:?}; {reads} and ignores this field, as sluice does",
+                object.kind, object.name, object.file, object.line
+            ),
+        );
     }
 }
 

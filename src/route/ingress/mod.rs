@@ -7,7 +7,9 @@
 //! to the output folder either: Flagger never touches it (the user applies it, and it keeps
 //! sending traffic to the apex Service), so the output holds only the canary Ingress. An
 //! `ingressRef` that names no Ingress, or an Ingress with no path to the apex Service, is a
-//! `validate` error at the reference's line.
+//! `validate` error at the reference's line. As in Flagger, the Ingress is found by name:
+//! `ingressRef.apiVersion` chooses nothing, and one that differs from the Ingress' own is a
+//! warning; an Ingress of another API than `networking.k8s.io/v1` is an error at its line.
 //!
 //! - This file: reading `ingressRef` and the referenced Ingress, the fields refused, and the
 //!   copy of the Ingress both controllers start from.
@@ -43,7 +45,7 @@ use crate::route::{
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{join, Reader};
+use crate::yaml::reader::{join, warn_ref_api_version, Reader};
 use crate::yaml::snapshot::Object;
 
 pub use nginx::HeaderMatch;
@@ -234,25 +236,18 @@ fn resolve<'s>(r: &mut Reader, input: &FlaggerInput<'s>) -> Option<(Object<'s>, 
         return None;
     };
     r.map(node, p, &["apiVersion", "kind", "name"])?;
+    // Required by Flagger's CRD, but not read: the Ingress found by name decides (below).
     let api = r
         .required(node, p, "apiVersion")
-        .and_then(|n| r.string(n, &join(p, "apiVersion")).map(|s| (n.line, s)));
+        .and_then(|n| r.string(n, &join(p, "apiVersion")));
     let kind = r
         .required(node, p, "kind")
         .and_then(|n| r.string(n, &join(p, "kind")).map(|s| (n.line, s)));
     let name = r
         .required(node, p, "name")
         .and_then(|n| r.string(n, &join(p, "name")).map(|s| (n.line, s)));
-    let ((api_line, api), (kind_line, kind), (name_line, name)) = (api?, kind?, name?);
+    let (_, (kind_line, kind), (name_line, name)) = (api?, kind?, name?);
     let mut ok = true;
-    if api != INGRESS_API {
-        r.error(
-            api_line,
-            &join(p, "apiVersion"),
-            format!("expected {INGRESS_API} (the only Ingress API Flagger reads), found {api:?}"),
-        );
-        ok = false;
-    }
     if kind != "Ingress" {
         r.error(
             kind_line,
@@ -272,7 +267,20 @@ fn resolve<'s>(r: &mut Reader, input: &FlaggerInput<'s>) -> Option<(Object<'s>, 
             r.error(name_line, &join(p, "name"), format!("no Ingress {namespace}/{name} in the repo: expected a networking.k8s.io/v1 Ingress named {name:?} in namespace {namespace} (or with no namespace) in a YAML file"));
             None
         }
-        [one] => ok.then_some((*one, name_line, name)),
+        [one] => {
+            // Flagger reads the Ingress by name through networking.k8s.io/v1, whatever the
+            // reference says (fluxcd/flagger pkg/router/ingress.go); the object decides.
+            if let Some(api) = node.get("apiVersion") {
+                warn_ref_api_version(
+                    r,
+                    api,
+                    &join(p, "apiVersion"),
+                    one,
+                    &format!("Flagger reads the Ingress by name through {INGRESS_API}"),
+                );
+            }
+            ok.then_some((*one, name_line, name))
+        }
         [a, b, ..] => {
             r.error(
                 name_line,

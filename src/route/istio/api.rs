@@ -21,17 +21,78 @@ use crate::yaml::reader::{join, Reader};
 
 /// Reads `node` as `T`, reporting the first problem with the line of the field it is in and
 /// its dotted path under `path`. `None` when it had errors.
+///
+/// Inside [`Reader::pruning`] (a Flagger Canary) an unknown key is a warning instead: it is
+/// dropped and the rest read again, as the API server prunes it before Flagger reads it.
 pub fn read<T: DeserializeOwned>(r: &mut Reader, node: &Node, path: &str) -> Option<T> {
-    let json = node.to_json();
-    match serde_path_to_error::deserialize::<_, T>(json) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            let inner = e.path().to_string();
-            let (line, field) = locate(node, path, &inner);
-            r.error(line, &field, e.into_inner().to_string());
-            None
+    let mut json = node.to_json();
+    loop {
+        let e = match serde_path_to_error::deserialize::<_, T>(&json) {
+            Ok(value) => return Some(value),
+            Err(e) => e,
+        };
+        let inner = e.path().to_string();
+        let message = e.into_inner().to_string();
+        let (line, field) = locate(node, path, &inner);
+        // Each pass removes one key, so this ends.
+        if r.prunes_unknown() && message.starts_with("unknown field `") && prune(&mut json, &inner)
+        {
+            r.unknown_key(line, &field, &unknown_detail(&message));
+            continue;
         }
+        r.error(line, &field, message);
+        return None;
     }
+}
+
+/// serde's `unknown field `x`, expected `a` or `b`` as the reader's hint and list:
+/// ` (did you mean "a"?); expected a or b`.
+fn unknown_detail(message: &str) -> String {
+    let parts: Vec<&str> = message.split('`').collect();
+    let key = parts.get(1).copied().unwrap_or_default();
+    let known: Vec<&str> = parts.iter().skip(3).step_by(2).copied().collect();
+    let hint = crate::yaml::reader::did_you_mean(key, &known)
+        .map(|k| format!(" (did you mean {k:?}?)"))
+        .unwrap_or_default();
+    let expected = message
+        .split_once(", ")
+        .map(|(_, rest)| format!("; {}", rest.replace('`', "")))
+        .unwrap_or_default();
+    format!("{hint}{expected}")
+}
+
+/// Removes the key at `inner` (serde_path_to_error's `a.b[0].c`) from `json`; whether it
+/// was there.
+fn prune(json: &mut serde_json::Value, inner: &str) -> bool {
+    let mut steps: Vec<Result<&str, usize>> = Vec::new();
+    for part in inner.split('.') {
+        let (key, indexes) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            steps.push(Ok(key));
+        }
+        steps.extend(
+            indexes
+                .split(['[', ']'])
+                .filter_map(|s| s.parse::<usize>().ok())
+                .map(Err),
+        );
+    }
+    let Some((Ok(last), parents)) = steps.split_last() else {
+        return false;
+    };
+    let mut current = Some(json);
+    for step in parents {
+        current = match step {
+            Ok(key) => current.and_then(|v| v.get_mut(*key)),
+            Err(i) => current.and_then(|v| v.get_mut(*i)),
+        };
+    }
+    current
+        .and_then(serde_json::Value::as_object_mut)
+        .is_some_and(|map| map.remove(*last).is_some())
 }
 
 /// The line and dotted path of `inner` (serde_path_to_error's `a.b[0].c`) inside `node`. The
@@ -562,6 +623,31 @@ mod tests {
         assert!(
             errors[0].starts_with("c.yaml:3: spec.service.trafficPolicy.connectionPool.tcp.maxConection: unknown field `maxConection`, expected"),
             "{errors:?}"
+        );
+    }
+
+    /// In a Flagger Canary the API server prunes it: a warning, and the rest is read.
+    #[test]
+    fn a_misspelt_field_of_a_flagger_canary_is_pruned_with_a_warning() {
+        let yaml = "connectionPool:\n  tcp:\n    maxConection: 10\n    connectTimeout: 1s\nloadBalancer: {simple: ROUND_ROBIN, x: 1}\n";
+        let docs = crate::yaml::node::parse_documents(yaml).expect("test YAML parses");
+        let mut r = Reader::new("c.yaml");
+        let value =
+            r.pruning(|r| read::<TrafficPolicy>(r, &docs[0].root, "spec.service.trafficPolicy"));
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let value = serde_json::to_value(value.expect("read")).unwrap();
+        assert_eq!(value["connectionPool"]["tcp"]["connectTimeout"], "1s");
+        assert_eq!(value["connectionPool"]["tcp"].get("maxConection"), None);
+        let warnings: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("c.yaml:3: spec.service.trafficPolicy.connectionPool.tcp.maxConection: unknown field (did you mean \"maxConnections\"?); expected maxConnections or connectTimeout"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1]
+                .starts_with("c.yaml:5: spec.service.trafficPolicy.loadBalancer.x: unknown field"),
+            "{warnings:?}"
         );
     }
 
