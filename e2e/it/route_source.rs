@@ -260,6 +260,53 @@ fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights()
     );
 }
 
+#[test]
+fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_clean() {
+    let mut w = ROUTE_SOURCE.world(crate::loop_support::STEPS);
+    w.until(Phase::Initialized);
+    let status_before = show(&w.bare, "main", STATUS_FILE);
+    let commits_before = sluice_commits(&w.bare).len();
+    w.human_writes(
+        SOURCE_FILE,
+        &edited_source(),
+        "podinfo: route /api, move legacy",
+    );
+    let report = w.tick();
+    assert_eq!(report.commits, 1, "{report:?}");
+    let commits = sluice_commits(&w.bare);
+    assert_eq!(commits.len(), commits_before + 1);
+    let (sha, trailer) = commits.last().unwrap();
+    assert_eq!(trailer, "primary=100 canary=0", "the weights stay");
+    let subject = crate::support::git(&w.bare, &["log", "-1", "--format=%s", sha]);
+    assert_eq!(
+        subject.trim(),
+        format!("podinfo: route source {SOURCE_FILE} changed")
+    );
+    let changed = crate::support::git(&w.bare, &["show", "--name-only", "--format=", sha]);
+    assert_eq!(changed.trim(), ROUTE_FILE, "only the route changes");
+    assert_eq!(show(&w.bare, "main", STATUS_FILE), status_before);
+    let doc: Json = serde_saphyr::from_str(&show(&w.bare, "main", ROUTE_FILE)).unwrap();
+    assert!(Schemas::default().errors(&doc).is_empty());
+    assert_eq!(
+        check_copy(&doc, &edited_source(), sha),
+        "primary=100 canary=0"
+    );
+    // Nothing more to do, no drift: the copy is sluice's.
+    assert_eq!(w.tick().commits, 0);
+    let (code, report) = crate::audit::audit(&w.bare);
+    assert_eq!((code, &report["findings"]), (0, &json!([])), "{report:#}");
+    assert_eq!(
+        report["replayed"], 2,
+        "the initialization and the copy: {report:#}"
+    );
+    // The next rollout runs on the edited route.
+    w.new_revision("6.7.1");
+    w.until(Phase::Succeeded);
+    let found = ROUTE_SOURCE.check_every_commit(&w.bare, false);
+    assert_eq!(crate::loop_support::distinct(found), STEPPED);
+    crate::audit::clean(&w.bare);
+}
+
 /// A native canary of the podinfo Deployment with the route source, interval 1s, six steps:
 /// the canary `sluice run` rolls out.
 fn native_canary() -> String {

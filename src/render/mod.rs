@@ -8,6 +8,7 @@
 pub mod kustomization;
 pub mod message;
 pub mod replay;
+pub mod route_refresh;
 pub mod status_file;
 
 use std::path::Path;

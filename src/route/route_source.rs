@@ -13,8 +13,9 @@
 //! and A/B `match` (they would add rules to the user's route), and a provider other than
 //! `gatewayapi:v1`/`gatewayapi:v1beta1` for a Flagger canary.
 //!
-//! A source edited by hand reaches the output with the next commit sluice makes for the
-//! canary, at the weights of that commit: the route is rendered from the source every time.
+//! A source edited by hand reaches the output at the next tick: the route is rendered from the
+//! source with every commit sluice makes for the canary, and while the canary holds,
+//! `render::route_refresh` commits the copy alone at the status's weights.
 
 use crate::core::model::{Name, RepoPath};
 use crate::route::gateway_api::{self, Apex, GatewayVersion};
@@ -58,6 +59,14 @@ pub struct SourceInput<'a> {
     /// The apex Service and its port.
     pub service: &'a Name,
     pub port: u16,
+}
+
+/// The repo path of the route source `route` copies, when it has one.
+pub fn source_file(route: &Route) -> Option<&str> {
+    match route {
+        Route::GatewayApi(config) => config.source.as_ref().map(|s| s.file.as_str()),
+        _ => None,
+    }
 }
 
 /// A Flagger canary's `spec.routeSource`, with the canary's `provider` (a Gateway API one).
@@ -177,7 +186,7 @@ fn read(r: &mut Reader, input: &SourceInput, version: Option<GatewayVersion>) ->
 /// The one HTTPRoute in the file `path`.
 fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> Option<Object<'s>> {
     let line = input.node.line;
-    let Some(file) = source_file(input.snapshot, path) else {
+    let Some(file) = file_at(input.snapshot, path) else {
         r.error(line, FIELD, format!("{path} not found among the repo's YAML files (sluice reads .yaml and .yml files outside hidden folders)"));
         return None;
     };
@@ -239,7 +248,7 @@ fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> O
 /// The file at `path` in the repo: by its repo-relative name (the loop's snapshot), else the
 /// one file whose walked name ends in `/<path>` (`sluice validate` names files as it walked
 /// them, `./apps/...` or an absolute path).
-fn source_file<'s>(snapshot: &'s Snapshot, path: &RepoPath) -> Option<&'s File> {
+fn file_at<'s>(snapshot: &'s Snapshot, path: &RepoPath) -> Option<&'s File> {
     if let Some(file) = snapshot.file(path.as_str()) {
         return Some(file);
     }
