@@ -515,6 +515,26 @@ fn route_source_errors_name_the_file_line_and_field() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
 
+/// The route of `canary` at `weight` percent to the canary, which passes its strict schema.
+fn render_at(canary: &sluice::spec::model::Canary, weight: u8) -> Json {
+    let backends = sluice::route::Backends {
+        primary: "podinfo-primary",
+        canary: "podinfo-canary",
+    };
+    let rendered = sluice::route::render_route(
+        canary,
+        &backends,
+        sluice::route::Weights::from_canary(weight).unwrap(),
+        &Default::default(),
+    )
+    .unwrap()
+    .unwrap();
+    let doc: Json = serde_saphyr::from_str(&rendered.content).unwrap();
+    let errors = Schemas::default().errors(&doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    doc
+}
+
 #[test]
 fn native_route_source_replaces_spec_route() {
     let both = native_canary().replace(
@@ -530,20 +550,7 @@ fn native_route_source_replaces_spec_route() {
         (CANARY_FILE, &native_canary()),
         (SOURCE_FILE, SOURCE),
     ]);
-    let backends = sluice::route::Backends {
-        primary: "podinfo-primary",
-        canary: "podinfo-canary",
-    };
-    let rendered = sluice::route::render_route(
-        &canary,
-        &backends,
-        sluice::route::Weights::from_canary(30).unwrap(),
-        &Default::default(),
-    )
-    .unwrap()
-    .unwrap();
-    let doc: Json = serde_saphyr::from_str(&rendered.content).unwrap();
-    assert!(Schemas::default().errors(&doc).is_empty());
+    let doc = render_at(&canary, 30);
     assert_eq!(check_copy(&doc, SOURCE, "native"), "primary=70 canary=30");
     assert_eq!(
         doc["spec"]["rules"][1]["backendRefs"][1],
@@ -569,22 +576,8 @@ fn route_source_v1beta1_is_copied_at_v1beta1() {
         (CANARY_FILE, &canary),
         (SOURCE_FILE, &source),
     ]);
-    let backends = sluice::route::Backends {
-        primary: "podinfo-primary",
-        canary: "podinfo-canary",
-    };
-    let rendered = sluice::route::render_route(
-        &canary,
-        &backends,
-        sluice::route::Weights::from_canary(20).unwrap(),
-        &Default::default(),
-    )
-    .unwrap()
-    .unwrap();
-    let doc: Json = serde_saphyr::from_str(&rendered.content).unwrap();
+    let doc = render_at(&canary, 20);
     assert_eq!(doc["apiVersion"], "gateway.networking.k8s.io/v1beta1");
-    let errors = Schemas::default().errors(&doc);
-    assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(check_copy(&doc, &source, "v1beta1"), "primary=80 canary=20");
     // An API the copy cannot be written at, at the source's line.
     let alpha = SOURCE.replace(

@@ -12,9 +12,9 @@ use std::path::Path;
 use crate::core::status::Status;
 use crate::gitops::{CommitMessage, FileChange};
 use crate::render::message::{CANARY, PHASE, REASON, WEIGHTS};
-use crate::render::{backends, route_weights, RenderError, GENERATED_MARK};
+use crate::render::{backends, route_at, route_weights, RenderError, GENERATED_MARK};
 use crate::route::route_source::source_file;
-use crate::route::{render_route, Backends, RouteState, ROUTE_FILE_NAME};
+use crate::route::ROUTE_FILE_NAME;
 use crate::spec::model::Canary;
 use crate::workload;
 
@@ -38,15 +38,7 @@ pub fn route_refresh(
     };
     let (primary, canary_backend) = backends(canary, status);
     let weights = route_weights(canary, status);
-    let route = render_route(
-        canary,
-        &Backends {
-            primary: &primary,
-            canary: &canary_backend,
-        },
-        weights,
-        &RouteState::of(status),
-    )?;
+    let route = route_at(canary, status, (&primary, &canary_backend), weights)?;
     let Some(route) = route.filter(|r| r.content != committed) else {
         return Ok(None);
     };
