@@ -238,7 +238,8 @@ fn canary_commit(
 
 /// A canary that holds while its route source (`spec.routeSource`) was edited: the route
 /// copied again at the status's weights, in a commit of its own. Not while the canary holds
-/// for drift or an approval, nor while it is suspended.
+/// for drift or waits for an approval (whose branch carries the next change, rendered on the
+/// main branch as it is), nor while it is suspended.
 fn route_refresh(
     root: &Path,
     index: &workload::Index,
@@ -250,7 +251,8 @@ fn route_refresh(
     let Some(status) = known.status.as_ref() else {
         return Ok(None);
     };
-    if !matches!(basis, Basis::Rules) || known.facts.drift.is_some() || canary.suspend {
+    let waiting = status.phase == crate::core::status::Phase::WaitingApproval;
+    if !matches!(basis, Basis::Rules) || known.facts.drift.is_some() || canary.suspend || waiting {
         return Ok(None);
     }
     let refreshed = render::route_refresh::route_refresh(root, canary, status, index)?;

@@ -307,6 +307,28 @@ fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_
     crate::audit::clean(&w.bare);
 }
 
+#[test]
+fn route_source_edit_waits_while_an_approval_carries_the_next_change() {
+    let canary = native_canary().replace(
+        "stepWeights: [10, 20, 30, 40, 50, 60]",
+        "steps: [{weight: 20, pause: {}}, {weight: 60}]",
+    );
+    let mut w = crate::loop_support::World::with_files(&canary, &[(SOURCE_FILE, SOURCE)]);
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    w.until(Phase::WaitingApproval);
+    let route = show(&w.bare, "main", ROUTE_FILE);
+    let commits = sluice_commits(&w.bare).len();
+    w.human_writes(
+        SOURCE_FILE,
+        &edited_source(),
+        "podinfo: route /api, move legacy",
+    );
+    w.tick();
+    assert_eq!(sluice_commits(&w.bare).len(), commits, "no commit on main");
+    assert_eq!(show(&w.bare, "main", ROUTE_FILE), route);
+}
+
 /// A native canary of the podinfo Deployment with the route source, interval 1s, six steps:
 /// the canary `sluice run` rolls out.
 fn native_canary() -> String {
