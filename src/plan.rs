@@ -55,7 +55,8 @@ pub enum CommitKind {
         canary: Box<Canary>,
         decision: Box<Decision>,
     },
-    /// The status file's record of the spec follows the spec (`revertOnDeletion`).
+    /// While the canary holds, an owned file follows the spec: the status file's record of
+    /// it (`revertOnDeletion`), or the route copied again from its edited route source.
     Record,
     /// A deleted canary's output reverted; `event` is said once committed.
     Revert { event: String },
@@ -207,6 +208,10 @@ fn canary_commit(
                 kind: CommitKind::Record,
             }
         });
+        let commit = match commit {
+            Some(commit) => Some(commit),
+            None => route_refresh(root, index, canary, known, &verdict.basis, now)?,
+        };
         return Ok((outcome, commit));
     }
     let (changes, message) = decision_commit(
@@ -229,6 +234,39 @@ fn canary_commit(
         },
     };
     Ok((outcome, Some(commit)))
+}
+
+/// A canary that holds while its route source (`spec.routeSource`) was edited: the route
+/// copied again at the status's weights, in a commit of its own. Not while the canary holds
+/// for drift or waits for an approval (whose branch carries the next change, rendered on the
+/// main branch as it is), nor while it is suspended.
+fn route_refresh(
+    root: &Path,
+    index: &workload::Index,
+    canary: &Canary,
+    known: &Known,
+    basis: &Basis,
+    now: Timestamp,
+) -> Result<Option<Commit>, CanaryError> {
+    let Some(status) = known.status.as_ref() else {
+        return Ok(None);
+    };
+    let waiting = status.phase == crate::core::status::Phase::WaitingApproval;
+    if !matches!(basis, Basis::Rules) || known.facts.drift.is_some() || canary.suspend || waiting {
+        return Ok(None);
+    }
+    let refreshed = render::route_refresh::route_refresh(root, canary, status, index)?;
+    Ok(refreshed.map(|(change, mut message)| {
+        message
+            .trailers
+            .push(Record::of(By::RouteSource {}, now).trailer());
+        Commit {
+            outcome: 0,
+            changes: vec![change],
+            message,
+            kind: CommitKind::Record,
+        }
+    }))
 }
 
 /// The files and message of a decision's commit; the message's replay record and operator say

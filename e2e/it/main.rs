@@ -66,6 +66,7 @@ mod route_ingress;
 mod route_istio;
 mod route_knative;
 mod route_kuma_gloo;
+mod route_source;
 mod route_traefik;
 mod server;
 mod signing_image;

@@ -111,6 +111,7 @@ pub fn replay(
             Vec::new(),
         ),
         By::Record {} => return record_update(parent, canary, record),
+        By::RouteSource {} => return route_refresh(parent, canaries, canary, status, record),
         By::Drift { .. } | By::Resume {} => {
             let (facts, restore) = drift(ctx, parent, canary, record)?;
             let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
@@ -259,6 +260,45 @@ fn record_update(parent: &Parent, canary: &Canary, record: &Record) -> Result<Re
         return Err(problem(
             &path,
             "the status file already records the spec's revertOnDeletion at the parent",
+        ));
+    };
+    message.trailers.push(record.trailer());
+    Ok(Replayed {
+        changes: vec![change],
+        message,
+        decision: None,
+    })
+}
+
+/// A route copied again from its edited source: the canary has a status at the parent, and
+/// the route committed there is not the copy of the source at the parent.
+fn route_refresh(
+    parent: &Parent,
+    canaries: &[Canary],
+    canary: &Canary,
+    status: Option<crate::core::status::Status>,
+    record: &Record,
+) -> Result<Replayed, Problem> {
+    let path = status_file::path_for(&canary.id);
+    let Some(status) = status else {
+        return Err(problem(
+            &path,
+            "no status file at the parent: nothing to route yet",
+        ));
+    };
+    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = workload::Index::new(&parent.snapshot, &outputs);
+    let refreshed = renderer::route_refresh::route_refresh(&parent.root, canary, &status, &index)
+        .map_err(|e| {
+        problem(
+            canary.output.as_str(),
+            format!("the route does not render: {e}"),
+        )
+    })?;
+    let Some((change, mut message)) = refreshed else {
+        return Err(problem(
+            canary.output.join(crate::route::ROUTE_FILE_NAME),
+            "the route at the parent already is the copy of its route source",
         ));
     };
     message.trailers.push(record.trailer());

@@ -8,6 +8,7 @@
 pub mod kustomization;
 pub mod message;
 pub mod replay;
+pub mod route_refresh;
 pub mod status_file;
 
 use std::path::Path;
@@ -86,6 +87,25 @@ pub fn route_weights(canary: &Canary, status: &Status) -> Weights {
     }
 }
 
+/// The route file for `status`, splitting `weights` between the `(primary, canary)` backends.
+pub(crate) fn route_at(
+    canary: &Canary,
+    status: &Status,
+    (primary, canary_backend): (&str, &str),
+    weights: Weights,
+) -> Result<Option<crate::route::RenderedFile>, RenderError> {
+    let backends = Backends {
+        primary,
+        canary: canary_backend,
+    };
+    Ok(render_route(
+        canary,
+        &backends,
+        weights,
+        &RouteState::of(status),
+    )?)
+}
+
 /// Every file a decision writes: the output folder (route, workloads, kustomization) and the
 /// status file. Output files already there come from the tick's snapshot (`index`), so a file
 /// sluice did not generate is never overwritten.
@@ -108,15 +128,7 @@ pub fn changes(
             canary: 0,
         };
     }
-    let route = render_route(
-        canary,
-        &Backends {
-            primary: &primary,
-            canary: &canary_backend,
-        },
-        weights,
-        &RouteState::of(status),
-    )?;
+    let route = route_at(canary, status, (&primary, &canary_backend), weights)?;
     let mut changes = Vec::new();
     let mut files = Vec::new();
     match route {

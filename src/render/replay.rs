@@ -73,6 +73,9 @@ pub enum By {
     Record {},
     /// A deleted canary's output reverted (`revertOnDeletion: true`).
     Revert {},
+    /// The route copied again from its route source (`spec.routeSource`), edited while the
+    /// canary held (`render::route_refresh`).
+    RouteSource {},
     /// An approval merged by a login `forge.approvers` does not allow: the canary waits again
     /// (the status before the merge). `reason` names the login, as the forge said; `operator`
     /// is the message's `Sluice-Operator` (sluice's own identity).
@@ -383,6 +386,7 @@ mod tests {
         for by in [
             By::Record {},
             By::Revert {},
+            By::RouteSource {},
             By::Resume {},
             By::Refused {
                 reason: "eve merged".into(),

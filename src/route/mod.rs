@@ -46,6 +46,7 @@ pub mod kubernetes;
 pub mod kuma;
 mod referenced;
 mod registry;
+pub mod route_source;
 mod rules;
 pub mod smi;
 pub mod traefik;

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::route::route_source::{self, SourceInput};
 use crate::route::{
     parse_provider, provider_by_prefix, route_objects, AbInput, FlaggerInput, OwnTarget, Provider,
     Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
@@ -26,6 +27,7 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     "metricsServer",
     "source",
     "routeOnly",
+    "routeSource",
     "output",
     "service",
     "route",
@@ -44,6 +46,7 @@ const FLAGGER_SPEC_KEYS: &[&str] = &[
     "provider",
     "revertOnDeletion",
     "routeRef",
+    "routeSource",
     "service",
     "skipAnalysis",
     "suspend",
@@ -143,7 +146,13 @@ fn read_target_port(r: &mut Reader, node: &Node, path: &str) -> Option<PortRef> 
 }
 
 /// Reads a native `sluice.dev/v1alpha1` Canary.
-pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<Canary> {
+/// `snapshot` is the repo it was loaded from, where a `spec.routeSource` is found.
+pub fn read_native(
+    r: &mut Reader,
+    root: &Node,
+    settings: &Settings,
+    snapshot: &Snapshot,
+) -> Option<Canary> {
     let before = r.errors.len();
     r.map(root, "", OBJECT_KEYS)?;
     let id = read_id(r, root);
@@ -188,9 +197,13 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
             id.as_ref(),
         )
     });
-    let mut route = r
-        .required(spec, "spec", "route")
-        .and_then(|n| Route::read_native(r, n));
+    let mut route = match spec.get("routeSource") {
+        Some(n) => source_input(n, spec, snapshot, id.as_ref(), service.as_ref())
+            .and_then(|input| route_source::read_native(r, &input)),
+        None => r
+            .required(spec, "spec", "route")
+            .and_then(|n| Route::read_native(r, n)),
+    };
     let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
         read_analysis(
             r,
@@ -241,6 +254,26 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         progress_deadline,
     };
     check_route(r, canary, spec, before)
+}
+
+/// What `route::route_source` reads a `spec.routeSource` with (a sluice extension in both
+/// formats); `None` when the canary's name or Service failed (already reported).
+fn source_input<'a>(
+    node: &'a Node,
+    spec: &'a Node,
+    snapshot: &'a Snapshot,
+    id: Option<&'a CanaryId>,
+    service: Option<&'a ServiceSpec>,
+) -> Option<SourceInput<'a>> {
+    let (id, service) = (id?, service?);
+    Some(SourceInput {
+        node,
+        spec,
+        snapshot,
+        namespace: &id.namespace,
+        service: &service.name,
+        port: service.port,
+    })
 }
 
 fn read_route_only(r: &mut Reader, node: &Node) -> Option<Target> {
@@ -651,19 +684,23 @@ pub fn read_flagger(
         r.required(spec, "spec", "service")
     };
     let service = read_flagger_service(r, service_node, target.as_ref(), id.as_ref(), own_target);
-    let mut route = provider.and_then(|p| {
-        p.read_flagger(
-            r,
-            &FlaggerInput {
-                service: service_node,
-                analysis: spec.get("analysis"),
-                metadata: root.get("metadata"),
-                spec,
-                namespace: id.as_ref().map(|i| i.namespace.as_str()),
-                snapshot,
-            },
-        )
-    });
+    let mut route = match spec.get("routeSource") {
+        Some(n) => source_input(n, spec, snapshot, id.as_ref(), service.as_ref())
+            .and_then(|input| route_source::read_flagger(r, &input, provider)),
+        None => provider.and_then(|p| {
+            p.read_flagger(
+                r,
+                &FlaggerInput {
+                    service: service_node,
+                    analysis: spec.get("analysis"),
+                    metadata: root.get("metadata"),
+                    spec,
+                    namespace: id.as_ref().map(|i| i.namespace.as_str()),
+                    snapshot,
+                },
+            )
+        }),
+    };
     let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
         read_analysis(
             r,

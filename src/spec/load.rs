@@ -241,7 +241,9 @@ fn read_canaries(
         let kind = root.get("kind").and_then(|n| n.as_str());
         let api = root.get("apiVersion").and_then(|n| n.as_str());
         let canary = match (api, kind) {
-            (Some("sluice.dev/v1alpha1"), Some("Canary")) => read_native(r, root, settings),
+            (Some("sluice.dev/v1alpha1"), Some("Canary")) => {
+                read_native(r, root, settings, snapshot)
+            }
             // Flagger's CRD is structural: the API server prunes what it does not declare.
             (Some("flagger.app/v1beta1"), Some("Canary")) => {
                 r.pruning(|r| read_flagger(r, root, settings, snapshot))

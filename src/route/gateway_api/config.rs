@@ -21,6 +21,10 @@ pub struct Config {
     /// Flagger's `analysis.mirror` (blue/green only): mirror requests to the canary while the
     /// rollout's state says so.
     pub analysis_mirror: Option<AnalysisMirror>,
+    /// `spec.routeSource`: the user's own HTTPRoute, copied with only the apex Service's
+    /// backends split (boxed: most canaries have none). When set, it is the whole route and
+    /// the fields above are empty.
+    pub source: Option<Box<super::source::RouteSource>>,
 }
 
 /// The attributes of the session-affinity cookie's `Set-Cookie` header, from

@@ -14,8 +14,10 @@ mod config;
 mod flagger;
 mod render;
 mod rollout;
+mod source;
 
 pub(crate) use rollout::{read_cookie_attributes, read_mirror, Shape};
+pub use source::{Apex, RouteSource};
 
 pub use config::{
     AnalysisMirror, Config, CookieAttributes, Cors, GatewayDuration, GatewayVersion,
@@ -84,6 +86,7 @@ impl Router for GatewayApi {
                 rules: Box::new(rules?),
                 session_affinity,
                 analysis_mirror,
+                source: None,
             })
         });
         reject_unsupported(r, input);
@@ -123,6 +126,7 @@ impl Router for GatewayApi {
             rules: Box::default(),
             session_affinity: None,
             analysis_mirror: None,
+            source: None,
         })
     }
 
@@ -135,7 +139,10 @@ impl Router for GatewayApi {
     }
 
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render::render(config, input).map(Some)
+        match &config.source {
+            Some(source) => source::render(source, input).map(Some),
+            None => render::render(config, input).map(Some),
+        }
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -177,10 +184,36 @@ impl Router for GatewayApi {
             kind: "HTTPRoute",
             plural: "httproutes",
             what: "HTTPRoute",
-            name: canary.service.name.as_str(),
+            // The user's route keeps its own name (`spec.routeSource`).
+            name: config
+                .source
+                .as_ref()
+                .map_or(canary.service.name.as_str(), |s| s.name.as_str()),
             condition: ReadyCondition::ParentsAccepted,
         })
     }
+}
+
+/// The route of a canary whose HTTPRoute is the user's own (`spec.routeSource`), read by
+/// [`source::read`]: the source is the whole route.
+pub fn read_source(
+    r: &mut Reader,
+    object: &crate::yaml::snapshot::Object,
+    apex: &Apex,
+) -> Option<Config> {
+    let source = source::read(r, object, apex)?;
+    let version = [GatewayVersion::V1, GatewayVersion::V1beta1]
+        .into_iter()
+        .find(|v| v.api_version() == source.api_version)?;
+    Some(Config {
+        version,
+        parent_refs: Vec::new(),
+        hostnames: Vec::new(),
+        rules: Box::default(),
+        session_affinity: None,
+        analysis_mirror: None,
+        source: Some(Box::new(source)),
+    })
 }
 
 /// Flagger's Gateway API routers ignore retries, and the standard HTTPRoute has no retry

@@ -1,0 +1,484 @@
+//! An HTTPRoute the user owns (`spec.routeSource`, Flagger #1857): read from the repo at load
+//! time, copied to the output folder with every rule, match, filter, hostname and parentRef
+//! the user wrote. Only the `backendRefs` of the rules that send traffic to the canary's apex
+//! Service change: they become the primary/canary pair with this step's weights, as Flagger's
+//! Gateway API router names them. A rule with no such backend is copied as it is.
+//!
+//! The source file is the user's and is never written; its copy in the output is sluice's
+//! (drift checks it like every output file). The copy is emitted from the user's own YAML
+//! tree (key order kept), then parsed back and checked: every rule sluice did not split must
+//! read back exactly as the source's.
+//!
+//! Refused when the canary is loaded, each at its line in the source file: a field the
+//! HTTPRoute does not have at the levels sluice reads, a `metadata.namespace` other than the
+//! canary's, a rule that sends to the apex Service and to other backends too (sluice would
+//! have to change their share), a backend port other than the canary's `service.port`, and a
+//! route that sends nothing to the apex Service.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as Json;
+use yaml_rust2::{Yaml, YamlEmitter};
+
+use crate::route::gateway_api::read_hostnames;
+use crate::route::gateway_api::read_parent_refs;
+use crate::route::{header_comment, reparse, RenderInput, RouteError, MANAGED_BY};
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::snapshot::Object;
+
+/// The HTTPRoute `spec` fields (Gateway API v1.2 standard channel).
+const SPEC_KEYS: &[&str] = &["parentRefs", "hostnames", "rules"];
+/// The fields of an HTTPRoute rule.
+const RULE_KEYS: &[&str] = &[
+    "name",
+    "matches",
+    "filters",
+    "backendRefs",
+    "timeouts",
+    "retry",
+    "sessionPersistence",
+];
+/// The fields of an HTTPRoute `backendRef`.
+const BACKEND_KEYS: &[&str] = &[
+    "group",
+    "kind",
+    "name",
+    "namespace",
+    "port",
+    "weight",
+    "filters",
+];
+/// The `metadata` fields a route in git carries (the rest are the API server's).
+const METADATA_KEYS: &[&str] = &["name", "namespace", "labels", "annotations"];
+/// The CRD's `maxItems` for `spec.rules`.
+const MAX_RULES: usize = 16;
+const TEMPLATE: &str = "routeSource HTTPRoute copy";
+/// The HTTPRoute API versions sluice copies (one schema).
+pub const API_VERSIONS: [&str; 2] = [
+    "gateway.networking.k8s.io/v1",
+    "gateway.networking.k8s.io/v1beta1",
+];
+
+/// The user's HTTPRoute, validated, ready to copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteSource {
+    /// The source file, repo-relative, and the line its HTTPRoute starts on.
+    pub file: String,
+    pub line: usize,
+    /// The API version the user wrote (`gateway.networking.k8s.io/v1` or `/v1beta1`), which
+    /// the copy keeps.
+    pub api_version: &'static str,
+    /// `metadata.name`: the copy has the same name (Flux does not apply the source).
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// The user's `spec`, key order kept.
+    pub spec: Yaml,
+    /// Every rule as the source reads (for the read-back check).
+    pub rules: Vec<Json>,
+    /// The rules sluice splits, in order.
+    pub split: Vec<SplitRule>,
+}
+
+/// A rule whose one backend is the apex Service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitRule {
+    /// Its index in `spec.rules`.
+    pub index: usize,
+    /// The apex backendRef's `namespace`, when the user wrote one (the canary's).
+    pub namespace: Option<String>,
+    /// The apex backendRef's own `filters`, given to both backends.
+    pub filters: Option<Yaml>,
+}
+
+/// What the copy must agree with: the canary's namespace, apex Service and its port.
+#[derive(Debug, Clone, Copy)]
+pub struct Apex<'a> {
+    pub namespace: &'a str,
+    pub service: &'a str,
+    pub port: u16,
+}
+
+/// Reads the user's HTTPRoute `object`; problems are reported at their lines in its file.
+/// `None` when any was found.
+pub fn read(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSource> {
+    let mut sr = Reader::new(object.file);
+    let source = read_object(&mut sr, object, apex);
+    let failed = !sr.errors.is_empty();
+    r.errors.append(&mut sr.errors);
+    source.filter(|_| !failed)
+}
+
+fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSource> {
+    let root = object.node;
+    let known = API_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| object.api_version == Some(*v));
+    let Some(api_version) = known else {
+        let line = root.get("apiVersion").map_or(object.line, |n| n.line);
+        r.error(
+            line,
+            "apiVersion",
+            format!(
+                "expected {} for an HTTPRoute, found {:?}",
+                API_VERSIONS.join(" or "),
+                object.api_version.unwrap_or("")
+            ),
+        );
+        return None;
+    };
+    let (labels, annotations) = read_metadata(r, root, apex)?;
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", SPEC_KEYS)?;
+    let parent_refs = r
+        .required(spec, "spec", "parentRefs")
+        .and_then(|n| read_parent_refs(r, n, "spec.parentRefs"));
+    if parent_refs.as_ref().is_some_and(Vec::is_empty) {
+        r.error(
+            spec.line,
+            "spec.parentRefs",
+            "expected at least one parentRef (the Gateway), found none",
+        );
+    }
+    if let Some(n) = spec.get("hostnames") {
+        read_hostnames(r, n, "spec.hostnames");
+    }
+    let rules = r
+        .required(spec, "spec", "rules")
+        .and_then(|n| r.seq(n, "spec.rules").map(|items| (n, items)));
+    let (rules_node, rules) = rules?;
+    if rules.len() > MAX_RULES {
+        r.error(
+            rules_node.line,
+            "spec.rules",
+            format!(
+                "expected at most {MAX_RULES} rules (the CRD's limit), found {}",
+                rules.len()
+            ),
+        );
+    }
+    let mut split = Vec::new();
+    let mut refused = false;
+    for (i, rule) in rules.iter().enumerate() {
+        match read_rule(r, rule, i, apex) {
+            RuleUse::Copied => {}
+            RuleUse::Split(s) => split.push(s),
+            RuleUse::Refused => refused = true,
+        }
+    }
+    if refused {
+        return None;
+    }
+    if split.is_empty() {
+        r.error(
+            rules_node.line,
+            "spec.rules",
+            format!(
+                "no rule of HTTPRoute {} sends traffic to the Service {:?} (the canary's apex Service); sluice splits the rules whose backendRef is {:?} between {:?} and {:?}",
+                object.name,
+                apex.service,
+                apex.service,
+                format!("{}-primary", apex.service),
+                format!("{}-canary", apex.service),
+            ),
+        );
+        return None;
+    }
+    let spec_yaml = object.yaml["spec"].clone();
+    // Each split rule's own backend filters, from the order-preserving tree.
+    for s in &mut split {
+        s.filters = backend_filters(&spec_yaml, s.index);
+    }
+    Some(RouteSource {
+        file: object.file.to_string(),
+        line: object.line,
+        api_version,
+        name: object.name.to_string(),
+        labels,
+        annotations,
+        spec: spec_yaml,
+        rules: rules.iter().map(Node::to_json).collect(),
+        split,
+    })
+}
+
+type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+/// `metadata`: the name (read by the snapshot), the canary's namespace, labels, annotations.
+fn read_metadata(r: &mut Reader, root: &Node, apex: &Apex) -> Option<Metadata> {
+    let metadata = r.required(root, "", "metadata")?;
+    r.map(metadata, "metadata", METADATA_KEYS)?;
+    if let Some(n) = metadata.get("namespace") {
+        if n.as_str() != Some(apex.namespace) {
+            r.error(
+                n.line,
+                "metadata.namespace",
+                format!(
+                    "expected the canary's namespace {:?} (the copy is written there, next to its Services), found {}",
+                    apex.namespace,
+                    n.as_str().map_or_else(|| n.kind().to_string(), |t| format!("{t:?}"))
+                ),
+            );
+        }
+    }
+    let labels = string_map(r, metadata.get("labels"), "metadata.labels");
+    let annotations = string_map(r, metadata.get("annotations"), "metadata.annotations");
+    Some((labels, annotations))
+}
+
+fn string_map(r: &mut Reader, node: Option<&Node>, path: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(node) = node.filter(|n| n.value != Value::Null) else {
+        return out;
+    };
+    let Value::Map(entries) = &node.value else {
+        r.error(node.line, path, "expected a mapping of names to strings");
+        return out;
+    };
+    for (k, v) in entries {
+        if let Some(text) = r.string(v, &join(path, &k.text)) {
+            out.insert(k.text.clone(), text);
+        }
+    }
+    out
+}
+
+/// What the copy does with one rule of the source.
+enum RuleUse {
+    /// Copied as it is: it sends nothing to the apex Service.
+    Copied,
+    /// Its one backend is the apex Service: split between primary and canary.
+    Split(SplitRule),
+    /// It sends to the apex Service in a way sluice cannot split (reported).
+    Refused,
+}
+
+/// Checks rule `i`: whether its backend is the apex Service (then it must be its only one, on
+/// the canary's port).
+fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex) -> RuleUse {
+    let path = index("spec.rules", i);
+    if r.map(rule, &path, RULE_KEYS).is_none() {
+        return RuleUse::Refused;
+    }
+    let refs_path = join(&path, "backendRefs");
+    let Some(refs_node) = rule.get("backendRefs").filter(|n| n.value != Value::Null) else {
+        return RuleUse::Copied;
+    };
+    let Some(refs) = r.seq(refs_node, &refs_path) else {
+        return RuleUse::Refused;
+    };
+    let mut found = None;
+    for (j, backend) in refs.iter().enumerate() {
+        let at = index(&refs_path, j);
+        if r.map(backend, &at, BACKEND_KEYS).is_none() {
+            continue;
+        }
+        if is_apex(backend, apex) {
+            found = Some((j, backend, at));
+        }
+    }
+    let Some((_, backend, at)) = found else {
+        return RuleUse::Copied;
+    };
+    if refs.len() > 1 {
+        r.error(
+            refs_node.line,
+            &refs_path,
+            format!(
+                "this rule sends traffic to the apex Service {:?} and to {} other backend(s); sluice splits only a rule whose one backend is {:?} (changing the others' share is yours to do): move {:?} to a rule of its own",
+                apex.service,
+                refs.len() - 1,
+                apex.service,
+                apex.service
+            ),
+        );
+        return RuleUse::Refused;
+    }
+    if let Some(n) = backend.get("port") {
+        if let Some(port) = r.int(n, &join(&at, "port"), 1, 65535) {
+            if port != i64::from(apex.port) {
+                r.error(
+                    n.line,
+                    &join(&at, "port"),
+                    format!(
+                        "expected the canary's service.port {} (the port of {:?} and of the primary and canary Services sluice writes), found {port}",
+                        apex.port, apex.service
+                    ),
+                );
+                return RuleUse::Refused;
+            }
+        }
+    }
+    RuleUse::Split(SplitRule {
+        index: i,
+        namespace: backend
+            .get("namespace")
+            .and_then(Node::as_str)
+            .map(str::to_string),
+        filters: None,
+    })
+}
+
+/// A backendRef to the apex Service: a core `Service` named so, in the canary's namespace.
+fn is_apex(backend: &Node, apex: &Apex) -> bool {
+    let text = |key: &str| backend.get(key).and_then(Node::as_str);
+    text("name") == Some(apex.service)
+        && matches!(text("kind"), None | Some("Service"))
+        && matches!(text("group"), None | Some(""))
+        && text("namespace").is_none_or(|ns| ns == apex.namespace)
+}
+
+/// The `filters` of the apex backendRef of rule `i`, from the order-preserving tree.
+fn backend_filters(spec: &Yaml, i: usize) -> Option<Yaml> {
+    let filters = &spec["rules"][i]["backendRefs"][0]["filters"];
+    (!filters.is_badvalue() && !filters.is_null()).then(|| filters.clone())
+}
+
+fn s(text: &str) -> Yaml {
+    Yaml::String(text.to_string())
+}
+
+/// The backendRef of `name` with `weight`, carrying the user's namespace and filters.
+fn backend_ref(rule: &SplitRule, name: &str, port: u16, weight: u8) -> Yaml {
+    let mut h = yaml_rust2::yaml::Hash::new();
+    h.insert(s("group"), s(""));
+    h.insert(s("kind"), s("Service"));
+    h.insert(s("name"), s(name));
+    if let Some(ns) = &rule.namespace {
+        h.insert(s("namespace"), s(ns));
+    }
+    h.insert(s("port"), Yaml::Integer(i64::from(port)));
+    h.insert(s("weight"), Yaml::Integer(i64::from(weight)));
+    if let Some(filters) = &rule.filters {
+        h.insert(s("filters"), filters.clone());
+    }
+    Yaml::Hash(h)
+}
+
+/// The copy of the user's route with this step's weights on the split rules.
+pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, RouteError> {
+    let (canary, backends, weights) = (input.canary, input.backends, input.weights);
+    let port = canary.service.port;
+    let mut spec = source.spec.clone();
+    for rule in &source.split {
+        let refs = Yaml::Array(vec![
+            backend_ref(rule, backends.primary, port, weights.primary),
+            backend_ref(rule, backends.canary, port, weights.canary),
+        ]);
+        if let Yaml::Array(rules) = &mut spec["rules"] {
+            if let Some(Yaml::Hash(h)) = rules.get_mut(rule.index) {
+                // In place, so the rule keeps the user's key order.
+                if let Some(slot) = h.get_mut(&s("backendRefs")) {
+                    *slot = refs;
+                }
+            }
+        }
+    }
+    let strings =
+        |m: &BTreeMap<String, String>| Yaml::Hash(m.iter().map(|(k, v)| (s(k), s(v))).collect());
+    let mut labels = source.labels.clone();
+    labels.insert("app.kubernetes.io/managed-by".into(), MANAGED_BY.into());
+    let mut metadata = yaml_rust2::yaml::Hash::new();
+    metadata.insert(s("name"), s(&source.name));
+    metadata.insert(s("namespace"), s(canary.id.namespace.as_str()));
+    metadata.insert(s("labels"), strings(&labels));
+    if !source.annotations.is_empty() {
+        metadata.insert(s("annotations"), strings(&source.annotations));
+    }
+    let mut doc = yaml_rust2::yaml::Hash::new();
+    doc.insert(s("apiVersion"), s(source.api_version));
+    doc.insert(s("kind"), s("HTTPRoute"));
+    doc.insert(s("metadata"), Yaml::Hash(metadata));
+    doc.insert(s("spec"), spec);
+    let mut text = String::new();
+    let mut emitter = YamlEmitter::new(&mut text);
+    emitter.multiline_strings(true);
+    emitter.dump(&Yaml::Hash(doc)).map_err(|e| {
+        RouteError::output(canary, TEMPLATE, format!("the YAML emitter failed: {e}"))
+    })?;
+    let text = format!(
+        "{}\n# Copied from {} (spec.routeSource): edit that file, not this one.\n{text}\n",
+        header_comment(canary),
+        source.file
+    );
+    let parsed = reparse(canary, TEMPLATE, &text)?;
+    verify(&parsed, source, input)
+        .map_err(|message| RouteError::output(canary, TEMPLATE, message))?;
+    Ok(text)
+}
+
+/// Reads the copy back: the object's identity, every rule sluice did not split exactly as the
+/// source's, and the split rules as the source's but for their backends, which are the
+/// primary and canary with the weights asked for.
+fn verify(doc: &Json, source: &RouteSource, input: &RenderInput) -> Result<(), String> {
+    crate::route::expect_object(
+        doc,
+        source.api_version,
+        "HTTPRoute",
+        &source.name,
+        input.canary.id.namespace.as_str(),
+    )?;
+    let rules = doc
+        .pointer("/spec/rules")
+        .and_then(Json::as_array)
+        .ok_or("expected spec.rules to be a list")?;
+    if rules.len() != source.rules.len() {
+        return Err(format!(
+            "expected {} rules, found {}",
+            source.rules.len(),
+            rules.len()
+        ));
+    }
+    for (i, (copy, original)) in rules.iter().zip(&source.rules).enumerate() {
+        let strip = |rule: &Json| {
+            let mut rule = rule.clone();
+            if let Some(map) = rule.as_object_mut() {
+                map.remove("backendRefs");
+            }
+            rule
+        };
+        if !source.split.iter().any(|s| s.index == i) {
+            if copy != original {
+                return Err(format!("expected spec.rules[{i}] to be copied unchanged"));
+            }
+            continue;
+        }
+        if strip(copy) != strip(original) {
+            return Err(format!(
+                "expected spec.rules[{i}] to be copied unchanged but for its backendRefs"
+            ));
+        }
+        let found: Vec<(Option<&str>, Option<u64>)> = copy
+            .get("backendRefs")
+            .and_then(Json::as_array)
+            .map(|refs| {
+                refs.iter()
+                    .map(|r| {
+                        (
+                            r.get("name").and_then(Json::as_str),
+                            r.get("weight").and_then(Json::as_u64),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let expected = [
+            (
+                Some(input.backends.primary),
+                Some(u64::from(input.weights.primary)),
+            ),
+            (
+                Some(input.backends.canary),
+                Some(u64::from(input.weights.canary)),
+            ),
+        ];
+        if found != expected {
+            return Err(format!(
+                "expected spec.rules[{i}].backendRefs {expected:?}, found {found:?}"
+            ));
+        }
+    }
+    Ok(())
+}
