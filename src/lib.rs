@@ -96,6 +96,7 @@ pub mod metrics;
 pub mod notify;
 pub mod observer;
 pub mod outcome;
+pub mod readers;
 pub mod plan;
 pub mod redact;
 pub mod render;
