@@ -3,8 +3,8 @@
 use crate::cli::repo::{open, SourceArgs};
 use crate::cli::Output;
 use crate::gitops::local_history;
-use crate::render::message::CANARY;
 pub use crate::readers::history::{entries, Check, Entry};
+use crate::render::message::CANARY;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

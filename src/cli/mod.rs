@@ -38,6 +38,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 pub mod audit;
+pub mod dashboard;
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;
@@ -96,6 +97,8 @@ pub enum Command {
     History(history::Args),
     /// Replay every decision of the branch from git; exit 1 on any commit the rules did not make.
     Audit(audit::Args),
+    /// Serve the read-only dashboard of a config repo (as `sluice run` does at `/`).
+    Dashboard(dashboard::Args),
     /// Approve the change a canary waits for (rollout start, next step, promotion).
     Approve(manual::Args),
     /// Skip the remaining steps and promote now.
@@ -123,6 +126,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Status(args) => status::run(&args),
         Command::History(args) => history::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Dashboard(args) => dashboard::run(&args),
         Command::Approve(args) => manual::run(Operation::Approve, &args),
         Command::Promote(args) => manual::run(Operation::Promote, &args),
         Command::Abort(args) => manual::run(Operation::Abort, &args),

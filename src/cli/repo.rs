@@ -30,6 +30,13 @@ pub struct RepoArgs {
 }
 
 impl RepoArgs {
+    /// The persistent clone's folder: `--workdir`, or the default for the URL.
+    pub fn workdir_path(&self) -> PathBuf {
+        self.workdir
+            .clone()
+            .unwrap_or_else(|| default_workdir(&self.repo))
+    }
+
     /// Opens (cloning on first use) the clone and fetches the branch, with the signing key applied; a key
     /// sluice cannot sign with here is refused before anything else.
     pub fn open(&self) -> anyhow::Result<Locked> {

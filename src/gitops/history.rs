@@ -90,6 +90,23 @@ pub fn local_history(
     walk(&repo, head.id(), filter_trailer, limit).map_err(|(op, e)| err(op, &e))
 }
 
+/// [`local_history`] from the commit `head` of the repository at `dir` (the dashboard reads
+/// the commit it cached, whatever the branch moved to since).
+pub fn history_at(
+    dir: &Path,
+    head: Oid,
+    filter_trailer: Option<(&str, &str)>,
+    limit: usize,
+) -> Result<Vec<HistoryEntry>> {
+    let err = |op: &'static str, e: &git2::Error| Error::Git {
+        path: dir.to_path_buf(),
+        op,
+        detail: e.message().to_string(),
+    };
+    let repo = Repository::open(dir).map_err(|e| err("open the repository", &e))?;
+    walk(&repo, head, filter_trailer, limit).map_err(|(op, e)| err(op, &e))
+}
+
 fn walk(
     repo: &Repository,
     head: Oid,
