@@ -92,18 +92,31 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
-    let state = args.dashboard.state(source)?;
+    serve(
+        args.dashboard.state(source)?,
+        args.listen,
+        clone,
+        args.poll,
+        &stop,
+    )?;
+    Ok(0)
+}
+
+/// Serves the dashboard of `state` on `listen` until SIGINT or SIGTERM sets `stop`
+/// (registered by the caller), fetching `clone`, if any, every `poll`. Prints the URL.
+pub fn serve(
+    state: DashboardState,
+    listen: SocketAddr,
+    clone: Option<crate::cli::repo::Locked>,
+    poll: Duration,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<()> {
     let runtime = Runtime::from_env()?;
     let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(args.listen))
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot listen on {}: {e}; pass another --listen",
-                args.listen
-            )
-        })?;
+        .block_on(tokio::net::TcpListener::bind(listen))
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}; pass another --listen"))?;
     let address = listener.local_addr()?;
-    let waiting = Arc::clone(&stop);
+    let waiting = Arc::clone(stop);
     runtime.tokio().spawn(async move {
         let until_stopped = async move {
             while !waiting.load(Ordering::SeqCst) {
@@ -115,8 +128,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         }
     });
     outln!("Dashboard: http://{address}/ (Ctrl-C ends it)");
-    keep_fetching(clone, &stop, args.poll);
-    Ok(0)
+    keep_fetching(clone, stop, poll);
+    Ok(())
 }
 
 /// Fetches the clone every `poll` until stopped (with `--dir`, only waits).

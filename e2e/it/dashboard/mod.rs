@@ -419,3 +419,55 @@ fn dashboard_auth_file_refuses_requests_without_credentials_in_a_browser() {
     assert_eq!(status, 200);
     assert!(body.contains("test/podinfo"), "{body}");
 }
+
+#[test]
+fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo", "--dashboard", "--dashboard-listen", &addr, "--keep"])
+        .arg(tmp.path().join("demo"))
+        .env("SLUICE_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _demo = Process(child);
+    let url = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("Dashboard: ")
+                .map(|rest| rest.split(' ').next().unwrap_or("").to_string())
+        })
+        .expect("the demo prints its dashboard's URL");
+    assert_eq!(url, format!("http://{addr}/"));
+    let (status, body) = http(&addr, "GET", "/api/v1/canaries/demo/podinfo", &[], b"");
+    assert_eq!(status, 200, "{body}");
+    let detail: Json = serde_json::from_str(&body).unwrap();
+    assert_eq!(detail["phase"], "Succeeded", "{detail}");
+    assert_eq!(
+        detail["schedule"].as_array().unwrap().len(),
+        3,
+        "steps 25, 50, 75"
+    );
+    assert!(detail["weights"].as_array().unwrap().len() >= 6, "{detail}");
+    assert!(
+        !detail["metrics"].as_array().unwrap().is_empty(),
+        "{detail}"
+    );
+
+    let browser = Browser::start(DESKTOP.0, DESKTOP.1);
+    browser.goto(&format!("{url}canaries/demo/podinfo"));
+    let drawn = browser.js("return [document.querySelectorAll('ol.steps li').length, \
+         document.querySelectorAll('#weight-chart circle.pt.canary').length, \
+         document.querySelectorAll('figure.metric').length];");
+    assert_eq!(drawn[0], 3, "{drawn}");
+    assert!(drawn[1].as_u64().unwrap() >= 6, "{drawn}");
+    assert!(drawn[2].as_u64().unwrap() >= 1, "{drawn}");
+    browser.screenshot_viewport(&screenshots().join("demo-canary-viewport.png"));
+    browser.screenshot(&screenshots().join("demo-canary-desktop.png"));
+    // The README's picture (docs/dashboard.png is a copy): steps, weights and metrics.
+    browser.screenshot_top(&screenshots().join("readme-canary.png"), 1280, 1560, 0.6);
+}

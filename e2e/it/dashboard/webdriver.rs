@@ -205,6 +205,27 @@ impl Browser {
         }
     }
 
+    /// Saves a PNG of what the viewport shows to `path`.
+    pub fn screenshot_viewport(&self, path: &Path) {
+        let shot = self.command("GET", "/screenshot", None);
+        let png = decode_base64(shot.as_str().expect("screenshot data"));
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+
+    /// Saves a PNG of the page's top `height` CSS pixels, scaled by `scale`, to `path`.
+    pub fn screenshot_top(&self, path: &Path, width: u32, height: u32, scale: f64) {
+        let clip = json!({"x": 0, "y": 0, "width": width, "height": height, "scale": scale});
+        let shot = self.cdp(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true, "clip": clip}),
+        );
+        let png = decode_base64(shot["data"].as_str().expect("screenshot data"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+
     /// Saves a PNG of the whole page (not only the viewport) to `path`.
     pub fn screenshot(&self, path: &Path) {
         let shot = self.cdp(
