@@ -52,6 +52,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             for r in rows.iter().filter(|r| !r.drift.is_empty()) {
                 outln!("{}/{} HELD (drift): {}", r.namespace, r.name, r.message);
             }
+            // With `dashboard.url` in the settings: each canary's page.
+            for r in &rows {
+                if let Some(url) = &r.url {
+                    outln!("{}/{}: {url}", r.namespace, r.name);
+                }
+            }
         }
     }
     Ok(0)

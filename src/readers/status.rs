@@ -25,6 +25,9 @@ pub struct Row {
     /// Files changed outside sluice that hold the canary (`drift: hold`); absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<String>,
+    /// The canary's dashboard page, when the settings name the dashboard (`dashboard.url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
@@ -68,6 +71,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 since: s.phase_since.to_string(),
                 message: s.message.clone(),
                 drift: s.drift.clone(),
+                url: None,
             },
             Ok(None) => Row {
                 namespace: c.id.namespace.to_string(),
@@ -80,6 +84,7 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 since: "-".into(),
                 message: "not reconciled yet".into(),
                 drift: Vec::new(),
+                url: None,
             },
             Err(e) => Row {
                 namespace: c.id.namespace.to_string(),
@@ -92,14 +97,17 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 since: "-".into(),
                 message: format!("unreadable status file: {e}"),
                 drift: Vec::new(),
+                url: None,
             },
         };
+        let url = settings.dashboard_page(c.id.namespace.as_str(), c.id.name.as_str());
         out.push(match &held {
             Some(message) => Row {
                 message: message.clone(),
+                url,
                 ..row
             },
-            None => row,
+            None => Row { url, ..row },
         });
     }
     out.extend(deleted_rows(root, &snapshot));
@@ -142,6 +150,7 @@ fn deleted_rows(root: &std::path::Path, snapshot: &Snapshot) -> Vec<Row> {
                 since: status.map_or_else(|| "-".into(), |s| s.phase_since.to_string()),
                 message,
                 drift: Vec::new(),
+                url: None,
             }
         })
         .collect()
