@@ -11,6 +11,7 @@
 //!   refused spec's value) executes nothing and reads literally;
 //! - with `--dashboard-auth-file`, no credentials get 401 and no canary data.
 
+mod grafana;
 mod webdriver;
 
 use std::path::{Path, PathBuf};
