@@ -554,6 +554,7 @@ pub fn open_pull_request(
     base: &str,
     pending: &Pending,
     step: &BranchStep,
+    dashboard_page: Option<String>,
 ) -> Result<(), ApprovalError> {
     if step.latest.is_some() && !step.refused {
         return Ok(());
@@ -568,13 +569,16 @@ pub fn open_pull_request(
         approved.status.canary_weight,
     );
     let checks = message::checks_table(status);
-    let body = crate::forge::pr_body(
+    let mut body = crate::forge::pr_body(
         &canary.id.to_string(),
         &branch_key(&step.branch),
         before,
         after,
         &checks,
     );
+    if let Some(page) = dashboard_page {
+        body.push_str(&format!("\nThe canary on the dashboard: <{page}>\n"));
+    }
     let pr = runtime.block_on(forge.ensure_open(
         &step.branch,
         base,

@@ -264,7 +264,11 @@ fn keep_branch(
     }
     match forge {
         Some(forge) => {
-            approval::open_pull_request(with.runtime, forge, repo.branch(), pending, &step)
+            let page = with.settings.dashboard_page(
+                pending.canary.id.namespace.as_str(),
+                pending.canary.id.name.as_str(),
+            );
+            approval::open_pull_request(with.runtime, forge, repo.branch(), pending, &step, page)
         }
         None => Ok(()),
     }

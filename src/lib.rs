@@ -55,6 +55,8 @@
 //! | [`metrics`], [`gates`] | metric providers and queries; webhooks, GitOps sync, readiness, lease | decide |
 //! | [`judge`] | the statistical judge's settings from YAML, series files, its report as a table or JSON (the judging is `core::judge`) | judge |
 //! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
+//! | [`readers`] | what sluice recorded, read back for people: status rows, a canary's decisions from trailers, a commit's YAML written out; shared by `status`, `history` and the dashboard | write to the repository |
+//! | [`dashboard`] | the read-only dashboard's model (cached by head commit), charts and pages; its routes live in [`server`] | fetch, write, or show a secret |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
@@ -83,6 +85,7 @@ pub use sluice_core as core;
 pub mod approval;
 pub mod audit;
 pub mod cli;
+pub mod dashboard;
 pub mod deleted;
 pub mod drift;
 pub mod execute;
@@ -99,6 +102,7 @@ pub mod notify;
 pub mod observer;
 pub mod outcome;
 pub mod plan;
+pub mod readers;
 pub mod redact;
 pub mod render;
 pub mod route;

@@ -353,6 +353,7 @@ impl Observer for Live<'_> {
     }
 
     fn notify(&self, settings: &Settings, canary: &Canary, decision: &Decision) {
+        let page = settings.dashboard_page(canary.id.namespace.as_str(), canary.id.name.as_str());
         if !settings.notifications.is_empty() {
             self.runtime.block_on(crate::notify::send(
                 self.runtime.http().get(false),
@@ -360,6 +361,7 @@ impl Observer for Live<'_> {
                 |name| self.runtime.env(name).map(str::to_string),
                 canary,
                 decision,
+                page.as_deref(),
             ));
         }
         if !canary.analysis.alerts.alerts.is_empty() {
@@ -368,6 +370,7 @@ impl Observer for Live<'_> {
                 self.runtime.secrets(),
                 canary,
                 decision,
+                page.as_deref(),
             ));
         }
         let status = &decision.status;

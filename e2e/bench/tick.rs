@@ -10,6 +10,7 @@
 //! | perTick | the same tick as one commit | the git CLI: the same writes, one commit, one push |
 //! | repack tick | a tick whose fetch finds more packs than the clone keeps | the ordinary ticks around it |
 //! | cold start | empty work dir → first commit (clone, tick, push) on an H-commit repo served by `git daemon` | `git clone` from it |
+//! | dashboard overview | `GET /` of `sluice dashboard --dir` over C initialized canaries: the first (reads the commit, builds the model) and a cached one | `sluice status --dir -o json` on the same repo |
 //!
 //! CPU is user + system time of the process and the children it waited for (`/proc/<pid>/stat`
 //! for the daemon, `/usr/bin/time` for one-shot commands), never wall-clock; ticks are
@@ -667,6 +668,72 @@ fn cold_start(template: &Path, scale: &Scale) -> [Row; 3] {
     ]
 }
 
+/// Wall-clock seconds of one `GET path` answered 200 by `addr`.
+fn get_seconds(addr: &str, path: &str) -> f64 {
+    use std::io::Read;
+    let started = Instant::now();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read");
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..answer.len().min(300)])
+    );
+    elapsed
+}
+
+/// The dashboard's overview over every canary against `sluice status -o json` on the same
+/// (bare) repo, after one tick initialized them all.
+fn dashboard(scale: &Scale) -> Row {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bare = remote(tmp.path(), scale.canaries, 50, "perCanary", 0);
+    let dir = bare.display().to_string();
+    reconcile(&dir, &tmp.path().join("work"));
+    let status: Vec<f64> = (0..scale.runs)
+        .map(|_| timed(sluice(&["status", "--dir", &dir, "-o", "json"])).wall)
+        .collect();
+    let status = median(status);
+    let mut first = Vec::new();
+    let mut cached = Vec::new();
+    for _ in 0..scale.runs {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut server = sluice(&["dashboard", "--dir", &dir, "--listen", &addr])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("sluice dashboard starts");
+        while std::net::TcpStream::connect(&addr).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        first.push(get_seconds(&addr, "/"));
+        cached.push(get_seconds(&addr, "/"));
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+    let (first, cached) = (median(first), median(cached));
+    Row {
+        name: format!(
+            "dashboard overview: {} canaries (first request; cached {cached:.3} s)",
+            scale.canaries
+        ),
+        sluice: format!("{first:.2} s"),
+        baseline: format!("`sluice status -o json`: {status:.2} s"),
+        ratio: first / status.max(1e-9),
+        goal: "measured",
+        rss: None,
+    }
+}
+
 fn main() {
     let debug = cfg!(debug_assertions);
     let quick = debug || std::env::args().any(|a| a == "--quick");
@@ -711,6 +778,9 @@ fn main() {
     }
     if wanted("pertick") {
         print(step_tick(&scale, 50, "perTick"));
+    }
+    if wanted("dashboard") {
+        print(dashboard(&scale));
     }
     if wanted("repack") || wanted("cold") {
         let tmp = tempfile::tempdir().expect("tempdir");

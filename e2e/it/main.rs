@@ -19,6 +19,7 @@ mod core_purity;
 mod corpus;
 mod daemon;
 mod daemonset;
+mod dashboard;
 mod decide;
 mod docs_links;
 mod drift;

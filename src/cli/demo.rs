@@ -50,6 +50,12 @@ pub struct Args {
     /// Make the canary unhealthy (87 % success rate) to watch sluice roll it back.
     #[arg(long)]
     pub fail: bool,
+    /// At the end, keep a dashboard of the demo's repo open and print its URL (Ctrl-C ends it).
+    #[arg(long)]
+    pub dashboard: bool,
+    /// Address of the demo's dashboard (port 0 picks a free port).
+    #[arg(long, default_value = crate::cli::dashboard::DEFAULT_DASHBOARD_LISTEN, requires = "dashboard")]
+    pub dashboard_listen: std::net::SocketAddr,
 }
 
 /// Creates a bare repo at `remote` whose `main` holds `files`, committed as `author`.
@@ -145,7 +151,29 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     if args.keep.is_some() {
         outln!("\nrepos kept in {}", dir.display());
     }
+    if args.dashboard {
+        drop(prometheus);
+        serve_dashboard(&remote, args.dashboard_listen)?;
+    }
     Ok(0)
+}
+
+/// Serves the dashboard of the demo's remote until Ctrl-C.
+fn serve_dashboard(remote: &Path, listen: std::net::SocketAddr) -> anyhow::Result<()> {
+    use crate::cli::dashboard::{serve, DashboardArgs};
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, std::sync::Arc::clone(&stop))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, std::sync::Arc::clone(&stop))?;
+    let state = DashboardArgs {
+        dashboard_auth_file: None,
+        dashboard_history: crate::dashboard::DEFAULT_HISTORY,
+    }
+    .state(crate::dashboard::Source {
+        git_dir: remote.to_path_buf(),
+        reference: "refs/heads/main".into(),
+    })?;
+    outln!();
+    serve(state, listen, None, Duration::from_secs(1), &stop)
 }
 
 /// Prints what a tick committed and what went wrong, with the seconds since `start`.

@@ -38,6 +38,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 pub mod audit;
+pub mod dashboard;
 pub mod demo;
 pub mod demo_prometheus;
 pub mod history;
@@ -100,6 +101,8 @@ pub enum Command {
     /// Judge a canary's series against the baseline's offline (Mann-Whitney, as Kayenta);
     /// exit 0 pass, 1 fail, 3 marginal.
     Judge(judge::Args),
+    /// Serve the read-only dashboard of a config repo (as `sluice run` does at `/`).
+    Dashboard(dashboard::Args),
     /// Approve the change a canary waits for (rollout start, next step, promotion).
     Approve(manual::Args),
     /// Skip the remaining steps and promote now.
@@ -128,6 +131,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::History(args) => history::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Judge(args) => judge::run(&args),
+        Command::Dashboard(args) => dashboard::run(&args),
         Command::Approve(args) => manual::run(Operation::Approve, &args),
         Command::Promote(args) => manual::run(Operation::Promote, &args),
         Command::Abort(args) => manual::run(Operation::Abort, &args),

@@ -30,6 +30,13 @@ pub struct RepoArgs {
 }
 
 impl RepoArgs {
+    /// The persistent clone's folder: `--workdir`, or the default for the URL.
+    pub fn workdir_path(&self) -> PathBuf {
+        self.workdir
+            .clone()
+            .unwrap_or_else(|| default_workdir(&self.repo))
+    }
+
     /// Opens (cloning on first use) the clone and fetches the branch, with the signing key applied; a key
     /// sluice cannot sign with here is refused before anything else.
     pub fn open(&self) -> anyhow::Result<Locked> {
@@ -145,8 +152,7 @@ pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
 }
 
 /// When `dir` is a bare repository: the YAML files of `branch`'s tree, written into a
-/// temporary folder. Symlinks, submodules, names git itself would refuse and files larger
-/// than the snapshot reads are left out, so nothing is read from outside the repo.
+/// temporary folder (see [`crate::readers::tree`]).
 fn bare_branch(dir: &Path, branch: &str) -> anyhow::Result<Option<tempfile::TempDir>> {
     let Ok(repo) = git2::Repository::open_bare(dir) else {
         return Ok(None);
@@ -155,51 +161,5 @@ fn bare_branch(dir: &Path, branch: &str) -> anyhow::Result<Option<tempfile::Temp
         .revparse_single(&format!("refs/heads/{branch}"))
         .and_then(|o| o.peel_to_tree())
         .with_context(|| format!("{}: cannot read branch {branch}", dir.display()))?;
-    let out = tempfile::tempdir().context("cannot create a temporary folder")?;
-    let mut failure = None;
-    let walked = tree.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
-        let Ok(name) = entry.name() else {
-            return git2::TreeWalkResult::Skip;
-        };
-        if matches!(name, "" | "." | "..") || name.contains(['/', '\\']) {
-            return git2::TreeWalkResult::Skip;
-        }
-        let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
-        let blob = matches!(
-            entry.filemode(),
-            0o100644 | 0o100755 // regular files; not symlinks (0o120000) or submodules
-        );
-        if !(yaml && blob) {
-            return git2::TreeWalkResult::Ok;
-        }
-        let written = entry
-            .to_object(&repo)
-            .map_err(anyhow::Error::from)
-            .and_then(|o| {
-                let Some(blob) = o.as_blob() else {
-                    return Ok(());
-                };
-                if blob.size() as u64 > crate::yaml::snapshot::MAX_FILE_BYTES {
-                    return Ok(());
-                }
-                let path = out.path().join(parent).join(name);
-                if let Some(folder) = path.parent() {
-                    std::fs::create_dir_all(folder)?;
-                }
-                std::fs::write(&path, blob.content())?;
-                Ok(())
-            });
-        match written {
-            Ok(()) => git2::TreeWalkResult::Ok,
-            Err(e) => {
-                failure = Some(e.context(format!("{}: cannot read {parent}{name}", dir.display())));
-                git2::TreeWalkResult::Abort
-            }
-        }
-    });
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    walked.with_context(|| format!("{}: cannot read branch {branch}", dir.display()))?;
-    Ok(Some(out))
+    crate::readers::tree::write_yaml(&repo, &tree, dir, branch).map(Some)
 }

@@ -62,6 +62,8 @@ pub struct Args {
     pub lease_namespace: String,
     #[arg(long, default_value = "sluice")]
     pub lease_name: String,
+    #[command(flatten)]
+    pub dashboard: crate::cli::dashboard::DashboardArgs,
 }
 
 /// How long to sleep: until the earliest wake time, bounded by the poll interval.
@@ -97,7 +99,7 @@ fn start_server(
 ) -> anyhow::Result<()> {
     let listener = bind(runtime, args.listen, "--listen")?;
     let probes = bind(runtime, args.probe_listen, "--probe-listen")?;
-    info!(address = %listener.local_addr()?, "Serving /metrics /hooks/git");
+    info!(address = %listener.local_addr()?, "Serving /metrics /hooks/git and the dashboard at /");
     info!(address = %probes.local_addr()?, "Serving probes /healthz /readyz");
     let waker = state.clone();
     let runtime = runtime.tokio();
@@ -250,7 +252,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         runtime
             .env(crate::server::WEBHOOK_SECRET_ENV)
             .map(str::to_string),
-    );
+    )
+    .with_dashboard(args.dashboard.state(crate::dashboard::Source {
+        git_dir: args.repo.workdir_path(),
+        reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
+    })?);
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
     start_server(&runtime, args, state.clone(), wake_tx)?;
     let Some(mut locked) = open_with_retry(args, &stop, &metrics)? else {

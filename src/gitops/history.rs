@@ -77,17 +77,48 @@ pub fn local_history(
     filter_trailer: Option<(&str, &str)>,
     limit: usize,
 ) -> Result<Vec<HistoryEntry>> {
+    read_at(dir, Start::Branch(branch), filter_trailer, limit)
+}
+
+/// [`local_history`] from the commit `head` of the repository at `dir` (the dashboard reads
+/// the commit it cached, whatever the branch moved to since).
+pub fn history_at(
+    dir: &Path,
+    head: Oid,
+    filter_trailer: Option<(&str, &str)>,
+    limit: usize,
+) -> Result<Vec<HistoryEntry>> {
+    read_at(dir, Start::Commit(head), filter_trailer, limit)
+}
+
+/// Where a history read starts.
+enum Start<'a> {
+    Branch(&'a str),
+    Commit(Oid),
+}
+
+/// The history from `from`: a branch's head, or a commit.
+fn read_at(
+    dir: &Path,
+    from: Start<'_>,
+    filter_trailer: Option<(&str, &str)>,
+    limit: usize,
+) -> Result<Vec<HistoryEntry>> {
     let err = |op: &'static str, e: &git2::Error| Error::Git {
         path: dir.to_path_buf(),
         op,
         detail: e.message().to_string(),
     };
     let repo = Repository::open(dir).map_err(|e| err("open the repository", &e))?;
-    let head = repo
-        .revparse_single(&format!("refs/heads/{branch}"))
-        .and_then(|o| o.peel_to_commit())
-        .map_err(|e| err("find the branch", &e))?;
-    walk(&repo, head.id(), filter_trailer, limit).map_err(|(op, e)| err(op, &e))
+    let head = match from {
+        Start::Branch(branch) => repo
+            .revparse_single(&format!("refs/heads/{branch}"))
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|e| err("find the branch", &e))?
+            .id(),
+        Start::Commit(oid) => oid,
+    };
+    walk(&repo, head, filter_trailer, limit).map_err(|(op, e)| err(op, &e))
 }
 
 fn walk(

@@ -57,7 +57,9 @@ pub use branch::APPROVAL_PREFIX;
 pub use change::{CommitMessage, FileChange, Identity};
 pub use credentials::{redact_text, redact_url, Credentials};
 pub use error::{Error, RemoteOp, Result};
-pub use history::{local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry};
+pub use history::{
+    history_at, local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry,
+};
 pub use known_hosts::KnownHosts;
 pub use object_cache::{limit_object_cache, OBJECT_CACHE_BYTES};
 pub use push::PushOutcome;

@@ -275,12 +275,22 @@ pub fn post_url(kind: AlertKind, address: &str) -> Result<reqwest::Url, String> 
 
 /// Sends every alert of `canary` that Flagger would send for `decision`. Failures are
 /// logged, never returned.
-pub async fn send(clients: &HttpClients, secrets: &Secrets, canary: &Canary, decision: &Decision) {
+pub async fn send(
+    clients: &HttpClients,
+    secrets: &Secrets,
+    canary: &Canary,
+    decision: &Decision,
+    page: Option<&str>,
+) {
     let alerts = &canary.analysis.alerts.alerts;
     if alerts.is_empty() {
         return;
     }
-    for m in messages(canary, decision) {
+    for mut m in messages(canary, decision) {
+        // The canary's dashboard page, when the repo names the dashboard (`dashboard.url`).
+        if let Some(page) = page {
+            m.text.push_str(&format!(" {page}"));
+        }
         for alert in alerts.iter().filter(|a| a.severity.admits(m.severity)) {
             if let Err(error) = send_one(clients, secrets, canary, alert, &m).await {
                 let provider = &alert.provider;

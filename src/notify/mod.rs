@@ -67,15 +67,17 @@ impl Event {
     }
 }
 
-/// The JSON body one channel expects for a message.
+/// The JSON body one channel expects for a message; `page` is the canary's dashboard page
+/// (`dashboard.url` in the settings), linked when set.
 pub fn payload(
     channel: Channel,
     canary: &Canary,
     event: Event,
     decision: &Decision,
+    page: Option<&str>,
 ) -> serde_json::Value {
     let s = &decision.status;
-    let text = format!(
+    let mut text = format!(
         "{}: {} (primary {} %, canary {} %)",
         canary.id,
         decision
@@ -86,7 +88,10 @@ pub fn payload(
         s.primary_weight,
         s.canary_weight
     );
-    match channel {
+    if let Some(page) = page {
+        text.push_str(&format!(" {page}"));
+    }
+    let mut body = match channel {
         Channel::Slack => json!({"text": text}),
         Channel::Discord => json!({"content": text}),
         Channel::Teams => json!({
@@ -107,7 +112,11 @@ pub fn payload(
             "weights": {"primary": s.primary_weight, "canary": s.canary_weight},
             "revision": s.canary_revision.clone().unwrap_or_else(|| s.promoted_revision.clone()),
         }),
+    };
+    if let (Channel::Webhook, Some(page), Some(fields)) = (channel, page, body.as_object_mut()) {
+        fields.insert("url".into(), json!(page));
     }
+    body
 }
 
 /// Sends a decision's notification to every target; failures are logged, never fatal.
@@ -119,6 +128,7 @@ pub async fn send(
     url_of: impl Fn(&str) -> Option<String>,
     canary: &Canary,
     decision: &Decision,
+    page: Option<&str>,
 ) {
     let Some(event) = Event::of(decision) else {
         return;
@@ -132,7 +142,7 @@ pub async fn send(
             warn!(variable = %target.url_env, "Notification skipped: its URL variable is not set");
             continue;
         };
-        let body = payload(target.channel, canary, event, decision);
+        let body = payload(target.channel, canary, event, decision, page);
         let sent = client
             .post(&url)
             .timeout(std::time::Duration::from_secs(10))

@@ -16,6 +16,7 @@
 //! (`webhook.rs`), and wake-ups coalesce: however many arrive while one is pending, the loop
 //! sees one. `/metrics` is encoded by `metrics.rs`.
 
+mod dashboard;
 mod listener;
 mod metrics;
 mod webhook;
@@ -33,6 +34,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::Notify;
 
+pub use dashboard::{DashboardState, CONTENT_SECURITY_POLICY};
 pub use listener::Limits;
 pub use metrics::Metrics;
 pub use webhook::{MAX_WEBHOOK_BODY, REMEMBERED_DELIVERIES, REPLAY_WINDOW, WEBHOOK_SECRET_ENV};
@@ -50,6 +52,8 @@ pub struct ServerState {
     webhook_secret: Option<Arc<[u8]>>,
     /// Bodies of authenticated webhooks, to refuse replays.
     replays: Replays,
+    /// The read-only dashboard at `/`, when served.
+    dashboard: Option<DashboardState>,
 }
 
 impl ServerState {
@@ -64,7 +68,14 @@ impl ServerState {
                 .filter(|s| !s.is_empty())
                 .map(|s| Arc::from(s.into_bytes())),
             replays: Replays::new(),
+            dashboard: None,
         }
+    }
+
+    /// Serves the dashboard (`/`, `/canaries/...`, `/api/v1/...`) on the main listener too.
+    pub fn with_dashboard(mut self, dashboard: DashboardState) -> ServerState {
+        self.dashboard = Some(dashboard);
+        self
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -99,18 +110,45 @@ impl ServerState {
 }
 
 /// The main routes (`/metrics`, `/hooks/git`, and the probes too, as before the probe
-/// listener), for tests or embedding; every request answered within `request_timeout`.
+/// listener, and the dashboard when the state has one), for tests or embedding; every
+/// request answered within `request_timeout`.
 pub fn router(state: ServerState, request_timeout: Duration) -> Router {
-    Router::new()
+    let dashboard = state.dashboard.clone();
+    let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/hooks/git", post(git_hook))
         .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+        .with_state(state);
+    let app = match dashboard {
+        Some(d) => app.merge(dashboard::routes(d)),
+        None => app,
+    };
+    app.layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| within(request_timeout, req, next),
+    ))
+}
+
+/// `sluice dashboard`'s routes: the dashboard and `/healthz`, within `request_timeout`.
+pub fn dashboard_router(state: DashboardState, request_timeout: Duration) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(dashboard::routes(state))
         .layer(axum::middleware::from_fn(
             move |req: Request, next: Next| within(request_timeout, req, next),
         ))
-        .with_state(state)
+}
+
+/// Serves [`dashboard_router`] with the default [`Limits`] until `shutdown` resolves.
+pub async fn serve_dashboard(
+    listener: tokio::net::TcpListener,
+    state: DashboardState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let limits = Limits::default();
+    let app = dashboard_router(state, limits.request_timeout);
+    serve_app(listener, app, Metrics::new(), limits, shutdown).await
 }
 
 /// The probe listener's routes: `/healthz` and `/readyz` only.

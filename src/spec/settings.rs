@@ -58,6 +58,9 @@ pub struct Settings {
     /// `signing: {required: true, allowedSigners: path}`: every commit must be signed by a
     /// key of the allowed-signers file (`sluice audit` checks it).
     pub signing: Option<SigningSettings>,
+    /// `dashboard: {url: ...}`: where sluice's dashboard is served, so pull requests,
+    /// notifications, alerts and `sluice status` link to a canary's page.
+    pub dashboard_url: Option<String>,
 }
 
 /// What a tick does about drift (`drift:`); the core weighs it (see `crate::drift`).
@@ -101,11 +104,18 @@ impl Default for Settings {
             commits: CommitMode::PerCanary,
             signing: None,
             drift: DriftPolicy::Hold,
+            dashboard_url: None,
         }
     }
 }
 
 impl Settings {
+    /// The canary's page on the dashboard, when `dashboard.url` is set.
+    pub fn dashboard_page(&self, namespace: &str, name: &str) -> Option<String> {
+        let base = self.dashboard_url.as_deref()?.trim_end_matches('/');
+        Some(format!("{base}/canaries/{namespace}/{name}"))
+    }
+
     /// The output folder for one canary, from the pattern.
     pub fn output_for(&self, namespace: &str, name: &str) -> Result<RepoPath, String> {
         RepoPath::parse(
@@ -131,6 +141,7 @@ const KEYS: &[&str] = &[
     "commits",
     "signing",
     "drift",
+    "dashboard",
 ];
 
 /// Parses the settings file; `file` names it in errors.
@@ -224,6 +235,44 @@ fn read_blocks(r: &mut Reader, root: &Node, settings: &mut Settings) {
         if let Some(drift) = r.one_of(n, "drift", &choices) {
             settings.drift = drift;
         }
+    }
+    if let Some(n) = root.get("dashboard") {
+        settings.dashboard_url = read_dashboard(r, n);
+    }
+}
+
+/// `dashboard: {url: https://...}`: an http(s) URL without credentials, query or fragment
+/// (it goes into pull requests and notifications as it is).
+fn read_dashboard(r: &mut Reader, n: &Node) -> Option<String> {
+    r.map(n, "dashboard", &["url"])?;
+    let v = r.required(n, "dashboard", "url")?;
+    let text = r.string(v, "dashboard.url")?;
+    let url = match url::Url::parse(&text) {
+        Ok(url) => url,
+        Err(e) => {
+            r.error(
+                v.line,
+                "dashboard.url",
+                format!("expected an http(s) URL, found {text:?}: {e}"),
+            );
+            return None;
+        }
+    };
+    let problem = if !matches!(url.scheme(), "http" | "https") {
+        Some("expected an http or https URL")
+    } else if !url.username().is_empty() || url.password().is_some() {
+        Some("expected no credentials in the URL (it is shown in pull requests)")
+    } else if url.query().is_some() || url.fragment().is_some() {
+        Some("expected no query or fragment")
+    } else {
+        None
+    };
+    match problem {
+        Some(why) => {
+            r.error(v.line, "dashboard.url", format!("{why}, found {text:?}"));
+            None
+        }
+        None => Some(text.trim_end_matches('/').to_string()),
     }
 }
 
@@ -747,6 +796,32 @@ mod tests {
             prometheus("  {}\n").unwrap_err(),
             vec![".sluice/config.yaml:3: prometheus.address: required field is missing"]
         );
+    }
+
+    #[test]
+    fn dashboard_url_links_each_canary_page_and_refuses_credentials() {
+        let read = |block: &str| {
+            parse_settings(SETTINGS_PATH, &format!("{HEAD}dashboard: {block}\n"))
+                .map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>())
+        };
+        let s = read("{url: 'https://sluice.example.com/'}").unwrap();
+        assert_eq!(
+            s.dashboard_page("prod", "web").as_deref(),
+            Some("https://sluice.example.com/canaries/prod/web")
+        );
+        assert_eq!(Settings::default().dashboard_page("prod", "web"), None);
+        let errs = read("{url: 'https://me:pw@sluice.example.com'}").unwrap_err();
+        assert!(
+            errs[0].starts_with(".sluice/config.yaml:3: dashboard.url: expected no credentials"),
+            "{errs:?}"
+        );
+        let errs = read("{url: 'javascript:alert(1)'}").unwrap_err();
+        assert!(
+            errs[0].contains("dashboard.url: expected an http or https URL"),
+            "{errs:?}"
+        );
+        let errs = read("{link: 'https://x'}").unwrap_err();
+        assert!(errs[0].contains("dashboard"), "{errs:?}");
     }
 
     #[test]

@@ -1,0 +1,103 @@
+//! Links from the dashboard to the forge's web pages (a commit, the pull requests of an
+//! approval branch), derived from the repo's `forge` settings: the API URL without its API
+//! path is the web URL. Without a forge, there are no links and the pages show short hashes.
+
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+
+use crate::spec::settings::{ForgeKind, ForgeSettings};
+
+/// The forge's web address and repository, when one is configured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    forge: Option<(ForgeKind, String, String)>,
+}
+
+impl Links {
+    pub fn new(forge: Option<&ForgeSettings>) -> Links {
+        Links {
+            forge: forge.and_then(|f| {
+                web_base(f.kind, &f.api_url).map(|base| (f.kind, base, f.repository.clone()))
+            }),
+        }
+    }
+
+    /// The commit's page on the forge.
+    pub fn commit(&self, sha: &str) -> Option<String> {
+        let (kind, base, repo) = self.forge.as_ref()?;
+        Some(match kind {
+            ForgeKind::GitLab => format!("{base}/{repo}/-/commit/{sha}"),
+            ForgeKind::GitHub | ForgeKind::Gitea => format!("{base}/{repo}/commit/{sha}"),
+        })
+    }
+
+    /// The forge's list of pull requests from `branch`.
+    pub fn pull_requests(&self, branch: &str) -> Option<String> {
+        let (kind, base, repo) = self.forge.as_ref()?;
+        let q = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
+        Some(match kind {
+            ForgeKind::GitHub => format!(
+                "{base}/{repo}/pulls?q={}",
+                q(&format!("is:pr head:{branch}"))
+            ),
+            ForgeKind::GitLab => {
+                format!("{base}/{repo}/-/merge_requests?source_branch={}", q(branch))
+            }
+            ForgeKind::Gitea => format!("{base}/{repo}/pulls?q={}", q(branch)),
+        })
+    }
+}
+
+/// The web address of a forge from its API URL: `https://api.github.com` is github.com,
+/// an Enterprise `/api/v3`, GitLab's `/api/v4` and Gitea's `/api/v1` are cut off. Only
+/// http(s) addresses; anything else gives no links.
+fn web_base(kind: ForgeKind, api_url: &str) -> Option<String> {
+    let url = url::Url::parse(api_url).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    if kind == ForgeKind::GitHub && url.host_str() == Some("api.github.com") {
+        return Some("https://github.com".into());
+    }
+    let text = api_url.trim_end_matches('/');
+    let cut = ["/api/v3", "/api/v4", "/api/v1"]
+        .iter()
+        .find_map(|suffix| text.strip_suffix(suffix))
+        .unwrap_or(text);
+    Some(cut.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forge(kind: ForgeKind, api: &str) -> Links {
+        Links::new(Some(&ForgeSettings {
+            kind,
+            api_url: api.into(),
+            repository: "acme/config".into(),
+        }))
+    }
+
+    #[test]
+    fn forge_web_links_follow_the_api_url() {
+        let gh = forge(ForgeKind::GitHub, "https://api.github.com");
+        assert_eq!(
+            gh.commit("abc").as_deref(),
+            Some("https://github.com/acme/config/commit/abc")
+        );
+        let gl = forge(ForgeKind::GitLab, "https://gitlab.example.com/api/v4");
+        assert_eq!(
+            gl.commit("abc").as_deref(),
+            Some("https://gitlab.example.com/acme/config/-/commit/abc")
+        );
+        assert_eq!(
+            gl.pull_requests("sluice/prod/web/step-2-abc").as_deref(),
+            Some("https://gitlab.example.com/acme/config/-/merge_requests?source_branch=sluice%2Fprod%2Fweb%2Fstep%2D2%2Dabc")
+        );
+        assert_eq!(Links::new(None).commit("abc"), None);
+        assert_eq!(
+            forge(ForgeKind::Gitea, "javascript:alert(1)").commit("a"),
+            None
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! The read-only dashboard: an overview of every canary and a page per canary, and the same
+//! model as JSON (`/api/v1`). Drawn from git alone: the commit a ref points at is written out
+//! once (`crate::readers::tree`) and read by the readers `sluice status` and `sluice history`
+//! use; the result is cached by that commit. A request never fetches: whoever owns the clone
+//! (the daemon's loop, or `sluice dashboard`'s poller) moves the ref.
+//!
+//! Nothing here writes to the repo, and nothing shows a secret: the model holds names,
+//! weights, commit messages and trailers, which are in git for anyone who can read the repo.
+//! The HTTP side (routes, headers, authentication) is `crate::server`'s.
+
+pub mod auth;
+pub mod chart;
+pub mod detail;
+pub mod links;
+pub mod model;
+pub mod pages;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+
+use crate::render::message::CANARY;
+use crate::spec::load::load;
+use crate::yaml::snapshot::Snapshot;
+
+pub use detail::Detail;
+pub use model::Overview;
+
+/// The decision commits read per canary page, unless told otherwise.
+pub const DEFAULT_HISTORY: u32 = 200;
+
+/// Where the dashboard reads: a repository and the ref whose commit it shows.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The repository (a clone's work tree, or a bare repository).
+    pub git_dir: PathBuf,
+    /// The ref to read, e.g. `refs/heads/main`.
+    pub reference: String,
+}
+
+/// The commit last read, written out, with what was built from it.
+struct Cached {
+    head: git2::Oid,
+    dir: tempfile::TempDir,
+    overview: Arc<Overview>,
+    details: HashMap<String, Arc<Detail>>,
+}
+
+/// The dashboard's model source, shared by the handlers.
+#[derive(Clone)]
+pub struct Dashboard {
+    source: Source,
+    history: usize,
+    cache: Arc<Mutex<Option<Cached>>>,
+}
+
+/// Why a page cannot be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    /// The repository or its ref is not there yet (the daemon has not cloned it).
+    #[error("the config repo is not read yet: {0}")]
+    NotReady(String),
+    #[error(transparent)]
+    Read(#[from] anyhow::Error),
+}
+
+impl Dashboard {
+    /// Reads `source`, at most `history` decision commits per canary page.
+    pub fn new(source: Source, history: usize) -> Dashboard {
+        Dashboard {
+            source,
+            history,
+            cache: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Cached>> {
+        match self.cache.lock() {
+            Ok(g) => g,
+            // The cache is replaced whole; a panic mid-build leaves the old value.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// The commit the ref points at now.
+    fn head(&self) -> Result<git2::Oid, DashboardError> {
+        let repo = git2::Repository::open(&self.source.git_dir)
+            .map_err(|e| DashboardError::NotReady(e.message().to_string()))?;
+        repo.refname_to_id(&self.source.reference).map_err(|e| {
+            DashboardError::NotReady(format!("{}: {}", self.source.reference, e.message()))
+        })
+    }
+
+    /// Runs `f` on the cache filled for the current head (read again only when it moved).
+    fn with_cache<T>(
+        &self,
+        f: impl FnOnce(&mut Cached, &Path) -> Result<T, DashboardError>,
+    ) -> Result<T, DashboardError> {
+        let head = self.head()?;
+        let mut guard = self.lock();
+        if guard.as_ref().is_none_or(|c| c.head != head) {
+            *guard = Some(self.read(head)?);
+        }
+        match guard.as_mut() {
+            Some(cached) => f(cached, &self.source.git_dir),
+            None => Err(DashboardError::NotReady("nothing read".into())),
+        }
+    }
+
+    fn read(&self, head: git2::Oid) -> Result<Cached, DashboardError> {
+        let dir = &self.source.git_dir;
+        let repo = git2::Repository::open(dir).context("open the repository")?;
+        let tree = repo
+            .find_commit(head)
+            .and_then(|c| c.tree())
+            .with_context(|| format!("{}: cannot read commit {head}", dir.display()))?;
+        let written = crate::readers::tree::write_yaml(&repo, &tree, dir, &self.source.reference)?;
+        let links = links::Links::new(model::settings(written.path()).forge.as_ref());
+        let overview = model::overview(
+            written.path(),
+            &head.to_string(),
+            &links,
+            jiff::Timestamp::now(),
+        )?;
+        Ok(Cached {
+            head,
+            dir: written,
+            overview: Arc::new(overview),
+            details: HashMap::new(),
+        })
+    }
+
+    /// Every canary at the ref's commit.
+    pub fn overview(&self) -> Result<Arc<Overview>, DashboardError> {
+        self.with_cache(|c, _| Ok(Arc::clone(&c.overview)))
+    }
+
+    /// One canary's page model; `None` when the repo has no such canary.
+    pub fn canary(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<Detail>>, DashboardError> {
+        let history = self.history;
+        self.with_cache(|c, git_dir| {
+            let id = format!("{namespace}/{name}");
+            if let Some(d) = c.details.get(&id) {
+                return Ok(Some(Arc::clone(d)));
+            }
+            let Some(summary) = c
+                .overview
+                .canaries
+                .iter()
+                .find(|s| s.namespace == namespace && s.name == name)
+                .cloned()
+            else {
+                return Ok(None);
+            };
+            let root = c.dir.path();
+            let settings = model::settings(root);
+            let links = links::Links::new(settings.forge.as_ref());
+            let loaded = load(&Snapshot::read(root), &settings);
+            let spec = loaded.canaries.iter().find(|s| s.id.to_string() == id);
+            let entries = crate::gitops::history_at(git_dir, c.head, Some((CANARY, &id)), history)
+                .map(|h| crate::readers::history::entries(&h, &id))
+                .context("read the canary's history")?;
+            let detail = Detail {
+                schedule: spec.map_or_else(Vec::new, |s| {
+                    let active = matches!(summary.tone, "active" | "waiting");
+                    detail::steps(s, summary.step, active)
+                }),
+                weights: detail::weight_points(&entries),
+                metrics: detail::metric_series(&entries),
+                log: detail::log(&entries, &links),
+                audit: detail::audit(git_dir, c.head, &id),
+                commands: detail::commands(&id),
+                history_limit: history,
+                summary,
+            };
+            let detail = Arc::new(detail);
+            c.details.insert(id, Arc::clone(&detail));
+            Ok(Some(detail))
+        })
+    }
+}

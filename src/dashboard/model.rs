@@ -1,0 +1,282 @@
+//! The overview's model: every canary of the repo at one commit, with its phase, weights,
+//! step, what it waits for and what holds it. Built from the same readers as `sluice status`
+//! (`crate::readers::status`) plus the specs (provider, steps); the pages and `/api/v1`
+//! serialize this one model. Reads a checkout only; no git, no network.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::core::model::Strategy;
+use crate::core::schedule::Pause;
+use crate::core::status::{Gate, Phase, Status};
+use crate::readers::status::{rows, Row};
+use crate::render::status_file;
+use crate::spec::load::{load, load_settings};
+use crate::spec::model::Canary;
+use crate::spec::settings::{Settings, SETTINGS_PATH};
+use crate::yaml::snapshot::{read_bounded, Snapshot};
+
+use super::links::Links;
+
+/// Every canary of the repo at `head`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Overview {
+    /// The commit read (full id).
+    pub head: String,
+    pub canaries: Vec<Summary>,
+    /// Specs the loop refuses (`file:line: field: message`): those canaries hold.
+    pub refusals: Vec<String>,
+}
+
+/// One canary's line of the overview.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub namespace: String,
+    pub name: String,
+    /// The mesh or ingress (`spec.provider`, else the repo's), `-` when neither says.
+    pub provider: String,
+    pub strategy: String,
+    pub phase: String,
+    /// How the page colours the phase: `ok`, `active`, `waiting`, `failed` or `idle`.
+    pub tone: &'static str,
+    pub primary_weight: u8,
+    pub canary_weight: u8,
+    pub step: u32,
+    /// Steps of the canary's schedule (iterations for blue/green and A/B).
+    pub steps: u32,
+    pub failed_checks: u32,
+    pub revision: String,
+    /// When the phase last changed.
+    pub since: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Wait>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<Hold>,
+}
+
+/// What a canary waits for before its next change.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Wait {
+    /// A timed pause: the step's hold ends at `wakeAt`.
+    #[serde(rename_all = "camelCase")]
+    Pause { wake_at: String },
+    /// Metric checks, judged every interval; the next judgement is due at `dueAt`.
+    #[serde(rename_all = "camelCase")]
+    Checks { due_at: String },
+    /// The GitOps engine applying the last commit; the step's clock starts then.
+    #[serde(rename_all = "camelCase")]
+    Sync {
+        /// The Flux Kustomization or Argo CD Application, when one is set.
+        target: Option<String>,
+        /// When the clock starts without a sync target (commit time plus `settle`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        starts_at: Option<String>,
+    },
+    /// A human approval of the next change.
+    #[serde(rename_all = "camelCase")]
+    Approval {
+        /// `rollout`, `trafficIncrease` or `promotion`.
+        gate: String,
+        /// The approval branch sluice pushes the change on.
+        branch: Option<String>,
+        /// The forge's page of pull requests from that branch, when a forge is configured.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pull_request: Option<String>,
+    },
+    /// Held by `sluice pause` until `sluice resume`.
+    Paused,
+}
+
+/// Why a canary does not move on its own.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Hold {
+    /// `drift` or `settings`.
+    pub kind: &'static str,
+    pub reason: String,
+}
+
+/// The repo settings, or the defaults when they do not load (every canary then holds, and
+/// the status rows say so).
+pub fn settings(root: &Path) -> Settings {
+    let path = root.join(SETTINGS_PATH);
+    load_settings(path.is_file().then_some(path.as_path())).unwrap_or_default()
+}
+
+/// The overview of the checkout at `root`, read at commit `head`; `now` places the waits.
+pub fn overview(
+    root: &Path,
+    head: &str,
+    links: &Links,
+    now: Timestamp,
+) -> anyhow::Result<Overview> {
+    let settings = settings(root);
+    let snapshot = Snapshot::read(root);
+    let loaded = load(&snapshot, &settings);
+    let mut canaries = Vec::new();
+    for row in rows(root)? {
+        let canary = loaded
+            .canaries
+            .iter()
+            .find(|c| c.id.namespace.as_str() == row.namespace && c.id.name.as_str() == row.name);
+        let status =
+            canary.and_then(|c| status_file::read(root, &c.id, read_bounded).ok().flatten());
+        canaries.push(summary(row, canary, status.as_ref(), &settings, links, now));
+    }
+    Ok(Overview {
+        head: head.to_string(),
+        canaries,
+        refusals: loaded.errors.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// One canary's summary from its status row, spec and status.
+pub fn summary(
+    row: Row,
+    canary: Option<&Canary>,
+    status: Option<&Status>,
+    settings: &Settings,
+    links: &Links,
+    now: Timestamp,
+) -> Summary {
+    let mut holds: Vec<Hold> = row
+        .drift
+        .iter()
+        .map(|file| Hold {
+            kind: "drift",
+            reason: format!("{file} was changed outside sluice"),
+        })
+        .collect();
+    if let Some(reason) = row.message.strip_prefix("held: ") {
+        holds.push(Hold {
+            kind: "settings",
+            reason: reason.to_string(),
+        });
+    }
+    let wait = match (canary, status) {
+        (Some(c), Some(s)) => wait(c, s, links, now),
+        _ => None,
+    };
+    Summary {
+        provider: canary
+            .and_then(|c| c.provider.clone())
+            .or_else(|| settings.provider_name.clone())
+            .unwrap_or_else(|| "-".into()),
+        strategy: canary
+            .map_or("-", |c| c.analysis.strategy.name())
+            .to_string(),
+        tone: tone(&row.phase),
+        primary_weight: status.map_or(100 - row.canary_weight.min(100), |s| s.primary_weight),
+        canary_weight: row.canary_weight,
+        step: row.step,
+        steps: canary.map_or(0, |c| step_count(&c.analysis.strategy)),
+        failed_checks: row.failed_checks,
+        revision: row.revision,
+        since: row.since,
+        message: row.message,
+        phase: row.phase,
+        namespace: row.namespace,
+        name: row.name,
+        wait,
+        holds,
+    }
+}
+
+/// Steps of a schedule: the canary steps, or the analysis iterations.
+pub fn step_count(strategy: &Strategy) -> u32 {
+    match strategy {
+        Strategy::Canary { steps } => u32::try_from(steps.len()).unwrap_or(u32::MAX),
+        Strategy::BlueGreen { iterations } | Strategy::AB { iterations } => *iterations,
+    }
+}
+
+/// The colour class of a phase (the page shows the phase's name too: colour is never alone).
+pub fn tone(phase: &str) -> &'static str {
+    match phase {
+        "Succeeded" | "Initialized" => "ok",
+        "Progressing" | "Promoting" | "Finalising" | "Initializing" => "active",
+        "Waiting" | "WaitingApproval" => "waiting",
+        "Failed" | "Orphaned" | "Terminating" | "?" => "failed",
+        _ => "idle",
+    }
+}
+
+fn at(t: Timestamp, d: std::time::Duration) -> String {
+    jiff::SignedDuration::try_from(d)
+        .ok()
+        .and_then(|d| t.checked_add(d).ok())
+        .unwrap_or(t)
+        .to_string()
+}
+
+/// The first of `start + k * interval` (k >= 1) after `now`: when the next judgement is due.
+fn next_after(start: Timestamp, interval: std::time::Duration, now: Timestamp) -> String {
+    let every = interval.as_secs_f64().max(1.0);
+    let done = (now.duration_since(start).as_secs_f64() / every)
+        .floor()
+        .max(0.0);
+    at(
+        start,
+        std::time::Duration::from_secs_f64((done + 1.0) * every),
+    )
+}
+
+/// What the canary waits for, from its status and spec.
+pub fn wait(canary: &Canary, status: &Status, links: &Links, now: Timestamp) -> Option<Wait> {
+    if status.paused {
+        return Some(Wait::Paused);
+    }
+    if let Some(gate) = status
+        .waiting_for
+        .filter(|_| crate::approval::is_waiting(status))
+    {
+        let branch = crate::approval::branch_for(canary, status);
+        return Some(Wait::Approval {
+            gate: match gate {
+                Gate::Rollout => "rollout",
+                Gate::TrafficIncrease => "trafficIncrease",
+                Gate::Promotion => "promotion",
+            }
+            .to_string(),
+            pull_request: branch.as_deref().and_then(|b| links.pull_requests(b)),
+            branch,
+        });
+    }
+    let active = matches!(
+        status.phase,
+        Phase::Progressing | Phase::Promoting | Phase::Finalising
+    );
+    if !active {
+        return None;
+    }
+    if status.step_started > now || status.clock_from_merge {
+        return Some(Wait::Sync {
+            target: canary.sync.as_ref().map(ToString::to_string),
+            starts_at: (canary.sync.is_none() && status.step_started > now)
+                .then(|| status.step_started.to_string()),
+        });
+    }
+    let interval = canary.analysis.interval;
+    let pause = match &canary.analysis.strategy {
+        Strategy::Canary { steps } if status.phase == Phase::Progressing => status
+            .step
+            .checked_sub(1)
+            .and_then(|i| steps.get(i as usize))
+            .map(|s| s.pause),
+        _ => None,
+    };
+    Some(match pause {
+        Some(Pause::For(d)) => Wait::Pause {
+            wake_at: at(status.step_started, d),
+        },
+        _ => Wait::Checks {
+            due_at: next_after(status.step_started, interval, now),
+        },
+    })
+}

@@ -1,0 +1,163 @@
+//! The dashboard's HTML: minijinja templates embedded in the binary (`templates/dashboard/`),
+//! with HTML auto-escaping on for every template (their names end in `.html`): a value from
+//! the repo is text on the page, never markup. The charts' geometry comes from `chart.rs`.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use minijinja::value::Serde;
+use minijinja::{context, Environment, Value};
+
+use super::chart;
+use super::{Detail, Overview};
+
+/// The embedded stylesheet and script, served under `/assets/`.
+pub const CSS: &str = include_str!("../../templates/dashboard/dashboard.css");
+pub const JS: &str = include_str!("../../templates/dashboard/dashboard.js");
+
+const TEMPLATES: [(&str, &str); 7] = [
+    (
+        "base.html",
+        include_str!("../../templates/dashboard/base.html"),
+    ),
+    (
+        "overview.html",
+        include_str!("../../templates/dashboard/overview.html"),
+    ),
+    (
+        "overview_rows.html",
+        include_str!("../../templates/dashboard/overview_rows.html"),
+    ),
+    (
+        "wait.html",
+        include_str!("../../templates/dashboard/wait.html"),
+    ),
+    (
+        "canary.html",
+        include_str!("../../templates/dashboard/canary.html"),
+    ),
+    (
+        "canary_body.html",
+        include_str!("../../templates/dashboard/canary_body.html"),
+    ),
+    (
+        "error.html",
+        include_str!("../../templates/dashboard/error.html"),
+    ),
+];
+
+fn env() -> &'static Result<Environment<'static>, String> {
+    static ENV: OnceLock<Result<Environment<'static>, String>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        // Explicit, whatever minijinja's default: every page escapes HTML.
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+        // `2026-12-02T06:44:04.26Z` as `2026-12-02 06:44:04 UTC`; other text as it is.
+        env.add_filter("when", |text: String| {
+            match text.parse::<jiff::Timestamp>() {
+                Ok(t) => t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                Err(_) => text,
+            }
+        });
+        // Path segments and query values: everything but letters and digits encoded.
+        env.add_filter("urlencode", |text: String| {
+            percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC)
+                .to_string()
+        });
+        for (name, text) in TEMPLATES {
+            env.add_template(name, text).map_err(|e| e.to_string())?;
+        }
+        Ok(env)
+    })
+}
+
+fn render(name: &str, ctx: Value) -> anyhow::Result<String> {
+    let env = env()
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("dashboard templates: {e}"))?;
+    Ok(env.get_template(name)?.render(ctx)?)
+}
+
+/// The overview's filters (`?namespace=&phase=`); empty matches all.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct Filter {
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub phase: String,
+}
+
+fn overview_context(o: &Overview, filter: &Filter) -> Value {
+    let shown: Vec<_> = o
+        .canaries
+        .iter()
+        .filter(|c| filter.namespace.is_empty() || c.namespace == filter.namespace)
+        .filter(|c| filter.phase.is_empty() || c.phase == filter.phase)
+        .cloned()
+        .collect();
+    let namespaces: BTreeSet<String> = o.canaries.iter().map(|c| c.namespace.clone()).collect();
+    let phases: BTreeSet<String> = o.canaries.iter().map(|c| c.phase.clone()).collect();
+    context! {
+        head => o.head.clone(),
+        shown => Serde(shown),
+        total => o.canaries.len(),
+        refusals => o.refusals.clone(),
+        namespaces => namespaces,
+        phases => phases,
+        namespace => filter.namespace.clone(),
+        phase => filter.phase.clone(),
+    }
+}
+
+/// The overview page.
+pub fn overview(o: &Overview, filter: &Filter) -> anyhow::Result<String> {
+    render("overview.html", overview_context(o, filter))
+}
+
+/// The overview's live part, which the page's script fetches again.
+pub fn overview_fragment(o: &Overview, filter: &Filter) -> anyhow::Result<String> {
+    render("overview_rows.html", overview_context(o, filter))
+}
+
+fn canary_context(head: &str, d: &Detail) -> Value {
+    let mcharts: Vec<chart::MetricChart> = d.metrics.iter().map(chart::metric).collect();
+    context! {
+        head => head.to_string(),
+        c => Serde(d.clone()),
+        wchart => Serde(chart::weights(&d.weights)),
+        mcharts => Serde(mcharts),
+        width => chart::WIDTH,
+        height => chart::HEIGHT,
+    }
+}
+
+/// A canary's page.
+pub fn canary(head: &str, d: &Detail) -> anyhow::Result<String> {
+    render("canary.html", canary_context(head, d))
+}
+
+/// A canary page's live part.
+pub fn canary_fragment(head: &str, d: &Detail) -> anyhow::Result<String> {
+    render("canary_body.html", canary_context(head, d))
+}
+
+/// A page that says what went wrong (no canary by that name, the repo not read yet).
+pub fn error(title: &str, message: &str) -> anyhow::Result<String> {
+    render(
+        "error.html",
+        context! { head => "-------", title => title, message => message },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_page_escapes_repo_text() {
+        let page = error("<script>x</script>", "\"><img src=x onerror=y>").unwrap();
+        assert!(!page.contains("<script>x"), "{page}");
+        assert!(!page.contains("<img src=x"), "{page}");
+        assert!(page.contains("&lt;script&gt;x"), "{page}");
+    }
+}
