@@ -70,4 +70,5 @@ mod support;
 mod sync;
 mod tick;
 mod validate_repo;
+mod waves_spec;
 mod workload;

@@ -21,3 +21,4 @@ pub mod simulate;
 pub mod status;
 pub mod trailer;
 pub mod verdict;
+pub mod waves;

@@ -32,6 +32,9 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     "suspend",
     "progressDeadlineSeconds",
     "sync",
+    // Read by `spec::waves`.
+    "waves",
+    "onFailure",
 ];
 const FLAGGER_SPEC_KEYS: &[&str] = &[
     "analysis",
@@ -225,6 +228,7 @@ pub fn read_native(r: &mut Reader, root: &Node, settings: &Settings) -> Option<C
         sync,
         autoscaler: None,
         revert_on_deletion: false,
+        wave: None,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -670,6 +674,7 @@ pub fn read_flagger(
         sync: settings.sync.clone(),
         autoscaler,
         revert_on_deletion,
+        wave: None,
         id: id?,
         file: r.file.clone(),
         line: root.line,

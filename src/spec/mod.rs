@@ -16,3 +16,4 @@ pub mod output_folder;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;
+pub mod waves;

@@ -281,6 +281,7 @@ impl CanaryBuilder {
             }),
             autoscaler: None,
             revert_on_deletion: false,
+            wave: None,
         }
     }
 }

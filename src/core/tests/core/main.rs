@@ -10,3 +10,4 @@ mod operate;
 mod properties;
 mod route_state;
 mod verdict;
+mod waves;
