@@ -286,3 +286,60 @@ fn a_wave_folder_another_canary_writes_is_refused() {
         loaded.errors
     );
 }
+
+#[test]
+fn an_unknown_kube_context_is_refused_at_its_wave_and_drops_the_whole_release() {
+    let text = native(THREE);
+    let mut loaded = load_text(FILE, &text, &Settings::default());
+    assert_eq!(loaded.canaries.len(), 3);
+    sluice::waves::contexts::reject_unknown_contexts(&mut loaded, || {
+        Ok(vec!["prod-eu".to_string(), "prod-us".to_string()])
+    });
+    assert!(loaded.canaries.is_empty(), "no wave of the release runs");
+    assert_eq!(
+        loaded.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["apps/podinfo/canary.yaml:18: spec.waves[0].cluster.kubeContext: no context \"staging\" in the kubeconfig sluice is given (it has: prod-eu, prod-us)"]
+    );
+    let mut unreadable = load_text(FILE, &text, &Settings::default());
+    sluice::waves::contexts::reject_unknown_contexts(&mut unreadable, || {
+        Err("no such file".to_string())
+    });
+    assert!(unreadable.errors[0]
+        .to_string()
+        .contains("cannot be read, so context \"staging\" is unknown: no such file"));
+    let mut known = load_text(FILE, &text, &Settings::default());
+    sluice::waves::contexts::reject_unknown_contexts(&mut known, || {
+        Ok(vec!["staging".to_string()])
+    });
+    assert_eq!((known.canaries.len(), known.errors.len()), (3, 0));
+}
+
+#[test]
+fn sluice_validate_refuses_a_context_missing_from_the_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = dir.path().join("canary.yaml");
+    std::fs::write(&canary, native(THREE)).unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: eu, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: prod-eu, context: {cluster: eu, user: u}}]\ncurrent-context: prod-eu\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("validate")
+        .arg(&canary)
+        .env("KUBECONFIG", &kubeconfig)
+        .env("SLUICE_LOG", "error")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(":18: spec.waves[0].cluster.kubeContext: no context \"staging\" in the kubeconfig sluice is given (it has: prod-eu)"),
+        "{text}"
+    );
+}
