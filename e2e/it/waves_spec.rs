@@ -343,3 +343,59 @@ fn sluice_validate_refuses_a_context_missing_from_the_kubeconfig() {
         "{text}"
     );
 }
+
+#[test]
+fn sluice_plan_lists_the_waves_in_order_and_the_release_minimum_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = dir.path().join("canary.yaml");
+    std::fs::write(
+        &canary,
+        native(&THREE.replace("      cluster: {kubeContext: staging}\n", "")),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("plan")
+        .arg(&canary)
+        .env("SLUICE_LOG", "error")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let release = text
+        .split("prod/podinfo (release in 3 waves)\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no release section: {text}"));
+    let lines: Vec<&str> = release.lines().collect();
+    assert!(lines[0].starts_with("  wave 1: staging "), "{release}");
+    assert!(
+        lines[0].contains("canary weights 50"),
+        "staging's own analysis: {release}"
+    );
+    assert!(
+        lines[1].starts_with("  wave 2: eu ") && lines[1].ends_with(", after approval"),
+        "{release}"
+    );
+    assert!(
+        lines[2].starts_with("  wave 3: us ") && lines[2].contains("canary weights 20 -> 40"),
+        "{release}"
+    );
+    let seconds = |line: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_suffix("s,").and_then(|n| n.parse().ok()))
+            .unwrap()
+    };
+    let total: u64 = lines[..3].iter().map(|l| seconds(l)).sum();
+    assert!(total > 0);
+    assert_eq!(
+        lines[3],
+        format!("  minimum duration:   {total}s"),
+        "{release}"
+    );
+    // Each wave is planned on its own too, under its instance's name.
+    assert!(text.contains("prod/podinfo.eu (canary)"), "{text}");
+}

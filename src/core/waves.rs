@@ -137,3 +137,60 @@ pub fn release_state(revision: &str, waves: &[WaveState<'_>]) -> ReleaseState {
     }
     ReleaseState::Done
 }
+
+/// One release as `sluice plan` shows it: its waves in order, each with its own simulated
+/// rollout, and the least time the whole release takes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasePlan {
+    pub namespace: String,
+    pub name: String,
+    pub waves: Vec<WavePlan>,
+    /// The waves one after the other, each from its new revision to its promotion, approvals
+    /// granted at once.
+    pub min_duration_seconds: u64,
+}
+
+/// One wave of a [`ReleasePlan`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WavePlan {
+    pub wave: String,
+    /// Whether a person approves the wave's start.
+    pub approval: bool,
+    pub min_duration_seconds: u64,
+    pub canary_weights: Vec<u8>,
+}
+
+/// The releases among `canaries` (the instances of each canary with waves, in wave order),
+/// simulated with [`crate::simulate::simulate`].
+pub fn plan<R>(canaries: &[crate::model::Canary<R>]) -> Vec<ReleasePlan> {
+    let mut out: Vec<ReleasePlan> = Vec::new();
+    for canary in canaries {
+        let Some(wave) = &canary.wave else { continue };
+        let sim = crate::simulate::simulate(canary);
+        let entry = WavePlan {
+            wave: wave.name.to_string(),
+            approval: wave.approval,
+            min_duration_seconds: sim.min_duration_seconds,
+            canary_weights: sim.canary_weights,
+        };
+        let (namespace, name) = (canary.id.namespace.to_string(), wave.canary.to_string());
+        match out
+            .iter_mut()
+            .find(|r| r.namespace == namespace && r.name == name)
+        {
+            Some(release) => {
+                release.min_duration_seconds += entry.min_duration_seconds;
+                release.waves.push(entry);
+            }
+            None => out.push(ReleasePlan {
+                namespace,
+                name,
+                min_duration_seconds: entry.min_duration_seconds,
+                waves: vec![entry],
+            }),
+        }
+    }
+    out
+}
