@@ -399,3 +399,34 @@ fn sluice_plan_lists_the_waves_in_order_and_the_release_minimum_duration() {
     // Each wave is planned on its own too, under its instance's name.
     assert!(text.contains("prod/podinfo.eu (canary)"), "{text}");
 }
+
+#[test]
+fn the_example_fleet_and_the_demo_fleet_load_as_three_waves() {
+    let (code, out, err) = crate::support::run_sluice(&["validate", "examples/fleet"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("3 canaries valid"), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in sluice::cli::demo::FLEET_FILES {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let loaded = repo_dir(dir.path());
+    assert_eq!(loaded.errors, vec![]);
+    let ids: Vec<String> = loaded.canaries.iter().map(|c| c.id.to_string()).collect();
+    assert_eq!(
+        ids,
+        [
+            "demo/podinfo.staging",
+            "demo/podinfo.prod-eu",
+            "demo/podinfo.prod-us"
+        ]
+    );
+}
+
+fn repo_dir(dir: &std::path::Path) -> sluice::spec::load::Loaded {
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(dir);
+    let settings =
+        sluice::spec::load::load_settings(Some(&dir.join(".sluice/config.yaml"))).unwrap();
+    load(&snapshot, &settings)
+}
