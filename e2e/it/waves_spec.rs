@@ -406,7 +406,7 @@ fn the_example_fleet_and_the_demo_fleet_load_as_three_waves() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("3 canaries valid"), "{out}");
     let dir = tempfile::tempdir().unwrap();
-    for (name, text) in sluice::cli::demo::FLEET_FILES {
+    for (name, text) in sluice::cli::demo::fleet_files() {
         let path = dir.path().join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();

@@ -41,57 +41,38 @@ const CANARY: &str = "demo/podinfo";
 
 /// `--waves`: the example fleet (`examples/fleet`), its waves settled by time instead of read
 /// from clusters (the demo has none), and no approval, so one command runs the release.
-pub const FLEET_FILES: [(&str, &str); 5] = [
-    (
-        ".sluice/config.yaml",
-        include_str!("../../examples/fleet/.sluice/config.yaml"),
-    ),
-    (
-        "apps/podinfo/deployment.yaml",
-        include_str!("../../examples/fleet/apps/podinfo/deployment.yaml"),
-    ),
-    (
-        "apps/podinfo/configmap.yaml",
-        include_str!("../../examples/fleet/apps/podinfo/configmap.yaml"),
-    ),
-    (
-        "apps/podinfo/canary.yaml",
-        include_str!("../../examples/fleet/apps/podinfo/canary.yaml"),
-    ),
-    ("apps/podinfo/waves.yaml", DEMO_WAVES),
-];
+pub fn fleet_files() -> Vec<(&'static str, String)> {
+    let mut waves = String::from(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Waves\nmetadata: {name: fleet, namespace: demo}\nspec:\n  waves:\n",
+    );
+    for wave in ["staging", "prod-eu", "prod-us"] {
+        waves.push_str(&DEMO_WAVE.replace("WAVE", wave));
+    }
+    vec![
+        (
+            ".sluice/config.yaml",
+            include_str!("../../examples/fleet/.sluice/config.yaml").to_string(),
+        ),
+        (
+            "apps/podinfo/deployment.yaml",
+            include_str!("../../examples/fleet/apps/podinfo/deployment.yaml").to_string(),
+        ),
+        (
+            "apps/podinfo/configmap.yaml",
+            include_str!("../../examples/fleet/apps/podinfo/configmap.yaml").to_string(),
+        ),
+        (
+            "apps/podinfo/canary.yaml",
+            include_str!("../../examples/fleet/apps/podinfo/canary.yaml").to_string(),
+        ),
+        ("apps/podinfo/waves.yaml", waves),
+    ]
+}
 
-/// The demo's three clusters: a folder each, one second to apply a commit, one step of 50 %
-/// each (the canary's three steps, in every wave, would take minutes).
-const DEMO_WAVES: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Waves
-metadata: {name: fleet, namespace: demo}
-spec:
-  waves:
-    - name: staging
-      output: clusters/staging/podinfo
-      settle: 1s
-      analysis:
-        interval: 1s
-        threshold: 2
-        stepWeight: 50
-        maxWeight: 50
-        metrics:
-          - {name: request-success-rate, thresholdRange: {min: 99}, interval: 1m}
-          - {name: request-duration, thresholdRange: {max: 500}, interval: 1m}
-    - name: prod-eu
-      output: clusters/prod-eu/podinfo
-      settle: 1s
-      analysis:
-        interval: 1s
-        threshold: 2
-        stepWeight: 50
-        maxWeight: 50
-        metrics:
-          - {name: request-success-rate, thresholdRange: {min: 99}, interval: 1m}
-          - {name: request-duration, thresholdRange: {max: 500}, interval: 1m}
-    - name: prod-us
-      output: clusters/prod-us/podinfo
+/// One of the demo's three clusters: a folder, one second to apply a commit, one step of
+/// 50 % (the canary's three steps, in every wave, would take minutes).
+const DEMO_WAVE: &str = "    - name: WAVE
+      output: clusters/WAVE/podinfo
       settle: 1s
       analysis:
         interval: 1s
@@ -178,11 +159,9 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let remote = dir.join("config-repo.git");
     let url = remote.to_string_lossy().to_string();
     let alice = Identity::new("alice", "alice@example.com");
-    let files: &[(&str, &str)] = if args.waves {
-        &FLEET_FILES
-    } else {
-        &DEMO_FILES
-    };
+    let fleet = fleet_files();
+    let fleet: Vec<(&str, &str)> = fleet.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let files: &[(&str, &str)] = if args.waves { &fleet } else { &DEMO_FILES };
     seed_bare_repo(&dir, &remote, files, &alice)?;
     outln!("sluice demo: config repo {url}");
     outln!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");

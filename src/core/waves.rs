@@ -36,20 +36,25 @@ pub struct WaveState<'a> {
     pub status: Option<&'a Status>,
 }
 
+/// Whether a canary in `phase` is at rest: initialized, or done with its last revision. A
+/// wave at rest is not in progress.
+pub fn at_rest(phase: Phase) -> bool {
+    match phase {
+        Phase::Succeeded | Phase::Initialized => true,
+        Phase::Initializing
+        | Phase::Waiting
+        | Phase::Progressing
+        | Phase::WaitingApproval
+        | Phase::Promoting
+        | Phase::Finalising
+        | Phase::Failed => false,
+    }
+}
+
 /// Whether the wave runs `revision` as its promoted one: Succeeded on it, or initialized with
 /// it (a revision that was already there when the canary started).
 fn runs(status: &Status, revision: &str) -> bool {
-    status.promoted_revision == revision
-        && match status.phase {
-            Phase::Succeeded | Phase::Initialized => true,
-            Phase::Initializing
-            | Phase::Waiting
-            | Phase::Progressing
-            | Phase::WaitingApproval
-            | Phase::Promoting
-            | Phase::Finalising
-            | Phase::Failed => false,
-        }
+    status.promoted_revision == revision && at_rest(status.phase)
 }
 
 /// Whether the wave already took `revision` (under analysis, promoted, or failed on it): its

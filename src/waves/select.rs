@@ -2,7 +2,8 @@
 //! instance), and without `--wave` the wave in progress. Used by the manual operations
 //! (`sluice approve ...`); reads nothing itself.
 
-use crate::core::status::{Phase, Status};
+use crate::core::status::Status;
+use crate::core::waves::at_rest;
 use crate::spec::model::{Canary, CanaryId};
 
 /// The canary of `canaries` that `wanted` (`NS/NAME`) and `wave` name. Without `wave`, a
@@ -68,17 +69,4 @@ pub enum Unselected {
     NotFound,
     /// The canary is there; the wave asked for (or the one in progress) is not.
     Wave(String),
-}
-
-fn at_rest(phase: Phase) -> bool {
-    match phase {
-        Phase::Initialized | Phase::Succeeded => true,
-        Phase::Initializing
-        | Phase::Waiting
-        | Phase::Progressing
-        | Phase::WaitingApproval
-        | Phase::Promoting
-        | Phase::Finalising
-        | Phase::Failed => false,
-    }
 }
