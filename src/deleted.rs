@@ -53,9 +53,13 @@ impl Deleted {
 /// Whether any `kind: Canary` document named `id.name` is in the snapshot, in `id`'s namespace
 /// or with none set (then it may be this canary: counted as present).
 fn spec_present(snapshot: &Snapshot, id: &CanaryId) -> bool {
-    snapshot
-        .find("Canary", id.name.as_str())
-        .any(|o| o.namespace.is_none_or(|ns| ns == id.namespace.as_str()))
+    let named = |name: &str| {
+        snapshot
+            .find("Canary", name)
+            .any(|o| o.namespace.is_none_or(|ns| ns == id.namespace.as_str()))
+    };
+    // A wave's instance (`<name>.<wave>`) is present while its canary is.
+    named(id.name.as_str()) || crate::spec::waves::canary_names(&id.name).any(named)
 }
 
 /// Whether the snapshot shows every document of the repo: `None` when every file was read

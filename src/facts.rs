@@ -69,6 +69,10 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         has_status: &has_status,
     };
     let mut loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
+    crate::waves::contexts::reject_unknown_contexts(
+        &mut loaded,
+        crate::waves::contexts::kubeconfig_contexts,
+    );
     crate::spec::output_folder::reject_unowned_paths(&mut loaded, &snapshot, root);
     // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
     let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
@@ -161,6 +165,7 @@ pub fn gather<'a>(
             Err(e) => unreadable.push(CanaryOutcome::failed(canary, &e)),
         }
     }
+    let prepared = release_waves(prepared, &mut unreadable);
     let requests: Vec<Request<'_>> = prepared
         .iter()
         .map(|p| Request {
@@ -199,6 +204,31 @@ pub fn gather<'a>(
         unreadable,
         canaries: gathered,
     })
+}
+
+/// Waves the release has not reached are held: reported, not decided (see [`crate::waves`]).
+fn release_waves<'a>(
+    prepared: Vec<Prepared<'a>>,
+    unreadable: &mut Vec<CanaryOutcome>,
+) -> Vec<Prepared<'a>> {
+    let items: Vec<_> = prepared
+        .iter()
+        .map(|p| (p.canary, p.status.as_ref(), p.revision.as_str()))
+        .collect();
+    let holds = crate::waves::release::holds(&items);
+    let mut kept = Vec::new();
+    for (p, hold) in prepared.into_iter().zip(holds) {
+        match hold {
+            Some(reason) => {
+                info!(canary = %p.canary.id, reason = %reason, "Wave held");
+                let mut held = CanaryOutcome::of(p.canary.id.to_string(), p.status, None);
+                held.events.push(format!("held: {reason}"));
+                unreadable.push(held);
+            }
+            None => kept.push(p),
+        }
+    }
+    kept
 }
 
 /// A canary's status and current revision, read before observing.

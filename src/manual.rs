@@ -25,6 +25,8 @@ use crate::yaml::snapshot::{read_bounded, Snapshot};
 pub struct Manual<'a> {
     /// `namespace/name`.
     pub canary: &'a str,
+    /// `--wave`: the wave of a canary with waves (default: the wave in progress).
+    pub wave: Option<&'a str>,
     pub op: Operation,
     pub operator: Identity,
     pub reason: &'a str,
@@ -35,6 +37,9 @@ pub struct Manual<'a> {
 pub enum OperateError {
     #[error("no canary {0} in the repo (sluice validate lists the canaries it reads)")]
     NotFound(String),
+    /// The canary has waves and the one named (or in progress) is not there.
+    #[error("{0}")]
+    Wave(String),
     #[error(transparent)]
     NotApplicable(#[from] crate::core::operate::NotApplicable),
     #[error("{path}: cannot read the status file: {message}; fix or delete it (history keeps the old state)")]
@@ -108,11 +113,17 @@ fn apply(
         has_status: &has_status,
     };
     let loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
-    let canary = loaded
-        .canaries
-        .iter()
-        .find(|c| c.id.to_string() == manual.canary)
-        .ok_or_else(|| OperateError::NotFound(manual.canary.to_string()))?;
+    let status_of = |id: &crate::spec::model::CanaryId| {
+        status_file::read(&root, id, read_bounded).ok().flatten()
+    };
+    let canary =
+        crate::waves::select::select(&loaded.canaries, manual.canary, manual.wave, status_of)
+            .map_err(|e| match e {
+                crate::waves::select::Unselected::NotFound => {
+                    OperateError::NotFound(manual.canary.to_string())
+                }
+                crate::waves::select::Unselected::Wave(why) => OperateError::Wave(why),
+            })?;
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
     let index = workload::Index::new(&snapshot, &outputs);
     let status = status_file::read(&root, &canary.id, read_bounded).map_err(|message| {

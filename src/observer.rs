@@ -152,7 +152,7 @@ impl<'a> Live<'a> {
     ) -> Option<Vec<MetricObservation>> {
         let canary = r.canary;
         let mut running = carried.unwrap_or_else(|| {
-            let target = target_name(canary).unwrap_or(canary.id.name.as_str());
+            let target = target_name(canary).unwrap_or(canary.base_name().as_str());
             let queries = start_metrics(
                 self.runtime.prometheus(),
                 canary,
@@ -212,7 +212,7 @@ impl<'a> Live<'a> {
         let canary = r.canary;
         let want = wants(canary, r.status, r.revision, tick.now);
         let target = target_name(canary)
-            .unwrap_or(canary.id.name.as_str())
+            .unwrap_or(canary.base_name().as_str())
             .to_string();
         // Metrics first: a canary whose answers are not in calls no hook this tick.
         let metrics = if want.metrics {
@@ -244,16 +244,16 @@ impl<'a> Live<'a> {
                 call_all(self.runtime.http(), &hooks, &body).await
             }
         };
+        // A wave's gates read its own cluster.
+        let cluster = canary.wave.as_ref().and_then(|w| w.cluster.as_ref());
         let sync = async {
             let target = canary.sync.as_ref()?;
             if !r.status.is_some_and(|s| s.phase.is_active()) {
                 return None;
             }
-            Some(match self.runtime.kube_client().await {
-                Some(client) => read_sync(&client, target).await.map_err(|e| e.to_string()),
-                None => Err(format!(
-                    "cannot read {target}: no Kubernetes access (in-cluster config or KUBECONFIG)"
-                )),
+            Some(match self.runtime.cluster_client(cluster).await {
+                Ok(client) => read_sync(&client, target).await.map_err(|e| e.to_string()),
+                Err(e) => Err(format!("cannot read {target}: {e}")),
             })
         };
         let ready = async {
@@ -261,9 +261,9 @@ impl<'a> Live<'a> {
             if !r.status.is_some_and(|s| s.phase.is_active()) {
                 return None;
             }
-            Some(match self.runtime.kube_client().await {
-                Some(client) => read_readiness(&client, canary, &target).await,
-                None => Err("no Kubernetes access to read readiness".to_string()),
+            Some(match self.runtime.cluster_client(cluster).await {
+                Ok(client) => read_readiness(&client, canary, &target).await,
+                Err(e) => Err(format!("cannot read readiness: {e}")),
             })
         };
         let (webhooks, sync, ready) = tokio::join!(webhooks, sync, ready);
@@ -305,7 +305,7 @@ fn payload(
     metadata: BTreeMap<String, String>,
 ) -> WebhookPayload {
     WebhookPayload {
-        name: canary.id.name.to_string(),
+        name: canary.base_name().to_string(),
         namespace: canary.id.namespace.to_string(),
         phase,
         checksum: revision.to_string(),

@@ -43,6 +43,8 @@ pub struct Runtime {
     forge: Result<ForgeClient, String>,
     secrets: Secrets,
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
+    /// The clients of wave clusters (`cluster:` of a wave), built on first use.
+    clusters: crate::waves::clusters::Clusters,
     settings: Mutex<Option<CachedSettings>>,
     reader: Box<FileReader>,
     /// Spec warnings already logged, so each is logged once per version of its file.
@@ -95,6 +97,7 @@ impl Runtime {
             prometheus,
             forge,
             kube: tokio::sync::OnceCell::new(),
+            clusters: crate::waves::clusters::Clusters::default(),
             settings: Mutex::new(None),
             reader: Box::new(read_bounded),
             warnings: Default::default(),
@@ -177,6 +180,19 @@ impl Runtime {
     /// The spec warnings this process has logged (see [`crate::spec::warning_log`]).
     pub fn spec_warnings(&self) -> &crate::spec::warning_log::WarningLog {
         &self.warnings
+    }
+
+    /// The client of a wave's cluster (`cluster:`), or sluice's own without one.
+    pub async fn cluster_client(
+        &self,
+        cluster: Option<&crate::core::waves::Cluster>,
+    ) -> Result<kube::Client, String> {
+        match cluster {
+            Some(cluster) => self.clusters.client(cluster).await,
+            None => self.kube_client().await.ok_or_else(|| {
+                "no Kubernetes access (in-cluster config or KUBECONFIG)".to_string()
+            }),
+        }
     }
 
     /// The repo settings of the `.sluice/config.yaml` whose git blob id is `source` (`None`:

@@ -78,4 +78,6 @@ mod support;
 mod sync;
 mod tick;
 mod validate_repo;
+mod waves;
+mod waves_spec;
 mod workload;

@@ -39,12 +39,69 @@ pub const DEMO_FILES: [(&str, &str); 4] = [
 
 const CANARY: &str = "demo/podinfo";
 
+/// `--waves`: the example fleet (`examples/fleet`), its waves settled by time instead of read
+/// from clusters (the demo has none), and no approval, so one command runs the release.
+pub fn fleet_files() -> Vec<(&'static str, String)> {
+    let mut waves = String::from(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Waves\nmetadata: {name: fleet, namespace: demo}\nspec:\n  waves:\n",
+    );
+    for wave in ["staging", "prod-eu", "prod-us"] {
+        waves.push_str(&DEMO_WAVE.replace("WAVE", wave));
+    }
+    vec![
+        (
+            ".sluice/config.yaml",
+            include_str!("../../examples/fleet/.sluice/config.yaml").to_string(),
+        ),
+        (
+            "apps/podinfo/deployment.yaml",
+            include_str!("../../examples/fleet/apps/podinfo/deployment.yaml").to_string(),
+        ),
+        (
+            "apps/podinfo/configmap.yaml",
+            include_str!("../../examples/fleet/apps/podinfo/configmap.yaml").to_string(),
+        ),
+        (
+            "apps/podinfo/canary.yaml",
+            include_str!("../../examples/fleet/apps/podinfo/canary.yaml").to_string(),
+        ),
+        ("apps/podinfo/waves.yaml", waves),
+    ]
+}
+
+/// One of the demo's three clusters: a folder, one second to apply a commit, one step of
+/// 50 % (the canary's three steps, in every wave, would take minutes).
+const DEMO_WAVE: &str = "    - name: WAVE
+      output: clusters/WAVE/podinfo
+      settle: 1s
+      analysis:
+        interval: 1s
+        threshold: 2
+        stepWeight: 50
+        maxWeight: 50
+        metrics:
+          - {name: request-success-rate, thresholdRange: {min: 99}, interval: 1m}
+          - {name: request-duration, thresholdRange: {max: 500}, interval: 1m}
+";
+
+/// The canaries the demo waits for: the canary, or with `--waves` each wave's instance.
+fn watched(waves: bool) -> Vec<String> {
+    if waves {
+        ["staging", "prod-eu", "prod-us"]
+            .iter()
+            .map(|w| format!("{CANARY}.{w}"))
+            .collect()
+    } else {
+        vec![CANARY.to_string()]
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Keep the demo repos in this folder instead of a temporary one.
     #[arg(long)]
     pub keep: Option<std::path::PathBuf>,
-    /// Give up after this many seconds.
+    /// Give up after this many seconds (per wave with --waves).
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
     /// Make the canary unhealthy (87 % success rate) to watch sluice roll it back.
@@ -56,6 +113,9 @@ pub struct Args {
     /// Address of the demo's dashboard (port 0 picks a free port).
     #[arg(long, default_value = crate::cli::dashboard::DEFAULT_DASHBOARD_LISTEN, requires = "dashboard")]
     pub dashboard_listen: std::net::SocketAddr,
+    /// Roll the release out in three waves (staging, prod-eu, prod-us), cluster after cluster.
+    #[arg(long)]
+    pub waves: bool,
 }
 
 /// Creates a bare repo at `remote` whose `main` holds `files`, committed as `author`.
@@ -105,9 +165,15 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let remote = dir.join("config-repo.git");
     let url = remote.to_string_lossy().to_string();
     let alice = Identity::new("alice", "alice@example.com");
-    seed_bare_repo(&dir, &remote, &DEMO_FILES, &alice)?;
+    let fleet = fleet_files();
+    let fleet: Vec<(&str, &str)> = fleet.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let files: &[(&str, &str)] = if args.waves { &fleet } else { &DEMO_FILES };
+    seed_bare_repo(&dir, &remote, files, &alice)?;
     outln!("sluice demo: config repo {url}");
     outln!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");
+    if args.waves {
+        outln!("  apps/podinfo/waves.yaml rolls each release out in three waves: clusters/staging, clusters/prod-eu, clusters/prod-us");
+    }
 
     let creds = Credentials::none();
     let mut sluice = ConfigRepo::open_or_clone(&url, "main", &dir.join("sluice-workdir"), &creds)?;
@@ -144,10 +210,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         start.elapsed().as_secs_f64()
     );
 
-    tick_until_done(&mut sluice, &ctx, start, Duration::from_secs(args.timeout))?;
+    let watched = watched(args.waves);
+    let timeout = Duration::from_secs(args.timeout).saturating_mul(watched.len() as u32);
+    tick_until_done(&mut sluice, &ctx, &watched, start, timeout)?;
 
     outln!("\ngit log of {url} (oldest first):");
-    print_history(&sluice)?;
+    print_history(&sluice, args.waves)?;
     if args.keep.is_some() {
         outln!("\nrepos kept in {}", dir.display());
     }
@@ -209,11 +277,12 @@ fn bump_image(human: &mut ConfigRepo, alice: &Identity) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Ticks until the canary is promoted or rolled back, sleeping until each next due time; an
-/// error after `timeout`.
+/// Ticks until the `watched` canaries are promoted, or one is rolled back, sleeping until each
+/// next due time; an error after `timeout`.
 fn tick_until_done(
     sluice: &mut ConfigRepo,
     ctx: &Context,
+    watched: &[String],
     start: Instant,
     timeout: Duration,
 ) -> anyhow::Result<()> {
@@ -221,16 +290,25 @@ fn tick_until_done(
     loop {
         let report = tick(sluice, ctx, jiff::Timestamp::now())?;
         show(&report, start);
-        let phase = report
-            .outcomes
+        let phases: Vec<Option<Phase>> = watched
             .iter()
-            .find(|o| o.id == CANARY)
-            .and_then(|o| o.phase);
-        if matches!(phase, Some(Phase::Succeeded) | Some(Phase::Failed)) && report.commits > 0 {
-            outln!(
-                "\ncanary {CANARY} ended {}",
-                phase.map(|p| p.to_string()).unwrap_or_default()
-            );
+            .map(|id| {
+                report
+                    .outcomes
+                    .iter()
+                    .find(|o| &o.id == id)
+                    .and_then(|o| o.phase)
+            })
+            .collect();
+        let failed = phases.contains(&Some(Phase::Failed));
+        let done = phases.iter().all(|p| *p == Some(Phase::Succeeded));
+        if (failed || done) && report.commits > 0 {
+            let ended = if failed {
+                Phase::Failed
+            } else {
+                Phase::Succeeded
+            };
+            outln!("\ncanary {CANARY} ended {ended}");
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -245,7 +323,7 @@ fn tick_until_done(
 }
 
 /// Prints the repo's history, oldest first: author, phase, weights and subject per commit.
-fn print_history(sluice: &ConfigRepo) -> anyhow::Result<()> {
+fn print_history(sluice: &ConfigRepo, waves: bool) -> anyhow::Result<()> {
     let mut entries = sluice.history(None, 200)?;
     entries.reverse();
     for e in entries {
@@ -256,8 +334,14 @@ fn print_history(sluice: &ConfigRepo) -> anyhow::Result<()> {
                 .map(|(_, v)| v.clone())
                 .unwrap_or_default()
         };
+        // With waves, which cluster each commit went to.
+        let wave = if waves {
+            format!("{:<8} ", trailer("Sluice-Wave"))
+        } else {
+            String::new()
+        };
         outln!(
-            "  {} {:<8} {:<15} {:<24} {}",
+            "  {} {:<8} {wave}{:<15} {:<24} {}",
             &e.oid.to_string()[..7],
             e.author.name,
             trailer("Sluice-Phase"),

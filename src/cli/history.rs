@@ -10,6 +10,9 @@ use crate::render::message::CANARY;
 pub struct Args {
     /// The canary, as NAMESPACE/NAME.
     pub canary: String,
+    /// For a canary with waves: that wave's timeline (its commits carry `Sluice-Wave`).
+    #[arg(long)]
+    pub wave: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
@@ -23,7 +26,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     if !args.canary.contains('/') {
         anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.canary);
     }
-    let filter = Some((CANARY, args.canary.as_str()));
+    // A wave's instance is the canary `NS/NAME.WAVE`.
+    let canary = match &args.wave {
+        Some(wave) => format!("{}.{wave}", args.canary),
+        None => args.canary.clone(),
+    };
+    let filter = Some((CANARY, canary.as_str()));
     let history = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => local_history(dir, &args.source.branch, filter, args.limit)?,
         (None, Some(url)) => {
@@ -33,7 +41,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
-    let list = entries(&history, &args.canary);
+    let list = entries(&history, &canary);
     match args.output {
         Output::Json => outln!("{}", serde_json::to_string_pretty(&list)?),
         Output::Yaml => out!("{}", serde_saphyr::to_string(&list)?),

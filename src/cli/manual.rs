@@ -11,6 +11,9 @@ use crate::runtime::Runtime;
 pub struct Args {
     /// The canary, as NAMESPACE/NAME.
     pub canary: String,
+    /// For a canary with waves: the wave to act on (default: the wave in progress).
+    #[arg(long)]
+    pub wave: Option<String>,
     /// Config repo URL (a bare repository path works too).
     #[arg(
         long,
@@ -84,6 +87,7 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
     let mut locked = open(&url, &args.branch, Some(&workdir))?;
     let manual = Manual {
         canary: &args.canary,
+        wave: args.wave.as_deref(),
         op,
         operator: operator(args.operator.as_deref())?,
         reason: &args.reason,

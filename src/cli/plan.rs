@@ -1,5 +1,6 @@
 //! `sluice plan FILE...`: per canary, the weights it walks, the promotion, where approvals wait
-//! and the minimum duration, computed by the decision engine on a simulated clock.
+//! and the minimum duration, computed by the decision engine on a simulated clock; for a
+//! canary with waves, each wave, then the release's waves in order and its minimum duration.
 
 use std::path::PathBuf;
 
@@ -36,6 +37,9 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             for p in &plans {
                 print_plan(p);
             }
+            for r in crate::core::waves::plan(&loaded.canaries) {
+                print_release(&r);
+            }
         }
     }
     Ok(if loaded.errors.is_empty() { 0 } else { 1 })
@@ -50,6 +54,28 @@ fn list(weights: &[u8]) -> String {
         .map(u8::to_string)
         .collect::<Vec<_>>()
         .join(" -> ")
+}
+
+/// A canary with waves: its waves in order (each planned above as `NAME.WAVE`), and the
+/// release's minimum duration.
+fn print_release(r: &crate::core::waves::ReleasePlan) {
+    outln!(
+        "{}/{} (release in {} waves)",
+        r.namespace,
+        r.name,
+        r.waves.len()
+    );
+    for (i, w) in r.waves.iter().enumerate() {
+        let approval = if w.approval { ", after approval" } else { "" };
+        outln!(
+            "  wave {}: {:<12} {}s, canary weights {}{approval}",
+            i + 1,
+            w.wave,
+            w.min_duration_seconds,
+            list(&w.canary_weights)
+        );
+    }
+    outln!("  minimum duration:   {}s", r.min_duration_seconds);
 }
 
 fn print_plan(p: &Simulation) {

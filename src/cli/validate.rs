@@ -95,6 +95,11 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         has_status: &has_status,
     });
     let mut loaded = crate::spec::load::load_in(&snapshot, &settings, existing.as_ref());
+    // Waves' kube contexts, against the kubeconfig sluice is given, as in the loop.
+    crate::waves::contexts::reject_unknown_contexts(
+        &mut loaded,
+        crate::waves::contexts::kubeconfig_contexts,
+    );
     // Output folders are checked on disk as the loop checks them in its clone.
     if let Some(root) = &root {
         reject_unowned_paths(&mut loaded, &snapshot, root);

@@ -22,3 +22,4 @@ pub mod simulate;
 pub mod status;
 pub mod trailer;
 pub mod verdict;
+pub mod waves;

@@ -202,6 +202,82 @@ pub struct Canary<R = ()> {
     /// target workload at the primary's spec and the apex Service selecting it. Recorded in
     /// the status file, the only place sluice still reads once the spec is gone.
     pub revert_on_deletion: bool,
+    /// The wave this instance rolls out in, when the spec has waves (see the `waves` module).
+    pub wave: Option<WaveOf>,
+}
+
+impl<R> Canary<R> {
+    /// The canary's own name: its id's name, or for a wave's instance (whose id is
+    /// `<name>.<wave>`) the name the spec gives. Workloads, queries and hooks use this one.
+    pub fn base_name(&self) -> &Name {
+        self.wave.as_ref().map_or(&self.id.name, |w| &w.canary)
+    }
+}
+
+/// What `onFailure` asks for when a wave fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// The failed wave rolls back in its own folder; the earlier waves keep the new revision,
+    /// the later ones keep the old one, and the release is Failed.
+    #[default]
+    Hold,
+}
+
+impl OnFailure {
+    pub const ALL: [(&'static str, OnFailure); 1] = [("hold", OnFailure::Hold)];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Hold => "hold",
+        }
+    }
+}
+
+/// How the gates of a wave reach its cluster (sync and readiness).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Cluster {
+    /// A context of the kubeconfig sluice is given (`KUBECONFIG`, `~/.kube/config`).
+    KubeContext(String),
+    /// An API server address and a file holding a bearer token (a mounted ServiceAccount
+    /// token, say), with an optional CA bundle file.
+    Token {
+        server: String,
+        token_file: String,
+        ca_file: Option<String>,
+    },
+}
+
+impl fmt::Display for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cluster::KubeContext(c) => write!(f, "kube context {c}"),
+            Cluster::Token { server, .. } => write!(f, "API server {server}"),
+        }
+    }
+}
+
+/// The wave a canary instance belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaveOf {
+    /// The canary's own name (the instance's id carries `<name>.<wave>`).
+    pub canary: Name,
+    /// This wave's name.
+    pub name: Name,
+    /// Where the wave is written: the canary's file, or its `Waves` object's; the line of
+    /// the wave's entry; the field path of the entry (`spec.waves[1]`).
+    pub file: String,
+    pub line: usize,
+    pub field: String,
+    /// 0-based position in the release.
+    pub index: usize,
+    /// Every wave's name, in release order.
+    pub waves: Vec<Name>,
+    /// Whether a person approves the wave's start (the approval pull request flow).
+    pub approval: bool,
+    pub on_failure: OnFailure,
+    /// Where the wave's sync and readiness gates look; `None`: the cluster sluice's own kube
+    /// client reaches.
+    pub cluster: Option<Cluster>,
 }
 
 /// Flagger's `spec.autoscalerRef`: the user's autoscaler, which sluice copies for the primary

@@ -105,7 +105,7 @@ pub fn query_model(
     variables: &BTreeMap<String, String>,
 ) -> QueryModel {
     QueryModel {
-        name: canary.id.name.to_string(),
+        name: canary.base_name().to_string(),
         namespace: canary.id.namespace.to_string(),
         target: target.to_string(),
         service: canary.service.name.to_string(),

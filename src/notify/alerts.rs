@@ -158,7 +158,7 @@ fn kind(canary: &Canary) -> &str {
 pub fn fields(canary: &Canary) -> Vec<(String, String)> {
     let target = match &canary.target {
         Target::TargetRef { name, .. } => name.as_str(),
-        Target::Source { .. } | Target::RouteOnly { .. } => canary.id.name.as_str(),
+        Target::Source { .. } | Target::RouteOnly { .. } => canary.base_name().as_str(),
     };
     let mut out = vec![
         (
@@ -187,7 +187,7 @@ pub fn fields(canary: &Canary) -> Vec<(String, String)> {
 
 /// The JSON Flagger posts to a provider of `alert`'s type.
 pub fn payload(alert: &Alert, canary: &Canary, m: &Message) -> Value {
-    let workload = format!("{}.{}", canary.id.name, canary.id.namespace);
+    let workload = format!("{}.{}", canary.base_name(), canary.id.namespace);
     let fields = if m.metadata {
         fields(canary)
     } else {

@@ -105,7 +105,7 @@ pub fn payload(
         Channel::Webhook => json!({
             "canary": canary.id.to_string(),
             "namespace": canary.id.namespace.to_string(),
-            "name": canary.id.name.to_string(),
+            "name": canary.base_name().to_string(),
             "event": event.name(),
             "phase": s.phase.as_str(),
             "message": decision.events.join("; "),

@@ -14,6 +14,8 @@ pub const PHASE: &str = "Sluice-Phase";
 pub const STEP: &str = "Sluice-Step";
 pub const WEIGHTS: &str = "Sluice-Weights";
 pub const REVISION: &str = "Sluice-Revision";
+/// On a wave instance's commits: the wave's name (see [`crate::core::waves`]).
+pub const WAVE: &str = "Sluice-Wave";
 /// One per check the decision judged; the value is [`crate::core::trailer::check_trailer`]'s.
 pub const CHECK: &str = "Sluice-Check";
 /// On the commit that records an approval: the forge login of who merged the approval pull
@@ -171,6 +173,9 @@ pub fn render(
             crate::core::model::short_revision(&revision).to_string(),
         ),
     ];
+    if let Some(wave) = &canary.wave {
+        trailers.insert(1, (WAVE.to_string(), wave.name.to_string()));
+    }
     for check in &decision.checks {
         trailers.push((CHECK.to_string(), check_trailer(check)));
     }

@@ -36,6 +36,9 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     "suspend",
     "progressDeadlineSeconds",
     "sync",
+    // Read by `spec::waves`.
+    "waves",
+    "onFailure",
 ];
 const FLAGGER_SPEC_KEYS: &[&str] = &[
     "analysis",
@@ -240,6 +243,7 @@ pub fn read_native(
         sync,
         autoscaler: None,
         revert_on_deletion: false,
+        wave: None,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -748,6 +752,7 @@ pub fn read_flagger(
         sync: settings.sync.clone(),
         autoscaler,
         revert_on_deletion,
+        wave: None,
         id: id?,
         file: r.file.clone(),
         line: root.line,

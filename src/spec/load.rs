@@ -122,8 +122,10 @@ pub fn generated_for(text: &str) -> Option<&str> {
         .next()?
         .strip_prefix(GENERATED_MARK)?
         .strip_prefix(" for canary ")?
-        .split(['.', ' '])
+        .split(' ')
         .next()
+        // The sentence's full stop, not a dot of the name (a wave's `name.wave`).
+        .map(|id| id.strip_suffix('.').unwrap_or(id))
 }
 
 /// Every file of `files` inside the folder `output`.
@@ -266,11 +268,14 @@ fn read_canaries(
             _ => None,
         };
         let id = canary.as_ref().map(|c| c.id.clone());
+        // A canary with waves loads as one instance per wave.
+        if let Some(canary) = canary {
+            canaries.extend(crate::spec::waves::expand(r, root, canary, snapshot));
+        }
         warnings.extend(r.warnings.drain(..).map(|problem| Warning {
             canary: id.clone(),
             problem,
         }));
-        canaries.extend(canary);
     }
     (canaries, warnings)
 }

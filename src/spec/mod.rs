@@ -18,3 +18,4 @@ pub mod settings;
 pub mod sync;
 pub mod template_refs;
 pub mod warning_log;
+pub mod waves;

@@ -34,7 +34,7 @@ fn call(addr: &str, method: &str, path: &str, body: Option<&Json>) -> (u16, Json
         if let Some(i) = out.windows(4).position(|w| w == b"\r\n\r\n") {
             break i + 4;
         }
-        let n = stream.read(&mut buf).unwrap();
+        let n = read_some(&mut stream, &mut buf);
         assert!(n > 0, "chromedriver closed the connection mid-answer");
         out.extend_from_slice(&buf[..n]);
     };
@@ -59,7 +59,7 @@ fn call(addr: &str, method: &str, path: &str, body: Option<&Json>) -> (u16, Json
         if done {
             break;
         }
-        let n = stream.read(&mut buf).unwrap();
+        let n = read_some(&mut stream, &mut buf);
         if n == 0 {
             break;
         }
@@ -278,4 +278,16 @@ fn decode_base64(text: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+/// One `read`, retried when a signal interrupts it (EINTR: other tests in this process start and
+/// stop children, and a handler installed without SA_RESTART interrupts blocking reads).
+fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> usize {
+    loop {
+        match stream.read(buf) {
+            Ok(n) => return n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => panic!("reading chromedriver's answer: {e}"),
+        }
+    }
 }

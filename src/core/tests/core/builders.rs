@@ -293,6 +293,7 @@ impl CanaryBuilder {
             }),
             autoscaler: None,
             revert_on_deletion: false,
+            wave: None,
         }
     }
 }

@@ -14,3 +14,4 @@ mod promotion;
 mod properties;
 mod route_state;
 mod verdict;
+mod waves;

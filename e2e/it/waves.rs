@@ -1,0 +1,347 @@
+//! The loop with waves, against a `git daemon` remote: a route-only canary `shop/web` rolled
+//! out in three waves (staging, eu, us), each its own cluster folder, decided by in-process
+//! ticks on a clock that advances five seconds a tick. The metrics of each wave's cluster come from a scripted
+//! observer (one answer per wave); everything else is real: the binary's spec loading, the
+//! release rule, render, commits and pushes, `sluice approve --wave`.
+//!
+//! After each case every commit's route documents pass their strict schemas and each wave's
+//! folder builds with `kubectl kustomize`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use jiff::{Timestamp, ToSpan};
+use serde_json::Value as Json;
+use sluice::core::observe::{MetricObservation, MetricValue};
+use sluice::core::status::Status;
+use sluice::metrics::metric_templates::TemplateIndex;
+use sluice::observer::{External, Observer, Request};
+use sluice::spec::settings::Settings;
+use sluice::tick::tick;
+
+use crate::loop_support::kustomize_builds;
+use crate::support::{
+    git, human_clone, human_commit, run_sluice, served_clone, tick_context, Schemas,
+};
+
+const FILE: &str = "apps/web/canary.yaml";
+const WAVES: [&str; 3] = ["staging", "eu", "us"];
+
+fn canary(revision: &str, on_failure: &str, eu_approval: bool) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {{name: web, namespace: shop}}
+spec:
+  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
+  service: {{port: 8080}}
+  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
+  metricsServer: http://prometheus.invalid:9090
+  analysis:
+    interval: 1s
+    threshold: 1
+    stepWeights: [50]
+    metrics:
+      - name: error-rate
+        query: sum(rate(errors[1m]))
+        thresholdRange: {{max: 1}}
+  onFailure: {on_failure}
+  waves:
+    - name: staging
+      output: clusters/staging/web
+      settle: 1s
+    - name: eu
+      output: clusters/eu/web
+      settle: 1s
+      approval: {eu_approval}
+    - name: us
+      output: clusters/us/web
+      settle: 1s
+"
+    )
+}
+
+/// Each wave's cluster's metric: the error rate its Prometheus answers.
+struct Clusters {
+    error_rate: Mutex<BTreeMap<String, f64>>,
+}
+
+impl Clusters {
+    fn new() -> Clusters {
+        Clusters {
+            error_rate: Mutex::new(WAVES.iter().map(|w| (w.to_string(), 0.0)).collect()),
+        }
+    }
+
+    fn set(&self, wave: &str, rate: f64) {
+        self.error_rate
+            .lock()
+            .unwrap()
+            .insert(wave.to_string(), rate);
+    }
+}
+
+impl Observer for Clusters {
+    fn observe(
+        &self,
+        _: &TemplateIndex,
+        _: &Settings,
+        requests: &[Request<'_>],
+        _: Timestamp,
+    ) -> Vec<External> {
+        let rates = self.error_rate.lock().unwrap();
+        requests
+            .iter()
+            .map(|r| {
+                let wave = r.canary.wave.as_ref().expect("every canary here has waves");
+                External {
+                    metrics: vec![MetricObservation {
+                        name: "error-rate".into(),
+                        value: MetricValue::Value(rates[wave.name.as_str()]),
+                    }],
+                    ..External::default()
+                }
+            })
+            .collect()
+    }
+}
+
+/// The status file of a wave at main, when it has one.
+fn status(bare: &Path, wave: &str) -> Option<Status> {
+    let path = format!("main:.sluice/status/shop/web.{wave}.yaml");
+    let out = std::process::Command::new("git")
+        .args(["show", &path])
+        .current_dir(bare)
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| sluice::render::status_file::parse(&String::from_utf8_lossy(&out.stdout)).unwrap())
+}
+
+fn phases(bare: &Path) -> Vec<String> {
+    WAVES
+        .iter()
+        .map(|w| match status(bare, w) {
+            Some(s) => format!(
+                "{} {}",
+                s.phase,
+                s.canary_revision.unwrap_or(s.promoted_revision)
+            ),
+            None => "-".into(),
+        })
+        .collect()
+}
+
+/// sluice's commits on main, oldest first: (Sluice-Wave, Sluice-Phase, Sluice-Revision).
+fn wave_log(bare: &Path) -> Vec<(String, String, String)> {
+    let format = "--format=%(trailers:key=Sluice-Wave,valueonly,separator=)|%(trailers:key=Sluice-Phase,valueonly,separator=)|%(trailers:key=Sluice-Revision,valueonly,separator=)";
+    git(bare, &["log", "--reverse", format, "main"])
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split('|').map(str::trim);
+            let (wave, phase, revision) = (parts.next()?, parts.next()?, parts.next()?);
+            (!wave.is_empty()).then(|| (wave.into(), phase.into(), revision.into()))
+        })
+        .collect()
+}
+
+/// A rollout under test: the remote, a human's clone, sluice's clone, a clock.
+struct Fleet {
+    _tmp: tempfile::TempDir,
+    _daemon: crate::support::GitDaemon,
+    bare: std::path::PathBuf,
+    human: std::path::PathBuf,
+    repo: sluice::gitops::ConfigRepo,
+    now: Timestamp,
+    clusters: Clusters,
+}
+
+impl Fleet {
+    fn start(on_failure: &str, eu_approval: bool) -> Fleet {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = crate::support::seeded_remote(
+            tmp.path(),
+            &[(FILE, &canary("v1", on_failure, eu_approval))],
+        );
+        let (daemon, url, repo) = served_clone(tmp.path());
+        let human = human_clone(&url, &tmp.path().join("human"));
+        let mut fleet = Fleet {
+            _tmp: tmp,
+            _daemon: daemon,
+            bare,
+            human,
+            repo,
+            // From the wall clock, since `sluice approve` stamps its commit with it; each tick
+            // then moves it on faster than the wall clock runs.
+            now: Timestamp::now(),
+            clusters: Clusters::new(),
+        };
+        fleet.tick();
+        assert_eq!(
+            phases(&fleet.bare),
+            ["Initialized v1"; 3],
+            "every wave starts with v1"
+        );
+        fleet
+    }
+
+    fn tick(&mut self) {
+        let ctx = tick_context(&self.clusters, crate::support::runtime());
+        tick(&mut self.repo, &ctx, self.now).unwrap();
+        self.now = self.now.checked_add(5.seconds()).unwrap();
+    }
+
+    fn release(&self, revision: &str, on_failure: &str, eu_approval: bool) {
+        git(&self.human, &["pull", "-q", "origin", "main"]);
+        let text = canary(revision, on_failure, eu_approval);
+        human_commit(
+            &self.human,
+            FILE,
+            &text,
+            &format!("web: release {revision}"),
+        );
+    }
+
+    /// Ticks until `done` holds of the phases (at most 40 ticks).
+    fn until(&mut self, what: &str, done: impl Fn(&[String]) -> bool) {
+        for _ in 0..40 {
+            if done(&phases(&self.bare)) {
+                return;
+            }
+            self.tick();
+        }
+        panic!(
+            "never {what}: {:?}\n{:#?}",
+            phases(&self.bare),
+            wave_log(&self.bare)
+        );
+    }
+
+    /// Every commit's route documents pass their schemas; each folder builds at main.
+    fn check_outputs(&self) {
+        let mut schemas = Schemas(BTreeMap::new());
+        for wave in WAVES {
+            let folder = format!("clusters/{wave}/web");
+            let route = format!("{folder}/route.yaml");
+            let commits = git(&self.bare, &["log", "--format=%H", "main", "--", &route]);
+            for sha in commits.lines() {
+                let text = crate::support::show(&self.bare, sha, &route);
+                for doc in serde_saphyr::from_multiple::<Json>(&text).unwrap() {
+                    schemas.assert_valid(&doc, &format!("{sha}:{route}"));
+                }
+            }
+            kustomize_builds(&self.bare, &folder);
+        }
+    }
+}
+
+/// Positions of the first and last commit of each wave after index `from` of the log.
+fn spans(log: &[(String, String, String)], revision: &str) -> Vec<(usize, usize)> {
+    WAVES
+        .iter()
+        .map(|w| {
+            let at: Vec<usize> = log
+                .iter()
+                .enumerate()
+                .filter(|(_, (wave, _, rev))| wave == w && rev == revision)
+                .map(|(i, _)| i)
+                .collect();
+            (*at.first().unwrap_or(&usize::MAX), *at.last().unwrap_or(&0))
+        })
+        .collect()
+}
+
+#[test]
+fn a_good_release_walks_wave_by_wave_to_succeeded() {
+    let mut fleet = Fleet::start("hold", false);
+    fleet.release("v2", "hold", false);
+    fleet.until("all on v2", |p| p == ["Succeeded v2"; 3]);
+    let log = wave_log(&fleet.bare);
+    let s = spans(&log, "v2");
+    assert!(
+        s[0].1 < s[1].0 && s[1].1 < s[2].0,
+        "waves in order: {s:?}\n{log:#?}"
+    );
+    fleet.check_outputs();
+}
+
+#[test]
+fn an_approval_wave_waits_for_sluice_approve_with_its_wave() {
+    let mut fleet = Fleet::start("hold", true);
+    fleet.release("v2", "hold", true);
+    fleet.until("eu waits", |p| {
+        p[0] == "Succeeded v2" && p[1] == "Waiting v2"
+    });
+    for _ in 0..3 {
+        fleet.tick();
+    }
+    assert_eq!(
+        phases(&fleet.bare)[1..],
+        ["Waiting v2", "Initialized v1"],
+        "eu and us wait"
+    );
+    let bare = fleet.bare.display().to_string();
+    let (code, out, err) = run_sluice(&[
+        "approve",
+        "shop/web",
+        "--wave",
+        "eu",
+        "--dir",
+        &bare,
+        "--reason",
+        "staging looks good",
+        "--as",
+        "Ops <ops@example.com>",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    fleet.until("all on v2", |p| p == ["Succeeded v2"; 3]);
+    fleet.check_outputs();
+}
+
+#[test]
+fn a_bad_metric_in_wave_two_rolls_back_wave_two_only_and_wave_three_never_changes() {
+    let mut fleet = Fleet::start("hold", false);
+    let us_before = git(&fleet.bare, &["rev-parse", "main:clusters/us/web"]);
+    fleet.clusters.set("eu", 5.0);
+    fleet.release("v2", "hold", false);
+    fleet.until("eu failed", |p| p[1] == "Failed v2");
+    for _ in 0..5 {
+        fleet.tick();
+    }
+    assert_eq!(
+        phases(&fleet.bare),
+        ["Succeeded v2", "Failed v2", "Initialized v1"]
+    );
+    assert_eq!(
+        git(&fleet.bare, &["rev-parse", "main:clusters/us/web"]),
+        us_before,
+        "us untouched"
+    );
+    assert!(wave_log(&fleet.bare)
+        .iter()
+        .all(|(w, _, rev)| w != "us" || rev == "v1"));
+    fleet.check_outputs();
+}
+
+#[test]
+fn a_newer_revision_mid_release_restarts_from_wave_one() {
+    let mut fleet = Fleet::start("hold", false);
+    fleet.release("v2", "hold", false);
+    fleet.until("eu analyses v2", |p| p[1] == "Progressing v2");
+    fleet.release("v3", "hold", false);
+    fleet.until("all on v3", |p| p == ["Succeeded v3"; 3]);
+    let log = wave_log(&fleet.bare);
+    // us never took v2: v3 reached it through staging and eu.
+    assert!(
+        log.iter().all(|(w, _, rev)| w != "us" || rev != "v2"),
+        "{log:#?}"
+    );
+    let s = spans(&log, "v3");
+    assert!(
+        s[0].1 < s[1].0 && s[1].1 < s[2].0,
+        "v3 in wave order: {s:?}\n{log:#?}"
+    );
+    fleet.check_outputs();
+}

@@ -1,0 +1,209 @@
+//! The release rule of waves, as tables over a three-wave release (staging, eu, us): which
+//! wave may see the source's revision, with a fixed clock.
+
+use sluice_core::model::Name;
+use sluice_core::status::{Phase, Status};
+use sluice_core::waves::{release, release_state, Release, ReleaseState, WaveState};
+
+use crate::builders::t;
+
+/// A wave's status: `phase`, the promoted revision, the revision under analysis.
+fn status(phase: Phase, promoted: &str, canary: Option<&str>) -> Status {
+    Status {
+        phase,
+        step: 0,
+        canary_weight: 0,
+        primary_weight: 100,
+        failed_checks: 0,
+        iterations: 0,
+        promoted_revision: promoted.to_string(),
+        canary_revision: canary.map(str::to_string),
+        stable_service: None,
+        waiting_for: None,
+        phase_since: t(0),
+        step_started: t(0),
+        last_failed_check: None,
+        checks: Vec::new(),
+        message: String::new(),
+        paused: false,
+        clock_from_merge: false,
+        session_cookie: None,
+        previous_session_cookie: None,
+        mirroring: false,
+        drift: Vec::new(),
+    }
+}
+
+fn names() -> [Name; 3] {
+    ["staging", "eu", "us"].map(|n| Name::parse(n).unwrap())
+}
+
+/// `G` for a wave that goes, `H` for one held.
+fn rule(revision: &str, statuses: [Option<Status>; 3]) -> String {
+    let names = names();
+    let waves: Vec<WaveState<'_>> = names
+        .iter()
+        .zip(&statuses)
+        .map(|(name, status)| WaveState {
+            name,
+            status: status.as_ref(),
+        })
+        .collect();
+    release(revision, &waves)
+        .iter()
+        .map(|r| match r {
+            Release::Go => 'G',
+            Release::Hold { .. } => 'H',
+        })
+        .collect()
+}
+
+fn state(revision: &str, statuses: [Option<Status>; 3]) -> ReleaseState {
+    let names = names();
+    let waves: Vec<WaveState<'_>> = names
+        .iter()
+        .zip(&statuses)
+        .map(|(name, status)| WaveState {
+            name,
+            status: status.as_ref(),
+        })
+        .collect();
+    release_state(revision, &waves)
+}
+
+use Phase::*;
+
+#[test]
+fn a_release_walks_wave_by_wave() {
+    let rest = |p| Some(status(p, "r1", None));
+    let on = |p, canary| Some(status(p, "r1", Some(canary)));
+    let done = || Some(status(Succeeded, "r2", Some("r2")));
+    let table: Vec<(&str, [Option<Status>; 3], &str, ReleaseState)> = vec![
+        // Nothing yet: every wave initializes with what the source holds.
+        (
+            "start",
+            [None, None, None],
+            "GGG",
+            ReleaseState::InProgress { wave: 0 },
+        ),
+        (
+            "initialized",
+            [rest(Initialized), rest(Initialized), rest(Initialized)],
+            "GHH",
+            ReleaseState::InProgress { wave: 0 },
+        ),
+        (
+            "staging analyses r2",
+            [on(Progressing, "r2"), rest(Initialized), rest(Initialized)],
+            "GHH",
+            ReleaseState::InProgress { wave: 0 },
+        ),
+        (
+            "staging promotes",
+            [on(Promoting, "r2"), rest(Initialized), rest(Initialized)],
+            "GHH",
+            ReleaseState::InProgress { wave: 0 },
+        ),
+        (
+            "staging succeeded: eu goes",
+            [done(), rest(Initialized), rest(Initialized)],
+            "GGH",
+            ReleaseState::InProgress { wave: 1 },
+        ),
+        (
+            "eu waits for its approval",
+            [done(), on(Waiting, "r2"), rest(Initialized)],
+            "GGH",
+            ReleaseState::InProgress { wave: 1 },
+        ),
+        (
+            "eu analyses",
+            [done(), on(Progressing, "r2"), rest(Succeeded)],
+            "GGH",
+            ReleaseState::InProgress { wave: 1 },
+        ),
+        (
+            "eu succeeded: us goes",
+            [done(), done(), rest(Succeeded)],
+            "GGG",
+            ReleaseState::InProgress { wave: 2 },
+        ),
+        (
+            "all on r2",
+            [done(), done(), done()],
+            "GGG",
+            ReleaseState::Done,
+        ),
+    ];
+    for (name, statuses, want, want_state) in table {
+        assert_eq!(rule("r2", statuses.clone()), want, "{name}");
+        assert_eq!(state("r2", statuses), want_state, "{name}");
+    }
+}
+
+#[test]
+fn a_failed_wave_stops_the_release_and_holds_the_later_ones() {
+    let done = || Some(status(Succeeded, "r2", Some("r2")));
+    let failed = Some(status(Failed, "r1", Some("r2")));
+    let old = Some(status(Succeeded, "r1", None));
+    let statuses = [done(), failed, old];
+    // The failed wave goes (its own rules keep it Failed, rolled back in its folder); the
+    // one after it never sees r2.
+    assert_eq!(rule("r2", statuses.clone()), "GGH");
+    assert_eq!(state("r2", statuses), ReleaseState::Failed { wave: 1 });
+}
+
+#[test]
+fn a_newer_revision_restarts_in_the_first_wave() {
+    // r2 was in eu when r3 arrived: staging starts r3; eu, on r2, waits where it is for r3
+    // to reach it; us (still r1) waits too.
+    let statuses = [
+        Some(status(Succeeded, "r2", Some("r2"))),
+        Some(status(Progressing, "r1", Some("r2"))),
+        Some(status(Succeeded, "r1", None)),
+    ];
+    assert_eq!(rule("r3", statuses.clone()), "GHH");
+    assert_eq!(state("r3", statuses), ReleaseState::InProgress { wave: 0 });
+    // Once staging succeeded on r3, eu takes r3 (its rules restart the analysis).
+    let statuses = [
+        Some(status(Succeeded, "r3", Some("r3"))),
+        Some(status(Progressing, "r1", Some("r2"))),
+        Some(status(Succeeded, "r1", None)),
+    ];
+    assert_eq!(rule("r3", statuses), "GGH");
+}
+
+#[test]
+fn a_later_wave_never_takes_a_revision_an_earlier_one_only_passed_before() {
+    // Staging succeeded on r2, then r3 came and failed there: eu stays on r2 and us on r1.
+    let statuses = [
+        Some(status(Failed, "r2", Some("r3"))),
+        Some(status(Succeeded, "r2", Some("r2"))),
+        Some(status(Succeeded, "r1", None)),
+    ];
+    assert_eq!(rule("r3", statuses.clone()), "GHH");
+    assert_eq!(state("r3", statuses), ReleaseState::Failed { wave: 0 });
+}
+
+#[test]
+fn a_held_wave_says_what_it_waits_for() {
+    let names = names();
+    let staging = status(Progressing, "r1", Some("9e46dc7a1b"));
+    let eu = status(Initialized, "r1", None);
+    let waves = [
+        WaveState {
+            name: &names[0],
+            status: Some(&staging),
+        },
+        WaveState {
+            name: &names[1],
+            status: Some(&eu),
+        },
+    ];
+    assert_eq!(
+        release("9e46dc7a1b", &waves)[1],
+        Release::Hold {
+            reason: "waiting for wave staging to succeed on revision 9e46dc7 (it is Progressing on 9e46dc7)".into()
+        }
+    );
+}

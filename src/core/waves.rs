@@ -1,0 +1,201 @@
+//! Waves: one release rolled out cluster after cluster.
+//!
+//! A canary with waves is loaded as one canary *instance* per wave (its id's name is
+//! `<name>.<wave>`, see [`instance_name`]), each with its own output folder, status file and
+//! gates, and each decided by the same rules as any canary. What this module adds is the
+//! *release rule* ([`release`]): which waves may see the source's revision this tick. The
+//! first wave always may; wave k+1 may once wave k runs the revision as its promoted one
+//! (Succeeded on it). A wave that may not is held: it is not decided at all, so nothing is
+//! committed to its folder and it keeps running what it runs.
+//!
+//! Pure: no IO, no clock. The adapters (`src/waves/`) read the statuses and apply the answer.
+
+use crate::model::Name;
+pub use crate::model::{Cluster, OnFailure, WaveOf};
+use crate::status::{Phase, Status};
+
+/// The id name of wave `wave`'s instance of canary `canary`: `<canary>.<wave>`.
+pub fn instance_name(canary: &Name, wave: &Name) -> Result<Name, String> {
+    Name::parse(&format!("{canary}.{wave}"))
+}
+
+/// Whether a wave may go on this tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// Decided as any canary: it sees the source's revision.
+    Go,
+    /// Not decided this tick: nothing is committed to its folder.
+    Hold { reason: String },
+}
+
+/// One wave as the release rule sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct WaveState<'a> {
+    pub name: &'a Name,
+    /// Its status file; `None` before its first commit.
+    pub status: Option<&'a Status>,
+}
+
+/// Whether a canary in `phase` is at rest: initialized, or done with its last revision. A
+/// wave at rest is not in progress.
+pub fn at_rest(phase: Phase) -> bool {
+    match phase {
+        Phase::Succeeded | Phase::Initialized => true,
+        Phase::Initializing
+        | Phase::Waiting
+        | Phase::Progressing
+        | Phase::WaitingApproval
+        | Phase::Promoting
+        | Phase::Finalising
+        | Phase::Failed => false,
+    }
+}
+
+/// Whether the wave runs `revision` as its promoted one: Succeeded on it, or initialized with
+/// it (a revision that was already there when the canary started).
+fn runs(status: &Status, revision: &str) -> bool {
+    status.promoted_revision == revision && at_rest(status.phase)
+}
+
+/// Whether the wave already took `revision` (under analysis, promoted, or failed on it): its
+/// own rules carry on with it.
+fn took(status: &Status, revision: &str) -> bool {
+    status.promoted_revision == revision || status.canary_revision.as_deref() == Some(revision)
+}
+
+/// The release rule: for each wave, in release order, whether it may see `revision` (the
+/// source's) this tick.
+///
+/// - The first wave always goes: a new revision starts there.
+/// - A wave without a status goes: it initializes with what the source holds.
+/// - A wave that already took `revision` goes: its analysis (or its rest) carries on.
+/// - Any other wave goes once the wave before it runs `revision` as its promoted one, and
+///   is held before that: a later wave never sees a revision an earlier one has not passed.
+///   A newer revision therefore restarts in the first wave, and a wave that was on the
+///   superseded one stays where it is until the newer one reaches it.
+pub fn release(revision: &str, waves: &[WaveState<'_>]) -> Vec<Release> {
+    let mut out = Vec::with_capacity(waves.len());
+    for (i, wave) in waves.iter().enumerate() {
+        let previous = i.checked_sub(1).and_then(|p| waves.get(p));
+        let decision = match (previous, wave.status) {
+            (None, _) | (_, None) => Release::Go,
+            (Some(_), Some(status)) if took(status, revision) => Release::Go,
+            (Some(prev), Some(_)) => match prev.status {
+                Some(s) if runs(s, revision) => Release::Go,
+                Some(s) => Release::Hold {
+                    reason: format!(
+                        "waiting for wave {} to succeed on revision {} (it is {}{})",
+                        prev.name,
+                        crate::model::short_revision(revision),
+                        s.phase,
+                        on_revision(s)
+                    ),
+                },
+                None => Release::Hold {
+                    reason: format!("waiting for wave {} to start", prev.name),
+                },
+            },
+        };
+        out.push(decision);
+    }
+    out
+}
+
+fn on_revision(s: &Status) -> String {
+    let revision = match s.phase {
+        Phase::Progressing
+        | Phase::WaitingApproval
+        | Phase::Promoting
+        | Phase::Finalising
+        | Phase::Failed
+        | Phase::Waiting => s.canary_revision.as_deref(),
+        Phase::Initializing | Phase::Initialized | Phase::Succeeded => {
+            Some(s.promoted_revision.as_str())
+        }
+    };
+    revision
+        .map(|r| format!(" on {}", crate::model::short_revision(r)))
+        .unwrap_or_default()
+}
+
+/// Where a release stands, from its waves' statuses (for `sluice status` and `/readyz`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseState {
+    /// Every wave runs `revision`.
+    Done,
+    /// The wave (0-based) that has `revision` in hand, or is next to take it.
+    InProgress { wave: usize },
+    /// A wave failed on `revision`; with `onFailure: hold` the release stops there.
+    Failed { wave: usize },
+}
+
+/// Where the release of `revision` stands.
+pub fn release_state(revision: &str, waves: &[WaveState<'_>]) -> ReleaseState {
+    for (i, wave) in waves.iter().enumerate() {
+        match wave.status {
+            Some(s) if runs(s, revision) => continue,
+            Some(s) if s.phase == Phase::Failed && took(s, revision) => {
+                return ReleaseState::Failed { wave: i }
+            }
+            Some(_) | None => return ReleaseState::InProgress { wave: i },
+        }
+    }
+    ReleaseState::Done
+}
+
+/// One release as `sluice plan` shows it: its waves in order, each with its own simulated
+/// rollout, and the least time the whole release takes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasePlan {
+    pub namespace: String,
+    pub name: String,
+    pub waves: Vec<WavePlan>,
+    /// The waves one after the other, each from its new revision to its promotion, approvals
+    /// granted at once.
+    pub min_duration_seconds: u64,
+}
+
+/// One wave of a [`ReleasePlan`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WavePlan {
+    pub wave: String,
+    /// Whether a person approves the wave's start.
+    pub approval: bool,
+    pub min_duration_seconds: u64,
+    pub canary_weights: Vec<u8>,
+}
+
+/// The releases among `canaries` (the instances of each canary with waves, in wave order),
+/// simulated with [`crate::simulate::simulate`].
+pub fn plan<R>(canaries: &[crate::model::Canary<R>]) -> Vec<ReleasePlan> {
+    let mut out: Vec<ReleasePlan> = Vec::new();
+    for canary in canaries {
+        let Some(wave) = &canary.wave else { continue };
+        let sim = crate::simulate::simulate(canary);
+        let entry = WavePlan {
+            wave: wave.name.to_string(),
+            approval: wave.approval,
+            min_duration_seconds: sim.min_duration_seconds,
+            canary_weights: sim.canary_weights,
+        };
+        let (namespace, name) = (canary.id.namespace.to_string(), wave.canary.to_string());
+        match out
+            .iter_mut()
+            .find(|r| r.namespace == namespace && r.name == name)
+        {
+            Some(release) => {
+                release.min_duration_seconds += entry.min_duration_seconds;
+                release.waves.push(entry);
+            }
+            None => out.push(ReleasePlan {
+                namespace,
+                name,
+                min_duration_seconds: entry.min_duration_seconds,
+                waves: vec![entry],
+            }),
+        }
+    }
+    out
+}

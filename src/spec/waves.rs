@@ -1,0 +1,465 @@
+//! Waves: a canary's `spec.waves` (native), or the `sluice.dev/v1alpha1 Waves` object a
+//! Flagger canary's `sluice.dev/waves: <name>` annotation names, read and checked, and the
+//! canary expanded into one instance per wave (see [`crate::core::waves`]).
+//!
+//! ```yaml
+//! spec:
+//!   onFailure: hold
+//!   waves:
+//!     - name: staging
+//!       output: clusters/staging/podinfo
+//!       sync: {flux: {kustomization: apps}}
+//!       cluster: {kubeContext: staging}
+//!       metricsServer: http://prometheus.staging:9090
+//!       analysis: {...}            # replaces the canary's analysis in this wave
+//!     - name: prod-eu
+//!       output: clusters/prod-eu/podinfo
+//!       settle: 2m
+//!       approval: true
+//! ```
+//!
+//! Each instance is the canary with the wave's output folder, gates and analysis; its id's
+//! name is `<name>.<wave>`, so it has its own status file, history and approval branches.
+//! Pure: no IO; every problem is reported through the [`Reader`] with its line and field.
+//! Kube contexts are checked against the kubeconfig by `crate::waves::contexts`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::core::waves::{instance_name, Cluster, OnFailure, WaveOf};
+use crate::spec::analysis::read_analysis;
+use crate::spec::model::{Analysis, Canary, Format, Name, RepoPath, SyncTarget};
+use crate::spec::sync::read_sync_target;
+use crate::yaml::node::Node;
+use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
+use crate::yaml::snapshot::Snapshot;
+
+/// The annotation a Flagger canary names its `Waves` object with.
+pub const ANNOTATION: &str = "sluice.dev/waves";
+
+const WAVE_KEYS: &[&str] = &[
+    "name",
+    "output",
+    "sync",
+    "settle",
+    "metricsServer",
+    "cluster",
+    "approval",
+    "analysis",
+];
+const WAVES_SPEC_KEYS: &[&str] = &["waves", "onFailure"];
+
+/// One wave as written.
+#[derive(Debug, Clone)]
+struct WaveSpec {
+    name: Name,
+    file: String,
+    line: usize,
+    field: String,
+    output: RepoPath,
+    sync: Option<SyncTarget>,
+    settle: Option<Duration>,
+    metrics_server: Option<String>,
+    cluster: Option<Cluster>,
+    approval: bool,
+    analysis: Option<Analysis>,
+}
+
+/// A release's waves, checked.
+#[derive(Debug, Clone)]
+struct Waves {
+    waves: Vec<WaveSpec>,
+    on_failure: OnFailure,
+}
+
+/// What the reader of a wave's analysis needs to know of the canary.
+struct Context<'a> {
+    format: Format,
+    namespace: &'a Name,
+    strategy: &'static str,
+    snapshot: &'a Snapshot,
+}
+
+/// The canary `canary` read from `root` as its instances, one per wave; the canary itself
+/// when it has no waves; nothing when its waves are refused (every problem reported to `r`,
+/// or for a Flagger canary's `Waves` object, with that object's file).
+pub fn expand(r: &mut Reader, root: &Node, canary: Canary, snapshot: &Snapshot) -> Vec<Canary> {
+    let ctx = Context {
+        format: canary.format,
+        namespace: &canary.id.namespace,
+        strategy: canary.analysis.strategy.name(),
+        snapshot,
+    };
+    let spec = root.get("spec");
+    let waves = match canary.format {
+        Format::Native => match spec {
+            Some(spec) if spec.get("waves").is_some() => read_waves(r, spec, "spec", &ctx),
+            Some(spec) => {
+                if let Some(n) = spec.get("onFailure") {
+                    r.error(
+                        n.line,
+                        "spec.onFailure",
+                        "set without spec.waves; remove it, or list the waves",
+                    );
+                    return Vec::new();
+                }
+                return vec![canary];
+            }
+            None => return vec![canary],
+        },
+        Format::Flagger => match annotation(r, root) {
+            None => return vec![canary],
+            Some(Err(())) => return Vec::new(),
+            Some(Ok((name, line))) => read_object(r, &name, line, &ctx),
+        },
+    };
+    match waves {
+        Some(waves) => instances(r, &canary, &waves),
+        None => Vec::new(),
+    }
+}
+
+/// The `sluice.dev/waves` annotation of a Flagger canary: the name and its line.
+fn annotation(r: &mut Reader, root: &Node) -> Option<Result<(Name, usize), ()>> {
+    let n = root
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(ANNOTATION))?;
+    let path = format!("metadata.annotations.{ANNOTATION}");
+    Some(name_at(r, n, &path).map(|name| (name, n.line)).ok_or(()))
+}
+
+/// The `Waves` object `name` in the canary's namespace; its problems are reported with its
+/// own file, and a missing one at the annotation's line.
+fn read_object(r: &mut Reader, name: &Name, line: usize, ctx: &Context) -> Option<Waves> {
+    let found: Vec<_> = ctx
+        .snapshot
+        .find("Waves", name.as_str())
+        .filter(|o| o.api_version == Some("sluice.dev/v1alpha1"))
+        .filter(|o| o.namespace.unwrap_or("default") == ctx.namespace.as_str())
+        .collect();
+    let object = match found.as_slice() {
+        [one] => one,
+        [] => {
+            r.error(
+                line,
+                &format!("metadata.annotations.{ANNOTATION}"),
+                format!(
+                    "no sluice.dev/v1alpha1 Waves object named {name} in namespace {} in the repo",
+                    ctx.namespace
+                ),
+            );
+            return None;
+        }
+        [first, second, ..] => {
+            r.error(
+                line,
+                &format!("metadata.annotations.{ANNOTATION}"),
+                format!(
+                    "two Waves objects named {name} in namespace {}: {}:{} and {}:{}",
+                    ctx.namespace, first.file, first.line, second.file, second.line
+                ),
+            );
+            return None;
+        }
+    };
+    let mut own = Reader::new(object.file);
+    let waves = read_waves_object(&mut own, object.node, ctx);
+    let failed = !own.errors.is_empty();
+    r.errors.append(&mut own.errors);
+    if failed {
+        return None;
+    }
+    waves
+}
+
+fn read_waves_object(r: &mut Reader, root: &Node, ctx: &Context) -> Option<Waves> {
+    r.map(root, "", OBJECT_KEYS)?;
+    metadata_name(r, root)?;
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", WAVES_SPEC_KEYS)?;
+    if spec.get("waves").is_none() {
+        r.required(spec, "spec", "waves");
+        return None;
+    }
+    read_waves(r, spec, "spec", ctx)
+}
+
+/// `waves` and `onFailure` of the mapping `spec` (at `path`).
+fn read_waves(r: &mut Reader, spec: &Node, path: &str, ctx: &Context) -> Option<Waves> {
+    let before = r.errors.len();
+    let on_failure = match spec.get("onFailure") {
+        Some(n) => read_on_failure(r, n, &join(path, "onFailure")),
+        None => Some(OnFailure::default()),
+    };
+    let list_path = join(path, "waves");
+    let list = r.required(spec, path, "waves")?;
+    let items = r.seq(list, &list_path)?;
+    if items.is_empty() {
+        r.error(
+            list.line,
+            &list_path,
+            "expected at least one wave, found none",
+        );
+        return None;
+    }
+    let waves: Vec<Option<WaveSpec>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, n)| read_wave(r, n, &index(&list_path, i), ctx))
+        .collect();
+    let waves: Vec<WaveSpec> = waves.into_iter().flatten().collect();
+    check_names(r, &waves, &list_path);
+    check_outputs(r, &waves, &list_path);
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Waves {
+        waves,
+        on_failure: on_failure?,
+    })
+}
+
+fn read_on_failure(r: &mut Reader, n: &Node, path: &str) -> Option<OnFailure> {
+    if n.as_str() == Some("rollback") {
+        r.error(
+            n.line,
+            path,
+            "rollback is not supported yet: a failed wave rolls back in its own folder and the earlier waves keep the new revision (hold); revert them with a commit of the source",
+        );
+        return None;
+    }
+    r.one_of(n, path, &OnFailure::ALL)
+}
+
+fn read_wave(r: &mut Reader, node: &Node, path: &str, ctx: &Context) -> Option<WaveSpec> {
+    let before = r.errors.len();
+    r.map(node, path, WAVE_KEYS)?;
+    let name = r.required(node, path, "name").and_then(|n| {
+        let name = name_at(r, n, &join(path, "name"))?;
+        if name.as_str().contains('.') {
+            r.error(
+                n.line,
+                &join(path, "name"),
+                format!("expected a wave name without dots (it ends the instance's name `<canary>.<wave>`), found \"{name}\""),
+            );
+            return None;
+        }
+        Some(name)
+    });
+    let output = r.required(node, path, "output").and_then(|n| {
+        let text = r.string(n, &join(path, "output"))?;
+        RepoPath::parse(&text)
+            .map_err(|e| r.error(n.line, &join(path, "output"), e))
+            .ok()
+    });
+    let sync = node
+        .get("sync")
+        .and_then(|n| read_sync_target(r, n, &join(path, "sync")));
+    let settle = node
+        .get("settle")
+        .and_then(|n| r.duration(n, &join(path, "settle")));
+    if node.get("sync").is_none() && node.get("settle").is_none() {
+        r.error(
+            node.line,
+            path,
+            "expected sync (the Flux Kustomization or Argo CD Application that applies this wave's folder) or settle (how long after a commit its cluster has applied it), found neither: sluice must know when the wave's commits are live",
+        );
+    }
+    let metrics_server = node
+        .get("metricsServer")
+        .and_then(|n| read_url(r, n, &join(path, "metricsServer")));
+    let cluster = node
+        .get("cluster")
+        .and_then(|n| read_cluster(r, n, &join(path, "cluster")));
+    let approval = node
+        .get("approval")
+        .and_then(|n| r.bool(n, &join(path, "approval")))
+        .unwrap_or(false);
+    let analysis = node
+        .get("analysis")
+        .and_then(|n| read_wave_analysis(r, n, path, ctx));
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(WaveSpec {
+        name: name?,
+        file: r.file.clone(),
+        line: node.line,
+        field: path.to_string(),
+        output: output?,
+        sync,
+        settle,
+        metrics_server,
+        cluster,
+        approval,
+        analysis,
+    })
+}
+
+/// A wave's `analysis`: a whole analysis in the canary's format, replacing the canary's in
+/// this wave; its strategy must be the canary's (the route was read for that one).
+fn read_wave_analysis(r: &mut Reader, n: &Node, path: &str, ctx: &Context) -> Option<Analysis> {
+    let at = join(path, "analysis");
+    let analysis = read_analysis(r, n, &at, ctx.format, Some(ctx.namespace), ctx.snapshot)?;
+    let strategy = analysis.strategy.name();
+    if strategy != ctx.strategy {
+        r.error(
+            n.line,
+            &at,
+            format!(
+                "expected a {} analysis (the canary's strategy), found a {strategy} one: a wave changes the analysis, not the strategy",
+                ctx.strategy
+            ),
+        );
+        return None;
+    }
+    Some(analysis)
+}
+
+fn read_url(r: &mut Reader, n: &Node, path: &str) -> Option<String> {
+    let text = r.string(n, path)?;
+    if text.starts_with("http://") || text.starts_with("https://") {
+        return Some(text);
+    }
+    r.error(
+        n.line,
+        path,
+        format!("expected an http:// or https:// URL, found {text:?}"),
+    );
+    None
+}
+
+/// `cluster: {kubeContext: NAME}` or `cluster: {server: URL, tokenFile: PATH, caFile: PATH}`.
+fn read_cluster(r: &mut Reader, n: &Node, path: &str) -> Option<Cluster> {
+    r.map(n, path, &["kubeContext", "server", "tokenFile", "caFile"])?;
+    let text = |r: &mut Reader, key: &str| {
+        let v = n.get(key)?;
+        let text = r.string(v, &join(path, key))?;
+        if text.trim().is_empty() {
+            r.error(v.line, &join(path, key), "expected a non-empty string");
+            return None;
+        }
+        Some(text)
+    };
+    match (n.get("kubeContext"), n.get("server"), n.get("tokenFile")) {
+        (Some(_), None, None) if n.get("caFile").is_none() => {
+            text(r, "kubeContext").map(Cluster::KubeContext)
+        }
+        (None, Some(_), Some(_)) => {
+            let server = n
+                .get("server")
+                .and_then(|v| read_url(r, v, &join(path, "server")));
+            let token_file = text(r, "tokenFile");
+            let ca_file = text(r, "caFile");
+            Some(Cluster::Token {
+                server: server?,
+                token_file: token_file?,
+                ca_file,
+            })
+        }
+        _ => {
+            r.error(
+                n.line,
+                path,
+                "expected {kubeContext: NAME} (a context of the kubeconfig sluice is given) or {server: URL, tokenFile: PATH} (with an optional caFile)",
+            );
+            None
+        }
+    }
+}
+
+/// Two waves with one name are an error at the second.
+fn check_names(r: &mut Reader, waves: &[WaveSpec], path: &str) {
+    let mut first: BTreeMap<&Name, usize> = BTreeMap::new();
+    for (i, wave) in waves.iter().enumerate() {
+        if let Some(line) = first.get(&wave.name) {
+            r.error(
+                wave.line,
+                &join(&index(path, i), "name"),
+                format!(
+                    "duplicate wave name {}: already used by the wave at line {line}",
+                    wave.name
+                ),
+            );
+            continue;
+        }
+        first.insert(&wave.name, wave.line);
+    }
+}
+
+/// Two waves writing one folder, or one inside the other's, are an error at the second.
+fn check_outputs(r: &mut Reader, waves: &[WaveSpec], path: &str) {
+    let inside = |a: &str, b: &str| a.strip_prefix(b).is_some_and(|rest| rest.starts_with('/'));
+    for (i, wave) in waves.iter().enumerate() {
+        let out = wave.output.as_str();
+        let clash = waves[..i].iter().find(|w| {
+            let other = w.output.as_str();
+            other == out || inside(out, other) || inside(other, out)
+        });
+        if let Some(other) = clash {
+            r.error(
+                wave.line,
+                &join(&index(path, i), "output"),
+                format!(
+                    "output folder {out} overlaps the output folder {} of wave {} (line {}); give each wave its own cluster folder",
+                    other.output, other.name, other.line
+                ),
+            );
+        }
+    }
+}
+
+/// One instance of `canary` per wave.
+fn instances(r: &mut Reader, canary: &Canary, waves: &Waves) -> Vec<Canary> {
+    let names: Vec<Name> = waves.waves.iter().map(|w| w.name.clone()).collect();
+    let mut out = Vec::new();
+    for (i, wave) in waves.waves.iter().enumerate() {
+        let id_name = match instance_name(&canary.id.name, &wave.name) {
+            Ok(n) => n,
+            Err(e) => {
+                let at = join(&index("spec.waves", i), "name");
+                r.error(wave.line, &at, format!("the wave's instance name: {e}"));
+                continue;
+            }
+        };
+        let mut c = canary.clone();
+        c.id.name = id_name;
+        c.output = wave.output.clone();
+        c.sync = wave.sync.clone();
+        c.settle = wave.settle.unwrap_or(canary.settle);
+        if let Some(server) = &wave.metrics_server {
+            c.metrics_server = Some(server.clone());
+        }
+        if let Some(analysis) = &wave.analysis {
+            c.analysis = analysis.clone();
+        }
+        if wave.approval {
+            c.analysis.approvals.before_rollout = true;
+        }
+        c.wave = Some(WaveOf {
+            canary: canary.id.name.clone(),
+            name: wave.name.clone(),
+            file: wave.file.clone(),
+            line: wave.line,
+            field: wave.field.clone(),
+            index: i,
+            waves: names.clone(),
+            approval: wave.approval,
+            on_failure: waves.on_failure,
+            cluster: wave.cluster.clone(),
+        });
+        out.push(c);
+    }
+    if out.len() != waves.waves.len() {
+        return Vec::new();
+    }
+    out
+}
+
+/// The canary names an instance id name `<name>.<wave>` may come from (every cut at a dot,
+/// since both a canary's and a wave's name may hold dots).
+pub fn canary_names(id_name: &Name) -> impl Iterator<Item = &str> {
+    let text = id_name.as_str();
+    text.match_indices('.').map(move |(i, _)| &text[..i])
+}

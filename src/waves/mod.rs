@@ -1,0 +1,16 @@
+//! Waves at the edges: what the pure release rule ([`crate::core::waves`]) needs from the
+//! outside world, and how its answer is applied.
+//!
+//! - [`release`]: the tick's hook: each wave instance's status, through the release rule;
+//!   a wave the release has not reached is held (not decided, nothing committed);
+//! - [`contexts`]: the kube contexts waves name, checked against the kubeconfig sluice is
+//!   given;
+//! - [`clusters`]: one Kubernetes client per wave cluster, for its sync and readiness gates;
+//! - [`select`]: which wave a command (`sluice approve NS/NAME --wave W`) means.
+//!
+//! Decides nothing itself, and never commits.
+
+pub mod clusters;
+pub mod contexts;
+pub mod release;
+pub mod select;
