@@ -34,6 +34,7 @@ use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
+use crate::yaml::snapshot_cache::Listed;
 
 /// What a tick read of the repo at its head.
 pub struct Read {
@@ -61,7 +62,7 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         email: settings.author_email.clone(),
     });
     // The one read of the repo this attempt makes: specs, templates and sources come from it.
-    let snapshot = Snapshot::read_with(root, |p| runtime.read_file(p));
+    let snapshot = snapshot(repo, runtime);
     let has_status =
         |id: &CanaryId| std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok();
     let existing = crate::spec::load::Existing {
@@ -90,6 +91,30 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         loaded,
         templates,
         spec_errors,
+    }
+}
+
+/// The snapshot of the head: its YAML files listed from git, only those whose content the
+/// last tick did not parse read (from the work tree, through the runtime's reader) and parsed.
+/// When the head's tree cannot be listed, the work tree is walked and every file read.
+fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Snapshot {
+    let root = repo.root();
+    match repo.yaml_files_at(repo.head()) {
+        Ok(files) => {
+            let listed = files
+                .into_iter()
+                .map(|f| Listed {
+                    name: f.path,
+                    blob: f.id.to_string(),
+                    link: f.link,
+                })
+                .collect();
+            runtime.snapshot(listed, |name| runtime.read_file(&root.join(name)))
+        }
+        Err(e) => {
+            warn!(error = %e, "Cannot list the head's files; reading the work tree");
+            Snapshot::read_with(root, |p| runtime.read_file(p))
+        }
     }
 }
 

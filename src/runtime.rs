@@ -11,6 +11,7 @@
 //! - One lazily built kube client, shared by sync, readiness and the lease.
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
 //! - The one function a tick reads work-tree files with (tests count reads through it).
+//! - The files the last tick parsed, by blob id, so that a tick parses only what changed.
 //!
 //! It holds no per-canary state and makes no decision.
 
@@ -27,7 +28,8 @@ use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR
 use crate::secrets::Secrets;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
-use crate::yaml::snapshot::{read_bounded, ReadError};
+use crate::yaml::snapshot::{read_bounded, ReadError, Snapshot};
+use crate::yaml::snapshot_cache::{Listed, ParsedFiles};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.
@@ -45,6 +47,7 @@ pub struct Runtime {
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
     settings: Mutex<Option<CachedSettings>>,
     reader: Box<FileReader>,
+    parsed: Mutex<ParsedFiles>,
 }
 
 /// Reads a work-tree file as text (bounded, UTF-8).
@@ -95,6 +98,7 @@ impl Runtime {
             kube: tokio::sync::OnceCell::new(),
             settings: Mutex::new(None),
             reader: Box::new(read_bounded),
+            parsed: Mutex::new(ParsedFiles::default()),
         })
     }
 
@@ -111,6 +115,21 @@ impl Runtime {
     /// Reads a work-tree file: the tick's only way to read the repo's files.
     pub fn read_file(&self, path: &Path) -> Result<String, ReadError> {
         (self.reader)(path)
+    }
+
+    /// The snapshot of the files `listed` (a commit's YAML files); `read` reads, by name, only
+    /// the files whose blob the last snapshot did not parse.
+    pub fn snapshot(
+        &self,
+        listed: Vec<Listed>,
+        read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Snapshot {
+        let mut parsed = match self.parsed.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a cache that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        parsed.snapshot(listed, read)
     }
 
     /// Runs a future to completion on the shared runtime (from a thread that is not one of its
