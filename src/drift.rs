@@ -51,8 +51,12 @@
 //!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
-//! [`LOOKBACK`] commits; a commit is rendered again once per process (the verdicts are kept by
+//! [`LOOKBACK`] commits, of which it reads only those the last tick did not (the commits
+//! since its head: the rest are kept by commit id); a commit is rendered again once per process (the verdicts are kept by
 //! commit ids); nothing runs on an idle poll (the head did not move).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use git2::Oid;
 
@@ -116,16 +120,34 @@ pub struct Drift {
 
 /// The first-parent history from a tick's head and the files each commit changed, read
 /// once, only as deep as some canary's check needs, and shared by every canary of the tick.
+/// The commits the last tick read are taken from it ([`History::remember`]): a commit's
+/// parents, trailers and changed files depend on its id alone, so a tick reads only the
+/// commits since the last tick's head.
 pub struct History {
     head: Oid,
-    read: Vec<Walked>,
+    read: Vec<Arc<Walked>>,
     next: Option<Oid>,
+    /// What the last tick read, by commit id.
+    known: HashMap<Oid, Arc<Walked>>,
 }
 
 struct Walked {
     oid: Oid,
     facts: CommitFacts,
     changed: Vec<String>,
+}
+
+/// The commits the last [`History`] read (at most [`LOOKBACK`]), for the next tick's. Keyed by
+/// commit id, so right for any clone: a process holding several clones (the tests) only reads
+/// more.
+static LAST_WALK: LazyLock<Mutex<HashMap<Oid, Arc<Walked>>>> = LazyLock::new(Mutex::default);
+
+fn last_walk() -> std::sync::MutexGuard<'static, HashMap<Oid, Arc<Walked>>> {
+    match LAST_WALK.lock() {
+        Ok(guard) => guard,
+        // A panic elsewhere while holding the lock left a map that is still whole.
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl History {
@@ -136,7 +158,17 @@ impl History {
             head,
             read: Vec::new(),
             next: Some(head),
+            known: std::mem::take(&mut *last_walk()),
         }
+    }
+
+    /// Keeps the commits this history read for the next tick's, in place of the last tick's.
+    pub fn remember(self) {
+        *last_walk() = self
+            .read
+            .into_iter()
+            .map(|walked| (walked.oid, walked))
+            .collect();
     }
 
     /// The `i`th commit from the head, read when first asked for; `None` past the root or
@@ -144,17 +176,23 @@ impl History {
     fn get(&mut self, repo: &ConfigRepo, i: usize) -> Result<Option<&Walked>, DriftError> {
         while self.read.len() <= i && self.read.len() < LOOKBACK {
             let Some(oid) = self.next else { break };
-            let facts = repo.commit_facts(oid)?;
-            let parent = facts.parents.first().copied();
-            let changed = repo.changed_paths(oid, parent)?;
-            self.next = parent;
-            self.read.push(Walked {
-                oid,
-                facts,
-                changed,
-            });
+            let walked = match self.known.get(&oid) {
+                Some(walked) => Arc::clone(walked),
+                None => {
+                    let facts = repo.commit_facts(oid)?;
+                    let parent = facts.parents.first().copied();
+                    let changed = repo.changed_paths(oid, parent)?;
+                    Arc::new(Walked {
+                        oid,
+                        facts,
+                        changed,
+                    })
+                }
+            };
+            self.next = walked.facts.parents.first().copied();
+            self.read.push(walked);
         }
-        Ok(self.read.get(i))
+        Ok(self.read.get(i).map(|walked| &**walked))
     }
 
     /// The commit just past the look-back, once the walk has reached it; `None` while the

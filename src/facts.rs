@@ -216,6 +216,7 @@ pub fn gather<'a>(
         };
         gathered.push(Gathered { canary, known });
     }
+    history.remember();
     Ok(Gathering {
         unreadable,
         canaries: gathered,
