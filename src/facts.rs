@@ -3,7 +3,8 @@
 //! - [`read`]: the repo settings (and whether they load), the one snapshot of the repo, the
 //!   canaries it declares (a spec that does not load is refused here, with file, line and
 //!   field), the metric templates;
-//! - [`gather`], per canary: its status file and revision, the [`Observer`]'s metrics,
+//! - [`gather`], per canary: its status file (parsed again only when it changed:
+//!   `facts/statuses.rs`) and revision, the [`Observer`]'s metrics,
 //!   webhook answers, sync and readiness, whether its last commit is live, drift (owned files
 //!   changed outside sluice, from git), and what became of its approval pull request;
 //! - [`deleted`]: canaries whose spec left the repo.
@@ -35,6 +36,8 @@ use crate::workload;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
 use crate::yaml::snapshot_cache::Listed;
+
+mod statuses;
 
 /// What a tick read of the repo at its head.
 pub struct Read {
@@ -176,8 +179,9 @@ pub fn gather<'a>(
     let index = workload::Index::new(&read.snapshot, &outputs);
     let mut unreadable = Vec::new();
     let mut prepared = Vec::new();
-    for canary in canaries {
-        match prepare(root, canary, &index, runtime) {
+    let statuses = statuses::read_all(repo, runtime, canaries);
+    for (canary, found) in canaries.iter().zip(statuses) {
+        match prepare(root, canary, &index, found) {
             Ok(p) => prepared.push(p),
             Err(e) => unreadable.push(CanaryOutcome::failed(canary, &e)),
         }
@@ -235,16 +239,9 @@ fn prepare<'a>(
     root: &Path,
     canary: &'a Canary,
     index: &workload::Index,
-    runtime: &Runtime,
+    found: Result<Option<statuses::Recorded>, CanaryError>,
 ) -> Result<Prepared<'a>, CanaryError> {
-    let read = |p: &Path| runtime.read_file(p);
-    let found = status_file::read_recorded(root, &canary.id, read).map_err(|message| {
-        CanaryError::Status {
-            path: status_file::path_for(&canary.id),
-            message,
-        }
-    })?;
-    let (status, record) = match found {
+    let (status, record) = match found? {
         Some((status, record)) => (Some(status), record),
         None => (None, None),
     };

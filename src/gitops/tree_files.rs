@@ -72,3 +72,29 @@ impl ConfigRepo {
         Ok(())
     }
 }
+
+impl ConfigRepo {
+    /// The blob id of each of `paths` at `commit` when it is a regular file there; `None` for
+    /// a path that is absent, a folder, a link or below a link.
+    pub fn regular_files_at(&self, commit: Oid, paths: &[String]) -> Result<Vec<Option<Oid>>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.git_err("read a commit's tree", &e))?;
+        paths
+            .iter()
+            .map(|path| match tree.get_path(std::path::Path::new(path)) {
+                Ok(entry)
+                    if entry.kind() == Some(ObjectType::Blob)
+                        && matches!(entry.filemode(), 0o100644 | 0o100755) =>
+                {
+                    Ok(Some(entry.id()))
+                }
+                Ok(_) => Ok(None),
+                Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+                Err(e) => Err(self.git_err("look up a file", &e)),
+            })
+            .collect()
+    }
+}
