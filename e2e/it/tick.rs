@@ -145,7 +145,10 @@ fn a_tick_reads_each_repo_file_once_and_unchanged_files_not_at_all() {
     assert_eq!(first.commits, 1, "{first:?}");
     let read_first = read_names(&reads, &work);
     for (spec, _) in &specs {
-        assert!(read_first.iter().any(|r| r == spec), "{spec}: {read_first:?}");
+        assert!(
+            read_first.iter().any(|r| r == spec),
+            "{spec}: {read_first:?}"
+        );
     }
     reads.lock().unwrap().clear();
 
@@ -168,7 +171,10 @@ fn a_tick_reads_each_repo_file_once_and_unchanged_files_not_at_all() {
         .iter()
         .filter(|r| specs.iter().any(|(s, _)| s == r) || *r == ".sluice/config.yaml")
         .collect();
-    assert!(again.is_empty(), "unchanged files are not read again: {again:?}");
+    assert!(
+        again.is_empty(),
+        "unchanged files are not read again: {again:?}"
+    );
 }
 
 /// The names of the files read, each read at most once.

@@ -66,7 +66,7 @@ pub use push::PushOutcome;
 pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
-pub use tree_files::TreeFile;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
+pub use tree_files::TreeFile;
 
 pub use git2::{Oid, Time};

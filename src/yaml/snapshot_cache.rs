@@ -99,7 +99,10 @@ mod tests {
             reads.push(name.to_string());
             Ok(format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n"))
         };
-        let first = cache.snapshot(vec![listed("a.yaml", "1"), listed("b.yaml", "2")], &mut read);
+        let first = cache.snapshot(
+            vec![listed("a.yaml", "1"), listed("b.yaml", "2")],
+            &mut read,
+        );
         assert_eq!(first.files().len(), 2);
         // b changed, c is new with a's content (same blob), a kept.
         let second = cache.snapshot(
@@ -111,9 +114,17 @@ mod tests {
             &mut read,
         );
         assert_eq!(reads, ["a.yaml", "b.yaml", "b.yaml"]);
-        assert_eq!(second.find("ConfigMap", "a.yaml").count(), 2, "c shares a's parse");
+        assert_eq!(
+            second.find("ConfigMap", "a.yaml").count(),
+            2,
+            "c shares a's parse"
+        );
         assert_eq!(second.file("c.yaml").unwrap().name, "c.yaml");
-        assert_eq!(cache.len(), 2, "only the blobs of the last snapshot are kept");
+        assert_eq!(
+            cache.len(),
+            2,
+            "only the blobs of the last snapshot are kept"
+        );
     }
 
     #[test]
@@ -135,7 +146,10 @@ mod tests {
                 Contents::Unreadable(ReadError::Symlink)
             ));
         }
-        assert_eq!(reads, 2, "the failed read is tried again, the link never read");
+        assert_eq!(
+            reads, 2,
+            "the failed read is tried again, the link never read"
+        );
         assert!(cache.is_empty());
     }
 }
