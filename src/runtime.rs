@@ -11,20 +11,23 @@
 //! - One lazily built kube client, shared by sync, readiness and the lease.
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
 //! - The one function a tick reads work-tree files with (tests count reads through it).
-//! - The files the last tick parsed, by blob id, so that a tick parses only what changed.
+//! - The files and status files the last tick parsed, by blob id, so that a tick parses only
+//!   what changed.
 //!
 //! It holds no per-canary state and makes no decision.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use tracing::warn;
 
+use crate::core::status::Status;
 use crate::forge::{ForgeClient, ForgeToken};
 use crate::http_client::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
+use crate::render::status_file::SpecRecord;
 use crate::secrets::Secrets;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
@@ -48,7 +51,11 @@ pub struct Runtime {
     settings: Mutex<Option<CachedSettings>>,
     reader: Box<FileReader>,
     parsed: Mutex<ParsedFiles>,
+    statuses: Mutex<ParsedStatuses>,
 }
+
+/// Status files parsed by the last tick, by blob id: each one's status and spec record.
+pub type ParsedStatuses = HashMap<git2::Oid, (Status, Option<SpecRecord>)>;
 
 /// Reads a work-tree file as text (bounded, UTF-8).
 pub type FileReader = dyn Fn(&Path) -> Result<String, ReadError> + Send + Sync;
@@ -99,6 +106,7 @@ impl Runtime {
             settings: Mutex::new(None),
             reader: Box::new(read_bounded),
             parsed: Mutex::new(ParsedFiles::default()),
+            statuses: Mutex::new(HashMap::new()),
         })
     }
 
@@ -130,6 +138,15 @@ impl Runtime {
             Err(poisoned) => poisoned.into_inner(),
         };
         parsed.snapshot(listed, read)
+    }
+
+    /// The status files the last tick parsed (`facts/statuses.rs` keeps them).
+    pub fn parsed_statuses(&self) -> MutexGuard<'_, ParsedStatuses> {
+        match self.statuses.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a map that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 
     /// Runs a future to completion on the shared runtime (from a thread that is not one of its

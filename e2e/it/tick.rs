@@ -300,10 +300,9 @@ fn an_idle_poll_with_an_unchanged_head_reads_no_repo_file() {
         let polled = poll(repo, &ctx, now, idle).unwrap();
         let read = reads.lock().unwrap().len();
         match polled {
-            Polled::Ticked(report) => {
-                assert!(read > 0, "a tick reads the repo");
-                Some(report)
-            }
+            // A tick reads only the files whose content the last tick did not parse: after a
+            // commit that changed no YAML file, none (`a_tick_after_a_one_file_change...`).
+            Polled::Ticked(report) => Some(report),
             Polled::Idle => {
                 assert_eq!(read, 0, "an idle poll read {read} repo files");
                 None

@@ -4,10 +4,10 @@
 //!
 //! Only a regular file found in the head's tree is taken by its blob id; anything else (no
 //! such file, a link, a path through a link, a tree that cannot be read) is read as before,
-//! with the same checks and errors.
+//! with the same checks and errors. The runtime holds the statuses the last tick parsed (only
+//! those of its canaries, so they never outgrow the repo).
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use git2::Oid;
 use tracing::warn;
@@ -21,18 +21,6 @@ use crate::spec::model::Canary;
 
 /// A status file's status and spec record.
 pub type Recorded = (Status, Option<SpecRecord>);
-
-/// The statuses the last tick parsed, by blob id: only those of its canaries, so it never
-/// outgrows the repo. Keyed by content, so right for any clone the process holds.
-static PARSED: LazyLock<Mutex<HashMap<Oid, Recorded>>> = LazyLock::new(Mutex::default);
-
-fn parsed() -> MutexGuard<'static, HashMap<Oid, Recorded>> {
-    match PARSED.lock() {
-        Ok(guard) => guard,
-        // A panic elsewhere while holding the lock left a map that is still whole.
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
 
 /// Each canary's status and record at the head (`None`: no status file yet), in order.
 pub fn read_all(
@@ -52,7 +40,8 @@ pub fn read_all(
             vec![None; paths.len()]
         }
     };
-    let known = std::mem::take(&mut *parsed());
+    // The runtime's, not the process's: tests run many repos side by side in one process.
+    let known = std::mem::take(&mut *runtime.parsed_statuses());
     let mut kept: HashMap<Oid, Recorded> = HashMap::new();
     let mut out = Vec::with_capacity(canaries.len());
     for ((canary, path), id) in canaries.iter().zip(paths).zip(ids) {
@@ -67,6 +56,6 @@ pub fn read_all(
         }
         out.push(found);
     }
-    *parsed() = kept;
+    *runtime.parsed_statuses() = kept;
     out
 }
