@@ -245,10 +245,12 @@ struct CheckKey {
 /// Checks kept at most; past it the memo starts again empty.
 const KEEP_CHECKS: usize = 10_000;
 
-static LAST_CHECKS: LazyLock<Mutex<HashMap<CheckKey, (Oid, Option<Drift>)>>> =
-    LazyLock::new(Mutex::default);
+/// Each canary's last verdict and the head it was made at.
+type Checks = HashMap<CheckKey, (Oid, Option<Drift>)>;
 
-fn last_checks() -> std::sync::MutexGuard<'static, HashMap<CheckKey, (Oid, Option<Drift>)>> {
+static LAST_CHECKS: LazyLock<Mutex<Checks>> = LazyLock::new(Mutex::default);
+
+fn last_checks() -> std::sync::MutexGuard<'static, Checks> {
     match LAST_CHECKS.lock() {
         Ok(guard) => guard,
         // A panic elsewhere while holding the lock left a map that is still whole.

@@ -231,7 +231,7 @@ fn a_tick_after_a_one_file_change_parses_that_file_only() {
     let report = tick(&mut repo, &ctx, t0 + std::time::Duration::from_secs(2)).unwrap();
     assert_eq!(report.commits, 1, "web3 starts its rollout: {report:?}");
     let read = read_names(&reads, &work);
-    assert_eq!(read, [changed.0.clone()]);
+    assert_eq!(read, std::slice::from_ref(&changed.0));
 }
 
 /// Repo settings that do not load stop every canary: defaults would drop their gates (here
