@@ -68,7 +68,7 @@ pub fn can_tell(snapshot: &Snapshot) -> Option<&str> {
     snapshot
         .files()
         .iter()
-        .find(|f| !matches!(f.contents, Contents::Yaml { .. }))
+        .find(|f| !matches!(*f.contents, Contents::Yaml { .. }))
         .map(|f| f.name.as_str())
 }
 

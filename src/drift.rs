@@ -51,8 +51,15 @@
 //!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
-//! [`LOOKBACK`] commits; a commit is rendered again once per process (the verdicts are kept by
+//! [`LOOKBACK`] commits, of which it reads only those the last tick did not (the commits
+//! since its head: the rest are kept by commit id); a canary none of whose owned files the
+//! commits since the last tick's head changed keeps that tick's verdict without walking
+//! further (what the walk would find is the same), so a tick's drift cost follows what
+//! changed, not how many canaries the repo holds; a commit is rendered again once per process (the verdicts are kept by
 //! commit ids); nothing runs on an idle poll (the head did not move).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use git2::Oid;
 
@@ -116,16 +123,34 @@ pub struct Drift {
 
 /// The first-parent history from a tick's head and the files each commit changed, read
 /// once, only as deep as some canary's check needs, and shared by every canary of the tick.
+/// The commits the last tick read are taken from it ([`History::remember`]): a commit's
+/// parents, trailers and changed files depend on its id alone, so a tick reads only the
+/// commits since the last tick's head.
 pub struct History {
     head: Oid,
-    read: Vec<Walked>,
+    read: Vec<Arc<Walked>>,
     next: Option<Oid>,
+    /// What the last tick read, by commit id.
+    known: HashMap<Oid, Arc<Walked>>,
 }
 
 struct Walked {
     oid: Oid,
     facts: CommitFacts,
     changed: Vec<String>,
+}
+
+/// The commits the last [`History`] read (at most [`LOOKBACK`]), for the next tick's. Keyed by
+/// commit id, so right for any clone: a process holding several clones (the tests) only reads
+/// more.
+static LAST_WALK: LazyLock<Mutex<HashMap<Oid, Arc<Walked>>>> = LazyLock::new(Mutex::default);
+
+fn last_walk() -> std::sync::MutexGuard<'static, HashMap<Oid, Arc<Walked>>> {
+    match LAST_WALK.lock() {
+        Ok(guard) => guard,
+        // A panic elsewhere while holding the lock left a map that is still whole.
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl History {
@@ -136,7 +161,17 @@ impl History {
             head,
             read: Vec::new(),
             next: Some(head),
+            known: std::mem::take(&mut *last_walk()),
         }
+    }
+
+    /// Keeps the commits this history read for the next tick's, in place of the last tick's.
+    pub fn remember(self) {
+        *last_walk() = self
+            .read
+            .into_iter()
+            .map(|walked| (walked.oid, walked))
+            .collect();
     }
 
     /// The `i`th commit from the head, read when first asked for; `None` past the root or
@@ -144,17 +179,23 @@ impl History {
     fn get(&mut self, repo: &ConfigRepo, i: usize) -> Result<Option<&Walked>, DriftError> {
         while self.read.len() <= i && self.read.len() < LOOKBACK {
             let Some(oid) = self.next else { break };
-            let facts = repo.commit_facts(oid)?;
-            let parent = facts.parents.first().copied();
-            let changed = repo.changed_paths(oid, parent)?;
-            self.next = parent;
-            self.read.push(Walked {
-                oid,
-                facts,
-                changed,
-            });
+            let walked = match self.known.get(&oid) {
+                Some(walked) => Arc::clone(walked),
+                None => {
+                    let facts = repo.commit_facts(oid)?;
+                    let parent = facts.parents.first().copied();
+                    let changed = repo.changed_paths(oid, parent)?;
+                    Arc::new(Walked {
+                        oid,
+                        facts,
+                        changed,
+                    })
+                }
+            };
+            self.next = walked.facts.parents.first().copied();
+            self.read.push(walked);
         }
-        Ok(self.read.get(i))
+        Ok(self.read.get(i).map(|walked| &**walked))
     }
 
     /// The commit just past the look-back, once the walk has reached it; `None` while the
@@ -179,6 +220,100 @@ pub fn check(
         });
     }
     let owned = Owned::of(canary);
+    let key = CheckKey {
+        root: repo.root().to_path_buf(),
+        canary: canary.id.to_string(),
+        output: owned.output.clone(),
+    };
+    if let Some(last) = unchanged_since_last_check(repo, history, &owned, &key)? {
+        return Ok(last);
+    }
+    let found = walk(repo, history, verifier, canary, &owned)?;
+    remember_check(key, head, found.clone());
+    Ok(found)
+}
+
+/// A canary's check and the head it was made at, kept for the next tick's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CheckKey {
+    /// The clone's work dir: a process may hold several clones (the tests do).
+    root: std::path::PathBuf,
+    canary: String,
+    output: String,
+}
+
+/// Checks kept at most; past it the memo starts again empty.
+const KEEP_CHECKS: usize = 10_000;
+
+/// Each canary's last verdict and the head it was made at.
+type Checks = HashMap<CheckKey, (Oid, Option<Drift>)>;
+
+static LAST_CHECKS: LazyLock<Mutex<Checks>> = LazyLock::new(Mutex::default);
+
+fn last_checks() -> std::sync::MutexGuard<'static, Checks> {
+    match LAST_CHECKS.lock() {
+        Ok(guard) => guard,
+        // A panic elsewhere while holding the lock left a map that is still whole.
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn remember_check(key: CheckKey, head: Oid, found: Option<Drift>) {
+    let mut checks = last_checks();
+    if checks.len() >= KEEP_CHECKS && !checks.contains_key(&key) {
+        checks.clear();
+    }
+    checks.insert(key, (head, found));
+}
+
+/// The last tick's verdict on the canary, when it still holds: the head it was made at is on
+/// this head's first-parent line within the look-back, and no commit since changed a file the
+/// canary owns (the tree diffs of the commits since). What the walk finds depends on nothing
+/// else: the commits before that head, their verdicts (by content and signature, each judged
+/// against its own parent) and the owned files at the head are the same. A `beyond` verdict
+/// names the head, which moved. `None`: check again.
+fn unchanged_since_last_check(
+    repo: &ConfigRepo,
+    history: &mut History,
+    owned: &Owned,
+    key: &CheckKey,
+) -> Result<Option<Option<Drift>>, DriftError> {
+    let Some((last_head, last)) = last_checks().get(key).cloned() else {
+        return Ok(None);
+    };
+    let mut i = 0;
+    loop {
+        let Some(walked) = history.get(repo, i)? else {
+            return Ok(None);
+        };
+        if walked.oid == last_head {
+            break;
+        }
+        if walked.changed.iter().any(|p| owned.contains(p)) {
+            return Ok(None);
+        }
+        i += 1;
+    }
+    let head = history.head;
+    Ok(Some(last.map(|drift| match drift.beyond {
+        Some(_) => Drift {
+            output_from: head,
+            status_from: head,
+            ..drift
+        },
+        None => drift,
+    })))
+}
+
+/// The check itself: the walk back to sluice's last commit of the canary's owned files.
+fn walk(
+    repo: &ConfigRepo,
+    history: &mut History,
+    verifier: &mut Verifier,
+    canary: &Canary,
+    owned: &Owned,
+) -> Result<Option<Drift>, DriftError> {
+    let owned = owned.clone();
     let mut changes = Changes {
         history,
         owned: &owned,
@@ -353,6 +488,7 @@ fn differing(
 }
 
 /// The paths sluice owns for one canary.
+#[derive(Debug, Clone)]
 struct Owned {
     output: String,
     status: String,

@@ -3,7 +3,8 @@
 //! - [`read`]: the repo settings (and whether they load), the one snapshot of the repo, the
 //!   canaries it declares (a spec that does not load is refused here, with file, line and
 //!   field), the metric templates;
-//! - [`gather`], per canary: its status file and revision, the [`Observer`]'s metrics,
+//! - [`gather`], per canary: its status file (parsed again only when it changed:
+//!   `facts/statuses.rs`) and revision, the [`Observer`]'s metrics,
 //!   webhook answers, sync and readiness, whether its last commit is live, drift (owned files
 //!   changed outside sluice, from git), and what became of its approval pull request;
 //! - [`deleted`]: canaries whose spec left the repo.
@@ -34,6 +35,9 @@ use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
+use crate::yaml::snapshot_cache::Listed;
+
+mod statuses;
 
 /// What a tick read of the repo at its head.
 pub struct Read {
@@ -61,7 +65,7 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         email: settings.author_email.clone(),
     });
     // The one read of the repo this attempt makes: specs, templates and sources come from it.
-    let snapshot = Snapshot::read_with(root, |p| runtime.read_file(p));
+    let snapshot = snapshot(repo, runtime);
     let has_status =
         |id: &CanaryId| std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok();
     let existing = crate::spec::load::Existing {
@@ -98,6 +102,30 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         loaded,
         templates,
         spec_errors,
+    }
+}
+
+/// The snapshot of the head: its YAML files listed from git, only those whose content the
+/// last tick did not parse read (from the work tree, through the runtime's reader) and parsed.
+/// When the head's tree cannot be listed, the work tree is walked and every file read.
+fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Snapshot {
+    let root = repo.root();
+    match repo.yaml_files_at(repo.head()) {
+        Ok(files) => {
+            let listed = files
+                .into_iter()
+                .map(|f| Listed {
+                    name: f.path,
+                    blob: f.id.to_string(),
+                    link: f.link,
+                })
+                .collect();
+            runtime.snapshot(listed, |name| runtime.read_file(&root.join(name)))
+        }
+        Err(e) => {
+            warn!(error = %e, "Cannot list the head's files; reading the work tree");
+            Snapshot::read_with(root, |p| runtime.read_file(p))
+        }
     }
 }
 
@@ -159,8 +187,9 @@ pub fn gather<'a>(
     let index = workload::Index::new(&read.snapshot, &outputs);
     let mut unreadable = Vec::new();
     let mut prepared = Vec::new();
-    for canary in canaries {
-        match prepare(root, canary, &index, runtime) {
+    let statuses = statuses::read_all(repo, runtime, canaries);
+    for (canary, found) in canaries.iter().zip(statuses) {
+        match prepare(root, canary, &index, found) {
             Ok(p) => prepared.push(p),
             Err(e) => unreadable.push(CanaryOutcome::failed(canary, &e)),
         }
@@ -200,6 +229,7 @@ pub fn gather<'a>(
         };
         gathered.push(Gathered { canary, known });
     }
+    history.remember();
     Ok(Gathering {
         unreadable,
         canaries: gathered,
@@ -243,16 +273,9 @@ fn prepare<'a>(
     root: &Path,
     canary: &'a Canary,
     index: &workload::Index,
-    runtime: &Runtime,
+    found: Result<Option<statuses::Recorded>, CanaryError>,
 ) -> Result<Prepared<'a>, CanaryError> {
-    let read = |p: &Path| runtime.read_file(p);
-    let found = status_file::read_recorded(root, &canary.id, read).map_err(|message| {
-        CanaryError::Status {
-            path: status_file::path_for(&canary.id),
-            message,
-        }
-    })?;
-    let (status, record) = match found {
+    let (status, record) = match found? {
         Some((status, record)) => (Some(status), record),
         None => (None, None),
     };

@@ -11,23 +11,28 @@
 //! - One lazily built kube client, shared by sync, readiness and the lease.
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
 //! - The one function a tick reads work-tree files with (tests count reads through it).
+//! - The files and status files the last tick parsed, by blob id, so that a tick parses only
+//!   what changed.
 //!
 //! It holds no per-canary state and makes no decision.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use tracing::warn;
 
+use crate::core::status::Status;
 use crate::forge::{ForgeClient, ForgeToken};
 use crate::http_client::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
+use crate::render::status_file::SpecRecord;
 use crate::secrets::Secrets;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
-use crate::yaml::snapshot::{read_bounded, ReadError};
+use crate::yaml::snapshot::{read_bounded, ReadError, Snapshot};
+use crate::yaml::snapshot_cache::{Listed, ParsedFiles};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.
@@ -49,7 +54,12 @@ pub struct Runtime {
     reader: Box<FileReader>,
     /// Spec warnings already logged, so each is logged once per version of its file.
     warnings: crate::spec::warning_log::WarningLog,
+    parsed: Mutex<ParsedFiles>,
+    statuses: Mutex<ParsedStatuses>,
 }
+
+/// Status files parsed by the last tick, by blob id: each one's status and spec record.
+pub type ParsedStatuses = HashMap<git2::Oid, (Status, Option<SpecRecord>)>;
 
 /// Reads a work-tree file as text (bounded, UTF-8).
 pub type FileReader = dyn Fn(&Path) -> Result<String, ReadError> + Send + Sync;
@@ -101,6 +111,8 @@ impl Runtime {
             settings: Mutex::new(None),
             reader: Box::new(read_bounded),
             warnings: Default::default(),
+            parsed: Mutex::new(ParsedFiles::default()),
+            statuses: Mutex::new(HashMap::new()),
         })
     }
 
@@ -117,6 +129,30 @@ impl Runtime {
     /// Reads a work-tree file: the tick's only way to read the repo's files.
     pub fn read_file(&self, path: &Path) -> Result<String, ReadError> {
         (self.reader)(path)
+    }
+
+    /// The snapshot of the files `listed` (a commit's YAML files); `read` reads, by name, only
+    /// the files whose blob the last snapshot did not parse.
+    pub fn snapshot(
+        &self,
+        listed: Vec<Listed>,
+        read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Snapshot {
+        let mut parsed = match self.parsed.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a cache that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        parsed.snapshot(listed, read)
+    }
+
+    /// The status files the last tick parsed (`facts/statuses.rs` keeps them).
+    pub fn parsed_statuses(&self) -> MutexGuard<'_, ParsedStatuses> {
+        match self.statuses.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a map that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 
     /// Runs a future to completion on the shared runtime (from a thread that is not one of its

@@ -9,6 +9,8 @@
 //! | perCanary, 1 namespace | the same, every output folder in one namespace | the same |
 //! | perTick | the same tick as one commit | the git CLI: the same writes, one commit, one push |
 //! | repack tick | a tick whose fetch finds more packs than the clone keeps | the ordinary ticks around it |
+//! | idle RSS | the same daemon's resident set after those polls (`VmRSS`) | the `git fetch` loop's peak RSS |
+//! | one changed spec | a warm daemon's tick after a human changes one spec: from the fetch that finds it to the commit pushed, at C canaries | the same at 10 canaries |
 //! | cold start | empty work dir → first commit (clone, tick, push) on an H-commit repo served by `git daemon` | `git clone` from it |
 //! | dashboard overview | `GET /` of `sluice dashboard --dir` over C initialized canaries: the first (reads the commit, builds the model) and a cached one | `sluice status --dir -o json` on the same repo |
 //!
@@ -257,6 +259,34 @@ struct Row {
     rss: Option<f64>,
 }
 
+/// Whether `row` meets its goal: every `≤ N×` part holds for the ratio, every `≤ N MiB` part
+/// for the peak RSS (or, for a row of memory, for the number it reports); `None` for a goal
+/// that is only measured.
+fn met(row: &Row) -> Option<bool> {
+    let mut checked = None;
+    for part in row.goal.split(", ") {
+        let Some(bound) = part.strip_prefix("≤ ") else {
+            continue;
+        };
+        let ok = if let Some(x) = bound.strip_suffix('×') {
+            x.parse::<f64>().ok().map(|x| row.ratio <= x)
+        } else if let Some(mib) = bound.strip_suffix(" MiB") {
+            let rss = row
+                .rss
+                .or_else(|| row.sluice.strip_suffix(" MiB").and_then(|v| v.parse().ok()));
+            mib.parse::<f64>()
+                .ok()
+                .and_then(|mib| rss.map(|r| r <= mib))
+        } else {
+            None
+        };
+        if let Some(ok) = ok {
+            checked = Some(checked.unwrap_or(true) && ok);
+        }
+    }
+    checked
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -299,7 +329,7 @@ fn clock_tick() -> f64 {
 
 /// Idle: the daemon's CPU over `polls` polls with every canary at rest and the remote not
 /// moving, against `polls` runs of `git fetch` in a clone of the same remote.
-fn idle(scale: &Scale) -> Row {
+fn idle(scale: &Scale) -> [Row; 2] {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path();
     let bare = remote(root, scale.canaries, 50, "perCanary", 0);
@@ -310,6 +340,8 @@ fn idle(scale: &Scale) -> Row {
     let tick = clock_tick();
     let mut sluice_cpu = Vec::new();
     let mut git_cpu = Vec::new();
+    let mut sluice_rss = Vec::new();
+    let mut git_rss = Vec::new();
     for _ in 0..scale.runs {
         let mut child: Child = Command::new(EXE)
             .args([
@@ -345,6 +377,7 @@ fn idle(scale: &Scale) -> Row {
             assert!(!line.contains("ERROR"), "{line}");
         }
         let used = cpu_of(pid, tick) - start.expect("an idle poll");
+        sluice_rss.push(rss_of(pid));
         child.kill().expect("kill");
         child.wait().expect("wait");
         sluice_cpu.push(used);
@@ -360,17 +393,118 @@ fn idle(scale: &Scale) -> Row {
         );
         let mut watcher = Command::new("sh");
         watcher.args(["-c", &script]).current_dir(&clone);
-        git_cpu.push(timed(watcher).cpu);
+        let watched = timed(watcher);
+        git_cpu.push(watched.cpu);
+        git_rss.push(watched.rss_mib);
     }
     let (s, g) = (median(sluice_cpu), median(git_cpu));
+    let (sr, gr) = (median(sluice_rss), median(git_rss));
+    [
+        Row {
+            name: format!(
+                "idle: {} canaries at rest, {} polls",
+                scale.canaries, scale.polls
+            ),
+            sluice: format!("{s:.2} CPU-s"),
+            baseline: format!("`git fetch` loop: {g:.2} CPU-s"),
+            ratio: s / g.max(1e-9),
+            goal: "≤ 2×",
+            rss: None,
+        },
+        Row {
+            name: format!(
+                "idle daemon RSS: {} canaries at rest, after {} polls",
+                scale.canaries, scale.polls
+            ),
+            sluice: format!("{sr:.1} MiB"),
+            baseline: format!("`git fetch` loop peak: {gr:.1} MiB"),
+            ratio: sr / gr.max(1e-9),
+            goal: "≤ 32 MiB",
+            rss: None,
+        },
+    ]
+}
+
+/// The resident set size of `pid` now (`VmRSS`), in MiB.
+fn rss_of(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .expect("VmRSS")
+        / 1024.0
+}
+
+/// One changed spec: a daemon at rest over `canaries` canaries, warm (it has ticked and
+/// polled idle); a human pushes a new revision of one canary; the wall time from the poll
+/// that finds the new head (its fetch done) to the tick's commit pushed. One canary each run,
+/// each waited for until it is at rest again.
+fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
+    let namespaces = canaries.min(50);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let bare = remote(root, canaries, namespaces, "perCanary", 0);
+    let url = bare.display().to_string();
+    let work = root.join("work");
+    reconcile(&url, &work);
+    let human = human(root, &bare, "human");
+    let mut child: Child = Command::new(EXE)
+        .args(["run", "--repo", &url, "--workdir"])
+        .arg(&work)
+        .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+        .args(["--probe-listen", "127.0.0.1:0"])
+        .env(
+            "SLUICE_LOG",
+            "error,sluice::cli::run=debug,sluice::gitops::repo=info",
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sluice run");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut wait_for = |text: &str| loop {
+        let line = lines.next().expect("a log line").expect("log line");
+        assert!(!line.contains("ERROR"), "{line}");
+        if line.contains(text) {
+            break Instant::now();
+        }
+    };
+    let mut walls = Vec::new();
+    for run in 0..scale.runs {
+        wait_for("Nothing new and nothing due");
+        // The rollout before this one ran to its end (steps of 1 s): its commits first.
+        git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
+        let i = (run * 7) % canaries;
+        std::fs::write(
+            human.join(spec_path(i, namespaces)),
+            canary(i, namespaces, &format!("v{}", run + 2)),
+        )
+        .expect("write");
+        git(&human, &["commit", "-q", "-am", "roll out one"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        let fetched = wait_for("reset work tree to remote head");
+        let committed = wait_for("Committed:");
+        walls.push((committed - fetched).as_secs_f64());
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    median(walls)
+}
+
+/// The tick after one changed spec, at `canaries` canaries against the same at 10: its cost
+/// follows what changed, not the repo's size.
+fn one_spec(scale: &Scale) -> Row {
+    let small = one_spec_tick(scale, 10);
+    let large = one_spec_tick(scale, scale.canaries);
     Row {
         name: format!(
-            "idle: {} canaries at rest, {} polls",
-            scale.canaries, scale.polls
+            "one changed spec: the daemon's tick at {} canaries",
+            scale.canaries
         ),
-        sluice: format!("{s:.2} CPU-s"),
-        baseline: format!("`git fetch` loop: {g:.2} CPU-s"),
-        ratio: s / g.max(1e-9),
+        sluice: format!("{large:.3} s"),
+        baseline: format!("the same at 10 canaries: {small:.3} s"),
+        ratio: large / small.max(1e-9),
         goal: "≤ 2×",
         rss: None,
     }
@@ -754,11 +888,16 @@ fn main() {
     };
     let only = std::env::var("SLUICE_BENCH_ONLY").unwrap_or_default();
     let wanted = |row: &str| only.is_empty() || only.split(',').any(|o| o == row);
-    println!("| row | sluice | baseline (same run) | ratio | goal | sluice peak RSS |");
-    println!("|---|---:|---:|---:|---|---:|");
+    println!("| row | sluice | baseline (same run) | ratio | goal | met | sluice peak RSS |");
+    println!("|---|---:|---:|---:|---|---|---:|");
     let print = |row: Row| {
+        let met = match met(&row) {
+            Some(true) => "met",
+            Some(false) => "not met",
+            None => "—",
+        };
         println!(
-            "| {} | {} | {} | {:.2}× | {} | {} |",
+            "| {} | {} | {} | {:.2}× | {} | {met} | {} |",
             row.name,
             row.sluice,
             row.baseline,
@@ -768,7 +907,12 @@ fn main() {
         );
     };
     if wanted("idle") {
-        print(idle(&scale));
+        for row in idle(&scale) {
+            print(row);
+        }
+    }
+    if wanted("onespec") {
+        print(one_spec(&scale));
     }
     if wanted("percanary") {
         print(step_tick(&scale, 50, "perCanary"));

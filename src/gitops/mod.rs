@@ -30,7 +30,8 @@
 //!   database (first-parent line, changes, files, trees written out) for audit and drift. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
 //!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
-//! - `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
+//! - `push`, `branch` (approval branches), `history`, `tree_files` (a
+//!   commit's YAML files listed from its tree objects): more of [`ConfigRepo`], built on `repo`.
 
 mod branch;
 mod change;
@@ -50,6 +51,7 @@ mod remote;
 mod repo;
 mod sign;
 mod timeouts;
+mod tree_files;
 mod trees;
 mod worktree;
 
@@ -67,5 +69,6 @@ pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
+pub use tree_files::TreeFile;
 
 pub use git2::{Oid, Time};

@@ -173,7 +173,7 @@ impl TemplateIndex {
         let mut errors = Vec::new();
         for file in snapshot.files() {
             let mut r = Reader::new(file.name.as_str());
-            match &file.contents {
+            match &*file.contents {
                 Contents::Unreadable(e) => r.error(1, "", e.to_string()),
                 Contents::Invalid { error, .. } => r.error(
                     error.line,

@@ -190,7 +190,7 @@ fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> O
         r.error(line, FIELD, format!("{path} not found among the repo's YAML files (sluice reads .yaml and .yml files outside hidden folders)"));
         return None;
     };
-    match &file.contents {
+    match &*file.contents {
         Contents::Unreadable(e) => {
             r.error(line, FIELD, format!("{path} cannot be read: {e}"));
             return None;

@@ -78,7 +78,7 @@ pub fn load_in(snapshot: &Snapshot, settings: &Settings, existing: Option<&Exist
     let mut loaded = Loaded::default();
     for file in snapshot.files() {
         let mut r = Reader::new(file.name.as_str());
-        match &file.contents {
+        match &*file.contents {
             Contents::Unreadable(e) => r.error(1, "", e.to_string()),
             Contents::Invalid { error, .. } => syntax_error(&mut r, error.line, &error.message),
             Contents::Yaml { documents, .. } => {

@@ -115,7 +115,7 @@ impl<'s> Index<'s> {
     /// folder); `None` when the snapshot did not read the file.
     fn manifests_in(&self, file: &str) -> Option<Result<Vec<Manifest>, WorkloadError>> {
         let found = self.snapshot.file(file)?;
-        Some(match &found.contents {
+        Some(match &*found.contents {
             Contents::Unreadable(e) => Err(WorkloadError::Read {
                 file: file.to_string(),
                 message: match e {

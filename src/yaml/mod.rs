@@ -1,6 +1,7 @@
 //! The config repo's YAML, below every reader of it: one walk and parse of the work tree
-//! ([`snapshot`]), the line-marked document tree ([`node`]), field readers that collect every
-//! problem ([`reader`]) and the `file:line: field: message` error ([`error`]).
+//! ([`snapshot`]), kept across ticks by blob id ([`snapshot_cache`]), the line-marked
+//! document tree ([`node`]), field readers that collect every problem ([`reader`]) and the
+//! `file:line: field: message` error ([`error`]).
 //!
 //! A leaf: it knows nothing of canaries, routes or workloads, so `spec`, `route`, `workload`
 //! and `metrics` can all read YAML without using each other.
@@ -9,3 +10,4 @@ pub mod error;
 pub mod node;
 pub mod reader;
 pub mod snapshot;
+pub mod snapshot_cache;

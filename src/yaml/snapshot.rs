@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -159,13 +159,15 @@ pub struct File {
     /// How messages name it: repo-relative with `/` ([`Snapshot::read`]), or the walked path
     /// as given ([`Snapshot::read_paths`]).
     pub name: String,
-    pub contents: Contents,
+    /// Shared with the files of other snapshots that have the same content: a daemon keeps
+    /// what it parsed across ticks, keyed by blob id (`yaml::snapshot_cache`).
+    pub contents: Arc<Contents>,
 }
 
 impl File {
     /// The file's text, when it could be read.
     pub fn text(&self) -> Option<&str> {
-        match &self.contents {
+        match &*self.contents {
             Contents::Unreadable(_) => None,
             Contents::Invalid { text, .. } | Contents::Yaml { text, .. } => Some(text),
         }
@@ -174,7 +176,7 @@ impl File {
     /// yaml-rust2's order-preserving tree of every document (`None` when the file is
     /// unreadable or not YAML), parsed on first use from the text already read.
     pub fn yaml(&self) -> Option<&Result<Vec<Yaml>, ParseError>> {
-        match &self.contents {
+        match &*self.contents {
             Contents::Yaml { text, yaml, .. } => Some(yaml.get_or_init(|| {
                 YamlLoader::load_from_str(text).map_err(|e| ParseError {
                     line: e.marker().line(),
@@ -187,7 +189,7 @@ impl File {
 
     /// The root node of every document (none when the file is unreadable or not YAML).
     pub fn documents(&self) -> &[Node] {
-        match &self.contents {
+        match &*self.contents {
             Contents::Yaml { documents, .. } => documents,
             Contents::Unreadable(_) | Contents::Invalid { .. } => &[],
         }
@@ -288,7 +290,7 @@ impl Snapshot {
                     };
                     self.push(File {
                         name: name(&path),
-                        contents,
+                        contents: Arc::new(contents),
                     });
                 }
             }
@@ -296,14 +298,14 @@ impl Snapshot {
             // its files are read.
             Err(e) => self.push(File {
                 name: name(root),
-                contents: Contents::Unreadable(ReadError::Io(e.to_string())),
+                contents: Arc::new(Contents::Unreadable(ReadError::Io(e.to_string()))),
             }),
         }
     }
 
-    fn push(&mut self, file: File) {
+    pub(super) fn push(&mut self, file: File) {
         let at = self.files.len();
-        if let Contents::Yaml { documents, .. } = &file.contents {
+        if let Contents::Yaml { documents, .. } = &*file.contents {
             for (document, node) in documents.iter().enumerate() {
                 if let (Some(kind), Some(name)) = (
                     typed_string(node.get("kind")),
@@ -383,7 +385,7 @@ fn object<'s>(file: &'s str, node: &'s Node, yaml: &'s Yaml) -> Option<Object<'s
     })
 }
 
-fn parse(text: String) -> Contents {
+pub(super) fn parse(text: String) -> Contents {
     match parse_documents(&text) {
         Ok(documents) => Contents::Yaml {
             documents: documents.into_iter().map(|d| d.root).collect(),
@@ -496,7 +498,7 @@ mod tests {
             ]
         );
         assert!(matches!(
-            snapshot.file("link.yaml").unwrap().contents,
+            *snapshot.file("link.yaml").unwrap().contents,
             Contents::Unreadable(ReadError::Symlink)
         ));
     }
@@ -518,7 +520,7 @@ mod tests {
         for name in ["apps/leak.yaml", "apps/zero.yaml"] {
             let file = snapshot.file(name).unwrap();
             assert!(
-                matches!(file.contents, Contents::Unreadable(ReadError::Symlink)),
+                matches!(*file.contents, Contents::Unreadable(ReadError::Symlink)),
                 "{name}: {:?}",
                 file.contents
             );
@@ -557,7 +559,7 @@ mod tests {
         std::fs::write(root.join("latin1.yaml"), b"a: \xe9\n").unwrap();
         write(root, "bad.yaml", "a: [1,\n");
         let snapshot = Snapshot::read(root);
-        let reason = |name: &str| match &snapshot.file(name).unwrap().contents {
+        let reason = |name: &str| match &*snapshot.file(name).unwrap().contents {
             Contents::Unreadable(e) => e.to_string(),
             Contents::Invalid { error, .. } => format!("invalid at {}", error.line),
             Contents::Yaml { .. } => "yaml".into(),
@@ -581,7 +583,7 @@ mod tests {
         let snapshot = Snapshot::read_paths(std::slice::from_ref(&missing));
         assert_eq!(names(&snapshot), [missing.display().to_string()]);
         assert!(matches!(
-            &snapshot.files()[0].contents,
+            &*snapshot.files()[0].contents,
             Contents::Unreadable(ReadError::Io(m)) if m.contains("No such file")
         ));
     }
@@ -654,7 +656,7 @@ mod tests {
             "kind: Canary\nmetadata: {name: web}\n",
         );
         let snapshot = Snapshot::read(dir.path());
-        let built = |name: &str| match &snapshot.file(name).unwrap().contents {
+        let built = |name: &str| match &*snapshot.file(name).unwrap().contents {
             Contents::Yaml { yaml, .. } => yaml.get().is_some(),
             Contents::Unreadable(_) | Contents::Invalid { .. } => panic!("{name} parses"),
         };

@@ -1,0 +1,61 @@
+//! Every canary's status file at the tick's head, parsed once per content: a status file whose
+//! blob an earlier tick parsed is taken from that parse, so a tick reads and parses only the
+//! status files that changed (a status and its spec record depend on the file's text alone).
+//!
+//! Only a regular file found in the head's tree is taken by its blob id; anything else (no
+//! such file, a link, a path through a link, a tree that cannot be read) is read as before,
+//! with the same checks and errors. The runtime holds the statuses the last tick parsed (only
+//! those of its canaries, so they never outgrow the repo).
+
+use std::collections::HashMap;
+
+use git2::Oid;
+use tracing::warn;
+
+use crate::core::status::Status;
+use crate::gitops::ConfigRepo;
+use crate::outcome::CanaryError;
+use crate::render::status_file::{self, SpecRecord};
+use crate::runtime::Runtime;
+use crate::spec::model::Canary;
+
+/// A status file's status and spec record.
+pub type Recorded = (Status, Option<SpecRecord>);
+
+/// Each canary's status and record at the head (`None`: no status file yet), in order.
+pub fn read_all(
+    repo: &ConfigRepo,
+    runtime: &Runtime,
+    canaries: &[Canary],
+) -> Vec<Result<Option<Recorded>, CanaryError>> {
+    let root = repo.root();
+    let paths: Vec<String> = canaries
+        .iter()
+        .map(|c| status_file::path_for(&c.id))
+        .collect();
+    let ids = match repo.regular_files_at(repo.head(), &paths) {
+        Ok(ids) => ids,
+        Err(e) => {
+            warn!(error = %e, "Cannot look up the status files at the head; reading each");
+            vec![None; paths.len()]
+        }
+    };
+    // The runtime's, not the process's: tests run many repos side by side in one process.
+    let known = std::mem::take(&mut *runtime.parsed_statuses());
+    let mut kept: HashMap<Oid, Recorded> = HashMap::new();
+    let mut out = Vec::with_capacity(canaries.len());
+    for ((canary, path), id) in canaries.iter().zip(paths).zip(ids) {
+        let cached = id.and_then(|id| kept.get(&id).or_else(|| known.get(&id)).cloned());
+        let found = match cached {
+            Some(found) => Ok(Some(found)),
+            None => status_file::read_recorded(root, &canary.id, |p| runtime.read_file(p))
+                .map_err(|message| CanaryError::Status { path, message }),
+        };
+        if let (Some(id), Ok(Some(found))) = (id, &found) {
+            kept.entry(id).or_insert_with(|| found.clone());
+        }
+        out.push(found);
+    }
+    *runtime.parsed_statuses() = kept;
+    out
+}

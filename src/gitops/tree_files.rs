@@ -1,0 +1,100 @@
+//! The YAML files of a commit, listed from its tree objects by the rules of the work-tree walk
+//! (`yaml::snapshot`): files ending in `.yaml` or `.yml`, in path order component by component
+//! (as `walkdir` sorts by file name), folders whose name starts with `.` skipped, symbolic
+//! links listed (so that their read is refused) and never followed, submodules skipped.
+//!
+//! Lists names and blob ids only: reading and parsing a file is the caller's, which keys what
+//! it parsed by the blob id and so reads again only the files a commit changed.
+
+use git2::{ObjectType, Oid, Tree};
+
+use super::error::Result;
+use super::repo::ConfigRepo;
+
+/// One YAML file of a commit's tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeFile {
+    /// Repo-relative, `/`-separated.
+    pub path: String,
+    /// The blob id: equal ids, equal content.
+    pub id: Oid,
+    /// A symbolic link (mode 120000): its target is never read.
+    pub link: bool,
+}
+
+/// The git file mode of a symbolic link.
+const LINK_MODE: i32 = 0o120000;
+
+impl ConfigRepo {
+    /// Every YAML file of `commit`'s tree, in the work-tree walk's order.
+    pub fn yaml_files_at(&self, commit: Oid) -> Result<Vec<TreeFile>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.git_err("read a commit's tree", &e))?;
+        let mut out = Vec::new();
+        self.list(&tree, "", &mut out)
+            .map_err(|e| self.git_err("list a commit's files", &e))?;
+        Ok(out)
+    }
+
+    fn list(
+        &self,
+        tree: &Tree<'_>,
+        prefix: &str,
+        out: &mut Vec<TreeFile>,
+    ) -> std::result::Result<(), git2::Error> {
+        // Git orders a folder as if its name ended in `/`; the walk orders by name alone.
+        let mut entries: Vec<_> = tree.iter().collect();
+        entries.sort_by(|a, b| a.name_bytes().cmp(b.name_bytes()));
+        for entry in entries {
+            let Ok(name) = std::str::from_utf8(entry.name_bytes()) else {
+                continue;
+            };
+            let path = format!("{prefix}{name}");
+            match entry.kind() {
+                Some(ObjectType::Tree) if !name.starts_with('.') => {
+                    let sub = self.repo.find_tree(entry.id())?;
+                    self.list(&sub, &format!("{path}/"), out)?;
+                }
+                Some(ObjectType::Blob) if name.ends_with(".yaml") || name.ends_with(".yml") => {
+                    out.push(TreeFile {
+                        path,
+                        id: entry.id(),
+                        link: entry.filemode() == LINK_MODE,
+                    });
+                }
+                // Hidden folders, other files, submodules (commits).
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ConfigRepo {
+    /// The blob id of each of `paths` at `commit` when it is a regular file there; `None` for
+    /// a path that is absent, a folder, a link or below a link.
+    pub fn regular_files_at(&self, commit: Oid, paths: &[String]) -> Result<Vec<Option<Oid>>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.git_err("read a commit's tree", &e))?;
+        paths
+            .iter()
+            .map(|path| match tree.get_path(std::path::Path::new(path)) {
+                Ok(entry)
+                    if entry.kind() == Some(ObjectType::Blob)
+                        && matches!(entry.filemode(), 0o100644 | 0o100755) =>
+                {
+                    Ok(Some(entry.id()))
+                }
+                Ok(_) => Ok(None),
+                Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+                Err(e) => Err(self.git_err("look up a file", &e)),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,155 @@
+//! Parsed files kept from one snapshot to the next, keyed by git blob id: a daemon's tick reads
+//! and parses only the files whose content it has not parsed yet (those the fetched commits
+//! changed), and takes every other file's parse from the last tick.
+//!
+//! The caller lists the files of the commit (names, blob ids, which are links: see
+//! `gitops::TreeFile`) in the walk's order; [`ParsedFiles::snapshot`] builds the same
+//! [`Snapshot`] a walk of the checked-out commit would. The cache then holds only the files of
+//! that commit, so it never outgrows the repo. Files that could not be read are not kept
+//! (a read may fail for a reason that passes); a link is never read at all.
+//!
+//! Knows blob ids as opaque strings: nothing here reads git.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::snapshot::{parse, Contents, File, ReadError, Snapshot};
+
+/// One file of the commit a snapshot is built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Repo-relative, `/`-separated: how messages name it.
+    pub name: String,
+    /// The blob id of its content.
+    pub blob: String,
+    /// A symbolic link: refused, never read.
+    pub link: bool,
+}
+
+/// What the last snapshot parsed, by blob id.
+#[derive(Debug, Default)]
+pub struct ParsedFiles {
+    by_blob: HashMap<String, Arc<Contents>>,
+}
+
+impl ParsedFiles {
+    /// The snapshot of the files `listed`, in that order; `read` reads a file (by its name)
+    /// whose blob was not parsed by the last snapshot. Keeps the parses of these files only.
+    pub fn snapshot(
+        &mut self,
+        listed: Vec<Listed>,
+        mut read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Snapshot {
+        let mut kept: HashMap<String, Arc<Contents>> = HashMap::with_capacity(listed.len());
+        let mut snapshot = Snapshot::default();
+        for file in listed {
+            let contents = if file.link {
+                Arc::new(Contents::Unreadable(ReadError::Symlink))
+            } else if let Some(parsed) = kept
+                .get(&file.blob)
+                .or_else(|| self.by_blob.get(&file.blob))
+            {
+                Arc::clone(parsed)
+            } else {
+                match read(&file.name) {
+                    Ok(text) => Arc::new(parse(text)),
+                    Err(e) => Arc::new(Contents::Unreadable(e)),
+                }
+            };
+            if !file.link && !matches!(*contents, Contents::Unreadable(_)) {
+                kept.insert(file.blob, Arc::clone(&contents));
+            }
+            snapshot.push(File {
+                name: file.name,
+                contents,
+            });
+        }
+        self.by_blob = kept;
+        snapshot
+    }
+
+    /// How many parsed files are kept.
+    pub fn len(&self) -> usize {
+        self.by_blob.len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.by_blob.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(name: &str, blob: &str) -> Listed {
+        Listed {
+            name: name.to_string(),
+            blob: blob.to_string(),
+            link: false,
+        }
+    }
+
+    #[test]
+    fn only_blobs_not_parsed_last_time_are_read() {
+        let mut cache = ParsedFiles::default();
+        let mut reads = Vec::new();
+        let mut read = |name: &str| {
+            reads.push(name.to_string());
+            Ok(format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n"))
+        };
+        let first = cache.snapshot(
+            vec![listed("a.yaml", "1"), listed("b.yaml", "2")],
+            &mut read,
+        );
+        assert_eq!(first.files().len(), 2);
+        // b changed, c is new with a's content (same blob), a kept.
+        let second = cache.snapshot(
+            vec![
+                listed("a.yaml", "1"),
+                listed("b.yaml", "3"),
+                listed("c.yaml", "1"),
+            ],
+            &mut read,
+        );
+        assert_eq!(reads, ["a.yaml", "b.yaml", "b.yaml"]);
+        assert_eq!(
+            second.find("ConfigMap", "a.yaml").count(),
+            2,
+            "c shares a's parse"
+        );
+        assert_eq!(second.file("c.yaml").unwrap().name, "c.yaml");
+        assert_eq!(
+            cache.len(),
+            2,
+            "only the blobs of the last snapshot are kept"
+        );
+    }
+
+    #[test]
+    fn links_are_refused_and_failed_reads_are_read_again() {
+        let mut cache = ParsedFiles::default();
+        let mut reads = 0;
+        let mut read = |_: &str| {
+            reads += 1;
+            Err(ReadError::Io("busy".into()))
+        };
+        let link = Listed {
+            link: true,
+            ..listed("l.yaml", "9")
+        };
+        for _ in 0..2 {
+            let s = cache.snapshot(vec![link.clone(), listed("x.yaml", "1")], &mut read);
+            assert!(matches!(
+                *s.file("l.yaml").unwrap().contents,
+                Contents::Unreadable(ReadError::Symlink)
+            ));
+        }
+        assert_eq!(
+            reads, 2,
+            "the failed read is tried again, the link never read"
+        );
+        assert!(cache.is_empty());
+    }
+}
