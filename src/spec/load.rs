@@ -341,8 +341,15 @@ pub fn settings_in(
     if std::fs::symlink_metadata(&path).is_err() {
         return (Settings::default(), Vec::new());
     }
+    settings_from(read_inside(root, &path, read))
+}
+
+/// The repo settings from what reading a settings file that is there gave (read from a
+/// folder, or from git objects); errors name that file, and the defaults stand in for
+/// settings that cannot be read.
+pub fn settings_from(read: Result<String, ReadError>) -> (Settings, Vec<SpecError>) {
     let file = crate::spec::settings::SETTINGS_PATH;
-    let parsed = match read_inside(root, &path, read) {
+    let parsed = match read {
         Ok(text) => parse_settings(file, &text),
         Err(e) => Err(vec![SpecError {
             file: file.to_string(),

@@ -21,7 +21,7 @@ use crate::route::Revisions;
 use crate::spec::model::{Canary, Target};
 use crate::workload::autoscaler::Autoscaler;
 use crate::workload::configs::{references, ConfigRef};
-pub use crate::workload::source::Index;
+pub use crate::workload::source::{Index, Outside};
 use crate::workload::source::{find_source, Manifest};
 
 #[derive(Debug, thiserror::Error)]
