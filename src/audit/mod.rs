@@ -19,6 +19,7 @@
 //! same report.
 
 pub mod replay;
+pub mod since;
 pub mod tree_files;
 
 pub use crate::signatures::{policy, signed};
@@ -30,16 +31,16 @@ use git2::{Oid, Repository};
 use serde::Serialize;
 
 use crate::core::decide::Action;
+use crate::core::model::{CanaryId, Name};
 use crate::core::operate::Operation;
+use crate::core::status::Status;
+use crate::deleted::{self, STATUS_DIR};
 use crate::gitops::message::{CommitHead, Message};
 use crate::gitops::{parse_trailers, trailer_group, CommitMessage};
 use crate::render::message::{self, CANARY};
 use crate::render::replay::{By, Record, FORMAT, REPLAY};
-use crate::render::{status_file, GENERATED_MARK};
-use crate::core::model::{CanaryId, Name};
-use crate::core::status::Status;
-use crate::deleted::{self, STATUS_DIR};
 use crate::render::status_file::SpecRecord;
+use crate::render::{status_file, GENERATED_MARK};
 use crate::spec::load::{load_in, settings_from, Existing};
 use crate::spec::model::Canary;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
@@ -113,12 +114,17 @@ pub struct Report {
     pub replayed: usize,
     pub findings: Vec<Finding>,
     pub not_replayable: Vec<NotReplayable>,
+    /// The last commit checked (the branch's head): give it to the next audit as `--since`
+    /// to check only what came after.
+    pub resume_since: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     #[error(transparent)]
     Git(#[from] GitError),
+    #[error(transparent)]
+    Since(#[from] since::SinceError),
 }
 
 /// Audits the first-parent history of `head`; with `only`, the commits of that canary
@@ -130,21 +136,46 @@ pub fn audit(
     only: Option<&str>,
     signing: &policy::Outside,
 ) -> Result<Report, AuditError> {
+    audit_since(repo, head, None, only, signing)
+}
+
+/// [`audit`] of the commits after `since` only (see [`since`]): the commits up to it are read
+/// for what later replays need, not checked.
+pub fn audit_since(
+    repo: &Repository,
+    head: Oid,
+    since: Option<Oid>,
+    only: Option<&str>,
+    signing: &policy::Outside,
+) -> Result<Report, AuditError> {
     let line = tree::first_parent_line(repo, head)?;
+    let start = match since {
+        Some(since) => since::checked_from(repo, &line, since)?,
+        None => 0,
+    };
     let mut audit = Audit {
         repo,
         only,
         signing: policy::Policies::new(repo, signing),
-        report: Report {
-            commits: line.len(),
-            ..Report::default()
-        },
+        report: Report::default(),
         sanctioned: BTreeMap::new(),
         newest_format: None,
         changed: None,
         files: None,
+        trusting: true,
     };
-    for oid in &line {
+    let (before, after) = line.split_at(start);
+    for oid in before {
+        audit.commit(*oid)?;
+    }
+    // What the commits before were found to be is the earlier audit's: none of it is reported.
+    audit.report = Report {
+        commits: after.len(),
+        resume_since: head.to_string(),
+        ..Report::default()
+    };
+    audit.trusting = false;
+    for oid in after {
         audit.commit(*oid)?;
     }
     audit.report.findings.sort();
@@ -175,6 +206,9 @@ struct Audit<'r, 'a> {
     /// The files of the last parent read, moved on to the next one by the tree diff (`None`
     /// while a parent holds them).
     files: Option<TreeFiles>,
+    /// Reading the commits before `--since`: sluice's commits there are taken as verified,
+    /// without a replay, and signatures are not checked.
+    trusting: bool,
 }
 
 /// The parent of a commit, read from git objects as the tick reads its clone.
@@ -327,7 +361,9 @@ impl<'r> Audit<'r, '_> {
 
     fn commit(&mut self, oid: Oid) -> Result<(), AuditError> {
         let head = tree::head(self.repo, oid)?;
-        self.signature(oid)?;
+        if !self.trusting {
+            self.signature(oid)?;
+        }
         let owned = self.owned(oid)?;
         let Message::Text(text) = &head.message else {
             let why = head.message.refused().unwrap_or_default();
@@ -670,6 +706,14 @@ impl<'r> Audit<'r, '_> {
             Ok(records) => records,
             Err(judged) => return Ok(judged),
         };
+        if self.trusting {
+            return Ok(Judged::Verified(
+                records
+                    .iter()
+                    .map(|(id, record)| (id.clone(), is_hold(record)))
+                    .collect(),
+            ));
+        }
         let mut parent = self.parent(oid)?;
         let judged = self.replay_records(oid, text, trailers, &records, &mut parent);
         self.done_with(parent);
@@ -718,8 +762,7 @@ impl<'r> Audit<'r, '_> {
                     self.approver(oid, id, trailers, record, &replayed);
                     expected_changes.extend(replayed.changes);
                     messages.push(replayed.message);
-                    let hold = matches!(&record.by, By::Drift { policy, .. } if policy == "hold");
-                    verified.push((id.clone(), hold));
+                    verified.push((id.clone(), is_hold(record)));
                 }
                 Err(problem) => {
                     self.find(oid, Kind::Replay, &problem.file, id, problem.message);
@@ -897,6 +940,11 @@ fn keys_equal_but_order_differs(got: &[(String, String)], want: &[(String, Strin
     a.sort();
     b.sort();
     a == b && got != want
+}
+
+/// Whether a record is a drift hold (which writes only the status file).
+fn is_hold(record: &Record) -> bool {
+    matches!(&record.by, By::Drift { policy, .. } if policy == "hold")
 }
 
 /// Whether a commit's trailers claim it is sluice's.

@@ -240,13 +240,12 @@ fn decided(
 /// A record update: the status file's record must disagree with the spec at the parent.
 fn record_update(parent: &Parent, canary: &Canary, record: &Record) -> Result<Replayed, Problem> {
     let path = status_file::path_for(&canary.id);
-    let found =
-        parent.status_recorded(&canary.id).map_err(|m| {
-            problem(
-                &path,
-                format!("the status at the parent does not read: {m}"),
-            )
-        })?;
+    let found = parent.status_recorded(&canary.id).map_err(|m| {
+        problem(
+            &path,
+            format!("the status at the parent does not read: {m}"),
+        )
+    })?;
     let Some((status, recorded)) = found else {
         return Err(problem(
             &path,

@@ -110,7 +110,9 @@ impl TreeFiles {
     /// `None` when nothing is there.
     pub fn read(&self, repo: &Repository, path: &str) -> Option<Result<String, ReadError>> {
         match self.files.get(path) {
-            Some(id) => Some(read_blob(repo, *id).unwrap_or_else(|e| Err(ReadError::Io(e.to_string())))),
+            Some(id) => {
+                Some(read_blob(repo, *id).unwrap_or_else(|e| Err(ReadError::Io(e.to_string()))))
+            }
             None if self.is_folder(path) => Some(Err(ReadError::NotAFile)),
             None => None,
         }
