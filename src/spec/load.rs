@@ -101,11 +101,7 @@ pub fn generated_for(text: &str) -> Option<&str> {
 
 /// Every file of `files` inside the folder `output`.
 fn files_in<'s>(files: &'s Snapshot, output: &str) -> impl Iterator<Item = &'s File> + 's {
-    let prefix = format!("{output}/");
-    files
-        .files()
-        .iter()
-        .filter(move |f| f.name.starts_with(&prefix))
+    files.files_under(output)
 }
 
 /// Whether `canary` already runs: it has a status and its output folder holds files sluice

@@ -414,6 +414,20 @@ impl Snapshot {
         &self.files
     }
 
+    /// The files inside `folder` (names starting with `folder/`), in walk order, found
+    /// through the sorted names rather than by going over every file.
+    pub fn files_under<'s>(&'s self, folder: &str) -> impl Iterator<Item = &'s File> + 's {
+        let prefix = format!("{folder}/");
+        let mut at: Vec<usize> = self
+            .by_name
+            .range(prefix.clone()..)
+            .take_while(|(name, _)| name.starts_with(&prefix))
+            .map(|(_, &i)| i)
+            .collect();
+        at.sort_unstable();
+        at.into_iter().filter_map(|i| self.files.get(i))
+    }
+
     /// The file with this name (see [`File::name`]).
     pub fn file(&self, name: &str) -> Option<&File> {
         self.by_name.get(name).map(|&i| &self.files[i])
