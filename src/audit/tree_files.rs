@@ -194,6 +194,112 @@ impl BlobCache {
 mod tests {
     use super::*;
 
+    /// A tree of `files` (path, text) written to `repo`'s object database.
+    fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+        let mut index = git2::Index::new().unwrap();
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            let mut entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: 0,
+                id: blob,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            entry.flags = (path.len() as u16) & 0xfff;
+            index.add(&entry).unwrap();
+        }
+        index.write_tree_to(repo).unwrap()
+    }
+
+    /// What a snapshot holds, comparable: each file's name and whether it parsed, and each
+    /// object's file, line, kind and name, in order.
+    fn seen(snapshot: &Snapshot) -> (Vec<(String, bool)>, Vec<(String, usize, String, String)>) {
+        let files = snapshot
+            .files()
+            .iter()
+            .map(|f| (f.name.clone(), matches!(f.contents, Contents::Yaml { .. })))
+            .collect();
+        let objects = snapshot
+            .objects()
+            .map(|o| {
+                (
+                    o.file.to_string(),
+                    o.line,
+                    o.kind.to_string(),
+                    o.name.to_string(),
+                )
+            })
+            .collect();
+        (files, objects)
+    }
+
+    /// Moving from tree to tree (and back, through the blob cache) gives the snapshot a
+    /// checkout of each tree gives, file for file and object for object.
+    #[test]
+    fn a_snapshot_moved_by_tree_diffs_is_the_snapshot_of_a_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("r.git")).unwrap();
+        let cm = |name: &str| format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n");
+        let (one, two, bad) = (cm("one"), cm("two"), "a: [1,\n".to_string());
+        let trees = [
+            tree_of(
+                &repo,
+                &[
+                    ("a.yaml", &one),
+                    ("a/z.yaml", &two),
+                    ("a-b/c.yaml", &one),
+                    (".hidden/x.yaml", &one),
+                    (".sluice/status/ns/n.yaml", "phase: Initialized\n"),
+                    ("notes.txt", &one),
+                    ("b.yml", &bad),
+                ],
+            ),
+            tree_of(
+                &repo,
+                &[
+                    ("a.yaml", &two),
+                    ("a/y.yaml", &one),
+                    ("a-b/c.yaml", &one),
+                    ("a-b/d.yaml", &two),
+                    (".sluice/status/ns/n.yaml", "phase: Progressing\n"),
+                    ("b.yml", &one),
+                    ("c.yaml", &bad),
+                ],
+            ),
+            tree_of(&repo, &[("only.yaml", &one)]),
+        ];
+        let mut files = TreeFiles::default();
+        for tree in [trees[0], trees[1], trees[0], trees[2], trees[1]] {
+            files.move_to(&repo, Some(tree)).unwrap();
+            let checkout = tempfile::tempdir().unwrap();
+            let t = repo.find_tree(tree).unwrap();
+            crate::gitops::objects::write_tree(&repo, &t, checkout.path()).unwrap();
+            let read = Snapshot::read(checkout.path());
+            assert_eq!(seen(files.snapshot()), seen(&read), "tree {tree}");
+            assert_eq!(
+                files.snapshot().find("ConfigMap", "one").count(),
+                read.find("ConfigMap", "one").count()
+            );
+        }
+        assert_eq!(files.list(".sluice/status"), ["ns"]);
+        assert!(files.is_file(".sluice/status/ns/n.yaml"));
+        assert_eq!(
+            files.read(&repo, ".sluice/status"),
+            Some(Err(ReadError::NotAFile))
+        );
+        assert_eq!(files.read(&repo, "nothing.yaml"), None);
+        files.move_to(&repo, None).unwrap();
+        assert!(files.snapshot().files().is_empty());
+    }
+
     #[test]
     fn the_walk_order_is_folder_by_folder() {
         let mut names = vec!["b.yml", "a.yaml", "a-b/c.yaml", "a/z.yaml", ".hidden.yaml"];
