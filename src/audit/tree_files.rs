@@ -219,9 +219,11 @@ mod tests {
         index.write_tree_to(repo).unwrap()
     }
 
-    /// What a snapshot holds, comparable: each file's name and whether it parsed, and each
-    /// object's file, line, kind and name, in order.
-    fn seen(snapshot: &Snapshot) -> (Vec<(String, bool)>, Vec<(String, usize, String, String)>) {
+    /// Each file's name and whether it parsed; each object's file, line, kind and name.
+    type Seen = (Vec<(String, bool)>, Vec<(String, usize, String, String)>);
+
+    /// What a snapshot holds, comparable, in order.
+    fn seen(snapshot: &Snapshot) -> Seen {
         let files = snapshot
             .files()
             .iter()
