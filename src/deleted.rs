@@ -28,7 +28,7 @@ use crate::workload::WorkloadError;
 use crate::yaml::snapshot::{read_inside, Contents, ReadError, Snapshot};
 
 /// Where status files live in the repo.
-const STATUS_DIR: &str = ".sluice/status";
+pub const STATUS_DIR: &str = ".sluice/status";
 
 /// A canary with a status file and no spec left in the repo.
 #[derive(Debug, Clone)]
@@ -79,9 +79,8 @@ pub fn find(
     snapshot: &Snapshot,
     read: impl Fn(&Path) -> Result<String, ReadError>,
 ) -> Vec<Deleted> {
-    let mut out = Vec::new();
     let Ok(namespaces) = std::fs::read_dir(root.join(STATUS_DIR)) else {
-        return out;
+        return Vec::new();
     };
     let mut found = Vec::new();
     for ns in namespaces.flatten() {
@@ -102,13 +101,26 @@ pub fn find(
             found.push(CanaryId { namespace, name });
         }
     }
+    among(found, snapshot, |file| {
+        read_inside(root, &root.join(file), &read)
+    })
+}
+
+/// [`find`] among the canaries `found` with a status file, each read by `read_status` (given
+/// its repo-relative path): for a repo read from git objects rather than a folder.
+pub fn among(
+    mut found: Vec<CanaryId>,
+    snapshot: &Snapshot,
+    read_status: impl Fn(&str) -> Result<String, ReadError>,
+) -> Vec<Deleted> {
+    let mut out = Vec::new();
     found.sort_by_key(ToString::to_string);
     for id in found {
         if spec_present(snapshot, &id) {
             continue;
         }
         let status_file = status_file::path_for(&id);
-        let text = read_inside(root, &root.join(&status_file), &read).map_err(|e| e.to_string());
+        let text = read_status(&status_file).map_err(|e| e.to_string());
         let (status, record) = match &text {
             Ok(text) => (
                 status_file::parse(text),

@@ -556,3 +556,143 @@ fn audit_reports_commits_the_settings_require_signed_but_are_not() {
     let seed = line(&w.bare)[0].0.clone();
     assert_eq!(found_commits(&report), vec![seed, top], "{report:#}");
 }
+
+/// `sluice audit --dir <repo> -o json` with `TMPDIR` a fresh empty folder: (exit code, report,
+/// whether the folder stayed untouched: still empty, and its modification time unchanged, so
+/// nothing was made in it even briefly).
+fn audit_watching_tmpdir(repo: &Path, extra: &[&str]) -> (i32, Json, bool) {
+    let watch = tempfile::tempdir().unwrap();
+    let tmpdir = watch.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let before = std::fs::metadata(&tmpdir).unwrap().modified().unwrap();
+    let mut args = vec!["audit", "--dir", repo.to_str().unwrap(), "-o", "json"];
+    args.extend_from_slice(extra);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(&args)
+        .env("SLUICE_LOG", "error")
+        .env("TMPDIR", &tmpdir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    let entries = std::fs::read_dir(&tmpdir).unwrap().count();
+    let after = std::fs::metadata(&tmpdir).unwrap().modified().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        report,
+        entries == 0 && before == after,
+    )
+}
+
+/// Audit reads git objects only: replaying a whole rollout, hand edits and a drift hold
+/// included, creates nothing under `TMPDIR` (it used to write each parent's tree there).
+#[test]
+fn audit_replays_from_git_objects_and_writes_nothing_under_tmpdir() {
+    let w = drifted_rollout();
+    let (code, report, untouched) = audit_watching_tmpdir(&w.bare, &[]);
+    assert_eq!(code, 1, "the hand edits are found: {report:#}");
+    assert!(report["replayed"].as_u64().unwrap() > 5, "{report:#}");
+    assert!(untouched, "audit created files under TMPDIR");
+    let middle = line(&w.bare)[3].0.clone();
+    let (_, _, untouched) = audit_watching_tmpdir(&w.bare, &["--since", &middle]);
+    assert!(untouched, "audit --since created files under TMPDIR");
+}
+
+/// A rollout with a drift hold in it: a human edits the route while the canary progresses
+/// (sluice holds), puts it back (sluice resumes), and the rollout ends. The full audit reports
+/// the two human edits.
+fn drifted_rollout() -> World {
+    let mut w = World::with_files(&istio(STEPS), &[]);
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    w.until(Phase::Progressing);
+    let route = show(&w.bare, "main", ROUTE_FILE);
+    w.human_writes(
+        ROUTE_FILE,
+        &format!("{route}# edited by hand\n"),
+        "podinfo: a hand edit of the route",
+    );
+    w.ticks(1);
+    w.human_writes(ROUTE_FILE, &route, "podinfo: put the route back");
+    w.until(Phase::Succeeded);
+    w
+}
+
+/// `--since REV` reports exactly the findings of the whole audit that are after REV, for
+/// every REV of the line: the commits before it give later replays what they need (the drift
+/// hold's verified commits, the newest format) without being checked again.
+#[test]
+fn audit_since_each_commit_reports_the_full_audit_s_findings_after_it() {
+    let w = drifted_rollout();
+    let (code, full) = audit(&w.bare);
+    assert_eq!(code, 1, "{full:#}");
+    let commits = line(&w.bare);
+    let head = &commits.last().unwrap().0;
+    assert_eq!(full["resumeSince"], head.as_str(), "{full:#}");
+    assert_eq!(full["commits"], commits.len());
+    assert_eq!(found_commits(&full).len(), 2, "{full:#}");
+    let dir = w.bare.display().to_string();
+    for (i, (sha, _)) in commits.iter().enumerate() {
+        let (code, out, err) = run_sluice(&["audit", "--dir", &dir, "-o", "json", "--since", sha]);
+        let report: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        let later: Vec<&String> = commits[i + 1..].iter().map(|(s, _)| s).collect();
+        let expected: Vec<&Json> = full["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| later.iter().any(|s| f["commit"] == s.as_str()))
+            .collect();
+        let got: Vec<&Json> = report["findings"].as_array().unwrap().iter().collect();
+        assert_eq!(
+            got,
+            expected,
+            "--since commit {i} of {}: {report:#}",
+            commits.len()
+        );
+        assert_eq!(code, i32::from(!expected.is_empty()), "{report:#}");
+        assert_eq!(report["commits"], later.len());
+        assert_eq!(report["resumeSince"], head.as_str());
+    }
+    // A ref works as well as an id; the resume point of an audit is the next one's --since.
+    let (code, out, _) = run_sluice(&["audit", "--dir", &dir, "-o", "json", "--since", "main"]);
+    assert_eq!(code, 0, "{out}");
+    let report: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (report["commits"].as_u64(), report["replayed"].as_u64()),
+        (Some(0), Some(0))
+    );
+}
+
+/// A REV that is not in the branch's history, or names nothing, is an error that says so.
+#[test]
+fn audit_since_a_commit_outside_the_branch_is_an_error() {
+    let mut w = World::with_files(&istio(STEPS), &[]);
+    w.until(Phase::Initialized);
+    let dir = w.bare.display().to_string();
+    let tree = git(&w.bare, &["rev-parse", "main^{tree}"]);
+    let stray = crate::support::run_ok(
+        Command::new("git")
+            .args(["commit-tree", tree.trim(), "-m", "a root of its own"])
+            .current_dir(&w.bare)
+            .env("GIT_AUTHOR_NAME", "h")
+            .env("GIT_AUTHOR_EMAIL", "h@example.com")
+            .env("GIT_COMMITTER_NAME", "h")
+            .env("GIT_COMMITTER_EMAIL", "h@example.com"),
+    );
+    let stray = String::from_utf8_lossy(&stray.stdout).trim().to_string();
+    let (code, out, err) = run_sluice(&["audit", "--dir", &dir, "--since", &stray]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "--since {stray}: commit {stray} is not an ancestor of the branch's head"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = run_sluice(&["audit", "--dir", &dir, "--since", "no-such-ref"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--since no-such-ref: no such commit or ref in the repository"),
+        "{err}"
+    );
+}

@@ -19,6 +19,8 @@
 //! same report.
 
 pub mod replay;
+pub mod since;
+pub mod tree_files;
 
 pub use crate::signatures::{policy, signed};
 
@@ -29,20 +31,26 @@ use git2::{Oid, Repository};
 use serde::Serialize;
 
 use crate::core::decide::Action;
+use crate::core::model::{CanaryId, Name};
 use crate::core::operate::Operation;
+use crate::core::status::Status;
+use crate::deleted::{self, STATUS_DIR};
 use crate::gitops::message::{CommitHead, Message};
 use crate::gitops::{parse_trailers, trailer_group, CommitMessage};
 use crate::render::message::{self, CANARY};
 use crate::render::replay::{By, Record, FORMAT, REPLAY};
+use crate::render::status_file::SpecRecord;
 use crate::render::{status_file, GENERATED_MARK};
-use crate::spec::load::{load_in, settings_in, Existing};
+use crate::spec::load::{load_in, settings_from, Existing};
 use crate::spec::model::Canary;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
-use crate::yaml::snapshot::{read_bounded, Snapshot};
+use crate::workload;
+use crate::yaml::snapshot::{ReadError, Snapshot};
 
 use crate::gitops::objects as tree;
 use replay::{Replayed, Sanctioned};
 use tree::{Changed, GitError};
+use tree_files::TreeFiles;
 
 /// The trailer that names who approved (written from format [`APPROVER_FROM`] on).
 pub const APPROVED_BY: &str = "Sluice-Approved-By";
@@ -106,14 +114,17 @@ pub struct Report {
     pub replayed: usize,
     pub findings: Vec<Finding>,
     pub not_replayable: Vec<NotReplayable>,
+    /// The last commit checked (the branch's head): give it to the next audit as `--since`
+    /// to check only what came after.
+    pub resume_since: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     #[error(transparent)]
     Git(#[from] GitError),
-    #[error("cannot make a temporary folder: {0}")]
-    Temp(String),
+    #[error(transparent)]
+    Since(#[from] since::SinceError),
 }
 
 /// Audits the first-parent history of `head`; with `only`, the commits of that canary
@@ -125,20 +136,46 @@ pub fn audit(
     only: Option<&str>,
     signing: &policy::Outside,
 ) -> Result<Report, AuditError> {
+    audit_since(repo, head, None, only, signing)
+}
+
+/// [`audit`] of the commits after `since` only (see [`since`]): the commits up to it are read
+/// for what later replays need, not checked.
+pub fn audit_since(
+    repo: &Repository,
+    head: Oid,
+    since: Option<Oid>,
+    only: Option<&str>,
+    signing: &policy::Outside,
+) -> Result<Report, AuditError> {
     let line = tree::first_parent_line(repo, head)?;
+    let start = match since {
+        Some(since) => since::checked_from(repo, &line, since)?,
+        None => 0,
+    };
     let mut audit = Audit {
         repo,
         only,
         signing: policy::Policies::new(repo, signing),
-        report: Report {
-            commits: line.len(),
-            ..Report::default()
-        },
+        report: Report::default(),
         sanctioned: BTreeMap::new(),
         newest_format: None,
         changed: None,
+        files: None,
+        trusting: true,
     };
-    for oid in &line {
+    let (before, after) = line.split_at(start);
+    for oid in before {
+        audit.commit(*oid)?;
+    }
+    // What the commits before were found to be is the earlier audit's: none of it is reported.
+    audit.report = Report {
+        commits: after.len(),
+        resume_since: head.to_string(),
+        ..Report::default()
+    };
+    audit.trusting = false;
+    for oid in after {
         audit.commit(*oid)?;
     }
     audit.report.findings.sort();
@@ -166,31 +203,116 @@ struct Audit<'r, 'a> {
     newest_format: Option<(u32, Oid)>,
     /// The paths the commit audited changes (read once for `owned` and the file comparison).
     changed: Option<(Oid, Vec<String>)>,
+    /// The files of the last parent read, moved on to the next one by the tree diff (`None`
+    /// while a parent holds them).
+    files: Option<TreeFiles>,
+    /// Reading the commits before `--since`: sluice's commits there are taken as verified,
+    /// without a replay, and signatures are not checked.
+    trusting: bool,
 }
 
-/// The parent of a commit, written out and read as the tick reads its clone.
-pub struct Parent {
-    _dir: tempfile::TempDir,
-    pub root: std::path::PathBuf,
+/// The parent of a commit, read from git objects as the tick reads its clone.
+pub struct Parent<'r> {
+    repo: &'r Repository,
+    files: TreeFiles,
     pub settings: Settings,
     settings_problems: Vec<String>,
-    pub snapshot: Snapshot,
     /// The specs that do not load at the parent (a deleted canary is then not reverted).
     pub spec_errors: Vec<String>,
 }
 
-impl Parent {
+/// The folder handed to readers that take one: no folder can be below `/dev/null`, so a read
+/// that went to the disk instead of [`Parent`] would find nothing (audit never reads there).
+const NO_FOLDER: &str = "/dev/null/sluice-audit";
+
+impl<'r> Parent<'r> {
+    /// Reads the settings of the tree `files` is at.
+    fn new(repo: &'r Repository, files: TreeFiles) -> Parent<'r> {
+        let (settings, problems) = match files.read(repo, SETTINGS_PATH) {
+            // Absent means defaults, as for a checked-out repo.
+            None => (Settings::default(), Vec::new()),
+            Some(read) => settings_from(read),
+        };
+        Parent {
+            repo,
+            files,
+            settings,
+            settings_problems: problems.iter().map(ToString::to_string).collect(),
+            spec_errors: Vec::new(),
+        }
+    }
+
+    /// What the tick's walk reads at the parent.
+    pub fn snapshot(&self) -> &Snapshot {
+        self.files.snapshot()
+    }
+
+    /// The folder the readers that take one are handed; see [`NO_FOLDER`].
+    pub fn root(&self) -> &Path {
+        Path::new(NO_FOLDER)
+    }
+
+    /// The workload lookups at the parent, leaving out the output folders `outputs`.
+    pub fn index<'s>(&'s self, outputs: &[&str]) -> workload::Index<'s> {
+        workload::Index::reading(self.snapshot(), outputs, self)
+    }
+
+    /// A canary's status and the record of its spec at the parent; `None` when it has none.
+    pub fn status_recorded(
+        &self,
+        id: &CanaryId,
+    ) -> Result<Option<(Status, Option<SpecRecord>)>, String> {
+        self.files
+            .read(self.repo, &status_file::path_for(id))
+            .map(status_file::from_read)
+            .transpose()
+    }
+
+    /// A canary's status at the parent; `None` when it has none.
+    pub fn status(&self, id: &CanaryId) -> Result<Option<Status>, String> {
+        Ok(self.status_recorded(id)?.map(|(status, _)| status))
+    }
+
+    /// The canaries whose spec is gone at the parent while their status file is there.
+    pub fn deleted(&self) -> Vec<deleted::Deleted> {
+        let mut found = Vec::new();
+        for namespace in self.files.list(STATUS_DIR) {
+            for entry in self.files.list(&format!("{STATUS_DIR}/{namespace}")) {
+                let Some(name) = entry.strip_suffix(".yaml") else {
+                    continue;
+                };
+                if let (Ok(namespace), Ok(name)) = (Name::parse(&namespace), Name::parse(name)) {
+                    found.push(CanaryId { namespace, name });
+                }
+            }
+        }
+        deleted::among(found, self.snapshot(), |file| {
+            self.files
+                .read(self.repo, file)
+                .unwrap_or_else(|| Err(ReadError::Io(format!("{file} is not in the tree"))))
+        })
+    }
+
     fn canaries(&mut self) -> Vec<Canary> {
-        let root = &self.root;
-        let has_status =
-            |id: &crate::spec::model::CanaryId| root.join(status_file::path_for(id)).is_file();
+        let files = &self.files;
+        let has_status = |id: &CanaryId| files.is_file(&status_file::path_for(id));
         let existing = Existing {
-            files: &self.snapshot,
+            files: files.snapshot(),
             has_status: &has_status,
         };
-        let loaded = load_in(&self.snapshot, &self.settings, Some(&existing));
+        let loaded = load_in(files.snapshot(), &self.settings, Some(&existing));
         self.spec_errors = loaded.errors.iter().map(ToString::to_string).collect();
         loaded.canaries
+    }
+}
+
+impl workload::Outside for Parent<'_> {
+    fn is_file(&self, file: &str) -> bool {
+        self.files.is_file(file)
+    }
+
+    fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
+        self.files.read(self.repo, file)
     }
 }
 
@@ -239,7 +361,9 @@ impl<'r> Audit<'r, '_> {
 
     fn commit(&mut self, oid: Oid) -> Result<(), AuditError> {
         let head = tree::head(self.repo, oid)?;
-        self.signature(oid)?;
+        if !self.trusting {
+            self.signature(oid)?;
+        }
         let owned = self.owned(oid)?;
         let Message::Text(text) = &head.message else {
             let why = head.message.refused().unwrap_or_default();
@@ -392,27 +516,42 @@ impl<'r> Audit<'r, '_> {
         }
     }
 
-    /// Writes out the first parent of `oid` and reads its settings and files.
-    fn parent(&self, oid: Oid) -> Result<Parent, AuditError> {
-        let dir = tempfile::tempdir().map_err(|e| AuditError::Temp(e.to_string()))?;
-        let root = dir.path().to_path_buf();
-        if let Some(tree) = tree::parent_tree(self.repo, oid)? {
-            tree::write_tree(self.repo, &tree, &root)?;
-        }
-        let (settings, problems) = settings_in(&root, read_bounded);
-        let snapshot = Snapshot::read(&root);
-        Ok(Parent {
-            _dir: dir,
-            root,
-            settings,
-            settings_problems: problems.iter().map(ToString::to_string).collect(),
-            snapshot,
-            spec_errors: Vec::new(),
-        })
+    /// The first parent of `oid`, read from git objects: the files audit follows move to its
+    /// tree. Hand it back with [`Audit::done_with`].
+    fn parent(&mut self, oid: Oid) -> Result<Parent<'r>, AuditError> {
+        let tree = match tree::first_parent(self.repo, oid)? {
+            Some(p) => Some(tree::head(self.repo, p)?.tree),
+            None => None,
+        };
+        let mut files = self.files.take().unwrap_or_default();
+        files.move_to(self.repo, tree)?;
+        Ok(Parent::new(self.repo, files))
     }
 
-    fn is_approval_merge(&self, oid: Oid, owned: &[(Changed, String)]) -> Result<bool, AuditError> {
+    /// Keeps the parent's files for the next commit, which moves them on from there.
+    fn done_with(&mut self, parent: Parent<'r>) {
+        self.files = Some(parent.files);
+    }
+
+    fn is_approval_merge(
+        &mut self,
+        oid: Oid,
+        owned: &[(Changed, String)],
+    ) -> Result<bool, AuditError> {
         let mut parent = self.parent(oid)?;
+        let result = self.approval_change(oid, owned, &mut parent);
+        self.done_with(parent);
+        result
+    }
+
+    /// Whether the owned files `oid` changes are exactly the approval of the waiting canaries
+    /// at `parent`.
+    fn approval_change(
+        &self,
+        oid: Oid,
+        owned: &[(Changed, String)],
+        parent: &mut Parent<'r>,
+    ) -> Result<bool, AuditError> {
         if !parent.settings_problems.is_empty() {
             return Ok(false);
         }
@@ -430,7 +569,7 @@ impl<'r> Audit<'r, '_> {
             let Some(canary) = canaries.iter().find(|c| &c.id.to_string() == name) else {
                 return Ok(false);
             };
-            let Ok(Some(status)) = status_file::read(&parent.root, &canary.id, read_bounded) else {
+            let Ok(Some(status)) = parent.status(&canary.id) else {
                 return Ok(false);
             };
             let record = Record::operated(
@@ -459,7 +598,7 @@ impl<'r> Audit<'r, '_> {
                 },
                 ..record
             };
-            let Ok(replayed) = replay::replay(&ctx, &parent, &canaries, name, &record) else {
+            let Ok(replayed) = replay::replay(&ctx, parent, &canaries, name, &record) else {
                 return Ok(false);
             };
             for change in replayed.changes {
@@ -567,9 +706,31 @@ impl<'r> Audit<'r, '_> {
             Ok(records) => records,
             Err(judged) => return Ok(judged),
         };
+        if self.trusting {
+            return Ok(Judged::Verified(
+                records
+                    .iter()
+                    .map(|(id, record)| (id.clone(), is_hold(record)))
+                    .collect(),
+            ));
+        }
+        let mut parent = self.parent(oid)?;
+        let judged = self.replay_records(oid, text, trailers, &records, &mut parent);
+        self.done_with(parent);
+        judged
+    }
+
+    /// Makes every recorded decision of `oid` again at its parent and compares.
+    fn replay_records(
+        &mut self,
+        oid: Oid,
+        text: &str,
+        trailers: &[(String, String)],
+        records: &[(String, Record)],
+        parent: &mut Parent<'r>,
+    ) -> Result<Judged, AuditError> {
         let names: Vec<&str> = records.iter().map(|(id, _)| id.as_str()).collect();
         let canary_names = names.join(",");
-        let mut parent = self.parent(oid)?;
         if !parent.settings_problems.is_empty() {
             let problems = parent.settings_problems.join("; ");
             self.find(
@@ -589,20 +750,19 @@ impl<'r> Audit<'r, '_> {
         let mut messages = Vec::new();
         let mut verified = Vec::new();
         let before = self.report.findings.len();
-        for (id, record) in &records {
+        for (id, record) in records {
             let ctx = replay::Context {
                 repo: self.repo,
                 parent: first_parent,
                 sanctioned: &self.sanctioned,
             };
-            match replay::replay(&ctx, &parent, &canaries, id, record) {
+            match replay::replay(&ctx, parent, &canaries, id, record) {
                 Ok(replayed) => {
                     self.report.replayed += 1;
                     self.approver(oid, id, trailers, record, &replayed);
                     expected_changes.extend(replayed.changes);
                     messages.push(replayed.message);
-                    let hold = matches!(&record.by, By::Drift { policy, .. } if policy == "hold");
-                    verified.push((id.clone(), hold));
+                    verified.push((id.clone(), is_hold(record)));
                 }
                 Err(problem) => {
                     self.find(oid, Kind::Replay, &problem.file, id, problem.message);
@@ -780,6 +940,11 @@ fn keys_equal_but_order_differs(got: &[(String, String)], want: &[(String, Strin
     a.sort();
     b.sort();
     a == b && got != want
+}
+
+/// Whether a record is a drift hold (which writes only the status file).
+fn is_hold(record: &Record) -> bool {
+    matches!(&record.by, By::Drift { policy, .. } if policy == "hold")
 }
 
 /// Whether a commit's trailers claim it is sluice's.

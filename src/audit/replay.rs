@@ -29,7 +29,6 @@ use crate::render::replay::{self, policy_name, By, Record, REPLAY};
 use crate::render::{self as renderer, status_file};
 use crate::spec::model::Canary;
 use crate::workload;
-use crate::yaml::snapshot::read_bounded;
 
 use super::Parent;
 use crate::gitops::objects as tree;
@@ -93,7 +92,7 @@ pub fn replay(
         ));
     };
     let status_path = status_file::path_for(&canary.id);
-    let status = status_file::read(&parent.root, &canary.id, read_bounded).map_err(|m| {
+    let status = parent.status(&canary.id).map_err(|m| {
         problem(
             &status_path,
             format!("the status at the parent does not read: {m}"),
@@ -150,8 +149,8 @@ pub fn replay(
             })?,
         _ => {
             let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-            let index = workload::Index::new(&parent.snapshot, &outputs);
-            renderer::changes(&parent.root, canary, &decision, &index).map_err(|e| {
+            let index = parent.index(&outputs);
+            renderer::changes(parent.root(), canary, &decision, &index).map_err(|e| {
                 problem(
                     canary.output.as_str(),
                     format!("the rules cannot render this decision: {e}"),
@@ -220,8 +219,8 @@ fn decided(
         .unwrap_or_else(none);
     // Every canary's output folder, as the tick leaves them out of source lookups.
     let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = workload::Index::new(&parent.snapshot, &outputs);
-    let source = workload::revision(&parent.root, canary, &index).map_err(|e| {
+    let index = parent.index(&outputs);
+    let source = workload::revision(parent.root(), canary, &index).map_err(|e| {
         problem(
             &canary.file,
             format!("the revision does not read at the parent: {e}"),
@@ -242,13 +241,12 @@ fn decided(
 /// A record update: the status file's record must disagree with the spec at the parent.
 fn record_update(parent: &Parent, canary: &Canary, record: &Record) -> Result<Replayed, Problem> {
     let path = status_file::path_for(&canary.id);
-    let found =
-        status_file::read_recorded(&parent.root, &canary.id, read_bounded).map_err(|m| {
-            problem(
-                &path,
-                format!("the status at the parent does not read: {m}"),
-            )
-        })?;
+    let found = parent.status_recorded(&canary.id).map_err(|m| {
+        problem(
+            &path,
+            format!("the status at the parent does not read: {m}"),
+        )
+    })?;
     let Some((status, recorded)) = found else {
         return Err(problem(
             &path,
@@ -287,8 +285,8 @@ fn route_refresh(
         ));
     };
     let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = workload::Index::new(&parent.snapshot, &outputs);
-    let refreshed = renderer::route_refresh::route_refresh(&parent.root, canary, &status, &index)
+    let index = parent.index(&outputs);
+    let refreshed = renderer::route_refresh::route_refresh(parent.root(), canary, &status, &index)
         .map_err(|e| {
         problem(
             canary.output.as_str(),
@@ -311,7 +309,7 @@ fn route_refresh(
 
 /// A deleted canary's revert: its spec is gone at the parent and the core says revert.
 fn revert(parent: &Parent, id: &str, record: &Record) -> Result<Replayed, Problem> {
-    let found = deleted::find(&parent.root, &parent.snapshot, read_bounded);
+    let found = parent.deleted();
     let Some(d) = found.into_iter().find(|d| d.id.to_string() == id) else {
         return Err(problem(
             message::CANARY,
@@ -320,7 +318,7 @@ fn revert(parent: &Parent, id: &str, record: &Record) -> Result<Replayed, Proble
     };
     let fact = crate::core::observe::Deletion {
         reverts: d.reverts(),
-        unloadable: deleted::can_tell(&parent.snapshot).map(str::to_string),
+        unloadable: deleted::can_tell(parent.snapshot()).map(str::to_string),
         spec_errors: !parent.spec_errors.is_empty(),
     };
     if let v @ (DeletedVerdict::Orphaned | DeletedVerdict::Held(_)) = verdict::deleted(&fact) {
@@ -329,7 +327,7 @@ fn revert(parent: &Parent, id: &str, record: &Record) -> Result<Replayed, Proble
             format!("the rules do not revert this deleted canary at the parent: {v:?}"),
         ));
     }
-    let mut done = deleted::revert(&parent.snapshot, &d)
+    let mut done = deleted::revert(parent.snapshot(), &d)
         .map_err(|e| problem(&d.status_file, format!("the revert does not render: {e}")))?;
     done.message.trailers.push(record.trailer());
     Ok(Replayed {
@@ -411,7 +409,8 @@ fn drift(
                 format!("sluice's last status does not read: {m}"),
             )
         })?,
-        None => status_file::read(&parent.root, &canary.id, read_bounded)
+        None => parent
+            .status(&canary.id)
             .ok()
             .flatten()
             .ok_or_else(|| problem(&status_path, "no status sluice committed"))?,

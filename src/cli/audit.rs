@@ -1,10 +1,10 @@
 //! `sluice audit [NS/NAME] --repo URL | --dir PATH [-o table|json|github]
-//! [--allowed-signers FILE [--require-signed]]`: replays every decision of the branch from git
-//! (see [`crate::audit`]); exit code 1 on any finding.
+//! [--allowed-signers FILE [--require-signed]] [--since REV]`: replays every decision of the
+//! branch from git (see [`crate::audit`]), or those after REV; exit code 1 on any finding.
 
 use std::path::PathBuf;
 
-use crate::audit::{audit, open, Report};
+use crate::audit::{audit_since, open, since, Report};
 use crate::cli::repo::SourceArgs;
 use crate::cli::workflow_command::{escape_data, escape_property};
 use crate::signatures::policy::Outside;
@@ -33,6 +33,10 @@ pub struct Args {
     /// `signing` settings say.
     #[arg(long, requires = "allowed_signers")]
     pub require_signed: bool,
+    /// Check only the commits after REV (a commit id or a ref in the branch's history), e.g.
+    /// the `resumeSince` of the last `-o json` audit: for CI on every push.
+    #[arg(long, value_name = "REV")]
+    pub since: Option<String>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -58,7 +62,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                         e.message()
                     )
                 })?;
-            audit(&repo, head, only, &signing)?
+            let since = resolve(&repo, head, args.since.as_deref())?;
+            audit_since(&repo, head, since, only, &signing)?
         }
         (None, Some(url)) => {
             // `open` fetches the branch.
@@ -66,12 +71,22 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 crate::cli::repo::open(url, &args.source.branch, args.source.workdir.as_deref())?;
             let head = locked.repo.head();
             let repo = open(locked.repo.root())?;
-            audit(&repo, head, only, &signing)?
+            let since = resolve(&repo, head, args.since.as_deref())?;
+            audit_since(&repo, head, since, only, &signing)?
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
     print(&report, args.output)?;
     Ok(if report.findings.is_empty() { 0 } else { 1 })
+}
+
+/// The commit `--since` names, checked to be in the branch's history.
+fn resolve(
+    repo: &git2::Repository,
+    head: git2::Oid,
+    rev: Option<&str>,
+) -> anyhow::Result<Option<git2::Oid>> {
+    Ok(rev.map(|r| since::resolve(repo, head, r)).transpose()?)
 }
 
 fn print(report: &Report, output: AuditOutput) -> anyhow::Result<()> {

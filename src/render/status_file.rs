@@ -116,10 +116,18 @@ pub fn read_recorded(
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    match crate::yaml::snapshot::read_inside(root, &path, read) {
+    from_read(crate::yaml::snapshot::read_inside(root, &path, read)).map(Some)
+}
+
+/// The status and [`SpecRecord`] of a status file that is there, from what reading it gave
+/// (read from a folder, or from git objects).
+pub fn from_read(
+    read: Result<String, crate::yaml::snapshot::ReadError>,
+) -> Result<(Status, Option<SpecRecord>), String> {
+    match read {
         Ok(text) => {
             let status = parse(&text)?;
-            Ok(Some((status, record_of(&text)?)))
+            Ok((status, record_of(&text)?))
         }
         Err(crate::yaml::snapshot::ReadError::Io(message)) => Err(message),
         Err(e) => Err(e.to_string()),

@@ -130,11 +130,7 @@ pub fn generated_for(text: &str) -> Option<&str> {
 
 /// Every file of `files` inside the folder `output`.
 fn files_in<'s>(files: &'s Snapshot, output: &str) -> impl Iterator<Item = &'s File> + 's {
-    let prefix = format!("{output}/");
-    files
-        .files()
-        .iter()
-        .filter(move |f| f.name.starts_with(&prefix))
+    files.files_under(output)
 }
 
 /// Whether `canary` already runs: it has a status and its output folder holds files sluice
@@ -388,8 +384,15 @@ pub fn settings_in(
     if std::fs::symlink_metadata(&path).is_err() {
         return (Settings::default(), Vec::new());
     }
+    settings_from(read_inside(root, &path, read))
+}
+
+/// The repo settings from what reading a settings file that is there gave (read from a
+/// folder, or from git objects); errors name that file, and the defaults stand in for
+/// settings that cannot be read.
+pub fn settings_from(read: Result<String, ReadError>) -> (Settings, Vec<SpecError>) {
     let file = crate::spec::settings::SETTINGS_PATH;
-    let parsed = match read_inside(root, &path, read) {
+    let parsed = match read {
         Ok(text) => parse_settings(file, &text),
         Err(e) => Err(vec![SpecError {
             file: file.to_string(),

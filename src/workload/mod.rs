@@ -21,8 +21,8 @@ use crate::route::Revisions;
 use crate::spec::model::{Canary, Target};
 use crate::workload::autoscaler::Autoscaler;
 use crate::workload::configs::{references, ConfigRef};
-pub use crate::workload::source::Index;
 use crate::workload::source::{find_source, Manifest};
+pub use crate::workload::source::{Index, Outside};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {

@@ -46,12 +46,33 @@ impl From<Object<'_>> for Manifest {
 /// Nothing read: the index of a canary that has no source (route-only).
 static EMPTY: Snapshot = Snapshot::EMPTY;
 
+/// The repo's files outside the snapshot (hidden folders, other extensions) when the repo is
+/// not a folder on disk (audit reads git objects): what [`Index::text_of`] and a missing
+/// source's message read instead of `root`.
+pub trait Outside {
+    /// Whether `file` (repo-relative) is a regular file.
+    fn is_file(&self, file: &str) -> bool;
+    /// The text of `file` read as [`read_bounded`] reads; `None` when absent.
+    fn read(&self, file: &str) -> Option<Result<String, ReadError>>;
+}
+
 /// The snapshot's Kubernetes objects as workload lookups see them.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Index<'s> {
     snapshot: &'s Snapshot,
     /// Output folders with a trailing `/`.
     outputs: Vec<String>,
+    /// Where files outside the snapshot are read; `None`: from `root` on disk.
+    outside: Option<&'s dyn Outside>,
+}
+
+impl std::fmt::Debug for Index<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("outputs", &self.outputs)
+            .field("outside", &self.outside.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Index<'_> {
@@ -59,6 +80,7 @@ impl Default for Index<'_> {
         Index {
             snapshot: &EMPTY,
             outputs: Vec::new(),
+            outside: None,
         }
     }
 }
@@ -69,6 +91,28 @@ impl<'s> Index<'s> {
         Index {
             snapshot,
             outputs: outputs.iter().map(|o| format!("{o}/")).collect(),
+            outside: None,
+        }
+    }
+
+    /// [`Index::new`] for a repo that is not on disk: files outside the snapshot are read from
+    /// `outside`, never from a folder.
+    pub fn reading(
+        snapshot: &'s Snapshot,
+        outputs: &[&str],
+        outside: &'s dyn Outside,
+    ) -> Index<'s> {
+        Index {
+            outside: Some(outside),
+            ..Index::new(snapshot, outputs)
+        }
+    }
+
+    /// Whether `file`, which the snapshot did not read, is a regular file of the repo.
+    fn is_file_outside(&self, root: &Path, file: &str) -> bool {
+        match self.outside {
+            Some(outside) => outside.is_file(file),
+            None => root.join(file).is_file(),
         }
     }
 
@@ -77,8 +121,11 @@ impl<'s> Index<'s> {
     pub fn text_of(&self, root: &std::path::Path, file: &str) -> Option<String> {
         match self.snapshot.file(file) {
             Some(f) => f.text().map(str::to_string),
-            // Never through a link: a linked primary is treated as missing.
-            None => read_inside(root, &root.join(file), read_bounded).ok(),
+            None => match self.outside {
+                Some(outside) => outside.read(file).and_then(Result::ok),
+                // Never through a link: a linked primary is treated as missing.
+                None => read_inside(root, &root.join(file), read_bounded).ok(),
+            },
         }
     }
 
@@ -161,9 +208,14 @@ pub fn find_source(
                 // folder) exists but was not read: say so rather than "not found".
                 None => {
                     let full = root.join(path.as_str());
-                    let message = match check_inside(root, &full) {
+                    let inside = match index.outside {
+                        // Read from git objects: no link is ever there to go through.
+                        Some(_) => Ok(()),
+                        None => check_inside(root, &full),
+                    };
+                    let message = match inside {
                         Err(e) => e.to_string(),
-                        Ok(()) if full.is_file() => {
+                        Ok(()) if index.is_file_outside(root, path.as_str()) => {
                             "sluice reads only regular .yaml and .yml files outside hidden folders"
                                 .into()
                         }

@@ -165,6 +165,19 @@ pub struct File {
 }
 
 impl File {
+    /// A file named `name` from what reading it gave, parsed as the walk parses (for files
+    /// read from somewhere else than a folder, e.g. git objects).
+    pub fn from_read(name: String, read: Result<String, ReadError>) -> File {
+        let contents = match read {
+            Ok(text) => parse(text),
+            Err(e) => Contents::Unreadable(e),
+        };
+        File {
+            name,
+            contents: contents.into(),
+        }
+    }
+
     /// The file's text, when it could be read.
     pub fn text(&self) -> Option<&str> {
         match &*self.contents {
@@ -322,9 +335,102 @@ impl Snapshot {
         self.files.push(file);
     }
 
+    /// Puts `file` in place of the file of its name, or, when there is none, before the first
+    /// file it walks before by `walks_before(a, b)` (at the end when none): a snapshot kept in
+    /// step with a changing tree pays for the files that changed, not for the repo.
+    pub fn put(&mut self, file: File, walks_before: impl Fn(&str, &str) -> bool) {
+        if let Some(&at) = self.by_name.get(&file.name) {
+            self.unindex(at);
+            self.files[at] = file;
+            self.index(at);
+            return;
+        }
+        // The files are in walk order: the first one the new file walks before.
+        let at = self
+            .files
+            .partition_point(|f| !walks_before(&file.name, &f.name));
+        self.shift(at, 1);
+        self.by_name.insert(file.name.clone(), at);
+        self.files.insert(at, file);
+        self.index(at);
+    }
+
+    /// Takes the file of this name out (`None` when there is none).
+    pub fn remove(&mut self, name: &str) -> Option<File> {
+        let at = self.by_name.remove(name)?;
+        self.unindex(at);
+        let file = self.files.remove(at);
+        self.shift(at + 1, -1);
+        Some(file)
+    }
+
+    /// Moves every position at or after `from` by `by` (a file went in or out before them).
+    fn shift(&mut self, from: usize, by: isize) {
+        let moved = |i: &mut usize| {
+            if *i >= from {
+                *i = i.saturating_add_signed(by);
+            }
+        };
+        self.by_name.values_mut().for_each(moved);
+        for ats in self.objects.values_mut() {
+            ats.iter_mut().for_each(|a| moved(&mut a.file));
+        }
+    }
+
+    /// The (kind, name) keys of the objects of the file at `at`, by document.
+    fn keys(&self, at: usize) -> Vec<(usize, (String, String))> {
+        let Contents::Yaml { documents, .. } = &*self.files[at].contents else {
+            return Vec::new();
+        };
+        documents
+            .iter()
+            .enumerate()
+            .filter_map(|(document, node)| {
+                let kind = typed_string(node.get("kind"))?;
+                let name = typed_string(node.get("metadata").and_then(|m| m.get("name")))?;
+                Some((document, (kind.to_string(), name.to_string())))
+            })
+            .collect()
+    }
+
+    fn unindex(&mut self, at: usize) {
+        for (_, key) in self.keys(at) {
+            if let Some(ats) = self.objects.get_mut(&key) {
+                ats.retain(|a| a.file != at);
+                if ats.is_empty() {
+                    self.objects.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Indexes the objects of the file at `at`, each list kept in file order.
+    fn index(&mut self, at: usize) {
+        for (document, key) in self.keys(at) {
+            let ats = self.objects.entry(key).or_default();
+            let new = At { file: at, document };
+            let i = ats.partition_point(|a| (a.file, a.document) < (at, document));
+            ats.insert(i, new);
+        }
+    }
+
     /// Every file, in walk order.
     pub fn files(&self) -> &[File] {
         &self.files
+    }
+
+    /// The files inside `folder` (names starting with `folder/`), in walk order, found
+    /// through the sorted names rather than by going over every file.
+    pub fn files_under<'s>(&'s self, folder: &str) -> impl Iterator<Item = &'s File> + 's {
+        let prefix = format!("{folder}/");
+        let mut at: Vec<usize> = self
+            .by_name
+            .range(prefix.clone()..)
+            .take_while(|(name, _)| name.starts_with(&prefix))
+            .map(|(_, &i)| i)
+            .collect();
+        at.sort_unstable();
+        at.into_iter().filter_map(|i| self.files.get(i))
     }
 
     /// The file with this name (see [`File::name`]).

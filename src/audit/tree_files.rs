@@ -1,0 +1,325 @@
+//! A commit's files as audit reads them, from git objects alone: the regular files of its tree
+//! (what a checkout would write; links and submodules are left out, as the readers refuse
+//! links anyway), and the [`Snapshot`] the tick's walk would read from them.
+//!
+//! One [`TreeFiles`] follows audit from commit to commit: moving it to another tree applies
+//! the tree diff, so it reads and parses only the files that changed, and a file's parse is
+//! kept by blob id (a bounded cache) for when a blob comes back (an approval branch's parent,
+//! then the main line again). Nothing is written to disk, and the repository is only read.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use git2::{Delta, FileMode, Oid, Repository};
+
+use crate::gitops::objects::{git, GitError};
+use crate::yaml::snapshot::{Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
+
+/// How many parsed files the blob cache keeps beyond those the snapshot holds.
+const CACHE_FILES: usize = 1024;
+
+/// The regular files of one tree, and its snapshot.
+#[derive(Default)]
+pub struct TreeFiles {
+    /// The tree mirrored (`None`: the empty tree, before the root commit).
+    tree: Option<Oid>,
+    /// Every regular file, repo-relative with `/`, and its blob.
+    files: BTreeMap<String, Oid>,
+    snapshot: Snapshot,
+    cache: BlobCache,
+}
+
+impl TreeFiles {
+    /// Moves to `tree` (`None`: empty), reading only what differs from the tree it was at.
+    pub fn move_to(&mut self, repo: &Repository, tree: Option<Oid>) -> Result<(), GitError> {
+        if self.tree == tree {
+            return Ok(());
+        }
+        let find = |id: Option<Oid>| {
+            id.map(|id| repo.find_tree(id).map_err(git("read a tree")))
+                .transpose()
+        };
+        let (old, new) = (find(self.tree)?, find(tree)?);
+        let diff = repo
+            .diff_tree_to_tree(old.as_ref(), new.as_ref(), None)
+            .map_err(git("compare two trees"))?;
+        for delta in diff.deltas() {
+            if delta.status() != Delta::Added {
+                if let Some(path) = utf8_path(delta.old_file().path_bytes()) {
+                    self.remove(path);
+                }
+            }
+            let new_file = delta.new_file();
+            let regular = matches!(
+                new_file.mode(),
+                FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable
+            );
+            if delta.status() != Delta::Deleted && regular {
+                if let Some(path) = utf8_path(new_file.path_bytes()) {
+                    self.add(repo, path, new_file.id())?;
+                }
+            }
+        }
+        self.tree = tree;
+        Ok(())
+    }
+
+    fn remove(&mut self, path: &str) {
+        if let Some(id) = self.files.remove(path) {
+            if let Some(file) = self.snapshot.remove(path) {
+                self.cache.keep(id, file.contents);
+            }
+        }
+    }
+
+    fn add(&mut self, repo: &Repository, path: &str, id: Oid) -> Result<(), GitError> {
+        self.files.insert(path.to_string(), id);
+        if walked(path) {
+            let contents = match self.cache.take(id) {
+                Some(contents) => contents,
+                None => File::from_read(String::new(), read_blob(repo, id)?).contents,
+            };
+            let file = File {
+                name: path.to_string(),
+                contents,
+            };
+            self.snapshot.put(file, walks_before);
+        }
+        Ok(())
+    }
+
+    /// What the tick's walk reads of this tree.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Whether `path` is a regular file.
+    pub fn is_file(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    /// Whether `path` is a folder (a checkout makes one for any file below it).
+    fn is_folder(&self, path: &str) -> bool {
+        let prefix = format!("{path}/");
+        self.files
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(p, _)| p.starts_with(&prefix))
+    }
+
+    /// `path` read as [`crate::yaml::snapshot::read_bounded`] reads a checked-out file;
+    /// `None` when nothing is there.
+    pub fn read(&self, repo: &Repository, path: &str) -> Option<Result<String, ReadError>> {
+        match self.files.get(path) {
+            Some(id) => {
+                Some(read_blob(repo, *id).unwrap_or_else(|e| Err(ReadError::Io(e.to_string()))))
+            }
+            None if self.is_folder(path) => Some(Err(ReadError::NotAFile)),
+            None => None,
+        }
+    }
+
+    /// The names of what is inside the folder `path` (files and folders), sorted.
+    pub fn list(&self, path: &str) -> Vec<String> {
+        let prefix = format!("{path}/");
+        let mut names: Vec<String> = self
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(p, _)| p[prefix.len()..].split('/').next())
+            .map(str::to_string)
+            .collect();
+        names.dedup();
+        names
+    }
+}
+
+/// A blob's text, refused as the readers refuse a file: over [`MAX_FILE_BYTES`] or not UTF-8.
+/// The size is read from the header, so a large blob is never loaded.
+fn read_blob(repo: &Repository, id: Oid) -> Result<Result<String, ReadError>, GitError> {
+    let odb = repo.odb().map_err(git("open the object database"))?;
+    let (size, _) = odb.read_header(id).map_err(git("read a file"))?;
+    if size as u64 > MAX_FILE_BYTES {
+        return Ok(Err(ReadError::TooLarge { bytes: size as u64 }));
+    }
+    let blob = repo.find_blob(id).map_err(git("read a file"))?;
+    Ok(String::from_utf8(blob.content().to_vec()).map_err(|_| ReadError::NotUtf8))
+}
+
+fn utf8_path(bytes: Option<&[u8]>) -> Option<&str> {
+    bytes.and_then(|b| std::str::from_utf8(b).ok())
+}
+
+/// Whether the tick's walk reads `path`: a `.yaml` or `.yml` file outside hidden folders.
+fn walked(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let Some(name) = parts.pop() else {
+        return false;
+    };
+    (name.ends_with(".yaml") || name.ends_with(".yml")) && !parts.iter().any(|p| p.starts_with('.'))
+}
+
+/// The walk's order: folder by folder, names sorted (so `a/z.yaml` walks before `a-b/c.yaml`).
+fn walks_before(a: &str, b: &str) -> bool {
+    a.split('/').lt(b.split('/'))
+}
+
+/// Parsed files by blob id, the oldest dropped first past [`CACHE_FILES`].
+#[derive(Default)]
+struct BlobCache {
+    parsed: HashMap<Oid, std::sync::Arc<Contents>>,
+    order: VecDeque<Oid>,
+}
+
+impl BlobCache {
+    fn keep(&mut self, id: Oid, contents: std::sync::Arc<Contents>) {
+        self.parsed.insert(id, contents);
+        self.order.push_back(id);
+        while self.order.len() > CACHE_FILES {
+            if let Some(old) = self.order.pop_front() {
+                // An id taken and kept again is in `order` twice; its newer place keeps it.
+                if !self.order.contains(&old) {
+                    self.parsed.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// The parse of `id`, moved out (the snapshot holds it until it is kept again).
+    fn take(&mut self, id: Oid) -> Option<std::sync::Arc<Contents>> {
+        self.parsed.remove(&id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree of `files` (path, text) written to `repo`'s object database.
+    fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+        let mut index = git2::Index::new().unwrap();
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            let mut entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: 0,
+                id: blob,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            entry.flags = (path.len() as u16) & 0xfff;
+            index.add(&entry).unwrap();
+        }
+        index.write_tree_to(repo).unwrap()
+    }
+
+    /// Each file's name and whether it parsed; each object's file, line, kind and name.
+    type Seen = (Vec<(String, bool)>, Vec<(String, usize, String, String)>);
+
+    /// What a snapshot holds, comparable, in order.
+    fn seen(snapshot: &Snapshot) -> Seen {
+        let files = snapshot
+            .files()
+            .iter()
+            .map(|f| (f.name.clone(), matches!(*f.contents, Contents::Yaml { .. })))
+            .collect();
+        let objects = snapshot
+            .objects()
+            .map(|o| {
+                (
+                    o.file.to_string(),
+                    o.line,
+                    o.kind.to_string(),
+                    o.name.to_string(),
+                )
+            })
+            .collect();
+        (files, objects)
+    }
+
+    /// Moving from tree to tree (and back, through the blob cache) gives the snapshot a
+    /// checkout of each tree gives, file for file and object for object.
+    #[test]
+    fn a_snapshot_moved_by_tree_diffs_is_the_snapshot_of_a_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("r.git")).unwrap();
+        let cm = |name: &str| format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n");
+        let (one, two, bad) = (cm("one"), cm("two"), "a: [1,\n".to_string());
+        let trees = [
+            tree_of(
+                &repo,
+                &[
+                    ("a.yaml", &one),
+                    ("a/z.yaml", &two),
+                    ("a-b/c.yaml", &one),
+                    (".hidden/x.yaml", &one),
+                    (".sluice/status/ns/n.yaml", "phase: Initialized\n"),
+                    ("notes.txt", &one),
+                    ("b.yml", &bad),
+                ],
+            ),
+            tree_of(
+                &repo,
+                &[
+                    ("a.yaml", &two),
+                    ("a/y.yaml", &one),
+                    ("a-b/c.yaml", &one),
+                    ("a-b/d.yaml", &two),
+                    (".sluice/status/ns/n.yaml", "phase: Progressing\n"),
+                    ("b.yml", &one),
+                    ("c.yaml", &bad),
+                ],
+            ),
+            tree_of(&repo, &[("only.yaml", &one)]),
+        ];
+        let mut files = TreeFiles::default();
+        for tree in [trees[0], trees[1], trees[0], trees[2], trees[1]] {
+            files.move_to(&repo, Some(tree)).unwrap();
+            let checkout = tempfile::tempdir().unwrap();
+            let t = repo.find_tree(tree).unwrap();
+            crate::gitops::objects::write_tree(&repo, &t, checkout.path()).unwrap();
+            let read = Snapshot::read(checkout.path());
+            assert_eq!(seen(files.snapshot()), seen(&read), "tree {tree}");
+            assert_eq!(
+                files.snapshot().find("ConfigMap", "one").count(),
+                read.find("ConfigMap", "one").count()
+            );
+        }
+        assert_eq!(files.list(".sluice/status"), ["ns"]);
+        assert!(files.is_file(".sluice/status/ns/n.yaml"));
+        assert_eq!(
+            files.read(&repo, ".sluice/status"),
+            Some(Err(ReadError::NotAFile))
+        );
+        assert_eq!(files.read(&repo, "nothing.yaml"), None);
+        files.move_to(&repo, None).unwrap();
+        assert!(files.snapshot().files().is_empty());
+    }
+
+    #[test]
+    fn the_walk_order_is_folder_by_folder() {
+        let mut names = vec!["b.yml", "a.yaml", "a-b/c.yaml", "a/z.yaml", ".hidden.yaml"];
+        names.sort_by(|a, b| {
+            if walks_before(a, b) {
+                std::cmp::Ordering::Less
+            } else if walks_before(b, a) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        assert_eq!(
+            names,
+            [".hidden.yaml", "a/z.yaml", "a-b/c.yaml", "a.yaml", "b.yml"]
+        );
+        assert!(walked(".hidden.yaml") && walked("apps/a.yml"));
+        assert!(!walked(".sluice/status/a/b.yaml") && !walked("apps/.cache/x.yaml"));
+        assert!(!walked("notes.txt"));
+    }
+}
