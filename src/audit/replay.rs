@@ -288,11 +288,11 @@ fn route_refresh(
     let index = parent.index(&outputs);
     let refreshed = renderer::route_refresh::route_refresh(parent.root(), canary, &status, &index)
         .map_err(|e| {
-        problem(
-            canary.output.as_str(),
-            format!("the route does not render: {e}"),
-        )
-    })?;
+            problem(
+                canary.output.as_str(),
+                format!("the route does not render: {e}"),
+            )
+        })?;
     let Some((change, mut message)) = refreshed else {
         return Err(problem(
             canary.output.join(crate::route::ROUTE_FILE_NAME),
