@@ -29,6 +29,7 @@ fn status(phase: Phase, promoted: &str, canary: Option<&str>) -> Status {
         clock_from_merge: false,
         session_cookie: None,
         previous_session_cookie: None,
+        primary_session_cookie: None,
         mirroring: false,
         drift: Vec::new(),
     }
