@@ -32,6 +32,7 @@ mod gitops_robust;
 mod image;
 mod input_safety;
 mod install;
+mod judge_canary;
 mod judge_cli;
 mod judge_range;
 mod judge_reference;

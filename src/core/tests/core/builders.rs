@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use sluice_core::judge::JudgeSpec;
 use sluice_core::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
     ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind,
@@ -56,6 +57,7 @@ pub struct CanaryBuilder {
     sync: bool,
     mirror: bool,
     session_cookie: Option<String>,
+    judge: Option<JudgeSpec>,
 }
 
 /// A Flagger canary `podinfo.prod` walking 10, 20, ... 50 every 30 s, no checks, no gates.
@@ -76,10 +78,17 @@ pub fn canary() -> CanaryBuilder {
         sync: false,
         mirror: false,
         session_cookie: None,
+        judge: None,
     }
 }
 
 impl CanaryBuilder {
+    /// `analysis.judge`: the statistical judge.
+    pub fn judge(mut self, judge: JudgeSpec) -> Self {
+        self.judge = Some(judge);
+        self
+    }
+
     /// `analysis.mirror: true`.
     pub fn mirror(mut self) -> Self {
         self.mirror = true;
@@ -268,6 +277,7 @@ impl CanaryBuilder {
                 alerts: Alerts::default(),
                 primary_ready_threshold: 100,
                 canary_ready_threshold: 100,
+                judge: self.judge,
             },
             skip_analysis: self.skip_analysis,
             suspend: false,
