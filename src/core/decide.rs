@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::judged::JudgeStep;
 use crate::model::{Canary, Strategy, Target, WebhookKind};
 use crate::number::fmt_num;
 use crate::observe::{MetricValue, Observations};
@@ -664,11 +665,90 @@ fn progressing<R>(
             format!("{} holds at step {}", dotted(canary), status.step),
         );
     }
-    let (judged, passed) = judge(canary, obs);
+    if crate::judged::waits_on_judge(status) {
+        return hold(
+            status,
+            Some(after(now, canary.analysis.interval)),
+            format!(
+                "Halt {} advancement waiting for approval (judge marginal)",
+                dotted(canary)
+            ),
+        );
+    }
+    let (mut judged, passed) = judge(canary, obs);
+    let judge_step = canary.analysis.judge.as_ref().map(|spec| {
+        let check = crate::judged::judge_check(spec, obs.judge.as_ref());
+        judged.push(check.judged);
+        check.step
+    });
+    match judge_step {
+        Some(JudgeStep::Critical) => return judge_critical(canary, status, judged, now),
+        Some(JudgeStep::Marginal) if passed => return judge_marginal(canary, status, judged, now),
+        Some(JudgeStep::Fail | JudgeStep::Marginal) => {
+            return failed_check(canary, status, judged, now)
+        }
+        Some(JudgeStep::Pass) | None => {}
+    }
     if !passed {
         return failed_check(canary, status, judged, now);
     }
     checks_passed(canary, status, obs, &clock, judged, now)
+}
+
+/// A critical metric of the judge failed: roll back now, whatever the threshold.
+fn judge_critical<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+) -> Decision {
+    let mut next = status.clone();
+    next.failed_checks = next.failed_checks.saturating_add(1);
+    next.last_failed_check = Some(now);
+    next.checks = records(&judged);
+    let summary = failed_summary(&next.checks);
+    let mut decision = rollback(
+        canary,
+        &next,
+        format!("the judge found a critical failure ({summary})"),
+        RollbackCause::FailedChecks {
+            failed: next.failed_checks,
+        },
+        now,
+    );
+    decision.checks = judged;
+    decision
+}
+
+/// The judgement is marginal: the step waits for a human's approval (`sluice approve`, or the
+/// approval pull request), which advances it as any approval does.
+fn judge_marginal<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+) -> Decision {
+    let gate = next_gate(canary, status).unwrap_or(Gate::TrafficIncrease);
+    let mut next = status.clone();
+    next.phase = Phase::WaitingApproval;
+    next.phase_since = now;
+    next.waiting_for = Some(gate);
+    next.checks = records(&judged);
+    let summary = failed_summary(&next.checks);
+    Decision {
+        checks: judged,
+        sealed: Sealed,
+        ..change(
+            Action::WaitApproval(gate),
+            next,
+            format!(
+                "Halt {} advancement waiting for approval ({}): the judge is marginal ({summary})",
+                dotted(canary),
+                gate_name(gate)
+            ),
+            Some(after(now, canary.analysis.interval)),
+        )
+    }
 }
 
 /// The source moved mid-analysis: back at the promoted revision (cancel), or a newer one
@@ -1314,7 +1394,7 @@ pub fn wants<R>(
                 }
             };
             Wants {
-                metrics: !canary.analysis.metrics.is_empty(),
+                metrics: !canary.analysis.metrics.is_empty() || canary.analysis.judge.is_some(),
                 hooks: declared(&[WebhookKind::Rollout, WebhookKind::Rollback, gate]),
             }
         }

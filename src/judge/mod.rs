@@ -1,11 +1,12 @@
 //! The statistical judge's adapters: its settings read from YAML ([`config`]) and resolved
 //! for a canary ([`canary`]) and the repo's
-//! `Judge` objects checked ([`objects`]), series read from files ([`series`]) and a judgement
+//! `Judge` objects checked ([`objects`]), the tick's range queries ([`observe`]), series read from files ([`series`]) and a judgement
 //! printed as a table or JSON ([`report`]). The
 //! judging itself is pure and lives in the core (`sluice_core::judge`).
 
 pub mod canary;
 pub mod config;
 pub mod objects;
+pub mod observe;
 pub mod report;
 pub mod series;

@@ -290,6 +290,8 @@ impl By {
             metrics,
             webhooks,
             applied: *applied,
+            // The judge's series are not in the record yet (issue 29).
+            judge: None,
         }))
     }
 }
@@ -360,6 +362,7 @@ mod tests {
                 outcome: Err("HTTP 403".into()),
             }],
             applied: false,
+            judge: None,
         };
         let now: Timestamp = "2026-11-30T10:00:00.123456789Z".parse().unwrap();
         let (key, value) = Record::decided(&obs, now).trailer();
