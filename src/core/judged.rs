@@ -125,20 +125,23 @@ fn step_of(j: &Judgement) -> JudgeStep {
     }
 }
 
-/// `score=87.5 marginal (pass>=95 marginal>=75)`, then why the score is 0 when a rule forced
-/// it: the `Sluice-Judge` trailer's value and the check's detail.
-pub fn summary(j: &Judgement) -> String {
-    let mut out = format!(
+/// `score=87.5 marginal (pass>=95 marginal>=75)`: the `Sluice-Judge` trailer's value.
+pub fn score_line(j: &Judgement) -> String {
+    format!(
         "score={} {} (pass>={} marginal>={})",
         fmt_num(j.score.summary),
         j.score.outcome.as_str(),
         fmt_num(j.thresholds.pass),
         fmt_num(j.thresholds.marginal)
-    );
-    if let Some(reason) = &j.score.reason {
-        out.push_str(&format!(": {reason}"));
+    )
+}
+
+/// The [`score_line`], then why the score is 0 when a rule forced it: the check's detail.
+pub fn summary(j: &Judgement) -> String {
+    match &j.score.reason {
+        Some(reason) => format!("{}: {reason}", score_line(j)),
+        None => score_line(j),
     }
-    out
 }
 
 /// A canary waiting for approval because its judgement was marginal: the status of such a wait

@@ -1,8 +1,8 @@
 //! The statistical judge's adapters: its settings read from YAML ([`config`]) and resolved
-//! for a canary ([`canary`]) and the repo's
-//! `Judge` objects checked ([`objects`]), the tick's range queries ([`observe`]), series read from files ([`series`]) and a judgement
-//! printed as a table or JSON ([`report`]). The
-//! judging itself is pure and lives in the core (`sluice_core::judge`).
+//! for a canary ([`canary`]), the repo's `Judge` objects checked ([`objects`]), the tick's
+//! range queries ([`observe`]), series read from files ([`series`]), and a judgement printed as
+//! a table or JSON ([`report`]) or written as commit trailers ([`trailers`]). The judging
+//! itself is pure and lives in the core (`sluice_core::judge`).
 
 pub mod canary;
 pub mod config;
@@ -10,3 +10,4 @@ pub mod objects;
 pub mod observe;
 pub mod report;
 pub mod series;
+pub mod trailers;
