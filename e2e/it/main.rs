@@ -34,6 +34,7 @@ mod input_safety;
 mod install;
 mod judge_canary;
 mod judge_cli;
+mod judge_loop;
 mod judge_range;
 mod judge_reference;
 mod judge_validate;
