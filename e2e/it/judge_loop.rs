@@ -2,7 +2,8 @@
 //! recorded latency series. `podinfo` is as fast as its primary and is promoted; `faulty` is
 //! 30 % slower than its primary, which no fixed threshold in sight would catch, and the judge
 //! fails it until `threshold` rolls it back. Both judged decisions carry `Sluice-Judge`
-//! trailers that `sluice history -o json` reads back.
+//! trailers that `sluice history -o json` reads back, and `sluice audit` judges the recorded
+//! series again and finds the history clean.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -235,4 +236,35 @@ async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_on
         rollback["judge"]["metrics"][0]["classification"], "High",
         "{rollback}"
     );
+    // The replay records hold the series: audit judges them again and finds what was decided.
+    crate::audit::clean(&bare);
+
+    // A hand-edited Sluice-Judge trailer is not what the recorded series give.
+    let human = tmp.path().join("human");
+    git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
+    let rollback = git(
+        &human,
+        &[
+            "log",
+            "-1",
+            "--format=%H",
+            "--grep=faulty: roll back",
+            "main",
+        ],
+    );
+    let edited = Command::new("git")
+        .args(["filter-branch", "-f", "--msg-filter"])
+        .arg("sed 's/^Sluice-Judge: score=0 fail/Sluice-Judge: score=100 pass/'")
+        .arg(format!("{}^..main", rollback.trim()))
+        .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
+        .current_dir(&human)
+        .output()
+        .unwrap();
+    assert!(edited.status.success(), "{edited:?}");
+    git(&human, &["push", "-q", "-f", "origin", "main"]);
+    let (code, report) = crate::audit::audit(&bare);
+    assert_eq!(code, 1, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["file"], "Sluice-Judge", "{report:#}");
 }

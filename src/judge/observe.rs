@@ -21,10 +21,16 @@ pub fn window(canary: &Canary, spec: &JudgeSpec) -> Duration {
     spec.window.unwrap_or(canary.analysis.interval)
 }
 
-/// The range query's resolution: the judge's `step`, else the window over 30 (at least 1 s).
+/// The most values a series holds: the replay record keeps them all.
+pub const MAX_POINTS: u32 = 1000;
+
+/// The range query's resolution: the judge's `step`, else the window over 30 (at least 1 s);
+/// never finer than the window over [`MAX_POINTS`].
 pub fn step(canary: &Canary, spec: &JudgeSpec) -> Duration {
+    let window = window(canary, spec);
     spec.step
-        .unwrap_or_else(|| (window(canary, spec) / DEFAULT_POINTS).max(Duration::from_secs(1)))
+        .unwrap_or_else(|| (window / DEFAULT_POINTS).max(Duration::from_secs(1)))
+        .max(window / MAX_POINTS)
 }
 
 /// A query template for one workload: `{{ workload }}` and `{{ namespace }}` filled in.

@@ -53,6 +53,9 @@ pub enum By {
         metrics: Vec<Metric>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         webhooks: Vec<Webhook>,
+        /// The statistical judge's series, for a judged canary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge: Option<crate::judge::record::JudgeRecord>,
     },
     /// `core::operate`: a manual operation, an approval pull request's change, or a rollback
     /// because its pull request was closed.
@@ -197,6 +200,10 @@ impl Record {
                 applied: obs.applied,
                 metrics,
                 webhooks,
+                judge: obs
+                    .judge
+                    .as_ref()
+                    .map(crate::judge::record::JudgeRecord::of),
             },
         }
     }
@@ -244,6 +251,7 @@ impl By {
             applied,
             metrics,
             webhooks,
+            judge,
         } = self
         else {
             return Ok(None);
@@ -290,8 +298,11 @@ impl By {
             metrics,
             webhooks,
             applied: *applied,
-            // The judge's series are not in the record yet (issue 29).
-            judge: None,
+            judge: judge
+                .as_ref()
+                .map(|j| j.observation())
+                .transpose()
+                .map_err(|(name, value)| RecordError::Number { name, value })?,
         }))
     }
 }
