@@ -273,8 +273,15 @@ impl<'a> Live<'a> {
             let access = self.runtime.prometheus();
             let at = (tick.now, tick.concurrency);
             Some(
-                crate::judge::observe::observe(access, canary, spec, &target, tick.address, at)
-                    .await,
+                crate::metrics::judge_series::observe(
+                    access,
+                    canary,
+                    spec,
+                    &target,
+                    tick.address,
+                    at,
+                )
+                .await,
             )
         };
         let (webhooks, sync, ready, judge) = tokio::join!(webhooks, sync, ready, judge);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
 use crate::metrics::prometheus_e2e::{wait_for_samples, PrometheusProcess};
-use crate::metrics::support::{loop_deployment as deployment, phase, Canned, Server};
+use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase, Canned, Server};
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
 /// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,
@@ -38,24 +38,12 @@ spec:
       direction: increase
 ";
 
+/// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
+/// judged by the `latency` Judge.
 fn canary(name: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: {name}
-  namespace: test
-  annotations: {{sluice.dev/judge: latency}}
-spec:
-  provider: osm
-  targetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
-  service: {{port: 9898}}
-  analysis:
-    interval: 2s
-    threshold: 2
-    stepWeight: 50
-    maxWeight: 50
-"
+    loop_canary(name, "").replace("    metrics:\n", "").replace(
+        "namespace: test}",
+        "namespace: test, annotations: {sluice.dev/judge: latency}}",
     )
 }
 

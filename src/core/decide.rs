@@ -729,26 +729,9 @@ fn judge_marginal<R>(
     now: Timestamp,
 ) -> Decision {
     let gate = next_gate(canary, status).unwrap_or(Gate::TrafficIncrease);
-    let mut next = status.clone();
-    next.phase = Phase::WaitingApproval;
-    next.phase_since = now;
-    next.waiting_for = Some(gate);
-    next.checks = records(&judged);
-    let summary = failed_summary(&next.checks);
-    Decision {
-        checks: judged,
-        sealed: Sealed,
-        ..change(
-            Action::WaitApproval(gate),
-            next,
-            format!(
-                "Halt {} advancement waiting for approval ({}): the judge is marginal ({summary})",
-                dotted(canary),
-                gate_name(gate)
-            ),
-            Some(after(now, canary.analysis.interval)),
-        )
-    }
+    let summary = failed_summary(&records(&judged));
+    let why = format!(": the judge is marginal ({summary})");
+    wait_approval(canary, status, gate, judged, why, now)
 }
 
 /// The source moved mid-analysis: back at the promoted revision (cancel), or a newer one
@@ -878,6 +861,19 @@ fn checks_passed<R>(
             format!("Halt {name} advancement waiting for approval"),
         );
     }
+    wait_approval(canary, status, gate, judged, String::new(), now)
+}
+
+/// The step waits at `gate` for a human's approval, keeping the checks it judged; `why` ends
+/// the event (empty for a gate the spec asks for).
+fn wait_approval<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    gate: Gate,
+    judged: Vec<Judged>,
+    why: String,
+    now: Timestamp,
+) -> Decision {
     let mut next = status.clone();
     next.phase = Phase::WaitingApproval;
     next.phase_since = now;
@@ -890,10 +886,11 @@ fn checks_passed<R>(
             Action::WaitApproval(gate),
             next,
             format!(
-                "Halt {name} advancement waiting for approval ({})",
+                "Halt {} advancement waiting for approval ({}){why}",
+                dotted(canary),
                 gate_name(gate)
             ),
-            Some(after(now, interval)),
+            Some(after(now, canary.analysis.interval)),
         )
     }
 }

@@ -1,7 +1,7 @@
 //! The judge's series in a decision's replay record (`Sluice-Replay`), so `sluice audit`
 //! judges them again and finds the same decision. Every value the tick fetched is kept, as
 //! Rust's shortest round-trip text (`NaN` and `inf` survive JSON); the loop bounds the count
-//! ([`crate::judge::observe::MAX_POINTS`] per series).
+//! ([`crate::metrics::judge_series::MAX_POINTS`] per series).
 
 use serde::{Deserialize, Serialize};
 use sluice_core::judged::{JudgeObservation, MetricSeries};

@@ -13,16 +13,15 @@ use serde::Serialize;
 use sluice_core::decide::Decision;
 use sluice_core::judge::Judgement;
 use sluice_core::judged::{judgement, score_line, JUDGE_CHECK};
+use sluice_core::model::Canary;
 use sluice_core::number::fmt_num;
 use sluice_core::observe::Observations;
-
-use crate::spec::model::Canary;
 
 pub const JUDGE: &str = "Sluice-Judge";
 pub const JUDGE_METRIC: &str = "Sluice-Judge-Metric";
 
 /// The judge's trailers for `decision`: none unless it judged the canary's series.
-pub fn of(canary: &Canary, decision: &Decision, obs: &Observations) -> Vec<(String, String)> {
+pub fn of<R>(canary: &Canary<R>, decision: &Decision, obs: &Observations) -> Vec<(String, String)> {
     let judged = decision.checks.iter().any(|c| c.record.name == JUDGE_CHECK);
     let Some(spec) = canary.analysis.judge.as_ref().filter(|_| judged) else {
         return Vec::new();

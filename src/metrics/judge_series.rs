@@ -1,4 +1,4 @@
-//! The judge's observation for one tick: each metric's query template rendered for the
+//! The statistical judge's observation for one tick: each metric's query template rendered for the
 //! primary's and the canary's workload and run as a Prometheus range query over the judge's
 //! window ending now, on the pooled client instant queries use. What comes back is data for
 //! the core (`sluice_core::judged`); nothing is judged here.
@@ -11,13 +11,13 @@ use sluice_core::judged::{JudgeObservation, MetricSeries};
 
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::NO_ADDRESS;
-use crate::spec::model::Canary;
+use sluice_core::model::Canary;
 
 /// Values per window when the judge sets no `step`: enough for the test, few enough to keep.
 const DEFAULT_POINTS: u32 = 30;
 
 /// The span the series cover: the judge's `window`, else the analysis interval.
-pub fn window(canary: &Canary, spec: &JudgeSpec) -> Duration {
+pub fn window<R>(canary: &Canary<R>, spec: &JudgeSpec) -> Duration {
     spec.window.unwrap_or(canary.analysis.interval)
 }
 
@@ -26,7 +26,7 @@ pub const MAX_POINTS: u32 = 1000;
 
 /// The range query's resolution: the judge's `step`, else the window over 30 (at least 1 s);
 /// never finer than the window over [`MAX_POINTS`].
-pub fn step(canary: &Canary, spec: &JudgeSpec) -> Duration {
+pub fn step<R>(canary: &Canary<R>, spec: &JudgeSpec) -> Duration {
     let window = window(canary, spec);
     spec.step
         .unwrap_or_else(|| (window / DEFAULT_POINTS).max(Duration::from_secs(1)))
@@ -44,9 +44,9 @@ pub fn render(template: &str, workload: &str, namespace: &str) -> String {
 
 /// Every metric's pair of series for `canary` (its workload `target`, the primary
 /// `<target>-primary`), or the first failure.
-pub async fn observe(
+pub async fn observe<R: Sync>(
     access: &PrometheusAccess,
-    canary: &Canary,
+    canary: &Canary<R>,
     spec: &JudgeSpec,
     target: &str,
     default_address: Option<&str>,
@@ -68,9 +68,9 @@ pub async fn observe(
     }
 }
 
-async fn series(
+async fn series<R: Sync>(
     access: &PrometheusAccess,
-    canary: &Canary,
+    canary: &Canary<R>,
     spec: &JudgeSpec,
     target: &str,
     default_address: Option<&str>,
