@@ -352,6 +352,7 @@ fn know(
             metrics: external.metrics,
             webhooks: external.webhooks,
             applied,
+            judge: external.judge,
         },
         status: p.status,
         record: p.record,

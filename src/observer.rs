@@ -56,6 +56,8 @@ pub struct External {
     /// The metric answers are not in yet: the canary is not decided this tick (nothing else
     /// was observed for it).
     pub metrics_pending: bool,
+    /// The statistical judge's series, for a judged canary whose metrics were observed.
+    pub judge: Option<crate::core::judged::JudgeObservation>,
 }
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
@@ -266,13 +268,30 @@ impl<'a> Live<'a> {
                 Err(e) => Err(format!("cannot read readiness: {e}")),
             })
         };
-        let (webhooks, sync, ready) = tokio::join!(webhooks, sync, ready);
+        let judge = async {
+            let spec = canary.analysis.judge.as_ref().filter(|_| want.metrics)?;
+            let access = self.runtime.prometheus();
+            let at = (tick.now, tick.concurrency);
+            Some(
+                crate::metrics::judge_series::observe(
+                    access,
+                    canary,
+                    spec,
+                    &target,
+                    tick.address,
+                    at,
+                )
+                .await,
+            )
+        };
+        let (webhooks, sync, ready, judge) = tokio::join!(webhooks, sync, ready, judge);
         External {
             metrics,
             webhooks,
             sync,
             ready,
             metrics_pending: false,
+            judge,
         }
     }
 }

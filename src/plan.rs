@@ -327,6 +327,8 @@ fn decision_commit(
             now,
         ),
     };
+    let judge = crate::judge::trailers::of(canary, decision, &known.observations);
+    message.trailers.extend(judge);
     message.trailers.push(record.trailer());
     Ok((changes, message))
 }

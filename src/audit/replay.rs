@@ -163,6 +163,11 @@ pub fn replay(
         &decision,
         operator.as_ref().map(|(o, s)| (o.as_str(), s.as_str())),
     );
+    // The judge's trailers, from the recorded series judged again (as the planner adds them).
+    if let Ok(Some(obs)) = record.by.observations() {
+        let judge = crate::judge::trailers::of(canary, &decision, &obs);
+        message.trailers.extend(judge);
+    }
     message.trailers.push(record.trailer());
     Ok(Replayed {
         changes,

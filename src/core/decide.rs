@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::judged::JudgeStep;
 use crate::model::{Canary, Strategy, Target, WebhookKind};
 use crate::number::fmt_num;
 use crate::observe::{MetricValue, Observations};
@@ -721,11 +722,73 @@ fn progressing<R>(
             format!("{} holds at step {}", dotted(canary), status.step),
         );
     }
-    let (judged, passed) = judge(canary, obs);
+    if crate::judged::waits_on_judge(status) {
+        return hold(
+            status,
+            Some(after(now, canary.analysis.interval)),
+            format!(
+                "Halt {} advancement waiting for approval (judge marginal)",
+                dotted(canary)
+            ),
+        );
+    }
+    let (mut judged, passed) = judge(canary, obs);
+    let judge_step = canary.analysis.judge.as_ref().map(|spec| {
+        let check = crate::judged::judge_check(spec, obs.judge.as_ref());
+        judged.push(check.judged);
+        check.step
+    });
+    match judge_step {
+        Some(JudgeStep::Critical) => return judge_critical(canary, status, judged, now),
+        Some(JudgeStep::Marginal) if passed => return judge_marginal(canary, status, judged, now),
+        Some(JudgeStep::Fail | JudgeStep::Marginal) => {
+            return failed_check(canary, status, judged, now)
+        }
+        Some(JudgeStep::Pass) | None => {}
+    }
     if !passed {
         return failed_check(canary, status, judged, now);
     }
     checks_passed(canary, status, obs, &clock, judged, now)
+}
+
+/// A critical metric of the judge failed: roll back now, whatever the threshold.
+fn judge_critical<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+) -> Decision {
+    let mut next = status.clone();
+    next.failed_checks = next.failed_checks.saturating_add(1);
+    next.last_failed_check = Some(now);
+    next.checks = records(&judged);
+    let summary = failed_summary(&next.checks);
+    let mut decision = rollback(
+        canary,
+        &next,
+        format!("the judge found a critical failure ({summary})"),
+        RollbackCause::FailedChecks {
+            failed: next.failed_checks,
+        },
+        now,
+    );
+    decision.checks = judged;
+    decision
+}
+
+/// The judgement is marginal: the step waits for a human's approval (`sluice approve`, or the
+/// approval pull request), which advances it as any approval does.
+fn judge_marginal<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+) -> Decision {
+    let gate = next_gate(canary, status).unwrap_or(Gate::TrafficIncrease);
+    let summary = failed_summary(&records(&judged));
+    let why = format!(": the judge is marginal ({summary})");
+    wait_approval(canary, status, gate, judged, why, now)
 }
 
 /// The source moved mid-analysis: back at the promoted revision (cancel), or a newer one
@@ -877,6 +940,19 @@ fn checks_passed<R>(
             format!("Halt {name} advancement waiting for approval"),
         );
     }
+    wait_approval(canary, status, gate, judged, String::new(), now)
+}
+
+/// The step waits at `gate` for a human's approval, keeping the checks it judged; `why` ends
+/// the event (empty for a gate the spec asks for).
+fn wait_approval<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    gate: Gate,
+    judged: Vec<Judged>,
+    why: String,
+    now: Timestamp,
+) -> Decision {
     let mut next = status.clone();
     next.phase = Phase::WaitingApproval;
     next.phase_since = now;
@@ -889,10 +965,11 @@ fn checks_passed<R>(
             Action::WaitApproval(gate),
             next,
             format!(
-                "Halt {name} advancement waiting for approval ({})",
+                "Halt {} advancement waiting for approval ({}){why}",
+                dotted(canary),
                 gate_name(gate)
             ),
-            Some(after(now, interval)),
+            Some(after(now, canary.analysis.interval)),
         )
     }
 }
@@ -1426,7 +1503,7 @@ pub fn wants<R>(
                 }
             };
             Wants {
-                metrics: !canary.analysis.metrics.is_empty(),
+                metrics: !canary.analysis.metrics.is_empty() || canary.analysis.judge.is_some(),
                 hooks: declared(&[WebhookKind::Rollout, WebhookKind::Rollback, gate]),
             }
         }

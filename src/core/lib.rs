@@ -12,6 +12,7 @@
 
 pub mod decide;
 pub mod judge;
+pub mod judged;
 pub mod model;
 pub mod number;
 pub mod observe;

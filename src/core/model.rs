@@ -418,6 +418,9 @@ pub struct Analysis {
     pub canary_ready_threshold: u8,
     /// Flagger's `analysis.alerts`, and what `muteAlert` silences.
     pub alerts: Alerts,
+    /// The statistical judge (native `analysis.judge`, or the `Judge` a Flagger canary's
+    /// `sluice.dev/judge` annotation names): the canary's series against the primary's.
+    pub judge: Option<crate::judge::JudgeSpec>,
 }
 
 /// Flagger's alerts for one canary: `analysis.alerts` with each `providerRef` resolved to its

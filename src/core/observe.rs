@@ -45,6 +45,8 @@ pub struct Observations {
     /// The last commit is applied by the GitOps engine and the canary is ready. Adapters that
     /// cannot tell report `true` after a settle delay.
     pub applied: bool,
+    /// The statistical judge's series for a judged canary, when this tick fetched them.
+    pub judge: Option<crate::judged::JudgeObservation>,
 }
 
 impl Observations {
@@ -55,6 +57,7 @@ impl Observations {
             metrics: Vec::new(),
             webhooks: Vec::new(),
             applied: true,
+            judge: None,
         }
     }
 

@@ -70,6 +70,19 @@ fn healthy<R>(canary: &Canary<R>, revision: &str, confirmed: bool) -> Observatio
         metrics,
         webhooks,
         applied: true,
+        // A judged canary as healthy as its primary: the same series for both, which pass.
+        judge: canary.analysis.judge.as_ref().map(|spec| {
+            crate::judged::JudgeObservation::Series(
+                spec.metrics
+                    .iter()
+                    .map(|m| crate::judged::MetricSeries {
+                        name: m.name.clone(),
+                        canary: vec![1.0, 2.0, 3.0],
+                        baseline: vec![1.0, 2.0, 3.0],
+                    })
+                    .collect(),
+            )
+        }),
     }
 }
 

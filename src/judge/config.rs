@@ -21,8 +21,6 @@
 //!     effectSize: {measure: meanRatio, allowedIncrease: 1.1, criticalIncrease: 2}
 //! ```
 
-use std::time::Duration;
-
 use sluice_core::judge::{
     Direction, EffectMeasure, EffectSize, MetricRule, NanStrategy, Outliers, Thresholds,
 };
@@ -34,29 +32,7 @@ use crate::yaml::reader::{index, join, Reader, METADATA_KEYS, OBJECT_KEYS};
 pub const API_VERSION: &str = "sluice.dev/v1alpha1";
 pub const KIND: &str = "Judge";
 
-/// A judge's validated settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JudgeSpec {
-    pub metrics: Vec<JudgeMetric>,
-    pub group_weights: Vec<(String, f64)>,
-    pub thresholds: Thresholds,
-    pub window: Option<Duration>,
-    pub step: Option<Duration>,
-}
-
-/// One judged metric.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JudgeMetric {
-    pub name: String,
-    /// The query template; `{{ workload }}` is the primary's or the canary's workload name.
-    pub query: Option<String>,
-    pub group: String,
-    pub muted: bool,
-    pub rule: MetricRule,
-}
-
-/// The group of a metric that names none.
-pub const DEFAULT_GROUP: &str = "default";
+pub use sluice_core::judge::config::{JudgeMetric, JudgeSpec, DEFAULT_GROUP};
 
 const SPEC_KEYS: &[&str] = &["thresholds", "window", "step", "groups", "metrics"];
 const METRIC_KEYS: &[&str] = &[

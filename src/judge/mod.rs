@@ -1,9 +1,14 @@
-//! The statistical judge's adapters: its settings read from YAML ([`config`]) and the repo's
-//! `Judge` objects checked ([`objects`]), series read from files ([`series`]) and a judgement
-//! printed as a table or JSON ([`report`]). The
-//! judging itself is pure and lives in the core (`sluice_core::judge`).
+//! The statistical judge's adapters: its settings read from YAML ([`config`]) and resolved
+//! for a canary ([`canary`]), the repo's `Judge` objects checked ([`objects`]), the replay
+//! record of the tick's series ([`record`]; the range queries are
+//! `metrics::judge_series`), series read from files ([`series`]), and a judgement printed as
+//! a table or JSON ([`report`]) or written as commit trailers ([`trailers`]). The judging
+//! itself is pure and lives in the core (`sluice_core::judge`).
 
+pub mod canary;
 pub mod config;
 pub mod objects;
+pub mod record;
 pub mod report;
 pub mod series;
+pub mod trailers;

@@ -12,6 +12,9 @@
 //! through [`crate::secrets::Secrets`] (never from git); CloudWatch's, as Flagger's, from the
 //! AWS environment variables sluice started with ([`cloudwatch::CloudwatchEnv`]).
 //!
+//! The statistical judge's range queries (both workloads' series over its window) are
+//! `judge_series.rs`.
+//!
 //! Queries run concurrently; each endpoint (Prometheus or vendor API) has one pooled client
 //! and at most `concurrency` queries in flight across every canary of the process
 //! (`prometheus.concurrency` in `.sluice/config.yaml`, default
@@ -32,6 +35,7 @@ pub mod datadog;
 pub mod dynatrace;
 pub mod graphite;
 pub mod influxdb;
+pub mod judge_series;
 pub mod metric_templates;
 pub mod newrelic;
 pub mod prometheus;

@@ -33,6 +33,9 @@ pub struct Entry {
     /// The checks the decision judged (`Sluice-Check`), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// The statistical judge's result (`Sluice-Judge`, `Sluice-Judge-Metric`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<crate::judge::trailers::JudgeEntry>,
 }
 
 /// One `Sluice-Check` trailer, structured.
@@ -122,6 +125,10 @@ pub fn entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
                 operator: trailer(OPERATOR),
                 approved_by: trailer(APPROVED_BY),
                 approval: trailer(APPROVAL),
+                judge: crate::judge::trailers::entry(
+                    trailer(crate::judge::trailers::JUDGE),
+                    &trailers(e, canary, crate::judge::trailers::JUDGE_METRIC),
+                ),
                 checks: trailers(e, canary, CHECK)
                     .iter()
                     .filter_map(|t| check(t))

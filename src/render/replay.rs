@@ -53,6 +53,9 @@ pub enum By {
         metrics: Vec<Metric>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         webhooks: Vec<Webhook>,
+        /// The statistical judge's series, for a judged canary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge: Option<crate::judge::record::JudgeRecord>,
     },
     /// `core::operate`: a manual operation, an approval pull request's change, or a rollback
     /// because its pull request was closed.
@@ -200,6 +203,10 @@ impl Record {
                 applied: obs.applied,
                 metrics,
                 webhooks,
+                judge: obs
+                    .judge
+                    .as_ref()
+                    .map(crate::judge::record::JudgeRecord::of),
             },
         }
     }
@@ -247,6 +254,7 @@ impl By {
             applied,
             metrics,
             webhooks,
+            judge,
         } = self
         else {
             return Ok(None);
@@ -293,6 +301,11 @@ impl By {
             metrics,
             webhooks,
             applied: *applied,
+            judge: judge
+                .as_ref()
+                .map(|j| j.observation())
+                .transpose()
+                .map_err(|(name, value)| RecordError::Number { name, value })?,
         }))
     }
 }
@@ -363,6 +376,7 @@ mod tests {
                 outcome: Err("HTTP 403".into()),
             }],
             applied: false,
+            judge: None,
         };
         let now: Timestamp = "2026-11-30T10:00:00.123456789Z".parse().unwrap();
         let (key, value) = Record::decided(&obs, now).trailer();

@@ -70,6 +70,7 @@ const NATIVE_KEYS: &[&str] = &[
     "approvals",
     "primaryReadyThreshold",
     "canaryReadyThreshold",
+    "judge",
 ];
 
 fn weight(r: &mut Reader, node: &Node, path: &str, min: i64) -> Option<u8> {
@@ -143,6 +144,10 @@ pub fn read_analysis(
         .and_then(|n| read_session_affinity(r, n, &join(path, "sessionAffinity")));
     let primary_ready_threshold = ready_threshold(r, node, path, "primaryReadyThreshold");
     let canary_ready_threshold = ready_threshold(r, node, path, "canaryReadyThreshold");
+    let judge = match format {
+        Format::Native => crate::judge::canary::read_native(r, node, path),
+        Format::Flagger => Some(None),
+    };
     if r.errors.len() > errors_before {
         return None;
     }
@@ -159,6 +164,7 @@ pub fn read_analysis(
         alerts,
         primary_ready_threshold: primary_ready_threshold?,
         canary_ready_threshold: canary_ready_threshold?,
+        judge: judge?,
     })
 }
 

@@ -715,6 +715,13 @@ pub fn read_flagger(
             snapshot,
         )
     });
+    let judge = id.as_ref().and_then(|id| {
+        crate::judge::canary::read_annotation(r, root, id.namespace.as_str(), snapshot)
+    });
+    let analysis = analysis.map(|a| crate::spec::model::Analysis {
+        judge: judge.flatten(),
+        ..a
+    });
     // A/B: Flagger merges analysis.match into service.match; the router checks what that
     // would build.
     read_ab_matches(r, &mut route, analysis.as_ref(), spec, service_node);

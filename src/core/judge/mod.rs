@@ -9,6 +9,7 @@
 //! the one random element, the noise added to two constant series, is seeded by the data.
 
 pub mod classify;
+pub mod config;
 pub mod effect;
 pub mod judgement;
 pub mod mann_whitney;
@@ -18,6 +19,7 @@ pub mod score;
 pub mod zeroin;
 
 pub use classify::{classify, Classification, Direction, EffectSize, Label, MetricRule};
+pub use config::{JudgeMetric, JudgeSpec};
 pub use effect::EffectMeasure;
 pub use judgement::{judge, Judgement, MetricInput, MetricResult};
 pub use mann_whitney::{mann_whitney, TestResult};

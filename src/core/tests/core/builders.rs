@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use sluice_core::decide::{decide, Decision};
+use sluice_core::judge::JudgeSpec;
 use sluice_core::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
     ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind,
@@ -60,6 +61,7 @@ pub struct CanaryBuilder {
     mirror: bool,
     session_cookie: Option<String>,
     primary_cookie: Option<String>,
+    judge: Option<JudgeSpec>,
 }
 
 /// A Flagger canary `podinfo.prod` walking 10, 20, ... 50 every 30 s, no checks, no gates.
@@ -81,10 +83,17 @@ pub fn canary() -> CanaryBuilder {
         mirror: false,
         session_cookie: None,
         primary_cookie: None,
+        judge: None,
     }
 }
 
 impl CanaryBuilder {
+    /// `analysis.judge`: the statistical judge.
+    pub fn judge(mut self, judge: JudgeSpec) -> Self {
+        self.judge = Some(judge);
+        self
+    }
+
     /// `analysis.mirror: true`.
     pub fn mirror(mut self) -> Self {
         self.mirror = true;
@@ -280,6 +289,7 @@ impl CanaryBuilder {
                 alerts: Alerts::default(),
                 primary_ready_threshold: 100,
                 canary_ready_threshold: 100,
+                judge: self.judge,
             },
             skip_analysis: self.skip_analysis,
             suspend: false,

@@ -9,6 +9,7 @@ mod builders;
 mod judge_kayenta;
 mod judge_properties;
 mod judge_scores;
+mod judged;
 mod operate;
 mod promotion;
 mod properties;

@@ -1,0 +1,258 @@
+//! The judge in the loop: `sluice run` (the real binary) with a real Prometheus scraping
+//! recorded latency series. `podinfo` is as fast as its primary and is promoted; `faulty` is
+//! 30 % slower than its primary, which no fixed threshold in sight would catch, and the judge
+//! fails it until `threshold` rolls it back. Both judged decisions carry `Sluice-Judge`
+//! trailers that `sluice history -o json` reads back, and `sluice audit` judges the recorded
+//! series again and finds the history clean.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
+
+use crate::metrics::prometheus_e2e::{wait_for_samples, PrometheusProcess};
+use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase, Canned, Server};
+use crate::support::{git, human_clone, human_commit, seeded_remote};
+
+/// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,
+/// `faulty` 30 % above it.
+fn exposition(t: f64) -> String {
+    let base = 100.0 + (t * 7.0) % 10.0 - 5.0;
+    format!(
+        "# TYPE latency_ms gauge\nlatency_ms{{deployment=\"podinfo-primary\"}} {base}\nlatency_ms{{deployment=\"podinfo\"}} {base}\nlatency_ms{{deployment=\"faulty-primary\"}} {base}\nlatency_ms{{deployment=\"faulty\"}} {}\n",
+        base * 1.3
+    )
+}
+
+const JUDGE: &str = "apiVersion: sluice.dev/v1alpha1
+kind: Judge
+metadata: {name: latency, namespace: test}
+spec:
+  thresholds: {pass: 95, marginal: 75}
+  window: 10s
+  step: 1s
+  metrics:
+    - name: latency
+      query: 'latency_ms{deployment=\"{{ workload }}\"}'
+      direction: increase
+";
+
+/// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
+/// judged by the `latency` Judge.
+fn canary(name: &str) -> String {
+    loop_canary(name, "").replace("    metrics:\n", "").replace(
+        "namespace: test}",
+        "namespace: test, annotations: {sluice.dev/judge: latency}}",
+    )
+}
+
+/// `sluice run` on the remote, killed when dropped.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Whether the canary's status file is on the remote yet (`phase` needs it).
+fn has_status(bare: &Path, name: &str) -> bool {
+    Command::new("git")
+        .args([
+            "cat-file",
+            "-e",
+            &format!("main:.sluice/status/test/{name}.yaml"),
+        ])
+        .current_dir(bare)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn ended(bare: &Path, name: &str) -> bool {
+    let p = phase(bare, name);
+    p.starts_with("Succeeded") || p.starts_with("Failed")
+}
+
+/// The `key` trailers of the newest commit whose subject matches `grep`.
+fn trailers(bare: &Path, key: &str, grep: &str) -> String {
+    git(
+        bare,
+        &[
+            "log",
+            "-1",
+            &format!("--format=%(trailers:key={key},valueonly)"),
+            &format!("--grep={grep}"),
+            "main",
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_one() {
+    let started = Instant::now();
+    let exporter = Server::start_with(move |_| {
+        Canned::new(200, exposition(started.elapsed().as_secs_f64()))
+            .header("Content-Type", "text/plain; version=0.0.4")
+    })
+    .await;
+    let prom = PrometheusProcess::start(&exporter.addr.to_string());
+    let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
+    wait_for_samples(&client, &prom).await;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
+        prom.url
+    );
+    let bare = seeded_remote(
+        tmp.path(),
+        &[
+            (".sluice/config.yaml", &config),
+            ("apps/judge.yaml", JUDGE),
+            (
+                "apps/podinfo/deployment.yaml",
+                &deployment("podinfo", "podinfo:1"),
+            ),
+            ("apps/podinfo/canary.yaml", &canary("podinfo")),
+            (
+                "apps/faulty/deployment.yaml",
+                &deployment("faulty", "faulty:1"),
+            ),
+            ("apps/faulty/canary.yaml", &canary("faulty")),
+        ],
+    );
+    tokio::task::block_in_place(|| {
+        let remote = bare.display().to_string();
+        let _daemon = Daemon(
+            crate::support::sluice_run(&remote, &tmp.path().join("w"), "200ms", "127.0.0.1:0")
+                .env("SLUICE_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("sluice run starts"),
+        );
+        wait_until("both canaries initialized", || {
+            has_status(&bare, "podinfo") && has_status(&bare, "faulty")
+        });
+        wait_until("both canaries initialized", || {
+            phase(&bare, "podinfo").starts_with("Initialized")
+                && phase(&bare, "faulty").starts_with("Initialized")
+        });
+        let human = human_clone(&remote, &tmp.path().join("human"));
+        human_commit(
+            &human,
+            "apps/podinfo/deployment.yaml",
+            &deployment("podinfo", "podinfo:2"),
+            "podinfo 2",
+        );
+        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
+        human_commit(
+            &human,
+            "apps/faulty/deployment.yaml",
+            &deployment("faulty", "faulty:2"),
+            "faulty 2",
+        );
+        wait_until("both canaries to finish", || {
+            ended(&bare, "podinfo") && ended(&bare, "faulty")
+        });
+    });
+    assert_eq!(
+        phase(&bare, "podinfo"),
+        "Succeeded:0",
+        "like its primary: promoted"
+    );
+    assert_eq!(
+        phase(&bare, "faulty"),
+        "Failed:0",
+        "30 % slower: rolled back"
+    );
+
+    let judged = trailers(&bare, "Sluice-Judge", "faulty: roll back");
+    assert_eq!(judged.trim(), "score=0 fail (pass>=95 marginal>=75)");
+    let metric = trailers(&bare, "Sluice-Judge-Metric", "faulty: roll back");
+    assert!(
+        metric.starts_with("latency High group=default estimate="),
+        "{metric}"
+    );
+    let check = trailers(&bare, "Sluice-Check", "faulty: roll back");
+    assert_eq!(check.trim(), "judge=0 min=95 fail");
+    let passed = git(
+        &bare,
+        &[
+            "log",
+            "--format=%(trailers:key=Sluice-Judge,valueonly)",
+            "main",
+        ],
+    );
+    assert!(
+        passed.contains("score=100 pass (pass>=95 marginal>=75)"),
+        "podinfo's judgement passed: {passed}"
+    );
+
+    let history = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "history",
+            "test/faulty",
+            "--dir",
+            &bare.display().to_string(),
+            "-o",
+            "json",
+        ])
+        .env("SLUICE_LOG", "error")
+        .output()
+        .unwrap();
+    let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    let rollback = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["phase"] == "Failed")
+        .expect("the rollback's entry");
+    assert_eq!(rollback["judge"]["score"], 0.0, "{rollback}");
+    assert_eq!(rollback["judge"]["outcome"], "fail", "{rollback}");
+    assert_eq!(
+        rollback["judge"]["metrics"][0]["classification"], "High",
+        "{rollback}"
+    );
+    // The replay records hold the series: audit judges them again and finds what was decided.
+    crate::audit::clean(&bare);
+
+    // A hand-edited Sluice-Judge trailer is not what the recorded series give.
+    let human = tmp.path().join("human");
+    git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
+    let rollback = git(
+        &human,
+        &[
+            "log",
+            "-1",
+            "--format=%H",
+            "--grep=faulty: roll back",
+            "main",
+        ],
+    );
+    let edited = Command::new("git")
+        .args(["filter-branch", "-f", "--msg-filter"])
+        .arg("sed 's/^Sluice-Judge: score=0 fail/Sluice-Judge: score=100 pass/'")
+        .arg(format!("{}^..main", rollback.trim()))
+        .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
+        .current_dir(&human)
+        .output()
+        .unwrap();
+    assert!(edited.status.success(), "{edited:?}");
+    git(&human, &["push", "-q", "-f", "origin", "main"]);
+    let (code, report) = crate::audit::audit(&bare);
+    assert_eq!(code, 1, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["file"], "Sluice-Judge", "{report:#}");
+}

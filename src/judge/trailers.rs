@@ -1,0 +1,180 @@
+//! The judge's trailers on a judged decision, written by the planner and read back by
+//! `sluice history -o json`:
+//!
+//! ```text
+//! Sluice-Judge: score=50 marginal (pass>=95 marginal>=40)
+//! Sluice-Judge-Metric: p99 High group=latency estimate=100 ci=98.5..101.5 effect=1.77
+//! ```
+//!
+//! One `Sluice-Judge-Metric` per metric (a muted one says `muted`); numbers with at most two
+//! decimals, `-` where the test did not run or the effect size cannot be computed.
+
+use serde::Serialize;
+use sluice_core::decide::Decision;
+use sluice_core::judge::Judgement;
+use sluice_core::judged::{judgement, score_line, JUDGE_CHECK};
+use sluice_core::model::Canary;
+use sluice_core::number::fmt_num;
+use sluice_core::observe::Observations;
+
+pub const JUDGE: &str = "Sluice-Judge";
+pub const JUDGE_METRIC: &str = "Sluice-Judge-Metric";
+
+/// The judge's trailers for `decision`: none unless it judged the canary's series.
+pub fn of<R>(canary: &Canary<R>, decision: &Decision, obs: &Observations) -> Vec<(String, String)> {
+    let judged = decision.checks.iter().any(|c| c.record.name == JUDGE_CHECK);
+    let Some(spec) = canary.analysis.judge.as_ref().filter(|_| judged) else {
+        return Vec::new();
+    };
+    let Some(j) = judgement(spec, obs.judge.as_ref()) else {
+        return Vec::new();
+    };
+    let mut out = vec![(JUDGE.to_string(), score_line(&j))];
+    out.extend(
+        metric_lines(&j)
+            .into_iter()
+            .map(|l| (JUDGE_METRIC.to_string(), l)),
+    );
+    out
+}
+
+fn metric_lines(j: &Judgement) -> Vec<String> {
+    let num = |v: f64| {
+        if v.is_finite() {
+            fmt_num(v)
+        } else {
+            "-".to_string()
+        }
+    };
+    j.metrics
+        .iter()
+        .map(|m| {
+            let c = &m.classification;
+            let (estimate, ci) = match &c.test {
+                Some(t) => (
+                    num(t.estimate),
+                    format!("{}..{}", num(t.ci_low), num(t.ci_high)),
+                ),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            let muted = if m.muted { " muted" } else { "" };
+            format!(
+                "{} {}{muted} group={} estimate={estimate} ci={ci} effect={}",
+                m.name,
+                c.label.as_str(),
+                m.group,
+                num(c.effect_size)
+            )
+        })
+        .collect()
+}
+
+/// A judged decision's trailers, structured for `sluice history -o json`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct JudgeEntry {
+    /// `Sluice-Judge` as written: `score=… pass|marginal|fail (pass>=… marginal>=…)`.
+    pub summary: String,
+    pub score: Option<f64>,
+    /// `pass`, `marginal` or `fail`.
+    pub outcome: Option<String>,
+    pub metrics: Vec<JudgeMetricEntry>,
+}
+
+/// One `Sluice-Judge-Metric` trailer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct JudgeMetricEntry {
+    pub name: String,
+    pub classification: String,
+    pub muted: bool,
+    pub group: Option<String>,
+    pub estimate: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub effect_size: Option<f64>,
+}
+
+/// The `Sluice-Judge` value and the `Sluice-Judge-Metric` values, read back; `None` without
+/// a `Sluice-Judge`.
+pub fn entry(summary: Option<String>, metrics: &[String]) -> Option<JudgeEntry> {
+    let summary = summary?;
+    let mut words = summary.split(' ');
+    let score = words
+        .next()
+        .and_then(|w| w.strip_prefix("score="))
+        .and_then(|v| v.parse().ok());
+    let outcome = words.next().map(str::to_string);
+    Some(JudgeEntry {
+        score,
+        outcome,
+        metrics: metrics.iter().map(|m| metric_entry(m)).collect(),
+        summary,
+    })
+}
+
+fn metric_entry(line: &str) -> JudgeMetricEntry {
+    let mut words = line.split(' ');
+    let name = words.next().unwrap_or_default().to_string();
+    let classification = words.next().unwrap_or_default().to_string();
+    let mut entry = JudgeMetricEntry {
+        name,
+        classification,
+        muted: false,
+        group: None,
+        estimate: None,
+        ci_low: None,
+        ci_high: None,
+        effect_size: None,
+    };
+    let number = |v: &str| v.parse::<f64>().ok();
+    for word in words {
+        match word.split_once('=') {
+            None if word == "muted" => entry.muted = true,
+            Some(("group", g)) => entry.group = Some(g.to_string()),
+            Some(("estimate", v)) => entry.estimate = number(v),
+            Some(("effect", v)) => entry.effect_size = number(v),
+            Some(("ci", v)) => {
+                if let Some((lo, hi)) = v.split_once("..") {
+                    (entry.ci_low, entry.ci_high) = (number(lo), number(hi));
+                }
+            }
+            _ => {}
+        }
+    }
+    entry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trailers_read_back_into_their_numbers() {
+        let e = entry(
+            Some("score=50 marginal (pass>=95 marginal>=40)".into()),
+            &[
+                "p99 High group=latency estimate=100 ci=98.5..101.5 effect=1.77".into(),
+                "p50 Nodata muted group=default estimate=- ci=- effect=-".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(e.score, Some(50.0));
+        assert_eq!(e.outcome.as_deref(), Some("marginal"));
+        let p99 = &e.metrics[0];
+        assert_eq!(
+            (
+                p99.classification.as_str(),
+                p99.ci_low,
+                p99.ci_high,
+                p99.effect_size
+            ),
+            ("High", Some(98.5), Some(101.5), Some(1.77))
+        );
+        assert_eq!(p99.group.as_deref(), Some("latency"));
+        let p50 = &e.metrics[1];
+        assert!(p50.muted);
+        assert_eq!((p50.estimate, p50.ci_low), (None, None));
+        assert_eq!(entry(None, &[]), None);
+    }
+}
