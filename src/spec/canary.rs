@@ -655,6 +655,33 @@ fn read_primary_queries(
 /// Reads a Flagger `flagger.app/v1beta1` Canary, unchanged.
 /// `snapshot` is the repo the canary was loaded from: its router looks up the objects the
 /// canary references there.
+/// A Flagger canary's `spec.analysis`, with the judge its `sluice.dev/judge` annotation names.
+fn read_flagger_analysis(
+    r: &mut Reader,
+    root: &Node,
+    spec: &Node,
+    id: Option<&CanaryId>,
+    snapshot: &Snapshot,
+) -> Option<crate::spec::model::Analysis> {
+    let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
+        read_analysis(
+            r,
+            n,
+            "spec.analysis",
+            Format::Flagger,
+            id.map(|i| &i.namespace),
+            snapshot,
+        )
+    });
+    let judge = id.and_then(|id| {
+        crate::judge::canary::read_annotation(r, root, id.namespace.as_str(), snapshot)
+    });
+    analysis.map(|a| crate::spec::model::Analysis {
+        judge: judge.flatten(),
+        ..a
+    })
+}
+
 pub fn read_flagger(
     r: &mut Reader,
     root: &Node,
@@ -705,23 +732,7 @@ pub fn read_flagger(
             )
         }),
     };
-    let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
-        read_analysis(
-            r,
-            n,
-            "spec.analysis",
-            Format::Flagger,
-            id.as_ref().map(|i| &i.namespace),
-            snapshot,
-        )
-    });
-    let judge = id.as_ref().and_then(|id| {
-        crate::judge::canary::read_annotation(r, root, id.namespace.as_str(), snapshot)
-    });
-    let analysis = analysis.map(|a| crate::spec::model::Analysis {
-        judge: judge.flatten(),
-        ..a
-    });
+    let analysis = read_flagger_analysis(r, root, spec, id.as_ref(), snapshot);
     // A/B: Flagger merges analysis.match into service.match; the router checks what that
     // would build.
     read_ab_matches(r, &mut route, analysis.as_ref(), spec, service_node);
