@@ -2,15 +2,18 @@
 //!
 //! Seeds a bare repo from the embedded `examples/demo` config repo, lets sluice initialise the
 //! canary, pushes a new image tag as a human would, runs ticks until the canary is promoted,
-//! and prints the story from `git log`.
+//! and prints the story from `git log`. With `--judge` the statistical judge compares the
+//! canary with its primary too (`demo_judge.rs`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
+use crate::cli::demo_judge;
 use crate::cli::demo_prometheus::{self, Script};
 use crate::cli::run::sleep_for;
+use crate::core::judge::JudgeSpec;
 use crate::core::status::Phase;
 use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
 use crate::observer::Live;
@@ -116,6 +119,10 @@ pub struct Args {
     /// Roll the release out in three waves (staging, prod-eu, prod-us), cluster after cluster.
     #[arg(long)]
     pub waves: bool,
+    /// Judge the canary against its primary with the statistical judge as well; with --fail,
+    /// the canary is 30 % slower than the primary yet under the 500 ms threshold.
+    #[arg(long, conflicts_with = "waves")]
+    pub judge: bool,
 }
 
 /// Creates a bare repo at `remote` whose `main` holds `files`, committed as `author`.
@@ -167,29 +174,41 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let alice = Identity::new("alice", "alice@example.com");
     let fleet = fleet_files();
     let fleet: Vec<(&str, &str)> = fleet.iter().map(|(p, t)| (*p, t.as_str())).collect();
-    let files: &[(&str, &str)] = if args.waves { &fleet } else { &DEMO_FILES };
+    let judged = demo_judge::files();
+    let judged: Vec<(&str, &str)> = judged.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let files: &[(&str, &str)] = match (args.waves, args.judge) {
+        (true, _) => &fleet,
+        (false, true) => &judged,
+        (false, false) => &DEMO_FILES,
+    };
     seed_bare_repo(&dir, &remote, files, &alice)?;
     outln!("sluice demo: config repo {url}");
     outln!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");
     if args.waves {
         outln!("  apps/podinfo/waves.yaml rolls each release out in three waves: clusters/staging, clusters/prod-eu, clusters/prod-us");
     }
+    let judge = args.judge.then(demo_judge::spec).transpose()?;
 
     let creds = Credentials::none();
     let mut sluice = ConfigRepo::open_or_clone(&url, "main", &dir.join("sluice-workdir"), &creds)?;
-    let script = Script {
-        success_rate: if args.fail { 87.31 } else { 99.93 },
-        latency_ms: 212.0,
+    let script = if args.judge {
+        demo_judge::script(args.fail)
+    } else {
+        Script::new(if args.fail { 87.31 } else { 99.93 }, 212.0)
     };
     let runtime = Runtime::from_env()?;
     let prometheus = demo_prometheus::start(script, &runtime)?;
-    outln!(
-        "  metrics: an embedded Prometheus query endpoint at {} answers success rate {}% and p99 latency {} ms{}\n",
-        prometheus.address,
-        script.success_rate,
-        script.latency_ms,
-        if args.fail { " (--fail: unhealthy)" } else { "" }
-    );
+    if args.judge {
+        demo_judge::describe(&prometheus.address, script, args.fail);
+    } else {
+        outln!(
+            "  metrics: an embedded Prometheus query endpoint at {} answers success rate {}% and p99 latency {} ms{}\n",
+            prometheus.address,
+            script.success_rate,
+            script.latency_ms,
+            if args.fail { " (--fail: unhealthy)" } else { "" }
+        );
+    }
     let mut observer = Live::new(&runtime);
     observer.prometheus_override = Some(prometheus.address.clone());
     let ctx = Context {
@@ -212,7 +231,18 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 
     let watched = watched(args.waves);
     let timeout = Duration::from_secs(args.timeout).saturating_mul(watched.len() as u32);
-    tick_until_done(&mut sluice, &ctx, &watched, start, timeout)?;
+    tick_until_done(
+        &mut sluice,
+        &ctx,
+        &watched,
+        (start, timeout),
+        judge.as_ref(),
+    )?;
+    if judge.is_some() {
+        for line in demo_judge::verdict(&sluice, CANARY)? {
+            outln!("{line}");
+        }
+    }
 
     outln!("\ngit log of {url} (oldest first):");
     print_history(&sluice, args.waves)?;
@@ -278,18 +308,21 @@ fn bump_image(human: &mut ConfigRepo, alice: &Identity) -> anyhow::Result<()> {
 }
 
 /// Ticks until the `watched` canaries are promoted, or one is rolled back, sleeping until each
-/// next due time; an error after `timeout`.
+/// next due time; an error after `timeout`. With a `judge`, each judged decision's table.
 fn tick_until_done(
     sluice: &mut ConfigRepo,
     ctx: &Context,
     watched: &[String],
-    start: Instant,
-    timeout: Duration,
+    (start, timeout): (Instant, Duration),
+    judge: Option<&JudgeSpec>,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         let report = tick(sluice, ctx, jiff::Timestamp::now())?;
         show(&report, start);
+        if let Some(spec) = judge.filter(|_| report.commits > 0) {
+            demo_judge::show(sluice, report.commits, CANARY, spec)?;
+        }
         let phases: Vec<Option<Phase>> = watched
             .iter()
             .map(|id| {
@@ -340,8 +373,15 @@ fn print_history(sluice: &ConfigRepo, waves: bool) -> anyhow::Result<()> {
         } else {
             String::new()
         };
+        // With the judge, what it scored.
+        let judged = trailer(crate::judge::trailers::JUDGE);
+        let judged = if judged.is_empty() {
+            judged
+        } else {
+            format!(" [judge {judged}]")
+        };
         outln!(
-            "  {} {:<8} {wave}{:<15} {:<24} {}",
+            "  {} {:<8} {wave}{:<15} {:<24} {}{judged}",
             &e.oid.to_string()[..7],
             e.author.name,
             trailer("Sluice-Phase"),

@@ -40,6 +40,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 pub mod audit;
 pub mod dashboard;
 pub mod demo;
+pub mod demo_judge;
 pub mod demo_prometheus;
 pub mod history;
 pub mod judge;

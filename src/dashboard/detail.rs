@@ -25,6 +25,8 @@ pub struct Detail {
     /// One point per decision commit that recorded weights, oldest first.
     pub weights: Vec<WeightPoint>,
     pub metrics: Vec<MetricSeries>,
+    /// The statistical judge's decisions, newest first (empty for a canary without a judge).
+    pub judgements: Vec<super::judge::JudgeView>,
     /// The decision log, newest first.
     pub log: Vec<LogEntry>,
     pub audit: AuditView,

@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod chart;
 pub mod detail;
+pub mod judge;
 pub mod links;
 pub mod model;
 pub mod pages;
@@ -163,9 +164,9 @@ impl Dashboard {
             let links = links::Links::new(settings.forge.as_ref());
             let loaded = load(&Snapshot::read(root), &settings);
             let spec = loaded.canaries.iter().find(|s| s.id.to_string() == id);
-            let entries = crate::gitops::history_at(git_dir, c.head, Some((CANARY, &id)), history)
-                .map(|h| crate::readers::history::entries(&h, &id))
+            let commits = crate::gitops::history_at(git_dir, c.head, Some((CANARY, &id)), history)
                 .context("read the canary's history")?;
+            let entries = crate::readers::history::entries(&commits, &id);
             let detail = Detail {
                 schedule: spec.map_or_else(Vec::new, |s| {
                     let active = matches!(summary.tone, "active" | "waiting");
@@ -173,6 +174,7 @@ impl Dashboard {
                 }),
                 weights: detail::weight_points(&entries),
                 metrics: detail::metric_series(&entries),
+                judgements: judge::judgements(&entries, &commits),
                 log: detail::log(&entries, &links),
                 audit: detail::audit(git_dir, c.head, &id),
                 commands: detail::commands(&id),

@@ -59,6 +59,8 @@ fn env() -> &'static Result<Environment<'static>, String> {
                 Err(_) => text,
             }
         });
+        // The judge's numbers: four significant digits, `-` for none.
+        env.add_filter("num", |v: Option<f64>| crate::judge::report::num(v));
         // Path segments and query values: everything but letters and digits encoded.
         env.add_filter("urlencode", |text: String| {
             percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC)

@@ -9,9 +9,11 @@
 //!   `target/dashboard-screenshots/`;
 //! - repo text carrying script (commit subjects and bodies, trailers, approver logins, a
 //!   refused spec's value) executes nothing and reads literally;
-//! - with `--dashboard-auth-file`, no credentials get 401 and no canary data.
+//! - with `--dashboard-auth-file`, no credentials get 401 and no canary data;
+//! - a judged canary's page shows the judge's tables (`judge.rs`).
 
 mod grafana;
+mod judge;
 mod webdriver;
 
 use std::path::{Path, PathBuf};
@@ -122,14 +124,7 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let runtime = crate::support::runtime();
     // 99.9 % passes `min: 99` and fails `min: 99.95`.
-    let prometheus = demo_prometheus::start(
-        Script {
-            success_rate: 99.9,
-            latency_ms: 100.0,
-        },
-        runtime,
-    )
-    .unwrap();
+    let prometheus = demo_prometheus::start(Script::new(99.9, 100.0), runtime).unwrap();
     let config = format!(
         "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
         prometheus.address

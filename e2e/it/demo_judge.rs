@@ -1,0 +1,167 @@
+//! `sluice demo --judge` through the real binary: the demo's canary judged by the statistical
+//! judge against its primary as well as by its threshold gates. A canary 2 % slower than its
+//! primary is promoted; with `--fail`, one 30 % slower (276 ms, far under the 500 ms gate)
+//! passes every threshold gate and is rolled back by the judge. Both demos print the judge's
+//! table as they go, keep their repo (`--keep`) with the judge's trailers in its git log, and
+//! `sluice audit` judges the recorded series again and finds the history clean.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::git;
+
+/// `sluice demo --judge ARGS --keep DIR`: its exit code, stdout and the kept remote.
+fn demo(dir: &Path, args: &[&str]) -> (i32, String, std::path::PathBuf) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo", "--judge"])
+        .args(args)
+        .arg("--keep")
+        .arg(dir)
+        .env("SLUICE_LOG", "error")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.code().is_some(),
+        "killed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)),
+        dir.join("config-repo.git"),
+    )
+}
+
+/// The values of trailer `key` on the newest commit whose subject matches `grep`.
+fn trailers(bare: &Path, key: &str, grep: &str) -> Vec<String> {
+    git(
+        bare,
+        &[
+            "log",
+            "-1",
+            &format!("--format=%(trailers:key={key},valueonly)"),
+            &format!("--grep={grep}"),
+            "main",
+        ],
+    )
+    .lines()
+    .filter(|l| !l.is_empty())
+    .map(str::to_string)
+    .collect()
+}
+
+fn assert_prints(out: &str, expected: &[&str]) {
+    for line in expected {
+        assert!(out.contains(line), "{line:?} not in:\n{out}");
+    }
+}
+
+#[test]
+fn demo_judge_promotes_a_canary_a_little_slower_than_its_primary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, bare) = demo(&tmp.path().join("demo"), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert_prints(
+        &out,
+        &[
+            "apps/podinfo/judge.yaml",
+            "canary demo/podinfo ended Succeeded",
+            // The judge's table, as the demo goes.
+            "METRIC",
+            "request-duration",
+            "group latency: 100 (1 metrics)",
+            "score 100: pass (pass>=95 marginal>=75)",
+            "the judge: score=100 pass (pass>=95 marginal>=75)",
+            "[judge score=100 pass (pass>=95 marginal>=75)]",
+        ],
+    );
+    let judged = git(
+        &bare,
+        &[
+            "log",
+            "--format=%(trailers:key=Sluice-Judge,valueonly)",
+            "main",
+        ],
+    );
+    let scores: Vec<&str> = judged.lines().filter(|l| !l.is_empty()).collect();
+    assert!(scores.len() >= 3, "a judgement per step: {judged}");
+    assert!(
+        scores
+            .iter()
+            .all(|s| *s == "score=100 pass (pass>=95 marginal>=75)"),
+        "{judged}"
+    );
+    let metrics = git(
+        &bare,
+        &[
+            "log",
+            "--format=%(trailers:key=Sluice-Judge-Metric,valueonly)",
+            "main",
+        ],
+    );
+    let metrics: Vec<&str> = metrics.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(metrics.len(), 2 * scores.len(), "{metrics:?}");
+    assert!(
+        metrics.iter().all(
+            |m| m.starts_with("request-duration Pass group=latency estimate=")
+                || m.starts_with("request-success-rate Pass group=errors estimate=")
+        ),
+        "{metrics:?}"
+    );
+    crate::audit::clean(&bare);
+}
+
+#[test]
+fn demo_judge_fail_is_rolled_back_by_the_judge_while_every_threshold_gate_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, bare) = demo(&tmp.path().join("demo"), &["--fail"]);
+    // As `sluice demo --fail`: the demo ran, whatever the canary's fate.
+    assert_eq!(code, 0, "{out}");
+    assert_prints(
+        &out,
+        &[
+            "canary demo/podinfo ended Failed",
+            "judge 50 (min 95) FAIL",
+            "the judge: score=50 fail (pass>=95 marginal>=75)",
+            "group latency: 0 (1 metrics)",
+            "group errors: 100 (1 metrics)",
+        ],
+    );
+    // The verdict names the threshold gate that passed the canary at its latency, 30 % above
+    // the primary's 212 ms.
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with("every threshold gate passed"))
+        .unwrap_or_else(|| panic!("no verdict in:\n{out}"));
+    assert!(
+        verdict.contains("request-duration 27") && verdict.contains("(max 500) pass"),
+        "{verdict}"
+    );
+    let rollback = "podinfo: roll back";
+    assert_eq!(
+        trailers(&bare, "Sluice-Judge", rollback),
+        ["score=50 fail (pass>=95 marginal>=75)"]
+    );
+    let metrics = trailers(&bare, "Sluice-Judge-Metric", rollback);
+    assert!(
+        metrics[0].starts_with("request-duration High group=latency estimate="),
+        "{metrics:?}"
+    );
+    assert!(
+        metrics[1].starts_with("request-success-rate Pass group=errors"),
+        "{metrics:?}"
+    );
+    let checks = trailers(&bare, "Sluice-Check", rollback);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.starts_with("request-duration=27") && c.ends_with(" max=500 pass")),
+        "the threshold gate passed the canary: {checks:?}"
+    );
+    assert!(
+        checks.contains(&"judge=50 min=95 fail".to_string()),
+        "{checks:?}"
+    );
+    crate::audit::clean(&bare);
+}
