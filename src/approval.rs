@@ -511,9 +511,15 @@ pub fn branch_step(
         Some(forge) => runtime.block_on(forge.latest_for_branch(&branch, Some(repo.branch())))?,
         None => None,
     };
-    let refused = latest
+    let merged = latest
         .as_ref()
         .is_some_and(|pr| pr.state == PrState::Merged);
+    // Merged after this tick fetched: the next tick reads the merge and decides on it. Only a
+    // merge the main branch refused (put the waiting status back) asks again.
+    if merged && !refused_on_main(repo, canary) {
+        return Ok(None);
+    }
+    let refused = merged;
     let (approved, changes) = approval_change(repo, snapshot, canary, status)?;
     let up_to_date = !refused
         && match repo.fetch_branch(&branch)? {
@@ -545,13 +551,54 @@ pub fn branch_step(
     }))
 }
 
-/// Opens the approval pull request of a pushed [`BranchStep`], unless one is open already (one
-/// closed without merging is read before the next decision, [`rejection`], which rolls back or
-/// holds as `forge.onClose` says).
+/// Whether the newest decisive record of `canary` on the main branch (within
+/// [`MERGE_LOOKBACK`] first-parent commits) is a refused approval: then its approval pull
+/// request's merge was read and did not approve. Otherwise the newest one is the decision that
+/// made the wait (or an approval), and a merged pull request is one the tick has not fetched
+/// yet. Record updates, drift holds and the like are passed over.
+fn refused_on_main(repo: &ConfigRepo, canary: &Canary) -> bool {
+    let id = canary.id.to_string();
+    let mut at = Some(repo.head());
+    for _ in 0..MERGE_LOOKBACK {
+        let Some(oid) = at else { return false };
+        let Ok(facts) = repo.commit_facts(oid) else {
+            return false;
+        };
+        let group = crate::gitops::trailer_group(&facts.trailers, message::CANARY, &id);
+        let ours = group
+            .first()
+            .is_some_and(|(k, v)| k.eq_ignore_ascii_case(message::CANARY) && *v == id);
+        let record = group
+            .iter()
+            .filter(|_| ours)
+            .find(|(k, _)| k.eq_ignore_ascii_case(crate::render::replay::REPLAY))
+            .and_then(|(_, v)| Record::parse(v).ok());
+        match record.map(|r| r.by) {
+            Some(By::Refused { .. }) => return true,
+            Some(By::Decide { .. } | By::Operate { .. }) => return false,
+            Some(
+                By::Record {}
+                | By::Revert {}
+                | By::RouteSource {}
+                | By::Drift { .. }
+                | By::Resume {}
+                | By::Other { .. },
+            )
+            | None => {}
+        }
+        at = facts.parents.first().copied();
+    }
+    false
+}
+
+/// Opens the approval pull request (into `repo.branch()`) of a pushed [`BranchStep`], unless one
+/// is open already (one closed without merging is read before the next decision,
+/// [`rejection`], which rolls back or holds as `forge.onClose` says). When a marginal judgement
+/// made the wait, its body holds the judge's table, recalled from `repo`'s history.
 pub fn open_pull_request(
+    repo: &ConfigRepo,
     runtime: &Runtime,
     forge: &Forge,
-    base: &str,
     pending: &Pending,
     step: &BranchStep,
     dashboard_page: Option<String>,
@@ -569,19 +616,21 @@ pub fn open_pull_request(
         approved.status.canary_weight,
     );
     let checks = message::checks_table(status);
-    let mut body = crate::forge::pr_body(
-        &canary.id.to_string(),
-        &branch_key(&step.branch),
-        before,
-        after,
-        &checks,
-    );
-    if let Some(page) = dashboard_page {
-        body.push_str(&format!("\nThe canary on the dashboard: <{page}>\n"));
-    }
+    // Only when the pull request is opened: a history walk, not a per-tick cost.
+    let judge = crate::judge::marginal::waited_on(repo, canary, status)
+        .map(|report| crate::judge::report::markdown(&report));
+    let body = crate::forge::pr_body(&crate::forge::PrBody {
+        canary: &canary.id.to_string(),
+        step: &branch_key(&step.branch),
+        weights_before: before,
+        weights_after: after,
+        checks_markdown: &checks,
+        judge_markdown: judge.as_deref(),
+        dashboard_page: dashboard_page.as_deref(),
+    });
     let pr = runtime.block_on(forge.ensure_open(
         &step.branch,
-        base,
+        repo.branch(),
         &format!("Approve {subject}"),
         &body,
     ))?;

@@ -268,7 +268,7 @@ fn keep_branch(
                 pending.canary.id.namespace.as_str(),
                 pending.canary.id.name.as_str(),
             );
-            approval::open_pull_request(with.runtime, forge, repo.branch(), pending, &step, page)
+            approval::open_pull_request(repo, with.runtime, forge, pending, &step, page)
         }
         None => Ok(()),
     }

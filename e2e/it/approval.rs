@@ -24,7 +24,7 @@ pub(crate) struct Pr {
     pub(crate) head: String,
     pub(crate) base: String,
     title: String,
-    body: String,
+    pub(crate) body: String,
     pub(crate) open: bool,
     merged: bool,
     /// The login that merged it (`None` until merged).
@@ -106,7 +106,7 @@ fn json_for(kind: Kind, p: &Pr) -> Json_ {
 }
 
 impl ForgeFake {
-    fn start(kind: Kind) -> ForgeFake {
+    pub(crate) fn start(kind: Kind) -> ForgeFake {
         let prs: Shared = Arc::default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -151,7 +151,7 @@ impl ForgeFake {
         self.prs.lock().unwrap().list[0].clone()
     }
 
-    fn set(&self, number: u64, open: bool, merged: bool) {
+    pub(crate) fn set(&self, number: u64, open: bool, merged: bool) {
         let mut prs = self.prs.lock().unwrap();
         let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
         pr.open = open;
@@ -182,7 +182,7 @@ impl ForgeFake {
         pr.base = base.to_string();
     }
 
-    fn settings(&self) -> String {
+    pub(crate) fn settings(&self) -> String {
         let (kind, repo) = match self.kind {
             Kind::GitHub => ("github", "acme/fleet"),
             Kind::GitLab => ("gitlab", "acme/fleet"),

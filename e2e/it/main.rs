@@ -35,6 +35,7 @@ mod gitops_robust;
 mod image;
 mod input_safety;
 mod install;
+mod judge_approval;
 mod judge_canary;
 mod judge_cli;
 mod judge_loop;

@@ -410,23 +410,99 @@ impl Forge {
     }
 }
 
-/// The description of an approval pull request: what merging changes, the latest metric checks,
-/// and what merging and closing mean. Weights are `(primary, canary)` percentages;
-/// `checks_markdown` is the latest metric table, already in Markdown.
-pub fn pr_body(
-    canary: &str,
-    step: &str,
-    weights_before: (u8, u8),
-    weights_after: (u8, u8),
-    checks_markdown: &str,
-) -> String {
-    let code = |s: &str| format!("`{}`", s.replace('`', "'"));
-    let checks = checks_markdown.trim();
+/// GitHub refuses a pull request body longer than this many characters (GitLab and Gitea take
+/// more); [`pr_body`] never writes a longer one.
+pub const MAX_BODY_CHARS: usize = 65_536;
+
+/// What an approval pull request's description says. Weights are `(primary, canary)`
+/// percentages; `checks_markdown` is the latest metric table, `judge_markdown` the table of
+/// the marginal judgement the step waits on (when a marginal judgement made the wait), both
+/// already in Markdown.
+#[derive(Debug, Clone, Copy)]
+pub struct PrBody<'a> {
+    pub canary: &'a str,
+    pub step: &'a str,
+    pub weights_before: (u8, u8),
+    pub weights_after: (u8, u8),
+    pub checks_markdown: &'a str,
+    pub judge_markdown: Option<&'a str>,
+    pub dashboard_page: Option<&'a str>,
+}
+
+/// The description of an approval pull request: what merging changes, the judge's table when
+/// the judge found the canary marginal, the latest metric checks, and what merging and closing
+/// mean. At most [`MAX_BODY_CHARS`] characters: a longer judge table (then check list) is cut
+/// at a line, with a note saying where the rest is.
+pub fn pr_body(b: &PrBody<'_>) -> String {
+    let checks = b.checks_markdown.trim();
     let checks = if checks.is_empty() {
         "_No metric checks have run yet._"
     } else {
         checks
     };
+    let judge = b.judge_markdown.map(str::trim).unwrap_or_default();
+    let body = assemble(b, judge, checks);
+    let over = body.chars().count().saturating_sub(MAX_BODY_CHARS);
+    if over == 0 {
+        return body;
+    }
+    let judge_len = judge.chars().count();
+    let judge = cut(judge, judge_len.saturating_sub(over + CUT_NOTE.len()));
+    let body = assemble(b, &judge, checks);
+    let over = body.chars().count().saturating_sub(MAX_BODY_CHARS);
+    if over == 0 {
+        return body;
+    }
+    let checks_len = checks.chars().count();
+    let checks = cut(checks, checks_len.saturating_sub(over + CUT_NOTE.len()));
+    assemble(b, &judge, &checks)
+}
+
+/// What [`cut`] puts where it cut.
+const CUT_NOTE: &str = "\n_Cut here: a pull request description holds at most 65,536 characters. \
+The full judgement is in the `Sluice-Judge-Metric` trailers of the commit that made the wait._";
+
+/// The whole lines of `text` that fit in `keep` characters, then [`CUT_NOTE`]; `text` as it is
+/// when empty.
+fn cut(text: &str, keep: usize) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut kept = 0;
+    for line in text.lines() {
+        let len = line.chars().count() + 1;
+        if kept + len > keep {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        kept += len;
+    }
+    out.push_str(CUT_NOTE);
+    out
+}
+
+fn assemble(b: &PrBody<'_>, judge: &str, checks: &str) -> String {
+    let code = |s: &str| format!("`{}`", s.replace('`', "'"));
+    let judge = if judge.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "### The judge found the canary marginal: a human decides\n\
+             \n\
+             The statistical judge compared the canary with its primary and scored it between \
+             its marginal and pass thresholds: it cannot tell whether the canary is worse. \
+             Look at the table, then merge to go on or close to roll back.\n\
+             \n\
+             {judge}\n\
+             \n"
+        )
+    };
+    let dashboard = b
+        .dashboard_page
+        .map(|page| format!("\nThe canary on the dashboard: <{page}>\n"))
+        .unwrap_or_default();
     format!(
         "sluice is waiting for approval of step {step} of canary {canary}.\n\
          \n\
@@ -437,18 +513,20 @@ pub fn pr_body(
          | primary | {pb}% | {pa}% |\n\
          | canary | {cb}% | {ca}% |\n\
          \n\
+         {judge}\
          ### Latest metric checks\n\
          \n\
          {checks}\n\
          \n\
          **Merging this pull request approves the step; closing it without merging aborts the \
-         rollout.**\n",
-        step = code(step),
-        canary = code(canary),
-        pb = weights_before.0,
-        pa = weights_after.0,
-        cb = weights_before.1,
-        ca = weights_after.1,
+         rollout.**\n\
+         {dashboard}",
+        step = code(b.step),
+        canary = code(b.canary),
+        pb = b.weights_before.0,
+        pa = b.weights_after.0,
+        cb = b.weights_before.1,
+        ca = b.weights_after.1,
     )
 }
 

@@ -165,9 +165,124 @@ pub fn table(report: &Report) -> String {
     out
 }
 
+/// A Markdown table cell: `|` escaped, line breaks as spaces.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// The judgement in Markdown, for the approval pull request's body: the summary score with
+/// the thresholds, the group scores, then one row per metric (classification, estimate,
+/// interval, effect size, group). The metric rows come last, so a body cut to a forge's size
+/// limit loses metric rows before it loses the scores.
+pub fn markdown(report: &Report) -> String {
+    let mut out = format!(
+        "Summary score **{}**: **{}** (pass>={} marginal>={}).\n",
+        fmt_num(report.score),
+        report.outcome,
+        fmt_num(report.pass),
+        fmt_num(report.marginal)
+    );
+    if let Some(reason) = &report.reason {
+        out.push_str(&format!("\n{}\n", cell(reason)));
+    }
+    out.push_str("\n| group | score | metrics |\n|---|---:|---:|\n");
+    for g in &report.groups {
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            cell(&g.name),
+            fmt_num(g.score),
+            g.metrics
+        ));
+    }
+    out.push_str(&format!(
+        "| **summary** | **{}** | {} (pass>={} marginal>={}) |\n",
+        fmt_num(report.score),
+        report.outcome,
+        fmt_num(report.pass),
+        fmt_num(report.marginal)
+    ));
+    out.push_str(
+        "\n| metric | classification | estimate | CI low | CI high | effect size | group |\n\
+         |---|---|---:|---:|---:|---|---|\n",
+    );
+    for m in &report.metrics {
+        let class = match (m.critical, m.muted) {
+            (true, _) => format!("{} (critical)", m.classification),
+            (false, true) => format!("{} (muted)", m.classification),
+            (false, false) => m.classification.clone(),
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} {} | {} |\n",
+            cell(&m.name),
+            class,
+            num(m.estimate),
+            num(m.ci_low),
+            num(m.ci_high),
+            m.effect_measure,
+            num(m.effect_size),
+            cell(&m.group)
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_core::judge::{judge, MetricInput, MetricRule, Thresholds};
+
+    /// Two metrics in one group, the canary 30 % slower on one: a score of 50, marginal
+    /// between 95 and 40.
+    fn marginal() -> Report {
+        let base: Vec<f64> = (0..30).map(|i| 100.0 + f64::from(i % 10)).collect();
+        let slow: Vec<f64> = base.iter().map(|v| v * 1.3).collect();
+        let input = |name, canary| MetricInput {
+            name,
+            group: "latency",
+            muted: false,
+            rule: MetricRule::default(),
+            canary,
+            baseline: &base,
+        };
+        let thresholds = Thresholds {
+            pass: 95.0,
+            marginal: 40.0,
+        };
+        let j = judge(
+            &[input("p99 | ms", &slow), input("errors", &base)],
+            &[],
+            thresholds,
+        );
+        report(&j, &[EffectMeasure::MeanRatio, EffectMeasure::Cles])
+    }
+
+    #[test]
+    fn the_markdown_table_has_every_metric_and_the_scores() {
+        let md = markdown(&marginal());
+        assert!(
+            md.starts_with("Summary score **50**: **marginal** (pass>=95 marginal>=40).\n"),
+            "{md}"
+        );
+        assert!(md.contains("| latency | 50 | 2 |\n"), "{md}");
+        assert!(
+            md.contains("| **summary** | **50** | marginal (pass>=95 marginal>=40) |\n"),
+            "{md}"
+        );
+        // The name's `|` cannot break the row; the interval and effect size are the test's.
+        let p99 = md
+            .lines()
+            .find(|l| l.starts_with("| p99 \\| ms | High | "))
+            .unwrap_or_else(|| panic!("no p99 row: {md}"));
+        assert!(p99.ends_with(" | meanRatio 1.300 | latency |"), "{p99}");
+        assert_eq!(p99.matches(" | ").count(), 6, "seven cells: {p99}");
+        // Identical series pass without a test: nothing to show but the class.
+        assert!(
+            md.contains("\n| errors | Pass | - | - | - | cles - | latency |\n"),
+            "{md}"
+        );
+        // The metric rows come after the scores, so cutting the body drops them first.
+        assert!(md.find("**summary**") < md.find("| errors |"), "{md}");
+    }
 
     #[test]
     fn numbers_keep_four_significant_digits() {

@@ -1023,15 +1023,24 @@ async fn every_fake_duplicate_create_race_reuses_the_open_pull_request() {
     }
 }
 
+fn body_of<'a>(checks: &'a str, judge: Option<&'a str>) -> super::PrBody<'a> {
+    super::PrBody {
+        canary: "prod/podinfo",
+        step: "3",
+        weights_before: (90, 10),
+        weights_after: (70, 30),
+        checks_markdown: checks,
+        judge_markdown: judge,
+        dashboard_page: None,
+    }
+}
+
 #[test]
 fn pr_body_has_weights_checks_and_what_merging_means() {
-    let body = super::pr_body(
-        "prod/podinfo",
-        "3",
-        (90, 10),
-        (70, 30),
+    let body = super::pr_body(&body_of(
         "| metric | value | threshold |\n|---|---|---|\n| request-success-rate | 99.9 | >= 99 |\n",
-    );
+        None,
+    ));
     assert!(body.contains("step `3` of canary `prod/podinfo`"), "{body}");
     assert!(body.contains("| primary | 90% | 70% |"), "{body}");
     assert!(body.contains("| canary | 10% | 30% |"), "{body}");
@@ -1047,10 +1056,88 @@ fn pr_body_has_weights_checks_and_what_merging_means() {
         body.contains("closing it without merging aborts the rollout"),
         "{body}"
     );
-    let empty = super::pr_body("a", "b", (100, 0), (90, 10), "  ");
+    assert!(
+        !body.contains("judge"),
+        "no judge table unless given: {body}"
+    );
+    let empty = super::pr_body(&body_of("  ", None));
     assert!(
         empty.contains("_No metric checks have run yet._"),
         "{empty}"
+    );
+    let linked = super::pr_body(&super::PrBody {
+        dashboard_page: Some("https://sluice.example/canaries/prod/podinfo"),
+        ..body_of("", None)
+    });
+    assert!(
+        linked.ends_with(
+            "\nThe canary on the dashboard: <https://sluice.example/canaries/prod/podinfo>\n"
+        ),
+        "{linked}"
+    );
+}
+
+#[test]
+fn pr_body_of_a_marginal_judgement_holds_its_table_before_the_checks() {
+    let judge = "Summary score **50**: **marginal** (pass>=95 marginal>=40).\n\n| metric | classification |\n|---|---|\n| p99 | High |\n";
+    let body = super::pr_body(&body_of("judge 50 (min 95) FAIL\n", Some(judge)));
+    let heading = body
+        .find("### The judge found the canary marginal: a human decides")
+        .expect(&body);
+    let table = body.find("| p99 | High |").expect(&body);
+    let checks = body.find("### Latest metric checks").expect(&body);
+    assert!(heading < table && table < checks, "{body}");
+    assert!(
+        body.contains("merge to go on or close to roll back"),
+        "{body}"
+    );
+    assert!(body.contains("judge 50 (min 95) FAIL"), "{body}");
+}
+
+#[test]
+fn pr_body_is_cut_to_githubs_limit_keeping_scores_and_what_merging_means() {
+    let mut judge = String::from("Summary score **50**: **marginal** (pass>=95 marginal>=40).\n\n| metric | classification |\n|---|---|\n");
+    for i in 0..3000 {
+        judge.push_str(&format!("| metric-{i:04}-{} | High |\n", "x".repeat(20)));
+    }
+    let mut checks = String::new();
+    for i in 0..500 {
+        checks.push_str(&format!("check-{i:04}-{} 1 (min 2) FAIL\n", "y".repeat(20)));
+    }
+    let body = super::pr_body(&super::PrBody {
+        dashboard_page: Some("https://sluice.example/canaries/prod/podinfo"),
+        ..body_of(&checks, Some(&judge))
+    });
+    let chars = body.chars().count();
+    assert!(chars <= super::MAX_BODY_CHARS, "{chars} characters");
+    assert!(
+        chars > super::MAX_BODY_CHARS - 200,
+        "cut no more than needed: {chars}"
+    );
+    assert!(body.contains("Summary score **50**"), "the scores are kept");
+    assert!(body.contains("| metric-0000-"), "the first rows are kept");
+    assert!(!body.contains("| metric-2999-"), "the last rows are cut");
+    assert!(body.contains("_Cut here: a pull request description holds at most 65,536 characters."));
+    // The judge table goes first; the check list is whole while the table can give way.
+    assert!(
+        body.contains("check-0499-"),
+        "{}",
+        &body[body.len() - 500..]
+    );
+    assert!(body.contains("Merging this pull request approves the step"));
+    assert!(body.ends_with("<https://sluice.example/canaries/prod/podinfo>\n"));
+    // A check list too long on its own is cut too.
+    let huge = checks.repeat(5);
+    let body = super::pr_body(&body_of(&huge, Some(&judge)));
+    assert!(body.chars().count() <= super::MAX_BODY_CHARS);
+    assert!(body.contains("Merging this pull request approves the step"));
+    // Multi-byte characters count as one each, as GitHub counts them.
+    let wide = "| é |\n".repeat(20_000);
+    let body = super::pr_body(&body_of("", Some(&wide)));
+    let chars = body.chars().count();
+    assert!(
+        chars <= super::MAX_BODY_CHARS && chars > super::MAX_BODY_CHARS - 200,
+        "{chars}"
     );
 }
 

@@ -173,3 +173,49 @@ fn series_not_observed_or_a_failed_range_query_fail_the_check() {
         "judge=error min=95 fail / query failed: Prometheus x: HTTP 500"
     );
 }
+
+/// A marginal judgement is a question for a human only when every other check passed: a
+/// threshold check that fails on the same tick is a failure whatever the judge says (as in
+/// Kayenta, where a marginal score asks a person about the comparison, not about a broken
+/// limit), so the tick counts toward `threshold` and no approval is asked for. The next tick
+/// whose other checks pass opens the wait.
+#[test]
+fn a_marginal_judgement_with_a_failed_threshold_check_counts_as_a_failure() {
+    use sluice_core::model::ThresholdRange;
+    use sluice_core::observe::{MetricObservation, MetricValue};
+    let c = canary()
+        .judge(spec(false))
+        .metric(
+            "errors",
+            ThresholdRange {
+                min: None,
+                max: Some(1.0),
+            },
+        )
+        .build();
+    let s0 = decide(&c, None, &Observations::revision("r0"), t(0)).status;
+    let s1 = decide(&c, Some(&s0), &Observations::revision("r1"), t(10)).status;
+    let s = decide(&c, Some(&s1), &Observations::revision("r1"), t(40)).status;
+    let with_errors = |errors: f64| Observations {
+        metrics: vec![MetricObservation {
+            name: "errors".into(),
+            value: MetricValue::Value(errors),
+        }],
+        ..obs(slower(), primary())
+    };
+    let failed = decide(&c, Some(&s), &with_errors(5.0), t(70));
+    assert_eq!(failed.action, Action::FailedCheck, "{:?}", failed.events);
+    assert_eq!(failed.status.failed_checks, 1);
+    assert_eq!(failed.status.phase, Phase::Progressing);
+    assert_eq!(
+        judge_record(&failed),
+        "judge=50 min=95 fail / score=50 marginal (pass>=95 marginal>=40)"
+    );
+    let waits = decide(&c, Some(&failed.status), &with_errors(0.5), t(100));
+    assert!(
+        matches!(waits.action, Action::WaitApproval(_)),
+        "{:?}",
+        waits.action
+    );
+    assert_eq!(waits.status.phase, Phase::WaitingApproval);
+}
