@@ -345,3 +345,82 @@ fn a_newer_revision_mid_release_restarts_from_wave_one() {
     );
     fleet.check_outputs();
 }
+
+/// The tree id of a wave's folder at main: equal ids, byte-equal folders.
+fn folder(bare: &Path, wave: &str) -> String {
+    git(bare, &["rev-parse", &format!("main:clusters/{wave}/web")])
+}
+
+#[test]
+fn a_bad_metric_in_wave_two_under_rollback_reverts_staging_too_and_wave_three_never_changes() {
+    let mut fleet = Fleet::start("rollback", false);
+    let before: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    fleet.clusters.set("eu", 5.0);
+    fleet.release("v2", "rollback", false);
+    fleet.until("eu failed and staging reverted", |p| {
+        p[0] == "Failed v2" && p[1] == "Failed v2"
+    });
+    let log_then = wave_log(&fleet.bare);
+    // Later ticks change nothing: the reverted wave never takes v2 again by itself.
+    for _ in 0..5 {
+        fleet.tick();
+    }
+    let log = wave_log(&fleet.bare);
+    assert_eq!(log, log_then, "nothing after the revert");
+    assert_eq!(
+        phases(&fleet.bare),
+        ["Failed v2", "Failed v2", "Initialized v1"]
+    );
+    // Two commits: eu's rollback in its folder, then staging's revert, each its own.
+    let n = log.len();
+    assert_eq!(
+        log[n - 2..],
+        [
+            ("eu".into(), "Failed".into(), "v2".into()),
+            ("staging".into(), "Failed".into(), "v2".into()),
+        ],
+        "{log:#?}"
+    );
+    let after: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    assert_eq!(after, before, "every folder as it was before the release");
+    assert!(log.iter().all(|(w, _, rev)| w != "us" || rev == "v1"));
+    // The revert says which wave failed and why; staging's status says it was reverted.
+    let message = git(&fleet.bare, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.starts_with(
+            "web.staging: revert wave staging to revision v1, the release of v2 failed\n"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("wave eu failed on revision v2: Rolling back web.eu"),
+        "{message}"
+    );
+    assert!(message.contains("Sluice-Wave: staging"), "{message}");
+    let staging = status(&fleet.bare, "staging").unwrap();
+    assert_eq!(staging.promoted_revision, "v1");
+    assert!(
+        staging.message.starts_with("Reverted to revision v1"),
+        "{}",
+        staging.message
+    );
+    let bare = fleet.bare.display().to_string();
+    let (code, out, err) = run_sluice(&["status", "--dir", &bare]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("web.staging") && l.contains("Failed")),
+        "{out}"
+    );
+    let (code, out, err) = run_sluice(&["status", "--dir", &bare, "-o", "json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Reverted to revision v1"), "{out}");
+    crate::audit::clean(&fleet.bare);
+    fleet.check_outputs();
+    // A newer revision starts from wave 1 as usual and walks through every wave.
+    fleet.clusters.set("eu", 0.0);
+    fleet.release("v3", "rollback", false);
+    fleet.until("all on v3", |p| p == ["Succeeded v3"; 3]);
+    crate::audit::clean(&fleet.bare);
+    fleet.check_outputs();
+}
