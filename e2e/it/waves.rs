@@ -160,11 +160,19 @@ struct Fleet {
 
 impl Fleet {
     fn start(on_failure: &str, eu_approval: bool) -> Fleet {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = crate::support::seeded_remote(
-            tmp.path(),
-            &[(FILE, &canary("v1", on_failure, eu_approval))],
+        let fleet = Fleet::seeded(&[(FILE, &canary("v1", on_failure, eu_approval))]);
+        assert_eq!(
+            phases(&fleet.bare),
+            ["Initialized v1"; 3],
+            "every wave starts with v1"
         );
+        fleet
+    }
+
+    /// A fleet whose remote starts with `files`, ticked once.
+    fn seeded(files: &[(&str, &str)]) -> Fleet {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = crate::support::seeded_remote(tmp.path(), files);
         let (daemon, url, repo) = served_clone(tmp.path());
         let human = human_clone(&url, &tmp.path().join("human"));
         let mut fleet = Fleet {
@@ -179,11 +187,6 @@ impl Fleet {
             clusters: Clusters::new(),
         };
         fleet.tick();
-        assert_eq!(
-            phases(&fleet.bare),
-            ["Initialized v1"; 3],
-            "every wave starts with v1"
-        );
         fleet
     }
 
@@ -421,6 +424,69 @@ fn a_bad_metric_in_wave_two_under_rollback_reverts_staging_too_and_wave_three_ne
     fleet.clusters.set("eu", 0.0);
     fleet.release("v3", "rollback", false);
     fleet.until("all on v3", |p| p == ["Succeeded v3"; 3]);
+    crate::audit::clean(&fleet.bare);
+    fleet.check_outputs();
+}
+
+/// The source a workload canary's waves share: bumping its image is a new revision.
+fn deployment(tag: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: shop}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+        - name: web
+          image: example/web:{tag}
+          ports: [{{containerPort: 8080}}]
+"
+    )
+}
+
+#[test]
+fn under_rollback_a_workload_wave_goes_back_to_its_old_primary_and_is_not_drift() {
+    // The canary's own workloads this time: the reverted folder holds the old primary, which
+    // no render of the reverted status draws from the folder the release left.
+    let text = canary("v1", "rollback", false).replace(
+        "  routeOnly: {services: [web-blue, web-green], revision: \"v1\"}\n",
+        "  source: apps/web/deployment.yaml\n",
+    );
+    let mut fleet = Fleet::seeded(&[(FILE, &text), ("apps/web/deployment.yaml", &deployment("1.0"))]);
+    assert!(
+        phases(&fleet.bare).iter().all(|p| p.starts_with("Initialized")),
+        "{:?}",
+        phases(&fleet.bare)
+    );
+    let before: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    fleet.clusters.set("eu", 5.0);
+    git(&fleet.human, &["pull", "-q", "origin", "main"]);
+    human_commit(&fleet.human, "apps/web/deployment.yaml", &deployment("2.0"), "web: 2.0");
+    fleet.until("eu failed and staging reverted", |p| {
+        p[0].starts_with("Failed") && p[1].starts_with("Failed")
+    });
+    let log_then = wave_log(&fleet.bare);
+    for _ in 0..5 {
+        fleet.tick();
+    }
+    assert_eq!(wave_log(&fleet.bare), log_then, "no drift hold, nothing after the revert");
+    // eu rolled back in its own folder (its canary workload keeps the failed spec, scaled
+    // down, as any rollback); staging is reverted byte for byte, and us never changed.
+    let after: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    assert_eq!(
+        [&after[0], &after[2]],
+        [&before[0], &before[2]],
+        "staging and us as they were before the release"
+    );
+    let primary = git(
+        &fleet.bare,
+        &["show", "main:clusters/staging/web/web-primary.yaml"],
+    );
+    assert!(primary.contains("example/web:1.0"), "{primary}");
     crate::audit::clean(&fleet.bare);
     fleet.check_outputs();
 }

@@ -257,3 +257,49 @@ fn message(canary: &Canary, before: &Status, status: &Status, from: Oid) -> Comm
         ],
     }
 }
+
+/// Whether `commit`, which records a wave's revert of `revision` to `from` (its
+/// `waveRevert` replay record), is sluice's by content, for the drift check (a revert puts
+/// back a folder no render of its status draws from its parent, as the primary of the
+/// failed release was there): `from` is an earlier commit of the branch, the wave's folder
+/// at `commit` is byte for byte the folder at `from`, and the status file is sluice's text
+/// of a status reverted from the one at `from`.
+pub fn is_sluices(
+    repo: &crate::gitops::ConfigRepo,
+    canary: &Canary,
+    commit: Oid,
+    revision: &str,
+    from: &str,
+) -> Result<bool, crate::gitops::Error> {
+    let Ok(from) = Oid::from_str(from) else {
+        return Ok(false);
+    };
+    if from == commit || !repo.is_descendant_or_self(&commit.to_string(), &from.to_string()) {
+        return Ok(false);
+    }
+    let output = canary.output.as_str();
+    if repo.entry_id_at(commit, output)? != repo.entry_id_at(from, output)? {
+        return Ok(false);
+    }
+    let path = status_file::path_for(&canary.id);
+    let (Some(text), Some(before)) = (
+        repo.read_file_at(commit, &path)?,
+        repo.read_file_at(from, &path)?,
+    ) else {
+        return Ok(false);
+    };
+    let (Ok(status), Ok(before), Ok(Some(record))) = (
+        status_file::parse(&text),
+        status_file::parse(&before),
+        status_file::record_of(&text),
+    ) else {
+        return Ok(false);
+    };
+    let ours = status_file::render_recorded(&canary.id, &status, &record).ok();
+    let reason = status
+        .message
+        .split_once(" reached it: ")
+        .map_or("", |(_, reason)| reason);
+    let again = reverted(&before, revision, reason, status.phase_since);
+    Ok(ours.as_deref() == Some(text.as_str()) && again == status && !took(&before, revision))
+}
