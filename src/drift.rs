@@ -567,10 +567,12 @@ fn wave_revert(group: &[(String, String)]) -> Option<(String, String)> {
     group
         .iter()
         .filter(|(k, _)| k.eq_ignore_ascii_case(crate::render::replay::REPLAY))
-        .find_map(|(_, v)| match crate::render::replay::Record::parse(v).ok()?.by {
-            crate::render::replay::By::WaveRevert { revision, from } => Some((revision, from)),
-            _ => None,
-        })
+        .find_map(
+            |(_, v)| match crate::render::replay::Record::parse(v).ok()?.by {
+                crate::render::replay::By::WaveRevert { revision, from } => Some((revision, from)),
+                _ => None,
+            },
+        )
 }
 
 fn classify(

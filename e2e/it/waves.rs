@@ -456,16 +456,26 @@ fn under_rollback_a_workload_wave_goes_back_to_its_old_primary_and_is_not_drift(
         "  routeOnly: {services: [web-blue, web-green], revision: \"v1\"}\n",
         "  source: apps/web/deployment.yaml\n",
     );
-    let mut fleet = Fleet::seeded(&[(FILE, &text), ("apps/web/deployment.yaml", &deployment("1.0"))]);
+    let mut fleet = Fleet::seeded(&[
+        (FILE, &text),
+        ("apps/web/deployment.yaml", &deployment("1.0")),
+    ]);
     assert!(
-        phases(&fleet.bare).iter().all(|p| p.starts_with("Initialized")),
+        phases(&fleet.bare)
+            .iter()
+            .all(|p| p.starts_with("Initialized")),
         "{:?}",
         phases(&fleet.bare)
     );
     let before: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
     fleet.clusters.set("eu", 5.0);
     git(&fleet.human, &["pull", "-q", "origin", "main"]);
-    human_commit(&fleet.human, "apps/web/deployment.yaml", &deployment("2.0"), "web: 2.0");
+    human_commit(
+        &fleet.human,
+        "apps/web/deployment.yaml",
+        &deployment("2.0"),
+        "web: 2.0",
+    );
     fleet.until("eu failed and staging reverted", |p| {
         p[0].starts_with("Failed") && p[1].starts_with("Failed")
     });
@@ -473,7 +483,11 @@ fn under_rollback_a_workload_wave_goes_back_to_its_old_primary_and_is_not_drift(
     for _ in 0..5 {
         fleet.tick();
     }
-    assert_eq!(wave_log(&fleet.bare), log_then, "no drift hold, nothing after the revert");
+    assert_eq!(
+        wave_log(&fleet.bare),
+        log_then,
+        "no drift hold, nothing after the revert"
+    );
     // eu rolled back in its own folder (its canary workload keeps the failed spec, scaled
     // down, as any rollback); staging is reverted byte for byte, and us never changed.
     let after: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();

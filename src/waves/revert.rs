@@ -16,6 +16,7 @@
 //!
 //! Reads git objects only; commits nothing (the executor does).
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -157,18 +158,19 @@ fn before_release(
                 revision: revision.to_string(),
             });
         };
-        if !read.contains_key(&blob) {
-            let bytes = tree::file_at(git, &root, status_path)?.unwrap_or_default();
-            let status = status_file::parse(&String::from_utf8_lossy(&bytes)).map_err(|m| {
-                RevertError::Status {
+        let status = match read.entry(blob) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(new) => {
+                let bytes = tree::file_at(git, &root, status_path)?.unwrap_or_default();
+                let text = String::from_utf8_lossy(&bytes);
+                new.insert(status_file::parse(&text).map_err(|m| RevertError::Status {
                     path: status_path.to_string(),
                     commit: at.to_string(),
                     message: m,
-                }
-            })?;
-            read.insert(blob, status);
-        }
-        if let Some(status) = read.get(&blob).filter(|s| !took(s, revision)) {
+                })?)
+            }
+        };
+        if !took(status, revision) {
             return Ok((at, status.clone()));
         }
         let Some(parent) = tree::first_parent(git, at)? else {

@@ -226,7 +226,14 @@ fn under_rollback_a_failed_wave_reverts_the_earlier_waves_that_took_its_revision
     // Reverted already: Failed on r2, back on r1.
     let back = || Some(status(Failed, "r1", Some("r2")));
     let on = |p, canary| Some(status(p, "r1", Some(canary)));
-    let table: Vec<(&str, OnFailure, [Option<Status>; 3], &str, ReleaseState)> = vec![
+    type Row = (
+        &'static str,
+        OnFailure,
+        [Option<Status>; 3],
+        &'static str,
+        ReleaseState,
+    );
+    let table: Vec<Row> = vec![
         (
             "hold: staging keeps r2",
             OnFailure::Hold,
