@@ -407,6 +407,10 @@ mod tests {
             By::Revert {},
             By::RouteSource {},
             By::Resume {},
+            By::WaveRevert {
+                revision: "9e46dc7a1b".into(),
+                from: "abc".into(),
+            },
             By::Refused {
                 reason: "eve merged".into(),
                 operator: "sluice <sluice@localhost>".into(),
