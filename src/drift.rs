@@ -562,6 +562,19 @@ enum Kind {
 
 /// What `walked` (which changed the owned files) is. Trailers only say which check applies:
 /// a commit is sluice's when its files are what sluice renders, never because it says so.
+/// The revision and the commit a wave's revert records (its `waveRevert` replay record).
+fn wave_revert(group: &[(String, String)]) -> Option<(String, String)> {
+    group
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(crate::render::replay::REPLAY))
+        .find_map(
+            |(_, v)| match crate::render::replay::Record::parse(v).ok()?.by {
+                crate::render::replay::By::WaveRevert { revision, from } => Some((revision, from)),
+                _ => None,
+            },
+        )
+}
+
 fn classify(
     repo: &ConfigRepo,
     verifier: &mut Verifier,
@@ -609,6 +622,12 @@ fn classify(
             } else {
                 Kind::Foreign
             });
+        }
+        // A wave's revert (`onFailure: rollback`) puts back an earlier folder.
+        if let Some((revision, from)) = wave_revert(group) {
+            if crate::waves::revert::is_sluices(repo, canary, commit, &revision, &from)? {
+                return Ok(Kind::Sluice);
+            }
         }
         return Ok(verified(draws(
             repo, verifier, owned, canary, commit, commit,

@@ -168,6 +168,8 @@ pub struct Gathering<'a> {
     /// Canaries not decided this tick, reported: their status file or revision cannot be
     /// read (with the error), or their metric answers are not in yet (no error).
     pub unreadable: Vec<CanaryOutcome>,
+    /// Waves reverted under `onFailure: rollback` (not decided this tick): each one's commit.
+    pub reverts: Vec<(&'a Canary, crate::waves::revert::Reverted)>,
     pub canaries: Vec<Gathered<'a>>,
 }
 
@@ -194,7 +196,8 @@ pub fn gather<'a>(
             Err(e) => unreadable.push(CanaryOutcome::failed(canary, &e)),
         }
     }
-    let prepared = release_waves(prepared, &mut unreadable);
+    let mut reverts = Vec::new();
+    let prepared = release_waves(repo, prepared, &mut unreadable, &mut reverts, now);
     let requests: Vec<Request<'_>> = prepared
         .iter()
         .map(|p| Request {
@@ -232,30 +235,53 @@ pub fn gather<'a>(
     history.remember();
     Ok(Gathering {
         unreadable,
+        reverts,
         canaries: gathered,
     })
 }
 
-/// Waves the release has not reached are held: reported, not decided (see [`crate::waves`]).
+/// Waves the release has not reached are held: reported, not decided; waves a failed
+/// release reverts (`onFailure: rollback`) are not decided either: their revert commits go to
+/// `reverts` (see [`crate::waves`]).
 fn release_waves<'a>(
+    repo: &ConfigRepo,
     prepared: Vec<Prepared<'a>>,
     unreadable: &mut Vec<CanaryOutcome>,
+    reverts: &mut Vec<(&'a Canary, crate::waves::revert::Reverted)>,
+    now: Timestamp,
 ) -> Vec<Prepared<'a>> {
+    use crate::core::waves::Release;
     let items: Vec<_> = prepared
         .iter()
         .map(|p| (p.canary, p.status.as_ref(), p.revision.as_str()))
         .collect();
-    let holds = crate::waves::release::holds(&items);
+    let releases = crate::waves::release::releases(&items);
     let mut kept = Vec::new();
-    for (p, hold) in prepared.into_iter().zip(holds) {
-        match hold {
-            Some(reason) => {
+    for (p, release) in prepared.into_iter().zip(releases) {
+        match release {
+            Release::Go => kept.push(p),
+            Release::Hold { reason } => {
                 info!(canary = %p.canary.id, reason = %reason, "Wave held");
                 let mut held = CanaryOutcome::of(p.canary.id.to_string(), p.status, None);
                 held.events.push(format!("held: {reason}"));
                 unreadable.push(held);
             }
-            None => kept.push(p),
+            Release::Revert { revision, reason } => {
+                let git = git2::Repository::open(repo.root());
+                let done = git.map_err(|e| e.message().to_string()).and_then(|git| {
+                    let canary = p.canary;
+                    crate::waves::revert::revert(&git, repo.head(), canary, &revision, &reason, now)
+                        .map_err(|e| e.to_string())
+                });
+                match done {
+                    Ok(reverted) => reverts.push((p.canary, reverted)),
+                    Err(e) => {
+                        warn!(canary = %p.canary.id, error = %e, "Wave not reverted");
+                        let id = p.canary.id.to_string();
+                        unreadable.push(CanaryOutcome::of(id, p.status, Some(e)));
+                    }
+                }
+            }
         }
     }
     kept

@@ -68,7 +68,7 @@
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
-//! | [`waves`] | waves at the edges: the release rule applied to the tick (held waves), kube contexts checked, a client per wave cluster | decide anything but which wave is held |
+//! | [`waves`] | waves at the edges: the release rule applied to the tick (held waves, reverted waves' commits under `onFailure: rollback`), kube contexts checked, a client per wave cluster | decide anything but which wave is held |
 //! | [`redact`] | every credential read, and its base64 forms, kept out of log lines and logged answers | put a backend's answer anywhere but a log |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it

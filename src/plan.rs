@@ -24,6 +24,7 @@ use crate::render::replay::{By, Record};
 use crate::render::{self, message};
 use crate::spec::model::Canary;
 use crate::spec::settings::{CommitMode, SETTINGS_PATH};
+use crate::waves::revert::Reverted;
 use crate::workload;
 
 /// What one tick attempt does, in order.
@@ -58,7 +59,8 @@ pub enum CommitKind {
     /// While the canary holds, an owned file follows the spec: the status file's record of
     /// it (`revertOnDeletion`), or the route copied again from its edited route source.
     Record,
-    /// A deleted canary's output reverted; `event` is said once committed.
+    /// A deleted canary's output reverted, or a wave reverted under `onFailure: rollback`;
+    /// `event` is said once committed.
     Revert { event: String },
 }
 
@@ -113,18 +115,30 @@ pub struct Decided<'a> {
     pub known: Result<(Known, Verdict), CanaryError>,
 }
 
-/// Plans the tick: `unreadable` first (canaries that could not be read), then each decided
-/// canary's outcome and commit, then the deleted canaries' reverts.
+/// Plans the tick: `unreadable` first (canaries that could not be read), then the waves a
+/// failed release reverts (`onFailure: rollback`), each decided canary's outcome and commit,
+/// then the deleted canaries' reverts.
 pub fn build(
     root: &Path,
     read: &Read,
-    unreadable: Vec<CanaryOutcome>,
+    (unreadable, reverted): (Vec<CanaryOutcome>, Vec<(&Canary, Reverted)>),
     decided: Vec<Decided<'_>>,
     deletions: Vec<(Deleted, DeletedVerdict)>,
     now: Timestamp,
 ) -> Plan {
     let mut plan = empty(read);
     plan.report.outcomes = unreadable;
+    for (canary, r) in reverted {
+        let event = format!("Reverted wave {}: {}", canary.id, r.status.message);
+        plan.commits.push(Commit {
+            outcome: plan.report.outcomes.len(),
+            changes: r.changes,
+            message: r.message,
+            kind: CommitKind::Revert { event },
+        });
+        let outcome = CanaryOutcome::of(canary.id.to_string(), Some(r.status), None);
+        plan.report.outcomes.push(outcome);
+    }
     // Every canary's output, as the facts' index had them: a file there is never a source.
     let outputs: Vec<&str> = read
         .loaded

@@ -231,7 +231,7 @@ fn decide(
     Ok(plan::build(
         repo.root(),
         read,
-        gathering.unreadable,
+        (gathering.unreadable, gathering.reverts),
         decided,
         deletions,
         now,

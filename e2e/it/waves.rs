@@ -160,11 +160,19 @@ struct Fleet {
 
 impl Fleet {
     fn start(on_failure: &str, eu_approval: bool) -> Fleet {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = crate::support::seeded_remote(
-            tmp.path(),
-            &[(FILE, &canary("v1", on_failure, eu_approval))],
+        let fleet = Fleet::seeded(&[(FILE, &canary("v1", on_failure, eu_approval))]);
+        assert_eq!(
+            phases(&fleet.bare),
+            ["Initialized v1"; 3],
+            "every wave starts with v1"
         );
+        fleet
+    }
+
+    /// A fleet whose remote starts with `files`, ticked once.
+    fn seeded(files: &[(&str, &str)]) -> Fleet {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = crate::support::seeded_remote(tmp.path(), files);
         let (daemon, url, repo) = served_clone(tmp.path());
         let human = human_clone(&url, &tmp.path().join("human"));
         let mut fleet = Fleet {
@@ -179,11 +187,6 @@ impl Fleet {
             clusters: Clusters::new(),
         };
         fleet.tick();
-        assert_eq!(
-            phases(&fleet.bare),
-            ["Initialized v1"; 3],
-            "every wave starts with v1"
-        );
         fleet
     }
 
@@ -343,5 +346,161 @@ fn a_newer_revision_mid_release_restarts_from_wave_one() {
         s[0].1 < s[1].0 && s[1].1 < s[2].0,
         "v3 in wave order: {s:?}\n{log:#?}"
     );
+    fleet.check_outputs();
+}
+
+/// The tree id of a wave's folder at main: equal ids, byte-equal folders.
+fn folder(bare: &Path, wave: &str) -> String {
+    git(bare, &["rev-parse", &format!("main:clusters/{wave}/web")])
+}
+
+#[test]
+fn a_bad_metric_in_wave_two_under_rollback_reverts_staging_too_and_wave_three_never_changes() {
+    let mut fleet = Fleet::start("rollback", false);
+    let before: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    fleet.clusters.set("eu", 5.0);
+    fleet.release("v2", "rollback", false);
+    fleet.until("eu failed and staging reverted", |p| {
+        p[0] == "Failed v2" && p[1] == "Failed v2"
+    });
+    let log_then = wave_log(&fleet.bare);
+    // Later ticks change nothing: the reverted wave never takes v2 again by itself.
+    for _ in 0..5 {
+        fleet.tick();
+    }
+    let log = wave_log(&fleet.bare);
+    assert_eq!(log, log_then, "nothing after the revert");
+    assert_eq!(
+        phases(&fleet.bare),
+        ["Failed v2", "Failed v2", "Initialized v1"]
+    );
+    // Two commits: eu's rollback in its folder, then staging's revert, each its own.
+    let n = log.len();
+    assert_eq!(
+        log[n - 2..],
+        [
+            ("eu".into(), "Failed".into(), "v2".into()),
+            ("staging".into(), "Failed".into(), "v2".into()),
+        ],
+        "{log:#?}"
+    );
+    let after: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    assert_eq!(after, before, "every folder as it was before the release");
+    assert!(log.iter().all(|(w, _, rev)| w != "us" || rev == "v1"));
+    // The revert says which wave failed and why; staging's status says it was reverted.
+    let message = git(&fleet.bare, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.starts_with(
+            "web.staging: revert wave staging to revision v1, the release of v2 failed\n"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("wave eu failed on revision v2: Rolling back web.eu"),
+        "{message}"
+    );
+    assert!(message.contains("Sluice-Wave: staging"), "{message}");
+    let staging = status(&fleet.bare, "staging").unwrap();
+    assert_eq!(staging.promoted_revision, "v1");
+    assert!(
+        staging.message.starts_with("Reverted to revision v1"),
+        "{}",
+        staging.message
+    );
+    let bare = fleet.bare.display().to_string();
+    let (code, out, err) = run_sluice(&["status", "--dir", &bare]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("web.staging") && l.contains("Failed")),
+        "{out}"
+    );
+    let (code, out, err) = run_sluice(&["status", "--dir", &bare, "-o", "json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Reverted to revision v1"), "{out}");
+    crate::audit::clean(&fleet.bare);
+    fleet.check_outputs();
+    // A newer revision starts from wave 1 as usual and walks through every wave.
+    fleet.clusters.set("eu", 0.0);
+    fleet.release("v3", "rollback", false);
+    fleet.until("all on v3", |p| p == ["Succeeded v3"; 3]);
+    crate::audit::clean(&fleet.bare);
+    fleet.check_outputs();
+}
+
+/// The source a workload canary's waves share: bumping its image is a new revision.
+fn deployment(tag: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: shop}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+        - name: web
+          image: example/web:{tag}
+          ports: [{{containerPort: 8080}}]
+"
+    )
+}
+
+#[test]
+fn under_rollback_a_workload_wave_goes_back_to_its_old_primary_and_is_not_drift() {
+    // The canary's own workloads this time: the reverted folder holds the old primary, which
+    // no render of the reverted status draws from the folder the release left.
+    let text = canary("v1", "rollback", false).replace(
+        "  routeOnly: {services: [web-blue, web-green], revision: \"v1\"}\n",
+        "  source: apps/web/deployment.yaml\n",
+    );
+    let mut fleet = Fleet::seeded(&[
+        (FILE, &text),
+        ("apps/web/deployment.yaml", &deployment("1.0")),
+    ]);
+    assert!(
+        phases(&fleet.bare)
+            .iter()
+            .all(|p| p.starts_with("Initialized")),
+        "{:?}",
+        phases(&fleet.bare)
+    );
+    let before: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    fleet.clusters.set("eu", 5.0);
+    git(&fleet.human, &["pull", "-q", "origin", "main"]);
+    human_commit(
+        &fleet.human,
+        "apps/web/deployment.yaml",
+        &deployment("2.0"),
+        "web: 2.0",
+    );
+    fleet.until("eu failed and staging reverted", |p| {
+        p[0].starts_with("Failed") && p[1].starts_with("Failed")
+    });
+    let log_then = wave_log(&fleet.bare);
+    for _ in 0..5 {
+        fleet.tick();
+    }
+    assert_eq!(
+        wave_log(&fleet.bare),
+        log_then,
+        "no drift hold, nothing after the revert"
+    );
+    // eu rolled back in its own folder (its canary workload keeps the failed spec, scaled
+    // down, as any rollback); staging is reverted byte for byte, and us never changed.
+    let after: Vec<String> = WAVES.iter().map(|w| folder(&fleet.bare, w)).collect();
+    assert_eq!(
+        [&after[0], &after[2]],
+        [&before[0], &before[2]],
+        "staging and us as they were before the release"
+    );
+    let primary = git(
+        &fleet.bare,
+        &["show", "main:clusters/staging/web/web-primary.yaml"],
+    );
+    assert!(primary.contains("example/web:1.0"), "{primary}");
+    crate::audit::clean(&fleet.bare);
     fleet.check_outputs();
 }

@@ -2,7 +2,7 @@
 //! annotation naming a `Waves` object load as one instance per wave; bad waves are refused
 //! with file:line: field: message.
 
-use sluice::core::waves::Cluster;
+use sluice::core::waves::{Cluster, OnFailure};
 use sluice::spec::load::{load, load_text};
 use sluice::spec::model::SyncTarget;
 use sluice::spec::settings::Settings;
@@ -174,8 +174,8 @@ fn bad_wave_fields_name_their_line_and_field() {
         (THREE.replace("approval: true", "approval: maybe"), "apps/podinfo/canary.yaml:30: spec.waves[1].approval:"),
         (THREE.replace("      settle: 1m\n", "      settle: 1m\n      colour: blue\n"), "apps/podinfo/canary.yaml:30: spec.waves[1].colour: unknown field"),
         (THREE.replace("stepWeight: 50\n        maxWeight: 50", "iterations: 3"), "apps/podinfo/canary.yaml:23: spec.waves[0].analysis: expected a canary analysis (the canary's strategy), found a bluegreen one"),
-        (format!("  onFailure: later\n{THREE}"), "apps/podinfo/canary.yaml:17: spec.onFailure: expected hold, found \"later\""),
-        (format!("  onFailure: rollback\n{THREE}"), "apps/podinfo/canary.yaml:17: spec.onFailure: rollback is not supported yet"),
+        (format!("  onFailure: later\n{THREE}"), "apps/podinfo/canary.yaml:17: spec.onFailure: expected hold or rollback, found \"later\""),
+        (format!("  onFailure: [rollback]\n{THREE}"), "apps/podinfo/canary.yaml:17: spec.onFailure:"),
         ("  waves: []\n".to_string(), "apps/podinfo/canary.yaml:17: spec.waves: expected at least one wave, found none"),
         ("  output: clusters/prod/podinfo\n  onFailure: hold\n".to_string(), "apps/podinfo/canary.yaml:18: spec.onFailure: set without spec.waves"),
     ];
@@ -248,6 +248,22 @@ fn a_flagger_canary_opts_in_with_an_annotation_naming_a_waves_object() {
     assert_eq!(ids, ["prod/podinfo.staging", "prod/podinfo.prod"]);
     assert_eq!(loaded.canaries[1].output.as_str(), "clusters/prod/podinfo");
     assert!(loaded.canaries[1].analysis.approvals.before_rollout);
+}
+
+#[test]
+fn on_failure_rollback_loads_on_every_wave_of_the_release() {
+    let object = WAVES_OBJECT.replace("onFailure: hold", "onFailure: rollback");
+    let loaded = repo(&[
+        ("apps/podinfo/canary.yaml", &flagger_canary("fleet")),
+        ("apps/podinfo/waves.yaml", &object),
+    ]);
+    assert_eq!(loaded.errors, vec![]);
+    let policies: Vec<_> = loaded
+        .canaries
+        .iter()
+        .map(|c| c.wave.as_ref().unwrap().on_failure)
+        .collect();
+    assert_eq!(policies, [OnFailure::Rollback, OnFailure::Rollback]);
 }
 
 #[test]

@@ -21,6 +21,7 @@
 pub mod replay;
 pub mod since;
 pub mod tree_files;
+pub mod wave_revert;
 
 pub use crate::signatures::{policy, signed};
 

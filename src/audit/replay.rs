@@ -10,7 +10,8 @@
 //!   newest commits audit verified for the canary, and the output it restores from must be
 //!   the newest verified one; a resume needs no file to differ;
 //! - a refused approval: the status at the parent must come from a merged approval, and the
-//!   status before that merge must be a waiting one.
+//!   status before that merge must be a waiting one;
+//! - a wave's revert (`onFailure: rollback`): see [`super::wave_revert`].
 //!
 //! Pure but for reading the objects audit hands it; nothing here writes.
 
@@ -110,6 +111,9 @@ pub fn replay(
             Vec::new(),
         ),
         By::Record {} => return record_update(parent, canary, record),
+        By::WaveRevert { .. } => {
+            return super::wave_revert::replay(ctx, parent, canaries, canary, record)
+        }
         By::RouteSource {} => return route_refresh(parent, canaries, canary, status, record),
         By::Drift { .. } | By::Resume {} => {
             let (facts, restore) = drift(ctx, parent, canary, record)?;

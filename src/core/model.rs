@@ -221,14 +221,20 @@ pub enum OnFailure {
     /// the later ones keep the old one, and the release is Failed.
     #[default]
     Hold,
+    /// The failed wave rolls back in its own folder, and each earlier wave that took the
+    /// failed revision is reverted to what it ran before the release reached it (one commit
+    /// per wave); the later ones keep the old revision, and the release is Failed.
+    Rollback,
 }
 
 impl OnFailure {
-    pub const ALL: [(&'static str, OnFailure); 1] = [("hold", OnFailure::Hold)];
+    pub const ALL: [(&'static str, OnFailure); 2] =
+        [("hold", OnFailure::Hold), ("rollback", OnFailure::Rollback)];
 
     pub fn as_str(self) -> &'static str {
         match self {
             OnFailure::Hold => "hold",
+            OnFailure::Rollback => "rollback",
         }
     }
 }

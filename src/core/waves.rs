@@ -8,9 +8,16 @@
 //! (Succeeded on it). A wave that may not is held: it is not decided at all, so nothing is
 //! committed to its folder and it keeps running what it runs.
 //!
+//! With `onFailure: rollback`, a wave that failed on the revision also sends every earlier
+//! wave that took it back to what it ran before the release reached it ([`Release::Revert`],
+//! whose status [`reverted`] makes): Failed on that revision, so its own rules never take
+//! the revision again by themselves; a newer revision starts in the first wave as usual.
+//!
 //! Pure: no IO, no clock. The adapters (`src/waves/`) read the statuses and apply the answer.
 
-use crate::model::Name;
+use jiff::Timestamp;
+
+use crate::model::{short_revision, Name};
 pub use crate::model::{Cluster, OnFailure, WaveOf};
 use crate::status::{Phase, Status};
 
@@ -26,6 +33,11 @@ pub enum Release {
     Go,
     /// Not decided this tick: nothing is committed to its folder.
     Hold { reason: String },
+    /// Not decided this tick: the wave took `revision`, a later wave failed on it, and
+    /// `onFailure: rollback` sends this one back to what it ran before the release reached
+    /// it, in a commit of its own (its status: [`reverted`]). `reason` names the failed wave
+    /// and why it failed.
+    Revert { revision: String, reason: String },
 }
 
 /// One wave as the release rule sees it.
@@ -59,7 +71,7 @@ fn runs(status: &Status, revision: &str) -> bool {
 
 /// Whether the wave already took `revision` (under analysis, promoted, or failed on it): its
 /// own rules carry on with it.
-fn took(status: &Status, revision: &str) -> bool {
+pub fn took(status: &Status, revision: &str) -> bool {
     status.promoted_revision == revision || status.canary_revision.as_deref() == Some(revision)
 }
 
@@ -73,10 +85,28 @@ fn took(status: &Status, revision: &str) -> bool {
 ///   is held before that: a later wave never sees a revision an earlier one has not passed.
 ///   A newer revision therefore restarts in the first wave, and a wave that was on the
 ///   superseded one stays where it is until the newer one reaches it.
-pub fn release(revision: &str, waves: &[WaveState<'_>]) -> Vec<Release> {
+/// - With `onFailure: rollback`, once a wave failed on `revision`, every earlier wave that
+///   took it and is not Failed (reverted already) is reverted. A reverted wave is Failed on
+///   `revision`, so the next ticks leave it there, as its own rules leave a failed canary.
+pub fn release(revision: &str, on_failure: OnFailure, waves: &[WaveState<'_>]) -> Vec<Release> {
+    let failed = match on_failure {
+        OnFailure::Rollback => failed_wave(revision, waves),
+        OnFailure::Hold => None,
+    };
     let mut out = Vec::with_capacity(waves.len());
     for (i, wave) in waves.iter().enumerate() {
         let previous = i.checked_sub(1).and_then(|p| waves.get(p));
+        let reverted = failed.as_ref().filter(|(f, _)| i < *f).filter(|_| {
+            wave.status
+                .is_some_and(|s| took(s, revision) && s.phase != Phase::Failed)
+        });
+        if let Some((_, reason)) = reverted {
+            out.push(Release::Revert {
+                revision: revision.to_string(),
+                reason: reason.clone(),
+            });
+            continue;
+        }
         let decision = match (previous, wave.status) {
             (None, _) | (_, None) => Release::Go,
             (Some(_), Some(status)) if took(status, revision) => Release::Go,
@@ -86,7 +116,7 @@ pub fn release(revision: &str, waves: &[WaveState<'_>]) -> Vec<Release> {
                     reason: format!(
                         "waiting for wave {} to succeed on revision {} (it is {}{})",
                         prev.name,
-                        crate::model::short_revision(revision),
+                        short_revision(revision),
                         s.phase,
                         on_revision(s)
                     ),
@@ -99,6 +129,53 @@ pub fn release(revision: &str, waves: &[WaveState<'_>]) -> Vec<Release> {
         out.push(decision);
     }
     out
+}
+
+/// Whether the wave failed on `revision`: rolled back (or reverted) from it.
+fn failed_on(status: &Status, revision: &str) -> bool {
+    status.phase == Phase::Failed
+        && status.canary_revision.as_deref() == Some(revision)
+        && status.promoted_revision != revision
+}
+
+/// The wave that failed on `revision` (the last one that is Failed on it: the waves before
+/// it that are Failed on it too were reverted), with why, as a revert of an earlier wave
+/// says it.
+fn failed_wave(revision: &str, waves: &[WaveState<'_>]) -> Option<(usize, String)> {
+    waves.iter().enumerate().rev().find_map(|(i, w)| {
+        let s = w.status.filter(|s| failed_on(s, revision))?;
+        let reason = format!(
+            "wave {} failed on revision {}: {}",
+            w.name,
+            short_revision(revision),
+            s.message
+        );
+        Some((i, reason))
+    })
+}
+
+/// The status of a wave [`Release::Revert`] sends back: `before` (its status at the commit
+/// before the release reached it) Failed on `revision` at `now`, saying why. Its weights,
+/// promoted revision and stable service are `before`'s, as its folder is.
+pub fn reverted(before: &Status, revision: &str, reason: &str, now: Timestamp) -> Status {
+    let mut next = before.clone();
+    next.phase = Phase::Failed;
+    next.phase_since = now;
+    next.step_started = now;
+    next.canary_revision = Some(revision.to_string());
+    next.waiting_for = None;
+    next.failed_checks = 0;
+    next.last_failed_check = None;
+    next.checks = Vec::new();
+    next.paused = false;
+    next.clock_from_merge = false;
+    next.drift = Vec::new();
+    next.message = format!(
+        "Reverted to revision {}, what it ran before the release of {} reached it: {reason}",
+        short_revision(&before.promoted_revision),
+        short_revision(revision)
+    );
+    next
 }
 
 fn on_revision(s: &Status) -> String {
@@ -125,7 +202,8 @@ pub enum ReleaseState {
     Done,
     /// The wave (0-based) that has `revision` in hand, or is next to take it.
     InProgress { wave: usize },
-    /// A wave failed on `revision`; with `onFailure: hold` the release stops there.
+    /// A wave failed on `revision`; with `onFailure: hold` the release stops there, with
+    /// `rollback` the waves before it are reverted too.
     Failed { wave: usize },
 }
 
@@ -135,7 +213,9 @@ pub fn release_state(revision: &str, waves: &[WaveState<'_>]) -> ReleaseState {
         match wave.status {
             Some(s) if runs(s, revision) => continue,
             Some(s) if s.phase == Phase::Failed && took(s, revision) => {
-                return ReleaseState::Failed { wave: i }
+                // The waves before the one that failed may be Failed too: reverted.
+                let failed = failed_wave(revision, waves).map_or(i, |(f, _)| f.max(i));
+                return ReleaseState::Failed { wave: failed };
             }
             Some(_) | None => return ReleaseState::InProgress { wave: i },
         }

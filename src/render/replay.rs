@@ -102,6 +102,11 @@ pub enum By {
     },
     /// A drift hold ends: the owned files are sluice's again.
     Resume {},
+    /// A wave reverted under `onFailure: rollback` (`crate::waves::revert`): a later wave
+    /// failed on `revision`, and the wave's folder is put back as it was at `from`, the
+    /// commit before the release reached it.
+    #[serde(rename_all = "camelCase")]
+    WaveRevert { revision: String, from: String },
     /// Written before format 4 by commits a replay did not rebuild: `sluice audit` lists it
     /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
@@ -402,6 +407,10 @@ mod tests {
             By::Revert {},
             By::RouteSource {},
             By::Resume {},
+            By::WaveRevert {
+                revision: "9e46dc7a1b".into(),
+                from: "abc".into(),
+            },
             By::Refused {
                 reason: "eve merged".into(),
                 operator: "sluice <sluice@localhost>".into(),

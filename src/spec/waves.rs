@@ -4,7 +4,7 @@
 //!
 //! ```yaml
 //! spec:
-//!   onFailure: hold
+//!   onFailure: hold               # or rollback: a failed wave reverts the earlier ones too
 //!   waves:
 //!     - name: staging
 //!       output: clusters/staging/podinfo
@@ -221,14 +221,6 @@ fn read_waves(r: &mut Reader, spec: &Node, path: &str, ctx: &Context) -> Option<
 }
 
 fn read_on_failure(r: &mut Reader, n: &Node, path: &str) -> Option<OnFailure> {
-    if n.as_str() == Some("rollback") {
-        r.error(
-            n.line,
-            path,
-            "rollback is not supported yet: a failed wave rolls back in its own folder and the earlier waves keep the new revision (hold); revert them with a commit of the source",
-        );
-        return None;
-    }
     r.one_of(n, path, &OnFailure::ALL)
 }
 

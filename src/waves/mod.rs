@@ -3,6 +3,8 @@
 //!
 //! - [`release`]: the tick's hook: each wave instance's status, through the release rule;
 //!   a wave the release has not reached is held (not decided, nothing committed);
+//! - [`revert`]: under `onFailure: rollback`, an earlier wave of a failed release put back
+//!   as it was before the release reached it (the commit's files and message);
 //! - [`contexts`]: the kube contexts waves name, checked against the kubeconfig sluice is
 //!   given;
 //! - [`clusters`]: one Kubernetes client per wave cluster, for its sync and readiness gates;
@@ -13,4 +15,5 @@
 pub mod clusters;
 pub mod contexts;
 pub mod release;
+pub mod revert;
 pub mod select;

@@ -1,22 +1,24 @@
 //! The tick's hook for waves: every wave instance's status goes through the release rule
 //! ([`crate::core::waves::release`]), and a wave the release has not reached is held: it is
 //! not decided this tick, so nothing is committed to its folder and its cluster keeps running
-//! what it runs. Reports why; decides nothing else.
+//! what it runs. Under `onFailure: rollback` an earlier wave of a failed release is reverted
+//! instead (`crate::waves::revert` makes its commit). Reports why; decides nothing else.
 
 use std::collections::BTreeMap;
 
 use crate::core::status::Status;
-use crate::core::waves::{release, Release, WaveState};
+use crate::core::waves::{release, OnFailure, Release, WaveState};
 use crate::spec::model::{Canary, Name};
 
 /// One canary of the tick as the hook sees it: the canary, its status, the source's revision.
 pub type Item<'a> = (&'a Canary, Option<&'a Status>, &'a str);
 
-/// For each item, in order, why it is held this tick (`None`: it is decided as usual).
-/// Canaries without waves are never held. A wave whose instance is not among `items` (its
-/// status could not be read) holds every later wave: the rule cannot tell where it stands.
-pub fn holds(items: &[Item<'_>]) -> Vec<Option<String>> {
-    let mut out = vec![None; items.len()];
+/// For each item, in order, what the release rule says of it this tick: [`Release::Go`] (it
+/// is decided as usual), held (why), or reverted. Canaries without waves always go. A wave
+/// whose instance is not among `items` (its status could not be read) holds every later
+/// wave, and reverts none: the rule cannot tell where the release stands.
+pub fn releases(items: &[Item<'_>]) -> Vec<Release> {
+    let mut out = vec![Release::Go; items.len()];
     let mut releases: BTreeMap<(&Name, &Name), Vec<usize>> = BTreeMap::new();
     for (i, (canary, _, _)) in items.iter().enumerate() {
         if canary.wave.is_some() {
@@ -39,18 +41,20 @@ pub fn holds(items: &[Item<'_>]) -> Vec<Option<String>> {
         // The release's revision is the source's: every wave reads the one source.
         let Some(revision) = by_wave(0).map(|i| items[i].2) else {
             for &i in members {
-                out[i] = Some(format!("wave {} cannot be read this tick", first.waves[0]));
+                out[i] = held(format!("wave {} cannot be read this tick", first.waves[0]));
             }
             continue;
         };
         let mut states = Vec::new();
         let mut slots = Vec::new();
+        let mut whole = true;
         for (index, name) in first.waves.iter().enumerate() {
             let Some(i) = by_wave(index) else {
                 // Every later wave waits for this one.
                 for later in (index + 1..first.waves.len()).filter_map(by_wave) {
-                    out[later] = Some(format!("wave {name} cannot be read this tick"));
+                    out[later] = held(format!("wave {name} cannot be read this tick"));
                 }
+                whole = false;
                 break;
             };
             states.push(WaveState {
@@ -59,11 +63,23 @@ pub fn holds(items: &[Item<'_>]) -> Vec<Option<String>> {
             });
             slots.push(i);
         }
-        for (slot, decision) in slots.into_iter().zip(release(revision, &states)) {
-            if let Release::Hold { reason } = decision {
-                out[slot].get_or_insert(reason);
+        // A wave that cannot be read may be the one that failed: revert nothing then.
+        let on_failure = match whole {
+            true => first.on_failure,
+            false => OnFailure::Hold,
+        };
+        for (slot, decision) in slots
+            .into_iter()
+            .zip(release(revision, on_failure, &states))
+        {
+            if out[slot] == Release::Go {
+                out[slot] = decision;
             }
         }
     }
     out
+}
+
+fn held(reason: String) -> Release {
+    Release::Hold { reason }
 }

@@ -3,7 +3,9 @@
 
 use sluice_core::model::Name;
 use sluice_core::status::{Phase, Status};
-use sluice_core::waves::{release, release_state, Release, ReleaseState, WaveState};
+use sluice_core::waves::{
+    release, release_state, reverted, OnFailure, Release, ReleaseState, WaveState,
+};
 
 use crate::builders::t;
 
@@ -39,8 +41,13 @@ fn names() -> [Name; 3] {
     ["staging", "eu", "us"].map(|n| Name::parse(n).unwrap())
 }
 
-/// `G` for a wave that goes, `H` for one held.
+/// `G` for a wave that goes, `H` for one held (`onFailure: hold`).
 fn rule(revision: &str, statuses: [Option<Status>; 3]) -> String {
+    rule_on(OnFailure::Hold, revision, statuses)
+}
+
+/// [`rule`] under `on_failure`; `R` for a wave reverted.
+fn rule_on(on_failure: OnFailure, revision: &str, statuses: [Option<Status>; 3]) -> String {
     let names = names();
     let waves: Vec<WaveState<'_>> = names
         .iter()
@@ -50,11 +57,12 @@ fn rule(revision: &str, statuses: [Option<Status>; 3]) -> String {
             status: status.as_ref(),
         })
         .collect();
-    release(revision, &waves)
+    release(revision, on_failure, &waves)
         .iter()
         .map(|r| match r {
             Release::Go => 'G',
             Release::Hold { .. } => 'H',
+            Release::Revert { .. } => 'R',
         })
         .collect()
 }
@@ -202,9 +210,157 @@ fn a_held_wave_says_what_it_waits_for() {
         },
     ];
     assert_eq!(
-        release("9e46dc7a1b", &waves)[1],
+        release("9e46dc7a1b", OnFailure::Hold, &waves)[1],
         Release::Hold {
             reason: "waiting for wave staging to succeed on revision 9e46dc7 (it is Progressing on 9e46dc7)".into()
         }
+    );
+}
+
+#[test]
+fn under_rollback_a_failed_wave_reverts_the_earlier_waves_that_took_its_revision() {
+    let done = || Some(status(Succeeded, "r2", Some("r2")));
+    let mut failed = status(Failed, "r1", Some("r2"));
+    failed.message = "Rolling back web.eu: error-rate 5 > 1".into();
+    let old = || Some(status(Succeeded, "r1", None));
+    // Reverted already: Failed on r2, back on r1.
+    let back = || Some(status(Failed, "r1", Some("r2")));
+    let on = |p, canary| Some(status(p, "r1", Some(canary)));
+    type Row = (
+        &'static str,
+        OnFailure,
+        [Option<Status>; 3],
+        &'static str,
+        ReleaseState,
+    );
+    let table: Vec<Row> = vec![
+        (
+            "hold: staging keeps r2",
+            OnFailure::Hold,
+            [done(), Some(failed.clone()), old()],
+            "GGH",
+            ReleaseState::Failed { wave: 1 },
+        ),
+        (
+            "rollback: staging goes back, us never sees r2",
+            OnFailure::Rollback,
+            [done(), Some(failed.clone()), old()],
+            "RGH",
+            ReleaseState::Failed { wave: 1 },
+        ),
+        (
+            "rollback, once reverted: nothing more, the release stays Failed at eu",
+            OnFailure::Rollback,
+            [back(), Some(failed.clone()), old()],
+            "GGH",
+            ReleaseState::Failed { wave: 1 },
+        ),
+        (
+            "rollback of the last wave: both earlier waves go back",
+            OnFailure::Rollback,
+            [done(), done(), Some(failed.clone())],
+            "RRG",
+            ReleaseState::Failed { wave: 2 },
+        ),
+        (
+            "rollback, one reverted, one to go",
+            OnFailure::Rollback,
+            [back(), done(), Some(failed.clone())],
+            "GRG",
+            ReleaseState::Failed { wave: 2 },
+        ),
+        (
+            "rollback in the first wave: nothing earlier to revert",
+            OnFailure::Rollback,
+            [Some(failed.clone()), old(), old()],
+            "GHH",
+            ReleaseState::Failed { wave: 0 },
+        ),
+        (
+            "rollback while eu still analyses: nothing failed yet",
+            OnFailure::Rollback,
+            [done(), on(Progressing, "r2"), old()],
+            "GGH",
+            ReleaseState::InProgress { wave: 1 },
+        ),
+    ];
+    for (name, on_failure, statuses, want, want_state) in table {
+        assert_eq!(rule_on(on_failure, "r2", statuses.clone()), want, "{name}");
+        assert_eq!(state("r2", statuses), want_state, "{name}");
+    }
+}
+
+#[test]
+fn a_newer_revision_after_a_rollback_reverts_nothing_and_starts_in_the_first_wave() {
+    // r2 failed in eu and staging was reverted; r3 is pushed: staging takes it as any new
+    // revision, eu waits for it, and the failure on r2 reverts nothing any more.
+    let statuses = [
+        Some(status(Failed, "r1", Some("r2"))),
+        Some(status(Failed, "r1", Some("r2"))),
+        Some(status(Succeeded, "r1", None)),
+    ];
+    assert_eq!(rule_on(OnFailure::Rollback, "r3", statuses.clone()), "GHH");
+    assert_eq!(state("r3", statuses), ReleaseState::InProgress { wave: 0 });
+}
+
+#[test]
+fn a_revert_says_which_wave_failed_and_why() {
+    let names = names();
+    let staging = status(Succeeded, "9e46dc7a1b", Some("9e46dc7a1b"));
+    let mut eu = status(Failed, "r1", Some("9e46dc7a1b"));
+    eu.message = "Rolling back web.eu: error-rate 5 > 1".into();
+    let waves = [
+        WaveState {
+            name: &names[0],
+            status: Some(&staging),
+        },
+        WaveState {
+            name: &names[1],
+            status: Some(&eu),
+        },
+    ];
+    assert_eq!(
+        release("9e46dc7a1b", OnFailure::Rollback, &waves)[0],
+        Release::Revert {
+            revision: "9e46dc7a1b".into(),
+            reason: "wave eu failed on revision 9e46dc7: Rolling back web.eu: error-rate 5 > 1"
+                .into()
+        }
+    );
+}
+
+#[test]
+fn a_reverted_wave_is_failed_on_the_revision_with_what_it_ran_before() {
+    let mut before = status(Succeeded, "r1", None);
+    before.stable_service = Some("web-blue".into());
+    before.checks = vec![sluice_core::status::CheckRecord {
+        name: "error-rate".into(),
+        value: Some(0.0),
+        min: None,
+        max: Some(1.0),
+        passed: true,
+        detail: String::new(),
+    }];
+    let after = reverted(&before, "r2", "wave eu failed on revision r2: bad", t(60));
+    assert_eq!(after.phase, Failed);
+    assert_eq!(after.promoted_revision, "r1");
+    assert_eq!(after.canary_revision.as_deref(), Some("r2"));
+    assert_eq!(after.stable_service.as_deref(), Some("web-blue"));
+    assert_eq!((after.primary_weight, after.canary_weight), (100, 0));
+    assert_eq!((after.phase_since, after.step_started), (t(60), t(60)));
+    assert!(after.checks.is_empty());
+    assert_eq!(
+        after.message,
+        "Reverted to revision r1, what it ran before the release of r2 reached it: wave eu failed on revision r2: bad"
+    );
+    // Its own rules then leave it where it is: a failed revision is not taken again.
+    let names = names();
+    let waves = [WaveState {
+        name: &names[0],
+        status: Some(&after),
+    }];
+    assert_eq!(
+        release("r2", OnFailure::Rollback, &waves),
+        vec![Release::Go]
     );
 }
