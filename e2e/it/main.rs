@@ -21,6 +21,7 @@ mod daemon;
 mod daemonset;
 mod dashboard;
 mod decide;
+mod demo_waves;
 mod docs_links;
 mod drift;
 mod flagger_fields;
