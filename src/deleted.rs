@@ -112,9 +112,11 @@ fn lists_wave(snapshot: &Snapshot, canary: &Object<'_>, namespace: &str, wave: &
     let Value::Seq(items) = &list.value else {
         return true;
     };
-    items
-        .iter()
-        .any(|item| item.get("name").and_then(|n| n.as_str()).is_none_or(|n| n == wave))
+    items.iter().any(|item| {
+        item.get("name")
+            .and_then(|n| n.as_str())
+            .is_none_or(|n| n == wave)
+    })
 }
 
 /// Whether the snapshot shows every document of the repo: `None` when every file was read
@@ -517,17 +519,21 @@ mod tests {
         let dir = repo(files);
         let snapshot = Snapshot::read(dir.path());
         let found = find(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded);
-        let orphaned: Vec<String> = orphans(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded)
-            .into_iter()
-            .map(|o| o.canary)
-            .collect();
+        let orphaned: Vec<String> =
+            orphans(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded)
+                .into_iter()
+                .map(|o| o.canary)
+                .collect();
         let ids: Vec<String> = found.iter().map(|d| d.id.to_string()).collect();
         assert_eq!(ids, orphaned, "every deleted instance is reported orphaned");
         ids
     }
 
     const WAVE_STATUS: [(&str, &str); 3] = [
-        (".sluice/status/prod/podinfo.staging.yaml", "phase: Succeeded\n"),
+        (
+            ".sluice/status/prod/podinfo.staging.yaml",
+            "phase: Succeeded\n",
+        ),
         (".sluice/status/prod/podinfo.eu.yaml", "phase: Succeeded\n"),
         (".sluice/status/prod/podinfo.us.yaml", "phase: Succeeded\n"),
     ];

@@ -365,7 +365,10 @@ mod waves {
 
     fn wave_status(bare: &Path, rev: &str, wave: &str) -> Option<Json> {
         let out = Command::new("git")
-            .args(["show", &format!("{rev}:.sluice/status/shop/rel.{wave}.yaml")])
+            .args([
+                "show",
+                &format!("{rev}:.sluice/status/shop/rel.{wave}.yaml"),
+            ])
             .current_dir(bare)
             .output()
             .ok()?;
@@ -375,9 +378,9 @@ mod waves {
 
     /// Every wave at main has nothing left to do for `revision`.
     fn released(bare: &Path, revision: &str) -> bool {
-        WAVES.iter().all(|w| {
-            wave_status(bare, "main", w).is_some_and(|s| settled_at(&s, revision))
-        })
+        WAVES
+            .iter()
+            .all(|w| wave_status(bare, "main", w).is_some_and(|s| settled_at(&s, revision)))
     }
 
     /// One sluice commit of the release on main's first-parent line, oldest first.
@@ -392,36 +395,45 @@ mod waves {
 
     fn wave_commits(bare: &Path) -> Vec<WaveCommit> {
         let format = "--format=%H|%(trailers:key=Sluice-Wave,valueonly,separator=)|%(trailers:key=Sluice-Phase,valueonly,separator=)|%(trailers:key=Sluice-Step,valueonly,separator=)|%(trailers:key=Sluice-Revision,valueonly,separator=)";
-        git(bare, &["log", "--first-parent", "--reverse", format, "main"])
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split('|').map(str::trim).collect();
-                (f.len() == 5 && !f[1].is_empty()).then(|| WaveCommit {
-                    sha: f[0].into(),
-                    wave: f[1].into(),
-                    phase: f[2].into(),
-                    step: f[3].into(),
-                    revision: f[4].into(),
-                })
+        git(
+            bare,
+            &["log", "--first-parent", "--reverse", format, "main"],
+        )
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('|').map(str::trim).collect();
+            (f.len() == 5 && !f[1].is_empty()).then(|| WaveCommit {
+                sha: f[0].into(),
+                wave: f[1].into(),
+                phase: f[2].into(),
+                step: f[3].into(),
+                revision: f[4].into(),
             })
-            .collect()
+        })
+        .collect()
     }
 
     /// The first-parent commits of main that change `folder`, as positions in `order`.
     fn touching(bare: &Path, folder: &str, order: &[String]) -> Vec<usize> {
-        git(bare, &["log", "--first-parent", "--format=%H", "main", "--", folder])
-            .lines()
-            .filter_map(|sha| order.iter().position(|s| s == sha))
-            .collect()
+        git(
+            bare,
+            &["log", "--first-parent", "--format=%H", "main", "--", folder],
+        )
+        .lines()
+        .filter_map(|sha| order.iter().position(|s| s == sha))
+        .collect()
     }
 
     /// For `revision`: in each wave, every Progressing step once and one promotion; wave k+1
     /// has no commit (and its folder no change) before wave k's promotion.
     fn check_release(bare: &Path, commits: &[WaveCommit], revision: &str) {
-        let order: Vec<String> = git(bare, &["log", "--first-parent", "--reverse", "--format=%H", "main"])
-            .lines()
-            .map(str::to_string)
-            .collect();
+        let order: Vec<String> = git(
+            bare,
+            &["log", "--first-parent", "--reverse", "--format=%H", "main"],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect();
         let at = |sha: &str| order.iter().position(|s| s == sha).expect("on main");
         let start = commits
             .iter()
@@ -495,7 +507,12 @@ mod waves {
             if released(&bare, &current) {
                 let next = format!("v{}", revisions.len() + 1);
                 git(&human, &["pull", "-q", "origin", "main"]);
-                human_commit(&human, FILE, &canary(&next), &format!("rel: release {next}"));
+                human_commit(
+                    &human,
+                    FILE,
+                    &canary(&next),
+                    &format!("rel: release {next}"),
+                );
                 revisions.push(next);
             }
             daemons[rng.usize(0..2)].kill_and_restart();

@@ -72,12 +72,20 @@ fn demo_waves_rolls_one_release_through_three_clusters_in_wave_order() {
     // The three clusters run the new image at main, each wave's status says so.
     let bare = demo_bare(&keep);
     for wave in WAVES {
-        let primary = show(&bare, "main", &format!("clusters/{wave}/podinfo/podinfo-primary.yaml"));
+        let primary = show(
+            &bare,
+            "main",
+            &format!("clusters/{wave}/podinfo/podinfo-primary.yaml"),
+        );
         assert!(
             primary.contains("podinfo:6.7.1"),
             "{wave}'s primary runs the new image: {primary}"
         );
-        let status = show(&bare, "main", &format!(".sluice/status/demo/podinfo.{wave}.yaml"));
+        let status = show(
+            &bare,
+            "main",
+            &format!(".sluice/status/demo/podinfo.{wave}.yaml"),
+        );
         assert!(status.contains("phase: Succeeded"), "{wave}: {status}");
     }
 
@@ -122,7 +130,8 @@ fn release_views_read_the_demo_back(bare: &Path) {
         assert!(status.contains(&format!("podinfo.{wave}")), "{status}");
     }
     assert!(
-        status.contains("RELEASE demo/podinfo: release of ") && status.contains(" done: all 3 waves run it"),
+        status.contains("RELEASE demo/podinfo: release of ")
+            && status.contains(" done: all 3 waves run it"),
         "{status}"
     );
 }

@@ -65,9 +65,9 @@ fn with_releases(
         let mut value = serde_json::to_value(plan)?;
         if let (Some(wave), Some(fields)) = (&canary.wave, value.as_object_mut()) {
             fields.insert("wave".into(), wave.name.to_string().into());
-            let release = releases
-                .iter()
-                .find(|r| r.namespace == canary.id.namespace.as_str() && r.name == wave.canary.as_str());
+            let release = releases.iter().find(|r| {
+                r.namespace == canary.id.namespace.as_str() && r.name == wave.canary.as_str()
+            });
             if let Some(release) = release {
                 fields.insert("release".into(), serde_json::to_value(release)?);
             }

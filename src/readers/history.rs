@@ -6,8 +6,8 @@ use serde::Serialize;
 use crate::core::trailer::{parse_check_trailer, CheckKind};
 use crate::gitops::{trailer_group, HistoryEntry};
 use crate::render::message::{
-    APPROVAL, APPROVED_BY, CANARY, CHECK, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP,
-    WAVE, WEIGHTS,
+    APPROVAL, APPROVED_BY, CANARY, CHECK, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WAVE,
+    WEIGHTS,
 };
 
 /// One commit of the canary's story.
@@ -135,35 +135,35 @@ pub fn release_entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
 
 /// One commit as an entry of `canary`'s story (its own trailer group).
 fn entry(e: &HistoryEntry, canary: &str, wave: Option<String>) -> Entry {
-            let time = jiff::Timestamp::from_second(e.time.seconds())
-                .map(|t| t.to_string())
-                .unwrap_or_default();
-            let trailer = |key: &str| trailer(e, canary, key);
-            let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
-            let reason = match trailer(REASON) {
-                Some(r) => format!("{subject} ({r})"),
-                None => subject,
-            };
-            Entry {
-                wave,
-                time,
-                commit: e.oid.to_string().chars().take(7).collect(),
-                author: e.author.name.clone(),
-                phase: trailer(PHASE).unwrap_or_default(),
-                step: trailer(STEP).unwrap_or_default(),
-                weights: trailer(WEIGHTS).unwrap_or_default(),
-                revision: trailer(REVISION).unwrap_or_default(),
-                reason,
-                operator: trailer(OPERATOR),
-                approved_by: trailer(APPROVED_BY),
-                approval: trailer(APPROVAL),
-                judge: crate::judge::trailers::entry(
-                    trailer(crate::judge::trailers::JUDGE),
-                    &trailers(e, canary, crate::judge::trailers::JUDGE_METRIC),
-                ),
-                checks: trailers(e, canary, CHECK)
-                    .iter()
-                    .filter_map(|t| check(t))
-                    .collect(),
-            }
+    let time = jiff::Timestamp::from_second(e.time.seconds())
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let trailer = |key: &str| trailer(e, canary, key);
+    let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
+    let reason = match trailer(REASON) {
+        Some(r) => format!("{subject} ({r})"),
+        None => subject,
+    };
+    Entry {
+        wave,
+        time,
+        commit: e.oid.to_string().chars().take(7).collect(),
+        author: e.author.name.clone(),
+        phase: trailer(PHASE).unwrap_or_default(),
+        step: trailer(STEP).unwrap_or_default(),
+        weights: trailer(WEIGHTS).unwrap_or_default(),
+        revision: trailer(REVISION).unwrap_or_default(),
+        reason,
+        operator: trailer(OPERATOR),
+        approved_by: trailer(APPROVED_BY),
+        approval: trailer(APPROVAL),
+        judge: crate::judge::trailers::entry(
+            trailer(crate::judge::trailers::JUDGE),
+            &trailers(e, canary, crate::judge::trailers::JUDGE_METRIC),
+        ),
+        checks: trailers(e, canary, CHECK)
+            .iter()
+            .filter_map(|t| check(t))
+            .collect(),
+    }
 }

@@ -137,38 +137,8 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 wave: None,
                 release: None,
             },
-            Ok(None) => Row {
-                namespace: c.id.namespace.to_string(),
-                name: c.id.name.to_string(),
-                phase: "-".into(),
-                step: 0,
-                canary_weight: 0,
-                failed_checks: 0,
-                revision: "-".into(),
-                since: "-".into(),
-                message: "not reconciled yet".into(),
-                warnings,
-                drift: Vec::new(),
-                url: None,
-                wave: None,
-                release: None,
-            },
-            Err(e) => Row {
-                namespace: c.id.namespace.to_string(),
-                name: c.id.name.to_string(),
-                phase: "?".into(),
-                step: 0,
-                canary_weight: 0,
-                failed_checks: 0,
-                revision: "-".into(),
-                since: "-".into(),
-                message: format!("unreadable status file: {e}"),
-                warnings,
-                drift: Vec::new(),
-                url: None,
-                wave: None,
-                release: None,
-            },
+            Ok(None) => without_status(c, "-", "not reconciled yet".into(), warnings),
+            Err(e) => without_status(c, "?", format!("unreadable status file: {e}"), warnings),
         };
         let url = settings.dashboard_page(c.id.namespace.as_str(), c.id.name.as_str());
         let wave = c.wave.as_ref().map(|w| w.name.to_string());
@@ -189,6 +159,31 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     }
     out.extend(deleted_rows(root, &snapshot));
     Ok(out)
+}
+
+/// The row of a canary whose status cannot be shown: `phase` and `message` say why.
+fn without_status(
+    c: &crate::spec::model::Canary,
+    phase: &str,
+    message: String,
+    warnings: usize,
+) -> Row {
+    Row {
+        namespace: c.id.namespace.to_string(),
+        name: c.id.name.to_string(),
+        phase: phase.into(),
+        step: 0,
+        canary_weight: 0,
+        failed_checks: 0,
+        revision: "-".into(),
+        since: "-".into(),
+        message,
+        warnings,
+        drift: Vec::new(),
+        url: None,
+        wave: None,
+        release: None,
+    }
 }
 
 /// Each canary with waves (by namespace and name) as one release: the source's revision and
@@ -377,18 +372,42 @@ spec:
     fn a_release_every_wave_runs_is_done_and_a_failed_wave_stops_it() {
         let done = rows_of(&[
             ("apps/web/canary.yaml", CANARY.to_string()),
-            (".sluice/status/shop/web.staging.yaml", status("Succeeded", "v2", Some("v2"))),
-            (".sluice/status/shop/web.eu.yaml", status("Succeeded", "v2", Some("v2"))),
-            (".sluice/status/shop/web.us.yaml", status("Succeeded", "v2", Some("v2"))),
+            (
+                ".sluice/status/shop/web.staging.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.eu.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.us.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
         ]);
         let release = done[2].release.clone().unwrap();
-        assert_eq!((release.state.as_str(), release.wave.as_deref()), ("Done", None));
-        assert_eq!(release.to_string(), "shop/web: release of v2 done: all 3 waves run it");
+        assert_eq!(
+            (release.state.as_str(), release.wave.as_deref()),
+            ("Done", None)
+        );
+        assert_eq!(
+            release.to_string(),
+            "shop/web: release of v2 done: all 3 waves run it"
+        );
         let failed = rows_of(&[
             ("apps/web/canary.yaml", CANARY.to_string()),
-            (".sluice/status/shop/web.staging.yaml", status("Succeeded", "v2", Some("v2"))),
-            (".sluice/status/shop/web.eu.yaml", status("Failed", "v1", Some("v2"))),
-            (".sluice/status/shop/web.us.yaml", status("Initialized", "v1", None)),
+            (
+                ".sluice/status/shop/web.staging.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.eu.yaml",
+                status("Failed", "v1", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.us.yaml",
+                status("Initialized", "v1", None),
+            ),
         ]);
         let release = failed[0].release.clone().unwrap();
         assert_eq!(release.state, "Failed");
