@@ -52,7 +52,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 /// Where the history is read: a local repository in place, or a clone fetched once.
 enum Source {
     Dir(std::path::PathBuf, String),
-    Clone(crate::cli::repo::Locked),
+    Clone(Box<crate::cli::repo::Locked>),
 }
 
 impl Source {
@@ -60,11 +60,11 @@ impl Source {
         match (&args.source.dir, &args.source.repo) {
             (Some(dir), _) => Ok(Source::Dir(dir.clone(), args.source.branch.clone())),
             // `open` fetches the branch.
-            (None, Some(url)) => Ok(Source::Clone(open(
+            (None, Some(url)) => Ok(Source::Clone(Box::new(open(
                 url,
                 &args.source.branch,
                 args.source.workdir.as_deref(),
-            )?)),
+            )?))),
             (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
         }
     }
