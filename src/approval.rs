@@ -575,7 +575,7 @@ fn refused_on_main(repo: &ConfigRepo, canary: &Canary) -> bool {
             .and_then(|(_, v)| Record::parse(v).ok());
         match record.map(|r| r.by) {
             Some(By::Refused { .. }) => return true,
-            Some(By::Decide { .. } | By::Operate { .. }) => return false,
+            Some(By::Decide { .. } | By::Operate { .. } | By::WaveRevert { .. }) => return false,
             Some(
                 By::Record {}
                 | By::Revert {}

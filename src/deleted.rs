@@ -25,7 +25,8 @@ use crate::spec::load::generated_for;
 use crate::spec::model::Canary;
 use crate::workload::revert::{restore, Restored};
 use crate::workload::WorkloadError;
-use crate::yaml::snapshot::{read_inside, Contents, ReadError, Snapshot};
+use crate::yaml::node::Value;
+use crate::yaml::snapshot::{read_inside, Contents, Object, ReadError, Snapshot};
 
 /// Where status files live in the repo.
 pub const STATUS_DIR: &str = ".sluice/status";
@@ -58,8 +59,64 @@ fn spec_present(snapshot: &Snapshot, id: &CanaryId) -> bool {
             .find("Canary", name)
             .any(|o| o.namespace.is_none_or(|ns| ns == id.namespace.as_str()))
     };
-    // A wave's instance (`<name>.<wave>`) is present while its canary is.
-    named(id.name.as_str()) || crate::spec::waves::canary_names(&id.name).any(named)
+    // A wave's instance (`<name>.<wave>`) is present while its canary is and still lists
+    // the wave: a wave taken out of the list, or waves taken off the canary, leave the
+    // instance's status file and folder behind as a deleted canary's.
+    named(id.name.as_str())
+        || crate::spec::waves::canary_names(&id.name).any(|canary| {
+            let wave = &id.name.as_str()[canary.len() + 1..];
+            snapshot
+                .find("Canary", canary)
+                .filter(|o| o.namespace.is_none_or(|ns| ns == id.namespace.as_str()))
+                .any(|o| lists_wave(snapshot, &o, id.namespace.as_str(), wave))
+        })
+}
+
+/// Whether the canary document `canary` still has the wave `wave`: its `spec.waves`
+/// (native) or its `Waves` object (a Flagger canary's `sluice.dev/waves` annotation) lists
+/// it. What cannot be told (a list that is not one, a Waves object missing or named twice)
+/// counts as listing it: a typo is a spec error, never a deletion.
+fn lists_wave(snapshot: &Snapshot, canary: &Object<'_>, namespace: &str, wave: &str) -> bool {
+    let flagger = canary
+        .api_version
+        .is_some_and(|v| v.starts_with("flagger.app/"));
+    let list = if flagger {
+        let annotation = canary
+            .node
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(crate::spec::waves::ANNOTATION));
+        let Some(annotation) = annotation else {
+            return false;
+        };
+        let Some(object) = annotation.as_str() else {
+            return true;
+        };
+        let found: Vec<Object<'_>> = snapshot
+            .find("Waves", object)
+            .filter(|o| o.namespace.unwrap_or("default") == namespace)
+            .collect();
+        let [one] = found.as_slice() else {
+            return true;
+        };
+        let Some(list) = one.node.get("spec").and_then(|s| s.get("waves")) else {
+            return true;
+        };
+        list
+    } else {
+        match canary.node.get("spec").and_then(|s| s.get("waves")) {
+            Some(list) => list,
+            None => return false,
+        }
+    };
+    let Value::Seq(items) = &list.value else {
+        return true;
+    };
+    items.iter().any(|item| {
+        item.get("name")
+            .and_then(|n| n.as_str())
+            .is_none_or(|n| n == wave)
+    })
 }
 
 /// Whether the snapshot shows every document of the repo: `None` when every file was read
@@ -456,6 +513,79 @@ mod tests {
         let orphans = orphans(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded);
         assert_eq!(orphans.len(), 1);
         assert_eq!(orphans[0].status_file.as_deref(), Some(STATUS.0));
+    }
+
+    fn deleted_ids(files: &[(&str, &str)]) -> Vec<String> {
+        let dir = repo(files);
+        let snapshot = Snapshot::read(dir.path());
+        let found = find(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded);
+        let orphaned: Vec<String> =
+            orphans(dir.path(), &snapshot, crate::yaml::snapshot::read_bounded)
+                .into_iter()
+                .map(|o| o.canary)
+                .collect();
+        let ids: Vec<String> = found.iter().map(|d| d.id.to_string()).collect();
+        assert_eq!(ids, orphaned, "every deleted instance is reported orphaned");
+        ids
+    }
+
+    const WAVE_STATUS: [(&str, &str); 3] = [
+        (
+            ".sluice/status/prod/podinfo.staging.yaml",
+            "phase: Succeeded\n",
+        ),
+        (".sluice/status/prod/podinfo.eu.yaml", "phase: Succeeded\n"),
+        (".sluice/status/prod/podinfo.us.yaml", "phase: Succeeded\n"),
+    ];
+
+    #[test]
+    fn a_wave_taken_out_of_a_native_canary_leaves_an_orphaned_instance() {
+        let two_waves = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: podinfo, namespace: prod}\nspec:\n  waves:\n    - {name: staging, output: clusters/staging/podinfo, settle: 1s}\n    - {name: eu, output: clusters/eu/podinfo, settle: 1s}\n";
+        let mut files = WAVE_STATUS.to_vec();
+        files.push(("apps/podinfo/canary.yaml", two_waves));
+        assert_eq!(deleted_ids(&files), ["prod/podinfo.us"]);
+        // Waves taken off the canary: every instance is left behind.
+        let no_waves = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: podinfo, namespace: prod}\nspec: {}\n";
+        let mut files = WAVE_STATUS.to_vec();
+        files.push(("apps/podinfo/canary.yaml", no_waves));
+        assert_eq!(
+            deleted_ids(&files),
+            ["prod/podinfo.eu", "prod/podinfo.staging", "prod/podinfo.us"]
+        );
+        // A list that cannot be read is a spec error, not a deletion.
+        let broken = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: podinfo, namespace: prod}\nspec: {waves: oops}\n";
+        let mut files = WAVE_STATUS.to_vec();
+        files.push(("apps/podinfo/canary.yaml", broken));
+        assert!(deleted_ids(&files).is_empty());
+    }
+
+    #[test]
+    fn a_wave_taken_out_of_a_flagger_canary_waves_object_leaves_an_orphaned_instance() {
+        let flagger = "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata:\n  name: podinfo\n  namespace: prod\n  annotations: {sluice.dev/waves: fleet}\nspec: {}\n";
+        let waves = "apiVersion: sluice.dev/v1alpha1\nkind: Waves\nmetadata: {name: fleet, namespace: prod}\nspec:\n  waves:\n    - {name: staging, output: clusters/staging/podinfo, settle: 1s}\n    - {name: us, output: clusters/us/podinfo, settle: 1s}\n";
+        let mut files = WAVE_STATUS.to_vec();
+        files.extend([
+            ("apps/podinfo/canary.yaml", flagger),
+            ("apps/podinfo/waves.yaml", waves),
+        ]);
+        assert_eq!(deleted_ids(&files), ["prod/podinfo.eu"]);
+        // The Waves object gone too: a spec error (the annotation names nothing), not a
+        // deletion.
+        let mut files = WAVE_STATUS.to_vec();
+        files.push(("apps/podinfo/canary.yaml", flagger));
+        assert!(deleted_ids(&files).is_empty());
+        // The annotation removed: the canary has no waves, every instance is left behind.
+        let plain = "apiVersion: flagger.app/v1beta1\nkind: Canary\nmetadata: {name: podinfo, namespace: prod}\nspec: {}\n";
+        let mut files = WAVE_STATUS.to_vec();
+        files.extend([
+            ("apps/podinfo/canary.yaml", plain),
+            ("apps/podinfo/waves.yaml", waves),
+        ]);
+        assert_eq!(deleted_ids(&files).len(), 3);
+        // The whole canary deleted: every instance is reported.
+        let mut files = WAVE_STATUS.to_vec();
+        files.push(("apps/podinfo/waves.yaml", waves));
+        assert_eq!(deleted_ids(&files).len(), 3);
     }
 
     #[test]

@@ -337,3 +337,221 @@ fn chaos_two_killed_daemons_through_git_daemon_keep_every_invariant() {
         (daemon.url("config.git"), Some(daemon))
     });
 }
+
+/// Waves under chaos: a route-only canary `shop/rel` released in three waves.
+mod waves {
+    use super::*;
+
+    const FILE: &str = "apps/rel/canary.yaml";
+    const WAVES: [&str; 3] = ["staging", "eu", "us"];
+    /// Kill/restart cycles while the releases run.
+    const CYCLES: usize = 80;
+
+    fn canary(revision: &str) -> String {
+        let mut text = crate::support::canary::route_only_smi(
+            "shop",
+            "rel",
+            revision,
+            "    interval: 1s\n    threshold: 1\n    stepWeights: [50]",
+        );
+        text.push_str("  waves:\n");
+        for wave in WAVES {
+            text.push_str(&format!(
+                "    - {{name: {wave}, output: clusters/{wave}/rel, settle: 1s}}\n"
+            ));
+        }
+        text
+    }
+
+    fn wave_status(bare: &Path, rev: &str, wave: &str) -> Option<Json> {
+        let out = Command::new("git")
+            .args([
+                "show",
+                &format!("{rev}:.sluice/status/shop/rel.{wave}.yaml"),
+            ])
+            .current_dir(bare)
+            .output()
+            .ok()?;
+        out.status.success().then_some(())?;
+        serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()
+    }
+
+    /// Every wave at main has nothing left to do for `revision`.
+    fn released(bare: &Path, revision: &str) -> bool {
+        WAVES
+            .iter()
+            .all(|w| wave_status(bare, "main", w).is_some_and(|s| settled_at(&s, revision)))
+    }
+
+    /// One sluice commit of the release on main's first-parent line, oldest first.
+    #[derive(Debug)]
+    struct WaveCommit {
+        sha: String,
+        wave: String,
+        phase: String,
+        step: String,
+        revision: String,
+    }
+
+    fn wave_commits(bare: &Path) -> Vec<WaveCommit> {
+        let format = "--format=%H|%(trailers:key=Sluice-Wave,valueonly,separator=)|%(trailers:key=Sluice-Phase,valueonly,separator=)|%(trailers:key=Sluice-Step,valueonly,separator=)|%(trailers:key=Sluice-Revision,valueonly,separator=)";
+        git(
+            bare,
+            &["log", "--first-parent", "--reverse", format, "main"],
+        )
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('|').map(str::trim).collect();
+            (f.len() == 5 && !f[1].is_empty()).then(|| WaveCommit {
+                sha: f[0].into(),
+                wave: f[1].into(),
+                phase: f[2].into(),
+                step: f[3].into(),
+                revision: f[4].into(),
+            })
+        })
+        .collect()
+    }
+
+    /// The first-parent commits of main that change `folder`, as positions in `order`.
+    fn touching(bare: &Path, folder: &str, order: &[String]) -> Vec<usize> {
+        git(
+            bare,
+            &["log", "--first-parent", "--format=%H", "main", "--", folder],
+        )
+        .lines()
+        .filter_map(|sha| order.iter().position(|s| s == sha))
+        .collect()
+    }
+
+    /// For `revision`: in each wave, every Progressing step once and one promotion; wave k+1
+    /// has no commit (and its folder no change) before wave k's promotion.
+    fn check_release(bare: &Path, commits: &[WaveCommit], revision: &str) {
+        let order: Vec<String> = git(
+            bare,
+            &["log", "--first-parent", "--reverse", "--format=%H", "main"],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect();
+        let at = |sha: &str| order.iter().position(|s| s == sha).expect("on main");
+        let start = commits
+            .iter()
+            .find(|c| c.revision == revision)
+            .map(|c| at(&c.sha))
+            .unwrap_or_else(|| panic!("release {revision} left no commit: {commits:#?}"));
+        let mut promoted_at = None;
+        for wave in WAVES {
+            let mine: Vec<&WaveCommit> = commits
+                .iter()
+                .filter(|c| c.wave == wave && c.revision == revision)
+                .collect();
+            let steps: Vec<&str> = mine
+                .iter()
+                .filter(|c| c.phase == "Progressing")
+                .map(|c| c.step.as_str())
+                .collect();
+            assert_eq!(
+                steps,
+                ["0/1", "1/1"],
+                "{revision} in {wave}: every Progressing step exactly once: {mine:#?}"
+            );
+            let promotions: Vec<&&WaveCommit> =
+                mine.iter().filter(|c| c.phase == "Succeeded").collect();
+            assert_eq!(
+                promotions.len(),
+                1,
+                "{revision} in {wave}: one promotion: {mine:#?}"
+            );
+            let first = at(&mine[0].sha);
+            if let Some(previous) = promoted_at {
+                assert!(
+                    first > previous,
+                    "{revision}: {wave} committed before the wave before it was promoted: {commits:#?}"
+                );
+                let early: Vec<usize> = touching(bare, &format!("clusters/{wave}/rel"), &order)
+                    .into_iter()
+                    .filter(|&i| i > start && i < previous)
+                    .collect();
+                assert!(
+                    early.is_empty(),
+                    "{revision}: clusters/{wave}/rel changed before the wave before it was promoted (commits {early:?})"
+                );
+            }
+            let promotion = at(&promotions[0].sha);
+            assert!(
+                mine.iter().all(|c| at(&c.sha) <= promotion),
+                "{revision} in {wave}: nothing after its promotion: {mine:#?}"
+            );
+            promoted_at = Some(promotion);
+        }
+    }
+
+    #[test]
+    fn chaos_a_three_wave_release_survives_killed_daemons_with_no_wave_skipped_or_repeated() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
+        git(&bare, &["config", "core.logAllRefUpdates", "always"]);
+        let git_daemon = GitDaemon::start(tmp.path());
+        let url = git_daemon.url("config.git");
+        let mut rng = fastrand::Rng::with_seed(0x3a7e5);
+        let mut daemons = [
+            Daemon::start(&url, tmp.path().join("a"), tmp.path().join("a.log")),
+            Daemon::start(&url, tmp.path().join("b"), tmp.path().join("b.log")),
+        ];
+        let human = human_clone(&url, &tmp.path().join("human"));
+        let mut revisions = vec!["v1".to_string()];
+        for _ in 0..CYCLES {
+            std::thread::sleep(Duration::from_millis(rng.u64(50..600)));
+            let current = revisions.last().expect("a revision").clone();
+            if released(&bare, &current) {
+                let next = format!("v{}", revisions.len() + 1);
+                git(&human, &["pull", "-q", "origin", "main"]);
+                human_commit(
+                    &human,
+                    FILE,
+                    &canary(&next),
+                    &format!("rel: release {next}"),
+                );
+                revisions.push(next);
+            }
+            daemons[rng.usize(0..2)].kill_and_restart();
+        }
+        let last = revisions.last().expect("a revision").clone();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !released(&bare, &last) {
+            assert!(
+                Instant::now() < deadline,
+                "the release of {last} did not finish: {:?}",
+                WAVES.map(|w| wave_status(&bare, "main", w).map(|s| s["phase"].clone()))
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for daemon in daemons {
+            assert!(daemon.sigterm().success(), "graceful shutdown on SIGTERM");
+        }
+        assert!(
+            revisions.len() >= 2,
+            "the chaos run covered no release: {revisions:?}"
+        );
+        for (old, new) in reflog_of_main(&bare) {
+            if !old.chars().all(|c| c == '0') {
+                assert!(
+                    git_ok(&bare, &["merge-base", "--is-ancestor", &old, &new]),
+                    "main moved {old} -> {new}, not a fast-forward"
+                );
+            }
+        }
+        let commits = wave_commits(&bare);
+        for revision in &revisions[1..] {
+            check_release(&bare, &commits, revision);
+        }
+        for wave in WAVES {
+            let status = wave_status(&bare, "main", wave).expect("a status");
+            assert!(
+                succeeded_with(&status, &last),
+                "{wave} ends Succeeded on {last}: {status:?}"
+            );
+        }
+    }
+}

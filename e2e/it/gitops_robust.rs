@@ -684,3 +684,28 @@ fn reconcile_against_a_remote_that_is_down_fails_without_promising_a_retry() {
         "a one-shot command retries nothing, so it must not say it will: {err}"
     );
 }
+
+/// A daemon SIGKILLed while its first clone was creating the repository leaves a `.git`
+/// libgit2 cannot open and whose config names no remote yet (the chaos test of waves hit it:
+/// the restarted daemon refused to start, as a crash-looping pod would forever). It is set
+/// aside and cloned afresh; a folder with anything else in it is still refused.
+#[test]
+fn a_clone_killed_while_creating_its_repository_is_cloned_afresh_at_start() {
+    let fx = Fixture::new();
+    let work = fx.path("work");
+    std::fs::create_dir_all(work.join(".git/objects")).unwrap();
+    let repo = ConfigRepo::open_or_clone(&fx.bare_url(), "main", &work, &Credentials::none())
+        .unwrap_or_else(|e| panic!("the interrupted clone is not recovered: {e}"));
+    assert_eq!(repo.head(), fx.remote_head());
+    assert!(fx.path("work.damaged").join(".git").exists(), "kept aside");
+
+    let other = fx.path("other");
+    std::fs::create_dir_all(other.join(".git/objects")).unwrap();
+    std::fs::write(other.join("notes.txt"), "someone's file\n").unwrap();
+    let refused = ConfigRepo::open_or_clone(&fx.bare_url(), "main", &other, &Credentials::none());
+    assert!(
+        refused.is_err(),
+        "a folder with other files is not taken over"
+    );
+    assert!(other.join("notes.txt").exists());
+}

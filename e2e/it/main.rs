@@ -22,6 +22,7 @@ mod daemonset;
 mod dashboard;
 mod decide;
 mod demo_judge;
+mod demo_waves;
 mod docs_links;
 mod drift;
 mod flagger_fields;

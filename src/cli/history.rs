@@ -1,9 +1,10 @@
-//! `sluice history NS/NAME`: the canary's timeline, read back from commit trailers.
+//! `sluice history NS/NAME`: the canary's timeline, read back from commit trailers; for a
+//! canary with waves, one wave's (`--wave`) or the whole release's, wave by wave.
 
 use crate::cli::repo::{open, SourceArgs};
 use crate::cli::Output;
 use crate::gitops::local_history;
-pub use crate::readers::history::{entries, Check, Entry};
+pub use crate::readers::history::{entries, release_entries, Check, Entry};
 use crate::render::message::CANARY;
 
 #[derive(Debug, clap::Args)]
@@ -31,41 +32,83 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Some(wave) => format!("{}.{wave}", args.canary),
         None => args.canary.clone(),
     };
-    let filter = Some((CANARY, canary.as_str()));
-    let history = match (&args.source.dir, &args.source.repo) {
-        (Some(dir), _) => local_history(dir, &args.source.branch, filter, args.limit)?,
-        (None, Some(url)) => {
-            // `open` fetches the branch.
-            let locked = open(url, &args.source.branch, args.source.workdir.as_deref())?;
-            locked.repo.history(filter, args.limit)?
-        }
-        (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
-    };
-    let list = entries(&history, &canary);
+    let source = Source::open(args)?;
+    let history = source.history(Some((CANARY, canary.as_str())), args.limit)?;
+    let mut list = entries(&history, &canary);
+    // A canary with waves commits only as its waves' instances: without --wave, its whole
+    // release, every wave's commits with their wave.
+    if list.is_empty() && args.wave.is_none() {
+        list = release_entries(&source.history(None, usize::MAX)?, &canary);
+        list.drain(..list.len().saturating_sub(args.limit));
+    }
     match args.output {
         Output::Json => outln!("{}", serde_json::to_string_pretty(&list)?),
         Output::Yaml => out!("{}", serde_saphyr::to_string(&list)?),
-        Output::Table => {
-            let mut table = comfy_table::Table::new();
-            table.load_style(comfy_table::presets::NOTHING);
-            table.set_header(["TIME", "COMMIT", "BY", "PHASE", "STEP", "WEIGHTS", "REASON"]);
-            for e in &list {
-                table.add_row([
-                    e.time.clone(),
-                    e.commit.clone(),
-                    // The approver of an approval, else who operated, else the commit's author.
-                    e.approved_by
-                        .clone()
-                        .or_else(|| e.operator.clone())
-                        .unwrap_or_else(|| e.author.clone()),
-                    e.phase.clone(),
-                    e.step.clone(),
-                    e.weights.clone(),
-                    e.reason.clone(),
-                ]);
-            }
-            outln!("{table}");
-        }
+        Output::Table => print_table(&list),
     }
     Ok(0)
+}
+
+/// Where the history is read: a local repository in place, or a clone fetched once.
+enum Source {
+    Dir(std::path::PathBuf, String),
+    Clone(Box<crate::cli::repo::Locked>),
+}
+
+impl Source {
+    fn open(args: &Args) -> anyhow::Result<Source> {
+        match (&args.source.dir, &args.source.repo) {
+            (Some(dir), _) => Ok(Source::Dir(dir.clone(), args.source.branch.clone())),
+            // `open` fetches the branch.
+            (None, Some(url)) => Ok(Source::Clone(Box::new(open(
+                url,
+                &args.source.branch,
+                args.source.workdir.as_deref(),
+            )?))),
+            (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
+        }
+    }
+
+    fn history(
+        &self,
+        filter: Option<(&str, &str)>,
+        limit: usize,
+    ) -> anyhow::Result<Vec<crate::gitops::HistoryEntry>> {
+        Ok(match self {
+            Source::Dir(dir, branch) => local_history(dir, branch, filter, limit)?,
+            Source::Clone(locked) => locked.repo.history(filter, limit)?,
+        })
+    }
+}
+
+/// The entries as a table; a whole release's has a WAVE column.
+fn print_table(list: &[Entry]) {
+    let release = list.iter().any(|e| e.wave.is_some());
+    let mut table = comfy_table::Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    let mut header = vec!["TIME", "COMMIT", "BY", "PHASE", "STEP", "WEIGHTS", "REASON"];
+    if release {
+        header.insert(2, "WAVE");
+    }
+    table.set_header(header);
+    for e in list {
+        let mut row = vec![
+            e.time.clone(),
+            e.commit.clone(),
+            // The approver of an approval, else who operated, else the commit's author.
+            e.approved_by
+                .clone()
+                .or_else(|| e.operator.clone())
+                .unwrap_or_else(|| e.author.clone()),
+            e.phase.clone(),
+            e.step.clone(),
+            e.weights.clone(),
+            e.reason.clone(),
+        ];
+        if release {
+            row.insert(2, e.wave.clone().unwrap_or_default());
+        }
+        table.add_row(row);
+    }
+    outln!("{table}");
 }

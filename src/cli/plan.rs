@@ -1,6 +1,7 @@
 //! `sluice plan FILE...`: per canary, the weights it walks, the promotion, where approvals wait
 //! and the minimum duration, computed by the decision engine on a simulated clock; for a
-//! canary with waves, each wave, then the release's waves in order and its minimum duration.
+//! canary with waves, each wave, then the release's waves in order and its minimum duration
+//! (in JSON and YAML, on each wave's plan as its `release`).
 
 use std::path::PathBuf;
 
@@ -31,8 +32,14 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     }
     let plans: Vec<Simulation> = loaded.canaries.iter().map(simulate).collect();
     match args.output {
-        Output::Json => outln!("{}", serde_json::to_string_pretty(&plans)?),
-        Output::Yaml => out!("{}", serde_saphyr::to_string(&plans)?),
+        Output::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&with_releases(&loaded.canaries, &plans)?)?
+        ),
+        Output::Yaml => out!(
+            "{}",
+            serde_saphyr::to_string(&with_releases(&loaded.canaries, &plans)?)?
+        ),
         Output::Table => {
             for p in &plans {
                 print_plan(p);
@@ -43,6 +50,31 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         }
     }
     Ok(if loaded.errors.is_empty() { 0 } else { 1 })
+}
+
+/// Each canary's plan; a wave's instance also carries its `wave` and its `release`: the
+/// waves in order, each's schedule, and the release's minimum duration (what the table's
+/// release section prints).
+fn with_releases(
+    canaries: &[crate::spec::model::Canary],
+    plans: &[Simulation],
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let releases = crate::core::waves::plan(canaries);
+    let mut out = Vec::with_capacity(plans.len());
+    for (canary, plan) in canaries.iter().zip(plans) {
+        let mut value = serde_json::to_value(plan)?;
+        if let (Some(wave), Some(fields)) = (&canary.wave, value.as_object_mut()) {
+            fields.insert("wave".into(), wave.name.to_string().into());
+            let release = releases.iter().find(|r| {
+                r.namespace == canary.id.namespace.as_str() && r.name == wave.canary.as_str()
+            });
+            if let Some(release) = release {
+                fields.insert("release".into(), serde_json::to_value(release)?);
+            }
+        }
+        out.push(value);
+    }
+    Ok(out)
 }
 
 fn list(weights: &[u8]) -> String {

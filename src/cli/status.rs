@@ -1,4 +1,5 @@
-//! `sluice status`: one row per canary, read from the status files in the repo.
+//! `sluice status`: one row per canary, read from the status files in the repo; a canary
+//! with waves has a row per wave and a line for its whole release.
 
 use crate::cli::repo::{read_root, SourceArgs};
 use crate::cli::Output;
@@ -50,6 +51,13 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 ]);
             }
             outln!("{table}");
+            // A canary with waves: one row per wave above, and its release in one line.
+            let mut releases: Vec<&crate::readers::status::Release> =
+                rows.iter().filter_map(|r| r.release.as_ref()).collect();
+            releases.dedup_by(|a, b| a.canary == b.canary);
+            for release in releases {
+                outln!("RELEASE {release}");
+            }
             // The table has no message column: a canary held by drift says so below it.
             for r in rows.iter().filter(|r| !r.drift.is_empty()) {
                 outln!("{}/{} HELD (drift): {}", r.namespace, r.name, r.message);

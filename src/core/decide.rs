@@ -169,9 +169,17 @@ pub(crate) fn clock_start<R>(canary: &Canary<R>, status: &Status) -> Timestamp {
     }
 }
 
-/// `name.namespace`, as Flagger names canaries in events.
+/// `name.namespace`, as Flagger names canaries in events. A wave's instance reads as its
+/// canary and its wave, `podinfo.prod (wave eu)`, not as its instance id (`podinfo.eu`),
+/// which names no object a person knows.
 pub(crate) fn dotted<R>(canary: &Canary<R>) -> String {
-    format!("{}.{}", canary.id.name, canary.id.namespace)
+    match &canary.wave {
+        Some(wave) => format!(
+            "{}.{} (wave {})",
+            wave.canary, canary.id.namespace, wave.name
+        ),
+        None => format!("{}.{}", canary.id.name, canary.id.namespace),
+    }
 }
 
 /// Decides the next step of one canary. `status` is `None` the first time the canary is seen.
@@ -1303,7 +1311,8 @@ fn promote<R>(canary: &Canary<R>, status: &Status, mut next: Status, now: Timest
         ),
         Target::Source { .. } | Target::TargetRef { .. } => format!(
             "Copying {name} template spec to {}-primary.{}",
-            canary.id.name, canary.id.namespace
+            canary.base_name(),
+            canary.id.namespace
         ),
     };
     let wake = after(now, canary.analysis.interval);

@@ -124,7 +124,7 @@ impl ConfigRepo {
         if root.join(".git").exists() {
             let repo = match Repository::open(&root) {
                 Ok(repo) => repo,
-                Err(e) if is_clone_of(&root, &clean.url) => {
+                Err(e) if is_clone_of(&root, &clean.url) || interrupted_init(&root) => {
                     let cause = Error::Damaged {
                         path: root.clone(),
                         detail: format!("cannot open it: {}", e.message()),
@@ -684,6 +684,19 @@ fn is_clone_of(root: &Path, url: &str) -> bool {
         return false;
     };
     stored == url || strip_userinfo(&stored).is_ok_and(|clean| clean.url == url)
+}
+
+/// Whether `root` holds what a clone killed while it created its repository leaves: nothing
+/// but a `.git` whose config names no remote yet (`init_clone` writes the remote right after
+/// the repository). Safe to set aside: no work tree, no remote, nothing anyone wrote there.
+fn interrupted_init(root: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return false;
+    };
+    let only_git = entries.flatten().all(|entry| entry.file_name() == ".git");
+    let names_a_remote = git2::Config::open(&root.join(".git/config"))
+        .is_ok_and(|c| c.get_string(&format!("remote.{ORIGIN}.url")).is_ok());
+    only_git && !names_a_remote
 }
 
 /// Moves the damaged clone in `root` aside to `<root>.damaged` (replacing an older one), or

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::core::trailer::{parse_check_trailer, CheckKind};
 use crate::gitops::{trailer_group, HistoryEntry};
 use crate::render::message::{
-    APPROVAL, APPROVED_BY, CANARY, CHECK, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP,
+    APPROVAL, APPROVED_BY, CANARY, CHECK, DECISION, OPERATOR, PHASE, REASON, REVISION, STEP, WAVE,
     WEIGHTS,
 };
 
@@ -14,6 +14,10 @@ use crate::render::message::{
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
+    /// The wave the commit went to (`Sluice-Wave`), in a whole release's story
+    /// ([`release_entries`]); absent in one canary's or one wave's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave: Option<String>,
     pub time: String,
     pub commit: String,
     pub author: String,
@@ -101,41 +105,65 @@ fn trailer(e: &HistoryEntry, canary: &str, key: &str) -> Option<String> {
 
 /// The canary's entries of `history` (newest first), oldest first.
 pub fn entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
-    let mut out: Vec<Entry> = history
-        .iter()
-        .map(|e| {
-            let time = jiff::Timestamp::from_second(e.time.seconds())
-                .map(|t| t.to_string())
-                .unwrap_or_default();
-            let trailer = |key: &str| trailer(e, canary, key);
-            let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
-            let reason = match trailer(REASON) {
-                Some(r) => format!("{subject} ({r})"),
-                None => subject,
-            };
-            Entry {
-                time,
-                commit: e.oid.to_string().chars().take(7).collect(),
-                author: e.author.name.clone(),
-                phase: trailer(PHASE).unwrap_or_default(),
-                step: trailer(STEP).unwrap_or_default(),
-                weights: trailer(WEIGHTS).unwrap_or_default(),
-                revision: trailer(REVISION).unwrap_or_default(),
-                reason,
-                operator: trailer(OPERATOR),
-                approved_by: trailer(APPROVED_BY),
-                approval: trailer(APPROVAL),
-                judge: crate::judge::trailers::entry(
-                    trailer(crate::judge::trailers::JUDGE),
-                    &trailers(e, canary, crate::judge::trailers::JUDGE_METRIC),
-                ),
-                checks: trailers(e, canary, CHECK)
-                    .iter()
-                    .filter_map(|t| check(t))
-                    .collect(),
-            }
-        })
-        .collect();
+    let mut out: Vec<Entry> = history.iter().map(|e| entry(e, canary, None)).collect();
     out.reverse();
     out
+}
+
+/// The whole release of `canary` (`NS/NAME`, a canary with waves) in `history` (newest
+/// first), oldest first: every commit of each of its waves' instances (`NS/NAME.WAVE`, whose
+/// trailer group says `Sluice-Wave: WAVE`), each entry with its wave. A commit that holds
+/// several waves (`commits: perTick`) gives one entry per wave.
+pub fn release_entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
+    let prefix = format!("{canary}.");
+    let mut out = Vec::new();
+    for e in history {
+        let instances = e
+            .trailers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(CANARY))
+            .filter_map(|(_, v)| Some((v, v.strip_prefix(&prefix)?)));
+        for (instance, wave) in instances {
+            if trailer(e, instance, WAVE).as_deref() == Some(wave) {
+                out.push(entry(e, instance, Some(wave.to_string())));
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// One commit as an entry of `canary`'s story (its own trailer group).
+fn entry(e: &HistoryEntry, canary: &str, wave: Option<String>) -> Entry {
+    let time = jiff::Timestamp::from_second(e.time.seconds())
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let trailer = |key: &str| trailer(e, canary, key);
+    let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
+    let reason = match trailer(REASON) {
+        Some(r) => format!("{subject} ({r})"),
+        None => subject,
+    };
+    Entry {
+        wave,
+        time,
+        commit: e.oid.to_string().chars().take(7).collect(),
+        author: e.author.name.clone(),
+        phase: trailer(PHASE).unwrap_or_default(),
+        step: trailer(STEP).unwrap_or_default(),
+        weights: trailer(WEIGHTS).unwrap_or_default(),
+        revision: trailer(REVISION).unwrap_or_default(),
+        reason,
+        operator: trailer(OPERATOR),
+        approved_by: trailer(APPROVED_BY),
+        approval: trailer(APPROVAL),
+        judge: crate::judge::trailers::entry(
+            trailer(crate::judge::trailers::JUDGE),
+            &trailers(e, canary, crate::judge::trailers::JUDGE_METRIC),
+        ),
+        checks: trailers(e, canary, CHECK)
+            .iter()
+            .filter_map(|t| check(t))
+            .collect(),
+    }
 }

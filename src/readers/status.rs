@@ -1,5 +1,8 @@
-//! The status reader `sluice status` and the dashboard share: one row per canary, read from
-//! the status files of a checkout (or a branch's tree written out). Reads files only.
+//! The status reader `sluice status` and the dashboard share: one row per canary (one per
+//! wave for a canary with waves, each with its release's summary), read from the status
+//! files of a checkout (or a branch's tree written out). Reads files only.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -31,6 +34,57 @@ pub struct Row {
     /// The canary's dashboard page, when the settings name the dashboard (`dashboard.url`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// For a wave's instance (`NAME.WAVE`): the wave's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave: Option<String>,
+    /// For a wave's instance: where the whole release stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release: Option<Release>,
+}
+
+/// A canary with waves as one release: where the source's revision stands, wave by wave.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    /// `NAMESPACE/NAME` of the canary.
+    pub canary: String,
+    /// The revision the release rolls out: the source's (12 characters).
+    pub revision: String,
+    /// `InProgress`, `Failed` (a wave failed on the revision) or `Done` (every wave runs it).
+    pub state: String,
+    /// The wave in progress, or the one that failed; absent when done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave: Option<String>,
+    /// That wave's place in the release, 1-based; absent when done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave_number: Option<usize>,
+    /// Every wave, in release order.
+    pub waves: Vec<String>,
+}
+
+impl std::fmt::Display for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let of = self.waves.len();
+        match (&self.wave, self.wave_number, self.state.as_str()) {
+            (Some(wave), Some(n), "Failed") => write!(
+                f,
+                "{}: release of {} failed in wave {wave} ({n}/{of})",
+                self.canary, self.revision
+            ),
+            (Some(wave), Some(n), _) => write!(
+                f,
+                "{}: release of {} in wave {wave} ({n}/{of}); waves {}",
+                self.canary,
+                self.revision,
+                self.waves.join(" -> ")
+            ),
+            _ => write!(
+                f,
+                "{}: release of {} done: all {of} waves run it",
+                self.canary, self.revision
+            ),
+        }
+    }
 }
 
 pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
@@ -55,9 +109,12 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let snapshot = Snapshot::read(root);
     let loaded = load(&snapshot, &settings);
     let mut out = Vec::new();
+    let mut statuses = Vec::new();
     for c in &loaded.canaries {
         let warnings = loaded.warnings_of(&c.id);
-        let row = match status_file::read(root, &c.id, crate::yaml::snapshot::read_bounded) {
+        let status = status_file::read(root, &c.id, crate::yaml::snapshot::read_bounded);
+        statuses.push(status.as_ref().ok().and_then(Clone::clone));
+        let row = match status {
             Ok(Some(s)) => Row {
                 namespace: c.id.namespace.to_string(),
                 name: c.id.name.to_string(),
@@ -77,48 +134,112 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
                 warnings,
                 drift: s.drift.clone(),
                 url: None,
+                wave: None,
+                release: None,
             },
-            Ok(None) => Row {
-                namespace: c.id.namespace.to_string(),
-                name: c.id.name.to_string(),
-                phase: "-".into(),
-                step: 0,
-                canary_weight: 0,
-                failed_checks: 0,
-                revision: "-".into(),
-                since: "-".into(),
-                message: "not reconciled yet".into(),
-                warnings,
-                drift: Vec::new(),
-                url: None,
-            },
-            Err(e) => Row {
-                namespace: c.id.namespace.to_string(),
-                name: c.id.name.to_string(),
-                phase: "?".into(),
-                step: 0,
-                canary_weight: 0,
-                failed_checks: 0,
-                revision: "-".into(),
-                since: "-".into(),
-                message: format!("unreadable status file: {e}"),
-                warnings,
-                drift: Vec::new(),
-                url: None,
-            },
+            Ok(None) => without_status(c, "-", "not reconciled yet".into(), warnings),
+            Err(e) => without_status(c, "?", format!("unreadable status file: {e}"), warnings),
         };
         let url = settings.dashboard_page(c.id.namespace.as_str(), c.id.name.as_str());
+        let wave = c.wave.as_ref().map(|w| w.name.to_string());
         out.push(match &held {
             Some(message) => Row {
                 message: message.clone(),
                 url,
+                wave,
                 ..row
             },
-            None => Row { url, ..row },
+            None => Row { url, wave, ..row },
         });
+    }
+    let releases = releases(root, &snapshot, &loaded.canaries, &statuses);
+    for (row, c) in out.iter_mut().zip(&loaded.canaries) {
+        let key = (c.id.namespace.to_string(), c.base_name().to_string());
+        row.release = c.wave.as_ref().and_then(|_| releases.get(&key).cloned());
     }
     out.extend(deleted_rows(root, &snapshot));
     Ok(out)
+}
+
+/// The row of a canary whose status cannot be shown: `phase` and `message` say why.
+fn without_status(
+    c: &crate::spec::model::Canary,
+    phase: &str,
+    message: String,
+    warnings: usize,
+) -> Row {
+    Row {
+        namespace: c.id.namespace.to_string(),
+        name: c.id.name.to_string(),
+        phase: phase.into(),
+        step: 0,
+        canary_weight: 0,
+        failed_checks: 0,
+        revision: "-".into(),
+        since: "-".into(),
+        message,
+        warnings,
+        drift: Vec::new(),
+        url: None,
+        wave: None,
+        release: None,
+    }
+}
+
+/// Each canary with waves (by namespace and name) as one release: the source's revision and
+/// where it stands, by the release rule of [`crate::core::waves::release_state`]. `statuses`
+/// holds each canary's status, in the order of `canaries`.
+fn releases(
+    root: &std::path::Path,
+    snapshot: &Snapshot,
+    canaries: &[crate::spec::model::Canary],
+    statuses: &[Option<crate::core::status::Status>],
+) -> BTreeMap<(String, String), Release> {
+    use crate::core::waves::{release_state, ReleaseState, WaveState};
+    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let index = crate::workload::Index::new(snapshot, &outputs);
+    let mut members: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, c) in canaries.iter().enumerate() {
+        if c.wave.is_some() {
+            let key = (c.id.namespace.to_string(), c.base_name().to_string());
+            members.entry(key).or_default().push(i);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for ((namespace, name), mut at) in members {
+        at.sort_by_key(|&i| canaries[i].wave.as_ref().map_or(0, |w| w.index));
+        let Some(&first) = at.first() else { continue };
+        // Every wave reads the one source: its revision is the release's.
+        let revision = match crate::workload::revision(root, &canaries[first], &index) {
+            Ok(r) => r,
+            Err(_) => continue,
+        };
+        let waves: Vec<WaveState<'_>> = at
+            .iter()
+            .filter_map(|&i| {
+                let wave = canaries[i].wave.as_ref()?;
+                Some(WaveState {
+                    name: &wave.name,
+                    status: statuses.get(i).and_then(Option::as_ref),
+                })
+            })
+            .collect();
+        let (state, wave) = match release_state(&revision, &waves) {
+            ReleaseState::Done => ("Done", None),
+            ReleaseState::InProgress { wave } => ("InProgress", Some(wave)),
+            ReleaseState::Failed { wave } => ("Failed", Some(wave)),
+        };
+        let release = Release {
+            canary: format!("{namespace}/{name}"),
+            revision: revision.chars().take(12).collect(),
+            state: state.to_string(),
+            wave: wave.and_then(|w| waves.get(w)).map(|w| w.name.to_string()),
+            wave_number: wave.map(|w| w + 1),
+            waves: waves.iter().map(|w| w.name.to_string()).collect(),
+        };
+        out.insert((namespace, name), release);
+    }
+    out
 }
 
 /// Canaries whose spec is gone but whose status file is left: `Orphaned` (their output is
@@ -159,7 +280,140 @@ fn deleted_rows(root: &std::path::Path, snapshot: &Snapshot) -> Vec<Row> {
                 warnings: 0,
                 drift: Vec::new(),
                 url: None,
+                wave: None,
+                release: None,
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CANARY: &str = "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata: {name: web, namespace: shop}
+spec:
+  routeOnly: {services: [web-blue, web-green], revision: \"v2\"}
+  service: {port: 8080}
+  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}
+  analysis: {interval: 1s, stepWeights: [50]}
+  waves:
+    - {name: staging, output: clusters/staging/web, settle: 1s}
+    - {name: eu, output: clusters/eu/web, settle: 1s}
+    - {name: us, output: clusters/us/web, settle: 1s}
+";
+
+    fn status(phase: &str, promoted: &str, canary: Option<&str>) -> String {
+        let canary = canary
+            .map(|c| format!("canaryRevision: {c}\n"))
+            .unwrap_or_default();
+        format!("phase: {phase}\nstep: 0\ncanaryWeight: 0\nprimaryWeight: 100\nfailedChecks: 0\npromotedRevision: {promoted}\n{canary}phaseSince: 2026-01-01T00:00:00Z\nstepStarted: 2026-01-01T00:00:00Z\nmessage: m\n")
+    }
+
+    fn rows_of(files: &[(&str, String)]) -> Vec<Row> {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in files {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        rows(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn a_release_keeps_a_row_per_wave_and_says_which_wave_is_in_progress() {
+        let rows = rows_of(&[
+            ("apps/web/canary.yaml", CANARY.to_string()),
+            (
+                ".sluice/status/shop/web.staging.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.eu.yaml",
+                status("Progressing", "v1", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.us.yaml",
+                status("Initialized", "v1", None),
+            ),
+        ]);
+        let names: Vec<(&str, Option<&str>, &str)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.wave.as_deref(), r.phase.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("web.staging", Some("staging"), "Succeeded"),
+                ("web.eu", Some("eu"), "Progressing"),
+                ("web.us", Some("us"), "Initialized"),
+            ]
+        );
+        let release = rows[0].release.clone().expect("a release summary");
+        assert!(
+            rows.iter().all(|r| r.release.as_ref() == Some(&release)),
+            "{rows:#?}"
+        );
+        assert_eq!(release.canary, "shop/web");
+        assert_eq!(release.revision, "v2");
+        assert_eq!(release.state, "InProgress");
+        assert_eq!(release.wave.as_deref(), Some("eu"));
+        assert_eq!(release.wave_number, Some(2));
+        assert_eq!(release.waves, ["staging", "eu", "us"]);
+        assert_eq!(
+            release.to_string(),
+            "shop/web: release of v2 in wave eu (2/3); waves staging -> eu -> us"
+        );
+    }
+
+    #[test]
+    fn a_release_every_wave_runs_is_done_and_a_failed_wave_stops_it() {
+        let done = rows_of(&[
+            ("apps/web/canary.yaml", CANARY.to_string()),
+            (
+                ".sluice/status/shop/web.staging.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.eu.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.us.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+        ]);
+        let release = done[2].release.clone().unwrap();
+        assert_eq!(
+            (release.state.as_str(), release.wave.as_deref()),
+            ("Done", None)
+        );
+        assert_eq!(
+            release.to_string(),
+            "shop/web: release of v2 done: all 3 waves run it"
+        );
+        let failed = rows_of(&[
+            ("apps/web/canary.yaml", CANARY.to_string()),
+            (
+                ".sluice/status/shop/web.staging.yaml",
+                status("Succeeded", "v2", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.eu.yaml",
+                status("Failed", "v1", Some("v2")),
+            ),
+            (
+                ".sluice/status/shop/web.us.yaml",
+                status("Initialized", "v1", None),
+            ),
+        ]);
+        let release = failed[0].release.clone().unwrap();
+        assert_eq!(release.state, "Failed");
+        assert_eq!(
+            release.to_string(),
+            "shop/web: release of v2 failed in wave eu (2/3)"
+        );
+    }
 }

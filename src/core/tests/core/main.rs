@@ -15,4 +15,5 @@ mod promotion;
 mod properties;
 mod route_state;
 mod verdict;
+mod wave_events;
 mod waves;
