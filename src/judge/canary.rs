@@ -102,28 +102,37 @@ pub fn read_annotation(
     Some(Some(spec))
 }
 
-/// Checks each judged metric's source against what the canary can run: a `builtin` needs a
-/// provider with built-in judge metrics, a `templateRef` a MetricTemplate in the repo whose
-/// provider answers with a series. A native canary's problems are reported at its
-/// `spec.analysis.judge` fields; a Flagger canary's at the fields of the `Judge` its annotation
-/// names, in that Judge's file, naming the canary.
-pub fn check_sources(
+/// Checks each judged metric's source of a native canary's `spec.analysis.judge` against
+/// what the canary can run: a `builtin` needs a provider with built-in judge metrics, a
+/// `templateRef` a MetricTemplate in the repo whose provider answers with a series. Problems
+/// are reported at the metric's field.
+pub fn check_native_sources(
     r: &mut Reader,
     root: &Node,
     provider: Option<&str>,
     namespace: &str,
     snapshot: &Snapshot,
 ) {
-    let native = root
+    let metrics = root
         .get("spec")
         .and_then(|s| s.get("analysis"))
         .and_then(|a| a.get("judge"))
         .and_then(|j| j.get("metrics"));
-    if let Some(metrics) = native {
+    if let Some(metrics) = metrics {
         let at = "spec.analysis.judge.metrics";
         check_metrics(r, metrics, at, (provider, namespace), snapshot, "");
-        return;
     }
+}
+
+/// As [`check_native_sources`], for the `Judge` a Flagger canary's annotation names: its
+/// problems are reported at the Judge's fields, in its file, naming the canary.
+pub fn check_annotation_sources(
+    r: &mut Reader,
+    root: &Node,
+    provider: Option<&str>,
+    namespace: &str,
+    snapshot: &Snapshot,
+) {
     let Some(name) = root
         .get("metadata")
         .and_then(|m| m.get("annotations"))
@@ -151,10 +160,11 @@ pub fn check_sources(
         " (judging canary {namespace}/{canary_name}, {}:{})",
         r.file, root.line
     );
+    let at = "spec.metrics";
     check_metrics(
         &mut judge,
         metrics,
-        "spec.metrics",
+        at,
         (provider, namespace),
         snapshot,
         &whose,

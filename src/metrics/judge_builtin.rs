@@ -178,7 +178,7 @@ mod tests {
             "istio",
             "linkerd",
             "osm",
-            "appmesh",
+            "appmesh:v1beta2",
             "kubernetes",
             "gatewayapi:v1",
             "contour",

@@ -53,7 +53,14 @@ pub fn render(template: &str, workload: &str, namespace: &str) -> String {
 /// The metric providers whose APIs answer a range query with a series, as a MetricTemplate's
 /// `spec.provider.type` names them. The others give one value per query: the judge refuses
 /// them (see docs/judge.md for each provider's reason).
-pub const RANGE_PROVIDERS: &[&str] = &["prometheus", "datadog", "graphite"];
+pub const RANGE_PROVIDERS: &[&str] = &[
+    "prometheus",
+    "datadog",
+    "graphite",
+    "cloudwatch",
+    "newrelic",
+    "dynatrace",
+];
 
 /// Why a judged metric cannot use `provider`'s MetricTemplate.
 pub fn refusal(provider: &str) -> String {

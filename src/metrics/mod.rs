@@ -203,16 +203,15 @@ impl Vendor {
         &self,
         client: &reqwest::Client,
         query: &str,
-        window: (u64, u64),
+        (window, step): ((u64, u64), Duration),
     ) -> Result<Vec<f64>, String> {
         match self {
             Vendor::Datadog(d) => d.series(client, query, window).await,
             Vendor::Graphite(g, _) => g.series(client, query, window).await,
-            Vendor::NewRelic(_)
-            | Vendor::Dynatrace(_)
-            | Vendor::Influxdb(_)
-            | Vendor::Splunk(_)
-            | Vendor::Cloudwatch(_) => Err(judge_series::refusal(self.kind())),
+            Vendor::Cloudwatch(c) => c.series(client, query, window).await,
+            Vendor::NewRelic(n) => n.series(client, query, window, step.as_secs()).await,
+            Vendor::Dynatrace(d) => d.series(client, query, window, step).await,
+            Vendor::Influxdb(_) | Vendor::Splunk(_) => Err(judge_series::refusal(self.kind())),
         }
     }
 
@@ -273,7 +272,7 @@ pub(crate) async fn template_series(
                     .get(vendor.url(), vendor.insecure_skip_verify(), concurrency)?;
             let _slot = endpoint.slot().await;
             vendor
-                .series(endpoint.client(), &query, (unix(start), unix(end)))
+                .series(endpoint.client(), &query, ((unix(start), unix(end)), step))
                 .await
         }
         Job::Query { config, promql, .. } => {

@@ -230,7 +230,7 @@ pub fn read_native(
     let metrics_server = read_metrics_server(r, spec);
     if let Some(id) = &id {
         let (ns, p) = (id.namespace.as_str(), provider.as_deref());
-        crate::judge::canary::check_sources(r, root, p, ns, snapshot);
+        crate::judge::canary::check_native_sources(r, root, p, ns, snapshot);
     }
     let sync = match spec.get("sync") {
         // A bad block is reported through `r` and fails the canary below.
@@ -762,7 +762,7 @@ pub fn read_flagger(
     let metrics_server = read_metrics_server(r, spec);
     if let Some(id) = &id {
         let (ns, p) = (id.namespace.as_str(), provider_name.as_deref());
-        crate::judge::canary::check_sources(r, root, p, ns, snapshot);
+        crate::judge::canary::check_annotation_sources(r, root, p, ns, snapshot);
     }
     // A route field this provider's router would drop is refused, not ignored.
     if let Some(p) = provider {
