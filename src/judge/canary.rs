@@ -110,9 +110,13 @@ pub fn check_native_sources(
     r: &mut Reader,
     root: &Node,
     provider: Option<&str>,
-    namespace: &str,
+    namespace: Option<&str>,
     snapshot: &Snapshot,
 ) {
+    // Without an id the canary has errors already; its namespace is unknown.
+    let Some(namespace) = namespace else {
+        return;
+    };
     let metrics = root
         .get("spec")
         .and_then(|s| s.get("analysis"))
@@ -130,9 +134,12 @@ pub fn check_annotation_sources(
     r: &mut Reader,
     root: &Node,
     provider: Option<&str>,
-    namespace: &str,
+    namespace: Option<&str>,
     snapshot: &Snapshot,
 ) {
+    let Some(namespace) = namespace else {
+        return;
+    };
     let Some(name) = root
         .get("metadata")
         .and_then(|m| m.get("annotations"))

@@ -228,10 +228,8 @@ pub fn read_native(
         .get("provider")
         .and_then(|n| r.string(n, "spec.provider"));
     let metrics_server = read_metrics_server(r, spec);
-    if let Some(id) = &id {
-        let (ns, p) = (id.namespace.as_str(), provider.as_deref());
-        crate::judge::canary::check_native_sources(r, root, p, ns, snapshot);
-    }
+    let ns = id.as_ref().map(|i| i.namespace.as_str());
+    crate::judge::canary::check_native_sources(r, root, provider.as_deref(), ns, snapshot);
     let sync = match spec.get("sync") {
         // A bad block is reported through `r` and fails the canary below.
         Some(n) => read_sync_target(r, n, "spec.sync"),
@@ -760,10 +758,8 @@ pub fn read_flagger(
         .or_else(|| settings.provider_name.clone())
         .or_else(|| Some(FLAGGER_DEFAULT_PROVIDER_NAME.to_string()));
     let metrics_server = read_metrics_server(r, spec);
-    if let Some(id) = &id {
-        let (ns, p) = (id.namespace.as_str(), provider_name.as_deref());
-        crate::judge::canary::check_annotation_sources(r, root, p, ns, snapshot);
-    }
+    let ns = id.as_ref().map(|i| i.namespace.as_str());
+    crate::judge::canary::check_annotation_sources(r, root, provider_name.as_deref(), ns, snapshot);
     // A route field this provider's router would drop is refused, not ignored.
     if let Some(p) = provider {
         crate::spec::flagger_fields::refuse_unread(r, p, spec, before);
