@@ -270,19 +270,14 @@ impl<'a> Live<'a> {
         };
         let judge = async {
             let spec = canary.analysis.judge.as_ref().filter(|_| want.metrics)?;
-            let access = self.runtime.prometheus();
-            let at = (tick.now, tick.concurrency);
-            Some(
-                crate::metrics::judge_series::observe(
-                    access,
-                    canary,
-                    spec,
-                    &target,
-                    tick.address,
-                    at,
-                )
-                .await,
-            )
+            let fetch = crate::metrics::judge_series::Fetch {
+                access: self.runtime.prometheus(),
+                templates: tick.templates,
+                default_address: tick.address,
+                now: tick.now,
+                concurrency: tick.concurrency,
+            };
+            Some(crate::metrics::judge_series::observe(&fetch, canary, spec, &target).await)
         };
         let (webhooks, sync, ready, judge) = tokio::join!(webhooks, sync, ready, judge);
         External {

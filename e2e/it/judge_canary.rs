@@ -131,7 +131,7 @@ fn a_native_canary_reads_analysis_judge_with_the_judge_objects_rules() {
         errors,
         [
             "canary.yaml:20: spec.analysis.judge.thresholds.marginal: expected at most pass (90), found 95",
-            "canary.yaml:23: spec.analysis.judge.metrics[0].query: expected a query template: the loop runs it for the canary and the primary (built-in judge metrics are not supported yet)",
+            "canary.yaml:23: spec.analysis.judge.metrics[0].query: expected a query template, a builtin or a templateRef: the loop runs it for the canary and the primary",
         ]
     );
 }

@@ -40,6 +40,7 @@ mod judge_approval;
 mod judge_canary;
 mod judge_cli;
 mod judge_loop;
+mod judge_providers;
 mod judge_range;
 mod judge_reference;
 mod judge_validate;

@@ -200,6 +200,7 @@ mod tests {
             approval: None,
             checks: Vec::new(),
             judge: entry(Some("score=50 fail (pass>=95 marginal>=75)".into()), &lines),
+            wave: None,
         }
     }
 

@@ -10,7 +10,9 @@
 //! metrics:
 //!   - name: request-duration
 //!     query: 'histogram_quantile(0.99, ... {deployment="{{ workload }}"} ...)'
-//!     direction: increase        # increase | decrease | either (default)
+//!     # or: builtin: request-duration (the canary's mesh or ingress query, in ms)
+//!     # or: templateRef: {name: latency, namespace: prod} (a Flagger MetricTemplate)
+//!     direction: increase        # increase | decrease | either (default; a builtin's own)
 //!     group: latency             # default: "default"
 //!     critical: false
 //!     mustHaveData: false
@@ -22,8 +24,9 @@
 //! ```
 
 use sluice_core::judge::{
-    Direction, EffectMeasure, EffectSize, MetricRule, NanStrategy, Outliers, Thresholds,
+    Direction, EffectMeasure, EffectSize, JudgeQuery, MetricRule, NanStrategy, Outliers, Thresholds,
 };
+use sluice_core::model::BuiltinMetric;
 
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader, METADATA_KEYS, OBJECT_KEYS};
@@ -38,6 +41,8 @@ const SPEC_KEYS: &[&str] = &["thresholds", "window", "step", "groups", "metrics"
 const METRIC_KEYS: &[&str] = &[
     "name",
     "query",
+    "builtin",
+    "templateRef",
     "direction",
     "group",
     "critical",
@@ -221,19 +226,20 @@ fn read_metric(r: &mut Reader, item: &Node, path: &str) -> Option<JudgeMetric> {
     );
     let text =
         |r: &mut Reader, key: &str| item.get(key).and_then(|n| r.string(n, &join(path, key)));
-    let query = text(r, "query");
+    let query = read_query(r, item, path);
     let group = text(r, "group").unwrap_or_else(|| DEFAULT_GROUP.to_string());
-    let direction = choice(
-        r,
-        item,
-        path,
-        "direction",
-        &[
-            ("increase", Direction::Increase),
-            ("decrease", Direction::Decrease),
-            ("either", Direction::Either),
-        ],
-    );
+    let direction = match item.get("direction") {
+        Some(n) => r.one_of(
+            n,
+            &join(path, "direction"),
+            &[
+                ("increase", Direction::Increase),
+                ("decrease", Direction::Decrease),
+                ("either", Direction::Either),
+            ],
+        ),
+        None => Some(default_direction(query.as_ref().and_then(Option::as_ref))),
+    };
     let nan_strategy = choice(
         r,
         item,
@@ -248,7 +254,7 @@ fn read_metric(r: &mut Reader, item: &Node, path: &str) -> Option<JudgeMetric> {
     let effect_size = read_effect_size(r, item, path);
     Some(JudgeMetric {
         name: name?,
-        query,
+        query: query?,
         group,
         muted,
         rule: MetricRule {
@@ -261,6 +267,68 @@ fn read_metric(r: &mut Reader, item: &Node, path: &str) -> Option<JudgeMetric> {
             ..MetricRule::default()
         },
     })
+}
+
+/// The built-in judge metrics and their names.
+pub const BUILTINS: &[(&str, BuiltinMetric)] = &[
+    ("request-success-rate", BuiltinMetric::RequestSuccessRate),
+    ("request-duration", BuiltinMetric::RequestDuration),
+];
+
+/// A metric's source: one of `query`, `builtin` and `templateRef`, or none (`sluice judge`
+/// reads series from files; the loop asks for one). `None` when it has errors (reported).
+fn read_query(r: &mut Reader, item: &Node, path: &str) -> Option<Option<JudgeQuery>> {
+    let given: Vec<&str> = ["query", "builtin", "templateRef"]
+        .into_iter()
+        .filter(|k| item.get(k).is_some())
+        .collect();
+    if given.len() > 1 {
+        let line = item.key_line(given[1]).unwrap_or(item.line);
+        r.error(
+            line,
+            &join(path, given[1]),
+            format!(
+                "expected one of query, builtin and templateRef, found {}",
+                given.join(" and ")
+            ),
+        );
+        return None;
+    }
+    if let Some(n) = item.get("query") {
+        return r
+            .string(n, &join(path, "query"))
+            .map(|q| Some(JudgeQuery::Promql(q)));
+    }
+    if let Some(n) = item.get("builtin") {
+        return r
+            .one_of(n, &join(path, "builtin"), BUILTINS)
+            .map(|b| Some(JudgeQuery::Builtin(b)));
+    }
+    let Some(n) = item.get("templateRef") else {
+        return Some(None);
+    };
+    let at = join(path, "templateRef");
+    r.map(n, &at, &["name", "namespace"])?;
+    let name = r
+        .required(n, &at, "name")
+        .and_then(|v| r.string(v, &join(&at, "name")));
+    let namespace = n
+        .get("namespace")
+        .and_then(|v| r.string(v, &join(&at, "namespace")));
+    Some(Some(JudgeQuery::Template {
+        name: name?,
+        namespace,
+    }))
+}
+
+/// The direction of a metric that names none: a built-in success rate is only bad when it
+/// falls, a built-in duration only when it rises; anything else is judged both ways.
+fn default_direction(query: Option<&JudgeQuery>) -> Direction {
+    match query {
+        Some(JudgeQuery::Builtin(BuiltinMetric::RequestSuccessRate)) => Direction::Decrease,
+        Some(JudgeQuery::Builtin(BuiltinMetric::RequestDuration)) => Direction::Increase,
+        _ => Direction::default(),
+    }
 }
 
 /// An enumerated field; its default (the choice of `T::default()`) when absent.

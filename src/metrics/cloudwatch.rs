@@ -42,6 +42,8 @@ pub const TARGET: &str = "GraniteServiceVersion20100801.GetMetricData";
 const FROM_INTERVALS: u32 = 10;
 /// Flagger's `MaxDatapoints`.
 const MAX_DATAPOINTS: u32 = 20;
+/// The judge's `MaxDatapoints`: as many as a series keeps.
+const RANGE_MAX_DATAPOINTS: u32 = crate::metrics::judge_series::MAX_POINTS;
 
 /// What the environment says about CloudWatch, read once at start. `Debug` never prints keys.
 #[derive(Clone, Default)]
@@ -216,6 +218,35 @@ impl Cloudwatch {
         vendor_http::value("CloudWatch", &self.shown, sent, parse_response)
     }
 
+    /// The `GetMetricData` body of the statistical judge's range query: `query` over the
+    /// judge's window `start..end` (Unix seconds), oldest value first, every value of it.
+    pub fn range_body(&self, query: &str, (start, end): (u64, u64)) -> Result<Vec<u8>, String> {
+        let body = json!({
+            "MetricDataQueries": metric_data_queries(query)?,
+            "StartTime": start,
+            "EndTime": end,
+            "ScanBy": "TimestampAscending",
+            "MaxDatapoints": RANGE_MAX_DATAPOINTS,
+        });
+        Ok(body.to_string().into_bytes())
+    }
+
+    /// The statistical judge's series: every value of `query`'s first result over `window`
+    /// (Unix seconds), oldest first.
+    pub async fn series(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        window: (u64, u64),
+    ) -> Result<Vec<f64>, String> {
+        tracing::debug!(cloudwatch = %self.shown, region = %self.region, %query, "cloudwatch range query");
+        let sent = match self.range_body(query, window) {
+            Ok(body) => self.post(client, body, SystemTime::now()).await,
+            Err(e) => Err(e),
+        };
+        vendor_http::series("CloudWatch", &self.shown, sent, series_of)
+    }
+
     async fn send(
         &self,
         client: &reqwest::Client,
@@ -223,6 +254,16 @@ impl Cloudwatch {
         now: SystemTime,
     ) -> Result<(u16, Vec<u8>), String> {
         let body = self.request_body(query, now)?;
+        self.post(client, body, now).await
+    }
+
+    /// POSTs the signed `GetMetricData` `body` at `now`.
+    async fn post(
+        &self,
+        client: &reqwest::Client,
+        body: Vec<u8>,
+        now: SystemTime,
+    ) -> Result<(u16, Vec<u8>), String> {
         let signed = self.signature_headers(&body, now)?;
         let mut request = client
             .post(self.url.clone())
@@ -285,6 +326,26 @@ pub fn metric_data_queries(query: &str) -> Result<Json, String> {
     }
 }
 
+/// Every value of the first result of a `GetMetricData` answer, in the order sent (the range
+/// query asks for oldest first); no result is an empty series.
+pub fn series_of(json: &Json) -> Result<Vec<f64>, String> {
+    let Some(first) = json
+        .get("MetricDataResults")
+        .and_then(Json::as_array)
+        .and_then(|r| r.first())
+    else {
+        return Ok(Vec::new());
+    };
+    match first.get("Values") {
+        None | Some(Json::Null) => Ok(Vec::new()),
+        Some(Json::Array(values)) => values.iter().map(vendor_http::series_value).collect(),
+        Some(other) => Err(format!(
+            "expected a list of Values, found {}",
+            vendor_http::kind_of(other)
+        )),
+    }
+}
+
 /// Reads a `GetMetricData` answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     // AWS's error answers ({"__type": "...#Code", "message": "..."}) are the server's text:
@@ -328,6 +389,27 @@ mod tests {
             SECRET_KEY_VAR => Some("secret".into()),
             _ => None,
         })
+    }
+
+    #[test]
+    fn the_judge_asks_for_the_window_oldest_first_and_reads_every_value() {
+        let c = Cloudwatch::new(&env(), "us-east-1", Duration::from_secs(60)).unwrap();
+        let body: Json = serde_json::from_slice(
+            &c.range_body(r#"[{"id":"a","expression":"x"}]"#, (100, 400))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(body["StartTime"], 100);
+        assert_eq!(body["EndTime"], 400);
+        assert_eq!(body["ScanBy"], "TimestampAscending");
+        assert_eq!(body["MetricDataQueries"][0]["Id"], "a");
+        let json: Json = serde_json::from_str(
+            r#"{"MetricDataResults":[{"Id":"a","Values":[1.5,2,2.5]},{"Id":"b","Values":[9]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(series_of(&json), Ok(vec![1.5, 2.0, 2.5]));
+        let none: Json = serde_json::from_str(r#"{"MetricDataResults":[]}"#).unwrap();
+        assert_eq!(series_of(&none), Ok(Vec::new()));
     }
 
     #[test]

@@ -75,6 +75,58 @@ impl Datadog {
     }
 }
 
+impl Datadog {
+    /// The statistical judge's series: every point of `query`'s first series from `from` to
+    /// `to` (Unix seconds), the same `/api/v1/query` call over the judge's window.
+    pub async fn series(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        (from, to): (u64, u64),
+    ) -> Result<Vec<f64>, String> {
+        tracing::debug!(datadog = %self.shown, %query, "datadog range query");
+        let request = client
+            .get(self.url.clone())
+            .query(&[
+                ("query", query),
+                ("from", &from.to_string()),
+                ("to", &to.to_string()),
+            ])
+            .header("DD-API-KEY", &self.api_key)
+            .header("DD-APPLICATION-KEY", &self.application_key);
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::series("Datadog", &self.shown, sent, series_of)
+    }
+}
+
+/// Every point of the first series of an answer, oldest first; no series is an empty one.
+pub fn series_of(json: &Json) -> Result<Vec<f64>, String> {
+    if json.get("error").and_then(Json::as_str).is_some() {
+        return Err("answered with an error".into());
+    }
+    let series = json
+        .get("series")
+        .and_then(Json::as_array)
+        .ok_or("answer has no \"series\" list")?;
+    let Some(first) = series.first() else {
+        return Ok(Vec::new());
+    };
+    let points = first
+        .get("pointlist")
+        .and_then(Json::as_array)
+        .ok_or("series has no \"pointlist\"")?;
+    points
+        .iter()
+        .map(|point| match point.as_array().map(Vec::as_slice) {
+            Some([_, v]) => vendor_http::series_value(v),
+            _ => Err(format!(
+                "expected a point [time, value], found {}",
+                kind_of(point)
+            )),
+        })
+        .collect()
+}
+
 /// Reads the answer of `/api/v1/query` into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     vendor_http::parse_json(status, body, value_of)
@@ -113,6 +165,24 @@ fn value_of(json: &Json) -> MetricValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_judge_reads_every_point_of_the_first_series() {
+        let json: Json = serde_json::from_str(
+            r#"{"status":"ok","series":[{"pointlist":[[1,1.5],[2,null],[3,2.5]]},{"pointlist":[[1,9]]}]}"#,
+        )
+        .unwrap();
+        let s = series_of(&json).unwrap();
+        assert_eq!((s[0], s[2], s.len()), (1.5, 2.5, 3));
+        assert!(s[1].is_nan());
+        let none: Json = serde_json::from_str(r#"{"series":[]}"#).unwrap();
+        assert_eq!(series_of(&none), Ok(Vec::new()));
+        let bad: Json = serde_json::from_str(r#"{"series":[{"pointlist":[[1,"x"]]}]}"#).unwrap();
+        assert_eq!(
+            series_of(&bad),
+            Err("expected a number, found a string".into())
+        );
+    }
 
     #[test]
     fn the_first_point_of_the_first_series_is_the_value() {

@@ -71,6 +71,65 @@ impl Dynatrace {
     }
 }
 
+impl Dynatrace {
+    /// The statistical judge's series: the same query with `from`/`to` the window (Unix
+    /// seconds) and a resolution of `step` in whole minutes (Dynatrace's finest is 1m).
+    pub async fn series(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        (from, to): (u64, u64),
+        step: Duration,
+    ) -> Result<Vec<f64>, String> {
+        tracing::debug!(dynatrace = %self.shown, %query, "dynatrace range query");
+        let request = client
+            .get(self.url.clone())
+            .query(&[
+                ("metricSelector", query),
+                ("resolution", &resolution(step)),
+                ("from", &from.saturating_mul(1000).to_string()),
+                ("to", &to.saturating_mul(1000).to_string()),
+            ])
+            .header("Authorization", format!("Api-Token {}", self.token));
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::series("Dynatrace", &self.shown, sent, series_of)
+    }
+}
+
+/// A range query's `resolution`: `step` in whole minutes, at least `1m`.
+pub fn resolution(step: Duration) -> String {
+    format!("{}m", (step.as_secs() / 60).max(1))
+}
+
+/// Every value of the last data series of the first result (the series Flagger reads);
+/// no result or no series is an empty series.
+pub fn series_of(json: &Json) -> Result<Vec<f64>, String> {
+    if json.get("error").is_some() {
+        return Err("answered with an error".into());
+    }
+    let results = json
+        .get("result")
+        .and_then(Json::as_array)
+        .ok_or("answer has no \"result\" list")?;
+    let Some(first) = results.first() else {
+        return Ok(Vec::new());
+    };
+    let data = first
+        .get("data")
+        .and_then(Json::as_array)
+        .ok_or("result has no \"data\" list")?;
+    let Some(series) = data.last() else {
+        return Ok(Vec::new());
+    };
+    series
+        .get("values")
+        .and_then(Json::as_array)
+        .ok_or("series has no \"values\" list")?
+        .iter()
+        .map(vendor_http::series_value)
+        .collect()
+}
+
 /// Reads a `/api/v2/metrics/query` answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     vendor_http::parse_json(status, body, value_of)
@@ -108,6 +167,23 @@ fn value_of(json: &Json) -> MetricValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_judge_reads_every_value_of_the_last_series_at_a_minute_resolution() {
+        let json: Json = serde_json::from_str(
+            r#"{"result":[{"data":[{"values":[9]},{"values":[1.5,null,2]}]}]}"#,
+        )
+        .unwrap();
+        let s = series_of(&json).unwrap();
+        assert_eq!((s[0], s[2], s.len()), (1.5, 2.0, 3));
+        assert!(s[1].is_nan());
+        assert_eq!(
+            series_of(&serde_json::json!({"result": []})),
+            Ok(Vec::new())
+        );
+        assert_eq!(resolution(Duration::from_secs(10)), "1m");
+        assert_eq!(resolution(Duration::from_secs(300)), "5m");
+    }
 
     #[test]
     fn the_first_value_of_the_last_series_is_the_value() {

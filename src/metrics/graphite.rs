@@ -70,6 +70,41 @@ impl Graphite {
         url
     }
 
+    /// The URL of the statistical judge's range query: `query`'s parameters with `from` and
+    /// `until` set to the judge's window (Unix seconds), whatever the query says.
+    pub fn range_url(&self, query: &str, (from, until): (u64, u64)) -> reqwest::Url {
+        let url = self.request_url(query);
+        let mut pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .filter(|(k, _)| k != "from" && k != "until")
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        pairs.push(("from".into(), from.to_string()));
+        pairs.push(("until".into(), until.to_string()));
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut url = url;
+        url.query_pairs_mut().clear().extend_pairs(&pairs);
+        url
+    }
+
+    /// The statistical judge's series: every datapoint of `query`'s first target over the
+    /// window `from`..`until` (Unix seconds), oldest first, `null` as NaN.
+    pub async fn series(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        window: (u64, u64),
+    ) -> Result<Vec<f64>, String> {
+        let url = self.range_url(query, window);
+        tracing::debug!(graphite = %self.shown, query = url.query().unwrap_or_default(), "graphite range query");
+        let mut request = client.get(url);
+        if let Some((user, password)) = &self.basic {
+            request = request.basic_auth(user, Some(password));
+        }
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::series("Graphite", &self.shown, sent, series_of)
+    }
+
     /// Runs `query` (render API parameters) through `client`.
     pub async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
         let url = self.request_url(query);
@@ -86,6 +121,32 @@ impl Graphite {
 /// Reads a `format=json` render answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     vendor_http::parse_json(status, body, value_of)
+}
+
+/// Every datapoint of the first target of an answer (a string number read as Graphite's
+/// JSON may spell it); no target is an empty series.
+pub fn series_of(json: &Json) -> Result<Vec<f64>, String> {
+    let targets = json.as_array().ok_or("expected a list of targets")?;
+    let Some(target) = targets.first() else {
+        return Ok(Vec::new());
+    };
+    let points = target
+        .get("datapoints")
+        .and_then(Json::as_array)
+        .ok_or("target has no \"datapoints\" list")?;
+    points
+        .iter()
+        .map(|point| match point.as_array().map(Vec::as_slice) {
+            Some([Json::String(s), _]) => s
+                .parse::<f64>()
+                .map_err(|_| "expected a number, found a string".to_string()),
+            Some([v, _]) => vendor_http::series_value(v),
+            _ => Err(format!(
+                "expected a datapoint [value, time], found {}",
+                kind_of(point)
+            )),
+        })
+        .collect()
 }
 
 /// The last non-null datapoint of all the targets of an answer.
@@ -132,6 +193,22 @@ fn value_of(json: &Json) -> MetricValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_judge_reads_every_datapoint_and_sets_the_window() {
+        let json: Json =
+            serde_json::from_str(r#"[{"target":"a","datapoints":[[1.5,10],[null,20],["2",30]]},{"target":"b","datapoints":[[9,10]]}]"#)
+                .unwrap();
+        let s = series_of(&json).unwrap();
+        assert_eq!((s[0], s[2], s.len()), (1.5, 2.0, 3));
+        assert!(s[1].is_nan());
+        let g = Graphite::new("http://g.example", None).unwrap();
+        let url = g.range_url("target=sum(a.b)&from=-5min&until=now", (100, 400));
+        assert_eq!(
+            url.query(),
+            Some("format=json&from=100&target=sum%28a.b%29&until=400")
+        );
+    }
 
     #[test]
     fn the_last_non_null_datapoint_is_the_value() {

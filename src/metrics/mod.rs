@@ -35,6 +35,7 @@ pub mod datadog;
 pub mod dynatrace;
 pub mod graphite;
 pub mod influxdb;
+pub mod judge_builtin;
 pub mod judge_series;
 pub mod metric_templates;
 pub mod newrelic;
@@ -191,6 +192,99 @@ impl Vendor {
                 s.query(client, query, ms).await
             }
             Vendor::Cloudwatch(c) => c.query(client, query).await,
+        }
+    }
+}
+
+impl Vendor {
+    /// The statistical judge's series of `query` over `window` (Unix seconds), for the
+    /// providers whose API answers with one ([`judge_series::RANGE_PROVIDERS`]).
+    async fn series(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        (window, step): ((u64, u64), Duration),
+    ) -> Result<Vec<f64>, String> {
+        match self {
+            Vendor::Datadog(d) => d.series(client, query, window).await,
+            Vendor::Graphite(g, _) => g.series(client, query, window).await,
+            Vendor::Cloudwatch(c) => c.series(client, query, window).await,
+            Vendor::NewRelic(n) => n.series(client, query, window, step.as_secs()).await,
+            Vendor::Dynatrace(d) => d.series(client, query, window, step).await,
+            Vendor::Influxdb(_) | Vendor::Splunk(_) => Err(judge_series::refusal(self.kind())),
+        }
+    }
+
+    /// The provider's `spec.provider.type`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Vendor::Datadog(_) => "datadog",
+            Vendor::NewRelic(_) => "newrelic",
+            Vendor::Dynatrace(_) => "dynatrace",
+            Vendor::Influxdb(_) => "influxdb",
+            Vendor::Graphite(..) => "graphite",
+            Vendor::Splunk(_) => "splunk",
+            Vendor::Cloudwatch(_) => "cloudwatch",
+        }
+    }
+}
+
+/// The statistical judge's series of the MetricTemplate `namespace`/`name` for one
+/// `workload` (its `{{ target }}`): the template planned as a threshold metric's is (address,
+/// credentials, headers), then run by its provider as a range query over `start..end`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn template_series(
+    access: &PrometheusAccess,
+    canary: &Canary,
+    (namespace, name): (&str, &str),
+    workload: &str,
+    templates: &TemplateIndex,
+    default_address: Option<&str>,
+    concurrency: usize,
+    (start, end, step): (jiff::Timestamp, jiff::Timestamp, Duration),
+) -> Result<Vec<f64>, String> {
+    let reference = MetricSpec {
+        name: name.to_string(),
+        query: MetricQuery::Template {
+            name: crate::spec::model::Name::parse(name)?,
+            namespace: crate::spec::model::Name::parse(namespace)?,
+            variables: BTreeMap::new(),
+        },
+        interval: None,
+        range: Default::default(),
+    };
+    let job = plan(
+        canary,
+        &reference,
+        workload,
+        templates,
+        default_address,
+        DEFAULT_METRIC_INTERVAL,
+        access,
+    );
+    let unix = |t: jiff::Timestamp| u64::try_from(t.as_second()).unwrap_or(0);
+    match job {
+        Job::Failed(e) => Err(e),
+        Job::Vendor { vendor, query } => {
+            let endpoint =
+                access
+                    .endpoints()
+                    .get(vendor.url(), vendor.insecure_skip_verify(), concurrency)?;
+            let _slot = endpoint.slot().await;
+            vendor
+                .series(endpoint.client(), &query, ((unix(start), unix(end)), step))
+                .await
+        }
+        Job::Query { config, promql, .. } => {
+            let client = access.http().get(config.insecure_skip_verify).clone();
+            let client = Prometheus::with_client(client, &config).map_err(|e| e.to_string())?;
+            let endpoint =
+                access
+                    .endpoints()
+                    .get(client.url(), config.insecure_skip_verify, concurrency)?;
+            let client = client.on(endpoint.client().clone());
+            let _slot = endpoint.slot().await;
+            client.query_range(&promql, start, end, step).await
         }
     }
 }

@@ -73,6 +73,64 @@ impl NewRelic {
     }
 }
 
+impl NewRelic {
+    /// The statistical judge's NRQL: `query` over the window `from..to` (Unix seconds) in
+    /// buckets of `step` seconds (NRQL takes epoch milliseconds, and at most 366 buckets).
+    pub fn range_nrql(query: &str, (from, to): (u64, u64), step: u64) -> String {
+        let bucket = step
+            .max((to.saturating_sub(from)).div_ceil(MAX_BUCKETS))
+            .max(1);
+        format!(
+            "{query} SINCE {} UNTIL {} TIMESERIES {bucket} seconds",
+            from.saturating_mul(1000),
+            to.saturating_mul(1000)
+        )
+    }
+
+    /// The statistical judge's series: `query`'s `result` in every bucket of the window.
+    pub async fn series(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        window: (u64, u64),
+        step: u64,
+    ) -> Result<Vec<f64>, String> {
+        let nrql = NewRelic::range_nrql(query, window, step);
+        tracing::debug!(newrelic = %self.shown, %nrql, "newrelic range query");
+        let request = client
+            .get(self.url.clone())
+            .query(&[("nrql", nrql.as_str())])
+            .header("X-Query-Key", &self.query_key);
+        let sent = vendor_http::get(request, self.timeout).await;
+        vendor_http::series("New Relic", &self.shown, sent, series_of)
+    }
+}
+
+/// NRQL's most `TIMESERIES` buckets.
+const MAX_BUCKETS: u64 = 366;
+
+/// The `result` of each bucket of a `TIMESERIES` answer, oldest first (a missing one: NaN).
+pub fn series_of(json: &Json) -> Result<Vec<f64>, String> {
+    let buckets = json
+        .get("timeSeries")
+        .and_then(Json::as_array)
+        .ok_or("answer has no \"timeSeries\" list (does the query end in TIMESERIES?)")?;
+    buckets
+        .iter()
+        .map(|bucket| {
+            let results = bucket
+                .get("results")
+                .and_then(Json::as_array)
+                .ok_or("bucket has no \"results\" list")?;
+            match results.as_slice() {
+                [] => Ok(f64::NAN),
+                [one] => vendor_http::series_value(one.get("result").unwrap_or(&Json::Null)),
+                many => Err(format!("bucket has {} results; expected one", many.len())),
+            }
+        })
+        .collect()
+}
+
 /// Reads an Insights query answer into a value. Pure; never panics.
 pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     vendor_http::parse_json(status, body, value_of)
@@ -102,6 +160,25 @@ fn value_of(json: &Json) -> MetricValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_judge_asks_for_buckets_of_the_window_and_reads_each_result() {
+        assert_eq!(
+            NewRelic::range_nrql("SELECT x as result FROM T", (100, 400), 30),
+            "SELECT x as result FROM T SINCE 100000 UNTIL 400000 TIMESERIES 30 seconds"
+        );
+        // At most 366 buckets: a day at 1 s is 237 s buckets.
+        assert!(NewRelic::range_nrql("q", (0, 86_400), 1).ends_with("TIMESERIES 237 seconds"));
+        let json: Json = serde_json::from_str(
+            r#"{"timeSeries":[{"results":[{"result":1.5}],"beginTimeSeconds":100},{"results":[{"result":null}]},{"results":[{"result":2}]}]}"#,
+        )
+        .unwrap();
+        let s = series_of(&json).unwrap();
+        assert_eq!((s[0], s[2], s.len()), (1.5, 2.0, 3));
+        assert!(s[1].is_nan());
+        let flat: Json = serde_json::from_str(r#"{"results":[{"result":1}]}"#).unwrap();
+        assert!(series_of(&flat).unwrap_err().contains("TIMESERIES"));
+    }
 
     #[test]
     fn the_one_result_is_the_value() {

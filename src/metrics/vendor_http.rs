@@ -196,6 +196,40 @@ pub fn parse_json(
     }
 }
 
+/// The series of one exchange `sent`, for the statistical judge: as [`value`], its JSON
+/// answer read by `reduce` into every value of the window, every error prefixed with the
+/// vendor's name and shown address.
+pub fn series(
+    vendor: &str,
+    shown: &str,
+    sent: Result<(u16, Vec<u8>), String>,
+    reduce: impl FnOnce(&Json) -> Result<Vec<f64>, String>,
+) -> Result<Vec<f64>, String> {
+    let (status, body) = sent.map_err(|e| format!("{vendor} {shown}: {e}"))?;
+    let read = match status_error(status) {
+        Some(e) => Err(e),
+        None => serde_json::from_slice(&body)
+            .map_err(|e| not_json(&e))
+            .and_then(|json| reduce(&json)),
+    };
+    read.map_err(|e| {
+        log_unusable(vendor, shown, status, &body, &e);
+        format!("{vendor} {shown}: {e}")
+    })
+}
+
+/// A JSON value of a series: a number, or `null` (a missing value: NaN, which the judge's
+/// `nanStrategy` removes or replaces).
+pub fn series_value(value: &Json) -> Result<f64, String> {
+    match value {
+        Json::Null => Ok(f64::NAN),
+        Json::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| "expected a number, found a number out of range".to_string()),
+        other => Err(format!("expected a number, found {}", kind_of(other))),
+    }
+}
+
 /// A body that is not the JSON expected (`error` says where, never what was there).
 pub fn not_json(error: &serde_json::Error) -> String {
     format!("expected a JSON answer ({error})")

@@ -228,6 +228,8 @@ pub fn read_native(
         .get("provider")
         .and_then(|n| r.string(n, "spec.provider"));
     let metrics_server = read_metrics_server(r, spec);
+    let ns = id.as_ref().map(|i| i.namespace.as_str());
+    crate::judge::canary::check_native_sources(r, root, provider.as_deref(), ns, snapshot);
     let sync = match spec.get("sync") {
         // A bad block is reported through `r` and fails the canary below.
         Some(n) => read_sync_target(r, n, "spec.sync"),
@@ -756,6 +758,8 @@ pub fn read_flagger(
         .or_else(|| settings.provider_name.clone())
         .or_else(|| Some(FLAGGER_DEFAULT_PROVIDER_NAME.to_string()));
     let metrics_server = read_metrics_server(r, spec);
+    let ns = id.as_ref().map(|i| i.namespace.as_str());
+    crate::judge::canary::check_annotation_sources(r, root, provider_name.as_deref(), ns, snapshot);
     // A route field this provider's router would drop is refused, not ignored.
     if let Some(p) = provider {
         crate::spec::flagger_fields::refuse_unread(r, p, spec, before);

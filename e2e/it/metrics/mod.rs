@@ -7,7 +7,7 @@ mod pooling;
 mod prometheus_canned;
 pub mod prometheus_e2e;
 pub mod providers;
-mod providers_signed;
+pub mod providers_signed;
 pub mod support;
 pub mod vendor_loop;
 mod webhooks;

@@ -134,7 +134,7 @@ async fn splunk_no_points_errors_and_several_series_are_failed_checks() {
     assert!(server.requests().is_empty());
 }
 
-pub(super) const AWS_ENV: [(&str, &str); 3] = [
+pub(crate) const AWS_ENV: [(&str, &str); 3] = [
     ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
     (
         "AWS_SECRET_ACCESS_KEY",
@@ -142,7 +142,7 @@ pub(super) const AWS_ENV: [(&str, &str); 3] = [
     ),
     ("AWS_SESSION_TOKEN", "session-token"),
 ];
-pub(super) const CW_QUERY: &str = r#"[{"Id":"e1","Expression":"m1 / m2","Label":"err"},{"Id":"m1","MetricStat":{"Metric":{"Namespace":"MyKubernetesCluster","MetricName":"ErrorCount","Dimensions":[{"Name":"app","Value":"{{ target }}"}]},"Period":60,"Stat":"Sum","Unit":"Count"},"ReturnData":false},{"Id":"m2","MetricStat":{"Metric":{"Namespace":"MyKubernetesCluster","MetricName":"RequestCount"},"Period":60,"Stat":"Sum"},"ReturnData":false}]"#;
+pub(crate) const CW_QUERY: &str = r#"[{"Id":"e1","Expression":"m1 / m2","Label":"err"},{"Id":"m1","MetricStat":{"Metric":{"Namespace":"MyKubernetesCluster","MetricName":"ErrorCount","Dimensions":[{"Name":"app","Value":"{{ target }}"}]},"Period":60,"Stat":"Sum","Unit":"Count"},"ReturnData":false},{"Id":"m2","MetricStat":{"Metric":{"Namespace":"MyKubernetesCluster","MetricName":"RequestCount"},"Period":60,"Stat":"Sum"},"ReturnData":false}]"#;
 
 fn cloudwatch_env(url: &str) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = AWS_ENV.iter().map(|(k, v)| (*k, v.to_string())).collect();
@@ -152,7 +152,7 @@ fn cloudwatch_env(url: &str) -> Vec<(&'static str, String)> {
 
 /// The SigV4 `Authorization` header for what the fake received, computed by the crate from the
 /// recorded method, host, path, signed headers, body and `X-Amz-Date`.
-pub(super) fn expected_authorization(r: &Recorded, region: &str) -> String {
+pub(crate) fn expected_authorization(r: &Recorded, region: &str) -> String {
     let date = r.header("X-Amz-Date").expect("X-Amz-Date");
     let at: jiff::Timestamp = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", date)
         .expect("X-Amz-Date is YYYYMMDDTHHMMSSZ")

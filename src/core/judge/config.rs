@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::classify::MetricRule;
 use super::score::Thresholds;
+use crate::model::BuiltinMetric;
 
 /// A judge's validated settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,11 +22,27 @@ pub struct JudgeSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgeMetric {
     pub name: String,
-    /// The query template; `{{ workload }}` is the primary's or the canary's workload name.
-    pub query: Option<String>,
+    /// Where its series come from; `None` only for `sluice judge`, which reads files.
+    pub query: Option<JudgeQuery>,
     pub group: String,
     pub muted: bool,
     pub rule: MetricRule,
+}
+
+/// Where a judged metric's two series come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JudgeQuery {
+    /// A PromQL template run on the canary's Prometheus; `{{ workload }}` is the primary's or
+    /// the canary's workload name.
+    Promql(String),
+    /// A built-in metric, its queries those of the canary's mesh or ingress provider.
+    Builtin(BuiltinMetric),
+    /// A Flagger MetricTemplate, run by the provider it names; without a namespace, the
+    /// canary's.
+    Template {
+        name: String,
+        namespace: Option<String>,
+    },
 }
 
 /// The group of a metric that names none.

@@ -19,7 +19,7 @@ pub mod score;
 pub mod zeroin;
 
 pub use classify::{classify, Classification, Direction, EffectSize, Label, MetricRule};
-pub use config::{JudgeMetric, JudgeSpec};
+pub use config::{JudgeMetric, JudgeQuery, JudgeSpec};
 pub use effect::EffectMeasure;
 pub use judgement::{judge, Judgement, MetricInput, MetricResult};
 pub use mann_whitney::{mann_whitney, TestResult};

@@ -3,7 +3,7 @@
 //! approval that advances it, and missing series fail the check.
 
 use sluice_core::decide::{decide, Action, Decision};
-use sluice_core::judge::{JudgeMetric, JudgeSpec, MetricRule, Thresholds};
+use sluice_core::judge::{JudgeMetric, JudgeQuery, JudgeSpec, MetricRule, Thresholds};
 use sluice_core::judged::{JudgeObservation, MetricSeries, JUDGE_CHECK};
 use sluice_core::model::Canary;
 use sluice_core::observe::Observations;
@@ -16,7 +16,9 @@ use crate::builders::{canary, t};
 fn metric(name: &str, critical: bool) -> JudgeMetric {
     JudgeMetric {
         name: name.into(),
-        query: Some(format!("{name}{{deployment=\"{{{{ workload }}}}\"}}")),
+        query: Some(JudgeQuery::Promql(format!(
+            "{name}{{deployment=\"{{{{ workload }}}}\"}}"
+        ))),
         group: "default".into(),
         muted: false,
         rule: MetricRule {
