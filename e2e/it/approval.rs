@@ -106,7 +106,7 @@ fn json_for(kind: Kind, p: &Pr) -> Json_ {
 }
 
 impl ForgeFake {
-    fn start(kind: Kind) -> ForgeFake {
+    pub(crate) fn start(kind: Kind) -> ForgeFake {
         let prs: Shared = Arc::default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -182,7 +182,7 @@ impl ForgeFake {
         pr.base = base.to_string();
     }
 
-    fn settings(&self) -> String {
+    pub(crate) fn settings(&self) -> String {
         let (kind, repo) = match self.kind {
             Kind::GitHub => ("github", "acme/fleet"),
             Kind::GitLab => ("gitlab", "acme/fleet"),
