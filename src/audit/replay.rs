@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 use git2::{Oid, Repository};
 
 use crate::core::decide::{decide, Decision};
-use crate::core::observe::{DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
+use crate::core::observe::{
+    DriftFact, DriftPolicy, Facts, MergedApproval, Observations, Unreachable,
+};
 use crate::core::operate::operate;
 use crate::core::verdict::{self, DeletedVerdict};
 use crate::deleted;
@@ -129,6 +131,17 @@ pub fn replay(
             let said = (operator.clone(), reason.clone());
             (verdict.decision, Some(said), Vec::new())
         }
+        By::Unreachable { cluster, error } => {
+            let facts = Facts {
+                unreachable: Some(Unreachable {
+                    cluster: cluster.clone(),
+                    error: error.clone(),
+                }),
+                ..Facts::default()
+            };
+            let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
+            (verdict.decision, None, Vec::new())
+        }
         By::Revert {} | By::Other { .. } => {
             return Err(problem(REPLAY, "not a decision a replay rebuilds"))
         }
@@ -140,13 +153,14 @@ pub fn replay(
         ));
     }
     let changes = match &record.by {
-        By::Drift { .. } | By::Resume {} => crate::drift::changes(canary, &decision, &restore)
-            .map_err(|e| {
+        By::Drift { .. } | By::Resume {} | By::Unreachable { .. } => {
+            crate::drift::changes(canary, &decision, &restore).map_err(|e| {
                 problem(
                     &status_path,
                     format!("the rules cannot render this decision: {e}"),
                 )
-            })?,
+            })?
+        }
         _ => {
             let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
             let index = parent.index(&outputs);

@@ -102,6 +102,9 @@ pub enum By {
     },
     /// A drift hold ends: the owned files are sluice's again.
     Resume {},
+    /// A wave held because its cluster did not answer (the status file alone says so).
+    #[serde(rename_all = "camelCase")]
+    Unreachable { cluster: String, error: String },
     /// Written before format 4 by commits a replay did not rebuild: `sluice audit` lists it
     /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
@@ -402,6 +405,10 @@ mod tests {
             By::Revert {},
             By::RouteSource {},
             By::Resume {},
+            By::Unreachable {
+                cluster: "API server https://eu.example:6443".into(),
+                error: "connection refused".into(),
+            },
             By::Refused {
                 reason: "eve merged".into(),
                 operator: "sluice <sluice@localhost>".into(),
