@@ -81,5 +81,6 @@ mod sync;
 mod tick;
 mod validate_repo;
 mod waves;
+mod waves_run;
 mod waves_spec;
 mod workload;
