@@ -76,6 +76,24 @@ pub struct Context<'a> {
     pub sanctioned: &'a BTreeMap<String, Sanctioned>,
 }
 
+/// The hold of a wave whose cluster did not answer, made again on the recorded fact.
+fn unreachable(
+    canary: &Canary,
+    status: Option<&crate::core::status::Status>,
+    cluster: &str,
+    error: &str,
+    now: jiff::Timestamp,
+) -> Decision {
+    let facts = Facts {
+        unreachable: Some(Unreachable {
+            cluster: cluster.to_string(),
+            error: error.to_string(),
+        }),
+        ..Facts::default()
+    };
+    verdict::verdict(canary, status, &none(), &facts, now).decision
+}
+
 /// Makes the decision `record` describes for the canary `id` again on `parent`.
 pub fn replay(
     ctx: &Context<'_>,
@@ -131,17 +149,11 @@ pub fn replay(
             let said = (operator.clone(), reason.clone());
             (verdict.decision, Some(said), Vec::new())
         }
-        By::Unreachable { cluster, error } => {
-            let facts = Facts {
-                unreachable: Some(Unreachable {
-                    cluster: cluster.clone(),
-                    error: error.clone(),
-                }),
-                ..Facts::default()
-            };
-            let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
-            (verdict.decision, None, Vec::new())
-        }
+        By::Unreachable { cluster, error } => (
+            unreachable(canary, status.as_ref(), cluster, error, record.now),
+            None,
+            Vec::new(),
+        ),
         By::Revert {} | By::Other { .. } => {
             return Err(problem(REPLAY, "not a decision a replay rebuilds"))
         }
