@@ -87,6 +87,12 @@ async fn series<R: Sync>(
         .auth()
         .map_err(|e| format!("Prometheus credentials: {e}"))?
         .clone();
+    // A wave's own Prometheus takes the credentials of its `metricsSecretRef`.
+    if canary.metrics_server.is_some() {
+        if let Some(auth) = crate::metrics::wave_auth(canary, access.secrets()) {
+            config.auth = auth?;
+        }
+    }
     let client = Prometheus::with_client(access.http().get(false).clone(), &config)
         .map_err(|e| e.to_string())?;
     let endpoint = access.endpoints().get(client.url(), false, concurrency)?;

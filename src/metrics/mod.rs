@@ -502,7 +502,10 @@ fn prometheus_secret(
 
 /// The credentials of a wave's `metricsServer`, from its `metricsSecretRef` (in the canary's
 /// namespace, the keys a Prometheus template's Secret has); `None` without one.
-fn wave_auth(canary: &Canary, secrets: &Secrets) -> Option<Result<prometheus::Auth, String>> {
+pub(crate) fn wave_auth<R>(
+    canary: &crate::core::model::Canary<R>,
+    secrets: &Secrets,
+) -> Option<Result<prometheus::Auth, String>> {
     let wave = canary.wave.as_ref()?;
     let secret = wave.metrics_secret.as_ref()?;
     let at = format!(
