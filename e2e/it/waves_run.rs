@@ -508,6 +508,13 @@ fn an_unreachable_cluster_holds_its_wave_until_it_answers_kube_fake_forge_fake()
         "{:#?}",
         wave_log(&fleet.bare)
     );
+    git(&fleet.human, &["pull", "-q", "origin", "main"]);
+    let checkout = fleet.human.display().to_string();
+    let (code, out, err) = crate::support::run_sluice(&["status", "--dir", &checkout]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line =
+        format!("shop/web.eu HELD (cluster): Held: cluster unreachable: API server {eu_address}: ");
+    assert!(out.contains(&line), "sluice status says why:\n{out}");
     let held: Vec<Json> = fleet
         .notifications()
         .into_iter()
