@@ -357,7 +357,8 @@ fn know(
     let drifting = facts.drift.is_some() || status.is_some_and(|s| !s.drift.is_empty());
     let mut comment = None;
     let mut applied = true;
-    if !drifting {
+    facts.unreachable = external.cluster.clone().and_then(Result::err);
+    if !drifting && facts.unreachable.is_none() {
         if let (Some(forge), Some(status)) = (forge, status) {
             let close = (read.settings.on_close, repo.branch());
             facts.rejected = approval::rejection(forge, runtime, close, canary, status);

@@ -58,6 +58,9 @@ pub struct External {
     pub metrics_pending: bool,
     /// The statistical judge's series, for a judged canary whose metrics were observed.
     pub judge: Option<crate::core::judged::JudgeObservation>,
+    /// Whether the wave's cluster answered, asked when the wave is about to act (`None`: not
+    /// asked). When it did not, nothing else was observed.
+    pub cluster: Option<Result<(), crate::core::observe::Unreachable>>,
 }
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
@@ -212,6 +215,13 @@ impl<'a> Live<'a> {
         tick: &Tick<'_>,
     ) -> External {
         let canary = r.canary;
+        let reached = self.reach(r).await;
+        if let Some(Err(_)) = &reached {
+            return External {
+                cluster: reached,
+                ..External::default()
+            };
+        }
         let want = wants(canary, r.status, r.revision, tick.now);
         let target = target_name(canary)
             .unwrap_or(canary.base_name().as_str())
@@ -287,7 +297,24 @@ impl<'a> Live<'a> {
             ready,
             metrics_pending: false,
             judge,
+            cluster: reached,
         }
+    }
+
+    /// Whether a wave's own cluster (`cluster:`) answers, asked only when the wave is about
+    /// to act: under analysis, or with a revision it has not taken yet.
+    async fn reach(
+        &self,
+        r: &Request<'_>,
+    ) -> Option<Result<(), crate::core::observe::Unreachable>> {
+        let cluster = r.canary.wave.as_ref()?.cluster.as_ref()?;
+        let status = r.status?;
+        let taken = status.promoted_revision == r.revision
+            || status.canary_revision.as_deref() == Some(r.revision);
+        if !status.phase.is_active() && taken {
+            return None;
+        }
+        Some(self.runtime.cluster_reach(cluster).await)
     }
 }
 

@@ -297,7 +297,10 @@ fn decision_commit(
     now: Timestamp,
 ) -> Result<(Vec<FileChange>, CommitMessage), CanaryError> {
     let changes = match basis {
-        Basis::Drift => crate::drift::changes(canary, decision, &known.restore)?,
+        // A cluster outage is said by the status file alone, as a drift hold is.
+        Basis::Drift | Basis::Unreachable(_) => {
+            crate::drift::changes(canary, decision, &known.restore)?
+        }
         _ => render::changes(root, canary, decision, index)?,
     };
     let operator = match basis {
@@ -306,7 +309,8 @@ fn decision_commit(
         | Basis::Approved { .. }
         | Basis::Drift
         | Basis::MergerUnknown
-        | Basis::Unsigned { .. } => None,
+        | Basis::Unsigned { .. }
+        | Basis::Unreachable(_) => None,
     };
     let mut message = message::render(canary, decision, operator);
     if let (Basis::Approved { by, source }, Action::ApprovalMerged) = (basis, &decision.action) {
@@ -331,6 +335,13 @@ fn decision_commit(
         Basis::MergerUnknown => Record::of(
             By::Other {
                 what: "approval merged by an unknown login".to_string(),
+            },
+            now,
+        ),
+        Basis::Unreachable(fact) => Record::of(
+            By::Unreachable {
+                cluster: fact.cluster.clone(),
+                error: fact.error.clone(),
             },
             now,
         ),

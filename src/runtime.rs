@@ -231,6 +231,14 @@ impl Runtime {
         }
     }
 
+    /// Whether a wave's cluster answers (see [`crate::waves::clusters::Clusters::reach`]).
+    pub async fn cluster_reach(
+        &self,
+        cluster: &crate::core::waves::Cluster,
+    ) -> Result<(), crate::core::observe::Unreachable> {
+        self.clusters.reach(cluster).await
+    }
+
     /// The repo settings of the `.sluice/config.yaml` whose git blob id is `source` (`None`:
     /// no such file); `read` reads and parses the file, and runs only when `source` differs
     /// from the last call's.

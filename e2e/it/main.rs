@@ -85,5 +85,6 @@ mod sync;
 mod tick;
 mod validate_repo;
 mod waves;
+mod waves_run;
 mod waves_spec;
 mod workload;

@@ -36,57 +36,104 @@ struct Cluster {
     requests: Vec<String>,
 }
 
-/// An in-process fake of the two API paths sluice reads.
-struct FakeKubeApi {
-    url: String,
+/// An in-process fake of the API paths sluice reads (also the waves' clusters in
+/// `waves_run.rs`, which stops and starts it again as a cluster going down and coming back).
+pub(crate) struct FakeKubeApi {
+    pub(crate) url: String,
+    addr: std::net::SocketAddr,
     cluster: Arc<Mutex<Cluster>>,
     schemas: Schemas,
     resource_version: u64,
+    /// Stops the server gracefully (idle keep-alive connections closed too); `None` while
+    /// stopped.
+    shutdown: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
 }
 
 impl FakeKubeApi {
-    async fn start() -> FakeKubeApi {
+    pub(crate) async fn start() -> FakeKubeApi {
         let cluster = Arc::new(Mutex::new(Cluster::default()));
-        let app = Router::new()
-            .route(
-                "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations/{name}",
-                get(kustomization),
-            )
-            .route(
-                "/apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}",
-                get(application),
-            )
-            .route(
-                "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
-                get(deployment_route),
-            )
-            .route(
-                "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes/{name}",
-                get(httproute_route),
-            )
-            .fallback(not_a_path)
-            .with_state(Arc::clone(&cluster));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("fake API serves");
-        });
+        let shutdown = Some(serve(listener, Arc::clone(&cluster)));
         FakeKubeApi {
             url: format!("http://{addr}"),
+            addr,
             cluster,
             schemas: Schemas::default(),
             resource_version: 1000,
+            shutdown,
         }
     }
 
+    /// The API server goes down: connections to it are refused until [`Self::restart`].
+    pub(crate) async fn stop(&mut self) {
+        if let Some((stop, served)) = self.shutdown.take() {
+            let _ = stop.send(());
+            served.await.expect("fake API stops");
+        }
+    }
+
+    /// The API server comes back on its address, with the objects it held.
+    pub(crate) async fn restart(&mut self) {
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .expect("bind the same address again");
+        self.shutdown = Some(serve(listener, Arc::clone(&self.cluster)));
+    }
+}
+
+/// Serves the fake's routes on `listener` until told to stop.
+fn serve(
+    listener: tokio::net::TcpListener,
+    cluster: Arc<Mutex<Cluster>>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let app = Router::new()
+        .route("/version", get(version))
+        .route(
+            "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations/{name}",
+            get(kustomization),
+        )
+        .route(
+            "/apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}",
+            get(application),
+        )
+        .route(
+            "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
+            get(deployment_route),
+        )
+        .route(
+            "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes/{name}",
+            get(httproute_route),
+        )
+        .fallback(not_a_path)
+        .with_state(cluster);
+    let served = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("fake API serves");
+    });
+    (stop, served)
+}
+
+impl FakeKubeApi {
     fn client(&self) -> kube::Client {
         client_from_config(kube::Config::new(self.url.parse().expect("url"))).expect("client")
     }
 
     /// Stores `object` as the API server would return it: metadata filled in, validated.
-    fn put(&mut self, mut object: Json) {
+    pub(crate) fn put(&mut self, mut object: Json) {
         let errors = self.schemas.errors(&object);
         assert!(
             errors.is_empty(),
@@ -237,6 +284,24 @@ async fn httproute_route(
     )
 }
 
+/// `GET /version`, the `version.Info` every API server serves to any client.
+async fn version() -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "major": "1",
+            "minor": "31",
+            "gitVersion": "v1.31.0",
+            "gitCommit": "9edcffcde5595e8a5b1a35f88c421764e575afce",
+            "gitTreeState": "clean",
+            "buildDate": "2024-08-13T07:28:49Z",
+            "goVersion": "go1.22.5",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        }),
+    )
+}
+
 async fn not_a_path() -> Response {
     // What the API server answers for a path no installed API serves.
     (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
@@ -257,7 +322,7 @@ fn argo_target(name: &str) -> SyncTarget {
 }
 
 /// The Kustomization of the shared example (schemas/examples), with this status.
-fn kustomization_object(generation: i64, revision: &str, ready: Json) -> Json {
+pub(crate) fn kustomization_object(generation: i64, revision: &str, ready: Json) -> Json {
     json!({
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -278,7 +343,7 @@ fn kustomization_object(generation: i64, revision: &str, ready: Json) -> Json {
     })
 }
 
-fn ready_true(generation: i64, revision: &str) -> Json {
+pub(crate) fn ready_true(generation: i64, revision: &str) -> Json {
     json!({
         "type": "Ready",
         "status": "True",

@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 use git2::{Oid, Repository};
 
 use crate::core::decide::{decide, Decision};
-use crate::core::observe::{DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
+use crate::core::observe::{
+    DriftFact, DriftPolicy, Facts, MergedApproval, Observations, Unreachable,
+};
 use crate::core::operate::operate;
 use crate::core::verdict::{self, DeletedVerdict};
 use crate::deleted;
@@ -73,6 +75,24 @@ pub struct Context<'a> {
     pub parent: Option<Oid>,
     /// The newest verified commits of each canary before `commit`.
     pub sanctioned: &'a BTreeMap<String, Sanctioned>,
+}
+
+/// The hold of a wave whose cluster did not answer, made again on the recorded fact.
+fn unreachable(
+    canary: &Canary,
+    status: Option<&crate::core::status::Status>,
+    cluster: &str,
+    error: &str,
+    now: jiff::Timestamp,
+) -> Decision {
+    let facts = Facts {
+        unreachable: Some(Unreachable {
+            cluster: cluster.to_string(),
+            error: error.to_string(),
+        }),
+        ..Facts::default()
+    };
+    verdict::verdict(canary, status, &none(), &facts, now).decision
 }
 
 /// Makes the decision `record` describes for the canary `id` again on `parent`.
@@ -133,6 +153,11 @@ pub fn replay(
             let said = (operator.clone(), reason.clone());
             (verdict.decision, Some(said), Vec::new())
         }
+        By::Unreachable { cluster, error } => (
+            unreachable(canary, status.as_ref(), cluster, error, record.now),
+            None,
+            Vec::new(),
+        ),
         By::Revert {} | By::Other { .. } => {
             return Err(problem(REPLAY, "not a decision a replay rebuilds"))
         }
@@ -144,13 +169,14 @@ pub fn replay(
         ));
     }
     let changes = match &record.by {
-        By::Drift { .. } | By::Resume {} => crate::drift::changes(canary, &decision, &restore)
-            .map_err(|e| {
+        By::Drift { .. } | By::Resume {} | By::Unreachable { .. } => {
+            crate::drift::changes(canary, &decision, &restore).map_err(|e| {
                 problem(
                     &status_path,
                     format!("the rules cannot render this decision: {e}"),
                 )
-            })?,
+            })?
+        }
         _ => {
             let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
             let index = parent.index(&outputs);

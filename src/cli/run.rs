@@ -171,6 +171,20 @@ fn log_report(report: &TickReport) {
     }
 }
 
+/// The waves a tick held because their cluster does not answer, as `/readyz` details.
+fn unreachable_clusters(report: &TickReport) -> Vec<String> {
+    report
+        .outcomes
+        .iter()
+        .flat_map(|o| {
+            o.events
+                .iter()
+                .filter(|e| e.starts_with("Held: cluster unreachable"))
+                .map(move |e| format!("{}: {e}", o.id))
+        })
+        .collect()
+}
+
 /// How long a stop request waits for the tick to finish before the process exits anyway.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -389,6 +403,7 @@ fn poll_once(
         }
         Ok(Polled::Ticked(report)) => {
             state.set_ready();
+            state.set_details(unreachable_clusters(&report));
             record(metrics, &report);
             log_report(&report);
             sleep_for(report.wake_at(), jiff::Timestamp::now(), poll_interval)

@@ -13,6 +13,9 @@ pub struct Args {
     pub output: Output,
 }
 
+/// How the status of a wave held for an unreachable cluster starts (`core::verdict`).
+const HELD_CLUSTER: &str = "Held: cluster unreachable: ";
+
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let (root, _held) = read_root(&args.source)?;
     let rows = rows(&root)?;
@@ -61,6 +64,10 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             // The table has no message column: a canary held by drift says so below it.
             for r in rows.iter().filter(|r| !r.drift.is_empty()) {
                 outln!("{}/{} HELD (drift): {}", r.namespace, r.name, r.message);
+            }
+            // A wave whose cluster did not answer says why, naming the cluster.
+            for r in rows.iter().filter(|r| r.message.starts_with(HELD_CLUSTER)) {
+                outln!("{}/{} HELD (cluster): {}", r.namespace, r.name, r.message);
             }
             if rows.iter().any(|r| r.warnings > 0) {
                 outln!("WARNINGS: run `sluice validate` on the repo to read them");

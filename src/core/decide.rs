@@ -71,6 +71,9 @@ pub enum Action {
     /// Files sluice owns were changed outside sluice since its last commit for the canary
     /// (the `drift:` repo setting says which step the loop takes).
     Drift(DriftStep),
+    /// A wave's cluster does not answer: the wave holds, and its status says why (committed
+    /// once per outage, the status file alone).
+    Unreachable,
 }
 
 /// What the loop does about files sluice owns that someone else changed.
@@ -150,7 +153,8 @@ impl Decision {
             | Action::ApprovalMerged
             | Action::Pause
             | Action::Resume
-            | Action::Drift(_) => false,
+            | Action::Drift(_)
+            | Action::Unreachable => false,
         }
     }
 }

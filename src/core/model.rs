@@ -284,6 +284,10 @@ pub struct WaveOf {
     /// Where the wave's sync and readiness gates look; `None`: the cluster sluice's own kube
     /// client reaches.
     pub cluster: Option<Cluster>,
+    /// `metricsSecretRef`: the Secret (in the canary's namespace, mapped into sluice as every
+    /// `secretRef`) with the credentials of the wave's `metricsServer`: key `token` (bearer),
+    /// else `username` and `password` (basic).
+    pub metrics_secret: Option<Name>,
 }
 
 /// Flagger's `spec.autoscalerRef`: the user's autoscaler, which sluice copies for the primary

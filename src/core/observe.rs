@@ -83,6 +83,19 @@ pub struct Facts {
     /// signing policy in force at its parent requires (`signing.required`): why. A commit
     /// never changes the policy that judges it.
     pub unsigned: Option<String>,
+    /// A wave's cluster (`cluster:` of the wave) did not answer when the wave was about to
+    /// act. The wave holds: nothing is decided for it, so nothing reaches its folder and it
+    /// is never promoted on what cannot be seen.
+    pub unreachable: Option<Unreachable>,
+}
+
+/// A wave's cluster that did not answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    /// The cluster as people name it: `API server <address>` or `kube context <name>`.
+    pub cluster: String,
+    /// What asking it gave (a refused connection, a timeout, an error status).
+    pub error: String,
 }
 
 /// Owned files that differ from sluice's last commit of them.

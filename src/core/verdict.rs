@@ -9,7 +9,9 @@ use jiff::Timestamp;
 
 use crate::decide::{change, decide, dotted, hold, Action, Decision, DriftStep};
 use crate::model::Canary;
-use crate::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
+use crate::observe::{
+    Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations, Unreachable,
+};
 use crate::operate::{operate, Operation};
 use crate::status::{Gate, Phase, Status};
 
@@ -43,6 +45,9 @@ pub enum Basis {
     /// The commit that brought the status is not signed as the signing policy requires:
     /// nothing changes until an operator acts.
     Unsigned { reason: String },
+    /// The wave's cluster cannot be reached: nothing changes until it answers again (the
+    /// status says so once).
+    Unreachable(Unreachable),
 }
 
 /// Decides one canary from its status, observations and facts.
@@ -58,6 +63,9 @@ pub fn verdict<R>(
     }
     if let Some(held) = status.filter(|s| !s.drift.is_empty()) {
         return of(resumed(held), Basis::Drift);
+    }
+    if let (Some(fact), Some(status)) = (&facts.unreachable, status) {
+        return unreachable(canary, status, fact, now);
     }
     let mut warnings = Vec::new();
     if let Some(reason) = &facts.rejected {
@@ -112,6 +120,39 @@ fn of(decision: Decision, basis: Basis) -> Verdict {
         decision,
         basis,
         warnings: Vec::new(),
+    }
+}
+
+/// The wave's cluster did not answer: hold (a wave is never moved, let alone promoted, on a
+/// cluster sluice cannot see) and look again one analysis interval on. Said once: the first
+/// tick commits the status alone with the reason (so `sluice status`, the history and the
+/// notifications tell it), later ticks of the same outage change nothing.
+fn unreachable<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    fact: &Unreachable,
+    now: Timestamp,
+) -> Verdict {
+    let said = format!("Held: cluster unreachable: {}:", fact.cluster);
+    let event = format!(
+        "{said} {}; the wave makes no change until its cluster answers again",
+        fact.error
+    );
+    let again = crate::decide::after(now, canary.analysis.interval);
+    let decision = if status.message.starts_with(&said) {
+        hold(status, Some(again), event.clone())
+    } else {
+        change(
+            Action::Unreachable,
+            status.clone(),
+            event.clone(),
+            Some(again),
+        )
+    };
+    Verdict {
+        decision,
+        basis: Basis::Unreachable(fact.clone()),
+        warnings: vec![event],
     }
 }
 

@@ -188,6 +188,12 @@ fn prometheus(fetch: &Fetch<'_>, canary: &Canary) -> Result<Pooled, String> {
         .auth()
         .map_err(|e| format!("Prometheus credentials: {e}"))?
         .clone();
+    // A wave's own Prometheus takes the credentials of its `metricsSecretRef`.
+    if canary.metrics_server.is_some() {
+        if let Some(auth) = crate::metrics::wave_auth(canary, fetch.access.secrets()) {
+            config.auth = auth?;
+        }
+    }
     let client = Prometheus::with_client(fetch.access.http().get(false).clone(), &config)
         .map_err(|e| e.to_string())?;
     let endpoint = fetch

@@ -484,7 +484,8 @@ fn plan(
     let interval = metric.interval.unwrap_or(default_interval);
     let no_variables = BTreeMap::new();
     let canary_address = canary.metrics_server.as_deref().or(default_address);
-    let (text, address, template, builtin) = match &metric.query {
+    // The last item: whether the query goes to the canary's (or its wave's) own address.
+    let (text, address, template, builtin, to_canary) = match &metric.query {
         MetricQuery::Builtin(b) => {
             let queries = match builtin::query_set(canary.provider.as_deref(), *b) {
                 Ok(q) => q,
@@ -492,7 +493,7 @@ fn plan(
             };
             let model = query_model(canary, target, interval, &no_variables);
             match builtin::query(&queries, *b, &model) {
-                Ok(q) => (q.promql.clone(), canary_address, None, Some(q)),
+                Ok(q) => (q.promql.clone(), canary_address, None, Some(q), true),
                 Err(e) => return Job::Failed(format!("rendering the {queries} query failed: {e}")),
             }
         }
@@ -529,12 +530,13 @@ fn plan(
                 MetricProvider::Prometheus { address, .. } => address.as_deref(),
                 _ => None,
             };
-            (text, address.or(canary_address), Some(t), None)
+            let own = address.is_some();
+            (text, address.or(canary_address), Some(t), None, !own)
         }
         MetricQuery::Query(q) => {
             let model = query_model(canary, target, interval, &no_variables);
             match render(q, &model) {
-                Ok(q) => (q, canary_address, None, None),
+                Ok(q) => (q, canary_address, None, None, true),
                 Err(e) => return Job::Failed(format!("query: {e}")),
             }
         }
@@ -546,6 +548,13 @@ fn plan(
         Ok(a) => a.clone(),
         Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
     };
+    if to_canary && canary.metrics_server.is_some() {
+        match wave_auth(canary, access.secrets()) {
+            Some(Ok(a)) => auth = a,
+            Some(Err(e)) => return Job::Failed(e),
+            None => {}
+        }
+    }
     let mut config = PrometheusConfig::new(address);
     if let Some(MetricProvider::Prometheus {
         headers,
@@ -578,13 +587,42 @@ fn prometheus_secret(
     secret: &str,
     secrets: &Secrets,
 ) -> Result<prometheus::Auth, String> {
-    let failed = |e: crate::secrets::SecretError| {
-        format!(
-            "metric template {t} ({}:{}): spec.provider.secretRef: {e}",
-            t.file, t.line
-        )
-    };
-    let ns = t.namespace.as_str();
+    let at = format!(
+        "metric template {t} ({}:{}): spec.provider.secretRef",
+        t.file, t.line
+    );
+    secret_auth(&at, t.namespace.as_str(), secret, secrets)
+}
+
+/// The credentials of a wave's `metricsServer`, from its `metricsSecretRef` (in the canary's
+/// namespace, the keys a Prometheus template's Secret has); `None` without one.
+pub(crate) fn wave_auth<R>(
+    canary: &crate::core::model::Canary<R>,
+    secrets: &Secrets,
+) -> Option<Result<prometheus::Auth, String>> {
+    let wave = canary.wave.as_ref()?;
+    let secret = wave.metrics_secret.as_ref()?;
+    let at = format!(
+        "wave {} of {} ({}:{}): {}.metricsSecretRef",
+        wave.name, canary.id, wave.file, wave.line, wave.field
+    );
+    Some(secret_auth(
+        &at,
+        canary.id.namespace.as_str(),
+        secret.as_str(),
+        secrets,
+    ))
+}
+
+/// Key `token` (bearer) of Secret `ns/secret`, else keys `username` and `password` (basic);
+/// errors start with `at`, the field that names the Secret.
+fn secret_auth(
+    at: &str,
+    ns: &str,
+    secret: &str,
+    secrets: &Secrets,
+) -> Result<prometheus::Auth, String> {
+    let failed = |e: crate::secrets::SecretError| format!("{at}: {e}");
     if let Some(token) = secrets.get(ns, secret, "token").map_err(failed)? {
         return Ok(prometheus::Auth::Bearer(token));
     }

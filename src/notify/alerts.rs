@@ -141,8 +141,10 @@ pub fn messages(canary: &Canary, decision: &Decision) -> Vec<Message> {
         | Action::ApprovalMerged
         | Action::Pause
         | Action::Resume
-        // Drift is sluice's own gate (Flagger has none): the repo's notifications carry it.
-        | Action::Drift(_) => Vec::new(),
+        // Drift and cluster outages are sluice's own gates (Flagger has none): the repo's
+        // notifications carry them.
+        | Action::Drift(_)
+        | Action::Unreachable => Vec::new(),
     }
 }
 

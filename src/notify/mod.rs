@@ -25,6 +25,9 @@ pub enum Event {
     PromotionFailed,
     /// Files sluice owns were changed outside sluice: the canary holds, or they were restored.
     Drift,
+    /// A wave's cluster does not answer: the wave holds (the commit that says so is made
+    /// once per outage).
+    ClusterUnreachable,
 }
 
 impl Event {
@@ -36,6 +39,7 @@ impl Event {
             Event::RolledBack => "rolledBack",
             Event::PromotionFailed => "promotionFailed",
             Event::Drift => "drift",
+            Event::ClusterUnreachable => "clusterUnreachable",
         }
     }
 
@@ -51,6 +55,7 @@ impl Event {
             Action::Rollback { .. } => Some(Event::RolledBack),
             Action::PromotionFailed { .. } => Some(Event::PromotionFailed),
             Action::Drift(DriftStep::Hold { .. } | DriftStep::Restore { .. }) => Some(Event::Drift),
+            Action::Unreachable => Some(Event::ClusterUnreachable),
             Action::Hold
             | Action::Initialize
             | Action::Cancel
@@ -98,7 +103,7 @@ pub fn payload(
             "@type": "MessageCard",
             "@context": "https://schema.org/extensions",
             "summary": format!("sluice: {} {}", canary.id, event.name()),
-            "themeColor": if matches!(event, Event::RolledBack | Event::PromotionFailed | Event::Drift) { "d63333" } else { "2e7d32" },
+            "themeColor": if matches!(event, Event::RolledBack | Event::PromotionFailed | Event::Drift | Event::ClusterUnreachable) { "d63333" } else { "2e7d32" },
             "title": format!("sluice: {} {}", canary.id, event.name()),
             "text": text,
         }),

@@ -119,6 +119,7 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
         Action::Drift(DriftStep::Resolved) => {
             format!("{n}: owned files are sluice's again, resuming")
         }
+        Action::Unreachable => format!("{n}: held, its cluster does not answer"),
     }
 }
 

@@ -107,6 +107,9 @@ pub enum By {
     /// commit before the release reached it.
     #[serde(rename_all = "camelCase")]
     WaveRevert { revision: String, from: String },
+    /// A wave held because its cluster did not answer (the status file alone says so).
+    #[serde(rename_all = "camelCase")]
+    Unreachable { cluster: String, error: String },
     /// Written before format 4 by commits a replay did not rebuild: `sluice audit` lists it
     /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
@@ -410,6 +413,10 @@ mod tests {
             By::WaveRevert {
                 revision: "9e46dc7a1b".into(),
                 from: "abc".into(),
+            },
+            By::Unreachable {
+                cluster: "API server https://eu.example:6443".into(),
+                error: "connection refused".into(),
             },
             By::Refused {
                 reason: "eve merged".into(),

@@ -54,6 +54,8 @@ pub struct ServerState {
     replays: Replays,
     /// The read-only dashboard at `/`, when served.
     dashboard: Option<DashboardState>,
+    /// What the last tick held for lack of a cluster, one line each (`/readyz` details).
+    details: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ServerState {
@@ -69,6 +71,7 @@ impl ServerState {
                 .map(|s| Arc::from(s.into_bytes())),
             replays: Replays::new(),
             dashboard: None,
+            details: Arc::default(),
         }
     }
 
@@ -95,6 +98,19 @@ impl ServerState {
 
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Sets the `/readyz` details: the waves the last tick held because their cluster does
+    /// not answer (each `NS/NAME: why`, naming the cluster). They do not make the daemon
+    /// unready: restarting sluice would not bring a cluster back.
+    pub fn set_details(&self, details: Vec<String>) {
+        let mut held = self.details.lock().unwrap_or_else(|e| e.into_inner());
+        *held = details;
+    }
+
+    fn details(&self) -> Vec<String> {
+        let held = self.details.lock().unwrap_or_else(|e| e.into_inner());
+        held.clone()
     }
 
     /// Resolves at the next authenticated webhook (or at once if one arrived since the last
@@ -210,7 +226,11 @@ async fn healthz() -> &'static str {
 
 async fn readyz(State(state): State<ServerState>) -> Response {
     if state.is_ready() {
-        (StatusCode::OK, "ready\n").into_response()
+        let mut body = "ready\n".to_string();
+        for line in state.details() {
+            body.push_str(&format!("held: {line}\n"));
+        }
+        (StatusCode::OK, body).into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,

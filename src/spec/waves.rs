@@ -11,6 +11,7 @@
 //!       sync: {flux: {kustomization: apps}}
 //!       cluster: {kubeContext: staging}
 //!       metricsServer: http://prometheus.staging:9090
+//!       metricsSecretRef: {name: prometheus-staging}   # its credentials (token, or username/password)
 //!       analysis: {...}            # replaces the canary's analysis in this wave
 //!     - name: prod-eu
 //!       output: clusters/prod-eu/podinfo
@@ -43,6 +44,7 @@ const WAVE_KEYS: &[&str] = &[
     "sync",
     "settle",
     "metricsServer",
+    "metricsSecretRef",
     "cluster",
     "approval",
     "analysis",
@@ -60,6 +62,7 @@ struct WaveSpec {
     sync: Option<SyncTarget>,
     settle: Option<Duration>,
     metrics_server: Option<String>,
+    metrics_secret: Option<Name>,
     cluster: Option<Cluster>,
     approval: bool,
     analysis: Option<Analysis>,
@@ -261,6 +264,9 @@ fn read_wave(r: &mut Reader, node: &Node, path: &str, ctx: &Context) -> Option<W
     let metrics_server = node
         .get("metricsServer")
         .and_then(|n| read_url(r, n, &join(path, "metricsServer")));
+    let metrics_secret = node
+        .get("metricsSecretRef")
+        .and_then(|n| read_metrics_secret(r, n, node, path));
     let cluster = node
         .get("cluster")
         .and_then(|n| read_cluster(r, n, &join(path, "cluster")));
@@ -283,10 +289,31 @@ fn read_wave(r: &mut Reader, node: &Node, path: &str, ctx: &Context) -> Option<W
         sync,
         settle,
         metrics_server,
+        metrics_secret,
         cluster,
         approval,
         analysis,
     })
+}
+
+/// `metricsSecretRef: {name: NAME}`: the Secret with the credentials of this wave's
+/// `metricsServer`, which must be set beside it. The name becomes a path under the Secrets
+/// folder (see `crate::secrets`), so it must be a Kubernetes name.
+fn read_metrics_secret(r: &mut Reader, n: &Node, wave: &Node, path: &str) -> Option<Name> {
+    let at = join(path, "metricsSecretRef");
+    r.map(n, &at, &["name"])?;
+    let name = r
+        .required(n, &at, "name")
+        .and_then(|v| name_at(r, v, &join(&at, "name")))?;
+    if wave.get("metricsServer").is_none() {
+        r.error(
+            n.line,
+            &at,
+            "set without metricsServer: the Secret holds the credentials of the wave's own Prometheus; set metricsServer beside it",
+        );
+        return None;
+    }
+    Some(name)
 }
 
 /// A wave's `analysis`: a whole analysis in the canary's format, replacing the canary's in
@@ -440,6 +467,7 @@ fn instances(r: &mut Reader, canary: &Canary, waves: &Waves) -> Vec<Canary> {
             approval: wave.approval,
             on_failure: waves.on_failure,
             cluster: wave.cluster.clone(),
+            metrics_secret: wave.metrics_secret.clone(),
         });
         out.push(c);
     }

@@ -3,7 +3,9 @@
 //! of these decisions is made in the core; the tick only renders them.
 
 use sluice_core::decide::{decide, Action, DriftStep};
-use sluice_core::observe::{Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
+use sluice_core::observe::{
+    Deletion, DriftFact, DriftPolicy, Facts, MergedApproval, Observations, Unreachable,
+};
 use sluice_core::status::{Gate, Phase, Status};
 use sluice_core::verdict::{deleted, redrawn, verdict, Basis, DeletedVerdict, Verdict};
 
@@ -340,4 +342,49 @@ fn a_deleted_spec_reverts_only_when_recorded_and_every_spec_loads() {
     };
     assert!(held(d(true, Some("apps/x.yaml"), false)).contains("apps/x.yaml does not load"));
     assert!(held(d(true, None, true)).contains("a canary spec does not load"));
+}
+
+#[test]
+fn an_unreachable_cluster_holds_the_wave_says_so_once_and_never_moves_it() {
+    let (c, status) = progressing();
+    let fact = Unreachable {
+        cluster: "API server https://eu.example:6443".to_string(),
+        error: "connection refused".to_string(),
+    };
+    let facts = Facts {
+        unreachable: Some(fact.clone()),
+        ..Facts::default()
+    };
+    let obs = Observations::revision("r1");
+    // Long past the step's pause: the rules alone would move the canary on.
+    assert!(decide(&c, Some(&status), &obs, t(10_000)).commits());
+    let first = verdict(&c, Some(&status), &obs, &facts, t(10_000));
+    assert_eq!(first.decision.action, Action::Unreachable);
+    assert_eq!(first.basis, Basis::Unreachable(fact));
+    let held = &first.decision.status;
+    assert!(
+        held.message.starts_with(
+            "Held: cluster unreachable: API server https://eu.example:6443: connection refused"
+        ),
+        "{}",
+        held.message
+    );
+    let mut unchanged = held.clone();
+    unchanged.message = status.message.clone();
+    assert_eq!(unchanged, status, "only the message changes");
+    assert!(
+        first.decision.wake_at > Some(t(10_000)),
+        "asked again later"
+    );
+
+    // Later ticks of the same outage commit nothing, and still hold.
+    let again = verdict(&c, Some(held), &obs, &facts, t(10_060));
+    assert_eq!(again.decision.action, Action::Hold);
+    assert_eq!(&again.decision.status, held);
+    assert!(again.decision.wake_at > Some(t(10_060)));
+
+    // The cluster answers again: the rules decide.
+    let back = verdict(&c, Some(held), &obs, &Facts::default(), t(10_060));
+    assert_eq!(back.basis, Basis::Rules);
+    assert_eq!(back.decision, decide(&c, Some(held), &obs, t(10_060)));
 }
