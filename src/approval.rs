@@ -581,6 +581,7 @@ fn refused_on_main(repo: &ConfigRepo, canary: &Canary) -> bool {
                 | By::Revert {}
                 | By::RouteSource {}
                 | By::Drift { .. }
+                | By::Unreachable { .. }
                 | By::Resume {}
                 | By::Other { .. },
             )
