@@ -166,13 +166,15 @@ fn output_error(canary: &Canary, message: String) -> SpecError {
 /// hooks, CI workflows) are errors and dropped: sluice must never write there.
 pub fn reject_reserved_outputs(loaded: &mut Loaded) {
     let errors = &mut loaded.errors;
-    loaded.canaries.retain(|canary| match reserved_output(canary) {
-        None => true,
-        Some(e) => {
-            errors.push(e);
-            false
-        }
-    });
+    loaded
+        .canaries
+        .retain(|canary| match reserved_output(canary) {
+            None => true,
+            Some(e) => {
+                errors.push(e);
+                false
+            }
+        });
 }
 
 /// Why `canary`'s output folder is one sluice must never write (see
