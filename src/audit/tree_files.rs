@@ -355,6 +355,48 @@ mod tests {
         assert!(files.snapshot().files().is_empty());
     }
 
+    /// After a move that changes one spec of many, loading the canaries reads that one file
+    /// again, and gives what `load_in` gives on the whole tree.
+    #[test]
+    fn a_load_after_a_one_spec_change_reads_that_spec_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("r.git")).unwrap();
+        let spec = |n: usize, revision: &str| {
+            format!(
+                "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: c{n}, namespace: ns}}\nspec:\n  routeOnly: {{services: [c{n}-a, c{n}-b], revision: \"{revision}\"}}\n  output: deploy/c{n}\n  service: {{port: 80}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [5, 25, 50]}}\n"
+            )
+        };
+        let tree = |changed: &str| {
+            let texts: Vec<(String, String)> = (0..40)
+                .map(|n| {
+                    let revision = if n == 7 { changed } else { "r1" };
+                    (format!("specs/c{n}.yaml"), spec(n, revision))
+                })
+                .collect();
+            let files: Vec<(&str, &str)> = texts
+                .iter()
+                .map(|(p, t)| (p.as_str(), t.as_str()))
+                .collect();
+            tree_of(&repo, &files)
+        };
+        let (before, after) = (tree("r1"), tree("r2"));
+        let settings = Settings::default();
+        let mut files = TreeFiles::default();
+        files.move_to(&repo, Some(before)).unwrap();
+        assert_eq!(files.load(&settings).reads(), 40);
+        files.move_to(&repo, Some(after)).unwrap();
+        let kept = files.load(&settings);
+        assert_eq!(kept.reads(), 41, "one changed spec, one file read again");
+        let whole = crate::spec::load::load(files.snapshot(), &settings);
+        let ids = |c: &crate::spec::model::Canary| (c.id.to_string(), c.file.clone());
+        let kept: Vec<_> = files.loaded().canaries().map(ids).collect();
+        assert_eq!(kept, whole.canaries.iter().map(ids).collect::<Vec<_>>());
+        let c7 = files.loaded().canary("ns/c7").unwrap();
+        assert!(
+            matches!(&c7.target, crate::core::model::Target::RouteOnly { revision, .. } if revision == "r2")
+        );
+    }
+
     #[test]
     fn the_walk_order_is_folder_by_folder() {
         let mut names = vec!["b.yml", "a.yaml", "a-b/c.yaml", "a/z.yaml", ".hidden.yaml"];

@@ -260,15 +260,24 @@ pub enum Lookup {
     Everything,
 }
 
-/// The lookups noted while recording (`None`: not recording, nothing is noted).
-#[derive(Debug, Default)]
-struct Lookups(Mutex<Option<Vec<Lookup>>>);
+/// The lookups noted while recording (inside: `None` when not recording, nothing is noted).
+/// Behind a pointer, so [`Snapshot::EMPTY`] (which has none, and records nothing) is a plain
+/// constant.
+#[derive(Debug)]
+struct Lookups(Option<Arc<Mutex<Option<Vec<Lookup>>>>>);
+
+impl Default for Lookups {
+    fn default() -> Lookups {
+        Lookups(Some(Arc::default()))
+    }
+}
 
 impl Lookups {
-    const NONE: Lookups = Lookups(Mutex::new(None));
+    const NONE: Lookups = Lookups(None);
 
     fn note(&self, lookup: impl FnOnce() -> Lookup) {
-        if let Ok(mut noted) = self.0.lock() {
+        let Some(noted) = &self.0 else { return };
+        if let Ok(mut noted) = noted.lock() {
             if let Some(noted) = noted.as_mut() {
                 noted.push(lookup());
             }
@@ -444,11 +453,15 @@ impl Snapshot {
 
     /// Runs `read` and returns what it gave with every lookup it made in this snapshot.
     pub fn recording<T>(&self, read: impl FnOnce() -> T) -> (T, Vec<Lookup>) {
-        if let Ok(mut noted) = self.lookups.0.lock() {
+        let Some(lookups) = &self.lookups.0 else {
+            // Nothing can be noted: the result depends on anything.
+            return (read(), vec![Lookup::Everything]);
+        };
+        if let Ok(mut noted) = lookups.lock() {
             *noted = Some(Vec::new());
         }
         let out = read();
-        let noted = match self.lookups.0.lock() {
+        let noted = match lookups.lock() {
             Ok(mut noted) => noted.take(),
             Err(_) => None,
         };
