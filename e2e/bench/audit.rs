@@ -13,8 +13,8 @@
 //!
 //! Run: `cargo bench --bench audit`. Scale with `SLUICE_BENCH_CANARIES` (default 1000: 2,000
 //! commits) and `SLUICE_BENCH_RUNS` (median of, default 3); `-- --quick` is 100 canaries, one
-//! run. A debug build (`cargo test --all-targets` runs this too) does the quick case: its
-//! numbers mean nothing.
+//! run (`SLUICE_BENCH_CANARIES` still scales it). A debug build (`cargo test --all-targets`
+//! runs this too) does the quick case: its numbers are indicative only.
 
 // A benchmark is test code (built without `cfg(test)`, as `harness = false`): it may unwrap.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
@@ -194,7 +194,7 @@ fn main() {
             .unwrap_or(default)
     };
     let (canaries, runs) = if quick {
-        (100, 1)
+        (env_or("SLUICE_BENCH_CANARIES", 100), 1)
     } else {
         (
             env_or("SLUICE_BENCH_CANARIES", 1000),

@@ -388,3 +388,39 @@ fn a_hand_edit_of_the_status_file_is_named_and_undone_under_drift_hold() {
     );
     assert_eq!(trailer_commits(&w.bare, "Sluice-Drift").len(), 1);
 }
+
+/// Drift's check reads the commits it verifies from git objects: a hand edit of the route,
+/// found and held by the real binary, creates nothing under `TMPDIR` (the verifier used to
+/// write each commit it rendered again to a temporary folder).
+#[test]
+fn a_drift_check_by_the_real_binary_writes_nothing_under_tmpdir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(
+        tmp.path(),
+        &[(CANARY_FILE, &native("v1")), (SETTINGS, &config("hold"))],
+    );
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    let workdir = tmp.path().join("w");
+    crate::support::reconcile(&bare, &workdir, &[]);
+    git(&human, &["pull", "-q", "origin", "main"]);
+    let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();
+    human_commit(
+        &human,
+        ROUTE_FILE,
+        &format!("{route}# edited\n"),
+        "route: a note",
+    );
+    let watched = tmp.path().join("tmpdir");
+    std::fs::create_dir(&watched).unwrap();
+    let before = std::fs::metadata(&watched).unwrap().modified().unwrap();
+    let env = [("TMPDIR".to_string(), watched.display().to_string())];
+    crate::support::reconcile(&bare, &workdir, &env);
+    let held = trailer_commits(&bare, "Sluice-Drift");
+    assert!(!held.is_empty(), "the hand edit is held as drift");
+    assert_eq!(std::fs::read_dir(&watched).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::metadata(&watched).unwrap().modified().unwrap(),
+        before,
+        "the drift check made something under TMPDIR"
+    );
+}

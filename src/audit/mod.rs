@@ -42,8 +42,8 @@ use crate::render::message::{self, CANARY};
 use crate::render::replay::{By, Record, FORMAT, REPLAY};
 use crate::render::status_file::SpecRecord;
 use crate::render::{status_file, GENERATED_MARK};
-use crate::spec::load::{load_in, settings_from, Existing};
-use crate::spec::model::Canary;
+use crate::spec::load::settings_from;
+use crate::spec::load_incremental::KeptLoad;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::snapshot::{ReadError, Snapshot};
@@ -218,8 +218,6 @@ pub struct Parent<'r> {
     files: TreeFiles,
     pub settings: Settings,
     settings_problems: Vec<String>,
-    /// The specs that do not load at the parent (a deleted canary is then not reverted).
-    pub spec_errors: Vec<String>,
 }
 
 /// The folder handed to readers that take one: no folder can be below `/dev/null`, so a read
@@ -239,7 +237,6 @@ impl<'r> Parent<'r> {
             files,
             settings,
             settings_problems: problems.iter().map(ToString::to_string).collect(),
-            spec_errors: Vec::new(),
         }
     }
 
@@ -294,16 +291,21 @@ impl<'r> Parent<'r> {
         })
     }
 
-    fn canaries(&mut self) -> Vec<Canary> {
-        let files = &self.files;
-        let has_status = |id: &CanaryId| files.is_file(&status_file::path_for(id));
-        let existing = Existing {
-            files: files.snapshot(),
-            has_status: &has_status,
-        };
-        let loaded = load_in(files.snapshot(), &self.settings, Some(&existing));
-        self.spec_errors = loaded.errors.iter().map(ToString::to_string).collect();
-        loaded.canaries
+    /// Loads the canaries at the parent, as the tick loads them (duplicate names and shared
+    /// output folders judged over the whole repo), reading only what changed since the last
+    /// parent: see [`TreeFiles::load`].
+    fn load_canaries(&mut self) {
+        self.files.load(&self.settings);
+    }
+
+    /// The canaries [`Parent::load_canaries`] loaded.
+    pub fn canaries(&self) -> &KeptLoad {
+        self.files.loaded()
+    }
+
+    /// Whether a spec does not load at the parent (a deleted canary is then not reverted).
+    pub fn has_spec_errors(&self) -> bool {
+        self.files.loaded().has_errors()
     }
 }
 
@@ -556,6 +558,7 @@ impl<'r> Audit<'r, '_> {
         if !parent.settings_problems.is_empty() {
             return Ok(false);
         }
+        parent.load_canaries();
         let canaries = parent.canaries();
         let ctx = replay::Context {
             repo: self.repo,
@@ -567,7 +570,7 @@ impl<'r> Audit<'r, '_> {
         names.sort();
         names.dedup();
         for name in names {
-            let Some(canary) = canaries.iter().find(|c| &c.id.to_string() == name) else {
+            let Some(canary) = canaries.canary(name) else {
                 return Ok(false);
             };
             let Ok(Some(status)) = parent.status(&canary.id) else {
@@ -599,7 +602,7 @@ impl<'r> Audit<'r, '_> {
                 },
                 ..record
             };
-            let Ok(replayed) = replay::replay(&ctx, parent, &canaries, name, &record) else {
+            let Ok(replayed) = replay::replay(&ctx, parent, canaries, name, &record) else {
                 return Ok(false);
             };
             for change in replayed.changes {
@@ -745,6 +748,7 @@ impl<'r> Audit<'r, '_> {
             );
             return Ok(Judged::Reported);
         }
+        parent.load_canaries();
         let canaries = parent.canaries();
         let first_parent = tree::first_parent(self.repo, oid)?;
         let mut expected_changes = Vec::new();
@@ -757,7 +761,7 @@ impl<'r> Audit<'r, '_> {
                 parent: first_parent,
                 sanctioned: &self.sanctioned,
             };
-            match replay::replay(&ctx, parent, &canaries, id, record) {
+            match replay::replay(&ctx, parent, canaries, id, record) {
                 Ok(replayed) => {
                     self.report.replayed += 1;
                     self.approver(oid, id, trailers, record, &replayed);

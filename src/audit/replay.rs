@@ -30,6 +30,7 @@ use crate::gitops::{CommitMessage, FileChange};
 use crate::render::message;
 use crate::render::replay::{self, policy_name, By, Record, REPLAY};
 use crate::render::{self as renderer, status_file};
+use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::Canary;
 use crate::workload;
 
@@ -99,14 +100,14 @@ fn unreachable(
 pub fn replay(
     ctx: &Context<'_>,
     parent: &Parent,
-    canaries: &[Canary],
+    canaries: &KeptLoad,
     id: &str,
     record: &Record,
 ) -> Result<Replayed, Problem> {
     if let By::Revert {} = record.by {
         return revert(parent, id, record);
     }
-    let Some(canary) = canaries.iter().find(|c| c.id.to_string() == id) else {
+    let Some(canary) = canaries.canary(id) else {
         return Err(problem(
             message::CANARY,
             "no such canary in the specs at the parent",
@@ -178,7 +179,7 @@ pub fn replay(
             })?
         }
         _ => {
-            let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+            let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
             let index = parent.index(&outputs);
             renderer::changes(parent.root(), canary, &decision, &index).map_err(|e| {
                 problem(
@@ -242,7 +243,7 @@ fn operated(
 /// `core::decide` on the recorded observations, whose revision must be the source's.
 fn decided(
     parent: &Parent,
-    canaries: &[Canary],
+    canaries: &KeptLoad,
     canary: &Canary,
     status: Option<&crate::core::status::Status>,
     record: &Record,
@@ -253,7 +254,7 @@ fn decided(
         .map_err(|e| problem(REPLAY, e.to_string()))?
         .unwrap_or_else(none);
     // Every canary's output folder, as the tick leaves them out of source lookups.
-    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
     let index = parent.index(&outputs);
     let source = workload::revision(parent.root(), canary, &index).map_err(|e| {
         problem(
@@ -307,7 +308,7 @@ fn record_update(parent: &Parent, canary: &Canary, record: &Record) -> Result<Re
 /// the route committed there is not the copy of the source at the parent.
 fn route_refresh(
     parent: &Parent,
-    canaries: &[Canary],
+    canaries: &KeptLoad,
     canary: &Canary,
     status: Option<crate::core::status::Status>,
     record: &Record,
@@ -319,7 +320,7 @@ fn route_refresh(
             "no status file at the parent: nothing to route yet",
         ));
     };
-    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
     let index = parent.index(&outputs);
     let refreshed = renderer::route_refresh::route_refresh(parent.root(), canary, &status, &index)
         .map_err(|e| {
@@ -354,7 +355,7 @@ fn revert(parent: &Parent, id: &str, record: &Record) -> Result<Replayed, Proble
     let fact = crate::core::observe::Deletion {
         reverts: d.reverts(),
         unloadable: deleted::can_tell(parent.snapshot()).map(str::to_string),
-        spec_errors: !parent.spec_errors.is_empty(),
+        spec_errors: parent.has_spec_errors(),
     };
     if let v @ (DeletedVerdict::Orphaned | DeletedVerdict::Held(_)) = verdict::deleted(&fact) {
         return Err(problem(

@@ -7,11 +7,16 @@
 //! kept by blob id (a bounded cache) for when a blob comes back (an approval branch's parent,
 //! then the main line again). Nothing is written to disk, and the repository is only read.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use git2::{Delta, FileMode, Oid, Repository};
 
 use crate::gitops::objects::{git, GitError};
+use crate::render::status_file;
+use crate::spec::load::Existing;
+use crate::spec::load_incremental::KeptLoad;
+use crate::spec::model::CanaryId;
+use crate::spec::settings::Settings;
 use crate::yaml::snapshot::{Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
 
 /// How many parsed files the blob cache keeps beyond those the snapshot holds.
@@ -26,6 +31,10 @@ pub struct TreeFiles {
     files: BTreeMap<String, Oid>,
     snapshot: Snapshot,
     cache: BlobCache,
+    /// The canaries as of the last [`TreeFiles::load`], and every path the moves since then
+    /// changed (what the next load reads again or checks again).
+    kept: KeptLoad,
+    unloaded: BTreeSet<String>,
 }
 
 impl TreeFiles {
@@ -43,6 +52,13 @@ impl TreeFiles {
             .diff_tree_to_tree(old.as_ref(), new.as_ref(), None)
             .map_err(git("compare two trees"))?;
         for delta in diff.deltas() {
+            for path in [delta.old_file().path_bytes(), delta.new_file().path_bytes()] {
+                if let Some(path) = utf8_path(path) {
+                    if !self.unloaded.contains(path) {
+                        self.unloaded.insert(path.to_string());
+                    }
+                }
+            }
             if delta.status() != Delta::Added {
                 if let Some(path) = utf8_path(delta.old_file().path_bytes()) {
                     self.remove(path);
@@ -85,6 +101,26 @@ impl TreeFiles {
             self.snapshot.put(file, walks_before);
         }
         Ok(())
+    }
+
+    /// Loads the canaries of this tree with `settings` (as `spec::load::load_in` would, with
+    /// the status files of this tree deciding who owns a contested name or folder), reading
+    /// and checking again only what the moves since the last load changed.
+    pub fn load(&mut self, settings: &Settings) -> &KeptLoad {
+        let changed = std::mem::take(&mut self.unloaded);
+        let files = &self.files;
+        let has_status = |id: &CanaryId| files.contains_key(&status_file::path_for(id));
+        let existing = Existing {
+            files: &self.snapshot,
+            has_status: &has_status,
+        };
+        self.kept.refresh(settings, &existing, &changed);
+        &self.kept
+    }
+
+    /// The canaries of the last [`TreeFiles::load`].
+    pub fn loaded(&self) -> &KeptLoad {
+        &self.kept
     }
 
     /// What the tick's walk reads of this tree.
@@ -130,6 +166,23 @@ impl TreeFiles {
             .collect();
         names.dedup();
         names
+    }
+}
+
+/// A tree's files as the workload readers read files outside the walk (a primary in a hidden
+/// output folder, a file named by a reference): from the blobs, never from a folder.
+pub struct Outside<'a> {
+    pub repo: &'a Repository,
+    pub files: &'a TreeFiles,
+}
+
+impl crate::workload::Outside for Outside<'_> {
+    fn is_file(&self, file: &str) -> bool {
+        self.files.is_file(file)
+    }
+
+    fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
+        self.files.read(self.repo, file)
     }
 }
 
@@ -300,6 +353,48 @@ mod tests {
         assert_eq!(files.read(&repo, "nothing.yaml"), None);
         files.move_to(&repo, None).unwrap();
         assert!(files.snapshot().files().is_empty());
+    }
+
+    /// After a move that changes one spec of many, loading the canaries reads that one file
+    /// again, and gives what `load_in` gives on the whole tree.
+    #[test]
+    fn a_load_after_a_one_spec_change_reads_that_spec_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("r.git")).unwrap();
+        let spec = |n: usize, revision: &str| {
+            format!(
+                "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: c{n}, namespace: ns}}\nspec:\n  routeOnly: {{services: [c{n}-a, c{n}-b], revision: \"{revision}\"}}\n  output: deploy/c{n}\n  service: {{port: 80}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [5, 25, 50]}}\n"
+            )
+        };
+        let tree = |changed: &str| {
+            let texts: Vec<(String, String)> = (0..40)
+                .map(|n| {
+                    let revision = if n == 7 { changed } else { "r1" };
+                    (format!("specs/c{n}.yaml"), spec(n, revision))
+                })
+                .collect();
+            let files: Vec<(&str, &str)> = texts
+                .iter()
+                .map(|(p, t)| (p.as_str(), t.as_str()))
+                .collect();
+            tree_of(&repo, &files)
+        };
+        let (before, after) = (tree("r1"), tree("r2"));
+        let settings = Settings::default();
+        let mut files = TreeFiles::default();
+        files.move_to(&repo, Some(before)).unwrap();
+        assert_eq!(files.load(&settings).reads(), 40);
+        files.move_to(&repo, Some(after)).unwrap();
+        let kept = files.load(&settings);
+        assert_eq!(kept.reads(), 41, "one changed spec, one file read again");
+        let whole = crate::spec::load::load(files.snapshot(), &settings);
+        let ids = |c: &crate::spec::model::Canary| (c.id.to_string(), c.file.clone());
+        let kept: Vec<_> = files.loaded().canaries().map(ids).collect();
+        assert_eq!(kept, whole.canaries.iter().map(ids).collect::<Vec<_>>());
+        let c7 = files.loaded().canary("ns/c7").unwrap();
+        assert!(
+            matches!(&c7.target, crate::core::model::Target::RouteOnly { revision, .. } if revision == "r2")
+        );
     }
 
     #[test]

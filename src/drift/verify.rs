@@ -6,7 +6,7 @@
 //! files sluice renders for that status (no file more, none fewer, byte for byte), drawn as
 //! the tick drew them: the canary spec, the repo settings, the sources and the primary kept in
 //! the folder are read from the commit the tick had read (the commit's first parent, its
-//! *base*), written out to a temporary folder and read by the same readers and renderers the
+//! *base*), read from its tree objects (never written out) by the same readers and renderers the
 //! tick uses. Nothing here is a copy of the render: it calls [`crate::render::changes`] with
 //! the core's [`redrawn`] decision.
 //!
@@ -14,11 +14,11 @@
 //! by the signing policy in force at its first parent, with audit's own code
 //! ([`crate::signatures::policy::Policies`]), so sluice's commits are the ones signed with its key.
 //!
-//! Cost: each base is written out and read once per tick, whatever number of canaries a
-//! per-tick commit carries; each verdict (rendered or signed) is kept for the life of the
-//! process (a memo keyed by commit ids), so a tick renders or verifies again only commits no
-//! tick has seen before. Reads git
-//! objects only; never writes to the repository.
+//! Cost: each base is read from git once per tick (its canaries loaded as `audit` loads
+//! them), whatever number of canaries a per-tick commit carries; each verdict (rendered or
+//! signed) is kept for the life of the process (a memo keyed by commit ids), so a tick renders
+//! or verifies again only commits no tick has seen before. Reads git objects only; writes
+//! nothing, to the repository or to the disk.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -27,14 +27,19 @@ use std::sync::{LazyLock, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
+use crate::audit::tree_files::{Outside as TreeOutside, TreeFiles};
 use crate::core::verdict::redrawn;
 use crate::gitops::objects::{self as tree, GitError};
 use crate::render::{self, status_file};
 use crate::signatures::policy::{Outside, Policies};
-use crate::spec::load::{load_in, settings_in, Existing};
-use crate::spec::model::{Canary, CanaryId};
+use crate::spec::load::settings_from;
+use crate::spec::model::Canary;
+use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
-use crate::yaml::snapshot::{read_bounded, Snapshot};
+
+/// The folder handed to the renderers that take one: no folder can be below `/dev/null`, so a
+/// read that went to the disk instead of the base's tree would find nothing.
+const NO_FOLDER: &str = "/dev/null/sluice-drift";
 
 /// Verdicts kept at most; past it the memo starts again empty.
 const KEEP: usize = 10_000;
@@ -45,8 +50,6 @@ pub enum VerifyError {
     Git(#[from] GitError),
     #[error("cannot open the clone at {root} to read a commit's files: {message}")]
     Open { root: String, message: String },
-    #[error("cannot make a temporary folder to render {commit} again: {message}")]
-    Temp { commit: String, message: String },
 }
 
 /// What was verified, for the life of the process. A verdict depends on nothing but git
@@ -105,11 +108,9 @@ pub struct Verifier {
     bases: HashMap<Oid, Base>,
 }
 
-/// A commit written out and read as the tick reads its clone.
+/// A commit read from its tree objects as the tick reads its clone.
 struct Base {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    snapshot: Snapshot,
+    files: TreeFiles,
     /// Its canaries; none when its settings do not load (no tick renders then).
     canaries: Vec<Canary>,
 }
@@ -226,14 +227,19 @@ impl Verifier {
         };
         let status_is_sluices = ours.is_some_and(|ours| ours == text);
         let outputs: Vec<&str> = base.canaries.iter().map(|c| c.output.as_str()).collect();
-        let index = workload::Index::new(&base.snapshot, &outputs);
+        let outside = TreeOutside {
+            repo: git,
+            files: &base.files,
+        };
+        let index = workload::Index::reading(base.files.snapshot(), &outputs, &outside);
         let prefix = format!("{output}/");
         // Every step keeps the primary already there; initialization and promotion draw it
         // from the source. The closer of the two names the files.
         let mut closest: Option<Vec<String>> = None;
         for promoted in [false, true] {
             let decision = redrawn(&status, promoted);
-            let Ok(changes) = render::changes(&base.root, canary, &decision, &index) else {
+            let Ok(changes) = render::changes(Path::new(NO_FOLDER), canary, &decision, &index)
+            else {
                 continue;
             };
             let drawn: BTreeMap<String, Option<Vec<u8>>> = changes
@@ -269,35 +275,21 @@ fn open(root: &Path) -> Result<Repository, VerifyError> {
     })
 }
 
-/// Writes out `base` and reads its settings, files and canaries.
+/// Reads `base`'s settings, files and canaries from its tree objects (nothing is written).
 fn read_base(git: &Repository, base: Oid) -> Result<Base, VerifyError> {
-    let dir = tempfile::Builder::new()
-        .prefix("sluice-drift-")
-        .tempdir()
-        .map_err(|e| VerifyError::Temp {
-            commit: base.to_string(),
-            message: e.to_string(),
-        })?;
-    let root = dir.path().to_path_buf();
-    tree::write_tree(git, &tree::commit_tree(git, base)?, &root)?;
-    let (settings, problems) = settings_in(&root, read_bounded);
-    let snapshot = Snapshot::read(&root);
+    let mut files = TreeFiles::default();
+    files.move_to(git, Some(tree::commit_tree(git, base)?.id()))?;
+    let (settings, problems) = match files.read(git, SETTINGS_PATH) {
+        // Absent means defaults, as for a checked-out repo.
+        None => (Settings::default(), Vec::new()),
+        Some(read) => settings_from(read),
+    };
     let canaries = if problems.is_empty() {
-        let has_status = |id: &CanaryId| root.join(status_file::path_for(id)).is_file();
-        let existing = Existing {
-            files: &snapshot,
-            has_status: &has_status,
-        };
-        load_in(&snapshot, &settings, Some(&existing)).canaries
+        files.load(&settings).canaries().cloned().collect()
     } else {
         Vec::new()
     };
-    Ok(Base {
-        _dir: dir,
-        root,
-        snapshot,
-        canaries,
-    })
+    Ok(Base { files, canaries })
 }
 
 /// Every entry under `folder` at `commit`, by repo-relative path: a regular file's content,

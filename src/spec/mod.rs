@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod canary;
 pub mod flagger_fields;
 pub mod load;
+pub mod load_incremental;
 pub mod model;
 pub mod openfunction;
 pub mod output_folder;

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -243,6 +243,53 @@ pub struct Snapshot {
     by_name: BTreeMap<String, usize>,
     /// (kind, name) to every object with them, in file order.
     objects: BTreeMap<(String, String), Vec<At>>,
+    /// What the lookups asked for while [`Snapshot::recording`] runs.
+    lookups: Lookups,
+}
+
+/// One lookup a reader made in a snapshot: what a result read through it depends on, so a
+/// loader that keeps results across snapshots (`spec::load_incremental`) knows which to read
+/// again when a file changes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lookup {
+    /// [`Snapshot::find`] of this kind and name.
+    Object(String, String),
+    /// [`Snapshot::file`] of this name.
+    File(String),
+    /// A look over every file or object.
+    Everything,
+}
+
+/// The lookups noted while recording (inside: `None` when not recording, nothing is noted).
+/// Behind a pointer, so [`Snapshot::EMPTY`] (which has none, and records nothing) is a plain
+/// constant.
+#[derive(Debug)]
+struct Lookups(Option<Arc<Mutex<Option<Vec<Lookup>>>>>);
+
+impl Default for Lookups {
+    fn default() -> Lookups {
+        Lookups(Some(Arc::default()))
+    }
+}
+
+impl Lookups {
+    const NONE: Lookups = Lookups(None);
+
+    fn note(&self, lookup: impl FnOnce() -> Lookup) {
+        let Some(noted) = &self.0 else { return };
+        if let Ok(mut noted) = noted.lock() {
+            if let Some(noted) = noted.as_mut() {
+                noted.push(lookup());
+            }
+        }
+    }
+}
+
+impl Clone for Lookups {
+    /// A copy records nothing: recording belongs to the one snapshot it was started on.
+    fn clone(&self) -> Lookups {
+        Lookups::default()
+    }
 }
 
 impl Snapshot {
@@ -251,6 +298,7 @@ impl Snapshot {
         files: Vec::new(),
         by_name: BTreeMap::new(),
         objects: BTreeMap::new(),
+        lookups: Lookups::NONE,
     };
 
     /// Reads a config repo's work tree; files are named repo-relative with `/`.
@@ -379,18 +427,7 @@ impl Snapshot {
 
     /// The (kind, name) keys of the objects of the file at `at`, by document.
     fn keys(&self, at: usize) -> Vec<(usize, (String, String))> {
-        let Contents::Yaml { documents, .. } = &*self.files[at].contents else {
-            return Vec::new();
-        };
-        documents
-            .iter()
-            .enumerate()
-            .filter_map(|(document, node)| {
-                let kind = typed_string(node.get("kind"))?;
-                let name = typed_string(node.get("metadata").and_then(|m| m.get("name")))?;
-                Some((document, (kind.to_string(), name.to_string())))
-            })
-            .collect()
+        object_keys(&self.files[at].contents)
     }
 
     fn unindex(&mut self, at: usize) {
@@ -414,14 +451,34 @@ impl Snapshot {
         }
     }
 
+    /// Runs `read` and returns what it gave with every lookup it made in this snapshot.
+    pub fn recording<T>(&self, read: impl FnOnce() -> T) -> (T, Vec<Lookup>) {
+        let Some(lookups) = &self.lookups.0 else {
+            // Nothing can be noted: the result depends on anything.
+            return (read(), vec![Lookup::Everything]);
+        };
+        if let Ok(mut noted) = lookups.lock() {
+            *noted = Some(Vec::new());
+        }
+        let out = read();
+        let noted = match lookups.lock() {
+            Ok(mut noted) => noted.take(),
+            Err(_) => None,
+        };
+        // A lock that failed noted nothing: the result depends on anything.
+        (out, noted.unwrap_or_else(|| vec![Lookup::Everything]))
+    }
+
     /// Every file, in walk order.
     pub fn files(&self) -> &[File] {
+        self.lookups.note(|| Lookup::Everything);
         &self.files
     }
 
     /// The files inside `folder` (names starting with `folder/`), in walk order, found
     /// through the sorted names rather than by going over every file.
     pub fn files_under<'s>(&'s self, folder: &str) -> impl Iterator<Item = &'s File> + 's {
+        self.lookups.note(|| Lookup::Everything);
         let prefix = format!("{folder}/");
         let mut at: Vec<usize> = self
             .by_name
@@ -435,11 +492,14 @@ impl Snapshot {
 
     /// The file with this name (see [`File::name`]).
     pub fn file(&self, name: &str) -> Option<&File> {
+        self.lookups.note(|| Lookup::File(name.to_string()));
         self.by_name.get(name).map(|&i| &self.files[i])
     }
 
     /// Every object with this kind and name, in file order, whatever its namespace.
     pub fn find<'s>(&'s self, kind: &str, name: &str) -> impl Iterator<Item = Object<'s>> + 's {
+        self.lookups
+            .note(|| Lookup::Object(kind.to_string(), name.to_string()));
         self.objects
             .get(&(kind.to_string(), name.to_string()))
             .into_iter()
@@ -449,6 +509,7 @@ impl Snapshot {
 
     /// Every object, in file order.
     pub fn objects(&self) -> impl Iterator<Item = Object<'_>> + '_ {
+        self.lookups.note(|| Lookup::Everything);
         let mut all: Vec<At> = self.objects.values().flatten().copied().collect();
         all.sort_by_key(|at| (at.file, at.document));
         all.into_iter().filter_map(|at| self.object(at))
@@ -489,6 +550,23 @@ fn object<'s>(file: &'s str, node: &'s Node, yaml: &'s Yaml) -> Option<Object<'s
         node,
         yaml,
     })
+}
+
+/// The (kind, name) of each document of `contents` that [`Snapshot::find`] finds by them, with
+/// the document's position.
+pub fn object_keys(contents: &Contents) -> Vec<(usize, (String, String))> {
+    let Contents::Yaml { documents, .. } = contents else {
+        return Vec::new();
+    };
+    documents
+        .iter()
+        .enumerate()
+        .filter_map(|(document, node)| {
+            let kind = typed_string(node.get("kind"))?;
+            let name = typed_string(node.get("metadata").and_then(|m| m.get("name")))?;
+            Some((document, (kind.to_string(), name.to_string())))
+        })
+        .collect()
 }
 
 pub(super) fn parse(text: String) -> Contents {
