@@ -11,6 +11,7 @@ use crate::core::waves::Release;
 use crate::render::message;
 use crate::render::replay::{By, Record, REPLAY};
 use crate::render::status_file;
+use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::Canary;
 use crate::workload;
 
@@ -21,7 +22,7 @@ use super::Parent;
 pub fn replay(
     ctx: &Context<'_>,
     parent: &Parent,
-    canaries: &[Canary],
+    canaries: &KeptLoad,
     canary: &Canary,
     record: &Record,
 ) -> Result<Replayed, Problem> {
@@ -55,7 +56,7 @@ pub fn replay(
 /// Why the release rule reverts `canary` at the parent, or the problem when it does not.
 fn rule(
     parent: &Parent,
-    canaries: &[Canary],
+    canaries: &KeptLoad,
     canary: &Canary,
     revision: &str,
 ) -> Result<String, Problem> {
@@ -66,14 +67,14 @@ fn rule(
         ));
     };
     let release: Vec<&Canary> = canaries
-        .iter()
+        .canaries()
         .filter(|c| {
             c.id.namespace == canary.id.namespace
                 && c.base_name() == canary.base_name()
                 && c.wave.is_some()
         })
         .collect();
-    let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
+    let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
     let index = parent.index(&outputs);
     let mut read = Vec::new();
     for c in &release {
