@@ -448,7 +448,12 @@ pub fn deleted(
     spec_errors: bool,
 ) -> Vec<(Deleted, Deletion)> {
     let head = HeadFiles::new(repo);
-    let list = |folder: &str| head.list(folder).into_iter().map(|(name, _)| name).collect();
+    let list = |folder: &str| {
+        head.list(folder)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    };
     let found = deleted::find_listed(list, snapshot, |file| {
         let path = repo.root().join(file);
         runtime.read_file(&path, &|p| head.read_path(p))

@@ -64,7 +64,9 @@ impl<'r> HeadFiles<'r> {
             Ok(PathEntry::Missing) => return None,
             Ok(PathEntry::File(id)) => id,
             Ok(PathEntry::Link) => return Some(Err(ReadError::Symlink)),
-            Ok(PathEntry::ThroughLink(link)) => return Some(Err(ReadError::SymlinkFolder { link })),
+            Ok(PathEntry::ThroughLink(link)) => {
+                return Some(Err(ReadError::SymlinkFolder { link }))
+            }
             Ok(PathEntry::Folder | PathEntry::Other) => return Some(Err(ReadError::NotAFile)),
             Err(e) => return Some(Err(e)),
         };

@@ -14,12 +14,12 @@ use tracing::info;
 use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
+use crate::head_files::HeadFiles;
 use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::settings::ForgeSettings;
 use crate::workload;
-use crate::head_files::HeadFiles;
 
 /// A manual operation on one canary, by a named operator.
 pub struct Manual<'a> {
@@ -106,8 +106,7 @@ fn apply(
         });
     }
     let snapshot = head.snapshot()?;
-    let has_status =
-        |id: &crate::spec::model::CanaryId| head.exists(&status_file::path_for(id));
+    let has_status = |id: &crate::spec::model::CanaryId| head.exists(&status_file::path_for(id));
     let existing = crate::spec::load::Existing {
         files: &snapshot,
         has_status: &has_status,
@@ -126,12 +125,12 @@ fn apply(
             })?;
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
     let index = workload::Index::reading(&snapshot, &outputs, &head);
-    let status = head.status(&canary.id).map(|found| found.map(|(status, _)| status));
-    let status = status.map_err(|message| {
-        OperateError::Status {
-            path: status_file::path_for(&canary.id),
-            message,
-        }
+    let status = head
+        .status(&canary.id)
+        .map(|found| found.map(|(status, _)| status));
+    let status = status.map_err(|message| OperateError::Status {
+        path: status_file::path_for(&canary.id),
+        message,
     })?;
     let decision =
         crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;

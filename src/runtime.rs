@@ -67,8 +67,7 @@ pub type ParsedStatuses = HashMap<git2::Oid, (Status, Option<SpecRecord>)>;
 pub type Source<'a> = &'a dyn Fn(&Path) -> Result<String, ReadError>;
 
 /// Reads a repo file as text (bounded, UTF-8) from its [`Source`]; tests wrap it to count.
-pub type FileReader =
-    dyn Fn(&Path, Source<'_>) -> Result<String, ReadError> + Send + Sync;
+pub type FileReader = dyn Fn(&Path, Source<'_>) -> Result<String, ReadError> + Send + Sync;
 
 /// Settings parsed from one version of `.sluice/config.yaml`.
 #[derive(Clone)]

@@ -151,7 +151,10 @@ pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
     let Some(tree) = bare_branch(&git_dir, &args.branch)? else {
         bail!("{}: cannot open the clone", git_dir.display());
     };
-    Ok((tree.path().to_path_buf(), Held::Clone(Box::new(locked), tree)))
+    Ok((
+        tree.path().to_path_buf(),
+        Held::Clone(Box::new(locked), tree),
+    ))
 }
 
 /// When `dir` is a bare repository: the YAML files of `branch`'s tree, written into a

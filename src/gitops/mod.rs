@@ -25,14 +25,14 @@
 //!   the ssh host keys trusted. `credentials` (holds the known hosts). `trees`: the trees of
 //!   a commit, with the folders already read kept parsed.
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
-//!   `migrate`: a clone with a work tree (an older sluice's) made bare. `remote`: every fetch, listing and
+//!   `migrate`: a clone with a work tree (an older sluice's) made bare. `lookup`: a path of
+//!   a commit looked up in its trees, and the link checks of a commit's paths. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
 //!   `message`: a commit's message read up to a cap. `objects`: history read from the object
 //!   database (first-parent line, changes, files, trees written out) for audit and drift. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
 //!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
-//! - `lookup` (a path of a commit as a checkout would show it, and the link checks of a
-//!   change), `push`, `branch` (approval branches), `history`, `tree_files` (a
+//! - `paths_at` (a path of a commit as a checkout would show it), `push`, `branch` (approval branches), `history`, `tree_files` (a
 //!   commit's YAML files listed from its tree objects): more of [`ConfigRepo`], built on `repo`.
 
 mod branch;
@@ -46,10 +46,11 @@ mod locks;
 mod lookup;
 mod maintenance;
 mod memory;
-mod migrate;
 pub mod message;
+mod migrate;
 mod object_cache;
 pub mod objects;
+mod paths_at;
 mod push;
 mod remote;
 mod repo;

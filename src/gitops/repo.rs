@@ -166,8 +166,14 @@ impl ConfigRepo {
             (repo, None)
         };
         let mut this = ConfigRepo::new(repo, root, url, branch, creds);
-        match this.fetch_as(RemoteOp::Fetch) {
-            Ok(_) => {}
+        // No checkout reads the head's objects any more: they are read here once, so a clone
+        // damaged while sluice was down is found at start.
+        let opened = this.fetch_as(RemoteOp::Fetch).and_then(|head| {
+            lookup::verify_tree(&this.repo, head)
+                .map_err(|e| this.git_err("read the head's objects", &e))
+        });
+        match opened {
+            Ok(()) => {}
             Err(e) if e.is_local_damage() => {
                 let ConfigRepo {
                     root,
@@ -211,7 +217,9 @@ impl ConfigRepo {
                     return Ok(());
                 }
                 Ok(super::PushOutcome::Rejected) => {
-                    tracing::warn!("the remote branch moved; the old work tree's commits are kept aside")
+                    tracing::warn!(
+                        "the remote branch moved; the old work tree's commits are kept aside"
+                    )
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot push the old work tree's commits; they are kept aside")
@@ -221,7 +229,12 @@ impl ConfigRepo {
         }
         let kept = format!("{}{}", migrate::UNPUSHED_PREFIX, self.branch);
         self.repo
-            .reference(&kept, local, true, "sluice: unpushed commit of the old work tree")
+            .reference(
+                &kept,
+                local,
+                true,
+                "sluice: unpushed commit of the old work tree",
+            )
             .map_err(|e| self.git_err("keep an unpushed commit", &e))?;
         tracing::warn!(commit = %local, kept = %kept, "a local commit of the old work tree was not pushed; it is kept under this ref");
         Ok(())
@@ -461,7 +474,7 @@ impl ConfigRepo {
     /// Checks what `commit_files` checks of the paths before writing anything: plain
     /// repo-relative paths, each once, none through (or onto) a symlink of the head's tree.
     pub fn check_changes(&self, changes: &[FileChange]) -> Result<()> {
-        lookup::check_changes(self, self.head, changes)
+        lookup::check_changes(&self.repo, &self.root, self.head, changes)
     }
 
     /// Commits `changes` on top of the local head as `author` (also the committer), at `time`
@@ -479,7 +492,18 @@ impl ConfigRepo {
     ) -> Result<Option<Oid>> {
         let rendered = message.render()?;
         let signature = author.signature(time)?;
-        self.check_changes(changes)?;
+        match self.check_changes(changes) {
+            // The head's trees cannot be read: the next fetch clones afresh.
+            Err(e) if e.is_local_damage() => {
+                let damaged = |detail: String| Error::Damaged {
+                    path: self.root.clone(),
+                    detail,
+                };
+                self.damaged = Some(damaged(e.to_string()));
+                return Err(damaged(e.to_string()));
+            }
+            checked => checked?,
+        }
         let head = self.head;
         let written = self
             .write_commit(|w| w.commit(head, changes, &rendered, &signature, IfUnchanged::Skip));
