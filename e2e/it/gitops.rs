@@ -1508,6 +1508,10 @@ fn an_old_clone_with_a_work_tree_is_migrated_and_its_unpushed_commit_pushed() {
     let mut repo = fx.open(&fx.bare_url(), "work");
     assert_eq!(fx.remote_head(), unpushed, "the unpushed commit is pushed");
     assert_eq!(repo.head(), unpushed);
+    assert!(
+        !git_ok(&work, &["rev-parse", "--verify", "-q", "refs/sluice/unpushed/main"]),
+        "once pushed, the commit is not kept aside"
+    );
     assert_eq!(
         checked_out(&work),
         Vec::<String>::new(),

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use git2::Repository;
+use git2::{Oid, Repository};
 
 use super::error::{Error, Result};
 
@@ -27,6 +27,29 @@ fn has_checkout(root: &Path) -> bool {
     std::fs::read_dir(root)
         .map(|entries| entries.flatten().any(|e| e.file_name() != ".git"))
         .unwrap_or(false)
+}
+
+/// Keeps the local branch's commit under `refs/sluice/unpushed/<branch>` before anything
+/// moves the branch (the fetch that follows points it at the remote head), so a migration
+/// interrupted at any point loses no commit; a ref kept by an earlier, interrupted migration
+/// is taken as it is. Returns the commit kept, if any.
+pub(super) fn keep_branch(repo: &Repository, root: &Path, branch: &str) -> Result<Option<Oid>> {
+    let err = |op: &'static str| move |e: git2::Error| Error::git(root, op, &e);
+    let kept = format!("{UNPUSHED_PREFIX}{branch}");
+    if let Ok(oid) = repo.refname_to_id(&kept) {
+        return Ok(Some(oid));
+    }
+    let Ok(local) = repo.refname_to_id(&format!("refs/heads/{branch}")) else {
+        return Ok(None);
+    };
+    repo.reference(
+        &kept,
+        local,
+        false,
+        "sluice: the old work tree's branch, kept",
+    )
+    .map_err(err("keep the local branch"))?;
+    Ok(Some(local))
 }
 
 /// Marks the clone bare and removes its index, then opens it again: from here on libgit2 has

@@ -160,7 +160,7 @@ impl ConfigRepo {
     ) -> Result<ConfigRepo> {
         let migrating = migrate::is_old_layout(&repo, &root);
         let (repo, local) = if migrating {
-            let local = repo.refname_to_id(&format!("refs/heads/{branch}")).ok();
+            let local = migrate::keep_branch(&repo, &root, branch)?;
             (migrate::make_bare(repo, &root)?, local)
         } else {
             (repo, None)
@@ -187,7 +187,7 @@ impl ConfigRepo {
             Err(e) => return Err(e),
         }
         if migrating {
-            if let Some(local) = local.filter(|l| *l != this.head) {
+            if let Some(local) = local {
                 this.keep_unpushed(local)?;
             }
             let removed = migrate::remove_checkout(&this.root)?;
@@ -199,14 +199,20 @@ impl ConfigRepo {
         Ok(this)
     }
 
-    /// Makes the local commit `local` of a migrated clone safe: pushed when it is ahead of the
-    /// remote head (fast-forward, as every push), else kept under `refs/sluice/unpushed/` with
-    /// a warning. Nothing is done for a commit the remote already has.
+    /// The local commit `local` of a migrated clone, kept under `refs/sluice/unpushed/`
+    /// (`migrate::keep_branch`): pushed when it is ahead of the remote head (fast-forward, as
+    /// every push), then the ref goes; else the ref stays, with a warning. The ref goes too
+    /// when the remote already has the commit.
     fn keep_unpushed(&mut self, local: Oid) -> Result<()> {
         let remote = self.head;
+        let kept = format!("{}{}", migrate::UNPUSHED_PREFIX, self.branch);
         let has = |a: Oid, b: Oid| self.repo.graph_descendant_of(a, b).unwrap_or(false);
-        if has(remote, local) {
-            return Ok(());
+        let drop_kept = |repo: &Repository| match repo.find_reference(&kept) {
+            Ok(mut r) => r.delete(),
+            Err(_) => Ok(()),
+        };
+        if local == remote || has(remote, local) {
+            return drop_kept(&self.repo).map_err(|e| self.git_err("drop a kept commit's ref", &e));
         }
         if has(local, remote) {
             self.head = local;
@@ -214,7 +220,8 @@ impl ConfigRepo {
             match self.push() {
                 Ok(super::PushOutcome::Pushed(oid)) => {
                     tracing::info!(commit = %oid, "pushed the unpushed commits of the old work tree");
-                    return Ok(());
+                    return drop_kept(&self.repo)
+                        .map_err(|e| self.git_err("drop a kept commit's ref", &e));
                 }
                 Ok(super::PushOutcome::Rejected) => {
                     tracing::warn!(
@@ -227,15 +234,6 @@ impl ConfigRepo {
             }
             self.reset_to(remote)?;
         }
-        let kept = format!("{}{}", migrate::UNPUSHED_PREFIX, self.branch);
-        self.repo
-            .reference(
-                &kept,
-                local,
-                true,
-                "sluice: unpushed commit of the old work tree",
-            )
-            .map_err(|e| self.git_err("keep an unpushed commit", &e))?;
         tracing::warn!(commit = %local, kept = %kept, "a local commit of the old work tree was not pushed; it is kept under this ref");
         Ok(())
     }
