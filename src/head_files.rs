@@ -123,7 +123,7 @@ impl<'r> HeadFiles<'r> {
             })
             .collect();
         Ok(ParsedFiles::default().snapshot(listed, |name| {
-            HeadFiles::read(self, name).unwrap_or_else(|| Err(ReadError::NotAFile))
+            HeadFiles::read(self, name).unwrap_or(Err(ReadError::NotAFile))
         }))
     }
 

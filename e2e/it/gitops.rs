@@ -1509,7 +1509,10 @@ fn an_old_clone_with_a_work_tree_is_migrated_and_its_unpushed_commit_pushed() {
     assert_eq!(fx.remote_head(), unpushed, "the unpushed commit is pushed");
     assert_eq!(repo.head(), unpushed);
     assert!(
-        !git_ok(&work, &["rev-parse", "--verify", "-q", "refs/sluice/unpushed/main"]),
+        !git_ok(
+            &work,
+            &["rev-parse", "--verify", "-q", "refs/sluice/unpushed/main"]
+        ),
         "once pushed, the commit is not kept aside"
     );
     assert_eq!(
