@@ -452,7 +452,8 @@ fn approval_change(
     // The merge, not the PR's creation, starts the approved step's clock (a canary that
     // skips analysis is promoted by the approval: it has no step clock to start).
     approved.status.clock_from_merge = approved.status.phase.is_active();
-    let index = workload::Index::new(snapshot, &[canary.output.as_str()]);
+    let head = crate::head_files::HeadFiles::new(repo);
+    let index = workload::Index::reading(snapshot, &[canary.output.as_str()], &head);
     let changes = render::changes(repo.root(), canary, &approved, &index)?;
     Ok((approved, changes))
 }

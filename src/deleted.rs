@@ -136,31 +136,40 @@ pub fn find(
     snapshot: &Snapshot,
     read: impl Fn(&Path) -> Result<String, ReadError>,
 ) -> Vec<Deleted> {
-    let Ok(namespaces) = std::fs::read_dir(root.join(STATUS_DIR)) else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for ns in namespaces.flatten() {
-        let Ok(entries) = std::fs::read_dir(ns.path()) else {
-            continue;
+    let list = |folder: &str| -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
+            return Vec::new();
         };
-        for entry in entries.flatten() {
-            let file_name = entry.file_name().to_string_lossy().to_string();
+        entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect()
+    };
+    find_listed(list, snapshot, |file| {
+        read_inside(root, &root.join(file), &read)
+    })
+}
+
+/// [`find`] in a repo whose folders `list` names the entries of (repo-relative; empty for no
+/// folder) and whose status files `read_status` reads: the clone's head, read from its tree.
+pub fn find_listed(
+    list: impl Fn(&str) -> Vec<String>,
+    snapshot: &Snapshot,
+    read_status: impl Fn(&str) -> Result<String, ReadError>,
+) -> Vec<Deleted> {
+    let mut found = Vec::new();
+    for ns in list(STATUS_DIR) {
+        for file_name in list(&format!("{STATUS_DIR}/{ns}")) {
             let Some(name) = file_name.strip_suffix(".yaml") else {
                 continue;
             };
-            let (Ok(namespace), Ok(name)) = (
-                Name::parse(&ns.file_name().to_string_lossy()),
-                Name::parse(name),
-            ) else {
+            let (Ok(namespace), Ok(name)) = (Name::parse(&ns), Name::parse(name)) else {
                 continue;
             };
             found.push(CanaryId { namespace, name });
         }
     }
-    among(found, snapshot, |file| {
-        read_inside(root, &root.join(file), &read)
-    })
+    among(found, snapshot, read_status)
 }
 
 /// [`find`] among the canaries `found` with a status file, each read by `read_status` (given

@@ -24,6 +24,7 @@ use crate::forge::Forge;
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
 use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::head_files::HeadFiles;
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::observer::{External, Observer, Request};
 use crate::outcome::{CanaryError, CanaryOutcome};
@@ -57,7 +58,7 @@ pub struct Read {
 /// Reads the repo at its head once: settings, specs, templates. `author` overrides the
 /// settings' author.
 pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> Read {
-    let root = repo.root();
+    let head = HeadFiles::new(repo);
     let (settings, settings_errors) = settings(repo, runtime);
     let mut spec_errors = settings_errors.clone();
     let author = author.unwrap_or_else(|| Identity {
@@ -66,8 +67,7 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
     });
     // The one read of the repo this attempt makes: specs, templates and sources come from it.
     let snapshot = snapshot(repo, runtime);
-    let has_status =
-        |id: &CanaryId| std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok();
+    let has_status = |id: &CanaryId| head.exists(&status_file::path_for(id));
     let existing = crate::spec::load::Existing {
         files: &snapshot,
         has_status: &has_status,
@@ -77,7 +77,7 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         &mut loaded,
         crate::waves::contexts::kubeconfig_contexts,
     );
-    crate::spec::output_folder::reject_unowned_paths(&mut loaded, &snapshot, root);
+    crate::spec::output_folder::reject_unowned_paths(&mut loaded, &snapshot, &head);
     // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
     let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
     crate::spec::template_refs::reject_unusable_templates(
@@ -106,10 +106,12 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
 }
 
 /// The snapshot of the head: its YAML files listed from git, only those whose content the
-/// last tick did not parse read (from the work tree, through the runtime's reader) and parsed.
-/// When the head's tree cannot be listed, the work tree is walked and every file read.
+/// last tick did not parse read (from the head's tree, through the runtime's reader) and
+/// parsed. When the head's tree cannot be listed, nothing is read (the clone has no work tree
+/// to fall back on): no canary is decided, and no status file is found to revert.
 fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Snapshot {
     let root = repo.root();
+    let head = HeadFiles::new(repo);
     match repo.yaml_files_at(repo.head()) {
         Ok(files) => {
             let listed = files
@@ -120,11 +122,13 @@ fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Snapshot {
                     link: f.link,
                 })
                 .collect();
-            runtime.snapshot(listed, |name| runtime.read_file(&root.join(name)))
+            runtime.snapshot(listed, |name| {
+                runtime.read_file(&root.join(name), &|p| head.read_path(p))
+            })
         }
         Err(e) => {
-            warn!(error = %e, "Cannot list the head's files; reading the work tree");
-            Snapshot::read_with(root, |p| runtime.read_file(p))
+            warn!(error = %e, "Cannot list the head's files; reading none");
+            Snapshot::default()
         }
     }
 }
@@ -138,8 +142,14 @@ fn settings(repo: &ConfigRepo, runtime: &Runtime) -> (Settings, Vec<SpecError>) 
             Some(format!("unreadable {}", repo.head()))
         }
     };
+    let head = HeadFiles::new(repo);
     runtime.settings(source, || {
-        crate::spec::load::settings_in(repo.root(), |p| runtime.read_file(p))
+        // Absent means defaults; anything there (a link, a folder) is read and refused.
+        if !head.exists(SETTINGS_PATH) {
+            return (Settings::default(), Vec::new());
+        }
+        let path = repo.root().join(SETTINGS_PATH);
+        crate::spec::load::settings_from(runtime.read_file(&path, &|p| head.read_path(p)))
     })
 }
 
@@ -186,7 +196,8 @@ pub fn gather<'a>(
     let root = repo.root();
     let canaries = &read.loaded.canaries;
     let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = workload::Index::new(&read.snapshot, &outputs);
+    let head = HeadFiles::new(repo);
+    let index = workload::Index::reading(&read.snapshot, &outputs, &head);
     let mut unreadable = Vec::new();
     let mut prepared = Vec::new();
     let statuses = statuses::read_all(repo, runtime, canaries);
@@ -463,7 +474,17 @@ pub fn deleted(
     snapshot: &Snapshot,
     spec_errors: bool,
 ) -> Vec<(Deleted, Deletion)> {
-    let found = deleted::find(repo.root(), snapshot, |p| runtime.read_file(p));
+    let head = HeadFiles::new(repo);
+    let list = |folder: &str| {
+        head.list(folder)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    };
+    let found = deleted::find_listed(list, snapshot, |file| {
+        let path = repo.root().join(file);
+        runtime.read_file(&path, &|p| head.read_path(p))
+    });
     if found.is_empty() {
         return Vec::new();
     }

@@ -63,6 +63,7 @@
 //! | [`manual`] | manual operations (`sluice approve` ...) as one commit, through the executor | run inside a tick |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
+//! | [`head_files`] | the head commit's files read from tree objects, as a checkout would give them | write, or follow a link |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests | know about canaries |
 //! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
@@ -94,6 +95,7 @@ pub mod facts;
 pub mod forge;
 pub mod gates;
 pub mod gitops;
+pub mod head_files;
 pub mod http_client;
 pub mod judge;
 pub mod kube;

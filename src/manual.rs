@@ -14,12 +14,12 @@ use tracing::info;
 use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
+use crate::head_files::HeadFiles;
 use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::settings::ForgeSettings;
 use crate::workload;
-use crate::yaml::snapshot::{read_bounded, Snapshot};
 
 /// A manual operation on one canary, by a named operator.
 pub struct Manual<'a> {
@@ -94,7 +94,8 @@ fn apply(
     now: Timestamp,
 ) -> Result<Applied, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
-    let (settings, problems) = crate::spec::load::settings_in(&root, read_bounded);
+    let head = HeadFiles::new(repo);
+    let (settings, problems) = head.settings();
     if !problems.is_empty() {
         return Err(OperateError::Settings {
             problems: problems
@@ -104,17 +105,15 @@ fn apply(
                 .join("; "),
         });
     }
-    let snapshot = Snapshot::read(&root);
-    let has_status = |id: &crate::spec::model::CanaryId| {
-        std::fs::symlink_metadata(root.join(status_file::path_for(id))).is_ok()
-    };
+    let snapshot = head.snapshot()?;
+    let has_status = |id: &crate::spec::model::CanaryId| head.exists(&status_file::path_for(id));
     let existing = crate::spec::load::Existing {
         files: &snapshot,
         has_status: &has_status,
     };
     let loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
     let status_of = |id: &crate::spec::model::CanaryId| {
-        status_file::read(&root, id, read_bounded).ok().flatten()
+        head.status(id).ok().flatten().map(|(status, _)| status)
     };
     let canary =
         crate::waves::select::select(&loaded.canaries, manual.canary, manual.wave, status_of)
@@ -125,12 +124,13 @@ fn apply(
                 crate::waves::select::Unselected::Wave(why) => OperateError::Wave(why),
             })?;
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = workload::Index::new(&snapshot, &outputs);
-    let status = status_file::read(&root, &canary.id, read_bounded).map_err(|message| {
-        OperateError::Status {
-            path: status_file::path_for(&canary.id),
-            message,
-        }
+    let index = workload::Index::reading(&snapshot, &outputs, &head);
+    let status = head
+        .status(&canary.id)
+        .map(|found| found.map(|(status, _)| status));
+    let status = status.map_err(|message| OperateError::Status {
+        path: status_file::path_for(&canary.id),
+        message,
     })?;
     let decision =
         crate::core::operate::operate(canary, status.as_ref(), manual.op, manual.reason, now)?;

@@ -117,9 +117,10 @@ pub struct Decided<'a> {
 
 /// Plans the tick: `unreadable` first (canaries that could not be read), then the waves a
 /// failed release reverts (`onFailure: rollback`), each decided canary's outcome and commit,
-/// then the deleted canaries' reverts.
+/// then the deleted canaries' reverts. `files` reads the repo files the snapshot did not (the
+/// head's tree); `root` is the work dir, named in errors.
 pub fn build(
-    root: &Path,
+    (root, files): (&Path, &dyn workload::Outside),
     read: &Read,
     (unreadable, reverted): (Vec<CanaryOutcome>, Vec<(&Canary, Reverted)>),
     decided: Vec<Decided<'_>>,
@@ -146,7 +147,7 @@ pub fn build(
         .iter()
         .map(|c| c.output.as_str())
         .collect();
-    let index = workload::Index::new(&read.snapshot, &outputs);
+    let index = workload::Index::reading(&read.snapshot, &outputs, files);
     let who = format!("{} <{}>", read.author.name, read.author.email);
     for d in decided {
         let at = plan.report.outcomes.len();

@@ -10,7 +10,8 @@
 //!   credentials), one for the forge (with its token), each read and checked once.
 //! - One lazily built kube client, shared by sync, readiness and the lease.
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
-//! - The one function a tick reads work-tree files with (tests count reads through it).
+//! - The one function every repo file a tick reads goes through (tests count reads with it);
+//!   the bytes come from the head's tree objects (the clone has no work tree).
 //! - The files and status files the last tick parsed, by blob id, so that a tick parses only
 //!   what changed.
 //!
@@ -31,7 +32,7 @@ use crate::render::status_file::SpecRecord;
 use crate::secrets::Secrets;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
-use crate::yaml::snapshot::{read_bounded, ReadError, Snapshot};
+use crate::yaml::snapshot::{ReadError, Snapshot};
 use crate::yaml::snapshot_cache::{Listed, ParsedFiles};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
@@ -61,8 +62,12 @@ pub struct Runtime {
 /// Status files parsed by the last tick, by blob id: each one's status and spec record.
 pub type ParsedStatuses = HashMap<git2::Oid, (Status, Option<SpecRecord>)>;
 
-/// Reads a work-tree file as text (bounded, UTF-8).
-pub type FileReader = dyn Fn(&Path) -> Result<String, ReadError> + Send + Sync;
+/// Where a repo file's text comes from: the head's tree, given the file's path below the work
+/// dir.
+pub type Source<'a> = &'a dyn Fn(&Path) -> Result<String, ReadError>;
+
+/// Reads a repo file as text (bounded, UTF-8) from its [`Source`]; tests wrap it to count.
+pub type FileReader = dyn Fn(&Path, Source<'_>) -> Result<String, ReadError> + Send + Sync;
 
 /// Settings parsed from one version of `.sluice/config.yaml`.
 #[derive(Clone)]
@@ -109,26 +114,28 @@ impl Runtime {
             kube: tokio::sync::OnceCell::new(),
             clusters: crate::waves::clusters::Clusters::default(),
             settings: Mutex::new(None),
-            reader: Box::new(read_bounded),
+            reader: Box::new(|path, source| source(path)),
             warnings: Default::default(),
             parsed: Mutex::new(ParsedFiles::default()),
             statuses: Mutex::new(HashMap::new()),
         })
     }
 
-    /// This context with every work-tree file a tick reads going through `reader` (tests count
-    /// reads with it).
+    /// This context with every repo file a tick reads going through `reader`, which is given
+    /// the file's path below the work dir and where its text comes from (tests count reads
+    /// with it).
     pub fn with_reader(
         mut self,
-        reader: impl Fn(&Path) -> Result<String, ReadError> + Send + Sync + 'static,
+        reader: impl Fn(&Path, Source<'_>) -> Result<String, ReadError> + Send + Sync + 'static,
     ) -> Runtime {
         self.reader = Box::new(reader);
         self
     }
 
-    /// Reads a work-tree file: the tick's only way to read the repo's files.
-    pub fn read_file(&self, path: &Path) -> Result<String, ReadError> {
-        (self.reader)(path)
+    /// Reads a repo file (`path` below the work dir) from `source`: the tick's only way to
+    /// read the repo's files.
+    pub fn read_file(&self, path: &Path, source: Source<'_>) -> Result<String, ReadError> {
+        (self.reader)(path, source)
     }
 
     /// The snapshot of the files `listed` (a commit's YAML files); `read` reads, by name, only

@@ -228,8 +228,9 @@ fn decide(
         .into_iter()
         .map(|(d, fact)| (d, deleted(&fact)))
         .collect();
+    let head = crate::head_files::HeadFiles::new(repo);
     Ok(plan::build(
-        repo.root(),
+        (repo.root(), &head),
         read,
         (gathering.unreadable, gathering.reverts),
         decided,

@@ -49,10 +49,6 @@ fn clone_commit_push_is_seen_by_git_cli() {
     let mut repo = fx.open(&fx.bare_url(), "work");
     assert_eq!(repo.head(), fx.remote_head());
     assert_eq!(
-        std::fs::read_to_string(repo.root().join(ROUTE)).unwrap(),
-        "weight: 0\n"
-    );
-    assert_eq!(
         repo.read_file_at_head(ROUTE).unwrap().as_deref(),
         Some("weight: 0\n")
     );
@@ -96,8 +92,8 @@ fn clone_commit_push_is_seen_by_git_cli() {
         "sluice <sluice@localhost>|sluice <sluice@localhost>|1700000100|1700000100"
     );
     assert_eq!(git(&witness, &["status", "--porcelain"]), "");
-    // The work tree sluice left behind is clean too.
-    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    // sluice left nothing checked out behind.
+    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
     git(&witness, &["fsck", "--strict"]);
     fx.assert_never_rewound();
 }
@@ -176,8 +172,8 @@ fn git_daemon_remote_clone_push() {
     let repo = fx.open(&url, "work");
     assert_eq!(repo.head(), fx.remote_head());
     assert_eq!(
-        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
-        "edited by a human\n"
+        repo.read_file_at_head("README.md").unwrap().as_deref(),
+        Some("edited by a human\n")
     );
     fx.assert_never_rewound();
 }
@@ -205,9 +201,13 @@ fn push_conflict_keeps_human_commit() {
     let pushed = repo
         .push_with_retry(5, |repo: &mut ConfigRepo| {
             redos += 1;
-            // The caller re-reads the work tree on the new head and re-applies its change.
-            let current = std::fs::read_to_string(repo.root().join("README.md")).unwrap();
-            assert_eq!(current, "human change\n", "redo sees the human's commit");
+            // The caller re-reads the new head and re-applies its change.
+            let current = repo.read_file_at_head("README.md").unwrap();
+            assert_eq!(
+                current.as_deref(),
+                Some("human change\n"),
+                "redo sees the human's commit"
+            );
             commit_step(repo, 10, time(11))?;
             Ok::<(), Error>(())
         })
@@ -361,7 +361,7 @@ fn no_commit_when_nothing_changed() {
         .unwrap();
     assert_eq!(empty, None);
     assert_eq!(repo.head(), head);
-    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
     assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(head));
     assert_eq!(fx.remote_head(), head);
 }
@@ -565,8 +565,14 @@ fn bad_inputs_are_errors_not_panics() {
             )
             .unwrap_err();
         assert!(matches!(err, Error::InvalidPath { .. }), "{path:?}: {err}");
-        assert!(
-            !repo.root().join("apps/ok.yaml").exists(),
+        assert_eq!(
+            repo.read_file_at_head("apps/ok.yaml").unwrap(),
+            None,
+            "nothing committed"
+        );
+        assert_eq!(
+            checked_out(repo.root()),
+            Vec::<String>::new(),
             "nothing written"
         );
         assert!(matches!(
@@ -597,7 +603,7 @@ fn bad_inputs_are_errors_not_panics() {
     );
     assert!(matches!(bad_id, Err(Error::InvalidIdentity { .. })));
     assert_eq!(repo.head(), head);
-    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
 
     let none = Credentials::none();
     let open = |url: &str, branch: &str, work: &str| {
@@ -679,33 +685,34 @@ fn fetch_drops_local_changes_and_unpushed_commits() {
     let remote = fx.remote_head();
     let mut changes = route_change(50);
     changes.push(FileChange::write("apps/new/file.yaml", "new\n"));
-    repo.commit_files(&changes, &step_message(50), &Identity::default(), None)
+    let unpushed = repo
+        .commit_files(&changes, &step_message(50), &Identity::default(), None)
         .unwrap()
         .unwrap();
-    std::fs::write(repo.root().join("stray.txt"), "untracked\n").unwrap();
-    std::fs::write(repo.root().join("README.md"), "edited in place\n").unwrap();
-    // The remote did not move but our local head did: fetch resets to the remote head.
+    // The remote did not move but our local head did: fetch moves back to the remote head.
     assert_eq!(repo.fetch().unwrap(), remote);
     assert_eq!(repo.head(), remote);
     assert_eq!(
-        std::fs::read_to_string(repo.root().join(ROUTE)).unwrap(),
-        "weight: 0\n"
+        repo.read_file_at_head(ROUTE).unwrap().as_deref(),
+        Some("weight: 0\n")
     );
-    assert!(!repo.root().join("stray.txt").exists());
-    assert!(!repo.root().join("apps/new/file.yaml").exists());
-    assert_eq!(
-        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
-        "config repo\n"
+    assert_eq!(repo.read_file_at_head("apps/new/file.yaml").unwrap(), None);
+    assert_ne!(
+        git(repo.root(), &["rev-parse", "refs/heads/main"]),
+        unpushed.to_string()
     );
-    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
-    // Re-opening resets too (the dirty state of a crashed process is not trusted).
-    std::fs::write(repo.root().join("README.md"), "crash leftovers\n").unwrap();
+    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
+    // Re-opening moves back too (the state of a crashed process is not trusted); a stray
+    // file dropped in the work dir meanwhile is removed.
+    std::fs::write(repo.root().join("stray.txt"), "crash leftovers\n").unwrap();
     drop(repo);
     let repo = fx.open(&fx.bare_url(), "work");
+    assert_eq!(repo.head(), remote);
     assert_eq!(
-        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
-        "config repo\n"
+        repo.read_file_at_head("README.md").unwrap().as_deref(),
+        Some("config repo\n")
     );
+    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
 }
 
 #[cfg(unix)]
@@ -778,50 +785,74 @@ fn signed_commits_verify_with_git() {
 }
 
 #[test]
-fn failed_commit_is_cleaned_up_by_the_next_fetch() {
+fn a_failed_commit_leaves_nothing_behind() {
     let fx = Fixture::new();
+    let work = fx.path("work");
     let mut repo = fx.open(&fx.bare_url(), "work");
     let head = repo.head();
-    // The first file is written and staged, then the second change fails: `apps` is a
-    // directory, and deleting a directory is not a file change.
-    let err = repo
-        .commit_files(
-            &[
-                FileChange::write("apps/half.yaml", "half\n"),
-                FileChange::delete("apps"),
-            ],
-            &CommitMessage::new("fails halfway"),
-            &Identity::default(),
-            None,
-        )
-        .unwrap_err();
-    assert!(matches!(err, Error::Io { .. }), "{err}");
-    assert!(!err.is_transient());
-    assert_eq!(repo.head(), head);
-    assert!(repo.root().join("apps/half.yaml").exists());
-    // Same remote head, but the work tree is dirty: fetch must not take the cheap path.
+    // The first change is fine, the second is not: `apps` is a folder, and deleting a folder
+    // is not a file change. Refused before anything is written.
+    for (bad, what) in [
+        (FileChange::delete("apps"), "is a folder"),
+        (FileChange::write("apps/podinfo", "x\n"), "is a folder"),
+        (FileChange::write("README.md/x.yaml", "x\n"), "below a file"),
+    ] {
+        let err = repo
+            .commit_files(
+                &[FileChange::write("apps/half.yaml", "half\n"), bad.clone()],
+                &CommitMessage::new("fails halfway"),
+                &Identity::default(),
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidPath { .. }), "{bad:?}: {err}");
+        assert!(err.to_string().contains(what), "{bad:?}: {err}");
+        assert!(!err.is_transient());
+        assert_eq!(repo.head(), head, "{bad:?}");
+    }
+    assert_eq!(
+        checked_out(&work),
+        Vec::<String>::new(),
+        "nothing written to disk"
+    );
+    assert_eq!(
+        git(&work, &["rev-parse", "refs/heads/main"]),
+        head.to_string()
+    );
     assert_eq!(repo.fetch().unwrap(), head);
-    assert!(!repo.root().join("apps/half.yaml").exists());
-    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    let next = commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
+    assert_eq!(
+        git(&fx.bare(), &["ls-tree", "--name-only", "-r", "main"]),
+        "README.md\napps/podinfo/route.yaml",
+        "the half-made commit's file is in no commit"
+    );
 }
 
 #[test]
-fn fetch_skips_checkout_when_nothing_moved() {
+fn fetch_moves_the_branch_and_checks_nothing_out() {
     let fx = Fixture::new();
+    let work = fx.path("work");
     let mut repo = fx.open(&fx.bare_url(), "work");
-    // Nobody but sluice writes in the work dir; a file dropped there behind its back survives
-    // a fetch that finds nothing new, which shows no checkout ran.
-    std::fs::write(repo.root().join("marker"), "x").unwrap();
-    assert_eq!(repo.fetch().unwrap(), fx.remote_head());
-    assert!(repo.root().join("marker").exists());
-    // When the remote moves, the checkout runs and the work tree matches it exactly.
+    let before = repo.head();
+    assert_eq!(repo.fetch().unwrap(), before, "nothing moved");
     let human = fx.cli_clone(&fx.bare_url(), "human");
     human_pushes(&human, "README.md", "moved\n", "move");
     assert_eq!(repo.fetch().unwrap(), fx.remote_head());
-    assert!(!repo.root().join("marker").exists());
+    assert_eq!(repo.head(), fx.remote_head());
     assert_eq!(
-        std::fs::read_to_string(repo.root().join("README.md")).unwrap(),
-        "moved\n"
+        git(&work, &["rev-parse", "refs/heads/main"]),
+        fx.remote_head().to_string(),
+        "the local branch follows"
+    );
+    assert_eq!(
+        repo.read_file_at_head("README.md").unwrap().as_deref(),
+        Some("moved\n")
+    );
+    assert_eq!(
+        checked_out(&work),
+        Vec::<String>::new(),
+        "nothing checked out"
     );
 }
 
@@ -884,7 +915,7 @@ fn commits_made_with_memory_objects_are_stored_as_one_pack_and_push_intact() {
         "weight: 99"
     );
     assert!(!witness.join("README.md").exists());
-    assert_eq!(git(repo.root(), &["status", "--porcelain"]), "");
+    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
 }
 
 #[test]
@@ -949,27 +980,6 @@ fn a_failure_inside_memory_objects_still_stores_what_was_committed() {
         git(&fx.bare(), &["show", &format!("main:{ROUTE}")]),
         "weight: 30"
     );
-}
-
-#[test]
-fn files_sluice_wrote_keep_their_stat_data_in_the_index() {
-    let fx = Fixture::new();
-    let mut repo = fx.open(&fx.bare_url(), "work");
-    for (i, count) in [(1u32, 3usize), (2, 80)] {
-        let changes: Vec<FileChange> = (0..count)
-            .map(|n| FileChange::write(format!("out/f{n}.yaml"), format!("v: {i}\n")))
-            .collect();
-        repo.commit_files(&changes, &step_message(i), &Identity::default(), None)
-            .unwrap()
-            .expect("a commit");
-        repo.push().unwrap();
-        // `git diff-files` compares stat data only: an entry without it shows as modified.
-        assert_eq!(
-            git(repo.root(), &["diff-files", "--name-only"]),
-            "",
-            "after a commit of {count} files"
-        );
-    }
 }
 
 #[test]
@@ -1097,12 +1107,43 @@ fn a_clone_with_too_many_packs_is_merged_into_at_most_two_on_fetch() {
     // CLI must not run its own (background) auto gc on these 50+ packs meanwhile.
     git(repo.root(), &["config", "gc.auto", "0"]);
     git(repo.root(), &["config", "maintenance.auto", "false"]);
-    git(repo.root(), &["checkout", "-q", "-b", "sluice/side"]);
-    std::fs::write(repo.root().join("side.txt"), "side\n").unwrap();
-    git(repo.root(), &["add", "side.txt"]);
-    git(repo.root(), &["commit", "-q", "-m", "side"]);
-    let side = git(repo.root(), &["rev-parse", "HEAD"]).trim().to_string();
-    git(repo.root(), &["checkout", "-q", "main"]);
+    // The clone has no work tree: the side commit is made with git's plumbing and an index
+    // of its own.
+    std::fs::write(fx.path("side.txt"), "side\n").unwrap();
+    let blob = git(
+        repo.root(),
+        &["hash-object", "-w", fx.path("side.txt").to_str().unwrap()],
+    );
+    let index = fx.path("side.index");
+    let with_index = |args: &[&str]| {
+        let out = git_cmd(repo.root())
+            .env("GIT_INDEX_FILE", &index)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    with_index(&["read-tree", "main"]);
+    with_index(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("100644,{blob},side.txt"),
+    ]);
+    let tree = with_index(&["write-tree"]);
+    let side = git(
+        repo.root(),
+        &["commit-tree", "-p", "main", "-m", "side", &tree],
+    );
+    git(
+        repo.root(),
+        &["update-ref", "refs/heads/sluice/side", &side],
+    );
     repo.fetch().unwrap();
     // The biggest pack (the clone's first) is kept; every other is merged into one.
     assert!(packs(&work) <= 2, "{}", packs(&work));
@@ -1366,4 +1407,157 @@ fn changed_paths_names_what_git_diff_tree_names() {
     let mut all = repo.changed_paths(root, None).unwrap();
     all.sort();
     assert_eq!(all, vec!["README.md".to_string(), ROUTE.to_string()]);
+}
+
+/// What the work dir holds besides `.git`, sorted: nothing once the clone has no work tree.
+fn checked_out(work: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != ".git")
+        .collect();
+    names.sort();
+    names
+}
+
+/// The clone never checks out: after a clone, commits, a push, a human's push and a fetch,
+/// the work dir holds only `.git`, marked bare, with no index; git reads it as sluice wrote it.
+#[test]
+fn the_clone_has_no_work_tree_no_index_and_no_checked_out_files() {
+    let fx = Fixture::new();
+    let work = fx.path("work");
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    assert_eq!(checked_out(&work), Vec::<String>::new(), "after the clone");
+    commit_step(&mut repo, 10, time(10)).unwrap().unwrap();
+    let mut changes = route_change(20);
+    changes.push(FileChange::write("apps/podinfo/new.yaml", "a: 1\n"));
+    changes.push(FileChange::delete("README.md"));
+    repo.commit_files(&changes, &step_message(20), &Identity::default(), time(20))
+        .unwrap()
+        .unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(repo.head()));
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    human_pushes(&human, ROUTE, "weight: 30\n", "Human sets the weight");
+    assert_eq!(repo.fetch().unwrap(), fx.remote_head());
+    assert_eq!(
+        repo.read_file_at_head(ROUTE).unwrap().as_deref(),
+        Some("weight: 30\n")
+    );
+    assert_eq!(
+        checked_out(&work),
+        Vec::<String>::new(),
+        "after commits, a push and a fetch"
+    );
+    assert!(!work.join(".git/index").exists(), "no index");
+    assert_eq!(git(&work, &["config", "core.bare"]), "true");
+    assert_eq!(
+        git(&work, &["rev-parse", "refs/heads/main"]),
+        fx.remote_head().to_string()
+    );
+    assert_eq!(git(&work, &["show", "HEAD:apps/podinfo/new.yaml"]), "a: 1");
+    git(&work, &["fsck", "--strict"]);
+    fx.assert_never_rewound();
+}
+
+/// A committed symbolic link cannot redirect a write: a path through it, or onto it, is
+/// refused from the tree alone (nothing is on disk to follow), and nothing is committed.
+#[test]
+fn a_link_in_the_tree_refuses_a_write_through_it_or_onto_it() {
+    let fx = Fixture::new();
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    std::os::unix::fs::symlink("/tmp", human.join("apps/out")).unwrap();
+    std::os::unix::fs::symlink("../README.md", human.join("apps/readme.yaml")).unwrap();
+    git(&human, &["add", "."]);
+    git(&human, &["commit", "-q", "-m", "links"]);
+    git(&human, &["push", "-q", "origin", "main"]);
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    let head = repo.head();
+    for (path, link) in [
+        ("apps/out/x.yaml", "apps/out"),
+        ("apps/readme.yaml", "apps/readme.yaml"),
+    ] {
+        let err = repo
+            .commit_files(
+                &[FileChange::write(path, "x: 1\n")],
+                &step_message(1),
+                &Identity::default(),
+                time(1),
+            )
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("symlink") && text.contains(link),
+            "{path}: {text}"
+        );
+        assert_eq!(repo.head(), head, "{path}: nothing committed");
+    }
+}
+
+/// A clone an older sluice made (a checkout and an index) with a local commit it never
+/// pushed: opening it pushes the commit (fast-forward), then leaves only a bare `.git`.
+#[test]
+fn an_old_clone_with_a_work_tree_is_migrated_and_its_unpushed_commit_pushed() {
+    let fx = Fixture::new();
+    let work = fx.cli_clone(&fx.bare_url(), "work");
+    std::fs::write(work.join(ROUTE), "weight: 40\n").unwrap();
+    git(&work, &["commit", "-q", "-am", "unpushed step"]);
+    let unpushed = oid(&git(&work, &["rev-parse", "HEAD"]));
+    std::fs::write(work.join("stray.txt"), "a failed attempt's leftover\n").unwrap();
+    assert!(work.join(".git/index").exists());
+
+    let mut repo = fx.open(&fx.bare_url(), "work");
+    assert_eq!(fx.remote_head(), unpushed, "the unpushed commit is pushed");
+    assert_eq!(repo.head(), unpushed);
+    assert!(
+        !git_ok(
+            &work,
+            &["rev-parse", "--verify", "-q", "refs/sluice/unpushed/main"]
+        ),
+        "once pushed, the commit is not kept aside"
+    );
+    assert_eq!(
+        checked_out(&work),
+        Vec::<String>::new(),
+        "checked-out files deleted"
+    );
+    assert!(!work.join(".git/index").exists(), "no index");
+    assert_eq!(git(&work, &["config", "core.bare"]), "true");
+    // The migrated clone works as a new one.
+    let next = commit_step(&mut repo, 50, time(50)).unwrap().unwrap();
+    assert_eq!(repo.push().unwrap(), PushOutcome::Pushed(next));
+    assert_eq!(
+        git(&fx.bare(), &["show", &format!("main:{ROUTE}")]),
+        "weight: 50"
+    );
+    assert_eq!(checked_out(&work), Vec::<String>::new());
+    fx.assert_never_rewound();
+}
+
+/// The same when the remote moved since: the old commit cannot be pushed without rewinding
+/// anyone, so it is kept under `refs/sluice/unpushed/main`, and the clone follows the remote.
+#[test]
+fn an_old_clones_commit_the_remote_moved_past_is_kept_under_a_ref() {
+    let fx = Fixture::new();
+    let work = fx.cli_clone(&fx.bare_url(), "work");
+    std::fs::write(work.join(ROUTE), "weight: 40\n").unwrap();
+    git(&work, &["commit", "-q", "-am", "unpushed step"]);
+    let unpushed = oid(&git(&work, &["rev-parse", "HEAD"]));
+    let human = fx.cli_clone(&fx.bare_url(), "human");
+    human_pushes(&human, "README.md", "moved\n", "Human moves main");
+    let moved = fx.remote_head();
+
+    let repo = fx.open(&fx.bare_url(), "work");
+    assert_eq!(repo.head(), moved);
+    assert_eq!(
+        fx.remote_head(),
+        moved,
+        "nothing pushed over the human's commit"
+    );
+    assert_eq!(
+        oid(&git(&work, &["rev-parse", "refs/sluice/unpushed/main"])),
+        unpushed,
+        "the old commit is kept"
+    );
+    assert_eq!(checked_out(&work), Vec::<String>::new());
+    fx.assert_never_rewound();
 }

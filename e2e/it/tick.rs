@@ -102,16 +102,17 @@ fn counting_runtime() -> (
 ) {
     let reads = std::sync::Arc::new(Mutex::new(std::collections::BTreeMap::new()));
     let counted = std::sync::Arc::clone(&reads);
-    let runtime = sluice::runtime::Runtime::from_env()
-        .unwrap()
-        .with_reader(move |path: &Path| {
-            *counted
-                .lock()
-                .unwrap()
-                .entry(path.to_path_buf())
-                .or_insert(0) += 1;
-            sluice::yaml::snapshot::read_bounded(path)
-        });
+    let runtime =
+        sluice::runtime::Runtime::from_env()
+            .unwrap()
+            .with_reader(move |path: &Path, read| {
+                *counted
+                    .lock()
+                    .unwrap()
+                    .entry(path.to_path_buf())
+                    .or_insert(0) += 1;
+                read(path)
+            });
     (runtime, reads)
 }
 

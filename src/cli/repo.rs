@@ -125,14 +125,16 @@ pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<L
 pub enum Held {
     /// A local checkout, read as it is.
     Nothing,
-    /// The fetched clone and its lock.
-    Clone(Box<Locked>),
+    /// The fetched clone and its lock, and its head's YAML files read into a temporary folder
+    /// (the clone has no work tree).
+    Clone(Box<Locked>, tempfile::TempDir),
     /// A bare repository's branch, read into a temporary folder.
     Tree(tempfile::TempDir),
 }
 
 /// The folder to read: the local checkout, the branch of a local bare repository (it has no
-/// files of its own, as `history --dir` reads its commits), or the fetched clone.
+/// files of its own, as `history --dir` reads its commits), or the fetched clone's branch
+/// (it has no checkout either), each written into a temporary folder.
 pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
     if let Some(dir) = &args.dir {
         return match bare_branch(dir, &args.branch)? {
@@ -145,9 +147,13 @@ pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
     };
     // `open` fetches the branch.
     let locked = open(url, &args.branch, args.workdir.as_deref())?;
+    let git_dir = locked.repo.root().join(".git");
+    let Some(tree) = bare_branch(&git_dir, &args.branch)? else {
+        bail!("{}: cannot open the clone", git_dir.display());
+    };
     Ok((
-        locked.repo.root().to_path_buf(),
-        Held::Clone(Box::new(locked)),
+        tree.path().to_path_buf(),
+        Held::Clone(Box::new(locked), tree),
     ))
 }
 

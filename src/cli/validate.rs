@@ -102,7 +102,11 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
     );
     // Output folders are checked on disk as the loop checks them in its clone.
     if let Some(root) = &root {
-        reject_unowned_paths(&mut loaded, &snapshot, root);
+        reject_unowned_paths(
+            &mut loaded,
+            &snapshot,
+            &crate::spec::output_folder::OnDisk(root),
+        );
     }
     // References resolve against the whole repo's templates, as in the loop; the problems of
     // the templates in the files given are reported here.

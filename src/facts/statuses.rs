@@ -28,7 +28,6 @@ pub fn read_all(
     runtime: &Runtime,
     canaries: &[Canary],
 ) -> Vec<Result<Option<Recorded>, CanaryError>> {
-    let root = repo.root();
     let paths: Vec<String> = canaries
         .iter()
         .map(|c| status_file::path_for(&c.id))
@@ -44,11 +43,11 @@ pub fn read_all(
     let known = std::mem::take(&mut *runtime.parsed_statuses());
     let mut kept: HashMap<Oid, Recorded> = HashMap::new();
     let mut out = Vec::with_capacity(canaries.len());
-    for ((canary, path), id) in canaries.iter().zip(paths).zip(ids) {
+    for (path, id) in paths.into_iter().zip(ids) {
         let cached = id.and_then(|id| kept.get(&id).or_else(|| known.get(&id)).cloned());
         let found = match cached {
             Some(found) => Ok(Some(found)),
-            None => status_file::read_recorded(root, &canary.id, |p| runtime.read_file(p))
+            None => read_recorded(repo, runtime, &path)
                 .map_err(|message| CanaryError::Status { path, message }),
         };
         if let (Some(id), Ok(Some(found))) = (id, &found) {
@@ -58,4 +57,19 @@ pub fn read_all(
     }
     *runtime.parsed_statuses() = kept;
     out
+}
+
+/// A status file read from the head's tree through the runtime's reader; `None` when nothing
+/// is at `path` (a link or a folder there is read, and refused).
+fn read_recorded(
+    repo: &ConfigRepo,
+    runtime: &Runtime,
+    path: &str,
+) -> Result<Option<Recorded>, String> {
+    let head = crate::head_files::HeadFiles::new(repo);
+    if !head.exists(path) {
+        return Ok(None);
+    }
+    let read = runtime.read_file(&repo.root().join(path), &|p| head.read_path(p));
+    status_file::from_read(read).map(Some)
 }

@@ -1,8 +1,9 @@
 //! The git adapter: a persistent local clone of the config repo that sluice commits route
 //! changes to and pushes without ever forcing.
 //!
-//! This module only moves bytes between a work tree and a remote: clone, fetch (hard reset to
-//! the remote head), commit files, push, read history. It knows nothing about canaries, weights
+//! This module only moves bytes between the clone's object database and a remote: clone,
+//! fetch (the local branch moved to the remote head; the clone is bare, nothing is ever
+//! checked out), commit files (trees written directly), push, read files and history. It knows nothing about canaries, weights
 //! or YAML; the rollout logic decides *what* to write and calls in here to write it.
 //!
 //! Credentials come from the environment ([`Credentials::from_env`]) and live only in memory:
@@ -24,13 +25,14 @@
 //!   the ssh host keys trusted. `credentials` (holds the known hosts). `trees`: the trees of
 //!   a commit, with the folders already read kept parsed.
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
-//!   `worktree`: paths, files and index of the work tree. `remote`: every fetch, listing and
+//!   `migrate`: a clone with a work tree (an older sluice's) made bare. `lookup`: a path of
+//!   a commit looked up in its trees, and the link checks of a commit's paths. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
 //!   `message`: a commit's message read up to a cap. `objects`: history read from the object
 //!   database (first-parent line, changes, files, trees written out) for audit and drift. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
 //!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
-//! - `push`, `branch` (approval branches), `history`, `tree_files` (a
+//! - `paths_at` (a path of a commit as a checkout would show it), `push`, `branch` (approval branches), `history`, `tree_files` (a
 //!   commit's YAML files listed from its tree objects): more of [`ConfigRepo`], built on `repo`.
 
 mod branch;
@@ -41,11 +43,14 @@ mod error;
 mod history;
 mod known_hosts;
 mod locks;
+mod lookup;
 mod maintenance;
 mod memory;
 pub mod message;
+mod migrate;
 mod object_cache;
 pub mod objects;
+mod paths_at;
 mod push;
 mod remote;
 mod repo;
@@ -53,7 +58,6 @@ mod sign;
 mod timeouts;
 mod tree_files;
 mod trees;
-mod worktree;
 
 pub use branch::APPROVAL_PREFIX;
 pub use change::{CommitMessage, FileChange, Identity};
@@ -63,6 +67,7 @@ pub use history::{
     history_at, local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry,
 };
 pub use known_hosts::KnownHosts;
+pub use lookup::{Bounded, PathEntry};
 pub use object_cache::{limit_object_cache, OBJECT_CACHE_BYTES};
 pub use push::PushOutcome;
 pub use remote::STALE_REF_LOCK;

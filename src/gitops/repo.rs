@@ -1,32 +1,32 @@
 //! [`ConfigRepo`]: a persistent local clone of one branch of the config repo.
 //!
-//! The work dir is sluice's own: `fetch` hard-resets it to the remote head, dropping anything
-//! local (uncommitted files, unpushed commits). Nobody else should edit it. This file owns the
-//! clone: opening/cloning, fetching, reading, committing to the branch, and the tick's memory
-//! object store. It calls down into `commit.rs` (writing a commit), `worktree.rs`, `remote.rs`,
-//! `memory.rs` and `maintenance.rs`, none of which know `ConfigRepo`; pushing (`push.rs`),
-//! approval branches (`branch.rs`) and history (`history.rs`) build on it.
+//! The work dir is sluice's own and holds only the clone's `.git` folder, marked bare: nothing
+//! is ever checked out, there is no index. `fetch` moves the local branch to the remote head,
+//! dropping unpushed commits. Nobody else should edit it. This file owns the clone:
+//! opening/cloning (and migrating a clone with a work tree, `migrate.rs`), fetching, reading,
+//! committing to the branch, and the tick's memory object store. It calls down into
+//! `commit.rs` (writing a commit), `lookup.rs`, `remote.rs`, `memory.rs` and
+//! `maintenance.rs`; pushing (`push.rs`), approval branches (`branch.rs`) and history
+//! (`history.rs`) build on it.
 
 use std::path::{Path, PathBuf};
 
-use git2::build::CheckoutBuilder;
-use git2::{
-    ErrorCode, ObjectType, Oid, Reference, Repository, RepositoryInitOptions, ResetType, Time,
-};
+use git2::{ErrorCode, ObjectType, Oid, Reference, Repository, RepositoryInitOptions, Time};
 
 use super::change::{validate_path, CommitMessage, FileChange, Identity};
 use super::commit::{IfUnchanged, Writer, Written};
 use super::credentials::{redact_url, strip_userinfo, Credentials};
 use super::error::{Error, RemoteOp, Result};
 use super::locks;
+use super::lookup;
 use super::maintenance;
 use super::memory::Memory;
+use super::migrate;
 use super::object_cache;
 use super::remote::{Remote, ORIGIN};
 use super::sign::Signing;
 use super::timeouts;
 use super::trees::Trees;
-use super::worktree;
 
 /// A local clone of one branch of the config repo, kept in a work dir across runs.
 pub struct ConfigRepo {
@@ -38,13 +38,11 @@ pub struct ConfigRepo {
     pub(super) creds: Credentials,
     /// The local branch head: the remote head after `fetch`, plus our unpushed commit if any.
     pub(super) head: Oid,
-    /// The work tree or index may differ from `head` (we wrote files and did not finish).
+    /// `head` may name objects that were only in memory, or the local branch was never set:
+    /// the next fetch points the branch at the remote head again.
     pub(super) dirty: bool,
-    /// `head` moved past the local branch ref and index (commits not yet synced for a push).
+    /// `head` moved past the local branch ref (commits not yet synced for a push).
     pub(super) unsynced: bool,
-    /// Files `commit_files` wrote since the index was last synced; their index entries get the
-    /// files' stat data so the next checkout need not hash them again.
-    pub(super) written: Vec<String>,
     /// Open inside `with_memory_objects`: `repo` then writes objects to memory.
     memory: Memory,
     /// The folders commits read and wrote, parsed (`trees.rs`).
@@ -86,7 +84,10 @@ impl ConfigRepo {
     }
 
     /// Opens the clone in `workdir`, or clones `url` into it when the directory is missing or
-    /// empty, then fetches `branch` and resets the work tree to the remote head.
+    /// empty, then fetches `branch` and points the local branch at the remote head. A clone
+    /// an older sluice made with a work tree is migrated in place (`migrate.rs`): an unpushed
+    /// local commit is pushed (or kept under `refs/sluice/unpushed/`), then the checked-out
+    /// files are deleted.
     ///
     /// `url` may be a local path, `file://`, `git://`, `http(s)://`, `ssh://` or `user@host:path`.
     /// Credentials in the URL are used (when `creds` has none for https) but never stored: the
@@ -141,24 +142,100 @@ impl ConfigRepo {
             };
             adopt_remote(&repo, &clean.url).map_err(workdir_error(&root))?;
             tracing::debug!(credentials = %creds.describe(), "opened work dir");
-            let mut this = ConfigRepo::new(repo, root, clean.url, branch, creds);
-            return match this.fetch_as(RemoteOp::Fetch) {
-                Ok(_) => Ok(this),
-                Err(e) if e.is_local_damage() => {
-                    let ConfigRepo {
-                        root,
-                        remote_url,
-                        creds,
-                        ..
-                    } = this;
-                    set_aside(&root, &e).map_err(workdir_error(&root))?;
-                    Self::clone_into(root, remote_url, branch, creds)
-                }
-                Err(e) => Err(e),
-            };
+            return Self::open_existing(repo, root, clean.url, branch, creds);
         }
         ensure_empty_dir(&root).map_err(workdir_error(&root))?;
         Self::clone_into(root, clean.url, branch, creds)
+    }
+
+    /// Fetches into the clone `repo` found in `root`; a clone with the old layout (a work
+    /// tree) is migrated: marked bare first, its unpushed local commit made safe after the
+    /// fetch, and its checked-out files deleted last.
+    fn open_existing(
+        repo: Repository,
+        root: PathBuf,
+        url: String,
+        branch: &str,
+        creds: Credentials,
+    ) -> Result<ConfigRepo> {
+        let migrating = migrate::is_old_layout(&repo, &root);
+        let (repo, local) = if migrating {
+            let local = migrate::keep_branch(&repo, &root, branch)?;
+            (migrate::make_bare(repo, &root)?, local)
+        } else {
+            (repo, None)
+        };
+        let mut this = ConfigRepo::new(repo, root, url, branch, creds);
+        // No checkout reads the head's objects any more: they are read here once, so a clone
+        // damaged while sluice was down is found at start.
+        let opened = this.fetch_as(RemoteOp::Fetch).and_then(|head| {
+            lookup::verify_tree(&this.repo, head)
+                .map_err(|e| this.git_err("read the head's objects", &e))
+        });
+        match opened {
+            Ok(()) => {}
+            Err(e) if e.is_local_damage() => {
+                let ConfigRepo {
+                    root,
+                    remote_url,
+                    creds,
+                    ..
+                } = this;
+                set_aside(&root, &e).map_err(workdir_error(&root))?;
+                return Self::clone_into(root, remote_url, branch, creds);
+            }
+            Err(e) => return Err(e),
+        }
+        if migrating {
+            if let Some(local) = local {
+                this.keep_unpushed(local)?;
+            }
+            let removed = migrate::remove_checkout(&this.root)?;
+            tracing::info!(
+                entries = removed,
+                "migrated the clone: no work tree, no index, checked-out files deleted"
+            );
+        }
+        Ok(this)
+    }
+
+    /// The local commit `local` of a migrated clone, kept under `refs/sluice/unpushed/`
+    /// (`migrate::keep_branch`): pushed when it is ahead of the remote head (fast-forward, as
+    /// every push), then the ref goes; else the ref stays, with a warning. The ref goes too
+    /// when the remote already has the commit.
+    fn keep_unpushed(&mut self, local: Oid) -> Result<()> {
+        let remote = self.head;
+        let kept = format!("{}{}", migrate::UNPUSHED_PREFIX, self.branch);
+        let has = |a: Oid, b: Oid| self.repo.graph_descendant_of(a, b).unwrap_or(false);
+        let drop_kept = |repo: &Repository| match repo.find_reference(&kept) {
+            Ok(mut r) => r.delete(),
+            Err(_) => Ok(()),
+        };
+        if local == remote || has(remote, local) {
+            return drop_kept(&self.repo).map_err(|e| self.git_err("drop a kept commit's ref", &e));
+        }
+        if has(local, remote) {
+            self.head = local;
+            self.unsynced = true;
+            match self.push() {
+                Ok(super::PushOutcome::Pushed(oid)) => {
+                    tracing::info!(commit = %oid, "pushed the unpushed commits of the old work tree");
+                    return drop_kept(&self.repo)
+                        .map_err(|e| self.git_err("drop a kept commit's ref", &e));
+                }
+                Ok(super::PushOutcome::Rejected) => {
+                    tracing::warn!(
+                        "the remote branch moved; the old work tree's commits are kept aside"
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot push the old work tree's commits; they are kept aside")
+                }
+            }
+            self.reset_to(remote)?;
+        }
+        tracing::warn!(commit = %local, kept = %kept, "a local commit of the old work tree was not pushed; it is kept under this ref");
+        Ok(())
     }
 
     /// Clones `url` into the empty (or missing) directory `root`.
@@ -191,7 +268,6 @@ impl ConfigRepo {
             head: Oid::ZERO_SHA1,
             dirty: true,
             unsynced: false,
-            written: Vec::new(),
             memory: Memory::default(),
             trees: Trees::default(),
             loose: true,
@@ -201,9 +277,8 @@ impl ConfigRepo {
         }
     }
 
-    /// Fetches the branch and hard-resets the work tree to the remote head, dropping any local
-    /// change or unpushed commit. Cheap when nothing moved: no checkout if the remote head is
-    /// the commit we already have checked out cleanly.
+    /// Fetches the branch and points the local branch at the remote head, dropping any
+    /// unpushed commit. Nothing is checked out: the clone has no work tree.
     ///
     /// A clone found damaged (missing or corrupt objects, a garbage index or ref) is moved
     /// aside to `<work dir>.damaged` (or deleted when it cannot be moved) and cloned afresh:
@@ -221,7 +296,6 @@ impl ConfigRepo {
                 self.head = Oid::ZERO_SHA1;
                 self.dirty = true;
                 self.unsynced = false;
-                self.written.clear();
                 self.fetch_as(RemoteOp::Clone)
             }
             other => other,
@@ -234,7 +308,7 @@ impl ConfigRepo {
             tracing::debug!(head = %remote_head, "remote head unchanged");
         } else {
             self.reset_to(remote_head)?;
-            tracing::info!(head = %remote_head, "reset work tree to remote head");
+            tracing::info!(head = %remote_head, "moved the branch to the remote head");
         }
         if !self.memory.is_open() {
             self.loose = maintenance::repack_if_needed(&mut self.repo, &self.root, self.loose);
@@ -258,7 +332,8 @@ impl ConfigRepo {
         }
     }
 
-    /// Points the local branch, HEAD, index and work tree at `oid`, removing untracked files.
+    /// Points the local branch and HEAD at `oid`: a move of refs in the object database,
+    /// nothing checked out (the clone has no work tree).
     pub(super) fn reset_to(&mut self, oid: Oid) -> Result<()> {
         let local = self.local_ref();
         self.repo
@@ -267,39 +342,9 @@ impl ConfigRepo {
         self.repo
             .set_head(&local)
             .map_err(|e| self.git_err("set HEAD", &e))?;
-        let target = self
-            .repo
-            .find_object(oid, None)
-            .map_err(|e| self.git_err("find the remote head", &e))?;
-        // Not `reset --hard` alone: libgit2's hard reset overrides the checkout strategy and
-        // would keep untracked files (a file a failed commit left behind).
-        // Files are checked out as stored, like `commit_files` writes them: no line-ending or
-        // LFS filters, whose attribute lookups also cost a tick with many canaries.
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .remove_untracked(true)
-            .disable_filters(true);
-        self.repo
-            .checkout_tree(&target, Some(&mut checkout))
-            .map_err(|e| self.git_err("check out the remote head", &e))?;
-        self.repo
-            .reset(&target, ResetType::Mixed, None)
-            .map_err(|e| self.git_err("reset the index", &e))?;
-        drop(target);
-        // The checkout parsed every folder of the old and the new head, and libgit2 keeps them
-        // in the repository's object cache (about 4 MiB at 1,000 canaries) for as long as the
-        // repository lives. A fresh handle starts with an empty cache; reopening costs a
-        // config and refs read. Not while a tick's objects are in memory: `repo` is then the
-        // in-memory store (`memory.rs`).
-        if !self.memory.is_open() {
-            self.repo = Repository::open(&self.root)
-                .map_err(|e| self.git_err("reopen the clone after the checkout", &e))?;
-        }
         self.head = oid;
         self.dirty = false;
         self.unsynced = false;
-        self.written.clear();
         Ok(())
     }
 
@@ -308,7 +353,9 @@ impl ConfigRepo {
         self.head
     }
 
-    /// The work tree. Files can be read from here directly; write through
+    /// The work dir: it holds the clone's `.git` folder and no checked-out file. Read the
+    /// repo's files from the head's tree ([`entry_at`](Self::entry_at),
+    /// [`yaml_files_at`](Self::yaml_files_at)); write through
     /// [`commit_files`](Self::commit_files).
     pub fn root(&self) -> &Path {
         &self.root
@@ -423,14 +470,14 @@ impl ConfigRepo {
 
 impl ConfigRepo {
     /// Checks what `commit_files` checks of the paths before writing anything: plain
-    /// repo-relative paths, each once, none through a symlink.
+    /// repo-relative paths, each once, none through (or onto) a symlink of the head's tree.
     pub fn check_changes(&self, changes: &[FileChange]) -> Result<()> {
-        worktree::check(&self.root, changes)
+        lookup::check_changes(&self.repo, &self.root, self.head, changes)
     }
 
-    /// Writes `changes` into the work tree and index and commits them on top of the local head
-    /// as `author` (also the committer), at `time` or now. Returns `None`, and makes no commit,
-    /// when the resulting tree equals the head's tree.
+    /// Commits `changes` on top of the local head as `author` (also the committer), at `time`
+    /// or now, writing blobs and trees directly (no work tree, no index). Returns `None`, and
+    /// makes no commit, when the resulting tree equals the head's tree.
     ///
     /// Every path is checked before anything is written; a path through a symlink is refused.
     #[tracing::instrument(skip_all, fields(branch = %self.branch, files = changes.len(), subject = %message.subject))]
@@ -443,38 +490,35 @@ impl ConfigRepo {
     ) -> Result<Option<Oid>> {
         let rendered = message.render()?;
         let signature = author.signature(time)?;
-        self.check_changes(changes)?;
-
-        // From here on the work tree may differ from `head` until the commit is made; a failed
-        // attempt is cleaned up by the next `fetch`.
-        self.dirty = true;
-        worktree::write(&self.root, changes)?;
+        match self.check_changes(changes) {
+            // The head's trees cannot be read: the next fetch clones afresh.
+            Err(e) if e.is_local_damage() => {
+                let damaged = |detail: String| Error::Damaged {
+                    path: self.root.clone(),
+                    detail,
+                };
+                self.damaged = Some(damaged(e.to_string()));
+                return Err(damaged(e.to_string()));
+            }
+            checked => checked?,
+        }
         let head = self.head;
         let written = self
             .write_commit(|w| w.commit(head, changes, &rendered, &signature, IfUnchanged::Skip));
         let Some(oid) = written? else {
-            self.dirty = false;
             tracing::debug!("no change; nothing to commit");
             return Ok(None);
         };
-        // The branch ref and index follow once per push (`sync_branch`), not once per commit.
+        // The branch ref follows once per push (`sync_branch`), not once per commit.
         self.head = oid;
-        self.dirty = false;
         self.unsynced = true;
-        self.written.extend(
-            changes
-                .iter()
-                .filter(|c| c.content.is_some())
-                .map(|c| c.path.clone()),
-        );
         tracing::info!(commit = %oid, "committed");
         Ok(Some(oid))
     }
 
     /// Writes a commit the one way every sluice commit is written: `write` calls
     /// [`Writer::commit`] on a writer over this clone's objects, signing key and tree cache.
-    /// Records the objects written in the memory store when that is open. Touches no ref,
-    /// index or work tree.
+    /// Records the objects written in the memory store when that is open. Touches no ref.
     pub(super) fn write_commit(
         &mut self,
         write: impl FnOnce(&mut Writer<'_>) -> Result<Option<(Oid, Written)>>,
@@ -513,8 +557,8 @@ impl ConfigRepo {
         Ok(Some(oid))
     }
 
-    /// Points the local branch and the index at `head` after `commit_files` moved it: once per
-    /// push instead of once per commit.
+    /// Points the local branch at `head` after `commit_files` moved it: once per push instead
+    /// of once per commit.
     pub(super) fn sync_branch(&mut self) -> Result<()> {
         if !self.unsynced {
             return Ok(());
@@ -523,8 +567,6 @@ impl ConfigRepo {
         self.repo
             .reference(&local, self.head, true, "commit (sluice)")
             .map_err(|e| self.git_err("advance the local branch", &e))?;
-        let written = std::mem::take(&mut self.written);
-        worktree::sync_index(&self.repo, &self.root, self.head, written)?;
         self.unsynced = false;
         Ok(())
     }
@@ -540,7 +582,7 @@ impl ConfigRepo {
     /// Runs `work` with the objects commits write kept in memory, then stores the objects the
     /// new commits need in the clone as a pack, one per 8 MiB of objects (`memory.rs`).
     /// Inside `work` only object operations are available (commit, history, reading files at
-    /// the head); refs, index and push wait until it returns. The pack is written even when
+    /// the head); refs and push wait until it returns. The pack is written even when
     /// `work` fails, so the head never names a missing object.
     pub fn with_memory_objects<T, E>(
         &mut self,
@@ -568,9 +610,6 @@ impl ConfigRepo {
 /// Checks that an existing clone belongs to `url`; rewrites a stored URL that still carries
 /// credentials (an older clone, or one made by hand) to the clean form.
 fn adopt_remote(repo: &Repository, url: &str) -> std::result::Result<(), String> {
-    if repo.is_bare() {
-        return Err("holds a bare repository; sluice needs a work tree".to_string());
-    }
     let stored = match repo.find_remote(ORIGIN) {
         Ok(remote) => remote.url().map(str::to_string),
         Err(e) if e.code() == ErrorCode::NotFound => {
@@ -658,12 +697,12 @@ fn workdir_error(path: &Path) -> impl Fn(String) -> Error + '_ {
     }
 }
 
-/// A fresh repository in `root` (created if missing) with `url` as its remote, ready for the
-/// first fetch.
+/// A fresh repository in `root/.git` (created if missing), bare (no work tree, no index),
+/// with `url` as its remote, ready for the first fetch.
 fn init_clone(root: &Path, url: &str, branch: &str) -> Result<Repository> {
     let mut opts = RepositoryInitOptions::new();
-    opts.initial_head(branch).no_reinit(true);
-    let repo = Repository::init_opts(root, &opts).map_err(|e| Error::Workdir {
+    opts.initial_head(branch).no_reinit(true).bare(true);
+    let repo = Repository::init_opts(root.join(".git"), &opts).map_err(|e| Error::Workdir {
         path: root.to_path_buf(),
         reason: format!("cannot create a repository: {}", e.message()),
     })?;

@@ -1,11 +1,12 @@
-//! Output folders as they are in the work tree: sluice owns each one and writes only its own
+//! Output folders as they are in the repo: sluice owns each one and writes only its own
 //! YAML files there, so an output that names a file, or a folder holding files that are not
 //! YAML (a README, a script), is refused with the line of the canary's `output`
 //! field. Otherwise the first write would fail on the file, or the human's file would sit in
 //! a folder sluice rewrites and drift checks judge. Hidden files are passed over.
 //!
 //! YAML files sluice did not generate are judged from the snapshot by `load`; this module only
-//! looks at names and file types on disk (no file is read). It must not decide anything else
+//! looks at names and file types ([`Folders`]: the head commit's tree in the loop, a folder on
+//! disk for `validate --dir`); no file is read. It must not decide anything else
 //! about a canary.
 
 use std::path::Path;
@@ -19,13 +20,57 @@ use crate::yaml::snapshot::Snapshot;
 /// bounds the walk).
 const MAX_DEPTH: usize = 16;
 
-/// Drops, with an error, every canary whose output folder in the work tree `root` is a file
-/// path or holds a file that is not YAML.
-pub fn reject_unowned_paths(loaded: &mut Loaded, snapshot: &Snapshot, root: &Path) {
+/// What a path of the repo is, as output folders are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Missing,
+    Folder,
+    Link,
+    File,
+}
+
+/// The repo's names and file types, on disk or in a commit's tree (no file is read).
+pub trait Folders {
+    /// What `path` (repo-relative) is; a link is never followed.
+    fn kind(&self, path: &str) -> Kind;
+    /// The entries of the folder `path`, each with whether it is a folder (not a link).
+    fn entries(&self, path: &str) -> Vec<(String, bool)>;
+}
+
+/// A repo checked out in a folder on disk.
+pub struct OnDisk<'a>(pub &'a Path);
+
+impl Folders for OnDisk<'_> {
+    fn kind(&self, path: &str) -> Kind {
+        match std::fs::symlink_metadata(self.0.join(path)) {
+            Err(_) => Kind::Missing,
+            Ok(meta) if meta.file_type().is_symlink() => Kind::Link,
+            Ok(meta) if meta.is_dir() => Kind::Folder,
+            Ok(_) => Kind::File,
+        }
+    }
+
+    fn entries(&self, path: &str) -> Vec<(String, bool)> {
+        let Ok(entries) = std::fs::read_dir(self.0.join(path)) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .map(|e| {
+                let dir = e.file_type().is_ok_and(|t| t.is_dir());
+                (e.file_name().to_string_lossy().into_owned(), dir)
+            })
+            .collect()
+    }
+}
+
+/// Drops, with an error, every canary whose output folder in the repo `folders` shows is a
+/// file path or holds a file that is not YAML.
+pub fn reject_unowned_paths(loaded: &mut Loaded, snapshot: &Snapshot, folders: &dyn Folders) {
     let errors = &mut loaded.errors;
     loaded
         .canaries
-        .retain(|canary| match problem(root, canary) {
+        .retain(|canary| match problem(folders, canary) {
             None => true,
             Some(message) => {
                 errors.push(SpecError {
@@ -53,31 +98,25 @@ fn is_yaml(name: &str) -> bool {
     name.ends_with(".yaml") || name.ends_with(".yml")
 }
 
-/// What is wrong with the canary's output folder in `root`, if anything.
-fn problem(root: &Path, canary: &Canary) -> Option<String> {
+/// What is wrong with the canary's output folder in `folders`, if anything.
+fn problem(folders: &dyn Folders, canary: &Canary) -> Option<String> {
     let out = canary.output.as_str();
-    let mut path = root.to_path_buf();
     let mut so_far = String::new();
     for part in out.split('/') {
-        path.push(part);
         if !so_far.is_empty() {
             so_far.push('/');
         }
         so_far.push_str(part);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        let what = match folders.kind(&so_far) {
             // Not there yet: sluice creates it.
-            break;
+            Kind::Missing => break,
+            Kind::Folder => continue,
+            Kind::Link => "a symbolic link",
+            Kind::File => "a file",
         };
-        if !meta.is_dir() {
-            let what = if meta.file_type().is_symlink() {
-                "a symbolic link"
-            } else {
-                "a file"
-            };
-            return Some(format!(
-                "output folder {out} is a file path: {so_far} is {what}; an output is a folder sluice writes several files into. Give the canary a folder of its own"
-            ));
-        }
+        return Some(format!(
+            "output folder {out} is a file path: {so_far} is {what}; an output is a folder sluice writes several files into. Give the canary a folder of its own"
+        ));
     }
     if out.split('/').next_back().is_some_and(is_yaml) {
         return Some(format!(
@@ -85,7 +124,7 @@ fn problem(root: &Path, canary: &Canary) -> Option<String> {
             out.trim_end_matches(".yaml").trim_end_matches(".yml")
         ));
     }
-    foreign_file(&root.join(out)).map(|file| {
+    foreign_file(folders, out, 0).map(|file| {
         format!(
             "output folder {out} holds {out}/{file}, which is not YAML; sluice owns this folder and writes only its own manifests there. Move {out}/{file} out of it"
         )
@@ -96,20 +135,22 @@ fn problem(root: &Path, canary: &Canary) -> Option<String> {
 /// `*.yml`, relative to `folder`; `None` when there is none or no folder. Hidden names
 /// (`.gitkeep`, an editor's swap file, `.DS_Store` in a work tree) are passed over, as the
 /// snapshot passes over hidden folders: no GitOps engine applies them.
-fn foreign_file(folder: &Path) -> Option<String> {
-    let walk = walkdir::WalkDir::new(folder)
-        .max_depth(MAX_DEPTH)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-    for entry in walk.filter_map(Result::ok) {
-        if entry.file_type().is_dir() {
+fn foreign_file(folders: &dyn Folders, folder: &str, depth: usize) -> Option<String> {
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let mut entries = folders.entries(folder);
+    entries.sort();
+    for (name, is_dir) in entries {
+        if name.starts_with('.') {
             continue;
         }
-        let name = entry.file_name().to_string_lossy();
-        if !is_yaml(&name) {
-            let relative = entry.path().strip_prefix(folder).ok()?;
-            return Some(relative.to_string_lossy().replace('\\', "/"));
+        if is_dir {
+            if let Some(found) = foreign_file(folders, &format!("{folder}/{name}"), depth + 1) {
+                return Some(format!("{name}/{found}"));
+            }
+        } else if !is_yaml(&name) {
+            return Some(name);
         }
     }
     None
