@@ -22,6 +22,8 @@
 //!
 //! It never commits or pushes. Problems are logged; they never stop the loop.
 
+mod judge_table;
+
 use tracing::{info, warn};
 
 use crate::core::decide::Decision;
@@ -619,7 +621,7 @@ pub fn open_pull_request(
     );
     let checks = message::checks_table(status);
     // Only when the pull request is opened: a history walk, not a per-tick cost.
-    let judge = crate::judge::marginal::waited_on(repo, canary, status)
+    let judge = judge_table::waited_on(repo, canary, status)
         .map(|report| crate::judge::report::markdown(&report));
     let body = crate::forge::pr_body(&crate::forge::PrBody {
         canary: &canary.id.to_string(),

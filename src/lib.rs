@@ -57,6 +57,7 @@
 //! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
 //! | [`readers`] | what sluice recorded, read back for people: status rows, a canary's decisions from trailers, a commit's YAML written out; shared by `status`, `history` and the dashboard | write to the repository |
 //! | [`dashboard`] | the read-only dashboard's model (cached by head commit), charts and pages; its routes live in [`server`] | fetch, write, or show a secret |
+//! | [`commit_files`] | the files of one commit after another, followed by tree diffs and parsed once per blob, for audit and drift's verifier | write to the disk |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
@@ -87,6 +88,7 @@ pub use sluice_core as core;
 pub mod approval;
 pub mod audit;
 pub mod cli;
+pub mod commit_files;
 pub mod dashboard;
 pub mod deleted;
 pub mod drift;

@@ -396,7 +396,7 @@ fn a_bad_metric_in_wave_two_under_rollback_reverts_staging_too_and_wave_three_ne
         "{message}"
     );
     assert!(
-        message.contains("wave eu failed on revision v2: Rolling back web.eu"),
+        message.contains("wave eu failed on revision v2: Rolling back web.shop (wave eu)"),
         "{message}"
     );
     assert!(message.contains("Sluice-Wave: staging"), "{message}");

@@ -19,8 +19,8 @@
 //! same report.
 
 pub mod replay;
+pub mod replayed;
 pub mod since;
-pub mod tree_files;
 pub mod wave_revert;
 
 pub use crate::signatures::{policy, signed};
@@ -48,10 +48,10 @@ use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::snapshot::{ReadError, Snapshot};
 
+use crate::commit_files::TreeFiles;
 use crate::gitops::objects as tree;
 use replay::{Replayed, Sanctioned};
 use tree::{Changed, GitError};
-use tree_files::TreeFiles;
 
 /// The trailer that names who approved (written from format [`APPROVER_FROM`] on).
 pub const APPROVED_BY: &str = "Sluice-Approved-By";

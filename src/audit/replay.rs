@@ -15,10 +15,6 @@
 //!
 //! Pure but for reading the objects audit hands it; nothing here writes.
 
-use std::collections::BTreeMap;
-
-use git2::{Oid, Repository};
-
 use crate::core::decide::{decide, Decision};
 use crate::core::observe::{
     DriftFact, DriftPolicy, Facts, MergedApproval, Observations, Unreachable,
@@ -26,7 +22,7 @@ use crate::core::observe::{
 use crate::core::operate::operate;
 use crate::core::verdict::{self, DeletedVerdict};
 use crate::deleted;
-use crate::gitops::{CommitMessage, FileChange};
+use crate::gitops::FileChange;
 use crate::render::message;
 use crate::render::replay::{self, policy_name, By, Record, REPLAY};
 use crate::render::{self as renderer, status_file};
@@ -40,43 +36,8 @@ use crate::gitops::objects as tree;
 /// How far back a refused approval's waiting status is looked for (as the loop looks).
 const MERGE_LOOKBACK: usize = 500;
 
-/// The newest commits audit verified for a canary: the newest one, and the newest that is
-/// not a drift hold (a hold writes only the status file, so the output is that one's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sanctioned {
-    pub commit: Oid,
-    pub output: Oid,
-}
-
-/// What one recorded decision, made again, writes.
-pub struct Replayed {
-    pub changes: Vec<FileChange>,
-    pub message: CommitMessage,
-    /// The decision, for the rules and operations (not for record updates and reverts).
-    pub decision: Option<Decision>,
-}
-
-/// A problem making one decision again.
-pub struct Problem {
-    pub file: String,
-    pub message: String,
-}
-
-fn problem(file: impl Into<String>, message: impl Into<String>) -> Problem {
-    Problem {
-        file: file.into(),
-        message: message.into(),
-    }
-}
-
-/// What a replay reads besides the parent's files.
-pub struct Context<'a> {
-    pub repo: &'a Repository,
-    /// The first parent of the commit audited.
-    pub parent: Option<Oid>,
-    /// The newest verified commits of each canary before `commit`.
-    pub sanctioned: &'a BTreeMap<String, Sanctioned>,
-}
+use super::replayed::problem;
+pub use super::replayed::{Context, Problem, Replayed, Sanctioned};
 
 /// The hold of a wave whose cluster did not answer, made again on the recorded fact.
 fn unreachable(

@@ -15,7 +15,7 @@ use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::Canary;
 use crate::workload;
 
-use super::replay::{Context, Problem, Replayed};
+use super::replayed::{Context, Problem, Replayed};
 use super::Parent;
 
 /// The revert `record` describes for the wave instance `canary`, made again on `parent`.

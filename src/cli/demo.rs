@@ -174,7 +174,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let alice = Identity::new("alice", "alice@example.com");
     let fleet = fleet_files();
     let fleet: Vec<(&str, &str)> = fleet.iter().map(|(p, t)| (*p, t.as_str())).collect();
-    let judged = demo_judge::files();
+    let judged = demo_judge::files(&DEMO_FILES);
     let judged: Vec<(&str, &str)> = judged.iter().map(|(p, t)| (*p, t.as_str())).collect();
     let files: &[(&str, &str)] = match (args.waves, args.judge) {
         (true, _) => &fleet,

@@ -15,7 +15,6 @@ use sluice_core::judge::JudgeSpec;
 use sluice_core::judged::{judgement, JUDGE_CHECK};
 use sluice_core::number::fmt_num;
 
-use crate::cli::demo::DEMO_FILES;
 use crate::cli::demo_prometheus::Script;
 use crate::gitops::{ConfigRepo, HistoryEntry};
 use crate::judge::config::read_object;
@@ -60,9 +59,10 @@ spec:
 /// The annotation that makes the demo's Flagger canary judged.
 const ANNOTATED: &str = "  namespace: demo\n  annotations:\n    sluice.dev/judge: podinfo\n";
 
-/// The demo's files with the judge: the canary annotated, the `Judge` added.
-pub fn files() -> Vec<(&'static str, String)> {
-    let mut files: Vec<(&'static str, String)> = DEMO_FILES
+/// The demo's files (`demo_files`, the demo's own) with the judge: the canary annotated, the
+/// `Judge` added.
+pub fn files(demo_files: &[(&'static str, &'static str)]) -> Vec<(&'static str, String)> {
+    let mut files: Vec<(&'static str, String)> = demo_files
         .iter()
         .map(|(path, text)| {
             let text = if *path == "apps/podinfo/canary.yaml" {

@@ -606,13 +606,7 @@ pub enum MetricQuery {
     Query(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum BuiltinMetric {
-    #[serde(rename = "request-success-rate")]
-    RequestSuccessRate,
-    #[serde(rename = "request-duration")]
-    RequestDuration,
-}
+pub use crate::builtin_metric::BuiltinMetric;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ThresholdRange {

@@ -27,7 +27,7 @@ use std::sync::{LazyLock, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
-use crate::audit::tree_files::{Outside as TreeOutside, TreeFiles};
+use crate::commit_files::{Outside as TreeOutside, TreeFiles};
 use crate::core::verdict::redrawn;
 use crate::gitops::objects::{self as tree, GitError};
 use crate::render::{self, status_file};

@@ -3,12 +3,11 @@
 //! record of the tick's series ([`record`]; the range queries are
 //! `metrics::judge_series`), series read from files ([`series`]), and a judgement printed as
 //! a table or JSON ([`report`]) or written as commit trailers ([`trailers`]), and the marginal
-//! judgement a waiting canary's approval pull request shows ([`marginal`]). The judging
+//! judgement a waiting canary's approval pull request shows (`src/approval/judge_table.rs`). The judging
 //! itself is pure and lives in the core (`sluice_core::judge`).
 
 pub mod canary;
 pub mod config;
-pub mod marginal;
 pub mod objects;
 pub mod record;
 pub mod report;

@@ -17,10 +17,10 @@
 //! error here: querying the wrong mesh's metrics returns no data at best. This module does no
 //! IO.
 
+use crate::core::model::BuiltinMetric;
 use crate::core::observe::MetricValue;
 use crate::metrics::query_render::{render, QueryModel, RenderError};
 use crate::route::{BuiltinMetrics, QuerySet};
-use crate::spec::model::BuiltinMetric;
 
 /// A provider the built-in metrics cannot be computed for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

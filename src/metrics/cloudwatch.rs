@@ -42,8 +42,9 @@ pub const TARGET: &str = "GraniteServiceVersion20100801.GetMetricData";
 const FROM_INTERVALS: u32 = 10;
 /// Flagger's `MaxDatapoints`.
 const MAX_DATAPOINTS: u32 = 20;
-/// The judge's `MaxDatapoints`: as many as a series keeps.
-const RANGE_MAX_DATAPOINTS: u32 = crate::metrics::judge_series::MAX_POINTS;
+/// The judge's `MaxDatapoints`: as many as a series keeps (`judge_series::MAX_POINTS`, which
+/// a test there holds equal; named here, not used, so the two modules need not use each other).
+pub const RANGE_MAX_DATAPOINTS: u32 = 1000;
 
 /// What the environment says about CloudWatch, read once at start. `Debug` never prints keys.
 #[derive(Clone, Default)]

@@ -14,10 +14,10 @@
 //!
 //! Pure: no IO.
 
+use crate::core::model::BuiltinMetric;
 use crate::metrics::builtin::{metric_name, query, query_set, BuiltinQuery};
 use crate::metrics::query_render::{render, QueryModel};
 use crate::route::QuerySet;
-use crate::spec::model::BuiltinMetric;
 
 /// How one router's built-in queries select the primary instead of the canary.
 enum Primary {

@@ -19,7 +19,7 @@ use crate::metrics::judge_builtin;
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::{query_model, template_series, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
-use crate::spec::model::Canary;
+use crate::route::Canary;
 
 /// Values per window when the judge sets no `step`: enough for the test, few enough to keep.
 const DEFAULT_POINTS: u32 = 30;
@@ -207,6 +207,11 @@ fn prometheus(fetch: &Fetch<'_>, canary: &Canary) -> Result<Pooled, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cloudwatch_asks_for_as_many_points_as_a_series_keeps() {
+        assert_eq!(crate::metrics::cloudwatch::RANGE_MAX_DATAPOINTS, MAX_POINTS);
+    }
 
     #[test]
     fn a_template_is_rendered_for_each_workload() {

@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::core::model::Name;
 use crate::metrics::query_render::check;
-use crate::spec::model::Name;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::{join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};

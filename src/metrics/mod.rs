@@ -47,6 +47,7 @@ pub mod vendor_http;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::core::model::{MetricQuery, MetricSpec, Target};
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
 use crate::metrics::datadog::Datadog;
@@ -58,8 +59,8 @@ use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
 use crate::metrics::query_render::{render, QueryModel};
 use crate::metrics::splunk::Splunk;
+use crate::route::Canary;
 use crate::secrets::Secrets;
-use crate::spec::model::{Canary, MetricQuery, MetricSpec, Target};
 
 /// Flagger's window for metrics without `interval` (`GetMetricInterval`: 1m). It is not the
 /// analysis interval: a short analysis interval (10 s) would make `rate()` windows shorter
@@ -246,8 +247,8 @@ pub(crate) async fn template_series(
     let reference = MetricSpec {
         name: name.to_string(),
         query: MetricQuery::Template {
-            name: crate::spec::model::Name::parse(name)?,
-            namespace: crate::spec::model::Name::parse(namespace)?,
+            name: crate::core::model::Name::parse(name)?,
+            namespace: crate::core::model::Name::parse(namespace)?,
             variables: BTreeMap::new(),
         },
         interval: None,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::classify::MetricRule;
 use super::score::Thresholds;
-use crate::model::BuiltinMetric;
+use crate::builtin_metric::BuiltinMetric;
 
 /// A judge's validated settings.
 #[derive(Debug, Clone, PartialEq)]
