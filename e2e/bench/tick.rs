@@ -483,7 +483,7 @@ fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
         .expect("write");
         git(&human, &["commit", "-q", "-am", "roll out one"]);
         git(&human, &["push", "-q", "origin", "main"]);
-        let fetched = wait_for("reset work tree to remote head");
+        let fetched = wait_for("moved the branch to the remote head");
         let committed = wait_for("Committed:");
         walls.push((committed - fetched).as_secs_f64());
     }

@@ -308,6 +308,7 @@ impl ConfigRepo {
             tracing::debug!(head = %remote_head, "remote head unchanged");
         } else {
             self.reset_to(remote_head)?;
+            // `e2e/bench/tick.rs` (the one-changed-spec row) times the tick from this line.
             tracing::info!(head = %remote_head, "moved the branch to the remote head");
         }
         if !self.memory.is_open() {
