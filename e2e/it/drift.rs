@@ -424,3 +424,70 @@ fn a_drift_check_by_the_real_binary_writes_nothing_under_tmpdir() {
         "the drift check made something under TMPDIR"
     );
 }
+
+/// The drift check of a tick after a perCanary tick verifies one commit per canary, each drawn
+/// from a different base (the commit before it). Every base used to be read and loaded in
+/// full and held until the tick ended: N bases of N specs each, which took a 1,000-canary
+/// daemon past 7 GiB on its first tick. The verifier moves one base by tree diffs: the specs
+/// it loads are the first base's specs and then only the files each commit changed (its
+/// output folder's YAML), not one per canary per base (900 here).
+#[test]
+fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
+    const N: usize = 30;
+    let tmp = tempfile::tempdir().unwrap();
+    let specs: Vec<(String, String)> = (0..N)
+        .map(|i| {
+            let text = format!(
+                "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: app{i}, namespace: ns}}\nspec:\n  routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"v1\"}}\n  output: clusters/app{i}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [10, 50]}}\n"
+            );
+            (format!("apps/app{i}.yaml"), text)
+        })
+        .chain([(
+            SETTINGS.to_string(),
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perCanary\n".to_string(),
+        )])
+        .collect();
+    let files: Vec<(&str, &str)> = specs
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let bare = seeded_remote(tmp.path(), &files);
+    crate::support::reconcile(&bare, &tmp.path().join("w"), &[]);
+    let shas = trailer_commits(&bare, "Sluice-Canary");
+    assert_eq!(shas.len(), N, "one initialization commit per canary");
+    let head = tmp.path().join("head");
+    git(
+        tmp.path(),
+        &["clone", "-q", &bare.display().to_string(), "head"],
+    );
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
+    let loaded = sluice::spec::load::load(&snapshot, &sluice::spec::settings::Settings::default());
+    let mut verifier = sluice::drift::Verifier::new(&head);
+    for (sha, id) in &shas {
+        let canary = loaded
+            .canaries
+            .iter()
+            .find(|c| &c.id.to_string() == id)
+            .unwrap();
+        let status = show(
+            &head,
+            sha,
+            &sluice::render::status_file::path_for(&canary.id),
+        );
+        let parent = git(&head, &["rev-parse", &format!("{sha}^")]);
+        let differ = verifier
+            .differing(
+                canary,
+                &status,
+                git2::Oid::from_str(sha).unwrap(),
+                git2::Oid::from_str(parent.trim()).unwrap(),
+            )
+            .unwrap();
+        assert!(differ.is_empty(), "{sha} ({id}) is sluice's: {differ:?}");
+    }
+    assert!(
+        verifier.spec_reads() <= 4 * N,
+        "{} spec reads for {N} bases of {N} canaries",
+        verifier.spec_reads()
+    );
+}

@@ -14,13 +14,16 @@
 //! by the signing policy in force at its first parent, with audit's own code
 //! ([`crate::signatures::policy::Policies`]), so sluice's commits are the ones signed with its key.
 //!
-//! Cost: each base is read from git once per tick (its canaries loaded as `audit` loads
-//! them), whatever number of canaries a per-tick commit carries; each verdict (rendered or
-//! signed) is kept for the life of the process (a memo keyed by commit ids), so a tick renders
-//! or verifies again only commits no tick has seen before. Reads git objects only; writes
-//! nothing, to the repository or to the disk.
+//! Cost: one base is held at a time ([`TreeFiles`], its canaries loaded as `audit` loads them)
+//! and moved from base to base by tree diffs, so going to the next base reads and checks only
+//! the files the two commits differ in: the bases of one tick are neighbours in the history
+//! (the last tick's commits, one per canary under `commits: perCanary`), and a tick's cost
+//! follows what they changed, not the repo's size times the number of bases (holding every
+//! base read in full cost a 1,000-canary repo gigabytes on the first tick after a perCanary
+//! tick). Each verdict (rendered or signed) is kept for the life of the process (a memo keyed
+//! by commit ids), so a tick renders or verifies again only commits no tick has seen before.
+//! Reads git objects only; writes nothing, to the repository or to the disk.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
@@ -101,18 +104,66 @@ fn keep<K: Eq + std::hash::Hash, V>(memo: &Mutex<HashMap<K, V>>, key: K, verdict
     }
 }
 
-/// One tick's verifier: the clone opened, and each base read, once.
+/// One tick's verifier: the clone opened once, and the base last read.
 pub struct Verifier {
     root: PathBuf,
     git: Option<Repository>,
-    bases: HashMap<Oid, Base>,
+    base: Base,
 }
 
-/// A commit read from its tree objects as the tick reads its clone.
+/// A commit read from its tree objects as the tick reads its clone: its files, and whether
+/// its settings load (its canaries are loaded only then: no tick renders otherwise).
+#[derive(Default)]
 struct Base {
+    /// The commit read (`None`: none yet).
+    commit: Option<Oid>,
     files: TreeFiles,
-    /// Its canaries; none when its settings do not load (no tick renders then).
-    canaries: Vec<Canary>,
+    settings: Option<Settings>,
+}
+
+impl Base {
+    /// Moves to `commit`, reading only what differs from the commit it was at.
+    fn move_to(&mut self, git: &Repository, commit: Oid) -> Result<(), VerifyError> {
+        if self.commit == Some(commit) {
+            return Ok(());
+        }
+        self.commit = None;
+        let tree = tree::commit_tree(git, commit)?.id();
+        if let Err(e) = self.files.move_to(git, Some(tree)) {
+            // A move cut short leaves the files between two trees: start again from none.
+            self.files = TreeFiles::default();
+            return Err(e.into());
+        }
+        let (settings, problems) = match self.files.read(git, SETTINGS_PATH) {
+            // Absent means defaults, as for a checked-out repo.
+            None => (Settings::default(), Vec::new()),
+            Some(read) => settings_from(read),
+        };
+        self.settings = problems.is_empty().then_some(settings);
+        if let Some(settings) = &self.settings {
+            self.files.load(settings);
+        }
+        self.commit = Some(commit);
+        Ok(())
+    }
+
+    /// `id`'s canary at this base, when its settings load and it loads.
+    fn canary(&self, id: &str) -> Option<&Canary> {
+        self.settings.as_ref()?;
+        self.files.loaded().canary(id)
+    }
+
+    /// The output folders of this base's canaries.
+    fn outputs(&self) -> Vec<&str> {
+        if self.settings.is_none() {
+            return Vec::new();
+        }
+        self.files
+            .loaded()
+            .canaries()
+            .map(|c| c.output.as_str())
+            .collect()
+    }
 }
 
 impl Verifier {
@@ -121,8 +172,14 @@ impl Verifier {
         Verifier {
             root: root.to_path_buf(),
             git: None,
-            bases: HashMap::new(),
+            base: Base::default(),
         }
+    }
+
+    /// How many files the bases read so far were read and parsed as specs (what a test
+    /// counts: moving to a neighbouring base reads what the two differ in).
+    pub fn spec_reads(&self) -> usize {
+        self.base.files.loaded().reads()
     }
 
     /// The files of `canary`'s output folder at `files` that are not what sluice renders for
@@ -200,12 +257,10 @@ impl Verifier {
         let Some(git) = self.git.as_ref() else {
             return Ok(Vec::new());
         };
-        let base = match self.bases.entry(base) {
-            Entry::Occupied(read) => read.into_mut(),
-            Entry::Vacant(unread) => unread.insert(read_base(git, base)?),
-        };
-        let base: &Base = base;
-        let canary = base.canaries.iter().find(|c| c.id == at_head.id);
+        self.base.move_to(git, base)?;
+        let base = &self.base;
+        let id = at_head.id.to_string();
+        let canary = base.canary(&id);
         let output = at_head.output.as_str();
         let found = files_under(git, files, output)?;
         // Nothing drawn to compare with: every file is named (the folder, when it is empty).
@@ -226,7 +281,7 @@ impl Verifier {
             Err(_) => None,
         };
         let status_is_sluices = ours.is_some_and(|ours| ours == text);
-        let outputs: Vec<&str> = base.canaries.iter().map(|c| c.output.as_str()).collect();
+        let outputs = base.outputs();
         let outside = TreeOutside {
             repo: git,
             files: &base.files,
@@ -273,23 +328,6 @@ fn open(root: &Path) -> Result<Repository, VerifyError> {
         root: root.display().to_string(),
         message: e.message().to_string(),
     })
-}
-
-/// Reads `base`'s settings, files and canaries from its tree objects (nothing is written).
-fn read_base(git: &Repository, base: Oid) -> Result<Base, VerifyError> {
-    let mut files = TreeFiles::default();
-    files.move_to(git, Some(tree::commit_tree(git, base)?.id()))?;
-    let (settings, problems) = match files.read(git, SETTINGS_PATH) {
-        // Absent means defaults, as for a checked-out repo.
-        None => (Settings::default(), Vec::new()),
-        Some(read) => settings_from(read),
-    };
-    let canaries = if problems.is_empty() {
-        files.load(&settings).canaries().cloned().collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Base { files, canaries })
 }
 
 /// Every entry under `folder` at `commit`, by repo-relative path: a regular file's content,
