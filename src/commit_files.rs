@@ -9,9 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use git2::{Delta, FileMode, Oid, Repository};
+use git2::{FileMode, Oid, Repository};
 
 use crate::gitops::objects::{git, GitError};
+use crate::gitops::tree_diff;
 use crate::render::status_file;
 use crate::spec::load::Existing;
 use crate::spec::load_incremental::KeptLoad;
@@ -48,30 +49,28 @@ impl TreeFiles {
                 .transpose()
         };
         let (old, new) = (find(self.tree)?, find(tree)?);
-        let diff = repo
-            .diff_tree_to_tree(old.as_ref(), new.as_ref(), None)
-            .map_err(git("compare two trees"))?;
-        for delta in diff.deltas() {
-            for path in [delta.old_file().path_bytes(), delta.new_file().path_bytes()] {
-                if let Some(path) = utf8_path(path) {
-                    if !self.unloaded.contains(path) {
-                        self.unloaded.insert(path.to_string());
-                    }
-                }
+        let differs =
+            tree_diff(repo, old.as_ref(), new.as_ref()).map_err(git("compare two trees"))?;
+        for changed in differs {
+            let Ok(path) = std::str::from_utf8(&changed.path) else {
+                continue;
+            };
+            if !self.unloaded.contains(path) {
+                self.unloaded.insert(path.to_string());
             }
-            if delta.status() != Delta::Added {
-                if let Some(path) = utf8_path(delta.old_file().path_bytes()) {
-                    self.remove(path);
-                }
+            if changed.old.is_some() {
+                self.remove(path);
             }
-            let new_file = delta.new_file();
-            let regular = matches!(
-                new_file.mode(),
-                FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable
-            );
-            if delta.status() != Delta::Deleted && regular {
-                if let Some(path) = utf8_path(new_file.path_bytes()) {
-                    self.add(repo, path, new_file.id())?;
+            if let Some((id, mode)) = changed.new {
+                let regular = [
+                    FileMode::Blob,
+                    FileMode::BlobExecutable,
+                    FileMode::BlobGroupWritable,
+                ]
+                .iter()
+                .any(|m| i32::from(*m) == mode);
+                if regular {
+                    self.add(repo, path, id)?;
                 }
             }
         }
@@ -196,10 +195,6 @@ fn read_blob(repo: &Repository, id: Oid) -> Result<Result<String, ReadError>, Gi
     }
     let blob = repo.find_blob(id).map_err(git("read a file"))?;
     Ok(String::from_utf8(blob.content().to_vec()).map_err(|_| ReadError::NotUtf8))
-}
-
-fn utf8_path(bytes: Option<&[u8]>) -> Option<&str> {
-    bytes.and_then(|b| std::str::from_utf8(b).ok())
 }
 
 /// Whether the tick's walk reads `path`: a `.yaml` or `.yml` file outside hidden folders.

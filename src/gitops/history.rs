@@ -227,77 +227,9 @@ impl ConfigRepo {
         };
         let new = tree(commit)?;
         let old = parent.map(tree).transpose()?;
-        let mut out = Vec::new();
-        self.compare_trees(old.as_ref(), Some(&new), "", &mut out)
+        let differs = super::tree_diff(&self.repo, old.as_ref(), Some(&new))
             .map_err(|e| self.git_err("compare two commits", &e))?;
-        Ok(out)
-    }
-
-    /// Appends to `out` the files under `prefix` that differ between `old` and `new` (either
-    /// missing: every file of the other).
-    fn compare_trees(
-        &self,
-        old: Option<&git2::Tree<'_>>,
-        new: Option<&git2::Tree<'_>>,
-        prefix: &str,
-        out: &mut Vec<String>,
-    ) -> std::result::Result<(), git2::Error> {
-        let entries = |t: Option<&git2::Tree<'_>>| -> Vec<(Vec<u8>, Oid, i32)> {
-            t.map(|t| {
-                t.iter()
-                    .map(|e| {
-                        // Git orders a folder's entries as if its name ended in '/'.
-                        let mut key = e.name_bytes().to_vec();
-                        if e.filemode() == i32::from(git2::FileMode::Tree) {
-                            key.push(b'/');
-                        }
-                        (key, e.id(), e.filemode())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-        };
-        let (a, b) = (entries(old), entries(new));
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let order = match (a.get(i), b.get(j)) {
-                (Some(x), Some(y)) => x.0.cmp(&y.0),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                _ => std::cmp::Ordering::Greater,
-            };
-            let (gone, came) = match order {
-                std::cmp::Ordering::Less => (a.get(i), None),
-                std::cmp::Ordering::Greater => (None, b.get(j)),
-                std::cmp::Ordering::Equal => (a.get(i), b.get(j)),
-            };
-            if gone.is_some() {
-                i += 1;
-            }
-            if came.is_some() {
-                j += 1;
-            }
-            if let (Some(x), Some(y)) = (gone, came) {
-                if x.1 == y.1 && x.2 == y.2 {
-                    continue;
-                }
-            }
-            let Some((key, _, _)) = gone.or(came) else {
-                break;
-            };
-            let folder = key.last() == Some(&b'/');
-            let name = String::from_utf8_lossy(&key[..key.len() - usize::from(folder)]);
-            let path = format!("{prefix}{name}");
-            if folder {
-                let load = |e: Option<&(Vec<u8>, Oid, i32)>| {
-                    e.map(|e| self.repo.find_tree(e.1)).transpose()
-                };
-                let (x, y) = (load(gone)?, load(came)?);
-                self.compare_trees(x.as_ref(), y.as_ref(), &format!("{path}/"), out)?;
-            } else {
-                out.push(path);
-            }
-        }
-        Ok(())
+        Ok(differs.iter().map(super::Differs::path_lossy).collect())
     }
 
     /// The files at or under `path` whose content differs between the commits `from` and
@@ -310,18 +242,9 @@ impl ConfigRepo {
                 .map_err(|e| self.git_err("read a commit", &e))
         };
         let (a, b) = (tree(from)?, tree(to)?);
-        let mut options = git2::DiffOptions::new();
-        options.pathspec(path).disable_pathspec_match(false);
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(&a), Some(&b), Some(&mut options))
+        let diff = super::tree_diff_under(&self.repo, Some(&a), Some(&b), path)
             .map_err(|e| self.git_err("compare two commits", &e))?;
-        let mut files: Vec<String> = diff
-            .deltas()
-            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .filter(|p| p == path || p.starts_with(&format!("{path}/")))
-            .collect();
+        let mut files: Vec<String> = diff.iter().map(super::Differs::path_lossy).collect();
         files.sort();
         files.dedup();
         Ok(files)

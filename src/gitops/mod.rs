@@ -56,6 +56,7 @@ mod remote;
 mod repo;
 mod sign;
 mod timeouts;
+mod tree_diff;
 mod tree_files;
 mod trees;
 
@@ -74,6 +75,7 @@ pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
+pub use tree_diff::{tree_diff, tree_diff_under, Differs};
 pub use tree_files::TreeFile;
 
 pub use git2::{Oid, Time};

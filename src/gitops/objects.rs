@@ -83,15 +83,11 @@ pub fn changed_under(
     folder: &str,
 ) -> Result<Vec<String>> {
     let prefix = format!("{folder}/");
-    let mut options = git2::DiffOptions::new();
-    options.pathspec(folder);
-    let diff = repo
-        .diff_tree_to_tree(Some(old), Some(new), Some(&mut options))
+    let diff = super::tree_diff_under(repo, Some(old), Some(new), folder)
         .map_err(git("compare two trees"))?;
     let mut files: Vec<String> = diff
-        .deltas()
-        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
-        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .iter()
+        .map(super::Differs::path_lossy)
         .filter(|p| p.starts_with(&prefix))
         .collect();
     files.sort();
@@ -109,21 +105,13 @@ fn blob(repo: &Repository, id: Oid) -> Result<Option<Vec<u8>>> {
 
 /// Every file that differs between `old` (empty when `None`) and `new`, sorted by path.
 pub fn changes(repo: &Repository, old: Option<&Tree<'_>>, new: &Tree<'_>) -> Result<Vec<Changed>> {
-    let diff = repo
-        .diff_tree_to_tree(old, Some(new), None)
-        .map_err(git("compare two trees"))?;
+    let diff = super::tree_diff(repo, old, Some(new)).map_err(git("compare two trees"))?;
     let mut out = Vec::new();
-    for delta in diff.deltas() {
-        let path = delta
-            .new_file()
-            .path()
-            .or_else(|| delta.old_file().path())
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_default();
+    for changed in diff {
         out.push(Changed {
-            path,
-            old: blob(repo, delta.old_file().id())?,
-            new: blob(repo, delta.new_file().id())?,
+            path: changed.path_lossy(),
+            old: blob(repo, changed.old.map_or(Oid::ZERO_SHA1, |o| o.0))?,
+            new: blob(repo, changed.new.map_or(Oid::ZERO_SHA1, |n| n.0))?,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
