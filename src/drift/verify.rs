@@ -104,6 +104,22 @@ fn keep<K: Eq + std::hash::Hash, V>(memo: &Mutex<HashMap<K, V>>, key: K, verdict
     }
 }
 
+/// The base the last verifier held, by the root of its clone: a daemon's next tick moves it
+/// to its own bases by tree diffs instead of reading a base in full (and dropping it) every
+/// tick. One base of one clone: the memory of one snapshot.
+static LAST_BASE: Mutex<Option<(PathBuf, Base)>> = Mutex::new(None);
+
+impl Drop for Verifier {
+    fn drop(&mut self) {
+        if self.base.commit.is_none() {
+            return;
+        }
+        if let Ok(mut last) = LAST_BASE.lock() {
+            *last = Some((self.root.clone(), std::mem::take(&mut self.base)));
+        }
+    }
+}
+
 /// One tick's verifier: the clone opened once, and the base last read.
 pub struct Verifier {
     root: PathBuf,
@@ -129,10 +145,12 @@ impl Base {
         }
         self.commit = None;
         let tree = tree::commit_tree(git, commit)?.id();
-        if let Err(e) = self.files.move_to(git, Some(tree)) {
-            // A move cut short leaves the files between two trees: start again from none.
+        if self.files.move_to(git, Some(tree)).is_err() {
+            // A move cut short leaves the files between two trees, and a base kept from an
+            // earlier tick may name a tree this clone no longer has (cloned again): start
+            // again from none.
             self.files = TreeFiles::default();
-            return Err(e.into());
+            self.files.move_to(git, Some(tree))?;
         }
         let (settings, problems) = match self.files.read(git, SETTINGS_PATH) {
             // Absent means defaults, as for a checked-out repo.
@@ -167,12 +185,18 @@ impl Base {
 }
 
 impl Verifier {
-    /// A verifier of the clone at `root`.
+    /// A verifier of the clone at `root`, holding the base the last verifier of that clone
+    /// held (so the first base of a tick costs what changed since the last tick's bases).
     pub fn new(root: &Path) -> Verifier {
+        let kept = LAST_BASE.lock().ok().and_then(|mut last| last.take());
+        let base = match kept {
+            Some((at, base)) if at == root => base,
+            _ => Base::default(),
+        };
         Verifier {
             root: root.to_path_buf(),
             git: None,
-            base: Base::default(),
+            base,
         }
     }
 
