@@ -8,10 +8,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use git2::{ErrorCode, ObjectType, Oid, Repository, Tree};
+use git2::{ObjectType, Oid, Repository, Tree};
 
 use super::change::{validate_path, FileChange};
 use super::error::{Error, Result};
+use super::folders::{self, Entry, TREE_MODE};
 
 /// The git file mode of a symbolic link.
 const LINK_MODE: i32 = 0o120000;
@@ -45,12 +46,12 @@ fn tree_of(repo: &Repository, commit: Oid) -> std::result::Result<Tree<'_>, git2
     repo.find_commit(commit).and_then(|c| c.tree())
 }
 
-/// What an entry of a tree is, by its kind and mode.
-fn kind_of(entry: &git2::TreeEntry<'_>) -> PathEntry {
-    match (entry.kind(), entry.filemode()) {
-        (_, LINK_MODE) => PathEntry::Link,
-        (Some(ObjectType::Tree), _) => PathEntry::Folder,
-        (Some(ObjectType::Blob), 0o100644 | 0o100755 | 0o100664) => PathEntry::File(entry.id()),
+/// What an entry of a tree is, by its mode.
+fn kind_of(entry: &Entry) -> PathEntry {
+    match entry.mode {
+        LINK_MODE => PathEntry::Link,
+        TREE_MODE => PathEntry::Folder,
+        0o100644 | 0o100755 | 0o100664 => PathEntry::File(entry.id),
         _ => PathEntry::Other,
     }
 }
@@ -62,25 +63,22 @@ pub(super) fn entry_at(
     path: &str,
 ) -> std::result::Result<PathEntry, git2::Error> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let Some((last, folders)) = parts.split_last() else {
+    let Some((last, above)) = parts.split_last() else {
         return Ok(PathEntry::Folder);
     };
-    let mut current = tree_of(repo, commit)?;
-    for (i, part) in folders.iter().enumerate() {
-        let Some(entry) = current.get_name(part) else {
+    let mut current = folders::folder(repo, folders::root_of(repo, commit)?)?;
+    for (i, part) in above.iter().enumerate() {
+        let Some(entry) = folders::get(&current, part) else {
             return Ok(PathEntry::Missing);
         };
-        let id = match kind_of(&entry) {
-            PathEntry::Folder => entry.id(),
+        let id = match kind_of(entry) {
+            PathEntry::Folder => entry.id,
             PathEntry::Link => return Ok(PathEntry::ThroughLink(parts[..=i].join("/"))),
             _ => return Ok(PathEntry::Other),
         };
-        drop(entry);
-        current = repo.find_tree(id)?;
+        current = folders::folder(repo, id)?;
     }
-    Ok(current
-        .get_name(last)
-        .map_or(PathEntry::Missing, |entry| kind_of(&entry)))
+    Ok(folders::get(&current, last).map_or(PathEntry::Missing, kind_of))
 }
 
 /// The entries of the folder `path` at `commit` (`""`: the root), by name, each with what it
@@ -90,26 +88,37 @@ pub(super) fn folder_at(
     commit: Oid,
     path: &str,
 ) -> std::result::Result<Option<Vec<(String, PathEntry)>>, git2::Error> {
-    let tree = tree_of(repo, commit)?;
-    let folder = if path.is_empty() {
-        tree
-    } else {
-        match tree.get_path(Path::new(path)) {
-            Ok(entry) if entry.kind() == Some(ObjectType::Tree) => repo.find_tree(entry.id())?,
-            Ok(_) => return Ok(None),
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        }
+    let Some(Some(id)) = folder_id(repo, commit, path)? else {
+        return Ok(None);
     };
-    let mut out: Vec<(String, PathEntry)> = folder
+    let mut out: Vec<(String, PathEntry)> = folders::folder(repo, id)?
         .iter()
         .filter_map(|entry| {
-            let name = std::str::from_utf8(entry.name_bytes()).ok()?.to_string();
-            Some((name, kind_of(&entry)))
+            let name = std::str::from_utf8(&entry.name).ok()?.to_string();
+            Some((name, kind_of(entry)))
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(Some(out))
+}
+
+/// The tree id of the folder `path` at `commit` (`""`: the root); `Some(None)` when `path`
+/// is not a folder, `None` when nothing is there.
+fn folder_id(
+    repo: &Repository,
+    commit: Oid,
+    path: &str,
+) -> std::result::Result<Option<Option<Oid>>, git2::Error> {
+    let mut current = folders::root_of(repo, commit)?;
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        let listed = folders::folder(repo, current)?;
+        match folders::get(&listed, part) {
+            None => return Ok(None),
+            Some(e) if e.is_folder() => current = e.id,
+            Some(_) => return Ok(Some(None)),
+        }
+    }
+    Ok(Some(Some(current)))
 }
 
 /// The bytes of blob `id`, or its size when it holds more than `max` bytes (then it is not

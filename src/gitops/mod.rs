@@ -40,6 +40,7 @@ mod change;
 mod commit;
 mod credentials;
 mod error;
+mod folders;
 mod history;
 mod known_hosts;
 mod locks;

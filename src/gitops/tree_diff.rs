@@ -6,7 +6,9 @@
 //! of the repo (about 1.5 ms a comparison, most of a tick that compares hundreds of them).
 //! Here the cost follows the folders on the changed paths.
 
-use git2::{FileMode, Oid, Repository, Tree};
+use git2::{Oid, Repository, Tree};
+
+use super::folders::{self, Entry, Folder};
 
 /// One path whose entry differs between the two trees: what each side has there (id and
 /// file mode; `None` when absent, or when the other side has a folder of that name).
@@ -34,7 +36,8 @@ pub fn tree_diff(
     new: Option<&Tree<'_>>,
 ) -> Result<Vec<Differs>, git2::Error> {
     let mut out = Vec::new();
-    compare(repo, old, new, b"", &mut out)?;
+    let (old, new) = (read(repo, old)?, read(repo, new)?);
+    compare(repo, old.as_ref(), new.as_ref(), b"", &mut out)?;
     Ok(out)
 }
 
@@ -56,7 +59,7 @@ pub fn tree_diff_under(
     if x == y {
         return Ok(out);
     }
-    let is_folder = |e: &(Oid, i32)| e.1 == i32::from(FileMode::Tree);
+    let is_folder = |e: &(Oid, i32)| e.1 == folders::TREE_MODE;
     let file = |e: Option<(Oid, i32)>| e.filter(|e| !is_folder(e));
     if file(x).is_some() || file(y).is_some() {
         out.push(Differs {
@@ -65,7 +68,11 @@ pub fn tree_diff_under(
             new: file(y),
         });
     }
-    let sub = |e: Option<(Oid, i32)>| e.filter(is_folder).map(|e| repo.find_tree(e.0)).transpose();
+    let sub = |e: Option<(Oid, i32)>| {
+        e.filter(is_folder)
+            .map(|e| folders::folder(repo, e.0))
+            .transpose()
+    };
     let (a, b) = (sub(x)?, sub(y)?);
     let mut prefix = folder.as_bytes().to_vec();
     prefix.push(b'/');
@@ -74,45 +81,40 @@ pub fn tree_diff_under(
 }
 
 /// A tree entry as the comparison orders it: git sorts a folder as if its name ended in '/'.
-struct Entry {
+struct Keyed<'f> {
     key: Vec<u8>,
-    id: Oid,
-    mode: i32,
+    entry: &'f Entry,
 }
 
-impl Entry {
-    fn is_folder(&self) -> bool {
-        self.key.last() == Some(&b'/')
-    }
-}
-
-fn entries(tree: Option<&Tree<'_>>) -> Vec<Entry> {
-    let Some(tree) = tree else {
+fn keyed(folder: Option<&Folder>) -> Vec<Keyed<'_>> {
+    let Some(folder) = folder else {
         return Vec::new();
     };
-    tree.iter()
-        .map(|e| {
-            let mut key = e.name_bytes().to_vec();
-            if e.filemode() == i32::from(FileMode::Tree) {
+    folder
+        .iter()
+        .map(|entry| {
+            let mut key = entry.name.clone();
+            if entry.is_folder() {
                 key.push(b'/');
             }
-            Entry {
-                key,
-                id: e.id(),
-                mode: e.filemode(),
-            }
+            Keyed { key, entry }
         })
         .collect()
 }
 
+/// The kept folder of `tree`.
+fn read(repo: &Repository, tree: Option<&Tree<'_>>) -> Result<Option<Folder>, git2::Error> {
+    tree.map(|t| folders::folder(repo, t.id())).transpose()
+}
+
 fn compare(
     repo: &Repository,
-    old: Option<&Tree<'_>>,
-    new: Option<&Tree<'_>>,
+    old: Option<&Folder>,
+    new: Option<&Folder>,
     prefix: &[u8],
     out: &mut Vec<Differs>,
 ) -> Result<(), git2::Error> {
-    let (a, b) = (entries(old), entries(new));
+    let (a, b) = (keyed(old), keyed(new));
     let (mut i, mut j) = (0, 0);
     while i < a.len() || j < b.len() {
         let order = match (a.get(i), b.get(j)) {
@@ -128,26 +130,26 @@ fn compare(
         i += usize::from(gone.is_some());
         j += usize::from(came.is_some());
         if let (Some(x), Some(y)) = (gone, came) {
-            if x.id == y.id && x.mode == y.mode {
+            if x.entry.id == y.entry.id && x.entry.mode == y.entry.mode {
                 continue;
             }
         }
         let Some(named) = gone.or(came) else {
             break;
         };
-        let name = named.key.strip_suffix(b"/").unwrap_or(&named.key);
         let mut path = prefix.to_vec();
-        path.extend_from_slice(name);
-        if named.is_folder() {
-            let load = |e: Option<&Entry>| e.map(|e| repo.find_tree(e.id)).transpose();
+        path.extend_from_slice(&named.entry.name);
+        if named.entry.is_folder() {
+            let load =
+                |e: Option<&Keyed<'_>>| e.map(|e| folders::folder(repo, e.entry.id)).transpose();
             let (x, y) = (load(gone)?, load(came)?);
             path.push(b'/');
             compare(repo, x.as_ref(), y.as_ref(), &path, out)?;
         } else {
             out.push(Differs {
                 path,
-                old: gone.map(|e| (e.id, e.mode)),
-                new: came.map(|e| (e.id, e.mode)),
+                old: gone.map(|e| (e.entry.id, e.entry.mode)),
+                new: came.map(|e| (e.entry.id, e.entry.mode)),
             });
         }
     }

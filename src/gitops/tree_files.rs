@@ -6,7 +6,9 @@
 //! Lists names and blob ids only: reading and parsing a file is the caller's, which keys what
 //! it parsed by the blob id and so reads again only the files a commit changed.
 
-use git2::{ObjectType, Oid, Tree};
+use git2::{ObjectType, Oid};
+
+use super::folders;
 
 use super::error::Result;
 use super::repo::ConfigRepo;
@@ -28,41 +30,38 @@ const LINK_MODE: i32 = 0o120000;
 impl ConfigRepo {
     /// Every YAML file of `commit`'s tree, in the work-tree walk's order.
     pub fn yaml_files_at(&self, commit: Oid) -> Result<Vec<TreeFile>> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .and_then(|c| c.tree())
+        let root = folders::root_of(&self.repo, commit)
             .map_err(|e| self.git_err("read a commit's tree", &e))?;
         let mut out = Vec::new();
-        self.list(&tree, "", &mut out)
+        self.list(root, "", &mut out)
             .map_err(|e| self.git_err("list a commit's files", &e))?;
         Ok(out)
     }
 
     fn list(
         &self,
-        tree: &Tree<'_>,
+        tree: Oid,
         prefix: &str,
         out: &mut Vec<TreeFile>,
     ) -> std::result::Result<(), git2::Error> {
+        let folder = folders::folder(&self.repo, tree)?;
         // Git orders a folder as if its name ended in `/`; the walk orders by name alone.
-        let mut entries: Vec<_> = tree.iter().collect();
-        entries.sort_by(|a, b| a.name_bytes().cmp(b.name_bytes()));
+        let mut entries: Vec<&folders::Entry> = folder.iter().collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
         for entry in entries {
-            let Ok(name) = std::str::from_utf8(entry.name_bytes()) else {
+            let Ok(name) = std::str::from_utf8(&entry.name) else {
                 continue;
             };
-            let path = format!("{prefix}{name}");
-            match entry.kind() {
-                Some(ObjectType::Tree) if !name.starts_with('.') => {
-                    let sub = self.repo.find_tree(entry.id())?;
-                    self.list(&sub, &format!("{path}/"), out)?;
+            let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+            match entry.mode {
+                folders::TREE_MODE if !name.starts_with('.') => {
+                    self.list(entry.id, &format!("{prefix}{name}/"), out)?;
                 }
-                Some(ObjectType::Blob) if name.ends_with(".yaml") || name.ends_with(".yml") => {
+                0o100644 | 0o100755 | 0o100664 | LINK_MODE if yaml => {
                     out.push(TreeFile {
-                        path,
-                        id: entry.id(),
-                        link: entry.filemode() == LINK_MODE,
+                        path: format!("{prefix}{name}"),
+                        id: entry.id,
+                        link: entry.mode == LINK_MODE,
                     });
                 }
                 // Hidden folders, other files, submodules (commits).

@@ -1,0 +1,76 @@
+//! Folders (tree objects) read once and kept, by tree id, for the life of the process.
+//!
+//! The clone has no work tree, so every path the tick looks up (a status file, an output
+//! folder's entries, the files of the head) is a walk down tree objects. libgit2 keeps parsed
+//! trees only within its small object cache (`object_cache.rs`: 1 MiB), and a tick at 1,000
+//! canaries looks up thousands of paths through the same few hundred folders: most lookups
+//! inflated a tree again from the pack. A tree id names its content, so a folder read once is
+//! right for every commit and clone that has that id; between two ticks only the folders on
+//! the changed paths are new. Bounded: past [`KEEP`] folders the cache starts again empty.
+//!
+//! Reads tree objects only; knows names, ids and modes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use git2::{Oid, Repository};
+
+/// Folders kept at most (about 50 bytes an entry: a 1,000-canary repo's 2,500 folders take
+/// about 3 MiB).
+const KEEP: usize = 16_384;
+
+/// The git file mode of a folder.
+pub(super) const TREE_MODE: i32 = 0o040000;
+
+/// One entry of a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Entry {
+    pub name: Vec<u8>,
+    pub id: Oid,
+    pub mode: i32,
+}
+
+impl Entry {
+    pub fn is_folder(&self) -> bool {
+        self.mode == TREE_MODE
+    }
+}
+
+/// A folder's entries, in git's order.
+pub(super) type Folder = Arc<Vec<Entry>>;
+
+static KEPT: LazyLock<Mutex<HashMap<Oid, Folder>>> = LazyLock::new(Mutex::default);
+
+/// The entries of the tree `id`, read from `repo` unless kept.
+pub(super) fn folder(repo: &Repository, id: Oid) -> Result<Folder, git2::Error> {
+    if let Some(kept) = KEPT.lock().ok().and_then(|k| k.get(&id).cloned()) {
+        return Ok(kept);
+    }
+    let tree = repo.find_tree(id)?;
+    let entries: Folder = Arc::new(
+        tree.iter()
+            .map(|e| Entry {
+                name: e.name_bytes().to_vec(),
+                id: e.id(),
+                mode: e.filemode(),
+            })
+            .collect(),
+    );
+    if let Ok(mut kept) = KEPT.lock() {
+        if kept.len() >= KEEP {
+            kept.clear();
+        }
+        kept.insert(id, Arc::clone(&entries));
+    }
+    Ok(entries)
+}
+
+/// The entry `name` of a folder.
+pub(super) fn get<'f>(folder: &'f [Entry], name: &str) -> Option<&'f Entry> {
+    folder.iter().find(|e| e.name == name.as_bytes())
+}
+
+/// The root folder's tree id of `commit`.
+pub(super) fn root_of(repo: &Repository, commit: Oid) -> Result<Oid, git2::Error> {
+    Ok(repo.find_commit(commit)?.tree_id())
+}
