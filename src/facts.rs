@@ -72,7 +72,12 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         files: &snapshot,
         has_status: &has_status,
     };
-    let mut loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
+    // Only the specs the commits since the last tick's head concern are read and checked.
+    let mut loaded = runtime.load(repo.head(), &settings, &existing, |last| {
+        repo.changed_paths(repo.head(), Some(last))
+            .ok()
+            .map(|paths| paths.into_iter().collect())
+    });
     crate::waves::contexts::reject_unknown_contexts(
         &mut loaded,
         crate::waves::contexts::kubeconfig_contexts,

@@ -13,11 +13,12 @@
 //! - The one function every repo file a tick reads goes through (tests count reads with it);
 //!   the bytes come from the head's tree objects (the clone has no work tree).
 //! - The files and status files the last tick parsed, by blob id, so that a tick parses only
-//!   what changed.
+//!   what changed; and the canaries it loaded, so that a tick reads and checks again only the
+//!   specs a change concerns.
 //!
 //! It holds no per-canary state and makes no decision.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -30,9 +31,11 @@ use crate::http_client::HttpClients;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
 use crate::render::status_file::SpecRecord;
 use crate::secrets::Secrets;
+use crate::spec::load::{Existing, Loaded};
+use crate::spec::load_incremental::KeptLoad;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
-use crate::yaml::snapshot::{ReadError, Snapshot};
+use crate::yaml::snapshot::{Contents, ReadError, Snapshot};
 use crate::yaml::snapshot_cache::{Listed, ParsedFiles};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
@@ -57,6 +60,8 @@ pub struct Runtime {
     warnings: crate::spec::warning_log::WarningLog,
     parsed: Mutex<ParsedFiles>,
     statuses: Mutex<ParsedStatuses>,
+    /// The canaries as the last tick loaded them, and the head it loaded them at.
+    loads: Mutex<Option<(git2::Oid, KeptLoad)>>,
 }
 
 /// Status files parsed by the last tick, by blob id: each one's status and spec record.
@@ -118,6 +123,7 @@ impl Runtime {
             warnings: Default::default(),
             parsed: Mutex::new(ParsedFiles::default()),
             statuses: Mutex::new(HashMap::new()),
+            loads: Mutex::new(None),
         })
     }
 
@@ -151,6 +157,60 @@ impl Runtime {
             Err(poisoned) => poisoned.into_inner(),
         };
         parsed.snapshot(listed, read)
+    }
+
+    /// The canaries of `existing.files` (the snapshot of `head`) as
+    /// [`load_in`](crate::spec::load::load_in) loads them, reading and checking again only
+    /// what changed since the head of the last load: `changed_since(last)` gives the paths
+    /// that differ between that head and `head` (`None`: unknown, and every file is read).
+    pub fn load(
+        &self,
+        head: git2::Oid,
+        settings: &Settings,
+        existing: &Existing,
+        changed_since: impl FnOnce(git2::Oid) -> Option<BTreeSet<String>>,
+    ) -> Loaded {
+        let mut last = match self.loads.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock: start again from nothing.
+            Err(poisoned) => {
+                let mut guard = poisoned.into_inner();
+                *guard = None;
+                guard
+            }
+        };
+        let (mut kept, changed) = match last.take() {
+            Some((at, kept)) if at == head => (kept, BTreeSet::new()),
+            Some((at, kept)) => match changed_since(at) {
+                Some(changed) => (kept, changed),
+                None => (KeptLoad::default(), BTreeSet::new()),
+            },
+            None => (KeptLoad::default(), BTreeSet::new()),
+        };
+        let mut changed = changed;
+        // A file that could not be read is read again, as the snapshot reads it again: the
+        // reason may have passed without a change in git.
+        changed.extend(
+            existing
+                .files
+                .files()
+                .iter()
+                .filter(|f| matches!(*f.contents, Contents::Unreadable(_)))
+                .map(|f| f.name.clone()),
+        );
+        kept.refresh(settings, existing, &changed);
+        let loaded = kept.to_loaded();
+        *last = Some((head, kept));
+        loaded
+    }
+
+    /// How many spec files the kept load has read (what a test counts).
+    pub fn spec_reads(&self) -> usize {
+        self.loads
+            .lock()
+            .ok()
+            .and_then(|l| l.as_ref().map(|(_, kept)| kept.reads()))
+            .unwrap_or(0)
     }
 
     /// The status files the last tick parsed (`facts/statuses.rs` keeps them).

@@ -229,10 +229,16 @@ fn a_tick_after_a_one_file_change_parses_that_file_only() {
         "web3: roll out v2",
     );
     reads.lock().unwrap().clear();
+    let loaded_before = runtime.spec_reads();
     let report = tick(&mut repo, &ctx, t0 + std::time::Duration::from_secs(2)).unwrap();
     assert_eq!(report.commits, 1, "web3 starts its rollout: {report:?}");
     let read = read_names(&reads, &work);
     assert_eq!(read, std::slice::from_ref(&changed.0));
+    assert_eq!(
+        runtime.spec_reads() - loaded_before,
+        1,
+        "the tick's load reads and checks the changed spec only, not every spec again"
+    );
 }
 
 /// Repo settings that do not load stop every canary: defaults would drop their gates (here

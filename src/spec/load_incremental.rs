@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::load::{
     owns, read_file, reject_duplicates, reject_foreign_files, reject_shared_outputs,
-    reserved_output, Existing, Loaded,
+    reserved_output, Existing, Loaded, Warning,
 };
 use crate::spec::model::Canary;
 use crate::spec::settings::Settings;
@@ -59,6 +59,7 @@ struct FileLoad {
     contents: Arc<Contents>,
     canaries: Vec<Canary>,
     errors: Vec<SpecError>,
+    warnings: Vec<Warning>,
     lookups: Vec<Lookup>,
 }
 
@@ -229,6 +230,7 @@ impl KeptLoad {
                 contents,
                 canaries: read.canaries,
                 errors: read.errors,
+                warnings: read.warnings,
                 lookups,
             },
         );
@@ -390,6 +392,26 @@ impl KeptLoad {
         errors
     }
 
+    /// Every warning of the files read, in file order (as `load_in` gives them).
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut names: Vec<&String> = self.files.keys().collect();
+        names.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+        names
+            .into_iter()
+            .flat_map(|n| self.files[n].warnings.iter().cloned())
+            .collect()
+    }
+
+    /// What [`load_in`](super::load::load_in) gives for the snapshot of the last refresh:
+    /// the canaries that load, every problem and every warning.
+    pub fn to_loaded(&self) -> Loaded {
+        Loaded {
+            canaries: self.canaries().cloned().collect(),
+            errors: self.errors(),
+            warnings: self.warnings(),
+        }
+    }
+
     /// How many files were read since this was made.
     pub fn reads(&self) -> usize {
         self.reads
@@ -514,6 +536,7 @@ mod tests {
                 "step {n}"
             );
             assert_eq!(kept.has_errors(), !whole.errors.is_empty(), "step {n}");
+            assert_eq!(kept.to_loaded().warnings, whole.warnings, "step {n}");
             for c in &whole.canaries {
                 assert_eq!(kept.canary(&c.id.to_string()).map(|k| k.line), Some(c.line));
             }
