@@ -19,6 +19,7 @@ use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::CanaryId;
 use crate::spec::settings::Settings;
 use crate::yaml::snapshot::{Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
+use crate::yaml::snapshot_cache::shared_parse;
 
 /// How many parsed files the blob cache keeps beyond those the snapshot holds.
 const CACHE_FILES: usize = 1024;
@@ -91,7 +92,21 @@ impl TreeFiles {
         if walked(path) {
             let contents = match self.cache.take(id) {
                 Some(contents) => contents,
-                None => File::from_read(String::new(), read_blob(repo, id)?).contents,
+                None => {
+                    let mut failed = None;
+                    let contents = shared_parse(&id.to_string(), || match read_blob(repo, id) {
+                        Ok(read) => read,
+                        Err(e) => {
+                            let message = e.to_string();
+                            failed = Some(e);
+                            Err(ReadError::Io(message))
+                        }
+                    });
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    contents
+                }
             };
             let file = File {
                 name: path.to_string(),

@@ -406,6 +406,9 @@ fn poll_once(
             state.set_details(unreachable_clusters(&report));
             record(metrics, &report);
             log_report(&report);
+            // What the tick allocated is freed; glibc would keep it mapped, and the daemon at
+            // rest would stay at its busiest tick's size.
+            sluice_malloc_trim::release_free_memory();
             sleep_for(report.wake_at(), jiff::Timestamp::now(), poll_interval)
         }
         Err(e) => {

@@ -8,12 +8,51 @@
 //! that commit, so it never outgrows the repo. Files that could not be read are not kept
 //! (a read may fail for a reason that passes); a link is never read at all.
 //!
-//! Knows blob ids as opaque strings: nothing here reads git.
+//! Knows blob ids as opaque strings: nothing here reads git. Parses are shared by blob id with
+//! every other holder in the process ([`shared_parse`]).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use super::snapshot::{parse, Contents, File, ReadError, Snapshot};
+
+/// Every parse someone still holds, by blob id: the tick's snapshot and the drift verifier's
+/// base (`commit_files.rs`) each hold the files of a commit, mostly the same blobs; through
+/// here they hold one parse of each, not two. Weak: a parse lives as long as a holder keeps it.
+static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Mutex::default);
+
+#[derive(Default)]
+struct Shared {
+    by_blob: HashMap<String, Weak<Contents>>,
+    /// Entries after the last sweep of dropped parses; the next sweep runs at twice as many.
+    swept: usize,
+}
+
+/// The parse of blob `blob`: one a holder still keeps, or `read` parsed now (and shared when
+/// it read; a failed read is not kept, as it may pass).
+pub fn shared_parse(blob: &str, read: impl FnOnce() -> Result<String, ReadError>) -> Arc<Contents> {
+    let held = SHARED
+        .lock()
+        .ok()
+        .and_then(|s| s.by_blob.get(blob).and_then(Weak::upgrade));
+    if let Some(held) = held {
+        return held;
+    }
+    let contents = match read() {
+        Ok(text) => Arc::new(parse(text)),
+        Err(e) => return Arc::new(Contents::Unreadable(e)),
+    };
+    if let Ok(mut shared) = SHARED.lock() {
+        if shared.by_blob.len() >= 2 * shared.swept.max(1024) {
+            shared.by_blob.retain(|_, parse| parse.strong_count() > 0);
+            shared.swept = shared.by_blob.len();
+        }
+        shared
+            .by_blob
+            .insert(blob.to_string(), Arc::downgrade(&contents));
+    }
+    contents
+}
 
 /// One file of the commit a snapshot is built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,10 +90,7 @@ impl ParsedFiles {
             {
                 Arc::clone(parsed)
             } else {
-                match read(&file.name) {
-                    Ok(text) => Arc::new(parse(text)),
-                    Err(e) => Arc::new(Contents::Unreadable(e)),
-                }
+                shared_parse(&file.blob, || read(&file.name))
             };
             if !file.link && !matches!(*contents, Contents::Unreadable(_)) {
                 kept.insert(file.blob, Arc::clone(&contents));
