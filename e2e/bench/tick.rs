@@ -31,10 +31,12 @@
 // clippy.toml is for src/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 #[path = "../git_server.rs"]
 #[allow(dead_code)] // the bench serves over `git daemon` only
@@ -297,6 +299,8 @@ struct Scale {
     history: usize,
     polls: usize,
     runs: usize,
+    /// How long the bench waits for any one log line of a daemon before it gives up.
+    deadline: Duration,
 }
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -327,6 +331,112 @@ fn clock_tick() -> f64 {
         .unwrap_or(100.0)
 }
 
+/// Lines of a daemon's log a failed wait shows.
+const LAST_LINES: usize = 30;
+
+/// A daemon's stderr, read line by line on a thread of its own, so that a wait for a line that
+/// never comes (the daemon's wording changed, or it stopped) ends in a panic that names the
+/// text and shows the last lines read, instead of a bench that hangs.
+struct Log {
+    lines: mpsc::Receiver<(Instant, String)>,
+    last: VecDeque<String>,
+    deadline: Duration,
+}
+
+impl Log {
+    /// Reads `child`'s piped stderr; each wait gives up after `deadline`.
+    fn of(child: &mut Child, deadline: Duration) -> Log {
+        let stderr = child.stderr.take().expect("the daemon's stderr is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                // Stamped when read, not when the bench gets to it.
+                let Ok(line) = line else { break };
+                if tx.send((Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Log {
+            lines,
+            last: VecDeque::with_capacity(LAST_LINES),
+            deadline,
+        }
+    }
+
+    /// The next line that contains `text`, and when it was read. Panics, naming `text` and
+    /// showing the last lines read, when none comes within the deadline, when the log ends
+    /// first, or on an `ERROR` line.
+    fn wait_for(&mut self, text: &str) -> (Instant, String) {
+        let until = Instant::now() + self.deadline;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.fail(&format!(
+                    "no log line containing {text:?} within {:?}",
+                    self.deadline
+                ));
+            }
+            match self.lines.recv_timeout(left) {
+                Ok((at, line)) => {
+                    if self.last.len() == LAST_LINES {
+                        self.last.pop_front();
+                    }
+                    self.last.push_back(line.clone());
+                    if line.contains("ERROR") {
+                        self.fail(&format!(
+                            "the daemon logged an error while the bench waited for {text:?}"
+                        ));
+                    }
+                    if line.contains(text) {
+                        return (at, line);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => self.fail(&format!(
+                    "the daemon's log ended before a line containing {text:?}"
+                )),
+            }
+        }
+    }
+
+    fn fail(&self, why: &str) -> ! {
+        let mut lines = String::new();
+        for line in &self.last {
+            lines.push_str("\n    ");
+            lines.push_str(line);
+        }
+        panic!("{why}; the last {} lines read:{lines}", self.last.len())
+    }
+}
+
+/// A `sluice run` the bench started, with its log; killed when dropped, also when the bench
+/// panics, so that no daemon outlives the bench.
+struct Daemon {
+    child: Child,
+    log: Log,
+}
+
+impl Daemon {
+    /// Starts `cmd` with its stderr piped into a [`Log`] whose waits give up after `deadline`.
+    fn start(cmd: &mut Command, deadline: Duration) -> Daemon {
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sluice run");
+        let log = Log::of(&mut child, deadline);
+        Daemon { child, log }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Idle: the daemon's CPU over `polls` polls with every canary at rest and the remote not
 /// moving, against `polls` runs of `git fetch` in a clone of the same remote.
 fn idle(scale: &Scale) -> [Row; 2] {
@@ -343,43 +453,30 @@ fn idle(scale: &Scale) -> [Row; 2] {
     let mut sluice_rss = Vec::new();
     let mut git_rss = Vec::new();
     for _ in 0..scale.runs {
-        let mut child: Child = Command::new(EXE)
-            .args([
-                "run",
-                "--repo",
-                &url,
-                "--workdir",
-                &work.display().to_string(),
-            ])
-            .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
-            .args(["--probe-listen", "127.0.0.1:0"])
-            .env("SLUICE_LOG", "error,sluice::cli::run=debug")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sluice run");
-        let pid = child.id();
-        let lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut daemon = Daemon::start(
+            Command::new(EXE)
+                .args([
+                    "run",
+                    "--repo",
+                    &url,
+                    "--workdir",
+                    &work.display().to_string(),
+                ])
+                .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+                .args(["--probe-listen", "127.0.0.1:0"])
+                .env("SLUICE_LOG", "error,sluice::cli::run=debug"),
+            scale.deadline,
+        );
+        let pid = daemon.child.id();
         // The first idle poll ends the start-up tick; measure the polls after it.
-        let mut start = None;
-        let mut idle_polls = 0;
-        for line in lines {
-            let line = line.expect("log line");
-            if line.contains("Nothing new and nothing due") {
-                match start {
-                    None => start = Some(cpu_of(pid, tick)),
-                    Some(_) => idle_polls += 1,
-                }
-                if idle_polls == scale.polls {
-                    break;
-                }
-            }
-            assert!(!line.contains("ERROR"), "{line}");
+        daemon.log.wait_for("Nothing new and nothing due");
+        let start = cpu_of(pid, tick);
+        for _ in 0..scale.polls {
+            daemon.log.wait_for("Nothing new and nothing due");
         }
-        let used = cpu_of(pid, tick) - start.expect("an idle poll");
+        let used = cpu_of(pid, tick) - start;
         sluice_rss.push(rss_of(pid));
-        child.kill().expect("kill");
-        child.wait().expect("wait");
+        drop(daemon);
         sluice_cpu.push(used);
         // The watcher's loop: one `git fetch` per poll.
         let clone = root.join("watcher");
@@ -449,30 +546,21 @@ fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
     let work = root.join("work");
     reconcile(&url, &work);
     let human = human(root, &bare, "human");
-    let mut child: Child = Command::new(EXE)
-        .args(["run", "--repo", &url, "--workdir"])
-        .arg(&work)
-        .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
-        .args(["--probe-listen", "127.0.0.1:0"])
-        .env(
-            "SLUICE_LOG",
-            "error,sluice::cli::run=debug,sluice::gitops::repo=info",
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sluice run");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut wait_for = |text: &str| loop {
-        let line = lines.next().expect("a log line").expect("log line");
-        assert!(!line.contains("ERROR"), "{line}");
-        if line.contains(text) {
-            break Instant::now();
-        }
-    };
+    let mut daemon = Daemon::start(
+        Command::new(EXE)
+            .args(["run", "--repo", &url, "--workdir"])
+            .arg(&work)
+            .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+            .args(["--probe-listen", "127.0.0.1:0"])
+            .env(
+                "SLUICE_LOG",
+                "error,sluice::cli::run=debug,sluice::gitops::repo=info",
+            ),
+        scale.deadline,
+    );
     let mut walls = Vec::new();
     for run in 0..scale.runs {
-        wait_for("Nothing new and nothing due");
+        daemon.log.wait_for("Nothing new and nothing due");
         // The rollout before this one ran to its end (steps of 1 s): its commits first.
         git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
         let i = (run * 7) % canaries;
@@ -483,12 +571,11 @@ fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
         .expect("write");
         git(&human, &["commit", "-q", "-am", "roll out one"]);
         git(&human, &["push", "-q", "origin", "main"]);
-        let fetched = wait_for("moved the branch to the remote head");
-        let committed = wait_for("Committed:");
+        let (fetched, _) = daemon.log.wait_for("moved the branch to the remote head");
+        let (committed, _) = daemon.log.wait_for("Committed:");
         walls.push((committed - fetched).as_secs_f64());
     }
-    child.kill().expect("kill");
-    child.wait().expect("wait");
+    drop(daemon);
     median(walls)
 }
 
@@ -877,6 +964,7 @@ fn main() {
             history: 2000,
             polls: 5,
             runs: 1,
+            deadline: Duration::from_secs(120),
         }
     } else {
         Scale {
@@ -884,6 +972,7 @@ fn main() {
             history: env_or("SLUICE_BENCH_HISTORY", 20_000),
             polls: env_or("SLUICE_BENCH_POLLS", 20),
             runs: env_or("SLUICE_BENCH_RUNS", 3).max(1),
+            deadline: Duration::from_secs(600),
         }
     };
     let only = std::env::var("SLUICE_BENCH_ONLY").unwrap_or_default();
