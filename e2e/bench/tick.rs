@@ -11,6 +11,7 @@
 //! | repack tick | a tick whose fetch finds more packs than the clone keeps | the ordinary ticks around it |
 //! | idle RSS | the same daemon's resident set after those polls (`VmRSS`) | the `git fetch` loop's peak RSS |
 //! | one changed spec | a warm daemon's tick after a human changes one spec: from the fetch that finds it to the commit pushed, at C canaries | the same at 10 canaries |
+//! | webhook → commit | a daemon polling hourly, woken by a GitLab push webhook after a human pushes one changed spec: from sending it to the remote's `main` moving past the human's commit, at C canaries | the same at 1 canary; the git CLI's reaction: `git fetch` + one file + `git commit` + `git push` in a warm clone at C |
 //! | cold start | empty work dir → first commit (clone, tick, push) on an H-commit repo served by `git daemon` | `git clone` from it |
 //! | dashboard overview | `GET /` of `sluice dashboard --dir` over C initialized canaries: the first (reads the commit, builds the model) and a cached one | `sluice status --dir -o json` on the same repo |
 //!
@@ -379,10 +380,7 @@ impl Log {
             }
             match self.lines.recv_timeout(left) {
                 Ok((at, line)) => {
-                    if self.last.len() == LAST_LINES {
-                        self.last.pop_front();
-                    }
-                    self.last.push_back(line.clone());
+                    self.remember(&line);
                     if line.contains("ERROR") {
                         self.fail(&format!(
                             "the daemon logged an error while the bench waited for {text:?}"
@@ -400,7 +398,23 @@ impl Log {
         }
     }
 
-    fn fail(&self, why: &str) -> ! {
+    /// The lines read so far but not yet waited through, into the last lines.
+    fn drain(&mut self) {
+        while let Ok((_, line)) = self.lines.try_recv() {
+            self.remember(&line);
+        }
+    }
+
+    fn remember(&mut self, line: &str) {
+        if self.last.len() == LAST_LINES {
+            self.last.pop_front();
+        }
+        self.last.push_back(line.to_string());
+    }
+
+    /// Panics with `why` and the last lines of the log.
+    fn fail(&mut self, why: &str) -> ! {
+        self.drain();
         let mut lines = String::new();
         for line in &self.last {
             lines.push_str("\n    ");
@@ -591,6 +605,187 @@ fn one_spec(scale: &Scale) -> Row {
         ),
         sluice: format!("{large:.3} s"),
         baseline: format!("the same at 10 canaries: {small:.3} s"),
+        ratio: large / small.max(1e-9),
+        goal: "≤ 2×",
+        rss: None,
+    }
+}
+
+/// The commit `main` of the bare repo `bare` points at, read from its ref files rather than by
+/// a git process, so that it can be polled every millisecond: the loose ref, else packed-refs.
+fn main_of(bare: &Path) -> String {
+    if let Ok(id) = std::fs::read_to_string(bare.join("refs/heads/main")) {
+        let id = id.trim();
+        if !id.is_empty() {
+            return id.to_string();
+        }
+    }
+    std::fs::read_to_string(bare.join("packed-refs"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_suffix(" refs/heads/main"))
+        .expect("refs/heads/main, loose or packed")
+        .to_string()
+}
+
+/// One HTTP/1.1 request (`head` without its `Host` and `Connection` lines) to `addr`; the
+/// whole answer.
+fn http(addr: &str, head: &str, body: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The value of `field=` in a log line.
+fn log_field(line: &str, field: &str) -> String {
+    let prefix = format!("{field}=");
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {field}= in {line:?}"))
+        .to_string()
+}
+
+/// Webhook → commit: a daemon at rest over `canaries` canaries that polls once an hour, so that
+/// only the webhook wakes it. Each run a human pushes a new revision of one canary (another
+/// one each run) and the bench posts a GitLab push event to `/hooks/git`; the wall time from
+/// sending it to the remote's `main` moving past the human's commit. Each rollout is waited
+/// for to its end (its `promotion completed` commit) before the next run. With `git_cli`,
+/// also the git CLI's reaction to the same kind of push afterwards, on the same remote: in a
+/// warm clone, `git fetch` (and the fast-forward a push needs), one file written, `git
+/// commit`, `git push`. Medians of the runs.
+fn webhook_commit(scale: &Scale, canaries: usize, git_cli: bool) -> (f64, Option<f64>) {
+    let namespaces = canaries.min(50);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let bare = remote(root, canaries, namespaces, "perCanary", 0);
+    let url = bare.display().to_string();
+    let work = root.join("work");
+    reconcile(&url, &work);
+    let human = human(root, &bare, "human");
+    let mut daemon = Daemon::start(
+        Command::new(EXE)
+            .args(["run", "--repo", &url, "--workdir"])
+            .arg(&work)
+            .args(["--poll", "1h", "--listen", "127.0.0.1:0"])
+            .args(["--probe-listen", "127.0.0.1:0"])
+            .env("SLUICE_WEBHOOK_SECRET", "s")
+            .env("SLUICE_LOG", "error,sluice::cli::run=info"),
+        scale.deadline,
+    );
+    let (_, line) = daemon
+        .log
+        .wait_for("Serving /metrics /hooks/git and the dashboard at /");
+    let addr = log_field(&line, "address");
+    let (_, line) = daemon.log.wait_for("Serving probes /healthz /readyz");
+    let probes = log_field(&line, "address");
+    // Ready once the start-up tick is done: a push before it would be found without the webhook.
+    let started = Instant::now();
+    while !http(&probes, "GET /readyz HTTP/1.1", "").starts_with("HTTP/1.1 200") {
+        if started.elapsed() > scale.deadline {
+            daemon.log.fail(&format!(
+                "the daemon was not ready within {:?}",
+                scale.deadline
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut walls = Vec::new();
+    for run in 0..scale.runs {
+        // The rollout before this one ran to its end: its commits first.
+        git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
+        let i = (run * 7) % canaries;
+        std::fs::write(
+            human.join(spec_path(i, namespaces)),
+            canary(i, namespaces, &format!("v{}", run + 2)),
+        )
+        .expect("write");
+        git(&human, &["commit", "-q", "-am", "roll out one"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        let pushed = main_of(&bare);
+        // Identical bodies are refused as replays: each names its commit and run.
+        let body = format!(
+            r#"{{"object_kind":"push","ref":"refs/heads/main","after":"{pushed}","run":{run}}}"#
+        );
+        let sent = Instant::now();
+        let answer = http(
+            &addr,
+            "POST /hooks/git HTTP/1.1\r\nX-Gitlab-Token: s\r\nX-Gitlab-Event: Push Hook\r\nContent-Type: application/json",
+            &body,
+        );
+        assert!(
+            answer.starts_with("HTTP/1.1 202"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+        while main_of(&bare) == pushed {
+            if sent.elapsed() > scale.deadline {
+                daemon.log.fail(&format!(
+                    "main did not move past {pushed} within {:?} of the webhook",
+                    scale.deadline
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        walls.push(sent.elapsed().as_secs_f64());
+        daemon
+            .log
+            .wait_for(&format!("Committed: app{i}: promotion completed"));
+    }
+    drop(daemon);
+    let cli = git_cli.then(|| {
+        let warm = human_clone_of(root, &bare);
+        let mut cli = Vec::new();
+        for run in 0..scale.runs {
+            git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
+            let i = (run * 7 + 3) % canaries;
+            std::fs::write(
+                human.join(spec_path(i, namespaces)),
+                canary(i, namespaces, &format!("v{}", scale.runs + run + 2)),
+            )
+            .expect("write");
+            git(&human, &["commit", "-q", "-am", "roll out one"]);
+            git(&human, &["push", "-q", "origin", "main"]);
+            let start = Instant::now();
+            git(&warm, &["fetch", "-q", "origin"]);
+            git(&warm, &["merge", "-q", "--ff-only", "origin/main"]);
+            let file = format!("clusters/{}/app{i}/reaction.txt", namespace(i, namespaces));
+            let path = warm.join(&file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, format!("run {run}\n")).expect("write");
+            git(&warm, &["add", "--", &file]);
+            git(&warm, &["commit", "-q", "-m", "react"]);
+            git(&warm, &["push", "-q", "origin", "main"]);
+            cli.push(start.elapsed().as_secs_f64());
+        }
+        median(cli)
+    });
+    (median(walls), cli)
+}
+
+/// Webhook → commit at `canaries` canaries against the same at 1: the reaction to a webhook
+/// should follow what changed, not the repo's size; the git CLI's reaction beside it.
+fn webhook(scale: &Scale) -> Row {
+    let (small, _) = webhook_commit(scale, 1, false);
+    let (large, cli) = webhook_commit(scale, scale.canaries, true);
+    let cli = cli.expect("the git CLI's reaction");
+    Row {
+        name: format!(
+            "webhook → commit: the daemon at {} canaries",
+            scale.canaries
+        ),
+        sluice: format!("{large:.3} s"),
+        baseline: format!(
+            "the same at 1 canary: {small:.3} s; git CLI fetch + commit + push: {cli:.3} s ({:.2}x)",
+            large / cli.max(1e-9)
+        ),
         ratio: large / small.max(1e-9),
         goal: "≤ 2×",
         rss: None,
@@ -1002,6 +1197,9 @@ fn main() {
     }
     if wanted("onespec") {
         print(one_spec(&scale));
+    }
+    if wanted("webhook") {
+        print(webhook(&scale));
     }
     if wanted("percanary") {
         print(step_tick(&scale, 50, "perCanary"));
