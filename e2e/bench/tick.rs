@@ -13,6 +13,8 @@
 //! | one changed spec | a warm daemon's tick after a human changes one spec: from the fetch that finds it to the commit pushed, at C canaries | the same at 10 canaries |
 //! | webhook → commit | a daemon polling hourly, woken by a GitLab push webhook after a human pushes one changed spec: from sending it to the remote's `main` moving past the human's commit, at C canaries | the same at 1 canary; the git CLI's reaction: `git fetch` + one file + `git commit` + `git push` in a warm clone at C |
 //! | cold start | empty work dir → first commit (clone, tick, push) on an H-commit repo served by `git daemon` | `git clone` from it |
+//! | audit | `sluice audit` of C canaries' history (every canary initialised, then started on a new revision: 2C commits), as `cargo bench --bench audit` | `git log -p` of the same branch |
+//! | audit per commit | audit's wall time per commit at C canaries | the same at C/10 canaries |
 //! | dashboard overview | `GET /` of `sluice dashboard --dir` over C initialized canaries: the first (reads the commit, builds the model) and a cached one | `sluice status --dir -o json` on the same repo |
 //!
 //! CPU is user + system time of the process and the children it waited for (`/proc/<pid>/stat`
@@ -23,8 +25,11 @@
 //! Run: `cargo bench --bench tick`. Scale with `SLUICE_BENCH_CANARIES` (default 1000),
 //! `SLUICE_BENCH_HISTORY` (history commits of the repack and cold-start repo, default 20000),
 //! `SLUICE_BENCH_POLLS` (default 20) and `SLUICE_BENCH_RUNS` (median of, default 3); `-- --quick`
-//! is 100 canaries, 2000 commits, 5 polls, one run. A debug build (`cargo test --all-targets`
-//! runs this too) does the quick cases: its numbers mean nothing.
+//! is 100 canaries, 2000 commits, 5 polls, one run (the audit rows: 100 vs 10 canaries).
+//! `SLUICE_BENCH_ONLY=idle,onespec,webhook,percanary,percanary1,pertick,dashboard,audit,repack,cold`
+//! picks rows. The audit rows make their histories under `CARGO_TARGET_TMPDIR`, the others in
+//! the temporary directory. A debug build (`cargo test --all-targets` runs this too) does the
+//! quick cases: its numbers mean nothing.
 
 // A benchmark is test code (built without `cfg(test)`, as `harness = false`): it may unwrap.
 // The workspace lints (Cargo.toml) reject unwrap() and expect() only in production code.
@@ -43,6 +48,10 @@ use std::time::{Duration, Instant};
 #[allow(dead_code)] // the bench serves over `git daemon` only
 mod git_server;
 use git_server::GitDaemon;
+
+#[path = "audit_rows.rs"]
+#[allow(dead_code)] // audit.rs prints the rows with its own digits and goal check
+mod audit_rows;
 
 const EXE: &str = env!("CARGO_BIN_EXE_sluice");
 
@@ -1212,6 +1221,20 @@ fn main() {
     }
     if wanted("dashboard") {
         print(dashboard(&scale));
+    }
+    if wanted("audit") {
+        // On the file system the build is on (`CARGO_TARGET_TMPDIR`), as `cargo bench --bench
+        // audit` measures them.
+        audit_rows::rows(scale.canaries, scale.runs, |row| {
+            print(Row {
+                name: row.name,
+                sluice: row.sluice,
+                baseline: row.baseline,
+                ratio: row.ratio,
+                goal: row.goal,
+                rss: row.rss,
+            });
+        });
     }
     if wanted("repack") || wanted("cold") {
         let tmp = tempfile::tempdir().expect("tempdir");
