@@ -11,7 +11,10 @@
 //! | repack tick | a tick whose fetch finds more packs than the clone keeps | the ordinary ticks around it |
 //! | idle RSS | the same daemon's resident set after those polls (`VmRSS`) | the `git fetch` loop's peak RSS |
 //! | one changed spec | a warm daemon's tick after a human changes one spec: from the fetch that finds it to the commit pushed, at C canaries | the same at 10 canaries |
+//! | webhook → commit | a daemon polling hourly, woken by a GitLab push webhook after a human pushes one changed spec: from sending it to the remote's `main` moving past the human's commit, at C canaries | the same at 1 canary; the git CLI's reaction: `git fetch` + one file + `git commit` + `git push` in a warm clone at C |
 //! | cold start | empty work dir → first commit (clone, tick, push) on an H-commit repo served by `git daemon` | `git clone` from it |
+//! | audit | `sluice audit` of C canaries' history (every canary initialised, then started on a new revision: 2C commits), as `cargo bench --bench audit` | `git log -p` of the same branch |
+//! | audit per commit | audit's wall time per commit at C canaries | the same at C/10 canaries |
 //! | dashboard overview | `GET /` of `sluice dashboard --dir` over C initialized canaries: the first (reads the commit, builds the model) and a cached one | `sluice status --dir -o json` on the same repo |
 //!
 //! CPU is user + system time of the process and the children it waited for (`/proc/<pid>/stat`
@@ -22,8 +25,11 @@
 //! Run: `cargo bench --bench tick`. Scale with `SLUICE_BENCH_CANARIES` (default 1000),
 //! `SLUICE_BENCH_HISTORY` (history commits of the repack and cold-start repo, default 20000),
 //! `SLUICE_BENCH_POLLS` (default 20) and `SLUICE_BENCH_RUNS` (median of, default 3); `-- --quick`
-//! is 100 canaries, 2000 commits, 5 polls, one run. A debug build (`cargo test --all-targets`
-//! runs this too) does the quick cases: its numbers mean nothing.
+//! is 100 canaries, 2000 commits, 5 polls, one run (the audit rows: 100 vs 10 canaries).
+//! `SLUICE_BENCH_ONLY=idle,onespec,webhook,percanary,percanary1,pertick,dashboard,audit,repack,cold`
+//! picks rows. The audit rows make their histories under `CARGO_TARGET_TMPDIR`, the others in
+//! the temporary directory. A debug build (`cargo test --all-targets` runs this too) does the
+//! quick cases: its numbers mean nothing.
 
 // A benchmark is test code (built without `cfg(test)`, as `harness = false`): it may unwrap.
 // The workspace lints (Cargo.toml) reject unwrap() and expect() only in production code.
@@ -31,15 +37,21 @@
 // clippy.toml is for src/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 #[path = "../git_server.rs"]
 #[allow(dead_code)] // the bench serves over `git daemon` only
 mod git_server;
 use git_server::GitDaemon;
+
+#[path = "audit_rows.rs"]
+#[allow(dead_code)] // audit.rs prints the rows with its own digits and goal check
+mod audit_rows;
 
 const EXE: &str = env!("CARGO_BIN_EXE_sluice");
 
@@ -297,6 +309,8 @@ struct Scale {
     history: usize,
     polls: usize,
     runs: usize,
+    /// How long the bench waits for any one log line of a daemon before it gives up.
+    deadline: Duration,
 }
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -327,6 +341,125 @@ fn clock_tick() -> f64 {
         .unwrap_or(100.0)
 }
 
+/// Lines of a daemon's log a failed wait shows.
+const LAST_LINES: usize = 30;
+
+/// A daemon's stderr, read line by line on a thread of its own, so that a wait for a line that
+/// never comes (the daemon's wording changed, or it stopped) ends in a panic that names the
+/// text and shows the last lines read, instead of a bench that hangs.
+struct Log {
+    lines: mpsc::Receiver<(Instant, String)>,
+    last: VecDeque<String>,
+    deadline: Duration,
+}
+
+impl Log {
+    /// Reads `child`'s piped stderr; each wait gives up after `deadline`.
+    fn of(child: &mut Child, deadline: Duration) -> Log {
+        let stderr = child.stderr.take().expect("the daemon's stderr is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                // Stamped when read, not when the bench gets to it.
+                let Ok(line) = line else { break };
+                if tx.send((Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Log {
+            lines,
+            last: VecDeque::with_capacity(LAST_LINES),
+            deadline,
+        }
+    }
+
+    /// The next line that contains `text`, and when it was read. Panics, naming `text` and
+    /// showing the last lines read, when none comes within the deadline, when the log ends
+    /// first, or on an `ERROR` line.
+    fn wait_for(&mut self, text: &str) -> (Instant, String) {
+        let until = Instant::now() + self.deadline;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.fail(&format!(
+                    "no log line containing {text:?} within {:?}",
+                    self.deadline
+                ));
+            }
+            match self.lines.recv_timeout(left) {
+                Ok((at, line)) => {
+                    self.remember(&line);
+                    if line.contains("ERROR") {
+                        self.fail(&format!(
+                            "the daemon logged an error while the bench waited for {text:?}"
+                        ));
+                    }
+                    if line.contains(text) {
+                        return (at, line);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => self.fail(&format!(
+                    "the daemon's log ended before a line containing {text:?}"
+                )),
+            }
+        }
+    }
+
+    /// The lines read so far but not yet waited through, into the last lines.
+    fn drain(&mut self) {
+        while let Ok((_, line)) = self.lines.try_recv() {
+            self.remember(&line);
+        }
+    }
+
+    fn remember(&mut self, line: &str) {
+        if self.last.len() == LAST_LINES {
+            self.last.pop_front();
+        }
+        self.last.push_back(line.to_string());
+    }
+
+    /// Panics with `why` and the last lines of the log.
+    fn fail(&mut self, why: &str) -> ! {
+        self.drain();
+        let mut lines = String::new();
+        for line in &self.last {
+            lines.push_str("\n    ");
+            lines.push_str(line);
+        }
+        panic!("{why}; the last {} lines read:{lines}", self.last.len())
+    }
+}
+
+/// A `sluice run` the bench started, with its log; killed when dropped, also when the bench
+/// panics, so that no daemon outlives the bench.
+struct Daemon {
+    child: Child,
+    log: Log,
+}
+
+impl Daemon {
+    /// Starts `cmd` with its stderr piped into a [`Log`] whose waits give up after `deadline`.
+    fn start(cmd: &mut Command, deadline: Duration) -> Daemon {
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sluice run");
+        let log = Log::of(&mut child, deadline);
+        Daemon { child, log }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Idle: the daemon's CPU over `polls` polls with every canary at rest and the remote not
 /// moving, against `polls` runs of `git fetch` in a clone of the same remote.
 fn idle(scale: &Scale) -> [Row; 2] {
@@ -343,43 +476,30 @@ fn idle(scale: &Scale) -> [Row; 2] {
     let mut sluice_rss = Vec::new();
     let mut git_rss = Vec::new();
     for _ in 0..scale.runs {
-        let mut child: Child = Command::new(EXE)
-            .args([
-                "run",
-                "--repo",
-                &url,
-                "--workdir",
-                &work.display().to_string(),
-            ])
-            .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
-            .args(["--probe-listen", "127.0.0.1:0"])
-            .env("SLUICE_LOG", "error,sluice::cli::run=debug")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sluice run");
-        let pid = child.id();
-        let lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut daemon = Daemon::start(
+            Command::new(EXE)
+                .args([
+                    "run",
+                    "--repo",
+                    &url,
+                    "--workdir",
+                    &work.display().to_string(),
+                ])
+                .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+                .args(["--probe-listen", "127.0.0.1:0"])
+                .env("SLUICE_LOG", "error,sluice::cli::run=debug"),
+            scale.deadline,
+        );
+        let pid = daemon.child.id();
         // The first idle poll ends the start-up tick; measure the polls after it.
-        let mut start = None;
-        let mut idle_polls = 0;
-        for line in lines {
-            let line = line.expect("log line");
-            if line.contains("Nothing new and nothing due") {
-                match start {
-                    None => start = Some(cpu_of(pid, tick)),
-                    Some(_) => idle_polls += 1,
-                }
-                if idle_polls == scale.polls {
-                    break;
-                }
-            }
-            assert!(!line.contains("ERROR"), "{line}");
+        daemon.log.wait_for("Nothing new and nothing due");
+        let start = cpu_of(pid, tick);
+        for _ in 0..scale.polls {
+            daemon.log.wait_for("Nothing new and nothing due");
         }
-        let used = cpu_of(pid, tick) - start.expect("an idle poll");
+        let used = cpu_of(pid, tick) - start;
         sluice_rss.push(rss_of(pid));
-        child.kill().expect("kill");
-        child.wait().expect("wait");
+        drop(daemon);
         sluice_cpu.push(used);
         // The watcher's loop: one `git fetch` per poll.
         let clone = root.join("watcher");
@@ -449,30 +569,21 @@ fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
     let work = root.join("work");
     reconcile(&url, &work);
     let human = human(root, &bare, "human");
-    let mut child: Child = Command::new(EXE)
-        .args(["run", "--repo", &url, "--workdir"])
-        .arg(&work)
-        .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
-        .args(["--probe-listen", "127.0.0.1:0"])
-        .env(
-            "SLUICE_LOG",
-            "error,sluice::cli::run=debug,sluice::gitops::repo=info",
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sluice run");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut wait_for = |text: &str| loop {
-        let line = lines.next().expect("a log line").expect("log line");
-        assert!(!line.contains("ERROR"), "{line}");
-        if line.contains(text) {
-            break Instant::now();
-        }
-    };
+    let mut daemon = Daemon::start(
+        Command::new(EXE)
+            .args(["run", "--repo", &url, "--workdir"])
+            .arg(&work)
+            .args(["--poll", "1s", "--listen", "127.0.0.1:0"])
+            .args(["--probe-listen", "127.0.0.1:0"])
+            .env(
+                "SLUICE_LOG",
+                "error,sluice::cli::run=debug,sluice::gitops::repo=info",
+            ),
+        scale.deadline,
+    );
     let mut walls = Vec::new();
     for run in 0..scale.runs {
-        wait_for("Nothing new and nothing due");
+        daemon.log.wait_for("Nothing new and nothing due");
         // The rollout before this one ran to its end (steps of 1 s): its commits first.
         git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
         let i = (run * 7) % canaries;
@@ -483,12 +594,11 @@ fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
         .expect("write");
         git(&human, &["commit", "-q", "-am", "roll out one"]);
         git(&human, &["push", "-q", "origin", "main"]);
-        let fetched = wait_for("moved the branch to the remote head");
-        let committed = wait_for("Committed:");
+        let (fetched, _) = daemon.log.wait_for("moved the branch to the remote head");
+        let (committed, _) = daemon.log.wait_for("Committed:");
         walls.push((committed - fetched).as_secs_f64());
     }
-    child.kill().expect("kill");
-    child.wait().expect("wait");
+    drop(daemon);
     median(walls)
 }
 
@@ -504,6 +614,187 @@ fn one_spec(scale: &Scale) -> Row {
         ),
         sluice: format!("{large:.3} s"),
         baseline: format!("the same at 10 canaries: {small:.3} s"),
+        ratio: large / small.max(1e-9),
+        goal: "≤ 2×",
+        rss: None,
+    }
+}
+
+/// The commit `main` of the bare repo `bare` points at, read from its ref files rather than by
+/// a git process, so that it can be polled every millisecond: the loose ref, else packed-refs.
+fn main_of(bare: &Path) -> String {
+    if let Ok(id) = std::fs::read_to_string(bare.join("refs/heads/main")) {
+        let id = id.trim();
+        if !id.is_empty() {
+            return id.to_string();
+        }
+    }
+    std::fs::read_to_string(bare.join("packed-refs"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_suffix(" refs/heads/main"))
+        .expect("refs/heads/main, loose or packed")
+        .to_string()
+}
+
+/// One HTTP/1.1 request (`head` without its `Host` and `Connection` lines) to `addr`; the
+/// whole answer.
+fn http(addr: &str, head: &str, body: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The value of `field=` in a log line.
+fn log_field(line: &str, field: &str) -> String {
+    let prefix = format!("{field}=");
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {field}= in {line:?}"))
+        .to_string()
+}
+
+/// Webhook → commit: a daemon at rest over `canaries` canaries that polls once an hour, so that
+/// only the webhook wakes it. Each run a human pushes a new revision of one canary (another
+/// one each run) and the bench posts a GitLab push event to `/hooks/git`; the wall time from
+/// sending it to the remote's `main` moving past the human's commit. Each rollout is waited
+/// for to its end (its `promotion completed` commit) before the next run. With `git_cli`,
+/// also the git CLI's reaction to the same kind of push afterwards, on the same remote: in a
+/// warm clone, `git fetch` (and the fast-forward a push needs), one file written, `git
+/// commit`, `git push`. Medians of the runs.
+fn webhook_commit(scale: &Scale, canaries: usize, git_cli: bool) -> (f64, Option<f64>) {
+    let namespaces = canaries.min(50);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let bare = remote(root, canaries, namespaces, "perCanary", 0);
+    let url = bare.display().to_string();
+    let work = root.join("work");
+    reconcile(&url, &work);
+    let human = human(root, &bare, "human");
+    let mut daemon = Daemon::start(
+        Command::new(EXE)
+            .args(["run", "--repo", &url, "--workdir"])
+            .arg(&work)
+            .args(["--poll", "1h", "--listen", "127.0.0.1:0"])
+            .args(["--probe-listen", "127.0.0.1:0"])
+            .env("SLUICE_WEBHOOK_SECRET", "s")
+            .env("SLUICE_LOG", "error,sluice::cli::run=info"),
+        scale.deadline,
+    );
+    let (_, line) = daemon
+        .log
+        .wait_for("Serving /metrics /hooks/git and the dashboard at /");
+    let addr = log_field(&line, "address");
+    let (_, line) = daemon.log.wait_for("Serving probes /healthz /readyz");
+    let probes = log_field(&line, "address");
+    // Ready once the start-up tick is done: a push before it would be found without the webhook.
+    let started = Instant::now();
+    while !http(&probes, "GET /readyz HTTP/1.1", "").starts_with("HTTP/1.1 200") {
+        if started.elapsed() > scale.deadline {
+            daemon.log.fail(&format!(
+                "the daemon was not ready within {:?}",
+                scale.deadline
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut walls = Vec::new();
+    for run in 0..scale.runs {
+        // The rollout before this one ran to its end: its commits first.
+        git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
+        let i = (run * 7) % canaries;
+        std::fs::write(
+            human.join(spec_path(i, namespaces)),
+            canary(i, namespaces, &format!("v{}", run + 2)),
+        )
+        .expect("write");
+        git(&human, &["commit", "-q", "-am", "roll out one"]);
+        git(&human, &["push", "-q", "origin", "main"]);
+        let pushed = main_of(&bare);
+        // Identical bodies are refused as replays: each names its commit and run.
+        let body = format!(
+            r#"{{"object_kind":"push","ref":"refs/heads/main","after":"{pushed}","run":{run}}}"#
+        );
+        let sent = Instant::now();
+        let answer = http(
+            &addr,
+            "POST /hooks/git HTTP/1.1\r\nX-Gitlab-Token: s\r\nX-Gitlab-Event: Push Hook\r\nContent-Type: application/json",
+            &body,
+        );
+        assert!(
+            answer.starts_with("HTTP/1.1 202"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+        while main_of(&bare) == pushed {
+            if sent.elapsed() > scale.deadline {
+                daemon.log.fail(&format!(
+                    "main did not move past {pushed} within {:?} of the webhook",
+                    scale.deadline
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        walls.push(sent.elapsed().as_secs_f64());
+        daemon
+            .log
+            .wait_for(&format!("Committed: app{i}: promotion completed"));
+    }
+    drop(daemon);
+    let cli = git_cli.then(|| {
+        let warm = human_clone_of(root, &bare);
+        let mut cli = Vec::new();
+        for run in 0..scale.runs {
+            git(&human, &["pull", "-q", "--ff-only", "origin", "main"]);
+            let i = (run * 7 + 3) % canaries;
+            std::fs::write(
+                human.join(spec_path(i, namespaces)),
+                canary(i, namespaces, &format!("v{}", scale.runs + run + 2)),
+            )
+            .expect("write");
+            git(&human, &["commit", "-q", "-am", "roll out one"]);
+            git(&human, &["push", "-q", "origin", "main"]);
+            let start = Instant::now();
+            git(&warm, &["fetch", "-q", "origin"]);
+            git(&warm, &["merge", "-q", "--ff-only", "origin/main"]);
+            let file = format!("clusters/{}/app{i}/reaction.txt", namespace(i, namespaces));
+            let path = warm.join(&file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, format!("run {run}\n")).expect("write");
+            git(&warm, &["add", "--", &file]);
+            git(&warm, &["commit", "-q", "-m", "react"]);
+            git(&warm, &["push", "-q", "origin", "main"]);
+            cli.push(start.elapsed().as_secs_f64());
+        }
+        median(cli)
+    });
+    (median(walls), cli)
+}
+
+/// Webhook → commit at `canaries` canaries against the same at 1: the reaction to a webhook
+/// should follow what changed, not the repo's size; the git CLI's reaction beside it.
+fn webhook(scale: &Scale) -> Row {
+    let (small, _) = webhook_commit(scale, 1, false);
+    let (large, cli) = webhook_commit(scale, scale.canaries, true);
+    let cli = cli.expect("the git CLI's reaction");
+    Row {
+        name: format!(
+            "webhook → commit: the daemon at {} canaries",
+            scale.canaries
+        ),
+        sluice: format!("{large:.3} s"),
+        baseline: format!(
+            "the same at 1 canary: {small:.3} s; git CLI fetch + commit + push: {cli:.3} s ({:.2}x)",
+            large / cli.max(1e-9)
+        ),
         ratio: large / small.max(1e-9),
         goal: "≤ 2×",
         rss: None,
@@ -877,6 +1168,7 @@ fn main() {
             history: 2000,
             polls: 5,
             runs: 1,
+            deadline: Duration::from_secs(120),
         }
     } else {
         Scale {
@@ -884,6 +1176,7 @@ fn main() {
             history: env_or("SLUICE_BENCH_HISTORY", 20_000),
             polls: env_or("SLUICE_BENCH_POLLS", 20),
             runs: env_or("SLUICE_BENCH_RUNS", 3).max(1),
+            deadline: Duration::from_secs(600),
         }
     };
     let only = std::env::var("SLUICE_BENCH_ONLY").unwrap_or_default();
@@ -914,6 +1207,9 @@ fn main() {
     if wanted("onespec") {
         print(one_spec(&scale));
     }
+    if wanted("webhook") {
+        print(webhook(&scale));
+    }
     if wanted("percanary") {
         print(step_tick(&scale, 50, "perCanary"));
     }
@@ -925,6 +1221,20 @@ fn main() {
     }
     if wanted("dashboard") {
         print(dashboard(&scale));
+    }
+    if wanted("audit") {
+        // On the file system the build is on (`CARGO_TARGET_TMPDIR`), as `cargo bench --bench
+        // audit` measures them.
+        audit_rows::rows(scale.canaries, scale.runs, |row| {
+            print(Row {
+                name: row.name,
+                sluice: row.sluice,
+                baseline: row.baseline,
+                ratio: row.ratio,
+                goal: row.goal,
+                rss: row.rss,
+            });
+        });
     }
     if wanted("repack") || wanted("cold") {
         let tmp = tempfile::tempdir().expect("tempdir");
