@@ -39,17 +39,29 @@ impl ConfigRepo {
 
     /// A file's content at `commit`; `None` when the file is absent there.
     pub fn read_file_at(&self, commit: Oid, path: &str) -> Result<Option<String>> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .and_then(|c| c.tree())
-            .map_err(|e| self.git_err("read a commit", &e))?;
-        let Ok(entry) = tree.get_path(Path::new(path)) else {
-            return Ok(None);
+        // The common cases through the kept folders (reading the commit parses its whole
+        // message: a perTick commit's names every canary it decided).
+        let found = super::lookup::entry_at(&self.repo, commit, path)
+            .map_err(|e| self.git_err("look up a path", &e))?;
+        let id = match found {
+            super::lookup::PathEntry::File(id) => id,
+            super::lookup::PathEntry::Missing => return Ok(None),
+            // Anything else as git's own lookup of the path finds it.
+            _ => {
+                let tree = self
+                    .repo
+                    .find_commit(commit)
+                    .and_then(|c| c.tree())
+                    .map_err(|e| self.git_err("read a commit", &e))?;
+                let Ok(entry) = tree.get_path(Path::new(path)) else {
+                    return Ok(None);
+                };
+                entry.id()
+            }
         };
         let blob = self
             .repo
-            .find_blob(entry.id())
+            .find_blob(id)
             .map_err(|e| self.git_err("read a blob", &e))?;
         Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
     }
@@ -114,11 +126,9 @@ impl ConfigRepo {
 impl ConfigRepo {
     /// The first parent of `commit`, if any.
     pub fn parent_of(&self, commit: Oid) -> Result<Option<Oid>> {
-        let c = self
-            .repo
-            .find_commit(commit)
+        let kept = super::folders::skeleton(&self.repo, commit)
             .map_err(|e| self.git_err("read a commit", &e))?;
-        Ok(c.parent_ids().next())
+        Ok(kept.first_parent)
     }
 
     /// Who committed `commit`, as git recorded it (name and email; not verified).

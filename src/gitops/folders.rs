@@ -70,7 +70,39 @@ pub(super) fn get<'f>(folder: &'f [Entry], name: &str) -> Option<&'f Entry> {
     folder.iter().find(|e| e.name == name.as_bytes())
 }
 
+/// Commits' root tree ids and first parents, by commit id (also never stale).
+static COMMITS: LazyLock<Mutex<HashMap<Oid, Skeleton>>> = LazyLock::new(Mutex::default);
+
+/// What lookups need of a commit: its root tree and its first parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Skeleton {
+    pub tree: Oid,
+    pub first_parent: Option<Oid>,
+}
+
+/// The root tree and first parent of `commit`. Kept: reading a commit parses its whole
+/// message, and a perTick commit's message names every canary it decided (hundreds of KiB at
+/// 1,000 canaries), which every path lookup on its tree, and every drift check of a canary it
+/// carries, read and parsed again.
+pub(super) fn skeleton(repo: &Repository, commit: Oid) -> Result<Skeleton, git2::Error> {
+    if let Some(kept) = COMMITS.lock().ok().and_then(|c| c.get(&commit).copied()) {
+        return Ok(kept);
+    }
+    let head = super::message::read(repo, commit)?;
+    let kept = Skeleton {
+        tree: head.tree,
+        first_parent: head.parents.first().copied(),
+    };
+    if let Ok(mut commits) = COMMITS.lock() {
+        if commits.len() >= KEEP {
+            commits.clear();
+        }
+        commits.insert(commit, kept);
+    }
+    Ok(kept)
+}
+
 /// The root folder's tree id of `commit`.
 pub(super) fn root_of(repo: &Repository, commit: Oid) -> Result<Oid, git2::Error> {
-    Ok(repo.find_commit(commit)?.tree_id())
+    Ok(skeleton(repo, commit)?.tree)
 }

@@ -54,7 +54,9 @@ pub fn head(repo: &Repository, oid: Oid) -> Result<CommitHead> {
 
 /// A commit's first parent (`None` for a root commit).
 pub fn first_parent(repo: &Repository, oid: Oid) -> Result<Option<Oid>> {
-    Ok(head(repo, oid)?.parents.first().copied())
+    Ok(super::folders::skeleton(repo, oid)
+        .map_err(git("read a commit"))?
+        .first_parent)
 }
 
 /// The tree of a commit's first parent (`None` for a root commit).
@@ -66,7 +68,7 @@ pub fn parent_tree(repo: &Repository, oid: Oid) -> Result<Option<Tree<'_>>> {
 
 /// The tree of a commit.
 pub fn commit_tree(repo: &Repository, oid: Oid) -> Result<Tree<'_>> {
-    let tree = head(repo, oid)?.tree;
+    let tree = super::folders::root_of(repo, oid).map_err(git("read a commit"))?;
     repo.find_tree(tree).map_err(git("read a tree"))
 }
 
