@@ -455,7 +455,8 @@ fn approval_change(
     // skips analysis is promoted by the approval: it has no step clock to start).
     approved.status.clock_from_merge = approved.status.phase.is_active();
     let head = crate::head_files::HeadFiles::new(repo);
-    let index = workload::Index::reading(snapshot, &[canary.output.as_str()], &head);
+    let outputs = [canary.output.as_str()];
+    let index = workload::Index::reading(snapshot, &outputs, &head);
     let changes = render::changes(repo.root(), canary, &approved, &index)?;
     Ok((approved, changes))
 }

@@ -109,7 +109,8 @@ fn setup(scaler: &str, canary_text: &str) -> (tempfile::TempDir, Canary) {
 /// canary up for a new revision (analysis running).
 fn idle_and_active(root: &Path, canary: &Canary) -> [(Decision, Vec<(String, String)>); 2] {
     let snapshot = Snapshot::read(root);
-    let index = Index::new(&snapshot, &[canary.output.as_str()]);
+    let outputs = [canary.output.as_str()];
+    let index = Index::new(&snapshot, &outputs);
     let rev = workload::revision(root, canary, &index).unwrap();
     let t0 = Timestamp::UNIX_EPOCH;
     let init = decide(canary, None, &Observations::revision(rev), t0);

@@ -336,7 +336,8 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
     let mut repo_files = files.clone();
     let snapshot = Snapshot::read(&work);
     let has_target = loaded.canaries.iter().all(|c| {
-        let index = sluice::workload::Index::new(&snapshot, &[c.output.as_str()]);
+        let outputs = [c.output.as_str()];
+        let index = sluice::workload::Index::new(&snapshot, &outputs);
         sluice::workload::source::find_source(&work, c, &index).is_ok()
     });
     if !has_target {

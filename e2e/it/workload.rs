@@ -139,7 +139,8 @@ fn revision_error(root: &Path, canary: &Canary) -> String {
 
 fn revision(root: &Path, canary: &Canary) -> String {
     let snapshot = Snapshot::read(root);
-    let index = Index::new(&snapshot, &[canary.output.as_str()]);
+    let outputs = [canary.output.as_str()];
+    let index = Index::new(&snapshot, &outputs);
     workload::revision(root, canary, &index).unwrap()
 }
 

@@ -251,7 +251,7 @@ impl<'r> Parent<'r> {
     }
 
     /// The workload lookups at the parent, leaving out the output folders `outputs`.
-    pub fn index<'s>(&'s self, outputs: &[&str]) -> workload::Index<'s> {
+    pub fn index<'s>(&'s self, outputs: &'s [&'s str]) -> workload::Index<'s> {
         workload::Index::reading(self.snapshot(), outputs, self)
     }
 

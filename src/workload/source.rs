@@ -60,8 +60,9 @@ pub trait Outside {
 #[derive(Clone)]
 pub struct Index<'s> {
     snapshot: &'s Snapshot,
-    /// Output folders with a trailing `/`.
-    outputs: Vec<String>,
+    /// Output folders (borrowed: an index is made for every canary a drift check renders, and
+    /// copying every output folder of the repo each time was most of making one).
+    outputs: &'s [&'s str],
     /// Where files outside the snapshot are read; `None`: from `root` on disk.
     outside: Option<&'s dyn Outside>,
 }
@@ -79,7 +80,7 @@ impl Default for Index<'_> {
     fn default() -> Self {
         Index {
             snapshot: &EMPTY,
-            outputs: Vec::new(),
+            outputs: &[],
             outside: None,
         }
     }
@@ -87,10 +88,10 @@ impl Default for Index<'_> {
 
 impl<'s> Index<'s> {
     /// Lookups in `snapshot`, leaving out the objects in sluice's output folders `outputs`.
-    pub fn new(snapshot: &'s Snapshot, outputs: &[&str]) -> Index<'s> {
+    pub fn new(snapshot: &'s Snapshot, outputs: &'s [&'s str]) -> Index<'s> {
         Index {
             snapshot,
-            outputs: outputs.iter().map(|o| format!("{o}/")).collect(),
+            outputs,
             outside: None,
         }
     }
@@ -99,7 +100,7 @@ impl<'s> Index<'s> {
     /// `outside`, never from a folder.
     pub fn reading(
         snapshot: &'s Snapshot,
-        outputs: &[&str],
+        outputs: &'s [&'s str],
         outside: &'s dyn Outside,
     ) -> Index<'s> {
         Index {
@@ -130,7 +131,10 @@ impl<'s> Index<'s> {
     }
 
     fn outside_outputs(&self, file: &str) -> bool {
-        !self.outputs.iter().any(|o| file.starts_with(o.as_str()))
+        !self.outputs.iter().any(|o| {
+            file.strip_prefix(o)
+                .is_some_and(|below| below.starts_with('/'))
+        })
     }
 
     /// Every object of this kind and name in `namespace` (objects without one are in every
