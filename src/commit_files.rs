@@ -257,30 +257,7 @@ impl BlobCache {
 mod tests {
     use super::*;
 
-    /// A tree of `files` (path, text) written to `repo`'s object database.
-    fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
-        let mut index = git2::Index::new().unwrap();
-        for (path, text) in files {
-            let blob = repo.blob(text.as_bytes()).unwrap();
-            let mut entry = git2::IndexEntry {
-                ctime: git2::IndexTime::new(0, 0),
-                mtime: git2::IndexTime::new(0, 0),
-                dev: 0,
-                ino: 0,
-                mode: 0o100644,
-                uid: 0,
-                gid: 0,
-                file_size: 0,
-                id: blob,
-                flags: 0,
-                flags_extended: 0,
-                path: path.as_bytes().to_vec(),
-            };
-            entry.flags = (path.len() as u16) & 0xfff;
-            index.add(&entry).unwrap();
-        }
-        index.write_tree_to(repo).unwrap()
-    }
+    use crate::gitops::tree_of;
 
     /// Each file's name and whether it parsed; each object's file, line, kind and name.
     type Seen = (Vec<(String, bool)>, Vec<(String, usize, String, String)>);

@@ -556,19 +556,31 @@ fn rss_of(pid: u32) -> f64 {
         / 1024.0
 }
 
+/// A remote of `canaries` perCanary canaries over `namespaces`, every one initialized by a
+/// `sluice reconcile` into the work dir, and a human clone: the temporary folder holding them,
+/// the bare remote, the work dir, the clone.
+fn initialized(
+    canaries: usize,
+    namespaces: usize,
+) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let bare = remote(root, canaries, namespaces, "perCanary", 0);
+    let work = root.join("work");
+    reconcile(&bare.display().to_string(), &work);
+    let human = human(root, &bare, "human");
+    (tmp, bare, work, human)
+}
+
 /// One changed spec: a daemon at rest over `canaries` canaries, warm (it has ticked and
 /// polled idle); a human pushes a new revision of one canary; the wall time from the poll
 /// that finds the new head (its fetch done) to the tick's commit pushed. One canary each run,
 /// each waited for until it is at rest again.
 fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
     let namespaces = canaries.min(50);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    let bare = remote(root, canaries, namespaces, "perCanary", 0);
+    // `_tmp` (not `_`): the folder lives until the end of the run.
+    let (_tmp, bare, work, human) = initialized(canaries, namespaces);
     let url = bare.display().to_string();
-    let work = root.join("work");
-    reconcile(&url, &work);
-    let human = human(root, &bare, "human");
     let mut daemon = Daemon::start(
         Command::new(EXE)
             .args(["run", "--repo", &url, "--workdir"])
@@ -672,13 +684,8 @@ fn log_field(line: &str, field: &str) -> String {
 /// commit`, `git push`. Medians of the runs.
 fn webhook_commit(scale: &Scale, canaries: usize, git_cli: bool) -> (f64, Option<f64>) {
     let namespaces = canaries.min(50);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    let bare = remote(root, canaries, namespaces, "perCanary", 0);
-    let url = bare.display().to_string();
-    let work = root.join("work");
-    reconcile(&url, &work);
-    let human = human(root, &bare, "human");
+    let (tmp, bare, work, human) = initialized(canaries, namespaces);
+    let (root, url) = (tmp.path(), bare.display().to_string());
     let mut daemon = Daemon::start(
         Command::new(EXE)
             .args(["run", "--repo", &url, "--workdir"])

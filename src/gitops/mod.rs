@@ -76,6 +76,8 @@ pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
+#[cfg(test)]
+pub(crate) use tree_diff::tree_of;
 pub use tree_diff::{tree_diff, tree_diff_under, Differs};
 pub use tree_files::TreeFile;
 

@@ -156,33 +156,34 @@ fn compare(
     Ok(())
 }
 
+/// A tree of `files` (path, text) written to `repo` (tests' trees, without a work tree).
+#[cfg(test)]
+pub(crate) fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+    let mut index = git2::Index::new().unwrap();
+    for (path, text) in files {
+        let id = repo.blob(text.as_bytes()).unwrap();
+        let entry = git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id,
+            flags: (path.len() as u16) & 0xfff,
+            flags_extended: 0,
+            path: path.as_bytes().to_vec(),
+        };
+        index.add(&entry).unwrap();
+    }
+    index.write_tree_to(repo).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A tree of `files` (path, text) written to `repo`.
-    fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
-        let mut index = git2::Index::new().unwrap();
-        for (path, text) in files {
-            let id = repo.blob(text.as_bytes()).unwrap();
-            let entry = git2::IndexEntry {
-                ctime: git2::IndexTime::new(0, 0),
-                mtime: git2::IndexTime::new(0, 0),
-                dev: 0,
-                ino: 0,
-                mode: 0o100644,
-                uid: 0,
-                gid: 0,
-                file_size: 0,
-                id,
-                flags: (path.len() as u16) & 0xfff,
-                flags_extended: 0,
-                path: path.as_bytes().to_vec(),
-            };
-            index.add(&entry).unwrap();
-        }
-        index.write_tree_to(repo).unwrap()
-    }
 
     /// The same paths, with the same sides, as libgit2's diff finds.
     #[test]
