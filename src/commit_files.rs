@@ -18,7 +18,9 @@ use crate::spec::load::Existing;
 use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::CanaryId;
 use crate::spec::settings::Settings;
-use crate::yaml::snapshot::{Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
+use crate::yaml::snapshot::{
+    walked, walks_before, Contents, File, ReadError, Snapshot, MAX_FILE_BYTES,
+};
 use crate::yaml::snapshot_cache::shared_parse;
 
 /// How many parsed files the blob cache keeps beyond those the snapshot holds.
@@ -210,20 +212,6 @@ fn read_blob(repo: &Repository, id: Oid) -> Result<Result<String, ReadError>, Gi
     }
     let blob = repo.find_blob(id).map_err(git("read a file"))?;
     Ok(String::from_utf8(blob.content().to_vec()).map_err(|_| ReadError::NotUtf8))
-}
-
-/// Whether the tick's walk reads `path`: a `.yaml` or `.yml` file outside hidden folders.
-fn walked(path: &str) -> bool {
-    let mut parts: Vec<&str> = path.split('/').collect();
-    let Some(name) = parts.pop() else {
-        return false;
-    };
-    (name.ends_with(".yaml") || name.ends_with(".yml")) && !parts.iter().any(|p| p.starts_with('.'))
-}
-
-/// The walk's order: folder by folder, names sorted (so `a/z.yaml` walks before `a-b/c.yaml`).
-fn walks_before(a: &str, b: &str) -> bool {
-    a.split('/').lt(b.split('/'))
 }
 
 /// Parsed files by blob id, the oldest dropped first past [`CACHE_FILES`].

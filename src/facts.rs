@@ -12,6 +12,7 @@
 //! Reads only: nothing here commits, pushes or decides.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use tracing::{info, warn};
@@ -23,7 +24,7 @@ use crate::deleted::{self, Deleted};
 use crate::forge::Forge;
 use crate::gates::readiness::Readiness;
 use crate::gates::sync::{applied, Applied};
-use crate::gitops::{ConfigRepo, FileChange, Identity};
+use crate::gitops::{ConfigRepo, FileChange, Identity, TreeFile};
 use crate::head_files::HeadFiles;
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::observer::{External, Observer, Request};
@@ -36,7 +37,7 @@ use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
-use crate::yaml::snapshot_cache::Listed;
+use crate::yaml::snapshot_cache::{Listed, Moved};
 
 mod statuses;
 
@@ -46,7 +47,7 @@ pub struct Read {
     /// Why the repo settings do not load; every canary holds while there is any.
     pub settings_errors: Vec<SpecError>,
     pub author: Identity,
-    pub snapshot: Snapshot,
+    pub snapshot: Arc<Snapshot>,
     /// The canaries; with settings that do not load, read with default settings only to name
     /// them.
     pub loaded: Loaded,
@@ -110,32 +111,46 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
     }
 }
 
-/// The snapshot of the head: its YAML files listed from git, only those whose content the
-/// last tick did not parse read (from the head's tree, through the runtime's reader) and
-/// parsed. When the head's tree cannot be listed, nothing is read (the clone has no work tree
-/// to fall back on): no canary is decided, and no status file is found to revert.
-fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Snapshot {
+/// The snapshot of the head: the last tick's, moved by the YAML files that differ between
+/// its commit and the head (read from the head's tree, through the runtime's reader, unless
+/// their content was parsed already); the first tick lists and reads every YAML file. When
+/// the head's tree cannot be listed, nothing is read (the clone has no work tree to fall back
+/// on): no canary is decided, and no status file is found to revert.
+fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Arc<Snapshot> {
     let root = repo.root();
     let head = HeadFiles::new(repo);
-    match repo.yaml_files_at(repo.head()) {
-        Ok(files) => {
-            let listed = files
-                .into_iter()
-                .map(|f| Listed {
-                    name: f.path,
-                    blob: f.id.to_string(),
-                    link: f.link,
-                })
-                .collect();
-            runtime.snapshot(listed, |name| {
-                runtime.read_file(&root.join(name), &|p| head.read_path(p))
-            })
-        }
-        Err(e) => {
-            warn!(error = %e, "Cannot list the head's files; reading none");
-            Snapshot::default()
-        }
-    }
+    let at = repo.head();
+    let listed = |f: TreeFile| Listed {
+        name: f.path,
+        blob: f.id.to_string(),
+        link: f.link,
+    };
+    runtime.snapshot(
+        at,
+        |last| match repo.yaml_changes(last, at) {
+            Ok(changes) => Some(
+                changes
+                    .into_iter()
+                    .map(|(path, now)| match now {
+                        Some(file) => Moved::Now(listed(file)),
+                        None => Moved::Gone(path),
+                    })
+                    .collect(),
+            ),
+            Err(e) => {
+                warn!(error = %e, "Cannot compare the head with the last tick's; reading every file");
+                None
+            }
+        },
+        || match repo.yaml_files_at(at) {
+            Ok(files) => Some(files.into_iter().map(listed).collect()),
+            Err(e) => {
+                warn!(error = %e, "Cannot list the head's files; reading none");
+                None
+            }
+        },
+        |name| runtime.read_file(&root.join(name), &|p| head.read_path(p)),
+    )
 }
 
 /// The repo settings at the head, parsed again only when `.sluice/config.yaml` changed.

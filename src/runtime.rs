@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::warn;
 
@@ -36,7 +36,7 @@ use crate::spec::load_incremental::KeptLoad;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{Contents, ReadError, Snapshot};
-use crate::yaml::snapshot_cache::{Listed, ParsedFiles};
+use crate::yaml::snapshot_cache::{KeptSnapshot, Listed, Moved};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.
@@ -58,7 +58,8 @@ pub struct Runtime {
     reader: Box<FileReader>,
     /// Spec warnings already logged, so each is logged once per version of its file.
     warnings: crate::spec::warning_log::WarningLog,
-    parsed: Mutex<ParsedFiles>,
+    /// The last tick's snapshot, and the commit it mirrors.
+    snapshots: Mutex<KeptSnapshot>,
     statuses: Mutex<ParsedStatuses>,
     /// The canaries as the last tick loaded them, and the head it loaded them at.
     loads: Mutex<Option<(git2::Oid, KeptLoad)>>,
@@ -121,7 +122,7 @@ impl Runtime {
             settings: Mutex::new(None),
             reader: Box::new(|path, source| source(path)),
             warnings: Default::default(),
-            parsed: Mutex::new(ParsedFiles::default()),
+            snapshots: Mutex::new(KeptSnapshot::default()),
             statuses: Mutex::new(HashMap::new()),
             loads: Mutex::new(None),
         })
@@ -144,19 +145,37 @@ impl Runtime {
         (self.reader)(path, source)
     }
 
-    /// The snapshot of the files `listed` (a commit's YAML files); `read` reads, by name, only
-    /// the files whose blob the last snapshot did not parse.
+    /// The snapshot of commit `at`: the last tick's, moved by the files that differ
+    /// (`moved(last)` gives them, `None` when they cannot be told), else read whole from the
+    /// files `listed()` gives (`None`: they cannot be listed, and the snapshot is empty).
+    /// `read` reads a file by name; only files whose content no one has parsed are read.
     pub fn snapshot(
         &self,
-        listed: Vec<Listed>,
+        at: git2::Oid,
+        moved: impl FnOnce(git2::Oid) -> Option<Vec<Moved>>,
+        listed: impl FnOnce() -> Option<Vec<Listed>>,
         read: impl FnMut(&str) -> Result<String, ReadError>,
-    ) -> Snapshot {
-        let mut parsed = match self.parsed.lock() {
+    ) -> Arc<Snapshot> {
+        let mut kept = match self.snapshots.lock() {
             Ok(guard) => guard,
-            // A panic elsewhere while holding the lock left a cache that is still whole.
-            Err(poisoned) => poisoned.into_inner(),
+            // A panic elsewhere while holding the lock: start again from nothing.
+            Err(poisoned) => {
+                let mut guard = poisoned.into_inner();
+                guard.clear();
+                guard
+            }
         };
-        parsed.snapshot(listed, read)
+        let last = kept.at().and_then(|last| last.parse::<git2::Oid>().ok());
+        if let Some(moved) = last.and_then(moved) {
+            return kept.move_to(at.to_string(), moved, read);
+        }
+        match listed() {
+            Some(listed) => kept.rebuild(at.to_string(), listed, read),
+            None => {
+                kept.clear();
+                Arc::default()
+            }
+        }
     }
 
     /// The canaries of `existing.files` (the snapshot of `head`) as

@@ -416,3 +416,126 @@ fn a_broken_metric_template_is_logged_once_per_tick() {
         .collect();
     assert_eq!(logged.len(), 1, "{checked}");
 }
+
+/// Each file's name and what became of its read; each object's file, line, kind and name.
+type Seen = (Vec<(String, String)>, Vec<(String, usize, String, String)>);
+
+fn seen(snapshot: &sluice::yaml::snapshot::Snapshot) -> Seen {
+    use sluice::yaml::snapshot::Contents;
+    let files = snapshot
+        .files()
+        .iter()
+        .map(|f| {
+            let what = match &*f.contents {
+                Contents::Unreadable(e) => format!("unreadable: {e}"),
+                Contents::Invalid { .. } => "invalid".to_string(),
+                Contents::Yaml { .. } => "yaml".to_string(),
+            };
+            (f.name.clone(), what)
+        })
+        .collect();
+    let objects = snapshot
+        .objects()
+        .map(|o| {
+            (
+                o.file.to_string(),
+                o.line,
+                o.kind.to_string(),
+                o.name.to_string(),
+            )
+        })
+        .collect();
+    (files, objects)
+}
+
+/// The snapshot a tick keeps and moves by the files that differ since the last tick's head
+/// is, after every kind of change, what a whole read of the head gives: files added, changed,
+/// deleted; a file become a folder and back; a link; files in hidden folders and files that
+/// are not YAML; broken YAML; a whole folder renamed; and a file whose read failed, read again
+/// by the next tick although git did not change it.
+#[test]
+fn the_kept_snapshot_is_a_whole_read_of_the_head_after_every_change() {
+    use sluice::yaml::snapshot::ReadError;
+    use std::sync::atomic::AtomicBool;
+    let tmp = tempfile::tempdir().unwrap();
+    let cm = |n: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}}}\n");
+    let (a, b, flaky) = (cm("a"), cm("b"), cm("flaky"));
+    let (bare, human, mut repo) = seeded(
+        tmp.path(),
+        &[
+            ("apps/a.yaml", &a),
+            ("apps/b.yml", &b),
+            ("apps/flaky.yaml", &flaky),
+        ],
+    );
+    drop(bare);
+    let failed_once = std::sync::Arc::new(AtomicBool::new(false));
+    let failing = std::sync::Arc::clone(&failed_once);
+    let runtime =
+        sluice::runtime::Runtime::from_env()
+            .unwrap()
+            .with_reader(move |path: &Path, read| {
+                if path.ends_with("apps/flaky.yaml") && !failing.swap(true, Ordering::SeqCst) {
+                    return Err(ReadError::Io("busy".to_string()));
+                }
+                read(path)
+            });
+    let kept = |repo: &ConfigRepo| sluice::facts::read(repo, &runtime, None).snapshot;
+    let whole = |repo: &ConfigRepo| sluice::head_files::HeadFiles::new(repo).snapshot().unwrap();
+
+    let first = kept(&repo);
+    assert!(failed_once.load(Ordering::SeqCst));
+    assert!(
+        matches!(
+            *first.file("apps/flaky.yaml").unwrap().contents,
+            sluice::yaml::snapshot::Contents::Unreadable(ReadError::Io(_))
+        ),
+        "the first read failed"
+    );
+    assert_eq!(
+        seen(&kept(&repo)),
+        seen(&whole(&repo)),
+        "the failed read is made again on the same head"
+    );
+
+    let shell = |script: &str| {
+        crate::support::run_ok(
+            std::process::Command::new("sh")
+                .args(["-ec", script])
+                .current_dir(&human),
+        );
+    };
+    let steps: [(&str, String); 7] = [
+        (
+            "a file changed, one added in a new folder",
+            format!("printf '{}' > apps/a.yaml && mkdir -p apps/c && printf '{}' > apps/c/d.yaml", cm("a2"), cm("d")),
+        ),
+        (
+            "a file deleted; files in a hidden folder and not YAML added",
+            format!("git rm -q apps/b.yml && mkdir -p apps/.cache && printf '{}' > apps/.cache/x.yaml && echo notes > apps/notes.txt", cm("x")),
+        ),
+        (
+            "a file become a folder",
+            format!("git rm -q apps/a.yaml && mkdir apps/a.yaml && printf '{}' > apps/a.yaml/inner.yaml", cm("inner")),
+        ),
+        ("a link", "ln -s c/d.yaml apps/link.yaml".to_string()),
+        ("broken YAML", "printf 'a: [1,\\n' > apps/c/d.yaml".to_string()),
+        (
+            "a folder become a file again",
+            format!("git rm -rq apps/a.yaml && printf '{}' > apps/a.yaml", cm("back")),
+        ),
+        ("a folder renamed", "git mv apps fleet".to_string()),
+    ];
+    for (step, script) in steps {
+        shell(&script);
+        git(&human, &["add", "-A"]);
+        git(&human, &["commit", "-q", "-m", step]);
+        git(&human, &["push", "-q", "origin", "HEAD:main"]);
+        repo.fetch().unwrap();
+        assert_eq!(seen(&kept(&repo)), seen(&whole(&repo)), "{step}");
+    }
+    assert!(
+        whole(&repo).file("fleet/link.yaml").is_some(),
+        "the steps reached the end"
+    );
+}

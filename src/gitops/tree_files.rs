@@ -9,6 +9,7 @@
 use git2::{ObjectType, Oid};
 
 use super::folders;
+use crate::yaml::snapshot::walked;
 
 use super::error::Result;
 use super::repo::ConfigRepo;
@@ -73,6 +74,38 @@ impl ConfigRepo {
 }
 
 impl ConfigRepo {
+    /// The YAML files of [`ConfigRepo::yaml_files_at`] that differ between commits `from` and
+    /// `to`: each path, with what `yaml_files_at(to)` lists there (`None`: nothing; gone, or
+    /// no longer a file the walk lists). Reads only the folders on the changed paths.
+    pub fn yaml_changes(&self, from: Oid, to: Oid) -> Result<Vec<(String, Option<TreeFile>)>> {
+        let tree = |commit: Oid| {
+            folders::root_of(&self.repo, commit)
+                .and_then(|id| self.repo.find_tree(id))
+                .map_err(|e| self.git_err("read a commit's tree", &e))
+        };
+        let (old, new) = (tree(from)?, tree(to)?);
+        let differs = super::tree_diff(&self.repo, Some(&old), Some(&new))
+            .map_err(|e| self.git_err("compare two commits", &e))?;
+        Ok(differs
+            .into_iter()
+            .filter_map(|d| {
+                let path = String::from_utf8(d.path).ok()?;
+                if !walked(&path) {
+                    return None;
+                }
+                let now = d
+                    .new
+                    .filter(|(_, mode)| matches!(*mode, 0o100644 | 0o100755 | 0o100664 | LINK_MODE))
+                    .map(|(id, mode)| TreeFile {
+                        path: path.clone(),
+                        id,
+                        link: mode == LINK_MODE,
+                    });
+                Some((path, now))
+            })
+            .collect())
+    }
+
     /// The blob id of each of `paths` at `commit` when it is a regular file there; `None` for
     /// a path that is absent, a folder, a link or below a link.
     pub fn regular_files_at(&self, commit: Oid, paths: &[String]) -> Result<Vec<Option<Oid>>> {

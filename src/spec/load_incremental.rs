@@ -46,6 +46,10 @@ pub struct KeptLoad {
     /// folder: `load_in` drops them before the checks across canaries).
     by_id: BTreeMap<String, BTreeSet<Slot>>,
     by_output: BTreeMap<String, BTreeSet<Slot>>,
+    /// The files whose read found a problem or a warning, in walk order: what
+    /// [`KeptLoad::errors`] and [`KeptLoad::warnings`] go through, so that a tick over a large
+    /// repo of sound specs does not sort every file's name to find none.
+    noisy: BTreeSet<Walked>,
     /// How many problems the file reads found, and how many canaries are refused.
     read_errors: usize,
     refused: usize,
@@ -73,11 +77,28 @@ struct Slot {
 
 impl Ord for Slot {
     fn cmp(&self, other: &Slot) -> Ordering {
-        self.file
-            .split('/')
-            .cmp(other.file.split('/'))
-            .then(self.index.cmp(&other.index))
+        walk_order(&self.file, &other.file).then(self.index.cmp(&other.index))
     }
+}
+
+/// A file's name, ordered as the walk orders files (folder by folder, names sorted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Walked(String);
+
+impl Ord for Walked {
+    fn cmp(&self, other: &Walked) -> Ordering {
+        walk_order(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for Walked {
+    fn partial_cmp(&self, other: &Walked) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+fn walk_order(a: &str, b: &str) -> Ordering {
+    a.split('/').cmp(b.split('/'))
 }
 
 impl PartialOrd for Slot {
@@ -161,6 +182,7 @@ impl KeptLoad {
             return Vec::new();
         };
         self.read_errors -= old.errors.len();
+        self.noisy.remove(&Walked(name.to_string()));
         for lookup in &old.lookups {
             if let Some(files) = self.dependents.get_mut(lookup) {
                 files.remove(name);
@@ -195,6 +217,9 @@ impl KeptLoad {
         lookups: Vec<Lookup>,
     ) -> Vec<(String, String)> {
         self.read_errors += read.errors.len();
+        if !read.errors.is_empty() || !read.warnings.is_empty() {
+            self.noisy.insert(Walked(name.to_string()));
+        }
         for lookup in &lookups {
             self.dependents
                 .entry(lookup.clone())
@@ -382,24 +407,26 @@ impl KeptLoad {
 
     /// Every problem: each file's, in file order, then each refused canary's.
     pub fn errors(&self) -> Vec<SpecError> {
-        let mut names: Vec<&String> = self.files.keys().collect();
-        names.sort_by(|a, b| a.split('/').cmp(b.split('/')));
-        let mut errors: Vec<SpecError> = names
-            .into_iter()
-            .flat_map(|n| self.files[n].errors.iter().cloned())
+        let mut errors: Vec<SpecError> = self
+            .noisy_files()
+            .flat_map(|f| f.errors.iter().cloned())
             .collect();
-        errors.extend(self.slots.values().flatten().cloned());
+        if self.refused > 0 {
+            errors.extend(self.slots.values().flatten().cloned());
+        }
         errors
     }
 
     /// Every warning of the files read, in file order (as `load_in` gives them).
     pub fn warnings(&self) -> Vec<Warning> {
-        let mut names: Vec<&String> = self.files.keys().collect();
-        names.sort_by(|a, b| a.split('/').cmp(b.split('/')));
-        names
-            .into_iter()
-            .flat_map(|n| self.files[n].warnings.iter().cloned())
+        self.noisy_files()
+            .flat_map(|f| f.warnings.iter().cloned())
             .collect()
+    }
+
+    /// The reads with a problem or a warning, in file order.
+    fn noisy_files(&self) -> impl Iterator<Item = &FileLoad> + '_ {
+        self.noisy.iter().filter_map(|n| self.files.get(&n.0))
     }
 
     /// What [`load_in`](super::load::load_in) gives for the snapshot of the last refresh:

@@ -8,13 +8,17 @@
 //! that commit, so it never outgrows the repo. Files that could not be read are not kept
 //! (a read may fail for a reason that passes); a link is never read at all.
 //!
+//! A daemon keeps more: [`KeptSnapshot`] is the last tick's snapshot itself, moved to the next
+//! commit by the files that differ between the two (a tree diff), so a tick over a large repo
+//! with one changed file lists, reads and indexes that one file only.
+//!
 //! Knows blob ids as opaque strings: nothing here reads git. Parses are shared by blob id with
 //! every other holder in the process ([`shared_parse`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-use super::snapshot::{parse, Contents, File, ReadError, Snapshot};
+use super::snapshot::{parse, walks_before, Contents, File, ReadError, Snapshot};
 
 /// Every parse someone still holds, by blob id: the tick's snapshot and the drift verifier's
 /// base (`commit_files.rs`) each hold the files of a commit, mostly the same blobs; through
@@ -112,6 +116,122 @@ impl ParsedFiles {
     /// Whether nothing is kept.
     pub fn is_empty(&self) -> bool {
         self.by_blob.is_empty()
+    }
+}
+
+/// A snapshot kept from one commit to the next.
+#[derive(Debug, Default)]
+pub struct KeptSnapshot {
+    /// The commit (or tree) it mirrors, as the caller names it; `None`: nothing kept.
+    at: Option<String>,
+    snapshot: Arc<Snapshot>,
+    /// Files whose read failed (links aside): read again at every move, as the reason may pass
+    /// without a change in git.
+    unreadable: BTreeSet<String>,
+}
+
+/// Puts a file in `snapshot`, noting in `unreadable` when its read failed.
+fn put(
+    snapshot: &mut Snapshot,
+    unreadable: &mut BTreeSet<String>,
+    name: String,
+    contents: Arc<Contents>,
+) {
+    if failed(&contents) {
+        unreadable.insert(name.clone());
+    }
+    snapshot.put(File { name, contents }, walks_before);
+}
+
+/// A read that failed for a reason that may pass (a link is refused for good).
+fn failed(contents: &Contents) -> bool {
+    matches!(contents, Contents::Unreadable(e) if !matches!(e, ReadError::Symlink))
+}
+
+/// How a file of the walk differs between the kept commit and the next one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Moved {
+    /// It is no longer there (or no longer a file the walk reads).
+    Gone(String),
+    /// It is there now, new or with other content.
+    Now(Listed),
+}
+
+impl KeptSnapshot {
+    /// The commit the kept snapshot mirrors.
+    pub fn at(&self) -> Option<&str> {
+        self.at.as_deref()
+    }
+
+    /// The snapshot of commit `at`, whose files are `listed` (in the walk's order), read whole:
+    /// the first time, or when the changes since the kept commit are not known.
+    pub fn rebuild(
+        &mut self,
+        at: String,
+        listed: Vec<Listed>,
+        read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Arc<Snapshot> {
+        let snapshot = ParsedFiles::default().snapshot(listed, read);
+        self.unreadable = snapshot
+            .files()
+            .iter()
+            .filter(|f| failed(&f.contents))
+            .map(|f| f.name.clone())
+            .collect();
+        self.at = Some(at);
+        self.snapshot = Arc::new(snapshot);
+        Arc::clone(&self.snapshot)
+    }
+
+    /// The snapshot of commit `at`, whose files differ from the kept commit's only as `moved`
+    /// says: those files are read (by name, through `read`, unless someone holds the parse of
+    /// their blob) and put in place, and every file whose read failed before is read again.
+    pub fn move_to(
+        &mut self,
+        at: String,
+        moved: Vec<Moved>,
+        mut read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Arc<Snapshot> {
+        let again = std::mem::take(&mut self.unreadable);
+        if self.at.as_deref() == Some(at.as_str()) && moved.is_empty() && again.is_empty() {
+            return Arc::clone(&self.snapshot);
+        }
+        // The tick that held it is over: the snapshot is this one's alone, changed in place.
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        let mut touched = BTreeSet::new();
+        for m in moved {
+            let (name, contents) = match m {
+                Moved::Gone(name) => {
+                    snapshot.remove(&name);
+                    touched.insert(name);
+                    continue;
+                }
+                Moved::Now(listed) if listed.link => (
+                    listed.name,
+                    Arc::new(Contents::Unreadable(ReadError::Symlink)),
+                ),
+                Moved::Now(listed) => {
+                    let contents = shared_parse(&listed.blob, || read(&listed.name));
+                    (listed.name, contents)
+                }
+            };
+            touched.insert(name.clone());
+            put(snapshot, &mut self.unreadable, name, contents);
+        }
+        for name in again.into_iter().filter(|n| !touched.contains(n)) {
+            let contents = Arc::new(match read(&name) {
+                Ok(text) => parse(text),
+                Err(e) => Contents::Unreadable(e),
+            });
+            put(snapshot, &mut self.unreadable, name, contents);
+        }
+        self.at = Some(at);
+        Arc::clone(&self.snapshot)
+    }
+
+    /// Forgets the kept snapshot: the next one is read whole.
+    pub fn clear(&mut self) {
+        *self = KeptSnapshot::default();
     }
 }
 
