@@ -12,6 +12,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use tracing::{info, warn};
 
+use crate::approval;
 use crate::core::decide::{Action, Decision};
 use crate::core::operate::Operation;
 use crate::core::status::Status;
@@ -171,13 +172,19 @@ pub fn build(
             }
             Err(e) => CanaryOutcome::failed(canary, &e),
         };
+        // Only a canary waiting for approval, before or after this tick, has a pull request
+        // to look after (execute checks again once the commits are made).
+        let waiting = outcome.status.as_ref().is_some_and(approval::is_waiting)
+            || known.status.as_ref().is_some_and(approval::is_waiting);
         plan.report.outcomes.push(outcome);
-        plan.approvals.push(ApprovalCheck {
-            outcome: at,
-            canary: canary.clone(),
-            previous: known.status,
-            comment: known.comment,
-        });
+        if waiting {
+            plan.approvals.push(ApprovalCheck {
+                outcome: at,
+                canary: canary.clone(),
+                previous: known.status,
+                comment: known.comment,
+            });
+        }
     }
     for (d, verdict) in deletions {
         revert(read, &mut plan, d, verdict, now);

@@ -6,7 +6,7 @@
 //! Lists names and blob ids only: reading and parsing a file is the caller's, which keys what
 //! it parsed by the blob id and so reads again only the files a commit changed.
 
-use git2::{ObjectType, Oid};
+use git2::Oid;
 
 use super::folders;
 use crate::yaml::snapshot::walked;
@@ -107,26 +107,18 @@ impl ConfigRepo {
     }
 
     /// The blob id of each of `paths` at `commit` when it is a regular file there; `None` for
-    /// a path that is absent, a folder, a link or below a link.
+    /// a path that is absent, a folder, a link or below a link. Folders are read once by id
+    /// (`folders.rs`), not once per path.
     pub fn regular_files_at(&self, commit: Oid, paths: &[String]) -> Result<Vec<Option<Oid>>> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .and_then(|c| c.tree())
-            .map_err(|e| self.git_err("read a commit's tree", &e))?;
         paths
             .iter()
-            .map(|path| match tree.get_path(std::path::Path::new(path)) {
-                Ok(entry)
-                    if entry.kind() == Some(ObjectType::Blob)
-                        && matches!(entry.filemode(), 0o100644 | 0o100755) =>
-                {
-                    Ok(Some(entry.id()))
-                }
-                Ok(_) => Ok(None),
-                Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
-                Err(e) => Err(self.git_err("look up a file", &e)),
-            })
+            .map(
+                |path| match super::lookup::entry_at(&self.repo, commit, path) {
+                    Ok(super::PathEntry::File(id)) => Ok(Some(id)),
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(self.git_err("look up a file", &e)),
+                },
+            )
             .collect()
     }
 }
