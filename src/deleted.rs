@@ -54,10 +54,11 @@ impl Deleted {
 /// Whether any `kind: Canary` document named `id.name` is in the snapshot, in `id`'s namespace
 /// or with none set (then it may be this canary: counted as present).
 fn spec_present(snapshot: &Snapshot, id: &CanaryId) -> bool {
+    // By the line-marked tree: every canary of the repo is looked up here every tick.
     let named = |name: &str| {
         snapshot
-            .find("Canary", name)
-            .any(|o| o.namespace.is_none_or(|ns| ns == id.namespace.as_str()))
+            .namespaces("Canary", name)
+            .any(|ns| ns.is_none_or(|ns| ns == id.namespace.as_str()))
     };
     // A wave's instance (`<name>.<wave>`) is present while its canary is and still lists
     // the wave: a wave taken out of the list, or waves taken off the canary, leave the

@@ -522,6 +522,29 @@ impl Snapshot {
             .filter_map(|at| self.object(*at))
     }
 
+    /// The namespace of every object with this kind and name, in file order (`None`: it sets
+    /// none), read from the line-marked tree: unlike [`Snapshot::find`], it never builds a
+    /// file's order-preserving tree, which a daemon would then hold for every spec of the
+    /// repo. A file yaml-rust2 rejects (a repeated key) counts here; `find` passes over it.
+    pub fn namespaces<'s>(
+        &'s self,
+        kind: &str,
+        name: &str,
+    ) -> impl Iterator<Item = Option<&'s str>> + 's {
+        self.lookups
+            .note(|| Lookup::Object(kind.to_string(), name.to_string()));
+        self.objects
+            .get(&(kind.to_string(), name.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|at| {
+                let node = self.files.get(at.file)?.documents().get(at.document)?;
+                Some(typed_string(
+                    node.get("metadata").and_then(|m| m.get("namespace")),
+                ))
+            })
+    }
+
     /// Every object, in file order.
     pub fn objects(&self) -> impl Iterator<Item = Object<'_>> + '_ {
         self.lookups.note(|| Lookup::Everything);
