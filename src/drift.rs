@@ -72,7 +72,11 @@ use crate::render::{message, status_file, RenderError};
 use crate::spec::model::Canary;
 use crate::spec::settings::DriftPolicy;
 
+mod made_file;
 mod verify;
+
+pub use made_file::Made;
+pub use verify::made;
 
 pub use verify::Verifier;
 

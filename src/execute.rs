@@ -12,16 +12,18 @@
 //! Manual operations (`crate::manual`) commit and push through [`commit_operation`] and
 //! [`push`] too. It decides nothing: what to commit, and why, is in the plan.
 
+use git2::Oid;
 use tracing::{info, warn};
 
 use crate::approval::{self, Pending};
 use crate::core::decide::Decision;
+use crate::drift::Made;
 use crate::forge::Forge;
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
 use crate::observer::Observer;
 use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
 use crate::plan::{Commit, CommitKind, Plan};
-use crate::render::message;
+use crate::render::{message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::model::Canary;
 use crate::spec::settings::{CommitMode, Settings};
@@ -48,6 +50,7 @@ pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::git
         approvals,
     } = plan;
     let mut announce = Vec::new();
+    let mut made = Vec::new();
     let mut fold: Vec<Commit> = Vec::new();
     for c in commits {
         match (&c.kind, mode) {
@@ -64,13 +67,14 @@ pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::git
                 &author,
                 std::mem::take(&mut fold),
                 &mut report,
-                &mut announce,
+                (&mut announce, &mut made),
             )?,
             (CommitKind::Decided { .. } | CommitKind::Record, _) => {}
         }
-        commit_one(repo, &author, c, &mut report, &mut announce)?;
+        commit_one(repo, &author, c, &mut report, (&mut announce, &mut made))?;
     }
-    commit_fold(repo, &author, fold, &mut report, &mut announce)?;
+    commit_fold(repo, &author, fold, &mut report, (&mut announce, &mut made))?;
+    crate::drift::made(&repo.git_dir(), &made);
     let mut pending = Vec::new();
     for a in approvals {
         let outcome = &report.outcomes[a.outcome];
@@ -108,21 +112,39 @@ fn fail(report: &mut TickReport, c: &Commit, e: &CanaryError) {
     }
 }
 
+/// The record of a commit sluice made for `canary`'s decision (`commit` on `parent`), by the
+/// status file text it wrote: what the drift check takes as sluice's without rendering it.
+fn made_for(canary: &Canary, (commit, parent): (Oid, Oid), changes: &[FileChange]) -> Option<Made> {
+    let path = status_file::path_for(&canary.id);
+    let text = changes.iter().find(|c| c.path == path)?.content.as_ref()?;
+    let status = Oid::hash_object(git2::ObjectType::Blob, text.as_bytes()).ok()?;
+    Some(Made {
+        canary: canary.id.to_string(),
+        commit,
+        parent,
+        status,
+    })
+}
+
 /// One commit on the local branch.
 fn commit_one(
     repo: &mut ConfigRepo,
     author: &Identity,
     c: Commit,
     report: &mut TickReport,
-    announce: &mut Vec<(Canary, Decision)>,
+    (announce, made): (&mut Vec<(Canary, Decision)>, &mut Vec<Made>),
 ) -> Result<(), crate::gitops::Error> {
+    let parent = repo.head();
     match repo.commit_files(&c.changes, &c.message, author, None) {
-        Ok(Some(_)) => {
+        Ok(Some(commit)) => {
             report.commits += 1;
             let outcome = &mut report.outcomes[c.outcome];
             outcome.committed = Some(c.message.subject.clone());
             match c.kind {
-                CommitKind::Decided { canary, decision } => announce.push((*canary, *decision)),
+                CommitKind::Decided { canary, decision } => {
+                    made.extend(made_for(&canary, (commit, parent), &c.changes));
+                    announce.push((*canary, *decision));
+                }
                 CommitKind::Revert { event } => {
                     info!(canary = %outcome.id, "{event}");
                     outcome.events.push(event);
@@ -146,7 +168,7 @@ fn commit_fold(
     author: &Identity,
     fold: Vec<Commit>,
     report: &mut TickReport,
-    announce: &mut Vec<(Canary, Decision)>,
+    (announce, made): (&mut Vec<(Canary, Decision)>, &mut Vec<Made>),
 ) -> Result<(), crate::gitops::Error> {
     let messages: Vec<CommitMessage> = fold.iter().map(|c| c.message.clone()).collect();
     let Some(folded) = message::fold(&messages) else {
@@ -156,12 +178,14 @@ fn commit_fold(
         .iter()
         .flat_map(|c| c.changes.iter().cloned())
         .collect();
+    let parent = repo.head();
     match repo.commit_files(&changes, &folded, author, None) {
-        Ok(Some(_)) => {
+        Ok(Some(commit)) => {
             report.commits += 1;
             for c in fold {
                 report.outcomes[c.outcome].committed = Some(c.message.subject);
                 if let CommitKind::Decided { canary, decision } = c.kind {
+                    made.extend(made_for(&canary, (commit, parent), &c.changes));
                     announce.push((*canary, *decision));
                 }
             }

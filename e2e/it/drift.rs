@@ -491,3 +491,105 @@ fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
         verifier.spec_reads()
     );
 }
+
+/// The drift check proves a canary's last commit is sluice's by rendering it again. The commits
+/// a sluice process made itself are sluice's by construction: it keeps a record of them in the
+/// clone (`.git/sluice/made`), so the next process (a one-shot `reconcile`, a restarted daemon)
+/// renders none of them: it rendered every canary's last commit again (a second at 1,000
+/// canaries). A commit pushed by anyone else, whatever trailer it copies, is not in the record
+/// and is still rendered and held as drift.
+#[test]
+fn the_next_process_takes_sluices_own_commits_from_the_clones_record_without_rendering() {
+    const N: usize = 4;
+    let tmp = tempfile::tempdir().unwrap();
+    let specs: Vec<(String, String)> = (0..N)
+        .map(|i| {
+            let text = format!(
+                "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: app{i}, namespace: ns}}\nspec:\n  routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"v1\"}}\n  output: clusters/app{i}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [10, 50]}}\n"
+            );
+            (format!("apps/app{i}.yaml"), text)
+        })
+        .chain([(
+            SETTINGS.to_string(),
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perCanary\n".to_string(),
+        )])
+        .collect();
+    let files: Vec<(&str, &str)> = specs
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let bare = seeded_remote(tmp.path(), &files);
+    let work = tmp.path().join("w");
+    let rendered = |work: &Path| -> Vec<usize> {
+        let out = crate::support::run_ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args([
+                    "reconcile",
+                    "--repo",
+                    &bare.display().to_string(),
+                    "--workdir",
+                ])
+                .arg(work)
+                .env("SLUICE_LOG", "error,sluice::drift=debug")
+                .env("NO_COLOR", "1"),
+        );
+        let log = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        log.lines()
+            .filter(|l| l.contains("commits rendered to verify them"))
+            .filter_map(|l| {
+                let at = l.find("rendered=")? + "rendered=".len();
+                l[at..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    };
+    rendered(&work);
+    assert_eq!(trailer_commits(&bare, "Sluice-Canary").len(), N);
+    let record = std::fs::read_to_string(work.join(".git/sluice/made")).unwrap();
+    assert_eq!(record.lines().count(), N, "{record}");
+    assert_eq!(
+        rendered(&work),
+        [0],
+        "the next process renders none of them"
+    );
+
+    // Another clone of the same remote has no record: it renders each canary's last commit.
+    assert_eq!(rendered(&tmp.path().join("w2")).iter().sum::<usize>(), N);
+
+    // A human edits an output file under a copied `Sluice-Canary` trailer: rendered, foreign.
+    let human = tmp.path().join("human");
+    git(
+        tmp.path(),
+        &["clone", "-q", &bare.display().to_string(), "human"],
+    );
+    let route = "clusters/app0/app0-trafficsplit.yaml";
+    let found = std::fs::read_to_string(human.join(route));
+    let route = if found.is_ok() {
+        route.to_string()
+    } else {
+        let listed = git(&human, &["ls-files", "clusters/app0"]);
+        listed.lines().next().unwrap().to_string()
+    };
+    let text = std::fs::read_to_string(human.join(&route)).unwrap();
+    std::fs::write(human.join(&route), format!("{text}# a human's edit\n")).unwrap();
+    git(&human, &["add", "-A"]);
+    git(
+        &human,
+        &[
+            "commit",
+            "-q",
+            "-m",
+            "app0: advance\n\nSluice-Canary: ns/app0",
+        ],
+    );
+    git(&human, &["push", "-q", "origin", "HEAD:main"]);
+    assert_eq!(rendered(&work), [1], "the copied trailer is rendered");
+    assert!(
+        !trailer_commits(&bare, "Sluice-Drift").is_empty(),
+        "and held as drift"
+    );
+}

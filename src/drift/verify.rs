@@ -22,13 +22,16 @@
 //! base read in full cost a 1,000-canary repo gigabytes on the first tick after a perCanary
 //! tick). Each verdict (rendered or signed) is kept for the life of the process (a memo keyed
 //! by commit ids), so a tick renders or verifies again only commits no tick has seen before.
-//! Reads git objects only; writes nothing, to the repository or to the disk.
+//! The commits sluice made itself are sluice's without a render ([`made`]; kept in the clone
+//! for later processes, `made_file.rs`). Reads git objects only; writes nothing to the
+//! repository, and to the disk only that record.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use tracing::{debug, warn};
 
 use crate::commit_files::{Outside as TreeOutside, TreeFiles};
 use crate::core::verdict::redrawn;
@@ -39,6 +42,8 @@ use crate::spec::load::settings_from;
 use crate::spec::model::Canary;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
+
+use super::made_file::{self, Made};
 
 /// The folder handed to the renderers that take one: no folder can be below `/dev/null`, so a
 /// read that went to the disk instead of the base's tree would find nothing.
@@ -81,6 +86,53 @@ struct Key {
     status: Oid,
 }
 
+/// The git dirs whose record of sluice's own commits is in [`KEPT`].
+static READ_MADE: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
+
+impl Key {
+    fn of(made: &Made) -> Key {
+        Key {
+            canary: made.canary.clone(),
+            files: made.commit,
+            base: made.parent,
+            status: made.status,
+        }
+    }
+}
+
+/// Notes commits sluice just made in the clone whose git dir is `git_dir`, each for one
+/// canary's decision: sluice's, with nothing differing, for this process and (through the
+/// clone's record) for the next.
+pub fn made(git_dir: &Path, made: &[Made]) {
+    for m in made {
+        KEPT.put(Key::of(m), Vec::new());
+    }
+    if let Err(e) = made_file::append(git_dir, made) {
+        warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot keep the record of sluice's own commits; a later process renders them again");
+    }
+}
+
+/// Takes the record of sluice's own commits in the clone whose git dir is `git_dir` into
+/// [`KEPT`], once per process.
+fn read_made(git_dir: &Path) {
+    let first = READ_MADE
+        .lock()
+        .is_ok_and(|mut read| read.insert(git_dir.to_path_buf()));
+    if !first {
+        return;
+    }
+    match made_file::read(git_dir) {
+        Ok(made) => {
+            for m in &made {
+                KEPT.put(Key::of(m), Vec::new());
+            }
+        }
+        Err(e) => {
+            warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot read the record of sluice's own commits; rendering them again");
+        }
+    }
+}
+
 impl Verified {
     fn get(&self, key: &Key) -> Option<Vec<String>> {
         kept(&self.seen, key)
@@ -111,6 +163,10 @@ static LAST_BASE: Mutex<Option<(PathBuf, Base)>> = Mutex::new(None);
 
 impl Drop for Verifier {
     fn drop(&mut self) {
+        debug!(
+            rendered = self.rendered,
+            "Drift: commits rendered to verify them"
+        );
         if self.base.commit.is_none() {
             return;
         }
@@ -125,6 +181,8 @@ pub struct Verifier {
     root: PathBuf,
     git: Option<Repository>,
     base: Base,
+    /// Commits rendered to verify them (the log says how many, per tick).
+    rendered: usize,
 }
 
 /// A commit read from its tree objects as the tick reads its clone: its files, and whether
@@ -197,6 +255,7 @@ impl Verifier {
             root: root.to_path_buf(),
             git: None,
             base,
+            rendered: 0,
         }
     }
 
@@ -225,10 +284,12 @@ impl Verifier {
             status: Oid::hash_object(ObjectType::Blob, status.as_bytes())
                 .map_err(tree::git("hash a status file"))?,
         };
+        read_made(self.git()?.path());
         if let Some(verdict) = KEPT.get(&key) {
             return Ok(verdict);
         }
         let verdict = self.render_and_compare(canary, status, files, base)?;
+        self.rendered += 1;
         KEPT.put(key, verdict.clone());
         Ok(verdict)
     }

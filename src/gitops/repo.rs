@@ -362,6 +362,13 @@ impl ConfigRepo {
         &self.root
     }
 
+    /// The clone's git dir (`.git` below the work dir): where sluice keeps what only it writes.
+    /// (Not the open repository's path: while a tick's objects are kept in memory, that
+    /// repository has none.)
+    pub fn git_dir(&self) -> PathBuf {
+        self.root.join(".git")
+    }
+
     /// The branch this clone tracks.
     pub fn branch(&self) -> &str {
         &self.branch
