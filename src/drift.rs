@@ -410,6 +410,18 @@ fn beyond(
     let (head, Some(edge)) = (history.head, history.past_lookback()) else {
         return Ok(None);
     };
+    // Byte for byte the files of the newest commit sluice made for the canary in this clone:
+    // sluice's, as a walk that found that commit and nothing after it would say, without a
+    // render. (A commit the clone does not have, or cannot read, is passed over.)
+    if let Some(made) = verifier.newest_made(&canary.id.to_string()) {
+        let owned = Owned::of(canary);
+        if owned
+            .ids(repo, made)
+            .is_ok_and(|at_made| owned.ids(repo, head).is_ok_and(|now| now == at_made))
+        {
+            return Ok(None);
+        }
+    }
     let path = status_file::path_for(&canary.id);
     let Some(status) = repo.read_file_at(head, &path)? else {
         return Ok(None);

@@ -114,7 +114,19 @@ fn fail(report: &mut TickReport, c: &Commit, e: &CanaryError) {
 
 /// The record of a commit sluice made for `canary`'s decision (`commit` on `parent`), by the
 /// status file text it wrote: what the drift check takes as sluice's without rendering it.
-fn made_for(canary: &Canary, (commit, parent): (Oid, Oid), changes: &[FileChange]) -> Option<Made> {
+/// A drift hold or restore (`Sluice-Drift`) is not recorded: its files are what someone else
+/// wrote, and the drift check never takes them for sluice's.
+fn made_for(
+    canary: &Canary,
+    (commit, parent): (Oid, Oid),
+    (trailers, changes): (&[(String, String)], &[FileChange]),
+) -> Option<Made> {
+    if trailers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case(message::DRIFT))
+    {
+        return None;
+    }
     let path = status_file::path_for(&canary.id);
     let text = changes.iter().find(|c| c.path == path)?.content.as_ref()?;
     let status = Oid::hash_object(git2::ObjectType::Blob, text.as_bytes()).ok()?;
@@ -142,7 +154,11 @@ fn commit_one(
             outcome.committed = Some(c.message.subject.clone());
             match c.kind {
                 CommitKind::Decided { canary, decision } => {
-                    made.extend(made_for(&canary, (commit, parent), &c.changes));
+                    made.extend(made_for(
+                        &canary,
+                        (commit, parent),
+                        (&c.message.trailers, &c.changes),
+                    ));
                     announce.push((*canary, *decision));
                 }
                 CommitKind::Revert { event } => {
@@ -185,7 +201,11 @@ fn commit_fold(
             for c in fold {
                 report.outcomes[c.outcome].committed = Some(c.message.subject);
                 if let CommitKind::Decided { canary, decision } = c.kind {
-                    made.extend(made_for(&canary, (commit, parent), &c.changes));
+                    made.extend(made_for(
+                        &canary,
+                        (commit, parent),
+                        (&c.message.trailers, &c.changes),
+                    ));
                     announce.push((*canary, *decision));
                 }
             }

@@ -560,12 +560,41 @@ fn the_next_process_takes_sluices_own_commits_from_the_clones_record_without_ren
     // Another clone of the same remote has no record: it renders each canary's last commit.
     assert_eq!(rendered(&tmp.path().join("w2")).iter().sum::<usize>(), N);
 
-    // A human edits an output file under a copied `Sluice-Canary` trailer: rendered, foreign.
+    // Buried under more commits than the look-back: still the files of sluice's newest commit
+    // of each canary, byte for byte, so nothing is rendered either.
     let human = tmp.path().join("human");
     git(
         tmp.path(),
         &["clone", "-q", &bare.display().to_string(), "human"],
     );
+    let mut stream = String::new();
+    for i in 0..=sluice::drift::LOOKBACK {
+        let (note, message) = (format!("note {i}\n"), format!("notes {i}\n"));
+        stream.push_str(&format!(
+            "commit refs/heads/main\ncommitter human <human@example.com> {} +0000\ndata {}\n{message}{}M 100644 inline NOTES.md\ndata {}\n{note}\n",
+            1_800_000_000 + i,
+            message.len(),
+            if i == 0 { "from refs/heads/main^0\n" } else { "" },
+            note.len()
+        ));
+    }
+    let mut import = std::process::Command::new("git")
+        .args(["fast-import", "--quiet"])
+        .current_dir(&human)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut import.stdin.take().unwrap(), stream.as_bytes()).unwrap();
+    assert!(import.wait().unwrap().success());
+    git(&human, &["reset", "-q", "--hard", "main"]);
+    git(&human, &["push", "-q", "origin", "HEAD:main"]);
+    assert_eq!(rendered(&work), [0], "past the look-back, nothing rendered");
+    assert!(
+        trailer_commits(&bare, "Sluice-Drift").is_empty(),
+        "and no drift"
+    );
+
+    // A human edits an output file under a copied `Sluice-Canary` trailer: rendered, foreign.
     let route = "clusters/app0/app0-trafficsplit.yaml";
     let found = std::fs::read_to_string(human.join(route));
     let route = if found.is_ok() {
@@ -587,7 +616,9 @@ fn the_next_process_takes_sluices_own_commits_from_the_clones_record_without_ren
         ],
     );
     git(&human, &["push", "-q", "origin", "HEAD:main"]);
-    assert_eq!(rendered(&work), [1], "the copied trailer is rendered");
+    // Rendered twice: the commit with the copied trailer (not sluice's), then the head against
+    // the commit past the look-back (it no longer holds the files of sluice's newest commit).
+    assert_eq!(rendered(&work), [2], "the copied trailer is rendered");
     assert!(
         !trailer_commits(&bare, "Sluice-Drift").is_empty(),
         "and held as drift"

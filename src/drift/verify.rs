@@ -89,6 +89,20 @@ struct Key {
 /// The git dirs whose record of sluice's own commits is in [`KEPT`].
 static READ_MADE: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
 
+/// By clone (its git dir): the newest commit sluice made there for each canary.
+type Newest = HashMap<PathBuf, HashMap<String, Oid>>;
+
+static NEWEST: LazyLock<Mutex<Newest>> = LazyLock::new(Mutex::default);
+
+fn note_newest(git_dir: &Path, made: &[Made]) {
+    if let Ok(mut newest) = NEWEST.lock() {
+        let clone = newest.entry(git_dir.to_path_buf()).or_default();
+        for m in made {
+            clone.insert(m.canary.clone(), m.commit);
+        }
+    }
+}
+
 impl Key {
     fn of(made: &Made) -> Key {
         Key {
@@ -107,6 +121,7 @@ pub fn made(git_dir: &Path, made: &[Made]) {
     for m in made {
         KEPT.put(Key::of(m), Vec::new());
     }
+    note_newest(git_dir, made);
     if let Err(e) = made_file::append(git_dir, made) {
         warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot keep the record of sluice's own commits; a later process renders them again");
     }
@@ -126,6 +141,7 @@ fn read_made(git_dir: &Path) {
             for m in &made {
                 KEPT.put(Key::of(m), Vec::new());
             }
+            note_newest(git_dir, &made);
         }
         Err(e) => {
             warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot read the record of sluice's own commits; rendering them again");
@@ -284,7 +300,7 @@ impl Verifier {
             status: Oid::hash_object(ObjectType::Blob, status.as_bytes())
                 .map_err(tree::git("hash a status file"))?,
         };
-        read_made(self.git()?.path());
+        read_made(&self.git_dir());
         if let Some(verdict) = KEPT.get(&key) {
             return Ok(verdict);
         }
@@ -318,6 +334,19 @@ impl Verifier {
         let verdict = Policies::new(self.git()?, &outside).requires_signed_after(commit)?;
         keep(&KEPT.requires, commit, verdict);
         Ok(verdict)
+    }
+
+    /// The newest commit sluice made in this clone for the canary `namespace/name`, as far as
+    /// this process and the clone's record know (`None`: none).
+    pub fn newest_made(&self, canary: &str) -> Option<Oid> {
+        let git_dir = self.git_dir();
+        read_made(&git_dir);
+        NEWEST.lock().ok()?.get(&git_dir)?.get(canary).copied()
+    }
+
+    /// The clone's git dir, as [`crate::gitops::ConfigRepo::git_dir`] names it.
+    fn git_dir(&self) -> PathBuf {
+        self.root.join(".git")
     }
 
     /// The clone, opened when first needed.
