@@ -3,7 +3,7 @@
 //! that `sluice status` shows) and is written back under `drift: restore`; approval merges
 //! (merge commit, squash, rebase) and edits outside the canary's output are not drift.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value as Json};
@@ -425,17 +425,10 @@ fn a_drift_check_by_the_real_binary_writes_nothing_under_tmpdir() {
     );
 }
 
-/// The drift check of a tick after a perCanary tick verifies one commit per canary, each drawn
-/// from a different base (the commit before it). Every base used to be read and loaded in
-/// full and held until the tick ended: N bases of N specs each, which took a 1,000-canary
-/// daemon past 7 GiB on its first tick. The verifier moves one base by tree diffs: the specs
-/// it loads are the first base's specs and then only the files each commit changed (its
-/// output folder's YAML), not one per canary per base (900 here).
-#[test]
-fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
-    const N: usize = 30;
-    let tmp = tempfile::tempdir().unwrap();
-    let specs: Vec<(String, String)> = (0..N)
+/// A bare remote in `dir` with `n` route-only canaries `ns/app<i>` (output `clusters/app<i>`)
+/// under `commits: perCanary`.
+fn per_canary_remote(dir: &Path, n: usize) -> PathBuf {
+    let specs: Vec<(String, String)> = (0..n)
         .map(|i| {
             let text = format!(
                 "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: app{i}, namespace: ns}}\nspec:\n  routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"v1\"}}\n  output: clusters/app{i}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [10, 50]}}\n"
@@ -451,7 +444,20 @@ fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
-    let bare = seeded_remote(tmp.path(), &files);
+    seeded_remote(dir, &files)
+}
+
+/// The drift check of a tick after a perCanary tick verifies one commit per canary, each drawn
+/// from a different base (the commit before it). Every base used to be read and loaded in
+/// full and held until the tick ended: N bases of N specs each, which took a 1,000-canary
+/// daemon past 7 GiB on its first tick. The verifier moves one base by tree diffs: the specs
+/// it loads are the first base's specs and then only the files each commit changed (its
+/// output folder's YAML), not one per canary per base (900 here).
+#[test]
+fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
+    const N: usize = 30;
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = per_canary_remote(tmp.path(), N);
     crate::support::reconcile(&bare, &tmp.path().join("w"), &[]);
     let shas = trailer_commits(&bare, "Sluice-Canary");
     assert_eq!(shas.len(), N, "one initialization commit per canary");
@@ -502,37 +508,15 @@ fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
 fn the_next_process_takes_sluices_own_commits_from_the_clones_record_without_rendering() {
     const N: usize = 4;
     let tmp = tempfile::tempdir().unwrap();
-    let specs: Vec<(String, String)> = (0..N)
-        .map(|i| {
-            let text = format!(
-                "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: app{i}, namespace: ns}}\nspec:\n  routeOnly: {{services: [app{i}-blue, app{i}-green], revision: \"v1\"}}\n  output: clusters/app{i}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [10, 50]}}\n"
-            );
-            (format!("apps/app{i}.yaml"), text)
-        })
-        .chain([(
-            SETTINGS.to_string(),
-            "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perCanary\n".to_string(),
-        )])
-        .collect();
-    let files: Vec<(&str, &str)> = specs
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let bare = seeded_remote(tmp.path(), &files);
+    let bare = per_canary_remote(tmp.path(), N);
     let work = tmp.path().join("w");
     let rendered = |work: &Path| -> Vec<usize> {
-        let out = crate::support::run_ok(
-            std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-                .args([
-                    "reconcile",
-                    "--repo",
-                    &bare.display().to_string(),
-                    "--workdir",
-                ])
-                .arg(work)
-                .env("SLUICE_LOG", "error,sluice::drift=debug")
-                .env("NO_COLOR", "1"),
-        );
+        let env = [
+            ("SLUICE_LOG", "error,sluice::drift=debug"),
+            ("NO_COLOR", "1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let out = crate::support::reconcile(&bare, work, &env);
         let log = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
         log.lines()

@@ -26,6 +26,26 @@ fn canary(revision: &str) -> String {
     )
 }
 
+/// `n` route-only canaries `shop/web0`.. at v1, one file each (`apps/web<i>.yaml`).
+fn webs(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("apps/web{i}.yaml"),
+                canary("v1").replace("name: web,", &format!("name: web{i},")),
+            )
+        })
+        .collect()
+}
+
+/// `specs` as the seeding helpers take files.
+fn as_files(specs: &[(String, String)]) -> Vec<(&str, &str)> {
+    specs
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect()
+}
+
 /// `files` seeded on a bare remote in `tmp`, a human's clone of it and sluice's:
 /// (bare remote, human clone, sluice's clone).
 fn seeded(tmp: &Path, files: &[(&str, &str)]) -> (PathBuf, PathBuf, ConfigRepo) {
@@ -201,18 +221,8 @@ fn read_names(
 #[test]
 fn a_tick_after_a_one_file_change_parses_that_file_only() {
     let tmp = tempfile::tempdir().unwrap();
-    let specs: Vec<(String, String)> = (0..5)
-        .map(|i| {
-            (
-                format!("apps/web{i}.yaml"),
-                canary("v1").replace("name: web,", &format!("name: web{i},")),
-            )
-        })
-        .collect();
-    let files: Vec<(&str, &str)> = specs
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let specs = webs(5);
+    let files = as_files(&specs);
     let (_bare, human, mut repo) = seeded(tmp.path(), &files);
     let work = repo.root().to_path_buf();
     let (runtime, reads) = counting_runtime();
@@ -549,18 +559,8 @@ fn the_kept_snapshot_is_a_whole_read_of_the_head_after_every_change() {
 fn ticks_over_canaries_at_rest_do_not_build_the_specs_order_preserving_trees() {
     use sluice::yaml::snapshot::Contents;
     let tmp = tempfile::tempdir().unwrap();
-    let specs: Vec<(String, String)> = (0..3)
-        .map(|i| {
-            (
-                format!("apps/web{i}.yaml"),
-                canary("v1").replace("name: web,", &format!("name: web{i},")),
-            )
-        })
-        .collect();
-    let files: Vec<(&str, &str)> = specs
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let specs = webs(3);
+    let files = as_files(&specs);
     let (_bare, _human, mut repo) = seeded(tmp.path(), &files);
     let runtime = sluice::runtime::Runtime::from_env().unwrap();
     let observer = sluice::observer::Offline;

@@ -513,13 +513,17 @@ impl Snapshot {
 
     /// Every object with this kind and name, in file order, whatever its namespace.
     pub fn find<'s>(&'s self, kind: &str, name: &str) -> impl Iterator<Item = Object<'s>> + 's {
+        self.placed(kind, name).filter_map(|at| self.object(*at))
+    }
+
+    /// Where every object with this kind and name is, in file order (a lookup, noted).
+    fn placed<'s>(&'s self, kind: &str, name: &str) -> impl Iterator<Item = &'s At> + 's {
         self.lookups
             .note(|| Lookup::Object(kind.to_string(), name.to_string()));
         self.objects
             .get(&(kind.to_string(), name.to_string()))
             .into_iter()
             .flatten()
-            .filter_map(|at| self.object(*at))
     }
 
     /// The namespace of every object with this kind and name, in file order (`None`: it sets
@@ -531,18 +535,12 @@ impl Snapshot {
         kind: &str,
         name: &str,
     ) -> impl Iterator<Item = Option<&'s str>> + 's {
-        self.lookups
-            .note(|| Lookup::Object(kind.to_string(), name.to_string()));
-        self.objects
-            .get(&(kind.to_string(), name.to_string()))
-            .into_iter()
-            .flatten()
-            .filter_map(|at| {
-                let node = self.files.get(at.file)?.documents().get(at.document)?;
-                Some(typed_string(
-                    node.get("metadata").and_then(|m| m.get("namespace")),
-                ))
-            })
+        self.placed(kind, name).filter_map(|at| {
+            let node = self.files.get(at.file)?.documents().get(at.document)?;
+            Some(typed_string(
+                node.get("metadata").and_then(|m| m.get("namespace")),
+            ))
+        })
     }
 
     /// Every object, in file order.

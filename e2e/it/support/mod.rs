@@ -391,7 +391,11 @@ pub fn http(
 }
 
 /// One `sluice reconcile` of `bare` in `workdir`, with `env` added; panics when it fails.
-pub fn reconcile(bare: &std::path::Path, workdir: &std::path::Path, env: &[(String, String)]) {
+pub fn reconcile(
+    bare: &std::path::Path,
+    workdir: &std::path::Path,
+    env: &[(String, String)],
+) -> Output {
     run_ok(
         std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args([
@@ -403,5 +407,5 @@ pub fn reconcile(bare: &std::path::Path, workdir: &std::path::Path, env: &[(Stri
             ])
             .env("SLUICE_LOG", "error")
             .envs(env.iter().map(|(k, v)| (k, v))),
-    );
+    )
 }
