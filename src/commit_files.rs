@@ -13,14 +13,13 @@ use git2::{FileMode, Oid, Repository};
 
 use crate::gitops::objects::{git, GitError};
 use crate::gitops::tree_diff;
+use crate::gitops::walked;
 use crate::render::status_file;
 use crate::spec::load::Existing;
 use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::CanaryId;
 use crate::spec::settings::Settings;
-use crate::yaml::snapshot::{
-    walked, walks_before, Contents, File, ReadError, Snapshot, MAX_FILE_BYTES,
-};
+use crate::yaml::snapshot::{walks_before, Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
 use crate::yaml::snapshot_cache::shared_parse;
 
 /// How many parsed files the blob cache keeps beyond those the snapshot holds.

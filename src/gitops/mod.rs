@@ -79,6 +79,6 @@ pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
 #[cfg(test)]
 pub(crate) use tree_diff::tree_of;
 pub use tree_diff::{tree_diff, tree_diff_under, Differs};
-pub use tree_files::TreeFile;
+pub use tree_files::{walked, TreeFile};
 
 pub use git2::{Oid, Time};

@@ -9,7 +9,6 @@
 use git2::Oid;
 
 use super::folders;
-use crate::yaml::snapshot::walked;
 
 use super::error::Result;
 use super::repo::ConfigRepo;
@@ -23,6 +22,16 @@ pub struct TreeFile {
     pub id: Oid,
     /// A symbolic link (mode 120000): its target is never read.
     pub link: bool,
+}
+
+/// Whether the walk reads `path` (repo-relative, `/`-separated): a `.yaml` or `.yml` file
+/// outside hidden folders (what [`ConfigRepo::yaml_files_at`] lists).
+pub fn walked(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let Some(name) = parts.pop() else {
+        return false;
+    };
+    (name.ends_with(".yaml") || name.ends_with(".yml")) && !parts.iter().any(|p| p.starts_with('.'))
 }
 
 /// The git file mode of a symbolic link.

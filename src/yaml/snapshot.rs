@@ -235,16 +235,6 @@ struct At {
     document: usize,
 }
 
-/// Whether the walk reads `path` (repo-relative, `/`-separated): a `.yaml` or `.yml` file
-/// outside hidden folders.
-pub fn walked(path: &str) -> bool {
-    let mut parts: Vec<&str> = path.split('/').collect();
-    let Some(name) = parts.pop() else {
-        return false;
-    };
-    (name.ends_with(".yaml") || name.ends_with(".yml")) && !parts.iter().any(|p| p.starts_with('.'))
-}
-
 /// The walk's order: folder by folder, names sorted (so `a/z.yaml` walks before `a-b/c.yaml`).
 pub fn walks_before(a: &str, b: &str) -> bool {
     a.split('/').lt(b.split('/'))
