@@ -25,8 +25,10 @@ COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 # in examples/install/deployment.yaml, so a read-only root filesystem works).
 ENV SLUICE_WORKDIR=/var/cache/sluice/repo HOME=/var/cache/sluice
 USER 65532:65532
-# 8723: /metrics and the forge webhooks (behind the Service); 8081: /healthz and /readyz for
-# the kubelet, which the install manifest binds with --probe-listen 0.0.0.0:8081.
-EXPOSE 8723 8081
+# 8723: the forge webhooks (and /metrics unless --metrics-listen moves it: the install binds
+# 8725); 8081: /healthz and /readyz for the kubelet, which the install manifest binds with
+# --probe-listen 0.0.0.0:8081. The dashboard has no port here: `sluice run` serves it only on
+# --dashboard-listen, which the install keeps on loopback.
+EXPOSE 8723 8725 8081
 ENTRYPOINT ["/usr/local/bin/sluice"]
 CMD ["run"]

@@ -696,9 +696,7 @@ fn webhook_commit(scale: &Scale, canaries: usize, git_cli: bool) -> (f64, Option
             .env("SLUICE_LOG", "error,sluice::cli::run=info"),
         scale.deadline,
     );
-    let (_, line) = daemon
-        .log
-        .wait_for("Serving /metrics /hooks/git and the dashboard at /");
+    let (_, line) = daemon.log.wait_for("Serving /hooks/git");
     let addr = log_field(&line, "address");
     let (_, line) = daemon.log.wait_for("Serving probes /healthz /readyz");
     let probes = log_field(&line, "address");

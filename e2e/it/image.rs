@@ -521,16 +521,26 @@ fn wiring_problems(stage: &Stage, deployment: &Json, service: &Json) -> Vec<Stri
             .and_then(|i| args.get(i + 1))
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
     };
-    // The image exposes the daemon's default port and the probe port the manifest binds.
+    // The image exposes the daemon's default port and the metrics and probe ports the
+    // manifest binds.
     let probes = flag("--probe-listen");
-    let want: Vec<u16> = [Some(DEFAULT_PORT), probes.map(|a| a.port())]
-        .into_iter()
-        .flatten()
-        .collect();
+    let metrics = flag("--metrics-listen");
+    let want: Vec<u16> = [
+        Some(DEFAULT_PORT),
+        metrics.map(|a| a.port()),
+        probes.map(|a| a.port()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if stage.expose != want {
         problems.push(format!(
-            "Dockerfile: EXPOSE {:?}, but the daemon listens on {DEFAULT_PORT} by default{}",
+            "Dockerfile: EXPOSE {:?}, but the daemon listens on {DEFAULT_PORT} by default{}{}",
             stage.expose,
+            metrics.map_or(String::new(), |a| format!(
+                ", deployment.yaml's --metrics-listen on {}",
+                a.port()
+            )),
             probes.map_or(String::new(), |a| format!(
                 " and deployment.yaml's --probe-listen on {}",
                 a.port()
@@ -814,7 +824,8 @@ fn ssh_keygen_stays_out_of_the_image_only_while_its_absence_is_refused_clearly()
 
 #[test]
 fn the_image_check_reports_an_expose_the_daemon_does_not_listen_on() {
-    let text = read("Dockerfile").replace(&format!("EXPOSE {DEFAULT_PORT} 8081"), "EXPOSE 9090");
+    let text =
+        read("Dockerfile").replace(&format!("EXPOSE {DEFAULT_PORT} 8725 8081"), "EXPOSE 9090");
     let problems = image_problems(&text, &binary_libraries(), &sources());
     assert!(
         problems
@@ -847,7 +858,7 @@ fn the_image_check_reads_users_entrypoints_and_continuations() {
                 # inside the continuation\n  \
                 ca-certificates=2023 libssl3 ; echo done\n\
                 COPY --from=build /src/sluice /usr/local/bin/sluice\n\
-                USER 0:0\nEXPOSE 8723/tcp 8081\n\
+                USER 0:0\nEXPOSE 8723/tcp 8725 8081\n\
                 ENTRYPOINT /usr/local/bin/sluice run\n";
     assert_eq!(
         runtime_stage(text).unwrap_err(),
@@ -860,7 +871,7 @@ fn the_image_check_reads_users_entrypoints_and_continuations() {
     );
     let stage = runtime_stage(&text).unwrap();
     assert_eq!(stage.packages, ["ca-certificates", "libssl3"]);
-    assert_eq!(stage.expose, [8723, 8081]);
+    assert_eq!(stage.expose, [8723, 8725, 8081]);
     assert_eq!(stage.earlier_from, ["rust:1-bookworm AS build"]);
     let problems = wiring_problems(
         &stage,

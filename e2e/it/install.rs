@@ -179,11 +179,169 @@ fn probe_port() -> u16 {
         .port()
 }
 
+/// What a pod outside the allowed namespaces can reach of the install `manifests` (the
+/// documents of `kubectl kustomize`'s output, or of the files): every listener sluice's own
+/// argument parser and placement rule put on a non-loopback address, by what it serves, and the
+/// NetworkPolicy's rules. Returns the problems found.
+fn exposure_problems(manifests: &[serde_json::Value]) -> Vec<String> {
+    use sluice::cli::run::{placement, Placement};
+    use sluice::cli::{Cli, Command};
+    let kind = |k: &str| {
+        manifests
+            .iter()
+            .find(|d| d["kind"] == k)
+            .unwrap_or_else(|| panic!("no {k} in the install"))
+    };
+    let (deployment, service, policy) =
+        (kind("Deployment"), kind("Service"), kind("NetworkPolicy"));
+    let container = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .find(|c| c["name"] == "sluice")
+        .expect("the sluice container");
+    let mut argv = vec!["sluice".to_string()];
+    argv.extend(
+        container["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .map(|a| a.as_str().expect("a string argument").to_string()),
+    );
+    let cli =
+        <Cli as clap::Parser>::try_parse_from(&argv).expect("sluice parses the install's args");
+    let Command::Run(run) = cli.command else {
+        panic!("the install runs `sluice run`: {argv:?}")
+    };
+    let mut problems = Vec::new();
+    // The dashboard: off, or on loopback only (its own listener or the main one).
+    let dashboard_at = match placement(run.dashboard_listen, run.listen) {
+        Placement::Off => None,
+        Placement::Main => Some(run.listen),
+        Placement::Own(addr) => Some(addr),
+    };
+    if let Some(addr) = dashboard_at {
+        if !addr.ip().is_loopback() {
+            problems.push(format!(
+                "the dashboard is served on {addr}, which other pods reach"
+            ));
+        }
+    }
+    // The container ports a Service or the policy can name (of every container: the
+    // oauth2-proxy patch adds one), with their container, and what each serves.
+    let named: Vec<(String, u16, String)> = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .flat_map(|c| {
+            let owner = c["name"].as_str().expect("a container name").to_string();
+            c["ports"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |p| {
+                    let port =
+                        u16::try_from(p["containerPort"].as_u64().expect("a port")).expect("u16");
+                    let name = p["name"].as_str().expect("a named port").to_string();
+                    (name, port, owner.clone())
+                })
+        })
+        .collect();
+    let serves = |(port, owner): (u16, &str)| -> Vec<String> {
+        if owner != "sluice" {
+            // Another container's port: what it is (the patch's authenticating proxy).
+            return vec![owner.to_string()];
+        }
+        let mut what = Vec::new();
+        if run.listen.port() == port && !run.listen.ip().is_loopback() {
+            what.push("webhooks");
+            if !matches!(placement(run.metrics_listen, run.listen), Placement::Own(_)) {
+                what.push("metrics");
+            }
+        }
+        if run
+            .metrics_listen
+            .is_some_and(|a| a.port() == port && !a.ip().is_loopback())
+        {
+            what.push("metrics");
+        }
+        if run.probe_listen.port() == port && !run.probe_listen.ip().is_loopback() {
+            what.push("probes");
+        }
+        if dashboard_at.is_some_and(|a| a.port() == port && !a.ip().is_loopback()) {
+            what.push("dashboard");
+        }
+        what.into_iter().map(str::to_string).collect()
+    };
+    let port_of = |p: &serde_json::Value| -> (u16, &str) {
+        match p {
+            serde_json::Value::String(name) => named
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .map(|(_, p, owner)| (*p, owner.as_str()))
+                .unwrap_or_else(|| panic!("no container port named {name}")),
+            other => (
+                u16::try_from(other.as_u64().expect("a port")).expect("u16"),
+                "sluice",
+            ),
+        }
+    };
+    for p in service["spec"]["ports"].as_array().expect("Service ports") {
+        let what = serves(port_of(&p["targetPort"]));
+        if what.is_empty() || what.iter().any(|w| w == "dashboard" || w == "probes") {
+            problems.push(format!("the Service's port {} reaches {what:?}", p["name"]));
+        }
+    }
+    // Every rule of the policy names its peers; webhooks only from the ingress namespace,
+    // metrics only from the monitoring namespace.
+    for rule in policy["spec"]["ingress"].as_array().expect("ingress rules") {
+        let from = rule["from"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if from.is_empty() {
+            problems.push(format!("the policy's rule {rule} admits every pod"));
+        }
+        let namespaces: Vec<&str> = from
+            .iter()
+            .map(|peer| {
+                peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+                    .as_str()
+                    .unwrap_or("(another selector)")
+            })
+            .collect();
+        let ports = rule["ports"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if ports.is_empty() {
+            problems.push(format!("the policy's rule {rule} opens every port"));
+        }
+        for p in ports {
+            let what = serves(port_of(&p["port"]));
+            let what: Vec<&str> = what.iter().map(String::as_str).collect();
+            let allowed = match what.as_slice() {
+                ["webhooks"] | ["oauth2-proxy"] => namespaces == ["ingress-nginx"],
+                ["metrics"] => namespaces == ["monitoring"],
+                _ => false,
+            };
+            if !allowed {
+                problems.push(format!(
+                    "the policy admits {namespaces:?} to port {} serving {what:?}",
+                    p["port"]
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// No NetworkPolicy schema is among the strict schemas, so the policy is checked field by
-/// field: it selects the daemon's pods, restricts ingress only, and opens only the Service's
-/// port, never the probe port (the kubelet on the node is always allowed).
+/// field: it selects the daemon's pods, restricts ingress only; what it and the Service open
+/// is checked by [`exposure_problems`].
 #[test]
-fn network_policy_opens_only_the_service_port() {
+fn network_policy_selects_the_daemon_and_restricts_ingress() {
     let policy = yaml("examples/install/networkpolicy.yaml");
     assert_eq!(policy["apiVersion"], "networking.k8s.io/v1");
     assert_eq!(policy["kind"], "NetworkPolicy");
@@ -195,23 +353,85 @@ fn network_policy_opens_only_the_service_port() {
         policy["spec"]["policyTypes"],
         serde_json::json!(["Ingress"])
     );
-    let service = yaml("examples/install/service.yaml");
-    let service_port = &service["spec"]["ports"][0]["targetPort"];
-    assert_eq!(
-        policy["spec"]["ingress"],
-        serde_json::json!([{"ports": [{"port": service_port, "protocol": "TCP"}]}]),
-        "only the Service's port is open"
+}
+
+/// The install serves no dashboard byte to a pod outside the allowed namespaces: the listener
+/// flags (parsed by sluice's own parser, placed by its own rule), the Service's ports and the
+/// NetworkPolicy's rules, for the install and for its oauth2-proxy patch (which puts the
+/// dashboard behind a login on the `http` port).
+#[test]
+fn the_install_serves_no_dashboard_to_other_pods() {
+    let manifests: Vec<serde_json::Value> = [
+        "examples/install/deployment.yaml",
+        "examples/install/service.yaml",
+        "examples/install/networkpolicy.yaml",
+    ]
+    .into_iter()
+    .map(yaml)
+    .collect();
+    assert_eq!(exposure_problems(&manifests), Vec::<String>::new());
+
+    // The check sees each way of exposing it: the dashboard on the webhook listener, on a
+    // listener of its own on every address, a Service port to it, an open policy rule.
+    let args = |manifests: &mut [serde_json::Value], from: &str, to: &str| {
+        let list = manifests[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array_mut()
+            .expect("args");
+        let at = list.iter().position(|a| a == from).expect(from);
+        list[at] = serde_json::json!(to);
+    };
+    let mut on_webhooks = manifests.clone();
+    args(&mut on_webhooks, "127.0.0.1:8724", "0.0.0.0:8723");
+    assert!(!exposure_problems(&on_webhooks).is_empty());
+    let mut everywhere = manifests.clone();
+    args(&mut everywhere, "127.0.0.1:8724", "0.0.0.0:8724");
+    assert!(!exposure_problems(&everywhere).is_empty());
+    let mut open = manifests.clone();
+    open[2]["spec"]["ingress"][0]
+        .as_object_mut()
+        .expect("rule")
+        .remove("from");
+    assert!(!exposure_problems(&open).is_empty());
+    let mut metrics_from_anyone = manifests.clone();
+    metrics_from_anyone[2]["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"]
+        ["kubernetes.io/metadata.name"] = serde_json::json!("default");
+    assert!(!exposure_problems(&metrics_from_anyone).is_empty());
+
+    // The oauth2-proxy patch, as kustomize builds it.
+    let Ok(out) = Command::new("kubectl")
+        .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
+        .arg(oauth2_overlay().path())
+        .output()
+    else {
+        eprintln!("kubectl not installed: checked the install's own files only");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    let ports = &yaml("examples/install/deployment.yaml")["spec"]["template"]["spec"]["containers"]
-        [0]["ports"];
-    let probes = ports
-        .as_array()
-        .expect("ports")
-        .iter()
-        .find(|p| p["name"] == "probes")
-        .expect("a probe port");
-    assert_ne!(&probes["name"], service_port, "the probe port stays closed");
-    assert_eq!(service["spec"]["ports"].as_array().map(Vec::len), Some(1));
+    let built: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout))
+            .expect("kustomize's output");
+    assert_eq!(exposure_problems(&built), Vec::<String>::new());
+}
+
+/// An overlay of the install with the oauth2-proxy patch, as its header tells users to write
+/// it: a folder beside examples/install (kustomize takes relative paths only).
+fn oauth2_overlay() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("oauth2-overlay-test-")
+        .tempdir_in(root().join("examples"))
+        .expect("temp dir beside examples/install");
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+         resources: [../install]\n\
+         patches: [{path: ../install/dashboard-oauth2-proxy/oauth2-proxy.yaml}]\n",
+    )
+    .expect("write the overlay");
+    dir
 }
 
 #[test]
@@ -230,14 +450,20 @@ fn deployment_runs_the_daemon_as_documented() {
             "$(SLUICE_REPO)",
             "--listen",
             format!("0.0.0.0:{DEFAULT_PORT}"),
+            "--metrics-listen",
+            "0.0.0.0:8725",
             "--probe-listen",
             format!("0.0.0.0:{}", probe_port()),
+            "--dashboard-listen",
+            "127.0.0.1:8724",
         ])
     );
     assert_eq!(c["ports"][0]["containerPort"], DEFAULT_PORT);
     assert_eq!(c["ports"][0]["name"], "http");
-    assert_eq!(c["ports"][1]["containerPort"], probe_port());
-    assert_eq!(c["ports"][1]["name"], "probes");
+    assert_eq!(c["ports"][1]["containerPort"], 8725);
+    assert_eq!(c["ports"][1]["name"], "metrics");
+    assert_eq!(c["ports"][2]["containerPort"], probe_port());
+    assert_eq!(c["ports"][2]["name"], "probes");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     // The kubelet probes the listener of its own, which a flood of the webhook port cannot
@@ -364,10 +590,10 @@ fn dockerfile_builds_locked_and_runs_unprivileged() {
     );
     assert!(lines.contains(&"USER 65532:65532"));
     // The daemon's default port, and the probe port the install manifest binds.
-    let expose = format!("EXPOSE {DEFAULT_PORT} 8081");
+    let expose = format!("EXPOSE {DEFAULT_PORT} 8725 8081");
     assert!(
         lines.contains(&expose.as_str()),
-        "the daemon's default port and the probe port"
+        "the daemon's default port, the metrics port and the probe port"
     );
     assert!(lines.contains(&r#"ENTRYPOINT ["/usr/local/bin/sluice"]"#));
     assert!(lines.contains(&r#"CMD ["run"]"#));

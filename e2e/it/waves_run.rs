@@ -107,10 +107,7 @@ impl Drop for Daemon {
 
 impl Daemon {
     fn logged_address(&self, what: &str) -> Option<String> {
-        let log = self.log.lock().unwrap();
-        log.lines()
-            .filter(|l| l.contains(what))
-            .find_map(|l| l.split_once("address=").map(|(_, a)| a.trim().to_string()))
+        crate::support::logged_address(&self.log.lock().unwrap(), what)
     }
 }
 

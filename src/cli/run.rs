@@ -1,7 +1,8 @@
 //! `sluice run`: the daemon. Ticks, then sleeps until the earliest due time of any canary, the
-//! next poll, or a signed git webhook (`/hooks/git`) waking it; serves `/metrics` and the
-//! webhook on `--listen`, and `/healthz` and `/readyz` (not ready until a tick succeeds, and
-//! again after a failed one) on `--probe-listen`, a listener of their own;
+//! next poll, or a signed git webhook (`/hooks/git`) waking it; serves the webhook and
+//! `/metrics` on `--listen` (or `/metrics` on `--metrics-listen`), `/healthz` and `/readyz`
+//! (not ready until a tick succeeds, and again after a failed one) on `--probe-listen`, a
+//! listener of their own, and the dashboard only on `--dashboard-listen` (off by default);
 //! SIGTERM/SIGINT end it between ticks, or at most 5 s later if a git operation is still
 //! running. A remote that cannot be reached at start is retried every poll interval. A poll that
 //! finds the head unchanged, every canary at rest and no webhook since does nothing beyond the
@@ -20,7 +21,10 @@ use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::gitops::ConfigRepo;
 use crate::observer::Live;
 use crate::runtime::Runtime;
-use crate::server::{serve, serve_probes, Metrics, ServerState};
+use crate::server::{
+    serve, serve_dashboard_counted, serve_metrics, serve_probes, DashboardState, Metrics,
+    ServerState,
+};
 use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
@@ -44,11 +48,22 @@ pub struct Args {
     pub poll: Duration,
     #[arg(long, default_value_t = 8)]
     pub push_attempts: u32,
-    /// Address of /metrics and /hooks/git (port 0 picks a free port). /healthz and /readyz
-    /// answer here too, but share this listener's connections with every client: probe
-    /// --probe-listen instead.
+    /// Address of /hooks/git, and of /metrics unless --metrics-listen is given (port 0 picks
+    /// a free port). /healthz and /readyz answer here too, but share this listener's
+    /// connections with every client: probe --probe-listen instead. The dashboard is never
+    /// served here unless --dashboard-listen names this same address.
     #[arg(long, default_value = DEFAULT_LISTEN, env = "SLUICE_LISTEN")]
     pub listen: SocketAddr,
+    /// Address of /metrics alone, so that scrapes and webhooks can be admitted from different
+    /// peers (port 0 picks a free port). Without it, /metrics is served on --listen.
+    #[arg(long, env = "SLUICE_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Address of the read-only dashboard (`/`, `/canaries/...`, `/api/v1/...`; port 0 picks a
+    /// free port). Without it no dashboard is served. Keep it on loopback and reach it with
+    /// `kubectl port-forward`, or put it behind an authenticating proxy or
+    /// --dashboard-auth-file; naming --listen's address serves it on that listener.
+    #[arg(long, env = "SLUICE_DASHBOARD_LISTEN", value_name = "ADDR")]
+    pub dashboard_listen: Option<SocketAddr>,
     /// Address of /healthz and /readyz alone, for the kubelet's probes: a listener with
     /// connections of its own, which a flood on --listen cannot take (port 0 picks a free
     /// port).
@@ -89,21 +104,86 @@ fn bind(
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}; pass another {flag}"))
 }
 
-/// Starts the HTTP servers on the runtime context's tokio runtime: the main listener and the
-/// probe listener; webhook wake-ups arrive on the channel.
+/// Where each of the daemon's optional endpoints is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Not served at all.
+    Off,
+    /// On the main listener (`--listen`), because the operator gave its address.
+    Main,
+    /// On a listener of its own at this address.
+    Own(SocketAddr),
+}
+
+/// Where an endpoint given `asked` is served, next to the main listener at `main`: an
+/// address equal to the main one (with a fixed port: port 0 means "a free port" each time it
+/// is bound) puts it on the main listener.
+pub fn placement(asked: Option<SocketAddr>, main: SocketAddr) -> Placement {
+    match asked {
+        None => Placement::Off,
+        Some(addr) if addr == main && addr.port() != 0 => Placement::Main,
+        Some(addr) => Placement::Own(addr),
+    }
+}
+
+/// Starts the HTTP servers on the runtime context's tokio runtime: the main listener, the
+/// probe listener, and the metrics and dashboard listeners when they have their own
+/// addresses; webhook wake-ups arrive on the channel.
 fn start_server(
     runtime: &Runtime,
     args: &Args,
     state: ServerState,
+    dashboard: Option<DashboardState>,
     wake: mpsc::SyncSender<()>,
 ) -> anyhow::Result<()> {
+    let metrics_at = match placement(args.metrics_listen, args.listen) {
+        Placement::Own(addr) => Some(bind(runtime, addr, "--metrics-listen")?),
+        Placement::Off | Placement::Main => None,
+    };
+    let (state, dashboard) = match (placement(args.dashboard_listen, args.listen), dashboard) {
+        (Placement::Main, Some(d)) => (state.with_dashboard(d), None),
+        (Placement::Own(addr), Some(d)) => {
+            (state, Some((bind(runtime, addr, "--dashboard-listen")?, d)))
+        }
+        (_, _) => (state, None),
+    };
+    let state = if metrics_at.is_some() {
+        state.without_metrics_on_main()
+    } else {
+        state
+    };
     let listener = bind(runtime, args.listen, "--listen")?;
     let probes = bind(runtime, args.probe_listen, "--probe-listen")?;
-    info!(address = %listener.local_addr()?, "Serving /metrics /hooks/git and the dashboard at /");
+    info!(
+        address = %listener.local_addr()?,
+        metrics = metrics_at.is_none(),
+        dashboard = placement(args.dashboard_listen, args.listen) == Placement::Main,
+        "Serving /hooks/git"
+    );
     info!(address = %probes.local_addr()?, "Serving probes /healthz /readyz");
+    let tokio = runtime.tokio();
+    if let Some(listener) = metrics_at {
+        info!(address = %listener.local_addr()?, "Serving /metrics");
+        let state = state.clone();
+        tokio.spawn(async move {
+            if let Err(e) = serve_metrics(listener, state, std::future::pending()).await {
+                error!(error = %e, "Metrics server stopped");
+            }
+        });
+    }
+    if let Some((listener, dashboard)) = dashboard {
+        info!(address = %listener.local_addr()?, "Serving the dashboard at /");
+        let metrics = state.metrics().clone();
+        tokio.spawn(async move {
+            let served =
+                serve_dashboard_counted(listener, dashboard, metrics, std::future::pending());
+            if let Err(e) = served.await {
+                error!(error = %e, "Dashboard server stopped");
+            }
+        });
+    }
     let waker = state.clone();
-    let runtime = runtime.tokio();
-    runtime.spawn(async move {
+    tokio.spawn(async move {
         loop {
             waker.woken().await;
             // One pending wake-up is enough: while the loop has not taken it, more deliveries
@@ -114,12 +194,12 @@ fn start_server(
         }
     });
     let probe_state = state.clone();
-    runtime.spawn(async move {
+    tokio.spawn(async move {
         if let Err(e) = serve_probes(probes, probe_state, std::future::pending()).await {
             error!(error = %e, "Probe server stopped");
         }
     });
-    runtime.spawn(async move {
+    tokio.spawn(async move {
         if let Err(e) = serve(listener, state, std::future::pending()).await {
             error!(error = %e, "HTTP server stopped");
         }
@@ -266,13 +346,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         runtime
             .env(crate::server::WEBHOOK_SECRET_ENV)
             .map(str::to_string),
-    )
-    .with_dashboard(args.dashboard.state(crate::dashboard::Source {
-        git_dir: args.repo.workdir_path(),
-        reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
-    })?);
+    );
+    let dashboard = match args.dashboard_listen {
+        Some(_) => Some(args.dashboard.state(crate::dashboard::Source {
+            git_dir: args.repo.workdir_path(),
+            reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
+        })?),
+        None => None,
+    };
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
-    start_server(&runtime, args, state.clone(), wake_tx)?;
+    start_server(&runtime, args, state.clone(), dashboard, wake_tx)?;
     let Some(mut locked) = open_with_retry(args, &stop, &metrics)? else {
         stopped.store(true, Ordering::SeqCst);
         info!("sluice stopped");

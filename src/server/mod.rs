@@ -1,10 +1,16 @@
-//! The daemon's HTTP endpoints, on two listeners:
+//! The daemon's HTTP endpoints, on up to four listeners:
 //!
-//! - the main one: `/metrics`, `POST /hooks/git` (and `/healthz`, `/readyz`, kept for setups
-//!   that probe it);
+//! - the main one: `POST /hooks/git`, `/metrics` unless it has a listener of its own (and
+//!   `/healthz`, `/readyz`, kept for setups that probe it);
 //! - the probe listener: `/healthz` and `/readyz` only, for the kubelet. It has its own
 //!   connection budget, so a flood of connections to the main listener (which the cluster
-//!   reaches through a Service) cannot fail the probes and get the pod restarted.
+//!   reaches through a Service) cannot fail the probes and get the pod restarted;
+//! - `/metrics` alone, when `--metrics-listen` gives it an address of its own (so a
+//!   NetworkPolicy can admit scrapes from the monitoring namespace and webhooks from the
+//!   ingress's, each on its own port);
+//! - the read-only dashboard, only where `--dashboard-listen` asks for it: its own listener,
+//!   or the main one when told so by giving the main listener's address. It is never served
+//!   on the webhook listener by default, since that is the one exposed through an ingress.
 //!
 //! The server only reports and wakes: the loop records what it did through [`Metrics`], marks
 //! readiness with [`ServerState::set_ready`], and waits on [`ServerState::woken`] to start a
@@ -52,8 +58,10 @@ pub struct ServerState {
     webhook_secret: Option<Arc<[u8]>>,
     /// Bodies of authenticated webhooks, to refuse replays.
     replays: Replays,
-    /// The read-only dashboard at `/`, when served.
+    /// The read-only dashboard at `/` of the main listener, when told to serve it there.
     dashboard: Option<DashboardState>,
+    /// Whether the main listener answers `/metrics` (false when it has a listener of its own).
+    metrics_on_main: bool,
     /// What the last tick held for lack of a cluster, one line each (`/readyz` details).
     details: Arc<std::sync::Mutex<Vec<String>>>,
 }
@@ -71,13 +79,21 @@ impl ServerState {
                 .map(|s| Arc::from(s.into_bytes())),
             replays: Replays::new(),
             dashboard: None,
+            metrics_on_main: true,
             details: Arc::default(),
         }
     }
 
-    /// Serves the dashboard (`/`, `/canaries/...`, `/api/v1/...`) on the main listener too.
+    /// Serves the dashboard (`/`, `/canaries/...`, `/api/v1/...`) on the main listener too
+    /// (only when the operator gave the dashboard the main listener's address).
     pub fn with_dashboard(mut self, dashboard: DashboardState) -> ServerState {
         self.dashboard = Some(dashboard);
+        self
+    }
+
+    /// `/metrics` is served on a listener of its own ([`serve_metrics`]), not the main one.
+    pub fn without_metrics_on_main(mut self) -> ServerState {
+        self.metrics_on_main = false;
         self
     }
 
@@ -125,15 +141,20 @@ impl ServerState {
     }
 }
 
-/// The main routes (`/metrics`, `/hooks/git`, and the probes too, as before the probe
-/// listener, and the dashboard when the state has one), for tests or embedding; every
-/// request answered within `request_timeout`.
+/// The main routes (`/hooks/git`, `/metrics` unless it has its own listener, the probes too,
+/// as before the probe listener, and the dashboard when the state has one), for tests or
+/// embedding; every request answered within `request_timeout`.
 pub fn router(state: ServerState, request_timeout: Duration) -> Router {
     let dashboard = state.dashboard.clone();
     let app = Router::new()
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .route("/readyz", get(readyz));
+    let app = if state.metrics_on_main {
+        app.route("/metrics", get(metrics))
+    } else {
+        app
+    };
+    let app = app
         .route("/hooks/git", post(git_hook))
         .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
         .with_state(state);
@@ -162,9 +183,42 @@ pub async fn serve_dashboard(
     state: DashboardState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_dashboard_counted(listener, state, Metrics::new(), shutdown).await
+}
+
+/// [`serve_dashboard`], counting its connections in `metrics` (the daemon's own listener for
+/// the dashboard reports with the others).
+pub async fn serve_dashboard_counted(
+    listener: tokio::net::TcpListener,
+    state: DashboardState,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let limits = Limits::default();
     let app = dashboard_router(state, limits.request_timeout);
-    serve_app(listener, app, Metrics::new(), limits, shutdown).await
+    serve_app(listener, app, metrics, limits, shutdown).await
+}
+
+/// The metrics listener's route: `/metrics` alone.
+pub fn metrics_router(state: ServerState, request_timeout: Duration) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| within(request_timeout, req, next),
+        ))
+        .with_state(state)
+}
+
+/// Serves [`metrics_router`] with the default [`Limits`] until `shutdown` resolves: `/metrics`
+/// on an address of its own (`--metrics-listen`).
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let limits = Limits::default();
+    let app = metrics_router(state.clone(), limits.request_timeout);
+    serve_app(listener, app, state.metrics, limits, shutdown).await
 }
 
 /// The probe listener's routes: `/healthz` and `/readyz` only.

@@ -1,6 +1,7 @@
 //! See `../attacks.rs`. Attacks by anyone who can open a connection to the daemon: a flood of
 //! half-open connections that would starve the kubelet's probes (and so restart the pod over
-//! and over), and a signed webhook replayed under fresh delivery ids.
+//! and over), a signed webhook replayed under fresh delivery ids, and the dashboard read
+//! through the webhook port that an ingress exposes.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{github_signature, http, seeded_remote};
+use crate::support::{github_signature, http, logged_address, seeded_remote};
 
 const SECRET: &str = "s3cret";
 
@@ -26,6 +27,8 @@ struct Daemon {
     main: String,
     /// The probe listener (`/healthz`, `/readyz`).
     probes: String,
+    /// Everything the daemon logged so far.
+    log: Arc<Mutex<String>>,
     _tmp: tempfile::TempDir,
 }
 
@@ -36,24 +39,23 @@ impl Drop for Daemon {
     }
 }
 
-/// The address logged on the line holding `what` (`... what ... address=127.0.0.1:4242`).
-fn logged_address(log: &str, what: &str) -> Option<String> {
-    log.lines()
-        .filter(|l| l.contains(what))
-        .find_map(|l| l.split_once("address=").map(|(_, a)| a.trim().to_string()))
-}
-
 impl Daemon {
     /// Started on a fresh remote, once its probe listener says it is ready.
     fn start() -> Daemon {
+        Daemon::start_with("127.0.0.1:0", &[])
+    }
+
+    /// [`Daemon::start`] with the main listener on `listen` and more arguments for `sluice run`.
+    fn start_with(listen: &str, more: &[&str]) -> Daemon {
         let tmp = tempfile::tempdir().unwrap();
         let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", canary())]);
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["run", "--repo"])
             .arg(&bare)
-            .args(["--poll", "60s", "--listen", "127.0.0.1:0"])
+            .args(["--poll", "60s", "--listen", listen])
             .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
             .arg(tmp.path().join("d"))
+            .args(more)
             .env("SLUICE_WEBHOOK_SECRET", SECRET)
             .env("SLUICE_LOG", "info")
             .stdout(Stdio::null())
@@ -74,7 +76,7 @@ impl Daemon {
         let (main, probes) = loop {
             let text = log.lock().unwrap().clone();
             if let (Some(main), Some(probes)) = (
-                logged_address(&text, "Serving /metrics"),
+                logged_address(&text, "Serving /hooks/git"),
                 logged_address(&text, "Serving probes"),
             ) {
                 break (main, probes);
@@ -86,6 +88,7 @@ impl Daemon {
             child,
             main,
             probes,
+            log,
             _tmp: tmp,
         };
         while probe(&daemon.probes, "/readyz") != Some(200) {
@@ -326,4 +329,66 @@ fn a_signed_webhook_replayed_under_fresh_delivery_ids_wakes_once() {
             "{forge}: ten copies of one signed body: one tick"
         );
     }
+}
+
+/// The dashboard is never served on the webhook port (the one an ingress exposes) unless the
+/// operator names that port for it: by default `sluice run` serves no dashboard at all, and
+/// `--dashboard-listen` gives it a listener of its own. `--metrics-listen` moves `/metrics`
+/// off the webhook port the same way, so a NetworkPolicy can admit each from its own peers.
+#[test]
+fn the_webhook_port_serves_no_dashboard_unless_told() {
+    let dashboard_paths = [
+        "/",
+        "/api/v1/canaries",
+        "/api/v1/canaries/shop/web",
+        "/canaries/shop/web",
+        "/fragments/overview",
+        "/assets/dashboard.js",
+    ];
+    let daemon = Daemon::start();
+    for path in dashboard_paths {
+        assert_eq!(probe(&daemon.main, path), Some(404), "{path} on --listen");
+    }
+    assert_eq!(probe(&daemon.main, "/metrics"), Some(200));
+    drop(daemon);
+
+    let daemon = Daemon::start_with(
+        "127.0.0.1:0",
+        &[
+            "--dashboard-listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let log = daemon.log.lock().unwrap().clone();
+    let dashboard = logged_address(&log, "Serving the dashboard at /").expect(&log);
+    let metrics = logged_address(&log, "Serving /metrics").expect(&log);
+    for path in dashboard_paths {
+        assert_eq!(probe(&daemon.main, path), Some(404), "{path} on --listen");
+        assert_eq!(
+            probe(&metrics, path),
+            Some(404),
+            "{path} on --metrics-listen"
+        );
+    }
+    assert_eq!(probe(&dashboard, "/"), Some(200));
+    assert_eq!(probe(&dashboard, "/api/v1/canaries/shop/web"), Some(200));
+    assert_eq!(probe(&daemon.main, "/metrics"), Some(404));
+    assert_eq!(probe(&metrics, "/metrics"), Some(200));
+    assert_eq!(probe(&dashboard, "/metrics"), Some(404));
+    assert_eq!(probe(&dashboard, "/hooks/git"), Some(404));
+}
+
+/// Naming `--listen`'s own address tells sluice to serve the dashboard there (the oauth2-proxy
+/// patch does, on loopback behind the proxy).
+#[test]
+fn the_dashboard_on_the_webhook_port_when_named() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let daemon = Daemon::start_with(&addr, &["--dashboard-listen", &addr]);
+    assert_eq!(daemon.main, addr);
+    assert_eq!(probe(&daemon.main, "/"), Some(200));
+    assert_eq!(probe(&daemon.main, "/metrics"), Some(200));
 }

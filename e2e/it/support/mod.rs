@@ -409,3 +409,13 @@ pub fn reconcile(
             .envs(env.iter().map(|(k, v)| (k, v))),
     )
 }
+
+/// The address a daemon logged on its first line holding `what`
+/// (`... what ... address=127.0.0.1:4242 other=field`).
+pub fn logged_address(log: &str, what: &str) -> Option<String> {
+    log.lines().filter(|l| l.contains(what)).find_map(|l| {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix("address="))
+            .map(str::to_string)
+    })
+}
