@@ -3,8 +3,11 @@
 //! Every credential value sluice reads (each Secret key a `secretRef` names, the Prometheus and
 //! AWS variables of its environment) is [remembered](remember) here when it is read, with the
 //! forms it travels in: as it is, base64 (how HTTP basic auth and many echoed headers carry
-//! it), and for basic auth the `user:password` pair ([`remember_basic`]). [`text`] replaces
-//! each of them with `[redacted]`; [`answer`] is the start of a backend's answer as it may be
+//! it), base64 of the whole `Bearer <value>` header value, URL-encoded (as a query parameter or
+//! form field carries it), hex, and for basic auth the `user:password` pair
+//! ([`remember_basic`]). [`text`] replaces each of them with `[redacted]`, whatever the case of
+//! its letters (an upper-cased echo, `%2F` or `%2f`, hex in either case) and across line
+//! breaks (a body wrapped, or a value split by `\n`, raw or escaped); [`answer`] is the start of a backend's answer as it may be
 //! logged: cut to [`ANSWER_CHARS`] characters, then redacted. [`LogWriter`] passes every log
 //! line through [`text`], so a credential that reaches a log message by another path is
 //! redacted too.
@@ -32,26 +35,67 @@ const ANSWER_BYTES: usize = 16 * 1024;
 
 static KNOWN: RwLock<BTreeSet<String>> = RwLock::new(BTreeSet::new());
 
-/// Remembers `value` (a credential just read) and its base64 forms.
+/// Characters a URL encoder may leave as they are (RFC 3986's unreserved ones): every other
+/// byte of a value is `%XX` in a query parameter.
+const URL_KEEPS: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Remembers `value` (a credential just read) and the forms it travels in.
 pub fn remember(value: &str) {
     let value = value.trim();
     if value.chars().count() < MIN_CHARS {
         return;
     }
+    let bearer = format!("Bearer {value}");
     let forms = [
         value.to_string(),
         base64(value.as_bytes()),
         encode(value.as_bytes(), URL_SAFE),
+        base64(bearer.as_bytes()),
+        encode(bearer.as_bytes(), URL_SAFE),
+        percent_encoding::utf8_percent_encode(value, URL_KEEPS).to_string(),
+        percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC)
+            .to_string(),
+        url::form_urlencoded::byte_serialize(value.as_bytes()).collect(),
+        hex::encode(value.as_bytes()),
     ];
     let mut known = KNOWN.write().unwrap_or_else(PoisonError::into_inner);
     for form in forms {
         // Unpadded too: a form inside a longer text may have lost its `=`.
-        let bare = form.trim_end_matches('=').to_string();
-        if bare.chars().count() >= MIN_CHARS {
-            known.insert(bare);
+        let bare = form.trim_end_matches('=');
+        for form in [bare, form.as_str()] {
+            // Kept as [`text`] compares: ASCII letters in lower case, no line breaks.
+            let (folded, _) = fold(form);
+            if folded.chars().count() >= MIN_CHARS {
+                known.insert(folded);
+            }
         }
-        known.insert(form);
     }
+}
+
+/// `text` as [`text`] compares it, and where each of its bytes came from: line breaks left
+/// out (raw, or escaped as `\n` and `\r`, as a debug-formatted string shows them), ASCII
+/// letters in lower case. Only ASCII bytes are left out or changed, so the result is UTF-8.
+fn fold(text: &str) -> (String, Vec<usize>) {
+    let bytes = text.as_bytes();
+    let mut folded = Vec::with_capacity(bytes.len());
+    let mut from = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'\n' | b'\r', _) => i += 1,
+            (b'\\', Some(b'n' | b'r')) => i += 2,
+            (b, _) => {
+                folded.push(b.to_ascii_lowercase());
+                from.push(i);
+                i += 1;
+            }
+        }
+    }
+    (String::from_utf8_lossy(&folded).into_owned(), from)
 }
 
 /// Remembers HTTP basic-auth credentials: the password, and the `user:password` pair in the
@@ -62,21 +106,43 @@ pub fn remember_basic(username: &str, password: &str) {
     remember(&format!("{username}:{password}"));
 }
 
-/// `text` with every remembered credential replaced by [`REDACTED`], longest first (so a
-/// base64 form is not half-replaced by a value it happens to contain).
+/// `text` with every place a remembered credential stands replaced by [`REDACTED`]: matched
+/// without regard to the case of ASCII letters and across line breaks ([`fold`]); places that
+/// overlap (a base64 form that contains a value) become one.
 pub fn text(text: &str) -> String {
     let known = KNOWN.read().unwrap_or_else(PoisonError::into_inner);
     if known.is_empty() {
         return text.to_string();
     }
-    let mut forms: Vec<&String> = known.iter().collect();
-    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
-    let mut out = text.to_string();
-    for form in forms {
-        if out.contains(form.as_str()) {
-            out = out.replace(form.as_str(), REDACTED);
+    let (folded, from) = fold(text);
+    // Byte ranges of `text` to replace.
+    let mut places: Vec<(usize, usize)> = Vec::new();
+    for form in known.iter() {
+        for (at, _) in folded.match_indices(form.as_str()) {
+            let (Some(&start), Some(&last)) = (from.get(at), from.get(at + form.len() - 1)) else {
+                continue;
+            };
+            places.push((start, last + 1));
         }
     }
+    if places.is_empty() {
+        return text.to_string();
+    }
+    places.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    for (start, end) in places {
+        if start > done {
+            out.push_str(&text[done..start]);
+        }
+        if end > done {
+            if start >= done {
+                out.push_str(REDACTED);
+            }
+            done = end;
+        }
+    }
+    out.push_str(&text[done..]);
     out
 }
 
@@ -178,6 +244,38 @@ mod tests {
             text(&line),
             "Authorization: Basic [redacted]\nX-Token: [redacted] ([redacted]) ab"
         );
+    }
+
+    /// The forms a backend echoes a credential in besides the plain one (issue 38): URL-encoded
+    /// (either case of escape), hex, upper case, split by a raw or escaped line break, and
+    /// base64 of the whole `Authorization` header value.
+    #[test]
+    fn echoed_forms_of_a_credential_are_redacted() {
+        let token = "redact-test/Tok+en=9f3";
+        remember(token);
+        let echoes = [
+            "token=redact-test%2FTok%2Ben%3D9f3".to_string(),
+            "token=redact-test%2fTok%2ben%3d9f3".to_string(),
+            "token=redact%2Dtest%2FTok%2Ben%3D9f3".to_string(),
+            format!("hex={}", hex::encode(token)),
+            format!("HEX={}", hex::encode_upper(token)),
+            format!("upper={}", token.to_uppercase()),
+            "split=redact-test/To\nk+en=9f3".to_string(),
+            "split=redact-test/To\r\nk+en=9f3".to_string(),
+            "escaped=redact-test/To\\nk+en=9f3".to_string(),
+            format!("header={}", base64(format!("Bearer {token}").as_bytes())),
+        ];
+        for echo in echoes {
+            let shown = text(&echo);
+            assert!(shown.ends_with(REDACTED), "{echo} -> {shown}");
+            assert!(!shown.contains("9f3"), "{echo} -> {shown}");
+        }
+        // Text around the places stays, and overlapping places become one.
+        assert_eq!(
+            text("a redact-test/Tok+en=9f3 b REDACT-TEST/TOK+EN=9F3 c"),
+            "a [redacted] b [redacted] c"
+        );
+        assert_eq!(text("nothing here\nat all"), "nothing here\nat all");
     }
 
     #[test]

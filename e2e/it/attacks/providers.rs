@@ -1,8 +1,10 @@
 //! See `../attacks.rs`. Metric backends and webhook gates that echo what they received: the
 //! credentials sluice sent them (headers, basic auth, query parameters) come back in an error
-//! body. sluice writes its own message with the HTTP status into commits and status files,
-//! and logs at most a redacted start of the body, so no credential (nor its base64 form)
-//! reaches git, the logs, `/metrics` or `validate`. And a backend that answers slowly: it
+//! body, as they are and in the forms a backend may turn them into (URL-encoded, hex, upper
+//! case, split by a line break, base64 of the whole header value). sluice writes its own
+//! message with the HTTP status into commits and status files, and logs at most a redacted
+//! start of the body, so no credential (in any of those forms) reaches git, the logs,
+//! `/metrics` or `validate`. And a backend that answers slowly: it
 //! holds its own canaries' decisions, never the other canaries'.
 
 use std::path::{Path, PathBuf};
@@ -13,7 +15,9 @@ use std::time::{Duration, Instant};
 use sluice::redact::base64;
 
 use crate::metrics::providers::influx_answer;
-use crate::metrics::support::{loop_canary, loop_deployment, phase, Canned, Hold, Server};
+use crate::metrics::support::{
+    loop_canary, loop_deployment, phase, Canned, Hold, Recorded, Server,
+};
 use crate::metrics::vendor_loop::{self, Mapped, Vendor};
 use crate::support::{free_port, git, git_ok, http, human_clone, human_commit, seeded_remote};
 
@@ -191,11 +195,79 @@ fn places(
     ]
 }
 
-/// Every vendor's fake, Prometheus' and a webhook gate's answer 401 with what they received;
-/// the canaries fail their checks and roll back, and no credential is anywhere.
+/// Answers 401 with what each request held, each credential header's value first in the forms
+/// a backend may turn it into (upper case, hex, URL-encoded, split by a raw or escaped line
+/// break, base64 of the whole value: `Bearer <token>` as one), half of them in one answer and
+/// the other half in the next, so that they fit in the start of an answer sluice logs.
+fn echo_in_every_form() -> impl Fn(&Recorded) -> Canned + Send + Sync + 'static {
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    move |request: &Recorded| {
+        let odd = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 1;
+        let mut body = String::new();
+        for (name, value) in &request.headers {
+            let name = name.to_ascii_lowercase();
+            if !["auth", "key", "token"].iter().any(|w| name.contains(w)) {
+                continue;
+            }
+            let half = (1..=value.len() / 2)
+                .rev()
+                .find(|i| value.is_char_boundary(*i))
+                .unwrap_or(0);
+            let (a, b) = value.split_at(half);
+            let forms = if odd {
+                vec![
+                    percent_encoding::utf8_percent_encode(
+                        value,
+                        percent_encoding::NON_ALPHANUMERIC,
+                    )
+                    .to_string(),
+                    base64(value.as_bytes()),
+                    format!("{a}\\n{b}"),
+                ]
+            } else {
+                vec![
+                    value.to_uppercase(),
+                    hex::encode(value),
+                    format!("{a}\n{b}"),
+                ]
+            };
+            for form in forms {
+                body.push_str(&format!("{form}\n"));
+            }
+        }
+        let mut answer = Canned::echo(401, MARKER, request);
+        body.push_str(&String::from_utf8_lossy(&answer.body));
+        answer.body = body.into_bytes();
+        answer
+    }
+}
+
+/// `text` as a reader would search it for a credential: line breaks (raw and escaped) left
+/// out, in lower case.
+fn folded(text: &str) -> String {
+    text.replace("\\n", "")
+        .replace("\\r", "")
+        .replace(['\n', '\r'], "")
+        .to_lowercase()
+}
+
+/// The forms of `secret` that must appear nowhere.
+fn forms_of(secret: &str) -> Vec<String> {
+    vec![
+        secret.to_string(),
+        base64(secret.as_bytes()),
+        base64(format!("Bearer {secret}").as_bytes()),
+        hex::encode(secret),
+        percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+            .to_string(),
+    ]
+}
+
+/// Every vendor's fake, Prometheus' and a webhook gate's answer 401 with what they received, in
+/// every form; the canaries fail their checks and roll back, and no credential is anywhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
-    let echo = |r: &_| Canned::echo(401, MARKER, r);
+    let echo = echo_in_every_form;
     let tmp = tempfile::tempdir().unwrap();
     let secrets_dir = tmp.path().join("secrets");
     let mut env = vec![(
@@ -208,7 +280,7 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
     let mut apps: Vec<String> = Vec::new();
     for vendor in vendor_loop::ALL.into_iter().chain([&PROMETHEUS]) {
         let kind = vendor.kind;
-        let fake = Arc::new(Server::start_routed(echo).await);
+        let fake = Arc::new(Server::start_routed(echo()).await);
         secrets.extend(map_credentials(vendor, &secrets_dir, &fake, &mut env));
         files.extend(app(vendor, &fake));
         apps.push(kind.to_string());
@@ -223,7 +295,7 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         )
     };
     secrets.extend([pair("prometheus"), pair("graphite")]);
-    let hook = Arc::new(Server::start_routed(echo).await);
+    let hook = Arc::new(Server::start_routed(echo()).await);
     files.push((
         "apps/hooked/canary.yaml".into(),
         hooked_canary("hooked", &hook.url()),
@@ -280,10 +352,11 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         "the status is committed:\n{history}"
     );
     for (place, text) in &places {
+        let searched = folded(text);
         for secret in &secrets {
-            for form in [secret.clone(), base64(secret.as_bytes())] {
+            for form in forms_of(secret) {
                 assert!(
-                    !text.contains(&form),
+                    !searched.contains(&folded(&form)),
                     "{form} ({secret}) in {place}:\n{text}"
                 );
             }
