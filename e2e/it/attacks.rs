@@ -14,11 +14,13 @@
 //! | `providers.rs` | metric backends that echo credentials, a slow backend |
 //! | `listener.rs` | starved probes, replayed webhook bodies |
 //! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
+//! | `judge.rs` | series the judge's test cannot compute (`Error`), one value per series |
 
 mod approval;
 mod audit;
 mod drift;
 mod inputs;
+mod judge;
 mod listener;
 mod providers;
 mod secrets;

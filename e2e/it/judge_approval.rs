@@ -40,6 +40,7 @@ spec:
   thresholds: {pass: 95, marginal: 40}
   window: 10s
   step: 1s
+  minSamples: 10
   metrics:
     - name: latency
       query: 'latency_ms{deployment=\"{{ workload }}\"}'

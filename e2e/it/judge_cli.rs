@@ -111,11 +111,20 @@ fn judge_json_of_a_pair_carries_r_numbers() {
     let (canary, baseline) = (tmp.path().join("c.json"), tmp.path().join("b.json"));
     std::fs::write(&canary, case["canary"].to_string()).unwrap();
     std::fs::write(&baseline, case["baseline"].to_string()).unwrap();
+    // Kayenta's series hold 30 values each: the judge's minimum (50 by default) set to 30.
+    let config = tmp.path().join("judge.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: sluice.dev/v1alpha1\nkind: Judge\nmetadata: {name: c}\nspec:\n  thresholds: {pass: 95, marginal: 75}\n  minSamples: 30\n  metrics:\n    - name: c\n",
+    )
+    .unwrap();
     let (code, stdout, stderr) = judge(&[
         "--baseline",
         &baseline.display().to_string(),
         "--canary",
         &canary.display().to_string(),
+        "--config",
+        &config.display().to_string(),
         "-o",
         "json",
     ]);

@@ -32,6 +32,7 @@ spec:
   thresholds: {pass: 95, marginal: 75}
   window: 10s
   step: 1s
+  minSamples: 10
   metrics:
     - name: latency
       query: 'latency_ms{deployment=\"{{ workload }}\"}'
@@ -41,14 +42,20 @@ spec:
 /// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
 /// judged by the `latency` Judge.
 fn canary(name: &str) -> String {
+    judged_canary(name, "latency")
+}
+
+/// The loop tests' canary `name` without metrics, judged by the Judge `judge` of namespace
+/// `test`.
+pub(crate) fn judged_canary(name: &str, judge: &str) -> String {
     loop_canary(name, "").replace("    metrics:\n", "").replace(
         "namespace: test}",
-        "namespace: test, annotations: {sluice.dev/judge: latency}}",
+        &format!("namespace: test, annotations: {{sluice.dev/judge: {judge}}}}}"),
     )
 }
 
 /// `sluice run` on the remote, killed when dropped.
-struct Daemon(Child);
+pub(crate) struct Daemon(pub(crate) Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -57,7 +64,7 @@ impl Drop for Daemon {
     }
 }
 
-fn wait_until(what: &str, done: impl Fn() -> bool) {
+pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -66,7 +73,7 @@ fn wait_until(what: &str, done: impl Fn() -> bool) {
 }
 
 /// Whether the canary's status file is on the remote yet (`phase` needs it).
-fn has_status(bare: &Path, name: &str) -> bool {
+pub(crate) fn has_status(bare: &Path, name: &str) -> bool {
     Command::new("git")
         .args([
             "cat-file",
@@ -78,13 +85,13 @@ fn has_status(bare: &Path, name: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn ended(bare: &Path, name: &str) -> bool {
+pub(crate) fn ended(bare: &Path, name: &str) -> bool {
     let p = phase(bare, name);
     p.starts_with("Succeeded") || p.starts_with("Failed")
 }
 
 /// The `key` trailers of the newest commit whose subject matches `grep`.
-fn trailers(bare: &Path, key: &str, grep: &str) -> String {
+pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
     git(
         bare,
         &[

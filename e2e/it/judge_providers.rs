@@ -240,6 +240,7 @@ fn spec(query: JudgeQuery) -> JudgeSpec {
         },
         window: Some(Duration::from_secs(300)),
         step: Some(Duration::from_secs(30)),
+        min_samples: sluice::core::judge::config::DEFAULT_MIN_SAMPLES,
     }
 }
 

@@ -27,10 +27,11 @@ use crate::yaml::reader::Reader;
 /// Where the demo keeps its `Judge`.
 pub const JUDGE_PATH: &str = "apps/podinfo/judge.yaml";
 
-/// The demo's `Judge`: latency and success rate, canary against primary over the last 30 s.
+/// The demo's `Judge`: latency and success rate, canary against primary over the last 60 s.
 pub const JUDGE: &str = r#"# The statistical judge of the podinfo canary (sluice judge, docs/judge.md): every analysis
-# interval, each query runs twice over the last 30 s, {{ workload }} the canary's workload
-# and the primary's, and a Mann-Whitney test compares the two series.
+# interval, each query runs twice over the last 60 s, {{ workload }} the canary's workload
+# and the primary's, and a Mann-Whitney test compares the two series: 61 values each, past
+# the 50 a series needs (minSamples) before the judge may pass it.
 apiVersion: sluice.dev/v1alpha1
 kind: Judge
 metadata:
@@ -38,7 +39,7 @@ metadata:
   namespace: demo
 spec:
   thresholds: {pass: 95, marginal: 75}
-  window: 30s
+  window: 60s
   step: 1s
   groups: {latency: 50, errors: 50}
   metrics:
@@ -91,7 +92,7 @@ pub fn script(fail: bool) -> Script {
 
 /// Prints what the judged demo runs: its Judge and the metrics the endpoint at `address` serves.
 pub fn describe(address: &str, script: Script, fail: bool) {
-    outln!("  {JUDGE_PATH}: the canary's sluice.dev/judge annotation names this Judge: p99 latency and success rate, canary against primary over the last 30 s (Mann-Whitney, as Kayenta judges)");
+    outln!("  {JUDGE_PATH}: the canary's sluice.dev/judge annotation names this Judge: p99 latency and success rate, canary against primary over the last 60 s (Mann-Whitney, as Kayenta judges)");
     outln!(
         "  metrics: an embedded Prometheus query endpoint at {address} answers success rate {}% and p99 latency {} ms for the primary, {} ms for the canary{} (range queries: the same with a little noise)\n",
         script.success_rate,

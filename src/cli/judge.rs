@@ -2,14 +2,17 @@
 //! against yesterday's data. `--baseline FILE --canary FILE` judges one metric; a folder of
 //! `<metric>.baseline` and `<metric>.canary` files judges each metric in it. `--config` reads
 //! the metrics' settings, weights and thresholds from a `Judge` object; without it every metric
-//! has Kayenta's defaults and the thresholds are pass 95, marginal 75.
+//! has Kayenta's defaults, the thresholds are pass 95, marginal 75, and each series needs 50
+//! values to pass (`minSamples`'s default).
 //!
 //! Exit code 0 on pass, 1 on fail, 3 on marginal, 2 on bad input (each error names its file
-//! and line).
+//! and line). A metric the test cannot compute (`Error`) or with too few values fails, so it
+//! never exits 0.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use sluice_core::judge::config::DEFAULT_MIN_SAMPLES;
 use sluice_core::judge::{judge, MetricInput, MetricRule, Outcome, Thresholds};
 
 use crate::judge::config::{read_object, JudgeMetric, JudgeSpec, DEFAULT_GROUP};
@@ -79,11 +82,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             baseline: &pair.baseline,
         })
         .collect();
-    let (weights, thresholds) = match &spec {
-        Some(s) => (s.group_weights.clone(), s.thresholds),
-        None => (Vec::new(), DEFAULT_THRESHOLDS),
+    let (weights, thresholds, min_samples) = match &spec {
+        Some(s) => (s.group_weights.clone(), s.thresholds, s.min_samples),
+        None => (Vec::new(), DEFAULT_THRESHOLDS, DEFAULT_MIN_SAMPLES),
     };
-    let judgement = judge(&inputs, &weights, thresholds);
+    let judgement = judge(&inputs, &weights, thresholds, min_samples);
     let measures: Vec<_> = metrics.iter().map(|m| m.rule.effect_size.measure).collect();
     let report = report(&judgement, &measures);
     match args.output {

@@ -70,7 +70,12 @@ pub fn judgement(spec: &JudgeSpec, observed: Option<&JudgeObservation>) -> Optio
             }
         })
         .collect();
-    Some(judge(&inputs, &spec.group_weights, spec.thresholds))
+    Some(judge(
+        &inputs,
+        &spec.group_weights,
+        spec.thresholds,
+        spec.min_samples,
+    ))
 }
 
 /// The judge's check for this tick.

@@ -5,7 +5,8 @@
 //! ```yaml
 //! thresholds: {pass: 95, marginal: 75}
 //! window: 5m            # optional: the span of the series (default: the step's interval)
-//! step: 15s             # optional: the range query's resolution
+//! step: 5s              # optional: the range query's resolution (61 values over 5m)
+//! minSamples: 50        # optional: values each series needs before its metric may pass
 //! groups: {latency: 60} # optional weights; groups without one share what is left of 100
 //! metrics:
 //!   - name: request-duration
@@ -23,6 +24,7 @@
 //!     effectSize: {measure: meanRatio, allowedIncrease: 1.1, criticalIncrease: 2}
 //! ```
 
+use sluice_core::judge::config::{most_values, step_for, DEFAULT_MIN_SAMPLES, MAX_POINTS};
 use sluice_core::judge::{
     Direction, EffectMeasure, EffectSize, JudgeQuery, MetricRule, NanStrategy, Outliers, Thresholds,
 };
@@ -37,7 +39,14 @@ pub const KIND: &str = "Judge";
 
 pub use sluice_core::judge::config::{JudgeMetric, JudgeSpec, DEFAULT_GROUP};
 
-const SPEC_KEYS: &[&str] = &["thresholds", "window", "step", "groups", "metrics"];
+const SPEC_KEYS: &[&str] = &[
+    "thresholds",
+    "window",
+    "step",
+    "minSamples",
+    "groups",
+    "metrics",
+];
 const METRIC_KEYS: &[&str] = &[
     "name",
     "query",
@@ -96,6 +105,7 @@ pub fn read_spec(r: &mut Reader, node: &Node, path: &str) -> Option<JudgeSpec> {
             r.error(line, &join(path, "step"), "expected more than 0s");
         }
     }
+    let min_samples = read_min_samples(r, node, path, window, step);
     let group_weights = read_weights(r, node, path);
     let metrics = read_metrics(r, node, path);
     check_groups(r, node, path, &group_weights, &metrics);
@@ -108,7 +118,73 @@ pub fn read_spec(r: &mut Reader, node: &Node, path: &str) -> Option<JudgeSpec> {
         thresholds: thresholds?,
         window,
         step,
+        min_samples: min_samples?,
     })
+}
+
+/// `minSamples` (default [`DEFAULT_MIN_SAMPLES`]): at least 1, at most the values a series
+/// can hold. With a `window`, the series it gives at the step (`step`, or the one the judge
+/// chooses) must be able to hold that many, else no metric could ever pass: an error at the
+/// field that makes it so.
+fn read_min_samples(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    window: Option<std::time::Duration>,
+    step: Option<std::time::Duration>,
+) -> Option<usize> {
+    let at = join(path, "minSamples");
+    let min_samples = match node.get("minSamples") {
+        Some(n) => {
+            let v = r.int(n, &at, 1, i64::from(MAX_POINTS))?;
+            usize::try_from(v).ok()?
+        }
+        None => DEFAULT_MIN_SAMPLES,
+    };
+    let Some(window) = window else {
+        return Some(min_samples);
+    };
+    let chosen = step_for(window, step, min_samples);
+    let Some(most) = most_values(window, chosen) else {
+        return Some(min_samples);
+    };
+    if most < min_samples as u128 {
+        let (line, field) = match (node.key_line("minSamples"), node.key_line("step")) {
+            (Some(line), _) => (line, at),
+            (None, Some(line)) => (line, join(path, "step")),
+            (None, None) => (
+                node.key_line("window").unwrap_or(node.line),
+                join(path, "window"),
+            ),
+        };
+        let given = if node.get("minSamples").is_some() {
+            "minSamples"
+        } else {
+            "minSamples (default)"
+        };
+        r.error(
+            line,
+            &field,
+            format!(
+                "window {} at step {} gives at most {most} values per series, fewer than the \
+                 {min_samples} of {given}: no metric could pass; set a longer window, a finer \
+                 step or a lower minSamples",
+                humantime(window),
+                humantime(chosen)
+            ),
+        );
+        return None;
+    }
+    Some(min_samples)
+}
+
+/// A duration as the settings write it: `10s`, `1500ms`.
+fn humantime(d: std::time::Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
 }
 
 fn read_thresholds(r: &mut Reader, node: &Node, spec_path: &str) -> Option<Thresholds> {

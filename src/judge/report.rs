@@ -144,6 +144,12 @@ pub fn table(report: &Report) -> String {
         ]);
     }
     let mut out = format!("{table}\n\n");
+    // Why a metric was not tested: the row's numbers cannot say it.
+    for m in report.metrics.iter().filter(|m| m.u.is_none()) {
+        if let (Some(reason), false) = (&m.reason, m.classification == "Pass") {
+            out.push_str(&format!("{} {}: {reason}\n", m.name, m.classification));
+        }
+    }
     for g in &report.groups {
         out.push_str(&format!(
             "group {}: {} ({} metrics)\n",
@@ -252,6 +258,7 @@ mod tests {
             &[input("p99 | ms", &slow), input("errors", &base)],
             &[],
             thresholds,
+            30,
         );
         report(&j, &[EffectMeasure::MeanRatio, EffectMeasure::Cles])
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use std::collections::BTreeMap;
 
+use sluice_core::judge::config::step_for;
 use sluice_core::judge::{JudgeQuery, JudgeSpec};
 use sluice_core::judged::{JudgeObservation, MetricSeries};
 
@@ -21,24 +22,17 @@ use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig}
 use crate::metrics::{query_model, template_series, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
 use crate::route::Canary;
 
-/// Values per window when the judge sets no `step`: enough for the test, few enough to keep.
-const DEFAULT_POINTS: u32 = 30;
-
 /// The span the series cover: the judge's `window`, else the analysis interval.
 pub fn window<R>(canary: &sluice_core::model::Canary<R>, spec: &JudgeSpec) -> Duration {
     spec.window.unwrap_or(canary.analysis.interval)
 }
 
-/// The most values a series holds: the replay record keeps them all.
-pub const MAX_POINTS: u32 = 1000;
+pub use sluice_core::judge::config::MAX_POINTS;
 
-/// The range query's resolution: the judge's `step`, else the window over 30 (at least 1 s);
-/// never finer than the window over [`MAX_POINTS`].
+/// The range query's resolution: the judge's `step`, else enough values for its `minSamples`
+/// (the core's [`step_for`]).
 pub fn step<R>(canary: &sluice_core::model::Canary<R>, spec: &JudgeSpec) -> Duration {
-    let window = window(canary, spec);
-    spec.step
-        .unwrap_or_else(|| (window / DEFAULT_POINTS).max(Duration::from_secs(1)))
-        .max(window / MAX_POINTS)
+    step_for(window(canary, spec), spec.step, spec.min_samples)
 }
 
 /// A query template for one workload: `{{ workload }}` and `{{ namespace }}` filled in.

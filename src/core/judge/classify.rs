@@ -98,7 +98,8 @@ pub enum Label {
     Low,
     Nodata,
     NodataFailMetric,
-    /// The test could not be computed (Kayenta's `Error`): counts neither way.
+    /// The test could not be computed on the series (Kayenta's `Error`): counts as a failure
+    /// (Kayenta's scorer leaves it out; see [`crate::judge::score`]).
     Error,
 }
 
@@ -197,6 +198,9 @@ fn compare(
     let test = match mann_whitney(&canary, &baseline, rule.confidence) {
         Ok(test) => test,
         Err(e) => {
+            // Kayenta sets `Error` when the classifier throws (`NetflixACAJudge.scala` lines
+            // 166-172) and means a critical metric's `Error` to be critical
+            // (`MannWhitneyClassifier.scala` line 204).
             result.label = Label::Error;
             result.critical = rule.critical;
             result.reason = Some(format!("classification failed: {e}"));

@@ -2,6 +2,15 @@
 //! `ScoringHelper.scala` and `ThresholdScoreClassifier.scala` compute them: a group's score is
 //! the share of its counted metrics that passed; the summary is the weighted sum of the group
 //! scores, 0 on a critical failure or when half the metrics or more have no data.
+//!
+//! One departure, on purpose: an `Error` (the test could not be computed) counts as a failed
+//! metric. Kayenta's group score counts only Pass, High, Low and NodataFailMetric
+//! (`kayenta-judge/src/main/scala/com/netflix/kayenta/judge/scorers/WeightedSumScorer.scala`
+//! lines 33-37), so an `Error` (its classifier threw: `NetflixACAJudge.scala` lines 166-172)
+//! drops out of the score, and a group left with nothing counted scores 100 in the summary
+//! (`WeightedSumScorer.scala` line 71): a canary whose only metric cannot be tested passes with
+//! 100. Here an `Error` counts as Kayenta counts a `NodataFailMetric` (a metric that failed to
+//! give what it must), and a judgement in which no metric passed scores 0.
 
 use super::classify::Label;
 
@@ -42,7 +51,8 @@ pub struct Thresholds {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupScore {
     pub name: String,
-    /// 100·Pass/(Pass+High+Low+NodataFailMetric); 100 when the group has nothing to count.
+    /// 100·Pass/(Pass+High+Low+NodataFailMetric+Error); 100 when the group has nothing to
+    /// count (only `Nodata`), as Kayenta's summary takes it.
     pub score: f64,
     pub metrics: usize,
 }
@@ -74,7 +84,16 @@ pub fn score(metrics: &[Scored<'_>], weights: &[(String, f64)], thresholds: Thre
             Some("50% or more of the metrics have no data".to_string()),
         )
     } else {
-        (weighted_sum(&groups, weights), None)
+        match weighted_sum(&groups, weights) {
+            // Kayenta's summary gives a group with nothing counted 100 (WeightedSumScorer.scala
+            // line 71), so a group of `Nodata` weighted against groups of failures could carry
+            // a judgement in which no metric passed. Nothing passed: nothing shows the canary
+            // is as good as the primary.
+            sum if sum > 0.0 && !metrics.iter().any(|m| m.label == Label::Pass) => {
+                (0.0, Some("no metric passed".to_string()))
+            }
+            sum => (sum, None),
+        }
     };
     let outcome = if summary >= thresholds.pass {
         Outcome::Pass
@@ -103,10 +122,8 @@ fn group_scores(metrics: &[Scored<'_>]) -> Vec<GroupScore> {
         .into_iter()
         .map(|name| {
             let members: Vec<&Scored<'_>> = metrics.iter().filter(|m| m.group == name).collect();
-            let count = |label: Label| members.iter().filter(|m| m.label == label).count();
-            let passed = count(Label::Pass);
-            let counted =
-                passed + count(Label::High) + count(Label::Low) + count(Label::NodataFailMetric);
+            let passed = members.iter().filter(|m| m.label == Label::Pass).count();
+            let counted = members.iter().filter(|m| counts(m.label)).count();
             let score = if counted == 0 {
                 100.0
             } else {
@@ -119,6 +136,19 @@ fn group_scores(metrics: &[Scored<'_>]) -> Vec<GroupScore> {
             }
         })
         .collect()
+}
+
+/// Whether a metric of this class counts in its group's score (as a pass or a failure).
+/// Kayenta counts Pass, High, Low and NodataFailMetric (`WeightedSumScorer.scala` lines 33-37);
+/// an `Error` counts here too, as a failure: a metric the test could not judge has not shown
+/// that the canary is as good as the primary. `Nodata` alone is left out, as in Kayenta: a
+/// metric with no data at all (an error counter without errors) is not held against the canary
+/// unless half the metrics or more have none, or it must have data.
+pub fn counts(label: Label) -> bool {
+    match label {
+        Label::Pass | Label::High | Label::Low | Label::NodataFailMetric | Label::Error => true,
+        Label::Nodata => false,
+    }
 }
 
 fn weighted_sum(groups: &[GroupScore], weights: &[(String, f64)]) -> f64 {
@@ -188,6 +218,78 @@ mod tests {
         let s = score(&metrics, &[], THRESHOLDS);
         assert_eq!(s.summary, 0.0);
         assert_eq!(s.outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn an_error_counts_as_a_failed_metric() {
+        // The only metric could not be tested: Kayenta's scorer leaves it out and its group
+        // scores 100; here it is a failure.
+        let s = score(&[m("a", Label::Error)], &[], THRESHOLDS);
+        assert_eq!(s.groups[0].score, 0.0);
+        assert_eq!(s.summary, 0.0);
+        assert_eq!(s.outcome, Outcome::Fail);
+        // One Error among four metrics of one group: 75, marginal, not a pass.
+        let metrics = [
+            m("a", Label::Pass),
+            m("a", Label::Pass),
+            m("a", Label::Pass),
+            m("a", Label::Error),
+        ];
+        let s = score(&metrics, &[], THRESHOLDS);
+        assert_eq!(s.summary, 75.0);
+        assert_eq!(s.outcome, Outcome::Marginal);
+    }
+
+    #[test]
+    fn an_error_in_a_group_of_its_own_does_not_score_100() {
+        let metrics = [
+            m("a", Label::Error),
+            m("b", Label::Pass),
+            m("b", Label::Pass),
+        ];
+        let s = score(&metrics, &[], THRESHOLDS);
+        assert_eq!(s.groups[0].score, 0.0);
+        assert_eq!(s.summary, 50.0);
+        assert_eq!(s.outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn a_critical_error_fails_the_judgement() {
+        let metrics = [
+            Scored {
+                group: "a",
+                label: Label::Error,
+                critical: true,
+            },
+            m("b", Label::Pass),
+            m("b", Label::Pass),
+        ];
+        let s = score(&metrics, &[], THRESHOLDS);
+        assert_eq!(s.summary, 0.0);
+        assert_eq!(s.reason.as_deref(), Some("a critical metric failed"));
+    }
+
+    #[test]
+    fn no_metric_passed_scores_zero_whatever_the_weights() {
+        // The Nodata group's 100 (Kayenta's rule for a group with nothing counted) would carry
+        // the summary to 100 with its weight; no metric passed, so it is 0.
+        let metrics = [
+            m("a", Label::Nodata),
+            m("b", Label::Error),
+            m("b", Label::Error),
+        ];
+        let weights = [("a".to_string(), 100.0), ("b".to_string(), 0.0)];
+        let s = score(&metrics, &weights, THRESHOLDS);
+        assert_eq!(s.summary, 0.0);
+        assert_eq!(s.reason.as_deref(), Some("no metric passed"));
+        assert_eq!(s.outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn every_class_but_nodata_counts_in_a_group() {
+        assert!(counts(Label::Error));
+        assert!(counts(Label::NodataFailMetric));
+        assert!(!counts(Label::Nodata));
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Properties of the judge over generated series: swapping canary and baseline swaps High and
-//! Low, identical series pass, and every score lies in 0..=100.
+//! Low, identical series pass, every score lies in 0..=100, a score above 0 needs a metric that
+//! passed, and series under the minimum never pass.
 
 use proptest::prelude::*;
-use sluice_core::judge::{classify, score, Label, MetricRule, Scored, Thresholds};
+use sluice_core::judge::{
+    classify, judge, score, Label, MetricInput, MetricRule, Outcome, Scored, Thresholds,
+};
 
 fn series() -> impl Strategy<Value = Vec<f64>> {
     prop::collection::vec(
@@ -67,5 +70,37 @@ proptest! {
         for g in &s.groups {
             prop_assert!((0.0..=100.0).contains(&g.score), "{}", g.score);
         }
+    }
+
+    #[test]
+    fn a_score_above_zero_needs_a_metric_that_passed(
+        labels in prop::collection::vec((label(), 0usize..3, any::<bool>()), 0..12),
+        weight in 0.0..100.0f64,
+    ) {
+        let groups = ["a", "b", "c"];
+        let metrics: Vec<Scored<'_>> = labels
+            .iter()
+            .map(|(label, g, critical)| Scored { group: groups[*g], label: *label, critical: *critical })
+            .collect();
+        let s = score(&metrics, &[("a".to_string(), weight)], Thresholds { pass: 0.01, marginal: 0.0 });
+        if s.summary > 0.0 {
+            prop_assert!(metrics.iter().any(|m| m.label == Label::Pass), "{metrics:?} {s:?}");
+        }
+    }
+
+    #[test]
+    fn series_under_the_minimum_never_pass(a in series(), b in series(), extra in 1usize..10) {
+        let min_samples = a.len().min(b.len()) + extra;
+        let input = MetricInput {
+            name: "m",
+            group: "default",
+            muted: false,
+            rule: MetricRule::default(),
+            canary: &a,
+            baseline: &b,
+        };
+        let j = judge(&[input], &[], Thresholds { pass: 95.0, marginal: 75.0 }, min_samples);
+        prop_assert_ne!(j.metrics[0].classification.label, Label::Pass);
+        prop_assert_eq!(j.score.outcome, Outcome::Fail);
     }
 }

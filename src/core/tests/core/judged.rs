@@ -40,6 +40,8 @@ fn spec(critical: bool) -> JudgeSpec {
         },
         window: None,
         step: None,
+        // The series below hold 30 values.
+        min_samples: 30,
     }
 }
 
