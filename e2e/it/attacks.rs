@@ -14,12 +14,14 @@
 //! | `providers.rs` | metric backends that echo credentials, a slow backend |
 //! | `listener.rs` | starved probes, replayed webhook bodies |
 //! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
+//! | `paths.rs` | host files and plain-http servers a Waves cluster names, names of megabytes |
 
 mod approval;
 mod audit;
 mod drift;
 mod inputs;
 mod listener;
+mod paths;
 mod providers;
 mod secrets;
 mod signing;

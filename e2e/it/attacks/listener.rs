@@ -18,14 +18,18 @@ fn canary() -> &'static str {
     "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n"
 }
 
-/// `sluice run` with a one-minute poll, both listeners on free ports it picks itself; killed
-/// when dropped, even by a failed assertion.
-struct Daemon {
+/// `sluice run`, both listeners on free ports it picks itself; killed when dropped, even by a
+/// failed assertion.
+pub(super) struct Daemon {
     child: std::process::Child,
     /// The main listener (`/metrics`, `/hooks/git`).
-    main: String,
+    pub(super) main: String,
     /// The probe listener (`/healthz`, `/readyz`).
     probes: String,
+    /// Everything it logged so far (at `info`).
+    pub(super) log: Arc<Mutex<String>>,
+    /// The remote it reconciles.
+    pub(super) bare: std::path::PathBuf,
     _tmp: tempfile::TempDir,
 }
 
@@ -44,18 +48,26 @@ fn logged_address(log: &str, what: &str) -> Option<String> {
 }
 
 impl Daemon {
-    /// Started on a fresh remote, once its probe listener says it is ready.
+    /// Started on a fresh remote with a one-minute poll, once its probe listener says it is
+    /// ready.
     fn start() -> Daemon {
+        Daemon::start_with(&[("apps/web.yaml", canary())], "60s", &[])
+    }
+
+    /// Started on a fresh remote holding `files`, polling every `poll`, with `env` added, once
+    /// its probe listener says it is ready.
+    pub(super) fn start_with(files: &[(&str, &str)], poll: &str, env: &[(&str, &str)]) -> Daemon {
         let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", canary())]);
+        let bare = seeded_remote(tmp.path(), files);
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["run", "--repo"])
             .arg(&bare)
-            .args(["--poll", "60s", "--listen", "127.0.0.1:0"])
+            .args(["--poll", poll, "--listen", "127.0.0.1:0"])
             .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
             .arg(tmp.path().join("d"))
             .env("SLUICE_WEBHOOK_SECRET", SECRET)
             .env("SLUICE_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -86,6 +98,8 @@ impl Daemon {
             child,
             main,
             probes,
+            log,
+            bare,
             _tmp: tmp,
         };
         while probe(&daemon.probes, "/readyz") != Some(200) {
