@@ -83,6 +83,10 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         &mut loaded,
         crate::waves::contexts::kubeconfig_contexts,
     );
+    crate::waves::servers::reject_plain_http(
+        &mut loaded,
+        crate::waves::servers::allows_http(runtime.env(crate::waves::servers::ALLOW_HTTP_VAR)),
+    );
     crate::spec::output_folder::reject_unowned_paths(&mut loaded, &snapshot, &head);
     // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
     let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);

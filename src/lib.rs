@@ -46,7 +46,7 @@
 //! | [`runtime`] | what is built once at start: the tokio runtime, the environment snapshot, tokens, the kube client, the settings cache | decide anything |
 //! | [`core`] | the pure crate: model, schedules, facts, `verdict` and `decide`, manual-operation rules, status, the `sluice plan` simulator | touch git, HTTP, files, YAML or the clock |
 //! | [`yaml`] | the leaf every reader shares: one walk and parse of the repo per tick (the snapshot), line-marked trees, field readers, `file:line: field: message` errors | know about canaries |
-//! | [`spec`] | the snapshot's YAML to the core's model; repo settings | do IO |
+//! | [`spec`] | the snapshot's YAML to the core's model; repo settings; the rule of every field that names a path, URL, host or Secret (`spec::named_paths`) | do IO |
 //! | [`route`] | one router per provider: its `service` fields, its template, its objects | know about other providers |
 //! | [`workload`] | primary/canary workloads, Services and autoscalers from the user's manifests | edit a file a human wrote |
 //! | [`render`] | a decision to files and a commit message | commit |

@@ -100,6 +100,13 @@ impl Runtime {
         let var = |name: &str| env.get(name).filter(|v| !v.is_empty()).cloned();
         let http = HttpClients::new().map_err(std::io::Error::other)?;
         let secrets = Secrets::from_vars(env.clone());
+        let clusters = crate::waves::clusters::Clusters::new(
+            secrets.clone(),
+            crate::waves::servers::allows_http(
+                env.get(crate::waves::servers::ALLOW_HTTP_VAR)
+                    .map(String::as_str),
+            ),
+        );
         let prometheus =
             match Auth::from_values(var(TOKEN_VAR), var(USERNAME_VAR), var(PASSWORD_VAR)) {
                 Ok(auth) => PrometheusAccess::new(http.clone(), auth),
@@ -118,7 +125,7 @@ impl Runtime {
             prometheus,
             forge,
             kube: tokio::sync::OnceCell::new(),
-            clusters: crate::waves::clusters::Clusters::default(),
+            clusters,
             settings: Mutex::new(None),
             reader: Box::new(|path, source| source(path)),
             warnings: Default::default(),

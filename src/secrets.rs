@@ -15,7 +15,8 @@
 //! DNS-1123 label and the name a DNS-1123 subdomain (what Kubernetes allows for them), the key
 //! what Kubernetes allows for a Secret key (letters, digits, `-`, `_`, `.`; not `.` or `..`).
 //! The file read must resolve inside `<dir>/<namespace>/<name>/`: the volume's own links into
-//! its `..data` folder are followed, a link that leads anywhere else is refused.
+//! its `..data` folder are followed, a link that leads anywhere else is refused. It must be a
+//! regular file (not a device or a FIFO) of at most 1 MiB.
 //!
 //! Trailing line breaks are cut from a value (a file written with `echo` ends in one). Values
 //! are looked up when a metric or alert needs them, so a rotated Secret is picked up without a
@@ -155,6 +156,18 @@ impl Secrets {
                 resolved.display(),
                 mount.display()
             )));
+        }
+        // A device or a FIFO is not a Secret key: /dev/zero never ends, a FIFO blocks the open.
+        match std::fs::metadata(&resolved) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(unreadable(format!(
+                    "{} is not a regular file (a Secret key is one)",
+                    resolved.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unreadable(e.to_string())),
         }
         let file = match std::fs::File::open(&resolved) {
             Ok(f) => f,
@@ -330,6 +343,38 @@ mod tests {
         let err = s.get("apps", "dd", "token").unwrap_err().to_string();
         assert!(err.contains("outside the Secret's folder"), "{err}");
         assert!(!err.contains("sa-token"), "{err}");
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_in_the_secrets_folder_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = dir.path().join("apps/dd");
+        std::fs::create_dir_all(mount.join("folder")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(mount.join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let s = secrets(dir.path(), &[]);
+        for key in ["fifo", "folder"] {
+            let err = s.get("apps", "dd", key).unwrap_err().to_string();
+            assert!(err.contains("not a regular file"), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_value_over_one_mebibyte_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = dir.path().join("apps/dd");
+        std::fs::create_dir_all(&mount).unwrap();
+        std::fs::write(
+            mount.join("big"),
+            vec![b'x'; (MAX_VALUE_BYTES + 1) as usize],
+        )
+        .unwrap();
+        let s = secrets(dir.path(), &[]);
+        let err = s.get("apps", "dd", "big").unwrap_err().to_string();
+        assert!(err.contains("larger than"), "{err}");
     }
 
     #[test]

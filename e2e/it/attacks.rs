@@ -15,6 +15,7 @@
 //! | `listener.rs` | starved probes, replayed webhook bodies |
 //! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
 //! | `judge.rs` | series the judge's test cannot compute (`Error`), one value per series |
+//! | `paths.rs` | host files and plain-http servers a Waves cluster names, names of megabytes |
 
 mod approval;
 mod audit;
@@ -22,6 +23,7 @@ mod drift;
 mod inputs;
 mod judge;
 mod listener;
+mod paths;
 mod providers;
 mod secrets;
 mod signing;

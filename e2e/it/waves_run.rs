@@ -1,7 +1,8 @@
 //! Waves through the real daemon: `sluice run --listen 127.0.0.1:0` against a `git daemon`
 //! remote rolls a route-only canary `shop/web` out in three waves (staging, eu, us).
 //!
-//! Each wave's cluster is its own fake Kubernetes API server (`cluster: {server, tokenFile}`),
+//! Each wave's cluster is its own fake Kubernetes API server (`cluster: {server, secretRef}`,
+//! its token mapped into the daemon as any Secret is, plain http allowed by the operator),
 //! whose Flux Kustomization reports the remote's head as applied, as Flux would once it pulled
 //! it: the sync gate passes only after sluice's push. Each wave queries its own Prometheus-API
 //! fake (`metricsServer`); eu's takes a bearer token from the wave's `metricsSecretRef`,
@@ -35,25 +36,17 @@ const EU_TOKEN: &str = "eu-prometheus-token";
 const WEBHOOK_VAR: &str = "SLUICE_TEST_WAVES_WEBHOOK";
 
 /// The canary at `revision`, each wave on its own cluster and Prometheus.
-fn canary(
-    revision: &str,
-    eu_approval: bool,
-    apis: &[String],
-    proms: &[String],
-    tokens: &Path,
-) -> String {
+fn canary(revision: &str, eu_approval: bool, apis: &[String], proms: &[String]) -> String {
     let mut waves = String::new();
     for (i, wave) in WAVES.iter().enumerate() {
         waves.push_str(&format!(
             "    - name: {wave}
       output: clusters/{wave}/web
       sync: {{flux: {{kustomization: podinfo, namespace: flux-system}}}}
-      cluster: {{server: '{}', tokenFile: '{}'}}
+      cluster: {{server: '{}', secretRef: {{name: {wave}-cluster}}}}
       metricsServer: '{}'
 ",
-            apis[i],
-            tokens.join(format!("{wave}.token")).display(),
-            proms[i]
+            apis[i], proms[i]
         ));
         if *wave == "eu" {
             waves.push_str(&format!(
@@ -147,15 +140,6 @@ impl Fleet {
             .collect();
         let hook = rt.block_on(Server::start_with(|_| Canned::json(200, "{}")));
         let forge = ForgeFake::start(Kind::GitHub);
-        let tokens = tmp.path().join("tokens");
-        std::fs::create_dir_all(&tokens).unwrap();
-        for wave in WAVES {
-            std::fs::write(
-                tokens.join(format!("{wave}.token")),
-                format!("{wave}-sa-token"),
-            )
-            .unwrap();
-        }
         let prom_urls: Vec<String> = proms.iter().map(Server::url).collect();
         let config = format!(
             "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}notifications:\n  - {{kind: webhook, urlEnv: {WEBHOOK_VAR}}}\n",
@@ -164,10 +148,7 @@ impl Fleet {
         let bare = crate::support::seeded_remote(
             tmp.path(),
             &[
-                (
-                    FILE,
-                    &canary("v1", eu_approval, &api_urls, &prom_urls, &tokens),
-                ),
+                (FILE, &canary("v1", eu_approval, &api_urls, &prom_urls)),
                 (".sluice/config.yaml", &config),
             ],
         );
@@ -233,6 +214,12 @@ impl Fleet {
         .env("SLUICE_FORGE_TOKEN", "t0k")
         .env(WEBHOOK_VAR, self.hook.url())
         .env("SLUICE_SECRET_SHOP__PROM_EU__TOKEN", EU_TOKEN)
+        .envs(WAVES.map(|wave| {
+            let var = sluice::secrets::env_var("shop", &format!("{wave}-cluster"), "token");
+            (var, format!("{wave}-sa-token"))
+        }))
+        // The fake API servers speak plain http, which only the operator may allow.
+        .env(sluice::waves::servers::ALLOW_HTTP_VAR, "true")
         .env("KUBECONFIG", self.tmp.path().join("no-kubeconfig"))
         .env_remove("KUBERNETES_SERVICE_HOST")
         .stdout(Stdio::null())
@@ -272,13 +259,7 @@ impl Fleet {
     fn release(&self, revision: &str) {
         git(&self.human, &["pull", "-q", "origin", "main"]);
         let proms: Vec<String> = self.proms.iter().map(Server::url).collect();
-        let text = canary(
-            revision,
-            self.eu_approval,
-            &self.api_urls,
-            &proms,
-            &self.tmp.path().join("tokens"),
-        );
+        let text = canary(revision, self.eu_approval, &self.api_urls, &proms);
         human_commit(
             &self.human,
             FILE,

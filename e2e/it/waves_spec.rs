@@ -46,7 +46,7 @@ const THREE: &str = "  waves:
       output: clusters/prod-eu/podinfo
       settle: 1m
       approval: true
-      cluster: {server: https://eu.example:6443, tokenFile: /var/run/eu/token}
+      cluster: {server: https://eu.example:6443, secretRef: {name: eu-cluster}}
     - name: us
       output: clusters/prod-us/podinfo
       sync: {argocd: {application: podinfo-us}}
@@ -116,7 +116,7 @@ fn native_waves_load_as_one_instance_per_wave_with_their_own_folder_and_gates() 
         Some(Cluster::KubeContext("staging".into()))
     );
     assert!(
-        matches!(&eu.wave.as_ref().unwrap().cluster, Some(Cluster::Token { server, .. }) if server == "https://eu.example:6443")
+        matches!(&eu.wave.as_ref().unwrap().cluster, Some(Cluster::Server { server, namespace, secret }) if server == "https://eu.example:6443" && namespace.as_str() == "prod" && secret.as_str() == "eu-cluster")
     );
 }
 
@@ -169,7 +169,8 @@ fn a_wave_without_sync_or_settle_is_refused() {
 fn bad_wave_fields_name_their_line_and_field() {
     let cases = [
         (THREE.replace("name: eu", "name: e.u"), "apps/podinfo/canary.yaml:27: spec.waves[1].name: expected a wave name without dots"),
-        (THREE.replace("cluster: {kubeContext: staging}", "cluster: {kubeContext: staging, tokenFile: /t}"), "apps/podinfo/canary.yaml:21: spec.waves[0].cluster: expected {kubeContext: NAME}"),
+        (THREE.replace("cluster: {kubeContext: staging}", "cluster: {kubeContext: staging, secretRef: {name: s}}"), "apps/podinfo/canary.yaml:21: spec.waves[0].cluster: expected {kubeContext: NAME}"),
+        (THREE.replace("cluster: {kubeContext: staging}", "cluster: {kubeContext: staging, tokenFile: /t}"), "apps/podinfo/canary.yaml:21: spec.waves[0].cluster.tokenFile: sluice reads no file the repo names"),
         (THREE.replace("http://prometheus.staging:9090", "prometheus:9090"), "apps/podinfo/canary.yaml:22: spec.waves[0].metricsServer: expected an http:// or https:// URL"),
         (THREE.replace("approval: true", "approval: maybe"), "apps/podinfo/canary.yaml:30: spec.waves[1].approval:"),
         (THREE.replace("      settle: 1m\n", "      settle: 1m\n      colour: blue\n"), "apps/podinfo/canary.yaml:30: spec.waves[1].colour: unknown field"),

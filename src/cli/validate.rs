@@ -100,6 +100,12 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         &mut loaded,
         crate::waves::contexts::kubeconfig_contexts,
     );
+    // Waves' API servers, against what the operator allows, as in the loop.
+    let allow_http = std::env::var(crate::waves::servers::ALLOW_HTTP_VAR).ok();
+    crate::waves::servers::reject_plain_http(
+        &mut loaded,
+        crate::waves::servers::allows_http(allow_http.as_deref()),
+    );
     // Output folders are checked on disk as the loop checks them in its clone.
     if let Some(root) = &root {
         reject_unowned_paths(

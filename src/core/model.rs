@@ -46,6 +46,23 @@ impl Name {
         Ok(Name(text.to_string()))
     }
 
+    /// Checks DNS-1123 label rules (what Kubernetes allows for a namespace): a name without
+    /// dots, of at most 63 characters.
+    pub fn parse_label(text: &str) -> Result<Name, String> {
+        let name = Name::parse(text)?;
+        if text.contains('.') || text.len() > 63 {
+            let found = if text.len() > 63 {
+                format!("{} characters", text.len())
+            } else {
+                format!("{text:?}")
+            };
+            return Err(format!(
+                "expected a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters, no dots), found {found}"
+            ));
+        }
+        Ok(name)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -244,12 +261,15 @@ impl OnFailure {
 pub enum Cluster {
     /// A context of the kubeconfig sluice is given (`KUBECONFIG`, `~/.kube/config`).
     KubeContext(String),
-    /// An API server address and a file holding a bearer token (a mounted ServiceAccount
-    /// token, say), with an optional CA bundle file.
-    Token {
+    /// An API server address (`https://`, or `http://` where the operator allows it) and
+    /// the Secret that holds its credentials: key `token` (a bearer token) and, optionally,
+    /// `ca.crt` (the CA bundle), the keys of a ServiceAccount token Secret. The Secret is in
+    /// the canary's namespace and is mapped into sluice as every `secretRef` is; the repo
+    /// names no file.
+    Server {
         server: String,
-        token_file: String,
-        ca_file: Option<String>,
+        namespace: Name,
+        secret: Name,
     },
 }
 
@@ -257,7 +277,7 @@ impl fmt::Display for Cluster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cluster::KubeContext(c) => write!(f, "kube context {c}"),
-            Cluster::Token { server, .. } => write!(f, "API server {server}"),
+            Cluster::Server { server, .. } => write!(f, "API server {server}"),
         }
     }
 }
@@ -284,6 +304,9 @@ pub struct WaveOf {
     /// Where the wave's sync and readiness gates look; `None`: the cluster sluice's own kube
     /// client reaches.
     pub cluster: Option<Cluster>,
+    /// The line of the wave's `cluster.server` (of `cluster` for a kube context; 0 without
+    /// one), for the errors the loader reports about it after reading.
+    pub cluster_line: usize,
     /// `metricsSecretRef`: the Secret (in the canary's namespace, mapped into sluice as every
     /// `secretRef`) with the credentials of the wave's `metricsServer`: key `token` (bearer),
     /// else `username` and `password` (basic).

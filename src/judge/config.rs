@@ -31,7 +31,9 @@ use sluice_core::judge::{
 use sluice_core::model::BuiltinMetric;
 
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, Reader, METADATA_KEYS, OBJECT_KEYS};
+use crate::yaml::reader::{
+    index, join, namespace_at, short_name, Reader, METADATA_KEYS, OBJECT_KEYS,
+};
 
 /// The API version and kind of a `Judge` object.
 pub const API_VERSION: &str = "sluice.dev/v1alpha1";
@@ -82,7 +84,7 @@ pub fn read_object(r: &mut Reader, root: &Node) -> Option<(String, JudgeSpec)> {
     r.map(meta, "metadata", METADATA_KEYS)?;
     let name = r
         .required(meta, "metadata", "name")
-        .and_then(|n| r.string(n, "metadata.name"));
+        .and_then(|n| short_name(r, n, "metadata.name"));
     let spec = r
         .required(root, "", "spec")
         .and_then(|s| read_spec(r, s, "spec"));
@@ -289,7 +291,7 @@ fn read_metric(r: &mut Reader, item: &Node, path: &str) -> Option<JudgeMetric> {
     r.map(item, path, METRIC_KEYS)?;
     let name = r
         .required(item, path, "name")
-        .and_then(|n| r.string(n, &join(path, "name")));
+        .and_then(|n| short_name(r, n, &join(path, "name")));
     let flag = |r: &mut Reader, key: &str| {
         item.get(key)
             .and_then(|n| r.bool(n, &join(path, key)))
@@ -387,10 +389,11 @@ fn read_query(r: &mut Reader, item: &Node, path: &str) -> Option<Option<JudgeQue
     r.map(n, &at, &["name", "namespace"])?;
     let name = r
         .required(n, &at, "name")
-        .and_then(|v| r.string(v, &join(&at, "name")));
+        .and_then(|v| short_name(r, v, &join(&at, "name")));
     let namespace = n
         .get("namespace")
-        .and_then(|v| r.string(v, &join(&at, "namespace")));
+        .and_then(|v| namespace_at(r, v, &join(&at, "namespace")))
+        .map(|ns| ns.as_str().to_string());
     Some(Some(JudgeQuery::Template {
         name: name?,
         namespace,

@@ -15,7 +15,7 @@ use crate::core::model::Name;
 use crate::metrics::query_render::check;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
-use crate::yaml::reader::{join, name_at, Reader, METADATA_KEYS, OBJECT_KEYS};
+use crate::yaml::reader::{join, name_at, namespace_at, Reader, METADATA_KEYS, OBJECT_KEYS};
 use crate::yaml::snapshot::{Contents, Snapshot};
 
 /// A valid MetricTemplate of a provider type sluice queries ([`queryable_provider`]).
@@ -288,7 +288,7 @@ fn read_template(r: &mut Reader, root: &Node) -> Option<(Name, Name, Option<Metr
         .required(meta, "metadata", "name")
         .and_then(|n| name_at(r, n, "metadata.name"))?;
     let namespace = match meta.get("namespace") {
-        Some(n) => name_at(r, n, "metadata.namespace")?,
+        Some(n) => namespace_at(r, n, "metadata.namespace")?,
         None => Name::parse("default").ok()?,
     };
     let template = read_spec(r, root, &name, &namespace);

@@ -17,7 +17,9 @@ use crate::spec::model::{
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::Node;
-use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
+use crate::yaml::reader::{
+    index, join, metadata_name, name_at, namespace_at, short_name, Reader, OBJECT_KEYS,
+};
 use crate::yaml::snapshot::{Object, Snapshot};
 
 /// The apiVersion an AlertProvider is read in.
@@ -57,7 +59,7 @@ pub fn read_alerts(
         }
         let name = r
             .required(item, &p, "name")
-            .and_then(|n| r.string(n, &join(&p, "name")));
+            .and_then(|n| short_name(r, n, &join(&p, "name")));
         // Flagger documents `info` as the default (its CRD allows "" too). Its filter in
         // `pkg/controller/events.go` would send nothing to an alert without a severity; sluice
         // follows the documentation, which is what users of the field expect.
@@ -108,7 +110,7 @@ fn resolve(
     let name_node = r.required(node, path, "name")?;
     let name = name_at(r, name_node, &join(path, "name"))?;
     let namespace = match node.get("namespace") {
-        Some(n) => name_at(r, n, &join(path, "namespace"))?,
+        Some(n) => namespace_at(r, n, &join(path, "namespace"))?,
         None => canary_namespace?.clone(),
     };
     let field = join(path, "name");

@@ -15,7 +15,7 @@ use crate::spec::model::{
     Strategy, ThresholdRange, WebhookKind, WebhookSpec,
 };
 use crate::yaml::node::{Node, Value};
-use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::reader::{index, join, short_name, Reader};
 use crate::yaml::snapshot::Snapshot;
 
 /// A confirm-* webhook URL that asks for a git approval (pull request or `sluice approve`)
@@ -696,7 +696,7 @@ fn read_metric(
 ) -> Option<MetricSpec> {
     let name = r
         .required(item, p, "name")
-        .and_then(|n| r.string(n, &join(p, "name")))?;
+        .and_then(|n| short_name(r, n, &join(p, "name")))?;
     if earlier.iter().any(|m| m.name == name) {
         r.error(
             item.line,
@@ -821,7 +821,7 @@ fn read_template_ref(
     let tns = match t.get("namespace") {
         Some(n) => r
             .string(n, &join(&tp, "namespace"))
-            .and_then(|s| name_or_error(r, n, &join(&tp, "namespace"), &s)),
+            .and_then(|s| label_or_error(r, n, &join(&tp, "namespace"), &s)),
         None => namespace.cloned().or_else(|| Name::parse("default").ok()),
     };
     let variables = match item.get("templateVariables") {
@@ -849,6 +849,17 @@ fn read_string_map(r: &mut Reader, node: &Node, path: &str) -> BTreeMap<String, 
         r.error(node.line, path, "expected a mapping of strings");
     }
     out
+}
+
+/// [`name_or_error`] for a namespace: a DNS-1123 label.
+fn label_or_error(r: &mut Reader, node: &Node, path: &str, text: &str) -> Option<Name> {
+    match Name::parse_label(text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
 }
 
 fn name_or_error(r: &mut Reader, node: &Node, path: &str, text: &str) -> Option<Name> {
@@ -901,7 +912,7 @@ fn read_webhook(
 ) -> Option<(WebhookSpec, bool)> {
     let name = r
         .required(item, p, "name")
-        .and_then(|n| r.string(n, &join(p, "name")));
+        .and_then(|n| short_name(r, n, &join(p, "name")));
     let url = r
         .required(item, p, "url")
         .and_then(|n| r.string(n, &join(p, "url")));

@@ -13,6 +13,7 @@ pub mod flagger_fields;
 pub mod load;
 pub mod load_incremental;
 pub mod model;
+pub mod named_paths;
 pub mod openfunction;
 pub mod output_folder;
 pub mod settings;

@@ -11,7 +11,7 @@
 
 use crate::spec::model::{Name, SyncTarget};
 use crate::yaml::node::Node;
-use crate::yaml::reader::{join, name_at, Reader};
+use crate::yaml::reader::{join, name_at, namespace_at, Reader};
 
 const ENGINES: &[&str] = &["flux", "argocd"];
 
@@ -84,7 +84,7 @@ fn read_object(
         .required(node, path, name_key)
         .and_then(|n| name_at(r, n, &join(path, name_key)));
     let namespace = match node.get("namespace") {
-        Some(n) => name_at(r, n, &join(path, "namespace")),
+        Some(n) => namespace_at(r, n, &join(path, "namespace")),
         None => Name::parse(default_namespace).ok(),
     };
     Some((name?, namespace?))

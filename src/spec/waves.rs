@@ -9,7 +9,7 @@
 //!     - name: staging
 //!       output: clusters/staging/podinfo
 //!       sync: {flux: {kustomization: apps}}
-//!       cluster: {kubeContext: staging}
+//!       cluster: {kubeContext: staging}  # or {server: https://..., secretRef: {name: NAME}}
 //!       metricsServer: http://prometheus.staging:9090
 //!       metricsSecretRef: {name: prometheus-staging}   # its credentials (token, or username/password)
 //!       analysis: {...}            # replaces the canary's analysis in this wave
@@ -63,7 +63,7 @@ struct WaveSpec {
     settle: Option<Duration>,
     metrics_server: Option<String>,
     metrics_secret: Option<Name>,
-    cluster: Option<Cluster>,
+    cluster: Option<(Cluster, usize)>,
     approval: bool,
     analysis: Option<Analysis>,
 }
@@ -269,7 +269,7 @@ fn read_wave(r: &mut Reader, node: &Node, path: &str, ctx: &Context) -> Option<W
         .and_then(|n| read_metrics_secret(r, n, node, path));
     let cluster = node
         .get("cluster")
-        .and_then(|n| read_cluster(r, n, &join(path, "cluster")));
+        .and_then(|n| read_cluster(r, n, &join(path, "cluster"), ctx.namespace));
     let approval = node
         .get("approval")
         .and_then(|n| r.bool(n, &join(path, "approval")))
@@ -349,39 +349,103 @@ fn read_url(r: &mut Reader, n: &Node, path: &str) -> Option<String> {
     None
 }
 
-/// `cluster: {kubeContext: NAME}` or `cluster: {server: URL, tokenFile: PATH, caFile: PATH}`.
-fn read_cluster(r: &mut Reader, n: &Node, path: &str) -> Option<Cluster> {
-    r.map(n, path, &["kubeContext", "server", "tokenFile", "caFile"])?;
-    let text = |r: &mut Reader, key: &str| {
-        let v = n.get(key)?;
-        let text = r.string(v, &join(path, key))?;
-        if text.trim().is_empty() {
-            r.error(v.line, &join(path, key), "expected a non-empty string");
-            return None;
+/// The keys of a wave's `cluster`; `tokenFile` and `caFile` only to refuse them at their line.
+const CLUSTER_KEYS: &[&str] = &["kubeContext", "server", "secretRef", "tokenFile", "caFile"];
+
+/// `cluster: {kubeContext: NAME}` or `cluster: {server: URL, secretRef: {name: NAME}}` (the
+/// Secret in `namespace`, the canary's), with the line of `server` (or of `cluster`). The
+/// repo names no file: `tokenFile` and `caFile` are refused (they once named host paths).
+/// `http://` is read here and refused after reading unless the operator allows it (see
+/// `crate::waves::servers`).
+fn read_cluster(
+    r: &mut Reader,
+    n: &Node,
+    path: &str,
+    namespace: &Name,
+) -> Option<(Cluster, usize)> {
+    r.map(n, path, CLUSTER_KEYS)?;
+    let mut files = false;
+    for (key, what) in [("tokenFile", "token"), ("caFile", "ca.crt")] {
+        if let Some(v) = n.get(key) {
+            r.error(
+                v.line,
+                &join(path, key),
+                format!("sluice reads no file the repo names: put the cluster's credentials in a Secret mapped into sluice (key {what}; a ServiceAccount token Secret has token and ca.crt) and name it with secretRef: {{name: NAME}} beside server"),
+            );
+            files = true;
         }
-        Some(text)
-    };
-    match (n.get("kubeContext"), n.get("server"), n.get("tokenFile")) {
-        (Some(_), None, None) if n.get("caFile").is_none() => {
-            text(r, "kubeContext").map(Cluster::KubeContext)
+    }
+    if files {
+        return None;
+    }
+    match (n.get("kubeContext"), n.get("server"), n.get("secretRef")) {
+        (Some(v), None, None) => {
+            let text = r.string(v, &join(path, "kubeContext"))?;
+            if text.trim().is_empty() {
+                r.error(
+                    v.line,
+                    &join(path, "kubeContext"),
+                    "expected a non-empty string",
+                );
+                return None;
+            }
+            Some((Cluster::KubeContext(text), n.line))
         }
-        (None, Some(_), Some(_)) => {
-            let server = n
-                .get("server")
-                .and_then(|v| read_url(r, v, &join(path, "server")));
-            let token_file = text(r, "tokenFile");
-            let ca_file = text(r, "caFile");
-            Some(Cluster::Token {
-                server: server?,
-                token_file: token_file?,
-                ca_file,
-            })
+        (None, Some(s), Some(secret)) => {
+            let server = read_api_server(r, s, &join(path, "server"));
+            let at = join(path, "secretRef");
+            let secret = r.map(secret, &at, &["name"]).and_then(|secret| {
+                r.required(secret, &at, "name")
+                    .and_then(|v| name_at(r, v, &join(&at, "name")))
+            });
+            Some((
+                Cluster::Server {
+                    server: server?,
+                    namespace: namespace.clone(),
+                    secret: secret?,
+                },
+                s.line,
+            ))
         }
         _ => {
             r.error(
                 n.line,
                 path,
-                "expected {kubeContext: NAME} (a context of the kubeconfig sluice is given) or {server: URL, tokenFile: PATH} (with an optional caFile)",
+                "expected {kubeContext: NAME} (a context of the kubeconfig sluice is given) or {server: URL, secretRef: {name: NAME}} (the Secret, mapped into sluice, with the API server's token and optional ca.crt)",
+            );
+            None
+        }
+    }
+}
+
+/// A wave cluster's `server`: an `https://` (or `http://`) URL with a host, and without
+/// credentials, query or fragment.
+fn read_api_server(r: &mut Reader, n: &Node, path: &str) -> Option<String> {
+    let text = r.string(n, path)?;
+    let problem = match url::Url::parse(&text) {
+        Err(e) => Some(e.to_string()),
+        Ok(url) if !matches!(url.scheme(), "https" | "http") => {
+            Some(format!("the scheme is {}", url.scheme()))
+        }
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some("it has no host".into()),
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            Some("it holds credentials; put them in the Secret secretRef names".into())
+        }
+        Ok(url) if url.query().is_some() || url.fragment().is_some() => {
+            Some("it has a query or fragment".into())
+        }
+        Ok(_) => None,
+    };
+    match problem {
+        None => Some(text),
+        Some(why) => {
+            let shown: String = text.chars().take(200).collect();
+            r.error(
+                n.line,
+                path,
+                format!(
+                    "expected the https:// URL of the cluster's API server, found {shown:?}: {why}"
+                ),
             );
             None
         }
@@ -466,7 +530,8 @@ fn instances(r: &mut Reader, canary: &Canary, waves: &Waves) -> Vec<Canary> {
             waves: names.clone(),
             approval: wave.approval,
             on_failure: waves.on_failure,
-            cluster: wave.cluster.clone(),
+            cluster: wave.cluster.as_ref().map(|(c, _)| c.clone()),
+            cluster_line: wave.cluster.as_ref().map_or(0, |(_, line)| *line),
             metrics_secret: wave.metrics_secret.clone(),
         });
         out.push(c);

@@ -7,7 +7,10 @@
 //!   as it was before the release reached it (the commit's files and message);
 //! - [`contexts`]: the kube contexts waves name, checked against the kubeconfig sluice is
 //!   given;
-//! - [`clusters`]: one Kubernetes client per wave cluster, for its sync and readiness gates;
+//! - [`servers`]: the API servers waves name, checked against what the operator allows
+//!   (`https://`, `http://` only when allowed);
+//! - [`clusters`]: one Kubernetes client per wave cluster (its token and CA from a Secret
+//!   mapped into sluice), for its sync and readiness gates;
 //! - [`select`]: which wave a command (`sluice approve NS/NAME --wave W`) means.
 //!
 //! Decides nothing itself, and never commits.
@@ -17,3 +20,4 @@ pub mod contexts;
 pub mod release;
 pub mod revert;
 pub mod select;
+pub mod servers;

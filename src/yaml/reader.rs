@@ -352,10 +352,55 @@ pub fn metadata_name(
         .required(meta, "metadata", "name")
         .and_then(|n| name_at(r, n, "metadata.name"));
     let namespace = match meta.get("namespace") {
-        Some(n) => name_at(r, n, "metadata.namespace"),
+        Some(n) => namespace_at(r, n, "metadata.namespace"),
         None => sluice_core::model::Name::parse("default").ok(),
     };
     Some((name, namespace))
+}
+
+/// The most characters a name may have: what Kubernetes allows for an object name (a DNS-1123
+/// subdomain). Names go into commit messages, trailers and status files.
+pub const MAX_NAME_CHARS: usize = 253;
+
+/// A name at `path` that Kubernetes does not shape (a metric's, a webhook's, an alert's): text
+/// of at most [`MAX_NAME_CHARS`] characters without control characters (it goes into commit
+/// messages and trailers, one per line). A bad one is an error at the node's line that does
+/// not repeat it.
+pub fn short_name(r: &mut Reader, node: &Node, path: &str) -> Option<String> {
+    let text = r.string(node, path)?;
+    let count = text.chars().count();
+    if count > MAX_NAME_CHARS {
+        r.error(
+            node.line,
+            path,
+            format!("expected a name of at most {MAX_NAME_CHARS} characters (what Kubernetes allows for an object name), found {count} characters"),
+        );
+        return None;
+    }
+    if text.chars().any(char::is_control) {
+        r.error(
+            node.line,
+            path,
+            format!(
+                "expected a name without line breaks or other control characters, found {text:?}"
+            ),
+        );
+        return None;
+    }
+    Some(text)
+}
+
+/// A namespace at `path`: a DNS-1123 label, as Kubernetes allows for a namespace; a bad one is
+/// an error at the node's line.
+pub fn namespace_at(r: &mut Reader, node: &Node, path: &str) -> Option<sluice_core::model::Name> {
+    let text = r.string(node, path)?;
+    match sluice_core::model::Name::parse_label(&text) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            r.error(node.line, path, e);
+            None
+        }
+    }
 }
 
 /// A DNS-1123 name at `path`; a bad one is an error at the node's line.

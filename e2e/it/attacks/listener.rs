@@ -19,16 +19,18 @@ fn canary() -> &'static str {
     "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n"
 }
 
-/// `sluice run` with a one-minute poll, both listeners on free ports it picks itself; killed
-/// when dropped, even by a failed assertion.
-struct Daemon {
+/// `sluice run`, both listeners on free ports it picks itself; killed when dropped, even by a
+/// failed assertion.
+pub(super) struct Daemon {
     child: std::process::Child,
     /// The main listener (`/metrics`, `/hooks/git`).
-    main: String,
+    pub(super) main: String,
     /// The probe listener (`/healthz`, `/readyz`).
     probes: String,
-    /// Everything the daemon logged so far.
-    log: Arc<Mutex<String>>,
+    /// Everything it logged so far (at `info`).
+    pub(super) log: Arc<Mutex<String>>,
+    /// The remote it reconciles.
+    pub(super) bare: std::path::PathBuf,
     _tmp: tempfile::TempDir,
 }
 
@@ -40,24 +42,42 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
-    /// Started on a fresh remote, once its probe listener says it is ready.
+    /// Started on a fresh remote with a one-minute poll, once its probe listener says it is
+    /// ready.
     fn start() -> Daemon {
-        Daemon::start_with("127.0.0.1:0", &[])
+        Daemon::start_with(&[("apps/web.yaml", canary())], "60s", &[])
+    }
+
+    /// Started on a fresh remote holding `files`, polling every `poll`, with `env` added, once
+    /// its probe listener says it is ready.
+    pub(super) fn start_with(files: &[(&str, &str)], poll: &str, env: &[(&str, &str)]) -> Daemon {
+        Daemon::spawn(files, poll, env, "127.0.0.1:0", &[])
     }
 
     /// [`Daemon::start`] with the main listener on `listen` and more arguments for `sluice run`.
-    fn start_with(listen: &str, more: &[&str]) -> Daemon {
+    fn start_listening(listen: &str, more: &[&str]) -> Daemon {
+        Daemon::spawn(&[("apps/web.yaml", canary())], "60s", &[], listen, more)
+    }
+
+    fn spawn(
+        files: &[(&str, &str)],
+        poll: &str,
+        env: &[(&str, &str)],
+        listen: &str,
+        more: &[&str],
+    ) -> Daemon {
         let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", canary())]);
+        let bare = seeded_remote(tmp.path(), files);
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["run", "--repo"])
             .arg(&bare)
-            .args(["--poll", "60s", "--listen", listen])
+            .args(["--poll", poll, "--listen", listen])
             .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
             .arg(tmp.path().join("d"))
             .args(more)
             .env("SLUICE_WEBHOOK_SECRET", SECRET)
             .env("SLUICE_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -89,6 +109,7 @@ impl Daemon {
             main,
             probes,
             log,
+            bare,
             _tmp: tmp,
         };
         while probe(&daemon.probes, "/readyz") != Some(200) {
@@ -352,7 +373,7 @@ fn the_webhook_port_serves_no_dashboard_unless_told() {
     assert_eq!(probe(&daemon.main, "/metrics"), Some(200));
     drop(daemon);
 
-    let daemon = Daemon::start_with(
+    let daemon = Daemon::start_listening(
         "127.0.0.1:0",
         &[
             "--dashboard-listen",
@@ -387,7 +408,7 @@ fn the_dashboard_on_the_webhook_port_when_named() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = free.local_addr().unwrap().to_string();
     drop(free);
-    let daemon = Daemon::start_with(&addr, &["--dashboard-listen", &addr]);
+    let daemon = Daemon::start_listening(&addr, &["--dashboard-listen", &addr]);
     assert_eq!(daemon.main, addr);
     assert_eq!(probe(&daemon.main, "/"), Some(200));
     assert_eq!(probe(&daemon.main, "/metrics"), Some(200));

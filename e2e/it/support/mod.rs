@@ -275,9 +275,15 @@ pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
 
 /// Runs the real binary with `args` (logging errors only); returns (exit code, stdout, stderr).
 pub fn run_sluice(args: &[&str]) -> (i32, String, String) {
+    run_sluice_env(args, &[])
+}
+
+/// [`run_sluice`] with `env` added to sluice's environment.
+pub fn run_sluice_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
         .env("SLUICE_LOG", "error")
+        .envs(env.iter().copied())
         .output()
         .expect("sluice runs");
     (

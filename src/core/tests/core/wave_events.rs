@@ -27,6 +27,7 @@ fn a_wave_rollout_events_read_as_the_canary_and_its_wave() {
         approval: false,
         on_failure: OnFailure::Hold,
         cluster: None,
+        cluster_line: 0,
         metrics_secret: None,
     });
     let initialized = decide(&c, None, &Observations::revision("r0"), t(0));
