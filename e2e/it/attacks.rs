@@ -14,6 +14,7 @@
 //! | `providers.rs` | metric backends that echo credentials, a slow backend |
 //! | `listener.rs` | starved probes, replayed webhook bodies |
 //! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
+//! | `workdir.rs` | a work dir that is a person's checkout, a `git init` folder, a file, `.` |
 
 mod approval;
 mod audit;
@@ -23,3 +24,4 @@ mod listener;
 mod providers;
 mod secrets;
 mod signing;
+mod workdir;
