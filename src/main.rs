@@ -27,7 +27,7 @@ fn main() {
     match sluice::cli::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", sluice::cli::error_text(&e));
             std::process::exit(2);
         }
     }

@@ -16,6 +16,7 @@
 //! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
 //! | `judge.rs` | series the judge's test cannot compute (`Error`), one value per series |
 //! | `paths.rs` | host files and plain-http servers a Waves cluster names, names of megabytes |
+//! | `workdir.rs` | a work dir that is a person's checkout, a `git init` folder, a file, `.` |
 
 mod approval;
 mod audit;
@@ -27,3 +28,4 @@ mod paths;
 mod providers;
 mod secrets;
 mod signing;
+mod workdir;

@@ -17,8 +17,8 @@ use crate::git_server::{GitDaemon, HttpGit};
 // Re-exported: the git tests' fixture lived here, and tests written against
 // `crate::gitops::{Fixture, git, ...}` keep working.
 pub(crate) use crate::support::git_fixture::{
-    assert_good_signature, commit_step, git, git_cmd, git_ok, human_pushes, oid, pack_files,
-    route_change, step_message, time, Fixture, ROUTE,
+    assert_good_signature, commit_step, git, git_cmd, git_ok, human_pushes, oid, old_sluice_clone,
+    old_sluice_commit, pack_files, route_change, step_message, time, Fixture, ROUTE,
 };
 
 /// Every file under `dir` whose bytes contain `needle`.
@@ -531,8 +531,9 @@ fn stored_url_with_credentials_is_cleaned_on_open() {
     let fx = Fixture::new();
     let server = HttpGit::start(fx.dir.path(), "user", "pw-in-config");
     let url = server.url("user:pw-in-config@", "remote.git");
-    // A clone made by hand with the password in the URL, as `git clone` would store it.
-    git(fx.dir.path(), &["clone", "-q", &url, "work"]);
+    // A clone an older sluice made, whose stored URL still has the password in it.
+    drop(old_sluice_clone(&fx.bare_url(), &fx.path("work")));
+    git(&fx.path("work"), &["remote", "set-url", "origin", &url]);
     assert!(!files_containing(&fx.path("work/.git"), b"pw-in-config").is_empty());
     let repo = fx.open(&url, "work");
     assert_eq!(repo.remote_url(), server.url("", "remote.git"));
@@ -702,9 +703,9 @@ fn fetch_drops_local_changes_and_unpushed_commits() {
         unpushed.to_string()
     );
     assert_eq!(checked_out(repo.root()), Vec::<String>::new());
-    // Re-opening moves back too (the state of a crashed process is not trusted); a stray
-    // file dropped in the work dir meanwhile is removed.
-    std::fs::write(repo.root().join("stray.txt"), "crash leftovers\n").unwrap();
+    // Re-opening moves back too (the state of a crashed process is not trusted); a file
+    // someone dropped in the work dir meanwhile is not sluice's: it is left as it is.
+    std::fs::write(repo.root().join("stray.txt"), "someone's notes\n").unwrap();
     drop(repo);
     let repo = fx.open(&fx.bare_url(), "work");
     assert_eq!(repo.head(), remote);
@@ -712,7 +713,11 @@ fn fetch_drops_local_changes_and_unpushed_commits() {
         repo.read_file_at_head("README.md").unwrap().as_deref(),
         Some("config repo\n")
     );
-    assert_eq!(checked_out(repo.root()), Vec::<String>::new());
+    assert_eq!(checked_out(repo.root()), vec!["stray.txt".to_string()]);
+    assert_eq!(
+        std::fs::read(repo.root().join("stray.txt")).unwrap(),
+        b"someone's notes\n"
+    );
 }
 
 #[cfg(unix)]
@@ -1498,10 +1503,10 @@ fn a_link_in_the_tree_refuses_a_write_through_it_or_onto_it() {
 #[test]
 fn an_old_clone_with_a_work_tree_is_migrated_and_its_unpushed_commit_pushed() {
     let fx = Fixture::new();
-    let work = fx.cli_clone(&fx.bare_url(), "work");
-    std::fs::write(work.join(ROUTE), "weight: 40\n").unwrap();
-    git(&work, &["commit", "-q", "-am", "unpushed step"]);
-    let unpushed = oid(&git(&work, &["rev-parse", "HEAD"]));
+    let work = fx.path("work");
+    let old = old_sluice_clone(&fx.bare_url(), &work);
+    let unpushed = old_sluice_commit(&old, ROUTE, "weight: 40\n");
+    drop(old);
     std::fs::write(work.join("stray.txt"), "a failed attempt's leftover\n").unwrap();
     assert!(work.join(".git/index").exists());
 
@@ -1538,10 +1543,10 @@ fn an_old_clone_with_a_work_tree_is_migrated_and_its_unpushed_commit_pushed() {
 #[test]
 fn an_old_clones_commit_the_remote_moved_past_is_kept_under_a_ref() {
     let fx = Fixture::new();
-    let work = fx.cli_clone(&fx.bare_url(), "work");
-    std::fs::write(work.join(ROUTE), "weight: 40\n").unwrap();
-    git(&work, &["commit", "-q", "-am", "unpushed step"]);
-    let unpushed = oid(&git(&work, &["rev-parse", "HEAD"]));
+    let work = fx.path("work");
+    let old = old_sluice_clone(&fx.bare_url(), &work);
+    let unpushed = old_sluice_commit(&old, ROUTE, "weight: 40\n");
+    drop(old);
     let human = fx.cli_clone(&fx.bare_url(), "human");
     human_pushes(&human, "README.md", "moved\n", "Human moves main");
     let moved = fx.remote_head();

@@ -222,14 +222,20 @@ fn approval_branch_fetch_and_push_go_through_the_configured_proxy() {
     let server = HttpGit::start_tls(fx.dir.path(), "user", "pw", tls);
     let proxy = ConnectProxy::start();
 
-    // The work dir carries `http.proxy`, as a user's git config would; sluice adopts it.
+    // The clone's git config carries `http.proxy`, as an operator sets it; sluice adopts it.
     let work = fx.path("work");
-    git(fx.dir.path(), &["init", "-q", "-b", "main", "work"]);
-    git(&work, &["config", "http.proxy", &proxy.url()]);
     let url = server.https_url("user:pw@", "remote.git");
+    drop(
+        ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none())
+            .unwrap_or_else(|e| panic!("open_or_clone {url}: {e}")),
+    );
+    git(&work, &["config", "http.proxy", &proxy.url()]);
     let mut repo = ConfigRepo::open_or_clone(&url, "main", &work, &Credentials::none())
         .unwrap_or_else(|e| panic!("open_or_clone {url}: {e}"));
-    assert!(proxy.tunnels() > 0, "the clone goes through the proxy");
+    assert!(
+        proxy.tunnels() > 0,
+        "the fetch at open goes through the proxy"
+    );
 
     let before = proxy.tunnels();
     assert_eq!(repo.fetch_branch(BRANCH).unwrap(), None);

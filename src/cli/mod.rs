@@ -141,3 +141,41 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Resume(args) => manual::run(Operation::Resume, &args),
     }
 }
+
+/// The text `main` prints for a command's error: the error and its causes, as `{:#}` joins
+/// them, leaving out a cause the text before it already says (an error that puts its source
+/// in its own message would otherwise print it twice: `...: Not a directory (os error 20):
+/// Not a directory (os error 20)`).
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_the_message_already_says_is_printed_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotADirectory);
+        let said = io.to_string();
+        let error = anyhow::Error::new(crate::gitops::Error::Io {
+            path: "w/.git".into(),
+            op: "read it",
+            source: io,
+        });
+        assert_eq!(
+            error_text(&error),
+            format!("w/.git: cannot read it: {said}")
+        );
+        let error = anyhow::Error::new(std::io::Error::other("disk full")).context("cannot save");
+        assert_eq!(error_text(&error), "cannot save: disk full");
+    }
+}

@@ -98,15 +98,24 @@ fn default_workdir(url: &str) -> PathBuf {
 }
 
 /// Opens (cloning on first use) the persistent clone and fetches the branch, holding an
-/// exclusive lock on the work dir so two processes never share one clone.
+/// exclusive lock on the work dir so two processes never share one clone. The lock is a file
+/// beside the work dir (`<work dir>.lock`), never truncated; one this call created goes again
+/// when the work dir is refused (it is not a clone sluice made).
 pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<Locked> {
     let workdir = workdir.map_or_else(|| default_workdir(url), Path::to_path_buf);
+    // `.` and `..` name the folder, so the lock beside it is a file of its own.
+    let workdir = crate::gitops::resolve_workdir(&workdir)?;
     if let Some(parent) = workdir.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     let lock_path = workdir.with_extension("lock");
-    let lock = File::create(&lock_path)
+    let created = !lock_path.exists();
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
         .with_context(|| format!("cannot create the lock file {}", lock_path.display()))?;
     if lock.try_lock().is_err() {
         bail!(
@@ -115,10 +124,20 @@ pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<L
         );
     }
     // Ours alone now: a lock file in the clone is what a killed sluice left behind.
-    ConfigRepo::remove_stale_locks(&workdir)?;
-    let creds = Credentials::from_env()?;
-    let repo = ConfigRepo::open_or_clone(url, branch, &workdir, &creds)?;
-    Ok(Locked { repo, _lock: lock })
+    let opened = ConfigRepo::remove_stale_locks(&workdir).and_then(|_| {
+        let creds = Credentials::from_env()?;
+        ConfigRepo::open_or_clone(url, branch, &workdir, &creds)
+    });
+    match opened {
+        Ok(repo) => Ok(Locked { repo, _lock: lock }),
+        Err(e) => {
+            if created && matches!(e, crate::gitops::Error::Workdir { .. }) {
+                drop(lock);
+                let _ = std::fs::remove_file(&lock_path);
+            }
+            Err(e.into())
+        }
+    }
 }
 
 /// What keeps the folder [`read_root`] returned readable, for as long as it lives.

@@ -23,7 +23,8 @@ pub(super) fn is_old_layout(repo: &Repository, root: &Path) -> bool {
     !repo.is_bare() || repo.path().join("index").exists() || has_checkout(root)
 }
 
-fn has_checkout(root: &Path) -> bool {
+/// Whether the work dir `root` holds anything beside `.git`.
+pub(super) fn has_checkout(root: &Path) -> bool {
     std::fs::read_dir(root)
         .map(|entries| entries.flatten().any(|e| e.file_name() != ".git"))
         .unwrap_or(false)

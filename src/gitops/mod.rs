@@ -25,7 +25,8 @@
 //!   the ssh host keys trusted. `credentials` (holds the known hosts). `trees`: the trees of
 //!   a commit, with the folders already read kept parsed.
 //! - `commit`: the one function that writes a commit (main and approval branches alike).
-//!   `migrate`: a clone with a work tree (an older sluice's) made bare. `lookup`: a path of
+//!   `migrate`: a clone with a work tree (an older sluice's) made bare. `ownership`: whose
+//!   repository a work dir holds (sluice's marker, an older sluice's layout, or someone's). `lookup`: a path of
 //!   a commit looked up in its trees, and the link checks of a commit's paths. `remote`: every fetch, listing and
 //!   push, with credentials and proxy. `memory`: the tick's in-memory object store.
 //!   `message`: a commit's message read up to a cap. `objects`: history read from the object
@@ -51,6 +52,7 @@ pub mod message;
 mod migrate;
 mod object_cache;
 pub mod objects;
+mod ownership;
 mod paths_at;
 mod push;
 mod remote;
@@ -71,6 +73,7 @@ pub use history::{
 pub use known_hosts::KnownHosts;
 pub use lookup::{Bounded, PathEntry};
 pub use object_cache::{limit_object_cache, OBJECT_CACHE_BYTES};
+pub use ownership::resolve_workdir;
 pub use push::PushOutcome;
 pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;

@@ -1,8 +1,9 @@
 //! [`ConfigRepo`]: a persistent local clone of one branch of the config repo.
 //!
-//! The work dir is sluice's own and holds only the clone's `.git` folder, marked bare: nothing
-//! is ever checked out, there is no index. `fetch` moves the local branch to the remote head,
-//! dropping unpushed commits. Nobody else should edit it. This file owns the clone:
+//! The work dir is sluice's own and holds only the clone's `.git` folder, marked bare and
+//! marked as sluice's (`ownership.rs`): nothing is ever checked out, there is no index. A work
+//! dir holding anything else is refused, untouched. `fetch` moves the local branch to the
+//! remote head, dropping unpushed commits. Nobody else should edit it. This file owns the clone:
 //! opening/cloning (and migrating a clone with a work tree, `migrate.rs`), fetching, reading,
 //! committing to the branch, and the tick's memory object store. It calls down into
 //! `commit.rs` (writing a commit), `lookup.rs`, `remote.rs`, `memory.rs` and
@@ -23,6 +24,7 @@ use super::maintenance;
 use super::memory::Memory;
 use super::migrate;
 use super::object_cache;
+use super::ownership::{self, resolve_workdir, Whose};
 use super::remote::{Remote, ORIGIN};
 use super::sign::Signing;
 use super::timeouts;
@@ -74,9 +76,16 @@ impl ConfigRepo {
     /// process killed mid-update left in the clone in `workdir`, logging each one, so the
     /// clone can be updated again. Call it only while holding sluice's exclusive lock on the
     /// work dir: then nothing else can be writing the clone, and every such file is stale.
+    /// Only in a clone sluice made (`ownership.rs`): a work dir that holds anything else is
+    /// refused here, its files untouched.
     pub fn remove_stale_locks(workdir: &Path) -> Result<Vec<PathBuf>> {
-        refuse_git_file(workdir)?;
-        let removed = locks::remove_stale(workdir)?;
+        let root = resolve_workdir(workdir)?;
+        match ownership::whose(&root) {
+            Whose::Sluice { .. } | Whose::OlderSluice => {}
+            Whose::Nobody => return Ok(Vec::new()),
+            Whose::Someone(found) => return Err(refused(&root, &found)),
+        }
+        let removed = locks::remove_stale(&root)?;
         for lock in &removed {
             tracing::warn!(file = %lock.display(), "removed a stale git lock file a killed process left");
         }
@@ -84,10 +93,15 @@ impl ConfigRepo {
     }
 
     /// Opens the clone in `workdir`, or clones `url` into it when the directory is missing or
-    /// empty, then fetches `branch` and points the local branch at the remote head. A clone
-    /// an older sluice made with a work tree is migrated in place (`migrate.rs`): an unpushed
-    /// local commit is pushed (or kept under `refs/sluice/unpushed/`), then the checked-out
-    /// files are deleted.
+    /// empty, then fetches `branch` and points the local branch at the remote head.
+    ///
+    /// Only a clone sluice made is opened (`ownership.rs`): one carrying its marker
+    /// (`.git/sluice/clone`), or one an older sluice made before the marker, which is marked.
+    /// Anything else (a person's checkout, a `git init` folder, a folder of files, a file) is
+    /// refused with what was found, and nothing in it is read further, written or pushed.
+    /// A clone an older sluice made with a work tree is migrated in place (`migrate.rs`): an
+    /// unpushed local commit is pushed (or kept under `refs/sluice/unpushed/`), then the
+    /// checked-out files are deleted.
     ///
     /// `url` may be a local path, `file://`, `git://`, `http(s)://`, `ssh://` or `user@host:path`.
     /// Credentials in the URL are used (when `creds` has none for https) but never stored: the
@@ -113,55 +127,75 @@ impl ConfigRepo {
         object_cache::limit_object_cache();
         let clean = strip_userinfo(url)?;
         let creds = creds.clone().with_url_fallback(clean.userinfo.clone());
-        let root = std::path::absolute(workdir).map_err(|source| Error::Io {
-            path: workdir.to_path_buf(),
-            op: "resolve the work dir",
-            source,
-        })?;
+        let root = resolve_workdir(workdir)?;
 
-        // A worktree or submodule checkout opens as a repository, and would then be reset to
-        // the remote: refused before anything is opened.
-        refuse_git_file(&root)?;
-        if root.join(".git").exists() {
-            let repo = match Repository::open(&root) {
-                Ok(repo) => repo,
-                Err(e) if is_clone_of(&root, &clean.url) || interrupted_init(&root) => {
-                    let cause = Error::Damaged {
-                        path: root.clone(),
-                        detail: format!("cannot open it: {}", e.message()),
-                    };
-                    set_aside(&root, &cause).map_err(workdir_error(&root))?;
-                    return Self::clone_into(root, clean.url, branch, creds);
-                }
-                Err(e) => {
-                    return Err(workdir_error(&root)(format!(
-                        "cannot open the clone in it: {}; delete the directory to clone afresh",
-                        e.message()
-                    )))
-                }
-            };
-            adopt_remote(&repo, &clean.url).map_err(workdir_error(&root))?;
-            tracing::debug!(credentials = %creds.describe(), "opened work dir");
-            return Self::open_existing(repo, root, clean.url, branch, creds);
-        }
-        ensure_empty_dir(&root).map_err(workdir_error(&root))?;
-        Self::clone_into(root, clean.url, branch, creds)
+        let whose = ownership::whose(&root);
+        let migrating = match &whose {
+            Whose::Nobody => {
+                std::fs::create_dir_all(&root)
+                    .map_err(|e| workdir_error(&root)(format!("cannot create it: {e}")))?;
+                return Self::clone_into(root, clean.url, branch, creds);
+            }
+            Whose::Someone(found) => return Err(refused(&root, found)),
+            Whose::Sluice { migrating } => Some(*migrating),
+            Whose::OlderSluice => None,
+        };
+        let repo = match Repository::open(&root) {
+            Ok(repo) => repo,
+            // sluice's own clone, damaged: the remote is the source of truth.
+            Err(e) => {
+                let cause = Error::Damaged {
+                    path: root.clone(),
+                    detail: format!("cannot open it: {}", e.message()),
+                };
+                set_aside(&root, &cause).map_err(workdir_error(&root))?;
+                return Self::clone_into(root, clean.url, branch, creds);
+            }
+        };
+        adopt_remote(&repo, &clean.url).map_err(workdir_error(&root))?;
+        let migrating = match migrating {
+            Some(migrating) => migrating,
+            None => {
+                let migrating = migrate::is_old_layout(&repo, &root);
+                ownership::write_marker(&root, &clean.url, branch, migrating)?;
+                tracing::info!(
+                    migrating,
+                    "marked the work dir's repository as sluice's clone (.git/sluice/clone): an \
+                     older sluice made it, or it holds nothing yet"
+                );
+                migrating
+            }
+        };
+        tracing::debug!(credentials = %creds.describe(), "opened work dir");
+        Self::open_existing(repo, root, clean.url, branch, creds, migrating)
     }
 
-    /// Fetches into the clone `repo` found in `root`; a clone with the old layout (a work
-    /// tree) is migrated: marked bare first, its unpushed local commit made safe after the
-    /// fetch, and its checked-out files deleted last.
+    /// Fetches into sluice's clone `repo` found in `root`; with `migrating` (an older sluice's
+    /// clone with a work tree, its marker saying so) it is migrated: marked bare first, its
+    /// unpushed local commit made safe after the fetch, its checked-out files deleted last,
+    /// then the marker says the migration is done. Files beside `.git` in a clone that is not
+    /// migrating are not sluice's: they are left as they are.
     fn open_existing(
         repo: Repository,
         root: PathBuf,
         url: String,
         branch: &str,
         creds: Credentials,
+        migrating: bool,
     ) -> Result<ConfigRepo> {
-        let migrating = migrate::is_old_layout(&repo, &root);
+        if !migrating && migrate::has_checkout(&root) {
+            tracing::warn!(
+                "the work dir holds files beside .git that sluice did not write; they are left \
+                 as they are"
+            );
+        }
         let (repo, local) = if migrating {
             let local = migrate::keep_branch(&repo, &root, branch)?;
             (migrate::make_bare(repo, &root)?, local)
+        } else if !repo.is_bare() || repo.path().join("index").exists() {
+            // sluice's clone was given a work tree or an index since: only its git dir is put
+            // back as it was; no file beside it is deleted.
+            (migrate::make_bare(repo, &root)?, None)
         } else {
             (repo, None)
         };
@@ -191,6 +225,7 @@ impl ConfigRepo {
                 this.keep_unpushed(local)?;
             }
             let removed = migrate::remove_checkout(&this.root)?;
+            ownership::write_marker(&this.root, &this.remote_url, branch, false)?;
             tracing::info!(
                 entries = removed,
                 "migrated the clone: no work tree, no index, checked-out files deleted"
@@ -659,42 +694,12 @@ fn adopt_remote(repo: &Repository, url: &str) -> std::result::Result<(), String>
     }
 }
 
-/// Refuses a work dir whose `.git` is not a folder: a file (`gitdir: ...`, the checkout of a
-/// `git worktree` or a submodule, whose repository lives elsewhere) or a symbolic link. sluice
-/// keeps a clone of its own there and resets it to the remote, so it must never adopt someone
-/// else's checkout.
-fn refuse_git_file(workdir: &Path) -> Result<()> {
-    let git = workdir.join(".git");
-    let Ok(meta) = std::fs::symlink_metadata(&git) else {
-        return Ok(());
-    };
-    if meta.is_dir() {
-        return Ok(());
+/// The refusal of the work dir `root`, which holds `found` (not a clone sluice made).
+fn refused(root: &Path, found: &str) -> Error {
+    Error::Workdir {
+        path: root.to_path_buf(),
+        reason: ownership::refusal(found),
     }
-    let found = if meta.file_type().is_symlink() {
-        "a symbolic link".to_string()
-    } else {
-        // The first line of a small file says where the repository is; read no more.
-        let mut head = String::new();
-        let _ = std::fs::File::open(&git)
-            .map(|f| std::io::Read::take(f, 4096))
-            .and_then(|mut f| std::io::Read::read_to_string(&mut f, &mut head));
-        match head.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) {
-            Some(dir) => format!(
-                "a file pointing to {}: this is the checkout of a git worktree or a submodule",
-                dir.trim()
-            ),
-            None => "a file".to_string(),
-        }
-    };
-    Err(Error::Workdir {
-        path: workdir.to_path_buf(),
-        reason: format!(
-            "its .git is {found}, not the folder of a clone sluice made. sluice keeps a clone of \
-             its own in the work dir and resets it to the remote; pass --workdir (or \
-             SLUICE_WORKDIR) an empty or missing folder"
-        ),
-    })
 }
 
 /// Makes an [`Error::Workdir`] about `path` from a reason.
@@ -706,8 +711,11 @@ fn workdir_error(path: &Path) -> impl Fn(String) -> Error + '_ {
 }
 
 /// A fresh repository in `root/.git` (created if missing), bare (no work tree, no index),
-/// with `url` as its remote, ready for the first fetch.
+/// with `url` as its remote, ready for the first fetch. Its marker (`ownership.rs`) is
+/// written first, so a process killed at any later point leaves a clone sluice knows as its
+/// own (and sets aside when it cannot open it); before, it leaves nothing to lose.
 fn init_clone(root: &Path, url: &str, branch: &str) -> Result<Repository> {
+    ownership::write_marker(root, url, branch, false)?;
     let mut opts = RepositoryInitOptions::new();
     opts.initial_head(branch).no_reinit(true).bare(true);
     let repo = Repository::init_opts(root.join(".git"), &opts).map_err(|e| Error::Workdir {
@@ -721,34 +729,10 @@ fn init_clone(root: &Path, url: &str, branch: &str) -> Result<Repository> {
     Ok(repo)
 }
 
-/// Whether `root/.git/config` names `url` as the remote: a clone sluice made, safe to replace
-/// when it is damaged, even when libgit2 can no longer open it.
-fn is_clone_of(root: &Path, url: &str) -> bool {
-    let Ok(config) = git2::Config::open(&root.join(".git/config")) else {
-        return false;
-    };
-    let Ok(stored) = config.get_string(&format!("remote.{ORIGIN}.url")) else {
-        return false;
-    };
-    stored == url || strip_userinfo(&stored).is_ok_and(|clean| clean.url == url)
-}
-
-/// Whether `root` holds what a clone killed while it created its repository leaves: nothing
-/// but a `.git` whose config names no remote yet (`init_clone` writes the remote right after
-/// the repository). Safe to set aside: no work tree, no remote, nothing anyone wrote there.
-fn interrupted_init(root: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return false;
-    };
-    let only_git = entries.flatten().all(|entry| entry.file_name() == ".git");
-    let names_a_remote = git2::Config::open(&root.join(".git/config"))
-        .is_ok_and(|c| c.get_string(&format!("remote.{ORIGIN}.url")).is_ok());
-    only_git && !names_a_remote
-}
-
-/// Moves the damaged clone in `root` aside to `<root>.damaged` (replacing an older one), or
-/// deletes its contents when it cannot be moved (a mount point), and logs which, with `cause`.
-/// `root` is left an empty directory.
+/// Moves the damaged clone in `root` (its `.git`, all that sluice wrote there) aside to
+/// `<root>.damaged/.git` (replacing an older one), or deletes it when it cannot be moved (a
+/// mount point), and logs which, with `cause`. Nothing else in `root` is touched: a file
+/// beside `.git` is not sluice's.
 fn set_aside(root: &Path, cause: &Error) -> std::result::Result<(), String> {
     let mut aside = root.as_os_str().to_owned();
     aside.push(".damaged");
@@ -758,41 +742,19 @@ fn set_aside(root: &Path, cause: &Error) -> std::result::Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot remove {}: {e}", aside.display())),
     }
-    if std::fs::rename(root, &aside).is_ok() {
+    let git = root.join(".git");
+    let moved =
+        std::fs::create_dir_all(&aside).and_then(|()| std::fs::rename(&git, aside.join(".git")));
+    if moved.is_ok() {
         tracing::warn!(
             error = %cause,
             moved_to = %aside.display(),
             "the clone is damaged; moved it aside and cloning afresh"
         );
     } else {
-        let entries = std::fs::read_dir(root).map_err(|e| format!("cannot read it: {e}"))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-            removed.map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-        }
+        std::fs::remove_dir_all(&git)
+            .map_err(|e| format!("cannot remove {}: {e}", git.display()))?;
         tracing::warn!(error = %cause, "the clone is damaged; deleted it and cloning afresh");
     }
     std::fs::create_dir_all(root).map_err(|e| format!("cannot create it: {e}"))
-}
-
-fn ensure_empty_dir(path: &Path) -> std::result::Result<(), String> {
-    match std::fs::read_dir(path) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                Err("exists, is not empty and holds no git clone; use an empty or missing directory"
-                    .to_string())
-            } else {
-                Ok(())
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(path).map_err(|e| format!("cannot create it: {e}"))
-        }
-        Err(e) => Err(format!("cannot read it: {e}")),
-    }
 }

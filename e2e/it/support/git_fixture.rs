@@ -248,3 +248,76 @@ pub(crate) fn assert_good_signature(clone: &Path, allowed: &Path, commit: &str, 
         "{what}: {stderr}"
     );
 }
+
+/// A clone of `url`'s main in `work` laid out as sluice made it before its clone was bare
+/// (the code before commit 69087ad, `ConfigRepo::open_or_clone` and `reset_to`): the same
+/// libgit2 calls with the same reflog messages. A repository initialised with a work tree,
+/// remote `origin`, the branch fetched (`sluice: fetch`), the local branch created at the
+/// remote head (`sluice: reset to remote head`) and checked out by force, untracked files
+/// removed, the index reset to it.
+pub(crate) fn old_sluice_clone(url: &str, work: &Path) -> git2::Repository {
+    let mut opts = git2::RepositoryInitOptions::new();
+    opts.initial_head("main").no_reinit(true);
+    let repo = git2::Repository::init_opts(work, &opts).unwrap();
+    repo.remote("origin", url).unwrap();
+    repo.find_remote("origin")
+        .unwrap()
+        .fetch(
+            &["+refs/heads/main:refs/remotes/origin/main"],
+            None,
+            Some("sluice: fetch"),
+        )
+        .unwrap();
+    let head = repo.refname_to_id("refs/remotes/origin/main").unwrap();
+    repo.reference(
+        "refs/heads/main",
+        head,
+        true,
+        "sluice: reset to remote head",
+    )
+    .unwrap();
+    repo.set_head("refs/heads/main").unwrap();
+    {
+        let target = repo.find_object(head, None).unwrap();
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout
+            .force()
+            .remove_untracked(true)
+            .disable_filters(true);
+        repo.checkout_tree(&target, Some(&mut checkout)).unwrap();
+        repo.reset(&target, git2::ResetType::Mixed, None).unwrap();
+    }
+    repo
+}
+
+/// A commit the old sluice of [`old_sluice_clone`] made in `repo` and did not push: `text`
+/// written to `path` in the work tree, the index and the local branch moved to the commit
+/// (`commit (sluice)`, as its `sync_branch` did before a push). Returns the commit.
+pub(crate) fn old_sluice_commit(repo: &git2::Repository, path: &str, text: &str) -> Oid {
+    let work = repo.workdir().unwrap();
+    std::fs::write(work.join(path), text).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new(path)).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let parent = repo.head().unwrap().peel_to_commit().unwrap();
+    let signature = git2::Signature::new(
+        "sluice",
+        "sluice@localhost",
+        &git2::Time::new(1_700_000_100, 0),
+    )
+    .unwrap();
+    let commit = repo
+        .commit(
+            None,
+            &signature,
+            &signature,
+            "podinfo: advance canary weight 0 -> 40",
+            &tree,
+            &[&parent],
+        )
+        .unwrap();
+    repo.reference("refs/heads/main", commit, true, "commit (sluice)")
+        .unwrap();
+    commit
+}

@@ -425,3 +425,28 @@ pub fn logged_address(log: &str, what: &str) -> Option<String> {
             .map(str::to_string)
     })
 }
+
+/// Every file under `dir` (its `.git` included) with its bytes, by path relative to `dir`; a
+/// symbolic link by where it points. For tests that a folder was left byte for byte.
+pub fn every_file_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .map(|entry| entry.expect("walk the folder"))
+        .filter(|entry| !entry.file_type().is_dir())
+        .map(|entry| {
+            let path = entry.path();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            let bytes = if entry.path_is_symlink() {
+                std::fs::read_link(path)
+                    .unwrap()
+                    .display()
+                    .to_string()
+                    .into_bytes()
+            } else {
+                std::fs::read(path).unwrap()
+            };
+            (name, bytes)
+        })
+        .collect()
+}
