@@ -14,9 +14,11 @@
 //! | `providers.rs` | metric backends that echo credentials, a slow backend |
 //! | `listener.rs` | starved probes, replayed webhook bodies |
 //! | `inputs.rs` | huge commit messages, odd output folders, `.git` as a file |
+//! | `dashboard.rs` | one 4 MiB blob under 200 names, a forged trailer-only commit in the decision log |
 
 mod approval;
 mod audit;
+mod dashboard;
 mod drift;
 mod inputs;
 mod listener;
