@@ -38,6 +38,8 @@ pub struct TreeFiles {
     /// changed (what the next load reads again or checks again).
     kept: KeptLoad,
     unloaded: BTreeSet<String>,
+    /// Blobs this reader read and parsed itself (not taken from a holder of their parse).
+    parsed: usize,
 }
 
 impl TreeFiles {
@@ -95,8 +97,12 @@ impl TreeFiles {
                 Some(contents) => contents,
                 None => {
                     let mut failed = None;
+                    let parsed = &mut self.parsed;
                     let contents = shared_parse(&id.to_string(), || match read_blob(repo, id) {
-                        Ok(read) => read,
+                        Ok(read) => {
+                            *parsed += usize::from(read.is_ok());
+                            read
+                        }
                         Err(e) => {
                             let message = e.to_string();
                             failed = Some(e);
@@ -136,6 +142,20 @@ impl TreeFiles {
     /// The canaries of the last [`TreeFiles::load`].
     pub fn loaded(&self) -> &KeptLoad {
         &self.kept
+    }
+
+    /// Forgets the parses of the files that left the tree in the moves so far (kept for when
+    /// their blobs come back): a reader that follows one branch head, not a history, holds
+    /// the files of one tree only.
+    pub fn forget_removed(&mut self) {
+        self.cache = BlobCache::default();
+    }
+
+    /// How many blobs this reader has read and parsed itself, rather than taking the parse
+    /// from a holder (itself, for a blob under several names; the tick's snapshot): what a
+    /// test counts, and the dashboard logs.
+    pub fn parsed(&self) -> usize {
+        self.parsed
     }
 
     /// What the tick's walk reads of this tree.

@@ -17,9 +17,11 @@
 //! | `judge.rs` | series the judge's test cannot compute (`Error`), one value per series |
 //! | `paths.rs` | host files and plain-http servers a Waves cluster names, names of megabytes |
 //! | `workdir.rs` | a work dir that is a person's checkout, a `git init` folder, a file, `.` |
+//! | `dashboard.rs` | one 4 MiB blob under 200 names, a forged trailer-only commit in the decision log |
 
 mod approval;
 mod audit;
+mod dashboard;
 mod drift;
 mod inputs;
 mod judge;

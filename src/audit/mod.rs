@@ -25,7 +25,7 @@ pub mod wave_revert;
 
 pub use crate::signatures::{policy, signed};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use git2::{Oid, Repository};
@@ -118,6 +118,16 @@ pub struct Report {
     /// The last commit checked (the branch's head): give it to the next audit as `--since`
     /// to check only what came after.
     pub resume_since: String,
+    /// The commits (full ids) whose every decision audit made again and found exact, and the
+    /// approval-branch commits a merge brought in that way. Not printed: the dashboard's
+    /// decision log marks every decision that is not among them (or has a finding).
+    #[serde(skip)]
+    pub verified: BTreeSet<String>,
+    /// Why audit could not check a commit that claims to be sluice's (full id): said in the
+    /// findings only for the owned files it changes, so a commit that changes none (trailers
+    /// alone) is named here only. Not printed; the dashboard's log says it.
+    #[serde(skip)]
+    pub unverifiable: BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -426,7 +436,11 @@ impl<'r> Audit<'r, '_> {
                 };
                 let short = &branch.to_string()[..12];
                 let canaries = match accepted {
-                    Ok(canaries) => canaries.unwrap_or_default(),
+                    Ok(Some(canaries)) => {
+                        self.report.verified.insert(branch.to_string());
+                        canaries
+                    }
+                    Ok(None) => Vec::new(),
                     Err(why) => {
                         let why = format!("merges {short}, which claims to be sluice's but is not what the rules write: {why}");
                         self.unverifiable(oid, &owned, &why);
@@ -436,7 +450,7 @@ impl<'r> Audit<'r, '_> {
                 let theirs = tree::commit_tree(self.repo, branch)?;
                 let mut left = Vec::new();
                 for (c, o) in owned {
-                    if tree::file_at(self.repo, &theirs, &c.path)? != c.new {
+                    if tree::blob_id_at(&theirs, &c.path) != c.new {
                         left.push((c, o));
                     }
                 }
@@ -483,8 +497,12 @@ impl<'r> Audit<'r, '_> {
         Ok((result?, made))
     }
 
-    /// Owned files changed by a commit audit cannot verify: one finding each.
+    /// Owned files changed by a commit audit cannot verify: one finding each (and the commit
+    /// noted with why, for a commit that changes none).
     fn unverifiable(&mut self, oid: Oid, owned: &[(Changed, String)], why: &str) {
+        self.report
+            .unverifiable
+            .insert(oid.to_string(), why.to_string());
         for (c, canary) in owned {
             self.find(oid, Kind::Unverifiable, &c.path, canary, why.to_string());
         }
@@ -504,6 +522,7 @@ impl<'r> Audit<'r, '_> {
 
     /// Remembers `oid` as the newest verified commit of each of `canaries`.
     fn sanction(&mut self, oid: Oid, canaries: &[(String, bool)]) {
+        self.report.verified.insert(oid.to_string());
         for (canary, hold) in canaries {
             let output = match (hold, self.sanctioned.get(canary)) {
                 (true, Some(s)) => s.output,
@@ -972,17 +991,18 @@ fn owner(c: &Changed) -> Option<String> {
     if let Some(rest) = c.path.strip_prefix(".sluice/status/") {
         return rest.strip_suffix(".yaml").map(str::to_string);
     }
-    [&c.old, &c.new].into_iter().flatten().find_map(|bytes| {
-        let text = String::from_utf8_lossy(bytes);
-        let first = text.lines().next()?;
-        let id = first
-            .strip_prefix(GENERATED_MARK)?
-            .strip_prefix(" for canary ")?
-            .split_whitespace()
-            .next()?
-            .trim_end_matches('.');
-        Some(id.to_string())
-    })
+    [&c.old_first_line, &c.new_first_line]
+        .into_iter()
+        .flatten()
+        .find_map(|first| {
+            let id = first
+                .strip_prefix(GENERATED_MARK)?
+                .strip_prefix(" for canary ")?
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('.');
+            Some(id.to_string())
+        })
 }
 
 /// The message without its trailer paragraph.

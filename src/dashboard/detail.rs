@@ -1,11 +1,15 @@
 //! A canary's page model: its steps as `sluice plan` computes them, one weight point per
 //! decision commit, each metric's values per decision with its thresholds (from the
-//! `Sluice-Check` trailers), the decision log, the audit verdict of its history and the CLI
-//! commands of the manual operations. History comes from `crate::readers::history`, the
+//! `Sluice-Check` trailers), the decision log (each decision audit cannot verify marked in
+//! it, with why), the audit verdict of its history and the CLI commands of the manual
+//! operations. History comes from `crate::readers::history`, the
 //! reader `sluice history` prints, over the last `limit` decision commits.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::audit::Report;
 use crate::core::model::Strategy;
 use crate::core::schedule::Pause;
 use crate::core::simulate::simulate;
@@ -106,6 +110,61 @@ pub struct LogEntry {
     pub by: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<String>,
+    /// Why audit cannot verify this decision (its trailers, `by` and `approval` included, are
+    /// then only what the commit claims); absent when audit made it again exactly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
+}
+
+/// What audit made of each commit of a canary's history: the log's marks.
+#[derive(Debug, Clone)]
+pub enum Verdicts {
+    /// The audit ran: the commits it verified without a finding, and why each other commit
+    /// it judged is not (its first finding, why it could not be checked, or why it is not
+    /// replayable).
+    Ran {
+        verified: BTreeSet<String>,
+        why: BTreeMap<String, String>,
+    },
+    /// The audit could not run: no decision is verified.
+    Unavailable(String),
+}
+
+impl Verdicts {
+    /// What the log marks of a report.
+    pub fn of(report: &Report) -> Verdicts {
+        let mut why: BTreeMap<String, String> = BTreeMap::new();
+        for f in &report.findings {
+            why.entry(f.commit.clone())
+                .or_insert_with(|| format!("{:?} {}: {}", f.kind, f.file, f.message));
+        }
+        for (commit, reason) in &report.unverifiable {
+            why.entry(commit.clone()).or_insert_with(|| reason.clone());
+        }
+        for n in &report.not_replayable {
+            why.entry(n.commit.clone())
+                .or_insert_with(|| n.reason.clone());
+        }
+        let verified = report
+            .verified
+            .iter()
+            .filter(|c| !why.contains_key(*c))
+            .cloned()
+            .collect();
+        Verdicts::Ran { verified, why }
+    }
+
+    /// Why the decision of commit `id` (full id) is not verified; `None` when audit made it
+    /// again exactly.
+    pub fn unverified(&self, id: &str) -> Option<String> {
+        match self {
+            Verdicts::Unavailable(e) => Some(format!("audit unavailable: {e}")),
+            Verdicts::Ran { verified, .. } if verified.contains(id) => None,
+            Verdicts::Ran { why, .. } => Some(why.get(id).cloned().unwrap_or_else(|| {
+                "audit does not take it for a decision of sluice's: it is not on the branch's first-parent line, or claims nothing audit can check".to_string()
+            })),
+        }
+    }
 }
 
 /// `sluice audit NS/NAME` on the commit read.
@@ -118,6 +177,8 @@ pub struct AuditView {
     pub findings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Decisions of the log audit does not verify (each is marked there).
+    pub unverified: usize,
 }
 
 /// A manual operation's CLI command.
@@ -227,12 +288,13 @@ pub fn metric_series(entries: &[Entry]) -> Vec<MetricSeries> {
     out
 }
 
-/// The decision log, newest first.
-pub fn log(entries: &[Entry], links: &Links) -> Vec<LogEntry> {
+/// The decision log, newest first, each decision `verdicts` does not verify marked.
+pub fn log(entries: &[Entry], links: &Links, verdicts: &Verdicts) -> Vec<LogEntry> {
     entries
         .iter()
         .rev()
         .map(|e| LogEntry {
+            unverified: verdicts.unverified(&e.id),
             time: e.time.clone(),
             link: links.commit(&e.commit),
             commit: e.commit.clone(),
@@ -268,8 +330,9 @@ pub fn commands(id: &str) -> Vec<Command> {
     .collect()
 }
 
-/// The audit of the canary's history at `head`, as the page shows it.
-pub fn audit(git_dir: &std::path::Path, head: git2::Oid, id: &str) -> AuditView {
+/// The audit of the canary's history at `head`, as the page shows it, and what it made of
+/// each commit (the log's marks).
+pub fn audit(git_dir: &std::path::Path, head: git2::Oid, id: &str) -> (AuditView, Verdicts) {
     let report = crate::audit::open(git_dir)
         .map_err(|e| e.to_string())
         .and_then(|repo| {
@@ -282,34 +345,43 @@ pub fn audit(git_dir: &std::path::Path, head: git2::Oid, id: &str) -> AuditView 
             .map_err(|e| e.to_string())
         });
     match report {
-        Ok(r) => AuditView {
-            verdict: if r.findings.is_empty() {
-                "ok"
-            } else {
-                "findings"
-            }
-            .into(),
-            replayed: r.replayed,
-            findings: r
-                .findings
-                .iter()
-                .map(|f| {
-                    format!(
-                        "{} {:?} {}: {}",
-                        f.commit.get(..7).unwrap_or(&f.commit),
-                        f.kind,
-                        f.file,
-                        f.message
-                    )
-                })
-                .collect(),
-            error: None,
-        },
-        Err(e) => AuditView {
-            verdict: "unavailable".into(),
-            error: Some(e),
-            ..AuditView::default()
-        },
+        Ok(r) => (audit_view(&r), Verdicts::of(&r)),
+        Err(e) => (
+            AuditView {
+                verdict: "unavailable".into(),
+                error: Some(e.clone()),
+                ..AuditView::default()
+            },
+            Verdicts::Unavailable(e),
+        ),
+    }
+}
+
+/// The audit box of a report.
+fn audit_view(r: &Report) -> AuditView {
+    AuditView {
+        verdict: if r.findings.is_empty() {
+            "ok"
+        } else {
+            "findings"
+        }
+        .into(),
+        replayed: r.replayed,
+        findings: r
+            .findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {:?} {}: {}",
+                    f.commit.get(..7).unwrap_or(&f.commit),
+                    f.kind,
+                    f.file,
+                    f.message
+                )
+            })
+            .collect(),
+        error: None,
+        unverified: 0,
     }
 }
 

@@ -189,6 +189,7 @@ mod tests {
         Entry {
             time: "2026-12-02T10:00:00Z".into(),
             commit: "abcdef1".into(),
+            id: "abcdef1".repeat(5) + "abcde",
             author: "sluice".into(),
             phase: "Progressing".into(),
             step: "1/3".into(),

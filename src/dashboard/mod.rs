@@ -1,8 +1,16 @@
 //! The read-only dashboard: an overview of every canary and a page per canary, and the same
-//! model as JSON (`/api/v1`). Drawn from git alone: the commit a ref points at is written out
-//! once (`crate::readers::tree`) and read by the readers `sluice status` and `sluice history`
-//! use; the result is cached by that commit. A request never fetches: whoever owns the clone
-//! (the daemon's loop, or `sluice dashboard`'s poller) moves the ref.
+//! model as JSON (`/api/v1`). Drawn from git alone: the files of the commit a ref points at
+//! are read from its tree objects by the reader audit and drift's verifier use
+//! ([`TreeFiles`], kept from one commit to the next, so a new head reads only the files that
+//! differ), and the model is built by the readers `sluice status` and `sluice history` use;
+//! the result is cached by that commit. A request never fetches: whoever owns the clone (the
+//! daemon's loop, or `sluice dashboard`'s poller) moves the ref.
+//!
+//! What a request may cost is bounded as the tick's read is: a file over the loader's limit
+//! ([`MAX_FILE_BYTES`](crate::yaml::snapshot::MAX_FILE_BYTES)) is refused by its size alone
+//! (the page lists it with the refused specs), and a blob is parsed once however many names
+//! it has, or not at all when someone in the process holds its parse (the daemon's tick, by
+//! blob id). Nothing is written to disk.
 //!
 //! Nothing here writes to the repo, and nothing shows a secret: the model holds names,
 //! weights, commit messages and trailers, which are in git for anyone who can read the repo.
@@ -22,9 +30,10 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
+use crate::commit_files::{Outside, TreeFiles};
+use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
-use crate::spec::load::load;
-use crate::yaml::snapshot::Snapshot;
+use crate::spec::settings::Settings;
 
 pub use detail::Detail;
 pub use model::Overview;
@@ -41,10 +50,12 @@ pub struct Source {
     pub reference: String,
 }
 
-/// The commit last read, written out, with what was built from it.
+/// The commit last read, its files, and what was built from them.
 struct Cached {
     head: git2::Oid,
-    dir: tempfile::TempDir,
+    /// The commit's files, moved on to the next head the ref points at.
+    files: TreeFiles,
+    settings: Settings,
     overview: Arc<Overview>,
     details: HashMap<String, Arc<Detail>>,
 }
@@ -102,7 +113,9 @@ impl Dashboard {
         let head = self.head()?;
         let mut guard = self.lock();
         if guard.as_ref().is_none_or(|c| c.head != head) {
-            *guard = Some(self.read(head)?);
+            // The last commit's files, moved to this one by the tree diff.
+            let files = guard.take().map(|c| c.files).unwrap_or_default();
+            *guard = Some(self.read(head, files)?);
         }
         match guard.as_mut() {
             Some(cached) => f(cached, &self.source.git_dir),
@@ -110,24 +123,52 @@ impl Dashboard {
         }
     }
 
-    fn read(&self, head: git2::Oid) -> Result<Cached, DashboardError> {
+    fn read(&self, head: git2::Oid, mut files: TreeFiles) -> Result<Cached, DashboardError> {
         let dir = &self.source.git_dir;
         let repo = git2::Repository::open(dir).context("open the repository")?;
         let tree = repo
             .find_commit(head)
-            .and_then(|c| c.tree())
+            .map(|c| c.tree_id())
             .with_context(|| format!("{}: cannot read commit {head}", dir.display()))?;
-        let written = crate::readers::tree::write_yaml(&repo, &tree, dir, &self.source.reference)?;
-        let links = links::Links::new(model::settings(written.path()).forge.as_ref());
+        files
+            .move_to(&repo, Some(tree))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+        files.forget_removed();
+        let (settings, held) = settings_of(&Outside {
+            repo: &repo,
+            files: &files,
+        });
+        files.load(&settings);
+        let loaded = files.loaded().to_loaded();
+        let outside = Outside {
+            repo: &repo,
+            files: &files,
+        };
+        let links = links::Links::new(settings.forge.as_ref());
         let overview = model::overview(
-            written.path(),
+            &Repo {
+                files: &outside,
+                snapshot: files.snapshot(),
+                held: held.as_deref(),
+                settings: &settings,
+                loaded: &loaded,
+            },
             &head.to_string(),
             &links,
             jiff::Timestamp::now(),
-        )?;
+        );
+        // What a test reads to count parses (one per blob, none for a blob the tick holds).
+        tracing::debug!(
+            commit = %head,
+            files = files.snapshot().files().len(),
+            parsed = files.parsed(),
+            refused = overview.refusals.len(),
+            "Dashboard read a commit"
+        );
         Ok(Cached {
             head,
-            dir: written,
+            files,
+            settings,
             overview: Arc::new(overview),
             details: HashMap::new(),
         })
@@ -159,14 +200,14 @@ impl Dashboard {
             else {
                 return Ok(None);
             };
-            let root = c.dir.path();
-            let settings = model::settings(root);
-            let links = links::Links::new(settings.forge.as_ref());
-            let loaded = load(&Snapshot::read(root), &settings);
-            let spec = loaded.canaries.iter().find(|s| s.id.to_string() == id);
+            let links = links::Links::new(c.settings.forge.as_ref());
+            let spec = c.files.loaded().canary(&id);
             let commits = crate::gitops::history_at(git_dir, c.head, Some((CANARY, &id)), history)
                 .context("read the canary's history")?;
             let entries = crate::readers::history::entries(&commits, &id);
+            let (mut audit, verdicts) = detail::audit(git_dir, c.head, &id);
+            let log = detail::log(&entries, &links, &verdicts);
+            audit.unverified = log.iter().filter(|e| e.unverified.is_some()).count();
             let detail = Detail {
                 schedule: spec.map_or_else(Vec::new, |s| {
                     let active = matches!(summary.tone, "active" | "waiting");
@@ -175,8 +216,8 @@ impl Dashboard {
                 weights: detail::weight_points(&entries),
                 metrics: detail::metric_series(&entries),
                 judgements: judge::judgements(&entries, &commits),
-                log: detail::log(&entries, &links),
-                audit: detail::audit(git_dir, c.head, &id),
+                log,
+                audit,
                 commands: detail::commands(&id),
                 history_limit: history,
                 summary,

@@ -1,9 +1,9 @@
 //! The overview's model: every canary of the repo at one commit, with its phase, weights,
 //! step, what it waits for and what holds it. Built from the same readers as `sluice status`
 //! (`crate::readers::status`) plus the specs (provider, steps); the pages and `/api/v1`
-//! serialize this one model. Reads a checkout only; no git, no network.
+//! serialize this one model. Reads what it is handed (a commit's files); no network.
 
-use std::path::Path;
+use std::collections::HashMap;
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -11,12 +11,9 @@ use serde::Serialize;
 use crate::core::model::Strategy;
 use crate::core::schedule::Pause;
 use crate::core::status::{Gate, Phase, Status};
-use crate::readers::status::{rows, Row};
-use crate::render::status_file;
-use crate::spec::load::{load, load_settings};
+use crate::readers::status::{rows_in, Repo, Row};
 use crate::spec::model::Canary;
-use crate::spec::settings::{Settings, SETTINGS_PATH};
-use crate::yaml::snapshot::{read_bounded, Snapshot};
+use crate::spec::settings::Settings;
 
 use super::links::Links;
 
@@ -102,38 +99,38 @@ pub struct Hold {
     pub reason: String,
 }
 
-/// The repo settings, or the defaults when they do not load (every canary then holds, and
-/// the status rows say so).
-pub fn settings(root: &Path) -> Settings {
-    let path = root.join(SETTINGS_PATH);
-    load_settings(path.is_file().then_some(path.as_path())).unwrap_or_default()
-}
-
-/// The overview of the checkout at `root`, read at commit `head`; `now` places the waits.
-pub fn overview(
-    root: &Path,
-    head: &str,
-    links: &Links,
-    now: Timestamp,
-) -> anyhow::Result<Overview> {
-    let settings = settings(root);
-    let snapshot = Snapshot::read(root);
-    let loaded = load(&snapshot, &settings);
+/// The overview of `repo`, read at commit `head`; `now` places the waits.
+pub fn overview(repo: &Repo<'_>, head: &str, links: &Links, now: Timestamp) -> Overview {
+    let by_id: HashMap<(&str, &str), &Canary> = repo
+        .loaded
+        .canaries
+        .iter()
+        .map(|c| ((c.id.namespace.as_str(), c.id.name.as_str()), c))
+        .collect();
     let mut canaries = Vec::new();
-    for row in rows(root)? {
-        let canary = loaded
-            .canaries
-            .iter()
-            .find(|c| c.id.namespace.as_str() == row.namespace && c.id.name.as_str() == row.name);
-        let status =
-            canary.and_then(|c| status_file::read(root, &c.id, read_bounded).ok().flatten());
-        canaries.push(summary(row, canary, status.as_ref(), &settings, links, now));
+    for row in rows_in(repo) {
+        let canary = by_id
+            .get(&(row.namespace.as_str(), row.name.as_str()))
+            .copied();
+        let status = canary.and_then(|c| {
+            crate::readers::status::status(repo.files, &c.id)
+                .ok()
+                .flatten()
+        });
+        canaries.push(summary(
+            row,
+            canary,
+            status.as_ref(),
+            repo.settings,
+            links,
+            now,
+        ));
     }
-    Ok(Overview {
+    Overview {
         head: head.to_string(),
         canaries,
-        refusals: loaded.errors.iter().map(ToString::to_string).collect(),
-    })
+        refusals: repo.loaded.errors.iter().map(ToString::to_string).collect(),
+    }
 }
 
 /// One canary's summary from its status row, spec and status.

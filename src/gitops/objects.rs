@@ -26,13 +26,21 @@ pub(crate) fn git(op: &'static str) -> impl Fn(git2::Error) -> GitError {
     }
 }
 
-/// One file a commit changed: its content before and after (`None`: absent).
+/// One file a commit changed: its blob before and after (`None`: absent; equal ids, equal
+/// content), and the first line of each (what says whether sluice generated it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Changed {
     pub path: String,
-    pub old: Option<Vec<u8>>,
-    pub new: Option<Vec<u8>>,
+    pub old: Option<Oid>,
+    pub new: Option<Oid>,
+    /// The first line of the content before and after (lossy UTF-8, at most
+    /// [`FIRST_LINE_BYTES`] bytes); `None` where the file is absent.
+    pub old_first_line: Option<String>,
+    pub new_first_line: Option<String>,
 }
+
+/// How much of a file's first line [`Changed`] keeps: a generated file's mark fits many times.
+pub const FIRST_LINE_BYTES: usize = 512;
 
 /// The commits of the first-parent line from the root to `head`, oldest first.
 pub fn first_parent_line(repo: &Repository, head: Oid) -> Result<Vec<Oid>> {
@@ -105,19 +113,49 @@ fn blob(repo: &Repository, id: Oid) -> Result<Option<Vec<u8>>> {
     Ok(Some(blob.content().to_vec()))
 }
 
-/// Every file that differs between `old` (empty when `None`) and `new`, sorted by path.
+/// Every file that differs between `old` (empty when `None`) and `new`, sorted by path. Each
+/// blob is read once however many paths name it (one push may commit one large blob under
+/// hundreds of names), and only its first line is kept.
 pub fn changes(repo: &Repository, old: Option<&Tree<'_>>, new: &Tree<'_>) -> Result<Vec<Changed>> {
     let diff = super::tree_diff(repo, old, Some(new)).map_err(git("compare two trees"))?;
+    let mut lines: std::collections::HashMap<Oid, String> = std::collections::HashMap::new();
+    let mut first_line = |id: Option<Oid>| -> Result<Option<String>> {
+        let Some(id) = id else { return Ok(None) };
+        if let Some(line) = lines.get(&id) {
+            return Ok(Some(line.clone()));
+        }
+        let blob = repo.find_blob(id).map_err(git("read a file"))?;
+        let content = blob.content();
+        let end = content
+            .iter()
+            .position(|b| *b == b'\n')
+            .unwrap_or(content.len())
+            .min(FIRST_LINE_BYTES);
+        let line = String::from_utf8_lossy(&content[..end]).into_owned();
+        lines.insert(id, line.clone());
+        Ok(Some(line))
+    };
     let mut out = Vec::new();
     for changed in diff {
+        let (old, new) = (changed.old.map(|o| o.0), changed.new.map(|n| n.0));
         out.push(Changed {
             path: changed.path_lossy(),
-            old: blob(repo, changed.old.map_or(Oid::ZERO_SHA1, |o| o.0))?,
-            new: blob(repo, changed.new.map_or(Oid::ZERO_SHA1, |n| n.0))?,
+            old_first_line: first_line(old)?,
+            new_first_line: first_line(new)?,
+            old,
+            new,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+/// The blob at `path` of `tree`; `None` when absent or not a file.
+pub fn blob_id_at(tree: &Tree<'_>, path: &str) -> Option<Oid> {
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) if entry.kind() == Some(ObjectType::Blob) => Some(entry.id()),
+        _ => None,
+    }
 }
 
 /// A file's content at a tree; `None` when absent or not a file.

@@ -19,7 +19,12 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wave: Option<String>,
     pub time: String,
+    /// The commit's short id (7 characters).
     pub commit: String,
+    /// Its full id (not printed: the dashboard matches audit's verdicts by it, as a short id
+    /// can be forged to match another commit's).
+    #[serde(skip)]
+    pub id: String,
     pub author: String,
     pub phase: String,
     pub step: String,
@@ -148,6 +153,7 @@ fn entry(e: &HistoryEntry, canary: &str, wave: Option<String>) -> Entry {
         wave,
         time,
         commit: e.oid.to_string().chars().take(7).collect(),
+        id: e.oid.to_string(),
         author: e.author.name.clone(),
         phase: trailer(PHASE).unwrap_or_default(),
         step: trailer(STEP).unwrap_or_default(),

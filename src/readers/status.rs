@@ -1,16 +1,21 @@
 //! The status reader `sluice status` and the dashboard share: one row per canary (one per
 //! wave for a canary with waves, each with its release's summary), read from the status
-//! files of a checkout (or a branch's tree written out). Reads files only.
+//! files of a checkout ([`Checkout`]) or of a commit's tree objects
+//! ([`crate::commit_files::Outside`], what the dashboard reads: nothing is written out).
+//! Reads files only.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Serialize;
 
+use crate::commit_files::Outside as TreeOutside;
 use crate::deleted::{self, Orphan};
 use crate::render::status_file;
-use crate::spec::load::{load, load_settings};
-use crate::spec::settings::SETTINGS_PATH;
-use crate::yaml::snapshot::Snapshot;
+use crate::spec::load::{load, settings_from, Loaded};
+use crate::spec::settings::{Settings, SETTINGS_PATH};
+use crate::workload::Outside;
+use crate::yaml::snapshot::{read_bounded, read_inside, ReadError, Snapshot};
 
 /// One canary's row.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -87,32 +92,139 @@ impl std::fmt::Display for Release {
     }
 }
 
-pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
-    let settings_path = root.join(SETTINGS_PATH);
-    // Settings that do not load hold every canary (the tick decides nothing); say so on
-    // each row rather than list them as if they ran on defaults.
-    let (settings, held) =
-        match load_settings(settings_path.is_file().then_some(settings_path.as_path())) {
-            Ok(s) => (s, None),
-            Err(errors) => (
-                Default::default(),
-                Some(format!(
-                    "held: {}; every canary holds until {SETTINGS_PATH} loads",
-                    errors
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )),
-            ),
+/// Where the rows read the files the walk does not (settings, status files, a source in a
+/// hidden folder): a checkout's folder, or a commit's tree objects.
+pub trait Files {
+    /// `file` (repo-relative) read as [`read_bounded`] reads a checked-out file (a link, a
+    /// folder or a device refused); `None` when nothing is there.
+    fn read(&self, file: &str) -> Option<Result<String, ReadError>>;
+    /// The names of what is inside the folder `folder` (repo-relative); empty when none.
+    fn list(&self, folder: &str) -> Vec<String>;
+    /// The folder workload lookups are handed: a checkout's, or one nothing is below.
+    fn root(&self) -> &Path;
+    /// Where workload lookups read files outside the snapshot; `None`: from [`Files::root`].
+    fn outside(&self) -> Option<&dyn Outside>;
+}
+
+/// A checkout (or any folder) on disk, read in place; links refused.
+pub struct Checkout<'a>(pub &'a Path);
+
+impl Files for Checkout<'_> {
+    fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
+        let path = self.0.join(file);
+        // `symlink_metadata`, not `exists`: a link (even a dangling one) is refused, not absent.
+        std::fs::symlink_metadata(&path).ok()?;
+        Some(read_inside(self.0, &path, read_bounded))
+    }
+
+    fn list(&self, folder: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.0.join(folder)) else {
+            return Vec::new();
         };
+        entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect()
+    }
+
+    fn root(&self) -> &Path {
+        self.0
+    }
+
+    fn outside(&self) -> Option<&dyn Outside> {
+        None
+    }
+}
+
+/// The folder handed to workload lookups of a tree: nothing can be below `/dev/null`, so a
+/// read that went to the disk instead of the tree would find nothing (none does).
+const NO_FOLDER: &str = "/dev/null/sluice-tree";
+
+impl Files for TreeOutside<'_> {
+    fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
+        self.files.read(self.repo, file)
+    }
+
+    fn list(&self, folder: &str) -> Vec<String> {
+        self.files.list(folder)
+    }
+
+    fn root(&self) -> &Path {
+        Path::new(NO_FOLDER)
+    }
+
+    fn outside(&self) -> Option<&dyn Outside> {
+        Some(self)
+    }
+}
+
+/// The repo settings read through `files` (defaults when absent), and, when they do not
+/// load, the message every row then carries: the tick decides nothing, so each row says so
+/// rather than list the canaries as if they ran on defaults.
+pub fn settings_of(files: &dyn Files) -> (Settings, Option<String>) {
+    let Some(read) = files.read(SETTINGS_PATH) else {
+        return (Settings::default(), None);
+    };
+    let (settings, errors) = settings_from(read);
+    if errors.is_empty() {
+        return (settings, None);
+    }
+    let held = format!(
+        "held: {}; every canary holds until {SETTINGS_PATH} loads",
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    (settings, Some(held))
+}
+
+/// What the rows are made of: the repo's files, their snapshot, the settings and the
+/// canaries loaded from them.
+pub struct Repo<'a> {
+    pub files: &'a dyn Files,
+    pub snapshot: &'a Snapshot,
+    /// Why every canary holds (see [`settings_of`]).
+    pub held: Option<&'a str>,
+    pub settings: &'a Settings,
+    pub loaded: &'a Loaded,
+}
+
+/// The rows of the checkout at `root` (what `sluice status` prints of a folder).
+pub fn rows(root: &Path) -> anyhow::Result<Vec<Row>> {
+    let files = Checkout(root);
+    let (settings, held) = settings_of(&files);
     let snapshot = Snapshot::read(root);
     let loaded = load(&snapshot, &settings);
+    Ok(rows_in(&Repo {
+        files: &files,
+        snapshot: &snapshot,
+        held: held.as_deref(),
+        settings: &settings,
+        loaded: &loaded,
+    }))
+}
+
+/// A canary's status through `files`; `None` when it has no status file.
+pub fn status(
+    files: &dyn Files,
+    id: &crate::spec::model::CanaryId,
+) -> Result<Option<crate::core::status::Status>, String> {
+    files
+        .read(&status_file::path_for(id))
+        .map(|read| status_file::from_read(read).map(|(status, _)| status))
+        .transpose()
+}
+
+/// The rows of `repo`.
+pub fn rows_in(repo: &Repo<'_>) -> Vec<Row> {
+    let (settings, held, snapshot, loaded) = (repo.settings, repo.held, repo.snapshot, repo.loaded);
     let mut out = Vec::new();
     let mut statuses = Vec::new();
     for c in &loaded.canaries {
         let warnings = loaded.warnings_of(&c.id);
-        let status = status_file::read(root, &c.id, crate::yaml::snapshot::read_bounded);
+        let status = status(repo.files, &c.id);
         statuses.push(status.as_ref().ok().and_then(Clone::clone));
         let row = match status {
             Ok(Some(s)) => Row {
@@ -142,9 +254,9 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
         };
         let url = settings.dashboard_page(c.id.namespace.as_str(), c.id.name.as_str());
         let wave = c.wave.as_ref().map(|w| w.name.to_string());
-        out.push(match &held {
+        out.push(match held {
             Some(message) => Row {
-                message: message.clone(),
+                message: message.to_string(),
                 url,
                 wave,
                 ..row
@@ -152,13 +264,13 @@ pub fn rows(root: &std::path::Path) -> anyhow::Result<Vec<Row>> {
             None => Row { url, wave, ..row },
         });
     }
-    let releases = releases(root, &snapshot, &loaded.canaries, &statuses);
+    let releases = releases(repo.files, snapshot, &loaded.canaries, &statuses);
     for (row, c) in out.iter_mut().zip(&loaded.canaries) {
         let key = (c.id.namespace.to_string(), c.base_name().to_string());
         row.release = c.wave.as_ref().and_then(|_| releases.get(&key).cloned());
     }
-    out.extend(deleted_rows(root, &snapshot));
-    Ok(out)
+    out.extend(deleted_rows(repo.files, snapshot));
+    out
 }
 
 /// The row of a canary whose status cannot be shown: `phase` and `message` say why.
@@ -190,14 +302,17 @@ fn without_status(
 /// where it stands, by the release rule of [`crate::core::waves::release_state`]. `statuses`
 /// holds each canary's status, in the order of `canaries`.
 fn releases(
-    root: &std::path::Path,
+    files: &dyn Files,
     snapshot: &Snapshot,
     canaries: &[crate::spec::model::Canary],
     statuses: &[Option<crate::core::status::Status>],
 ) -> BTreeMap<(String, String), Release> {
     use crate::core::waves::{release_state, ReleaseState, WaveState};
     let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = crate::workload::Index::new(snapshot, &outputs);
+    let index = match files.outside() {
+        Some(outside) => crate::workload::Index::reading(snapshot, &outputs, outside),
+        None => crate::workload::Index::new(snapshot, &outputs),
+    };
     let mut members: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
     for (i, c) in canaries.iter().enumerate() {
         if c.wave.is_some() {
@@ -210,7 +325,7 @@ fn releases(
         at.sort_by_key(|&i| canaries[i].wave.as_ref().map_or(0, |w| w.index));
         let Some(&first) = at.first() else { continue };
         // Every wave reads the one source: its revision is the release's.
-        let revision = match crate::workload::revision(root, &canaries[first], &index) {
+        let revision = match crate::workload::revision(files.root(), &canaries[first], &index) {
             Ok(r) => r,
             Err(_) => continue,
         };
@@ -245,8 +360,13 @@ fn releases(
 /// Canaries whose spec is gone but whose status file is left: `Orphaned` (their output is
 /// left as it is) or, with `revertOnDeletion` recorded, `Terminating` until the next tick
 /// reverts their output.
-fn deleted_rows(root: &std::path::Path, snapshot: &Snapshot) -> Vec<Row> {
-    deleted::find(root, snapshot, crate::yaml::snapshot::read_bounded)
+fn deleted_rows(files: &dyn Files, snapshot: &Snapshot) -> Vec<Row> {
+    let read_status = |file: &str| {
+        files
+            .read(file)
+            .unwrap_or_else(|| Err(ReadError::Io(format!("{file} is not there"))))
+    };
+    deleted::find_listed(|folder| files.list(folder), snapshot, read_status)
         .into_iter()
         .map(|d| {
             let (phase, message) = if d.reverts() {

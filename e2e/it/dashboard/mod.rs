@@ -14,7 +14,7 @@
 
 mod grafana;
 mod judge;
-mod webdriver;
+pub(crate) mod webdriver;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,15 +29,15 @@ use crate::support::{
 };
 use webdriver::Browser;
 
-const DESKTOP: (u32, u32) = (1280, 800);
+pub(crate) const DESKTOP: (u32, u32) = (1280, 800);
 const PHONE: (u32, u32) = (390, 844);
 
-fn screenshots() -> PathBuf {
+pub(crate) fn screenshots() -> PathBuf {
     crate::support::repo_root().join("target/dashboard-screenshots")
 }
 
 /// A process killed when dropped.
-struct Process(Child);
+pub(crate) struct Process(Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
@@ -285,8 +285,20 @@ fn hostile_repo(dir: &Path) -> PathBuf {
 }
 
 fn sluice_dashboard(bare: &Path, extra: &[&str]) -> (Process, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.env("SLUICE_LOG", "error");
+    sluice_dashboard_with(bare, extra, cmd)
+}
+
+/// `sluice dashboard --dir bare --listen <free port>` run by `cmd` (the binary, with the
+/// environment and stderr the caller chose), once it listens: the process and the address.
+pub(crate) fn sluice_dashboard_with(
+    bare: &Path,
+    extra: &[&str],
+    mut cmd: Command,
+) -> (Process, String) {
     let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let child = cmd
         .args([
             "dashboard",
             "--dir",
@@ -295,7 +307,6 @@ fn sluice_dashboard(bare: &Path, extra: &[&str]) -> (Process, String) {
             &addr,
         ])
         .args(extra)
-        .env("SLUICE_LOG", "error")
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
