@@ -43,7 +43,8 @@
 //! | [`plan`] | the core's verdicts as commits (files, messages) | read the forge, commit or push |
 //! | [`execute`] | the one executor: commits, the push, notifications, approval branches and pull requests | decide |
 //! | [`outcome`] | what a tick reports per canary, and its errors | decide |
-//! | [`runtime`] | what is built once at start: the tokio runtime, the environment snapshot, tokens, the kube client, the settings cache | decide anything |
+//! | [`runtime`] | what is built once at start: the tokio runtime, the environment snapshot, tokens, the kube client, the settings cache, the clock | decide anything |
+//! | [`clock`] | the one clock commands read and sleep on: the wall clock, or a stepped one for tests (`SLUICE_CLOCK=stepped`) | be read by the core |
 //! | [`core`] | the pure crate: model, schedules, facts, `verdict` and `decide`, manual-operation rules, status, the `sluice plan` simulator | touch git, HTTP, files, YAML or the clock |
 //! | [`yaml`] | the leaf every reader shares: one walk and parse of the repo per tick (the snapshot), line-marked trees, field readers, `file:line: field: message` errors | know about canaries |
 //! | [`spec`] | the snapshot's YAML to the core's model; repo settings; the rule of every field that names a path, URL, host or Secret (`spec::named_paths`) | do IO |
@@ -88,6 +89,7 @@ pub use sluice_core as core;
 pub mod approval;
 pub mod audit;
 pub mod cli;
+pub mod clock;
 pub mod commit_files;
 pub mod dashboard;
 pub mod deleted;

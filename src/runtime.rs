@@ -18,6 +18,7 @@
 //!
 //! It holds no per-canary state and makes no decision.
 
+use crate::clock::Clock;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::path::Path;
@@ -63,6 +64,8 @@ pub struct Runtime {
     statuses: Mutex<ParsedStatuses>,
     /// The canaries as the last tick loaded them, and the head it loaded them at.
     loads: Mutex<Option<(git2::Oid, KeptLoad)>>,
+    /// Where commands read the time and sleep ([`crate::clock`]).
+    clock: Clock,
 }
 
 /// Status files parsed by the last tick, by blob id: each one's status and spec record.
@@ -117,6 +120,8 @@ impl Runtime {
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
             .and_then(ForgeClient::new)
             .map_err(|e| e.to_string());
+        let clock = Clock::named(env.get(crate::clock::VAR).map(String::as_str))
+            .map_err(std::io::Error::other)?;
         Ok(Runtime {
             tokio,
             env,
@@ -132,7 +137,13 @@ impl Runtime {
             snapshots: Mutex::new(KeptSnapshot::default()),
             statuses: Mutex::new(HashMap::new()),
             loads: Mutex::new(None),
+            clock,
         })
+    }
+
+    /// The clock commands read the time from and sleep on.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// This context with every repo file a tick reads going through `reader`, which is given

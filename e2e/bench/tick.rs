@@ -1249,6 +1249,8 @@ fn big_push(scale: &Scale) -> [Row; 3] {
             .args(["run", "--repo", &url, "--workdir"])
             .arg(&work)
             .args(["--poll", "1s", "--listen", &addr])
+            // The dashboard on the main listener, as the oauth2-proxy patch serves it.
+            .args(["--dashboard-listen", &addr])
             .args(["--probe-listen", "127.0.0.1:0"])
             .env(
                 "SLUICE_LOG",

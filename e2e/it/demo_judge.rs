@@ -6,18 +6,15 @@
 //! `sluice audit` judges the recorded series again and finds the history clean.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::support::git;
 
 /// `sluice demo --judge ARGS --keep DIR`: its exit code, stdout and the kept remote.
 fn demo(dir: &Path, args: &[&str]) -> (i32, String, std::path::PathBuf) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["demo", "--judge"])
+    let out = crate::support::sluice_demo(&["--judge"])
         .args(args)
         .arg("--keep")
         .arg(dir)
-        .env("SLUICE_LOG", "error")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -7,7 +7,6 @@
 //! 10 s, so each of the 15 commits of the release waits ~11 s and the test takes ~2 min 20 s.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value as Json;
 
@@ -42,12 +41,7 @@ fn demo_bare(keep: &Path) -> std::path::PathBuf {
 fn demo_waves_rolls_one_release_through_three_clusters_in_wave_order() {
     let tmp = tempfile::tempdir().unwrap();
     let keep = tmp.path().join("demo");
-    let out = run_ok(
-        Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["demo", "--waves", "--keep"])
-            .arg(&keep)
-            .env("SLUICE_LOG", "error"),
-    );
+    let out = run_ok(crate::support::sluice_demo(&["--waves", "--keep"]).arg(&keep));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         stdout.contains("canary demo/podinfo ended Succeeded"),

@@ -399,7 +399,7 @@ fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
 
 /// `sluice demo` with `args` succeeds and prints each of `expected`.
 fn demo_prints(args: &[&str], expected: &[&str]) {
-    let out = crate::support::run_ok(Command::new(env!("CARGO_BIN_EXE_sluice")).args(args));
+    let out = crate::support::run_ok(&mut crate::support::sluice_demo(args));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for line in expected {
         assert!(stdout.contains(line), "{line:?} not in {stdout}");
@@ -409,7 +409,7 @@ fn demo_prints(args: &[&str], expected: &[&str]) {
 #[test]
 fn demo_runs_from_the_binary() {
     demo_prints(
-        &["demo"],
+        &[],
         &[
             "canary demo/podinfo ended Succeeded",
             "podinfo: promotion completed, canary scaled down",
@@ -420,7 +420,7 @@ fn demo_runs_from_the_binary() {
 #[test]
 fn demo_fail_rolls_back_and_names_the_metric() {
     demo_prints(
-        &["demo", "--fail"],
+        &["--fail"],
         &[
             "canary demo/podinfo ended Failed",
             "request-success-rate 87.31 < 99",

@@ -13,6 +13,7 @@ use anyhow::{bail, Context as _};
 use crate::cli::demo_judge;
 use crate::cli::demo_prometheus::{self, Script};
 use crate::cli::run::sleep_for;
+use crate::clock::Clock;
 use crate::core::judge::JudgeSpec;
 use crate::core::status::Phase;
 use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
@@ -217,16 +218,17 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         push_attempts: 8,
         runtime: &runtime,
     };
-    let start = Instant::now();
-    let report = tick(&mut sluice, &ctx, jiff::Timestamp::now())?;
-    show(&report, start);
+    let clock = runtime.clock();
+    let start = clock.now();
+    let report = tick(&mut sluice, &ctx, clock.now())?;
+    show(&report, clock, start);
 
     // A human bumps the image, as they would in a pull request.
     let mut human = ConfigRepo::open_or_clone(&url, "main", &dir.join("alice-workdir"), &creds)?;
     bump_image(&mut human, &alice)?;
     outln!(
         "[{:>5.1}s] alice: podinfo: bump image to 6.7.1",
-        start.elapsed().as_secs_f64()
+        since(clock, start)
     );
 
     let watched = watched(args.waves);
@@ -275,22 +277,23 @@ fn serve_dashboard(remote: &Path, listen: std::net::SocketAddr) -> anyhow::Resul
 }
 
 /// Prints what a tick committed and what went wrong, with the seconds since `start`.
-fn show(report: &TickReport, start: Instant) {
+fn show(report: &TickReport, clock: &Clock, start: jiff::Timestamp) {
     for e in &report.spec_errors {
         outln!("  spec error: {e}");
     }
     for o in &report.outcomes {
         if let Some(subject) = &o.committed {
-            outln!("[{:>5.1}s] {subject}", start.elapsed().as_secs_f64());
+            outln!("[{:>5.1}s] {subject}", since(clock, start));
         }
         if let Some(e) = &o.error {
-            outln!(
-                "[{:>5.1}s] {}: error: {e}",
-                start.elapsed().as_secs_f64(),
-                o.id
-            );
+            outln!("[{:>5.1}s] {}: error: {e}", since(clock, start), o.id);
         }
     }
+}
+
+/// Seconds on `clock` since `start`.
+fn since(clock: &Clock, start: jiff::Timestamp) -> f64 {
+    clock.now().duration_since(start).as_secs_f64()
 }
 
 /// Commits and pushes a new image tag in the human's clone, as a pull request would.
@@ -307,19 +310,21 @@ fn bump_image(human: &mut ConfigRepo, alice: &Identity) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Ticks until the `watched` canaries are promoted, or one is rolled back, sleeping until each
-/// next due time; an error after `timeout`. With a `judge`, each judged decision's table.
+/// Ticks until the `watched` canaries are promoted, or one is rolled back, sleeping on the
+/// runtime's clock until each next due time; an error after `timeout` of wall time. With a
+/// `judge`, each judged decision's table.
 fn tick_until_done(
     sluice: &mut ConfigRepo,
     ctx: &Context,
     watched: &[String],
-    (start, timeout): (Instant, Duration),
+    (start, timeout): (jiff::Timestamp, Duration),
     judge: Option<&JudgeSpec>,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
+    let clock = ctx.runtime.clock();
     loop {
-        let report = tick(sluice, ctx, jiff::Timestamp::now())?;
-        show(&report, start);
+        let report = tick(sluice, ctx, clock.now())?;
+        show(&report, clock, start);
         if let Some(spec) = judge.filter(|_| report.commits > 0) {
             demo_judge::show(sluice, report.commits, CANARY, spec)?;
         }
@@ -347,9 +352,9 @@ fn tick_until_done(
         if Instant::now() > deadline {
             bail!("the demo did not finish within {} s", timeout.as_secs());
         }
-        std::thread::sleep(sleep_for(
+        clock.sleep(sleep_for(
             report.wake_at(),
-            jiff::Timestamp::now(),
+            clock.now(),
             Duration::from_secs(1),
         ));
     }

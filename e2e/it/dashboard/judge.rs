@@ -4,7 +4,6 @@
 //! classification, the interval, the group scores and the summary the commit's trailers hold.
 //! A screenshot goes to `target/dashboard-screenshots/judge-canary.png`.
 
-use std::process::Command;
 
 use serde_json::Value as Json;
 
@@ -16,12 +15,7 @@ use crate::support::{http, run_ok};
 fn dashboard_shows_the_judges_tables_of_a_judged_canary_in_a_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let kept = tmp.path().join("demo");
-    run_ok(
-        Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["demo", "--judge", "--fail", "--keep"])
-            .arg(&kept)
-            .env("SLUICE_LOG", "error"),
-    );
+    run_ok(crate::support::sluice_demo(&["--judge", "--fail", "--keep"]).arg(&kept));
     let bare = kept.join("config-repo.git");
     let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
 

@@ -432,10 +432,9 @@ fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
     use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["demo", "--dashboard", "--dashboard-listen", &addr, "--keep"])
+    let mut child = crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", &addr])
+        .arg("--keep")
         .arg(tmp.path().join("demo"))
-        .env("SLUICE_LOG", "error")
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -450,3 +450,14 @@ pub fn every_file_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         })
         .collect()
 }
+
+/// `sluice demo ARGS` on a stepped clock (`SLUICE_CLOCK=stepped`): the demo's pauses (Flagger's
+/// 10 s floor) are jumped over instead of waited for; logs at `error` only.
+pub fn sluice_demo(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.arg("demo")
+        .args(args)
+        .env("SLUICE_LOG", "error")
+        .env(sluice::clock::VAR, "stepped");
+    cmd
+}
