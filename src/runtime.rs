@@ -110,11 +110,25 @@ impl Runtime {
                     .map(String::as_str),
             ),
         );
+        let origins = crate::metrics::prometheus::origins(
+            &var(crate::metrics::prometheus::ORIGINS_VAR).unwrap_or_default(),
+        )
+        .map_err(std::io::Error::other)?;
         let prometheus =
             match Auth::from_values(var(TOKEN_VAR), var(USERNAME_VAR), var(PASSWORD_VAR)) {
+                Ok(auth) if auth != Auth::None && origins.is_empty() => {
+                    return Err(std::io::Error::other(format!(
+                        "{TOKEN_VAR} or {USERNAME_VAR} is set, but {} is not: list the \
+                         Prometheus origins (scheme://host[:port], comma-separated) these \
+                         credentials may be sent to; the repo names the addresses queried, so \
+                         without the list anyone who can push could have them sent elsewhere",
+                        crate::metrics::prometheus::ORIGINS_VAR
+                    )))
+                }
                 Ok(auth) => PrometheusAccess::new(http.clone(), auth),
                 Err(e) => PrometheusAccess::unusable(http.clone(), e),
             }
+            .with_origins(origins)
             .with_secrets(secrets.clone())
             .with_cloudwatch(crate::metrics::cloudwatch::CloudwatchEnv::from_lookup(var));
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
@@ -406,8 +420,73 @@ mod tests {
             .auth()
             .unwrap_err()
             .contains("SLUICE_PROMETHEUS_PASSWORD"));
-        let rt = runtime(&[("SLUICE_PROMETHEUS_TOKEN", "p")]);
+        let rt = runtime(&[
+            ("SLUICE_PROMETHEUS_TOKEN", "p"),
+            ("SLUICE_PROMETHEUS_ORIGINS", "http://prom.monitoring:9090"),
+        ]);
         assert!(matches!(rt.prometheus().auth(), Ok(Auth::Bearer(t)) if t == "p"));
+    }
+
+    /// The operator's Prometheus credentials go only to the origins the operator lists: the
+    /// repo names the addresses queried (`metricsServer`, `prometheus.address`, a template's
+    /// `address`), and anyone who can push could name a server of theirs.
+    #[test]
+    fn operator_prometheus_credentials_go_only_to_the_listed_origins() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let err = Runtime::with_env(env(&[("SLUICE_PROMETHEUS_TOKEN", "operator-tok")]))
+            .err()
+            .expect("credentials without origins do not start");
+        assert!(
+            err.to_string().contains("SLUICE_PROMETHEUS_ORIGINS"),
+            "{err}"
+        );
+        let err = Runtime::with_env(env(&[("SLUICE_PROMETHEUS_ORIGINS", "prom:9090")]))
+            .err()
+            .expect("an origin that is no URL");
+        assert!(err.to_string().contains("not an http(s) address"), "{err}");
+
+        let rt = runtime(&[
+            ("SLUICE_PROMETHEUS_TOKEN", "operator-tok"),
+            (
+                "SLUICE_PROMETHEUS_ORIGINS",
+                "http://prom.monitoring:9090, https://thanos.example",
+            ),
+        ]);
+        let access = rt.prometheus();
+        for allowed in [
+            "http://prom.monitoring:9090",
+            "http://prom.monitoring:9090/prometheus",
+            "https://thanos.example:443/api",
+        ] {
+            assert!(
+                matches!(access.auth_for(allowed), Ok(Auth::Bearer(t)) if t == "operator-tok"),
+                "{allowed}"
+            );
+        }
+        for refused in [
+            "http://attacker:9090",
+            "http://prom.monitoring:9091",
+            "https://prom.monitoring:9090",
+            "http://thanos.example",
+            "not a url",
+        ] {
+            let err = access.auth_for(refused).unwrap_err();
+            assert!(
+                err.contains("SLUICE_PROMETHEUS_ORIGINS"),
+                "{refused}: {err}"
+            );
+        }
+        // Without operator credentials nothing is sent, wherever the repo points.
+        let rt = runtime(&[]);
+        assert!(matches!(
+            rt.prometheus().auth_for("http://attacker:9090"),
+            Ok(Auth::None)
+        ));
     }
 
     #[test]

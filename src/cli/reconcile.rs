@@ -40,12 +40,13 @@ pub fn print_report(report: &TickReport) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
-    let mut locked = args.repo.open()?;
+    // The settings of the process first: a bad one stops before the work dir is touched.
     let runtime = Runtime::from_env()?;
+    let mut locked = args.repo.open()?;
     let observer = Live::new(&runtime);
     let ctx = context(&observer, args.push_attempts, &runtime);
     // `open` fetched the branch a moment ago; a second fetch would only ask the remote again.
-    let report = tick_fetched(&mut locked.repo, &ctx, jiff::Timestamp::now())?;
+    let report = tick_fetched(&mut locked.repo, &ctx, runtime.clock().now())?;
     print_report(&report);
     Ok(0)
 }

@@ -177,17 +177,19 @@ fn prometheus(fetch: &Fetch<'_>, canary: &Canary) -> Result<Pooled, String> {
         .or(fetch.default_address)
         .ok_or(NO_ADDRESS)?;
     let mut config = PrometheusConfig::new(address);
-    config.auth = fetch
-        .access
-        .auth()
-        .map_err(|e| format!("Prometheus credentials: {e}"))?
-        .clone();
-    // A wave's own Prometheus takes the credentials of its `metricsSecretRef`.
-    if canary.metrics_server.is_some() {
-        if let Some(auth) = crate::metrics::wave_auth(canary, fetch.access.secrets()) {
-            config.auth = auth?;
-        }
-    }
+    // A wave's own Prometheus takes the credentials of its `metricsSecretRef`; else the
+    // operator's, only where the operator allows them to go.
+    let wave = canary
+        .metrics_server
+        .as_ref()
+        .and_then(|_| crate::metrics::wave_auth(canary, fetch.access.secrets()));
+    config.auth = match wave {
+        Some(auth) => auth?,
+        None => fetch
+            .access
+            .auth_for(address)
+            .map_err(|e| format!("Prometheus credentials: {e}"))?,
+    };
     let client = Prometheus::with_client(fetch.access.http().get(false).clone(), &config)
         .map_err(|e| e.to_string())?;
     let endpoint = fetch

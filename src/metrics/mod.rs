@@ -545,13 +545,12 @@ fn plan(
     let Some(address) = address else {
         return Job::Failed(NO_ADDRESS.into());
     };
-    let mut auth = match access.auth() {
-        Ok(a) => a.clone(),
-        Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
-    };
+    // The template's `secretRef`, else the wave's `metricsSecretRef`, else the operator's
+    // credentials (only where the operator allows them to go).
+    let mut auth = None;
     if to_canary && canary.metrics_server.is_some() {
         match wave_auth(canary, access.secrets()) {
-            Some(Ok(a)) => auth = a,
+            Some(Ok(a)) => auth = Some(a),
             Some(Err(e)) => return Job::Failed(e),
             None => {}
         }
@@ -566,14 +565,20 @@ fn plan(
     {
         if let (Some(secret), Some(t)) = (secret_ref, template) {
             match prometheus_secret(t, secret, access.secrets()) {
-                Ok(a) => auth = a,
+                Ok(a) => auth = Some(a),
                 Err(e) => return Job::Failed(e),
             }
         }
         config.headers = headers.clone();
         config.insecure_skip_verify = *insecure_skip_verify;
     }
-    config.auth = auth;
+    config.auth = match auth {
+        Some(a) => a,
+        None => match access.auth_for(address) {
+            Ok(a) => a,
+            Err(e) => return Job::Failed(format!("Prometheus credentials: {e}")),
+        },
+    };
     Job::Query {
         config,
         promql: text,

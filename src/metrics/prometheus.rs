@@ -9,7 +9,10 @@
 //!
 //! Credentials come from the environment (`SLUICE_PROMETHEUS_TOKEN`, or
 //! `SLUICE_PROMETHEUS_USERNAME` + `SLUICE_PROMETHEUS_PASSWORD`), read once by the runtime context
-//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. A
+//! (`runtime::Runtime::prometheus`); a bearer token wins over basic auth, as in Flagger. They
+//! are the operator's, and the repo names the addresses queried, so they are sent only to the
+//! origins the operator lists in `SLUICE_PROMETHEUS_ORIGINS` ([`PrometheusAccess::auth_for`]);
+//! a process given them without that list does not start. A
 //! MetricTemplate with a `secretRef` uses that Secret's `token` or `username`/`password`
 //! instead (read by `metrics::plan` through [`crate::secrets::Secrets`]). This module judges
 //! nothing.
@@ -34,6 +37,25 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const TOKEN_VAR: &str = "SLUICE_PROMETHEUS_TOKEN";
 pub const USERNAME_VAR: &str = "SLUICE_PROMETHEUS_USERNAME";
 pub const PASSWORD_VAR: &str = "SLUICE_PROMETHEUS_PASSWORD";
+/// The origins (`scheme://host[:port]`, comma-separated) the operator's credentials may be
+/// sent to.
+pub const ORIGINS_VAR: &str = "SLUICE_PROMETHEUS_ORIGINS";
+
+/// The origins of `list` (the value of [`ORIGINS_VAR`]): each an `http(s)` URL with a host.
+pub fn origins(list: &str) -> Result<Vec<url::Origin>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(|o| match url::Url::parse(o) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                Ok(u.origin())
+            }
+            _ => Err(format!(
+                "{ORIGINS_VAR}: {o:?} is not an http(s) address such as https://prometheus.monitoring:9090"
+            )),
+        })
+        .collect()
+}
 
 /// How requests authenticate. `Debug` never prints secrets.
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -100,6 +122,8 @@ pub struct PrometheusAccess {
     secrets: Secrets,
     /// The AWS credentials and endpoint of the environment, for CloudWatch templates.
     cloudwatch: crate::metrics::cloudwatch::CloudwatchEnv,
+    /// Where the environment's credentials may be sent ([`ORIGINS_VAR`]).
+    origins: Vec<url::Origin>,
 }
 
 impl PrometheusAccess {
@@ -111,6 +135,7 @@ impl PrometheusAccess {
             auth: Err(why),
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
+            origins: Vec::new(),
         }
     }
 
@@ -122,6 +147,7 @@ impl PrometheusAccess {
             auth: Ok(auth),
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
+            origins: Vec::new(),
         }
     }
 
@@ -151,9 +177,35 @@ impl PrometheusAccess {
         &self.secrets
     }
 
+    /// This access sending the environment's credentials to `origins` only.
+    pub fn with_origins(mut self, origins: Vec<url::Origin>) -> PrometheusAccess {
+        self.origins = origins;
+        self
+    }
+
     /// The credentials, or why the environment's settings cannot be used.
     pub fn auth(&self) -> Result<&Auth, &str> {
         self.auth.as_ref().map_err(String::as_str)
+    }
+
+    /// The environment's credentials for a query to `address`: none when there are none, and
+    /// an error when `address` (which the repo names) is not at an origin the operator listed in
+    /// [`ORIGINS_VAR`], so that no one who can push can have them sent to a server of theirs.
+    pub fn auth_for(&self, address: &str) -> Result<Auth, String> {
+        let auth = self.auth.clone()?;
+        if auth == Auth::None {
+            return Ok(auth);
+        }
+        let origin = url::Url::parse(address).map(|u| u.origin()).ok();
+        match origin {
+            Some(o) if self.origins.contains(&o) => Ok(auth),
+            _ => Err(format!(
+                "the operator's Prometheus credentials ({TOKEN_VAR} or {USERNAME_VAR}) are sent only to \
+                 the origins {ORIGINS_VAR} lists, and {} is not one of them: add its origin there, or \
+                 give the MetricTemplate a secretRef of its own",
+                crate::url_credentials::redact_url(address)
+            )),
+        }
     }
 
     /// The pooled clients.

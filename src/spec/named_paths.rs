@@ -60,7 +60,7 @@ const fn row(kind: &'static str, field: &'static str, rule: Rule) -> NamedField 
     NamedField { kind, field, rule }
 }
 
-const PROMETHEUS: &str = "http(s); queried with the template's or wave's `secretRef`, else with the operator's `SLUICE_PROMETHEUS_*` credentials";
+const PROMETHEUS: &str = "http(s); queried with the template's or wave's `secretRef`, else with the operator's `SLUICE_PROMETHEUS_*` credentials, only at an origin `SLUICE_PROMETHEUS_ORIGINS` lists";
 
 /// Every field sluice reads that names a file, folder, URL, host, Secret or object.
 pub const FIELDS: &[NamedField] = &[
@@ -106,7 +106,7 @@ pub const FIELDS: &[NamedField] = &[
     row(
         "MetricTemplate",
         "spec.provider.address",
-        Rule::Url("http(s) (wss for splunk); sent the template's `secretRef` credentials, else (prometheus) the operator's `SLUICE_PROMETHEUS_*` ones"),
+        Rule::Url("http(s) (wss for splunk); sent the template's `secretRef` credentials, else (prometheus) the operator's `SLUICE_PROMETHEUS_*` ones, only at an origin `SLUICE_PROMETHEUS_ORIGINS` lists"),
     ),
     row("MetricTemplate", "spec.provider.secretRef", Rule::Secret),
     row(

@@ -273,3 +273,92 @@ fn a_megabyte_name_is_refused_by_validate_and_never_committed() {
         "{out}"
     );
 }
+
+/// The operator's Prometheus token goes only to the origins the operator lists: a canary whose
+/// metric's template names a server of the attacker's gets no credentials sent there (its
+/// check fails, naming `SLUICE_PROMETHEUS_ORIGINS`), and sluice does not start with the token
+/// and no list.
+#[test]
+fn a_daemon_sends_the_operators_prometheus_token_only_to_listed_origins() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt.block_on(Server::start_with(|_| {
+        Canned::json(
+            200,
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"0.5"]}]}}"#,
+        )
+    }));
+    let template = format!(
+        "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {{name: errors, namespace: shop}}\nspec:\n  provider: {{type: prometheus, address: {}}}\n  query: up\n",
+        listener.url()
+    );
+    let canary = route_only_smi(
+        "shop",
+        "web",
+        "v1",
+        "    interval: 1s\n    stepWeights: [50]\n    metrics:\n      - name: errors\n        templateRef: {name: errors}\n        thresholdRange: {max: 1}",
+    );
+    // One file, so that the push of v2 changes it.
+    let files = [(FILE, format!("{canary}---\n{template}"))];
+    let token = ("SLUICE_PROMETHEUS_TOKEN", "operator-prometheus-token");
+
+    // Without the list of origins, no command that queries starts.
+    let (code, _, err) = run_sluice_env(&["reconcile", "--repo", "/nonexistent"], &[token]);
+    assert_ne!(code, 0);
+    assert!(err.contains("SLUICE_PROMETHEUS_ORIGINS"), "{err}");
+
+    // Listed elsewhere: the repo's server is never sent the token.
+    {
+        let daemon = progressing(
+            &files,
+            &[
+                token,
+                (
+                    "SLUICE_PROMETHEUS_ORIGINS",
+                    "http://prometheus.monitoring:9090",
+                ),
+            ],
+            1,
+        );
+        // The metric's check fails, saying why (in the daemon's log or the committed
+        // status): waited for by count of ticks, at most 200.
+        let start = crate::daemon::ticks(&daemon.main);
+        let said = loop {
+            let log = daemon.log.lock().unwrap().clone();
+            let history = git(&daemon.bare, &["log", "-p", "main"]);
+            if log.contains("SLUICE_PROMETHEUS_ORIGINS")
+                || history.contains("SLUICE_PROMETHEUS_ORIGINS")
+            {
+                break log;
+            }
+            assert!(
+                crate::daemon::ticks(&daemon.main) < start + 200,
+                "no check said why:\n{log}\n{history}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        for r in listener.requests() {
+            assert_eq!(r.header("authorization"), None, "{r:?}\n{said}");
+        }
+    }
+    // The control: the server's origin listed, the token goes there (waited for by count of
+    // ticks, at most 200).
+    let daemon = progressing(
+        &files,
+        &[token, ("SLUICE_PROMETHEUS_ORIGINS", &listener.url())],
+        1,
+    );
+    let start = crate::daemon::ticks(&daemon.main);
+    while !listener
+        .requests()
+        .iter()
+        .any(|r| r.header("authorization") == Some("Bearer operator-prometheus-token"))
+    {
+        let log = daemon.log.lock().unwrap().clone();
+        assert!(
+            crate::daemon::ticks(&daemon.main) < start + 200,
+            "the listed origin was never sent the token: {:?}\n{log}",
+            listener.requests()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
