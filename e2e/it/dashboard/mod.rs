@@ -153,6 +153,8 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     let addr = format!("127.0.0.1:{}", free_port());
     let _sluice = Process(
         crate::support::sluice_run(&url, &tmp.path().join("work"), "300ms", &addr)
+            // The dashboard on the main listener, which must be asked for.
+            .args(["--dashboard-listen", &addr])
             .env("SLUICE_LOG", "error")
             .stdout(Stdio::null())
             .spawn()
