@@ -220,9 +220,7 @@ fn record(metrics: &Metrics, report: &TickReport, now: jiff::Timestamp) {
         if let Some(s) = &o.status {
             let (ns, name) = o.id.split_once('/').unwrap_or(("", o.id.as_str()));
             let analysis = if s.phase.is_active() {
-                now.duration_since(s.phase_since)
-                    .as_secs_f64()
-                    .max(0.0)
+                now.duration_since(s.phase_since).as_secs_f64().max(0.0)
             } else {
                 0.0
             };

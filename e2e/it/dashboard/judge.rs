@@ -4,7 +4,6 @@
 //! classification, the interval, the group scores and the summary the commit's trailers hold.
 //! A screenshot goes to `target/dashboard-screenshots/judge-canary.png`.
 
-
 use serde_json::Value as Json;
 
 use super::webdriver::Browser;
