@@ -583,3 +583,105 @@ fn wait_until_woken(
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stepped() -> Clock {
+        Clock::named(Some("stepped")).unwrap()
+    }
+
+    #[test]
+    fn a_stepped_sleep_waits_a_moment_and_jumps_the_rest() {
+        let clock = stepped();
+        let (_tx, rx) = mpsc::sync_channel(1);
+        let start = clock.now();
+        let real = Instant::now();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        assert!(
+            real.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            real.elapsed()
+        );
+        assert!(real.elapsed() >= STEPPED_PAUSE, "{:?}", real.elapsed());
+        assert_eq!(
+            clock.now().duration_since(start),
+            jiff::SignedDuration::from_secs(60)
+        );
+        sleep_unless_stopped(&clock, &AtomicBool::new(false), Duration::from_secs(5));
+        assert_eq!(
+            clock.now().duration_since(start),
+            jiff::SignedDuration::from_secs(65)
+        );
+    }
+
+    #[test]
+    fn a_webhook_or_a_stop_ends_a_stepped_sleep_without_moving_the_clock() {
+        let clock = stepped();
+        let (tx, rx) = mpsc::sync_channel(1);
+        let start = clock.now();
+        tx.send(()).unwrap();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        assert_eq!(
+            clock.now(),
+            start,
+            "woken: the time it did not sleep is not jumped"
+        );
+        let stop = AtomicBool::new(true);
+        sleep_until_woken(
+            &clock,
+            &stop,
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        sleep_unless_stopped(&clock, &stop, Duration::from_secs(60));
+        assert_eq!(clock.now(), start, "stopping: no jump");
+    }
+
+    #[test]
+    fn a_wall_sleep_waits_its_whole_time_unless_woken() {
+        let clock = Clock::Wall;
+        let (tx, rx) = mpsc::sync_channel(1);
+        let real = Instant::now();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_millis(150),
+            &mut Idle::default(),
+        );
+        assert!(
+            real.elapsed() >= Duration::from_millis(150),
+            "{:?}",
+            real.elapsed()
+        );
+        tx.send(()).unwrap();
+        let real = Instant::now();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        assert!(
+            real.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            real.elapsed()
+        );
+    }
+}
