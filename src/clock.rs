@@ -4,9 +4,12 @@
 //! may ask for a stepped clock with [`VAR`]`=stepped`: it starts at the wall clock's time and
 //! moves only when the command sleeps, by exactly the time it would have slept, so a demo whose
 //! canary pauses 10 s between steps (Flagger's floor) runs through in the time its ticks take.
-//! Only `sluice demo` sleeps on it (its own temporary repo and embedded metrics source; nothing
-//! else sees its timestamps). Decisions, status files and `Sluice-Replay` records carry the
-//! stepped time, so `sluice audit` replays them; git's commit dates stay the wall clock's.
+//! `sluice demo` sleeps on it (its own temporary repo and embedded metrics source; nothing
+//! else sees its timestamps), and so does `sluice run`, which still waits a few milliseconds of
+//! real time per sleep so that pushes and webhooks can arrive (see [`crate::cli::run`]); a
+//! stepped daemon is for tests whose outside parts do not read the wall clock. Decisions,
+//! status files and `Sluice-Replay` records carry the stepped time, so `sluice audit` replays
+//! them; git's commit dates stay the wall clock's.
 //! The variable is read once at start; its only other value is `wall` (the default).
 
 use std::sync::{Mutex, PoisonError};

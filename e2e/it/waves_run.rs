@@ -204,7 +204,7 @@ impl Fleet {
     }
 
     fn run_sluice(&mut self) {
-        let mut child = crate::support::sluice_run(
+        let mut child = crate::support::sluice_run_stepped(
             &self.url,
             &self.tmp.path().join("d"),
             "200ms",

@@ -7,6 +7,11 @@
 //! running. A remote that cannot be reached at start is retried every poll interval. A poll that
 //! finds the head unchanged, every canary at rest and no webhook since does nothing beyond the
 //! fetch (`tick::Idle`).
+//!
+//! Time is read from the runtime's clock ([`crate::clock`]). On a stepped clock (tests) the
+//! loop still waits a few milliseconds of real time per sleep, [`STEPPED_PAUSE`], so that a
+//! push or a webhook can arrive and the CPU is not burnt, then moves the clock on by the rest
+//! of the sleep; a webhook or a stop request still ends the sleep at once.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +22,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info};
 
 use crate::cli::repo::RepoArgs;
+use crate::clock::Clock;
 use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::gitops::ConfigRepo;
 use crate::observer::Live;
@@ -207,17 +213,14 @@ fn start_server(
     Ok(())
 }
 
-fn record(metrics: &Metrics, report: &TickReport) {
+fn record(metrics: &Metrics, report: &TickReport, now: jiff::Timestamp) {
     metrics.tick();
     metrics.push_retry(report.push_retries);
     for o in &report.outcomes {
         if let Some(s) = &o.status {
             let (ns, name) = o.id.split_once('/').unwrap_or(("", o.id.as_str()));
             let analysis = if s.phase.is_active() {
-                jiff::Timestamp::now()
-                    .duration_since(s.phase_since)
-                    .as_secs_f64()
-                    .max(0.0)
+                now.duration_since(s.phase_since).as_secs_f64().max(0.0)
             } else {
                 0.0
             };
@@ -268,8 +271,37 @@ fn unreachable_clusters(report: &TickReport) -> Vec<String> {
 /// How long a stop request waits for the tick to finish before the process exits anyway.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Sleeps `wait`, or less when a stop is requested.
-fn sleep_unless_stopped(stop: &AtomicBool, wait: Duration) {
+/// The real time a sleep on a stepped clock waits before the clock moves on by the whole
+/// sleep: long enough for a test's push or webhook to land between polls and for the loop not
+/// to spin, short enough that a minute of canary time passes in well under a second.
+pub const STEPPED_PAUSE: Duration = Duration::from_millis(20);
+
+/// The real time a sleep of `wait` on `clock` waits: all of it on the wall clock, at most
+/// [`STEPPED_PAUSE`] on a stepped one.
+fn real_wait(clock: &Clock, wait: Duration) -> Duration {
+    if clock.is_stepped() {
+        wait.min(STEPPED_PAUSE)
+    } else {
+        wait
+    }
+}
+
+/// Moves a stepped clock on by `wait` once its real pause is over (the wall clock moved by
+/// itself), unless a stop was requested meanwhile.
+fn step(clock: &Clock, stop: &AtomicBool, wait: Duration) {
+    if clock.is_stepped() && !stop.load(Ordering::SeqCst) {
+        clock.sleep(wait);
+    }
+}
+
+/// Sleeps `wait` on `clock`, or less when a stop is requested.
+fn sleep_unless_stopped(clock: &Clock, stop: &AtomicBool, wait: Duration) {
+    wait_unless_stopped(stop, real_wait(clock, wait));
+    step(clock, stop, wait);
+}
+
+/// Waits `wait` of real time, or less when a stop is requested.
+fn wait_unless_stopped(stop: &AtomicBool, wait: Duration) {
     let until = Instant::now() + wait;
     while !stop.load(Ordering::SeqCst) {
         let left = until.saturating_duration_since(Instant::now());
@@ -309,6 +341,7 @@ fn exit_if_stop_hangs(stop: Arc<AtomicBool>, stopped: Arc<AtomicBool>) {
 /// not ready). Errors that retrying cannot fix (bad URL, credentials, work dir) end the daemon.
 fn open_with_retry(
     args: &Args,
+    clock: &Clock,
     stop: &AtomicBool,
     metrics: &Metrics,
 ) -> anyhow::Result<Option<crate::cli::repo::Locked>> {
@@ -326,7 +359,7 @@ fn open_with_retry(
                 metrics.error(git.kind());
             }
         }
-        sleep_unless_stopped(stop, args.poll);
+        sleep_unless_stopped(clock, stop, args.poll);
         if stop.load(Ordering::SeqCst) {
             return Ok(None);
         }
@@ -356,7 +389,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     };
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
     start_server(&runtime, args, state.clone(), dashboard, wake_tx)?;
-    let Some(mut locked) = open_with_retry(args, &stop, &metrics)? else {
+    let clock = runtime.clock();
+    let Some(mut locked) = open_with_retry(args, clock, &stop, &metrics)? else {
         stopped.store(true, Ordering::SeqCst);
         info!("sluice stopped");
         return Ok(0);
@@ -370,7 +404,9 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     while !stop.load(Ordering::SeqCst) {
         if let Some(election) = &mut election {
             if !election.lead(&runtime, &mut idle, &state, &metrics) {
-                std::thread::sleep(Duration::from_secs(5).min(args.poll));
+                let wait = Duration::from_secs(5).min(args.poll);
+                std::thread::sleep(real_wait(clock, wait));
+                step(clock, &stop, wait);
                 continue;
             }
         }
@@ -388,7 +424,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         } else {
             wait
         };
-        sleep_until_woken(&stop, &wake_rx, wait, &mut idle);
+        sleep_until_woken(clock, &stop, &wake_rx, wait, &mut idle);
     }
     stopped.store(true, Ordering::SeqCst);
     info!("sluice stopped");
@@ -440,7 +476,7 @@ impl Election {
         state: &ServerState,
         metrics: &Metrics,
     ) -> bool {
-        let now = jiff::Timestamp::now();
+        let now = runtime.clock().now();
         match runtime.block_on(acquire_or_renew(&self.client, &self.config, now)) {
             Ok(Leadership::Leader) => {
                 if !self.leading {
@@ -479,20 +515,21 @@ fn poll_once(
     metrics: &Metrics,
     poll_interval: Duration,
 ) -> Duration {
-    match poll(repo, ctx, jiff::Timestamp::now(), idle) {
+    let clock = ctx.runtime.clock();
+    match poll(repo, ctx, clock.now(), idle) {
         Ok(Polled::Idle) => {
             debug!("Nothing new and nothing due: no tick");
-            sleep_for(idle.wake_at(), jiff::Timestamp::now(), poll_interval)
+            sleep_for(idle.wake_at(), clock.now(), poll_interval)
         }
         Ok(Polled::Ticked(report)) => {
             state.set_ready();
             state.set_details(unreachable_clusters(&report));
-            record(metrics, &report);
+            record(metrics, &report, clock.now());
             log_report(&report);
             // What the tick allocated is freed; glibc would keep it mapped, and the daemon at
             // rest would stay at its busiest tick's size.
             sluice_malloc_trim::release_free_memory();
-            sleep_for(report.wake_at(), jiff::Timestamp::now(), poll_interval)
+            sleep_for(report.wake_at(), clock.now(), poll_interval)
         }
         Err(e) => {
             error!(error = %e, retry_in_s = poll_interval.as_secs_f64(), "Tick failed; will retry");
@@ -503,14 +540,28 @@ fn poll_once(
     }
 }
 
-/// Sleeps `wait`, or less when a stop is requested or a git webhook wakes the loop (then the
-/// next poll ticks in full).
+/// Sleeps `wait` on `clock`, or less when a stop is requested or a git webhook wakes the loop
+/// (then the next poll ticks in full, and a stepped clock does not move).
 fn sleep_until_woken(
+    clock: &Clock,
     stop: &AtomicBool,
     wake_rx: &mpsc::Receiver<()>,
     wait: Duration,
     idle: &mut Idle,
 ) {
+    if !wait_until_woken(stop, wake_rx, real_wait(clock, wait), idle) {
+        step(clock, stop, wait);
+    }
+}
+
+/// Waits `wait` of real time, or less when a stop is requested or a git webhook wakes the
+/// loop; true when a webhook woke it.
+fn wait_until_woken(
+    stop: &AtomicBool,
+    wake_rx: &mpsc::Receiver<()>,
+    wait: Duration,
+    idle: &mut Idle,
+) -> bool {
     let until = Instant::now() + wait;
     while !stop.load(Ordering::SeqCst) {
         let left = until.saturating_duration_since(Instant::now());
@@ -522,12 +573,115 @@ fn sleep_until_woken(
                 info!("Woken by a git webhook");
                 // Whatever it announces, the next poll ticks in full.
                 idle.forget();
-                break;
+                return true;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(left.min(Duration::from_millis(100)))
             }
         }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stepped() -> Clock {
+        Clock::named(Some("stepped")).unwrap()
+    }
+
+    #[test]
+    fn a_stepped_sleep_waits_a_moment_and_jumps_the_rest() {
+        let clock = stepped();
+        let (_tx, rx) = mpsc::sync_channel(1);
+        let start = clock.now();
+        let real = Instant::now();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        assert!(
+            real.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            real.elapsed()
+        );
+        assert!(real.elapsed() >= STEPPED_PAUSE, "{:?}", real.elapsed());
+        assert_eq!(
+            clock.now().duration_since(start),
+            jiff::SignedDuration::from_secs(60)
+        );
+        sleep_unless_stopped(&clock, &AtomicBool::new(false), Duration::from_secs(5));
+        assert_eq!(
+            clock.now().duration_since(start),
+            jiff::SignedDuration::from_secs(65)
+        );
+    }
+
+    #[test]
+    fn a_webhook_or_a_stop_ends_a_stepped_sleep_without_moving_the_clock() {
+        let clock = stepped();
+        let (tx, rx) = mpsc::sync_channel(1);
+        let start = clock.now();
+        tx.send(()).unwrap();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        assert_eq!(
+            clock.now(),
+            start,
+            "woken: the time it did not sleep is not jumped"
+        );
+        let stop = AtomicBool::new(true);
+        sleep_until_woken(
+            &clock,
+            &stop,
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        sleep_unless_stopped(&clock, &stop, Duration::from_secs(60));
+        assert_eq!(clock.now(), start, "stopping: no jump");
+    }
+
+    #[test]
+    fn a_wall_sleep_waits_its_whole_time_unless_woken() {
+        let clock = Clock::Wall;
+        let (tx, rx) = mpsc::sync_channel(1);
+        let real = Instant::now();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_millis(150),
+            &mut Idle::default(),
+        );
+        assert!(
+            real.elapsed() >= Duration::from_millis(150),
+            "{:?}",
+            real.elapsed()
+        );
+        tx.send(()).unwrap();
+        let real = Instant::now();
+        sleep_until_woken(
+            &clock,
+            &AtomicBool::new(false),
+            &rx,
+            Duration::from_secs(60),
+            &mut Idle::default(),
+        );
+        assert!(
+            real.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            real.elapsed()
+        );
     }
 }

@@ -264,6 +264,17 @@ pub fn sluice_run(repo: &str, workdir: &Path, poll: &str, listen: &str) -> Comma
     cmd
 }
 
+/// [`sluice_run`] on a stepped clock (`SLUICE_CLOCK=stepped`): each of the daemon's sleeps
+/// waits a few milliseconds of real time and moves its clock on by the rest, so a canary's
+/// intervals pass in the time its ticks take. Only for tests where nothing outside the daemon
+/// reads the wall clock for it (no real Prometheus server: its samples carry the wall clock's
+/// time) and no assertion races a human or a kill against the canary's pace.
+pub fn sluice_run_stepped(repo: &str, workdir: &Path, poll: &str, listen: &str) -> Command {
+    let mut cmd = sluice_run(repo, workdir, poll, listen);
+    cmd.env(sluice::clock::VAR, "stepped");
+    cmd
+}
+
 /// A working clone of `url` for a human, in `dir`.
 pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
     git(
