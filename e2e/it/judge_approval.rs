@@ -11,11 +11,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
-
 use crate::approval::{ForgeFake, Kind, Pr};
-use crate::metrics::prometheus_e2e::{wait_for_samples, PrometheusProcess};
-use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase, Canned, Server};
+use crate::metrics::prometheus_e2e::Scraped;
+use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
 use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote, GitDaemon};
 
 /// The gauges at `t` seconds: latency on a sawtooth around 100 ms, each canary's 30 % above
@@ -137,27 +135,16 @@ fn commit_with(bare: &Path, name: &str, text: &str) -> String {
 #[test]
 fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rolls_back_forge_fake()
 {
-    let started = Instant::now();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (_exporter, prom) = runtime.block_on(async {
-        let exporter = Server::start_with(move |_| {
-            Canned::new(200, exposition(started.elapsed().as_secs_f64()))
-                .header("Content-Type", "text/plain; version=0.0.4")
-        })
-        .await;
-        let prom = PrometheusProcess::start(&exporter.addr.to_string());
-        let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
-        wait_for_samples(&client, &prom).await;
-        (exporter, prom)
-    });
+    let Scraped {
+        exporter: _exporter,
+        prom,
+        client: _,
+    } = runtime.block_on(Scraped::start(exposition));
     let fake = ForgeFake::start(Kind::GitHub);
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = format!(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n{}",
-        prom.url,
-        fake.settings()
-    );
+    let config = format!("{}{}", prom.repo_config(), fake.settings());
     let mut files = vec![
         (".sluice/config.yaml".to_string(), config),
         ("apps/judge.yaml".to_string(), JUDGE.to_string()),

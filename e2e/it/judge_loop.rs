@@ -9,10 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
-
-use crate::metrics::prometheus_e2e::{wait_for_samples, PrometheusProcess};
-use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase, Canned, Server};
+use crate::metrics::prometheus_e2e::Scraped;
+use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
 use crate::support::{git, human_clone, human_commit, seeded_remote};
 
 /// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,
@@ -106,21 +104,14 @@ pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_one() {
-    let started = Instant::now();
-    let exporter = Server::start_with(move |_| {
-        Canned::new(200, exposition(started.elapsed().as_secs_f64()))
-            .header("Content-Type", "text/plain; version=0.0.4")
-    })
-    .await;
-    let prom = PrometheusProcess::start(&exporter.addr.to_string());
-    let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
-    wait_for_samples(&client, &prom).await;
+    let Scraped {
+        exporter: _exporter,
+        prom,
+        client: _,
+    } = Scraped::start(exposition).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = format!(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
-        prom.url
-    );
+    let config = prom.repo_config();
     let bare = seeded_remote(
         tmp.path(),
         &[

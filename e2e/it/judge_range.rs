@@ -3,13 +3,11 @@
 //! each workload gives one series per window, and the judge finds the canary `High` and the
 //! primary against itself a `Pass`. Without Prometheus installed the test fails.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sluice::core::judge::{classify, Label, MetricRule};
-use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
-use crate::metrics::prometheus_e2e::{wait_for_samples, PrometheusProcess};
-use crate::metrics::support::{Canned, Server};
+use crate::metrics::prometheus_e2e::Scraped;
 
 /// The gauge at `t` seconds: a sawtooth around 100 ms for the primary, 130 ms for the canary.
 fn exposition(t: f64) -> String {
@@ -23,16 +21,11 @@ fn exposition(t: f64) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn judge_range_queries_of_real_prometheus_find_the_slower_canary() {
-    let started = Instant::now();
-    let exporter = Server::start_with(move |_| {
-        Canned::new(200, exposition(started.elapsed().as_secs_f64()))
-            .header("Content-Type", "text/plain; version=0.0.4")
-    })
-    .await;
-    let prom = PrometheusProcess::start(&exporter.addr.to_string());
-    let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
-    // 10 s of samples of the exporter: the target is up and the window is full.
-    wait_for_samples(&client, &prom).await;
+    let Scraped {
+        exporter: _exporter,
+        prom: _prom,
+        client,
+    } = Scraped::start(exposition).await;
 
     let template = "latency_ms{deployment=\"{{ workload }}\"}";
     let end = jiff::Timestamp::now();

@@ -8,13 +8,10 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Instant;
-
-use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
 
 use crate::judge_loop::{ended, has_status, judged_canary, trailers, wait_until, Daemon};
-use crate::metrics::prometheus_e2e::{wait_for_samples, PrometheusProcess};
-use crate::metrics::support::{loop_deployment as deployment, phase, Canned, Server};
+use crate::metrics::prometheus_e2e::Scraped;
+use crate::metrics::support::{loop_deployment as deployment, phase};
 use crate::support::{git, human_clone, human_commit, run_sluice, seeded_remote};
 
 fn write_series(path: &Path, values: &[f64]) {
@@ -140,21 +137,14 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_the_judge_cannot_test_is_rolled_back_not_promoted() {
-    let started = Instant::now();
-    let exporter = Server::start_with(move |_| {
-        Canned::new(200, exposition(started.elapsed().as_secs_f64()))
-            .header("Content-Type", "text/plain; version=0.0.4")
-    })
-    .await;
-    let prom = PrometheusProcess::start(&exporter.addr.to_string());
-    let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
-    wait_for_samples(&client, &prom).await;
+    let Scraped {
+        exporter: _exporter,
+        prom,
+        client: _,
+    } = Scraped::start(exposition).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = format!(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
-        prom.url
-    );
+    let config = prom.repo_config();
     let names = ["spiky", "sparse"];
     let mut files = vec![
         (".sluice/config.yaml".to_string(), config),

@@ -6,10 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sluice::metrics::prometheus::{Prometheus, PrometheusConfig};
-
-use super::prometheus_e2e::{osm_exposition, wait_for_samples, PrometheusProcess};
-use super::support::{loop_canary, loop_deployment as deployment, phase, Canned, Server};
+use super::prometheus_e2e::{osm_exposition, Scraped};
+use super::support::{loop_canary, loop_deployment as deployment, phase};
 use crate::loop_support::kustomize_builds;
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
@@ -39,21 +37,14 @@ fn run_until(bare: &Path, workdir: &Path, what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
-    let started = Instant::now();
-    let exporter = Server::start_with(move |_| {
-        Canned::new(200, osm_exposition(started.elapsed().as_secs_f64()))
-            .header("Content-Type", "text/plain; version=0.0.4")
-    })
-    .await;
-    let mut prom = PrometheusProcess::start(&exporter.addr.to_string());
-    let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
-    wait_for_samples(&client, &prom).await;
+    let Scraped {
+        exporter: _exporter,
+        mut prom,
+        client: _,
+    } = Scraped::start(osm_exposition).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = format!(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
-        prom.url
-    );
+    let config = prom.repo_config();
     let bare = seeded_remote(
         tmp.path(),
         &[

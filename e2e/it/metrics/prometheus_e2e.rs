@@ -138,6 +138,43 @@ pub fn osm_exposition(t: f64) -> String {
 
 /// Waits until Prometheus holds 10 s of samples of the exporter (job `canary`): `rate()`
 /// divides by the whole window.
+/// A real Prometheus scraping an HTTP exporter whose exposition `t` seconds after it started is
+/// `exposition(t)`, with a client of it; ready once it holds 10 s of samples.
+pub struct Scraped {
+    pub exporter: Server,
+    pub prom: PrometheusProcess,
+    pub client: Prometheus,
+}
+
+impl Scraped {
+    pub async fn start(exposition: fn(f64) -> String) -> Scraped {
+        let started = Instant::now();
+        let exporter = Server::start_with(move |_| {
+            Canned::new(200, exposition(started.elapsed().as_secs_f64()))
+                .header("Content-Type", "text/plain; version=0.0.4")
+        })
+        .await;
+        let prom = PrometheusProcess::start(&exporter.addr.to_string());
+        let client = Prometheus::new(&PrometheusConfig::new(&prom.url)).expect("client");
+        wait_for_samples(&client, &prom).await;
+        Scraped {
+            exporter,
+            prom,
+            client,
+        }
+    }
+}
+
+impl PrometheusProcess {
+    /// `.sluice/config.yaml` pointing a repo's queries at this Prometheus.
+    pub fn repo_config(&self) -> String {
+        format!(
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\nprometheus: {{address: '{}'}}\n",
+            self.url
+        )
+    }
+}
+
 pub async fn wait_for_samples(client: &Prometheus, prom: &PrometheusProcess) {
     wait_for("10 s of samples", prom, async || {
         match client
