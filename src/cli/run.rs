@@ -592,19 +592,19 @@ mod tests {
         Clock::named(Some("stepped")).unwrap()
     }
 
+    /// [`sleep_until_woken`] for `wait` on `clock`, stopped or not, waking on `rx`.
+    fn sleep(clock: &Clock, stopped: bool, rx: &mpsc::Receiver<()>, wait: Duration) {
+        let stop = AtomicBool::new(stopped);
+        sleep_until_woken(clock, &stop, rx, wait, &mut Idle::default());
+    }
+
     #[test]
     fn a_stepped_sleep_waits_a_moment_and_jumps_the_rest() {
         let clock = stepped();
         let (_tx, rx) = mpsc::sync_channel(1);
         let start = clock.now();
         let real = Instant::now();
-        sleep_until_woken(
-            &clock,
-            &AtomicBool::new(false),
-            &rx,
-            Duration::from_secs(60),
-            &mut Idle::default(),
-        );
+        sleep(&clock, false, &rx, Duration::from_secs(60));
         assert!(
             real.elapsed() < Duration::from_secs(5),
             "{:?}",
@@ -628,26 +628,14 @@ mod tests {
         let (tx, rx) = mpsc::sync_channel(1);
         let start = clock.now();
         tx.send(()).unwrap();
-        sleep_until_woken(
-            &clock,
-            &AtomicBool::new(false),
-            &rx,
-            Duration::from_secs(60),
-            &mut Idle::default(),
-        );
+        sleep(&clock, false, &rx, Duration::from_secs(60));
         assert_eq!(
             clock.now(),
             start,
             "woken: the time it did not sleep is not jumped"
         );
         let stop = AtomicBool::new(true);
-        sleep_until_woken(
-            &clock,
-            &stop,
-            &rx,
-            Duration::from_secs(60),
-            &mut Idle::default(),
-        );
+        sleep(&clock, true, &rx, Duration::from_secs(60));
         sleep_unless_stopped(&clock, &stop, Duration::from_secs(60));
         assert_eq!(clock.now(), start, "stopping: no jump");
     }
@@ -657,13 +645,7 @@ mod tests {
         let clock = Clock::Wall;
         let (tx, rx) = mpsc::sync_channel(1);
         let real = Instant::now();
-        sleep_until_woken(
-            &clock,
-            &AtomicBool::new(false),
-            &rx,
-            Duration::from_millis(150),
-            &mut Idle::default(),
-        );
+        sleep(&clock, false, &rx, Duration::from_millis(150));
         assert!(
             real.elapsed() >= Duration::from_millis(150),
             "{:?}",
@@ -671,13 +653,7 @@ mod tests {
         );
         tx.send(()).unwrap();
         let real = Instant::now();
-        sleep_until_woken(
-            &clock,
-            &AtomicBool::new(false),
-            &rx,
-            Duration::from_secs(60),
-            &mut Idle::default(),
-        );
+        sleep(&clock, false, &rx, Duration::from_secs(60));
         assert!(
             real.elapsed() < Duration::from_secs(5),
             "{:?}",

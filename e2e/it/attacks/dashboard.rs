@@ -14,9 +14,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value as Json;
 
 use crate::dashboard::webdriver::Browser;
-use crate::dashboard::{screenshots, sluice_dashboard_with, DESKTOP};
-use crate::metrics::support::{loop_canary, loop_deployment};
-use crate::support::{git, http, human_clone, human_commit, reconcile, seeded_remote};
+use crate::dashboard::{initialized, screenshots, sluice_dashboard_with, DESKTOP};
+use crate::support::{git, http, human_commit};
 
 /// The loader's limit (`yaml::snapshot::MAX_FILE_BYTES`).
 const LIMIT: usize = sluice::yaml::snapshot::MAX_FILE_BYTES as usize;
@@ -24,29 +23,6 @@ const LIMIT: usize = sluice::yaml::snapshot::MAX_FILE_BYTES as usize;
 const COPIES: usize = 200;
 /// Names the blob over the limit is committed under.
 const OVER: usize = 3;
-
-/// `test/podinfo`, initialized by one reconcile, and a human clone of its remote.
-fn initialized(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let bare = seeded_remote(
-        dir,
-        &[
-            (
-                "apps/podinfo/deployment.yaml",
-                &loop_deployment("podinfo", "podinfo:1"),
-            ),
-            (
-                "apps/podinfo/canary.yaml",
-                &loop_canary(
-                    "podinfo",
-                    "      - name: request-success-rate\n        thresholdRange: {min: 99}\n",
-                ),
-            ),
-        ],
-    );
-    reconcile(&bare, &dir.join("work"), &[]);
-    let human = human_clone(&bare.display().to_string(), &dir.join("human"));
-    (bare, human)
-}
 
 /// A ConfigMap of `bytes` bytes: one long list of keys, under the parser's bound on nodes
 /// (100,000), so that it parses (and costs what parsing 4 MiB costs).

@@ -247,14 +247,8 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     drop(prometheus);
 }
 
-/// Script in every free-text place a repo offers that the dashboard shows.
-const IMG: &str = "<img src=x onerror=window.__xss=1>";
-const SCRIPT: &str = "\"><script>window.__xss=1</script>";
-
-/// A repo whose `test/podinfo` history and refused spec carry [`IMG`] and [`SCRIPT`]:
-/// a commit with both in its subject and body, an approver login and an approval URL
-/// trailer, and a spec whose refused value carries one (shown in the refusals).
-fn hostile_repo(dir: &Path) -> PathBuf {
+/// `test/podinfo`, initialized by one reconcile, and a human clone of its remote.
+pub(crate) fn initialized(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let bare = seeded_remote(
         dir,
         &[
@@ -273,6 +267,18 @@ fn hostile_repo(dir: &Path) -> PathBuf {
     );
     reconcile(&bare, &dir.join("work"), &[]);
     let human = human_clone(&bare.display().to_string(), &dir.join("human"));
+    (bare, human)
+}
+
+/// Script in every free-text place a repo offers that the dashboard shows.
+const IMG: &str = "<img src=x onerror=window.__xss=1>";
+const SCRIPT: &str = "\"><script>window.__xss=1</script>";
+
+/// A repo whose `test/podinfo` history and refused spec carry [`IMG`] and [`SCRIPT`]:
+/// a commit with both in its subject and body, an approver login and an approval URL
+/// trailer, and a spec whose refused value carries one (shown in the refusals).
+fn hostile_repo(dir: &Path) -> PathBuf {
+    let (bare, human) = initialized(dir);
     let message = format!(
         "{IMG}\n\n{SCRIPT}\n\nSluice-Canary: test/podinfo\nSluice-Phase: Initialized\nSluice-Weights: primary=100 canary=0\nSluice-Approved-By: {IMG}\nSluice-Approval: {SCRIPT}\n"
     );
