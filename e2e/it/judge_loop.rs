@@ -83,6 +83,39 @@ pub(crate) fn has_status(bare: &Path, name: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Under `sluice run` (polling every 200 ms, its clone in `dir/w`): the canaries `names` of
+/// `bare` initialized, then a human (`dir/human`) bumps each one's image to `:2`, and each
+/// rollout runs to its end.
+pub(crate) fn rolled_out(bare: &Path, dir: &Path, names: &[&str]) {
+    let remote = bare.display().to_string();
+    let _daemon = Daemon(
+        crate::support::sluice_run(&remote, &dir.join("w"), "200ms", "127.0.0.1:0")
+            .env("SLUICE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sluice run starts"),
+    );
+    wait_until("every canary initialized", || {
+        names
+            .iter()
+            .all(|n| has_status(bare, n) && phase(bare, n).starts_with("Initialized"))
+    });
+    let human = human_clone(&remote, &dir.join("human"));
+    for name in names {
+        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
+        human_commit(
+            &human,
+            &format!("apps/{name}/deployment.yaml"),
+            &deployment(name, &format!("{name}:2")),
+            &format!("{name} 2"),
+        );
+    }
+    wait_until("every rollout to finish", || {
+        names.iter().all(|n| ended(bare, n))
+    });
+}
+
 pub(crate) fn ended(bare: &Path, name: &str) -> bool {
     let p = phase(bare, name);
     p.starts_with("Succeeded") || p.starts_with("Failed")
@@ -129,41 +162,7 @@ async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_on
             ("apps/faulty/canary.yaml", &canary("faulty")),
         ],
     );
-    tokio::task::block_in_place(|| {
-        let remote = bare.display().to_string();
-        let _daemon = Daemon(
-            crate::support::sluice_run(&remote, &tmp.path().join("w"), "200ms", "127.0.0.1:0")
-                .env("SLUICE_LOG", "warn")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("sluice run starts"),
-        );
-        wait_until("both canaries initialized", || {
-            has_status(&bare, "podinfo") && has_status(&bare, "faulty")
-        });
-        wait_until("both canaries initialized", || {
-            phase(&bare, "podinfo").starts_with("Initialized")
-                && phase(&bare, "faulty").starts_with("Initialized")
-        });
-        let human = human_clone(&remote, &tmp.path().join("human"));
-        human_commit(
-            &human,
-            "apps/podinfo/deployment.yaml",
-            &deployment("podinfo", "podinfo:2"),
-            "podinfo 2",
-        );
-        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-        human_commit(
-            &human,
-            "apps/faulty/deployment.yaml",
-            &deployment("faulty", "faulty:2"),
-            "faulty 2",
-        );
-        wait_until("both canaries to finish", || {
-            ended(&bare, "podinfo") && ended(&bare, "faulty")
-        });
-    });
+    tokio::task::block_in_place(|| rolled_out(&bare, tmp.path(), &["podinfo", "faulty"]));
     assert_eq!(
         phase(&bare, "podinfo"),
         "Succeeded:0",

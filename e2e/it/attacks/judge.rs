@@ -7,12 +7,11 @@
 //! `sluice audit` replays clean.
 
 use std::path::Path;
-use std::process::Stdio;
 
-use crate::judge_loop::{ended, has_status, judged_canary, trailers, wait_until, Daemon};
+use crate::judge_loop::{judged_canary, rolled_out, trailers};
 use crate::metrics::prometheus_e2e::Scraped;
 use crate::metrics::support::{loop_deployment as deployment, phase};
-use crate::support::{git, human_clone, human_commit, run_sluice, seeded_remote};
+use crate::support::{git, run_sluice, seeded_remote};
 
 fn write_series(path: &Path, values: &[f64]) {
     let text: String = values.iter().map(|v| format!("{v:e}\n")).collect();
@@ -165,36 +164,7 @@ async fn a_canary_the_judge_cannot_test_is_rolled_back_not_promoted() {
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let bare = seeded_remote(tmp.path(), &files);
-    tokio::task::block_in_place(|| {
-        let remote = bare.display().to_string();
-        let _daemon = Daemon(
-            crate::support::sluice_run(&remote, &tmp.path().join("w"), "200ms", "127.0.0.1:0")
-                .env("SLUICE_LOG", "warn")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("sluice run starts"),
-        );
-        wait_until("both canaries initialized", || {
-            names.iter().all(|n| has_status(&bare, n))
-                && names
-                    .iter()
-                    .all(|n| phase(&bare, n).starts_with("Initialized"))
-        });
-        let human = human_clone(&remote, &tmp.path().join("human"));
-        for name in names {
-            git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-            human_commit(
-                &human,
-                &format!("apps/{name}/deployment.yaml"),
-                &deployment(name, &format!("{name}:2")),
-                &format!("{name} 2"),
-            );
-        }
-        wait_until("both canaries to finish", || {
-            names.iter().all(|n| ended(&bare, n))
-        });
-    });
+    tokio::task::block_in_place(|| rolled_out(&bare, tmp.path(), &names));
     for name in names {
         assert_eq!(phase(&bare, name), "Failed:0", "{name}: rolled back");
         let judged = trailers(&bare, "Sluice-Judge", &format!("{name}: roll back"));
