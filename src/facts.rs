@@ -3,10 +3,12 @@
 //! - [`read`]: the repo settings (and whether they load), the one snapshot of the repo, the
 //!   canaries it declares (a spec that does not load is refused here, with file, line and
 //!   field), the metric templates;
-//! - [`gather`], per canary: its status file (parsed again only when it changed:
-//!   `facts/statuses.rs`) and revision, the [`Observer`]'s metrics,
+//! - [`statuses`], per canary: its status file (parsed again only when it changed:
+//!   `facts/statuses.rs`) and revision, what the release rule of waves runs on;
+//! - [`gather`], per canary the release rule lets go: the [`Observer`]'s metrics,
 //!   webhook answers, sync and readiness, whether its last commit is live, drift (owned files
-//!   changed outside sluice, from git), and what became of its approval pull request;
+//!   changed outside sluice, from git), and what became of its approval pull request; per
+//!   wave the rule reverts, what it had before the release reached it;
 //! - [`deleted`]: canaries whose spec left the repo.
 //!
 //! Reads only: nothing here commits, pushes or decides.
@@ -15,15 +17,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::approval;
+use crate::core::live::{self, Liveness, Readiness, SyncObservation, Synced};
 use crate::core::observe::{Deletion, Facts, Observations};
 use crate::core::status::Status;
+use crate::core::waves::Release;
 use crate::deleted::{self, Deleted};
 use crate::forge::Forge;
-use crate::gates::readiness::Readiness;
-use crate::gates::sync::{applied, Applied};
 use crate::gitops::{ConfigRepo, FileChange, Identity, TreeFile};
 use crate::head_files::HeadFiles;
 use crate::metrics::metric_templates::TemplateIndex;
@@ -186,6 +188,9 @@ pub struct Gathered<'a> {
 /// Everything known about one canary before deciding.
 pub struct Known {
     pub status: Option<Status>,
+    /// What is known of whether the canary's last commit is live; the tick sets
+    /// `observations.applied` from the core's verdict on it ([`crate::core::live::live`]).
+    pub liveness: Liveness,
     /// What the status file recorded of the spec (`revertOnDeletion`, output).
     pub record: Option<status_file::SpecRecord>,
     pub observations: Observations,
@@ -197,26 +202,26 @@ pub struct Known {
     pub comment: Option<(u64, String)>,
 }
 
-/// The canaries of a tick, each with its facts.
-pub struct Gathering<'a> {
-    /// Canaries not decided this tick, reported: their status file or revision cannot be
-    /// read (with the error), or their metric answers are not in yet (no error).
-    pub unreadable: Vec<CanaryOutcome>,
-    /// Waves reverted under `onFailure: rollback` (not decided this tick): each one's commit.
-    pub reverts: Vec<(&'a Canary, crate::waves::revert::Reverted)>,
-    pub canaries: Vec<Gathered<'a>>,
+/// Every canary's status file and source revision, read first: what the release rule of
+/// waves ([`crate::core::waves::releases`]) runs on before anything else is observed.
+pub struct Statuses<'a> {
+    /// Canaries whose status file or revision cannot be read (with the error).
+    unreadable: Vec<CanaryOutcome>,
+    prepared: Vec<Prepared<'a>>,
 }
 
-/// Gathers every canary's facts: status and revision first, then every canary's external
-/// observations together, then git's and the forge's facts one canary at a time. A git error
-/// that retrying may fix stops the tick.
-pub fn gather<'a>(
-    repo: &ConfigRepo,
-    observer: &dyn Observer,
-    runtime: &Runtime,
-    read: &'a Read,
-    now: Timestamp,
-) -> Result<Gathering<'a>, crate::gitops::Error> {
+impl Statuses<'_> {
+    /// Each canary read, in order, as the release rule takes it.
+    pub fn items(&self) -> Vec<crate::core::waves::Item<'_, crate::spec::model::Route>> {
+        self.prepared
+            .iter()
+            .map(|p| (p.canary, p.status.as_ref(), p.revision.as_str()))
+            .collect()
+    }
+}
+
+/// Reads every canary's status file and source revision.
+pub fn statuses<'a>(repo: &ConfigRepo, runtime: &Runtime, read: &'a Read) -> Statuses<'a> {
     let root = repo.root();
     let canaries = &read.loaded.canaries;
     let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
@@ -231,8 +236,92 @@ pub fn gather<'a>(
             Err(e) => unreadable.push(CanaryOutcome::failed(canary, &e)),
         }
     }
+    Statuses {
+        unreadable,
+        prepared,
+    }
+}
+
+/// A canary the tick does not decide, in the order the report lists them.
+pub enum Undecided<'a> {
+    /// Its status file or revision cannot be read (with the error), its metric answers are
+    /// not in yet (no error), or what it had before a release cannot be read (with the
+    /// error).
+    Outcome(CanaryOutcome),
+    /// A wave the release has not reached ([`Release::Hold`]): why.
+    Held {
+        canary: &'a Canary,
+        status: Option<Status>,
+        reason: String,
+    },
+}
+
+/// A wave the release rule reverts ([`Release::Revert`]), with what it had before the
+/// release reached it.
+pub struct Reverting<'a> {
+    pub canary: &'a Canary,
+    /// Its status at the head.
+    pub status: Option<Status>,
+    pub revision: String,
+    pub reason: String,
+    pub observed: crate::waves::revert::Observed,
+}
+
+/// The canaries of a tick, each with its facts.
+pub struct Gathering<'a> {
+    /// Canaries not decided this tick, reported.
+    pub undecided: Vec<Undecided<'a>>,
+    /// Waves reverted under `onFailure: rollback` (not decided by the rules this tick).
+    pub reverts: Vec<Reverting<'a>>,
+    pub canaries: Vec<Gathered<'a>>,
+}
+
+/// Gathers the facts of every canary the release rule lets go (`releases`, one per canary of
+/// `statuses`, in order): every canary's external observations together, then git's and the
+/// forge's facts one canary at a time; and, for each wave it reverts, what the wave had
+/// before the release reached it. A git error that retrying may fix stops the tick.
+pub fn gather<'a>(
+    repo: &ConfigRepo,
+    observer: &dyn Observer,
+    runtime: &Runtime,
+    read: &'a Read,
+    (statuses, releases): (Statuses<'a>, Vec<Release>),
+    now: Timestamp,
+) -> Result<Gathering<'a>, crate::gitops::Error> {
+    let root = repo.root();
+    let mut undecided: Vec<Undecided<'a>> = statuses
+        .unreadable
+        .into_iter()
+        .map(Undecided::Outcome)
+        .collect();
     let mut reverts = Vec::new();
-    let prepared = release_waves(repo, prepared, &mut unreadable, &mut reverts, now);
+    let mut prepared = Vec::new();
+    for (p, release) in statuses.prepared.into_iter().zip(releases) {
+        match release {
+            Release::Go => prepared.push(p),
+            Release::Hold { reason } => undecided.push(Undecided::Held {
+                canary: p.canary,
+                status: p.status,
+                reason,
+            }),
+            Release::Revert { revision, reason } => match before_release(repo, p.canary, &revision)
+            {
+                Ok(observed) => reverts.push(Reverting {
+                    canary: p.canary,
+                    status: p.status,
+                    revision,
+                    reason,
+                    observed,
+                }),
+                Err(e) => {
+                    warn!(canary = %p.canary.id, error = %e, "Wave not reverted");
+                    let id = p.canary.id.to_string();
+                    let outcome = CanaryOutcome::of(id, p.status, Some(e));
+                    undecided.push(Undecided::Outcome(outcome));
+                }
+            },
+        }
+    }
     let requests: Vec<Request<'_>> = prepared
         .iter()
         .map(|p| Request {
@@ -250,7 +339,8 @@ pub fn gather<'a>(
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
         if external.metrics_pending {
-            unreadable.push(CanaryOutcome::of(canary.id.to_string(), p.status, None));
+            let outcome = CanaryOutcome::of(canary.id.to_string(), p.status, None);
+            undecided.push(Undecided::Outcome(outcome));
             continue;
         }
         let known = match know(
@@ -269,57 +359,21 @@ pub fn gather<'a>(
     }
     history.remember();
     Ok(Gathering {
-        unreadable,
+        undecided,
         reverts,
         canaries: gathered,
     })
 }
 
-/// Waves the release has not reached are held: reported, not decided; waves a failed
-/// release reverts (`onFailure: rollback`) are not decided either: their revert commits go to
-/// `reverts` (see [`crate::waves`]).
-fn release_waves<'a>(
+/// What the wave `canary` had before the release of `revision` reached it, read from git
+/// (see [`crate::waves::revert`]).
+fn before_release(
     repo: &ConfigRepo,
-    prepared: Vec<Prepared<'a>>,
-    unreadable: &mut Vec<CanaryOutcome>,
-    reverts: &mut Vec<(&'a Canary, crate::waves::revert::Reverted)>,
-    now: Timestamp,
-) -> Vec<Prepared<'a>> {
-    use crate::core::waves::Release;
-    let items: Vec<_> = prepared
-        .iter()
-        .map(|p| (p.canary, p.status.as_ref(), p.revision.as_str()))
-        .collect();
-    let releases = crate::waves::release::releases(&items);
-    let mut kept = Vec::new();
-    for (p, release) in prepared.into_iter().zip(releases) {
-        match release {
-            Release::Go => kept.push(p),
-            Release::Hold { reason } => {
-                info!(canary = %p.canary.id, reason = %reason, "Wave held");
-                let mut held = CanaryOutcome::of(p.canary.id.to_string(), p.status, None);
-                held.events.push(format!("held: {reason}"));
-                unreadable.push(held);
-            }
-            Release::Revert { revision, reason } => {
-                let git = git2::Repository::open(repo.root());
-                let done = git.map_err(|e| e.message().to_string()).and_then(|git| {
-                    let canary = p.canary;
-                    crate::waves::revert::revert(&git, repo.head(), canary, &revision, &reason, now)
-                        .map_err(|e| e.to_string())
-                });
-                match done {
-                    Ok(reverted) => reverts.push((p.canary, reverted)),
-                    Err(e) => {
-                        warn!(canary = %p.canary.id, error = %e, "Wave not reverted");
-                        let id = p.canary.id.to_string();
-                        unreadable.push(CanaryOutcome::of(id, p.status, Some(e)));
-                    }
-                }
-            }
-        }
-    }
-    kept
+    canary: &Canary,
+    revision: &str,
+) -> Result<crate::waves::revert::Observed, String> {
+    let git = git2::Repository::open(repo.root()).map_err(|e| e.message().to_string())?;
+    crate::waves::revert::observe(&git, repo.head(), canary, revision).map_err(|e| e.to_string())
 }
 
 /// A canary's status and current revision, read before observing.
@@ -391,7 +445,8 @@ fn know(
     }
     let drifting = facts.drift.is_some() || status.is_some_and(|s| !s.drift.is_empty());
     let mut comment = None;
-    let mut applied = true;
+    // Not asked (drifting, or the cluster did not answer): nothing says it is not live.
+    let mut liveness = Liveness::default();
     facts.unreachable = external.cluster.clone().and_then(Result::err);
     if !drifting && facts.unreachable.is_none() {
         if let (Some(forge), Some(status)) = (forge, status) {
@@ -406,16 +461,18 @@ fn know(
             facts.unsigned = unsigned(repo, canary);
             comment = note;
         }
-        applied = live(repo, canary, &external)?;
+        liveness = self::liveness(repo, canary, external.sync, external.ready)?;
     }
     Ok(Known {
         observations: Observations {
             revision: p.revision,
             metrics: external.metrics,
             webhooks: external.webhooks,
-            applied,
+            // The core's verdict on `liveness`, which the tick asks for before deciding.
+            applied: false,
             judge: external.judge,
         },
+        liveness,
         status: p.status,
         record: p.record,
         facts,
@@ -448,46 +505,40 @@ fn unsigned(repo: &ConfigRepo, canary: &Canary) -> Option<String> {
     }
 }
 
-/// Whether the canary's last pushed commit is live: applied by the GitOps engine (when the
-/// canary has a sync target) and its workload and route ready.
-fn live(repo: &ConfigRepo, canary: &Canary, external: &External) -> Result<bool, CanaryError> {
-    let applied = match &external.sync {
-        None => true,
-        Some(Err(e)) => {
-            warn!(canary = %canary.id, error = %e, "Cannot tell whether the last commit is applied");
-            false
-        }
-        Some(Ok(sync)) => {
+/// What is known of whether the canary's last pushed commit is live: the GitOps engine's
+/// view (when the canary has a sync target) with the commit sluice pushed and git's word on
+/// which of the revisions it names descend from it, and whether its workload and route are
+/// ready. The core judges it ([`crate::core::live::live`]).
+fn liveness(
+    repo: &ConfigRepo,
+    canary: &Canary,
+    sync: Option<Result<SyncObservation, String>>,
+    ready: Option<Result<Readiness, String>>,
+) -> Result<Liveness, CanaryError> {
+    let sync = match sync {
+        None => None,
+        Some(Err(e)) => Some(Err(e)),
+        Some(Ok(observation)) => {
             let pushed = repo
                 .history(Some((message::CANARY, &canary.id.to_string())), 1)?
                 .first()
                 .map(|e| e.oid.to_string());
-            match pushed {
-                None => true,
-                Some(pushed) => {
-                    match applied(sync, &pushed, |a, b| repo.is_descendant_or_self(a, b)) {
-                        Applied::Yes => true,
-                        Applied::NotYet { reason } | Applied::Failed { reason } => {
-                            info!(canary = %canary.id, reason = %reason, "Waiting for the GitOps engine");
-                            false
-                        }
-                    }
-                }
-            }
+            let descendants = match &pushed {
+                None => Vec::new(),
+                Some(pushed) => live::revisions(&observation)
+                    .into_iter()
+                    .map(|r| r.trim().to_ascii_lowercase())
+                    .filter(|r| live::is_full_sha(r) && repo.is_descendant_or_self(r, pushed))
+                    .collect(),
+            };
+            Some(Ok(Synced {
+                observation,
+                pushed,
+                descendants,
+            }))
         }
     };
-    let ready = match &external.ready {
-        None | Some(Ok(Readiness::Ready)) => true,
-        Some(Ok(Readiness::NotReady(why))) => {
-            info!(canary = %canary.id, reason = %why, "Waiting for the canary to be ready");
-            false
-        }
-        Some(Err(e)) => {
-            warn!(canary = %canary.id, error = %e, "Cannot tell whether the canary is ready");
-            false
-        }
-    };
-    Ok(applied && ready)
+    Ok(Liveness { sync, ready })
 }
 
 /// Canaries whose spec was deleted, each with what the core needs to decide its revert. A

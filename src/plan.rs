@@ -17,15 +17,15 @@ use crate::core::decide::{Action, Decision};
 use crate::core::operate::Operation;
 use crate::core::status::Status;
 use crate::core::verdict::{Basis, DeletedVerdict, Verdict};
+use crate::core::waves::WaveRevert;
 use crate::deleted::{self, Deleted};
-use crate::facts::{Known, Read};
+use crate::facts::{Known, Read, Undecided};
 use crate::gitops::{CommitMessage, FileChange, Identity};
 use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
 use crate::render::replay::{By, Record};
 use crate::render::{self, message};
 use crate::spec::model::Canary;
 use crate::spec::settings::{CommitMode, SETTINGS_PATH};
-use crate::waves::revert::Reverted;
 use crate::workload;
 
 /// What one tick attempt does, in order.
@@ -116,30 +116,67 @@ pub struct Decided<'a> {
     pub known: Result<(Known, Verdict), CanaryError>,
 }
 
-/// Plans the tick: `unreadable` first (canaries that could not be read), then the waves a
-/// failed release reverts (`onFailure: rollback`), each decided canary's outcome and commit,
-/// then the deleted canaries' reverts. `files` reads the repo files the snapshot did not (the
-/// head's tree); `root` is the work dir, named in errors.
-pub fn build(
+/// A wave the core reverts under `onFailure: rollback`: its decision, and the folder's files
+/// observed to differ from the commit it goes back to.
+pub struct WaveReverted<'a> {
+    pub canary: &'a Canary,
+    /// Its status at the head.
+    pub status: Option<Status>,
+    pub revert: WaveRevert,
+    pub folder: Vec<FileChange>,
+}
+
+/// Plans the tick: the canaries not decided first (not read, or held by the release rule),
+/// then the waves a failed release reverts (`onFailure: rollback`), each decided canary's
+/// outcome and commit, then the deleted canaries' reverts. `files` reads the repo files the
+/// snapshot did not (the head's tree); `root` is the work dir, named in errors.
+pub fn build<'a>(
     (root, files): (&Path, &dyn workload::Outside),
     read: &Read,
-    (unreadable, reverted): (Vec<CanaryOutcome>, Vec<(&Canary, Reverted)>),
+    (undecided, reverted): (Vec<Undecided<'a>>, Vec<WaveReverted<'a>>),
     decided: Vec<Decided<'_>>,
     deletions: Vec<(Deleted, DeletedVerdict)>,
     now: Timestamp,
 ) -> Plan {
     let mut plan = empty(read);
-    plan.report.outcomes = unreadable;
-    for (canary, r) in reverted {
-        let event = format!("Reverted wave {}: {}", canary.id, r.status.message);
-        plan.commits.push(Commit {
-            outcome: plan.report.outcomes.len(),
-            changes: r.changes,
-            message: r.message,
-            kind: CommitKind::Revert { event },
-        });
-        let outcome = CanaryOutcome::of(canary.id.to_string(), Some(r.status), None);
+    for u in undecided {
+        let outcome = match u {
+            Undecided::Outcome(outcome) => outcome,
+            Undecided::Held {
+                canary,
+                status,
+                reason,
+            } => {
+                info!(canary = %canary.id, reason = %reason, "Wave held");
+                let mut held = CanaryOutcome::of(canary.id.to_string(), status, None);
+                held.events.push(format!("held: {reason}"));
+                held
+            }
+        };
         plan.report.outcomes.push(outcome);
+    }
+    for r in reverted {
+        let canary = r.canary;
+        let status = r.revert.status.clone();
+        match crate::waves::revert::render(canary, &r.revert, r.folder, now) {
+            Ok((changes, message)) => {
+                let event = format!("Reverted wave {}: {}", canary.id, status.message);
+                plan.commits.push(Commit {
+                    outcome: plan.report.outcomes.len(),
+                    changes,
+                    message,
+                    kind: CommitKind::Revert { event },
+                });
+                let outcome = CanaryOutcome::of(canary.id.to_string(), Some(status), None);
+                plan.report.outcomes.push(outcome);
+            }
+            Err(e) => {
+                warn!(canary = %canary.id, error = %e, "Wave not reverted");
+                let outcome =
+                    CanaryOutcome::of(canary.id.to_string(), r.status, Some(e.to_string()));
+                plan.report.outcomes.push(outcome);
+            }
+        }
     }
     // Every canary's output, as the facts' index had them: a file there is never a source.
     let outputs: Vec<&str> = read
@@ -307,7 +344,7 @@ fn decision_commit(
     let changes = match basis {
         // A cluster outage is said by the status file alone, as a drift hold is.
         Basis::Drift | Basis::Unreachable(_) => {
-            crate::drift::changes(canary, decision, &known.restore)?
+            render::drift_changes(canary, decision, &known.restore)?
         }
         _ => render::changes(root, canary, decision, index)?,
     };

@@ -13,15 +13,16 @@
 //! file is reported for that canary only; the others go on.
 
 use jiff::Timestamp;
-use tracing::warn;
+use tracing::{info, warn};
 
+use crate::core::live::{Liveness, NotLive};
 use crate::core::status::Phase;
 use crate::core::verdict::{deleted, verdict};
 use crate::execute::{self, Announce, Committed};
 use crate::facts::{self, Read};
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
 use crate::observer::Observer;
-use crate::plan::{self, Decided, Plan};
+use crate::plan::{self, Decided, Plan, WaveReverted};
 use crate::runtime::Runtime;
 
 pub use crate::outcome::{CanaryError, CanaryOutcome, TickError, TickReport};
@@ -210,13 +211,33 @@ fn decide(
     if !read.settings_errors.is_empty() {
         return Ok(plan::held_for_settings(read));
     }
-    let gathering = facts::gather(repo, ctx.observer, ctx.runtime, read, now)?;
+    let statuses = facts::statuses(repo, ctx.runtime, read);
+    let releases = crate::core::waves::releases(&statuses.items());
+    let gathering = facts::gather(
+        repo,
+        ctx.observer,
+        ctx.runtime,
+        read,
+        (statuses, releases),
+        now,
+    )?;
+    let reverts = gathering
+        .reverts
+        .into_iter()
+        .map(|r| WaveReverted {
+            canary: r.canary,
+            status: r.status,
+            revert: crate::core::waves::revert(r.observed.before, &r.revision, &r.reason, now),
+            folder: r.observed.folder,
+        })
+        .collect();
     let decided = gathering
         .canaries
         .into_iter()
         .map(|g| Decided {
             canary: g.canary,
-            known: g.known.map(|known| {
+            known: g.known.map(|mut known| {
+                known.observations.applied = live(g.canary, &known.liveness);
                 let status = known.status.as_ref();
                 let verdict = verdict(g.canary, status, &known.observations, &known.facts, now);
                 (known, verdict)
@@ -232,9 +253,32 @@ fn decide(
     Ok(plan::build(
         (repo.root(), &head),
         read,
-        (gathering.unreadable, gathering.reverts),
+        (gathering.undecided, reverts),
         decided,
         deletions,
         now,
     ))
+}
+
+/// The core's verdict on whether `canary`'s last commit is live, each reason it is not
+/// logged.
+fn live(canary: &crate::spec::model::Canary, liveness: &Liveness) -> bool {
+    let not = crate::core::live::live(liveness);
+    for why in &not {
+        match why {
+            NotLive::SyncUnknown(e) => {
+                warn!(canary = %canary.id, error = %e, "Cannot tell whether the last commit is applied");
+            }
+            NotLive::NotApplied(reason) => {
+                info!(canary = %canary.id, reason = %reason, "Waiting for the GitOps engine");
+            }
+            NotLive::NotReady(why) => {
+                info!(canary = %canary.id, reason = %why, "Waiting for the canary to be ready");
+            }
+            NotLive::ReadyUnknown(e) => {
+                warn!(canary = %canary.id, error = %e, "Cannot tell whether the canary is ready");
+            }
+        }
+    }
+    not.is_empty()
 }

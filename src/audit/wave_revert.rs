@@ -96,7 +96,7 @@ fn rule(
         .iter()
         .map(|(c, s, r)| (*c, s.as_ref(), r.as_str()))
         .collect();
-    let releases = crate::waves::release::releases(&items);
+    let releases = crate::core::waves::releases(&items);
     let said = read
         .iter()
         .zip(releases)

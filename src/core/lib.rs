@@ -14,6 +14,7 @@ pub mod builtin_metric;
 pub mod decide;
 pub mod judge;
 pub mod judged;
+pub mod live;
 pub mod model;
 pub mod number;
 pub mod observe;

@@ -13,11 +13,18 @@
 //! whose status [`reverted`] makes): Failed on that revision, so its own rules never take
 //! the revision again by themselves; a newer revision starts in the first wave as usual.
 //!
-//! Pure: no IO, no clock. The adapters (`src/waves/`) read the statuses and apply the answer.
+//! [`releases`] runs the rule over a tick's canaries (every release among them); for a wave
+//! it reverts, [`revert`] is the decision the executor carries out, from what the adapters
+//! observed of the wave before the release reached it ([`BeforeRelease`]).
+//!
+//! Pure: no IO, no clock. The adapters (`src/waves/`) read the statuses and the commit before
+//! the release; the plan renders the revert and the executor commits it.
+
+use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 
-use crate::model::{short_revision, Name};
+use crate::model::{short_revision, Canary, Name};
 pub use crate::model::{Cluster, OnFailure, WaveOf};
 use crate::status::{Phase, Status};
 
@@ -152,6 +159,116 @@ fn failed_wave(revision: &str, waves: &[WaveState<'_>]) -> Option<(usize, String
         );
         Some((i, reason))
     })
+}
+
+/// One canary of a tick as the release rule sees it: the canary, its status, the source's
+/// revision.
+pub type Item<'a, R> = (&'a Canary<R>, Option<&'a Status>, &'a str);
+
+/// For each item, in order, what the release rule says of it this tick: [`Release::Go`] (it
+/// is decided as usual), held (why), or reverted. Canaries without waves always go. A wave
+/// whose instance is not among `items` (its status could not be read) holds every later
+/// wave, and reverts none: the rule cannot tell where the release stands.
+pub fn releases<R>(items: &[Item<'_, R>]) -> Vec<Release> {
+    let mut out = vec![Release::Go; items.len()];
+    let mut releases: BTreeMap<(&Name, &Name), Vec<usize>> = BTreeMap::new();
+    for (i, (canary, _, _)) in items.iter().enumerate() {
+        if canary.wave.is_some() {
+            releases
+                .entry((&canary.id.namespace, canary.base_name()))
+                .or_default()
+                .push(i);
+        }
+    }
+    for members in releases.values() {
+        let Some(first) = members.first().and_then(|&i| items[i].0.wave.as_ref()) else {
+            continue;
+        };
+        let by_wave = |index: usize| {
+            members
+                .iter()
+                .copied()
+                .find(|&i| items[i].0.wave.as_ref().is_some_and(|w| w.index == index))
+        };
+        // The release's revision is the source's: every wave reads the one source.
+        let Some(revision) = by_wave(0).map(|i| items[i].2) else {
+            for &i in members {
+                out[i] = held(format!("wave {} cannot be read this tick", first.waves[0]));
+            }
+            continue;
+        };
+        let mut states = Vec::new();
+        let mut slots = Vec::new();
+        let mut whole = true;
+        for (index, name) in first.waves.iter().enumerate() {
+            let Some(i) = by_wave(index) else {
+                // Every later wave waits for this one.
+                for later in (index + 1..first.waves.len()).filter_map(by_wave) {
+                    out[later] = held(format!("wave {name} cannot be read this tick"));
+                }
+                whole = false;
+                break;
+            };
+            states.push(WaveState {
+                name,
+                status: items[i].1,
+            });
+            slots.push(i);
+        }
+        // A wave that cannot be read may be the one that failed: revert nothing then.
+        let on_failure = match whole {
+            true => first.on_failure,
+            false => OnFailure::Hold,
+        };
+        for (slot, decision) in slots
+            .into_iter()
+            .zip(release(revision, on_failure, &states))
+        {
+            if out[slot] == Release::Go {
+                out[slot] = decision;
+            }
+        }
+    }
+    out
+}
+
+fn held(reason: String) -> Release {
+    Release::Hold { reason }
+}
+
+/// What a wave had just before the release reached it, as the adapters read it from git:
+/// the commit (`from`, full hex id) whose output folder and status the wave goes back to, and
+/// that status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeforeRelease {
+    pub from: String,
+    pub status: Status,
+}
+
+/// A wave's revert under `onFailure: rollback`, decided: its folder goes back to the one at
+/// `from`, its status to `status` ([`reverted`]), in a commit of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaveRevert {
+    /// The revision whose release failed.
+    pub revision: String,
+    /// The commit the wave goes back to (full hex id).
+    pub from: String,
+    /// The wave's status at `from`.
+    pub before: Status,
+    /// The wave's status after the revert.
+    pub status: Status,
+}
+
+/// The revert [`Release::Revert`] asks for (of `revision`, for `reason`), decided at `now` on
+/// what the wave had before the release reached it.
+pub fn revert(before: BeforeRelease, revision: &str, reason: &str, now: Timestamp) -> WaveRevert {
+    let status = reverted(&before.status, revision, reason, now);
+    WaveRevert {
+        revision: revision.to_string(),
+        from: before.from,
+        before: before.status,
+        status,
+    }
 }
 
 /// The status of a wave [`Release::Revert`] sends back: `before` (its status at the commit

@@ -11,12 +11,9 @@ use serde_json::Value as Json;
 use crate::route::{ReadyCondition, Revisions};
 use crate::spec::model::{Canary, Target};
 
-/// Whether the canary's workload and route are ready, and why not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Readiness {
-    Ready,
-    NotReady(String),
-}
+/// Whether the canary's workload and route are ready, and why not (the core's type: it
+/// weighs readiness into whether the last commit is live).
+pub use crate::core::live::Readiness;
 
 fn int(v: &Json) -> Option<i64> {
     v.as_i64()

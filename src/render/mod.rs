@@ -13,7 +13,7 @@ pub mod status_file;
 
 use std::path::Path;
 
-use crate::core::decide::Decision;
+use crate::core::decide::{Action, Decision, DriftStep};
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
 use crate::route::{render_route, Backends, Revisions, RouteState, Weights, ROUTE_FILE_NAME};
@@ -174,4 +174,25 @@ pub fn changes(
         content: Some(status_text),
     });
     Ok(changes)
+}
+
+/// The files of a drift decision's commit (a hold, a restore, a resume; a wave's cluster
+/// outage too): the restored files, then the status file with the decision's status.
+pub fn drift_changes(
+    canary: &Canary,
+    decision: &Decision,
+    restore: &[FileChange],
+) -> Result<Vec<FileChange>, RenderError> {
+    let mut changes = match &decision.action {
+        Action::Drift(DriftStep::Restore { .. }) => restore.to_vec(),
+        _ => Vec::new(),
+    };
+    changes.push(status_change(canary, &decision.status)?);
+    Ok(changes)
+}
+
+fn status_change(canary: &Canary, status: &Status) -> Result<FileChange, RenderError> {
+    let text = status_file::render(&canary.id, status)
+        .map_err(|e| RenderError::Serialize(e.to_string()))?;
+    Ok(FileChange::write(status_file::path_for(&canary.id), text))
 }

@@ -1,10 +1,10 @@
 //! Waves at the edges: what the pure release rule ([`crate::core::waves`]) needs from the
 //! outside world, and how its answer is applied.
 //!
-//! - [`release`]: the tick's hook: each wave instance's status, through the release rule;
-//!   a wave the release has not reached is held (not decided, nothing committed);
 //! - [`revert`]: under `onFailure: rollback`, an earlier wave of a failed release put back
-//!   as it was before the release reached it (the commit's files and message);
+//!   as it was before the release reached it: what it had then, read from git, and the
+//!   files and message of the core's decision (the release rule and the revert are the
+//!   core's, [`crate::core::waves`]);
 //! - [`contexts`]: the kube contexts waves name, checked against the kubeconfig sluice is
 //!   given;
 //! - [`servers`]: the API servers waves name, checked against what the operator allows
@@ -17,7 +17,6 @@
 
 pub mod clusters;
 pub mod contexts;
-pub mod release;
 pub mod revert;
 pub mod select;
 pub mod servers;

@@ -14,7 +14,8 @@
 //! sources, templates and settings may have changed since, and a route-only canary's
 //! previous stable service is only in that commit's status.
 //!
-//! Reads git objects only; commits nothing (the executor does).
+//! Reads git objects ([`observe`]) and renders the core's decision ([`render`]); decides
+//! nothing, and commits nothing (the executor does).
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -25,7 +26,7 @@ use jiff::Timestamp;
 
 use crate::core::model::short_revision;
 use crate::core::status::Status;
-use crate::core::waves::{reverted, took};
+use crate::core::waves::{reverted, took, BeforeRelease, WaveRevert};
 use crate::gitops::objects::{self as tree, GitError};
 use crate::gitops::{CommitMessage, FileChange};
 use crate::render::message::{CANARY, PHASE, REVISION, WAVE, WEIGHTS};
@@ -67,7 +68,7 @@ pub enum RevertError {
     NotAWave(String),
 }
 
-/// A wave's revert commit, ready for the executor.
+/// A wave's revert commit, made again for `sluice audit` (the tick's goes through the plan).
 #[derive(Debug, Clone)]
 pub struct Reverted {
     /// The commit whose folder and status the wave goes back to.
@@ -79,8 +80,85 @@ pub struct Reverted {
     pub message: CommitMessage,
 }
 
+/// What the tick observes of a wave the release rule reverts: what it had before the release
+/// reached it, and its output folder's files at `head` that differ from that commit's (put
+/// back as they were there: written, or deleted).
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub before: BeforeRelease,
+    pub folder: Vec<FileChange>,
+}
+
+/// What the wave instance `canary` had at `head` before the release of `revision` reached it.
+pub fn observe(
+    git: &Repository,
+    head: Oid,
+    canary: &Canary,
+    revision: &str,
+) -> Result<Observed, RevertError> {
+    let wave = canary
+        .wave
+        .as_ref()
+        .ok_or_else(|| RevertError::NotAWave(canary.id.to_string()))?;
+    let status_path = status_file::path_for(&canary.id);
+    let (from, before) = before_release(git, head, &status_path, wave.name.as_str(), revision)?;
+    let output = canary.output.as_str();
+    let was = files_under(git, from, output)?;
+    let is = files_under(git, head, output)?;
+    let mut folder = Vec::new();
+    for (path, bytes) in &was {
+        if is.get(path) != Some(bytes) {
+            let text = String::from_utf8(bytes.clone()).map_err(|_| RevertError::Binary {
+                path: path.clone(),
+                commit: from.to_string(),
+            })?;
+            folder.push(FileChange::write(path.clone(), text));
+        }
+    }
+    for path in is.keys().filter(|p| !was.contains_key(*p)) {
+        folder.push(FileChange::delete(path.clone()));
+    }
+    folder.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Observed {
+        before: BeforeRelease {
+            from: from.to_string(),
+            status: before,
+        },
+        folder,
+    })
+}
+
+/// The files and message of the core's revert of `canary`, decided at `now`: `folder` (the
+/// observed folder changes) and the status file, with the replay record.
+pub fn render(
+    canary: &Canary,
+    revert: &WaveRevert,
+    folder: Vec<FileChange>,
+    now: Timestamp,
+) -> Result<(Vec<FileChange>, CommitMessage), RevertError> {
+    let status_path = status_file::path_for(&canary.id);
+    let mut changes = folder;
+    let text = status_file::render_recorded(&canary.id, &revert.status, &SpecRecord::of(canary))
+        .map_err(|e| RevertError::Render {
+            path: status_path.clone(),
+            message: e.to_string(),
+        })?;
+    changes.push(FileChange::write(status_path, text));
+    let record = Record::of(
+        By::WaveRevert {
+            revision: revert.revision.clone(),
+            from: revert.from.clone(),
+        },
+        now,
+    );
+    let mut message = message(canary, &revert.before, &revert.status, &revert.from);
+    message.trailers.push(record.trailer());
+    Ok((changes, message))
+}
+
 /// The revert of the wave instance `canary` at `head`: the release of `revision` failed in a
-/// later wave (`reason` says which and why), decided at `now`.
+/// later wave (`reason` says which and why), decided at `now`. The tick's steps in one call:
+/// [`observe`], the core's [`revert`](crate::core::waves::revert), [`render`].
 pub fn revert(
     git: &Repository,
     head: Oid,
@@ -89,49 +167,13 @@ pub fn revert(
     reason: &str,
     now: Timestamp,
 ) -> Result<Reverted, RevertError> {
-    let wave = canary
-        .wave
-        .as_ref()
-        .ok_or_else(|| RevertError::NotAWave(canary.id.to_string()))?;
-    let status_path = status_file::path_for(&canary.id);
-    let (from, before) = before_release(git, head, &status_path, wave.name.as_str(), revision)?;
-    let status = reverted(&before, revision, reason, now);
-    let output = canary.output.as_str();
-    let was = files_under(git, from, output)?;
-    let is = files_under(git, head, output)?;
-    let mut changes = Vec::new();
-    for (path, bytes) in &was {
-        if is.get(path) != Some(bytes) {
-            let text = String::from_utf8(bytes.clone()).map_err(|_| RevertError::Binary {
-                path: path.clone(),
-                commit: from.to_string(),
-            })?;
-            changes.push(FileChange::write(path.clone(), text));
-        }
-    }
-    for path in is.keys().filter(|p| !was.contains_key(*p)) {
-        changes.push(FileChange::delete(path.clone()));
-    }
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    let text = status_file::render_recorded(&canary.id, &status, &SpecRecord::of(canary)).map_err(
-        |e| RevertError::Render {
-            path: status_path.clone(),
-            message: e.to_string(),
-        },
-    )?;
-    changes.push(FileChange::write(status_path, text));
-    let record = Record::of(
-        By::WaveRevert {
-            revision: revision.to_string(),
-            from: from.to_string(),
-        },
-        now,
-    );
-    let mut message = message(canary, &before, &status, from);
-    message.trailers.push(record.trailer());
+    let observed = observe(git, head, canary, revision)?;
+    let from = Oid::from_str(&observed.before.from).map_err(tree::git("read a commit id"))?;
+    let decided = crate::core::waves::revert(observed.before, revision, reason, now);
+    let (changes, message) = render(canary, &decided, observed.folder, now)?;
     Ok(Reverted {
         from,
-        status,
+        status: decided.status,
         changes,
         message,
     })
@@ -224,7 +266,7 @@ fn files_under(
 
 /// The revert's message: what the wave goes back to, and why (the status' message names the
 /// wave that failed); trailers as a decision's, so `sluice history --wave` lists it.
-fn message(canary: &Canary, before: &Status, status: &Status, from: Oid) -> CommitMessage {
+fn message(canary: &Canary, before: &Status, status: &Status, from: &str) -> CommitMessage {
     let wave = canary
         .wave
         .as_ref()

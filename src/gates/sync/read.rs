@@ -1,5 +1,6 @@
 //! Reading the engine's object: one GET through the Kubernetes API, then a pure conversion of
-//! the `DynamicObject` into a [`SyncObservation`]. Judging it is `judge.rs`'s job.
+//! the `DynamicObject` into a [`SyncObservation`]. Judging it is the core's job
+//! ([`crate::core::live`]).
 
 use jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject};

@@ -10,6 +10,7 @@ mod judge_kayenta;
 mod judge_properties;
 mod judge_scores;
 mod judged;
+mod live;
 mod operate;
 mod promotion;
 mod properties;
