@@ -243,3 +243,43 @@ fn is_descendant_is_only_asked_about_full_shas() {
     assert!(matches!(r, Applied::NotYet { .. }));
     assert!(!asked.get());
 }
+
+#[test]
+fn live_names_every_reason_the_last_commit_is_not_live_sync_first() {
+    let synced = |applied: &str, pushed: Option<&str>, descendants: &[&str]| Synced {
+        observation: flux(&format!("main@sha1:{applied}"), ConditionStatus::True, 1, 1),
+        pushed: pushed.map(str::to_string),
+        descendants: descendants.iter().map(|d| d.to_string()).collect(),
+    };
+    let not_ready = || Some(Ok(Readiness::NotReady("podinfo-canary: 0/2 ready".into())));
+    let at = |sync, ready| Liveness { sync, ready };
+    // Nothing observed (no sync target, readiness not read) is live.
+    assert_eq!(live(&Liveness::default()), vec![]);
+    // Nothing pushed yet: the engine's revision is not judged.
+    assert_eq!(live(&at(Some(Ok(synced(A, None, &[]))), None)), vec![]);
+    // The engine applied a descendant of the pushed commit, and it is ready.
+    let descendant = synced(C, Some(B), &[C]);
+    let ready = Some(Ok(Readiness::Ready));
+    assert_eq!(live(&at(Some(Ok(descendant)), ready)), vec![]);
+    // The engine applied C, but git did not say C descends from the pushed B.
+    let elsewhere = synced(C, Some(B), &[]);
+    let not = live(&at(Some(Ok(elsewhere)), not_ready()));
+    assert_eq!(not.len(), 2, "{not:?}");
+    assert!(
+        matches!(&not[0], NotLive::NotApplied(r) if r.contains("not yet 222222222222")),
+        "{not:?}"
+    );
+    assert_eq!(
+        not[1],
+        NotLive::NotReady("podinfo-canary: 0/2 ready".into())
+    );
+    // Neither can be read.
+    let unknown = at(Some(Err("forbidden".into())), Some(Err("timed out".into())));
+    assert_eq!(
+        live(&unknown),
+        vec![
+            NotLive::SyncUnknown("forbidden".into()),
+            NotLive::ReadyUnknown("timed out".into())
+        ]
+    );
+}

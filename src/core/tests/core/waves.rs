@@ -1,13 +1,14 @@
 //! The release rule of waves, as tables over a three-wave release (staging, eu, us): which
 //! wave may see the source's revision, with a fixed clock.
 
-use sluice_core::model::Name;
+use sluice_core::model::{Canary, Name, WaveOf};
 use sluice_core::status::{Phase, Status};
 use sluice_core::waves::{
-    release, release_state, reverted, OnFailure, Release, ReleaseState, WaveState,
+    release, release_state, releases, revert, reverted, BeforeRelease, OnFailure, Release,
+    ReleaseState, WaveState,
 };
 
-use crate::builders::t;
+use crate::builders::{canary, t};
 
 /// A wave's status: `phase`, the promoted revision, the revision under analysis.
 fn status(phase: Phase, promoted: &str, canary: Option<&str>) -> Status {
@@ -363,4 +364,91 @@ fn a_reverted_wave_is_failed_on_the_revision_with_what_it_ran_before() {
         release("r2", OnFailure::Rollback, &waves),
         vec![Release::Go]
     );
+}
+
+/// The instance of `podinfo` in wave `index` of (staging, eu, us), under `on_failure`.
+fn instance(index: usize, on_failure: OnFailure) -> Canary<()> {
+    let names = names();
+    let mut c = canary().build();
+    c.id.name = Name::parse(&format!("podinfo.{}", names[index])).unwrap();
+    c.wave = Some(WaveOf {
+        canary: Name::parse("podinfo").unwrap(),
+        name: names[index].clone(),
+        file: "apps/podinfo/canary.yaml".into(),
+        line: 10 + index,
+        field: format!("spec.waves[{index}]"),
+        index,
+        waves: names.to_vec(),
+        approval: false,
+        on_failure,
+        cluster: None,
+        cluster_line: 0,
+        metrics_secret: None,
+    });
+    c
+}
+
+#[test]
+fn releases_over_a_tick_hold_every_wave_after_one_that_cannot_be_read_and_revert_none() {
+    let plain = canary().build();
+    let [staging, eu, us] = [0, 1, 2].map(|i| instance(i, OnFailure::Rollback));
+    let done = status(Succeeded, "r2", Some("r2"));
+    let mut failed = status(Failed, "r1", Some("r2"));
+    failed.message = "Rolling back podinfo.eu: error-rate 5 > 1".into();
+    let old = status(Succeeded, "r1", None);
+    // Every wave read: staging is reverted, us held, the canary without waves goes.
+    let whole = releases(&[
+        (&plain, None, "r9"),
+        (&staging, Some(&done), "r2"),
+        (&eu, Some(&failed), "r2"),
+        (&us, Some(&old), "r2"),
+    ]);
+    assert_eq!(whole[0], Release::Go);
+    assert!(matches!(&whole[1], Release::Revert { revision, .. } if revision == "r2"));
+    assert_eq!(whole[2], Release::Go);
+    assert!(matches!(&whole[3], Release::Hold { .. }));
+    // eu's status cannot be read (it is not among the items): us waits for it, and staging
+    // is not reverted, since eu may be the wave that failed.
+    let partial = releases(&[(&staging, Some(&done), "r2"), (&us, Some(&old), "r2")]);
+    assert_eq!(
+        partial,
+        vec![
+            Release::Go,
+            Release::Hold {
+                reason: "wave eu cannot be read this tick".into()
+            }
+        ]
+    );
+    // us cannot be read: eu failed, yet staging is not reverted while the release is not
+    // seen whole.
+    let tail = releases(&[(&staging, Some(&done), "r2"), (&eu, Some(&failed), "r2")]);
+    assert_eq!(tail, vec![Release::Go, Release::Go]);
+    // The first wave cannot be read: the release's revision is unknown, every wave holds.
+    let headless = releases(&[(&eu, Some(&failed), "r2"), (&us, Some(&old), "r2")]);
+    let held = Release::Hold {
+        reason: "wave staging cannot be read this tick".into(),
+    };
+    assert_eq!(headless, vec![held.clone(), held]);
+}
+
+#[test]
+fn a_decided_revert_goes_back_to_the_commit_before_the_release() {
+    let before = status(Succeeded, "r1", None);
+    let from = "0123456789abcdef0123456789abcdef01234567";
+    let reason = "wave eu failed on revision r2: error-rate 5 > 1";
+    let decided = revert(
+        BeforeRelease {
+            from: from.into(),
+            status: before.clone(),
+        },
+        "r2",
+        reason,
+        t(90),
+    );
+    assert_eq!(decided.revision, "r2");
+    assert_eq!(decided.from, from);
+    assert_eq!(decided.before, before);
+    assert_eq!(decided.status, reverted(&before, "r2", reason, t(90)));
+    assert_eq!(decided.status.phase, Failed);
+    assert_eq!(decided.status.promoted_revision, "r1");
 }
