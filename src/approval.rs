@@ -27,13 +27,13 @@ mod judge_table;
 use tracing::{info, warn};
 
 use crate::core::decide::Decision;
-use crate::core::observe::MergedApproval;
-use crate::core::operate::{operate, Operation};
+use crate::core::observe::{Facts, MergedApproval};
 use crate::core::status::{Gate, Phase, Status};
 use crate::forge::{Forge, PrState, PullRequest};
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange};
+use crate::remake::{remake, Base, Made, Remade, RemakeError};
 use crate::render::replay::{By, Record};
-use crate::render::{self, message, status_file};
+use crate::render::{message, status_file};
 use crate::runtime::Runtime;
 use crate::spec::model::Canary;
 use crate::spec::settings::{ForgeSettings, OnClose};
@@ -49,11 +49,9 @@ pub enum ApprovalError {
     #[error(transparent)]
     Forge(#[from] crate::forge::ForgeError),
     #[error(transparent)]
-    NotApplicable(#[from] crate::core::operate::NotApplicable),
-    #[error(transparent)]
     Workload(#[from] crate::workload::WorkloadError),
     #[error(transparent)]
-    Render(#[from] crate::render::RenderError),
+    Remake(#[from] RemakeError),
 }
 
 /// A canary waiting for approval, or one that stopped waiting in this tick.
@@ -248,7 +246,7 @@ fn tampered(
     canary: &Canary,
     before: &BeforeMerge,
 ) -> Result<Vec<String>, ApprovalError> {
-    let (_, changes) = approval_change(repo, snapshot, canary, &before.waiting)?;
+    let changes = approval_change(repo, snapshot, canary, &before.waiting)?.changes;
     let head = repo.head();
     let mut files = Vec::new();
     for change in &changes {
@@ -435,30 +433,32 @@ pub struct BranchCommit {
     pub time: git2::Time,
 }
 
-/// The approval of `waiting` and the files of its commit: what the approval branch carries.
-/// Rendered from the tick's `snapshot` (sources do not change by sluice's commits) and
-/// nothing else, so [`merged`] renders again exactly what [`branch_step`] pushed.
+/// The approval of `waiting`, and the files and message of its commit: what the approval
+/// branch carries ([`crate::remake`], as `sluice audit` makes it again). Rendered from the
+/// tick's `snapshot` (sources do not change by sluice's commits) and nothing else, so
+/// [`merged`] renders again exactly what [`branch_step`] pushed.
 fn approval_change(
     repo: &ConfigRepo,
     snapshot: &Snapshot,
     canary: &Canary,
     waiting: &Status,
-) -> Result<(Decision, Vec<FileChange>), ApprovalError> {
-    let mut approved = operate(
-        canary,
-        Some(waiting),
-        Operation::Approve,
-        "approved by merging the pull request",
-        waiting.phase_since,
-    )?;
-    // The merge, not the PR's creation, starts the approved step's clock (a canary that
-    // skips analysis is promoted by the approval: it has no step clock to start).
-    approved.status.clock_from_merge = approved.status.phase.is_active();
+) -> Result<Remade, ApprovalError> {
     let head = crate::head_files::HeadFiles::new(repo);
     let outputs = [canary.output.as_str()];
     let index = workload::Index::reading(snapshot, &outputs, &head);
-    let changes = render::changes(repo.root(), canary, &approved, &index)?;
-    Ok((approved, changes))
+    let base = Base {
+        root: repo.root(),
+        index: &index,
+    };
+    let record = Record::merged_approval(waiting);
+    let facts = Facts::default();
+    let made = Made::Recorded {
+        status: Some(waiting),
+        record: &record,
+        facts: &facts,
+        restore: &[],
+    };
+    Ok(remake(&base, canary, made)?)
 }
 
 /// Whether the approval branch at `oid` is what sluice would push now: on a main branch
@@ -524,7 +524,11 @@ pub fn branch_step(
         return Ok(None);
     }
     let refused = merged;
-    let (approved, changes) = approval_change(repo, snapshot, canary, status)?;
+    let Remade {
+        decision: approved,
+        changes,
+        message,
+    } = approval_change(repo, snapshot, canary, status)?;
     let up_to_date = !refused
         && match repo.fetch_branch(&branch)? {
             Some(oid) => branch_is_current(repo, oid, &status_path, &changes)?,
@@ -533,12 +537,6 @@ pub fn branch_step(
     let write = if up_to_date {
         None
     } else {
-        let mut message = message::render(
-            canary,
-            &approved,
-            Some(("pull request", "approved by merging")),
-        );
-        message.trailers.push(approval_record(status).trailer());
         Some(BranchCommit {
             parent: repo.head(),
             changes,
@@ -641,24 +639,6 @@ pub fn open_pull_request(
     ))?;
     info!(canary = %canary.id, url = %pr.url, "Approval pull request opened");
     Ok(())
-}
-
-/// What `sluice audit` needs to make an approval branch's commit again (see [`keep_branch`]).
-fn approval_record(status: &Status) -> Record {
-    let mut record = Record::operated(
-        Operation::Approve,
-        "approved by merging the pull request",
-        "pull request",
-        "approved by merging",
-        status.phase_since,
-    );
-    if let By::Operate {
-        clock_from_merge, ..
-    } = &mut record.by
-    {
-        *clock_from_merge = true;
-    }
-    record
 }
 
 fn branch_key(branch: &str) -> String {

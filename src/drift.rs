@@ -47,7 +47,7 @@
 //!
 //! This module finds drift and reads what a decision about it needs ([`observe`]: sluice's
 //! last status, the files a restore writes back); the decision itself (hold, restore, resume)
-//! is the core's (`core::verdict`), and [`changes`] renders its commit.
+//! is the core's (`core::verdict`), and [`crate::render::drift_changes`] renders its commit.
 //!
 //! Cost: the tick walks the first-parent history once ([`History`], shared by every canary),
 //! one tree diff per commit, only as deep as the deepest canary's last change and at most
@@ -64,7 +64,6 @@ use std::sync::{Arc, LazyLock, Mutex};
 use git2::Oid;
 
 use crate::approval;
-use crate::core::decide::{Action, Decision, DriftStep};
 use crate::core::observe::DriftFact;
 use crate::core::status::Status;
 use crate::gitops::{trailer_group, CommitFacts, ConfigRepo, FileChange};
@@ -736,25 +735,4 @@ pub fn observe(
         },
         restore,
     })
-}
-
-/// The files of a drift decision's commit: the restored files, then the status file with the
-/// decision's status.
-pub fn changes(
-    canary: &Canary,
-    decision: &Decision,
-    restore: &[FileChange],
-) -> Result<Vec<FileChange>, RenderError> {
-    let mut changes = match &decision.action {
-        Action::Drift(DriftStep::Restore { .. }) => restore.to_vec(),
-        _ => Vec::new(),
-    };
-    changes.push(status_change(canary, &decision.status)?);
-    Ok(changes)
-}
-
-fn status_change(canary: &Canary, status: &Status) -> Result<FileChange, RenderError> {
-    let text = status_file::render(&canary.id, status)
-        .map_err(|e| RenderError::Serialize(e.to_string()))?;
-    Ok(FileChange::write(status_file::path_for(&canary.id), text))
 }

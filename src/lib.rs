@@ -19,8 +19,10 @@
 //! 2. [`facts`] (`src/facts.rs`): reads the repo once (settings, the snapshot, the specs as
 //!    validated [`spec::model::Canary`] values through [`spec::load`]; a bad spec is an error
 //!    with file, line and field), then gathers each canary's facts: status file and revision,
-//!    metrics, webhook answers and sync state from the [`observer::Observer`], whether the last
-//!    commit is live, drift ([`drift`]) and approval pull requests ([`approval`]). Reads only.
+//!    metrics, webhook answers and sync state from the [`observer::Observer`], what is known of
+//!    whether the last commit is live (judged by [`core::live`]), drift ([`drift`]) and
+//!    approval pull requests ([`approval`]). Reads only: the release rule of waves and a wave's
+//!    revert are [`core::waves`]'s.
 //! 3. [`core::verdict`] (`src/core/verdict.rs`) and [`core::decide`] (`src/core/decide.rs`):
 //!    every decision, pure, in a separate crate (`src/core/`) so the compiler keeps it so:
 //!    the facts first (drift, approvals, deleted specs), then the rollout rules. A
@@ -59,6 +61,7 @@
 //! | [`readers`] | what sluice recorded, read back for people: status rows, a canary's decisions from trailers, a commit's YAML written out; shared by `status`, `history` and the dashboard | write to the repository |
 //! | [`dashboard`] | the read-only dashboard's model (cached by head commit), charts and pages; its routes live in [`server`] | fetch, write, or show a secret |
 //! | [`commit_files`] | the files of one commit after another, followed by tree diffs and parsed once per blob, for audit and drift's verifier | write to the disk |
+//! | [`remake`] | the one replay of a commit: what sluice would have written for it (the core's decision made again, rendered on the commit's base), for audit, approvals and drift's verifier | read anything but the base it is given |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
@@ -71,7 +74,7 @@
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
-//! | [`waves`] | waves at the edges: the release rule applied to the tick (held waves, reverted waves' commits under `onFailure: rollback`), kube contexts checked, a client per wave cluster | decide anything but which wave is held |
+//! | [`waves`] | waves at the edges: what a reverted wave had before the release (read from git) and its revert's files, kube contexts checked, a client per wave cluster | decide (the release rule and the revert are [`core::waves`]'s) |
 //! | [`redact`] | every credential read, and its base64 forms, kept out of log lines and logged answers | put a backend's answer anywhere but a log |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
@@ -111,6 +114,7 @@ pub mod outcome;
 pub mod plan;
 pub mod readers;
 pub mod redact;
+pub mod remake;
 pub mod render;
 pub mod route;
 pub mod runtime;

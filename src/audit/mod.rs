@@ -33,7 +33,6 @@ use serde::Serialize;
 
 use crate::core::decide::Action;
 use crate::core::model::{CanaryId, Name};
-use crate::core::operate::Operation;
 use crate::core::status::Status;
 use crate::deleted::{self, STATUS_DIR};
 use crate::gitops::message::{CommitHead, Message};
@@ -595,32 +594,7 @@ impl<'r> Audit<'r, '_> {
             let Ok(Some(status)) = parent.status(&canary.id) else {
                 return Ok(false);
             };
-            let record = Record::operated(
-                Operation::Approve,
-                "approved by merging the pull request",
-                "pull request",
-                "approved by merging",
-                status.phase_since,
-            );
-            let record = Record {
-                by: match record.by {
-                    By::Operate {
-                        op,
-                        reason,
-                        operator,
-                        says,
-                        ..
-                    } => By::Operate {
-                        op,
-                        reason,
-                        operator,
-                        says,
-                        clock_from_merge: true,
-                    },
-                    by => by,
-                },
-                ..record
-            };
+            let record = Record::merged_approval(&status);
             let Ok(replayed) = replay::replay(&ctx, parent, canaries, name, &record) else {
                 return Ok(false);
             };

@@ -1,7 +1,9 @@
 //! Making one canary's recorded decision again on a commit's parent, for [`super::audit`]:
 //! the rules (`core::decide`), a manual operation (`core::operate`), and the commits sluice
-//! makes outside them, each checked against git before it is made again:
+//! makes outside them, each checked against git before it is made again (the decisions of
+//! the rules and operations by [`crate::remake`], the one replay of a commit):
 //!
+//! - a decision of the rules: the revision it records must be the source's at the parent;
 //! - a record update: the status file's record of the spec must disagree with the spec at the
 //!   parent, and the update is rendered again;
 //! - a revert: the canary's spec must be gone at the parent, its status file ask for the
@@ -15,16 +17,13 @@
 //!
 //! Pure but for reading the objects audit hands it; nothing here writes.
 
-use crate::core::decide::{decide, Decision};
-use crate::core::observe::{
-    DriftFact, DriftPolicy, Facts, MergedApproval, Observations, Unreachable,
-};
-use crate::core::operate::operate;
+use crate::core::observe::{DriftFact, DriftPolicy, Facts, MergedApproval, Observations};
 use crate::core::verdict::{self, DeletedVerdict};
 use crate::deleted;
 use crate::gitops::FileChange;
+use crate::remake::{remake, Base, Made, RemakeError};
 use crate::render::message;
-use crate::render::replay::{self, policy_name, By, Record, REPLAY};
+use crate::render::replay::{policy_name, By, Record, REPLAY};
 use crate::render::{self as renderer, status_file};
 use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::Canary;
@@ -38,24 +37,6 @@ const MERGE_LOOKBACK: usize = 500;
 
 use super::replayed::problem;
 pub use super::replayed::{Context, Problem, Replayed, Sanctioned};
-
-/// The hold of a wave whose cluster did not answer, made again on the recorded fact.
-fn unreachable(
-    canary: &Canary,
-    status: Option<&crate::core::status::Status>,
-    cluster: &str,
-    error: &str,
-    now: jiff::Timestamp,
-) -> Decision {
-    let facts = Facts {
-        unreachable: Some(Unreachable {
-            cluster: cluster.to_string(),
-            error: error.to_string(),
-        }),
-        ..Facts::default()
-    };
-    verdict::verdict(canary, status, &none(), &facts, now).decision
-}
 
 /// Makes the decision `record` describes for the canary `id` again on `parent`.
 pub fn replay(
@@ -81,28 +62,19 @@ pub fn replay(
             format!("the status at the parent does not read: {m}"),
         )
     })?;
-    let (decision, operator, restore) = match &record.by {
-        By::Decide { .. } => (
-            decided(parent, canaries, canary, status.as_ref(), record)?,
-            None,
-            Vec::new(),
-        ),
-        By::Operate { operator, says, .. } => (
-            operated(canary, status.as_ref(), record)?,
-            Some((operator.clone(), says.clone())),
-            Vec::new(),
-        ),
+    let (facts, restore) = match &record.by {
+        By::Decide { .. } => {
+            same_revision(parent, canaries, canary, record)?;
+            (Facts::default(), Vec::new())
+        }
+        By::Operate { .. } | By::Unreachable { .. } => (Facts::default(), Vec::new()),
         By::Record {} => return record_update(parent, canary, record),
         By::WaveRevert { .. } => {
             return super::wave_revert::replay(ctx, parent, canaries, canary, record)
         }
         By::RouteSource {} => return route_refresh(parent, canaries, canary, status, record),
-        By::Drift { .. } | By::Resume {} => {
-            let (facts, restore) = drift(ctx, parent, canary, record)?;
-            let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
-            (verdict.decision, None, restore)
-        }
-        By::Refused { reason, operator } => {
+        By::Drift { .. } | By::Resume {} => drift(ctx, parent, canary, record)?,
+        By::Refused { reason, .. } => {
             let waiting = waiting_before_merge(ctx, canary, status.as_ref())?;
             let facts = Facts {
                 merged: Some(MergedApproval::Refused {
@@ -111,109 +83,58 @@ pub fn replay(
                 }),
                 ..Facts::default()
             };
-            let verdict = verdict::verdict(canary, status.as_ref(), &none(), &facts, record.now);
-            let said = (operator.clone(), reason.clone());
-            (verdict.decision, Some(said), Vec::new())
+            (facts, Vec::new())
         }
-        By::Unreachable { cluster, error } => (
-            unreachable(canary, status.as_ref(), cluster, error, record.now),
-            None,
-            Vec::new(),
-        ),
         By::Revert {} | By::Other { .. } => {
             return Err(problem(REPLAY, "not a decision a replay rebuilds"))
         }
     };
-    if !decision.commits() {
-        return Err(problem(
-            status_path,
-            "the rules make no change here, yet the commit records a decision",
-        ));
-    }
-    let changes = match &record.by {
-        By::Drift { .. } | By::Resume {} | By::Unreachable { .. } => {
-            crate::drift::changes(canary, &decision, &restore).map_err(|e| {
-                problem(
-                    &status_path,
-                    format!("the rules cannot render this decision: {e}"),
-                )
-            })?
-        }
-        _ => {
-            let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
-            let index = parent.index(&outputs);
-            renderer::changes(parent.root(), canary, &decision, &index).map_err(|e| {
-                problem(
-                    canary.output.as_str(),
-                    format!("the rules cannot render this decision: {e}"),
-                )
-            })?
-        }
+    let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
+    let index = parent.index(&outputs);
+    let base = Base {
+        root: parent.root(),
+        index: &index,
     };
-    let mut message = message::render(
-        canary,
-        &decision,
-        operator.as_ref().map(|(o, s)| (o.as_str(), s.as_str())),
-    );
-    // The judge's trailers, from the recorded series judged again (as the planner adds them).
-    if let Ok(Some(obs)) = record.by.observations() {
-        let judge = crate::judge::trailers::of(canary, &decision, &obs);
-        message.trailers.extend(judge);
-    }
-    message.trailers.push(record.trailer());
+    let made = Made::Recorded {
+        status: status.as_ref(),
+        record,
+        facts: &facts,
+        restore: &restore,
+    };
+    let remade = remake(&base, canary, made).map_err(|e| match e {
+        RemakeError::Record(m) => problem(REPLAY, m),
+        RemakeError::NotApplicable(e) => problem(
+            &status_path,
+            format!("the operation does not apply at the parent: {e}"),
+        ),
+        RemakeError::NoChange => problem(&status_path, e.to_string()),
+        RemakeError::Render(e) => {
+            let file = match &record.by {
+                By::Drift { .. } | By::Resume {} | By::Unreachable { .. } => status_path.clone(),
+                _ => canary.output.as_str().to_string(),
+            };
+            problem(file, format!("the rules cannot render this decision: {e}"))
+        }
+    })?;
     Ok(Replayed {
-        changes,
-        message,
-        decision: Some(decision),
+        changes: remade.changes,
+        message: remade.message,
+        decision: Some(remade.decision),
     })
 }
 
-/// No observations: a verdict on facts alone (drift, a refused approval) reads none.
-fn none() -> Observations {
-    Observations::revision("")
-}
-
-/// `core::operate` as the record says it was run.
-fn operated(
-    canary: &Canary,
-    status: Option<&crate::core::status::Status>,
-    record: &Record,
-) -> Result<Decision, Problem> {
-    let By::Operate {
-        op,
-        reason,
-        clock_from_merge,
-        ..
-    } = &record.by
-    else {
-        return Err(problem(REPLAY, "not an operation"));
-    };
-    let op = replay::operation(op).map_err(|e| problem(REPLAY, e.to_string()))?;
-    let mut decision = operate(canary, status, op, reason, record.now).map_err(|e| {
-        problem(
-            status_file::path_for(&canary.id),
-            format!("the operation does not apply at the parent: {e}"),
-        )
-    })?;
-    if *clock_from_merge {
-        decision.status.clock_from_merge = decision.status.phase.is_active();
-    }
-    Ok(decision)
-}
-
-/// `core::decide` on the recorded observations, whose revision must be the source's.
-fn decided(
+/// A decision of the rules: the revision it records must be the source's at the parent.
+fn same_revision(
     parent: &Parent,
     canaries: &KeptLoad,
     canary: &Canary,
-    status: Option<&crate::core::status::Status>,
     record: &Record,
-) -> Result<Decision, Problem> {
+) -> Result<(), Problem> {
     let obs = record
         .by
         .observations()
         .map_err(|e| problem(REPLAY, e.to_string()))?
-        .unwrap_or_else(none);
+        .unwrap_or_else(|| Observations::revision(""));
     // Every canary's output folder, as the tick leaves them out of source lookups.
     let outputs: Vec<&str> = canaries.canaries().map(|c| c.output.as_str()).collect();
     let index = parent.index(&outputs);
@@ -232,7 +153,7 @@ fn decided(
             ),
         ));
     }
-    Ok(decide(canary, status, &obs, record.now))
+    Ok(())
 }
 
 /// A record update: the status file's record must disagree with the spec at the parent.

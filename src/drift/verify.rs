@@ -7,8 +7,8 @@
 //! the tick drew them: the canary spec, the repo settings, the sources and the primary kept in
 //! the folder are read from the commit the tick had read (the commit's first parent, its
 //! *base*), read from its tree objects (never written out) by the same readers and renderers the
-//! tick uses. Nothing here is a copy of the render: it calls [`crate::render::changes`] with
-//! the core's [`redrawn`] decision.
+//! tick uses. Nothing here is a copy of the render: it asks [`crate::remake`] (the one replay
+//! of a commit) for what sluice writes for the core's `redrawn` decision of the status.
 //!
 //! Under `signing.required` the content is not enough: [`Verifier::unsigned`] judges a commit
 //! by the signing policy in force at its first parent, with audit's own code
@@ -34,9 +34,9 @@ use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tracing::{debug, warn};
 
 use crate::commit_files::{Outside as TreeOutside, TreeFiles};
-use crate::core::verdict::redrawn;
 use crate::gitops::objects::{self as tree, GitError};
-use crate::render::{self, status_file};
+use crate::remake;
+use crate::render::status_file;
 use crate::signatures::policy::{Outside, Policies};
 use crate::spec::load::settings_from;
 use crate::spec::model::Canary;
@@ -405,13 +405,20 @@ impl Verifier {
         // Every step keeps the primary already there; initialization and promotion draw it
         // from the source. The closer of the two names the files.
         let mut closest: Option<Vec<String>> = None;
+        let drawn_on = remake::Base {
+            root: Path::new(NO_FOLDER),
+            index: &index,
+        };
         for promoted in [false, true] {
-            let decision = redrawn(&status, promoted);
-            let Ok(changes) = render::changes(Path::new(NO_FOLDER), canary, &decision, &index)
-            else {
+            let made = remake::Made::Redrawn {
+                status: &status,
+                promoted,
+            };
+            let Ok(remade) = remake::remake(&drawn_on, canary, made) else {
                 continue;
             };
-            let drawn: BTreeMap<String, Option<Vec<u8>>> = changes
+            let drawn: BTreeMap<String, Option<Vec<u8>>> = remade
+                .changes
                 .into_iter()
                 .filter(|c| c.path.starts_with(&prefix))
                 .filter_map(|c| c.content.map(|text| (c.path, Some(text.into_bytes()))))

@@ -241,6 +241,26 @@ impl Record {
         }
     }
 
+    /// The record of an approval by merging its pull request (or its branch), for the
+    /// canary waiting in `waiting`: the approval branch's commit, made at the time the wait
+    /// began, whose merge starts the approved step's clock (`clockFromMerge`).
+    pub fn merged_approval(waiting: &crate::core::status::Status) -> Record {
+        let mut record = Record::operated(
+            Operation::Approve,
+            "approved by merging the pull request",
+            "pull request",
+            "approved by merging",
+            waiting.phase_since,
+        );
+        if let By::Operate {
+            clock_from_merge, ..
+        } = &mut record.by
+        {
+            *clock_from_merge = true;
+        }
+        record
+    }
+
     /// The trailer, as `(key, value)` for a commit message.
     pub fn trailer(&self) -> (String, String) {
         // Serializing plain strings, numbers and booleans cannot fail.
