@@ -165,7 +165,10 @@ fn without_the_test_hook_sluice_reads_the_wall_clock() {
     let before = jiff::Timestamp::now();
     let since = first_phase_since(None);
     let after = jiff::Timestamp::now();
-    assert!(before <= since && since <= after, "{before} <= {since} <= {after}");
+    assert!(
+        before <= since && since <= after,
+        "{before} <= {since} <= {after}"
+    );
     let stepped = first_phase_since(Some("stepped@2020-01-01T00:00:00Z"));
     assert_eq!(stepped.to_string(), "2020-01-01T00:00:00Z");
 }
