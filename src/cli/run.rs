@@ -295,7 +295,7 @@ fn step(clock: &Clock, stop: &AtomicBool, wait: Duration) {
 }
 
 /// Sleeps `wait` on `clock`, or less when a stop is requested.
-fn sleep_unless_stopped(clock: &Clock, stop: &AtomicBool, wait: Duration) {
+pub(crate) fn sleep_unless_stopped(clock: &Clock, stop: &AtomicBool, wait: Duration) {
     wait_unless_stopped(stop, real_wait(clock, wait));
     step(clock, stop, wait);
 }
@@ -379,12 +379,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         runtime
             .env(crate::server::WEBHOOK_SECRET_ENV)
             .map(str::to_string),
+        runtime.shared_clock(),
     );
     let dashboard = match args.dashboard_listen {
-        Some(_) => Some(args.dashboard.state(crate::dashboard::Source {
-            git_dir: args.repo.workdir_path(),
-            reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
-        })?),
+        Some(_) => Some(args.dashboard.state(
+            crate::dashboard::Source {
+                git_dir: args.repo.workdir_path(),
+                reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
+            },
+            runtime.shared_clock(),
+        )?),
         None => None,
     };
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
@@ -404,9 +408,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     while !stop.load(Ordering::SeqCst) {
         if let Some(election) = &mut election {
             if !election.lead(&runtime, &mut idle, &state, &metrics) {
-                let wait = Duration::from_secs(5).min(args.poll);
-                std::thread::sleep(real_wait(clock, wait));
-                step(clock, &stop, wait);
+                sleep_unless_stopped(clock, &stop, Duration::from_secs(5).min(args.poll));
                 continue;
             }
         }
