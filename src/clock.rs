@@ -20,13 +20,19 @@
 //! through here; what still reads the system's clock directly is listed with its reason in
 //! `e2e/it/clock_reads.rs`, which fails on any other.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
 
 /// The environment variable that chooses the clock: `wall` (the default) or `stepped`.
 pub const VAR: &str = "SLUICE_CLOCK";
+
+/// The real time a sleep on a stepped clock waits before the clock moves on by the whole
+/// sleep: long enough for a test's push or webhook to land between polls and for the loop not
+/// to spin, short enough that a minute of canary time passes in well under a second.
+pub const STEPPED_PAUSE: Duration = Duration::from_millis(20);
 
 /// Where a command reads the time.
 #[derive(Debug)]
@@ -90,6 +96,43 @@ impl Clock {
     /// Whether time moves only by sleeps (a test's clock).
     pub fn is_stepped(&self) -> bool {
         matches!(self, Clock::Stepped(_))
+    }
+
+    /// The real time a sleep of `wait` waits: all of it on the wall clock, at most
+    /// [`STEPPED_PAUSE`] on a stepped one.
+    pub fn real_wait(&self, wait: Duration) -> Duration {
+        if self.is_stepped() {
+            wait.min(STEPPED_PAUSE)
+        } else {
+            wait
+        }
+    }
+
+    /// Moves a stepped clock on by `wait` once its real pause is over (the wall clock moved by
+    /// itself), unless a stop was requested meanwhile.
+    pub fn step_unless_stopped(&self, stop: &AtomicBool, wait: Duration) {
+        if self.is_stepped() && !stop.load(Ordering::SeqCst) {
+            self.sleep(wait);
+        }
+    }
+
+    /// Sleeps `wait`, or less when a stop is requested: the wall clock waits it out, a stepped
+    /// one waits [`STEPPED_PAUSE`] of real time and jumps the rest.
+    pub fn sleep_unless_stopped(&self, stop: &AtomicBool, wait: Duration) {
+        wait_unless_stopped(stop, self.real_wait(wait));
+        self.step_unless_stopped(stop, wait);
+    }
+}
+
+/// Waits `wait` of real time, or less when a stop is requested.
+fn wait_unless_stopped(stop: &AtomicBool, wait: Duration) {
+    let until = Instant::now() + wait;
+    while !stop.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
     }
 }
 

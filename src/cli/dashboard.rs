@@ -13,7 +13,6 @@ use std::time::Duration;
 use tracing::warn;
 
 use crate::cli::repo::SourceArgs;
-use crate::cli::run::sleep_unless_stopped;
 use crate::clock::Clock;
 use crate::dashboard::auth::Auth;
 use crate::dashboard::{Dashboard, Source, DEFAULT_HISTORY};
@@ -145,7 +144,7 @@ fn keep_fetching(
     poll: Duration,
 ) {
     loop {
-        sleep_unless_stopped(clock, stop, poll);
+        clock.sleep_unless_stopped(stop, poll);
         if stop.load(Ordering::SeqCst) {
             break;
         }
