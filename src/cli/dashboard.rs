@@ -18,6 +18,7 @@ use crate::dashboard::{Dashboard, Source, DEFAULT_HISTORY};
 use crate::runtime::Runtime;
 use crate::server::{serve_dashboard, DashboardState};
 use crate::yaml::reader::parse_duration;
+use crate::yaml::snapshot_cache::Parses;
 
 /// `sluice dashboard`'s default address: loopback, next to the daemon's port.
 pub const DEFAULT_DASHBOARD_LISTEN: &str = "127.0.0.1:8724";
@@ -36,15 +37,15 @@ pub struct DashboardArgs {
 }
 
 impl DashboardArgs {
-    /// The handlers' state reading `source`; the auth file is read now, so a bad one stops
-    /// the start with its name.
-    pub fn state(&self, source: Source) -> anyhow::Result<DashboardState> {
+    /// The handlers' state reading `source`, sharing file parses through `parses`; the auth
+    /// file is read now, so a bad one stops the start with its name.
+    pub fn state(&self, source: Source, parses: Parses) -> anyhow::Result<DashboardState> {
         let auth = match &self.dashboard_auth_file {
             Some(path) => Some(Arc::new(Auth::read(path).map_err(anyhow::Error::msg)?)),
             None => None,
         };
         Ok(DashboardState {
-            dashboard: Dashboard::new(source, self.dashboard_history as usize),
+            dashboard: Dashboard::new(source, self.dashboard_history as usize, parses),
             auth,
         })
     }
@@ -93,7 +94,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
     serve(
-        args.dashboard.state(source)?,
+        args.dashboard.state(source, Parses::default())?,
         args.listen,
         clone,
         args.poll,

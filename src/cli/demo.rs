@@ -268,10 +268,13 @@ fn serve_dashboard(remote: &Path, listen: std::net::SocketAddr) -> anyhow::Resul
         dashboard_auth_file: None,
         dashboard_history: crate::dashboard::DEFAULT_HISTORY,
     }
-    .state(crate::dashboard::Source {
-        git_dir: remote.to_path_buf(),
-        reference: "refs/heads/main".into(),
-    })?;
+    .state(
+        crate::dashboard::Source {
+            git_dir: remote.to_path_buf(),
+            reference: "refs/heads/main".into(),
+        },
+        crate::yaml::snapshot_cache::Parses::default(),
+    )?;
     outln!();
     serve(state, listen, None, Duration::from_secs(1), &stop)
 }

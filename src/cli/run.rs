@@ -381,10 +381,13 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             .map(str::to_string),
     );
     let dashboard = match args.dashboard_listen {
-        Some(_) => Some(args.dashboard.state(crate::dashboard::Source {
-            git_dir: args.repo.workdir_path(),
-            reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
-        })?),
+        Some(_) => Some(args.dashboard.state(
+            crate::dashboard::Source {
+                git_dir: args.repo.workdir_path(),
+                reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
+            },
+            runtime.parses().clone(),
+        )?),
         None => None,
     };
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);

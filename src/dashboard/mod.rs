@@ -34,6 +34,7 @@ use crate::commit_files::{Outside, TreeFiles};
 use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
 use crate::spec::settings::Settings;
+use crate::yaml::snapshot_cache::Parses;
 
 pub use detail::Detail;
 pub use model::Overview;
@@ -66,6 +67,8 @@ pub struct Dashboard {
     source: Source,
     history: usize,
     cache: Arc<Mutex<Option<Cached>>>,
+    /// Where the commit's files share their parses (with the tick's, in a daemon).
+    parses: Parses,
 }
 
 /// Why a page cannot be drawn.
@@ -79,12 +82,14 @@ pub enum DashboardError {
 }
 
 impl Dashboard {
-    /// Reads `source`, at most `history` decision commits per canary page.
-    pub fn new(source: Source, history: usize) -> Dashboard {
+    /// Reads `source`, at most `history` decision commits per canary page, sharing file
+    /// parses through `parses` (a daemon's runtime's: the tick holds mostly the same blobs).
+    pub fn new(source: Source, history: usize, parses: Parses) -> Dashboard {
         Dashboard {
             source,
             history,
             cache: Arc::new(Mutex::new(None)),
+            parses,
         }
     }
 
@@ -114,7 +119,9 @@ impl Dashboard {
         let mut guard = self.lock();
         if guard.as_ref().is_none_or(|c| c.head != head) {
             // The last commit's files, moved to this one by the tree diff.
-            let files = guard.take().map(|c| c.files).unwrap_or_default();
+            let files = guard
+                .take()
+                .map_or_else(|| TreeFiles::new(self.parses.clone()), |c| c.files);
             *guard = Some(self.read(head, files)?);
         }
         match guard.as_mut() {

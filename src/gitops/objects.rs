@@ -7,6 +7,7 @@ use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
+use super::folders::Folders;
 use super::message::{self, CommitHead};
 
 /// A git failure while reading history.
@@ -62,9 +63,7 @@ pub fn head(repo: &Repository, oid: Oid) -> Result<CommitHead> {
 
 /// A commit's first parent (`None` for a root commit).
 pub fn first_parent(repo: &Repository, oid: Oid) -> Result<Option<Oid>> {
-    Ok(super::folders::skeleton(repo, oid)
-        .map_err(git("read a commit"))?
-        .first_parent)
+    Ok(head(repo, oid)?.parents.first().copied())
 }
 
 /// The tree of a commit's first parent (`None` for a root commit).
@@ -76,7 +75,7 @@ pub fn parent_tree(repo: &Repository, oid: Oid) -> Result<Option<Tree<'_>>> {
 
 /// The tree of a commit.
 pub fn commit_tree(repo: &Repository, oid: Oid) -> Result<Tree<'_>> {
-    let tree = super::folders::root_of(repo, oid).map_err(git("read a commit"))?;
+    let tree = head(repo, oid)?.tree;
     repo.find_tree(tree).map_err(git("read a tree"))
 }
 
@@ -93,7 +92,7 @@ pub fn changed_under(
     folder: &str,
 ) -> Result<Vec<String>> {
     let prefix = format!("{folder}/");
-    let diff = super::tree_diff_under(repo, Some(old), Some(new), folder)
+    let diff = super::tree_diff_under(repo, &Folders::default(), Some(old), Some(new), folder)
         .map_err(git("compare two trees"))?;
     let mut files: Vec<String> = diff
         .iter()
@@ -117,7 +116,8 @@ fn blob(repo: &Repository, id: Oid) -> Result<Option<Vec<u8>>> {
 /// blob is read once however many paths name it (one push may commit one large blob under
 /// hundreds of names), and only its first line is kept.
 pub fn changes(repo: &Repository, old: Option<&Tree<'_>>, new: &Tree<'_>) -> Result<Vec<Changed>> {
-    let diff = super::tree_diff(repo, old, Some(new)).map_err(git("compare two trees"))?;
+    let diff = super::tree_diff(repo, &Folders::default(), old, Some(new))
+        .map_err(git("compare two trees"))?;
     let mut lines: std::collections::HashMap<Oid, String> = std::collections::HashMap::new();
     let mut first_line = |id: Option<Oid>| -> Result<Option<String>> {
         let Some(id) = id else { return Ok(None) };

@@ -13,17 +13,19 @@
 //! with one changed file lists, reads and indexes that one file only.
 //!
 //! Knows blob ids as opaque strings: nothing here reads git. Parses are shared by blob id with
-//! every other holder in the process ([`shared_parse`]).
+//! every other holder of the same [`Parses`] (one per runtime).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::snapshot::{parse, walks_before, Contents, File, ReadError, Snapshot};
 
 /// Every parse someone still holds, by blob id: the tick's snapshot and the drift verifier's
 /// base (`commit_files.rs`) each hold the files of a commit, mostly the same blobs; through
-/// here they hold one parse of each, not two. Weak: a parse lives as long as a holder keeps it.
-static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Mutex::default);
+/// one `Parses` (the runtime's, cloned to each) they hold one parse of each, not two. Weak: a
+/// parse lives as long as a holder keeps it. A clone is a handle to the same parses.
+#[derive(Clone, Default)]
+pub struct Parses(Arc<Mutex<Shared>>);
 
 #[derive(Default)]
 struct Shared {
@@ -32,30 +34,43 @@ struct Shared {
     swept: usize,
 }
 
-/// The parse of blob `blob`: one a holder still keeps, or `read` parsed now (and shared when
-/// it read; a failed read is not kept, as it may pass).
-pub fn shared_parse(blob: &str, read: impl FnOnce() -> Result<String, ReadError>) -> Arc<Contents> {
-    let held = SHARED
-        .lock()
-        .ok()
-        .and_then(|s| s.by_blob.get(blob).and_then(Weak::upgrade));
-    if let Some(held) = held {
-        return held;
+impl std::fmt::Debug for Parses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Parses")
     }
-    let contents = match read() {
-        Ok(text) => Arc::new(parse(text)),
-        Err(e) => return Arc::new(Contents::Unreadable(e)),
-    };
-    if let Ok(mut shared) = SHARED.lock() {
-        if shared.by_blob.len() >= 2 * shared.swept.max(1024) {
-            shared.by_blob.retain(|_, parse| parse.strong_count() > 0);
-            shared.swept = shared.by_blob.len();
+}
+
+impl Parses {
+    /// The parse of blob `blob`: one a holder still keeps, or `read` parsed now (and shared
+    /// when it read; a failed read is not kept, as it may pass).
+    pub fn parse(
+        &self,
+        blob: &str,
+        read: impl FnOnce() -> Result<String, ReadError>,
+    ) -> Arc<Contents> {
+        let held = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|s| s.by_blob.get(blob).and_then(Weak::upgrade));
+        if let Some(held) = held {
+            return held;
         }
-        shared
-            .by_blob
-            .insert(blob.to_string(), Arc::downgrade(&contents));
+        let contents = match read() {
+            Ok(text) => Arc::new(parse(text)),
+            Err(e) => return Arc::new(Contents::Unreadable(e)),
+        };
+        if let Ok(mut shared) = self.0.lock() {
+            if shared.by_blob.len() >= 2 * shared.swept.max(1024) {
+                shared.by_blob.retain(|_, parse| parse.strong_count() > 0);
+                shared.swept = shared.by_blob.len();
+            }
+            shared
+                .by_blob
+                .insert(blob.to_string(), Arc::downgrade(&contents));
+        }
+        contents
     }
-    contents
 }
 
 /// One file of the commit a snapshot is built from.
@@ -73,9 +88,19 @@ pub struct Listed {
 #[derive(Debug, Default)]
 pub struct ParsedFiles {
     by_blob: HashMap<String, Arc<Contents>>,
+    /// Where a blob not parsed by the last snapshot is looked for before it is read.
+    parses: Parses,
 }
 
 impl ParsedFiles {
+    /// Nothing parsed yet; new parses are shared through `parses`.
+    pub fn new(parses: Parses) -> ParsedFiles {
+        ParsedFiles {
+            by_blob: HashMap::new(),
+            parses,
+        }
+    }
+
     /// The snapshot of the files `listed`, in that order; `read` reads a file (by its name)
     /// whose blob was not parsed by the last snapshot. Keeps the parses of these files only.
     pub fn snapshot(
@@ -94,7 +119,7 @@ impl ParsedFiles {
             {
                 Arc::clone(parsed)
             } else {
-                shared_parse(&file.blob, || read(&file.name))
+                self.parses.parse(&file.blob, || read(&file.name))
             };
             if !file.link && !matches!(*contents, Contents::Unreadable(_)) {
                 kept.insert(file.blob, Arc::clone(&contents));
@@ -128,6 +153,8 @@ pub struct KeptSnapshot {
     /// Files whose read failed (links aside): read again at every move, as the reason may pass
     /// without a change in git.
     unreadable: BTreeSet<String>,
+    /// Where new parses are shared (the runtime's).
+    parses: Parses,
 }
 
 /// Puts a file in `snapshot`, noting in `unreadable` when its read failed.
@@ -158,6 +185,14 @@ pub enum Moved {
 }
 
 impl KeptSnapshot {
+    /// Nothing kept yet; parses are shared through `parses`.
+    pub fn new(parses: Parses) -> KeptSnapshot {
+        KeptSnapshot {
+            parses,
+            ..KeptSnapshot::default()
+        }
+    }
+
     /// The commit the kept snapshot mirrors.
     pub fn at(&self) -> Option<&str> {
         self.at.as_deref()
@@ -171,7 +206,7 @@ impl KeptSnapshot {
         listed: Vec<Listed>,
         read: impl FnMut(&str) -> Result<String, ReadError>,
     ) -> Arc<Snapshot> {
-        let snapshot = ParsedFiles::default().snapshot(listed, read);
+        let snapshot = ParsedFiles::new(self.parses.clone()).snapshot(listed, read);
         self.unreadable = snapshot
             .files()
             .iter()
@@ -211,7 +246,7 @@ impl KeptSnapshot {
                     Arc::new(Contents::Unreadable(ReadError::Symlink)),
                 ),
                 Moved::Now(listed) => {
-                    let contents = shared_parse(&listed.blob, || read(&listed.name));
+                    let contents = self.parses.parse(&listed.blob, || read(&listed.name));
                     (listed.name, contents)
                 }
             };
@@ -231,7 +266,7 @@ impl KeptSnapshot {
 
     /// Forgets the kept snapshot: the next one is read whole.
     pub fn clear(&mut self) {
-        *self = KeptSnapshot::default();
+        *self = KeptSnapshot::new(self.parses.clone());
     }
 }
 
