@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
+use crate::clock::Clock;
 use crate::commit_files::{Outside, TreeFiles};
 use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
@@ -67,6 +68,8 @@ pub struct Dashboard {
     source: Source,
     history: usize,
     cache: Arc<Mutex<Option<Cached>>>,
+    /// The runtime's clock: the overview's now, which places the waits (next check due).
+    clock: Arc<Clock>,
     /// Where the commit's files share their parses (with the tick's, in a daemon).
     parses: Parses,
 }
@@ -82,13 +85,15 @@ pub enum DashboardError {
 }
 
 impl Dashboard {
-    /// Reads `source`, at most `history` decision commits per canary page, sharing file
-    /// parses through `parses` (a daemon's runtime's: the tick holds mostly the same blobs).
-    pub fn new(source: Source, history: usize, parses: Parses) -> Dashboard {
+    /// Reads `source`, at most `history` decision commits per canary page, the time from
+    /// `clock` (the runtime's), sharing file parses through `parses` (the runtime's: in a
+    /// daemon the tick holds mostly the same blobs).
+    pub fn new(source: Source, history: usize, clock: Arc<Clock>, parses: Parses) -> Dashboard {
         Dashboard {
             source,
             history,
             cache: Arc::new(Mutex::new(None)),
+            clock,
             parses,
         }
     }
@@ -162,7 +167,7 @@ impl Dashboard {
             },
             &head.to_string(),
             &links,
-            jiff::Timestamp::now(),
+            self.clock.now(),
         );
         // What a test reads to count parses (one per blob, none for a blob the tick holds).
         tracing::debug!(
