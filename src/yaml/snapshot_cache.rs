@@ -3,10 +3,11 @@
 //! changed), and takes every other file's parse from the last tick.
 //!
 //! The caller lists the files of the commit (names, blob ids, which are links: see
-//! `gitops::TreeFile`) in the walk's order; [`ParsedFiles::snapshot`] builds the same
-//! [`Snapshot`] a walk of the checked-out commit would. The cache then holds only the files of
-//! that commit, so it never outgrows the repo. Files that could not be read are not kept
-//! (a read may fail for a reason that passes); a link is never read at all.
+//! `gitops::TreeFile`) in the walk's order; [`Parses::snapshot`] builds the same
+//! [`Snapshot`] a walk of the checked-out commit would, taking the parse of every blob someone
+//! still holds. Parses are held by the snapshots (weakly here), so they never outgrow what is
+//! held. Files that could not be read are not kept (a read may fail for a reason that passes);
+//! a link is never read at all.
 //!
 //! A daemon keeps more: [`KeptSnapshot`] is the last tick's snapshot itself, moved to the next
 //! commit by the files that differ between the two (a tree diff), so a tick over a large repo
@@ -71,6 +72,29 @@ impl Parses {
         }
         contents
     }
+
+    /// The snapshot of the files `listed`, in that order; `read` reads a file (by its name)
+    /// whose blob no holder of these parses keeps (this snapshot's earlier files included).
+    /// A link is never read; a failed read is not kept, so the next snapshot reads it again.
+    pub fn snapshot(
+        &self,
+        listed: Vec<Listed>,
+        mut read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for file in listed {
+            let contents = if file.link {
+                Arc::new(Contents::Unreadable(ReadError::Symlink))
+            } else {
+                self.parse(&file.blob, || read(&file.name))
+            };
+            snapshot.push(File {
+                name: file.name,
+                contents,
+            });
+        }
+        snapshot
+    }
 }
 
 /// One file of the commit a snapshot is built from.
@@ -82,66 +106,6 @@ pub struct Listed {
     pub blob: String,
     /// A symbolic link: refused, never read.
     pub link: bool,
-}
-
-/// What the last snapshot parsed, by blob id.
-#[derive(Debug, Default)]
-pub struct ParsedFiles {
-    by_blob: HashMap<String, Arc<Contents>>,
-    /// Where a blob not parsed by the last snapshot is looked for before it is read.
-    parses: Parses,
-}
-
-impl ParsedFiles {
-    /// Nothing parsed yet; new parses are shared through `parses`.
-    pub fn new(parses: Parses) -> ParsedFiles {
-        ParsedFiles {
-            by_blob: HashMap::new(),
-            parses,
-        }
-    }
-
-    /// The snapshot of the files `listed`, in that order; `read` reads a file (by its name)
-    /// whose blob was not parsed by the last snapshot. Keeps the parses of these files only.
-    pub fn snapshot(
-        &mut self,
-        listed: Vec<Listed>,
-        mut read: impl FnMut(&str) -> Result<String, ReadError>,
-    ) -> Snapshot {
-        let mut kept: HashMap<String, Arc<Contents>> = HashMap::with_capacity(listed.len());
-        let mut snapshot = Snapshot::default();
-        for file in listed {
-            let contents = if file.link {
-                Arc::new(Contents::Unreadable(ReadError::Symlink))
-            } else if let Some(parsed) = kept
-                .get(&file.blob)
-                .or_else(|| self.by_blob.get(&file.blob))
-            {
-                Arc::clone(parsed)
-            } else {
-                self.parses.parse(&file.blob, || read(&file.name))
-            };
-            if !file.link && !matches!(*contents, Contents::Unreadable(_)) {
-                kept.insert(file.blob, Arc::clone(&contents));
-            }
-            snapshot.push(File {
-                name: file.name,
-                contents,
-            });
-        }
-        self.by_blob = kept;
-        snapshot
-    }
-
-    /// How many parsed files are kept.
-    pub fn len(&self) -> usize {
-        self.by_blob.len()
-    }
-
-    /// Whether nothing is kept.
-    pub fn is_empty(&self) -> bool {
-        self.by_blob.is_empty()
-    }
 }
 
 /// A snapshot kept from one commit to the next.
@@ -206,7 +170,7 @@ impl KeptSnapshot {
         listed: Vec<Listed>,
         read: impl FnMut(&str) -> Result<String, ReadError>,
     ) -> Arc<Snapshot> {
-        let snapshot = ParsedFiles::new(self.parses.clone()).snapshot(listed, read);
+        let snapshot = self.parses.snapshot(listed, read);
         self.unreadable = snapshot
             .files()
             .iter()
@@ -284,16 +248,13 @@ mod tests {
 
     #[test]
     fn only_blobs_not_parsed_last_time_are_read() {
-        let mut cache = ParsedFiles::default();
-        let mut reads = Vec::new();
-        let mut read = |name: &str| {
-            reads.push(name.to_string());
+        let cache = Parses::default();
+        let reads = std::cell::RefCell::new(Vec::new());
+        let read = |name: &str| {
+            reads.borrow_mut().push(name.to_string());
             Ok(format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n"))
         };
-        let first = cache.snapshot(
-            vec![listed("a.yaml", "1"), listed("b.yaml", "2")],
-            &mut read,
-        );
+        let first = cache.snapshot(vec![listed("a.yaml", "1"), listed("b.yaml", "2")], read);
         assert_eq!(first.files().len(), 2);
         // b changed, c is new with a's content (same blob), a kept.
         let second = cache.snapshot(
@@ -302,25 +263,27 @@ mod tests {
                 listed("b.yaml", "3"),
                 listed("c.yaml", "1"),
             ],
-            &mut read,
+            read,
         );
-        assert_eq!(reads, ["a.yaml", "b.yaml", "b.yaml"]);
+        assert_eq!(*reads.borrow(), ["a.yaml", "b.yaml", "b.yaml"]);
         assert_eq!(
             second.find("ConfigMap", "a.yaml").count(),
             2,
             "c shares a's parse"
         );
         assert_eq!(second.file("c.yaml").unwrap().name, "c.yaml");
+        drop((first, second));
+        cache.snapshot(vec![listed("a.yaml", "1")], read);
         assert_eq!(
-            cache.len(),
-            2,
-            "only the blobs of the last snapshot are kept"
+            *reads.borrow(),
+            ["a.yaml", "b.yaml", "b.yaml", "a.yaml"],
+            "a parse nobody holds any more is read again"
         );
     }
 
     #[test]
     fn links_are_refused_and_failed_reads_are_read_again() {
-        let mut cache = ParsedFiles::default();
+        let cache = Parses::default();
         let mut reads = 0;
         let mut read = |_: &str| {
             reads += 1;
@@ -341,6 +304,5 @@ mod tests {
             reads, 2,
             "the failed read is tried again, the link never read"
         );
-        assert!(cache.is_empty());
     }
 }
