@@ -90,6 +90,8 @@ pub struct Memory {
     walk: Mutex<HashMap<Oid, Arc<Walked>>>,
     checks: Mutex<Checks>,
     verified: verify::Kept,
+    /// The commits and folders the verifier and the signing check read, by id.
+    folders: crate::gitops::Folders,
 }
 
 impl Default for Memory {
@@ -107,6 +109,7 @@ impl Memory {
             walk: Mutex::default(),
             checks: Mutex::default(),
             verified: verify::Kept::new(parses),
+            folders: crate::gitops::Folders::default(),
         }
     }
 

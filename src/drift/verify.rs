@@ -36,6 +36,7 @@ use tracing::{debug, warn};
 use crate::commit_files::{Outside as TreeOutside, TreeFiles};
 use crate::core::verdict::redrawn;
 use crate::gitops::objects::{self as tree, GitError};
+use crate::gitops::Folders;
 use crate::render::{self, status_file};
 use crate::signatures::policy::{Outside, Policies};
 use crate::spec::load::settings_from;
@@ -243,12 +244,17 @@ impl Base {
     }
 
     /// Moves to `commit`, reading only what differs from the commit it was at.
-    fn move_to(&mut self, git: &Repository, commit: Oid) -> Result<(), VerifyError> {
+    fn move_to(
+        &mut self,
+        git: &Repository,
+        kept: &Folders,
+        commit: Oid,
+    ) -> Result<(), VerifyError> {
         if self.commit == Some(commit) {
             return Ok(());
         }
         self.commit = None;
-        let tree = tree::commit_tree(git, commit)?.id();
+        let tree = tree::commit_tree(git, kept, commit)?.id();
         if self.files.move_to(git, Some(tree)).is_err() {
             // A move cut short leaves the files between two trees, and a base kept from an
             // earlier tick may name a tree this clone no longer has (cloned again): start
@@ -351,7 +357,8 @@ impl Verifier {
             return Ok(verdict);
         }
         let outside = Outside::default();
-        let verdict = Policies::new(self.git()?, &outside)
+        let kept = self.memory.folders.clone();
+        let verdict = Policies::new(self.git()?, kept, &outside)
             .judge(commit)?
             .map(|v| v.message);
         keep(&self.kept().verified.signed, commit, verdict.clone());
@@ -364,7 +371,8 @@ impl Verifier {
             return Ok(verdict);
         }
         let outside = Outside::default();
-        let verdict = Policies::new(self.git()?, &outside).requires_signed_after(commit)?;
+        let kept = self.memory.folders.clone();
+        let verdict = Policies::new(self.git()?, kept, &outside).requires_signed_after(commit)?;
         keep(&self.kept().verified.requires, commit, verdict);
         Ok(verdict)
     }
@@ -415,12 +423,13 @@ impl Verifier {
         let Some(git) = self.git.as_ref() else {
             return Ok(Vec::new());
         };
-        self.base.move_to(git, base)?;
+        let kept = &self.memory.folders;
+        self.base.move_to(git, kept, base)?;
         let base = &self.base;
         let id = at_head.id.to_string();
         let canary = base.canary(&id);
         let output = at_head.output.as_str();
-        let found = files_under(git, files, output)?;
+        let found = files_under(git, kept, files, output)?;
         // Nothing drawn to compare with: every file is named (the folder, when it is empty).
         let everything = || match found.keys().cloned().collect::<Vec<_>>() {
             none if none.is_empty() => vec![output.to_string()],
@@ -493,11 +502,12 @@ fn open(root: &Path) -> Result<Repository, VerifyError> {
 /// should be).
 fn files_under(
     git: &Repository,
+    kept: &Folders,
     commit: Oid,
     folder: &str,
 ) -> Result<BTreeMap<String, Option<Vec<u8>>>, VerifyError> {
     let mut found = BTreeMap::new();
-    let root = tree::commit_tree(git, commit)?;
+    let root = tree::commit_tree(git, kept, commit)?;
     let Ok(entry) = root.get_path(Path::new(folder)) else {
         return Ok(found);
     };

@@ -48,12 +48,13 @@ impl Entry {
 pub(super) type Folder = Arc<Vec<Entry>>;
 
 /// The folders and commits read so far, by id: what one clone (or one reader of git objects)
-/// keeps. Content-addressed, so never stale.
-#[derive(Default)]
+/// keeps. Content-addressed, so never stale, and right for any repository holding the ids.
+/// A clone of it is a handle to the same store.
+#[derive(Clone, Default)]
 pub struct Folders {
-    kept: Mutex<Kept>,
+    kept: Arc<Mutex<Kept>>,
     /// Commits' root tree ids and first parents, by commit id.
-    commits: Mutex<HashMap<Oid, Skeleton>>,
+    commits: Arc<Mutex<HashMap<Oid, Skeleton>>>,
 }
 
 impl std::fmt::Debug for Folders {
