@@ -318,7 +318,7 @@ fn approver(
 
 /// True while a canary holds for a human (or a confirm-* webhook).
 pub fn is_waiting(status: &Status) -> bool {
-    matches!(status.phase, Phase::Waiting | Phase::WaitingApproval) && !status.paused
+    status.is_waiting()
 }
 
 /// The approval branch for a waiting status.

@@ -12,15 +12,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use git2::{FileMode, Oid, Repository};
 
 use crate::gitops::objects::{git, GitError};
-use crate::gitops::tree_diff;
 use crate::gitops::walked;
+use crate::gitops::{tree_diff, Folders};
 use crate::render::status_file;
 use crate::spec::load::Existing;
 use crate::spec::load_incremental::KeptLoad;
 use crate::spec::model::CanaryId;
 use crate::spec::settings::Settings;
 use crate::yaml::snapshot::{walks_before, Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
-use crate::yaml::snapshot_cache::shared_parse;
+use crate::yaml::snapshot_cache::Parses;
 
 /// How many parsed files the blob cache keeps beyond those the snapshot holds.
 const CACHE_FILES: usize = 1024;
@@ -40,9 +40,27 @@ pub struct TreeFiles {
     unloaded: BTreeSet<String>,
     /// Blobs this reader read and parsed itself (not taken from a holder of their parse).
     parsed: usize,
+    /// Where parses are shared with other holders of the same blobs.
+    parses: Parses,
+    /// The folders the moves read, by tree id.
+    folders: Folders,
 }
 
 impl TreeFiles {
+    /// No tree yet; parses are shared through `parses` (a default `TreeFiles` shares with no
+    /// one).
+    pub fn new(parses: Parses) -> TreeFiles {
+        TreeFiles {
+            parses,
+            ..TreeFiles::default()
+        }
+    }
+
+    /// Where this reader shares its parses.
+    pub fn parses(&self) -> &Parses {
+        &self.parses
+    }
+
     /// Moves to `tree` (`None`: empty), reading only what differs from the tree it was at.
     pub fn move_to(&mut self, repo: &Repository, tree: Option<Oid>) -> Result<(), GitError> {
         if self.tree == tree {
@@ -53,8 +71,8 @@ impl TreeFiles {
                 .transpose()
         };
         let (old, new) = (find(self.tree)?, find(tree)?);
-        let differs =
-            tree_diff(repo, old.as_ref(), new.as_ref()).map_err(git("compare two trees"))?;
+        let differs = tree_diff(repo, &self.folders, old.as_ref(), new.as_ref())
+            .map_err(git("compare two trees"))?;
         for changed in differs {
             let Ok(path) = std::str::from_utf8(&changed.path) else {
                 continue;
@@ -98,17 +116,19 @@ impl TreeFiles {
                 None => {
                     let mut failed = None;
                     let parsed = &mut self.parsed;
-                    let contents = shared_parse(&id.to_string(), || match read_blob(repo, id) {
-                        Ok(read) => {
-                            *parsed += usize::from(read.is_ok());
-                            read
-                        }
-                        Err(e) => {
-                            let message = e.to_string();
-                            failed = Some(e);
-                            Err(ReadError::Io(message))
-                        }
-                    });
+                    let contents =
+                        self.parses
+                            .parse(&id.to_string(), || match read_blob(repo, id) {
+                                Ok(read) => {
+                                    *parsed += usize::from(read.is_ok());
+                                    read
+                                }
+                                Err(e) => {
+                                    let message = e.to_string();
+                                    failed = Some(e);
+                                    Err(ReadError::Io(message))
+                                }
+                            });
                     if let Some(e) = failed {
                         return Err(e);
                     }

@@ -55,15 +55,15 @@
 //! since its head: the rest are kept by commit id); a canary none of whose owned files the
 //! commits since the last tick's head changed keeps that tick's verdict without walking
 //! further (what the walk would find is the same), so a tick's drift cost follows what
-//! changed, not how many canaries the repo holds; a commit is rendered again once per process (the verdicts are kept by
-//! commit ids); nothing runs on an idle poll (the head did not move).
+//! changed, not how many canaries the repo holds; a commit is rendered once per runtime (the
+//! verdicts are kept by commit ids in the runtime's [`Memory`]); nothing runs on an idle poll
+//! (the head did not move).
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use git2::Oid;
 
-use crate::approval;
 use crate::core::observe::DriftFact;
 use crate::core::status::Status;
 use crate::gitops::{trailer_group, CommitFacts, ConfigRepo, FileChange};
@@ -78,6 +78,64 @@ pub use made_file::Made;
 pub use verify::made;
 
 pub use verify::Verifier;
+
+/// What the drift check keeps from one tick to the next, owned by the runtime
+/// ([`crate::runtime::Runtime::drift`]): the commits the last walk read, each canary's last
+/// verdict, and the verifier's verdicts and base ([`verify::Kept`]). Everything in it is keyed
+/// by commit ids (and by the clone's work dir where a verdict depends on the clone), so it is
+/// right for any clone the runtime serves; a second runtime has its own.
+pub struct Memory {
+    /// The commits the last [`History`] read (at most [`LOOKBACK`]), for the next tick's.
+    walk: Mutex<HashMap<Oid, Arc<Walked>>>,
+    checks: Mutex<Checks>,
+    verified: verify::Kept,
+    /// The commits and folders the verifier and the signing check read, by id.
+    folders: crate::gitops::Folders,
+}
+
+impl Default for Memory {
+    /// An empty memory that shares its parses with no one.
+    fn default() -> Memory {
+        Memory::new(crate::yaml::snapshot_cache::Parses::default())
+    }
+}
+
+impl Memory {
+    /// An empty memory whose verifier shares file parses through `parses` (the tick's
+    /// snapshot holds most of the same blobs).
+    pub fn new(parses: crate::yaml::snapshot_cache::Parses) -> Memory {
+        Memory {
+            walk: Mutex::default(),
+            checks: Mutex::default(),
+            verified: verify::Kept::new(parses),
+            folders: crate::gitops::Folders::default(),
+        }
+    }
+
+    fn walk(&self) -> MutexGuard<'_, HashMap<Oid, Arc<Walked>>> {
+        match self.walk.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a map that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn checks(&self) -> MutexGuard<'_, Checks> {
+        match self.checks.lock() {
+            Ok(guard) => guard,
+            // A panic elsewhere while holding the lock left a map that is still whole.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn remember_check(&self, key: CheckKey, head: Oid, found: Option<Drift>) {
+        let mut checks = self.checks();
+        if checks.len() >= KEEP_CHECKS && !checks.contains_key(&key) {
+            checks.clear();
+        }
+        checks.insert(key, (head, found));
+    }
+}
 
 /// How many first-parent commits a tick's [`History`] reads at most. A change older than
 /// that was seen (and acted on) by the ticks since.
@@ -131,6 +189,7 @@ pub struct Drift {
 /// commits since the last tick's head.
 pub struct History {
     head: Oid,
+    memory: Arc<Memory>,
     read: Vec<Arc<Walked>>,
     next: Option<Oid>,
     /// What the last tick read, by commit id.
@@ -143,34 +202,24 @@ struct Walked {
     changed: Vec<String>,
 }
 
-/// The commits the last [`History`] read (at most [`LOOKBACK`]), for the next tick's. Keyed by
-/// commit id, so right for any clone: a process holding several clones (the tests) only reads
-/// more.
-static LAST_WALK: LazyLock<Mutex<HashMap<Oid, Arc<Walked>>>> = LazyLock::new(Mutex::default);
-
-fn last_walk() -> std::sync::MutexGuard<'static, HashMap<Oid, Arc<Walked>>> {
-    match LAST_WALK.lock() {
-        Ok(guard) => guard,
-        // A panic elsewhere while holding the lock left a map that is still whole.
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
 impl History {
     /// The history from `head` (the fetched head, before this tick's commits: they never
-    /// change another canary's files).
-    pub fn new(head: Oid) -> History {
+    /// change another canary's files), taking the commits the last history kept in `memory`.
+    /// Keyed by commit id, so right for any clone: a runtime serving several clones (the
+    /// tests) only reads more.
+    pub fn new(head: Oid, memory: &Arc<Memory>) -> History {
         History {
             head,
+            known: std::mem::take(&mut *memory.walk()),
+            memory: Arc::clone(memory),
             read: Vec::new(),
             next: Some(head),
-            known: std::mem::take(&mut *last_walk()),
         }
     }
 
     /// Keeps the commits this history read for the next tick's, in place of the last tick's.
     pub fn remember(self) {
-        *last_walk() = self
+        *self.memory.walk() = self
             .read
             .into_iter()
             .map(|walked| (walked.oid, walked))
@@ -232,14 +281,14 @@ pub fn check(
         return Ok(last);
     }
     let found = walk(repo, history, verifier, canary, &owned)?;
-    remember_check(key, head, found.clone());
+    history.memory.remember_check(key, head, found.clone());
     Ok(found)
 }
 
 /// A canary's check and the head it was made at, kept for the next tick's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct CheckKey {
-    /// The clone's work dir: a process may hold several clones (the tests do).
+    /// The clone's work dir: a runtime may serve several clones (the tests' does).
     root: std::path::PathBuf,
     canary: String,
     output: String,
@@ -250,24 +299,6 @@ const KEEP_CHECKS: usize = 10_000;
 
 /// Each canary's last verdict and the head it was made at.
 type Checks = HashMap<CheckKey, (Oid, Option<Drift>)>;
-
-static LAST_CHECKS: LazyLock<Mutex<Checks>> = LazyLock::new(Mutex::default);
-
-fn last_checks() -> std::sync::MutexGuard<'static, Checks> {
-    match LAST_CHECKS.lock() {
-        Ok(guard) => guard,
-        // A panic elsewhere while holding the lock left a map that is still whole.
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-fn remember_check(key: CheckKey, head: Oid, found: Option<Drift>) {
-    let mut checks = last_checks();
-    if checks.len() >= KEEP_CHECKS && !checks.contains_key(&key) {
-        checks.clear();
-    }
-    checks.insert(key, (head, found));
-}
 
 /// The last tick's verdict on the canary, when it still holds: the head it was made at is on
 /// this head's first-parent line within the look-back, and no commit since changed a file the
@@ -281,7 +312,8 @@ fn unchanged_since_last_check(
     owned: &Owned,
     key: &CheckKey,
 ) -> Result<Option<Option<Drift>>, DriftError> {
-    let Some((last_head, last)) = last_checks().get(key).cloned() else {
+    let last = history.memory.checks().get(key).cloned();
+    let Some((last_head, last)) = last else {
         return Ok(None);
     };
     let mut i = 0;
@@ -616,7 +648,7 @@ fn classify(
                 .and_then(|text| status_file::parse(&text).ok()))
         };
         if let (Some(now), Some(before)) = (status(commit)?, status(*parent)?) {
-            if now.clock_from_merge && approval::is_waiting(&before) {
+            if now.clock_from_merge && before.is_waiting() {
                 return Ok(Kind::Sluice);
             }
         }

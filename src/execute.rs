@@ -40,8 +40,13 @@ pub struct Committed {
 }
 
 /// Makes the plan's commits on the local branch. A git error retrying may fix stops the tick;
-/// any other marks its canary (or the fold's canaries) failed.
-pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::gitops::Error> {
+/// any other marks its canary (or the fold's canaries) failed. The commits are noted in
+/// `drift` (the runtime's) as sluice's own.
+pub fn commit(
+    repo: &mut ConfigRepo,
+    plan: Plan,
+    drift: &crate::drift::Memory,
+) -> Result<Committed, crate::gitops::Error> {
     let Plan {
         mode,
         author,
@@ -74,7 +79,7 @@ pub fn commit(repo: &mut ConfigRepo, plan: Plan) -> Result<Committed, crate::git
         commit_one(repo, &author, c, &mut report, (&mut announce, &mut made))?;
     }
     commit_fold(repo, &author, fold, &mut report, (&mut announce, &mut made))?;
-    crate::drift::made(&repo.git_dir(), &made);
+    crate::drift::made(drift, &repo.git_dir(), &made);
     let mut pending = Vec::new();
     for a in approvals {
         let outcome = &report.outcomes[a.outcome];

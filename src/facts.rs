@@ -333,8 +333,8 @@ pub fn gather<'a>(
     let externals = observer.observe(&read.templates, &read.settings, &requests, now);
     drop(requests);
     let forge = waiting_forge(&prepared, &read.settings, runtime);
-    let mut history = crate::drift::History::new(repo.head());
-    let mut verifier = crate::drift::Verifier::new(root);
+    let mut history = crate::drift::History::new(repo.head(), runtime.drift());
+    let mut verifier = crate::drift::Verifier::new(root, runtime.drift());
     let mut gathered = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;

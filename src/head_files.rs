@@ -21,7 +21,7 @@ use crate::spec::output_folder::{Folders, Kind};
 use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{ReadError, Snapshot, MAX_FILE_BYTES};
-use crate::yaml::snapshot_cache::{Listed, ParsedFiles};
+use crate::yaml::snapshot_cache::{Listed, Parses};
 
 /// The files of `commit` in `repo`.
 #[derive(Clone, Copy)]
@@ -122,7 +122,7 @@ impl<'r> HeadFiles<'r> {
                 link: f.link,
             })
             .collect();
-        Ok(ParsedFiles::default().snapshot(listed, |name| {
+        Ok(Parses::default().snapshot(listed, |name| {
             HeadFiles::read(self, name).unwrap_or(Err(ReadError::NotAFile))
         }))
     }

@@ -37,7 +37,7 @@ use crate::spec::load_incremental::KeptLoad;
 use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{Contents, ReadError, Snapshot};
-use crate::yaml::snapshot_cache::{KeptSnapshot, Listed, Moved};
+use crate::yaml::snapshot_cache::{KeptSnapshot, Listed, Moved, Parses};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.
@@ -64,6 +64,10 @@ pub struct Runtime {
     statuses: Mutex<ParsedStatuses>,
     /// The canaries as the last tick loaded them, and the head it loaded them at.
     loads: Mutex<Option<(git2::Oid, KeptLoad)>>,
+    /// What drift's check keeps between ticks (its walk, verdicts and verifier's base).
+    drift: Arc<crate::drift::Memory>,
+    /// File parses by blob id, shared by the snapshot, drift's verifier and the dashboard.
+    parses: Parses,
     /// Where commands read the time and sleep ([`crate::clock`]); shared with the servers and
     /// the metric queries.
     clock: Arc<Clock>,
@@ -140,6 +144,8 @@ impl Runtime {
                 .map_err(std::io::Error::other)?,
         );
         let prometheus = prometheus.with_clock(Arc::clone(&clock));
+        // The tick's snapshot and drift's verifier hold mostly the same blobs: one parse each.
+        let parses = Parses::default();
         Ok(Runtime {
             tokio,
             env,
@@ -152,11 +158,23 @@ impl Runtime {
             settings: Mutex::new(None),
             reader: Box::new(|path, source| source(path)),
             warnings: Default::default(),
-            snapshots: Mutex::new(KeptSnapshot::default()),
+            snapshots: Mutex::new(KeptSnapshot::new(parses.clone())),
             statuses: Mutex::new(HashMap::new()),
             loads: Mutex::new(None),
+            drift: Arc::new(crate::drift::Memory::new(parses.clone())),
+            parses,
             clock,
         })
+    }
+
+    /// File parses by blob id, shared by every holder of a commit's files in this runtime.
+    pub fn parses(&self) -> &Parses {
+        &self.parses
+    }
+
+    /// What drift's check keeps from one tick to the next ([`crate::drift::Memory`]).
+    pub fn drift(&self) -> &Arc<crate::drift::Memory> {
+        &self.drift
     }
 
     /// The clock commands read the time from and sleep on.

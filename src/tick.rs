@@ -196,7 +196,7 @@ fn attempt(
     repo.with_memory_objects(|repo| {
         let read = facts::read(repo, ctx.runtime, ctx.author.clone());
         let plan = decide(repo, ctx, &read, now)?;
-        let committed = execute::commit(repo, plan)?;
+        let committed = execute::commit(repo, plan, ctx.runtime.drift())?;
         Ok((read, committed))
     })
 }

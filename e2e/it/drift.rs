@@ -99,7 +99,7 @@ pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
         sluice::spec::load::settings_in(&head, sluice::yaml::snapshot::read_bounded);
     assert!(problems.is_empty(), "{problems:?}");
     let loaded = sluice::spec::load::load(&snapshot, &settings);
-    let mut verifier = sluice::drift::Verifier::new(&head);
+    let mut verifier = sluice::drift::Verifier::new(&head, &Default::default());
     for sha in shas {
         let trailers = git(&head, &["log", "-1", "--format=%(trailers:only)", sha]);
         if trailers.contains("Sluice-Drift:") {
@@ -447,6 +447,18 @@ fn per_canary_remote(dir: &Path, n: usize) -> PathBuf {
     seeded_remote(dir, &files)
 }
 
+/// A remote of `n` canaries (`commits: perCanary`) after one reconcile, a human's clone of it
+/// at `dir/head`, and the canaries as that clone's files load.
+fn reconciled_per_canary(dir: &Path, n: usize) -> (PathBuf, PathBuf, sluice::spec::load::Loaded) {
+    let bare = per_canary_remote(dir, n);
+    crate::support::reconcile(&bare, &dir.join("w"), &[]);
+    let head = dir.join("head");
+    git(dir, &["clone", "-q", &bare.display().to_string(), "head"]);
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
+    let loaded = sluice::spec::load::load(&snapshot, &sluice::spec::settings::Settings::default());
+    (bare, head, loaded)
+}
+
 /// The drift check of a tick after a perCanary tick verifies one commit per canary, each drawn
 /// from a different base (the commit before it). Every base used to be read and loaded in
 /// full and held until the tick ended: N bases of N specs each, which took a 1,000-canary
@@ -457,18 +469,10 @@ fn per_canary_remote(dir: &Path, n: usize) -> PathBuf {
 fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
     const N: usize = 30;
     let tmp = tempfile::tempdir().unwrap();
-    let bare = per_canary_remote(tmp.path(), N);
-    crate::support::reconcile(&bare, &tmp.path().join("w"), &[]);
+    let (bare, head, loaded) = reconciled_per_canary(tmp.path(), N);
     let shas = trailer_commits(&bare, "Sluice-Canary");
     assert_eq!(shas.len(), N, "one initialization commit per canary");
-    let head = tmp.path().join("head");
-    git(
-        tmp.path(),
-        &["clone", "-q", &bare.display().to_string(), "head"],
-    );
-    let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
-    let loaded = sluice::spec::load::load(&snapshot, &sluice::spec::settings::Settings::default());
-    let mut verifier = sluice::drift::Verifier::new(&head);
+    let mut verifier = sluice::drift::Verifier::new(&head, &Default::default());
     for (sha, id) in &shas {
         let canary = loaded
             .canaries
@@ -496,6 +500,46 @@ fn verifying_one_commit_per_canary_does_not_load_every_base_in_full() {
         "{} spec reads for {N} bases of {N} canaries",
         verifier.spec_reads()
     );
+}
+
+/// Two runtimes in one process share no drift state: a commit one runtime noted as sluice's
+/// own (a verdict kept by commit ids) does not answer for the other, which renders the commit
+/// and finds the hand edit in it. Drift's memory was a set of process-wide statics, through
+/// which every repo of the process took every other's verdicts.
+#[test]
+fn a_runtimes_drift_verdicts_do_not_answer_for_another_runtime() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, head, loaded) = reconciled_per_canary(tmp.path(), 1);
+    let canary = &loaded.canaries[0];
+    let status_path = sluice::render::status_file::path_for(&canary.id);
+    let status = std::fs::read_to_string(head.join(&status_path)).unwrap();
+    let listed = git(&head, &["ls-files", canary.output.as_str()]);
+    let edited = listed.lines().next().unwrap().to_string();
+    let text = std::fs::read_to_string(head.join(&edited)).unwrap();
+    std::fs::write(head.join(&edited), format!("{text}# a human's edit\n")).unwrap();
+    git(&head, &["commit", "-q", "-am", "a hand edit"]);
+    let oid = |rev: &str| git2::Oid::from_str(git(&head, &["rev-parse", rev]).trim()).unwrap();
+    let (files, base) = (oid("HEAD"), oid("HEAD^"));
+
+    let runtime = || sluice::runtime::Runtime::with_env(Default::default()).unwrap();
+    let (a, b) = (runtime(), runtime());
+    // Runtime a notes the commit as one it made (in a clone of its own elsewhere).
+    let elsewhere = tmp.path().join("elsewhere.git");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let made = sluice::drift::Made {
+        canary: canary.id.to_string(),
+        commit: files,
+        parent: base,
+        status: git2::Oid::hash_object(git2::ObjectType::Blob, status.as_bytes()).unwrap(),
+    };
+    sluice::drift::made(a.drift(), &elsewhere, &[made]);
+    let differing = |runtime: &sluice::runtime::Runtime| {
+        sluice::drift::Verifier::new(&head, runtime.drift())
+            .differing(canary, &status, files, base)
+            .unwrap()
+    };
+    assert_eq!(differing(&a), Vec::<String>::new(), "a takes its own note");
+    assert_eq!(differing(&b), [edited], "b renders the commit");
 }
 
 /// The drift check proves a canary's last commit is sluice's by rendering it again. The commits

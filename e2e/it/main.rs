@@ -62,6 +62,7 @@ mod loop_traefik;
 mod managed;
 mod metrics;
 mod module_graph;
+mod no_statics;
 mod notify;
 mod openfunction;
 mod operate;

@@ -10,30 +10,7 @@
 //! files (`decide.rs`, `trailer.rs`, ...) are its top-level modules.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-
-/// Every `.rs` file under `dir`, except in the folders named in `skip` (other crates, and the
-/// core's own tests).
-fn source_files(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("src/ is readable")
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            if path
-                .file_name()
-                .is_some_and(|n| skip.iter().any(|s| n == *s))
-            {
-                continue;
-            }
-            source_files(&path, skip, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use std::path::Path;
 
 /// The module path of a file: `src/gitops/commit.rs` -> `["gitops", "commit"]`,
 /// `src/render/mod.rs` -> `["render"]`, `src/lib.rs` -> `[]`.
@@ -187,7 +164,7 @@ fn graphs(
     BTreeMap<String, BTreeSet<String>>,
 ) {
     let mut files = Vec::new();
-    source_files(src, skip, &mut files);
+    crate::support::source_files(src, skip, &mut files);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
     let mut top = BTreeMap::<String, BTreeSet<String>>::new();
     let mut by_file = BTreeMap::<String, BTreeSet<String>>::new();

@@ -36,7 +36,7 @@ use crate::core::model::{CanaryId, Name};
 use crate::core::status::Status;
 use crate::deleted::{self, STATUS_DIR};
 use crate::gitops::message::{CommitHead, Message};
-use crate::gitops::{parse_trailers, trailer_group, CommitMessage};
+use crate::gitops::{parse_trailers, trailer_group, CommitMessage, Folders};
 use crate::render::message::{self, CANARY};
 use crate::render::replay::{By, Record, FORMAT, REPLAY};
 use crate::render::status_file::SpecRecord;
@@ -158,7 +158,9 @@ pub fn audit_since(
     only: Option<&str>,
     signing: &policy::Outside,
 ) -> Result<Report, AuditError> {
-    let line = tree::first_parent_line(repo, head)?;
+    // The commits and folders read, by id, for this audit's reads.
+    let folders = Folders::default();
+    let line = tree::first_parent_line(repo, &folders, head)?;
     let start = match since {
         Some(since) => since::checked_from(repo, &line, since)?,
         None => 0,
@@ -166,7 +168,8 @@ pub fn audit_since(
     let mut audit = Audit {
         repo,
         only,
-        signing: policy::Policies::new(repo, signing),
+        signing: policy::Policies::new(repo, folders.clone(), signing),
+        folders,
         report: Report::default(),
         sanctioned: BTreeMap::new(),
         newest_format: None,
@@ -204,6 +207,8 @@ pub fn audit_since(
 
 struct Audit<'r, 'a> {
     repo: &'r Repository,
+    /// The commits and folders read, by id (shared with `signing`).
+    folders: Folders,
     only: Option<&'a str>,
     signing: policy::Policies<'r, 'a>,
     report: Report,
@@ -359,8 +364,8 @@ impl<'r> Audit<'r, '_> {
     /// The files `oid` changes against its first parent that sluice owns (for the canaries
     /// audited), each with its canary.
     fn owned(&mut self, oid: Oid) -> Result<Vec<(Changed, String)>, AuditError> {
-        let tree = tree::commit_tree(self.repo, oid)?;
-        let parent = tree::parent_tree(self.repo, oid)?;
+        let tree = tree::commit_tree(self.repo, &self.folders, oid)?;
+        let parent = tree::parent_tree(self.repo, &self.folders, oid)?;
         let changed = tree::changes(self.repo, parent.as_ref(), &tree)?;
         let paths = changed.iter().map(|c| c.path.clone()).collect();
         self.changed = Some((oid, paths));
@@ -446,7 +451,7 @@ impl<'r> Audit<'r, '_> {
                         return Ok(());
                     }
                 };
-                let theirs = tree::commit_tree(self.repo, branch)?;
+                let theirs = tree::commit_tree(self.repo, &self.folders, branch)?;
                 let mut left = Vec::new();
                 for (c, o) in owned {
                     if tree::blob_id_at(&theirs, &c.path) != c.new {
@@ -540,7 +545,7 @@ impl<'r> Audit<'r, '_> {
     /// The first parent of `oid`, read from git objects: the files audit follows move to its
     /// tree. Hand it back with [`Audit::done_with`].
     fn parent(&mut self, oid: Oid) -> Result<Parent<'r>, AuditError> {
-        let tree = match tree::first_parent(self.repo, oid)? {
+        let tree = match tree::first_parent(self.repo, &self.folders, oid)? {
             Some(p) => Some(tree::head(self.repo, p)?.tree),
             None => None,
         };
@@ -580,7 +585,8 @@ impl<'r> Audit<'r, '_> {
         let canaries = parent.canaries();
         let ctx = replay::Context {
             repo: self.repo,
-            parent: tree::first_parent(self.repo, oid)?,
+            folders: &self.folders,
+            parent: tree::first_parent(self.repo, &self.folders, oid)?,
             sanctioned: &self.sanctioned,
         };
         let mut expected: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
@@ -602,7 +608,7 @@ impl<'r> Audit<'r, '_> {
                 expected.insert(change.path, change.content.map(String::into_bytes));
             }
         }
-        let tree = tree::commit_tree(self.repo, oid)?;
+        let tree = tree::commit_tree(self.repo, &self.folders, oid)?;
         for (path, content) in &expected {
             if &tree::file_at(self.repo, &tree, path)? != content {
                 return Ok(false);
@@ -743,7 +749,7 @@ impl<'r> Audit<'r, '_> {
         }
         parent.load_canaries();
         let canaries = parent.canaries();
-        let first_parent = tree::first_parent(self.repo, oid)?;
+        let first_parent = tree::first_parent(self.repo, &self.folders, oid)?;
         let mut expected_changes = Vec::new();
         let mut messages = Vec::new();
         let mut verified = Vec::new();
@@ -751,6 +757,7 @@ impl<'r> Audit<'r, '_> {
         for (id, record) in records {
             let ctx = replay::Context {
                 repo: self.repo,
+                folders: &self.folders,
                 parent: first_parent,
                 sanctioned: &self.sanctioned,
             };
@@ -820,8 +827,8 @@ impl<'r> Audit<'r, '_> {
         canary: &str,
         expected: &[crate::gitops::FileChange],
     ) -> Result<(), AuditError> {
-        let tree = tree::commit_tree(self.repo, oid)?;
-        let parent = tree::parent_tree(self.repo, oid)?;
+        let tree = tree::commit_tree(self.repo, &self.folders, oid)?;
+        let parent = tree::parent_tree(self.repo, &self.folders, oid)?;
         let mut want: BTreeMap<&str, Option<&str>> = BTreeMap::new();
         for c in expected {
             want.insert(c.path.as_str(), c.content.as_deref());

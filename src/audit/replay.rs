@@ -319,7 +319,7 @@ fn drift(
             ),
         ));
     }
-    let at_sanctioned = tree::commit_tree(ctx.repo, sanctioned.commit).map_err(git)?;
+    let at_sanctioned = tree::commit_tree(ctx.repo, ctx.folders, sanctioned.commit).map_err(git)?;
     let sluice_status = match tree::file_at(ctx.repo, &at_sanctioned, &status_path).map_err(git)? {
         Some(bytes) => status_file::parse(&String::from_utf8_lossy(&bytes)).map_err(|m| {
             problem(
@@ -335,7 +335,7 @@ fn drift(
     };
     let mut restore = Vec::new();
     if setting == DriftPolicy::Restore {
-        let from = tree::commit_tree(ctx.repo, sanctioned.output).map_err(git)?;
+        let from = tree::commit_tree(ctx.repo, ctx.folders, sanctioned.output).map_err(git)?;
         for file in files.iter().filter(|f| **f != status_path) {
             restore.push(match tree::file_at(ctx.repo, &from, file).map_err(git)? {
                 Some(bytes) => FileChange::write(file.clone(), String::from_utf8_lossy(&bytes)),
@@ -372,11 +372,11 @@ fn differing(
     let Some(parent) = ctx.parent else {
         return Ok(Vec::new());
     };
-    let now = tree::commit_tree(ctx.repo, parent)?;
-    let output = tree::commit_tree(ctx.repo, sanctioned.output)?;
+    let now = tree::commit_tree(ctx.repo, ctx.folders, parent)?;
+    let output = tree::commit_tree(ctx.repo, ctx.folders, sanctioned.output)?;
     let mut files = tree::changed_under(ctx.repo, &output, &now, canary.output.as_str())?;
     let status_path = status_file::path_for(&canary.id);
-    let status = tree::commit_tree(ctx.repo, sanctioned.commit)?;
+    let status = tree::commit_tree(ctx.repo, ctx.folders, sanctioned.commit)?;
     if tree::entry_id(&status, &status_path) != tree::entry_id(&now, &status_path) {
         files.push(status_path);
     }
@@ -402,7 +402,7 @@ fn waiting_before_merge(
     let now = match at {
         Some(p) => tree::file_at(
             ctx.repo,
-            &tree::commit_tree(ctx.repo, p).map_err(git)?,
+            &tree::commit_tree(ctx.repo, ctx.folders, p).map_err(git)?,
             &path,
         )
         .map_err(git)?,
@@ -410,11 +410,11 @@ fn waiting_before_merge(
     };
     for _ in 0..MERGE_LOOKBACK {
         let Some(commit) = at else { break };
-        at = tree::first_parent(ctx.repo, commit).map_err(git)?;
+        at = tree::first_parent(ctx.repo, ctx.folders, commit).map_err(git)?;
         let Some(before) = at else { break };
         let text = tree::file_at(
             ctx.repo,
-            &tree::commit_tree(ctx.repo, before).map_err(git)?,
+            &tree::commit_tree(ctx.repo, ctx.folders, before).map_err(git)?,
             &path,
         )
         .map_err(git)?;

@@ -41,6 +41,8 @@ pub(super) fn problem(file: impl Into<String>, message: impl Into<String>) -> Pr
 /// What a replay reads besides the parent's files.
 pub struct Context<'a> {
     pub repo: &'a Repository,
+    /// The commits and folders the audit read, by id.
+    pub folders: &'a crate::gitops::Folders,
     /// The first parent of the commit audited.
     pub parent: Option<Oid>,
     /// The newest verified commits of each canary before `commit`.

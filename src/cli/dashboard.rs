@@ -19,6 +19,7 @@ use crate::dashboard::{Dashboard, Source, DEFAULT_HISTORY};
 use crate::runtime::Runtime;
 use crate::server::{serve_dashboard, DashboardState};
 use crate::yaml::reader::parse_duration;
+use crate::yaml::snapshot_cache::Parses;
 
 /// `sluice dashboard`'s default address: loopback, next to the daemon's port.
 pub const DEFAULT_DASHBOARD_LISTEN: &str = "127.0.0.1:8724";
@@ -37,15 +38,21 @@ pub struct DashboardArgs {
 }
 
 impl DashboardArgs {
-    /// The handlers' state reading `source`, the time from `clock` (the runtime's); the auth
-    /// file is read now, so a bad one stops the start with its name.
-    pub fn state(&self, source: Source, clock: Arc<Clock>) -> anyhow::Result<DashboardState> {
+    /// The handlers' state reading `source`, the time from `clock` and file parses shared
+    /// through `parses` (the runtime's); the auth file is read now, so a bad one stops the
+    /// start with its name.
+    pub fn state(
+        &self,
+        source: Source,
+        clock: Arc<Clock>,
+        parses: Parses,
+    ) -> anyhow::Result<DashboardState> {
         let auth = match &self.dashboard_auth_file {
             Some(path) => Some(Arc::new(Auth::read(path).map_err(anyhow::Error::msg)?)),
             None => None,
         };
         Ok(DashboardState {
-            dashboard: Dashboard::new(source, self.dashboard_history as usize, clock),
+            dashboard: Dashboard::new(source, self.dashboard_history as usize, clock, parses),
             auth,
         })
     }
@@ -96,7 +103,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let runtime = Runtime::from_env()?;
     serve(
         &runtime,
-        args.dashboard.state(source, runtime.shared_clock())?,
+        args.dashboard
+            .state(source, runtime.shared_clock(), runtime.parses().clone())?,
         args.listen,
         clone,
         args.poll,

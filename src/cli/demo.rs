@@ -278,6 +278,7 @@ fn serve_dashboard(
             reference: "refs/heads/main".into(),
         },
         runtime.shared_clock(),
+        runtime.parses().clone(),
     )?;
     outln!();
     serve(runtime, state, listen, None, Duration::from_secs(1), &stop)

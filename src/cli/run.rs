@@ -347,6 +347,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                 reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
             },
             runtime.shared_clock(),
+            runtime.parses().clone(),
         )?),
         None => None,
     };

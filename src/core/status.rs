@@ -167,3 +167,10 @@ pub struct Status {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<String>,
 }
+
+impl Status {
+    /// True while the canary holds for a human (or a confirm-* webhook).
+    pub fn is_waiting(&self) -> bool {
+        matches!(self.phase, Phase::Waiting | Phase::WaitingApproval) && !self.paused
+    }
+}

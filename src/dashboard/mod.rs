@@ -35,6 +35,7 @@ use crate::commit_files::{Outside, TreeFiles};
 use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
 use crate::spec::settings::Settings;
+use crate::yaml::snapshot_cache::Parses;
 
 pub use detail::Detail;
 pub use model::Overview;
@@ -69,6 +70,8 @@ pub struct Dashboard {
     cache: Arc<Mutex<Option<Cached>>>,
     /// The runtime's clock: the overview's now, which places the waits (next check due).
     clock: Arc<Clock>,
+    /// Where the commit's files share their parses (with the tick's, in a daemon).
+    parses: Parses,
 }
 
 /// Why a page cannot be drawn.
@@ -83,13 +86,15 @@ pub enum DashboardError {
 
 impl Dashboard {
     /// Reads `source`, at most `history` decision commits per canary page, the time from
-    /// `clock` (the runtime's).
-    pub fn new(source: Source, history: usize, clock: Arc<Clock>) -> Dashboard {
+    /// `clock` (the runtime's), sharing file parses through `parses` (the runtime's: in a
+    /// daemon the tick holds mostly the same blobs).
+    pub fn new(source: Source, history: usize, clock: Arc<Clock>, parses: Parses) -> Dashboard {
         Dashboard {
             source,
             history,
             cache: Arc::new(Mutex::new(None)),
             clock,
+            parses,
         }
     }
 
@@ -119,7 +124,9 @@ impl Dashboard {
         let mut guard = self.lock();
         if guard.as_ref().is_none_or(|c| c.head != head) {
             // The last commit's files, moved to this one by the tree diff.
-            let files = guard.take().map(|c| c.files).unwrap_or_default();
+            let files = guard
+                .take()
+                .map_or_else(|| TreeFiles::new(self.parses.clone()), |c| c.files);
             *guard = Some(self.read(head, files)?);
         }
         match guard.as_mut() {

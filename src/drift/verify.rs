@@ -20,21 +20,22 @@
 //! (the last tick's commits, one per canary under `commits: perCanary`), and a tick's cost
 //! follows what they changed, not the repo's size times the number of bases (holding every
 //! base read in full cost a 1,000-canary repo gigabytes on the first tick after a perCanary
-//! tick). Each verdict (rendered or signed) is kept for the life of the process (a memo keyed
-//! by commit ids), so a tick renders or verifies again only commits no tick has seen before.
+//! tick). Each verdict (rendered or signed) is kept for the life of the runtime (a memo keyed
+//! by commit ids, in the runtime's [`Memory`]), so a tick renders or verifies again only commits no tick has seen before.
 //! The commits sluice made itself are sluice's without a render ([`made`]; kept in the clone
 //! for later processes, `made_file.rs`). Reads git objects only; writes nothing to the
 //! repository, and to the disk only that record.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tracing::{debug, warn};
 
 use crate::commit_files::{Outside as TreeOutside, TreeFiles};
 use crate::gitops::objects::{self as tree, GitError};
+use crate::gitops::Folders;
 use crate::remake;
 use crate::render::status_file;
 use crate::signatures::policy::{Outside, Policies};
@@ -42,8 +43,10 @@ use crate::spec::load::settings_from;
 use crate::spec::model::Canary;
 use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
+use crate::yaml::snapshot_cache::Parses;
 
 use super::made_file::{self, Made};
+use super::Memory;
 
 /// The folder handed to the renderers that take one: no folder can be below `/dev/null`, so a
 /// read that went to the disk instead of the base's tree would find nothing.
@@ -60,11 +63,68 @@ pub enum VerifyError {
     Open { root: String, message: String },
 }
 
-/// What was verified, for the life of the process. A verdict depends on nothing but git
-/// objects, named by their content hashes, so it never goes stale and holds for any clone:
-/// a memo, shared by every tick (a daemon's, or the tests' many worlds in one process).
-static KEPT: LazyLock<Verified> = LazyLock::new(Verified::default);
+/// What the verifiers of one runtime keep (in its [`Memory`]): the verdicts, the record of
+/// sluice's own commits read from each clone, and the base the last verifier held.
+pub(super) struct Kept {
+    verified: Verified,
+    /// The git dirs whose record of sluice's own commits is in `verified`.
+    read_made: Mutex<HashSet<PathBuf>>,
+    newest: Mutex<Newest>,
+    /// The base the last verifier held, by the root of its clone: a daemon's next tick moves
+    /// it to its own bases by tree diffs instead of reading a base in full (and dropping it)
+    /// every tick. One base of one clone: the memory of one snapshot.
+    last_base: Mutex<Option<(PathBuf, Base)>>,
+    /// Where a new base shares its parses with the tick's snapshot.
+    parses: Parses,
+}
 
+impl Kept {
+    pub(super) fn new(parses: Parses) -> Kept {
+        Kept {
+            verified: Verified::default(),
+            read_made: Mutex::default(),
+            newest: Mutex::default(),
+            last_base: Mutex::new(None),
+            parses,
+        }
+    }
+
+    fn note_newest(&self, git_dir: &Path, made: &[Made]) {
+        if let Ok(mut newest) = self.newest.lock() {
+            let clone = newest.entry(git_dir.to_path_buf()).or_default();
+            for m in made {
+                clone.insert(m.canary.clone(), m.commit);
+            }
+        }
+    }
+
+    /// Takes the record of sluice's own commits in the clone whose git dir is `git_dir` into
+    /// the verdicts, once per runtime.
+    fn read_made(&self, git_dir: &Path) {
+        let first = self
+            .read_made
+            .lock()
+            .is_ok_and(|mut read| read.insert(git_dir.to_path_buf()));
+        if !first {
+            return;
+        }
+        match made_file::read(git_dir) {
+            Ok(made) => {
+                for m in &made {
+                    self.verified.put(Key::of(m), Vec::new());
+                }
+                self.note_newest(git_dir, &made);
+            }
+            Err(e) => {
+                warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot read the record of sluice's own commits; rendering them again");
+            }
+        }
+    }
+}
+
+/// What was verified, for the life of the runtime. A verdict depends on nothing but git
+/// objects, named by their content hashes, so it never goes stale and holds for any clone:
+/// a memo, shared by every tick (a daemon's, or the tests' many worlds in one runtime).
 #[derive(Debug, Default)]
 struct Verified {
     seen: Mutex<HashMap<Key, Vec<String>>>,
@@ -86,22 +146,8 @@ struct Key {
     status: Oid,
 }
 
-/// The git dirs whose record of sluice's own commits is in [`KEPT`].
-static READ_MADE: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
-
 /// By clone (its git dir): the newest commit sluice made there for each canary.
 type Newest = HashMap<PathBuf, HashMap<String, Oid>>;
-
-static NEWEST: LazyLock<Mutex<Newest>> = LazyLock::new(Mutex::default);
-
-fn note_newest(git_dir: &Path, made: &[Made]) {
-    if let Ok(mut newest) = NEWEST.lock() {
-        let clone = newest.entry(git_dir.to_path_buf()).or_default();
-        for m in made {
-            clone.insert(m.canary.clone(), m.commit);
-        }
-    }
-}
 
 impl Key {
     fn of(made: &Made) -> Key {
@@ -115,37 +161,16 @@ impl Key {
 }
 
 /// Notes commits sluice just made in the clone whose git dir is `git_dir`, each for one
-/// canary's decision: sluice's, with nothing differing, for this process and (through the
-/// clone's record) for the next.
-pub fn made(git_dir: &Path, made: &[Made]) {
+/// canary's decision: sluice's, with nothing differing, for the runtime whose drift memory
+/// is `memory` and (through the clone's record) for the next process.
+pub fn made(memory: &Memory, git_dir: &Path, made: &[Made]) {
+    let kept = &memory.verified;
     for m in made {
-        KEPT.put(Key::of(m), Vec::new());
+        kept.verified.put(Key::of(m), Vec::new());
     }
-    note_newest(git_dir, made);
+    kept.note_newest(git_dir, made);
     if let Err(e) = made_file::append(git_dir, made) {
         warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot keep the record of sluice's own commits; a later process renders them again");
-    }
-}
-
-/// Takes the record of sluice's own commits in the clone whose git dir is `git_dir` into
-/// [`KEPT`], once per process.
-fn read_made(git_dir: &Path) {
-    let first = READ_MADE
-        .lock()
-        .is_ok_and(|mut read| read.insert(git_dir.to_path_buf()));
-    if !first {
-        return;
-    }
-    match made_file::read(git_dir) {
-        Ok(made) => {
-            for m in &made {
-                KEPT.put(Key::of(m), Vec::new());
-            }
-            note_newest(git_dir, &made);
-        }
-        Err(e) => {
-            warn!(error = %e, path = %made_file::path(git_dir).display(), "Cannot read the record of sluice's own commits; rendering them again");
-        }
     }
 }
 
@@ -172,11 +197,6 @@ fn keep<K: Eq + std::hash::Hash, V>(memo: &Mutex<HashMap<K, V>>, key: K, verdict
     }
 }
 
-/// The base the last verifier held, by the root of its clone: a daemon's next tick moves it
-/// to its own bases by tree diffs instead of reading a base in full (and dropping it) every
-/// tick. One base of one clone: the memory of one snapshot.
-static LAST_BASE: Mutex<Option<(PathBuf, Base)>> = Mutex::new(None);
-
 impl Drop for Verifier {
     fn drop(&mut self) {
         debug!(
@@ -186,8 +206,10 @@ impl Drop for Verifier {
         if self.base.commit.is_none() {
             return;
         }
-        if let Ok(mut last) = LAST_BASE.lock() {
-            *last = Some((self.root.clone(), std::mem::take(&mut self.base)));
+        let empty = Base::new(self.kept().parses.clone());
+        let base = std::mem::replace(&mut self.base, empty);
+        if let Ok(mut last) = self.kept().last_base.lock() {
+            *last = Some((self.root.clone(), base));
         }
     }
 }
@@ -195,6 +217,7 @@ impl Drop for Verifier {
 /// One tick's verifier: the clone opened once, and the base last read.
 pub struct Verifier {
     root: PathBuf,
+    memory: Arc<Memory>,
     git: Option<Repository>,
     base: Base,
     /// Commits rendered to verify them (the log says how many, per tick).
@@ -203,7 +226,6 @@ pub struct Verifier {
 
 /// A commit read from its tree objects as the tick reads its clone: its files, and whether
 /// its settings load (its canaries are loaded only then: no tick renders otherwise).
-#[derive(Default)]
 struct Base {
     /// The commit read (`None`: none yet).
     commit: Option<Oid>,
@@ -212,18 +234,32 @@ struct Base {
 }
 
 impl Base {
+    /// No commit read yet; its files share their parses through `parses`.
+    fn new(parses: Parses) -> Base {
+        Base {
+            commit: None,
+            files: TreeFiles::new(parses),
+            settings: None,
+        }
+    }
+
     /// Moves to `commit`, reading only what differs from the commit it was at.
-    fn move_to(&mut self, git: &Repository, commit: Oid) -> Result<(), VerifyError> {
+    fn move_to(
+        &mut self,
+        git: &Repository,
+        kept: &Folders,
+        commit: Oid,
+    ) -> Result<(), VerifyError> {
         if self.commit == Some(commit) {
             return Ok(());
         }
         self.commit = None;
-        let tree = tree::commit_tree(git, commit)?.id();
+        let tree = tree::commit_tree(git, kept, commit)?.id();
         if self.files.move_to(git, Some(tree)).is_err() {
             // A move cut short leaves the files between two trees, and a base kept from an
             // earlier tick may name a tree this clone no longer has (cloned again): start
             // again from none.
-            self.files = TreeFiles::default();
+            self.files = TreeFiles::new(self.files.parses().clone());
             self.files.move_to(git, Some(tree))?;
         }
         let (settings, problems) = match self.files.read(git, SETTINGS_PATH) {
@@ -260,15 +296,18 @@ impl Base {
 
 impl Verifier {
     /// A verifier of the clone at `root`, holding the base the last verifier of that clone
-    /// held (so the first base of a tick costs what changed since the last tick's bases).
-    pub fn new(root: &Path) -> Verifier {
-        let kept = LAST_BASE.lock().ok().and_then(|mut last| last.take());
-        let base = match kept {
+    /// held in `memory` (so the first base of a tick costs what changed since the last tick's
+    /// bases).
+    pub fn new(root: &Path, memory: &Arc<Memory>) -> Verifier {
+        let kept = &memory.verified;
+        let last = kept.last_base.lock().ok().and_then(|mut last| last.take());
+        let base = match last {
             Some((at, base)) if at == root => base,
-            _ => Base::default(),
+            _ => Base::new(kept.parses.clone()),
         };
         Verifier {
             root: root.to_path_buf(),
+            memory: Arc::clone(memory),
             git: None,
             base,
             rendered: 0,
@@ -300,13 +339,13 @@ impl Verifier {
             status: Oid::hash_object(ObjectType::Blob, status.as_bytes())
                 .map_err(tree::git("hash a status file"))?,
         };
-        read_made(&self.git_dir());
-        if let Some(verdict) = KEPT.get(&key) {
+        self.kept().read_made(&self.git_dir());
+        if let Some(verdict) = self.kept().verified.get(&key) {
             return Ok(verdict);
         }
         let verdict = self.render_and_compare(canary, status, files, base)?;
         self.rendered += 1;
-        KEPT.put(key, verdict.clone());
+        self.kept().verified.put(key, verdict.clone());
         Ok(verdict)
     }
 
@@ -314,25 +353,27 @@ impl Verifier {
     /// (the repo's `signing`, judged as `sluice audit` judges it); `None` when it is, or when
     /// that policy requires nothing.
     pub fn unsigned(&mut self, commit: Oid) -> Result<Option<String>, VerifyError> {
-        if let Some(verdict) = kept(&KEPT.signed, &commit) {
+        if let Some(verdict) = kept(&self.kept().verified.signed, &commit) {
             return Ok(verdict);
         }
         let outside = Outside::default();
-        let verdict = Policies::new(self.git()?, &outside)
+        let kept = self.memory.folders.clone();
+        let verdict = Policies::new(self.git()?, kept, &outside)
             .judge(commit)?
             .map(|v| v.message);
-        keep(&KEPT.signed, commit, verdict.clone());
+        keep(&self.kept().verified.signed, commit, verdict.clone());
         Ok(verdict)
     }
 
     /// Whether the signing policy in force at `commit` requires the commits on it signed.
     pub fn requires_signed_after(&mut self, commit: Oid) -> Result<bool, VerifyError> {
-        if let Some(verdict) = kept(&KEPT.requires, &commit) {
+        if let Some(verdict) = kept(&self.kept().verified.requires, &commit) {
             return Ok(verdict);
         }
         let outside = Outside::default();
-        let verdict = Policies::new(self.git()?, &outside).requires_signed_after(commit)?;
-        keep(&KEPT.requires, commit, verdict);
+        let kept = self.memory.folders.clone();
+        let verdict = Policies::new(self.git()?, kept, &outside).requires_signed_after(commit)?;
+        keep(&self.kept().verified.requires, commit, verdict);
         Ok(verdict)
     }
 
@@ -340,8 +381,19 @@ impl Verifier {
     /// this process and the clone's record know (`None`: none).
     pub fn newest_made(&self, canary: &str) -> Option<Oid> {
         let git_dir = self.git_dir();
-        read_made(&git_dir);
-        NEWEST.lock().ok()?.get(&git_dir)?.get(canary).copied()
+        self.kept().read_made(&git_dir);
+        self.kept()
+            .newest
+            .lock()
+            .ok()?
+            .get(&git_dir)?
+            .get(canary)
+            .copied()
+    }
+
+    /// What the verifiers of this runtime keep.
+    fn kept(&self) -> &Kept {
+        &self.memory.verified
     }
 
     /// The clone's git dir, as [`crate::gitops::ConfigRepo::git_dir`] names it.
@@ -371,12 +423,13 @@ impl Verifier {
         let Some(git) = self.git.as_ref() else {
             return Ok(Vec::new());
         };
-        self.base.move_to(git, base)?;
+        let kept = &self.memory.folders;
+        self.base.move_to(git, kept, base)?;
         let base = &self.base;
         let id = at_head.id.to_string();
         let canary = base.canary(&id);
         let output = at_head.output.as_str();
-        let found = files_under(git, files, output)?;
+        let found = files_under(git, kept, files, output)?;
         // Nothing drawn to compare with: every file is named (the folder, when it is empty).
         let everything = || match found.keys().cloned().collect::<Vec<_>>() {
             none if none.is_empty() => vec![output.to_string()],
@@ -456,11 +509,12 @@ fn open(root: &Path) -> Result<Repository, VerifyError> {
 /// should be).
 fn files_under(
     git: &Repository,
+    kept: &Folders,
     commit: Oid,
     folder: &str,
 ) -> Result<BTreeMap<String, Option<Vec<u8>>>, VerifyError> {
     let mut found = BTreeMap::new();
-    let root = tree::commit_tree(git, commit)?;
+    let root = tree::commit_tree(git, kept, commit)?;
     let Ok(entry) = root.get_path(Path::new(folder)) else {
         return Ok(found);
     };

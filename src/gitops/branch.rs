@@ -41,7 +41,7 @@ impl ConfigRepo {
     pub fn read_file_at(&self, commit: Oid, path: &str) -> Result<Option<String>> {
         // The common cases through the kept folders (reading the commit parses its whole
         // message: a perTick commit's names every canary it decided).
-        let found = super::lookup::entry_at(&self.repo, commit, path)
+        let found = super::lookup::entry_at(&self.repo, &self.folders, commit, path)
             .map_err(|e| self.git_err("look up a path", &e))?;
         let id = match found {
             super::lookup::PathEntry::File(id) => id,
@@ -126,7 +126,9 @@ impl ConfigRepo {
 impl ConfigRepo {
     /// The first parent of `commit`, if any.
     pub fn parent_of(&self, commit: Oid) -> Result<Option<Oid>> {
-        let kept = super::folders::skeleton(&self.repo, commit)
+        let kept = self
+            .folders
+            .skeleton(&self.repo, commit)
             .map_err(|e| self.git_err("read a commit", &e))?;
         Ok(kept.first_parent)
     }

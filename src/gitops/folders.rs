@@ -1,4 +1,6 @@
-//! Folders (tree objects) read once and kept, by tree id, for the life of the process.
+//! Folders (tree objects) read once and kept, by tree id, for the life of the clone
+//! ([`Folders`], held by its [`super::ConfigRepo`]; a reader of git objects outside a clone
+//! holds its own).
 //!
 //! The clone has no work tree, so every path the tick looks up (a status file, an output
 //! folder's entries, the files of the head) is a walk down tree objects. libgit2 keeps parsed
@@ -14,7 +16,7 @@
 //! Reads tree objects only; knows names, ids and modes.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use git2::{Oid, Repository};
 
@@ -45,7 +47,21 @@ impl Entry {
 /// A folder's entries, in git's order.
 pub(super) type Folder = Arc<Vec<Entry>>;
 
-static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(Mutex::default);
+/// The folders and commits read so far, by id: what one clone (or one reader of git objects)
+/// keeps. Content-addressed, so never stale, and right for any repository holding the ids.
+/// A clone of it is a handle to the same store.
+#[derive(Clone, Default)]
+pub struct Folders {
+    kept: Arc<Mutex<Kept>>,
+    /// Commits' root tree ids and first parents, by commit id.
+    commits: Arc<Mutex<HashMap<Oid, Skeleton>>>,
+}
+
+impl std::fmt::Debug for Folders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Folders")
+    }
+}
 
 #[derive(Default)]
 struct Kept {
@@ -53,39 +69,43 @@ struct Kept {
     entries: usize,
 }
 
-/// The entries of the tree `id`, read from `repo` unless kept.
-pub(super) fn folder(repo: &Repository, id: Oid) -> Result<Folder, git2::Error> {
-    if let Some(kept) = KEPT.lock().ok().and_then(|k| k.folders.get(&id).cloned()) {
-        return Ok(kept);
-    }
-    let tree = repo.find_tree(id)?;
-    let entries: Folder = Arc::new(
-        tree.iter()
-            .map(|e| Entry {
-                name: e.name_bytes().to_vec(),
-                id: e.id(),
-                mode: e.filemode(),
-            })
-            .collect(),
-    );
-    if let Ok(mut kept) = KEPT.lock() {
-        if kept.folders.len() >= KEEP || kept.entries + entries.len() > KEEP_ENTRIES {
-            kept.folders.clear();
-            kept.entries = 0;
+impl Folders {
+    /// The entries of the tree `id`, read from `repo` unless kept.
+    pub(super) fn folder(&self, repo: &Repository, id: Oid) -> Result<Folder, git2::Error> {
+        if let Some(kept) = self
+            .kept
+            .lock()
+            .ok()
+            .and_then(|k| k.folders.get(&id).cloned())
+        {
+            return Ok(kept);
         }
-        kept.entries += entries.len();
-        kept.folders.insert(id, Arc::clone(&entries));
+        let tree = repo.find_tree(id)?;
+        let entries: Folder = Arc::new(
+            tree.iter()
+                .map(|e| Entry {
+                    name: e.name_bytes().to_vec(),
+                    id: e.id(),
+                    mode: e.filemode(),
+                })
+                .collect(),
+        );
+        if let Ok(mut kept) = self.kept.lock() {
+            if kept.folders.len() >= KEEP || kept.entries + entries.len() > KEEP_ENTRIES {
+                kept.folders.clear();
+                kept.entries = 0;
+            }
+            kept.entries += entries.len();
+            kept.folders.insert(id, Arc::clone(&entries));
+        }
+        Ok(entries)
     }
-    Ok(entries)
 }
 
 /// The entry `name` of a folder.
 pub(super) fn get<'f>(folder: &'f [Entry], name: &str) -> Option<&'f Entry> {
     folder.iter().find(|e| e.name == name.as_bytes())
 }
-
-/// Commits' root tree ids and first parents, by commit id (also never stale).
-static COMMITS: LazyLock<Mutex<HashMap<Oid, Skeleton>>> = LazyLock::new(Mutex::default);
 
 /// What lookups need of a commit: its root tree and its first parent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,29 +114,36 @@ pub(super) struct Skeleton {
     pub first_parent: Option<Oid>,
 }
 
-/// The root tree and first parent of `commit`. Kept: reading a commit parses its whole
-/// message, and a perTick commit's message names every canary it decided (hundreds of KiB at
-/// 1,000 canaries), which every path lookup on its tree, and every drift check of a canary it
-/// carries, read and parsed again.
-pub(super) fn skeleton(repo: &Repository, commit: Oid) -> Result<Skeleton, git2::Error> {
-    if let Some(kept) = COMMITS.lock().ok().and_then(|c| c.get(&commit).copied()) {
-        return Ok(kept);
-    }
-    let head = super::message::read(repo, commit)?;
-    let kept = Skeleton {
-        tree: head.tree,
-        first_parent: head.parents.first().copied(),
-    };
-    if let Ok(mut commits) = COMMITS.lock() {
-        if commits.len() >= KEEP {
-            commits.clear();
+impl Folders {
+    /// The root tree and first parent of `commit`. Kept: reading a commit parses its whole
+    /// message, and a perTick commit's message names every canary it decided (hundreds of KiB at
+    /// 1,000 canaries), which every path lookup on its tree, and every drift check of a canary it
+    /// carries, read and parsed again.
+    pub(super) fn skeleton(&self, repo: &Repository, commit: Oid) -> Result<Skeleton, git2::Error> {
+        if let Some(kept) = self
+            .commits
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&commit).copied())
+        {
+            return Ok(kept);
         }
-        commits.insert(commit, kept);
+        let head = super::message::read(repo, commit)?;
+        let kept = Skeleton {
+            tree: head.tree,
+            first_parent: head.parents.first().copied(),
+        };
+        if let Ok(mut commits) = self.commits.lock() {
+            if commits.len() >= KEEP {
+                commits.clear();
+            }
+            commits.insert(commit, kept);
+        }
+        Ok(kept)
     }
-    Ok(kept)
-}
 
-/// The root folder's tree id of `commit`.
-pub(super) fn root_of(repo: &Repository, commit: Oid) -> Result<Oid, git2::Error> {
-    Ok(skeleton(repo, commit)?.tree)
+    /// The root folder's tree id of `commit`.
+    pub(super) fn root_of(&self, repo: &Repository, commit: Oid) -> Result<Oid, git2::Error> {
+        Ok(self.skeleton(repo, commit)?.tree)
+    }
 }

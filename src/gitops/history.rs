@@ -227,7 +227,7 @@ impl ConfigRepo {
         };
         let new = tree(commit)?;
         let old = parent.map(tree).transpose()?;
-        let differs = super::tree_diff(&self.repo, old.as_ref(), Some(&new))
+        let differs = super::tree_diff(&self.repo, &self.folders, old.as_ref(), Some(&new))
             .map_err(|e| self.git_err("compare two commits", &e))?;
         Ok(differs.iter().map(super::Differs::path_lossy).collect())
     }
@@ -242,7 +242,7 @@ impl ConfigRepo {
                 .map_err(|e| self.git_err("read a commit", &e))
         };
         let (a, b) = (tree(from)?, tree(to)?);
-        let diff = super::tree_diff_under(&self.repo, Some(&a), Some(&b), path)
+        let diff = super::tree_diff_under(&self.repo, &self.folders, Some(&a), Some(&b), path)
             .map_err(|e| self.git_err("compare two commits", &e))?;
         let mut files: Vec<String> = diff.iter().map(super::Differs::path_lossy).collect();
         files.sort();

@@ -12,7 +12,7 @@ use git2::{ObjectType, Oid, Repository, Tree};
 
 use super::change::{validate_path, FileChange};
 use super::error::{Error, Result};
-use super::folders::{self, Entry, TREE_MODE};
+use super::folders::{self, Entry, Folders, TREE_MODE};
 
 /// The git file mode of a symbolic link.
 const LINK_MODE: i32 = 0o120000;
@@ -59,6 +59,7 @@ fn kind_of(entry: &Entry) -> PathEntry {
 /// What `path` (repo-relative, `/`-separated) is at `commit`.
 pub(super) fn entry_at(
     repo: &Repository,
+    kept: &Folders,
     commit: Oid,
     path: &str,
 ) -> std::result::Result<PathEntry, git2::Error> {
@@ -66,7 +67,7 @@ pub(super) fn entry_at(
     let Some((last, above)) = parts.split_last() else {
         return Ok(PathEntry::Folder);
     };
-    let mut current = folders::folder(repo, folders::root_of(repo, commit)?)?;
+    let mut current = kept.folder(repo, kept.root_of(repo, commit)?)?;
     for (i, part) in above.iter().enumerate() {
         let Some(entry) = folders::get(&current, part) else {
             return Ok(PathEntry::Missing);
@@ -76,7 +77,7 @@ pub(super) fn entry_at(
             PathEntry::Link => return Ok(PathEntry::ThroughLink(parts[..=i].join("/"))),
             _ => return Ok(PathEntry::Other),
         };
-        current = folders::folder(repo, id)?;
+        current = kept.folder(repo, id)?;
     }
     Ok(folders::get(&current, last).map_or(PathEntry::Missing, kind_of))
 }
@@ -85,13 +86,15 @@ pub(super) fn entry_at(
 /// is; `None` when there is no such folder.
 pub(super) fn folder_at(
     repo: &Repository,
+    kept: &Folders,
     commit: Oid,
     path: &str,
 ) -> std::result::Result<Option<Vec<(String, PathEntry)>>, git2::Error> {
-    let Some(Some(id)) = folder_id(repo, commit, path)? else {
+    let Some(Some(id)) = folder_id(repo, kept, commit, path)? else {
         return Ok(None);
     };
-    let mut out: Vec<(String, PathEntry)> = folders::folder(repo, id)?
+    let mut out: Vec<(String, PathEntry)> = kept
+        .folder(repo, id)?
         .iter()
         .filter_map(|entry| {
             let name = std::str::from_utf8(&entry.name).ok()?.to_string();
@@ -106,12 +109,13 @@ pub(super) fn folder_at(
 /// is not a folder, `None` when nothing is there.
 fn folder_id(
     repo: &Repository,
+    kept: &Folders,
     commit: Oid,
     path: &str,
 ) -> std::result::Result<Option<Option<Oid>>, git2::Error> {
-    let mut current = folders::root_of(repo, commit)?;
+    let mut current = kept.root_of(repo, commit)?;
     for part in path.split('/').filter(|p| !p.is_empty()) {
-        let listed = folders::folder(repo, current)?;
+        let listed = kept.folder(repo, current)?;
         match folders::get(&listed, part) {
             None => return Ok(None),
             Some(e) if e.is_folder() => current = e.id,
@@ -141,6 +145,7 @@ pub(super) fn blob_bounded(
 /// submodule or below a file. `root` is named in errors.
 pub(super) fn check_changes(
     repo: &Repository,
+    kept: &Folders,
     root: &Path,
     commit: Oid,
     changes: &[FileChange],
@@ -154,7 +159,7 @@ pub(super) fn check_changes(
                 reason: "appears more than once in one commit".to_string(),
             });
         }
-        let entry = entry_at(repo, commit, &change.path)
+        let entry = entry_at(repo, kept, commit, &change.path)
             .map_err(|e| Error::git(root, "look up a path of the head", &e))?;
         let refused = |reason: &str| Error::InvalidPath {
             path: change.path.clone(),

@@ -67,6 +67,7 @@ pub use branch::APPROVAL_PREFIX;
 pub use change::{CommitMessage, FileChange, Identity};
 pub use credentials::{redact_text, redact_url, Credentials};
 pub use error::{Error, RemoteOp, Result};
+pub use folders::Folders;
 pub use history::{
     history_at, local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry,
 };

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
+use super::folders::Folders;
 use super::message::{self, CommitHead};
 
 /// A git failure while reading history.
@@ -42,13 +43,14 @@ pub struct Changed {
 /// How much of a file's first line [`Changed`] keeps: a generated file's mark fits many times.
 pub const FIRST_LINE_BYTES: usize = 512;
 
-/// The commits of the first-parent line from the root to `head`, oldest first.
-pub fn first_parent_line(repo: &Repository, head: Oid) -> Result<Vec<Oid>> {
+/// The commits of the first-parent line from the root to `head`, oldest first. Commits are
+/// read through `kept` (see [`first_parent`]).
+pub fn first_parent_line(repo: &Repository, kept: &Folders, head: Oid) -> Result<Vec<Oid>> {
     let mut line = Vec::new();
     let mut next = Some(head);
     while let Some(oid) = next {
         line.push(oid);
-        next = first_parent(repo, oid)?;
+        next = first_parent(repo, kept, oid)?;
     }
     line.reverse();
     Ok(line)
@@ -60,23 +62,26 @@ pub fn head(repo: &Repository, oid: Oid) -> Result<CommitHead> {
     message::read(repo, oid).map_err(git("read a commit"))
 }
 
-/// A commit's first parent (`None` for a root commit).
-pub fn first_parent(repo: &Repository, oid: Oid) -> Result<Option<Oid>> {
-    Ok(super::folders::skeleton(repo, oid)
+/// A commit's first parent (`None` for a root commit). Kept in `kept` (the caller's, for as
+/// long as it reads this repository): reading a commit parses its whole message, and a
+/// perTick commit's names every canary it decided.
+pub fn first_parent(repo: &Repository, kept: &Folders, oid: Oid) -> Result<Option<Oid>> {
+    Ok(kept
+        .skeleton(repo, oid)
         .map_err(git("read a commit"))?
         .first_parent)
 }
 
 /// The tree of a commit's first parent (`None` for a root commit).
-pub fn parent_tree(repo: &Repository, oid: Oid) -> Result<Option<Tree<'_>>> {
-    first_parent(repo, oid)?
-        .map(|p| commit_tree(repo, p))
+pub fn parent_tree<'r>(repo: &'r Repository, kept: &Folders, oid: Oid) -> Result<Option<Tree<'r>>> {
+    first_parent(repo, kept, oid)?
+        .map(|p| commit_tree(repo, kept, p))
         .transpose()
 }
 
-/// The tree of a commit.
-pub fn commit_tree(repo: &Repository, oid: Oid) -> Result<Tree<'_>> {
-    let tree = super::folders::root_of(repo, oid).map_err(git("read a commit"))?;
+/// The tree of a commit (its id kept in `kept`, as [`first_parent`]).
+pub fn commit_tree<'r>(repo: &'r Repository, kept: &Folders, oid: Oid) -> Result<Tree<'r>> {
+    let tree = kept.root_of(repo, oid).map_err(git("read a commit"))?;
     repo.find_tree(tree).map_err(git("read a tree"))
 }
 
@@ -93,7 +98,7 @@ pub fn changed_under(
     folder: &str,
 ) -> Result<Vec<String>> {
     let prefix = format!("{folder}/");
-    let diff = super::tree_diff_under(repo, Some(old), Some(new), folder)
+    let diff = super::tree_diff_under(repo, &Folders::default(), Some(old), Some(new), folder)
         .map_err(git("compare two trees"))?;
     let mut files: Vec<String> = diff
         .iter()
@@ -117,7 +122,8 @@ fn blob(repo: &Repository, id: Oid) -> Result<Option<Vec<u8>>> {
 /// blob is read once however many paths name it (one push may commit one large blob under
 /// hundreds of names), and only its first line is kept.
 pub fn changes(repo: &Repository, old: Option<&Tree<'_>>, new: &Tree<'_>) -> Result<Vec<Changed>> {
-    let diff = super::tree_diff(repo, old, Some(new)).map_err(git("compare two trees"))?;
+    let diff = super::tree_diff(repo, &Folders::default(), old, Some(new))
+        .map_err(git("compare two trees"))?;
     let mut lines: std::collections::HashMap<Oid, String> = std::collections::HashMap::new();
     let mut first_line = |id: Option<Oid>| -> Result<Option<String>> {
         let Some(id) = id else { return Ok(None) };

@@ -11,13 +11,15 @@ use super::repo::ConfigRepo;
 impl ConfigRepo {
     /// What `path` (repo-relative, `/`-separated) is at `commit`.
     pub fn entry_at(&self, commit: Oid, path: &str) -> Result<PathEntry> {
-        lookup::entry_at(&self.repo, commit, path).map_err(|e| self.git_err("look up a path", &e))
+        lookup::entry_at(&self.repo, &self.folders, commit, path)
+            .map_err(|e| self.git_err("look up a path", &e))
     }
 
     /// The entries of the folder `path` at `commit` (`""`: the root), by name, each with what
     /// it is (a folder's entries are not looked into); `None` when there is no such folder.
     pub fn folder_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<(String, PathEntry)>>> {
-        lookup::folder_at(&self.repo, commit, path).map_err(|e| self.git_err("list a folder", &e))
+        lookup::folder_at(&self.repo, &self.folders, commit, path)
+            .map_err(|e| self.git_err("list a folder", &e))
     }
 
     /// The bytes of blob `id`, or its size when it holds more than `max` bytes (then it is

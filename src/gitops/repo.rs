@@ -18,6 +18,7 @@ use super::change::{validate_path, CommitMessage, FileChange, Identity};
 use super::commit::{IfUnchanged, Writer, Written};
 use super::credentials::{redact_url, strip_userinfo, Credentials};
 use super::error::{Error, RemoteOp, Result};
+use super::folders::Folders;
 use super::locks;
 use super::lookup;
 use super::maintenance;
@@ -49,6 +50,8 @@ pub struct ConfigRepo {
     memory: Memory,
     /// The folders commits read and wrote, parsed (`trees.rs`).
     trees: Trees,
+    /// The folders and commits path lookups read, by id (`folders.rs`).
+    pub(super) folders: Folders,
     /// The clone may hold loose objects: commits written outside `with_memory_objects` (or
     /// after its store failed), or a clone found on disk. The next fetch packs them (`maintenance`).
     loose: bool,
@@ -305,6 +308,7 @@ impl ConfigRepo {
             unsynced: false,
             memory: Memory::default(),
             trees: Trees::default(),
+            folders: Folders::default(),
             loose: true,
             signing: None,
             push_hook: None,
@@ -515,7 +519,7 @@ impl ConfigRepo {
     /// Checks what `commit_files` checks of the paths before writing anything: plain
     /// repo-relative paths, each once, none through (or onto) a symlink of the head's tree.
     pub fn check_changes(&self, changes: &[FileChange]) -> Result<()> {
-        lookup::check_changes(&self.repo, &self.root, self.head, changes)
+        lookup::check_changes(&self.repo, &self.folders, &self.root, self.head, changes)
     }
 
     /// Commits `changes` on top of the local head as `author` (also the committer), at `time`

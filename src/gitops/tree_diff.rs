@@ -8,7 +8,7 @@
 
 use git2::{Oid, Repository, Tree};
 
-use super::folders::{self, Entry, Folder};
+use super::folders::{self, Entry, Folder, Folders};
 
 /// One path whose entry differs between the two trees: what each side has there (id and
 /// file mode; `None` when absent, or when the other side has a folder of that name).
@@ -32,12 +32,13 @@ impl Differs {
 /// same name is the file gone and the folder's files new.
 pub fn tree_diff(
     repo: &Repository,
+    kept: &Folders,
     old: Option<&Tree<'_>>,
     new: Option<&Tree<'_>>,
 ) -> Result<Vec<Differs>, git2::Error> {
     let mut out = Vec::new();
-    let (old, new) = (read(repo, old)?, read(repo, new)?);
-    compare(repo, old.as_ref(), new.as_ref(), b"", &mut out)?;
+    let (old, new) = (read(repo, kept, old)?, read(repo, kept, new)?);
+    compare(repo, kept, old.as_ref(), new.as_ref(), b"", &mut out)?;
     Ok(out)
 }
 
@@ -46,6 +47,7 @@ pub fn tree_diff(
 /// a folder on either side and differs.
 pub fn tree_diff_under(
     repo: &Repository,
+    kept: &Folders,
     old: Option<&Tree<'_>>,
     new: Option<&Tree<'_>>,
     folder: &str,
@@ -70,13 +72,13 @@ pub fn tree_diff_under(
     }
     let sub = |e: Option<(Oid, i32)>| {
         e.filter(is_folder)
-            .map(|e| folders::folder(repo, e.0))
+            .map(|e| kept.folder(repo, e.0))
             .transpose()
     };
     let (a, b) = (sub(x)?, sub(y)?);
     let mut prefix = folder.as_bytes().to_vec();
     prefix.push(b'/');
-    compare(repo, a.as_ref(), b.as_ref(), &prefix, &mut out)?;
+    compare(repo, kept, a.as_ref(), b.as_ref(), &prefix, &mut out)?;
     Ok(out)
 }
 
@@ -103,12 +105,17 @@ fn keyed(folder: Option<&Folder>) -> Vec<Keyed<'_>> {
 }
 
 /// The kept folder of `tree`.
-fn read(repo: &Repository, tree: Option<&Tree<'_>>) -> Result<Option<Folder>, git2::Error> {
-    tree.map(|t| folders::folder(repo, t.id())).transpose()
+fn read(
+    repo: &Repository,
+    kept: &Folders,
+    tree: Option<&Tree<'_>>,
+) -> Result<Option<Folder>, git2::Error> {
+    tree.map(|t| kept.folder(repo, t.id())).transpose()
 }
 
 fn compare(
     repo: &Repository,
+    kept: &Folders,
     old: Option<&Folder>,
     new: Option<&Folder>,
     prefix: &[u8],
@@ -140,11 +147,10 @@ fn compare(
         let mut path = prefix.to_vec();
         path.extend_from_slice(&named.entry.name);
         if named.entry.is_folder() {
-            let load =
-                |e: Option<&Keyed<'_>>| e.map(|e| folders::folder(repo, e.entry.id)).transpose();
+            let load = |e: Option<&Keyed<'_>>| e.map(|e| kept.folder(repo, e.entry.id)).transpose();
             let (x, y) = (load(gone)?, load(came)?);
             path.push(b'/');
-            compare(repo, x.as_ref(), y.as_ref(), &path, out)?;
+            compare(repo, kept, x.as_ref(), y.as_ref(), &path, out)?;
         } else {
             out.push(Differs {
                 path,
@@ -224,7 +230,7 @@ mod tests {
         ] {
             let (x, y) = (old.map(find), new.map(find));
             let ours: Vec<(String, Option<Oid>, Option<Oid>)> =
-                tree_diff(&repo, x.as_ref(), y.as_ref())
+                tree_diff(&repo, &Folders::default(), x.as_ref(), y.as_ref())
                     .unwrap()
                     .into_iter()
                     .map(|d| (d.path_lossy(), d.old.map(|o| o.0), d.new.map(|n| n.0)))
@@ -243,11 +249,12 @@ mod tests {
                 ));
             }
             for folder in ["a", "f", "same", "new", "none"] {
-                let mut under: Vec<String> = tree_diff_under(&repo, x.as_ref(), y.as_ref(), folder)
-                    .unwrap()
-                    .iter()
-                    .map(Differs::path_lossy)
-                    .collect();
+                let mut under: Vec<String> =
+                    tree_diff_under(&repo, &Folders::default(), x.as_ref(), y.as_ref(), folder)
+                        .unwrap()
+                        .iter()
+                        .map(Differs::path_lossy)
+                        .collect();
                 under.sort();
                 let mut expected: Vec<String> = ours
                     .iter()

@@ -40,7 +40,9 @@ const LINK_MODE: i32 = 0o120000;
 impl ConfigRepo {
     /// Every YAML file of `commit`'s tree, in the work-tree walk's order.
     pub fn yaml_files_at(&self, commit: Oid) -> Result<Vec<TreeFile>> {
-        let root = folders::root_of(&self.repo, commit)
+        let root = self
+            .folders
+            .root_of(&self.repo, commit)
             .map_err(|e| self.git_err("read a commit's tree", &e))?;
         let mut out = Vec::new();
         self.list(root, "", &mut out)
@@ -54,7 +56,7 @@ impl ConfigRepo {
         prefix: &str,
         out: &mut Vec<TreeFile>,
     ) -> std::result::Result<(), git2::Error> {
-        let folder = folders::folder(&self.repo, tree)?;
+        let folder = self.folders.folder(&self.repo, tree)?;
         // Git orders a folder as if its name ended in `/`; the walk orders by name alone.
         let mut entries: Vec<&folders::Entry> = folder.iter().collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
@@ -88,12 +90,13 @@ impl ConfigRepo {
     /// no longer a file the walk lists). Reads only the folders on the changed paths.
     pub fn yaml_changes(&self, from: Oid, to: Oid) -> Result<Vec<(String, Option<TreeFile>)>> {
         let tree = |commit: Oid| {
-            folders::root_of(&self.repo, commit)
+            self.folders
+                .root_of(&self.repo, commit)
                 .and_then(|id| self.repo.find_tree(id))
                 .map_err(|e| self.git_err("read a commit's tree", &e))
         };
         let (old, new) = (tree(from)?, tree(to)?);
-        let differs = super::tree_diff(&self.repo, Some(&old), Some(&new))
+        let differs = super::tree_diff(&self.repo, &self.folders, Some(&old), Some(&new))
             .map_err(|e| self.git_err("compare two commits", &e))?;
         Ok(differs
             .into_iter()
@@ -122,7 +125,7 @@ impl ConfigRepo {
         paths
             .iter()
             .map(
-                |path| match super::lookup::entry_at(&self.repo, commit, path) {
+                |path| match super::lookup::entry_at(&self.repo, &self.folders, commit, path) {
                     Ok(super::PathEntry::File(id)) => Ok(Some(id)),
                     Ok(_) => Ok(None),
                     Err(e) => Err(self.git_err("look up a file", &e)),

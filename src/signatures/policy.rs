@@ -19,6 +19,7 @@ use git2::{Oid, Repository};
 
 use super::signed::{self, AllowedSigners};
 use crate::gitops::objects::{self as tree, GitError};
+use crate::gitops::Folders;
 use crate::spec::settings::{parse_settings, SETTINGS_PATH};
 
 /// A signing policy given outside the repo (`sluice audit` flags); the default gives none.
@@ -84,15 +85,19 @@ pub struct Violation {
 /// The signing policies of one history, each read once.
 pub struct Policies<'r, 'o> {
     repo: &'r Repository,
+    /// Where the commits read are kept (the caller's, shared across its judges).
+    kept: Folders,
     outside: &'o Outside,
     /// The repo's policy in force at a commit (`None`: signing not required).
     in_force: HashMap<Oid, Option<Rc<InForce>>>,
 }
 
 impl<'r, 'o> Policies<'r, 'o> {
-    pub fn new(repo: &'r Repository, outside: &'o Outside) -> Self {
+    /// The policies of `repo`'s history, reading commits through `kept`.
+    pub fn new(repo: &'r Repository, kept: Folders, outside: &'o Outside) -> Self {
         Policies {
             repo,
+            kept,
             outside,
             in_force: HashMap::new(),
         }
@@ -102,7 +107,7 @@ impl<'r, 'o> Policies<'r, 'o> {
     /// policy) requires.
     pub fn judge(&mut self, oid: Oid) -> Result<Option<Violation>, GitError> {
         // The header only: the message may be huge and is not needed.
-        let parent = tree::first_parent(self.repo, oid)?;
+        let parent = tree::first_parent(self.repo, &self.kept, oid)?;
         let repo_policy = match parent {
             Some(p) => self.in_force_at(p)?,
             None => None,
@@ -158,7 +163,7 @@ impl<'r, 'o> Policies<'r, 'o> {
             if let Some(known) = self.in_force.get(&at) {
                 break known.clone();
             }
-            match read_at(self.repo, at)? {
+            match read_at(self.repo, &self.kept, at)? {
                 AtCommit::Required(p) => {
                     let p = Rc::new(p);
                     self.in_force.insert(at, Some(p.clone()));
@@ -170,7 +175,7 @@ impl<'r, 'o> Policies<'r, 'o> {
                 }
                 AtCommit::DoesNotLoad => {
                     unloaded.push(at);
-                    next = tree::first_parent(self.repo, at)?;
+                    next = tree::first_parent(self.repo, &self.kept, at)?;
                 }
             }
         };
@@ -192,8 +197,8 @@ impl<'r, 'o> Policies<'r, 'o> {
             return Ok(None);
         };
         let (ours, theirs) = (
-            tree::commit_tree(self.repo, oid)?,
-            tree::commit_tree(self.repo, parent)?,
+            tree::commit_tree(self.repo, &self.kept, oid)?,
+            tree::commit_tree(self.repo, &self.kept, parent)?,
         );
         for path in [Some(SETTINGS_PATH), allowed_path].into_iter().flatten() {
             if tree::file_at(self.repo, &ours, path)? != tree::file_at(self.repo, &theirs, path)? {
@@ -215,22 +220,26 @@ pub fn last_change_unsigned(
     lookback: usize,
 ) -> Result<Option<(Oid, Violation)>, GitError> {
     let repo = Repository::open(dir).map_err(tree::git("open the repository"))?;
+    let kept = Folders::default();
     let entry = |oid: Oid| -> Result<Option<Oid>, GitError> {
-        let tree = tree::commit_tree(&repo, oid)?;
+        let tree = tree::commit_tree(&repo, &kept, oid)?;
         Ok(tree.get_path(Path::new(path)).ok().map(|e| e.id()))
     };
     let now = entry(head)?;
     let mut brought = head;
     let mut steps = 0;
     loop {
-        match tree::first_parent(&repo, brought)? {
+        match tree::first_parent(&repo, &kept, brought)? {
             Some(parent) if entry(parent)? == now => brought = parent,
             _ => break,
         }
         steps += 1;
         if steps >= lookback {
             let outside = Outside::default();
-            if Policies::new(&repo, &outside).in_force_at(head)?.is_none() {
+            if Policies::new(&repo, kept.clone(), &outside)
+                .in_force_at(head)?
+                .is_none()
+            {
                 return Ok(None);
             }
             return Err(GitError {
@@ -240,13 +249,13 @@ pub fn last_change_unsigned(
         }
     }
     let outside = Outside::default();
-    let found = Policies::new(&repo, &outside).judge(brought)?;
+    let found = Policies::new(&repo, kept.clone(), &outside).judge(brought)?;
     Ok(found.map(|v| (brought, v)))
 }
 
 /// What the tree of `oid` says about signing.
-fn read_at(repo: &Repository, oid: Oid) -> Result<AtCommit, GitError> {
-    let tree = tree::commit_tree(repo, oid)?;
+fn read_at(repo: &Repository, kept: &Folders, oid: Oid) -> Result<AtCommit, GitError> {
+    let tree = tree::commit_tree(repo, kept, oid)?;
     let Some(config) = tree::file_at(repo, &tree, SETTINGS_PATH)? else {
         return Ok(AtCommit::NotRequired);
     };

@@ -28,6 +28,7 @@ use crate::core::model::short_revision;
 use crate::core::status::Status;
 use crate::core::waves::{reverted, took, BeforeRelease, WaveRevert};
 use crate::gitops::objects::{self as tree, GitError};
+use crate::gitops::Folders;
 use crate::gitops::{CommitMessage, FileChange};
 use crate::render::message::{CANARY, PHASE, REVISION, WAVE, WEIGHTS};
 use crate::render::replay::{By, Record};
@@ -101,10 +102,13 @@ pub fn observe(
         .as_ref()
         .ok_or_else(|| RevertError::NotAWave(canary.id.to_string()))?;
     let status_path = status_file::path_for(&canary.id);
-    let (from, before) = before_release(git, head, &status_path, wave.name.as_str(), revision)?;
+    // The commits walked and the folders read, by id, for this revert's reads.
+    let kept = Folders::default();
+    let (from, before) =
+        before_release(git, &kept, head, &status_path, wave.name.as_str(), revision)?;
     let output = canary.output.as_str();
-    let was = files_under(git, from, output)?;
-    let is = files_under(git, head, output)?;
+    let was = files_under(git, &kept, from, output)?;
+    let is = files_under(git, &kept, head, output)?;
     let mut folder = Vec::new();
     for (path, bytes) in &was {
         if is.get(path) != Some(bytes) {
@@ -183,6 +187,7 @@ pub fn revert(
 /// unbroken run of commits whose status took it), and the status it had there.
 fn before_release(
     git: &Repository,
+    kept: &Folders,
     head: Oid,
     status_path: &str,
     wave: &str,
@@ -192,7 +197,7 @@ fn before_release(
     let mut read: HashMap<Oid, Status> = HashMap::new();
     let mut at = head;
     for _ in 0..LOOKBACK {
-        let root = tree::commit_tree(git, at)?;
+        let root = tree::commit_tree(git, kept, at)?;
         let Some(blob) = tree::entry_id(&root, status_path) else {
             return Err(RevertError::NoEarlierStatus {
                 path: status_path.to_string(),
@@ -215,7 +220,7 @@ fn before_release(
         if !took(status, revision) {
             return Ok((at, status.clone()));
         }
-        let Some(parent) = tree::first_parent(git, at)? else {
+        let Some(parent) = tree::first_parent(git, kept, at)? else {
             break;
         };
         at = parent;
@@ -230,11 +235,12 @@ fn before_release(
 /// Every regular file at or under `folder` at `commit`, by repo-relative path.
 fn files_under(
     git: &Repository,
+    kept: &Folders,
     commit: Oid,
     folder: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, RevertError> {
     let mut found = BTreeMap::new();
-    let root = tree::commit_tree(git, commit)?;
+    let root = tree::commit_tree(git, kept, commit)?;
     let Ok(entry) = root.get_path(Path::new(folder)) else {
         return Ok(found);
     };

@@ -3,27 +3,30 @@
 //! changed), and takes every other file's parse from the last tick.
 //!
 //! The caller lists the files of the commit (names, blob ids, which are links: see
-//! `gitops::TreeFile`) in the walk's order; [`ParsedFiles::snapshot`] builds the same
-//! [`Snapshot`] a walk of the checked-out commit would. The cache then holds only the files of
-//! that commit, so it never outgrows the repo. Files that could not be read are not kept
-//! (a read may fail for a reason that passes); a link is never read at all.
+//! `gitops::TreeFile`) in the walk's order; [`Parses::snapshot`] builds the same
+//! [`Snapshot`] a walk of the checked-out commit would, taking the parse of every blob someone
+//! still holds. Parses are held by the snapshots (weakly here), so they never outgrow what is
+//! held. Files that could not be read are not kept (a read may fail for a reason that passes);
+//! a link is never read at all.
 //!
 //! A daemon keeps more: [`KeptSnapshot`] is the last tick's snapshot itself, moved to the next
 //! commit by the files that differ between the two (a tree diff), so a tick over a large repo
 //! with one changed file lists, reads and indexes that one file only.
 //!
 //! Knows blob ids as opaque strings: nothing here reads git. Parses are shared by blob id with
-//! every other holder in the process ([`shared_parse`]).
+//! every other holder of the same [`Parses`] (one per runtime).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::snapshot::{parse, walks_before, Contents, File, ReadError, Snapshot};
 
 /// Every parse someone still holds, by blob id: the tick's snapshot and the drift verifier's
 /// base (`commit_files.rs`) each hold the files of a commit, mostly the same blobs; through
-/// here they hold one parse of each, not two. Weak: a parse lives as long as a holder keeps it.
-static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Mutex::default);
+/// one `Parses` (the runtime's, cloned to each) they hold one parse of each, not two. Weak: a
+/// parse lives as long as a holder keeps it. A clone is a handle to the same parses.
+#[derive(Clone, Default)]
+pub struct Parses(Arc<Mutex<Shared>>);
 
 #[derive(Default)]
 struct Shared {
@@ -32,30 +35,66 @@ struct Shared {
     swept: usize,
 }
 
-/// The parse of blob `blob`: one a holder still keeps, or `read` parsed now (and shared when
-/// it read; a failed read is not kept, as it may pass).
-pub fn shared_parse(blob: &str, read: impl FnOnce() -> Result<String, ReadError>) -> Arc<Contents> {
-    let held = SHARED
-        .lock()
-        .ok()
-        .and_then(|s| s.by_blob.get(blob).and_then(Weak::upgrade));
-    if let Some(held) = held {
-        return held;
+impl std::fmt::Debug for Parses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Parses")
     }
-    let contents = match read() {
-        Ok(text) => Arc::new(parse(text)),
-        Err(e) => return Arc::new(Contents::Unreadable(e)),
-    };
-    if let Ok(mut shared) = SHARED.lock() {
-        if shared.by_blob.len() >= 2 * shared.swept.max(1024) {
-            shared.by_blob.retain(|_, parse| parse.strong_count() > 0);
-            shared.swept = shared.by_blob.len();
+}
+
+impl Parses {
+    /// The parse of blob `blob`: one a holder still keeps, or `read` parsed now (and shared
+    /// when it read; a failed read is not kept, as it may pass).
+    pub fn parse(
+        &self,
+        blob: &str,
+        read: impl FnOnce() -> Result<String, ReadError>,
+    ) -> Arc<Contents> {
+        let held = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|s| s.by_blob.get(blob).and_then(Weak::upgrade));
+        if let Some(held) = held {
+            return held;
         }
-        shared
-            .by_blob
-            .insert(blob.to_string(), Arc::downgrade(&contents));
+        let contents = match read() {
+            Ok(text) => Arc::new(parse(text)),
+            Err(e) => return Arc::new(Contents::Unreadable(e)),
+        };
+        if let Ok(mut shared) = self.0.lock() {
+            if shared.by_blob.len() >= 2 * shared.swept.max(1024) {
+                shared.by_blob.retain(|_, parse| parse.strong_count() > 0);
+                shared.swept = shared.by_blob.len();
+            }
+            shared
+                .by_blob
+                .insert(blob.to_string(), Arc::downgrade(&contents));
+        }
+        contents
     }
-    contents
+
+    /// The snapshot of the files `listed`, in that order; `read` reads a file (by its name)
+    /// whose blob no holder of these parses keeps (this snapshot's earlier files included).
+    /// A link is never read; a failed read is not kept, so the next snapshot reads it again.
+    pub fn snapshot(
+        &self,
+        listed: Vec<Listed>,
+        mut read: impl FnMut(&str) -> Result<String, ReadError>,
+    ) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for file in listed {
+            let contents = if file.link {
+                Arc::new(Contents::Unreadable(ReadError::Symlink))
+            } else {
+                self.parse(&file.blob, || read(&file.name))
+            };
+            snapshot.push(File {
+                name: file.name,
+                contents,
+            });
+        }
+        snapshot
+    }
 }
 
 /// One file of the commit a snapshot is built from.
@@ -69,56 +108,6 @@ pub struct Listed {
     pub link: bool,
 }
 
-/// What the last snapshot parsed, by blob id.
-#[derive(Debug, Default)]
-pub struct ParsedFiles {
-    by_blob: HashMap<String, Arc<Contents>>,
-}
-
-impl ParsedFiles {
-    /// The snapshot of the files `listed`, in that order; `read` reads a file (by its name)
-    /// whose blob was not parsed by the last snapshot. Keeps the parses of these files only.
-    pub fn snapshot(
-        &mut self,
-        listed: Vec<Listed>,
-        mut read: impl FnMut(&str) -> Result<String, ReadError>,
-    ) -> Snapshot {
-        let mut kept: HashMap<String, Arc<Contents>> = HashMap::with_capacity(listed.len());
-        let mut snapshot = Snapshot::default();
-        for file in listed {
-            let contents = if file.link {
-                Arc::new(Contents::Unreadable(ReadError::Symlink))
-            } else if let Some(parsed) = kept
-                .get(&file.blob)
-                .or_else(|| self.by_blob.get(&file.blob))
-            {
-                Arc::clone(parsed)
-            } else {
-                shared_parse(&file.blob, || read(&file.name))
-            };
-            if !file.link && !matches!(*contents, Contents::Unreadable(_)) {
-                kept.insert(file.blob, Arc::clone(&contents));
-            }
-            snapshot.push(File {
-                name: file.name,
-                contents,
-            });
-        }
-        self.by_blob = kept;
-        snapshot
-    }
-
-    /// How many parsed files are kept.
-    pub fn len(&self) -> usize {
-        self.by_blob.len()
-    }
-
-    /// Whether nothing is kept.
-    pub fn is_empty(&self) -> bool {
-        self.by_blob.is_empty()
-    }
-}
-
 /// A snapshot kept from one commit to the next.
 #[derive(Debug, Default)]
 pub struct KeptSnapshot {
@@ -128,6 +117,8 @@ pub struct KeptSnapshot {
     /// Files whose read failed (links aside): read again at every move, as the reason may pass
     /// without a change in git.
     unreadable: BTreeSet<String>,
+    /// Where new parses are shared (the runtime's).
+    parses: Parses,
 }
 
 /// Puts a file in `snapshot`, noting in `unreadable` when its read failed.
@@ -158,6 +149,14 @@ pub enum Moved {
 }
 
 impl KeptSnapshot {
+    /// Nothing kept yet; parses are shared through `parses`.
+    pub fn new(parses: Parses) -> KeptSnapshot {
+        KeptSnapshot {
+            parses,
+            ..KeptSnapshot::default()
+        }
+    }
+
     /// The commit the kept snapshot mirrors.
     pub fn at(&self) -> Option<&str> {
         self.at.as_deref()
@@ -171,7 +170,7 @@ impl KeptSnapshot {
         listed: Vec<Listed>,
         read: impl FnMut(&str) -> Result<String, ReadError>,
     ) -> Arc<Snapshot> {
-        let snapshot = ParsedFiles::default().snapshot(listed, read);
+        let snapshot = self.parses.snapshot(listed, read);
         self.unreadable = snapshot
             .files()
             .iter()
@@ -211,7 +210,7 @@ impl KeptSnapshot {
                     Arc::new(Contents::Unreadable(ReadError::Symlink)),
                 ),
                 Moved::Now(listed) => {
-                    let contents = shared_parse(&listed.blob, || read(&listed.name));
+                    let contents = self.parses.parse(&listed.blob, || read(&listed.name));
                     (listed.name, contents)
                 }
             };
@@ -231,7 +230,7 @@ impl KeptSnapshot {
 
     /// Forgets the kept snapshot: the next one is read whole.
     pub fn clear(&mut self) {
-        *self = KeptSnapshot::default();
+        *self = KeptSnapshot::new(self.parses.clone());
     }
 }
 
@@ -249,16 +248,13 @@ mod tests {
 
     #[test]
     fn only_blobs_not_parsed_last_time_are_read() {
-        let mut cache = ParsedFiles::default();
-        let mut reads = Vec::new();
-        let mut read = |name: &str| {
-            reads.push(name.to_string());
+        let cache = Parses::default();
+        let reads = std::cell::RefCell::new(Vec::new());
+        let read = |name: &str| {
+            reads.borrow_mut().push(name.to_string());
             Ok(format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n"))
         };
-        let first = cache.snapshot(
-            vec![listed("a.yaml", "1"), listed("b.yaml", "2")],
-            &mut read,
-        );
+        let first = cache.snapshot(vec![listed("a.yaml", "1"), listed("b.yaml", "2")], read);
         assert_eq!(first.files().len(), 2);
         // b changed, c is new with a's content (same blob), a kept.
         let second = cache.snapshot(
@@ -267,25 +263,27 @@ mod tests {
                 listed("b.yaml", "3"),
                 listed("c.yaml", "1"),
             ],
-            &mut read,
+            read,
         );
-        assert_eq!(reads, ["a.yaml", "b.yaml", "b.yaml"]);
+        assert_eq!(*reads.borrow(), ["a.yaml", "b.yaml", "b.yaml"]);
         assert_eq!(
             second.find("ConfigMap", "a.yaml").count(),
             2,
             "c shares a's parse"
         );
         assert_eq!(second.file("c.yaml").unwrap().name, "c.yaml");
+        drop((first, second));
+        cache.snapshot(vec![listed("a.yaml", "1")], read);
         assert_eq!(
-            cache.len(),
-            2,
-            "only the blobs of the last snapshot are kept"
+            *reads.borrow(),
+            ["a.yaml", "b.yaml", "b.yaml", "a.yaml"],
+            "a parse nobody holds any more is read again"
         );
     }
 
     #[test]
     fn links_are_refused_and_failed_reads_are_read_again() {
-        let mut cache = ParsedFiles::default();
+        let cache = Parses::default();
         let mut reads = 0;
         let mut read = |_: &str| {
             reads += 1;
@@ -306,6 +304,5 @@ mod tests {
             reads, 2,
             "the failed read is tried again, the link never read"
         );
-        assert!(cache.is_empty());
     }
 }

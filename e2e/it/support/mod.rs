@@ -178,6 +178,28 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Every `.rs` file under `dir`, in name order, except in the folders named in `skip`.
+pub fn source_files(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("a source folder is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path
+                .file_name()
+                .is_some_and(|n| skip.iter().any(|s| n == *s))
+            {
+                continue;
+            }
+            source_files(&path, skip, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
 /// The text of `rel`, a path from the repository's root.
 pub fn read_repo_file(rel: &str) -> String {
     let path = repo_root().join(rel);
