@@ -8,13 +8,15 @@
 //! hand-edited `Sluice-Judge-Metric` trailer.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::approval::{ForgeFake, Kind, Pr};
 use crate::metrics::prometheus_e2e::Scraped;
 use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
-use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote, GitDaemon};
+use crate::support::{
+    git, human_clone, human_commit, merge_approval, seeded_remote, sluice_daemon, GitDaemon,
+};
 
 /// The gauges at `t` seconds: latency on a sawtooth around 100 ms, each canary's 30 % above
 /// its primary's; errors on another sawtooth, the same for canary and primary.
@@ -55,16 +57,6 @@ fn canary(name: &str) -> String {
         "namespace: test}",
         "namespace: test, annotations: {sluice.dev/judge: latency}}",
     )
-}
-
-/// `sluice run` on the remote, killed when dropped.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn wait_until(what: &str, done: impl Fn() -> bool) {
@@ -164,14 +156,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
     let bare = seeded_remote(tmp.path(), &files);
     let server = GitDaemon::start(tmp.path());
     let url = server.url("config.git");
-    let daemon = Daemon(
-        crate::support::sluice_run(&url, &tmp.path().join("w"), "200ms", "127.0.0.1:0")
-            .env("SLUICE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sluice run starts"),
-    );
+    let daemon = sluice_daemon(&url, &tmp.path().join("w")).start();
     wait_until("both canaries initialized", || {
         has_status(&bare, "slow")
             && has_status(&bare, "doubt")

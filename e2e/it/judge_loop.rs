@@ -6,12 +6,12 @@
 //! series again and finds the history clean.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::metrics::prometheus_e2e::Scraped;
 use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::{git, human_clone, human_commit, seeded_remote, sluice_daemon};
 
 /// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,
 /// `faulty` 30 % above it.
@@ -52,16 +52,6 @@ pub(crate) fn judged_canary(name: &str, judge: &str) -> String {
     )
 }
 
-/// `sluice run` on the remote, killed when dropped.
-pub(crate) struct Daemon(pub(crate) Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while !done() {
@@ -88,14 +78,7 @@ pub(crate) fn has_status(bare: &Path, name: &str) -> bool {
 /// rollout runs to its end.
 pub(crate) fn rolled_out(bare: &Path, dir: &Path, names: &[&str]) {
     let remote = bare.display().to_string();
-    let _daemon = Daemon(
-        crate::support::sluice_run(&remote, &dir.join("w"), "200ms", "127.0.0.1:0")
-            .env("SLUICE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sluice run starts"),
-    );
+    let _daemon = sluice_daemon(&remote, &dir.join("w")).start();
     wait_until("every canary initialized", || {
         names
             .iter()

@@ -8,7 +8,6 @@
 //! errors with the source's file and line; `sluice validate` and `sluice plan`.
 
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value as Json};
@@ -346,15 +345,6 @@ spec:
     )
 }
 
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The status file at main, once there is one.
 fn status_on_remote(bare: &Path) -> Option<Json> {
     let out = std::process::Command::new("git")
@@ -395,13 +385,7 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
     );
     let daemon = GitDaemon::start(tmp.path());
     let url = daemon.url("config.git");
-    let child = crate::support::sluice_run(&url, &tmp.path().join("work"), "200ms", "127.0.0.1:0")
-        .env("SLUICE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sluice run starts");
-    let _sluice = Daemon(child);
+    let _sluice = crate::support::sluice_daemon(&url, &tmp.path().join("work")).start();
     wait_for(&bare, "initialization", |s| s["phase"] == "Initialized");
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(

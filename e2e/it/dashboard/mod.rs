@@ -151,15 +151,13 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     let daemon = GitDaemon::start(tmp.path());
     let url = daemon.url("config.git");
     let addr = format!("127.0.0.1:{}", free_port());
-    let _sluice = Process(
-        crate::support::sluice_run(&url, &tmp.path().join("work"), "300ms", &addr)
-            // The dashboard on the main listener, which must be asked for.
-            .args(["--dashboard-listen", &addr])
-            .env("SLUICE_LOG", "error")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _sluice = crate::support::sluice_daemon(&url, &tmp.path().join("work"))
+        .poll("300ms")
+        // The dashboard on the main listener, which must be asked for by its address.
+        .listen(&addr)
+        .args(["--dashboard-listen", &addr])
+        .log(Some("error"))
+        .start();
     wait_http_ok(&addr, "/readyz");
     wait_phase(&addr, "test/podinfo", "Initialized");
     wait_phase(&addr, "test/faulty", "Initialized");
