@@ -11,8 +11,8 @@ use serde_json::{json, Value as Json};
 use sluice::core::status::{Phase, Status};
 use sluice::render::status_file;
 
-use crate::loop_support::{CANARY_FILE, ROUTE_FILE, STATUS_FILE};
 use crate::support::canary::podinfo;
+use crate::support::rollout::{CANARY_FILE, ROUTE_FILE, STATUS_FILE};
 use crate::support::{git, Schemas, World};
 use crate::workload::{CONFIGS, DEPLOYMENT};
 

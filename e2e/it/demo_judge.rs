@@ -106,7 +106,7 @@ fn demo_judge_promotes_a_canary_a_little_slower_than_its_primary() {
         ),
         "{metrics:?}"
     );
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 }
 
 #[test]
@@ -160,5 +160,5 @@ fn demo_judge_fail_is_rolled_back_by_the_judge_while_every_threshold_gate_passes
         checks.contains(&"judge=50 min=95 fail".to_string()),
         "{checks:?}"
     );
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 }

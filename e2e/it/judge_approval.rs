@@ -9,11 +9,11 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use crate::approval::{ForgeFake, Kind, Pr};
 use crate::metrics::prometheus_e2e::Scraped;
-use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
+use crate::support::forge::{ForgeFake, Kind, Pr};
+use crate::support::judge::{has_status, judged_canary, wait_until};
+use crate::support::metrics::{loop_deployment as deployment, phase};
 use crate::support::{
     git, human_clone, human_commit, merge_approval, seeded_remote, sluice_daemon, GitDaemon,
 };
@@ -53,31 +53,7 @@ spec:
 /// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
 /// judged by the `latency` Judge.
 fn canary(name: &str) -> String {
-    loop_canary(name, "").replace("    metrics:\n", "").replace(
-        "namespace: test}",
-        "namespace: test, annotations: {sluice.dev/judge: latency}}",
-    )
-}
-
-fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Whether the canary's status file is on the remote yet (`phase` needs it).
-fn has_status(bare: &Path, name: &str) -> bool {
-    Command::new("git")
-        .args([
-            "cat-file",
-            "-e",
-            &format!("main:.sluice/status/test/{name}.yaml"),
-        ])
-        .current_dir(bare)
-        .status()
-        .is_ok_and(|s| s.success())
+    judged_canary(name, "latency")
 }
 
 /// The approval pull request of canary `name`, once there is one.
@@ -220,7 +196,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
     assert_eq!(prs.len(), 2, "one pull request per wait: {prs:#?}");
 
     // Every judged decision replays from its record, the approval and the rollback too.
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 
     // A hand-edited metric line is not what the recorded series give.
     let marginal = commit_with(&bare, "slow", "Sluice-Judge: score=50 marginal");
@@ -240,7 +216,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
         &human,
         &["push", "-q", "-f", &bare.display().to_string(), "HEAD:main"],
     );
-    let (code, report) = crate::audit::audit(&bare);
+    let (code, report) = crate::support::audit::audit(&bare);
     assert_eq!(code, 1, "{report:#}");
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{report:#}");

@@ -19,8 +19,8 @@ use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::secrets::Secrets;
 
 use crate::metrics::providers_signed::{expected_authorization, AWS_ENV, CW_QUERY};
-use crate::metrics::support::{flagger_canary, Canned, Recorded, Server, ONE_METRIC};
 use crate::support::canary::{load_one, native_frontend, podinfo, repo_errors};
+use crate::support::metrics::{flagger_canary, Canned, Recorded, Server, ONE_METRIC};
 
 /// The 1-based line of the first line of `text` containing `needle`.
 fn line_of(text: &str, needle: &str) -> usize {

@@ -220,7 +220,7 @@ pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec
         }
     }
     let shas: Vec<String> = w.commits().into_iter().map(|c| c.sha).collect();
-    crate::drift::every_commit_drawn_by_sluice(&w.bare, &shas);
+    crate::support::rollout::every_commit_drawn_by_sluice(&w.bare, &shas);
     kinds
 }
 

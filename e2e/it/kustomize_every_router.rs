@@ -12,11 +12,11 @@ use sluice::spec::load::load;
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::loop_support::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
 use crate::route_knative::{
     LOOP_SERVICE as KNATIVE_SERVICE, LOOP_SERVICE_FILE as KNATIVE_SERVICE_FILE,
 };
 use crate::support::canary::podinfo;
+use crate::support::rollout::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
 /// What a provider's canary needs beyond the default: lines under `spec:`, under

@@ -7,9 +7,9 @@
 
 use serde_json::json;
 
-use crate::loop_support::{show, weights, Commit, Provider, OUTPUT};
 use crate::route_appmesh::{TUTORIAL_META, TUTORIAL_SERVICE};
 use crate::support::canary::{insider_ab, podinfo};
+use crate::support::rollout::{show, weights, Commit, Provider, OUTPUT};
 use crate::support::{git, Schemas};
 
 /// A Flagger canary as Flagger's App Mesh tutorial writes it, in `prod`.

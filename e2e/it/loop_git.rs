@@ -15,8 +15,8 @@ use sluice::gitops::ConfigRepo;
 use sluice::observer::Offline;
 use sluice::tick::{tick, Context};
 
-use crate::loop_support::{kustomize_builds, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS};
 use crate::support::canary::web_httproute as canary;
+use crate::support::rollout::{kustomize_builds, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS};
 use crate::support::{
     commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show,
     sluice_daemon, Daemon, GitDaemon, Schemas,

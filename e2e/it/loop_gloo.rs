@@ -5,9 +5,9 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{weights, Commit, Provider};
 use crate::route_kuma_gloo::CONFIG_UPSTREAM;
 use crate::support::canary::{insider_ab, object_ref, podinfo};
+use crate::support::rollout::{weights, Commit, Provider};
 
 /// The canary of Flagger's `test/gloo/test-canary.sh`, in `prod`, with its config upstream.
 fn canary(analysis: &str) -> String {

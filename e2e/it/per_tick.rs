@@ -13,8 +13,8 @@ use sluice::core::status::Phase;
 use sluice::observer::Offline;
 use sluice::tick::tick;
 
-use crate::loop_support::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::canary::shop_httproute;
+use crate::support::rollout::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::{git, human_clone, seeded_remote, show, str_pairs, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.

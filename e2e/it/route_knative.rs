@@ -13,9 +13,9 @@ use sluice::core::status::Phase;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
 use sluice::spec::model::Canary;
 
-use crate::loop_support::{assert_rolled_back, show, sluice_commits, World, STEPS};
 use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
 use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
+use crate::support::rollout::{assert_rolled_back, show, sluice_commits, World, STEPS};
 use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, str_pairs, Schemas};
 
@@ -449,7 +449,7 @@ fn check_every_commit(bare: &Path) -> Vec<String> {
         );
     }
     let shas: Vec<String> = sluice_commits(bare).into_iter().map(|(s, _)| s).collect();
-    crate::drift::every_commit_drawn_by_sluice(bare, &shas);
+    crate::support::rollout::every_commit_drawn_by_sluice(bare, &shas);
     found
 }
 

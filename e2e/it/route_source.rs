@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value as Json};
 use sluice::core::status::Phase;
 
-use crate::loop_support::{
+use crate::support::canary::{load_one, podinfo, repo_errors};
+use crate::support::rollout::{
     kustomize_builds, show, sluice_commits, weights, Commit, Provider, OUTPUT, ROUTE_FILE,
     STATUS_FILE, STEPPED,
 };
-use crate::support::canary::{load_one, podinfo, repo_errors};
 use crate::support::{human_clone, human_commit, run_sluice, seeded_remote, GitDaemon, Schemas};
 use crate::workload::{CONFIGS, DEPLOYMENT};
 
@@ -222,7 +222,7 @@ fn route_source_rolls_back_with_the_users_rules() {
 
 #[test]
 fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights() {
-    let mut w = ROUTE_SOURCE.world(crate::loop_support::STEPS);
+    let mut w = ROUTE_SOURCE.world(crate::support::rollout::STEPS);
     w.until(Phase::Initialized);
     w.new_revision("6.7.1");
     // Until traffic reached the canary.
@@ -242,7 +242,7 @@ fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights()
     );
     w.until(Phase::Succeeded);
     let found = ROUTE_SOURCE.check_every_commit(&w.bare, false);
-    assert_eq!(crate::loop_support::distinct(found), STEPPED);
+    assert_eq!(crate::support::rollout::distinct(found), STEPPED);
     let last = sluice_commits(&w.bare).pop().unwrap().0;
     let route = show(&w.bare, &last, ROUTE_FILE);
     assert!(route.contains("archive.example.com"), "{route}");
@@ -261,7 +261,7 @@ fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights()
 
 #[test]
 fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_clean() {
-    let mut w = ROUTE_SOURCE.world(crate::loop_support::STEPS);
+    let mut w = ROUTE_SOURCE.world(crate::support::rollout::STEPS);
     w.until(Phase::Initialized);
     let status_before = show(&w.bare, "main", STATUS_FILE);
     let commits_before = sluice_commits(&w.bare).len();
@@ -292,7 +292,7 @@ fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_
     );
     // Nothing more to do, no drift: the copy is sluice's.
     assert_eq!(w.tick().commits, 0);
-    let (code, report) = crate::audit::audit(&w.bare);
+    let (code, report) = crate::support::audit::audit(&w.bare);
     assert_eq!((code, &report["findings"]), (0, &json!([])), "{report:#}");
     assert_eq!(
         report["replayed"], 2,
@@ -302,8 +302,8 @@ fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_
     w.new_revision("6.7.1");
     w.until(Phase::Succeeded);
     let found = ROUTE_SOURCE.check_every_commit(&w.bare, false);
-    assert_eq!(crate::loop_support::distinct(found), STEPPED);
-    crate::audit::clean(&w.bare);
+    assert_eq!(crate::support::rollout::distinct(found), STEPPED);
+    crate::support::audit::clean(&w.bare);
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn route_source_edit_waits_while_an_approval_carries_the_next_change() {
         "stepWeights: [10, 20, 30, 40, 50, 60]",
         "steps: [{weight: 20, pause: {}}, {weight: 60}]",
     );
-    let mut w = crate::loop_support::World::with_files(&canary, &[(SOURCE_FILE, SOURCE)]);
+    let mut w = crate::support::rollout::World::with_files(&canary, &[(SOURCE_FILE, SOURCE)]);
     w.until(Phase::Initialized);
     w.new_revision("6.7.1");
     w.until(Phase::WaitingApproval);
@@ -420,7 +420,7 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
         seen.push(split);
     }
     assert!(edited, "the human edit reached the output");
-    let canary: Vec<u64> = crate::loop_support::distinct(seen)
+    let canary: Vec<u64> = crate::support::rollout::distinct(seen)
         .iter()
         .map(|w| w.rsplit('=').next().unwrap().parse().unwrap())
         .collect();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use sluice::tick::tick;
 
-use crate::loop_support::commits_of;
+use crate::support::rollout::commits_of;
 use crate::support::{git, human_clone, human_commit, seeded_remote, sluice_clone, tick_context};
 
 /// A route-only canary `shop/<name>` whose one metric uses the template `template`

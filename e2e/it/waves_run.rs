@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::approval::{ForgeFake, Kind};
-use crate::loop_support::kustomize_builds;
-use crate::metrics::support::{Canned, Server};
+use crate::support::forge::{ForgeFake, Kind};
+use crate::support::metrics::{Canned, Server};
+use crate::support::rollout::kustomize_builds;
 use crate::support::{
     git, human_clone, human_commit, merge_approval, sluice_daemon, Daemon, GitDaemon, Schemas,
 };

@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::metrics::support::{Canned, Server};
 use crate::support::canary::route_only_smi;
+use crate::support::metrics::{Canned, Server};
 use crate::support::{
     daemon_on_remote, git, human_clone, human_commit, reconcile_ticks, run_sluice, run_sluice_env,
     seeded_remote, Daemon, DaemonOnRemote,

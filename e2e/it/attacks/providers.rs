@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use sluice::redact::base64;
 
 use crate::metrics::providers::influx_answer;
-use crate::metrics::support::{
+use crate::metrics::vendor_loop::{self, Mapped, Vendor};
+use crate::support::metrics::{
     loop_canary, loop_deployment, phase, Canned, Hold, Recorded, Server,
 };
-use crate::metrics::vendor_loop::{self, Mapped, Vendor};
 use crate::support::{
     git, git_ok, http, human_clone, human_commit, seeded_remote, sluice_daemon, str_pairs, Daemon,
 };

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 use sluice::cli::demo_prometheus::{self, Script};
 
-use crate::metrics::support::{loop_canary, loop_deployment};
+use crate::support::metrics::{loop_canary, loop_deployment};
 use crate::support::{
     free_port, http, human_clone, human_commit, reconcile, run_sluice, seeded_remote, GitDaemon,
 };

@@ -19,7 +19,7 @@ use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusAccess, Prometheus
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
 use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
-use super::support::{flagger_canary, Canned, Server};
+use crate::support::metrics::{flagger_canary, Canned, Server};
 
 const PROMETHEUS: &str = "/usr/bin/prometheus";
 /// Upper bound of every wait in this file.

@@ -19,7 +19,7 @@ use sluice::metrics::observe_metrics;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::secrets::Secrets;
 
-use super::support::{flagger_canary, observe_template, Canned, Server, ONE_METRIC};
+use crate::support::metrics::{flagger_canary, observe_template, Canned, Server, ONE_METRIC};
 
 /// A Datadog `/api/v1/query` answer whose first (oldest) point is `value`.
 pub fn datadog_answer(value: f64) -> String {

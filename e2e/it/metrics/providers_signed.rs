@@ -14,7 +14,7 @@ use sluice::http_client::HttpClients;
 use sluice::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
 use sluice::metrics::splunk::Splunk;
 
-use super::support::{observe_template, Canned, Recorded, Server};
+use crate::support::metrics::{observe_template, Canned, Recorded, Server};
 
 fn template(provider: &str, query: &str) -> String {
     format!(

@@ -16,7 +16,9 @@ use serde_json::Value as Json;
 
 use super::providers::{datadog_answer, influx_answer};
 use super::providers_signed::{expected_authorization, signalflow_stream, AWS_ENV, CW_QUERY};
-use super::support::{loop_canary, loop_deployment as deployment, phase, Canned, Recorded, Server};
+use crate::support::metrics::{
+    loop_canary, loop_deployment as deployment, phase, Canned, Recorded, Server,
+};
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 /// How the operator maps a vendor's Secret into sluice.

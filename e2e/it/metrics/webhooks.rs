@@ -10,7 +10,7 @@ use sluice::gates::webhook::{call_all, call_all_with, Backoff, WebhookPayload};
 use sluice::http_client::HttpClients;
 use sluice::spec::model::{WebhookKind, WebhookSpec};
 
-use super::support::{closed_port_url, Canned, Server};
+use crate::support::metrics::{closed_port_url, Canned, Server};
 
 /// Millisecond backoff so retry tests stay quick; the doubling is the same.
 const FAST: Backoff = Backoff {

@@ -8,9 +8,14 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+pub(crate) mod audit;
 pub(crate) mod canary;
 mod daemon;
+pub(crate) mod forge;
 pub(crate) mod git_fixture;
+pub(crate) mod judge;
+pub(crate) mod metrics;
+pub(crate) mod rollout;
 pub(crate) mod route_case;
 mod world;
 pub(crate) use daemon::{get_status, sluice_daemon, Daemon, DaemonBuilder};

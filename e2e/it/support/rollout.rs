@@ -277,7 +277,7 @@ impl Provider {
             found.push(weights);
         }
         let shas: Vec<String> = sluice_commits(bare).into_iter().map(|(s, _)| s).collect();
-        crate::drift::every_commit_drawn_by_sluice(bare, &shas);
+        crate::support::rollout::every_commit_drawn_by_sluice(bare, &shas);
         found
     }
 
@@ -350,4 +350,59 @@ pub(crate) fn distinct(mut weights: Vec<String>) -> Vec<String> {
 /// No referenced objects.
 pub(crate) fn no_files() -> Vec<(&'static str, String)> {
     Vec::new()
+}
+
+/// Asserts that the drift check takes every commit of `shas` (on the remote `bare`) for
+/// sluice's: its output folder is what sluice renders for its status file, drawn from its
+/// parent. Hold commits (`Sluice-Drift`) are left out: they write the status only, over a
+/// folder a human changed. Every loop test runs this over its rollout
+/// (`rollout::Provider::check_every_commit`), so a render the check cannot reproduce
+/// (which would turn a canary's own commits into drift) fails there, router by router.
+pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let head = tmp.path().join("head");
+    git(
+        tmp.path(),
+        &["clone", "-q", &bare.display().to_string(), "head"],
+    );
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
+    let (settings, problems) =
+        sluice::spec::load::settings_in(&head, sluice::yaml::snapshot::read_bounded);
+    assert!(problems.is_empty(), "{problems:?}");
+    let loaded = sluice::spec::load::load(&snapshot, &settings);
+    let mut verifier = sluice::drift::Verifier::new(&head);
+    for sha in shas {
+        let trailers = git(&head, &["log", "-1", "--format=%(trailers:only)", sha]);
+        if trailers.contains("Sluice-Drift:") {
+            continue;
+        }
+        let parent = git(&head, &["rev-parse", &format!("{sha}^")]);
+        let files = git2::Oid::from_str(sha).unwrap();
+        let base = git2::Oid::from_str(parent.trim()).unwrap();
+        for canary in &loaded.canaries {
+            let id = canary.id.to_string();
+            if !trailers.contains(&format!("Sluice-Canary: {id}")) {
+                continue;
+            }
+            let status = show(
+                &head,
+                sha,
+                &sluice::render::status_file::path_for(&canary.id),
+            );
+            let differ = verifier.differing(canary, &status, files, base).unwrap();
+            assert!(
+                differ.is_empty(),
+                "{sha} ({id}): not what sluice renders for its status: {differ:?}"
+            );
+        }
+    }
+}
+
+/// The canary's route with the weights changed by hand.
+pub(crate) fn hand_edited(route: &str) -> String {
+    let edited = route
+        .replace("weight: 80", "weight: 50")
+        .replace("weight: 20", "weight: 50");
+    assert_ne!(edited, route, "the edit changes the weights: {route}");
+    edited
 }
