@@ -22,14 +22,14 @@ use serde_json::Value as Json;
 use sluice::spec::load::load_text;
 use sluice::spec::settings::Settings;
 
-use crate::route_ingress::{nginx_canary, nginx_ingress};
 use crate::support::canary::{flagger_test, load_repo, podinfo};
+use crate::support::manifests::{nginx_canary, nginx_ingress};
 use crate::support::{
     git, human_clone, human_commit, push_webhook, reconcile_ticks, sluice_daemon,
 };
 use crate::support::{read_repo_file, run_sluice, seeded_remote, sluice_clone};
+use crate::support::{repo, validate};
 use crate::support::{tick_context, Schemas};
-use crate::validate_repo::{repo, validate};
 
 const CANARY: &str = "apps/podinfo/canary.yaml";
 

@@ -10,10 +10,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::metrics::prometheus_e2e::Scraped;
 use crate::support::forge::{ForgeFake, Kind, Pr};
 use crate::support::judge::{has_status, judged_canary, wait_until};
 use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::prometheus::Scraped;
 use crate::support::{
     git, human_clone, human_commit, merge_approval, seeded_remote, sluice_daemon, GitDaemon,
 };

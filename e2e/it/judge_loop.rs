@@ -7,9 +7,9 @@
 
 use std::process::Command;
 
-use crate::metrics::prometheus_e2e::Scraped;
 use crate::support::judge::{judged_canary, rolled_out, trailers};
 use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::prometheus::Scraped;
 use crate::support::{git, seeded_remote};
 
 /// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,

@@ -18,9 +18,9 @@ use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::secrets::Secrets;
 
-use crate::metrics::providers_signed::{expected_authorization, AWS_ENV, CW_QUERY};
 use crate::support::canary::{load_one, native_frontend, podinfo, repo_errors};
 use crate::support::metrics::{flagger_canary, Canned, Recorded, Server, ONE_METRIC};
+use crate::support::vendors::{expected_authorization, AWS_ENV, CW_QUERY};
 
 /// The 1-based line of the first line of `text` containing `needle`.
 fn line_of(text: &str, needle: &str) -> usize {

@@ -13,10 +13,12 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::ConfigRepo;
 use sluice::observer::Offline;
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
 use crate::support::canary::web_httproute as canary;
-use crate::support::rollout::{kustomize_builds, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS};
+use crate::support::rollout::{
+    kustomize_builds, loop_context, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS,
+};
 use crate::support::{
     commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show,
     sluice_daemon, Daemon, GitDaemon, Schemas,
@@ -26,16 +28,6 @@ const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
-
-/// The loop tests' tick context: offline, twenty push attempts (a human may race each one).
-pub(crate) fn ctx(observer: &Offline) -> Context<'_> {
-    Context {
-        observer,
-        author: None,
-        push_attempts: 20,
-        runtime: crate::support::runtime(),
-    }
-}
 
 /// The `web` canary at v1 on a bare remote in `tmp`, served by a `git daemon`: (the bare
 /// remote, the daemon, its URL).
@@ -147,7 +139,7 @@ fn phase_on_remote(bare: &Path) -> Option<String> {
 fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let tmp = tempfile::tempdir().unwrap();
     let (bare, _daemon, url, mut repo) = served_web_clone(tmp.path());
-    let ctx = ctx(&Offline);
+    let ctx = loop_context(&Offline);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "{first:?}");
@@ -226,7 +218,7 @@ fn one_shot_commands_fetch_the_remote_once() {
 fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
     let tmp = tempfile::tempdir().unwrap();
     let (bare, _daemon, url, mut repo) = served_web_clone(tmp.path());
-    let ctx = ctx(&Offline);
+    let ctx = loop_context(&Offline);
     tick(&mut repo, &ctx, Timestamp::now()).unwrap();
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");

@@ -94,7 +94,7 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
     let bare = seeded_remote(tmp.path(), &str_pairs(&texts));
     let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
-    let ctx = crate::loop_git::ctx(&observer);
+    let ctx = crate::support::rollout::loop_context(&observer);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "one commit for {CANARIES} canaries");

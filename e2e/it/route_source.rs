@@ -14,12 +14,12 @@ use serde_json::{json, Value as Json};
 use sluice::core::status::Phase;
 
 use crate::support::canary::{load_one, podinfo, repo_errors};
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
 use crate::support::rollout::{
     kustomize_builds, show, sluice_commits, weights, Commit, Provider, OUTPUT, ROUTE_FILE,
     STATUS_FILE, STEPPED,
 };
 use crate::support::{human_clone, human_commit, run_sluice, seeded_remote, GitDaemon, Schemas};
-use crate::workload::{CONFIGS, DEPLOYMENT};
 
 const SOURCE_FILE: &str = "apps/podinfo/httproute.yaml";
 const CANARY_FILE: &str = "apps/podinfo/canary.yaml";

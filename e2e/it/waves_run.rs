@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 
 use crate::support::forge::{ForgeFake, Kind};
+use crate::support::kube::{kustomization_object, ready_true, FakeKubeApi};
 use crate::support::metrics::{Canned, Server};
 use crate::support::rollout::kustomize_builds;
 use crate::support::{
     git, human_clone, human_commit, merge_approval, sluice_daemon, Daemon, GitDaemon, Schemas,
 };
-use crate::sync::{kustomization_object, ready_true, FakeKubeApi};
 
 const FILE: &str = "apps/web/canary.yaml";
 const WAVES: [&str; 3] = ["staging", "eu", "us"];

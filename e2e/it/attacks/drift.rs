@@ -7,7 +7,7 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::signing_image::keygen;
+use crate::support::keygen;
 use crate::support::rollout::hand_edited;
 use crate::support::rollout::{show, World, ROUTE_FILE, STATUS_FILE, STEPS};
 use crate::support::{canary, git};

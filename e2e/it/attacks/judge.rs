@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use crate::metrics::prometheus_e2e::Scraped;
 use crate::support::judge::{judged_canary, rolled_out, trailers};
 use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::prometheus::Scraped;
 use crate::support::{git, run_sluice, seeded_remote};
 
 fn write_series(path: &Path, values: &[f64]) {

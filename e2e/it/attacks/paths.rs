@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::canary::route_only_smi;
 use crate::support::metrics::{Canned, Server};
+use crate::support::repo;
 use crate::support::{
     daemon_on_remote, git, human_clone, human_commit, reconcile_ticks, run_sluice, run_sluice_env,
     seeded_remote, Daemon, DaemonOnRemote,
@@ -32,18 +33,6 @@ fn waves_canary(name: &str, cluster: &[&str]) -> String {
         text.push_str(&format!("        {line}\n"));
     }
     text
-}
-
-/// A repo (a work tree, not committed: `validate` reads files) holding `files`.
-fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q"]);
-    for (path, text) in files {
-        let at = dir.path().join(path);
-        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-        std::fs::write(at, text).unwrap();
-    }
-    dir
 }
 
 /// `sluice validate` on a repo holding `text` as [`FILE`], with `env`: (exit code, output).

@@ -14,11 +14,10 @@ use std::time::{Duration, Instant};
 
 use sluice::redact::base64;
 
-use crate::metrics::providers::influx_answer;
-use crate::metrics::vendor_loop::{self, Mapped, Vendor};
 use crate::support::metrics::{
     loop_canary, loop_deployment, phase, Canned, Hold, Recorded, Server,
 };
+use crate::support::vendors::{self, influx_answer, Mapped, Vendor};
 use crate::support::{
     git, git_ok, http, human_clone, human_commit, seeded_remote, sluice_daemon, str_pairs, Daemon,
 };
@@ -96,7 +95,7 @@ fn map_credentials(
     for (key, _) in vendor.keys {
         let value = credential(kind, key);
         match vendor.mapped {
-            Mapped::Env => env.push((vendor_loop::env_var(kind, key), value.clone())),
+            Mapped::Env => env.push((vendors::env_var(kind, key), value.clone())),
             Mapped::Files => {
                 let dir = secrets_dir.join("test").join(kind);
                 std::fs::create_dir_all(&dir).unwrap();
@@ -119,12 +118,9 @@ fn app(vendor: &Vendor, fake: &Server) -> Vec<(String, String)> {
     vec![
         (
             format!("apps/{kind}/metrics.yaml"),
-            vendor_loop::template(kind, vendor, &fake.url(), kind),
+            vendors::template(kind, vendor, &fake.url(), kind),
         ),
-        (
-            format!("apps/{kind}/canary.yaml"),
-            vendor_loop::canary(kind),
-        ),
+        (format!("apps/{kind}/canary.yaml"), vendors::canary(kind)),
         (
             format!("apps/{kind}/deployment.yaml"),
             loop_deployment(kind, &format!("{kind}:1")),
@@ -251,7 +247,7 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
     let mut files: Vec<(String, String)> = Vec::new();
     let mut fakes: Vec<Arc<Server>> = Vec::new();
     let mut apps: Vec<String> = Vec::new();
-    for vendor in vendor_loop::ALL.into_iter().chain([&PROMETHEUS]) {
+    for vendor in vendors::ALL.into_iter().chain([&PROMETHEUS]) {
         let kind = vendor.kind;
         let fake = Arc::new(Server::start_routed(echo()).await);
         secrets.extend(map_credentials(vendor, &secrets_dir, &fake, &mut env));
@@ -388,7 +384,7 @@ async fn a_slow_provider_holds_only_its_own_canaries() {
     })
     .await;
     let prometheus = Server::start(vec![Canned::json(200, PROMETHEUS_WITHIN)]).await;
-    let slow = &vendor_loop::INFLUXDB;
+    let slow = &vendors::INFLUXDB;
     let mut files = Vec::new();
     for (vendor, fake) in [(slow, &influx), (&PROMETHEUS, &prometheus)] {
         map_credentials(vendor, &secrets_dir, fake, &mut env);

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use serde_json::Value as Json;
 
-use crate::signing_image::keygen;
 use crate::support::audit::WEB_STATUS;
+use crate::support::keygen;
 use crate::support::rollout::World;
 use crate::support::{git, merge_approval, route_only_web, run_sluice};
 

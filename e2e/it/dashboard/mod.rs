@@ -1,5 +1,5 @@
 //! The dashboard in a real browser (Debian's headless Chromium through chromedriver, see
-//! `webdriver.rs`), against the real binary:
+//! `support/webdriver.rs`), against the real binary:
 //!
 //! - during a real rollout (`sluice run` on a `git daemon` remote, metrics from the embedded
 //!   Prometheus endpoint the demo uses), the overview shows the weight change without a
@@ -14,37 +14,22 @@
 
 mod grafana;
 mod judge;
-pub(crate) mod webdriver;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use sluice::cli::demo_prometheus::{self, Script};
 
+use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, Process, DESKTOP};
 use crate::support::metrics::{loop_canary, loop_deployment};
+use crate::support::webdriver::Browser;
 use crate::support::{
-    free_port, http, human_clone, human_commit, reconcile, run_sluice, seeded_remote, GitDaemon,
+    free_port, http, human_clone, human_commit, run_sluice, seeded_remote, GitDaemon,
 };
-use webdriver::Browser;
 
-pub(crate) const DESKTOP: (u32, u32) = (1280, 800);
 const PHONE: (u32, u32) = (390, 844);
-
-pub(crate) fn screenshots() -> PathBuf {
-    crate::support::repo_root().join("target/dashboard-screenshots")
-}
-
-/// A process killed when dropped.
-pub(crate) struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn wait_http_ok(addr: &str, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -245,29 +230,6 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     drop(prometheus);
 }
 
-/// `test/podinfo`, initialized by one reconcile, and a human clone of its remote.
-pub(crate) fn initialized(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let bare = seeded_remote(
-        dir,
-        &[
-            (
-                "apps/podinfo/deployment.yaml",
-                &loop_deployment("podinfo", "podinfo:1"),
-            ),
-            (
-                "apps/podinfo/canary.yaml",
-                &loop_canary(
-                    "podinfo",
-                    "      - name: request-success-rate\n        thresholdRange: {min: 99}\n",
-                ),
-            ),
-        ],
-    );
-    reconcile(&bare, &dir.join("work"), &[]);
-    let human = human_clone(&bare.display().to_string(), &dir.join("human"));
-    (bare, human)
-}
-
 /// Script in every free-text place a repo offers that the dashboard shows.
 const IMG: &str = "<img src=x onerror=window.__xss=1>";
 const SCRIPT: &str = "\"><script>window.__xss=1</script>";
@@ -288,41 +250,6 @@ fn hostile_repo(dir: &Path) -> PathBuf {
         "add a bad canary",
     );
     bare
-}
-
-fn sluice_dashboard(bare: &Path, extra: &[&str]) -> (Process, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    cmd.env("SLUICE_LOG", "error");
-    sluice_dashboard_with(bare, extra, cmd)
-}
-
-/// `sluice dashboard --dir bare --listen <free port>` run by `cmd` (the binary, with the
-/// environment and stderr the caller chose), once it listens: the process and the address.
-pub(crate) fn sluice_dashboard_with(
-    bare: &Path,
-    extra: &[&str],
-    mut cmd: Command,
-) -> (Process, String) {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let child = cmd
-        .args([
-            "dashboard",
-            "--dir",
-            &bare.display().to_string(),
-            "--listen",
-            &addr,
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let process = Process(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < deadline, "sluice dashboard never listened");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (process, addr)
 }
 
 #[test]

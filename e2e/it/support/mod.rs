@@ -11,12 +11,18 @@ use serde_json::Value as Json;
 pub(crate) mod audit;
 pub(crate) mod canary;
 mod daemon;
+pub(crate) mod dashboard;
 pub(crate) mod forge;
 pub(crate) mod git_fixture;
 pub(crate) mod judge;
+pub(crate) mod kube;
+pub(crate) mod manifests;
 pub(crate) mod metrics;
+pub(crate) mod prometheus;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
+pub(crate) mod vendors;
+pub(crate) mod webdriver;
 mod world;
 pub(crate) use daemon::{get_status, sluice_daemon, Daemon, DaemonBuilder};
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
@@ -229,6 +235,7 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
+pub(crate) use crate::git_server::HttpGit;
 
 /// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
 pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {
@@ -506,4 +513,42 @@ pub fn sluice_demo(args: &[&str]) -> Command {
         .env("SLUICE_LOG", "error")
         .env(sluice::clock::VAR, "stepped");
     cmd
+}
+
+/// A work tree (`git init`) holding `files`.
+pub fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]);
+    for (path, text) in files {
+        let at = dir.path().join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    }
+    dir
+}
+
+/// `sluice validate <args>` run in `dir`: (exit code, stdout, stderr).
+pub fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("validate")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run sluice");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A new unencrypted key pair of `kind` at `path` (and `path.pub`); returns the public line.
+pub fn keygen(path: &Path, kind: &str) -> String {
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-N", "", "-C", "sluice", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(status.success());
+    std::fs::read_to_string(path.with_extension("pub")).unwrap()
 }

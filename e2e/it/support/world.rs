@@ -15,8 +15,8 @@ use sluice::observer::{Observer, Offline};
 use sluice::runtime::Runtime;
 use sluice::tick::{tick, TickReport};
 
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
 use crate::support::rollout::{CANARY_FILE, OUTPUT};
-use crate::workload::{CONFIGS, DEPLOYMENT};
 
 use super::{git, human_clone, human_commit, seeded_remote, GitDaemon};
 
