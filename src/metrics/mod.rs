@@ -178,21 +178,22 @@ impl Vendor {
         }
     }
 
-    async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
+    /// Runs `query` over the window ending `now` (since the Unix epoch, the runtime clock's).
+    async fn query(&self, client: &reqwest::Client, query: &str, now: Duration) -> MetricValue {
         match self {
-            Vendor::Datadog(d) => d.query(client, query, unix_now().as_secs()).await,
+            Vendor::Datadog(d) => d.query(client, query, now.as_secs()).await,
             Vendor::NewRelic(n) => n.query(client, query).await,
             Vendor::Influxdb(i) => i.query(client, query).await,
             Vendor::Dynatrace(d) => {
-                let ms = u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX);
+                let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
                 d.query(client, query, ms).await
             }
             Vendor::Graphite(g, _) => g.query(client, query).await,
             Vendor::Splunk(s) => {
-                let ms = u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX);
+                let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
                 s.query(client, query, ms).await
             }
-            Vendor::Cloudwatch(c) => c.query(client, query).await,
+            Vendor::Cloudwatch(c) => c.query(client, query, std::time::UNIX_EPOCH + now).await,
         }
     }
 }
@@ -288,12 +289,6 @@ pub(crate) async fn template_series(
             client.query_range(&promql, start, end, step).await
         }
     }
-}
-
-fn unix_now() -> Duration {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
 }
 
 /// The client for a non-Prometheus template, its credentials read from the Secret its
@@ -667,10 +662,11 @@ fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize
                         continue;
                     }
                 };
+                let now = access.unix_now();
                 let handle = tokio::spawn(async move {
                     // Held until the body is read: the connection is back in the pool by then.
                     let _slot = endpoint.slot().await;
-                    vendor.query(endpoint.client(), &query).await
+                    vendor.query(endpoint.client(), &query, now).await
                 });
                 handles.push((name, Ok(handle)));
                 continue;

@@ -124,6 +124,8 @@ pub struct PrometheusAccess {
     cloudwatch: crate::metrics::cloudwatch::CloudwatchEnv,
     /// Where the environment's credentials may be sent ([`ORIGINS_VAR`]).
     origins: Vec<url::Origin>,
+    /// The runtime's clock: the end of a vendor query's window is its now.
+    clock: std::sync::Arc<crate::clock::Clock>,
 }
 
 impl PrometheusAccess {
@@ -136,6 +138,7 @@ impl PrometheusAccess {
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
             origins: Vec::new(),
+            clock: std::sync::Arc::new(crate::clock::Clock::Wall),
         }
     }
 
@@ -148,6 +151,7 @@ impl PrometheusAccess {
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
             origins: Vec::new(),
+            clock: std::sync::Arc::new(crate::clock::Clock::Wall),
         }
     }
 
@@ -175,6 +179,18 @@ impl PrometheusAccess {
     /// Where `secretRef` credentials are read.
     pub fn secrets(&self) -> &Secrets {
         &self.secrets
+    }
+
+    /// This access reading the time from `clock` (the runtime's; the wall clock without it).
+    pub fn with_clock(mut self, clock: std::sync::Arc<crate::clock::Clock>) -> PrometheusAccess {
+        self.clock = clock;
+        self
+    }
+
+    /// The time now on this access's clock, since the Unix epoch.
+    pub fn unix_now(&self) -> std::time::Duration {
+        let ms = self.clock.now().as_millisecond();
+        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or_default())
     }
 
     /// This access sending the environment's credentials to `origins` only.

@@ -12,7 +12,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::metrics::{loop_deployment as deployment, phase, Canned, Recorded, Server};
+use crate::support::metrics::{
+    loop_deployment as deployment, phase, Canned, Recorded, Server, LOOP_INTERVAL,
+};
 use crate::support::vendors::{canary, env_var, render, template, Mapped, Vendor};
 use crate::support::vendors::{
     CLOUDWATCH, DATADOG, DYNATRACE, GRAPHITE, INFLUXDB, NEWRELIC, SPLUNK,
@@ -162,12 +164,16 @@ async fn run_loop(vendors: &[&Vendor]) {
                 &format!("{app} 2"),
             );
         }
+        // Each reconcile at the next check's time (the canaries' interval), without waiting.
+        let clock = crate::support::Stepped::default();
         let deadline = Instant::now() + Duration::from_secs(120);
         while !apps.iter().all(|a| finished(&phase(&bare, a))) {
             let phases: Vec<String> = apps.iter().map(|a| phase(&bare, a)).collect();
             assert!(Instant::now() < deadline, "timed out: {apps:?} {phases:?}");
-            reconcile(&bare, &workdir, &env);
-            std::thread::sleep(Duration::from_millis(300));
+            clock.jump(LOOP_INTERVAL);
+            let mut at = env.clone();
+            at.push(clock.env());
+            reconcile(&bare, &workdir, &at);
         }
     });
     let log = git(&bare, &["log", "--format=%s%n%b", "main"]);
