@@ -32,20 +32,11 @@ fn demo(dir: &Path, args: &[&str]) -> (i32, String, std::path::PathBuf) {
 
 /// The values of trailer `key` on the newest commit whose subject matches `grep`.
 fn trailers(bare: &Path, key: &str, grep: &str) -> Vec<String> {
-    git(
-        bare,
-        &[
-            "log",
-            "-1",
-            &format!("--format=%(trailers:key={key},valueonly)"),
-            &format!("--grep={grep}"),
-            "main",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.is_empty())
-    .map(str::to_string)
-    .collect()
+    crate::support::judge::trailers(bare, key, grep)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn assert_prints(out: &str, expected: &[&str]) {

@@ -11,12 +11,10 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::forge::{ForgeFake, Kind, Pr};
-use crate::support::judge::{has_status, judged_canary, wait_until};
+use crate::support::judge::{bump_images, has_status, judged_canary, wait_until};
 use crate::support::metrics::{loop_deployment as deployment, phase};
 use crate::support::prometheus::Scraped;
-use crate::support::{
-    git, human_clone, human_commit, merge_approval, seeded_remote, sluice_daemon, GitDaemon,
-};
+use crate::support::{git, human_clone, merge_approval, seeded_remote, sluice_daemon, GitDaemon};
 
 /// The gauges at `t` seconds: latency on a sawtooth around 100 ms, each canary's 30 % above
 /// its primary's; errors on another sawtooth, the same for canary and primary.
@@ -140,15 +138,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
             && phase(&bare, "doubt").starts_with("Initialized")
     });
     let human = human_clone(&url, &tmp.path().join("human"));
-    for name in ["slow", "doubt"] {
-        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-        human_commit(
-            &human,
-            &format!("apps/{name}/deployment.yaml"),
-            &deployment(name, &format!("{name}:2")),
-            &format!("{name} 2"),
-        );
-    }
+    bump_images(&human, &["slow", "doubt"]);
     wait_until("both approval pull requests", || {
         pull_request(&fake, "slow").is_some() && pull_request(&fake, "doubt").is_some()
     });

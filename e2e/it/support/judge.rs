@@ -49,15 +49,7 @@ pub(crate) fn rolled_out(bare: &Path, dir: &Path, names: &[&str]) {
             .all(|n| has_status(bare, n) && phase(bare, n).starts_with("Initialized"))
     });
     let human = human_clone(&remote, &dir.join("human"));
-    for name in names {
-        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-        human_commit(
-            &human,
-            &format!("apps/{name}/deployment.yaml"),
-            &deployment(name, &format!("{name}:2")),
-            &format!("{name} 2"),
-        );
-    }
+    bump_images(&human, names);
     wait_until("every rollout to finish", || {
         names.iter().all(|n| ended(bare, n))
     });
@@ -80,4 +72,18 @@ pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
             "main",
         ],
     )
+}
+
+/// A human (working in `human`) bumps the image of each of the canaries `names` to `:2`, one
+/// pushed commit each.
+pub(crate) fn bump_images(human: &Path, names: &[&str]) {
+    for name in names {
+        git(human, &["pull", "-q", "--rebase", "origin", "main"]);
+        human_commit(
+            human,
+            &format!("apps/{name}/deployment.yaml"),
+            &deployment(name, &format!("{name}:2")),
+            &format!("{name} 2"),
+        );
+    }
 }

@@ -349,6 +349,11 @@ pub fn run_sluice_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
         .envs(env.iter().copied())
         .output()
         .expect("sluice runs");
+    outcome(&out)
+}
+
+/// A finished command's (exit code, stdout, stderr); -1 when a signal ended it.
+pub fn outcome(out: &Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -535,11 +540,7 @@ pub fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
         .current_dir(dir)
         .output()
         .expect("run sluice");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    outcome(&out)
 }
 
 /// A new unencrypted key pair of `kind` at `path` (and `path.pub`); returns the public line.
