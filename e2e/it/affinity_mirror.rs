@@ -11,10 +11,10 @@ use serde_json::{json, Value as Json};
 use sluice::core::status::{Phase, Status};
 use sluice::render::status_file;
 
-use crate::loop_support::{CANARY_FILE, ROUTE_FILE, STATUS_FILE};
 use crate::support::canary::podinfo;
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
+use crate::support::rollout::{CANARY_FILE, ROUTE_FILE, STATUS_FILE};
 use crate::support::{git, Schemas, World};
-use crate::workload::{CONFIGS, DEPLOYMENT};
 
 /// What differs between the routers: the canary's provider and gateways, and where the
 /// route keeps its rules, weights, cookies and mirror.

@@ -11,48 +11,10 @@ use std::process::Command;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::loop_support::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
+use crate::support::audit::{audit, clean, found_commits, line, phase, FILE};
 use crate::support::canary::podinfo;
+use crate::support::rollout::{World, BLUE_GREEN, FAILING, ROUTE_FILE, STATUS_FILE, STEPS};
 use crate::support::{git, human_commit, merge_approval, route_only_web, run_sluice, show};
-
-/// `sluice audit --dir <repo> -o json`: (exit code, report).
-pub(crate) fn audit(repo: &Path) -> (i32, Json) {
-    let (code, out, err) =
-        run_sluice(&["audit", "--dir", &repo.display().to_string(), "-o", "json"]);
-    let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-    (code, report)
-}
-
-/// The audit of a history that has nothing to report: exit 0, every commit replayed.
-pub(crate) fn clean(repo: &Path) -> Json {
-    let (code, report) = audit(repo);
-    let graph = git(repo, &["log", "--graph", "--format=%H %s", "main"]);
-    assert_eq!(
-        report["findings"],
-        Json::Array(vec![]),
-        "{report:#}\n{graph}"
-    );
-    assert_eq!(code, 0);
-    assert_eq!(
-        report["notReplayable"],
-        Json::Array(vec![]),
-        "every commit is written in the replay format"
-    );
-    assert!(report["replayed"].as_u64().unwrap() > 2, "{report:#}");
-    report
-}
-
-/// The commits the findings name, deduplicated.
-pub(crate) fn found_commits(report: &Json) -> Vec<String> {
-    let mut commits: Vec<String> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["commit"].as_str().unwrap().to_string())
-        .collect();
-    commits.dedup();
-    commits
-}
 
 /// The audit of a history with one hand edit at `commit`: exit 1, findings there only.
 fn reports_exactly(repo: &Path, commit: &str, kind: &str) -> Json {
@@ -72,17 +34,6 @@ fn reports_exactly(repo: &Path, commit: &str, kind: &str) -> Json {
     );
     assert_eq!(code, 1);
     report
-}
-
-/// Commits on main's first-parent line, oldest first: (sha, full message).
-pub(crate) fn line(repo: &Path) -> Vec<(String, String)> {
-    git(repo, &["rev-list", "--first-parent", "--reverse", "main"])
-        .lines()
-        .map(|sha| {
-            let message = git(repo, &["log", "-1", "--format=%B", sha]);
-            (sha.to_string(), message)
-        })
-        .collect()
 }
 
 /// A copy of `bare` whose commit `sha` is replaced by `edit(files, message)`; every later
@@ -367,9 +318,6 @@ fn audit_replays_blue_green_and_a_b_and_reports_a_rewritten_trailer() {
     );
 }
 
-pub(crate) const FILE: &str = "apps/web/canary.yaml";
-pub(crate) const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
-
 /// A manual operation by `sluice VERB shop/web`, which must succeed.
 fn op(w: &World, verb: &str, reason: &str) {
     let (code, out, err) = run_sluice(&[
@@ -383,10 +331,6 @@ fn op(w: &World, verb: &str, reason: &str) {
         "Ada Ops <ada@example.com>",
     ]);
     assert_eq!(code, 0, "{verb}: {out}{err}");
-}
-
-pub(crate) fn phase(w: &World) -> Json {
-    w.yaml_at_main(WEB_STATUS)["phase"].clone()
 }
 
 #[test]

@@ -19,8 +19,8 @@ use sluice::workload::autoscaler::rewrite_query;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 
+use crate::support::manifests::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 use crate::support::{git, Checks, Schemas, Transport, World};
-use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 
 /// Flagger's `test/kubernetes/test-hpa.sh` HPA, in the canary's namespace.
 pub const HPA: &str = "apiVersion: autoscaling/v2

@@ -11,15 +11,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
 use crate::support::canary::web_httproute as canary;
 use crate::support::{
-    first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, GitDaemon,
-    Schemas,
+    first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, sluice_daemon,
+    Daemon, GitDaemon, Schemas,
 };
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
@@ -29,72 +29,9 @@ const STEPS: u64 = 3;
 /// Kill/restart cycles per test (the issue asks for at least 100).
 const CYCLES: usize = 110;
 
-/// One `sluice run` process on its own workdir; killed on drop.
-struct Daemon {
-    child: Option<Child>,
-    repo: String,
-    workdir: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(repo: &str, workdir: PathBuf, log: PathBuf) -> Daemon {
-        let mut daemon = Daemon {
-            child: None,
-            repo: repo.to_string(),
-            workdir,
-            log,
-        };
-        daemon.spawn();
-        daemon
-    }
-
-    fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .expect("daemon log opens");
-        let child = crate::support::sluice_run(&self.repo, &self.workdir, "200ms", "127.0.0.1:0")
-            .env("SLUICE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("sluice run starts");
-        self.child = Some(child);
-    }
-
-    /// SIGKILL, then start again on the same workdir, as a crashed pod is restarted.
-    fn kill_and_restart(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "the daemon exited on its own ({status}); its log:\n{}",
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                );
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        self.spawn();
-    }
-
-    fn sigterm(mut self) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("running");
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        child.wait().expect("wait")
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// One `sluice run` process on its own workdir `workdir`, polling every 200 ms.
+fn daemon(repo: &str, workdir: PathBuf) -> Daemon {
+    sluice_daemon(repo, &workdir).start()
 }
 
 fn status_at(bare: &Path, rev: &str) -> Option<Json> {
@@ -181,8 +118,8 @@ fn run_chaos(seed: u64, remote_of: impl FnOnce(&Path) -> (String, Option<GitDaem
     let mut rng = fastrand::Rng::with_seed(seed);
 
     let mut daemons = [
-        Daemon::start(&url, tmp.path().join("a"), tmp.path().join("a.log")),
-        Daemon::start(&url, tmp.path().join("b"), tmp.path().join("b.log")),
+        daemon(&url, tmp.path().join("a")),
+        daemon(&url, tmp.path().join("b")),
     ];
     let human = human_clone(&url, &tmp.path().join("human"));
     let mut human_shas = Vec::new();
@@ -496,8 +433,8 @@ mod waves {
         let url = git_daemon.url("config.git");
         let mut rng = fastrand::Rng::with_seed(0x3a7e5);
         let mut daemons = [
-            Daemon::start(&url, tmp.path().join("a"), tmp.path().join("a.log")),
-            Daemon::start(&url, tmp.path().join("b"), tmp.path().join("b.log")),
+            daemon(&url, tmp.path().join("a")),
+            daemon(&url, tmp.path().join("b")),
         ];
         let human = human_clone(&url, &tmp.path().join("human"));
         let mut revisions = vec!["v1".to_string()];

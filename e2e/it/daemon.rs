@@ -2,12 +2,11 @@
 //! latency is printed, not asserted), a bad signature changes nothing, /metrics exposes the
 //! canary weight, and a webhook brings a full tick even when an idle daemon would skip the poll.
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    free_port, git, github_signature, http, human_clone, human_commit, seeded_remote,
+    daemon_on_remote, get_status, git, github_signature, http, human_clone, human_commit,
+    push_webhook, reconcile_ticks, DaemonOnRemote,
 };
 
 const FILE: &str = "apps/web/canary.yaml";
@@ -28,10 +27,11 @@ fn commits(bare: &std::path::Path) -> usize {
 #[test]
 fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
     // A one-minute poll: only the webhook can make the daemon notice a push quickly.
-    let d = Daemon::start();
-    let (bare, addr, secret, deadline) = (d.bare.as_path(), d.addr.as_str(), SECRET, d.deadline);
-    assert_eq!(http_ok(addr, "/healthz"), Some(200));
-    let human = human_clone(&d.url, &d.tmp.path().join("human"));
+    let d = started();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (bare, addr, secret) = (d.bare.as_path(), d.main(), SECRET);
+    assert_eq!(get_status(addr, "/healthz"), Some(200));
+    let human = human_clone(&bare.display().to_string(), &d.tmp.path().join("human"));
     human_commit(&human, FILE, &canary("v2"), "web: v2");
     let before = commits(bare);
 
@@ -98,41 +98,25 @@ fn signed_webhook_wakes_the_daemon_and_metrics_show_the_weight() {
     drop(d);
 }
 
-pub(crate) fn http_ok(addr: &str, path: &str) -> Option<u16> {
-    std::net::TcpStream::connect(addr).ok()?;
-    Some(http(addr, "GET", path, &[], b"").0)
-}
-
-/// The `sluice_reconcile_ticks_total` counter, from /metrics.
-pub(crate) fn ticks(addr: &str) -> u64 {
-    let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
-    assert_eq!(status, 200);
-    metrics
-        .lines()
-        .find(|l| l.starts_with("sluice_reconcile_ticks_total"))
-        .and_then(|l| l.split_whitespace().last())
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(0, |v| v as u64)
-}
-
 /// An idle daemon skips polls that find nothing new, but a webhook always brings a full tick,
 /// even when the head it announces is one the daemon already ticked on (a forge delivering
 /// late, or a push to another branch).
 #[test]
 fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
     // A one-minute poll: within the test, only webhooks wake the daemon.
-    let d = Daemon::start();
-    let (bare, addr, secret, deadline) = (d.bare.as_path(), d.addr.as_str(), SECRET, d.deadline);
+    let d = started();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (bare, addr, secret) = (d.bare.as_path(), d.main(), SECRET);
     // The first tick initialized the canary; each webhook below must add one tick: the second
     // finds the canary at rest, and the third polls that same head again. Two deliveries are
     // two bodies (the same signed body twice is a replay, whatever its delivery id).
     for (delivery, expected) in [("d-1", 2), ("d-2", 3)] {
         assert_eq!(push_webhook(addr, secret, delivery), 202);
-        while ticks(addr) < expected {
+        while reconcile_ticks(addr) < expected {
             assert!(
                 Instant::now() < deadline,
                 "webhook {delivery} brought no tick (ticks: {})",
-                ticks(addr)
+                reconcile_ticks(addr)
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -140,75 +124,14 @@ fn a_webhook_brings_a_full_tick_even_when_the_head_did_not_move() {
     assert_eq!(commits(bare), 2, "the seed and the initialization only");
 }
 
-/// Sends a signed GitHub push webhook for main (each `delivery` a distinct body) to the
-/// daemon at `addr`; the answer's status.
-pub(crate) fn push_webhook(addr: &str, secret: &str, delivery: &str) -> u16 {
-    let body = format!(r#"{{"ref":"refs/heads/main","delivery":"{delivery}"}}"#);
-    let body = body.as_bytes();
-    let (status, _) = http(
-        addr,
-        "POST",
-        "/hooks/git",
-        &[
-            ("X-GitHub-Event", "push"),
-            ("X-GitHub-Delivery", delivery),
-            ("X-Hub-Signature-256", &github_signature(secret, body)),
-        ],
-        body,
-    );
-    status
-}
-
 const SECRET: &str = "s3cret";
 
-/// `sluice run` on a fresh remote holding `canary("v1")`, polling every 60 s, listening on a
-/// free port with the webhook secret [`SECRET`], once its /readyz answers 200. Stopped when
-/// dropped, even when an assertion fails: a daemon left running would hold the test's output
-/// open.
-struct Daemon {
-    tmp: tempfile::TempDir,
-    bare: PathBuf,
-    url: String,
-    addr: String,
-    /// 30 s after the start: the bound on every wait of the test.
-    deadline: Instant,
-    _process: KillOnDrop,
-}
-
-impl Daemon {
-    fn start() -> Daemon {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), &[(FILE, &canary("v1"))]);
-        let url = bare.display().to_string();
-        let addr = format!("127.0.0.1:{}", free_port());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let process = crate::support::sluice_run(&url, &tmp.path().join("d"), "60s", &addr)
+/// `sluice run` on a fresh remote holding `canary("v1")`, polling every 60 s, with the webhook
+/// secret [`SECRET`], once its /readyz answers 200.
+fn started() -> DaemonOnRemote {
+    daemon_on_remote(&[(FILE, &canary("v1"))], |d| {
+        d.poll("60s")
             .env("SLUICE_WEBHOOK_SECRET", SECRET)
-            .env("SLUICE_LOG", "error")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let process = KillOnDrop(process);
-        while http_ok(&addr, "/readyz") != Some(200) {
-            assert!(Instant::now() < deadline, "daemon never became ready");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Daemon {
-            tmp,
-            bare,
-            url,
-            addr,
-            deadline,
-            _process: process,
-        }
-    }
-}
-
-pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+            .log(Some("error"))
+    })
 }

@@ -12,7 +12,7 @@ use sluice::spec::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::kubernetes::{bumped_world, check_every_commit};
+use crate::support::rollout::{bumped_world, check_every_commit};
 use crate::support::Schemas;
 use crate::support::SluiceCommit;
 

@@ -32,20 +32,11 @@ fn demo(dir: &Path, args: &[&str]) -> (i32, String, std::path::PathBuf) {
 
 /// The values of trailer `key` on the newest commit whose subject matches `grep`.
 fn trailers(bare: &Path, key: &str, grep: &str) -> Vec<String> {
-    git(
-        bare,
-        &[
-            "log",
-            "-1",
-            &format!("--format=%(trailers:key={key},valueonly)"),
-            &format!("--grep={grep}"),
-            "main",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.is_empty())
-    .map(str::to_string)
-    .collect()
+    crate::support::judge::trailers(bare, key, grep)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn assert_prints(out: &str, expected: &[&str]) {
@@ -106,7 +97,7 @@ fn demo_judge_promotes_a_canary_a_little_slower_than_its_primary() {
         ),
         "{metrics:?}"
     );
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 }
 
 #[test]
@@ -160,5 +151,5 @@ fn demo_judge_fail_is_rolled_back_by_the_judge_while_every_threshold_gate_passes
         checks.contains(&"judge=50 min=95 fail".to_string()),
         "{checks:?}"
     );
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 }

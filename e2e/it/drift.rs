@@ -9,12 +9,12 @@ use std::process::Command;
 use serde_json::{json, Value as Json};
 use sluice::core::status::Phase;
 
-use crate::loop_support::{
-    distinct, no_files, show, sluice_commits, Commit, Provider, World, CANARY_FILE, ROUTE_FILE,
-    STATUS_FILE, STEPPED, STEPS,
-};
-use crate::metrics::support::{Canned, Server};
 use crate::support::canary;
+use crate::support::metrics::{Canned, Server};
+use crate::support::rollout::{
+    distinct, hand_edited, no_files, show, sluice_commits, Commit, Provider, World, CANARY_FILE,
+    ROUTE_FILE, STATUS_FILE, STEPPED, STEPS,
+};
 use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
 
 const SETTINGS: &str = ".sluice/config.yaml";
@@ -79,61 +79,6 @@ fn trailer_commits(bare: &Path, key: &str) -> Vec<(String, String)> {
         (!values.trim().is_empty()).then(|| (sha.to_string(), values.trim().to_string()))
     })
     .collect()
-}
-
-/// Asserts that the drift check takes every commit of `shas` (on the remote `bare`) for
-/// sluice's: its output folder is what sluice renders for its status file, drawn from its
-/// parent. Hold commits (`Sluice-Drift`) are left out: they write the status only, over a
-/// folder a human changed. Every loop test runs this over its rollout
-/// (`loop_support::Provider::check_every_commit`), so a render the check cannot reproduce
-/// (which would turn a canary's own commits into drift) fails there, router by router.
-pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
-    let tmp = tempfile::tempdir().unwrap();
-    let head = tmp.path().join("head");
-    git(
-        tmp.path(),
-        &["clone", "-q", &bare.display().to_string(), "head"],
-    );
-    let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
-    let (settings, problems) =
-        sluice::spec::load::settings_in(&head, sluice::yaml::snapshot::read_bounded);
-    assert!(problems.is_empty(), "{problems:?}");
-    let loaded = sluice::spec::load::load(&snapshot, &settings);
-    let mut verifier = sluice::drift::Verifier::new(&head, &Default::default());
-    for sha in shas {
-        let trailers = git(&head, &["log", "-1", "--format=%(trailers:only)", sha]);
-        if trailers.contains("Sluice-Drift:") {
-            continue;
-        }
-        let parent = git(&head, &["rev-parse", &format!("{sha}^")]);
-        let files = git2::Oid::from_str(sha).unwrap();
-        let base = git2::Oid::from_str(parent.trim()).unwrap();
-        for canary in &loaded.canaries {
-            let id = canary.id.to_string();
-            if !trailers.contains(&format!("Sluice-Canary: {id}")) {
-                continue;
-            }
-            let status = show(
-                &head,
-                sha,
-                &sluice::render::status_file::path_for(&canary.id),
-            );
-            let differ = verifier.differing(canary, &status, files, base).unwrap();
-            assert!(
-                differ.is_empty(),
-                "{sha} ({id}): not what sluice renders for its status: {differ:?}"
-            );
-        }
-    }
-}
-
-/// The canary's route with the weights changed by hand.
-pub(crate) fn hand_edited(route: &str) -> String {
-    let edited = route
-        .replace("weight: 80", "weight: 50")
-        .replace("weight: 20", "weight: 50");
-    assert_ne!(edited, route, "the edit changes the weights: {route}");
-    edited
 }
 
 #[test]

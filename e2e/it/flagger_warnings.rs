@@ -15,7 +15,6 @@
 //! `sluice validate` prints warnings (text, and `::warning` under `--output github`), exits 0
 //! with only warnings and 1 under `--strict`; `sluice status` counts them per canary.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -23,13 +22,14 @@ use serde_json::Value as Json;
 use sluice::spec::load::load_text;
 use sluice::spec::settings::Settings;
 
-use crate::daemon::{http_ok, push_webhook, ticks as daemon_ticks, KillOnDrop};
-use crate::route_ingress::{nginx_canary, nginx_ingress};
 use crate::support::canary::{flagger_test, load_repo, podinfo};
-use crate::support::{free_port, git, human_clone, human_commit};
+use crate::support::manifests::{nginx_canary, nginx_ingress};
+use crate::support::{
+    git, human_clone, human_commit, push_webhook, reconcile_ticks, sluice_daemon,
+};
 use crate::support::{read_repo_file, run_sluice, seeded_remote, sluice_clone};
+use crate::support::{repo, validate};
 use crate::support::{tick_context, Schemas};
-use crate::validate_repo::{repo, validate};
 
 const CANARY: &str = "apps/podinfo/canary.yaml";
 
@@ -373,7 +373,7 @@ fn status_counts_warnings_per_canary() {
 /// run `ticks` ticks.
 fn webhook_tick(addr: &str, delivery: &str, ticks: u64, deadline: Instant) {
     assert_eq!(push_webhook(addr, "s3cret", delivery), 202);
-    while daemon_ticks(addr) < ticks {
+    while reconcile_ticks(addr) < ticks {
         assert!(
             Instant::now() < deadline,
             "no tick {ticks} after webhook {delivery}"
@@ -397,32 +397,28 @@ fn the_daemon_logs_each_warning_once_per_version_of_its_file() {
         ],
     );
     let url = bare.display().to_string();
-    let addr = format!("127.0.0.1:{}", free_port());
-    let log = tmp.path().join("daemon.log");
     let deadline = Instant::now() + Duration::from_secs(60);
     // A one-minute poll: within the test, only webhooks bring ticks.
-    let process = crate::support::sluice_run(&url, &tmp.path().join("d"), "60s", &addr)
+    let daemon = sluice_daemon(&url, &tmp.path().join("d"))
+        .poll("60s")
         .env("SLUICE_WEBHOOK_SECRET", "s3cret")
-        .env("SLUICE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let _daemon = KillOnDrop(process);
-    while http_ok(&addr, "/readyz") != Some(200) || daemon_ticks(&addr) < 1 {
+        .start();
+    let addr = daemon.main().to_string();
+    daemon.wait_ready();
+    while reconcile_ticks(&addr) < 1 {
         assert!(Instant::now() < deadline, "daemon never ticked");
         std::thread::sleep(Duration::from_millis(100));
     }
     let logged = || {
-        std::fs::read_to_string(&log)
-            .unwrap()
+        daemon
+            .log()
             .lines()
             .filter(|l| l.contains("Spec warning") && l.contains("gatewayapi:v1alpha2"))
             .count()
     };
     webhook_tick(&addr, "d-1", 2, deadline);
     webhook_tick(&addr, "d-2", 3, deadline);
-    assert_eq!(logged(), 1, "{}", std::fs::read_to_string(&log).unwrap());
+    assert_eq!(logged(), 1, "{}", daemon.log());
 
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(
@@ -433,5 +429,5 @@ fn the_daemon_logs_each_warning_once_per_version_of_its_file() {
     );
     webhook_tick(&addr, "d-3", 4, deadline);
     webhook_tick(&addr, "d-4", 5, deadline);
-    assert_eq!(logged(), 2, "{}", std::fs::read_to_string(&log).unwrap());
+    assert_eq!(logged(), 2, "{}", daemon.log());
 }

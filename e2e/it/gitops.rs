@@ -13,7 +13,7 @@ use sluice::gitops::{
     CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, PushOutcome, Signing, Time,
 };
 
-use crate::git_server::{GitDaemon, HttpGit};
+use crate::support::{GitDaemon, HttpGit};
 // Re-exported: the git tests' fixture lived here, and tests written against
 // `crate::gitops::{Fixture, git, ...}` keep working.
 pub(crate) use crate::support::git_fixture::{

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use sluice::gitops::{ConfigRepo, Credentials, Identity, Signing};
 
-use crate::git_server::HttpGit;
 use crate::support::git_fixture::{
     assert_good_signature, commit_step, git, route_change, step_message, time, Fixture,
 };
+use crate::support::HttpGit;
 
 const BRANCH: &str = "sluice/prod/podinfo/2";
 

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{git, human_clone, seeded_remote};
+use crate::support::{
+    get_status, git, github_signature, human_clone, seeded_remote, sluice_daemon, Daemon,
+};
 
 const TOKEN: &str = "ghp_the-token-that-must-not-leak";
 const SECRET_ENV: &str = "the-secret-env-value-that-must-not-leak";
@@ -287,41 +289,19 @@ fn output_folders_that_are_not_sluices_to_write_are_refused() {
     assert!(!tree.contains(".github/") && !tree.contains("manifests/api/kustomization.yaml"));
 }
 
-/// A daemon killed when the test ends, even by a failed assertion.
-struct Daemon(std::process::Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `sluice run` on `bare` with a one-minute poll (only webhooks wake it early), the webhook
-/// secret `secret`, at most `max_fds` open files, on a free port; returns it and its address.
+/// `sluice run` on `bare` polling every `poll` (with a one-minute poll only webhooks wake it
+/// early), the webhook secret `secret`, at most `max_fds` open files, once ready; returns it
+/// and the address of its main listener.
 fn daemon(bare: &Path, workdir: &Path, poll: &str, secret: &str, max_fds: u32) -> (Daemon, String) {
-    let addr = format!("127.0.0.1:{}", crate::support::free_port());
-    let child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -n {max_fds} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", "--repo"])
-        .arg(bare)
-        .args(["--poll", poll, "--listen", &addr])
-        .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
-        .arg(workdir)
+    let daemon = sluice_daemon(bare, workdir)
+        .poll(poll)
         .env("SLUICE_WEBHOOK_SECRET", secret)
-        .env("SLUICE_LOG", "error")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let child = Daemon(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while probe(&addr, "/readyz") != Some(200) {
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (child, addr)
+        .log(Some("error"))
+        .max_open_files(max_fds)
+        .start();
+    daemon.wait_ready();
+    let addr = daemon.main().to_string();
+    (daemon, addr)
 }
 
 /// One HTTP request; `None` when the connection fails or closes without an answer.
@@ -336,15 +316,6 @@ fn request(addr: &str, head: &str, body: &[u8]) -> Option<(u16, String)> {
     let text = String::from_utf8_lossy(&out).into_owned();
     let status = text.split_whitespace().nth(1)?.parse().ok()?;
     Some((status, text.split_once("\r\n\r\n")?.1.to_string()))
-}
-
-fn probe(addr: &str, path: &str) -> Option<u16> {
-    request(
-        addr,
-        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
-        b"",
-    )
-    .map(|(status, _)| status)
 }
 
 fn ticks(addr: &str) -> u64 {
@@ -385,7 +356,7 @@ fn idle_connections_cannot_starve_the_probes_or_the_loop() {
     );
 
     let deadline = Instant::now() + Duration::from_secs(90);
-    while probe(&addr, "/healthz") != Some(200) {
+    while get_status(&addr, "/healthz") != Some(200) {
         assert!(Instant::now() < deadline, "/healthz never answered");
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -399,19 +370,6 @@ fn idle_connections_cannot_starve_the_probes_or_the_loop() {
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(idle);
-}
-
-fn sign(secret: &str, body: &[u8]) -> String {
-    use hmac::{Hmac, KeyInit, Mac};
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(body);
-    let tag: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={tag}")
 }
 
 /// One signed delivery replayed many times wakes the loop once; many distinct deliveries sent
@@ -430,7 +388,7 @@ fn a_replayed_delivery_wakes_the_loop_once_and_bursts_coalesce() {
         let head = format!(
             "POST /hooks/git HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: {delivery}\r\nX-Hub-Signature-256: {}\r\n\r\n",
             body.len(),
-            sign("s3cret", body.as_bytes())
+            github_signature("s3cret", body.as_bytes())
         );
         request(&addr, &head, body.as_bytes())
             .expect("the hook answers")

@@ -8,13 +8,13 @@
 //! hand-edited `Sluice-Judge-Metric` trailer.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use crate::approval::{ForgeFake, Kind, Pr};
-use crate::metrics::prometheus_e2e::Scraped;
-use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
-use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote, GitDaemon};
+use crate::support::forge::{ForgeFake, Kind, Pr};
+use crate::support::judge::{bump_images, has_status, judged_canary, wait_until};
+use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::prometheus::Scraped;
+use crate::support::{git, human_clone, merge_approval, seeded_remote, sluice_daemon, GitDaemon};
 
 /// The gauges at `t` seconds: latency on a sawtooth around 100 ms, each canary's 30 % above
 /// its primary's; errors on another sawtooth, the same for canary and primary.
@@ -51,41 +51,7 @@ spec:
 /// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
 /// judged by the `latency` Judge.
 fn canary(name: &str) -> String {
-    loop_canary(name, "").replace("    metrics:\n", "").replace(
-        "namespace: test}",
-        "namespace: test, annotations: {sluice.dev/judge: latency}}",
-    )
-}
-
-/// `sluice run` on the remote, killed when dropped.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Whether the canary's status file is on the remote yet (`phase` needs it).
-fn has_status(bare: &Path, name: &str) -> bool {
-    Command::new("git")
-        .args([
-            "cat-file",
-            "-e",
-            &format!("main:.sluice/status/test/{name}.yaml"),
-        ])
-        .current_dir(bare)
-        .status()
-        .is_ok_and(|s| s.success())
+    judged_canary(name, "latency")
 }
 
 /// The approval pull request of canary `name`, once there is one.
@@ -164,14 +130,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
     let bare = seeded_remote(tmp.path(), &files);
     let server = GitDaemon::start(tmp.path());
     let url = server.url("config.git");
-    let daemon = Daemon(
-        crate::support::sluice_run(&url, &tmp.path().join("w"), "200ms", "127.0.0.1:0")
-            .env("SLUICE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sluice run starts"),
-    );
+    let daemon = sluice_daemon(&url, &tmp.path().join("w")).start();
     wait_until("both canaries initialized", || {
         has_status(&bare, "slow")
             && has_status(&bare, "doubt")
@@ -179,15 +138,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
             && phase(&bare, "doubt").starts_with("Initialized")
     });
     let human = human_clone(&url, &tmp.path().join("human"));
-    for name in ["slow", "doubt"] {
-        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-        human_commit(
-            &human,
-            &format!("apps/{name}/deployment.yaml"),
-            &deployment(name, &format!("{name}:2")),
-            &format!("{name} 2"),
-        );
-    }
+    bump_images(&human, &["slow", "doubt"]);
     wait_until("both approval pull requests", || {
         pull_request(&fake, "slow").is_some() && pull_request(&fake, "doubt").is_some()
     });
@@ -235,7 +186,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
     assert_eq!(prs.len(), 2, "one pull request per wait: {prs:#?}");
 
     // Every judged decision replays from its record, the approval and the rollback too.
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 
     // A hand-edited metric line is not what the recorded series give.
     let marginal = commit_with(&bare, "slow", "Sluice-Judge: score=50 marginal");
@@ -255,7 +206,7 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
         &human,
         &["push", "-q", "-f", &bare.display().to_string(), "HEAD:main"],
     );
-    let (code, report) = crate::audit::audit(&bare);
+    let (code, report) = crate::support::audit::audit(&bare);
     assert_eq!(code, 1, "{report:#}");
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{report:#}");

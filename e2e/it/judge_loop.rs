@@ -5,13 +5,12 @@
 //! trailers that `sluice history -o json` reads back, and `sluice audit` judges the recorded
 //! series again and finds the history clean.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use crate::metrics::prometheus_e2e::Scraped;
-use crate::metrics::support::{loop_canary, loop_deployment as deployment, phase};
-use crate::support::{git, human_clone, human_commit, seeded_remote};
+use crate::support::judge::{judged_canary, rolled_out, trailers};
+use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::prometheus::Scraped;
+use crate::support::{git, seeded_remote};
 
 /// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,
 /// `faulty` 30 % above it.
@@ -41,98 +40,6 @@ spec:
 /// judged by the `latency` Judge.
 fn canary(name: &str) -> String {
     judged_canary(name, "latency")
-}
-
-/// The loop tests' canary `name` without metrics, judged by the Judge `judge` of namespace
-/// `test`.
-pub(crate) fn judged_canary(name: &str, judge: &str) -> String {
-    loop_canary(name, "").replace("    metrics:\n", "").replace(
-        "namespace: test}",
-        &format!("namespace: test, annotations: {{sluice.dev/judge: {judge}}}}}"),
-    )
-}
-
-/// `sluice run` on the remote, killed when dropped.
-pub(crate) struct Daemon(pub(crate) Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Whether the canary's status file is on the remote yet (`phase` needs it).
-pub(crate) fn has_status(bare: &Path, name: &str) -> bool {
-    Command::new("git")
-        .args([
-            "cat-file",
-            "-e",
-            &format!("main:.sluice/status/test/{name}.yaml"),
-        ])
-        .current_dir(bare)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Under `sluice run` (polling every 200 ms, its clone in `dir/w`): the canaries `names` of
-/// `bare` initialized, then a human (`dir/human`) bumps each one's image to `:2`, and each
-/// rollout runs to its end.
-pub(crate) fn rolled_out(bare: &Path, dir: &Path, names: &[&str]) {
-    let remote = bare.display().to_string();
-    let _daemon = Daemon(
-        crate::support::sluice_run(&remote, &dir.join("w"), "200ms", "127.0.0.1:0")
-            .env("SLUICE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sluice run starts"),
-    );
-    wait_until("every canary initialized", || {
-        names
-            .iter()
-            .all(|n| has_status(bare, n) && phase(bare, n).starts_with("Initialized"))
-    });
-    let human = human_clone(&remote, &dir.join("human"));
-    for name in names {
-        git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-        human_commit(
-            &human,
-            &format!("apps/{name}/deployment.yaml"),
-            &deployment(name, &format!("{name}:2")),
-            &format!("{name} 2"),
-        );
-    }
-    wait_until("every rollout to finish", || {
-        names.iter().all(|n| ended(bare, n))
-    });
-}
-
-pub(crate) fn ended(bare: &Path, name: &str) -> bool {
-    let p = phase(bare, name);
-    p.starts_with("Succeeded") || p.starts_with("Failed")
-}
-
-/// The `key` trailers of the newest commit whose subject matches `grep`.
-pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
-    git(
-        bare,
-        &[
-            "log",
-            "-1",
-            &format!("--format=%(trailers:key={key},valueonly)"),
-            &format!("--grep={grep}"),
-            "main",
-        ],
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +129,7 @@ async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_on
         "{rollback}"
     );
     // The replay records hold the series: audit judges them again and finds what was decided.
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 
     // A hand-edited Sluice-Judge trailer is not what the recorded series give.
     let human = tmp.path().join("human");
@@ -247,7 +154,7 @@ async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_on
         .unwrap();
     assert!(edited.status.success(), "{edited:?}");
     git(&human, &["push", "-q", "-f", "origin", "main"]);
-    let (code, report) = crate::audit::audit(&bare);
+    let (code, report) = crate::support::audit::audit(&bare);
     assert_eq!(code, 1, "{report:#}");
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{report:#}");

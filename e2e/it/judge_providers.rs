@@ -11,16 +11,14 @@ use std::time::Duration;
 use sluice::core::judge::{Direction, JudgeMetric, JudgeQuery, JudgeSpec, MetricRule, Thresholds};
 use sluice::core::judged::JudgeObservation;
 use sluice::core::model::BuiltinMetric;
-use sluice::http_client::HttpClients;
-use sluice::metrics::cloudwatch::CloudwatchEnv;
 use sluice::metrics::judge_series::{observe, Fetch};
 use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::metrics::prometheus::{Auth, PrometheusAccess};
-use sluice::secrets::Secrets;
 
-use crate::metrics::providers_signed::{expected_authorization, AWS_ENV, CW_QUERY};
-use crate::metrics::support::{flagger_canary, Canned, Recorded, Server, ONE_METRIC};
 use crate::support::canary::{load_one, native_frontend, podinfo, repo_errors};
+use crate::support::metrics::{
+    access_with_env, flagger_canary, Canned, Recorded, Server, ONE_METRIC,
+};
+use crate::support::vendors::{expected_authorization, AWS_ENV, CW_QUERY};
 
 /// The 1-based line of the first line of `text` containing `needle`.
 fn line_of(text: &str, needle: &str) -> usize {
@@ -253,14 +251,7 @@ async fn fetch(
     env: &[(&str, &str)],
     prometheus: Option<&str>,
 ) -> JudgeObservation {
-    let env: std::collections::BTreeMap<String, String> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let aws = CloudwatchEnv::from_lookup(|k| env.get(k).cloned());
-    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
-        .with_secrets(Secrets::from_vars(env))
-        .with_cloudwatch(aws);
+    let access = access_with_env(env);
     let canary = flagger_canary(provider, "", ONE_METRIC);
     let fetch = Fetch {
         access: &access,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sluice::core::judge::{classify, Label, MetricRule};
 
-use crate::metrics::prometheus_e2e::Scraped;
+use crate::support::prometheus::Scraped;
 
 /// The gauge at `t` seconds: a sawtooth around 100 ms for the primary, 130 ms for the canary.
 fn exposition(t: f64) -> String {

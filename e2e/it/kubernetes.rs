@@ -10,7 +10,8 @@ use sluice::spec::settings::Settings;
 
 use crate::support::canary::errors_in;
 use crate::support::output_files;
-use crate::support::{git, Checks, Schemas, SluiceCommit, Transport, World};
+use crate::support::rollout::{bumped_world, check_every_commit, world};
+use crate::support::{git, SluiceCommit};
 
 /// The Canary of Flagger's own e2e test `test/kubernetes/test-deployment.sh` (its webhooks
 /// left out: the offline observer fails every webhook, as it should).
@@ -153,75 +154,6 @@ fn native_service_route_runs_blue_green_with_a_source_only() {
         err[0].contains(":8: spec.analysis.stepWeight: Flagger supports only blue/green"),
         "{err:?}"
     );
-}
-
-/// A `git daemon` remote holding `files`; no tick may report an error.
-pub(crate) fn world(files: &[(&str, &str)]) -> World {
-    World::new(files, Transport::Daemon, Checks::SpecsAndOutcomes)
-}
-
-/// A [`world`] holding the workload `source` at `<app>/<file>` and `canary` at
-/// `<app>/canary.yaml`, initialized, then a human bumps the image from 6.0.0 to 6.0.1
-/// (message `<name>: 6.0.1`): a new revision to roll out.
-pub(crate) fn bumped_world(app: &str, file: &str, source: &str, canary: &str, name: &str) -> World {
-    let source_path = format!("{app}/{file}");
-    let mut w = world(&[
-        (&source_path, source),
-        (&format!("{app}/canary.yaml"), canary),
-    ]);
-    w.until(Phase::Initialized);
-    w.human_writes(
-        &source_path,
-        &source.replace("6.0.0", "6.0.1"),
-        &format!("{name}: 6.0.1"),
-    );
-    w
-}
-
-/// At every sluice commit: the output folder holds exactly what its kustomization lists
-/// (no route file), and every listed document is valid against the strict schemas.
-/// Returns the kinds seen.
-pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec<String> {
-    let mut schemas = Schemas::default();
-    let mut kinds = Vec::new();
-    for SluiceCommit { sha, .. } in w.commits() {
-        let tree = git(
-            &w.bare,
-            &["ls-tree", "--name-only", &format!("{sha}:{out}")],
-        );
-        let mut present: Vec<&str> = tree.lines().collect();
-        present.sort_unstable();
-        assert_eq!(present, expected, "{sha}: the output folder");
-        let kustomization: Json =
-            serde_saphyr::from_str(&w.show(&sha, &format!("{out}/kustomization.yaml"))).unwrap();
-        let listed: Vec<&str> = kustomization["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        let files: Vec<&str> = present
-            .iter()
-            .copied()
-            .filter(|f| *f != "kustomization.yaml")
-            .collect();
-        assert_eq!(listed, files, "{sha}: the kustomization lists every file");
-        for f in files {
-            let docs: Vec<Json> =
-                serde_saphyr::from_multiple(&w.show(&sha, &format!("{out}/{f}"))).unwrap();
-            for doc in docs.iter().filter(|d| d["kind"] != "ConfigMap") {
-                let errors = schemas.errors(doc);
-                assert!(errors.is_empty(), "{sha} {f}: {errors:?}");
-                let kind = doc["kind"].as_str().unwrap().to_string();
-                if !kinds.contains(&kind) {
-                    kinds.push(kind);
-                }
-            }
-        }
-    }
-    let shas: Vec<String> = w.commits().into_iter().map(|c| c.sha).collect();
-    crate::drift::every_commit_drawn_by_sluice(&w.bare, &shas);
-    kinds
 }
 
 const OUT: &str = "clusters/test/podinfo";

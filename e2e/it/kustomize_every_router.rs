@@ -12,12 +12,10 @@ use sluice::spec::load::load;
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::loop_support::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
-use crate::route_knative::{
-    LOOP_SERVICE as KNATIVE_SERVICE, LOOP_SERVICE_FILE as KNATIVE_SERVICE_FILE,
-};
 use crate::support::canary::podinfo;
-use crate::workload::{CONFIGS, DEPLOYMENT};
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
+use crate::support::manifests::{KNATIVE_SERVICE, KNATIVE_SERVICE_FILE};
+use crate::support::rollout::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
 
 /// What a provider's canary needs beyond the default: lines under `spec:`, under
 /// `service:`, the analysis, and objects it references.

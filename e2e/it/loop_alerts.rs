@@ -13,9 +13,9 @@ use sluice::core::status::Phase;
 use sluice::observer::Live;
 use sluice::runtime::Runtime;
 
-use crate::loop_support::World;
-use crate::metrics::support::{Canned, Recorded, Server};
 use crate::support::canary::traefik;
+use crate::support::metrics::{Canned, Recorded, Server};
+use crate::support::rollout::World;
 
 fn canary(analysis: &str) -> String {
     traefik().threshold(None).yaml(analysis)
@@ -410,5 +410,5 @@ fn a_provider_ref_to_nothing_fails_validate_and_never_starts() {
         assert!(errors.iter().any(|e| e.starts_with(want)), "{errors:?}");
         assert_eq!((r.commits, r.outcomes.len()), (0, 0), "{:?}", r.outcomes);
     }
-    assert!(crate::loop_support::sluice_commits(&world.bare).is_empty());
+    assert!(crate::support::rollout::sluice_commits(&world.bare).is_empty());
 }

@@ -7,17 +7,17 @@
 
 use serde_json::json;
 
-use crate::loop_support::{show, weights, Commit, Provider, OUTPUT};
-use crate::route_appmesh::{TUTORIAL_META, TUTORIAL_SERVICE};
 use crate::support::canary::{insider_ab, podinfo};
+use crate::support::manifests::{APPMESH_TUTORIAL_META, APPMESH_TUTORIAL_SERVICE};
+use crate::support::rollout::{show, weights, Commit, Provider, OUTPUT};
 use crate::support::{git, Schemas};
 
 /// A Flagger canary as Flagger's App Mesh tutorial writes it, in `prod`.
 fn canary(analysis: &str) -> String {
     podinfo()
-        .metadata(&format!("{TUTORIAL_META}\n"))
+        .metadata(&format!("{APPMESH_TUTORIAL_META}\n"))
         .provider("appmesh:v1beta2")
-        .service(TUTORIAL_SERVICE)
+        .service(APPMESH_TUTORIAL_SERVICE)
         .yaml(analysis)
 }
 

@@ -3,8 +3,8 @@
 //! HTTPProxy whose weighted route carries the status file's weights, with the canary's
 //! timeout and retries on every route.
 
-use crate::loop_support::{weights, Commit, Provider};
 use crate::support::canary::{insider_ab, podinfo};
+use crate::support::rollout::{weights, Commit, Provider};
 
 /// A Flagger canary as Flagger's Contour tutorial writes it: timeout and retries.
 fn canary(analysis: &str) -> String {

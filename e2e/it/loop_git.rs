@@ -2,7 +2,7 @@
 //! binary as a daemon (two at once, and killed mid-rollout).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,29 +13,21 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 use sluice::gitops::ConfigRepo;
 use sluice::observer::Offline;
-use sluice::tick::{tick, Context};
+use sluice::tick::tick;
 
-use crate::loop_support::{kustomize_builds, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS};
 use crate::support::canary::web_httproute as canary;
+use crate::support::rollout::{
+    kustomize_builds, loop_context, ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS,
+};
 use crate::support::{
-    commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show, GitDaemon,
-    Schemas,
+    commits_of, git, git_ok, human_clone, human_commit, run_sluice, seeded_remote, show,
+    sluice_daemon, Daemon, GitDaemon, Schemas,
 };
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 const OUTPUT: &str = "clusters/shop/web";
 const ROUTE_FILE: &str = "clusters/shop/web/route.yaml";
-
-/// The loop tests' tick context: offline, twenty push attempts (a human may race each one).
-pub(crate) fn ctx(observer: &Offline) -> Context<'_> {
-    Context {
-        observer,
-        author: None,
-        push_attempts: 20,
-        runtime: crate::support::runtime(),
-    }
-}
 
 /// The `web` canary at v1 on a bare remote in `tmp`, served by a `git daemon`: (the bare
 /// remote, the daemon, its URL).
@@ -147,7 +139,7 @@ fn phase_on_remote(bare: &Path) -> Option<String> {
 fn route_only_canary_runs_to_succeeded_through_git_daemon() {
     let tmp = tempfile::tempdir().unwrap();
     let (bare, _daemon, url, mut repo) = served_web_clone(tmp.path());
-    let ctx = ctx(&Offline);
+    let ctx = loop_context(&Offline);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "{first:?}");
@@ -226,7 +218,7 @@ fn one_shot_commands_fetch_the_remote_once() {
 fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
     let tmp = tempfile::tempdir().unwrap();
     let (bare, _daemon, url, mut repo) = served_web_clone(tmp.path());
-    let ctx = ctx(&Offline);
+    let ctx = loop_context(&Offline);
     tick(&mut repo, &ctx, Timestamp::now()).unwrap();
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
@@ -287,40 +279,9 @@ fn concurrent_writer_loses_no_commit_and_sluice_never_forces() {
     check_every_commit(&bare);
 }
 
-struct Daemon(Child);
-
-impl Daemon {
-    fn start(url: &str, workdir: &Path) -> Daemon {
-        let child = crate::support::sluice_run(url, workdir, "200ms", "127.0.0.1:0")
-            .env("SLUICE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sluice run starts");
-        Daemon(child)
-    }
-
-    fn sigterm(mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let status = self.0.wait().expect("wait");
-        std::mem::forget(self);
-        status
-    }
-
-    fn sigkill(mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `sluice run` on `url` polling every 200 ms, its clone in `workdir`.
+fn daemon(url: &str, workdir: &Path) -> Daemon {
+    sluice_daemon(url, workdir).start()
 }
 
 fn wait_for(bare: &Path, what: &str, pred: impl Fn(&str) -> bool) {
@@ -344,8 +305,8 @@ fn wait_for(bare: &Path, what: &str, pred: impl Fn(&str) -> bool) {
 fn two_daemons_never_advance_a_canary_twice_in_one_interval() {
     let tmp = tempfile::tempdir().unwrap();
     let (bare, _daemon, url) = served_web(tmp.path());
-    let a = Daemon::start(&url, &tmp.path().join("a"));
-    let b = Daemon::start(&url, &tmp.path().join("b"));
+    let a = daemon(&url, &tmp.path().join("a"));
+    let b = daemon(&url, &tmp.path().join("b"));
     wait_for(&bare, "initialization", |p| p.starts_with("Initialized"));
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
@@ -383,13 +344,13 @@ fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
     let tmp = tempfile::tempdir().unwrap();
     let (bare, _daemon, url) = served_web(tmp.path());
     let workdir = tmp.path().join("work");
-    let first = Daemon::start(&url, &workdir);
+    let first = daemon(&url, &workdir);
     wait_for(&bare, "initialization", |p| p.starts_with("Initialized"));
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(&human, CANARY_FILE, &canary("v2"), "web: roll out v2");
     wait_for(&bare, "step 2", |p| p == "Progressing:2");
     first.sigkill();
-    let second = Daemon::start(&url, &workdir);
+    let second = daemon(&url, &workdir);
     wait_for(&bare, "success", |p| p.starts_with("Succeeded"));
     assert!(second.sigterm().success());
     let weights: Vec<String> = sluice_commits(&bare).into_iter().map(|(_, w)| w).collect();

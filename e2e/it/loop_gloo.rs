@@ -5,9 +5,9 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{weights, Commit, Provider};
-use crate::route_kuma_gloo::CONFIG_UPSTREAM;
 use crate::support::canary::{insider_ab, object_ref, podinfo};
+use crate::support::manifests::GLOO_CONFIG_UPSTREAM;
+use crate::support::rollout::{weights, Commit, Provider};
 
 /// The canary of Flagger's `test/gloo/test-canary.sh`, in `prod`, with its config upstream.
 fn canary(analysis: &str) -> String {
@@ -74,7 +74,7 @@ fn route(c: &Commit) -> String {
 fn files() -> Vec<(&'static str, String)> {
     vec![(
         "infra/gloo/config-upstream.yaml",
-        CONFIG_UPSTREAM.to_string(),
+        GLOO_CONFIG_UPSTREAM.to_string(),
     )]
 }
 

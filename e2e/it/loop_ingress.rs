@@ -6,10 +6,12 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{show, sluice_commits, weights, Commit, Provider, OUTPUT, ROUTE_FILE};
-use crate::route_ingress::nginx_ingress;
 use crate::support::canary::podinfo;
 use crate::support::git;
+use crate::support::manifests::nginx_ingress;
+use crate::support::rollout::{
+    show, sluice_commits, weights, Commit, Provider, OUTPUT, ROUTE_FILE,
+};
 
 const INGRESS_FILE: &str = "apps/podinfo/ingress.yaml";
 

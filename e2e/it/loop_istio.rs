@@ -6,10 +6,10 @@
 
 use sluice::core::status::Phase;
 
-use crate::loop_support::{
+use crate::support::canary::{ab_analysis, podinfo};
+use crate::support::rollout::{
     distinct, show, sluice_commits, weights, Commit, Provider, PRIMARY_FILE, STEPPED, STEPS,
 };
-use crate::support::canary::{ab_analysis, podinfo};
 
 /// A Flagger canary as Flagger's Istio tutorial writes it: no provider (Istio is Flagger's
 /// default), a gateway, hosts, retries and a traffic policy.

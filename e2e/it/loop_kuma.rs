@@ -5,8 +5,8 @@
 
 use serde_json::Value as Json;
 
-use crate::loop_support::{weights, Commit, Provider};
 use crate::support::canary::podinfo;
+use crate::support::rollout::{weights, Commit, Provider};
 
 /// The canary of Flagger's `test/kuma/test-canary.sh`, in `prod`, in a mesh of its own.
 fn canary(analysis: &str) -> String {

@@ -9,10 +9,10 @@ use std::path::Path;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::loop_support::{
+use crate::support::canary::podinfo;
+use crate::support::rollout::{
     kustomize_builds, show, World, CANARY_FILE, FAILING, OUTPUT, STATUS_FILE, STEPS,
 };
-use crate::support::canary::podinfo;
 use crate::support::{git, Schemas};
 
 /// An SMI (osm) Flagger canary of `prod/podinfo`, with `extra` under `spec:`.

@@ -2,8 +2,8 @@
 //! promotion, rollback and blue/green. At every sluice commit `route.yaml` holds one
 //! TraefikService weighing the Services as the status file says.
 
-use crate::loop_support::{Commit, Provider};
 use crate::support::canary::traefik;
+use crate::support::rollout::{Commit, Provider};
 
 fn canary(analysis: &str) -> String {
     traefik().yaml(analysis)

@@ -57,7 +57,6 @@ mod loop_ingress;
 mod loop_istio;
 mod loop_kuma;
 mod loop_revert;
-mod loop_support;
 mod loop_traefik;
 mod managed;
 mod metrics;

@@ -4,9 +4,9 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
+use crate::support::manifests::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 use crate::support::output_files;
 use crate::support::{git, Schemas, World};
-use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
 
 const OUT: &str = "clusters/prod/podinfo";
 

@@ -8,6 +8,9 @@
 //!
 //! The pure core (`src/core/`) is its own crate, checked the same way from its own root: its
 //! files (`decide.rs`, `trailer.rs`, ...) are its top-level modules.
+//!
+//! The integration tests (`e2e/it/`, this binary) are read the same way, with a stricter rule:
+//! a test file uses only `support/`, never another test file, and `support/` uses no test file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -237,6 +240,88 @@ fn no_module_of_the_core_uses_one_that_uses_it_back() {
         cycles(&top),
         Vec::<Vec<String>>::new(),
         "core modules that use each other (move the shared part into a leaf module)"
+    );
+}
+
+/// The edges of the integration tests' graphs that break "a test file uses only `support/`":
+/// a test module using another, a file using a sibling file of its own folder (outside
+/// `support/`), or `support/` using a test module.
+fn test_files_using_test_files(
+    top: &BTreeMap<String, BTreeSet<String>>,
+    files: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    for (from, uses) in top {
+        for to in uses {
+            if to != "support" {
+                found.push(format!("{from} uses {to}"));
+            }
+        }
+    }
+    for (from, uses) in files {
+        if from.split("::").next() == Some("support") {
+            continue; // support's files share with each other; the cycle check guards them
+        }
+        for to in uses {
+            found.push(format!("{from} uses {to}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_test_file_uses_another_and_the_tests_have_no_circle() {
+    let it = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/it");
+    let (top, files) = graphs(&it, &["snapshots"]);
+    assert!(
+        top.get("loop_git")
+            .is_some_and(|uses| uses.contains("support")),
+        "the tests' graph was read: {top:?}"
+    );
+    assert_eq!(
+        test_files_using_test_files(&top, &files),
+        Vec::<String>::new(),
+        "test files that use another test file (move what they share into support/)"
+    );
+    assert_eq!(
+        cycles(&files),
+        Vec::<Vec<String>>::new(),
+        "files of one test folder that use each other"
+    );
+    assert_eq!(
+        cycles(&top),
+        Vec::<Vec<String>>::new(),
+        "test modules that use each other"
+    );
+}
+
+#[test]
+fn the_test_file_rule_finds_a_test_file_using_another() {
+    let graph = |edges: &[(&str, &str)]| -> BTreeMap<String, BTreeSet<String>> {
+        let mut g = BTreeMap::<String, BTreeSet<String>>::new();
+        for (from, to) in edges {
+            g.entry(from.to_string())
+                .or_default()
+                .insert(to.to_string());
+        }
+        g
+    };
+    let top = graph(&[
+        ("drift", "support"),
+        ("drift", "loop_git"),
+        ("support", "workload"),
+    ]);
+    let files = graph(&[
+        ("metrics::vendor_loop", "metrics::providers"),
+        ("support::world", "support::git_fixture"),
+    ]);
+    assert_eq!(
+        test_files_using_test_files(&top, &files),
+        vec![
+            "drift uses loop_git",
+            "support uses workload",
+            "metrics::vendor_loop uses metrics::providers",
+        ]
     );
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::metrics::support::{Canned, Server};
+use crate::support::metrics::{Canned, Server};
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 fn canary(revision: &str) -> String {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use sluice::tick::tick;
 
+use crate::support::{repo, validate};
 use crate::support::{seeded_remote, sluice_clone, tick_context};
-use crate::validate_repo::{repo, validate};
 
 /// OpenFunction's proposal (OpenFunction/OpenFunction#487): steps under the rollout strategy,
 /// pauses in seconds (line 7 holds `steps`).

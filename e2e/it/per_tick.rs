@@ -13,8 +13,8 @@ use sluice::core::status::Phase;
 use sluice::observer::Offline;
 use sluice::tick::tick;
 
-use crate::loop_support::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::canary::shop_httproute;
+use crate::support::rollout::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
 use crate::support::{git, human_clone, seeded_remote, show, str_pairs, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
@@ -94,7 +94,7 @@ fn per_tick_commits_hold_every_decision_of_a_tick_with_a_trailer_group_per_canar
     let bare = seeded_remote(tmp.path(), &str_pairs(&texts));
     let (_daemon, url, mut repo) = served_clone(tmp.path());
     let observer = Offline;
-    let ctx = crate::loop_git::ctx(&observer);
+    let ctx = crate::support::rollout::loop_context(&observer);
     let t0 = Timestamp::now();
     let first = tick(&mut repo, &ctx, t0).unwrap();
     assert_eq!(first.commits, 1, "one commit for {CANARIES} canaries");

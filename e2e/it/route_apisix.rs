@@ -12,9 +12,9 @@ use sluice::core::status::Phase;
 use sluice::route::{render_route, Backends, RouteState, Weights};
 use sluice::spec::model::Canary;
 
-use crate::loop_support::{assert_rolled_back, World, STEPS};
 use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
 use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
+use crate::support::rollout::{assert_rolled_back, World, STEPS};
 use crate::support::schema_valid;
 use crate::support::{str_pairs, Schemas};
 
@@ -345,10 +345,12 @@ fn apisix_refuses_what_flaggers_router_does_not_do() {
 fn check_every_commit(bare: &Path) -> Vec<String> {
     let mut schemas = Schemas::default();
     let mut weights = Vec::new();
-    for (sha, trailer) in crate::loop_support::sluice_commits(bare) {
-        let show = |file: &str| crate::loop_support::show(bare, &sha, file);
-        let status: Json = serde_saphyr::from_str(&show(crate::loop_support::STATUS_FILE)).unwrap();
-        let route: Json = serde_saphyr::from_str(&show(crate::loop_support::ROUTE_FILE)).unwrap();
+    for (sha, trailer) in crate::support::rollout::sluice_commits(bare) {
+        let show = |file: &str| crate::support::rollout::show(bare, &sha, file);
+        let status: Json =
+            serde_saphyr::from_str(&show(crate::support::rollout::STATUS_FILE)).unwrap();
+        let route: Json =
+            serde_saphyr::from_str(&show(crate::support::rollout::ROUTE_FILE)).unwrap();
         let errors = schemas.errors(&route);
         assert!(errors.is_empty(), "{sha}: {errors:?}");
         assert_eq!(route["metadata"]["name"], "podinfo-podinfo-canary");
@@ -374,7 +376,7 @@ fn check_every_commit(bare: &Path) -> Vec<String> {
 /// The user's route is never rewritten: it stays as committed, outside the output folder.
 fn assert_user_route_untouched(w: &World) {
     assert_eq!(
-        crate::loop_support::show(&w.bare, "main", "apps/podinfo/route.yaml"),
+        crate::support::rollout::show(&w.bare, "main", "apps/podinfo/route.yaml"),
         LOOP_ROUTE
     );
 }
@@ -425,7 +427,7 @@ fn apisix_canary_rolls_out_through_git_daemon() {
             "primary=100 canary=0",
         ]
     );
-    let primary = crate::loop_support::show(
+    let primary = crate::support::rollout::show(
         &w.bare,
         "main",
         "clusters/prod/podinfo/podinfo-primary.yaml",
@@ -444,7 +446,7 @@ fn apisix_rollback_routes_everything_back_to_the_primary() {
         &[("apps/podinfo/route.yaml", LOOP_ROUTE)],
     );
     w.until(Phase::Initialized);
-    let primary_before = crate::loop_support::show(
+    let primary_before = crate::support::rollout::show(
         &w.bare,
         "main",
         "clusters/prod/podinfo/podinfo-primary.yaml",
@@ -454,7 +456,7 @@ fn apisix_rollback_routes_everything_back_to_the_primary() {
     let weights = check_every_commit(&w.bare);
     assert_rolled_back(&weights, "primary=80 canary=20", "primary=100 canary=0");
     assert_eq!(
-        crate::loop_support::show(
+        crate::support::rollout::show(
             &w.bare,
             "main",
             "clusters/prod/podinfo/podinfo-primary.yaml"

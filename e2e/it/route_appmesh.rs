@@ -15,6 +15,7 @@ use sluice::yaml::snapshot::Snapshot;
 use crate::support::canary::errors;
 use crate::support::canary::load_repo as support_load_repo;
 use crate::support::canary::{ab_analysis, flagger_test, insider_ab, native_frontend};
+use crate::support::manifests::{APPMESH_TUTORIAL_META, APPMESH_TUTORIAL_SERVICE};
 use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
@@ -48,19 +49,6 @@ fn flagger(metadata: &str, service: &str, analysis: &str) -> String {
         .yaml(analysis)
 }
 
-/// The tutorial's first canary: the access-log annotation, its service and its steps.
-pub(crate) const TUTORIAL_META: &str = "  annotations:\n    appmesh.flagger.app/accesslog: enabled";
-pub(crate) const TUTORIAL_SERVICE: &str = "    port: 9898
-    timeout: 15s
-    retries:
-      attempts: 3
-      perTryTimeout: 5s
-      retryOn: \"gateway-error,client-error,stream-error\"
-    match:
-      - uri:
-          prefix: /
-    rewrite:
-      uri: /";
 const TUTORIAL_ANALYSIS: &str = "    maxWeight: 50\n    stepWeight: 5";
 /// Blue/green (Flagger's docs: iterations without match).
 const BLUE_GREEN: &str = "    iterations: 5";
@@ -119,15 +107,20 @@ fn cases() -> Vec<Case> {
     vec![
         case(
             "appmesh-tutorial-canary",
-            TUTORIAL_META,
-            TUTORIAL_SERVICE,
+            APPMESH_TUTORIAL_META,
+            APPMESH_TUTORIAL_SERVICE,
             TUTORIAL_ANALYSIS,
         ),
-        case("appmesh-tutorial-ab", "", TUTORIAL_SERVICE, &insider_ab(10)),
+        case(
+            "appmesh-tutorial-ab",
+            "",
+            APPMESH_TUTORIAL_SERVICE,
+            &insider_ab(10),
+        ),
         case(
             "appmesh-gitops-ab-regex",
             "",
-            TUTORIAL_SERVICE,
+            APPMESH_TUTORIAL_SERVICE,
             // `stefanprodan/gitops-appmesh` `apps/podinfo/abtest.yaml`: a user-agent regex.
             &ab_analysis(10, "user-agent", r#"regex: ".*(Firefox|curl).*""#),
         ),

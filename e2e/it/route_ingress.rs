@@ -10,49 +10,8 @@ use sluice::route::{render_route, Backends, Weights};
 use sluice::spec::model::Canary;
 
 use crate::support::canary::{ab_analysis, flagger_test, load_repo, NO_STATE};
+use crate::support::manifests::{nginx_canary, nginx_ingress, user_ingress};
 use crate::support::Schemas;
-
-/// The user's Ingress `name` in `test` (class `class`) sending `app.example.com` to `service`.
-fn user_ingress(name: &str, class: &str, service: &str) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: {name}
-  namespace: test
-  labels:
-    app: podinfo
-  annotations:
-    kubernetes.io/ingress.class: \"{class}\"
-spec:
-  rules:
-  - host: \"app.example.com\"
-    http:
-      paths:
-      - pathType: Prefix
-        path: \"/\"
-        backend:
-          service:
-            name: {service}
-            port:
-              number: 80
-"
-    )
-}
-
-/// `test/nginx/test-canary.sh`: the user's Ingress.
-pub fn nginx_ingress() -> String {
-    user_ingress("podinfo", "nginx", "podinfo")
-}
-
-/// A Flagger canary of `test/nginx/test-canary.sh` with `analysis` (indented four spaces).
-pub fn nginx_canary(analysis: &str) -> String {
-    flagger_test("    port: 80\n    targetPort: http")
-        .provider("nginx")
-        .refs("  ingressRef:\n    apiVersion: networking.k8s.io/v1\n    kind: Ingress\n    name: podinfo\n  progressDeadlineSeconds: 60\n")
-        .threshold(Some(5))
-        .yaml(analysis)
-}
 
 /// `test/nginx/test-canary.sh`, the first canary.
 const NGINX_STEPS: &str = "    maxWeight: 40\n    stepWeight: 20";

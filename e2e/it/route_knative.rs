@@ -13,9 +13,10 @@ use sluice::core::status::Phase;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
 use sluice::spec::model::Canary;
 
-use crate::loop_support::{assert_rolled_back, show, sluice_commits, World, STEPS};
 use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
 use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
+use crate::support::manifests::{KNATIVE_SERVICE, KNATIVE_SERVICE_FILE};
+use crate::support::rollout::{assert_rolled_back, show, sluice_commits, World, STEPS};
 use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, str_pairs, Schemas};
 
@@ -330,20 +331,6 @@ fn knative_refuses_what_it_cannot_render() {
 
 // The loop: a Knative Service in the repo, the canary, and a human bumping its image.
 
-pub(crate) const LOOP_SERVICE: &str = "apiVersion: serving.knative.dev/v1
-kind: Service
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  template:
-    spec:
-      containers:
-        - image: ghcr.io/stefanprodan/podinfo:6.7.0
-          ports:
-            - containerPort: 9898
-";
-pub(crate) const LOOP_SERVICE_FILE: &str = "apps/podinfo/service.yaml";
 const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
 const OUTPUT: &str = "clusters/prod/podinfo";
 
@@ -366,8 +353,8 @@ fn bump(w: &World, version: &str) {
     let clone = human_clone(&w.bare.display().to_string(), &dir.path().join("h"));
     human_commit(
         &clone,
-        LOOP_SERVICE_FILE,
-        &LOOP_SERVICE.replace("6.7.0", version),
+        KNATIVE_SERVICE_FILE,
+        &KNATIVE_SERVICE.replace("6.7.0", version),
         &format!("podinfo: {version}"),
     );
 }
@@ -399,7 +386,7 @@ fn check_every_commit(bare: &Path) -> Vec<String> {
             &["diff-tree", "--no-commit-id", "-r", "--name-only", &sha],
         );
         assert!(
-            !touched.lines().any(|f| f == LOOP_SERVICE_FILE),
+            !touched.lines().any(|f| f == KNATIVE_SERVICE_FILE),
             "{sha} edited the user's Service"
         );
         let status: Json = serde_saphyr::from_str(&show(bare, &sha, STATUS_FILE)).unwrap();
@@ -449,7 +436,7 @@ fn check_every_commit(bare: &Path) -> Vec<String> {
         );
     }
     let shas: Vec<String> = sluice_commits(bare).into_iter().map(|(s, _)| s).collect();
-    crate::drift::every_commit_drawn_by_sluice(bare, &shas);
+    crate::support::rollout::every_commit_drawn_by_sluice(bare, &shas);
     found
 }
 
@@ -465,7 +452,7 @@ fn template_revision(bare: &Path, rev: &str) -> String {
 
 #[test]
 fn knative_canary_steps_and_promotes_through_git_daemon() {
-    let mut w = World::with_files(&loop_canary(""), &[(LOOP_SERVICE_FILE, LOOP_SERVICE)]);
+    let mut w = World::with_files(&loop_canary(""), &[(KNATIVE_SERVICE_FILE, KNATIVE_SERVICE)]);
     w.until(Phase::Initialized);
     let first = template_revision(&w.bare, "main");
     bump(&w, "6.7.1");
@@ -504,7 +491,7 @@ fn knative_canary_steps_and_promotes_through_git_daemon() {
 /// hashes are, every rollout's subject and `Sluice-Revision` trailer would say "podinfo".
 #[test]
 fn knative_commits_name_the_whole_revision_not_its_first_seven_characters() {
-    let mut w = World::with_files(&loop_canary(""), &[(LOOP_SERVICE_FILE, LOOP_SERVICE)]);
+    let mut w = World::with_files(&loop_canary(""), &[(KNATIVE_SERVICE_FILE, KNATIVE_SERVICE)]);
     w.until(Phase::Initialized);
     bump(&w, "6.7.1");
     w.until(Phase::Progressing);
@@ -531,7 +518,10 @@ fn knative_rollback_routes_everything_back_to_the_primary_revision() {
     // The offline observer never observes a metric, so every check fails.
     let metrics =
         "    metrics:\n      - name: request-success-rate\n        thresholdRange: {min: 99}";
-    let mut w = World::with_files(&loop_canary(metrics), &[(LOOP_SERVICE_FILE, LOOP_SERVICE)]);
+    let mut w = World::with_files(
+        &loop_canary(metrics),
+        &[(KNATIVE_SERVICE_FILE, KNATIVE_SERVICE)],
+    );
     w.until(Phase::Initialized);
     let first = template_revision(&w.bare, "main");
     bump(&w, "6.7.1");

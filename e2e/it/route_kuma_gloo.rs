@@ -11,6 +11,7 @@ use sluice::spec::settings::Settings;
 
 use crate::support::canary::load_repo as support_load_repo;
 use crate::support::canary::{flagger_test, insider_ab, native_frontend};
+use crate::support::manifests::GLOO_CONFIG_UPSTREAM;
 use crate::support::route_case::{documents, RouteCase as Case};
 use crate::support::Schemas;
 
@@ -47,22 +48,7 @@ const GLOO_REF: &str = "  upstreamRef:
     name: config-upstream
     namespace: gloo-system";
 const GLOO_ANALYSIS: &str = "    maxWeight: 50\n    stepWeight: 10";
-/// The Upstream `test/gloo/test-canary.sh` applies for the canary to copy settings from.
-pub(crate) const CONFIG_UPSTREAM: &str = "apiVersion: gloo.solo.io/v1
-kind: Upstream
-metadata:
-  name: config-upstream
-  namespace: gloo-system
-spec:
-  static:
-    hosts:
-    - addr: \"example.com\"
-      port: 80
-  connectionConfig:
-    connectTimeout: 2s
-    maxRequestsPerConnection: 51
-";
-/// A load balancer config the canary's Upstreams copy from [`CONFIG_UPSTREAM`] too.
+/// A load balancer config the canary's Upstreams copy from [`GLOO_CONFIG_UPSTREAM`] too.
 const LOAD_BALANCER: &str = "  loadBalancerConfig:
     roundRobin:
       slowStartConfig:
@@ -136,7 +122,7 @@ fn cases() -> Vec<Case> {
             ),
             &[(
                 "upstream.yaml",
-                &format!("{CONFIG_UPSTREAM}{LOAD_BALANCER}"),
+                &format!("{GLOO_CONFIG_UPSTREAM}{LOAD_BALANCER}"),
             )],
         ),
         case(

@@ -8,19 +8,18 @@
 //! errors with the source's file and line; `sluice validate` and `sluice plan`.
 
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value as Json};
 use sluice::core::status::Phase;
 
-use crate::loop_support::{
+use crate::support::canary::{load_one, podinfo, repo_errors};
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
+use crate::support::rollout::{
     kustomize_builds, show, sluice_commits, weights, Commit, Provider, OUTPUT, ROUTE_FILE,
     STATUS_FILE, STEPPED,
 };
-use crate::support::canary::{load_one, podinfo, repo_errors};
 use crate::support::{human_clone, human_commit, run_sluice, seeded_remote, GitDaemon, Schemas};
-use crate::workload::{CONFIGS, DEPLOYMENT};
 
 const SOURCE_FILE: &str = "apps/podinfo/httproute.yaml";
 const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
@@ -223,7 +222,7 @@ fn route_source_rolls_back_with_the_users_rules() {
 
 #[test]
 fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights() {
-    let mut w = ROUTE_SOURCE.world(crate::loop_support::STEPS);
+    let mut w = ROUTE_SOURCE.world(crate::support::rollout::STEPS);
     w.until(Phase::Initialized);
     w.new_revision("6.7.1");
     // Until traffic reached the canary.
@@ -243,7 +242,7 @@ fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights()
     );
     w.until(Phase::Succeeded);
     let found = ROUTE_SOURCE.check_every_commit(&w.bare, false);
-    assert_eq!(crate::loop_support::distinct(found), STEPPED);
+    assert_eq!(crate::support::rollout::distinct(found), STEPPED);
     let last = sluice_commits(&w.bare).pop().unwrap().0;
     let route = show(&w.bare, &last, ROUTE_FILE);
     assert!(route.contains("archive.example.com"), "{route}");
@@ -262,7 +261,7 @@ fn route_source_edit_mid_rollout_reaches_the_output_without_moving_the_weights()
 
 #[test]
 fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_clean() {
-    let mut w = ROUTE_SOURCE.world(crate::loop_support::STEPS);
+    let mut w = ROUTE_SOURCE.world(crate::support::rollout::STEPS);
     w.until(Phase::Initialized);
     let status_before = show(&w.bare, "main", STATUS_FILE);
     let commits_before = sluice_commits(&w.bare).len();
@@ -293,7 +292,7 @@ fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_
     );
     // Nothing more to do, no drift: the copy is sluice's.
     assert_eq!(w.tick().commits, 0);
-    let (code, report) = crate::audit::audit(&w.bare);
+    let (code, report) = crate::support::audit::audit(&w.bare);
     assert_eq!((code, &report["findings"]), (0, &json!([])), "{report:#}");
     assert_eq!(
         report["replayed"], 2,
@@ -303,8 +302,8 @@ fn route_source_edit_of_an_idle_canary_is_committed_at_the_next_tick_and_audits_
     w.new_revision("6.7.1");
     w.until(Phase::Succeeded);
     let found = ROUTE_SOURCE.check_every_commit(&w.bare, false);
-    assert_eq!(crate::loop_support::distinct(found), STEPPED);
-    crate::audit::clean(&w.bare);
+    assert_eq!(crate::support::rollout::distinct(found), STEPPED);
+    crate::support::audit::clean(&w.bare);
 }
 
 #[test]
@@ -313,7 +312,7 @@ fn route_source_edit_waits_while_an_approval_carries_the_next_change() {
         "stepWeights: [10, 20, 30, 40, 50, 60]",
         "steps: [{weight: 20, pause: {}}, {weight: 60}]",
     );
-    let mut w = crate::loop_support::World::with_files(&canary, &[(SOURCE_FILE, SOURCE)]);
+    let mut w = crate::support::rollout::World::with_files(&canary, &[(SOURCE_FILE, SOURCE)]);
     w.until(Phase::Initialized);
     w.new_revision("6.7.1");
     w.until(Phase::WaitingApproval);
@@ -344,15 +343,6 @@ spec:
   analysis: {{interval: 1s, threshold: 2, stepWeights: [10, 20, 30, 40, 50, 60]}}
 "
     )
-}
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The status file at main, once there is one.
@@ -395,13 +385,7 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
     );
     let daemon = GitDaemon::start(tmp.path());
     let url = daemon.url("config.git");
-    let child = crate::support::sluice_run(&url, &tmp.path().join("work"), "200ms", "127.0.0.1:0")
-        .env("SLUICE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sluice run starts");
-    let _sluice = Daemon(child);
+    let _sluice = crate::support::sluice_daemon(&url, &tmp.path().join("work")).start();
     wait_for(&bare, "initialization", |s| s["phase"] == "Initialized");
     let human = human_clone(&url, &tmp.path().join("human"));
     human_commit(
@@ -436,7 +420,7 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
         seen.push(split);
     }
     assert!(edited, "the human edit reached the output");
-    let canary: Vec<u64> = crate::loop_support::distinct(seen)
+    let canary: Vec<u64> = crate::support::rollout::distinct(seen)
         .iter()
         .map(|w| w.rsplit('=').next().unwrap().parse().unwrap())
         .collect();

@@ -4,20 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::{git, seeded_remote};
+use crate::support::{git, keygen, seeded_remote};
 
 const ROUTE_ONLY_WEB: &str = "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n";
-
-/// A new unencrypted key pair of `kind` at `path` (and `path.pub`); returns the public line.
-pub fn keygen(path: &Path, kind: &str) -> String {
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", kind, "-N", "", "-C", "sluice", "-f"])
-        .arg(path)
-        .status()
-        .expect("ssh-keygen (openssh-client) must be installed");
-    assert!(status.success());
-    std::fs::read_to_string(path.with_extension("pub")).unwrap()
-}
 
 /// `sluice reconcile` once over `bare`, signing with `key`, as the image runs it.
 fn reconcile_as_in_the_image(tmp: &Path, bare: &Path, key: &Path) -> Output {

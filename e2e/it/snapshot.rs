@@ -12,7 +12,7 @@ use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::{read_bounded, Snapshot};
 
 use crate::support::canary::podinfo;
-use crate::workload::{CONFIGS, DEPLOYMENT};
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
 
 /// `podinfo` in `prod` on OSM, judged by a MetricTemplate from `istio-system`.
 fn flagger_canary() -> String {

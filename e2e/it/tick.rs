@@ -141,7 +141,7 @@ fn counting_runtime() -> (
 /// the status file) is read, never the unchanged specs, sources, templates or settings.
 #[test]
 fn a_tick_reads_each_repo_file_once_and_unchanged_files_not_at_all() {
-    use crate::workload::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
+    use crate::support::manifests::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
     let tmp = tempfile::tempdir().unwrap();
     let settings = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nsettle: 0s\n";
     let template = "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata: {name: latency, namespace: prod}\nspec:\n  provider: {type: prometheus, address: 'http://127.0.0.1:9'}\n  query: histogram_quantile(0.99, rate(x[1m]))\n";

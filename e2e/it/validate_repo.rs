@@ -3,14 +3,14 @@
 //! canaries in a running loop never start.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use sluice::tick::tick;
 
-use crate::loop_support::commits_of;
+use crate::support::rollout::commits_of;
 use crate::support::{git, human_clone, human_commit, seeded_remote, sluice_clone, tick_context};
+use crate::support::{repo, validate};
 
 /// A route-only canary `shop/<name>` whose one metric uses the template `template`
 /// (`templateRef` on line 13), or no metric when `template` is `None`.
@@ -47,33 +47,6 @@ spec:
 }
 
 const QUERY: &str = "sum(rate(http_requests_total{namespace=\"{{ namespace }}\"}[{{ interval }}]))";
-
-/// A work tree (`git init`) holding `files`.
-pub(crate) fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q"]);
-    for (path, text) in files {
-        let at = dir.path().join(path);
-        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-        std::fs::write(at, text).unwrap();
-    }
-    dir
-}
-
-/// `sluice validate <args>` run in `dir`: (exit code, stdout, stderr).
-pub(crate) fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("validate")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run sluice");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()

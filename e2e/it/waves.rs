@@ -20,7 +20,7 @@ use sluice::observer::{External, Observer, Request};
 use sluice::spec::settings::Settings;
 use sluice::tick::tick;
 
-use crate::loop_support::kustomize_builds;
+use crate::support::rollout::kustomize_builds;
 use crate::support::{
     git, human_clone, human_commit, run_sluice, served_clone, tick_context, Schemas,
 };
@@ -418,13 +418,13 @@ fn a_bad_metric_in_wave_two_under_rollback_reverts_staging_too_and_wave_three_ne
     let (code, out, err) = run_sluice(&["status", "--dir", &bare, "-o", "json"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("Reverted to revision v1"), "{out}");
-    crate::audit::clean(&fleet.bare);
+    crate::support::audit::clean(&fleet.bare);
     fleet.check_outputs();
     // A newer revision starts from wave 1 as usual and walks through every wave.
     fleet.clusters.set("eu", 0.0);
     fleet.release("v3", "rollback", false);
     fleet.until("all on v3", |p| p == ["Succeeded v3"; 3]);
-    crate::audit::clean(&fleet.bare);
+    crate::support::audit::clean(&fleet.bare);
     fleet.check_outputs();
 }
 
@@ -501,6 +501,6 @@ fn under_rollback_a_workload_wave_goes_back_to_its_old_primary_and_is_not_drift(
         &["show", "main:clusters/staging/web/web-primary.yaml"],
     );
     assert!(primary.contains("example/web:1.0"), "{primary}");
-    crate::audit::clean(&fleet.bare);
+    crate::support::audit::clean(&fleet.bare);
     fleet.check_outputs();
 }

@@ -15,20 +15,22 @@
 //! documents pass their strict schemas and each wave's folder builds.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::approval::{ForgeFake, Kind};
-use crate::loop_support::kustomize_builds;
-use crate::metrics::support::{Canned, Server};
-use crate::support::{git, human_clone, human_commit, merge_approval, GitDaemon, Schemas};
-use crate::sync::{kustomization_object, ready_true, FakeKubeApi};
+use crate::support::forge::{ForgeFake, Kind};
+use crate::support::kube::{kustomization_object, ready_true, FakeKubeApi};
+use crate::support::metrics::{Canned, Server};
+use crate::support::rollout::kustomize_builds;
+use crate::support::{
+    git, human_clone, human_commit, merge_approval, reconcile_ticks, sluice_daemon, Daemon,
+    GitDaemon, Schemas,
+};
 
 const FILE: &str = "apps/web/canary.yaml";
 const WAVES: [&str; 3] = ["staging", "eu", "us"];
@@ -83,25 +85,6 @@ fn vector(value: f64) -> Canned {
             r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{}},"value":[1767225600,"{value}"]}}]}}}}"#
         ),
     )
-}
-
-/// The daemon: its process (killed when dropped) and everything it logged.
-struct Daemon {
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Daemon {
-    fn logged_address(&self, what: &str) -> Option<String> {
-        crate::support::logged_address(&self.log.lock().unwrap(), what)
-    }
 }
 
 /// A release under test: the remote and its `git daemon`, a human's clone, three clusters
@@ -204,58 +187,33 @@ impl Fleet {
     }
 
     fn run_sluice(&mut self) {
-        let mut child = crate::support::sluice_run_stepped(
-            &self.url,
-            &self.tmp.path().join("d"),
-            "200ms",
-            "127.0.0.1:0",
-        )
-        .env("SLUICE_LOG", "info")
-        .env("SLUICE_FORGE_TOKEN", "t0k")
-        .env(WEBHOOK_VAR, self.hook.url())
-        .env("SLUICE_SECRET_SHOP__PROM_EU__TOKEN", EU_TOKEN)
-        .envs(WAVES.map(|wave| {
+        let mut daemon = sluice_daemon(&self.url, &self.tmp.path().join("d"))
+            .stepped()
+            .log(Some("info"))
+            .env("SLUICE_FORGE_TOKEN", "t0k")
+            .env(WEBHOOK_VAR, self.hook.url())
+            .env("SLUICE_SECRET_SHOP__PROM_EU__TOKEN", EU_TOKEN)
+            // The fake API servers speak plain http, which only the operator may allow.
+            .env(sluice::waves::servers::ALLOW_HTTP_VAR, "true")
+            .env("KUBECONFIG", self.tmp.path().join("no-kubeconfig"))
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        for wave in WAVES {
             let var = sluice::secrets::env_var("shop", &format!("{wave}-cluster"), "token");
-            (var, format!("{wave}-sa-token"))
-        }))
-        // The fake API servers speak plain http, which only the operator may allow.
-        .env(sluice::waves::servers::ALLOW_HTTP_VAR, "true")
-        .env("KUBECONFIG", self.tmp.path().join("no-kubeconfig"))
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        self.daemon = Some(Daemon { child, log });
+            daemon = daemon.env(var, format!("{wave}-sa-token"));
+        }
+        self.daemon = Some(daemon.start());
     }
 
     fn log(&self) -> String {
-        self.daemon
-            .as_ref()
-            .map(|d| d.log.lock().unwrap().clone())
-            .unwrap_or_default()
+        self.daemon.as_ref().map(Daemon::log).unwrap_or_default()
     }
 
     /// Waits (at most 60 s) until the daemon has ticked `n` more times.
     fn ticks(&self, n: u64) {
-        let main = self
-            .daemon
-            .as_ref()
-            .and_then(|d| d.logged_address("Serving /hooks/git"))
-            .expect("the daemon logged its main address");
-        let until = crate::daemon::ticks(&main) + n;
+        let main = self.daemon.as_ref().expect("the daemon runs").main();
+        let until = reconcile_ticks(main) + n;
         let deadline = Instant::now() + Duration::from_secs(60);
-        while crate::daemon::ticks(&main) < until {
+        while reconcile_ticks(main) < until {
             assert!(Instant::now() < deadline, "no {n} ticks:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -263,12 +221,8 @@ impl Fleet {
 
     /// `/readyz` of the daemon's probe listener: (status, body).
     fn readyz(&self) -> (u16, String) {
-        let probes = self
-            .daemon
-            .as_ref()
-            .and_then(|d| d.logged_address("Serving probes"))
-            .expect("the daemon logged its probe address");
-        crate::support::http(&probes, "GET", "/readyz", &[], b"")
+        let probes = self.daemon.as_ref().expect("the daemon runs").probes();
+        crate::support::http(probes, "GET", "/readyz", &[], b"")
     }
 
     fn release(&self, revision: &str) {

@@ -9,7 +9,7 @@
 
 use jiff::Timestamp;
 
-use crate::approval::{assert_waiting_again, waiting, ForgeFake, KINDS, STATUS};
+use crate::support::forge::{assert_waiting_again, waiting, ForgeFake, KINDS, STATUS};
 use crate::support::{git, merge_approval, World};
 
 const ROUTE: &str = "clusters/shop/web/route.yaml";

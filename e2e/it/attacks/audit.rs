@@ -10,32 +10,11 @@ use std::path::Path;
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::audit::{audit, clean, found_commits, line, phase, FILE};
-use crate::loop_support::{World, CANARY_FILE, FAILING, ROUTE_FILE, STEPS};
+use crate::support::audit::{audit, found_commits, line};
+use crate::support::audit::{running, web_route};
 use crate::support::canary::podinfo;
-use crate::support::{git, route_only_web, show};
-
-const WEB_STEPS: &str = "[{weight: 20}, {weight: 40}, {weight: 60}, {weight: 80}]";
-
-/// `shop/web` in the middle of a rollout, audited clean.
-pub(super) fn running() -> World {
-    let mut w = World::local(&[(FILE, &route_only_web("v1", WEB_STEPS))]);
-    w.ticks(1);
-    w.human_writes(FILE, &route_only_web("v2", WEB_STEPS), "web: v2");
-    w.ticks(3);
-    assert_eq!(phase(&w), "Progressing");
-    clean(&w.bare);
-    w
-}
-
-/// The route file sluice writes for `shop/web`.
-pub(super) fn web_route(w: &World) -> String {
-    git(&w.bare, &["ls-tree", "-r", "--name-only", "main"])
-        .lines()
-        .find(|f| f.ends_with("/route.yaml") && f.contains("web"))
-        .expect("a route file for shop/web")
-        .to_string()
-}
+use crate::support::rollout::{World, CANARY_FILE, FAILING, ROUTE_FILE, STEPS};
+use crate::support::{git, show};
 
 /// The route at main with a hand edit (any change of an owned file will do).
 fn all_to_canary(w: &World, route: &str) -> String {

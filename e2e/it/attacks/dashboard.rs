@@ -13,8 +13,10 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value as Json;
 
-use crate::dashboard::webdriver::Browser;
-use crate::dashboard::{initialized, screenshots, sluice_dashboard_with, DESKTOP};
+use crate::support::dashboard::{
+    initialized, screenshots, sluice_dashboard_with, Process, DESKTOP,
+};
+use crate::support::webdriver::Browser;
 use crate::support::{git, http, human_commit};
 
 /// The loader's limit (`yaml::snapshot::MAX_FILE_BYTES`).
@@ -119,7 +121,7 @@ fn parseable_blobs(bare: &Path) -> usize {
 
 /// `sluice dashboard --dir bare` with `$TMPDIR` at `tmpdir`, its JSON log (debug for the
 /// dashboard) in `log`.
-fn dashboard(bare: &Path, tmpdir: &Path, log: &Path) -> (crate::dashboard::Process, String) {
+fn dashboard(bare: &Path, tmpdir: &Path, log: &Path) -> (Process, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
     cmd.arg("--log-format=json")
         .env("SLUICE_LOG", "warn,sluice::dashboard=debug")

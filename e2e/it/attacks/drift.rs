@@ -7,9 +7,9 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::drift::hand_edited;
-use crate::loop_support::{show, World, ROUTE_FILE, STATUS_FILE, STEPS};
-use crate::signing_image::keygen;
+use crate::support::keygen;
+use crate::support::rollout::hand_edited;
+use crate::support::rollout::{show, World, ROUTE_FILE, STATUS_FILE, STEPS};
 use crate::support::{canary, git};
 
 const SETTINGS: &str = ".sluice/config.yaml";

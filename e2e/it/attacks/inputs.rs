@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value as Json;
 
-use super::audit::{running, web_route};
+use crate::support::audit::{running, web_route};
 use crate::support::{git, show};
 
 /// `sluice audit --dir <repo> -o json` under `/usr/bin/time -v`: (exit code, report, peak

@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use crate::judge_loop::{judged_canary, rolled_out, trailers};
-use crate::metrics::prometheus_e2e::Scraped;
-use crate::metrics::support::{loop_deployment as deployment, phase};
+use crate::support::judge::{judged_canary, rolled_out, trailers};
+use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::prometheus::Scraped;
 use crate::support::{git, run_sluice, seeded_remote};
 
 fn write_series(path: &Path, values: &[f64]) {
@@ -195,5 +195,5 @@ async fn a_canary_the_judge_cannot_test_is_rolled_back_not_promoted() {
     );
     assert!(!all.contains(" pass ("), "{all}");
     // The replay records hold the series: audit judges them again and finds what was decided.
-    crate::audit::clean(&bare);
+    crate::support::audit::clean(&bare);
 }

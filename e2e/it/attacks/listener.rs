@@ -3,15 +3,15 @@
 //! and over), a signed webhook replayed under fresh delivery ids, and the dashboard read
 //! through the webhook port that an ingress exposes.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{github_signature, http, logged_address, seeded_remote};
+use crate::support::{
+    daemon_on_remote, get_status, github_signature, http, reconcile_ticks, DaemonOnRemote,
+};
 
 const SECRET: &str = "s3cret";
 
@@ -19,124 +19,38 @@ fn canary() -> &'static str {
     "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {name: web, namespace: shop}\nspec:\n  routeOnly: {services: [web-blue, web-green], revision: v1}\n  service: {port: 8080}\n  route: {apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}\n  analysis: {interval: 1s, stepWeights: [50]}\n"
 }
 
-/// `sluice run`, both listeners on free ports it picks itself; killed when dropped, even by a
-/// failed assertion.
-pub(super) struct Daemon {
-    child: std::process::Child,
-    /// The main listener (`/metrics`, `/hooks/git`).
-    pub(super) main: String,
-    /// The probe listener (`/healthz`, `/readyz`).
-    probes: String,
-    /// Everything it logged so far (at `info`).
-    pub(super) log: Arc<Mutex<String>>,
-    /// The remote it reconciles.
-    pub(super) bare: std::path::PathBuf,
-    _tmp: tempfile::TempDir,
+/// `sluice run` on a fresh remote holding `files`, polling every `poll`, with the webhook
+/// secret [`SECRET`] and `env` added, logging at `info`, both listeners on free ports it
+/// picks itself, once its probe listener says it is ready.
+fn daemon_with(files: &[(&str, &str)], poll: &str, env: &[(&str, &str)]) -> DaemonOnRemote {
+    daemon_listening(files, poll, env, "127.0.0.1:0", &[])
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// [`daemon_with`] on the one canary `apps/web.yaml` with a one-minute poll.
+fn start() -> DaemonOnRemote {
+    daemon_with(&[("apps/web.yaml", canary())], "60s", &[])
 }
 
-impl Daemon {
-    /// Started on a fresh remote with a one-minute poll, once its probe listener says it is
-    /// ready.
-    fn start() -> Daemon {
-        Daemon::start_with(&[("apps/web.yaml", canary())], "60s", &[])
-    }
+/// [`start`] with the main listener on `listen` and more arguments for `sluice run`.
+fn start_listening(listen: &str, more: &[&str]) -> DaemonOnRemote {
+    daemon_listening(&[("apps/web.yaml", canary())], "60s", &[], listen, more)
+}
 
-    /// Started on a fresh remote holding `files`, polling every `poll`, with `env` added, once
-    /// its probe listener says it is ready.
-    pub(super) fn start_with(files: &[(&str, &str)], poll: &str, env: &[(&str, &str)]) -> Daemon {
-        Daemon::spawn(files, poll, env, "127.0.0.1:0", &[])
-    }
-
-    /// [`Daemon::start`] with the main listener on `listen` and more arguments for `sluice run`.
-    fn start_listening(listen: &str, more: &[&str]) -> Daemon {
-        Daemon::spawn(&[("apps/web.yaml", canary())], "60s", &[], listen, more)
-    }
-
-    fn spawn(
-        files: &[(&str, &str)],
-        poll: &str,
-        env: &[(&str, &str)],
-        listen: &str,
-        more: &[&str],
-    ) -> Daemon {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = seeded_remote(tmp.path(), files);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["run", "--repo"])
-            .arg(&bare)
-            .args(["--poll", poll, "--listen", listen])
-            .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
-            .arg(tmp.path().join("d"))
+fn daemon_listening(
+    files: &[(&str, &str)],
+    poll: &str,
+    env: &[(&str, &str)],
+    listen: &str,
+    more: &[&str],
+) -> DaemonOnRemote {
+    daemon_on_remote(files, |d| {
+        d.poll(poll)
+            .listen(listen)
             .args(more)
             .env("SLUICE_WEBHOOK_SECRET", SECRET)
-            .env("SLUICE_LOG", "info")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let (main, probes) = loop {
-            let text = log.lock().unwrap().clone();
-            if let (Some(main), Some(probes)) = (
-                logged_address(&text, "Serving /hooks/git"),
-                logged_address(&text, "Serving probes"),
-            ) {
-                break (main, probes);
-            }
-            assert!(Instant::now() < deadline, "no listener logged:\n{text}");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let daemon = Daemon {
-            child,
-            main,
-            probes,
-            log,
-            bare,
-            _tmp: tmp,
-        };
-        while probe(&daemon.probes, "/readyz") != Some(200) {
-            assert!(Instant::now() < deadline, "the daemon never became ready");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        daemon
-    }
-}
-
-/// One probe as the kubelet makes it: a fresh connection, a generous timeout; `None` when the
-/// connection fails or closes without an answer.
-fn probe(addr: &str, path: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).ok()?;
-    let mut out = Vec::new();
-    stream.read_to_end(&mut out).ok()?;
-    String::from_utf8_lossy(&out)
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+            .log(Some("info"))
+            .envs(env)
+    })
 }
 
 /// `count` connections to `target` from the loopback address `from`, each sending part of a
@@ -239,7 +153,7 @@ fn thirty_probes_succeed(addr: &str) {
     for i in 0..30 {
         for path in ["/healthz", "/readyz"] {
             assert_eq!(
-                probe(addr, path),
+                get_status(addr, path),
                 Some(200),
                 "probe {} of 30 ({path}) failed",
                 i + 1
@@ -253,30 +167,19 @@ fn thirty_probes_succeed(addr: &str) {
 /// drop, cannot fail the kubelet's probes: those are served on a listener of their own.
 #[test]
 fn half_open_connections_on_the_main_listener_do_not_starve_the_probes() {
-    let daemon = Daemon::start();
-    let _flood = flooded(&daemon.main, "127.0.0.1", 1000);
-    thirty_probes_succeed(&daemon.probes);
+    let daemon = start();
+    let _flood = flooded(daemon.main(), "127.0.0.1", 1000);
+    thirty_probes_succeed(daemon.probes());
 }
 
 /// The probe listener too keeps room for the kubelet when one peer floods it (the install
 /// manifest exposes it on the pod's address): a peer holds only a few connections at once.
 #[test]
 fn one_peer_flooding_the_probe_listener_leaves_room_for_the_kubelet() {
-    let daemon = Daemon::start();
+    let daemon = start();
     // Another address of the loopback network stands for a pod in the cluster.
-    let _flood = flooded(&daemon.probes, "127.0.0.2", 1000);
-    thirty_probes_succeed(&daemon.probes);
-}
-
-/// The `sluice_reconcile_ticks_total` counter, from /metrics on the main listener.
-fn ticks(addr: &str) -> u64 {
-    let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
-    assert_eq!(status, 200, "{metrics}");
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("sluice_reconcile_ticks_total "))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map_or_else(|| panic!("no tick counter in {metrics}"), |v| v as u64)
+    let _flood = flooded(daemon.probes(), "127.0.0.2", 1000);
+    thirty_probes_succeed(daemon.probes());
 }
 
 /// The tick counter once it moved past `from` and then stayed put for two seconds.
@@ -285,7 +188,7 @@ fn settled_after(addr: &str, from: u64) -> u64 {
     let mut last = from;
     loop {
         std::thread::sleep(Duration::from_secs(2));
-        let now = ticks(addr);
+        let now = reconcile_ticks(addr);
         if now == last && now > from {
             return now;
         }
@@ -302,8 +205,8 @@ type Forge<'a> = (&'a str, &'a [u8], [(&'a str, &'a str); 2], &'a str);
 /// within the replay window wakes the loop once, on every forge's headers.
 #[test]
 fn a_signed_webhook_replayed_under_fresh_delivery_ids_wakes_once() {
-    let daemon = Daemon::start();
-    let addr = daemon.main.as_str();
+    let daemon = start();
+    let addr = daemon.main();
     let github = br#"{"ref":"refs/heads/main","after":"1111111111111111111111111111111111111111"}"#;
     let gitea = br#"{"ref":"refs/heads/main","after":"2222222222222222222222222222222222222222"}"#;
     let gitlab = br#"{"object_kind":"push","ref":"refs/heads/main","checkout_sha":"3333333333333333333333333333333333333333"}"#;
@@ -331,7 +234,7 @@ fn a_signed_webhook_replayed_under_fresh_delivery_ids_wakes_once() {
         ),
     ];
     for (forge, body, auth, delivery_header) in forges {
-        let start = ticks(addr);
+        let start = reconcile_ticks(addr);
         let answers: Vec<u16> = (0..10)
             .map(|i| {
                 let delivery = format!("{forge}-fresh-{i}");
@@ -366,14 +269,18 @@ fn the_webhook_port_serves_no_dashboard_unless_told() {
         "/fragments/overview",
         "/assets/dashboard.js",
     ];
-    let daemon = Daemon::start();
+    let daemon = start();
     for path in dashboard_paths {
-        assert_eq!(probe(&daemon.main, path), Some(404), "{path} on --listen");
+        assert_eq!(
+            get_status(daemon.main(), path),
+            Some(404),
+            "{path} on --listen"
+        );
     }
-    assert_eq!(probe(&daemon.main, "/metrics"), Some(200));
+    assert_eq!(get_status(daemon.main(), "/metrics"), Some(200));
     drop(daemon);
 
-    let daemon = Daemon::start_listening(
+    let daemon = start_listening(
         "127.0.0.1:0",
         &[
             "--dashboard-listen",
@@ -382,23 +289,29 @@ fn the_webhook_port_serves_no_dashboard_unless_told() {
             "127.0.0.1:0",
         ],
     );
-    let log = daemon.log.lock().unwrap().clone();
-    let dashboard = logged_address(&log, "Serving the dashboard at /").expect(&log);
-    let metrics = logged_address(&log, "Serving /metrics").expect(&log);
+    let dashboard = daemon.address("Serving the dashboard at /");
+    let metrics = daemon.address("Serving /metrics");
     for path in dashboard_paths {
-        assert_eq!(probe(&daemon.main, path), Some(404), "{path} on --listen");
         assert_eq!(
-            probe(&metrics, path),
+            get_status(daemon.main(), path),
+            Some(404),
+            "{path} on --listen"
+        );
+        assert_eq!(
+            get_status(&metrics, path),
             Some(404),
             "{path} on --metrics-listen"
         );
     }
-    assert_eq!(probe(&dashboard, "/"), Some(200));
-    assert_eq!(probe(&dashboard, "/api/v1/canaries/shop/web"), Some(200));
-    assert_eq!(probe(&daemon.main, "/metrics"), Some(404));
-    assert_eq!(probe(&metrics, "/metrics"), Some(200));
-    assert_eq!(probe(&dashboard, "/metrics"), Some(404));
-    assert_eq!(probe(&dashboard, "/hooks/git"), Some(404));
+    assert_eq!(get_status(&dashboard, "/"), Some(200));
+    assert_eq!(
+        get_status(&dashboard, "/api/v1/canaries/shop/web"),
+        Some(200)
+    );
+    assert_eq!(get_status(daemon.main(), "/metrics"), Some(404));
+    assert_eq!(get_status(&metrics, "/metrics"), Some(200));
+    assert_eq!(get_status(&dashboard, "/metrics"), Some(404));
+    assert_eq!(get_status(&dashboard, "/hooks/git"), Some(404));
 }
 
 /// Naming `--listen`'s own address tells sluice to serve the dashboard there (the oauth2-proxy
@@ -408,8 +321,8 @@ fn the_dashboard_on_the_webhook_port_when_named() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = free.local_addr().unwrap().to_string();
     drop(free);
-    let daemon = Daemon::start_listening(&addr, &["--dashboard-listen", &addr]);
-    assert_eq!(daemon.main, addr);
-    assert_eq!(probe(&daemon.main, "/"), Some(200));
-    assert_eq!(probe(&daemon.main, "/metrics"), Some(200));
+    let daemon = start_listening(&addr, &["--dashboard-listen", &addr]);
+    assert_eq!(daemon.main(), addr);
+    assert_eq!(get_status(daemon.main(), "/"), Some(200));
+    assert_eq!(get_status(daemon.main(), "/metrics"), Some(200));
 }

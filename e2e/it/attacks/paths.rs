@@ -7,10 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::listener::Daemon;
-use crate::metrics::support::{Canned, Server};
 use crate::support::canary::route_only_smi;
-use crate::support::{git, human_clone, human_commit, run_sluice, run_sluice_env, seeded_remote};
+use crate::support::metrics::{Canned, Server};
+use crate::support::repo;
+use crate::support::{
+    daemon_on_remote, git, human_clone, human_commit, reconcile_ticks, run_sluice, run_sluice_env,
+    seeded_remote, Daemon, DaemonOnRemote,
+};
 
 const FILE: &str = "apps/web.yaml";
 
@@ -30,18 +33,6 @@ fn waves_canary(name: &str, cluster: &[&str]) -> String {
         text.push_str(&format!("        {line}\n"));
     }
     text
-}
-
-/// A repo (a work tree, not committed: `validate` reads files) holding `files`.
-fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q"]);
-    for (path, text) in files {
-        let at = dir.path().join(path);
-        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-        std::fs::write(at, text).unwrap();
-    }
-    dir
 }
 
 /// `sluice validate` on a repo holding `text` as [`FILE`], with `env`: (exit code, output).
@@ -145,8 +136,8 @@ fn a_waves_api_server_over_http_is_refused_unless_the_operator_allows_it() {
 /// Waits (at most 60 s) until the daemon has finished `count` ticks.
 fn wait_for_ticks(daemon: &Daemon, count: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while crate::daemon::ticks(&daemon.main) < count {
-        let log = daemon.log.lock().unwrap().clone();
+    while reconcile_ticks(daemon.main()) < count {
+        let log = daemon.log();
         assert!(
             Instant::now() < deadline,
             "fewer than {count} ticks:\n{log}"
@@ -157,9 +148,14 @@ fn wait_for_ticks(daemon: &Daemon, count: u64) {
 
 /// `files` (path, text at v1) under a daemon with `env`, once a push of v2 of each has had
 /// `ticks` ticks to act on (the waves' gates ask their clusters while a canary progresses).
-fn progressing(files: &[(&str, String)], env: &[(&str, &str)], ticks: u64) -> Daemon {
+fn progressing(files: &[(&str, String)], env: &[(&str, &str)], ticks: u64) -> DaemonOnRemote {
     let seeded: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-    let daemon = Daemon::start_with(&seeded, "100ms", env);
+    let daemon = daemon_on_remote(&seeded, |d| {
+        d.poll("100ms")
+            .env("SLUICE_WEBHOOK_SECRET", "s3cret")
+            .log(Some("info"))
+            .envs(env)
+    });
     wait_for_ticks(&daemon, 2);
     let human = human_clone(
         &daemon.bare.display().to_string(),
@@ -168,7 +164,7 @@ fn progressing(files: &[(&str, String)], env: &[(&str, &str)], ticks: u64) -> Da
     for (path, text) in files {
         human_commit(&human, path, &text.replace("\"v1\"", "\"v2\""), "v2");
     }
-    let after = crate::daemon::ticks(&daemon.main);
+    let after = reconcile_ticks(daemon.main());
     wait_for_ticks(&daemon, after + ticks);
     daemon
 }
@@ -199,7 +195,7 @@ fn a_daemon_sends_no_host_token_to_a_waves_server_the_repo_names() {
     let mapped = ("SLUICE_SECRET_SHOP__API_CLUSTER__TOKEN", "mapped-token");
     {
         let daemon = progressing(&files, &[mapped], 5);
-        let log = daemon.log.lock().unwrap().clone();
+        let log = daemon.log();
         assert!(
             listener.requests().is_empty(),
             "nothing reaches a server the repo names: {:?}\n{log}",
@@ -210,7 +206,7 @@ fn a_daemon_sends_no_host_token_to_a_waves_server_the_repo_names() {
     }
     // The control: the operator allows http, and the mapped Secret's token (only) goes out.
     let daemon = progressing(&files, &[mapped, ("SLUICE_ALLOW_HTTP_CLUSTERS", "true")], 5);
-    let log = daemon.log.lock().unwrap().clone();
+    let log = daemon.log();
     let requests = listener.requests();
     assert!(!requests.is_empty(), "the allowed server was asked:\n{log}");
     for r in &requests {
@@ -321,9 +317,9 @@ fn a_daemon_sends_the_operators_prometheus_token_only_to_listed_origins() {
         );
         // The metric's check fails, saying why (in the daemon's log or the committed
         // status): waited for by count of ticks, at most 200.
-        let start = crate::daemon::ticks(&daemon.main);
+        let start = reconcile_ticks(daemon.main());
         let said = loop {
-            let log = daemon.log.lock().unwrap().clone();
+            let log = daemon.log();
             let history = git(&daemon.bare, &["log", "-p", "main"]);
             if log.contains("SLUICE_PROMETHEUS_ORIGINS")
                 || history.contains("SLUICE_PROMETHEUS_ORIGINS")
@@ -331,7 +327,7 @@ fn a_daemon_sends_the_operators_prometheus_token_only_to_listed_origins() {
                 break log;
             }
             assert!(
-                crate::daemon::ticks(&daemon.main) < start + 200,
+                reconcile_ticks(daemon.main()) < start + 200,
                 "no check said why:\n{log}\n{history}"
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -347,15 +343,15 @@ fn a_daemon_sends_the_operators_prometheus_token_only_to_listed_origins() {
         &[token, ("SLUICE_PROMETHEUS_ORIGINS", &listener.url())],
         1,
     );
-    let start = crate::daemon::ticks(&daemon.main);
+    let start = reconcile_ticks(daemon.main());
     while !listener
         .requests()
         .iter()
         .any(|r| r.header("authorization") == Some("Bearer operator-prometheus-token"))
     {
-        let log = daemon.log.lock().unwrap().clone();
+        let log = daemon.log();
         assert!(
-            crate::daemon::ticks(&daemon.main) < start + 200,
+            reconcile_ticks(daemon.main()) < start + 200,
             "the listed origin was never sent the token: {:?}\n{log}",
             listener.requests()
         );

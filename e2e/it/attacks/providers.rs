@@ -8,68 +8,38 @@
 //! holds its own canaries' decisions, never the other canaries'.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice::redact::base64;
 
-use crate::metrics::providers::influx_answer;
-use crate::metrics::support::{
+use crate::support::metrics::{
     loop_canary, loop_deployment, phase, Canned, Hold, Recorded, Server,
 };
-use crate::metrics::vendor_loop::{self, Mapped, Vendor};
-use crate::support::{free_port, git, git_ok, http, human_clone, human_commit, seeded_remote};
+use crate::support::vendors::{self, influx_answer, Mapped, Vendor};
+use crate::support::{
+    git, git_ok, http, human_clone, human_commit, seeded_remote, sluice_daemon, str_pairs, Daemon,
+};
 
 /// Every echoed body starts with this: it must never be committed.
 const MARKER: &str = "ECHOED-BY-THE-BACKEND";
 
-/// `sluice run` polling every second, its log in a file; killed when dropped.
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-    addr: String,
-}
-
-impl Daemon {
-    fn start(tmp: &Path, bare: &Path, env: &[(String, String)]) -> Daemon {
-        let addr = format!("127.0.0.1:{}", free_port());
-        let log = tmp.join("daemon.log");
-        let child =
-            crate::support::sluice_run(&bare.display().to_string(), &tmp.join("d"), "1s", &addr)
-                .env_remove("SLUICE_LOG")
-                .envs(env.iter().map(|(k, v)| (k, v)))
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .spawn()
-                .expect("sluice run");
-        Daemon { child, log, addr }
+/// A remote in `tmp` seeded with `files`, `sluice run` on it polling every second (logging
+/// at its default level, with `env` added), and a human's clone of it.
+fn on_new_remote(
+    tmp: &Path,
+    files: &[(String, String)],
+    env: &[(String, String)],
+) -> (PathBuf, Daemon, PathBuf) {
+    let bare = seeded_remote(tmp, &str_pairs(files));
+    let mut daemon = sluice_daemon(&bare, &tmp.join("d")).poll("1s").log(None);
+    for (key, value) in env {
+        daemon = daemon.env(key, value);
     }
-}
-
-impl Daemon {
-    /// A remote in `tmp` seeded with `files`, the daemon on it, and a human's clone of it.
-    fn on_new_remote(
-        tmp: &Path,
-        files: &[(String, String)],
-        env: &[(String, String)],
-    ) -> (PathBuf, Daemon, PathBuf) {
-        let seed: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let bare = seeded_remote(tmp, &seed);
-        let daemon = Daemon::start(tmp, &bare, env);
-        let human = human_clone(&bare.display().to_string(), &tmp.join("human"));
-        (bare, daemon, human)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    let daemon = daemon.start();
+    let human = human_clone(&bare.display().to_string(), &tmp.join("human"));
+    (bare, daemon, human)
 }
 
 /// `<phase>:<weight>` of canary `test/<app>` at the remote's main, empty before it has a status.
@@ -125,7 +95,7 @@ fn map_credentials(
     for (key, _) in vendor.keys {
         let value = credential(kind, key);
         match vendor.mapped {
-            Mapped::Env => env.push((vendor_loop::env_var(kind, key), value.clone())),
+            Mapped::Env => env.push((vendors::env_var(kind, key), value.clone())),
             Mapped::Files => {
                 let dir = secrets_dir.join("test").join(kind);
                 std::fs::create_dir_all(&dir).unwrap();
@@ -148,12 +118,9 @@ fn app(vendor: &Vendor, fake: &Server) -> Vec<(String, String)> {
     vec![
         (
             format!("apps/{kind}/metrics.yaml"),
-            vendor_loop::template(kind, vendor, &fake.url(), kind),
+            vendors::template(kind, vendor, &fake.url(), kind),
         ),
-        (
-            format!("apps/{kind}/canary.yaml"),
-            vendor_loop::canary(kind),
-        ),
+        (format!("apps/{kind}/canary.yaml"), vendors::canary(kind)),
         (
             format!("apps/{kind}/deployment.yaml"),
             loop_deployment(kind, &format!("{kind}:1")),
@@ -168,7 +135,7 @@ fn places(
     human: &Path,
     env: &[(String, String)],
 ) -> Vec<(String, String)> {
-    let (_, metrics) = http(&daemon.addr, "GET", "/metrics", &[], b"");
+    let (_, metrics) = http(daemon.main(), "GET", "/metrics", &[], b"");
     let validate = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .arg("validate")
         .current_dir(human)
@@ -188,10 +155,7 @@ fn places(
                 String::from_utf8_lossy(&validate.stderr)
             ),
         ),
-        (
-            "the daemon's log".into(),
-            std::fs::read_to_string(&daemon.log).expect("log"),
-        ),
+        ("the daemon's log".into(), daemon.log()),
     ]
 }
 
@@ -276,14 +240,14 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
             secrets_dir.display().to_string(),
         ),
         // Every backend is a fake that answers 401 whatever the time: the canaries' intervals
-        // are jumped over (see `support::sluice_run_stepped`).
+        // are jumped over (see `support::DaemonBuilder::stepped`).
         (sluice::clock::VAR.to_string(), "stepped".to_string()),
     ];
     let mut secrets: Vec<String> = Vec::new();
     let mut files: Vec<(String, String)> = Vec::new();
     let mut fakes: Vec<Arc<Server>> = Vec::new();
     let mut apps: Vec<String> = Vec::new();
-    for vendor in vendor_loop::ALL.into_iter().chain([&PROMETHEUS]) {
+    for vendor in vendors::ALL.into_iter().chain([&PROMETHEUS]) {
         let kind = vendor.kind;
         let fake = Arc::new(Server::start_routed(echo()).await);
         secrets.extend(map_credentials(vendor, &secrets_dir, &fake, &mut env));
@@ -309,7 +273,7 @@ async fn echoed_credentials_reach_neither_git_nor_logs_nor_metrics() {
         "apps/hooked/deployment.yaml".into(),
         loop_deployment("hooked", "hooked:1"),
     ));
-    let (bare, daemon, human) = Daemon::on_new_remote(tmp.path(), &files, &env);
+    let (bare, daemon, human) = on_new_remote(tmp.path(), &files, &env);
     tokio::task::block_in_place(|| {
         let deadline = Instant::now() + Duration::from_secs(120);
         while !apps
@@ -420,13 +384,13 @@ async fn a_slow_provider_holds_only_its_own_canaries() {
     })
     .await;
     let prometheus = Server::start(vec![Canned::json(200, PROMETHEUS_WITHIN)]).await;
-    let slow = &vendor_loop::INFLUXDB;
+    let slow = &vendors::INFLUXDB;
     let mut files = Vec::new();
     for (vendor, fake) in [(slow, &influx), (&PROMETHEUS, &prometheus)] {
         map_credentials(vendor, &secrets_dir, fake, &mut env);
         files.extend(app(vendor, fake));
     }
-    let (bare, daemon, human) = Daemon::on_new_remote(tmp.path(), &files, &env);
+    let (bare, daemon, human) = on_new_remote(tmp.path(), &files, &env);
     tokio::task::block_in_place(|| {
         let deadline = Instant::now() + Duration::from_secs(60);
         let wait = |what: &str, done: &dyn Fn() -> bool| {
@@ -452,7 +416,7 @@ async fn a_slow_provider_holds_only_its_own_canaries() {
             0,
             "the Prometheus canary was decided only after sluice gave up on InfluxDB:\n{}\n{}",
             git(&bare, &["log", "--format=%ci %s", "main"]),
-            std::fs::read_to_string(&daemon.log).unwrap_or_default()
+            daemon.log()
         );
         hold.release();
         wait("the InfluxDB canary promoted", &|| {

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use serde_json::Value as Json;
 
-use crate::loop_support::World;
-use crate::signing_image::keygen;
+use crate::support::audit::WEB_STATUS;
+use crate::support::keygen;
+use crate::support::rollout::World;
 use crate::support::{git, merge_approval, route_only_web, run_sluice};
 
 const ALLOWED: &str = ".sluice/allowed_signers";
@@ -302,7 +303,6 @@ fn waiting_for_approval(key: &Key) -> (World, String) {
 }
 
 const WEB: &str = "apps/web.yaml";
-const WEB_STATUS: &str = ".sluice/status/shop/web.yaml";
 
 #[test]
 fn the_loop_holds_an_approval_merged_by_a_commit_the_signing_policy_does_not_allow() {

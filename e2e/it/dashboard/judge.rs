@@ -6,8 +6,8 @@
 
 use serde_json::Value as Json;
 
-use super::webdriver::Browser;
-use super::{screenshots, sluice_dashboard, DESKTOP};
+use crate::support::dashboard::{screenshots, sluice_dashboard, DESKTOP};
+use crate::support::webdriver::Browser;
 use crate::support::{http, run_ok};
 
 #[test]

@@ -1,5 +1,5 @@
 //! The dashboard in a real browser (Debian's headless Chromium through chromedriver, see
-//! `webdriver.rs`), against the real binary:
+//! `support/webdriver.rs`), against the real binary:
 //!
 //! - during a real rollout (`sluice run` on a `git daemon` remote, metrics from the embedded
 //!   Prometheus endpoint the demo uses), the overview shows the weight change without a
@@ -14,37 +14,22 @@
 
 mod grafana;
 mod judge;
-pub(crate) mod webdriver;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use sluice::cli::demo_prometheus::{self, Script};
 
-use crate::metrics::support::{loop_canary, loop_deployment};
+use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, Process, DESKTOP};
+use crate::support::metrics::{loop_canary, loop_deployment};
+use crate::support::webdriver::Browser;
 use crate::support::{
-    free_port, http, human_clone, human_commit, reconcile, run_sluice, seeded_remote, GitDaemon,
+    free_port, http, human_clone, human_commit, run_sluice, seeded_remote, GitDaemon,
 };
-use webdriver::Browser;
 
-pub(crate) const DESKTOP: (u32, u32) = (1280, 800);
 const PHONE: (u32, u32) = (390, 844);
-
-pub(crate) fn screenshots() -> PathBuf {
-    crate::support::repo_root().join("target/dashboard-screenshots")
-}
-
-/// A process killed when dropped.
-pub(crate) struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn wait_http_ok(addr: &str, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -151,15 +136,13 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     let daemon = GitDaemon::start(tmp.path());
     let url = daemon.url("config.git");
     let addr = format!("127.0.0.1:{}", free_port());
-    let _sluice = Process(
-        crate::support::sluice_run(&url, &tmp.path().join("work"), "300ms", &addr)
-            // The dashboard on the main listener, which must be asked for.
-            .args(["--dashboard-listen", &addr])
-            .env("SLUICE_LOG", "error")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _sluice = crate::support::sluice_daemon(&url, &tmp.path().join("work"))
+        .poll("300ms")
+        // The dashboard on the main listener, which must be asked for by its address.
+        .listen(&addr)
+        .args(["--dashboard-listen", &addr])
+        .log(Some("error"))
+        .start();
     wait_http_ok(&addr, "/readyz");
     wait_phase(&addr, "test/podinfo", "Initialized");
     wait_phase(&addr, "test/faulty", "Initialized");
@@ -247,29 +230,6 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
     drop(prometheus);
 }
 
-/// `test/podinfo`, initialized by one reconcile, and a human clone of its remote.
-pub(crate) fn initialized(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let bare = seeded_remote(
-        dir,
-        &[
-            (
-                "apps/podinfo/deployment.yaml",
-                &loop_deployment("podinfo", "podinfo:1"),
-            ),
-            (
-                "apps/podinfo/canary.yaml",
-                &loop_canary(
-                    "podinfo",
-                    "      - name: request-success-rate\n        thresholdRange: {min: 99}\n",
-                ),
-            ),
-        ],
-    );
-    reconcile(&bare, &dir.join("work"), &[]);
-    let human = human_clone(&bare.display().to_string(), &dir.join("human"));
-    (bare, human)
-}
-
 /// Script in every free-text place a repo offers that the dashboard shows.
 const IMG: &str = "<img src=x onerror=window.__xss=1>";
 const SCRIPT: &str = "\"><script>window.__xss=1</script>";
@@ -290,41 +250,6 @@ fn hostile_repo(dir: &Path) -> PathBuf {
         "add a bad canary",
     );
     bare
-}
-
-fn sluice_dashboard(bare: &Path, extra: &[&str]) -> (Process, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    cmd.env("SLUICE_LOG", "error");
-    sluice_dashboard_with(bare, extra, cmd)
-}
-
-/// `sluice dashboard --dir bare --listen <free port>` run by `cmd` (the binary, with the
-/// environment and stderr the caller chose), once it listens: the process and the address.
-pub(crate) fn sluice_dashboard_with(
-    bare: &Path,
-    extra: &[&str],
-    mut cmd: Command,
-) -> (Process, String) {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let child = cmd
-        .args([
-            "dashboard",
-            "--dir",
-            &bare.display().to_string(),
-            "--listen",
-            &addr,
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let process = Process(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < deadline, "sluice dashboard never listened");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (process, addr)
 }
 
 #[test]

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::prometheus_e2e::{osm_exposition, Scraped};
-use super::support::{loop_canary, loop_deployment as deployment, phase};
-use crate::loop_support::kustomize_builds;
+use crate::support::metrics::{loop_canary, loop_deployment as deployment, phase};
+use crate::support::prometheus::{osm_exposition, Scraped};
+use crate::support::rollout::kustomize_builds;
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 /// A canary judged by the built-in success rate and duration.

@@ -8,6 +8,5 @@ mod prometheus_canned;
 pub mod prometheus_e2e;
 pub mod providers;
 pub mod providers_signed;
-pub mod support;
 pub mod vendor_loop;
 mod webhooks;

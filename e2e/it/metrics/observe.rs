@@ -12,7 +12,7 @@ use sluice::spec::model::Canary;
 use sluice::spec::settings::Settings;
 use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
-use super::support::{flagger_canary, Canned, Server};
+use crate::support::metrics::{flagger_canary, Canned, Server};
 
 const ONE: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"99.75"]}]}}"#;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use sluice::core::observe::MetricValue;
 use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusConfig};
 
-use super::support::{closed_port_url, Canned, Server};
+use crate::support::metrics::{closed_port_url, Canned, Server};
 
 const ONE: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"app":"podinfo"},"value":[1700000000.1,"99.25"]}]}}"#;
 

@@ -19,14 +19,8 @@ use sluice::metrics::observe_metrics;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::secrets::Secrets;
 
-use super::support::{flagger_canary, observe_template, Canned, Server, ONE_METRIC};
-
-/// A Datadog `/api/v1/query` answer whose first (oldest) point is `value`.
-pub fn datadog_answer(value: f64) -> String {
-    format!(
-        r#"{{"status":"ok","res_type":"time_series","query":"q","series":[{{"metric":"m","pointlist":[[1577232000000,{value}],[1577318400000,56294.46758591842]]}}]}}"#
-    )
-}
+use crate::support::metrics::{flagger_canary, observe_template, Canned, Server, ONE_METRIC};
+use crate::support::vendors::{datadog_answer, influx_answer};
 
 fn template(name: &str, provider: &str) -> String {
     format!(
@@ -131,20 +125,6 @@ async fn dynatrace_sends_the_selector_over_ten_intervals_with_the_api_token() {
     let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix ms") };
     // Flagger: from = now - 10 × the metric's interval (1m), in milliseconds.
     assert_eq!(at("to") - at("from"), 600_000);
-}
-
-/// InfluxDB's annotated CSV for one table whose first `_value` is `value`.
-pub fn influx_answer(value: &str) -> String {
-    format!(
-        "#datatype,string,long,dateTime:RFC3339,dateTime:RFC3339,dateTime:RFC3339,double,string,string\r
-#group,false,false,true,true,false,false,true,true\r
-#default,_result,,,,,,,\r
-,result,table,_start,_stop,_time,_value,_field,_measurement\r
-,,0,2020-02-17T22:19:49Z,2020-02-18T22:19:49Z,2020-02-18T10:34:08Z,{value},errors,http\r
-,,0,2020-02-17T22:19:49Z,2020-02-18T22:19:49Z,2020-02-18T22:08:44Z,6.6,errors,http\r
-\r
-"
-    )
 }
 
 #[tokio::test]

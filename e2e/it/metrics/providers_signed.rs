@@ -5,16 +5,15 @@
 //! credentials are each that metric's failure.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use sluice::core::observe::MetricValue;
 use sluice::http_client::HttpClients;
 use sluice::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
 use sluice::metrics::splunk::Splunk;
 
-use super::support::{observe_template, Canned, Recorded, Server};
+use crate::support::metrics::{observe_template, Canned, Server};
+use crate::support::vendors::{expected_authorization, signalflow_stream, AWS_ENV, CW_QUERY};
 
 fn template(provider: &str, query: &str) -> String {
     format!(
@@ -42,23 +41,6 @@ const PROGRAM: &str = "data('requests', filter=filter('service', '{{ target }}')
 
 fn splunk(url: &str) -> String {
     format!("    type: splunk\n    address: {url}\n    secretRef: {{name: sf}}\n")
-}
-
-/// A SignalFlow execute answer: the event stream Splunk documents, ending normally.
-pub(super) fn signalflow_stream(points: &[&str]) -> Canned {
-    let mut s = String::from(
-        "event: control-message\ndata: {\"event\":\"STREAM_START\",\"timestampMs\":1700000000000}\n\n\
-         event: control-message\ndata: {\"event\":\"JOB_START\",\"handle\":\"AAAA\",\"timestampMs\":1700000000001}\n\n\
-         event: metadata\ndata: {\"tsId\":\"AAAAAKf7cZo\",\"properties\":{\"sf_metric\":\"requests\"}}\n\n",
-    );
-    for (i, p) in points.iter().enumerate() {
-        s.push_str(&format!(
-            "event: data\ndata: {{\"logicalTimestampMs\":{},\"data\":[{p}]}}\n\n",
-            1_700_000_000_000u64 + i as u64 * 60_000
-        ));
-    }
-    s.push_str("event: control-message\ndata: {\"event\":\"END_OF_CHANNEL\",\"timestampMs\":1700000600000}\n\n");
-    Canned::new(200, s).header("Content-Type", "text/event-stream")
 }
 
 #[tokio::test]
@@ -134,76 +116,10 @@ async fn splunk_no_points_errors_and_several_series_are_failed_checks() {
     assert!(server.requests().is_empty());
 }
 
-pub(crate) const AWS_ENV: [(&str, &str); 3] = [
-    ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
-    (
-        "AWS_SECRET_ACCESS_KEY",
-        "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-    ),
-    ("AWS_SESSION_TOKEN", "session-token"),
-];
-pub(crate) const CW_QUERY: &str = r#"[{"Id":"e1","Expression":"m1 / m2","Label":"err"},{"Id":"m1","MetricStat":{"Metric":{"Namespace":"MyKubernetesCluster","MetricName":"ErrorCount","Dimensions":[{"Name":"app","Value":"{{ target }}"}]},"Period":60,"Stat":"Sum","Unit":"Count"},"ReturnData":false},{"Id":"m2","MetricStat":{"Metric":{"Namespace":"MyKubernetesCluster","MetricName":"RequestCount"},"Period":60,"Stat":"Sum"},"ReturnData":false}]"#;
-
 fn cloudwatch_env(url: &str) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = AWS_ENV.iter().map(|(k, v)| (*k, v.to_string())).collect();
     env.push(("SLUICE_CLOUDWATCH_ENDPOINT", url.to_string()));
     env
-}
-
-/// The SigV4 `Authorization` header for what the fake received, computed by the crate from the
-/// recorded method, host, path, signed headers, body and `X-Amz-Date`.
-pub(crate) fn expected_authorization(r: &Recorded, region: &str) -> String {
-    let date = r.header("X-Amz-Date").expect("X-Amz-Date");
-    let at: jiff::Timestamp = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", date)
-        .expect("X-Amz-Date is YYYYMMDDTHHMMSSZ")
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .expect("utc")
-        .timestamp();
-    let time = SystemTime::UNIX_EPOCH + Duration::from_secs(at.as_second() as u64);
-    let identity = aws_credential_types::Credentials::new(
-        AWS_ENV[0].1,
-        AWS_ENV[1].1,
-        Some(AWS_ENV[2].1.to_string()),
-        None,
-        "test",
-    )
-    .into();
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name("monitoring")
-        .time(time)
-        .settings(SigningSettings::default())
-        .build()
-        .expect("params")
-        .into();
-    let host = r.header("Host").expect("Host");
-    let url = format!("http://{host}{}", r.target);
-    let headers = [
-        ("host", host),
-        (
-            "content-type",
-            r.header("Content-Type").expect("Content-Type"),
-        ),
-        (
-            "x-amz-target",
-            r.header("X-Amz-Target").expect("X-Amz-Target"),
-        ),
-    ];
-    let signable = SignableRequest::new(
-        &r.method,
-        url,
-        headers.into_iter(),
-        SignableBody::Bytes(&r.body),
-    )
-    .expect("signable");
-    let (instructions, _) = sign(signable, &params).expect("sign").into_parts();
-    let authorization = instructions
-        .headers()
-        .find(|(k, _)| *k == "authorization")
-        .map(|(_, v)| v.to_string())
-        .expect("authorization");
-    authorization
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use sluice::gates::webhook::{call_all, WebhookPayload};
 use sluice::http_client::HttpClients;
 use sluice::spec::model::{WebhookKind, WebhookSpec};
 
-use super::support::{closed_port_url, Canned, Server};
+use crate::support::metrics::{closed_port_url, Canned, Server};
 
 /// A stepped clock (`SLUICE_CLOCK=stepped`, as the runtime builds it): Flagger's waits of
 /// 1 s, 2 s, 4 s ... between attempts are jumped, not waited, and the clock moves by them.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::git_server::GitDaemon;
+use super::GitDaemon;
 use sluice::gitops::{
     CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, Oid, Time,
 };

@@ -8,10 +8,23 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+pub(crate) mod audit;
 pub(crate) mod canary;
+mod daemon;
+pub(crate) mod dashboard;
+pub(crate) mod forge;
 pub(crate) mod git_fixture;
+pub(crate) mod judge;
+pub(crate) mod kube;
+pub(crate) mod manifests;
+pub(crate) mod metrics;
+pub(crate) mod prometheus;
+pub(crate) mod rollout;
 pub(crate) mod route_case;
+pub(crate) mod vendors;
+pub(crate) mod webdriver;
 mod world;
+pub(crate) use daemon::{get_status, sluice_daemon, Daemon, DaemonBuilder};
 pub(crate) use world::{Checks, SluiceCommit, Transport, World};
 
 /// Compiled strict schemas (e2e/schemas), keyed by file name; the file is found from
@@ -244,6 +257,7 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
+pub(crate) use crate::git_server::HttpGit;
 
 /// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
 pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {
@@ -266,6 +280,66 @@ pub fn seeded_remote(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
     remote
 }
 
+/// `sluice run` on a fresh remote holding some files: dropped in field order, the daemon
+/// before its folder.
+pub struct DaemonOnRemote {
+    pub daemon: Daemon,
+    /// `<tmp>/config.git`.
+    pub bare: PathBuf,
+    pub tmp: tempfile::TempDir,
+}
+
+impl std::ops::Deref for DaemonOnRemote {
+    type Target = Daemon;
+
+    fn deref(&self) -> &Daemon {
+        &self.daemon
+    }
+}
+
+/// `sluice run` as `configure` sets it up, on a fresh remote `<tmp>/config.git` whose main
+/// holds `files`, its clone in `<tmp>/d`, once it answers its readiness probe.
+pub fn daemon_on_remote(
+    files: &[(&str, &str)],
+    configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,
+) -> DaemonOnRemote {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), files);
+    let daemon = configure(sluice_daemon(&bare, &tmp.path().join("d"))).start();
+    daemon.wait_ready();
+    DaemonOnRemote { daemon, bare, tmp }
+}
+
+/// The `sluice_reconcile_ticks_total` counter, from /metrics at `addr` (0 before it shows).
+pub fn reconcile_ticks(addr: &str) -> u64 {
+    let (status, metrics) = http(addr, "GET", "/metrics", &[], b"");
+    assert_eq!(status, 200, "{metrics}");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_reconcile_ticks_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// Sends a signed GitHub push webhook for main (each `delivery` a distinct body) to the
+/// daemon at `addr`; the answer's status.
+pub fn push_webhook(addr: &str, secret: &str, delivery: &str) -> u16 {
+    let body = format!(r#"{{"ref":"refs/heads/main","delivery":"{delivery}"}}"#);
+    let body = body.as_bytes();
+    let (status, _) = http(
+        addr,
+        "POST",
+        "/hooks/git",
+        &[
+            ("X-GitHub-Event", "push"),
+            ("X-GitHub-Delivery", delivery),
+            ("X-Hub-Signature-256", &github_signature(secret, body)),
+        ],
+        body,
+    );
+    status
+}
+
 /// A git daemon serving `<tmp>/config.git` (see [`seeded_remote`]), its URL, and sluice's
 /// clone of it in `<tmp>/work`.
 pub fn served_clone(tmp: &Path) -> (GitDaemon, String, sluice::gitops::ConfigRepo) {
@@ -273,28 +347,6 @@ pub fn served_clone(tmp: &Path) -> (GitDaemon, String, sluice::gitops::ConfigRep
     let url = daemon.url("config.git");
     let repo = sluice_clone(&url, &tmp.join("work"));
     (daemon, url, repo)
-}
-
-/// `sluice run` on `repo` (a URL or path) with its clone in `workdir`, polling every `poll`,
-/// `/metrics` and the webhooks on `listen`, and the probes on a free loopback port: tests never
-/// hold a fixed port, and two daemons of one run never collide on the default probe port.
-pub fn sluice_run(repo: &str, workdir: &Path, poll: &str, listen: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    cmd.args(["run", "--repo", repo, "--poll", poll, "--listen", listen])
-        .args(["--probe-listen", "127.0.0.1:0", "--workdir"])
-        .arg(workdir);
-    cmd
-}
-
-/// [`sluice_run`] on a stepped clock (`SLUICE_CLOCK=stepped`): each of the daemon's sleeps
-/// waits a few milliseconds of real time and moves its clock on by the rest, so a canary's
-/// intervals pass in the time its ticks take. Only for tests where nothing outside the daemon
-/// reads the wall clock for it (no real Prometheus server: its samples carry the wall clock's
-/// time) and no assertion races a human or a kill against the canary's pace.
-pub fn sluice_run_stepped(repo: &str, workdir: &Path, poll: &str, listen: &str) -> Command {
-    let mut cmd = sluice_run(repo, workdir, poll, listen);
-    cmd.env(sluice::clock::VAR, "stepped");
-    cmd
 }
 
 /// A working clone of `url` for a human, in `dir`.
@@ -319,6 +371,11 @@ pub fn run_sluice_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
         .envs(env.iter().copied())
         .output()
         .expect("sluice runs");
+    outcome(&out)
+}
+
+/// A finished command's (exit code, stdout, stderr); -1 when a signal ended it.
+pub fn outcome(out: &Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -449,16 +506,6 @@ pub fn reconcile(
     )
 }
 
-/// The address a daemon logged on its first line holding `what`
-/// (`... what ... address=127.0.0.1:4242 other=field`).
-pub fn logged_address(log: &str, what: &str) -> Option<String> {
-    log.lines().filter(|l| l.contains(what)).find_map(|l| {
-        l.split_whitespace()
-            .find_map(|w| w.strip_prefix("address="))
-            .map(str::to_string)
-    })
-}
-
 /// Every file under `dir` (its `.git` included) with its bytes, by path relative to `dir`; a
 /// symbolic link by where it points. For tests that a folder was left byte for byte.
 pub fn every_file_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -493,6 +540,40 @@ pub fn sluice_demo(args: &[&str]) -> Command {
         .env("SLUICE_LOG", "error")
         .env(sluice::clock::VAR, "stepped");
     cmd
+}
+
+/// A work tree (`git init`) holding `files`.
+pub fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]);
+    for (path, text) in files {
+        let at = dir.path().join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    }
+    dir
+}
+
+/// `sluice validate <args>` run in `dir`: (exit code, stdout, stderr).
+pub fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("validate")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run sluice");
+    outcome(&out)
+}
+
+/// A new unencrypted key pair of `kind` at `path` (and `path.pub`); returns the public line.
+pub fn keygen(path: &Path, kind: &str) -> String {
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-N", "", "-C", "sluice", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(status.success());
+    std::fs::read_to_string(path.with_extension("pub")).unwrap()
 }
 
 /// A stepped clock for one-shot commands (`sluice reconcile`): each run starts at this clock's

@@ -15,8 +15,8 @@ use sluice::observer::{Observer, Offline};
 use sluice::runtime::Runtime;
 use sluice::tick::{tick, TickReport};
 
-use crate::loop_support::{CANARY_FILE, OUTPUT};
-use crate::workload::{CONFIGS, DEPLOYMENT};
+use crate::support::manifests::{CONFIGS, DEPLOYMENT};
+use crate::support::rollout::{CANARY_FILE, OUTPUT};
 
 use super::{git, human_clone, human_commit, seeded_remote, GitDaemon};
 
@@ -190,7 +190,7 @@ impl World {
                 .any(|o| o.phase == Some(phase) && o.committed.is_some())
             {
                 if let Some(folder) = self.built_output {
-                    crate::loop_support::kustomize_builds(&self.bare, folder);
+                    crate::support::rollout::kustomize_builds(&self.bare, folder);
                 }
                 return;
             }

@@ -381,20 +381,26 @@ pub const ONE_METRIC: &str = "      - name: m
         interval: 1m
 ";
 
+/// The metric providers' access (no Prometheus auth) with `env` as the process environment:
+/// mapped Secrets and AWS variables.
+pub fn access_with_env(env: &[(&str, &str)]) -> PrometheusAccess {
+    let env: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let aws = CloudwatchEnv::from_lookup(|k| env.get(k).cloned());
+    PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
+        .with_secrets(Secrets::from_vars(env))
+        .with_cloudwatch(aws)
+}
+
 /// Observes [`ONE_METRIC`] of a Flagger canary with `template` (the text of MetricTemplate
 /// `t` in `test`) and `env` as the process environment: mapped Secrets and AWS variables.
 pub async fn observe_template(template: &str, env: &[(&str, &str)]) -> MetricValue {
     let mut templates = TemplateIndex::new();
     let errors = templates.add_text("t.yaml", template);
     assert!(errors.is_empty(), "{errors:?}");
-    let env: BTreeMap<String, String> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let aws = CloudwatchEnv::from_lookup(|k| env.get(k).cloned());
-    let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None)
-        .with_secrets(Secrets::from_vars(env))
-        .with_cloudwatch(aws);
+    let access = access_with_env(env);
     let canary = flagger_canary("osm", "", ONE_METRIC);
     let obs = observe_metrics(
         &access,

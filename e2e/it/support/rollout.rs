@@ -14,9 +14,11 @@ use std::process::Command;
 
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
+use sluice::observer::Offline;
+use sluice::tick::Context;
 
 pub(crate) use crate::support::{commits_of, show, World};
-use crate::support::{git, str_pairs, Schemas};
+use crate::support::{git, str_pairs, Checks, Schemas, SluiceCommit, Transport};
 
 pub(crate) const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
 pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
@@ -277,7 +279,7 @@ impl Provider {
             found.push(weights);
         }
         let shas: Vec<String> = sluice_commits(bare).into_iter().map(|(s, _)| s).collect();
-        crate::drift::every_commit_drawn_by_sluice(bare, &shas);
+        crate::support::rollout::every_commit_drawn_by_sluice(bare, &shas);
         found
     }
 
@@ -350,4 +352,138 @@ pub(crate) fn distinct(mut weights: Vec<String>) -> Vec<String> {
 /// No referenced objects.
 pub(crate) fn no_files() -> Vec<(&'static str, String)> {
     Vec::new()
+}
+
+/// Asserts that the drift check takes every commit of `shas` (on the remote `bare`) for
+/// sluice's: its output folder is what sluice renders for its status file, drawn from its
+/// parent. Hold commits (`Sluice-Drift`) are left out: they write the status only, over a
+/// folder a human changed. Every loop test runs this over its rollout
+/// (`rollout::Provider::check_every_commit`), so a render the check cannot reproduce
+/// (which would turn a canary's own commits into drift) fails there, router by router.
+pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let head = tmp.path().join("head");
+    git(
+        tmp.path(),
+        &["clone", "-q", &bare.display().to_string(), "head"],
+    );
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
+    let (settings, problems) =
+        sluice::spec::load::settings_in(&head, sluice::yaml::snapshot::read_bounded);
+    assert!(problems.is_empty(), "{problems:?}");
+    let loaded = sluice::spec::load::load(&snapshot, &settings);
+    let mut verifier = sluice::drift::Verifier::new(&head, &Default::default());
+    for sha in shas {
+        let trailers = git(&head, &["log", "-1", "--format=%(trailers:only)", sha]);
+        if trailers.contains("Sluice-Drift:") {
+            continue;
+        }
+        let parent = git(&head, &["rev-parse", &format!("{sha}^")]);
+        let files = git2::Oid::from_str(sha).unwrap();
+        let base = git2::Oid::from_str(parent.trim()).unwrap();
+        for canary in &loaded.canaries {
+            let id = canary.id.to_string();
+            if !trailers.contains(&format!("Sluice-Canary: {id}")) {
+                continue;
+            }
+            let status = show(
+                &head,
+                sha,
+                &sluice::render::status_file::path_for(&canary.id),
+            );
+            let differ = verifier.differing(canary, &status, files, base).unwrap();
+            assert!(
+                differ.is_empty(),
+                "{sha} ({id}): not what sluice renders for its status: {differ:?}"
+            );
+        }
+    }
+}
+
+/// The canary's route with the weights changed by hand.
+pub(crate) fn hand_edited(route: &str) -> String {
+    let edited = route
+        .replace("weight: 80", "weight: 50")
+        .replace("weight: 20", "weight: 50");
+    assert_ne!(edited, route, "the edit changes the weights: {route}");
+    edited
+}
+
+/// The loop tests' tick context: offline, twenty push attempts (a human may race each one).
+pub(crate) fn loop_context(observer: &Offline) -> Context<'_> {
+    Context {
+        observer,
+        author: None,
+        push_attempts: 20,
+        runtime: crate::support::runtime(),
+    }
+}
+
+/// A `git daemon` remote holding `files`; no tick may report an error.
+pub(crate) fn world(files: &[(&str, &str)]) -> World {
+    World::new(files, Transport::Daemon, Checks::SpecsAndOutcomes)
+}
+
+/// A [`world`] holding the workload `source` at `<app>/<file>` and `canary` at
+/// `<app>/canary.yaml`, initialized, then a human bumps the image from 6.0.0 to 6.0.1
+/// (message `<name>: 6.0.1`): a new revision to roll out.
+pub(crate) fn bumped_world(app: &str, file: &str, source: &str, canary: &str, name: &str) -> World {
+    let source_path = format!("{app}/{file}");
+    let mut w = world(&[
+        (&source_path, source),
+        (&format!("{app}/canary.yaml"), canary),
+    ]);
+    w.until(Phase::Initialized);
+    w.human_writes(
+        &source_path,
+        &source.replace("6.0.0", "6.0.1"),
+        &format!("{name}: 6.0.1"),
+    );
+    w
+}
+
+/// At every sluice commit: the output folder holds exactly what its kustomization lists
+/// (no route file), and every listed document is valid against the strict schemas.
+/// Returns the kinds seen.
+pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec<String> {
+    let mut schemas = Schemas::default();
+    let mut kinds = Vec::new();
+    for SluiceCommit { sha, .. } in w.commits() {
+        let tree = git(
+            &w.bare,
+            &["ls-tree", "--name-only", &format!("{sha}:{out}")],
+        );
+        let mut present: Vec<&str> = tree.lines().collect();
+        present.sort_unstable();
+        assert_eq!(present, expected, "{sha}: the output folder");
+        let kustomization: Json =
+            serde_saphyr::from_str(&w.show(&sha, &format!("{out}/kustomization.yaml"))).unwrap();
+        let listed: Vec<&str> = kustomization["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let files: Vec<&str> = present
+            .iter()
+            .copied()
+            .filter(|f| *f != "kustomization.yaml")
+            .collect();
+        assert_eq!(listed, files, "{sha}: the kustomization lists every file");
+        for f in files {
+            let docs: Vec<Json> =
+                serde_saphyr::from_multiple(&w.show(&sha, &format!("{out}/{f}"))).unwrap();
+            for doc in docs.iter().filter(|d| d["kind"] != "ConfigMap") {
+                let errors = schemas.errors(doc);
+                assert!(errors.is_empty(), "{sha} {f}: {errors:?}");
+                let kind = doc["kind"].as_str().unwrap().to_string();
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
+                }
+            }
+        }
+    }
+    let shas: Vec<String> = w.commits().into_iter().map(|c| c.sha).collect();
+    every_commit_drawn_by_sluice(&w.bare, &shas);
+    kinds
 }

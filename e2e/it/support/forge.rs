@@ -1,0 +1,388 @@
+//! HTTP-level fakes of the GitHub, GitLab and Gitea pull-request APIs (documented endpoints and
+//! payloads, state kept in memory), and the `shop/web` world that waits for their approval.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value as Json_};
+
+use super::{git, World};
+
+/// One pull/merge request, whatever the forge.
+#[derive(Clone, Debug)]
+pub(crate) struct Pr {
+    pub(crate) number: u64,
+    pub(crate) head: String,
+    pub(crate) base: String,
+    pub(crate) title: String,
+    pub(crate) body: String,
+    pub(crate) open: bool,
+    pub(crate) merged: bool,
+    /// The login that merged it (`None` until merged).
+    pub(crate) merged_by: Option<String>,
+    pub(crate) comments: Vec<String>,
+}
+
+#[derive(Default)]
+struct Prs {
+    list: Vec<Pr>,
+}
+
+type Shared = Arc<Mutex<Prs>>;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Kind {
+    GitHub,
+    GitLab,
+    Gitea,
+}
+
+/// HTTP-level fakes of the three forges' documented pull-request APIs, sharing one in-memory
+/// store: GitHub REST v3 pulls, GitLab v4 merge requests, Gitea/Forgejo v1 pulls.
+pub(crate) struct ForgeFake {
+    kind: Kind,
+    addr: SocketAddr,
+    prs: Shared,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// GitHub list answers are `pull-request-simple`: no `merged_by` (nor `merged`).
+fn gh_list_json(p: &Pr) -> Json_ {
+    let mut v = gh_json(p);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("merged_by");
+        o.remove("merged");
+    }
+    v
+}
+
+/// A single pull (GitHub) or any pull answer (Gitea): `merged_by` is a user or `null`.
+fn gh_json(p: &Pr) -> Json_ {
+    json!({
+        "merged_by": p.merged_by.as_ref().map(|l| json!({"login": l, "id": 7})),
+        "number": p.number,
+        "html_url": format!("https://forge.example/acme/fleet/pull/{}", p.number),
+        "state": if p.open { "open" } else { "closed" },
+        "merged_at": if p.merged { json!("2026-11-30T00:00:00Z") } else { json!(null) },
+        "merged": p.merged,
+        "title": p.title,
+        "body": p.body,
+        "head": {"ref": p.head, "label": format!("acme:{}", p.head)},
+        "base": {"ref": p.base},
+    })
+}
+
+fn gl_json(p: &Pr) -> Json_ {
+    json!({
+        "id": 1000 + p.number,
+        "iid": p.number,
+        "web_url": format!("https://gitlab.example/acme/fleet/-/merge_requests/{}", p.number),
+        "state": if p.merged { "merged" } else if p.open { "opened" } else { "closed" },
+        "title": p.title,
+        "description": p.body,
+        "source_branch": p.head,
+        "target_branch": p.base,
+        "source_project_id": 7,
+        "target_project_id": 7,
+        "merge_user": p.merged_by.as_ref().map(|l| json!({"username": l, "id": 7})),
+        "merged_by": p.merged_by.as_ref().map(|l| json!({"username": l, "id": 7})),
+    })
+}
+
+pub(crate) fn json_for(kind: Kind, p: &Pr) -> Json_ {
+    match kind {
+        Kind::GitLab => gl_json(p),
+        Kind::GitHub | Kind::Gitea => gh_json(p),
+    }
+}
+
+impl ForgeFake {
+    pub(crate) fn start(kind: Kind) -> ForgeFake {
+        let prs: Shared = Arc::default();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = match kind {
+            Kind::GitHub | Kind::Gitea => Router::new()
+                .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
+                .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
+                .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment)),
+            Kind::GitLab => Router::new()
+                .route("/projects/{id}/merge_requests", get(list).post(create))
+                .route("/projects/{id}/merge_requests/{n}", get(one).put(update))
+                .route("/projects/{id}/merge_requests/{n}/notes", post(comment)),
+        }
+        .with_state((kind, Arc::clone(&prs)));
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ForgeFake {
+            kind,
+            addr,
+            prs,
+            _runtime: runtime,
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.prs.lock().unwrap().list.len()
+    }
+
+    pub(crate) fn first(&self) -> Pr {
+        self.prs.lock().unwrap().list[0].clone()
+    }
+
+    pub(crate) fn set(&self, number: u64, open: bool, merged: bool) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        pr.open = open;
+        pr.merged = merged;
+        pr.merged_by = merged.then(|| "octocat".to_string());
+    }
+
+    pub(crate) fn merged_by(&self, number: u64, login: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        (pr.open, pr.merged, pr.merged_by) = (false, true, Some(login.to_string()));
+    }
+
+    pub(crate) fn pr(&self, number: u64) -> Pr {
+        let prs = self.prs.lock().unwrap();
+        prs.list
+            .iter()
+            .find(|p| p.number == number)
+            .unwrap()
+            .clone()
+    }
+
+    /// A human edits the pull request's base branch (GitHub and Gitea `PATCH {base}`, GitLab
+    /// `PUT {target_branch}`).
+    pub(crate) fn retarget(&self, number: u64, base: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        pr.base = base.to_string();
+    }
+
+    pub(crate) fn settings(&self) -> String {
+        let (kind, repo) = match self.kind {
+            Kind::GitHub => ("github", "acme/fleet"),
+            Kind::GitLab => ("gitlab", "acme/fleet"),
+            Kind::Gitea => ("gitea", "acme/fleet"),
+        };
+        format!(
+            "forge: {{kind: {kind}, apiUrl: 'http://{}', repository: {repo}}}\n",
+            self.addr
+        )
+    }
+}
+
+type St = (Kind, Shared);
+
+async fn list(
+    State((kind, prs)): State<St>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Json<Json_> {
+    let prs = prs.lock().unwrap();
+    if q.get("page")
+        .and_then(|p| p.parse::<u64>().ok())
+        .unwrap_or(1)
+        > 1
+    {
+        return Json(json!([]));
+    }
+    let state = q.get("state").cloned().unwrap_or_default();
+    let items: Vec<Json_> = prs
+        .list
+        .iter()
+        .filter(|p| match kind {
+            // GitHub filters by `head=owner:branch`; GitLab by `source_branch`; Gitea lists all.
+            Kind::GitHub => q
+                .get("head")
+                .is_none_or(|h| *h == format!("acme:{}", p.head)),
+            Kind::GitLab => q.get("source_branch").is_none_or(|h| *h == p.head),
+            Kind::Gitea => true,
+        })
+        // GitHub filters by `base`, GitLab by `target_branch`; Gitea's list has no such filter.
+        .filter(|p| match kind {
+            Kind::GitHub => q.get("base").is_none_or(|b| *b == p.base),
+            Kind::GitLab => q.get("target_branch").is_none_or(|b| *b == p.base),
+            Kind::Gitea => true,
+        })
+        .filter(|p| match state.as_str() {
+            "open" | "opened" => p.open,
+            "closed" => !p.open,
+            _ => true,
+        })
+        .map(|p| match kind {
+            Kind::GitHub => gh_list_json(p),
+            Kind::GitLab | Kind::Gitea => json_for(kind, p),
+        })
+        .collect();
+    Json(json!(items))
+}
+
+async fn create(
+    State((kind, prs)): State<St>,
+    Json(body): Json<Json_>,
+) -> (StatusCode, Json<Json_>) {
+    let mut prs = prs.lock().unwrap();
+    let (head, base, text) = match kind {
+        Kind::GitLab => ("source_branch", "target_branch", "description"),
+        Kind::GitHub | Kind::Gitea => ("head", "base", "body"),
+    };
+    for key in [head, base, "title", text] {
+        assert!(body[key].is_string(), "create without {key}: {body}");
+    }
+    let pr = Pr {
+        number: prs.list.len() as u64 + 1,
+        head: body[head].as_str().unwrap().to_string(),
+        base: body[base].as_str().unwrap().to_string(),
+        title: body["title"].as_str().unwrap().to_string(),
+        body: body[text].as_str().unwrap().to_string(),
+        open: true,
+        merged: false,
+        merged_by: None,
+        comments: Vec::new(),
+    };
+    let out = json_for(kind, &pr);
+    prs.list.push(pr);
+    (StatusCode::CREATED, Json(out))
+}
+
+async fn one(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    let n: u64 = path
+        .last()
+        .and_then(|n| n.parse().ok())
+        .ok_or(StatusCode::NOT_FOUND)?;
+    let prs = prs.lock().unwrap();
+    let pr = prs
+        .list
+        .iter()
+        .find(|p| p.number == n)
+        .ok_or(StatusCode::NOT_FOUND)?;
+    Ok(Json(json_for(kind, pr)))
+}
+
+async fn update(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+    Json(body): Json<Json_>,
+) -> Result<Json<Json_>, StatusCode> {
+    let n: u64 = path
+        .last()
+        .and_then(|n| n.parse().ok())
+        .ok_or(StatusCode::NOT_FOUND)?;
+    let mut prs = prs.lock().unwrap();
+    let pr = prs
+        .list
+        .iter_mut()
+        .find(|p| p.number == n)
+        .ok_or(StatusCode::NOT_FOUND)?;
+    let closing = match kind {
+        Kind::GitLab => body["state_event"] == "close",
+        Kind::GitHub | Kind::Gitea => body["state"] == "closed",
+    };
+    if closing {
+        pr.open = false;
+    }
+    Ok(Json(json_for(kind, pr)))
+}
+
+async fn comment(
+    State((_kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+    Json(body): Json<Json_>,
+) -> (StatusCode, Json<Json_>) {
+    let n: u64 = path.iter().rev().find_map(|n| n.parse().ok()).unwrap_or(0);
+    let mut prs = prs.lock().unwrap();
+    if let Some(pr) = prs.list.iter_mut().find(|p| p.number == n) {
+        pr.comments
+            .push(body["body"].as_str().unwrap_or_default().to_string());
+    }
+    (StatusCode::CREATED, Json(json!({"id": 1})))
+}
+
+pub(crate) const FILE: &str = "apps/web/canary.yaml";
+
+pub(crate) const STATUS: &str = ".sluice/status/shop/web.yaml";
+
+pub(crate) fn canary(revision: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis:\n    interval: 1s\n    stepWeights: [20, 60]\n    approvals: {{beforePromotion: true}}\n"
+    )
+}
+
+/// `shop/web` at v1 with `fake` as its forge (`extra`: more `forge` keys, e.g.
+/// `, approvers: [alice]`), initialized, then v2 committed by a human.
+pub(crate) fn world_with(fake: &ForgeFake, extra: &str) -> World {
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+        fake.settings().replace("}\n", &format!("{extra}}}\n"))
+    );
+    let mut w = World::local(&[(FILE, &canary("v1")), (".sluice/config.yaml", &config)]);
+    w.tick();
+    w.human_writes(FILE, &canary("v2"), "web: v2");
+    w
+}
+
+/// [`world_with`] a fake forge of `kind`, ticked until the promotion waits for approval.
+pub(crate) fn waiting(kind: Kind, extra: &str) -> (World, ForgeFake) {
+    let fake = ForgeFake::start(kind);
+    let mut w = world_with(&fake, extra);
+    w.ticks(6);
+    assert_eq!(w.yaml_at_main(STATUS)["phase"], "WaitingApproval");
+    (w, fake)
+}
+
+pub(crate) const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
+
+/// The last commit on main: its subject and its trailers.
+pub(crate) fn last_commit(bare: &Path) -> (String, String) {
+    let subject = git(bare, &["log", "-1", "--format=%s", "main"]);
+    let trailers = git(bare, &["log", "-1", "--format=%(trailers)", "main"]);
+    (subject.trim().to_string(), trailers)
+}
+
+/// After a merged approval that did not approve, and one tick: the canary waits for the
+/// promotion again at its weights from before the merge, and the last commit says `why`
+/// without naming an approver.
+pub(crate) fn assert_waiting_again(w: &World, kind: Kind, why: &str) {
+    let s = w.yaml_at_main(STATUS);
+    assert_eq!(
+        (
+            s["phase"].as_str(),
+            s["canaryWeight"].as_u64(),
+            s["clockFromMerge"].as_bool()
+        ),
+        (Some("WaitingApproval"), Some(60), None),
+        "{kind:?}: the canary keeps waiting, its route back where it was"
+    );
+    let (subject, trailers) = last_commit(&w.bare);
+    assert!(
+        subject.contains("waiting for approval of the promotion"),
+        "{kind:?}: {subject}"
+    );
+    assert!(
+        !trailers.contains("Sluice-Approved-By") && trailers.contains(why),
+        "{kind:?}: {trailers}"
+    );
+}

@@ -1,0 +1,89 @@
+//! The judge's loop tests' shared parts: a judged canary and one rollout under `sluice run`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::metrics::{loop_canary, loop_deployment as deployment, phase};
+use super::{git, human_clone, human_commit, sluice_daemon};
+
+/// The loop tests' canary `name` without metrics, judged by the Judge `judge` of namespace
+/// `test`.
+pub(crate) fn judged_canary(name: &str, judge: &str) -> String {
+    loop_canary(name, "").replace("    metrics:\n", "").replace(
+        "namespace: test}",
+        &format!("namespace: test, annotations: {{sluice.dev/judge: {judge}}}}}"),
+    )
+}
+
+pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Whether the canary's status file is on the remote yet (`phase` needs it).
+pub(crate) fn has_status(bare: &Path, name: &str) -> bool {
+    Command::new("git")
+        .args([
+            "cat-file",
+            "-e",
+            &format!("main:.sluice/status/test/{name}.yaml"),
+        ])
+        .current_dir(bare)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Under `sluice run` (polling every 200 ms, its clone in `dir/w`): the canaries `names` of
+/// `bare` initialized, then a human (`dir/human`) bumps each one's image to `:2`, and each
+/// rollout runs to its end.
+pub(crate) fn rolled_out(bare: &Path, dir: &Path, names: &[&str]) {
+    let remote = bare.display().to_string();
+    let _daemon = sluice_daemon(&remote, &dir.join("w")).start();
+    wait_until("every canary initialized", || {
+        names
+            .iter()
+            .all(|n| has_status(bare, n) && phase(bare, n).starts_with("Initialized"))
+    });
+    let human = human_clone(&remote, &dir.join("human"));
+    bump_images(&human, names);
+    wait_until("every rollout to finish", || {
+        names.iter().all(|n| ended(bare, n))
+    });
+}
+
+pub(crate) fn ended(bare: &Path, name: &str) -> bool {
+    let p = phase(bare, name);
+    p.starts_with("Succeeded") || p.starts_with("Failed")
+}
+
+/// The `key` trailers of the newest commit whose subject matches `grep`.
+pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
+    git(
+        bare,
+        &[
+            "log",
+            "-1",
+            &format!("--format=%(trailers:key={key},valueonly)"),
+            &format!("--grep={grep}"),
+            "main",
+        ],
+    )
+}
+
+/// A human (working in `human`) bumps the image of each of the canaries `names` to `:2`, one
+/// pushed commit each.
+pub(crate) fn bump_images(human: &Path, names: &[&str]) {
+    for name in names {
+        git(human, &["pull", "-q", "--rebase", "origin", "main"]);
+        human_commit(
+            human,
+            &format!("apps/{name}/deployment.yaml"),
+            &deployment(name, &format!("{name}:2")),
+            &format!("{name} 2"),
+        );
+    }
+}
