@@ -24,7 +24,10 @@ use aws_sigv4::sign::v4;
 use serde_json::{json, Value as Json};
 
 use crate::core::observe::MetricValue;
+use crate::metrics::metric_templates::ProviderFields;
+use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, not_json};
+use crate::yaml::reader::Reader;
 
 /// The access key variable of the environment.
 pub const ACCESS_KEY_VAR: &str = "AWS_ACCESS_KEY_ID";
@@ -377,6 +380,97 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
             "expected a number, found {}",
             vendor_http::kind_of(value)
         )),
+    }
+}
+
+/// A cloudwatch template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `region`, not empty.
+    pub region: String,
+}
+
+impl MetricBackend for Cloudwatch {
+    type Config = Config;
+    const TYPE: &'static str = "cloudwatch";
+    const READS: &'static [&'static str] = &["region"];
+    /// None: the keys come from sluice's environment ([`ACCESS_KEY_VAR`], [`SECRET_KEY_VAR`]).
+    const SECRET_KEYS: &'static [&'static str] = &[];
+    const SERIES: Series = Series::Range { rank: 3 };
+    const EXAMPLE: &'static str = "    type: cloudwatch\n    region: eu-west-1\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"MetricDataResults":[{"Id":"a","Values":[0.5,9],"StatusCode":"Complete"}],"Messages":[]}"#,
+        0.5,
+    );
+
+    /// The region it names is required and not empty; `address` and `secretRef` are refused,
+    /// as Flagger's provider ignores them.
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        fields.refuse(r, "address", &format!("Flagger's cloudwatch provider ignores it and queries the region's endpoint; sluice does too (the environment variable {ENDPOINT_VAR} replaces it)"));
+        fields.refuse(r, "secretRef", &format!("Flagger's cloudwatch provider ignores it and uses the AWS credentials of its environment; sluice reads {ACCESS_KEY_VAR} and {SECRET_KEY_VAR} from its environment"));
+        match &fields.region {
+            Some(region) if !region.is_empty() => Some(Config {
+                region: region.clone(),
+            }),
+            _ => {
+                match fields.node.get("region") {
+                    None => r.error(
+                        fields.node.line,
+                        "spec.provider.region",
+                        "required field is missing: provider type \"cloudwatch\" queries the region it names",
+                    ),
+                    Some(n) => r.error(
+                        n.line,
+                        "spec.provider.region",
+                        "expected an AWS region such as us-east-1, found an empty string",
+                    ),
+                }
+                None
+            }
+        }
+    }
+
+    fn client(
+        config: &Config,
+        input: &ClientInput,
+    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+        Some(
+            Cloudwatch::new(input.aws, &config.region, input.interval)
+                .map(|c| Box::new(c) as Box<dyn VendorClient>)
+                .map_err(|e| input.at(e)),
+        )
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Cloudwatch {
+    fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    fn insecure_skip_verify(&self) -> bool {
+        false
+    }
+
+    fn instant<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+    ) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(client, query))
+    }
+
+    fn range<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        window: (u64, u64),
+        _step: Duration,
+    ) -> Answer<'a, Result<Vec<f64>, String>> {
+        Box::pin(self.series(client, query, window))
     }
 }
 

@@ -11,7 +11,11 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::metric_templates::ProviderFields;
+use crate::metrics::provider::unix_now;
+use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the API key.
 pub const API_KEY: &str = "datadog_api_key";
@@ -159,6 +163,85 @@ fn value_of(json: &Json) -> MetricValue {
             "expected a point [time, value], found {}",
             kind_of(point)
         )),
+    }
+}
+
+/// Flagger's default Datadog API address.
+pub const DEFAULT_ADDRESS: &str = "https://api.datadoghq.com";
+
+/// A datadog template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `address`, else [`DEFAULT_ADDRESS`].
+    pub address: String,
+    /// The Secret holding [`API_KEY`] and [`APPLICATION_KEY`].
+    pub secret_ref: String,
+}
+
+impl MetricBackend for Datadog {
+    type Config = Config;
+    const TYPE: &'static str = "datadog";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[API_KEY, APPLICATION_KEY];
+    const SERIES: Series = Series::Range { rank: 1 };
+    const EXAMPLE: &'static str = "    type: datadog\n    secretRef: {name: datadog}\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"status":"ok","series":[{"pointlist":[[1577232000000,1.5],[1577318400000,9]]}]}"#,
+        1.5,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        Some(Config {
+            address: fields
+                .address
+                .clone()
+                .unwrap_or_else(|| DEFAULT_ADDRESS.into()),
+            secret_ref: fields.needs_secret(r, Self::SECRET_KEYS)?,
+        })
+    }
+
+    fn client(
+        config: &Config,
+        input: &ClientInput,
+    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+        Some((|| {
+            let api = input.key(&config.secret_ref, API_KEY)?;
+            let app = input.key(&config.secret_ref, APPLICATION_KEY)?;
+            let client = Datadog::new(&config.address, api, app, input.interval)?;
+            Ok(Box::new(client) as Box<dyn VendorClient>)
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Datadog {
+    fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    fn insecure_skip_verify(&self) -> bool {
+        false
+    }
+
+    fn instant<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+    ) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(client, query, unix_now().as_secs()))
+    }
+
+    fn range<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        window: (u64, u64),
+        _step: Duration,
+    ) -> Answer<'a, Result<Vec<f64>, String>> {
+        Box::pin(self.series(client, query, window))
     }
 }
 

@@ -11,7 +11,11 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::metric_templates::ProviderFields;
+use crate::metrics::provider::unix_now_ms;
+use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the API token.
 pub const TOKEN: &str = "dynatrace_token";
@@ -161,6 +165,81 @@ fn value_of(json: &Json) -> MetricValue {
             Some(v) => MetricValue::Value(v),
             None => MetricValue::Error(format!("expected a number, found {}", kind_of(v))),
         },
+    }
+}
+
+/// A dynatrace template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `address` (no default).
+    pub address: String,
+    /// The Secret holding [`TOKEN`].
+    pub secret_ref: String,
+}
+
+impl MetricBackend for Dynatrace {
+    type Config = Config;
+    const TYPE: &'static str = "dynatrace";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[TOKEN];
+    const SERIES: Series = Series::Range { rank: 5 };
+    const EXAMPLE: &'static str =
+        "    type: dynatrace\n    address: https://abc.live.dynatrace.com\n    secretRef: {name: dynatrace}\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"totalCount":1,"resolution":"Inf","result":[{"metricId":"m","data":[{"dimensions":[],"timestamps":[1],"values":[1.25]}]}]}"#,
+        1.25,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        let secret_ref = fields.needs_secret(r, Self::SECRET_KEYS);
+        let address = fields.needs_address(r)?;
+        Some(Config {
+            address,
+            secret_ref: secret_ref?,
+        })
+    }
+
+    fn client(
+        config: &Config,
+        input: &ClientInput,
+    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+        Some((|| {
+            let token = input.key(&config.secret_ref, TOKEN)?;
+            let client = Dynatrace::new(&config.address, token, input.interval)?;
+            Ok(Box::new(client) as Box<dyn VendorClient>)
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Dynatrace {
+    fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    fn insecure_skip_verify(&self) -> bool {
+        false
+    }
+
+    fn instant<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+    ) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(client, query, unix_now_ms()))
+    }
+
+    fn range<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        window: (u64, u64),
+        step: Duration,
+    ) -> Answer<'a, Result<Vec<f64>, String>> {
+        Box::pin(self.series(client, query, window, step))
     }
 }
 

@@ -10,7 +10,10 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::metric_templates::ProviderFields;
+use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the account id (a path segment of the query URL).
 pub const ACCOUNT_ID: &str = "newrelic_account_id";
@@ -154,6 +157,82 @@ fn value_of(json: &Json) -> MetricValue {
             "query returned {} results; expected one",
             many.len()
         )),
+    }
+}
+
+/// Flagger's default New Relic Insights API address.
+pub const DEFAULT_ADDRESS: &str = "https://insights-api.newrelic.com";
+
+/// A newrelic template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `address`, else [`DEFAULT_ADDRESS`].
+    pub address: String,
+    /// The Secret holding [`ACCOUNT_ID`] and [`QUERY_KEY`].
+    pub secret_ref: String,
+}
+
+impl MetricBackend for NewRelic {
+    type Config = Config;
+    const TYPE: &'static str = "newrelic";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[ACCOUNT_ID, QUERY_KEY];
+    const SERIES: Series = Series::Range { rank: 4 };
+    const EXAMPLE: &'static str = "    type: newrelic\n    secretRef: {name: newrelic}\n";
+    const ANSWER: (&'static str, f64) = (r#"{"results":[{"result": 1.5}]}"#, 1.5);
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        Some(Config {
+            address: fields
+                .address
+                .clone()
+                .unwrap_or_else(|| DEFAULT_ADDRESS.into()),
+            secret_ref: fields.needs_secret(r, Self::SECRET_KEYS)?,
+        })
+    }
+
+    fn client(
+        config: &Config,
+        input: &ClientInput,
+    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+        Some((|| {
+            let account = input.key(&config.secret_ref, ACCOUNT_ID)?;
+            let query_key = input.key(&config.secret_ref, QUERY_KEY)?;
+            let client = NewRelic::new(&config.address, &account, query_key, input.interval)?;
+            Ok(Box::new(client) as Box<dyn VendorClient>)
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for NewRelic {
+    fn url(&self) -> &reqwest::Url {
+        &self.url
+    }
+
+    fn insecure_skip_verify(&self) -> bool {
+        false
+    }
+
+    fn instant<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+    ) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(client, query))
+    }
+
+    fn range<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        window: (u64, u64),
+        step: Duration,
+    ) -> Answer<'a, Result<Vec<f64>, String>> {
+        Box::pin(self.series(client, query, window, step.as_secs()))
     }
 }
 

@@ -1,0 +1,143 @@
+//! What one metric provider (a MetricTemplate's `spec.provider.type`) is: the [`MetricBackend`]
+//! trait each provider's module implements, and the [`VendorClient`] its queries run through.
+//! The registry (`registry.rs`) lists each provider once; nothing else names one, except that a
+//! Prometheus template's query goes to the canary's Prometheus path (`metrics::plan`).
+//!
+//! Adding a provider: a module `metrics/<type>.rs` with a unit-like type implementing
+//! [`MetricBackend`] (its client implementing [`VendorClient`]), its row in the provider table
+//! of `docs/operations.md` (a registry test checks it names the Secret keys), and one line in
+//! `registry.rs`'s `metric_providers!` list. Its items have no defaults where a provider must
+//! say something, so the compiler asks for each.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::core::observe::MetricValue;
+use crate::metrics::cloudwatch::CloudwatchEnv;
+use crate::metrics::metric_templates::{MetricTemplate, ProviderFields};
+use crate::secrets::Secrets;
+use crate::yaml::reader::Reader;
+
+/// One MetricTemplate provider type. Implemented by the provider's client type in its module;
+/// the registry dispatches on [`MetricProvider`](super::metric_templates::MetricProvider),
+/// whose variants hold this trait's [`Config`](MetricBackend::Config).
+pub trait MetricBackend {
+    /// The validated `spec.provider`: only the fields Flagger's provider reads
+    /// (`pkg/metrics/providers/`), with its defaults filled in.
+    type Config: Clone + fmt::Debug + PartialEq;
+
+    /// `spec.provider.type`, as Flagger's CRD spells it. Unique across providers.
+    const TYPE: &'static str;
+    /// The optional fields it reads among `headers`, `insecureSkipVerify` and `region`; the
+    /// template reader refuses the others when set, naming the types that read them.
+    /// (`address` and `secretRef` it reads, requires or refuses itself in [`read`](Self::read).)
+    const READS: &'static [&'static str];
+    /// Fields among those three it accepts without reading them (the reader has always let
+    /// them pass), so they are neither refused nor listed as read.
+    const IGNORES: &'static [&'static str] = &[];
+    /// The keys it reads from the Secret `secretRef` names, as Flagger names them (`&[]`: it
+    /// reads none). Messages and `docs/operations.md` list them.
+    const SECRET_KEYS: &'static [&'static str];
+    /// Whether `address` may also be a `ws://` or `wss://` URL (Splunk's stream address).
+    const WEBSOCKET_ADDRESS: bool = false;
+    /// Whether its API answers the statistical judge's range query with a series.
+    const SERIES: Series;
+    /// The lines of a `spec.provider` of this type that load (two-space indented), for the
+    /// registry test and the docs.
+    const EXAMPLE: &'static str;
+    /// A recorded answer body and the value [`parse`](Self::parse) reads from it.
+    const ANSWER: (&'static str, f64);
+
+    /// Reads the provider's fields (`fields.kind` is [`TYPE`](Self::TYPE)) into its config,
+    /// reporting what is missing or refused through `r`; `None` when anything was.
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Self::Config>;
+
+    /// Its client for one template, credentials read, or why there is none. `None` only for
+    /// `prometheus`, whose templates are queried on the canary's Prometheus path.
+    fn client(
+        config: &Self::Config,
+        input: &ClientInput,
+    ) -> Option<Result<Box<dyn VendorClient>, String>>;
+
+    /// The value of one answer (`status`, `body`), as Flagger's provider reads it.
+    fn parse(status: u16, body: &[u8]) -> MetricValue;
+}
+
+/// Whether a provider's API gives the statistical judge a series ([`MetricBackend::SERIES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Series {
+    /// A range query answers with a series. `rank` is its place in the list messages give
+    /// (the order support arrived in, as messages have always listed them); unique.
+    Range { rank: u8 },
+    /// One value per query: the judge refuses its templates.
+    OneValue,
+}
+
+/// What a provider's [`client`](MetricBackend::client) is built from.
+pub struct ClientInput<'a> {
+    /// The template, for its namespace (where its Secret is) and for messages.
+    pub template: &'a MetricTemplate,
+    /// The metric's window.
+    pub interval: Duration,
+    /// What the operator mapped in, for `secretRef`.
+    pub secrets: &'a Secrets,
+    /// The AWS credentials sluice started with (CloudWatch).
+    pub aws: &'a CloudwatchEnv,
+}
+
+impl ClientInput<'_> {
+    /// Key `key` of the Secret `name` in the template's namespace; a missing one is an error
+    /// naming the template and its `secretRef`.
+    pub fn key(&self, name: &str, key: &str) -> Result<String, String> {
+        let t = self.template;
+        self.secrets
+            .require(t.namespace.as_str(), name, key)
+            .map_err(|e| self.at(format!("spec.provider.secretRef: {e}")))
+    }
+
+    /// `message`, prefixed with the template and where it is.
+    pub fn at(&self, message: impl fmt::Display) -> String {
+        let t = self.template;
+        format!("metric template {t} ({}:{}): {message}", t.file, t.line)
+    }
+}
+
+/// A future a [`VendorClient`] returns.
+pub type Answer<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The client of one non-Prometheus template, its credentials read.
+pub trait VendorClient: fmt::Debug + Send + Sync {
+    /// The URL its queries go to, for the endpoint pool.
+    fn url(&self) -> &reqwest::Url;
+    /// Whether the pool's client for it skips TLS verification (`insecureSkipVerify`).
+    fn insecure_skip_verify(&self) -> bool;
+    /// Runs `query` once, ending now.
+    fn instant<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+    ) -> Answer<'a, MetricValue>;
+    /// The statistical judge's series of `query` over `window` (Unix seconds) at `step`, or
+    /// why there is none (a [`Series::OneValue`] provider says so).
+    fn range<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        window: (u64, u64),
+        step: Duration,
+    ) -> Answer<'a, Result<Vec<f64>, String>>;
+}
+
+/// Now, as Unix time (the vendors' query windows end now).
+pub(crate) fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Now in Unix milliseconds, saturating.
+pub(crate) fn unix_now_ms() -> u64 {
+    u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX)
+}
