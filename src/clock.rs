@@ -10,15 +10,29 @@
 //! stepped daemon is for tests whose outside parts do not read the wall clock. Decisions,
 //! status files and `Sluice-Replay` records carry the stepped time, so `sluice audit` replays
 //! them; git's commit dates stay the wall clock's.
+//!
+//! `stepped@<RFC 3339 time>` starts the stepped clock at that time instead: a one-shot command
+//! such as `sluice reconcile` never sleeps, so a test steps its clock by starting each run at
+//! the next due time (`support::Stepped`), where it would otherwise sleep until then.
 //! The variable is read once at start; its only other value is `wall` (the default).
+//!
+//! Every read of the time and every wait in sluice that decides when something happens goes
+//! through here; what still reads the system's clock directly is listed with its reason in
+//! `e2e/it/clock_reads.rs`, which fails on any other.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
 
 /// The environment variable that chooses the clock: `wall` (the default) or `stepped`.
 pub const VAR: &str = "SLUICE_CLOCK";
+
+/// The real time a sleep on a stepped clock waits before the clock moves on by the whole
+/// sleep: long enough for a test's push or webhook to land between polls and for the loop not
+/// to spin, short enough that a minute of canary time passes in well under a second.
+pub const STEPPED_PAUSE: Duration = Duration::from_millis(20);
 
 /// Where a command reads the time.
 #[derive(Debug)]
@@ -29,9 +43,9 @@ pub enum Clock {
     Stepped(Mutex<Timestamp>),
 }
 
-/// `SLUICE_CLOCK` holds neither `wall` nor `stepped`.
+/// `SLUICE_CLOCK` holds neither `wall`, `stepped` nor `stepped@<time>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{VAR}={0:?}: expected wall (the default) or stepped (tests: time moves only by what sluice sleeps)")]
+#[error("{VAR}={0:?}: expected wall (the default), stepped or stepped@<RFC 3339 time> (tests: time moves only by what sluice sleeps)")]
 pub struct UnknownClock(pub String);
 
 impl Clock {
@@ -40,7 +54,10 @@ impl Clock {
         match value {
             None | Some("" | "wall") => Ok(Clock::Wall),
             Some("stepped") => Ok(Clock::Stepped(Mutex::new(Timestamp::now()))),
-            Some(other) => Err(UnknownClock(other.to_string())),
+            Some(other) => match other.strip_prefix("stepped@").map(str::parse::<Timestamp>) {
+                Some(Ok(start)) => Ok(Clock::Stepped(Mutex::new(start))),
+                Some(Err(_)) | None => Err(UnknownClock(other.to_string())),
+            },
         }
     }
 
@@ -64,9 +81,58 @@ impl Clock {
         }
     }
 
+    /// Waits `wait` on the wall clock without blocking a tokio worker; moves a stepped clock
+    /// forward by `wait` at once (concurrent waits on a stepped clock add up).
+    pub async fn pause(&self, wait: Duration) {
+        match self {
+            Clock::Wall => tokio::time::sleep(wait).await,
+            Clock::Stepped(_) => {
+                self.sleep(wait);
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
     /// Whether time moves only by sleeps (a test's clock).
     pub fn is_stepped(&self) -> bool {
         matches!(self, Clock::Stepped(_))
+    }
+
+    /// The real time a sleep of `wait` waits: all of it on the wall clock, at most
+    /// [`STEPPED_PAUSE`] on a stepped one.
+    pub fn real_wait(&self, wait: Duration) -> Duration {
+        if self.is_stepped() {
+            wait.min(STEPPED_PAUSE)
+        } else {
+            wait
+        }
+    }
+
+    /// Moves a stepped clock on by `wait` once its real pause is over (the wall clock moved by
+    /// itself), unless a stop was requested meanwhile.
+    pub fn step_unless_stopped(&self, stop: &AtomicBool, wait: Duration) {
+        if self.is_stepped() && !stop.load(Ordering::SeqCst) {
+            self.sleep(wait);
+        }
+    }
+
+    /// Sleeps `wait`, or less when a stop is requested: the wall clock waits it out, a stepped
+    /// one waits [`STEPPED_PAUSE`] of real time and jumps the rest.
+    pub fn sleep_unless_stopped(&self, stop: &AtomicBool, wait: Duration) {
+        wait_unless_stopped(stop, self.real_wait(wait));
+        self.step_unless_stopped(stop, wait);
+    }
+}
+
+/// Waits `wait` of real time, or less when a stop is requested.
+fn wait_unless_stopped(stop: &AtomicBool, wait: Duration) {
+    let until = Instant::now() + wait;
+    while !stop.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
     }
 }
 
@@ -93,5 +159,36 @@ mod tests {
         assert!(!Clock::named(Some("wall")).unwrap().is_stepped());
         let err = Clock::named(Some("fast")).unwrap_err();
         assert!(err.to_string().contains("expected wall"), "{err}");
+        let err = Clock::named(Some("stepped@yesterday")).unwrap_err();
+        assert!(err.to_string().contains("stepped@<RFC 3339 time>"), "{err}");
+    }
+
+    #[test]
+    fn a_stepped_clock_may_start_at_a_given_time() {
+        let clock = Clock::named(Some("stepped@2026-01-01T00:00:10Z")).unwrap();
+        assert!(clock.is_stepped());
+        assert_eq!(clock.now().to_string(), "2026-01-01T00:00:10Z");
+        clock.sleep(Duration::from_secs(5));
+        assert_eq!(clock.now().to_string(), "2026-01-01T00:00:15Z");
+    }
+
+    #[test]
+    fn a_pause_on_a_stepped_clock_jumps_and_on_the_wall_clock_waits() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let clock = Clock::named(Some("stepped@2026-01-01T00:00:00Z")).unwrap();
+        let real = std::time::Instant::now();
+        rt.block_on(clock.pause(Duration::from_secs(30)));
+        assert!(
+            real.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            real.elapsed()
+        );
+        assert_eq!(clock.now().to_string(), "2026-01-01T00:00:30Z");
+        let real = std::time::Instant::now();
+        rt.block_on(Clock::Wall.pause(Duration::from_millis(50)));
+        assert!(real.elapsed() >= Duration::from_millis(50));
     }
 }

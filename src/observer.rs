@@ -249,11 +249,12 @@ impl<'a> Live<'a> {
             .collect();
         let phase = r.status.map_or(Phase::Initializing, |s| s.phase);
         let body = payload(canary, phase, r.revision, BTreeMap::new());
+        let clock = self.runtime.shared_clock();
         let webhooks = async {
             if hooks.is_empty() {
                 Vec::new()
             } else {
-                call_all(self.runtime.http(), &hooks, &body).await
+                call_all(self.runtime.http(), &hooks, &body, &clock).await
             }
         };
         // A wave's gates read its own cluster.
@@ -443,13 +444,15 @@ impl Observer for Live<'_> {
         meta.insert("eventType".to_string(), kind.to_string());
         meta.insert(
             "timestamp".to_string(),
-            Timestamp::now().as_millisecond().to_string(),
+            self.runtime.clock().now().as_millisecond().to_string(),
         );
         let body = payload(canary, status.phase, &revision, meta);
-        for r in self
-            .runtime
-            .block_on(call_all(self.runtime.http(), &hooks, &body))
-        {
+        for r in self.runtime.block_on(call_all(
+            self.runtime.http(),
+            &hooks,
+            &body,
+            &self.runtime.shared_clock(),
+        )) {
             if let Err(e) = r.outcome {
                 warn!(canary = %canary.id, hook = %r.name, error = %e, "Notification webhook failed");
             }

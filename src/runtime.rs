@@ -64,8 +64,9 @@ pub struct Runtime {
     statuses: Mutex<ParsedStatuses>,
     /// The canaries as the last tick loaded them, and the head it loaded them at.
     loads: Mutex<Option<(git2::Oid, KeptLoad)>>,
-    /// Where commands read the time and sleep ([`crate::clock`]).
-    clock: Clock,
+    /// Where commands read the time and sleep ([`crate::clock`]); shared with the servers and
+    /// the metric queries.
+    clock: Arc<Clock>,
 }
 
 /// Status files parsed by the last tick, by blob id: each one's status and spec record.
@@ -134,8 +135,11 @@ impl Runtime {
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
             .and_then(ForgeClient::new)
             .map_err(|e| e.to_string());
-        let clock = Clock::named(env.get(crate::clock::VAR).map(String::as_str))
-            .map_err(std::io::Error::other)?;
+        let clock = Arc::new(
+            Clock::named(env.get(crate::clock::VAR).map(String::as_str))
+                .map_err(std::io::Error::other)?,
+        );
+        let prometheus = prometheus.with_clock(Arc::clone(&clock));
         Ok(Runtime {
             tokio,
             env,
@@ -158,6 +162,11 @@ impl Runtime {
     /// The clock commands read the time from and sleep on.
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// The same clock, for what outlives a borrow of the runtime (servers, spawned tasks).
+    pub fn shared_clock(&self) -> Arc<Clock> {
+        Arc::clone(&self.clock)
     }
 
     /// This context with every repo file a tick reads going through `reader`, which is given

@@ -626,7 +626,11 @@ pub fn webhook(budget: Budget) -> Stats {
         |hook| {
             let send = || {
                 let (request, body, decided) = request(hook);
-                let state = ServerState::new(Metrics::new(), Some(hook.secret.clone()));
+                let state = ServerState::new(
+                    Metrics::new(),
+                    Some(hook.secret.clone()),
+                    std::sync::Arc::new(sluice::clock::Clock::Wall),
+                );
                 let wake = state.wake_handle();
                 let response = runtime
                     .block_on(router(state, Limits::default().request_timeout).oneshot(request))

@@ -262,16 +262,37 @@ fn every_registered_provider_has_a_kustomize_fixture() {
 #[test]
 fn every_routers_output_folder_builds_with_kubectl_kustomize() {
     let providers = sluice::route::provider_names();
-    // A few at a time: each provider's loop is mostly waiting on git and kubectl.
+    // A few at a time: each provider's loop is mostly waiting on git and kubectl. Every
+    // provider runs even when one fails, and the failure names each provider with its panic
+    // (a scoped thread's panic alone says only "a scoped thread panicked").
+    let mut failed = Vec::new();
     for chunk in providers.chunks(4) {
         std::thread::scope(|scope| {
-            for &provider in chunk {
-                std::thread::Builder::new()
-                    .name(format!("provider {provider}"))
-                    .spawn_scoped(scope, move || builds_through_the_loop(provider))
-                    .unwrap();
+            let running: Vec<_> = chunk
+                .iter()
+                .map(|&provider| {
+                    let thread = std::thread::Builder::new()
+                        .name(format!("provider {provider}"))
+                        .spawn_scoped(scope, move || builds_through_the_loop(provider))
+                        .unwrap();
+                    (provider, thread)
+                })
+                .collect();
+            for (provider, thread) in running {
+                if let Err(panic) = thread.join() {
+                    failed.push(format!("provider {provider}: {}", panic_text(&*panic)));
+                }
             }
         });
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<String>(), panic.downcast_ref::<&str>()) {
+        (Some(text), _) => text.clone(),
+        (None, Some(text)) => (*text).to_string(),
+        (None, None) => "a panic without a message".to_string(),
     }
 }
 

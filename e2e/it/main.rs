@@ -14,6 +14,7 @@ mod audit;
 mod autoscaler;
 mod chaos;
 mod cli;
+mod clock_reads;
 mod clone_size;
 mod core_purity;
 mod corpus;

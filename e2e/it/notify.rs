@@ -45,7 +45,13 @@ fn every_channel_hears_about_start_and_promotion() {
         ("SLUICE_TEST_DISCORD".to_string(), format!("{base}/discord")),
         ("SLUICE_TEST_WEBHOOK".to_string(), format!("{base}/webhook")),
     ];
-    let tick = || reconcile(&bare, &workdir, &env);
+    // Each tick runs at this clock's time, jumped past the canary's 1 s interval between.
+    let clock = crate::support::Stepped::default();
+    let tick = || {
+        let mut env = env.to_vec();
+        env.push(clock.env());
+        reconcile(&bare, &workdir, &env)
+    };
     tick();
     git(&human, &["pull", "-q", "origin", "main"]);
     human_commit(&human, "apps/web.yaml", &canary("v2"), "web: v2");
@@ -53,7 +59,7 @@ fn every_channel_hears_about_start_and_promotion() {
     while !git(&bare, &["show", "main:.sluice/status/shop/web.yaml"]).contains("phase: Succeeded") {
         assert!(Instant::now() < deadline, "the rollout did not finish");
         tick();
-        std::thread::sleep(Duration::from_millis(300));
+        clock.jump(Duration::from_millis(1100));
     }
     let requests = server.requests();
     let body = |path: &str, n: usize| -> Json {

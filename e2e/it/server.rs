@@ -31,7 +31,11 @@ async fn start(secret: Option<&str>) -> Running {
 
 async fn start_serving(secret: Option<&str>, which: Serve) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let state = ServerState::new(Metrics::new(), secret.map(str::to_string));
+    let state = ServerState::new(
+        Metrics::new(),
+        secret.map(str::to_string),
+        std::sync::Arc::new(sluice::clock::Clock::Wall),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

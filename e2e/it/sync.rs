@@ -734,7 +734,13 @@ struct Loop {
     human: std::path::PathBuf,
     kubeconfig: std::path::PathBuf,
     workdir: std::path::PathBuf,
+    /// Each reconcile runs at this clock's time; a test jumps it past the canary's interval
+    /// where it would sleep.
+    clock: crate::support::Stepped,
 }
+
+/// A little more than the canaries' `analysis.interval` (1 s): one jump makes the next check due.
+const INTERVAL: std::time::Duration = std::time::Duration::from_millis(1100);
 
 impl Loop {
     fn new(api_url: &str, sync: &str) -> Loop {
@@ -759,12 +765,14 @@ impl Loop {
             human,
             kubeconfig,
             workdir,
+            clock: crate::support::Stepped::default(),
         }
     }
 
     /// One `sluice reconcile`; returns how many commits it added.
     fn reconcile(&self) -> usize {
         let before = self.commits();
+        let (clock, at) = self.clock.env();
         crate::support::run_ok(
             std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
                 .args([
@@ -774,6 +782,7 @@ impl Loop {
                     "--workdir",
                     &self.workdir.display().to_string(),
                 ])
+                .env(clock, at)
                 .env("KUBECONFIG", &self.kubeconfig)
                 .env_remove("KUBERNETES_SERVICE_HOST")
                 .env("SLUICE_LOG", "error"),
@@ -831,7 +840,7 @@ async fn loop_waits_for_flux_to_apply_the_pushed_commit_or_a_descendant_fake_kub
         );
         let human_commit = l.head();
         assert_eq!(l.reconcile(), 1, "new revision detected");
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        l.clock.jump(INTERVAL);
         // Flux still runs the human's commit: the step does not start.
         api.put(ready(&human_commit));
         assert_eq!(l.reconcile(), 0, "not applied yet: no step");
@@ -840,7 +849,7 @@ async fn loop_waits_for_flux_to_apply_the_pushed_commit_or_a_descendant_fake_kub
         api.put(ready(&l.head()));
         assert_eq!(l.reconcile(), 1);
         assert_eq!(l.weight(), "canaryWeight: 10");
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        l.clock.jump(INTERVAL);
         assert_eq!(l.reconcile(), 0, "the new step is not applied yet");
         // Someone pushed after sluice; Flux applied that descendant: it counts.
         l.human("notes.txt", "unrelated\n");
@@ -859,7 +868,7 @@ async fn loop_does_not_trust_stale_argo_health_fake_kube_api() {
         l.reconcile();
         l.human("apps/web.yaml", &synced_canary("v2", sync));
         assert_eq!(l.reconcile(), 1, "new revision detected");
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        l.clock.jump(INTERVAL);
         // Synced to sluice's push, but health was assessed before the sync finished.
         api.put(application_object(argo_status(
             &l.head(),
@@ -942,7 +951,7 @@ fn new_revision_applied(l: &Loop, api: &mut FakeKubeApi) {
     assert_eq!(l.reconcile(), 1, "initialization");
     l.human("apps/web/deployment.yaml", &web_source("web:2"));
     assert_eq!(l.reconcile(), 1, "new revision detected");
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    l.clock.jump(INTERVAL);
     let head = l.head();
     api.put(kustomization_object(
         1,
@@ -1029,7 +1038,7 @@ async fn loop_steps_when_the_ready_threshold_share_of_pods_is_available_fake_kub
         );
         assert_eq!(l.weight(), "canaryWeight: 10");
         api.put(cluster_workload("web", 0));
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        l.clock.jump(INTERVAL);
         let head = l.head();
         api.put(kustomization_object(
             3,

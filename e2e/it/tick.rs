@@ -394,12 +394,16 @@ fn a_broken_metric_template_is_logged_once_per_tick() {
         ],
     );
     let work = tmp.path().join("w");
+    // Each reconcile runs at this clock's time, jumped past the canary's 1 s interval between.
+    let clock = crate::support::Stepped::default();
     let reconcile = || {
+        let (var, at) = clock.env();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["reconcile", "--repo"])
             .arg(&bare)
             .arg("--workdir")
             .arg(&work)
+            .env(var, at)
             .env("SLUICE_LOG", "warn")
             .env("NO_COLOR", "1")
             .output()
@@ -415,7 +419,7 @@ fn a_broken_metric_template_is_logged_once_per_tick() {
     // listens on port 9).
     let checked = (0..6)
         .map(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(1100));
+            clock.jump(std::time::Duration::from_millis(1100));
             reconcile()
         })
         .find(|out| out.contains("failed check"))

@@ -246,6 +246,21 @@ impl Fleet {
             .unwrap_or_default()
     }
 
+    /// Waits (at most 60 s) until the daemon has ticked `n` more times.
+    fn ticks(&self, n: u64) {
+        let main = self
+            .daemon
+            .as_ref()
+            .and_then(|d| d.logged_address("Serving /hooks/git"))
+            .expect("the daemon logged its main address");
+        let until = crate::daemon::ticks(&main) + n;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while crate::daemon::ticks(&main) < until {
+            assert!(Instant::now() < deadline, "no {n} ticks:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `/readyz` of the daemon's probe listener: (status, body).
     fn readyz(&self) -> (u16, String) {
         let probes = self
@@ -406,7 +421,8 @@ fn a_release_walks_the_three_clusters_in_order_and_eu_waits_for_its_pull_request
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_secs(2));
+    // A few more ticks (intervals on the daemon's stepped clock) open no second one.
+    fleet.ticks(5);
     assert_eq!(fleet.forge.count(), 1, "one pull request for eu's wait");
     assert_eq!(phases(&fleet.bare)[1..], ["Waiting v2", "Initialized v1"]);
     let pr = fleet.forge.pr(1);
@@ -469,7 +485,7 @@ fn an_unreachable_cluster_holds_its_wave_until_it_answers_kube_fake_forge_fake()
         "{body}"
     );
     // Held for a while: several ticks, no commit to eu's folder, no move of eu or us.
-    std::thread::sleep(Duration::from_secs(4));
+    fleet.ticks(10);
     assert_eq!(
         phases(&fleet.bare)[1..],
         ["Initialized v1", "Initialized v1"]

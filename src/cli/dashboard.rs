@@ -13,6 +13,7 @@ use std::time::Duration;
 use tracing::warn;
 
 use crate::cli::repo::SourceArgs;
+use crate::clock::Clock;
 use crate::dashboard::auth::Auth;
 use crate::dashboard::{Dashboard, Source, DEFAULT_HISTORY};
 use crate::runtime::Runtime;
@@ -36,15 +37,15 @@ pub struct DashboardArgs {
 }
 
 impl DashboardArgs {
-    /// The handlers' state reading `source`; the auth file is read now, so a bad one stops
-    /// the start with its name.
-    pub fn state(&self, source: Source) -> anyhow::Result<DashboardState> {
+    /// The handlers' state reading `source`, the time from `clock` (the runtime's); the auth
+    /// file is read now, so a bad one stops the start with its name.
+    pub fn state(&self, source: Source, clock: Arc<Clock>) -> anyhow::Result<DashboardState> {
         let auth = match &self.dashboard_auth_file {
             Some(path) => Some(Arc::new(Auth::read(path).map_err(anyhow::Error::msg)?)),
             None => None,
         };
         Ok(DashboardState {
-            dashboard: Dashboard::new(source, self.dashboard_history as usize),
+            dashboard: Dashboard::new(source, self.dashboard_history as usize, clock),
             auth,
         })
     }
@@ -92,8 +93,10 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
+    let runtime = Runtime::from_env()?;
     serve(
-        args.dashboard.state(source)?,
+        &runtime,
+        args.dashboard.state(source, runtime.shared_clock())?,
         args.listen,
         clone,
         args.poll,
@@ -103,15 +106,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 }
 
 /// Serves the dashboard of `state` on `listen` until SIGINT or SIGTERM sets `stop`
-/// (registered by the caller), fetching `clone`, if any, every `poll`. Prints the URL.
+/// (registered by the caller), fetching `clone`, if any, every `poll` of `runtime`'s clock.
+/// Prints the URL.
 pub fn serve(
+    runtime: &Runtime,
     state: DashboardState,
     listen: SocketAddr,
     clone: Option<crate::cli::repo::Locked>,
     poll: Duration,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
-    let runtime = Runtime::from_env()?;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(listen))
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}; pass another --listen"))?;
@@ -128,19 +132,22 @@ pub fn serve(
         }
     });
     outln!("Dashboard: http://{address}/ (Ctrl-C ends it)");
-    keep_fetching(clone, stop, poll);
+    keep_fetching(clone, runtime.clock(), stop, poll);
     Ok(())
 }
 
-/// Fetches the clone every `poll` until stopped (with `--dir`, only waits).
-fn keep_fetching(mut clone: Option<crate::cli::repo::Locked>, stop: &AtomicBool, poll: Duration) {
-    let mut next = std::time::Instant::now() + poll;
-    while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(100));
-        if std::time::Instant::now() < next {
-            continue;
+/// Fetches the clone every `poll` on `clock` until stopped (with `--dir`, only waits).
+fn keep_fetching(
+    mut clone: Option<crate::cli::repo::Locked>,
+    clock: &Clock,
+    stop: &AtomicBool,
+    poll: Duration,
+) {
+    loop {
+        clock.sleep_unless_stopped(stop, poll);
+        if stop.load(Ordering::SeqCst) {
+            break;
         }
-        next = std::time::Instant::now() + poll;
         if let Some(locked) = clone.as_mut() {
             if let Err(e) = locked.repo.fetch() {
                 warn!(error = %e, "Cannot fetch the config repo; the dashboard shows the last commit read");

@@ -253,13 +253,17 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     }
     if args.dashboard {
         drop(prometheus);
-        serve_dashboard(&remote, args.dashboard_listen)?;
+        serve_dashboard(&runtime, &remote, args.dashboard_listen)?;
     }
     Ok(0)
 }
 
-/// Serves the dashboard of the demo's remote until Ctrl-C.
-fn serve_dashboard(remote: &Path, listen: std::net::SocketAddr) -> anyhow::Result<()> {
+/// Serves the dashboard of the demo's remote until Ctrl-C, on the demo's runtime and clock.
+fn serve_dashboard(
+    runtime: &Runtime,
+    remote: &Path,
+    listen: std::net::SocketAddr,
+) -> anyhow::Result<()> {
     use crate::cli::dashboard::{serve, DashboardArgs};
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, std::sync::Arc::clone(&stop))?;
@@ -268,12 +272,15 @@ fn serve_dashboard(remote: &Path, listen: std::net::SocketAddr) -> anyhow::Resul
         dashboard_auth_file: None,
         dashboard_history: crate::dashboard::DEFAULT_HISTORY,
     }
-    .state(crate::dashboard::Source {
-        git_dir: remote.to_path_buf(),
-        reference: "refs/heads/main".into(),
-    })?;
+    .state(
+        crate::dashboard::Source {
+            git_dir: remote.to_path_buf(),
+            reference: "refs/heads/main".into(),
+        },
+        runtime.shared_clock(),
+    )?;
     outln!();
-    serve(state, listen, None, Duration::from_secs(1), &stop)
+    serve(runtime, state, listen, None, Duration::from_secs(1), &stop)
 }
 
 /// Prints what a tick committed and what went wrong, with the seconds since `start`.

@@ -54,13 +54,14 @@ impl Drop for ScriptedPrometheus {
     }
 }
 
-fn answer(script: Script, query: &str) -> serde_json::Value {
+/// The instant answer to `query` at `now` (the demo's clock).
+fn answer(script: Script, query: &str, now: jiff::Timestamp) -> serde_json::Value {
     let value = if query.contains("histogram_quantile") {
         script.canary_latency_ms()
     } else {
         script.success_rate
     };
-    let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
+    let now = now.as_millisecond() as f64 / 1000.0;
     serde_json::json!({
         "status": "success",
         "data": {"resultType": "vector", "result": [{"metric": {}, "value": [now, value.to_string()]}]}
@@ -130,13 +131,14 @@ pub fn start(script: Script, runtime: &Runtime) -> std::io::Result<ScriptedProme
         0,
     ))))?;
     let address = format!("http://{}", listener.local_addr()?);
+    let clock = runtime.shared_clock();
     let app = Router::new()
         .route(
             "/api/v1/query",
             get(
                 move |Query(params): Query<HashMap<String, String>>| async move {
                     let query = params.get("query").map(String::as_str).unwrap_or_default();
-                    Json(answer(script, query))
+                    Json(answer(script, query, clock.now()))
                 },
             ),
         )

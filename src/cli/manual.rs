@@ -94,7 +94,7 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
         push_attempts: 8,
     };
     let runtime = Runtime::from_env()?;
-    match operate(&mut locked.repo, &runtime, &manual, jiff::Timestamp::now()) {
+    match operate(&mut locked.repo, &runtime, &manual, runtime.clock().now()) {
         Ok(subject) => {
             outln!("{subject}");
             Ok(0)

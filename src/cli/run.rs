@@ -9,7 +9,7 @@
 //! fetch (`tick::Idle`).
 //!
 //! Time is read from the runtime's clock ([`crate::clock`]). On a stepped clock (tests) the
-//! loop still waits a few milliseconds of real time per sleep, [`STEPPED_PAUSE`], so that a
+//! loop still waits a few milliseconds of real time per sleep, [`crate::clock::STEPPED_PAUSE`], so that a
 //! push or a webhook can arrive and the CPU is not burnt, then moves the clock on by the rest
 //! of the sleep; a webhook or a stop request still ends the sleep at once.
 
@@ -271,47 +271,6 @@ fn unreachable_clusters(report: &TickReport) -> Vec<String> {
 /// How long a stop request waits for the tick to finish before the process exits anyway.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// The real time a sleep on a stepped clock waits before the clock moves on by the whole
-/// sleep: long enough for a test's push or webhook to land between polls and for the loop not
-/// to spin, short enough that a minute of canary time passes in well under a second.
-pub const STEPPED_PAUSE: Duration = Duration::from_millis(20);
-
-/// The real time a sleep of `wait` on `clock` waits: all of it on the wall clock, at most
-/// [`STEPPED_PAUSE`] on a stepped one.
-fn real_wait(clock: &Clock, wait: Duration) -> Duration {
-    if clock.is_stepped() {
-        wait.min(STEPPED_PAUSE)
-    } else {
-        wait
-    }
-}
-
-/// Moves a stepped clock on by `wait` once its real pause is over (the wall clock moved by
-/// itself), unless a stop was requested meanwhile.
-fn step(clock: &Clock, stop: &AtomicBool, wait: Duration) {
-    if clock.is_stepped() && !stop.load(Ordering::SeqCst) {
-        clock.sleep(wait);
-    }
-}
-
-/// Sleeps `wait` on `clock`, or less when a stop is requested.
-fn sleep_unless_stopped(clock: &Clock, stop: &AtomicBool, wait: Duration) {
-    wait_unless_stopped(stop, real_wait(clock, wait));
-    step(clock, stop, wait);
-}
-
-/// Waits `wait` of real time, or less when a stop is requested.
-fn wait_unless_stopped(stop: &AtomicBool, wait: Duration) {
-    let until = Instant::now() + wait;
-    while !stop.load(Ordering::SeqCst) {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        std::thread::sleep(left.min(Duration::from_millis(100)));
-    }
-}
-
 /// Ends the process [`STOP_GRACE`] after a stop request if the loop has not ended by then: a
 /// git operation on a slow remote can take up to the git timeout per read, and SIGTERM must not
 /// wait for it. Exiting mid-operation is safe: the next start removes the clone's stale lock
@@ -359,7 +318,7 @@ fn open_with_retry(
                 metrics.error(git.kind());
             }
         }
-        sleep_unless_stopped(clock, stop, args.poll);
+        clock.sleep_unless_stopped(stop, args.poll);
         if stop.load(Ordering::SeqCst) {
             return Ok(None);
         }
@@ -379,12 +338,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         runtime
             .env(crate::server::WEBHOOK_SECRET_ENV)
             .map(str::to_string),
+        runtime.shared_clock(),
     );
     let dashboard = match args.dashboard_listen {
-        Some(_) => Some(args.dashboard.state(crate::dashboard::Source {
-            git_dir: args.repo.workdir_path(),
-            reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
-        })?),
+        Some(_) => Some(args.dashboard.state(
+            crate::dashboard::Source {
+                git_dir: args.repo.workdir_path(),
+                reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
+            },
+            runtime.shared_clock(),
+        )?),
         None => None,
     };
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
@@ -404,9 +367,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     while !stop.load(Ordering::SeqCst) {
         if let Some(election) = &mut election {
             if !election.lead(&runtime, &mut idle, &state, &metrics) {
-                let wait = Duration::from_secs(5).min(args.poll);
-                std::thread::sleep(real_wait(clock, wait));
-                step(clock, &stop, wait);
+                clock.sleep_unless_stopped(&stop, Duration::from_secs(5).min(args.poll));
                 continue;
             }
         }
@@ -549,8 +510,8 @@ fn sleep_until_woken(
     wait: Duration,
     idle: &mut Idle,
 ) {
-    if !wait_until_woken(stop, wake_rx, real_wait(clock, wait), idle) {
-        step(clock, stop, wait);
+    if !wait_until_woken(stop, wake_rx, clock.real_wait(wait), idle) {
+        clock.step_unless_stopped(stop, wait);
     }
 }
 
@@ -610,12 +571,16 @@ mod tests {
             "{:?}",
             real.elapsed()
         );
-        assert!(real.elapsed() >= STEPPED_PAUSE, "{:?}", real.elapsed());
+        assert!(
+            real.elapsed() >= crate::clock::STEPPED_PAUSE,
+            "{:?}",
+            real.elapsed()
+        );
         assert_eq!(
             clock.now().duration_since(start),
             jiff::SignedDuration::from_secs(60)
         );
-        sleep_unless_stopped(&clock, &AtomicBool::new(false), Duration::from_secs(5));
+        clock.sleep_unless_stopped(&AtomicBool::new(false), Duration::from_secs(5));
         assert_eq!(
             clock.now().duration_since(start),
             jiff::SignedDuration::from_secs(65)
@@ -636,7 +601,7 @@ mod tests {
         );
         let stop = AtomicBool::new(true);
         sleep(&clock, true, &rx, Duration::from_secs(60));
-        sleep_unless_stopped(&clock, &stop, Duration::from_secs(60));
+        clock.sleep_unless_stopped(&stop, Duration::from_secs(60));
         assert_eq!(clock.now(), start, "stopping: no jump");
     }
 

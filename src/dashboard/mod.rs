@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
+use crate::clock::Clock;
 use crate::commit_files::{Outside, TreeFiles};
 use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
@@ -66,6 +67,8 @@ pub struct Dashboard {
     source: Source,
     history: usize,
     cache: Arc<Mutex<Option<Cached>>>,
+    /// The runtime's clock: the overview's now, which places the waits (next check due).
+    clock: Arc<Clock>,
 }
 
 /// Why a page cannot be drawn.
@@ -79,12 +82,14 @@ pub enum DashboardError {
 }
 
 impl Dashboard {
-    /// Reads `source`, at most `history` decision commits per canary page.
-    pub fn new(source: Source, history: usize) -> Dashboard {
+    /// Reads `source`, at most `history` decision commits per canary page, the time from
+    /// `clock` (the runtime's).
+    pub fn new(source: Source, history: usize, clock: Arc<Clock>) -> Dashboard {
         Dashboard {
             source,
             history,
             cache: Arc::new(Mutex::new(None)),
+            clock,
         }
     }
 
@@ -155,7 +160,7 @@ impl Dashboard {
             },
             &head.to_string(),
             &links,
-            jiff::Timestamp::now(),
+            self.clock.now(),
         );
         // What a test reads to count parses (one per blob, none for a blob the tick holds).
         tracing::debug!(

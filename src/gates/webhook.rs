@@ -8,7 +8,9 @@
 //! Retries follow Flagger's client (hashicorp go-retryablehttp): `retries` more attempts after
 //! connection errors, timeouts, 429 and 5xx other than 501, waiting 1 s, 2 s, 4 s, ... (at most
 //! 30 s; a 429/503 `Retry-After` in seconds is honoured up to that cap), run by `backon`. Other
-//! statuses fail at once. Each attempt has the hook's `timeout`. Calls go out on the pooled
+//! statuses fail at once. The waits between attempts are the runtime's clock's (a test's
+//! stepped clock jumps them); each attempt's `timeout` is network IO and stays the wall
+//! clock's. Calls go out on the pooled
 //! [`HttpClients`] the caller built once. The result is an observation for the core; nothing
 //! here decides what a failure means.
 //!
@@ -17,10 +19,12 @@
 //! only, cut short with every credential redacted ([`crate::redact::answer`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 
+use crate::clock::Clock;
 use crate::core::observe::WebhookObservation;
 use crate::core::status::Phase;
 use crate::http_client::{self, HttpClients};
@@ -111,23 +115,25 @@ impl Backoff {
     }
 }
 
-/// Calls every hook concurrently with Flagger's backoff, on the shared pooled clients;
-/// observations come back in `hooks` order.
+/// Calls every hook concurrently with Flagger's backoff, on the shared pooled clients,
+/// waiting between attempts on `clock`; observations come back in `hooks` order.
 pub async fn call_all(
     http: &HttpClients,
     hooks: &[&WebhookSpec],
     payload: &WebhookPayload,
+    clock: &Arc<Clock>,
 ) -> Vec<WebhookObservation> {
-    call_all_with(http, hooks, payload, Backoff::FLAGGER).await
+    call_all_with(http, hooks, payload, Backoff::FLAGGER, clock).await
 }
 
-/// [`call_all`] with another backoff (tests use milliseconds).
+/// [`call_all`] with `backoff` (tests step a clock over Flagger's instead).
 #[tracing::instrument(skip_all, fields(canary = %format_args!("{}/{}", payload.namespace, payload.name)))]
-pub async fn call_all_with(
+async fn call_all_with(
     http: &HttpClients,
     hooks: &[&WebhookSpec],
     payload: &WebhookPayload,
     backoff: Backoff,
+    clock: &Arc<Clock>,
 ) -> Vec<WebhookObservation> {
     let handles: Vec<_> = hooks
         .iter()
@@ -136,7 +142,8 @@ pub async fn call_all_with(
             let body = payload.body_for(&hook);
             // Hooks with Flagger's `disableTLS` skip certificate checks.
             let client = http.get(hook.disable_tls).clone();
-            tokio::spawn(async move { call_one(&client, &hook, &body, backoff).await })
+            let clock = Arc::clone(clock);
+            tokio::spawn(async move { call_one(&client, &hook, &body, backoff, clock).await })
         })
         .collect();
     let mut out = Vec::with_capacity(handles.len());
@@ -166,6 +173,7 @@ async fn call_one(
     hook: &WebhookSpec,
     body: &serde_json::Value,
     backoff: Backoff,
+    clock: Arc<Clock>,
 ) -> Result<(), String> {
     let mut attempts = 0u32;
     let result = (|| {
@@ -173,7 +181,10 @@ async fn call_one(
         attempt_once(client, hook, body)
     })
     .retry(backoff.schedule(hook.retries))
-    .sleep(tokio::time::sleep)
+    .sleep(move |wait| {
+        let clock = Arc::clone(&clock);
+        async move { clock.pause(wait).await }
+    })
     .when(|f: &Failure| f.retry)
     .adjust(|f: &Failure, scheduled| backoff.adjust(f.retry_after, scheduled))
     .notify(|f: &Failure, wait: Duration| {

@@ -214,11 +214,15 @@ impl Cloudwatch {
             .collect())
     }
 
-    /// Runs `query` through `client`, ending now.
-    pub async fn query(&self, client: &reqwest::Client, query: &str) -> MetricValue {
+    /// Runs `query` through `client`, its window ending at `end` (the runtime clock's now).
+    pub async fn query(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        end: SystemTime,
+    ) -> MetricValue {
         tracing::debug!(cloudwatch = %self.shown, region = %self.region, %query, "cloudwatch query");
-        let now = SystemTime::now();
-        let sent = self.send(client, query, now).await;
+        let sent = self.send(client, query, end).await;
         vendor_http::value("CloudWatch", &self.shown, sent, parse_response)
     }
 
@@ -245,7 +249,7 @@ impl Cloudwatch {
     ) -> Result<Vec<f64>, String> {
         tracing::debug!(cloudwatch = %self.shown, region = %self.region, %query, "cloudwatch range query");
         let sent = match self.range_body(query, window) {
-            Ok(body) => self.post(client, body, SystemTime::now()).await,
+            Ok(body) => self.post(client, body).await,
             Err(e) => Err(e),
         };
         vendor_http::series("CloudWatch", &self.shown, sent, series_of)
@@ -255,20 +259,20 @@ impl Cloudwatch {
         &self,
         client: &reqwest::Client,
         query: &str,
-        now: SystemTime,
+        end: SystemTime,
     ) -> Result<(u16, Vec<u8>), String> {
-        let body = self.request_body(query, now)?;
-        self.post(client, body, now).await
+        let body = self.request_body(query, end)?;
+        self.post(client, body).await
     }
 
-    /// POSTs the signed `GetMetricData` `body` at `now`.
+    /// POSTs the signed `GetMetricData` `body`. The signature's date is the system's time,
+    /// whatever the runtime's clock says: AWS refuses a request signed minutes off its own.
     async fn post(
         &self,
         client: &reqwest::Client,
         body: Vec<u8>,
-        now: SystemTime,
     ) -> Result<(u16, Vec<u8>), String> {
-        let signed = self.signature_headers(&body, now)?;
+        let signed = self.signature_headers(&body, SystemTime::now())?;
         let mut request = client
             .post(self.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/x-amz-json-1.0")
@@ -459,8 +463,9 @@ impl VendorClient for Cloudwatch {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        now: Duration,
     ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query))
+        Box::pin(self.query(client, query, std::time::UNIX_EPOCH + now))
     }
 
     fn range<'a>(

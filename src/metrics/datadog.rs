@@ -12,7 +12,6 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::unix_now;
 use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;
@@ -230,8 +229,9 @@ impl VendorClient for Datadog {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        now: Duration,
     ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, unix_now().as_secs()))
+        Box::pin(self.query(client, query, now.as_secs()))
     }
 
     fn range<'a>(

@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::unix_now_ms;
+use crate::metrics::provider::unix_ms;
 use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;
@@ -228,8 +228,9 @@ impl VendorClient for Dynatrace {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        now: Duration,
     ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, unix_now_ms()))
+        Box::pin(self.query(client, query, unix_ms(now)))
     }
 
     fn range<'a>(

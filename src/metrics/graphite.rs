@@ -270,6 +270,7 @@ impl VendorClient for Graphite {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        _now: Duration,
     ) -> Answer<'a, MetricValue> {
         Box::pin(self.query(client, query))
     }

@@ -241,6 +241,7 @@ impl VendorClient for Influxdb {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        _now: Duration,
     ) -> Answer<'a, MetricValue> {
         Box::pin(self.query(client, query))
     }

@@ -503,10 +503,11 @@ fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize
                         continue;
                     }
                 };
+                let now = access.unix_now();
                 let handle = tokio::spawn(async move {
                     // Held until the body is read: the connection is back in the pool by then.
                     let _slot = endpoint.slot().await;
-                    vendor.instant(endpoint.client(), &query).await
+                    vendor.instant(endpoint.client(), &query, now).await
                 });
                 handles.push((name, Ok(handle)));
                 continue;

@@ -221,6 +221,7 @@ impl VendorClient for NewRelic {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        _now: Duration,
     ) -> Answer<'a, MetricValue> {
         Box::pin(self.query(client, query))
     }

@@ -127,6 +127,8 @@ pub struct PrometheusAccess {
     cloudwatch: crate::metrics::cloudwatch::CloudwatchEnv,
     /// Where the environment's credentials may be sent ([`ORIGINS_VAR`]).
     origins: Vec<url::Origin>,
+    /// The runtime's clock: the end of a vendor query's window is its now.
+    clock: std::sync::Arc<crate::clock::Clock>,
 }
 
 impl PrometheusAccess {
@@ -139,6 +141,7 @@ impl PrometheusAccess {
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
             origins: Vec::new(),
+            clock: std::sync::Arc::new(crate::clock::Clock::Wall),
         }
     }
 
@@ -151,6 +154,7 @@ impl PrometheusAccess {
             secrets: Secrets::from_vars(Default::default()),
             cloudwatch: Default::default(),
             origins: Vec::new(),
+            clock: std::sync::Arc::new(crate::clock::Clock::Wall),
         }
     }
 
@@ -178,6 +182,18 @@ impl PrometheusAccess {
     /// Where `secretRef` credentials are read.
     pub fn secrets(&self) -> &Secrets {
         &self.secrets
+    }
+
+    /// This access reading the time from `clock` (the runtime's; the wall clock without it).
+    pub fn with_clock(mut self, clock: std::sync::Arc<crate::clock::Clock>) -> PrometheusAccess {
+        self.clock = clock;
+        self
+    }
+
+    /// The time now on this access's clock, since the Unix epoch.
+    pub fn unix_now(&self) -> std::time::Duration {
+        let ms = self.clock.now().as_millisecond();
+        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or_default())
     }
 
     /// This access sending the environment's credentials to `origins` only.

@@ -113,11 +113,12 @@ pub trait VendorClient: fmt::Debug + Send + Sync {
     fn url(&self) -> &reqwest::Url;
     /// Whether the pool's client for it skips TLS verification (`insecureSkipVerify`).
     fn insecure_skip_verify(&self) -> bool;
-    /// Runs `query` once, ending now.
+    /// Runs `query` once, its window ending `now` (since the Unix epoch, the runtime clock's).
     fn instant<'a>(
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        now: Duration,
     ) -> Answer<'a, MetricValue>;
     /// The statistical judge's series of `query` over `window` (Unix seconds) at `step`, or
     /// why there is none (a [`Series::OneValue`] provider says so).
@@ -130,14 +131,7 @@ pub trait VendorClient: fmt::Debug + Send + Sync {
     ) -> Answer<'a, Result<Vec<f64>, String>>;
 }
 
-/// Now, as Unix time (the vendors' query windows end now).
-pub(crate) fn unix_now() -> Duration {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// Now in Unix milliseconds, saturating.
-pub(crate) fn unix_now_ms() -> u64 {
-    u64::try_from(unix_now().as_millis()).unwrap_or(u64::MAX)
+/// `now` (since the Unix epoch) in milliseconds, saturating.
+pub(crate) fn unix_ms(now: Duration) -> u64 {
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
 }

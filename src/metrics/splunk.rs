@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::unix_now_ms;
+use crate::metrics::provider::unix_ms;
 use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
 use crate::metrics::vendor_http::{self, api_url, status_error};
 use crate::yaml::reader::Reader;
@@ -263,8 +263,9 @@ impl VendorClient for Splunk {
         &'a self,
         client: &'a reqwest::Client,
         query: &'a str,
+        now: Duration,
     ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, unix_now_ms()))
+        Box::pin(self.query(client, query, unix_ms(now)))
     }
 
     /// SignalFlow's execute call streams one computation: no series for the judge.

@@ -58,6 +58,8 @@ pub struct ServerState {
     webhook_secret: Option<Arc<[u8]>>,
     /// Bodies of authenticated webhooks, to refuse replays.
     replays: Replays,
+    /// The runtime's clock: when a body was received, for the replay window.
+    clock: Arc<crate::clock::Clock>,
     /// The read-only dashboard at `/` of the main listener, when told to serve it there.
     dashboard: Option<DashboardState>,
     /// Whether the main listener answers `/metrics` (false when it has a listener of its own).
@@ -68,8 +70,12 @@ pub struct ServerState {
 
 impl ServerState {
     /// `webhook_secret`: the shared secret forges sign with; `None` (or empty) disables
-    /// `/hooks/git`.
-    pub fn new(metrics: Metrics, webhook_secret: Option<String>) -> ServerState {
+    /// `/hooks/git`. `clock` is the runtime's.
+    pub fn new(
+        metrics: Metrics,
+        webhook_secret: Option<String>,
+        clock: Arc<crate::clock::Clock>,
+    ) -> ServerState {
         ServerState {
             metrics,
             ready: Arc::new(AtomicBool::new(false)),
@@ -78,6 +84,7 @@ impl ServerState {
                 .filter(|s| !s.is_empty())
                 .map(|s| Arc::from(s.into_bytes())),
             replays: Replays::new(),
+            clock,
             dashboard: None,
             metrics_on_main: true,
             details: Arc::default(),

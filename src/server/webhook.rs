@@ -10,7 +10,9 @@
 //! missed would only wait for the next poll.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -50,24 +52,26 @@ const DELIVERY_HEADERS: [&str; 3] = [
 /// The authenticated bodies of the last [`REPLAY_WINDOW`], by digest, the oldest forgotten
 /// first; cheap to clone.
 #[derive(Clone)]
-pub(super) struct Replays(Arc<Mutex<LruCache<[u8; 32], Instant>>>);
+pub(super) struct Replays(Arc<Mutex<LruCache<[u8; 32], Timestamp>>>);
 
 impl Replays {
     pub(super) fn new() -> Replays {
         Replays(Arc::new(Mutex::new(LruCache::new(REMEMBERED_DELIVERIES))))
     }
 
-    /// Records `body` as received at `now`; `false` when the same body was received within
-    /// [`REPLAY_WINDOW`] before (a replay, or a forge delivering the event again).
-    fn first(&self, body: &[u8], now: Instant) -> bool {
+    /// Records `body` as received at `now` (the runtime's clock); `false` when the same body
+    /// was received within [`REPLAY_WINDOW`] before (a replay, or a forge delivering the event
+    /// again). A body recorded after `now` (a clock set back) counts as recent.
+    fn first(&self, body: &[u8], now: Timestamp) -> bool {
         let digest: [u8; 32] = Sha256::digest(body).into();
         let mut seen = match self.0.lock() {
             Ok(seen) => seen,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let window = SignedDuration::try_from(REPLAY_WINDOW).unwrap_or(SignedDuration::MAX);
         let recent = seen
             .get(&digest)
-            .is_some_and(|at| now.saturating_duration_since(*at) < REPLAY_WINDOW);
+            .is_some_and(|at| now.duration_since(*at) < window);
         if !recent {
             seen.insert(digest, now);
         }
@@ -163,7 +167,7 @@ pub(super) async fn git_hook(
         .iter()
         .find_map(|name| header_str(&headers, name));
     // Recorded only once authenticated, so unsigned requests cannot fill the memory.
-    if !state.replays.first(&body, Instant::now()) {
+    if !state.replays.first(&body, state.clock.now()) {
         info!(
             event,
             delivery, "Git webhook body received before; ignored as a replay"
@@ -261,7 +265,7 @@ mod tests {
     #[test]
     fn the_same_body_is_a_replay_within_the_window_only() {
         let replays = Replays::new();
-        let t0 = Instant::now();
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         assert!(replays.first(b"{\"after\":\"1\"}", t0));
         assert!(!replays.first(b"{\"after\":\"1\"}", t0 + Duration::from_secs(1)));
         assert!(replays.first(b"{\"after\":\"2\"}", t0 + Duration::from_secs(1)));
@@ -278,7 +282,7 @@ mod tests {
     #[test]
     fn the_memory_is_bounded() {
         let replays = Replays::new();
-        let now = Instant::now();
+        let now = Timestamp::now();
         for i in 0..REMEMBERED_DELIVERIES + 1 {
             assert!(replays.first(i.to_string().as_bytes(), now));
         }

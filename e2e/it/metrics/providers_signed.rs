@@ -326,7 +326,11 @@ async fn slow_splunk_and_cloudwatch_time_out_as_failed_checks() {
             s.query(client, "data('x').publish()", 1_700_000_000_000)
                 .await,
         ),
-        ("CloudWatch", c.query(client, CW_QUERY).await),
+        (
+            "CloudWatch",
+            c.query(client, CW_QUERY, std::time::SystemTime::now())
+                .await,
+        ),
     ];
     for (vendor, value) in values {
         match value {

@@ -330,8 +330,11 @@ pub fn loop_deployment(name: &str, image: &str) -> String {
     )
 }
 
-/// An OSM canary of [`loop_deployment`] `name`: one 50 % step every 2 s, threshold 2, judged
-/// by `metrics` (YAML list items indented six spaces).
+/// The analysis interval of [`loop_canary`]: a test on a stepped clock jumps this far.
+pub const LOOP_INTERVAL: Duration = Duration::from_secs(2);
+
+/// An OSM canary of [`loop_deployment`] `name`: one 50 % step every 2 s ([`LOOP_INTERVAL`]),
+/// threshold 2, judged by `metrics` (YAML list items indented six spaces).
 pub fn loop_canary(name: &str, metrics: &str) -> String {
     format!(
         "apiVersion: flagger.app/v1beta1

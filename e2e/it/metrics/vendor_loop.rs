@@ -16,7 +16,9 @@ use serde_json::Value as Json;
 
 use super::providers::{datadog_answer, influx_answer};
 use super::providers_signed::{expected_authorization, signalflow_stream, AWS_ENV, CW_QUERY};
-use super::support::{loop_canary, loop_deployment as deployment, phase, Canned, Recorded, Server};
+use super::support::{
+    loop_canary, loop_deployment as deployment, phase, Canned, Recorded, Server, LOOP_INTERVAL,
+};
 use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
 
 /// How the operator maps a vendor's Secret into sluice.
@@ -491,12 +493,16 @@ async fn run_loop(vendors: &[&Vendor]) {
                 &format!("{app} 2"),
             );
         }
+        // Each reconcile at the next check's time (the canaries' interval), without waiting.
+        let clock = crate::support::Stepped::default();
         let deadline = Instant::now() + Duration::from_secs(120);
         while !apps.iter().all(|a| finished(&phase(&bare, a))) {
             let phases: Vec<String> = apps.iter().map(|a| phase(&bare, a)).collect();
             assert!(Instant::now() < deadline, "timed out: {apps:?} {phases:?}");
-            reconcile(&bare, &workdir, &env);
-            std::thread::sleep(Duration::from_millis(300));
+            clock.jump(LOOP_INTERVAL);
+            let mut at = env.clone();
+            at.push(clock.env());
+            reconcile(&bare, &workdir, &at);
         }
     });
     let log = git(&bare, &["log", "--format=%s%n%b", "main"]);

@@ -2,21 +2,23 @@
 //! and the payload.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use sluice::clock::Clock;
 use sluice::core::observe::WebhookObservation;
 use sluice::core::status::Phase;
-use sluice::gates::webhook::{call_all, call_all_with, Backoff, WebhookPayload};
+use sluice::gates::webhook::{call_all, WebhookPayload};
 use sluice::http_client::HttpClients;
 use sluice::spec::model::{WebhookKind, WebhookSpec};
 
 use super::support::{closed_port_url, Canned, Server};
 
-/// Millisecond backoff so retry tests stay quick; the doubling is the same.
-const FAST: Backoff = Backoff {
-    min: Duration::from_millis(10),
-    max: Duration::from_millis(40),
-};
+/// A stepped clock (`SLUICE_CLOCK=stepped`, as the runtime builds it): Flagger's waits of
+/// 1 s, 2 s, 4 s ... between attempts are jumped, not waited, and the clock moves by them.
+fn stepped() -> Arc<Clock> {
+    Arc::new(Clock::named(Some("stepped")).expect("a stepped clock"))
+}
 
 fn hook(name: &str, url: &str) -> WebhookSpec {
     WebhookSpec {
@@ -48,7 +50,7 @@ async fn outcome_for(canned: Vec<Canned>, retries: u32) -> (Result<(), String>, 
     let server = Server::start(canned).await;
     let mut h = hook("h", &server.url());
     h.retries = retries;
-    let obs = call_all_with(&clients(), &[&h], &payload(), FAST).await;
+    let obs = call_all(&clients(), &[&h], &payload(), &stepped()).await;
     (obs[0].outcome.clone(), server.requests().len())
 }
 
@@ -85,6 +87,30 @@ async fn server_errors_are_retried_then_reported() {
 }
 
 #[tokio::test]
+async fn retries_wait_flaggers_schedule_on_the_runtime_clock() {
+    let server = Server::start(vec![Canned::new(503, "busy")]).await;
+    let mut h = hook("h", &server.url());
+    h.retries = 3;
+    let clock = stepped();
+    let (start, real) = (clock.now(), Instant::now());
+    let obs = call_all(&clients(), &[&h], &payload(), &clock).await;
+    assert_eq!(
+        obs[0].outcome,
+        Err("HTTP 503 Service Unavailable (after 4 attempts)".into())
+    );
+    assert_eq!(
+        clock.now().duration_since(start),
+        jiff::SignedDuration::from_secs(1 + 2 + 4),
+        "go-retryablehttp's 1 s, 2 s, 4 s, on the clock"
+    );
+    assert!(
+        real.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        real.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn a_retry_that_succeeds_passes() {
     let canned = vec![
         Canned::new(503, "warming up"),
@@ -109,7 +135,7 @@ async fn slow_hooks_time_out_and_are_retried() {
     let mut h = hook("slow", &server.url());
     h.timeout = Duration::from_millis(200);
     h.retries = 1;
-    let obs = call_all_with(&clients(), &[&h], &payload(), FAST).await;
+    let obs = call_all(&clients(), &[&h], &payload(), &stepped()).await;
     assert_eq!(
         obs[0].outcome,
         Err("timed out after 200ms (after 2 attempts)".into())
@@ -122,7 +148,7 @@ async fn unreachable_hooks_fail_with_the_reason() {
     let url = closed_port_url().await;
     let mut h = hook("gone", &url);
     h.retries = 1;
-    let obs = call_all_with(&clients(), &[&h], &payload(), FAST).await;
+    let obs = call_all(&clients(), &[&h], &payload(), &stepped()).await;
     let reason = obs[0].outcome.clone().unwrap_err();
     assert!(reason.starts_with("cannot connect"), "{reason}");
     assert!(reason.ends_with("(after 2 attempts)"), "{reason}");
@@ -140,7 +166,7 @@ async fn payload_has_flaggers_fields_and_the_hooks_metadata() {
         ),
     ]);
     let plain = hook("plain", &server.url());
-    let obs = call_all(&clients(), &[&h, &plain], &payload()).await;
+    let obs = call_all(&clients(), &[&h, &plain], &payload(), &stepped()).await;
     assert!(obs.iter().all(|o| o.outcome.is_ok()), "{obs:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -181,7 +207,7 @@ async fn call_all_keeps_hook_order_and_kinds() {
     let b = hook("b", &bad.url());
     let mut c = hook("c", &ok.url());
     c.kind = WebhookKind::Rollout;
-    let obs = call_all(&clients(), &[&a, &b, &c], &payload()).await;
+    let obs = call_all(&clients(), &[&a, &b, &c], &payload(), &stepped()).await;
     assert_eq!(
         obs,
         vec![
@@ -207,6 +233,6 @@ async fn call_all_keeps_hook_order_and_kinds() {
 #[tokio::test]
 async fn bad_urls_fail_without_panicking() {
     let h = hook("bad", "http://exa mple.com/");
-    let obs = call_all(&clients(), &[&h], &payload()).await;
+    let obs = call_all(&clients(), &[&h], &payload(), &stepped()).await;
     assert!(obs[0].outcome.is_err(), "{obs:?}");
 }

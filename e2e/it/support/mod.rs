@@ -472,3 +472,32 @@ pub fn sluice_demo(args: &[&str]) -> Command {
         .env(sluice::clock::VAR, "stepped");
     cmd
 }
+
+/// A stepped clock for one-shot commands (`sluice reconcile`): each run starts at this clock's
+/// time (`SLUICE_CLOCK=stepped@<time>`, [`Stepped::env`]), and the test moves it on with
+/// [`Stepped::jump`] where it would otherwise sleep until the next due time. It starts at the
+/// wall clock's time; git's commit dates stay the wall clock's.
+pub struct Stepped(std::cell::Cell<jiff::Timestamp>);
+
+impl Default for Stepped {
+    fn default() -> Stepped {
+        Stepped(std::cell::Cell::new(jiff::Timestamp::now()))
+    }
+}
+
+impl Stepped {
+    /// Moves the clock on by `by`.
+    pub fn jump(&self, by: Duration) {
+        let by = jiff::SignedDuration::try_from(by).expect("a short jump");
+        self.0
+            .set(self.0.get().checked_add(by).expect("a time in range"));
+    }
+
+    /// The variable and value that run a command at this clock's time.
+    pub fn env(&self) -> (String, String) {
+        (
+            sluice::clock::VAR.to_string(),
+            format!("stepped@{}", self.0.get()),
+        )
+    }
+}
