@@ -25,7 +25,9 @@ use serde_json::{json, Value as Json};
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, Series, SeriesAnswer, Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, not_json};
 use crate::yaml::reader::Reader;
 
@@ -434,13 +436,10 @@ impl MetricBackend for Cloudwatch {
         }
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &Config, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some(
             Cloudwatch::new(input.aws, &config.region, input.interval)
-                .map(|c| Box::new(c) as Box<dyn VendorClient>)
+                .map(|c| Vendor::new(c.url().clone(), false, c))
                 .map_err(|e| input.at(e)),
         )
     }
@@ -451,31 +450,12 @@ impl MetricBackend for Cloudwatch {
 }
 
 impl VendorClient for Cloudwatch {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, std::time::UNIX_EPOCH + now))
     }
 
-    fn insecure_skip_verify(&self) -> bool {
-        false
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, std::time::UNIX_EPOCH + now))
-    }
-
-    fn range<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        window: (u64, u64),
-        _step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(self.series(client, query, window))
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span))
     }
 }
 

@@ -12,7 +12,10 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, SecretConfig, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;
 
@@ -168,17 +171,8 @@ fn value_of(json: &Json) -> MetricValue {
 /// Flagger's default Datadog API address.
 pub const DEFAULT_ADDRESS: &str = "https://api.datadoghq.com";
 
-/// A datadog template's `spec.provider`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `address`, else [`DEFAULT_ADDRESS`].
-    pub address: String,
-    /// The Secret holding [`API_KEY`] and [`APPLICATION_KEY`].
-    pub secret_ref: String,
-}
-
 impl MetricBackend for Datadog {
-    type Config = Config;
+    type Config = SecretConfig;
     const TYPE: &'static str = "datadog";
     const READS: &'static [&'static str] = &[];
     const SECRET_KEYS: &'static [&'static str] = &[API_KEY, APPLICATION_KEY];
@@ -189,25 +183,16 @@ impl MetricBackend for Datadog {
         1.5,
     );
 
-    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
-        Some(Config {
-            address: fields
-                .address
-                .clone()
-                .unwrap_or_else(|| DEFAULT_ADDRESS.into()),
-            secret_ref: fields.needs_secret(r, Self::SECRET_KEYS)?,
-        })
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, Some(DEFAULT_ADDRESS))
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some((|| {
             let api = input.key(&config.secret_ref, API_KEY)?;
             let app = input.key(&config.secret_ref, APPLICATION_KEY)?;
             let client = Datadog::new(&config.address, api, app, input.interval)?;
-            Ok(Box::new(client) as Box<dyn VendorClient>)
+            Ok(Vendor::new(client.url().clone(), false, client))
         })())
     }
 
@@ -217,31 +202,12 @@ impl MetricBackend for Datadog {
 }
 
 impl VendorClient for Datadog {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, now.as_secs()))
     }
 
-    fn insecure_skip_verify(&self) -> bool {
-        false
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, now.as_secs()))
-    }
-
-    fn range<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        window: (u64, u64),
-        _step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(self.series(client, query, window))
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span))
     }
 }
 

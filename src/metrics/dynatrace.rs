@@ -13,7 +13,10 @@ use serde_json::Value as Json;
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
 use crate::metrics::provider::unix_ms;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, SecretConfig, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;
 
@@ -168,17 +171,8 @@ fn value_of(json: &Json) -> MetricValue {
     }
 }
 
-/// A dynatrace template's `spec.provider`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `address` (no default).
-    pub address: String,
-    /// The Secret holding [`TOKEN`].
-    pub secret_ref: String,
-}
-
 impl MetricBackend for Dynatrace {
-    type Config = Config;
+    type Config = SecretConfig;
     const TYPE: &'static str = "dynatrace";
     const READS: &'static [&'static str] = &[];
     const SECRET_KEYS: &'static [&'static str] = &[TOKEN];
@@ -190,23 +184,15 @@ impl MetricBackend for Dynatrace {
         1.25,
     );
 
-    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
-        let secret_ref = fields.needs_secret(r, Self::SECRET_KEYS);
-        let address = fields.needs_address(r)?;
-        Some(Config {
-            address,
-            secret_ref: secret_ref?,
-        })
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, None)
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some((|| {
             let token = input.key(&config.secret_ref, TOKEN)?;
             let client = Dynatrace::new(&config.address, token, input.interval)?;
-            Ok(Box::new(client) as Box<dyn VendorClient>)
+            Ok(Vendor::new(client.url().clone(), false, client))
         })())
     }
 
@@ -216,31 +202,12 @@ impl MetricBackend for Dynatrace {
 }
 
 impl VendorClient for Dynatrace {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, unix_ms(now)))
     }
 
-    fn insecure_skip_verify(&self) -> bool {
-        false
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, unix_ms(now)))
-    }
-
-    fn range<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        window: (u64, u64),
-        step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(self.series(client, query, window, step))
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span, window.step))
     }
 }
 

@@ -12,7 +12,9 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, Series, SeriesAnswer, Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;
 
@@ -232,10 +234,7 @@ impl MetricBackend for Graphite {
         })
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &Config, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some((|| {
             let basic = match &config.secret_ref {
                 Some(name) => {
@@ -247,8 +246,9 @@ impl MetricBackend for Graphite {
                 None => None,
             };
             let client = Graphite::new(&config.address, basic)?;
-            let client = client.with_insecure_skip_verify(config.insecure_skip_verify);
-            Ok(Box::new(client) as Box<dyn VendorClient>)
+            let insecure = config.insecure_skip_verify;
+            let client = client.with_insecure_skip_verify(insecure);
+            Ok(Vendor::new(client.url().clone(), insecure, client))
         })())
     }
 
@@ -258,31 +258,12 @@ impl MetricBackend for Graphite {
 }
 
 impl VendorClient for Graphite {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
+    fn instant<'a>(&'a self, ask: Ask<'a>, _now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query))
     }
 
-    fn insecure_skip_verify(&self) -> bool {
-        self.insecure_skip_verify
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        _now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query))
-    }
-
-    fn range<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        window: (u64, u64),
-        _step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(self.series(client, query, window))
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span))
     }
 }
 

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, Series, SeriesAnswer, Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, status_error};
 use crate::yaml::reader::Reader;
 
@@ -209,17 +211,14 @@ impl MetricBackend for Influxdb {
         })
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &Config, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some((|| {
             let credentials = match &config.secret_ref {
                 Some(name) => Some((input.key(name, TOKEN)?, input.key(name, ORG)?)),
                 None => None,
             };
             let client = Influxdb::new(&config.address, credentials)?;
-            Ok(Box::new(client) as Box<dyn VendorClient>)
+            Ok(Vendor::new(client.url().clone(), false, client))
         })())
     }
 
@@ -229,34 +228,14 @@ impl MetricBackend for Influxdb {
 }
 
 impl VendorClient for Influxdb {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
-    }
-
-    fn insecure_skip_verify(&self) -> bool {
-        false
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        _now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query))
+    fn instant<'a>(&'a self, ask: Ask<'a>, _now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query))
     }
 
     /// A Flux query answers one table per query: no series for the judge.
-    fn range<'a>(
-        &'a self,
-        _client: &'a reqwest::Client,
-        _query: &'a str,
-        _window: (u64, u64),
-        _step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(std::future::ready(Err(
-            crate::metrics::judge_series::refusal(Self::TYPE),
-        )))
+    fn range<'a>(&'a self, _ask: Ask<'a>, _window: Window) -> SeriesAnswer<'a> {
+        let refusal = crate::metrics::judge_series::refusal(Self::TYPE);
+        Box::pin(std::future::ready(Err(refusal)))
     }
 }
 

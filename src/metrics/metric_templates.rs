@@ -666,7 +666,7 @@ spec:
         assert!(index.add_text("t.yaml", &text).is_empty());
         assert_eq!(
             index.get("apps", "m").unwrap().provider,
-            MetricProvider::Datadog(datadog::Config {
+            MetricProvider::Datadog(crate::metrics::provider::SecretConfig {
                 address: datadog::DEFAULT_ADDRESS.into(),
                 secret_ref: "dd-keys".into()
             })

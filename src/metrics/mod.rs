@@ -54,7 +54,7 @@ use crate::core::model::{MetricQuery, MetricSpec, Target};
 use crate::core::observe::{MetricObservation, MetricValue};
 use crate::metrics::metric_templates::{MetricProvider, MetricTemplate, TemplateIndex};
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
-use crate::metrics::provider::{ClientInput, VendorClient};
+use crate::metrics::provider::{Ask, ClientInput, Vendor, Window};
 use crate::metrics::query_render::{render, QueryModel};
 use crate::route::Canary;
 use crate::secrets::Secrets;
@@ -131,7 +131,7 @@ enum Job {
     },
     /// A MetricTemplate of a provider other than Prometheus, credentials read.
     Vendor {
-        vendor: Box<dyn VendorClient>,
+        vendor: Vendor,
         query: String,
     },
     Failed(String),
@@ -177,11 +177,17 @@ pub(crate) async fn template_series(
             let endpoint =
                 access
                     .endpoints()
-                    .get(vendor.url(), vendor.insecure_skip_verify(), concurrency)?;
+                    .get(&vendor.url, vendor.insecure_skip_verify, concurrency)?;
             let _slot = endpoint.slot().await;
-            vendor
-                .range(endpoint.client(), &query, (unix(start), unix(end)), step)
-                .await
+            let ask = Ask {
+                http: endpoint.client(),
+                query: &query,
+            };
+            let window = Window {
+                span: (unix(start), unix(end)),
+                step,
+            };
+            vendor.client.range(ask, window).await
         }
         Job::Query { config, promql, .. } => {
             let client = access.http().get(config.insecure_skip_verify).clone();
@@ -206,7 +212,7 @@ fn vendor(
     t: &MetricTemplate,
     interval: Duration,
     access: &PrometheusAccess,
-) -> Option<Result<Box<dyn VendorClient>, String>> {
+) -> Option<Result<Vendor, String>> {
     let input = ClientInput {
         template: t,
         interval,
@@ -493,8 +499,8 @@ fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize
             }
             Job::Vendor { vendor, query } => {
                 let endpoint = match access.endpoints().get(
-                    vendor.url(),
-                    vendor.insecure_skip_verify(),
+                    &vendor.url,
+                    vendor.insecure_skip_verify,
                     concurrency,
                 ) {
                     Ok(e) => e,
@@ -507,7 +513,11 @@ fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize
                 let handle = tokio::spawn(async move {
                     // Held until the body is read: the connection is back in the pool by then.
                     let _slot = endpoint.slot().await;
-                    vendor.instant(endpoint.client(), &query, now).await
+                    let ask = Ask {
+                        http: endpoint.client(),
+                        query: &query,
+                    };
+                    vendor.client.instant(ask, now).await
                 });
                 handles.push((name, Ok(handle)));
                 continue;

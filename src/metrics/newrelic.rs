@@ -11,7 +11,10 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, SecretConfig, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;
 
@@ -163,17 +166,8 @@ fn value_of(json: &Json) -> MetricValue {
 /// Flagger's default New Relic Insights API address.
 pub const DEFAULT_ADDRESS: &str = "https://insights-api.newrelic.com";
 
-/// A newrelic template's `spec.provider`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `address`, else [`DEFAULT_ADDRESS`].
-    pub address: String,
-    /// The Secret holding [`ACCOUNT_ID`] and [`QUERY_KEY`].
-    pub secret_ref: String,
-}
-
 impl MetricBackend for NewRelic {
-    type Config = Config;
+    type Config = SecretConfig;
     const TYPE: &'static str = "newrelic";
     const READS: &'static [&'static str] = &[];
     const SECRET_KEYS: &'static [&'static str] = &[ACCOUNT_ID, QUERY_KEY];
@@ -181,25 +175,16 @@ impl MetricBackend for NewRelic {
     const EXAMPLE: &'static str = "    type: newrelic\n    secretRef: {name: newrelic}\n";
     const ANSWER: (&'static str, f64) = (r#"{"results":[{"result": 1.5}]}"#, 1.5);
 
-    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
-        Some(Config {
-            address: fields
-                .address
-                .clone()
-                .unwrap_or_else(|| DEFAULT_ADDRESS.into()),
-            secret_ref: fields.needs_secret(r, Self::SECRET_KEYS)?,
-        })
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, Some(DEFAULT_ADDRESS))
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some((|| {
             let account = input.key(&config.secret_ref, ACCOUNT_ID)?;
             let query_key = input.key(&config.secret_ref, QUERY_KEY)?;
             let client = NewRelic::new(&config.address, &account, query_key, input.interval)?;
-            Ok(Box::new(client) as Box<dyn VendorClient>)
+            Ok(Vendor::new(client.url().clone(), false, client))
         })())
     }
 
@@ -209,31 +194,12 @@ impl MetricBackend for NewRelic {
 }
 
 impl VendorClient for NewRelic {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
+    fn instant<'a>(&'a self, ask: Ask<'a>, _now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query))
     }
 
-    fn insecure_skip_verify(&self) -> bool {
-        false
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        _now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query))
-    }
-
-    fn range<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        window: (u64, u64),
-        step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(self.series(client, query, window, step.as_secs()))
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span, window.step.as_secs()))
     }
 }
 

@@ -26,7 +26,7 @@ use serde_json::Value as Json;
 use crate::core::observe::MetricValue;
 use crate::http_client;
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{ClientInput, MetricBackend, Series, Vendor};
 use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
 use crate::yaml::reader::Reader;
@@ -561,10 +561,7 @@ impl MetricBackend for Prometheus {
 
     /// None: a Prometheus template's query goes to Prometheus with the canary's others
     /// (`metrics::plan`), its address, headers and credentials taken from the config.
-    fn client(
-        _config: &Config,
-        _input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(_config: &Config, _input: &ClientInput) -> Option<Result<Vendor, String>> {
         None
     }
 

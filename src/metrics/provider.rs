@@ -56,10 +56,7 @@ pub trait MetricBackend {
 
     /// Its client for one template, credentials read, or why there is none. `None` only for
     /// `prometheus`, whose templates are queried on the canary's Prometheus path.
-    fn client(
-        config: &Self::Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>>;
+    fn client(config: &Self::Config, input: &ClientInput) -> Option<Result<Vendor, String>>;
 
     /// The value of one answer (`status`, `body`), as Flagger's provider reads it.
     fn parse(status: u16, body: &[u8]) -> MetricValue;
@@ -104,31 +101,89 @@ impl ClientInput<'_> {
     }
 }
 
+/// The `spec.provider` of a provider that reads an address and a Secret (datadog, newrelic,
+/// dynatrace, splunk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretConfig {
+    /// `address`, else the provider's default.
+    pub address: String,
+    /// The Secret holding the provider's [`SECRET_KEYS`](MetricBackend::SECRET_KEYS).
+    pub secret_ref: String,
+}
+
+impl SecretConfig {
+    /// Reads the required `secretRef` (holding `keys`) and `address`, which is required
+    /// without a `default`.
+    pub fn read(
+        fields: &ProviderFields,
+        r: &mut Reader,
+        keys: &[&str],
+        default: Option<&str>,
+    ) -> Option<SecretConfig> {
+        let secret_ref = fields.needs_secret(r, keys);
+        let address = match default {
+            Some(address) => fields.address.clone().unwrap_or_else(|| address.into()),
+            None => fields.needs_address(r)?,
+        };
+        Some(SecretConfig {
+            address,
+            secret_ref: secret_ref?,
+        })
+    }
+}
+
 /// A future a [`VendorClient`] returns.
 pub type Answer<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A series, or why there is none.
+pub type SeriesAnswer<'a> = Answer<'a, Result<Vec<f64>, String>>;
+
+/// One query a [`VendorClient`] runs, on the endpoint pool's client for its URL.
+#[derive(Clone, Copy)]
+pub struct Ask<'a> {
+    pub http: &'a reqwest::Client,
+    pub query: &'a str,
+}
+
+/// The statistical judge's window: Unix seconds `span.0..span.1` at `step`.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub span: (u64, u64),
+    pub step: Duration,
+}
+
 /// The client of one non-Prometheus template, its credentials read.
 pub trait VendorClient: fmt::Debug + Send + Sync {
-    /// The URL its queries go to, for the endpoint pool.
-    fn url(&self) -> &reqwest::Url;
+    /// Runs the query once, its window ending `now` (since the Unix epoch, the runtime
+    /// clock's).
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue>;
+    /// The statistical judge's series of the query over `window`, or why there is none (a
+    /// [`Series::OneValue`] provider says so).
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a>;
+}
+
+/// A template's client and where its queries go, for the endpoint pool.
+#[derive(Debug)]
+pub struct Vendor {
+    pub url: reqwest::Url,
     /// Whether the pool's client for it skips TLS verification (`insecureSkipVerify`).
-    fn insecure_skip_verify(&self) -> bool;
-    /// Runs `query` once, its window ending `now` (since the Unix epoch, the runtime clock's).
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        now: Duration,
-    ) -> Answer<'a, MetricValue>;
-    /// The statistical judge's series of `query` over `window` (Unix seconds) at `step`, or
-    /// why there is none (a [`Series::OneValue`] provider says so).
-    fn range<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        window: (u64, u64),
-        step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>>;
+    pub insecure_skip_verify: bool,
+    pub client: Box<dyn VendorClient>,
+}
+
+impl Vendor {
+    /// `client`, whose queries go to `url`.
+    pub fn new(
+        url: reqwest::Url,
+        insecure_skip_verify: bool,
+        client: impl VendorClient + 'static,
+    ) -> Vendor {
+        Vendor {
+            url,
+            insecure_skip_verify,
+            client: Box::new(client),
+        }
+    }
 }
 
 /// `now` (since the Unix epoch) in milliseconds, saturating.

@@ -4,7 +4,7 @@
 //! types sluice queries, what each reads, which give a series.
 
 use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{ClientInput, MetricBackend, Series, Vendor};
 use crate::metrics::{
     cloudwatch, datadog, dynatrace, graphite, influxdb, newrelic, prometheus, splunk,
 };
@@ -36,7 +36,7 @@ macro_rules! metric_providers {
             pub(crate) fn client(
                 &self,
                 input: &ClientInput,
-            ) -> Option<Result<Box<dyn VendorClient>, String>> {
+            ) -> Option<Result<Vendor, String>> {
                 match self {
                     $( MetricProvider::$variant(config) => {
                         <$provider as MetricBackend>::client(config, input)

@@ -19,7 +19,10 @@ use serde_json::Value as Json;
 use crate::core::observe::MetricValue;
 use crate::metrics::metric_templates::ProviderFields;
 use crate::metrics::provider::unix_ms;
-use crate::metrics::provider::{Answer, ClientInput, MetricBackend, Series, VendorClient};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, SecretConfig, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, status_error};
 use crate::yaml::reader::Reader;
 
@@ -201,17 +204,8 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     }
 }
 
-/// A splunk template's `spec.provider`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `address`: the realm's API or stream address (no default).
-    pub address: String,
-    /// The Secret holding [`TOKEN`].
-    pub secret_ref: String,
-}
-
 impl MetricBackend for Splunk {
-    type Config = Config;
+    type Config = SecretConfig;
     const TYPE: &'static str = "splunk";
     const READS: &'static [&'static str] = &[];
     const SECRET_KEYS: &'static [&'static str] = &[TOKEN];
@@ -225,23 +219,15 @@ impl MetricBackend for Splunk {
         2.5,
     );
 
-    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
-        let secret_ref = fields.needs_secret(r, Self::SECRET_KEYS);
-        let address = fields.needs_address(r)?;
-        Some(Config {
-            address,
-            secret_ref: secret_ref?,
-        })
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, None)
     }
 
-    fn client(
-        config: &Config,
-        input: &ClientInput,
-    ) -> Option<Result<Box<dyn VendorClient>, String>> {
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
         Some((|| {
             let token = input.key(&config.secret_ref, TOKEN)?;
             let client = Splunk::new(&config.address, token, input.interval)?;
-            Ok(Box::new(client) as Box<dyn VendorClient>)
+            Ok(Vendor::new(client.url().clone(), false, client))
         })())
     }
 
@@ -251,34 +237,14 @@ impl MetricBackend for Splunk {
 }
 
 impl VendorClient for Splunk {
-    fn url(&self) -> &reqwest::Url {
-        &self.url
-    }
-
-    fn insecure_skip_verify(&self) -> bool {
-        false
-    }
-
-    fn instant<'a>(
-        &'a self,
-        client: &'a reqwest::Client,
-        query: &'a str,
-        now: Duration,
-    ) -> Answer<'a, MetricValue> {
-        Box::pin(self.query(client, query, unix_ms(now)))
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, unix_ms(now)))
     }
 
     /// SignalFlow's execute call streams one computation: no series for the judge.
-    fn range<'a>(
-        &'a self,
-        _client: &'a reqwest::Client,
-        _query: &'a str,
-        _window: (u64, u64),
-        _step: Duration,
-    ) -> Answer<'a, Result<Vec<f64>, String>> {
-        Box::pin(std::future::ready(Err(
-            crate::metrics::judge_series::refusal(Self::TYPE),
-        )))
+    fn range<'a>(&'a self, _ask: Ask<'a>, _window: Window) -> SeriesAnswer<'a> {
+        let refusal = crate::metrics::judge_series::refusal(Self::TYPE);
+        Box::pin(std::future::ready(Err(refusal)))
     }
 }
 
