@@ -24,21 +24,16 @@ use aws_sigv4::sign::v4;
 use serde_json::{json, Value as Json};
 
 use crate::core::observe::MetricValue;
-use crate::metrics::metric_templates::ProviderFields;
+pub use crate::metrics::aws_env::{
+    CloudwatchEnv, ACCESS_KEY_VAR, ENDPOINT_VAR, SECRET_KEY_VAR, SESSION_TOKEN_VAR,
+};
 use crate::metrics::provider::{
-    Answer, Ask, ClientInput, MetricBackend, Series, SeriesAnswer, Vendor, VendorClient, Window,
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
 };
 use crate::metrics::vendor_http::{self, api_url, not_json};
 use crate::yaml::reader::Reader;
 
-/// The access key variable of the environment.
-pub const ACCESS_KEY_VAR: &str = "AWS_ACCESS_KEY_ID";
-/// The secret key variable of the environment.
-pub const SECRET_KEY_VAR: &str = "AWS_SECRET_ACCESS_KEY";
-/// The optional session token variable of the environment.
-pub const SESSION_TOKEN_VAR: &str = "AWS_SESSION_TOKEN";
-/// Replaces `https://monitoring.<region>.amazonaws.com` (sluice's own setting).
-pub const ENDPOINT_VAR: &str = "SLUICE_CLOUDWATCH_ENDPOINT";
 /// The SigV4 service name of CloudWatch.
 pub const SERVICE: &str = "monitoring";
 /// The JSON 1.0 target of `GetMetricData`.
@@ -50,47 +45,6 @@ const MAX_DATAPOINTS: u32 = 20;
 /// The judge's `MaxDatapoints`: as many as a series keeps (`judge_series::MAX_POINTS`, which
 /// a test there holds equal; named here, not used, so the two modules need not use each other).
 pub const RANGE_MAX_DATAPOINTS: u32 = 1000;
-
-/// What the environment says about CloudWatch, read once at start. `Debug` never prints keys.
-#[derive(Clone, Default)]
-pub struct CloudwatchEnv {
-    credentials: Option<(String, String, Option<String>)>,
-    endpoint: Option<String>,
-}
-
-impl fmt::Debug for CloudwatchEnv {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "CloudwatchEnv(credentials: {}, endpoint: {:?})",
-            if self.credentials.is_some() {
-                "<set>"
-            } else {
-                "none"
-            },
-            self.endpoint
-        )
-    }
-}
-
-impl CloudwatchEnv {
-    /// Reads the variables through `var` (empty values are unset).
-    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> CloudwatchEnv {
-        for name in [ACCESS_KEY_VAR, SECRET_KEY_VAR, SESSION_TOKEN_VAR] {
-            if let Some(value) = var(name) {
-                crate::redact::remember(&value);
-            }
-        }
-        let credentials = match (var(ACCESS_KEY_VAR), var(SECRET_KEY_VAR)) {
-            (Some(a), Some(s)) => Some((a, s, var(SESSION_TOKEN_VAR))),
-            _ => None,
-        };
-        CloudwatchEnv {
-            credentials,
-            endpoint: var(ENDPOINT_VAR),
-        }
-    }
-}
 
 /// A CloudWatch client for one region. `Debug` never prints the keys.
 #[derive(Clone)]

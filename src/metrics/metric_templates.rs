@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::core::model::Name;
+use crate::metrics::provider::ProviderFields;
 use crate::metrics::query_render::check;
 use crate::metrics::registry::{self, Registered, OPTIONAL_FIELDS};
 use crate::yaml::error::SpecError;
@@ -240,10 +241,10 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         .required(spec, "spec", "provider")
         .and_then(|p| r.map(p, "spec.provider", PROVIDER_KEYS));
     let query = read_query(r, spec);
-    let fields = read_provider_fields(r, provider?)?;
+    let (fields, entry) = read_provider_fields(r, provider?)?;
     let before = r.errors.len();
-    fields.refuse_unused(r);
-    let provider = fields.provider(r)?;
+    refuse_unused(&fields, entry, r);
+    let provider = (entry.read)(&fields, r)?;
     if r.errors.len() != before {
         return None;
     }
@@ -278,25 +279,12 @@ fn read_query(r: &mut Reader, spec: &Node) -> Option<String> {
     }
 }
 
-/// The fields of `spec.provider` as written, before they are checked against its type; a
-/// provider's [`MetricBackend::read`](crate::metrics::provider::MetricBackend::read) takes
-/// the ones it reads.
-pub struct ProviderFields<'n> {
-    /// The `spec.provider` node, for lines.
-    pub node: &'n Node,
-    /// `type`.
-    pub kind: String,
-    entry: &'static Registered,
-    pub address: Option<String>,
-    pub headers: Vec<(String, String)>,
-    pub secret_ref: Option<String>,
-    pub region: Option<String>,
-    pub insecure_skip_verify: bool,
-}
-
 /// Reads every field of `spec.provider`; `None` when its type is missing or not queryable
 /// (reported).
-fn read_provider_fields<'n>(r: &mut Reader, provider: &'n Node) -> Option<ProviderFields<'n>> {
+fn read_provider_fields<'n>(
+    r: &mut Reader,
+    provider: &'n Node,
+) -> Option<(ProviderFields<'n>, &'static Registered)> {
     let entry = read_provider_type(r, provider);
     let websocket_ok = entry.is_some_and(|e| e.websocket_address);
     let address = provider
@@ -322,16 +310,16 @@ fn read_provider_fields<'n>(r: &mut Reader, provider: &'n Node) -> Option<Provid
         .and_then(|n| r.bool(n, "spec.provider.insecureSkipVerify"))
         .unwrap_or(false);
     let entry = entry?;
-    Some(ProviderFields {
+    let fields = ProviderFields {
         node: provider,
         kind: entry.kind.to_string(),
-        entry,
         address,
         headers,
         secret_ref,
         region,
         insecure_skip_verify,
-    })
+    };
+    Some((fields, entry))
 }
 
 /// `spec.provider.type`: one sluice queries (its registry entry).
@@ -383,79 +371,31 @@ fn read_address(r: &mut Reader, n: &Node, websocket_ok: bool) -> Option<String> 
     }
 }
 
-impl ProviderFields<'_> {
-    /// Refuses each optional field Flagger's provider of this type never reads, rather than
-    /// ignore it. An `insecureSkipVerify: false` is the default and passes.
-    fn refuse_unused(&self, r: &mut Reader) {
-        for key in OPTIONAL_FIELDS {
-            let set = match key {
-                "insecureSkipVerify" => self.insecure_skip_verify,
-                _ => self.node.get(key).is_some(),
-            };
-            if set && !self.entry.accepts(key) {
-                self.unused(r, key, &registry::readers_of(key));
-            }
+/// Refuses each optional field Flagger's provider of this type (`entry`) never reads, rather
+/// than ignore it. An `insecureSkipVerify: false` is the default and passes.
+fn refuse_unused(fields: &ProviderFields, entry: &Registered, r: &mut Reader) {
+    for key in OPTIONAL_FIELDS {
+        let set = match key {
+            "insecureSkipVerify" => fields.insecure_skip_verify,
+            _ => fields.node.get(key).is_some(),
+        };
+        if set && !entry.accepts(key) {
+            unused(fields, r, key, &registry::readers_of(key));
         }
     }
+}
 
-    /// Reports `key` when it is set: this type does not read it, only `used_by` does.
-    fn unused(&self, r: &mut Reader, key: &str, used_by: &str) {
-        let kind = &self.kind;
-        if let Some(n) = self.node.get(key) {
-            r.error(
-                n.line,
-                &join("spec.provider", key),
-                format!("provider type {kind:?} does not use {key}; Flagger reads it only for {used_by}"),
-            );
-        }
-    }
-
-    /// Reports `key` when it is set: this type does not use it, for the reason `why`.
-    pub fn refuse(&self, r: &mut Reader, key: &str, why: &str) {
-        let kind = &self.kind;
-        if let Some(n) = self.node.get(key) {
-            r.error(
-                n.line,
-                &join("spec.provider", key),
-                format!("provider type {kind:?} does not use {key}: {why}"),
-            );
-        }
-    }
-
-    /// The secretRef, reported as missing when this type reads `keys` from a Secret.
-    pub fn needs_secret(&self, r: &mut Reader, keys: &[&str]) -> Option<String> {
-        let kind = &self.kind;
-        // A secretRef that is there but unreadable was reported where it stands.
-        if self.secret_ref.is_none() && self.node.get("secretRef").is_none() {
-            r.error(
-                self.node.line,
-                "spec.provider.secretRef",
-                format!(
-                    "required field is missing: provider type {kind:?} reads {} from a Secret",
-                    keys.join(" and ")
-                ),
-            );
-        }
-        self.secret_ref.clone()
-    }
-
-    /// The address, reported as missing when this type has no default.
-    pub fn needs_address(&self, r: &mut Reader) -> Option<String> {
-        let kind = &self.kind;
-        // A present but invalid address was reported where it was read.
-        if self.address.is_none() && self.node.get("address").is_none() {
-            r.error(
-                self.node.line,
-                "spec.provider.address",
-                format!("required field is missing: provider type {kind:?} has no default address"),
-            );
-        }
-        self.address.clone()
-    }
-
-    /// The typed provider, read by its module.
-    fn provider(&self, r: &mut Reader) -> Option<MetricProvider> {
-        (self.entry.read)(self, r)
+/// Reports `key` when it is set: this type does not read it, only `used_by` does.
+fn unused(fields: &ProviderFields, r: &mut Reader, key: &str, used_by: &str) {
+    let kind = &fields.kind;
+    if let Some(n) = fields.node.get(key) {
+        r.error(
+            n.line,
+            &join("spec.provider", key),
+            format!(
+                "provider type {kind:?} does not use {key}; Flagger reads it only for {used_by}"
+            ),
+        );
     }
 }
 
@@ -504,7 +444,75 @@ fn read_headers(r: &mut Reader, node: &Node, path: &str) -> Vec<(String, String)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::observe::MetricValue;
+    use crate::metrics::provider::Series;
+    use crate::metrics::registry::{provider, PROVIDED, PROVIDERS};
     use crate::metrics::{datadog, prometheus};
+
+    /// A MetricTemplate whose `spec.provider` is `provider` (lines indented under it).
+    fn template(provider: &str) -> String {
+        format!(
+            "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: m\nspec:\n  provider:\n{provider}  query: x\n"
+        )
+    }
+
+    /// What every provider must say and provide: a unique type, the fields it reads, an
+    /// example `spec.provider` that loads into its own variant, an answer its parser reads,
+    /// a series rank unique among range providers, and its row in the docs' provider table
+    /// naming every Secret key it reads.
+    #[test]
+    fn every_registered_provider_provides_what_the_registry_asks() {
+        let docs = include_str!("../../docs/operations.md");
+        let mut ranks = Vec::new();
+        assert_eq!(PROVIDED.len(), PROVIDERS.len());
+        for (i, (e, p)) in PROVIDERS.iter().zip(PROVIDED).enumerate() {
+            let kind = e.kind;
+            assert!(
+                !kind.is_empty() && kind.chars().all(|c| c.is_ascii_lowercase()),
+                "provider {i}: type {kind:?}"
+            );
+            assert_eq!(
+                provider(kind).map(|p| p.kind),
+                Some(kind),
+                "{kind}: listed twice"
+            );
+            assert!(queryable_provider(kind), "{kind}");
+            for field in e.reads.iter().chain(e.ignores) {
+                assert!(OPTIONAL_FIELDS.contains(field), "{kind}: reads {field}");
+            }
+            let mut index = TemplateIndex::new();
+            let errors = index.add_text("t.yaml", &template(p.example));
+            assert!(errors.is_empty(), "{kind}: its EXAMPLE: {errors:?}");
+            let loaded = index.get("default", "m").map(|t| t.provider.kind());
+            assert_eq!(
+                loaded,
+                Ok(kind),
+                "{kind}: its EXAMPLE loads as another type"
+            );
+            let (body, value) = p.answer;
+            assert_eq!(
+                (p.parse)(200, body.as_bytes()),
+                MetricValue::Value(value),
+                "{kind}: its ANSWER"
+            );
+            if let Series::Range { rank } = e.series {
+                assert!(!ranks.contains(&rank), "{kind}: series rank {rank} taken");
+                ranks.push(rank);
+            }
+            let row = docs
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{kind}` |")))
+                .unwrap_or_else(|| {
+                    panic!("{kind}: no row in docs/operations.md's table of metric providers")
+                });
+            for key in p.secret_keys {
+                assert!(
+                    row.contains(&format!("`{key}`")),
+                    "{kind}: docs/operations.md does not name its Secret key {key}"
+                );
+            }
+        }
+    }
 
     const GOOD: &str = "\
 apiVersion: v1

@@ -30,6 +30,7 @@
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
 //! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
+pub mod aws_env;
 pub mod builtin;
 pub mod cloudwatch;
 pub mod datadog;
@@ -214,7 +215,8 @@ fn vendor(
     access: &PrometheusAccess,
 ) -> Option<Result<Vendor, String>> {
     let input = ClientInput {
-        template: t,
+        namespace: t.namespace.as_str(),
+        place: format!("metric template {t} ({}:{})", t.file, t.line),
         interval,
         secrets: access.secrets(),
         aws: access.cloudwatch(),

@@ -10,10 +10,9 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::metric_templates::ProviderFields;
 use crate::metrics::provider::{
-    Answer, Ask, ClientInput, MetricBackend, SecretConfig, Series, SeriesAnswer, Vendor,
-    VendorClient, Window,
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, SecretConfig, Series, SeriesAnswer,
+    Vendor, VendorClient, Window,
 };
 use crate::metrics::vendor_http::{self, api_url, kind_of};
 use crate::yaml::reader::Reader;

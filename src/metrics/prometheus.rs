@@ -25,8 +25,7 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::http_client;
-use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{ClientInput, MetricBackend, Series, Vendor};
+use crate::metrics::provider::{ClientInput, MetricBackend, ProviderFields, Series, Vendor};
 use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
 use crate::yaml::reader::Reader;

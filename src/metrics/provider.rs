@@ -15,10 +15,70 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use crate::core::observe::MetricValue;
-use crate::metrics::cloudwatch::CloudwatchEnv;
-use crate::metrics::metric_templates::{MetricTemplate, ProviderFields};
+use crate::metrics::aws_env::CloudwatchEnv;
 use crate::secrets::Secrets;
-use crate::yaml::reader::Reader;
+use crate::yaml::node::Node;
+use crate::yaml::reader::{join, Reader};
+
+/// The fields of `spec.provider` as written, before they are checked against its type; a
+/// provider's [`MetricBackend::read`](crate::metrics::provider::MetricBackend::read) takes
+/// the ones it reads. The template reader (`metric_templates.rs`) fills it in.
+pub struct ProviderFields<'n> {
+    /// The `spec.provider` node, for lines.
+    pub node: &'n Node,
+    /// `type`.
+    pub kind: String,
+    pub address: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub secret_ref: Option<String>,
+    pub region: Option<String>,
+    pub insecure_skip_verify: bool,
+}
+
+impl ProviderFields<'_> {
+    /// Reports `key` when it is set: this type does not use it, for the reason `why`.
+    pub fn refuse(&self, r: &mut Reader, key: &str, why: &str) {
+        let kind = &self.kind;
+        if let Some(n) = self.node.get(key) {
+            r.error(
+                n.line,
+                &join("spec.provider", key),
+                format!("provider type {kind:?} does not use {key}: {why}"),
+            );
+        }
+    }
+
+    /// The secretRef, reported as missing when this type reads `keys` from a Secret.
+    pub fn needs_secret(&self, r: &mut Reader, keys: &[&str]) -> Option<String> {
+        let kind = &self.kind;
+        // A secretRef that is there but unreadable was reported where it stands.
+        if self.secret_ref.is_none() && self.node.get("secretRef").is_none() {
+            r.error(
+                self.node.line,
+                "spec.provider.secretRef",
+                format!(
+                    "required field is missing: provider type {kind:?} reads {} from a Secret",
+                    keys.join(" and ")
+                ),
+            );
+        }
+        self.secret_ref.clone()
+    }
+
+    /// The address, reported as missing when this type has no default.
+    pub fn needs_address(&self, r: &mut Reader) -> Option<String> {
+        let kind = &self.kind;
+        // A present but invalid address was reported where it was read.
+        if self.address.is_none() && self.node.get("address").is_none() {
+            r.error(
+                self.node.line,
+                "spec.provider.address",
+                format!("required field is missing: provider type {kind:?} has no default address"),
+            );
+        }
+        self.address.clone()
+    }
+}
 
 /// One MetricTemplate provider type. Implemented by the provider's client type in its module;
 /// the registry dispatches on [`MetricProvider`](super::metric_templates::MetricProvider),
@@ -74,8 +134,10 @@ pub enum Series {
 
 /// What a provider's [`client`](MetricBackend::client) is built from.
 pub struct ClientInput<'a> {
-    /// The template, for its namespace (where its Secret is) and for messages.
-    pub template: &'a MetricTemplate,
+    /// The template's namespace, where its Secret is.
+    pub namespace: &'a str,
+    /// The template and where it is, for messages: `metric template ns/name (file:line)`.
+    pub place: String,
     /// The metric's window.
     pub interval: Duration,
     /// What the operator mapped in, for `secretRef`.
@@ -88,16 +150,14 @@ impl ClientInput<'_> {
     /// Key `key` of the Secret `name` in the template's namespace; a missing one is an error
     /// naming the template and its `secretRef`.
     pub fn key(&self, name: &str, key: &str) -> Result<String, String> {
-        let t = self.template;
         self.secrets
-            .require(t.namespace.as_str(), name, key)
+            .require(self.namespace, name, key)
             .map_err(|e| self.at(format!("spec.provider.secretRef: {e}")))
     }
 
     /// `message`, prefixed with the template and where it is.
     pub fn at(&self, message: impl fmt::Display) -> String {
-        let t = self.template;
-        format!("metric template {t} ({}:{}): {message}", t.file, t.line)
+        format!("{}: {message}", self.place)
     }
 }
 

@@ -3,8 +3,7 @@
 //! provider holding its config) and the lookups the template reader and the judge ask: which
 //! types sluice queries, what each reads, which give a series.
 
-use crate::metrics::metric_templates::ProviderFields;
-use crate::metrics::provider::{ClientInput, MetricBackend, Series, Vendor};
+use crate::metrics::provider::{ClientInput, MetricBackend, ProviderFields, Series, Vendor};
 use crate::metrics::{
     cloudwatch, datadog, dynatrace, graphite, influxdb, newrelic, prometheus, splunk,
 };
@@ -46,7 +45,7 @@ macro_rules! metric_providers {
         }
 
         /// Every provider, in the order messages list them.
-        const PROVIDERS: &[Registered] = &[
+        pub(crate) const PROVIDERS: &[Registered] = &[
             $( Registered {
                 kind: <$provider as MetricBackend>::TYPE,
                 reads: <$provider as MetricBackend>::READS,
@@ -61,7 +60,7 @@ macro_rules! metric_providers {
 
         /// What each provider gives its registry test, in registry order.
         #[cfg(test)]
-        const PROVIDED: &[Provided] = &[
+        pub(crate) const PROVIDED: &[Provided] = &[
             $( Provided {
                 secret_keys: <$provider as MetricBackend>::SECRET_KEYS,
                 example: <$provider as MetricBackend>::EXAMPLE,
@@ -94,20 +93,20 @@ metric_providers! {
 /// One provider's registry entry, built by `metric_providers!` from its [`MetricBackend`].
 pub(crate) struct Registered {
     pub(crate) kind: &'static str,
-    reads: &'static [&'static str],
-    ignores: &'static [&'static str],
+    pub(crate) reads: &'static [&'static str],
+    pub(crate) ignores: &'static [&'static str],
     pub(crate) websocket_address: bool,
-    series: Series,
+    pub(crate) series: Series,
     pub(crate) read: fn(&ProviderFields, &mut Reader) -> Option<MetricProvider>,
 }
 
 /// What a provider gives the registry test besides its entry.
 #[cfg(test)]
-struct Provided {
-    secret_keys: &'static [&'static str],
-    example: &'static str,
-    answer: (&'static str, f64),
-    parse: fn(u16, &[u8]) -> crate::core::observe::MetricValue,
+pub(crate) struct Provided {
+    pub(crate) secret_keys: &'static [&'static str],
+    pub(crate) example: &'static str,
+    pub(crate) answer: (&'static str, f64),
+    pub(crate) parse: fn(u16, &[u8]) -> crate::core::observe::MetricValue,
 }
 
 impl Registered {
@@ -161,73 +160,6 @@ pub fn range_providers() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::observe::MetricValue;
-    use crate::metrics::metric_templates::{queryable_provider, TemplateIndex};
-
-    /// A MetricTemplate whose `spec.provider` is `provider` (lines indented under it).
-    fn template(provider: &str) -> String {
-        format!(
-            "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: m\nspec:\n  provider:\n{provider}  query: x\n"
-        )
-    }
-
-    /// What every provider must say and provide: a unique type, the fields it reads, an
-    /// example `spec.provider` that loads into its own variant, an answer its parser reads,
-    /// a series rank unique among range providers, and its row in the docs' provider table
-    /// naming every Secret key it reads.
-    #[test]
-    fn every_registered_provider_provides_what_the_registry_asks() {
-        let docs = include_str!("../../docs/operations.md");
-        let mut ranks = Vec::new();
-        assert_eq!(PROVIDED.len(), PROVIDERS.len());
-        for (i, (e, p)) in PROVIDERS.iter().zip(PROVIDED).enumerate() {
-            let kind = e.kind;
-            assert!(
-                !kind.is_empty() && kind.chars().all(|c| c.is_ascii_lowercase()),
-                "provider {i}: type {kind:?}"
-            );
-            assert_eq!(
-                provider(kind).map(|p| p.kind),
-                Some(kind),
-                "{kind}: listed twice"
-            );
-            assert!(queryable_provider(kind), "{kind}");
-            for field in e.reads.iter().chain(e.ignores) {
-                assert!(OPTIONAL_FIELDS.contains(field), "{kind}: reads {field}");
-            }
-            let mut index = TemplateIndex::new();
-            let errors = index.add_text("t.yaml", &template(p.example));
-            assert!(errors.is_empty(), "{kind}: its EXAMPLE: {errors:?}");
-            let loaded = index.get("default", "m").map(|t| t.provider.kind());
-            assert_eq!(
-                loaded,
-                Ok(kind),
-                "{kind}: its EXAMPLE loads as another type"
-            );
-            let (body, value) = p.answer;
-            assert_eq!(
-                (p.parse)(200, body.as_bytes()),
-                MetricValue::Value(value),
-                "{kind}: its ANSWER"
-            );
-            if let Series::Range { rank } = e.series {
-                assert!(!ranks.contains(&rank), "{kind}: series rank {rank} taken");
-                ranks.push(rank);
-            }
-            let row = docs
-                .lines()
-                .find(|l| l.starts_with(&format!("| `{kind}` |")))
-                .unwrap_or_else(|| {
-                    panic!("{kind}: no row in docs/operations.md's table of metric providers")
-                });
-            for key in p.secret_keys {
-                assert!(
-                    row.contains(&format!("`{key}`")),
-                    "{kind}: docs/operations.md does not name its Secret key {key}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn field_readers_and_range_providers_read_as_messages_list_them() {
