@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::alert_kind::{AlertService, Card};
+use super::service::{AlertService, Card};
 use super::slack;
 
 /// `spec.type: discord`.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::alert_kind::{AlertService, Card};
+use super::service::{AlertService, Card};
 
 /// `spec.type: gchat`.
 pub(crate) struct GChat;

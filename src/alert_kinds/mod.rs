@@ -1,12 +1,21 @@
-//! The registry: every alert kind, listed once in [`ALERT_KINDS`]. The AlertProvider reader
-//! parses `spec.type` through it and the sender dispatches on it, so nothing else names a
-//! kind. The core carries the parsed kind ([`AlertKind`]) without knowing any.
+//! Alert kinds, the types of Flagger's AlertProviders: each one module behind the
+//! [`AlertService`](service::AlertService) trait (`slack.rs`, `msteams.rs`, `discord.rs`,
+//! `rocket.rs`, `gchat.rs`), listed once in the registry [`ALERT_KINDS`]. The AlertProvider
+//! reader (`spec::alert_provider`) parses `spec.type` through it and the sender
+//! (`notify::alerts`) dispatches on it, so nothing else names a kind. The core carries the
+//! parsed kind ([`AlertKind`]) without knowing any. This module uses neither.
 
 use serde_json::Value;
 
-use super::alert_kind::{AlertService, Card};
-use super::{discord, gchat, msteams, rocket, slack};
-use crate::spec::model::AlertKind;
+mod discord;
+mod gchat;
+mod msteams;
+mod rocket;
+pub mod service;
+mod slack;
+
+use crate::core::model::AlertKind;
+use service::{AlertService, Card};
 
 /// Every alert kind, in the order messages list them.
 const ALERT_KINDS: &[Registered] = &[

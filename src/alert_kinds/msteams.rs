@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::alert_kind::{AlertService, Card};
+use super::service::{AlertService, Card};
 
 /// `spec.type: msteams`.
 pub(crate) struct MsTeams;

@@ -1,12 +1,10 @@
 //! What one alert kind (an AlertProvider's `spec.type`) is: the [`AlertService`] trait each
-//! kind's module implements (`slack.rs`, `msteams.rs`, `discord.rs`, `rocket.rs`,
-//! `gchat.rs`), and the [`Card`] an alert is written from. The registry (`alert_registry.rs`)
-//! lists each kind once; nothing else names one.
+//! kind's module implements, and the [`Card`] an alert is written from.
 //!
-//! Adding a kind: a module `notify/<type>.rs` with a unit-like type implementing
+//! Adding a kind: a module `alert_kinds/<type>.rs` with a unit-like type implementing
 //! [`AlertService`] (no item has a default: the compiler asks for each), its type in the
 //! Alerts section of `docs/operations.md` (a registry test checks it), and one line in
-//! `alert_registry.rs`'s `ALERT_KINDS`.
+//! `alert_kinds/mod.rs`'s `ALERT_KINDS`.
 
 use serde_json::Value;
 

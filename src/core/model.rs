@@ -535,7 +535,7 @@ pub enum AlertTarget {
 }
 
 /// An AlertProvider's `spec.type` (Flagger's `pkg/notifier/factory.go`), one the main
-/// crate's alert registry (`notify/alert_registry.rs`) lists and parsed through it. The core
+/// crate's alert registry (`alert_kinds/mod.rs`) lists and parsed through it. The core
 /// carries it and knows no kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AlertKind(&'static str);

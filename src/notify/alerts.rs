@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::warn;
 
-use super::alert_kind::Card;
-use super::alert_registry::{self, Registered};
+use crate::alert_kinds::service::Card;
+use crate::alert_kinds::{self, Registered};
 
 use crate::core::decide::{Action, Decision, RollbackCause};
 use crate::core::status::{Gate, Phase};
@@ -193,7 +193,7 @@ pub fn fields(canary: &Canary) -> Vec<(String, String)> {
 /// The JSON Flagger posts to a provider of `alert`'s type; an error for a type the alert
 /// registry did not make.
 pub fn payload(alert: &Alert, canary: &Canary, m: &Message) -> Result<Value, String> {
-    let service = alert_registry::service(alert.provider.kind)?;
+    let service = alert_kinds::service(alert.provider.kind)?;
     Ok(body(service, alert, canary, m))
 }
 
@@ -217,7 +217,7 @@ fn body(service: &Registered, alert: &Alert, canary: &Canary, m: &Message) -> Va
 /// Where Flagger posts for a provider type (Discord's Slack-compatible endpoint is the hook
 /// URL with `/slack` appended, unless it ends so already).
 pub fn post_url(kind: AlertKind, address: &str) -> Result<reqwest::Url, String> {
-    alert_registry::service(kind)?.post_url(address)
+    alert_kinds::service(kind)?.post_url(address)
 }
 
 /// Sends every alert of `canary` that Flagger would send for `decision`. Failures are
@@ -261,7 +261,7 @@ async fn send_one(
     m: &Message,
 ) -> Result<(), String> {
     let provider = &alert.provider;
-    let service = alert_registry::service(provider.kind)?;
+    let service = alert_kinds::service(provider.kind)?;
     let (address, token) = match &provider.target {
         AlertTarget::Address(url) => (url.clone(), None),
         AlertTarget::Secret(secret) => {
@@ -493,7 +493,7 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
     #[test]
     fn discord_posts_to_its_slack_compatible_endpoint() {
         let url = |a: &str| {
-            post_url(alert_registry::parse("discord").unwrap(), a)
+            post_url(alert_kinds::parse("discord").unwrap(), a)
                 .unwrap()
                 .to_string()
         };
@@ -511,13 +511,13 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
         );
         assert_eq!(
             post_url(
-                alert_registry::parse("slack").unwrap(),
+                alert_kinds::parse("slack").unwrap(),
                 "https://hooks.slack.com/x"
             )
             .unwrap()
             .to_string(),
             "https://hooks.slack.com/x"
         );
-        assert!(post_url(alert_registry::parse("slack").unwrap(), "hooks.slack.com/x").is_err());
+        assert!(post_url(alert_kinds::parse("slack").unwrap(), "hooks.slack.com/x").is_err());
     }
 }

@@ -4,17 +4,9 @@
 //! name the environment variable that holds each one; a repo never stores them.
 //!
 //! [`alerts`] sends Flagger's per-canary alerts (`analysis.alerts`) the same way, each
-//! AlertProvider type one module behind `alert_kind::AlertService` (`slack.rs`, `msteams.rs`,
-//! `discord.rs`, `rocket.rs`, `gchat.rs`) and one line in [`alert_registry`].
+//! AlertProvider type one module of [`crate::alert_kinds`] and one line of its registry.
 
-mod alert_kind;
-pub mod alert_registry;
 pub mod alerts;
-mod discord;
-mod gchat;
-mod msteams;
-mod rocket;
-mod slack;
 
 use serde_json::json;
 use tracing::warn;

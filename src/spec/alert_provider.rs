@@ -7,12 +7,12 @@
 //! `metadata.namespace` is in `default`, as MetricTemplates are.
 //!
 //! What Flagger's CRD and notifier accept is accepted: the types the alert registry lists
-//! (`crate::notify::alert_registry`), `channel` (default `general`), `username` (default `flagger`), `proxy`,
+//! (`crate::alert_kinds`), `channel` (default `general`), `username` (default `flagger`), `proxy`,
 //! and exactly one of `address` and `secretRef`. The Secret's `address` (and, for Slack,
 //! `token`) keys are read only when an alert is sent, from what the operator mapped in
 //! (`crate::secrets`): never from git. This module does no IO.
 
-use crate::notify::alert_registry;
+use crate::alert_kinds;
 use crate::spec::model::{
     Alert, AlertProvider, AlertTarget, Alerts, Name, Severity, WebhookKind, WebhookSpec,
 };
@@ -212,10 +212,10 @@ fn read(r: &mut Reader, root: &Node) -> Option<AlertProvider> {
     r.map(spec, "spec", SPEC_KEYS)?;
     let kind = r.required(spec, "spec", "type").and_then(|n| {
         let text = r.string(n, "spec.type")?;
-        if let Some(kind) = alert_registry::parse(&text) {
+        if let Some(kind) = alert_kinds::parse(&text) {
             return Some(kind);
         }
-        let names: Vec<&str> = alert_registry::types().collect();
+        let names: Vec<&str> = alert_kinds::types().collect();
         let message = if text == "generic" {
             format!(
                 "Flagger has no \"generic\" alert provider (its CRD and notifier know {}); for a JSON webhook use an analysis webhook of type event, or a webhook notification in .sluice/config.yaml",
