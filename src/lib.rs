@@ -89,6 +89,7 @@
 /// The pure core (its own crate, `src/core/`): model, schedules, `decide`, `plan`, operations.
 pub use sluice_core as core;
 
+pub mod alert_kinds;
 pub mod approval;
 pub mod audit;
 pub mod cli;

@@ -4,7 +4,7 @@
 use crate::support::canary::podinfo;
 use sluice::spec::alert_provider::{check_all, traffic_routing};
 use sluice::spec::load::load;
-use sluice::spec::model::{AlertKind, AlertTarget, Canary, Name, Severity};
+use sluice::spec::model::{AlertTarget, Canary, Name, Severity};
 use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
@@ -77,8 +77,8 @@ fn an_alert_resolves_its_provider_in_the_canarys_namespace() {
     );
     let p = &alert.provider;
     assert_eq!(
-        (p.namespace.as_str(), p.name.as_str(), p.kind),
-        ("prod", "on-call", AlertKind::Slack)
+        (p.namespace.as_str(), p.name.as_str(), p.kind.as_str()),
+        ("prod", "on-call", "slack")
     );
     assert_eq!(
         (p.channel.as_str(), p.username.as_str()),

@@ -2,8 +2,6 @@
 //! approval branch), derived from the repo's `forge` settings: the API URL without its API
 //! path is the web URL. Without a forge, there are no links and the pages show short hashes.
 
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-
 use crate::spec::settings::{ForgeKind, ForgeSettings};
 
 /// The forge's web address and repository, when one is configured.
@@ -24,26 +22,13 @@ impl Links {
     /// The commit's page on the forge.
     pub fn commit(&self, sha: &str) -> Option<String> {
         let (kind, base, repo) = self.forge.as_ref()?;
-        Some(match kind {
-            ForgeKind::GitLab => format!("{base}/{repo}/-/commit/{sha}"),
-            ForgeKind::GitHub | ForgeKind::Gitea => format!("{base}/{repo}/commit/{sha}"),
-        })
+        Some(kind.commit_page(base, repo, sha))
     }
 
     /// The forge's list of pull requests from `branch`.
     pub fn pull_requests(&self, branch: &str) -> Option<String> {
         let (kind, base, repo) = self.forge.as_ref()?;
-        let q = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
-        Some(match kind {
-            ForgeKind::GitHub => format!(
-                "{base}/{repo}/pulls?q={}",
-                q(&format!("is:pr head:{branch}"))
-            ),
-            ForgeKind::GitLab => {
-                format!("{base}/{repo}/-/merge_requests?source_branch={}", q(branch))
-            }
-            ForgeKind::Gitea => format!("{base}/{repo}/pulls?q={}", q(branch)),
-        })
+        Some(kind.pulls_page(base, repo, branch))
     }
 }
 
@@ -55,13 +40,16 @@ fn web_base(kind: ForgeKind, api_url: &str) -> Option<String> {
     if !matches!(url.scheme(), "http" | "https") {
         return None;
     }
-    if kind == ForgeKind::GitHub && url.host_str() == Some("api.github.com") {
-        return Some("https://github.com".into());
+    if let Some((api_host, web)) = kind.about().public_web {
+        if url.host_str() == Some(api_host) {
+            return Some(web.into());
+        }
     }
     let text = api_url.trim_end_matches('/');
-    let cut = ["/api/v3", "/api/v4", "/api/v1"]
+    // Any forge's API path: a forge served below another's path is still cut.
+    let cut = ForgeKind::ALL
         .iter()
-        .find_map(|suffix| text.strip_suffix(suffix))
+        .find_map(|k| text.strip_suffix(k.about().api_path))
         .unwrap_or(text);
     Some(cut.to_string())
 }

@@ -8,7 +8,7 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -375,13 +375,7 @@ impl Api {
     }
 
     fn hint(&self, op: Operation, answer: &Answer) -> String {
-        let scope = match self.kind {
-            ForgeKind::GitHub => {
-                "repo scope (classic token) or Pull requests: read and write (fine-grained token)"
-            }
-            ForgeKind::GitLab => "api scope",
-            ForgeKind::Gitea => "write:repository and write:issue scopes",
-        };
+        let scope = self.kind.about().token_scopes;
         let code = answer.status.as_u16();
         match code {
             401 if self.token.is_none() => format!(
@@ -442,13 +436,7 @@ impl Api {
     }
 
     fn api_url_hint(&self) -> String {
-        let example = match self.kind {
-            ForgeKind::GitHub => {
-                "https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise"
-            }
-            ForgeKind::GitLab => "https://gitlab.com/api/v4 or https://HOST/api/v4",
-            ForgeKind::Gitea => "https://HOST/api/v1",
-        };
+        let example = self.kind.about().api_url_example;
         format!(
             "check forge.apiUrl {} is the {} API base ({example})",
             self.base, self.kind
@@ -517,29 +505,18 @@ impl Api {
 /// The headers of every request to one forge: its `Accept` (and GitHub's API version), and the
 /// token as that forge expects it, marked sensitive so it never shows in `Debug`.
 fn headers(kind: ForgeKind, token: Option<&ForgeToken>) -> Result<HeaderMap, ForgeError> {
+    let about = kind.about();
     let mut headers = HeaderMap::new();
-    match kind {
-        ForgeKind::GitHub => {
-            headers.insert(
-                ACCEPT,
-                HeaderValue::from_static("application/vnd.github+json"),
-            );
-            headers.insert(
-                HeaderName::from_static("x-github-api-version"),
-                HeaderValue::from_static("2022-11-28"),
-            );
-        }
-        ForgeKind::GitLab | ForgeKind::Gitea => {
-            headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        }
+    headers.insert(ACCEPT, HeaderValue::from_static(about.accept));
+    for (name, value) in about.headers {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     if let Some(token) = token {
-        let token = token.expose();
-        let (name, value) = match kind {
-            ForgeKind::GitHub => (AUTHORIZATION, format!("Bearer {token}")),
-            ForgeKind::GitLab => (HeaderName::from_static("private-token"), token.to_string()),
-            ForgeKind::Gitea => (AUTHORIZATION, format!("token {token}")),
-        };
+        let (name, prefix) = about.auth;
+        let value = format!("{prefix}{}", token.expose());
         let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
             message: format!(
                 "the token in {} (or {}) contains characters not allowed in an HTTP header",
@@ -548,7 +525,7 @@ fn headers(kind: ForgeKind, token: Option<&ForgeToken>) -> Result<HeaderMap, For
             ),
         })?;
         value.set_sensitive(true);
-        headers.insert(name, value);
+        headers.insert(HeaderName::from_static(name), value);
     }
     Ok(headers)
 }

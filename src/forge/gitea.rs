@@ -18,7 +18,7 @@ use reqwest::Method;
 
 use super::api::{Api, Reading};
 use super::github_like::{OwnerRepo, Pull, SharedPulls};
-use super::{ForgeError, Operation, PullRequest};
+use super::{About, ForgeError, ForgeProvider, Operation, PullRequest};
 
 /// A Gitea (or Forgejo) repository's pull requests.
 #[derive(Debug)]
@@ -28,11 +28,6 @@ pub struct Gitea {
 }
 
 impl Gitea {
-    pub(super) fn new(api: Api, repository: &str) -> Result<Gitea, ForgeError> {
-        let repo = OwnerRepo::parse(repository)?;
-        Ok(Gitea { api, repo })
-    }
-
     /// The head branch lives in this repository, not in a fork.
     fn head_in_this_repo(&self, p: &Pull) -> bool {
         match p.head.repo.as_ref().and_then(|r| r.full_name.as_deref()) {
@@ -49,20 +44,6 @@ impl Gitea {
             && p.state == "open"
             && p.merged != Some(true)
             && self.head_in_this_repo(p)
-    }
-
-    pub(super) async fn find_open(
-        &self,
-        head: &str,
-        base: &str,
-    ) -> Result<Option<PullRequest>, ForgeError> {
-        let op = Operation::FindOpen;
-        if let Some(p) = self.by_base_head(head, base).await? {
-            return self.pr(op, p).map(Some);
-        }
-        let query = [("state", "open".to_string())];
-        let wanted = |p: &Pull| self.is_open_for(p, head, base);
-        self.find_listed(op, &query, wanted).await
     }
 
     /// `GET /pulls/{base}/{head}` when it answers with the open pull request; `None` when the
@@ -93,11 +74,53 @@ impl Gitea {
         }
         Ok(None)
     }
+}
+
+impl ForgeProvider for Gitea {
+    const ABOUT: About = About {
+        key: "gitea",
+        title: "Gitea",
+        pr_noun: "pull request",
+        pr_sign: "#",
+        default_api_url: None,
+        api_url_sample: "https://gitea.example.com/api/v1",
+        api_path: "/api/v1",
+        public_web: None,
+        api_url_example: "https://HOST/api/v1",
+        token_scopes: "write:repository and write:issue scopes",
+        accept: "application/json",
+        headers: &[],
+        auth: ("authorization", "token "),
+    };
+
+    super::github_like::shared_pulls_provider!();
+
+    fn pulls_page(web: &str, repository: &str, branch: &str) -> String {
+        format!(
+            "{web}/{repository}/pulls?q={}",
+            super::query_encoded(branch)
+        )
+    }
+
+    fn new(api: Api, repository: &str) -> Result<Gitea, ForgeError> {
+        let repo = OwnerRepo::parse(repository)?;
+        Ok(Gitea { api, repo })
+    }
+
+    async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
+        let op = Operation::FindOpen;
+        if let Some(p) = self.by_base_head(head, base).await? {
+            return self.pr(op, p).map(Some);
+        }
+        let query = [("state", "open".to_string())];
+        let wanted = |p: &Pull| self.is_open_for(p, head, base);
+        self.find_listed(op, &query, wanted).await
+    }
 
     /// Gitea lists newest first (by creation) unless told otherwise, so the first page with a
     /// pull request of this branch (into `base`, when given: the list has no branch filter,
     /// so `base.ref` is matched here) holds the newest one.
-    pub(super) async fn latest_for_branch(
+    async fn latest_for_branch(
         &self,
         head: &str,
         base: Option<&str>,

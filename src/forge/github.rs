@@ -13,7 +13,7 @@
 
 use super::api::{Api, Reading};
 use super::github_like::{OwnerRepo, Pull, SharedPulls};
-use super::{ForgeError, Operation, PullRequest};
+use super::{About, ForgeError, ForgeProvider, Operation, PullRequest};
 
 /// A GitHub repository's pull requests.
 #[derive(Debug)]
@@ -23,11 +23,6 @@ pub struct GitHub {
 }
 
 impl GitHub {
-    pub(super) fn new(api: Api, repository: &str) -> Result<GitHub, ForgeError> {
-        let repo = OwnerRepo::parse(repository)?;
-        Ok(GitHub { api, repo })
-    }
-
     /// The list query for pull requests whose head is `head` in this repository.
     fn head_query(&self, state: &str, head: &str) -> Vec<(&'static str, String)> {
         vec![
@@ -35,12 +30,39 @@ impl GitHub {
             ("head", format!("{}:{head}", self.repo.owner)),
         ]
     }
+}
 
-    pub(super) async fn find_open(
-        &self,
-        head: &str,
-        base: &str,
-    ) -> Result<Option<PullRequest>, ForgeError> {
+impl ForgeProvider for GitHub {
+    const ABOUT: About = About {
+        key: "github",
+        title: "GitHub",
+        pr_noun: "pull request",
+        pr_sign: "#",
+        default_api_url: Some("https://api.github.com"),
+        api_url_sample: "https://api.github.com",
+        api_path: "/api/v3",
+        public_web: Some(("api.github.com", "https://github.com")),
+        api_url_example: "https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise",
+        token_scopes:
+            "repo scope (classic token) or Pull requests: read and write (fine-grained token)",
+        accept: "application/vnd.github+json",
+        headers: &[("x-github-api-version", "2022-11-28")],
+        auth: ("authorization", "Bearer "),
+    };
+
+    super::github_like::shared_pulls_provider!();
+
+    fn pulls_page(web: &str, repository: &str, branch: &str) -> String {
+        let q = super::query_encoded(&format!("is:pr head:{branch}"));
+        format!("{web}/{repository}/pulls?q={q}")
+    }
+
+    fn new(api: Api, repository: &str) -> Result<GitHub, ForgeError> {
+        let repo = OwnerRepo::parse(repository)?;
+        Ok(GitHub { api, repo })
+    }
+
+    async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
         let mut query = self.head_query("open", head);
         query.push(("base", base.to_string()));
         let wanted = |p: &Pull| {
@@ -49,7 +71,7 @@ impl GitHub {
         self.find_listed(Operation::FindOpen, &query, wanted).await
     }
 
-    pub(super) async fn latest_for_branch(
+    async fn latest_for_branch(
         &self,
         head: &str,
         base: Option<&str>,

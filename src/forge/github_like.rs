@@ -131,6 +131,55 @@ impl OwnerRepo {
     }
 }
 
+/// `owner/name`, as GitHub and Gitea name repositories in `forge.repository`.
+pub(super) fn check_owner_name(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let parts: Vec<&str> = text.split('/').collect();
+    if parts.len() == 2 && parts.iter().all(|p| super::repository_segment_ok(p)) {
+        Ok(())
+    } else {
+        Err(format!("expected owner/name, found {text:?}"))
+    }
+}
+
+/// The [`ForgeProvider`](super::ForgeProvider) items GitHub and Gitea share, as one line in
+/// their `impl`: the calls of [`SharedPulls`], their repository check and their commit page.
+macro_rules! shared_pulls_provider {
+    () => {
+        fn check_repository(text: &str) -> Result<(), String> {
+            super::github_like::check_owner_name(text)
+        }
+
+        fn commit_page(web: &str, repository: &str, sha: &str) -> String {
+            format!("{web}/{repository}/commit/{sha}")
+        }
+
+        #[cfg(test)]
+        fn api_mut(&mut self) -> &mut Api {
+            &mut self.api
+        }
+
+        async fn open(&self, new: &super::NewPull<'_>) -> Result<PullRequest, ForgeError> {
+            SharedPulls::open(self, new).await
+        }
+
+        async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
+            SharedPulls::get(self, number).await
+        }
+
+        async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
+            SharedPulls::comment(self, number, text).await
+        }
+
+        async fn close(&self, number: u64) -> Result<(), ForgeError> {
+            SharedPulls::close(self, number).await
+        }
+    };
+}
+pub(super) use shared_pulls_provider;
+
 /// A GitHub or Gitea repository's pull requests: the calls both make alike. Each forge says
 /// where its API and repository are and how it reads "merged".
 pub(super) trait SharedPulls {

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Api, Numbered, Reading};
-use super::{ForgeError, NewPull, Operation, PrState, PullRequest};
+use super::{About, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
 
 const PER_PAGE: u32 = 100;
 
@@ -71,21 +71,6 @@ impl MergeRequest {
 }
 
 impl GitLab {
-    pub(super) fn new(api: Api, repository: &str) -> Result<GitLab, ForgeError> {
-        let project = repository.trim_matches('/');
-        if project.is_empty() || project.split('/').any(|s| s.is_empty() || s == "..") {
-            return Err(ForgeError::Config {
-                message: format!(
-                    "forge.repository: expected a GitLab project path or id, found {repository:?}"
-                ),
-            });
-        }
-        Ok(GitLab {
-            api,
-            project: project.to_string(),
-        })
-    }
-
     fn pr(&self, op: Operation, mr: MergeRequest) -> Result<PullRequest, ForgeError> {
         let state = match mr.state.as_str() {
             // `locked` is the short-lived state while GitLab merges: still awaiting the merge.
@@ -115,12 +100,72 @@ impl GitLab {
         segments.extend_from_slice(tail);
         self.api.url(op, &segments)
     }
+}
 
-    pub(super) async fn find_open(
-        &self,
-        head: &str,
-        base: &str,
-    ) -> Result<Option<PullRequest>, ForgeError> {
+impl ForgeProvider for GitLab {
+    const ABOUT: About = About {
+        key: "gitlab",
+        title: "GitLab",
+        pr_noun: "merge request",
+        pr_sign: "!",
+        default_api_url: Some("https://gitlab.com/api/v4"),
+        api_url_sample: "https://gitlab.com/api/v4",
+        api_path: "/api/v4",
+        public_web: None,
+        api_url_example: "https://gitlab.com/api/v4 or https://HOST/api/v4",
+        token_scopes: "api scope",
+        accept: "application/json",
+        headers: &[],
+        auth: ("private-token", ""),
+    };
+
+    /// A project path such as `group/project` (or `group/sub/project`) or a numeric id.
+    fn check_repository(text: &str) -> Result<(), String> {
+        if text.is_empty() {
+            return Err("must not be empty".into());
+        }
+        let parts: Vec<&str> = text.split('/').collect();
+        let numeric = text.chars().all(|c| c.is_ascii_digit());
+        if numeric || (parts.len() >= 2 && parts.iter().all(|p| super::repository_segment_ok(p))) {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected a project path such as group/project (or group/sub/project) or a \
+                 numeric project id, found {text:?}"
+            ))
+        }
+    }
+
+    fn commit_page(web: &str, repository: &str, sha: &str) -> String {
+        format!("{web}/{repository}/-/commit/{sha}")
+    }
+
+    fn pulls_page(web: &str, repository: &str, branch: &str) -> String {
+        let branch = super::query_encoded(branch);
+        format!("{web}/{repository}/-/merge_requests?source_branch={branch}")
+    }
+
+    fn new(api: Api, repository: &str) -> Result<GitLab, ForgeError> {
+        let project = repository.trim_matches('/');
+        if project.is_empty() || project.split('/').any(|s| s.is_empty() || s == "..") {
+            return Err(ForgeError::Config {
+                message: format!(
+                    "forge.repository: expected a GitLab project path or id, found {repository:?}"
+                ),
+            });
+        }
+        Ok(GitLab {
+            api,
+            project: project.to_string(),
+        })
+    }
+
+    #[cfg(test)]
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
+    }
+
+    async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
         let op = Operation::FindOpen;
         let url = self.url(op, &[])?;
         let query = [
@@ -141,7 +186,7 @@ impl GitLab {
         found.map(|mr| self.pr(op, mr)).transpose()
     }
 
-    pub(super) async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError> {
+    async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError> {
         let op = Operation::Open;
         let payload = json!({
             "source_branch": new.head,
@@ -154,14 +199,14 @@ impl GitLab {
         self.pr(op, mr.await?)
     }
 
-    pub(super) async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
+    async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
         let op = Operation::Get(number);
         let url = self.url(op, &[&number.to_string()])?;
         let mr = self.api.json(op, Method::GET, url, &[], None);
         self.pr(op, mr.await?)
     }
 
-    pub(super) async fn latest_for_branch(
+    async fn latest_for_branch(
         &self,
         head: &str,
         base: Option<&str>,
@@ -190,7 +235,7 @@ impl GitLab {
         newest.map(|mr| self.pr(op, mr)).transpose()
     }
 
-    pub(super) async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
+    async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
         let op = Operation::Comment(number);
         let url = self.url(op, &[&number.to_string(), "notes"])?;
         let payload = json!({"body": text});
@@ -200,7 +245,7 @@ impl GitLab {
         Ok(())
     }
 
-    pub(super) async fn close(&self, number: u64) -> Result<(), ForgeError> {
+    async fn close(&self, number: u64) -> Result<(), ForgeError> {
         let op = Operation::Close(number);
         let url = self.url(op, &[&number.to_string()])?;
         let payload = json!({"state_event": "close"});

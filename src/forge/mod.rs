@@ -2,10 +2,16 @@
 //! human to approve a canary step.
 //!
 //! A step that needs approval is committed on a branch `sluice/<namespace>/<name>/<step>`;
-//! merging its pull request approves the step, closing it aborts the rollout. [`Forge`] is one
-//! enum over the providers (`github.rs`, `gitlab.rs`, `gitea.rs`; the calls GitHub and Gitea
-//! make alike are in `github_like.rs`, the HTTP plumbing all share in `api.rs`), chosen once
-//! from the repo settings; nothing downstream matches on provider strings.
+//! merging its pull request approves the step, closing it aborts the rollout. Each provider is
+//! one module behind the [`ForgeProvider`] trait (`github.rs`, `gitlab.rs`, `gitea.rs`; the
+//! calls GitHub and Gitea make alike are in `github_like.rs`, the HTTP plumbing all share in
+//! `api.rs`) and one line in `registry.rs`, which builds [`ForgeKind`] and [`Forge`] from the
+//! list; the provider is chosen once from the repo settings, and nothing downstream matches on
+//! a forge.
+//!
+//! Adding a forge: its module with a type implementing [`ForgeProvider`] (no item has a
+//! default: the compiler asks for each), its HTTP-level fake in `tests/` with its line in
+//! `tests/mod.rs`'s `FAKES` (a registry test fails without it), and one line in `registry.rs`.
 //!
 //! Errors say whether to retry ([`ForgeError::is_transient`]: network, timeouts, 5xx, 429, rate
 //! limits) or to stop and tell a human what to fix (401/403/404/422 with the API's own message).
@@ -18,6 +24,7 @@ pub mod gitea;
 pub mod github;
 mod github_like;
 pub mod gitlab;
+mod registry;
 
 #[cfg(test)]
 mod tests;
@@ -25,9 +32,10 @@ mod tests;
 use std::fmt;
 use std::time::Duration;
 
-pub use crate::spec::settings::{ForgeKind, ForgeSettings};
+use api::Api;
+
 pub use api::ForgeClient;
-use github_like::SharedPulls;
+pub use registry::{About, Forge, ForgeKind};
 
 /// Where a pull request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,10 +88,7 @@ impl Operation {
     /// "create pull request", "comment on merge request !4", ...
     pub fn describe(self, kind: ForgeKind) -> String {
         let noun = kind.pr_noun();
-        let sign = match kind {
-            ForgeKind::GitLab => "!",
-            ForgeKind::GitHub | ForgeKind::Gitea => "#",
-        };
+        let sign = kind.about().pr_sign;
         match self {
             Operation::FindOpen => format!("look up open {noun}s"),
             Operation::Open => format!("create {noun}"),
@@ -247,65 +252,94 @@ impl ForgeToken {
     }
 }
 
-/// The pull-request provider of the config repo, chosen once from the settings.
-#[derive(Debug)]
-pub enum Forge {
-    GitHub(github::GitHub),
-    GitLab(gitlab::GitLab),
-    Gitea(gitea::Gitea),
+/// The validated `forge` block: which forge, its API base and the repository PRs go to.
+///
+/// The access token is not here: it comes from `SLUICE_FORGE_TOKEN` (or
+/// `SLUICE_FORGE_TOKEN_FILE`) so it never sits in the config repo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgeSettings {
+    pub kind: ForgeKind,
+    /// API base URL, http(s), without userinfo, query or fragment
+    /// (`https://api.github.com`, `https://ghe.example.com/api/v3`,
+    /// `https://gitlab.com/api/v4`, `https://gitea.example.com/api/v1`).
+    pub api_url: String,
+    /// `owner/name` (GitHub, Gitea) or a GitLab project path (`group/sub/project`) or numeric id.
+    pub repository: String,
+}
+
+/// One pull-request provider. Implemented by the forge's client type in its module; the
+/// registry (`registry.rs`) lists each forge once and dispatches [`ForgeKind`] and [`Forge`] to
+/// it. No item has a default: a forge says each.
+pub(crate) trait ForgeProvider: Sized {
+    /// How settings and messages name it, where its API is, how requests authenticate.
+    const ABOUT: About;
+
+    /// Checks `forge.repository` as this forge names repositories; the error says what was
+    /// expected and what was found.
+    fn check_repository(text: &str) -> Result<(), String>;
+
+    /// The web page of commit `sha` of `repository`, below the forge's web address `web`.
+    fn commit_page(web: &str, repository: &str, sha: &str) -> String;
+
+    /// The web page listing the pull requests from `branch` of `repository`.
+    fn pulls_page(web: &str, repository: &str, branch: &str) -> String;
+
+    /// The provider for `repository` on `api`; a repository it cannot address is a
+    /// configuration error.
+    fn new(api: Api, repository: &str) -> Result<Self, ForgeError>;
+
+    /// Its API endpoint, for tests that shorten the timeout.
+    #[cfg(test)]
+    fn api_mut(&mut self) -> &mut Api;
+
+    /// The open pull request from `head` into `base`, if there is one.
+    async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError>;
+
+    /// Opens a pull request.
+    async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError>;
+
+    /// The pull request with this number.
+    async fn get(&self, number: u64) -> Result<PullRequest, ForgeError>;
+
+    /// The newest pull request (any state) from `head`, into `base` when given.
+    async fn latest_for_branch(
+        &self,
+        head: &str,
+        base: Option<&str>,
+    ) -> Result<Option<PullRequest>, ForgeError>;
+
+    /// Adds a comment to the pull request's conversation.
+    async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError>;
+
+    /// Closes the pull request without merging.
+    async fn close(&self, number: u64) -> Result<(), ForgeError>;
+}
+
+/// One `/`-separated part of a repository name as the forges accept it: letters, digits,
+/// `.`, `_` and `-`, and not `.` or `..`.
+fn repository_segment_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// `text` percent-encoded for a web page's query string.
+fn query_encoded(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// Requests that take longer than this fail as transient.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Forge {
-    /// Builds the provider for `s` on the shared `client` (pooled connections and the token,
-    /// built once; see `runtime::Runtime::forge_client`). Cheap: no connection is opened here.
-    pub fn from_settings(s: &ForgeSettings, client: &ForgeClient) -> Result<Forge, ForgeError> {
-        let api = api::Api::new(s, client)?;
-        Ok(match s.kind {
-            ForgeKind::GitHub => Forge::GitHub(github::GitHub::new(api, &s.repository)?),
-            ForgeKind::GitLab => Forge::GitLab(gitlab::GitLab::new(api, &s.repository)?),
-            ForgeKind::Gitea => Forge::Gitea(gitea::Gitea::new(api, &s.repository)?),
-        })
-    }
-
     /// The same forge with another per-request timeout (default [`DEFAULT_TIMEOUT`]); tests
     /// shorten it so a server that never answers fails fast.
     #[cfg(test)]
     pub fn with_timeout(mut self, timeout: Duration) -> Forge {
         self.api_mut().set_timeout(timeout);
         self
-    }
-
-    pub fn kind(&self) -> ForgeKind {
-        match self {
-            Forge::GitHub(_) => ForgeKind::GitHub,
-            Forge::GitLab(_) => ForgeKind::GitLab,
-            Forge::Gitea(_) => ForgeKind::Gitea,
-        }
-    }
-
-    #[cfg(test)]
-    fn api_mut(&mut self) -> &mut api::Api {
-        match self {
-            Forge::GitHub(f) => &mut f.api,
-            Forge::GitLab(f) => &mut f.api,
-            Forge::Gitea(f) => &mut f.api,
-        }
-    }
-
-    /// The open pull request from `head` into `base`, if there is one.
-    pub async fn find_open(
-        &self,
-        head: &str,
-        base: &str,
-    ) -> Result<Option<PullRequest>, ForgeError> {
-        match self {
-            Forge::GitHub(f) => f.find_open(head, base).await,
-            Forge::GitLab(f) => f.find_open(head, base).await,
-            Forge::Gitea(f) => f.find_open(head, base).await,
-        }
     }
 
     /// Opens a pull request from `head` into `base`. Prefer [`Forge::ensure_open`].
@@ -322,11 +356,7 @@ impl Forge {
             title,
             body,
         };
-        match self {
-            Forge::GitHub(f) => f.open(&new).await,
-            Forge::GitLab(f) => f.open(&new).await,
-            Forge::Gitea(f) => f.open(&new).await,
-        }
+        self.open_new(&new).await
     }
 
     /// The open pull request from `head` into `base`, opened now if there is none: calling this
@@ -356,40 +386,6 @@ impl Forge {
         }
     }
 
-    /// The pull request with this number.
-    pub async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
-        match self {
-            Forge::GitHub(f) => f.get(number).await,
-            Forge::GitLab(f) => f.get(number).await,
-            Forge::Gitea(f) => f.get(number).await,
-        }
-    }
-
-    /// The newest pull request (any state) whose source branch is `head` and, when `base` is
-    /// given, whose target branch is `base` (as each API reports it: GitHub and Gitea
-    /// `base.ref`, GitLab `target_branch`). Approvals ask with the branch sluice reconciles: a
-    /// pull request from the approval branch into another base is not its approval.
-    pub async fn latest_for_branch(
-        &self,
-        head: &str,
-        base: Option<&str>,
-    ) -> Result<Option<PullRequest>, ForgeError> {
-        match self {
-            Forge::GitHub(f) => f.latest_for_branch(head, base).await,
-            Forge::GitLab(f) => f.latest_for_branch(head, base).await,
-            Forge::Gitea(f) => f.latest_for_branch(head, base).await,
-        }
-    }
-
-    /// Adds a comment to the pull request's conversation.
-    pub async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
-        match self {
-            Forge::GitHub(f) => f.comment(number, text).await,
-            Forge::GitLab(f) => f.comment(number, text).await,
-            Forge::Gitea(f) => f.comment(number, text).await,
-        }
-    }
-
     /// Closes the pull request without merging, after posting `comment` when given.
     ///
     /// A pull request that is no longer open (closed or merged) is left alone and no comment is
@@ -402,11 +398,7 @@ impl Forge {
         if let Some(text) = comment {
             self.comment(number, text).await?;
         }
-        match self {
-            Forge::GitHub(f) => f.close(number).await,
-            Forge::GitLab(f) => f.close(number).await,
-            Forge::Gitea(f) => f.close(number).await,
-        }
+        self.close_open(number).await
     }
 }
 

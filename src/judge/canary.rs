@@ -10,7 +10,7 @@ use sluice_core::judge::JudgeSpec;
 
 use crate::judge::config::{read_object, read_spec, API_VERSION, BUILTINS, KIND};
 use crate::metrics::judge_builtin::judge_queries;
-use crate::metrics::judge_series::{refusal, RANGE_PROVIDERS};
+use crate::metrics::judge_series::{range_providers, refusal};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Snapshot;
@@ -233,7 +233,7 @@ fn template_provider(snapshot: &Snapshot, namespace: &str, name: &str) -> Result
         .and_then(|p| p.get("type"))
         .and_then(|t| t.as_str())
         .unwrap_or("prometheus");
-    if RANGE_PROVIDERS.contains(&kind) {
+    if range_providers().contains(&kind) {
         Ok(kind.to_string())
     } else {
         Err(format!(

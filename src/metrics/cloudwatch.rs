@@ -24,16 +24,16 @@ use aws_sigv4::sign::v4;
 use serde_json::{json, Value as Json};
 
 use crate::core::observe::MetricValue;
+pub use crate::metrics::aws_env::{
+    CloudwatchEnv, ACCESS_KEY_VAR, ENDPOINT_VAR, SECRET_KEY_VAR, SESSION_TOKEN_VAR,
+};
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, not_json};
+use crate::yaml::reader::Reader;
 
-/// The access key variable of the environment.
-pub const ACCESS_KEY_VAR: &str = "AWS_ACCESS_KEY_ID";
-/// The secret key variable of the environment.
-pub const SECRET_KEY_VAR: &str = "AWS_SECRET_ACCESS_KEY";
-/// The optional session token variable of the environment.
-pub const SESSION_TOKEN_VAR: &str = "AWS_SESSION_TOKEN";
-/// Replaces `https://monitoring.<region>.amazonaws.com` (sluice's own setting).
-pub const ENDPOINT_VAR: &str = "SLUICE_CLOUDWATCH_ENDPOINT";
 /// The SigV4 service name of CloudWatch.
 pub const SERVICE: &str = "monitoring";
 /// The JSON 1.0 target of `GetMetricData`.
@@ -45,47 +45,6 @@ const MAX_DATAPOINTS: u32 = 20;
 /// The judge's `MaxDatapoints`: as many as a series keeps (`judge_series::MAX_POINTS`, which
 /// a test there holds equal; named here, not used, so the two modules need not use each other).
 pub const RANGE_MAX_DATAPOINTS: u32 = 1000;
-
-/// What the environment says about CloudWatch, read once at start. `Debug` never prints keys.
-#[derive(Clone, Default)]
-pub struct CloudwatchEnv {
-    credentials: Option<(String, String, Option<String>)>,
-    endpoint: Option<String>,
-}
-
-impl fmt::Debug for CloudwatchEnv {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "CloudwatchEnv(credentials: {}, endpoint: {:?})",
-            if self.credentials.is_some() {
-                "<set>"
-            } else {
-                "none"
-            },
-            self.endpoint
-        )
-    }
-}
-
-impl CloudwatchEnv {
-    /// Reads the variables through `var` (empty values are unset).
-    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> CloudwatchEnv {
-        for name in [ACCESS_KEY_VAR, SECRET_KEY_VAR, SESSION_TOKEN_VAR] {
-            if let Some(value) = var(name) {
-                crate::redact::remember(&value);
-            }
-        }
-        let credentials = match (var(ACCESS_KEY_VAR), var(SECRET_KEY_VAR)) {
-            (Some(a), Some(s)) => Some((a, s, var(SESSION_TOKEN_VAR))),
-            _ => None,
-        };
-        CloudwatchEnv {
-            credentials,
-            endpoint: var(ENDPOINT_VAR),
-        }
-    }
-}
 
 /// A CloudWatch client for one region. `Debug` never prints the keys.
 #[derive(Clone)]
@@ -381,6 +340,76 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
             "expected a number, found {}",
             vendor_http::kind_of(value)
         )),
+    }
+}
+
+/// A cloudwatch template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `region`, not empty.
+    pub region: String,
+}
+
+impl MetricBackend for Cloudwatch {
+    type Config = Config;
+    const TYPE: &'static str = "cloudwatch";
+    const READS: &'static [&'static str] = &["region"];
+    /// None: the keys come from sluice's environment ([`ACCESS_KEY_VAR`], [`SECRET_KEY_VAR`]).
+    const SECRET_KEYS: &'static [&'static str] = &[];
+    const SERIES: Series = Series::Range { rank: 3 };
+    const EXAMPLE: &'static str = "    type: cloudwatch\n    region: eu-west-1\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"MetricDataResults":[{"Id":"a","Values":[0.5,9],"StatusCode":"Complete"}],"Messages":[]}"#,
+        0.5,
+    );
+
+    /// The region it names is required and not empty; `address` and `secretRef` are refused,
+    /// as Flagger's provider ignores them.
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        fields.refuse(r, "address", &format!("Flagger's cloudwatch provider ignores it and queries the region's endpoint; sluice does too (the environment variable {ENDPOINT_VAR} replaces it)"));
+        fields.refuse(r, "secretRef", &format!("Flagger's cloudwatch provider ignores it and uses the AWS credentials of its environment; sluice reads {ACCESS_KEY_VAR} and {SECRET_KEY_VAR} from its environment"));
+        match &fields.region {
+            Some(region) if !region.is_empty() => Some(Config {
+                region: region.clone(),
+            }),
+            _ => {
+                match fields.node.get("region") {
+                    None => r.error(
+                        fields.node.line,
+                        "spec.provider.region",
+                        "required field is missing: provider type \"cloudwatch\" queries the region it names",
+                    ),
+                    Some(n) => r.error(
+                        n.line,
+                        "spec.provider.region",
+                        "expected an AWS region such as us-east-1, found an empty string",
+                    ),
+                }
+                None
+            }
+        }
+    }
+
+    fn client(config: &Config, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some(
+            Cloudwatch::new(input.aws, &config.region, input.interval)
+                .map(|c| Vendor::new(c.url().clone(), false, c))
+                .map_err(|e| input.at(e)),
+        )
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Cloudwatch {
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, std::time::UNIX_EPOCH + now))
+    }
+
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span))
     }
 }
 

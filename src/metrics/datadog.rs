@@ -11,7 +11,12 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, SecretConfig, Series, SeriesAnswer,
+    Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the API key.
 pub const API_KEY: &str = "datadog_api_key";
@@ -159,6 +164,49 @@ fn value_of(json: &Json) -> MetricValue {
             "expected a point [time, value], found {}",
             kind_of(point)
         )),
+    }
+}
+
+/// Flagger's default Datadog API address.
+pub const DEFAULT_ADDRESS: &str = "https://api.datadoghq.com";
+
+impl MetricBackend for Datadog {
+    type Config = SecretConfig;
+    const TYPE: &'static str = "datadog";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[API_KEY, APPLICATION_KEY];
+    const SERIES: Series = Series::Range { rank: 1 };
+    const EXAMPLE: &'static str = "    type: datadog\n    secretRef: {name: datadog}\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"status":"ok","series":[{"pointlist":[[1577232000000,1.5],[1577318400000,9]]}]}"#,
+        1.5,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, Some(DEFAULT_ADDRESS))
+    }
+
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some((|| {
+            let api = input.key(&config.secret_ref, API_KEY)?;
+            let app = input.key(&config.secret_ref, APPLICATION_KEY)?;
+            let client = Datadog::new(&config.address, api, app, input.interval)?;
+            Ok(Vendor::new(client.url().clone(), false, client))
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Datadog {
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, now.as_secs()))
+    }
+
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span))
     }
 }
 

@@ -11,7 +11,13 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::provider::unix_ms;
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, SecretConfig, Series, SeriesAnswer,
+    Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the API token.
 pub const TOKEN: &str = "dynatrace_token";
@@ -161,6 +167,46 @@ fn value_of(json: &Json) -> MetricValue {
             Some(v) => MetricValue::Value(v),
             None => MetricValue::Error(format!("expected a number, found {}", kind_of(v))),
         },
+    }
+}
+
+impl MetricBackend for Dynatrace {
+    type Config = SecretConfig;
+    const TYPE: &'static str = "dynatrace";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[TOKEN];
+    const SERIES: Series = Series::Range { rank: 5 };
+    const EXAMPLE: &'static str =
+        "    type: dynatrace\n    address: https://abc.live.dynatrace.com\n    secretRef: {name: dynatrace}\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"totalCount":1,"resolution":"Inf","result":[{"metricId":"m","data":[{"dimensions":[],"timestamps":[1],"values":[1.25]}]}]}"#,
+        1.25,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, None)
+    }
+
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some((|| {
+            let token = input.key(&config.secret_ref, TOKEN)?;
+            let client = Dynatrace::new(&config.address, token, input.interval)?;
+            Ok(Vendor::new(client.url().clone(), false, client))
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Dynatrace {
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, unix_ms(now)))
+    }
+
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span, window.step))
     }
 }
 

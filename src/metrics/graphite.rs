@@ -11,7 +11,12 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the basic-auth user name.
 pub const USERNAME: &str = "username";
@@ -24,6 +29,7 @@ pub struct Graphite {
     url: reqwest::Url,
     shown: String,
     basic: Option<(String, String)>,
+    insecure_skip_verify: bool,
     pub timeout: Duration,
 }
 
@@ -46,8 +52,16 @@ impl Graphite {
             shown,
             // Flagger sends basic auth only when both are set.
             basic: basic.filter(|(u, p)| !u.is_empty() && !p.is_empty()),
+            insecure_skip_verify: false,
             timeout: vendor_http::DEFAULT_TIMEOUT,
         })
+    }
+
+    /// The same client, its endpoint pooled on a client that skips TLS verification when
+    /// `insecure` (the template's `insecureSkipVerify`).
+    pub fn with_insecure_skip_verify(mut self, insecure: bool) -> Graphite {
+        self.insecure_skip_verify = insecure;
+        self
     }
 
     /// The render URL, for the endpoint pool.
@@ -188,6 +202,69 @@ fn value_of(json: &Json) -> MetricValue {
         }
     }
     last.map_or(MetricValue::NoData, MetricValue::Value)
+}
+
+/// A graphite template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `address` (no default).
+    pub address: String,
+    /// The Secret holding [`USERNAME`] and [`PASSWORD`], if any.
+    pub secret_ref: Option<String>,
+    pub insecure_skip_verify: bool,
+}
+
+impl MetricBackend for Graphite {
+    type Config = Config;
+    const TYPE: &'static str = "graphite";
+    const READS: &'static [&'static str] = &["insecureSkipVerify"];
+    const SECRET_KEYS: &'static [&'static str] = &[USERNAME, PASSWORD];
+    const SERIES: Series = Series::Range { rank: 2 };
+    const EXAMPLE: &'static str = "    type: graphite\n    address: http://graphite:8080\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"[{"target":"a","datapoints":[[1.5,1],[7.25,2],[null,3]]}]"#,
+        7.25,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        Some(Config {
+            address: fields.needs_address(r)?,
+            secret_ref: fields.secret_ref.clone(),
+            insecure_skip_verify: fields.insecure_skip_verify,
+        })
+    }
+
+    fn client(config: &Config, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some((|| {
+            let basic = match &config.secret_ref {
+                Some(name) => {
+                    let username = input.key(name, USERNAME)?;
+                    let password = input.key(name, PASSWORD)?;
+                    crate::redact::remember_basic(&username, &password);
+                    Some((username, password))
+                }
+                None => None,
+            };
+            let client = Graphite::new(&config.address, basic)?;
+            let insecure = config.insecure_skip_verify;
+            let client = client.with_insecure_skip_verify(insecure);
+            Ok(Vendor::new(client.url().clone(), insecure, client))
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Graphite {
+    fn instant<'a>(&'a self, ask: Ask<'a>, _now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query))
+    }
+
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span))
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,12 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, Series, SeriesAnswer, Vendor,
+    VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, status_error};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the API token.
 pub const TOKEN: &str = "token";
@@ -176,6 +181,62 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
         rows.push(row);
     }
     rows
+}
+
+/// An influxdb template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `address` (no default).
+    pub address: String,
+    /// The Secret holding [`TOKEN`] and [`ORG`], if any.
+    pub secret_ref: Option<String>,
+}
+
+impl MetricBackend for Influxdb {
+    type Config = Config;
+    const TYPE: &'static str = "influxdb";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[TOKEN, ORG];
+    const SERIES: Series = Series::OneValue;
+    const EXAMPLE: &'static str = "    type: influxdb\n    address: http://influxdb:8086\n";
+    const ANSWER: (&'static str, f64) = (
+        "#datatype,string,long,dateTime:RFC3339,double,string\n#group,false,false,false,false,true\n#default,_result,,,,\n,result,table,_time,_value,_field\n,,0,2020-02-18T10:34:08Z,1.4,f\n",
+        1.4,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<Config> {
+        Some(Config {
+            address: fields.needs_address(r)?,
+            secret_ref: fields.secret_ref.clone(),
+        })
+    }
+
+    fn client(config: &Config, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some((|| {
+            let credentials = match &config.secret_ref {
+                Some(name) => Some((input.key(name, TOKEN)?, input.key(name, ORG)?)),
+                None => None,
+            };
+            let client = Influxdb::new(&config.address, credentials)?;
+            Ok(Vendor::new(client.url().clone(), false, client))
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Influxdb {
+    fn instant<'a>(&'a self, ask: Ask<'a>, _now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query))
+    }
+
+    /// A Flux query answers one table per query: no series for the judge.
+    fn range<'a>(&'a self, _ask: Ask<'a>, _window: Window) -> SeriesAnswer<'a> {
+        let refusal = crate::metrics::judge_series::refusal(Self::TYPE);
+        Box::pin(std::future::ready(Err(refusal)))
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! primary, so the judge compares the two series. Durations are milliseconds, as every
 //! built-in duration query returns them.
 //!
-//! How a provider's query selects one workload decides whether the judge can use it:
+//! How a provider's query selects one workload decides whether the judge can use it; each
+//! router says it in its queries ([`QuerySet::judge_primary`]):
 //! - by the workload's name (`{{ target }}`: istio, linkerd, osm, appmesh, and the
 //!   application histogram of kubernetes / gatewayapi): the primary's query names
 //!   `<target>-primary`;
@@ -17,42 +18,7 @@
 use crate::core::model::BuiltinMetric;
 use crate::metrics::builtin::{metric_name, query, query_set, BuiltinQuery};
 use crate::metrics::query_render::{render, QueryModel};
-use crate::route::QuerySet;
-
-/// How one router's built-in queries select the primary instead of the canary.
-enum Primary {
-    /// `{{ target }}` names the workload: render with `<target>-primary`.
-    Workload,
-    /// The query text names the canary's proxy objects: replace each `from` with `to`.
-    Replace(&'static [(&'static str, &'static str)]),
-}
-
-/// The routers (by [`QuerySet::name`]) whose built-in queries the judge can run for both
-/// workloads, and how.
-const PRIMARY: &[(&str, Primary)] = &[
-    ("istio", Primary::Workload),
-    ("linkerd", Primary::Workload),
-    ("osm", Primary::Workload),
-    ("appmesh", Primary::Workload),
-    ("http", Primary::Workload),
-    (
-        "contour",
-        Primary::Replace(&[("}}-canary_", "}}-primary_")]),
-    ),
-    (
-        "gloo",
-        Primary::Replace(&[("-canaryupstream-", "-primaryupstream-")]),
-    ),
-    ("kuma", Primary::Replace(&[("}}-canary_", "}}-primary_")])),
-    (
-        "traefik",
-        Primary::Replace(&[("}}-canary-", "}}-primary-")]),
-    ),
-    (
-        "nginx",
-        Primary::Replace(&[("canary!=\"\"", "canary=\"\"")]),
-    ),
-];
+use crate::route::{JudgePrimary, QuerySet};
 
 /// A provider the judge's built-in metrics cannot be queried for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,11 +39,13 @@ pub fn supported() -> Vec<&'static str> {
         .collect()
 }
 
-fn primary_rule(queries: &QuerySet) -> Option<&'static Primary> {
-    PRIMARY
-        .iter()
-        .find(|(name, _)| *name == queries.name)
-        .map(|(_, rule)| rule)
+/// How `queries` select the primary, when they can ([`QuerySet::judge_primary`], said by
+/// the router that owns them).
+fn primary_rule(queries: &QuerySet) -> Option<JudgePrimary> {
+    match queries.judge_primary {
+        JudgePrimary::Unselectable => None,
+        rule @ (JudgePrimary::Workload | JudgePrimary::Replace(_)) => Some(rule),
+    }
 }
 
 /// The router queries of `provider` for the judge, or why there are none.
@@ -117,7 +85,7 @@ pub fn render_pair(
     };
     let canary = query(queries, metric, model).map_err(failed)?;
     let primary = match primary_rule(queries) {
-        Some(Primary::Workload) => {
+        Some(JudgePrimary::Workload) => {
             let model = QueryModel {
                 target: format!("{}-primary", model.target),
                 ..model.clone()
@@ -125,7 +93,7 @@ pub fn render_pair(
             query(queries, metric, &model).map_err(failed)?
         }
         // The routers with a `Replace` rule spell names as they are (no `encode_names`).
-        Some(Primary::Replace(pairs)) if queries.encode_names.is_none() => {
+        Some(JudgePrimary::Replace(pairs)) if queries.encode_names.is_none() => {
             let mut template = match metric {
                 BuiltinMetric::RequestSuccessRate => queries.success_rate,
                 BuiltinMetric::RequestDuration => queries.duration,

@@ -3,7 +3,7 @@
 //! ending now, on the pooled client instant queries use. A metric's query is a PromQL
 //! template, a built-in metric of the canary's provider (`judge_builtin.rs`), or a
 //! MetricTemplate run by its provider where that provider's API gives a series
-//! ([`RANGE_PROVIDERS`]). What comes back is data for
+//! ([`range_providers`]). What comes back is data for
 //! the core (`sluice_core::judged`); nothing is judged here.
 
 use std::time::Duration;
@@ -45,22 +45,16 @@ pub fn render(template: &str, workload: &str, namespace: &str) -> String {
 }
 
 /// The metric providers whose APIs answer a range query with a series, as a MetricTemplate's
-/// `spec.provider.type` names them. The others give one value per query: the judge refuses
-/// them (see docs/judge.md for each provider's reason).
-pub const RANGE_PROVIDERS: &[&str] = &[
-    "prometheus",
-    "datadog",
-    "graphite",
-    "cloudwatch",
-    "newrelic",
-    "dynatrace",
-];
+/// `spec.provider.type` names them (each provider says so in its module: `SERIES`). The
+/// others give one value per query: the judge refuses them (see docs/judge.md for each
+/// provider's reason).
+pub use crate::metrics::registry::range_providers;
 
 /// Why a judged metric cannot use `provider`'s MetricTemplate.
 pub fn refusal(provider: &str) -> String {
     format!(
         "the judge needs a series; {provider} gives one value; use {}",
-        RANGE_PROVIDERS.join(", ")
+        range_providers().join(", ")
     )
 }
 

@@ -4,15 +4,18 @@
 //! (multi-document files included). Problems are reported like every spec error,
 //! `file:line: field: message`, and a template with problems stays in the index as invalid, so
 //! a metric that refers to it fails with the reason instead of "not found". Its provider is
-//! read into a typed [`MetricProvider`]; a provider type sluice cannot query ([`queryable_provider`])
-//! and a provider field the type does not use are errors here, not surprises mid-rollout. The query text is
-//! only checked here; `query_render.rs` renders it. This module does no IO.
+//! read into a typed [`MetricProvider`] by its provider's module (the registry, `registry.rs`,
+//! finds it by type); a provider type sluice cannot query ([`queryable_provider`]) and a
+//! provider field the type does not use are errors here, not surprises mid-rollout. The query
+//! text is only checked here; `query_render.rs` renders it. This module does no IO.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::core::model::Name;
+use crate::metrics::provider::ProviderFields;
 use crate::metrics::query_render::check;
+use crate::metrics::registry::{self, Registered, OPTIONAL_FIELDS};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::{join, name_at, namespace_at, Reader, METADATA_KEYS, OBJECT_KEYS};
@@ -32,91 +35,26 @@ pub struct MetricTemplate {
     pub query: String,
 }
 
-/// `spec.provider` of a MetricTemplate, one variant per provider type sluice queries, each
-/// with only the fields Flagger's provider reads (`pkg/metrics/providers/`). A field a
-/// provider does not use is refused at parse, never ignored. The `secret_ref` names a Secret
-/// in the template's namespace; its keys are read through [`crate::secrets::Secrets`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum MetricProvider {
-    Prometheus {
-        /// Overrides the canary's and the repo's Prometheus address.
-        address: Option<String>,
-        /// `headers`, one entry per value.
-        headers: Vec<(String, String)>,
-        /// Keys `token` (bearer), or `username` and `password` (basic auth), as Flagger
-        /// reads them; without it, the environment's credentials (`SLUICE_PROMETHEUS_*`).
-        secret_ref: Option<String>,
-        insecure_skip_verify: bool,
-    },
-    /// `GET <address>/api/v1/query` with `DD-API-KEY` / `DD-APPLICATION-KEY`.
-    Datadog { address: String, secret_ref: String },
-    /// `GET <address>/v1/accounts/<account id>/query?nrql=` with `X-Query-Key`.
-    NewRelic { address: String, secret_ref: String },
-    /// `POST <address>/api/v2/query?org=` (Flux), `Authorization: Token` when `secret_ref` is
-    /// set; no default address.
-    Influxdb {
-        address: String,
-        secret_ref: Option<String>,
-    },
-    /// `GET <address>/api/v2/metrics/query` with `Authorization: Api-Token`; no default address.
-    Dynatrace { address: String, secret_ref: String },
-    /// `GET <address>/render?<query>&format=json`, basic auth when `secret_ref` is set.
-    Graphite {
-        address: String,
-        secret_ref: Option<String>,
-        insecure_skip_verify: bool,
-    },
-    /// `POST <stream address>/v2/signalflow/execute` with `X-SF-Token`; no default address.
-    Splunk { address: String, secret_ref: String },
-    /// `GetMetricData` in `region`, signed with the environment's AWS credentials (Flagger
-    /// reads no `secretRef` and no `address` for it).
-    Cloudwatch { region: String },
-}
+pub use crate::metrics::registry::MetricProvider;
 
-/// One provider type of Flagger's CRD: the variant sluice parses it into, or why it refuses it.
-enum Support {
-    Queryable,
-    Refused(&'static str),
-}
-
-/// Flagger's provider types (the CRD's enum) and what sluice does with each. The queryable
-/// ones are exactly the variants of [`MetricProvider`].
-const PROVIDER_TYPES: &[(&str, Support)] = &[
-    ("prometheus", Support::Queryable),
-    ("datadog", Support::Queryable),
-    ("newrelic", Support::Queryable),
-    ("graphite", Support::Queryable),
-    ("influxdb", Support::Queryable),
-    ("dynatrace", Support::Queryable),
-    ("splunk", Support::Queryable),
-    ("cloudwatch", Support::Queryable),
-    ("stackdriver", Support::Refused("Stackdriver needs signed requests (Google service-account credentials), which sluice does not make")),
-    ("keptn", Support::Refused("Keptn is read from the cluster's Keptn resources, which sluice does not read")),
-    ("externalmetrics", Support::Refused("external metrics are read from the cluster's Kubernetes API, which sluice does not read")),
+/// Flagger's provider types (the CRD's enum) that sluice refuses, and why. Every other type of
+/// the CRD is in the registry ([`crate::metrics::registry`]).
+const REFUSED_TYPES: &[(&str, &str)] = &[
+    ("stackdriver", "Stackdriver needs signed requests (Google service-account credentials), which sluice does not make"),
+    ("keptn", "Keptn is read from the cluster's Keptn resources, which sluice does not read"),
+    ("externalmetrics", "external metrics are read from the cluster's Kubernetes API, which sluice does not read"),
 ];
 
 /// Whether sluice can query MetricTemplates of provider type `kind` (`spec.provider.type`).
 /// Every other type is refused by name when the template is read.
 pub fn queryable_provider(kind: &str) -> bool {
-    PROVIDER_TYPES
-        .iter()
-        .any(|(k, s)| *k == kind && matches!(s, Support::Queryable))
+    registry::provider(kind).is_some()
 }
 
 /// The provider types sluice queries, for messages.
 fn queryable_list() -> String {
-    PROVIDER_TYPES
-        .iter()
-        .filter(|(_, s)| matches!(s, Support::Queryable))
-        .map(|(k, _)| *k)
-        .collect::<Vec<_>>()
-        .join(", ")
+    registry::provider_types().collect::<Vec<_>>().join(", ")
 }
-
-/// Flagger's default Datadog API address.
-pub const DATADOG_DEFAULT_ADDRESS: &str = "https://api.datadoghq.com";
-/// Flagger's default New Relic Insights API address.
-pub const NEWRELIC_DEFAULT_ADDRESS: &str = "https://insights-api.newrelic.com";
 
 /// Why a metric's template cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -303,10 +241,10 @@ fn read_spec(r: &mut Reader, root: &Node, name: &Name, namespace: &Name) -> Opti
         .required(spec, "spec", "provider")
         .and_then(|p| r.map(p, "spec.provider", PROVIDER_KEYS));
     let query = read_query(r, spec);
-    let fields = read_provider_fields(r, provider?)?;
+    let (fields, entry) = read_provider_fields(r, provider?)?;
     let before = r.errors.len();
-    fields.refuse_unused(r);
-    let provider = fields.provider(r)?;
+    refuse_unused(&fields, entry, r);
+    let provider = (entry.read)(&fields, r)?;
     if r.errors.len() != before {
         return None;
     }
@@ -341,23 +279,14 @@ fn read_query(r: &mut Reader, spec: &Node) -> Option<String> {
     }
 }
 
-/// The fields of `spec.provider` as written, before they are checked against its type.
-struct ProviderFields<'n> {
-    node: &'n Node,
-    kind: String,
-    address: Option<String>,
-    headers: Vec<(String, String)>,
-    secret_ref: Option<String>,
-    region: Option<String>,
-    insecure_skip_verify: bool,
-}
-
 /// Reads every field of `spec.provider`; `None` when its type is missing or not queryable
 /// (reported).
-fn read_provider_fields<'n>(r: &mut Reader, provider: &'n Node) -> Option<ProviderFields<'n>> {
-    let kind = read_provider_type(r, provider);
-    // Flagger's splunk provider also takes the realm's wss:// stream address.
-    let websocket_ok = kind.as_deref() == Some("splunk");
+fn read_provider_fields<'n>(
+    r: &mut Reader,
+    provider: &'n Node,
+) -> Option<(ProviderFields<'n>, &'static Registered)> {
+    let entry = read_provider_type(r, provider);
+    let websocket_ok = entry.is_some_and(|e| e.websocket_address);
     let address = provider
         .get("address")
         .and_then(|n| read_address(r, n, websocket_ok));
@@ -380,35 +309,39 @@ fn read_provider_fields<'n>(r: &mut Reader, provider: &'n Node) -> Option<Provid
         .get("insecureSkipVerify")
         .and_then(|n| r.bool(n, "spec.provider.insecureSkipVerify"))
         .unwrap_or(false);
-    Some(ProviderFields {
+    let entry = entry?;
+    let fields = ProviderFields {
         node: provider,
-        kind: kind?,
+        kind: entry.kind.to_string(),
         address,
         headers,
         secret_ref,
         region,
         insecure_skip_verify,
-    })
+    };
+    Some((fields, entry))
 }
 
-/// `spec.provider.type`: one sluice queries ([`PROVIDER_TYPES`]).
-fn read_provider_type(r: &mut Reader, provider: &Node) -> Option<String> {
+/// `spec.provider.type`: one sluice queries (its registry entry).
+fn read_provider_type(r: &mut Reader, provider: &Node) -> Option<&'static Registered> {
     let node = r.required(provider, "spec.provider", "type")?;
     let kind = r.string(node, "spec.provider.type")?;
-    match PROVIDER_TYPES.iter().find(|(k, _)| *k == kind.as_str()) {
+    if let Some(entry) = registry::provider(&kind) {
+        return Some(entry);
+    }
+    match REFUSED_TYPES.iter().find(|(k, _)| *k == kind.as_str()) {
         None => r.error(
             node.line,
             "spec.provider.type",
             format!(
                 "expected one of {}, found {kind:?}",
-                PROVIDER_TYPES
-                    .iter()
-                    .map(|(k, _)| *k)
+                registry::provider_types()
+                    .chain(REFUSED_TYPES.iter().map(|(k, _)| *k))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         ),
-        Some((_, Support::Refused(why))) => r.error(
+        Some((_, why)) => r.error(
             node.line,
             "spec.provider.type",
             format!(
@@ -416,7 +349,6 @@ fn read_provider_type(r: &mut Reader, provider: &Node) -> Option<String> {
                 queryable_list()
             ),
         ),
-        Some((_, Support::Queryable)) => return Some(kind),
     }
     None
 }
@@ -439,152 +371,31 @@ fn read_address(r: &mut Reader, n: &Node, websocket_ok: bool) -> Option<String> 
     }
 }
 
-impl ProviderFields<'_> {
-    /// Refuses each field Flagger's provider of this type never reads, rather than ignore it.
-    fn refuse_unused(&self, r: &mut Reader) {
-        let kind = self.kind.as_str();
-        if kind != "prometheus" {
-            self.unused(r, "headers", "prometheus");
-            if kind != "graphite" && self.insecure_skip_verify {
-                self.unused(r, "insecureSkipVerify", "prometheus and graphite");
-            }
-        }
-        if kind != "prometheus" && kind != "cloudwatch" {
-            self.unused(r, "region", "cloudwatch");
-        }
-        if kind == "cloudwatch" {
-            for (key, why) in [
-                ("address", format!("Flagger's cloudwatch provider ignores it and queries the region's endpoint; sluice does too (the environment variable {} replaces it)", crate::metrics::cloudwatch::ENDPOINT_VAR)),
-                ("secretRef", format!("Flagger's cloudwatch provider ignores it and uses the AWS credentials of its environment; sluice reads {} and {} from its environment", crate::metrics::cloudwatch::ACCESS_KEY_VAR, crate::metrics::cloudwatch::SECRET_KEY_VAR)),
-            ] {
-                if let Some(n) = self.node.get(key) {
-                    r.error(n.line, &join("spec.provider", key), format!("provider type \"cloudwatch\" does not use {key}: {why}"));
-                }
-            }
+/// Refuses each optional field Flagger's provider of this type (`entry`) never reads, rather
+/// than ignore it. An `insecureSkipVerify: false` is the default and passes.
+fn refuse_unused(fields: &ProviderFields, entry: &Registered, r: &mut Reader) {
+    for key in OPTIONAL_FIELDS {
+        let set = match key {
+            "insecureSkipVerify" => fields.insecure_skip_verify,
+            _ => fields.node.get(key).is_some(),
+        };
+        if set && !entry.accepts(key) {
+            unused(fields, r, key, &registry::readers_of(key));
         }
     }
+}
 
-    /// Reports `key` when it is set: this type does not read it, only `used_by` does.
-    fn unused(&self, r: &mut Reader, key: &str, used_by: &str) {
-        let kind = &self.kind;
-        if let Some(n) = self.node.get(key) {
-            r.error(
-                n.line,
-                &join("spec.provider", key),
-                format!("provider type {kind:?} does not use {key}; Flagger reads it only for {used_by}"),
-            );
-        }
-    }
-
-    /// The secretRef, reported as missing when this type reads `keys` from a Secret.
-    fn needs_secret(&self, r: &mut Reader, keys: &str) -> Option<String> {
-        let kind = &self.kind;
-        // A secretRef that is there but unreadable was reported where it stands.
-        if self.secret_ref.is_none() && self.node.get("secretRef").is_none() {
-            r.error(
-                self.node.line,
-                "spec.provider.secretRef",
-                format!(
-                    "required field is missing: provider type {kind:?} reads {keys} from a Secret"
-                ),
-            );
-        }
-        self.secret_ref.clone()
-    }
-
-    /// The address, reported as missing when this type has no default.
-    fn needs_address(&self, r: &mut Reader) -> Option<String> {
-        let kind = &self.kind;
-        // A present but invalid address was reported where it was read.
-        if self.address.is_none() && self.node.get("address").is_none() {
-            r.error(
-                self.node.line,
-                "spec.provider.address",
-                format!("required field is missing: provider type {kind:?} has no default address"),
-            );
-        }
-        self.address.clone()
-    }
-
-    /// The typed provider, with the fields its type requires.
-    fn provider(&self, r: &mut Reader) -> Option<MetricProvider> {
-        let address = self.address.clone();
-        let secret_ref = self.secret_ref.clone();
-        Some(match self.kind.as_str() {
-            "prometheus" => MetricProvider::Prometheus {
-                address,
-                headers: self.headers.clone(),
-                secret_ref,
-                insecure_skip_verify: self.insecure_skip_verify,
-            },
-            "datadog" => MetricProvider::Datadog {
-                address: address.unwrap_or_else(|| DATADOG_DEFAULT_ADDRESS.into()),
-                secret_ref: self.needs_secret(r, "datadog_api_key and datadog_application_key")?,
-            },
-            "newrelic" => MetricProvider::NewRelic {
-                address: address.unwrap_or_else(|| NEWRELIC_DEFAULT_ADDRESS.into()),
-                secret_ref: self.needs_secret(r, "newrelic_account_id and newrelic_query_key")?,
-            },
-            "dynatrace" => {
-                let secret_ref = self.needs_secret(r, "dynatrace_token");
-                let address = self.needs_address(r)?;
-                MetricProvider::Dynatrace {
-                    address,
-                    secret_ref: secret_ref?,
-                }
-            }
-            "influxdb" => MetricProvider::Influxdb {
-                address: self.needs_address(r)?,
-                secret_ref,
-            },
-            "graphite" => MetricProvider::Graphite {
-                address: self.needs_address(r)?,
-                secret_ref,
-                insecure_skip_verify: self.insecure_skip_verify,
-            },
-            "splunk" => {
-                let secret_ref = self.needs_secret(r, "sf_token_key");
-                let address = self.needs_address(r)?;
-                MetricProvider::Splunk {
-                    address,
-                    secret_ref: secret_ref?,
-                }
-            }
-            "cloudwatch" => self.cloudwatch(r)?,
-            other => {
-                // PROVIDER_TYPES marks a type queryable only when a variant above reads it.
-                r.error(
-                    self.node.line,
-                    "spec.provider.type",
-                    format!("provider type {other:?} has no reader"),
-                );
-                return None;
-            }
-        })
-    }
-
-    /// A cloudwatch provider: the region it names is required and not empty.
-    fn cloudwatch(&self, r: &mut Reader) -> Option<MetricProvider> {
-        match &self.region {
-            Some(region) if !region.is_empty() => Some(MetricProvider::Cloudwatch {
-                region: region.clone(),
-            }),
-            _ => {
-                match self.node.get("region") {
-                    None => r.error(
-                        self.node.line,
-                        "spec.provider.region",
-                        "required field is missing: provider type \"cloudwatch\" queries the region it names",
-                    ),
-                    Some(n) => r.error(
-                        n.line,
-                        "spec.provider.region",
-                        "expected an AWS region such as us-east-1, found an empty string",
-                    ),
-                }
-                None
-            }
-        }
+/// Reports `key` when it is set: this type does not read it, only `used_by` does.
+fn unused(fields: &ProviderFields, r: &mut Reader, key: &str, used_by: &str) {
+    let kind = &fields.kind;
+    if let Some(n) = fields.node.get(key) {
+        r.error(
+            n.line,
+            &join("spec.provider", key),
+            format!(
+                "provider type {kind:?} does not use {key}; Flagger reads it only for {used_by}"
+            ),
+        );
     }
 }
 
@@ -633,6 +444,75 @@ fn read_headers(r: &mut Reader, node: &Node, path: &str) -> Vec<(String, String)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::observe::MetricValue;
+    use crate::metrics::provider::Series;
+    use crate::metrics::registry::{provider, PROVIDED, PROVIDERS};
+    use crate::metrics::{datadog, prometheus};
+
+    /// A MetricTemplate whose `spec.provider` is `provider` (lines indented under it).
+    fn template(provider: &str) -> String {
+        format!(
+            "apiVersion: flagger.app/v1beta1\nkind: MetricTemplate\nmetadata:\n  name: m\nspec:\n  provider:\n{provider}  query: x\n"
+        )
+    }
+
+    /// What every provider must say and provide: a unique type, the fields it reads, an
+    /// example `spec.provider` that loads into its own variant, an answer its parser reads,
+    /// a series rank unique among range providers, and its row in the docs' provider table
+    /// naming every Secret key it reads.
+    #[test]
+    fn every_registered_provider_provides_what_the_registry_asks() {
+        let docs = include_str!("../../docs/operations.md");
+        let mut ranks = Vec::new();
+        assert_eq!(PROVIDED.len(), PROVIDERS.len());
+        for (i, (e, p)) in PROVIDERS.iter().zip(PROVIDED).enumerate() {
+            let kind = e.kind;
+            assert!(
+                !kind.is_empty() && kind.chars().all(|c| c.is_ascii_lowercase()),
+                "provider {i}: type {kind:?}"
+            );
+            assert_eq!(
+                provider(kind).map(|p| p.kind),
+                Some(kind),
+                "{kind}: listed twice"
+            );
+            assert!(queryable_provider(kind), "{kind}");
+            for field in e.reads.iter().chain(e.ignores) {
+                assert!(OPTIONAL_FIELDS.contains(field), "{kind}: reads {field}");
+            }
+            let mut index = TemplateIndex::new();
+            let errors = index.add_text("t.yaml", &template(p.example));
+            assert!(errors.is_empty(), "{kind}: its EXAMPLE: {errors:?}");
+            let loaded = index.get("default", "m").map(|t| t.provider.kind());
+            assert_eq!(
+                loaded,
+                Ok(kind),
+                "{kind}: its EXAMPLE loads as another type"
+            );
+            let (body, value) = p.answer;
+            assert_eq!(
+                (p.parse)(200, body.as_bytes()),
+                MetricValue::Value(value),
+                "{kind}: its ANSWER"
+            );
+            if let Series::Range { rank } = e.series {
+                assert!(!ranks.contains(&rank), "{kind}: series rank {rank} taken");
+                ranks.push(rank);
+            }
+            let row = docs
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{kind}` |")))
+                .unwrap_or_else(|| {
+                    panic!("{kind}: no row in docs/operations.md's table of metric providers")
+                });
+            for key in p.secret_keys {
+                assert!(
+                    row.contains(&format!("`{key}`")),
+                    "{kind}: docs/operations.md does not name its Secret key {key}"
+                );
+            }
+        }
+    }
 
     const GOOD: &str = "\
 apiVersion: v1
@@ -673,19 +553,19 @@ spec:
         let t = index.get("istio-system", "error-rate").unwrap();
         assert_eq!(
             t.provider,
-            MetricProvider::Prometheus {
+            MetricProvider::Prometheus(prometheus::Config {
                 address: Some("http://prometheus.istio-system:9090".into()),
                 headers: vec![("X-Scope-OrgID".into(), "tenant-a".into())],
                 secret_ref: None,
                 insecure_skip_verify: false,
-            }
+            })
         );
         assert_eq!((t.file.as_str(), t.line), ("apps/metrics.yaml", 6));
         assert!(t.query.contains("{{ target }}"));
         let latency = index.get("default", "latency").unwrap();
         assert!(matches!(
             latency.provider,
-            MetricProvider::Prometheus { address: None, .. }
+            MetricProvider::Prometheus(prometheus::Config { address: None, .. })
         ));
         assert_eq!(
             index.get("default", "error-rate").unwrap_err().to_string(),
@@ -781,17 +661,7 @@ spec:
             let errors = index.add_text("t.yaml", &text);
             assert!(errors.is_empty(), "{kind}: {errors:?}");
             let t = index.get("default", "m").unwrap();
-            let built = match &t.provider {
-                MetricProvider::Prometheus { .. } => "prometheus",
-                MetricProvider::Datadog { .. } => "datadog",
-                MetricProvider::NewRelic { .. } => "newrelic",
-                MetricProvider::Graphite { .. } => "graphite",
-                MetricProvider::Dynatrace { .. } => "dynatrace",
-                MetricProvider::Influxdb { .. } => "influxdb",
-                MetricProvider::Splunk { .. } => "splunk",
-                MetricProvider::Cloudwatch { .. } => "cloudwatch",
-            };
-            assert_eq!(built, variant);
+            assert_eq!(t.provider.kind(), variant);
         }
         assert!(!queryable_provider("Datadog"));
         assert!(!queryable_provider("nope"));
@@ -804,10 +674,10 @@ spec:
         assert!(index.add_text("t.yaml", &text).is_empty());
         assert_eq!(
             index.get("apps", "m").unwrap().provider,
-            MetricProvider::Datadog {
-                address: DATADOG_DEFAULT_ADDRESS.into(),
+            MetricProvider::Datadog(crate::metrics::provider::SecretConfig {
+                address: datadog::DEFAULT_ADDRESS.into(),
                 secret_ref: "dd-keys".into()
-            }
+            })
         );
         let cases: &[(&str, &str)] = &[
             (

@@ -5,9 +5,10 @@
 //! Each metric is one of: a built-in (`builtin.rs`, PromQL chosen by the canary's provider), a
 //! Flagger MetricTemplate (`metric_templates.rs`), or inline PromQL; `query_render.rs` fills in
 //! the query text. A template's [`metric_templates::MetricProvider`] picks the client, one module per
-//! vendor, each making the request Flagger's provider makes: `prometheus.rs`, `datadog.rs`,
-//! `newrelic.rs`, `dynatrace.rs`, `influxdb.rs`, `graphite.rs`, `splunk.rs`, `cloudwatch.rs`
-//! (all but Prometheus share `vendor_http.rs`). Their credentials are read, when the metric is
+//! provider behind the [`provider::MetricBackend`] trait and one line in `registry.rs`, each
+//! making the request Flagger's provider makes: `prometheus.rs`, `datadog.rs`, `newrelic.rs`,
+//! `dynatrace.rs`, `influxdb.rs`, `graphite.rs`, `splunk.rs`, `cloudwatch.rs` (all but
+//! Prometheus share `vendor_http.rs`). Their credentials are read, when the metric is
 //! planned, from the Secret the template's `secretRef` names, in the template's namespace,
 //! through [`crate::secrets::Secrets`] (never from git); CloudWatch's, as Flagger's, from the
 //! AWS environment variables sluice started with ([`cloudwatch::CloudwatchEnv`]).
@@ -29,6 +30,7 @@
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
 //! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
+pub mod aws_env;
 pub mod builtin;
 pub mod cloudwatch;
 pub mod datadog;
@@ -40,7 +42,9 @@ pub mod judge_series;
 pub mod metric_templates;
 pub mod newrelic;
 pub mod prometheus;
+pub mod provider;
 pub mod query_render;
+pub mod registry;
 pub mod splunk;
 pub mod vendor_http;
 
@@ -49,16 +53,10 @@ use std::time::Duration;
 
 use crate::core::model::{MetricQuery, MetricSpec, Target};
 use crate::core::observe::{MetricObservation, MetricValue};
-use crate::metrics::cloudwatch::{Cloudwatch, CloudwatchEnv};
-use crate::metrics::datadog::Datadog;
-use crate::metrics::dynatrace::Dynatrace;
-use crate::metrics::graphite::Graphite;
-use crate::metrics::influxdb::Influxdb;
 use crate::metrics::metric_templates::{MetricProvider, MetricTemplate, TemplateIndex};
-use crate::metrics::newrelic::NewRelic;
 use crate::metrics::prometheus::{Prometheus, PrometheusAccess, PrometheusConfig};
+use crate::metrics::provider::{Ask, ClientInput, Vendor, Window};
 use crate::metrics::query_render::{render, QueryModel};
-use crate::metrics::splunk::Splunk;
 use crate::route::Canary;
 use crate::secrets::Secrets;
 
@@ -140,97 +138,6 @@ enum Job {
     Failed(String),
 }
 
-/// A vendor's client for one MetricTemplate: the providers of [`MetricProvider`] other than
-/// Prometheus, each in its own module.
-#[derive(Debug)]
-enum Vendor {
-    Datadog(Datadog),
-    NewRelic(NewRelic),
-    Dynatrace(Dynatrace),
-    Influxdb(Influxdb),
-    Graphite(Graphite, bool),
-    Splunk(Splunk),
-    Cloudwatch(Cloudwatch),
-}
-
-impl Vendor {
-    fn url(&self) -> &reqwest::Url {
-        match self {
-            Vendor::Datadog(d) => d.url(),
-            Vendor::NewRelic(n) => n.url(),
-            Vendor::Dynatrace(d) => d.url(),
-            Vendor::Influxdb(i) => i.url(),
-            Vendor::Graphite(g, _) => g.url(),
-            Vendor::Splunk(s) => s.url(),
-            Vendor::Cloudwatch(c) => c.url(),
-        }
-    }
-
-    fn insecure_skip_verify(&self) -> bool {
-        match self {
-            Vendor::Datadog(_)
-            | Vendor::NewRelic(_)
-            | Vendor::Dynatrace(_)
-            | Vendor::Influxdb(_)
-            | Vendor::Splunk(_)
-            | Vendor::Cloudwatch(_) => false,
-            Vendor::Graphite(_, insecure) => *insecure,
-        }
-    }
-
-    /// Runs `query` over the window ending `now` (since the Unix epoch, the runtime clock's).
-    async fn query(&self, client: &reqwest::Client, query: &str, now: Duration) -> MetricValue {
-        match self {
-            Vendor::Datadog(d) => d.query(client, query, now.as_secs()).await,
-            Vendor::NewRelic(n) => n.query(client, query).await,
-            Vendor::Influxdb(i) => i.query(client, query).await,
-            Vendor::Dynatrace(d) => {
-                let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
-                d.query(client, query, ms).await
-            }
-            Vendor::Graphite(g, _) => g.query(client, query).await,
-            Vendor::Splunk(s) => {
-                let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
-                s.query(client, query, ms).await
-            }
-            Vendor::Cloudwatch(c) => c.query(client, query, std::time::UNIX_EPOCH + now).await,
-        }
-    }
-}
-
-impl Vendor {
-    /// The statistical judge's series of `query` over `window` (Unix seconds), for the
-    /// providers whose API answers with one ([`judge_series::RANGE_PROVIDERS`]).
-    async fn series(
-        &self,
-        client: &reqwest::Client,
-        query: &str,
-        (window, step): ((u64, u64), Duration),
-    ) -> Result<Vec<f64>, String> {
-        match self {
-            Vendor::Datadog(d) => d.series(client, query, window).await,
-            Vendor::Graphite(g, _) => g.series(client, query, window).await,
-            Vendor::Cloudwatch(c) => c.series(client, query, window).await,
-            Vendor::NewRelic(n) => n.series(client, query, window, step.as_secs()).await,
-            Vendor::Dynatrace(d) => d.series(client, query, window, step).await,
-            Vendor::Influxdb(_) | Vendor::Splunk(_) => Err(judge_series::refusal(self.kind())),
-        }
-    }
-
-    /// The provider's `spec.provider.type`.
-    fn kind(&self) -> &'static str {
-        match self {
-            Vendor::Datadog(_) => "datadog",
-            Vendor::NewRelic(_) => "newrelic",
-            Vendor::Dynatrace(_) => "dynatrace",
-            Vendor::Influxdb(_) => "influxdb",
-            Vendor::Graphite(..) => "graphite",
-            Vendor::Splunk(_) => "splunk",
-            Vendor::Cloudwatch(_) => "cloudwatch",
-        }
-    }
-}
-
 /// The statistical judge's series of the MetricTemplate `namespace`/`name` for one
 /// `workload` (its `{{ target }}`): the template planned as a threshold metric's is (address,
 /// credentials, headers), then run by its provider as a range query over `start..end`.
@@ -271,11 +178,17 @@ pub(crate) async fn template_series(
             let endpoint =
                 access
                     .endpoints()
-                    .get(vendor.url(), vendor.insecure_skip_verify(), concurrency)?;
+                    .get(&vendor.url, vendor.insecure_skip_verify, concurrency)?;
             let _slot = endpoint.slot().await;
-            vendor
-                .series(endpoint.client(), &query, ((unix(start), unix(end)), step))
-                .await
+            let ask = Ask {
+                http: endpoint.client(),
+                query: &query,
+            };
+            let window = Window {
+                span: (unix(start), unix(end)),
+                step,
+            };
+            vendor.client.range(ask, window).await
         }
         Job::Query { config, promql, .. } => {
             let client = access.http().get(config.insecure_skip_verify).clone();
@@ -291,88 +204,33 @@ pub(crate) async fn template_series(
     }
 }
 
-/// The client for a non-Prometheus template, its credentials read from the Secret its
-/// `secretRef` names (in the template's namespace, with Flagger's key names). `None` for a
-/// Prometheus template.
+/// The client for a non-Prometheus template (its provider's [`MetricBackend::client`],
+/// credentials read from the Secret its `secretRef` names, in the template's namespace, with
+/// Flagger's key names). `None` for a Prometheus template.
+///
+/// [`MetricBackend::client`]: provider::MetricBackend::client
 fn vendor(
     t: &MetricTemplate,
     interval: Duration,
-    secrets: &Secrets,
-    aws: &CloudwatchEnv,
+    access: &PrometheusAccess,
 ) -> Option<Result<Vendor, String>> {
-    let key = |name: &str, key: &str| {
-        secrets
-            .require(t.namespace.as_str(), name, key)
-            .map_err(|e| {
-                format!(
-                    "metric template {t} ({}:{}): spec.provider.secretRef: {e}",
-                    t.file, t.line
-                )
-            })
+    let input = ClientInput {
+        namespace: t.namespace.as_str(),
+        place: format!("metric template {t} ({}:{})", t.file, t.line),
+        interval,
+        secrets: access.secrets(),
+        aws: access.cloudwatch(),
     };
-    let built = match &t.provider {
-        MetricProvider::Prometheus { .. } => return None,
-        MetricProvider::Datadog {
-            address,
-            secret_ref,
-        } => (|| {
-            let api = key(secret_ref, datadog::API_KEY)?;
-            let app = key(secret_ref, datadog::APPLICATION_KEY)?;
-            Datadog::new(address, api, app, interval).map(Vendor::Datadog)
-        })(),
-        MetricProvider::NewRelic {
-            address,
-            secret_ref,
-        } => (|| {
-            let account = key(secret_ref, newrelic::ACCOUNT_ID)?;
-            let query_key = key(secret_ref, newrelic::QUERY_KEY)?;
-            NewRelic::new(address, &account, query_key, interval).map(Vendor::NewRelic)
-        })(),
-        MetricProvider::Dynatrace {
-            address,
-            secret_ref,
-        } => (|| {
-            let token = key(secret_ref, dynatrace::TOKEN)?;
-            Dynatrace::new(address, token, interval).map(Vendor::Dynatrace)
-        })(),
-        MetricProvider::Influxdb {
-            address,
-            secret_ref,
-        } => (|| {
-            let credentials = match secret_ref {
-                Some(name) => Some((key(name, influxdb::TOKEN)?, key(name, influxdb::ORG)?)),
-                None => None,
-            };
-            Influxdb::new(address, credentials).map(Vendor::Influxdb)
-        })(),
-        MetricProvider::Graphite {
-            address,
-            secret_ref,
-            insecure_skip_verify,
-        } => (|| {
-            let basic = match secret_ref {
-                Some(name) => {
-                    let username = key(name, graphite::USERNAME)?;
-                    let password = key(name, graphite::PASSWORD)?;
-                    crate::redact::remember_basic(&username, &password);
-                    Some((username, password))
-                }
-                None => None,
-            };
-            Graphite::new(address, basic).map(|g| Vendor::Graphite(g, *insecure_skip_verify))
-        })(),
-        MetricProvider::Splunk {
-            address,
-            secret_ref,
-        } => (|| {
-            let token = key(secret_ref, splunk::TOKEN)?;
-            Splunk::new(address, token, interval).map(Vendor::Splunk)
-        })(),
-        MetricProvider::Cloudwatch { region } => Cloudwatch::new(aws, region, interval)
-            .map(Vendor::Cloudwatch)
-            .map_err(|e| format!("metric template {t} ({}:{}): {e}", t.file, t.line)),
-    };
-    Some(built)
+    t.provider.client(&input)
+}
+
+/// A Prometheus template's provider fields: its query goes to Prometheus with the canary's
+/// others. `None` for another provider's template.
+fn prometheus_template(t: &MetricTemplate) -> Option<&prometheus::Config> {
+    match &t.provider {
+        MetricProvider::Prometheus(config) => Some(config),
+        _ => None,
+    }
 }
 
 /// Queries every metric of `canary` through `access` (pooled clients and credentials, built
@@ -512,7 +370,7 @@ fn plan(
                     ))
                 }
             };
-            match vendor(t, interval, access.secrets(), access.cloudwatch()) {
+            match vendor(t, interval, access) {
                 Some(Ok(vendor)) => {
                     return Job::Vendor {
                         vendor,
@@ -522,10 +380,7 @@ fn plan(
                 Some(Err(e)) => return Job::Failed(e),
                 None => {}
             }
-            let address = match &t.provider {
-                MetricProvider::Prometheus { address, .. } => address.as_deref(),
-                _ => None,
-            };
+            let address = prometheus_template(t).and_then(|p| p.address.as_deref());
             let own = address.is_some();
             (text, address.or(canary_address), Some(t), None, !own)
         }
@@ -551,21 +406,15 @@ fn plan(
         }
     }
     let mut config = PrometheusConfig::new(address);
-    if let Some(MetricProvider::Prometheus {
-        headers,
-        secret_ref,
-        insecure_skip_verify,
-        ..
-    }) = template.map(|t| &t.provider)
-    {
-        if let (Some(secret), Some(t)) = (secret_ref, template) {
+    if let Some((t, p)) = template.and_then(|t| Some((t, prometheus_template(t)?))) {
+        if let Some(secret) = &p.secret_ref {
             match prometheus_secret(t, secret, access.secrets()) {
                 Ok(a) => auth = Some(a),
                 Err(e) => return Job::Failed(e),
             }
         }
-        config.headers = headers.clone();
-        config.insecure_skip_verify = *insecure_skip_verify;
+        config.headers = p.headers.clone();
+        config.insecure_skip_verify = p.insecure_skip_verify;
     }
     config.auth = match auth {
         Some(a) => a,
@@ -652,8 +501,8 @@ fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize
             }
             Job::Vendor { vendor, query } => {
                 let endpoint = match access.endpoints().get(
-                    vendor.url(),
-                    vendor.insecure_skip_verify(),
+                    &vendor.url,
+                    vendor.insecure_skip_verify,
                     concurrency,
                 ) {
                     Ok(e) => e,
@@ -666,7 +515,11 @@ fn spawn(access: &PrometheusAccess, jobs: Vec<(String, Job)>, concurrency: usize
                 let handle = tokio::spawn(async move {
                     // Held until the body is read: the connection is back in the pool by then.
                     let _slot = endpoint.slot().await;
-                    vendor.query(endpoint.client(), &query, now).await
+                    let ask = Ask {
+                        http: endpoint.client(),
+                        query: &query,
+                    };
+                    vendor.client.instant(ask, now).await
                 });
                 handles.push((name, Ok(handle)));
                 continue;

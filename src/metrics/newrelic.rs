@@ -10,7 +10,12 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, SecretConfig, Series, SeriesAnswer,
+    Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, kind_of};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the account id (a path segment of the query URL).
 pub const ACCOUNT_ID: &str = "newrelic_account_id";
@@ -154,6 +159,46 @@ fn value_of(json: &Json) -> MetricValue {
             "query returned {} results; expected one",
             many.len()
         )),
+    }
+}
+
+/// Flagger's default New Relic Insights API address.
+pub const DEFAULT_ADDRESS: &str = "https://insights-api.newrelic.com";
+
+impl MetricBackend for NewRelic {
+    type Config = SecretConfig;
+    const TYPE: &'static str = "newrelic";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[ACCOUNT_ID, QUERY_KEY];
+    const SERIES: Series = Series::Range { rank: 4 };
+    const EXAMPLE: &'static str = "    type: newrelic\n    secretRef: {name: newrelic}\n";
+    const ANSWER: (&'static str, f64) = (r#"{"results":[{"result": 1.5}]}"#, 1.5);
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, Some(DEFAULT_ADDRESS))
+    }
+
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some((|| {
+            let account = input.key(&config.secret_ref, ACCOUNT_ID)?;
+            let query_key = input.key(&config.secret_ref, QUERY_KEY)?;
+            let client = NewRelic::new(&config.address, &account, query_key, input.interval)?;
+            Ok(Vendor::new(client.url().clone(), false, client))
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for NewRelic {
+    fn instant<'a>(&'a self, ask: Ask<'a>, _now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query))
+    }
+
+    fn range<'a>(&'a self, ask: Ask<'a>, window: Window) -> SeriesAnswer<'a> {
+        Box::pin(self.series(ask.http, ask.query, window.span, window.step.as_secs()))
     }
 }
 

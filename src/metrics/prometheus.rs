@@ -25,8 +25,10 @@ use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
 use crate::http_client;
+use crate::metrics::provider::{ClientInput, MetricBackend, ProviderFields, Series, Vendor};
 use crate::metrics::vendor_http;
 use crate::secrets::Secrets;
+use crate::yaml::reader::Reader;
 
 // Range queries for the statistical judge, on the same client.
 pub mod range;
@@ -518,6 +520,53 @@ fn error_type(json: &Json) -> Option<&'static str> {
     ];
     let kind = json.get("errorType").and_then(Json::as_str)?;
     KNOWN.into_iter().find(|k| *k == kind)
+}
+
+/// A prometheus template's `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Overrides the canary's and the repo's Prometheus address.
+    pub address: Option<String>,
+    /// `headers`, one entry per value.
+    pub headers: Vec<(String, String)>,
+    /// Keys `token` (bearer), or `username` and `password` (basic auth), as Flagger reads
+    /// them; without it, the environment's credentials (`SLUICE_PROMETHEUS_*`).
+    pub secret_ref: Option<String>,
+    pub insecure_skip_verify: bool,
+}
+
+impl MetricBackend for Prometheus {
+    type Config = Config;
+    const TYPE: &'static str = "prometheus";
+    const READS: &'static [&'static str] = &["headers", "insecureSkipVerify"];
+    /// The reader has always let a `region` pass on a prometheus template.
+    const IGNORES: &'static [&'static str] = &["region"];
+    const SECRET_KEYS: &'static [&'static str] = &["token", "username", "password"];
+    const SERIES: Series = Series::Range { rank: 0 };
+    const EXAMPLE: &'static str = "    type: prometheus\n    address: http://prometheus:9090\n";
+    const ANSWER: (&'static str, f64) = (
+        r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000.5,"99.5"]}]}}"#,
+        99.5,
+    );
+
+    fn read(fields: &ProviderFields, _r: &mut Reader) -> Option<Config> {
+        Some(Config {
+            address: fields.address.clone(),
+            headers: fields.headers.clone(),
+            secret_ref: fields.secret_ref.clone(),
+            insecure_skip_verify: fields.insecure_skip_verify,
+        })
+    }
+
+    /// None: a Prometheus template's query goes to Prometheus with the canary's others
+    /// (`metrics::plan`), its address, headers and credentials taken from the config.
+    fn client(_config: &Config, _input: &ClientInput) -> Option<Result<Vendor, String>> {
+        None
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,13 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::core::observe::MetricValue;
+use crate::metrics::provider::unix_ms;
+use crate::metrics::provider::{
+    Answer, Ask, ClientInput, MetricBackend, ProviderFields, SecretConfig, Series, SeriesAnswer,
+    Vendor, VendorClient, Window,
+};
 use crate::metrics::vendor_http::{self, api_url, status_error};
+use crate::yaml::reader::Reader;
 
 /// The Secret key of the access token.
 pub const TOKEN: &str = "sf_token_key";
@@ -194,6 +200,50 @@ pub fn parse_response(status: u16, body: &[u8]) -> MetricValue {
     match points.last() {
         Some((_, v)) => MetricValue::Value(*v),
         None => MetricValue::NoData,
+    }
+}
+
+impl MetricBackend for Splunk {
+    type Config = SecretConfig;
+    const TYPE: &'static str = "splunk";
+    const READS: &'static [&'static str] = &[];
+    const SECRET_KEYS: &'static [&'static str] = &[TOKEN];
+    /// Flagger's splunk provider also takes the realm's wss:// stream address.
+    const WEBSOCKET_ADDRESS: bool = true;
+    const SERIES: Series = Series::OneValue;
+    const EXAMPLE: &'static str =
+        "    type: splunk\n    address: wss://stream.us1.signalfx.com\n    secretRef: {name: splunk}\n";
+    const ANSWER: (&'static str, f64) = (
+        "event: metadata\ndata: {\"tsId\":\"AAA\",\"properties\":{\"sf_metric\":\"m\"}}\n\nevent: data\ndata: {\"logicalTimestampMs\":1,\"data\":[{\"tsId\":\"AAA\",\"value\":2.5}]}\n\nevent: control-message\ndata: {\"event\":\"END_OF_CHANNEL\",\"timestampMs\":3}\n\n",
+        2.5,
+    );
+
+    fn read(fields: &ProviderFields, r: &mut Reader) -> Option<SecretConfig> {
+        SecretConfig::read(fields, r, Self::SECRET_KEYS, None)
+    }
+
+    fn client(config: &SecretConfig, input: &ClientInput) -> Option<Result<Vendor, String>> {
+        Some((|| {
+            let token = input.key(&config.secret_ref, TOKEN)?;
+            let client = Splunk::new(&config.address, token, input.interval)?;
+            Ok(Vendor::new(client.url().clone(), false, client))
+        })())
+    }
+
+    fn parse(status: u16, body: &[u8]) -> MetricValue {
+        parse_response(status, body)
+    }
+}
+
+impl VendorClient for Splunk {
+    fn instant<'a>(&'a self, ask: Ask<'a>, now: Duration) -> Answer<'a, MetricValue> {
+        Box::pin(self.query(ask.http, ask.query, unix_ms(now)))
+    }
+
+    /// SignalFlow's execute call streams one computation: no series for the judge.
+    fn range<'a>(&'a self, _ask: Ask<'a>, _window: Window) -> SeriesAnswer<'a> {
+        let refusal = crate::metrics::judge_series::refusal(Self::TYPE);
+        Box::pin(std::future::ready(Err(refusal)))
     }
 }
 

@@ -13,8 +13,11 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::warn;
+
+use crate::alert_kinds::service::Card;
+use crate::alert_kinds::{self, Registered};
 
 use crate::core::decide::{Action, Decision, RollbackCause};
 use crate::core::status::{Gate, Phase};
@@ -187,92 +190,34 @@ pub fn fields(canary: &Canary) -> Vec<(String, String)> {
     out
 }
 
-/// The JSON Flagger posts to a provider of `alert`'s type.
-pub fn payload(alert: &Alert, canary: &Canary, m: &Message) -> Value {
+/// The JSON Flagger posts to a provider of `alert`'s type; an error for a type the alert
+/// registry did not make.
+pub fn payload(alert: &Alert, canary: &Canary, m: &Message) -> Result<Value, String> {
+    let service = alert_kinds::service(alert.provider.kind)?;
+    Ok(body(service, alert, canary, m))
+}
+
+fn body(service: &Registered, alert: &Alert, canary: &Canary, m: &Message) -> Value {
     let workload = format!("{}.{}", canary.base_name(), canary.id.namespace);
     let fields = if m.metadata {
         fields(canary)
     } else {
         Vec::new()
     };
-    let error = m.severity == Severity::Error;
-    let provider = &alert.provider;
-    let slack = |color: &str| {
-        let fields: Vec<Value> = fields
-            .iter()
-            .map(|(title, value)| json!({"title": title, "value": value, "short": false}))
-            .collect();
-        json!({
-            "channel": provider.channel,
-            "username": provider.username,
-            "icon_url": "",
-            "icon_emoji": ":rocket:",
-            "attachments": [{
-                "color": color,
-                "author_name": workload,
-                "text": m.text,
-                "mrkdwn_in": ["text"],
-                "fields": fields,
-            }],
-        })
-    };
-    match provider.kind {
-        AlertKind::Slack | AlertKind::Discord => slack(if error { "danger" } else { "good" }),
-        AlertKind::Rocket => slack(if error { "#FF0000" } else { "#0076D7" }),
-        AlertKind::MsTeams => {
-            let facts: Vec<Value> = fields
-                .iter()
-                .map(|(name, value)| json!({"name": name, "value": value}))
-                .collect();
-            json!({
-                "@type": "MessageCard",
-                "@context": "http://schema.org/extensions",
-                "themeColor": if error { "FF0000" } else { "0076D7" },
-                "summary": workload,
-                "sections": [{
-                    "activityTitle": m.text,
-                    "activitySubtitle": workload,
-                    "facts": facts,
-                }],
-            })
-        }
-        AlertKind::GChat => {
-            let paragraph = |text: String| json!({"widgets": [{"textParagraph": {"text": text}}]});
-            let mut sections = vec![paragraph(format!(
-                "<font color=#848484><strong>{}</strong></font>",
-                m.text
-            ))];
-            sections.extend(fields.iter().map(|(name, value)| {
-                paragraph(format!(
-                    "{name}<br><font color=#848484><strong>{value}</strong></font>"
-                ))
-            }));
-            json!({
-                "cards": [{
-                    "header": {
-                        "title": "Flagger",
-                        "subtitle": workload,
-                        "imageUrl": "https://flagger.app/favicon.png",
-                    },
-                    "sections": sections,
-                }],
-            })
-        }
-    }
+    (service.payload)(&Card {
+        channel: &alert.provider.channel,
+        username: &alert.provider.username,
+        workload: &workload,
+        text: &m.text,
+        fields: &fields,
+        error: m.severity == Severity::Error,
+    })
 }
 
-/// Where Flagger posts for a provider type: Discord's Slack-compatible endpoint is the hook
-/// URL with `/slack` appended (unless it ends so already).
+/// Where Flagger posts for a provider type (Discord's Slack-compatible endpoint is the hook
+/// URL with `/slack` appended, unless it ends so already).
 pub fn post_url(kind: AlertKind, address: &str) -> Result<reqwest::Url, String> {
-    let mut url = reqwest::Url::parse(address)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
-        .ok_or_else(|| "the address is not an http:// or https:// URL".to_string())?;
-    if kind == AlertKind::Discord && !address.ends_with("/slack") {
-        let path = format!("{}/slack", url.path().trim_end_matches('/'));
-        url.set_path(&path);
-    }
-    Ok(url)
+    alert_kinds::service(kind)?.post_url(address)
 }
 
 /// Sends every alert of `canary` that Flagger would send for `decision`. Failures are
@@ -316,6 +261,7 @@ async fn send_one(
     m: &Message,
 ) -> Result<(), String> {
     let provider = &alert.provider;
+    let service = alert_kinds::service(provider.kind)?;
     let (address, token) = match &provider.target {
         AlertTarget::Address(url) => (url.clone(), None),
         AlertTarget::Secret(secret) => {
@@ -324,22 +270,25 @@ async fn send_one(
                 .require(ns, secret.as_str(), "address")
                 .map_err(|e| e.to_string())?;
             // Flagger sends the `token` key as a bearer token, to Slack only.
-            let token = match provider.kind {
-                AlertKind::Slack => secrets
+            let token = if service.bearer_token {
+                secrets
                     .get(ns, secret.as_str(), "token")
                     .map_err(|e| e.to_string())?
-                    .filter(|t| !t.is_empty()),
-                AlertKind::MsTeams | AlertKind::Discord | AlertKind::Rocket | AlertKind::GChat => {
-                    None
-                }
+                    .filter(|t| !t.is_empty())
+            } else {
+                None
             };
             (address, token)
         }
     };
-    let url = post_url(provider.kind, &address).map_err(|e| match &provider.target {
-        AlertTarget::Secret(s) => format!("Secret {}/{s} key \"address\": {e}", provider.namespace),
-        AlertTarget::Address(_) => e,
-    })?;
+    let url = service
+        .post_url(&address)
+        .map_err(|e| match &provider.target {
+            AlertTarget::Secret(s) => {
+                format!("Secret {}/{s} key \"address\": {e}", provider.namespace)
+            }
+            AlertTarget::Address(_) => e,
+        })?;
     let proxied;
     let client = match &provider.proxy {
         Some(proxy) => {
@@ -351,7 +300,7 @@ async fn send_one(
     let mut request = client
         .post(url)
         .timeout(TIMEOUT)
-        .json(&payload(alert, canary, m));
+        .json(&body(service, alert, canary, m));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -380,6 +329,7 @@ mod tests {
     use crate::spec::load::load;
     use crate::spec::settings::Settings;
     use crate::yaml::snapshot::Snapshot;
+    use serde_json::json;
 
     /// A canary with one alert to a provider of type `kind`.
     fn canary(kind: &str, analysis: &str) -> Canary {
@@ -416,7 +366,7 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
     fn body(kind: &str, severity: Severity, metadata: bool) -> Value {
         let c = canary(kind, STEPS);
         let m = message("Failed checks threshold reached 3", metadata, severity);
-        payload(&c.analysis.alerts.alerts[0], &c, &m)
+        payload(&c.analysis.alerts.alerts[0], &c, &m).unwrap()
     }
 
     #[test]
@@ -520,7 +470,7 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
         let target =
             "Target<br><font color=#848484><strong>Deployment/podinfo-app.prod</strong></font>";
         assert_eq!(
-            payload(&c.analysis.alerts.alerts[0], &c, &m),
+            payload(&c.analysis.alerts.alerts[0], &c, &m).unwrap(),
             json!({
                 "cards": [{
                     "header": {
@@ -542,7 +492,11 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
 
     #[test]
     fn discord_posts_to_its_slack_compatible_endpoint() {
-        let url = |a: &str| post_url(AlertKind::Discord, a).unwrap().to_string();
+        let url = |a: &str| {
+            post_url(alert_kinds::parse("discord").unwrap(), a)
+                .unwrap()
+                .to_string()
+        };
         assert_eq!(
             url("https://discord.com/api/webhooks/1/abc"),
             "https://discord.com/api/webhooks/1/abc/slack"
@@ -556,11 +510,14 @@ spec: {{type: {kind}, channel: ops, username: bot, address: 'http://127.0.0.1:9/
             "https://discord.com/api/webhooks/1/abc/slack"
         );
         assert_eq!(
-            post_url(AlertKind::Slack, "https://hooks.slack.com/x")
-                .unwrap()
-                .to_string(),
+            post_url(
+                alert_kinds::parse("slack").unwrap(),
+                "https://hooks.slack.com/x"
+            )
+            .unwrap()
+            .to_string(),
             "https://hooks.slack.com/x"
         );
-        assert!(post_url(AlertKind::Slack, "hooks.slack.com/x").is_err());
+        assert!(post_url(alert_kinds::parse("slack").unwrap(), "hooks.slack.com/x").is_err());
     }
 }

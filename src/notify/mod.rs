@@ -3,7 +3,8 @@
 //! webhook, configured in `.sluice/config.yaml`. The webhook URLs are secrets, so the settings
 //! name the environment variable that holds each one; a repo never stores them.
 //!
-//! [`alerts`] sends Flagger's per-canary alerts (`analysis.alerts`) the same way.
+//! [`alerts`] sends Flagger's per-canary alerts (`analysis.alerts`) the same way, each
+//! AlertProvider type one module of [`crate::alert_kinds`] and one line of its registry.
 
 pub mod alerts;
 

@@ -41,7 +41,7 @@ use crate::route::Canary;
 use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
     header_comment, render_checked, AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput,
-    QuerySet, RouteError, Router, MANAGED_BY,
+    JudgePrimary, QuerySet, RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
@@ -638,6 +638,7 @@ sum(rate(apisix_http_status{route=~"{{ namespace }}_{{ route }}-{{ target }}-can
     duration: r#"
 histogram_quantile(0.99, sum(rate(apisix_http_latency_bucket{type=~"request", route=~"{{ namespace }}_{{ route }}-{{ target }}-canary_.+"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Unselectable,
 };
 
 #[cfg(test)]

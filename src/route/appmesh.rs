@@ -61,8 +61,8 @@ use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
     apex_metadata, field, header_comment, is_header_name, read_header_matches,
     refused_service_fields, render_checked_all, single_header_match, AbInput, Backends,
-    BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
-    Weights, MANAGED_BY,
+    BuiltinMetrics, Canary, FieldUse, FlaggerFields, FlaggerInput, JudgePrimary, QuerySet,
+    RouteError, Router, Weights, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
@@ -168,6 +168,13 @@ impl Router for AppMesh {
     const ALIASES: &'static [(&'static str, ())] = &[];
     const NATIVE_KIND: &'static str = "VirtualRouter";
     const NATIVE_FIELDS: &'static [&'static str] = &[];
+    /// Flagger's factory runs any `appmesh:v1beta2…` as App Mesh v1beta2.
+    const FLAGGER_PREFIXES: &'static [crate::route::FlaggerPrefix] =
+        &[crate::route::FlaggerPrefix {
+            prefix: "appmesh:v1beta2",
+            runs_as: "appmesh:v1beta2",
+            writes: "appmesh.k8s.aws/v1beta2 VirtualNodes, VirtualRouters and VirtualServices",
+        }];
 
     fn near_miss(text: &str) -> Option<String> {
         let lower = text.to_ascii_lowercase();
@@ -844,6 +851,7 @@ sum(rate(envoy_cluster_upstream_rq{kubernetes_namespace="{{ namespace }}", kuber
     duration: r#"
 histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Workload,
 };
 
 #[cfg(test)]

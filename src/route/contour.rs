@@ -42,7 +42,7 @@ use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{expect_object, is_header_name, read_header_matches, single_header_match};
 use crate::route::{
     field, refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
-    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
+    FlaggerFields, FlaggerInput, JudgePrimary, QuerySet, RouteError, Router, Weights,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
@@ -534,6 +534,7 @@ sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}_{{ servi
     duration: r#"
 histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}_{{ service }}-canary_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Replace(&[("}}-canary_", "}}-primary_")]),
 };
 
 #[cfg(test)]

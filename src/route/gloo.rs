@@ -49,7 +49,7 @@ use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{apex_metadata, NativeInput, RenderInput};
 use crate::route::{
     header_comment, render_checked_all, AbInput, BuiltinMetrics, FieldUse, FlaggerFields,
-    FlaggerInput, QuerySet, RouteError, Router, Weights, MANAGED_BY,
+    FlaggerInput, JudgePrimary, QuerySet, RouteError, Router, Weights, MANAGED_BY,
 };
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, Reader};
@@ -571,6 +571,7 @@ sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}-{{ targe
     duration: r#"
 histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}-{{ target }}-canaryupstream-[0-9a-zA-Z-]+_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Replace(&[("-canaryupstream-", "-primaryupstream-")]),
 };
 
 #[cfg(test)]

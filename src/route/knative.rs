@@ -42,8 +42,8 @@ use crate::route::Canary;
 use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
     expect_object, expect_text, header_comment, render_checked, AbInput, BuiltinMetrics,
-    FlaggerFields, FlaggerInput, OwnTarget, QuerySet, ReadyCondition, ReadyObject, Revisions,
-    RouteError, Router, MANAGED_BY,
+    FlaggerFields, FlaggerInput, JudgePrimary, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
+    Revisions, RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
@@ -496,6 +496,7 @@ sum(rate(envoy_cluster_upstream_rq{envoy_cluster_name=~"{{ namespace }}/{{ route
     duration: r#"
 histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=~"{{ namespace }}/{{ route }}"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Unselectable,
 };
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ use crate::route::expect_api_version;
 use crate::route::Canary;
 use crate::route::ANALYSIS_REFUSED;
 use crate::route::{
-    AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
+    AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, JudgePrimary, QuerySet, RouteError,
+    Router,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
@@ -120,4 +121,5 @@ sum(rate(http_request_duration_seconds_count{kubernetes_namespace="{{ namespace 
 histogram_quantile(0.99, sum(rate(http_request_duration_seconds_bucket{kubernetes_namespace="{{ namespace }}", kubernetes_pod_name=~"{{ target }}-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)"}[{{ interval }}])) by (le))
 * 1000"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Workload,
 };

@@ -31,8 +31,8 @@ use crate::route::Canary;
 use crate::route::ANALYSIS_REFUSED;
 use crate::route::{apex_metadata, NativeInput, RenderInput};
 use crate::route::{
-    header_comment, render_checked, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet,
-    RouteError, Router,
+    header_comment, render_checked, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput,
+    JudgePrimary, QuerySet, RouteError, Router,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, Reader};
@@ -243,6 +243,7 @@ sum(rate(envoy_cluster_upstream_rq{service=~"{{ target }}-canary_{{ namespace }}
     duration: r#"
 histogram_quantile(0.99, sum(rate(envoy_cluster_upstream_rq_time_bucket{service=~"{{ target }}-canary_{{ namespace }}_svc_[0-9a-zA-Z-]+"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Replace(&[("}}-canary_", "}}-primary_")]),
 };
 
 #[cfg(test)]

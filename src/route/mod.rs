@@ -11,7 +11,10 @@
 //!   refuses; `spec::flagger_fields` renders the table and refuses the rest by asking the
 //!   registry);
 //! - its built-in metric queries for each of its provider strings, or an explicit none
-//!   ([`Router::builtin_metrics`], rendered by `metrics::builtin`);
+//!   ([`Router::builtin_metrics`], rendered by `metrics::builtin`), each saying how the
+//!   statistical judge selects the primary's series ([`QuerySet::judge_primary`], read by
+//!   `metrics::judge_builtin`);
+//! - the provider strings Flagger's factory sends it by prefix ([`Router::FLAGGER_PREFIXES`]);
 //! - its readiness rule ([`Router::readiness`], read by `gates::readiness`) and where the
 //!   revisions run ([`Router::revisions`], used by `workload` and `render`: a Knative Service
 //!   runs both itself), and a target it rolls out itself ([`Router::OWN_TARGET`], checked by
@@ -71,8 +74,8 @@ pub use registry::{
 };
 pub(crate) use rules::workload_router;
 pub use rules::{
-    BuiltinMetrics, FieldUse, FlaggerFields, OwnTarget, QuerySet, ReadyCondition, ReadyObject,
-    Revisions, ANALYSIS_MATCH_ONLY, ANALYSIS_REFUSED, ANALYSIS_RENDERED,
+    BuiltinMetrics, FieldUse, FlaggerFields, JudgePrimary, OwnTarget, QuerySet, ReadyCondition,
+    ReadyObject, Revisions, ANALYSIS_MATCH_ONLY, ANALYSIS_REFUSED, ANALYSIS_RENDERED,
 };
 
 /// A validated canary whose route is one of these routers (`spec::model` names it too).
@@ -104,6 +107,11 @@ pub trait Router {
     /// A message for a provider string that is almost one of this router's (a bare
     /// `gatewayapi`); the registry appends the supported list.
     fn near_miss(text: &str) -> Option<String>;
+
+    /// Provider strings Flagger 1.44's router factory (`pkg/router/factory.go`, `MeshRouter`)
+    /// sends to this router by prefix, in the order it tries them (the registry tries routers
+    /// in its order, first match wins). `&[]` (the default): Flagger matches its names only.
+    const FLAGGER_PREFIXES: &'static [FlaggerPrefix] = &[];
 
     /// The `spec` references this router reads (`ingressRef`, `routeRef`, `upstreamRef`); a
     /// canary naming another one is refused before [`read_flagger`](Router::read_flagger).
@@ -169,6 +177,17 @@ pub trait Router {
     /// The object the readiness gate reads after the workloads (an HTTPRoute its Gateways
     /// must accept, a Knative Revision), or `None` when the workloads alone decide.
     fn readiness<'a>(config: &'a Self::Config, canary: &'a Canary) -> Option<ReadyObject<'a>>;
+}
+
+/// A provider string Flagger's router factory matches by prefix ([`Router::FLAGGER_PREFIXES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlaggerPrefix {
+    /// What the provider string starts with.
+    pub prefix: &'static str,
+    /// The provider string it runs as (one of the router's [`Router::PROVIDERS`]).
+    pub runs_as: &'static str,
+    /// What sluice writes for it, for the message: `gateway.networking.k8s.io/v1 HTTPRoutes`.
+    pub writes: &'static str,
 }
 
 /// The parts of a Flagger Canary's `spec` a router reads.

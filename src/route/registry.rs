@@ -8,8 +8,8 @@
 use crate::route::Canary;
 use crate::route::{
     apisix, appmesh, contour, gateway_api, gloo, ingress, istio, knative, kubernetes, kuma, smi,
-    traefik, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, NativeInput, OwnTarget,
-    ReadyObject, RenderInput, Revisions, RouteError, Router,
+    traefik, AbInput, BuiltinMetrics, FlaggerFields, FlaggerInput, FlaggerPrefix, NativeInput,
+    OwnTarget, ReadyObject, RenderInput, Revisions, RouteError, Router,
 };
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
@@ -140,6 +140,7 @@ macro_rules! routers {
                         .map(|(_, variant)| Provider::$variant(*variant))
                 },
                 near_miss: <$router as Router>::near_miss,
+                flagger_prefixes: <$router as Router>::FLAGGER_PREFIXES,
                 flagger_fields: &<$router as Router>::FLAGGER_FIELDS,
                 builtin_metrics: <$router as Router>::builtin_metrics,
                 own_target: <$router as Router>::OWN_TARGET.as_ref(),
@@ -193,6 +194,7 @@ struct Entry {
     names: fn(bool) -> Vec<&'static str>,
     lookup: fn(&str) -> Option<Provider>,
     near_miss: fn(&str) -> Option<String>,
+    flagger_prefixes: &'static [FlaggerPrefix],
     flagger_fields: &'static FlaggerFields,
     builtin_metrics: fn(&str) -> Option<BuiltinMetrics>,
     own_target: Option<&'static OwnTarget>,
@@ -237,28 +239,11 @@ pub fn builtin_metrics(provider: &str) -> Option<BuiltinMetrics> {
     ROUTERS.iter().find_map(|e| (e.builtin_metrics)(provider))
 }
 
-/// Provider strings Flagger 1.44's router factory (`pkg/router/factory.go`, `MeshRouter`)
-/// matches by prefix, first match wins: (prefix, the provider string it runs as, what sluice
-/// writes for it). `gatewayapi:v1beta1…` is the v1beta1 router, any other `gatewayapi:v1…`
-/// (`gatewayapi:v1alpha2` from Flagger's older docs) the v1 router, `appmesh:v1beta2…` App
-/// Mesh v1beta2. A bare `gatewayapi` matches none: Flagger routes it with Istio.
-const FLAGGER_PREFIXES: &[(&str, &str, &str)] = &[
-    (
-        "gatewayapi:v1beta1",
-        "gatewayapi:v1beta1",
-        "gateway.networking.k8s.io/v1beta1 HTTPRoutes",
-    ),
-    (
-        "gatewayapi:v1",
-        "gatewayapi:v1",
-        "gateway.networking.k8s.io/v1 HTTPRoutes",
-    ),
-    (
-        "appmesh:v1beta2",
-        "appmesh:v1beta2",
-        "appmesh.k8s.aws/v1beta2 VirtualNodes, VirtualRouters and VirtualServices",
-    ),
-];
+/// Every router's [`Router::FLAGGER_PREFIXES`], in registry order: Flagger's factory tries
+/// them in this order, first match wins.
+fn flagger_prefixes() -> impl Iterator<Item = &'static FlaggerPrefix> {
+    ROUTERS.iter().flat_map(|e| e.flagger_prefixes)
+}
 
 /// The provider string a Flagger `provider` runs as by Flagger's prefix rule, and what
 /// sluice writes for it; `None` when `text` is a provider's own name or matches no prefix.
@@ -266,10 +251,9 @@ fn by_prefix(text: &str) -> Option<(&'static str, &'static str)> {
     if ROUTERS.iter().any(|e| (e.lookup)(text).is_some()) {
         return None;
     }
-    FLAGGER_PREFIXES
-        .iter()
-        .find(|(prefix, _, _)| text.starts_with(prefix))
-        .map(|(_, name, writes)| (*name, *writes))
+    flagger_prefixes()
+        .find(|p| text.starts_with(p.prefix))
+        .map(|p| (p.runs_as, p.writes))
 }
 
 /// What to tell the user when `text` selects its router by Flagger's prefix rule only
@@ -360,6 +344,7 @@ mod tests {
     use crate::route::gateway_api::GatewayVersion;
     use crate::route::istio::IstioVersion;
     use crate::route::smi::SmiVersion;
+    use crate::route::JudgePrimary;
 
     #[test]
     fn providers_map_like_flagger() {
@@ -454,7 +439,8 @@ mod tests {
     /// The prefix table names what each router writes, in the router's own words.
     #[test]
     fn prefix_rules_name_the_api_their_router_writes() {
-        for (prefix, name, writes) in FLAGGER_PREFIXES {
+        for p in flagger_prefixes() {
+            let (prefix, name, writes) = (p.prefix, p.runs_as, p.writes);
             assert!(name.starts_with(prefix), "{prefix}");
             let api = match parse_provider(name) {
                 Ok(Provider::GatewayApi(v)) => v.api_version(),
@@ -517,6 +503,38 @@ mod tests {
                     claimed, 1,
                     "provider {name}: built-in metrics of {claimed} routers"
                 );
+            }
+        }
+    }
+
+    /// Every built-in query set says how the judge selects the primary, and the rule
+    /// holds for its queries: `{{ target }}` to rename, or each replaced text in both.
+    #[test]
+    fn every_routers_judge_primary_rule_fits_its_queries() {
+        for e in ROUTERS {
+            for name in (e.names)(false) {
+                let Some(BuiltinMetrics::Queries(q)) = (e.builtin_metrics)(name) else {
+                    continue;
+                };
+                let both = [q.success_rate, q.duration];
+                match q.judge_primary {
+                    JudgePrimary::Workload => {
+                        for t in both {
+                            assert!(t.contains("{{ target }}"), "{name}: {t}");
+                        }
+                    }
+                    JudgePrimary::Replace(pairs) => {
+                        assert!(q.encode_names.is_none(), "{name}: encoded names");
+                        assert!(!pairs.is_empty(), "{name}: nothing to replace");
+                        for (from, to) in pairs {
+                            assert_ne!(from, to, "{name}");
+                            for t in both {
+                                assert!(t.contains(from), "{name}: {from:?} not in {t}");
+                            }
+                        }
+                    }
+                    JudgePrimary::Unselectable => {}
+                }
             }
         }
     }

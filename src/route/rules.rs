@@ -93,6 +93,24 @@ pub struct QuerySet {
     /// How the canary's names are spelled in the metric labels when not as they are
     /// (Skipper's route ids); applied to every name variable before rendering.
     pub encode_names: Option<fn(&str) -> String>,
+    /// How the statistical judge selects the primary instead of the canary with these
+    /// queries (`metrics::judge_builtin` renders both).
+    pub judge_primary: JudgePrimary,
+}
+
+/// How a router's built-in queries select the primary's series instead of the canary's, for
+/// the statistical judge ([`QuerySet::judge_primary`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgePrimary {
+    /// `{{ target }}` names the workload: the primary's query renders with `<target>-primary`.
+    Workload,
+    /// The query text names the canary's proxy objects (spelled with `-canary` or a `canary`
+    /// label): each `from` is replaced with `to` before rendering. Only for queries that
+    /// spell names as they are (no `encode_names`).
+    Replace(&'static [(&'static str, &'static str)]),
+    /// The queries cannot tell the primary apart (one route carries both backends, or the
+    /// primary is a revision the query model does not name): the judge refuses them.
+    Unselectable,
 }
 
 impl fmt::Display for QuerySet {

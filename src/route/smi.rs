@@ -23,8 +23,8 @@ use crate::core::model::Strategy;
 use crate::route::Canary;
 use crate::route::ObjectHead;
 use crate::route::{
-    render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, QuerySet,
-    RouteError, Router, Weights,
+    render_checked, AbInput, Backends, BuiltinMetrics, FlaggerFields, FlaggerInput, JudgePrimary,
+    QuerySet, RouteError, Router, Weights,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::reader::Reader;
@@ -265,6 +265,7 @@ sum(rate(osm_request_total{destination_namespace="{{ namespace }}", destination_
     duration: r#"
 histogram_quantile(0.99, sum(rate(osm_request_duration_ms_bucket{destination_namespace="{{ namespace }}", destination_kind="Deployment", destination_name="{{ target }}"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Workload,
 };
 /// Flagger's observer queries for linkerd.
 pub(crate) const LINKERD_METRICS: QuerySet = QuerySet {
@@ -277,6 +278,7 @@ sum(rate(response_total{namespace="{{ namespace }}", deployment=~"{{ target }}",
     duration: r#"
 histogram_quantile(0.99, sum(rate(response_latency_ms_bucket{namespace="{{ namespace }}", deployment=~"{{ target }}", direction="inbound"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Workload,
 };
 
 #[cfg(test)]

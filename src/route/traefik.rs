@@ -27,7 +27,7 @@ use crate::route::ANALYSIS_REFUSED;
 use crate::route::{expect_object, Canary};
 use crate::route::{
     refused_service_fields, render_checked, AbInput, Backends, BuiltinMetrics, FieldUse,
-    FlaggerFields, FlaggerInput, QuerySet, RouteError, Router, Weights,
+    FlaggerFields, FlaggerInput, JudgePrimary, QuerySet, RouteError, Router, Weights,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::Node;
@@ -240,4 +240,5 @@ sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace 
 histogram_quantile(0.99, sum(rate(traefik_service_request_duration_seconds_bucket{service=~"{{ namespace }}-{{ target }}-canary-[0-9a-zA-Z-]+@kubernetescrd"}[{{ interval }}])) by (le))
 * 1000"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Replace(&[("}}-canary-", "}}-primary-")]),
 };

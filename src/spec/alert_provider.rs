@@ -6,14 +6,15 @@
 //! AlertProviders are found by kind and name in the tick's [`Snapshot`]; a provider without
 //! `metadata.namespace` is in `default`, as MetricTemplates are.
 //!
-//! What Flagger's CRD and notifier accept is accepted: the types slack, msteams, discord,
-//! rocket and gchat, `channel` (default `general`), `username` (default `flagger`), `proxy`,
+//! What Flagger's CRD and notifier accept is accepted: the types the alert registry lists
+//! (`crate::alert_kinds`), `channel` (default `general`), `username` (default `flagger`), `proxy`,
 //! and exactly one of `address` and `secretRef`. The Secret's `address` (and, for Slack,
 //! `token`) keys are read only when an alert is sent, from what the operator mapped in
 //! (`crate::secrets`): never from git. This module does no IO.
 
+use crate::alert_kinds;
 use crate::spec::model::{
-    Alert, AlertKind, AlertProvider, AlertTarget, Alerts, Name, Severity, WebhookKind, WebhookSpec,
+    Alert, AlertProvider, AlertTarget, Alerts, Name, Severity, WebhookKind, WebhookSpec,
 };
 use crate::yaml::error::SpecError;
 use crate::yaml::node::Node;
@@ -211,10 +212,10 @@ fn read(r: &mut Reader, root: &Node) -> Option<AlertProvider> {
     r.map(spec, "spec", SPEC_KEYS)?;
     let kind = r.required(spec, "spec", "type").and_then(|n| {
         let text = r.string(n, "spec.type")?;
-        if let Some((_, kind)) = AlertKind::ALL.iter().find(|(k, _)| *k == text) {
-            return Some(*kind);
+        if let Some(kind) = alert_kinds::parse(&text) {
+            return Some(kind);
         }
-        let names: Vec<&str> = AlertKind::ALL.iter().map(|(k, _)| *k).collect();
+        let names: Vec<&str> = alert_kinds::types().collect();
         let message = if text == "generic" {
             format!(
                 "Flagger has no \"generic\" alert provider (its CRD and notifier know {}); for a JSON webhook use an analysis webhook of type event, or a webhook notification in .sluice/config.yaml",

@@ -407,75 +407,7 @@ fn expect_const(r: &mut Reader, root: &Node, key: &str, expected: &str) {
     }
 }
 
-/// The forge kinds sluice can open approval pull requests on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ForgeKind {
-    /// github.com or GitHub Enterprise Server (REST v3).
-    GitHub,
-    /// gitlab.com or self-managed GitLab (API v4 merge requests).
-    GitLab,
-    /// Gitea or Forgejo (API v1).
-    Gitea,
-}
-
-impl ForgeKind {
-    pub const ALL: [ForgeKind; 3] = [ForgeKind::GitHub, ForgeKind::GitLab, ForgeKind::Gitea];
-
-    /// The spelling in `forge.kind`.
-    pub fn key(self) -> &'static str {
-        match self {
-            ForgeKind::GitHub => "github",
-            ForgeKind::GitLab => "gitlab",
-            ForgeKind::Gitea => "gitea",
-        }
-    }
-
-    /// The product name, for messages.
-    pub fn title(self) -> &'static str {
-        match self {
-            ForgeKind::GitHub => "GitHub",
-            ForgeKind::GitLab => "GitLab",
-            ForgeKind::Gitea => "Gitea",
-        }
-    }
-
-    /// What the forge calls a pull request.
-    pub fn pr_noun(self) -> &'static str {
-        match self {
-            ForgeKind::GitHub | ForgeKind::Gitea => "pull request",
-            ForgeKind::GitLab => "merge request",
-        }
-    }
-
-    /// The API base used when `forge.apiUrl` is absent; Gitea has no public default.
-    pub fn default_api_url(self) -> Option<&'static str> {
-        match self {
-            ForgeKind::GitHub => Some("https://api.github.com"),
-            ForgeKind::GitLab => Some("https://gitlab.com/api/v4"),
-            ForgeKind::Gitea => None,
-        }
-    }
-
-    /// Parses `forge.kind`; the error lists every kind.
-    pub fn parse(text: &str) -> Result<ForgeKind, String> {
-        ForgeKind::ALL
-            .into_iter()
-            .find(|k| k.key() == text)
-            .ok_or_else(|| {
-                let keys: Vec<&str> = ForgeKind::ALL.iter().map(|k| k.key()).collect();
-                format!(
-                    "unknown forge kind {text:?}; expected one of: {} (use gitea for Forgejo)",
-                    keys.join(", ")
-                )
-            })
-    }
-}
-
-impl std::fmt::Display for ForgeKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.title())
-    }
-}
+pub use crate::forge::{ForgeKind, ForgeSettings};
 
 /// What a pull request closed without merging does to the canary waiting on it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -485,21 +417,6 @@ pub enum OnClose {
     Rollback,
     /// Keep waiting; a new PR is not opened until the canary moves on.
     Hold,
-}
-
-/// The validated `forge` block: which forge, its API base and the repository PRs go to.
-///
-/// The access token is not here: it comes from `SLUICE_FORGE_TOKEN` (or
-/// `SLUICE_FORGE_TOKEN_FILE`) so it never sits in the config repo.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForgeSettings {
-    pub kind: ForgeKind,
-    /// API base URL, http(s), without userinfo, query or fragment
-    /// (`https://api.github.com`, `https://ghe.example.com/api/v3`,
-    /// `https://gitlab.com/api/v4`, `https://gitea.example.com/api/v1`).
-    pub api_url: String,
-    /// `owner/name` (GitHub, Gitea) or a GitLab project path (`group/sub/project`) or numeric id.
-    pub repository: String,
 }
 
 const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository", "onClose", "approvers"];
@@ -565,8 +482,9 @@ fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
                     n.line,
                     "forge.apiUrl",
                     format!(
-                        "required for kind {}: the API base, such as https://gitea.example.com/api/v1",
-                        k.key()
+                        "required for kind {}: the API base, such as {}",
+                        k.key(),
+                        k.about().api_url_sample
                     ),
                 );
                 None
@@ -577,7 +495,7 @@ fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
     let repository = r.required(n, "forge", "repository").and_then(|v| {
         let text = r.string(v, "forge.repository")?;
         let checked = match kind {
-            Some(k) => check_repository(k, &text),
+            Some(k) => k.check_repository(&text),
             None => Ok(()),
         };
         match checked {
@@ -645,41 +563,6 @@ fn check_api_url(text: &str) -> Result<(), String> {
         return Err(format!("expected a host in the URL, found {text:?}"));
     }
     Ok(())
-}
-
-/// `owner/name` for GitHub and Gitea; a project path or numeric id for GitLab.
-fn check_repository(kind: ForgeKind, text: &str) -> Result<(), String> {
-    if text.is_empty() {
-        return Err("must not be empty".into());
-    }
-    let segment_ok = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    };
-    let parts: Vec<&str> = text.split('/').collect();
-    match kind {
-        ForgeKind::GitHub | ForgeKind::Gitea => {
-            if parts.len() == 2 && parts.iter().all(|p| segment_ok(p)) {
-                Ok(())
-            } else {
-                Err(format!("expected owner/name, found {text:?}"))
-            }
-        }
-        ForgeKind::GitLab => {
-            let numeric = text.chars().all(|c| c.is_ascii_digit());
-            if numeric || (parts.len() >= 2 && parts.iter().all(|p| segment_ok(p))) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "expected a project path such as group/project (or group/sub/project) or a \
-                     numeric project id, found {text:?}"
-                ))
-            }
-        }
-    }
 }
 
 fn read_notifications(r: &mut Reader, node: &Node) -> Vec<Target> {

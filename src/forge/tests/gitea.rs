@@ -196,6 +196,42 @@ impl Respond for GiteaFake {
 
 // ---- tests -----------------------------------------------------------------------------------
 
+/// This fake, for the scenarios every forge passes.
+pub const FAKE: FakeForge = FakeForge {
+    kind: ForgeKind::Gitea,
+    prefix: "/api/v1",
+    repository: "acme/config",
+    first: 3,
+    responder: |fake| Box::new(GiteaFake::new(fake)),
+    wire: &WIRE,
+};
+
+/// What Gitea's API looks like on the wire.
+pub const WIRE: Wire = Wire {
+    first: (3, "https://gitea.example.com/acme/config/pulls/3"),
+    ensure_open_twice: &[
+        // First call: the base/head endpoint finds nothing, the open list confirms, create.
+        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
+        "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
+        "POST /api/v1/repos/acme/config/pulls",
+        // Second call: the base/head endpoint answers with the open pull request.
+        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
+    ],
+    create_keys: &["base", "body", "head", "title"],
+    auth: ("authorization", "token "),
+    get_and_latest: [
+        "GET /api/v1/repos/acme/config/pulls/3",
+        "GET /api/v1/repos/acme/config/pulls?state=all&limit=50&page=1",
+    ],
+    close: (
+        "PATCH",
+        "/api/v1/repos/acme/config/pulls/3",
+        r#"{"state": "closed"}"#,
+    ),
+    comment_path: "/api/v1/repos/acme/config/issues/3/comments",
+    duplicate: (409, "pull request already exists"),
+};
+
 async fn harness() -> Harness {
     default_harness(ForgeKind::Gitea).await
 }

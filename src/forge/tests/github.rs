@@ -221,6 +221,36 @@ impl Respond for GitHubFake {
 
 // ---- tests -----------------------------------------------------------------------------------
 
+/// This fake, for the scenarios every forge passes.
+pub const FAKE: FakeForge = FakeForge {
+    kind: ForgeKind::GitHub,
+    prefix: "",
+    repository: "acme/config",
+    first: 41,
+    responder: |fake| Box::new(GitHubFake::new(fake)),
+    wire: &WIRE,
+};
+
+/// What GitHub's API looks like on the wire.
+pub const WIRE: Wire = Wire {
+    first: (41, "https://github.com/acme/config/pull/41"),
+    ensure_open_twice: &[
+        "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
+        "POST /repos/acme/config/pulls",
+        "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
+    ],
+    create_keys: &["base", "body", "head", "title"],
+    auth: ("authorization", "Bearer "),
+    // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decides.
+    get_and_latest: [
+        "GET /repos/acme/config/pulls/41",
+        "GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&sort=created&direction=desc&per_page=100&page=1",
+    ],
+    close: ("PATCH", "/repos/acme/config/pulls/41", r#"{"state": "closed"}"#),
+    comment_path: "/repos/acme/config/issues/41/comments",
+    duplicate: (422, "A pull request already exists for acme:sluice/prod/podinfo/3"),
+};
+
 async fn harness() -> Harness {
     default_harness(ForgeKind::GitHub).await
 }
@@ -228,7 +258,7 @@ async fn harness() -> Harness {
 #[tokio::test]
 async fn github_fake_requests_carry_accept_api_version_and_user_agent() {
     let h = harness().await;
-    let requests = ensure_open_twice_on_the_wire(&h, &GITHUB).await;
+    let requests = ensure_open_twice_on_the_wire(&h, &WIRE).await;
     let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
     assert_eq!((&body["head"], &body["base"]), (&json!(HEAD), &json!(BASE)));
     for r in &requests {

@@ -256,13 +256,47 @@ impl Respond for GitLabFake {
 
 // ---- tests -----------------------------------------------------------------------------------
 
+/// This fake, for the scenarios every forge passes.
+pub const FAKE: FakeForge = FakeForge {
+    kind: ForgeKind::GitLab,
+    prefix: "/api/v4",
+    repository: PROJECT_PATH,
+    first: 7,
+    responder: |fake| Box::new(GitLabFake::new(fake)),
+    wire: &WIRE,
+};
+
+/// What GitLab's API looks like on the wire.
+pub const WIRE: Wire = Wire {
+    // The iid, not the global id.
+    first: (7, "https://gitlab.com/platform/team/config/-/merge_requests/7"),
+    ensure_open_twice: &[
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
+        "POST /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests",
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
+    ],
+    create_keys: &["description", "source_branch", "target_branch", "title"],
+    auth: ("private-token", ""),
+    get_and_latest: [
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
+        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&order_by=created_at&sort=desc&per_page=100&page=1",
+    ],
+    close: (
+        "PUT",
+        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
+        r#"{"state_event": "close"}"#,
+    ),
+    comment_path: "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7/notes",
+    duplicate: (409, "Another open merge request already exists"),
+};
+
 async fn harness() -> Harness {
     default_harness(ForgeKind::GitLab).await
 }
 
 #[tokio::test]
 async fn gitlab_fake_create_sends_description_and_no_authorization_header() {
-    let requests = ensure_open_twice_on_the_wire(&harness().await, &GITLAB).await;
+    let requests = ensure_open_twice_on_the_wire(&harness().await, &WIRE).await;
     let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
     assert_eq!(body["description"], "body one");
     for r in &requests {

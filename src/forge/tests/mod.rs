@@ -467,16 +467,8 @@ impl Harness {
         token: Option<&str>,
     ) -> Harness {
         let server = MockServer::start().await;
-        let fake = match kind {
-            ForgeKind::GitHub => Fake::new(prefix, 41),
-            ForgeKind::GitLab => Fake::new(prefix, 7),
-            ForgeKind::Gitea => Fake::new(prefix, 3),
-        };
-        let responder: Box<dyn Respond> = match kind {
-            ForgeKind::GitHub => Box::new(github::GitHubFake::new(fake.clone())),
-            ForgeKind::GitLab => Box::new(gitlab::GitLabFake::new(fake.clone())),
-            ForgeKind::Gitea => Box::new(gitea::GiteaFake::new(fake.clone())),
-        };
+        let fake = Fake::new(prefix, fake_of(kind).first);
+        let responder = (fake_of(kind).responder)(fake.clone());
         Mock::given(any())
             .respond_with(BoxedResponder(responder))
             .mount(&server)
@@ -523,16 +515,10 @@ impl Respond for BoxedResponder {
 
 // ---- scenarios every provider passes -------------------------------------------------------
 
-/// The default fake for a kind: GitHub at the root (api.github.com), GitLab and Gitea below
-/// their usual prefixes.
+/// The default fake for a kind, below its prefix (GitHub at the root, as api.github.com).
 pub async fn default_harness(kind: ForgeKind) -> Harness {
-    match kind {
-        ForgeKind::GitHub => Harness::start(kind, "", "acme/config", Some(TOKEN)).await,
-        ForgeKind::GitLab => {
-            Harness::start(kind, "/api/v4", "platform/team/config", Some(TOKEN)).await
-        }
-        ForgeKind::Gitea => Harness::start(kind, "/api/v1", "acme/config", Some(TOKEN)).await,
-    }
+    let fake = fake_of(kind);
+    Harness::start(kind, fake.prefix, fake.repository, Some(TOKEN)).await
 }
 
 fn created_requests(lines: &[String]) -> usize {
@@ -790,10 +776,7 @@ pub async fn failures_are_classified(h: &Harness) {
         &ForgeSettings {
             kind: h.forge.kind(),
             api_url: format!("{}{}", h.server.uri(), h.fake.prefix),
-            repository: match h.forge.kind() {
-                ForgeKind::GitLab => "platform/team/config".into(),
-                _ => "acme/config".into(),
-            },
+            repository: fake_of(h.forge.kind()).repository.into(),
         },
         &client(Some(TOKEN)),
     )
@@ -865,85 +848,112 @@ pub async fn find_open_walks_pages(h: &Harness) {
     );
 }
 
-// ---- the scenarios over the three fakes, each against its documented API -------------------
+// ---- the scenarios over every fake, each against its documented API -----------------------
 
-pub const GITHUB: Wire = Wire {
-    first: (41, "https://github.com/acme/config/pull/41"),
-    ensure_open_twice: &[
-        "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
-        "POST /repos/acme/config/pulls",
-        "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
-    ],
-    create_keys: &["base", "body", "head", "title"],
-    auth: ("authorization", "Bearer "),
-    // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decides.
-    get_and_latest: [
-        "GET /repos/acme/config/pulls/41",
-        "GET /repos/acme/config/pulls?state=all&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&sort=created&direction=desc&per_page=100&page=1",
-    ],
-    close: ("PATCH", "/repos/acme/config/pulls/41", r#"{"state": "closed"}"#),
-    comment_path: "/repos/acme/config/issues/41/comments",
-    duplicate: (422, "A pull request already exists for acme:sluice/prod/podinfo/3"),
-};
+/// One forge's fake: where it serves, what it answers with, and what its API looks like on
+/// the wire. Each fake's file says its own; [`FAKES`] lists them.
+pub struct FakeForge {
+    pub kind: ForgeKind,
+    /// The API's path below the server (`/api/v4`), for the default harness.
+    pub prefix: &'static str,
+    /// The repository the default harness configures.
+    pub repository: &'static str,
+    /// The number of the first pull request the fake opens.
+    pub first: u64,
+    /// The fake's responder over the shared store.
+    pub responder: fn(Fake) -> Box<dyn Respond>,
+    pub wire: &'static Wire,
+}
 
-pub const GITLAB: Wire = Wire {
-    // The iid, not the global id.
-    first: (7, "https://gitlab.com/platform/team/config/-/merge_requests/7"),
-    ensure_open_twice: &[
-        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
-        "POST /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests",
-        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
-    ],
-    create_keys: &["description", "source_branch", "target_branch", "title"],
-    auth: ("private-token", ""),
-    get_and_latest: [
-        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
-        "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&order_by=created_at&sort=desc&per_page=100&page=1",
-    ],
-    close: (
-        "PUT",
-        "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
-        r#"{"state_event": "close"}"#,
-    ),
-    comment_path: "/api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7/notes",
-    duplicate: (409, "Another open merge request already exists"),
-};
+/// Every forge's fake, one line each (a registry test checks every registered forge has one).
+pub const FAKES: &[&FakeForge] = &[&github::FAKE, &gitlab::FAKE, &gitea::FAKE];
 
-pub const GITEA: Wire = Wire {
-    first: (3, "https://gitea.example.com/acme/config/pulls/3"),
-    ensure_open_twice: &[
-        // First call: the base/head endpoint finds nothing, the open list confirms, create.
-        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
-        "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
-        "POST /api/v1/repos/acme/config/pulls",
-        // Second call: the base/head endpoint answers with the open pull request.
-        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
-    ],
-    create_keys: &["base", "body", "head", "title"],
-    auth: ("authorization", "token "),
-    get_and_latest: [
-        "GET /api/v1/repos/acme/config/pulls/3",
-        "GET /api/v1/repos/acme/config/pulls?state=all&limit=50&page=1",
-    ],
-    close: (
-        "PATCH",
-        "/api/v1/repos/acme/config/pulls/3",
-        r#"{"state": "closed"}"#,
-    ),
-    comment_path: "/api/v1/repos/acme/config/issues/3/comments",
-    duplicate: (409, "pull request already exists"),
-};
+/// The fake of `kind`.
+fn fake_of(kind: ForgeKind) -> &'static FakeForge {
+    FAKES
+        .iter()
+        .find(|f| f.kind == kind)
+        .unwrap_or_else(|| panic!("{kind}: no fake in FAKES (src/forge/tests/mod.rs)"))
+}
 
-/// Each fake with what its API looks like on the wire.
-const FAKES: [(ForgeKind, &Wire); 3] = [
-    (ForgeKind::GitHub, &GITHUB),
-    (ForgeKind::GitLab, &GITLAB),
-    (ForgeKind::Gitea, &GITEA),
-];
+/// Every registered forge has exactly one HTTP-level fake, which the scenarios above run
+/// against: a forge added to the registry fails here until its fake is written.
+#[test]
+fn every_registered_forge_has_one_api_fake() {
+    for kind in ForgeKind::ALL {
+        let count = FAKES.iter().filter(|f| f.kind == *kind).count();
+        assert_eq!(
+            count, 1,
+            "forge {kind}: expected one fake in FAKES (src/forge/tests/mod.rs), found {count}"
+        );
+    }
+    assert_eq!(
+        FAKES.len(),
+        ForgeKind::ALL.len(),
+        "FAKES names a forge twice"
+    );
+}
+
+/// What every registered forge says about itself holds together: a unique lowercase key that
+/// parses back, its default API (when it has one) takes its fake's repository, its headers
+/// build with a token, and its web pages sit below the web address.
+#[test]
+fn every_registered_forge_says_what_it_is() {
+    let mut keys = Vec::new();
+    for kind in ForgeKind::ALL.iter().copied() {
+        let about = kind.about();
+        assert!(
+            !about.key.is_empty() && about.key.chars().all(|c| c.is_ascii_lowercase()),
+            "{kind}: key {:?}",
+            about.key
+        );
+        assert!(
+            !keys.contains(&about.key),
+            "{kind}: key {} twice",
+            about.key
+        );
+        keys.push(about.key);
+        assert_eq!(ForgeKind::parse(about.key), Ok(kind));
+        for text in [
+            about.title,
+            about.pr_noun,
+            about.pr_sign,
+            about.token_scopes,
+        ] {
+            assert!(!text.is_empty(), "{kind}");
+        }
+        assert!(
+            about.api_path.starts_with("/api/"),
+            "{kind}: {}",
+            about.api_path
+        );
+        let fake = fake_of(kind);
+        assert_eq!(kind.check_repository(fake.repository), Ok(()), "{kind}");
+        assert!(kind.check_repository("").is_err(), "{kind}");
+        let api_url = about.default_api_url.unwrap_or(about.api_url_sample);
+        let settings = ForgeSettings {
+            kind,
+            api_url: api_url.into(),
+            repository: fake.repository.into(),
+        };
+        let forge = Forge::from_settings(&settings, &client(Some(TOKEN))).unwrap();
+        assert_eq!(forge.kind(), kind);
+        let web = "https://forge.example";
+        for page in [
+            kind.commit_page(web, fake.repository, "abc123"),
+            kind.pulls_page(web, fake.repository, HEAD),
+        ] {
+            assert!(
+                page.starts_with(&format!("{web}/{}/", fake.repository)),
+                "{kind}: {page}"
+            );
+        }
+    }
+}
 
 #[tokio::test]
 async fn every_fake_ensure_open_twice_opens_one_pull_request() {
-    for (kind, wire) in FAKES {
+    for (kind, wire) in FAKES.iter().map(|f| (f.kind, f.wire)) {
         eprintln!("{kind}");
         ensure_open_twice_on_the_wire(&default_harness(kind).await, wire).await;
     }
@@ -953,7 +963,7 @@ async fn every_fake_ensure_open_twice_opens_one_pull_request() {
 /// `merged`, GitLab's a `merged` state.
 #[tokio::test]
 async fn every_fake_get_reports_merged() {
-    for (kind, wire) in FAKES {
+    for (kind, wire) in FAKES.iter().map(|f| (f.kind, f.wire)) {
         eprintln!("{kind}");
         merged_on_the_wire(&default_harness(kind).await, wire).await;
     }
@@ -961,7 +971,7 @@ async fn every_fake_get_reports_merged() {
 
 #[tokio::test]
 async fn every_fake_closed_without_merge_is_closed() {
-    for (kind, _) in FAKES {
+    for kind in FAKES.iter().map(|f| f.kind) {
         eprintln!("{kind}");
         closed_is_closed_and_reopening_opens_a_new_one(&default_harness(kind).await).await;
     }
@@ -993,7 +1003,7 @@ pub async fn latest_for_branch_checks_the_base(h: &Harness) {
 
 #[tokio::test]
 async fn every_fake_latest_for_branch_checks_the_base() {
-    for (kind, _) in FAKES {
+    for kind in FAKES.iter().map(|f| f.kind) {
         eprintln!("{kind}");
         latest_for_branch_checks_the_base(&default_harness(kind).await).await;
     }
@@ -1001,7 +1011,7 @@ async fn every_fake_latest_for_branch_checks_the_base() {
 
 #[tokio::test]
 async fn every_fake_comment_and_close() {
-    for (kind, wire) in FAKES {
+    for (kind, wire) in FAKES.iter().map(|f| (f.kind, f.wire)) {
         eprintln!("{kind}");
         comment_and_close_on_the_wire(&default_harness(kind).await, wire).await;
     }
@@ -1009,7 +1019,7 @@ async fn every_fake_comment_and_close() {
 
 #[tokio::test]
 async fn every_fake_find_open_walks_pages() {
-    for (kind, _) in FAKES {
+    for kind in FAKES.iter().map(|f| f.kind) {
         eprintln!("{kind}");
         find_open_walks_pages(&default_harness(kind).await).await;
     }
@@ -1017,7 +1027,7 @@ async fn every_fake_find_open_walks_pages() {
 
 #[tokio::test]
 async fn every_fake_duplicate_create_race_reuses_the_open_pull_request() {
-    for (kind, wire) in FAKES {
+    for (kind, wire) in FAKES.iter().map(|f| (f.kind, f.wire)) {
         eprintln!("{kind}");
         ensure_open_survives_a_create_race(&default_harness(kind).await, wire).await;
     }

@@ -32,7 +32,7 @@ use crate::route::{
     AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, OwnTarget, ReadyCondition,
     ReadyObject, Revisions, RouteError, Router,
 };
-use crate::route::{NativeInput, RenderInput};
+use crate::route::{FlaggerPrefix, NativeInput, RenderInput};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, name_at, Reader};
 
@@ -51,6 +51,21 @@ impl Router for GatewayApi {
     const ALIASES: &'static [(&'static str, GatewayVersion)] = &[];
     const NATIVE_KIND: &'static str = "HTTPRoute";
     const NATIVE_FIELDS: &'static [&'static str] = &["parentRefs", "hostnames"];
+    /// Flagger's factory: `gatewayapi:v1beta1…` is the v1beta1 router, any other
+    /// `gatewayapi:v1…` (`gatewayapi:v1alpha2` from Flagger's older docs) the v1 router. A bare
+    /// `gatewayapi` matches neither: Flagger routes it with Istio.
+    const FLAGGER_PREFIXES: &'static [FlaggerPrefix] = &[
+        FlaggerPrefix {
+            prefix: "gatewayapi:v1beta1",
+            runs_as: "gatewayapi:v1beta1",
+            writes: "gateway.networking.k8s.io/v1beta1 HTTPRoutes",
+        },
+        FlaggerPrefix {
+            prefix: "gatewayapi:v1",
+            runs_as: "gatewayapi:v1",
+            writes: "gateway.networking.k8s.io/v1 HTTPRoutes",
+        },
+    ];
 
     /// Flagger accepts a bare `gatewayapi`; sluice asks which version, since v1beta1 routes
     /// carry fewer fields.

@@ -23,7 +23,7 @@ use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
 use crate::route::istio::api::{HttpMatchRequest, StringMatch};
-use crate::route::{Backends, QuerySet, RenderInput, Weights};
+use crate::route::{Backends, JudgePrimary, QuerySet, RenderInput, Weights};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 
@@ -232,4 +232,5 @@ sum(rate(nginx_ingress_controller_response_duration_seconds_sum{namespace="{{ na
 sum(rate(nginx_ingress_controller_response_duration_seconds_count{namespace="{{ namespace }}", ingress="{{ ingress }}", canary!=""}[{{ interval }}]))
 * 1000"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Replace(&[("canary!=\"\"", "canary=\"\"")]),
 };

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
-use crate::route::{Backends, QuerySet, RenderInput, Weights};
+use crate::route::{Backends, JudgePrimary, QuerySet, RenderInput, Weights};
 
 use super::{backend_service, paths_mut, rendered_backends, set_backend_service, Config};
 
@@ -138,6 +138,7 @@ sum(rate(skipper_serve_route_duration_seconds_sum{route=~"kube(ew)?_{{ namespace
 sum(rate(skipper_serve_route_duration_seconds_count{route=~"kube(ew)?_{{ namespace }}__{{ ingress }}_canary__.*__{{ service }}_canary(_[0-9]+)?"}[{{ interval }}]))
 * 1000"#,
     encode_names: Some(route_id_name),
+    judge_primary: JudgePrimary::Unselectable,
 };
 
 /// Flagger's `encodeModelForSkipper`: a name as Skipper writes it into route ids, every

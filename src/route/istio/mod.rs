@@ -40,7 +40,8 @@ use crate::route::istio::api::{
 };
 use crate::route::ANALYSIS_RENDERED;
 use crate::route::{
-    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, QuerySet, RouteError, Router,
+    AbInput, BuiltinMetrics, FieldUse, FlaggerFields, FlaggerInput, JudgePrimary, QuerySet,
+    RouteError, Router,
 };
 use crate::route::{NativeInput, RenderInput};
 use crate::yaml::node::{Node, Value};
@@ -496,4 +497,5 @@ sum(rate(istio_requests_total{reporter="destination", destination_workload_names
     duration: r#"
 histogram_quantile(0.99, sum(rate(istio_request_duration_milliseconds_bucket{reporter="destination", destination_workload_namespace="{{ namespace }}", destination_workload=~"{{ target }}"}[{{ interval }}])) by (le))"#,
     encode_names: None,
+    judge_primary: JudgePrimary::Workload,
 };
