@@ -14,11 +14,11 @@ use git2::{FileMode, Oid, Repository};
 use crate::gitops::objects::{git, GitError};
 use crate::gitops::walked;
 use crate::gitops::{tree_diff, Folders};
+use crate::manifest::load::Existing;
+use crate::manifest::load_incremental::KeptLoad;
+use crate::manifest::model::CanaryId;
+use crate::manifest::settings::Settings;
 use crate::render::status_file;
-use crate::spec::load::Existing;
-use crate::spec::load_incremental::KeptLoad;
-use crate::spec::model::CanaryId;
-use crate::spec::settings::Settings;
 use crate::yaml::snapshot::{walks_before, Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
 use crate::yaml::snapshot_cache::Parses;
 
@@ -144,7 +144,7 @@ impl TreeFiles {
         Ok(())
     }
 
-    /// Loads the canaries of this tree with `settings` (as `spec::load::load_in` would, with
+    /// Loads the canaries of this tree with `settings` (as `manifest::load::load_in` would, with
     /// the status files of this tree deciding who owns a contested name or folder), reading
     /// and checking again only what the moves since the last load changed.
     pub fn load(&mut self, settings: &Settings) -> &KeptLoad {
@@ -401,8 +401,8 @@ mod tests {
         files.move_to(&repo, Some(after)).unwrap();
         let kept = files.load(&settings);
         assert_eq!(kept.reads(), 41, "one changed spec, one file read again");
-        let whole = crate::spec::load::load(files.snapshot(), &settings);
-        let ids = |c: &crate::spec::model::Canary| (c.id.to_string(), c.file.clone());
+        let whole = crate::manifest::load::load(files.snapshot(), &settings);
+        let ids = |c: &crate::manifest::model::Canary| (c.id.to_string(), c.file.clone());
         let kept: Vec<_> = files.loaded().canaries().map(ids).collect();
         assert_eq!(kept, whole.canaries.iter().map(ids).collect::<Vec<_>>());
         let c7 = files.loaded().canary("ns/c7").unwrap();

@@ -18,11 +18,11 @@ use std::path::Path;
 use crate::core::model::{short_revision, CanaryId, Name};
 use crate::core::status::Status;
 use crate::gitops::{CommitMessage, FileChange};
+use crate::manifest::load::generated_for;
+use crate::manifest::model::Canary;
 use crate::render::message::{CANARY, PHASE, REASON, REVISION, WEIGHTS};
 use crate::render::status_file::{self, SpecRecord};
 use crate::render::GENERATED_MARK;
-use crate::spec::load::generated_for;
-use crate::spec::model::Canary;
 use crate::workload::revert::{restore, Restored};
 use crate::workload::WorkloadError;
 use crate::yaml::node::Value;
@@ -64,7 +64,7 @@ fn spec_present(snapshot: &Snapshot, id: &CanaryId) -> bool {
     // the wave: a wave taken out of the list, or waves taken off the canary, leave the
     // instance's status file and folder behind as a deleted canary's.
     named(id.name.as_str())
-        || crate::spec::waves::canary_names(&id.name).any(|canary| {
+        || crate::manifest::waves::canary_names(&id.name).any(|canary| {
             let wave = &id.name.as_str()[canary.len() + 1..];
             snapshot
                 .find("Canary", canary)
@@ -86,7 +86,7 @@ fn lists_wave(snapshot: &Snapshot, canary: &Object<'_>, namespace: &str, wave: &
             .node
             .get("metadata")
             .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.get(crate::spec::waves::ANNOTATION));
+            .and_then(|a| a.get(crate::manifest::waves::ANNOTATION));
         let Some(annotation) = annotation else {
             return false;
         };

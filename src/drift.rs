@@ -67,9 +67,9 @@ use git2::Oid;
 use crate::core::observe::DriftFact;
 use crate::core::status::Status;
 use crate::gitops::{trailer_group, CommitFacts, ConfigRepo, FileChange};
+use crate::manifest::model::Canary;
+use crate::manifest::settings::DriftPolicy;
 use crate::render::{message, status_file, RenderError};
-use crate::spec::model::Canary;
-use crate::spec::settings::DriftPolicy;
 
 mod made_file;
 mod verify;
@@ -267,7 +267,7 @@ pub fn check(
     let head = history.head;
     if !repo.signs() && verifier.requires_signed_after(head)? {
         return Err(DriftError::NoSigningKey {
-            settings: crate::spec::settings::SETTINGS_PATH.to_string(),
+            settings: crate::manifest::settings::SETTINGS_PATH.to_string(),
             commit: head.to_string().get(..7).unwrap_or_default().to_string(),
         });
     }

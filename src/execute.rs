@@ -20,13 +20,13 @@ use crate::core::decide::Decision;
 use crate::drift::Made;
 use crate::forge::Forge;
 use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
+use crate::manifest::model::Canary;
+use crate::manifest::settings::{CommitMode, Settings};
 use crate::observer::Observer;
 use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
 use crate::plan::{Commit, CommitKind, Plan};
 use crate::render::{message, status_file};
 use crate::runtime::Runtime;
-use crate::spec::model::Canary;
-use crate::spec::settings::{CommitMode, Settings};
 use crate::yaml::snapshot::Snapshot;
 
 /// A plan carried out on the local branch, not pushed yet.

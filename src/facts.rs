@@ -28,14 +28,14 @@ use crate::deleted::{self, Deleted};
 use crate::forge::Forge;
 use crate::gitops::{ConfigRepo, FileChange, Identity, TreeFile};
 use crate::head_files::HeadFiles;
+use crate::manifest::load::Loaded;
+use crate::manifest::model::{Canary, CanaryId};
+use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::observer::{External, Observer, Request};
 use crate::outcome::{CanaryError, CanaryOutcome};
 use crate::render::{message, status_file};
 use crate::runtime::Runtime;
-use crate::spec::load::Loaded;
-use crate::spec::model::{Canary, CanaryId};
-use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
@@ -71,7 +71,7 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
     // The one read of the repo this attempt makes: specs, templates and sources come from it.
     let snapshot = snapshot(repo, runtime);
     let has_status = |id: &CanaryId| head.exists(&status_file::path_for(id));
-    let existing = crate::spec::load::Existing {
+    let existing = crate::manifest::load::Existing {
         files: &snapshot,
         has_status: &has_status,
     };
@@ -89,10 +89,10 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
         &mut loaded,
         crate::waves::servers::allows_http(runtime.env(crate::waves::servers::ALLOW_HTTP_VAR)),
     );
-    crate::spec::output_folder::reject_unowned_paths(&mut loaded, &snapshot, &head);
+    crate::manifest::output_folder::reject_unowned_paths(&mut loaded, &snapshot, &head);
     // A canary whose templateRef cannot be used never starts: refused here, as `validate` does.
     let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
-    crate::spec::template_refs::reject_unusable_templates(
+    crate::manifest::template_refs::reject_unusable_templates(
         &mut loaded,
         &snapshot,
         template_errors,
@@ -175,7 +175,7 @@ fn settings(repo: &ConfigRepo, runtime: &Runtime) -> (Settings, Vec<SpecError>) 
             return (Settings::default(), Vec::new());
         }
         let path = repo.root().join(SETTINGS_PATH);
-        crate::spec::load::settings_from(runtime.read_file(&path, &|p| head.read_path(p)))
+        crate::manifest::load::settings_from(runtime.read_file(&path, &|p| head.read_path(p)))
     })
 }
 
@@ -212,7 +212,7 @@ pub struct Statuses<'a> {
 
 impl Statuses<'_> {
     /// Each canary read, in order, as the release rule takes it.
-    pub fn items(&self) -> Vec<crate::core::waves::Item<'_, crate::spec::model::Route>> {
+    pub fn items(&self) -> Vec<crate::core::waves::Item<'_, crate::manifest::model::Route>> {
         self.prepared
             .iter()
             .map(|p| (p.canary, p.status.as_ref(), p.revision.as_str()))

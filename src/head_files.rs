@@ -15,10 +15,10 @@ use git2::Oid;
 
 use crate::core::status::Status;
 use crate::gitops::{Bounded, ConfigRepo, PathEntry};
+use crate::manifest::model::CanaryId;
+use crate::manifest::output_folder::{Folders, Kind};
+use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::render::status_file::{self, SpecRecord};
-use crate::spec::model::CanaryId;
-use crate::spec::output_folder::{Folders, Kind};
-use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{ReadError, Snapshot, MAX_FILE_BYTES};
 use crate::yaml::snapshot_cache::{Listed, Parses};
@@ -128,11 +128,11 @@ impl<'r> HeadFiles<'r> {
     }
 
     /// The repo settings (`.sluice/config.yaml`; absent: defaults), as
-    /// [`settings_in`](crate::spec::load::settings_in) reads them from a folder.
+    /// [`settings_in`](crate::manifest::load::settings_in) reads them from a folder.
     pub fn settings(&self) -> (Settings, Vec<SpecError>) {
         match HeadFiles::read(self, SETTINGS_PATH) {
             None => (Settings::default(), Vec::new()),
-            Some(read) => crate::spec::load::settings_from(read),
+            Some(read) => crate::manifest::load::settings_from(read),
         }
     }
 

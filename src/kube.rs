@@ -1,5 +1,5 @@
 //! Builds the Kubernetes client, and nothing else: the gates that read the cluster
-//! ([`crate::gates::sync`], [`crate::gates::readiness`], [`crate::gates::lease`]) take the client
+//! ([`crate::gates::sync`], [`crate::gates::readiness`], [`crate::leadership`]) take the client
 //! as a value.
 //!
 //! kube's TLS stack is rustls with ring, and rustls panics on first use without a process-wide

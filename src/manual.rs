@@ -15,10 +15,10 @@ use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
 use crate::head_files::HeadFiles;
+use crate::manifest::settings::ForgeSettings;
 use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
-use crate::spec::settings::ForgeSettings;
 use crate::workload;
 
 /// A manual operation on one canary, by a named operator.
@@ -106,13 +106,14 @@ fn apply(
         });
     }
     let snapshot = head.snapshot()?;
-    let has_status = |id: &crate::spec::model::CanaryId| head.exists(&status_file::path_for(id));
-    let existing = crate::spec::load::Existing {
+    let has_status =
+        |id: &crate::manifest::model::CanaryId| head.exists(&status_file::path_for(id));
+    let existing = crate::manifest::load::Existing {
         files: &snapshot,
         has_status: &has_status,
     };
-    let loaded = crate::spec::load::load_in(&snapshot, &settings, Some(&existing));
-    let status_of = |id: &crate::spec::model::CanaryId| {
+    let loaded = crate::manifest::load::load_in(&snapshot, &settings, Some(&existing));
+    let status_of = |id: &crate::manifest::model::CanaryId| {
         head.status(id).ok().flatten().map(|(status, _)| status)
     };
     let canary =

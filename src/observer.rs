@@ -28,13 +28,13 @@ use crate::core::status::{Phase, Status};
 use crate::gates::readiness::{read_readiness, Readiness};
 use crate::gates::sync::{read_sync, SyncObservation};
 use crate::gates::webhook::{call_all, WebhookPayload};
+use crate::manifest::model::{Canary, WebhookKind};
+use crate::manifest::settings::Settings;
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::metrics::{
     finished, metric_names, start_metrics, target_name, InFlight, DEFAULT_METRIC_INTERVAL,
 };
 use crate::runtime::Runtime;
-use crate::spec::model::{Canary, WebhookKind};
-use crate::spec::settings::Settings;
 
 /// One canary to observe.
 pub struct Request<'a> {

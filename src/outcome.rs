@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use tracing::warn;
 
 use crate::core::status::{Phase, Status};
-use crate::spec::model::Canary;
+use crate::manifest::model::Canary;
 use crate::yaml::error::SpecError;
 
 /// What happened to one canary in a tick.

@@ -21,11 +21,11 @@ use crate::core::waves::WaveRevert;
 use crate::deleted::{self, Deleted};
 use crate::facts::{Known, Read, Undecided};
 use crate::gitops::{CommitMessage, FileChange, Identity};
+use crate::manifest::model::Canary;
+use crate::manifest::settings::{CommitMode, SETTINGS_PATH};
 use crate::outcome::{CanaryError, CanaryOutcome, TickReport};
 use crate::render::replay::{By, Record};
 use crate::render::{self, message};
-use crate::spec::model::Canary;
-use crate::spec::settings::{CommitMode, SETTINGS_PATH};
 use crate::workload;
 
 /// What one tick attempt does, in order.

@@ -21,9 +21,9 @@ use crate::core::operate::{operate, NotApplicable};
 use crate::core::status::Status;
 use crate::core::verdict::{redrawn, verdict};
 use crate::gitops::{CommitMessage, FileChange};
+use crate::manifest::model::Canary;
 use crate::render::replay::{self, By, Record, RecordError};
 use crate::render::{self, message, RenderError};
-use crate::spec::model::Canary;
 use crate::workload;
 
 /// The commit's base, as sluice reads it.

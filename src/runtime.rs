@@ -29,12 +29,12 @@ use tracing::warn;
 use crate::core::status::Status;
 use crate::forge::{ForgeClient, ForgeToken};
 use crate::http_client::HttpClients;
+use crate::manifest::load::{Existing, Loaded};
+use crate::manifest::load_incremental::KeptLoad;
+use crate::manifest::settings::Settings;
 use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR, USERNAME_VAR};
 use crate::render::status_file::SpecRecord;
 use crate::secrets::Secrets;
-use crate::spec::load::{Existing, Loaded};
-use crate::spec::load_incremental::KeptLoad;
-use crate::spec::settings::Settings;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{Contents, ReadError, Snapshot};
 use crate::yaml::snapshot_cache::{KeptSnapshot, Listed, Moved, Parses};
@@ -58,7 +58,7 @@ pub struct Runtime {
     settings: Mutex<Option<CachedSettings>>,
     reader: Box<FileReader>,
     /// Spec warnings already logged, so each is logged once per version of its file.
-    warnings: crate::spec::warning_log::WarningLog,
+    warnings: crate::manifest::warning_log::WarningLog,
     /// The last tick's snapshot, and the commit it mirrors.
     snapshots: Mutex<KeptSnapshot>,
     statuses: Mutex<ParsedStatuses>,
@@ -238,7 +238,7 @@ impl Runtime {
     }
 
     /// The canaries of `existing.files` (the snapshot of `head`) as
-    /// [`load_in`](crate::spec::load::load_in) loads them, reading and checking again only
+    /// [`load_in`](crate::manifest::load::load_in) loads them, reading and checking again only
     /// what changed since the head of the last load: `changed_since(last)` gives the paths
     /// that differ between that head and `head` (`None`: unknown, and every file is read).
     pub fn load(
@@ -358,8 +358,8 @@ impl Runtime {
             .clone()
     }
 
-    /// The spec warnings this process has logged (see [`crate::spec::warning_log`]).
-    pub fn spec_warnings(&self) -> &crate::spec::warning_log::WarningLog {
+    /// The spec warnings this process has logged (see [`crate::manifest::warning_log`]).
+    pub fn spec_warnings(&self) -> &crate::manifest::warning_log::WarningLog {
         &self.warnings
     }
 

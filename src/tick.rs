@@ -262,7 +262,7 @@ fn decide(
 
 /// The core's verdict on whether `canary`'s last commit is live, each reason it is not
 /// logged.
-fn live(canary: &crate::spec::model::Canary, liveness: &Liveness) -> bool {
+fn live(canary: &crate::manifest::model::Canary, liveness: &Liveness) -> bool {
     let not = crate::core::live::live(liveness);
     for why in &not {
         match why {

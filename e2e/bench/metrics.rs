@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use sluice::core::observe::MetricValue;
 use sluice::http_client::HttpClients;
+use sluice::manifest::load::load_text;
+use sluice::manifest::settings::Settings;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
-use sluice::spec::load::load_text;
-use sluice::spec::settings::Settings;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -96,7 +96,7 @@ async fn serve(mut stream: TcpStream, latency: Duration) {
     }
 }
 
-fn canary(i: usize) -> sluice::spec::model::Canary {
+fn canary(i: usize) -> sluice::manifest::model::Canary {
     let text = format!(
         "apiVersion: flagger.app/v1beta1
 kind: Canary
@@ -125,7 +125,7 @@ spec:
 /// sluice: every canary's metrics through one `PrometheusAccess` (what a tick does).
 async fn sluice_queries(
     url: &str,
-    canaries: &[sluice::spec::model::Canary],
+    canaries: &[sluice::manifest::model::Canary],
     concurrency: usize,
 ) -> Duration {
     let access = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None);

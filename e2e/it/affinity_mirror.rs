@@ -443,11 +443,11 @@ fn route_state_survives_the_status_file() {
 
 /// A status as a first decision writes it.
 fn remote_status_example() -> Status {
-    let c = sluice::spec::load::load_text(
+    let c = sluice::manifest::load::load_text(
         CANARY_FILE,
         &GATEWAY_API
             .canary("    stepWeight: 20\n    sessionAffinity: {cookieName: podinfo-canary}"),
-        &sluice::spec::settings::Settings::default(),
+        &sluice::manifest::settings::Settings::default(),
     )
     .canaries
     .remove(0);

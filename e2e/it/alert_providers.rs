@@ -1,11 +1,11 @@
-//! AlertProviders and `analysis.alerts` read from a repo (`spec::alert_provider`): defaults,
+//! AlertProviders and `analysis.alerts` read from a repo (`manifest::alert_provider`): defaults,
 //! resolution in the canary's namespace, and every bad field named with its file and line.
 
 use crate::support::canary::podinfo;
-use sluice::spec::alert_provider::{check_all, traffic_routing};
-use sluice::spec::load::load;
-use sluice::spec::model::{AlertTarget, Canary, Name, Severity};
-use sluice::spec::settings::Settings;
+use sluice::manifest::alert_provider::{check_all, traffic_routing};
+use sluice::manifest::load::load;
+use sluice::manifest::model::{AlertTarget, Canary, Name, Severity};
+use sluice::manifest::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 fn canary(alerts: &str) -> String {

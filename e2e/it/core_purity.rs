@@ -1,7 +1,7 @@
-//! The core crate (`src/core/`) must stay pure: no git, HTTP, Kubernetes, async runtime or YAML
+//! The core crate (`src/crates/core/`) must stay pure: no git, HTTP, Kubernetes, async runtime or YAML
 //! crate may be reachable from it. Code in the core that names such a crate already fails to
 //! compile (the crate is not a dependency); this test fails when someone adds one to
-//! `src/core/Cargo.toml`, directly or through another dependency.
+//! `src/crates/core/Cargo.toml`, directly or through another dependency.
 
 use std::process::Command;
 
@@ -74,16 +74,16 @@ fn core_reaches_no_adapter_crate() {
         .collect();
     assert!(
         reached.is_empty(),
-        "src/core/Cargo.toml reaches adapter crates {reached:?}; the core must stay pure (move the IO to an adapter module of the sluice crate)"
+        "src/crates/core/Cargo.toml reaches adapter crates {reached:?}; the core must stay pure (move the IO to an adapter module of the sluice crate)"
     );
 }
 
 #[test]
 fn core_manifest_lists_only_pure_dependencies() {
     let manifest = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core/Cargo.toml"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/crates/core/Cargo.toml"),
     )
-    .expect("src/core/Cargo.toml is readable");
+    .expect("src/crates/core/Cargo.toml is readable");
     let deps = manifest
         .split("[dependencies]")
         .nth(1)

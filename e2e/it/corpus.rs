@@ -1,5 +1,5 @@
 //! Real Flagger canaries from public repositories (`e2e/corpus/flagger/`), run the way a user
-//! migrating from Flagger would: validate (`spec::load`), plan (`core::simulate`), and one real
+//! migrating from Flagger would: validate (`manifest::load`), plan (`core::simulate`), and one real
 //! tick against a bare repo that renders the initial decision's files, every rendered
 //! document checked against the strict schemas.
 //!
@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use serde_json::Value as Json;
 use sluice::gitops::{ConfigRepo, Credentials};
+use sluice::manifest::template_refs::reject_unusable_templates;
 use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::spec::template_refs::reject_unusable_templates;
 use sluice::tick::{tick, Context};
 use sluice::yaml::error::SpecError;
 use sluice::yaml::snapshot::Snapshot;
@@ -269,9 +269,9 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
 
     // What `sluice validate` does: settings, then every canary of the snapshot.
     let (settings, mut errors) =
-        sluice::spec::load::settings_in(&work, sluice::yaml::snapshot::read_bounded);
+        sluice::manifest::load::settings_in(&work, sluice::yaml::snapshot::read_bounded);
     let snapshot = Snapshot::read(&work);
-    let mut loaded = sluice::spec::load::load(&snapshot, &settings);
+    let mut loaded = sluice::manifest::load::load(&snapshot, &settings);
     let (templates, template_errors) = TemplateIndex::from_snapshot(&snapshot);
     reject_unusable_templates(&mut loaded, &snapshot, template_errors, |ns, name| {
         templates.get(ns, name).map(drop)
@@ -342,7 +342,7 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
     });
     if !has_target {
         for c in &loaded.canaries {
-            if let sluice::spec::model::Target::TargetRef { name, .. } = &c.target {
+            if let sluice::manifest::model::Target::TargetRef { name, .. } = &c.target {
                 repo_files.push((
                     format!("stand-in/{}-{name}.yaml", c.id.namespace),
                     stand_in(c.id.namespace.as_str(), name.as_str()),

@@ -7,8 +7,8 @@ use serde_json::Value as Json;
 use sluice::core::decide::decide;
 use sluice::core::observe::Observations;
 use sluice::core::status::Phase;
-use sluice::spec::load::load_text;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::load_text;
+use sluice::manifest::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 

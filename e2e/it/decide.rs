@@ -8,10 +8,10 @@ use sluice::core::decide::*;
 use sluice::core::observe::{MetricObservation, MetricValue, Observations, WebhookObservation};
 use sluice::core::operate::{operate, Operation};
 use sluice::core::status::{Gate, Phase, Status};
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::{Canary, WebhookKind};
+use sluice::manifest::settings::Settings;
 use sluice::render::status_file::{from_yaml, to_yaml};
-use sluice::spec::load::load_text;
-use sluice::spec::model::{Canary, WebhookKind};
-use sluice::spec::settings::Settings;
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_second(1_700_000_000 + secs).unwrap()

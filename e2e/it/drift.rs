@@ -394,13 +394,17 @@ fn per_canary_remote(dir: &Path, n: usize) -> PathBuf {
 
 /// A remote of `n` canaries (`commits: perCanary`) after one reconcile, a human's clone of it
 /// at `dir/head`, and the canaries as that clone's files load.
-fn reconciled_per_canary(dir: &Path, n: usize) -> (PathBuf, PathBuf, sluice::spec::load::Loaded) {
+fn reconciled_per_canary(
+    dir: &Path,
+    n: usize,
+) -> (PathBuf, PathBuf, sluice::manifest::load::Loaded) {
     let bare = per_canary_remote(dir, n);
     crate::support::reconcile(&bare, &dir.join("w"), &[]);
     let head = dir.join("head");
     git(dir, &["clone", "-q", &bare.display().to_string(), "head"]);
     let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
-    let loaded = sluice::spec::load::load(&snapshot, &sluice::spec::settings::Settings::default());
+    let loaded =
+        sluice::manifest::load::load(&snapshot, &sluice::manifest::settings::Settings::default());
     (bare, head, loaded)
 }
 

@@ -1,14 +1,14 @@
-//! The audit of Flagger's fields (`sluice::spec::flagger_fields`): it lists exactly the fields
+//! The audit of Flagger's fields (`sluice::manifest::flagger_fields`): it lists exactly the fields
 //! of Flagger's CRDs, each refused field is refused with file:line:field, and the table in
 //! `docs/flagger-fields.md` is the one the code renders.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
+use sluice::manifest::flagger_fields::{markdown, parent, use_of, Field, Kind, Support, FIELDS};
+use sluice::manifest::load::load_text;
+use sluice::manifest::settings::Settings;
 use sluice::route::{parse_provider, FieldUse};
-use sluice::spec::flagger_fields::{markdown, parent, use_of, Field, Kind, Support, FIELDS};
-use sluice::spec::load::load_text;
-use sluice::spec::settings::Settings;
 
 /// Flagger v1.44.0's CRDs, copied from the shared schema set (see `e2e/schemas/README.md`).
 const CRDS: &str = include_str!("../schemas/flagger.app_crds.v1.44.0.yaml");
@@ -300,7 +300,7 @@ fn docs_flagger_field_table_is_the_one_the_code_renders() {
     }
     assert!(
         section == expected,
-        "docs/flagger-fields.md's Flagger field table differs from src/spec/flagger_fields.rs; replace the text between the markers with:\n{expected}"
+        "docs/flagger-fields.md's Flagger field table differs from src/manifest/flagger_fields.rs; replace the text between the markers with:\n{expected}"
     );
     for f in FIELDS {
         assert!(section.contains(&format!("| `{}` |", f.path)), "{}", f.path);

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use serde_json::Value as Json;
-use sluice::spec::load::load_text;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::load_text;
+use sluice::manifest::settings::Settings;
 
 use crate::support::canary::{flagger_test, load_repo, podinfo};
 use crate::support::manifests::{nginx_canary, nginx_ingress};

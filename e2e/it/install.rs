@@ -561,7 +561,7 @@ fn flux_and_argocd_apply_the_same_sluice_output_folder() {
     assert_eq!(app["spec"]["source"]["path"], "clusters/prod/podinfo");
     assert_eq!(app["spec"]["source"]["repoURL"], git["spec"]["url"]);
     // The folder is where sluice writes prod/podinfo by default.
-    let settings = sluice::spec::settings::Settings::default();
+    let settings = sluice::manifest::settings::Settings::default();
     assert_eq!(
         settings.output_for("prod", "podinfo").unwrap().as_str(),
         "clusters/prod/podinfo"

@@ -5,8 +5,8 @@
 
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
-use sluice::spec::load::load_text;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::load_text;
+use sluice::manifest::settings::Settings;
 
 use crate::support::canary::errors_in;
 use crate::support::output_files;
@@ -82,7 +82,7 @@ fn kubernetes_provider_loads_blue_green() {
     assert_eq!(canary.provider.as_deref(), Some("kubernetes"));
     assert!(matches!(
         canary.route,
-        sluice::spec::model::Route::Kubernetes(_)
+        sluice::manifest::model::Route::Kubernetes(_)
     ));
 }
 

@@ -8,8 +8,8 @@
 //! fixture is written (and the test says so when the canary does not load).
 
 use sluice::core::status::Phase;
-use sluice::spec::load::load;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::load;
+use sluice::manifest::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::canary::podinfo;

@@ -11,8 +11,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use jiff::Timestamp;
 use serde_json::{json, Value as Json_};
-use sluice::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use sluice::kube::client_from_config;
+use sluice::leadership::{acquire_or_renew, Leadership, LeaseConfig};
 
 #[derive(Default)]
 struct Store {

@@ -12,12 +12,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     // libgit2's options are process-wide in libgit2 itself: these record the values set once,
     // so that a second call does not write the C globals while sockets read them.
     (
-        "src/libgit2_opts/lib.rs",
+        "src/crates/libgit2_opts/lib.rs",
         "APPLIED",
         "libgit2's socket timeouts are process-global in libgit2",
     ),
     (
-        "src/libgit2_opts/lib.rs",
+        "src/crates/libgit2_opts/lib.rs",
         "CACHE_LIMIT",
         "libgit2's object cache limit is process-global in libgit2",
     ),

@@ -2,10 +2,10 @@
 //! JSON schemas (e2e/schemas), pinned by insta snapshots, and swept over every weight.
 
 use serde_json::{json, Value as Json};
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
 use sluice::route::{render_route, Backends, RouteError, RouteState, Weights, ROUTE_FILE_NAME};
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
 
 use crate::support::canary::podinfo;
 use crate::support::Schemas;

@@ -7,9 +7,9 @@
 //! `validate` error naming it.
 
 use serde_json::{json, Value as Json};
-use sluice::spec::load::{load, load_text};
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::{load, load_text};
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::canary::errors;
@@ -87,11 +87,11 @@ const ALL_FIELDS_AB: &str = "    iterations: 5
             prefix: insider";
 
 /// Loads `canary` from a repo folder holding the tutorial's Deployment.
-fn load_repo(canary: &str) -> sluice::spec::load::Loaded {
+fn load_repo(canary: &str) -> sluice::manifest::load::Loaded {
     support_load_repo(&[("canary.yaml", canary), ("deployment.yaml", DEPLOYMENT)])
 }
 
-fn one(name: &str, loaded: sluice::spec::load::Loaded) -> Canary {
+fn one(name: &str, loaded: sluice::manifest::load::Loaded) -> Canary {
     assert!(loaded.errors.is_empty(), "{name}: {:?}", loaded.errors);
     assert_eq!(loaded.canaries.len(), 1, "{name}");
     loaded.canaries.into_iter().next().unwrap()

@@ -6,8 +6,8 @@
 //! field for a bad or unresolved `ingressRef` and for what Flagger's mapping would drop.
 
 use serde_json::Value as Json;
+use sluice::manifest::model::Canary;
 use sluice::route::{render_route, Backends, Weights};
-use sluice::spec::model::Canary;
 
 use crate::support::canary::{ab_analysis, flagger_test, load_repo, NO_STATE};
 use crate::support::manifests::{nginx_canary, nginx_ingress, user_ingress};

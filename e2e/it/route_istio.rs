@@ -4,10 +4,10 @@
 //! Istio tutorials in `docs/gitbook/tutorials/`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::{parse_settings, Settings};
 use sluice::route::{render_route, RouteState, Weights};
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::{parse_settings, Settings};
 
 use crate::support::canary::{ab_analysis, flagger_test, native_frontend};
 use crate::support::canary::{assert_errors, BACKENDS, NO_STATE};

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
+use sluice::manifest::model::Canary;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
-use sluice::spec::model::Canary;
 
 use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
 use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};

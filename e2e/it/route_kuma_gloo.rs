@@ -5,9 +5,9 @@
 //! over every weight, and every field these routers cannot render is a `validate` error.
 
 use serde_json::json;
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
 
 use crate::support::canary::load_repo as support_load_repo;
 use crate::support::canary::{flagger_test, insider_ab, native_frontend};
@@ -57,13 +57,13 @@ const LOAD_BALANCER: &str = "  loadBalancerConfig:
 ";
 
 /// Loads `canary` with `others` from a repo folder (references resolve there).
-fn load_repo(canary: &str, others: &[(&str, &str)]) -> sluice::spec::load::Loaded {
+fn load_repo(canary: &str, others: &[(&str, &str)]) -> sluice::manifest::load::Loaded {
     let mut files = vec![("canary.yaml", canary)];
     files.extend_from_slice(others);
     support_load_repo(&files)
 }
 
-fn one(loaded: sluice::spec::load::Loaded) -> Canary {
+fn one(loaded: sluice::manifest::load::Loaded) -> Canary {
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     assert_eq!(loaded.canaries.len(), 1);
     loaded.canaries.into_iter().next().unwrap()

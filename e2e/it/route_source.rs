@@ -522,7 +522,7 @@ fn route_source_errors_name_the_file_line_and_field() {
 }
 
 /// The route of `canary` at `weight` percent to the canary, which passes its strict schema.
-fn render_at(canary: &sluice::spec::model::Canary, weight: u8) -> Json {
+fn render_at(canary: &sluice::manifest::model::Canary, weight: u8) -> Json {
     let backends = sluice::route::Backends {
         primary: "podinfo-primary",
         canary: "podinfo-canary",

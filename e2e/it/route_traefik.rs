@@ -4,8 +4,8 @@
 //! `docs/gitbook/tutorials/traefik-progressive-delivery.md`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
+use sluice::manifest::model::Canary;
 use sluice::route::{render_route, Weights};
-use sluice::spec::model::Canary;
 
 use crate::support::canary::flagger_test;
 use crate::support::canary::{assert_errors, load, BACKENDS, NO_STATE};

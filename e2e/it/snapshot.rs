@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sluice::manifest::load::load;
+use sluice::manifest::model::MetricQuery;
+use sluice::manifest::settings::Settings;
 use sluice::metrics::metric_templates::TemplateIndex;
-use sluice::spec::load::load;
-use sluice::spec::model::MetricQuery;
-use sluice::spec::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::{read_bounded, Snapshot};
 

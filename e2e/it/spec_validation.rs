@@ -3,8 +3,8 @@
 use crate::support::canary::errors_in;
 use crate::support::canary::podinfo;
 use proptest::prelude::*;
-use sluice::spec::load::load_text;
-use sluice::spec::settings::{parse_settings, Settings};
+use sluice::manifest::load::load_text;
+use sluice::manifest::settings::{parse_settings, Settings};
 
 fn errors(text: &str) -> Vec<String> {
     errors_in("apps/podinfo/canary.yaml", text)
@@ -176,7 +176,7 @@ fn duplicate_canaries_in_one_namespace() {
     let one = native("stepWeight: 10");
     let text = format!("{one}---\n{one}");
     let mut loaded = load_text("c.yaml", &text, &Settings::default());
-    sluice::spec::load::reject_duplicates(&mut loaded);
+    sluice::manifest::load::reject_duplicates(&mut loaded);
     assert_eq!(loaded.canaries.len(), 1);
     assert!(
         loaded.errors[0]
@@ -387,7 +387,7 @@ fn bad_sync_blocks_name_file_line_and_field() {
 
 #[test]
 fn flagger_defaults_template_namespace_provider_name_and_webhook_timeout() {
-    use sluice::spec::model::MetricQuery;
+    use sluice::manifest::model::MetricQuery;
     let settings = parse_settings(".sluice/config.yaml", "provider: osm\n").unwrap();
     let text = flagger(
         "",
@@ -433,7 +433,7 @@ fn flagger_canary_defaults_equal_flaggers() {
     type Row = (
         &'static str,
         &'static str,
-        fn(&sluice::spec::model::Canary) -> u64,
+        fn(&sluice::manifest::model::Canary) -> u64,
         u64,
     );
     let rows: &[Row] = &[
@@ -559,7 +559,10 @@ fn flagger_canary_defaults_equal_flaggers() {
     }
     assert_eq!(DEFAULT_METRIC_INTERVAL, Duration::from_secs(60));
     // canary.go `PrimaryReadyThreshold = 100`, `CanaryReadyThreshold = 100`.
-    assert_eq!(sluice::spec::analysis::FLAGGER_READY_THRESHOLD_PERCENT, 100);
+    assert_eq!(
+        sluice::manifest::analysis::FLAGGER_READY_THRESHOLD_PERCENT,
+        100
+    );
     // SessionAffinity.GetMaxAge: `if s.MaxAge == 0 { return 86400 }`.
     assert_eq!(
         sluice::route::gateway_api::CookieAttributes::DEFAULT_MAX_AGE,
@@ -568,8 +571,8 @@ fn flagger_canary_defaults_equal_flaggers() {
 }
 
 /// The weight of the last step of a weight schedule.
-fn last_weight(c: &sluice::spec::model::Canary) -> u64 {
-    use sluice::spec::model::Strategy;
+fn last_weight(c: &sluice::manifest::model::Canary) -> u64 {
+    use sluice::manifest::model::Strategy;
     match &c.analysis.strategy {
         Strategy::Canary { steps } => steps.last().map_or(0, |s| u64::from(s.weight)),
         other => panic!("expected a weight schedule, found {other:?}"),
@@ -666,7 +669,7 @@ fn two_canaries_cannot_share_an_output_folder() {
     std::fs::write(dir.path().join("a.yaml"), a).unwrap();
     std::fs::write(dir.path().join("b.yaml"), b).unwrap();
     let snapshot = sluice::yaml::snapshot::Snapshot::read(dir.path());
-    let loaded = sluice::spec::load::load(&snapshot, &Settings::default());
+    let loaded = sluice::manifest::load::load(&snapshot, &Settings::default());
     assert_eq!(loaded.canaries.len(), 1);
     assert!(
         loaded.errors[0].to_string().starts_with("b.yaml:1: spec.output: output folder clusters/prod/podinfo is already written by canary prod/podinfo (a.yaml:1)"),

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{json, Value as Json};
 use sluice::gates::sync::{applied, read_sync, Applied, SyncError, SyncObservation};
 use sluice::kube::client_from_config;
-use sluice::spec::model::{Name, SyncTarget};
+use sluice::manifest::model::{Name, SyncTarget};
 
 use crate::support::kube::{kustomization_object, ready_true, FakeKubeApi};
 use crate::support::{git, git_ok, Schemas};

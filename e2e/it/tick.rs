@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use sluice::core::decide::Decision;
 use sluice::gitops::ConfigRepo;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::observer::{External, Observer, Request};
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
 use sluice::tick::tick;
 
 use crate::support::{

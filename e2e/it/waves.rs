@@ -15,9 +15,9 @@ use jiff::{Timestamp, ToSpan};
 use serde_json::Value as Json;
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::core::status::Status;
+use sluice::manifest::settings::Settings;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::observer::{External, Observer, Request};
-use sluice::spec::settings::Settings;
 use sluice::tick::tick;
 
 use crate::support::rollout::kustomize_builds;

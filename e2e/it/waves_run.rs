@@ -516,10 +516,10 @@ spec:
 
 #[test]
 fn a_wave_metrics_secret_ref_is_read_and_checked_with_file_and_line() {
-    let settings = sluice::spec::settings::Settings::default();
+    let settings = sluice::manifest::settings::Settings::default();
     let good =
         "      metricsServer: http://prometheus.eu:9090\n      metricsSecretRef: {name: prom-eu}\n";
-    let loaded = sluice::spec::load::load_text(FILE, &secret_ref_canary(good), &settings);
+    let loaded = sluice::manifest::load::load_text(FILE, &secret_ref_canary(good), &settings);
     assert_eq!(loaded.errors, vec![]);
     let secrets: Vec<Option<String>> = loaded
         .canaries
@@ -552,7 +552,7 @@ fn a_wave_metrics_secret_ref_is_read_and_checked_with_file_and_line() {
         ),
     ];
     for (extra, expected) in cases {
-        let loaded = sluice::spec::load::load_text(FILE, &secret_ref_canary(extra), &settings);
+        let loaded = sluice::manifest::load::load_text(FILE, &secret_ref_canary(extra), &settings);
         let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
         assert!(
             errors.iter().any(|e| e.starts_with(expected)),

@@ -3,9 +3,9 @@
 //! with file:line: field: message.
 
 use sluice::core::waves::{Cluster, OnFailure};
-use sluice::spec::load::{load, load_text};
-use sluice::spec::model::SyncTarget;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::{load, load_text};
+use sluice::manifest::model::SyncTarget;
+use sluice::manifest::settings::Settings;
 
 const FILE: &str = "apps/podinfo/canary.yaml";
 
@@ -227,7 +227,7 @@ spec:
       approval: true
 ";
 
-fn repo(files: &[(&str, &str)]) -> sluice::spec::load::Loaded {
+fn repo(files: &[(&str, &str)]) -> sluice::manifest::load::Loaded {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         let path = dir.path().join(name);
@@ -441,9 +441,9 @@ fn the_example_fleet_and_the_demo_fleet_load_as_three_waves() {
     );
 }
 
-fn repo_dir(dir: &std::path::Path) -> sluice::spec::load::Loaded {
+fn repo_dir(dir: &std::path::Path) -> sluice::manifest::load::Loaded {
     let snapshot = sluice::yaml::snapshot::Snapshot::read(dir);
     let settings =
-        sluice::spec::load::load_settings(Some(&dir.join(".sluice/config.yaml"))).unwrap();
+        sluice::manifest::load::load_settings(Some(&dir.join(".sluice/config.yaml"))).unwrap();
     load(&snapshot, &settings)
 }

@@ -4,9 +4,9 @@ use std::path::Path;
 
 use sluice::core::decide::decide;
 use sluice::core::observe::Observations;
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
 use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 

@@ -1,7 +1,7 @@
 //! Alert kinds, the types of Flagger's AlertProviders: each one module behind the
 //! [`AlertService`](service::AlertService) trait (`slack.rs`, `msteams.rs`, `discord.rs`,
 //! `rocket.rs`, `gchat.rs`), listed once in the registry [`ALERT_KINDS`]. The AlertProvider
-//! reader (`spec::alert_provider`) parses `spec.type` through it and the sender
+//! reader (`manifest::alert_provider`) parses `spec.type` through it and the sender
 //! (`notify::alerts`) dispatches on it, so nothing else names a kind. The core carries the
 //! parsed kind ([`AlertKind`]) without knowing any. This module uses neither.
 

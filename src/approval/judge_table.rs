@@ -13,9 +13,9 @@ use sluice_core::judged::{judgement, waits_on_judge};
 use crate::core::status::Status;
 use crate::gitops::{trailer_group, ConfigRepo};
 use crate::judge::report::{report, Report};
+use crate::manifest::model::Canary;
 use crate::render::message::CANARY;
 use crate::render::replay::{Record, REPLAY};
-use crate::spec::model::Canary;
 
 /// How many first-parent commits [`waited_on`] reads back for the judged decision.
 const LOOKBACK: usize = 500;

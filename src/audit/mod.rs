@@ -37,13 +37,13 @@ use crate::core::status::Status;
 use crate::deleted::{self, STATUS_DIR};
 use crate::gitops::message::{CommitHead, Message};
 use crate::gitops::{parse_trailers, trailer_group, CommitMessage, Folders};
+use crate::manifest::load::settings_from;
+use crate::manifest::load_incremental::KeptLoad;
+use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::render::message::{self, CANARY};
 use crate::render::replay::{By, Record, FORMAT, REPLAY};
 use crate::render::status_file::SpecRecord;
 use crate::render::{status_file, GENERATED_MARK};
-use crate::spec::load::settings_from;
-use crate::spec::load_incremental::KeptLoad;
-use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::snapshot::{ReadError, Snapshot};
 

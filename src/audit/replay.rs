@@ -21,12 +21,12 @@ use crate::core::observe::{DriftFact, DriftPolicy, Facts, MergedApproval, Observ
 use crate::core::verdict::{self, DeletedVerdict};
 use crate::deleted;
 use crate::gitops::FileChange;
+use crate::manifest::load_incremental::KeptLoad;
+use crate::manifest::model::Canary;
 use crate::remake::{remake, Base, Made, RemakeError};
 use crate::render::message;
 use crate::render::replay::{policy_name, By, Record, REPLAY};
 use crate::render::{self as renderer, status_file};
-use crate::spec::load_incremental::KeptLoad;
-use crate::spec::model::Canary;
 use crate::workload;
 
 use super::Parent;

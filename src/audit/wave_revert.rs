@@ -8,11 +8,11 @@
 //! Reads the objects audit hands it; nothing here writes.
 
 use crate::core::waves::Release;
+use crate::manifest::load_incremental::KeptLoad;
+use crate::manifest::model::Canary;
 use crate::render::message;
 use crate::render::replay::{By, Record, REPLAY};
 use crate::render::status_file;
-use crate::spec::load_incremental::KeptLoad;
-use crate::spec::model::Canary;
 use crate::workload;
 
 use super::replayed::{Context, Problem, Replayed};

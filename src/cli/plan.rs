@@ -56,7 +56,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 /// waves in order, each's schedule, and the release's minimum duration (what the table's
 /// release section prints).
 fn with_releases(
-    canaries: &[crate::spec::model::Canary],
+    canaries: &[crate::manifest::model::Canary],
     plans: &[Simulation],
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let releases = crate::core::waves::plan(canaries);

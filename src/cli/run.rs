@@ -23,8 +23,8 @@ use tracing::{debug, error, info};
 
 use crate::cli::repo::RepoArgs;
 use crate::clock::Clock;
-use crate::gates::lease::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::gitops::ConfigRepo;
+use crate::leadership::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::server::{

@@ -17,13 +17,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::workflow_command::{escape_data, escape_property};
+use crate::manifest::load::{find_settings, load_settings, Existing, Loaded};
+use crate::manifest::model::{CanaryId, Target};
+use crate::manifest::output_folder::reject_unowned_paths;
+use crate::manifest::settings::Settings;
+use crate::manifest::template_refs::reject_unusable_templates;
 use crate::metrics::metric_templates::TemplateIndex;
 use crate::render::status_file;
-use crate::spec::load::{find_settings, load_settings, Existing, Loaded};
-use crate::spec::model::{CanaryId, Target};
-use crate::spec::output_folder::reject_unowned_paths;
-use crate::spec::settings::Settings;
-use crate::spec::template_refs::reject_unusable_templates;
 use crate::workload::{autoscaler, Index};
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
@@ -94,7 +94,7 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         files,
         has_status: &has_status,
     });
-    let mut loaded = crate::spec::load::load_in(&snapshot, &settings, existing.as_ref());
+    let mut loaded = crate::manifest::load::load_in(&snapshot, &settings, existing.as_ref());
     // Waves' kube contexts, against the kubeconfig sluice is given, as in the loop.
     crate::waves::contexts::reject_unknown_contexts(
         &mut loaded,
@@ -111,7 +111,7 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         reject_unowned_paths(
             &mut loaded,
             &snapshot,
-            &crate::spec::output_folder::OnDisk(root),
+            &crate::manifest::output_folder::OnDisk(root),
         );
     }
     // References resolve against the whole repo's templates, as in the loop; the problems of
@@ -129,7 +129,7 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
     );
     errors.append(&mut loaded.errors);
     // AlertProviders no canary references yet are checked too, as templates are.
-    errors.extend(crate::spec::alert_provider::check_all(&snapshot));
+    errors.extend(crate::manifest::alert_provider::check_all(&snapshot));
     // Judge objects (the statistical judge's settings) are checked the same way.
     errors.extend(crate::judge::objects::check_all(&snapshot));
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);

@@ -13,8 +13,8 @@ use crate::audit::Report;
 use crate::core::model::Strategy;
 use crate::core::schedule::Pause;
 use crate::core::simulate::simulate;
+use crate::manifest::model::Canary;
 use crate::readers::history::Entry;
-use crate::spec::model::Canary;
 
 use super::links::Links;
 use super::model::Summary;

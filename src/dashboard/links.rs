@@ -2,7 +2,7 @@
 //! approval branch), derived from the repo's `forge` settings: the API URL without its API
 //! path is the web URL. Without a forge, there are no links and the pages show short hashes.
 
-use crate::spec::settings::{ForgeKind, ForgeSettings};
+use crate::manifest::settings::{ForgeKind, ForgeSettings};
 
 /// The forge's web address and repository, when one is configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

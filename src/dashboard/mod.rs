@@ -32,9 +32,9 @@ use anyhow::Context as _;
 
 use crate::clock::Clock;
 use crate::commit_files::{Outside, TreeFiles};
+use crate::manifest::settings::Settings;
 use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
-use crate::spec::settings::Settings;
 use crate::yaml::snapshot_cache::Parses;
 
 pub use detail::Detail;

@@ -11,9 +11,9 @@ use serde::Serialize;
 use crate::core::model::Strategy;
 use crate::core::schedule::Pause;
 use crate::core::status::{Gate, Phase, Status};
+use crate::manifest::model::Canary;
+use crate::manifest::settings::Settings;
 use crate::readers::status::{rows_in, Repo, Row};
-use crate::spec::model::Canary;
-use crate::spec::settings::Settings;
 
 use super::links::Links;
 

@@ -36,12 +36,12 @@ use tracing::{debug, warn};
 use crate::commit_files::{Outside as TreeOutside, TreeFiles};
 use crate::gitops::objects::{self as tree, GitError};
 use crate::gitops::Folders;
+use crate::manifest::load::settings_from;
+use crate::manifest::model::Canary;
+use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::remake;
 use crate::render::status_file;
 use crate::signatures::policy::{Outside, Policies};
-use crate::spec::load::settings_from;
-use crate::spec::model::Canary;
-use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload;
 use crate::yaml::snapshot_cache::Parses;
 

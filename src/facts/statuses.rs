@@ -14,10 +14,10 @@ use tracing::warn;
 
 use crate::core::status::Status;
 use crate::gitops::ConfigRepo;
+use crate::manifest::model::Canary;
 use crate::outcome::CanaryError;
 use crate::render::status_file::{self, SpecRecord};
 use crate::runtime::Runtime;
-use crate::spec::model::Canary;
 
 /// A status file's status and spec record.
 pub type Recorded = (Status, Option<SpecRecord>);

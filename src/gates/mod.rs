@@ -4,7 +4,6 @@
 //! Each gate reads the world and returns plain data (an observation), plus pure functions that
 //! judge that data; the decision itself stays in `core`.
 
-pub mod lease;
 pub mod readiness;
 pub mod sync;
 pub mod webhook;

@@ -8,8 +8,8 @@
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value as Json;
 
+use crate::manifest::model::{Canary, Target};
 use crate::route::{ReadyCondition, Revisions};
-use crate::spec::model::{Canary, Target};
 
 /// Whether the canary's workload and route are ready, and why not (the core's type: it
 /// weighs readiness into whether the last commit is live).

@@ -28,7 +28,7 @@ use crate::clock::Clock;
 use crate::core::observe::WebhookObservation;
 use crate::core::status::Phase;
 use crate::http_client::{self, HttpClients};
-use crate::spec::model::WebhookSpec;
+use crate::manifest::model::WebhookSpec;
 
 /// Largest answer body read (only its start is logged).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -276,7 +276,7 @@ async fn attempt_once(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::model::WebhookKind;
+    use crate::manifest::model::WebhookKind;
 
     fn hook(metadata: &[(&str, &str)]) -> WebhookSpec {
         WebhookSpec {

@@ -12,7 +12,7 @@
 //! namespace: no change in time or memory.
 //!
 //! The option is global C state, so it is set once per process (in the crate
-//! `src/libgit2_opts/`), before the first repository is opened: at the start of every command
+//! `src/crates/libgit2_opts/`), before the first repository is opened: at the start of every command
 //! ([`limit_object_cache`]) and on the first [`ConfigRepo::open_or_clone`](super::ConfigRepo::open_or_clone).
 
 /// The bound on libgit2's object cache, in raw object bytes.

@@ -7,7 +7,7 @@
 //! tick tries again.
 //!
 //! The options are global C state, so they are set exactly once per process (in the crate
-//! `src/libgit2_opts/`, which holds the unsafe call), before the first git operation: [`set_network_timeout`] from the command line, or the default on the first
+//! `src/crates/libgit2_opts/`, which holds the unsafe call), before the first git operation: [`set_network_timeout`] from the command line, or the default on the first
 //! [`ConfigRepo::open_or_clone`](super::ConfigRepo::open_or_clone).
 
 use std::time::Duration;

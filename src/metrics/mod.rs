@@ -19,7 +19,7 @@
 //! Queries run concurrently; each endpoint (Prometheus or vendor API) has one pooled client
 //! and at most `concurrency` queries in flight across every canary of the process
 //! (`prometheus.concurrency` in `.sluice/config.yaml`, default
-//! [`crate::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), and a tick opens about that
+//! [`crate::manifest::settings::DEFAULT_PROMETHEUS_CONCURRENCY`]), and a tick opens about that
 //! many connections to it (see [`crate::http_client`]).
 //! Every problem (no address, unknown provider, missing template, render error, missing
 //! Secret, failed query, timeout) becomes that metric's `MetricValue::Error`, and an answer

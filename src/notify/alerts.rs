@@ -22,8 +22,8 @@ use crate::alert_kinds::{self, Registered};
 use crate::core::decide::{Action, Decision, RollbackCause};
 use crate::core::status::{Gate, Phase};
 use crate::http_client::HttpClients;
+use crate::manifest::model::{Alert, AlertKind, AlertTarget, Canary, Severity, Strategy, Target};
 use crate::secrets::Secrets;
-use crate::spec::model::{Alert, AlertKind, AlertTarget, Canary, Severity, Strategy, Target};
 
 /// How long Flagger gives a notification (`pkg/notifier/client.go`).
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -326,8 +326,8 @@ async fn send_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::load::load;
-    use crate::spec::settings::Settings;
+    use crate::manifest::load::load;
+    use crate::manifest::settings::Settings;
     use crate::yaml::snapshot::Snapshot;
     use serde_json::json;
 

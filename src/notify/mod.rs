@@ -12,8 +12,8 @@ use serde_json::json;
 use tracing::warn;
 
 use crate::core::decide::{Action, Decision, DriftStep};
-use crate::spec::model::Canary;
-use crate::spec::settings::{Channel, Target};
+use crate::manifest::model::Canary;
+use crate::manifest::settings::{Channel, Target};
 
 /// The events worth a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use serde::Serialize;
 
 use crate::commit_files::Outside as TreeOutside;
 use crate::deleted::{self, Orphan};
+use crate::manifest::load::{load, settings_from, Loaded};
+use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::render::status_file;
-use crate::spec::load::{load, settings_from, Loaded};
-use crate::spec::settings::{Settings, SETTINGS_PATH};
 use crate::workload::Outside;
 use crate::yaml::snapshot::{read_bounded, read_inside, ReadError, Snapshot};
 
@@ -209,7 +209,7 @@ pub fn rows(root: &Path) -> anyhow::Result<Vec<Row>> {
 /// A canary's status through `files`; `None` when it has no status file.
 pub fn status(
     files: &dyn Files,
-    id: &crate::spec::model::CanaryId,
+    id: &crate::manifest::model::CanaryId,
 ) -> Result<Option<crate::core::status::Status>, String> {
     files
         .read(&status_file::path_for(id))
@@ -275,7 +275,7 @@ pub fn rows_in(repo: &Repo<'_>) -> Vec<Row> {
 
 /// The row of a canary whose status cannot be shown: `phase` and `message` say why.
 fn without_status(
-    c: &crate::spec::model::Canary,
+    c: &crate::manifest::model::Canary,
     phase: &str,
     message: String,
     warnings: usize,
@@ -304,7 +304,7 @@ fn without_status(
 fn releases(
     files: &dyn Files,
     snapshot: &Snapshot,
-    canaries: &[crate::spec::model::Canary],
+    canaries: &[crate::manifest::model::Canary],
     statuses: &[Option<crate::core::status::Status>],
 ) -> BTreeMap<(String, String), Release> {
     use crate::core::waves::{release_state, ReleaseState, WaveState};

@@ -6,7 +6,7 @@ use crate::core::number::fmt_num;
 use crate::core::status::{Gate, Status};
 use crate::core::trailer::check_trailer;
 use crate::gitops::CommitMessage;
-use crate::spec::model::{Canary, Strategy, Target};
+use crate::manifest::model::{Canary, Strategy, Target};
 
 /// Trailer keys, in the order they are written.
 pub const CANARY: &str = "Sluice-Canary";

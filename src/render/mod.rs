@@ -16,12 +16,12 @@ use std::path::Path;
 use crate::core::decide::{Action, Decision, DriftStep};
 use crate::core::status::{Phase, Status};
 use crate::gitops::FileChange;
+use crate::manifest::model::{Canary, Strategy, Target};
 use crate::route::{render_route, Backends, Revisions, RouteState, Weights, ROUTE_FILE_NAME};
-use crate::spec::model::{Canary, Strategy, Target};
 use crate::workload;
 
 /// Marks files sluice generated; any other file in an output folder is never overwritten.
-pub const GENERATED_MARK: &str = crate::spec::load::GENERATED_MARK;
+pub const GENERATED_MARK: &str = crate::manifest::load::GENERATED_MARK;
 
 /// Why a decision's files could not be rendered; the tick skips that canary only.
 #[derive(Debug, thiserror::Error)]

@@ -11,11 +11,11 @@ use std::path::Path;
 
 use crate::core::status::Status;
 use crate::gitops::{CommitMessage, FileChange};
+use crate::manifest::model::Canary;
 use crate::render::message::{CANARY, PHASE, REASON, WEIGHTS};
 use crate::render::{backends, route_at, route_weights, RenderError, GENERATED_MARK};
 use crate::route::route_source::source_file;
 use crate::route::ROUTE_FILE_NAME;
-use crate::spec::model::Canary;
 use crate::workload;
 
 /// The route file rendered again from the canary's route source at `status`, with its commit

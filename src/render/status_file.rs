@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::status::Status;
-use crate::spec::model::{Canary, CanaryId};
+use crate::manifest::model::{Canary, CanaryId};
 
 /// What sluice must still know of a canary once its spec is deleted: where its spec and output
 /// were, and whether to revert the output (Flagger's `revertOnDeletion`). Kept in the status

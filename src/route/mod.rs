@@ -8,7 +8,7 @@
 //!   of its kind) into its validated config type, and rendering that config into the YAML file
 //!   of its route object from its one template in `templates/`, compiled into the binary;
 //! - its rows of the Flagger field table ([`Router::FLAGGER_FIELDS`]: what it renders and
-//!   refuses; `spec::flagger_fields` renders the table and refuses the rest by asking the
+//!   refuses; `manifest::flagger_fields` renders the table and refuses the rest by asking the
 //!   registry);
 //! - its built-in metric queries for each of its provider strings, or an explicit none
 //!   ([`Router::builtin_metrics`], rendered by `metrics::builtin`), each saying how the
@@ -18,7 +18,7 @@
 //! - its readiness rule ([`Router::readiness`], read by `gates::readiness`) and where the
 //!   revisions run ([`Router::revisions`], used by `workload` and `render`: a Knative Service
 //!   runs both itself), and a target it rolls out itself ([`Router::OWN_TARGET`], checked by
-//!   `spec::canary`).
+//!   `manifest::canary`).
 //!
 //! Every value reaches a template through `tojson`, so no input can change the YAML
 //! structure, and every rendered file is parsed back and its weights re-checked before it is
@@ -28,7 +28,7 @@
 //! unit struct implementing [`Router`] (its items have no defaults where a router must say
 //! something: the compiler asks for each; `workload_router!()` says the common three), its template (or none), one line in the `routers!`
 //! list of `registry.rs`, its tests, and its line in `e2e/it/kustomize_every_router.rs`'s
-//! fixtures (a test fails without it). Nothing outside `route/` changes: `spec::canary` hands
+//! fixtures (a test fails without it). Nothing outside `route/` changes: `manifest::canary` hands
 //! the registry the raw nodes and stores the [`Route`] it returns, and the rest asks the
 //! [`Route`] or the registry.
 //!
@@ -78,7 +78,7 @@ pub use rules::{
     ReadyObject, Revisions, ANALYSIS_MATCH_ONLY, ANALYSIS_REFUSED, ANALYSIS_RENDERED,
 };
 
-/// A validated canary whose route is one of these routers (`spec::model` names it too).
+/// A validated canary whose route is one of these routers (`manifest::model` names it too).
 pub type Canary = crate::core::model::Canary<Route>;
 
 /// One route provider. Implemented by a unit struct in the provider's module; the registry

@@ -478,7 +478,7 @@ mod tests {
     }
 
     /// What every router must say besides its route: its Flagger field rows (a required const,
-    /// checked against the table in `spec::flagger_fields`), its readiness and revisions rules
+    /// checked against the table in `manifest::flagger_fields`), its readiness and revisions rules
     /// (required methods), and built-in metric queries or an explicit none for every provider
     /// string it serves, claimed by no other router.
     #[test]

@@ -1,5 +1,5 @@
 //! What every router says besides its route object, as data the rest of sluice asks the
-//! registry for: its rows of the Flagger field table (`spec::flagger_fields`), its built-in
+//! registry for: its rows of the Flagger field table (`manifest::flagger_fields`), its built-in
 //! metric queries (`metrics::builtin`), its readiness rule (`gates::readiness`) and where its
 //! revisions run (`workload`, `render`). The [`Router`](super::Router) items that return these
 //! have no default, so a router that does not say one of them does not compile; nothing here
@@ -18,7 +18,7 @@ pub struct FlaggerFields {
     pub table_order: u8,
     /// The `spec.service` fields (`spec.service.timeout`) and `spec` references it renders or
     /// refuses with its own message, in the table's order. Every other route field is refused
-    /// with this router by `spec::flagger_fields::refuse_unread`, as Flagger's router would
+    /// with this router by `manifest::flagger_fields::refuse_unread`, as Flagger's router would
     /// ignore it.
     pub spec_rows: &'static [(&'static str, FieldUse)],
     /// Its `spec.analysis` rows: one of [`ANALYSIS_RENDERED`], [`ANALYSIS_MATCH_ONLY`] and

@@ -20,7 +20,7 @@ use git2::{Oid, Repository};
 use super::signed::{self, AllowedSigners};
 use crate::gitops::objects::{self as tree, GitError};
 use crate::gitops::Folders;
-use crate::spec::settings::{parse_settings, SETTINGS_PATH};
+use crate::manifest::settings::{parse_settings, SETTINGS_PATH};
 
 /// A signing policy given outside the repo (`sluice audit` flags); the default gives none.
 #[derive(Debug, Clone, Default)]

@@ -3,7 +3,7 @@
 //! not there is refused with its file, line and field, as any bad spec is.
 
 use crate::core::waves::Cluster;
-use crate::spec::load::Loaded;
+use crate::manifest::load::Loaded;
 use crate::yaml::error::SpecError;
 
 /// The context names of the kubeconfig sluice is given, or why it cannot be read.
@@ -20,7 +20,7 @@ pub fn reject_unknown_contexts(
     loaded: &mut Loaded,
     contexts: impl FnOnce() -> Result<Vec<String>, String>,
 ) {
-    let names_context = |c: &crate::spec::model::Canary| {
+    let names_context = |c: &crate::manifest::model::Canary| {
         c.wave
             .as_ref()
             .is_some_and(|w| matches!(w.cluster, Some(Cluster::KubeContext(_))))

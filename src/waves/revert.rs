@@ -30,10 +30,10 @@ use crate::core::waves::{reverted, took, BeforeRelease, WaveRevert};
 use crate::gitops::objects::{self as tree, GitError};
 use crate::gitops::Folders;
 use crate::gitops::{CommitMessage, FileChange};
+use crate::manifest::model::Canary;
 use crate::render::message::{CANARY, PHASE, REVISION, WAVE, WEIGHTS};
 use crate::render::replay::{By, Record};
 use crate::render::status_file::{self, SpecRecord};
-use crate::spec::model::Canary;
 
 /// How many first-parent commits the walk back reads at most: a release older than that is
 /// not reverted (the wave's revert is reported instead).

@@ -4,7 +4,7 @@
 
 use crate::core::status::Status;
 use crate::core::waves::at_rest;
-use crate::spec::model::{Canary, CanaryId};
+use crate::manifest::model::{Canary, CanaryId};
 
 /// The canary of `canaries` that `wanted` (`NS/NAME`) and `wave` name. Without `wave`, a
 /// canary with waves means its wave in progress: the first, in release order, whose status is

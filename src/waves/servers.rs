@@ -5,7 +5,7 @@
 //! refused is refused with its file, line and field, as any bad spec is, and nothing is sent.
 
 use crate::core::waves::Cluster;
-use crate::spec::load::Loaded;
+use crate::manifest::load::Loaded;
 use crate::yaml::error::SpecError;
 
 /// The environment variable with which the operator lets waves name `http://` API servers:

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 
 use yaml_rust2::Yaml;
 
-use crate::spec::model::{AutoscalerKind, AutoscalerRef, Canary};
+use crate::manifest::model::{AutoscalerKind, AutoscalerRef, Canary};
 use crate::workload::source::{Index, Manifest};
 use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::yaml::error::{SpecError, SpecErrors};

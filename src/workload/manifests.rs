@@ -3,7 +3,7 @@
 
 use yaml_rust2::{Yaml, YamlEmitter};
 
-use crate::spec::model::{Canary, PortRef, ServiceMetadata};
+use crate::manifest::model::{Canary, PortRef, ServiceMetadata};
 use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
 use crate::workload::yaml_edit::{key, map_at, rename, set};

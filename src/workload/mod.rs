@@ -17,8 +17,8 @@ use std::path::Path;
 use yaml_rust2::Yaml;
 
 use crate::core::decide::{Action, Decision};
+use crate::manifest::model::{Canary, Target};
 use crate::route::Revisions;
-use crate::spec::model::{Canary, Target};
 use crate::workload::autoscaler::Autoscaler;
 use crate::workload::configs::{references, ConfigRef};
 use crate::workload::source::{find_source, Manifest};

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use yaml_rust2::Yaml;
 
-use crate::spec::model::{Canary, Target};
+use crate::manifest::model::{Canary, Target};
 use crate::workload::WorkloadError;
 use crate::yaml::snapshot::{
     check_inside, read_bounded, read_inside, Contents, Object, ReadError, Snapshot,

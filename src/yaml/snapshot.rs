@@ -1,7 +1,7 @@
 //! One read of the config repo per tick: a single walk, and one read and one YAML parse of each
 //! file, indexed by kind and name.
 //!
-//! Spec loading (`spec::load`), MetricTemplate lookup (`metrics::metric_templates`) and source
+//! Spec loading (`manifest::load`), MetricTemplate lookup (`metrics::metric_templates`) and source
 //! and config lookups (`workload::source`) all read a [`Snapshot`] instead of the disk, so a tick
 //! sees one consistent repo and pays for each file once. Every file is read through the one
 //! function handed to [`Snapshot::read_with`] ([`read_bounded`] by default), so a test can count
@@ -253,7 +253,7 @@ pub struct Snapshot {
 }
 
 /// One lookup a reader made in a snapshot: what a result read through it depends on, so a
-/// loader that keeps results across snapshots (`spec::load_incremental`) knows which to read
+/// loader that keeps results across snapshots (`manifest::load_incremental`) knows which to read
 /// again when a file changes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Lookup {

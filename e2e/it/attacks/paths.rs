@@ -3,7 +3,7 @@
 //! sent as a bearer token to a server the repo names, `/dev/zero` read until the pod is
 //! killed), an API server over plain `http://`, and a name of megabytes that becomes a
 //! commit of megabytes. Every field of this kind and its rule is listed in
-//! `sluice::spec::named_paths` (and checked there against the readers).
+//! `sluice::manifest::named_paths` (and checked there against the readers).
 
 use std::time::{Duration, Instant};
 

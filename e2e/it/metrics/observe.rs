@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http_client::HttpClients;
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
+use sluice::manifest::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
-use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
 use crate::support::metrics::{flagger_canary, Canned, Server};
 

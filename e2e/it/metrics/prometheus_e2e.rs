@@ -11,10 +11,10 @@ use std::time::Instant;
 use sluice::core::model::ThresholdRange;
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http_client::HttpClients;
+use sluice::manifest::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, Prometheus, PrometheusAccess, PrometheusConfig};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
-use sluice::spec::settings::DEFAULT_PROMETHEUS_CONCURRENCY;
 
 use crate::support::metrics::{flagger_canary, Canned, Server};
 use crate::support::prometheus::{osm_exposition, wait_for, wait_for_samples, PrometheusProcess};

@@ -10,7 +10,7 @@ use sluice::core::observe::WebhookObservation;
 use sluice::core::status::Phase;
 use sluice::gates::webhook::{call_all, WebhookPayload};
 use sluice::http_client::HttpClients;
-use sluice::spec::model::{WebhookKind, WebhookSpec};
+use sluice::manifest::model::{WebhookKind, WebhookSpec};
 
 use crate::support::metrics::{closed_port_url, Canned, Server};
 

@@ -3,10 +3,10 @@
 //! hand-written file), with each router's parts supplied by the test; and the readers the
 //! router tests share (load one canary, list its errors, render with no route state).
 
+use sluice::manifest::load::{load_text, Loaded};
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::Settings;
 use sluice::route::{Backends, RouteState};
-use sluice::spec::load::{load_text, Loaded};
-use sluice::spec::model::Canary;
-use sluice::spec::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 /// No session cookie, no mirroring: the route state of a canary without either.
@@ -49,7 +49,7 @@ pub(crate) fn load_repo(files: &[(&str, &str)]) -> Loaded {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    sluice::spec::load::load(&Snapshot::read(dir.path()), &Settings::default())
+    sluice::manifest::load::load(&Snapshot::read(dir.path()), &Settings::default())
 }
 
 /// The one canary [`load_repo`] loads, without errors.

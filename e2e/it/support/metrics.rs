@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use sluice::core::observe::{MetricObservation, MetricValue};
 use sluice::http_client::HttpClients;
+use sluice::manifest::load::load_text;
+use sluice::manifest::model::Canary;
+use sluice::manifest::settings::{Settings, DEFAULT_PROMETHEUS_CONCURRENCY};
 use sluice::metrics::cloudwatch::CloudwatchEnv;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, target_name};
 use sluice::secrets::Secrets;
-use sluice::spec::load::load_text;
-use sluice::spec::model::Canary;
-use sluice::spec::settings::{Settings, DEFAULT_PROMETHEUS_CONCURRENCY};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -369,9 +369,9 @@ pub(crate) fn every_commit_drawn_by_sluice(bare: &Path, shas: &[String]) {
     );
     let snapshot = sluice::yaml::snapshot::Snapshot::read(&head);
     let (settings, problems) =
-        sluice::spec::load::settings_in(&head, sluice::yaml::snapshot::read_bounded);
+        sluice::manifest::load::settings_in(&head, sluice::yaml::snapshot::read_bounded);
     assert!(problems.is_empty(), "{problems:?}");
-    let loaded = sluice::spec::load::load(&snapshot, &settings);
+    let loaded = sluice::manifest::load::load(&snapshot, &settings);
     let mut verifier = sluice::drift::Verifier::new(&head, &Default::default());
     for sha in shas {
         let trailers = git(&head, &["log", "-1", "--format=%(trailers:only)", sha]);

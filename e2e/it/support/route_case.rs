@@ -3,8 +3,8 @@
 //! renders them, so a failure names the case and the router.
 
 use serde_json::Value as Json;
+use sluice::manifest::model::Canary;
 use sluice::route::{render_route, Backends, Weights};
-use sluice::spec::model::Canary;
 
 use super::canary::{BACKENDS, NO_STATE};
 

@@ -11,7 +11,7 @@ use super::{
     is_full_sha, ArgoHealth, ArgoObservation, ArgoOperation, ArgoSyncStatus, Condition,
     ConditionStatus, FluxObservation, OperationPhase, SyncObservation,
 };
-use crate::spec::model::SyncTarget;
+use crate::manifest::model::SyncTarget;
 
 /// Why the engine's object could not be read. `target` names the object (kind, namespace,
 /// name); the messages say which setting or permission to check.
@@ -472,8 +472,8 @@ mod tests {
     #[test]
     fn observe_reads_dynamic_objects_and_rejects_bad_shapes() {
         let target = SyncTarget::ArgoCd {
-            application: crate::spec::model::Name::parse("podinfo").unwrap(),
-            namespace: crate::spec::model::Name::parse("argocd").unwrap(),
+            application: crate::manifest::model::Name::parse("podinfo").unwrap(),
+            namespace: crate::manifest::model::Name::parse("argocd").unwrap(),
         };
         let object: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",

@@ -188,7 +188,7 @@ pub(super) fn check_ab_matches(
     service: Option<&Node>,
     matches: &Node,
 ) -> Vec<HttpMatch> {
-    // An A/B analysis has a non-empty list here (`spec::analysis` chose A/B from it).
+    // An A/B analysis has a non-empty list here (`manifest::analysis` chose A/B from it).
     let Value::Seq(ab) = &matches.value else {
         return Vec::new();
     };

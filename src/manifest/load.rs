@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::spec::canary::{read_flagger, read_native};
-use crate::spec::model::{Canary, CanaryId};
-use crate::spec::settings::{parse_settings, Settings, SETTINGS_PATH};
+use crate::manifest::canary::{read_flagger, read_native};
+use crate::manifest::model::{Canary, CanaryId};
+use crate::manifest::settings::{parse_settings, Settings, SETTINGS_PATH};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::Reader;
@@ -276,7 +276,7 @@ fn read_canaries(
                 None
             }
             (_, Some("Function")) => {
-                crate::spec::openfunction::refuse_canary_steps(r, root);
+                crate::manifest::openfunction::refuse_canary_steps(r, root);
                 None
             }
             _ => None,
@@ -284,7 +284,7 @@ fn read_canaries(
         let id = canary.as_ref().map(|c| c.id.clone());
         // A canary with waves loads as one instance per wave.
         if let Some(canary) = canary {
-            canaries.extend(crate::spec::waves::expand(r, root, canary, snapshot));
+            canaries.extend(crate::manifest::waves::expand(r, root, canary, snapshot));
         }
         warnings.extend(r.warnings.drain(..).map(|problem| Warning {
             canary: id.clone(),
@@ -397,7 +397,7 @@ pub fn settings_in(
     root: &Path,
     read: impl FnOnce(&Path) -> Result<String, ReadError>,
 ) -> (Settings, Vec<SpecError>) {
-    let path = root.join(crate::spec::settings::SETTINGS_PATH);
+    let path = root.join(crate::manifest::settings::SETTINGS_PATH);
     // Absent means defaults; anything there (a link, a folder) is read and refused.
     if std::fs::symlink_metadata(&path).is_err() {
         return (Settings::default(), Vec::new());
@@ -409,7 +409,7 @@ pub fn settings_in(
 /// folder, or from git objects); errors name that file, and the defaults stand in for
 /// settings that cannot be read.
 pub fn settings_from(read: Result<String, ReadError>) -> (Settings, Vec<SpecError>) {
-    let file = crate::spec::settings::SETTINGS_PATH;
+    let file = crate::manifest::settings::SETTINGS_PATH;
     let parsed = match read {
         Ok(text) => parse_settings(file, &text),
         Err(e) => Err(vec![SpecError {

@@ -28,9 +28,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::waves::{instance_name, Cluster, OnFailure, WaveOf};
-use crate::spec::analysis::read_analysis;
-use crate::spec::model::{Analysis, Canary, Format, Name, RepoPath, SyncTarget};
-use crate::spec::sync::read_sync_target;
+use crate::manifest::analysis::read_analysis;
+use crate::manifest::model::{Analysis, Canary, Format, Name, RepoPath, SyncTarget};
+use crate::manifest::sync::read_sync_target;
 use crate::yaml::node::Node;
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::Snapshot;

@@ -3,9 +3,9 @@
 //! Command-line flags override these. Later adapters (forge, sync, signing) add their blocks
 //! here; every block is validated with the same file:line:field errors as canaries.
 
+use crate::manifest::model::{RepoPath, SyncTarget};
+use crate::manifest::sync::read_sync_target;
 use crate::route::{parse_provider, Provider};
-use crate::spec::model::{RepoPath, SyncTarget};
-use crate::spec::sync::read_sync_target;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node};
 use crate::yaml::reader::{index, join, Reader};

@@ -13,7 +13,7 @@
 //! (`crate::secrets`): never from git. This module does no IO.
 
 use crate::alert_kinds;
-use crate::spec::model::{
+use crate::manifest::model::{
     Alert, AlertProvider, AlertTarget, Alerts, Name, Severity, WebhookKind, WebhookSpec,
 };
 use crate::yaml::error::SpecError;

@@ -12,8 +12,8 @@
 //!
 //! A route field's renderers and refusers are not listed here: each router says what it does
 //! with the route fields in its own rows ([`crate::route::Router::FLAGGER_FIELDS`]), and the
-//! table asks the registry. Data only, plus that one check: readers stay in `spec::canary`,
-//! `spec::analysis`, the routers and `metrics::metric_templates`.
+//! table asks the registry. Data only, plus that one check: readers stay in `manifest::canary`,
+//! `manifest::analysis`, the routers and `metrics::metric_templates`.
 
 use std::fmt::Write as _;
 
@@ -369,7 +369,7 @@ fn status(field: &Field) -> (String, String) {
 /// The README's "Flagger field support" section body: one table per kind.
 pub fn markdown() -> String {
     let mut out = String::from(
-        "Generated from `src/spec/flagger_fields.rs` (a test keeps the two equal). Every field of \
+        "Generated from `src/manifest/flagger_fields.rs` (a test keeps the two equal). Every field of \
          Flagger v1.44.0's CRDs is implemented as Flagger does it or refused by `sluice validate` \
          with a message naming it; a route field works with the providers listed and is refused \
          with the others. \"(issue 14 item N)\" marks fields implemented in that item. A key \

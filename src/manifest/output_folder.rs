@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use crate::spec::load::Loaded;
-use crate::spec::model::Canary;
+use crate::manifest::load::Loaded;
+use crate::manifest::model::Canary;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
 

@@ -4,18 +4,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::manifest::analysis::read_analysis;
+use crate::manifest::model::{
+    Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, PortRef, RepoPath,
+    ServiceMetadata, ServiceSpec, Strategy, Target,
+};
+use crate::manifest::settings::Settings;
+use crate::manifest::sync::read_sync_target;
 use crate::route::route_source::{self, SourceInput};
 use crate::route::{
     parse_provider, provider_by_prefix, route_objects, AbInput, FlaggerInput, OwnTarget, Provider,
     Route, FLAGGER_DEFAULT_PROVIDER, FLAGGER_DEFAULT_PROVIDER_NAME,
 };
-use crate::spec::analysis::read_analysis;
-use crate::spec::model::{
-    Analysis, AutoscalerKind, AutoscalerRef, Canary, CanaryId, Format, PortRef, RepoPath,
-    ServiceMetadata, ServiceSpec, Strategy, Target,
-};
-use crate::spec::settings::Settings;
-use crate::spec::sync::read_sync_target;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{
     index, join, metadata_name, name_at, warn_ref_api_version, Reader, OBJECT_KEYS,
@@ -36,7 +36,7 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     "suspend",
     "progressDeadlineSeconds",
     "sync",
-    // Read by `spec::waves`.
+    // Read by `manifest::waves`.
     "waves",
     "onFailure",
 ];
@@ -664,7 +664,7 @@ fn read_flagger_analysis(
     spec: &Node,
     id: Option<&CanaryId>,
     snapshot: &Snapshot,
-) -> Option<crate::spec::model::Analysis> {
+) -> Option<crate::manifest::model::Analysis> {
     let analysis = r.required(spec, "spec", "analysis").and_then(|n| {
         read_analysis(
             r,
@@ -678,7 +678,7 @@ fn read_flagger_analysis(
     let judge = id.and_then(|id| {
         crate::judge::canary::read_annotation(r, root, id.namespace.as_str(), snapshot)
     });
-    analysis.map(|a| crate::spec::model::Analysis {
+    analysis.map(|a| crate::manifest::model::Analysis {
         judge: judge.flatten(),
         ..a
     })
@@ -762,7 +762,7 @@ pub fn read_flagger(
     crate::judge::canary::check_annotation_sources(r, root, provider_name.as_deref(), ns, snapshot);
     // A route field this provider's router would drop is refused, not ignored.
     if let Some(p) = provider {
-        crate::spec::flagger_fields::refuse_unread(r, p, spec, before);
+        crate::manifest::flagger_fields::refuse_unread(r, p, spec, before);
     }
     if r.errors.len() > before {
         return None;

@@ -9,7 +9,7 @@
 //! Exactly one engine; names are DNS-1123; `namespace` defaults to the engine's install
 //! namespace. Pure: no IO, every problem reported through the [`Reader`].
 
-use crate::spec::model::{Name, SyncTarget};
+use crate::manifest::model::{Name, SyncTarget};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, name_at, namespace_at, Reader};
 

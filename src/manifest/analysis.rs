@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::core::schedule::{
     flagger_step_weight, flagger_step_weights, native_step_weight, Pause, Step,
 };
-use crate::spec::alert_provider;
-use crate::spec::model::{
+use crate::manifest::alert_provider;
+use crate::manifest::model::{
     Analysis, Approvals, BuiltinMetric, Format, MetricQuery, MetricSpec, Name, SessionAffinity,
     Strategy, ThresholdRange, WebhookKind, WebhookSpec,
 };

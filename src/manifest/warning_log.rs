@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
-use crate::spec::load::Warning;
+use crate::manifest::load::Warning;
 use crate::yaml::snapshot::Snapshot;
 
 /// The warnings logged at the last tick, each keyed by its text and its file's content.

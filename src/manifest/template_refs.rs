@@ -8,8 +8,8 @@
 
 use std::fmt::Display;
 
-use crate::spec::load::Loaded;
-use crate::spec::model::{Canary, MetricQuery};
+use crate::manifest::load::Loaded;
+use crate::manifest::model::{Canary, MetricQuery};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join};

@@ -23,8 +23,8 @@ use super::load::{
     owns, read_file, reject_duplicates, reject_foreign_files, reject_shared_outputs,
     reserved_output, Existing, Loaded, Warning,
 };
-use crate::spec::model::Canary;
-use crate::spec::settings::Settings;
+use crate::manifest::model::Canary;
+use crate::manifest::settings::Settings;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::{object_keys, Contents, Lookup, Snapshot};
 
@@ -467,8 +467,8 @@ fn ancestors(path: &str) -> impl Iterator<Item = &str> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::load::load_in;
-    use crate::spec::model::CanaryId;
+    use crate::manifest::load::load_in;
+    use crate::manifest::model::CanaryId;
     use std::path::Path;
 
     fn spec(name: &str, output: &str, revision: &str) -> String {

@@ -235,7 +235,7 @@ fn every_path_like_field_a_reader_knows_has_a_rule() {
     let missing = without_rule(&fields);
     assert!(
         missing.is_empty(),
-        "fields that name a file, folder, URL, host, Secret or object without a rule: add a row to FIELDS (src/spec/named_paths.rs) and to the README's threat model: {missing:#?}"
+        "fields that name a file, folder, URL, host, Secret or object without a rule: add a row to FIELDS (src/manifest/named_paths.rs) and to the README's threat model: {missing:#?}"
     );
     let stale: Vec<&str> = FIELDS
         .iter()
