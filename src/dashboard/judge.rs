@@ -135,20 +135,6 @@ fn recorded(commit: &HistoryEntry) -> Option<JudgeObservation> {
     record.by.observations().ok()??.judge
 }
 
-/// A classification as the trailer writes it.
-fn label(text: &str) -> Option<Label> {
-    [
-        Label::Pass,
-        Label::High,
-        Label::Low,
-        Label::Nodata,
-        Label::NodataFailMetric,
-        Label::Error,
-    ]
-    .into_iter()
-    .find(|l| l.as_str() == text)
-}
-
 /// The group scores of the scored (not muted) metrics, by the core's scorer.
 fn groups(metrics: &[MetricView]) -> Vec<GroupView> {
     let scored: Vec<Scored<'_>> = metrics
@@ -157,7 +143,7 @@ fn groups(metrics: &[MetricView]) -> Vec<GroupView> {
         .filter_map(|m| {
             Some(Scored {
                 group: &m.group,
-                label: label(&m.classification)?,
+                label: Label::parse(&m.classification)?,
                 critical: false,
             })
         })

@@ -154,16 +154,7 @@ mod tests {
     ];
 
     fn model() -> QueryModel {
-        QueryModel {
-            name: "podinfo".into(),
-            namespace: "test".into(),
-            target: "podinfo".into(),
-            service: "podinfo".into(),
-            ingress: "podinfo".into(),
-            route: "podinfo".into(),
-            interval: "1m".into(),
-            variables: Default::default(),
-        }
+        crate::metrics::query_render::podinfo_model()
     }
 
     /// The queries of `provider`'s router.

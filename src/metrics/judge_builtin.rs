@@ -118,16 +118,7 @@ mod tests {
     use crate::metrics::prometheus::collapse_whitespace;
 
     fn model() -> QueryModel {
-        QueryModel {
-            name: "podinfo".into(),
-            namespace: "test".into(),
-            target: "podinfo".into(),
-            service: "podinfo".into(),
-            ingress: "podinfo".into(),
-            route: "podinfo".into(),
-            interval: "1m".into(),
-            variables: Default::default(),
-        }
+        crate::metrics::query_render::podinfo_model()
     }
 
     fn pair(provider: &str, metric: BuiltinMetric) -> (String, String) {

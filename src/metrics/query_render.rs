@@ -167,20 +167,33 @@ pub fn render(text: &str, model: &QueryModel) -> Result<String, RenderError> {
     Ok(out)
 }
 
+/// podinfo in `test`, every object named `podinfo`, a 1m interval and no variables: the
+/// model the unit tests of the metrics modules render their queries with.
+#[cfg(test)]
+pub(crate) fn podinfo_model() -> QueryModel {
+    QueryModel {
+        name: "podinfo".into(),
+        namespace: "test".into(),
+        target: "podinfo".into(),
+        service: "podinfo".into(),
+        ingress: "podinfo".into(),
+        route: "podinfo".into(),
+        interval: "1m".into(),
+        variables: Default::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn model() -> QueryModel {
         QueryModel {
-            name: "podinfo".into(),
-            namespace: "test".into(),
-            target: "podinfo".into(),
             service: "podinfo-svc".into(),
             ingress: "podinfo-ing".into(),
             route: "podinfo-route".into(),
-            interval: "1m".into(),
             variables: BTreeMap::from([("cluster".into(), "dev".into())]),
+            ..podinfo_model()
         }
     }
 
