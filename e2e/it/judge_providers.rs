@@ -288,6 +288,63 @@ fn is_primary(r: &Recorded, param: &str) -> bool {
     r.query_param(param).unwrap_or_default().contains("primary")
 }
 
+/// A fake vendor API that answers `answer(primary)` to a request whose `param` names the
+/// primary and `answer(canary)` to the canary's.
+async fn split_server(
+    param: &'static str,
+    canary: &'static str,
+    primary: &'static str,
+    answer: impl Fn(&str) -> Canned + Send + Sync + 'static,
+) -> Server {
+    Server::start_routed(move |r| {
+        answer(if is_primary(r, param) {
+            primary
+        } else {
+            canary
+        })
+    })
+    .await
+}
+
+/// The requests `server` received, the canary's (no `primary` in `param`) first.
+fn canary_first(server: &Server, param: &str) -> Vec<Recorded> {
+    let mut requests = server.requests();
+    requests.sort_by_key(|r| is_primary(r, param));
+    requests
+}
+
+/// Asserts `series` is `[first, NaN, last]`: the answer's null is a missing value.
+fn assert_gap(series: &[f64], first: f64, last: f64) {
+    assert_eq!((series[0], series[2], series.len()), (first, last, 3));
+    assert!(series[1].is_nan(), "null is a missing value");
+}
+
+/// The (query, from, to) of each request `server` received, canary first: `params` names
+/// those three query parameters; `check` asserts what every request carries.
+fn sent_windows(
+    server: &Server,
+    params: [&str; 3],
+    check: impl Fn(&Recorded),
+) -> Vec<(String, String, String)> {
+    canary_first(server, params[0])
+        .iter()
+        .map(|r| {
+            check(r);
+            let [query, from, to] = params.map(|p| r.query_param(p).unwrap());
+            (query, from, to)
+        })
+        .collect()
+}
+
+/// A query with the judge's window (from, to) in seconds.
+fn in_window(query: &str) -> (String, String, String) {
+    (
+        query.to_string(),
+        "1699999700".to_string(),
+        "1700000000".to_string(),
+    )
+}
+
 #[tokio::test]
 async fn a_builtin_judge_metric_queries_the_canary_and_the_primary_prometheus_api_fake() {
     let server = Server::start_routed(|r| {
@@ -300,21 +357,13 @@ async fn a_builtin_judge_metric_queries_the_canary_and_the_primary_prometheus_ap
     })
     .await;
     let spec = spec(JudgeQuery::Builtin(BuiltinMetric::RequestDuration));
-    let observed = fetch(
-        "linkerd",
-        &spec,
-        &TemplateIndex::new(),
-        &[],
-        Some(&server.url()),
-    )
-    .await;
+    let url = server.url();
+    let observed = fetch("linkerd", &spec, &TemplateIndex::new(), &[], Some(&url)).await;
     assert_eq!(
         pair(observed),
         (vec![130.0, 131.0, 132.0], vec![100.0, 101.0])
     );
-    let mut requests = server.requests();
-    requests.sort_by_key(|r| is_primary(r, "query"));
-    let queries: Vec<String> = requests
+    let queries: Vec<String> = canary_first(&server, "query")
         .iter()
         .map(|r| {
             assert_eq!(r.path(), "/api/v1/query_range");
@@ -337,7 +386,7 @@ async fn a_builtin_judge_metric_queries_the_canary_and_the_primary_prometheus_ap
         &spec,
         &TemplateIndex::new(),
         &[],
-        Some(&server.url()),
+        Some(&url),
     )
     .await;
     match observed {
@@ -355,6 +404,41 @@ fn templates(text: &str) -> TemplateIndex {
     templates
 }
 
+/// The series of MetricTemplate `t` (of `namespace`, else the canary's) of `text`, for a
+/// Flagger istio canary with `env`: (canary, primary).
+async fn template_series(
+    text: &str,
+    namespace: Option<&str>,
+    env: &[(&str, &str)],
+) -> (Vec<f64>, Vec<f64>) {
+    let spec = spec(JudgeQuery::Template {
+        name: "t".into(),
+        namespace: namespace.map(Into::into),
+    });
+    pair(fetch("istio", &spec, &templates(text), env, None).await)
+}
+
+/// The `provider:` lines of a MetricTemplate of `kind` at `server`, keyed by Secret `secret`.
+fn keyed_provider(kind: &str, server: &Server, secret: &str) -> String {
+    format!(
+        "    type: {kind}\n    address: {}\n    secretRef: {{name: {secret}}}\n",
+        server.url()
+    )
+}
+
+/// Asserts template `t` of `text` gives the primary `[1.0, 1.25]` and the canary
+/// `[2.0, NaN, 2.5]`, the answers of the cloudwatch, newrelic and dynatrace fakes below.
+async fn assert_series_of_two_and_three(text: &str, env: &[(&str, &str)]) {
+    let (canary, primary) = template_series(text, None, env).await;
+    assert_eq!(primary, [1.0, 1.25]);
+    assert_gap(&canary, 2.0, 2.5);
+}
+
+/// A MetricTemplate `test/t` of `provider` whose query is `query`.
+fn template_of(provider: &str, query: &str) -> String {
+    vendor_template(provider).replace("QUERY({{ target }})", query)
+}
+
 fn vendor_template(provider: &str) -> String {
     format!(
         "apiVersion: flagger.app/v1beta1
@@ -369,22 +453,14 @@ spec:
 
 #[tokio::test]
 async fn a_datadog_template_gives_the_judge_every_point_of_the_window_datadog_api_fake() {
-    let server = Server::start_routed(|r| {
-        let points = if is_primary(r, "query") {
-            "[[1,1.0],[2,null],[3,1.5]]"
-        } else {
-            "[[1,2.0],[2,2.5]]"
-        };
+    let server = split_server("query", "[[1,2.0],[2,2.5]]", "[[1,1.0],[2,null],[3,1.5]]", |points| {
         Canned::json(
             200,
             &format!(r#"{{"status":"ok","res_type":"time_series","series":[{{"metric":"m","pointlist":{points}}}]}}"#),
         )
     })
     .await;
-    let provider = format!(
-        "    type: datadog\n    address: {}\n    secretRef: {{name: dd-keys}}\n",
-        server.url()
-    );
+    let provider = keyed_provider("datadog", &server, "dd-keys");
     let env = [
         ("SLUICE_SECRET_TEST__DD_KEYS__DATADOG_API_KEY", "api-key"),
         (
@@ -392,102 +468,52 @@ async fn a_datadog_template_gives_the_judge_every_point_of_the_window_datadog_ap
             "app-key",
         ),
     ];
-    let spec = spec(JudgeQuery::Template {
-        name: "t".into(),
-        namespace: None,
-    });
-    let observed = fetch(
-        "istio",
-        &spec,
-        &templates(&vendor_template(&provider)),
-        &env,
-        None,
-    )
-    .await;
-    let (canary, primary) = pair(observed);
+    let (canary, primary) = template_series(&vendor_template(&provider), None, &env).await;
     assert_eq!(canary, [2.0, 2.5]);
-    assert_eq!((primary[0], primary[2], primary.len()), (1.0, 1.5, 3));
-    assert!(primary[1].is_nan(), "null is a missing value");
-    let mut requests = server.requests();
-    requests.sort_by_key(|r| is_primary(r, "query"));
-    let sent: Vec<_> = requests
-        .iter()
-        .map(|r| {
-            assert_eq!(r.path(), "/api/v1/query");
-            assert_eq!(r.header("DD-API-KEY"), Some("api-key"));
-            assert_eq!(r.header("DD-APPLICATION-KEY"), Some("app-key"));
-            (
-                r.query_param("query").unwrap(),
-                r.query_param("from").unwrap(),
-                r.query_param("to").unwrap(),
-            )
-        })
-        .collect();
-    let window = |q: &str| {
-        (
-            q.to_string(),
-            "1699999700".to_string(),
-            "1700000000".to_string(),
-        )
-    };
+    assert_gap(&primary, 1.0, 1.5);
+    let sent = sent_windows(&server, ["query", "from", "to"], |r| {
+        assert_eq!(r.path(), "/api/v1/query");
+        assert_eq!(r.header("DD-API-KEY"), Some("api-key"));
+        assert_eq!(r.header("DD-APPLICATION-KEY"), Some("app-key"));
+    });
     assert_eq!(
         sent,
-        [window("QUERY(podinfo)"), window("QUERY(podinfo-primary)")]
+        [
+            in_window("QUERY(podinfo)"),
+            in_window("QUERY(podinfo-primary)")
+        ]
     );
 }
 
 #[tokio::test]
 async fn a_graphite_template_gives_the_judge_the_first_target_over_the_window_graphite_api_fake() {
-    let server = Server::start_routed(|r| {
-        let points = if is_primary(r, "target") {
-            "[[1.0,1],[1.25,2]]"
-        } else {
-            "[[3.0,1],[null,2],[\"3.5\",3]]"
-        };
-        Canned::json(
-            200,
-            &format!(r#"[{{"target":"a","tags":{{}},"datapoints":{points}}}]"#),
-        )
-    })
+    let server = split_server(
+        "target",
+        "[[3.0,1],[null,2],[\"3.5\",3]]",
+        "[[1.0,1],[1.25,2]]",
+        |points| {
+            Canned::json(
+                200,
+                &format!(r#"[{{"target":"a","tags":{{}},"datapoints":{points}}}]"#),
+            )
+        },
+    )
     .await;
     let provider = format!("    type: graphite\n    address: {}\n", server.url());
-    let query_template = vendor_template(&provider).replace(
-        "QUERY({{ target }})",
-        "target=app.{{ target }}.latency&from=-10min",
-    );
-    let spec = spec(JudgeQuery::Template {
-        name: "t".into(),
-        namespace: Some("test".into()),
-    });
-    let observed = fetch("istio", &spec, &templates(&query_template), &[], None).await;
-    let (canary, primary) = pair(observed);
+    let query_template = template_of(&provider, "target=app.{{ target }}.latency&from=-10min");
+    let (canary, primary) = template_series(&query_template, Some("test"), &[]).await;
     assert_eq!(primary, [1.0, 1.25]);
-    assert_eq!((canary[0], canary[2], canary.len()), (3.0, 3.5, 3));
-    assert!(canary[1].is_nan());
-    let mut requests = server.requests();
-    requests.sort_by_key(|r| is_primary(r, "target"));
-    let sent: Vec<_> = requests
-        .iter()
-        .map(|r| {
-            assert_eq!(r.path(), "/render");
-            assert_eq!(r.query_param("format").as_deref(), Some("json"));
-            (
-                r.query_param("target").unwrap(),
-                r.query_param("from").unwrap(),
-                r.query_param("until").unwrap(),
-            )
-        })
-        .collect();
-    let at = |t: &str| {
-        (
-            t.to_string(),
-            "1699999700".to_string(),
-            "1700000000".to_string(),
-        )
-    };
+    assert_gap(&canary, 3.0, 3.5);
+    let sent = sent_windows(&server, ["target", "from", "until"], |r| {
+        assert_eq!(r.path(), "/render");
+        assert_eq!(r.query_param("format").as_deref(), Some("json"));
+    });
     assert_eq!(
         sent,
-        [at("app.podinfo.latency"), at("app.podinfo-primary.latency")],
+        [
+            in_window("app.podinfo.latency"),
+            in_window("app.podinfo-primary.latency")
+        ],
         "the judge's window replaces the query's from"
     );
 }
@@ -510,16 +536,11 @@ async fn a_cloudwatch_template_gives_the_judge_every_value_oldest_first_cloudwat
     let url = server.url();
     let mut env: Vec<(&str, &str)> = AWS_ENV.to_vec();
     env.push(("SLUICE_CLOUDWATCH_ENDPOINT", &url));
-    let text = vendor_template("    type: cloudwatch\n    region: eu-west-1\n")
-        .replace("QUERY({{ target }})", &format!("'{CW_QUERY}'"));
-    let spec = spec(JudgeQuery::Template {
-        name: "t".into(),
-        namespace: None,
-    });
-    let (canary, primary) = pair(fetch("istio", &spec, &templates(&text), &env, None).await);
-    assert_eq!(primary, [1.0, 1.25]);
-    assert_eq!((canary[0], canary[2], canary.len()), (2.0, 2.5, 3));
-    assert!(canary[1].is_nan());
+    let text = template_of(
+        "    type: cloudwatch\n    region: eu-west-1\n",
+        &format!("'{CW_QUERY}'"),
+    );
+    assert_series_of_two_and_three(&text, &env).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     for r in &requests {
@@ -541,38 +562,21 @@ async fn a_cloudwatch_template_gives_the_judge_every_value_oldest_first_cloudwat
 
 #[tokio::test]
 async fn a_newrelic_template_gives_the_judge_one_value_per_bucket_newrelic_api_fake() {
-    let server = Server::start_routed(|r| {
-        let results = if is_primary(r, "nrql") {
-            r#"[{"results":[{"result":1.0}]},{"results":[{"result":1.25}]}]"#
-        } else {
-            r#"[{"results":[{"result":2.0}]},{"results":[{"result":null}]},{"results":[{"result":2.5}]}]"#
-        };
+    let server = split_server("nrql", r#"[{"results":[{"result":2.0}]},{"results":[{"result":null}]},{"results":[{"result":2.5}]}]"#, r#"[{"results":[{"result":1.0}]},{"results":[{"result":1.25}]}]"#, |results| {
         Canned::json(200, &format!(r#"{{"timeSeries":{results},"metadata":{{}}}}"#))
     })
     .await;
-    let provider = format!(
-        "    type: newrelic\n    address: {}\n    secretRef: {{name: nr}}\n",
-        server.url()
-    );
+    let provider = keyed_provider("newrelic", &server, "nr");
     let env = [
         ("SLUICE_SECRET_TEST__NR__NEWRELIC_ACCOUNT_ID", "51312"),
         ("SLUICE_SECRET_TEST__NR__NEWRELIC_QUERY_KEY", "query-key"),
     ];
-    let text = vendor_template(&provider).replace(
-        "QUERY({{ target }})",
+    let text = template_of(
+        &provider,
         "\"SELECT average(duration) as result FROM Transaction WHERE appName = '{{ target }}'\"",
     );
-    let spec = spec(JudgeQuery::Template {
-        name: "t".into(),
-        namespace: None,
-    });
-    let (canary, primary) = pair(fetch("istio", &spec, &templates(&text), &env, None).await);
-    assert_eq!(primary, [1.0, 1.25]);
-    assert_eq!((canary[0], canary[2], canary.len()), (2.0, 2.5, 3));
-    assert!(canary[1].is_nan());
-    let mut requests = server.requests();
-    requests.sort_by_key(|r| is_primary(r, "nrql"));
-    let sent: Vec<String> = requests
+    assert_series_of_two_and_three(&text, &env).await;
+    let sent: Vec<String> = canary_first(&server, "nrql")
         .iter()
         .map(|r| {
             assert_eq!(r.path(), "/v1/accounts/51312/query");
@@ -588,35 +592,20 @@ async fn a_newrelic_template_gives_the_judge_one_value_per_bucket_newrelic_api_f
 
 #[tokio::test]
 async fn a_dynatrace_template_gives_the_judge_its_last_series_at_the_step_dynatrace_api_fake() {
-    let server = Server::start_routed(|r| {
-        let values = if is_primary(r, "metricSelector") {
-            "[1.0,1.25]"
-        } else {
-            "[2.0,null,2.5]"
-        };
+    let server = split_server("metricSelector", "[2.0,null,2.5]", "[1.0,1.25]", |values| {
         Canned::json(
             200,
             &format!(r#"{{"totalCount":1,"nextPageKey":null,"resolution":"1m","result":[{{"metricId":"m","data":[{{"dimensions":[],"dimensionMap":{{}},"timestamps":[1,2,3],"values":{values}}}]}}]}}"#),
         )
     })
     .await;
-    let provider = format!(
-        "    type: dynatrace\n    address: {}\n    secretRef: {{name: dt}}\n",
-        server.url()
-    );
+    let provider = keyed_provider("dynatrace", &server, "dt");
     let env = [("SLUICE_SECRET_TEST__DT__DYNATRACE_TOKEN", "dt-token")];
-    let text = vendor_template(&provider).replace(
-        "QUERY({{ target }})",
+    let text = template_of(
+        &provider,
         "'builtin:service.response.time:filter(eq(\"dt.entity.service.name\",\"{{ target }}\"))'",
     );
-    let spec = spec(JudgeQuery::Template {
-        name: "t".into(),
-        namespace: None,
-    });
-    let (canary, primary) = pair(fetch("istio", &spec, &templates(&text), &env, None).await);
-    assert_eq!(primary, [1.0, 1.25]);
-    assert_eq!((canary[0], canary[2], canary.len()), (2.0, 2.5, 3));
-    assert!(canary[1].is_nan());
+    assert_series_of_two_and_three(&text, &env).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     for r in &requests {
