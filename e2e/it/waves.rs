@@ -12,53 +12,26 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use jiff::{Timestamp, ToSpan};
-use serde_json::Value as Json;
 use sluice::core::observe::{MetricObservation, MetricValue};
-use sluice::core::status::Status;
 use sluice::manifest::settings::Settings;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::observer::{External, Observer, Request};
 use sluice::tick::tick;
 
-use crate::support::rollout::kustomize_builds;
-use crate::support::{
-    git, human_clone, human_commit, run_sluice, served_clone, tick_context, Schemas,
+use crate::support::waves::{
+    check_outputs, phases, release, settled_waves, status, wave_canary, wave_log, FILE, WAVES,
 };
-
-const FILE: &str = "apps/web/canary.yaml";
-const WAVES: [&str; 3] = ["staging", "eu", "us"];
+use crate::support::{git, human_clone, human_commit, run_sluice, served_clone, tick_context};
 
 fn canary(revision: &str, on_failure: &str, eu_approval: bool) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  metricsServer: http://prometheus.invalid:9090
-  analysis:
-    interval: 1s
-    threshold: 1
-    stepWeights: [50]
-    metrics:
-      - name: error-rate
-        query: sum(rate(errors[1m]))
-        thresholdRange: {{max: 1}}
-  onFailure: {on_failure}
-  waves:
-    - name: staging
-      output: clusters/staging/web
-      settle: 1s
-    - name: eu
-      output: clusters/eu/web
-      settle: 1s
-      approval: {eu_approval}
-    - name: us
-      output: clusters/us/web
-      settle: 1s
-"
+    wave_canary(
+        revision,
+        "  metricsServer: http://prometheus.invalid:9090\n",
+        &format!(
+            "  onFailure: {on_failure}\n  waves:\n{}      approval: {eu_approval}\n{}",
+            settled_waves(&["staging", "eu"]),
+            settled_waves(&["us"])
+        ),
     )
 }
 
@@ -105,46 +78,6 @@ impl Observer for Clusters {
             })
             .collect()
     }
-}
-
-/// The status file of a wave at main, when it has one.
-fn status(bare: &Path, wave: &str) -> Option<Status> {
-    let path = format!("main:.sluice/status/shop/web.{wave}.yaml");
-    let out = std::process::Command::new("git")
-        .args(["show", &path])
-        .current_dir(bare)
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| sluice::render::status_file::parse(&String::from_utf8_lossy(&out.stdout)).unwrap())
-}
-
-fn phases(bare: &Path) -> Vec<String> {
-    WAVES
-        .iter()
-        .map(|w| match status(bare, w) {
-            Some(s) => format!(
-                "{} {}",
-                s.phase,
-                s.canary_revision.unwrap_or(s.promoted_revision)
-            ),
-            None => "-".into(),
-        })
-        .collect()
-}
-
-/// sluice's commits on main, oldest first: (Sluice-Wave, Sluice-Phase, Sluice-Revision).
-fn wave_log(bare: &Path) -> Vec<(String, String, String)> {
-    let format = "--format=%(trailers:key=Sluice-Wave,valueonly,separator=)|%(trailers:key=Sluice-Phase,valueonly,separator=)|%(trailers:key=Sluice-Revision,valueonly,separator=)";
-    git(bare, &["log", "--reverse", format, "main"])
-        .lines()
-        .filter_map(|l| {
-            let mut parts = l.split('|').map(str::trim);
-            let (wave, phase, revision) = (parts.next()?, parts.next()?, parts.next()?);
-            (!wave.is_empty()).then(|| (wave.into(), phase.into(), revision.into()))
-        })
-        .collect()
 }
 
 /// A rollout under test: the remote, a human's clone, sluice's clone, a clock.
@@ -197,14 +130,8 @@ impl Fleet {
     }
 
     fn release(&self, revision: &str, on_failure: &str, eu_approval: bool) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
         let text = canary(revision, on_failure, eu_approval);
-        human_commit(
-            &self.human,
-            FILE,
-            &text,
-            &format!("web: release {revision}"),
-        );
+        release(&self.human, revision, &text);
     }
 
     /// Ticks until `done` holds of the phases (at most 40 ticks).
@@ -224,19 +151,7 @@ impl Fleet {
 
     /// Every commit's route documents pass their schemas; each folder builds at main.
     fn check_outputs(&self) {
-        let mut schemas = Schemas(BTreeMap::new());
-        for wave in WAVES {
-            let folder = format!("clusters/{wave}/web");
-            let route = format!("{folder}/route.yaml");
-            let commits = git(&self.bare, &["log", "--format=%H", "main", "--", &route]);
-            for sha in commits.lines() {
-                let text = crate::support::show(&self.bare, sha, &route);
-                for doc in serde_saphyr::from_multiple::<Json>(&text).unwrap() {
-                    schemas.assert_valid(&doc, &format!("{sha}:{route}"));
-                }
-            }
-            kustomize_builds(&self.bare, &folder);
-        }
+        check_outputs(&self.bare);
     }
 }
 

@@ -14,9 +14,7 @@
 //! binary, the schemas and `kubectl kustomize` are real. After each case every commit's route
 //! documents pass their strict schemas and each wave's folder builds.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,14 +24,13 @@ use serde_json::Value as Json;
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::kube::{kustomization_object, ready_true, FakeKubeApi};
 use crate::support::metrics::{Canned, Server};
-use crate::support::rollout::kustomize_builds;
+use crate::support::waves::{
+    check_outputs, phases, release, settled_waves, wave_canary, wave_log, web_head, FILE, WAVES,
+};
 use crate::support::{
-    git, human_clone, human_commit, merge_approval, reconcile_ticks, sluice_daemon, Daemon,
-    GitDaemon, Schemas,
+    git, human_clone, merge_approval, reconcile_ticks, sluice_daemon, Daemon, GitDaemon,
 };
 
-const FILE: &str = "apps/web/canary.yaml";
-const WAVES: [&str; 3] = ["staging", "eu", "us"];
 const EU_TOKEN: &str = "eu-prometheus-token";
 const WEBHOOK_VAR: &str = "SLUICE_TEST_WAVES_WEBHOOK";
 
@@ -56,25 +53,7 @@ fn canary(revision: &str, eu_approval: bool, apis: &[String], proms: &[String]) 
             ));
         }
     }
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
-    interval: 1s
-    threshold: 1
-    stepWeights: [50]
-    metrics:
-      - name: error-rate
-        query: sum(rate(errors[1m]))
-        thresholdRange: {{max: 1}}
-  waves:
-{waves}"
-    )
+    wave_canary(revision, "", &format!("  waves:\n{waves}"))
 }
 
 /// A Prometheus instant-query answer of one sample, `value`.
@@ -226,15 +205,9 @@ impl Fleet {
     }
 
     fn release(&self, revision: &str) {
-        git(&self.human, &["pull", "-q", "origin", "main"]);
         let proms: Vec<String> = self.proms.iter().map(Server::url).collect();
         let text = canary(revision, self.eu_approval, &self.api_urls, &proms);
-        human_commit(
-            &self.human,
-            FILE,
-            &text,
-            &format!("web: release {revision}"),
-        );
+        release(&self.human, revision, &text);
     }
 
     /// Waits (at most 120 s) until `done` holds of the waves' phases.
@@ -267,19 +240,7 @@ impl Fleet {
 
     /// Every commit's route documents pass their schemas; each folder builds at main.
     fn check_outputs(&self) {
-        let mut schemas = Schemas(BTreeMap::new());
-        for wave in WAVES {
-            let folder = format!("clusters/{wave}/web");
-            let route = format!("{folder}/route.yaml");
-            let commits = git(&self.bare, &["log", "--format=%H", "main", "--", &route]);
-            for sha in commits.lines() {
-                let text = crate::support::show(&self.bare, sha, &route);
-                for doc in serde_saphyr::from_multiple::<Json>(&text).unwrap() {
-                    schemas.assert_valid(&doc, &format!("{sha}:{route}"));
-                }
-            }
-            kustomize_builds(&self.bare, &folder);
-        }
+        check_outputs(&self.bare);
     }
 }
 
@@ -288,46 +249,6 @@ impl Drop for Fleet {
         self.daemon = None;
         self.flux.store(false, Ordering::SeqCst);
     }
-}
-
-/// The status file of a wave at main, when it has one.
-fn status(bare: &Path, wave: &str) -> Option<sluice::core::status::Status> {
-    let out = Command::new("git")
-        .args(["show", &format!("main:.sluice/status/shop/web.{wave}.yaml")])
-        .current_dir(bare)
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| sluice::render::status_file::parse(&String::from_utf8_lossy(&out.stdout)).unwrap())
-}
-
-/// Each wave's `PHASE REVISION`, `-` before its first commit.
-fn phases(bare: &Path) -> Vec<String> {
-    WAVES
-        .iter()
-        .map(|w| match status(bare, w) {
-            Some(s) => format!(
-                "{} {}",
-                s.phase,
-                s.canary_revision.unwrap_or(s.promoted_revision)
-            ),
-            None => "-".into(),
-        })
-        .collect()
-}
-
-/// sluice's commits on main, oldest first: (Sluice-Wave, Sluice-Phase, Sluice-Revision).
-fn wave_log(bare: &Path) -> Vec<(String, String, String)> {
-    let format = "--format=%(trailers:key=Sluice-Wave,valueonly,separator=)|%(trailers:key=Sluice-Phase,valueonly,separator=)|%(trailers:key=Sluice-Revision,valueonly,separator=)";
-    git(bare, &["log", "--reverse", format, "main"])
-        .lines()
-        .filter_map(|l| {
-            let mut parts = l.split('|').map(str::trim);
-            let (wave, phase, revision) = (parts.next()?, parts.next()?, parts.next()?);
-            (!wave.is_empty()).then(|| (wave.into(), phase.into(), revision.into()))
-        })
-        .collect()
 }
 
 /// The waves' commits of `revision` do not interleave: all of staging's, then eu's, then us's.
@@ -495,22 +416,9 @@ fn an_unreachable_cluster_holds_its_wave_until_it_answers_kube_fake_forge_fake()
 /// Two waves, eu's Prometheus with `metricsSecretRef` (`eu_extra` ends eu's entry).
 fn secret_ref_canary(eu_extra: &str) -> String {
     format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"v1\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis: {{interval: 1s, stepWeights: [50]}}
-  waves:
-    - name: staging
-      output: clusters/staging/web
-      settle: 1s
-    - name: eu
-      output: clusters/eu/web
-      settle: 1s
-{eu_extra}"
+        "{}  analysis: {{interval: 1s, stepWeights: [50]}}\n  waves:\n{}{eu_extra}",
+        web_head("v1"),
+        settled_waves(&["staging", "eu"])
     )
 }
 

@@ -22,6 +22,7 @@ pub(crate) mod prometheus;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
 pub(crate) mod vendors;
+pub(crate) mod waves;
 pub(crate) mod webdriver;
 mod world;
 pub(crate) use daemon::{get_status, sluice_daemon, Daemon, DaemonBuilder};
@@ -372,6 +373,28 @@ pub fn run_sluice_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
         .output()
         .expect("sluice runs");
     outcome(&out)
+}
+
+/// The entries of `sluice history NS/NAME -o json` on `bare` (which must succeed).
+pub fn history_json(bare: &Path, canary: &str) -> Vec<Json> {
+    let (code, out, err) = run_sluice(&[
+        "history",
+        canary,
+        "--dir",
+        &bare.display().to_string(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Vec<Json>>(&out).unwrap()
+}
+
+/// The entry of the rollback (phase `Failed`) in `canary`'s history on `bare`.
+pub fn rollback_entry(bare: &Path, canary: &str) -> Json {
+    history_json(bare, canary)
+        .into_iter()
+        .find(|e| e["phase"] == "Failed")
+        .expect("the rollback's entry")
 }
 
 /// A finished command's (exit code, stdout, stderr); -1 when a signal ended it.
