@@ -11,10 +11,14 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::forge::{ForgeFake, Kind, Pr};
-use crate::support::judge::{bump_images, has_status, judged_canary, wait_until};
-use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::judge::{
+    bump_images, has_status, increase, judged_canary, loop_judge, wait_until,
+};
+use crate::support::metrics::{loop_apps, phase};
 use crate::support::prometheus::Scraped;
-use crate::support::{git, human_clone, merge_approval, seeded_remote, sluice_daemon, GitDaemon};
+use crate::support::{
+    git, human_clone, merge_approval, seeded_remote, sluice_daemon, str_pairs, GitDaemon,
+};
 
 /// The gauges at `t` seconds: latency on a sawtooth around 100 ms, each canary's 30 % above
 /// its primary's; errors on another sawtooth, the same for canary and primary.
@@ -31,22 +35,12 @@ fn exposition(t: f64) -> String {
     out
 }
 
-const JUDGE: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata: {name: latency, namespace: test}
-spec:
-  thresholds: {pass: 95, marginal: 40}
-  window: 10s
-  step: 1s
-  minSamples: 10
-  metrics:
-    - name: latency
-      query: 'latency_ms{deployment=\"{{ workload }}\"}'
-      direction: increase
-    - name: errors
-      query: 'errors_per_s{deployment=\"{{ workload }}\"}'
-      direction: increase
-";
+/// The Judge `latency`: neither the canary's latency nor its errors may increase.
+fn judge() -> String {
+    let metrics = increase("latency", "latency_ms{deployment=\"{{ workload }}\"}")
+        + &increase("errors", "errors_per_s{deployment=\"{{ workload }}\"}");
+    loop_judge("latency", 40, &metrics)
+}
 
 /// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
 /// judged by the `latency` Judge.
@@ -102,32 +96,17 @@ fn commit_with(bare: &Path, name: &str, text: &str) -> String {
 fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rolls_back_forge_fake()
 {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let Scraped {
-        exporter: _exporter,
-        prom,
-        client: _,
-    } = runtime.block_on(Scraped::start(exposition));
+    let scraped = runtime.block_on(Scraped::start(exposition));
     let fake = ForgeFake::start(Kind::GitHub);
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = format!("{}{}", prom.repo_config(), fake.settings());
+    let config = format!("{}{}", scraped.prom.repo_config(), fake.settings());
     let mut files = vec![
         (".sluice/config.yaml".to_string(), config),
-        ("apps/judge.yaml".to_string(), JUDGE.to_string()),
+        ("apps/judge.yaml".to_string(), judge()),
     ];
-    for name in ["slow", "doubt"] {
-        let image = format!("{name}:1");
-        files.push((
-            format!("apps/{name}/deployment.yaml"),
-            deployment(name, &image),
-        ));
-        files.push((format!("apps/{name}/canary.yaml"), canary(name)));
-    }
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let bare = seeded_remote(tmp.path(), &files);
+    files.extend(loop_apps(&["slow", "doubt"], canary));
+    let bare = seeded_remote(tmp.path(), &str_pairs(&files));
     let server = GitDaemon::start(tmp.path());
     let url = server.url("config.git");
     let daemon = sluice_daemon(&url, &tmp.path().join("w")).start();

@@ -7,10 +7,10 @@
 
 use std::process::Command;
 
-use crate::support::judge::{judged_canary, rolled_out, trailers};
-use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::judge::{increase, judged_canary, loop_judge, rolled_out, trailers};
+use crate::support::metrics::{loop_apps, phase};
 use crate::support::prometheus::Scraped;
-use crate::support::{git, seeded_remote};
+use crate::support::{git, rollback_entry, seeded_remote, str_pairs};
 
 /// Latency gauges at `t` seconds: each primary and `podinfo` on one sawtooth around 100 ms,
 /// `faulty` 30 % above it.
@@ -22,19 +22,14 @@ fn exposition(t: f64) -> String {
     )
 }
 
-const JUDGE: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata: {name: latency, namespace: test}
-spec:
-  thresholds: {pass: 95, marginal: 75}
-  window: 10s
-  step: 1s
-  minSamples: 10
-  metrics:
-    - name: latency
-      query: 'latency_ms{deployment=\"{{ workload }}\"}'
-      direction: increase
-";
+/// The Judge `latency`: the canary's latency must not increase.
+fn judge() -> String {
+    loop_judge(
+        "latency",
+        75,
+        &increase("latency", "latency_ms{deployment=\"{{ workload }}\"}"),
+    )
+}
 
 /// The loop tests' canary (interval 2 s, threshold 2, one step of 50 %) without metrics,
 /// judged by the `latency` Judge.
@@ -44,31 +39,16 @@ fn canary(name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_one() {
-    let Scraped {
-        exporter: _exporter,
-        prom,
-        client: _,
-    } = Scraped::start(exposition).await;
+    let scraped = Scraped::start(exposition).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = prom.repo_config();
-    let bare = seeded_remote(
-        tmp.path(),
-        &[
-            (".sluice/config.yaml", &config),
-            ("apps/judge.yaml", JUDGE),
-            (
-                "apps/podinfo/deployment.yaml",
-                &deployment("podinfo", "podinfo:1"),
-            ),
-            ("apps/podinfo/canary.yaml", &canary("podinfo")),
-            (
-                "apps/faulty/deployment.yaml",
-                &deployment("faulty", "faulty:1"),
-            ),
-            ("apps/faulty/canary.yaml", &canary("faulty")),
-        ],
-    );
+    let config = scraped.prom.repo_config();
+    let mut files = vec![
+        (".sluice/config.yaml".to_string(), config),
+        ("apps/judge.yaml".to_string(), judge()),
+    ];
+    files.extend(loop_apps(&["podinfo", "faulty"], canary));
+    let bare = seeded_remote(tmp.path(), &str_pairs(&files));
     tokio::task::block_in_place(|| rolled_out(&bare, tmp.path(), &["podinfo", "faulty"]));
     assert_eq!(
         phase(&bare, "podinfo"),
@@ -103,25 +83,7 @@ async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_on
         "podinfo's judgement passed: {passed}"
     );
 
-    let history = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "history",
-            "test/faulty",
-            "--dir",
-            &bare.display().to_string(),
-            "-o",
-            "json",
-        ])
-        .env("SLUICE_LOG", "error")
-        .output()
-        .unwrap();
-    let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
-    let rollback = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["phase"] == "Failed")
-        .expect("the rollback's entry");
+    let rollback = rollback_entry(&bare, "test/faulty");
     assert_eq!(rollback["judge"]["score"], 0.0, "{rollback}");
     assert_eq!(rollback["judge"]["outcome"], "fail", "{rollback}");
     assert_eq!(

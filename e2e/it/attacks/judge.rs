@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
-use crate::support::judge::{judged_canary, rolled_out, trailers};
-use crate::support::metrics::{loop_deployment as deployment, phase};
+use crate::support::judge::{increase, judged_canary, loop_judge, rolled_out, trailers};
+use crate::support::metrics::{loop_apps, phase};
 use crate::support::prometheus::Scraped;
-use crate::support::{git, run_sluice, seeded_remote};
+use crate::support::{git, run_sluice, seeded_remote, str_pairs};
 
 fn write_series(path: &Path, values: &[f64]) {
     let text: String = values.iter().map(|v| format!("{v:e}\n")).collect();
@@ -107,63 +107,38 @@ fn exposition(t: f64) -> String {
 /// values of the canary's window are 1e308, the rest three times the primary's, and the test
 /// cannot converge on them. `sparse`'s keeps only the evaluations whose time modulo 11 s is
 /// under 1 s: one value per series per window, as a canary with little traffic gives.
-const JUDGES: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata: {name: spiky, namespace: test}
-spec:
-  thresholds: {pass: 95, marginal: 75}
-  window: 10s
-  step: 1s
-  minSamples: 10
-  metrics:
-    - name: latency
-      query: 'latency_ms{deployment=\"{{ workload }}\"} + on() ((vector(time()) % 5 < bool 1) * on() spike_ms{deployment=\"{{ workload }}\"})'
-      direction: increase
----
-apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata: {name: sparse, namespace: test}
-spec:
-  thresholds: {pass: 95, marginal: 75}
-  window: 10s
-  step: 1s
-  minSamples: 10
-  metrics:
-    - name: latency
-      query: 'latency_ms{deployment=\"{{ workload }}\"} and on() (vector(time()) % 11 < 1)'
-      direction: increase
-";
+fn judges() -> String {
+    loop_judge(
+        "spiky",
+        75,
+        &increase(
+            "latency",
+            "latency_ms{deployment=\"{{ workload }}\"} + on() ((vector(time()) % 5 < bool 1) * on() spike_ms{deployment=\"{{ workload }}\"})",
+        ),
+    ) + "---\n"
+        + &loop_judge(
+            "sparse",
+            75,
+            &increase(
+                "latency",
+                "latency_ms{deployment=\"{{ workload }}\"} and on() (vector(time()) % 11 < 1)",
+            ),
+        )
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_the_judge_cannot_test_is_rolled_back_not_promoted() {
-    let Scraped {
-        exporter: _exporter,
-        prom,
-        client: _,
-    } = Scraped::start(exposition).await;
+    let scraped = Scraped::start(exposition).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = prom.repo_config();
+    let config = scraped.prom.repo_config();
     let names = ["spiky", "sparse"];
     let mut files = vec![
         (".sluice/config.yaml".to_string(), config),
-        ("apps/judges.yaml".to_string(), JUDGES.to_string()),
+        ("apps/judges.yaml".to_string(), judges()),
     ];
-    for name in names {
-        files.push((
-            format!("apps/{name}/deployment.yaml"),
-            deployment(name, &format!("{name}:1")),
-        ));
-        files.push((
-            format!("apps/{name}/canary.yaml"),
-            judged_canary(name, name),
-        ));
-    }
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let bare = seeded_remote(tmp.path(), &files);
+    files.extend(loop_apps(&names, |name| judged_canary(name, name)));
+    let bare = seeded_remote(tmp.path(), &str_pairs(&files));
     tokio::task::block_in_place(|| rolled_out(&bare, tmp.path(), &names));
     for name in names {
         assert_eq!(phase(&bare, name), "Failed:0", "{name}: rolled back");

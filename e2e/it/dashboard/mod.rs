@@ -26,7 +26,7 @@ use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, Proc
 use crate::support::metrics::{loop_canary, loop_deployment};
 use crate::support::webdriver::Browser;
 use crate::support::{
-    free_port, http, human_clone, human_commit, run_sluice, seeded_remote, GitDaemon,
+    free_port, history_json, http, human_clone, human_commit, seeded_remote, GitDaemon,
 };
 
 const PHONE: (u32, u32) = (390, 844);
@@ -51,20 +51,6 @@ fn stepped_canary(name: &str, min: &str) -> String {
         &format!("      - name: request-success-rate\n        thresholdRange: {{min: {min}}}\n        interval: 2s\n"),
     )
     .replace("    stepWeight: 50\n    maxWeight: 50", "    stepWeight: 20\n    maxWeight: 60")
-}
-
-/// The JSON of `sluice history NS/NAME -o json` on `bare`.
-fn history(bare: &Path, canary: &str) -> Vec<Json> {
-    let (code, out, err) = run_sluice(&[
-        "history",
-        canary,
-        "--dir",
-        &bare.display().to_string(),
-        "-o",
-        "json",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str::<Vec<Json>>(&out).unwrap()
 }
 
 fn phase_of(addr: &str, canary: &str) -> String {
@@ -200,7 +186,7 @@ fn dashboard_follows_a_real_rollout_in_a_browser() {
         "return Array.from(document.querySelectorAll('#weight-chart circle.pt.canary')).map(c => \
          `${c.dataset.commit} primary=${c.dataset.primary} canary=${c.dataset.canary}`);",
     );
-    let expected: Vec<String> = history(&bare, "test/podinfo")
+    let expected: Vec<String> = history_json(&bare, "test/podinfo")
         .iter()
         .filter(|e| !e["weights"].as_str().unwrap_or("").is_empty())
         .map(|e| {

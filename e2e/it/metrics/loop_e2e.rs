@@ -3,13 +3,15 @@
 //! mid-analysis fails the checks and rolls back (never promotes).
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::metrics::{loop_canary, loop_deployment as deployment, phase};
+use crate::support::judge::bump_images;
+use crate::support::metrics::{loop_apps, loop_canary, loop_deployment as deployment, phase};
 use crate::support::prometheus::{osm_exposition, Scraped};
 use crate::support::rollout::kustomize_builds;
-use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
+use crate::support::{
+    git, human_clone, human_commit, reconcile, rollback_entry, seeded_remote, str_pairs,
+};
 
 /// A canary judged by the built-in success rate and duration.
 fn canary(name: &str) -> String {
@@ -37,47 +39,18 @@ fn run_until(bare: &Path, workdir: &Path, what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
-    let Scraped {
-        exporter: _exporter,
-        mut prom,
-        client: _,
-    } = Scraped::start(osm_exposition).await;
+    let mut scraped = Scraped::start(osm_exposition).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let config = prom.repo_config();
-    let bare = seeded_remote(
-        tmp.path(),
-        &[
-            (".sluice/config.yaml", &config),
-            (
-                "apps/podinfo/deployment.yaml",
-                &deployment("podinfo", "podinfo:1"),
-            ),
-            ("apps/podinfo/canary.yaml", &canary("podinfo")),
-            (
-                "apps/faulty/deployment.yaml",
-                &deployment("faulty", "faulty:1"),
-            ),
-            ("apps/faulty/canary.yaml", &canary("faulty")),
-        ],
-    );
+    let config = scraped.prom.repo_config();
+    let mut files = vec![(".sluice/config.yaml".to_string(), config)];
+    files.extend(loop_apps(&["podinfo", "faulty"], canary));
+    let bare = seeded_remote(tmp.path(), &str_pairs(&files));
     let workdir = tmp.path().join("w");
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     tokio::task::block_in_place(|| {
         reconcile(&bare, &workdir, &[]);
-        git(&human, &["pull", "-q", "origin", "main"]);
-        human_commit(
-            &human,
-            "apps/podinfo/deployment.yaml",
-            &deployment("podinfo", "podinfo:2"),
-            "podinfo 2",
-        );
-        human_commit(
-            &human,
-            "apps/faulty/deployment.yaml",
-            &deployment("faulty", "faulty:2"),
-            "faulty 2",
-        );
+        bump_images(&human, &["podinfo", "faulty"]);
         run_until(&bare, &workdir, "both canaries to finish", || {
             let (a, b) = (phase(&bare, "podinfo"), phase(&bare, "faulty"));
             (a.starts_with("Succeeded") || a.starts_with("Failed"))
@@ -139,25 +112,7 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
             "{}",
             trailers("faulty: roll back")
         );
-        let history = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "history",
-                "test/faulty",
-                "--dir",
-                &bare.display().to_string(),
-                "-o",
-                "json",
-            ])
-            .env("SLUICE_LOG", "error")
-            .output()
-            .unwrap();
-        let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
-        let rollback_entry = history
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["phase"] == "Failed")
-            .expect("the rollback's entry");
+        let rollback_entry = rollback_entry(&bare, "test/faulty");
         assert_eq!(
             rollback_entry["checks"][0],
             serde_json::json!({"name": "request-success-rate", "kind": "metric", "value": 80.0, "min": 99.0, "passed": false}),
@@ -174,7 +129,7 @@ async fn osm_canaries_promote_or_roll_back_on_a_real_prometheus() {
         run_until(&bare, &workdir, "podinfo at weight 50", || {
             phase(&bare, "podinfo") == "Progressing:50"
         });
-        prom.stop();
+        scraped.prom.stop();
         run_until(&bare, &workdir, "podinfo to end", || {
             let p = phase(&bare, "podinfo");
             p.starts_with("Failed") || p.starts_with("Succeeded") || p.starts_with("Promoting")

@@ -87,3 +87,25 @@ pub(crate) fn bump_images(human: &Path, names: &[&str]) {
         );
     }
 }
+
+/// A Judge `test/<name>` of the loop tests: pass 95, `marginal`, over 10 s at 1 s needing 10
+/// values per series, with `metrics` (each from [`increase`]).
+pub(crate) fn loop_judge(name: &str, marginal: u32, metrics: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Judge
+metadata: {{name: {name}, namespace: test}}
+spec:
+  thresholds: {{pass: 95, marginal: {marginal}}}
+  window: 10s
+  step: 1s
+  minSamples: 10
+  metrics:
+{metrics}"
+    )
+}
+
+/// A judge metric entry `name` of PromQL `query` that fails the canary when it increases.
+pub(crate) fn increase(name: &str, query: &str) -> String {
+    format!("    - name: {name}\n      query: '{query}'\n      direction: increase\n")
+}

@@ -323,6 +323,20 @@ pub async fn closed_port_url() -> String {
     format!("http://{addr}")
 }
 
+/// The files of the loop tests' apps `names`: each `apps/<name>/deployment.yaml`
+/// ([`loop_deployment`] of image `<name>:1`) and `apps/<name>/canary.yaml` (`canary(name)`).
+pub fn loop_apps(names: &[&str], canary: impl Fn(&str) -> String) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for name in names {
+        files.push((
+            format!("apps/{name}/deployment.yaml"),
+            loop_deployment(name, &format!("{name}:1")),
+        ));
+        files.push((format!("apps/{name}/canary.yaml"), canary(name)));
+    }
+    files
+}
+
 /// A Deployment `name` in `test` running `image`, two replicas: the source of the loop tests.
 pub fn loop_deployment(name: &str, image: &str) -> String {
     format!(
