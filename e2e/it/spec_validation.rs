@@ -1,7 +1,7 @@
 //! Every bad input is reported as file:line: field: message, and no input panics.
 
-use crate::support::canary::errors_in;
 use crate::support::canary::podinfo;
+use crate::support::canary::{errors_in, native_podinfo};
 use proptest::prelude::*;
 use sluice::manifest::load::load_text;
 use sluice::manifest::settings::{parse_settings, Settings};
@@ -11,26 +11,12 @@ fn errors(text: &str) -> Vec<String> {
 }
 
 fn native(analysis: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  source: apps/podinfo/deployment.yaml
-  output: clusters/prod/podinfo
-  service:
-    port: 9898
-  route:
-    apiVersion: split.smi-spec.io/v1alpha2
-    kind: TrafficSplit
-  analysis:
-{}",
-        analysis
+    native_podinfo(
+        "  output: clusters/prod/podinfo\n",
+        &analysis
             .lines()
             .map(|l| format!("    {l}\n"))
-            .collect::<String>()
+            .collect::<String>(),
     )
 }
 

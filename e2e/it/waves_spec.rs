@@ -7,28 +7,16 @@ use sluice::manifest::load::{load, load_text};
 use sluice::manifest::model::SyncTarget;
 use sluice::manifest::settings::Settings;
 
+use crate::support::canary::native_podinfo;
+use crate::support::{run_sluice, run_sluice_env};
+
 const FILE: &str = "apps/podinfo/canary.yaml";
 
 /// A native canary whose `spec` ends with `extra` (indented by two spaces already).
 fn native(extra: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  source: apps/podinfo/deployment.yaml
-  service:
-    port: 9898
-  route:
-    apiVersion: split.smi-spec.io/v1alpha2
-    kind: TrafficSplit
-  analysis:
-    interval: 30s
-    stepWeight: 20
-    maxWeight: 40
-{extra}"
+    native_podinfo(
+        "",
+        &format!("    interval: 30s\n    stepWeight: 20\n    maxWeight: 40\n{extra}"),
     )
 }
 
@@ -342,19 +330,12 @@ fn sluice_validate_refuses_a_context_missing_from_the_kubeconfig() {
         "apiVersion: v1\nkind: Config\nclusters: [{name: eu, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: prod-eu, context: {cluster: eu, user: u}}]\ncurrent-context: prod-eu\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("validate")
-        .arg(&canary)
-        .env("KUBECONFIG", &kubeconfig)
-        .env("SLUICE_LOG", "error")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (code, out, err) = run_sluice_env(
+        &["validate", &canary.display().to_string()],
+        &[("KUBECONFIG", &kubeconfig.display().to_string())],
     );
-    assert_ne!(out.status.code(), Some(0), "{text}");
+    let text = format!("{out}{err}");
+    assert_ne!(code, 0, "{text}");
     assert!(
         text.contains(":18: spec.waves[0].cluster.kubeContext: no context \"staging\" in the kubeconfig sluice is given (it has: prod-eu)"),
         "{text}"
@@ -370,19 +351,8 @@ fn sluice_plan_lists_the_waves_in_order_and_the_release_minimum_duration() {
         native(&THREE.replace("      cluster: {kubeContext: staging}\n", "")),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("plan")
-        .arg(&canary)
-        .env("SLUICE_LOG", "error")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, text, err) = run_sluice(&["plan", &canary.display().to_string()]);
+    assert_eq!(code, 0, "{text}{err}");
     let release = text
         .split("prod/podinfo (release in 3 waves)\n")
         .nth(1)

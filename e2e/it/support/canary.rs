@@ -314,6 +314,28 @@ pub(crate) fn traefik() -> FlaggerCanary {
         .service("    port: 80\n    targetPort: 9898")
 }
 
+/// A native canary `prod/podinfo` of `apps/podinfo/deployment.yaml` over an SMI v1alpha2
+/// TrafficSplit: `after_source` are spec lines after its source (e.g. its output), `analysis`
+/// the lines under `analysis:` and whatever spec lines follow.
+pub(crate) fn native_podinfo(after_source: &str, analysis: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1
+kind: Canary
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  source: apps/podinfo/deployment.yaml
+{after_source}  service:
+    port: 9898
+  route:
+    apiVersion: split.smi-spec.io/v1alpha2
+    kind: TrafficSplit
+  analysis:
+{analysis}"
+    )
+}
+
 /// The native route-only Canary `shop/frontend` at revision v2 (Services `frontend-blue` and
 /// `frontend-green`) of the router tests: `route` is the lines under `spec.route:` (indented
 /// by 4, each ending in a newline; its `apiVersion` on line 14), and the analysis walks
