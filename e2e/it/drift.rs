@@ -61,6 +61,27 @@ fn tick_until(w: &mut World, done: impl Fn(&Json) -> bool) {
     panic!("never reached; status: {}", status(&w.bare));
 }
 
+/// A Traefik canary of [`STEPS`] under drift `policy`, rolling out 6.7.1 at weight 20.
+fn rolling_at_20(policy: &str) -> World {
+    let mut w = world(policy, &traefik(STEPS));
+    w.until(Phase::Initialized);
+    w.new_revision("6.7.1");
+    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    w
+}
+
+/// The human pulls main and appends a comment to the route file.
+fn note_in_route(human: &Path) {
+    git(human, &["pull", "-q", "origin", "main"]);
+    let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();
+    human_commit(
+        human,
+        ROUTE_FILE,
+        &format!("{route}# edited\n"),
+        "route: a note",
+    );
+}
+
 /// `key` trailers on main, oldest first: (sha, values joined by `,`), commits without it left
 /// out.
 fn trailer_commits(bare: &Path, key: &str) -> Vec<(String, String)> {
@@ -83,10 +104,7 @@ fn trailer_commits(bare: &Path, key: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_hand_edit_of_route_yaml_during_a_rollout_holds_the_canary_under_drift_hold() {
-    let mut w = world("hold", &traefik(STEPS));
-    w.until(Phase::Initialized);
-    w.new_revision("6.7.1");
-    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let mut w = rolling_at_20("hold");
     let route = show(&w.bare, "main", ROUTE_FILE);
     let edited = hand_edited(&route);
     w.human_writes(ROUTE_FILE, &edited, "route: half the traffic by hand");
@@ -161,10 +179,7 @@ fn a_hand_edit_of_route_yaml_during_a_rollout_holds_the_canary_under_drift_hold(
 
 #[test]
 fn a_hand_edit_of_route_yaml_during_a_rollout_is_reverted_under_drift_restore() {
-    let mut w = world("restore", &traefik(STEPS));
-    w.until(Phase::Initialized);
-    w.new_revision("6.7.1");
-    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let mut w = rolling_at_20("restore");
     let (last, _) = sluice_commits(&w.bare).pop().unwrap();
     let route = show(&w.bare, "main", ROUTE_FILE);
     w.human_writes(
@@ -266,14 +281,7 @@ fn a_hold_for_drift_is_notified_once_by_the_real_binary() {
     )];
     let reconcile = || crate::support::reconcile(&bare, &workdir, &webhook);
     reconcile();
-    git(&human, &["pull", "-q", "origin", "main"]);
-    let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();
-    human_commit(
-        &human,
-        ROUTE_FILE,
-        &format!("{route}# edited\n"),
-        "route: a note",
-    );
+    note_in_route(&human);
     reconcile();
     reconcile();
     let hooks: Vec<Json> = server
@@ -300,10 +308,7 @@ fn a_hold_for_drift_is_notified_once_by_the_real_binary() {
 
 #[test]
 fn a_hand_edit_of_the_status_file_is_named_and_undone_under_drift_hold() {
-    let mut w = world("hold", &traefik(STEPS));
-    w.until(Phase::Initialized);
-    w.new_revision("6.7.1");
-    tick_until(&mut w, |s| s["canaryWeight"] == 20);
+    let mut w = rolling_at_20("hold");
     let text = show(&w.bare, "main", STATUS_FILE);
     let edited = text.replace("canaryWeight: 20", "canaryWeight: 60");
     assert_ne!(edited, text);
@@ -347,14 +352,7 @@ fn a_drift_check_by_the_real_binary_writes_nothing_under_tmpdir() {
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     let workdir = tmp.path().join("w");
     crate::support::reconcile(&bare, &workdir, &[]);
-    git(&human, &["pull", "-q", "origin", "main"]);
-    let route = std::fs::read_to_string(human.join(ROUTE_FILE)).unwrap();
-    human_commit(
-        &human,
-        ROUTE_FILE,
-        &format!("{route}# edited\n"),
-        "route: a note",
-    );
+    note_in_route(&human);
     let watched = tmp.path().join("tmpdir");
     std::fs::create_dir(&watched).unwrap();
     let before = std::fs::metadata(&watched).unwrap().modified().unwrap();
