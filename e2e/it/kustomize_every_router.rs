@@ -13,7 +13,7 @@ use sluice::manifest::settings::Settings;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::canary::podinfo;
-use crate::support::manifests::{CONFIGS, DEPLOYMENT};
+use crate::support::manifests::{apisix_route, CONFIGS, DEPLOYMENT};
 use crate::support::manifests::{KNATIVE_SERVICE, KNATIVE_SERVICE_FILE};
 use crate::support::rollout::{kustomize_builds, sluice_commits, World, CANARY_FILE, OUTPUT};
 
@@ -82,21 +82,6 @@ const APISIX_REF: &str = "  routeRef:
     apiVersion: apisix.apache.org/v2
     kind: ApisixRoute
     name: podinfo";
-const APISIX_ROUTE: &str = "apiVersion: apisix.apache.org/v2
-kind: ApisixRoute
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  http:
-    - name: method
-      match:
-        hosts: [app.example.com]
-        paths: [/*]
-      backends:
-        - serviceName: podinfo
-          servicePort: 80
-";
 
 /// Every provider's canary: [`DEFAULT`] and what it needs beyond it.
 const FIXTURES: &[Fixture] = &[
@@ -171,7 +156,7 @@ const FIXTURES: &[Fixture] = &[
     Fixture {
         provider: "apisix",
         spec: APISIX_REF,
-        files: &[("apps/podinfo/apisix-route.yaml", APISIX_ROUTE)],
+        files: &[("apps/podinfo/apisix-route.yaml", apisix_route!(80))],
         ..DEFAULT
     },
     Fixture {

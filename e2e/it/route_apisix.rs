@@ -14,6 +14,7 @@ use sluice::route::{render_route, Backends, RouteState, Weights};
 
 use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
 use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
+use crate::support::manifests::apisix_route;
 use crate::support::rollout::{assert_rolled_back, World, STEPS};
 use crate::support::schema_valid;
 use crate::support::{str_pairs, Schemas};
@@ -381,21 +382,7 @@ fn assert_user_route_untouched(w: &World) {
     );
 }
 
-const LOOP_ROUTE: &str = "apiVersion: apisix.apache.org/v2
-kind: ApisixRoute
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  http:
-    - name: method
-      match:
-        hosts: [app.example.com]
-        paths: [/*]
-      backends:
-        - serviceName: podinfo
-          servicePort: 9898
-";
+const LOOP_ROUTE: &str = apisix_route!(9898);
 
 fn loop_canary(analysis: &str) -> String {
     podinfo()

@@ -176,3 +176,29 @@ spec:
             - containerPort: 9898
 ";
 pub(crate) const KNATIVE_SERVICE_FILE: &str = "apps/podinfo/service.yaml";
+
+/// The user's ApisixRoute `prod/podinfo` (one route on app.example.com) sending to the
+/// Service `podinfo` on port `$port`, as a string literal (for consts).
+macro_rules! apisix_route {
+    ($port:literal) => {
+        concat!(
+            "apiVersion: apisix.apache.org/v2
+kind: ApisixRoute
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  http:
+    - name: method
+      match:
+        hosts: [app.example.com]
+        paths: [/*]
+      backends:
+        - serviceName: podinfo
+          servicePort: ",
+            $port,
+            "\n"
+        )
+    };
+}
+pub(crate) use apisix_route;
