@@ -21,6 +21,7 @@ pub(crate) mod metrics;
 pub(crate) mod prometheus;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
+pub(crate) mod standalone;
 pub(crate) mod vendors;
 pub(crate) mod waves;
 pub(crate) mod webdriver;
