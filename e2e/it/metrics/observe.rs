@@ -61,11 +61,7 @@ async fn builtin_osm_metrics_query_the_repo_default_address() {
             },
         ]
     );
-    let mut queries: Vec<String> = server
-        .requests()
-        .iter()
-        .filter_map(|r| r.query_param("query"))
-        .collect();
+    let mut queries = server.queries();
     queries.sort();
     assert_eq!(queries.len(), 2);
     assert!(queries[0].starts_with("histogram_quantile(0.99, sum(rate(osm_request_duration_ms_bucket{destination_namespace=\"test\", destination_kind=\"Deployment\", destination_name=\"podinfo\"}[1m]))"), "{}", queries[0]);
@@ -147,11 +143,7 @@ spec:
         t[0].query_param("query").as_deref(),
         Some("sum(rate(x{ns=\"test\"}[1m]))")
     );
-    let mut c: Vec<String> = canary_server
-        .requests()
-        .iter()
-        .filter_map(|r| r.query_param("query"))
-        .collect();
+    let mut c = canary_server.queries();
     c.sort();
     assert_eq!(c.len(), 2);
     assert!(c[0].starts_with("sum(rate(osm_request_total"), "{}", c[0]);
@@ -226,11 +218,7 @@ spec:
         "metric template test/needs-var (t.yaml:11): spec.query: {{ variables.missing }} is used but templateVariables has no key \"missing\""
     );
     assert_eq!(value("inline"), MetricValue::Value(99.75));
-    let sent: Vec<String> = server
-        .requests()
-        .iter()
-        .filter_map(|r| r.query_param("query"))
-        .collect();
+    let sent = server.queries();
     assert_eq!(sent, vec!["sum(z{ns=\"test\"})".to_string()]);
 }
 

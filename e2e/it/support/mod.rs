@@ -472,6 +472,14 @@ pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
     panic!("human push kept failing; the last attempt said: {last}");
 }
 
+/// The status code of an HTTP/1.1 answer whose head is `head`; 0 when it has none.
+pub(crate) fn status_code(head: &str) -> u16 {
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A minimal HTTP/1.1 request over a plain TCP connection; returns (status, body).
 pub fn http(
     addr: &str,
@@ -498,11 +506,7 @@ pub fn http(
     let mut out = Vec::new();
     let _ = stream.read_to_end(&mut out);
     let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let status = status_code(&text);
     let body = text
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
