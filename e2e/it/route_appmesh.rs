@@ -18,7 +18,7 @@ use crate::support::canary::{ab_analysis, flagger_test, insider_ab, native_front
 use crate::support::manifests::{
     APPMESH_TUTORIAL_META, APPMESH_TUTORIAL_SERVICE, TEST_DEPLOYMENT as DEPLOYMENT,
 };
-use crate::support::route_case::{documents, RouteCase as Case};
+use crate::support::route_case::{documents, snapshot_cases, RouteCase as Case};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test` with `provider: appmesh:v1beta2`.
@@ -206,12 +206,13 @@ fn broken_appmesh_documents_fail_the_strict_schemas() {
 
 #[test]
 fn rendered_appmesh_routes_snapshot() {
-    let all = cases();
-    for case in &all {
-        insta::assert_snapshot!(case.name, render(case, 10));
-    }
-    // During the A/B analysis Flagger sends every matching request to the canary.
-    insta::assert_snapshot!("appmesh-tutorial-ab-analysis", render(&all[1], 100));
+    snapshot_cases!(
+        cases(),
+        render,
+        10,
+        "appmesh-tutorial-ab",
+        "appmesh-tutorial-ab-analysis"
+    );
 }
 
 /// What Flagger's `appmesh_v1beta2.go` writes for the tutorial canary, field by field.
