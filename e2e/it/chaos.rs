@@ -18,8 +18,8 @@ use serde_json::Value as Json;
 
 use crate::support::canary::web_httproute as canary;
 use crate::support::{
-    first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, sluice_daemon,
-    Daemon, GitDaemon, Schemas,
+    first_parent_commits_of, git, git_lines, git_ok, human_clone, human_commit, seeded_remote,
+    sluice_daemon, Daemon, GitDaemon, Schemas,
 };
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
@@ -360,13 +360,10 @@ mod waves {
     /// For `revision`: in each wave, every Progressing step once and one promotion; wave k+1
     /// has no commit (and its folder no change) before wave k's promotion.
     fn check_release(bare: &Path, commits: &[WaveCommit], revision: &str) {
-        let order: Vec<String> = git(
+        let order = git_lines(
             bare,
             &["log", "--first-parent", "--reverse", "--format=%H", "main"],
-        )
-        .lines()
-        .map(str::to_string)
-        .collect();
+        );
         let at = |sha: &str| order.iter().position(|s| s == sha).expect("on main");
         let start = commits
             .iter()

@@ -131,6 +131,11 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The lines [`git`] prints for `args` in `dir`.
+pub fn git_lines(dir: &Path, args: &[&str]) -> Vec<String> {
+    git(dir, args).lines().map(str::to_string).collect()
+}
+
 /// `file` at `rev` of the repo at `repo`.
 pub fn show(repo: &Path, rev: &str, file: &str) -> String {
     git(repo, &["show", &format!("{rev}:{file}")])
