@@ -66,6 +66,7 @@ mod notify;
 mod openfunction;
 mod operate;
 mod per_tick;
+mod rbac;
 mod route;
 mod route_apisix;
 mod route_appmesh;
