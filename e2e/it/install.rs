@@ -982,3 +982,225 @@ fn the_git_ssh_component_mounts_the_flux_style_secret() {
     assert_eq!(pod["volumes"][0]["name"], "git-ssh");
     assert_eq!(pod["volumes"][0]["secret"]["secretName"], "sluice-git-ssh");
 }
+
+/// Whether `text` matches the regular expression `re` (ECMA 262, as Go's RE2 reads these
+/// simple anchors and escapes), through a JSON Schema `pattern`.
+fn matches(re: &str, text: &str) -> bool {
+    jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": re}))
+        .expect("a regex")
+        .is_valid(&serde_json::json!(text))
+}
+
+/// The step of `steps` whose `run` or `uses` contains `needle`, and its index.
+fn step<'a>(steps: &'a [serde_json::Value], needle: &str) -> (usize, &'a serde_json::Value) {
+    steps
+        .iter()
+        .enumerate()
+        .find(|(_, s)| {
+            s["run"].as_str().is_some_and(|r| r.contains(needle))
+                || s["uses"].as_str().is_some_and(|u| u.starts_with(needle))
+        })
+        .unwrap_or_else(|| panic!("no step with {needle:?}"))
+}
+
+/// The release publishes the install as an OCI artifact next to the image, pinned to the
+/// image's digest, and signs it keyless as it signs the image.
+#[test]
+fn release_publishes_the_install_signed_with_the_image_pinned_by_digest() {
+    let wf = yaml(".github/workflows/release.yml");
+    let image = &wf["jobs"]["image"];
+    assert_eq!(
+        image["outputs"]["digest"],
+        "${{ steps.build.outputs.digest }}"
+    );
+    assert_eq!(image["outputs"]["name"], "${{ steps.image.outputs.name }}");
+    let image_steps = image["steps"].as_array().expect("steps");
+    let (_, build) = step(image_steps, "docker/build-push-action@");
+    let args = build["with"]["build-args"].as_str().expect("build-args");
+    assert!(
+        args.contains("SLUICE_GIT_COMMIT=${{ github.sha }}"),
+        "{args}"
+    );
+    assert!(args.contains("SOURCE_DATE_EPOCH="), "{args}");
+    let (_, sign_image) = step(image_steps, "cosign sign");
+    assert!(sign_image["run"]
+        .as_str()
+        .unwrap()
+        .contains("\"${IMAGE}@${DIGEST}\""));
+
+    let job = &wf["jobs"]["manifests"];
+    assert_eq!(job["needs"], "image");
+    let steps = job["steps"].as_array().expect("steps");
+    let (pin_at, pin) = step(steps, "kustomize edit set image");
+    assert_eq!(pin["working-directory"], "examples/install");
+    assert_eq!(pin["env"]["DIGEST"], "${{ needs.image.outputs.digest }}");
+    assert_eq!(pin["env"]["IMAGE"], "${{ needs.image.outputs.name }}");
+    assert!(pin["run"]
+        .as_str()
+        .unwrap()
+        .contains(r#"kustomize edit set image "sluice=${IMAGE}@${DIGEST}""#));
+    let (push_at, push) = step(steps, "flux push artifact");
+    let run = push["run"].as_str().unwrap();
+    assert!(
+        run.contains(r#""oci://${IMAGE}-manifests:${version}""#),
+        "{run}"
+    );
+    assert!(run.contains("--path=examples/install"), "{run}");
+    assert!(run.contains("--output=json"), "{run}");
+    assert_eq!(push["id"], "push");
+    let (sign_at, sign) = step(steps, "cosign sign");
+    assert_eq!(sign["env"]["DIGEST"], "${{ steps.push.outputs.digest }}");
+    assert!(sign["run"]
+        .as_str()
+        .unwrap()
+        .contains(r#"cosign sign --yes "${IMAGE}-manifests@${DIGEST}""#));
+    assert!(
+        pin_at < push_at && push_at < sign_at,
+        "pin, push, then sign"
+    );
+    step(steps, "fluxcd/flux2/action@");
+    step(steps, "sigstore/cosign-installer@");
+    assert_eq!(wf["permissions"]["id-token"], "write");
+}
+
+/// The install with its image pinned by a digest, as the release's `kustomize edit set image`
+/// leaves it, builds and names the image by digest alone.
+#[test]
+fn the_install_pinned_by_digest_builds() {
+    let copy = tempfile::Builder::new()
+        .prefix("install-pinned-test-")
+        .tempdir_in(root().join("examples"))
+        .expect("temp dir");
+    let install = copy.path().join("install");
+    let status = Command::new("cp")
+        .args(["-r"])
+        .arg(root().join("examples/install"))
+        .arg(&install)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let file = install.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let pinned = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("newTag:"))
+        .map(|l| {
+            if l.trim_start().starts_with("newName:") {
+                format!("{l}\n    digest: {digest}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, pinned).unwrap();
+    let Some(docs) = kustomize(&install) else {
+        eprintln!("kubectl not installed: not built");
+        return;
+    };
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        format!("ghcr.io/sluice-dev/sluice@{digest}")
+    );
+}
+
+/// The published install's address: the image's name plus `-manifests`, as the release
+/// pushes it.
+fn artifact_repository() -> String {
+    let k = yaml("examples/install/kustomization.yaml");
+    let image = k["images"][0]["newName"].as_str().expect("the image name");
+    format!("{image}-manifests")
+}
+
+/// examples/install/flux: an OCIRepository that verifies the release workflow's keyless
+/// signature, and a Kustomization (strict schema) of components that exist; built as Flux
+/// builds it, the patch sets the config repo.
+#[test]
+fn the_flux_install_verifies_the_artifact_and_builds() {
+    let source = yaml("examples/install/flux/ocirepository.yaml");
+    // No strict schema of OCIRepository is among e2e/schemas: its fields one by one.
+    assert_eq!(source["apiVersion"], "source.toolkit.fluxcd.io/v1");
+    assert_eq!(source["kind"], "OCIRepository");
+    let spec = &source["spec"];
+    let keys: Vec<&String> = spec.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["interval", "ref", "url", "verify"]);
+    assert_eq!(spec["url"], format!("oci://{}", artifact_repository()));
+    assert!(spec["ref"]["semver"].is_string());
+    assert_eq!(spec["verify"]["provider"], "cosign");
+    let identity = &spec["verify"]["matchOIDCIdentity"][0];
+    let (issuer, subject) = (
+        identity["issuer"].as_str().unwrap(),
+        identity["subject"].as_str().unwrap(),
+    );
+    assert!(matches(
+        issuer,
+        "https://token.actions.githubusercontent.com"
+    ));
+    assert!(!matches(
+        issuer,
+        "https://token.actions.githubusercontent.com.evil.example"
+    ));
+    let workflow = "https://github.com/sluice-dev/sluice/.github/workflows/release.yml";
+    assert!(matches(subject, &format!("{workflow}@refs/tags/v0.1.0")));
+    assert!(!matches(subject, &format!("{workflow}@refs/heads/main")));
+    assert!(!matches(
+        subject,
+        "https://github.com/someone/sluice/.github/workflows/release.yml@refs/tags/v0.1.0"
+    ));
+
+    let mut schemas = Schemas::default();
+    let k = yaml("examples/install/flux/kustomization-sluice.yaml");
+    schemas.assert_valid(&k, "examples/install/flux/kustomization-sluice.yaml");
+    assert_eq!(k["spec"]["sourceRef"]["kind"], "OCIRepository");
+    assert_eq!(k["spec"]["sourceRef"]["name"], source["metadata"]["name"]);
+    built_as_an_engine_builds(&k["spec"]["components"], &k["spec"]["patches"]);
+}
+
+/// examples/install/argocd: an Application (strict schema) of the same artifact.
+#[test]
+fn the_argocd_install_points_at_the_artifact_and_builds() {
+    let mut schemas = Schemas::default();
+    let app = yaml("examples/install/argocd/application-sluice.yaml");
+    schemas.assert_valid(&app, "examples/install/argocd/application-sluice.yaml");
+    let source = &app["spec"]["source"];
+    assert_eq!(
+        source["repoURL"],
+        format!("oci://{}", artifact_repository())
+    );
+    assert_eq!(source["targetRevision"], sluice::cli::version::VERSION);
+    assert_eq!(app["spec"]["destination"]["namespace"], "sluice-system");
+    built_as_an_engine_builds(
+        &source["kustomize"]["components"],
+        &source["kustomize"]["patches"],
+    );
+}
+
+/// The install with `components` and `patches` as Flux's or Argo CD's kustomize applies
+/// them: it builds, the components exist, and SLUICE_REPO is the patched one.
+fn built_as_an_engine_builds(components: &serde_json::Value, patches: &serde_json::Value) {
+    let components: Vec<String> = components
+        .as_array()
+        .expect("components")
+        .iter()
+        .map(|c| format!("../install/{}", c.as_str().unwrap()))
+        .collect();
+    let patch = &patches[0];
+    let dir = overlay(&format!(
+        "resources: [../install]\ncomponents: [{}]\npatches: [{}]\n",
+        components.join(", "),
+        serde_json::to_string(patch).unwrap()
+    ));
+    let Some(docs) = kustomize(dir.path()) else {
+        eprintln!("kubectl not installed: not built");
+        return;
+    };
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    let repo = env.iter().find(|e| e["name"] == "SLUICE_REPO").unwrap();
+    assert_eq!(repo["value"], "https://github.com/example-org/fleet.git");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+}
