@@ -37,6 +37,7 @@ mod gitops_robust;
 mod image;
 mod input_safety;
 mod install;
+mod install_doc;
 mod judge_approval;
 mod judge_canary;
 mod judge_cli;
