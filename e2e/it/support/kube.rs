@@ -296,15 +296,25 @@ async fn create_object(
     let key = (plural.clone(), ns.clone(), name.clone());
     if c.objects.contains_key(&key) {
         let message = format!("{plural}.{group} \"{name}\" already exists");
-        return json_response(
-            StatusCode::CONFLICT,
-            &status(409, "AlreadyExists", message, &group, &plural, &name),
-        );
+        return conflict("AlreadyExists", message, &key, &group);
     }
+    store(&mut c, key, &mut object);
+    json_response(StatusCode::CREATED, &object)
+}
+
+/// The 409 of a create or replace that lost.
+fn conflict(reason: &str, message: String, (plural, _, name): &Key, group: &str) -> Response {
+    json_response(
+        StatusCode::CONFLICT,
+        &status(409, reason, message, group, plural, name),
+    )
+}
+
+/// Stores `object` under `key` with the next resourceVersion.
+fn store(c: &mut Cluster, key: Key, object: &mut Json) {
     c.resource_version += 1;
     object["metadata"]["resourceVersion"] = json!(c.resource_version.to_string());
     c.objects.insert(key, object.clone());
-    json_response(StatusCode::CREATED, &object)
 }
 
 /// `PUT` of an object: replaced only at the resourceVersion stored (409 otherwise).
@@ -321,14 +331,9 @@ async fn replace_object(
     };
     if stored["metadata"]["resourceVersion"] != object["metadata"]["resourceVersion"] {
         let message = format!("Operation cannot be fulfilled on {plural}.{group} \"{name}\": the object has been modified");
-        return json_response(
-            StatusCode::CONFLICT,
-            &status(409, "Conflict", message, &group, &plural, &name),
-        );
+        return conflict("Conflict", message, &key, &group);
     }
-    c.resource_version += 1;
-    object["metadata"]["resourceVersion"] = json!(c.resource_version.to_string());
-    c.objects.insert(key, object.clone());
+    store(&mut c, key, &mut object);
     json_response(StatusCode::OK, &object)
 }
 
