@@ -15,6 +15,7 @@ pub(crate) mod dashboard;
 pub(crate) mod forge;
 pub(crate) mod git_fixture;
 pub(crate) mod judge;
+pub(crate) mod knative;
 pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
