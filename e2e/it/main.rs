@@ -35,6 +35,7 @@ mod gitops_branch;
 mod gitops_layers;
 mod gitops_robust;
 mod image;
+mod image_run;
 mod input_safety;
 mod install;
 mod judge_approval;

@@ -19,6 +19,7 @@ pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
 pub(crate) mod prometheus;
+pub(crate) mod remotes;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
 pub(crate) mod vendors;
