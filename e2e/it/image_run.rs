@@ -31,7 +31,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
 use crate::image::{runtime_stage, Stage};
@@ -40,7 +39,7 @@ use crate::support::git_fixture::assert_good_signature;
 use crate::support::remotes::{tls_server, Sshd};
 use crate::support::{
     get_status, git, human_clone, human_commit, keygen, read_repo_file, repo_yaml, seeded_remote,
-    show, sluice_daemon, Daemon, HttpGit,
+    show, sluice_daemon, status_at_main, Daemon, HttpGit,
 };
 
 /// Set to `1` to skip these tests where they cannot run (not root, no debootstrap).
@@ -390,13 +389,9 @@ fn gid(user: &str) -> u32 {
 
 /// `<phase>` of the web canary at the remote's main, if it has a status yet.
 fn phase(bare: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args(["show", &format!("main:{STATUS_FILE}")])
-        .current_dir(bare)
-        .output()
-        .ok()?;
-    let status: Json = serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()?;
-    status["phase"].as_str().map(str::to_string)
+    status_at_main(bare, STATUS_FILE)?["phase"]
+        .as_str()
+        .map(str::to_string)
 }
 
 /// Waits (checking every 100 ms, at most 900 times) until the canary's phase is `want`.
@@ -463,6 +458,20 @@ fn rolls_out(image: &Image, daemon: &Daemon, bare: &Path, public: &str, tmp: &Pa
     assert_good_signature(bare, &allowed, head.trim(), "sluice's promotion commit");
 }
 
+/// Starts `sluice run` in the image on `url` (whose bare repo is `bare`) with `mount` and the
+/// signing key's Secret mounted and `env` set, and checks [`rolls_out`].
+fn run_in_image(
+    image: &Image,
+    tmp: &Path,
+    (url, bare): (&str, &Path),
+    mount: Mount,
+    env: &[(&str, &str)],
+) {
+    let (signing, public) = signing_secret(tmp, gid(&image.user));
+    let daemon = image.daemon(&tmp.join("run"), url, &[mount, signing], env);
+    rolls_out(image, &daemon, bare, &public, tmp);
+}
+
 #[test]
 fn image_runs_a_canary_over_https_with_a_mounted_ca_as_its_user_on_a_read_only_root() {
     let Some(image) = image() else { return };
@@ -471,30 +480,24 @@ fn image_runs_a_canary_over_https_with_a_mounted_ca_as_its_user_on_a_read_only_r
     let (tls, cert) = tls_server(tmp.path());
     let token = "s3cr3t-token";
     let server = HttpGit::start_tls(tmp.path(), "x-access-token", token, tls);
-    let gid = gid(&image.user);
     let ca = secret(
         &tmp.path().join("ca"),
-        gid,
+        gid(&image.user),
         &[("ca.crt", &std::fs::read(&cert).unwrap())],
     );
-    let (signing, public) = signing_secret(tmp.path(), gid);
-    let mounts = [
+    run_in_image(
+        &image,
+        tmp.path(),
+        (&server.https_url("", "config.git"), &bare),
         Mount {
             from: ca,
             to: CA_DIR,
         },
-        signing,
-    ];
-    let daemon = image.daemon(
-        &tmp.path().join("run"),
-        &server.https_url("", "config.git"),
-        &mounts,
         &[
             ("SSL_CERT_FILE", &format!("{CA_DIR}/ca.crt")),
             ("SLUICE_GIT_TOKEN", token),
         ],
     );
-    rolls_out(&image, &daemon, &bare, &public, tmp.path());
     assert!(server.authorized_requests() > 0, "sluice used the token");
 }
 
@@ -506,10 +509,9 @@ fn image_runs_a_canary_over_ssh_with_mounted_known_hosts_as_its_user_on_a_read_o
     let identity = tmp.path().join("identity");
     keygen(&identity, "ed25519");
     let sshd = Sshd::start(tmp.path(), &identity.with_extension("pub"));
-    let gid = gid(&image.user);
     let git_secret = secret(
         &tmp.path().join("git-ssh"),
-        gid,
+        gid(&image.user),
         &[
             ("identity", &std::fs::read(&identity).unwrap()),
             (
@@ -519,18 +521,14 @@ fn image_runs_a_canary_over_ssh_with_mounted_known_hosts_as_its_user_on_a_read_o
             ("known_hosts", sshd.keyscan().as_bytes()),
         ],
     );
-    let (signing, public) = signing_secret(tmp.path(), gid);
-    let mounts = [
+    run_in_image(
+        &image,
+        tmp.path(),
+        (&sshd.url(&bare), &bare),
         Mount {
             from: git_secret,
             to: GIT_SECRET,
         },
-        signing,
-    ];
-    let daemon = image.daemon(
-        &tmp.path().join("run"),
-        &sshd.url(&bare),
-        &mounts,
         &[
             ("SLUICE_GIT_SSH_KEY_FILE", &format!("{GIT_SECRET}/identity")),
             (
@@ -539,5 +537,4 @@ fn image_runs_a_canary_over_ssh_with_mounted_known_hosts_as_its_user_on_a_read_o
             ),
         ],
     );
-    rolls_out(&image, &daemon, &bare, &public, tmp.path());
 }

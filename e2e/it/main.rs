@@ -85,6 +85,7 @@ mod ssh_remote;
 mod support;
 mod sync;
 mod tick;
+mod upgrade;
 mod validate_repo;
 mod waves;
 mod waves_run;

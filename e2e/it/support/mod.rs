@@ -376,6 +376,16 @@ pub fn run_sluice_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
     outcome(&out)
 }
 
+/// The status file `file` at `bare`'s main, when it is there and parses.
+pub fn status_at_main(bare: &Path, file: &str) -> Option<Json> {
+    let out = Command::new("git")
+        .args(["show", &format!("main:{file}")])
+        .current_dir(bare)
+        .output()
+        .ok()?;
+    serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()
+}
+
 /// The entries of `sluice history NS/NAME -o json` on `bare` (which must succeed).
 pub fn history_json(bare: &Path, canary: &str) -> Vec<Json> {
     let (code, out, err) = run_sluice(&[
