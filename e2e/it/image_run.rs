@@ -140,12 +140,16 @@ fn rootfs(stage: &Stage) -> PathBuf {
     if done.exists() {
         return done;
     }
-    let building = base.join(format!("{}.building", &key[..16]));
-    if building.exists() {
-        std::fs::remove_dir_all(&building).unwrap();
+    // Filesystems of earlier stages (and an interrupted build) are not used again.
+    for entry in std::fs::read_dir(&base).unwrap().flatten() {
+        if entry.path().is_dir() {
+            std::fs::remove_dir_all(entry.path()).unwrap();
+        }
     }
+    let building = base.join(format!("{}.building", &key[..16]));
     let mirror = apt_mirror();
     let log = base.join("build.log");
+    let _ = std::fs::remove_file(&log);
     let started = Instant::now();
     run_logged(
         Command::new("debootstrap")
