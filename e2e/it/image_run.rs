@@ -48,8 +48,8 @@ const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 /// The PATH an image gets when its Dockerfile sets none.
 const IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// Where the tests mount the Secrets in the image, as the install does (the git Secret) or as
-/// docs/operations.md says to (the CA and the signing key).
+/// Where the tests mount the Secrets in the image: as the install's `git-ssh` and `signing-key`
+/// components do, and the CA as docs/operations.md says to.
 const GIT_SECRET: &str = "/etc/sluice/git";
 const CA_DIR: &str = "/etc/sluice/ca";
 const SIGNING_DIR: &str = "/etc/sluice/signing";
@@ -344,7 +344,7 @@ impl Image {
             .wrapped(self.wrapper(dir, mounts))
             .stepped()
             .env("PATH", IMAGE_PATH)
-            .env("SLUICE_SIGNING_SSH_KEY", format!("{SIGNING_DIR}/key"))
+            .env("SLUICE_SIGNING_SSH_KEY", format!("{SIGNING_DIR}/identity"))
             .envs(env);
         for (key, value) in &self.stage.env {
             builder = builder.env(key, value);
@@ -374,7 +374,7 @@ fn signing_secret(tmp: &Path, gid: u32) -> (Mount, String) {
     let key = tmp.join("signing_key");
     let public = keygen(&key, "ed25519");
     let bytes = std::fs::read(&key).unwrap();
-    let dir = secret(&tmp.join("signing"), gid, &[("key", &bytes)]);
+    let dir = secret(&tmp.join("signing"), gid, &[("identity", &bytes)]);
     (
         Mount {
             from: dir,
