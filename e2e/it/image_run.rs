@@ -48,8 +48,8 @@ const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 /// The PATH an image gets when its Dockerfile sets none.
 const IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// Where the tests mount the Secrets in the image: as the install's `git-ssh` and `signing-key`
-/// components do, and the CA as docs/operations.md says to.
+/// Where the tests mount the Secrets in the image: as the install's `git-ssh`, `signing-key`
+/// and `private-ca` components do.
 const GIT_SECRET: &str = "/etc/sluice/git";
 const CA_DIR: &str = "/etc/sluice/ca";
 const SIGNING_DIR: &str = "/etc/sluice/signing";
@@ -541,4 +541,15 @@ fn image_runs_a_canary_over_ssh_with_mounted_known_hosts_as_its_user_on_a_read_o
             ),
         ],
     );
+}
+
+/// The CA the https test mounts is where the install's `private-ca` component mounts it, and
+/// `SSL_CERT_FILE` names the same file (no root needed: this reads the component only).
+#[test]
+fn image_run_mounts_the_ca_where_the_private_ca_component_does() {
+    let patch = repo_yaml("examples/install/components/private-ca/deployment-patch.yaml");
+    let container = &patch["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["volumeMounts"][0]["mountPath"], CA_DIR);
+    assert_eq!(container["env"][0]["name"], "SSL_CERT_FILE");
+    assert_eq!(container["env"][0]["value"], format!("{CA_DIR}/ca.crt"));
 }
