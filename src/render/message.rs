@@ -108,7 +108,7 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
             format!("{n}: promotion failed, all traffic to the canary: {reason}")
         }
         Action::ApprovalMerged => format!("{n}: approval merged, step clock started"),
-        Action::Pause => format!("{n}: paused"),
+        Action::Pause => paused_subject(n.as_str()),
         Action::Resume => format!("{n}: resumed"),
         Action::Drift(DriftStep::Hold { files }) => {
             format!("{n}: held, {} changed outside sluice", files.join(", "))
@@ -121,6 +121,12 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
         }
         Action::Unreachable => format!("{n}: held, its cluster does not answer"),
     }
+}
+
+/// The subject of the commit `sluice pause` makes on canary `name` (the status reader finds
+/// who paused it by this subject).
+pub fn paused_subject(name: &str) -> String {
+    format!("{name}: paused")
 }
 
 /// The checks table of a status, one line per check.
