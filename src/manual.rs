@@ -58,7 +58,7 @@ pub enum OperateError {
 }
 
 /// Applies a manual operation as one commit on the branch and pushes it; returns the commit
-/// subject. Afterwards, closes the approval pull request the canary no longer waits on.
+/// subject (with a second line when the canary stays paused). Afterwards, closes the approval pull request the canary no longer waits on.
 pub fn operate(
     repo: &mut ConfigRepo,
     runtime: &Runtime,
@@ -84,7 +84,8 @@ pub fn operate(
     Ok(subject)
 }
 
-/// The commit subject, the approval the operation ended (if any), and the forge settings.
+/// What to tell the operator (the commit subject, and that the canary stays paused when it
+/// does), the approval the operation ended (if any), and the forge settings.
 type Applied = (String, Option<Pending>, Option<ForgeSettings>);
 
 /// Commits the operation on the current head (not pushed).
@@ -153,5 +154,14 @@ fn apply(
         previous: status.clone(),
         comment: None,
     });
-    Ok((commit.subject, left, settings.forge.clone()))
+    // An operation leaves a pause as it was: a retried or approved canary still holds.
+    let said = if decision.status.paused && manual.op != Operation::Pause {
+        format!(
+            "{}\n{} stays paused: `sluice resume {}` continues it",
+            commit.subject, canary.id, canary.id
+        )
+    } else {
+        commit.subject
+    };
+    Ok((said, left, settings.forge.clone()))
 }

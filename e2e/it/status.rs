@@ -209,3 +209,37 @@ fn ages_read_as_people_write_them() {
         assert!(readable_age(want), "{want}");
     }
 }
+
+/// Pause, abort, retry: the retried rollout stays paused, and both the retry and the next
+/// `sluice reconcile` say so (and how to resume) instead of sitting at step 0 in silence.
+#[test]
+fn a_retried_paused_canary_says_it_stays_paused_and_reconcile_says_why() {
+    use crate::support::route_only_web;
+    const FILE: &str = "apps/web/canary.yaml";
+    let steps = "[{weight: 20}, {weight: 60}]";
+    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
+    w.tick();
+    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
+    w.tick();
+    let (code, out, err) = op(&w.bare, "pause", "shop/web", "checking");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("stays paused"), "{out}");
+    let (code, out, err) = op(&w.bare, "abort", "shop/web", "checking");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("shop/web stays paused"), "{out}");
+    let (code, out, err) = op(&w.bare, "retry", "shop/web", "try again");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("shop/web stays paused: `sluice resume shop/web` continues it"),
+        "{out}"
+    );
+    let out = crate::support::reconcile(&w.bare, &w.dir().join("cron"), &[]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        said.trim(),
+        "shop/web: no change (Progressing, paused): web.shop is paused (`sluice resume` continues it)",
+    );
+    let (code, out, err) = op(&w.bare, "resume", "shop/web", "done checking");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("stays paused"), "{out}");
+}
