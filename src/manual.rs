@@ -35,7 +35,8 @@ pub struct Manual<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OperateError {
-    #[error("no canary {0} in the repo (sluice validate lists the canaries it reads)")]
+    /// No canary of that name: the message names the closest one, or those there are.
+    #[error("{0}")]
     NotFound(String),
     /// The canary has waves and the one named (or in progress) is not there.
     #[error("{0}")]
@@ -84,6 +85,20 @@ pub fn operate(
     Ok(subject)
 }
 
+/// "no canary NS/NAME", with the closest of `canaries` (or a canary with waves) named.
+fn not_found(canaries: &[crate::manifest::model::Canary], wanted: &str) -> String {
+    let mut known: Vec<String> = canaries.iter().map(|c| c.id.to_string()).collect();
+    known.extend(
+        canaries
+            .iter()
+            .filter(|c| c.wave.is_some())
+            .map(|c| format!("{}/{}", c.id.namespace, c.base_name())),
+    );
+    known.sort();
+    known.dedup();
+    crate::readers::status::no_canary(wanted, &known)
+}
+
 /// What to tell the operator (the commit subject, and that the canary stays paused when it
 /// does), the approval the operation ended (if any), and the forge settings.
 type Applied = (String, Option<Pending>, Option<ForgeSettings>);
@@ -121,7 +136,7 @@ fn apply(
         crate::waves::select::select(&loaded.canaries, manual.canary, manual.wave, status_of)
             .map_err(|e| match e {
                 crate::waves::select::Unselected::NotFound => {
-                    OperateError::NotFound(manual.canary.to_string())
+                    OperateError::NotFound(not_found(&loaded.canaries, manual.canary))
                 }
                 crate::waves::select::Unselected::Wave(why) => OperateError::Wave(why),
             })?;

@@ -1,6 +1,8 @@
-//! `sluice status` tells the truth: the real binary against a real bare repo whose canaries
-//! are paused, held, failed and progressing shows each as it is (paused and held with who and
-//! why, the Failed reason, the images of both revisions, ages people read).
+//! What an operator sees, with the real binary against real bare repos: `sluice status` of
+//! canaries paused, held, failed and progressing shows each as it is (paused and held with who
+//! and why, the Failed reason, the images of both revisions, ages people read); and the CLI's
+//! rough edges (a mistyped canary, a missing repo path, `--dir`, the BY column, wording), each
+//! with its message and exit code.
 
 use std::path::Path;
 
@@ -242,4 +244,128 @@ fn a_retried_paused_canary_says_it_stays_paused_and_reconcile_says_why() {
     let (code, out, err) = op(&w.bare, "resume", "shop/web", "done checking");
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains("stays paused"), "{out}");
+}
+
+/// A route-only `shop/web` rolled out from v1 to v2 and promoted to the end.
+fn promoted_web() -> World {
+    use crate::support::route_only_web;
+    const FILE: &str = "apps/web/canary.yaml";
+    let steps = "[{weight: 50}]";
+    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
+    w.tick();
+    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
+    w.until(sluice::core::status::Phase::Succeeded);
+    w
+}
+
+#[test]
+fn a_mistyped_canary_is_refused_with_the_closest_name_by_every_command() {
+    let w = promoted_web();
+    let bare = w.bare.display().to_string();
+    let said = "no canary shop/wbe (did you mean shop/web?)";
+    for verb in ["approve", "promote", "abort", "retry", "pause", "resume"] {
+        let (code, out, err) = op(&w.bare, verb, "shop/wbe", "typo");
+        assert_eq!((code, err.trim()), (1, said), "{verb}: {out}{err}");
+    }
+    for args in [
+        vec!["history", "shop/wbe", "--dir", &bare],
+        vec!["status", "shop/wbe", "--dir", &bare],
+    ] {
+        let (code, out, err) = run_sluice(&args);
+        assert_eq!((code, err.trim(), out.as_str()), (1, said, ""), "{args:?}");
+    }
+    let (code, _, err) = run_sluice(&["history", "prod/zzz", "--dir", &bare]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim(),
+        "no canary prod/zzz (the repo has shop/web; `sluice status` lists them)"
+    );
+    // The right name still works.
+    let (code, out, err) = run_sluice(&["status", "shop/web", "--dir", &bare]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Succeeded"), "{out}");
+}
+
+#[test]
+fn a_missing_local_repo_path_is_named_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-repo");
+    let workdir = tmp.path().join("w");
+    let missing = missing.display().to_string();
+    let (code, _, err) = run_sluice(&[
+        "reconcile",
+        "--repo",
+        &missing,
+        "--workdir",
+        &workdir.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("no such repository path {missing}")),
+        "{err}"
+    );
+    assert!(!err.contains("unsupported URL protocol"), "{err}");
+    assert!(!workdir.exists(), "a work dir made for nothing");
+    let (code, _, err) = op(Path::new(&missing), "pause", "shop/web", "x");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no such repository path"), "{err}");
+}
+
+/// `--dir` reads a repository in place (status, history, audit, dashboard); a manual
+/// operation takes its repository as `--repo PATH`, and its old `--dir` still works with a
+/// warning.
+#[test]
+fn dir_of_a_manual_operation_still_works_and_says_it_is_deprecated() {
+    let w = promoted_web();
+    let (code, out, err) = run_sluice(&[
+        "pause",
+        "shop/web",
+        "--dir",
+        &w.bare.display().to_string(),
+        "--reason",
+        "freeze",
+        "--as",
+        "Ada Ops <ada@example.com>",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(err.trim(), sluice::cli::manual::DIR_DEPRECATED);
+    assert!(out.contains("web: paused"), "{out}");
+    let (_, help, _) = run_sluice(&["pause", "--help"]);
+    assert!(!help.contains("--dir"), "{help}");
+}
+
+/// The table's BY column names people by name, the JSON keeps the whole identity; a reason
+/// the subject already says is said once; a route-only canary's end says where the traffic is.
+#[test]
+fn history_is_short_where_it_can_be_and_says_each_thing_once() {
+    use crate::support::route_only_web;
+    const FILE: &str = "apps/web/canary.yaml";
+    let steps = "[{weight: 20}, {weight: 60}]";
+    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
+    w.tick();
+    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
+    w.tick();
+    let (code, out, err) = op(&w.bare, "abort", "shop/web", "giving up");
+    assert_eq!(code, 0, "{out}{err}");
+    let bare = w.bare.display().to_string();
+    let (code, table, err) = run_sluice(&["history", "shop/web", "--dir", &bare]);
+    assert_eq!(code, 0, "{err}");
+    let abort = table.lines().last().unwrap();
+    assert!(abort.contains(" Ada Ops "), "{table}");
+    assert!(!abort.contains("ada@example.com"), "{table}");
+    assert!(abort.contains("aborted by hand: giving up"), "{table}");
+    assert!(!abort.contains("(giving up)"), "{table}");
+    let (code, json, err) = run_sluice(&["history", "shop/web", "--dir", &bare, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let entries: Json = serde_json::from_str(&json).unwrap();
+    let last = entries.as_array().unwrap().last().unwrap();
+    assert_eq!(last["operator"], "Ada Ops <ada@example.com>", "{last:#}");
+
+    let w = promoted_web();
+    let subjects = crate::support::git(&w.bare, &["log", "--format=%s", "main"]);
+    let end = subjects.lines().next().unwrap();
+    assert_eq!(end, "web: promotion completed, web-green takes all traffic");
+    assert!(!subjects.contains("canary scaled down"), "{subjects}");
+    // Its audit finds the rules' wording.
+    crate::support::audit::clean(&w.bare);
 }

@@ -5,7 +5,7 @@ use crate::cli::repo::{read_root, Held as Kept, SourceArgs};
 use crate::cli::Output;
 use crate::gitops::{local_history, HistoryEntry};
 use crate::readers::history::pauser;
-use crate::readers::status::{no_canary, HELD_CLUSTER, HELD_SETTINGS, PAUSED_BY};
+use crate::readers::status::{known_canaries, no_canary, HELD_CLUSTER, HELD_SETTINGS, PAUSED_BY};
 pub use crate::readers::status::{rows, Row};
 use crate::render::message::CANARY;
 use crate::runtime::Runtime;
@@ -39,14 +39,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
                         .is_some_and(|w| w.starts_with('.')))
         };
         if !rows.iter().any(of) {
-            let mut known: Vec<String> = rows.iter().map(id).collect();
-            known.extend(
-                rows.iter()
-                    .filter_map(|r| Some(r.release.as_ref()?.canary.clone())),
-            );
-            known.sort();
-            known.dedup();
-            eprintln!("{}", no_canary(wanted, &known));
+            eprintln!("{}", no_canary(wanted, &known_canaries(&rows)));
             return Ok(1);
         }
         rows.retain(of);

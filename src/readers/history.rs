@@ -159,7 +159,9 @@ fn entry(e: &HistoryEntry, canary: &str, wave: Option<String>) -> Entry {
     let trailer = |key: &str| trailer(e, canary, key);
     let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
     let reason = match trailer(REASON) {
-        Some(r) => format!("{subject} ({r})"),
+        // A reason the subject already says (`aborted by hand: REASON`) is not said twice.
+        Some(r) if !subject.contains(&r) => format!("{subject} ({r})"),
+        Some(_) => subject,
         None => subject,
     };
     Entry {

@@ -222,6 +222,22 @@ fn images_in(files: &dyn Files, output: &str) -> Images {
     images
 }
 
+/// Every canary `rows` show, as `NS/NAME` (a wave's instance `NS/NAME.WAVE`, and its
+/// release `NS/NAME`), sorted.
+pub fn known_canaries(rows: &[Row]) -> Vec<String> {
+    let mut known: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .chain(
+            rows.iter()
+                .filter_map(|r| Some(r.release.as_ref()?.canary.clone())),
+        )
+        .collect();
+    known.sort();
+    known.dedup();
+    known
+}
+
 /// What a command that names a canary says when the repo has none of that name: the
 /// closest name when one is close enough to be a typo, else the names there are.
 pub fn no_canary(wanted: &str, known: &[String]) -> String {
