@@ -212,17 +212,22 @@ fn ages_read_as_people_write_them() {
     }
 }
 
-/// Pause, abort, retry: the retried rollout stays paused, and both the retry and the next
-/// `sluice reconcile` say so (and how to resume) instead of sitting at step 0 in silence.
-#[test]
-fn a_retried_paused_canary_says_it_stays_paused_and_reconcile_says_why() {
+/// A route-only `shop/web` walking `steps`, initialized at v1, its rollout of v2 started.
+fn rolling_web(steps: &str) -> World {
     use crate::support::route_only_web;
     const FILE: &str = "apps/web/canary.yaml";
-    let steps = "[{weight: 20}, {weight: 60}]";
     let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
     w.tick();
     w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
     w.tick();
+    w
+}
+
+/// Pause, abort, retry: the retried rollout stays paused, and both the retry and the next
+/// `sluice reconcile` say so (and how to resume) instead of sitting at step 0 in silence.
+#[test]
+fn a_retried_paused_canary_says_it_stays_paused_and_reconcile_says_why() {
+    let w = rolling_web("[{weight: 20}, {weight: 60}]");
     let (code, out, err) = op(&w.bare, "pause", "shop/web", "checking");
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains("stays paused"), "{out}");
@@ -248,12 +253,7 @@ fn a_retried_paused_canary_says_it_stays_paused_and_reconcile_says_why() {
 
 /// A route-only `shop/web` rolled out from v1 to v2 and promoted to the end.
 fn promoted_web() -> World {
-    use crate::support::route_only_web;
-    const FILE: &str = "apps/web/canary.yaml";
-    let steps = "[{weight: 50}]";
-    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
-    w.tick();
-    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
+    let mut w = rolling_web("[{weight: 50}]");
     w.until(sluice::core::status::Phase::Succeeded);
     w
 }
@@ -338,13 +338,7 @@ fn dir_of_a_manual_operation_still_works_and_says_it_is_deprecated() {
 /// the subject already says is said once; a route-only canary's end says where the traffic is.
 #[test]
 fn history_is_short_where_it_can_be_and_says_each_thing_once() {
-    use crate::support::route_only_web;
-    const FILE: &str = "apps/web/canary.yaml";
-    let steps = "[{weight: 20}, {weight: 60}]";
-    let mut w = World::local(&[(FILE, &route_only_web("v1", steps))]);
-    w.tick();
-    w.human_writes(FILE, &route_only_web("v2", steps), "web: v2");
-    w.tick();
+    let w = rolling_web("[{weight: 20}, {weight: 60}]");
     let (code, out, err) = op(&w.bare, "abort", "shop/web", "giving up");
     assert_eq!(code, 0, "{out}{err}");
     let bare = w.bare.display().to_string();
