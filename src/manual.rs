@@ -35,7 +35,8 @@ pub struct Manual<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OperateError {
-    #[error("no canary {0} in the repo (sluice validate lists the canaries it reads)")]
+    /// No canary of that name: the message names the closest one, or those there are.
+    #[error("{0}")]
     NotFound(String),
     /// The canary has waves and the one named (or in progress) is not there.
     #[error("{0}")]
@@ -58,7 +59,7 @@ pub enum OperateError {
 }
 
 /// Applies a manual operation as one commit on the branch and pushes it; returns the commit
-/// subject. Afterwards, closes the approval pull request the canary no longer waits on.
+/// subject (with a second line when the canary stays paused). Afterwards, closes the approval pull request the canary no longer waits on.
 pub fn operate(
     repo: &mut ConfigRepo,
     runtime: &Runtime,
@@ -84,7 +85,22 @@ pub fn operate(
     Ok(subject)
 }
 
-/// The commit subject, the approval the operation ended (if any), and the forge settings.
+/// "no canary NS/NAME", with the closest of `canaries` (or a canary with waves) named.
+fn not_found(canaries: &[crate::manifest::model::Canary], wanted: &str) -> String {
+    let mut known: Vec<String> = canaries.iter().map(|c| c.id.to_string()).collect();
+    known.extend(
+        canaries
+            .iter()
+            .filter(|c| c.wave.is_some())
+            .map(|c| format!("{}/{}", c.id.namespace, c.base_name())),
+    );
+    known.sort();
+    known.dedup();
+    crate::readers::status::no_canary(wanted, &known)
+}
+
+/// What to tell the operator (the commit subject, and that the canary stays paused when it
+/// does), the approval the operation ended (if any), and the forge settings.
 type Applied = (String, Option<Pending>, Option<ForgeSettings>);
 
 /// Commits the operation on the current head (not pushed).
@@ -120,7 +136,7 @@ fn apply(
         crate::waves::select::select(&loaded.canaries, manual.canary, manual.wave, status_of)
             .map_err(|e| match e {
                 crate::waves::select::Unselected::NotFound => {
-                    OperateError::NotFound(manual.canary.to_string())
+                    OperateError::NotFound(not_found(&loaded.canaries, manual.canary))
                 }
                 crate::waves::select::Unselected::Wave(why) => OperateError::Wave(why),
             })?;
@@ -153,5 +169,14 @@ fn apply(
         previous: status.clone(),
         comment: None,
     });
-    Ok((commit.subject, left, settings.forge.clone()))
+    // An operation leaves a pause as it was: a retried or approved canary still holds.
+    let said = if decision.status.paused && manual.op != Operation::Pause {
+        format!(
+            "{}\n{} stays paused: `sluice resume {}` continues it",
+            commit.subject, canary.id, canary.id
+        )
+    } else {
+        commit.subject
+    };
+    Ok((said, left, settings.forge.clone()))
 }

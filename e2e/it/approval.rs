@@ -101,7 +101,7 @@ fn forge_fakes_a_pr_left_behind_by_a_canary_that_moved_on_is_closed_with_a_comme
                 .args([
                     "abort",
                     "shop/web",
-                    "--dir",
+                    "--repo",
                     &w.bare.display().to_string(),
                     "--reason",
                     "changed our mind",

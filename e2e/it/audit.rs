@@ -322,7 +322,7 @@ fn op(w: &World, verb: &str, reason: &str) {
     let (code, out, err) = run_sluice(&[
         verb,
         "shop/web",
-        "--dir",
+        "--repo",
         &w.bare.display().to_string(),
         "--reason",
         reason,

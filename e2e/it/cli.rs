@@ -319,6 +319,38 @@ fn commands_exit_quietly_when_stdout_is_a_closed_pipe() {
     }
 }
 
+/// Every argument of every command has help text: `sluice CMD --help` explains each flag.
+#[test]
+fn every_flag_of_every_command_has_help_text() {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches!(id, "help" | "version") {
+                continue;
+            }
+            let text = arg
+                .get_help()
+                .or(arg.get_long_help())
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            if text.trim().is_empty() {
+                missing.push(format!("{path} {id}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), missing);
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&sluice::cli::Cli::command(), "sluice", &mut missing);
+    assert!(
+        missing.is_empty(),
+        "arguments without help text:\n{}",
+        missing.join("\n")
+    );
+}
+
 /// `git` in the repo this binary was built from, its trimmed output.
 fn git_here(args: &[&str]) -> String {
     let out = Command::new("git")

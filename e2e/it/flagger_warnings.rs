@@ -355,7 +355,7 @@ fn status_counts_warnings_per_canary() {
         "    primaryScalingSet:\n      name: primary\n",
     );
     let dir = podinfo_repo(&text, "autoscaling/v2");
-    let rows = sluice::cli::status::rows(dir.path()).unwrap();
+    let rows = sluice::cli::status::rows(dir.path(), jiff::Timestamp::now()).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].warnings, 2);
     let json = serde_json::to_value(&rows).unwrap();

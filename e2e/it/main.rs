@@ -84,6 +84,7 @@ mod signing_image;
 mod snapshot;
 mod spec_validation;
 mod ssh_remote;
+mod status;
 mod support;
 mod sync;
 mod tick;

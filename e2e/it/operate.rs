@@ -20,7 +20,7 @@ fn op(bare: &Path, verb: &str, reason: &str) -> (i32, String, String) {
     run_sluice(&[
         verb,
         "shop/web",
-        "--dir",
+        "--repo",
         &bare.display().to_string(),
         "--reason",
         reason,

@@ -206,7 +206,7 @@ fn an_approval_wave_waits_for_sluice_approve_with_its_wave() {
         "shop/web",
         "--wave",
         "eu",
-        "--dir",
+        "--repo",
         &bare,
         "--reason",
         "staging looks good",

@@ -23,6 +23,7 @@ pub struct Args {
     pub canary: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Output format.
     #[arg(long, short, value_enum, default_value_t = AuditOutput::Table)]
     pub output: AuditOutput,
     /// An allowed-signers file (ssh-keygen format) kept outside the repo: commits are checked

@@ -1,10 +1,11 @@
 //! `sluice history NS/NAME`: the canary's timeline, read back from commit trailers; for a
 //! canary with waves, one wave's (`--wave`) or the whole release's, wave by wave.
 
-use crate::cli::repo::{open, SourceArgs};
+use crate::cli::repo::{bare_branch, open, read_root, SourceArgs};
 use crate::cli::Output;
 use crate::gitops::local_history;
 pub use crate::readers::history::{entries, release_entries, Check, Entry};
+use crate::readers::status::{known_canaries, no_canary, rows};
 use crate::render::message::CANARY;
 
 #[derive(Debug, clap::Args)]
@@ -16,6 +17,7 @@ pub struct Args {
     pub wave: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Output format (JSON and YAML carry each entry's full author and operator identities).
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// Most recent entries to show.
@@ -40,6 +42,14 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     if list.is_empty() && args.wave.is_none() {
         list = release_entries(&source.history(None, usize::MAX)?, &canary);
         list.drain(..list.len().saturating_sub(args.limit));
+    }
+    // No commit of it: a canary the branch does not hold is a typo, not an empty story.
+    if list.is_empty() {
+        let known = source.canaries(args)?;
+        if !known.contains(&canary) {
+            eprintln!("{}", no_canary(&canary, &known));
+            return Ok(1);
+        }
     }
     match args.output {
         Output::Json => outln!("{}", serde_json::to_string_pretty(&list)?),
@@ -69,6 +79,25 @@ impl Source {
         }
     }
 
+    /// The canaries the branch holds now (`NS/NAME`).
+    fn canaries(&self, args: &Args) -> anyhow::Result<Vec<String>> {
+        let now = crate::runtime::Runtime::from_env()?.clock().now();
+        let rows = match self {
+            Source::Dir(..) => {
+                let (root, _kept) = read_root(&args.source)?;
+                rows(&root, now)?
+            }
+            Source::Clone(locked) => {
+                let git_dir = locked.repo.root().join(".git");
+                match bare_branch(&git_dir, locked.repo.branch())? {
+                    Some(tree) => rows(tree.path(), now)?,
+                    None => Vec::new(),
+                }
+            }
+        };
+        Ok(known_canaries(&rows))
+    }
+
     fn history(
         &self,
         filter: Option<(&str, &str)>,
@@ -78,6 +107,22 @@ impl Source {
             Source::Dir(dir, branch) => local_history(dir, branch, filter, limit)?,
             Source::Clone(locked) => locked.repo.history(filter, limit)?,
         })
+    }
+}
+
+/// `Name <email>` as its name (the e-mail's local part when the name is empty); a login or
+/// a bare name as it is.
+pub fn short_identity(who: &str) -> String {
+    match who.split_once('<') {
+        Some((name, _)) if !name.trim().is_empty() => name.trim().to_string(),
+        Some((_, email)) => email
+            .trim_end_matches('>')
+            .split('@')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        None => who.trim().to_string(),
     }
 }
 
@@ -95,11 +140,14 @@ fn print_table(list: &[Entry]) {
         let mut row = vec![
             e.time.clone(),
             e.commit.clone(),
-            // The approver of an approval, else who operated, else the commit's author.
-            e.approved_by
-                .clone()
-                .or_else(|| e.operator.clone())
-                .unwrap_or_else(|| e.author.clone()),
+            // The approver of an approval, else who operated, else the commit's author: by
+            // name or login (`-o json` has the whole identity).
+            short_identity(
+                e.approved_by
+                    .as_deref()
+                    .or(e.operator.as_deref())
+                    .unwrap_or(&e.author),
+            ),
             e.phase.clone(),
             e.step.clone(),
             e.weights.clone(),

@@ -36,6 +36,7 @@ pub struct Args {
     /// A `sluice.dev/v1alpha1` `Judge` object: metric settings, group weights, thresholds.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Output format.
     #[arg(long, short, value_enum, default_value_t = Format::Table)]
     pub output: Format,
 }

@@ -14,7 +14,8 @@ pub struct Args {
     /// For a canary with waves: the wave to act on (default: the wave in progress).
     #[arg(long)]
     pub wave: Option<String>,
-    /// Config repo URL (a bare repository path works too).
+    /// Config repo URL, or the path of a bare repository on this machine (a working checkout
+    /// cannot take a push to its checked-out branch: give its remote).
     #[arg(
         long,
         env = "SLUICE_REPO",
@@ -22,12 +23,14 @@ pub struct Args {
         required_unless_present = "dir"
     )]
     pub repo: Option<String>,
-    /// A bare repository on this machine (a working checkout cannot take a push to its
-    /// checked-out branch: use its remote with --repo).
-    #[arg(long)]
+    /// Deprecated spelling of `--repo PATH` (elsewhere `--dir` reads a repository in place);
+    /// prints a warning.
+    #[arg(long, hide = true)]
     pub dir: Option<std::path::PathBuf>,
+    /// Branch to commit the operation on.
     #[arg(long, default_value = "main", env = "SLUICE_BRANCH")]
     pub branch: String,
+    /// Where to clone the repo for the commit (default: a temporary folder).
     #[arg(long, env = "SLUICE_WORKDIR")]
     pub workdir: Option<std::path::PathBuf>,
     /// Why: recorded in the commit (Sluice-Reason trailer).
@@ -61,6 +64,25 @@ pub fn operator(given: Option<&str>) -> anyhow::Result<Identity> {
     Ok(Identity::new(user.clone(), format!("{user}@localhost")))
 }
 
+/// What `--dir` of a manual operation prints: one meaning of `--dir` across the commands.
+pub const DIR_DEPRECATED: &str = "warning: --dir is deprecated for manual operations: give the bare repository as --repo PATH (--dir of status, history, audit and dashboard reads a repository in place)";
+
+/// A local path that is a working checkout cannot take a push to its checked-out branch.
+fn refuse_checkout(url: &str) -> anyhow::Result<()> {
+    let path = std::path::Path::new(url);
+    if !path.is_dir() {
+        return Ok(());
+    }
+    if let Ok(repo) = git2::Repository::open(path) {
+        if !repo.is_bare() {
+            anyhow::bail!(
+                "{url}: a working checkout cannot take a push to its checked-out branch; pass its remote with --repo"
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
     if args.reason.trim().is_empty() {
         anyhow::bail!("--reason must say why (it is recorded in the commit)");
@@ -68,17 +90,12 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
     let url = match (&args.repo, &args.dir) {
         (Some(url), _) => url.clone(),
         (None, Some(dir)) => {
-            let repo = git2::Repository::open(dir)?;
-            if !repo.is_bare() {
-                anyhow::bail!(
-                    "{}: a working checkout cannot take a push to its checked-out branch; pass its remote with --repo",
-                    dir.display()
-                );
-            }
-            dir.canonicalize()?.to_string_lossy().to_string()
+            eprintln!("{DIR_DEPRECATED}");
+            dir.to_string_lossy().to_string()
         }
-        (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
+        (None, None) => anyhow::bail!("give --repo URL-or-PATH"),
     };
+    refuse_checkout(&url)?;
     let temp = tempfile::tempdir()?;
     let workdir = args
         .workdir
@@ -100,6 +117,10 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Err(OperateError::NotApplicable(e)) => {
+            eprintln!("{e}");
+            Ok(1)
+        }
+        Err(OperateError::NotFound(e)) => {
             eprintln!("{e}");
             Ok(1)
         }

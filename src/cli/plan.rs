@@ -13,6 +13,7 @@ pub struct Args {
     /// Files or folders holding canaries.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// Repo settings file (default: .sluice/config.yaml found above the first path).

@@ -26,6 +26,7 @@ pub fn context<'a>(observer: &'a Live, push_attempts: u32, runtime: &'a Runtime)
     }
 }
 
+/// One line per canary: the subject of its commit, or why nothing changed; errors on stderr.
 pub fn print_report(report: &TickReport) {
     for e in &report.spec_errors {
         eprintln!("{e}");
@@ -34,8 +35,28 @@ pub fn print_report(report: &TickReport) {
         match (&o.committed, &o.error) {
             (_, Some(e)) => eprintln!("{}: error: {e}", o.id),
             (Some(subject), None) => outln!("{subject}"),
-            (None, None) => {}
+            (None, None) => outln!("{}", unchanged(o)),
         }
+    }
+}
+
+/// A canary the tick left as it was: its phase (and pause), and why, in the words of the
+/// decision's last event, else of its status.
+fn unchanged(o: &crate::outcome::CanaryOutcome) -> String {
+    let phase = match (&o.status, o.phase) {
+        (Some(s), _) if s.paused => format!("{}, paused", s.phase),
+        (_, Some(phase)) => phase.to_string(),
+        (_, None) => "no status".to_string(),
+    };
+    let why = o
+        .events
+        .last()
+        .cloned()
+        .or_else(|| o.status.as_ref().map(|s| s.message.clone()))
+        .filter(|why| !why.is_empty());
+    match why {
+        Some(why) => format!("{}: no change ({phase}): {why}", o.id),
+        None => format!("{}: no change ({phase})", o.id),
     }
 }
 

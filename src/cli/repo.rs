@@ -71,11 +71,14 @@ pub struct SourceArgs {
     /// Config repo URL (cloned or fetched into the work dir).
     #[arg(long, conflicts_with = "dir", required_unless_present = "dir")]
     pub repo: Option<String>,
-    /// A local checkout of the config repo, read as it is.
+    /// A repository on this machine, read in place (a checkout as it is; a bare repository's
+    /// branch): nothing is cloned, fetched or written.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Branch to read (with --dir: of a bare repository).
     #[arg(long, default_value = "main")]
     pub branch: String,
+    /// With --repo: the persistent clone (default: a folder per repo under the user's cache dir).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
 }
@@ -178,7 +181,7 @@ pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
 
 /// When `dir` is a bare repository: the YAML files of `branch`'s tree, written into a
 /// temporary folder (see [`crate::readers::tree`]).
-fn bare_branch(dir: &Path, branch: &str) -> anyhow::Result<Option<tempfile::TempDir>> {
+pub fn bare_branch(dir: &Path, branch: &str) -> anyhow::Result<Option<tempfile::TempDir>> {
     let Ok(repo) = git2::Repository::open_bare(dir) else {
         return Ok(None);
     };

@@ -52,6 +52,7 @@ pub struct Args {
     /// Longest sleep between ticks (new commits are seen at the latest after this).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub poll: Duration,
+    /// Push attempts before giving up when others keep pushing.
     #[arg(long, default_value_t = 8)]
     pub push_attempts: u32,
     /// Address of /hooks/git, and of /metrics unless --metrics-listen is given (port 0 picks
@@ -81,6 +82,7 @@ pub struct Args {
     /// Namespace of the Lease (default: the pod's, from POD_NAMESPACE).
     #[arg(long, env = "POD_NAMESPACE", default_value = "sluice-system")]
     pub lease_namespace: String,
+    /// Name of the Lease the replicas compete for.
     #[arg(long, default_value = "sluice")]
     pub lease_name: String,
     #[command(flatten)]

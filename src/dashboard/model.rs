@@ -108,7 +108,7 @@ pub fn overview(repo: &Repo<'_>, head: &str, links: &Links, now: Timestamp) -> O
         .map(|c| ((c.id.namespace.as_str(), c.id.name.as_str()), c))
         .collect();
     let mut canaries = Vec::new();
-    for row in rows_in(repo) {
+    for row in rows_in(repo, now) {
         let canary = by_id
             .get(&(row.namespace.as_str(), row.name.as_str()))
             .copied();

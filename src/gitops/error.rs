@@ -37,6 +37,10 @@ pub enum Error {
     #[error("remote URL `{url}`: {reason}")]
     InvalidUrl { url: String, reason: String },
 
+    /// The remote is a local path (no scheme) where nothing is.
+    #[error("no such repository path {path}: give the path of a git repository, or a URL (file://, git://, http(s)://, ssh)")]
+    NoSuchPath { path: String },
+
     /// The branch name is not a valid git ref name.
     #[error(
         "branch `{branch}`: not a valid git branch name; use a name like `main` or `env/prod`"
@@ -187,6 +191,7 @@ impl Error {
         match self {
             Error::Network { .. } | Error::PushRetriesExhausted { .. } => true,
             Error::InvalidUrl { .. }
+            | Error::NoSuchPath { .. }
             | Error::InvalidBranch { .. }
             | Error::Credentials { .. }
             | Error::Workdir { .. }
@@ -209,6 +214,7 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::InvalidUrl { .. } => "invalid_url",
+            Error::NoSuchPath { .. } => "no_such_path",
             Error::InvalidBranch { .. } => "invalid_branch",
             Error::Credentials { .. } => "credentials",
             Error::Workdir { .. } => "workdir",

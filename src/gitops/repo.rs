@@ -129,6 +129,12 @@ impl ConfigRepo {
         timeouts::ensure();
         object_cache::limit_object_cache();
         let clean = strip_userinfo(url)?;
+        // libgit2 calls a path where nothing is an "unsupported URL protocol".
+        if clean.kind == crate::url_credentials::UrlKind::Local && !Path::new(url).exists() {
+            return Err(Error::NoSuchPath {
+                path: url.to_string(),
+            });
+        }
         let creds = creds.clone().with_url_fallback(clean.userinfo.clone());
         let root = resolve_workdir(workdir)?;
 

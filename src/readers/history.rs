@@ -108,6 +108,19 @@ fn trailer(e: &HistoryEntry, canary: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
+/// Who paused `canary` (`NS/NAME`, named `name` in its subjects) and why: the operator and
+/// reason of the newest `sluice pause` commit in `history` (newest first).
+pub fn pauser(history: &[HistoryEntry], canary: &str, name: &str) -> Option<(String, String)> {
+    let subject = crate::render::message::paused_subject(name);
+    history.iter().find_map(|e| {
+        let said = trailer(e, canary, DECISION).unwrap_or_else(|| e.subject.clone());
+        if said != subject {
+            return None;
+        }
+        Some((trailer(e, canary, OPERATOR)?, trailer(e, canary, REASON)?))
+    })
+}
+
 /// The canary's entries of `history` (newest first), oldest first.
 pub fn entries(history: &[HistoryEntry], canary: &str) -> Vec<Entry> {
     let mut out: Vec<Entry> = history.iter().map(|e| entry(e, canary, None)).collect();
@@ -146,7 +159,9 @@ fn entry(e: &HistoryEntry, canary: &str, wave: Option<String>) -> Entry {
     let trailer = |key: &str| trailer(e, canary, key);
     let subject = trailer(DECISION).unwrap_or_else(|| e.subject.clone());
     let reason = match trailer(REASON) {
-        Some(r) => format!("{subject} ({r})"),
+        // A reason the subject already says (`aborted by hand: REASON`) is not said twice.
+        Some(r) if !subject.contains(&r) => format!("{subject} ({r})"),
+        Some(_) => subject,
         None => subject,
     };
     Entry {

@@ -28,8 +28,23 @@ pub struct Row {
     pub canary_weight: u8,
     pub failed_checks: u32,
     pub revision: String,
+    /// When the phase last changed (RFC 3339, to the second).
     pub since: String,
+    /// How long ago that was, as people read it (`4m10s`, `3h`, `2d`); `-` when unknown.
+    pub age: String,
     pub message: String,
+    /// Held by `sluice pause` until `sluice resume` (the status file's `paused: true`).
+    pub paused: bool,
+    /// What keeps the canary from moving on its own, and who holds it; absent when nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
+    /// Why a Failed canary failed (its status message); absent in any other phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The images of the primary and canary workloads sluice wrote (container name to image);
+    /// absent for a canary without workloads of its own (route-only, revisions in the route).
+    #[serde(skip_serializing_if = "Images::is_empty")]
+    pub images: Images,
     /// Warnings its spec gives (`sluice validate` prints them): fields a Flagger cluster
     /// prunes, reference apiVersions Flagger does not read.
     pub warnings: usize,
@@ -45,6 +60,196 @@ pub struct Row {
     /// For a wave's instance: where the whole release stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub release: Option<Release>,
+}
+
+/// What holds a canary: its kind, who holds it and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Held {
+    /// `settings`, `suspend`, `pause`, `drift` or `cluster`: in the order the loop obeys them.
+    pub kind: &'static str,
+    /// Who holds it: the operator of the `sluice pause` commit (or `sluice pause` when that
+    /// commit is not read), the settings file, `spec.suspend`, drift, or the cluster.
+    pub by: String,
+    pub why: String,
+}
+
+/// The images (container name to image) of the primary and of the canary workload.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Images {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub primary: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub canary: BTreeMap<String, String>,
+}
+
+impl Images {
+    pub fn is_empty(&self) -> bool {
+        self.primary.is_empty() && self.canary.is_empty()
+    }
+}
+
+/// How a canary held for its repo settings' errors starts its message ([`settings_of`]).
+pub const HELD_SETTINGS: &str = "held: ";
+/// How the status of a wave held for an unreachable cluster starts (`core::verdict`).
+pub const HELD_CLUSTER: &str = "Held: cluster unreachable: ";
+/// Who holds a canary paused, until the `sluice pause` commit names its operator.
+pub const PAUSED_BY: &str = "sluice pause";
+
+/// `d` as people read an age: `42s`, `4m10s`, `35m`, `3h5m`, `20h`, `2d`.
+pub fn age(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    let (m, h, days) = (s / 60, s / 3600, s / 86_400);
+    let with = |big: u64, unit: &str, small: u64, small_unit: &str| {
+        if small == 0 {
+            format!("{big}{unit}")
+        } else {
+            format!("{big}{unit}{small}{small_unit}")
+        }
+    };
+    match s {
+        0..60 => format!("{s}s"),
+        60..600 => with(m, "m", s % 60, "s"),
+        600..3600 => format!("{m}m"),
+        3600..36_000 => with(h, "h", m % 60, "m"),
+        36_000..172_800 => format!("{h}h"),
+        _ => format!("{days}d"),
+    }
+}
+
+/// The age of `since` at `now` (zero when `since` is later).
+fn age_at(since: jiff::Timestamp, now: jiff::Timestamp) -> String {
+    age(std::time::Duration::from_secs(
+        u64::try_from(now.as_second().saturating_sub(since.as_second())).unwrap_or(0),
+    ))
+}
+
+/// `t` to the second: the status file keeps nanoseconds nobody reads.
+fn to_second(t: jiff::Timestamp) -> String {
+    jiff::Timestamp::from_second(t.as_second())
+        .unwrap_or(t)
+        .to_string()
+}
+
+/// What holds the canary, in the order the loop obeys it (`core::decide`): broken settings,
+/// `spec.suspend`, `sluice pause`, drift, an unreachable cluster.
+fn held_of(
+    c: &crate::manifest::model::Canary,
+    status: Option<&crate::core::status::Status>,
+    settings: Option<&str>,
+) -> Option<Held> {
+    if let Some(message) = settings {
+        return Some(Held {
+            kind: "settings",
+            by: SETTINGS_PATH.to_string(),
+            why: message
+                .strip_prefix(HELD_SETTINGS)
+                .unwrap_or(message)
+                .to_string(),
+        });
+    }
+    if c.suspend {
+        return Some(Held {
+            kind: "suspend",
+            by: "spec.suspend".into(),
+            why: "the spec sets suspend: true; no tick acts on the canary".into(),
+        });
+    }
+    let s = status?;
+    if s.paused {
+        return Some(Held {
+            kind: "pause",
+            by: PAUSED_BY.into(),
+            why: s.message.clone(),
+        });
+    }
+    if !s.drift.is_empty() {
+        return Some(Held {
+            kind: "drift",
+            by: "drift".into(),
+            why: format!("{} changed outside sluice", s.drift.join(", ")),
+        });
+    }
+    s.message.strip_prefix(HELD_CLUSTER).map(|why| Held {
+        kind: "cluster",
+        by: "cluster".into(),
+        why: why.to_string(),
+    })
+}
+
+/// The images of the workloads sluice wrote into `output` (the files it generates there): a
+/// workload named `*-primary` is the primary, any other the canary.
+fn images_in(files: &dyn Files, output: &str) -> Images {
+    let mut images = Images::default();
+    let mut names = files.list(output);
+    names.sort();
+    for name in names.iter().filter(|n| n.ends_with(".yaml")) {
+        let Some(Ok(text)) = files.read(&format!("{output}/{name}")) else {
+            continue;
+        };
+        if !text.starts_with("# Generated by sluice") {
+            continue;
+        }
+        let Ok(docs) = yaml_rust2::YamlLoader::load_from_str(&text) else {
+            continue;
+        };
+        for doc in docs.iter().filter(|d| {
+            matches!(
+                d["kind"].as_str(),
+                Some("Deployment" | "DaemonSet" | "StatefulSet")
+            )
+        }) {
+            let primary = doc["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("-primary"));
+            let into = if primary {
+                &mut images.primary
+            } else {
+                &mut images.canary
+            };
+            for container in doc["spec"]["template"]["spec"]["containers"]
+                .as_vec()
+                .into_iter()
+                .flatten()
+            {
+                if let (Some(n), Some(image)) =
+                    (container["name"].as_str(), container["image"].as_str())
+                {
+                    into.insert(n.to_string(), image.to_string());
+                }
+            }
+        }
+    }
+    images
+}
+
+/// Every canary `rows` show, as `NS/NAME` (a wave's instance `NS/NAME.WAVE`, and its
+/// release `NS/NAME`), sorted.
+pub fn known_canaries(rows: &[Row]) -> Vec<String> {
+    let mut known: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .chain(
+            rows.iter()
+                .filter_map(|r| Some(r.release.as_ref()?.canary.clone())),
+        )
+        .collect();
+    known.sort();
+    known.dedup();
+    known
+}
+
+/// What a command that names a canary says when the repo has none of that name: the
+/// closest name when one is close enough to be a typo, else the names there are.
+pub fn no_canary(wanted: &str, known: &[String]) -> String {
+    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    match crate::yaml::reader::did_you_mean(wanted, &names) {
+        Some(name) => format!("no canary {wanted} (did you mean {name}?)"),
+        None if names.is_empty() => format!("no canary {wanted} (the repo has no canaries)"),
+        None => format!(
+            "no canary {wanted} (the repo has {}; `sluice status` lists them)",
+            names.join(", ")
+        ),
+    }
 }
 
 /// A canary with waves as one release: where the source's revision stands, wave by wave.
@@ -170,7 +375,7 @@ pub fn settings_of(files: &dyn Files) -> (Settings, Option<String>) {
         return (settings, None);
     }
     let held = format!(
-        "held: {}; every canary holds until {SETTINGS_PATH} loads",
+        "{HELD_SETTINGS}{}; every canary holds until {SETTINGS_PATH} loads",
         errors
             .iter()
             .map(ToString::to_string)
@@ -191,19 +396,23 @@ pub struct Repo<'a> {
     pub loaded: &'a Loaded,
 }
 
-/// The rows of the checkout at `root` (what `sluice status` prints of a folder).
-pub fn rows(root: &Path) -> anyhow::Result<Vec<Row>> {
+/// The rows of the checkout at `root` (what `sluice status` prints of a folder); `now`
+/// gives their ages.
+pub fn rows(root: &Path, now: jiff::Timestamp) -> anyhow::Result<Vec<Row>> {
     let files = Checkout(root);
     let (settings, held) = settings_of(&files);
     let snapshot = Snapshot::read(root);
     let loaded = load(&snapshot, &settings);
-    Ok(rows_in(&Repo {
-        files: &files,
-        snapshot: &snapshot,
-        held: held.as_deref(),
-        settings: &settings,
-        loaded: &loaded,
-    }))
+    Ok(rows_in(
+        &Repo {
+            files: &files,
+            snapshot: &snapshot,
+            held: held.as_deref(),
+            settings: &settings,
+            loaded: &loaded,
+        },
+        now,
+    ))
 }
 
 /// A canary's status through `files`; `None` when it has no status file.
@@ -217,8 +426,8 @@ pub fn status(
         .transpose()
 }
 
-/// The rows of `repo`.
-pub fn rows_in(repo: &Repo<'_>) -> Vec<Row> {
+/// The rows of `repo`; `now` gives their ages.
+pub fn rows_in(repo: &Repo<'_>, now: jiff::Timestamp) -> Vec<Row> {
     let (settings, held, snapshot, loaded) = (repo.settings, repo.held, repo.snapshot, repo.loaded);
     let mut out = Vec::new();
     let mut statuses = Vec::new();
@@ -241,8 +450,13 @@ pub fn rows_in(repo: &Repo<'_>) -> Vec<Row> {
                     .chars()
                     .take(12)
                     .collect(),
-                since: s.phase_since.to_string(),
+                since: to_second(s.phase_since),
+                age: age_at(s.phase_since, now),
                 message: s.message.clone(),
+                paused: s.paused,
+                held: held_of(c, Some(&s), held),
+                reason: (s.phase == crate::core::status::Phase::Failed).then(|| s.message.clone()),
+                images: images_in(repo.files, c.output.as_str()),
                 warnings,
                 drift: s.drift.clone(),
                 url: None,
@@ -251,6 +465,10 @@ pub fn rows_in(repo: &Repo<'_>) -> Vec<Row> {
             },
             Ok(None) => without_status(c, "-", "not reconciled yet".into(), warnings),
             Err(e) => without_status(c, "?", format!("unreadable status file: {e}"), warnings),
+        };
+        let row = Row {
+            held: row.held.or_else(|| held_of(c, None, held)),
+            ..row
         };
         let url = settings.dashboard_page(c.id.namespace.as_str(), c.id.name.as_str());
         let wave = c.wave.as_ref().map(|w| w.name.to_string());
@@ -269,7 +487,7 @@ pub fn rows_in(repo: &Repo<'_>) -> Vec<Row> {
         let key = (c.id.namespace.to_string(), c.base_name().to_string());
         row.release = c.wave.as_ref().and_then(|_| releases.get(&key).cloned());
     }
-    out.extend(deleted_rows(repo.files, snapshot));
+    out.extend(deleted_rows(repo.files, snapshot, now));
     out
 }
 
@@ -289,7 +507,12 @@ fn without_status(
         failed_checks: 0,
         revision: "-".into(),
         since: "-".into(),
+        age: "-".into(),
         message,
+        paused: false,
+        held: None,
+        reason: None,
+        images: Images::default(),
         warnings,
         drift: Vec::new(),
         url: None,
@@ -360,7 +583,7 @@ fn releases(
 /// Canaries whose spec is gone but whose status file is left: `Orphaned` (their output is
 /// left as it is) or, with `revertOnDeletion` recorded, `Terminating` until the next tick
 /// reverts their output.
-fn deleted_rows(files: &dyn Files, snapshot: &Snapshot) -> Vec<Row> {
+fn deleted_rows(files: &dyn Files, snapshot: &Snapshot, now: jiff::Timestamp) -> Vec<Row> {
     let read_status = |file: &str| {
         files
             .read(file)
@@ -395,8 +618,13 @@ fn deleted_rows(files: &dyn Files, snapshot: &Snapshot) -> Vec<Row> {
                     || "-".into(),
                     |s| s.promoted_revision.chars().take(12).collect(),
                 ),
-                since: status.map_or_else(|| "-".into(), |s| s.phase_since.to_string()),
+                since: status.map_or_else(|| "-".into(), |s| to_second(s.phase_since)),
+                age: status.map_or_else(|| "-".into(), |s| age_at(s.phase_since, now)),
                 message,
+                paused: status.is_some_and(|s| s.paused),
+                held: None,
+                reason: None,
+                images: Images::default(),
                 warnings: 0,
                 drift: Vec::new(),
                 url: None,
@@ -439,7 +667,7 @@ spec:
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        rows(dir.path()).unwrap()
+        rows(dir.path(), jiff::Timestamp::UNIX_EPOCH).unwrap()
     }
 
     #[test]

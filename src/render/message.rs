@@ -102,13 +102,22 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
                 format!("{n}: advance primary weight {weight} (promotion)")
             }
         },
-        Action::Finalise => format!("{n}: promotion completed, canary scaled down"),
+        Action::Finalise => match &canary.target {
+            // The user owns both workloads: sluice scales nothing, it moved the traffic.
+            Target::RouteOnly { .. } => format!(
+                "{n}: promotion completed, {} takes all traffic",
+                super::backends(canary, s).0
+            ),
+            Target::Source { .. } | Target::TargetRef { .. } => {
+                format!("{n}: promotion completed, {FINALISED_SCALED_DOWN}")
+            }
+        },
         Action::Rollback { reason, .. } => format!("{n}: roll back: {reason}"),
         Action::PromotionFailed { reason } => {
             format!("{n}: promotion failed, all traffic to the canary: {reason}")
         }
         Action::ApprovalMerged => format!("{n}: approval merged, step clock started"),
-        Action::Pause => format!("{n}: paused"),
+        Action::Pause => paused_subject(n.as_str()),
         Action::Resume => format!("{n}: resumed"),
         Action::Drift(DriftStep::Hold { files }) => {
             format!("{n}: held, {} changed outside sluice", files.join(", "))
@@ -121,6 +130,31 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
         }
         Action::Unreachable => format!("{n}: held, its cluster does not answer"),
     }
+}
+
+/// How a managed canary's finalisation subject ends; a route-only canary's said it too
+/// before it said which service takes all traffic ([`earlier_wording`]).
+const FINALISED_SCALED_DOWN: &str = "canary scaled down";
+
+/// `text` (a commit message the rules write) as sluice wrote it before the subject of a
+/// route-only canary's finalisation said which service takes all traffic; `None` when that
+/// subject is not its first line. `sluice audit` accepts either wording.
+pub fn earlier_wording(text: &str) -> Option<String> {
+    let (subject, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let (head, tail) = subject.split_once(": promotion completed, ")?;
+    if !tail.ends_with(" takes all traffic") {
+        return None;
+    }
+    let newline = if text.contains('\n') { "\n" } else { "" };
+    Some(format!(
+        "{head}: promotion completed, {FINALISED_SCALED_DOWN}{newline}{rest}"
+    ))
+}
+
+/// The subject of the commit `sluice pause` makes on canary `name` (the status reader finds
+/// who paused it by this subject).
+pub fn paused_subject(name: &str) -> String {
+    format!("{name}: paused")
 }
 
 /// The checks table of a status, one line per check.
