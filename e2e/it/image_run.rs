@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::image::{runtime_stage, Stage};
 use crate::support::canary::web_httproute;
+use crate::support::dockerfile::{runtime_stage, Stage};
 use crate::support::git_fixture::assert_good_signature;
 use crate::support::remotes::{tls_server, Sshd};
 use crate::support::{

@@ -13,8 +13,8 @@ use sluice::core::status::Phase;
 use sluice::manifest::model::Canary;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
 
-use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
 use crate::support::canary::{object_ref, podinfo};
+use crate::support::canary::{podinfo_query_model, repo_errors as errors};
 use crate::support::knative::{e2e_analysis, e2e_canary, with_service, DOCS_SERVICE};
 use crate::support::manifests::{KNATIVE_SERVICE, KNATIVE_SERVICE_FILE};
 use crate::support::rollout::{assert_rolled_back, show, sluice_commits, World, STEPS};

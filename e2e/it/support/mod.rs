@@ -12,6 +12,7 @@ pub(crate) mod audit;
 pub(crate) mod canary;
 mod daemon;
 pub(crate) mod dashboard;
+pub(crate) mod dockerfile;
 pub(crate) mod forge;
 pub(crate) mod git_fixture;
 pub(crate) mod judge;
