@@ -140,10 +140,7 @@ fn refused_with_its_canary(file: &str, text: &str, at: &str, expected_canary: &s
     ]);
     let (code, stdout, stderr) = validate(dir.path(), &["."]);
     assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(
-        stdout.contains("1 canary valid") || stdout.contains("1 canaries valid"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("1 canary valid"), "{stdout}");
 }
 
 #[test]
@@ -218,7 +215,7 @@ spec:
 #[test]
 fn a_function_without_steps_is_not_mentioned() {
     let dir = repo(&[("apps/plain/function.yaml", PLAIN_FUNCTION)]);
-    let (code, stdout, stderr) = validate(dir.path(), &["."]);
+    let (code, stdout, stderr) = validate(dir.path(), &["--allow-empty", "."]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(
         !format!("{stdout}{stderr}").contains("plain"),

@@ -75,7 +75,7 @@ fn validate_refuses_a_dangling_template_ref_at_its_line() {
         lines(&err),
         [
             "./apps/api.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/error-rate not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo",
-            "1 problem(s) found; 1 canaries valid",
+            "1 problem(s) found; 1 canary valid",
         ]
     );
 
@@ -83,7 +83,7 @@ fn validate_refuses_a_dangling_template_ref_at_its_line() {
     let (code, out, err) = validate(dir.path(), &["apps/web.yaml"]);
     assert_eq!(
         (code, out.as_str(), err.as_str()),
-        (0, "1 canaries valid\n", "")
+        (0, "1 canary valid\n", "")
     );
 }
 
@@ -143,7 +143,7 @@ fn a_broken_template_is_reported_and_refuses_every_canary_using_it() {
             format!("./metrics/error-rate.yaml:9: {why}"),
             format!("./apps/api.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/error-rate is invalid: metrics/error-rate.yaml:9: {why}"),
             format!("./apps/web.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/error-rate is invalid: metrics/error-rate.yaml:9: {why}"),
-            "3 problem(s) found; 1 canaries valid".to_string(),
+            "3 problem(s) found; 1 canary valid".to_string(),
         ]
     );
 }
@@ -182,7 +182,7 @@ fn github_output_annotates_each_problem_at_its_repo_relative_line() {
     let (code, out, err) = validate(good.path(), &["-o", "github", "."]);
     assert_eq!(
         (code, out.as_str(), err.as_str()),
-        (0, "1 canaries valid\n", "")
+        (0, "1 canary valid\n", "")
     );
     let (code, out, err) = validate(good.path(), &["-o", "github", "nope"]);
     assert_eq!(code, 2, "{out}{err}");

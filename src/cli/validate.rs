@@ -44,6 +44,15 @@ pub struct Args {
     /// apiVersions Flagger does not read.
     #[arg(long)]
     pub strict: bool,
+    /// Skip the checks of what the running loop needs from outside the repo: a Prometheus
+    /// address for metrics that ask Prometheus (`prometheus.address`, `spec.metricsServer`, a
+    /// template's `spec.provider.address`).
+    #[arg(long)]
+    pub offline: bool,
+    /// Exit 0 when the paths hold no canary (by default a folder without canaries is an
+    /// error: a mistyped path must not pass CI).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 /// How GitHub shows an annotation.
@@ -61,13 +70,26 @@ pub enum Format {
 
 /// Loads settings and canaries the way `validate` and `plan` both need.
 pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
-    let (settings, loaded, _) = load_checked(paths, config);
+    let (settings, loaded, _) = load_checked(paths, config, Needs::Offline);
     (settings, loaded)
+}
+
+/// Whether the repo is checked for what the running loop needs from outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// The spec alone (`plan`, `validate --offline`).
+    Offline,
+    /// Also a Prometheus address for every metric that asks Prometheus.
+    Runtime,
 }
 
 /// [`load`], also saying whether the settings file was valid: when it was not, the canaries
 /// were checked against default settings, which is not what the loop will use.
-fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, bool) {
+fn load_checked(
+    paths: &[PathBuf],
+    config: Option<&Path>,
+    needs: Needs,
+) -> (Settings, Loaded, bool) {
     let settings_path = config
         .map(Path::to_path_buf)
         .or_else(|| paths.first().and_then(|p| find_settings(p)));
@@ -127,6 +149,18 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         template_errors,
         |namespace, name| templates.get(namespace, name).map(drop),
     );
+    if needs == Needs::Runtime {
+        let missing = crate::metrics::addresses::unaddressed(
+            &loaded.canaries,
+            settings.prometheus.as_deref(),
+            &templates,
+            &snapshot,
+        );
+        loaded
+            .canaries
+            .retain(|c| !missing.iter().any(|e| e.file == c.file));
+        loaded.errors.extend(missing);
+    }
     errors.append(&mut loaded.errors);
     // AlertProviders no canary references yet are checked too, as templates are.
     errors.extend(crate::manifest::alert_provider::check_all(&snapshot));
@@ -180,7 +214,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             anyhow::bail!("cannot read {}: {e}", path.display());
         }
     }
-    let (_, mut loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref());
+    let needs = if args.offline {
+        Needs::Offline
+    } else {
+        Needs::Runtime
+    };
+    let (_, mut loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref(), needs);
     if args.strict {
         make_warnings_errors(&mut loaded);
     }
@@ -222,8 +261,18 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     {
         eprintln!("warning: {orphan}");
     }
-    if loaded.errors.is_empty() {
-        outln!("{} canaries valid", loaded.canaries.len());
+    if loaded.errors.is_empty() && loaded.canaries.is_empty() && !args.allow_empty {
+        eprintln!(
+            "no canary found in {}: check the path (validate --allow-empty accepts a folder without canaries)",
+            args.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(1)
+    } else if loaded.errors.is_empty() {
+        outln!("{} valid", canaries(loaded.canaries.len()));
         Ok(0)
     } else if !settings_ok {
         // Canaries checked against default settings (provider, output layout) may be valid
@@ -235,11 +284,20 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Ok(1)
     } else {
         eprintln!(
-            "{} problem(s) found; {} canaries valid",
+            "{} problem(s) found; {} valid",
             loaded.errors.len(),
-            loaded.canaries.len()
+            canaries(loaded.canaries.len())
         );
         Ok(1)
+    }
+}
+
+/// `1 canary`, `3 canaries`.
+fn canaries(n: usize) -> String {
+    if n == 1 {
+        "1 canary".into()
+    } else {
+        format!("{n} canaries")
     }
 }
 
