@@ -84,6 +84,7 @@ mod ssh_remote;
 mod support;
 mod sync;
 mod tick;
+mod validate_layout;
 mod validate_needs;
 mod validate_repo;
 mod waves;

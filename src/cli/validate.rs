@@ -161,6 +161,26 @@ fn load_checked(
             .retain(|c| !missing.iter().any(|e| e.file == c.file));
         loaded.errors.extend(missing);
     }
+    // The layout: which Kustomization or Application applies sources and outputs, in the
+    // config repo whose settings were found (outputs are paths of that repo).
+    let layout_root = match (config, &settings_path) {
+        (None, Some(found)) => std::path::absolute(found)
+            .ok()
+            .and_then(|f| f.parent()?.parent().map(Path::to_path_buf)),
+        (Some(_), _) => root.clone(),
+        (None, None) => None,
+    };
+    if let Some(layout_root) = &layout_root {
+        let files = if Some(layout_root) == root.as_ref() {
+            None
+        } else {
+            Some(Snapshot::read(layout_root))
+        };
+        let files = files.as_ref().or(repo.as_ref());
+        if let Some(files) = files {
+            check_layout(layout_root, files, &mut loaded);
+        }
+    }
     errors.append(&mut loaded.errors);
     // AlertProviders no canary references yet are checked too, as templates are.
     errors.extend(crate::manifest::alert_provider::check_all(&snapshot));
@@ -169,6 +189,74 @@ fn load_checked(
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
     (settings, loaded, settings_ok)
+}
+
+/// [`crate::manifest::layout_check`] on the repo at `root` (its files `files`, named
+/// repo-relative): the canaries are named repo-relative for the check, and their errors
+/// named back as given.
+fn check_layout(root: &Path, files: &Snapshot, loaded: &mut Loaded) {
+    let appliers = crate::manifest::applied_by::appliers(files, &sourceignores(root));
+    let relative = |file: &str| {
+        std::path::absolute(file)
+            .ok()
+            .and_then(|p| p.strip_prefix(root).ok().map(Path::to_path_buf))
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+    };
+    let mut renamed = Vec::new();
+    let canaries: Vec<_> = loaded
+        .canaries
+        .iter()
+        .filter_map(|c| {
+            let rel = relative(&c.file)?;
+            renamed.push((rel.clone(), c.file.clone()));
+            let mut c = c.clone();
+            c.file = rel;
+            Some(c)
+        })
+        .collect();
+    let mut errors = crate::manifest::layout_check::check(&canaries, files, &appliers);
+    for e in &mut errors {
+        if let Some((_, given)) = renamed.iter().find(|(rel, _)| *rel == e.file) {
+            e.file = given.clone();
+        }
+    }
+    loaded.canaries.retain(|c| {
+        !errors.iter().any(|e| e.file == c.file && e.line == c.line)
+            && !errors
+                .iter()
+                .any(|e| e.message.contains(&format!("canary {} ", c.id)))
+    });
+    loaded.errors.extend(errors);
+}
+
+/// Every `.sourceignore` under `root` by its folder (repo-relative, `""` for the root), as
+/// Flux's source-controller reads them; `.git` and links are not followed.
+fn sourceignores(root: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && entry.file_name() != ".git" {
+                folders.push(path);
+            } else if kind.is_file() && entry.file_name() == ".sourceignore" {
+                if let Ok(text) = crate::yaml::snapshot::read_bounded(&path) {
+                    let rel = folder
+                        .strip_prefix(root)
+                        .map(|p| p.to_string_lossy().replace('\\', "/"))
+                        .unwrap_or_default();
+                    out.insert(rel, text);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The work tree `start` is in: the nearest folder holding `.git` or `.sluice`.

@@ -9,7 +9,7 @@
 //! repo's `prometheus.address`. Templates of other providers carry their own address and are
 //! checked where they are read. Pure: reads the snapshot and the index it is given.
 
-use crate::manifest::model::{Canary, MetricQuery, MetricSpec};
+use crate::core::model::{Canary, MetricQuery, MetricSpec};
 use crate::metrics::metric_templates::{MetricProvider, TemplateIndex};
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
@@ -17,8 +17,8 @@ use crate::yaml::snapshot::Snapshot;
 /// One error per metric that would ask Prometheus with no address set anywhere, at the
 /// metric's line (the canary's when the metric is not in the canary's document, e.g. a
 /// wave's). `default_address` is the repo's `prometheus.address`.
-pub fn unaddressed(
-    canaries: &[Canary],
+pub fn unaddressed<R>(
+    canaries: &[Canary<R>],
     default_address: Option<&str>,
     templates: &TemplateIndex,
     snapshot: &Snapshot,
@@ -82,8 +82,8 @@ fn asks_prometheus(metric: &MetricSpec, templates: &TemplateIndex) -> Option<Str
 
 /// The line and field of metric `i` in the canary's own document: `spec.analysis.metrics[i]`
 /// when it is there, else the canary's first line.
-fn metric_line(
-    canary: &Canary,
+fn metric_line<R>(
+    canary: &Canary<R>,
     i: usize,
     metric: &MetricSpec,
     snapshot: &Snapshot,
