@@ -80,8 +80,13 @@ spec:
 }
 
 /// The demo's repo (sources in `apps/podinfo`, output `clusters/demo/podinfo`) plus `extra`.
+/// A file of `extra` replaces the demo's file of the same path.
 fn fleet(extra: &[(&str, &str)]) -> tempfile::TempDir {
-    let mut files: Vec<(&str, &str)> = DEMO_FILES.to_vec();
+    let mut files: Vec<(&str, &str)> = DEMO_FILES
+        .iter()
+        .filter(|(path, _)| !extra.iter().any(|(p, _)| p == path))
+        .copied()
+        .collect();
     files.push(("clusters/prod/flux-system/gotk-sync.yaml", GOTK_SYNC));
     files.extend_from_slice(extra);
     repo(&files)
@@ -220,7 +225,6 @@ fn an_output_folder_applied_by_none_or_by_two_is_refused() {
         (".sluice/config.yaml", &settings),
         ("clusters/prod/podinfo-sync.yaml", &podinfo),
     ]);
-    std::fs::write(dir.path().join(".sluice/config.yaml"), &settings).unwrap();
     let (code, _, err) = validate(dir.path(), &["."]);
     assert_eq!(code, 1, "{err}");
     assert!(err.starts_with("./apps/podinfo/canary.yaml:2: spec.output: output folder clusters/prod/podinfo is applied by 2: Kustomization flux-system/flux-system (clusters/prod/flux-system/gotk-sync.yaml:23), Kustomization flux-system/podinfo (clusters/prod/podinfo-sync.yaml:7); exactly one must apply it\n"), "{err}");
@@ -255,4 +259,28 @@ fn argo_cd_directory_sources_follow_recurse_include_and_exclude() {
         assert_eq!(refused, sources, "{directory}: {out}{err}");
         assert_eq!(code, i32::from(sources > 0), "{directory}: {out}{err}");
     }
+}
+
+/// The README's layout: `flux bootstrap --path=clusters/prod`, sources in `apps/` applied by
+/// nothing, outputs in `deploy/prod/` applied by the one Kustomization sluice waits on.
+#[test]
+fn the_readmes_layout_validates() {
+    let settings = DEMO_FILES[0].1.replace(
+        "output: clusters/{namespace}/{name}",
+        "output: deploy/{namespace}/{name}",
+    ) + "sync: {flux: {kustomization: sluice-outputs}}\n";
+    let canary = DEMO_FILES[3]
+        .1
+        .replace("namespace: demo", "namespace: prod");
+    let outputs = kustomization("sluice-outputs", "./deploy/prod");
+    let dir = fleet(&[
+        (".sluice/config.yaml", &settings),
+        ("apps/podinfo/canary.yaml", &canary),
+        (OUTPUTS, &outputs),
+    ]);
+    let (code, out, err) = validate(dir.path(), &["."]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "1 canary valid\n", "")
+    );
 }
