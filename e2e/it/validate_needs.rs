@@ -4,7 +4,7 @@
 
 use sluice::cli::demo::DEMO_FILES;
 
-use crate::support::{repo, validate};
+use crate::support::{repo, validate, validates_one_canary};
 
 const CANARY: &str = "apps/podinfo/canary.yaml";
 
@@ -39,11 +39,7 @@ fn lines(text: &str) -> Vec<&str> {
 #[test]
 fn the_demo_repo_validates_with_its_prometheus_address() {
     let dir = demo_repo(|_, text| text.to_string());
-    let (code, out, err) = validate(dir.path(), &["."]);
-    assert_eq!(
-        (code, out.as_str(), err.as_str()),
-        (0, "1 canary valid\n", "")
-    );
+    validates_one_canary(dir.path(), &["."]);
 }
 
 #[test]
@@ -63,11 +59,7 @@ fn built_in_metrics_without_a_prometheus_address_are_refused_at_their_line() {
     assert_eq!(out, "");
 
     // --offline checks the spec alone.
-    let (code, out, err) = validate(dir.path(), &["--offline", "."]);
-    assert_eq!(
-        (code, out.as_str(), err.as_str()),
-        (0, "1 canary valid\n", "")
-    );
+    validates_one_canary(dir.path(), &["--offline", "."]);
 
     // The canary's own metricsServer is an address too.
     let with_server = demo_repo(|path, text| {
@@ -80,11 +72,7 @@ fn built_in_metrics_without_a_prometheus_address_are_refused_at_their_line() {
             _ => text,
         }
     });
-    let (code, out, err) = validate(with_server.path(), &["."]);
-    assert_eq!(
-        (code, out.as_str(), err.as_str()),
-        (0, "1 canary valid\n", "")
-    );
+    validates_one_canary(with_server.path(), &["."]);
 }
 
 /// A MetricTemplate of type prometheus: its own `provider.address`, else the canary's or the
