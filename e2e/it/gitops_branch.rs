@@ -8,8 +8,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -18,6 +16,7 @@ use sluice::gitops::{ConfigRepo, Credentials, Identity, Signing};
 use crate::support::git_fixture::{
     assert_good_signature, commit_step, git, route_change, step_message, time, Fixture,
 };
+use crate::support::remotes::tls_server;
 use crate::support::HttpGit;
 
 const BRANCH: &str = "sluice/prod/podinfo/2";
@@ -163,51 +162,6 @@ fn tunnel(client: TcpStream, tunnels: &AtomicUsize) -> std::io::Result<()> {
     let _ = up_write.shutdown(Shutdown::Write);
     let _ = down.join();
     Ok(())
-}
-
-/// A self-signed certificate for 127.0.0.1 made by `openssl`, as a rustls server config; the
-/// certificate file is returned so libgit2 can be told to trust it.
-fn tls_server(dir: &Path) -> (Arc<rustls::ServerConfig>, PathBuf) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let status = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=sluice test server",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-        ])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("openssl must be installed");
-    assert!(status.success());
-    let certs = CertificateDer::pem_file_iter(&cert)
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key_der = PrivateKeyDer::from_pem_file(&key).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key_der)
-        .unwrap();
-    (Arc::new(config), cert)
 }
 
 #[test]

@@ -156,18 +156,22 @@ const RUNTIME_DATA: &[(&str, &str)] = &[(
 
 /// What the runtime stage of a Dockerfile says.
 #[derive(Debug, Default)]
-struct Stage {
-    from: String,
+pub(crate) struct Stage {
+    pub(crate) from: String,
     /// Every `FROM` before this one.
     earlier_from: Vec<String>,
     /// Packages named after `apt-get install`, options left out.
-    packages: Vec<String>,
+    pub(crate) packages: Vec<String>,
+    /// Each `RUN`'s shell command, continuation lines joined.
+    pub(crate) runs: Vec<String>,
+    /// `ENV` pairs (the `KEY=value ...` form).
+    pub(crate) env: Vec<(String, String)>,
     expose: Vec<u16>,
-    user: Option<String>,
-    entrypoint: Vec<String>,
+    pub(crate) user: Option<String>,
+    pub(crate) entrypoint: Vec<String>,
     cmd: Vec<String>,
     /// `COPY --from=...` destinations.
-    copied: Vec<String>,
+    pub(crate) copied: Vec<String>,
 }
 
 /// The Dockerfile's instructions: continuation lines joined, comments and blank lines dropped,
@@ -202,7 +206,7 @@ fn instructions(text: &str) -> Vec<(usize, String, String)> {
 }
 
 /// The last stage of `text` (the image that ships), or why it cannot be read.
-fn runtime_stage(text: &str) -> Result<Stage, String> {
+pub(crate) fn runtime_stage(text: &str) -> Result<Stage, String> {
     let mut stage: Option<Stage> = None;
     let mut froms = Vec::new();
     for (line, word, rest) in instructions(text) {
@@ -221,6 +225,7 @@ fn runtime_stage(text: &str) -> Result<Stage, String> {
         };
         match word.as_str() {
             "RUN" => {
+                s.runs.push(rest.clone());
                 for command in rest.split(['&', ';', '|']) {
                     let words: Vec<&str> = command.split_whitespace().collect();
                     let Some(install) = words.iter().position(|w| *w == "install") else {
@@ -252,6 +257,14 @@ fn runtime_stage(text: &str) -> Result<Stage, String> {
                 }
             }
             "USER" => s.user = Some(rest),
+            "ENV" => {
+                for pair in rest.split_whitespace() {
+                    let (key, value) = pair
+                        .split_once('=')
+                        .ok_or_else(|| at(&format!("{pair}: expected KEY=value")))?;
+                    s.env.push((key.to_string(), value.to_string()));
+                }
+            }
             "ENTRYPOINT" | "CMD" => {
                 let argv: Vec<String> =
                     serde_json::from_str(&rest).map_err(|_| {

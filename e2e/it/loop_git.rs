@@ -2,7 +2,6 @@
 //! binary as a daemon (two at once, and killed mid-rollout).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -126,12 +125,7 @@ fn assert_new_revision_traffic_never_goes_down(bare: &Path, service: &str) {
 }
 
 fn phase_on_remote(bare: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args(["show", &format!("main:{STATUS_FILE}")])
-        .current_dir(bare)
-        .output()
-        .ok()?;
-    let status: Json = serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()?;
+    let status = crate::support::status_at_main(bare, STATUS_FILE)?;
     Some(format!("{}:{}", status["phase"].as_str()?, status["step"]))
 }
 

@@ -9,108 +9,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use sluice::gitops::{
     CommitMessage, ConfigRepo, Credentials, Error, FileChange, Identity, PushOutcome,
 };
 
-use crate::support::{free_port, git, seeded_remote};
-
-const SSHD: &str = "/usr/sbin/sshd";
-
-/// A real sshd on 127.0.0.1 that lets the test's user key in; killed on drop.
-struct Sshd {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn keygen(path: &Path) {
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "sluice-test", "-f"])
-        .arg(path)
-        .status()
-        .expect("ssh-keygen runs (openssh-client)");
-    assert!(status.success(), "ssh-keygen -f {}", path.display());
-}
-
-impl Sshd {
-    /// Starts sshd with host key `dir/host_key`, letting in `authorized` (a public key file).
-    fn start(dir: &Path, authorized: &Path) -> Sshd {
-        assert!(
-            Path::new(SSHD).exists(),
-            "{SSHD} is missing: install openssh-server (e2e/run does)"
-        );
-        // sshd started as root insists on its privilege separation directory.
-        let _ = std::fs::create_dir_all("/run/sshd");
-        keygen(&dir.join("host_key"));
-        let port = free_port();
-        let config = dir.join("sshd_config");
-        std::fs::write(
-            &config,
-            format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile none\n\
-                 AuthorizedKeysFile {authorized}\nStrictModes no\nUsePAM no\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nLogLevel ERROR\n",
-                host_key = dir.join("host_key").display(),
-                authorized = authorized.display(),
-            ),
-        )
-        .unwrap();
-        let child = Command::new(SSHD)
-            .arg("-f")
-            .arg(&config)
-            .args(["-D", "-e"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sshd starts");
-        let mut sshd = Sshd { child, port };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = sshd.child.try_wait() {
-                panic!(
-                    "sshd exited with {status}; run `{SSHD} -f {} -D -e` to see why",
-                    config.display()
-                );
-            }
-            assert!(Instant::now() < deadline, "sshd did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        sshd
-    }
-
-    fn url(&self, repo: &Path) -> String {
-        format!("ssh://{}@127.0.0.1:{}{}", user(), self.port, repo.display())
-    }
-
-    /// What `ssh-keyscan` prints for this server: the lines `flux create secret git` puts
-    /// under `known_hosts`.
-    fn keyscan(&self) -> String {
-        let out = Command::new("ssh-keyscan")
-            .args(["-t", "ed25519", "-p", &self.port.to_string(), "127.0.0.1"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("ssh-keyscan runs");
-        let text = String::from_utf8(out.stdout).unwrap();
-        assert!(text.contains("ssh-ed25519"), "ssh-keyscan printed {text:?}");
-        text
-    }
-}
-
-fn user() -> String {
-    let out = Command::new("id").arg("-un").output().expect("id -un");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use crate::support::remotes::Sshd;
+use crate::support::{git, keygen, seeded_remote};
 
 /// The mounted Flux git Secret: `identity`, `identity.pub`, `known_hosts`.
 struct FluxSecret {
@@ -120,7 +26,7 @@ struct FluxSecret {
 impl FluxSecret {
     fn new(dir: &Path, known_hosts: &str) -> FluxSecret {
         std::fs::create_dir_all(dir).unwrap();
-        keygen(&dir.join("identity"));
+        keygen(&dir.join("identity"), "ed25519");
         std::fs::write(dir.join("known_hosts"), known_hosts).unwrap();
         FluxSecret {
             dir: dir.to_path_buf(),
@@ -229,7 +135,7 @@ fn clone_error(s: &Setup, known_hosts: &str, work: &str) -> Error {
 fn ssh_remote_with_a_wrong_host_key_fails_naming_the_host_and_the_key() {
     let s = setup();
     let other = s.dir.path().join("other_host_key");
-    keygen(&other);
+    keygen(&other, "ed25519");
     let other_pub = std::fs::read_to_string(other.with_extension("pub")).unwrap();
     let port = s.sshd.port;
     let err = clone_error(&s, &format!("[127.0.0.1]:{port} {other_pub}"), "work");

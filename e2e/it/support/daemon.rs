@@ -37,6 +37,7 @@ pub struct DaemonBuilder {
     env_remove: Vec<OsString>,
     log: Option<String>,
     max_open_files: Option<u32>,
+    wrapper: Vec<OsString>,
 }
 
 /// `sluice run` on `repo` (a URL or path) with its clone in `workdir`, polling every 200 ms,
@@ -52,6 +53,7 @@ pub fn sluice_daemon(repo: impl Into<OsString>, workdir: &Path) -> DaemonBuilder
         env_remove: Vec::new(),
         log: Some("warn".to_string()),
         max_open_files: None,
+        wrapper: Vec::new(),
     }
 }
 
@@ -120,8 +122,25 @@ impl DaemonBuilder {
         self
     }
 
+    /// Starts `argv` with the daemon's arguments appended instead of the test's binary: `argv`
+    /// ends with the sluice program it runs (e2e/it/image_run.rs starts the image's copy in the
+    /// image's filesystem). The daemon's environment is then only what the builder sets.
+    pub fn wrapped<I, S>(mut self, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.wrapper = argv.into_iter().map(Into::into).collect();
+        self
+    }
+
     fn command(&self) -> Command {
         let mut cmd = match self.max_open_files {
+            _ if !self.wrapper.is_empty() => {
+                let mut wrapper = Command::new(&self.wrapper[0]);
+                wrapper.args(&self.wrapper[1..]).env_clear();
+                wrapper
+            }
             Some(count) => {
                 let mut sh = Command::new("sh");
                 sh.arg("-c")
@@ -192,6 +211,11 @@ impl Daemon {
     /// The main listener (`/hooks/git`, `/metrics`), `host:port`.
     pub fn main(&self) -> &str {
         &self.main
+    }
+
+    /// The process id of the running daemon (of its wrapper, which execs it).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     /// The probe listener (`/healthz`, `/readyz`), `host:port`.

@@ -20,6 +20,7 @@ pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
 pub(crate) mod prometheus;
+pub(crate) mod remotes;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
 pub(crate) mod standalone;
@@ -380,6 +381,16 @@ pub fn run_sluice_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
         .output()
         .expect("sluice runs");
     outcome(&out)
+}
+
+/// The status file `file` at `bare`'s main, when it is there and parses.
+pub fn status_at_main(bare: &Path, file: &str) -> Option<Json> {
+    let out = Command::new("git")
+        .args(["show", &format!("main:{file}")])
+        .current_dir(bare)
+        .output()
+        .ok()?;
+    serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()
 }
 
 /// The entries of `sluice history NS/NAME -o json` on `bare` (which must succeed).
