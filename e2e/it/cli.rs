@@ -11,10 +11,16 @@ fn sluice(args: &[&str]) -> (i32, String, String) {
     crate::support::outcome(&out)
 }
 
+/// `examples/` holds several repos, each with its own settings, and loose files; validate reads
+/// one settings file, so the folder as a whole is checked offline and each repo on its own.
 #[test]
 fn validate_accepts_the_examples() {
-    let (code, out, err) = sluice(&["validate", "examples"]);
+    let (code, out, err) = sluice(&["validate", "--offline", "examples"]);
     assert_eq!(code, 0, "{out}{err}");
+    for repo in ["examples/demo", "examples/fleet"] {
+        let (code, out, err) = sluice(&["validate", repo]);
+        assert_eq!((code, err.as_str()), (0, ""), "{repo}: {out}{err}");
+    }
 }
 
 #[test]
@@ -299,7 +305,7 @@ fn commands_exit_quietly_when_stdout_is_a_closed_pipe() {
     let examples = format!("{}/examples", env!("CARGO_MANIFEST_DIR"));
     let commands: [&[&str]; 4] = [
         &["reconcile", "--repo", &repo, "--workdir", &workdir],
-        &["validate", &examples],
+        &["validate", "--offline", &examples],
         &["plan", &examples],
         &["status", "--dir", &repo],
     ];

@@ -181,7 +181,7 @@ fn validate_prints_warnings_and_exits_0_and_1_under_strict() {
 
     let (code, out, err) = validate(dir.path(), &["."]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(out, "1 canaries valid\n");
+    assert_eq!(out, "1 canary valid\n");
     let line = starting(&err, "warning: ");
     assert!(
         line.contains(&format!(
@@ -232,7 +232,7 @@ fn an_hpa_ref_with_autoscaling_v2beta1_over_a_v2_hpa_loads_with_a_warning() {
     let dir = podinfo_repo(&text, "autoscaling/v2");
     let (code, out, err) = validate(dir.path(), &["."]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(out, "1 canaries valid\n");
+    assert_eq!(out, "1 canary valid\n");
     let hpa_line = line_of(&hpa("autoscaling/v2"), "apiVersion:");
     assert!(
         err.contains(&format!("warning: ./{CANARY}:12: spec.autoscalerRef.apiVersion: \"autoscaling/v2beta1\" is not the apiVersion of HorizontalPodAutoscaler podinfo (./apps/podinfo/hpa.yaml:{hpa_line}), which is \"autoscaling/v2\"; Flagger reads the HorizontalPodAutoscaler by name through autoscaling/v2 and ignores this field, as sluice does")),

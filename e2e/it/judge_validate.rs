@@ -23,7 +23,7 @@ fn validate_reports_each_problem_of_a_judge_by_file_line_and_field() {
     let file = tmp.path().join("judge.yaml");
     std::fs::write(&file, good()).unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let (code, stdout, stderr) = run_sluice(&["validate", dir]);
+    let (code, stdout, stderr) = run_sluice(&["validate", "--allow-empty", dir]);
     assert_eq!(code, 0, "{stdout}{stderr}");
 
     let bad = good().replace("marginal: 75", "marginal: 175").replace(
@@ -31,7 +31,7 @@ fn validate_reports_each_problem_of_a_judge_by_file_line_and_field() {
         "direction: up\n      outlier: remove",
     );
     std::fs::write(&file, format!("{bad}---\n{}", good())).unwrap();
-    let (code, _, stderr) = run_sluice(&["validate", dir]);
+    let (code, _, stderr) = run_sluice(&["validate", "--allow-empty", dir]);
     assert_eq!(code, 1, "{stderr}");
     let name = file.display().to_string();
     for expected in [
@@ -82,7 +82,7 @@ fn validate_refuses_a_min_samples_the_window_cannot_give_at_its_line() {
     ];
     for (settings, expected) in cases {
         std::fs::write(&file, with(settings)).unwrap();
-        let (code, _, stderr) = run_sluice(&["validate", dir]);
+        let (code, _, stderr) = run_sluice(&["validate", "--allow-empty", dir]);
         assert_eq!(code, 1, "{settings}: {stderr}");
         assert!(
             stderr.contains(&expected),
@@ -95,7 +95,7 @@ fn validate_refuses_a_min_samples_the_window_cannot_give_at_its_line() {
         "  minSamples: 1000\n",
     ] {
         std::fs::write(&file, with(good)).unwrap();
-        let (code, stdout, stderr) = run_sluice(&["validate", dir]);
+        let (code, stdout, stderr) = run_sluice(&["validate", "--allow-empty", dir]);
         assert_eq!(code, 0, "{good}: {stdout}{stderr}");
     }
 }

@@ -89,6 +89,8 @@ mod support;
 mod sync;
 mod tick;
 mod upgrade;
+mod validate_layout;
+mod validate_needs;
 mod validate_repo;
 mod waves;
 mod waves_run;

@@ -44,6 +44,15 @@ pub struct Args {
     /// apiVersions Flagger does not read.
     #[arg(long)]
     pub strict: bool,
+    /// Skip the checks of what the running loop needs from outside the repo: a Prometheus
+    /// address for metrics that ask Prometheus (`prometheus.address`, `spec.metricsServer`, a
+    /// template's `spec.provider.address`).
+    #[arg(long)]
+    pub offline: bool,
+    /// Exit 0 when the paths hold no canary (by default a folder without canaries is an
+    /// error: a mistyped path must not pass CI).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 /// How GitHub shows an annotation.
@@ -61,13 +70,26 @@ pub enum Format {
 
 /// Loads settings and canaries the way `validate` and `plan` both need.
 pub fn load(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded) {
-    let (settings, loaded, _) = load_checked(paths, config);
+    let (settings, loaded, _) = load_checked(paths, config, Needs::Offline);
     (settings, loaded)
+}
+
+/// Whether the repo is checked for what the running loop needs from outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// The spec alone (`plan`, `validate --offline`).
+    Offline,
+    /// Also a Prometheus address for every metric that asks Prometheus.
+    Runtime,
 }
 
 /// [`load`], also saying whether the settings file was valid: when it was not, the canaries
 /// were checked against default settings, which is not what the loop will use.
-fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, bool) {
+fn load_checked(
+    paths: &[PathBuf],
+    config: Option<&Path>,
+    needs: Needs,
+) -> (Settings, Loaded, bool) {
     let settings_path = config
         .map(Path::to_path_buf)
         .or_else(|| paths.first().and_then(|p| find_settings(p)));
@@ -127,6 +149,38 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
         template_errors,
         |namespace, name| templates.get(namespace, name).map(drop),
     );
+    if needs == Needs::Runtime {
+        let missing = crate::metrics::addresses::unaddressed(
+            &loaded.canaries,
+            settings.prometheus.as_deref(),
+            &templates,
+            &snapshot,
+        );
+        loaded
+            .canaries
+            .retain(|c| !missing.iter().any(|e| e.file == c.file));
+        loaded.errors.extend(missing);
+    }
+    // The layout: which Kustomization or Application applies sources and outputs, in the
+    // config repo whose settings were found (outputs are paths of that repo).
+    let layout_root = match (config, &settings_path) {
+        (None, Some(found)) => std::path::absolute(found)
+            .ok()
+            .and_then(|f| f.parent()?.parent().map(Path::to_path_buf)),
+        (Some(_), _) => root.clone(),
+        (None, None) => None,
+    };
+    if let Some(layout_root) = &layout_root {
+        let files = if Some(layout_root) == root.as_ref() {
+            None
+        } else {
+            Some(Snapshot::read(layout_root))
+        };
+        let files = files.as_ref().or(repo.as_ref());
+        if let Some(files) = files {
+            check_layout(layout_root, files, &mut loaded);
+        }
+    }
     errors.append(&mut loaded.errors);
     // AlertProviders no canary references yet are checked too, as templates are.
     errors.extend(crate::manifest::alert_provider::check_all(&snapshot));
@@ -135,6 +189,74 @@ fn load_checked(paths: &[PathBuf], config: Option<&Path>) -> (Settings, Loaded, 
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
     (settings, loaded, settings_ok)
+}
+
+/// [`crate::manifest::layout_check`] on the repo at `root` (its files `files`, named
+/// repo-relative): the canaries are named repo-relative for the check, and their errors
+/// named back as given.
+fn check_layout(root: &Path, files: &Snapshot, loaded: &mut Loaded) {
+    let appliers = crate::manifest::applied_by::appliers(files, &sourceignores(root));
+    let relative = |file: &str| {
+        std::path::absolute(file)
+            .ok()
+            .and_then(|p| p.strip_prefix(root).ok().map(Path::to_path_buf))
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+    };
+    let mut renamed = Vec::new();
+    let canaries: Vec<_> = loaded
+        .canaries
+        .iter()
+        .filter_map(|c| {
+            let rel = relative(&c.file)?;
+            renamed.push((rel.clone(), c.file.clone()));
+            let mut c = c.clone();
+            c.file = rel;
+            Some(c)
+        })
+        .collect();
+    let mut errors = crate::manifest::layout_check::check(&canaries, files, &appliers);
+    for e in &mut errors {
+        if let Some((_, given)) = renamed.iter().find(|(rel, _)| *rel == e.file) {
+            e.file = given.clone();
+        }
+    }
+    loaded.canaries.retain(|c| {
+        !errors.iter().any(|e| e.file == c.file && e.line == c.line)
+            && !errors
+                .iter()
+                .any(|e| e.message.contains(&format!("canary {} ", c.id)))
+    });
+    loaded.errors.extend(errors);
+}
+
+/// Every `.sourceignore` under `root` by its folder (repo-relative, `""` for the root), as
+/// Flux's source-controller reads them; `.git` and links are not followed.
+fn sourceignores(root: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && entry.file_name() != ".git" {
+                folders.push(path);
+            } else if kind.is_file() && entry.file_name() == ".sourceignore" {
+                if let Ok(text) = crate::yaml::snapshot::read_bounded(&path) {
+                    let rel = folder
+                        .strip_prefix(root)
+                        .map(|p| p.to_string_lossy().replace('\\', "/"))
+                        .unwrap_or_default();
+                    out.insert(rel, text);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The work tree `start` is in: the nearest folder holding `.git` or `.sluice`.
@@ -180,7 +302,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             anyhow::bail!("cannot read {}: {e}", path.display());
         }
     }
-    let (_, mut loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref());
+    let needs = if args.offline {
+        Needs::Offline
+    } else {
+        Needs::Runtime
+    };
+    let (_, mut loaded, settings_ok) = load_checked(&args.paths, args.config.as_deref(), needs);
     if args.strict {
         make_warnings_errors(&mut loaded);
     }
@@ -222,8 +349,18 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     {
         eprintln!("warning: {orphan}");
     }
-    if loaded.errors.is_empty() {
-        outln!("{} canaries valid", loaded.canaries.len());
+    if loaded.errors.is_empty() && loaded.canaries.is_empty() && !args.allow_empty {
+        eprintln!(
+            "no canary found in {}: check the path (validate --allow-empty accepts a folder without canaries)",
+            args.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(1)
+    } else if loaded.errors.is_empty() {
+        outln!("{} valid", canaries(loaded.canaries.len()));
         Ok(0)
     } else if !settings_ok {
         // Canaries checked against default settings (provider, output layout) may be valid
@@ -235,11 +372,20 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Ok(1)
     } else {
         eprintln!(
-            "{} problem(s) found; {} canaries valid",
+            "{} problem(s) found; {} valid",
             loaded.errors.len(),
-            loaded.canaries.len()
+            canaries(loaded.canaries.len())
         );
         Ok(1)
+    }
+}
+
+/// `1 canary`, `3 canaries`.
+fn canaries(n: usize) -> String {
+    if n == 1 {
+        "1 canary".into()
+    } else {
+        format!("{n} canaries")
     }
 }
 

@@ -187,11 +187,33 @@ fn read_interval(r: &mut Reader, node: &Node, path: &str, format: Format) -> Opt
         None => Some(FLAGGER_ANALYSIS_INTERVAL),
     };
     // Flagger (`GetAnalysisInterval`) runs an analysis at most every 10 s: a shorter
-    // interval in a Flagger canary is raised to 10 s. Native canaries keep theirs.
+    // interval in a Flagger canary is raised to 10 s, and said (the text reads otherwise).
+    // Native canaries keep theirs.
     match format {
-        Format::Flagger => interval.map(|d| d.max(FLAGGER_MIN_ANALYSIS_INTERVAL)),
+        Format::Flagger => {
+            if let (Some(d), Some(n)) = (interval, node.get("interval")) {
+                if d < FLAGGER_MIN_ANALYSIS_INTERVAL {
+                    warn_short_interval(r, n, &join(path, "interval"));
+                }
+            }
+            interval.map(|d| d.max(FLAGGER_MIN_ANALYSIS_INTERVAL))
+        }
         Format::Native => interval,
     }
+}
+
+/// A Flagger `interval` under Flagger's 10 s floor: what sluice (and Flagger) run instead.
+fn warn_short_interval(r: &mut Reader, n: &Node, path: &str) {
+    let text = match &n.value {
+        Value::Scalar { text, .. } => text.trim().to_string(),
+        _ => String::new(),
+    };
+    let floor = FLAGGER_MIN_ANALYSIS_INTERVAL.as_secs();
+    r.warn(
+        n.line,
+        path,
+        format!("{text} is below Flagger's {floor}s floor (GetAnalysisInterval): sluice analyses and steps every {floor}s, as Flagger does; write `interval: {floor}s` to say so"),
+    );
 }
 
 /// `analysis.threshold`: how many failed checks roll back.

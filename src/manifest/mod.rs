@@ -8,8 +8,10 @@
 
 pub mod alert_provider;
 pub mod analysis;
+pub mod applied_by;
 pub mod canary;
 pub mod flagger_fields;
+pub mod layout_check;
 pub mod load;
 pub mod load_incremental;
 pub mod model;

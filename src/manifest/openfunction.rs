@@ -3,7 +3,8 @@
 //!
 //! OpenFunction's canary proposal (OpenFunction/OpenFunction#487, and the first shape of its
 //! pull request #490) put weight-and-pause steps on the `Function`, as
-//! `spec.rolloutStrategy.canary.steps` or `spec.canarySteps`; sluice's native steps follow
+//! `spec.rolloutStrategy.canary.steps` (under `spec.serving` in v1beta2's layout) or
+//! `spec.canarySteps`; sluice's native steps follow
 //! the same proposal. OpenFunction's controller never merged it, and it names each serving
 //! (and its Knative Service) at run time, so no name sluice could route to is in git. A
 //! Function holding such steps would otherwise load as nothing at all: `validate` would say
@@ -11,8 +12,10 @@
 //!
 //! So each such Function is an error at its steps' line whose message explains why and prints
 //! the equivalent native canary: route-only (the user names the two Services), the same
-//! steps and pauses, an HTTPRoute on the Function's gateway (OpenFunction's default
-//! `openfunction/openfunction` when it names none). A Function without either field is not a
+//! steps and pauses, an HTTPRoute on the Function's gateway and hostnames (its route:
+//! `spec.serving.triggers.http.route` in v1beta2, `spec.route` before; OpenFunction's default
+//! gateway `openfunction/openfunction` when it names none). A route with path `rules` is not
+//! printed, since the printed canary would drop them. A Function without steps is not a
 //! canary and is not mentioned.
 //!
 //! Reads one document; must not read other files or decide anything.
@@ -42,21 +45,33 @@ pub fn refuse_canary_steps(r: &mut Reader, root: &Node) {
         return;
     }
     let Some(spec) = root.get("spec") else { return };
-    let found = spec
-        .get("rolloutStrategy")
-        .and_then(|s| s.get("canary"))
-        .and_then(|c| c.get("steps"))
+    let found = canary_steps(spec.get("rolloutStrategy"))
         .map(|n| (n, "spec.rolloutStrategy.canary.steps"))
+        .or_else(|| {
+            canary_steps(spec.get("serving").and_then(|s| s.get("rolloutStrategy")))
+                .map(|n| (n, "spec.serving.rolloutStrategy.canary.steps"))
+        })
         .or_else(|| spec.get("canarySteps").map(|n| (n, "spec.canarySteps")));
     let Some((steps, field)) = found else { return };
+    let route = function_route(spec);
+    let rules = route.and_then(|r| r.get("rules"));
     let canary = match native_steps(steps, field) {
-        Ok(steps) => native_canary(root, spec, &steps),
+        Ok(_) if rules.is_some() => format!(
+            "(no native canary printed: the Function's route has path rules (line {}), which the printed canary would not carry exactly; write the canary with its route by hand)",
+            rules.map_or(0, |n| n.line)
+        ),
+        Ok(steps) => native_canary(root, spec, route, &steps),
         Err((line, at, message)) => {
             r.error(line, &at, message);
             "(the steps above must be fixed first)".to_string()
         }
     };
     r.error(steps.line, field, format!("an OpenFunction Function with canary steps cannot be rolled out by sluice: OpenFunction names the Function's servings (and their Knative Services) at run time, so no name to route to is in git, and OpenFunction's controller never ran these steps either. Deploy the two versions under Services you name (the placeholders below), then commit this native canary next to them: it routes between them with the same steps and pauses\n{canary}"));
+}
+
+/// `canary.steps` of a `rolloutStrategy`.
+fn canary_steps(strategy: Option<&Node>) -> Option<&Node> {
+    strategy?.get("canary")?.get("steps")
 }
 
 /// A step problem: line, field, message.
@@ -132,8 +147,18 @@ fn text_or<'a>(n: Option<&'a Node>, default: &'a str) -> &'a str {
     n.and_then(Node::as_str).unwrap_or(default)
 }
 
+/// The Function's route: `spec.serving.triggers.http.route` (v1beta2), else `spec.route`
+/// (v1alpha2, v1beta1).
+fn function_route(spec: &Node) -> Option<&Node> {
+    spec.get("serving")
+        .and_then(|s| s.get("triggers"))
+        .and_then(|t| t.get("http"))
+        .and_then(|h| h.get("route"))
+        .or_else(|| spec.get("route"))
+}
+
 /// The native canary of the same name, namespace, gateway, hostnames and steps.
-fn native_canary(root: &Node, spec: &Node, steps: &[String]) -> String {
+fn native_canary(root: &Node, spec: &Node, route: Option<&Node>, steps: &[String]) -> String {
     let metadata = root.get("metadata");
     let name = text_or(metadata.and_then(|m| m.get("name")), "my-function");
     let namespace = text_or(metadata.and_then(|m| m.get("namespace")), "default");
@@ -142,7 +167,6 @@ fn native_canary(root: &Node, spec: &Node, steps: &[String]) -> String {
         .get("port")
         .and_then(whole_number)
         .map_or_else(|| DEFAULT_PORT.to_string(), |p| p.to_string());
-    let route = spec.get("route");
     let gateway = route.and_then(|r| r.get("gatewayRef"));
     let gateway_name = text_or(gateway.and_then(|g| g.get("name")), DEFAULT_GATEWAY.0);
     let gateway_ns = text_or(gateway.and_then(|g| g.get("namespace")), DEFAULT_GATEWAY.1);

@@ -30,6 +30,7 @@
 //! `spec.metricsServer`, the repo default (`prometheus.address` in `.sluice/config.yaml`).
 //! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
+pub mod addresses;
 pub mod aws_env;
 pub mod builtin;
 pub mod cloudwatch;

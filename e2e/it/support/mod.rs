@@ -611,6 +611,16 @@ pub fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
     outcome(&out)
 }
 
+/// `sluice validate <args>` in `dir` passes one canary, and prints nothing else.
+pub fn validates_one_canary(dir: &Path, args: &[&str]) {
+    let (code, out, err) = validate(dir, args);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "1 canary valid\n", ""),
+        "sluice validate {args:?}"
+    );
+}
+
 /// A new unencrypted key pair of `kind` at `path` (and `path.pub`); returns the public line.
 pub fn keygen(path: &Path, kind: &str) -> String {
     let status = Command::new("ssh-keygen")
