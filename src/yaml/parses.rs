@@ -70,39 +70,40 @@ impl Parses {
 mod tests {
     use super::*;
 
+    use std::cell::Cell;
+
+    /// A read that answers `answer` and counts itself in `reads`.
+    fn counted<'a>(
+        reads: &'a Cell<usize>,
+        answer: Result<&'a str, ReadError>,
+    ) -> impl Fn() -> Result<String, ReadError> + 'a {
+        move || {
+            reads.set(reads.get() + 1);
+            answer.clone().map(str::to_string)
+        }
+    }
+
     #[test]
     fn a_blob_is_parsed_once_while_someone_holds_it() {
-        let parses = Parses::default();
-        let reads = std::cell::Cell::new(0);
-        let read = || {
-            reads.set(reads.get() + 1);
-            Ok("kind: ConfigMap\nmetadata: {name: a}\n".to_string())
-        };
-        let held = parses.parse("1", read);
-        let again = parses.parse("1", read);
+        let (parses, reads) = (Parses::default(), Cell::new(0));
+        let read = counted(&reads, Ok("kind: ConfigMap\nmetadata: {name: a}\n"));
+        let held = parses.parse("1", &read);
+        let again = parses.parse("1", &read);
         assert!(Arc::ptr_eq(&held, &again));
-        parses.parse("2", read);
+        parses.parse("2", &read);
         assert_eq!(reads.get(), 2, "one read per blob held");
         drop((held, again));
-        parses.parse("1", read);
-        assert_eq!(
-            reads.get(),
-            3,
-            "a parse nobody holds any more is read again"
-        );
+        parses.parse("1", &read);
+        assert_eq!(reads.get(), 3, "a parse nobody holds is read again");
     }
 
     #[test]
     fn a_failed_read_is_not_kept() {
-        let parses = Parses::default();
-        let reads = std::cell::Cell::new(0);
-        let read = || {
-            reads.set(reads.get() + 1);
-            Err(ReadError::Io("busy".into()))
-        };
-        let failed = parses.parse("1", read);
+        let (parses, reads) = (Parses::default(), Cell::new(0));
+        let read = counted(&reads, Err(ReadError::Io("busy".into())));
+        let failed = parses.parse("1", &read);
         assert!(matches!(*failed, Contents::Unreadable(ReadError::Io(_))));
-        parses.parse("1", read);
+        parses.parse("1", &read);
         assert_eq!(reads.get(), 2, "read again: the reason may pass");
     }
 }
