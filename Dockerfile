@@ -7,6 +7,10 @@
 # manifests' port. The release workflow builds linux/arm64 from this same file under QEMU.
 
 FROM rust:1-bookworm AS build
+# What `sluice version` prints: .git is not in the build context, so the release workflow
+# passes the commit and its date (build.rs falls back to `unknown` without them).
+ARG SLUICE_GIT_COMMIT=unknown
+ARG SOURCE_DATE_EPOCH
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin sluice

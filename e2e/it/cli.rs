@@ -318,3 +318,58 @@ fn commands_exit_quietly_when_stdout_is_a_closed_pipe() {
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
+
+/// `git` in the repo this binary was built from, its trimmed output.
+fn git_here(args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TZ", "UTC")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `sluice version` names the release, the commit and its date (build.rs reads them from git
+/// in a checkout, as here, unless the builder sets SLUICE_GIT_COMMIT/SOURCE_DATE_EPOCH);
+/// `--version` says the same on one line.
+#[test]
+fn version_prints_the_release_commit_and_build_date() {
+    let (code, out, err) = sluice(&["version"]);
+    assert_eq!(code, 0, "{err}");
+    let cargo =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let release = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("the package version");
+    let (commit, date) = match std::env::var("SLUICE_GIT_COMMIT") {
+        Ok(commit) if !commit.is_empty() => (commit, None),
+        _ => (
+            git_here(&["rev-parse", "HEAD"]),
+            Some(git_here(&[
+                "log",
+                "-1",
+                "--date=format-local:%Y-%m-%dT%H:%M:%SZ",
+                "--format=%cd",
+            ])),
+        ),
+    };
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("sluice {release}"), "{out}");
+    assert_eq!(lines[1], format!("commit: {commit}"), "{out}");
+    let built = lines[2].strip_prefix("built: ").expect("a build date line");
+    if let Some(date) = &date {
+        assert_eq!(built, date, "the commit's date, in UTC");
+    }
+    assert_eq!(lines.len(), 3, "{out}");
+
+    let (code, one, err) = sluice(&["--version"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        one.trim_end(),
+        format!("sluice {release} (commit {commit}, built {built})")
+    );
+}

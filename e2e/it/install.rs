@@ -113,61 +113,13 @@ fn kubectl_kustomize_builds_the_install_when_kubectl_is_present() {
     ] {
         assert!(text.contains(kind), "{kind} missing from\n{text}");
     }
+    // The name the release workflow publishes, at the version this tree builds.
     assert!(
-        text.contains("image: ghcr.io/example/sluice:0.1.0"),
+        text.contains(&format!(
+            "image: ghcr.io/sluice-dev/sluice:{}",
+            sluice::cli::version::VERSION
+        )),
         "{text}"
-    );
-}
-
-#[test]
-fn cluster_role_is_read_only_on_exactly_four_resources() {
-    let role = yaml("examples/install/clusterrole.yaml");
-    assert_eq!(role["kind"], "ClusterRole");
-    let mut granted = Vec::new();
-    for rule in role["rules"].as_array().expect("rules") {
-        let keys: Vec<&String> = rule.as_object().expect("rule").keys().collect();
-        assert_eq!(keys, ["apiGroups", "resources", "verbs"], "{rule}");
-        assert_eq!(
-            rule["verbs"],
-            serde_json::json!(["get", "list", "watch"]),
-            "{rule}"
-        );
-        for group in rule["apiGroups"].as_array().expect("groups") {
-            for resource in rule["resources"].as_array().expect("resources") {
-                granted.push(format!(
-                    "{}.{}",
-                    resource.as_str().expect("resource"),
-                    group.as_str().expect("group")
-                ));
-            }
-        }
-    }
-    granted.sort();
-    assert_eq!(
-        granted,
-        [
-            "applications.argoproj.io",
-            "deployments.apps",
-            "httproutes.gateway.networking.k8s.io",
-            "kustomizations.kustomize.toolkit.fluxcd.io",
-        ]
-    );
-
-    let binding = yaml("examples/install/clusterrolebinding.yaml");
-    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
-    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
-    let sa = yaml("examples/install/serviceaccount.yaml");
-    assert_eq!(
-        binding["subjects"],
-        serde_json::json!([{
-            "kind": "ServiceAccount",
-            "name": sa["metadata"]["name"],
-            "namespace": "sluice-system",
-        }])
-    );
-    assert_eq!(
-        yaml("examples/install/namespace.yaml")["metadata"]["name"],
-        "sluice-system"
     );
 }
 
@@ -420,15 +372,22 @@ fn the_install_serves_no_dashboard_to_other_pods() {
 /// An overlay of the install with the oauth2-proxy patch, as its header tells users to write
 /// it: a folder beside examples/install (kustomize takes relative paths only).
 fn oauth2_overlay() -> tempfile::TempDir {
+    overlay(
+        "resources: [../install]\n\
+         patches: [{path: ../install/dashboard-oauth2-proxy/oauth2-proxy.yaml}]\n",
+    )
+}
+
+/// A user's overlay of the install: a folder beside examples/install holding a
+/// kustomization.yaml of `body` (after its apiVersion and kind).
+fn overlay(body: &str) -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
-        .prefix("oauth2-overlay-test-")
+        .prefix("install-overlay-test-")
         .tempdir_in(root().join("examples"))
         .expect("temp dir beside examples/install");
     std::fs::write(
         dir.path().join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-         resources: [../install]\n\
-         patches: [{path: ../install/dashboard-oauth2-proxy/oauth2-proxy.yaml}]\n",
+        format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n{body}"),
     )
     .expect("write the overlay");
     dir
@@ -498,35 +457,23 @@ fn deployment_runs_the_daemon_as_documented() {
         "the manifest and the server agree on the variable"
     );
 
-    // The ssh remote's key and known hosts come from the Flux-style git Secret's files.
     let mounts = c["volumeMounts"].as_array().expect("mounts");
-    let git_ssh = mounts
-        .iter()
-        .find(|m| m["name"] == "git-ssh")
-        .expect("git Secret mounted");
-    assert_eq!(git_ssh["readOnly"], true);
-    let folder = git_ssh["mountPath"].as_str().unwrap();
-    for (variable, key) in [
-        ("SLUICE_GIT_SSH_KEY_FILE", "identity"),
-        ("SLUICE_GIT_KNOWN_HOSTS_FILE", "known_hosts"),
-    ] {
-        assert_eq!(
-            var(variable)["value"],
-            format!("{folder}/{key}"),
-            "{variable}"
-        );
-    }
-    let secret_volume = pod["volumes"]
-        .as_array()
-        .expect("volumes")
-        .iter()
-        .find(|v| v["name"] == "git-ssh")
-        .expect("git-ssh volume");
-    assert_eq!(secret_volume["secret"]["secretName"], "sluice-git-ssh");
+    // No credential is required: an https remote, every Secret key optional, no Secret
+    // volume in the base (components/git-ssh adds the ssh remote's).
     assert!(var("SLUICE_REPO")["value"]
         .as_str()
         .unwrap()
-        .starts_with("ssh://"));
+        .starts_with("https://"));
+    for e in env {
+        if let Some(r) = e["valueFrom"].get("secretKeyRef") {
+            assert_eq!(r["optional"], true, "{e}");
+        }
+    }
+    assert!(pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .all(|v| v.get("secret").is_none() && v.get("projected").is_none()));
 
     // The work dir is writable (an emptyDir) although the root filesystem is not.
     let workdir = mounts
@@ -674,4 +621,586 @@ fn the_default_listen_port_is_no_common_neighbours() {
         help.contains(&format!("[default: {DEFAULT_PROBE_LISTEN}]")),
         "{help}"
     );
+}
+
+/// The components under examples/install/components, by folder name.
+fn components() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("examples/install/components"))
+        .expect("components/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `kubectl kustomize` of `dir`, its documents; `None` without kubectl.
+fn kustomize(dir: &Path) -> Option<Vec<serde_json::Value>> {
+    let out = Command::new("kubectl")
+        .args(["kustomize"])
+        .arg(dir)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).expect("YAML"))
+}
+
+/// `doc` read into the k8s-openapi type `T` and written back loses nothing: every field is one
+/// the API knows, of the right type (for the kinds the strict schemas do not cover).
+fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(
+    doc: &serde_json::Value,
+) -> Vec<String> {
+    match serde_json::from_value::<T>(doc.clone()) {
+        Err(e) => vec![format!("{}: {e}", doc["kind"])],
+        Ok(typed) => {
+            let back = serde_json::to_value(&typed).expect("serializes");
+            if &back == doc {
+                Vec::new()
+            } else {
+                vec![format!(
+                    "{}: fields the API does not know:\n{doc:#}\nread as\n{back:#}",
+                    doc["kind"]
+                )]
+            }
+        }
+    }
+}
+
+/// Every problem of one object of the install: against its strict schema when one exists,
+/// through the k8s-openapi type for the other built-in kinds, field by field for the
+/// Prometheus Operator's two kinds.
+fn object_problems(schemas: &mut Schemas, doc: &serde_json::Value) -> Vec<String> {
+    use k8s_openapi::api::{core, networking, policy, rbac};
+    let file = Schemas::file_for(doc);
+    if root().join("e2e/schemas").join(&file).is_file() {
+        return schemas.errors(doc);
+    }
+    match (
+        doc["apiVersion"].as_str().unwrap_or(""),
+        doc["kind"].as_str().unwrap_or(""),
+    ) {
+        ("v1", "Namespace") => round_trips::<core::v1::Namespace>(doc),
+        ("v1", "ServiceAccount") => round_trips::<core::v1::ServiceAccount>(doc),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
+            round_trips::<rbac::v1::ClusterRole>(doc)
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            round_trips::<rbac::v1::ClusterRoleBinding>(doc)
+        }
+        ("rbac.authorization.k8s.io/v1", "Role") => round_trips::<rbac::v1::Role>(doc),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
+            round_trips::<rbac::v1::RoleBinding>(doc)
+        }
+        ("networking.k8s.io/v1", "NetworkPolicy") => {
+            round_trips::<networking::v1::NetworkPolicy>(doc)
+        }
+        ("policy/v1", "PodDisruptionBudget") => round_trips::<policy::v1::PodDisruptionBudget>(doc),
+        ("monitoring.coreos.com/v1", kind @ ("ServiceMonitor" | "PodMonitor")) => {
+            let endpoints = if kind == "ServiceMonitor" {
+                "endpoints"
+            } else {
+                "podMetricsEndpoints"
+            };
+            let mut problems = Vec::new();
+            let keys: Vec<&String> = doc["spec"].as_object().expect("spec").keys().collect();
+            if keys != [endpoints, "selector"] {
+                problems.push(format!("{kind}: spec has {keys:?}"));
+            }
+            for e in doc["spec"][endpoints].as_array().expect("endpoints") {
+                let keys: Vec<&String> = e.as_object().expect("endpoint").keys().collect();
+                if keys != ["interval", "path", "port"] || e["port"] != "metrics" {
+                    problems.push(format!("{kind}: endpoint {e}"));
+                }
+            }
+            if doc["spec"]["selector"]["matchLabels"]
+                != serde_json::json!({"app.kubernetes.io/name": "sluice"})
+            {
+                problems.push(format!("{kind}: selects {}", doc["spec"]["selector"]));
+            }
+            problems
+        }
+        (api, kind) => vec![format!(
+            "{api} {kind}: no schema and no check for this kind"
+        )],
+    }
+}
+
+/// Each component on its own, and all at once, builds with `kubectl kustomize` from a user's
+/// overlay (as docs/install.md writes one), and every object of every build validates.
+#[test]
+fn every_component_builds_and_every_object_validates() {
+    let mut schemas = Schemas::default();
+    // The four engine and router components are in the install's own list already.
+    let listed = ["argocd", "flux", "gateway-api", "knative"];
+    let switched: Vec<String> = components()
+        .into_iter()
+        .filter(|c| !listed.contains(&c.as_str()))
+        .collect();
+    let mut builds = vec![("the install".to_string(), String::new())];
+    for c in &switched {
+        builds.push((
+            c.clone(),
+            format!("components: [../install/components/{c}]\n"),
+        ));
+    }
+    let every: Vec<String> = switched
+        .iter()
+        .map(|c| format!("../install/components/{c}"))
+        .collect();
+    builds.push((
+        "every component".into(),
+        format!("components: [{}]\n", every.join(", ")),
+    ));
+    let mut kinds = std::collections::BTreeSet::new();
+    for (what, components) in builds {
+        let dir = overlay(&format!("resources: [../install]\n{components}"));
+        let Some(docs) = kustomize(dir.path()) else {
+            eprintln!("kubectl not installed: builds not checked");
+            return;
+        };
+        for doc in &docs {
+            let problems = object_problems(&mut schemas, doc);
+            assert!(problems.is_empty(), "{what}: {problems:#?}");
+            kinds.insert(format!(
+                "{} {}",
+                doc["apiVersion"].as_str().unwrap(),
+                doc["kind"].as_str().unwrap()
+            ));
+        }
+        // Every build keeps the hardening and the dashboard off other pods.
+        assert_eq!(exposure_problems(&docs), Vec::<String>::new(), "{what}");
+        let deployment = docs
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .expect("a Deployment");
+        assert_eq!(
+            hardening_problems(deployment),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+    // The install without any of the four engine and router components still builds.
+    let bare = overlay("resources: [../install/namespace.yaml, ../install/serviceaccount.yaml, ../install/clusterrole.yaml, ../install/clusterrolebinding.yaml, ../install/deployment.yaml, ../install/service.yaml, ../install/networkpolicy.yaml]\n");
+    let out = Command::new("kubectl")
+        .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
+        .arg(bare.path())
+        .output()
+        .expect("kubectl ran above");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(kinds.contains("policy/v1 PodDisruptionBudget"), "{kinds:?}");
+    assert!(
+        kinds.contains("monitoring.coreos.com/v1 ServiceMonitor"),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains("monitoring.coreos.com/v1 PodMonitor"),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains("rbac.authorization.k8s.io/v1 Role"),
+        "{kinds:?}"
+    );
+}
+
+/// The checks of [`object_problems`] catch a misspelt field of a kind without a schema.
+#[test]
+fn the_round_trip_catches_a_misspelt_field() {
+    let mut schemas = Schemas::default();
+    let mut pdb = yaml("examples/install/components/leader-election/poddisruptionbudget.yaml");
+    assert_eq!(object_problems(&mut schemas, &pdb), Vec::<String>::new());
+    pdb["spec"]["minAvaliable"] = serde_json::json!(1);
+    assert!(!object_problems(&mut schemas, &pdb).is_empty());
+    let mut role = yaml("examples/install/clusterrole.yaml");
+    role["rules"][0]["verb"] = serde_json::json!(["get"]);
+    assert!(!object_problems(&mut schemas, &role).is_empty());
+}
+
+/// What the hardened pod lacks: non-root 65532, a read-only root, every capability dropped,
+/// no privilege escalation, seccomp RuntimeDefault (pod and container), resources set.
+fn hardening_problems(deployment: &serde_json::Value) -> Vec<String> {
+    let pod = &deployment["spec"]["template"]["spec"];
+    let c = pod["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .find(|c| c["name"] == "sluice")
+        .expect("the sluice container");
+    let sc = &c["securityContext"];
+    let mut problems = Vec::new();
+    for (what, value, want) in [
+        (
+            "pod runAsNonRoot",
+            &pod["securityContext"]["runAsNonRoot"],
+            serde_json::json!(true),
+        ),
+        (
+            "pod runAsUser",
+            &pod["securityContext"]["runAsUser"],
+            serde_json::json!(65532),
+        ),
+        (
+            "pod seccomp",
+            &pod["securityContext"]["seccompProfile"]["type"],
+            serde_json::json!("RuntimeDefault"),
+        ),
+        ("runAsNonRoot", &sc["runAsNonRoot"], serde_json::json!(true)),
+        ("runAsUser", &sc["runAsUser"], serde_json::json!(65532)),
+        ("runAsGroup", &sc["runAsGroup"], serde_json::json!(65532)),
+        (
+            "readOnlyRootFilesystem",
+            &sc["readOnlyRootFilesystem"],
+            serde_json::json!(true),
+        ),
+        (
+            "allowPrivilegeEscalation",
+            &sc["allowPrivilegeEscalation"],
+            serde_json::json!(false),
+        ),
+        (
+            "capabilities",
+            &sc["capabilities"],
+            serde_json::json!({"drop": ["ALL"]}),
+        ),
+        (
+            "seccomp",
+            &sc["seccompProfile"]["type"],
+            serde_json::json!("RuntimeDefault"),
+        ),
+    ] {
+        if *value != want {
+            problems.push(format!("{what}: expected {want}, found {value}"));
+        }
+    }
+    if !c["resources"]["requests"]["memory"].is_string()
+        || !c["resources"]["limits"]["memory"].is_string()
+    {
+        problems.push("no memory request and limit".into());
+    }
+    problems
+}
+
+#[test]
+fn the_pod_runs_hardened() {
+    let d = yaml("examples/install/deployment.yaml");
+    assert_eq!(hardening_problems(&d), Vec::<String>::new());
+    let mut root_user = d.clone();
+    root_user["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsUser"] =
+        serde_json::json!(0);
+    assert_eq!(hardening_problems(&root_user).len(), 1);
+}
+
+/// `NNN.N MiB` amounts in `text`.
+fn mib_amounts(text: &str) -> Vec<f64> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| w[1].trim_end_matches([',', ';', ')', '.']) == "MiB")
+        .filter_map(|w| w[0].trim_start_matches('(').parse().ok())
+        .collect()
+}
+
+/// `128Mi` as MiB.
+fn quantity_mib(q: &serde_json::Value) -> f64 {
+    q.as_str()
+        .and_then(|q| q.strip_suffix("Mi"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a quantity in Mi: {q}"))
+}
+
+/// The memory request and limit come from the benchmark's measured RSS at 1,000 canaries
+/// (docs/performance.md), cited beside them: each cited amount is one the page reports, the
+/// request covers the idle daemon and the limit leaves headroom over the highest peak.
+#[test]
+fn resources_come_from_the_measured_rss() {
+    let text = read("examples/install/deployment.yaml");
+    let comment: String = text
+        .lines()
+        .skip_while(|l| !l.contains("From docs/performance.md"))
+        .take_while(|l| l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cited = mib_amounts(&comment);
+    assert!(cited.len() >= 3, "{comment}");
+    let page = read("docs/performance.md");
+    let measured: Vec<f64> = page
+        .lines()
+        .skip_while(|l| !l.starts_with("| row (1,000 canaries)"))
+        .take_while(|l| l.starts_with('|'))
+        .flat_map(mib_amounts)
+        .collect();
+    for amount in &cited {
+        assert!(
+            measured.contains(amount),
+            "{amount} MiB is not in docs/performance.md's table"
+        );
+    }
+    let d = yaml("examples/install/deployment.yaml");
+    let r = &d["spec"]["template"]["spec"]["containers"][0]["resources"];
+    let (request, limit) = (
+        quantity_mib(&r["requests"]["memory"]),
+        quantity_mib(&r["limits"]["memory"]),
+    );
+    let peak = cited.iter().copied().fold(0.0, f64::max);
+    let idle = cited[0];
+    assert!(
+        request >= idle,
+        "request {request} Mi below the idle RSS {idle} MiB"
+    );
+    assert!(
+        limit >= 1.5 * peak,
+        "limit {limit} Mi: less than 1.5x the peak {peak} MiB"
+    );
+}
+
+/// components/git-ssh: the ssh remote's key and known hosts from the Flux-style git Secret's
+/// files, at the paths the variables name.
+#[test]
+fn the_git_ssh_component_mounts_the_flux_style_secret() {
+    let patch = yaml("examples/install/components/git-ssh/deployment-patch.yaml");
+    let pod = &patch["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let mount = &c["volumeMounts"][0];
+    assert_eq!(mount["name"], "git-ssh");
+    assert_eq!(mount["readOnly"], true);
+    let folder = mount["mountPath"].as_str().unwrap();
+    let env = c["env"].as_array().expect("env");
+    for (variable, key) in [
+        ("SLUICE_GIT_SSH_KEY_FILE", "identity"),
+        ("SLUICE_GIT_KNOWN_HOSTS_FILE", "known_hosts"),
+    ] {
+        let e = env.iter().find(|e| e["name"] == variable).expect(variable);
+        assert_eq!(e["value"], format!("{folder}/{key}"), "{variable}");
+    }
+    assert_eq!(pod["volumes"][0]["name"], "git-ssh");
+    assert_eq!(pod["volumes"][0]["secret"]["secretName"], "sluice-git-ssh");
+}
+
+/// Whether `text` matches the regular expression `re` (ECMA 262, as Go's RE2 reads these
+/// simple anchors and escapes), through a JSON Schema `pattern`.
+fn matches(re: &str, text: &str) -> bool {
+    jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": re}))
+        .expect("a regex")
+        .is_valid(&serde_json::json!(text))
+}
+
+/// The step of `steps` whose `run` or `uses` contains `needle`, and its index.
+fn step<'a>(steps: &'a [serde_json::Value], needle: &str) -> (usize, &'a serde_json::Value) {
+    steps
+        .iter()
+        .enumerate()
+        .find(|(_, s)| {
+            s["run"].as_str().is_some_and(|r| r.contains(needle))
+                || s["uses"].as_str().is_some_and(|u| u.starts_with(needle))
+        })
+        .unwrap_or_else(|| panic!("no step with {needle:?}"))
+}
+
+/// The release publishes the install as an OCI artifact next to the image, pinned to the
+/// image's digest, and signs it keyless as it signs the image.
+#[test]
+fn release_publishes_the_install_signed_with_the_image_pinned_by_digest() {
+    let wf = yaml(".github/workflows/release.yml");
+    let image = &wf["jobs"]["image"];
+    assert_eq!(
+        image["outputs"]["digest"],
+        "${{ steps.build.outputs.digest }}"
+    );
+    assert_eq!(image["outputs"]["name"], "${{ steps.image.outputs.name }}");
+    let image_steps = image["steps"].as_array().expect("steps");
+    let (_, build) = step(image_steps, "docker/build-push-action@");
+    let args = build["with"]["build-args"].as_str().expect("build-args");
+    assert!(
+        args.contains("SLUICE_GIT_COMMIT=${{ github.sha }}"),
+        "{args}"
+    );
+    assert!(args.contains("SOURCE_DATE_EPOCH="), "{args}");
+    let (_, sign_image) = step(image_steps, "cosign sign");
+    assert!(sign_image["run"]
+        .as_str()
+        .unwrap()
+        .contains("\"${IMAGE}@${DIGEST}\""));
+
+    let job = &wf["jobs"]["manifests"];
+    assert_eq!(job["needs"], "image");
+    let steps = job["steps"].as_array().expect("steps");
+    let (pin_at, pin) = step(steps, "kustomize edit set image");
+    assert_eq!(pin["working-directory"], "examples/install");
+    assert_eq!(pin["env"]["DIGEST"], "${{ needs.image.outputs.digest }}");
+    assert_eq!(pin["env"]["IMAGE"], "${{ needs.image.outputs.name }}");
+    assert!(pin["run"]
+        .as_str()
+        .unwrap()
+        .contains(r#"kustomize edit set image "sluice=${IMAGE}@${DIGEST}""#));
+    let (push_at, push) = step(steps, "flux push artifact");
+    let run = push["run"].as_str().unwrap();
+    assert!(
+        run.contains(r#""oci://${IMAGE}-manifests:${version}""#),
+        "{run}"
+    );
+    assert!(run.contains("--path=examples/install"), "{run}");
+    assert!(run.contains("--output=json"), "{run}");
+    assert_eq!(push["id"], "push");
+    let (sign_at, sign) = step(steps, "cosign sign");
+    assert_eq!(sign["env"]["DIGEST"], "${{ steps.push.outputs.digest }}");
+    assert!(sign["run"]
+        .as_str()
+        .unwrap()
+        .contains(r#"cosign sign --yes "${IMAGE}-manifests@${DIGEST}""#));
+    assert!(
+        pin_at < push_at && push_at < sign_at,
+        "pin, push, then sign"
+    );
+    step(steps, "fluxcd/flux2/action@");
+    step(steps, "sigstore/cosign-installer@");
+    assert_eq!(wf["permissions"]["id-token"], "write");
+}
+
+/// The install with its image pinned by a digest, as the release's `kustomize edit set image`
+/// leaves it, builds and names the image by digest alone.
+#[test]
+fn the_install_pinned_by_digest_builds() {
+    let copy = tempfile::Builder::new()
+        .prefix("install-pinned-test-")
+        .tempdir_in(root().join("examples"))
+        .expect("temp dir");
+    let install = copy.path().join("install");
+    let status = Command::new("cp")
+        .args(["-r"])
+        .arg(root().join("examples/install"))
+        .arg(&install)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let file = install.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let pinned = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("newTag:"))
+        .map(|l| {
+            if l.trim_start().starts_with("newName:") {
+                format!("{l}\n    digest: {digest}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, pinned).unwrap();
+    let Some(docs) = kustomize(&install) else {
+        eprintln!("kubectl not installed: not built");
+        return;
+    };
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        format!("ghcr.io/sluice-dev/sluice@{digest}")
+    );
+}
+
+/// The published install's address: the image's name plus `-manifests`, as the release
+/// pushes it.
+fn artifact_repository() -> String {
+    let k = yaml("examples/install/kustomization.yaml");
+    let image = k["images"][0]["newName"].as_str().expect("the image name");
+    format!("{image}-manifests")
+}
+
+/// examples/install/flux: an OCIRepository that verifies the release workflow's keyless
+/// signature, and a Kustomization (strict schema) of components that exist; built as Flux
+/// builds it, the patch sets the config repo.
+#[test]
+fn the_flux_install_verifies_the_artifact_and_builds() {
+    let source = yaml("examples/install/flux/ocirepository.yaml");
+    // No strict schema of OCIRepository is among e2e/schemas: its fields one by one.
+    assert_eq!(source["apiVersion"], "source.toolkit.fluxcd.io/v1");
+    assert_eq!(source["kind"], "OCIRepository");
+    let spec = &source["spec"];
+    let keys: Vec<&String> = spec.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["interval", "ref", "url", "verify"]);
+    assert_eq!(spec["url"], format!("oci://{}", artifact_repository()));
+    assert!(spec["ref"]["semver"].is_string());
+    assert_eq!(spec["verify"]["provider"], "cosign");
+    let identity = &spec["verify"]["matchOIDCIdentity"][0];
+    let (issuer, subject) = (
+        identity["issuer"].as_str().unwrap(),
+        identity["subject"].as_str().unwrap(),
+    );
+    assert!(matches(
+        issuer,
+        "https://token.actions.githubusercontent.com"
+    ));
+    assert!(!matches(
+        issuer,
+        "https://token.actions.githubusercontent.com.evil.example"
+    ));
+    let workflow = "https://github.com/sluice-dev/sluice/.github/workflows/release.yml";
+    assert!(matches(subject, &format!("{workflow}@refs/tags/v0.1.0")));
+    assert!(!matches(subject, &format!("{workflow}@refs/heads/main")));
+    assert!(!matches(
+        subject,
+        "https://github.com/someone/sluice/.github/workflows/release.yml@refs/tags/v0.1.0"
+    ));
+
+    let mut schemas = Schemas::default();
+    let k = yaml("examples/install/flux/kustomization-sluice.yaml");
+    schemas.assert_valid(&k, "examples/install/flux/kustomization-sluice.yaml");
+    assert_eq!(k["spec"]["sourceRef"]["kind"], "OCIRepository");
+    assert_eq!(k["spec"]["sourceRef"]["name"], source["metadata"]["name"]);
+    built_as_an_engine_builds(&k["spec"]["components"], &k["spec"]["patches"]);
+}
+
+/// examples/install/argocd: an Application (strict schema) of the same artifact.
+#[test]
+fn the_argocd_install_points_at_the_artifact_and_builds() {
+    let mut schemas = Schemas::default();
+    let app = yaml("examples/install/argocd/application-sluice.yaml");
+    schemas.assert_valid(&app, "examples/install/argocd/application-sluice.yaml");
+    let source = &app["spec"]["source"];
+    assert_eq!(
+        source["repoURL"],
+        format!("oci://{}", artifact_repository())
+    );
+    assert_eq!(source["targetRevision"], sluice::cli::version::VERSION);
+    assert_eq!(app["spec"]["destination"]["namespace"], "sluice-system");
+    built_as_an_engine_builds(
+        &source["kustomize"]["components"],
+        &source["kustomize"]["patches"],
+    );
+}
+
+/// The install with `components` and `patches` as Flux's or Argo CD's kustomize applies
+/// them: it builds, the components exist, and SLUICE_REPO is the patched one.
+fn built_as_an_engine_builds(components: &serde_json::Value, patches: &serde_json::Value) {
+    let components: Vec<String> = components
+        .as_array()
+        .expect("components")
+        .iter()
+        .map(|c| format!("../install/{}", c.as_str().unwrap()))
+        .collect();
+    let patch = &patches[0];
+    let dir = overlay(&format!(
+        "resources: [../install]\ncomponents: [{}]\npatches: [{}]\n",
+        components.join(", "),
+        serde_json::to_string(patch).unwrap()
+    ));
+    let Some(docs) = kustomize(dir.path()) else {
+        eprintln!("kubectl not installed: not built");
+        return;
+    };
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    let repo = env.iter().find(|e| e["name"] == "SLUICE_REPO").unwrap();
+    assert_eq!(repo["value"], "https://github.com/example-org/fleet.git");
+    assert_eq!(deployment["spec"]["replicas"], 2);
 }

@@ -21,7 +21,7 @@ use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, str_pairs, Schemas};
 
 /// `docs/gitbook/tutorials/knative-progressive-delivery.md`: the Knative Service.
-const DOCS_SERVICE: &str = "apiVersion: serving.knative.dev/v1
+pub(crate) const DOCS_SERVICE: &str = "apiVersion: serving.knative.dev/v1
 kind: Service
 metadata:
   name: podinfo
@@ -123,7 +123,7 @@ fn render(canary: &Canary, primary: &str, canary_revision: &str, canary_weight: 
 }
 
 /// The e2e canary, loaded beside the Knative Service `service` in the file `path`.
-fn with_service(path: &str, service: &str) -> Canary {
+pub(crate) fn with_service(path: &str, service: &str) -> Canary {
     load_one(&[
         (path, service),
         ("test/canary.yaml", &e2e_canary(&e2e_analysis())),

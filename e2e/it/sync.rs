@@ -210,9 +210,9 @@ async fn flux_not_applied_until_fake_kube_api_reports_pushed_or_descendant() {
     assert_eq!(flux.applied_sha.as_deref(), Some(h.later.as_str()));
     assert_eq!(flux.generation, Some(3));
     assert!(api
-        .requests()
+        .calls()
         .iter()
-        .all(|r| r.starts_with("GET /apis/kustomize.toolkit.fluxcd.io/")));
+        .all(|c| c.verb == "get" && c.group == "kustomize.toolkit.fluxcd.io"));
 }
 
 #[tokio::test]

@@ -51,12 +51,13 @@ pub mod repo;
 pub mod run;
 pub mod status;
 pub mod validate;
+pub mod version;
 mod workflow_command;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "sluice",
-    version,
+    version = version::LONG,
     about = "GitOps progressive delivery: canaries run by committing to the config repo"
 )]
 pub struct Cli {
@@ -116,6 +117,8 @@ pub enum Command {
     Pause(manual::Args),
     /// Continue a paused canary.
     Resume(manual::Args),
+    /// Print the version, the git commit and the build date of this binary.
+    Version(version::Args),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -139,6 +142,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Retry(args) => manual::run(Operation::Retry, &args),
         Command::Pause(args) => manual::run(Operation::Pause, &args),
         Command::Resume(args) => manual::run(Operation::Resume, &args),
+        Command::Version(args) => version::run(&args),
     }
 }
 

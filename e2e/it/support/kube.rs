@@ -1,32 +1,44 @@
-//! An HTTP-level fake of the Kubernetes API (`sync.rs`, and the waves' clusters in
-//! `waves_run.rs`): an axum server on 127.0.0.1 answering the two GET paths sluice uses exactly
-//! as the API server does, the object JSON (with the metadata the server fills in) or a
-//! `Status` document for 404/403. Every object it serves is first validated against the CRD's
-//! strict schema (e2e/schemas), so the fake cannot answer what a real cluster would reject.
+//! An HTTP-level fake of the Kubernetes API (`sync.rs`, the waves' clusters in `waves_run.rs`,
+//! and `rbac.rs`): an axum server on 127.0.0.1 answering any namespaced object's path as the
+//! API server does (GET: the object JSON with the metadata the server fills in, or a `Status`
+//! document for 404/403; POST creates, PUT replaces with the resourceVersion compare-and-swap).
+//! Every object a test puts is first validated against the CRD's strict schema (e2e/schemas),
+//! so the fake cannot answer what a real cluster would reject. It records every request as
+//! the verb, API group, resource and namespace RBAC would check ([`ApiCall`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path as UrlPath, State};
+use axum::http::Method;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value as Json};
 use sluice::kube::client_from_config;
 
 use super::Schemas;
 
-const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
-const ARGO_GROUP: &str = "argoproj.io";
-
 type Key = (String, String, String); // (plural, namespace, name)
+
+/// One request as RBAC authorizes it: the verb, the API group (`""` for the core group), the
+/// resource and the namespace; a path that names no resource is `verb: "unknown"` with the
+/// path as `resource` (a non-resource URL such as `/version` is `resource: "/version"`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct ApiCall {
+    pub(crate) verb: String,
+    pub(crate) group: String,
+    pub(crate) resource: String,
+    pub(crate) namespace: String,
+}
 
 #[derive(Default)]
 struct Cluster {
     objects: BTreeMap<Key, Json>,
     forbidden: HashSet<Key>,
-    requests: Vec<String>,
+    calls: Vec<ApiCall>,
+    resource_version: u64,
 }
 
 /// An in-process fake of the API paths sluice reads (also the waves' clusters in
@@ -36,7 +48,6 @@ pub(crate) struct FakeKubeApi {
     addr: std::net::SocketAddr,
     cluster: Arc<Mutex<Cluster>>,
     schemas: Schemas,
-    resource_version: u64,
     /// Stops the server gracefully (idle keep-alive connections closed too); `None` while
     /// stopped.
     shutdown: Option<(
@@ -47,7 +58,10 @@ pub(crate) struct FakeKubeApi {
 
 impl FakeKubeApi {
     pub(crate) async fn start() -> FakeKubeApi {
-        let cluster = Arc::new(Mutex::new(Cluster::default()));
+        let cluster = Arc::new(Mutex::new(Cluster {
+            resource_version: 1000,
+            ..Cluster::default()
+        }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -58,7 +72,6 @@ impl FakeKubeApi {
             addr,
             cluster,
             schemas: Schemas::default(),
-            resource_version: 1000,
             shutdown,
         }
     }
@@ -92,20 +105,12 @@ fn serve(
     let app = Router::new()
         .route("/version", get(version))
         .route(
-            "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations/{name}",
-            get(kustomization),
+            "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}",
+            get(get_object).put(replace_object),
         )
         .route(
-            "/apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}",
-            get(application),
-        )
-        .route(
-            "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
-            get(deployment_route),
-        )
-        .route(
-            "/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes/{name}",
-            get(httproute_route),
+            "/apis/{group}/{version}/namespaces/{ns}/{plural}",
+            post(create_object),
         )
         .fallback(not_a_path)
         .with_state(cluster);
@@ -132,7 +137,11 @@ impl FakeKubeApi {
             errors.is_empty(),
             "the fake would serve an invalid object: {errors:#?}"
         );
-        self.resource_version += 1;
+        let resource_version = {
+            let mut c = self.cluster.lock().expect("lock");
+            c.resource_version += 1;
+            c.resource_version
+        };
         let meta = object["metadata"].as_object_mut().expect("metadata");
         meta.entry("uid")
             .or_insert_with(|| json!("6f1c2f3e-58d5-4c4b-9a1e-0b2d4c6e8a10"));
@@ -141,7 +150,7 @@ impl FakeKubeApi {
             .or_insert(json!("2026-01-01T00:00:00Z"));
         meta.insert(
             "resourceVersion".into(),
-            json!(self.resource_version.to_string()),
+            json!(resource_version.to_string()),
         );
         let errors = self.schemas.errors(&object);
         assert!(errors.is_empty(), "{errors:#?}");
@@ -149,6 +158,7 @@ impl FakeKubeApi {
             Some("Kustomization") => "kustomizations",
             Some("Application") => "applications",
             Some("Deployment") => "deployments",
+            Some("DaemonSet") => "daemonsets",
             Some("HTTPRoute") => "httproutes",
             other => panic!("unexpected kind {other:?}"),
         };
@@ -178,8 +188,20 @@ impl FakeKubeApi {
         ));
     }
 
-    pub(crate) fn requests(&self) -> Vec<String> {
-        self.cluster.lock().expect("lock").requests.clone()
+    /// Every request served so far, in order.
+    pub(crate) fn calls(&self) -> Vec<ApiCall> {
+        self.cluster.lock().expect("lock").calls.clone()
+    }
+
+    /// The object stored under `plural`, `ns`, `name` (one sluice created or replaced).
+    pub(crate) fn object(&self, plural: &str, ns: &str, name: &str) -> Option<Json> {
+        let key = (plural.to_string(), ns.to_string(), name.to_string());
+        self.cluster
+            .lock()
+            .expect("lock")
+            .objects
+            .get(&key)
+            .cloned()
     }
 }
 
@@ -206,79 +228,124 @@ fn status(code: u16, reason: &str, message: String, group: &str, plural: &str, n
     })
 }
 
-fn answer(
-    cluster: &Mutex<Cluster>,
-    group: &str,
-    plural: &str,
-    ns: String,
-    name: String,
-) -> Response {
-    let mut c = cluster.lock().expect("lock");
-    c.requests.push(format!(
-        "GET /apis/{group}/.../namespaces/{ns}/{plural}/{name}"
-    ));
-    let key = (plural.to_string(), ns.clone(), name.clone());
-    if c.forbidden.contains(&key) {
-        let message = format!(
-            "{plural}.{group} \"{name}\" is forbidden: User \"system:serviceaccount:sluice-system:sluice\" cannot get resource \"{plural}\" in API group \"{group}\" in the namespace \"{ns}\""
-        );
-        return json_response(
-            StatusCode::FORBIDDEN,
-            &status(403, "Forbidden", message, group, plural, &name),
-        );
-    }
-    match c.objects.get(&key) {
-        Some(object) => json_response(StatusCode::OK, object),
-        None => json_response(
-            StatusCode::NOT_FOUND,
-            &status(
-                404,
-                "NotFound",
-                format!("{plural}.{group} \"{name}\" not found"),
-                group,
-                plural,
-                &name,
-            ),
-        ),
-    }
+/// The path parameters of a namespaced object (`name` empty for the collection).
+type ObjectPath = (String, String, String, String, String); // group, version, ns, plural, name
+
+fn record(c: &mut Cluster, verb: &str, group: &str, resource: &str, ns: &str) {
+    c.calls.push(ApiCall {
+        verb: verb.into(),
+        group: group.into(),
+        resource: resource.into(),
+        namespace: ns.into(),
+    });
 }
 
-async fn kustomization(
-    State(cluster): State<Arc<Mutex<Cluster>>>,
-    UrlPath((ns, name)): UrlPath<(String, String)>,
-) -> Response {
-    answer(&cluster, FLUX_GROUP, "kustomizations", ns, name)
-}
-
-async fn application(
-    State(cluster): State<Arc<Mutex<Cluster>>>,
-    UrlPath((ns, name)): UrlPath<(String, String)>,
-) -> Response {
-    answer(&cluster, ARGO_GROUP, "applications", ns, name)
-}
-
-async fn deployment_route(
-    State(cluster): State<Arc<Mutex<Cluster>>>,
-    UrlPath((ns, name)): UrlPath<(String, String)>,
-) -> Response {
-    answer(&cluster, "apps", "deployments", ns, name)
-}
-
-async fn httproute_route(
-    State(cluster): State<Arc<Mutex<Cluster>>>,
-    UrlPath((ns, name)): UrlPath<(String, String)>,
-) -> Response {
-    answer(
-        &cluster,
-        "gateway.networking.k8s.io",
-        "httproutes",
-        ns,
-        name,
+/// The 403 of a request the test forbade, as the API server words it.
+fn forbidden(verb: &str, group: &str, plural: &str, ns: &str, name: &str) -> Response {
+    let message = format!(
+        "{plural}.{group} \"{name}\" is forbidden: User \"system:serviceaccount:sluice-system:sluice\" cannot {verb} resource \"{plural}\" in API group \"{group}\" in the namespace \"{ns}\""
+    );
+    json_response(
+        StatusCode::FORBIDDEN,
+        &status(403, "Forbidden", message, group, plural, name),
     )
 }
 
+async fn get_object(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((group, _version, ns, plural, name)): UrlPath<ObjectPath>,
+) -> Response {
+    let mut c = cluster.lock().expect("lock");
+    record(&mut c, "get", &group, &plural, &ns);
+    let key = (plural.clone(), ns.clone(), name.clone());
+    if c.forbidden.contains(&key) {
+        return forbidden("get", &group, &plural, &ns, &name);
+    }
+    match c.objects.get(&key) {
+        Some(object) => json_response(StatusCode::OK, object),
+        None => not_found(&group, &plural, &name),
+    }
+}
+
+fn not_found(group: &str, plural: &str, name: &str) -> Response {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &status(
+            404,
+            "NotFound",
+            format!("{plural}.{group} \"{name}\" not found"),
+            group,
+            plural,
+            name,
+        ),
+    )
+}
+
+/// `POST` of a new object: stored with a resourceVersion, 409 if the name is taken.
+async fn create_object(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((group, _version, ns, plural)): UrlPath<(String, String, String, String)>,
+    axum::Json(mut object): axum::Json<Json>,
+) -> Response {
+    let mut c = cluster.lock().expect("lock");
+    record(&mut c, "create", &group, &plural, &ns);
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let key = (plural.clone(), ns.clone(), name.clone());
+    if c.objects.contains_key(&key) {
+        let message = format!("{plural}.{group} \"{name}\" already exists");
+        return conflict("AlreadyExists", message, &key, &group);
+    }
+    store(&mut c, key, &mut object);
+    json_response(StatusCode::CREATED, &object)
+}
+
+/// The 409 of a create or replace that lost.
+fn conflict(reason: &str, message: String, (plural, _, name): &Key, group: &str) -> Response {
+    json_response(
+        StatusCode::CONFLICT,
+        &status(409, reason, message, group, plural, name),
+    )
+}
+
+/// Stores `object` under `key` with the next resourceVersion.
+fn store(c: &mut Cluster, key: Key, object: &mut Json) {
+    c.resource_version += 1;
+    object["metadata"]["resourceVersion"] = json!(c.resource_version.to_string());
+    c.objects.insert(key, object.clone());
+}
+
+/// `PUT` of an object: replaced only at the resourceVersion stored (409 otherwise).
+async fn replace_object(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((group, _version, ns, plural, name)): UrlPath<ObjectPath>,
+    axum::Json(mut object): axum::Json<Json>,
+) -> Response {
+    let mut c = cluster.lock().expect("lock");
+    record(&mut c, "update", &group, &plural, &ns);
+    let key = (plural.clone(), ns.clone(), name.clone());
+    let Some(stored) = c.objects.get(&key) else {
+        return not_found(&group, &plural, &name);
+    };
+    if stored["metadata"]["resourceVersion"] != object["metadata"]["resourceVersion"] {
+        let message = format!("Operation cannot be fulfilled on {plural}.{group} \"{name}\": the object has been modified");
+        return conflict("Conflict", message, &key, &group);
+    }
+    store(&mut c, key, &mut object);
+    json_response(StatusCode::OK, &object)
+}
+
 /// `GET /version`, the `version.Info` every API server serves to any client.
-async fn version() -> Response {
+async fn version(State(cluster): State<Arc<Mutex<Cluster>>>) -> Response {
+    record(
+        &mut cluster.lock().expect("lock"),
+        "get",
+        "",
+        "/version",
+        "",
+    );
     json_response(
         StatusCode::OK,
         &json!({
@@ -295,7 +362,18 @@ async fn version() -> Response {
     )
 }
 
-async fn not_a_path() -> Response {
+async fn not_a_path(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    method: Method,
+    uri: axum::http::Uri,
+) -> Response {
+    record(
+        &mut cluster.lock().expect("lock"),
+        "unknown",
+        method.as_str(),
+        uri.path(),
+        "",
+    );
     // What the API server answers for a path no installed API serves.
     (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
 }
