@@ -28,8 +28,13 @@ use sluice::manifest::settings::Settings;
 use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+#[path = "../it/support/standalone.rs"]
+#[allow(dead_code)] // the bench serves request heads only
+mod standalone;
+use standalone::read_request_head;
 
 const ONE: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"99.75"]}]}}"#;
 
@@ -73,18 +78,7 @@ impl Drop for FakePrometheus {
 
 async fn serve(mut stream: TcpStream, latency: Duration) {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        buf.drain(..end);
+    while read_request_head(&mut stream, &mut buf).await {
         tokio::time::sleep(latency).await;
         let answer = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{ONE}",

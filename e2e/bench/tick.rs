@@ -50,6 +50,11 @@ use std::time::{Duration, Instant};
 mod git_server;
 use git_server::GitDaemon;
 
+#[path = "../it/support/standalone.rs"]
+#[allow(dead_code)] // the bench needs only the big ConfigMap
+mod standalone;
+use standalone::big_config_map;
+
 #[path = "audit_rows.rs"]
 #[allow(dead_code)] // audit.rs prints the rows with its own digits and goal check
 mod audit_rows;
@@ -1175,25 +1180,6 @@ fn dashboard(scale: &Scale) -> Row {
     }
 }
 
-/// A YAML file of `bytes` bytes that parses (a ConfigMap of long values, under the parser's
-/// bound on nodes): what the 4 MiB × 200 push commits.
-fn big_config_map(bytes: usize) -> String {
-    let mut text = String::from(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: ns0}\ndata:\n",
-    );
-    let value = "v".repeat(120);
-    let mut i = 0;
-    while text.len() + 160 < bytes {
-        text.push_str(&format!("  key{i:08}: {value}\n"));
-        i += 1;
-    }
-    text.push('#');
-    while text.len() < bytes {
-        text.push('x');
-    }
-    text
-}
-
 /// Pushes from `human` one blob of just under the loader's 4 MiB limit, committed under
 /// `names` names (the copies are not written to the work tree: one blob, many index entries).
 fn push_one_blob_many_names(human: &Path, names: usize) {
@@ -1205,7 +1191,7 @@ fn push_one_blob_many_names(human: &Path, names: usize) {
     hash.stdin
         .take()
         .expect("stdin")
-        .write_all(big_config_map(4 * 1024 * 1024 - 100).as_bytes())
+        .write_all(big_config_map("ns0", 4 * 1024 * 1024 - 100).as_bytes())
         .expect("write");
     let out = hash.wait_with_output().expect("hash-object");
     let blob = String::from_utf8_lossy(&out.stdout).trim().to_string();

@@ -30,6 +30,7 @@ use sluice::runtime::Runtime;
 use sluice::tick::{tick, Context};
 
 use crate::signing::file_entry;
+use crate::standalone::web_head;
 use crate::{run, Budget, Stats};
 
 /// The canary spec: a human's file.
@@ -44,18 +45,12 @@ const CANARY: &str = "Sluice-Canary";
 /// Services, four steps, no metrics (so the offline observer lets it advance).
 fn spec(revision: &str) -> String {
     format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-  analysis:
+        "{}  analysis:
     interval: 1s
     threshold: 2
     steps: [{{weight: 20}}, {{weight: 40}}, {{weight: 60}}, {{weight: 80}}]
-"
+",
+        web_head(revision)
     )
 }
 

@@ -36,6 +36,9 @@
 mod audit;
 mod mutate;
 mod signing;
+#[path = "../it/support/standalone.rs"]
+#[allow(dead_code)] // the fuzz targets take the canary head only
+mod standalone;
 mod targets;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -258,34 +261,23 @@ fn smoke() -> Budget {
     }
 }
 
-#[test]
-fn fuzz_smoke_spec() {
-    targets::spec(smoke());
+/// One `#[test]` per target, named after it, running its smoke budget.
+macro_rules! smoke_tests {
+    ($($name:ident: $target:path,)*) => {$(
+        #[test]
+        fn $name() {
+            $target(smoke());
+        }
+    )*};
 }
 
-#[test]
-fn fuzz_smoke_settings() {
-    targets::settings(smoke());
-}
-
-#[test]
-fn fuzz_smoke_metric_templates() {
-    targets::metric_templates(smoke());
-}
-
-#[test]
-fn fuzz_smoke_webhook() {
-    targets::webhook(smoke());
-}
-
-#[test]
-fn fuzz_smoke_signing() {
-    signing::signing(smoke());
-}
-
-#[test]
-fn fuzz_smoke_audit() {
-    audit::audit_history(smoke());
+smoke_tests! {
+    fuzz_smoke_spec: targets::spec,
+    fuzz_smoke_settings: targets::settings,
+    fuzz_smoke_metric_templates: targets::metric_templates,
+    fuzz_smoke_webhook: targets::webhook,
+    fuzz_smoke_signing: signing::signing,
+    fuzz_smoke_audit: audit::audit_history,
 }
 
 /// The long campaign: `SLUICE_FUZZ_SECONDS` (default 600) split over the targets.

@@ -191,6 +191,21 @@ fn rollout(analysis: &str, end: Phase) -> World {
     w
 }
 
+/// A copy of `bare` (in `dir`) where a human amended the commit `sha` to hold `text` in
+/// `file`, which audit reports exactly, for that file: the copy and the amended commit.
+fn one_file_amended(
+    bare: &Path,
+    dir: &Path,
+    sha: &str,
+    file: &str,
+    text: &str,
+) -> (PathBuf, String) {
+    let (copy, amended) = hand_edit(bare, dir, sha, &[(file, Some(text))], str::to_string);
+    let report = reports_exactly(&copy, &amended, "files");
+    assert_eq!(report["findings"][0]["file"], file, "{report:#}");
+    (copy, amended)
+}
+
 #[test]
 fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_commit() {
     let w = rollout(STEPS, Phase::Succeeded);
@@ -204,15 +219,7 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
             .replacen("weight: 80", "weight: 50", 1)
             .replacen("weight: 20", "weight: 50", 1);
     assert_ne!(route, edited_route, "{route}");
-    let (copy, edited) = hand_edit(
-        &w.bare,
-        tmp.path(),
-        &step,
-        &[(ROUTE_FILE, Some(&edited_route))],
-        str::to_string,
-    );
-    let report = reports_exactly(&copy, &edited, "files");
-    assert_eq!(report["findings"][0]["file"], ROUTE_FILE, "{report:#}");
+    let (copy, edited) = one_file_amended(&w.bare, tmp.path(), &step, ROUTE_FILE, &edited_route);
     // The other outputs say the same, and the same history always gives the same verdict.
     let dir = copy.display().to_string();
     let (code, github, _) = run_sluice(&["audit", "prod/podinfo", "--dir", &dir, "-o", "github"]);
@@ -251,15 +258,7 @@ fn audit_replays_a_rollback_and_reports_a_status_file_edited_by_hand() {
     let status = show(&w.bare, &last, STATUS_FILE);
     let edited = status.replace("failedChecks: 2", "failedChecks: 0");
     assert_ne!(status, edited, "{status}");
-    let (copy, sha) = hand_edit(
-        &w.bare,
-        tmp.path(),
-        &last,
-        &[(STATUS_FILE, Some(&edited))],
-        str::to_string,
-    );
-    let report = reports_exactly(&copy, &sha, "files");
-    assert_eq!(report["findings"][0]["file"], STATUS_FILE, "{report:#}");
+    one_file_amended(&w.bare, tmp.path(), &last, STATUS_FILE, &edited);
     // A commit without its replay record after commits with one is unverifiable: a history
     // does not go back to the format before replay records.
     let strip = |m: &str| -> String {

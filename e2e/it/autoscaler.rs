@@ -20,7 +20,7 @@ use sluice::workload::{self, Index};
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::manifests::{CONFIGS, DEPLOYMENT, FLAGGER_CANARY};
-use crate::support::{git, Checks, Schemas, Transport, World};
+use crate::support::{git, git_lines, Checks, Schemas, Transport, World};
 
 /// Flagger's `test/kubernetes/test-hpa.sh` HPA, in the canary's namespace.
 pub const HPA: &str = "apiVersion: autoscaling/v2
@@ -716,13 +716,10 @@ fn autoscale(cluster: &BTreeMap<String, Live>, to: i64) -> BTreeMap<String, Live
 /// at 0 while its HPA is there (an HPA cannot scale up from 0).
 /// Returns how many (commit, later commit, Deployment) triples it checked.
 fn check_no_replicas_fight(bare: &Path) -> usize {
-    let shas: Vec<String> = git(
+    let shas = git_lines(
         bare,
         &["log", "--reverse", "--format=%H", "--author=sluice", "main"],
-    )
-    .lines()
-    .map(str::to_string)
-    .collect();
+    );
     let commits: Vec<_> = shas.iter().map(|s| commit_objects(bare, s)).collect();
     let mut cluster = BTreeMap::new();
     let mut states = Vec::new();

@@ -18,8 +18,8 @@ use serde_json::Value as Json;
 
 use crate::support::canary::web_httproute as canary;
 use crate::support::{
-    first_parent_commits_of, git, git_ok, human_clone, human_commit, seeded_remote, sluice_daemon,
-    Daemon, GitDaemon, Schemas,
+    first_parent_commits_of, git, git_lines, git_ok, human_clone, human_commit, seeded_remote,
+    sluice_daemon, Daemon, GitDaemon, Schemas,
 };
 
 const CANARY_FILE: &str = "apps/web/canary.yaml";
@@ -34,14 +34,19 @@ fn daemon(repo: &str, workdir: PathBuf) -> Daemon {
     sluice_daemon(repo, &workdir).start()
 }
 
-fn status_at(bare: &Path, rev: &str) -> Option<Json> {
+/// The YAML `file` at `rev` of `bare`, if it is there and parses.
+fn yaml_at(bare: &Path, rev: &str, file: &str) -> Option<Json> {
     let out = Command::new("git")
-        .args(["show", &format!("{rev}:{STATUS_FILE}")])
+        .args(["show", &format!("{rev}:{file}")])
         .current_dir(bare)
         .output()
         .ok()?;
     out.status.success().then_some(())?;
     serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()
+}
+
+fn status_at(bare: &Path, rev: &str) -> Option<Json> {
+    yaml_at(bare, rev, STATUS_FILE)
 }
 
 fn succeeded_with(status: &Json, revision: &str) -> bool {
@@ -301,16 +306,7 @@ mod waves {
     }
 
     fn wave_status(bare: &Path, rev: &str, wave: &str) -> Option<Json> {
-        let out = Command::new("git")
-            .args([
-                "show",
-                &format!("{rev}:.sluice/status/shop/rel.{wave}.yaml"),
-            ])
-            .current_dir(bare)
-            .output()
-            .ok()?;
-        out.status.success().then_some(())?;
-        serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).ok()
+        yaml_at(bare, rev, &format!(".sluice/status/shop/rel.{wave}.yaml"))
     }
 
     /// Every wave at main has nothing left to do for `revision`.
@@ -364,13 +360,10 @@ mod waves {
     /// For `revision`: in each wave, every Progressing step once and one promotion; wave k+1
     /// has no commit (and its folder no change) before wave k's promotion.
     fn check_release(bare: &Path, commits: &[WaveCommit], revision: &str) {
-        let order: Vec<String> = git(
+        let order = git_lines(
             bare,
             &["log", "--first-parent", "--reverse", "--format=%H", "main"],
-        )
-        .lines()
-        .map(str::to_string)
-        .collect();
+        );
         let at = |sha: &str| order.iter().position(|s| s == sha).expect("on main");
         let start = commits
             .iter()

@@ -9,7 +9,7 @@ use sluice::observer::Offline;
 use sluice::tick::tick;
 
 use crate::support::canary::shop_httproute;
-use crate::support::{git, human_clone, seeded_remote, sluice_clone, tick_context};
+use crate::support::{git, human_clone, seeded_remote, sluice_clone, str_pairs, tick_context};
 
 /// Canaries in one namespace, the worst case: every commit rewrites the namespace's status and
 /// output folders, which hold an entry per canary.
@@ -64,10 +64,7 @@ fn ten_per_canary_ticks_leave_the_clone_at_most_twice_the_remote() {
         .map(|i| (format!("apps/app{i}.yaml"), canary(i, "v1")))
         .chain([(".sluice/config.yaml".to_string(), settings.to_string())])
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let refs = str_pairs(&files);
     let bare = seeded_remote(tmp.path(), &refs);
     let url = bare.display().to_string();
     let work = tmp.path().join("w");

@@ -5,6 +5,8 @@
 
 use std::process::Command;
 
+use crate::support::run_ok;
+
 /// Crates whose presence in the core's dependency tree means the core does IO or parses YAML.
 const FORBIDDEN: &[&str] = &[
     "git2",
@@ -26,27 +28,22 @@ const FORBIDDEN: &[&str] = &[
 
 /// The normal (non-dev, non-build) dependency tree of `sluice-core`, one crate name a line.
 fn core_dependencies() -> Vec<String> {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "tree",
-            "--offline",
-            "--locked",
-            "--package",
-            "sluice-core",
-            "--edges",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-        ])
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "cargo tree failed: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_ok(
+        Command::new(env!("CARGO"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "tree",
+                "--offline",
+                "--locked",
+                "--package",
+                "sluice-core",
+                "--edges",
+                "normal",
+                "--prefix",
+                "none",
+                "--format",
+                "{p}",
+            ]),
     );
     let mut names: Vec<String> = String::from_utf8_lossy(&output.stdout)
         .lines()

@@ -29,7 +29,7 @@ use sluice::tick::{tick, Context};
 use sluice::yaml::error::SpecError;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::support::{git, seeded_remote, Schemas};
+use crate::support::{git, seeded_remote, str_pairs, Schemas};
 
 /// Corpus files whose canary loads with no error. Today's count; raise it as sluice learns
 /// more of Flagger, never lower it (it went from 18 to 14 once, on purpose: four canaries had
@@ -350,10 +350,7 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
             }
         }
     }
-    let refs: Vec<(&str, &str)> = repo_files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let refs = str_pairs(&repo_files);
     let bare = seeded_remote(tmp.path(), &refs);
     let mut repo = ConfigRepo::open_or_clone(
         &bare.display().to_string(),

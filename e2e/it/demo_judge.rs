@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::support::git;
+use crate::support::judge::all_trailers;
 
 /// `sluice demo --judge ARGS --keep DIR`: its exit code, stdout and the kept remote.
 fn demo(dir: &Path, args: &[&str]) -> (i32, String, std::path::PathBuf) {
@@ -64,31 +64,15 @@ fn demo_judge_promotes_a_canary_a_little_slower_than_its_primary() {
             "[judge score=100 pass (pass>=95 marginal>=75)]",
         ],
     );
-    let judged = git(
-        &bare,
-        &[
-            "log",
-            "--format=%(trailers:key=Sluice-Judge,valueonly)",
-            "main",
-        ],
-    );
-    let scores: Vec<&str> = judged.lines().filter(|l| !l.is_empty()).collect();
-    assert!(scores.len() >= 3, "a judgement per step: {judged}");
+    let scores = all_trailers(&bare, "Sluice-Judge");
+    assert!(scores.len() >= 3, "a judgement per step: {scores:?}");
     assert!(
         scores
             .iter()
-            .all(|s| *s == "score=100 pass (pass>=95 marginal>=75)"),
-        "{judged}"
+            .all(|s| s == "score=100 pass (pass>=95 marginal>=75)"),
+        "{scores:?}"
     );
-    let metrics = git(
-        &bare,
-        &[
-            "log",
-            "--format=%(trailers:key=Sluice-Judge-Metric,valueonly)",
-            "main",
-        ],
-    );
-    let metrics: Vec<&str> = metrics.lines().filter(|l| !l.is_empty()).collect();
+    let metrics = all_trailers(&bare, "Sluice-Judge-Metric");
     assert_eq!(metrics.len(), 2 * scores.len(), "{metrics:?}");
     assert!(
         metrics.iter().all(

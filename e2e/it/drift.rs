@@ -15,7 +15,7 @@ use crate::support::rollout::{
     distinct, hand_edited, no_files, show, sluice_commits, Commit, Provider, World, CANARY_FILE,
     ROUTE_FILE, STATUS_FILE, STEPPED, STEPS,
 };
-use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote};
+use crate::support::{git, human_clone, human_commit, merge_approval, seeded_remote, str_pairs};
 
 const SETTINGS: &str = ".sluice/config.yaml";
 
@@ -383,10 +383,7 @@ fn per_canary_remote(dir: &Path, n: usize) -> PathBuf {
             "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perCanary\n".to_string(),
         )])
         .collect();
-    let files: Vec<(&str, &str)> = specs
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let files = str_pairs(&specs);
     seeded_remote(dir, &files)
 }
 

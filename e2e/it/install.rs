@@ -10,7 +10,7 @@ use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROBE_LISTEN};
 
 use crate::support::{read_repo_file as read, repo_root as root, repo_yaml as yaml};
 
-use crate::support::Schemas;
+use crate::support::{run_ok, Schemas};
 
 fn yaml_files(dir: &str) -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(root().join(dir))
@@ -785,15 +785,10 @@ fn every_component_builds_and_every_object_validates() {
     }
     // The install without any of the four engine and router components still builds.
     let bare = overlay("resources: [../install/namespace.yaml, ../install/serviceaccount.yaml, ../install/clusterrole.yaml, ../install/clusterrolebinding.yaml, ../install/deployment.yaml, ../install/service.yaml, ../install/networkpolicy.yaml]\n");
-    let out = Command::new("kubectl")
-        .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
-        .arg(bare.path())
-        .output()
-        .expect("kubectl ran above");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new("kubectl")
+            .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
+            .arg(bare.path()),
     );
     assert!(kinds.contains("policy/v1 PodDisruptionBudget"), "{kinds:?}");
     assert!(

@@ -3,21 +3,22 @@
 //! rules, and every problem is named by file, line and field.
 
 use crate::support::canary::{load_one, load_repo, native_frontend, podinfo, repo_errors};
+use crate::support::judge::judge_object;
 use sluice::core::judge::Direction;
 
-const JUDGE: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata:
-  name: latency
-  namespace: prod
-spec:
-  thresholds: {pass: 95, marginal: 75}
-  window: 2m
+/// The Judge `prod/latency`: one query, a 2m window.
+fn judge() -> String {
+    judge_object(
+        "  name: latency\n  namespace: prod\n",
+        "{pass: 95, marginal: 75}",
+        "  window: 2m
   metrics:
     - name: p99
       query: 'latency_ms{deployment=\"{{ workload }}\"}'
       direction: increase
-";
+",
+    )
+}
 
 fn flagger(annotation: &str) -> String {
     podinfo()
@@ -29,7 +30,10 @@ fn flagger(annotation: &str) -> String {
 
 #[test]
 fn a_flagger_canary_annotation_names_the_judge_in_its_namespace() {
-    let canary = load_one(&[("canary.yaml", &flagger("latency")), ("judge.yaml", JUDGE)]);
+    let canary = load_one(&[
+        ("canary.yaml", &flagger("latency")),
+        ("judge.yaml", &judge()),
+    ]);
     let judge = canary.analysis.judge.expect("the annotation's judge");
     assert_eq!(judge.thresholds.pass, 95.0);
     assert_eq!(judge.window, Some(std::time::Duration::from_secs(120)));
@@ -45,15 +49,15 @@ fn a_flagger_canary_annotation_names_the_judge_in_its_namespace() {
 
 #[test]
 fn an_annotation_naming_no_judge_of_the_namespace_is_an_error_at_its_line() {
-    let other_namespace = JUDGE.replace("namespace: prod", "namespace: test");
-    for judge in [JUDGE.to_string(), other_namespace] {
+    let other_namespace = judge().replace("namespace: prod", "namespace: test");
+    for judge in [judge(), other_namespace] {
         let errors = repo_errors(&[("canary.yaml", &flagger("missing")), ("judge.yaml", &judge)]);
         assert_eq!(
             errors,
             ["canary.yaml:7: metadata.annotations.sluice.dev/judge: no sluice.dev/v1alpha1 Judge \"missing\" in namespace \"prod\" in the repo"],
         );
     }
-    let wrong_ns = JUDGE.replace("namespace: prod", "namespace: test");
+    let wrong_ns = judge().replace("namespace: prod", "namespace: test");
     let errors = repo_errors(&[
         ("canary.yaml", &flagger("latency")),
         ("judge.yaml", &wrong_ns),
@@ -64,7 +68,7 @@ fn an_annotation_naming_no_judge_of_the_namespace_is_an_error_at_its_line() {
 
 #[test]
 fn an_annotation_naming_a_broken_judge_or_one_without_queries_fails_the_canary() {
-    let broken = JUDGE.replace("pass: 95", "pass: 195");
+    let broken = judge().replace("pass: 95", "pass: 195");
     let loaded = load_repo(&[
         ("canary.yaml", &flagger("latency")),
         ("judge.yaml", &broken),
@@ -76,7 +80,7 @@ fn an_annotation_naming_a_broken_judge_or_one_without_queries_fails_the_canary()
         "{errors:?}"
     );
 
-    let no_query = JUDGE.replace(
+    let no_query = judge().replace(
         "      query: 'latency_ms{deployment=\"{{ workload }}\"}'\n",
         "",
     );

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
+use crate::support::judge::judge_object;
 use crate::support::run_sluice;
 
 /// A spread of 60 values around `centre` (deterministic, with some ties).
@@ -31,13 +32,12 @@ fn folder(dir: &Path) {
     }
 }
 
-const CONFIG: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata:
-  name: podinfo
-spec:
-  thresholds: {pass: 95, marginal: 80}
-  groups: {latency: 40}
+/// The Judge `podinfo` the folder's series are scored by.
+fn judge_config() -> String {
+    judge_object(
+        "  name: podinfo\n",
+        "{pass: 95, marginal: 80}",
+        "  groups: {latency: 40}
   metrics:
     - name: latency
       direction: increase
@@ -47,7 +47,9 @@ spec:
     - name: cpu
     - name: success
       direction: decrease
-";
+",
+    )
+}
 
 fn judge(args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["judge"];
@@ -81,7 +83,7 @@ fn judge_folder_scores_each_metric_and_exits_by_outcome() {
     }
     // The latency group weighs 40 and scores 0; the default group 60 at 100: 60, a fail.
     let config = tmp.path().join("judge.yaml");
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(&config, judge_config()).unwrap();
     let (code, stdout, _) = judge(&[&dir, "--config", &config.display().to_string()]);
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("group latency: 0 (1 metrics)"), "{stdout}");
@@ -169,7 +171,7 @@ fn judge_bad_input_names_file_line_and_field() {
     );
 
     let config = tmp.path().join("judge.yaml");
-    let text = CONFIG
+    let text = judge_config()
         .replace("marginal: 80", "marginal: 99")
         .replace("direction: decrease", "direction: down");
     std::fs::write(&config, text).unwrap();

@@ -51,14 +51,9 @@ async fn the_judge_promotes_a_canary_like_its_primary_and_rolls_back_a_slower_on
     let bare = seeded_remote(tmp.path(), &str_pairs(&files));
     tokio::task::block_in_place(|| rolled_out(&bare, tmp.path(), &["podinfo", "faulty"]));
     assert_eq!(
-        phase(&bare, "podinfo"),
-        "Succeeded:0",
-        "like its primary: promoted"
-    );
-    assert_eq!(
-        phase(&bare, "faulty"),
-        "Failed:0",
-        "30 % slower: rolled back"
+        [phase(&bare, "podinfo"), phase(&bare, "faulty")],
+        ["Succeeded:0", "Failed:0"],
+        "podinfo, like its primary: promoted; faulty, 30 % slower: rolled back"
     );
 
     let judged = trailers(&bare, "Sluice-Judge", "faulty: roll back");

@@ -15,6 +15,7 @@ use sluice::metrics::judge_series::{observe, Fetch};
 use sluice::metrics::metric_templates::TemplateIndex;
 
 use crate::support::canary::{load_one, native_frontend, podinfo, repo_errors};
+use crate::support::judge::judge_object;
 use crate::support::metrics::{
     access_with_env, flagger_canary, Canned, Recorded, Server, ONE_METRIC,
 };
@@ -152,19 +153,19 @@ spec:
     )
 }
 
-const JUDGE: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata:
-  name: latency
-  namespace: prod
-spec:
-  thresholds: {pass: 95, marginal: 75}
-  metrics:
+/// The Judge `prod/latency`: a templated metric and a built-in one.
+fn judge() -> String {
+    judge_object(
+        "  name: latency\n  namespace: prod\n",
+        "{pass: 95, marginal: 75}",
+        "  metrics:
     - name: p99
       templateRef: {name: nr}
     - name: errors
       builtin: request-success-rate
-";
+",
+    )
+}
 
 fn flagger(provider: &str) -> String {
     podinfo()
@@ -178,7 +179,7 @@ fn validate_refuses_a_judge_template_whose_provider_gives_one_value_at_the_judge
     for refused in ["influxdb", "splunk"] {
         let errors = repo_errors(&[
             ("canary.yaml", &flagger("istio")),
-            ("judge.yaml", JUDGE),
+            ("judge.yaml", &judge()),
             ("templates.yaml", &template("nr", refused)),
         ]);
         assert_eq!(
@@ -198,7 +199,7 @@ fn validate_refuses_a_judge_template_whose_provider_gives_one_value_at_the_judge
     ] {
         let canary = load_one(&[
             ("canary.yaml", &flagger("istio")),
-            ("judge.yaml", JUDGE),
+            ("judge.yaml", &judge()),
             ("templates.yaml", &template("nr", accepted)),
         ]);
         let judge = canary.analysis.judge.expect("the annotation's judge");
@@ -214,7 +215,7 @@ fn validate_refuses_a_judge_template_whose_provider_gives_one_value_at_the_judge
     // is named.
     let errors = repo_errors(&[
         ("canary.yaml", &flagger("istio")),
-        ("judge.yaml", &JUDGE.replace("{name: nr}", "{name: gone}")),
+        ("judge.yaml", &judge().replace("{name: nr}", "{name: gone}")),
     ]);
     assert_eq!(
         errors,

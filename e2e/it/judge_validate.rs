@@ -1,34 +1,36 @@
 //! `sluice validate` checks the repo's `Judge` objects: every problem as `file:line: field:
 //! message`, exit 1; a good Judge passes.
 
+use crate::support::judge::judge_object;
 use crate::support::run_sluice;
 
-const GOOD: &str = "apiVersion: sluice.dev/v1alpha1
-kind: Judge
-metadata:
-  name: podinfo
-spec:
-  thresholds: {pass: 95, marginal: 75}
-  metrics:
+/// A Judge with no problem.
+fn good() -> String {
+    judge_object(
+        "  name: podinfo\n",
+        "{pass: 95, marginal: 75}",
+        "  metrics:
     - name: latency
       query: 'latency_ms{deployment=\"{{ workload }}\"}'
       direction: increase
-";
+",
+    )
+}
 
 #[test]
 fn validate_reports_each_problem_of_a_judge_by_file_line_and_field() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("judge.yaml");
-    std::fs::write(&file, GOOD).unwrap();
+    std::fs::write(&file, good()).unwrap();
     let dir = tmp.path().to_str().unwrap();
     let (code, stdout, stderr) = run_sluice(&["validate", dir]);
     assert_eq!(code, 0, "{stdout}{stderr}");
 
-    let bad = GOOD.replace("marginal: 75", "marginal: 175").replace(
+    let bad = good().replace("marginal: 75", "marginal: 175").replace(
         "direction: increase",
         "direction: up\n      outlier: remove",
     );
-    std::fs::write(&file, format!("{bad}---\n{GOOD}")).unwrap();
+    std::fs::write(&file, format!("{bad}---\n{}", good())).unwrap();
     let (code, _, stderr) = run_sluice(&["validate", dir]);
     assert_eq!(code, 1, "{stderr}");
     let name = file.display().to_string();
@@ -49,7 +51,7 @@ fn validate_refuses_a_min_samples_the_window_cannot_give_at_its_line() {
     let name = file.display().to_string();
     let dir = tmp.path().to_str().unwrap();
     let with = |settings: &str| {
-        GOOD.replace(
+        good().replace(
             "  thresholds: {pass: 95, marginal: 75}\n",
             &format!("  thresholds: {{pass: 95, marginal: 75}}\n{settings}"),
         )

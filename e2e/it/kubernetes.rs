@@ -9,6 +9,7 @@ use sluice::manifest::load::load_text;
 use sluice::manifest::settings::Settings;
 
 use crate::support::canary::errors_in;
+use crate::support::manifests::TEST_DEPLOYMENT as DEPLOYMENT;
 use crate::support::output_files;
 use crate::support::rollout::{bumped_world, check_every_commit, world};
 use crate::support::{git, SluiceCommit};
@@ -35,39 +36,6 @@ spec:
     interval: 15s
     threshold: 10
     iterations: 5
-";
-
-/// Flagger's `test/workloads/deployment.yaml`, trimmed to what sluice reads and copies.
-pub const DEPLOYMENT: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: podinfo
-  namespace: test
-  labels:
-    app.kubernetes.io/name: podinfo
-spec:
-  minReadySeconds: 5
-  revisionHistoryLimit: 5
-  selector:
-    matchLabels:
-      app: podinfo
-  template:
-    metadata:
-      annotations:
-        prometheus.io/scrape: \"true\"
-      labels:
-        app: podinfo
-    spec:
-      containers:
-      - name: podinfod
-        image: ghcr.io/stefanprodan/podinfo:6.0.0
-        ports:
-        - name: http
-          containerPort: 9898
-          protocol: TCP
-        - name: http-metrics
-          containerPort: 9797
-          protocol: TCP
 ";
 
 fn errors(text: &str) -> Vec<String> {

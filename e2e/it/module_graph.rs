@@ -206,21 +206,18 @@ fn graphs(
     (top, by_file)
 }
 
+/// Fails, saying `what` the cycles are, when `graph` has any.
+fn assert_no_cycles(graph: &BTreeMap<String, BTreeSet<String>>, what: &str) {
+    assert_eq!(cycles(graph), Vec::<Vec<String>>::new(), "{what}");
+}
+
 #[test]
 fn no_module_uses_one_that_uses_it_back() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let (top, files) = graphs(&src, OTHER_CRATES);
     assert!(top.contains_key("tick"), "the graph was read: {top:?}");
-    assert_eq!(
-        cycles(&files),
-        Vec::<Vec<String>>::new(),
-        "files of one module that use each other"
-    );
-    assert_eq!(
-        cycles(&top),
-        Vec::<Vec<String>>::new(),
-        "top-level modules that use each other (make one of them a leaf, or move the shared part down)"
-    );
+    assert_no_cycles(&files, "files of one module that use each other");
+    assert_no_cycles(&top, "top-level modules that use each other (make one of them a leaf, or move the shared part down)");
 }
 
 /// The top-level modules `from` reaches through `graph`, itself included.
@@ -298,15 +295,10 @@ fn no_module_of_the_core_uses_one_that_uses_it_back() {
         top.get("decide").is_some_and(|uses| uses.contains("model")),
         "the core's graph was read: {top:?}"
     );
-    assert_eq!(
-        cycles(&files),
-        Vec::<Vec<String>>::new(),
-        "files of one core module that use each other"
-    );
-    assert_eq!(
-        cycles(&top),
-        Vec::<Vec<String>>::new(),
-        "core modules that use each other (move the shared part into a leaf module)"
+    assert_no_cycles(&files, "files of one core module that use each other");
+    assert_no_cycles(
+        &top,
+        "core modules that use each other (move the shared part into a leaf module)",
     );
 }
 
@@ -350,16 +342,8 @@ fn no_test_file_uses_another_and_the_tests_have_no_circle() {
         Vec::<String>::new(),
         "test files that use another test file (move what they share into support/)"
     );
-    assert_eq!(
-        cycles(&files),
-        Vec::<Vec<String>>::new(),
-        "files of one test folder that use each other"
-    );
-    assert_eq!(
-        cycles(&top),
-        Vec::<Vec<String>>::new(),
-        "test modules that use each other"
-    );
+    assert_no_cycles(&files, "files of one test folder that use each other");
+    assert_no_cycles(&top, "test modules that use each other");
 }
 
 #[test]

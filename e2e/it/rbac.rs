@@ -225,8 +225,10 @@ async fn drive_every_kube_path(api: &mut FakeKubeApi) -> BTreeSet<ApiCall> {
             )
             .yaml(analysis),
     );
-    let knative =
-        crate::route_knative::with_service("test/podinfo.yaml", crate::route_knative::DOCS_SERVICE);
+    let knative = crate::support::knative::with_service(
+        "test/podinfo.yaml",
+        crate::support::knative::DOCS_SERVICE,
+    );
     for canary in [&gateway, &daemonset, &knative] {
         let readiness = read_readiness(&client, canary, "podinfo").await;
         assert!(readiness.is_ok(), "{readiness:?}");

@@ -15,29 +15,11 @@ use sluice::yaml::snapshot::Snapshot;
 use crate::support::canary::errors;
 use crate::support::canary::load_repo as support_load_repo;
 use crate::support::canary::{ab_analysis, flagger_test, insider_ab, native_frontend};
-use crate::support::manifests::{APPMESH_TUTORIAL_META, APPMESH_TUTORIAL_SERVICE};
-use crate::support::route_case::{documents, RouteCase as Case};
+use crate::support::manifests::{
+    APPMESH_TUTORIAL_META, APPMESH_TUTORIAL_SERVICE, TEST_DEPLOYMENT as DEPLOYMENT,
+};
+use crate::support::route_case::{documents, snapshot_cases, RouteCase as Case};
 use crate::support::Schemas;
-
-/// The tutorial's Deployment (`kustomize/podinfo/deployment.yaml`): selector `app: podinfo`.
-const DEPLOYMENT: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  selector:
-    matchLabels:
-      app: podinfo
-  template:
-    metadata:
-      labels:
-        app: podinfo
-    spec:
-      containers:
-      - name: podinfod
-        image: ghcr.io/stefanprodan/podinfo:6.0.0
-";
 
 /// A Flagger canary for podinfo in `test` with `provider: appmesh:v1beta2`.
 fn flagger(metadata: &str, service: &str, analysis: &str) -> String {
@@ -224,12 +206,13 @@ fn broken_appmesh_documents_fail_the_strict_schemas() {
 
 #[test]
 fn rendered_appmesh_routes_snapshot() {
-    let all = cases();
-    for case in &all {
-        insta::assert_snapshot!(case.name, render(case, 10));
-    }
-    // During the A/B analysis Flagger sends every matching request to the canary.
-    insta::assert_snapshot!("appmesh-tutorial-ab-analysis", render(&all[1], 100));
+    snapshot_cases!(
+        cases(),
+        render,
+        10,
+        "appmesh-tutorial-ab",
+        "appmesh-tutorial-ab-analysis"
+    );
 }
 
 /// What Flagger's `appmesh_v1beta2.go` writes for the tutorial canary, field by field.

@@ -4,11 +4,10 @@
 //! `docs/gitbook/tutorials/contour-progressive-delivery.md`), and swept over every weight.
 
 use serde_json::{json, Value as Json};
-use sluice::route::{render_route, Weights};
 
-use crate::support::canary::{assert_errors, load, BACKENDS, NO_STATE};
+use crate::support::canary::{assert_errors, load};
 use crate::support::canary::{flagger_test, insider_ab, native_frontend};
-use crate::support::route_case::{RouteCase as Case, FRONTEND_BACKENDS};
+use crate::support::route_case::{snapshot_cases, RouteCase as Case};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test` with `provider: contour`.
@@ -138,12 +137,13 @@ fn broken_httpproxies_fail_the_strict_schema() {
 
 #[test]
 fn rendered_contour_routes_snapshot() {
-    let all = cases();
-    for case in &all {
-        insta::assert_snapshot!(case.name, render(case, 10));
-    }
-    // During the A/B analysis Flagger sends every matching request to the canary.
-    insta::assert_snapshot!("contour-e2e-ab-analysis", render(&all[1], 100));
+    snapshot_cases!(
+        cases(),
+        render,
+        10,
+        "contour-e2e-ab",
+        "contour-e2e-ab-analysis"
+    );
 }
 
 /// What Flagger's Contour router writes for the e2e canary, field by field.
@@ -286,15 +286,7 @@ fn hostile_contour_values_round_trip() {
         "    iterations: 1\n    match:\n      - headers:\n          x-canary:\n            exact: {quoted}"
     );
     let canary = load("hostile.yaml", &flagger(E2E_SERVICE, &analysis));
-    let file = render_route(
-        &canary,
-        &BACKENDS,
-        Weights::from_canary(100).expect("weight"),
-        &NO_STATE,
-    )
-    .expect("renders")
-    .expect("Contour writes a route file");
-    let doc = document(&file.content);
+    let doc = document(&render(&Case::podinfo("hostile", canary), 100));
     assert_eq!(
         doc["spec"]["routes"][0]["conditions"][0]["header"]["exact"],
         value
@@ -310,16 +302,7 @@ fn native_httpproxy_route_renders_schema_valid() {
         &[10],
     );
     let canary = load("native.yaml", native);
-    let backends = FRONTEND_BACKENDS;
-    let file = render_route(
-        &canary,
-        &backends,
-        Weights::from_canary(10).expect("weight"),
-        &NO_STATE,
-    )
-    .expect("renders")
-    .expect("Contour writes a route file");
-    let doc = document(&file.content);
+    let doc = document(&render(&Case::frontend("native", canary), 10));
     assert!(Schemas::default().errors(&doc).is_empty());
     assert_eq!(doc["metadata"]["name"], "frontend");
     assert_eq!(

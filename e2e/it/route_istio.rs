@@ -11,7 +11,7 @@ use sluice::route::{render_route, RouteState, Weights};
 
 use crate::support::canary::{ab_analysis, flagger_test, native_frontend};
 use crate::support::canary::{assert_errors, BACKENDS, NO_STATE};
-use crate::support::route_case::{documents, RouteCase as Case};
+use crate::support::route_case::{documents, snapshot_cases, RouteCase as Case};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test`; `provider` is a whole `provider:` line or empty.
@@ -304,15 +304,13 @@ fn broken_istio_documents_fail_the_strict_schemas() {
 
 #[test]
 fn rendered_istio_routes_snapshot() {
-    let all = cases();
-    for case in &all {
-        insta::assert_snapshot!(case.name, render(case, 37));
-    }
-    let ab = all
-        .iter()
-        .find(|c| c.name == "istio-e2e-ab-cookie")
-        .expect("case");
-    insta::assert_snapshot!("istio-e2e-ab-cookie-analysis", render(ab, 100));
+    snapshot_cases!(
+        cases(),
+        render,
+        37,
+        "istio-e2e-ab-cookie",
+        "istio-e2e-ab-cookie-analysis"
+    );
 }
 
 /// Weights of the first HTTP route (primary, canary); every route's weights sum to 100.

@@ -13,64 +13,13 @@ use sluice::core::status::Phase;
 use sluice::manifest::model::Canary;
 use sluice::route::{render_route, Backends, Route, RouteState, Weights};
 
-use crate::support::canary::{flagger_e2e_analysis, flagger_test, object_ref, podinfo};
 use crate::support::canary::{load_one, podinfo_query_model, repo_errors as errors};
+use crate::support::canary::{object_ref, podinfo};
+use crate::support::knative::{e2e_analysis, e2e_canary, with_service, DOCS_SERVICE};
 use crate::support::manifests::{KNATIVE_SERVICE, KNATIVE_SERVICE_FILE};
 use crate::support::rollout::{assert_rolled_back, show, sluice_commits, World, STEPS};
 use crate::support::schema_valid;
 use crate::support::{git, human_clone, human_commit, str_pairs, Schemas};
-
-/// `docs/gitbook/tutorials/knative-progressive-delivery.md`: the Knative Service.
-pub(crate) const DOCS_SERVICE: &str = "apiVersion: serving.knative.dev/v1
-kind: Service
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  template:
-    spec:
-      containers:
-        - image: ghcr.io/stefanprodan/podinfo:6.0.0
-          ports:
-            - containerPort: 9898
-              protocol: TCP
-          command:
-            - ./podinfo
-            - --port=9898
-            - --port-metrics=9797
-            - --grpc-port=9999
-            - --grpc-service-name=podinfo
-            - --level=info
-            - --random-delay=false
-            - --random-error=false
-";
-
-/// `test/knative/test-canary.sh`: its Canary, unchanged but for `analysis` (the script's
-/// two canaries differ only in the load test's URL).
-fn e2e_canary(analysis: &str) -> String {
-    flagger_test("")
-        .no_service()
-        .provider("knative")
-        .target("  targetRef:\n    apiVersion: serving.knative.dev/v1\n    kind: Service\n    name: podinfo\n")
-        .bare_analysis()
-        .yaml(analysis)
-}
-
-/// The analysis of the script's Canary.
-fn e2e_analysis() -> String {
-    flagger_e2e_analysis(
-        "15s",
-        15,
-        "1m",
-        "      - name: load-test
-        url: http://flagger-loadtester.test/
-        timeout: 5s
-        metadata:
-          type: cmd
-          cmd: \"hey -z 1m -q 5 -c 2 http://podinfo.test\"
-          logCmdOutput: \"true\"",
-    )
-}
 
 /// A Knative Service with every part the router copies: labels and annotations, a spec field
 /// beside the template, template labels and annotations, and template spec fields.
@@ -120,14 +69,6 @@ fn render(canary: &Canary, primary: &str, canary_revision: &str, canary_weight: 
     .unwrap()
     .expect("a Knative Service")
     .content
-}
-
-/// The e2e canary, loaded beside the Knative Service `service` in the file `path`.
-pub(crate) fn with_service(path: &str, service: &str) -> Canary {
-    load_one(&[
-        (path, service),
-        ("test/canary.yaml", &e2e_canary(&e2e_analysis())),
-    ])
 }
 
 /// An older revision of podinfo, as the status file would hold it.

@@ -12,7 +12,7 @@ use sluice::manifest::settings::Settings;
 use crate::support::canary::load_repo as support_load_repo;
 use crate::support::canary::{flagger_test, insider_ab, native_frontend};
 use crate::support::manifests::GLOO_CONFIG_UPSTREAM;
-use crate::support::route_case::{documents, RouteCase as Case};
+use crate::support::route_case::{documents, snapshot_cases, RouteCase as Case};
 use crate::support::Schemas;
 
 /// A Flagger canary for podinfo in `test`.
@@ -166,12 +166,7 @@ fn render(case: &Case, canary_weight: u8) -> String {
 
 #[test]
 fn rendered_kuma_and_gloo_routes_snapshot() {
-    let all = cases();
-    for case in &all {
-        insta::assert_snapshot!(case.name, render(case, 37));
-    }
-    let ab = all.iter().find(|c| c.name == "gloo-e2e-ab").expect("case");
-    insta::assert_snapshot!("gloo-e2e-ab-analysis", render(ab, 100));
+    snapshot_cases!(cases(), render, 37, "gloo-e2e-ab", "gloo-e2e-ab-analysis");
 }
 
 #[test]

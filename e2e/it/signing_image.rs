@@ -40,13 +40,20 @@ fn which(program: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{program} is not on PATH"))
 }
 
+/// Under `root`: a remote holding the route-only web canary, its main before any tick, and a new
+/// `key_type` key in the file `name` with its public key.
+fn remote_and_key(root: &Path, name: &str, key_type: &str) -> (PathBuf, String, PathBuf, String) {
+    let bare = seeded_remote(root, &[("apps/web.yaml", ROUTE_ONLY_WEB)]);
+    let before = git(&bare, &["rev-parse", "main"]);
+    let key = root.join(name);
+    let public = keygen(&key, key_type);
+    (bare, before, key, public)
+}
+
 #[test]
 fn image_signs_commits_in_process_that_git_verify_commit_accepts() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", ROUTE_ONLY_WEB)]);
-    let before = git(&bare, &["rev-parse", "main"]);
-    let key = tmp.path().join("signing_key");
-    let public = keygen(&key, "ed25519");
+    let (bare, before, key, public) = remote_and_key(tmp.path(), "signing_key", "ed25519");
     let out = reconcile_as_in_the_image(tmp.path(), &bare, &key);
     assert!(
         out.status.success(),
@@ -75,10 +82,7 @@ fn image_signs_commits_in_process_that_git_verify_commit_accepts() {
 #[test]
 fn image_refuses_at_start_a_signing_key_that_needs_the_missing_ssh_keygen() {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &[("apps/web.yaml", ROUTE_ONLY_WEB)]);
-    let before = git(&bare, &["rev-parse", "main"]);
-    let key = tmp.path().join("rsa_key");
-    keygen(&key, "rsa");
+    let (bare, before, key, _) = remote_and_key(tmp.path(), "rsa_key", "rsa");
     let out = reconcile_as_in_the_image(tmp.path(), &bare, &key);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");

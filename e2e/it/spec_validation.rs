@@ -569,26 +569,17 @@ fn last_weight(c: &sluice::manifest::model::Canary) -> u64 {
 /// name the line of the field's own key, not the line of its first child.
 #[test]
 fn errors_on_mapping_and_list_fields_name_the_keys_line() {
-    let text = "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: osm
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-  autoscalerRef:
-    apiVersion: autoscaling/v2
-    kind: HorizontalPodAutoscaler
-  service:
-    port: 9898
-  analysis:
-    stepWeights:
-      first: 10
-";
-    let errs = errors(text);
+    // Line 8: targetRef; line 11: autoscalerRef; line 17: stepWeights.
+    let text = podinfo()
+        .provider("osm")
+        .target("  targetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n")
+        .refs(
+            "  autoscalerRef:\n    apiVersion: autoscaling/v2\n    kind: HorizontalPodAutoscaler\n",
+        )
+        .service("    port: 9898")
+        .bare_analysis()
+        .yaml("    stepWeights:\n      first: 10");
+    let errs = errors(&text);
     for expected in [
         "apps/podinfo/canary.yaml:8: spec.targetRef.name: required field is missing",
         "apps/podinfo/canary.yaml:11: spec.autoscalerRef.name: required field is missing",
@@ -825,32 +816,22 @@ fn bad_session_affinity_and_mirror_fields_name_file_line_and_field() {
 /// A Flagger canary on gatewayapi:v1 whose `spec.service` ends with `service` (indented by
 /// 4) and whose analysis is `analysis` (indented by 4); `spec.service` starts on line 11.
 fn gateway_canary(service: &str, analysis: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  provider: gatewayapi:v1
-  targetRef:
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-    gatewayRefs: [{{name: gw}}]
-{}  analysis:
-    interval: 30s
-{}",
-        service
+    let indented = |lines: &str| {
+        lines
             .lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>(),
-        analysis
-            .lines()
-            .map(|l| format!("    {l}\n"))
+            .map(|l| format!("\n    {l}"))
             .collect::<String>()
-    )
+    };
+    podinfo()
+        .provider("gatewayapi:v1")
+        .target("  targetRef:\n    kind: Deployment\n    name: podinfo\n")
+        .service(&format!(
+            "    port: 9898\n    gatewayRefs: [{{name: gw}}]{}",
+            indented(service)
+        ))
+        .interval("30s")
+        .threshold(None)
+        .yaml(indented(analysis).trim_start_matches('\n'))
 }
 
 #[test]

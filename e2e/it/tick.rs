@@ -15,7 +15,8 @@ use sluice::observer::{External, Observer, Request};
 use sluice::tick::tick;
 
 use crate::support::{
-    git, human_clone, human_commit, route_only_web, seeded_remote, sluice_clone, tick_context,
+    git, human_clone, human_commit, route_only_web, seeded_remote, sluice_clone, str_pairs,
+    tick_context,
 };
 
 const FILE: &str = "apps/web.yaml";
@@ -35,14 +36,6 @@ fn webs(n: usize) -> Vec<(String, String)> {
                 canary("v1").replace("name: web,", &format!("name: web{i},")),
             )
         })
-        .collect()
-}
-
-/// `specs` as the seeding helpers take files.
-fn as_files(specs: &[(String, String)]) -> Vec<(&str, &str)> {
-    specs
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect()
 }
 
@@ -222,8 +215,7 @@ fn read_names(
 fn a_tick_after_a_one_file_change_parses_that_file_only() {
     let tmp = tempfile::tempdir().unwrap();
     let specs = webs(5);
-    let files = as_files(&specs);
-    let (_bare, human, mut repo) = seeded(tmp.path(), &files);
+    let (_bare, human, mut repo) = seeded(tmp.path(), &str_pairs(&specs));
     let work = repo.root().to_path_buf();
     let (runtime, reads) = counting_runtime();
     let observer = sluice::observer::Offline;
@@ -579,8 +571,7 @@ fn ticks_over_canaries_at_rest_do_not_build_the_specs_order_preserving_trees() {
     use sluice::yaml::snapshot::Contents;
     let tmp = tempfile::tempdir().unwrap();
     let specs = webs(3);
-    let files = as_files(&specs);
-    let (_bare, _human, mut repo) = seeded(tmp.path(), &files);
+    let (_bare, _human, mut repo) = seeded(tmp.path(), &str_pairs(&specs));
     let runtime = sluice::runtime::Runtime::from_env().unwrap();
     let observer = sluice::observer::Offline;
     let ctx = tick_context(&observer, &runtime);

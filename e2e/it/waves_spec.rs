@@ -7,7 +7,7 @@ use sluice::manifest::load::{load, load_text};
 use sluice::manifest::model::SyncTarget;
 use sluice::manifest::settings::Settings;
 
-use crate::support::canary::native_podinfo;
+use crate::support::canary::{native_podinfo, podinfo};
 use crate::support::{run_sluice, run_sluice_env};
 
 const FILE: &str = "apps/podinfo/canary.yaml";
@@ -173,29 +173,17 @@ fn bad_wave_fields_name_their_line_and_field() {
     }
 }
 
+/// The osm canary `prod/podinfo` whose `sluice.dev/waves` annotation is `annotation`.
 fn flagger_canary(annotation: &str) -> String {
-    format!(
-        "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: prod
-  annotations:
-    sluice.dev/waves: {annotation}
-spec:
-  provider: osm
-  targetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: podinfo
-  service:
-    port: 9898
-  analysis:
-    interval: 1m
-    stepWeight: 10
-    maxWeight: 20
-"
-    )
+    podinfo()
+        .provider("osm")
+        .metadata(&format!(
+            "  annotations:\n    sluice.dev/waves: {annotation}\n"
+        ))
+        .service("    port: 9898")
+        .interval("1m")
+        .threshold(None)
+        .yaml("    stepWeight: 10\n    maxWeight: 20")
 }
 
 const WAVES_OBJECT: &str = "apiVersion: sluice.dev/v1alpha1

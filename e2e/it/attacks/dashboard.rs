@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 use crate::support::dashboard::{
     initialized, screenshots, sluice_dashboard_with, Process, DESKTOP,
 };
+use crate::support::standalone::big_config_map;
 use crate::support::webdriver::Browser;
 use crate::support::{git, http, human_commit};
 
@@ -25,26 +26,6 @@ const LIMIT: usize = sluice::yaml::snapshot::MAX_FILE_BYTES as usize;
 const COPIES: usize = 200;
 /// Names the blob over the limit is committed under.
 const OVER: usize = 3;
-
-/// A ConfigMap of `bytes` bytes: one long list of keys, under the parser's bound on nodes
-/// (100,000), so that it parses (and costs what parsing 4 MiB costs).
-fn big_config_map(bytes: usize) -> String {
-    let mut text = String::from(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: test}\ndata:\n",
-    );
-    let value = "v".repeat(120);
-    let mut i = 0;
-    while text.len() + 160 < bytes {
-        text.push_str(&format!("  key{i:08}: {value}\n"));
-        i += 1;
-    }
-    // Padded to the byte in a comment.
-    text.push('#');
-    while text.len() < bytes {
-        text.push('x');
-    }
-    text
-}
 
 /// Stores `text` as one blob in `human`'s repo and commits it under each of `names` (without
 /// writing the copies to the work tree): its id.
@@ -92,8 +73,8 @@ fn big_push(dir: &Path) -> std::path::PathBuf {
         .map(|i| format!("blobs/copy-{i:03}.yaml"))
         .collect();
     let over: Vec<String> = (0..OVER).map(|i| format!("blobs/over-{i}.yaml")).collect();
-    stage_copies(&human, &big_config_map(LIMIT - 100), &under);
-    stage_copies(&human, &big_config_map(LIMIT + 100), &over);
+    stage_copies(&human, &big_config_map("test", LIMIT - 100), &under);
+    stage_copies(&human, &big_config_map("test", LIMIT + 100), &over);
     git(&human, &["commit", "-q", "-m", "one blob, many names"]);
     git(&human, &["push", "-q", "origin", "HEAD:main"]);
     bare

@@ -58,36 +58,50 @@ fn persons_checkout(fx: &Fixture) -> std::path::PathBuf {
     person
 }
 
+/// `sluice reconcile` and `sluice run` with the work dir `folder` (under `fx`) each exit
+/// non-zero printing exactly `expected`, push nothing, leave every file of `folder` byte for
+/// byte, and pass `after(command)`.
+fn both_refuse_untouched(fx: &Fixture, folder: &Path, expected: &str, after: impl Fn(&str)) {
+    let name = folder
+        .file_name()
+        .expect("a folder name")
+        .to_str()
+        .expect("utf-8");
+    let files = every_file_bytes(folder);
+    let refs = remote_refs(fx);
+    for command in ["reconcile", "run"] {
+        let (code, text) = sluice_in(fx.dir.path(), command, &fx.bare(), name);
+        assert_ne!(code, 0, "{command}: {text}");
+        assert_eq!(text, expected, "{command}");
+        assert_eq!(remote_refs(fx), refs, "{command}: nothing pushed");
+        assert!(
+            every_file_bytes(folder) == files,
+            "{command}: the folder changed"
+        );
+        after(command);
+    }
+}
+
 /// `sluice reconcile` and `sluice run` on a person's checkout of the same remote exit
 /// non-zero, push nothing and leave every file of the checkout, `.git` included, byte for byte.
 #[test]
 fn a_persons_checkout_of_the_remote_is_refused_and_left_byte_for_byte() {
     let fx = Fixture::new();
     let person = persons_checkout(&fx);
-    let files = every_file_bytes(&person);
-    let refs = remote_refs(&fx);
-    for command in ["reconcile", "run"] {
-        let (code, text) = sluice_in(fx.dir.path(), command, &fx.bare(), "person");
-        assert_ne!(code, 0, "{command}: {text}");
-        let expected = format!(
-            "error: work dir {}: holds a git checkout of {} that sluice did not make (no \
-             .git/sluice/clone), with 1 commit not pushed, staged changes, modified files and \
-             untracked files; sluice changes only a clone it made, so it left this folder as it \
-             was: {REMEDY}\n",
-            person.display(),
-            fx.bare_url()
-        );
-        assert_eq!(text, expected, "{command}");
-        assert_eq!(remote_refs(&fx), refs, "{command}: nothing pushed");
-        assert!(
-            every_file_bytes(&person) == files,
-            "{command}: the checkout changed"
-        );
+    let expected = format!(
+        "error: work dir {}: holds a git checkout of {} that sluice did not make (no \
+         .git/sluice/clone), with 1 commit not pushed, staged changes, modified files and \
+         untracked files; sluice changes only a clone it made, so it left this folder as it \
+         was: {REMEDY}\n",
+        person.display(),
+        fx.bare_url()
+    );
+    both_refuse_untouched(&fx, &person, &expected, |command| {
         assert!(
             !fx.path("person.lock").exists(),
             "{command}: no lock file left beside a folder that is not sluice's"
         );
-    }
+    });
     // The person's work is all still theirs to push.
     assert_eq!(
         git(&person, &["log", "-1", "--format=%s"]),
@@ -108,24 +122,13 @@ fn a_git_init_folder_with_files_is_refused_and_left_byte_for_byte() {
     std::fs::write(notes.join("todo.md"), "- ship it\n").unwrap();
     std::fs::write(notes.join("drafts/plan.yaml"), "plan: a\n").unwrap();
     git(&notes, &["init", "-q", "-b", "main"]);
-    let files = every_file_bytes(&notes);
-    let refs = remote_refs(&fx);
-    for command in ["reconcile", "run"] {
-        let (code, text) = sluice_in(fx.dir.path(), command, &fx.bare(), "notes");
-        assert_ne!(code, 0, "{command}: {text}");
-        let expected = format!(
-            "error: work dir {}: holds a repository made by `git init`, with no commit yet \
-             and untracked files; sluice changes only a clone it made, so it left this folder \
-             as it was: {REMEDY}\n",
-            notes.display()
-        );
-        assert_eq!(text, expected, "{command}");
-        assert!(
-            every_file_bytes(&notes) == files,
-            "{command}: the folder changed"
-        );
-        assert_eq!(remote_refs(&fx), refs, "{command}: nothing pushed");
-    }
+    let expected = format!(
+        "error: work dir {}: holds a repository made by `git init`, with no commit yet \
+         and untracked files; sluice changes only a clone it made, so it left this folder \
+         as it was: {REMEDY}\n",
+        notes.display()
+    );
+    both_refuse_untouched(&fx, &notes, &expected, |_| {});
 }
 
 /// A clone an older sluice made with a work tree (before its clone was bare and marked) is

@@ -12,6 +12,7 @@ use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::metrics::prometheus::{Auth, PrometheusAccess};
 use sluice::metrics::{observe_metrics, target_name, DEFAULT_METRIC_INTERVAL, NO_ADDRESS};
 
+use crate::support::canary::podinfo;
 use crate::support::metrics::{flagger_canary, Canned, Server};
 
 const ONE: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"99.75"]}]}}"#;
@@ -61,11 +62,7 @@ async fn builtin_osm_metrics_query_the_repo_default_address() {
             },
         ]
     );
-    let mut queries: Vec<String> = server
-        .requests()
-        .iter()
-        .filter_map(|r| r.query_param("query"))
-        .collect();
+    let mut queries = server.queries();
     queries.sort();
     assert_eq!(queries.len(), 2);
     assert!(queries[0].starts_with("histogram_quantile(0.99, sum(rate(osm_request_duration_ms_bucket{destination_namespace=\"test\", destination_kind=\"Deployment\", destination_name=\"podinfo\"}[1m]))"), "{}", queries[0]);
@@ -147,11 +144,7 @@ spec:
         t[0].query_param("query").as_deref(),
         Some("sum(rate(x{ns=\"test\"}[1m]))")
     );
-    let mut c: Vec<String> = canary_server
-        .requests()
-        .iter()
-        .filter_map(|r| r.query_param("query"))
-        .collect();
+    let mut c = canary_server.queries();
     c.sort();
     assert_eq!(c.len(), 2);
     assert!(c[0].starts_with("sum(rate(osm_request_total"), "{}", c[0]);
@@ -226,11 +219,7 @@ spec:
         "metric template test/needs-var (t.yaml:11): spec.query: {{ variables.missing }} is used but templateVariables has no key \"missing\""
     );
     assert_eq!(value("inline"), MetricValue::Value(99.75));
-    let sent: Vec<String> = server
-        .requests()
-        .iter()
-        .filter_map(|r| r.query_param("query"))
-        .collect();
+    let sent = server.queries();
     assert_eq!(sent, vec!["sum(z{ns=\"test\"})".to_string()]);
 }
 
@@ -251,27 +240,15 @@ async fn providers_without_builtin_queries_are_errors_not_istio() {
 #[tokio::test]
 async fn gateway_api_canaries_query_the_application_histogram() {
     let server = Server::start(vec![Canned::json(200, ONE)]).await;
-    let text = "apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata:
-  name: podinfo
-  namespace: test
-spec:
-  provider: gatewayapi:v1
-  targetRef: {apiVersion: apps/v1, kind: Deployment, name: podinfo}
-  service:
-    port: 9898
-    gatewayRefs: [{name: gw, namespace: gateway-system}]
-  analysis:
-    interval: 30s
-    threshold: 5
-    stepWeight: 10
-    maxWeight: 50
-    metrics:
-      - name: request-duration
-        thresholdRange: {max: 500}
-";
-    let loaded = load_text("canary.yaml", text, &Settings::default());
+    let text = podinfo()
+        .namespace("test")
+        .provider("gatewayapi:v1")
+        .target("  targetRef: {apiVersion: apps/v1, kind: Deployment, name: podinfo}\n")
+        .service("    port: 9898\n    gatewayRefs: [{name: gw, namespace: gateway-system}]")
+        .interval("30s")
+        .threshold(Some(5))
+        .yaml("    stepWeight: 10\n    maxWeight: 50\n    metrics:\n      - name: request-duration\n        thresholdRange: {max: 500}");
+    let loaded = load_text("canary.yaml", &text, &Settings::default());
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     let obs = observe(
         &loaded.canaries[0],

@@ -20,11 +20,12 @@ use sluice::metrics::{observe_metrics, DEFAULT_METRIC_INTERVAL};
 use sluice::observer::{Live, Observer, Request};
 use sluice::runtime::Runtime;
 use sluice::server::Metrics;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::support::metrics::flagger_canary;
+use crate::support::standalone::read_request_head;
 
 const ONE: &str = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"99.75"]}]}}"#;
 
@@ -94,19 +95,8 @@ async fn serve(
     mut released: watch::Receiver<u64>,
 ) {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        // One GET request head (no body).
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        buf.drain(..end);
+    // One GET request head (no body) at a time.
+    while read_request_head(&mut stream, &mut buf).await {
         // The group this request belongs to: the next one to be let through.
         let mine = {
             let mut c = counts.lock().expect("lock");

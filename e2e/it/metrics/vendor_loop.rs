@@ -19,7 +19,7 @@ use crate::support::vendors::{canary, env_var, render, template, Mapped, Vendor}
 use crate::support::vendors::{
     CLOUDWATCH, DATADOG, DYNATRACE, GRAPHITE, INFLUXDB, NEWRELIC, SPLUNK,
 };
-use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote};
+use crate::support::{git, human_clone, human_commit, reconcile, seeded_remote, str_pairs};
 
 /// A value each healthy fake answers: within `thresholdRange: {max: 1}`.
 const WITHIN: f64 = 0.5;
@@ -146,10 +146,7 @@ async fn run_loop(vendors: &[&Vendor]) {
         .iter()
         .flat_map(|c| c.all().map(|c| c.app.as_str()))
         .collect();
-    let seed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let seed = str_pairs(&files);
     let bare = seeded_remote(tmp.path(), &seed);
     let workdir = tmp.path().join("w");
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));

@@ -174,12 +174,15 @@ async fn payload_has_flaggers_fields_and_the_hooks_metadata() {
         assert_eq!(r.method, "POST");
         assert_eq!(r.header("content-type"), Some("application/json"));
     }
-    let with_meta = requests
-        .iter()
-        .find(|r| r.path() == "/gate/check")
-        .expect("hook with path called");
+    let body_sent_to = |path: &str| {
+        requests
+            .iter()
+            .find(|r| r.path() == path)
+            .unwrap_or_else(|| panic!("no hook called at {path}: {requests:?}"))
+            .json()
+    };
     assert_eq!(
-        with_meta.json(),
+        body_sent_to("/gate/check"),
         serde_json::json!({
             "name": "podinfo",
             "namespace": "test",
@@ -188,12 +191,8 @@ async fn payload_has_flaggers_fields_and_the_hooks_metadata() {
             "metadata": {"type": "cmd", "cmd": "hey -z 1m -q 10 http://podinfo-canary.test:9898/"}
         })
     );
-    let without = requests
-        .iter()
-        .find(|r| r.path() == "/")
-        .expect("plain hook");
     assert_eq!(
-        without.json(),
+        body_sent_to("/"),
         serde_json::json!({"name": "podinfo", "namespace": "test", "phase": "Progressing", "checksum": "7d1f9c"})
     );
 }

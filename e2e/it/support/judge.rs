@@ -16,6 +16,12 @@ pub(crate) fn judged_canary(name: &str, judge: &str) -> String {
     )
 }
 
+/// A `Judge` object: `metadata` (its lines, each ending in a newline), `spec.thresholds` (a
+/// flow mapping), then `rest` (the lines after the thresholds, each ending in a newline).
+pub(crate) fn judge_object(metadata: &str, thresholds: &str, rest: &str) -> String {
+    format!("apiVersion: sluice.dev/v1alpha1\nkind: Judge\nmetadata:\n{metadata}spec:\n  thresholds: {thresholds}\n{rest}")
+}
+
 pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while !done() {
@@ -72,6 +78,22 @@ pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
             "main",
         ],
     )
+}
+
+/// The `key` trailers of every commit on main, newest first, without the commits that have none.
+pub(crate) fn all_trailers(bare: &Path, key: &str) -> Vec<String> {
+    git(
+        bare,
+        &[
+            "log",
+            &format!("--format=%(trailers:key={key},valueonly)"),
+            "main",
+        ],
+    )
+    .lines()
+    .filter(|l| !l.is_empty())
+    .map(str::to_string)
+    .collect()
 }
 
 /// A human (working in `human`) bumps the image of each of the canaries `names` to `:2`, one

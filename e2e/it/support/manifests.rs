@@ -46,6 +46,39 @@ spec:
           name: podinfo-files
 ";
 
+/// Flagger's `test/workloads/deployment.yaml`, trimmed to what sluice reads and copies.
+pub(crate) const TEST_DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: podinfo
+  namespace: test
+  labels:
+    app.kubernetes.io/name: podinfo
+spec:
+  minReadySeconds: 5
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels:
+      app: podinfo
+  template:
+    metadata:
+      annotations:
+        prometheus.io/scrape: \"true\"
+      labels:
+        app: podinfo
+    spec:
+      containers:
+      - name: podinfod
+        image: ghcr.io/stefanprodan/podinfo:6.0.0
+        ports:
+        - name: http
+          containerPort: 9898
+          protocol: TCP
+        - name: http-metrics
+          containerPort: 9797
+          protocol: TCP
+";
+
 /// The ConfigMap [`DEPLOYMENT`] mounts.
 pub(crate) const CONFIGS: &str = "apiVersion: v1
 kind: ConfigMap

@@ -239,6 +239,14 @@ impl Server {
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().expect("lock").clone()
     }
+
+    /// The `query` parameter of each request that has one, in the order they came.
+    pub fn queries(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter_map(|r| r.query_param("query"))
+            .collect()
+    }
 }
 
 impl Drop for Server {

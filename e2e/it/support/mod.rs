@@ -15,12 +15,14 @@ pub(crate) mod dashboard;
 pub(crate) mod forge;
 pub(crate) mod git_fixture;
 pub(crate) mod judge;
+pub(crate) mod knative;
 pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
 pub(crate) mod prometheus;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
+pub(crate) mod standalone;
 pub(crate) mod vendors;
 pub(crate) mod waves;
 pub(crate) mod webdriver;
@@ -128,6 +130,11 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
             .env("GIT_COMMITTER_EMAIL", "human@example.com"),
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The lines [`git`] prints for `args` in `dir`.
+pub fn git_lines(dir: &Path, args: &[&str]) -> Vec<String> {
+    git(dir, args).lines().map(str::to_string).collect()
 }
 
 /// `file` at `rev` of the repo at `repo`.
@@ -471,6 +478,14 @@ pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
     panic!("human push kept failing; the last attempt said: {last}");
 }
 
+/// The status code of an HTTP/1.1 answer whose head is `head`; 0 when it has none.
+pub(crate) fn status_code(head: &str) -> u16 {
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A minimal HTTP/1.1 request over a plain TCP connection; returns (status, body).
 pub fn http(
     addr: &str,
@@ -497,11 +512,7 @@ pub fn http(
     let mut out = Vec::new();
     let _ = stream.read_to_end(&mut out);
     let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let status = status_code(&text);
     let body = text
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())

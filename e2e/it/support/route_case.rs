@@ -53,3 +53,19 @@ impl RouteCase {
 pub(crate) fn documents(text: &str) -> Vec<Json> {
     serde_saphyr::from_multiple::<Json>(text).expect("rendered YAML parses")
 }
+
+/// Snapshots each of the cases `$cases` (a `Vec<RouteCase>`) rendered by `$render` at
+/// `$weight`, under the case's name, then the case named `$ab` rendered at 100 under
+/// `$ab_snapshot`: during an A/B analysis Flagger sends every matching request to the canary.
+/// A macro so that the snapshots keep the calling test module's names.
+macro_rules! snapshot_cases {
+    ($cases:expr, $render:expr, $weight:expr, $ab:expr, $ab_snapshot:expr) => {{
+        let all = $cases;
+        for case in &all {
+            insta::assert_snapshot!(case.name, $render(case, $weight));
+        }
+        let ab = all.iter().find(|c| c.name == $ab).expect("the A/B case");
+        insta::assert_snapshot!($ab_snapshot, $render(ab, 100));
+    }};
+}
+pub(crate) use snapshot_cases;

@@ -309,23 +309,24 @@ pub(crate) const SPLUNK: Vendor = Vendor {
             r#"{"tsId":"AAAAAKf7cZo","value":null}"#,
         ])
     },
-    check: |r, rendered| {
-        assert_eq!(
-            (r.method.as_str(), r.path()),
-            ("POST", "/v2/signalflow/execute")
-        );
-        assert_eq!(r.header("X-SF-Token"), Some("sf-token-0123"));
-        assert_eq!(r.header("Content-Type"), Some("text/plain"));
-        assert_eq!(
-            String::from_utf8_lossy(&r.body).trim_end(),
-            rendered.trim_end()
-        );
-        assert_eq!(r.query_param("immediate").as_deref(), Some("true"));
-        let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix ms") };
-        // Flagger: start = now - 10 × the metric interval (1m), in milliseconds.
-        assert_eq!(at("stop") - at("start"), 600_000);
-    },
+    check: |r, rendered| check_signalflow(r, "sf-token-0123", rendered.trim_end()),
 };
+
+/// `r` is Flagger's SignalFlow execute request: a POST of the `program` as text with the
+/// `token`, asking for immediate results over ten one-minute intervals.
+pub(crate) fn check_signalflow(r: &Recorded, token: &str, program: &str) {
+    assert_eq!(
+        (r.method.as_str(), r.path()),
+        ("POST", "/v2/signalflow/execute")
+    );
+    assert_eq!(r.header("X-SF-Token"), Some(token));
+    assert_eq!(r.header("Content-Type"), Some("text/plain"));
+    assert_eq!(String::from_utf8_lossy(&r.body).trim_end(), program);
+    assert_eq!(r.query_param("immediate").as_deref(), Some("true"));
+    let at = |p: &str| -> u64 { r.query_param(p).expect(p).parse().expect("unix ms") };
+    // Flagger: start = now - 10 × the metric's interval (1m), in milliseconds.
+    assert_eq!(at("stop") - at("start"), 600_000);
+}
 
 const CLOUDWATCH_REGION: &str = "eu-west-1";
 

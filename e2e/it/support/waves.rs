@@ -35,20 +35,7 @@ pub fn wave_canary(revision: &str, after_route: &str, after_analysis: &str) -> S
     )
 }
 
-/// The lines of the canary `shop/web` at `revision` up to its route: route-only over an SMI
-/// TrafficSplit of web-blue and web-green.
-pub fn web_head(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1
-kind: Canary
-metadata: {{name: web, namespace: shop}}
-spec:
-  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}
-  service: {{port: 8080}}
-  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}
-"
-    )
-}
+pub use super::standalone::web_head;
 
 /// `waves:` entries of `names`, each writing `clusters/<name>/web` and settling 1s.
 pub fn settled_waves(names: &[&str]) -> String {

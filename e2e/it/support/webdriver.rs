@@ -39,11 +39,7 @@ fn call(addr: &str, method: &str, path: &str, body: Option<&Json>) -> (u16, Json
         out.extend_from_slice(&buf[..n]);
     };
     let head = String::from_utf8_lossy(&out[..head_end]).to_ascii_lowercase();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let status = super::status_code(&head);
     let length = head
         .lines()
         .find_map(|l| l.strip_prefix("content-length:"))
