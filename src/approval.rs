@@ -198,7 +198,7 @@ pub fn merged(
             pr.number, pr.base
         ));
     }
-    match tampered(repo, snapshot, canary, &before) {
+    match tampered(repo, runtime, snapshot, canary, &before) {
         Ok(files) if files.is_empty() => {}
         Ok(files) => return refuse(pr.as_ref().map(|pr| pr.number), format!(
             "the merge of {branch} does not hold what sluice pushed on it ({} differ); the canary keeps waiting for an approval of sluice's change",
@@ -242,11 +242,12 @@ fn merged_pull_request(
 /// exactly sluice's change.
 fn tampered(
     repo: &ConfigRepo,
+    runtime: &Runtime,
     snapshot: &Snapshot,
     canary: &Canary,
     before: &BeforeMerge,
 ) -> Result<Vec<String>, ApprovalError> {
-    let changes = approval_change(repo, snapshot, canary, &before.waiting)?.changes;
+    let changes = approval_change(repo, runtime, snapshot, canary, &before.waiting)?.changes;
     let head = repo.head();
     let mut files = Vec::new();
     for change in &changes {
@@ -439,11 +440,13 @@ pub struct BranchCommit {
 /// [`merged`] renders again exactly what [`branch_step`] pushed.
 fn approval_change(
     repo: &ConfigRepo,
+    runtime: &Runtime,
     snapshot: &Snapshot,
     canary: &Canary,
     waiting: &Status,
 ) -> Result<Remade, ApprovalError> {
-    let head = crate::head_files::HeadFiles::new(repo);
+    let files = runtime.head_files(repo, false);
+    let head = files.at(repo.git(), repo.root());
     let outputs = [canary.output.as_str()];
     let index = workload::Index::reading(snapshot, &outputs, &head);
     let base = Base {
@@ -528,7 +531,7 @@ pub fn branch_step(
         decision: approved,
         changes,
         message,
-    } = approval_change(repo, snapshot, canary, status)?;
+    } = approval_change(repo, runtime, snapshot, canary, status)?;
     let up_to_date = !refused
         && match repo.fetch_branch(&branch)? {
             Some(oid) => branch_is_current(repo, oid, &status_path, &changes)?,

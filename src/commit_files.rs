@@ -1,145 +1,198 @@
-//! A commit's files as audit reads them, from git objects alone: the regular files of its tree
-//! (what a checkout would write; links and submodules are left out, as the readers refuse
-//! links anyway), and the [`Snapshot`] the tick's walk would read from them.
+//! The files of a commit, read from git objects alone, as a checkout of it would give them:
+//! the one reader of a commit's files for the tick, drift's verifier, audit, approvals,
+//! `sluice operate` and the dashboard. The clone has no work tree.
 //!
-//! One [`TreeFiles`] follows audit from commit to commit: moving it to another tree applies
-//! the tree diff, so it reads and parses only the files that changed, and a file's parse is
-//! kept by blob id (a bounded cache) for when a blob comes back (an approval branch's parent,
-//! then the main line again). Nothing is written to disk, and the repository is only read.
+//! A [`CommitFiles`] holds every entry of one tree (regular files, links, submodules) and
+//! the [`Snapshot`] the tick's walk reads: the `.yaml`/`.yml` files outside hidden folders,
+//! each parsed, a symbolic link among them listed as refused ([`ReadError::Symlink`]) and
+//! never read. Moving it to another tree applies the tree diff (through the [`Folders`] it
+//! holds), so it reads and parses only the files that changed; a file whose read failed is
+//! read again at the next move, as the reason may pass without a change in git. A parse is
+//! taken by blob id from anyone in the runtime who holds it ([`Parses`]), and the parses of
+//! the files that left the tree are kept, within [`KEPT_PARSE_BYTES`], for when their blobs
+//! come back (an approval branch's parent, then the main line again).
+//!
+//! Single paths are answered as a checkout answers them ([`At`]): a link is refused and so
+//! is a path through one, a folder is not a file, and a file is read up to
+//! [`MAX_FILE_BYTES`] and must be UTF-8. Nothing is written to disk, and the repository is
+//! only read; nothing here decides.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::path::Path;
+use std::sync::Arc;
 
-use git2::{FileMode, Oid, Repository};
+use git2::{Oid, Repository};
 
+use crate::core::status::Status;
 use crate::gitops::objects::{git, GitError};
-use crate::gitops::walked;
-use crate::gitops::{tree_diff, Folders};
+use crate::gitops::{tree_diff, Folders, PathEntry};
 use crate::manifest::load::Existing;
 use crate::manifest::load_incremental::KeptLoad;
 use crate::manifest::model::CanaryId;
-use crate::manifest::settings::Settings;
-use crate::render::status_file;
+use crate::manifest::output_folder::{self, Kind};
+use crate::manifest::settings::{Settings, SETTINGS_PATH};
+use crate::render::status_file::{self, SpecRecord};
+use crate::yaml::error::SpecError;
+use crate::yaml::parses::{parse, Parses};
 use crate::yaml::snapshot::{walks_before, Contents, File, ReadError, Snapshot, MAX_FILE_BYTES};
-use crate::yaml::snapshot_cache::Parses;
 
-/// How many parsed files the blob cache keeps beyond those the snapshot holds.
-const CACHE_FILES: usize = 1024;
+/// The text (in bytes) of the parses kept for files that left the tree: 16 MiB. A parse
+/// holds a few times its text (the line-marked tree), so this bounds the kept parses to
+/// tens of MiB whatever the files' sizes (a count of files did not: 1,024 files at the
+/// 4 MiB file limit are 4 GiB). Audit's walk needs far less: what one approval branch
+/// changed, until the main line takes its parent's blobs back.
+pub const KEPT_PARSE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The regular files of one tree, and its snapshot.
+/// Reads a file of the walk, given its name and blob (the tick counts reads through one).
+pub type ReadFile<'a> = &'a mut dyn FnMut(&str, Oid) -> Result<String, ReadError>;
+
+/// What an entry of the tree is, by its git mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    File,
+    Link,
+    /// A submodule (a commit), or any other mode.
+    Other,
+}
+
+impl Mode {
+    fn of(mode: i32) -> Mode {
+        match mode {
+            0o100644 | 0o100755 | 0o100664 => Mode::File,
+            0o120000 => Mode::Link,
+            _ => Mode::Other,
+        }
+    }
+}
+
+/// The files of one commit's tree, and its snapshot.
 #[derive(Default)]
-pub struct TreeFiles {
+pub struct CommitFiles {
     /// The tree mirrored (`None`: the empty tree, before the root commit).
     tree: Option<Oid>,
-    /// Every regular file, repo-relative with `/`, and its blob.
-    files: BTreeMap<String, Oid>,
-    snapshot: Snapshot,
-    cache: BlobCache,
-    /// The canaries as of the last [`TreeFiles::load`], and every path the moves since then
-    /// changed (what the next load reads again or checks again).
-    kept: KeptLoad,
+    /// Every entry but folders, repo-relative with `/`, with its blob (or commit) id.
+    entries: BTreeMap<String, (Oid, Mode)>,
+    snapshot: Arc<Snapshot>,
+    /// Files of the walk whose read failed (links aside): read again at the next move.
+    unreadable: BTreeSet<String>,
+    /// Parses of the files that left the tree, for when their blobs come back.
+    kept: KeptParses,
+    /// The canaries as of the last [`CommitFiles::load`], and every path the moves since
+    /// then changed (what the next load reads again or checks again).
+    load: KeptLoad,
     unloaded: BTreeSet<String>,
     /// Blobs this reader read and parsed itself (not taken from a holder of their parse).
     parsed: usize,
-    /// Where parses are shared with other holders of the same blobs.
+    /// Where parses are shared with other holders of the same blobs (the runtime's).
     parses: Parses,
-    /// The folders the moves read, by tree id.
+    /// The folders the moves read, by tree id (a clone's, or this reader's own).
     folders: Folders,
 }
 
-impl TreeFiles {
-    /// No tree yet; parses are shared through `parses` (a default `TreeFiles` shares with no
-    /// one).
-    pub fn new(parses: Parses) -> TreeFiles {
-        TreeFiles {
+impl CommitFiles {
+    /// No tree yet; parses are shared through `parses`, folders read through `folders`.
+    pub fn new(parses: Parses, folders: Folders) -> CommitFiles {
+        CommitFiles {
             parses,
-            ..TreeFiles::default()
+            folders,
+            ..CommitFiles::default()
         }
     }
 
-    /// Where this reader shares its parses.
-    pub fn parses(&self) -> &Parses {
-        &self.parses
+    /// The same sharing, no tree: what a reader starts again from.
+    pub fn emptied(&self) -> CommitFiles {
+        CommitFiles::new(self.parses.clone(), self.folders.clone())
     }
 
-    /// Moves to `tree` (`None`: empty), reading only what differs from the tree it was at.
+    /// The tree mirrored (`None`: none, or the empty tree).
+    pub fn tree(&self) -> Option<Oid> {
+        self.tree
+    }
+
+    /// Whether a move to the tree it is at would read anything (a read failed before).
+    pub fn has_unreadable(&self) -> bool {
+        !self.unreadable.is_empty()
+    }
+
+    /// Moves to `tree` (`None`: empty), reading only what differs from the tree it was at,
+    /// and every file whose read failed before, blobs read from `repo`.
     pub fn move_to(&mut self, repo: &Repository, tree: Option<Oid>) -> Result<(), GitError> {
-        if self.tree == tree {
+        self.move_reading(repo, tree, &mut |_, id| read_text(repo, id))
+    }
+
+    /// [`move_to`](Self::move_to), files read through `read`.
+    pub fn move_reading(
+        &mut self,
+        repo: &Repository,
+        tree: Option<Oid>,
+        read: ReadFile<'_>,
+    ) -> Result<(), GitError> {
+        let again = std::mem::take(&mut self.unreadable);
+        if self.tree == tree && again.is_empty() {
             return Ok(());
         }
-        let find = |id: Option<Oid>| {
-            id.map(|id| repo.find_tree(id).map_err(git("read a tree")))
-                .transpose()
-        };
-        let (old, new) = (find(self.tree)?, find(tree)?);
-        let differs = tree_diff(repo, &self.folders, old.as_ref(), new.as_ref())
-            .map_err(git("compare two trees"))?;
-        for changed in differs {
-            let Ok(path) = std::str::from_utf8(&changed.path) else {
+        let mut touched = BTreeSet::new();
+        if self.tree != tree {
+            let find = |id: Option<Oid>| {
+                id.map(|id| repo.find_tree(id).map_err(git("read a tree")))
+                    .transpose()
+            };
+            let (old, new) = (find(self.tree)?, find(tree)?);
+            let differs = tree_diff(repo, &self.folders, old.as_ref(), new.as_ref())
+                .map_err(git("compare two trees"))?;
+            // The snapshot is this reader's alone once the holders of the last one let go;
+            // one still held is copied first.
+            let snapshot = Arc::make_mut(&mut self.snapshot);
+            for changed in differs {
+                let Ok(path) = std::str::from_utf8(&changed.path) else {
+                    continue;
+                };
+                self.unloaded.insert(path.to_string());
+                touched.insert(path.to_string());
+                if let Some((id, _)) = self.entries.remove(path) {
+                    if let Some(file) = snapshot.remove(path) {
+                        if !failed(&file.contents) {
+                            self.kept.keep(id, file.contents);
+                        }
+                    }
+                }
+                if let Some((id, mode)) = changed.new {
+                    let mode = Mode::of(mode);
+                    self.entries.insert(path.to_string(), (id, mode));
+                    if !walked(path) {
+                        continue;
+                    }
+                    let contents = match mode {
+                        Mode::Link => Arc::new(Contents::Unreadable(ReadError::Symlink)),
+                        Mode::File => match self.kept.take(id) {
+                            Some(contents) => contents,
+                            None => {
+                                let parsed = &mut self.parsed;
+                                self.parses.parse(&id.to_string(), || {
+                                    let text = read(path, id);
+                                    *parsed += usize::from(text.is_ok());
+                                    text
+                                })
+                            }
+                        },
+                        Mode::Other => continue,
+                    };
+                    put(snapshot, &mut self.unreadable, path, contents);
+                }
+            }
+            self.tree = tree;
+        }
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        for name in again.into_iter().filter(|n| !touched.contains(n)) {
+            let Some(&(id, _)) = self.entries.get(&name) else {
                 continue;
             };
-            if !self.unloaded.contains(path) {
-                self.unloaded.insert(path.to_string());
-            }
-            if changed.old.is_some() {
-                self.remove(path);
-            }
-            if let Some((id, mode)) = changed.new {
-                let regular = [
-                    FileMode::Blob,
-                    FileMode::BlobExecutable,
-                    FileMode::BlobGroupWritable,
-                ]
-                .iter()
-                .any(|m| i32::from(*m) == mode);
-                if regular {
-                    self.add(repo, path, id)?;
-                }
-            }
-        }
-        self.tree = tree;
-        Ok(())
-    }
-
-    fn remove(&mut self, path: &str) {
-        if let Some(id) = self.files.remove(path) {
-            if let Some(file) = self.snapshot.remove(path) {
-                self.cache.keep(id, file.contents);
-            }
-        }
-    }
-
-    fn add(&mut self, repo: &Repository, path: &str, id: Oid) -> Result<(), GitError> {
-        self.files.insert(path.to_string(), id);
-        if walked(path) {
-            let contents = match self.cache.take(id) {
-                Some(contents) => contents,
-                None => {
-                    let mut failed = None;
-                    let parsed = &mut self.parsed;
-                    let contents =
-                        self.parses
-                            .parse(&id.to_string(), || match read_blob(repo, id) {
-                                Ok(read) => {
-                                    *parsed += usize::from(read.is_ok());
-                                    read
-                                }
-                                Err(e) => {
-                                    let message = e.to_string();
-                                    failed = Some(e);
-                                    Err(ReadError::Io(message))
-                                }
-                            });
-                    if let Some(e) = failed {
-                        return Err(e);
-                    }
-                    contents
-                }
-            };
-            let file = File {
-                name: path.to_string(),
-                contents,
-            };
-            self.snapshot.put(file, walks_before);
+            self.unloaded.insert(name.clone());
+            let contents = Arc::new(match read(&name, id) {
+                Ok(text) => parse(text),
+                Err(e) => Contents::Unreadable(e),
+            });
+            put(snapshot, &mut self.unreadable, &name, contents);
         }
         Ok(())
     }
@@ -149,26 +202,25 @@ impl TreeFiles {
     /// and checking again only what the moves since the last load changed.
     pub fn load(&mut self, settings: &Settings) -> &KeptLoad {
         let changed = std::mem::take(&mut self.unloaded);
-        let files = &self.files;
-        let has_status = |id: &CanaryId| files.contains_key(&status_file::path_for(id));
+        let entries = &self.entries;
+        let has_status = |id: &CanaryId| entries.contains_key(&status_file::path_for(id));
         let existing = Existing {
             files: &self.snapshot,
             has_status: &has_status,
         };
-        self.kept.refresh(settings, &existing, &changed);
-        &self.kept
+        self.load.refresh(settings, &existing, &changed);
+        &self.load
     }
 
-    /// The canaries of the last [`TreeFiles::load`].
+    /// The canaries of the last [`CommitFiles::load`].
     pub fn loaded(&self) -> &KeptLoad {
-        &self.kept
+        &self.load
     }
 
-    /// Forgets the parses of the files that left the tree in the moves so far (kept for when
-    /// their blobs come back): a reader that follows one branch head, not a history, holds
-    /// the files of one tree only.
+    /// Forgets the parses of the files that left the tree in the moves so far: a reader that
+    /// follows one branch head, not a history, holds the files of one tree only.
     pub fn forget_removed(&mut self) {
-        self.cache = BlobCache::default();
+        self.kept = KeptParses::default();
     }
 
     /// How many blobs this reader has read and parsed itself, rather than taking the parse
@@ -179,256 +231,284 @@ impl TreeFiles {
     }
 
     /// What the tick's walk reads of this tree.
-    pub fn snapshot(&self) -> &Snapshot {
+    pub fn snapshot(&self) -> &Arc<Snapshot> {
         &self.snapshot
     }
 
-    /// Whether `path` is a regular file.
-    pub fn is_file(&self, path: &str) -> bool {
-        self.files.contains_key(path)
-    }
-
-    /// Whether `path` is a folder (a checkout makes one for any file below it).
-    fn is_folder(&self, path: &str) -> bool {
-        let prefix = format!("{path}/");
-        self.files
-            .range(prefix.clone()..)
-            .next()
-            .is_some_and(|(p, _)| p.starts_with(&prefix))
-    }
-
-    /// `path` read as [`crate::yaml::snapshot::read_bounded`] reads a checked-out file;
-    /// `None` when nothing is there.
-    pub fn read(&self, repo: &Repository, path: &str) -> Option<Result<String, ReadError>> {
-        match self.files.get(path) {
-            Some(id) => {
-                Some(read_blob(repo, *id).unwrap_or_else(|e| Err(ReadError::Io(e.to_string()))))
+    /// What `path` (repo-relative, `/`-separated; `""`: the root) is, as a checkout shows it.
+    pub fn entry(&self, path: &str) -> PathEntry {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() {
+            return PathEntry::Folder;
+        }
+        // A folder on the way that is a link, a file or a submodule.
+        for i in 1..parts.len() {
+            let above = parts[..i].join("/");
+            match self.entries.get(&above) {
+                Some((_, Mode::Link)) => return PathEntry::ThroughLink(above),
+                Some(_) => return PathEntry::Other,
+                None => {}
             }
-            None if self.is_folder(path) => Some(Err(ReadError::NotAFile)),
-            None => None,
+        }
+        let path = parts.join("/");
+        match self.entries.get(&path) {
+            Some((id, Mode::File)) => PathEntry::File(*id),
+            Some((_, Mode::Link)) => PathEntry::Link,
+            Some((_, Mode::Other)) => PathEntry::Other,
+            None if self.below(&path).next().is_some() => PathEntry::Folder,
+            None => PathEntry::Missing,
         }
     }
 
-    /// The names of what is inside the folder `path` (files and folders), sorted.
-    pub fn list(&self, path: &str) -> Vec<String> {
-        let prefix = format!("{path}/");
-        let mut names: Vec<String> = self
-            .files
+    /// The entries below the folder `path` (`""`: the root), every depth.
+    fn below<'s>(&'s self, path: &str) -> impl Iterator<Item = (&'s str, &'s (Oid, Mode))> + 's {
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}/")
+        };
+        let skip = prefix.len();
+        self.entries
             .range(prefix.clone()..)
-            .take_while(|(p, _)| p.starts_with(&prefix))
-            .filter_map(|(p, _)| p[prefix.len()..].split('/').next())
-            .map(str::to_string)
-            .collect();
-        names.dedup();
-        names
+            .take_while(move |(p, _)| p.starts_with(&prefix))
+            .map(move |(p, e)| (&p[skip.min(p.len())..], e))
+    }
+
+    /// The entries of the folder `folder` (`""`: the root) by name, each with what it is;
+    /// empty when there is no such folder.
+    pub fn list(&self, folder: &str) -> Vec<(String, PathEntry)> {
+        if self.entry(folder) != PathEntry::Folder {
+            return Vec::new();
+        }
+        let mut out: Vec<(String, PathEntry)> = Vec::new();
+        for (rest, (id, mode)) in self.below(folder) {
+            let (name, deeper) = match rest.split_once('/') {
+                Some((name, _)) => (name, true),
+                None => (rest, false),
+            };
+            if out.last().is_some_and(|(last, _)| last == name) {
+                continue;
+            }
+            let entry = match (deeper, mode) {
+                (true, _) => PathEntry::Folder,
+                (false, Mode::File) => PathEntry::File(*id),
+                (false, Mode::Link) => PathEntry::Link,
+                (false, Mode::Other) => PathEntry::Other,
+            };
+            out.push((name.to_string(), entry));
+        }
+        out
+    }
+
+    /// These files with `repo` to read blobs from, and `root` the folder readers that take
+    /// one are handed (`root.join(file)`).
+    pub fn at<'a>(&'a self, repo: &'a Repository, root: &'a Path) -> At<'a> {
+        At {
+            repo,
+            root,
+            files: self,
+        }
     }
 }
 
-/// A tree's files as the workload readers read files outside the walk (a primary in a hidden
-/// output folder, a file named by a reference): from the blobs, never from a folder.
-pub struct Outside<'a> {
-    pub repo: &'a Repository,
-    pub files: &'a TreeFiles,
+/// Whether the walk reads `path` (repo-relative, `/`-separated): a `.yaml` or `.yml` file
+/// outside hidden folders, as `yaml::snapshot`'s walk of a work tree reads.
+pub fn walked(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let Some(name) = parts.pop() else {
+        return false;
+    };
+    (name.ends_with(".yaml") || name.ends_with(".yml")) && !parts.iter().any(|p| p.starts_with('.'))
 }
 
-impl crate::workload::Outside for Outside<'_> {
+/// Puts a file in `snapshot` in the walk's order, noting in `unreadable` when its read failed.
+fn put(
+    snapshot: &mut Snapshot,
+    unreadable: &mut BTreeSet<String>,
+    name: &str,
+    contents: Arc<Contents>,
+) {
+    if failed(&contents) {
+        unreadable.insert(name.to_string());
+    }
+    let name = name.to_string();
+    snapshot.put(File { name, contents }, walks_before);
+}
+
+/// A read that failed for a reason that may pass (a link is refused for good).
+fn failed(contents: &Contents) -> bool {
+    matches!(contents, Contents::Unreadable(e) if !matches!(e, ReadError::Symlink))
+}
+
+/// A blob's text, refused as the readers refuse a file: over [`MAX_FILE_BYTES`] or not
+/// UTF-8. The size is read from the header, so a large blob is never loaded.
+pub fn read_text(repo: &Repository, id: Oid) -> Result<String, ReadError> {
+    let io = |e: git2::Error| ReadError::Io(format!("read a file: {}", e.message()));
+    let odb = repo.odb().map_err(io)?;
+    let (size, _) = odb.read_header(id).map_err(io)?;
+    if size as u64 > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge { bytes: size as u64 });
+    }
+    let blob = repo.find_blob(id).map_err(io)?;
+    String::from_utf8(blob.content().to_vec()).map_err(|_| ReadError::NotUtf8)
+}
+
+/// A [`CommitFiles`] with the repository its blobs are read from: single paths, read as a
+/// checkout reads them.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    pub repo: &'a Repository,
+    /// The folder handed to readers that take one (`root.join(file)`).
+    pub root: &'a Path,
+    pub files: &'a CommitFiles,
+}
+
+impl At<'_> {
+    /// Whether anything is at `file`: a file, a folder or a link (even one pointing nowhere),
+    /// as `symlink_metadata` tells on disk.
+    pub fn exists(&self, file: &str) -> bool {
+        self.files.entry(file) != PathEntry::Missing
+    }
+
+    /// The text of `file` (repo-relative); `None` when nothing is there.
+    pub fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
+        Some(match self.files.entry(file) {
+            PathEntry::Missing => return None,
+            PathEntry::File(id) => read_text(self.repo, id),
+            PathEntry::Link => Err(ReadError::Symlink),
+            PathEntry::ThroughLink(link) => Err(ReadError::SymlinkFolder { link }),
+            PathEntry::Folder | PathEntry::Other => Err(ReadError::NotAFile),
+        })
+    }
+
+    /// The text of `path`, a path below [`At::root`] (`root.join(file)`), as
+    /// [`read_bounded`](crate::yaml::snapshot::read_bounded) reads a checked-out file.
+    pub fn read_path(&self, path: &Path) -> Result<String, ReadError> {
+        let file = self.relative(path)?;
+        self.read(&file).unwrap_or_else(|| {
+            let tree = self.files.tree.map(|t| t.to_string()).unwrap_or_default();
+            Err(ReadError::Io(format!(
+                "{file}: no such file in tree {tree}"
+            )))
+        })
+    }
+
+    /// `path` below the root, repo-relative with `/`.
+    fn relative(&self, path: &Path) -> Result<String, ReadError> {
+        let outside = || {
+            ReadError::Io(format!(
+                "{} is not a plain path inside the repo {}",
+                path.display(),
+                self.root.display()
+            ))
+        };
+        let relative = path.strip_prefix(self.root).map_err(|_| outside())?;
+        let mut parts = Vec::new();
+        for part in relative.components() {
+            let std::path::Component::Normal(part) = part else {
+                return Err(outside());
+            };
+            parts.push(part.to_str().ok_or_else(outside)?);
+        }
+        Ok(parts.join("/"))
+    }
+
+    /// The repo settings (`.sluice/config.yaml`; absent: defaults), as
+    /// [`settings_in`](crate::manifest::load::settings_in) reads them from a folder.
+    pub fn settings(&self) -> (Settings, Vec<SpecError>) {
+        match self.read(SETTINGS_PATH) {
+            None => (Settings::default(), Vec::new()),
+            Some(read) => crate::manifest::load::settings_from(read),
+        }
+    }
+
+    /// A canary's status and spec record; `None` when it has no status file.
+    pub fn status(&self, id: &CanaryId) -> Result<Option<(Status, Option<SpecRecord>)>, String> {
+        self.read(&status_file::path_for(id))
+            .map(status_file::from_read)
+            .transpose()
+    }
+}
+
+impl crate::workload::Outside for At<'_> {
     fn is_file(&self, file: &str) -> bool {
-        self.files.is_file(file)
+        matches!(self.files.entry(file), PathEntry::File(_))
     }
 
     fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
-        self.files.read(self.repo, file)
+        At::read(self, file)
     }
 }
 
-/// A blob's text, refused as the readers refuse a file: over [`MAX_FILE_BYTES`] or not UTF-8.
-/// The size is read from the header, so a large blob is never loaded.
-fn read_blob(repo: &Repository, id: Oid) -> Result<Result<String, ReadError>, GitError> {
-    let odb = repo.odb().map_err(git("open the object database"))?;
-    let (size, _) = odb.read_header(id).map_err(git("read a file"))?;
-    if size as u64 > MAX_FILE_BYTES {
-        return Ok(Err(ReadError::TooLarge { bytes: size as u64 }));
+impl output_folder::Folders for At<'_> {
+    fn kind(&self, path: &str) -> Kind {
+        match self.files.entry(path) {
+            PathEntry::Missing => Kind::Missing,
+            PathEntry::Folder => Kind::Folder,
+            PathEntry::Link | PathEntry::ThroughLink(_) => Kind::Link,
+            PathEntry::File(_) | PathEntry::Other => Kind::File,
+        }
     }
-    let blob = repo.find_blob(id).map_err(git("read a file"))?;
-    Ok(String::from_utf8(blob.content().to_vec()).map_err(|_| ReadError::NotUtf8))
+
+    fn entries(&self, path: &str) -> Vec<(String, bool)> {
+        self.files
+            .list(path)
+            .into_iter()
+            .map(|(name, entry)| (name, entry == PathEntry::Folder))
+            .collect()
+    }
 }
 
-/// Parsed files by blob id, the oldest dropped first past [`CACHE_FILES`].
+/// Parses by blob id, the oldest dropped first once their text passes [`KEPT_PARSE_BYTES`].
 #[derive(Default)]
-struct BlobCache {
-    parsed: HashMap<Oid, std::sync::Arc<Contents>>,
-    order: VecDeque<Oid>,
+struct KeptParses {
+    parsed: HashMap<Oid, (Arc<Contents>, usize, u64)>,
+    /// Ids in the order kept, each with the turn it was kept at (an id taken and kept again
+    /// is here twice; only its newer turn counts).
+    order: VecDeque<(Oid, u64)>,
+    bytes: usize,
+    turn: u64,
 }
 
-impl BlobCache {
-    fn keep(&mut self, id: Oid, contents: std::sync::Arc<Contents>) {
-        self.parsed.insert(id, contents);
-        self.order.push_back(id);
-        while self.order.len() > CACHE_FILES {
-            if let Some(old) = self.order.pop_front() {
-                // An id taken and kept again is in `order` twice; its newer place keeps it.
-                if !self.order.contains(&old) {
-                    self.parsed.remove(&old);
-                }
+/// The text a parse was made from, in bytes (0 for a file that could not be read).
+fn text_bytes(contents: &Contents) -> usize {
+    match contents {
+        Contents::Yaml { text, .. } | Contents::Invalid { text, .. } => text.len(),
+        Contents::Unreadable(_) => 0,
+    }
+}
+
+impl KeptParses {
+    fn keep(&mut self, id: Oid, contents: Arc<Contents>) {
+        self.take(id);
+        let bytes = text_bytes(&contents);
+        self.turn += 1;
+        self.parsed.insert(id, (contents, bytes, self.turn));
+        self.order.push_back((id, self.turn));
+        self.bytes += bytes;
+        while self.bytes > KEPT_PARSE_BYTES {
+            let Some((old, turn)) = self.order.pop_front() else {
+                break;
+            };
+            if self.parsed.get(&old).is_some_and(|(_, _, t)| *t == turn) {
+                self.take(old);
             }
+        }
+        // Ids taken leave their turn behind: drop them once they outnumber the kept ones.
+        if self.order.len() > 2 * self.parsed.len() + 64 {
+            let parsed = &self.parsed;
+            self.order
+                .retain(|(id, turn)| parsed.get(id).is_some_and(|(_, _, t)| t == turn));
         }
     }
 
     /// The parse of `id`, moved out (the snapshot holds it until it is kept again).
-    fn take(&mut self, id: Oid) -> Option<std::sync::Arc<Contents>> {
-        self.parsed.remove(&id)
+    fn take(&mut self, id: Oid) -> Option<Arc<Contents>> {
+        let (contents, bytes, _) = self.parsed.remove(&id)?;
+        self.bytes -= bytes;
+        Some(contents)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    use crate::gitops::tree_of;
-
-    /// Each file's name and whether it parsed; each object's file, line, kind and name.
-    type Seen = (Vec<(String, bool)>, Vec<(String, usize, String, String)>);
-
-    /// What a snapshot holds, comparable, in order.
-    fn seen(snapshot: &Snapshot) -> Seen {
-        let files = snapshot
-            .files()
-            .iter()
-            .map(|f| (f.name.clone(), matches!(*f.contents, Contents::Yaml { .. })))
-            .collect();
-        let objects = snapshot
-            .objects()
-            .map(|o| {
-                (
-                    o.file.to_string(),
-                    o.line,
-                    o.kind.to_string(),
-                    o.name.to_string(),
-                )
-            })
-            .collect();
-        (files, objects)
-    }
-
-    /// Moving from tree to tree (and back, through the blob cache) gives the snapshot a
-    /// checkout of each tree gives, file for file and object for object.
-    #[test]
-    fn a_snapshot_moved_by_tree_diffs_is_the_snapshot_of_a_checkout() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init_bare(dir.path().join("r.git")).unwrap();
-        let cm = |name: &str| format!("kind: ConfigMap\nmetadata: {{name: {name}}}\n");
-        let (one, two, bad) = (cm("one"), cm("two"), "a: [1,\n".to_string());
-        let trees = [
-            tree_of(
-                &repo,
-                &[
-                    ("a.yaml", &one),
-                    ("a/z.yaml", &two),
-                    ("a-b/c.yaml", &one),
-                    (".hidden/x.yaml", &one),
-                    (".sluice/status/ns/n.yaml", "phase: Initialized\n"),
-                    ("notes.txt", &one),
-                    ("b.yml", &bad),
-                ],
-            ),
-            tree_of(
-                &repo,
-                &[
-                    ("a.yaml", &two),
-                    ("a/y.yaml", &one),
-                    ("a-b/c.yaml", &one),
-                    ("a-b/d.yaml", &two),
-                    (".sluice/status/ns/n.yaml", "phase: Progressing\n"),
-                    ("b.yml", &one),
-                    ("c.yaml", &bad),
-                ],
-            ),
-            tree_of(&repo, &[("only.yaml", &one)]),
-        ];
-        let mut files = TreeFiles::default();
-        for tree in [trees[0], trees[1], trees[0], trees[2], trees[1]] {
-            files.move_to(&repo, Some(tree)).unwrap();
-            let checkout = tempfile::tempdir().unwrap();
-            let t = repo.find_tree(tree).unwrap();
-            crate::gitops::objects::write_tree(&repo, &t, checkout.path()).unwrap();
-            let read = Snapshot::read(checkout.path());
-            assert_eq!(seen(files.snapshot()), seen(&read), "tree {tree}");
-            assert_eq!(
-                files.snapshot().find("ConfigMap", "one").count(),
-                read.find("ConfigMap", "one").count()
-            );
-        }
-        assert_eq!(files.list(".sluice/status"), ["ns"]);
-        assert!(files.is_file(".sluice/status/ns/n.yaml"));
-        assert_eq!(
-            files.read(&repo, ".sluice/status"),
-            Some(Err(ReadError::NotAFile))
-        );
-        assert_eq!(files.read(&repo, "nothing.yaml"), None);
-        files.move_to(&repo, None).unwrap();
-        assert!(files.snapshot().files().is_empty());
-    }
-
-    /// After a move that changes one spec of many, loading the canaries reads that one file
-    /// again, and gives what `load_in` gives on the whole tree.
-    #[test]
-    fn a_load_after_a_one_spec_change_reads_that_spec_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init_bare(dir.path().join("r.git")).unwrap();
-        let spec = |n: usize, revision: &str| {
-            format!(
-                "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: c{n}, namespace: ns}}\nspec:\n  routeOnly: {{services: [c{n}-a, c{n}-b], revision: \"{revision}\"}}\n  output: deploy/c{n}\n  service: {{port: 80}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis: {{interval: 1m, stepWeights: [5, 25, 50]}}\n"
-            )
-        };
-        let tree = |changed: &str| {
-            let texts: Vec<(String, String)> = (0..40)
-                .map(|n| {
-                    let revision = if n == 7 { changed } else { "r1" };
-                    (format!("specs/c{n}.yaml"), spec(n, revision))
-                })
-                .collect();
-            let files: Vec<(&str, &str)> = texts
-                .iter()
-                .map(|(p, t)| (p.as_str(), t.as_str()))
-                .collect();
-            tree_of(&repo, &files)
-        };
-        let (before, after) = (tree("r1"), tree("r2"));
-        let settings = Settings::default();
-        let mut files = TreeFiles::default();
-        files.move_to(&repo, Some(before)).unwrap();
-        assert_eq!(files.load(&settings).reads(), 40);
-        files.move_to(&repo, Some(after)).unwrap();
-        let kept = files.load(&settings);
-        assert_eq!(kept.reads(), 41, "one changed spec, one file read again");
-        let whole = crate::manifest::load::load(files.snapshot(), &settings);
-        let ids = |c: &crate::manifest::model::Canary| (c.id.to_string(), c.file.clone());
-        let kept: Vec<_> = files.loaded().canaries().map(ids).collect();
-        assert_eq!(kept, whole.canaries.iter().map(ids).collect::<Vec<_>>());
-        let c7 = files.loaded().canary("ns/c7").unwrap();
-        assert!(
-            matches!(&c7.target, crate::core::model::Target::RouteOnly { revision, .. } if revision == "r2")
-        );
-    }
-
-    #[test]
-    fn the_walk_order_is_folder_by_folder() {
-        let mut names = vec!["b.yml", "a.yaml", "a-b/c.yaml", "a/z.yaml", ".hidden.yaml"];
-        names.sort_by(|a, b| {
-            if walks_before(a, b) {
-                std::cmp::Ordering::Less
-            } else if walks_before(b, a) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
-        assert_eq!(
-            names,
-            [".hidden.yaml", "a/z.yaml", "a-b/c.yaml", "a.yaml", "b.yml"]
-        );
-        assert!(walked(".hidden.yaml") && walked("apps/a.yml"));
-        assert!(!walked(".sluice/status/a/b.yaml") && !walked("apps/.cache/x.yaml"));
-        assert!(!walked("notes.txt"));
-    }
-}
+mod tests;

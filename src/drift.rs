@@ -96,14 +96,14 @@ pub struct Memory {
 impl Default for Memory {
     /// An empty memory that shares its parses with no one.
     fn default() -> Memory {
-        Memory::new(crate::yaml::snapshot_cache::Parses::default())
+        Memory::new(crate::yaml::parses::Parses::default())
     }
 }
 
 impl Memory {
     /// An empty memory whose verifier shares file parses through `parses` (the tick's
     /// snapshot holds most of the same blobs).
-    pub fn new(parses: crate::yaml::snapshot_cache::Parses) -> Memory {
+    pub fn new(parses: crate::yaml::parses::Parses) -> Memory {
         Memory {
             walk: Mutex::default(),
             checks: Mutex::default(),

@@ -26,8 +26,7 @@ use crate::core::status::Status;
 use crate::core::waves::Release;
 use crate::deleted::{self, Deleted};
 use crate::forge::Forge;
-use crate::gitops::{ConfigRepo, FileChange, Identity, TreeFile};
-use crate::head_files::HeadFiles;
+use crate::gitops::{ConfigRepo, FileChange, Identity, PathEntry};
 use crate::manifest::load::Loaded;
 use crate::manifest::model::{Canary, CanaryId};
 use crate::manifest::settings::{Settings, SETTINGS_PATH};
@@ -39,7 +38,6 @@ use crate::runtime::Runtime;
 use crate::workload;
 use crate::yaml::error::SpecError;
 use crate::yaml::snapshot::Snapshot;
-use crate::yaml::snapshot_cache::{Listed, Moved};
 
 mod statuses;
 
@@ -61,15 +59,19 @@ pub struct Read {
 /// Reads the repo at its head once: settings, specs, templates. `author` overrides the
 /// settings' author.
 pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> Read {
-    let head = HeadFiles::new(repo);
+    // The one read of the repo this attempt makes: specs, templates and sources come from it.
+    // Moved from the last tick's head by the files that differ; the first tick reads every
+    // file. When the head's tree cannot be read, nothing is: no canary is decided, and no
+    // status file is found to revert.
+    let files = runtime.head_files(repo, true);
+    let head = files.at(repo.git(), repo.root());
     let (settings, settings_errors) = settings(repo, runtime);
     let mut spec_errors = settings_errors.clone();
     let author = author.unwrap_or_else(|| Identity {
         name: settings.author_name.clone(),
         email: settings.author_email.clone(),
     });
-    // The one read of the repo this attempt makes: specs, templates and sources come from it.
-    let snapshot = snapshot(repo, runtime);
+    let snapshot = Arc::clone(files.snapshot());
     let has_status = |id: &CanaryId| head.exists(&status_file::path_for(id));
     let existing = crate::manifest::load::Existing {
         files: &snapshot,
@@ -117,58 +119,16 @@ pub fn read(repo: &ConfigRepo, runtime: &Runtime, author: Option<Identity>) -> R
     }
 }
 
-/// The snapshot of the head: the last tick's, moved by the YAML files that differ between
-/// its commit and the head (read from the head's tree, through the runtime's reader, unless
-/// their content was parsed already); the first tick lists and reads every YAML file. When
-/// the head's tree cannot be listed, nothing is read (the clone has no work tree to fall back
-/// on): no canary is decided, and no status file is found to revert.
-fn snapshot(repo: &ConfigRepo, runtime: &Runtime) -> Arc<Snapshot> {
-    let root = repo.root();
-    let head = HeadFiles::new(repo);
-    let at = repo.head();
-    let listed = |f: TreeFile| Listed {
-        name: f.path,
-        blob: f.id.to_string(),
-        link: f.link,
-    };
-    runtime.snapshot(
-        at,
-        |last| match repo.yaml_changes(last, at) {
-            Ok(changes) => Some(
-                changes
-                    .into_iter()
-                    .map(|(path, now)| match now {
-                        Some(file) => Moved::Now(listed(file)),
-                        None => Moved::Gone(path),
-                    })
-                    .collect(),
-            ),
-            Err(e) => {
-                warn!(error = %e, "Cannot compare the head with the last tick's; reading every file");
-                None
-            }
-        },
-        || match repo.yaml_files_at(at) {
-            Ok(files) => Some(files.into_iter().map(listed).collect()),
-            Err(e) => {
-                warn!(error = %e, "Cannot list the head's files; reading none");
-                None
-            }
-        },
-        |name| runtime.read_file(&root.join(name), &|p| head.read_path(p)),
-    )
-}
-
 /// The repo settings at the head, parsed again only when `.sluice/config.yaml` changed.
 fn settings(repo: &ConfigRepo, runtime: &Runtime) -> (Settings, Vec<SpecError>) {
-    let source = match repo.file_id_at_head(SETTINGS_PATH) {
-        Ok(id) => id.map(|id| id.to_string()),
-        Err(e) => {
-            warn!(error = %e, "Cannot look up the repo settings; reading them again");
-            Some(format!("unreadable {}", repo.head()))
-        }
+    let files = runtime.head_files(repo, false);
+    let source = match files.entry(SETTINGS_PATH) {
+        PathEntry::Missing => None,
+        PathEntry::File(id) => Some(id.to_string()),
+        // Read and refused; what it is names the version.
+        other => Some(format!("{other:?}")),
     };
-    let head = HeadFiles::new(repo);
+    let head = files.at(repo.git(), repo.root());
     runtime.settings(source, || {
         // Absent means defaults; anything there (a link, a folder) is read and refused.
         if !head.exists(SETTINGS_PATH) {
@@ -225,7 +185,8 @@ pub fn statuses<'a>(repo: &ConfigRepo, runtime: &Runtime, read: &'a Read) -> Sta
     let root = repo.root();
     let canaries = &read.loaded.canaries;
     let outputs: Vec<&str> = canaries.iter().map(|c| c.output.as_str()).collect();
-    let head = HeadFiles::new(repo);
+    let files = runtime.head_files(repo, false);
+    let head = files.at(repo.git(), root);
     let index = workload::Index::reading(&read.snapshot, &outputs, &head);
     let mut unreadable = Vec::new();
     let mut prepared = Vec::new();
@@ -549,9 +510,11 @@ pub fn deleted(
     snapshot: &Snapshot,
     spec_errors: bool,
 ) -> Vec<(Deleted, Deletion)> {
-    let head = HeadFiles::new(repo);
+    let files = runtime.head_files(repo, false);
+    let head = files.at(repo.git(), repo.root());
     let list = |folder: &str| {
-        head.list(folder)
+        files
+            .list(folder)
             .into_iter()
             .map(|(name, _)| name)
             .collect()

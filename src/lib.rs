@@ -19,7 +19,7 @@
 //! 1. [`tick`] (`src/tick.rs`), called by [`cli`] with what the [`runtime`] built once (the
 //!    [`clock`], the [`kube`] client, pooled [`http_client`]s, [`secrets`] and the credentials
 //!    [`redact`] keeps out of logs): fetches through [`gitops`] (remote URLs split by
-//!    [`url_credentials`]) and reads the head commit's files ([`head_files`]), then calls each
+//!    [`url_credentials`]) and reads the head commit's files ([`commit_files`]), then calls each
 //!    step below in turn; a rejected push loops back to the fetch (never a force push).
 //!    Nothing it calls calls back into it.
 //! 2. [`facts`] (`src/facts.rs`): reads the repo once (the [`yaml`] snapshot, settings, the
@@ -78,7 +78,7 @@
 //! | [`approval`] | approval branches and pull requests: read before deciding, rendered and opened after the push | commit or push |
 //! | [`readers`] | what sluice recorded, read back for people: status rows, a canary's decisions from trailers, a commit's YAML written out; shared by `status`, `history` and the dashboard | write to the repository |
 //! | [`dashboard`] | the read-only dashboard's model (cached by head commit), charts and pages; its routes live in [`server`] | fetch, write, or show a secret |
-//! | [`commit_files`] | the files of one commit after another, followed by tree diffs and parsed once per blob, for audit and drift's verifier | write to the disk |
+//! | [`commit_files`] | the files of one commit after another as a checkout gives them (links refused), followed by tree diffs and parsed once per blob: the one reader of a commit's files, for the tick, drift's verifier, audit, approvals, `operate` and the dashboard | write to the disk, or follow a link |
 //! | [`remake`] | the one replay of a commit: what sluice would have written for it (the core's decision made again, rendered on the commit's base), for audit, approvals and drift's verifier | read anything but the base it is given |
 //! | [`audit`] | `sluice audit`: every decision of the branch made again from git (parent tree, `Sluice-Replay` record) and compared with the commit | write to the repository |
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
@@ -87,7 +87,6 @@
 //! | [`alert_kinds`] | Flagger's AlertProvider types (Slack, Teams, Discord, Rocket, Google Chat): one module and one registry line each, its post URL and body | send, or know a canary |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
-//! | [`head_files`] | the head commit's files read from tree objects, as a checkout would give them | write, or follow a link |
 //! | [`forge`] | GitHub, GitLab, Gitea pull requests: one module and one line of `forge::registry` each | know about canaries |
 //! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`leadership`] | the Kubernetes Lease `sluice run --leader-election` holds before it ticks, so one replica commits | decide a canary |
@@ -123,7 +122,6 @@ pub mod facts;
 pub mod forge;
 pub mod gates;
 pub mod gitops;
-pub mod head_files;
 pub mod http_client;
 pub mod judge;
 pub mod kube;

@@ -14,7 +14,6 @@ use tracing::info;
 use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
-use crate::head_files::HeadFiles;
 use crate::manifest::settings::ForgeSettings;
 use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
@@ -70,7 +69,7 @@ pub fn operate(
     let mut attempt = 1;
     let (subject, left, forge) = loop {
         repo.fetch()?;
-        let applied = apply(repo, manual, now)?;
+        let applied = apply(repo, runtime, manual, now)?;
         match crate::execute::push(repo, attempt, attempts)? {
             PushOutcome::Pushed(_) => break applied,
             PushOutcome::Rejected => attempt += 1,
@@ -106,11 +105,13 @@ type Applied = (String, Option<Pending>, Option<ForgeSettings>);
 /// Commits the operation on the current head (not pushed).
 fn apply(
     repo: &mut ConfigRepo,
+    runtime: &Runtime,
     manual: &Manual<'_>,
     now: Timestamp,
 ) -> Result<Applied, OperateError> {
     let root: PathBuf = repo.root().to_path_buf();
-    let head = HeadFiles::new(repo);
+    let files = runtime.head_files(repo, false);
+    let head = files.at(repo.git(), repo.root());
     let (settings, problems) = head.settings();
     if !problems.is_empty() {
         return Err(OperateError::Settings {
@@ -121,14 +122,14 @@ fn apply(
                 .join("; "),
         });
     }
-    let snapshot = head.snapshot()?;
+    let snapshot = files.snapshot();
     let has_status =
         |id: &crate::manifest::model::CanaryId| head.exists(&status_file::path_for(id));
     let existing = crate::manifest::load::Existing {
-        files: &snapshot,
+        files: snapshot,
         has_status: &has_status,
     };
-    let loaded = crate::manifest::load::load_in(&snapshot, &settings, Some(&existing));
+    let loaded = crate::manifest::load::load_in(snapshot, &settings, Some(&existing));
     let status_of = |id: &crate::manifest::model::CanaryId| {
         head.status(id).ok().flatten().map(|(status, _)| status)
     };
@@ -141,7 +142,7 @@ fn apply(
                 crate::waves::select::Unselected::Wave(why) => OperateError::Wave(why),
             })?;
     let outputs: Vec<&str> = loaded.canaries.iter().map(|c| c.output.as_str()).collect();
-    let index = workload::Index::reading(&snapshot, &outputs, &head);
+    let index = workload::Index::reading(snapshot, &outputs, &head);
     let status = head
         .status(&canary.id)
         .map(|found| found.map(|(status, _)| status));

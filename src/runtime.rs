@@ -12,9 +12,10 @@
 //! - The repo settings, re-parsed only when `.sluice/config.yaml` changed.
 //! - The one function every repo file a tick reads goes through (tests count reads with it);
 //!   the bytes come from the head's tree objects (the clone has no work tree).
-//! - The files and status files the last tick parsed, by blob id, so that a tick parses only
-//!   what changed; and the canaries it loaded, so that a tick reads and checks again only the
-//!   specs a change concerns.
+//! - The files of the last tick's head ([`CommitFiles`], moved to the next head by the tree
+//!   diff) and the status files it parsed, by blob id, so that a tick parses only what changed;
+//!   and the canaries it loaded, so that a tick reads and checks again only the specs a change
+//!   concerns.
 //!
 //! It holds no per-canary state and makes no decision.
 
@@ -26,8 +27,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::warn;
 
+use crate::commit_files::{read_text, CommitFiles};
 use crate::core::status::Status;
 use crate::forge::{ForgeClient, ForgeToken};
+use crate::gitops::ConfigRepo;
 use crate::http_client::HttpClients;
 use crate::manifest::load::{Existing, Loaded};
 use crate::manifest::load_incremental::KeptLoad;
@@ -36,8 +39,8 @@ use crate::metrics::prometheus::{Auth, PrometheusAccess, PASSWORD_VAR, TOKEN_VAR
 use crate::render::status_file::SpecRecord;
 use crate::secrets::Secrets;
 use crate::yaml::error::SpecError;
-use crate::yaml::snapshot::{Contents, ReadError, Snapshot};
-use crate::yaml::snapshot_cache::{KeptSnapshot, Listed, Moved, Parses};
+use crate::yaml::parses::Parses;
+use crate::yaml::snapshot::{Contents, ReadError};
 
 /// Worker threads of the shared tokio runtime: observation fans out on them while the tick's
 /// thread blocks, and the HTTP server keeps answering meanwhile.
@@ -59,8 +62,8 @@ pub struct Runtime {
     reader: Box<FileReader>,
     /// Spec warnings already logged, so each is logged once per version of its file.
     warnings: crate::manifest::warning_log::WarningLog,
-    /// The last tick's snapshot, and the commit it mirrors.
-    snapshots: Mutex<KeptSnapshot>,
+    /// The files of the head the last tick read (a reader of an older head holds its own).
+    files: Mutex<Arc<CommitFiles>>,
     statuses: Mutex<ParsedStatuses>,
     /// The canaries as the last tick loaded them, and the head it loaded them at.
     loads: Mutex<Option<(git2::Oid, KeptLoad)>>,
@@ -144,7 +147,7 @@ impl Runtime {
                 .map_err(std::io::Error::other)?,
         );
         let prometheus = prometheus.with_clock(Arc::clone(&clock));
-        // The tick's snapshot and drift's verifier hold mostly the same blobs: one parse each.
+        // The tick's files and drift's verifier hold mostly the same blobs: one parse each.
         let parses = Parses::default();
         Ok(Runtime {
             tokio,
@@ -158,7 +161,10 @@ impl Runtime {
             settings: Mutex::new(None),
             reader: Box::new(|path, source| source(path)),
             warnings: Default::default(),
-            snapshots: Mutex::new(KeptSnapshot::new(parses.clone())),
+            files: Mutex::new(Arc::new(CommitFiles::new(
+                parses.clone(),
+                Default::default(),
+            ))),
             statuses: Mutex::new(HashMap::new()),
             loads: Mutex::new(None),
             drift: Arc::new(crate::drift::Memory::new(parses.clone())),
@@ -204,37 +210,60 @@ impl Runtime {
         (self.reader)(path, source)
     }
 
-    /// The snapshot of commit `at`: the last tick's, moved by the files that differ
-    /// (`moved(last)` gives them, `None` when they cannot be told), else read whole from the
-    /// files `listed()` gives (`None`: they cannot be listed, and the snapshot is empty).
-    /// `read` reads a file by name; only files whose content no one has parsed are read.
-    pub fn snapshot(
-        &self,
-        at: git2::Oid,
-        moved: impl FnOnce(git2::Oid) -> Option<Vec<Moved>>,
-        listed: impl FnOnce() -> Option<Vec<Listed>>,
-        read: impl FnMut(&str) -> Result<String, ReadError>,
-    ) -> Arc<Snapshot> {
-        let mut kept = match self.snapshots.lock() {
+    /// The files of the clone's head: the last ones read, moved to the head by the tree diff
+    /// when it moved; files are read through [`Runtime::read_file`] unless someone in this
+    /// runtime holds their parse. The tick reads them once at its start with `again` (files
+    /// whose read failed are read again: the reason may have passed); every later reader of
+    /// the same head takes them as they are. When the head's tree cannot be read, the files
+    /// are none (the clone has no work tree to fall back on).
+    pub fn head_files(&self, repo: &ConfigRepo, again: bool) -> Arc<CommitFiles> {
+        let mut kept = match self.files.lock() {
             Ok(guard) => guard,
             // A panic elsewhere while holding the lock: start again from nothing.
             Err(poisoned) => {
                 let mut guard = poisoned.into_inner();
-                guard.clear();
+                *guard = Arc::new(guard.emptied());
                 guard
             }
         };
-        let last = kept.at().and_then(|last| last.parse::<git2::Oid>().ok());
-        if let Some(moved) = last.and_then(moved) {
-            return kept.move_to(at.to_string(), moved, read);
+        let tree = match repo.tree_at(repo.head()) {
+            Ok(tree) => tree,
+            Err(e) => {
+                warn!(error = %e, "Cannot read the head's tree; reading no file");
+                *kept = Arc::new(kept.emptied());
+                return Arc::clone(&kept);
+            }
+        };
+        if kept.tree() == Some(tree) && !(again && kept.has_unreadable()) {
+            return Arc::clone(&kept);
         }
-        match listed() {
-            Some(listed) => kept.rebuild(at.to_string(), listed, read),
-            None => {
-                kept.clear();
-                Arc::default()
+        if kept.tree().is_none() {
+            // The first read: through the folders the clone keeps.
+            *kept = Arc::new(CommitFiles::new(
+                self.parses.clone(),
+                repo.folders().clone(),
+            ));
+        }
+        if Arc::get_mut(&mut kept).is_none() {
+            // A reader still holds the files of an earlier head: these start from none (what
+            // the holder keeps is taken by blob id, not read again).
+            *kept = Arc::new(kept.emptied());
+        }
+        if let Some(files) = Arc::get_mut(&mut kept) {
+            let (git, root) = (repo.git(), repo.root());
+            let mut read = |name: &str, id: git2::Oid| {
+                self.read_file(&root.join(name), &|_| read_text(git, id))
+            };
+            if let Err(e) = files.move_reading(git, Some(tree), &mut read) {
+                warn!(error = %e, "Cannot compare the head with the last tick's; reading every file");
+                *files = files.emptied();
+                if let Err(e) = files.move_reading(git, Some(tree), &mut read) {
+                    warn!(error = %e, "Cannot list the head's files; reading none");
+                    *files = files.emptied();
+                }
             }
         }
+        Arc::clone(&kept)
     }
 
     /// The canaries of `existing.files` (the snapshot of `head`) as

@@ -249,7 +249,8 @@ fn decide(
         .into_iter()
         .map(|(d, fact)| (d, deleted(&fact)))
         .collect();
-    let head = crate::head_files::HeadFiles::new(repo);
+    let files = ctx.runtime.head_files(repo, false);
+    let head = files.at(repo.git(), repo.root());
     Ok(plan::build(
         (repo.root(), &head),
         read,

@@ -487,7 +487,22 @@ fn the_kept_snapshot_is_a_whole_read_of_the_head_after_every_change() {
                 read(path)
             });
     let kept = |repo: &ConfigRepo| sluice::facts::read(repo, &runtime, None).snapshot;
-    let whole = |repo: &ConfigRepo| sluice::head_files::HeadFiles::new(repo).snapshot().unwrap();
+    // A whole read: the head checked out by git into a fresh folder, walked.
+    let whole = |repo: &ConfigRepo| {
+        let out = tempfile::tempdir().unwrap();
+        crate::support::run_ok(
+            std::process::Command::new("sh")
+                .args([
+                    "-ec",
+                    r#"git --git-dir "$1" archive "$2" | tar -x -C "$3""#,
+                    "sh",
+                ])
+                .arg(repo.git_dir())
+                .arg(repo.head().to_string())
+                .arg(out.path()),
+        );
+        sluice::yaml::snapshot::Snapshot::read(out.path())
+    };
 
     let first = kept(&repo);
     assert!(failed_once.load(Ordering::SeqCst));

@@ -37,17 +37,16 @@ use crate::core::status::Status;
 use crate::deleted::{self, STATUS_DIR};
 use crate::gitops::message::{CommitHead, Message};
 use crate::gitops::{parse_trailers, trailer_group, CommitMessage, Folders};
-use crate::manifest::load::settings_from;
 use crate::manifest::load_incremental::KeptLoad;
 use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::render::message::{self, CANARY};
 use crate::render::replay::{By, Record, FORMAT, REPLAY};
 use crate::render::status_file::SpecRecord;
-use crate::render::{status_file, GENERATED_MARK};
+use crate::render::GENERATED_MARK;
 use crate::workload;
 use crate::yaml::snapshot::{ReadError, Snapshot};
 
-use crate::commit_files::TreeFiles;
+use crate::commit_files::{At, CommitFiles};
 use crate::gitops::objects as tree;
 use replay::{Replayed, Sanctioned};
 use tree::{Changed, GitError};
@@ -220,7 +219,7 @@ struct Audit<'r, 'a> {
     changed: Option<(Oid, Vec<String>)>,
     /// The files of the last parent read, moved on to the next one by the tree diff (`None`
     /// while a parent holds them).
-    files: Option<TreeFiles>,
+    files: Option<CommitFiles>,
     /// Reading the commits before `--since`: sluice's commits there are taken as verified,
     /// without a replay, and signatures are not checked.
     trusting: bool,
@@ -229,7 +228,7 @@ struct Audit<'r, 'a> {
 /// The parent of a commit, read from git objects as the tick reads its clone.
 pub struct Parent<'r> {
     repo: &'r Repository,
-    files: TreeFiles,
+    files: CommitFiles,
     pub settings: Settings,
     settings_problems: Vec<String>,
 }
@@ -240,18 +239,20 @@ const NO_FOLDER: &str = "/dev/null/sluice-audit";
 
 impl<'r> Parent<'r> {
     /// Reads the settings of the tree `files` is at.
-    fn new(repo: &'r Repository, files: TreeFiles) -> Parent<'r> {
-        let (settings, problems) = match files.read(repo, SETTINGS_PATH) {
-            // Absent means defaults, as for a checked-out repo.
-            None => (Settings::default(), Vec::new()),
-            Some(read) => settings_from(read),
-        };
+    fn new(repo: &'r Repository, files: CommitFiles) -> Parent<'r> {
+        // Absent means defaults, as for a checked-out repo.
+        let (settings, problems) = files.at(repo, Path::new(NO_FOLDER)).settings();
         Parent {
             repo,
             files,
             settings,
             settings_problems: problems.iter().map(ToString::to_string).collect(),
         }
+    }
+
+    /// The parent's files with the repository to read them from.
+    fn at(&self) -> At<'_> {
+        self.files.at(self.repo, Path::new(NO_FOLDER))
     }
 
     /// What the tick's walk reads at the parent.
@@ -274,10 +275,7 @@ impl<'r> Parent<'r> {
         &self,
         id: &CanaryId,
     ) -> Result<Option<(Status, Option<SpecRecord>)>, String> {
-        self.files
-            .read(self.repo, &status_file::path_for(id))
-            .map(status_file::from_read)
-            .transpose()
+        self.at().status(id)
     }
 
     /// A canary's status at the parent; `None` when it has none.
@@ -288,8 +286,8 @@ impl<'r> Parent<'r> {
     /// The canaries whose spec is gone at the parent while their status file is there.
     pub fn deleted(&self) -> Vec<deleted::Deleted> {
         let mut found = Vec::new();
-        for namespace in self.files.list(STATUS_DIR) {
-            for entry in self.files.list(&format!("{STATUS_DIR}/{namespace}")) {
+        for (namespace, _) in self.files.list(STATUS_DIR) {
+            for (entry, _) in self.files.list(&format!("{STATUS_DIR}/{namespace}")) {
                 let Some(name) = entry.strip_suffix(".yaml") else {
                     continue;
                 };
@@ -299,15 +297,15 @@ impl<'r> Parent<'r> {
             }
         }
         deleted::among(found, self.snapshot(), |file| {
-            self.files
-                .read(self.repo, file)
+            self.at()
+                .read(file)
                 .unwrap_or_else(|| Err(ReadError::Io(format!("{file} is not in the tree"))))
         })
     }
 
     /// Loads the canaries at the parent, as the tick loads them (duplicate names and shared
     /// output folders judged over the whole repo), reading only what changed since the last
-    /// parent: see [`TreeFiles::load`].
+    /// parent: see [`CommitFiles::load`].
     fn load_canaries(&mut self) {
         self.files.load(&self.settings);
     }
@@ -325,11 +323,11 @@ impl<'r> Parent<'r> {
 
 impl workload::Outside for Parent<'_> {
     fn is_file(&self, file: &str) -> bool {
-        self.files.is_file(file)
+        workload::Outside::is_file(&self.at(), file)
     }
 
     fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
-        self.files.read(self.repo, file)
+        self.at().read(file)
     }
 }
 

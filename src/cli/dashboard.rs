@@ -18,8 +18,8 @@ use crate::dashboard::auth::Auth;
 use crate::dashboard::{Dashboard, Source, DEFAULT_HISTORY};
 use crate::runtime::Runtime;
 use crate::server::{serve_dashboard, DashboardState};
+use crate::yaml::parses::Parses;
 use crate::yaml::reader::parse_duration;
-use crate::yaml::snapshot_cache::Parses;
 
 /// `sluice dashboard`'s default address: loopback, next to the daemon's port.
 pub const DEFAULT_DASHBOARD_LISTEN: &str = "127.0.0.1:8724";

@@ -1,7 +1,7 @@
 //! The read-only dashboard: an overview of every canary and a page per canary, and the same
 //! model as JSON (`/api/v1`). Drawn from git alone: the files of the commit a ref points at
-//! are read from its tree objects by the reader audit and drift's verifier use
-//! ([`TreeFiles`], kept from one commit to the next, so a new head reads only the files that
+//! are read from its tree objects by the reader the tick, audit and drift's verifier use
+//! ([`CommitFiles`], kept from one commit to the next, so a new head reads only the files that
 //! differ), and the model is built by the readers `sluice status` and `sluice history` use;
 //! the result is cached by that commit. A request never fetches: whoever owns the clone (the
 //! daemon's loop, or `sluice dashboard`'s poller) moves the ref.
@@ -31,11 +31,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 
 use crate::clock::Clock;
-use crate::commit_files::{Outside, TreeFiles};
+use crate::commit_files::CommitFiles;
 use crate::manifest::settings::Settings;
 use crate::readers::status::{settings_of, Repo};
 use crate::render::message::CANARY;
-use crate::yaml::snapshot_cache::Parses;
+use crate::yaml::parses::Parses;
 
 pub use detail::Detail;
 pub use model::Overview;
@@ -56,7 +56,7 @@ pub struct Source {
 struct Cached {
     head: git2::Oid,
     /// The commit's files, moved on to the next head the ref points at.
-    files: TreeFiles,
+    files: CommitFiles,
     settings: Settings,
     overview: Arc<Overview>,
     details: HashMap<String, Arc<Detail>>,
@@ -124,9 +124,10 @@ impl Dashboard {
         let mut guard = self.lock();
         if guard.as_ref().is_none_or(|c| c.head != head) {
             // The last commit's files, moved to this one by the tree diff.
-            let files = guard
-                .take()
-                .map_or_else(|| TreeFiles::new(self.parses.clone()), |c| c.files);
+            let files = guard.take().map_or_else(
+                || CommitFiles::new(self.parses.clone(), Default::default()),
+                |c| c.files,
+            );
             *guard = Some(self.read(head, files)?);
         }
         match guard.as_mut() {
@@ -135,7 +136,7 @@ impl Dashboard {
         }
     }
 
-    fn read(&self, head: git2::Oid, mut files: TreeFiles) -> Result<Cached, DashboardError> {
+    fn read(&self, head: git2::Oid, mut files: CommitFiles) -> Result<Cached, DashboardError> {
         let dir = &self.source.git_dir;
         let repo = git2::Repository::open(dir).context("open the repository")?;
         let tree = repo
@@ -146,16 +147,10 @@ impl Dashboard {
             .move_to(&repo, Some(tree))
             .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
         files.forget_removed();
-        let (settings, held) = settings_of(&Outside {
-            repo: &repo,
-            files: &files,
-        });
+        let (settings, held) = settings_of(&files.at(&repo, Path::new("")));
         files.load(&settings);
         let loaded = files.loaded().to_loaded();
-        let outside = Outside {
-            repo: &repo,
-            files: &files,
-        };
+        let outside = files.at(&repo, Path::new(""));
         let links = links::Links::new(settings.forge.as_ref());
         let overview = model::overview(
             &Repo {

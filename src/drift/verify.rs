@@ -14,7 +14,7 @@
 //! by the signing policy in force at its first parent, with audit's own code
 //! ([`crate::signatures::policy::Policies`]), so sluice's commits are the ones signed with its key.
 //!
-//! Cost: one base is held at a time ([`TreeFiles`], its canaries loaded as `audit` loads them)
+//! Cost: one base is held at a time ([`CommitFiles`], its canaries loaded as `audit` loads them)
 //! and moved from base to base by tree diffs, so going to the next base reads and checks only
 //! the files the two commits differ in: the bases of one tick are neighbours in the history
 //! (the last tick's commits, one per canary under `commits: perCanary`), and a tick's cost
@@ -33,17 +33,16 @@ use std::sync::{Arc, Mutex};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tracing::{debug, warn};
 
-use crate::commit_files::{Outside as TreeOutside, TreeFiles};
+use crate::commit_files::CommitFiles;
 use crate::gitops::objects::{self as tree, GitError};
 use crate::gitops::Folders;
-use crate::manifest::load::settings_from;
 use crate::manifest::model::Canary;
-use crate::manifest::settings::{Settings, SETTINGS_PATH};
+use crate::manifest::settings::Settings;
 use crate::remake;
 use crate::render::status_file;
 use crate::signatures::policy::{Outside, Policies};
 use crate::workload;
-use crate::yaml::snapshot_cache::Parses;
+use crate::yaml::parses::Parses;
 
 use super::made_file::{self, Made};
 use super::Memory;
@@ -229,7 +228,7 @@ pub struct Verifier {
 struct Base {
     /// The commit read (`None`: none yet).
     commit: Option<Oid>,
-    files: TreeFiles,
+    files: CommitFiles,
     settings: Option<Settings>,
 }
 
@@ -238,7 +237,7 @@ impl Base {
     fn new(parses: Parses) -> Base {
         Base {
             commit: None,
-            files: TreeFiles::new(parses),
+            files: CommitFiles::new(parses, Folders::default()),
             settings: None,
         }
     }
@@ -259,14 +258,11 @@ impl Base {
             // A move cut short leaves the files between two trees, and a base kept from an
             // earlier tick may name a tree this clone no longer has (cloned again): start
             // again from none.
-            self.files = TreeFiles::new(self.files.parses().clone());
+            self.files = self.files.emptied();
             self.files.move_to(git, Some(tree))?;
         }
-        let (settings, problems) = match self.files.read(git, SETTINGS_PATH) {
-            // Absent means defaults, as for a checked-out repo.
-            None => (Settings::default(), Vec::new()),
-            Some(read) => settings_from(read),
-        };
+        // Absent means defaults, as for a checked-out repo.
+        let (settings, problems) = self.files.at(git, Path::new("")).settings();
         self.settings = problems.is_empty().then_some(settings);
         if let Some(settings) = &self.settings {
             self.files.load(settings);
@@ -449,10 +445,7 @@ impl Verifier {
         };
         let status_is_sluices = ours.is_some_and(|ours| ours == text);
         let outputs = base.outputs();
-        let outside = TreeOutside {
-            repo: git,
-            files: &base.files,
-        };
+        let outside = base.files.at(git, Path::new(""));
         let index = workload::Index::reading(base.files.snapshot(), &outputs, &outside);
         let prefix = format!("{output}/");
         // Every step keeps the primary already there; initialization and promotion draw it

@@ -10,10 +10,9 @@
 use std::collections::HashMap;
 
 use git2::Oid;
-use tracing::warn;
 
 use crate::core::status::Status;
-use crate::gitops::ConfigRepo;
+use crate::gitops::{ConfigRepo, PathEntry};
 use crate::manifest::model::Canary;
 use crate::outcome::CanaryError;
 use crate::render::status_file::{self, SpecRecord};
@@ -32,13 +31,14 @@ pub fn read_all(
         .iter()
         .map(|c| status_file::path_for(&c.id))
         .collect();
-    let ids = match repo.regular_files_at(repo.head(), &paths) {
-        Ok(ids) => ids,
-        Err(e) => {
-            warn!(error = %e, "Cannot look up the status files at the head; reading each");
-            vec![None; paths.len()]
-        }
-    };
+    let files = runtime.head_files(repo, false);
+    let ids: Vec<Option<Oid>> = paths
+        .iter()
+        .map(|path| match files.entry(path) {
+            PathEntry::File(id) => Some(id),
+            _ => None,
+        })
+        .collect();
     // The runtime's, not the process's: tests run many repos side by side in one process.
     let known = std::mem::take(&mut *runtime.parsed_statuses());
     let mut kept: HashMap<Oid, Recorded> = HashMap::new();
@@ -66,7 +66,8 @@ fn read_recorded(
     runtime: &Runtime,
     path: &str,
 ) -> Result<Option<Recorded>, String> {
-    let head = crate::head_files::HeadFiles::new(repo);
+    let files = runtime.head_files(repo, false);
+    let head = files.at(repo.git(), repo.root());
     if !head.exists(path) {
         return Ok(None);
     }

@@ -1,7 +1,7 @@
 //! A path of a commit looked up in its tree objects the way a checkout would have shown it on
 //! disk: absent, a regular file, a symbolic link, a path through a link, a folder. The clone
-//! has no work tree; every read of the repo's files goes through here (or `tree_files.rs`),
-//! and so do the link checks of a commit's paths.
+//! has no work tree; the link checks of a commit's paths go through here (a commit's files
+//! are read by `crate::commit_files`).
 //!
 //! Knows names, modes and blob ids only; what a file's bytes mean is the caller's.
 
@@ -32,14 +32,6 @@ pub enum PathEntry {
     Folder,
     /// A submodule, or a file where a folder is on the way.
     Other,
-}
-
-/// What a blob holds, read up to a bound.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bounded {
-    Bytes(Vec<u8>),
-    /// Larger than the bound: its size.
-    TooLarge(u64),
 }
 
 fn tree_of(repo: &Repository, commit: Oid) -> std::result::Result<Tree<'_>, git2::Error> {
@@ -80,63 +72,6 @@ pub(super) fn entry_at(
         current = kept.folder(repo, id)?;
     }
     Ok(folders::get(&current, last).map_or(PathEntry::Missing, kind_of))
-}
-
-/// The entries of the folder `path` at `commit` (`""`: the root), by name, each with what it
-/// is; `None` when there is no such folder.
-pub(super) fn folder_at(
-    repo: &Repository,
-    kept: &Folders,
-    commit: Oid,
-    path: &str,
-) -> std::result::Result<Option<Vec<(String, PathEntry)>>, git2::Error> {
-    let Some(Some(id)) = folder_id(repo, kept, commit, path)? else {
-        return Ok(None);
-    };
-    let mut out: Vec<(String, PathEntry)> = kept
-        .folder(repo, id)?
-        .iter()
-        .filter_map(|entry| {
-            let name = std::str::from_utf8(&entry.name).ok()?.to_string();
-            Some((name, kind_of(entry)))
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Some(out))
-}
-
-/// The tree id of the folder `path` at `commit` (`""`: the root); `Some(None)` when `path`
-/// is not a folder, `None` when nothing is there.
-fn folder_id(
-    repo: &Repository,
-    kept: &Folders,
-    commit: Oid,
-    path: &str,
-) -> std::result::Result<Option<Option<Oid>>, git2::Error> {
-    let mut current = kept.root_of(repo, commit)?;
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        let listed = kept.folder(repo, current)?;
-        match folders::get(&listed, part) {
-            None => return Ok(None),
-            Some(e) if e.is_folder() => current = e.id,
-            Some(_) => return Ok(Some(None)),
-        }
-    }
-    Ok(Some(Some(current)))
-}
-
-/// The bytes of blob `id`, or its size when it holds more than `max` bytes (then it is not
-/// read).
-pub(super) fn blob_bounded(
-    repo: &Repository,
-    id: Oid,
-    max: u64,
-) -> std::result::Result<Bounded, git2::Error> {
-    let (size, _) = repo.odb()?.read_header(id)?;
-    if size as u64 > max {
-        return Ok(Bounded::TooLarge(size as u64));
-    }
-    Ok(Bounded::Bytes(repo.find_blob(id)?.content().to_vec()))
 }
 
 /// Checks the paths of `changes` before anything is written on top of `commit`: plain

@@ -33,8 +33,8 @@
 //!   database (first-parent line, changes, files, trees written out) for audit and drift. `maintenance`: repacking. `locks`: stale lock files a killed process left. `timeouts`: libgit2's network
 //!   timeouts. `object_cache`: the bound on libgit2's object cache.
 //! - `repo`: [`ConfigRepo`], the clone, built on all of the above.
-//! - `paths_at` (a path of a commit as a checkout would show it), `push`, `branch` (approval branches), `history`, `tree_files` (a
-//!   commit's YAML files listed from its tree objects): more of [`ConfigRepo`], built on `repo`.
+//! - `paths_at` (the repository, folders and trees the readers of a commit's files take),
+//!   `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
 
 mod branch;
 mod change;
@@ -60,7 +60,6 @@ mod repo;
 mod sign;
 mod timeouts;
 mod tree_diff;
-mod tree_files;
 mod trees;
 
 pub use branch::APPROVAL_PREFIX;
@@ -72,7 +71,7 @@ pub use history::{
     history_at, local_history, parse_trailers, trailer_group, CommitFacts, HistoryEntry,
 };
 pub use known_hosts::KnownHosts;
-pub use lookup::{Bounded, PathEntry};
+pub use lookup::PathEntry;
 pub use object_cache::{limit_object_cache, OBJECT_CACHE_BYTES};
 pub use ownership::resolve_workdir;
 pub use push::PushOutcome;
@@ -80,9 +79,8 @@ pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
-#[cfg(test)]
-pub(crate) use tree_diff::tree_of;
 pub use tree_diff::{tree_diff, tree_diff_under, Differs};
-pub use tree_files::{walked, TreeFile};
+#[cfg(test)]
+pub(crate) use tree_diff::{tree_of, tree_with_modes};
 
 pub use git2::{Oid, Time};

@@ -1,30 +1,29 @@
-//! The paths of a commit of the clone, as a checkout would have shown them (`lookup.rs`):
-//! what a path is, a folder's entries, a blob read up to a bound. More of [`ConfigRepo`],
-//! built on `repo`; the readers of the repo's files (`crate::head_files`) call these.
+//! What the readers of a commit's files (`crate::commit_files`) take from the clone: its open
+//! repository, the folders it keeps by tree id, and a commit's root tree. More of
+//! [`ConfigRepo`], built on `repo`; reads only.
 
-use git2::Oid;
+use git2::{Oid, Repository};
 
 use super::error::Result;
-use super::lookup::{self, Bounded, PathEntry};
+use super::folders::Folders;
 use super::repo::ConfigRepo;
 
 impl ConfigRepo {
-    /// What `path` (repo-relative, `/`-separated) is at `commit`.
-    pub fn entry_at(&self, commit: Oid, path: &str) -> Result<PathEntry> {
-        lookup::entry_at(&self.repo, &self.folders, commit, path)
-            .map_err(|e| self.git_err("look up a path", &e))
+    /// The root tree of `commit`.
+    pub fn tree_at(&self, commit: Oid) -> Result<Oid> {
+        self.folders
+            .root_of(&self.repo, commit)
+            .map_err(|e| self.git_err("read a commit's tree", &e))
     }
 
-    /// The entries of the folder `path` at `commit` (`""`: the root), by name, each with what
-    /// it is (a folder's entries are not looked into); `None` when there is no such folder.
-    pub fn folder_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<(String, PathEntry)>>> {
-        lookup::folder_at(&self.repo, &self.folders, commit, path)
-            .map_err(|e| self.git_err("list a folder", &e))
+    /// The open repository, to read objects from (while a tick's objects are kept in memory,
+    /// those too).
+    pub fn git(&self) -> &Repository {
+        &self.repo
     }
 
-    /// The bytes of blob `id`, or its size when it holds more than `max` bytes (then it is
-    /// not read).
-    pub fn blob_bounded(&self, id: Oid, max: u64) -> Result<Bounded> {
-        lookup::blob_bounded(&self.repo, id, max).map_err(|e| self.git_err("read a file", &e))
+    /// The folders this clone has read, by tree id.
+    pub fn folders(&self) -> &Folders {
+        &self.folders
     }
 }

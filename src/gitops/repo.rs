@@ -400,8 +400,7 @@ impl ConfigRepo {
     }
 
     /// The work dir: it holds the clone's `.git` folder and no checked-out file. Read the
-    /// repo's files from the head's tree ([`entry_at`](Self::entry_at),
-    /// [`yaml_files_at`](Self::yaml_files_at)); write through
+    /// repo's files from the head's tree (`crate::commit_files`); write through
     /// [`commit_files`](Self::commit_files).
     pub fn root(&self) -> &Path {
         &self.root
@@ -440,23 +439,6 @@ impl ConfigRepo {
     #[doc(hidden)]
     pub fn before_push_update(&mut self, hook: impl Fn() + Send + Sync + 'static) {
         self.push_hook = Some(Box::new(hook));
-    }
-
-    /// The blob id of `path` (repo-relative, `/`-separated) in the head commit, or `None` if
-    /// there is no such file: tells whether a file changed without reading it.
-    pub fn file_id_at_head(&self, path: &str) -> Result<Option<Oid>> {
-        validate_path(path)?;
-        let tree = self
-            .repo
-            .find_commit(self.head)
-            .and_then(|c| c.tree())
-            .map_err(|e| self.git_err("read the head tree", &e))?;
-        match tree.get_path(Path::new(path)) {
-            Ok(entry) if entry.kind() == Some(ObjectType::Blob) => Ok(Some(entry.id())),
-            Ok(_) => Ok(None),
-            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
-            Err(e) => Err(self.git_err("look up a file", &e)),
-        }
     }
 
     /// The content of `path` (repo-relative, `/`-separated) in the head commit, or `None` if

@@ -165,15 +165,22 @@ fn compare(
 /// A tree of `files` (path, text) written to `repo` (tests' trees, without a work tree).
 #[cfg(test)]
 pub(crate) fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+    let files: Vec<(&str, &str, u32)> = files.iter().map(|(p, t)| (*p, *t, 0o100644)).collect();
+    tree_with_modes(repo, &files)
+}
+
+/// A tree of `files` (path, text or link target, git mode) written to `repo`.
+#[cfg(test)]
+pub(crate) fn tree_with_modes(repo: &Repository, files: &[(&str, &str, u32)]) -> Oid {
     let mut index = git2::Index::new().unwrap();
-    for (path, text) in files {
+    for (path, text, mode) in files {
         let id = repo.blob(text.as_bytes()).unwrap();
         let entry = git2::IndexEntry {
             ctime: git2::IndexTime::new(0, 0),
             mtime: git2::IndexTime::new(0, 0),
             dev: 0,
             ino: 0,
-            mode: 0o100644,
+            mode: *mode,
             uid: 0,
             gid: 0,
             file_size: 0,

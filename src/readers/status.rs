@@ -1,7 +1,7 @@
 //! The status reader `sluice status` and the dashboard share: one row per canary (one per
 //! wave for a canary with waves, each with its release's summary), read from the status
 //! files of a checkout ([`Checkout`]) or of a commit's tree objects
-//! ([`crate::commit_files::Outside`], what the dashboard reads: nothing is written out).
+//! ([`crate::commit_files::At`], what the dashboard reads: nothing is written out).
 //! Reads files only.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::commit_files::Outside as TreeOutside;
+use crate::commit_files::At;
 use crate::deleted::{self, Orphan};
 use crate::manifest::load::{load, settings_from, Loaded};
 use crate::manifest::settings::{Settings, SETTINGS_PATH};
@@ -345,13 +345,17 @@ impl Files for Checkout<'_> {
 /// read that went to the disk instead of the tree would find nothing (none does).
 const NO_FOLDER: &str = "/dev/null/sluice-tree";
 
-impl Files for TreeOutside<'_> {
+impl Files for At<'_> {
     fn read(&self, file: &str) -> Option<Result<String, ReadError>> {
-        self.files.read(self.repo, file)
+        At::read(self, file)
     }
 
     fn list(&self, folder: &str) -> Vec<String> {
-        self.files.list(folder)
+        self.files
+            .list(folder)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
     }
 
     fn root(&self) -> &Path {

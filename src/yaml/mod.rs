@@ -1,5 +1,5 @@
 //! The config repo's YAML, below every reader of it: one walk and parse of the work tree
-//! ([`snapshot`]), kept across ticks by blob id ([`snapshot_cache`]), the line-marked
+//! ([`snapshot`]), parses shared by blob id ([`parses`]), the line-marked
 //! document tree ([`node`]), field readers that collect every problem ([`reader`]) and the
 //! `file:line: field: message` error ([`error`]).
 //!
@@ -8,6 +8,6 @@
 
 pub mod error;
 pub mod node;
+pub mod parses;
 pub mod reader;
 pub mod snapshot;
-pub mod snapshot_cache;

@@ -160,7 +160,7 @@ pub struct File {
     /// as given ([`Snapshot::read_paths`]).
     pub name: String,
     /// Shared with the files of other snapshots that have the same content: a daemon keeps
-    /// what it parsed across ticks, keyed by blob id (`yaml::snapshot_cache`).
+    /// what it parsed across ticks, keyed by blob id (`crate::commit_files`, `yaml::parses`).
     pub contents: Arc<Contents>,
 }
 
@@ -595,7 +595,8 @@ pub fn object_keys(contents: &Contents) -> Vec<(usize, (String, String))> {
         .collect()
 }
 
-pub(super) fn parse(text: String) -> Contents {
+/// The contents of a file whose text is `text`: its documents, or why it is not YAML.
+pub(crate) fn parse(text: String) -> Contents {
     match parse_documents(&text) {
         Ok(documents) => Contents::Yaml {
             documents: documents.into_iter().map(|d| d.root).collect(),
