@@ -633,7 +633,7 @@ fn bad_inputs_are_errors_not_panics() {
     let err = open(&fx.bare_url(), "main", "junk").unwrap_err();
     assert!(matches!(err, Error::Workdir { .. }), "{err}");
     let err = open(&fx.path("missing.git").display().to_string(), "main", "w3").unwrap_err();
-    assert!(matches!(err, Error::Remote { .. }), "{err}");
+    assert!(matches!(err, Error::NoSuchPath { .. }), "{err}");
     assert!(!err.is_transient());
 }
 

@@ -163,7 +163,7 @@ fn every_command_of_the_install_page_runs_or_needs_a_cluster() {
                 "{out}"
             );
             let tree = crate::support::git(&bare, &["ls-tree", "-r", "--name-only", "main"]);
-            assert!(tree.contains("clusters/prod/podinfo/"), "{tree}");
+            assert!(tree.contains("deploy/prod/podinfo/"), "{tree}");
             ran.extend(commands(block));
             continue;
         }

@@ -144,7 +144,9 @@ fn a_native_canary_reads_analysis_judge_with_the_judge_objects_rules() {
 fn a_flagger_canary_s_analysis_judge_is_pruned_with_a_warning() {
     // Flagger's CRD does not declare it: the API server prunes it, so sluice warns and the
     // canary loads without a judge (issue 26); the annotation is the Flagger canary's way.
-    let text = podinfo().yaml("    stepWeight: 10\n    maxWeight: 30\n    judge: {}");
+    let text = podinfo()
+        .interval("10s")
+        .yaml("    stepWeight: 10\n    maxWeight: 30\n    judge: {}");
     let loaded = load_repo(&[("canary.yaml", &text)]);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
     assert!(errors.is_empty(), "{errors:?}");
