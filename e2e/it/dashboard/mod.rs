@@ -10,10 +10,12 @@
 //! - repo text carrying script (commit subjects and bodies, trailers, approver logins, a
 //!   refused spec's value) executes nothing and reads literally;
 //! - with `--dashboard-auth-file`, no credentials get 401 and no canary data;
-//! - a judged canary's page shows the judge's tables (`judge.rs`).
+//! - a judged canary's page shows the judge's tables (`judge.rs`);
+//! - no element reaches past the viewport at 390 px or 1280 px (`layout.rs`).
 
 mod grafana;
 mod judge;
+mod layout;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -121,16 +121,19 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// `git` in `dir`, as the tests' human.
+fn human_git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "human")
+        .env("GIT_AUTHOR_EMAIL", "human@example.com")
+        .env("GIT_COMMITTER_NAME", "human")
+        .env("GIT_COMMITTER_EMAIL", "human@example.com");
+    cmd
+}
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run_ok(
-        Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "human")
-            .env("GIT_AUTHOR_EMAIL", "human@example.com")
-            .env("GIT_COMMITTER_NAME", "human")
-            .env("GIT_COMMITTER_EMAIL", "human@example.com"),
-    );
+    let out = run_ok(human_git(dir).args(args));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -464,11 +467,36 @@ pub fn merge_approval(human: &Path, branch: &str, how: &str) {
 
 /// Writes a file in a human clone, commits and pushes (pull --rebase on rejection).
 pub fn human_commit(clone: &Path, file: &str, text: &str, message: &str) {
+    human_commit_at(clone, file, text, message, None)
+}
+
+/// [`human_commit`] with the commit's author and committer time set to `unix_seconds` (UTC)
+/// when given: a history whose decisions are spaced as a test wants them.
+pub fn human_commit_at(
+    clone: &Path,
+    file: &str,
+    text: &str,
+    message: &str,
+    unix_seconds: Option<i64>,
+) {
     let path = clone.join(file);
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(&path, text).expect("write");
     git(clone, &["add", file]);
-    git(clone, &["commit", "-q", "-m", message]);
+    match unix_seconds {
+        Some(t) => {
+            let date = format!("{t} +0000");
+            run_ok(
+                human_git(clone)
+                    .args(["commit", "-q", "-m", message])
+                    .env("GIT_AUTHOR_DATE", &date)
+                    .env("GIT_COMMITTER_DATE", &date),
+            );
+        }
+        None => {
+            git(clone, &["commit", "-q", "-m", message]);
+        }
+    }
     // Up to half a minute, as a human would retry: a ref lock a killed writer left in a
     // local-path remote blocks every push until sluice's next push clears it.
     let mut last = String::new();

@@ -1,0 +1,127 @@
+//! The dashboard's layout in a real browser: at a phone's width (390 px) and a desktop's, no
+//! element of the overview or the canary page reaches past the viewport (nothing clipped,
+//! nothing to scroll sideways), and the decision log's key columns are on screen.
+//!
+//! The history is a handful of decision commits at chosen times (unevenly spaced) after
+//! `test/podinfo`'s initialization, with a long approver login and a long failure reason.
+//! Screenshots go to `target/dashboard-screenshots/layout-*.png`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value as Json;
+
+use super::PHONE;
+use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, DESKTOP};
+use crate::support::human_commit_at;
+use crate::support::webdriver::Browser;
+
+/// Every visible element whose box reaches outside `[0, viewport width]`, described.
+const OUTSIDE: &str = "const w = document.documentElement.clientWidth; const out = []; \
+    for (const el of document.querySelectorAll('body *')) { \
+      const r = el.getBoundingClientRect(); \
+      if (r.width === 0 && r.height === 0) continue; \
+      if (r.left < -0.5 || r.right > w + 0.5) { \
+        const cls = typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : ''; \
+        out.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${cls} ${Math.round(r.left)}..${Math.round(r.right)}`); \
+      } \
+    } \
+    return {width: w, scrollWidth: document.documentElement.scrollWidth, outside: out.slice(0, 20)};";
+
+/// Seconds after the last decision of the seeded history each crafted decision is made at:
+/// uneven, so spacing by index and spacing by time differ.
+pub(super) const OFFSETS: [i64; 4] = [10, 20, 50, 170];
+
+/// `test/podinfo` initialized, then four decisions at [`OFFSETS`] from now: steps 20 and 40
+/// passing, 60 failing, then the rollback. Returns the bare remote.
+pub(super) fn timed_history(dir: &std::path::Path) -> std::path::PathBuf {
+    let (bare, human) = initialized(dir);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let decisions = [
+        (
+            "Progressing",
+            "1",
+            "primary=80 canary=20",
+            "99.5 min=99 pass",
+            "",
+        ),
+        (
+            "Progressing",
+            "2",
+            "primary=60 canary=40",
+            "99.7 min=99 pass",
+            "Sluice-Approved-By: a-rather-long-approver-login-name@platform-team.example.com\n",
+        ),
+        (
+            "Progressing",
+            "3",
+            "primary=40 canary=60",
+            "98.1 min=99 fail",
+            "",
+        ),
+        (
+            "Failed",
+            "0",
+            "primary=100 canary=0",
+            "97.2 min=99 fail",
+            "",
+        ),
+    ];
+    for (i, ((phase, step, weights, check, extra), offset)) in
+        decisions.iter().zip(OFFSETS).enumerate()
+    {
+        let message = format!(
+            "podinfo: {phase} at step {step}, request-success-rate below its minimum of 99 for the second interval in a row, rolling back to the primary revision\n\nSluice-Canary: test/podinfo\nSluice-Phase: {phase}\nSluice-Step: {step}\nSluice-Weights: {weights}\nSluice-Check: request-success-rate={check}\n{extra}"
+        );
+        human_commit_at(
+            &human,
+            "notes.txt",
+            &format!("decision {i}\n"),
+            &message,
+            Some(now + offset),
+        );
+    }
+    bare
+}
+
+#[test]
+fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = timed_history(tmp.path());
+    let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
+    let browser = Browser::start(PHONE.0, PHONE.1);
+    for (size, (w, h)) in [("phone", PHONE), ("desktop", DESKTOP)] {
+        browser.viewport(w, h);
+        for (page, name) in [("/", "overview"), ("/canaries/test/podinfo", "canary")] {
+            browser.goto(&format!("http://{addr}{page}"));
+            browser.screenshot(&screenshots().join(format!("layout-{name}-{size}.png")));
+            let found = browser.js(OUTSIDE);
+            assert_eq!(
+                found["outside"],
+                Json::Array(vec![]),
+                "{page} at {w}px: elements outside the viewport: {found}"
+            );
+            assert_eq!(
+                found["scrollWidth"], found["width"],
+                "{page} at {w}px scrolls sideways: {found}"
+            );
+        }
+        // The log's key columns of its newest decision, on screen and readable.
+        let key = browser.js(
+            "const w = document.documentElement.clientWidth; \
+             const row = document.querySelector('table.log tbody tr'); \
+             return ['Time', 'Phase', 'Weights', 'Decision'].map(l => { \
+               const td = row.querySelector(`td[data-label=\"${l}\"]`); const r = td.getBoundingClientRect(); \
+               return [l, r.width > 0 && r.left >= 0 && r.right <= w, td.innerText]; });",
+        );
+        for cell in key.as_array().unwrap() {
+            assert_eq!(cell[1], Json::Bool(true), "{size}: {key}");
+        }
+        assert!(
+            key.to_string().contains("primary=100 canary=0"),
+            "{size}: {key}"
+        );
+    }
+}
