@@ -15,7 +15,7 @@ use super::{Detail, Overview};
 pub const CSS: &str = include_str!("../../templates/dashboard/dashboard.css");
 pub const JS: &str = include_str!("../../templates/dashboard/dashboard.js");
 
-const TEMPLATES: [(&str, &str); 7] = [
+const TEMPLATES: [(&str, &str); 8] = [
     (
         "base.html",
         include_str!("../../templates/dashboard/base.html"),
@@ -39,6 +39,10 @@ const TEMPLATES: [(&str, &str); 7] = [
     (
         "canary_body.html",
         include_str!("../../templates/dashboard/canary_body.html"),
+    ),
+    (
+        "ticks.html",
+        include_str!("../../templates/dashboard/ticks.html"),
     ),
     (
         "error.html",
@@ -122,11 +126,20 @@ pub fn overview_fragment(o: &Overview, filter: &Filter) -> anyhow::Result<String
 }
 
 fn canary_context(head: &str, d: &Detail) -> Value {
-    let mcharts: Vec<chart::MetricChart> = d.metrics.iter().map(chart::metric).collect();
+    // One axis for every chart: the span of every decision drawn.
+    let times = d.weights.iter().map(|p| p.time.as_str()).chain(
+        d.metrics
+            .iter()
+            .flat_map(|m| m.points.iter().map(|p| p.time.as_str())),
+    );
+    let axis = chart::TimeAxis::of(times);
+    let wchart = chart::weights(&d.weights, &axis);
+    let mcharts: Vec<chart::MetricChart> =
+        d.metrics.iter().map(|m| chart::metric(m, &axis)).collect();
     context! {
         head => head.to_string(),
         c => Serde(d.clone()),
-        wchart => Serde(chart::weights(&d.weights)),
+        wchart => Serde(wchart),
         mcharts => Serde(mcharts),
         width => chart::WIDTH,
         height => chart::HEIGHT,

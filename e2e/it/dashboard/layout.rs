@@ -125,3 +125,54 @@ fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
         );
     }
 }
+
+#[test]
+fn charts_place_each_decision_at_its_time_in_a_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = timed_history(tmp.path());
+    let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
+    let browser = Browser::start(DESKTOP.0, DESKTOP.1);
+    browser.goto(&format!("http://{addr}/canaries/test/podinfo"));
+    // (x, time in seconds) of every drawn point: the weight chart's, then the metric's.
+    let drawn = browser.js(
+        "const at = el => [Number(el.getAttribute('cx') ?? el.dataset.x), Date.parse(el.dataset.time) / 1000]; \
+         return [Array.from(document.querySelectorAll('#weight-chart circle.pt.canary')).map(at), \
+                 Array.from(document.querySelectorAll('figure.metric .pt')).map(at)];",
+    );
+    let drawn: Vec<Vec<(f64, f64)>> = serde_json::from_value(drawn).unwrap();
+    let (weights, metric) = (&drawn[0], &drawn[1]);
+    // The initialization, then the four decisions.
+    assert_eq!(weights.len(), 1 + OFFSETS.len(), "{drawn:?}");
+    assert_eq!(metric.len(), OFFSETS.len(), "{drawn:?}");
+    assert!(
+        weights
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1),
+        "points ordered by time: {weights:?}"
+    );
+    // Spacing proportional to time, on one axis shared by every chart.
+    let (x0, t0) = weights[0];
+    let (xn, tn) = weights[weights.len() - 1];
+    let per_second = (xn - x0) / (tn - t0);
+    for (x, t) in weights.iter().chain(metric) {
+        let expected = x0 + (t - t0) * per_second;
+        assert!(
+            (x - expected).abs() <= 0.5,
+            "x {x} for t {t}, expected {expected}: {drawn:?}"
+        );
+    }
+    // The axis says when: the first and last decision's time of day.
+    let ticks = browser.js(
+        "return Array.from(document.querySelectorAll('#weight-chart text.tick')).map(t => t.textContent);",
+    );
+    let ticks: Vec<String> = serde_json::from_value(ticks).unwrap();
+    let clock = |t: f64| {
+        jiff::Timestamp::from_second(t as i64)
+            .unwrap()
+            .strftime("%H:%M:%S")
+            .to_string()
+    };
+    assert_eq!(ticks.first(), Some(&clock(t0)), "{ticks:?}");
+    assert_eq!(ticks.last(), Some(&clock(tn)), "{ticks:?}");
+    browser.screenshot(&screenshots().join("time-axis-canary-desktop.png"));
+}
