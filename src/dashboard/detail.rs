@@ -184,6 +184,8 @@ pub struct AuditView {
 /// A manual operation's CLI command.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Command {
+    /// The operation (`approve`, `promote`, ...).
+    pub op: &'static str,
     pub what: &'static str,
     pub command: String,
 }
@@ -312,22 +314,28 @@ pub fn log(entries: &[Entry], links: &Links, verdicts: &Verdicts) -> Vec<LogEntr
         .collect()
 }
 
-/// The CLI command of each manual operation on `id` (`namespace/name`).
-pub fn commands(id: &str) -> Vec<Command> {
-    [
-        ("approve", "Approve the change it waits for"),
-        ("promote", "Skip the remaining steps and promote now"),
-        ("abort", "Roll back now"),
-        ("retry", "Re-run the analysis of a failed revision"),
-        ("pause", "Hold it where it is"),
-        ("resume", "Continue after a pause"),
-    ]
-    .into_iter()
-    .map(|(op, what)| Command {
-        what,
-        command: format!("sluice {op} {id} --repo \"$SLUICE_REPO\" --reason \"...\""),
-    })
-    .collect()
+/// The CLI command of each manual operation on `id` (`namespace/name`) among `allowed` (the
+/// summary's `operations`), in that order.
+pub fn commands(id: &str, allowed: &[&'static str]) -> Vec<Command> {
+    allowed
+        .iter()
+        .filter_map(|op| {
+            let what = match *op {
+                "approve" => "Approve the change it waits for",
+                "promote" => "Skip the remaining steps and promote now",
+                "abort" => "Roll back now",
+                "retry" => "Re-run the analysis of a failed revision",
+                "pause" => "Hold it where it is",
+                "resume" => "Continue after a pause",
+                _ => return None,
+            };
+            Some(Command {
+                op,
+                what,
+                command: format!("sluice {op} {id} --repo \"$SLUICE_REPO\" --reason \"...\""),
+            })
+        })
+        .collect()
 }
 
 /// The audit of the canary's history at `head`, as the page shows it, and what it made of

@@ -225,7 +225,7 @@ impl Dashboard {
                 judgements: judge::judgements(&entries, &commits),
                 log,
                 audit,
-                commands: detail::commands(&id),
+                commands: detail::commands(&id, &summary.operations),
                 history_limit: history,
                 summary,
             };

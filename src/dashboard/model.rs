@@ -9,11 +9,12 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::core::model::Strategy;
+use crate::core::operate::{operate, Operation};
 use crate::core::schedule::Pause;
 use crate::core::status::{Gate, Phase, Status};
 use crate::manifest::model::Canary;
 use crate::manifest::settings::Settings;
-use crate::readers::status::{rows_in, Repo, Row};
+use crate::readers::status::{rows_in, Held, Images, Repo, Row};
 
 use super::links::Links;
 
@@ -47,13 +48,30 @@ pub struct Summary {
     pub steps: u32,
     pub failed_checks: u32,
     pub revision: String,
+    /// The images of the primary and canary workloads (`sluice status`'s), by container.
+    #[serde(skip_serializing_if = "Images::is_empty")]
+    pub images: Images,
     /// When the phase last changed.
     pub since: String,
+    /// How long before the commit was read that was (`4m10s`); `-` when unknown.
+    pub age: String,
     pub message: String,
+    /// Why a Failed canary failed; absent in any other phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Held by `sluice pause` until `sluice resume`.
+    pub paused: bool,
+    /// What keeps it from moving on its own, who holds it and why (`sluice status`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait: Option<Wait>,
+    /// `held` unless it is a pause (which `wait` says): kept for clients of `/api/v1`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub holds: Vec<Hold>,
+    /// The manual operations that apply in the canary's state (`approve`, `promote`,
+    /// `abort`, `retry`, `pause`, `resume`): what `sluice OP` would not refuse.
+    pub operations: Vec<&'static str>,
 }
 
 /// What a canary waits for before its next change.
@@ -142,23 +160,22 @@ pub fn summary(
     links: &Links,
     now: Timestamp,
 ) -> Summary {
-    let mut holds: Vec<Hold> = row
-        .drift
+    let holds: Vec<Hold> = row
+        .held
         .iter()
-        .map(|file| Hold {
-            kind: "drift",
-            reason: format!("{file} was changed outside sluice"),
+        .filter(|h| h.kind != "pause")
+        .map(|h| Hold {
+            kind: h.kind,
+            reason: h.why.clone(),
         })
         .collect();
-    if let Some(reason) = row.message.strip_prefix("held: ") {
-        holds.push(Hold {
-            kind: "settings",
-            reason: reason.to_string(),
-        });
-    }
     let wait = match (canary, status) {
         (Some(c), Some(s)) => wait(c, s, links, now),
         _ => None,
+    };
+    let operations = match (canary, status) {
+        (Some(c), Some(s)) => operations(c, s, now),
+        _ => Vec::new(),
     };
     Summary {
         provider: canary
@@ -175,14 +192,38 @@ pub fn summary(
         steps: canary.map_or(0, |c| step_count(&c.analysis.strategy)),
         failed_checks: row.failed_checks,
         revision: row.revision,
+        images: row.images,
         since: row.since,
+        age: row.age,
         message: row.message,
+        reason: row.reason,
+        paused: row.paused,
+        held: row.held,
+        operations,
         phase: row.phase,
         namespace: row.namespace,
         name: row.name,
         wait,
         holds,
     }
+}
+
+/// The manual operations `status` allows: each one the core's `operate` (what `sluice OP`
+/// runs) does not refuse, so the page never offers a command that would only say "nothing to
+/// do".
+pub fn operations(canary: &Canary, status: &Status, now: Timestamp) -> Vec<&'static str> {
+    [
+        Operation::Approve,
+        Operation::Promote,
+        Operation::Abort,
+        Operation::Retry,
+        Operation::Pause,
+        Operation::Resume,
+    ]
+    .into_iter()
+    .filter(|op| operate(canary, Some(status), *op, "", now).is_ok())
+    .map(Operation::verb)
+    .collect()
 }
 
 /// Steps of a schedule: the canary steps, or the analysis iterations.
@@ -276,4 +317,73 @@ pub fn wait(canary: &Canary, status: &Status, links: &Links, now: Timestamp) -> 
             due_at: next_after(status.step_started, interval, now),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::load::load;
+    use crate::yaml::snapshot::Snapshot;
+
+    fn canary() -> Canary {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("c.yaml"),
+            "apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {name: podinfo, namespace: prod}
+spec:
+  provider: traefik
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: podinfo}
+  service: {port: 80}
+  analysis: {interval: 10s, threshold: 2, stepWeight: 20, maxWeight: 60}
+",
+        )
+        .unwrap();
+        let loaded = load(&Snapshot::read(dir.path()), &Settings::default());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        loaded.canaries[0].clone()
+    }
+
+    fn status(phase: &str, paused: bool, waiting: Option<&str>) -> Status {
+        let mut json = serde_json::json!({
+            "phase": phase, "step": 1, "canaryWeight": 20, "primaryWeight": 80,
+            "failedChecks": 0, "promotedRevision": "r1", "canaryRevision": "r2",
+            "phaseSince": "2026-12-01T10:00:00Z", "stepStarted": "2026-12-01T10:00:00Z",
+            "message": "-", "paused": paused,
+        });
+        if let Some(gate) = waiting {
+            json["waitingFor"] = gate.into();
+        }
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn only_the_operations_the_phase_allows_are_offered() {
+        let c = canary();
+        let now: Timestamp = "2026-12-01T10:05:00Z".parse().unwrap();
+        let cases: [(&str, bool, Option<&str>, &[&str]); 7] = [
+            // Nothing to promote, abort, retry or approve: only a hold of the next rollout.
+            ("Succeeded", false, None, &["pause"]),
+            ("Initialized", false, None, &["pause"]),
+            ("Progressing", false, None, &["promote", "abort", "pause"]),
+            // A paused canary is resumed, not paused again.
+            ("Progressing", true, None, &["promote", "abort", "resume"]),
+            (
+                "WaitingApproval",
+                false,
+                Some("trafficIncrease"),
+                &["approve", "promote", "abort", "pause"],
+            ),
+            ("Failed", false, None, &["retry", "pause"]),
+            ("Promoting", false, None, &["pause"]),
+        ];
+        for (phase, paused, waiting, expected) in cases {
+            assert_eq!(
+                operations(&c, &status(phase, paused, waiting), now),
+                expected,
+                "{phase} paused={paused}"
+            );
+        }
+    }
 }

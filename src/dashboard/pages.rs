@@ -15,7 +15,7 @@ use super::{Detail, Overview};
 pub const CSS: &str = include_str!("../../templates/dashboard/dashboard.css");
 pub const JS: &str = include_str!("../../templates/dashboard/dashboard.js");
 
-const TEMPLATES: [(&str, &str); 8] = [
+const TEMPLATES: [(&str, &str); 9] = [
     (
         "base.html",
         include_str!("../../templates/dashboard/base.html"),
@@ -39,6 +39,10 @@ const TEMPLATES: [(&str, &str); 8] = [
     (
         "canary_body.html",
         include_str!("../../templates/dashboard/canary_body.html"),
+    ),
+    (
+        "images.html",
+        include_str!("../../templates/dashboard/images.html"),
     ),
     (
         "ticks.html",

@@ -124,6 +124,17 @@ fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
             "{size}: {key}"
         );
     }
+    // An Initialized canary: nothing to approve, promote, abort, retry or resume.
+    let offered = browser.js(
+        "return Array.from(document.querySelectorAll('ul.commands li')).map(li => li.dataset.operation);",
+    );
+    assert_eq!(offered, serde_json::json!(["pause"]), "{}", browser.text());
+    // The image the user bumped, not only the pod-template hash.
+    let images = browser.js("return document.querySelector('dd.images').innerText;");
+    assert!(
+        images.as_str().unwrap().contains("primary: podinfo:1"),
+        "{images}"
+    );
 }
 
 #[test]
