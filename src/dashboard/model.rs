@@ -212,18 +212,11 @@ pub fn summary(
 /// runs) does not refuse, so the page never offers a command that would only say "nothing to
 /// do".
 pub fn operations(canary: &Canary, status: &Status, now: Timestamp) -> Vec<&'static str> {
-    [
-        Operation::Approve,
-        Operation::Promote,
-        Operation::Abort,
-        Operation::Retry,
-        Operation::Pause,
-        Operation::Resume,
-    ]
-    .into_iter()
-    .filter(|op| operate(canary, Some(status), *op, "", now).is_ok())
-    .map(Operation::verb)
-    .collect()
+    Operation::ALL
+        .into_iter()
+        .filter(|op| operate(canary, Some(status), *op, "", now).is_ok())
+        .map(Operation::verb)
+        .collect()
 }
 
 /// Steps of a schedule: the canary steps, or the analysis iterations.

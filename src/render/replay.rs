@@ -340,17 +340,10 @@ impl By {
 
 /// The operation a verb names.
 pub fn operation(verb: &str) -> Result<Operation, RecordError> {
-    [
-        Operation::Approve,
-        Operation::Promote,
-        Operation::Abort,
-        Operation::Retry,
-        Operation::Pause,
-        Operation::Resume,
-    ]
-    .into_iter()
-    .find(|op| op.verb() == verb)
-    .ok_or_else(|| RecordError::Operation(verb.to_string()))
+    Operation::ALL
+        .into_iter()
+        .find(|op| op.verb() == verb)
+        .ok_or_else(|| RecordError::Operation(verb.to_string()))
 }
 
 /// The `drift:` setting's word for a policy.

@@ -31,6 +31,16 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// Every operation, in the order the CLI and the dashboard list them.
+    pub const ALL: [Operation; 6] = [
+        Operation::Approve,
+        Operation::Promote,
+        Operation::Abort,
+        Operation::Retry,
+        Operation::Pause,
+        Operation::Resume,
+    ];
+
     pub fn verb(self) -> &'static str {
         match self {
             Operation::Approve => "approve",
