@@ -4,7 +4,9 @@
 //!
 //! The history is a handful of decision commits at chosen times (unevenly spaced) after
 //! `test/podinfo`'s initialization, with a long approver login and a long failure reason.
-//! Screenshots go to `target/dashboard-screenshots/layout-*.png`.
+//! A paused canary shows who holds it and offers only `resume`.
+//! Screenshots go to `target/dashboard-screenshots/layout-*.png`, `time-axis-*.png` and
+//! `paused-canary-phone.png`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -12,8 +14,8 @@ use serde_json::Value as Json;
 
 use super::PHONE;
 use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, DESKTOP};
-use crate::support::human_commit_at;
 use crate::support::webdriver::Browser;
+use crate::support::{http, human_commit_at, operate_as_ada};
 
 /// Every visible element whose box reaches outside `[0, viewport width]`, described.
 const OUTSIDE: &str = "const w = document.documentElement.clientWidth; const out = []; \
@@ -186,4 +188,46 @@ fn charts_place_each_decision_at_its_time_in_a_browser() {
     assert_eq!(ticks.first(), Some(&clock(t0)), "{ticks:?}");
     assert_eq!(ticks.last(), Some(&clock(tn)), "{ticks:?}");
     browser.screenshot(&screenshots().join("time-axis-canary-desktop.png"));
+}
+
+#[test]
+fn a_paused_canary_shows_who_holds_it_and_offers_only_resume_in_a_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (bare, _human) = initialized(tmp.path());
+    let (code, _, err) = operate_as_ada(&bare, "pause", "test/podinfo", "waiting for the DBA");
+    assert_eq!(code, 0, "{err}");
+    let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
+    let (status, body) = http(&addr, "GET", "/api/v1/canaries/test/podinfo", &[], b"");
+    assert_eq!(status, 200, "{body}");
+    let page: Json = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["paused"], true, "{page:#}");
+    assert_eq!(page["held"]["kind"], "pause", "{page:#}");
+    assert!(
+        page["held"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("waiting for the DBA"),
+        "{page:#}"
+    );
+    assert_eq!(
+        page["operations"],
+        serde_json::json!(["resume"]),
+        "{page:#}"
+    );
+    assert_eq!(page["images"]["primary"]["app"], "podinfo:1", "{page:#}");
+
+    let browser = Browser::start(PHONE.0, PHONE.1);
+    browser.goto(&format!("http://{addr}/canaries/test/podinfo"));
+    let offered = browser.js(
+        "return Array.from(document.querySelectorAll('ul.commands li')).map(li => li.dataset.operation);",
+    );
+    assert_eq!(offered, serde_json::json!(["resume"]), "{}", browser.text());
+    let hold = browser.js("return document.querySelector('.hold[data-kind=\"pause\"]').innerText;");
+    assert!(
+        hold.as_str().unwrap().contains("waiting for the DBA"),
+        "{hold}"
+    );
+    browser.screenshot(&screenshots().join("paused-canary-phone.png"));
+    let found = browser.js(OUTSIDE);
+    assert_eq!(found["outside"], Json::Array(vec![]), "{found}");
 }
