@@ -29,6 +29,10 @@ const OUTSIDE: &str = "const w = document.documentElement.clientWidth; const out
     } \
     return {width: w, scrollWidth: document.documentElement.scrollWidth, outside: out.slice(0, 20)};";
 
+/// The operations whose commands the canary page offers.
+const OFFERED: &str =
+    "return Array.from(document.querySelectorAll('ul.commands li')).map(li => li.dataset.operation);";
+
 /// Seconds after the last decision of the seeded history each crafted decision is made at:
 /// uneven, so spacing by index and spacing by time differ.
 pub(super) const OFFSETS: [i64; 4] = [10, 20, 50, 170];
@@ -127,9 +131,7 @@ fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
         );
     }
     // An Initialized canary: nothing to approve, promote, abort, retry or resume.
-    let offered = browser.js(
-        "return Array.from(document.querySelectorAll('ul.commands li')).map(li => li.dataset.operation);",
-    );
+    let offered = browser.js(OFFERED);
     assert_eq!(offered, serde_json::json!(["pause"]), "{}", browser.text());
     // The image the user bumped, not only the pod-template hash.
     let images = browser.js("return document.querySelector('dd.images').innerText;");
@@ -218,9 +220,7 @@ fn a_paused_canary_shows_who_holds_it_and_offers_only_resume_in_a_browser() {
 
     let browser = Browser::start(PHONE.0, PHONE.1);
     browser.goto(&format!("http://{addr}/canaries/test/podinfo"));
-    let offered = browser.js(
-        "return Array.from(document.querySelectorAll('ul.commands li')).map(li => li.dataset.operation);",
-    );
+    let offered = browser.js(OFFERED);
     assert_eq!(offered, serde_json::json!(["resume"]), "{}", browser.text());
     let hold = browser.js("return document.querySelector('.hold[data-kind=\"pause\"]').innerText;");
     assert!(
