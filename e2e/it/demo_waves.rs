@@ -122,7 +122,7 @@ fn demo_waves_rolls_one_release_through_three_clusters_in_wave_order() {
         let primary = show(
             &bare,
             "main",
-            &format!("clusters/{wave}/podinfo/podinfo-primary.yaml"),
+            &format!("deploy/{wave}/podinfo/podinfo-primary.yaml"),
         );
         assert!(
             primary.contains("podinfo:6.7.1"),
@@ -172,7 +172,7 @@ fn demo_waves_fail_stops_the_release_at_the_failed_wave() {
     assert_eq!(log.last().unwrap().2, "Failed", "{log:#?}");
 
     let bare = demo_bare(&keep);
-    let later = ["clusters/prod-eu", "clusters/prod-us"];
+    let later = ["deploy/prod-eu", "deploy/prod-us"];
     let mut args = vec!["log", "-p", "--format=", "main", "--"];
     args.extend(later);
     let written = crate::support::git(&bare, &args);

@@ -91,7 +91,7 @@ const DEMO_SETTLE_SECONDS: u64 = 1;
 /// 50 % (the canary's three steps, in every wave, would take minutes). The interval is
 /// Flagger's floor, the shortest a Flagger canary steps at.
 const DEMO_WAVE: &str = "    - name: WAVE
-      output: clusters/WAVE/podinfo
+      output: deploy/WAVE/podinfo
       settle: 1s
       analysis:
         interval: 10s
@@ -348,7 +348,7 @@ fn header(waves: bool) -> Vec<String> {
     if waves {
         lines.push(format!(
             "apps/podinfo/waves.yaml rolls each release out in three waves, one after the other: {}",
-            WAVES.map(|w| format!("clusters/{w}")).join(", ")
+            WAVES.map(|w| format!("deploy/{w}")).join(", ")
         ));
         lines.push(format!("in each wave the canary takes one step of 50 %, then the primary takes over (each wave's analysis replaces the canary's, to keep the demo short); steps are {} s apart: {floor} s, plus the {DEMO_SETTLE_SECONDS} s each cluster takes to apply a commit (settle: {DEMO_SETTLE_SECONDS}s)", floor + DEMO_SETTLE_SECONDS));
         lines.push(format!("{APPROVED_WAVE} waits for a person's approval before the release enters it; alice gives it with `sluice approve`"));
