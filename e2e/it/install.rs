@@ -88,20 +88,10 @@ fn kustomization_lists_every_install_manifest() {
 
 #[test]
 fn kubectl_kustomize_builds_the_install_when_kubectl_is_present() {
-    let Ok(out) = Command::new("kubectl")
-        .args(["kustomize"])
-        .arg(root().join("examples/install"))
-        .output()
-    else {
+    let Some(text) = kustomize_text(&root().join("examples/install"), &[]) else {
         eprintln!("kubectl not installed: checked the resource list only");
         return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
     for kind in [
         "kind: Namespace",
         "kind: ServiceAccount",
@@ -248,10 +238,7 @@ fn exposure_problems(manifests: &[serde_json::Value]) -> Vec<String> {
     // Every rule of the policy names its peers; webhooks only from the ingress namespace,
     // metrics only from the monitoring namespace.
     for rule in policy["spec"]["ingress"].as_array().expect("ingress rules") {
-        let from = rule["from"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let from = list(&rule["from"]);
         if from.is_empty() {
             problems.push(format!("the policy's rule {rule} admits every pod"));
         }
@@ -263,10 +250,7 @@ fn exposure_problems(manifests: &[serde_json::Value]) -> Vec<String> {
                     .unwrap_or("(another selector)")
             })
             .collect();
-        let ports = rule["ports"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let ports = list(&rule["ports"]);
         if ports.is_empty() {
             problems.push(format!("the policy's rule {rule} opens every port"));
         }
@@ -350,22 +334,13 @@ fn the_install_serves_no_dashboard_to_other_pods() {
     assert!(!exposure_problems(&metrics_from_anyone).is_empty());
 
     // The oauth2-proxy patch, as kustomize builds it.
-    let Ok(out) = Command::new("kubectl")
-        .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
-        .arg(oauth2_overlay().path())
-        .output()
-    else {
+    let restrictor = ["--load-restrictor", "LoadRestrictionsNone"];
+    let Some(text) = kustomize_text(oauth2_overlay().path(), &restrictor) else {
         eprintln!("kubectl not installed: checked the install's own files only");
         return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let built: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout))
-            .expect("kustomize's output");
+        serde_saphyr::from_multiple(&text).expect("kustomize's output");
     assert_eq!(exposure_problems(&built), Vec::<String>::new());
 }
 
@@ -633,10 +608,21 @@ fn components() -> Vec<String> {
     names
 }
 
+/// The items of the array `value`; none when it is missing or not an array.
+fn list(value: &serde_json::Value) -> &[serde_json::Value] {
+    value.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
 /// `kubectl kustomize` of `dir`, its documents; `None` without kubectl.
 fn kustomize(dir: &Path) -> Option<Vec<serde_json::Value>> {
+    kustomize_text(dir, &[]).map(|text| serde_saphyr::from_multiple(&text).expect("YAML"))
+}
+
+/// `kubectl kustomize ARGS dir`, its output; `None` without kubectl, a failed build panics.
+fn kustomize_text(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("kubectl")
-        .args(["kustomize"])
+        .arg("kustomize")
+        .args(args)
         .arg(dir)
         .output()
         .ok()?;
@@ -646,7 +632,7 @@ fn kustomize(dir: &Path) -> Option<Vec<serde_json::Value>> {
         dir.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).expect("YAML"))
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `doc` read into the k8s-openapi type `T` and written back loses nothing: every field is one

@@ -10,23 +10,15 @@ use jiff::Timestamp;
 use serde_json::Value as Json;
 
 use crate::support::{
-    git, git_ok, human_clone, human_commit, route_only_web, run_sluice, seeded_remote, World,
+    git, git_ok, human_clone, human_commit, operate_as_ada, route_only_web, run_sluice,
+    seeded_remote, World,
 };
 
 const FILE: &str = "apps/web/canary.yaml";
 const STATUS: &str = ".sluice/status/shop/web.yaml";
 
 fn op(bare: &Path, verb: &str, reason: &str) -> (i32, String, String) {
-    run_sluice(&[
-        verb,
-        "shop/web",
-        "--repo",
-        &bare.display().to_string(),
-        "--reason",
-        reason,
-        "--as",
-        "Ada Ops <ada@example.com>",
-    ])
+    operate_as_ada(bare, verb, "shop/web", reason)
 }
 
 fn status(bare: &Path) -> Json {

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use crate::support::canary::native_podinfo;
 use crate::support::manifests::DEPLOYMENT;
-use crate::support::{run_sluice, run_sluice_env, World};
+use crate::support::{operate_as_ada, run_sluice, run_sluice_env, World};
 
 /// The four canaries, one per namespace, each `NS/podinfo` with its own source.
 const NAMESPACES: [&str; 4] = ["paused", "held", "failed", "moving"];
@@ -29,16 +29,7 @@ fn canary(ns: &str, extra: &str) -> String {
 }
 
 fn op(bare: &Path, verb: &str, canary: &str, reason: &str) -> (i32, String, String) {
-    run_sluice(&[
-        verb,
-        canary,
-        "--repo",
-        &bare.display().to_string(),
-        "--reason",
-        reason,
-        "--as",
-        "Ada Ops <ada@example.com>",
-    ])
+    operate_as_ada(bare, verb, canary, reason)
 }
 
 /// `sluice status` of the bare repo, three days and an hour after the test started.
@@ -317,16 +308,12 @@ fn a_missing_local_repo_path_is_named_as_such() {
 #[test]
 fn dir_of_a_manual_operation_still_works_and_says_it_is_deprecated() {
     let w = promoted_web();
-    let (code, out, err) = run_sluice(&[
-        "pause",
-        "shop/web",
-        "--dir",
-        &w.bare.display().to_string(),
-        "--reason",
-        "freeze",
-        "--as",
-        "Ada Ops <ada@example.com>",
-    ]);
+    let bare = w.bare.display().to_string();
+    let ada = "Ada Ops <ada@example.com>";
+    let old_spelling = [
+        "pause", "shop/web", "--dir", &bare, "--reason", "freeze", "--as", ada,
+    ];
+    let (code, out, err) = run_sluice(&old_spelling);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(err.trim(), sluice::cli::manual::DIR_DEPRECATED);
     assert!(out.contains("web: paused"), "{out}");

@@ -369,6 +369,26 @@ pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
 }
 
 /// Runs the real binary with `args` (logging errors only); returns (exit code, stdout, stderr).
+/// `sluice VERB CANARY --repo BARE --reason REASON`, as the operator Ada Ops: a manual
+/// operation on a bare repo.
+pub fn operate_as_ada(
+    bare: &Path,
+    verb: &str,
+    canary: &str,
+    reason: &str,
+) -> (i32, String, String) {
+    run_sluice(&[
+        verb,
+        canary,
+        "--repo",
+        &bare.display().to_string(),
+        "--reason",
+        reason,
+        "--as",
+        "Ada Ops <ada@example.com>",
+    ])
+}
+
 pub fn run_sluice(args: &[&str]) -> (i32, String, String) {
     run_sluice_env(args, &[])
 }

@@ -428,11 +428,17 @@ fn start_rollout<R>(
                 format!("Halt {name} advancement waiting for approval to start the rollout"),
             );
         }
+        // The new revision gets no traffic before its rollout is approved: a canary that
+        // carried traffic (a restarted analysis, or all of it after a failed promotion) hands
+        // it back to the primary now, as the approved rollout's first step would, so the
+        // canary workload (rendered from the new source) serves nothing while it waits.
         let mut next = status.clone();
         next.phase = Phase::Waiting;
         next.phase_since = now;
         next.waiting_for = Some(Gate::Rollout);
         next.canary_revision = Some(obs.revision.clone());
+        next.canary_weight = 0;
+        next.primary_weight = 100;
         return change(
             Action::WaitRollout,
             next,

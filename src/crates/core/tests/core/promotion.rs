@@ -152,3 +152,30 @@ fn a_live_promotion_moves_on_its_interval() {
         ]
     ));
 }
+
+/// A new revision behind `confirm-rollout` gets no traffic before its approval. After a
+/// failed promotion the canary carried all of it, and the canary workload is rendered from the
+/// new source: waiting kept 100 % on the unapproved revision, and its approval then dropped it
+/// to 0 (the core's random walks found it).
+#[test]
+fn a_new_revision_waiting_for_rollout_approval_gets_no_traffic() {
+    let (c, waiting) = crate::builders::waiting_for_rollout();
+    let failed_promotion = Status {
+        phase: Phase::Failed,
+        canary_weight: 100,
+        primary_weight: 0,
+        canary_revision: Some("r1".into()),
+        promoted_revision: "r1".into(),
+        waiting_for: None,
+        ..waiting
+    };
+    let d = decide(
+        &c,
+        Some(&failed_promotion),
+        &Observations::revision("r2"),
+        t(5_000),
+    );
+    assert_eq!(d.action, Action::WaitRollout);
+    assert_eq!(d.status.canary_revision.as_deref(), Some("r2"));
+    assert_eq!((d.status.primary_weight, d.status.canary_weight), (100, 0));
+}
