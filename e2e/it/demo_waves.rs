@@ -3,8 +3,12 @@
 //! image, its printed `git log` shows the waves one after the other, and the whole-release
 //! views (`sluice history` without `--wave`, `sluice status`) read the demo's repo back.
 //!
+//! prod-eu waits for an approval, which the demo gives from the CLI; with `--fail` the release
+//! stops at staging and the later waves never take the failed revision.
+//!
 //! The demo's canary is a Flagger one: Flagger raises any analysis interval under 10 s to
-//! 10 s, so each of the 15 commits of the release waits ~11 s and the test takes ~2 min 20 s.
+//! 10 s, so each commit of the release waits 11 s (10 s and the cluster's 1 s settle) on the
+//! stepped clock the tests give the demo.
 
 use std::path::Path;
 
@@ -48,13 +52,62 @@ fn demo_waves_rolls_one_release_through_three_clusters_in_wave_order() {
         "{stdout}"
     );
 
-    // The printed log: every commit after the bump is sluice's, the waves one after the
-    // other, each ending Succeeded before the next one starts.
-    let log = printed_log_after_bump(&stdout);
+    // The header says the steps it runs, the approval, and the spacing, which the steps keep.
+    for line in [
+        "in each wave the canary takes one step of 50 %, then the primary takes over",
+        "steps are 11 s apart: 10 s, plus the 1 s each cluster takes to apply a commit",
+        "prod-eu waits for a person's approval before the release enters it",
+    ] {
+        assert!(stdout.contains(line), "{line:?} in {stdout}");
+    }
+    for wave in WAVES {
+        let at = crate::support::printed_seconds(&stdout, &format!("] podinfo.{wave}: "));
+        let steps = &at[at.len() - 4..];
+        assert!(
+            steps.windows(2).all(|w| w[1] - w[0] == 11.0),
+            "{wave}: {at:?} in {stdout}"
+        );
+        assert_eq!(
+            crate::support::line_after(&stdout, &format!("] podinfo.{wave}: promote revision")),
+            ["          checks: request-success-rate 99.93 (min 99) pass, request-duration 212 (max 500) pass"],
+            "{stdout}"
+        );
+    }
+    // The approval between the waves: prod-eu waits once staging succeeded, alice approves
+    // it from the CLI, and her commit starts the wave.
     assert!(
-        log.iter().all(|(author, _, _)| author == "sluice"),
+        stdout.contains("demo/podinfo.prod-eu waits for approval; alice: sluice approve demo/podinfo --wave prod-eu --reason"),
+        "{stdout}"
+    );
+
+    // The printed log: every commit after the bump is sluice's but alice's approval, the
+    // waves one after the other, each ending Succeeded before the next one starts.
+    let log = printed_log_after_bump(&stdout);
+    let by_alice: Vec<_> = log.iter().filter(|(a, _, _)| a != "sluice").collect();
+    assert_eq!(
+        by_alice,
+        [&(
+            "alice".to_string(),
+            "prod-eu".to_string(),
+            "Progressing".to_string()
+        )],
         "{log:#?}"
     );
+    let approval = log.iter().position(|(a, _, _)| a == "alice").unwrap();
+    let staging_done = log
+        .iter()
+        .position(|(_, w, p)| w == "staging" && p == "Succeeded")
+        .unwrap();
+    assert_eq!(
+        log[staging_done + 1],
+        (
+            "sluice".to_string(),
+            "prod-eu".to_string(),
+            "Waiting".to_string()
+        ),
+        "prod-eu waits for the approval once staging succeeded: {log:#?}"
+    );
+    assert_eq!(approval, staging_done + 2, "{log:#?}");
     let mut order: Vec<&str> = log.iter().map(|(_, wave, _)| wave.as_str()).collect();
     order.dedup();
     assert_eq!(order, WAVES, "the waves in order, none twice: {log:#?}");
@@ -69,7 +122,7 @@ fn demo_waves_rolls_one_release_through_three_clusters_in_wave_order() {
         let primary = show(
             &bare,
             "main",
-            &format!("clusters/{wave}/podinfo/podinfo-primary.yaml"),
+            &format!("deploy/{wave}/podinfo/podinfo-primary.yaml"),
         );
         assert!(
             primary.contains("podinfo:6.7.1"),
@@ -94,6 +147,48 @@ fn demo_waves_rolls_one_release_through_three_clusters_in_wave_order() {
     release_views_read_the_demo_back(&bare);
 }
 
+/// `sluice demo --waves --fail`: staging fails and rolls back, the demo says what happens to
+/// the later waves, and neither takes the failed revision: no commit of theirs after the
+/// image bump, nothing of 6.7.1 ever in their folders.
+#[test]
+fn demo_waves_fail_stops_the_release_at_the_failed_wave() {
+    let tmp = tempfile::tempdir().unwrap();
+    let keep = tmp.path().join("demo");
+    let out = run_ok(crate::support::sluice_demo(&["--waves", "--fail", "--keep"]).arg(&keep));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    for line in [
+        "canary demo/podinfo ended Failed",
+        "          checks: request-success-rate 87.31 (min 99) FAIL, request-duration 212 (max 500) pass",
+        "  wave prod-eu held: waiting for wave staging to succeed on revision 9e46dc7 (it is Failed on 9e46dc7)",
+        "  wave prod-us held: waiting for wave prod-eu to succeed on revision 9e46dc7",
+        "onFailure: hold: wave staging rolled back in its own folder; prod-eu and prod-us never take the failed revision and keep running podinfo:6.7.0",
+    ] {
+        assert!(stdout.contains(line), "{line:?} in {stdout}");
+    }
+    assert!(!stdout.contains("waits for approval"), "{stdout}");
+    let log = printed_log_after_bump(&stdout);
+    assert!(!log.is_empty(), "{stdout}");
+    assert!(log.iter().all(|(_, wave, _)| wave == "staging"), "{log:#?}");
+    assert_eq!(log.last().unwrap().2, "Failed", "{log:#?}");
+
+    let bare = demo_bare(&keep);
+    let later = ["deploy/prod-eu", "deploy/prod-us"];
+    let mut args = vec!["log", "-p", "--format=", "main", "--"];
+    args.extend(later);
+    let written = crate::support::git(&bare, &args);
+    assert!(written.contains("podinfo:6.7.0"), "{written}");
+    assert!(!written.contains("6.7.1"), "{written}");
+    for wave in ["prod-eu", "prod-us"] {
+        let status = show(
+            &bare,
+            "main",
+            &format!(".sluice/status/demo/podinfo.{wave}.yaml"),
+        );
+        assert!(status.contains("phase: Initialized"), "{wave}: {status}");
+        assert!(!status.contains("9e46dc7"), "{wave}: {status}");
+    }
+}
+
 /// `sluice history demo/podinfo` (no `--wave`) is the whole release, wave by wave, and
 /// `sluice status` says where the release stands.
 fn release_views_read_the_demo_back(bare: &Path) {
@@ -101,8 +196,8 @@ fn release_views_read_the_demo_back(bare: &Path) {
     let (code, out, err) = run_sluice(&["history", "demo/podinfo", "--dir", &dir, "-o", "json"]);
     assert_eq!(code, 0, "{out}{err}");
     let entries: Vec<Json> = serde_json::from_str(&out).unwrap();
-    // Three initializations, then five commits per wave.
-    assert_eq!(entries.len(), 3 + 3 * 5, "{out}");
+    // Three initializations, then five commits per wave, and prod-eu's wait for approval.
+    assert_eq!(entries.len(), 3 + 3 * 5 + 1, "{out}");
     let waves: Vec<&str> = entries[3..]
         .iter()
         .map(|e| e["wave"].as_str().expect("every entry has its wave"))

@@ -352,33 +352,81 @@ fn sigkill_mid_rollout_resumes_without_skipping_or_repeating_a_step() {
     check_every_commit(&bare);
 }
 
-/// `sluice demo` with `args` succeeds and prints each of `expected`.
-fn demo_prints(args: &[&str], expected: &[&str]) {
+/// `sluice demo` with `args` succeeds and prints each of `expected`; its stdout.
+fn demo_prints(args: &[&str], expected: &[&str]) -> String {
     let out = crate::support::run_ok(&mut crate::support::sluice_demo(args));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     for line in expected {
         assert!(stdout.contains(line), "{line:?} not in {stdout}");
     }
+    stdout
 }
 
 #[test]
 fn demo_runs_from_the_binary() {
-    demo_prints(
+    let out = demo_prints(
         &[],
         &[
             "canary demo/podinfo ended Succeeded",
             "podinfo: promotion completed, canary scaled down",
+            // The real spacing, and why.
+            "one step every 10 s (analysis.interval 10s): 10 s is Flagger's floor, it raises any shorter interval to 10 s",
+            // The path printed is deleted at the end: how to keep it.
+            "(a temporary folder, deleted when the demo ends: `--keep DIR` keeps the repos)",
+            "is deleted now; run the demo with `--keep DIR` to keep the repos",
         ],
     );
+    assert!(!out.contains("interval 1s"), "{out}");
+    // The steps are as far apart as the header says.
+    // Initialization, then from the new revision to the end, a decision every 10 s.
+    let decisions = crate::support::printed_seconds(&out, "] podinfo: ");
+    assert_eq!(decisions.len(), 10, "{out}");
+    assert!(
+        decisions[1..].windows(2).all(|w| w[1] - w[0] == 10.0),
+        "{decisions:?} in {out}"
+    );
+    // Each judged step prints the values it was judged on, under its line.
+    // The steps as they happen (`] `), not in the `git log` printed at the end.
+    for step in [
+        "] podinfo: advance canary weight 25 -> 50",
+        "] podinfo: advance canary weight 50 -> 75",
+        "] podinfo: promote revision",
+    ] {
+        assert_eq!(
+            crate::support::line_after(&out, step),
+            ["          checks: request-success-rate 99.93 (min 99) pass, request-duration 212 (max 500) pass"],
+            "{step} in {out}"
+        );
+    }
 }
 
 #[test]
 fn demo_fail_rolls_back_and_names_the_metric() {
-    demo_prints(
+    let out = demo_prints(
         &["--fail"],
         &[
             "canary demo/podinfo ended Failed",
             "request-success-rate 87.31 < 99",
         ],
     );
+    // The failed check is named, with its value and bound, where it fails.
+    assert_eq!(
+        crate::support::line_after(&out, "] podinfo: failed check 1/2"),
+        ["          checks: request-success-rate 87.31 (min 99) FAIL, request-duration 212 (max 500) pass"],
+        "{out}"
+    );
+}
+
+#[test]
+fn demo_keep_does_not_say_the_repos_are_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let keep = tmp.path().join("demo");
+    let out = crate::support::run_ok(crate::support::sluice_demo(&["--keep"]).arg(&keep));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("repos kept in {}", keep.display())),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("deleted"), "{stdout}");
+    assert!(keep.join("config-repo.git").is_dir());
 }

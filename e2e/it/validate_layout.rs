@@ -272,3 +272,25 @@ fn the_readmes_layout_validates() {
     ]);
     validates_one_canary(dir.path(), &["."]);
 }
+
+/// The example fleet keeps its waves' outputs out of `clusters/<cluster>/`: with `flux
+/// bootstrap --path=clusters/<cluster>` in each Flux cluster, each output is applied once (by
+/// its cluster's Kustomization), not a second time by the bootstrap's.
+#[test]
+fn the_example_fleet_validates_with_flux_bootstrapped_in_its_clusters() {
+    let fleet = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fleet");
+    let dir = tempfile::tempdir().unwrap();
+    for (path, bytes) in crate::support::every_file_bytes(&fleet) {
+        let at = dir.path().join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, bytes).unwrap();
+    }
+    for cluster in ["staging", "prod-us"] {
+        let at = dir.path().join(format!("clusters/{cluster}/flux-system"));
+        assert!(at.is_dir(), "{cluster} is a Flux cluster of the fleet");
+        let sync = GOTK_SYNC.replace("./clusters/prod", &format!("./clusters/{cluster}"));
+        std::fs::write(at.join("gotk-sync.yaml"), sync).unwrap();
+    }
+    let (code, out, err) = validate(dir.path(), &["."]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}{err}");
+}

@@ -17,6 +17,7 @@ use crate::clock::Clock;
 use crate::core::judge::JudgeSpec;
 use crate::core::status::Phase;
 use crate::gitops::{CommitMessage, ConfigRepo, Credentials, FileChange, Identity};
+use crate::manifest::analysis::FLAGGER_MIN_ANALYSIS_INTERVAL;
 use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::tick::{tick, Context, TickReport};
@@ -43,14 +44,24 @@ pub const DEMO_FILES: [(&str, &str); 4] = [
 
 const CANARY: &str = "demo/podinfo";
 
+/// The demo's waves, in release order.
+const WAVES: [&str; 3] = ["staging", "prod-eu", "prod-us"];
+
+/// The wave that waits for a person before the release enters it, as in `examples/fleet`.
+const APPROVED_WAVE: &str = "prod-eu";
+
 /// `--waves`: the example fleet (`examples/fleet`), its waves settled by time instead of read
-/// from clusters (the demo has none), and no approval, so one command runs the release.
+/// from clusters (the demo has none); prod-eu waits for an approval, which the demo gives
+/// from the CLI (`sluice approve`), so one command runs the release.
 pub fn fleet_files() -> Vec<(&'static str, String)> {
     let mut waves = String::from(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Waves\nmetadata: {name: fleet, namespace: demo}\nspec:\n  waves:\n",
+        "apiVersion: sluice.dev/v1alpha1\nkind: Waves\nmetadata: {name: fleet, namespace: demo}\nspec:\n  onFailure: hold\n  waves:\n",
     );
-    for wave in ["staging", "prod-eu", "prod-us"] {
+    for wave in WAVES {
         waves.push_str(&DEMO_WAVE.replace("WAVE", wave));
+        if wave == APPROVED_WAVE {
+            waves.push_str("      approval: true\n");
+        }
     }
     vec![
         (
@@ -73,13 +84,17 @@ pub fn fleet_files() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// How long each demo cluster takes to apply a commit (`settle` in [`DEMO_WAVE`]).
+const DEMO_SETTLE_SECONDS: u64 = 1;
+
 /// One of the demo's three clusters: a folder, one second to apply a commit, one step of
-/// 50 % (the canary's three steps, in every wave, would take minutes).
+/// 50 % (the canary's three steps, in every wave, would take minutes). The interval is
+/// Flagger's floor, the shortest a Flagger canary steps at.
 const DEMO_WAVE: &str = "    - name: WAVE
-      output: clusters/WAVE/podinfo
+      output: deploy/WAVE/podinfo
       settle: 1s
       analysis:
-        interval: 1s
+        interval: 10s
         threshold: 2
         stepWeight: 50
         maxWeight: 50
@@ -91,10 +106,7 @@ const DEMO_WAVE: &str = "    - name: WAVE
 /// The canaries the demo waits for: the canary, or with `--waves` each wave's instance.
 fn watched(waves: bool) -> Vec<String> {
     if waves {
-        ["staging", "prod-eu", "prod-us"]
-            .iter()
-            .map(|w| format!("{CANARY}.{w}"))
-            .collect()
+        WAVES.iter().map(|w| format!("{CANARY}.{w}")).collect()
     } else {
         vec![CANARY.to_string()]
     }
@@ -184,9 +196,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     };
     seed_bare_repo(&dir, &remote, files, &alice)?;
     outln!("sluice demo: config repo {url}");
-    outln!("  apps/podinfo/ holds a Deployment and a Flagger Canary (stepWeight 25, maxWeight 75, stepWeightPromotion 25, interval 1s)");
-    if args.waves {
-        outln!("  apps/podinfo/waves.yaml rolls each release out in three waves: clusters/staging, clusters/prod-eu, clusters/prod-us");
+    if args.keep.is_none() {
+        outln!("  (a temporary folder, deleted when the demo ends: `--keep DIR` keeps the repos)");
+    }
+    for line in header(args.waves) {
+        outln!("  {line}");
     }
     let judge = args.judge.then(demo_judge::spec).transpose()?;
 
@@ -233,13 +247,16 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 
     let watched = watched(args.waves);
     let timeout = Duration::from_secs(args.timeout).saturating_mul(watched.len() as u32);
-    tick_until_done(
-        &mut sluice,
+    let end = tick_until_done(
+        (&mut sluice, &mut human),
         &ctx,
         &watched,
         (start, timeout),
         judge.as_ref(),
     )?;
+    if let (true, Some(failed)) = (args.waves, end.failed.as_deref()) {
+        after_failed_wave(&mut sluice, &ctx, failed)?;
+    }
     if judge.is_some() {
         for line in demo_judge::verdict(&sluice, CANARY)? {
             outln!("{line}");
@@ -250,6 +267,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     print_history(&sluice, args.waves)?;
     if args.keep.is_some() {
         outln!("\nrepos kept in {}", dir.display());
+    } else {
+        outln!("\n{} is deleted now; run the demo with `--keep DIR` to keep the repos and read them with `sluice status --dir` and `sluice history --dir`", dir.display());
     }
     if args.dashboard {
         drop(prometheus);
@@ -318,44 +337,79 @@ fn bump_image(human: &mut ConfigRepo, alice: &Identity) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The lines that say what the demo's canary does and when (and with `waves`, where).
+fn header(waves: bool) -> Vec<String> {
+    let floor = FLAGGER_MIN_ANALYSIS_INTERVAL.as_secs();
+    let mut lines = vec![
+        "apps/podinfo/ holds a Deployment and a Flagger Canary: canary weights 25, 50, 75, then the primary takes over by 25 (stepWeight 25, maxWeight 75, stepWeightPromotion 25)".to_string(),
+        format!("one step every {floor} s (analysis.interval {floor}s): {floor} s is Flagger's floor, it raises any shorter interval to {floor} s, and sluice steps as Flagger does"),
+        "each step is judged on the metrics the canary served at the weight before it (the first step, at 0 %, has none to judge)".to_string(),
+    ];
+    if waves {
+        lines.push(format!(
+            "apps/podinfo/waves.yaml rolls each release out in three waves, one after the other: {}",
+            WAVES.map(|w| format!("deploy/{w}")).join(", ")
+        ));
+        lines.push(format!("in each wave the canary takes one step of 50 %, then the primary takes over (each wave's analysis replaces the canary's, to keep the demo short); steps are {} s apart: {floor} s, plus the {DEMO_SETTLE_SECONDS} s each cluster takes to apply a commit (settle: {DEMO_SETTLE_SECONDS}s)", floor + DEMO_SETTLE_SECONDS));
+        lines.push(format!("{APPROVED_WAVE} waits for a person's approval before the release enters it; alice gives it with `sluice approve`"));
+        lines.push("onFailure: hold: a wave that fails rolls back in its own folder, the waves after it never take the failed revision".to_string());
+    }
+    lines
+}
+
+/// How the demo's rollout ended: the canary (or wave instance) that failed, if one did.
+struct End {
+    failed: Option<String>,
+}
+
 /// Ticks until the `watched` canaries are promoted, or one is rolled back, sleeping on the
-/// runtime's clock until each next due time; an error after `timeout` of wall time. With a
-/// `judge`, each judged decision's table.
+/// runtime's clock until each next due time; an error after `timeout` of wall time. Prints
+/// the checks each decision judged, with a `judge` its table; a wave waiting for approval is
+/// approved from the CLI by the `human`.
 fn tick_until_done(
-    sluice: &mut ConfigRepo,
+    (sluice, human): (&mut ConfigRepo, &mut ConfigRepo),
     ctx: &Context,
     watched: &[String],
     (start, timeout): (jiff::Timestamp, Duration),
     judge: Option<&JudgeSpec>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<End> {
     let deadline = Instant::now() + timeout;
     let clock = ctx.runtime.clock();
+    let waves = watched.len() > 1;
     loop {
         let report = tick(sluice, ctx, clock.now())?;
         show(&report, clock, start);
-        if let Some(spec) = judge.filter(|_| report.commits > 0) {
-            demo_judge::show(sluice, report.commits, CANARY, spec)?;
+        if report.commits > 0 {
+            demo_judge::show(sluice, report.commits, (CANARY, waves), judge)?;
         }
-        let phases: Vec<Option<Phase>> = watched
+        let outcomes: Vec<Option<&crate::outcome::CanaryOutcome>> = watched
             .iter()
-            .map(|id| {
-                report
-                    .outcomes
-                    .iter()
-                    .find(|o| &o.id == id)
-                    .and_then(|o| o.phase)
-            })
+            .map(|id| report.outcomes.iter().find(|o| &o.id == id))
             .collect();
-        let failed = phases.contains(&Some(Phase::Failed));
+        let waiting = outcomes.iter().flatten().find(|o| {
+            o.status
+                .as_ref()
+                .is_some_and(crate::core::status::Status::is_waiting)
+        });
+        if let (true, Some(waiting)) = (waves, waiting) {
+            approve(human, ctx, &waiting.id, start)?;
+            continue;
+        }
+        let phases: Vec<Option<Phase>> = outcomes.iter().map(|o| o.and_then(|o| o.phase)).collect();
+        let failed = watched
+            .iter()
+            .zip(&phases)
+            .find(|(_, p)| **p == Some(Phase::Failed))
+            .map(|(id, _)| id.clone());
         let done = phases.iter().all(|p| *p == Some(Phase::Succeeded));
-        if (failed || done) && report.commits > 0 {
-            let ended = if failed {
+        if (failed.is_some() || done) && report.commits > 0 {
+            let ended = if failed.is_some() {
                 Phase::Failed
             } else {
                 Phase::Succeeded
             };
             outln!("\ncanary {CANARY} ended {ended}");
-            return Ok(());
+            return Ok(End { failed });
         }
         if Instant::now() > deadline {
             bail!("the demo did not finish within {} s", timeout.as_secs());
@@ -366,6 +420,76 @@ fn tick_until_done(
             Duration::from_secs(1),
         ));
     }
+}
+
+/// `instance` (`NS/NAME.WAVE`) waits for approval: alice approves it from the CLI, as
+/// `sluice approve NS/NAME --wave WAVE` does (one commit on the branch, with her reason).
+fn approve(
+    human: &mut ConfigRepo,
+    ctx: &Context,
+    instance: &str,
+    start: jiff::Timestamp,
+) -> anyhow::Result<()> {
+    let clock = ctx.runtime.clock();
+    let wave = instance.rsplit_once('.').map_or(instance, |(_, w)| w);
+    let reason = "the waves before it run the release";
+    outln!(
+        "[{:>5.1}s] {instance} waits for approval; alice: sluice approve {CANARY} --wave {wave} --reason \"{reason}\"",
+        since(clock, start)
+    );
+    human.fetch()?;
+    let manual = crate::manual::Manual {
+        canary: CANARY,
+        wave: Some(wave),
+        op: crate::core::operate::Operation::Approve,
+        operator: Identity::new("alice", "alice@example.com"),
+        reason,
+        push_attempts: 8,
+    };
+    let subject = crate::manual::operate(human, ctx.runtime, &manual, clock.now())?;
+    outln!("[{:>5.1}s] alice: {subject}", since(clock, start));
+    Ok(())
+}
+
+/// After wave `failed` failed, one more tick: each later wave says why it holds, and the
+/// demo says what that means for the release.
+fn after_failed_wave(sluice: &mut ConfigRepo, ctx: &Context, failed: &str) -> anyhow::Result<()> {
+    let clock = ctx.runtime.clock();
+    let report = tick(sluice, ctx, clock.now())?;
+    let wave = |id: &str| {
+        id.rsplit_once('.')
+            .map_or(id.to_string(), |(_, w)| w.to_string())
+    };
+    let later: Vec<String> = watched(true)
+        .into_iter()
+        .skip_while(|id| id != failed)
+        .skip(1)
+        .collect();
+    for id in &later {
+        let held = report
+            .outcomes
+            .iter()
+            .find(|o| &o.id == id)
+            .and_then(|o| o.events.iter().find(|e| e.starts_with("held: ")));
+        if let Some(held) = held {
+            outln!("  wave {} {held}", wave(id));
+        }
+    }
+    let names: Vec<String> = later.iter().map(|id| wave(id)).collect();
+    if names.is_empty() {
+        outln!(
+            "wave {} was the last one: the release stops there",
+            wave(failed)
+        );
+    } else {
+        outln!(
+            "onFailure: hold: wave {} rolled back in its own folder; {} never take the failed revision and keep running podinfo:6.7.0 until a new revision passes wave {} (onFailure: rollback would put the earlier waves back too)",
+            wave(failed),
+            names.join(" and "),
+            wave(failed)
+        );
+    }
+    Ok(())
 }
 
 /// Prints the repo's history, oldest first: author, phase, weights and subject per commit.

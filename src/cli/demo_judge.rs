@@ -19,7 +19,7 @@ use crate::cli::demo_prometheus::Script;
 use crate::gitops::{ConfigRepo, HistoryEntry};
 use crate::judge::config::read_object;
 use crate::judge::report::{report, table};
-use crate::readers::history::{entries, Entry};
+use crate::readers::history::{entries, release_entries, Entry};
 use crate::render::replay::{Record, REPLAY};
 use crate::yaml::node::parse_documents;
 use crate::yaml::reader::Reader;
@@ -126,22 +126,34 @@ pub fn spec() -> anyhow::Result<JudgeSpec> {
     }
 }
 
-/// Prints the `count` newest commits of `sluice` (oldest first) that judged `canary`: their
-/// checks, then the judge's table.
+/// Prints the `count` newest commits of `sluice` (oldest first) that judged `canary` (with
+/// `waves`, any of its waves): their checks, each with its value, its bound and its result;
+/// with a judge `spec`, the judge's table too.
 pub fn show(
     sluice: &ConfigRepo,
     count: usize,
-    canary: &str,
-    spec: &JudgeSpec,
+    (canary, waves): (&str, bool),
+    spec: Option<&JudgeSpec>,
 ) -> anyhow::Result<()> {
     let history = sluice.history(None, count)?;
+    if waves {
+        for entry in release_entries(&history, canary) {
+            if !entry.checks.is_empty() {
+                outln!("          checks: {}", checks(&entry));
+            }
+        }
+        return Ok(());
+    }
     let read = entries(&history, canary);
     // `entries` gives oldest first; the history is newest first.
     for (entry, commit) in read.iter().zip(history.iter().rev()) {
-        if entry.judge.is_none() {
+        if entry.checks.is_empty() {
             continue;
         }
         outln!("          checks: {}", checks(entry));
+        let Some(spec) = spec.filter(|_| entry.judge.is_some()) else {
+            continue;
+        };
         let text = judged_table(commit, spec)?;
         for line in text.lines() {
             outln!("            {line}");

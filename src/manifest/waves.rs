@@ -7,14 +7,14 @@
 //!   onFailure: hold               # or rollback: a failed wave reverts the earlier ones too
 //!   waves:
 //!     - name: staging
-//!       output: clusters/staging/podinfo
+//!       output: deploy/staging/podinfo
 //!       sync: {flux: {kustomization: apps}}
 //!       cluster: {kubeContext: staging}  # or {server: https://..., secretRef: {name: NAME}}
 //!       metricsServer: http://prometheus.staging:9090
 //!       metricsSecretRef: {name: prometheus-staging}   # its credentials (token, or username/password)
 //!       analysis: {...}            # replaces the canary's analysis in this wave
 //!     - name: prod-eu
-//!       output: clusters/prod-eu/podinfo
+//!       output: deploy/prod-eu/podinfo
 //!       settle: 2m
 //!       approval: true
 //! ```

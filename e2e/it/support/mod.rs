@@ -636,6 +636,28 @@ pub fn sluice_demo(args: &[&str]) -> Command {
     cmd
 }
 
+/// In `sluice demo`'s output: the seconds printed at the start of each line of `stdout` that contains `what`.
+pub fn printed_seconds(stdout: &str, what: &str) -> Vec<f64> {
+    stdout
+        .lines()
+        .filter(|l| l.contains(what))
+        .map(|l| {
+            let at = l.trim_start_matches('[').split_once("s]").unwrap().0;
+            at.trim().parse::<f64>().unwrap()
+        })
+        .collect()
+}
+
+/// In `sluice demo`'s output: the line after each line of `stdout` that contains `what`.
+pub fn line_after<'a>(stdout: &'a str, what: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].contains(what))
+        .map(|w| w[1])
+        .collect()
+}
+
 /// A work tree (`git init`) holding `files`.
 pub fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
