@@ -13,7 +13,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value as Json;
 
 use super::PHONE;
-use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, DESKTOP};
+use crate::support::dashboard::{
+    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP,
+};
 use crate::support::webdriver::Browser;
 use crate::support::{http, human_commit_at, operate_as_ada};
 
@@ -92,27 +94,55 @@ pub(super) fn timed_history(dir: &std::path::Path) -> std::path::PathBuf {
     bare
 }
 
-#[test]
-fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
+/// The dashboard of [`timed_history`] and a browser of `size` to read it (the folder and the
+/// dashboard live as long as the returned guards).
+fn timed_dashboard(size: (u32, u32)) -> (tempfile::TempDir, Process, String, Browser) {
     let tmp = tempfile::tempdir().unwrap();
     let bare = timed_history(tmp.path());
-    let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
-    let browser = Browser::start(PHONE.0, PHONE.1);
+    let (dashboard, addr, browser) = dashboard_in_browser(&bare, size);
+    (tmp, dashboard, addr, browser)
+}
+
+/// The page offers exactly the manual operations `expected`.
+fn assert_offered(browser: &Browser, expected: &[&str]) {
+    let offered = browser.js(OFFERED);
+    assert_eq!(offered, serde_json::json!(expected), "{}", browser.text());
+}
+
+/// The text of the page's first `selector` holds `needle`.
+fn assert_shows(browser: &Browser, selector: &str, needle: &str) {
+    let script = format!("return document.querySelector({selector:?}).innerText;");
+    let text = browser.js(&script);
+    assert!(
+        text.as_str().is_some_and(|t| t.contains(needle)),
+        "{selector}: {text}"
+    );
+}
+
+/// No element of the browser's page lies outside the viewport, and the page does not scroll
+/// sideways.
+fn assert_fits(browser: &Browser, what: &str) {
+    let found = browser.js(OUTSIDE);
+    assert_eq!(
+        found["outside"],
+        Json::Array(vec![]),
+        "{what}: elements outside the viewport: {found}"
+    );
+    assert_eq!(
+        found["scrollWidth"], found["width"],
+        "{what} scrolls sideways: {found}"
+    );
+}
+
+#[test]
+fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
+    let (_tmp, _dashboard, addr, browser) = timed_dashboard(PHONE);
     for (size, (w, h)) in [("phone", PHONE), ("desktop", DESKTOP)] {
         browser.viewport(w, h);
         for (page, name) in [("/", "overview"), ("/canaries/test/podinfo", "canary")] {
             browser.goto(&format!("http://{addr}{page}"));
             browser.screenshot(&screenshots().join(format!("layout-{name}-{size}.png")));
-            let found = browser.js(OUTSIDE);
-            assert_eq!(
-                found["outside"],
-                Json::Array(vec![]),
-                "{page} at {w}px: elements outside the viewport: {found}"
-            );
-            assert_eq!(
-                found["scrollWidth"], found["width"],
-                "{page} at {w}px scrolls sideways: {found}"
-            );
+            assert_fits(&browser, &format!("{page} at {w}px"));
         }
         // The log's key columns of its newest decision, on screen and readable.
         let key = browser.js(
@@ -131,22 +161,14 @@ fn dashboard_pages_fit_a_phone_and_a_desktop_in_a_browser() {
         );
     }
     // An Initialized canary: nothing to approve, promote, abort, retry or resume.
-    let offered = browser.js(OFFERED);
-    assert_eq!(offered, serde_json::json!(["pause"]), "{}", browser.text());
+    assert_offered(&browser, &["pause"]);
     // The image the user bumped, not only the pod-template hash.
-    let images = browser.js("return document.querySelector('dd.images').innerText;");
-    assert!(
-        images.as_str().unwrap().contains("primary: podinfo:1"),
-        "{images}"
-    );
+    assert_shows(&browser, "dd.images", "primary: podinfo:1");
 }
 
 #[test]
 fn charts_place_each_decision_at_its_time_in_a_browser() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bare = timed_history(tmp.path());
-    let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
-    let browser = Browser::start(DESKTOP.0, DESKTOP.1);
+    let (_tmp, _dashboard, addr, browser) = timed_dashboard(DESKTOP);
     browser.goto(&format!("http://{addr}/canaries/test/podinfo"));
     // (x, time in seconds) of every drawn point: the weight chart's, then the metric's.
     let drawn = browser.js(
@@ -220,14 +242,12 @@ fn a_paused_canary_shows_who_holds_it_and_offers_only_resume_in_a_browser() {
 
     let browser = Browser::start(PHONE.0, PHONE.1);
     browser.goto(&format!("http://{addr}/canaries/test/podinfo"));
-    let offered = browser.js(OFFERED);
-    assert_eq!(offered, serde_json::json!(["resume"]), "{}", browser.text());
-    let hold = browser.js("return document.querySelector('.hold[data-kind=\"pause\"]').innerText;");
-    assert!(
-        hold.as_str().unwrap().contains("waiting for the DBA"),
-        "{hold}"
+    assert_offered(&browser, &["resume"]);
+    assert_shows(
+        &browser,
+        ".hold[data-kind=\"pause\"]",
+        "waiting for the DBA",
     );
     browser.screenshot(&screenshots().join("paused-canary-phone.png"));
-    let found = browser.js(OUTSIDE);
-    assert_eq!(found["outside"], Json::Array(vec![]), "{found}");
+    assert_fits(&browser, "the paused canary's page");
 }

@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 use sluice::cli::demo_prometheus::{self, Script};
 
-use crate::support::dashboard::{initialized, screenshots, sluice_dashboard, Process, DESKTOP};
+use crate::support::dashboard::{
+    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP,
+};
 use crate::support::metrics::{loop_canary, loop_deployment};
 use crate::support::webdriver::Browser;
 use crate::support::{
@@ -244,8 +246,7 @@ fn hostile_repo(dir: &Path) -> PathBuf {
 fn repo_text_with_script_runs_nothing_and_reads_literally_in_a_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let bare = hostile_repo(tmp.path());
-    let (_dashboard, addr) = sluice_dashboard(&bare, &[]);
-    let browser = Browser::start(DESKTOP.0, DESKTOP.1);
+    let (_dashboard, addr, browser) = dashboard_in_browser(&bare, DESKTOP);
     for page in ["/", "/canaries/test/podinfo"] {
         browser.goto(&format!("http://{addr}{page}"));
         // Long enough for an onerror or a refresh to have run.

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::metrics::{loop_canary, loop_deployment};
+use super::webdriver::Browser;
 use super::{free_port, human_clone, reconcile, seeded_remote};
 
 /// The desktop window the browser tests use, in pixels.
@@ -55,6 +56,12 @@ pub(crate) fn sluice_dashboard(bare: &Path, extra: &[&str]) -> (Process, String)
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
     cmd.env("SLUICE_LOG", "error");
     sluice_dashboard_with(bare, extra, cmd)
+}
+
+/// `sluice dashboard` over `bare`, and a headless browser of `size` (width, height) to read it.
+pub(crate) fn dashboard_in_browser(bare: &Path, size: (u32, u32)) -> (Process, String, Browser) {
+    let (dashboard, addr) = sluice_dashboard(bare, &[]);
+    (dashboard, addr, Browser::start(size.0, size.1))
 }
 
 /// `sluice dashboard --dir bare --listen <free port>` run by `cmd` (the binary, with the
