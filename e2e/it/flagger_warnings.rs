@@ -211,10 +211,7 @@ fn validate_prints_warnings_and_exits_0_and_1_under_strict() {
         ),
         "{err}"
     );
-    assert!(
-        err.contains("1 problem(s) found; 0 canaries valid"),
-        "{err}"
-    );
+    assert!(err.contains("1 problem found; 0 canaries valid"), "{err}");
     let (code, out, _) = validate(dir.path(), &["--strict", "-o", "github", "."]);
     assert_eq!(code, 1);
     assert!(

@@ -124,7 +124,7 @@ fn a_kustomization_applying_the_sources_is_refused_at_its_path() {
                 title,
                 "apps/podinfo/deployment.yaml"
             ),
-            "2 problem(s) found; 0 canaries valid".to_string(),
+            "2 problems found; 0 canaries valid".to_string(),
         ]
     );
 
@@ -194,7 +194,7 @@ fn sources_reached_through_kustomize_resources_are_refused() {
                 "Kustomization flux-system/apps",
                 "apps/podinfo/deployment.yaml"
             ),
-            "1 problem(s) found; 0 canaries valid".to_string(),
+            "1 problem found; 0 canaries valid".to_string(),
         ]
     );
 }

@@ -53,7 +53,7 @@ fn built_in_metrics_without_a_prometheus_address_are_refused_at_their_line() {
         [
             format!("./{CANARY}:28: spec.analysis.metrics[0]: built-in metric request-success-rate {fix}"),
             format!("./{CANARY}:32: spec.analysis.metrics[1]: built-in metric request-duration {fix}"),
-            "2 problem(s) found; 0 canaries valid".to_string(),
+            "2 problems found; 0 canaries valid".to_string(),
         ]
     );
     assert_eq!(out, "");
@@ -120,7 +120,7 @@ spec:
                 lines(&err),
                 [
                     format!("./{CANARY}:28: spec.analysis.metrics[0]: metric errors (MetricTemplate demo/error-rate, apps/podinfo/errors.yaml:1, type prometheus with no spec.provider.address) asks Prometheus, and no address is set: add `prometheus: {{address: http://...}}` to .sluice/config.yaml (or spec.metricsServer on this canary, or spec.provider.address on the template); validate --offline skips this check"),
-                    "1 problem(s) found; 0 canaries valid".to_string(),
+                    "1 problem found; 0 canaries valid".to_string(),
                 ]
             );
         } else {

@@ -75,7 +75,7 @@ fn validate_refuses_a_dangling_template_ref_at_its_line() {
         lines(&err),
         [
             "./apps/api.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/error-rate not found: no flagger.app/v1beta1 MetricTemplate with that namespace and name in the repo",
-            "1 problem(s) found; 1 canary valid",
+            "1 problem found; 1 canary valid",
         ]
     );
 
@@ -109,7 +109,7 @@ fn validate_refuses_templates_of_providers_sluice_cannot_query_by_name() {
             )),
             "{provider}: {err:#?}"
         );
-        assert_eq!(err[2], "2 problem(s) found; 0 canaries valid");
+        assert_eq!(err[2], "2 problems found; 0 canaries valid");
     }
 }
 
@@ -139,7 +139,7 @@ fn a_broken_template_is_reported_and_refuses_every_canary_using_it() {
             format!("./metrics/error-rate.yaml:9: {why}"),
             format!("./apps/api.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/error-rate is invalid: metrics/error-rate.yaml:9: {why}"),
             format!("./apps/web.yaml:13: spec.analysis.metrics[0].templateRef: metric template shop/error-rate is invalid: metrics/error-rate.yaml:9: {why}"),
-            "3 problem(s) found; 1 canary valid".to_string(),
+            "3 problems found; 1 canary valid".to_string(),
         ]
     );
 }
@@ -170,7 +170,7 @@ fn github_output_annotates_each_problem_at_its_repo_relative_line() {
         let (code, out, err) = validate(cwd, &["--output", "github", arg]);
         assert_eq!(code, 1, "{out}{err}");
         assert_eq!(lines(&out), expected, "from {}", cwd.display());
-        assert_eq!(lines(&err), ["3 problem(s) found; 0 canaries valid"]);
+        assert_eq!(lines(&err), ["3 problems found; 0 canaries valid"]);
     }
 
     // A valid repo: no annotation, exit 0; a path that is not there: exit 2.

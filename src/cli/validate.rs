@@ -366,14 +366,14 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         // Canaries checked against default settings (provider, output layout) may be valid
         // there and not under the settings the loop will read: claim nothing about them.
         eprintln!(
-            "{} problem(s) found; the settings file is invalid, so the canaries were checked against default settings only and none is reported valid",
-            loaded.errors.len()
+            "{} found; the settings file is invalid, so the canaries were checked against default settings only and none is reported valid",
+            counted(loaded.errors.len(), "problem", "problems")
         );
         Ok(1)
     } else {
         eprintln!(
-            "{} problem(s) found; {} valid",
-            loaded.errors.len(),
+            "{} found; {} valid",
+            counted(loaded.errors.len(), "problem", "problems"),
             canaries(loaded.canaries.len())
         );
         Ok(1)
@@ -382,10 +382,15 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 
 /// `1 canary`, `3 canaries`.
 fn canaries(n: usize) -> String {
+    counted(n, "canary", "canaries")
+}
+
+/// `n` and the noun in the number it takes: `1 problem`, `2 problems`.
+fn counted(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
-        "1 canary".into()
+        format!("1 {one}")
     } else {
-        format!("{n} canaries")
+        format!("{n} {many}")
     }
 }
 
