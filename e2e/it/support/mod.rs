@@ -729,4 +729,23 @@ impl Stepped {
             format!("stepped@{}", self.0.get()),
         )
     }
+
+    /// `sluice reconcile` of the remote `bare` (clone in `work`) at this clock's time, which
+    /// must succeed; returns its stdout and stderr (log level warn).
+    pub fn reconcile(&self, bare: &Path, work: &Path) -> String {
+        let (var, at) = self.env();
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["reconcile", "--repo"])
+            .arg(bare)
+            .arg("--workdir")
+            .arg(work)
+            .env(var, at)
+            .env("SLUICE_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        format!("{}{stderr}", String::from_utf8_lossy(&out.stdout))
+    }
 }
