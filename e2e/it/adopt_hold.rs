@@ -4,32 +4,12 @@
 
 use std::time::Duration;
 
-use crate::support::canary::podinfo;
-use crate::support::manifests::{CONFIGS, DEPLOYMENT};
-use crate::support::rollout::{CANARY_FILE, OUTPUT};
+use crate::support::adopt::{held_world, SOURCE, STATUS};
+use crate::support::manifests::DEPLOYMENT;
+use crate::support::rollout::OUTPUT;
 use crate::support::{
-    commits_of, human_clone, human_commit, run_sluice, seeded_remote, show, status_at_main, Stepped,
+    commits_of, human_clone, human_commit, run_sluice, show, status_at_main, Stepped,
 };
-
-pub(crate) const HOLD: &str =
-    "apiVersion: sluice.dev/v1alpha1\nkind: Config\nadoption:\n  hold: true\n";
-pub(crate) const STATUS: &str = ".sluice/status/prod/podinfo.yaml";
-const SOURCE: &str = "apps/podinfo/deployment.yaml";
-
-/// The podinfo world under the hold: its remote, a clone for `reconcile`, a human's clone.
-pub(crate) fn held_world(tmp: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let canary = podinfo().yaml("    stepWeight: 20\n    maxWeight: 60");
-    let bare = seeded_remote(
-        tmp,
-        &[
-            (SOURCE, DEPLOYMENT),
-            ("apps/podinfo/configs.yaml", CONFIGS),
-            (CANARY_FILE, &canary),
-            (".sluice/config.yaml", HOLD),
-        ],
-    );
-    (bare, tmp.join("w"))
-}
 
 fn phase(bare: &std::path::Path) -> String {
     status_at_main(bare, STATUS).expect("a status file")["phase"]

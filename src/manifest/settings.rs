@@ -907,13 +907,7 @@ mod tests {
             ),
             ("drift: [hold]\n", ".sluice/config.yaml:3: drift: expected"),
         ] {
-            let errs: Vec<String> = policy(text)
-                .unwrap_err()
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            assert_eq!(errs.len(), 1, "{text}: {errs:?}");
-            assert!(errs[0].starts_with(want), "{text}: {errs:?}");
+            one_error_starting(text, want);
         }
     }
 
@@ -942,14 +936,19 @@ mod tests {
                 ".sluice/config.yaml:4: adoption.hlod: unknown field (did you mean \"hold\"?)",
             ),
         ] {
-            let errs: Vec<String> = hold(text)
-                .unwrap_err()
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            assert_eq!(errs.len(), 1, "{text}: {errs:?}");
-            assert!(errs[0].starts_with(want), "{text}: {errs:?}");
+            one_error_starting(text, want);
         }
+    }
+
+    /// The settings `HEAD` + `text` give one error, which starts with `want`.
+    fn one_error_starting(text: &str, want: &str) {
+        let errs: Vec<String> = parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"))
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs.len(), 1, "{text}: {errs:?}");
+        assert!(errs[0].starts_with(want), "{text}: {errs:?}");
     }
 
     #[test]
