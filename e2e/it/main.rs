@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
 mod adopt_check;
+mod adopt_first_render;
 mod adopt_hold;
 mod affinity_mirror;
 mod alert_providers;
