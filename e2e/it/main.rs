@@ -71,6 +71,7 @@ mod notify;
 mod openfunction;
 mod operate;
 mod per_tick;
+mod pr_webhooks;
 mod rbac;
 mod route;
 mod route_apisix;
