@@ -94,6 +94,7 @@
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
 //! | [`waves`] | waves at the edges: what a reverted wave had before the release (read from git) and its revert's files, kube contexts checked, a client per wave cluster | decide (the release rule and the revert are [`core::waves`]'s) |
+//! | [`adopt`] | `sluice adopt`: a Flagger repo's canaries, what applies their files, and the one commit that moves their sources out of every applied path and adds the outputs' applier and settings; the runbook | write git (the CLI does), or decide a rollout |
 //! | [`redact`] | every credential read, and its base64 forms, kept out of log lines and logged answers | put a backend's answer anywhere but a log |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
@@ -108,6 +109,7 @@
 /// The pure core (its own crate, `src/crates/core/`): model, schedules, `decide`, `plan`, operations.
 pub use sluice_core as core;
 
+pub mod adopt;
 pub mod alert_kinds;
 pub mod approval;
 pub mod audit;

@@ -142,6 +142,8 @@ const KEYS: &[&str] = &[
     "signing",
     "drift",
     "dashboard",
+    // Written by `sluice adopt` (`adoption: {hold: true}`); the adoption hold reads it.
+    "adoption",
 ];
 
 /// Parses the settings file; `file` names it in errors.
