@@ -6,6 +6,7 @@
 // clippy.toml is for src/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
+mod adopt;
 mod affinity_mirror;
 mod alert_providers;
 mod approval;

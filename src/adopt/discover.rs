@@ -305,8 +305,12 @@ fn missing(
 ) -> Refusal {
     let what = format!("spec.{field}: {kind} {namespace}/{name} is not in the repo");
     // The source the canary's own applier reads: this repo.
-    let own = applier_spec(repo, applier)
-        .and_then(|s| s.get("sourceRef")?.get("name")?.as_str().map(str::to_string));
+    let own = applier_spec(repo, applier).and_then(|s| {
+        s.get("sourceRef")?
+            .get("name")?
+            .as_str()
+            .map(str::to_string)
+    });
     for o in repo.snapshot.objects() {
         let spec = o.node.get("spec");
         let target_ns = spec
