@@ -100,10 +100,26 @@ fn adopted(name: &str, canaries: &[&str]) -> (tempfile::TempDir, tempfile::TempD
     );
     assert_eq!(git(dir.path(), &["status", "--porcelain"]), "", "{name}");
     assert_eq!(
-        git(dir.path(), &["rev-parse", "sluice-adopt^"]),
+        git(dir.path(), &["rev-parse", "sluice-adopt~2"]),
         main,
-        "{name}: one commit on top of main"
+        "{name}: two commits on top of main"
     );
+    // The first only marks the sources, where they are, to stay in the cluster.
+    let first = git_lines(
+        dir.path(),
+        &["diff", "--name-only", "main", "sluice-adopt~1"],
+    );
+    assert!(!first.is_empty(), "{name}");
+    let keep = if name.starts_with("argocd") {
+        "argocd.argoproj.io/sync-options: Prune=false"
+    } else {
+        "kustomize.toolkit.fluxcd.io/prune: disabled"
+    };
+    for file in &first {
+        let text = git(dir.path(), &["show", &format!("sluice-adopt~1:{file}")]);
+        assert!(text.contains(keep), "{name}: {file}: {text}");
+    }
+    assert!(out.contains("git merge sluice-adopt~1"), "{out}");
 
     let branch = tempfile::tempdir().unwrap();
     let at = branch.path().join("repo");
@@ -238,6 +254,7 @@ fn adopts_gitops_istio_writing_the_kustomize_image_into_the_moved_deployment() {
         !kustomization.contains("deployment.yaml"),
         "{kustomization}"
     );
+    builds(&at.join("apps/backend"));
     let settings = std::fs::read_to_string(at.join(".sluice/config.yaml")).unwrap();
     for line in [
         "provider: istio",
@@ -296,6 +313,7 @@ fn adopts_yuvmix_writing_the_kustomize_namespace_into_the_moved_files() {
             "  - serviceaccount.yaml"
         ]
     );
+    builds(&at.join("apps/webapp"));
     first_render(dir.path(), &["deploy/prod/webapp"], 1);
 }
 

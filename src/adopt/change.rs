@@ -37,7 +37,15 @@ pub struct Change {
     pub outputs_file: String,
     /// Lines the report prints under the change (what adopt could not check).
     pub notes: Vec<String>,
+    /// The first commit: each source marked, where it is, so the engine leaves its object in
+    /// the cluster when the second commit takes the file away ([`KEEP_FLUX`], [`KEEP_ARGOCD`]).
+    pub prepare: BTreeMap<String, String>,
 }
+
+/// The annotation that keeps Flux from deleting an object whose file leaves its path.
+pub const KEEP_FLUX: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
+/// The annotation that keeps Argo CD from pruning an object whose file leaves its path.
+pub const KEEP_ARGOCD: (&str, &str) = ("argocd.argoproj.io/sync-options", "Prune=false");
 
 /// The change for `found`, or why it cannot be made.
 pub fn change(repo: &Repo<'_>, found: &Discovery, settings: &str) -> Result<Change, Vec<Refusal>> {
@@ -59,6 +67,18 @@ pub fn change(repo: &Repo<'_>, found: &Discovery, settings: &str) -> Result<Chan
                 .entry(s.file.as_str())
                 .or_default()
                 .push((s, dest.clone()));
+        }
+    }
+    let keep = match found.engine {
+        Engine::Flux => KEEP_FLUX,
+        Engine::ArgoCd => KEEP_ARGOCD,
+    };
+    for (file, objects) in &moving {
+        match prepare_file(repo, file, objects, keep) {
+            Ok(text) => {
+                change.prepare.insert((*file).to_string(), text);
+            }
+            Err(r) => refusals.push(r),
         }
     }
     let mut kustomization_edits: BTreeMap<String, Vec<Edit>> = BTreeMap::new();
@@ -175,6 +195,83 @@ fn move_file(
     }
     change.write.insert(file.to_string(), text::join(&staying));
     Ok(false)
+}
+
+/// `file` with the annotation `keep` on each of `objects`, where it is.
+fn prepare_file(
+    repo: &Repo<'_>,
+    file: &str,
+    objects: &[(&Source, String)],
+    keep: (&str, &str),
+) -> Result<String, Refusal> {
+    let original = repo.names.get(file).cloned().unwrap_or_default();
+    let cannot = |s: &Source| {
+        Refusal::new(file, s.line, format!("{} {}: adopt could not add the annotation {}: {} to it (its metadata is not one field per line): add it by hand, then run adopt again", s.kind, s.name, keep.0, keep.1))
+    };
+    let mut edits = Vec::new();
+    for (s, _) in objects {
+        let meta = document(repo, s).and_then(|n| n.get("metadata"));
+        let Some(meta) = meta else {
+            return Err(cannot(s));
+        };
+        let edit = match (meta.get("annotations"), meta.key_line("annotations")) {
+            (
+                Some(Node {
+                    value: Value::Map(entries),
+                    ..
+                }),
+                Some(line),
+            ) if !entries.is_empty() => {
+                let indent = text::indent_of(&original, entries[0].0.line);
+                if entries.iter().any(|(k, _)| k.text == keep.0) {
+                    continue;
+                }
+                Edit::InsertAfter {
+                    line,
+                    text: format!("{indent}{}: {}", keep.0, text::scalar(keep.1)),
+                }
+            }
+            (None, _) => {
+                let Some(name) = meta.get("name") else {
+                    return Err(cannot(s));
+                };
+                let indent = text::indent_of(&original, name.line);
+                Edit::InsertAfter {
+                    line: name.line,
+                    text: format!(
+                        "{indent}annotations:\n{indent}  {}: {}",
+                        keep.0,
+                        text::scalar(keep.1)
+                    ),
+                }
+            }
+            _ => return Err(cannot(s)),
+        };
+        edits.push(edit);
+    }
+    let text = text::apply(&original, &edits).ok_or_else(|| cannot(objects[0].0))?;
+    // Read back: every source carries the annotation.
+    let docs = crate::yaml::node::parse_documents(&text).map_err(|_| cannot(objects[0].0))?;
+    for (s, _) in objects {
+        let marked = docs.iter().any(|d| {
+            let meta = d.root.get("metadata");
+            d.root.get("kind").and_then(Node::as_str) == Some(s.kind.as_str())
+                && meta.and_then(|m| m.get("name")).and_then(Node::as_str) == Some(s.name.as_str())
+                && meta
+                    .and_then(|m| {
+                        m.get("annotations")?
+                            .get(keep.0)?
+                            .as_str()
+                            .map(str::to_string)
+                    })
+                    .as_deref()
+                    == Some(keep.1)
+        });
+        if !marked {
+            return Err(cannot(s));
+        }
+    }
+    Ok(text)
 }
 
 /// The parsed document of the source `s`.

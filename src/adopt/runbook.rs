@@ -2,7 +2,7 @@
 //! server, the outputs' sync target, the adoption hold) and the runbook it prints: the switch
 //! from Flagger in order, each step an exact command. Pure text.
 
-use crate::adopt::change::{Change, OUTPUTS, OUTPUTS_APPLIER};
+use crate::adopt::change::{Change, KEEP_ARGOCD, KEEP_FLUX, OUTPUTS, OUTPUTS_APPLIER};
 use crate::adopt::discover::{Discovery, Engine};
 
 /// The settings file, and notes on what it could not take from Flagger's install.
@@ -71,7 +71,7 @@ fn metrics_address(found: &Discovery, notes: &mut Vec<String>) -> Option<String>
     let ns = f.namespace.as_deref().unwrap_or("default");
     if f.bundled_prometheus {
         let address = format!("http://{}-prometheus.{ns}:9090", f.deployment);
-        notes.push(format!("prometheus.address: {address}, the Prometheus Flagger's chart installs (prometheus.install: true): it goes when Flagger is removed. Install a Prometheus of your own and change the address before step 5"));
+        notes.push(format!("prometheus.address: {address}, the Prometheus Flagger's chart installs (prometheus.install: true): it goes when Flagger is removed. Install a Prometheus of your own and change the address before step 6"));
         return Some(address);
     }
     let address = format!("http://prometheus.{ns}:9090");
@@ -88,20 +88,31 @@ pub fn runbook(found: &Discovery, change: &Change, branch: &str, repo_url: &str)
     let mut out = format!(
         "Runbook: from Flagger to sluice without moving traffic. `sluice adopt --check --repo {repo_url}`\ntells at each step whether it is safe to go on.\n\n"
     );
+    let (keep, applied) = match found.engine {
+        Engine::Flux => (
+            KEEP_FLUX,
+            "flux get kustomizations shows its revision applied",
+        ),
+        Engine::ArgoCd => (KEEP_ARGOCD, "argocd app get shows it synced"),
+    };
     out.push_str(&format!(
-        "1. With sluice running on the repo (`sluice run --repo {repo_url}`), merge the branch {branch}.\n   The hold (adoption.hold in .sluice/config.yaml) lets sluice commit only its first render of each\n   canary, what Flagger has live at rest (weights 100/0); {engine} then applies the outputs through\n   {OUTPUTS_APPLIER} ({}) and no longer the sources.\n",
+        "1. Merge the branch's first commit alone (git merge {branch}~1) and wait until {engine} has\n   applied it ({applied}). It only annotates the sources' objects\n   ({}: {}), so the next merge, which takes their files away, does not delete\n   them: a deleted Canary would take its <name>-primary and Services with it.\n",
+        keep.0, keep.1
+    ));
+    out.push_str(&format!(
+        "2. With sluice running on the repo (`sluice run --repo {repo_url}`), merge the branch {branch}.\n   The hold (adoption.hold in .sluice/config.yaml) lets sluice commit only its first render of each\n   canary, what Flagger has live at rest (weights 100/0); {engine} then applies the outputs through\n   {OUTPUTS_APPLIER} ({}) and no longer the sources.\n",
         change.outputs_file
     ));
-    out.push_str(&format!("2. sluice adopt --check --repo {repo_url}\n"));
+    out.push_str(&format!("3. sluice adopt --check --repo {repo_url}\n"));
     match &found.flagger {
         Some(f) => out.push_str(&format!(
-            "3. kubectl -n {} scale deploy/{} --replicas=0\n",
+            "4. kubectl -n {} scale deploy/{} --replicas=0\n",
             f.namespace.as_deref().unwrap_or("default"),
             f.deployment
         )),
-        None => out.push_str("3. Scale Flagger to 0 where it runs (its install is not in the repo): kubectl -n <flagger-namespace> scale deploy/flagger --replicas=0\n"),
+        None => out.push_str("4. Scale Flagger to 0 where it runs (its install is not in the repo): kubectl -n <flagger-namespace> scale deploy/flagger --replicas=0\n"),
     }
-    out.push_str("4. Delete each Canary without its objects (Flagger owns <name>-primary and its Services; a plain\n   delete would take them down while they serve):\n");
+    out.push_str("5. Delete each Canary without its objects (Flagger owns <name>-primary and its Services; a plain\n   delete would take them down while they serve):\n");
     for c in &found.canaries {
         out.push_str(&format!(
             "   kubectl -n {} delete canary {} --cascade=orphan\n",
@@ -110,11 +121,11 @@ pub fn runbook(found: &Discovery, change: &Change, branch: &str, repo_url: &str)
     }
     match &found.flagger {
         Some(f) => out.push_str(&format!(
-            "5. Remove Flagger: delete its {} {} ({}:{}) from the repo, commit and push; {engine} uninstalls it.\n",
+            "6. Remove Flagger: delete its {} {} ({}:{}) from the repo, commit and push; {engine} uninstalls it.\n",
             f.kind, f.name, f.file, f.line
         )),
-        None => out.push_str("5. Remove Flagger the way it was installed.\n"),
+        None => out.push_str("6. Remove Flagger the way it was installed.\n"),
     }
-    out.push_str(&format!("6. sluice adopt release --repo {repo_url}\n"));
+    out.push_str(&format!("7. sluice adopt release --repo {repo_url}\n"));
     out
 }

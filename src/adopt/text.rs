@@ -153,7 +153,7 @@ pub fn scalar(value: &str) -> String {
     let plain = !value.is_empty()
         && value
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._/:@".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "-._/:@=".contains(c))
         && !value.contains(": ")
         && value.parse::<f64>().is_err()
         && !["true", "false", "null", "yes", "no", "on", "off", "~"].contains(&value);
@@ -203,6 +203,8 @@ mod tests {
         };
         assert_eq!(apply(text, &[wrong]), None);
         assert_eq!(scalar("ghcr.io/a/b:6.1.0"), "ghcr.io/a/b:6.1.0");
-        assert_eq!(scalar("0.0.1"), "\"0.0.1\"");
+        assert_eq!(scalar("1.5"), "\"1.5\"");
+        assert_eq!(scalar("true"), "\"true\"");
+        assert_eq!(scalar("Prune=false"), "Prune=false");
     }
 }

@@ -201,19 +201,57 @@ fn read_tree(
     Ok(files)
 }
 
-/// The change as one commit on `branch_ref`, whose parent is `head`.
+/// The two commits of the branch `branch_ref` on `head`: the sources marked to be kept in the
+/// cluster (where they are), then the change itself (from `head`'s files).
 fn commit(
     repo: &git2::Repository,
     head: &git2::Commit<'_>,
     change: &crate::adopt::change::Change,
     branch_ref: &str,
 ) -> anyhow::Result<git2::Oid> {
+    let signature = repo
+        .signature()
+        .or_else(|_| git2::Signature::now("sluice", "sluice@localhost"))?;
+    let mut message = String::from(
+        "Mark the Flagger canaries' sources to stay in the cluster when their files move\n\nWritten by `sluice adopt`. Merge this commit and let it be applied before the next one:\nthen the engine leaves each object in place when the next commit moves its file.\n\n",
+    );
+    for path in change.prepare.keys() {
+        message.push_str(&format!("{path}\n"));
+    }
+    let prepared = tree(repo, head, &change.prepare, &Default::default())?;
+    let first = repo.commit(None, &signature, &signature, &message, &prepared, &[head])?;
+    let first = repo.find_commit(first)?;
+    let mut message = String::from(
+        "Adopt the Flagger canaries: sources out of every applied path, outputs applied by sluice-outputs\n\nWritten by `sluice adopt`; .sluice/config.yaml holds the adoption hold until `sluice adopt release`.\n\n",
+    );
+    for (from, to) in &change.moves {
+        message.push_str(&format!("{from} -> {to}\n"));
+    }
+    let adopted = tree(repo, head, &change.write, &change.remove)?;
+    let oid = repo.commit(
+        Some(branch_ref),
+        &signature,
+        &signature,
+        &message,
+        &adopted,
+        &[&first],
+    )?;
+    Ok(oid)
+}
+
+/// `base`'s tree with `write` written and `remove` removed.
+fn tree<'r>(
+    repo: &'r git2::Repository,
+    base: &git2::Commit<'_>,
+    write: &BTreeMap<String, String>,
+    remove: &std::collections::BTreeSet<String>,
+) -> anyhow::Result<git2::Tree<'r>> {
     let mut index = git2::Index::new()?;
-    index.read_tree(&head.tree()?)?;
-    for path in &change.remove {
+    index.read_tree(&base.tree()?)?;
+    for path in remove {
         index.remove_path(std::path::Path::new(path))?;
     }
-    for (path, text) in &change.write {
+    for (path, text) in write {
         let id = repo.blob(text.as_bytes())?;
         let entry = git2::IndexEntry {
             ctime: git2::IndexTime::new(0, 0),
@@ -231,25 +269,7 @@ fn commit(
         };
         index.add(&entry)?;
     }
-    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
-    let signature = repo
-        .signature()
-        .or_else(|_| git2::Signature::now("sluice", "sluice@localhost"))?;
-    let mut message = String::from(
-        "Adopt the Flagger canaries: sources out of every applied path, outputs applied by sluice-outputs\n\nWritten by `sluice adopt`; .sluice/config.yaml holds the adoption hold until `sluice adopt release`.\n\n",
-    );
-    for (from, to) in &change.moves {
-        message.push_str(&format!("{from} -> {to}\n"));
-    }
-    let oid = repo.commit(
-        Some(branch_ref),
-        &signature,
-        &signature,
-        &message,
-        &tree,
-        &[head],
-    )?;
-    Ok(oid)
+    Ok(repo.find_tree(index.write_tree_to(repo)?)?)
 }
 
 /// `git push origin <branch>` in the repo, with the user's own git configuration.
