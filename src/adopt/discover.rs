@@ -673,37 +673,7 @@ fn values(
     }
 }
 
-/// `folder/rel` resolved inside the repo (`None` when it leaves it).
-pub fn normalize(folder: &str, rel: &str) -> Option<String> {
-    let mut parts: Vec<&str> = folder.split('/').filter(|p| !p.is_empty()).collect();
-    for p in rel.split('/') {
-        match p {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
-}
-
-pub fn parent(path: &str) -> &str {
-    path.rsplit_once('/').map_or("", |(p, _)| p)
-}
-
-pub fn join(folder: &str, name: &str) -> String {
-    if folder.is_empty() {
-        name.to_string()
-    } else {
-        format!("{folder}/{name}")
-    }
-}
-
-/// Whether `path` is inside `folder`.
-pub fn under(path: &str, folder: &str) -> bool {
-    applied_by::under(path, folder)
-}
+pub use applied_by::{join, normalize, parent};
 
 #[cfg(test)]
 mod tests {

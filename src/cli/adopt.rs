@@ -253,21 +253,7 @@ fn tree<'r>(
     }
     for (path, text) in write {
         let id = repo.blob(text.as_bytes())?;
-        let entry = git2::IndexEntry {
-            ctime: git2::IndexTime::new(0, 0),
-            mtime: git2::IndexTime::new(0, 0),
-            dev: 0,
-            ino: 0,
-            mode: 0o100_644,
-            uid: 0,
-            gid: 0,
-            file_size: u32::try_from(text.len()).unwrap_or(u32::MAX),
-            id,
-            flags: 0,
-            flags_extended: 0,
-            path: path.as_bytes().to_vec(),
-        };
-        index.add(&entry)?;
+        index.add(&crate::gitops::index_entry(path, id, 0o100_644))?;
     }
     Ok(repo.find_tree(index.write_tree_to(repo)?)?)
 }
