@@ -1,5 +1,5 @@
 //! Manual operations (`sluice approve|promote|abort|retry|pause|resume`, and
-//! `sluice adopt-release`, which removes `adoption.hold`): one commit on the
+//! `sluice adopt release`, which removes `adoption.hold`): one commit on the
 //! branch, by a named operator with a reason, pushed without force. If the branch moved
 //! meanwhile, the operation is checked again against the new head.
 //!
@@ -183,7 +183,7 @@ fn apply(
     Ok((said, left, settings.forge.clone()))
 }
 
-/// Why `sluice adopt-release` made no commit.
+/// Why `sluice adopt release` made no commit.
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {
     /// The settings at the head set no `adoption.hold: true`.

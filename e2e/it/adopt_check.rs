@@ -1,6 +1,6 @@
-//! `sluice adopt-check` against the HTTP-level fake of the Kubernetes API (`support::kube`):
+//! `sluice adopt check` against the HTTP-level fake of the Kubernetes API (`support::kube`):
 //! each unsafe state of the switch from Flagger exits 1 naming what is wrong, each safe one
-//! exits 0 naming the next step. `sluice adopt-release` then commits the end of the hold.
+//! exits 0 naming the next step. `sluice adopt release` then commits the end of the hold.
 
 use serde_json::{json, Value as Json};
 
@@ -86,10 +86,10 @@ async fn checked(bare: &std::path::Path, config: &std::path::Path) -> (i32, Stri
         .unwrap()
 }
 
-/// `sluice adopt-check` of `bare` on the fake: its exit code and stdout.
+/// `sluice adopt check` of `bare` on the fake: its exit code and stdout.
 fn check(bare: &std::path::Path, config: &std::path::Path) -> (i32, String) {
     let (code, out, err) = run_sluice_env(
-        &["adopt-check", "--dir", &bare.display().to_string()],
+        &["adopt", "check", "--dir", &bare.display().to_string()],
         &[("KUBECONFIG", &config.display().to_string())],
     );
     assert!(err.is_empty() || code == 1, "{err}");
@@ -203,7 +203,8 @@ fn adopt_release_commits_the_end_of_the_hold_and_the_rollout_starts() {
     assert_eq!(commits_of(&bare, "prod/podinfo").len(), 1);
     let bare_arg = bare.display().to_string();
     let release = [
-        "adopt-release",
+        "adopt",
+        "release",
         "--repo",
         &bare_arg,
         "--as",

@@ -9,6 +9,7 @@
 mod adopt_check;
 mod adopt_first_render;
 mod adopt_hold;
+mod adopt;
 mod affinity_mirror;
 mod alert_providers;
 mod approval;

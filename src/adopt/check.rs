@@ -1,4 +1,4 @@
-//! `sluice adopt-check`: whether it is safe to go on with the switch from Flagger, decided
+//! `sluice adopt check`: whether it is safe to go on with the switch from Flagger, decided
 //! over facts observed beforehand (the repo and the cluster). Pure: no IO; the CLI
 //! (`crate::cli::adopt_check`) gathers the facts and prints what this returns.
 //!
@@ -89,7 +89,7 @@ impl Step {
                 format!("delete each Canary, leaving its objects: {}", commands.join("; "))
             }
             Step::RemoveFlagger => "remove Flagger (its Deployment, then its CRDs)".into(),
-            Step::Release => "release the hold: sluice adopt-release".into(),
+            Step::Release => "release the hold: sluice adopt release".into(),
             Step::Done => "nothing: the switch is done".into(),
         }
     }

@@ -1,9 +1,9 @@
-//! `sluice adopt-check`: reads the repo and the cluster and prints, for the switch from
+//! `sluice adopt check`: reads the repo and the cluster and prints, for the switch from
 //! Flagger, what holds and whether it is safe to go on (the decision is
-//! [`crate::adopt::check`]'s). `sluice adopt-release`: commits the removal of
+//! [`crate::adopt::check`]'s). `sluice adopt release`: commits the removal of
 //! `adoption.hold` from the repo settings, as one audited commit by a named operator.
 //!
-//! adopt-check runs as the operator, with the operator's kubeconfig (not the install's
+//! adopt check runs as the operator, with the operator's kubeconfig (not the install's
 //! ServiceAccount): it reads Deployments, Services and Flagger's Canaries, which the install
 //! does not grant sluice.
 
@@ -39,7 +39,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<i32> {
     let snapshot = Snapshot::read(&root);
     let loaded = crate::manifest::load::load(&snapshot, &settings);
     if let Some(e) = loaded.errors.first() {
-        eprintln!("{e}; fix the repo first (sluice adopt-check reads every canary)");
+        eprintln!("{e}; fix the repo first (sluice adopt check reads every canary)");
         return Ok(1);
     }
     let Some((flagger_ns, flagger_name)) = args.flagger.split_once('/') else {

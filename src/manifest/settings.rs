@@ -147,6 +147,7 @@ const KEYS: &[&str] = &[
     "signing",
     "drift",
     "dashboard",
+    // Written by `sluice adopt` (`adoption: {hold: true}`); the adoption hold reads it.
     "adoption",
 ];
 

@@ -766,3 +766,20 @@ impl Stepped {
         format!("{}{stderr}", String::from_utf8_lossy(&out.stdout))
     }
 }
+
+/// `kubectl kustomize ARGS dir`, its output; `None` without kubectl, a failed build panics.
+pub fn kustomize_text(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .args(args)
+        .arg(dir)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
