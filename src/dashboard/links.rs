@@ -49,6 +49,7 @@ fn web_base(kind: ForgeKind, api_url: &str) -> Option<String> {
     // Any forge's API path: a forge served below another's path is still cut.
     let cut = ForgeKind::ALL
         .iter()
+        .filter(|k| !k.about().api_path.is_empty())
         .find_map(|k| text.strip_suffix(k.about().api_path))
         .unwrap_or(text);
     Some(cut.to_string())

@@ -1,0 +1,364 @@
+//! Azure DevOps Services and Server pull requests, Git REST API 7.1.
+//!
+//! `apiUrl` is the organization or collection URL (`https://dev.azure.com/{organization}`,
+//! Server: `https://HOST/tfs/{collection}`); the repository is `{project}/{repository}`.
+//! Endpoints (relative to `apiUrl/{project}/_apis/git/repositories/{repository}`, every one
+//! with `api-version=7.1`; branches are full refs, `refs/heads/{branch}`):
+//! - `GET /pullrequests?searchCriteria.sourceRefName=..&searchCriteria.targetRefName=..
+//!   &searchCriteria.status=active|all&$top=..&$skip=..`: answers `{value, count}`; another
+//!   page follows a full one
+//! - `POST /pullrequests` `{sourceRefName, targetRefName, title, description}`; 409 when an
+//!   active pull request for the same branches exists
+//! - `GET /pullrequests/{pullRequestId}`: `status` is `active`, `completed` (merged) or
+//!   `abandoned` (closed); who completed it is `closedBy.uniqueName`
+//! - `POST /pullrequests/{pullRequestId}/threads`
+//!   `{comments: [{parentCommentId: 0, content, commentType: 1}], status: 1}`
+//! - `PATCH /pullrequests/{pullRequestId}` `{status: "abandoned"}`
+//!
+//! Auth: a personal access token as HTTP basic with an empty user name
+//! (`Authorization: Basic base64(":" + token)`).
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::api::{Answer, Api, Numbered, Paging, Reading};
+use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
+
+const API_VERSION: (&str, &str) = ("api-version", "7.1");
+/// Items asked for per page.
+const PAGE: Paging = Paging::Skip(100);
+/// Azure DevOps refuses a pull request description longer than this.
+const MAX_DESCRIPTION: usize = 4000;
+const HEADS: &str = "refs/heads/";
+
+/// An Azure DevOps repository's pull requests.
+#[derive(Debug)]
+pub struct AzureDevOps {
+    pub(super) api: Api,
+    project: String,
+    repository: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Pull {
+    pull_request_id: u64,
+    status: String,
+    source_ref_name: String,
+    target_ref_name: String,
+    #[serde(default)]
+    closed_by: Option<Identity>,
+    #[serde(default)]
+    repository: Option<Repository>,
+    /// Set when the source branch is in a fork.
+    #[serde(default)]
+    fork_source: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Identity {
+    #[serde(default)]
+    unique_name: Option<String>,
+    #[serde(default)]
+    display_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Repository {
+    #[serde(default)]
+    web_url: Option<String>,
+}
+
+impl Numbered for Pull {
+    fn number(&self) -> u64 {
+        self.pull_request_id
+    }
+}
+
+impl AzureDevOps {
+    fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
+        let mut segments = vec![
+            self.project.as_str(),
+            "_apis",
+            "git",
+            "repositories",
+            self.repository.as_str(),
+            "pullrequests",
+        ];
+        segments.extend_from_slice(tail);
+        self.api.url(op, &segments)
+    }
+
+    /// Sends one request with `api-version`. Azure DevOps answers a refused token with 203
+    /// and its sign-in page instead of 401: that is a 401 here.
+    async fn send(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        json: Option<&serde_json::Value>,
+    ) -> Result<Answer, ForgeError> {
+        let url = self.url(op, tail)?;
+        let query = [(API_VERSION.0, API_VERSION.1.to_string())];
+        let mut answer = self.api.send_raw(op, method, url, &query, json).await?;
+        if answer.status == reqwest::StatusCode::NON_AUTHORITATIVE_INFORMATION {
+            answer.status = reqwest::StatusCode::UNAUTHORIZED;
+            answer.body = b"the sign-in page: the token was not accepted".to_vec();
+        }
+        if answer.status.is_success() {
+            Ok(answer)
+        } else {
+            Err(self.api.status_error(op, &answer))
+        }
+    }
+
+    fn pr(&self, op: Operation, p: Pull) -> Result<PullRequest, ForgeError> {
+        let state = match p.status.as_str() {
+            "active" => PrState::Open,
+            "completed" => PrState::Merged,
+            "abandoned" => PrState::Closed,
+            other => {
+                return Err(self.api.unexpected(
+                    op,
+                    200,
+                    format!("unknown pull request status {other:?}"),
+                ))
+            }
+        };
+        let branch = |name: String| match name.strip_prefix(HEADS) {
+            Some(short) => short.to_string(),
+            None => name,
+        };
+        let web = p.repository.and_then(|r| r.web_url).unwrap_or_else(|| {
+            let base = self.api.url(op, &[]).map(String::from).unwrap_or_default();
+            let page = Self::web(&base, &format!("{}/{}", self.project, self.repository));
+            page.trim_end_matches('/').to_string()
+        });
+        let merged_by = match state {
+            PrState::Merged => p.closed_by.and_then(|i| i.unique_name.or(i.display_name)),
+            PrState::Open | PrState::Closed => None,
+        };
+        Ok(PullRequest {
+            number: p.pull_request_id,
+            url: format!("{web}/pullrequest/{}", p.pull_request_id),
+            state,
+            head: branch(p.source_ref_name),
+            base: branch(p.target_ref_name),
+            merged_by,
+        })
+    }
+
+    /// The web page of `project/repository` below the collection's address `web`.
+    fn web(web: &str, repository: &str) -> String {
+        let web = web.trim_end_matches('/');
+        match repository.split_once('/') {
+            Some((project, repo)) => format!("{web}/{project}/_git/{repo}"),
+            None => format!("{web}/{repository}"),
+        }
+    }
+
+    /// Lists pull requests with `criteria` (`searchCriteria.*`) as [`Api::newest`] or
+    /// [`Api::find`] reads them.
+    fn list_query(criteria: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+        let mut query = criteria.to_vec();
+        query.push((API_VERSION.0, API_VERSION.1.to_string()));
+        query
+    }
+}
+
+impl ForgeProvider for AzureDevOps {
+    const ABOUT: About = About {
+        key: "azuredevops",
+        title: "Azure DevOps",
+        pr_noun: "pull request",
+        pr_sign: "!",
+        default_api_url: None,
+        api_url_sample: "https://dev.azure.com/ORGANIZATION",
+        // The API sits below the project; the settings name the collection.
+        api_path: "",
+        public_web: None,
+        api_url_example: "https://dev.azure.com/ORGANIZATION, or https://HOST/tfs/COLLECTION \
+                          for Azure DevOps Server",
+        token_scopes: "the Code (Read & write) scope",
+        accept: "application/json",
+        headers: &[],
+        auth: Auth::Basic,
+    };
+
+    /// `project/repository`.
+    fn check_repository(text: &str) -> Result<(), String> {
+        if text.is_empty() {
+            return Err("must not be empty".into());
+        }
+        let parts: Vec<&str> = text.split('/').collect();
+        let part_ok = |p: &&str| {
+            !p.is_empty() && *p != "." && *p != ".." && !p.chars().any(|c| c.is_control())
+        };
+        if parts.len() == 2 && parts.iter().all(part_ok) {
+            Ok(())
+        } else {
+            Err(format!("expected project/repository, found {text:?}"))
+        }
+    }
+
+    fn commit_page(web: &str, repository: &str, sha: &str) -> String {
+        format!("{}/commit/{sha}", Self::web(web, repository))
+    }
+
+    fn pulls_page(web: &str, repository: &str, branch: &str) -> String {
+        let branch = super::query_encoded(branch);
+        format!(
+            "{}/pullrequests?_a=active&sourceRef={branch}",
+            Self::web(web, repository)
+        )
+    }
+
+    fn new(api: Api, repository: &str) -> Result<AzureDevOps, ForgeError> {
+        match (
+            Self::check_repository(repository),
+            repository.split_once('/'),
+        ) {
+            (Ok(()), Some((project, repo))) => Ok(AzureDevOps {
+                api,
+                project: project.to_string(),
+                repository: repo.to_string(),
+            }),
+            _ => Err(ForgeError::Config {
+                message: format!(
+                    "forge.repository: expected project/repository, found {repository:?}"
+                ),
+            }),
+        }
+    }
+
+    #[cfg(test)]
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
+    }
+
+    async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
+        let op = Operation::FindOpen;
+        let url = self.url(op, &[])?;
+        let query = Self::list_query(&[
+            ("searchCriteria.sourceRefName", format!("{HEADS}{head}")),
+            ("searchCriteria.targetRefName", format!("{HEADS}{base}")),
+            ("searchCriteria.status", "active".to_string()),
+        ]);
+        let wanted = |p: &Pull| {
+            p.source_ref_name == format!("{HEADS}{head}")
+                && p.target_ref_name == format!("{HEADS}{base}")
+                && p.status == "active"
+                && p.fork_source.is_none()
+        };
+        let found = self.api.find(op, &url, &query, PAGE, wanted).await?;
+        found.map(|p| self.pr(op, p)).transpose()
+    }
+
+    async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError> {
+        let op = Operation::Open;
+        let payload = json!({
+            "sourceRefName": format!("{HEADS}{}", new.head),
+            "targetRefName": format!("{HEADS}{}", new.base),
+            "title": new.title,
+            "description": description(new.body),
+        });
+        let answer = self.send(op, Method::POST, &[], Some(&payload)).await?;
+        self.pr(op, self.api.decode(op, &answer)?)
+    }
+
+    async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
+        let op = Operation::Get(number);
+        let answer = self
+            .send(op, Method::GET, &[&number.to_string()], None)
+            .await?;
+        self.pr(op, self.api.decode(op, &answer)?)
+    }
+
+    async fn latest_for_branch(
+        &self,
+        head: &str,
+        base: Option<&str>,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let op = Operation::LatestForBranch;
+        let url = self.url(op, &[])?;
+        let mut criteria = vec![("searchCriteria.sourceRefName", format!("{HEADS}{head}"))];
+        if let Some(base) = base {
+            criteria.push(("searchCriteria.targetRefName", format!("{HEADS}{base}")));
+        }
+        criteria.push(("searchCriteria.status", "all".to_string()));
+        let query = Self::list_query(&criteria);
+        let wanted = |p: &Pull| {
+            p.source_ref_name == format!("{HEADS}{head}")
+                && base.is_none_or(|b| p.target_ref_name == format!("{HEADS}{b}"))
+                && p.fork_source.is_none()
+        };
+        let newest = self
+            .api
+            .newest(op, &url, &query, PAGE, wanted, Reading::AllPages)
+            .await?;
+        newest.map(|p| self.pr(op, p)).transpose()
+    }
+
+    async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
+        let op = Operation::Comment(number);
+        let payload = json!({
+            "comments": [{"parentCommentId": 0, "content": text, "commentType": 1}],
+            "status": 1,
+        });
+        let tail = [number.to_string(), "threads".to_string()];
+        let tail: Vec<&str> = tail.iter().map(String::as_str).collect();
+        self.send(op, Method::POST, &tail, Some(&payload)).await?;
+        Ok(())
+    }
+
+    async fn close(&self, number: u64) -> Result<(), ForgeError> {
+        let op = Operation::Close(number);
+        let payload = json!({"status": "abandoned"});
+        self.send(op, Method::PATCH, &[&number.to_string()], Some(&payload))
+            .await?;
+        Ok(())
+    }
+}
+
+/// `body` cut at a line to fit Azure DevOps' description limit, with a note where it was cut.
+fn description(body: &str) -> String {
+    if body.chars().count() <= MAX_DESCRIPTION {
+        return body.to_string();
+    }
+    let note = "\n_Cut here: an Azure DevOps pull request description holds at most 4,000 \
+                characters; the commit's trailers hold the rest._";
+    let keep = MAX_DESCRIPTION - note.chars().count();
+    let mut out = String::new();
+    let mut kept = 0;
+    for line in body.lines() {
+        let len = line.chars().count() + 1;
+        if kept + len > keep {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        kept += len;
+    }
+    out.push_str(note);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_description_is_cut_at_a_line_to_azure_devops_limit() {
+        let short = "a\nb\n";
+        assert_eq!(description(short), short);
+        let long = "| row | é |\n".repeat(1000);
+        let cut = description(&long);
+        assert!(cut.chars().count() <= MAX_DESCRIPTION, "{}", cut.len());
+        assert!(cut.chars().count() > MAX_DESCRIPTION - 200);
+        assert!(cut.starts_with("| row | é |\n"));
+        assert!(cut.ends_with("the commit's trailers hold the rest._"));
+    }
+}
