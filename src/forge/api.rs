@@ -95,7 +95,7 @@ pub(super) enum Paging {
     /// parameter; the next page is the `next` link, followed only below the API base.
     NextLink(&'static str, u32),
     /// Azure DevOps: `{"value": [...], "count": n}`; `$top` items from `$skip`; another page
-    /// follows a full one.
+    /// follows any non-empty one (the server may send fewer than `$top`).
     Skip(u32),
 }
 
@@ -115,7 +115,7 @@ struct Values<T> {
 
 /// An Azure DevOps list.
 #[derive(serde::Deserialize)]
-struct Value_<T> {
+struct ValueList<T> {
     value: Vec<T>,
 }
 
@@ -312,6 +312,7 @@ impl Api {
     ) -> Result<(), ForgeError> {
         let paging = paging.into();
         let mut url = url.clone();
+        let mut seen = 0;
         for page in 1..=MAX_PAGES {
             let mut q: Vec<(&str, String)> = query.to_vec();
             match paging {
@@ -324,7 +325,7 @@ impl Api {
                 Paging::NextLink(size_key, size) => q.push((size_key, size.to_string())),
                 Paging::Skip(top) => {
                     q.push(("$top", top.to_string()));
-                    q.push(("$skip", ((page - 1) * top).to_string()));
+                    q.push(("$skip", seen.to_string()));
                 }
             }
             let answer = self.send(op, Method::GET, url.clone(), &q, None).await?;
@@ -337,18 +338,19 @@ impl Api {
                 Paging::NextLink(_, _) => {
                     let listed: Values<T> = self.decode(op, &answer)?;
                     let next = match listed.next {
-                        Some(link) => Some(self.next_link(op, &link)?),
-                        None => None,
+                        Some(link) if !listed.values.is_empty() => Some(self.next_link(op, &link)?),
+                        _ => None,
                     };
                     (listed.values, next)
                 }
-                Paging::Skip(top) => {
-                    let listed: Value_<T> = self.decode(op, &answer)?;
-                    let more = listed.value.len() >= top as usize;
-                    (listed.value, more.then(|| url.clone()))
+                // The server may cut `$top`: the next page starts after what came.
+                Paging::Skip(_) => {
+                    let listed: ValueList<T> = self.decode(op, &answer)?;
+                    (listed.value, Some(url.clone()))
                 }
             };
             let empty = items.is_empty();
+            seen += items.len();
             if visit(items).is_break() || empty {
                 return Ok(());
             }
