@@ -83,6 +83,22 @@ mod tests {
             gl.pull_requests("sluice/prod/web/step-2-abc").as_deref(),
             Some("https://gitlab.example.com/acme/config/-/merge_requests?source_branch=sluice%2Fprod%2Fweb%2Fstep%2D2%2Dabc")
         );
+        let bb = forge(ForgeKind::Bitbucket, "https://api.bitbucket.org/2.0");
+        assert_eq!(
+            bb.commit("abc").as_deref(),
+            Some("https://bitbucket.org/acme/config/commits/abc")
+        );
+        // Azure DevOps: the settings name the collection, the web pages sit below it.
+        let az = forge(ForgeKind::AzureDevOps, "https://tfs.corp/tfs/Main/");
+        assert_eq!(
+            az.commit("abc").as_deref(),
+            Some("https://tfs.corp/tfs/Main/acme/_git/config/commit/abc")
+        );
+        let fj = forge(ForgeKind::Forgejo, "https://codeberg.org/api/v1");
+        assert_eq!(
+            fj.commit("abc").as_deref(),
+            Some("https://codeberg.org/acme/config/commit/abc")
+        );
         assert_eq!(Links::new(None).commit("abc"), None);
         assert_eq!(
             forge(ForgeKind::Gitea, "javascript:alert(1)").commit("a"),
