@@ -9,6 +9,7 @@
 mod affinity_mirror;
 mod alert_providers;
 mod approval;
+mod approval_run;
 mod attacks;
 mod audit;
 mod autoscaler;
