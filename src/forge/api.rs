@@ -84,6 +84,13 @@ pub(super) enum Reading {
     UntilFound,
 }
 
+/// Which item [`Api::lookup`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lookup {
+    First,
+    Newest(Reading),
+}
+
 /// How a list endpoint pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Paging {
@@ -201,6 +208,17 @@ impl Api {
             }
         }
         Ok(url)
+    }
+
+    /// [`Api::url`] of `prefix` followed by `tail`.
+    pub(super) fn url_of(
+        &self,
+        op: Operation,
+        prefix: &[&str],
+        tail: &[&str],
+    ) -> Result<Url, ForgeError> {
+        let segments: Vec<&str> = prefix.iter().chain(tail).copied().collect();
+        self.url(op, &segments)
     }
 
     /// Sends one request and returns the answer whatever its status; only transport problems
@@ -435,6 +453,26 @@ impl Api {
         })
         .await?;
         Ok(newest)
+    }
+
+    /// The first item, or the newest, of a list endpoint that `wanted` accepts, as `which`
+    /// says ([`Api::find`], [`Api::newest`]).
+    pub(super) async fn lookup<T: DeserializeOwned + Numbered>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        paging: Paging,
+        wanted: impl Fn(&T) -> bool,
+        which: Lookup,
+    ) -> Result<Option<T>, ForgeError> {
+        match which {
+            Lookup::First => self.find(op, url, query, paging, wanted).await,
+            Lookup::Newest(reading) => {
+                let newest = self.newest(op, url, query, paging, wanted, reading);
+                newest.await
+            }
+        }
     }
 
     /// Classifies a non-2xx answer.

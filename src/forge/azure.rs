@@ -1,9 +1,9 @@
-//! Azure DevOps Services and Server pull requests, Git REST API 7.1.
+//! Azure DevOps Services and Server pull requests, Git REST API 7.0.
 //!
 //! `apiUrl` is the organization or collection URL (`https://dev.azure.com/{organization}`,
 //! Server: `https://HOST/tfs/{collection}`); the repository is `{project}/{repository}`.
 //! Endpoints (relative to `apiUrl/{project}/_apis/git/repositories/{repository}`, every one
-//! with `api-version=7.1`; branches are full refs, `refs/heads/{branch}`):
+//! with `api-version=7.0`; branches are full refs, `refs/heads/{branch}`):
 //! - `GET /pullrequests?searchCriteria.sourceRefName=..&searchCriteria.targetRefName=..
 //!   &searchCriteria.status=active|all&$top=..&$skip=..`: answers `{value, count}`; another
 //!   page follows a full one
@@ -22,10 +22,12 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{Answer, Api, Numbered, Paging, Reading};
+use super::api::{Answer, Api, Lookup, Numbered, Paging, Reading};
 use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
 
-const API_VERSION: (&str, &str) = ("api-version", "7.1");
+/// 7.0: the newest version Azure DevOps Server 2022 takes; Services and later Servers take it
+/// too, and the calls here are the same in 7.1.
+const API_VERSION: (&str, &str) = ("api-version", "7.0");
 /// Items asked for per page.
 const PAGE: Paging = Paging::Skip(100);
 /// Azure DevOps refuses a pull request description longer than this.
@@ -79,17 +81,18 @@ impl Numbered for Pull {
 }
 
 impl AzureDevOps {
+    /// `{project}/_apis/git/repositories/{repository}/pullrequests` followed by `tail`.
     fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
-        let mut segments = vec![
-            self.project.as_str(),
+        let (project, repository) = (self.project.as_str(), self.repository.as_str());
+        let prefix = [
+            project,
             "_apis",
             "git",
             "repositories",
-            self.repository.as_str(),
+            repository,
             "pullrequests",
         ];
-        segments.extend_from_slice(tail);
-        self.api.url(op, &segments)
+        self.api.url_of(op, &prefix, tail)
     }
 
     /// Sends one request with `api-version`. Azure DevOps answers a refused token with 203
@@ -160,12 +163,31 @@ impl AzureDevOps {
         }
     }
 
-    /// Lists pull requests with `criteria` (`searchCriteria.*`) as [`Api::newest`] or
-    /// [`Api::find`] reads them.
-    fn list_query(criteria: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
-        let mut query = criteria.to_vec();
-        query.push((API_VERSION.0, API_VERSION.1.to_string()));
-        query
+    /// The pull request of the list `criteria` (`searchCriteria.*`) select that `wanted`
+    /// accepts, as `which` says.
+    async fn listed(
+        &self,
+        op: Operation,
+        mut criteria: Vec<(&'static str, String)>,
+        wanted: impl Fn(&Pull) -> bool,
+        which: Lookup,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        criteria.push((API_VERSION.0, API_VERSION.1.to_string()));
+        let url = self.url(op, &[])?;
+        let found = self.api.lookup(op, &url, &criteria, PAGE, wanted, which);
+        found.await?.map(|p| self.pr(op, p)).transpose()
+    }
+
+    /// `method` on the pull request path `tail`, read as a pull request.
+    async fn call(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        json: Option<&serde_json::Value>,
+    ) -> Result<PullRequest, ForgeError> {
+        let answer = self.send(op, method, tail, json).await?;
+        self.pr(op, self.api.decode(op, &answer)?)
     }
 }
 
@@ -240,66 +262,58 @@ impl ForgeProvider for AzureDevOps {
     }
 
     async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
-        let op = Operation::FindOpen;
-        let url = self.url(op, &[])?;
-        let query = Self::list_query(&[
-            ("searchCriteria.sourceRefName", format!("{HEADS}{head}")),
-            ("searchCriteria.targetRefName", format!("{HEADS}{base}")),
+        let (head, base) = (format!("{HEADS}{head}"), format!("{HEADS}{base}"));
+        let criteria = vec![
+            ("searchCriteria.sourceRefName", head.clone()),
+            ("searchCriteria.targetRefName", base.clone()),
             ("searchCriteria.status", "active".to_string()),
-        ]);
+        ];
         let wanted = |p: &Pull| {
-            p.source_ref_name == format!("{HEADS}{head}")
-                && p.target_ref_name == format!("{HEADS}{base}")
+            p.source_ref_name == head
+                && p.target_ref_name == base
                 && p.status == "active"
                 && p.fork_source.is_none()
         };
-        let found = self.api.find(op, &url, &query, PAGE, wanted).await?;
-        found.map(|p| self.pr(op, p)).transpose()
+        self.listed(Operation::FindOpen, criteria, wanted, Lookup::First)
+            .await
     }
 
     async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError> {
-        let op = Operation::Open;
         let payload = json!({
             "sourceRefName": format!("{HEADS}{}", new.head),
             "targetRefName": format!("{HEADS}{}", new.base),
             "title": new.title,
             "description": description(new.body),
         });
-        let answer = self.send(op, Method::POST, &[], Some(&payload)).await?;
-        self.pr(op, self.api.decode(op, &answer)?)
+        self.call(Operation::Open, Method::POST, &[], Some(&payload))
+            .await
     }
 
     async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
-        let op = Operation::Get(number);
-        let answer = self
-            .send(op, Method::GET, &[&number.to_string()], None)
-            .await?;
-        self.pr(op, self.api.decode(op, &answer)?)
+        let n = number.to_string();
+        self.call(Operation::Get(number), Method::GET, &[&n], None)
+            .await
     }
 
+    /// Listed newest first by id; all pages are read.
     async fn latest_for_branch(
         &self,
         head: &str,
         base: Option<&str>,
     ) -> Result<Option<PullRequest>, ForgeError> {
-        let op = Operation::LatestForBranch;
-        let url = self.url(op, &[])?;
-        let mut criteria = vec![("searchCriteria.sourceRefName", format!("{HEADS}{head}"))];
-        if let Some(base) = base {
-            criteria.push(("searchCriteria.targetRefName", format!("{HEADS}{base}")));
-        }
+        let head = format!("{HEADS}{head}");
+        let base = base.map(|b| format!("{HEADS}{b}"));
+        let mut criteria = vec![("searchCriteria.sourceRefName", head.clone())];
+        criteria.extend(base.clone().map(|b| ("searchCriteria.targetRefName", b)));
         criteria.push(("searchCriteria.status", "all".to_string()));
-        let query = Self::list_query(&criteria);
         let wanted = |p: &Pull| {
-            p.source_ref_name == format!("{HEADS}{head}")
-                && base.is_none_or(|b| p.target_ref_name == format!("{HEADS}{b}"))
+            p.source_ref_name == head
+                && base.as_ref().is_none_or(|b| p.target_ref_name == *b)
                 && p.fork_source.is_none()
         };
-        let newest = self
-            .api
-            .newest(op, &url, &query, PAGE, wanted, Reading::AllPages)
-            .await?;
-        newest.map(|p| self.pr(op, p)).transpose()
+        let which = Lookup::Newest(Reading::AllPages);
+        self.listed(Operation::LatestForBranch, criteria, wanted, which)
+            .await
     }
 
     async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
@@ -330,20 +344,7 @@ fn description(body: &str) -> String {
     }
     let note = "\n_Cut here: an Azure DevOps pull request description holds at most 4,000 \
                 characters; the commit's trailers hold the rest._";
-    let keep = MAX_DESCRIPTION - note.chars().count();
-    let mut out = String::new();
-    let mut kept = 0;
-    for line in body.lines() {
-        let len = line.chars().count() + 1;
-        if kept + len > keep {
-            break;
-        }
-        out.push_str(line);
-        out.push('\n');
-        kept += len;
-    }
-    out.push_str(note);
-    out
+    super::cut_with(body, MAX_DESCRIPTION - note.chars().count(), note)
 }
 
 #[cfg(test)]

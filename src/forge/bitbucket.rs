@@ -22,7 +22,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{Api, Numbered, Paging, Reading};
+use super::api::{Api, Lookup, Numbered, Paging, Reading};
 use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
 
 /// Bitbucket's largest `pagelen` for pull requests.
@@ -92,19 +92,14 @@ impl Numbered for Pull {
 }
 
 impl Bitbucket {
+    /// `repositories/{workspace}/{repo_slug}/pullrequests` followed by `tail`.
     fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
-        let mut segments = vec![
-            "repositories",
-            self.workspace.as_str(),
-            self.slug.as_str(),
-            "pullrequests",
-        ];
-        segments.extend_from_slice(tail);
-        self.api.url(op, &segments)
+        let prefix = ["repositories", &self.workspace, &self.slug, "pullrequests"];
+        self.api.url_of(op, &prefix, tail)
     }
 
     /// The source branch lives in this repository, not in a fork.
-    fn from_this_repo(&self, p: &Pull) -> bool {
+    fn source_in_this_repo(&self, p: &Pull) -> bool {
         match p
             .source
             .repository
@@ -142,6 +137,45 @@ impl Bitbucket {
             base: p.destination.branch.name,
             merged_by,
         })
+    }
+
+    /// The pull request of the list `query` selects that `wanted` accepts, as `which` says.
+    async fn listed(
+        &self,
+        op: Operation,
+        query: &[(&str, String)],
+        wanted: impl Fn(&Pull) -> bool,
+        which: Lookup,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let url = self.url(op, &[])?;
+        let found = self.api.lookup(op, &url, query, PAGE, wanted, which);
+        found.await?.map(|p| self.pr(op, p)).transpose()
+    }
+
+    /// `method` on the pull request path `tail` (below `pullrequests`), read as a pull
+    /// request.
+    async fn call(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        payload: Option<&serde_json::Value>,
+    ) -> Result<PullRequest, ForgeError> {
+        let answer = self.send(op, method, tail, payload).await?;
+        self.pr(op, self.api.decode(op, &answer)?)
+    }
+
+    /// `method` on the pull request path `tail` (below `pullrequests`); any status outside
+    /// 2xx is an error.
+    async fn send(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        payload: Option<&serde_json::Value>,
+    ) -> Result<super::api::Answer, ForgeError> {
+        let url = self.url(op, tail)?;
+        self.api.send(op, method, url, &[], payload).await
     }
 
     /// The `q` filter for pull requests from `head` (into `base`, when given). Branch names
@@ -210,79 +244,71 @@ impl ForgeProvider for Bitbucket {
     }
 
     async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
-        let op = Operation::FindOpen;
-        let url = self.url(op, &[])?;
         let mut query = vec![("state", "OPEN".to_string())];
         query.extend(Self::filter(head, Some(base)).map(|q| ("q", q)));
         let wanted = |p: &Pull| {
             p.source.branch.name == head
                 && p.destination.branch.name == base
                 && p.state == "OPEN"
-                && self.from_this_repo(p)
+                && self.source_in_this_repo(p)
         };
-        let found = self.api.find(op, &url, &query, PAGE, wanted).await?;
-        found.map(|p| self.pr(op, p)).transpose()
+        self.listed(Operation::FindOpen, &query, wanted, Lookup::First)
+            .await
     }
 
     async fn open(&self, new: &NewPull<'_>) -> Result<PullRequest, ForgeError> {
-        let op = Operation::Open;
         let payload = json!({
             "title": new.title,
             "description": new.body,
             "source": {"branch": {"name": new.head}},
             "destination": {"branch": {"name": new.base}},
         });
-        let url = self.url(op, &[])?;
-        let p = self.api.json(op, Method::POST, url, &[], Some(&payload));
-        self.pr(op, p.await?)
+        self.call(Operation::Open, Method::POST, &[], Some(&payload))
+            .await
     }
 
     async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
-        let op = Operation::Get(number);
-        let url = self.url(op, &[&number.to_string()])?;
-        let p = self.api.json(op, Method::GET, url, &[], None);
-        self.pr(op, p.await?)
+        let tail = [number.to_string()];
+        let tail = [tail[0].as_str()];
+        self.call(Operation::Get(number), Method::GET, &tail, None)
+            .await
     }
 
+    /// Every state asked for, newest first; all pages are read (Bitbucket does not promise
+    /// the order holds across them).
     async fn latest_for_branch(
         &self,
         head: &str,
         base: Option<&str>,
     ) -> Result<Option<PullRequest>, ForgeError> {
-        let op = Operation::LatestForBranch;
-        let url = self.url(op, &[])?;
-        let mut query: Vec<(&str, String)> = ["OPEN", "MERGED", "DECLINED", "SUPERSEDED"]
-            .into_iter()
-            .map(|s| ("state", s.to_string()))
-            .collect();
+        let states = ["OPEN", "MERGED", "DECLINED", "SUPERSEDED"];
+        let mut query: Vec<(&str, String)> =
+            states.iter().map(|s| ("state", s.to_string())).collect();
         query.extend(Self::filter(head, base).map(|q| ("q", q)));
         query.push(("sort", "-created_on".to_string()));
         let wanted = |p: &Pull| {
             p.source.branch.name == head
                 && base.is_none_or(|b| p.destination.branch.name == b)
-                && self.from_this_repo(p)
+                && self.source_in_this_repo(p)
         };
-        let newest = self
-            .api
-            .newest(op, &url, &query, PAGE, wanted, Reading::AllPages)
-            .await?;
-        newest.map(|p| self.pr(op, p)).transpose()
+        let which = Lookup::Newest(Reading::AllPages);
+        self.listed(Operation::LatestForBranch, &query, wanted, which)
+            .await
     }
 
     async fn comment(&self, number: u64, text: &str) -> Result<(), ForgeError> {
-        let op = Operation::Comment(number);
-        let url = self.url(op, &[&number.to_string(), "comments"])?;
+        let (op, n) = (Operation::Comment(number), number.to_string());
         let payload = json!({"content": {"raw": text}});
-        self.api
-            .send(op, Method::POST, url, &[], Some(&payload))
-            .await?;
-        Ok(())
+        let tail = [n.as_str(), "comments"];
+        self.send(op, Method::POST, &tail, Some(&payload))
+            .await
+            .map(drop)
     }
 
+    /// Declining is Bitbucket's closing without merging.
     async fn close(&self, number: u64) -> Result<(), ForgeError> {
-        let op = Operation::Close(number);
-        let url = self.url(op, &[&number.to_string(), "decline"])?;
-        self.api.send(op, Method::POST, url, &[], None).await?;
-        Ok(())
+        let (op, n) = (Operation::Close(number), number.to_string());
+        let tail = [n.as_str(), "decline"];
+        self.send(op, Method::POST, &tail, None).await.map(drop)
     }
 }

@@ -467,6 +467,11 @@ fn cut(text: &str, keep: usize) -> String {
     if text.is_empty() {
         return String::new();
     }
+    cut_with(text, keep, CUT_NOTE)
+}
+
+/// The whole lines of `text` that fit in `keep` characters, then `note`.
+fn cut_with(text: &str, keep: usize, note: &str) -> String {
     let mut out = String::new();
     let mut kept = 0;
     for line in text.lines() {
@@ -478,7 +483,7 @@ fn cut(text: &str, keep: usize) -> String {
         out.push('\n');
         kept += len;
     }
-    out.push_str(CUT_NOTE);
+    out.push_str(note);
     out
 }
 

@@ -151,7 +151,7 @@ forges! {
     Forgejo => forgejo::Forgejo,
     /// Bitbucket Cloud (REST 2.0).
     Bitbucket => bitbucket::Bitbucket,
-    /// Azure DevOps Services or Server (Git REST API 7.1).
+    /// Azure DevOps Services or Server (Git REST API 7.0).
     AzureDevOps => azure::AzureDevOps,
 }
 

@@ -49,7 +49,7 @@ pub(crate) enum Kind {
 
 /// HTTP-level fakes of the forges' documented pull-request APIs, sharing one in-memory store:
 /// GitHub REST v3 pulls, GitLab v4 merge requests, Gitea/Forgejo v1 pulls, Bitbucket Cloud 2.0
-/// pull requests (pages of `values`), Azure DevOps 7.1 pull requests (`value`, full refs, every
+/// pull requests (pages of `values`), Azure DevOps 7.0 pull requests (`value`, full refs, every
 /// request with `api-version`).
 pub(crate) struct ForgeFake {
     kind: Kind,
@@ -426,21 +426,32 @@ async fn create(
     (StatusCode::CREATED, Json(out))
 }
 
-async fn one(
-    State((kind, prs)): State<St>,
-    UrlPath(path): UrlPath<Vec<String>>,
+/// Applies `edit` to the pull request the path's last segment numbers: its answer, or 404.
+fn edit_pr(
+    kind: Kind,
+    prs: &Shared,
+    path: &[String],
+    edit: impl FnOnce(&mut Pr),
 ) -> Result<Json<Json_>, StatusCode> {
     let n: u64 = path
         .last()
         .and_then(|n| n.parse().ok())
         .ok_or(StatusCode::NOT_FOUND)?;
-    let prs = prs.lock().unwrap();
+    let mut prs = prs.lock().unwrap();
     let pr = prs
         .list
-        .iter()
+        .iter_mut()
         .find(|p| p.number == n)
         .ok_or(StatusCode::NOT_FOUND)?;
+    edit(pr);
     Ok(Json(json_for(kind, pr)))
+}
+
+async fn one(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    edit_pr(kind, &prs, &path, |_| {})
 }
 
 async fn update(
@@ -448,16 +459,6 @@ async fn update(
     UrlPath(path): UrlPath<Vec<String>>,
     Json(body): Json<Json_>,
 ) -> Result<Json<Json_>, StatusCode> {
-    let n: u64 = path
-        .last()
-        .and_then(|n| n.parse().ok())
-        .ok_or(StatusCode::NOT_FOUND)?;
-    let mut prs = prs.lock().unwrap();
-    let pr = prs
-        .list
-        .iter_mut()
-        .find(|p| p.number == n)
-        .ok_or(StatusCode::NOT_FOUND)?;
     let closing = match kind {
         Kind::GitLab => body["state_event"] == "close",
         Kind::GitHub | Kind::Gitea | Kind::Forgejo => body["state"] == "closed",
@@ -465,10 +466,7 @@ async fn update(
         // Bitbucket declines with its own call.
         Kind::Bitbucket => false,
     };
-    if closing {
-        pr.open = false;
-    }
-    Ok(Json(json_for(kind, pr)))
+    edit_pr(kind, &prs, &path, |pr| pr.open &= !closing)
 }
 
 /// Bitbucket: `POST .../pullrequests/{n}/decline` closes without merging.
@@ -476,18 +474,7 @@ async fn decline(
     State((kind, prs)): State<St>,
     UrlPath(path): UrlPath<Vec<String>>,
 ) -> Result<Json<Json_>, StatusCode> {
-    let n: u64 = path
-        .last()
-        .and_then(|n| n.parse().ok())
-        .ok_or(StatusCode::NOT_FOUND)?;
-    let mut prs = prs.lock().unwrap();
-    let pr = prs
-        .list
-        .iter_mut()
-        .find(|p| p.number == n)
-        .ok_or(StatusCode::NOT_FOUND)?;
-    pr.open = false;
-    Ok(Json(json_for(kind, pr)))
+    edit_pr(kind, &prs, &path, |pr| pr.open = false)
 }
 
 async fn comment(

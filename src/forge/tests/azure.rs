@@ -1,4 +1,4 @@
-//! A fake of the Azure DevOps Git REST API 7.1 pull-request endpoints, as documented at
+//! A fake of the Azure DevOps Git REST API 7.0 pull-request endpoints, as documented at
 //! learn.microsoft.com/rest/api/azure/devops/git/pull-requests: the collection URL as base,
 //! `api-version` on every request, full refs (`refs/heads/...`), `searchCriteria.*` filters,
 //! `$top`/`$skip` paging with `{value, count}` answers, basic auth with an empty user, 409
@@ -209,7 +209,7 @@ impl AzureFake {
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
-        if query(req).get("api-version").map(String::as_str) != Some("7.1") {
+        if query(req).get("api-version").map(String::as_str) != Some("7.0") {
             return az_error(
                 400,
                 "VS800075: The project ... requires the api-version parameter",
@@ -271,22 +271,22 @@ pub const FAKE: FakeForge = FakeForge {
     wire: &WIRE,
 };
 
-const LIST_OPEN: &str = "GET /acme-org/fleet/_apis/git/repositories/config/pullrequests?searchCriteria.sourceRefName=refs%2Fheads%2Fsluice%2Fprod%2Fpodinfo%2F3&searchCriteria.targetRefName=refs%2Fheads%2Fmain&searchCriteria.status=active&api-version=7.1&%24top=100&%24skip=0";
+const LIST_OPEN: &str = "GET /acme-org/fleet/_apis/git/repositories/config/pullrequests?searchCriteria.sourceRefName=refs%2Fheads%2Fsluice%2Fprod%2Fpodinfo%2F3&searchCriteria.targetRefName=refs%2Fheads%2Fmain&searchCriteria.status=active&api-version=7.0&%24top=100&%24skip=0";
 
 /// What the Azure DevOps API looks like on the wire.
 pub const WIRE: Wire = Wire {
     first: (21, "https://dev.azure.com/acme-org/fleet/_git/config/pullrequest/21"),
     ensure_open_twice: &[
         LIST_OPEN,
-        "POST /acme-org/fleet/_apis/git/repositories/config/pullrequests?api-version=7.1",
+        "POST /acme-org/fleet/_apis/git/repositories/config/pullrequests?api-version=7.0",
         LIST_OPEN,
     ],
     create_keys: &["description", "sourceRefName", "targetRefName", "title"],
     auth: ("authorization", "Basic OnMzY3IzdC1mb3JnZS10b2tlbi0wMTIzNDU2Nzg5"),
     comment_body: r#"{"comments": [{"parentCommentId": 0, "content": "metrics look good", "commentType": 1}], "status": 1}"#,
     get_and_latest: [
-        "GET /acme-org/fleet/_apis/git/repositories/config/pullrequests/21?api-version=7.1",
-        "GET /acme-org/fleet/_apis/git/repositories/config/pullrequests?searchCriteria.sourceRefName=refs%2Fheads%2Fsluice%2Fprod%2Fpodinfo%2F3&searchCriteria.targetRefName=refs%2Fheads%2Fmain&searchCriteria.status=all&api-version=7.1&%24top=100&%24skip=0",
+        "GET /acme-org/fleet/_apis/git/repositories/config/pullrequests/21?api-version=7.0",
+        "GET /acme-org/fleet/_apis/git/repositories/config/pullrequests?searchCriteria.sourceRefName=refs%2Fheads%2Fsluice%2Fprod%2Fpodinfo%2F3&searchCriteria.targetRefName=refs%2Fheads%2Fmain&searchCriteria.status=all&api-version=7.0&%24top=100&%24skip=0",
     ],
     close: (
         "PATCH",
@@ -351,7 +351,7 @@ async fn azure_fake_pages_by_top_and_skip() {
         .collect();
     assert_eq!(skips, ["0", "2"], "{lines:?}");
     assert!(
-        lines.iter().all(|l| l.contains("api-version=7.1")),
+        lines.iter().all(|l| l.contains("api-version=7.0")),
         "{lines:?}"
     );
 }
