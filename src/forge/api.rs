@@ -13,7 +13,9 @@ use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, DEFAULT_TIMEOUT};
+use super::{
+    ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, PullRequest, DEFAULT_TIMEOUT,
+};
 use crate::http_client::{read_body, BodyError};
 use crate::url_credentials::redact_url;
 
@@ -82,6 +84,84 @@ pub(super) enum Reading {
     AllPages,
     /// Up to the first page with a wanted item: for lists sorted newest first.
     UntilFound,
+}
+
+/// The calls Bitbucket and Azure DevOps make alike, each over its own paths, answers and
+/// query: a pull request read from one call, and one found in a list.
+pub(super) trait PullsApi {
+    /// A pull request as the forge answers it.
+    type Pull: DeserializeOwned + Numbered;
+    /// How its pull-request list pages.
+    const PAGE: Paging;
+
+    fn api(&self) -> &Api;
+
+    /// The pull-request path followed by `tail`.
+    fn pulls_url(&self, op: Operation, tail: &[&str]) -> Result<Url, ForgeError>;
+
+    /// The pull request as sluice needs it.
+    fn pr(&self, op: Operation, p: Self::Pull) -> Result<PullRequest, ForgeError>;
+
+    /// The query every call carries (Azure DevOps: `api-version`).
+    const QUERY: &'static [(&'static str, &'static str)];
+
+    /// An answer as this forge means it, before its status is judged.
+    fn meaning(&self, answer: Answer) -> Answer;
+
+    /// `method` on the pull-request path `tail`; any status outside 2xx is an error.
+    async fn send(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        json: Option<&Value>,
+    ) -> Result<Answer, ForgeError> {
+        let url = self.pulls_url(op, tail)?;
+        let query: Vec<(&str, String)> = Self::QUERY
+            .iter()
+            .map(|(k, v)| (*k, v.to_string()))
+            .collect();
+        let api = self.api();
+        let answer = self.meaning(api.send_raw(op, method, url, &query, json).await?);
+        if answer.status.is_success() {
+            Ok(answer)
+        } else {
+            Err(api.status_error(op, &answer))
+        }
+    }
+
+    /// [`PullsApi::send`], its answer read as a pull request.
+    async fn call(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        json: Option<&Value>,
+    ) -> Result<PullRequest, ForgeError> {
+        let answer = self.send(op, method, tail, json).await?;
+        self.pr(op, self.api().decode(op, &answer)?)
+    }
+
+    /// `GET` of the pull request numbered `number` (its path below the pull-request path).
+    async fn get_pull(&self, number: u64) -> Result<PullRequest, ForgeError> {
+        let n = number.to_string();
+        self.call(Operation::Get(number), Method::GET, &[&n], None)
+            .await
+    }
+
+    /// The pull request of the list `query` selects that `wanted` accepts, as `which` says.
+    async fn listed(
+        &self,
+        op: Operation,
+        query: &[(&str, String)],
+        wanted: impl Fn(&Self::Pull) -> bool,
+        which: Lookup,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let url = self.pulls_url(op, &[])?;
+        let api = self.api();
+        let found = api.lookup(op, &url, query, Self::PAGE, wanted, which);
+        found.await?.map(|p| self.pr(op, p)).transpose()
+    }
 }
 
 /// Which item [`Api::lookup`] returns.

@@ -22,7 +22,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{Answer, Api, Lookup, Numbered, Paging, Reading};
+use super::api::{Answer, Api, Lookup, Numbered, Paging, PullsApi, Reading};
 use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
 
 /// 7.0: the newest version Azure DevOps Server 2022 takes; Services and later Servers take it
@@ -44,7 +44,7 @@ pub struct AzureDevOps {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Pull {
+pub(super) struct Pull {
     pull_request_id: u64,
     status: String,
     source_ref_name: String,
@@ -81,8 +81,37 @@ impl Numbered for Pull {
 }
 
 impl AzureDevOps {
-    /// `{project}/_apis/git/repositories/{repository}/pullrequests` followed by `tail`.
-    fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
+    /// The web page of `project/repository` below the collection's address `web`.
+    fn web(web: &str, repository: &str) -> String {
+        let web = web.trim_end_matches('/');
+        match repository.split_once('/') {
+            Some((project, repo)) => format!("{web}/{project}/_git/{repo}"),
+            None => format!("{web}/{repository}"),
+        }
+    }
+}
+
+impl PullsApi for AzureDevOps {
+    const QUERY: &'static [(&'static str, &'static str)] = &[API_VERSION];
+
+    /// Azure DevOps answers a refused token with 203 and its sign-in page instead of 401: that
+    /// is a 401 here.
+    fn meaning(&self, mut answer: Answer) -> Answer {
+        if answer.status == reqwest::StatusCode::NON_AUTHORITATIVE_INFORMATION {
+            answer.status = reqwest::StatusCode::UNAUTHORIZED;
+            answer.body = b"the sign-in page: the token was not accepted".to_vec();
+        }
+        answer
+    }
+
+    type Pull = Pull;
+    const PAGE: Paging = PAGE;
+
+    fn api(&self) -> &Api {
+        &self.api
+    }
+
+    fn pulls_url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
         let (project, repository) = (self.project.as_str(), self.repository.as_str());
         let prefix = [
             project,
@@ -93,29 +122,6 @@ impl AzureDevOps {
             "pullrequests",
         ];
         self.api.url_of(op, &prefix, tail)
-    }
-
-    /// Sends one request with `api-version`. Azure DevOps answers a refused token with 203
-    /// and its sign-in page instead of 401: that is a 401 here.
-    async fn send(
-        &self,
-        op: Operation,
-        method: Method,
-        tail: &[&str],
-        json: Option<&serde_json::Value>,
-    ) -> Result<Answer, ForgeError> {
-        let url = self.url(op, tail)?;
-        let query = [(API_VERSION.0, API_VERSION.1.to_string())];
-        let mut answer = self.api.send_raw(op, method, url, &query, json).await?;
-        if answer.status == reqwest::StatusCode::NON_AUTHORITATIVE_INFORMATION {
-            answer.status = reqwest::StatusCode::UNAUTHORIZED;
-            answer.body = b"the sign-in page: the token was not accepted".to_vec();
-        }
-        if answer.status.is_success() {
-            Ok(answer)
-        } else {
-            Err(self.api.status_error(op, &answer))
-        }
     }
 
     fn pr(&self, op: Operation, p: Pull) -> Result<PullRequest, ForgeError> {
@@ -152,42 +158,6 @@ impl AzureDevOps {
             base: branch(p.target_ref_name),
             merged_by,
         })
-    }
-
-    /// The web page of `project/repository` below the collection's address `web`.
-    fn web(web: &str, repository: &str) -> String {
-        let web = web.trim_end_matches('/');
-        match repository.split_once('/') {
-            Some((project, repo)) => format!("{web}/{project}/_git/{repo}"),
-            None => format!("{web}/{repository}"),
-        }
-    }
-
-    /// The pull request of the list `criteria` (`searchCriteria.*`) select that `wanted`
-    /// accepts, as `which` says.
-    async fn listed(
-        &self,
-        op: Operation,
-        mut criteria: Vec<(&'static str, String)>,
-        wanted: impl Fn(&Pull) -> bool,
-        which: Lookup,
-    ) -> Result<Option<PullRequest>, ForgeError> {
-        criteria.push((API_VERSION.0, API_VERSION.1.to_string()));
-        let url = self.url(op, &[])?;
-        let found = self.api.lookup(op, &url, &criteria, PAGE, wanted, which);
-        found.await?.map(|p| self.pr(op, p)).transpose()
-    }
-
-    /// `method` on the pull request path `tail`, read as a pull request.
-    async fn call(
-        &self,
-        op: Operation,
-        method: Method,
-        tail: &[&str],
-        json: Option<&serde_json::Value>,
-    ) -> Result<PullRequest, ForgeError> {
-        let answer = self.send(op, method, tail, json).await?;
-        self.pr(op, self.api.decode(op, &answer)?)
     }
 }
 
@@ -274,7 +244,8 @@ impl ForgeProvider for AzureDevOps {
                 && p.status == "active"
                 && p.fork_source.is_none()
         };
-        self.listed(Operation::FindOpen, criteria, wanted, Lookup::First)
+        let query = with_version(criteria);
+        self.listed(Operation::FindOpen, &query, wanted, Lookup::First)
             .await
     }
 
@@ -290,9 +261,7 @@ impl ForgeProvider for AzureDevOps {
     }
 
     async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
-        let n = number.to_string();
-        self.call(Operation::Get(number), Method::GET, &[&n], None)
-            .await
+        self.get_pull(number).await
     }
 
     /// Listed newest first by id; all pages are read.
@@ -312,7 +281,8 @@ impl ForgeProvider for AzureDevOps {
                 && p.fork_source.is_none()
         };
         let which = Lookup::Newest(Reading::AllPages);
-        self.listed(Operation::LatestForBranch, criteria, wanted, which)
+        let query = with_version(criteria);
+        self.listed(Operation::LatestForBranch, &query, wanted, which)
             .await
     }
 
@@ -335,6 +305,13 @@ impl ForgeProvider for AzureDevOps {
             .await?;
         Ok(())
     }
+}
+
+/// `criteria` (`searchCriteria.*`) and the `api-version` every request carries.
+fn with_version(mut criteria: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+    let (key, version) = API_VERSION;
+    criteria.push((key, version.to_string()));
+    criteria
 }
 
 /// `body` cut at a line to fit Azure DevOps' description limit, with a note where it was cut.

@@ -22,7 +22,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{Api, Lookup, Numbered, Paging, Reading};
+use super::api::{Answer, Api, Lookup, Numbered, Paging, PullsApi, Reading};
 use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
 
 /// Bitbucket's largest `pagelen` for pull requests.
@@ -37,7 +37,7 @@ pub struct Bitbucket {
 }
 
 #[derive(Debug, Deserialize)]
-struct Pull {
+pub(super) struct Pull {
     id: u64,
     state: String,
     source: Endpoint,
@@ -92,12 +92,6 @@ impl Numbered for Pull {
 }
 
 impl Bitbucket {
-    /// `repositories/{workspace}/{repo_slug}/pullrequests` followed by `tail`.
-    fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
-        let prefix = ["repositories", &self.workspace, &self.slug, "pullrequests"];
-        self.api.url_of(op, &prefix, tail)
-    }
-
     /// The source branch lives in this repository, not in a fork.
     fn source_in_this_repo(&self, p: &Pull) -> bool {
         match p
@@ -109,6 +103,34 @@ impl Bitbucket {
             Some(full) => full.eq_ignore_ascii_case(&format!("{}/{}", self.workspace, self.slug)),
             None => true,
         }
+    }
+
+    /// The `q` filter for pull requests from `head` (into `base`, when given). Branch names
+    /// are quoted; a name holding `"` or `\` cannot be asked for and is matched here instead.
+    fn filter(head: &str, base: Option<&str>) -> Option<String> {
+        let quotable = |s: &str| !s.contains(['"', '\\']);
+        if !quotable(head) || !base.is_none_or(quotable) {
+            return None;
+        }
+        let mut q = format!("source.branch.name = \"{head}\"");
+        if let Some(base) = base {
+            q.push_str(&format!(" AND destination.branch.name = \"{base}\""));
+        }
+        Some(q)
+    }
+}
+
+impl PullsApi for Bitbucket {
+    type Pull = Pull;
+    const PAGE: Paging = PAGE;
+
+    fn api(&self) -> &Api {
+        &self.api
+    }
+
+    fn pulls_url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
+        let prefix = ["repositories", &self.workspace, &self.slug, "pullrequests"];
+        self.api.url_of(op, &prefix, tail)
     }
 
     fn pr(&self, op: Operation, p: Pull) -> Result<PullRequest, ForgeError> {
@@ -139,57 +161,11 @@ impl Bitbucket {
         })
     }
 
-    /// The pull request of the list `query` selects that `wanted` accepts, as `which` says.
-    async fn listed(
-        &self,
-        op: Operation,
-        query: &[(&str, String)],
-        wanted: impl Fn(&Pull) -> bool,
-        which: Lookup,
-    ) -> Result<Option<PullRequest>, ForgeError> {
-        let url = self.url(op, &[])?;
-        let found = self.api.lookup(op, &url, query, PAGE, wanted, which);
-        found.await?.map(|p| self.pr(op, p)).transpose()
-    }
+    const QUERY: &'static [(&'static str, &'static str)] = &[];
 
-    /// `method` on the pull request path `tail` (below `pullrequests`), read as a pull
-    /// request.
-    async fn call(
-        &self,
-        op: Operation,
-        method: Method,
-        tail: &[&str],
-        payload: Option<&serde_json::Value>,
-    ) -> Result<PullRequest, ForgeError> {
-        let answer = self.send(op, method, tail, payload).await?;
-        self.pr(op, self.api.decode(op, &answer)?)
-    }
-
-    /// `method` on the pull request path `tail` (below `pullrequests`); any status outside
-    /// 2xx is an error.
-    async fn send(
-        &self,
-        op: Operation,
-        method: Method,
-        tail: &[&str],
-        payload: Option<&serde_json::Value>,
-    ) -> Result<super::api::Answer, ForgeError> {
-        let url = self.url(op, tail)?;
-        self.api.send(op, method, url, &[], payload).await
-    }
-
-    /// The `q` filter for pull requests from `head` (into `base`, when given). Branch names
-    /// are quoted; a name holding `"` or `\` cannot be asked for and is matched here instead.
-    fn filter(head: &str, base: Option<&str>) -> Option<String> {
-        let quotable = |s: &str| !s.contains(['"', '\\']);
-        if !quotable(head) || !base.is_none_or(quotable) {
-            return None;
-        }
-        let mut q = format!("source.branch.name = \"{head}\"");
-        if let Some(base) = base {
-            q.push_str(&format!(" AND destination.branch.name = \"{base}\""));
-        }
-        Some(q)
+    /// Bitbucket means what it answers.
+    fn meaning(&self, answer: Answer) -> Answer {
+        answer
     }
 }
 
@@ -268,10 +244,7 @@ impl ForgeProvider for Bitbucket {
     }
 
     async fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
-        let tail = [number.to_string()];
-        let tail = [tail[0].as_str()];
-        self.call(Operation::Get(number), Method::GET, &tail, None)
-            .await
+        self.get_pull(number).await
     }
 
     /// Every state asked for, newest first; all pages are read (Bitbucket does not promise
