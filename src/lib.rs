@@ -88,7 +88,7 @@
 //! | [`alert_kinds`] | Flagger's AlertProvider types (Slack, Teams, Discord, Rocket, Google Chat): one module and one registry line each, its post URL and body | send, or know a canary |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
-//! | [`forge`] | GitHub, GitLab, Gitea pull requests: one module and one line of `forge::registry` each | know about canaries |
+//! | [`forge`] | GitHub, GitLab, Gitea, Forgejo, Bitbucket, Azure DevOps pull requests: one module and one line of `forge::registry` each | know about canaries |
 //! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`leadership`] | the Kubernetes Lease `sluice run --leader-election` holds before it ticks, so one replica commits | decide a canary |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |

@@ -13,6 +13,7 @@ mod adopt;
 mod affinity_mirror;
 mod alert_providers;
 mod approval;
+mod approval_run;
 mod attacks;
 mod audit;
 mod autoscaler;

@@ -766,6 +766,30 @@ mod tests {
                 .kind,
             ForgeKind::Gitea
         );
+        let api_url = |text: &str| forge(text).unwrap().unwrap().api_url;
+        assert_eq!(
+            api_url("  kind: forgejo\n  repository: ops/cfg\n"),
+            "https://codeberg.org/api/v1"
+        );
+        assert_eq!(
+            api_url("  kind: bitbucket\n  repository: acme/config\n"),
+            "https://api.bitbucket.org/2.0"
+        );
+        assert_eq!(
+            api_url(
+                "  kind: azuredevops\n  apiUrl: https://tfs.corp/tfs/DefaultCollection\n  \
+                 repository: fleet/config\n"
+            ),
+            "https://tfs.corp/tfs/DefaultCollection"
+        );
+        let errs = forge("  kind: azuredevops\n  repository: fleet/config\n").unwrap_err();
+        assert!(
+            errs[0].contains(
+                "required for kind azuredevops: the API base, such as \
+                 https://dev.azure.com/ORGANIZATION"
+            ),
+            "{errs:?}"
+        );
         assert_eq!(
             forge("  kind: github\n  apiUrl: https://ghe.corp/api/v3\n  repository: a/b\n")
                 .unwrap()
@@ -777,12 +801,12 @@ mod tests {
 
     #[test]
     fn unknown_kind_lists_the_kinds() {
-        let errs = forge("  kind: bitbucket\n  repository: a/b\n").unwrap_err();
+        let errs = forge("  kind: gogs\n  repository: a/b\n").unwrap_err();
         assert_eq!(
             errs,
             vec![
-                ".sluice/config.yaml:4: forge.kind: unknown forge kind \"bitbucket\"; expected one \
-                 of: github, gitlab, gitea (use gitea for Forgejo)"
+                ".sluice/config.yaml:4: forge.kind: unknown forge kind \"gogs\"; expected one \
+                 of: github, gitlab, gitea, forgejo, bitbucket, azuredevops"
             ]
         );
     }
@@ -839,6 +863,10 @@ mod tests {
             ("github", "acme/con fig"),
             ("gitlab", "project"),
             ("gitlab", "group//project"),
+            ("bitbucket", "workspace"),
+            ("forgejo", "a/b/c"),
+            ("azuredevops", "project"),
+            ("azuredevops", "project/repo/extra"),
         ] {
             let errs = forge(&format!(
                 "  kind: {kind}\n  apiUrl: https://h/api\n  repository: \"{bad}\"\n"
