@@ -25,15 +25,13 @@ use serde_json::Value as Json;
 use sluice::cli::demo_prometheus::{self, Script};
 
 use crate::support::dashboard::{
-    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP,
+    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP, PHONE,
 };
 use crate::support::metrics::{loop_canary, loop_deployment};
 use crate::support::webdriver::Browser;
 use crate::support::{
     free_port, history_json, http, human_clone, human_commit, seeded_remote, GitDaemon,
 };
-
-const PHONE: (u32, u32) = (390, 844);
 
 fn wait_http_ok(addr: &str, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
