@@ -1,6 +1,6 @@
 //! The canary page's judge view: each judged decision's metrics, the canary beside the primary.
-//! Per metric the classification, the Hodges-Lehmann estimate, the 98 % interval and the
-//! effect size as the commit's `Sluice-Judge-Metric` trailers wrote them (read by
+//! Per metric the classification, the Hodges-Lehmann estimate, the 98 % interval, the
+//! effect size and the bounds they were held to as the commit's `Sluice-Judge-Metric` trailers wrote them (read by
 //! `crate::readers::history`), the group scores the core's scorer gives those classifications,
 //! the summary score of its `Sluice-Judge` trailer, and the mean of each side's series the
 //! commit's `Sluice-Replay` record keeps. Reads what the commits say; judges nothing again.
@@ -54,6 +54,15 @@ pub struct MetricView {
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
     pub effect_size: Option<f64>,
+    /// The bounds that explain a `High` or `Low` (as the trailer recorded them; absent in a
+    /// commit written before they were): the interval must clear ±`bound`, the effect size
+    /// reach `allowedIncrease` (at least) or `allowedDecrease` (at most).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_decrease: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_increase: Option<f64>,
     /// The mean of each side's recorded series (`NaN` values left out), and its length.
     pub canary_mean: Option<f64>,
     pub primary_mean: Option<f64>,
@@ -104,6 +113,9 @@ fn view(e: &Entry, commit: &HistoryEntry) -> Option<JudgeView> {
                 ci_low: m.ci_low,
                 ci_high: m.ci_high,
                 effect_size: m.effect_size,
+                bound: m.bound,
+                allowed_decrease: m.allowed_decrease,
+                allowed_increase: m.allowed_increase,
                 canary_mean,
                 primary_mean,
                 canary_values,
