@@ -347,6 +347,74 @@ fn dashboard_auth_file_refuses_requests_without_credentials_in_a_browser() {
     assert!(body.contains("test/podinfo"), "{body}");
 }
 
+/// `sluice demo --dashboard` on the wall clock (steps 10 s apart): the dashboard's URL is the
+/// first line printed, and while the demo still runs (it has not printed its end) the page
+/// shows the canary in progress.
+#[test]
+fn demo_dashboard_serves_from_the_first_tick() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child =
+        crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", "127.0.0.1:0"])
+            .env(sluice::clock::VAR, "wall")
+            .arg("--keep")
+            .arg(tmp.path().join("demo"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut demo = Process(child);
+    let (tx, printed) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = printed.recv_timeout(Duration::from_secs(30)).unwrap();
+    let addr = first
+        .strip_prefix("Dashboard: http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("the URL first: {first}"))
+        .to_string();
+    let mut seen = vec![first];
+    // At most 600 polls, 100 ms apart: the canary's first step is held 10 s.
+    let mut phase = Json::Null;
+    for _ in 0..600 {
+        let (status, body) = http(&addr, "GET", "/api/v1/canaries/demo/podinfo", &[], b"");
+        if status == 200 {
+            let detail: Json = serde_json::from_str(&body).unwrap();
+            phase = detail["phase"].clone();
+            if phase == "Progressing" {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    seen.extend(printed.try_iter());
+    assert_eq!(phase, "Progressing", "{seen:#?}");
+    assert!(
+        demo.0.try_wait().unwrap().is_none(),
+        "the demo still runs: {seen:#?}"
+    );
+    assert!(
+        !seen.iter().any(|l| l.contains("ended")),
+        "the demo has not ended yet: {seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("sluice demo: config repo")),
+        "the rest as before: {seen:#?}"
+    );
+    let (status, page) = http(&addr, "GET", "/canaries/demo/podinfo", &[], b"");
+    assert_eq!(status, 200);
+    assert!(page.contains(">Progressing<"), "{page}");
+}
+
 #[test]
 fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
     use std::io::BufRead;
@@ -360,15 +428,21 @@ fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let _demo = Process(child);
-    let url = std::io::BufReader::new(stdout)
+    // The URL comes first, and again once the demo has ended.
+    let mut urls = Vec::new();
+    for line in std::io::BufReader::new(stdout)
         .lines()
         .map_while(Result::ok)
-        .find_map(|l| {
-            l.strip_prefix("Dashboard: ")
-                .map(|rest| rest.split(' ').next().unwrap_or("").to_string())
-        })
-        .expect("the demo prints its dashboard's URL");
-    assert_eq!(url, format!("http://{addr}/"));
+    {
+        if let Some(rest) = line.strip_prefix("Dashboard: ") {
+            urls.push(rest.split(' ').next().unwrap_or("").to_string());
+            if rest.contains("Ctrl-C") {
+                break;
+            }
+        }
+    }
+    assert_eq!(urls, [format!("http://{addr}/"), format!("http://{addr}/")]);
+    let url = urls[1].clone();
     let (status, body) = http(&addr, "GET", "/api/v1/canaries/demo/podinfo", &[], b"");
     assert_eq!(status, 200, "{body}");
     let detail: Json = serde_json::from_str(&body).unwrap();
