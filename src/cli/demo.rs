@@ -196,16 +196,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         (false, false) => &DEMO_FILES,
     };
     let runtime = Runtime::from_env()?;
-    // The dashboard listens before the repo exists (it says "not read yet" until then) and
-    // shows each decision as the demo pushes it.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let dashboard = args
         .dashboard
         .then(|| start_dashboard(&runtime, &remote, args.dashboard_listen, &stop))
         .transpose()?;
-    if let Some(address) = dashboard {
-        outln!("Dashboard: http://{address}/ (live: the canary moves on it as the demo runs)");
-    }
     seed_bare_repo(&dir, &remote, files, &alice)?;
     outln!("sluice demo: config repo {url}");
     if args.keep.is_none() {
@@ -283,17 +278,29 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     }
     if let Some(address) = dashboard {
         drop(prometheus);
-        // Only now does Ctrl-C stop the dashboard rather than the demo.
-        signal_hook::flag::register(signal_hook::consts::SIGTERM, std::sync::Arc::clone(&stop))?;
-        signal_hook::flag::register(signal_hook::consts::SIGINT, std::sync::Arc::clone(&stop))?;
-        outln!("\nDashboard: http://{address}/ (Ctrl-C ends it)");
-        crate::cli::dashboard::wait_until_stopped(runtime.clock(), &stop);
+        keep_serving(&runtime, address, &stop)?;
     }
     Ok(0)
 }
 
+/// After the demo: the dashboard at `address` serves on until Ctrl-C (which only now stops
+/// the dashboard rather than the demo) sets `stop`.
+fn keep_serving(
+    runtime: &Runtime,
+    address: std::net::SocketAddr,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<()> {
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, std::sync::Arc::clone(stop))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, std::sync::Arc::clone(stop))?;
+    outln!("\nDashboard: http://{address}/ (Ctrl-C ends it)");
+    crate::cli::dashboard::wait_until_stopped(runtime.clock(), stop);
+    Ok(())
+}
+
 /// Starts the dashboard of the demo's remote on `listen`, on the demo's runtime and clock,
-/// until `stop` is set: the address it listens on.
+/// until `stop` is set, and prints its URL: the address it listens on. It listens before the
+/// repo exists (it says "not read yet" until then) and shows each decision as the demo
+/// pushes it.
 fn start_dashboard(
     runtime: &Runtime,
     remote: &Path,
@@ -313,7 +320,9 @@ fn start_dashboard(
         runtime.shared_clock(),
         runtime.parses().clone(),
     )?;
-    start(runtime, state, listen, stop)
+    let address = start(runtime, state, listen, stop)?;
+    outln!("Dashboard: http://{address}/ (live: the canary moves on it as the demo runs)");
+    Ok(address)
 }
 
 /// Prints what a tick committed and what went wrong, with the seconds since `start`.
