@@ -513,6 +513,115 @@ spec:
         serde_json::from_value(json).unwrap()
     }
 
+    fn wave(name: &str, phase: &str, wait: Option<Wait>) -> Summary {
+        Summary {
+            namespace: "shop".into(),
+            name: format!("web.{name}"),
+            provider: "-".into(),
+            strategy: "canary".into(),
+            phase: phase.into(),
+            tone: tone(phase),
+            primary_weight: 100,
+            canary_weight: 0,
+            step: 0,
+            steps: 1,
+            failed_checks: 0,
+            revision: "v2".into(),
+            images: Images::default(),
+            since: "-".into(),
+            age: "-".into(),
+            message: "-".into(),
+            reason: None,
+            paused: false,
+            held: None,
+            wait,
+            holds: Vec::new(),
+            operations: Vec::new(),
+            wave: Some(name.into()),
+            release: Some("shop/web".into()),
+        }
+    }
+
+    fn release(state: &str, at: Option<usize>) -> Release {
+        Release {
+            canary: "shop/web".into(),
+            revision: "v2".into(),
+            state: state.into(),
+            wave: at.map(|n| ["staging", "eu", "us"][n - 1].to_string()),
+            wave_number: at,
+            waves: vec!["staging".into(), "eu".into(), "us".into()],
+        }
+    }
+
+    /// (place, approval state) of each wave of a release over `waves` (eu approved by a
+    /// person), in release order.
+    fn places(release: &Release, waves: &[Summary]) -> Vec<(&'static str, Option<&'static str>)> {
+        // Listed out of order: the view orders by the release.
+        let listed = [waves[2].clone(), waves[0].clone(), waves[1].clone()];
+        let members = [(0, false), (1, false), (2, true)];
+        release_view(release, &members, &listed)
+            .waves
+            .iter()
+            .map(|w| (w.place, w.approval.as_ref().map(|a| a.state)))
+            .collect()
+    }
+
+    #[test]
+    fn a_release_places_each_wave_and_the_approval_before_it() {
+        let approval = Wait::Approval {
+            gate: "rollout".into(),
+            branch: Some("sluice/shop/web.eu/rollout-v2".into()),
+            pull_request: Some("https://forge/pulls?head=x".into()),
+        };
+        let waiting = [
+            wave("staging", "Succeeded", None),
+            wave("eu", "Waiting", Some(approval)),
+            wave("us", "Initialized", None),
+        ];
+        let view = release_view(
+            &release("InProgress", Some(2)),
+            &[(1, false), (2, true), (0, false)],
+            &[waiting[2].clone(), waiting[0].clone(), waiting[1].clone()],
+        );
+        let names: Vec<&str> = view.waves.iter().map(|w| w.wave.as_str()).collect();
+        assert_eq!(names, ["staging", "eu", "us"]);
+        let eu = view.waves[1].approval.as_ref().unwrap();
+        assert_eq!(
+            eu.pull_request.as_deref(),
+            Some("https://forge/pulls?head=x")
+        );
+        assert_eq!(
+            places(&release("InProgress", Some(2)), &waiting),
+            [
+                ("done", None),
+                ("current", Some("waiting")),
+                ("ahead", None)
+            ]
+        );
+        let failed = [
+            wave("staging", "Succeeded", None),
+            wave("eu", "Failed", None),
+            wave("us", "Initialized", None),
+        ];
+        assert_eq!(
+            places(&release("Failed", Some(2)), &failed),
+            [("done", None), ("failed", Some("given")), ("ahead", None)]
+        );
+        let before = [
+            wave("staging", "Progressing", None),
+            wave("eu", "Succeeded", None),
+            wave("us", "Succeeded", None),
+        ];
+        assert_eq!(
+            places(&release("InProgress", Some(1)), &before),
+            [("current", None), ("ahead", Some("ahead")), ("ahead", None)]
+        );
+        assert_eq!(
+            places(&release("Done", None), &before),
+            [("done", None), ("done", Some("given")), ("done", None)]
+        );
+    }
+
     #[test]
     fn only_the_operations_the_phase_allows_are_offered() {
         let c = canary();
