@@ -1,4 +1,4 @@
-//! Benchmark: the rows of the README's Performance table, each beside its baseline measured in
+//! Benchmark: the rows of docs/performance.md's table, each beside its baseline measured in
 //! the same process on the same repos, so the ratios hold on a loaded machine where the times
 //! do not. Reports numbers; asserts nothing about time.
 //!

@@ -238,9 +238,12 @@ fn audit_replays_a_stepped_rollout_and_reports_a_weight_edited_by_hand_at_its_co
         "{table}"
     );
     assert_eq!(run_sluice(&["audit", "--dir", &dir]).1, table);
-    // Another canary's audit finds nothing here.
-    let (code, other, _) = run_sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
-    assert_eq!(code, 0, "{other}");
+    // A canary the branch never held is a typo: named as such, and this canary's finding is
+    // not reported under it.
+    let (code, other, err) = run_sluice(&["audit", "prod/other", "--dir", &dir, "-o", "json"]);
+    assert_eq!(code, 1, "{other}{err}");
+    assert_eq!(other, "");
+    assert!(err.starts_with("no canary prod/other ("), "{err}");
     // A human commit on top that edits the weights: not sluice's, and it changes its file.
     w.human_writes(ROUTE_FILE, &edited_route, "more traffic to the canary");
     let top = line(&w.bare).pop().unwrap().0;

@@ -132,3 +132,167 @@ fn heading_anchors_are_githubs() {
         ["docs/a.md", "b.md#x"]
     );
 }
+
+/// The README is a first read: at most 300 lines, with the comparison with Flagger, Argo
+/// Rollouts and Kargo (each row's facts linked upstream), the threat model and the
+/// performance table on pages of their own.
+#[test]
+fn the_readme_is_a_first_read() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md reads");
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines; at most 300");
+    let table = comparison_table(&readme);
+    assert!(
+        table.len() >= 6,
+        "README.md lacks the comparison table (a header row naming sluice, Flagger, Argo Rollouts and Kargo, then its rows): {table:?}"
+    );
+    for upstream in ["fluxcd.io/flagger", "argo-rollouts", "kargo.io"] {
+        assert!(
+            table.iter().any(|row| row.contains(upstream)),
+            "the comparison table links nothing of {upstream}"
+        );
+    }
+    for page in [
+        "docs/threat-model.md",
+        "docs/performance.md",
+        "docs/install.md",
+    ] {
+        assert!(
+            readme.contains(&format!("]({page})")),
+            "README.md links no {page}"
+        );
+    }
+    for moved in ["## Threat model", "## Performance"] {
+        assert!(
+            !readme.lines().any(|l| l == moved),
+            "README.md has a section {moved:?}; it lives in docs/"
+        );
+    }
+}
+
+/// The rows of the README's comparison table: from the header row that names all four tools
+/// to the table's end.
+fn comparison_table(readme: &str) -> Vec<&str> {
+    let mut rows = readme
+        .lines()
+        .skip_while(|l| {
+            !(l.starts_with('|')
+                && ["sluice", "Flagger", "Argo Rollouts", "Kargo"]
+                    .iter()
+                    .all(|tool| l.contains(tool)))
+        })
+        .take_while(|l| l.starts_with('|'));
+    let header = rows.next();
+    header.into_iter().chain(rows).collect()
+}
+
+/// What of a line names this project's own tracker: "issue 27", "Issue #14", "issues 3",
+/// "item 5", "third round", "round two". An upstream reference (`argo-rollouts#1153`, a URL's
+/// `/issues/208`) is not one.
+fn tracker_words(line: &str) -> Vec<String> {
+    // URLs name upstream trackers (`.../issues/208`): left out.
+    let lower: Vec<String> = line
+        .to_lowercase()
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '<' | '>'))
+        .filter(|token| !token.contains("://"))
+        .map(str::to_string)
+        .collect();
+    let words: Vec<&str> = lower
+        .iter()
+        .flat_map(|token| token.split(|c: char| !(c.is_alphanumeric() || c == '#')))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut found = Vec::new();
+    for pair in words.windows(2) {
+        let numbered = pair[1]
+            .trim_start_matches('#')
+            .starts_with(|c: char| c.is_ascii_digit());
+        let tracker = matches!(pair[0], "issue" | "issues" | "item" | "items") && numbered
+            || pair[1] == "round"
+                && matches!(
+                    pair[0],
+                    "first" | "second" | "third" | "fourth" | "this" | "last"
+                )
+            || pair[0] == "round" && matches!(pair[1], "one" | "two" | "three" | "four");
+        if tracker {
+            found.push(pair.join(" "));
+        }
+    }
+    found
+}
+
+#[test]
+fn user_docs_never_name_our_own_tracker() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    for doc in documents(root) {
+        let text = std::fs::read_to_string(&doc).expect("a document reads");
+        let name = doc.strip_prefix(root).unwrap_or(&doc).display().to_string();
+        for (i, line) in text.lines().enumerate() {
+            for words in tracker_words(line) {
+                problems.push(format!("{name}:{}: {words:?}", i + 1));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "user docs speak of the project's own tracker; say what changed instead:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn tracker_words_are_found_and_upstream_references_are_not() {
+    assert_eq!(
+        tracker_words("(issue 27's third round)"),
+        ["issue 27", "third round"]
+    );
+    assert_eq!(tracker_words("Issue #14 item 7"), ["issue #14", "item 7"]);
+    assert_eq!(
+        tracker_words("in this round, round two"),
+        ["this round", "round two"]
+    );
+    assert!(tracker_words(
+        "declined ([argo-rollouts#1153](https://github.com/argoproj/argo-rollouts/issues/1153))"
+    )
+    .is_empty());
+    assert!(tracker_words("an issue with the route; items of a list; around 5").is_empty());
+}
+
+/// `.ci/run` runs exactly the README's test command, and the README's two commands are its
+/// two `sh` blocks.
+#[test]
+fn ci_runs_the_readme_test_command() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md reads");
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for line in readme.lines() {
+        match &mut current {
+            None if line == "```sh" => current = Some(Vec::new()),
+            Some(block) if line == "```" => {
+                blocks.push(block.join("\n"));
+                current = None;
+            }
+            Some(block) => block.push(line),
+            None => {}
+        }
+    }
+    assert_eq!(
+        blocks,
+        ["cargo run -- demo", "e2e/run"],
+        "README.md's sh blocks"
+    );
+    let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run reads");
+    let commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(
+        commands.last(),
+        Some(&"exec e2e/run"),
+        ".ci/run must end by running the README's test command"
+    );
+}

@@ -261,6 +261,7 @@ fn a_mistyped_canary_is_refused_with_the_closest_name_by_every_command() {
     for args in [
         vec!["history", "shop/wbe", "--dir", &bare],
         vec!["status", "shop/wbe", "--dir", &bare],
+        vec!["audit", "shop/wbe", "--dir", &bare],
     ] {
         let (code, out, err) = run_sluice(&args);
         assert_eq!((code, err.trim(), out.as_str()), (1, said, ""), "{args:?}");
@@ -275,6 +276,9 @@ fn a_mistyped_canary_is_refused_with_the_closest_name_by_every_command() {
     let (code, out, err) = run_sluice(&["status", "shop/web", "--dir", &bare]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Succeeded"), "{out}");
+    let (code, out, err) = run_sluice(&["audit", "shop/web", "--dir", &bare]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("0 findings"), "{out}");
 }
 
 #[test]

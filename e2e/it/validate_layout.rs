@@ -207,7 +207,7 @@ fn an_output_folder_applied_by_none_or_by_two_is_refused() {
     assert_eq!(code, 1, "{err}");
     assert!(err.starts_with("./apps/podinfo/canary.yaml:2: spec.output: output folder clusters/demo/podinfo is applied by no Flux Kustomization or Argo CD Application in the repo: sluice's commits would never reach the cluster; point exactly one at it\n"), "{err}");
 
-    // The README's old layout: outputs under the bootstrap path, and their own Kustomization.
+    // The old layout the README gave: outputs under the bootstrap path, and their own Kustomization.
     let settings = DEMO_FILES[0].1.replace(
         "output: clusters/{namespace}/{name}",
         "output: clusters/prod/{name}",
@@ -253,7 +253,7 @@ fn argo_cd_directory_sources_follow_recurse_include_and_exclude() {
     }
 }
 
-/// The README's layout: `flux bootstrap --path=clusters/prod`, sources in `apps/` applied by
+/// The layout docs/how-it-works.md gives: `flux bootstrap --path=clusters/prod`, sources in `apps/` applied by
 /// nothing, outputs in `deploy/prod/` applied by the one Kustomization sluice waits on.
 #[test]
 fn the_readmes_layout_validates() {

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use crate::audit::{audit_since, open, since, Report};
-use crate::cli::repo::SourceArgs;
+use crate::cli::repo::{branch_canaries, SourceArgs};
 use crate::cli::workflow_command::{escape_data, escape_property};
+use crate::readers::status::no_canary;
 use crate::signatures::policy::Outside;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
@@ -49,6 +50,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let only = args.canary.as_deref();
     let signing = Outside::read(args.allowed_signers.as_deref(), args.require_signed)
         .map_err(anyhow::Error::msg)?;
+    // The clone `--repo` fetched, kept to read the branch's canaries from.
+    let mut clone = None;
     let report = match (&args.source.dir, &args.source.repo) {
         (Some(dir), _) => {
             let repo = open(dir)?;
@@ -73,10 +76,24 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             let head = locked.repo.head();
             let repo = open(locked.repo.root())?;
             let since = resolve(&repo, head, args.since.as_deref())?;
-            audit_since(&repo, head, since, only, &signing)?
+            let report = audit_since(&repo, head, since, only, &signing)?;
+            clone = Some(locked);
+            report
         }
         (None, None) => anyhow::bail!("give --repo URL or --dir PATH"),
     };
+    // Nothing of it in the history and no such canary on the branch: a typo, not a clean audit.
+    if let Some(canary) = only {
+        let untouched =
+            report.replayed == 0 && report.findings.is_empty() && report.not_replayable.is_empty();
+        if untouched {
+            let known = branch_canaries(&args.source, clone.as_ref().map(|l| &l.repo))?;
+            if !known.iter().any(|k| k == canary) {
+                eprintln!("{}", no_canary(canary, &known));
+                return Ok(1);
+            }
+        }
+    }
     print(&report, args.output)?;
     Ok(if report.findings.is_empty() { 0 } else { 1 })
 }

@@ -1,11 +1,11 @@
 //! `sluice history NS/NAME`: the canary's timeline, read back from commit trailers; for a
 //! canary with waves, one wave's (`--wave`) or the whole release's, wave by wave.
 
-use crate::cli::repo::{bare_branch, open, read_root, SourceArgs};
+use crate::cli::repo::{branch_canaries, open, SourceArgs};
 use crate::cli::Output;
 use crate::gitops::local_history;
 pub use crate::readers::history::{entries, release_entries, Check, Entry};
-use crate::readers::status::{known_canaries, no_canary, rows};
+use crate::readers::status::no_canary;
 use crate::render::message::CANARY;
 
 #[derive(Debug, clap::Args)]
@@ -81,21 +81,11 @@ impl Source {
 
     /// The canaries the branch holds now (`NS/NAME`).
     fn canaries(&self, args: &Args) -> anyhow::Result<Vec<String>> {
-        let now = crate::runtime::Runtime::from_env()?.clock().now();
-        let rows = match self {
-            Source::Dir(..) => {
-                let (root, _kept) = read_root(&args.source)?;
-                rows(&root, now)?
-            }
-            Source::Clone(locked) => {
-                let git_dir = locked.repo.root().join(".git");
-                match bare_branch(&git_dir, locked.repo.branch())? {
-                    Some(tree) => rows(tree.path(), now)?,
-                    None => Vec::new(),
-                }
-            }
+        let clone = match self {
+            Source::Dir(..) => None,
+            Source::Clone(locked) => Some(&locked.repo),
         };
-        Ok(known_canaries(&rows))
+        branch_canaries(&args.source, clone)
     }
 
     fn history(

@@ -179,6 +179,28 @@ pub fn read_root(args: &SourceArgs) -> anyhow::Result<(PathBuf, Held)> {
     ))
 }
 
+/// The canaries the branch holds now, as `NS/NAME` (a wave's instance and its release too):
+/// the local repository's (`--dir`), or the fetched `clone`'s branch. What a command that
+/// names a canary compares the name with before it says "no canary".
+pub fn branch_canaries(
+    source: &SourceArgs,
+    clone: Option<&ConfigRepo>,
+) -> anyhow::Result<Vec<String>> {
+    use crate::readers::status::{known_canaries, rows};
+    let now = crate::runtime::Runtime::from_env()?.clock().now();
+    let rows = match clone {
+        None => {
+            let (root, _kept) = read_root(source)?;
+            rows(&root, now)?
+        }
+        Some(repo) => match bare_branch(&repo.root().join(".git"), repo.branch())? {
+            Some(tree) => rows(tree.path(), now)?,
+            None => Vec::new(),
+        },
+    };
+    Ok(known_canaries(&rows))
+}
+
 /// When `dir` is a bare repository: the YAML files of `branch`'s tree, written into a
 /// temporary folder (see [`crate::readers::tree`]).
 pub fn bare_branch(dir: &Path, branch: &str) -> anyhow::Result<Option<tempfile::TempDir>> {

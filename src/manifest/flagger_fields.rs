@@ -4,8 +4,8 @@
 //! - A test walks the CRDs' `openAPIV3Schema` (`e2e/schemas/flagger.app_crds.v1.44.0.yaml`) and
 //!   fails on a field missing here or a row not in the CRD, so a field Flagger adds cannot be
 //!   silently ignored.
-//! - [`markdown`] renders the README's "Flagger field support" table; a test fails when the
-//!   README differs.
+//! - [`markdown`] renders docs/flagger-fields.md's "Flagger field support" tables; a test fails
+//!   when the page differs.
 //! - [`refuse_unread`] refuses, at spec load, a route field of `spec.service` or
 //!   `spec.analysis` that the canary's router neither renders nor refuses itself: Flagger's
 //!   router would ignore it, and sluice says so instead of ignoring it too.
@@ -251,7 +251,7 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.service.unmanagedMetadata.annotations", WithParent),
     field(Kind::Canary, "spec.service.unmanagedMetadata.labels", WithParent),
     field(Kind::Canary, "spec.skipAnalysis", Implemented("promotes without analysis, as Flagger does, and runs the post-rollout webhooks (Flagger 1.44, #1918)")),
-    field(Kind::Canary, "spec.revertOnDeletion", Implemented("(issue 14 item 4) a deleted canary's output is reverted to the target workload")),
+    field(Kind::Canary, "spec.revertOnDeletion", Implemented("a deleted canary's output is reverted to the target workload")),
     field(Kind::Canary, "spec.suspend", Implemented("no tick acts on the canary")),
     field(Kind::Canary, "spec.analysis", Implemented("required: sluice refuses a canary without analysis (Flagger would promote it without any check)")),
     field(Kind::Canary, "spec.analysis.interval", Implemented("time between checks and steps (default 60s; under 10s raised to 10s, GetAnalysisInterval)")),
@@ -263,8 +263,8 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.analysis.stepWeightPromotion", Implemented("promotion shifts traffic to the primary in these steps")),
     field(Kind::Canary, "spec.analysis.mirror", Routed { how: "traffic mirroring to the canary (blue/green on Istio)" }),
     field(Kind::Canary, "spec.analysis.mirrorWeight", Routed { how: "the mirrored share of requests" }),
-    field(Kind::Canary, "spec.analysis.primaryReadyThreshold", Implemented("(issue 14 item 5) percent of ready primary pods the readiness gate needs (default 100)")),
-    field(Kind::Canary, "spec.analysis.canaryReadyThreshold", Implemented("(issue 14 item 5) percent of ready canary pods the readiness gate needs (default 100)")),
+    field(Kind::Canary, "spec.analysis.primaryReadyThreshold", Implemented("percent of ready primary pods the readiness gate needs (default 100)")),
+    field(Kind::Canary, "spec.analysis.canaryReadyThreshold", Implemented("percent of ready canary pods the readiness gate needs (default 100)")),
     field(Kind::Canary, "spec.analysis.match", Routed { how: "A/B testing: the requests routed to the canary" }),
     field(Kind::Canary, "spec.analysis.match[].headers", WithParent),
     field(Kind::Canary, "spec.analysis.match[].queryParams", WithParent),
@@ -281,16 +281,16 @@ pub const FIELDS: &[Field] = &[
     field(Kind::Canary, "spec.analysis.metrics[].templateRef.name", Implemented("the MetricTemplate's name")),
     field(Kind::Canary, "spec.analysis.metrics[].templateRef.namespace", Implemented("the MetricTemplate's namespace (default: the canary's)")),
     field(Kind::Canary, "spec.analysis.metrics[].templateVariables", Implemented("the template's {{ variables }}")),
-    field(Kind::Canary, "spec.analysis.alerts", Implemented("(issue 14 item 3) alerts sent through AlertProviders in the repo")),
-    field(Kind::Canary, "spec.analysis.alerts[].name", Implemented("(issue 14 item 3) the alert's name")),
-    field(Kind::Canary, "spec.analysis.alerts[].severity", Implemented("(issue 14 item 3) which events the alert receives")),
-    field(Kind::Canary, "spec.analysis.alerts[].providerRef", Implemented("(issue 14 item 3) the AlertProvider in the repo")),
-    field(Kind::Canary, "spec.analysis.alerts[].providerRef.name", Implemented("(issue 14 item 3) the AlertProvider's name")),
-    field(Kind::Canary, "spec.analysis.alerts[].providerRef.namespace", Implemented("(issue 14 item 3) the AlertProvider's namespace (default: the canary's)")),
+    field(Kind::Canary, "spec.analysis.alerts", Implemented("alerts sent through AlertProviders in the repo")),
+    field(Kind::Canary, "spec.analysis.alerts[].name", Implemented("the alert's name")),
+    field(Kind::Canary, "spec.analysis.alerts[].severity", Implemented("which events the alert receives")),
+    field(Kind::Canary, "spec.analysis.alerts[].providerRef", Implemented("the AlertProvider in the repo")),
+    field(Kind::Canary, "spec.analysis.alerts[].providerRef.name", Implemented("the AlertProvider's name")),
+    field(Kind::Canary, "spec.analysis.alerts[].providerRef.namespace", Implemented("the AlertProvider's namespace (default: the canary's)")),
     field(Kind::Canary, "spec.analysis.webhooks", Implemented("hooks called at Flagger's phases")),
     field(Kind::Canary, "spec.analysis.webhooks[].name", Implemented("the hook's name")),
     field(Kind::Canary, "spec.analysis.webhooks[].type", Implemented("the phase (default rollout); confirm-* with url sluice:approval become git approvals; post-rollout runs once per rollout: promotion completed, rollback, failed promotion, skipped analysis (#1918)")),
-    field(Kind::Canary, "spec.analysis.webhooks[].muteAlert", Implemented("(issue 14 item 3) a failing confirm hook sends no alert")),
+    field(Kind::Canary, "spec.analysis.webhooks[].muteAlert", Implemented("a failing confirm hook sends no alert")),
     field(Kind::Canary, "spec.analysis.webhooks[].url", Implemented("the http(s) URL posted to")),
     field(Kind::Canary, "spec.analysis.webhooks[].timeout", Implemented("the call's timeout (default 10s)")),
     field(Kind::Canary, "spec.analysis.webhooks[].retries", Implemented("retries of a failed call (default 0)")),
@@ -315,13 +315,13 @@ pub const FIELDS: &[Field] = &[
     field(Kind::MetricTemplate, "spec.provider.region", Implemented("cloudwatch's AWS region (required for it; refused for the other vendor providers)")),
     field(Kind::MetricTemplate, "spec.provider.insecureSkipVerify", Implemented("skip TLS verification for the provider")),
     field(Kind::MetricTemplate, "spec.query", Implemented("the query template, rendered with Flagger's variables")),
-    field(Kind::AlertProvider, "spec.type", Implemented("(issue 14 item 3) slack, msteams, discord, rocket, gchat or generic; others refused")),
-    field(Kind::AlertProvider, "spec.channel", Implemented("(issue 14 item 3) the channel the message names")),
-    field(Kind::AlertProvider, "spec.username", Implemented("(issue 14 item 3) the sender's name")),
-    field(Kind::AlertProvider, "spec.address", Implemented("(issue 14 item 3) the webhook URL")),
-    field(Kind::AlertProvider, "spec.proxy", Implemented("(issue 14 item 3) the HTTP proxy alerts go through")),
-    field(Kind::AlertProvider, "spec.secretRef", Implemented("(issue 14 item 3) the address from a secret the operator maps in")),
-    field(Kind::AlertProvider, "spec.secretRef.name", Implemented("(issue 14 item 3) the Secret's name")),
+    field(Kind::AlertProvider, "spec.type", Implemented("slack, msteams, discord, rocket, gchat or generic; others refused")),
+    field(Kind::AlertProvider, "spec.channel", Implemented("the channel the message names")),
+    field(Kind::AlertProvider, "spec.username", Implemented("the sender's name")),
+    field(Kind::AlertProvider, "spec.address", Implemented("the webhook URL")),
+    field(Kind::AlertProvider, "spec.proxy", Implemented("the HTTP proxy alerts go through")),
+    field(Kind::AlertProvider, "spec.secretRef", Implemented("the address from a secret the operator maps in")),
+    field(Kind::AlertProvider, "spec.secretRef.name", Implemented("the Secret's name")),
 ];
 
 /// The row `path` of `kind` inherits from: its nearest listed ancestor.
@@ -336,7 +336,7 @@ pub fn parent(kind: Kind, path: &str) -> Option<&'static Field> {
     }
 }
 
-/// The status of `field` as the README shows it: "Implemented", "Refused" or, for a route
+/// The status of `field` as docs/flagger-fields.md shows it: "Implemented", "Refused" or, for a route
 /// field, the routers that render it.
 fn status(field: &Field) -> (String, String) {
     match field.support {
@@ -366,13 +366,13 @@ fn status(field: &Field) -> (String, String) {
     }
 }
 
-/// The README's "Flagger field support" section body: one table per kind.
+/// docs/flagger-fields.md's generated body: one table per kind.
 pub fn markdown() -> String {
     let mut out = String::from(
         "Generated from `src/manifest/flagger_fields.rs` (a test keeps the two equal). Every field of \
          Flagger v1.44.0's CRDs is implemented as Flagger does it or refused by `sluice validate` \
          with a message naming it; a route field works with the providers listed and is refused \
-         with the others. \"(issue 14 item N)\" marks fields implemented in that item. A key \
+         with the others. A key \
          the CRDs do not declare is pruned from a Canary, as the API server prunes it: a \
          warning, not an error (`sluice validate --strict` refuses it).\n",
     );

@@ -5,7 +5,7 @@
 //! of it, a value sluice only copies into what it renders, or a name the operator's own setup
 //! resolves.
 //!
-//! The table is the list the README's threat model shows, row for row. A test reads the field
+//! The table is the list docs/threat-model.md shows, row for row. A test reads the field
 //! lists the spec readers pass to their unknown-field checks (`r.map(node, path, &[...])`) and
 //! fails when one of them holds a path-like field (a name ending in `File`, `Path`, `Dir`,
 //! `Ref`, `Url`, `Address`, `Server`, `Source`, `Host`, `Output`, ...) without a row here.

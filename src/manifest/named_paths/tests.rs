@@ -235,7 +235,7 @@ fn every_path_like_field_a_reader_knows_has_a_rule() {
     let missing = without_rule(&fields);
     assert!(
         missing.is_empty(),
-        "fields that name a file, folder, URL, host, Secret or object without a rule: add a row to FIELDS (src/manifest/named_paths.rs) and to the README's threat model: {missing:#?}"
+        "fields that name a file, folder, URL, host, Secret or object without a rule: add a row to FIELDS (src/manifest/named_paths.rs) and to docs/threat-model.md: {missing:#?}"
     );
     let stale: Vec<&str> = FIELDS
         .iter()
@@ -309,21 +309,17 @@ fn path_like_names_are_told_by_their_ending() {
 }
 
 #[test]
-fn the_readme_threat_model_has_a_row_per_field() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = readme
-        .split("## Threat model")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap_or_default();
+fn the_threat_model_page_has_a_row_per_field() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/threat-model.md"))
+            .unwrap();
     let missing: Vec<String> = FIELDS
         .iter()
         .map(|f| format!("| {} | `{}` |", f.kind, f.field))
-        .filter(|row| !section.contains(row.as_str()))
+        .filter(|row| !page.contains(row.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
-        "README.md's threat model lacks the rows (kind, field, rule): {missing:#?}"
+        "docs/threat-model.md lacks the rows (kind, field, rule): {missing:#?}"
     );
 }
