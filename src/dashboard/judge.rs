@@ -10,6 +10,7 @@ use sluice_core::judge::{score, Label, Scored, Thresholds};
 use sluice_core::judged::JudgeObservation;
 
 use crate::gitops::HistoryEntry;
+use crate::judge::trailers::Bounds;
 use crate::readers::history::Entry;
 use crate::render::replay::{Record, REPLAY};
 
@@ -55,14 +56,9 @@ pub struct MetricView {
     pub ci_high: Option<f64>,
     pub effect_size: Option<f64>,
     /// The bounds that explain a `High` or `Low` (as the trailer recorded them; absent in a
-    /// commit written before they were): the interval must clear ±`bound`, the effect size
-    /// reach `allowedIncrease` (at least) or `allowedDecrease` (at most).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed_decrease: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed_increase: Option<f64>,
+    /// commit written before they were, or where the test did not run).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
     /// The mean of each side's recorded series (`NaN` values left out), and its length.
     pub canary_mean: Option<f64>,
     pub primary_mean: Option<f64>,
@@ -113,9 +109,7 @@ fn view(e: &Entry, commit: &HistoryEntry) -> Option<JudgeView> {
                 ci_low: m.ci_low,
                 ci_high: m.ci_high,
                 effect_size: m.effect_size,
-                bound: m.bound,
-                allowed_decrease: m.allowed_decrease,
-                allowed_increase: m.allowed_increase,
+                bounds: m.bounds,
                 canary_mean,
                 primary_mean,
                 canary_values,
@@ -230,5 +224,9 @@ mod tests {
         assert_eq!(scores, [("latency", 50.0, 2), ("errors", 100.0, 1)]);
         assert_eq!(v.metrics[0].ci_low, Some(60.1));
         assert_eq!(v.metrics[0].canary_mean, None, "no replay record");
+        // Written before bounds were recorded: none shown, none in the JSON.
+        assert_eq!(v.metrics[0].bounds, None);
+        let json = serde_json::to_value(&v.metrics[0]).unwrap();
+        assert!(json.get("bound").is_none(), "{json}");
     }
 }

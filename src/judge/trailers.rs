@@ -120,16 +120,22 @@ pub struct JudgeMetricEntry {
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
     pub effect_size: Option<f64>,
-    /// What the interval had to clear for `High` (`> bound`) or `Low` (`< -bound`); absent
-    /// where the test did not run or the line was written before bounds were recorded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<f64>,
-    /// The effect sizes a `Low` (at most) and a `High` (at least) had to reach; absent as
-    /// `bound` is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed_decrease: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed_increase: Option<f64>,
+    /// The bounds that explain a `High` or `Low`; absent where the test did not run or the
+    /// line was written before bounds were recorded.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
+}
+
+/// The bounds that explain a `High` or a `Low`, as a `Sluice-Judge-Metric` line records them.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Bounds {
+    /// What the interval had to clear: `High` needs its low end above it, `Low` its high end
+    /// below minus it.
+    pub bound: f64,
+    /// The effect sizes a `Low` (at most) and a `High` (at least) had to reach.
+    pub allowed_decrease: f64,
+    pub allowed_increase: f64,
 }
 
 /// The `Sluice-Judge` value and the `Sluice-Judge-Metric` values, read back; `None` without
@@ -163,22 +169,21 @@ fn metric_entry(line: &str) -> JudgeMetricEntry {
         ci_low: None,
         ci_high: None,
         effect_size: None,
-        bound: None,
-        allowed_decrease: None,
-        allowed_increase: None,
+        bounds: None,
     };
     let number = |v: &str| v.parse::<f64>().ok();
+    let (mut bound, mut allowed) = (None, None);
     for word in words {
         match word.split_once('=') {
             None if word == "muted" => entry.muted = true,
             Some(("group", g)) => entry.group = Some(g.to_string()),
             Some(("estimate", v)) => entry.estimate = number(v),
             Some(("effect", v)) => entry.effect_size = number(v),
-            Some(("bound", v)) => entry.bound = number(v),
+            Some(("bound", v)) => bound = number(v),
             Some(("allowed", v)) => {
-                if let Some((lo, hi)) = v.split_once("..") {
-                    (entry.allowed_decrease, entry.allowed_increase) = (number(lo), number(hi));
-                }
+                allowed = v
+                    .split_once("..")
+                    .and_then(|(lo, hi)| Some((number(lo)?, number(hi)?)));
             }
             Some(("ci", v)) => {
                 if let Some((lo, hi)) = v.split_once("..") {
@@ -187,6 +192,13 @@ fn metric_entry(line: &str) -> JudgeMetricEntry {
             }
             _ => {}
         }
+    }
+    if let (Some(bound), Some((allowed_decrease, allowed_increase))) = (bound, allowed) {
+        entry.bounds = Some(Bounds {
+            bound,
+            allowed_decrease,
+            allowed_increase,
+        });
     }
     entry
 }
@@ -222,11 +234,7 @@ mod tests {
         assert!(p50.muted);
         assert_eq!((p50.estimate, p50.ci_low), (None, None));
         assert_eq!(entry(None, &[]), None);
-        assert_eq!(
-            (p99.bound, p99.allowed_increase),
-            (None, None),
-            "written before bounds"
-        );
+        assert_eq!(p99.bounds, None, "written before bounds");
     }
 
     /// The bounds a line records, read back, are the judge's: the class's explanation.
@@ -277,11 +285,12 @@ mod tests {
             let c = &judged.classification;
             let two_decimals = |v: f64| fmt_num(v).parse::<f64>().ok();
             let estimate = c.test.unwrap().estimate;
-            assert_eq!(m.bound, two_decimals(c.bound), "{lines:?}");
+            let bounds = m.bounds.unwrap();
+            assert_eq!(Some(bounds.bound), two_decimals(c.bound), "{lines:?}");
             assert_eq!(c.bound, 0.25 * estimate.abs(), "Kayenta's bound");
             assert_eq!(
-                (m.allowed_decrease, m.allowed_increase),
-                (Some(0.9), Some(1.1)),
+                (bounds.allowed_decrease, bounds.allowed_increase),
+                (0.9, 1.1),
                 "{lines:?}"
             );
             // Each bound explains its class: the interval clears it, the effect size passes.
@@ -296,7 +305,7 @@ mod tests {
             }
         }
         // Identical series: no test, no bounds.
-        assert_eq!(read.metrics[2].bound, None, "{lines:?}");
+        assert_eq!(read.metrics[2].bounds, None, "{lines:?}");
         assert!(!has_bounds(&lines[2]) && has_bounds(&lines[0]));
         // A line without its bounds is the line sluice wrote before recording them.
         let earlier = without_bounds(&lines[0]);

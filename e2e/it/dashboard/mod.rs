@@ -347,29 +347,38 @@ fn dashboard_auth_file_refuses_requests_without_credentials_in_a_browser() {
     assert!(body.contains("test/podinfo"), "{body}");
 }
 
+/// `sluice demo --dashboard --dashboard-listen LISTEN --keep KEEP` on the clock `clock`
+/// (`SLUICE_CLOCK`): the process (killed when dropped) and the lines it prints.
+fn demo_with_dashboard(
+    listen: &str,
+    keep: &Path,
+    clock: &str,
+) -> (Process, impl Iterator<Item = String>) {
+    use std::io::BufRead;
+    let mut child = crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", listen])
+        .env(sluice::clock::VAR, clock)
+        .arg("--keep")
+        .arg(keep)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok);
+    (Process(child), lines)
+}
+
 /// `sluice demo --dashboard` on the wall clock (steps 10 s apart): the dashboard's URL is the
 /// first line printed, and while the demo still runs (it has not printed its end) the page
 /// shows the canary in progress.
 #[test]
 fn demo_dashboard_serves_from_the_first_tick() {
-    use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
-    let mut child =
-        crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", "127.0.0.1:0"])
-            .env(sluice::clock::VAR, "wall")
-            .arg("--keep")
-            .arg(tmp.path().join("demo"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut demo = Process(child);
+    let (mut demo, lines) = demo_with_dashboard("127.0.0.1:0", &tmp.path().join("demo"), "wall");
     let (tx, printed) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
+        for line in lines {
             if tx.send(line).is_err() {
                 break;
             }
@@ -417,23 +426,12 @@ fn demo_dashboard_serves_from_the_first_tick() {
 
 #[test]
 fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
-    use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
-    let mut child = crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", &addr])
-        .arg("--keep")
-        .arg(tmp.path().join("demo"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _demo = Process(child);
+    let (_demo, lines) = demo_with_dashboard(&addr, &tmp.path().join("demo"), "stepped");
     // The URL comes first, and again once the demo has ended.
     let mut urls = Vec::new();
-    for line in std::io::BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-    {
+    for line in lines {
         if let Some(rest) = line.strip_prefix("Dashboard: ") {
             urls.push(rest.split(' ').next().unwrap_or("").to_string());
             if rest.contains("Ctrl-C") {
