@@ -84,6 +84,7 @@
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
 //! | [`manual`] | manual operations (`sluice approve` ...) as one commit, through the executor | run inside a tick |
+//! | [`adopt`] | the switch from Flagger: whether each step of its runbook is safe, over observed facts (`sluice adopt-check`) | read the cluster or the repo itself |
 //! | [`alert_kinds`] | Flagger's AlertProvider types (Slack, Teams, Discord, Rocket, Google Chat): one module and one registry line each, its post URL and body | send, or know a canary |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
@@ -108,6 +109,7 @@
 /// The pure core (its own crate, `src/crates/core/`): model, schedules, `decide`, `plan`, operations.
 pub use sluice_core as core;
 
+pub mod adopt;
 pub mod alert_kinds;
 pub mod approval;
 pub mod audit;

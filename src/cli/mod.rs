@@ -37,6 +37,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+pub mod adopt_check;
 pub mod audit;
 pub mod dashboard;
 pub mod demo;
@@ -119,6 +120,11 @@ pub enum Command {
     Resume(manual::Args),
     /// Print the version, the git commit and the build date of this binary.
     Version(version::Args),
+    /// During a switch from Flagger: whether it is safe to go on with the runbook's next
+    /// step (reads the repo and the cluster); exit 0 safe, 1 not, naming what is wrong.
+    AdoptCheck(adopt_check::CheckArgs),
+    /// End a switch from Flagger: commit the removal of `adoption.hold` from the settings.
+    AdoptRelease(adopt_check::ReleaseArgs),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -143,6 +149,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Pause(args) => manual::run(Operation::Pause, &args),
         Command::Resume(args) => manual::run(Operation::Resume, &args),
         Command::Version(args) => version::run(&args),
+        Command::AdoptCheck(args) => adopt_check::run_check(&args),
+        Command::AdoptRelease(args) => adopt_check::run_release(&args),
     }
 }
 

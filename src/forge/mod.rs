@@ -22,6 +22,7 @@
 mod api;
 pub mod gitea;
 pub mod github;
+pub mod github_app;
 mod github_like;
 pub mod gitlab;
 mod registry;
