@@ -207,6 +207,12 @@ fn bad_name(namespace: &str, name: &str, key: &str) -> Option<String> {
     if let Err(e) = Name::parse(name) {
         return Some(format!("the Secret name: {e}"));
     }
+    bad_key(key)
+}
+
+/// Why `key` cannot name a key of a Kubernetes Secret (so it is never turned into a path), or
+/// `None` when it can.
+pub fn bad_key(key: &str) -> Option<String> {
     let key_chars = key
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));

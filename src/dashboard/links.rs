@@ -64,6 +64,7 @@ mod tests {
             kind,
             api_url: api.into(),
             repository: "acme/config".into(),
+            github_app: None,
         }))
     }
 

@@ -137,6 +137,7 @@ mod tests {
                     kind: super::super::ForgeKind::GitHub,
                     api_url: "https://api.github.com".into(),
                     repository: "a/b".into(),
+                    github_app: None,
                 },
                 &super::super::ForgeClient::new(None).unwrap(),
             )

@@ -64,6 +64,30 @@ impl AppError {
     }
 }
 
+/// The key GitHub generated for the App, by default, in the Secret `privateKeySecretRef`
+/// names.
+pub const DEFAULT_KEY: &str = "private-key.pem";
+
+/// `forge.githubApp`: sluice authenticates as a GitHub App (installation tokens) instead of
+/// with `SLUICE_FORGE_TOKEN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GithubApp {
+    /// The App id (`appId`) or client id (`clientId`): the JWT's issuer.
+    pub issuer: String,
+    /// `installationId`; `None`: looked up from the repository.
+    pub installation: Option<u64>,
+    /// `privateKeySecretRef`: where the operator mapped the App's private key.
+    pub private_key: SecretKeyRef,
+}
+
+/// One key of a Kubernetes Secret the operator mapped into sluice (see [`crate::secrets`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretKeyRef {
+    pub namespace: String,
+    pub name: String,
+    pub key: String,
+}
+
 /// The App's RSA private key. `Debug` never shows it.
 pub struct AppKey(RsaKeyPair);
 

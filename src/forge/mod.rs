@@ -272,6 +272,9 @@ pub struct ForgeSettings {
     /// `project/repository` (Azure DevOps) or a GitLab project path (`group/sub/project`) or
     /// numeric id.
     pub repository: String,
+    /// `githubApp` (kind `github` only): authenticate as this GitHub App instead of with the
+    /// token.
+    pub github_app: Option<github_app::GithubApp>,
 }
 
 /// One pull-request provider. Implemented by the forge's client type in its module; the

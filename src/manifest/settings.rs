@@ -8,7 +8,7 @@ use crate::manifest::sync::read_sync_target;
 use crate::route::{parse_provider, Provider};
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{parse_documents, Node};
-use crate::yaml::reader::{index, join, Reader};
+use crate::yaml::reader::{index, join, name_at, namespace_at, Reader};
 
 /// Where the settings live, relative to the repo root.
 pub const SETTINGS_PATH: &str = ".sluice/config.yaml";
@@ -429,6 +429,7 @@ fn expect_const(r: &mut Reader, root: &Node, key: &str, expected: &str) {
     }
 }
 
+pub use crate::forge::github_app::{GithubApp, SecretKeyRef};
 pub use crate::forge::{ForgeKind, ForgeSettings};
 
 /// What a pull request closed without merging does to the canary waiting on it.
@@ -441,7 +442,107 @@ pub enum OnClose {
     Hold,
 }
 
-const FORGE_KEYS: &[&str] = &["kind", "apiUrl", "repository", "onClose", "approvers"];
+const FORGE_KEYS: &[&str] = &[
+    "kind",
+    "apiUrl",
+    "repository",
+    "onClose",
+    "approvers",
+    "githubApp",
+];
+
+const GITHUB_APP_KEYS: &[&str] = &["appId", "clientId", "installationId", "privateKeySecretRef"];
+
+const SECRET_KEY_REF_KEYS: &[&str] = &["namespace", "name", "key"];
+
+/// `forge.githubApp`: `appId` or `clientId`, an optional `installationId` and the
+/// `privateKeySecretRef` naming the Secret, mapped into sluice, that holds the App's key.
+fn read_github_app(r: &mut Reader, n: &Node) -> Option<GithubApp> {
+    let at = "forge.githubApp";
+    r.map(n, at, GITHUB_APP_KEYS)?;
+    let issuer = match (n.get("appId"), n.get("clientId")) {
+        (Some(v), None) => r
+            .int(v, "forge.githubApp.appId", 1, i64::MAX)
+            .map(|id| id.to_string()),
+        (None, Some(v)) => r
+            .string(v, "forge.githubApp.clientId")
+            .and_then(|text| {
+                let ok = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+                if ok {
+                    Some(text)
+                } else {
+                    r.error(
+                        v.line,
+                        "forge.githubApp.clientId",
+                        format!("expected the App's client id (letters, digits and '.', such as Iv23liABC), found {text:?}"),
+                    );
+                    None
+                }
+            }),
+        (Some(_), Some(v)) => {
+            r.error(
+                v.line,
+                at,
+                "set either appId or clientId, not both: either names the App",
+            );
+            None
+        }
+        (None, None) => {
+            r.error(
+                n.line,
+                at,
+                "required field is missing: set appId (the App's numeric id) or clientId (its client id)",
+            );
+            None
+        }
+    };
+    // `None`: written and wrong; `Some(None)`: not written (looked up from the repository).
+    let installation = match n.get("installationId") {
+        Some(v) => r
+            .int(v, "forge.githubApp.installationId", 1, i64::MAX)
+            .map(|id| Some(id.unsigned_abs())),
+        None => Some(None),
+    };
+    let private_key = r
+        .required(n, at, "privateKeySecretRef")
+        .and_then(|v| read_secret_key_ref(r, v, "forge.githubApp.privateKeySecretRef"));
+    Some(GithubApp {
+        issuer: issuer?,
+        installation: installation?,
+        private_key: private_key?,
+    })
+}
+
+/// `{namespace: NS, name: NAME, key: KEY}`: one key of a Secret the operator mapped into
+/// sluice (`key` defaults to `private-key.pem`). Each part becomes a path under the Secrets
+/// folder, so each must be what Kubernetes allows for it.
+fn read_secret_key_ref(r: &mut Reader, n: &Node, at: &str) -> Option<SecretKeyRef> {
+    r.map(n, at, SECRET_KEY_REF_KEYS)?;
+    let namespace = r
+        .required(n, at, "namespace")
+        .and_then(|v| namespace_at(r, v, &join(at, "namespace")));
+    let name = r
+        .required(n, at, "name")
+        .and_then(|v| name_at(r, v, &join(at, "name")));
+    let key = match n.get("key") {
+        Some(v) => {
+            r.string(v, &join(at, "key"))
+                .and_then(|key| match crate::secrets::bad_key(&key) {
+                    None => Some(key),
+                    Some(e) => {
+                        r.error(v.line, &join(at, "key"), format!("{e}, found {key:?}"));
+                        None
+                    }
+                })
+        }
+        None => Some(crate::forge::github_app::DEFAULT_KEY.to_string()),
+    };
+    Some(SecretKeyRef {
+        namespace: namespace?.to_string(),
+        name: name?.to_string(),
+        key: key?,
+    })
+}
 
 /// `forge.approvers`: a list of forge logins. Teams (`org/team`) are refused rather than
 /// silently never matching: sluice does not resolve team membership.
@@ -528,10 +629,28 @@ fn read_forge(r: &mut Reader, n: &Node) -> Option<ForgeSettings> {
             }
         }
     });
+    let github_app = match n.get("githubApp") {
+        Some(v) => match kind {
+            Some(k) if k != ForgeKind::GitHub => {
+                r.error(
+                    v.line,
+                    "forge.githubApp",
+                    format!(
+                        "a GitHub App authenticates with GitHub only, found kind {}; remove githubApp and give the token in SLUICE_FORGE_TOKEN",
+                        k.key()
+                    ),
+                );
+                return None;
+            }
+            _ => Some(read_github_app(r, v)?),
+        },
+        None => None,
+    };
     Some(ForgeSettings {
         kind: kind?,
         api_url: api_url?,
         repository: repository?,
+        github_app,
     })
 }
 
@@ -743,6 +862,7 @@ mod tests {
                 kind: ForgeKind::GitHub,
                 api_url: "https://api.github.com".into(),
                 repository: "acme/config".into(),
+                github_app: None,
             })
         );
         assert_eq!(
@@ -1004,13 +1124,92 @@ mod tests {
     }
 
     #[test]
+    fn a_github_app_is_read_with_its_secret_and_its_mistakes_name_their_line() {
+        let app = |text: &str| {
+            forge(&format!(
+                "  kind: github\n  repository: acme/config\n  githubApp:\n{text}"
+            ))
+        };
+        let parsed = app("    appId: 12345\n    privateKeySecretRef: {namespace: sluice-system, name: github-app}\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            parsed.github_app,
+            Some(GithubApp {
+                issuer: "12345".into(),
+                installation: None,
+                private_key: SecretKeyRef {
+                    namespace: "sluice-system".into(),
+                    name: "github-app".into(),
+                    key: "private-key.pem".into(),
+                },
+            })
+        );
+        let parsed = app("    clientId: Iv23liABC\n    installationId: 42\n    privateKeySecretRef: {namespace: ops, name: app, key: app.pem}\n")
+            .unwrap()
+            .unwrap()
+            .github_app
+            .unwrap();
+        assert_eq!(
+            (
+                parsed.issuer.as_str(),
+                parsed.installation,
+                parsed.private_key.key.as_str()
+            ),
+            ("Iv23liABC", Some(42), "app.pem")
+        );
+        for (text, error) in [
+            (
+                "    privateKeySecretRef: {namespace: ops, name: app}\n",
+                ".sluice/config.yaml:6: forge.githubApp: required field is missing: set appId (the App's numeric id) or clientId (its client id)",
+            ),
+            (
+                "    appId: 1\n    clientId: Iv1\n    privateKeySecretRef: {namespace: ops, name: app}\n",
+                ".sluice/config.yaml:8: forge.githubApp: set either appId or clientId, not both: either names the App",
+            ),
+            (
+                "    appId: 1\n",
+                ".sluice/config.yaml:6: forge.githubApp.privateKeySecretRef: required field is missing",
+            ),
+            (
+                "    appId: 1\n    installationId: 0\n    privateKeySecretRef: {namespace: ops, name: app}\n",
+                ".sluice/config.yaml:8: forge.githubApp.installationId: ",
+            ),
+            (
+                "    appId: 1\n    privateKeySecretRef: {namespace: ops, name: ../etc}\n",
+                ".sluice/config.yaml:8: forge.githubApp.privateKeySecretRef.name: ",
+            ),
+            (
+                "    appId: 1\n    privateKeySecretRef: {namespace: ops, name: app, key: ../../x}\n",
+                ".sluice/config.yaml:8: forge.githubApp.privateKeySecretRef.key: the key must be",
+            ),
+            (
+                "    appId: 1\n    privateKeySecretRef: {name: app}\n",
+                ".sluice/config.yaml:8: forge.githubApp.privateKeySecretRef.namespace: required field is missing",
+            ),
+            (
+                "    appId: 1\n    privateKeyFile: /etc/key.pem\n",
+                ".sluice/config.yaml:8: forge.githubApp.privateKeyFile: unknown field",
+            ),
+        ] {
+            let errs = app(text).unwrap_err();
+            assert!(errs.iter().any(|e| e.starts_with(error)), "{text}: {errs:?}");
+        }
+        let errs = forge("  kind: gitlab\n  repository: a/b\n  githubApp: {appId: 1, privateKeySecretRef: {namespace: ops, name: app}}\n").unwrap_err();
+        assert!(
+            errs[0].starts_with(".sluice/config.yaml:6: forge.githubApp: a GitHub App authenticates with GitHub only, found kind gitlab"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
     fn forge_unknown_fields_get_a_hint() {
         let errs = forge("  kind: github\n  apiURL: https://x\n  repository: a/b\n").unwrap_err();
         assert_eq!(
             errs,
             vec![
                 ".sluice/config.yaml:5: forge.apiURL: unknown field (did you mean \"apiUrl\"?); \
-                 expected one of: kind, apiUrl, repository, onClose, approvers"
+                 expected one of: kind, apiUrl, repository, onClose, approvers, githubApp"
             ]
         );
     }

@@ -347,6 +347,7 @@ async fn bitbucket_fake_pages_follow_next_links_only_below_the_api_url() {
         kind: ForgeKind::Bitbucket,
         api_url: format!("{}/2.0", h.server.uri()),
         repository: "acme/config".into(),
+        github_app: None,
     };
     h.server.reset().await;
     Mock::given(any())

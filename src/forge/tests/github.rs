@@ -320,6 +320,7 @@ async fn github_fake_enterprise_api_url_with_path_prefix() {
             kind: ForgeKind::GitHub,
             api_url: h.server.uri(),
             repository: "acme/config".into(),
+            github_app: None,
         },
         &super::client(Some(TOKEN)),
     )

@@ -479,6 +479,7 @@ impl Harness {
             kind,
             api_url: format!("{}{prefix}", server.uri()),
             repository: repository.to_string(),
+            github_app: None,
         };
         let forge = Forge::from_settings(&settings, &client(token))
             .unwrap()
@@ -790,6 +791,7 @@ pub async fn failures_are_classified(h: &Harness) {
             kind: h.forge.kind(),
             api_url: format!("{}{}", h.server.uri(), h.fake.prefix),
             repository: fake_of(h.forge.kind()).repository.into(),
+            github_app: None,
         },
         &client(Some(TOKEN)),
     )
@@ -813,6 +815,7 @@ pub async fn connection_refused_is_transient(kind: ForgeKind) {
             kind,
             api_url: format!("http://127.0.0.1:{port}/api"),
             repository: "acme/config".into(),
+            github_app: None,
         },
         &client(Some(TOKEN)),
     )
@@ -956,6 +959,7 @@ fn every_registered_forge_says_what_it_is() {
             kind,
             api_url: api_url.into(),
             repository: fake.repository.into(),
+            github_app: None,
         };
         let forge = Forge::from_settings(&settings, &client(Some(TOKEN))).unwrap();
         assert_eq!(forge.kind(), kind);
@@ -1222,6 +1226,7 @@ fn bad_settings_are_config_errors() {
         kind,
         api_url: api_url.into(),
         repository: repository.into(),
+        github_app: None,
     };
     let err = Forge::from_settings(
         &settings(ForgeKind::GitHub, "ftp://x", "a/b"),
@@ -1267,6 +1272,7 @@ async fn one_shared_client_serves_every_forge_kind_with_its_own_auth() {
             kind,
             api_url: format!("{}{prefix}", h.server.uri()),
             repository: repository.into(),
+            github_app: None,
         };
         let forge = Forge::from_settings(&settings, &shared).unwrap();
         forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
