@@ -348,18 +348,19 @@ pub fn branch_for(canary: &Canary, status: &Status) -> Option<String> {
     ))
 }
 
-/// The forge for the repo's `forge` settings, on the client and token built at start; `None`
-/// (logged) without settings or when the token or settings are unusable.
+/// The forge for the repo's `forge` settings, on the client and token built at start (or the
+/// GitHub App's tokens, see [`Runtime::forge_client_for`]); `None` (logged) without settings or
+/// when the token or settings are unusable.
 pub fn connect(settings: Option<&ForgeSettings>, runtime: &Runtime) -> Option<Forge> {
     let settings = settings?;
-    let client = match runtime.forge_client() {
+    let client = match runtime.forge_client_for(settings) {
         Ok(c) => c,
         Err(e) => {
             warn!(error = %e, "Cannot use the forge token");
             return None;
         }
     };
-    match Forge::from_settings(settings, client) {
+    match Forge::from_settings(settings, &client) {
         Ok(f) => Some(f),
         Err(e) => {
             warn!(error = %e, "Cannot use the forge");

@@ -29,7 +29,8 @@ use tracing::warn;
 
 use crate::commit_files::{read_text, CommitFiles};
 use crate::core::status::Status;
-use crate::forge::{ForgeClient, ForgeToken};
+use crate::forge::github_app::AppTokens;
+use crate::forge::{ForgeClient, ForgeSettings, ForgeToken};
 use crate::gitops::ConfigRepo;
 use crate::http_client::HttpClients;
 use crate::manifest::load::{Existing, Loaded};
@@ -54,6 +55,9 @@ pub struct Runtime {
     prometheus: PrometheusAccess,
     /// The forge client, or why the token settings cannot be used.
     forge: Result<ForgeClient, String>,
+    /// The GitHub App's installation tokens (`forge.githubApp`), kept across ticks while the
+    /// `forge` settings that made them stay the same.
+    github_app: Mutex<Option<(ForgeSettings, Arc<AppTokens>)>>,
     secrets: Secrets,
     kube: tokio::sync::OnceCell<Option<kube::Client>>,
     /// The clients of wave clusters (`cluster:` of a wave), built on first use.
@@ -156,6 +160,7 @@ impl Runtime {
             http,
             prometheus,
             forge,
+            github_app: Mutex::new(None),
             kube: tokio::sync::OnceCell::new(),
             clusters,
             settings: Mutex::new(None),
@@ -362,6 +367,33 @@ impl Runtime {
     /// read at start, or why that token cannot be used.
     pub fn forge_client(&self) -> Result<&ForgeClient, &str> {
         self.forge.as_ref().map_err(String::as_str)
+    }
+
+    /// The forge client for `settings`: with `forge.githubApp`, one that authenticates as the
+    /// App (its installation tokens kept across ticks while the settings stay the same, the key
+    /// read from its Secret when they change); otherwise [`Runtime::forge_client`].
+    pub fn forge_client_for(&self, settings: &ForgeSettings) -> Result<ForgeClient, String> {
+        let client = self.forge_client()?;
+        let Some(app) = &settings.github_app else {
+            return Ok(client.clone());
+        };
+        let mut kept = self.github_app.lock().unwrap_or_else(|e| e.into_inner());
+        let tokens = match kept.as_ref().filter(|(s, _)| s == settings) {
+            Some((_, tokens)) => Arc::clone(tokens),
+            None => {
+                let tokens = AppTokens::for_settings(
+                    client.http().clone(),
+                    settings,
+                    app,
+                    &self.secrets,
+                )
+                .map_err(|e| e.to_string())?;
+                let tokens = Arc::new(tokens);
+                *kept = Some((settings.clone(), Arc::clone(&tokens)));
+                tokens
+            }
+        };
+        Ok(client.with_app(tokens, Arc::clone(&self.clock)))
     }
 
     /// The Kubernetes Secrets the operator mapped into the process (`secretRef` values of

@@ -6,6 +6,7 @@
 //! never part of a URL and never copied into an error.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
@@ -13,9 +14,11 @@ use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::github_app::{AppError, AppTokens};
 use super::{
     ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, PullRequest, DEFAULT_TIMEOUT,
 };
+use crate::clock::Clock;
 use crate::http_client::{read_body, BodyError};
 use crate::url_credentials::redact_url;
 
@@ -30,12 +33,25 @@ const MAX_MESSAGE: usize = 300;
 
 /// The HTTP side every forge shares, built once at start: one pooled client (a user agent,
 /// timeouts, no redirects: a redirect to another host must not take a `PRIVATE-TOKEN` header
-/// along) and the access token. Each [`super::Forge`] adds its own headers per request.
+/// along) and the credential. Each [`super::Forge`] adds its own headers per request.
 /// Cloning is cheap.
 #[derive(Debug, Clone)]
 pub struct ForgeClient {
     http: reqwest::Client,
-    token: Option<ForgeToken>,
+    credential: Option<Credential>,
+}
+
+/// What authenticates requests to the forge.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// A fixed token (`SLUICE_FORGE_TOKEN`), the same header on every request.
+    Token(ForgeToken),
+    /// A GitHub App's installation token, asked for on each request at the runtime clock's
+    /// `now`: the cached one, or a new one when it is about to expire.
+    App {
+        tokens: Arc<AppTokens>,
+        clock: Arc<Clock>,
+    },
 }
 
 impl ForgeClient {
@@ -52,7 +68,24 @@ impl ForgeClient {
             .map_err(|e| ForgeError::Config {
                 message: format!("cannot build an HTTP client: {}", describe(&e)),
             })?;
-        Ok(ForgeClient { http, token })
+        Ok(ForgeClient {
+            http,
+            credential: token.map(Credential::Token),
+        })
+    }
+
+    /// The same pooled client authenticating as the GitHub App whose installation `tokens`
+    /// hands out, at `clock`'s time, instead of with a fixed token.
+    pub fn with_app(&self, tokens: Arc<AppTokens>, clock: Arc<Clock>) -> ForgeClient {
+        ForgeClient {
+            http: self.http.clone(),
+            credential: Some(Credential::App { tokens, clock }),
+        }
+    }
+
+    /// The pooled client (no redirects), for the App's own token requests.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
     }
 }
 
@@ -67,7 +100,7 @@ pub(crate) struct Api {
     base: Url,
     /// The configured repository, for hints.
     repository: String,
-    token: Option<ForgeToken>,
+    credential: Option<Credential>,
     timeout: Duration,
 }
 
@@ -245,10 +278,10 @@ impl Api {
         Ok(Api {
             kind: s.kind,
             client: client.http.clone(),
-            headers: headers(s.kind, client.token.as_ref())?,
+            headers: headers(s.kind, client.credential.as_ref())?,
             base,
             repository: s.repository.clone(),
-            token: client.token.clone(),
+            credential: client.credential.clone(),
             timeout: DEFAULT_TIMEOUT,
         })
     }
@@ -316,6 +349,14 @@ impl Api {
             .request(method.clone(), url.clone())
             .headers(self.headers.clone())
             .timeout(self.timeout);
+        if let Some(Credential::App { tokens, clock }) = &self.credential {
+            let token = tokens
+                .token(clock.now())
+                .await
+                .map_err(|e| self.app_error(op, e))?;
+            let (name, value) = auth_header(self.kind, &token)?;
+            request = request.header(name, value);
+        }
         if !query.is_empty() {
             request = request.query(query);
         }
@@ -599,7 +640,12 @@ impl Api {
         let scope = self.kind.about().token_scopes;
         let code = answer.status.as_u16();
         match code {
-            401 if self.token.is_none() => format!(
+            401 if matches!(self.credential, Some(Credential::App { .. })) => {
+                "check the GitHub App is installed on the repository with contents and pull \
+                 requests read/write"
+                    .to_string()
+            }
+            401 if self.credential.is_none() => format!(
                 "{} is not set; give sluice a {} token with {scope}",
                 super::TOKEN_VAR,
                 self.kind
@@ -714,10 +760,35 @@ impl Api {
         one_line(&self.scrub(&text), MAX_MESSAGE)
     }
 
-    /// Replaces the token wherever it appears.
+    /// A GitHub App that could not get an installation token, as a forge error of `op`.
+    fn app_error(&self, op: Operation, e: AppError) -> ForgeError {
+        match e {
+            AppError::Transient { .. } => ForgeError::Transient {
+                forge: self.kind,
+                operation: op,
+                status: None,
+                reason: e.to_string(),
+                retry_after: None,
+            },
+            AppError::Refused { status, .. } => ForgeError::Terminal {
+                forge: self.kind,
+                operation: op,
+                status: Some(status),
+                message: e.to_string(),
+                hint: "fix forge.githubApp or the App's installation".into(),
+            },
+            AppError::Key(_) | AppError::Settings(_) => ForgeError::Config {
+                message: e.to_string(),
+            },
+        }
+    }
+
+    /// Replaces the token wherever it appears (an App's tokens: every one it was handed, as
+    /// [`crate::redact`] keeps them).
     fn scrub(&self, text: &str) -> String {
-        match &self.token {
-            Some(t) if !t.expose().is_empty() => {
+        match &self.credential {
+            Some(Credential::App { .. }) => crate::redact::text(text),
+            Some(Credential::Token(t)) if !t.expose().is_empty() => {
                 let t = t.expose();
                 // The token as it is and in the base64 forms of HTTP basic auth.
                 let encoded = |s: &str| crate::redact::base64(s.as_bytes());
@@ -730,9 +801,10 @@ impl Api {
     }
 }
 
-/// The headers of every request to one forge: its `Accept` (and GitHub's API version), and the
-/// token as that forge expects it, marked sensitive so it never shows in `Debug`.
-fn headers(kind: ForgeKind, token: Option<&ForgeToken>) -> Result<HeaderMap, ForgeError> {
+/// The headers of every request to one forge: its `Accept` (and GitHub's API version), and a
+/// fixed token as that forge expects it, marked sensitive so it never shows in `Debug` (an
+/// App's token is added to each request as it is sent).
+fn headers(kind: ForgeKind, credential: Option<&Credential>) -> Result<HeaderMap, ForgeError> {
     let about = kind.about();
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static(about.accept));
@@ -742,19 +814,25 @@ fn headers(kind: ForgeKind, token: Option<&ForgeToken>) -> Result<HeaderMap, For
             HeaderValue::from_static(value),
         );
     }
-    if let Some(token) = token {
-        let (name, value) = about.auth.header(token.expose());
-        let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
-            message: format!(
-                "the token in {} (or {}) contains characters not allowed in an HTTP header",
-                super::TOKEN_VAR,
-                super::TOKEN_FILE_VAR
-            ),
-        })?;
-        value.set_sensitive(true);
-        headers.insert(HeaderName::from_static(name), value);
+    if let Some(Credential::Token(token)) = credential {
+        let (name, value) = auth_header(kind, token)?;
+        headers.insert(name, value);
     }
     Ok(headers)
+}
+
+/// `token` in the header `kind` takes it in, marked sensitive.
+fn auth_header(kind: ForgeKind, token: &ForgeToken) -> Result<(HeaderName, HeaderValue), ForgeError> {
+    let (name, value) = kind.about().auth.header(token.expose());
+    let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
+        message: format!(
+            "the token in {} (or {}) contains characters not allowed in an HTTP header",
+            super::TOKEN_VAR,
+            super::TOKEN_FILE_VAR
+        ),
+    })?;
+    value.set_sensitive(true);
+    Ok((HeaderName::from_static(name), value))
 }
 
 /// True when another page follows: the `Link` header's `rel="next"` when the forge sends a

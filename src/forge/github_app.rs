@@ -45,6 +45,9 @@ pub enum AppError {
     /// The private key is not a PEM RSA key GitHub issued.
     #[error("GitHub App private key: {0}; give the PEM file GitHub generated for the App (BEGIN RSA PRIVATE KEY, or BEGIN PRIVATE KEY)")]
     Key(String),
+    /// The settings cannot work.
+    #[error("GitHub App: {0}")]
+    Settings(String),
     /// GitHub answered a status that retrying will not fix.
     #[error("GitHub App: {what} answered {status}: {message}; {hint}")]
     Refused {
@@ -247,6 +250,32 @@ impl AppTokens {
             installation: Mutex::new(installation),
             cached: Mutex::new(None),
         }
+    }
+
+    /// Tokens of the App `app` for the repository of the `forge` settings, on the pooled
+    /// `http` client, its key read from the Secret the operator mapped (see
+    /// [`AppKey::from_secret`]).
+    pub fn for_settings(
+        http: reqwest::Client,
+        forge: &super::ForgeSettings,
+        app: &GithubApp,
+        secrets: &crate::secrets::Secrets,
+    ) -> Result<AppTokens, AppError> {
+        let base = Url::parse(&forge.api_url).map_err(|e| {
+            AppError::Settings(format!(
+                "forge.apiUrl is not a URL ({e}); set it to GitHub's API base"
+            ))
+        })?;
+        let k = &app.private_key;
+        let key = AppKey::from_secret(secrets, &k.namespace, &k.name, &k.key)?;
+        Ok(AppTokens::new(
+            http,
+            base,
+            app.issuer.clone(),
+            forge.repository.clone(),
+            key,
+            app.installation,
+        ))
     }
 
     /// A token valid for at least [`REFRESH_MARGIN`] after `now`: the cached one, or one
