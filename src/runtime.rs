@@ -381,13 +381,9 @@ impl Runtime {
         let tokens = match kept.as_ref().filter(|(s, _)| s == settings) {
             Some((_, tokens)) => Arc::clone(tokens),
             None => {
-                let tokens = AppTokens::for_settings(
-                    client.http().clone(),
-                    settings,
-                    app,
-                    &self.secrets,
-                )
-                .map_err(|e| e.to_string())?;
+                let tokens =
+                    AppTokens::for_settings(client.http().clone(), settings, app, &self.secrets)
+                        .map_err(|e| e.to_string())?;
                 let tokens = Arc::new(tokens);
                 *kept = Some((settings.clone(), Arc::clone(&tokens)));
                 tokens

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::support::forge::{canary, ForgeFake, Kind, ALL, FILE, STATUS};
+use crate::support::github_app::{generated_key, APP_ID};
 use crate::support::{
-    audit, daemon_on_remote, human_clone, human_commit, merge_approval, reconcile_ticks,
-    status_at_main, DaemonOnRemote,
+    audit, daemon_on_remote, get_status, git, http, human_clone, human_commit, merge_approval,
+    reconcile_ticks, status_at_main, DaemonBuilder, DaemonOnRemote,
 };
 
 /// Ticks a wait may take: far more than any step here needs (a handful each).
@@ -28,16 +29,26 @@ impl Run {
     /// The daemon started on v1 with `kind`'s fake as its forge, v2 released by a human, and
     /// the promotion waiting for approval with its pull request open.
     fn waiting(kind: Kind) -> Run {
-        let fake = ForgeFake::start(kind);
+        Run::waiting_on(ForgeFake::start(kind), "", |d| {
+            d.stepped().env("SLUICE_FORGE_TOKEN", "fake-forge-token")
+        })
+    }
+
+    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`),
+    /// and the daemon as `configure` sets it up.
+    fn waiting_on(
+        fake: ForgeFake,
+        extra: &str,
+        configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,
+    ) -> Run {
+        let kind = fake.kind();
         let config = format!(
             "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-            fake.settings()
+            fake.settings().replace("}\n", &format!("{extra}}}\n"))
         );
         let files = [(FILE, canary("v1")), (".sluice/config.yaml", config)];
         let files: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
-        let on = daemon_on_remote(&files, |d| {
-            d.stepped().env("SLUICE_FORGE_TOKEN", "fake-forge-token")
-        });
+        let on = daemon_on_remote(&files, configure);
         let human = human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
         let run = Run {
             kind,
@@ -127,5 +138,80 @@ fn forge_fakes_sluice_run_rolls_back_when_the_approval_is_closed_on_every_forge(
         assert_eq!(status["canaryWeight"], 0, "{kind:?}");
         assert_eq!(run.fake.count(), 1, "{kind:?}: no new pull request");
         audit::clean(&run.on.bare);
+    }
+}
+
+/// GitHub App authentication through the real daemon: the App's key (made now by openssl)
+/// mounted as a Secret, no `SLUICE_FORGE_TOKEN`. The approval pull request is opened with an
+/// installation token; over minutes of the daemon's stepped clock (the fake's tokens live 5½
+/// minutes) each call carries the newest token, each token is replaced before it expires, and
+/// the key shows nowhere: not in the daemon's log, the config repo's history or the dashboard.
+#[test]
+fn fake_github_app_sluice_run_opens_the_approval_with_fresh_installation_tokens() {
+    let secrets = tempfile::tempdir().unwrap();
+    let (pem, public_der) = generated_key(secrets.path());
+    let mount = secrets.path().join("sluice-system/github-app");
+    std::fs::create_dir_all(&mount).unwrap();
+    std::fs::write(mount.join("private-key.pem"), &pem).unwrap();
+    let extra = format!(
+        ", githubApp: {{appId: {APP_ID}, privateKeySecretRef: {{namespace: sluice-system, name: github-app}}}}"
+    );
+    let run = Run::waiting_on(ForgeFake::github_app(public_der), &extra, |d| {
+        d.stepped()
+            .env(sluice::secrets::DIR_VAR, secrets.path())
+            .env_remove("SLUICE_FORGE_TOKEN")
+            .args(["--dashboard-listen", "127.0.0.1:0"])
+    });
+    {
+        let app = run.fake.app();
+        let (_, token) = app
+            .calls
+            .iter()
+            .find(|(call, _)| call == "POST /repos/acme/fleet/pulls")
+            .expect("the pull request was created");
+        assert!(
+            app.issued.iter().any(|(t, _)| t == token),
+            "opened with {token:?}, issued {:?}",
+            app.issued
+        );
+    }
+    // Polls while it waits (a second of its clock apart), until a third token was issued.
+    run.until("two refreshes", |r| r.fake.app().issued.len() >= 3);
+    merge_approval(&run.human, &run.fake.first().head, "merge");
+    run.fake.set(1, false, true);
+    run.until("promoted", |r| r.phase() == "Succeeded");
+    audit::clean(&run.on.bare);
+    let app = run.fake.app();
+    assert_eq!(app.problems, Vec::<String>::new());
+    let used: std::collections::BTreeSet<&str> =
+        app.calls.iter().map(|(_, t)| t.as_str()).collect();
+    assert!(used.len() >= 3, "calls with every token issued: {used:?}");
+
+    let dashboard = run.on.address("Serving the dashboard at /");
+    assert_eq!(get_status(&dashboard, "/"), Some(200));
+    let pages: Vec<String> = ["/", "/canaries/shop/web", "/api/v1/canaries/shop/web"]
+        .iter()
+        .map(|path| http(&dashboard, "GET", path, &[], b"").1)
+        .collect();
+    let history = git(&run.on.bare, &["log", "-p", "--all"]);
+    let log = run.on.log();
+    let key_lines: Vec<&str> = pem
+        .lines()
+        .filter(|l| !l.starts_with("-----") && l.len() > 16)
+        .collect();
+    assert!(key_lines.len() > 10, "{pem}");
+    for (what, text) in [("log", &log), ("git log -p", &history)]
+        .into_iter()
+        .chain(pages.iter().map(|p| ("dashboard", p)))
+    {
+        for line in &key_lines {
+            assert!(!text.contains(line), "the key shows in the {what}");
+        }
+        for (token, _) in &app.issued {
+            assert!(
+                !text.contains(token.as_str()),
+                "{token} shows in the {what}"
+            );
+        }
     }
 }

@@ -822,7 +822,10 @@ fn headers(kind: ForgeKind, credential: Option<&Credential>) -> Result<HeaderMap
 }
 
 /// `token` in the header `kind` takes it in, marked sensitive.
-fn auth_header(kind: ForgeKind, token: &ForgeToken) -> Result<(HeaderName, HeaderValue), ForgeError> {
+fn auth_header(
+    kind: ForgeKind,
+    token: &ForgeToken,
+) -> Result<(HeaderName, HeaderValue), ForgeError> {
     let (name, value) = kind.about().auth.header(token.expose());
     let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
         message: format!(

@@ -55,6 +55,8 @@ pub(crate) struct ForgeFake {
     kind: Kind,
     addr: SocketAddr,
     prs: Shared,
+    /// GitHub with App authentication: what it saw of the App.
+    app: Option<super::github_app::Shared>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -161,6 +163,28 @@ pub(crate) fn page_url(kind: Kind, p: &Pr) -> String {
 
 impl ForgeFake {
     pub(crate) fn start(kind: Kind) -> ForgeFake {
+        ForgeFake::serve(kind, None)
+    }
+
+    /// The GitHub fake where every pull-request call needs an installation token of the App
+    /// whose public key is `public_der` (PKCS#1 DER); see `support/github_app.rs`.
+    pub(crate) fn github_app(public_der: Vec<u8>) -> ForgeFake {
+        ForgeFake::serve(
+            Kind::GitHub,
+            Some(super::github_app::AppSide::new(public_der)),
+        )
+    }
+
+    /// What the GitHub App fake saw (panics on a fake without the App).
+    pub(crate) fn app(&self) -> std::sync::MutexGuard<'_, super::github_app::AppSide> {
+        self.app
+            .as_ref()
+            .expect("a GitHub App fake")
+            .lock()
+            .unwrap()
+    }
+
+    fn serve(kind: Kind, app: Option<super::github_app::Shared>) -> ForgeFake {
         let prs: Shared = Arc::default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -171,7 +195,7 @@ impl ForgeFake {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = match kind {
+        let router = match kind {
             Kind::GitHub | Kind::Gitea | Kind::Forgejo => Router::new()
                 .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
                 .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
@@ -203,13 +227,18 @@ impl ForgeFake {
             }
         }
         .with_state((kind, Arc::clone(&prs)));
+        let router = match &app {
+            Some(side) => super::github_app::with_app(router, side),
+            None => router,
+        };
         runtime.spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(listener, router).await;
         });
         ForgeFake {
             kind,
             addr,
             prs,
+            app,
             _runtime: runtime,
         }
     }

@@ -16,6 +16,7 @@ pub(crate) mod dashboard;
 pub(crate) mod dockerfile;
 pub(crate) mod forge;
 pub(crate) mod git_fixture;
+pub(crate) mod github_app;
 pub(crate) mod judge;
 pub(crate) mod knative;
 pub(crate) mod kube;
