@@ -127,8 +127,9 @@ pub const FIELDS: &[NamedField] = &[
     row(
         "Config",
         "forge.apiUrl",
-        Rule::Url("http(s) without credentials; sent the operator's `SLUICE_FORGE_TOKEN`"),
+        Rule::Url("http(s) without credentials; sent the operator's `SLUICE_FORGE_TOKEN`, or the GitHub App's JWT and installation tokens"),
     ),
+    row("Config", "forge.githubApp.privateKeySecretRef", Rule::Secret),
     row("Config", "signing.allowedSigners", Rule::RepoPath),
     row(
         "Config",
