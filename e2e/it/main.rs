@@ -6,10 +6,10 @@
 // clippy.toml is for src/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
+mod adopt;
 mod adopt_check;
 mod adopt_first_render;
 mod adopt_hold;
-mod adopt;
 mod affinity_mirror;
 mod alert_providers;
 mod approval;
