@@ -172,7 +172,7 @@ fn tls_source() -> String {
 }
 
 /// The three route kinds besides HTTPRoute, with their sources.
-fn other_kinds() -> [(&'static str, String); 3] {
+pub(crate) fn other_kinds() -> [(&'static str, String); 3] {
     [
         ("GRPCRoute", grpc_source()),
         ("TCPRoute", tcp_source()),
@@ -686,7 +686,7 @@ fn native_route_source_replaces_spec_route() {
 }
 
 /// The Flagger canary on `provider`, step weight 20, with `source` as its route source.
-fn loaded_flagger(provider: &str, source: &str) -> sluice::manifest::model::Canary {
+pub(crate) fn loaded_flagger(provider: &str, source: &str) -> sluice::manifest::model::Canary {
     let canary = podinfo()
         .provider(provider)
         .refs(&format!("  routeSource: {SOURCE_FILE}\n"))

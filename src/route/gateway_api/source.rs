@@ -83,25 +83,6 @@ pub struct SourceShape {
     pub max_rules: usize,
 }
 
-const fn shape(
-    kind: &'static str,
-    api_version: &'static str,
-    plural: &'static str,
-    hostnames: Hostnames,
-    keys: (&'static [&'static str], &'static [&'static str]),
-    max_rules: usize,
-) -> SourceShape {
-    SourceShape {
-        kind,
-        api_version,
-        plural,
-        hostnames,
-        rule_keys: keys.0,
-        backend_keys: keys.1,
-        max_rules,
-    }
-}
-
 const HTTP: (&[&str], &[&str]) = (HTTP_RULE_KEYS, FILTERED_BACKEND_KEYS);
 const GRPC: (&[&str], &[&str]) = (GRPC_RULE_KEYS, FILTERED_BACKEND_KEYS);
 const L4: (&[&str], &[&str]) = (L4_RULE_KEYS, L4_BACKEND_KEYS);
@@ -112,27 +93,69 @@ const V1ALPHA2: &str = "gateway.networking.k8s.io/v1alpha2";
 /// Every route kind and API version sluice copies. TCPRoute and TLSRoute are served at
 /// v1alpha2 by the experimental channel and at v1 (one rule each) by both channels.
 pub const SHAPES: &[SourceShape] = &[
-    shape("HTTPRoute", V1, "httproutes", Hostnames::Optional, HTTP, 16),
-    shape(
-        "HTTPRoute",
-        V1BETA1,
-        "httproutes",
-        Hostnames::Optional,
-        HTTP,
-        16,
-    ),
-    shape("GRPCRoute", V1, "grpcroutes", Hostnames::Optional, GRPC, 16),
-    shape("TCPRoute", V1ALPHA2, "tcproutes", Hostnames::Absent, L4, 16),
-    shape("TCPRoute", V1, "tcproutes", Hostnames::Absent, L4, 1),
-    shape(
-        "TLSRoute",
-        V1ALPHA2,
-        "tlsroutes",
-        Hostnames::Optional,
-        L4,
-        16,
-    ),
-    shape("TLSRoute", V1, "tlsroutes", Hostnames::Required, L4, 1),
+    SourceShape {
+        kind: "HTTPRoute",
+        api_version: V1,
+        plural: "httproutes",
+        hostnames: Hostnames::Optional,
+        rule_keys: HTTP.0,
+        backend_keys: HTTP.1,
+        max_rules: 16,
+    },
+    SourceShape {
+        kind: "HTTPRoute",
+        api_version: V1BETA1,
+        plural: "httproutes",
+        hostnames: Hostnames::Optional,
+        rule_keys: HTTP.0,
+        backend_keys: HTTP.1,
+        max_rules: 16,
+    },
+    SourceShape {
+        kind: "GRPCRoute",
+        api_version: V1,
+        plural: "grpcroutes",
+        hostnames: Hostnames::Optional,
+        rule_keys: GRPC.0,
+        backend_keys: GRPC.1,
+        max_rules: 16,
+    },
+    SourceShape {
+        kind: "TCPRoute",
+        api_version: V1ALPHA2,
+        plural: "tcproutes",
+        hostnames: Hostnames::Absent,
+        rule_keys: L4.0,
+        backend_keys: L4.1,
+        max_rules: 16,
+    },
+    SourceShape {
+        kind: "TCPRoute",
+        api_version: V1,
+        plural: "tcproutes",
+        hostnames: Hostnames::Absent,
+        rule_keys: L4.0,
+        backend_keys: L4.1,
+        max_rules: 1,
+    },
+    SourceShape {
+        kind: "TLSRoute",
+        api_version: V1ALPHA2,
+        plural: "tlsroutes",
+        hostnames: Hostnames::Optional,
+        rule_keys: L4.0,
+        backend_keys: L4.1,
+        max_rules: 16,
+    },
+    SourceShape {
+        kind: "TLSRoute",
+        api_version: V1,
+        plural: "tlsroutes",
+        hostnames: Hostnames::Required,
+        rule_keys: L4.0,
+        backend_keys: L4.1,
+        max_rules: 1,
+    },
 ];
 
 /// The route kinds a route source may be, for messages and for finding it in its file.
