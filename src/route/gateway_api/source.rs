@@ -90,71 +90,59 @@ const V1: &str = "gateway.networking.k8s.io/v1";
 const V1BETA1: &str = "gateway.networking.k8s.io/v1beta1";
 const V1ALPHA2: &str = "gateway.networking.k8s.io/v1alpha2";
 
+const HTTP_V1: SourceShape = SourceShape {
+    kind: "HTTPRoute",
+    api_version: V1,
+    plural: "httproutes",
+    hostnames: Hostnames::Optional,
+    rule_keys: HTTP.0,
+    backend_keys: HTTP.1,
+    max_rules: 16,
+};
+const GRPC_V1: SourceShape = SourceShape {
+    kind: "GRPCRoute",
+    plural: "grpcroutes",
+    rule_keys: GRPC.0,
+    ..HTTP_V1
+};
+const TCP_V1ALPHA2: SourceShape = SourceShape {
+    kind: "TCPRoute",
+    api_version: V1ALPHA2,
+    plural: "tcproutes",
+    hostnames: Hostnames::Absent,
+    rule_keys: L4.0,
+    backend_keys: L4.1,
+    max_rules: 16,
+};
+const TLS_V1ALPHA2: SourceShape = SourceShape {
+    kind: "TLSRoute",
+    plural: "tlsroutes",
+    hostnames: Hostnames::Optional,
+    ..TCP_V1ALPHA2
+};
+
 /// Every route kind and API version sluice copies. TCPRoute and TLSRoute are served at
-/// v1alpha2 by the experimental channel and at v1 (one rule each) by both channels.
+/// v1alpha2 by the experimental channel and at v1 (one rule each; a TLSRoute needs a
+/// hostname) by both channels.
 pub const SHAPES: &[SourceShape] = &[
+    HTTP_V1,
     SourceShape {
-        kind: "HTTPRoute",
-        api_version: V1,
-        plural: "httproutes",
-        hostnames: Hostnames::Optional,
-        rule_keys: HTTP.0,
-        backend_keys: HTTP.1,
-        max_rules: 16,
-    },
-    SourceShape {
-        kind: "HTTPRoute",
         api_version: V1BETA1,
-        plural: "httproutes",
-        hostnames: Hostnames::Optional,
-        rule_keys: HTTP.0,
-        backend_keys: HTTP.1,
-        max_rules: 16,
+        ..HTTP_V1
     },
+    GRPC_V1,
+    TCP_V1ALPHA2,
     SourceShape {
-        kind: "GRPCRoute",
         api_version: V1,
-        plural: "grpcroutes",
-        hostnames: Hostnames::Optional,
-        rule_keys: GRPC.0,
-        backend_keys: GRPC.1,
-        max_rules: 16,
-    },
-    SourceShape {
-        kind: "TCPRoute",
-        api_version: V1ALPHA2,
-        plural: "tcproutes",
-        hostnames: Hostnames::Absent,
-        rule_keys: L4.0,
-        backend_keys: L4.1,
-        max_rules: 16,
-    },
-    SourceShape {
-        kind: "TCPRoute",
-        api_version: V1,
-        plural: "tcproutes",
-        hostnames: Hostnames::Absent,
-        rule_keys: L4.0,
-        backend_keys: L4.1,
         max_rules: 1,
+        ..TCP_V1ALPHA2
     },
+    TLS_V1ALPHA2,
     SourceShape {
-        kind: "TLSRoute",
-        api_version: V1ALPHA2,
-        plural: "tlsroutes",
-        hostnames: Hostnames::Optional,
-        rule_keys: L4.0,
-        backend_keys: L4.1,
-        max_rules: 16,
-    },
-    SourceShape {
-        kind: "TLSRoute",
         api_version: V1,
-        plural: "tlsroutes",
+        max_rules: 1,
         hostnames: Hostnames::Required,
-        rule_keys: L4.0,
-        backend_keys: L4.1,
-        max_rules: 1,
+        ..TLS_V1ALPHA2
     },
 ];
 
