@@ -43,7 +43,7 @@ const HTTP_RULE_KEYS: &[&str] = &[
 /// The fields of a GRPCRoute rule (Gateway API v1.6 standard channel).
 const GRPC_RULE_KEYS: &[&str] = &["name", "matches", "filters", "backendRefs"];
 /// The fields of a TCPRoute or TLSRoute rule.
-const L4_RULE_KEYS: &[&str] = &["name", "backendRefs"];
+const TCP_TLS_RULE_KEYS: &[&str] = &["name", "backendRefs"];
 /// The fields of an HTTPRoute or GRPCRoute `backendRef`.
 const FILTERED_BACKEND_KEYS: &[&str] = &[
     "group",
@@ -55,7 +55,11 @@ const FILTERED_BACKEND_KEYS: &[&str] = &[
     "filters",
 ];
 /// The fields of a TCPRoute or TLSRoute `backendRef` (no filters).
-const L4_BACKEND_KEYS: &[&str] = &["group", "kind", "name", "namespace", "port", "weight"];
+const TCP_TLS_BACKEND_KEYS: &[&str] = &["group", "kind", "name", "namespace", "port", "weight"];
+/// The `spec` fields of an HTTPRoute, GRPCRoute or TLSRoute.
+const SPEC_KEYS: &[&str] = &["parentRefs", "hostnames", "rules"];
+/// The `spec` fields of a TCPRoute (no hostnames).
+const TCP_SPEC_KEYS: &[&str] = &["parentRefs", "rules"];
 /// The `metadata` fields a route in git carries (the rest are the API server's).
 const METADATA_KEYS: &[&str] = &["name", "namespace", "labels", "annotations"];
 const TEMPLATE: &str = "routeSource route copy";
@@ -68,6 +72,14 @@ pub enum Hostnames {
     Required,
 }
 
+/// The rule and backendRef fields of a route kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    Http,
+    Grpc,
+    TcpTls,
+}
+
 /// One route kind at one API version, as the Gateway API CRDs (v1.6) serve it: the fields
 /// sluice reads and the limits it checks before writing the copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,15 +89,12 @@ pub struct SourceShape {
     /// The resource's plural, for the readiness gate.
     pub plural: &'static str,
     pub hostnames: Hostnames,
-    pub rule_keys: &'static [&'static str],
-    pub backend_keys: &'static [&'static str],
+    /// Which fields its rules and backendRefs have.
+    pub fields: Fields,
     /// The CRD's `maxItems` for `spec.rules`.
     pub max_rules: usize,
 }
 
-const HTTP: (&[&str], &[&str]) = (HTTP_RULE_KEYS, FILTERED_BACKEND_KEYS);
-const GRPC: (&[&str], &[&str]) = (GRPC_RULE_KEYS, FILTERED_BACKEND_KEYS);
-const L4: (&[&str], &[&str]) = (L4_RULE_KEYS, L4_BACKEND_KEYS);
 const V1: &str = "gateway.networking.k8s.io/v1";
 const V1BETA1: &str = "gateway.networking.k8s.io/v1beta1";
 const V1ALPHA2: &str = "gateway.networking.k8s.io/v1alpha2";
@@ -95,14 +104,13 @@ const HTTP_V1: SourceShape = SourceShape {
     api_version: V1,
     plural: "httproutes",
     hostnames: Hostnames::Optional,
-    rule_keys: HTTP.0,
-    backend_keys: HTTP.1,
+    fields: Fields::Http,
     max_rules: 16,
 };
 const GRPC_V1: SourceShape = SourceShape {
     kind: "GRPCRoute",
     plural: "grpcroutes",
-    rule_keys: GRPC.0,
+    fields: Fields::Grpc,
     ..HTTP_V1
 };
 const TCP_V1ALPHA2: SourceShape = SourceShape {
@@ -110,8 +118,7 @@ const TCP_V1ALPHA2: SourceShape = SourceShape {
     api_version: V1ALPHA2,
     plural: "tcproutes",
     hostnames: Hostnames::Absent,
-    rule_keys: L4.0,
-    backend_keys: L4.1,
+    fields: Fields::TcpTls,
     max_rules: 16,
 };
 const TLS_V1ALPHA2: SourceShape = SourceShape {
@@ -308,9 +315,9 @@ fn read_shape(r: &mut Reader, object: &Object) -> Option<SourceShape> {
 /// The `spec` fields the kind has, its `parentRefs` (at least one) and `hostnames`
 /// (required by a v1 TLSRoute); `None` when `spec` has a field the kind does not.
 fn read_attachment(r: &mut Reader, spec: &Node, shape: &SourceShape) -> Option<()> {
-    let spec_keys: &[&str] = match shape.hostnames {
-        Hostnames::Absent => &["parentRefs", "rules"],
-        Hostnames::Optional | Hostnames::Required => &["parentRefs", "hostnames", "rules"],
+    let spec_keys = match shape.hostnames {
+        Hostnames::Absent => TCP_SPEC_KEYS,
+        Hostnames::Optional | Hostnames::Required => SPEC_KEYS,
     };
     r.map(spec, "spec", spec_keys)?;
     let parent_refs = r
@@ -395,7 +402,16 @@ enum RuleUse {
 /// the canary's port).
 fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceShape) -> RuleUse {
     let path = index("spec.rules", i);
-    if r.map(rule, &path, shape.rule_keys).is_none() {
+    let rule_keys = match shape.fields {
+        Fields::Http => HTTP_RULE_KEYS,
+        Fields::Grpc => GRPC_RULE_KEYS,
+        Fields::TcpTls => TCP_TLS_RULE_KEYS,
+    };
+    let backend_keys = match shape.fields {
+        Fields::Http | Fields::Grpc => FILTERED_BACKEND_KEYS,
+        Fields::TcpTls => TCP_TLS_BACKEND_KEYS,
+    };
+    if r.map(rule, &path, rule_keys).is_none() {
         return RuleUse::Refused;
     }
     let refs_path = join(&path, "backendRefs");
@@ -408,7 +424,7 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceS
     let mut found = None;
     for (j, backend) in refs.iter().enumerate() {
         let at = index(&refs_path, j);
-        if r.map(backend, &at, shape.backend_keys).is_none() {
+        if r.map(backend, &at, backend_keys).is_none() {
             continue;
         }
         if is_apex(backend, apex) {
