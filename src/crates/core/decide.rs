@@ -197,7 +197,12 @@ pub fn decide<R>(
     obs: &Observations,
     now: Timestamp,
 ) -> Decision {
-    with_route_state(canary, decide_phase(canary, status, obs, now), now)
+    let mut decision = decide_phase(canary, status, obs, now);
+    if decision.commits() {
+        // Decided by the rules: a wait under `maxConcurrentCanaries` is over.
+        decision.status.waiting_since = None;
+    }
+    with_route_state(canary, decision, now)
 }
 
 /// A committed decision's status with its route state (cookies, mirror phase) brought in

@@ -78,17 +78,6 @@ pub fn verdict<R>(
             },
         );
     }
-    // Started (or nothing to start): the wait, if any, is over.
-    let started;
-    let status = match status {
-        Some(s) if s.waiting_since.is_some() => {
-            let mut s = s.clone();
-            s.waiting_since = None;
-            started = s;
-            Some(&started)
-        }
-        other => other,
-    };
     let mut warnings = Vec::new();
     if let Some(reason) = &facts.rejected {
         match operate(canary, status, Operation::Abort, reason, now) {
