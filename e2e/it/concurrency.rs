@@ -290,3 +290,76 @@ fn a_namespace_limit_holds_its_namespace_while_others_progress() {
     );
     crate::support::audit::clean(&bare);
 }
+
+#[test]
+fn audit_finds_a_history_where_more_canaries_progressed_than_the_limit_allows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let canaries = [
+        ("shop", "app0", None),
+        ("shop", "app1", None),
+        ("shop", "app2", None),
+    ];
+    // Rolled out without a limit: all three progress at once.
+    let (bare, clock) = triggered_together(
+        tmp.path(),
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\n",
+        &canaries,
+    );
+    let ids = ["shop/app0", "shop/app1", "shop/app2"];
+    reconcile_until_done(&bare, &tmp.path().join("w"), &clock, 200, &ids);
+    crate::support::audit::clean(&bare);
+    // The same history, with `maxConcurrentCanaries: 2` in the settings of every commit:
+    // what a sluice that ignored the limit would have written.
+    let forged = tmp.path().join("forged.git");
+    crate::support::git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &bare.display().to_string(),
+            forged.to_str().unwrap(),
+        ],
+    );
+    let limited = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nmaxConcurrentCanaries: 2\n";
+    let blob_file = tmp.path().join("limited.yaml");
+    std::fs::write(&blob_file, limited).unwrap();
+    let blob = crate::support::git(&forged, &["hash-object", "-w", blob_file.to_str().unwrap()]);
+    let filter = format!(
+        "git update-index --add --cacheinfo 100644,{},{SETTINGS}",
+        blob.trim()
+    );
+    let out = std::process::Command::new("git")
+        .current_dir(&forged)
+        .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
+        .args([
+            "filter-branch",
+            "-f",
+            "--index-filter",
+            &filter,
+            "--",
+            "main",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, report) = crate::support::audit::audit(&forged);
+    assert_eq!(code, 1, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    let f = &findings[0];
+    assert_eq!(f["kind"], "concurrency", "{f:#}");
+    assert_eq!(f["file"], SETTINGS, "{f:#}");
+    assert_eq!(
+        f["message"],
+        format!(
+            "{} starts while 3 canaries progress at once, maxConcurrentCanaries is 2: shop/app0, shop/app1, shop/app2",
+            f["canary"].as_str().unwrap()
+        ),
+        "{f:#}"
+    );
+}

@@ -61,6 +61,7 @@ pub fn standing(status: Option<&Status>, revision: &str) -> Standing {
     }
     let new = s.promoted_revision != revision;
     match s.phase {
+        // The phases of `progresses`.
         Phase::Progressing | Phase::WaitingApproval | Phase::Promoting | Phase::Finalising => {
             Standing::Progressing
         }
@@ -203,23 +204,69 @@ fn sorted(ids: &[&str]) -> String {
     ids.join(", ")
 }
 
-/// How many canaries `statuses` show progressing: what `sluice audit` checks against the
-/// limits at each commit. Returns the ids over a limit: the repo's (`None`) or a namespace's.
-pub fn over(limits: &Limits, progressing: &[(&str, &str)]) -> Vec<(Option<String>, u32, String)> {
+/// A limit more canaries progress under than it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Over {
+    /// The namespace whose limit it is; `None`: the repo's.
+    pub namespace: Option<String>,
+    pub max: u32,
+    /// The canaries progressing under it, sorted.
+    pub ids: Vec<String>,
+}
+
+impl std::fmt::Display for Over {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scope = match &self.namespace {
+            Some(ns) => format!("namespaces.{ns}.maxConcurrentCanaries"),
+            None => "maxConcurrentCanaries".to_string(),
+        };
+        write!(
+            f,
+            "{} canaries progress at once, {scope} is {}: {}",
+            self.ids.len(),
+            self.max,
+            self.ids.join(", ")
+        )
+    }
+}
+
+/// The limits that `progressing` (namespace, `namespace/name` of each canary progressing at
+/// once) goes over: what `sluice audit` checks after each commit.
+pub fn over(limits: &Limits, progressing: &[(&str, &str)]) -> Vec<Over> {
     let mut out = Vec::new();
-    let ids: Vec<&str> = progressing.iter().map(|(_, id)| *id).collect();
-    if let Some(max) = limits.repo.filter(|&max| count(&ids) > max) {
-        out.push((None, max, sorted(&ids)));
+    let within = |ns: Option<&str>| -> Vec<String> {
+        let mut ids: Vec<String> = progressing
+            .iter()
+            .filter(|(n, _)| ns.is_none_or(|ns| ns == *n))
+            .map(|(_, id)| id.to_string())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    if let Some(max) = limits.repo {
+        let ids = within(None);
+        if ids.len() > max as usize {
+            out.push(Over {
+                namespace: None,
+                max,
+                ids,
+            });
+        }
     }
     for (ns, &max) in &limits.namespaces {
-        let ids: Vec<&str> = progressing
-            .iter()
-            .filter(|(n, _)| n == ns)
-            .map(|(_, id)| *id)
-            .collect();
-        if count(&ids) > max {
-            out.push((Some(ns.clone()), max, sorted(&ids)));
+        let ids = within(Some(ns));
+        if ids.len() > max as usize {
+            out.push(Over {
+                namespace: Some(ns.clone()),
+                max,
+                ids,
+            });
         }
     }
     out
+}
+
+/// Whether a canary in `phase` progresses (counts against the limits).
+pub fn progresses(phase: Phase) -> bool {
+    phase.is_active()
 }
