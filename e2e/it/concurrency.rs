@@ -61,9 +61,17 @@ fn progressing_at_each_commit(bare: &Path) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// Runs `sluice reconcile` against `bare` at `clock`'s time, one second on each run, until
-/// every canary of `ids` is Succeeded on `revision` (at most `runs` runs); returns the status
-/// rows seen after each run.
+/// One `sluice reconcile` of `bare` at `clock`'s time, then the status rows.
+fn reconcile_once(bare: &Path, work: &Path, clock: &Stepped) -> Json {
+    crate::support::reconcile(bare, work, &[clock.env()]);
+    let dir = bare.display().to_string();
+    let (code, json, err) = run_sluice(&["status", "--dir", &dir, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&json).unwrap()
+}
+
+/// Runs [`reconcile_once`], the clock one second on each run, until every canary of `ids` is
+/// Succeeded on v2 (at most `runs` runs); returns the status rows seen after each run.
 fn reconcile_until_done(
     bare: &Path,
     work: &Path,
@@ -74,26 +82,7 @@ fn reconcile_until_done(
     let mut seen = Vec::new();
     for _ in 0..runs {
         clock.jump(Duration::from_millis(1100));
-        let (var, at) = clock.env();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["reconcile", "--repo"])
-            .arg(bare)
-            .arg("--workdir")
-            .arg(work)
-            .env(var, at)
-            .env("SLUICE_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dir = bare.display().to_string();
-        let (code, json, err) = run_sluice(&["status", "--dir", &dir, "-o", "json"]);
-        assert_eq!(code, 0, "{err}");
-        let rows: Json = serde_json::from_str(&json).unwrap();
+        let rows = reconcile_once(bare, work, clock);
         let done = ids
             .iter()
             .all(|id| row(&rows, id)["phase"] == "Succeeded" && row(&rows, id)["revision"] == "v2");
@@ -140,7 +129,10 @@ fn triggered_together(
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let work = tmp.join("w");
     // Initialized on v1 (the first run), nothing to start yet.
-    let rows = reconcile_until_done_on(&bare, &work, &clock, &ids, "v1");
+    let rows = reconcile_once(&bare, &work, &clock);
+    for id in &ids {
+        assert_eq!(row(&rows, id)["revision"], "v1", "{rows:#}");
+    }
     assert!(
         rows.as_array()
             .unwrap()
@@ -159,39 +151,6 @@ fn triggered_together(
     crate::support::git(&human, &["commit", "-q", "-am", "every canary to v2"]);
     crate::support::git(&human, &["push", "-q", "origin", "HEAD:main"]);
     (bare, clock)
-}
-
-/// One `sluice reconcile` run, then the status rows; every canary of `ids` at `revision`.
-fn reconcile_until_done_on(
-    bare: &Path,
-    work: &Path,
-    clock: &Stepped,
-    ids: &[&str],
-    revision: &str,
-) -> Json {
-    let (var, at) = clock.env();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["reconcile", "--repo"])
-        .arg(bare)
-        .arg("--workdir")
-        .arg(work)
-        .env(var, at)
-        .env("SLUICE_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dir = bare.display().to_string();
-    let (code, json, err) = run_sluice(&["status", "--dir", &dir, "-o", "json"]);
-    assert_eq!(code, 0, "{err}");
-    let rows: Json = serde_json::from_str(&json).unwrap();
-    for id in ids {
-        assert_eq!(row(&rows, id)["revision"], revision, "{rows:#}");
-    }
-    rows
 }
 
 #[test]
@@ -329,23 +288,18 @@ fn audit_finds_a_history_where_more_canaries_progressed_than_the_limit_allows() 
         "git update-index --add --cacheinfo 100644,{},{SETTINGS}",
         blob.trim()
     );
-    let out = std::process::Command::new("git")
-        .current_dir(&forged)
-        .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
-        .args([
-            "filter-branch",
-            "-f",
-            "--index-filter",
-            &filter,
-            "--",
-            "main",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::run_ok(
+        std::process::Command::new("git")
+            .current_dir(&forged)
+            .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
+            .args([
+                "filter-branch",
+                "-f",
+                "--index-filter",
+                &filter,
+                "--",
+                "main",
+            ]),
     );
     let (code, report) = crate::support::audit::audit(&forged);
     assert_eq!(code, 1, "{report:#}");

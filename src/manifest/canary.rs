@@ -252,8 +252,7 @@ pub fn read_native(
     // reported with its line by `sluice validate`.
     read_ab_matches(r, &mut route, analysis.as_ref(), spec, None);
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
-    let suspend = read_bool(r, spec, "suspend");
-    let priority = read_priority(r, root);
+    let (suspend, priority) = (read_bool(r, spec, "suspend"), read_priority(r, root));
     let progress_deadline = read_deadline(r, spec);
     let provider = spec
         .get("provider")

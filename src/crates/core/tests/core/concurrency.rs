@@ -67,12 +67,14 @@ fn higher_priority_starts_first_then_first_seen_then_name() {
 
 #[test]
 fn a_full_limit_says_who_progresses() {
-    let entries = [
-        entry("prod/b", Standing::Progressing, 0, 0),
-        entry("prod/a", Standing::Progressing, 0, 0),
-        entry("prod/c", Standing::WantsToStart, 9, 0),
-        entry("prod/d", Standing::Other, 0, 0),
+    let standings = [
+        ("prod/b", Standing::Progressing),
+        ("prod/a", Standing::Progressing),
+        ("prod/c", Standing::WantsToStart),
+        ("prod/d", Standing::Other),
     ];
+    // Priority does not matter once the limit is full.
+    let entries: Vec<Entry> = standings.map(|(id, s)| entry(id, s, 9, 0)).to_vec();
     let admitted = admit(&limit(2), &entries);
     assert_eq!(
         admitted,
