@@ -397,7 +397,10 @@ fn know(
 ) -> Result<Known, CanaryError> {
     let canary = p.canary;
     let status = p.status.as_ref();
-    let mut facts = Facts::default();
+    let mut facts = Facts {
+        adoption_hold: read.settings.adoption_hold,
+        ..Facts::default()
+    };
     let mut restore = Vec::new();
     if let Some(drift) = crate::drift::check(repo, history, verifier, canary)? {
         let observed = crate::drift::observe(repo, canary, status, &drift, read.settings.drift)?;

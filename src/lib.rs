@@ -84,16 +84,18 @@
 //! | [`signatures`] | commit signatures as the signing policy at the parent judges them, for audit, drift and approvals | trust a commit's own policy |
 //! | [`drift`] | owned files changed outside sluice, found from git, and the files a restore writes back | decide |
 //! | [`manual`] | manual operations (`sluice approve` ...) as one commit, through the executor | run inside a tick |
+//! | [`adopt`] | the switch from Flagger: whether each step of its runbook is safe, over observed facts (`sluice adopt check`) | read the cluster or the repo itself |
 //! | [`alert_kinds`] | Flagger's AlertProvider types (Slack, Teams, Discord, Rocket, Google Chat): one module and one registry line each, its post URL and body | send, or know a canary |
 //! | [`notify`] | Slack, Teams, Discord and webhook notifications; Flagger's per-canary alerts (`analysis.alerts`) | fail a tick |
 //! | [`gitops`] | the clone: fetch, commit, push, history, maintenance | know about canaries |
-//! | [`forge`] | GitHub, GitLab, Gitea pull requests: one module and one line of `forge::registry` each | know about canaries |
+//! | [`forge`] | GitHub, GitLab, Gitea, Forgejo, Bitbucket, Azure DevOps pull requests: one module and one line of `forge::registry` each | know about canaries |
 //! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`leadership`] | the Kubernetes Lease `sluice run --leader-election` holds before it ticks, so one replica commits | decide a canary |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
 //! | [`waves`] | waves at the edges: what a reverted wave had before the release (read from git) and its revert's files, kube contexts checked, a client per wave cluster | decide (the release rule and the revert are [`core::waves`]'s) |
+//! | [`adopt`] | `sluice adopt`: a Flagger repo's canaries, what applies their files, and the one commit that moves their sources out of every applied path and adds the outputs' applier and settings; the runbook | write git (the CLI does), or decide a rollout |
 //! | [`redact`] | every credential read, and its base64 forms, kept out of log lines and logged answers | put a backend's answer anywhere but a log |
 //!
 //! Data flows one way: `e2e/it/module_graph.rs` fails when a module uses one that uses it
@@ -108,6 +110,7 @@
 /// The pure core (its own crate, `src/crates/core/`): model, schedules, `decide`, `plan`, operations.
 pub use sluice_core as core;
 
+pub mod adopt;
 pub mod alert_kinds;
 pub mod approval;
 pub mod audit;

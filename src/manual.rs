@@ -1,4 +1,5 @@
-//! Manual operations (`sluice approve|promote|abort|retry|pause|resume`): one commit on the
+//! Manual operations (`sluice approve|promote|abort|retry|pause|resume`, and
+//! `sluice adopt release`, which removes `adoption.hold`): one commit on the
 //! branch, by a named operator with a reason, pushed without force. If the branch moved
 //! meanwhile, the operation is checked again against the new head.
 //!
@@ -13,8 +14,8 @@ use tracing::info;
 
 use crate::approval::{self, Pending};
 use crate::core::operate::Operation;
-use crate::gitops::{ConfigRepo, Identity, PushOutcome};
-use crate::manifest::settings::ForgeSettings;
+use crate::gitops::{CommitMessage, ConfigRepo, FileChange, Identity, PushOutcome};
+use crate::manifest::settings::{parse_settings, ForgeSettings, Settings, SETTINGS_PATH};
 use crate::render::replay::Record;
 use crate::render::{self, message, status_file};
 use crate::runtime::Runtime;
@@ -180,4 +181,137 @@ fn apply(
         commit.subject
     };
     Ok((said, left, settings.forge.clone()))
+}
+
+/// Why `sluice adopt release` made no commit.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// The settings at the head set no `adoption.hold: true`.
+    #[error("{SETTINGS_PATH} sets no adoption.hold: nothing to release")]
+    NotHeld,
+    #[error(
+        "{problems}; fix the repo settings first (sluice never falls back to default settings)"
+    )]
+    Settings { problems: String },
+    /// The block cannot be taken out without touching anything else of the file.
+    #[error("{SETTINGS_PATH}: cannot take the adoption block out by itself ({why}); remove `adoption:` by hand in one commit")]
+    Unremovable { why: String },
+    #[error(transparent)]
+    Git(#[from] crate::gitops::Error),
+}
+
+/// Commits the removal of `adoption.hold` from the repo settings (the `adoption:` block, and
+/// nothing else of the file) by `operator` with `reason`, and pushes it; returns the subject.
+/// The loop resumes every canary at its next tick. If the branch moved meanwhile, it is done
+/// again on the new head.
+pub fn release_adoption(
+    repo: &mut ConfigRepo,
+    runtime: &Runtime,
+    operator: &Identity,
+    reason: &str,
+) -> Result<String, ReleaseError> {
+    let attempts = 8;
+    let mut attempt = 1;
+    loop {
+        repo.fetch()?;
+        let subject = commit_release(repo, runtime, operator, reason)?;
+        match crate::execute::push(repo, attempt, attempts)? {
+            PushOutcome::Pushed(_) => return Ok(subject),
+            PushOutcome::Rejected => attempt += 1,
+        }
+    }
+}
+
+fn commit_release(
+    repo: &mut ConfigRepo,
+    runtime: &Runtime,
+    operator: &Identity,
+    reason: &str,
+) -> Result<String, ReleaseError> {
+    let files = runtime.head_files(repo, false);
+    let head = files.at(repo.git(), repo.root());
+    let (settings, problems) = head.settings();
+    if !problems.is_empty() {
+        let problems = problems.iter().map(ToString::to_string).collect::<Vec<_>>();
+        return Err(ReleaseError::Settings {
+            problems: problems.join("; "),
+        });
+    }
+    if !settings.adoption_hold {
+        return Err(ReleaseError::NotHeld);
+    }
+    let text = match head.read(SETTINGS_PATH) {
+        Some(Ok(text)) => text,
+        Some(Err(e)) => return Err(ReleaseError::Unremovable { why: e.to_string() }),
+        None => return Err(ReleaseError::NotHeld),
+    };
+    let released =
+        without_adoption(&text, &settings).map_err(|why| ReleaseError::Unremovable { why })?;
+    let who = format!("{} <{}>", operator.name, operator.email);
+    let subject = "sluice: release the adoption hold".to_string();
+    let message = CommitMessage::new(subject.clone())
+        .body("Every canary leaves its first render and runs as usual from the next tick on.")
+        .trailer(message::OPERATOR, &who)
+        .trailer(message::REASON, reason);
+    let changes = [FileChange::write(SETTINGS_PATH, released)];
+    crate::execute::commit_operation(repo, &changes, &message, operator)?;
+    info!(operator = %who, "{subject}");
+    Ok(subject)
+}
+
+/// `text` without its top-level `adoption:` block (the key's line and the indented lines
+/// under it). Refused unless what is left loads as exactly `settings` without the hold.
+fn without_adoption(text: &str, settings: &Settings) -> Result<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("adoption:"))
+        .collect();
+    let [start] = starts.as_slice() else {
+        return Err(format!(
+            "expected one line starting with `adoption:`, found {}",
+            starts.len()
+        ));
+    };
+    let end = (start + 1..lines.len())
+        .find(|&i| !lines[i].starts_with([' ', '\t']))
+        .unwrap_or(lines.len());
+    let kept: String = lines[..*start].concat() + &lines[end..].concat();
+    let left = parse_settings(SETTINGS_PATH, &kept).map_err(|errors| {
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        format!("what is left does not load: {}", errors.join("; "))
+    })?;
+    let wanted = Settings {
+        adoption_hold: false,
+        ..settings.clone()
+    };
+    if left != wanted {
+        return Err("what is left would change other settings".into());
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_adoption_block_goes() {
+        let held = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nadoption:\n  hold: true\n# the route\nprovider: linkerd\n";
+        let settings = parse_settings(SETTINGS_PATH, held).unwrap();
+        assert_eq!(
+            without_adoption(held, &settings).unwrap(),
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n# the route\nprovider: linkerd\n"
+        );
+        let flow = "apiVersion: sluice.dev/v1alpha1\nkind: Config\nadoption: {hold: true}\n";
+        let settings = parse_settings(SETTINGS_PATH, flow).unwrap();
+        assert_eq!(
+            without_adoption(flow, &settings).unwrap(),
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n"
+        );
+        let nested = "{apiVersion: sluice.dev/v1alpha1, kind: Config, adoption: {hold: true}}\n";
+        let settings = parse_settings(SETTINGS_PATH, nested).unwrap();
+        assert!(without_adoption(nested, &settings)
+            .unwrap_err()
+            .starts_with("expected one line starting with `adoption:`, found 0"));
+    }
 }

@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use serde_json::Value as Json_;
 
 use crate::support::forge::{
-    assert_waiting_again, json_for, last_commit, waiting, world_with, ForgeFake, Kind, KINDS,
+    assert_waiting_again, last_commit, page_url, waiting, world_with, ForgeFake, Kind, KINDS,
     STATUS,
 };
 use crate::support::{git, merge_approval};
@@ -182,14 +182,7 @@ fn forge_fakes_an_approval_by_pull_request_records_the_merger_and_its_url() {
         fake.merged_by(1, "carol");
         w.now = Timestamp::now();
         w.tick();
-        let url = fake.pr(1);
-        let url = json_for(kind, &url)[match kind {
-            Kind::GitLab => "web_url",
-            Kind::GitHub | Kind::Gitea => "html_url",
-        }]
-        .as_str()
-        .unwrap()
-        .to_string();
+        let url = page_url(kind, &fake.pr(1));
         let (subject, trailers) = last_commit(&w.bare);
         assert_eq!(
             subject, "web: approval merged, step clock started",

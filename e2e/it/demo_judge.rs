@@ -137,3 +137,56 @@ fn demo_judge_fail_is_rolled_back_by_the_judge_while_every_threshold_gate_passes
     );
     crate::support::audit::clean(&bare);
 }
+
+/// The judge's bounds in `Sluice-Judge-Metric` are audited as the rest of the line: a history
+/// written before sluice recorded them (the same lines without `bound=` and `allowed=`) is
+/// still clean, and a bound edited by hand is found.
+#[test]
+fn judge_lines_without_bounds_audit_clean_and_an_edited_bound_is_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, bare) = demo(&tmp.path().join("demo"), &["--fail"]);
+    assert_eq!(code, 0, "{out}");
+    let metrics = all_trailers(&bare, "Sluice-Judge-Metric");
+    assert!(
+        metrics.iter().any(|m| m.contains(" bound=")),
+        "bounds recorded: {metrics:?}"
+    );
+    let human = crate::support::human_clone(&bare.display().to_string(), &tmp.path().join("h"));
+    let rewrite = |sed: &str| {
+        let edited = std::process::Command::new("git")
+            .args([
+                "filter-branch",
+                "-f",
+                "--msg-filter",
+                &format!("sed -E '{sed}'"),
+            ])
+            .arg("main")
+            .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
+            .current_dir(&human)
+            .output()
+            .unwrap();
+        assert!(edited.status.success(), "{edited:?}");
+        crate::support::git(
+            &human,
+            &["push", "-q", "-f", &bare.display().to_string(), "HEAD:main"],
+        );
+    };
+    // One bound edited: found, on that line.
+    rewrite("s/^(Sluice-Judge-Metric: request-duration High .* bound=)[0-9.]+/\\199/");
+    let (code, report) = crate::support::audit::audit(&bare);
+    assert_eq!(code, 1, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert!(!findings.is_empty(), "{report:#}");
+    assert!(
+        findings.iter().all(|f| f["file"] == "Sluice-Judge-Metric"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("bound=99"))),
+        "{report:#}"
+    );
+    // Every line as written before the bounds were recorded: clean.
+    rewrite("s/ bound=[^ ]* allowed=[^ ]*$//");
+    let metrics = all_trailers(&bare, "Sluice-Judge-Metric");
+    assert!(metrics.iter().all(|m| !m.contains("bound=")), "{metrics:?}");
+    crate::support::audit::clean(&bare);
+}

@@ -10,7 +10,7 @@ use sluice::cli::run::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROBE_LISTEN};
 
 use crate::support::{read_repo_file as read, repo_root as root, repo_yaml as yaml};
 
-use crate::support::{run_ok, Schemas};
+use crate::support::{kustomize_text, run_ok, Schemas};
 
 fn yaml_files(dir: &str) -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(root().join(dir))
@@ -616,23 +616,6 @@ fn list(value: &serde_json::Value) -> &[serde_json::Value] {
 /// `kubectl kustomize` of `dir`, its documents; `None` without kubectl.
 fn kustomize(dir: &Path) -> Option<Vec<serde_json::Value>> {
     kustomize_text(dir, &[]).map(|text| serde_saphyr::from_multiple(&text).expect("YAML"))
-}
-
-/// `kubectl kustomize ARGS dir`, its output; `None` without kubectl, a failed build panics.
-fn kustomize_text(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .args(args)
-        .arg(dir)
-        .output()
-        .ok()?;
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `doc` read into the k8s-openapi type `T` and written back loses nothing: every field is one

@@ -6,9 +6,14 @@
 // clippy.toml is for src/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
+mod adopt;
+mod adopt_check;
+mod adopt_first_render;
+mod adopt_hold;
 mod affinity_mirror;
 mod alert_providers;
 mod approval;
+mod approval_run;
 mod attacks;
 mod audit;
 mod autoscaler;
@@ -69,6 +74,7 @@ mod notify;
 mod openfunction;
 mod operate;
 mod per_tick;
+mod pr_webhooks;
 mod rbac;
 mod route;
 mod route_apisix;

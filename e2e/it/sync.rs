@@ -430,12 +430,7 @@ impl Loop {
         let bare = crate::support::seeded_remote(tmp.path(), files);
         let human =
             crate::support::human_clone(&bare.display().to_string(), &tmp.path().join("human"));
-        let kubeconfig = tmp.path().join("kubeconfig");
-        std::fs::write(
-            &kubeconfig,
-            format!("apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: '{api_url}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: fake, user: u}}}}]\ncurrent-context: c\n"),
-        )
-        .expect("kubeconfig");
+        let kubeconfig = crate::support::kube::kubeconfig(api_url, tmp.path());
         let workdir = tmp.path().join("w");
         Loop {
             _tmp: tmp,

@@ -388,22 +388,7 @@ fn a_broken_metric_template_is_logged_once_per_tick() {
     let work = tmp.path().join("w");
     // Each reconcile runs at this clock's time, jumped past the canary's 1 s interval between.
     let clock = crate::support::Stepped::default();
-    let reconcile = || {
-        let (var, at) = clock.env();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["reconcile", "--repo"])
-            .arg(&bare)
-            .arg("--workdir")
-            .arg(&work)
-            .env(var, at)
-            .env("SLUICE_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        format!("{}{stderr}", String::from_utf8_lossy(&out.stdout))
-    };
+    let reconcile = || clock.reconcile(&bare, &work);
     reconcile();
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     human_commit(&human, "apps/web/canary.yaml", &canary("v2"), "web: v2");

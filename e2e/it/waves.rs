@@ -18,6 +18,9 @@ use sluice::metrics::metric_templates::TemplateIndex;
 use sluice::observer::{External, Observer, Request};
 use sluice::tick::tick;
 
+use crate::support::dashboard::{
+    assert_fits, assert_shows, dashboard_in_browser, screenshots, DESKTOP, PHONE,
+};
 use crate::support::waves::{
     check_outputs, phases, release, settled_waves, status, wave_canary, wave_log, FILE, WAVES,
 };
@@ -216,6 +219,72 @@ fn an_approval_wave_waits_for_sluice_approve_with_its_wave() {
     assert_eq!(code, 0, "{out}{err}");
     fleet.until("all on v2", |p| p == ["Succeeded v2"; 3]);
     fleet.check_outputs();
+}
+
+/// The release page of `shop/web` while eu waits for its approval: the waves in order, each
+/// with its state, the approval between staging and eu; the overview groups the waves under
+/// their release. Nothing reaches past a phone's width. Screenshots:
+/// `target/dashboard-screenshots/release-*.png`.
+#[test]
+fn the_release_page_shows_the_waves_in_order_with_their_states_in_a_browser() {
+    let mut fleet = Fleet::start("hold", true);
+    fleet.release("v2", "hold", true);
+    fleet.until("eu waits", |p| {
+        p[0] == "Succeeded v2" && p[1] == "Waiting v2"
+    });
+    let (_dashboard, addr, browser) = dashboard_in_browser(&fleet.bare, PHONE);
+    let items = "return Array.from(document.querySelectorAll('ol.waves > li')).map(li => \
+        [li.className, li.dataset.wave ?? li.dataset.before, li.dataset.phase ?? '']);";
+    for (size, (w, h)) in [("phone", PHONE), ("desktop", DESKTOP)] {
+        browser.viewport(w, h);
+        browser.goto(&format!("http://{addr}/releases/shop/web"));
+        browser.screenshot(&screenshots().join(format!("release-{size}.png")));
+        assert_fits(&browser, &format!("the release page at {w}px"));
+        assert_eq!(
+            browser.js(items),
+            serde_json::json!([
+                ["wave place-done", "staging", "Succeeded"],
+                ["gate approval-waiting", "eu", ""],
+                ["wave place-current", "eu", "Waiting"],
+                ["wave place-ahead", "us", "Initialized"],
+            ]),
+            "{}",
+            browser.text()
+        );
+        assert_shows(&browser, "h1", "InProgress");
+        assert_shows(&browser, "li.gate", "approval before eu: waiting");
+        assert_shows(&browser, "li[data-wave=staging]", "revision v2");
+        assert_shows(&browser, "li[data-wave=us]", "revision v1");
+        browser.goto(&format!("http://{addr}/"));
+        browser.screenshot(&screenshots().join(format!("release-overview-{size}.png")));
+        assert_fits(&browser, &format!("the overview at {w}px"));
+        // The release's line, then its waves in wave order.
+        let rows = browser.js(
+            "return Array.from(document.querySelectorAll('table.canaries tbody tr')).map(tr => \
+               tr.dataset.release ? 'release ' + tr.dataset.release : tr.dataset.canary);",
+        );
+        assert_eq!(
+            rows,
+            serde_json::json!([
+                "release shop/web",
+                "shop/web.staging",
+                "shop/web.eu",
+                "shop/web.us"
+            ])
+        );
+        assert_shows(&browser, "tr.release", "wave 2/3");
+    }
+    // The release page's link from the overview, and its model as JSON.
+    let link = browser.js("return document.querySelector('tr.release a').getAttribute('href');");
+    assert_eq!(link, "/releases/shop/web");
+    let (code, body) = crate::support::http(&addr, "GET", "/api/v1/releases/shop/web", &[], b"");
+    assert_eq!(code, 200, "{body}");
+    let release: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(release["waveNumber"], 2, "{release}");
+    assert_eq!(
+        release["waves"][1]["approval"]["state"], "waiting",
+        "{release}"
+    );
 }
 
 #[test]

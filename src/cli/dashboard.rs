@@ -124,6 +124,20 @@ pub fn serve(
     poll: Duration,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
+    let address = start(runtime, state, listen, stop)?;
+    outln!("Dashboard: http://{address}/ (Ctrl-C ends it)");
+    keep_fetching(clone, runtime.clock(), stop, poll);
+    Ok(())
+}
+
+/// Starts serving the dashboard of `state` on `listen` on `runtime`'s tasks, until `stop` is
+/// set, and returns the address it listens on (`listen` with port 0 picks a free one).
+pub fn start(
+    runtime: &Runtime,
+    state: DashboardState,
+    listen: SocketAddr,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<SocketAddr> {
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(listen))
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}; pass another --listen"))?;
@@ -139,9 +153,12 @@ pub fn serve(
             tracing::error!(error = %e, "Dashboard server stopped");
         }
     });
-    outln!("Dashboard: http://{address}/ (Ctrl-C ends it)");
-    keep_fetching(clone, runtime.clock(), stop, poll);
-    Ok(())
+    Ok(address)
+}
+
+/// Waits on `clock` until SIGINT or SIGTERM sets `stop` (registered by the caller).
+pub fn wait_until_stopped(clock: &Clock, stop: &AtomicBool) {
+    keep_fetching(None, clock, stop, Duration::from_secs(1));
 }
 
 /// Fetches the clone every `poll` on `clock` until stopped (with `--dir`, only waits).

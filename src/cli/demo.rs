@@ -123,7 +123,8 @@ pub struct Args {
     /// Make the canary unhealthy (87 % success rate) to watch sluice roll it back.
     #[arg(long)]
     pub fail: bool,
-    /// At the end, keep a dashboard of the demo's repo open and print its URL (Ctrl-C ends it).
+    /// Serve a dashboard of the demo's repo from the start (its URL is printed first), so the
+    /// canary is seen moving; it stays open after the demo ends (Ctrl-C ends it).
     #[arg(long)]
     pub dashboard: bool,
     /// Address of the demo's dashboard (port 0 picks a free port).
@@ -194,6 +195,12 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         (false, true) => &judged,
         (false, false) => &DEMO_FILES,
     };
+    let runtime = Runtime::from_env()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dashboard = args
+        .dashboard
+        .then(|| start_dashboard(&runtime, &remote, args.dashboard_listen, &stop))
+        .transpose()?;
     seed_bare_repo(&dir, &remote, files, &alice)?;
     outln!("sluice demo: config repo {url}");
     if args.keep.is_none() {
@@ -211,7 +218,6 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     } else {
         Script::new(if args.fail { 87.31 } else { 99.93 }, 212.0)
     };
-    let runtime = Runtime::from_env()?;
     let prometheus = demo_prometheus::start(script, &runtime)?;
     if args.judge {
         demo_judge::describe(&prometheus.address, script, args.fail);
@@ -270,23 +276,38 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     } else {
         outln!("\n{} is deleted now; run the demo with `--keep DIR` to keep the repos and read them with `sluice status --dir` and `sluice history --dir`", dir.display());
     }
-    if args.dashboard {
+    if let Some(address) = dashboard {
         drop(prometheus);
-        serve_dashboard(&runtime, &remote, args.dashboard_listen)?;
+        keep_serving(&runtime, address, &stop)?;
     }
     Ok(0)
 }
 
-/// Serves the dashboard of the demo's remote until Ctrl-C, on the demo's runtime and clock.
-fn serve_dashboard(
+/// After the demo: the dashboard at `address` serves on until Ctrl-C (which only now stops
+/// the dashboard rather than the demo) sets `stop`.
+fn keep_serving(
+    runtime: &Runtime,
+    address: std::net::SocketAddr,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<()> {
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, std::sync::Arc::clone(stop))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, std::sync::Arc::clone(stop))?;
+    outln!("\nDashboard: http://{address}/ (Ctrl-C ends it)");
+    crate::cli::dashboard::wait_until_stopped(runtime.clock(), stop);
+    Ok(())
+}
+
+/// Starts the dashboard of the demo's remote on `listen`, on the demo's runtime and clock,
+/// until `stop` is set, and prints its URL: the address it listens on. It listens before the
+/// repo exists (it says "not read yet" until then) and shows each decision as the demo
+/// pushes it.
+fn start_dashboard(
     runtime: &Runtime,
     remote: &Path,
     listen: std::net::SocketAddr,
-) -> anyhow::Result<()> {
-    use crate::cli::dashboard::{serve, DashboardArgs};
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, std::sync::Arc::clone(&stop))?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, std::sync::Arc::clone(&stop))?;
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    use crate::cli::dashboard::{start, DashboardArgs};
     let state = DashboardArgs {
         dashboard_auth_file: None,
         dashboard_history: crate::dashboard::DEFAULT_HISTORY,
@@ -299,8 +320,9 @@ fn serve_dashboard(
         runtime.shared_clock(),
         runtime.parses().clone(),
     )?;
-    outln!();
-    serve(runtime, state, listen, None, Duration::from_secs(1), &stop)
+    let address = start(runtime, state, listen, stop)?;
+    outln!("Dashboard: http://{address}/ (live: the canary moves on it as the demo runs)");
+    Ok(address)
 }
 
 /// Prints what a tick committed and what went wrong, with the seconds since `start`.

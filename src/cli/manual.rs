@@ -1,7 +1,7 @@
 //! `sluice approve|promote|abort|retry|pause|resume NS/NAME`: manual operations, each one a
 //! commit on the branch with the operator and reason in its trailers.
 
-use crate::cli::repo::open;
+use crate::cli::repo::{open, Locked};
 use crate::core::operate::Operation;
 use crate::gitops::Identity;
 use crate::manual::{operate, Manual, OperateError};
@@ -14,6 +14,19 @@ pub struct Args {
     /// For a canary with waves: the wave to act on (default: the wave in progress).
     #[arg(long)]
     pub wave: Option<String>,
+    #[command(flatten)]
+    pub repo: OperationRepo,
+    /// Why: recorded in the commit (Sluice-Reason trailer).
+    #[arg(long)]
+    pub reason: String,
+    /// Who: "Name <email>" (default: git's user.name and user.email).
+    #[arg(long = "as")]
+    pub operator: Option<String>,
+}
+
+/// The repository a manual operation commits to: cloned into a work dir, pushed back.
+#[derive(Debug, clap::Args)]
+pub struct OperationRepo {
     /// Config repo URL, or the path of a bare repository on this machine (a working checkout
     /// cannot take a push to its checked-out branch: give its remote).
     #[arg(
@@ -33,12 +46,38 @@ pub struct Args {
     /// Where to clone the repo for the commit (default: a temporary folder).
     #[arg(long, env = "SLUICE_WORKDIR")]
     pub workdir: Option<std::path::PathBuf>,
-    /// Why: recorded in the commit (Sluice-Reason trailer).
-    #[arg(long)]
-    pub reason: String,
-    /// Who: "Name <email>" (default: git's user.name and user.email).
-    #[arg(long = "as")]
-    pub operator: Option<String>,
+}
+
+/// The clone an operation commits in, with the temporary folder it may live in.
+pub struct Opened {
+    pub locked: Locked,
+    _temp: tempfile::TempDir,
+}
+
+impl OperationRepo {
+    /// Clones (or fetches) the repo for one operation's commit; refuses a working checkout,
+    /// which cannot take a push to its checked-out branch.
+    pub fn open(&self) -> anyhow::Result<Opened> {
+        let url = match (&self.repo, &self.dir) {
+            (Some(url), _) => url.clone(),
+            (None, Some(dir)) => {
+                eprintln!("{DIR_DEPRECATED}");
+                dir.to_string_lossy().to_string()
+            }
+            (None, None) => anyhow::bail!("give --repo URL-or-PATH"),
+        };
+        refuse_checkout(&url)?;
+        let temp = tempfile::tempdir()?;
+        let workdir = self
+            .workdir
+            .clone()
+            .unwrap_or_else(|| temp.path().join("clone"));
+        let locked = open(&url, &self.branch, Some(&workdir))?;
+        Ok(Opened {
+            locked,
+            _temp: temp,
+        })
+    }
 }
 
 /// The operator's identity: --as, else git config, else $USER@localhost.
@@ -87,21 +126,7 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
     if args.reason.trim().is_empty() {
         anyhow::bail!("--reason must say why (it is recorded in the commit)");
     }
-    let url = match (&args.repo, &args.dir) {
-        (Some(url), _) => url.clone(),
-        (None, Some(dir)) => {
-            eprintln!("{DIR_DEPRECATED}");
-            dir.to_string_lossy().to_string()
-        }
-        (None, None) => anyhow::bail!("give --repo URL-or-PATH"),
-    };
-    refuse_checkout(&url)?;
-    let temp = tempfile::tempdir()?;
-    let workdir = args
-        .workdir
-        .clone()
-        .unwrap_or_else(|| temp.path().join("clone"));
-    let mut locked = open(&url, &args.branch, Some(&workdir))?;
+    let mut opened = args.repo.open()?;
     let manual = Manual {
         canary: &args.canary,
         wave: args.wave.as_deref(),
@@ -111,7 +136,12 @@ pub fn run(op: Operation, args: &Args) -> anyhow::Result<i32> {
         push_attempts: 8,
     };
     let runtime = Runtime::from_env()?;
-    match operate(&mut locked.repo, &runtime, &manual, runtime.clock().now()) {
+    match operate(
+        &mut opened.locked.repo,
+        &runtime,
+        &manual,
+        runtime.clock().now(),
+    ) {
         Ok(subject) => {
             outln!("{subject}");
             Ok(0)

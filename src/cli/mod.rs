@@ -37,6 +37,8 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+pub mod adopt;
+pub mod adopt_check;
 pub mod audit;
 pub mod dashboard;
 pub mod demo;
@@ -119,6 +121,10 @@ pub enum Command {
     Resume(manual::Args),
     /// Print the version, the git commit and the build date of this binary.
     Version(version::Args),
+    /// Move a repo that runs Flagger under Flux or Argo CD to sluice: one change on a new
+    /// branch and the runbook of the switch; `adopt check` says whether the runbook's next step
+    /// is safe, `adopt release` ends the switch.
+    Adopt(adopt::Command),
 }
 
 /// Runs a parsed command; returns the process exit code.
@@ -143,6 +149,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Pause(args) => manual::run(Operation::Pause, &args),
         Command::Resume(args) => manual::run(Operation::Resume, &args),
         Command::Version(args) => version::run(&args),
+        Command::Adopt(args) => adopt::run_command(&args),
     }
 }
 

@@ -168,6 +168,7 @@ fn print_table(rows: &[Row]) {
                 held.why
             ),
             "suspend" => outln!("{id} HELD (spec.suspend): {}", held.why),
+            "adoption" => outln!("{id} HELD (adoption, {}): {}", held.by, held.why),
             _ => {}
         }
     }

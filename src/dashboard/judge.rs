@@ -1,6 +1,6 @@
 //! The canary page's judge view: each judged decision's metrics, the canary beside the primary.
-//! Per metric the classification, the Hodges-Lehmann estimate, the 98 % interval and the
-//! effect size as the commit's `Sluice-Judge-Metric` trailers wrote them (read by
+//! Per metric the classification, the Hodges-Lehmann estimate, the 98 % interval, the
+//! effect size and the bounds they were held to as the commit's `Sluice-Judge-Metric` trailers wrote them (read by
 //! `crate::readers::history`), the group scores the core's scorer gives those classifications,
 //! the summary score of its `Sluice-Judge` trailer, and the mean of each side's series the
 //! commit's `Sluice-Replay` record keeps. Reads what the commits say; judges nothing again.
@@ -10,6 +10,7 @@ use sluice_core::judge::{score, Label, Scored, Thresholds};
 use sluice_core::judged::JudgeObservation;
 
 use crate::gitops::HistoryEntry;
+use crate::judge::trailers::Bounds;
 use crate::readers::history::Entry;
 use crate::render::replay::{Record, REPLAY};
 
@@ -54,6 +55,10 @@ pub struct MetricView {
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
     pub effect_size: Option<f64>,
+    /// The bounds that explain a `High` or `Low` (as the trailer recorded them; absent in a
+    /// commit written before they were, or where the test did not run).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
     /// The mean of each side's recorded series (`NaN` values left out), and its length.
     pub canary_mean: Option<f64>,
     pub primary_mean: Option<f64>,
@@ -104,6 +109,7 @@ fn view(e: &Entry, commit: &HistoryEntry) -> Option<JudgeView> {
                 ci_low: m.ci_low,
                 ci_high: m.ci_high,
                 effect_size: m.effect_size,
+                bounds: m.bounds,
                 canary_mean,
                 primary_mean,
                 canary_values,
@@ -218,5 +224,9 @@ mod tests {
         assert_eq!(scores, [("latency", 50.0, 2), ("errors", 100.0, 1)]);
         assert_eq!(v.metrics[0].ci_low, Some(60.1));
         assert_eq!(v.metrics[0].canary_mean, None, "no replay record");
+        // Written before bounds were recorded: none shown, none in the JSON.
+        assert_eq!(v.metrics[0].bounds, None);
+        let json = serde_json::to_value(&v.metrics[0]).unwrap();
+        assert!(json.get("bound").is_none(), "{json}");
     }
 }

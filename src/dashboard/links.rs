@@ -49,6 +49,7 @@ fn web_base(kind: ForgeKind, api_url: &str) -> Option<String> {
     // Any forge's API path: a forge served below another's path is still cut.
     let cut = ForgeKind::ALL
         .iter()
+        .filter(|k| !k.about().api_path.is_empty())
         .find_map(|k| text.strip_suffix(k.about().api_path))
         .unwrap_or(text);
     Some(cut.to_string())
@@ -81,6 +82,22 @@ mod tests {
         assert_eq!(
             gl.pull_requests("sluice/prod/web/step-2-abc").as_deref(),
             Some("https://gitlab.example.com/acme/config/-/merge_requests?source_branch=sluice%2Fprod%2Fweb%2Fstep%2D2%2Dabc")
+        );
+        let bb = forge(ForgeKind::Bitbucket, "https://api.bitbucket.org/2.0");
+        assert_eq!(
+            bb.commit("abc").as_deref(),
+            Some("https://bitbucket.org/acme/config/commits/abc")
+        );
+        // Azure DevOps: the settings name the collection, the web pages sit below it.
+        let az = forge(ForgeKind::AzureDevOps, "https://tfs.corp/tfs/Main/");
+        assert_eq!(
+            az.commit("abc").as_deref(),
+            Some("https://tfs.corp/tfs/Main/acme/_git/config/commit/abc")
+        );
+        let fj = forge(ForgeKind::Forgejo, "https://codeberg.org/api/v1");
+        assert_eq!(
+            fj.commit("abc").as_deref(),
+            Some("https://codeberg.org/acme/config/commit/abc")
         );
         assert_eq!(Links::new(None).commit("abc"), None);
         assert_eq!(

@@ -186,6 +186,21 @@ impl Dashboard {
         self.with_cache(|c, _| Ok(Arc::clone(&c.overview)))
     }
 
+    /// One release's page model (a canary with waves); `None` when the repo has no such
+    /// canary with waves.
+    pub fn release(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<model::ReleaseView>, DashboardError> {
+        let overview = self.overview()?;
+        Ok(overview
+            .releases
+            .iter()
+            .find(|r| r.namespace == namespace && r.name == name)
+            .cloned())
+    }
+
     /// One canary's page model; `None` when the repo has no such canary.
     pub fn canary(
         &self,

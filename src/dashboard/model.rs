@@ -14,7 +14,7 @@ use crate::core::schedule::Pause;
 use crate::core::status::{Gate, Phase, Status};
 use crate::manifest::model::Canary;
 use crate::manifest::settings::Settings;
-use crate::readers::status::{rows_in, Held, Images, Repo, Row};
+use crate::readers::status::{rows_in, Held, Images, Release, Repo, Row};
 
 use super::links::Links;
 
@@ -25,6 +25,9 @@ pub struct Overview {
     /// The commit read (full id).
     pub head: String,
     pub canaries: Vec<Summary>,
+    /// The canaries with waves, each as one release (its waves are in `canaries` too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<ReleaseView>,
     /// Specs the loop refuses (`file:line: field: message`): those canaries hold.
     pub refusals: Vec<String>,
 }
@@ -72,6 +75,65 @@ pub struct Summary {
     /// The manual operations that apply in the canary's state (`approve`, `promote`,
     /// `abort`, `retry`, `pause`, `resume`): what `sluice OP` would not refuse.
     pub operations: Vec<&'static str>,
+    /// For a wave's instance (`NAME.WAVE`): the wave's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave: Option<String>,
+    /// For a wave's instance: its release, `NAMESPACE/NAME`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
+}
+
+/// A canary with waves as one release: the source's revision moving wave by wave.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseView {
+    pub namespace: String,
+    pub name: String,
+    /// The revision the release rolls out (the source's, 12 characters).
+    pub revision: String,
+    /// `InProgress`, `Failed` or `Done`.
+    pub state: String,
+    /// How the page colours the state (as a phase's tone).
+    pub tone: &'static str,
+    /// The wave in progress, or the one that failed (1-based); absent when done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave_number: Option<usize>,
+    /// `sluice status`'s RELEASE line.
+    pub line: String,
+    /// Every wave, in release order.
+    pub waves: Vec<WaveView>,
+}
+
+/// One wave of a release: its instance's summary and the approval before it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveView {
+    pub wave: String,
+    /// 1-based place in the release.
+    pub number: usize,
+    /// Where the wave stands on the release's revision: `done` (runs it), `current`,
+    /// `failed` or `ahead` (the release has not reached it).
+    pub place: &'static str,
+    /// The approval a person gives before the wave starts (`approval: true`); absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<WaveApproval>,
+    /// The wave's instance, as the overview shows it.
+    pub canary: Summary,
+}
+
+/// The approval before a wave.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveApproval {
+    /// `waiting` (its pull request is open), `given` (the wave took the release's revision)
+    /// or `ahead` (the release has not reached the wave).
+    pub state: &'static str,
+    /// The approval branch, while it waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The forge's page of pull requests from that branch, while it waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<String>,
 }
 
 /// What a canary waits for before its next change.
@@ -126,10 +188,21 @@ pub fn overview(repo: &Repo<'_>, head: &str, links: &Links, now: Timestamp) -> O
         .map(|c| ((c.id.namespace.as_str(), c.id.name.as_str()), c))
         .collect();
     let mut canaries = Vec::new();
+    let mut releases: Vec<(Release, Vec<(usize, bool)>)> = Vec::new();
     for row in rows_in(repo, now) {
         let canary = by_id
             .get(&(row.namespace.as_str(), row.name.as_str()))
             .copied();
+        if let (Some(release), Some(wave)) = (&row.release, canary.and_then(|c| c.wave.as_ref())) {
+            let member = (canaries.len(), wave.approval);
+            match releases
+                .iter_mut()
+                .find(|(r, _)| r.canary == release.canary)
+            {
+                Some((_, members)) => members.push(member),
+                None => releases.push((release.clone(), vec![member])),
+            }
+        }
         let status = canary.and_then(|c| {
             crate::readers::status::status(repo.files, &c.id)
                 .ok()
@@ -144,10 +217,97 @@ pub fn overview(repo: &Repo<'_>, head: &str, links: &Links, now: Timestamp) -> O
             now,
         ));
     }
+    let releases = releases
+        .into_iter()
+        .map(|(release, members)| release_view(&release, &members, &canaries))
+        .collect();
     Overview {
         head: head.to_string(),
         canaries,
+        releases,
         refusals: repo.loaded.errors.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// `release` as the release page shows it: `members` are its waves' places in `canaries`
+/// (with whether a person approves the wave's start), which hold their summaries.
+fn release_view(release: &Release, members: &[(usize, bool)], canaries: &[Summary]) -> ReleaseView {
+    let (namespace, name) = release
+        .canary
+        .split_once('/')
+        .unwrap_or(("", &release.canary));
+    let current = release.wave_number.map(|n| n.saturating_sub(1));
+    let waves = release
+        .waves
+        .iter()
+        .enumerate()
+        .filter_map(|(i, wave)| {
+            let (at, approval) = members
+                .iter()
+                .copied()
+                .find(|&(at, _)| canaries.get(at).and_then(|c| c.wave.as_deref()) == Some(wave))?;
+            let canary = canaries.get(at)?.clone();
+            let place = match (release.state.as_str(), current) {
+                ("Done", _) | (_, None) => "done",
+                (_, Some(c)) if i < c => "done",
+                ("Failed", Some(c)) if i == c => "failed",
+                (_, Some(c)) if i == c => "current",
+                _ => "ahead",
+            };
+            let approval = approval.then(|| wave_approval(place, &canary));
+            Some(WaveView {
+                wave: wave.clone(),
+                number: i + 1,
+                place,
+                approval,
+                canary,
+            })
+        })
+        .collect();
+    ReleaseView {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        revision: release.revision.clone(),
+        tone: match release.state.as_str() {
+            "Done" => "ok",
+            "Failed" => "failed",
+            _ => "active",
+        },
+        state: release.state.clone(),
+        wave_number: release.wave_number,
+        line: release.to_string(),
+        waves,
+    }
+}
+
+/// The approval before a wave at `place` of its release, whose instance is `canary`.
+fn wave_approval(place: &str, canary: &Summary) -> WaveApproval {
+    if let Some(Wait::Approval {
+        branch,
+        pull_request,
+        ..
+    }) = &canary.wait
+    {
+        return WaveApproval {
+            state: "waiting",
+            branch: branch.clone(),
+            pull_request: pull_request.clone(),
+        };
+    }
+    // The current wave took the revision once it left its rest (the approval was given).
+    let started = !matches!(
+        canary.phase.as_str(),
+        "Initialized" | "Succeeded" | "Waiting" | "-"
+    );
+    let state = match place {
+        "done" | "failed" => "given",
+        "current" if started => "given",
+        _ => "ahead",
+    };
+    WaveApproval {
+        state,
+        branch: None,
+        pull_request: None,
     }
 }
 
@@ -200,6 +360,8 @@ pub fn summary(
         paused: row.paused,
         held: row.held,
         operations,
+        wave: row.wave,
+        release: row.release.map(|r| r.canary),
         phase: row.phase,
         namespace: row.namespace,
         name: row.name,
@@ -349,6 +511,115 @@ spec:
             json["waitingFor"] = gate.into();
         }
         serde_json::from_value(json).unwrap()
+    }
+
+    fn wave(name: &str, phase: &str, wait: Option<Wait>) -> Summary {
+        Summary {
+            namespace: "shop".into(),
+            name: format!("web.{name}"),
+            provider: "-".into(),
+            strategy: "canary".into(),
+            phase: phase.into(),
+            tone: tone(phase),
+            primary_weight: 100,
+            canary_weight: 0,
+            step: 0,
+            steps: 1,
+            failed_checks: 0,
+            revision: "v2".into(),
+            images: Images::default(),
+            since: "-".into(),
+            age: "-".into(),
+            message: "-".into(),
+            reason: None,
+            paused: false,
+            held: None,
+            wait,
+            holds: Vec::new(),
+            operations: Vec::new(),
+            wave: Some(name.into()),
+            release: Some("shop/web".into()),
+        }
+    }
+
+    fn release(state: &str, at: Option<usize>) -> Release {
+        Release {
+            canary: "shop/web".into(),
+            revision: "v2".into(),
+            state: state.into(),
+            wave: at.map(|n| ["staging", "eu", "us"][n - 1].to_string()),
+            wave_number: at,
+            waves: vec!["staging".into(), "eu".into(), "us".into()],
+        }
+    }
+
+    /// (place, approval state) of each wave of a release over `waves` (eu approved by a
+    /// person), in release order.
+    fn places(release: &Release, waves: &[Summary]) -> Vec<(&'static str, Option<&'static str>)> {
+        // Listed out of order: the view orders by the release.
+        let listed = [waves[2].clone(), waves[0].clone(), waves[1].clone()];
+        let members = [(0, false), (1, false), (2, true)];
+        release_view(release, &members, &listed)
+            .waves
+            .iter()
+            .map(|w| (w.place, w.approval.as_ref().map(|a| a.state)))
+            .collect()
+    }
+
+    #[test]
+    fn a_release_places_each_wave_and_the_approval_before_it() {
+        let approval = Wait::Approval {
+            gate: "rollout".into(),
+            branch: Some("sluice/shop/web.eu/rollout-v2".into()),
+            pull_request: Some("https://forge/pulls?head=x".into()),
+        };
+        let waiting = [
+            wave("staging", "Succeeded", None),
+            wave("eu", "Waiting", Some(approval)),
+            wave("us", "Initialized", None),
+        ];
+        let view = release_view(
+            &release("InProgress", Some(2)),
+            &[(1, false), (2, true), (0, false)],
+            &[waiting[2].clone(), waiting[0].clone(), waiting[1].clone()],
+        );
+        let names: Vec<&str> = view.waves.iter().map(|w| w.wave.as_str()).collect();
+        assert_eq!(names, ["staging", "eu", "us"]);
+        let eu = view.waves[1].approval.as_ref().unwrap();
+        assert_eq!(
+            eu.pull_request.as_deref(),
+            Some("https://forge/pulls?head=x")
+        );
+        assert_eq!(
+            places(&release("InProgress", Some(2)), &waiting),
+            [
+                ("done", None),
+                ("current", Some("waiting")),
+                ("ahead", None)
+            ]
+        );
+        let failed = [
+            wave("staging", "Succeeded", None),
+            wave("eu", "Failed", None),
+            wave("us", "Initialized", None),
+        ];
+        assert_eq!(
+            places(&release("Failed", Some(2)), &failed),
+            [("done", None), ("failed", Some("given")), ("ahead", None)]
+        );
+        let before = [
+            wave("staging", "Progressing", None),
+            wave("eu", "Succeeded", None),
+            wave("us", "Succeeded", None),
+        ];
+        assert_eq!(
+            places(&release("InProgress", Some(1)), &before),
+            [("current", None), ("ahead", Some("ahead")), ("ahead", None)]
+        );
+        assert_eq!(
+            places(&release("Done", None), &before),
+            [("done", None), ("done", Some("given")), ("done", None)]
+        );
     }
 
     #[test]

@@ -9,13 +9,14 @@ use minijinja::value::Serde;
 use minijinja::{context, Environment, Value};
 
 use super::chart;
+use super::model::{ReleaseView, Summary};
 use super::{Detail, Overview};
 
 /// The embedded stylesheet and script, served under `/assets/`.
 pub const CSS: &str = include_str!("../../templates/dashboard/dashboard.css");
 pub const JS: &str = include_str!("../../templates/dashboard/dashboard.js");
 
-const TEMPLATES: [(&str, &str); 9] = [
+const TEMPLATES: [(&str, &str); 11] = [
     (
         "base.html",
         include_str!("../../templates/dashboard/base.html"),
@@ -39,6 +40,14 @@ const TEMPLATES: [(&str, &str); 9] = [
     (
         "canary_body.html",
         include_str!("../../templates/dashboard/canary_body.html"),
+    ),
+    (
+        "release.html",
+        include_str!("../../templates/dashboard/release.html"),
+    ),
+    (
+        "release_body.html",
+        include_str!("../../templates/dashboard/release_body.html"),
     ),
     (
         "images.html",
@@ -97,19 +106,62 @@ pub struct Filter {
     pub phase: String,
 }
 
+/// A line of the overview's table: a canary, or a release heading its waves' lines.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum Line<'a> {
+    Canary { c: &'a Summary },
+    Release { r: &'a ReleaseView },
+}
+
+/// The overview's lines: the canaries `shown` in order, but a release's waves together (in
+/// wave order) under a line for their release, where its first shown wave would be.
+fn lines<'a>(o: &'a Overview, shown: &[&'a Summary]) -> Vec<Line<'a>> {
+    let mut out = Vec::new();
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    for c in shown {
+        let Some(release) = c.release.as_deref() else {
+            out.push(Line::Canary { c });
+            continue;
+        };
+        if !done.insert(release) {
+            continue;
+        }
+        let Some(r) = o
+            .releases
+            .iter()
+            .find(|r| format!("{}/{}", r.namespace, r.name) == release)
+        else {
+            out.push(Line::Canary { c });
+            continue;
+        };
+        out.push(Line::Release { r });
+        for w in &r.waves {
+            if let Some(c) = shown
+                .iter()
+                .find(|s| s.namespace == w.canary.namespace && s.name == w.canary.name)
+            {
+                out.push(Line::Canary { c });
+            }
+        }
+    }
+    out
+}
+
 fn overview_context(o: &Overview, filter: &Filter) -> Value {
-    let shown: Vec<_> = o
+    let shown: Vec<&Summary> = o
         .canaries
         .iter()
         .filter(|c| filter.namespace.is_empty() || c.namespace == filter.namespace)
         .filter(|c| filter.phase.is_empty() || c.phase == filter.phase)
-        .cloned()
         .collect();
+    let lines = lines(o, &shown);
     let namespaces: BTreeSet<String> = o.canaries.iter().map(|c| c.namespace.clone()).collect();
     let phases: BTreeSet<String> = o.canaries.iter().map(|c| c.phase.clone()).collect();
     context! {
         head => o.head.clone(),
-        shown => Serde(shown),
+        shown => shown.len(),
+        lines => Serde(lines),
         total => o.canaries.len(),
         refusals => o.refusals.clone(),
         namespaces => namespaces,
@@ -158,6 +210,20 @@ pub fn canary(head: &str, d: &Detail) -> anyhow::Result<String> {
 /// A canary page's live part.
 pub fn canary_fragment(head: &str, d: &Detail) -> anyhow::Result<String> {
     render("canary_body.html", canary_context(head, d))
+}
+
+fn release_context(head: &str, r: &ReleaseView) -> Value {
+    context! { head => head.to_string(), r => Serde(r) }
+}
+
+/// A release's page: its waves in order.
+pub fn release(head: &str, r: &ReleaseView) -> anyhow::Result<String> {
+    render("release.html", release_context(head, r))
+}
+
+/// A release page's live part.
+pub fn release_fragment(head: &str, r: &ReleaseView) -> anyhow::Result<String> {
+    render("release_body.html", release_context(head, r))
 }
 
 /// A page that says what went wrong (no canary by that name, the repo not read yet).

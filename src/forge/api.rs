@@ -13,7 +13,9 @@ use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, DEFAULT_TIMEOUT};
+use super::{
+    ForgeError, ForgeKind, ForgeSettings, ForgeToken, Operation, PullRequest, DEFAULT_TIMEOUT,
+};
 use crate::http_client::{read_body, BodyError};
 use crate::url_credentials::redact_url;
 
@@ -84,6 +86,126 @@ pub(super) enum Reading {
     UntilFound,
 }
 
+/// The calls Bitbucket and Azure DevOps make alike, each over its own paths, answers and
+/// query: a pull request read from one call, and one found in a list.
+pub(super) trait PullsApi {
+    /// A pull request as the forge answers it.
+    type Pull: DeserializeOwned + Numbered;
+    /// How its pull-request list pages.
+    const PAGE: Paging;
+
+    fn api(&self) -> &Api;
+
+    /// The pull-request path followed by `tail`.
+    fn pulls_url(&self, op: Operation, tail: &[&str]) -> Result<Url, ForgeError>;
+
+    /// The pull request as sluice needs it.
+    fn pr(&self, op: Operation, p: Self::Pull) -> Result<PullRequest, ForgeError>;
+
+    /// The query every call carries (Azure DevOps: `api-version`).
+    const QUERY: &'static [(&'static str, &'static str)];
+
+    /// An answer as this forge means it, before its status is judged.
+    fn meaning(&self, answer: Answer) -> Answer;
+
+    /// `method` on the pull-request path `tail`; any status outside 2xx is an error.
+    async fn send(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        json: Option<&Value>,
+    ) -> Result<Answer, ForgeError> {
+        let url = self.pulls_url(op, tail)?;
+        let query: Vec<(&str, String)> = Self::QUERY
+            .iter()
+            .map(|(k, v)| (*k, v.to_string()))
+            .collect();
+        let api = self.api();
+        let answer = self.meaning(api.send_raw(op, method, url, &query, json).await?);
+        if answer.status.is_success() {
+            Ok(answer)
+        } else {
+            Err(api.status_error(op, &answer))
+        }
+    }
+
+    /// [`PullsApi::send`], its answer read as a pull request.
+    async fn call(
+        &self,
+        op: Operation,
+        method: Method,
+        tail: &[&str],
+        json: Option<&Value>,
+    ) -> Result<PullRequest, ForgeError> {
+        let answer = self.send(op, method, tail, json).await?;
+        self.pr(op, self.api().decode(op, &answer)?)
+    }
+
+    /// `GET` of the pull request numbered `number` (its path below the pull-request path).
+    async fn get_pull(&self, number: u64) -> Result<PullRequest, ForgeError> {
+        let n = number.to_string();
+        self.call(Operation::Get(number), Method::GET, &[&n], None)
+            .await
+    }
+
+    /// The pull request of the list `query` selects that `wanted` accepts, as `which` says.
+    async fn listed(
+        &self,
+        op: Operation,
+        query: &[(&str, String)],
+        wanted: impl Fn(&Self::Pull) -> bool,
+        which: Lookup,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let url = self.pulls_url(op, &[])?;
+        let api = self.api();
+        let found = api.lookup(op, &url, query, Self::PAGE, wanted, which);
+        found.await?.map(|p| self.pr(op, p)).transpose()
+    }
+}
+
+/// Which item [`Api::lookup`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lookup {
+    First,
+    Newest(Reading),
+}
+
+/// How a list endpoint pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Paging {
+    /// GitHub, GitLab, Gitea: a JSON array; `page` = 1, 2, ... with the page size in the named
+    /// parameter; another page follows when the `Link` header says `rel="next"` (or, without a
+    /// `Link` header, when the page was full).
+    Numbered(&'static str, u32),
+    /// Bitbucket Cloud: `{"values": [...], "next": URL}` with the page size in the named
+    /// parameter; the next page is the `next` link, followed only below the API base.
+    NextLink(&'static str, u32),
+    /// Azure DevOps: `{"value": [...], "count": n}`; `$top` items from `$skip`; another page
+    /// follows any non-empty one (the server may send fewer than `$top`).
+    Skip(u32),
+}
+
+impl From<(&'static str, u32)> for Paging {
+    fn from((size_key, size): (&'static str, u32)) -> Paging {
+        Paging::Numbered(size_key, size)
+    }
+}
+
+/// A Bitbucket page.
+#[derive(serde::Deserialize)]
+struct Values<T> {
+    values: Vec<T>,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// An Azure DevOps list.
+#[derive(serde::Deserialize)]
+struct ValueList<T> {
+    value: Vec<T>,
+}
+
 /// A 2xx answer, or any answer when the caller asked for it raw.
 pub(super) struct Answer {
     pub status: StatusCode,
@@ -131,6 +253,18 @@ impl Api {
         })
     }
 
+    /// True when `url` (a next-page link an answer gave) is below the API base, on its scheme,
+    /// host and port: the token is sent only where the settings point.
+    pub(super) fn within_base(&self, url: &Url) -> bool {
+        url.scheme() == self.base.scheme()
+            && url.host_str() == self.base.host_str()
+            && url.port_or_known_default() == self.base.port_or_known_default()
+            && url
+                .path()
+                .strip_prefix(self.base.path().trim_end_matches('/'))
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+
     #[cfg(test)]
     pub(super) fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
@@ -154,6 +288,17 @@ impl Api {
             }
         }
         Ok(url)
+    }
+
+    /// [`Api::url`] of `prefix` followed by `tail`.
+    pub(super) fn url_of(
+        &self,
+        op: Operation,
+        prefix: &[&str],
+        tail: &[&str],
+    ) -> Result<Url, ForgeError> {
+        let segments: Vec<&str> = prefix.iter().chain(tail).copied().collect();
+        self.url(op, &segments)
     }
 
     /// Sends one request and returns the answer whatever its status; only transport problems
@@ -253,26 +398,63 @@ impl Api {
         })
     }
 
-    /// Reads a list endpoint page by page (`page` = 1, 2, ...; page size in `size_key`) and
-    /// hands each page to `visit` until it breaks, the forge says there is no next page, or
-    /// [`MAX_PAGES`] were read.
+    /// Reads a list endpoint page by page as `paging` says and hands each page to `visit`
+    /// until it breaks, the forge says there is no next page, or [`MAX_PAGES`] were read.
     pub(super) async fn pages<T: DeserializeOwned>(
         &self,
         op: Operation,
         url: &Url,
         query: &[(&str, String)],
-        (size_key, size): (&str, u32),
+        paging: impl Into<Paging>,
         mut visit: impl FnMut(Vec<T>) -> ControlFlow<()>,
     ) -> Result<(), ForgeError> {
+        let paging = paging.into();
+        let mut url = url.clone();
+        let mut seen = 0;
         for page in 1..=MAX_PAGES {
             let mut q: Vec<(&str, String)> = query.to_vec();
-            q.push((size_key, size.to_string()));
-            q.push(("page", page.to_string()));
+            match paging {
+                Paging::Numbered(size_key, size) => {
+                    q.push((size_key, size.to_string()));
+                    q.push(("page", page.to_string()));
+                }
+                // The next link carries the whole query.
+                Paging::NextLink(_, _) if page > 1 => q.clear(),
+                Paging::NextLink(size_key, size) => q.push((size_key, size.to_string())),
+                Paging::Skip(top) => {
+                    q.push(("$top", top.to_string()));
+                    q.push(("$skip", seen.to_string()));
+                }
+            }
             let answer = self.send(op, Method::GET, url.clone(), &q, None).await?;
-            let items: Vec<T> = self.decode(op, &answer)?;
-            let got = items.len();
-            if visit(items).is_break() || !has_next(&answer.headers, got, size) {
+            let (items, next) = match paging {
+                Paging::Numbered(_, size) => {
+                    let items: Vec<T> = self.decode(op, &answer)?;
+                    let more = has_next(&answer.headers, items.len(), size);
+                    (items, more.then(|| url.clone()))
+                }
+                Paging::NextLink(_, _) => {
+                    let listed: Values<T> = self.decode(op, &answer)?;
+                    let next = match listed.next {
+                        Some(link) if !listed.values.is_empty() => Some(self.next_link(op, &link)?),
+                        _ => None,
+                    };
+                    (listed.values, next)
+                }
+                // The server may cut `$top`: the next page starts after what came.
+                Paging::Skip(_) => {
+                    let listed: ValueList<T> = self.decode(op, &answer)?;
+                    (listed.value, Some(url.clone()))
+                }
+            };
+            let empty = items.is_empty();
+            seen += items.len();
+            if visit(items).is_break() || empty {
                 return Ok(());
+            }
+            match next {
+                Some(next) => url = next,
+                None => return Ok(()),
             }
         }
         tracing::warn!(
@@ -284,6 +466,25 @@ impl Api {
         Ok(())
     }
 
+    /// A next-page link from an answer, followed only below the API base (the token goes
+    /// along); anything else is a terminal error.
+    fn next_link(&self, op: Operation, link: &str) -> Result<Url, ForgeError> {
+        match Url::parse(link) {
+            Ok(url) if self.within_base(&url) => Ok(url),
+            _ => Err(self.terminal(
+                op,
+                None,
+                format!(
+                    "next page link {:?} is not below forge.apiUrl",
+                    redact_url(link)
+                ),
+                "sluice sends the token only to forge.apiUrl; check forge.apiUrl is the \
+                 address the forge calls itself"
+                    .into(),
+            )),
+        }
+    }
+
     /// The first item of a list endpoint that `wanted` accepts, reading page by page (see
     /// [`Api::pages`]).
     pub(super) async fn find<T: DeserializeOwned>(
@@ -291,7 +492,7 @@ impl Api {
         op: Operation,
         url: &Url,
         query: &[(&str, String)],
-        size: (&str, u32),
+        size: impl Into<Paging>,
         wanted: impl Fn(&T) -> bool,
     ) -> Result<Option<T>, ForgeError> {
         let mut found = None;
@@ -314,7 +515,7 @@ impl Api {
         op: Operation,
         url: &Url,
         query: &[(&str, String)],
-        size: (&str, u32),
+        size: impl Into<Paging>,
         wanted: impl Fn(&T) -> bool,
         reading: Reading,
     ) -> Result<Option<T>, ForgeError> {
@@ -332,6 +533,26 @@ impl Api {
         })
         .await?;
         Ok(newest)
+    }
+
+    /// The first item, or the newest, of a list endpoint that `wanted` accepts, as `which`
+    /// says ([`Api::find`], [`Api::newest`]).
+    pub(super) async fn lookup<T: DeserializeOwned + Numbered>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        paging: Paging,
+        wanted: impl Fn(&T) -> bool,
+        which: Lookup,
+    ) -> Result<Option<T>, ForgeError> {
+        match which {
+            Lookup::First => self.find(op, url, query, paging, wanted).await,
+            Lookup::Newest(reading) => {
+                let newest = self.newest(op, url, query, paging, wanted, reading);
+                newest.await
+            }
+        }
     }
 
     /// Classifies a non-2xx answer.
@@ -482,9 +703,9 @@ impl Api {
         }
     }
 
-    /// The API's own explanation: GitHub/Gitea `message` (+ GitHub `errors[]`), GitLab
-    /// `message` (string, list or field map) or OAuth `error`/`error_description`; otherwise the
-    /// start of the body. Scrubbed, one line, bounded.
+    /// The API's own explanation: GitHub/Gitea/Azure DevOps `message` (+ GitHub `errors[]`),
+    /// GitLab `message` (string, list or field map), Bitbucket `error.message`/`error.detail` or
+    /// OAuth `error`/`error_description`; otherwise the start of the body. Scrubbed, one line, bounded.
     fn api_message(&self, body: &[u8]) -> String {
         let text = match serde_json::from_slice::<Value>(body) {
             Ok(v) => json_message(&v),
@@ -496,7 +717,14 @@ impl Api {
     /// Replaces the token wherever it appears.
     fn scrub(&self, text: &str) -> String {
         match &self.token {
-            Some(t) if !t.expose().is_empty() => text.replace(t.expose(), "***"),
+            Some(t) if !t.expose().is_empty() => {
+                let t = t.expose();
+                // The token as it is and in the base64 forms of HTTP basic auth.
+                let encoded = |s: &str| crate::redact::base64(s.as_bytes());
+                [t.to_string(), encoded(t), encoded(&format!(":{t}"))]
+                    .iter()
+                    .fold(text.to_string(), |text, form| text.replace(form, "***"))
+            }
             _ => text.to_string(),
         }
     }
@@ -515,8 +743,7 @@ fn headers(kind: ForgeKind, token: Option<&ForgeToken>) -> Result<HeaderMap, For
         );
     }
     if let Some(token) = token {
-        let (name, prefix) = about.auth;
-        let value = format!("{prefix}{}", token.expose());
+        let (name, value) = about.auth.header(token.expose());
         let mut value = HeaderValue::from_str(&value).map_err(|_| ForgeError::Config {
             message: format!(
                 "the token in {} (or {}) contains characters not allowed in an HTTP header",
@@ -585,8 +812,16 @@ fn json_message(v: &Value) -> String {
         }
     }
     if parts.is_empty() {
-        if let Some(e) = v.get("error") {
-            parts.push(scalar_text(e));
+        match v.get("error") {
+            // Bitbucket: `{"type": "error", "error": {"message": ..., "detail": ...}}`.
+            Some(Value::Object(e)) => parts.extend(
+                ["message", "detail"]
+                    .iter()
+                    .filter_map(|k| e.get(*k))
+                    .map(scalar_text),
+            ),
+            Some(e) => parts.push(scalar_text(e)),
+            None => {}
         }
         if let Some(d) = v.get("error_description") {
             parts.push(scalar_text(d));

@@ -13,21 +13,57 @@
 //! - `PATCH /repos/{owner}/{repo}/pulls/{index}` `{state: "closed"}`
 //!
 //! Auth: `Authorization: token <token>`.
+//!
+//! Forgejo serves the same calls; it is the same provider under its own name
+//! ([`GiteaLike`] with Forgejo's [`Flavor`], in `forgejo.rs`).
+
+use std::marker::PhantomData;
 
 use reqwest::Method;
 
 use super::api::{Api, Reading};
 use super::github_like::{OwnerRepo, Pull, SharedPulls};
-use super::{About, ForgeError, ForgeProvider, Operation, PullRequest};
+use super::{About, Auth, ForgeError, ForgeProvider, Operation, PullRequest};
 
-/// A Gitea (or Forgejo) repository's pull requests.
-#[derive(Debug)]
-pub struct Gitea {
-    pub(super) api: Api,
-    repo: OwnerRepo,
+/// What sets one forge of Gitea's API apart: its name, API base and hints.
+pub trait Flavor: std::fmt::Debug {
+    const ABOUT: About;
 }
 
-impl Gitea {
+/// A repository's pull requests on a forge serving Gitea's API v1 (Gitea itself, Forgejo).
+#[derive(Debug)]
+pub struct GiteaLike<F: Flavor> {
+    pub(super) api: Api,
+    repo: OwnerRepo,
+    flavor: PhantomData<F>,
+}
+
+/// A Gitea repository's pull requests.
+pub type Gitea = GiteaLike<GiteaApi>;
+
+/// Gitea's [`Flavor`].
+#[derive(Debug)]
+pub struct GiteaApi;
+
+impl Flavor for GiteaApi {
+    const ABOUT: About = About {
+        key: "gitea",
+        title: "Gitea",
+        pr_noun: "pull request",
+        pr_sign: "#",
+        default_api_url: None,
+        api_url_sample: "https://gitea.example.com/api/v1",
+        api_path: "/api/v1",
+        public_web: None,
+        api_url_example: "https://HOST/api/v1",
+        token_scopes: "write:repository and write:issue scopes",
+        accept: "application/json",
+        headers: &[],
+        auth: Auth::Header("authorization", "token "),
+    };
+}
+
+impl<F: Flavor> GiteaLike<F> {
     /// The head branch lives in this repository, not in a fork.
     fn head_in_this_repo(&self, p: &Pull) -> bool {
         match p.head.repo.as_ref().and_then(|r| r.full_name.as_deref()) {
@@ -76,22 +112,8 @@ impl Gitea {
     }
 }
 
-impl ForgeProvider for Gitea {
-    const ABOUT: About = About {
-        key: "gitea",
-        title: "Gitea",
-        pr_noun: "pull request",
-        pr_sign: "#",
-        default_api_url: None,
-        api_url_sample: "https://gitea.example.com/api/v1",
-        api_path: "/api/v1",
-        public_web: None,
-        api_url_example: "https://HOST/api/v1",
-        token_scopes: "write:repository and write:issue scopes",
-        accept: "application/json",
-        headers: &[],
-        auth: ("authorization", "token "),
-    };
+impl<F: Flavor> ForgeProvider for GiteaLike<F> {
+    const ABOUT: About = F::ABOUT;
 
     super::github_like::shared_pulls_provider!();
 
@@ -102,9 +124,13 @@ impl ForgeProvider for Gitea {
         )
     }
 
-    fn new(api: Api, repository: &str) -> Result<Gitea, ForgeError> {
+    fn new(api: Api, repository: &str) -> Result<GiteaLike<F>, ForgeError> {
         let repo = OwnerRepo::parse(repository)?;
-        Ok(Gitea { api, repo })
+        Ok(GiteaLike {
+            api,
+            repo,
+            flavor: PhantomData,
+        })
     }
 
     async fn find_open(&self, head: &str, base: &str) -> Result<Option<PullRequest>, ForgeError> {
@@ -137,7 +163,7 @@ impl ForgeProvider for Gitea {
     }
 }
 
-impl SharedPulls for Gitea {
+impl<F: Flavor> SharedPulls for GiteaLike<F> {
     fn api(&self) -> &Api {
         &self.api
     }

@@ -13,7 +13,7 @@
 
 use super::api::{Api, Reading};
 use super::github_like::{OwnerRepo, Pull, SharedPulls};
-use super::{About, ForgeError, ForgeProvider, Operation, PullRequest};
+use super::{About, Auth, ForgeError, ForgeProvider, Operation, PullRequest};
 
 /// A GitHub repository's pull requests.
 #[derive(Debug)]
@@ -47,7 +47,7 @@ impl ForgeProvider for GitHub {
             "repo scope (classic token) or Pull requests: read and write (fine-grained token)",
         accept: "application/vnd.github+json",
         headers: &[("x-github-api-version", "2022-11-28")],
-        auth: ("authorization", "Bearer "),
+        auth: Auth::Header("authorization", "Bearer "),
     };
 
     super::github_like::shared_pulls_provider!();

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Api, Numbered, Reading};
-use super::{About, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
+use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
 
 const PER_PAGE: u32 = 100;
 
@@ -116,7 +116,7 @@ impl ForgeProvider for GitLab {
         token_scopes: "api scope",
         accept: "application/json",
         headers: &[],
-        auth: ("private-token", ""),
+        auth: Auth::Header("private-token", ""),
     };
 
     /// A project path such as `group/project` (or `group/sub/project`) or a numeric id.

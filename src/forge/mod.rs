@@ -3,9 +3,9 @@
 //!
 //! A step that needs approval is committed on a branch `sluice/<namespace>/<name>/<step>`;
 //! merging its pull request approves the step, closing it aborts the rollout. Each provider is
-//! one module behind the [`ForgeProvider`] trait (`github.rs`, `gitlab.rs`, `gitea.rs`; the
-//! calls GitHub and Gitea make alike are in `github_like.rs`, the HTTP plumbing all share in
-//! `api.rs`) and one line in `registry.rs`, which builds [`ForgeKind`] and [`Forge`] from the
+//! one module behind the [`ForgeProvider`] trait (`github.rs`, `gitlab.rs`, `gitea.rs`,
+//! `forgejo.rs` (Gitea's calls under its own name), `bitbucket.rs`, `azure.rs`; the calls GitHub
+//! and Gitea make alike are in `github_like.rs`, the HTTP plumbing all share in `api.rs`) and one line in `registry.rs`, which builds [`ForgeKind`] and [`Forge`] from the
 //! list; the provider is chosen once from the repo settings, and nothing downstream matches on
 //! a forge.
 //!
@@ -20,8 +20,12 @@
 //! (`SLUICE_FORGE_TOKEN` / `SLUICE_FORGE_TOKEN_FILE`), and must not panic on any HTTP answer.
 
 mod api;
+pub mod azure;
+pub mod bitbucket;
+pub mod forgejo;
 pub mod gitea;
 pub mod github;
+pub mod github_app;
 mod github_like;
 pub mod gitlab;
 mod registry;
@@ -35,7 +39,7 @@ use std::time::Duration;
 use api::Api;
 
 pub use api::ForgeClient;
-pub use registry::{About, Forge, ForgeKind};
+pub use registry::{About, Auth, Forge, ForgeKind};
 
 /// Where a pull request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +53,8 @@ pub enum PrState {
 /// A pull request (GitLab: merge request) as sluice needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequest {
-    /// The number humans see: GitHub/Gitea `number`, GitLab `iid`.
+    /// The number humans see: GitHub/Gitea `number`, GitLab `iid`, Bitbucket `id`, Azure
+    /// DevOps `pullRequestId`.
     pub number: u64,
     /// The web page of the pull request.
     pub url: String,
@@ -263,7 +268,9 @@ pub struct ForgeSettings {
     /// (`https://api.github.com`, `https://ghe.example.com/api/v3`,
     /// `https://gitlab.com/api/v4`, `https://gitea.example.com/api/v1`).
     pub api_url: String,
-    /// `owner/name` (GitHub, Gitea) or a GitLab project path (`group/sub/project`) or numeric id.
+    /// `owner/name` (GitHub, Gitea, Forgejo), `workspace/repo_slug` (Bitbucket),
+    /// `project/repository` (Azure DevOps) or a GitLab project path (`group/sub/project`) or
+    /// numeric id.
     pub repository: String,
 }
 
@@ -363,7 +370,8 @@ impl Forge {
     /// again (after a crash, on every reconcile) never opens a second one.
     ///
     /// If another writer opened it between the lookup and the create, the forge refuses the
-    /// duplicate (GitHub 422, GitLab and Gitea 409) and the lookup is repeated.
+    /// duplicate (GitHub 422, GitLab, Gitea, Forgejo and Azure DevOps 409, Bitbucket 400) and
+    /// the lookup is repeated.
     pub async fn ensure_open(
         &self,
         head: &str,
@@ -376,7 +384,7 @@ impl Forge {
         }
         match self.open(head, base, title, body).await {
             Ok(pr) => Ok(pr),
-            Err(e @ ForgeError::Terminal { .. }) if matches!(e.status(), Some(409 | 422)) => {
+            Err(e @ ForgeError::Terminal { .. }) if matches!(e.status(), Some(400 | 409 | 422)) => {
                 match self.find_open(head, base).await? {
                     Some(pr) => Ok(pr),
                     None => Err(e),
@@ -460,6 +468,11 @@ fn cut(text: &str, keep: usize) -> String {
     if text.is_empty() {
         return String::new();
     }
+    cut_with(text, keep, CUT_NOTE)
+}
+
+/// The whole lines of `text` that fit in `keep` characters, then `note`.
+fn cut_with(text: &str, keep: usize, note: &str) -> String {
     let mut out = String::new();
     let mut kept = 0;
     for line in text.lines() {
@@ -471,7 +484,7 @@ fn cut(text: &str, keep: usize) -> String {
         out.push('\n');
         kept += len;
     }
-    out.push_str(CUT_NOTE);
+    out.push_str(note);
     out
 }
 

@@ -4,7 +4,7 @@
 //! forge. An unknown `forge.kind` is an error listing the known ones.
 
 use super::api::Api;
-use super::{gitea, github, gitlab};
+use super::{azure, bitbucket, forgejo, gitea, github, gitlab};
 use super::{ForgeError, ForgeProvider, ForgeSettings, NewPull, PullRequest};
 
 /// Expands the forge list into [`ForgeKind`], [`Forge`] and one function per operation, so
@@ -145,8 +145,14 @@ forges! {
     GitHub => github::GitHub,
     /// gitlab.com or self-managed GitLab (API v4 merge requests).
     GitLab => gitlab::GitLab,
-    /// Gitea or Forgejo (API v1).
+    /// Gitea (API v1).
     Gitea => gitea::Gitea,
+    /// Forgejo or Codeberg (API v1, Gitea's calls).
+    Forgejo => forgejo::Forgejo,
+    /// Bitbucket Cloud (REST 2.0).
+    Bitbucket => bitbucket::Bitbucket,
+    /// Azure DevOps Services or Server (Git REST API 7.0).
+    AzureDevOps => azure::AzureDevOps,
 }
 
 /// What one forge says about itself besides its calls ([`ForgeProvider::ABOUT`]): how
@@ -178,8 +184,36 @@ pub struct About {
     pub accept: &'static str,
     /// Other headers of every request (lowercase names).
     pub headers: &'static [(&'static str, &'static str)],
-    /// The header the token goes in (lowercase) and what comes before it in the value.
-    pub auth: (&'static str, &'static str),
+    /// How the token goes into each request.
+    pub auth: Auth,
+}
+
+/// How a forge takes the access token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// In the header named first (lowercase), after the prefix named second:
+    /// `("authorization", "Bearer ")`, `("private-token", "")`.
+    Header(&'static str, &'static str),
+    /// HTTP basic in `Authorization`: a token holding `:` is the `user:password` pair as it is,
+    /// any other token the password of an empty user (Azure DevOps personal access tokens).
+    Basic,
+    /// A token holding `:` is a `user:password` pair sent as HTTP basic (Bitbucket app
+    /// passwords), any other token a bearer token (Bitbucket access tokens).
+    BearerOrBasic,
+}
+
+impl Auth {
+    /// The header name and value that carry `token`.
+    pub fn header(self, token: &str) -> (&'static str, String) {
+        let basic = |pair: &str| format!("Basic {}", crate::redact::base64(pair.as_bytes()));
+        match self {
+            Auth::Header(name, prefix) => (name, format!("{prefix}{token}")),
+            Auth::Basic if token.contains(':') => ("authorization", basic(token)),
+            Auth::Basic => ("authorization", basic(&format!(":{token}"))),
+            Auth::BearerOrBasic if token.contains(':') => ("authorization", basic(token)),
+            Auth::BearerOrBasic => ("authorization", format!("Bearer {token}")),
+        }
+    }
 }
 
 impl ForgeKind {
@@ -198,7 +232,8 @@ impl ForgeKind {
         self.about().pr_noun
     }
 
-    /// The API base used when `forge.apiUrl` is absent; Gitea has no public default.
+    /// The API base used when `forge.apiUrl` is absent; Gitea and Azure DevOps have no public
+    /// default.
     pub fn default_api_url(self) -> Option<&'static str> {
         self.about().default_api_url
     }
@@ -212,7 +247,7 @@ impl ForgeKind {
             .ok_or_else(|| {
                 let keys: Vec<&str> = ForgeKind::ALL.iter().map(|k| k.key()).collect();
                 format!(
-                    "unknown forge kind {text:?}; expected one of: {} (use gitea for Forgejo)",
+                    "unknown forge kind {text:?}; expected one of: {}",
                     keys.join(", ")
                 )
             })

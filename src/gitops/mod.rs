@@ -79,7 +79,7 @@ pub use remote::STALE_REF_LOCK;
 pub use repo::ConfigRepo;
 pub use sign::Signing;
 pub use timeouts::{set_network_timeout, DEFAULT_NETWORK_TIMEOUT};
-pub use tree_diff::{tree_diff, tree_diff_under, Differs};
+pub use tree_diff::{index_entry, tree_diff, tree_diff_under, Differs};
 #[cfg(test)]
 pub(crate) use tree_diff::{tree_of, tree_with_modes};
 

@@ -162,6 +162,25 @@ fn compare(
     Ok(())
 }
 
+/// The index entry of the blob `id` at `path` with git mode `mode`, for building a tree in an
+/// in-memory index (no work tree, so no stat data).
+pub fn index_entry(path: &str, id: Oid, mode: u32) -> git2::IndexEntry {
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: u16::try_from(path.len()).map_or(0xfff, |n| n.min(0xfff)),
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
 /// A tree of `files` (path, text) written to `repo` (tests' trees, without a work tree).
 #[cfg(test)]
 pub(crate) fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Oid {
@@ -175,21 +194,7 @@ pub(crate) fn tree_with_modes(repo: &Repository, files: &[(&str, &str, u32)]) ->
     let mut index = git2::Index::new().unwrap();
     for (path, text, mode) in files {
         let id = repo.blob(text.as_bytes()).unwrap();
-        let entry = git2::IndexEntry {
-            ctime: git2::IndexTime::new(0, 0),
-            mtime: git2::IndexTime::new(0, 0),
-            dev: 0,
-            ino: 0,
-            mode: *mode,
-            uid: 0,
-            gid: 0,
-            file_size: 0,
-            id,
-            flags: (path.len() as u16) & 0xfff,
-            flags_extended: 0,
-            path: path.as_bytes().to_vec(),
-        };
-        index.add(&entry).unwrap();
+        index.add(&index_entry(path, id, *mode)).unwrap();
     }
     index.write_tree_to(repo).unwrap()
 }

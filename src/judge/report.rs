@@ -44,6 +44,12 @@ pub struct MetricRow {
     pub estimate: Option<f64>,
     pub effect_measure: String,
     pub effect_size: Option<f64>,
+    /// What the interval had to clear for `High` (`ciLow > bound`) or `Low`
+    /// (`ciHigh < -bound`); absent where the test did not run.
+    pub bound: Option<f64>,
+    /// The effect sizes a `Low` (at most) and a `High` (at least) had to reach.
+    pub allowed_decrease: f64,
+    pub allowed_increase: f64,
     pub mean_ratio: Option<f64>,
     pub canary_count: usize,
     pub baseline_count: usize,
@@ -72,6 +78,9 @@ pub fn report(judgement: &Judgement, measures: &[EffectMeasure]) -> Report {
                 estimate: c.test.map(|t| t.estimate),
                 effect_measure: measure_name(*measure).to_string(),
                 effect_size: finite(c.effect_size),
+                bound: c.test.and_then(|_| finite(c.bound)),
+                allowed_decrease: c.allowed_decrease,
+                allowed_increase: c.allowed_increase,
                 mean_ratio: finite(c.mean_ratio),
                 canary_count: c.canary_count,
                 baseline_count: c.baseline_count,
@@ -123,7 +132,7 @@ pub fn table(report: &Report) -> String {
     let mut table = comfy_table::Table::new();
     table.load_style(comfy_table::presets::NOTHING);
     table.set_header([
-        "METRIC", "GROUP", "CLASS", "U", "P", "CI LOW", "CI HIGH", "ESTIMATE", "EFFECT",
+        "METRIC", "GROUP", "CLASS", "U", "P", "CI LOW", "CI HIGH", "ESTIMATE", "EFFECT", "BOUNDS",
     ]);
     for m in &report.metrics {
         let class = match (m.critical, m.muted) {
@@ -141,6 +150,7 @@ pub fn table(report: &Report) -> String {
             num(m.ci_high),
             num(m.estimate),
             format!("{} {}", m.effect_measure, num(m.effect_size)),
+            bounds(m),
         ]);
     }
     let mut out = format!("{table}\n\n");
@@ -169,6 +179,20 @@ pub fn table(report: &Report) -> String {
         out.push_str(&format!("{reason}\n"));
     }
     out
+}
+
+/// The bounds a `High` or `Low` had to pass: `±bound effect<=D|>=I`, `-` where the test did
+/// not run.
+fn bounds(m: &MetricRow) -> String {
+    match m.bound {
+        Some(b) => format!(
+            "±{} effect<={}|>={}",
+            num(Some(b)),
+            num(Some(m.allowed_decrease)),
+            num(Some(m.allowed_increase))
+        ),
+        None => "-".to_string(),
+    }
 }
 
 /// A Markdown table cell: `|` escaped, line breaks as spaces.

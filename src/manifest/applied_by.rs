@@ -431,7 +431,7 @@ fn wildcard(p: &[u8], t: &[u8]) -> bool {
 }
 
 /// `folder/rel` with `.` and `..` resolved, without a leading `./`; `None` out of the repo.
-fn normalize(folder: &str, rel: &str) -> Option<String> {
+pub fn normalize(folder: &str, rel: &str) -> Option<String> {
     let mut parts: Vec<&str> = if rel.starts_with('/') {
         Vec::new()
     } else {
@@ -449,7 +449,8 @@ fn normalize(folder: &str, rel: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn join(folder: &str, name: &str) -> String {
+/// `folder/name`, or `name` in the root.
+pub fn join(folder: &str, name: &str) -> String {
     if folder.is_empty() {
         name.to_string()
     } else {
@@ -465,7 +466,8 @@ pub fn under(path: &str, folder: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-fn parent(path: &str) -> &str {
+/// The folder `path` is in (`""` for the root).
+pub fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(p, _)| p)
 }
 

@@ -61,6 +61,10 @@ pub struct Settings {
     /// `dashboard: {url: ...}`: where sluice's dashboard is served, so pull requests,
     /// notifications, alerts and `sluice status` link to a canary's page.
     pub dashboard_url: Option<String>,
+    /// `adoption: {hold: true}`: a repo moving from Flagger. Each canary gets its first render
+    /// (the primary from the source, weights 100/0, the canary at 0 replicas) and nothing
+    /// more: no rollout starts until the key is removed (`sluice adopt release`).
+    pub adoption_hold: bool,
     /// `maxConcurrentCanaries`, and `namespaces.<ns>.maxConcurrentCanaries`: how many
     /// canaries may progress at once; the others wait to start (`core::concurrency`).
     pub concurrency: Limits,
@@ -111,6 +115,7 @@ impl Default for Settings {
             signing: None,
             drift: DriftPolicy::Hold,
             dashboard_url: None,
+            adoption_hold: false,
             concurrency: Limits::default(),
         }
     }
@@ -149,6 +154,8 @@ const KEYS: &[&str] = &[
     "signing",
     "drift",
     "dashboard",
+    // Written by `sluice adopt` (`adoption: {hold: true}`); the adoption hold reads it.
+    "adoption",
     "maxConcurrentCanaries",
     "namespaces",
 ];
@@ -251,52 +258,67 @@ fn read_blocks(r: &mut Reader, root: &Node, settings: &mut Settings) {
     if let Some(n) = root.get("dashboard") {
         settings.dashboard_url = read_dashboard(r, n);
     }
-    if let Some(n) = root.get("maxConcurrentCanaries") {
-        settings.concurrency.repo = read_limit(r, n, "maxConcurrentCanaries");
+    if let Some(n) = root.get("adoption") {
+        settings.adoption_hold = read_adoption(r, n);
+        if let Some(n) = root.get("maxConcurrentCanaries") {
+            settings.concurrency.repo = read_limit(r, n, "maxConcurrentCanaries");
+        }
+        if let Some(n) = root.get("namespaces") {
+            settings.concurrency.namespaces = read_namespaces(r, n);
+        }
     }
-    if let Some(n) = root.get("namespaces") {
-        settings.concurrency.namespaces = read_namespaces(r, n);
+
+    /// A `maxConcurrentCanaries`: a whole number, at least 1 (0 would start nothing ever).
+    fn read_limit(r: &mut Reader, n: &Node, path: &str) -> Option<u32> {
+        r.int(n, path, 1, MAX_CONCURRENT)
+            .and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// `namespaces: {<ns>: {maxConcurrentCanaries: N}}`: the per-namespace limits.
+    fn read_namespaces(r: &mut Reader, n: &Node) -> std::collections::BTreeMap<String, u32> {
+        let mut out = std::collections::BTreeMap::new();
+        let crate::yaml::node::Value::Map(entries) = &n.value else {
+            r.error(
+                n.line,
+                "namespaces",
+                format!(
+                    "expected a mapping of namespace to its settings, found {}",
+                    n.kind()
+                ),
+            );
+            return out;
+        };
+        for (key, value) in entries {
+            let path = join("namespaces", &key.text);
+            if r.map(value, &path, &["maxConcurrentCanaries"]).is_none() {
+                continue;
+            }
+            if let Err(e) = crate::core::model::Name::parse(&key.text) {
+                r.error(key.line, &path, format!("expected a namespace name: {e}"));
+                continue;
+            }
+            let field = join(&path, "maxConcurrentCanaries");
+            if let Some(limit) = value
+                .get("maxConcurrentCanaries")
+                .and_then(|v| read_limit(r, v, &field))
+            {
+                out.insert(key.text.clone(), limit);
+            }
+        }
+        out
     }
 }
 
-/// A `maxConcurrentCanaries`: a whole number, at least 1 (0 would start nothing ever).
-fn read_limit(r: &mut Reader, n: &Node, path: &str) -> Option<u32> {
-    r.int(n, path, 1, MAX_CONCURRENT)
-        .and_then(|v| u32::try_from(v).ok())
-}
-
-/// `namespaces: {<ns>: {maxConcurrentCanaries: N}}`: the per-namespace limits.
-fn read_namespaces(r: &mut Reader, n: &Node) -> std::collections::BTreeMap<String, u32> {
-    let mut out = std::collections::BTreeMap::new();
-    let crate::yaml::node::Value::Map(entries) = &n.value else {
-        r.error(
-            n.line,
-            "namespaces",
-            format!(
-                "expected a mapping of namespace to its settings, found {}",
-                n.kind()
-            ),
-        );
-        return out;
-    };
-    for (key, value) in entries {
-        let path = join("namespaces", &key.text);
-        if r.map(value, &path, &["maxConcurrentCanaries"]).is_none() {
-            continue;
-        }
-        if let Err(e) = crate::core::model::Name::parse(&key.text) {
-            r.error(key.line, &path, format!("expected a namespace name: {e}"));
-            continue;
-        }
-        let field = join(&path, "maxConcurrentCanaries");
-        if let Some(limit) = value
-            .get("maxConcurrentCanaries")
-            .and_then(|v| read_limit(r, v, &field))
-        {
-            out.insert(key.text.clone(), limit);
-        }
+/// `adoption: {hold: true|false}`: whether canaries hold at their first render while a repo
+/// moves from Flagger. A bad value is an error (every canary then holds for the settings, so
+/// a typo never starts a rollout in the middle of the switch).
+fn read_adoption(r: &mut Reader, n: &Node) -> bool {
+    if r.map(n, "adoption", &["hold"]).is_none() {
+        return false;
     }
-    out
+    n.get("hold")
+        .and_then(|v| r.bool(v, "adoption.hold"))
+        .unwrap_or(false)
 }
 
 /// `dashboard: {url: https://...}`: an http(s) URL without credentials, query or fragment
@@ -802,6 +824,30 @@ mod tests {
                 .kind,
             ForgeKind::Gitea
         );
+        let api_url = |text: &str| forge(text).unwrap().unwrap().api_url;
+        assert_eq!(
+            api_url("  kind: forgejo\n  repository: ops/cfg\n"),
+            "https://codeberg.org/api/v1"
+        );
+        assert_eq!(
+            api_url("  kind: bitbucket\n  repository: acme/config\n"),
+            "https://api.bitbucket.org/2.0"
+        );
+        assert_eq!(
+            api_url(
+                "  kind: azuredevops\n  apiUrl: https://tfs.corp/tfs/DefaultCollection\n  \
+                 repository: fleet/config\n"
+            ),
+            "https://tfs.corp/tfs/DefaultCollection"
+        );
+        let errs = forge("  kind: azuredevops\n  repository: fleet/config\n").unwrap_err();
+        assert!(
+            errs[0].contains(
+                "required for kind azuredevops: the API base, such as \
+                 https://dev.azure.com/ORGANIZATION"
+            ),
+            "{errs:?}"
+        );
         assert_eq!(
             forge("  kind: github\n  apiUrl: https://ghe.corp/api/v3\n  repository: a/b\n")
                 .unwrap()
@@ -813,12 +859,12 @@ mod tests {
 
     #[test]
     fn unknown_kind_lists_the_kinds() {
-        let errs = forge("  kind: bitbucket\n  repository: a/b\n").unwrap_err();
+        let errs = forge("  kind: gogs\n  repository: a/b\n").unwrap_err();
         assert_eq!(
             errs,
             vec![
-                ".sluice/config.yaml:4: forge.kind: unknown forge kind \"bitbucket\"; expected one \
-                 of: github, gitlab, gitea (use gitea for Forgejo)"
+                ".sluice/config.yaml:4: forge.kind: unknown forge kind \"gogs\"; expected one \
+                 of: github, gitlab, gitea, forgejo, bitbucket, azuredevops"
             ]
         );
     }
@@ -875,6 +921,10 @@ mod tests {
             ("github", "acme/con fig"),
             ("gitlab", "project"),
             ("gitlab", "group//project"),
+            ("bitbucket", "workspace"),
+            ("forgejo", "a/b/c"),
+            ("azuredevops", "project"),
+            ("azuredevops", "project/repo/extra"),
         ] {
             let errs = forge(&format!(
                 "  kind: {kind}\n  apiUrl: https://h/api\n  repository: \"{bad}\"\n"
@@ -944,14 +994,48 @@ mod tests {
             ),
             ("drift: [hold]\n", ".sluice/config.yaml:3: drift: expected"),
         ] {
-            let errs: Vec<String> = policy(text)
-                .unwrap_err()
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            assert_eq!(errs.len(), 1, "{text}: {errs:?}");
-            assert!(errs[0].starts_with(want), "{text}: {errs:?}");
+            one_error_starting(text, want);
         }
+    }
+
+    #[test]
+    fn adoption_hold_defaults_to_off_and_names_bad_values() {
+        let hold = |text: &str| parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"));
+        assert!(!hold("").unwrap().adoption_hold);
+        assert!(hold("adoption:\n  hold: true\n").unwrap().adoption_hold);
+        assert!(!hold("adoption:\n  hold: false\n").unwrap().adoption_hold);
+        assert!(!hold("adoption: {}\n").unwrap().adoption_hold);
+        for (text, want) in [
+            (
+                "adoption:\n  hold: yes\n",
+                ".sluice/config.yaml:4: adoption.hold: expected true or false, found",
+            ),
+            (
+                "adoption:\n  hold: \"true\"\n",
+                ".sluice/config.yaml:4: adoption.hold: expected true or false, found",
+            ),
+            (
+                "adoption: true\n",
+                ".sluice/config.yaml:3: adoption: expected a mapping, found",
+            ),
+            (
+                "adoption:\n  hlod: true\n",
+                ".sluice/config.yaml:4: adoption.hlod: unknown field (did you mean \"hold\"?)",
+            ),
+        ] {
+            one_error_starting(text, want);
+        }
+    }
+
+    /// The settings `HEAD` + `text` give one error, which starts with `want`.
+    fn one_error_starting(text: &str, want: &str) {
+        let errs: Vec<String> = parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"))
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs.len(), 1, "{text}: {errs:?}");
+        assert!(errs[0].starts_with(want), "{text}: {errs:?}");
     }
 
     #[test]

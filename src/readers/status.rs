@@ -65,8 +65,8 @@ pub struct Row {
 /// What holds a canary: its kind, who holds it and why.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Held {
-    /// `settings`, `suspend`, `pause`, `drift`, `cluster` or `queue`: in the order the loop
-    /// obeys them.
+    /// `settings`, `adoption`, `suspend`, `pause`, `drift`, `cluster` or `queue`: in the order
+    /// the loop obeys them.
     pub kind: &'static str,
     /// Who holds it: the operator of the `sluice pause` commit (or `sluice pause` when that
     /// commit is not read), the settings file, `spec.suspend`, drift, the cluster, or
@@ -133,11 +133,12 @@ fn to_second(t: jiff::Timestamp) -> String {
 }
 
 /// What holds the canary, in the order the loop obeys it (`core::decide`): broken settings,
-/// `spec.suspend`, `sluice pause`, drift, an unreachable cluster, `maxConcurrentCanaries`.
+/// `adoption.hold` (a canary with a status: one without is initialized first), `spec.suspend`,
+/// `sluice pause`, drift, an unreachable cluster, `maxConcurrentCanaries`.
 fn held_of(
     c: &crate::manifest::model::Canary,
     status: Option<&crate::core::status::Status>,
-    settings: Option<&str>,
+    (settings, adoption): (Option<&str>, bool),
 ) -> Option<Held> {
     if let Some(message) = settings {
         return Some(Held {
@@ -147,6 +148,13 @@ fn held_of(
                 .strip_prefix(HELD_SETTINGS)
                 .unwrap_or(message)
                 .to_string(),
+        });
+    }
+    if adoption && status.is_some() {
+        return Some(Held {
+            kind: "adoption",
+            by: format!("{SETTINGS_PATH} adoption.hold"),
+            why: "sluice keeps each canary at its first render and starts no rollout until the adoption is released (`sluice adopt release`)".into(),
         });
     }
     if c.suspend {
@@ -468,7 +476,7 @@ pub fn rows_in(repo: &Repo<'_>, now: jiff::Timestamp) -> Vec<Row> {
                 age: age_at(s.phase_since, now),
                 message: s.message.clone(),
                 paused: s.paused,
-                held: held_of(c, Some(&s), held),
+                held: held_of(c, Some(&s), (held, settings.adoption_hold)),
                 reason: (s.phase == crate::core::status::Phase::Failed).then(|| s.message.clone()),
                 images: images_in(repo.files, c.output.as_str()),
                 warnings,
@@ -481,7 +489,9 @@ pub fn rows_in(repo: &Repo<'_>, now: jiff::Timestamp) -> Vec<Row> {
             Err(e) => without_status(c, "?", format!("unreadable status file: {e}"), warnings),
         };
         let row = Row {
-            held: row.held.or_else(|| held_of(c, None, held)),
+            held: row
+                .held
+                .or_else(|| held_of(c, None, (held, settings.adoption_hold))),
             ..row
         };
         let url = settings.dashboard_page(c.id.namespace.as_str(), c.id.name.as_str());

@@ -1,6 +1,7 @@
 //! The dashboard's routes: `/` (overview, `?namespace=&phase=`), `/canaries/{ns}/{name}`,
-//! their live fragments under `/fragments/`, the JSON API (`/api/v1/canaries`,
-//! `/api/v1/canaries/{ns}/{name}`) and the embedded assets. Every answer carries a strict
+//! `/releases/{ns}/{name}` (a canary with waves), their live fragments under `/fragments/`,
+//! the JSON API (`/api/v1/canaries`, `/api/v1/canaries/{ns}/{name}`,
+//! `/api/v1/releases/{ns}/{name}`) and the embedded assets. Every answer carries a strict
 //! Content-Security-Policy (scripts only from this server, no inline script or style, no
 //! framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`. With
 //! `--dashboard-auth-file`, a request without the credentials gets 401 and no data.
@@ -44,6 +45,12 @@ pub fn routes(state: DashboardState) -> Router {
             "/fragments/canaries/{namespace}/{name}",
             get(canary_fragment),
         )
+        .route("/releases/{namespace}/{name}", get(release_page))
+        .route(
+            "/fragments/releases/{namespace}/{name}",
+            get(release_fragment),
+        )
+        .route("/api/v1/releases/{namespace}/{name}", get(api_release))
         .route("/api/v1/canaries", get(api_overview))
         .route("/api/v1/canaries/{namespace}/{name}", get(api_canary))
         .route("/assets/dashboard.js", get(js))
@@ -189,34 +196,93 @@ async fn detail(
     }
 }
 
+/// The answer of a page of one canary or release: its model (`found`, with the head it was
+/// read at) shown by `show`, or the error answer.
+fn answer<T>(
+    found: Result<(String, T), Response>,
+    show: impl FnOnce(&str, &T) -> Response,
+) -> Response {
+    match found {
+        Ok((head, model)) => show(&head, &model),
+        Err(r) => r,
+    }
+}
+
 async fn canary_page(
     State(s): State<DashboardState>,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    match detail(s, namespace, name).await {
-        Ok((head, d)) => html(pages::canary(&head, &d)),
-        Err(r) => r,
-    }
+    answer(detail(s, namespace, name).await, |head, d| {
+        html(pages::canary(head, d))
+    })
 }
 
 async fn canary_fragment(
     State(s): State<DashboardState>,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    match detail(s, namespace, name).await {
-        Ok((head, d)) => html(pages::canary_fragment(&head, &d)),
-        Err(r) => r,
-    }
+    answer(detail(s, namespace, name).await, |head, d| {
+        html(pages::canary_fragment(head, d))
+    })
 }
 
 async fn api_canary(
     State(s): State<DashboardState>,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    match detail(s, namespace, name).await {
-        Ok((_, d)) => Json(d.as_ref().clone()).into_response(),
-        Err(r) => r,
+    answer(detail(s, namespace, name).await, |_, d| {
+        Json(d.as_ref().clone()).into_response()
+    })
+}
+
+/// The release's model with the head it was read at, or the error answer.
+async fn release(
+    s: DashboardState,
+    namespace: String,
+    name: String,
+) -> Result<(String, crate::dashboard::model::ReleaseView), Response> {
+    let d = s.dashboard.clone();
+    let (ns, n) = (namespace.clone(), name.clone());
+    let (head, found) = read(move || {
+        let head = d.overview()?.head.clone();
+        Ok((head, d.release(&ns, &n)?))
+    })
+    .await?;
+    match found {
+        Some(release) => Ok((head, release)),
+        None => Err(failure(
+            StatusCode::NOT_FOUND,
+            "No such release",
+            &format!("The repo has no canary with waves {namespace}/{name}."),
+        )),
     }
+}
+
+async fn release_page(
+    State(s): State<DashboardState>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    answer(release(s, namespace, name).await, |head, r| {
+        html(pages::release(head, r))
+    })
+}
+
+async fn release_fragment(
+    State(s): State<DashboardState>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    answer(release(s, namespace, name).await, |head, r| {
+        html(pages::release_fragment(head, r))
+    })
+}
+
+async fn api_release(
+    State(s): State<DashboardState>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    answer(release(s, namespace, name).await, |_, r| {
+        Json(r.clone()).into_response()
+    })
 }
 
 async fn js() -> Response {

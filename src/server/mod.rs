@@ -1,6 +1,6 @@
 //! The daemon's HTTP endpoints, on up to four listeners:
 //!
-//! - the main one: `POST /hooks/git`, `/metrics` unless it has a listener of its own (and
+//! - the main one: `POST /hooks/git` (pushes), `POST /hooks/<forge>` (pull-request events), `/metrics` unless it has a listener of its own (and
 //!   `/healthz`, `/readyz`, kept for setups that probe it);
 //! - the probe listener: `/healthz` and `/readyz` only, for the kubelet. It has its own
 //!   connection budget, so a flood of connections to the main listener (which the cluster
@@ -25,6 +25,7 @@
 mod dashboard;
 mod listener;
 mod metrics;
+mod pr_events;
 mod webhook;
 
 use std::future::Future;
@@ -47,6 +48,7 @@ pub use webhook::{MAX_WEBHOOK_BODY, REMEMBERED_DELIVERIES, REPLAY_WINDOW, WEBHOO
 
 use listener::serve_app;
 use metrics::OPENMETRICS;
+use pr_events::forge_hook;
 use webhook::{git_hook, Replays};
 
 /// What the handlers share with the loop.
@@ -163,6 +165,7 @@ pub fn router(state: ServerState, request_timeout: Duration) -> Router {
     };
     let app = app
         .route("/hooks/git", post(git_hook))
+        .route("/hooks/{forge}", post(forge_hook))
         .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
         .with_state(state);
     let app = match dashboard {

@@ -41,12 +41,14 @@ pub const REMEMBERED_DELIVERIES: usize = 4096;
 /// delivery is worth at most one early tick per window.
 pub const REPLAY_WINDOW: Duration = Duration::from_secs(10 * 60);
 
-/// Headers carrying a forge's delivery id (GitHub, Gitea/Forgejo, GitLab): logged, never
-/// trusted.
-const DELIVERY_HEADERS: [&str; 3] = [
+/// Headers carrying a forge's delivery id (GitHub, Gitea, Forgejo, GitLab, Bitbucket Cloud):
+/// logged, never trusted.
+const DELIVERY_HEADERS: [&str; 5] = [
     "x-github-delivery",
     "x-gitea-delivery",
+    "x-forgejo-delivery",
     "x-gitlab-event-uuid",
+    "x-request-uuid",
 ];
 
 /// The authenticated bodies of the last [`REPLAY_WINDOW`], by digest, the oldest forgotten
@@ -90,7 +92,7 @@ enum Auth {
     GitlabToken,
 }
 
-fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(super) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -110,17 +112,23 @@ fn authenticate(headers: &HeaderMap, body: &[u8], secret: &[u8]) -> Result<Auth,
             .ok_or("X-Gitea-Signature does not match the body");
     }
     if let Some(token) = headers.get("x-gitlab-token") {
-        // Compare digests so neither the secret's length nor its content leaks through timing.
-        let given = Sha256::digest(token.as_bytes());
-        let expected = Sha256::digest(secret);
-        return bool::from(given.as_slice().ct_eq(expected.as_slice()))
+        return same_secret(token.as_bytes(), secret)
             .then_some(Auth::GitlabToken)
             .ok_or("X-Gitlab-Token does not match");
     }
     Err("no X-Hub-Signature-256, X-Gitea-Signature or X-Gitlab-Token header")
 }
 
-fn verify_hmac(secret: &[u8], body: &[u8], signature: &str) -> bool {
+/// Whether `given` is `secret`. Compares digests so neither the secret's length nor its
+/// content leaks through timing.
+pub(super) fn same_secret(given: &[u8], secret: &[u8]) -> bool {
+    let given = Sha256::digest(given);
+    let expected = Sha256::digest(secret);
+    bool::from(given.as_slice().ct_eq(expected.as_slice()))
+}
+
+/// Whether `signature` (hex) is HMAC-SHA256(`secret`, `body`), compared in constant time.
+pub(super) fn verify_hmac(secret: &[u8], body: &[u8], signature: &str) -> bool {
     let Ok(tag) = hex::decode(signature.trim()) else {
         return false;
     };
@@ -137,24 +145,12 @@ pub(super) async fn git_hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(secret) = state.webhook_secret.as_deref() else {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "webhooks are disabled: no secret is configured. Set {WEBHOOK_SECRET_ENV} \
-                 (e.g. from the sluice-credentials Secret) and give the forge's webhook the same \
-                 secret (GitHub/Gitea: \"Secret\", GitLab: \"Secret token\")\n"
-            ),
-        )
-            .into_response();
+    let Some(secret) = state.webhook_secret.clone() else {
+        return disabled();
     };
-    let auth = match authenticate(&headers, &body, secret) {
+    let auth = match authenticate(&headers, &body, &secret) {
         Ok(auth) => auth,
-        Err(why) => {
-            warn!(reason = why, "Rejected git webhook");
-            state.metrics.error("webhook_auth");
-            return (StatusCode::UNAUTHORIZED, format!("unauthorized: {why}\n")).into_response();
-        }
+        Err(why) => return refused(&state, why),
     };
     let event = header_str(&headers, "x-github-event")
         .or_else(|| header_str(&headers, "x-gitea-event"))
@@ -163,22 +159,70 @@ pub(super) async fn git_hook(
     if event == "ping" {
         return (StatusCode::OK, "pong\n").into_response();
     }
-    let delivery = DELIVERY_HEADERS
-        .iter()
-        .find_map(|name| header_str(&headers, name));
-    // Recorded only once authenticated, so unsigned requests cannot fill the memory.
-    if !state.replays.first(&body, state.clock.now()) {
-        info!(
-            event,
-            delivery, "Git webhook body received before; ignored as a replay"
-        );
-        return (
-            StatusCode::OK,
-            "already received: this body was delivered before\n",
-        )
-            .into_response();
+    let delivery = delivery(&headers);
+    if !first_delivery(&state, &body, event, delivery) {
+        return already_received();
     }
     info!(event, auth = ?auth, delivery, "Git webhook received, waking the loop");
+    wake(&state)
+}
+
+/// The answer when no webhook secret is configured: every hook is refused.
+pub(super) fn disabled() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "webhooks are disabled: no secret is configured. Set {WEBHOOK_SECRET_ENV} \
+             (e.g. from the sluice-credentials Secret) and give the forge's webhook the same \
+             secret (GitHub/Gitea: \"Secret\", GitLab: \"Secret token\")\n"
+        ),
+    )
+        .into_response()
+}
+
+/// The answer to a webhook whose authentication failed (`why`, never the secret).
+pub(super) fn refused(state: &ServerState, why: &str) -> Response {
+    warn!(reason = why, "Rejected webhook");
+    state.metrics.error("webhook_auth");
+    (StatusCode::UNAUTHORIZED, format!("unauthorized: {why}\n")).into_response()
+}
+
+/// The delivery id a forge put in its headers, for the log only.
+pub(super) fn delivery(headers: &HeaderMap) -> Option<&str> {
+    DELIVERY_HEADERS
+        .iter()
+        .find_map(|name| header_str(headers, name))
+}
+
+/// Records an authenticated `body`; false (and logged) when it is a replay. Recorded only once
+/// authenticated, so unsigned requests cannot fill the memory.
+pub(super) fn first_delivery(
+    state: &ServerState,
+    body: &[u8],
+    event: &str,
+    delivery: Option<&str>,
+) -> bool {
+    let first = state.replays.first(body, state.clock.now());
+    if !first {
+        info!(
+            event,
+            delivery, "Webhook body received before; ignored as a replay"
+        );
+    }
+    first
+}
+
+/// The answer to a replayed body: received, nothing woken.
+pub(super) fn already_received() -> Response {
+    (
+        StatusCode::OK,
+        "already received: this body was delivered before\n",
+    )
+        .into_response()
+}
+
+/// Wakes the loop and says so.
+pub(super) fn wake(state: &ServerState) -> Response {
     // One stored wake-up however many deliveries arrive before the loop takes it.
     state.wake.notify_one();
     (StatusCode::ACCEPTED, "accepted: reconciling soon\n").into_response()

@@ -294,20 +294,7 @@ mod tests {
         for (path, text) in files {
             let id = repo.blob(text.as_bytes()).unwrap();
             index
-                .add(&git2::IndexEntry {
-                    ctime: git2::IndexTime::new(0, 0),
-                    mtime: git2::IndexTime::new(0, 0),
-                    dev: 0,
-                    ino: 0,
-                    mode: 0o100_644,
-                    uid: 0,
-                    gid: 0,
-                    file_size: 0,
-                    id,
-                    flags: u16::try_from(path.len()).unwrap(),
-                    flags_extended: 0,
-                    path: path.as_bytes().to_vec(),
-                })
+                .add(&crate::gitops::index_entry(path, id, 0o100_644))
                 .unwrap();
         }
         let tree = repo.find_tree(index.write_tree_to(repo).unwrap()).unwrap();

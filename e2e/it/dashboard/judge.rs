@@ -1,7 +1,7 @@
 //! The dashboard's judge view in a real browser (headless Chromium): `sluice demo --judge
 //! --fail` rolls back a canary 30 % slower than its primary, and `sluice dashboard` on the
 //! kept repo shows each judged decision's metrics, the primary beside the canary, with the
-//! classification, the interval, the group scores and the summary the commit's trailers hold.
+//! classification, the interval, the bounds that explain the class, the group scores and the summary the commit's trailers hold.
 //! A screenshot goes to `target/dashboard-screenshots/judge-canary.png`.
 
 use serde_json::Value as Json;
@@ -36,6 +36,24 @@ fn dashboard_shows_the_judges_tables_of_a_judged_canary_in_a_browser() {
     assert!((270.0..281.0).contains(&canary), "{latency:#}");
     // The demo's window of 60 s at 1 s.
     assert_eq!(latency["primaryValues"], 61, "{latency:#}");
+    // The bounds that explain the High: the interval clears a quarter of the estimate, the
+    // effect size reaches the allowed increase (`sluice audit` on this repo, in `demo_judge`,
+    // judges the recorded series again and finds these very trailers).
+    let number = |key: &str| {
+        latency[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key}: {latency:#}"))
+    };
+    let bound = number("bound");
+    assert!(
+        (bound - 0.25 * number("estimate").abs()).abs() <= 0.01,
+        "{latency:#}"
+    );
+    assert!(number("ciLow") > bound, "{latency:#}");
+    assert!(
+        number("effectSize") >= number("allowedIncrease"),
+        "{latency:#}"
+    );
 
     let browser = Browser::start(DESKTOP.0, DESKTOP.1);
     browser.goto(&format!("http://{addr}/canaries/demo/podinfo"));
@@ -51,7 +69,8 @@ fn dashboard_shows_the_judges_tables_of_a_judged_canary_in_a_browser() {
                  j.querySelector('.group[data-group=\"latency\"] strong').textContent, \
                  j.querySelector('.group[data-group=\"errors\"] strong').textContent, \
                  j.querySelector('.summary-score').textContent, \
-                 j.querySelector('summary').textContent];",
+                 j.querySelector('summary').textContent, \
+                 row.querySelector('td.bounds').textContent];",
     );
     assert!(
         shown[0].as_u64().unwrap() >= 2,
@@ -69,6 +88,17 @@ fn dashboard_shows_the_judges_tables_of_a_judged_canary_in_a_browser() {
             .as_str()
             .unwrap()
             .contains("score=50 fail (pass>=95 marginal>=75)"),
+        "{shown}"
+    );
+    let num = |v: f64| sluice::judge::report::num(Some(v));
+    assert_eq!(
+        shown[9],
+        format!(
+            "CI vs ±{} · effect ≤{} / ≥{}",
+            num(bound),
+            num(number("allowedDecrease")),
+            num(number("allowedIncrease"))
+        ),
         "{shown}"
     );
     browser.goto(&format!("http://{addr}/canaries/demo/podinfo#judge"));

@@ -14,22 +14,11 @@ use serde_json::Value as Json;
 
 use super::PHONE;
 use crate::support::dashboard::{
-    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP,
+    assert_fits, assert_shows, dashboard_in_browser, initialized, screenshots, sluice_dashboard,
+    Process, DESKTOP,
 };
 use crate::support::webdriver::Browser;
 use crate::support::{http, human_commit_at, operate_as_ada};
-
-/// Every visible element whose box reaches outside `[0, viewport width]`, described.
-const OUTSIDE: &str = "const w = document.documentElement.clientWidth; const out = []; \
-    for (const el of document.querySelectorAll('body *')) { \
-      const r = el.getBoundingClientRect(); \
-      if (r.width === 0 && r.height === 0) continue; \
-      if (r.left < -0.5 || r.right > w + 0.5) { \
-        const cls = typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : ''; \
-        out.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${cls} ${Math.round(r.left)}..${Math.round(r.right)}`); \
-      } \
-    } \
-    return {width: w, scrollWidth: document.documentElement.scrollWidth, outside: out.slice(0, 20)};";
 
 /// The operations whose commands the canary page offers.
 const OFFERED: &str =
@@ -107,31 +96,6 @@ fn timed_dashboard(size: (u32, u32)) -> (tempfile::TempDir, Process, String, Bro
 fn assert_offered(browser: &Browser, expected: &[&str]) {
     let offered = browser.js(OFFERED);
     assert_eq!(offered, serde_json::json!(expected), "{}", browser.text());
-}
-
-/// The text of the page's first `selector` holds `needle`.
-fn assert_shows(browser: &Browser, selector: &str, needle: &str) {
-    let script = format!("return document.querySelector({selector:?}).innerText;");
-    let text = browser.js(&script);
-    assert!(
-        text.as_str().is_some_and(|t| t.contains(needle)),
-        "{selector}: {text}"
-    );
-}
-
-/// No element of the browser's page lies outside the viewport, and the page does not scroll
-/// sideways.
-fn assert_fits(browser: &Browser, what: &str) {
-    let found = browser.js(OUTSIDE);
-    assert_eq!(
-        found["outside"],
-        Json::Array(vec![]),
-        "{what}: elements outside the viewport: {found}"
-    );
-    assert_eq!(
-        found["scrollWidth"], found["width"],
-        "{what} scrolls sideways: {found}"
-    );
 }
 
 #[test]

@@ -25,15 +25,13 @@ use serde_json::Value as Json;
 use sluice::cli::demo_prometheus::{self, Script};
 
 use crate::support::dashboard::{
-    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP,
+    dashboard_in_browser, initialized, screenshots, sluice_dashboard, Process, DESKTOP, PHONE,
 };
 use crate::support::metrics::{loop_canary, loop_deployment};
 use crate::support::webdriver::Browser;
 use crate::support::{
     free_port, history_json, http, human_clone, human_commit, seeded_remote, GitDaemon,
 };
-
-const PHONE: (u32, u32) = (390, 844);
 
 fn wait_http_ok(addr: &str, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -349,28 +347,100 @@ fn dashboard_auth_file_refuses_requests_without_credentials_in_a_browser() {
     assert!(body.contains("test/podinfo"), "{body}");
 }
 
-#[test]
-fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
+/// `sluice demo --dashboard --dashboard-listen LISTEN --keep KEEP` on the clock `clock`
+/// (`SLUICE_CLOCK`): the process (killed when dropped) and the lines it prints.
+fn demo_with_dashboard(
+    listen: &str,
+    keep: &Path,
+    clock: &str,
+) -> (Process, impl Iterator<Item = String>) {
     use std::io::BufRead;
-    let tmp = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
-    let mut child = crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", &addr])
+    let mut child = crate::support::sluice_demo(&["--dashboard", "--dashboard-listen", listen])
+        .env(sluice::clock::VAR, clock)
         .arg("--keep")
-        .arg(tmp.path().join("demo"))
+        .arg(keep)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let _demo = Process(child);
-    let url = std::io::BufReader::new(stdout)
+    let lines = std::io::BufReader::new(stdout)
         .lines()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.strip_prefix("Dashboard: ")
-                .map(|rest| rest.split(' ').next().unwrap_or("").to_string())
-        })
-        .expect("the demo prints its dashboard's URL");
-    assert_eq!(url, format!("http://{addr}/"));
+        .map_while(Result::ok);
+    (Process(child), lines)
+}
+
+/// `sluice demo --dashboard` on the wall clock (steps 10 s apart): the dashboard's URL is the
+/// first line printed, and while the demo still runs (it has not printed its end) the page
+/// shows the canary in progress.
+#[test]
+fn demo_dashboard_serves_from_the_first_tick() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut demo, lines) = demo_with_dashboard("127.0.0.1:0", &tmp.path().join("demo"), "wall");
+    let (tx, printed) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in lines {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = printed.recv_timeout(Duration::from_secs(30)).unwrap();
+    let addr = first
+        .strip_prefix("Dashboard: http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("the URL first: {first}"))
+        .to_string();
+    let mut seen = vec![first];
+    // At most 600 polls, 100 ms apart: the canary's first step is held 10 s.
+    let mut phase = Json::Null;
+    for _ in 0..600 {
+        let (status, body) = http(&addr, "GET", "/api/v1/canaries/demo/podinfo", &[], b"");
+        if status == 200 {
+            let detail: Json = serde_json::from_str(&body).unwrap();
+            phase = detail["phase"].clone();
+            if phase == "Progressing" {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    seen.extend(printed.try_iter());
+    assert_eq!(phase, "Progressing", "{seen:#?}");
+    assert!(
+        demo.0.try_wait().unwrap().is_none(),
+        "the demo still runs: {seen:#?}"
+    );
+    assert!(
+        !seen.iter().any(|l| l.contains("ended")),
+        "the demo has not ended yet: {seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("sluice demo: config repo")),
+        "the rest as before: {seen:#?}"
+    );
+    let (status, page) = http(&addr, "GET", "/canaries/demo/podinfo", &[], b"");
+    assert_eq!(status, 200);
+    assert!(page.contains(">Progressing<"), "{page}");
+}
+
+#[test]
+fn demo_dashboard_shows_the_whole_rollout_in_a_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let (_demo, lines) = demo_with_dashboard(&addr, &tmp.path().join("demo"), "stepped");
+    // The URL comes first, and again once the demo has ended.
+    let mut urls = Vec::new();
+    for line in lines {
+        if let Some(rest) = line.strip_prefix("Dashboard: ") {
+            urls.push(rest.split(' ').next().unwrap_or("").to_string());
+            if rest.contains("Ctrl-C") {
+                break;
+            }
+        }
+    }
+    assert_eq!(urls, [format!("http://{addr}/"), format!("http://{addr}/")]);
+    let url = urls[1].clone();
     let (status, body) = http(&addr, "GET", "/api/v1/canaries/demo/podinfo", &[], b"");
     assert_eq!(status, 200, "{body}");
     let detail: Json = serde_json::from_str(&body).unwrap();

@@ -7,11 +7,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::metrics::{loop_canary, loop_deployment};
+use serde_json::Value as Json;
+
 use super::webdriver::Browser;
 use super::{free_port, human_clone, reconcile, seeded_remote};
 
 /// The desktop window the browser tests use, in pixels.
 pub(crate) const DESKTOP: (u32, u32) = (1280, 800);
+
+/// The phone window the browser tests use, in pixels.
+pub(crate) const PHONE: (u32, u32) = (390, 844);
 
 /// Where the browser tests put their screenshots.
 pub(crate) fn screenshots() -> PathBuf {
@@ -91,4 +96,41 @@ pub(crate) fn sluice_dashboard_with(
         std::thread::sleep(Duration::from_millis(100));
     }
     (process, addr)
+}
+
+/// Every visible element whose box reaches outside `[0, viewport width]`, described.
+const OUTSIDE: &str = "const w = document.documentElement.clientWidth; const out = []; \
+    for (const el of document.querySelectorAll('body *')) { \
+      const r = el.getBoundingClientRect(); \
+      if (r.width === 0 && r.height === 0) continue; \
+      if (r.left < -0.5 || r.right > w + 0.5) { \
+        const cls = typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : ''; \
+        out.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${cls} ${Math.round(r.left)}..${Math.round(r.right)}`); \
+      } \
+    } \
+    return {width: w, scrollWidth: document.documentElement.scrollWidth, outside: out.slice(0, 20)};";
+
+/// The text of the page's first `selector` holds `needle`.
+pub(crate) fn assert_shows(browser: &Browser, selector: &str, needle: &str) {
+    let script = format!("return document.querySelector({selector:?}).innerText;");
+    let text = browser.js(&script);
+    assert!(
+        text.as_str().is_some_and(|t| t.contains(needle)),
+        "{selector}: {text}"
+    );
+}
+
+/// No element of the browser's page lies outside the viewport, and the page does not scroll
+/// sideways.
+pub(crate) fn assert_fits(browser: &Browser, what: &str) {
+    let found = browser.js(OUTSIDE);
+    assert_eq!(
+        found["outside"],
+        Json::Array(vec![]),
+        "{what}: elements outside the viewport: {found}"
+    );
+    assert_eq!(
+        found["scrollWidth"], found["width"],
+        "{what} scrolls sideways: {found}"
+    );
 }

@@ -1,5 +1,6 @@
-//! HTTP-level fakes of the GitHub, GitLab and Gitea pull-request APIs (documented endpoints and
-//! payloads, state kept in memory), and the `shop/web` world that waits for their approval.
+//! HTTP-level fakes of the GitHub, GitLab, Gitea, Forgejo, Bitbucket Cloud and Azure DevOps
+//! pull-request APIs (documented endpoints and payloads, state kept in memory), and the
+//! `shop/web` world that waits for their approval.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -41,10 +42,15 @@ pub(crate) enum Kind {
     GitHub,
     GitLab,
     Gitea,
+    Forgejo,
+    Bitbucket,
+    AzureDevOps,
 }
 
-/// HTTP-level fakes of the three forges' documented pull-request APIs, sharing one in-memory
-/// store: GitHub REST v3 pulls, GitLab v4 merge requests, Gitea/Forgejo v1 pulls.
+/// HTTP-level fakes of the forges' documented pull-request APIs, sharing one in-memory store:
+/// GitHub REST v3 pulls, GitLab v4 merge requests, Gitea/Forgejo v1 pulls, Bitbucket Cloud 2.0
+/// pull requests (pages of `values`), Azure DevOps 7.0 pull requests (`value`, full refs, every
+/// request with `api-version`).
 pub(crate) struct ForgeFake {
     kind: Kind,
     addr: SocketAddr,
@@ -95,10 +101,61 @@ fn gl_json(p: &Pr) -> Json_ {
     })
 }
 
+/// Bitbucket Cloud: `state` OPEN/MERGED/DECLINED, branches under `source`/`destination`, who
+/// merged in `closed_by`.
+fn bb_json(p: &Pr) -> Json_ {
+    json!({
+        "type": "pullrequest",
+        "id": p.number,
+        "title": p.title,
+        "description": p.body,
+        "state": if p.merged { "MERGED" } else if p.open { "OPEN" } else { "DECLINED" },
+        "source": {"branch": {"name": p.head}, "repository": {"full_name": "acme/fleet"}},
+        "destination": {"branch": {"name": p.base}, "repository": {"full_name": "acme/fleet"}},
+        "links": {"html": {"href": format!("https://bitbucket.org/acme/fleet/pull-requests/{}", p.number)}},
+        "closed_by": p.merged_by.as_ref().map(|l| json!({"nickname": l, "account_id": "5b10"})),
+    })
+}
+
+/// Azure DevOps: `status` active/completed/abandoned, full refs, who completed it in
+/// `closedBy.uniqueName`.
+fn az_json(p: &Pr) -> Json_ {
+    json!({
+        "pullRequestId": p.number,
+        "status": if p.merged { "completed" } else if p.open { "active" } else { "abandoned" },
+        "title": p.title,
+        "description": p.body,
+        "sourceRefName": format!("refs/heads/{}", p.head),
+        "targetRefName": format!("refs/heads/{}", p.base),
+        "closedBy": p.merged_by.as_ref().map(|l| json!({"uniqueName": l, "displayName": l})),
+        "repository": {"name": "fleet", "webUrl": "https://dev.azure.com/org/acme/_git/fleet"},
+    })
+}
+
 pub(crate) fn json_for(kind: Kind, p: &Pr) -> Json_ {
     match kind {
         Kind::GitLab => gl_json(p),
-        Kind::GitHub | Kind::Gitea => gh_json(p),
+        Kind::GitHub | Kind::Gitea | Kind::Forgejo => gh_json(p),
+        Kind::Bitbucket => bb_json(p),
+        Kind::AzureDevOps => az_json(p),
+    }
+}
+
+/// The web page of `p` as the fake of `kind` gives it (Azure DevOps: the repository's page
+/// and the number).
+pub(crate) fn page_url(kind: Kind, p: &Pr) -> String {
+    let v = json_for(kind, p);
+    let text = |pointer: &str| {
+        v.pointer(pointer)
+            .and_then(Json_::as_str)
+            .unwrap()
+            .to_string()
+    };
+    match kind {
+        Kind::GitLab => text("/web_url"),
+        Kind::GitHub | Kind::Gitea | Kind::Forgejo => text("/html_url"),
+        Kind::Bitbucket => text("/links/html/href"),
+        Kind::AzureDevOps => format!("{}/pullrequest/{}", text("/repository/webUrl"), p.number),
     }
 }
 
@@ -115,7 +172,7 @@ impl ForgeFake {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let app = match kind {
-            Kind::GitHub | Kind::Gitea => Router::new()
+            Kind::GitHub | Kind::Gitea | Kind::Forgejo => Router::new()
                 .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
                 .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
                 .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment)),
@@ -123,6 +180,27 @@ impl ForgeFake {
                 .route("/projects/{id}/merge_requests", get(list).post(create))
                 .route("/projects/{id}/merge_requests/{n}", get(one).put(update))
                 .route("/projects/{id}/merge_requests/{n}/notes", post(comment)),
+            Kind::Bitbucket => Router::new()
+                .route(
+                    "/repositories/{ws}/{repo}/pullrequests",
+                    get(list).post(create),
+                )
+                .route("/repositories/{ws}/{repo}/pullrequests/{n}", get(one))
+                .route(
+                    "/repositories/{ws}/{repo}/pullrequests/{n}/comments",
+                    post(comment),
+                )
+                .route(
+                    "/repositories/{ws}/{repo}/pullrequests/{n}/decline",
+                    post(decline),
+                ),
+            Kind::AzureDevOps => {
+                let pulls = "/{project}/_apis/git/repositories/{repo}/pullrequests";
+                Router::new()
+                    .route(pulls, get(list).post(create))
+                    .route(&format!("{pulls}/{{n}}"), get(one).patch(update))
+                    .route(&format!("{pulls}/{{n}}/threads"), post(comment))
+            }
         }
         .with_state((kind, Arc::clone(&prs)));
         runtime.spawn(async move {
@@ -180,11 +258,16 @@ impl ForgeFake {
     }
 
     pub(crate) fn settings(&self) -> String {
-        let (kind, repo) = match self.kind {
-            Kind::GitHub => ("github", "acme/fleet"),
-            Kind::GitLab => ("gitlab", "acme/fleet"),
-            Kind::Gitea => ("gitea", "acme/fleet"),
+        let kind = match self.kind {
+            Kind::GitHub => "github",
+            Kind::GitLab => "gitlab",
+            Kind::Gitea => "gitea",
+            Kind::Forgejo => "forgejo",
+            Kind::Bitbucket => "bitbucket",
+            Kind::AzureDevOps => "azuredevops",
         };
+        // Azure DevOps: project `acme`, repository `fleet`, below the collection at the root.
+        let repo = "acme/fleet";
         format!(
             "forge: {{kind: {kind}, apiUrl: 'http://{}', repository: {repo}}}\n",
             self.addr
@@ -194,19 +277,53 @@ impl ForgeFake {
 
 type St = (Kind, Shared);
 
+/// The values of query parameter `key` (Bitbucket repeats `state`).
+fn all_of<'q>(q: &'q [(String, String)], key: &str) -> Vec<&'q str> {
+    q.iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+/// Bitbucket's `q` as sluice writes it: `field = "value"` terms joined by ` AND `.
+fn bb_terms(q: &str) -> Vec<(String, String)> {
+    q.split(" AND ")
+        .filter_map(|term| {
+            let (field, value) = term.split_once(" = ")?;
+            let value = value.trim_matches('"');
+            Some((field.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
 async fn list(
     State((kind, prs)): State<St>,
-    Query(q): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Json<Json_> {
+    let q: HashMap<String, String> = pairs.iter().cloned().collect();
     let prs = prs.lock().unwrap();
-    if q.get("page")
+    let page = q
+        .get("page")
         .and_then(|p| p.parse::<u64>().ok())
-        .unwrap_or(1)
-        > 1
-    {
-        return Json(json!([]));
+        .unwrap_or(1);
+    let skip = q
+        .get("$skip")
+        .and_then(|p| p.parse::<u64>().ok())
+        .unwrap_or(0);
+    if page > 1 || skip > 0 {
+        return Json(match kind {
+            Kind::Bitbucket => json!({"values": []}),
+            Kind::AzureDevOps => json!({"value": [], "count": 0}),
+            _ => json!([]),
+        });
     }
     let state = q.get("state").cloned().unwrap_or_default();
+    let states = all_of(&pairs, "state");
+    let terms = q.get("q").map(|q| bb_terms(q)).unwrap_or_default();
+    let az_ref = |key: &str, branch: &str| {
+        q.get(key)
+            .is_none_or(|r| *r == format!("refs/heads/{branch}"))
+    };
     let items: Vec<Json_> = prs
         .list
         .iter()
@@ -216,25 +333,53 @@ async fn list(
                 .get("head")
                 .is_none_or(|h| *h == format!("acme:{}", p.head)),
             Kind::GitLab => q.get("source_branch").is_none_or(|h| *h == p.head),
-            Kind::Gitea => true,
+            Kind::Gitea | Kind::Forgejo => true,
+            Kind::Bitbucket => terms.iter().all(|(f, v)| match f.as_str() {
+                "source.branch.name" => p.head == *v,
+                "destination.branch.name" => p.base == *v,
+                _ => false,
+            }),
+            Kind::AzureDevOps => {
+                az_ref("searchCriteria.sourceRefName", &p.head)
+                    && az_ref("searchCriteria.targetRefName", &p.base)
+            }
         })
         // GitHub filters by `base`, GitLab by `target_branch`; Gitea's list has no such filter.
         .filter(|p| match kind {
             Kind::GitHub => q.get("base").is_none_or(|b| *b == p.base),
             Kind::GitLab => q.get("target_branch").is_none_or(|b| *b == p.base),
-            Kind::Gitea => true,
-        })
-        .filter(|p| match state.as_str() {
-            "open" | "opened" => p.open,
-            "closed" => !p.open,
             _ => true,
+        })
+        .filter(|p| match kind {
+            // Without `state`, Bitbucket lists open ones only.
+            Kind::Bitbucket => {
+                let s = bb_json(p)["state"].as_str().unwrap_or_default().to_string();
+                if states.is_empty() {
+                    s == "OPEN"
+                } else {
+                    states.contains(&s.as_str())
+                }
+            }
+            Kind::AzureDevOps => match q.get("searchCriteria.status").map(String::as_str) {
+                Some("all") => true,
+                _ => p.open,
+            },
+            _ => match state.as_str() {
+                "open" | "opened" => p.open,
+                "closed" => !p.open,
+                _ => true,
+            },
         })
         .map(|p| match kind {
             Kind::GitHub => gh_list_json(p),
-            Kind::GitLab | Kind::Gitea => json_for(kind, p),
+            _ => json_for(kind, p),
         })
         .collect();
-    Json(json!(items))
+    Json(match kind {
+        Kind::Bitbucket => json!({"values": items, "pagelen": 50, "page": 1}),
+        Kind::AzureDevOps => json!({"count": items.len(), "value": items}),
+        _ => json!(items),
+    })
 }
 
 async fn create(
@@ -242,19 +387,35 @@ async fn create(
     Json(body): Json<Json_>,
 ) -> (StatusCode, Json<Json_>) {
     let mut prs = prs.lock().unwrap();
+    // JSON pointers to the head and base branch names and the description.
     let (head, base, text) = match kind {
-        Kind::GitLab => ("source_branch", "target_branch", "description"),
-        Kind::GitHub | Kind::Gitea => ("head", "base", "body"),
+        Kind::GitLab => ("/source_branch", "/target_branch", "/description"),
+        Kind::GitHub | Kind::Gitea | Kind::Forgejo => ("/head", "/base", "/body"),
+        Kind::Bitbucket => (
+            "/source/branch/name",
+            "/destination/branch/name",
+            "/description",
+        ),
+        Kind::AzureDevOps => ("/sourceRefName", "/targetRefName", "/description"),
     };
-    for key in [head, base, "title", text] {
-        assert!(body[key].is_string(), "create without {key}: {body}");
+    for key in [head, base, "/title", text] {
+        assert!(
+            body.pointer(key).is_some_and(Json_::is_string),
+            "create without {key}: {body}"
+        );
     }
+    let at = |key: &str| {
+        body.pointer(key)
+            .and_then(Json_::as_str)
+            .unwrap_or_default()
+    };
+    let branch = |key: &str| at(key).trim_start_matches("refs/heads/").to_string();
     let pr = Pr {
         number: prs.list.len() as u64 + 1,
-        head: body[head].as_str().unwrap().to_string(),
-        base: body[base].as_str().unwrap().to_string(),
-        title: body["title"].as_str().unwrap().to_string(),
-        body: body[text].as_str().unwrap().to_string(),
+        head: branch(head),
+        base: branch(base),
+        title: at("/title").to_string(),
+        body: at(text).to_string(),
         open: true,
         merged: false,
         merged_by: None,
@@ -265,27 +426,12 @@ async fn create(
     (StatusCode::CREATED, Json(out))
 }
 
-async fn one(
-    State((kind, prs)): State<St>,
-    UrlPath(path): UrlPath<Vec<String>>,
-) -> Result<Json<Json_>, StatusCode> {
-    let n: u64 = path
-        .last()
-        .and_then(|n| n.parse().ok())
-        .ok_or(StatusCode::NOT_FOUND)?;
-    let prs = prs.lock().unwrap();
-    let pr = prs
-        .list
-        .iter()
-        .find(|p| p.number == n)
-        .ok_or(StatusCode::NOT_FOUND)?;
-    Ok(Json(json_for(kind, pr)))
-}
-
-async fn update(
-    State((kind, prs)): State<St>,
-    UrlPath(path): UrlPath<Vec<String>>,
-    Json(body): Json<Json_>,
+/// Applies `edit` to the pull request the path's last segment numbers: its answer, or 404.
+fn edit_pr(
+    kind: Kind,
+    prs: &Shared,
+    path: &[String],
+    edit: impl FnOnce(&mut Pr),
 ) -> Result<Json<Json_>, StatusCode> {
     let n: u64 = path
         .last()
@@ -297,26 +443,55 @@ async fn update(
         .iter_mut()
         .find(|p| p.number == n)
         .ok_or(StatusCode::NOT_FOUND)?;
-    let closing = match kind {
-        Kind::GitLab => body["state_event"] == "close",
-        Kind::GitHub | Kind::Gitea => body["state"] == "closed",
-    };
-    if closing {
-        pr.open = false;
-    }
+    edit(pr);
     Ok(Json(json_for(kind, pr)))
 }
 
+async fn one(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    edit_pr(kind, &prs, &path, |_| {})
+}
+
+async fn update(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+    Json(body): Json<Json_>,
+) -> Result<Json<Json_>, StatusCode> {
+    let closing = match kind {
+        Kind::GitLab => body["state_event"] == "close",
+        Kind::GitHub | Kind::Gitea | Kind::Forgejo => body["state"] == "closed",
+        Kind::AzureDevOps => body["status"] == "abandoned",
+        // Bitbucket declines with its own call.
+        Kind::Bitbucket => false,
+    };
+    edit_pr(kind, &prs, &path, |pr| pr.open &= !closing)
+}
+
+/// Bitbucket: `POST .../pullrequests/{n}/decline` closes without merging.
+async fn decline(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    edit_pr(kind, &prs, &path, |pr| pr.open = false)
+}
+
 async fn comment(
-    State((_kind, prs)): State<St>,
+    State((kind, prs)): State<St>,
     UrlPath(path): UrlPath<Vec<String>>,
     Json(body): Json<Json_>,
 ) -> (StatusCode, Json<Json_>) {
     let n: u64 = path.iter().rev().find_map(|n| n.parse().ok()).unwrap_or(0);
     let mut prs = prs.lock().unwrap();
     if let Some(pr) = prs.list.iter_mut().find(|p| p.number == n) {
+        let text = match kind {
+            Kind::Bitbucket => body.pointer("/content/raw"),
+            Kind::AzureDevOps => body.pointer("/comments/0/content"),
+            _ => body.get("body"),
+        };
         pr.comments
-            .push(body["body"].as_str().unwrap_or_default().to_string());
+            .push(text.and_then(Json_::as_str).unwrap_or_default().to_string());
     }
     (StatusCode::CREATED, Json(json!({"id": 1})))
 }
@@ -354,6 +529,16 @@ pub(crate) fn waiting(kind: Kind, extra: &str) -> (World, ForgeFake) {
 }
 
 pub(crate) const KINDS: [Kind; 3] = [Kind::GitHub, Kind::GitLab, Kind::Gitea];
+
+/// Every forge sluice speaks to, for the tests that run once per forge.
+pub(crate) const ALL: [Kind; 6] = [
+    Kind::GitHub,
+    Kind::GitLab,
+    Kind::Gitea,
+    Kind::Forgejo,
+    Kind::Bitbucket,
+    Kind::AzureDevOps,
+];
 
 /// The last commit on main: its subject and its trailers.
 pub(crate) fn last_commit(bare: &Path) -> (String, String) {

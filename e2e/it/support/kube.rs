@@ -112,6 +112,10 @@ fn serve(
             "/apis/{group}/{version}/namespaces/{ns}/{plural}",
             post(create_object),
         )
+        .route(
+            "/api/{version}/namespaces/{ns}/{plural}/{name}",
+            get(get_core_object),
+        )
         .fallback(not_a_path)
         .with_state(cluster);
     let served = tokio::spawn(async move {
@@ -125,7 +129,25 @@ fn serve(
     (stop, served)
 }
 
+/// A kubeconfig in `dir` whose one context is the API server at `api_url`, without
+/// credentials; returns its path (for `KUBECONFIG`).
+pub(crate) fn kubeconfig(api_url: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!("apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: '{api_url}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: fake, user: u}}}}]\ncurrent-context: c\n"),
+    )
+    .expect("kubeconfig");
+    path
+}
+
 impl FakeKubeApi {
+    /// Deletes the object stored under `plural`, `ns`, `name` (as `kubectl delete` would).
+    pub(crate) fn remove(&self, plural: &str, ns: &str, name: &str) {
+        let key = (plural.to_string(), ns.to_string(), name.to_string());
+        self.cluster.lock().expect("lock").objects.remove(&key);
+    }
+
     pub(crate) fn client(&self) -> kube::Client {
         client_from_config(kube::Config::new(self.url.parse().expect("url"))).expect("client")
     }
@@ -160,6 +182,8 @@ impl FakeKubeApi {
             Some("Deployment") => "deployments",
             Some("DaemonSet") => "daemonsets",
             Some("HTTPRoute") => "httproutes",
+            Some("Service") => "services",
+            Some("Canary") => "canaries",
             other => panic!("unexpected kind {other:?}"),
         };
         let key = (
@@ -265,6 +289,14 @@ async fn get_object(
         Some(object) => json_response(StatusCode::OK, object),
         None => not_found(&group, &plural, &name),
     }
+}
+
+/// `GET` of a core-group object (`/api/v1/...`: Services).
+async fn get_core_object(
+    state: State<Arc<Mutex<Cluster>>>,
+    UrlPath((version, ns, plural, name)): UrlPath<(String, String, String, String)>,
+) -> Response {
+    get_object(state, UrlPath((String::new(), version, ns, plural, name))).await
 }
 
 fn not_found(group: &str, plural: &str, name: &str) -> Response {

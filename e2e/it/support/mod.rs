@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+pub(crate) mod adopt;
 pub(crate) mod audit;
 pub(crate) mod canary;
 mod daemon;
@@ -50,12 +51,17 @@ impl Schemas {
     pub fn errors(&mut self, doc: &Json) -> Vec<String> {
         let file = Self::file_for(doc);
         let validator = self.0.entry(file.clone()).or_insert_with(|| {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("e2e/schemas")
-                .join(&file);
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let schema: Json = serde_json::from_str(&text).expect("schema is JSON");
+            let schemas = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/schemas");
+            let schema = match file.as_str() {
+                // Flagger's own Canary schema, from the CRD it installs.
+                "canary.flagger.app_v1beta1-strict.json" => flagger_canary_schema(&schemas),
+                _ => {
+                    let path = schemas.join(&file);
+                    let text = std::fs::read_to_string(&path)
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                    serde_json::from_str(&text).expect("schema is JSON")
+                }
+            };
             jsonschema::validator_for(&schema).expect("schema compiles")
         });
         validator
@@ -72,6 +78,17 @@ impl Schemas {
         assert!(errors.is_empty(), "{what}: {file}: {errors:#?}");
         file
     }
+}
+
+/// The `openAPIV3Schema` of Flagger's Canary CRD (v1beta1) in `schemas`.
+fn flagger_canary_schema(schemas: &Path) -> Json {
+    let text = std::fs::read_to_string(schemas.join("flagger.app_crds.v1.44.0.yaml")).unwrap();
+    let crds: Vec<Json> = serde_saphyr::from_multiple(&text).expect("the CRDs parse");
+    let canary = crds
+        .iter()
+        .find(|c| c["spec"]["names"]["kind"] == "Canary")
+        .expect("the Canary CRD");
+    canary["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
 }
 
 /// `text` as one YAML document, which passes its strict schema.
@@ -730,4 +747,40 @@ impl Stepped {
             format!("stepped@{}", self.0.get()),
         )
     }
+
+    /// `sluice reconcile` of the remote `bare` (clone in `work`) at this clock's time, which
+    /// must succeed; returns its stdout and stderr (log level warn).
+    pub fn reconcile(&self, bare: &Path, work: &Path) -> String {
+        let (var, at) = self.env();
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["reconcile", "--repo"])
+            .arg(bare)
+            .arg("--workdir")
+            .arg(work)
+            .env(var, at)
+            .env("SLUICE_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        format!("{}{stderr}", String::from_utf8_lossy(&out.stdout))
+    }
+}
+
+/// `kubectl kustomize ARGS dir`, its output; `None` without kubectl, a failed build panics.
+pub fn kustomize_text(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .args(args)
+        .arg(dir)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -87,6 +87,9 @@ pub struct Facts {
     /// act. The wave holds: nothing is decided for it, so nothing reaches its folder and it
     /// is never promoted on what cannot be seen.
     pub unreachable: Option<Unreachable>,
+    /// The repo settings hold every canary for an adoption (`adoption.hold`): a canary
+    /// without a status gets its first render, at rest; none starts a rollout.
+    pub adoption_hold: bool,
     /// `maxConcurrentCanaries`: the canary wants to start a new revision but the limit is
     /// full ([`crate::concurrency::admit`]): why it waits.
     pub queued: Option<String>,

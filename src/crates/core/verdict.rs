@@ -70,6 +70,9 @@ pub fn verdict<R>(
     if let (Some(fact), Some(status)) = (&facts.unreachable, status) {
         return unreachable(canary, status, fact, now);
     }
+    if let (true, Some(status)) = (facts.adoption_hold, status) {
+        return of(adopting(canary, status), Basis::Rules);
+    }
     if let (Some(reason), Some(status)) = (&facts.queued, status) {
         return of(
             queued(status, reason, now),
@@ -165,6 +168,22 @@ fn unreachable<R>(
         basis: Basis::Unreachable(fact.clone()),
         warnings: vec![event],
     }
+}
+
+/// What a canary held for an adoption is told: it already has its first render (a canary
+/// without a status is initialized as usual, which renders it at rest), so nothing changes,
+/// whatever its source, approvals or metrics say, until `adoption.hold` leaves the settings.
+pub const HELD_ADOPTION: &str = "held: adoption:";
+
+fn adopting<R>(canary: &Canary<R>, status: &Status) -> Decision {
+    hold(
+        status,
+        None,
+        format!(
+            "{HELD_ADOPTION} {} keeps its first render and starts no rollout while .sluice/config.yaml sets adoption.hold (`sluice adopt release` removes it)",
+            dotted(canary)
+        ),
+    )
 }
 
 /// `maxConcurrentCanaries` is reached: the canary stays where it is and its status says why,

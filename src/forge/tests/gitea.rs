@@ -1,5 +1,5 @@
 //! A fake of the Gitea (and Forgejo) API v1 pulls and issue-comments endpoints, and the Gitea
-//! tests.
+//! and Forgejo tests.
 
 use serde_json::{json, Value};
 use wiremock::{Request, Respond, ResponseTemplate};
@@ -218,7 +218,8 @@ pub const WIRE: Wire = Wire {
         "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
     ],
     create_keys: &["base", "body", "head", "title"],
-    auth: ("authorization", "token "),
+    auth: ("authorization", "token s3cr3t-forge-token-0123456789"),
+    comment_body: r#"{"body": "metrics look good"}"#,
     get_and_latest: [
         "GET /api/v1/repos/acme/config/pulls/3",
         "GET /api/v1/repos/acme/config/pulls?state=all&limit=50&page=1",
@@ -230,6 +231,32 @@ pub const WIRE: Wire = Wire {
     ),
     comment_path: "/api/v1/repos/acme/config/issues/3/comments",
     duplicate: (409, "pull request already exists"),
+};
+
+/// The same fake as Forgejo: Gitea's API under Forgejo's name, here without
+/// `GET /pulls/{base}/{head}` (answered 404), so the open list is read instead.
+pub const FORGEJO: FakeForge = FakeForge {
+    kind: ForgeKind::Forgejo,
+    prefix: "/api/v1",
+    repository: "acme/config",
+    first: 3,
+    responder: |fake| {
+        fake.store().base_head_endpoint = false;
+        Box::new(GiteaFake::new(fake))
+    },
+    wire: &FORGEJO_WIRE,
+};
+
+/// Gitea's wire, the base/head lookup falling back to the open list each time.
+pub const FORGEJO_WIRE: Wire = Wire {
+    ensure_open_twice: &[
+        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
+        "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
+        "POST /api/v1/repos/acme/config/pulls",
+        "GET /api/v1/repos/acme/config/pulls/main/sluice/prod/podinfo/3",
+        "GET /api/v1/repos/acme/config/pulls?state=open&limit=50&page=1",
+    ],
+    ..WIRE
 };
 
 async fn harness() -> Harness {

@@ -240,7 +240,8 @@ pub const WIRE: Wire = Wire {
         "GET /repos/acme/config/pulls?state=open&head=acme%3Asluice%2Fprod%2Fpodinfo%2F3&base=main&per_page=100&page=1",
     ],
     create_keys: &["base", "body", "head", "title"],
-    auth: ("authorization", "Bearer "),
+    auth: ("authorization", "Bearer s3cr3t-forge-token-0123456789"),
+    comment_body: r#"{"body": "metrics look good"}"#,
     // The list answer (latest_for_branch) has no `merged` field: `merged_at` alone decides.
     get_and_latest: [
         "GET /repos/acme/config/pulls/41",

@@ -276,7 +276,8 @@ pub const WIRE: Wire = Wire {
         "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=opened&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&per_page=100&page=1",
     ],
     create_keys: &["description", "source_branch", "target_branch", "title"],
-    auth: ("private-token", ""),
+    auth: ("private-token", "s3cr3t-forge-token-0123456789"),
+    comment_body: r#"{"body": "metrics look good"}"#,
     get_and_latest: [
         "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests/7",
         "GET /api/v4/projects/platform%2Fteam%2Fconfig/merge_requests?state=all&source_branch=sluice%2Fprod%2Fpodinfo%2F3&target_branch=main&order_by=created_at&sort=desc&per_page=100&page=1",

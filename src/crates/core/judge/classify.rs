@@ -143,6 +143,13 @@ pub struct Classification {
     pub mean_ratio: f64,
     /// The effect size in the rule's measure (NaN when it cannot be computed).
     pub effect_size: f64,
+    /// What the interval had to clear: `High` needs its low end above `bound`, `Low` its high
+    /// end below `-bound` (the rule's tolerance times |estimate|); NaN when the test did not run.
+    pub bound: f64,
+    /// The effect sizes a `Low` and a `High` had to reach: at most `allowed_decrease`, at least
+    /// `allowed_increase` (the rule's, whether the test ran or not).
+    pub allowed_decrease: f64,
+    pub allowed_increase: f64,
     /// How many values of each series were judged, after NaN and outlier handling.
     pub canary_count: usize,
     pub baseline_count: usize,
@@ -159,6 +166,9 @@ pub fn classify(canary: &[f64], baseline: &[f64], rule: &MetricRule) -> Classifi
         test: None,
         mean_ratio: 1.0,
         effect_size: f64::NAN,
+        bound: f64::NAN,
+        allowed_decrease: rule.effect_size.allowed_decrease,
+        allowed_increase: rule.effect_size.allowed_increase,
         canary_count: canary.len(),
         baseline_count: baseline.len(),
     };
@@ -209,6 +219,7 @@ fn compare(
     };
     result.test = Some(test);
     let bound = rule.tolerance * test.estimate.abs();
+    result.bound = bound;
     let effect = result.effect_size;
     let sizes = &rule.effect_size;
     // An effect size that cannot be computed (a zero mean) does not hold a classification back.

@@ -107,6 +107,7 @@ fn too_few(c: Classification, rule: &MetricRule, min_samples: usize) -> Classifi
             c.canary_count, c.baseline_count
         )),
         test: None,
+        bound: f64::NAN,
         ..c
     }
 }

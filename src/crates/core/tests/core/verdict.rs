@@ -388,3 +388,51 @@ fn an_unreachable_cluster_holds_the_wave_says_so_once_and_never_moves_it() {
     assert_eq!(back.basis, Basis::Rules);
     assert_eq!(back.decision, decide(&c, Some(held), &obs, t(10_060)));
 }
+
+/// Under `adoption.hold` a canary without a status gets its first render (initialized at
+/// rest, weights 100/0, as without the hold), and a new revision, a step due or an approval
+/// merged moves nothing; without the hold the same status starts the rollout.
+#[test]
+fn adoption_hold_initializes_then_never_moves() {
+    let c = canary().step_weight(10).max_weight(50).build();
+    let held = Facts {
+        adoption_hold: true,
+        ..Facts::default()
+    };
+    let first = verdict(&c, None, &Observations::revision("r0"), &held, t(0));
+    assert_eq!(first.basis, Basis::Rules);
+    assert_eq!(
+        first.decision,
+        decide(&c, None, &Observations::revision("r0"), t(0))
+    );
+    let at_rest = first.decision.status;
+    assert_eq!(at_rest.phase, Phase::Initialized);
+    assert_eq!((at_rest.primary_weight, at_rest.canary_weight), (100, 0));
+    let changed = Observations::revision("r1");
+    for at in [10, 100, 10_000] {
+        let v = verdict(&c, Some(&at_rest), &changed, &held, t(at));
+        assert_eq!(v.decision.action, Action::Hold, "at {at}: {v:?}");
+        assert!(!v.decision.commits(), "at {at}: {v:?}");
+        assert_eq!(v.decision.status, at_rest);
+        assert!(
+            v.decision.events[0].starts_with("held: adoption: podinfo.prod keeps its first render"),
+            "{:?}",
+            v.decision.events
+        );
+    }
+    let (c2, mid) = progressing();
+    let v = verdict(
+        &c2,
+        Some(&mid),
+        &Observations::revision("r1"),
+        &held,
+        t(10_000),
+    );
+    assert_eq!(v.decision.action, Action::Hold, "{v:?}");
+    let released = verdict(&c, Some(&at_rest), &changed, &Facts::default(), t(10));
+    assert_eq!(
+        released.decision.status.phase,
+        Phase::Progressing,
+        "{released:?}"
+    );
+}

@@ -1,0 +1,198 @@
+//! `sluice adopt`: moves a config repo that runs Flagger under Flux or Argo CD to sluice's
+//! layout, as one change: [`discover`] finds the canaries and what applies their files,
+//! [`change`] computes the files (sources out of every applied path, one applier of the
+//! outputs, `.sluice/config.yaml` with the adoption hold), the new tree is checked with the
+//! same layout rules as `sluice validate`, and [`runbook`] says what to run, in order, to
+//! switch without moving traffic. Pure: the CLI (`crate::cli::adopt`) reads the commit and
+//! writes the branch. It never decides anything about a rollout. [`check`]: whether each step
+//! of the switch is safe to take, decided over facts the CLI observed (`sluice adopt check`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::manifest::applied_by::{self, Applier};
+use crate::yaml::snapshot::{walks_before, File, Snapshot};
+
+pub mod change;
+pub mod check;
+pub mod discover;
+pub mod runbook;
+pub mod text;
+
+use change::Change;
+use discover::{Discovery, Engine, Repo};
+
+/// What adopt will not do, where, and what to do by hand instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub file: String,
+    /// 1-based; 0 for the repo as a whole.
+    pub line: usize,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(file: &str, line: usize, message: String) -> Refusal {
+        Refusal {
+            file: file.to_string(),
+            line,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+/// The adoption: the files to commit and the runbook to print.
+#[derive(Debug, Clone)]
+pub struct Adoption {
+    pub change: Change,
+    pub found: Discovery,
+    pub runbook: String,
+}
+
+/// Whether adopt reads `name` as YAML.
+fn is_yaml(name: &str) -> bool {
+    name.ends_with(".yaml")
+        || name.ends_with(".yml")
+        || name == "Kustomization"
+        || name.ends_with("/Kustomization")
+}
+
+/// The snapshot and the appliers of a repo's text files.
+fn read(files: &BTreeMap<String, String>) -> (Snapshot, Vec<Applier>) {
+    let mut snapshot = Snapshot::default();
+    for (name, text) in files.iter().filter(|(n, _)| is_yaml(n)) {
+        snapshot.put(
+            File::from_read(name.clone(), Ok(text.clone())),
+            walks_before,
+        );
+    }
+    let sourceignore: BTreeMap<String, String> = files
+        .iter()
+        .filter(|(n, _)| *n == ".sourceignore" || n.ends_with("/.sourceignore"))
+        .map(|(n, t)| (discover::parent(n).to_string(), t.clone()))
+        .collect();
+    let appliers = applied_by::appliers(&snapshot, &sourceignore);
+    (snapshot, appliers)
+}
+
+/// The adoption of the repo whose text files (repo-relative path to text) are `files`, for
+/// the branch `branch` of the repo sluice reaches at `repo_url`; or every reason it cannot be
+/// made.
+pub fn adopt(
+    files: &BTreeMap<String, String>,
+    branch: &str,
+    repo_url: &str,
+) -> Result<Adoption, Vec<Refusal>> {
+    let (snapshot, appliers) = read(files);
+    let repo = Repo {
+        snapshot: &snapshot,
+        appliers: &appliers,
+        names: files,
+    };
+    let found = discover::discover(&repo)?;
+    let (settings, mut notes) = runbook::settings(&found);
+    let mut change = change::change(&repo, &found, &settings)?;
+    change.notes.append(&mut notes);
+    verify(files, &found, &mut change)?;
+    let runbook = runbook::runbook(&found, &change, branch, repo_url);
+    Ok(Adoption {
+        change,
+        found,
+        runbook,
+    })
+}
+
+/// The files after `change`.
+pub fn after(files: &BTreeMap<String, String>, change: &Change) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = files
+        .iter()
+        .filter(|(n, _)| !change.remove.contains(*n))
+        .map(|(n, t)| (n.clone(), t.clone()))
+        .collect();
+    out.extend(change.write.clone());
+    out
+}
+
+/// Checks the repo after `change` with `validate`'s layout rules; for Flux, a root
+/// `.sourceignore` rule drops the sources when an applier of the whole repo still applies them.
+fn verify(
+    files: &BTreeMap<String, String>,
+    found: &Discovery,
+    change: &mut Change,
+) -> Result<(), Vec<Refusal>> {
+    let moved: BTreeSet<String> = change.moves.iter().map(|(_, to)| to.clone()).collect();
+    let (_, appliers) = read(&after(files, change));
+    let still = |appliers: &[Applier]| -> Vec<Refusal> {
+        moved
+            .iter()
+            .flat_map(|m| {
+                appliers.iter().filter(|a| a.applies_file(m)).map(move |a| {
+                    Refusal::new(&a.file, a.line, format!("{} would still apply {m} after the move: exclude {}/ from it by hand (.sourceignore, spec.ignore or directory.exclude), then run adopt again", a.title(), change::SOURCES))
+                })
+            })
+            .collect()
+    };
+    let mut problems = still(&appliers);
+    if !problems.is_empty() && found.engine == Engine::Flux {
+        let ignore = files.get(".sourceignore").cloned().unwrap_or_default();
+        let sep = if ignore.is_empty() || ignore.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        change.write.insert(
+            ".sourceignore".into(),
+            format!("{ignore}{sep}# sluice reads these sources; no Kustomization may apply them (sluice adopt)\n/{}/\n", change::SOURCES),
+        );
+        change.notes.push(format!(
+            ".sourceignore: /{}/ added: a Kustomization applies the repo's root",
+            change::SOURCES
+        ));
+        let (_, appliers) = read(&after(files, change));
+        problems = still(&appliers);
+    }
+    let (_, appliers) = read(&after(files, change));
+    for (id, folder) in &change.outputs {
+        let by: Vec<&Applier> = appliers
+            .iter()
+            .filter(|a| a.applies_folder(folder))
+            .collect();
+        if by.len() != 1 {
+            let names: Vec<String> = by
+                .iter()
+                .map(|a| format!("{} ({}:{})", a.title(), a.file, a.line))
+                .collect();
+            problems.push(Refusal::new(&change.outputs_file, 1, format!("canary {id}'s output folder {folder} would be applied by {} appliers ({}), not exactly one: make {} the only one by hand", by.len(), names.join(", "), change::OUTPUTS_APPLIER)));
+        }
+    }
+    let first_file = found
+        .canaries
+        .first()
+        .map(|c| c.applier.file.clone())
+        .unwrap_or_default();
+    let parent_applied = appliers.iter().any(|a| a.applies_file(&first_file));
+    let outputs_applied = appliers
+        .iter()
+        .filter(|a| a.applies_file(&change.outputs_file))
+        .count();
+    if parent_applied && outputs_applied != 1 {
+        problems.push(Refusal::new(&change.outputs_file, 1, format!("the new {} would be applied by {outputs_applied} appliers, where {first_file} is applied by one: place it by hand where exactly one applies it", change::OUTPUTS_APPLIER)));
+    } else if !parent_applied {
+        change.notes.push(format!("{}: nothing in the repo applies {first_file} (flux bootstrap or argocd app create did, outside git); {} beside it is applied the same way", change.outputs_file, change.outputs_file));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
