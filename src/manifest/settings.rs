@@ -260,53 +260,61 @@ fn read_blocks(r: &mut Reader, root: &Node, settings: &mut Settings) {
     }
     if let Some(n) = root.get("adoption") {
         settings.adoption_hold = read_adoption(r, n);
-        if let Some(n) = root.get("maxConcurrentCanaries") {
-            settings.concurrency.repo = read_limit(r, n, "maxConcurrentCanaries");
-        }
-        if let Some(n) = root.get("namespaces") {
-            settings.concurrency.namespaces = read_namespaces(r, n);
-        }
     }
+    settings.concurrency = read_concurrency(r, root);
+}
 
-    /// A `maxConcurrentCanaries`: a whole number, at least 1 (0 would start nothing ever).
-    fn read_limit(r: &mut Reader, n: &Node, path: &str) -> Option<u32> {
-        r.int(n, path, 1, MAX_CONCURRENT)
-            .and_then(|v| u32::try_from(v).ok())
+/// `maxConcurrentCanaries` and `namespaces.<ns>.maxConcurrentCanaries`.
+fn read_concurrency(r: &mut Reader, root: &Node) -> Limits {
+    Limits {
+        repo: root
+            .get("maxConcurrentCanaries")
+            .and_then(|n| read_limit(r, n, "maxConcurrentCanaries")),
+        namespaces: root
+            .get("namespaces")
+            .map(|n| read_namespaces(r, n))
+            .unwrap_or_default(),
     }
+}
 
-    /// `namespaces: {<ns>: {maxConcurrentCanaries: N}}`: the per-namespace limits.
-    fn read_namespaces(r: &mut Reader, n: &Node) -> std::collections::BTreeMap<String, u32> {
-        let mut out = std::collections::BTreeMap::new();
-        let crate::yaml::node::Value::Map(entries) = &n.value else {
-            r.error(
-                n.line,
-                "namespaces",
-                format!(
-                    "expected a mapping of namespace to its settings, found {}",
-                    n.kind()
-                ),
-            );
-            return out;
-        };
-        for (key, value) in entries {
-            let path = join("namespaces", &key.text);
-            if r.map(value, &path, &["maxConcurrentCanaries"]).is_none() {
-                continue;
-            }
-            if let Err(e) = crate::core::model::Name::parse(&key.text) {
-                r.error(key.line, &path, format!("expected a namespace name: {e}"));
-                continue;
-            }
-            let field = join(&path, "maxConcurrentCanaries");
-            if let Some(limit) = value
-                .get("maxConcurrentCanaries")
-                .and_then(|v| read_limit(r, v, &field))
-            {
-                out.insert(key.text.clone(), limit);
-            }
+/// A `maxConcurrentCanaries`: a whole number, at least 1 (0 would start nothing ever).
+fn read_limit(r: &mut Reader, n: &Node, path: &str) -> Option<u32> {
+    r.int(n, path, 1, MAX_CONCURRENT)
+        .and_then(|v| u32::try_from(v).ok())
+}
+
+/// `namespaces: {<ns>: {maxConcurrentCanaries: N}}`: the per-namespace limits.
+fn read_namespaces(r: &mut Reader, n: &Node) -> std::collections::BTreeMap<String, u32> {
+    let mut out = std::collections::BTreeMap::new();
+    let crate::yaml::node::Value::Map(entries) = &n.value else {
+        r.error(
+            n.line,
+            "namespaces",
+            format!(
+                "expected a mapping of namespace to its settings, found {}",
+                n.kind()
+            ),
+        );
+        return out;
+    };
+    for (key, value) in entries {
+        let path = join("namespaces", &key.text);
+        if r.map(value, &path, &["maxConcurrentCanaries"]).is_none() {
+            continue;
         }
-        out
+        if let Err(e) = crate::core::model::Name::parse(&key.text) {
+            r.error(key.line, &path, format!("expected a namespace name: {e}"));
+            continue;
+        }
+        let field = join(&path, "maxConcurrentCanaries");
+        if let Some(limit) = value
+            .get("maxConcurrentCanaries")
+            .and_then(|v| read_limit(r, v, &field))
+        {
+            out.insert(key.text.clone(), limit);
+        }
     }
+    out
 }
 
 /// `adoption: {hold: true|false}`: whether canaries hold at their first render while a repo
