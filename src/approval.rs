@@ -588,6 +588,7 @@ fn refused_on_main(repo: &ConfigRepo, canary: &Canary) -> bool {
                 | By::RouteSource {}
                 | By::Drift { .. }
                 | By::Unreachable { .. }
+                | By::Queued { .. }
                 | By::Resume {}
                 | By::Other { .. },
             )

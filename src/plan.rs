@@ -343,7 +343,7 @@ fn decision_commit(
 ) -> Result<(Vec<FileChange>, CommitMessage), CanaryError> {
     let changes = match basis {
         // A cluster outage is said by the status file alone, as a drift hold is.
-        Basis::Drift | Basis::Unreachable(_) => {
+        Basis::Drift | Basis::Unreachable(_) | Basis::Queued { .. } => {
             render::drift_changes(canary, decision, &known.restore)?
         }
         _ => render::changes(root, canary, decision, index)?,
@@ -355,7 +355,8 @@ fn decision_commit(
         | Basis::Drift
         | Basis::MergerUnknown
         | Basis::Unsigned { .. }
-        | Basis::Unreachable(_) => None,
+        | Basis::Unreachable(_)
+        | Basis::Queued { .. } => None,
     };
     let mut message = message::render(canary, decision, operator);
     if let (Basis::Approved { by, source }, Action::ApprovalMerged) = (basis, &decision.action) {
@@ -387,6 +388,12 @@ fn decision_commit(
             By::Unreachable {
                 cluster: fact.cluster.clone(),
                 error: fact.error.clone(),
+            },
+            now,
+        ),
+        Basis::Queued { reason } => Record::of(
+            By::Queued {
+                reason: reason.clone(),
             },
             now,
         ),

@@ -136,6 +136,13 @@ pub fn remake(base: &Base<'_>, canary: &Canary, made: Made<'_>) -> Result<Remade
             };
             (on_facts(&facts), None)
         }
+        By::Queued { reason } => {
+            let facts = Facts {
+                queued: Some(reason.clone()),
+                ..Facts::default()
+            };
+            (on_facts(&facts), None)
+        }
         By::Record {}
         | By::Revert {}
         | By::WaveRevert { .. }
@@ -152,7 +159,7 @@ pub fn remake(base: &Base<'_>, canary: &Canary, made: Made<'_>) -> Result<Remade
     let changes = match &record.by {
         // A drift hold or restore, or a cluster outage, is said by the status file (and the
         // files a restore writes back), as the tick writes them.
-        By::Drift { .. } | By::Resume {} | By::Unreachable { .. } => {
+        By::Drift { .. } | By::Resume {} | By::Unreachable { .. } | By::Queued { .. } => {
             render::drift_changes(canary, &decision, restore)?
         }
         _ => render::changes(base.root, canary, &decision, base.index)?,

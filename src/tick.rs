@@ -15,6 +15,7 @@
 use jiff::Timestamp;
 use tracing::{info, warn};
 
+use crate::core::concurrency::Admission;
 use crate::core::live::{Liveness, NotLive};
 use crate::core::status::Phase;
 use crate::core::verdict::{deleted, verdict};
@@ -212,7 +213,19 @@ fn decide(
         return Ok(plan::held_for_settings(read));
     }
     let statuses = facts::statuses(repo, ctx.runtime, read);
-    let releases = crate::core::waves::releases(&statuses.items());
+    let items = statuses.items();
+    let releases = crate::core::waves::releases(&items);
+    let limits = &read.settings.concurrency;
+    let admissions = crate::core::concurrency::admit_tick(limits, &items, &releases, now);
+    let waits: std::collections::BTreeMap<String, String> = items
+        .iter()
+        .zip(admissions)
+        .filter_map(|((canary, _, _), a)| match a {
+            Admission::Go => None,
+            Admission::Wait { reason } => Some((canary.id.to_string(), reason)),
+        })
+        .collect();
+    drop(items);
     let gathering = facts::gather(
         repo,
         ctx.observer,
@@ -238,6 +251,7 @@ fn decide(
             canary: g.canary,
             known: g.known.map(|mut known| {
                 known.observations.applied = live(g.canary, &known.liveness);
+                known.facts.queued = waits.get(&g.canary.id.to_string()).cloned();
                 let status = known.status.as_ref();
                 let verdict = verdict(g.canary, status, &known.observations, &known.facts, now);
                 (known, verdict)

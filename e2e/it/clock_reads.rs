@@ -30,6 +30,7 @@ const ALLOWED: &[(&str, &str, usize, &str)] = &[
     ("src/cli/demo.rs", "Instant::now(", 2, "the demo's bound in real time, so that a stuck demo ends whatever its clock says"),
     ("src/cli/demo.rs", "Signature::now(", 1, "git's commit dates are the wall clock's"),
     ("src/gitops/change.rs", "Signature::now(", 1, "git's commit dates are the wall clock's"),
+    ("src/cli/adopt.rs", "Signature::now(", 1, "git's commit dates are the wall clock's (the user's own signature when git has one)"),
     ("src/cli/dashboard.rs", "time::sleep(", 1, "how often the server task looks for a stop request; not a schedule"),
     ("src/server/listener.rs", "time::sleep(", 1, "a pause after a failed accept (no file descriptor left): network IO"),
     ("src/gitops/push.rs", "thread::sleep(", 2, "backoff after a rejected push: the other writer races on the wall clock"),

@@ -139,13 +139,22 @@ const BOOKWORM_SLIM: &[&str] = &[
 
 /// Programs the source starts that the image does not install: (program, why not, a source
 /// file and a text in it that must still be there for the reason to hold).
-const NOT_IN_IMAGE: &[(&str, &str, &str, &str)] = &[(
+const NOT_IN_IMAGE: &[(&str, &str, &str, &str)] = &[
+(
     "ssh-keygen",
     "an optional fallback: ed25519 and ecdsa-sha2-nistp256 signing keys are signed in-process; \
      other key types go to ssh-keygen, and when it is missing the commit is refused with an \
      error that says to install openssh-client",
     "src/gitops/sign.rs",
     "cannot run ssh-keygen (install openssh-client)",
+),
+(
+    "git",
+    "`sluice adopt --push` runs on the operator's machine, with the operator's git and \
+     credentials, not in the daemon's image; without git the branch is still written and the \
+     error says to install git or push it by hand",
+    "src/cli/adopt.rs",
+    "cannot run git push (install git)",
 )];
 
 /// Files the binary reads at run time that no linked library brings: (package, why).

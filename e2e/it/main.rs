@@ -21,6 +21,7 @@ mod chaos;
 mod cli;
 mod clock_reads;
 mod clone_size;
+mod concurrency;
 mod core_purity;
 mod corpus;
 mod daemon;

@@ -1,8 +1,6 @@
 //! `commits: perTick`: many canaries through a real `git daemon`, each tick's decisions in one
 //! commit with a trailer group per canary, read back by git and by `sluice history`.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -15,6 +13,7 @@ use sluice::tick::tick;
 
 use crate::support::canary::shop_httproute;
 use crate::support::rollout::ROUTE_ONLY_WEIGHTS as EXPECTED_WEIGHTS;
+use crate::support::trailers::{groups, sluice_commits};
 use crate::support::{git, human_clone, seeded_remote, show, str_pairs, Schemas};
 
 /// Enough canaries that one tick's commit holds more files than the loose-object path takes.
@@ -27,47 +26,6 @@ fn canary(i: usize, revision: &str) -> String {
         "",
         "interval: 1s, stepWeights: [10, 30, 60]",
     )
-}
-
-/// Sluice's commits on main, oldest first: (sha, trailers as git parses them).
-fn sluice_commits(bare: &Path) -> Vec<(String, Vec<(String, String)>)> {
-    let log = git(
-        bare,
-        &[
-            "log",
-            "--reverse",
-            "--format=%H%n%(trailers:only,unfold)%x01",
-            "main",
-        ],
-    );
-    log.split('\u{1}')
-        .filter_map(|chunk| {
-            let mut lines = chunk.trim().lines();
-            let sha = lines.next()?.to_string();
-            let trailers: Vec<(String, String)> = lines
-                .filter_map(|l| l.split_once(": "))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            (!trailers.is_empty()).then_some((sha, trailers))
-        })
-        .collect()
-}
-
-/// Each canary's trailers in one commit: the group from its `Sluice-Canary` to the next.
-fn groups(trailers: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, String>> {
-    let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut current = None;
-    for (k, v) in trailers {
-        if k == "Sluice-Canary" {
-            current = Some(v.clone());
-        }
-        if let Some(c) = &current {
-            out.entry(c.clone())
-                .or_default()
-                .insert(k.clone(), v.clone());
-        }
-    }
-    out
 }
 
 #[test]

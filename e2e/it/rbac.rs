@@ -229,7 +229,12 @@ async fn drive_every_kube_path(api: &mut FakeKubeApi) -> BTreeSet<ApiCall> {
         "test/podinfo.yaml",
         crate::support::knative::DOCS_SERVICE,
     );
-    for canary in [&gateway, &daemonset, &knative] {
+    // A route source of each other kind: its Gateways must accept the user's route.
+    let sources: Vec<sluice::manifest::model::Canary> = crate::route_source::other_kinds()
+        .iter()
+        .map(|(_, source)| crate::route_source::loaded_flagger("gatewayapi:v1", source))
+        .collect();
+    for canary in [&gateway, &daemonset, &knative].into_iter().chain(&sources) {
         let readiness = read_readiness(&client, canary, "podinfo").await;
         assert!(readiness.is_ok(), "{readiness:?}");
     }
@@ -284,10 +289,13 @@ async fn the_install_grants_exactly_the_requests_sluice_makes_fake_kube_api() {
             "get applications.argoproj.io argocd",
             "get daemonsets.apps prod",
             "get deployments.apps prod",
+            "get grpcroutes.gateway.networking.k8s.io prod",
             "get httproutes.gateway.networking.k8s.io prod",
             "get kustomizations.kustomize.toolkit.fluxcd.io flux-system",
             "get leases.coordination.k8s.io sluice-system",
             "get revisions.serving.knative.dev test",
+            "get tcproutes.gateway.networking.k8s.io prod",
+            "get tlsroutes.gateway.networking.k8s.io prod",
             "update leases.coordination.k8s.io sluice-system",
         ]
     );
@@ -361,7 +369,11 @@ fn every_kube_call_in_the_code_is_driven_by_the_rbac_test() {
         }
         // The objects routers name for the readiness gate (`ReadyObject { .. plural: .. }`).
         if rel.starts_with("src/route/") {
-            for (at, _) in text.match_indices("ReadyObject {") {
+            // A route source's kinds (`SourceShape { .. plural: .. }`) too.
+            let objects = text
+                .match_indices("ReadyObject {")
+                .chain(text.match_indices("SourceShape {"));
+            for (at, _) in objects {
                 let rest = &text[at..];
                 if let Some(p) = rest.find("plural: \"") {
                     let start = p + "plural: \"".len();
@@ -387,7 +399,16 @@ fn every_kube_call_in_the_code_is_driven_by_the_rbac_test() {
     );
     assert_eq!(
         plurals,
-        BTreeSet::from(["httproutes".to_string(), "revisions".to_string()]),
+        BTreeSet::from(
+            [
+                "grpcroutes",
+                "httproutes",
+                "revisions",
+                "tcproutes",
+                "tlsroutes"
+            ]
+            .map(String::from)
+        ),
         "a router reads a new object for readiness: drive a canary of it in \
          drive_every_kube_path and grant it in a component under examples/install"
     );

@@ -5,7 +5,9 @@
 //!
 //! Through whole rollouts (the loop harness, and the real `sluice run` against a `git
 //! daemon`), through a human edit of the source mid-rollout, every route schema-valid; the
-//! errors with the source's file and line; `sluice validate` and `sluice plan`.
+//! errors with the source's file and line; `sluice validate` and `sluice plan`. The same
+//! through `sluice run` for a GRPCRoute, TCPRoute and TLSRoute source, each against its own
+//! strict schema.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -24,18 +26,28 @@ use crate::support::{human_clone, human_commit, run_sluice, seeded_remote, GitDa
 const SOURCE_FILE: &str = "apps/podinfo/httproute.yaml";
 const CANARY_FILE: &str = "apps/podinfo/canary.yaml";
 
-/// The user's route: an `/admin` rule to another Service with its own header filter, the
-/// podinfo rule with a response header filter, and a `/legacy` redirect with no backend.
-const SOURCE: &str = "apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
+/// The metadata every source in this file carries, which the copy keeps.
+macro_rules! source_metadata {
+    () => {
+        "metadata:
   name: podinfo-public
   namespace: prod
   labels:
     team: web
   annotations:
     example.com/owner: web-team
-spec:
+"
+    };
+}
+
+/// The user's route: an `/admin` rule to another Service with its own header filter, the
+/// podinfo rule with a response header filter, and a `/legacy` redirect with no backend.
+const SOURCE: &str = concat!(
+    "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+",
+    source_metadata!(),
+    "spec:
   parentRefs:
     - name: public-gateway
       namespace: gateway-system
@@ -82,7 +94,91 @@ spec:
           requestRedirect:
             hostname: legacy.example.com
             statusCode: 301
+"
+);
+
+/// A route source's head: its API, kind, [`source_metadata`] and the one parent Gateway's
+/// listener `section`, up to `spec.parentRefs`.
+fn route_head(api_version: &str, kind: &str, section: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/{api_version}
+kind: {kind}
+{}spec:
+  parentRefs:
+    - name: public-gateway
+      namespace: gateway-system
+      sectionName: {section}
+",
+        source_metadata!()
+    )
+}
+
+/// The end of a rule whose one backend is podinfo, the apex Service.
+const APEX_BACKEND: &str = "      backendRefs:
+        - name: podinfo
+          port: 9898
 ";
+
+/// A GRPCRoute: the health service to another backend, and podinfo's Echo method with a
+/// header match and a request header filter.
+fn grpc_source() -> String {
+    route_head("v1", "GRPCRoute", "grpc")
+        + "  hostnames:
+    - grpc.podinfo.example.com
+  rules:
+    - matches:
+        - method:
+            service: grpc.health.v1.Health
+      backendRefs:
+        - name: health
+          port: 8080
+    - matches:
+        - method:
+            service: podinfo.Echo
+            method: Echo
+          headers:
+            - name: x-tenant
+              value: web
+      filters:
+        - type: RequestHeaderModifier
+          requestHeaderModifier:
+            remove: [x-debug]
+" + APEX_BACKEND
+}
+
+/// A TCPRoute (v1alpha2, the experimental channel): a named rule to another Service and
+/// podinfo's rule.
+fn tcp_source() -> String {
+    route_head("v1alpha2", "TCPRoute", "tcp")
+        + "  rules:
+    - name: admin
+      backendRefs:
+        - name: admin
+          port: 8080
+    - name: podinfo
+" + APEX_BACKEND
+}
+
+/// A TLSRoute (v1alpha2, passthrough by SNI): podinfo's one rule.
+fn tls_source() -> String {
+    route_head("v1alpha2", "TLSRoute", "tls-passthrough")
+        + "  hostnames:
+    - podinfo.example.com
+  rules:
+    - backendRefs:
+        - name: podinfo
+          port: 9898
+"
+}
+
+/// The three route kinds besides HTTPRoute, with their sources.
+pub(crate) fn other_kinds() -> [(&'static str, String); 3] {
+    [
+        ("GRPCRoute", grpc_source()),
+        ("TCPRoute", tcp_source()),
+        ("TLSRoute", tls_source()),
+    ]
+}
 
 /// [`SOURCE`] as a human edits it mid-rollout: the redirect goes elsewhere and a rule for
 /// `/api` to podinfo, with a timeout, is added (sluice splits it too).
@@ -119,7 +215,7 @@ fn source_rules(text: &str) -> Vec<Json> {
 fn check_copy(doc: &Json, source: &str, what: &str) -> String {
     let original: Json = serde_saphyr::from_str(source).unwrap();
     assert_eq!(doc["apiVersion"], original["apiVersion"], "{what}");
-    assert_eq!(doc["kind"], "HTTPRoute", "{what}");
+    assert_eq!(doc["kind"], original["kind"], "{what}");
     assert_eq!(doc["metadata"]["name"], "podinfo-public", "{what}");
     assert_eq!(doc["metadata"]["namespace"], "prod", "{what}");
     assert_eq!(doc["metadata"]["labels"]["team"], "web", "{what}");
@@ -370,8 +466,13 @@ fn wait_for(bare: &Path, what: &str, pred: impl Fn(&Json) -> bool) {
     }
 }
 
-#[test]
-fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_edit() {
+/// Rolls the native canary out through `sluice run` against a `git daemon`, with `source`
+/// as the route source and, once traffic reached the canary, `edit` committed by a human.
+/// Every sluice commit's route is the copy of the source at that commit, carries the
+/// commit's weights and passes its strict schema; the output builds with `kubectl
+/// kustomize`. `edit` is the edited source and a text only its copy contains. Returns the
+/// distinct canary weights in order and whether a copy of the edit was committed.
+fn rollout_through_sluice_run(source: &str, edit: Option<(&str, &str)>) -> (Vec<u64>, bool) {
     let tmp = tempfile::tempdir().unwrap();
     let canary = native_canary();
     let bare = seeded_remote(
@@ -380,7 +481,7 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
             ("apps/podinfo/deployment.yaml", DEPLOYMENT),
             ("apps/podinfo/configs.yaml", CONFIGS),
             (CANARY_FILE, &canary),
-            (SOURCE_FILE, SOURCE),
+            (SOURCE_FILE, source),
         ],
     );
     let daemon = GitDaemon::start(tmp.path());
@@ -394,11 +495,13 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
         &DEPLOYMENT.replace("6.7.0", "6.7.1"),
         "podinfo: 6.7.1",
     );
-    wait_for(&bare, "traffic on the canary", |s| {
-        s["canaryWeight"].as_u64().is_some_and(|w| w >= 10)
-    });
-    crate::support::git(&human, &["pull", "-q", "origin", "main"]);
-    human_commit(&human, SOURCE_FILE, &edited_source(), "podinfo: route /api");
+    if let Some((edited, _)) = edit {
+        wait_for(&bare, "traffic on the canary", |s| {
+            s["canaryWeight"].as_u64().is_some_and(|w| w >= 10)
+        });
+        crate::support::git(&human, &["pull", "-q", "origin", "main"]);
+        human_commit(&human, SOURCE_FILE, edited, "podinfo: route edit");
+    }
     wait_for(&bare, "success", |s| s["phase"] == "Succeeded");
     drop(_sluice);
 
@@ -408,28 +511,43 @@ fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_ed
     for (sha, trailer) in sluice_commits(&bare) {
         let text = show(&bare, &sha, ROUTE_FILE);
         let doc: Json = serde_saphyr::from_str(&text).unwrap();
-        let errors = schemas.errors(&doc);
-        assert!(errors.is_empty(), "{sha}: {errors:?}");
+        schemas.assert_valid(&doc, &sha);
         let source = show(&bare, &sha, SOURCE_FILE);
         let split = check_copy(&doc, &source, &sha);
         assert_eq!(
             split, trailer,
             "{sha}: the route carries the commit's weights"
         );
-        edited |= text.contains("archive.example.com");
+        edited |= edit.is_some_and(|(_, mark)| text.contains(mark));
         seen.push(split);
     }
-    assert!(edited, "the human edit reached the output");
-    let canary: Vec<u64> = crate::support::rollout::distinct(seen)
+    kustomize_builds(&bare, OUTPUT);
+    let canary = crate::support::rollout::distinct(seen)
         .iter()
         .map(|w| w.rsplit('=').next().unwrap().parse().unwrap())
         .collect();
-    assert_eq!(
-        canary,
-        [0, 10, 20, 30, 40, 50, 60, 0],
-        "the edit moved no weight"
-    );
-    kustomize_builds(&bare, OUTPUT);
+    (canary, edited)
+}
+
+/// The canary weights of a rollout of [`native_canary`]: up in six steps, then back to 0
+/// once promoted.
+const RUN_WEIGHTS: [u64; 8] = [0, 10, 20, 30, 40, 50, 60, 0];
+
+#[test]
+fn route_source_rollout_through_sluice_run_and_git_daemon_keeps_a_mid_rollout_edit() {
+    let edited_source = edited_source();
+    let (canary, edited) =
+        rollout_through_sluice_run(SOURCE, Some((&edited_source, "archive.example.com")));
+    assert!(edited, "the human edit reached the output");
+    assert_eq!(canary, RUN_WEIGHTS, "the edit moved no weight");
+}
+
+#[test]
+fn grpc_tcp_and_tls_route_sources_promote_step_by_step_through_sluice_run() {
+    for (kind, source) in other_kinds() {
+        let (canary, _) = rollout_through_sluice_run(&source, None);
+        assert_eq!(canary, RUN_WEIGHTS, "{kind}");
+    }
 }
 
 /// The apex port, and which canary file, for the error cases.
@@ -461,7 +579,7 @@ fn route_source_errors_name_the_file_line_and_field() {
                 .refs(&format!("  routeSource: {SOURCE_FILE}\n"))
                 .yaml(analysis),
             SOURCE.to_string(),
-            "apps/podinfo/canary.yaml:7: spec.provider: spec.routeSource copies a Gateway API HTTPRoute: expected provider gatewayapi:v1 or gatewayapi:v1beta1",
+            "apps/podinfo/canary.yaml:7: spec.provider: spec.routeSource copies a Gateway API route: expected provider gatewayapi:v1 or gatewayapi:v1beta1",
         ),
         (
             podinfo()
@@ -502,8 +620,8 @@ fn route_source_errors_name_the_file_line_and_field() {
         ),
         (
             flagger_canary(analysis),
-            SOURCE.replace("kind: HTTPRoute", "kind: GRPCRoute"),
-            "apps/podinfo/canary.yaml:12: spec.routeSource: expected a Gateway API HTTPRoute in apps/podinfo/httproute.yaml, found GRPCRoute podinfo-public",
+            SOURCE.replace("kind: HTTPRoute", "kind: UDPRoute"),
+            "apps/podinfo/canary.yaml:12: spec.routeSource: expected a Gateway API HTTPRoute, GRPCRoute, TCPRoute or TLSRoute in apps/podinfo/httproute.yaml, found UDPRoute podinfo-public",
         ),
         (
             flagger_canary(analysis).replace(SOURCE_FILE, "apps/podinfo/missing.yaml"),
@@ -567,21 +685,26 @@ fn native_route_source_replaces_spec_route() {
     assert_eq!(ready.name, "podinfo-public");
 }
 
+/// The Flagger canary on `provider`, step weight 20, with `source` as its route source.
+pub(crate) fn loaded_flagger(provider: &str, source: &str) -> sluice::manifest::model::Canary {
+    let canary = podinfo()
+        .provider(provider)
+        .refs(&format!("  routeSource: {SOURCE_FILE}\n"))
+        .yaml("    stepWeight: 20");
+    load_one(&[
+        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
+        (CANARY_FILE, &canary),
+        (SOURCE_FILE, source),
+    ])
+}
+
 #[test]
 fn route_source_v1beta1_is_copied_at_v1beta1() {
     let source = SOURCE.replace(
         "gateway.networking.k8s.io/v1\n",
         "gateway.networking.k8s.io/v1beta1\n",
     );
-    let canary = podinfo()
-        .provider("gatewayapi:v1beta1")
-        .refs(&format!("  routeSource: {SOURCE_FILE}\n"))
-        .yaml("    stepWeight: 20");
-    let canary = load_one(&[
-        ("apps/podinfo/deployment.yaml", DEPLOYMENT),
-        (CANARY_FILE, &canary),
-        (SOURCE_FILE, &source),
-    ]);
+    let canary = loaded_flagger("gatewayapi:v1beta1", &source);
     let doc = render_at(&canary, 20);
     assert_eq!(doc["apiVersion"], "gateway.networking.k8s.io/v1beta1");
     assert_eq!(check_copy(&doc, &source, "v1beta1"), "primary=80 canary=20");
@@ -594,6 +717,72 @@ fn route_source_v1beta1_is_copied_at_v1beta1() {
         repo(&native_canary(), &alpha),
         ["apps/podinfo/httproute.yaml:1: apiVersion: expected gateway.networking.k8s.io/v1 or gateway.networking.k8s.io/v1beta1 for an HTTPRoute, found \"gateway.networking.k8s.io/v1alpha2\""]
     );
+}
+
+#[test]
+fn grpc_tcp_and_tls_route_sources_of_a_flagger_canary_keep_their_kind_and_api() {
+    for (kind, source) in other_kinds() {
+        let original: Json = serde_saphyr::from_str(&source).unwrap();
+        // The provider names the HTTPRoute API Flagger writes; these kinds keep their own.
+        for provider in ["gatewayapi:v1", "gatewayapi:v1beta1"] {
+            let canary = loaded_flagger(provider, &source);
+            let doc = render_at(&canary, 20);
+            assert_eq!(
+                doc["apiVersion"], original["apiVersion"],
+                "{kind} {provider}"
+            );
+            assert_eq!(check_copy(&doc, &source, kind), "primary=80 canary=20");
+            let ready = canary.route.readiness(&canary).unwrap();
+            assert_eq!((ready.kind, ready.name), (kind, "podinfo-public"));
+        }
+    }
+}
+
+#[test]
+fn route_source_refusals_of_the_other_kinds_name_the_file_line_and_field() {
+    let two_backends = "        - name: podinfo\n          port: 9898\n";
+    let cases: Vec<(String, &str)> = vec![
+        (
+            grpc_source().replace(two_backends, &format!("{two_backends}        - name: podinfo-v0\n          port: 9898\n")),
+            "apps/podinfo/httproute.yaml:35: spec.rules[1].backendRefs: this rule sends traffic to the apex Service \"podinfo\" and to 1 other backend(s); sluice splits only a rule whose one backend is \"podinfo\" (changing the others' share is yours to do): move \"podinfo\" to a rule of its own",
+        ),
+        (
+            grpc_source().replace("gateway.networking.k8s.io/v1\n", "gateway.networking.k8s.io/v1alpha2\n"),
+            "apps/podinfo/httproute.yaml:1: apiVersion: expected gateway.networking.k8s.io/v1 for a GRPCRoute, found \"gateway.networking.k8s.io/v1alpha2\"",
+        ),
+        (
+            tcp_source().replace("- name: podinfo\n          port", "- name: other\n          port"),
+            "apps/podinfo/httproute.yaml:15: spec.rules: no rule of TCPRoute podinfo-public sends traffic to the Service \"podinfo\" (the canary's apex Service); sluice splits the rules whose backendRef is \"podinfo\" between \"podinfo-primary\" and \"podinfo-canary\"",
+        ),
+        (
+            tcp_source().replace("          port: 9898\n", "          port: 9898\n          filters: []\n"),
+            "apps/podinfo/httproute.yaml:24: spec.rules[1].backendRefs[0].filters: unknown field; expected one of: group, kind, name, namespace, port, weight",
+        ),
+        (
+            tcp_source().replace("v1alpha2", "v1"),
+            "apps/podinfo/httproute.yaml:15: spec.rules: expected at most 1 rule(s) (the CRD's limit for a gateway.networking.k8s.io/v1 TCPRoute), found 2",
+        ),
+        (
+            tls_source().replace("  hostnames:\n    - podinfo.example.com\n", "").replace("v1alpha2", "v1"),
+            "apps/podinfo/httproute.yaml:10: spec.hostnames: required for a gateway.networking.k8s.io/v1 TLSRoute: the CRD requires at least one hostname",
+        ),
+        (
+            tls_source().replace("    - backendRefs:\n", "    - matches: []\n      backendRefs:\n"),
+            "apps/podinfo/httproute.yaml:18: spec.rules[0].matches: unknown field; expected one of: name, backendRefs",
+        ),
+        (
+            tcp_source().replace("  parentRefs:\n", "  hostnames: [podinfo.example.com]\n  parentRefs:\n"),
+            "apps/podinfo/httproute.yaml:11: spec.hostnames: unknown field; expected one of: parentRefs, rules",
+        ),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(source, expected)| {
+            let errors = repo(&native_canary(), source);
+            (errors != [*expected]).then(|| format!("expected {expected}\nfound {errors:?}"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
 
 #[test]

@@ -99,6 +99,10 @@ pub enum Kind {
     /// The signing policy in force at the parent (or given to audit) requires signed commits,
     /// and this one is not signed by a key it allows.
     Signature,
+    /// The commit starts a canary while more canaries progress at once than
+    /// `maxConcurrentCanaries` (of the repo or of a namespace, in the settings at its parent)
+    /// allows, as the trailers of the history tell.
+    Concurrency,
 }
 
 /// One problem, with the commit (full id) and the file or trailer it is about.
@@ -192,6 +196,8 @@ pub fn audit_since(
         changed: None,
         files: None,
         trusting: true,
+        phases: BTreeMap::new(),
+        entered: Vec::new(),
     };
     let (before, after) = line.split_at(start);
     for oid in before {
@@ -240,6 +246,11 @@ struct Audit<'r, 'a> {
     /// Reading the commits before `--since`: sluice's commits there are taken as verified,
     /// without a replay, and signatures are not checked.
     trusting: bool,
+    /// Each canary's phase as the last `Sluice-Phase` trailer of its group says, through the
+    /// commits read so far: who progresses at once.
+    phases: BTreeMap<String, String>,
+    /// The canaries the commit being read starts progressing.
+    entered: Vec<String>,
 }
 
 /// The parent of a commit, read from git objects as the tick reads its clone.
@@ -404,6 +415,7 @@ impl<'r> Audit<'r, '_> {
         };
         let trailers = parse_trailers(text);
         if claims(&trailers) {
+            self.note_phases(&trailers);
             let ids = canary_ids(&trailers);
             if owned.is_empty() && !ids.iter().any(|id| self.wanted(id)) {
                 // Another canary's: only its format counts, so `only` judges formats alike.
@@ -794,10 +806,48 @@ impl<'r> Audit<'r, '_> {
         if let Some(expected) = message::fold(&messages) {
             self.compare_message(oid, &canary_names, text, &expected);
         }
+        self.concurrency(oid, &parent.settings.concurrency);
         if self.report.findings.len() > before {
             return Ok(Judged::Reported);
         }
         Ok(Judged::Verified(verified))
+    }
+
+    /// Notes the phase each trailer group of a commit leaves its canary in, and which
+    /// canaries it starts progressing ([`Audit::entered`]).
+    fn note_phases(&mut self, trailers: &[(String, String)]) {
+        self.entered.clear();
+        for (id, phase) in trailer_phases(trailers) {
+            let was = self.phases.get(&id).is_some_and(|p| progresses(p));
+            if progresses(&phase) && !was {
+                self.entered.push(id.clone());
+            }
+            self.phases.insert(id, phase);
+        }
+    }
+
+    /// A finding when `oid` starts a canary while more progress at once than `limits` allow.
+    fn concurrency(&mut self, oid: Oid, limits: &crate::core::concurrency::Limits) {
+        if self.entered.is_empty() || limits.is_empty() {
+            return;
+        }
+        let progressing: Vec<(&str, &str)> = self
+            .phases
+            .iter()
+            .filter(|(_, p)| progresses(p))
+            .map(|(id, _)| (id.split_once('/').map_or("", |(ns, _)| ns), id.as_str()))
+            .collect();
+        let over = crate::core::concurrency::over(limits, &progressing);
+        let findings: Vec<(String, String)> = over
+            .iter()
+            .filter_map(|o| {
+                let started = self.entered.iter().find(|e| o.ids.contains(e))?;
+                Some((started.clone(), format!("{started} starts while {o}")))
+            })
+            .collect();
+        for (canary, message) in findings {
+            self.find(oid, Kind::Concurrency, SETTINGS_PATH, &canary, message);
+        }
     }
 
     fn approver(
@@ -968,6 +1018,35 @@ fn keys_equal_but_order_differs(got: &[(String, String)], want: &[(String, Strin
 /// Whether a record is a drift hold (which writes only the status file).
 fn is_hold(record: &Record) -> bool {
     matches!(&record.by, By::Drift { policy, .. } if policy == "hold")
+}
+
+/// Each trailer group's canary and the phase its `Sluice-Phase` names.
+fn trailer_phases(trailers: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<&str> = None;
+    for (k, v) in trailers {
+        if k.eq_ignore_ascii_case(CANARY) {
+            current = Some(v);
+        } else if k.eq_ignore_ascii_case(message::PHASE) {
+            if let Some(id) = current {
+                out.push((id.to_string(), v.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a `Sluice-Phase` names a phase that counts against `maxConcurrentCanaries`.
+fn progresses(phase: &str) -> bool {
+    use crate::core::status::Phase;
+    [
+        Phase::Progressing,
+        Phase::WaitingApproval,
+        Phase::Promoting,
+        Phase::Finalising,
+    ]
+    .iter()
+    .any(|p| p.as_str() == phase && crate::core::concurrency::progresses(*p))
 }
 
 /// Whether a commit's trailers claim it is sluice's.

@@ -67,7 +67,9 @@ pub fn replay(
             same_revision(parent, canaries, canary, record)?;
             (Facts::default(), Vec::new())
         }
-        By::Operate { .. } | By::Unreachable { .. } => (Facts::default(), Vec::new()),
+        By::Operate { .. } | By::Unreachable { .. } | By::Queued { .. } => {
+            (Facts::default(), Vec::new())
+        }
         By::Record {} => return record_update(parent, canary, record),
         By::WaveRevert { .. } => {
             return super::wave_revert::replay(ctx, parent, canaries, canary, record)
@@ -110,7 +112,9 @@ pub fn replay(
         RemakeError::NoChange => problem(&status_path, e.to_string()),
         RemakeError::Render(e) => {
             let file = match &record.by {
-                By::Drift { .. } | By::Resume {} | By::Unreachable { .. } => status_path.clone(),
+                By::Drift { .. } | By::Resume {} | By::Unreachable { .. } | By::Queued { .. } => {
+                    status_path.clone()
+                }
                 _ => canary.output.as_str().to_string(),
             };
             problem(file, format!("the rules cannot render this decision: {e}"))

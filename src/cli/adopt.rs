@@ -301,7 +301,9 @@ fn push(repo: &std::path::Path, branch: &str) -> anyhow::Result<()> {
             &format!("refs/heads/{branch}:refs/heads/{branch}"),
         ])
         .status()
-        .context("cannot run git push")?;
+        .with_context(|| {
+            format!("cannot run git push (install git); the branch {branch} is written: push it by hand")
+        })?;
     if !status.success() {
         bail!("git push origin {branch} failed ({status}); the branch is written: push it by hand");
     }

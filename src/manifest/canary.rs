@@ -111,6 +111,36 @@ fn read_bool(r: &mut Reader, spec: &Node, key: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The annotation that orders canaries waiting under `maxConcurrentCanaries`.
+pub const PRIORITY_ANNOTATION: &str = "sluice.dev/priority";
+
+/// `metadata.annotations["sluice.dev/priority"]`: an integer (annotations are strings, so
+/// `"10"` and `10` both read); 0 when absent.
+fn read_priority(r: &mut Reader, root: &Node) -> i64 {
+    let Some(n) = root
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(PRIORITY_ANNOTATION))
+    else {
+        return 0;
+    };
+    let path = format!("metadata.annotations.{PRIORITY_ANNOTATION}");
+    let Some(text) = r.string(n, &path) else {
+        return 0;
+    };
+    match text.trim().parse::<i64>() {
+        Ok(v) if (-1_000_000..=1_000_000).contains(&v) => v,
+        _ => {
+            r.error(
+                n.line,
+                &path,
+                format!("expected an integer in -1000000..=1000000 (higher starts first), found {text:?}"),
+            );
+            0
+        }
+    }
+}
+
 fn read_deadline(r: &mut Reader, spec: &Node) -> Duration {
     spec.get("progressDeadlineSeconds")
         .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
@@ -222,7 +252,7 @@ pub fn read_native(
     // reported with its line by `sluice validate`.
     read_ab_matches(r, &mut route, analysis.as_ref(), spec, None);
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
-    let suspend = read_bool(r, spec, "suspend");
+    let (suspend, priority) = (read_bool(r, spec, "suspend"), read_priority(r, root));
     let progress_deadline = read_deadline(r, spec);
     let provider = spec
         .get("provider")
@@ -246,6 +276,7 @@ pub fn read_native(
         autoscaler: None,
         revert_on_deletion: false,
         wave: None,
+        priority,
         id: id?,
         file: r.file.clone(),
         line: root.line,
@@ -746,6 +777,7 @@ pub fn read_flagger(
     });
     let skip_analysis = read_bool(r, spec, "skipAnalysis");
     let suspend = read_bool(r, spec, "suspend");
+    let priority = read_priority(r, root);
     let revert_on_deletion = read_bool(r, spec, "revertOnDeletion");
     if let (true, Some(own)) = (revert_on_deletion, own_target) {
         let line = spec.get("revertOnDeletion").map_or(spec.line, |n| n.line);
@@ -775,6 +807,7 @@ pub fn read_flagger(
         autoscaler,
         revert_on_deletion,
         wave: None,
+        priority,
         id: id?,
         file: r.file.clone(),
         line: root.line,

@@ -65,7 +65,13 @@ pub struct Settings {
     /// (the primary from the source, weights 100/0, the canary at 0 replicas) and nothing
     /// more: no rollout starts until the key is removed (`sluice adopt release`).
     pub adoption_hold: bool,
+    /// `maxConcurrentCanaries`, and `namespaces.<ns>.maxConcurrentCanaries`: how many
+    /// canaries may progress at once; the others wait to start (`core::concurrency`).
+    pub concurrency: Limits,
 }
+
+/// The limits of `maxConcurrentCanaries`, as the core weighs them.
+pub use crate::core::concurrency::Limits;
 
 /// What a tick does about drift (`drift:`); the core weighs it (see `crate::drift`).
 pub use crate::core::observe::DriftPolicy;
@@ -110,6 +116,7 @@ impl Default for Settings {
             drift: DriftPolicy::Hold,
             dashboard_url: None,
             adoption_hold: false,
+            concurrency: Limits::default(),
         }
     }
 }
@@ -149,7 +156,12 @@ const KEYS: &[&str] = &[
     "dashboard",
     // Written by `sluice adopt` (`adoption: {hold: true}`); the adoption hold reads it.
     "adoption",
+    "maxConcurrentCanaries",
+    "namespaces",
 ];
+
+/// The largest `maxConcurrentCanaries` accepted (a limit above the fleet is no limit).
+const MAX_CONCURRENT: i64 = 100_000;
 
 /// Parses the settings file; `file` names it in errors.
 pub fn parse_settings(file: &str, text: &str) -> Result<Settings, Vec<SpecError>> {
@@ -249,6 +261,60 @@ fn read_blocks(r: &mut Reader, root: &Node, settings: &mut Settings) {
     if let Some(n) = root.get("adoption") {
         settings.adoption_hold = read_adoption(r, n);
     }
+    settings.concurrency = read_concurrency(r, root);
+}
+
+/// `maxConcurrentCanaries` and `namespaces.<ns>.maxConcurrentCanaries`.
+fn read_concurrency(r: &mut Reader, root: &Node) -> Limits {
+    Limits {
+        repo: root
+            .get("maxConcurrentCanaries")
+            .and_then(|n| read_limit(r, n, "maxConcurrentCanaries")),
+        namespaces: root
+            .get("namespaces")
+            .map(|n| read_namespaces(r, n))
+            .unwrap_or_default(),
+    }
+}
+
+/// A `maxConcurrentCanaries`: a whole number, at least 1 (0 would start nothing ever).
+fn read_limit(r: &mut Reader, n: &Node, path: &str) -> Option<u32> {
+    r.int(n, path, 1, MAX_CONCURRENT)
+        .and_then(|v| u32::try_from(v).ok())
+}
+
+/// `namespaces: {<ns>: {maxConcurrentCanaries: N}}`: the per-namespace limits.
+fn read_namespaces(r: &mut Reader, n: &Node) -> std::collections::BTreeMap<String, u32> {
+    let mut out = std::collections::BTreeMap::new();
+    let crate::yaml::node::Value::Map(entries) = &n.value else {
+        r.error(
+            n.line,
+            "namespaces",
+            format!(
+                "expected a mapping of namespace to its settings, found {}",
+                n.kind()
+            ),
+        );
+        return out;
+    };
+    for (key, value) in entries {
+        let path = join("namespaces", &key.text);
+        if r.map(value, &path, &["maxConcurrentCanaries"]).is_none() {
+            continue;
+        }
+        if let Err(e) = crate::core::model::Name::parse(&key.text) {
+            r.error(key.line, &path, format!("expected a namespace name: {e}"));
+            continue;
+        }
+        let field = join(&path, "maxConcurrentCanaries");
+        if let Some(limit) = value
+            .get("maxConcurrentCanaries")
+            .and_then(|v| read_limit(r, v, &field))
+        {
+            out.insert(key.text.clone(), limit);
+        }
+    }
+    out
 }
 
 /// `adoption: {hold: true|false}`: whether canaries hold at their first render while a repo
@@ -1199,6 +1265,47 @@ mod tests {
         assert!(
             errs[0].starts_with(".sluice/config.yaml:6: forge.githubApp: a GitHub App authenticates with GitHub only, found kind gitlab"),
             "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn max_concurrent_canaries_per_repo_and_namespace_and_bad_values_name_their_line() {
+        let parse = |text: &str| parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"));
+        assert_eq!(parse("").unwrap().concurrency, Limits::default());
+        let limits =
+            parse("maxConcurrentCanaries: 2\nnamespaces:\n  prod:\n    maxConcurrentCanaries: 1\n")
+                .unwrap()
+                .concurrency;
+        assert_eq!(limits.repo, Some(2));
+        assert_eq!(limits.namespaces.get("prod"), Some(&1));
+        let errs = |text: &str| -> Vec<String> {
+            parse(text)
+                .unwrap_err()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            errs("maxConcurrentCanaries: 0\n"),
+            vec![".sluice/config.yaml:3: maxConcurrentCanaries: expected 1..=100000, found 0"]
+        );
+        assert_eq!(
+            errs("namespaces:\n  prod:\n    maxConcurrentCanaries: many\n"),
+            vec![
+                ".sluice/config.yaml:5: namespaces.prod.maxConcurrentCanaries: expected an integer in 1..=100000, found \"many\""
+            ]
+        );
+        assert_eq!(
+            errs("namespaces:\n  prod:\n    maxConcurrent: 1\n"),
+            vec![
+                ".sluice/config.yaml:5: namespaces.prod.maxConcurrent: unknown field (did you mean \"maxConcurrentCanaries\"?); expected one of: maxConcurrentCanaries"
+            ]
+        );
+        assert_eq!(
+            errs("namespaces: [prod]\n"),
+            vec![
+                ".sluice/config.yaml:3: namespaces: expected a mapping of namespace to its settings, found a list"
+            ]
         );
     }
 

@@ -147,7 +147,8 @@ pub fn messages(canary: &Canary, decision: &Decision) -> Vec<Message> {
         // Drift and cluster outages are sluice's own gates (Flagger has none): the repo's
         // notifications carry them.
         | Action::Drift(_)
-        | Action::Unreachable => Vec::new(),
+        | Action::Unreachable
+        | Action::Queued => Vec::new(),
     }
 }
 

@@ -68,6 +68,7 @@ impl Event {
             | Action::ApprovalMerged
             | Action::Pause
             | Action::Resume
+            | Action::Queued
             | Action::Drift(DriftStep::Resolved) => None,
         }
     }

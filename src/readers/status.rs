@@ -65,11 +65,12 @@ pub struct Row {
 /// What holds a canary: its kind, who holds it and why.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Held {
-    /// `settings`, `adoption`, `suspend`, `pause`, `drift` or `cluster`: in the order the
-    /// loop obeys them.
+    /// `settings`, `adoption`, `suspend`, `pause`, `drift`, `cluster` or `queue`: in the order
+    /// the loop obeys them.
     pub kind: &'static str,
     /// Who holds it: the operator of the `sluice pause` commit (or `sluice pause` when that
-    /// commit is not read), the settings file, `spec.suspend`, drift, or the cluster.
+    /// commit is not read), the settings file, `spec.suspend`, drift, the cluster, or
+    /// `maxConcurrentCanaries` (the queue).
     pub by: String,
     pub why: String,
 }
@@ -133,7 +134,7 @@ fn to_second(t: jiff::Timestamp) -> String {
 
 /// What holds the canary, in the order the loop obeys it (`core::decide`): broken settings,
 /// `adoption.hold` (a canary with a status: one without is initialized first), `spec.suspend`,
-/// `sluice pause`, drift, an unreachable cluster.
+/// `sluice pause`, drift, an unreachable cluster, `maxConcurrentCanaries`.
 fn held_of(
     c: &crate::manifest::model::Canary,
     status: Option<&crate::core::status::Status>,
@@ -178,10 +179,18 @@ fn held_of(
             why: format!("{} changed outside sluice", s.drift.join(", ")),
         });
     }
-    s.message.strip_prefix(HELD_CLUSTER).map(|why| Held {
-        kind: "cluster",
-        by: "cluster".into(),
-        why: why.to_string(),
+    if let Some(why) = s.message.strip_prefix(HELD_CLUSTER) {
+        return Some(Held {
+            kind: "cluster",
+            by: "cluster".into(),
+            why: why.to_string(),
+        });
+    }
+    // Waiting under `maxConcurrentCanaries` (`core::concurrency`): the status says why.
+    s.waiting_since.map(|_| Held {
+        kind: "queue",
+        by: "maxConcurrentCanaries".into(),
+        why: s.message.clone(),
     })
 }
 

@@ -129,6 +129,7 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
             format!("{n}: owned files are sluice's again, resuming")
         }
         Action::Unreachable => format!("{n}: held, its cluster does not answer"),
+        Action::Queued => format!("{n}: waiting to start, maxConcurrentCanaries reached"),
     }
 }
 

@@ -110,6 +110,10 @@ pub enum By {
     /// A wave held because its cluster did not answer (the status file alone says so).
     #[serde(rename_all = "camelCase")]
     Unreachable { cluster: String, error: String },
+    /// A new revision waiting under `maxConcurrentCanaries` (the status file alone says so);
+    /// `reason` is the wait the limit gave, as the status says it.
+    #[serde(rename_all = "camelCase")]
+    Queued { reason: String },
     /// Written before format 4 by commits a replay did not rebuild: `sluice audit` lists it
     /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
@@ -430,6 +434,9 @@ mod tests {
             By::Unreachable {
                 cluster: "API server https://eu.example:6443".into(),
                 error: "connection refused".into(),
+            },
+            By::Queued {
+                reason: "waiting: 2 of 2 progressing: prod/a, prod/b".into(),
             },
             By::Refused {
                 reason: "eve merged".into(),

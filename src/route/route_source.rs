@@ -7,18 +7,21 @@
 //!
 //! This file reads the field in both canary formats, finds the file and its route object in
 //! the repo snapshot, and hands the object to the router of its kind: a Gateway API
-//! `HTTPRoute` (`gateway_api::read_source`) is the one supported. It also refuses what the
+//! `HTTPRoute`, `GRPCRoute`, `TCPRoute` or `TLSRoute` (`gateway_api::read_source`) are the
+//! ones supported. It also refuses what the
 //! route source replaces or what a copied route cannot carry: Flagger's route fields in
 //! `spec.service` (the route's own rules hold them), the analysis' `sessionAffinity`, `mirror`
 //! and A/B `match` (they would add rules to the user's route), and a provider other than
-//! `gatewayapi:v1`/`gatewayapi:v1beta1` for a Flagger canary.
+//! `gatewayapi:v1`/`gatewayapi:v1beta1` for a Flagger canary. That provider names the
+//! HTTPRoute API Flagger writes, so an HTTPRoute source must be at it; a GRPCRoute, TCPRoute
+//! or TLSRoute source (which Flagger never writes) keeps its own API version.
 //!
 //! A source edited by hand reaches the output at the next tick: the route is rendered from the
 //! source with every commit sluice makes for the canary, and while the canary holds,
 //! `render::route_refresh` commits the copy alone at the status's weights.
 
 use crate::core::model::{Name, RepoPath};
-use crate::route::gateway_api::{self, Apex, GatewayVersion};
+use crate::route::gateway_api::{self, Apex, GatewayVersion, SOURCE_KINDS};
 use crate::route::referenced::error_in;
 use crate::route::{Provider, Route};
 use crate::yaml::node::Node;
@@ -86,7 +89,7 @@ pub fn read_flagger(
             r.error(
                 line,
                 "spec.provider",
-                "spec.routeSource copies a Gateway API HTTPRoute: expected provider gatewayapi:v1 or gatewayapi:v1beta1",
+                "spec.routeSource copies a Gateway API route: expected provider gatewayapi:v1 or gatewayapi:v1beta1",
             );
             None
         }
@@ -155,7 +158,7 @@ fn read(r: &mut Reader, input: &SourceInput, version: Option<GatewayVersion>) ->
         }
     };
     let object = find_route(r, input, &path)?;
-    if let Some(version) = version {
+    if let Some(version) = version.filter(|_| object.kind == "HTTPRoute") {
         let found = object.api_version.unwrap_or("");
         if found != version.api_version() {
             let line = object
@@ -183,7 +186,7 @@ fn read(r: &mut Reader, input: &SourceInput, version: Option<GatewayVersion>) ->
     gateway_api::read_source(r, &object, &apex).map(Route::GatewayApi)
 }
 
-/// The one HTTPRoute in the file `path`.
+/// The one Gateway API route ([`SOURCE_KINDS`]) in the file `path`.
 fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> Option<Object<'s>> {
     let line = input.node.line;
     let Some(file) = file_at(input.snapshot, path) else {
@@ -212,7 +215,10 @@ fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> O
         return None;
     }
     let objects: Vec<Object<'s>> = input.snapshot.objects_in(file).collect();
-    let routes: Vec<&Object<'s>> = objects.iter().filter(|o| o.kind == "HTTPRoute").collect();
+    let routes: Vec<&Object<'s>> = objects
+        .iter()
+        .filter(|o| SOURCE_KINDS.contains(&o.kind))
+        .collect();
     match routes.as_slice() {
         [one] => Some(**one),
         [] => {
@@ -222,9 +228,12 @@ fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> O
                     format!("{} {}", o.kind, o.name)
                 });
             let message = if objects.iter().any(|o| o.kind == "VirtualService") {
-                format!("expected a Gateway API HTTPRoute in {path}, found {found}: an Istio VirtualService source is not supported yet")
+                format!("expected a Gateway API {} in {path}, found {found}: an Istio VirtualService source is not supported yet", kinds_text())
             } else {
-                format!("expected a Gateway API HTTPRoute in {path}, found {found}")
+                format!(
+                    "expected a Gateway API {} in {path}, found {found}",
+                    kinds_text()
+                )
             };
             r.error(line, FIELD, message);
             None
@@ -236,12 +245,20 @@ fn find_route<'s>(r: &mut Reader, input: &SourceInput<'s>, path: &RepoPath) -> O
                 second.line,
                 "kind",
                 format!(
-                    "expected one HTTPRoute in {path} (spec.routeSource), found another at line {}",
+                    "expected one route in {path} (spec.routeSource), found another at line {}",
                     first.line
                 ),
             );
             None
         }
+    }
+}
+
+/// `HTTPRoute, GRPCRoute, TCPRoute or TLSRoute`.
+fn kinds_text() -> String {
+    match SOURCE_KINDS.split_last() {
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 

@@ -27,6 +27,7 @@ pub(crate) mod remotes;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
 pub(crate) mod standalone;
+pub(crate) mod trailers;
 pub(crate) mod vendors;
 pub(crate) mod waves;
 pub(crate) mod webdriver;

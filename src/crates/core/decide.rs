@@ -74,6 +74,9 @@ pub enum Action {
     /// A wave's cluster does not answer: the wave holds, and its status says why (committed
     /// once per outage, the status file alone).
     Unreachable,
+    /// `maxConcurrentCanaries`: a new revision waits for a free slot to start; the status says
+    /// why (committed when the reason changes, the status file alone).
+    Queued,
 }
 
 /// What the loop does about files sluice owns that someone else changed.
@@ -154,7 +157,8 @@ impl Decision {
             | Action::Pause
             | Action::Resume
             | Action::Drift(_)
-            | Action::Unreachable => false,
+            | Action::Unreachable
+            | Action::Queued => false,
         }
     }
 }
@@ -193,7 +197,12 @@ pub fn decide<R>(
     obs: &Observations,
     now: Timestamp,
 ) -> Decision {
-    with_route_state(canary, decide_phase(canary, status, obs, now), now)
+    let mut decision = decide_phase(canary, status, obs, now);
+    if decision.commits() {
+        // Decided by the rules: a wait under `maxConcurrentCanaries` is over.
+        decision.status.waiting_since = None;
+    }
+    with_route_state(canary, decision, now)
 }
 
 /// A committed decision's status with its route state (cookies, mirror phase) brought in
@@ -314,6 +323,7 @@ fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Deci
         primary_session_cookie: None,
         mirroring: false,
         drift: Vec::new(),
+        waiting_since: None,
     };
     change(
         Action::Initialize,

@@ -11,6 +11,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod builtin_metric;
+pub mod concurrency;
 pub mod decide;
 pub mod judge;
 pub mod judged;

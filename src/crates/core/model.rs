@@ -221,6 +221,9 @@ pub struct Canary<R = ()> {
     pub revert_on_deletion: bool,
     /// The wave this instance rolls out in, when the spec has waves (see the `waves` module).
     pub wave: Option<WaveOf>,
+    /// The `sluice.dev/priority` annotation (default 0): under `maxConcurrentCanaries`, a
+    /// higher one starts first.
+    pub priority: i64,
 }
 
 impl<R> Canary<R> {

@@ -90,6 +90,9 @@ pub struct Facts {
     /// The repo settings hold every canary for an adoption (`adoption.hold`): a canary
     /// without a status gets its first render, at rest; none starts a rollout.
     pub adoption_hold: bool,
+    /// `maxConcurrentCanaries`: the canary wants to start a new revision but the limit is
+    /// full ([`crate::concurrency::admit`]): why it waits.
+    pub queued: Option<String>,
 }
 
 /// A wave's cluster that did not answer.

@@ -166,6 +166,11 @@ pub struct Status {
     /// in the repo settings); empty when none. Cleared by the commit that resumes it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<String>,
+    /// Under `maxConcurrentCanaries`: when the canary was first seen waiting for a free slot
+    /// to start its new revision (the tick that first committed the wait). Orders the queue;
+    /// cleared once it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<Timestamp>,
 }
 
 impl Status {

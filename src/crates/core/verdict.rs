@@ -48,6 +48,9 @@ pub enum Basis {
     /// The wave's cluster cannot be reached: nothing changes until it answers again (the
     /// status says so once).
     Unreachable(Unreachable),
+    /// `maxConcurrentCanaries` is reached: the new revision waits to start (the status file
+    /// alone says why, committed when the reason changes).
+    Queued { reason: String },
 }
 
 /// Decides one canary from its status, observations and facts.
@@ -69,6 +72,14 @@ pub fn verdict<R>(
     }
     if let (true, Some(status)) = (facts.adoption_hold, status) {
         return of(adopting(canary, status), Basis::Rules);
+    }
+    if let (Some(reason), Some(status)) = (&facts.queued, status) {
+        return of(
+            queued(status, reason, now),
+            Basis::Queued {
+                reason: reason.clone(),
+            },
+        );
     }
     let mut warnings = Vec::new();
     if let Some(reason) = &facts.rejected {
@@ -173,6 +184,19 @@ fn adopting<R>(canary: &Canary<R>, status: &Status) -> Decision {
             dotted(canary)
         ),
     )
+}
+
+/// `maxConcurrentCanaries` is reached: the canary stays where it is and its status says why,
+/// from the first tick that sees it wait (`waitingSince`, which orders the queue). The status
+/// is committed again only when the reason changes (another canary progresses).
+fn queued(status: &Status, reason: &str, now: Timestamp) -> Decision {
+    if status.message == reason && status.waiting_since.is_some() {
+        return hold(status, None, reason.to_string());
+    }
+    let mut next = status.clone();
+    next.message = reason.to_string();
+    next.waiting_since = Some(status.waiting_since.unwrap_or(now));
+    change(Action::Queued, next, reason.to_string(), None)
 }
 
 /// The status came in a commit the signing policy does not allow: hold, changing nothing,

@@ -17,7 +17,7 @@ mod rollout;
 mod source;
 
 pub(crate) use rollout::{read_cookie_attributes, read_mirror, Shape};
-pub use source::{Apex, RouteSource};
+pub use source::{Apex, RouteSource, SourceShape, KINDS as SOURCE_KINDS};
 
 pub use config::{
     AnalysisMirror, Config, CookieAttributes, Cors, GatewayDuration, GatewayVersion,
@@ -190,27 +190,39 @@ impl Router for GatewayApi {
         Revisions::Workloads
     }
 
-    /// The HTTPRoute, named after the apex Service: every parent Gateway must accept it.
+    /// The HTTPRoute, named after the apex Service, or the user's own route (HTTPRoute,
+    /// GRPCRoute, TCPRoute or TLSRoute, `spec.routeSource`) under its own name: every parent
+    /// Gateway must accept it.
     fn readiness<'a>(config: &'a Config, canary: &'a Canary) -> Option<ReadyObject<'a>> {
-        let version = config.version.api_version();
+        let (api_version, kind, plural, name) = match &config.source {
+            Some(s) => (
+                s.shape.api_version,
+                s.shape.kind,
+                s.shape.plural,
+                s.name.as_str(),
+            ),
+            None => (
+                config.version.api_version(),
+                "HTTPRoute",
+                "httproutes",
+                canary.service.name.as_str(),
+            ),
+        };
         Some(ReadyObject {
             group: "gateway.networking.k8s.io",
-            version: version.rsplit('/').next().unwrap_or("v1"),
-            kind: "HTTPRoute",
-            plural: "httproutes",
-            what: "HTTPRoute",
-            // The user's route keeps its own name (`spec.routeSource`).
-            name: config
-                .source
-                .as_ref()
-                .map_or(canary.service.name.as_str(), |s| s.name.as_str()),
+            version: api_version.rsplit('/').next().unwrap_or("v1"),
+            kind,
+            plural,
+            what: kind,
+            name,
             condition: ReadyCondition::ParentsAccepted,
         })
     }
 }
 
-/// The route of a canary whose HTTPRoute is the user's own (`spec.routeSource`), read by
-/// [`source::read`]: the source is the whole route.
+/// The route of a canary whose route is the user's own (`spec.routeSource`), read by
+/// [`source::read`]: the source is the whole route, written at its own kind and API version
+/// (`Config::version` is the HTTPRoute's, and v1 for the other kinds, which do not use it).
 pub fn read_source(
     r: &mut Reader,
     object: &crate::yaml::snapshot::Object,
@@ -219,7 +231,8 @@ pub fn read_source(
     let source = source::read(r, object, apex)?;
     let version = [GatewayVersion::V1, GatewayVersion::V1beta1]
         .into_iter()
-        .find(|v| v.api_version() == source.api_version)?;
+        .find(|v| v.api_version() == source.shape.api_version)
+        .unwrap_or(GatewayVersion::V1);
     Some(Config {
         version,
         parent_refs: Vec::new(),

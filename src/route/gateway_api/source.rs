@@ -1,16 +1,19 @@
-//! An HTTPRoute the user owns (`spec.routeSource`, Flagger #1857): read from the repo at load
-//! time, copied to the output folder with every rule, match, filter, hostname and parentRef
-//! the user wrote. Only the `backendRefs` of the rules that send traffic to the canary's apex
-//! Service change: they become the primary/canary pair with this step's weights, as Flagger's
-//! Gateway API router names them. A rule with no such backend is copied as it is.
+//! A Gateway API route the user owns (`spec.routeSource`, Flagger #1857): an HTTPRoute,
+//! GRPCRoute, TCPRoute or TLSRoute, read from the repo at load time, copied to the output
+//! folder with every rule, match, filter, hostname and parentRef the user wrote. Only the
+//! `backendRefs` of the rules that send traffic to the canary's apex Service change: they
+//! become the primary/canary pair with this step's weights, as Flagger's Gateway API router
+//! names them. A rule with no such backend is copied as it is. The four kinds weight their
+//! backends the same way (`backendRefs[].weight`); they differ only in the fields they have,
+//! which [`SHAPES`] lists per kind and API version.
 //!
 //! The source file is the user's and is never written; its copy in the output is sluice's
 //! (drift checks it like every output file). The copy is emitted from the user's own YAML
 //! tree (key order kept), then parsed back and checked: every rule sluice did not split must
 //! read back exactly as the source's.
 //!
-//! Refused when the canary is loaded, each at its line in the source file: a field the
-//! HTTPRoute does not have at the levels sluice reads, a `metadata.namespace` other than the
+//! Refused when the canary is loaded, each at its line in the source file: a field the route
+//! kind does not have at the levels sluice reads, a `metadata.namespace` other than the
 //! canary's, a rule that sends to the apex Service and to other backends too (sluice would
 //! have to change their share), a backend port other than the canary's `service.port`, and a
 //! route that sends nothing to the apex Service.
@@ -27,10 +30,8 @@ use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Object;
 
-/// The HTTPRoute `spec` fields (Gateway API v1.2 standard channel).
-const SPEC_KEYS: &[&str] = &["parentRefs", "hostnames", "rules"];
 /// The fields of an HTTPRoute rule.
-const RULE_KEYS: &[&str] = &[
+const HTTP_RULE_KEYS: &[&str] = &[
     "name",
     "matches",
     "filters",
@@ -39,8 +40,12 @@ const RULE_KEYS: &[&str] = &[
     "retry",
     "sessionPersistence",
 ];
-/// The fields of an HTTPRoute `backendRef`.
-const BACKEND_KEYS: &[&str] = &[
+/// The fields of a GRPCRoute rule (Gateway API v1.6 standard channel).
+const GRPC_RULE_KEYS: &[&str] = &["name", "matches", "filters", "backendRefs"];
+/// The fields of a TCPRoute or TLSRoute rule.
+const TCP_TLS_RULE_KEYS: &[&str] = &["name", "backendRefs"];
+/// The fields of an HTTPRoute or GRPCRoute `backendRef`.
+const FILTERED_BACKEND_KEYS: &[&str] = &[
     "group",
     "kind",
     "name",
@@ -49,26 +54,125 @@ const BACKEND_KEYS: &[&str] = &[
     "weight",
     "filters",
 ];
+/// The fields of a TCPRoute or TLSRoute `backendRef` (no filters).
+const TCP_TLS_BACKEND_KEYS: &[&str] = &["group", "kind", "name", "namespace", "port", "weight"];
+/// The `spec` fields of an HTTPRoute, GRPCRoute or TLSRoute.
+const SPEC_KEYS: &[&str] = &["parentRefs", "hostnames", "rules"];
+/// The `spec` fields of a TCPRoute (no hostnames).
+const TCP_SPEC_KEYS: &[&str] = &["parentRefs", "rules"];
 /// The `metadata` fields a route in git carries (the rest are the API server's).
 const METADATA_KEYS: &[&str] = &["name", "namespace", "labels", "annotations"];
-/// The CRD's `maxItems` for `spec.rules`.
-const MAX_RULES: usize = 16;
-const TEMPLATE: &str = "routeSource HTTPRoute copy";
-/// The HTTPRoute API versions sluice copies (one schema).
-pub const API_VERSIONS: [&str; 2] = [
-    "gateway.networking.k8s.io/v1",
-    "gateway.networking.k8s.io/v1beta1",
+const TEMPLATE: &str = "routeSource route copy";
+
+/// Whether a route kind has `spec.hostnames`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hostnames {
+    Absent,
+    Optional,
+    Required,
+}
+
+/// The rule and backendRef fields of a route kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    Http,
+    Grpc,
+    TcpTls,
+}
+
+/// One route kind at one API version, as the Gateway API CRDs (v1.6) serve it: the fields
+/// sluice reads and the limits it checks before writing the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceShape {
+    pub kind: &'static str,
+    pub api_version: &'static str,
+    /// The resource's plural, for the readiness gate.
+    pub plural: &'static str,
+    pub hostnames: Hostnames,
+    /// Which fields its rules and backendRefs have.
+    pub fields: Fields,
+    /// The CRD's `maxItems` for `spec.rules`.
+    pub max_rules: usize,
+}
+
+const V1: &str = "gateway.networking.k8s.io/v1";
+const V1BETA1: &str = "gateway.networking.k8s.io/v1beta1";
+const V1ALPHA2: &str = "gateway.networking.k8s.io/v1alpha2";
+
+const HTTP_V1: SourceShape = SourceShape {
+    kind: "HTTPRoute",
+    api_version: V1,
+    plural: "httproutes",
+    hostnames: Hostnames::Optional,
+    fields: Fields::Http,
+    max_rules: 16,
+};
+const GRPC_V1: SourceShape = SourceShape {
+    kind: "GRPCRoute",
+    plural: "grpcroutes",
+    fields: Fields::Grpc,
+    ..HTTP_V1
+};
+const TCP_V1ALPHA2: SourceShape = SourceShape {
+    kind: "TCPRoute",
+    api_version: V1ALPHA2,
+    plural: "tcproutes",
+    hostnames: Hostnames::Absent,
+    fields: Fields::TcpTls,
+    max_rules: 16,
+};
+const TLS_V1ALPHA2: SourceShape = SourceShape {
+    kind: "TLSRoute",
+    plural: "tlsroutes",
+    hostnames: Hostnames::Optional,
+    ..TCP_V1ALPHA2
+};
+
+/// Every route kind and API version sluice copies. TCPRoute and TLSRoute are served at
+/// v1alpha2 by the experimental channel and at v1 (one rule each; a TLSRoute needs a
+/// hostname) by both channels.
+pub const SHAPES: &[SourceShape] = &[
+    HTTP_V1,
+    SourceShape {
+        api_version: V1BETA1,
+        ..HTTP_V1
+    },
+    GRPC_V1,
+    TCP_V1ALPHA2,
+    SourceShape {
+        api_version: V1,
+        max_rules: 1,
+        ..TCP_V1ALPHA2
+    },
+    TLS_V1ALPHA2,
+    SourceShape {
+        api_version: V1,
+        max_rules: 1,
+        hostnames: Hostnames::Required,
+        ..TLS_V1ALPHA2
+    },
 ];
 
-/// The user's HTTPRoute, validated, ready to copy.
+/// The route kinds a route source may be, for messages and for finding it in its file.
+pub const KINDS: &[&str] = &["HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute"];
+
+/// The API versions sluice copies a route of `kind` at.
+fn api_versions(kind: &str) -> Vec<&'static str> {
+    SHAPES
+        .iter()
+        .filter(|s| s.kind == kind)
+        .map(|s| s.api_version)
+        .collect()
+}
+
+/// The user's route, validated, ready to copy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RouteSource {
-    /// The source file, repo-relative, and the line its HTTPRoute starts on.
+    /// The source file, repo-relative, and the line its route starts on.
     pub file: String,
     pub line: usize,
-    /// The API version the user wrote (`gateway.networking.k8s.io/v1` or `/v1beta1`), which
-    /// the copy keeps.
-    pub api_version: &'static str,
+    /// Its kind and the API version the user wrote, which the copy keeps.
+    pub shape: SourceShape,
     /// `metadata.name`: the copy has the same name (Flux does not apply the source).
     pub name: String,
     pub labels: BTreeMap<String, String>,
@@ -100,7 +204,7 @@ pub struct Apex<'a> {
     pub port: u16,
 }
 
-/// Reads the user's HTTPRoute `object`; problems are reported at their lines in its file.
+/// Reads the user's route `object` (one of [`KINDS`]); problems are reported at their lines in its file.
 /// `None` when any was found.
 pub fn read(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSource> {
     let mut sr = Reader::new(object.file);
@@ -112,49 +216,23 @@ pub fn read(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSource>
 
 fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSource> {
     let root = object.node;
-    let known = API_VERSIONS
-        .iter()
-        .copied()
-        .find(|v| object.api_version == Some(*v));
-    let Some(api_version) = known else {
-        let line = root.get("apiVersion").map_or(object.line, |n| n.line);
-        r.error(
-            line,
-            "apiVersion",
-            format!(
-                "expected {} for an HTTPRoute, found {:?}",
-                API_VERSIONS.join(" or "),
-                object.api_version.unwrap_or("")
-            ),
-        );
-        return None;
-    };
+    let shape = read_shape(r, object)?;
     let (labels, annotations) = read_metadata(r, root, apex)?;
     let spec = r.required(root, "", "spec")?;
-    r.map(spec, "spec", SPEC_KEYS)?;
-    let parent_refs = r
-        .required(spec, "spec", "parentRefs")
-        .and_then(|n| read_parent_refs(r, n, "spec.parentRefs"));
-    if parent_refs.as_ref().is_some_and(Vec::is_empty) {
-        r.error(
-            spec.line,
-            "spec.parentRefs",
-            "expected at least one parentRef (the Gateway), found none",
-        );
-    }
-    if let Some(n) = spec.get("hostnames") {
-        read_hostnames(r, n, "spec.hostnames");
-    }
+    read_attachment(r, spec, &shape)?;
     let rules = r
         .required(spec, "spec", "rules")
         .and_then(|n| r.seq(n, "spec.rules").map(|items| (n, items)));
     let (rules_node, rules) = rules?;
-    if rules.len() > MAX_RULES {
+    if rules.len() > shape.max_rules {
         r.error(
             rules_node.line,
             "spec.rules",
             format!(
-                "expected at most {MAX_RULES} rules (the CRD's limit), found {}",
+                "expected at most {} rule(s) (the CRD's limit for a {} {}), found {}",
+                shape.max_rules,
+                shape.api_version,
+                shape.kind,
                 rules.len()
             ),
         );
@@ -162,7 +240,7 @@ fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSour
     let mut split = Vec::new();
     let mut refused = false;
     for (i, rule) in rules.iter().enumerate() {
-        match read_rule(r, rule, i, apex) {
+        match read_rule(r, rule, i, apex, &shape) {
             RuleUse::Copied => {}
             RuleUse::Split(s) => split.push(s),
             RuleUse::Refused => refused = true,
@@ -176,7 +254,8 @@ fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSour
             rules_node.line,
             "spec.rules",
             format!(
-                "no rule of HTTPRoute {} sends traffic to the Service {:?} (the canary's apex Service); sluice splits the rules whose backendRef is {:?} between {:?} and {:?}",
+                "no rule of {} {} sends traffic to the Service {:?} (the canary's apex Service); sluice splits the rules whose backendRef is {:?} between {:?} and {:?}",
+                shape.kind,
                 object.name,
                 apex.service,
                 apex.service,
@@ -194,7 +273,7 @@ fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSour
     Some(RouteSource {
         file: object.file.to_string(),
         line: object.line,
-        api_version,
+        shape,
         name: object.name.to_string(),
         labels,
         annotations,
@@ -202,6 +281,70 @@ fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSour
         rules: rules.iter().map(Node::to_json).collect(),
         split,
     })
+}
+
+/// The kind and API version of `object`, one of [`SHAPES`].
+fn read_shape(r: &mut Reader, object: &Object) -> Option<SourceShape> {
+    let known = SHAPES
+        .iter()
+        .find(|s| s.kind == object.kind && object.api_version == Some(s.api_version));
+    if known.is_none() {
+        let line = object
+            .node
+            .get("apiVersion")
+            .map_or(object.line, |n| n.line);
+        let article = if object.kind == "HTTPRoute" {
+            "an"
+        } else {
+            "a"
+        };
+        r.error(
+            line,
+            "apiVersion",
+            format!(
+                "expected {} for {article} {}, found {:?}",
+                api_versions(object.kind).join(" or "),
+                object.kind,
+                object.api_version.unwrap_or("")
+            ),
+        );
+    }
+    known.copied()
+}
+
+/// The `spec` fields the kind has, its `parentRefs` (at least one) and `hostnames`
+/// (required by a v1 TLSRoute); `None` when `spec` has a field the kind does not.
+fn read_attachment(r: &mut Reader, spec: &Node, shape: &SourceShape) -> Option<()> {
+    let spec_keys = match shape.hostnames {
+        Hostnames::Absent => TCP_SPEC_KEYS,
+        Hostnames::Optional | Hostnames::Required => SPEC_KEYS,
+    };
+    r.map(spec, "spec", spec_keys)?;
+    let parent_refs = r
+        .required(spec, "spec", "parentRefs")
+        .and_then(|n| read_parent_refs(r, n, "spec.parentRefs"));
+    if parent_refs.as_ref().is_some_and(Vec::is_empty) {
+        r.error(
+            spec.line,
+            "spec.parentRefs",
+            "expected at least one parentRef (the Gateway), found none",
+        );
+    }
+    match spec.get("hostnames") {
+        Some(n) => {
+            read_hostnames(r, n, "spec.hostnames");
+        }
+        None if shape.hostnames == Hostnames::Required => r.error(
+            spec.line,
+            "spec.hostnames",
+            format!(
+                "required for a {} {}: the CRD requires at least one hostname",
+                shape.api_version, shape.kind
+            ),
+        ),
+        None => {}
+    }
+    Some(())
 }
 
 type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
@@ -257,9 +400,18 @@ enum RuleUse {
 
 /// Checks rule `i`: whether its backend is the apex Service (then it must be its only one, on
 /// the canary's port).
-fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex) -> RuleUse {
+fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceShape) -> RuleUse {
     let path = index("spec.rules", i);
-    if r.map(rule, &path, RULE_KEYS).is_none() {
+    let rule_keys = match shape.fields {
+        Fields::Http => HTTP_RULE_KEYS,
+        Fields::Grpc => GRPC_RULE_KEYS,
+        Fields::TcpTls => TCP_TLS_RULE_KEYS,
+    };
+    let backend_keys = match shape.fields {
+        Fields::Http | Fields::Grpc => FILTERED_BACKEND_KEYS,
+        Fields::TcpTls => TCP_TLS_BACKEND_KEYS,
+    };
+    if r.map(rule, &path, rule_keys).is_none() {
         return RuleUse::Refused;
     }
     let refs_path = join(&path, "backendRefs");
@@ -272,7 +424,7 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex) -> RuleUse {
     let mut found = None;
     for (j, backend) in refs.iter().enumerate() {
         let at = index(&refs_path, j);
-        if r.map(backend, &at, BACKEND_KEYS).is_none() {
+        if r.map(backend, &at, backend_keys).is_none() {
             continue;
         }
         if is_apex(backend, apex) {
@@ -388,8 +540,8 @@ pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, Route
         metadata.insert(s("annotations"), strings(&source.annotations));
     }
     let mut doc = yaml_rust2::yaml::Hash::new();
-    doc.insert(s("apiVersion"), s(source.api_version));
-    doc.insert(s("kind"), s("HTTPRoute"));
+    doc.insert(s("apiVersion"), s(source.shape.api_version));
+    doc.insert(s("kind"), s(source.shape.kind));
     doc.insert(s("metadata"), Yaml::Hash(metadata));
     doc.insert(s("spec"), spec);
     let mut text = String::new();
@@ -415,8 +567,8 @@ pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, Route
 fn verify(doc: &Json, source: &RouteSource, input: &RenderInput) -> Result<(), String> {
     crate::route::expect_object(
         doc,
-        source.api_version,
-        "HTTPRoute",
+        source.shape.api_version,
+        source.shape.kind,
         &source.name,
         input.canary.id.namespace.as_str(),
     )?;

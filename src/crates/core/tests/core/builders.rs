@@ -303,6 +303,7 @@ impl CanaryBuilder {
             }),
             autoscaler: None,
             revert_on_deletion: false,
+            priority: 0,
             wave: None,
         }
     }

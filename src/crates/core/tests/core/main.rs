@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod builders;
+mod concurrency;
 mod judge_kayenta;
 mod judge_properties;
 mod judge_scores;

@@ -35,6 +35,7 @@ fn status(phase: Phase, promoted: &str, canary: Option<&str>) -> Status {
         primary_session_cookie: None,
         mirroring: false,
         drift: Vec::new(),
+        waiting_since: None,
     }
 }
 
