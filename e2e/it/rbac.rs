@@ -230,10 +230,13 @@ async fn drive_every_kube_path(api: &mut FakeKubeApi) -> BTreeSet<ApiCall> {
         crate::support::knative::DOCS_SERVICE,
     );
     // A route source of each other kind: its Gateways must accept the user's route.
-    let sources: Vec<sluice::manifest::model::Canary> = crate::route_source::other_kinds()
-        .iter()
-        .map(|(_, source)| crate::route_source::loaded_flagger("gatewayapi:v1", source))
-        .collect();
+    let sources: Vec<sluice::manifest::model::Canary> =
+        crate::support::route_sources::other_kinds()
+            .iter()
+            .map(|(_, source)| {
+                crate::support::route_sources::loaded_flagger("gatewayapi:v1", source)
+            })
+            .collect();
     for canary in [&gateway, &daemonset, &knative].into_iter().chain(&sources) {
         let readiness = read_readiness(&client, canary, "podinfo").await;
         assert!(readiness.is_ok(), "{readiness:?}");

@@ -26,6 +26,7 @@ pub(crate) mod prometheus;
 pub(crate) mod remotes;
 pub(crate) mod rollout;
 pub(crate) mod route_case;
+pub(crate) mod route_sources;
 pub(crate) mod standalone;
 pub(crate) mod trailers;
 pub(crate) mod vendors;
