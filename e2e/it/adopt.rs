@@ -456,3 +456,31 @@ fn an_existing_branch_is_never_moved_and_push_sends_the_new_one_to_origin() {
         git(dir.path(), &["rev-parse", "sluice-adopt"])
     );
 }
+
+/// A Secret the target's pod template references but git does not hold: Flagger's primary
+/// runs with its `-primary` copy, sluice's first render would keep the original name and
+/// restart the primary, so adopt says so before anything is merged; with the Secret in the
+/// repo there is nothing to say.
+#[test]
+fn a_secret_the_repo_does_not_hold_is_named_before_the_switch_restarts_the_primary() {
+    const DEPLOYMENT: &str = "clusters/my-cluster/apps/golang-api/deployment.yaml";
+    let text = std::fs::read_to_string(fixture("flux-driv").join(DEPLOYMENT)).unwrap();
+    let with_secret = text.replace(
+        "          imagePullPolicy: IfNotPresent\n",
+        "          imagePullPolicy: IfNotPresent\n          envFrom:\n            - secretRef:\n                name: golang-api-token\n",
+    );
+    assert_ne!(with_secret, text);
+    let note = "clusters/my-cluster/apps/golang-api/deployment.yaml:1: Secret golang-api-token is referenced by Deployment golang-api's pod template but is not in the repo: Flagger's primary uses its copy golang-api-token-primary";
+    let dir = checkout("flux-driv", &[(DEPLOYMENT, &with_secret)]);
+    let (code, out, err) = adopt(dir.path(), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(note), "{out}");
+    let secret = "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: golang-api-token\n  namespace: default\nstringData:\n  token: t\n";
+    let dir = checkout(
+        "flux-driv",
+        &[(DEPLOYMENT, &format!("{with_secret}{secret}"))],
+    );
+    let (code, out, err) = adopt(dir.path(), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("golang-api-token is referenced"), "{out}");
+}

@@ -103,6 +103,9 @@ pub fn adopt(
     let (settings, mut notes) = runbook::settings(&found);
     let mut change = change::change(&repo, &found, &settings)?;
     change.notes.append(&mut notes);
+    change
+        .notes
+        .extend(configs_not_in_the_repo(files, &snapshot, &found));
     verify(files, &found, &mut change)?;
     let runbook = runbook::runbook(&found, &change, branch, repo_url);
     Ok(Adoption {
@@ -110,6 +113,43 @@ pub fn adopt(
         found,
         runbook,
     })
+}
+
+/// A note per ConfigMap or Secret a canary's target references that the repo does not hold:
+/// Flagger's primary uses its `-primary` copy (its config tracker copies each one it finds in
+/// the cluster), while sluice copies only what git holds and keeps the original name, so the
+/// first render would change the primary's pod template and restart its pods.
+fn configs_not_in_the_repo(
+    files: &BTreeMap<String, String>,
+    snapshot: &Snapshot,
+    found: &Discovery,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for canary in &found.canaries {
+        let Some(target) = canary.sources.get(1) else {
+            continue;
+        };
+        let Some(text) = files.get(&target.file) else {
+            continue;
+        };
+        let docs = yaml_rust2::YamlLoader::load_from_str(text).unwrap_or_default();
+        let Some(doc) = docs.iter().find(|d| {
+            d["kind"].as_str() == Some(target.kind.as_str())
+                && d["metadata"]["name"].as_str() == Some(target.name.as_str())
+        }) else {
+            continue;
+        };
+        for config in crate::workload::configs::references(doc) {
+            if snapshot.find(config.kind, &config.name).next().is_none() {
+                notes.push(format!(
+                    "{}:{}: {} {} is referenced by {} {}'s pod template but is not in the repo: Flagger's primary uses its copy {}-primary, sluice's first render keeps {} (it copies only what git holds), so applying it restarts {}-primary's pods. Put the {} itself in the repo before merging (sluice then writes its -primary copy, as Flagger does), or accept one restart; `sluice adopt check` names the difference",
+                    target.file, target.line, config.kind, config.name, target.kind, target.name,
+                    config.name, config.name, target.name, config.kind
+                ));
+            }
+        }
+    }
+    notes
 }
 
 /// The files after `change`.
