@@ -6,7 +6,7 @@ use yaml_rust2::{Yaml, YamlEmitter};
 use crate::manifest::model::{Canary, PortRef, ServiceMetadata};
 use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
-use crate::workload::yaml_edit::{key, map_at, rename, set};
+use crate::workload::yaml_edit::{drop_toolkit_keys, key, map_at, rename, set};
 use crate::workload::{Source, WorkloadError, DAEMONSET_SCALE_TO_ZERO};
 
 fn header(canary: &Canary) -> String {
@@ -43,6 +43,18 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     let primary_name = format!("{}-primary", source.deployment.name);
     let primary_label = Yaml::String(format!("{}-primary", source.label_value));
     rename(&mut doc, &primary_name, ns);
+    // Flux's keys stay off the primary, as Flagger leaves them off (`filterMetadata`,
+    // `makePrimaryLabels`, `makeAnnotations`): an instruction such as
+    // `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` would keep Flux from ever applying a
+    // promotion, and in the pod template it would differ from Flagger's live primary.
+    for path in [
+        &["metadata", "labels"][..],
+        &["metadata", "annotations"],
+        &["spec", "template", "metadata", "labels"],
+        &["spec", "template", "metadata", "annotations"],
+    ] {
+        drop_toolkit_keys(&mut doc, path);
+    }
     if let Some(labels) =
         map_at(&mut doc, &["metadata"]).and_then(|m| match m.get_mut(&key("labels")) {
             Some(Yaml::Hash(h)) => Some(h),
