@@ -79,17 +79,14 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// The objects the GitOps engine applies from `folder` of the fixture as found, and `also`.
-fn applied(fixture: &str, folder: &str, also: &[&str]) -> Vec<Json> {
-    let root = repo_root()
-        .join("e2e/fixtures/adopt")
-        .join(fixture)
-        .join("repo");
+/// The objects the GitOps engine applies from `folder` of the repo as found at `root`, and
+/// `also`.
+fn applied(root: &Path, folder: &str, also: &[&str]) -> Vec<Json> {
     let at = root.join(folder);
     let mut text = String::new();
     if at.join("kustomization.yaml").exists() {
         text = kustomize_text(&at, &[]).unwrap_or_else(|| {
-            panic!("kubectl kustomize is needed to build {fixture}/{folder} as Flux does")
+            panic!("kubectl kustomize is needed to build {folder} as Flux does")
         });
     } else {
         let mut files: Vec<_> = std::fs::read_dir(&at)
@@ -745,6 +742,69 @@ fn rendered(at: &Path, canary: &str) -> BTreeMap<String, Json> {
     all
 }
 
+/// Every difference between Flagger's objects at rest for `case` (in a cluster that also
+/// holds `cluster_only`, objects git does not hold) and sluice's first render in the
+/// rendered checkout `at` of the repo as found at `root`. What derives from `cluster_only`
+/// (the objects and Flagger's copies of them) stays in the cluster and is not rendered.
+fn compare(
+    case: &Case,
+    root: &Path,
+    at: &Path,
+    cluster_only: &[Json],
+    used: &mut BTreeSet<&'static str>,
+) -> Vec<String> {
+    let mut all = applied(root, case.folder, case.also);
+    let (ns, name) = case.canary.split_once('/').unwrap();
+    let mut canary = find(&all, "Canary", name)
+        .unwrap_or_else(|| panic!("{}: no Canary {name}", case.fixture))
+        .clone();
+    canary["metadata"]["namespace"] = json!(ns);
+    all.extend(cluster_only.iter().cloned());
+    let live_only: BTreeSet<String> = cluster_only
+        .iter()
+        .flat_map(|o| {
+            let key = format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            );
+            [format!("{key}-primary"), key]
+        })
+        .collect();
+    let want: BTreeMap<String, Json> = flagger_at_rest(&canary, &all, case.router)
+        .into_iter()
+        .filter(|(k, _)| !live_only.contains(k))
+        .map(|(k, mut v)| {
+            crate::adopt_first_render::scrub(&mut v);
+            (k, v)
+        })
+        .collect();
+    let got = rendered(at, case.canary);
+    let label = format!("{} {}", case.fixture, case.canary);
+    let mut wrong = Vec::new();
+    for (key, flagger) in &want {
+        match got.get(key) {
+            Some(sluice) => {
+                let (mut flagger, mut sluice) = (flagger.clone(), sluice.clone());
+                let autoscaled = canary["spec"]["autoscalerRef"].is_object();
+                known(key, &mut flagger, &mut sluice, autoscaled, used);
+                let mut out = Vec::new();
+                differences(&flagger, &sluice, key, &mut out);
+                wrong.extend(out.into_iter().map(|d| format!("{label}: {d}")));
+            }
+            None => wrong.push(format!(
+                "{label}: {key}: Flagger has it, sluice renders none"
+            )),
+        }
+    }
+    for key in got.keys().filter(|k| !want.contains_key(*k)) {
+        wrong.push(format!(
+            "{label}: {key}: sluice renders it, Flagger has none"
+        ));
+    }
+    wrong
+}
+
 #[test]
 fn first_render_on_each_adopted_fixture_equals_flaggers_objects_at_rest() {
     let mut wrong = Vec::new();
@@ -758,39 +818,12 @@ fn first_render_on_each_adopted_fixture_equals_flaggers_objects_at_rest() {
             let tmp = render_adopted(dir.path());
             renders.insert(case.fixture, (dir, tmp));
         }
+        let root = repo_root()
+            .join("e2e/fixtures/adopt")
+            .join(case.fixture)
+            .join("repo");
         let at = renders[case.fixture].1.path().join("rendered");
-        let all = applied(case.fixture, case.folder, case.also);
-        let (ns, name) = case.canary.split_once('/').unwrap();
-        let canary = find(&all, "Canary", name)
-            .unwrap_or_else(|| panic!("{}: no Canary {name}", case.fixture))
-            .clone();
-        let mut canary = canary;
-        canary["metadata"]["namespace"] = json!(ns);
-        let want: BTreeMap<String, Json> = flagger_at_rest(&canary, &all, case.router)
-            .into_iter()
-            .map(|(k, mut v)| {
-                crate::adopt_first_render::scrub(&mut v);
-                (k, v)
-            })
-            .collect();
-        let got = rendered(&at, case.canary);
-        let at = format!("{} {}", case.fixture, case.canary);
-        for (key, flagger) in &want {
-            match got.get(key) {
-                Some(sluice) => {
-                    let (mut flagger, mut sluice) = (flagger.clone(), sluice.clone());
-                    let autoscaled = canary["spec"]["autoscalerRef"].is_object();
-                    known(key, &mut flagger, &mut sluice, autoscaled, &mut used);
-                    let mut out = Vec::new();
-                    differences(&flagger, &sluice, key, &mut out);
-                    wrong.extend(out.into_iter().map(|d| format!("{at}: {d}")));
-                }
-                None => wrong.push(format!("{at}: {key}: Flagger has it, sluice renders none")),
-            }
-        }
-        for key in got.keys().filter(|k| !want.contains_key(*k)) {
-            wrong.push(format!("{at}: {key}: sluice renders it, Flagger has none"));
-        }
+        wrong.extend(compare(case, &root, &at, &[], &mut used));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert_eq!(
@@ -805,4 +838,45 @@ fn first_render_on_each_adopted_fixture_equals_flaggers_objects_at_rest() {
         ],
         "a known difference is gone: take its rule out of `known`"
     );
+}
+
+/// A Secret the target references that only the cluster holds (an ExternalSecret's, say):
+/// Flagger's primary runs with its copy `<name>-primary`. Under the adoption hold sluice's
+/// first render points the primary at that copy too, so its pod template is Flagger's and
+/// no pod restarts; the canary keeps the Secret's own name, and sluice writes neither Secret.
+#[test]
+fn a_secret_only_the_cluster_holds_keeps_the_primary_on_flaggers_copy() {
+    const DEPLOYMENT: &str = "clusters/my-cluster/apps/golang-api/deployment.yaml";
+    let case = &CASES[0];
+    assert_eq!(case.fixture, "flux-driv");
+    let found = repo_root()
+        .join("e2e/fixtures/adopt/flux-driv/repo")
+        .join(DEPLOYMENT);
+    let text = std::fs::read_to_string(found).unwrap();
+    let with_secret = text.replace(
+        "          imagePullPolicy: IfNotPresent\n",
+        "          imagePullPolicy: IfNotPresent\n          envFrom:\n            - secretRef:\n                name: golang-api-token\n",
+    );
+    assert_ne!(with_secret, text);
+    let dir = checkout("flux-driv", &[(DEPLOYMENT, &with_secret)]);
+    let (code, out, err) = adopt(dir.path(), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let tmp = render_adopted(dir.path());
+    let at = tmp.path().join("rendered");
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "golang-api-token", "namespace": "default"},
+        "data": {"token": "dA=="}});
+    let wrong = compare(case, dir.path(), &at, &[secret], &mut BTreeSet::new());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let primary =
+        std::fs::read_to_string(at.join("deploy/default/golang-api/golang-api-primary.yaml"))
+            .unwrap();
+    assert!(
+        primary.contains("name: golang-api-token-primary"),
+        "{primary}"
+    );
+    let canary =
+        std::fs::read_to_string(at.join("deploy/default/golang-api/golang-api-canary.yaml"))
+            .unwrap();
+    assert!(canary.contains("name: golang-api-token\n"), "{canary}");
 }

@@ -270,6 +270,7 @@ pub fn read_native(
     }
     let canary = Canary {
         settle: settings.settle,
+        adoption_hold: settings.adoption_hold,
         provider,
         metrics_server,
         sync,
@@ -801,6 +802,7 @@ pub fn read_flagger(
     }
     let canary = Canary {
         settle: settings.settle,
+        adoption_hold: settings.adoption_hold,
         provider: provider_name,
         metrics_server,
         sync: settings.sync.clone(),

@@ -71,7 +71,16 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     if let Some(labels) = map_at(&mut doc, &["spec", "template", "metadata", "labels"]) {
         set(labels, &source.label_key, primary_label);
     }
-    rename_to_primary(&mut doc, &source.tracked);
+    // Under an adoption hold (the first render of a canary Flagger ran), a ConfigMap or Secret
+    // the repo does not hold is the `-primary` copy Flagger made of it in the cluster, which
+    // Flagger's live primary uses: pointing at it keeps the pod template Flagger's, so nothing
+    // restarts. The copy stays in use until the next promotion renders the primary again,
+    // with the original name (a release, which restarts the pods anyway).
+    let mut renamed = source.tracked.clone();
+    if canary.adoption_hold {
+        renamed.extend(source.untracked.iter().cloned());
+    }
+    rename_to_primary(&mut doc, &renamed);
     // The primary never keeps the idle canary's node selector (as Flagger's promotion drops it).
     if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec"]).and_then(|s| {
         match s.get_mut(&key("nodeSelector")) {
