@@ -30,8 +30,8 @@ const ROUTERS: &[(&str, Option<&str>)] = &[
     ("appmesh:v1beta2", None),
 ];
 
-/// The Secret the source's `TOKEN` comes from, in the repo (a Secret only in the cluster is
-/// the case sluice cannot render as Flagger: see the report's note in README.md).
+/// The Secret the source's `TOKEN` comes from, in the repo (a Secret only in the cluster:
+/// `adopt_fixture_render::a_secret_only_the_cluster_holds_keeps_the_primary_on_flaggers_copy`).
 const SECRET: &str = "apiVersion: v1
 kind: Secret
 metadata:
