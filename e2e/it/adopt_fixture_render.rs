@@ -136,6 +136,14 @@ fn make_primary_labels(labels: &Json, label: &str, value: &str) -> Map<String, J
     out
 }
 
+/// `metadata` holding `name` and `namespace` (labels and annotations are added after).
+fn name_and_namespace(name: impl Into<Json>, ns: &str) -> Map<String, Json> {
+    let mut meta = Map::new();
+    meta.insert("name".into(), name.into());
+    meta.insert("namespace".into(), json!(ns));
+    meta
+}
+
 /// Sets `key` to `map` unless it is empty (Go's `omitempty` on a map).
 fn put_map(obj: &mut Map<String, Json>, key: &str, map: Map<String, Json>) {
     if !map.is_empty() {
@@ -355,9 +363,7 @@ fn flagger_at_rest(canary: &Json, all: &[Json], router: &str) -> BTreeMap<String
         "template".into(),
         json!({"metadata": pod_meta, "spec": pod}),
     );
-    let mut meta = Map::new();
-    meta.insert("name".into(), json!(format!("{name}-primary")));
-    meta.insert("namespace".into(), json!(ns));
+    let mut meta = name_and_namespace(format!("{name}-primary"), ns);
     // includeLabelsByPrefix with no prefix keeps no label; makePrimaryLabels adds the
     // selector label.
     put_map(
@@ -422,14 +428,9 @@ fn flagger_at_rest(canary: &Json, all: &[Json], router: &str) -> BTreeMap<String
         for key in ["minReplicas", "maxReplicas", "metrics", "behavior"] {
             copy_field(&mut spec, &hpa["spec"], key);
         }
-        let mut meta = Map::new();
-        meta.insert("name".into(), json!(format!("{hpa_name}-primary")));
-        meta.insert("namespace".into(), json!(ns));
-        put_map(
-            &mut meta,
-            "labels",
-            filter_metadata(&hpa["metadata"]["labels"]),
-        );
+        let mut meta = name_and_namespace(format!("{hpa_name}-primary"), ns);
+        let labels = filter_metadata(&hpa["metadata"]["labels"]);
+        put_map(&mut meta, "labels", labels);
         out.insert(
             format!("HorizontalPodAutoscaler/{hpa_name}-primary"),
             json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta, "spec": spec}),
@@ -558,9 +559,7 @@ fn ingress_canary(canary: &Json, apex: &str, all: &[Json]) -> Json {
         .collect();
     annotations.insert(format!("{prefix}/canary"), json!("true"));
     annotations.insert(format!("{prefix}/canary-weight"), json!("0"));
-    let mut meta = Map::new();
-    meta.insert("name".into(), json!(format!("{name}-canary")));
-    meta.insert("namespace".into(), json!(ns));
+    let mut meta = name_and_namespace(format!("{name}-canary"), ns);
     meta.insert("annotations".into(), Json::Object(annotations));
     if let Some(labels) = ingress["metadata"]["labels"].as_object() {
         put_map(&mut meta, "labels", labels.clone());
@@ -634,9 +633,7 @@ fn virtual_service(canary: &Json, apex: &str, primary: &str, canary_svc: &str, n
             ])
         }
     };
-    let mut meta = Map::new();
-    meta.insert("name".into(), json!(apex));
-    meta.insert("namespace".into(), json!(ns));
+    let mut meta = name_and_namespace(apex, ns);
     put_map(
         &mut meta,
         "labels",
