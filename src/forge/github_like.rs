@@ -337,7 +337,7 @@ pub(super) trait SharedPulls {
                 login: user.login,
                 state,
                 commit: r.commit_id.filter(|c| !c.is_empty()),
-                stale: r.stale || r.dismissed,
+                stale: r.stale || r.dismissed || state == ReviewState::Dismissed,
             });
         }
         Ok(reviews)
