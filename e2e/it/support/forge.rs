@@ -246,26 +246,28 @@ impl ForgeFake {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let router = match kind {
-            Kind::GitHub => Router::new()
-                .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
-                .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
-                .route("/repos/{owner}/{repo}/pulls/{n}/reviews", get(reviews))
-                .route("/repos/{owner}/{repo}/pulls/{n}/merge", put(merge))
-                .route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
-                .route(
-                    "/orgs/{org}/teams/{slug}/memberships/{user}",
-                    get(membership),
-                )
-                .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment)),
-            Kind::Gitea | Kind::Forgejo => Router::new()
-                .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
-                .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
-                .route("/repos/{owner}/{repo}/pulls/{n}/reviews", get(reviews))
-                .route("/repos/{owner}/{repo}/pulls/{n}/merge", post(merge))
-                .route("/repos/{owner}/{repo}/git/commits/{sha}", get(commit))
-                .route("/orgs/{org}/teams/search", get(team_search))
-                .route("/teams/{id}/members/{user}", get(membership))
-                .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment)),
+            Kind::GitHub | Kind::Gitea | Kind::Forgejo => {
+                // GitHub merges with PUT, Gitea with POST; their commit and team calls differ.
+                let github = kind == Kind::GitHub;
+                let merging = if github { put(merge) } else { post(merge) };
+                let repo = Router::new()
+                    .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
+                    .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
+                    .route("/repos/{owner}/{repo}/pulls/{n}/reviews", get(reviews))
+                    .route("/repos/{owner}/{repo}/pulls/{n}/merge", merging)
+                    .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment));
+                if github {
+                    repo.route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
+                        .route(
+                            "/orgs/{org}/teams/{slug}/memberships/{user}",
+                            get(membership),
+                        )
+                } else {
+                    repo.route("/repos/{owner}/{repo}/git/commits/{sha}", get(commit))
+                        .route("/orgs/{org}/teams/search", get(team_search))
+                        .route("/teams/{id}/members/{user}", get(membership))
+                }
+            }
             Kind::GitLab => Router::new()
                 .route("/projects/{id}/merge_requests", get(list).post(create))
                 .route("/projects/{id}/merge_requests/{n}", get(one).put(update))
