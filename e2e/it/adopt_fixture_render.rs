@@ -696,6 +696,29 @@ fn known(
         sluice["spec"].as_object_mut().unwrap().remove("type");
         used.insert("service-type-default");
     }
+    // The target at rest is the source as Flux applied it, Flux's keys with it; sluice's
+    // canary workload carries none (`ssa: IfNotPresent` would keep Flux from applying a new
+    // revision to it): keys on a Deployment's own metadata restart no pod.
+    if !key.ends_with("-primary") && flagger["kind"] == "Deployment" {
+        let mut dropped = false;
+        for field in ["labels", "annotations"] {
+            let Some(meta) = flagger.get_mut("metadata").and_then(Json::as_object_mut) else {
+                continue;
+            };
+            let Some(map) = meta.get_mut(field).and_then(Json::as_object_mut) else {
+                continue;
+            };
+            let before = map.len();
+            map.retain(|k, _| !k.contains(TOOLKIT));
+            dropped |= map.len() < before;
+            if map.is_empty() {
+                meta.remove(field);
+            }
+        }
+        if dropped {
+            used.insert("flux-keys-off-the-target");
+        }
+    }
     if key.ends_with("-primary") && flagger["kind"] == "Deployment" {
         // Flagger's primary carries the selector label alone (includeLabelsByPrefix keeps
         // none); sluice keeps the target's labels, renamed: labels on a Deployment's own
@@ -827,6 +850,7 @@ fn first_render_on_each_adopted_fixture_equals_flaggers_objects_at_rest() {
         used.into_iter().collect::<Vec<_>>(),
         [
             "autoscaler-owns-replicas",
+            "flux-keys-off-the-target",
             "managed-by",
             "primary-metadata-labels",
             "replicas-default-1",

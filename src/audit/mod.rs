@@ -40,7 +40,9 @@ use crate::gitops::{parse_trailers, trailer_group, CommitMessage, Folders};
 use crate::manifest::load_incremental::KeptLoad;
 use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::render::message::{self, CANARY};
-use crate::render::replay::{By, Record, FORMAT, REPLAY};
+use crate::render::replay::{
+    By, Record, EVERY_COMMIT_FROM, FLUX_KEYS_DROPPED_FROM, FORMAT, REPLAY,
+};
 use crate::render::status_file::SpecRecord;
 use crate::render::GENERATED_MARK;
 use crate::workload;
@@ -690,8 +692,8 @@ impl<'r> Audit<'r, '_> {
                 )));
             }
             if let By::Other { what } = &record.by {
-                if record.format < FORMAT {
-                    old.push((id, format!("not replayable: written before format {FORMAT} gave every sluice commit a record ({what})")));
+                if record.format < EVERY_COMMIT_FROM {
+                    old.push((id, format!("not replayable: written before format {EVERY_COMMIT_FROM} gave every sluice commit a record ({what})")));
                     continue;
                 }
                 return Err(Judged::Unverifiable(format!(
@@ -781,6 +783,9 @@ impl<'r> Audit<'r, '_> {
         let mut messages = Vec::new();
         let mut verified = Vec::new();
         let before = self.report.findings.len();
+        let flux_keys = records
+            .iter()
+            .any(|(_, r)| r.format < FLUX_KEYS_DROPPED_FROM);
         for (id, record) in records {
             let ctx = replay::Context {
                 repo: self.repo,
@@ -802,7 +807,7 @@ impl<'r> Audit<'r, '_> {
                 }
             }
         }
-        self.compare_files(oid, &canary_names, &expected_changes)?;
+        self.compare_files(oid, &canary_names, &expected_changes, flux_keys)?;
         if let Some(expected) = message::fold(&messages) {
             self.compare_message(oid, &canary_names, text, &expected);
         }
@@ -886,11 +891,16 @@ impl<'r> Audit<'r, '_> {
         }
     }
 
+    /// The commit's files against the replay's `expected` changes; with `flux_keys` (a
+    /// commit of a format before [`FLUX_KEYS_DROPPED_FROM`]) a file that differs only by the
+    /// `*toolkit.fluxcd.io*` keys that sluice copied from the sources then is what the rules
+    /// of its time rendered.
     fn compare_files(
         &mut self,
         oid: Oid,
         canary: &str,
         expected: &[crate::gitops::FileChange],
+        flux_keys: bool,
     ) -> Result<(), AuditError> {
         let tree = tree::commit_tree(self.repo, &self.folders, oid)?;
         let parent = tree::parent_tree(self.repo, &self.folders, oid)?;
@@ -900,7 +910,16 @@ impl<'r> Audit<'r, '_> {
         }
         for (path, content) in &want {
             let found = tree::file_at(self.repo, &tree, path)?;
-            if found.as_deref() != content.map(str::as_bytes) {
+            let earlier = |f: &[u8], w: &str| {
+                flux_keys
+                    && std::str::from_utf8(f)
+                        .is_ok_and(|f| workload::yaml_edit::same_but_flux_keys(f, w))
+            };
+            let same = match (found.as_deref(), content) {
+                (Some(f), Some(w)) => f == w.as_bytes() || earlier(f, w),
+                (f, w) => f == w.map(str::as_bytes),
+            };
+            if !same {
                 let message = describe(content.map(str::as_bytes), found.as_deref());
                 self.find(oid, Kind::Files, path, canary, message);
             }

@@ -13,7 +13,8 @@
 //! `Sluice-Check` trailers, so from 3 on an approval without an approver is a finding. Format 4
 //! gives every other commit sluice makes a record audit checks (record updates, reverts of
 //! deleted canaries, drift holds, restores and resumes, refused approvals); before it they were
-//! `other` and not replayed. The value is one line of JSON, so any metric name, error text or
+//! `other` and not replayed. Format 5 is the first whose renders carry none of Flux's
+//! `*toolkit.fluxcd.io*` keys from the sources ([`FLUX_KEYS_DROPPED_FROM`]). The value is one line of JSON, so any metric name, error text or
 //! reason survives git's trailer parser. Pure: no IO.
 
 use jiff::Timestamp;
@@ -27,7 +28,17 @@ use crate::core::operate::Operation;
 pub const REPLAY: &str = "Sluice-Replay";
 
 /// The format version commits are written in now. History before it is not replayable.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
+
+/// The format from which every commit sluice makes carries a record audit replays (before it,
+/// `"by":"other"` ones were not replayed).
+pub const EVERY_COMMIT_FROM: u32 = 4;
+
+/// The format from which sluice keeps Flux's `*toolkit.fluxcd.io*` keys off everything it
+/// renders from a source; before it they were copied onto the canary workload, its config
+/// copies, its autoscaler and Services, and the canary Ingress, and audit compares such a
+/// commit's files with that taken into account.
+pub const FLUX_KEYS_DROPPED_FROM: u32 = 5;
 
 /// A trailer value `sluice audit` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
