@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::adopt::{adopt, checkout, render_adopted};
+use crate::adopt::{adopt, adopt_edited, checkout, render_adopted, PULL_POLICY, WITH_SECRET};
 use crate::adopt_first_render::{differences, objects};
 use crate::support::{kustomize_text, repo_root};
 
@@ -870,18 +870,7 @@ fn a_secret_only_the_cluster_holds_keeps_the_primary_on_flaggers_copy() {
     const DEPLOYMENT: &str = "clusters/my-cluster/apps/golang-api/deployment.yaml";
     let case = &CASES[0];
     assert_eq!(case.fixture, "flux-driv");
-    let found = repo_root()
-        .join("e2e/fixtures/adopt/flux-driv/repo")
-        .join(DEPLOYMENT);
-    let text = std::fs::read_to_string(found).unwrap();
-    let with_secret = text.replace(
-        "          imagePullPolicy: IfNotPresent\n",
-        "          imagePullPolicy: IfNotPresent\n          envFrom:\n            - secretRef:\n                name: golang-api-token\n",
-    );
-    assert_ne!(with_secret, text);
-    let dir = checkout("flux-driv", &[(DEPLOYMENT, &with_secret)]);
-    let (code, out, err) = adopt(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}{err}");
+    let (dir, _) = adopt_edited("flux-driv", DEPLOYMENT, PULL_POLICY, WITH_SECRET);
     let tmp = render_adopted(dir.path());
     let at = tmp.path().join("rendered");
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
