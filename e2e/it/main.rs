@@ -74,6 +74,7 @@ mod notify;
 mod openfunction;
 mod operate;
 mod per_tick;
+mod pr_events_forges;
 mod pr_webhooks;
 mod rbac;
 mod route;

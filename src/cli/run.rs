@@ -488,6 +488,7 @@ fn poll_once(
         Ok(Polled::Ticked(report)) => {
             state.set_ready();
             state.set_details(unreachable_clusters(&report));
+            state.set_forge_repository(report.forge_repository.clone());
             record(metrics, &report, clock.now());
             log_report(&report);
             // What the tick allocated is freed; glibc would keep it mapped, and the daemon at

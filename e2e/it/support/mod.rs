@@ -15,6 +15,7 @@ mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod dockerfile;
 pub(crate) mod forge;
+pub(crate) mod forge_events;
 pub(crate) mod git_fixture;
 pub(crate) mod github_app;
 pub(crate) mod judge;

@@ -1,0 +1,226 @@
+//! Pull-request events through the real daemon for the forges beside GitHub
+//! (`pr_webhooks.rs`): GitLab, Gitea, Forgejo, Bitbucket Cloud and Azure DevOps, each with its
+//! HTTP-level fake (`support/forge.rs`) and its documented webhook, authenticated its way
+//! (`support/forge_events.rs`). One table, one loop per case:
+//!
+//! - merged, with the event: `sluice run` polls once an hour, so only the event can make it
+//!   see the merge; the promotion lands and `sluice audit` is clean;
+//! - merged, the event dropped: a short poll still finds the merge and promotes;
+//! - closed (declined, abandoned), with the event: the canary rolls back;
+//! - an event about another repository than `forge.repository`: answered 202 with the
+//!   reason, logged, nothing woken.
+//!
+//! No wall-clock assertion: each waits for a commit, bounded by the daemon's ticks; the
+//! event-to-commit time is printed for the report.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::support::forge::{canary, ForgeFake, Kind, FILE, STATUS};
+use crate::support::forge_events::{pull_event, Delivery, Outcome};
+use crate::support::{
+    audit, daemon_on_remote, http, human_clone, human_commit, merge_approval, push_webhook,
+    reconcile_ticks, status_at_main, DaemonOnRemote,
+};
+
+const SECRET: &str = "s3cret";
+
+/// The forge fakes' `forge.repository` (Azure DevOps: project `acme`, repository `fleet`).
+const REPOSITORY: &str = "acme/fleet";
+
+/// The forges without a daemon-level event test of their own.
+const FORGES: [Kind; 5] = [
+    Kind::GitLab,
+    Kind::Gitea,
+    Kind::Forgejo,
+    Kind::Bitbucket,
+    Kind::AzureDevOps,
+];
+
+/// Ticks a wait may take: far more than any step here needs (a handful each).
+const MAX_TICKS: u64 = 300;
+
+/// A wait that sees no tick at all for this long has hung: far below the hour-long poll, so a
+/// commit seen within it came before the poll could have fired.
+const HANG: Duration = Duration::from_secs(120);
+
+/// `sluice run` on `shop/web` with one forge's fake, polling every `poll`, and a human's
+/// clone; the promotion waits for approval with its pull request open.
+struct Run {
+    kind: Kind,
+    fake: ForgeFake,
+    on: DaemonOnRemote,
+    human: PathBuf,
+}
+
+impl Run {
+    fn waiting(kind: Kind, poll: &str) -> Run {
+        let fake = ForgeFake::start(kind);
+        let config = format!(
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+            fake.settings()
+        );
+        let on = daemon_on_remote(
+            &[(FILE, &canary("v1")), (".sluice/config.yaml", &config)],
+            |d| {
+                d.poll(poll)
+                    .log(Some("info"))
+                    .env("SLUICE_FORGE_TOKEN", "fake-forge-token")
+                    .env("SLUICE_WEBHOOK_SECRET", SECRET)
+            },
+        );
+        let human = human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
+        let run = Run {
+            kind,
+            fake,
+            on,
+            human,
+        };
+        run.until("initialized", |r| r.phase() == "Initialized");
+        human_commit(&run.human, FILE, &canary("v2"), "web: v2");
+        // The push event wakes the daemon for the new revision (its poll may be an hour away).
+        assert_eq!(push_webhook(run.on.main(), SECRET, "push-v2"), 202);
+        run.until("the approval pull request opened", |r| {
+            r.phase() == "WaitingApproval" && r.fake.count() == 1
+        });
+        run
+    }
+
+    fn phase(&self) -> String {
+        status_at_main(&self.on.bare, STATUS)
+            .and_then(|s| s["phase"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// Waits until `done` holds: at most [`MAX_TICKS`] of the daemon's ticks, and never
+    /// [`HANG`] without one.
+    fn until(&self, what: &str, done: impl Fn(&Run) -> bool) {
+        let start = reconcile_ticks(self.on.main());
+        let (mut last, mut since) = (start, Instant::now());
+        while !done(self) {
+            let ticks = reconcile_ticks(self.on.main());
+            if ticks != last {
+                (last, since) = (ticks, Instant::now());
+            }
+            assert!(
+                ticks - start < MAX_TICKS && since.elapsed() < HANG,
+                "{:?}: not {what} after {} ticks (phase {}):\n{}",
+                self.kind,
+                ticks - start,
+                self.phase(),
+                self.on.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Posts `delivery` to the daemon: (status, answer).
+    fn send(&self, delivery: &Delivery) -> (u16, String) {
+        http(
+            self.on.main(),
+            "POST",
+            &delivery.path,
+            &delivery.headers(),
+            delivery.body.as_bytes(),
+        )
+    }
+
+    /// The forge's event about the approval pull request of `repository`.
+    fn event(&self, repository: &str, outcome: Outcome) -> Delivery {
+        let pr = self.fake.first();
+        pull_event(self.kind, repository, pr.number, &pr.head, outcome, SECRET)
+    }
+
+    /// A human merges the approval pull request; the forge says so.
+    fn merge(&self) {
+        let pr = self.fake.first();
+        merge_approval(&self.human, &pr.head, "merge");
+        self.fake.merged_by(pr.number, "alice");
+    }
+}
+
+#[test]
+fn forge_fakes_sluice_run_promotes_on_the_merge_event_before_its_hourly_poll() {
+    let mut report = Vec::new();
+    for kind in FORGES {
+        let run = Run::waiting(kind, "1h");
+        run.merge();
+        let ticks = reconcile_ticks(run.on.main());
+        let sent = Instant::now();
+        let (status, text) = run.send(&run.event(REPOSITORY, Outcome::Merged));
+        assert_eq!(status, 202, "{kind:?}: {text}");
+        run.until("promoted on the merge event", |r| r.phase() == "Succeeded");
+        report.push(format!(
+            "{kind:?}: merge event to promotion {} ms, {} ticks",
+            sent.elapsed().as_millis(),
+            reconcile_ticks(run.on.main()) - ticks
+        ));
+        let log = run.on.log();
+        assert!(
+            log.contains("Pull-request webhook received") && log.contains("Woken by a git webhook"),
+            "{kind:?}: {log}"
+        );
+        let status = status_at_main(&run.on.bare, STATUS).unwrap();
+        assert_eq!(status["stableService"], "web-green", "{kind:?}");
+        assert_eq!(run.fake.count(), 1, "{kind:?}: one pull request in all");
+        audit::clean(&run.on.bare);
+    }
+    println!("{}", report.join("\n"));
+}
+
+#[test]
+fn forge_fakes_sluice_run_still_promotes_at_the_poll_when_the_merge_event_is_dropped() {
+    for kind in FORGES {
+        let run = Run::waiting(kind, "1s");
+        run.merge();
+        run.until("promoted at a poll", |r| r.phase() == "Succeeded");
+        assert!(
+            !run.on.log().contains("Pull-request webhook received"),
+            "{kind:?}: no event was sent"
+        );
+        assert_eq!(run.fake.count(), 1, "{kind:?}");
+        audit::clean(&run.on.bare);
+    }
+}
+
+#[test]
+fn forge_fakes_sluice_run_rolls_back_on_the_close_event_before_its_hourly_poll() {
+    for kind in FORGES {
+        let run = Run::waiting(kind, "1h");
+        let pr = run.fake.first();
+        // Declined (Bitbucket), abandoned (Azure DevOps), closed (the others).
+        run.fake.set(pr.number, false, false);
+        let (status, text) = run.send(&run.event(REPOSITORY, Outcome::Closed));
+        assert_eq!(status, 202, "{kind:?}: {text}");
+        run.until("rolled back on the close event", |r| r.phase() == "Failed");
+        let status = status_at_main(&run.on.bare, STATUS).unwrap();
+        assert_eq!(status["canaryWeight"], 0, "{kind:?}");
+        assert_eq!(run.fake.count(), 1, "{kind:?}: no new pull request");
+        audit::clean(&run.on.bare);
+    }
+}
+
+#[test]
+fn forge_fakes_an_event_about_another_repository_wakes_nothing() {
+    for kind in FORGES {
+        let run = Run::waiting(kind, "1h");
+        run.merge();
+        let other = run.event("evil/fleet", Outcome::Merged);
+        let (status, text) = run.send(&other);
+        assert_eq!(status, 202, "{kind:?}: {text}");
+        assert!(
+            text.contains("ignored") && text.contains("evil/fleet") && text.contains(REPOSITORY),
+            "{kind:?}: {text}"
+        );
+        let log = run.on.log();
+        assert!(
+            log.contains("Pull-request webhook about another repository, ignored")
+                && !log.contains("Pull-request webhook received"),
+            "{kind:?}: {log}"
+        );
+        // The same merge reported for the configured repository is acted on.
+        let (status, text) = run.send(&run.event(REPOSITORY, Outcome::Merged));
+        assert_eq!(status, 202, "{kind:?}: {text}");
+        run.until("promoted on the merge event", |r| r.phase() == "Succeeded");
+    }
+}
