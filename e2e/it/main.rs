@@ -34,6 +34,7 @@ mod docs_links;
 mod drift;
 mod flagger_fields;
 mod flagger_warnings;
+mod git_github_app;
 #[path = "../git_server.rs"]
 mod git_server;
 mod gitops;

@@ -3,9 +3,10 @@
 //! HTTP-level fake (`support/forge.rs`) and its documented webhook, authenticated its way
 //! (`support/forge_events.rs`). One table, one loop per case:
 //!
-//! - merged, with the event: `sluice run` polls once an hour, so only the event can make it
-//!   see the merge; the promotion lands and `sluice audit` is clean;
-//! - merged, the event dropped: a short poll still finds the merge and promotes;
+//! - merged, with the event: `sluice run` polls once an hour and the canary's next check is
+//!   ten minutes away, so only the event can make it see the merge; the approved change
+//!   lands and `sluice audit` is clean;
+//! - merged, the event dropped: a short poll still finds the merge;
 //! - closed (declined, abandoned), with the event: the canary rolls back;
 //! - an event about another repository than `forge.repository`: answered 202 with the
 //!   reason, logged, nothing woken.
@@ -16,10 +17,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::support::forge::{canary, ForgeFake, Kind, FILE, STATUS};
-use crate::support::forge_events::{pull_event, Delivery, Outcome};
+use crate::support::forge::{ForgeFake, Kind, FILE, STATUS};
+use crate::support::forge_events::{gated_canary as canary, pull_event, Delivery, Outcome};
 use crate::support::{
-    audit, daemon_on_remote, http, human_clone, human_commit, merge_approval, push_webhook,
+    audit, daemon_on_remote, git, http, human_clone, human_commit, merge_approval, push_webhook,
     reconcile_ticks, status_at_main, DaemonOnRemote,
 };
 
@@ -86,6 +87,18 @@ impl Run {
         run
     }
 
+    /// The subject of main's last commit.
+    fn subject(&self) -> String {
+        git(&self.on.bare, &["log", "-1", "--format=%s", "main"])
+            .trim()
+            .to_string()
+    }
+
+    /// Whether sluice committed the approval the merge gave.
+    fn approved(&self) -> bool {
+        self.subject().contains("approval merged")
+    }
+
     fn phase(&self) -> String {
         status_at_main(&self.on.bare, STATUS)
             .and_then(|s| s["phase"].as_str().map(str::to_string))
@@ -140,7 +153,7 @@ impl Run {
 }
 
 #[test]
-fn forge_fakes_sluice_run_promotes_on_the_merge_event_before_its_hourly_poll() {
+fn forge_fakes_sluice_run_acts_on_the_merge_event_before_its_hourly_poll() {
     let mut report = Vec::new();
     for kind in FORGES {
         let run = Run::waiting(kind, "1h");
@@ -149,9 +162,9 @@ fn forge_fakes_sluice_run_promotes_on_the_merge_event_before_its_hourly_poll() {
         let sent = Instant::now();
         let (status, text) = run.send(&run.event(REPOSITORY, Outcome::Merged));
         assert_eq!(status, 202, "{kind:?}: {text}");
-        run.until("promoted on the merge event", |r| r.phase() == "Succeeded");
+        run.until("the approval committed on the merge event", Run::approved);
         report.push(format!(
-            "{kind:?}: merge event to promotion {} ms, {} ticks",
+            "{kind:?}: merge event to commit {} ms, {} tick(s)",
             sent.elapsed().as_millis(),
             reconcile_ticks(run.on.main()) - ticks
         ));
@@ -161,7 +174,7 @@ fn forge_fakes_sluice_run_promotes_on_the_merge_event_before_its_hourly_poll() {
             "{kind:?}: {log}"
         );
         let status = status_at_main(&run.on.bare, STATUS).unwrap();
-        assert_eq!(status["stableService"], "web-green", "{kind:?}");
+        assert_eq!(status["canaryWeight"], 20, "{kind:?}");
         assert_eq!(run.fake.count(), 1, "{kind:?}: one pull request in all");
         audit::clean(&run.on.bare);
     }
@@ -169,15 +182,17 @@ fn forge_fakes_sluice_run_promotes_on_the_merge_event_before_its_hourly_poll() {
 }
 
 #[test]
-fn forge_fakes_sluice_run_still_promotes_at_the_poll_when_the_merge_event_is_dropped() {
+fn forge_fakes_sluice_run_still_finds_the_merge_at_a_poll_when_the_event_is_dropped() {
     for kind in FORGES {
         let run = Run::waiting(kind, "1s");
         run.merge();
-        run.until("promoted at a poll", |r| r.phase() == "Succeeded");
+        run.until("the approval committed at a poll", Run::approved);
         assert!(
             !run.on.log().contains("Pull-request webhook received"),
             "{kind:?}: no event was sent"
         );
+        let status = status_at_main(&run.on.bare, STATUS).unwrap();
+        assert_eq!(status["canaryWeight"], 20, "{kind:?}");
         assert_eq!(run.fake.count(), 1, "{kind:?}");
         audit::clean(&run.on.bare);
     }
@@ -218,9 +233,10 @@ fn forge_fakes_an_event_about_another_repository_wakes_nothing() {
                 && !log.contains("Pull-request webhook received"),
             "{kind:?}: {log}"
         );
+        assert!(!run.approved(), "{kind:?}: {}", run.subject());
         // The same merge reported for the configured repository is acted on.
         let (status, text) = run.send(&run.event(REPOSITORY, Outcome::Merged));
         assert_eq!(status, 202, "{kind:?}: {text}");
-        run.until("promoted on the merge event", |r| r.phase() == "Succeeded");
+        run.until("the approval committed on the merge event", Run::approved);
     }
 }

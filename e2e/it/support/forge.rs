@@ -175,6 +175,17 @@ impl ForgeFake {
         )
     }
 
+    /// The GitHub App fake's record, to share with a git server (panics on a fake without
+    /// the App).
+    pub(crate) fn app_side(&self) -> super::github_app::Shared {
+        Arc::clone(self.app.as_ref().expect("a GitHub App fake"))
+    }
+
+    /// The fake's API base URL.
+    pub(crate) fn api_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
     /// What the GitHub App fake saw (panics on a fake without the App).
     pub(crate) fn app(&self) -> std::sync::MutexGuard<'_, super::github_app::AppSide> {
         self.app

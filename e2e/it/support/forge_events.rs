@@ -8,6 +8,15 @@ use base64::Engine;
 use super::forge::Kind;
 use super::github_signature;
 
+/// `shop/web` at `revision`, waiting for approval before its first traffic change, its next
+/// metric check ten minutes away: while it waits, only a poll or a webhook makes the daemon
+/// look at the approval pull request again.
+pub(crate) fn gated_canary(revision: &str) -> String {
+    format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis:\n    interval: 10m\n    stepWeights: [20]\n    approvals: {{beforeRollout: true}}\n"
+    )
+}
+
 /// What happened to the pull request the event reports.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Outcome {

@@ -291,7 +291,7 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
-pub(crate) use crate::git_server::HttpGit;
+pub(crate) use crate::git_server::{Authorize, HttpGit};
 
 /// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
 pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {
