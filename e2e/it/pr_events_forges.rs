@@ -43,7 +43,7 @@ const MAX_TICKS: u64 = 300;
 
 /// A wait that sees no tick at all for this long has hung: far below the hour-long poll, so a
 /// commit seen within it came before the poll could have fired.
-const HANG: Duration = Duration::from_secs(120);
+const HANG: Duration = Duration::from_secs(60);
 
 /// `sluice run` on `shop/web` with one forge's fake, polling every `poll`, and a human's
 /// clone; the promotion waits for approval with its pull request open.
@@ -82,7 +82,7 @@ impl Run {
         // The push event wakes the daemon for the new revision (its poll may be an hour away).
         assert_eq!(push_webhook(run.on.main(), SECRET, "push-v2"), 202);
         run.until("the approval pull request opened", |r| {
-            r.phase() == "WaitingApproval" && r.fake.count() == 1
+            r.fake.count() == 1 && r.subject().contains("waits for approval")
         });
         run
     }
@@ -174,7 +174,7 @@ fn forge_fakes_sluice_run_acts_on_the_merge_event_before_its_hourly_poll() {
             "{kind:?}: {log}"
         );
         let status = status_at_main(&run.on.bare, STATUS).unwrap();
-        assert_eq!(status["canaryWeight"], 20, "{kind:?}");
+        assert_eq!(status["phase"], "Progressing", "{kind:?}: {status:#}");
         assert_eq!(run.fake.count(), 1, "{kind:?}: one pull request in all");
         audit::clean(&run.on.bare);
     }
@@ -192,7 +192,7 @@ fn forge_fakes_sluice_run_still_finds_the_merge_at_a_poll_when_the_event_is_drop
             "{kind:?}: no event was sent"
         );
         let status = status_at_main(&run.on.bare, STATUS).unwrap();
-        assert_eq!(status["canaryWeight"], 20, "{kind:?}");
+        assert_eq!(status["phase"], "Progressing", "{kind:?}: {status:#}");
         assert_eq!(run.fake.count(), 1, "{kind:?}");
         audit::clean(&run.on.bare);
     }
