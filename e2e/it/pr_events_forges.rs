@@ -14,14 +14,12 @@
 //! No wall-clock assertion: each waits for a commit, bounded by the daemon's ticks; the
 //! event-to-commit time is printed for the report.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::support::forge::{ForgeFake, Kind, FILE, STATUS};
+use crate::support::forge::{ForgeFake, ForgeRun, Kind, FILE, STATUS};
 use crate::support::forge_events::{gated_canary as canary, pull_event, Delivery, Outcome};
 use crate::support::{
-    audit, daemon_on_remote, git, http, human_clone, human_commit, merge_approval, push_webhook,
-    reconcile_ticks, status_at_main, DaemonOnRemote,
+    audit, git, http, human_commit, merge_approval, push_webhook, reconcile_ticks, status_at_main,
 };
 
 const SECRET: &str = "s3cret";
@@ -38,48 +36,20 @@ const FORGES: [Kind; 5] = [
     Kind::AzureDevOps,
 ];
 
-/// Ticks a wait may take: far more than any step here needs (a handful each).
-const MAX_TICKS: u64 = 300;
+type Run = ForgeRun;
 
-/// A wait that sees no tick at all for this long has hung: far below the hour-long poll, so a
-/// commit seen within it came before the poll could have fired.
-const HANG: Duration = Duration::from_secs(60);
-
-/// `sluice run` on `shop/web` with one forge's fake, polling every `poll`, and a human's
-/// clone; the promotion waits for approval with its pull request open.
-struct Run {
-    kind: Kind,
-    fake: ForgeFake,
-    on: DaemonOnRemote,
-    human: PathBuf,
-}
-
-impl Run {
-    fn waiting(kind: Kind, poll: &str) -> Run {
-        let fake = ForgeFake::start(kind);
-        let config = format!(
-            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-            fake.settings()
-        );
-        let on = daemon_on_remote(
-            &[(FILE, &canary("v1")), (".sluice/config.yaml", &config)],
-            |d| {
-                d.poll(poll)
-                    .log(Some("info"))
-                    .env("SLUICE_FORGE_TOKEN", "fake-forge-token")
-                    .env("SLUICE_WEBHOOK_SECRET", SECRET)
-            },
-        );
-        let human = human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
-        let run = Run {
-            kind,
-            fake,
-            on,
-            human,
-        };
-        run.until("initialized", |r| r.phase() == "Initialized");
+impl ForgeRun {
+    /// The daemon polling every `poll` with `kind`'s fake, v2 released by a human (a push
+    /// event wakes the daemon for it), and the rollout waiting for approval with its pull
+    /// request open.
+    fn waiting_for_events(kind: Kind, poll: &str) -> Run {
+        let run = Run::initialized(ForgeFake::start(kind), "", &canary("v1"), |d| {
+            d.poll(poll)
+                .log(Some("info"))
+                .env("SLUICE_FORGE_TOKEN", "fake-forge-token")
+                .env("SLUICE_WEBHOOK_SECRET", SECRET)
+        });
         human_commit(&run.human, FILE, &canary("v2"), "web: v2");
-        // The push event wakes the daemon for the new revision (its poll may be an hour away).
         assert_eq!(push_webhook(run.on.main(), SECRET, "push-v2"), 202);
         run.until("the approval pull request opened", |r| {
             r.fake.count() == 1 && r.subject().contains("waits for approval")
@@ -97,34 +67,6 @@ impl Run {
     /// Whether sluice committed the approval the merge gave.
     fn approved(&self) -> bool {
         self.subject().contains("approval merged")
-    }
-
-    fn phase(&self) -> String {
-        status_at_main(&self.on.bare, STATUS)
-            .and_then(|s| s["phase"].as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-
-    /// Waits until `done` holds: at most [`MAX_TICKS`] of the daemon's ticks, and never
-    /// [`HANG`] without one.
-    fn until(&self, what: &str, done: impl Fn(&Run) -> bool) {
-        let start = reconcile_ticks(self.on.main());
-        let (mut last, mut since) = (start, Instant::now());
-        while !done(self) {
-            let ticks = reconcile_ticks(self.on.main());
-            if ticks != last {
-                (last, since) = (ticks, Instant::now());
-            }
-            assert!(
-                ticks - start < MAX_TICKS && since.elapsed() < HANG,
-                "{:?}: not {what} after {} ticks (phase {}):\n{}",
-                self.kind,
-                ticks - start,
-                self.phase(),
-                self.on.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 
     /// Posts `delivery` to the daemon: (status, answer).
@@ -156,7 +98,7 @@ impl Run {
 fn forge_fakes_sluice_run_acts_on_the_merge_event_before_its_hourly_poll() {
     let mut report = Vec::new();
     for kind in FORGES {
-        let run = Run::waiting(kind, "1h");
+        let run = Run::waiting_for_events(kind, "1h");
         run.merge();
         let ticks = reconcile_ticks(run.on.main());
         let sent = Instant::now();
@@ -184,7 +126,7 @@ fn forge_fakes_sluice_run_acts_on_the_merge_event_before_its_hourly_poll() {
 #[test]
 fn forge_fakes_sluice_run_still_finds_the_merge_at_a_poll_when_the_event_is_dropped() {
     for kind in FORGES {
-        let run = Run::waiting(kind, "1s");
+        let run = Run::waiting_for_events(kind, "1s");
         run.merge();
         run.until("the approval committed at a poll", Run::approved);
         assert!(
@@ -201,7 +143,7 @@ fn forge_fakes_sluice_run_still_finds_the_merge_at_a_poll_when_the_event_is_drop
 #[test]
 fn forge_fakes_sluice_run_rolls_back_on_the_close_event_before_its_hourly_poll() {
     for kind in FORGES {
-        let run = Run::waiting(kind, "1h");
+        let run = Run::waiting_for_events(kind, "1h");
         let pr = run.fake.first();
         // Declined (Bitbucket), abandoned (Azure DevOps), closed (the others).
         run.fake.set(pr.number, false, false);
@@ -218,7 +160,7 @@ fn forge_fakes_sluice_run_rolls_back_on_the_close_event_before_its_hourly_poll()
 #[test]
 fn forge_fakes_an_event_about_another_repository_wakes_nothing() {
     for kind in FORGES {
-        let run = Run::waiting(kind, "1h");
+        let run = Run::waiting_for_events(kind, "1h");
         run.merge();
         let other = run.event("evil/fleet", Outcome::Merged);
         let (status, text) = run.send(&other);
