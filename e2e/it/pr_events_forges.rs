@@ -24,6 +24,9 @@ use crate::support::{
 
 const SECRET: &str = "s3cret";
 
+/// A log line not written within this long is not coming.
+const HANG: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The forge fakes' `forge.repository` (Azure DevOps: project `acme`, repository `fleet`).
 const REPOSITORY: &str = "acme/fleet";
 
@@ -169,10 +172,19 @@ fn forge_fakes_an_event_about_another_repository_wakes_nothing() {
             text.contains("ignored") && text.contains("evil/fleet") && text.contains(REPOSITORY),
             "{kind:?}: {text}"
         );
+        // The daemon writes its log line as it answers: wait for it (a hang guard bounds it).
+        let logged = Instant::now();
+        while !run
+            .on
+            .log()
+            .contains("Pull-request webhook about another repository, ignored")
+        {
+            assert!(logged.elapsed() < HANG, "{kind:?}: {}", run.on.log());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let log = run.on.log();
         assert!(
-            log.contains("Pull-request webhook about another repository, ignored")
-                && !log.contains("Pull-request webhook received"),
+            !log.contains("Pull-request webhook received"),
             "{kind:?}: {log}"
         );
         assert!(!run.approved(), "{kind:?}: {}", run.subject());
