@@ -35,6 +35,7 @@ mod docs_links;
 mod drift;
 mod flagger_fields;
 mod flagger_warnings;
+mod git_github_app;
 #[path = "../git_server.rs"]
 mod git_server;
 mod gitops;
@@ -75,6 +76,7 @@ mod notify;
 mod openfunction;
 mod operate;
 mod per_tick;
+mod pr_events_forges;
 mod pr_webhooks;
 mod rbac;
 mod route;
