@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::argo_expr::{Condition, Value};
+use crate::status::CheckRecord;
+use crate::trailer::{CheckKind, Judged};
 
 /// Argo's default `consecutiveErrorLimit`.
 pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: u32 = 4;
@@ -152,6 +154,48 @@ fn verdict(success: bool, failure: bool) -> Phase {
         (_, true) => Phase::Failed,
         (false, false) => Phase::Inconclusive,
         (true, false) => Phase::Successful,
+    }
+}
+
+/// The phase a recorded measurement gets when judged again (`sluice audit`): its recorded
+/// value through [`measure`], or Error for a provider error; `None` when the record's value
+/// is not one [`measure`] writes.
+pub fn replay(rules: &MetricRules, recorded: &Measurement) -> Option<Phase> {
+    if recorded.value.is_empty() {
+        return (recorded.phase == Phase::Error).then_some(Phase::Error);
+    }
+    let value = Value::parse_recorded(&recorded.value)?;
+    Some(measure(rules, &Answer::Value(value)).phase)
+}
+
+/// A measurement as a decision's check (its `Sluice-Check` trailer and status record):
+/// `NAME=VALUE pass|fail`, where VALUE is the single number the provider answered, and a
+/// measurement passes only when Successful.
+pub fn judged(name: &str, m: &Measurement) -> Judged {
+    let single = match Value::parse_recorded(&m.value) {
+        Some(Value::Number(n)) => Some(n),
+        Some(Value::List(items)) => match items.as_slice() {
+            [Value::Number(n)] => Some(*n),
+            _ => None,
+        },
+        _ => None,
+    };
+    let detail = match (single, m.message.is_empty()) {
+        (Some(n), true) if n.is_nan() => "NaN".to_string(),
+        (Some(n), true) if n.is_infinite() => (if n > 0.0 { "+Inf" } else { "-Inf" }).to_string(),
+        (_, true) => format!("{:?} {}", m.phase, m.value),
+        (_, false) => m.message.clone(),
+    };
+    Judged {
+        kind: CheckKind::Metric,
+        record: CheckRecord {
+            name: name.to_string(),
+            value: single.filter(|n| n.is_finite()),
+            min: None,
+            max: None,
+            passed: m.phase == Phase::Successful,
+            detail,
+        },
     }
 }
 
@@ -406,6 +450,46 @@ mod tests {
             ),
             Failed
         );
+    }
+
+    #[test]
+    fn a_recorded_measurement_replays_to_its_phase_and_reads_as_a_check() {
+        let r = rules();
+        for answer in [
+            num(0.99),
+            num(0.2),
+            Answer::Value(Value::List(vec![])),
+            Answer::Error("HTTP 500".into()),
+        ] {
+            let m = measure(&r, &answer);
+            assert_eq!(replay(&r, &m), Some(m.phase), "{m:?}");
+        }
+        let failed = measure(&r, &num(0.2));
+        assert_eq!(
+            crate::trailer::check_trailer(&judged("success-rate", &failed)),
+            "success-rate=0.2 fail"
+        );
+        let ok = measure(&r, &num(0.99));
+        assert_eq!(
+            crate::trailer::check_trailer(&judged("success-rate", &ok)),
+            "success-rate=0.99 pass"
+        );
+        let error = measure(&r, &Answer::Error("HTTP 500".into()));
+        assert_eq!(
+            crate::trailer::check_trailer(&judged("success-rate", &error)),
+            "success-rate=error fail"
+        );
+        let nan = measure(&r, &num(f64::NAN));
+        assert_eq!(
+            crate::trailer::check_trailer(&judged("success-rate", &nan)),
+            "success-rate=NaN fail"
+        );
+        // A record whose value was changed replays to another phase: audit sees it.
+        let forged = Measurement {
+            value: "[0.2]".into(),
+            ..ok
+        };
+        assert_eq!(replay(&r, &forged), Some(Phase::Failed));
     }
 
     #[test]

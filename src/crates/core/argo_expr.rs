@@ -669,6 +669,57 @@ fn as_number(v: &Value, what: &str) -> Result<f64, EvalError> {
     }
 }
 
+impl Value {
+    /// A value read back from its display (`[0.97, NaN]`, `-inf`, `nil`, `"ok"`), as a
+    /// measurement records it; `None` when `text` is not one.
+    pub fn parse_recorded(text: &str) -> Option<Value> {
+        let toks = lex(text).ok()?;
+        let mut pos = 0;
+        let v = recorded(&toks, &mut pos)?;
+        (pos == toks.len()).then_some(v)
+    }
+}
+
+fn recorded(toks: &[(Tok, usize)], pos: &mut usize) -> Option<Value> {
+    let (tok, _) = toks.get(*pos)?;
+    *pos += 1;
+    Some(match tok {
+        Tok::Num(n) => Value::Number(*n),
+        Tok::Str(s) => Value::Str(s.clone()),
+        Tok::Ident(w) => match w.as_str() {
+            "nil" => Value::Nil,
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            "NaN" => Value::Number(f64::NAN),
+            "inf" => Value::Number(f64::INFINITY),
+            _ => return None,
+        },
+        Tok::Op("-") => match recorded(toks, pos)? {
+            Value::Number(n) => Value::Number(-n),
+            _ => return None,
+        },
+        Tok::Op("[") => {
+            let mut items = Vec::new();
+            if toks.get(*pos).map(|t| &t.0) == Some(&Tok::Op("]")) {
+                *pos += 1;
+                return Some(Value::List(items));
+            }
+            loop {
+                items.push(recorded(toks, pos)?);
+                let (sep, _) = toks.get(*pos)?;
+                *pos += 1;
+                match sep {
+                    Tok::Op(",") => continue,
+                    Tok::Op("]") => break,
+                    _ => return None,
+                }
+            }
+            Value::List(items)
+        }
+        Tok::Op(_) => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -747,7 +798,35 @@ mod tests {
         assert!(parse("").is_err());
     }
 
+    #[test]
+    fn a_recorded_value_reads_back() {
+        for v in [
+            list(&[0.97, f64::INFINITY, -f64::INFINITY, -2.5]),
+            list(&[]),
+            Value::Nil,
+            Value::Str("a, \"b\"]".into()),
+            Value::List(vec![Value::Bool(true), Value::Number(1e-7)]),
+        ] {
+            assert_eq!(
+                Value::parse_recorded(&v.to_string()),
+                Some(v.clone()),
+                "{v}"
+            );
+        }
+        let nan = Value::parse_recorded(&list(&[f64::NAN]).to_string()).unwrap();
+        assert_eq!(nan.to_string(), "[NaN]");
+        assert_eq!(Value::parse_recorded("[1,"), None);
+        assert_eq!(Value::parse_recorded("result"), None);
+    }
+
     proptest! {
+        #[test]
+        fn a_recorded_number_list_reads_back(xs in proptest::collection::vec(proptest::num::f64::ANY, 0..5)) {
+            let v = list(&xs);
+            let back = Value::parse_recorded(&v.to_string());
+            prop_assert_eq!(back.map(|b| b.to_string()), Some(v.to_string()));
+        }
+
         #[test]
         fn parsing_any_text_never_panics(text in "\\PC{0,40}") {
             if let Ok(c) = parse(&text) {
