@@ -595,70 +595,9 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
     };
     let pp = join(path, &key.text);
     let text = |r: &mut Reader, n: &Node, f: &str| r.string(n, &join(&pp, f));
-    let address = |r: &mut Reader, n: &Node| -> Option<String> {
-        let a = text(r, n, "address")?;
-        if (resolved || !a.contains("{{"))
-            && !(a.starts_with("http://") || a.starts_with("https://"))
-        {
-            r.error(
-                n.line,
-                &join(&pp, "address"),
-                format!("expected an http:// or https:// URL, found {a:?}"),
-            );
-            return None;
-        }
-        Some(a)
-    };
+    let address = |r: &mut Reader, n: &Node| read_address(r, n, &pp, resolved);
     match key.text.as_str() {
-        "prometheus" => {
-            let n = r.map(
-                node,
-                &pp,
-                &[
-                    "address",
-                    "query",
-                    "timeout",
-                    "insecure",
-                    "headers",
-                    "authentication",
-                ],
-            )?;
-            if let Some(line) = n
-                .get("authentication")
-                .map(|a| n.key_line("authentication").unwrap_or(a.line))
-            {
-                r.error(
-                    line,
-                    &join(&pp, "authentication"),
-                    "sluice does not make sigv4 or oauth2 requests: it sends the operator's Prometheus credentials (SLUICE_PROMETHEUS_*) to the addresses the operator allows; remove authentication",
-                );
-            }
-            let address = n.get("address").and_then(|a| address(r, a));
-            let query = r
-                .required(n, &pp, "query")
-                .and_then(|q| text(r, q, "query"));
-            let timeout = n
-                .get("timeout")
-                .filter(|t| resolved || !templated(t))
-                .and_then(|t| r.int(t, &join(&pp, "timeout"), 1, 3600))
-                .map(|s| Duration::from_secs(s as u64));
-            let insecure = n
-                .get("insecure")
-                .filter(|t| resolved || !templated(t))
-                .and_then(|t| r.bool(t, &join(&pp, "insecure")))
-                .unwrap_or(false);
-            let headers = n
-                .get("headers")
-                .map(|h| read_headers(r, h, &join(&pp, "headers")))
-                .unwrap_or_default();
-            Some(MetricSource::Prometheus {
-                address,
-                query: query?,
-                timeout,
-                insecure,
-                headers,
-            })
-        }
+        "prometheus" => read_prometheus(r, node, &pp, resolved),
         "graphite" => {
             let n = r.map(node, &pp, &["address", "query"])?;
             let address = r.required(n, &pp, "address").and_then(|a| address(r, a));
@@ -683,6 +622,74 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
             None
         }
     }
+}
+
+/// A provider's `address`: an http(s) URL (checked once its arguments are substituted).
+fn read_address(r: &mut Reader, n: &Node, pp: &str, resolved: bool) -> Option<String> {
+    let a = r.string(n, &join(pp, "address"))?;
+    if (resolved || !a.contains("{{")) && !(a.starts_with("http://") || a.starts_with("https://")) {
+        r.error(
+            n.line,
+            &join(pp, "address"),
+            format!("expected an http:// or https:// URL, found {a:?}"),
+        );
+        return None;
+    }
+    Some(a)
+}
+
+/// `provider.prometheus` (at `pp`).
+fn read_prometheus(r: &mut Reader, node: &Node, pp: &str, resolved: bool) -> Option<MetricSource> {
+    let pp = pp.to_string();
+    let text = |r: &mut Reader, n: &Node, f: &str| r.string(n, &join(&pp, f));
+    let address = |r: &mut Reader, n: &Node| read_address(r, n, &pp, resolved);
+    let n = r.map(
+        node,
+        &pp,
+        &[
+            "address",
+            "query",
+            "timeout",
+            "insecure",
+            "headers",
+            "authentication",
+        ],
+    )?;
+    if let Some(line) = n
+        .get("authentication")
+        .map(|a| n.key_line("authentication").unwrap_or(a.line))
+    {
+        r.error(
+                line,
+                &join(&pp, "authentication"),
+                "sluice does not make sigv4 or oauth2 requests: it sends the operator's Prometheus credentials (SLUICE_PROMETHEUS_*) to the addresses the operator allows; remove authentication",
+            );
+    }
+    let address = n.get("address").and_then(|a| address(r, a));
+    let query = r
+        .required(n, &pp, "query")
+        .and_then(|q| text(r, q, "query"));
+    let timeout = n
+        .get("timeout")
+        .filter(|t| resolved || !templated(t))
+        .and_then(|t| r.int(t, &join(&pp, "timeout"), 1, 3600))
+        .map(|s| Duration::from_secs(s as u64));
+    let insecure = n
+        .get("insecure")
+        .filter(|t| resolved || !templated(t))
+        .and_then(|t| r.bool(t, &join(&pp, "insecure")))
+        .unwrap_or(false);
+    let headers = n
+        .get("headers")
+        .map(|h| read_headers(r, h, &join(&pp, "headers")))
+        .unwrap_or_default();
+    Some(MetricSource::Prometheus {
+        address,
+        query: query?,
+        timeout,
+        insecure,
+        headers,
+    })
 }
 
 /// `headers: [{key, value}]`.

@@ -75,7 +75,10 @@ async fn analysis_template_passes_and_fails_on_real_prometheus() {
 
     let first = measure(&run, up, &input).await;
     assert_eq!(first.phase, Phase::Successful, "{first:?}");
-    assert_eq!(assess(&up.rules, &[first.clone()], false), Phase::Running);
+    assert_eq!(
+        assess(&up.rules, std::slice::from_ref(&first), false),
+        Phase::Running
+    );
     let second = measure(&run, up, &input).await;
     let ups = [first, second];
     assert_eq!(assess(&up.rules, &ups, false), Phase::Successful);
@@ -85,7 +88,7 @@ async fn analysis_template_passes_and_fails_on_real_prometheus() {
     let failed = measure(&run, failing, &input).await;
     assert_eq!(failed.phase, Phase::Failed, "{failed:?}");
     assert_eq!(
-        assess(&failing.rules, &[failed.clone()], false),
+        assess(&failing.rules, std::slice::from_ref(&failed), false),
         Phase::Failed
     );
     assert_eq!(
