@@ -19,6 +19,7 @@ use std::time::Duration;
 use sluice_core::argo_analysis::{MetricRules, DEFAULT_CONSECUTIVE_ERROR_LIMIT};
 use sluice_core::argo_expr;
 
+use crate::metrics::metric_templates::first;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, namespace_at, Reader, METADATA_KEYS, OBJECT_KEYS};
@@ -133,14 +134,6 @@ pub enum RunError {
     Resolve(SpecError),
     #[error("{}", first(.0))]
     Metrics(Vec<SpecError>),
-}
-
-fn first(errors: &[SpecError]) -> String {
-    match errors {
-        [] => "unknown problem".into(),
-        [one] => one.to_string(),
-        [one, rest @ ..] => format!("{one} (and {} more)", rest.len()),
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

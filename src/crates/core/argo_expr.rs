@@ -332,34 +332,31 @@ impl Parser {
         }
     }
 
-    fn additive(&mut self) -> Result<Expr, ParseError> {
-        let mut left = self.multiplicative()?;
-        loop {
-            let op = if self.eat_op("+") {
-                BinOp::Add
-            } else if self.eat_op("-") {
-                BinOp::Sub
-            } else {
-                return Ok(left);
-            };
-            left = Expr::Bin(op, Box::new(left), Box::new(self.multiplicative()?));
+    /// One level of left-associative binary operators `ops` over operands `next` reads.
+    fn level(
+        &mut self,
+        ops: &[(&str, BinOp)],
+        next: fn(&mut Parser) -> Result<Expr, ParseError>,
+    ) -> Result<Expr, ParseError> {
+        let mut left = next(self)?;
+        while let Some(op) = ops.iter().find(|(s, _)| self.eat_op(s)).map(|(_, op)| *op) {
+            left = Expr::Bin(op, Box::new(left), Box::new(next(self)?));
         }
+        Ok(left)
+    }
+
+    fn additive(&mut self) -> Result<Expr, ParseError> {
+        self.level(
+            &[("+", BinOp::Add), ("-", BinOp::Sub)],
+            Parser::multiplicative,
+        )
     }
 
     fn multiplicative(&mut self) -> Result<Expr, ParseError> {
-        let mut left = self.unary()?;
-        loop {
-            let op = if self.eat_op("*") {
-                BinOp::Mul
-            } else if self.eat_op("/") {
-                BinOp::Div
-            } else if self.eat_op("%") {
-                BinOp::Rem
-            } else {
-                return Ok(left);
-            };
-            left = Expr::Bin(op, Box::new(left), Box::new(self.unary()?));
-        }
+        self.level(
+            &[("*", BinOp::Mul), ("/", BinOp::Div), ("%", BinOp::Rem)],
+            Parser::unary,
+        )
     }
 
     fn unary(&mut self) -> Result<Expr, ParseError> {
