@@ -281,6 +281,7 @@ pub fn find_source(
                 }),
             }
         }
+        Target::Rollout { .. } => crate::workload::rollout::workload(canary, index),
         Target::RouteOnly { .. } => Err(WorkloadError::SourceMissing {
             canary: canary.id.to_string(),
             what: "a source (route-only canaries have none)".into(),
