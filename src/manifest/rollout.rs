@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use crate::core::schedule::{Pause, Step};
 use crate::manifest::model::{
-    Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, ServiceSpec, Strategy, Target,
+    Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, RepoPath, ServiceSpec, Strategy,
+    Target,
 };
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
@@ -228,16 +229,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         output: output.as_ref().map(|o| o.as_str()),
     };
     read_workload(r, spec, lookup);
-    for (key, why) in REFUSED_SPEC {
-        if let Some(line) = spec.key_line(key) {
-            r.error(line, &join("spec", key), *why);
-        }
-    }
-    for (key, why) in IGNORED_SPEC {
-        if let Some(line) = spec.key_line(key) {
-            r.warn(line, &join("spec", key), *why);
-        }
-    }
+    refuse_and_ignore(r, spec, "spec", REFUSED_SPEC, IGNORED_SPEC);
     let suspend = spec
         .get("paused")
         .and_then(|n| r.bool(n, "spec.paused"))
@@ -256,22 +248,13 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     let canary = r.required(strategy, "spec.strategy", "canary")?;
     let cp = "spec.strategy.canary";
     r.map(canary, cp, CANARY_KEYS)?;
-    for (key, why) in REFUSED_CANARY {
-        if let Some(line) = canary.key_line(key) {
-            r.error(line, &join(cp, key), *why);
-        }
-    }
-    for (key, why) in IGNORED_CANARY {
-        if let Some(line) = canary.key_line(key) {
-            r.warn(line, &join(cp, key), *why);
-        }
-    }
+    refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
     let services = read_services(r, canary, lookup);
-    let (steps, approvals) = match canary.get("steps") {
-        Some(n) => read_steps(r, n)?,
+    let steps = match canary.get("steps") {
+        Some(n) => read_steps(r, n),
         None => {
             r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
-            return None;
+            None
         }
     };
     let Some(routing) = canary.get("trafficRouting") else {
@@ -293,7 +276,67 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     if r.errors.len() > before {
         return None;
     }
-    let canary = Canary {
+    let (steps, approvals) = steps?;
+    let mut canary = canary_of(
+        id,
+        settings,
+        Parts {
+            stable,
+            canary_service,
+            port,
+            output: output?,
+            route: route?,
+            steps,
+            approvals,
+            suspend,
+            progress_deadline,
+        },
+    );
+    canary.file = r.file.clone();
+    canary.line = root.line;
+    canary.route.check_canary(r, &canary, spec);
+    (r.errors.len() == before).then_some(canary)
+}
+
+/// Reports each of `refused` present in `node` (at `path`) as an error and each of `ignored`
+/// as a warning, with its reason.
+fn refuse_and_ignore(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    refused: &[(&str, &str)],
+    ignored: &[(&str, &str)],
+) {
+    for (key, why) in refused {
+        if let Some(line) = node.key_line(key) {
+            r.error(line, &join(path, key), *why);
+        }
+    }
+    for (key, why) in ignored {
+        if let Some(line) = node.key_line(key) {
+            r.warn(line, &join(path, key), *why);
+        }
+    }
+}
+
+/// What a Rollout says, read.
+struct Parts {
+    stable: Name,
+    canary_service: Name,
+    /// The stable Service's first port.
+    port: u16,
+    output: RepoPath,
+    route: Route,
+    steps: Vec<Step>,
+    approvals: Approvals,
+    suspend: bool,
+    progress_deadline: Duration,
+}
+
+/// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
+/// not say (no metrics, no webhooks).
+fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
+    Canary {
         settle: settings.settle,
         provider: Some("gatewayapi:v1".to_string()),
         metrics_server: None,
@@ -302,26 +345,25 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         revert_on_deletion: false,
         wave: None,
         priority: 0,
-        id,
-        file: r.file.clone(),
-        line: root.line,
+        file: String::new(),
+        line: 0,
         format: Format::Native,
         target: Target::Rollout {
-            name,
-            stable_service: stable.clone(),
-            canary_service,
+            name: id.name.clone(),
+            stable_service: p.stable.clone(),
+            canary_service: p.canary_service,
         },
-        output: output?,
-        service: ServiceSpec::new(stable, port),
-        route: route?,
+        output: p.output,
+        service: ServiceSpec::new(p.stable, p.port),
+        route: p.route,
         analysis: Analysis {
             interval: STEP_INTERVAL,
             threshold: 1,
-            strategy: Strategy::Canary { steps },
+            strategy: Strategy::Canary { steps: p.steps },
             step_weight_promotion: None,
             metrics: Vec::new(),
             webhooks: Vec::new(),
-            approvals,
+            approvals: p.approvals,
             mirror: false,
             session_affinity: None,
             primary_ready_threshold: 100,
@@ -329,12 +371,11 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             alerts: Alerts::default(),
             judge: None,
         },
+        id,
         skip_analysis: false,
-        suspend,
-        progress_deadline,
-    };
-    canary.route.check_canary(r, &canary, spec);
-    (r.errors.len() == before).then_some(canary)
+        suspend: p.suspend,
+        progress_deadline: p.progress_deadline,
+    }
 }
 
 /// `spec.template` or `spec.workloadRef` (one of them), and `spec.selector`.
@@ -465,10 +506,7 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
     let p = "spec.strategy.canary.steps";
     let items = r.seq(n, p)?;
     let before = r.errors.len();
-    let mut steps: Vec<(usize, String, Step)> = Vec::new();
-    let mut approvals = Approvals::default();
-    // Whether the last step's pause was set by a `pause` step (a second one is refused).
-    let mut paused = false;
+    let mut read = Steps::default();
     for (i, item) in items.iter().enumerate() {
         let ip = index(p, i);
         let Some(item) = r.map(item, &ip, STEP_KEYS) else {
@@ -493,83 +531,12 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
             );
             continue;
         };
-        let at = join(&ip, &key.text);
-        match key.text.as_str() {
-            "setWeight" => {
-                let Some(weight) = r.int(value, &at, 0, 100) else {
-                    continue;
-                };
-                if weight == 0 {
-                    r.error(value.line, &at, "setWeight 0 sends no traffic to the canary; sluice's steps start above the stable weight, so remove the step or give it a weight");
-                    continue;
-                }
-                if let Some((_, _, last)) = steps.last() {
-                    if i64::from(last.weight) >= weight {
-                        r.error(value.line, &at, format!("expected a weight above the previous step's {}, found {weight}: sluice's schedule only increases the canary's weight (to lower it, abort the rollout)", last.weight));
-                        continue;
-                    }
-                }
-                let weight = u8::try_from(weight).unwrap_or(100);
-                steps.push((
-                    value.line,
-                    at,
-                    Step {
-                        weight,
-                        pause: Pause::Interval,
-                    },
-                ));
-                paused = false;
-            }
-            "pause" => {
-                let Some(pause) = read_pause(r, value, &at) else {
-                    continue;
-                };
-                match steps.last_mut() {
-                    _ if paused => r.error(
-                        value.line,
-                        &at,
-                        "a second pause after one setWeight: sluice holds each weight once; merge the two pauses",
-                    ),
-                    None if pause == Pause::Approval => approvals.before_rollout = true,
-                    None if pause == Pause::Interval => {}
-                    None => r.error(
-                        value.line,
-                        &at,
-                        "a timed pause before the first setWeight holds the canary at weight 0, which sluice's schedule has no step for; move it after the first setWeight, or make it pause: {} (wait for approval)",
-                    ),
-                    Some((_, _, step)) => {
-                        step.pause = pause;
-                        paused = true;
-                    }
-                }
-            }
-            "analysis" => r.error(value.line, &at, NO_ANALYSIS),
-            "experiment" => r.error(
-                value.line,
-                &at,
-                "an experiment runs extra ReplicaSets (and their analysis) for a while; sluice renders no experiment workloads in git. Remove the step, or keep this Rollout on Argo Rollouts",
-            ),
-            "setCanaryScale" => r.error(
-                value.line,
-                &at,
-                "setCanaryScale is not in this build yet; the canary runs ceil(replicas x weight / 100) pods, at least one",
-            ),
-            "setHeaderRoute" | "setMirrorRoute" => r.error(
-                value.line,
-                &at,
-                format!("{} is not in this build yet: sluice changes only the weights of your route", key.text),
-            ),
-            _ => r.error(
-                value.line,
-                &at,
-                "a plugin step runs the plugin's code in the cluster; sluice cannot do it in git",
-            ),
-        }
+        read.step(r, &key.text, value, &join(&ip, &key.text));
     }
     if r.errors.len() > before {
         return None;
     }
-    if steps.is_empty() {
+    if read.steps.is_empty() {
         r.error(
             n.line,
             p,
@@ -577,7 +544,92 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
         );
         return None;
     }
-    Some((steps.into_iter().map(|(_, _, s)| s).collect(), approvals))
+    Some((read.steps, read.approvals))
+}
+
+/// The steps read so far.
+#[derive(Default)]
+struct Steps {
+    steps: Vec<Step>,
+    approvals: Approvals,
+    /// Whether the last step's pause was set by a `pause` step (a second one is refused).
+    paused: bool,
+}
+
+impl Steps {
+    /// One Argo step: `key` (one of [`STEP_KEYS`]) with `value`, at `at`.
+    fn step(&mut self, r: &mut Reader, key: &str, value: &Node, at: &str) {
+        match key {
+            "setWeight" => self.set_weight(r, value, at),
+            "pause" => self.pause(r, value, at),
+            "analysis" => r.error(value.line, at, NO_ANALYSIS),
+            "experiment" => r.error(
+                value.line,
+                at,
+                "an experiment runs extra ReplicaSets (and their analysis) for a while; sluice renders no experiment workloads in git. Remove the step, or keep this Rollout on Argo Rollouts",
+            ),
+            "setCanaryScale" => r.error(
+                value.line,
+                at,
+                "setCanaryScale is not in this build yet; the canary runs ceil(replicas x weight / 100) pods, at least one",
+            ),
+            "setHeaderRoute" | "setMirrorRoute" => r.error(
+                value.line,
+                at,
+                format!("{key} is not in this build yet: sluice changes only the weights of your route"),
+            ),
+            _ => r.error(
+                value.line,
+                at,
+                "a plugin step runs the plugin's code in the cluster; sluice cannot do it in git",
+            ),
+        }
+    }
+
+    fn set_weight(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let Some(weight) = r.int(value, at, 0, 100) else {
+            return;
+        };
+        if weight == 0 {
+            r.error(value.line, at, "setWeight 0 sends no traffic to the canary; sluice's steps start above the stable weight, so remove the step or give it a weight");
+            return;
+        }
+        if let Some(last) = self.steps.last() {
+            if i64::from(last.weight) >= weight {
+                r.error(value.line, at, format!("expected a weight above the previous step's {}, found {weight}: sluice's schedule only increases the canary's weight (to lower it, abort the rollout)", last.weight));
+                return;
+            }
+        }
+        self.steps.push(Step {
+            weight: u8::try_from(weight).unwrap_or(100),
+            pause: Pause::Interval,
+        });
+        self.paused = false;
+    }
+
+    fn pause(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let Some(pause) = read_pause(r, value, at) else {
+            return;
+        };
+        match self.steps.last_mut() {
+            _ if self.paused => r.error(
+                value.line,
+                at,
+                "a second pause after one setWeight: sluice holds each weight once; merge the two pauses",
+            ),
+            None if pause == Pause::Approval => self.approvals.before_rollout = true,
+            None if pause == Pause::Interval => {}
+            None => r.error(
+                value.line,
+                at,
+                "a timed pause before the first setWeight holds the canary at weight 0, which sluice's schedule has no step for; move it after the first setWeight, or make it pause: {} (wait for approval)",
+            ),
+            Some(step) => {
+                step.pause = pause;
+                self.paused = true;
+            }
+        }
+    }
 }
 
 /// A `pause`: `{}` waits for approval; `{duration}` (seconds as a number or a string, or a Go

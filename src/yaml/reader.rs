@@ -74,7 +74,7 @@ impl Reader {
         controller: &'static str,
         read: impl FnOnce(&mut Reader) -> T,
     ) -> T {
-        let outer = std::mem::replace(&mut self.prune_unknown, Some((crd, controller)));
+        let outer = self.prune_unknown.replace((crd, controller));
         let value = read(self);
         self.prune_unknown = outer;
         value

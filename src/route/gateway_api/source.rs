@@ -464,34 +464,7 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceS
         return RuleUse::Refused;
     };
     if let Some(canary) = apex.pair {
-        let mut in_place = InPlace::default();
-        for (j, backend) in refs.iter().enumerate() {
-            if r.map(backend, &index(&refs_path, j), backend_keys)
-                .is_none()
-            {
-                return RuleUse::Refused;
-            }
-            if is_apex(backend, apex) {
-                in_place.stable.push(j);
-            } else if is_apex(
-                backend,
-                &Apex {
-                    service: canary,
-                    ..*apex
-                },
-            ) {
-                in_place.canary.push(j);
-            }
-        }
-        if in_place.stable.is_empty() && in_place.canary.is_empty() {
-            return RuleUse::Copied;
-        }
-        return RuleUse::Split(SplitRule {
-            index: i,
-            namespace: None,
-            filters: None,
-            in_place: Some(in_place),
-        });
+        return read_pair_rule(r, refs, &refs_path, backend_keys, i, apex, canary);
     }
     let mut found = None;
     for (j, backend) in refs.iter().enumerate() {
@@ -543,6 +516,45 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceS
             .map(str::to_string),
         filters: None,
         in_place: None,
+    })
+}
+
+/// Rule `i` of an Argo Rollout's route (`refs` its backendRefs): split in place when it names
+/// the stable or the canary Service, else copied.
+fn read_pair_rule(
+    r: &mut Reader,
+    refs: &[Node],
+    refs_path: &str,
+    backend_keys: &[&str],
+    i: usize,
+    apex: &Apex,
+    canary: &str,
+) -> RuleUse {
+    let mut in_place = InPlace::default();
+    for (j, backend) in refs.iter().enumerate() {
+        if r.map(backend, &index(refs_path, j), backend_keys).is_none() {
+            return RuleUse::Refused;
+        }
+        if is_apex(backend, apex) {
+            in_place.stable.push(j);
+        } else if is_apex(
+            backend,
+            &Apex {
+                service: canary,
+                ..*apex
+            },
+        ) {
+            in_place.canary.push(j);
+        }
+    }
+    if in_place.stable.is_empty() && in_place.canary.is_empty() {
+        return RuleUse::Copied;
+    }
+    RuleUse::Split(SplitRule {
+        index: i,
+        namespace: None,
+        filters: None,
+        in_place: Some(in_place),
     })
 }
 
