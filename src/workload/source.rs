@@ -281,7 +281,12 @@ pub fn find_source(
                 }),
             }
         }
-        Target::Rollout { .. } => crate::workload::rollout::workload(canary, index),
+        // A Rollout's workload is `workload::rollout`'s to find (its template or workloadRef).
+        Target::Rollout { .. } => Err(WorkloadError::SourceMissing {
+            canary: canary.id.to_string(),
+            what: "a Deployment source (a Rollout's workloads are made from its pod template)"
+                .into(),
+        }),
         Target::RouteOnly { .. } => Err(WorkloadError::SourceMissing {
             canary: canary.id.to_string(),
             what: "a source (route-only canaries have none)".into(),
