@@ -77,10 +77,14 @@ spec:
 
 /// The two Services the Rollout names; Argo adds the pod template hash to their selectors
 /// at run time, sluice the role label in git.
-const SERVICES: &str = "apiVersion: v1
+fn services() -> String {
+    ["podinfo-stable", "podinfo-canary"]
+        .map(|name| {
+            format!(
+                "apiVersion: v1
 kind: Service
 metadata:
-  name: podinfo-stable
+  name: {name}
   namespace: prod
 spec:
   selector:
@@ -89,20 +93,11 @@ spec:
     - name: http
       port: 9898
       targetPort: http
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: podinfo-canary
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
-";
+"
+            )
+        })
+        .join("---\n")
+}
 
 /// The end of a rule sending to both Services, as the plugin's docs write it.
 const BOTH_BACKENDS: &str = "      backendRefs:
@@ -182,7 +177,7 @@ const KINDS: [Kind_; 4] = [
 fn world(kind: &Kind_, steps: &str, extra: &[(&str, String)]) -> World {
     let mut files = vec![
         (ROLLOUT_FILE, rollout("6.7.0", kind.key, steps)),
-        ("apps/podinfo/services.yaml", SERVICES.to_string()),
+        ("apps/podinfo/services.yaml", services()),
         (ROUTE_SOURCE, (kind.source)()),
     ];
     files.extend(extra.iter().map(|(f, t)| (*f, t.clone())));
@@ -344,7 +339,7 @@ fn rollout_pause_without_duration_opens_an_approval_pull_request_fake_forge() {
 fn plan_lists_argo_steps_with_weights_and_pauses() {
     let dir = crate::support::repo(&[
         (ROLLOUT_FILE, &rollout("6.7.0", "httpRoute", TIMED)),
-        ("apps/podinfo/services.yaml", SERVICES),
+        ("apps/podinfo/services.yaml", &services()),
         (ROUTE_SOURCE, &http_route()),
     ]);
     let path = dir.path().display().to_string();
@@ -372,7 +367,7 @@ fn plan_lists_argo_steps_with_weights_and_pauses() {
     );
     let approval = crate::support::repo(&[
         (ROLLOUT_FILE, &rollout("6.7.0", "httpRoute", APPROVAL)),
-        ("apps/podinfo/services.yaml", SERVICES),
+        ("apps/podinfo/services.yaml", &services()),
         (ROUTE_SOURCE, &http_route()),
     ]);
     let (_, out, _) = run_sluice(&["plan", &approval.path().display().to_string()]);
@@ -407,7 +402,7 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
         );
     let dir = crate::support::repo(&[
         (ROLLOUT_FILE, &text),
-        ("apps/podinfo/services.yaml", SERVICES),
+        ("apps/podinfo/services.yaml", &services()),
         (ROUTE_SOURCE, &http_route()),
     ]);
     let (code, _, err) = crate::support::validate(dir.path(), &["."]);

@@ -20,7 +20,7 @@ use yaml_rust2::Yaml;
 use crate::core::decide::{Action, Decision};
 use crate::manifest::model::{Canary, Target};
 use crate::workload::manifests::emit;
-use crate::workload::source::Manifest;
+use crate::workload::source::{find_one as one, Manifest};
 use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::workload::{source_revision, Index, Source, WorkloadError};
 
@@ -90,33 +90,6 @@ pub fn workload(canary: &Canary, index: &Index) -> Result<Manifest, WorkloadErro
         kind: "Deployment".into(),
         ..rollout
     })
-}
-
-/// The one object of `kind` named `name` in `ns`, outside the output folders.
-fn one(
-    canary: &Canary,
-    index: &Index,
-    kind: &str,
-    ns: &str,
-    name: &str,
-) -> Result<Manifest, WorkloadError> {
-    let found: Vec<Manifest> = index.find(kind, ns, name).collect();
-    match found.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(WorkloadError::SourceMissing {
-            canary: canary.id.to_string(),
-            what: format!("{kind} {ns}/{name} in the repo's YAML files"),
-        }),
-        [a, b, ..] => Err(WorkloadError::Invalid {
-            file: b.file.clone(),
-            line: b.line,
-            field: "metadata.name".into(),
-            message: format!(
-                "{kind} {ns}/{name} is defined twice (also at {}:{})",
-                a.file, a.line
-            ),
-        }),
-    }
 }
 
 /// The revision of the Rollout's pod template: the hash sluice's other sources use, of the
