@@ -9,6 +9,7 @@
 mod adopt;
 mod adopt_check;
 mod adopt_first_render;
+mod adopt_fixture_render;
 mod adopt_hold;
 mod affinity_mirror;
 mod alert_providers;
