@@ -345,6 +345,8 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
         revert_on_deletion: false,
         wave: None,
         priority: 0,
+        // Adoption from Flagger points at Flagger's `-primary` configs; a Rollout has none.
+        adoption_hold: false,
         file: String::new(),
         line: 0,
         format: Format::Native,

@@ -102,6 +102,7 @@ pub fn revision(canary: &Canary, index: &Index) -> Result<String, WorkloadError>
         label_value: String::new(),
         configs: Vec::new(),
         tracked: Default::default(),
+        untracked: Default::default(),
         autoscaler: None,
     }))
 }
