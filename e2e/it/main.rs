@@ -67,6 +67,7 @@ mod loop_ingress;
 mod loop_istio;
 mod loop_kuma;
 mod loop_revert;
+mod loop_rollout;
 mod loop_traefik;
 mod managed;
 mod metrics;

@@ -18,6 +18,7 @@ pub mod model;
 pub mod named_paths;
 pub mod openfunction;
 pub mod output_folder;
+pub mod rollout;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;

@@ -96,7 +96,7 @@ pub fn promql_duration(d: Duration) -> String {
 /// the workload module); for a route-only canary, the canary-side workload's name.
 pub fn target_name(canary: &Canary) -> Option<&str> {
     match &canary.target {
-        Target::TargetRef { name, .. } => Some(name.as_str()),
+        Target::TargetRef { name, .. } | Target::Rollout { name, .. } => Some(name.as_str()),
         Target::Source { .. } | Target::RouteOnly { .. } => None,
     }
 }

@@ -101,6 +101,9 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
             Target::Source { .. } | Target::TargetRef { .. } => {
                 format!("{n}: advance primary weight {weight} (promotion)")
             }
+            Target::Rollout { .. } => {
+                format!("{n}: advance stable weight {weight} (promotion)")
+            }
         },
         Action::Finalise => match &canary.target {
             // The user owns both workloads: sluice scales nothing, it moved the traffic.
@@ -108,7 +111,7 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
                 "{n}: promotion completed, {} takes all traffic",
                 super::backends(canary, s).0
             ),
-            Target::Source { .. } | Target::TargetRef { .. } => {
+            Target::Source { .. } | Target::TargetRef { .. } | Target::Rollout { .. } => {
                 format!("{n}: promotion completed, {FINALISED_SCALED_DOWN}")
             }
         },

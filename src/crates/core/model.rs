@@ -376,6 +376,15 @@ pub enum Target {
         services: [Name; 2],
         revision: String,
     },
+    /// An Argo Rollouts `Rollout`, read unchanged: its pod template (or the Deployment its
+    /// `workloadRef` names) runs as a stable and a canary workload, and its own
+    /// `stableService` and `canaryService` select them. The stable one takes the promoted
+    /// spec at promotion, as Flagger's primary does.
+    Rollout {
+        name: Name,
+        stable_service: Name,
+        canary_service: Name,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
