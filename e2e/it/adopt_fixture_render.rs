@@ -19,8 +19,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::adopt::{adopt, checkout, render_adopted};
-use crate::adopt_first_render::{differences, objects};
+use crate::support::adopt::{adopt, checkout, differences, objects, render_adopted, scrub};
 use crate::support::{kustomize_text, repo_root};
 
 /// Flagger's `-selector-labels` default (`cmd/flagger/main.go`), in its order.
@@ -772,7 +771,7 @@ fn compare(
         .into_iter()
         .filter(|(k, _)| !live_only.contains(k))
         .map(|(k, mut v)| {
-            crate::adopt_first_render::scrub(&mut v);
+            scrub(&mut v);
             (k, v)
         })
         .collect();
