@@ -267,6 +267,7 @@ pub fn tick_context<'a>(
         author: None,
         push_attempts: 5,
         runtime,
+        owned: sluice::shards::Owned::All,
     }
 }
 

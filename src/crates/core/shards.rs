@@ -1,8 +1,8 @@
 //! Shards: which replica reconciles which canaries when `sluice run --shards N` runs several.
 //!
 //! - [`shard_of`]: the shard of a canary, a stable hash of `namespace/name` (FNV-1a, 64 bit,
-//!   of the UTF-8 bytes, modulo N). The waves of one canary are instances named
-//!   `<name>.<wave>`; they hash by the canary's own name, so a release stays in one shard.
+//!   of the UTF-8 bytes, modulo N). The adapter passes the name up to its first dot: the
+//!   waves of one canary are instances named `<name>.<wave>`, so a release stays in one shard.
 //!   The function is fixed: changing it would move canaries between replicas on upgrade.
 //! - [`assignment`]: the shard each live replica should hold: the live replicas sorted by
 //!   identity, shard `i` to the `i mod m`-th of the `m` replicas, so no two replicas' counts
