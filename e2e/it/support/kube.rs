@@ -1,7 +1,9 @@
 //! An HTTP-level fake of the Kubernetes API (`sync.rs`, the waves' clusters in `waves_run.rs`,
 //! and `rbac.rs`): an axum server on 127.0.0.1 answering any namespaced object's path as the
 //! API server does (GET: the object JSON with the metadata the server fills in, or a `Status`
-//! document for 404/403; POST creates, PUT replaces with the resourceVersion compare-and-swap).
+//! document for 404/403; a collection's GET lists it; POST creates (409 AlreadyExists when the
+//! name is taken), PUT replaces with the resourceVersion compare-and-swap (409 Conflict on a
+//! stale one), which is what Leases need: `lease.rs`, `shards.rs`).
 //! Every object a test puts is first validated against the CRD's strict schema (e2e/schemas),
 //! so the fake cannot answer what a real cluster would reject. It records every request as
 //! the verb, API group, resource and namespace RBAC would check ([`ApiCall`]).
@@ -13,7 +15,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::Method;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value as Json};
 use sluice::kube::client_from_config;
@@ -110,7 +112,7 @@ fn serve(
         )
         .route(
             "/apis/{group}/{version}/namespaces/{ns}/{plural}",
-            post(create_object),
+            get(list_objects).post(create_object),
         )
         .route(
             "/api/{version}/namespaces/{ns}/{plural}/{name}",
@@ -311,6 +313,34 @@ fn not_found(group: &str, plural: &str, name: &str) -> Response {
             name,
         ),
     )
+}
+
+/// `GET` of a collection: its objects in the namespace, as a `<Kind>List` (the kind taken from
+/// the stored objects; Leases when there are none).
+async fn list_objects(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((group, version, ns, plural)): UrlPath<(String, String, String, String)>,
+) -> Response {
+    let mut c = cluster.lock().expect("lock");
+    record(&mut c, "list", &group, &plural, &ns);
+    let items: Vec<Json> = c
+        .objects
+        .iter()
+        .filter(|((p, n, _), _)| *p == plural && *n == ns)
+        .map(|(_, o)| o.clone())
+        .collect();
+    let kind = items
+        .first()
+        .and_then(|o| o["kind"].as_str())
+        .unwrap_or("Lease")
+        .to_string();
+    let list = json!({
+        "apiVersion": format!("{group}/{version}"),
+        "kind": format!("{kind}List"),
+        "metadata": {"resourceVersion": c.resource_version.to_string()},
+        "items": items,
+    });
+    json_response(StatusCode::OK, &list)
 }
 
 /// `POST` of a new object: stored with a resourceVersion, 409 if the name is taken.
