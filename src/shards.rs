@@ -230,13 +230,10 @@ impl Shards {
     /// replica other than its holder.
     fn expired(&mut self, name: &str, lease: &Lease, real: Instant) -> bool {
         let version = lease.metadata.resource_version.clone().unwrap_or_default();
-        let seen = self
-            .seen
-            .entry(name.to_string())
-            .or_insert_with(|| Seen {
-                version: version.clone(),
-                since: real,
-            });
+        let seen = self.seen.entry(name.to_string()).or_insert_with(|| Seen {
+            version: version.clone(),
+            since: real,
+        });
         if seen.version != version {
             *seen = Seen {
                 version,
@@ -332,7 +329,8 @@ fn spec_for(
         },
         renew_time: holder.as_ref().map(|_| MicroTime(now)),
         lease_duration_seconds: Some(i32::try_from(config.duration.as_secs()).unwrap_or(15)),
-        lease_transitions: Some(if changed && old_holder.is_some() {
+        // Each take of an existing Lease by a new holder (after a release too) is a transition.
+        lease_transitions: Some(if changed && old.is_some() {
             transitions + 1
         } else {
             transitions

@@ -87,6 +87,7 @@ mod route_kuma_gloo;
 mod route_source;
 mod route_traefik;
 mod server;
+mod shards;
 mod signing_image;
 mod snapshot;
 mod spec_validation;

@@ -25,13 +25,13 @@ use crate::cli::repo::RepoArgs;
 use crate::clock::Clock;
 use crate::gitops::ConfigRepo;
 use crate::leadership::{acquire_or_renew, Leadership, LeaseConfig};
-use crate::shards::{Owned, ShardConfig, Shards};
 use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::server::{
     serve, serve_dashboard_counted, serve_metrics, serve_probes, DashboardState, Metrics,
     ServerState,
 };
+use crate::shards::{Owned, ShardConfig, Shards};
 use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
