@@ -88,6 +88,7 @@ mod route_source;
 mod route_traefik;
 mod server;
 mod shards;
+mod shards_run;
 mod signing_image;
 mod snapshot;
 mod spec_validation;

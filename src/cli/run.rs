@@ -344,6 +344,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stopped = Arc::new(AtomicBool::new(false));
     exit_if_stop_hangs(Arc::clone(&stop), Arc::clone(&stopped));
     let runtime = Runtime::from_env()?;
+    // Before anything is served or cloned: without Kubernetes access --shards cannot start.
+    let mut sharding = Sharding::from_args(args, &runtime)?;
     let metrics = Metrics::with_connections(runtime.prometheus().endpoints().clone());
     let state = ServerState::new(
         metrics.clone(),
@@ -375,7 +377,6 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let mut ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
     info!(branch = %args.repo.branch, "sluice started");
     let mut election = Election::from_args(args, &runtime)?;
-    let mut sharding = Sharding::from_args(args, &runtime)?;
     // The last completed tick, while polls find nothing new (see `tick::Idle`).
     let mut idle = Idle::default();
     while !stop.load(Ordering::SeqCst) {

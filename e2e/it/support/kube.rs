@@ -60,17 +60,21 @@ pub(crate) struct FakeKubeApi {
 
 impl FakeKubeApi {
     pub(crate) async fn start() -> FakeKubeApi {
+        FakeKubeApi::start_on("127.0.0.1:0").await
+    }
+
+    /// The fake on `addr` (`0.0.0.0:0`: every address of the host, for replicas in network
+    /// namespaces); [`FakeKubeApi::url`] still names loopback.
+    pub(crate) async fn start_on(addr: &str) -> FakeKubeApi {
         let cluster = Arc::new(Mutex::new(Cluster {
             resource_version: 1000,
             ..Cluster::default()
         }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let shutdown = Some(serve(listener, Arc::clone(&cluster)));
         FakeKubeApi {
-            url: format!("http://{addr}"),
+            url: format!("http://127.0.0.1:{}", addr.port()),
             addr,
             cluster,
             schemas: Schemas::default(),
@@ -86,12 +90,50 @@ impl FakeKubeApi {
         }
     }
 
+    /// The port it listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// One more door to the same objects, on a free loopback port of its own: a replica given
+    /// this URL is cut off from the API when the door is [closed](Door::close), the others not.
+    pub(crate) async fn door(&self) -> Door {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        Door {
+            url,
+            shutdown: Some(serve(listener, Arc::clone(&self.cluster))),
+        }
+    }
+
     /// The API server comes back on its address, with the objects it held.
     pub(crate) async fn restart(&mut self) {
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
             .expect("bind the same address again");
         self.shutdown = Some(serve(listener, Arc::clone(&self.cluster)));
+    }
+}
+
+/// A listener of its own onto a [`FakeKubeApi`]'s objects ([`FakeKubeApi::door`]).
+pub(crate) struct Door {
+    pub(crate) url: String,
+    shutdown: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
+}
+
+impl Door {
+    /// Refuses every further connection through this door.
+    pub(crate) fn close(&mut self) {
+        if let Some((stop, _served)) = self.shutdown.take() {
+            // The listener closes at once (new connections refused); open connections end
+            // after their request in flight.
+            let _ = stop.send(());
+        }
     }
 }
 

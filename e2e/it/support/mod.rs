@@ -19,6 +19,7 @@ pub(crate) mod git_fixture;
 pub(crate) mod github_app;
 pub(crate) mod judge;
 pub(crate) mod knative;
+pub(crate) mod fleet;
 pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
