@@ -38,7 +38,10 @@ pub(crate) fn bump(clone: &Path, n: usize, revision: &str) {
         std::fs::write(clone.join(file), text).expect("write spec");
     }
     git(clone, &["add", "-A"]);
-    git(clone, &["commit", "-qm", &format!("fleet: roll out {revision}")]);
+    git(
+        clone,
+        &["commit", "-qm", &format!("fleet: roll out {revision}")],
+    );
     git(clone, &["pull", "-q", "--rebase"]);
     git(clone, &["push", "-q"]);
 }
