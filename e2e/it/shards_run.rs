@@ -291,3 +291,58 @@ async fn three_replicas_one_killed_one_cut_off_every_rollout_succeeds_once_fake_
 async fn three_replicas_one_killed_one_cut_off_300_canaries_fake_kube_api() {
     three_replicas_lose_two_mid_rollout(300, 12).await;
 }
+
+/// `sluice status --shards N` reads the shard Leases; without Kubernetes access it says it
+/// cannot know.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_shard_holders_from_the_leases_fake_kube_api() {
+    use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+    use kube::api::{Api, PostParams};
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = crate::support::repo(&str_pairs(&fleet::files(1, "v1")));
+    let dir = repo.path().display().to_string();
+    let api = FakeKubeApi::start().await;
+    let leases: Api<Lease> = Api::namespaced(api.client(), LEASE_NS);
+    let lease = Lease {
+        metadata: kube::api::ObjectMeta {
+            name: Some("sluice-shard-1".into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("sluice-7d9f-2".into()),
+            lease_duration_seconds: Some(15),
+            renew_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                jiff::Timestamp::now(),
+            )),
+            ..Default::default()
+        }),
+    };
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    let config = kubeconfig(&api.url, tmp.path()).display().to_string();
+    let in_thread = dir.clone();
+    // The fake serves on this runtime: the command waits on a thread of its own.
+    let status = tokio::task::spawn_blocking(move || {
+        let args = ["status", "--dir", &in_thread, "--shards", "2"];
+        run_sluice_env(&args, &[("KUBECONFIG", &config), ("HOME", "/nonexistent")])
+    });
+    let args = ["status", "--dir", &dir, "--shards", "2"];
+    let (code, out, err) = status.await.unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("shard 0 (sluice-shard-0): nobody\n"), "{out}");
+    assert!(
+        out.contains("shard 1 (sluice-shard-1): sluice-7d9f-2\n"),
+        "{out}"
+    );
+    let (code, out, err) = run_sluice_env(
+        &args,
+        &[
+            ("KUBECONFIG", "/nonexistent/kubeconfig"),
+            ("HOME", "/nonexistent"),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("which replica holds which shard cannot be known"),
+        "{out}"
+    );
+}
