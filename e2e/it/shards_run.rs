@@ -37,6 +37,24 @@ fn holders(api: &FakeKubeApi, shards: u32) -> BTreeMap<u32, String> {
         .collect()
 }
 
+/// Every replica's log, for a failure's message.
+fn all_logs<'a>(daemons: impl IntoIterator<Item = &'a Daemon>) -> String {
+    let logs: Vec<String> = daemons.into_iter().map(Daemon::log).collect();
+    logs.join("\n----\n")
+}
+
+/// Waits until every canary of the fleet is Initialized (its first tick committed).
+fn wait_initialized(bare: &Path, n: usize, log: impl Fn() -> String) {
+    wait_all(
+        bare,
+        n,
+        LIMIT,
+        "initialized",
+        |s| s["phase"] == "Initialized",
+        log,
+    );
+}
+
 #[test]
 fn run_with_shards_refuses_to_start_without_kubernetes_access() {
     let tmp = tempfile::tempdir().unwrap();
@@ -86,21 +104,8 @@ async fn two_replicas_forced_to_own_the_same_shards_commit_each_step_once_fake_k
             replica(sluice_daemon(&bare, &work), who, &config, 4).start()
         })
         .collect();
-    let logs = || {
-        daemons
-            .iter()
-            .map(Daemon::log)
-            .collect::<Vec<_>>()
-            .join("\n----\n")
-    };
-    wait_all(
-        &bare,
-        N,
-        LIMIT,
-        "initialized",
-        |s| s["phase"] == "Initialized",
-        logs,
-    );
+    let logs = || all_logs(&daemons);
+    wait_initialized(&bare, N, logs);
     // Each replica holds all four shards, as its own API tells it; /readyz says so.
     for (who, api) in ["a", "b"].iter().zip(&apis) {
         assert!(
@@ -183,22 +188,8 @@ async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
             Some(replica(builder, &who, &config, shards).start())
         })
         .collect();
-    let logs = |daemons: &[Option<Daemon>]| {
-        daemons
-            .iter()
-            .flatten()
-            .map(Daemon::log)
-            .collect::<Vec<_>>()
-            .join("\n----\n")
-    };
-    wait_all(
-        &bare,
-        n,
-        LIMIT,
-        "initialized",
-        |s| s["phase"] == "Initialized",
-        || logs(&daemons),
-    );
+    let logs = |daemons: &[Option<Daemon>]| all_logs(daemons.iter().flatten());
+    wait_initialized(&bare, n, || logs(&daemons));
     // Every replica holds its share before the rollout starts.
     let deadline = Instant::now() + LIMIT;
     let before = loop {
