@@ -45,7 +45,8 @@
 //! 6. [`outcome`] (`src/outcome.rs`): what the tick reports for each canary, and its errors.
 //!
 //! Beside the tick, not entered by it: [`leadership`] (the lease `sluice run` holds before it
-//! ticks) and [`shards`] (the shard Leases of `--shards`, which canaries a replica ticks), [`server`] (probes, `/metrics`, the git webhook that wakes the loop), [`manual`]
+//! ticks), [`shards`] (the shard Leases of `--shards`; the tick is given the shards held as a
+//! [`core::shards::Owned`]), [`server`] (probes, `/metrics`, the git webhook that wakes the loop), [`manual`]
 //! (operations as one commit through the executor), and the readers of what ticks wrote:
 //! [`readers`], [`dashboard`] and [`audit`].
 //!

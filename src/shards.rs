@@ -5,7 +5,7 @@
 //! rule ([`crate::core::shards`]) and taken, renewed and released with the Lease's
 //! resourceVersion, so that of two replicas racing for one Lease the API server lets one win
 //! (409 Conflict for the other). A replica reconciles only the canaries of the shards it holds
-//! ([`Owned`]).
+//! ([`Owned`], in the core).
 //!
 //! Expiry is measured as client-go's leader election measures it: by how long *this* replica
 //! has seen a Lease's record unchanged, on its own monotonic clock, never by comparing the
@@ -18,7 +18,7 @@
 //! with git's compare-and-swap, and the one whose push is rejected fetches and decides again
 //! on the new head.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -26,7 +26,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, ListParams, PostParams};
 
-use crate::core::shards::{act, shard_of, Action, Found};
+use crate::core::shards::{act, Action, Found, Owned};
 use crate::leadership::{acquire_or_renew, LeaseConfig};
 
 /// The shards of this install, and who this replica is.
@@ -50,31 +50,6 @@ impl ShardConfig {
     /// The prefix of every member Lease's name.
     pub fn member_prefix(&self) -> String {
         format!("{}-member-", self.name)
-    }
-}
-
-/// The canaries a tick reconciles: all of them, or those of the shards held.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Owned {
-    /// One replica (or `--shards 1`): every canary.
-    #[default]
-    All,
-    /// The canaries whose [`shard_of`] is among `held`, of `count` shards.
-    Shards { count: u32, held: BTreeSet<u32> },
-}
-
-impl Owned {
-    /// Whether canary `namespace/name` is reconciled here. The shard is that of the name up
-    /// to its first dot: a wave instance `<name>.<wave>` (alive or deleted) goes with its
-    /// canary, so one release stays in one shard.
-    pub fn owns(&self, namespace: &str, name: &str) -> bool {
-        match self {
-            Owned::All => true,
-            Owned::Shards { count, held } => {
-                let canary = name.split('.').next().unwrap_or(name);
-                held.contains(&shard_of(namespace, canary, *count))
-            }
-        }
     }
 }
 

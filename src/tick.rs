@@ -17,6 +17,7 @@ use tracing::{info, warn};
 
 use crate::core::concurrency::Admission;
 use crate::core::live::{Liveness, NotLive};
+use crate::core::shards::Owned;
 use crate::core::status::Phase;
 use crate::core::verdict::{deleted, verdict};
 use crate::execute::{self, Announce, Committed};
@@ -25,7 +26,6 @@ use crate::gitops::{ConfigRepo, Identity, PushOutcome};
 use crate::observer::Observer;
 use crate::plan::{self, Decided, Plan, WaveReverted};
 use crate::runtime::Runtime;
-use crate::shards::Owned;
 
 pub use crate::outcome::{CanaryError, CanaryOutcome, TickError, TickReport};
 

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use sluice::shards::{Owned, ShardConfig, Shards};
+use sluice::core::shards::Owned;
+use sluice::shards::{ShardConfig, Shards};
 
 use crate::support::kube::FakeKubeApi;
 

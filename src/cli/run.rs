@@ -23,6 +23,7 @@ use tracing::{debug, error, info};
 
 use crate::cli::repo::RepoArgs;
 use crate::clock::Clock;
+use crate::core::shards::Owned;
 use crate::gitops::ConfigRepo;
 use crate::leadership::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observer::Live;
@@ -31,7 +32,7 @@ use crate::server::{
     serve, serve_dashboard_counted, serve_metrics, serve_probes, DashboardState, Metrics,
     ServerState,
 };
-use crate::shards::{Owned, ShardConfig, Shards};
+use crate::shards::{ShardConfig, Shards};
 use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 

@@ -269,7 +269,7 @@ pub fn tick_context<'a>(
         author: None,
         push_attempts: 5,
         runtime,
-        owned: sluice::shards::Owned::All,
+        owned: sluice::core::shards::Owned::All,
     }
 }
 

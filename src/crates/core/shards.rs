@@ -7,6 +7,7 @@
 //! - [`assignment`]: the shard each live replica should hold: the live replicas sorted by
 //!   identity, shard `i` to the `i mod m`-th of the `m` replicas, so no two replicas' counts
 //!   differ by more than one.
+//! - [`Owned`]: the canaries a replica's tick reconciles, from the shards it holds.
 //! - [`act`]: what one replica does with each shard Lease as it found it: renew what it holds
 //!   and is assigned, take what it is assigned and nobody holds (free or expired), release
 //!   what it holds beyond its share so that its new owner can take it, and leave alone what
@@ -16,7 +17,7 @@
 //! correct by git's compare-and-swap push. Pure: the adapter (`src/shards.rs`) reads the
 //! Leases and measures expiry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The shard of canary `namespace/name` among `count` (0 when `count` is 0 or 1).
 pub fn shard_of(namespace: &str, name: &str, count: u32) -> u32 {
@@ -31,6 +32,31 @@ pub fn shard_of(namespace: &str, name: &str, count: u32) -> u32 {
     }
     // The remainder is below `count`, a u32.
     u32::try_from(hash % u64::from(count)).unwrap_or(0)
+}
+
+/// The canaries a tick reconciles: all of them, or those of the shards held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Owned {
+    /// One replica (or `--shards 1`): every canary.
+    #[default]
+    All,
+    /// The canaries whose [`shard_of`] is among `held`, of `count` shards.
+    Shards { count: u32, held: BTreeSet<u32> },
+}
+
+impl Owned {
+    /// Whether canary `namespace/name` is reconciled here. The shard is that of the name up
+    /// to its first dot: a wave instance `<name>.<wave>` (alive or deleted) goes with its
+    /// canary, so one release stays in one shard.
+    pub fn owns(&self, namespace: &str, name: &str) -> bool {
+        match self {
+            Owned::All => true,
+            Owned::Shards { count, held } => {
+                let canary = name.split('.').next().unwrap_or(name);
+                held.contains(&shard_of(namespace, canary, *count))
+            }
+        }
+    }
 }
 
 /// The replica each shard is assigned to: `live` sorted and deduplicated, shard `i` to the
