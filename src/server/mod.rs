@@ -70,6 +70,9 @@ pub struct ServerState {
     details: Arc<std::sync::Mutex<Vec<String>>>,
     /// Who holds each shard, one line each, as this replica last saw the Leases (`--shards`).
     shards: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The `forge.repository` the last tick read; pull-request events about another
+    /// repository wake nothing. `None` before the first tick and without a forge.
+    forge_repository: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl ServerState {
@@ -93,6 +96,7 @@ impl ServerState {
             metrics_on_main: true,
             details: Arc::default(),
             shards: Arc::default(),
+            forge_repository: Arc::default(),
         }
     }
 
@@ -145,6 +149,23 @@ impl ServerState {
     fn shards(&self) -> Vec<String> {
         let shards = self.shards.lock().unwrap_or_else(|e| e.into_inner());
         shards.clone()
+    }
+
+    /// Sets the `forge.repository` of the settings the last tick read.
+    pub fn set_forge_repository(&self, repository: Option<String>) {
+        let mut held = self
+            .forge_repository
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *held = repository;
+    }
+
+    fn forge_repository(&self) -> Option<String> {
+        let held = self
+            .forge_repository
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        held.clone()
     }
 
     fn details(&self) -> Vec<String> {
