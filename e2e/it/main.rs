@@ -91,6 +91,8 @@ mod route_kuma_gloo;
 mod route_source;
 mod route_traefik;
 mod server;
+mod shards;
+mod shards_run;
 mod signing_image;
 mod snapshot;
 mod spec_validation;

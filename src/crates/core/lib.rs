@@ -24,6 +24,7 @@ pub mod observe;
 pub mod operate;
 mod route_state;
 pub mod schedule;
+pub mod shards;
 pub mod simulate;
 pub mod status;
 pub mod trailer;
