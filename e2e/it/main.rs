@@ -76,6 +76,7 @@ mod operate;
 mod per_tick;
 mod pr_webhooks;
 mod rbac;
+mod rollout_corpus;
 mod route;
 mod route_apisix;
 mod route_appmesh;
