@@ -6,7 +6,7 @@
 //! `EXPECTED` is what Argo Rollouts itself does with each Rollout (accepted with its steps, or
 //! refused by its validation with the reason). Comparing sluice's reading of each Rollout with
 //! it (plan steps equal to Argo's, or a refusal with a reason) is the next test of this module;
-//! it needs the Rollout reader, and uses [`expected`] and [`Verdict`] as they are here.
+//! it needs the Rollout reader, and uses [`expected`], [`Verdict`] and [`ArgoStep`] as they are here.
 //! Run alone with `cargo test --test it rollout_corpus -- --nocapture`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,7 +60,7 @@ pub(crate) enum Verdict {
     /// `extra` the background analysis, workloadRef or blueGreen settings.
     Accepted {
         routing: String,
-        steps: Vec<String>,
+        steps: Vec<ArgoStep>,
         extra: Vec<String>,
     },
     /// Argo's validation refuses it, for `reason`.
@@ -72,6 +72,120 @@ impl Verdict {
     pub(crate) fn routing(&self) -> &str {
         match self {
             Verdict::Accepted { routing, .. } | Verdict::Refused { routing, .. } => routing,
+        }
+    }
+}
+
+/// One Argo canary step as `EXPECTED` writes it, typed for comparing with sluice's plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ArgoStep {
+    SetWeight(u32),
+    /// `None`: no duration, Argo waits for promotion.
+    Pause(Option<u64>),
+    /// Template names, `cluster:` before a ClusterAnalysisTemplate.
+    Analysis(Vec<String>),
+    /// Its templates and analyses as written; sluice refuses experiments.
+    Experiment(String),
+    SetCanaryScale(CanaryScale),
+    /// `remove`: no match, so Argo removes the route.
+    SetHeaderRoute {
+        name: String,
+        remove: bool,
+    },
+    SetMirrorRoute {
+        name: String,
+        percentage: Option<u32>,
+        remove: bool,
+    },
+    Plugin(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CanaryScale {
+    Weight(u32),
+    Replicas(u32),
+    MatchTrafficWeight,
+}
+
+fn number<T: std::str::FromStr>(text: &str, token: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("step {token:?}: {text:?} is not a number"))
+}
+
+impl ArgoStep {
+    /// Reads one step word of `EXPECTED` (`setWeight(20)`, `pause(30s)`, ...).
+    pub(crate) fn parse(token: &str) -> Result<ArgoStep, String> {
+        let (kind, rest) = token
+            .split_once('(')
+            .ok_or_else(|| format!("step {token:?}: expected kind(arguments)"))?;
+        let args = rest
+            .strip_suffix(')')
+            .ok_or_else(|| format!("step {token:?}: no closing parenthesis"))?;
+        let parts: Vec<&str> = args.split(',').collect();
+        let remove = parts.last() == Some(&"remove");
+        Ok(match kind {
+            "setWeight" => ArgoStep::SetWeight(number(args, token)?),
+            "pause" if args == "indefinite" => ArgoStep::Pause(None),
+            "pause" => match args.strip_suffix('s') {
+                Some(n) => ArgoStep::Pause(Some(number(n, token)?)),
+                None => return Err(format!("step {token:?}: a pause is indefinite or Ns")),
+            },
+            "analysis" => ArgoStep::Analysis(parts.iter().map(|p| p.to_string()).collect()),
+            "experiment" => ArgoStep::Experiment(args.to_string()),
+            "setCanaryScale" => ArgoStep::SetCanaryScale(match args.split_once('=') {
+                _ if args == "matchTrafficWeight" => CanaryScale::MatchTrafficWeight,
+                Some(("weight", n)) => CanaryScale::Weight(number(n, token)?),
+                Some(("replicas", n)) => CanaryScale::Replicas(number(n, token)?),
+                _ => return Err(format!("step {token:?}: unknown canary scale")),
+            }),
+            "setHeaderRoute" => ArgoStep::SetHeaderRoute {
+                name: parts[0].to_string(),
+                remove,
+            },
+            "setMirrorRoute" => ArgoStep::SetMirrorRoute {
+                name: parts[0].to_string(),
+                percentage: match parts.get(1).and_then(|p| p.strip_suffix('%')) {
+                    Some(p) => Some(number(p, token)?),
+                    None => None,
+                },
+                remove,
+            },
+            "plugin" => ArgoStep::Plugin(args.to_string()),
+            _ => return Err(format!("step {token:?}: unknown step kind {kind:?}")),
+        })
+    }
+}
+
+impl std::fmt::Display for ArgoStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let remove = |r: &bool| if *r { ",remove" } else { "" };
+        match self {
+            ArgoStep::SetWeight(w) => write!(f, "setWeight({w})"),
+            ArgoStep::Pause(None) => write!(f, "pause(indefinite)"),
+            ArgoStep::Pause(Some(s)) => write!(f, "pause({s}s)"),
+            ArgoStep::Analysis(t) => write!(f, "analysis({})", t.join(",")),
+            ArgoStep::Experiment(e) => write!(f, "experiment({e})"),
+            ArgoStep::SetCanaryScale(CanaryScale::MatchTrafficWeight) => {
+                write!(f, "setCanaryScale(matchTrafficWeight)")
+            }
+            ArgoStep::SetCanaryScale(CanaryScale::Weight(w)) => {
+                write!(f, "setCanaryScale(weight={w})")
+            }
+            ArgoStep::SetCanaryScale(CanaryScale::Replicas(r)) => {
+                write!(f, "setCanaryScale(replicas={r})")
+            }
+            ArgoStep::SetHeaderRoute { name, remove: r } => {
+                write!(f, "setHeaderRoute({name}{})", remove(r))
+            }
+            ArgoStep::SetMirrorRoute {
+                name,
+                percentage,
+                remove: r,
+            } => {
+                let p = percentage.map(|p| format!(",{p}%")).unwrap_or_default();
+                write!(f, "setMirrorRoute({name}{p}{})", remove(r))
+            }
+            ArgoStep::Plugin(p) => write!(f, "plugin({p})"),
         }
     }
 }
@@ -102,7 +216,10 @@ pub(crate) fn expected() -> Vec<Expected> {
             let verdict = match f.as_slice() {
                 [_, _, "accepted", routing, steps, extra] => Verdict::Accepted {
                     routing: routing.to_string(),
-                    steps: words(steps),
+                    steps: words(steps)
+                        .iter()
+                        .map(|w| ArgoStep::parse(w).unwrap_or_else(|e| panic!("{at}: {e}")))
+                        .collect(),
                     extra: words(extra),
                 },
                 [_, _, "refused", routing, reason] if !reason.is_empty() => Verdict::Refused {
@@ -475,11 +592,8 @@ fn expected_steps_are_what_each_rollout_file_says() {
         let at = format!("{} {}", e.fixture, e.name);
         assert_eq!(argo_routing(rollout), e.verdict.routing(), "{at}: routing");
         if let Verdict::Accepted { steps, .. } = &e.verdict {
-            assert_eq!(&argo_steps(rollout), steps, "{at}: steps");
-            assert!(
-                !steps.iter().any(|s| s == "pause(-1s)"),
-                "{at}: a pause Argo cannot parse is a refusal, not a step"
-            );
+            let written: Vec<String> = steps.iter().map(ArgoStep::to_string).collect();
+            assert_eq!(argo_steps(rollout), written, "{at}: steps");
         }
         checked += 1;
     }
