@@ -5,8 +5,9 @@
 //!
 //! `EXPECTED` is what Argo Rollouts itself does with each Rollout (accepted with its steps, or
 //! refused by its validation with the reason). Comparing sluice's reading of each Rollout with
-//! it (plan steps equal to Argo's, or a refusal with a reason) is the next test of this module;
-//! it needs the Rollout reader, and uses [`expected`], [`Verdict`] and [`ArgoStep`] as they are here.
+//! it (plan steps equal to Argo's, or a refusal with a reason) is the next test of this module:
+//! it needs the Rollout reader, and uses [`expected`], [`Verdict`] and [`ArgoStep`] as they
+//! are here.
 //! Run alone with `cargo test --test it rollout_corpus -- --nocapture`.
 
 use std::collections::{BTreeMap, BTreeSet};
