@@ -4,28 +4,17 @@
 //! promotion, finds the merge at a poll and promotes, and `sluice audit` finds the history
 //! clean; a pull request closed without merging rolls the canary back.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use crate::support::forge::{canary, ForgeFake, Kind, ALL, FILE, STATUS};
+use crate::support::forge::{canary, ForgeFake, ForgeRun, Kind, ALL, FILE, STATUS, TOKEN_USER};
 use crate::support::github_app::{generated_key, APP_ID};
 use crate::support::{
-    audit, daemon_on_remote, get_status, git, http, human_clone, human_commit, merge_approval,
-    reconcile_ticks, status_at_main, DaemonBuilder, DaemonOnRemote,
+    audit, get_status, git, http, human_commit, merge_approval, reconcile_ticks, status_at_main,
+    DaemonBuilder,
 };
 
-/// Ticks a wait may take: far more than any step here needs (a handful each).
-const MAX_TICKS: u64 = 300;
-
 /// `sluice run` on `shop/web` with the fake of one forge, and a human's clone.
-struct Run {
-    kind: Kind,
-    fake: ForgeFake,
-    on: DaemonOnRemote,
-    human: PathBuf,
-}
+type Run = ForgeRun;
 
-impl Run {
+impl ForgeRun {
     /// The daemon started on v1 with `kind`'s fake as its forge, v2 released by a human, and
     /// the promotion waiting for approval with its pull request open.
     fn waiting(kind: Kind) -> Run {
@@ -41,49 +30,12 @@ impl Run {
         extra: &str,
         configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,
     ) -> Run {
-        let kind = fake.kind();
-        let config = format!(
-            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-            fake.settings().replace("}\n", &format!("{extra}}}\n"))
-        );
-        let files = [(FILE, canary("v1")), (".sluice/config.yaml", config)];
-        let files: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
-        let on = daemon_on_remote(&files, configure);
-        let human = human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
-        let run = Run {
-            kind,
-            fake,
-            on,
-            human,
-        };
-        run.until("initialized", |run| run.phase() == "Initialized");
+        let run = Run::initialized(fake, extra, &canary("v1"), configure);
         human_commit(&run.human, FILE, &canary("v2"), "web: v2");
         run.until("the approval pull request opened", |run| {
             run.phase() == "WaitingApproval" && run.fake.count() == 1
         });
         run
-    }
-
-    fn phase(&self) -> String {
-        status_at_main(&self.on.bare, STATUS)
-            .and_then(|s| s["phase"].as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-
-    /// Waits until `done` holds, for at most [`MAX_TICKS`] of the daemon's ticks.
-    fn until(&self, what: &str, done: impl Fn(&Run) -> bool) {
-        let start = reconcile_ticks(self.on.main());
-        while !done(self) {
-            let ticks = reconcile_ticks(self.on.main()) - start;
-            assert!(
-                ticks < MAX_TICKS,
-                "{:?}: not {what} after {ticks} ticks (phase {}):\n{}",
-                self.kind,
-                self.phase(),
-                self.on.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }
 
@@ -213,5 +165,95 @@ fn fake_github_app_sluice_run_opens_the_approval_with_fresh_installation_tokens(
                 "{token} shows in the {what}"
             );
         }
+    }
+}
+
+/// The forge fakes answer what approval policies read, as each forge does, and sluice's forge
+/// client reads it: reviews (a stale one marked or dropped as the forge does), team membership
+/// (Bitbucket Cloud has none), commit authors, and a merge that refuses a moved head and is
+/// made by the token's user.
+#[test]
+fn every_forge_fake_serves_reviews_membership_authors_and_merge_fake() {
+    use sluice::forge::{Forge, ForgeClient, ForgeKind, ForgeSettings, ForgeToken, ReviewState};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for kind in ALL {
+        let fake = ForgeFake::start(kind);
+        let key = fake.settings();
+        let key = key
+            .split("kind: ")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap();
+        let settings = ForgeSettings {
+            kind: ForgeKind::parse(key).unwrap(),
+            api_url: fake.api_url(),
+            repository: "acme/fleet".into(),
+            github_app: None,
+        };
+        let client = ForgeClient::new(Some(ForgeToken::new("fake-forge-token"))).unwrap();
+        let forge = Forge::from_settings(&settings, &client).unwrap();
+        let team = if kind == Kind::AzureDevOps {
+            "acme/Release"
+        } else {
+            "acme/release"
+        };
+        fake.add_member(team, "bob");
+        fake.set_commit_author("c0ffee", Some("carol"));
+        fake.set_commit_author("decaf0", None);
+        runtime.block_on(async {
+            let pr = forge
+                .ensure_open("sluice/shop/web/1", "main", "t", "b")
+                .await
+                .unwrap();
+            let old = fake.pr(pr.number).head_sha;
+            fake.review(pr.number, "alice", "APPROVED", &old);
+            fake.set_head(pr.number, &"e".repeat(40));
+            fake.review(pr.number, "bob", "APPROVED", &"e".repeat(40));
+            let reviews = forge.reviews(pr.number).await.unwrap();
+            let approved: Vec<(&str, bool)> = reviews
+                .iter()
+                .filter(|r| r.state == ReviewState::Approved)
+                .map(|r| {
+                    (
+                        r.login.as_str(),
+                        r.stale || r.commit.as_deref() == Some(old.as_str()),
+                    )
+                })
+                .collect();
+            match kind {
+                // The forge keeps alice's approval on the old head, and says on which.
+                Kind::GitHub | Kind::Gitea | Kind::Forgejo => {
+                    assert_eq!(approved, [("alice", true), ("bob", false)], "{kind:?}")
+                }
+                // The push reset alice's approval.
+                _ => assert_eq!(approved, [("bob", false)], "{kind:?}"),
+            }
+            if kind == Kind::Bitbucket {
+                assert!(forge.is_member(team, "bob").await.is_err());
+            } else {
+                assert!(forge.is_member(team, "bob").await.unwrap(), "{kind:?}");
+                assert!(!forge.is_member(team, "alice").await.unwrap(), "{kind:?}");
+            }
+            assert_eq!(
+                forge.commit_author("c0ffee").await.unwrap().as_deref(),
+                Some("carol")
+            );
+            assert_eq!(
+                forge.commit_author("decaf0").await.unwrap(),
+                None,
+                "{kind:?}"
+            );
+            let moved = forge.merge(pr.number, &old).await.unwrap_err();
+            assert!(!moved.is_transient(), "{kind:?}: {moved}");
+            assert!(fake.pr(pr.number).open, "{kind:?}");
+            forge.merge(pr.number, &"e".repeat(40)).await.unwrap();
+            let merged = fake.pr(pr.number);
+            assert_eq!(
+                (merged.merged, merged.merged_by.as_deref()),
+                (true, Some(TOKEN_USER))
+            );
+        });
     }
 }
