@@ -80,6 +80,7 @@ mod per_tick;
 mod pr_events_forges;
 mod pr_webhooks;
 mod rbac;
+mod rollout_corpus;
 mod route;
 mod route_apisix;
 mod route_appmesh;
