@@ -554,6 +554,22 @@ impl Api {
         )
     }
 
+    /// "Not a member" once `GET team` finds the team, for a forge whose membership call
+    /// answers 404 both for a non-member and for a team that does not exist (or the token
+    /// cannot see): a missing team is a terminal error saying `missing` and `hint`.
+    pub(super) async fn no_member(
+        &self,
+        team: Url,
+        missing: String,
+        hint: &str,
+    ) -> Result<bool, ForgeError> {
+        let op = Operation::Membership;
+        match self.get_unless_404(op, team, &[]).await? {
+            Some(_) => Ok(false),
+            None => Err(self.terminal(op, Some(404), missing, hint.to_string())),
+        }
+    }
+
     /// A call this forge cannot make: terminal, with `message` and what to do instead.
     pub(super) fn unsupported(&self, op: Operation, message: &str, hint: &str) -> ForgeError {
         self.terminal(op, None, message.to_string(), hint.to_string())

@@ -120,17 +120,11 @@ impl ForgeProvider for GitHub {
             // as for a non-member: the team itself says which.
             None => {
                 let url = self.api.url(op, &["orgs", org, "teams", slug])?;
-                match self.api.get_unless_404(op, url, &[]).await? {
-                    Some(_) => Ok(false),
-                    None => Err(self.api.terminal(
-                        op,
-                        Some(404),
-                        format!("no team {slug:?} in organization {org:?} that the token can see"),
-                        "check the team slug in the approval policy and that the token may read \
-                         the organization's teams (Members: Read; classic: read:org)"
-                            .into(),
-                    )),
-                }
+                let missing =
+                    format!("no team {slug:?} in organization {org:?} that the token can see");
+                let hint = "check the team slug in the approval policy and that the token may \
+                            read the organization's teams (Members: Read; classic: read:org)";
+                self.api.no_member(url, missing, hint).await
             }
             Some(answer) => {
                 let m: Membership = self.api.decode(op, &answer)?;

@@ -160,19 +160,11 @@ impl GitLab {
     /// "Not a member" once `GET /groups/:id` finds the group: the member call answers 404
     /// for a group that does not exist (or the token cannot see) as for a non-member.
     async fn no_member(&self, group: &str) -> Result<bool, ForgeError> {
-        let op = Operation::Membership;
-        let url = self.api.url(op, &["groups", group])?;
-        match self.api.get_unless_404(op, url, &[]).await? {
-            Some(_) => Ok(false),
-            None => Err(self.api.terminal(
-                op,
-                Some(404),
-                format!("no group {group:?} that the token can see"),
-                "name the team by the group's full path (group/subgroup) and check the token's \
-                 user or group may see it"
-                    .into(),
-            )),
-        }
+        let url = self.api.url(Operation::Membership, &["groups", group])?;
+        let missing = format!("no group {group:?} that the token can see");
+        let hint = "name the team by the group's full path (group/subgroup) and check the \
+                    token's user or group may see it";
+        self.api.no_member(url, missing, hint).await
     }
 
     fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
