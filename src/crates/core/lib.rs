@@ -10,6 +10,8 @@
 // (Cargo.toml) reject unwrap() and expect().
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod argo_analysis;
+pub mod argo_expr;
 pub mod builtin_metric;
 pub mod concurrency;
 pub mod decide;

@@ -224,6 +224,10 @@ pub struct Canary<R = ()> {
     /// The `sluice.dev/priority` annotation (default 0): under `maxConcurrentCanaries`, a
     /// higher one starts first.
     pub priority: i64,
+    /// `.sluice/config.yaml` `adoption.hold`: the repo is moving from Flagger. A first render
+    /// then points the primary at Flagger's `-primary` copies of the ConfigMaps and Secrets
+    /// the repo does not hold, so its pod template is the one Flagger has live.
+    pub adoption_hold: bool,
 }
 
 impl<R> Canary<R> {
