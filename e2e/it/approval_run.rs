@@ -235,6 +235,9 @@ fn every_forge_fake_serves_reviews_membership_authors_and_merge_fake() {
             } else {
                 assert!(forge.is_member(team, "bob").await.unwrap(), "{kind:?}");
                 assert!(!forge.is_member(team, "alice").await.unwrap(), "{kind:?}");
+                // A team that does not exist is an error on every forge, not "no member".
+                let unknown = forge.is_member("acme/nobody", "bob").await;
+                assert!(unknown.is_err_and(|e| !e.is_transient()), "{kind:?}");
             }
             assert_eq!(
                 forge.commit_author("c0ffee").await.unwrap().as_deref(),
