@@ -7,14 +7,14 @@
 //! nothing written.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sluice::manifest::applied_by;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::adopt::{adopt, checkout, fixture, render_adopted};
 use crate::support::{
-    every_file_bytes, git, git_lines, kustomize_text, reconcile, repo_root, run_sluice,
+    every_file_bytes, git, git_lines, kustomize_text,
 };
 
 /// The work tree without `.git`.

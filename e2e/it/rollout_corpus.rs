@@ -603,3 +603,124 @@ fn expected_steps_are_what_each_rollout_file_says() {
         "only {checked} Rollouts checked"
     );
 }
+
+/// Argo's steps in the words `sluice plan` prints for a Rollout (`setWeight 20`, `pause 30s`,
+/// `pause until approved`); `None` when a step is one sluice must refuse (analysis while it
+/// is not wired, experiments, canary scale, header and mirror routes, plugins).
+fn plan_words(steps: &[ArgoStep]) -> Option<Vec<String>> {
+    steps
+        .iter()
+        .map(|s| match s {
+            ArgoStep::SetWeight(w) => Some(format!("setWeight {w}")),
+            ArgoStep::Pause(Some(s)) => Some(format!("pause {s}s")),
+            ArgoStep::Pause(None) => Some("pause until approved".to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The files read beside `fixture`: itself and every companion SOURCES lists for it.
+fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<String> {
+    let mut files = vec![fixture.to_string()];
+    for (name, s) in sources {
+        if let Some(users) = s.role.strip_prefix("companion companion-of:") {
+            if users.split(',').any(|u| u == fixture) {
+                files.push(name.clone());
+            }
+        }
+    }
+    files
+}
+
+/// What sluice makes of one Rollout of the corpus.
+enum Reading {
+    /// Read as a canary: `sluice plan`'s step words.
+    Runs(Vec<String>),
+    /// Refused: the first error, `file:line: field: message`.
+    Refused(String),
+}
+
+/// sluice's reading of the Rollout `name` in `fixture`, with its companions beside it in one
+/// folder, as `sluice validate` and the loop read a repo.
+fn sluice_reads(fixture: &str, name: &str, sources: &BTreeMap<String, Source>) -> Reading {
+    let tmp = tempfile::tempdir().unwrap();
+    let apps = tmp.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    for file in with_companions(fixture, sources) {
+        std::fs::write(apps.join(&file), read(&file)).unwrap();
+    }
+    let snapshot = sluice::yaml::snapshot::Snapshot::read(tmp.path());
+    let loaded = sluice::manifest::load::load(
+        &snapshot,
+        &sluice::manifest::settings::Settings::default(),
+    );
+    let ours = |file: &str| file.ends_with(fixture);
+    if let Some(c) = loaded
+        .canaries
+        .iter()
+        .find(|c| c.id.name.as_str() == name && ours(&c.file))
+    {
+        return Reading::Runs(sluice::cli::plan::rollout_steps(c));
+    }
+    match loaded.errors.iter().find(|e| ours(&e.file)) {
+        Some(e) => Reading::Refused(e.to_string()),
+        None => Reading::Refused(String::new()),
+    }
+}
+
+/// Each Rollout is either run as Argo runs it (`sluice plan`'s steps are Argo's) or refused at
+/// a line of its file with a reason; sluice never runs one with other steps, and never runs
+/// one Argo's own validation refuses. Prints how many are handled, by routing.
+#[test]
+fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
+    let sources = sources();
+    let mut wrong = Vec::new();
+    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
+    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let all = expected();
+    for e in &all {
+        let at = format!("{} ({})", e.fixture, e.name);
+        let reading = sluice_reads(&e.fixture, &e.name, &sources);
+        match (&e.verdict, reading) {
+            (Verdict::Accepted { steps, .. }, Reading::Runs(got)) => {
+                match plan_words(steps) {
+                    Some(want) if want == got => {
+                        *runs.entry(e.verdict.routing().to_string()).or_default() += 1;
+                    }
+                    Some(want) => wrong.push(format!("{at}: Argo {want:?}, sluice {got:?}")),
+                    None => wrong.push(format!(
+                        "{at}: sluice runs it ({got:?}) although a step is one it cannot do in git: {steps:?}"
+                    )),
+                }
+            }
+            (Verdict::Refused { reason, .. }, Reading::Runs(got)) => {
+                wrong.push(format!("{at}: Argo refuses it ({reason}), sluice runs {got:?}"));
+            }
+            (_, Reading::Refused(why)) if why.is_empty() => {
+                wrong.push(format!("{at}: neither read nor refused at a line"));
+            }
+            (verdict, Reading::Refused(why)) => {
+                *refused.entry(verdict.routing().to_string()).or_default() += 1;
+                let reason = why.splitn(3, ": ").nth(2).unwrap_or(&why);
+                let reason: String = reason.chars().take(70).collect();
+                *reasons.entry(reason).or_default() += 1;
+            }
+        }
+    }
+    let ran: usize = runs.values().sum();
+    println!(
+        "{} Rollouts: {ran} run as Argo runs them ({runs:?}), {} refused at a line ({refused:?})",
+        all.len(),
+        all.len() - ran - wrong.len(),
+    );
+    for (reason, n) in &reasons {
+        println!("  {n:4}  {reason}");
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} Rollouts read differently from Argo:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
