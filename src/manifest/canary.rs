@@ -39,6 +39,7 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     // Read by `manifest::waves`.
     "waves",
     "onFailure",
+    "approval",
 ];
 const FLAGGER_SPEC_KEYS: &[&str] = &[
     "analysis",
@@ -265,6 +266,10 @@ pub fn read_native(
         Some(n) => read_sync_target(r, n, "spec.sync"),
         None => settings.sync.clone(),
     };
+    let approval = match spec.get("approval") {
+        Some(n) => crate::manifest::approval_policy::read(r, n, "spec.approval"),
+        None => settings.approval_policy(),
+    };
     if r.errors.len() > before {
         return None;
     }
@@ -273,6 +278,7 @@ pub fn read_native(
         provider,
         metrics_server,
         sync,
+        approval,
         autoscaler: None,
         revert_on_deletion: false,
         wave: None,
@@ -796,11 +802,14 @@ pub fn read_flagger(
     if let Some(p) = provider {
         crate::manifest::flagger_fields::refuse_unread(r, p, spec, before);
     }
+    let approval = crate::manifest::approval_policy::read_annotations(r, root)
+        .map(|own| own.or_else(|| settings.approval_policy()));
     if r.errors.len() > before {
         return None;
     }
     let canary = Canary {
         settle: settings.settle,
+        approval: approval?,
         provider: provider_name,
         metrics_server,
         sync: settings.sync.clone(),

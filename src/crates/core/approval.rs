@@ -58,7 +58,11 @@ impl fmt::Display for ApprovalPolicy {
         if self.from.is_empty() {
             write!(f, " from anyone")?;
         } else {
-            write!(f, " from {}", list(self.from.iter().map(ToString::to_string)))?;
+            write!(
+                f,
+                " from {}",
+                list(self.from.iter().map(ToString::to_string))
+            )?;
         }
         if self.forbid_self_approval {
             write!(f, "; self-approval forbidden")?;

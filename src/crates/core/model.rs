@@ -224,6 +224,10 @@ pub struct Canary<R = ()> {
     /// The `sluice.dev/priority` annotation (default 0): under `maxConcurrentCanaries`, a
     /// higher one starts first.
     pub priority: i64,
+    /// Who must approve its approval pull requests (the wave's `approval`, else the spec's
+    /// `approval` or Flagger annotations, else the repo's `approval`, else `forge.approvers`);
+    /// `None`: anyone who can merge approves.
+    pub approval: Option<crate::approval::ApprovalPolicy>,
 }
 
 impl<R> Canary<R> {

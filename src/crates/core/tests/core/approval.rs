@@ -95,7 +95,10 @@ fn the_latest_decisive_review_per_login_counts() {
     ];
     assert!(matches!(check(&p, &evidence(changed)), Outcome::Missing(_)));
     let dismissed = vec![approved("bob"), review("bob", ReviewState::Dismissed)];
-    assert!(matches!(check(&p, &evidence(dismissed)), Outcome::Missing(_)));
+    assert!(matches!(
+        check(&p, &evidence(dismissed)),
+        Outcome::Missing(_)
+    ));
     // A comment after an approval leaves the approval standing (as on GitHub).
     let commented = vec![approved("bob"), review("BOB", ReviewState::Commented)];
     assert_eq!(logins(&check(&p, &evidence(commented))), vec!["bob"]);
