@@ -15,8 +15,9 @@
 //!   `clockFromMerge` on the main branch approves: the merge must hold exactly the change
 //!   sluice pushed on the approval branch (its owned files as [`branch_step`] renders them,
 //!   whatever a force push left on the branch), its pull request must target the branch
-//!   sluice reconciles, and `forge.approvers` must let the login that merged it approve. The
-//!   decision's commit then records the approver (`Sluice-Approved-By`, `Sluice-Approval`),
+//!   sluice reconciles, and the canary's approval policy (`approval`, or `forge.approvers`)
+//!   must hold on the pull request's reviews and merger. The decision's commit then records
+//!   the approvers (`Sluice-Approved-By`, `Sluice-Approval`, `Sluice-Approval-Policy`),
 //!   or puts the waiting state back (and every owned file with it), the pull request gets a
 //!   comment and a fresh one asks again.
 //!
@@ -26,6 +27,7 @@ mod judge_table;
 
 use tracing::{info, warn};
 
+use crate::core::approval::{check, ApprovalPolicy, Evidence, Met, Outcome};
 use crate::core::decide::Decision;
 use crate::core::observe::{Facts, MergedApproval};
 use crate::core::status::{Gate, Phase, Status};
@@ -70,8 +72,13 @@ pub struct Pending {
 pub enum Merged {
     /// It approves: `by` merged it (without a forge to ask, git's committer of the merge as
     /// `Name <email>`, unverified), `source` is the pull
-    /// request's URL (the approval branch's name without a forge or pull request).
-    Approved { by: Option<String>, source: String },
+    /// request's URL (the approval branch's name without a forge or pull request), `policy`
+    /// the approval policy it met and who met it (`None`: the canary has no policy).
+    Approved {
+        by: Option<String>,
+        source: String,
+        policy: Option<Met>,
+    },
     /// The merge does not approve (it does not hold what sluice pushed, its pull request
     /// targets another branch, or `forge.approvers` does not let the merger approve):
     /// `waiting` (the status before the merge) goes back on the main branch, and pull request
@@ -91,7 +98,9 @@ impl Merged {
     /// approve (number, text; left once the tick's commits are pushed).
     pub fn into_fact(self) -> (MergedApproval, Option<(u64, String)>) {
         match self {
-            Merged::Approved { by, source } => (MergedApproval::Approved { by, source }, None),
+            Merged::Approved { by, source, policy } => {
+                (MergedApproval::Approved { by, source, policy }, None)
+            }
             Merged::Refused {
                 waiting,
                 number,
@@ -149,21 +158,15 @@ fn committer(repo: &ConfigRepo, merge: Option<Oid>) -> Option<String> {
     Some(format!("{} <{}>", who.name, who.email))
 }
 
-/// Whether `login` may approve under `forge.approvers` (empty: anyone who can merge).
-pub fn may_approve(approvers: &[String], login: &str) -> bool {
-    approvers.is_empty() || approvers.iter().any(|a| a.eq_ignore_ascii_case(login))
-}
-
 /// Before deciding a canary whose status came from a merged approval (`clockFromMerge`):
 /// whether the merge approves. It does when it holds exactly what sluice pushed on the
-/// approval branch, its pull request (with a forge) merged into `repo.branch()`, and
-/// `forge.approvers` lets the login that merged it approve. `snapshot` is the tick's: what
+/// approval branch, its pull request (with a forge) merged into `repo.branch()`, and it meets
+/// the canary's approval policy (`forge.approvers` is one). `snapshot` is the tick's: what
 /// sluice pushed is rendered again from it, as [`branch_step`] rendered it.
 pub fn merged(
     repo: &ConfigRepo,
     forge: Option<&Forge>,
     runtime: &Runtime,
-    approvers: &[String],
     snapshot: &Snapshot,
     canary: &Canary,
 ) -> Merged {
@@ -208,15 +211,7 @@ pub fn merged(
             "cannot render the change sluice pushed on {branch} to compare it with the merge: {e}"
         )),
     }
-    approver(
-        repo,
-        forge,
-        runtime,
-        approvers,
-        (&branch, pr),
-        &before,
-        refuse,
-    )
+    approver(repo, forge, runtime, canary, (&branch, pr), &before, refuse)
 }
 
 /// The newest pull request of `branch` into `base` if it is merged; else the newest into any
@@ -263,58 +258,90 @@ fn tampered(
     Ok(files)
 }
 
-/// Who approved a merge that holds sluice's change, and whether `forge.approvers` lets them:
-/// the login that merged `pr` (read from the pull request itself: lists do not always say,
-/// GitHub's never do), or without a merged pull request git's committer of the merge.
+/// Who approved a merge that holds sluice's change, and whether the canary's approval policy
+/// holds: the login that merged `pr` (read from the pull request itself: lists do not always
+/// say, GitHub's never do) and the pull request's reviews, or without a merged pull request
+/// git's committer of the merge (which no policy accepts).
 fn approver(
     repo: &ConfigRepo,
     forge: Option<&Forge>,
     runtime: &Runtime,
-    approvers: &[String],
+    canary: &Canary,
     (branch, pr): (&str, Option<PullRequest>),
     before: &BeforeMerge,
     refuse: impl Fn(Option<u64>, String) -> Merged,
 ) -> Merged {
+    let policy = canary.approval.as_ref();
     let (Some(forge), Some(pr)) = (forge, pr) else {
-        return if approvers.is_empty() {
-            Merged::Approved {
+        return match policy {
+            None => Merged::Approved {
                 by: committer(repo, Some(before.merge)),
                 source: branch.to_string(),
-            }
-        } else if forge.is_none() {
-            refuse(None, format!("the approval ({branch}) was merged without a forge pull request to tell who merged it, and forge.approvers is set"))
-        } else {
-            refuse(None, format!("{branch} was merged without its pull request, so no forge login approved it, and forge.approvers is set"))
+                policy: None,
+            },
+            Some(_) if forge.is_none() => refuse(None, format!("the approval ({branch}) was merged without a forge pull request to tell who approved it, and an approval policy is set")),
+            Some(_) => refuse(None, format!("{branch} was merged without its pull request, so no forge login approved it, and an approval policy is set")),
         };
     };
-    let by = match runtime.block_on(forge.get(pr.number)) {
-        Ok(full) => full.merged_by,
+    let full = match runtime.block_on(forge.get(pr.number)) {
+        Ok(full) => full,
         Err(e) => return Merged::Unknown(format!("cannot read pull request #{}: {e}", pr.number)),
     };
-    match by {
-        Some(login) if may_approve(approvers, &login) => Merged::Approved {
-            by: Some(login),
+    let Some(policy) = policy else {
+        return Merged::Approved {
+            by: full.merged_by,
             source: pr.url,
-        },
-        Some(login) => refuse(
-            Some(pr.number),
-            format!(
-                "{login} merged approval pull request #{}, but forge.approvers does not list {login}; the canary keeps waiting for an approver",
+            policy: None,
+        };
+    };
+    let evidence = match evidence(forge, runtime, policy, &full, canary) {
+        Ok(evidence) => evidence,
+        Err(e) => {
+            return Merged::Unknown(format!(
+                "cannot read the reviews of approval pull request #{}: {e}",
                 pr.number
-            ),
-        ),
-        None if approvers.is_empty() => Merged::Approved {
-            by: None,
+            ))
+        }
+    };
+    match check(policy, &evidence) {
+        Outcome::Met(approvals) => Merged::Approved {
+            by: full.merged_by,
             source: pr.url,
+            policy: Some(Met {
+                policy: policy.clone(),
+                approvals,
+                author: evidence.author,
+                merger: evidence.merger,
+            }),
         },
-        None => refuse(
-            Some(pr.number),
-            format!(
-                "the forge does not say who merged approval pull request #{}, and forge.approvers is set; the canary keeps waiting for an approver",
-                pr.number
-            ),
-        ),
+        Outcome::Missing(missing) => {
+            let merger = evidence
+                .merger
+                .as_deref()
+                .unwrap_or("someone the forge does not name");
+            refuse(
+                Some(pr.number),
+                format!(
+                    "{merger} merged approval pull request #{}, but the approval policy ({policy}) is not met: {missing}; the canary keeps waiting for approvals",
+                    pr.number
+                ),
+            )
+        }
     }
+}
+
+/// What the forge says about a merged approval pull request that the policy weighs.
+fn evidence(
+    _forge: &Forge,
+    _runtime: &Runtime,
+    _policy: &ApprovalPolicy,
+    pr: &PullRequest,
+    _canary: &Canary,
+) -> Result<Evidence, crate::forge::ForgeError> {
+    Ok(Evidence {
+        merger: pr.merged_by.clone(),
+        ..Evidence::default()
+    })
 }
 
 /// True while a canary holds for a human (or a confirm-* webhook).

@@ -320,3 +320,42 @@ fn eligible(policy: &ApprovalPolicy, evidence: &Evidence, login: &str) -> Option
 fn list(items: impl Iterator<Item = String>) -> String {
     items.collect::<Vec<_>>().join(", ")
 }
+
+/// A policy that held, and what it held on: recorded in the approval's commit (trailers and
+/// replay record) so `sluice audit` can weigh it again ([`recheck`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Met {
+    /// The policy in force when it was checked.
+    pub policy: ApprovalPolicy,
+    /// The approvers it counted, in the order they approved.
+    pub approvals: Vec<Approval>,
+    /// The revision's author, as the forge linked it.
+    pub author: Option<String>,
+    /// Who merged the pull request, as the forge said.
+    pub merger: Option<String>,
+}
+
+/// Weighs recorded approvals (an approval commit's) against `policy`, the policy in force at
+/// the commit before the merge: each recorded approver counts as an approval on the head,
+/// each recorded team as a confirmed membership.
+pub fn recheck(policy: &ApprovalPolicy, approvals: &[Approval], author: Option<&str>) -> Outcome {
+    let evidence = Evidence {
+        reviews: approvals
+            .iter()
+            .map(|a| Review {
+                login: a.login.clone(),
+                state: ReviewState::Approved,
+                commit: None,
+                stale: false,
+            })
+            .collect(),
+        head: None,
+        author: author.map(str::to_string),
+        merger: None,
+        members: approvals
+            .iter()
+            .filter_map(|a| Some((a.team.clone()?, a.login.clone())))
+            .collect(),
+    };
+    check(policy, &evidence)
+}
