@@ -17,12 +17,13 @@ use crate::support::{
 /// Ticks a wait may take: far more than any step here needs (a handful each).
 const MAX_TICKS: u64 = 300;
 
-/// `sluice run` on `shop/web` with the fake of one forge, and a human's clone.
-struct Run {
-    kind: Kind,
-    fake: ForgeFake,
-    on: DaemonOnRemote,
-    human: PathBuf,
+/// `sluice run` on `shop/web` with the fake of one forge, and a human's clone (the approval
+/// policy tests, `approval_policy_run`, drive it too).
+pub(crate) struct Run {
+    pub(crate) kind: Kind,
+    pub(crate) fake: ForgeFake,
+    pub(crate) on: DaemonOnRemote,
+    pub(crate) human: PathBuf,
 }
 
 impl Run {
@@ -36,7 +37,7 @@ impl Run {
 
     /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`),
     /// and the daemon as `configure` sets it up.
-    fn waiting_on(
+    pub(crate) fn waiting_on(
         fake: ForgeFake,
         extra: &str,
         configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,
@@ -64,14 +65,14 @@ impl Run {
         run
     }
 
-    fn phase(&self) -> String {
+    pub(crate) fn phase(&self) -> String {
         status_at_main(&self.on.bare, STATUS)
             .and_then(|s| s["phase"].as_str().map(str::to_string))
             .unwrap_or_default()
     }
 
     /// Waits until `done` holds, for at most [`MAX_TICKS`] of the daemon's ticks.
-    fn until(&self, what: &str, done: impl Fn(&Run) -> bool) {
+    pub(crate) fn until(&self, what: &str, done: impl Fn(&Run) -> bool) {
         let start = reconcile_ticks(self.on.main());
         while !done(self) {
             let ticks = reconcile_ticks(self.on.main()) - start;
