@@ -206,8 +206,10 @@ pub fn approving(policy: &ApprovalPolicy, evidence: &Evidence) -> Vec<String> {
         latest.retain(|(k, _)| *k != key);
         latest.push((key, review));
     }
+    // A forge that gives short hashes (Bitbucket's 12 characters) names the same commit by
+    // a prefix of the other's.
     let on_head = |r: &Review| match (&r.commit, &evidence.head) {
-        (Some(c), Some(h)) => c == h,
+        (Some(c), Some(h)) => same_commit(c, h),
         _ => true,
     };
     let mut out: Vec<String> = latest
@@ -315,6 +317,13 @@ fn eligible(policy: &ApprovalPolicy, evidence: &Evidence, login: &str) -> Option
                 .any(|(t, l)| t == team && l.eq_ignore_ascii_case(login))
         })
         .map(|team| approval(Some(team)))
+}
+
+/// Whether two commit ids, either possibly abbreviated (7 characters at least), name the same
+/// commit.
+fn same_commit(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.len() >= 7 && long.starts_with(short)
 }
 
 fn list(items: impl Iterator<Item = String>) -> String {

@@ -8,7 +8,7 @@ use sluice_core::approval::{
     Review, ReviewState,
 };
 
-const HEAD: &str = "c0ffee";
+const HEAD: &str = "c0ffee0123456789";
 
 fn two_of_three() -> ApprovalPolicy {
     ApprovalPolicy {
@@ -113,13 +113,19 @@ fn the_latest_decisive_review_per_login_counts() {
 #[test]
 fn stale_reviews_and_reviews_of_another_commit_do_not_count() {
     let mut old = approved("carol");
-    old.commit = Some("0ld".into());
+    old.commit = Some("0ld0ld0ld".into());
     let mut stale = approved("bob");
     stale.stale = true;
-    let out = check(&two_of_three(), &evidence(vec![old, stale]));
+    // A short hash of the head (Bitbucket's) is the head.
+    let mut short = approved("alice");
+    short.commit = Some(HEAD[..12].to_string());
+    let out = check(&two_of_three(), &evidence(vec![old, stale, short]));
     assert_eq!(
         out,
-        Outcome::Missing("needs 2 approvals from alice, bob, carol; has 0".into())
+        Outcome::Missing(
+            "needs 2 approvals from alice, bob, carol; has 0; the author alice cannot approve"
+                .into()
+        )
     );
 }
 
@@ -216,7 +222,7 @@ fn arb_review() -> impl Strategy<Value = Review> {
         Just(ReviewState::Pending),
     ];
     let logins = prop::sample::select(vec!["alice", "bob", "carol", "dave", "Bob"]);
-    let commits = prop::option::of(prop::sample::select(vec![HEAD, "0ld"]));
+    let commits = prop::option::of(prop::sample::select(vec![HEAD, "0ld0ld0ld"]));
     (logins, states, commits, any::<bool>()).prop_map(|(login, state, commit, stale)| Review {
         login: login.to_string(),
         state,
@@ -251,7 +257,7 @@ proptest! {
                             && !matches!(r.state, ReviewState::Commented | ReviewState::Pending)
                     });
                     let approves = last.is_some_and(|r| {
-                        r.state == ReviewState::Approved && !r.stale && r.commit.as_deref() != Some("0ld")
+                        r.state == ReviewState::Approved && !r.stale && r.commit.as_deref() != Some("0ld0ld0ld")
                     });
                     prop_assert!(merged || approves, "{} counted without a standing approval", a.login);
                 }
