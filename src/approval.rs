@@ -27,7 +27,9 @@ mod judge_table;
 
 use tracing::{info, warn};
 
-use crate::core::approval::{check, ApprovalPolicy, Evidence, Met, Outcome};
+use crate::core::approval::{
+    check, memberships_needed, ApprovalPolicy, Evidence, MergeBy, Met, Outcome, Review, ReviewState,
+};
 use crate::core::decide::Decision;
 use crate::core::observe::{Facts, MergedApproval};
 use crate::core::status::{Gate, Phase, Status};
@@ -211,7 +213,15 @@ pub fn merged(
             "cannot render the change sluice pushed on {branch} to compare it with the merge: {e}"
         )),
     }
-    approver(repo, forge, runtime, canary, (&branch, pr), &before, refuse)
+    approver(
+        repo,
+        forge,
+        runtime,
+        (canary, snapshot),
+        (&branch, pr),
+        &before,
+        refuse,
+    )
 }
 
 /// The newest pull request of `branch` into `base` if it is merged; else the newest into any
@@ -266,7 +276,7 @@ fn approver(
     repo: &ConfigRepo,
     forge: Option<&Forge>,
     runtime: &Runtime,
-    canary: &Canary,
+    (canary, snapshot): (&Canary, &Snapshot),
     (branch, pr): (&str, Option<PullRequest>),
     before: &BeforeMerge,
     refuse: impl Fn(Option<u64>, String) -> Merged,
@@ -294,7 +304,8 @@ fn approver(
             policy: None,
         };
     };
-    let evidence = match evidence(forge, runtime, policy, &full, canary) {
+    let revision = (revision_file(canary, snapshot), before.parent);
+    let evidence = match evidence((repo, forge, runtime), policy, &full, revision) {
         Ok(evidence) => evidence,
         Err(e) => {
             return Merged::Unknown(format!(
@@ -330,18 +341,87 @@ fn approver(
     }
 }
 
-/// What the forge says about a merged approval pull request that the policy weighs.
+/// What the forge says about approval pull request `pr` that the policy weighs: its reviews
+/// and head, who merged it, under `forbidSelfApproval` the forge account of the revision's
+/// author (the newest commit before `before` that changed the canary's source), and the team
+/// memberships the policy's teams need. `revision` is the file whose newest change made the
+/// revision ([`revision_file`]) and the commit to look back from.
 fn evidence(
-    _forge: &Forge,
-    _runtime: &Runtime,
-    _policy: &ApprovalPolicy,
+    (repo, forge, runtime): (&ConfigRepo, &Forge, &Runtime),
+    policy: &ApprovalPolicy,
     pr: &PullRequest,
-    _canary: &Canary,
-) -> Result<Evidence, crate::forge::ForgeError> {
-    Ok(Evidence {
+    revision: (String, Oid),
+) -> Result<Evidence, ApprovalError> {
+    let reviews = runtime.block_on(forge.reviews(pr.number))?;
+    let mut evidence = Evidence {
+        reviews: reviews.into_iter().map(core_review).collect(),
+        head: pr.head_sha.clone(),
+        author: None,
         merger: pr.merged_by.clone(),
-        ..Evidence::default()
-    })
+        members: std::collections::BTreeSet::new(),
+    };
+    if policy.forbid_self_approval {
+        if let Some(sha) = revision_commit(repo, &revision.0, revision.1)? {
+            evidence.author = runtime.block_on(forge.commit_author(&sha.to_string()))?;
+        }
+    }
+    for (team, login) in memberships_needed(policy, &evidence) {
+        if runtime.block_on(forge.is_member(&team, &login))? {
+            evidence.members.insert((team, login));
+        }
+    }
+    Ok(evidence)
+}
+
+/// A forge review as the core weighs it.
+fn core_review(r: crate::forge::Review) -> Review {
+    use crate::forge::ReviewState as Forge;
+    let state = match r.state {
+        Forge::Approved => ReviewState::Approved,
+        Forge::ChangesRequested => ReviewState::ChangesRequested,
+        Forge::Commented => ReviewState::Commented,
+        Forge::Dismissed => ReviewState::Dismissed,
+        Forge::Pending => ReviewState::Pending,
+    };
+    Review {
+        login: r.login,
+        state,
+        commit: r.commit,
+        stale: r.stale,
+    }
+}
+
+/// The file a new revision of `canary` is written in: its source, a Flagger canary's target
+/// workload's file, or for a route-only canary its own spec (which names the revision).
+fn revision_file(canary: &Canary, snapshot: &Snapshot) -> String {
+    use crate::manifest::model::Target;
+    match &canary.target {
+        Target::Source { path } => path.as_str().to_string(),
+        Target::TargetRef { kind, name } => snapshot
+            .find(kind, name.as_str())
+            .find(|o| {
+                o.namespace
+                    .is_none_or(|ns| ns == canary.id.namespace.as_str())
+            })
+            .map_or_else(|| canary.file.clone(), |o| o.file.to_string()),
+        Target::RouteOnly { .. } => canary.file.clone(),
+    }
+}
+
+/// The commit that made the canary's revision: the newest first-parent commit from `at` back
+/// (within [`MERGE_LOOKBACK`]) that changed `path`.
+fn revision_commit(repo: &ConfigRepo, path: &str, at: Oid) -> Result<Option<Oid>, ApprovalError> {
+    let mut at = at;
+    for _ in 0..MERGE_LOOKBACK {
+        let Some(parent) = repo.parent_of(at)? else {
+            return Ok(Some(at));
+        };
+        if repo.entry_id_at(at, path)? != repo.entry_id_at(parent, path)? {
+            return Ok(Some(at));
+        }
+        at = parent;
+    }
+    Ok(None)
 }
 
 /// True while a canary holds for a human (or a confirm-* webhook).
@@ -704,6 +784,53 @@ pub fn close_stale(
         );
         runtime.block_on(forge.close(pr.number, Some(&note)))?;
         info!(canary = %pending.canary.id, number = pr.number, "Stale approval pull request closed");
+    }
+    Ok(())
+}
+
+/// Under `merge: sluice`: merges the waiting canary's open approval pull request, at the head
+/// its reviews were given on, once they meet the policy. The merge lands at the next fetch
+/// and is weighed as any merge ([`merged`]). Not while the branch was just written again
+/// (the reviews are of the old head) or the pull request is a refused one.
+pub fn merge_when_met(
+    repo: &ConfigRepo,
+    runtime: &Runtime,
+    forge: &Forge,
+    snapshot: &Snapshot,
+    pending: &Pending,
+    step: &BranchStep,
+) -> Result<(), ApprovalError> {
+    let canary = &pending.canary;
+    let Some(policy) = canary
+        .approval
+        .as_ref()
+        .filter(|p| p.merge == MergeBy::Sluice)
+    else {
+        return Ok(());
+    };
+    let open = step
+        .latest
+        .as_ref()
+        .filter(|pr| pr.state == PrState::Open && !step.refused && step.write.is_none());
+    let Some(pr) = open else {
+        return Ok(());
+    };
+    let pr = runtime.block_on(forge.get(pr.number))?;
+    let Some(head) = pr.head_sha.clone() else {
+        warn!(canary = %canary.id, number = pr.number, "The forge does not say the approval pull request's head; sluice does not merge it");
+        return Ok(());
+    };
+    let revision = (revision_file(canary, snapshot), repo.head());
+    let evidence = evidence((repo, forge, runtime), policy, &pr, revision)?;
+    match check(policy, &evidence) {
+        Outcome::Met(approvals) => {
+            runtime.block_on(forge.merge(pr.number, &head))?;
+            let by: Vec<&str> = approvals.iter().map(|a| a.login.as_str()).collect();
+            info!(canary = %canary.id, number = pr.number, approvers = %by.join(", "), "Approval pull request merged: the approval policy holds");
+        }
+        Outcome::Missing(missing) => {
+            info!(canary = %canary.id, number = pr.number, %missing, "Approval pull request not merged yet");
+        }
     }
     Ok(())
 }

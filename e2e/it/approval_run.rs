@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::support::forge::{canary, ForgeFake, Kind, ALL, FILE, STATUS};
+use crate::support::forge::{canary, ForgeFake, Kind, ALL, FILE, STATUS, TOKEN_USER};
 use crate::support::github_app::{generated_key, APP_ID};
 use crate::support::{
     audit, daemon_on_remote, get_status, git, http, human_clone, human_commit, merge_approval,
@@ -214,5 +214,95 @@ fn fake_github_app_sluice_run_opens_the_approval_with_fresh_installation_tokens(
                 "{token} shows in the {what}"
             );
         }
+    }
+}
+
+/// The forge fakes answer what approval policies read, as each forge does, and sluice's forge
+/// client reads it: reviews (a stale one marked or dropped as the forge does), team membership
+/// (Bitbucket Cloud has none), commit authors, and a merge that refuses a moved head and is
+/// made by the token's user.
+#[test]
+fn every_forge_fake_serves_reviews_membership_authors_and_merge_fake() {
+    use sluice::forge::{Forge, ForgeClient, ForgeKind, ForgeSettings, ForgeToken, ReviewState};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for kind in ALL {
+        let fake = ForgeFake::start(kind);
+        let key = fake.settings();
+        let key = key
+            .split("kind: ")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap();
+        let settings = ForgeSettings {
+            kind: ForgeKind::parse(key).unwrap(),
+            api_url: fake.api_url(),
+            repository: "acme/fleet".into(),
+            github_app: None,
+        };
+        let client = ForgeClient::new(Some(ForgeToken::new("fake-forge-token"))).unwrap();
+        let forge = Forge::from_settings(&settings, &client).unwrap();
+        let team = if kind == Kind::AzureDevOps {
+            "acme/Release"
+        } else {
+            "acme/release"
+        };
+        fake.add_member(team, "bob");
+        fake.set_commit_author("c0ffee", Some("carol"));
+        fake.set_commit_author("decaf0", None);
+        runtime.block_on(async {
+            let pr = forge
+                .ensure_open("sluice/shop/web/1", "main", "t", "b")
+                .await
+                .unwrap();
+            let old = fake.pr(pr.number).head_sha;
+            fake.review(pr.number, "alice", "APPROVED", &old);
+            fake.set_head(pr.number, &"e".repeat(40));
+            fake.review(pr.number, "bob", "APPROVED", &"e".repeat(40));
+            let reviews = forge.reviews(pr.number).await.unwrap();
+            let approved: Vec<(&str, bool)> = reviews
+                .iter()
+                .filter(|r| r.state == ReviewState::Approved)
+                .map(|r| {
+                    (
+                        r.login.as_str(),
+                        r.stale || r.commit.as_deref() == Some(old.as_str()),
+                    )
+                })
+                .collect();
+            match kind {
+                // The forge keeps alice's approval on the old head, and says on which.
+                Kind::GitHub | Kind::Gitea | Kind::Forgejo => {
+                    assert_eq!(approved, [("alice", true), ("bob", false)], "{kind:?}")
+                }
+                // The push reset alice's approval.
+                _ => assert_eq!(approved, [("bob", false)], "{kind:?}"),
+            }
+            if kind == Kind::Bitbucket {
+                assert!(forge.is_member(team, "bob").await.is_err());
+            } else {
+                assert!(forge.is_member(team, "bob").await.unwrap(), "{kind:?}");
+                assert!(!forge.is_member(team, "alice").await.unwrap(), "{kind:?}");
+            }
+            assert_eq!(
+                forge.commit_author("c0ffee").await.unwrap().as_deref(),
+                Some("carol")
+            );
+            assert_eq!(
+                forge.commit_author("decaf0").await.unwrap(),
+                None,
+                "{kind:?}"
+            );
+            let moved = forge.merge(pr.number, &old).await.unwrap_err();
+            assert!(!moved.is_transient(), "{kind:?}: {moved}");
+            assert!(fake.pr(pr.number).open, "{kind:?}");
+            forge.merge(pr.number, &"e".repeat(40)).await.unwrap();
+            let merged = fake.pr(pr.number);
+            assert_eq!(
+                (merged.merged, merged.merged_by.as_deref()),
+                (true, Some(TOKEN_USER))
+            );
+        });
     }
 }

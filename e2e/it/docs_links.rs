@@ -226,7 +226,9 @@ fn tracker_words(line: &str) -> Vec<String> {
 fn user_docs_never_name_our_own_tracker() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut problems = Vec::new();
-    for doc in documents(root) {
+    let mut read = documents(root);
+    read.push(root.join("CHANGELOG.md"));
+    for doc in read {
         let text = std::fs::read_to_string(&doc).expect("a document reads");
         let name = doc.strip_prefix(root).unwrap_or(&doc).display().to_string();
         for (i, line) in text.lines().enumerate() {

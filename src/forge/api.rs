@@ -507,6 +507,46 @@ impl Api {
         Ok(())
     }
 
+    /// Every item of a list endpoint, oldest page first (see [`Api::pages`]).
+    pub(super) async fn all<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        url: &Url,
+        query: &[(&str, String)],
+        paging: impl Into<Paging>,
+    ) -> Result<Vec<T>, ForgeError> {
+        let mut all = Vec::new();
+        self.pages(op, url, query, paging, |page: Vec<T>| {
+            all.extend(page);
+            ControlFlow::Continue(())
+        })
+        .await?;
+        Ok(all)
+    }
+
+    /// `GET url`: the 2xx answer, `None` on 404 (the API's "no such member"), any other
+    /// status an error.
+    pub(super) async fn get_unless_404(
+        &self,
+        op: Operation,
+        url: Url,
+        query: &[(&str, String)],
+    ) -> Result<Option<Answer>, ForgeError> {
+        let answer = self.send_raw(op, Method::GET, url, query, None).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            Ok(None)
+        } else if answer.status.is_success() {
+            Ok(Some(answer))
+        } else {
+            Err(self.status_error(op, &answer))
+        }
+    }
+
+    /// A call this forge cannot make: terminal, with `message` and what to do instead.
+    pub(super) fn unsupported(&self, op: Operation, message: &str, hint: &str) -> ForgeError {
+        self.terminal(op, None, message.to_string(), hint.to_string())
+    }
+
     /// A next-page link from an answer, followed only below the API base (the token goes
     /// along); anything else is a terminal error.
     fn next_link(&self, op: Operation, link: &str) -> Result<Url, ForgeError> {
@@ -656,6 +696,11 @@ impl Api {
                 super::TOKEN_FILE_VAR,
                 self.kind
             ),
+            403 | 404 if op == Operation::Membership => format!(
+                "check the team exists and that the token may read its members \
+                 (see docs/approvals.md for the permission {} needs)",
+                self.kind
+            ),
             403 => format!(
                 "check {} has {scope} and that its user may write to {}",
                 super::TOKEN_VAR,
@@ -663,7 +708,11 @@ impl Api {
             ),
             404 => {
                 let what = match op {
-                    Operation::Get(n) | Operation::Comment(n) | Operation::Close(n) => {
+                    Operation::Get(n)
+                    | Operation::Comment(n)
+                    | Operation::Close(n)
+                    | Operation::Reviews(n)
+                    | Operation::Merge(n) => {
                         format!("that {} {n} exists, ", self.kind.pr_noun())
                     }
                     _ => String::new(),
@@ -675,6 +724,12 @@ impl Api {
                     self.api_url_hint()
                 )
             }
+            405 | 409 | 422 if matches!(op, Operation::Merge(_)) => format!(
+                "the {noun}'s head moved since its approvals were read, or the forge will not \
+                 merge it (conflicts, required checks, branch protection); read the approvals \
+                 again before merging",
+                noun = self.kind.pr_noun()
+            ),
             409 | 422 if op == Operation::Open => format!(
                 "check the head branch was pushed, differs from the base branch, the base branch \
                  exists, and no other {} is open for the same branches",

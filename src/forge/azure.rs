@@ -14,6 +14,16 @@
 //! - `POST /pullrequests/{pullRequestId}/threads`
 //!   `{comments: [{parentCommentId: 0, content, commentType: 1}], status: 1}`
 //! - `PATCH /pullrequests/{pullRequestId}` `{status: "abandoned"}`
+//! - `GET /pullrequests/{pullRequestId}/reviewers`: `{value: [{uniqueName, vote,
+//!   isContainer}]}`; `vote` 10 approved, 5 approved with suggestions, 0 no vote, -5 waiting
+//!   for the author, -10 rejected; group reviewers (`isContainer`) are left out (their
+//!   members vote themselves)
+//! - `PATCH /pullrequests/{pullRequestId}` `{status: "completed", lastMergeSourceCommit:
+//!   {commitId}}`: refused (409) when the source branch moved past `commitId`
+//! - `GET /commits/{commitId}`: Azure DevOps links a commit to no account; the account that
+//!   pushed it (`push.pushedBy.uniqueName`) stands for its author when the answer says
+//! - teams, relative to `apiUrl`: `GET /_apis/projects/{project}/teams/{team}/members
+//!   ?$top=..&$skip=..`: `{value: [{identity: {uniqueName}}]}`
 //!
 //! Auth: a personal access token as HTTP basic with an empty user name
 //! (`Authorization: Basic base64(":" + token)`).
@@ -23,7 +33,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Answer, Api, Lookup, Numbered, Paging, PullsApi, Reading};
-use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
+use super::{
+    About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest, Review,
+    ReviewState,
+};
 
 /// 7.0: the newest version Azure DevOps Server 2022 takes; Services and later Servers take it
 /// too, and the calls here are the same in 7.1.
@@ -56,6 +69,53 @@ pub(super) struct Pull {
     /// Set when the source branch is in a fork.
     #[serde(default)]
     fork_source: Option<serde_json::Value>,
+    /// The source branch's head as the pull request last saw it.
+    #[serde(default)]
+    last_merge_source_commit: Option<CommitRef>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CommitRef {
+    commit_id: String,
+}
+
+/// A reviewer and their vote.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Reviewer {
+    #[serde(default)]
+    unique_name: Option<String>,
+    vote: i64,
+    #[serde(default)]
+    is_container: bool,
+}
+
+/// An Azure DevOps list answer.
+#[derive(Debug, Deserialize)]
+struct Listed<T> {
+    value: Vec<T>,
+}
+
+/// A team member.
+#[derive(Debug, Deserialize)]
+struct TeamMember {
+    identity: Identity,
+}
+
+/// A commit: who pushed it, when the answer says.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Commit {
+    #[serde(default)]
+    push: Option<Push>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Push {
+    #[serde(default)]
+    pushed_by: Option<Identity>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -157,6 +217,7 @@ impl PullsApi for AzureDevOps {
             head: branch(p.source_ref_name),
             base: branch(p.target_ref_name),
             merged_by,
+            head_sha: p.last_merge_source_commit.map(|c| c.commit_id),
         })
     }
 }
@@ -304,6 +365,93 @@ impl ForgeProvider for AzureDevOps {
         self.send(op, Method::PATCH, &[&number.to_string()], Some(&payload))
             .await?;
         Ok(())
+    }
+
+    async fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        let op = Operation::Reviews(number);
+        let n = number.to_string();
+        let answer = self.send(op, Method::GET, &[&n, "reviewers"], None).await?;
+        let listed: Listed<Reviewer> = self.api.decode(op, &answer)?;
+        let mut reviews = Vec::new();
+        for r in listed.value.into_iter().filter(|r| !r.is_container) {
+            let state = match r.vote {
+                10 | 5 => ReviewState::Approved,
+                -5 | -10 => ReviewState::ChangesRequested,
+                0 => ReviewState::Pending,
+                other => {
+                    let what = format!("unknown reviewer vote {other}");
+                    return Err(self.api.unexpected(op, 200, what));
+                }
+            };
+            if let Some(login) = r.unique_name.filter(|n| !n.is_empty()) {
+                reviews.push(Review {
+                    login,
+                    state,
+                    commit: None,
+                    stale: false,
+                });
+            }
+        }
+        Ok(reviews)
+    }
+
+    /// `team` is `project/team`; `login` is matched against the members' `uniqueName`
+    /// (case-insensitively, as Azure DevOps compares them).
+    async fn is_member(&self, team: &str, login: &str) -> Result<bool, ForgeError> {
+        let op = Operation::Membership;
+        let Some((project, name)) = team
+            .split_once('/')
+            .filter(|(p, t)| !p.is_empty() && !t.is_empty() && !t.contains('/'))
+        else {
+            return Err(self.api.unsupported(
+                op,
+                &format!("team {team:?} is not project/team"),
+                "name the team as project/team",
+            ));
+        };
+        let segments = ["_apis", "projects", project, "teams", name, "members"];
+        let url = self.api.url(op, &segments)?;
+        let query = with_version(Vec::new());
+        let members: Vec<TeamMember> = self.api.all(op, &url, &query, PAGE).await?;
+        Ok(members.iter().any(|m| {
+            m.identity
+                .unique_name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(login))
+        }))
+    }
+
+    async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
+        let op = Operation::Merge(number);
+        let payload = json!({
+            "status": "completed",
+            "lastMergeSourceCommit": {"commitId": head_sha},
+        });
+        self.send(op, Method::PATCH, &[&number.to_string()], Some(&payload))
+            .await
+            .map(drop)
+    }
+
+    async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {
+        let op = Operation::CommitAuthor;
+        let (project, repository) = (self.project.as_str(), self.repository.as_str());
+        let segments = [
+            project,
+            "_apis",
+            "git",
+            "repositories",
+            repository,
+            "commits",
+            sha,
+        ];
+        let url = self.api.url(op, &segments)?;
+        let query = with_version(Vec::new());
+        let commit: Commit = self.api.json(op, Method::GET, url, &query, None).await?;
+        Ok(commit
+            .push
+            .and_then(|p| p.pushed_by)
+            .and_then(|i| i.unique_name)
+            .filter(|n| !n.is_empty()))
     }
 }
 

@@ -13,6 +13,17 @@
 //! - `POST /repositories/{workspace}/{repo_slug}/pullrequests/{id}/comments` `{content: {raw}}`
 //! - `POST /repositories/{workspace}/{repo_slug}/pullrequests/{id}/decline`: closes without
 //!   merging
+//! - reviews: the `participants` of `GET /repositories/{workspace}/{repo_slug}/pullrequests/{id}`
+//!   (`user`, `role` `REVIEWER`/`PARTICIPANT`, `approved`, `state` `approved`,
+//!   `changes_requested` or `null`); Bitbucket says nothing of the commit an approval was
+//!   given on (a push drops approvals where the repository resets them)
+//! - `POST /repositories/{workspace}/{repo_slug}/pullrequests/{id}/merge`
+//!   `{merge_strategy: "merge_commit"}`: Bitbucket takes no expected head, so the pull request
+//!   is read first and a head other than the one asked for is refused here (a push between
+//!   that read and the merge is not caught)
+//! - `GET /repositories/{workspace}/{repo_slug}/commit/{sha}`: `author.user`, absent when the
+//!   author's e-mail address belongs to no account
+//! - teams: the 2.0 API has no team membership call; a policy lists users instead
 //!
 //! Auth: a repository, project or workspace access token as `Authorization: Bearer <token>`;
 //! a token given as `user:secret` (an Atlassian API token with the account's email, or an app
@@ -23,7 +34,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Answer, Api, Lookup, Numbered, Paging, PullsApi, Reading};
-use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
+use super::{
+    About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest, Review,
+    ReviewState,
+};
 
 /// Bitbucket's largest `pagelen` for pull requests.
 const PAGE: Paging = Paging::NextLink("pagelen", 50);
@@ -46,6 +60,20 @@ pub(super) struct Pull {
     /// Who merged or declined it; `null` while open.
     #[serde(default)]
     closed_by: Option<Account>,
+    /// Single-pull answers: everyone who took part, approvals included.
+    #[serde(default)]
+    participants: Vec<Participant>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Participant {
+    user: Account,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    approved: bool,
+    #[serde(default)]
+    state: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -53,6 +81,26 @@ struct Endpoint {
     branch: Branch,
     #[serde(default)]
     repository: Option<Repository>,
+    #[serde(default)]
+    commit: Option<CommitRef>,
+}
+
+/// A commit as a pull request names it: the short (12-character) hash.
+#[derive(Debug, Deserialize)]
+struct CommitRef {
+    hash: String,
+}
+
+/// The answer of `GET .../commit/{sha}`: `author.user` is the account, when linked.
+#[derive(Debug, Deserialize)]
+struct Commit {
+    author: Author,
+}
+
+#[derive(Debug, Deserialize)]
+struct Author {
+    #[serde(default)]
+    user: Option<Account>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,6 +133,13 @@ struct Account {
     account_id: Option<String>,
 }
 
+impl Account {
+    /// `nickname`, else `account_id`.
+    fn login(self) -> Option<String> {
+        self.nickname.filter(|n| !n.is_empty()).or(self.account_id)
+    }
+}
+
 impl Numbered for Pull {
     fn number(&self) -> u64 {
         self.id
@@ -103,6 +158,14 @@ impl Bitbucket {
             Some(full) => full.eq_ignore_ascii_case(&format!("{}/{}", self.workspace, self.slug)),
             None => true,
         }
+    }
+
+    /// `GET` of pull request `number` as Bitbucket answers it.
+    async fn pull(&self, op: Operation, number: u64) -> Result<Pull, ForgeError> {
+        let answer = self
+            .send(op, Method::GET, &[&number.to_string()], None)
+            .await?;
+        self.api.decode(op, &answer)
     }
 
     /// The `q` filter for pull requests from `head` (into `base`, when given). Branch names
@@ -148,7 +211,7 @@ impl PullsApi for Bitbucket {
             }
         };
         let merged_by = match state {
-            PrState::Merged => p.closed_by.and_then(|a| a.nickname.or(a.account_id)),
+            PrState::Merged => p.closed_by.and_then(Account::login),
             PrState::Open | PrState::Closed => None,
         };
         Ok(PullRequest {
@@ -158,6 +221,7 @@ impl PullsApi for Bitbucket {
             head: p.source.branch.name,
             base: p.destination.branch.name,
             merged_by,
+            head_sha: p.source.commit.map(|c| c.hash),
         })
     }
 
@@ -283,5 +347,67 @@ impl ForgeProvider for Bitbucket {
         let (op, n) = (Operation::Close(number), number.to_string());
         let tail = [n.as_str(), "decline"];
         self.send(op, Method::POST, &tail, None).await.map(drop)
+    }
+
+    /// The participants who approved or asked for changes, and the reviewers who have not
+    /// yet (pending); other participants commented.
+    async fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        let pull = self.pull(Operation::Reviews(number), number).await?;
+        Ok(pull
+            .participants
+            .into_iter()
+            .filter_map(|p| {
+                let state = match (p.state.as_deref(), p.approved, p.role.as_deref()) {
+                    (_, true, _) | (Some("approved"), _, _) => ReviewState::Approved,
+                    (Some("changes_requested"), _, _) => ReviewState::ChangesRequested,
+                    (_, _, Some("REVIEWER")) => ReviewState::Pending,
+                    _ => ReviewState::Commented,
+                };
+                Some(Review {
+                    login: p.user.login()?,
+                    state,
+                    commit: None,
+                    stale: false,
+                })
+            })
+            .collect())
+    }
+
+    async fn is_member(&self, team: &str, _login: &str) -> Result<bool, ForgeError> {
+        Err(self.api.unsupported(
+            Operation::Membership,
+            &format!("Bitbucket Cloud's API 2.0 has no team membership call (team {team:?})"),
+            "list the approvers by user name in the approval policy instead of a team",
+        ))
+    }
+
+    async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
+        let op = Operation::Merge(number);
+        let pull = self.pull(op, number).await?;
+        let head = pull.source.commit.map(|c| c.hash).unwrap_or_default();
+        // Bitbucket gives the short hash.
+        if head.is_empty() || !head_sha.starts_with(&head) {
+            return Err(self.api.terminal(
+                op,
+                None,
+                format!("the head is {head:?}, not {head_sha:?}"),
+                "the pull request's head moved since its approvals were read; read them again"
+                    .into(),
+            ));
+        }
+        let n = number.to_string();
+        let tail = [n.as_str(), "merge"];
+        let payload = json!({"merge_strategy": "merge_commit"});
+        self.send(op, Method::POST, &tail, Some(&payload))
+            .await
+            .map(drop)
+    }
+
+    async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {
+        let op = Operation::CommitAuthor;
+        let segments = ["repositories", &self.workspace, &self.slug, "commit", sha];
+        let url = self.api.url(op, &segments)?;
+        let commit: Commit = self.api.json(op, Method::GET, url, &[], None).await?;
+        Ok(commit.author.user.and_then(Account::login))
     }
 }

@@ -11,6 +11,15 @@
 //!   `merged_by.login` who merged
 //! - `POST /repos/{owner}/{repo}/issues/{index}/comments` `{body}`
 //! - `PATCH /repos/{owner}/{repo}/pulls/{index}` `{state: "closed"}`
+//! - `GET /repos/{owner}/{repo}/pulls/{index}/reviews?limit=..&page=..`: `user.login`, `state`
+//!   (`APPROVED`, `REQUEST_CHANGES`, `COMMENT`, `PENDING`, `REQUEST_REVIEW`), `commit_id`,
+//!   and `stale` (given on an older head) and `dismissed`
+//! - `GET /orgs/{org}/teams/search?q={team}`: `{data: [{id, name}], ok}`, then
+//!   `GET /teams/{id}/members/{username}`: the user, or 404 when not a member
+//! - `POST /repos/{owner}/{repo}/pulls/{index}/merge` `{Do: "merge", head_commit_id}`: 409
+//!   "head out of date" when the head moved, 405 when it cannot be merged
+//! - `GET /repos/{owner}/{repo}/git/commits/{sha}`: `author.login`, `null` when the author's
+//!   e-mail address belongs to no account
 //!
 //! Auth: `Authorization: token <token>`.
 //!
@@ -20,10 +29,25 @@
 use std::marker::PhantomData;
 
 use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
 
 use super::api::{Api, Reading};
 use super::github_like::{OwnerRepo, Pull, SharedPulls};
 use super::{About, Auth, ForgeError, ForgeProvider, Operation, PullRequest};
+
+/// The answer of `GET /orgs/{org}/teams/search`.
+#[derive(Debug, Deserialize)]
+struct TeamSearch {
+    #[serde(default)]
+    data: Vec<Team>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Team {
+    id: u64,
+    name: String,
+}
 
 /// What sets one forge of Gitea's API apart: its name, API base and hints.
 pub trait Flavor: std::fmt::Debug {
@@ -161,6 +185,44 @@ impl<F: Flavor> ForgeProvider for GiteaLike<F> {
         self.newest_listed(op, &query, wanted, Reading::UntilFound)
             .await
     }
+
+    /// `team` is `org/team-name`; the search matches names loosely, so the exact name
+    /// (case-insensitively, as Gitea compares team names) is picked from its answer. A team
+    /// that does not exist is an error, not "no member".
+    async fn is_member(&self, team: &str, login: &str) -> Result<bool, ForgeError> {
+        let (api, op) = (&self.api, Operation::Membership);
+        let (org, name) = super::github_like::org_team(api, team)?;
+        let url = api.url(op, &["orgs", org, "teams", "search"])?;
+        let query = [("q", name.to_string())];
+        let found: TeamSearch = api.json(op, Method::GET, url, &query, None).await?;
+        let Some(team_id) = found
+            .data
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+            .map(|t| t.id.to_string())
+        else {
+            return Err(api.terminal(
+                op,
+                Some(200),
+                format!("no team {name:?} in organization {org:?}"),
+                "check the team name in the approval policy".into(),
+            ));
+        };
+        let url = api.url(op, &["teams", &team_id, "members", login])?;
+        Ok(api.get_unless_404(op, url, &[]).await?.is_some())
+    }
+
+    async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
+        let op = Operation::Merge(number);
+        let url = self
+            .repo
+            .pulls_url(&self.api, op, &[&number.to_string(), "merge"])?;
+        let payload = json!({"Do": "merge", "head_commit_id": head_sha});
+        self.api
+            .send(op, Method::POST, url, &[], Some(&payload))
+            .await
+            .map(drop)
+    }
 }
 
 impl<F: Flavor> SharedPulls for GiteaLike<F> {
@@ -179,4 +241,6 @@ impl<F: Flavor> SharedPulls for GiteaLike<F> {
 
     /// Gitea's default `MAX_RESPONSE_ITEMS`; larger limits are cut to it anyway.
     const PAGE_SIZE: (&'static str, u32) = ("limit", 50);
+
+    const COMMIT_PATH: &'static [&'static str] = &["git", "commits"];
 }

@@ -8,12 +8,31 @@
 //!   `merged_by.login` says who merged (list answers do not carry `merged_by`)
 //! - `POST /repos/{owner}/{repo}/issues/{n}/comments` `{body}` (pull requests are issues)
 //! - `PATCH /repos/{owner}/{repo}/pulls/{n}` `{state: "closed"}`
+//! - `GET /repos/{owner}/{repo}/pulls/{n}/reviews?per_page=100&page=..`: `user.login`,
+//!   `state` (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED`, `PENDING`),
+//!   `commit_id`, oldest first
+//! - `GET /orgs/{org}/teams/{team_slug}/memberships/{username}`: `state` `active` (a member)
+//!   or `pending` (invited); 404 when not a member
+//! - `PUT /repos/{owner}/{repo}/pulls/{n}/merge` `{sha, merge_method: "merge"}`: 409 when the
+//!   head is no longer `sha`, 405 when the pull request cannot be merged
+//! - `GET /repos/{owner}/{repo}/commits/{sha}`: `author.login`, `null` when the author's
+//!   e-mail address belongs to no account
 //!
 //! Auth: `Authorization: Bearer <token>`.
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
 
 use super::api::{Api, Reading};
 use super::github_like::{OwnerRepo, Pull, SharedPulls};
 use super::{About, Auth, ForgeError, ForgeProvider, Operation, PullRequest};
+
+/// A team membership: `active`, or `pending` while the invitation is not accepted.
+#[derive(Debug, Deserialize)]
+struct Membership {
+    state: String,
+}
 
 /// A GitHub repository's pull requests.
 #[derive(Debug)]
@@ -87,6 +106,33 @@ impl ForgeProvider for GitHub {
         self.newest_listed(op, &query, wanted, Reading::AllPages)
             .await
     }
+
+    /// `team` is `org/team-slug`; an invitation not yet accepted is not a membership.
+    async fn is_member(&self, team: &str, login: &str) -> Result<bool, ForgeError> {
+        let op = Operation::Membership;
+        let (org, slug) = super::github_like::org_team(&self.api, team)?;
+        let segments = ["orgs", org, "teams", slug, "memberships", login];
+        let url = self.api.url(op, &segments)?;
+        match self.api.get_unless_404(op, url, &[]).await? {
+            None => Ok(false),
+            Some(answer) => {
+                let m: Membership = self.api.decode(op, &answer)?;
+                Ok(m.state == "active")
+            }
+        }
+    }
+
+    async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
+        let op = Operation::Merge(number);
+        let url = self
+            .repo
+            .pulls_url(&self.api, op, &[&number.to_string(), "merge"])?;
+        let payload = json!({"sha": head_sha, "merge_method": "merge"});
+        self.api
+            .send(op, Method::PUT, url, &[], Some(&payload))
+            .await
+            .map(drop)
+    }
 }
 
 impl SharedPulls for GitHub {
@@ -104,6 +150,8 @@ impl SharedPulls for GitHub {
     }
 
     const PAGE_SIZE: (&'static str, u32) = ("per_page", 100);
+
+    const COMMIT_PATH: &'static [&'static str] = &["commits"];
 }
 
 #[cfg(test)]
@@ -124,10 +172,12 @@ mod tests {
             merged_by: None,
             head: Ref {
                 name: "h".into(),
+                sha: None,
                 repo: None,
             },
             base: Ref {
                 name: "b".into(),
+                sha: None,
                 repo: None,
             },
         };

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Api, Numbered, Reading};
-use super::{ForgeError, NewPull, Operation, PrState, PullRequest};
+use super::{ForgeError, NewPull, Operation, PrState, PullRequest, Review, ReviewState};
 
 /// `owner/name` of a GitHub or Gitea repository.
 #[derive(Debug)]
@@ -42,13 +42,41 @@ pub(super) struct Pull {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct User {
-    login: String,
+    pub(super) login: String,
+}
+
+/// A review as GitHub and Gitea answer `GET /repos/{owner}/{repo}/pulls/{n}/reviews`.
+#[derive(Debug, Deserialize)]
+struct ReviewAnswer {
+    /// `null` for a deleted account.
+    #[serde(default)]
+    user: Option<User>,
+    state: String,
+    #[serde(default)]
+    commit_id: Option<String>,
+    /// Gitea: given on an older head than the pull request's.
+    #[serde(default)]
+    stale: bool,
+    /// Gitea: dismissed (GitHub says so in `state`).
+    #[serde(default)]
+    dismissed: bool,
+}
+
+/// A commit as GitHub (`GET /repos/{o}/{r}/commits/{sha}`) and Gitea
+/// (`GET /repos/{o}/{r}/git/commits/{sha}`) answer it: `author` is the account the author's
+/// e-mail address belongs to, `null` when none.
+#[derive(Debug, Deserialize)]
+struct CommitAnswer {
+    #[serde(default)]
+    author: Option<User>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Ref {
     #[serde(rename = "ref")]
     pub(super) name: String,
+    #[serde(default)]
+    pub(super) sha: Option<String>,
     #[serde(default)]
     pub(super) repo: Option<Repo>,
 }
@@ -93,6 +121,7 @@ impl Pull {
             head: self.head.name,
             base: self.base.name,
             merged_by: self.merged_by.map(|u| u.login),
+            head_sha: self.head.sha,
         })
     }
 }
@@ -128,6 +157,21 @@ impl OwnerRepo {
         let mut segments = vec!["repos", self.owner.as_str(), self.name.as_str(), "pulls"];
         segments.extend_from_slice(tail);
         api.url(op, &segments)
+    }
+}
+
+/// `org/team-slug`, as GitHub, Gitea and Forgejo name a team in a policy, into its parts; a
+/// terminal error otherwise.
+pub(super) fn org_team<'t>(api: &Api, team: &'t str) -> Result<(&'t str, &'t str), ForgeError> {
+    match team.split_once('/') {
+        Some((org, slug)) if !org.is_empty() && !slug.is_empty() && !slug.contains('/') => {
+            Ok((org, slug))
+        }
+        _ => Err(api.unsupported(
+            Operation::Membership,
+            &format!("team {team:?} is not org/team-slug"),
+            "name the team as org/team-slug",
+        )),
     }
 }
 
@@ -176,6 +220,14 @@ macro_rules! shared_pulls_provider {
         async fn close(&self, number: u64) -> Result<(), ForgeError> {
             SharedPulls::close(self, number).await
         }
+
+        async fn reviews(&self, number: u64) -> Result<Vec<super::Review>, ForgeError> {
+            SharedPulls::reviews(self, number).await
+        }
+
+        async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {
+            SharedPulls::commit_author(self, sha).await
+        }
     };
 }
 pub(super) use shared_pulls_provider;
@@ -189,6 +241,8 @@ pub(super) trait SharedPulls {
     fn merged(p: &Pull) -> bool;
     /// The page-size parameter of the `pulls` list and the size asked for.
     const PAGE_SIZE: (&'static str, u32);
+    /// The path of one commit below the repository: GitHub `commits`, Gitea `git/commits`.
+    const COMMIT_PATH: &'static [&'static str];
 
     /// The pull request as sluice needs it.
     fn pr(&self, op: Operation, p: Pull) -> Result<PullRequest, ForgeError> {
@@ -252,6 +306,52 @@ pub(super) trait SharedPulls {
         api.send(op, Method::POST, url, &[], Some(&json!({"body": text})))
             .await?;
         Ok(())
+    }
+
+    /// `GET /repos/{owner}/{repo}/pulls/{n}/reviews`, every page, oldest first. Reviews of a
+    /// deleted account (`user: null`) are left out: nobody can be that approver.
+    async fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        let (api, op) = (self.api(), Operation::Reviews(number));
+        let url = self
+            .repo()
+            .pulls_url(api, op, &[&number.to_string(), "reviews"])?;
+        let answers: Vec<ReviewAnswer> = api.all(op, &url, &[], Self::PAGE_SIZE).await?;
+        let mut reviews = Vec::new();
+        for r in answers {
+            let Some(user) = r.user else { continue };
+            // GitHub spells the states APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED,
+            // PENDING; Gitea APPROVED, REQUEST_CHANGES, COMMENT, PENDING, REQUEST_REVIEW
+            // (a review asked for, not given).
+            let state = match r.state.as_str() {
+                _ if r.dismissed => ReviewState::Dismissed,
+                "APPROVED" => ReviewState::Approved,
+                "CHANGES_REQUESTED" | "REQUEST_CHANGES" => ReviewState::ChangesRequested,
+                "COMMENTED" | "COMMENT" => ReviewState::Commented,
+                "DISMISSED" => ReviewState::Dismissed,
+                "PENDING" | "REQUEST_REVIEW" => ReviewState::Pending,
+                other => {
+                    return Err(api.unexpected(op, 200, format!("unknown review state {other:?}")))
+                }
+            };
+            reviews.push(Review {
+                login: user.login,
+                state,
+                commit: r.commit_id.filter(|c| !c.is_empty()),
+                stale: r.stale || r.dismissed || state == ReviewState::Dismissed,
+            });
+        }
+        Ok(reviews)
+    }
+
+    /// The login of the account commit `sha`'s author belongs to ([`Self::COMMIT_PATH`]).
+    async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {
+        let (api, op, repo) = (self.api(), Operation::CommitAuthor, self.repo());
+        let mut segments = vec!["repos", repo.owner.as_str(), repo.name.as_str()];
+        segments.extend_from_slice(Self::COMMIT_PATH);
+        segments.push(sha);
+        let url = api.url(op, &segments)?;
+        let commit: CommitAnswer = api.json(op, Method::GET, url, &[], None).await?;
+        Ok(commit.author.map(|u| u.login).filter(|l| !l.is_empty()))
     }
 
     /// `PATCH /repos/{owner}/{repo}/pulls/{n} {state: "closed"}`.

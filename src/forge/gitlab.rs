@@ -11,6 +11,14 @@
 //!   `merge_user.username` (older GitLab: the deprecated `merged_by.username`)
 //! - `POST /projects/:id/merge_requests/:iid/notes` `{body}`
 //! - `PUT /projects/:id/merge_requests/:iid` `{state_event: "close"}`
+//! - `GET /projects/:id/merge_requests/:iid/approvals`: `approved_by[].user.username` (one
+//!   answer, no pages); GitLab drops approvals itself when a push resets them
+//! - `GET /users?username=..` (the user's `id`), then `GET /groups/:id/members/all/:user_id`
+//!   (`:id` the group's full path, encoded): the member (direct or inherited), or 404
+//! - `PUT /projects/:id/merge_requests/:iid/merge` `{sha}`: 409 when the head is no longer
+//!   `sha`, 405 or 422 when it cannot be merged
+//! - `GET /projects/:id/repository/commits/:sha` (`author_email`), then
+//!   `GET /users?search={email}`: the one account whose public e-mail address it is
 //!
 //! Auth: `PRIVATE-TOKEN: <token>` (personal, project or group access tokens).
 
@@ -19,7 +27,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Api, Numbered, Reading};
-use super::{About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest};
+use super::{
+    About, Auth, ForgeError, ForgeProvider, NewPull, Operation, PrState, PullRequest, Review,
+    ReviewState,
+};
 
 const PER_PAGE: u32 = 100;
 
@@ -47,11 +58,46 @@ struct MergeRequest {
     merge_user: Option<User>,
     #[serde(default)]
     merged_by: Option<User>,
+    /// The head commit.
+    #[serde(default)]
+    sha: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 struct User {
     username: String,
+}
+
+/// A user as `GET /users` lists them.
+#[derive(Debug, Deserialize)]
+struct Account {
+    id: u64,
+    username: String,
+}
+
+/// The answer of `GET .../merge_requests/:iid/approvals`.
+#[derive(Debug, Deserialize)]
+struct Approvals {
+    #[serde(default)]
+    approved_by: Vec<Approver>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Approver {
+    user: User,
+}
+
+/// A member of a group: `active`, or `awaiting`/`blocked`.
+#[derive(Debug, Deserialize)]
+struct Member {
+    #[serde(default)]
+    state: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Commit {
+    #[serde(default)]
+    author_email: Option<String>,
 }
 
 impl Numbered for MergeRequest {
@@ -92,7 +138,21 @@ impl GitLab {
             head: mr.source_branch,
             base: mr.target_branch,
             merged_by: mr.merge_user.or(mr.merged_by).map(|u| u.username),
+            head_sha: mr.sha,
         })
+    }
+
+    /// The accounts `GET /users?{key}={value}` lists (first page: a login or an e-mail
+    /// address names one account, or none).
+    async fn users(
+        &self,
+        op: Operation,
+        key: &str,
+        value: &str,
+    ) -> Result<Vec<Account>, ForgeError> {
+        let url = self.api.url(op, &["users"])?;
+        let query = [(key, value.to_string())];
+        self.api.json(op, Method::GET, url, &query, None).await
     }
 
     fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
@@ -253,5 +313,74 @@ impl ForgeProvider for GitLab {
             .send(op, Method::PUT, url, &[], Some(&payload))
             .await?;
         Ok(())
+    }
+
+    /// Who approved, as GitLab counts it now: an approval a push reset is gone from the
+    /// answer, so none is stale. GitLab does not say on which commit each was given.
+    async fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        let op = Operation::Reviews(number);
+        let url = self.url(op, &[&number.to_string(), "approvals"])?;
+        let approvals: Approvals = self.api.json(op, Method::GET, url, &[], None).await?;
+        Ok(approvals
+            .approved_by
+            .into_iter()
+            .map(|a| Review {
+                login: a.user.username,
+                state: ReviewState::Approved,
+                commit: None,
+                stale: false,
+            })
+            .collect())
+    }
+
+    /// `team` is the group's full path (`acme/release-managers`); members inherited from a
+    /// parent group count.
+    async fn is_member(&self, team: &str, login: &str) -> Result<bool, ForgeError> {
+        let op = Operation::Membership;
+        let users = self.users(op, "username", login).await?;
+        let Some(user) = users
+            .iter()
+            .find(|u| u.username.eq_ignore_ascii_case(login))
+        else {
+            return Ok(false);
+        };
+        let id = user.id.to_string();
+        let url = self.api.url(op, &["groups", team, "members", "all", &id])?;
+        match self.api.get_unless_404(op, url, &[]).await? {
+            None => Ok(false),
+            Some(answer) => {
+                let member: Member = self.api.decode(op, &answer)?;
+                Ok(member.state.as_deref().is_none_or(|s| s == "active"))
+            }
+        }
+    }
+
+    async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
+        let op = Operation::Merge(number);
+        let url = self.url(op, &[&number.to_string(), "merge"])?;
+        let payload = json!({"sha": head_sha});
+        self.api
+            .send(op, Method::PUT, url, &[], Some(&payload))
+            .await
+            .map(drop)
+    }
+
+    /// GitLab links a commit to no account: the author's e-mail address is looked up among
+    /// the users' public addresses, and only one account found counts.
+    async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {
+        let op = Operation::CommitAuthor;
+        let url = self.api.url(
+            op,
+            &["projects", &self.project, "repository", "commits", sha],
+        )?;
+        let commit: Commit = self.api.json(op, Method::GET, url, &[], None).await?;
+        let Some(email) = commit.author_email.filter(|e| e.contains('@')) else {
+            return Ok(None);
+        };
+        let users = self.users(op, "search", &email).await?;
+        Ok(match users.as_slice() {
+            [one] => Some(one.username.clone()),
+            _ => None,
+        })
     }
 }

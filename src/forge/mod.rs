@@ -67,6 +67,34 @@ pub struct PullRequest {
     /// in single-pull answers, so read it with [`Forge::get`]; GitLab: `merge_user.username`,
     /// else the deprecated `merged_by.username`; Gitea: `merged_by.login`).
     pub merged_by: Option<String>,
+    /// The pull request's current head commit, when the answer says (GitHub/Gitea/Forgejo
+    /// `head.sha`, GitLab `sha`, Bitbucket `source.commit.hash` (Bitbucket's 12-character
+    /// short hash), Azure DevOps `lastMergeSourceCommit.commitId`).
+    pub head_sha: Option<String>,
+}
+
+/// One review (GitHub/Gitea/Forgejo review, GitLab approval, Bitbucket participant approval,
+/// Azure DevOps reviewer vote) as the forge reports it, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    /// The reviewer's forge login (GitHub/Gitea `user.login`, GitLab `username`, Bitbucket
+    /// `nickname` (account_id when no nickname), Azure DevOps `uniqueName`).
+    pub login: String,
+    pub state: ReviewState,
+    /// The head commit the review was given on, when the forge says (GitHub/Gitea `commit_id`).
+    pub commit: Option<String>,
+    /// True when the forge itself marks it stale or dismissed (Gitea `stale`/`dismissed`).
+    pub stale: bool,
+}
+
+/// What a review says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewState {
+    Approved,
+    ChangesRequested,
+    Commented,
+    Dismissed,
+    Pending,
 }
 
 /// A pull request to open: from `head` into `base`, with `title` and `body` (Markdown).
@@ -87,6 +115,10 @@ pub enum Operation {
     LatestForBranch,
     Comment(u64),
     Close(u64),
+    Reviews(u64),
+    Membership,
+    Merge(u64),
+    CommitAuthor,
 }
 
 impl Operation {
@@ -101,6 +133,10 @@ impl Operation {
             Operation::LatestForBranch => format!("list {noun}s of a branch"),
             Operation::Comment(n) => format!("comment on {noun} {sign}{n}"),
             Operation::Close(n) => format!("close {noun} {sign}{n}"),
+            Operation::Reviews(n) => format!("list the reviews of {noun} {sign}{n}"),
+            Operation::Membership => "look up a team membership".to_string(),
+            Operation::Merge(n) => format!("merge {noun} {sign}{n}"),
+            Operation::CommitAuthor => "look up the author of a commit".to_string(),
         }
     }
 }
@@ -323,6 +359,18 @@ pub(crate) trait ForgeProvider: Sized {
 
     /// Closes the pull request without merging.
     async fn close(&self, number: u64) -> Result<(), ForgeError>;
+
+    /// Every review of pull request `number` (all pages), oldest first.
+    async fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError>;
+
+    /// Whether `login` is a member of `team`, as this forge names teams.
+    async fn is_member(&self, team: &str, login: &str) -> Result<bool, ForgeError>;
+
+    /// Merges pull request `number` only if its head is still `head_sha`.
+    async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError>;
+
+    /// The forge login of the author of commit `sha`, `None` when the forge cannot link it.
+    async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError>;
 }
 
 /// One `/`-separated part of a repository name as the forges accept it: letters, digits,

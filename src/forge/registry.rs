@@ -5,7 +5,7 @@
 
 use super::api::Api;
 use super::{azure, bitbucket, forgejo, gitea, github, gitlab};
-use super::{ForgeError, ForgeProvider, ForgeSettings, NewPull, PullRequest};
+use super::{ForgeError, ForgeProvider, ForgeSettings, NewPull, PullRequest, Review};
 
 /// Expands the forge list into [`ForgeKind`], [`Forge`] and one function per operation, so
 /// adding a forge is one line and every operation dispatches to it.
@@ -134,6 +134,40 @@ macro_rules! forges {
             pub(super) async fn close_open(&self, number: u64) -> Result<(), ForgeError> {
                 match self {
                     $( Forge::$variant(f) => ForgeProvider::close(f, number).await, )+
+                }
+            }
+
+            /// Every review of pull request `number` (all pages), oldest first.
+            pub async fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+                match self {
+                    $( Forge::$variant(f) => ForgeProvider::reviews(f, number).await, )+
+                }
+            }
+
+            /// Whether `login` is a member of `team` ("org/team-slug" on GitHub, Gitea,
+            /// Forgejo; a group full path on GitLab; "project/team" on Azure DevOps).
+            /// Bitbucket Cloud has no team API in 2.0: a Terminal error saying to list users
+            /// instead.
+            pub async fn is_member(&self, team: &str, login: &str) -> Result<bool, ForgeError> {
+                match self {
+                    $( Forge::$variant(f) => ForgeProvider::is_member(f, team, login).await, )+
+                }
+            }
+
+            /// Merges pull request `number` only if its head is still `head_sha` (every
+            /// forge's "expected head" parameter; Bitbucket, which has none, is read first); a
+            /// moved head is a Terminal error (409/405/422 as the forge answers).
+            pub async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
+                match self {
+                    $( Forge::$variant(f) => ForgeProvider::merge(f, number, head_sha).await, )+
+                }
+            }
+
+            /// The forge login of the author of commit `sha`, `None` when the forge cannot
+            /// link the commit to an account.
+            pub async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {
+                match self {
+                    $( Forge::$variant(f) => ForgeProvider::commit_author(f, sha).await, )+
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::{json, Value as Json_};
 
@@ -28,11 +28,58 @@ pub(crate) struct Pr {
     /// The login that merged it (`None` until merged).
     pub(crate) merged_by: Option<String>,
     pub(crate) comments: Vec<String>,
+    /// The head commit; [`ForgeFake::set_head`] moves it.
+    pub(crate) head_sha: String,
+    /// Reviews, oldest first: login, GitHub's state spelling (`APPROVED`,
+    /// `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED`), the head commit it was given on.
+    pub(crate) reviews: Vec<(String, String, String)>,
 }
+
+/// The login the fakes' token belongs to: who sluice's merges are made by.
+pub(crate) const TOKEN_USER: &str = "sluice-bot";
 
 #[derive(Default)]
 struct Prs {
     list: Vec<Pr>,
+    /// (team, login): GitHub/Gitea `org/slug`, GitLab group path, Azure DevOps `project/team`.
+    members: Vec<(String, String)>,
+    /// Commit sha and the login its author is linked to (`None`: not linked).
+    authors: Vec<(String, Option<String>)>,
+}
+
+impl Prs {
+    fn teams(&self) -> Vec<String> {
+        let mut teams: Vec<String> = Vec::new();
+        for (t, _) in &self.members {
+            if !teams.contains(t) {
+                teams.push(t.clone());
+            }
+        }
+        teams
+    }
+
+    /// Every login the fake knows, for GitLab's `/users`.
+    fn users(&self) -> Vec<String> {
+        let mut users: Vec<String> = self.members.iter().map(|(_, l)| l.clone()).collect();
+        users.extend(self.authors.iter().filter_map(|(_, a)| a.clone()));
+        for pr in &self.list {
+            users.extend(pr.reviews.iter().map(|(l, _, _)| l.clone()));
+        }
+        users.sort();
+        users.dedup();
+        users
+    }
+
+    fn is_member(&self, team: &str, login: &str) -> bool {
+        self.members.iter().any(|(t, l)| t == team && l == login)
+    }
+
+    fn author(&self, sha: &str) -> Option<Option<String>> {
+        self.authors
+            .iter()
+            .find(|(c, _)| c == sha)
+            .map(|(_, a)| a.clone())
+    }
 }
 
 type Shared = Arc<Mutex<Prs>>;
@@ -81,7 +128,7 @@ fn gh_json(p: &Pr) -> Json_ {
         "merged": p.merged,
         "title": p.title,
         "body": p.body,
-        "head": {"ref": p.head, "label": format!("acme:{}", p.head)},
+        "head": {"ref": p.head, "label": format!("acme:{}", p.head), "sha": p.head_sha},
         "base": {"ref": p.base},
     })
 }
@@ -100,6 +147,7 @@ fn gl_json(p: &Pr) -> Json_ {
         "target_project_id": 7,
         "merge_user": p.merged_by.as_ref().map(|l| json!({"username": l, "id": 7})),
         "merged_by": p.merged_by.as_ref().map(|l| json!({"username": l, "id": 7})),
+        "sha": p.head_sha,
     })
 }
 
@@ -112,7 +160,8 @@ fn bb_json(p: &Pr) -> Json_ {
         "title": p.title,
         "description": p.body,
         "state": if p.merged { "MERGED" } else if p.open { "OPEN" } else { "DECLINED" },
-        "source": {"branch": {"name": p.head}, "repository": {"full_name": "acme/fleet"}},
+        "source": {"branch": {"name": p.head}, "commit": {"hash": p.head_sha.get(..12).unwrap_or(&p.head_sha)},
+                   "repository": {"full_name": "acme/fleet"}},
         "destination": {"branch": {"name": p.base}, "repository": {"full_name": "acme/fleet"}},
         "links": {"html": {"href": format!("https://bitbucket.org/acme/fleet/pull-requests/{}", p.number)}},
         "closed_by": p.merged_by.as_ref().map(|l| json!({"nickname": l, "account_id": "5b10"})),
@@ -131,6 +180,7 @@ fn az_json(p: &Pr) -> Json_ {
         "targetRefName": format!("refs/heads/{}", p.base),
         "closedBy": p.merged_by.as_ref().map(|l| json!({"uniqueName": l, "displayName": l})),
         "repository": {"name": "fleet", "webUrl": "https://dev.azure.com/org/acme/_git/fleet"},
+        "lastMergeSourceCommit": {"commitId": p.head_sha},
     })
 }
 
@@ -196,13 +246,36 @@ impl ForgeFake {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let router = match kind {
-            Kind::GitHub | Kind::Gitea | Kind::Forgejo => Router::new()
-                .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
-                .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
-                .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment)),
+            Kind::GitHub | Kind::Gitea | Kind::Forgejo => {
+                // GitHub merges with PUT, Gitea with POST; their commit and team calls differ.
+                let github = kind == Kind::GitHub;
+                let merging = if github { put(merge) } else { post(merge) };
+                let repo = Router::new()
+                    .route("/repos/{owner}/{repo}/pulls", get(list).post(create))
+                    .route("/repos/{owner}/{repo}/pulls/{n}", get(one).patch(update))
+                    .route("/repos/{owner}/{repo}/pulls/{n}/reviews", get(reviews))
+                    .route("/repos/{owner}/{repo}/pulls/{n}/merge", merging)
+                    .route("/repos/{owner}/{repo}/issues/{n}/comments", post(comment));
+                if github {
+                    repo.route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
+                        .route(
+                            "/orgs/{org}/teams/{slug}/memberships/{user}",
+                            get(membership),
+                        )
+                } else {
+                    repo.route("/repos/{owner}/{repo}/git/commits/{sha}", get(commit))
+                        .route("/orgs/{org}/teams/search", get(team_search))
+                        .route("/teams/{id}/members/{user}", get(membership))
+                }
+            }
             Kind::GitLab => Router::new()
                 .route("/projects/{id}/merge_requests", get(list).post(create))
                 .route("/projects/{id}/merge_requests/{n}", get(one).put(update))
+                .route("/projects/{id}/merge_requests/{n}/approvals", get(reviews))
+                .route("/projects/{id}/merge_requests/{n}/merge", put(merge))
+                .route("/projects/{id}/repository/commits/{sha}", get(commit))
+                .route("/users", get(gitlab_users))
+                .route("/groups/{id}/members/all/{user}", get(membership))
                 .route("/projects/{id}/merge_requests/{n}/notes", post(comment)),
             Kind::Bitbucket => Router::new()
                 .route(
@@ -217,13 +290,27 @@ impl ForgeFake {
                 .route(
                     "/repositories/{ws}/{repo}/pullrequests/{n}/decline",
                     post(decline),
-                ),
+                )
+                .route(
+                    "/repositories/{ws}/{repo}/pullrequests/{n}/merge",
+                    post(merge),
+                )
+                .route("/repositories/{ws}/{repo}/commit/{sha}", get(commit)),
             Kind::AzureDevOps => {
                 let pulls = "/{project}/_apis/git/repositories/{repo}/pullrequests";
                 Router::new()
                     .route(pulls, get(list).post(create))
                     .route(&format!("{pulls}/{{n}}"), get(one).patch(update))
                     .route(&format!("{pulls}/{{n}}/threads"), post(comment))
+                    .route(&format!("{pulls}/{{n}}/reviewers"), get(reviews))
+                    .route(
+                        "/{project}/_apis/git/repositories/{repo}/commits/{sha}",
+                        get(commit),
+                    )
+                    .route(
+                        "/_apis/projects/{project}/teams/{team}/members",
+                        get(membership),
+                    )
             }
         }
         .with_state((kind, Arc::clone(&prs)));
@@ -278,12 +365,46 @@ impl ForgeFake {
             .clone()
     }
 
+    /// `login` reviews pull request `number` (`state` in GitHub's spelling) on `commit`.
+    pub(crate) fn review(&self, number: u64, login: &str, state: &str, commit: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        pr.reviews
+            .push((login.to_string(), state.to_string(), commit.to_string()));
+    }
+
+    /// Someone pushes `sha` to the pull request's branch.
+    pub(crate) fn set_head(&self, number: u64, sha: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
+        pr.head_sha = sha.to_string();
+    }
+
+    /// `login` joins `team` (GitHub/Gitea `org/slug`, GitLab group path, Azure DevOps
+    /// `project/team`).
+    pub(crate) fn add_member(&self, team: &str, login: &str) {
+        let mut prs = self.prs.lock().unwrap();
+        prs.members.push((team.to_string(), login.to_string()));
+    }
+
+    /// The forge links commit `sha`'s author to `login` (`None`: to no account).
+    pub(crate) fn set_commit_author(&self, sha: &str, login: Option<&str>) {
+        let mut prs = self.prs.lock().unwrap();
+        prs.authors
+            .push((sha.to_string(), login.map(str::to_string)));
+    }
+
     /// A human edits the pull request's base branch (GitHub and Gitea `PATCH {base}`, GitLab
     /// `PUT {target_branch}`).
     pub(crate) fn retarget(&self, number: u64, base: &str) {
         let mut prs = self.prs.lock().unwrap();
         let pr = prs.list.iter_mut().find(|p| p.number == number).unwrap();
         pr.base = base.to_string();
+    }
+
+    /// The API base the fake serves at.
+    pub(crate) fn api_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     pub(crate) fn settings(&self) -> String {
@@ -449,6 +570,8 @@ async fn create(
         merged: false,
         merged_by: None,
         comments: Vec::new(),
+        head_sha: format!("{:0>40}", prs.list.len() + 1),
+        reviews: Vec::new(),
     };
     let out = json_for(kind, &pr);
     prs.list.push(pr);
@@ -480,7 +603,15 @@ async fn one(
     State((kind, prs)): State<St>,
     UrlPath(path): UrlPath<Vec<String>>,
 ) -> Result<Json<Json_>, StatusCode> {
-    edit_pr(kind, &prs, &path, |_| {})
+    let Json(mut v) = edit_pr(kind, &prs, &path, |_| {})?;
+    if kind == Kind::Bitbucket {
+        let n = v["id"].as_u64();
+        let prs = prs.lock().unwrap();
+        if let Some(p) = prs.list.iter().find(|p| Some(p.number) == n) {
+            v["participants"] = bb_participants(p);
+        }
+    }
+    Ok(Json(v))
 }
 
 async fn update(
@@ -488,6 +619,12 @@ async fn update(
     UrlPath(path): UrlPath<Vec<String>>,
     Json(body): Json<Json_>,
 ) -> Result<Json<Json_>, StatusCode> {
+    if kind == Kind::AzureDevOps && body["status"] == "completed" {
+        let expected = body
+            .pointer("/lastMergeSourceCommit/commitId")
+            .and_then(Json_::as_str);
+        return merge_pr(kind, &prs, &path, expected).map_err(|(status, _)| status);
+    }
     let closing = match kind {
         Kind::GitLab => body["state_event"] == "close",
         Kind::GitHub | Kind::Gitea | Kind::Forgejo => body["state"] == "closed",
@@ -496,6 +633,223 @@ async fn update(
         Kind::Bitbucket => false,
     };
     edit_pr(kind, &prs, &path, |pr| pr.open &= !closing)
+}
+
+/// Merges the pull request the path numbers if its head is `expected` (when given), as
+/// [`TOKEN_USER`]: 404 for none, 405 when not open, 409 when the head moved.
+fn merge_pr(
+    kind: Kind,
+    prs: &Shared,
+    path: &[String],
+    expected: Option<&str>,
+) -> Result<Json<Json_>, (StatusCode, Json<Json_>)> {
+    let refuse = |status: StatusCode, message: &str| (status, Json(json!({"message": message})));
+    let n: Option<u64> = path.iter().rev().find_map(|n| n.parse().ok());
+    let mut prs = prs.lock().unwrap();
+    let Some(pr) = prs.list.iter_mut().find(|p| Some(p.number) == n) else {
+        return Err(refuse(StatusCode::NOT_FOUND, "Not Found"));
+    };
+    if !pr.open {
+        return Err(refuse(StatusCode::METHOD_NOT_ALLOWED, "not mergeable"));
+    }
+    if expected.is_some_and(|e| e != pr.head_sha) {
+        return Err(refuse(StatusCode::CONFLICT, "head out of date"));
+    }
+    (pr.open, pr.merged, pr.merged_by) = (false, true, Some(TOKEN_USER.to_string()));
+    Ok(Json(json_for(kind, pr)))
+}
+
+/// GitHub `PUT .../merge {sha}`, Gitea/Forgejo `POST .../merge {Do, head_commit_id}`, GitLab
+/// `PUT .../merge {sha}`, Bitbucket `POST .../merge` (no expected head).
+async fn merge(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+    body: Option<Json<Json_>>,
+) -> Result<Json<Json_>, (StatusCode, Json<Json_>)> {
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let key = match kind {
+        Kind::Gitea | Kind::Forgejo => "head_commit_id",
+        _ => "sha",
+    };
+    merge_pr(kind, &prs, &path, body.get(key).and_then(Json_::as_str))
+}
+
+/// Each forge's review answer for the pull request the path numbers: GitHub and Gitea
+/// reviews (Gitea marks one given on an older head `stale`), GitLab approvals, Azure DevOps
+/// reviewer votes (GitLab and Azure DevOps drop an approval a push reset).
+async fn reviews(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Json_>, StatusCode> {
+    let n: Option<u64> = path.iter().rev().find_map(|n| n.parse().ok());
+    let prs = prs.lock().unwrap();
+    let pr = prs
+        .list
+        .iter()
+        .find(|p| Some(p.number) == n)
+        .ok_or(StatusCode::NOT_FOUND)?;
+    let later_page = pairs.iter().any(|(k, v)| k == "page" && v != "1");
+    let current = |commit: &str| commit == pr.head_sha;
+    let rs = pr.reviews.iter();
+    Ok(Json(match kind {
+        _ if later_page => json!([]),
+        Kind::GitHub => json!(rs
+            .map(|(l, s, c)| json!({"user": {"login": l}, "state": s, "commit_id": c}))
+            .collect::<Vec<_>>()),
+        Kind::Gitea | Kind::Forgejo => json!(rs
+            .map(|(l, s, c)| {
+                let state = match s.as_str() {
+                    "CHANGES_REQUESTED" => "REQUEST_CHANGES",
+                    "COMMENTED" => "COMMENT",
+                    "DISMISSED" => "APPROVED",
+                    other => other,
+                };
+                json!({"user": {"login": l}, "state": state, "commit_id": c,
+                       "stale": !current(c), "dismissed": s == "DISMISSED"})
+            })
+            .collect::<Vec<_>>()),
+        Kind::GitLab => json!({"approved_by": rs
+            .filter(|(_, s, c)| s == "APPROVED" && current(c))
+            .map(|(l, _, _)| json!({"user": {"username": l}}))
+            .collect::<Vec<_>>()}),
+        Kind::AzureDevOps => json!({"value": rs
+            .map(|(l, s, c)| {
+                let vote = match s.as_str() {
+                    "APPROVED" if current(c) => 10,
+                    "CHANGES_REQUESTED" => -10,
+                    _ => 0,
+                };
+                json!({"uniqueName": l, "vote": vote})
+            })
+            .collect::<Vec<_>>()}),
+        Kind::Bitbucket => return Err(StatusCode::NOT_FOUND),
+    }))
+}
+
+/// Bitbucket's `participants` of a pull request: an approval a push reset is gone.
+fn bb_participants(p: &Pr) -> Json_ {
+    json!(p
+        .reviews
+        .iter()
+        .map(|(l, s, c)| {
+            let approved = s == "APPROVED" && *c == p.head_sha;
+            let state = match s.as_str() {
+                "CHANGES_REQUESTED" => json!("changes_requested"),
+                _ if approved => json!("approved"),
+                _ => json!(null),
+            };
+            json!({"user": {"nickname": l, "account_id": format!("5b:{l}")}, "role": "REVIEWER",
+                   "approved": approved, "state": state})
+        })
+        .collect::<Vec<_>>())
+}
+
+/// The commit the path names: its author as each forge links it (GitLab: by e-mail).
+async fn commit(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    let sha = path.last().cloned().unwrap_or_default();
+    let prs = prs.lock().unwrap();
+    let author = prs.author(&sha).ok_or(StatusCode::NOT_FOUND)?;
+    Ok(Json(match kind {
+        Kind::GitHub | Kind::Gitea | Kind::Forgejo => {
+            json!({"sha": sha, "author": author.map(|l| json!({"login": l}))})
+        }
+        Kind::GitLab => json!({"id": sha, "author_email":
+            format!("{}@example.com", author.as_deref().unwrap_or("ghost"))}),
+        Kind::Bitbucket => json!({"hash": sha, "author": {"raw": "A <a@example.com>",
+            "user": author.map(|l| json!({"nickname": l}))}}),
+        Kind::AzureDevOps => json!({"commitId": sha,
+            "push": author.map(|l| json!({"pushedBy": {"uniqueName": l}}))}),
+    }))
+}
+
+/// GitLab `GET /users?username=..|search=..` (a public e-mail address `login@example.com`).
+async fn gitlab_users(
+    State((_, prs)): State<St>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Json<Json_> {
+    let prs = prs.lock().unwrap();
+    let users: Vec<Json_> = prs
+        .users()
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| {
+            q.get("username").is_none_or(|n| n == *u)
+                && q.get("search")
+                    .is_none_or(|e| *e == format!("{u}@example.com"))
+        })
+        .map(|(i, u)| json!({"id": 100 + i, "username": u}))
+        .collect();
+    Json(json!(users))
+}
+
+/// Gitea/Forgejo `GET /orgs/{org}/teams/search?q=..`: teams numbered from 1.
+async fn team_search(
+    State((_, prs)): State<St>,
+    UrlPath(org): UrlPath<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Json<Json_> {
+    let prs = prs.lock().unwrap();
+    let wanted = q.get("q").cloned().unwrap_or_default();
+    let data: Vec<Json_> = prs
+        .teams()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let (o, name) = t.split_once('/')?;
+            (o == org && name.contains(wanted.as_str())).then(|| json!({"id": i + 1, "name": name}))
+        })
+        .collect();
+    Json(json!({"data": data, "ok": true}))
+}
+
+/// Membership as each forge answers it: GitHub `{state}` or 404, Gitea the user or 404
+/// (team by number), GitLab the member or 404 (user by id), Azure DevOps the team's members.
+async fn membership(
+    State((kind, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    let prs = prs.lock().unwrap();
+    let at = |i: usize| path.get(i).cloned().unwrap_or_default();
+    let member = match kind {
+        Kind::GitHub => prs.is_member(&format!("{}/{}", at(0), at(1)), &at(2)),
+        Kind::Gitea | Kind::Forgejo => {
+            let team = at(0)
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| prs.teams().get(i.checked_sub(1)?).cloned());
+            team.is_some_and(|t| prs.is_member(&t, &at(1)))
+        }
+        Kind::GitLab => {
+            let users = prs.users();
+            let user = at(1)
+                .parse::<usize>()
+                .ok()
+                .and_then(|id| users.get(id.checked_sub(100)?).cloned());
+            user.is_some_and(|u| prs.is_member(&at(0), &u))
+        }
+        Kind::AzureDevOps => {
+            let team = format!("{}/{}", at(0), at(1));
+            let value: Vec<Json_> = prs
+                .members
+                .iter()
+                .filter(|(t, _)| *t == team)
+                .map(|(_, l)| json!({"identity": {"uniqueName": l}}))
+                .collect();
+            return Ok(Json(json!({"count": value.len(), "value": value})));
+        }
+        Kind::Bitbucket => false,
+    };
+    if member {
+        Ok(Json(
+            json!({"state": "active", "login": at(2), "username": at(1)}),
+        ))
+    } else {
+        Err(StatusCode::NOT_FOUND)
+    }
 }
 
 /// Bitbucket: `POST .../pullrequests/{n}/decline` closes without merging.

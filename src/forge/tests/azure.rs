@@ -47,6 +47,7 @@ const UPDATE_FIELDS: &[&str] = &[
     "autoCompleteSetBy",
     "isDraft",
     "targetRefName",
+    "lastMergeSourceCommit",
 ];
 
 pub struct AzureFake {
@@ -86,6 +87,7 @@ impl AzureFake {
             "targetRefName": full_ref(&pr.base),
             "mergeStatus": if pr.state == FakeState::Merged { "succeeded" } else { "queued" },
             "closedBy": (pr.state != FakeState::Open).then_some(closer),
+            "lastMergeSourceCommit": {"commitId": pr.head_sha},
             "creationDate": "2024-05-01T10:00:00Z",
             "repository": {
                 "id": "3411ebc1-d5aa-464f-9615-0b527bc66719",
@@ -202,10 +204,88 @@ impl AzureFake {
                 )
             }
             Some("abandoned") => self.fake.close(pr.number),
+            Some("completed") => {
+                // Completing merges only the head the caller saw.
+                let moved = az_error(409, "TF401192: The pull request's source branch was updated since lastMergeSourceCommit; it cannot be completed.");
+                let expected = v.pointer("/lastMergeSourceCommit/commitId");
+                return self.fake.merge_at(
+                    id,
+                    expected.and_then(Value::as_str),
+                    moved,
+                    Self::pull_json,
+                );
+            }
             Some(other) => return az_error(400, &format!("fake: status {other:?} not handled")),
             None => {}
         }
         ResponseTemplate::new(200).set_body_json(Self::pull_json(&self.find(id).unwrap()))
+    }
+
+    /// `GET .../pullrequests/{id}/reviewers`: votes (a push resets a stale one to 0), and a
+    /// group reviewer whose vote its members make.
+    fn reviewers(&self, id: &str) -> ResponseTemplate {
+        let Some(pr) = self.find(id) else {
+            return az_error(404, "TF401180: The requested pull request was not found.");
+        };
+        let mut value: Vec<Value> = self
+            .fake
+            .reviews_of(pr.number)
+            .iter()
+            .map(|r| {
+                let vote = match (r.stale, r.state) {
+                    (false, ReviewState::Approved) => 10,
+                    (false, ReviewState::ChangesRequested) => -10,
+                    _ => 0,
+                };
+                json!({"uniqueName": r.login, "displayName": r.login, "vote": vote,
+                       "isRequired": false, "id": format!("id-{}", r.login)})
+            })
+            .collect();
+        if !value.is_empty() {
+            value.push(
+                json!({"uniqueName": "vstfs:///Classification/TeamProject/fleet\\Release",
+                              "displayName": "[fleet]\\Release", "vote": 10, "isContainer": true}),
+            );
+        }
+        ResponseTemplate::new(200).set_body_json(json!({"count": value.len(), "value": value}))
+    }
+
+    /// `GET /_apis/projects/{p}/teams/{t}/members?$top&$skip`; 404 for an unknown team.
+    fn team_members(&self, req: &Request, team: &str) -> ResponseTemplate {
+        if let Some(e) = undocumented_param(req, &["api-version", "$top", "$skip"]) {
+            return e;
+        }
+        if !self.fake.team_exists(team) {
+            return az_error(404, "VS800075: The team does not exist.");
+        }
+        let q = query(req);
+        let number = |k: &str| q.get(k).and_then(|v| v.parse::<usize>().ok());
+        let top = number("$top")
+            .unwrap_or(100)
+            .min(self.fake.store().page_cap);
+        let members: Vec<Value> = self
+            .fake
+            .store()
+            .members
+            .iter()
+            .filter(|(t, _)| t == team)
+            .skip(number("$skip").unwrap_or(0))
+            .take(top)
+            .map(|(_, l)| json!({"identity": {"uniqueName": l, "displayName": l, "id": format!("id-{l}")}}))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({"count": members.len(), "value": members}))
+    }
+
+    /// `GET .../commits/{sha}`: a git identity, and who pushed it when the fake links it.
+    fn commit(&self, sha: &str) -> ResponseTemplate {
+        match self.fake.author_of(sha) {
+            None => az_error(404, &format!("TF401175: The commit {sha} does not exist.")),
+            Some(author) => ResponseTemplate::new(200).set_body_json(json!({
+                "commitId": sha,
+                "author": {"name": "A", "email": "a@example.com", "date": "2024-05-01T10:00:00Z"},
+                "push": author.map(|l| json!({"pushId": 3, "pushedBy": {"uniqueName": l, "displayName": l}})),
+            })),
+        }
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
@@ -221,8 +301,13 @@ impl AzureFake {
         let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
         let method = req.method.as_str();
         match seg.as_slice() {
+            ["_apis", "projects", project, "teams", team, "members"] => {
+                self.team_members(req, &format!("{project}/{team}"))
+            }
+            ["fleet", "_apis", "git", "repositories", "config", "commits", sha] => self.commit(sha),
             ["fleet", "_apis", "git", "repositories", "config", "pullrequests", rest @ ..] => {
                 match (method, rest) {
+                    ("GET", [id, "reviewers"]) => self.reviewers(id),
                     ("GET", []) => self.list(req),
                     ("POST", []) => self.create(req),
                     ("GET", [id]) => match self.find(id) {

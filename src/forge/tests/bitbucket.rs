@@ -42,8 +42,8 @@ fn state_of(pr: &FakePr) -> &'static str {
 
 impl BitbucketFake {
     fn pull_json(pr: &FakePr) -> Value {
-        let side = |name: &str| {
-            json!({"branch": {"name": name}, "commit": {"hash": "3333333"},
+        let side = |name: &str, hash: &str| {
+            json!({"branch": {"name": name}, "commit": {"hash": hash},
                    "repository": {"type": "repository", "full_name": format!("{OWNER}/{REPO}")}})
         };
         let href = format!(
@@ -58,8 +58,8 @@ impl BitbucketFake {
             "title": pr.title,
             "description": pr.body,
             "state": state_of(pr),
-            "source": side(&pr.head),
-            "destination": side(&pr.base),
+            "source": side(&pr.head, &pr.head_sha[..12]),
+            "destination": side(&pr.base, "333333333333"),
             "links": {"html": {"href": href}},
             "closed_by": (pr.state != FakeState::Open).then_some(closer),
             "merge_commit": (pr.state == FakeState::Merged).then(|| json!({"hash": "4444444"})),
@@ -243,14 +243,72 @@ impl BitbucketFake {
                 ("GET", []) => self.list(req),
                 ("POST", []) => self.create(req),
                 ("GET", [id]) => match self.find(id) {
-                    Some(pr) => ResponseTemplate::new(200).set_body_json(Self::pull_json(&pr)),
+                    Some(pr) => {
+                        let mut v = Self::pull_json(&pr);
+                        v["participants"] = self.participants(pr.number);
+                        ResponseTemplate::new(200).set_body_json(v)
+                    }
                     None => bb_error(404, "Pull request not found"),
                 },
+                ("POST", [id, "merge"]) => self.merge(req, id),
                 ("POST", [id, "comments"]) => self.comment(req, id),
                 ("POST", [id, "decline"]) => self.decline(req, id),
                 _ => bb_error(404, "Resource not found"),
             },
+            ("GET", ["repositories", OWNER, REPO, "commit", sha]) => self.commit(sha),
             _ => bb_error(404, "Repository not found"),
+        }
+    }
+
+    /// A single pull request's `participants`: reviewers and commenters; an approval a push
+    /// reset (stale) is no longer approved.
+    fn participants(&self, number: u64) -> Value {
+        let list: Vec<Value> = self
+            .fake
+            .reviews_of(number)
+            .iter()
+            .map(|r| {
+                let (role, approved, state) = match (r.stale, r.state) {
+                    (false, ReviewState::Approved) => ("REVIEWER", true, json!("approved")),
+                    (false, ReviewState::ChangesRequested) => {
+                        ("REVIEWER", false, json!("changes_requested"))
+                    }
+                    (_, ReviewState::Commented) => ("PARTICIPANT", false, Value::Null),
+                    _ => ("REVIEWER", false, Value::Null),
+                };
+                json!({"type": "participant", "role": role, "approved": approved, "state": state,
+                       "user": {"type": "user", "nickname": r.login, "account_id": format!("5b:{}", r.login)},
+                       "participated_on": "2024-05-01T11:00:00.000000+00:00"})
+            })
+            .collect();
+        Value::Array(list)
+    }
+
+    /// `POST .../pullrequests/{id}/merge`: no expected head; the merged pull request.
+    fn merge(&self, req: &Request, id: &str) -> ResponseTemplate {
+        let fields = ["type", "message", "close_source_branch", "merge_strategy"];
+        if !req.body.is_empty() {
+            if let Err(e) = payload(req, &[], &fields) {
+                return e;
+            }
+        }
+        let unused = bb_error(500, "fake: Bitbucket takes no expected head");
+        self.fake.merge_at(id, None, unused, Self::pull_json)
+    }
+
+    /// `GET /repositories/{ws}/{slug}/commit/{sha}`: `author.user` when linked.
+    fn commit(&self, sha: &str) -> ResponseTemplate {
+        match self.fake.author_of(sha) {
+            None => bb_error(404, &format!("Commit not found: {sha}")),
+            Some(author) => {
+                let mut a = json!({"type": "author", "raw": "A <a@example.com>"});
+                if let Some(l) = author {
+                    a["user"] =
+                        json!({"type": "user", "nickname": l, "account_id": format!("5b:{l}")});
+                }
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"type": "commit", "hash": sha, "author": a}))
+            }
         }
     }
 }
@@ -368,6 +426,7 @@ async fn bitbucket_fake_pages_follow_next_links_only_below_the_api_url() {
         title: String::new(),
         body: String::new(),
         state: FakeState::Open,
+        head_sha: head_sha(1, 0),
     });
     Mock::given(any())
         .respond_with(

@@ -57,8 +57,8 @@ impl GiteaFake {
     }
 
     fn pull_json(&self, pr: &FakePr) -> Value {
-        let branch = |name: &str| {
-            json!({"label": name, "ref": name, "sha": "3333333", "repo_id": 1,
+        let branch = |name: &str, sha: &str| {
+            json!({"label": name, "ref": name, "sha": sha, "repo_id": 1,
                    "repo": {"id": 1, "name": REPO, "full_name": format!("{OWNER}/{REPO}")}})
         };
         json!({
@@ -75,14 +75,133 @@ impl GiteaFake {
             "merged_by": (pr.state == FakeState::Merged)
                 .then(|| json!({"id": 77, "login": MERGER, "full_name": "Release Captain"})),
             "created_at": "2024-05-01T10:00:00Z",
-            "head": branch(&pr.head),
-            "base": branch(&pr.base),
+            "head": branch(&pr.head, &pr.head_sha),
+            "base": branch(&pr.base, "3333333"),
         })
     }
 
+    /// The teams the fake knows, numbered from 1 in the order they got a member.
+    fn teams(&self) -> Vec<String> {
+        let mut teams: Vec<String> = Vec::new();
+        for (team, _) in self.fake.store().members.iter() {
+            if !teams.contains(team) {
+                teams.push(team.clone());
+            }
+        }
+        teams
+    }
+
+    /// `GET /orgs/{org}/teams/search?q=..` (`{data, ok}`, names containing `q`) and
+    /// `GET /teams/{id}/members/{username}` (the user, or 404).
+    fn team_call(&self, req: &Request) -> Option<ResponseTemplate> {
+        let seg = self.fake.segments(req)?;
+        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
+        let teams = self.teams();
+        match seg.as_slice() {
+            ["orgs", org, "teams", "search"] => {
+                if let Some(e) = undocumented_param(req, &["q", "include_desc", "page", "limit"]) {
+                    return Some(e);
+                }
+                let q = query(req).get("q").cloned().unwrap_or_default();
+                let data: Vec<Value> = teams
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| {
+                        let (o, name) = t.split_once('/')?;
+                        (o == *org && name.contains(q.as_str()))
+                            .then(|| json!({"id": i + 1, "name": name, "permission": "write"}))
+                    })
+                    .collect();
+                Some(ResponseTemplate::new(200).set_body_json(json!({"data": data, "ok": true})))
+            }
+            ["teams", id, "members", user] => {
+                let team = id
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| teams.get(i.checked_sub(1)?).cloned());
+                Some(match team {
+                    Some(team) if self.fake.is_member(&team, user) => {
+                        ResponseTemplate::new(200).set_body_json(json!({"id": 9, "login": user}))
+                    }
+                    _ => error(404, "The target couldn't be found."),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `GET /repos/{o}/{r}/pulls/{index}/reviews`: `stale` and `dismissed` say themselves.
+    fn reviews(&self, req: &Request, index: &str) -> ResponseTemplate {
+        if let Some(e) = undocumented_param(req, &["page", "limit"]) {
+            return e;
+        }
+        let Some(pr) = self.find(index) else {
+            return error(404, "The target couldn't be found.");
+        };
+        let items = self
+            .fake
+            .reviews_of(pr.number)
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let state = match r.state {
+                    ReviewState::Approved | ReviewState::Dismissed => "APPROVED",
+                    ReviewState::ChangesRequested => "REQUEST_CHANGES",
+                    ReviewState::Commented => "COMMENT",
+                    ReviewState::Pending => "PENDING",
+                };
+                json!({"id": 60 + i, "user": {"id": 5, "login": r.login}, "state": state,
+                       "body": "", "commit_id": r.commit, "stale": r.stale,
+                       "dismissed": r.state == ReviewState::Dismissed, "official": true,
+                       "submitted_at": "2024-05-01T11:00:00Z"})
+            })
+            .collect();
+        let cap = self.fake.store().page_cap;
+        page(req, items, "limit", 30, 50, cap)
+    }
+
+    /// `POST /repos/{o}/{r}/pulls/{index}/merge {Do, head_commit_id}`: 409 "head out of
+    /// date" when the head moved; 200 with no body.
+    fn merge(&self, req: &Request, index: &str) -> ResponseTemplate {
+        let fields = [
+            "Do",
+            "MergeTitleField",
+            "MergeMessageField",
+            "head_commit_id",
+            "delete_branch_after_merge",
+            "force_merge",
+            "merge_when_checks_succeed",
+        ];
+        let body = match payload(req, &["Do"], &fields) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let moved = error(409, "head out of date");
+        let expected = body["head_commit_id"].as_str().filter(|s| !s.is_empty());
+        self.fake.merge_at(index, expected, moved, |_| Value::Null)
+    }
+
+    /// `GET /repos/{o}/{r}/git/commits/{sha}`: `author` is the linked account or `null`.
+    fn commit(&self, sha: &str) -> ResponseTemplate {
+        match self.fake.author_of(sha) {
+            None => error(404, &format!("sha not found [sha: {sha}]")),
+            Some(author) => ResponseTemplate::new(200).set_body_json(json!({
+                "sha": sha,
+                "commit": {"author": {"name": "A", "email": "a@example.com"}},
+                "author": author.map(|l| json!({"id": 9, "login": l})),
+            })),
+        }
+    }
+
     fn route(&self, req: &Request) -> ResponseTemplate {
+        if let Some(answer) = self.team_call(req) {
+            return answer;
+        }
         self.fake
             .route_repo(req, |method, rest| match (method, rest) {
+                ("GET", ["pulls", index, "reviews"]) => self.reviews(req, index),
+                ("POST", ["pulls", index, "merge"]) => self.merge(req, index),
+                ("GET", ["git", "commits", sha]) => self.commit(sha),
                 ("GET", ["pulls"]) => self.list(req),
                 ("POST", ["pulls"]) => self.create(req),
                 ("GET", ["pulls", index]) => match self.find(index) {

@@ -52,7 +52,7 @@ impl GitHubFake {
             "closed_at": (pr.state != FakeState::Open).then_some("2024-05-01T12:00:00Z"),
             "merged_at": merged_at,
             "draft": false,
-            "head": {"label": format!("{OWNER}:{}", pr.head), "ref": pr.head, "sha": "1111111",
+            "head": {"label": format!("{OWNER}:{}", pr.head), "ref": pr.head, "sha": pr.head_sha,
                      "repo": {"full_name": format!("{OWNER}/{REPO}")}},
             "base": {"label": format!("{OWNER}:{}", pr.base), "ref": pr.base, "sha": "2222222",
                      "repo": {"full_name": format!("{OWNER}/{REPO}")}},
@@ -70,9 +70,91 @@ impl GitHubFake {
         v
     }
 
+    /// `GET /orgs/{org}/teams/{team_slug}/memberships/{username}`: 200 `{state, role}` for a
+    /// member, 404 otherwise.
+    fn membership(&self, req: &Request) -> Option<ResponseTemplate> {
+        let seg = self.fake.segments(req)?;
+        let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
+        let ["orgs", org, "teams", slug, "memberships", user] = seg.as_slice() else {
+            return None;
+        };
+        Some(if self.fake.is_member(&format!("{org}/{slug}"), user) {
+            ResponseTemplate::new(200).set_body_json(json!({"state": "active", "role": "member",
+                "url": format!("https://api.github.com/organizations/1/team/2/memberships/{user}")}))
+        } else {
+            error(404, "Not Found")
+        })
+    }
+
+    /// `GET /repos/{o}/{r}/pulls/{n}/reviews`, oldest first; a stale review is `DISMISSED`.
+    fn reviews(&self, req: &Request, n: &str) -> ResponseTemplate {
+        if let Some(e) = undocumented_param(req, &["per_page", "page"]) {
+            return e;
+        }
+        let Some(n) = self.existing(n) else {
+            return error(404, "Not Found");
+        };
+        let items = self
+            .fake
+            .reviews_of(n)
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let state = match (r.stale, r.state) {
+                    (true, _) | (_, ReviewState::Dismissed) => "DISMISSED",
+                    (false, ReviewState::Approved) => "APPROVED",
+                    (false, ReviewState::ChangesRequested) => "CHANGES_REQUESTED",
+                    (false, ReviewState::Commented) => "COMMENTED",
+                    (false, ReviewState::Pending) => "PENDING",
+                };
+                json!({"id": 80 + i, "user": {"login": r.login, "id": 5, "type": "User"},
+                       "body": "", "state": state, "commit_id": r.commit,
+                       "submitted_at": "2024-05-01T11:00:00Z"})
+            })
+            .collect();
+        let cap = self.fake.store().page_cap;
+        page(req, items, "per_page", 30, 100, cap)
+    }
+
+    /// `PUT /repos/{o}/{r}/pulls/{n}/merge {sha, merge_method}`: 409 when the head moved.
+    fn merge(&self, req: &Request, n: &str) -> ResponseTemplate {
+        let fields = ["commit_title", "commit_message", "sha", "merge_method"];
+        let body = match payload(req, &[], &fields) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let moved = error(
+            409,
+            "Head branch was modified. Review and try the merge again.",
+        );
+        let ok = |pr: &FakePr| {
+            json!({"sha": format!("{:0>40}", pr.number), "merged": true,
+                   "message": "Pull Request successfully merged"})
+        };
+        self.fake.merge_at(n, body["sha"].as_str(), moved, ok)
+    }
+
+    /// `GET /repos/{o}/{r}/commits/{sha}`: `author` is the linked account or `null`.
+    fn commit(&self, sha: &str) -> ResponseTemplate {
+        match self.fake.author_of(sha) {
+            None => error(422, &format!("No commit found for SHA: {sha}")),
+            Some(author) => ResponseTemplate::new(200).set_body_json(json!({
+                "sha": sha,
+                "commit": {"author": {"name": "A", "email": "a@example.com"}},
+                "author": author.map(|l| json!({"login": l, "id": 9, "type": "User"})),
+            })),
+        }
+    }
+
     fn route(&self, req: &Request) -> ResponseTemplate {
+        if let Some(answer) = self.membership(req) {
+            return answer;
+        }
         self.fake
             .route_repo(req, |method, rest| match (method, rest) {
+                ("GET", ["pulls", n, "reviews"]) => self.reviews(req, n),
+                ("PUT", ["pulls", n, "merge"]) => self.merge(req, n),
+                ("GET", ["commits", sha]) => self.commit(sha),
                 ("GET", ["pulls"]) => self.list(req),
                 ("POST", ["pulls"]) => self.create(req),
                 ("GET", ["pulls", n]) => self.with_pr(n, |pr| {

@@ -100,7 +100,107 @@ impl GitLabFake {
             "merge_user": merged.then(|| json!({"id": 77, "username": MERGER, "name": "Release Captain"})),
             "merged_by": merged.then(|| json!({"id": 77, "username": MERGER, "name": "Release Captain"})),
             "web_url": format!("https://gitlab.com/{PROJECT_PATH}/-/merge_requests/{}", pr.number),
+            "sha": pr.head_sha,
         })
+    }
+
+    /// The users the fake knows (team members and commit authors), with ids from 100.
+    fn users(&self) -> Vec<String> {
+        let s = self.fake.store();
+        let mut users: Vec<String> = s.members.iter().map(|(_, l)| l.clone()).collect();
+        users.extend(s.commits.iter().filter_map(|(_, a)| a.clone()));
+        users.sort();
+        users.dedup();
+        users
+    }
+
+    /// `GET /users?username=..` or `?search=..` (a public e-mail address matches exactly).
+    fn list_users(&self, req: &Request) -> ResponseTemplate {
+        if let Some(e) = undocumented_param(req, &["username", "search", "page", "per_page"]) {
+            return e;
+        }
+        let q = query(req);
+        let found: Vec<Value> = self
+            .users()
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| {
+                q.get("username").is_none_or(|n| n.eq_ignore_ascii_case(u))
+                    && q.get("search")
+                        .is_none_or(|e| *e == format!("{u}@example.com"))
+            })
+            .map(|(i, u)| json!({"id": 100 + i, "username": u, "name": u, "state": "active"}))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(Value::Array(found))
+    }
+
+    /// `GET /groups/:id/members/all/:user_id`: the member, or 404.
+    fn group_member(&self, group: &str, user_id: &str) -> ResponseTemplate {
+        let group = percent_decode(group);
+        if !self.fake.team_exists(&group) {
+            return not_found("404 Group Not Found");
+        }
+        let users = self.users();
+        let user = user_id
+            .parse::<usize>()
+            .ok()
+            .and_then(|id| users.get(id.checked_sub(100)?));
+        match user {
+            Some(u) if self.fake.is_member(&group, u) => ResponseTemplate::new(200).set_body_json(
+                json!({"id": 100, "username": u, "state": "active", "access_level": 30}),
+            ),
+            _ => not_found("404 Not found"),
+        }
+    }
+
+    /// `GET /projects/:id/repository/commits/:sha`: the author's e-mail address; a linked
+    /// author's is their public address.
+    fn commit(&self, sha: &str) -> ResponseTemplate {
+        match self.fake.author_of(sha) {
+            None => not_found("404 Commit Not Found"),
+            Some(author) => {
+                let email = format!("{}@example.com", author.as_deref().unwrap_or("ghost"));
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"id": sha, "author_name": "A", "author_email": email}))
+            }
+        }
+    }
+
+    /// `GET .../merge_requests/:iid/approvals`: who approves now (a stale approval is reset).
+    fn approvals(&self, iid: &str) -> ResponseTemplate {
+        let Some(pr) = self.find(iid) else {
+            return not_found("404 Not found");
+        };
+        let approved_by: Vec<Value> = self
+            .fake
+            .reviews_of(pr.number)
+            .iter()
+            .filter(|r| r.state == ReviewState::Approved && !r.stale)
+            .map(|r| json!({"user": {"id": 5, "username": r.login, "name": r.login}}))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({
+            "iid": pr.number, "approved": !approved_by.is_empty(), "approved_by": approved_by,
+        }))
+    }
+
+    /// `PUT .../merge_requests/:iid/merge {sha}`: 409 when the head moved.
+    fn merge(&self, req: &Request, iid: &str) -> ResponseTemplate {
+        let fields = [
+            "merge_commit_message",
+            "squash_commit_message",
+            "squash",
+            "should_remove_source_branch",
+            "merge_when_pipeline_succeeds",
+            "auto_merge",
+            "sha",
+        ];
+        let body = match payload(req, &[], &fields) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let moved = error(409, "SHA does not match HEAD of source branch");
+        self.fake
+            .merge_at(iid, body["sha"].as_str(), moved, |pr| self.mr_json(pr))
     }
 
     fn route(&self, req: &Request) -> ResponseTemplate {
@@ -109,6 +209,18 @@ impl GitLabFake {
         };
         let seg: Vec<&str> = raw.split('/').collect();
         let method = req.method.as_str();
+        match (method, seg.as_slice()) {
+            ("GET", ["", "users"]) => return self.list_users(req),
+            ("GET", ["", "groups", group, "members", "all", user_id]) => {
+                return self.group_member(group, user_id)
+            }
+            ("GET", ["", "projects", id, "repository", "commits", sha])
+                if *id == PROJECT_ENCODED || *id == PROJECT_ID =>
+            {
+                return self.commit(sha)
+            }
+            _ => {}
+        }
         let ["", "projects", id, "merge_requests", rest @ ..] = seg.as_slice() else {
             return not_found("404 Not Found");
         };
@@ -116,6 +228,8 @@ impl GitLabFake {
             return not_found("404 Project Not Found");
         }
         match (method, rest) {
+            ("GET", [iid, "approvals"]) => self.approvals(iid),
+            ("PUT", [iid, "merge"]) => self.merge(req, iid),
             ("GET", []) => self.list(req),
             ("POST", []) => self.create(req),
             ("GET", [iid]) => match self.find(iid) {

@@ -22,6 +22,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::{
     Forge, ForgeClient, ForgeError, ForgeKind, ForgeSettings, ForgeToken, PrState, PullRequest,
+    Review, ReviewState,
 };
 
 pub const TOKEN: &str = "s3cr3t-forge-token-0123456789";
@@ -53,6 +54,25 @@ pub struct FakePr {
     pub title: String,
     pub body: String,
     pub state: FakeState,
+    /// The head commit (40 hex digits); a push moves it.
+    pub head_sha: String,
+}
+
+/// A review as the fakes hold it; each fake answers it in its forge's words (a stale review:
+/// GitHub `DISMISSED`, Gitea `stale`, GitLab and Bitbucket drop the approval, Azure DevOps
+/// resets the vote).
+#[derive(Debug, Clone)]
+pub struct FakeReview {
+    pub number: u64,
+    pub login: String,
+    pub state: ReviewState,
+    pub commit: String,
+    pub stale: bool,
+}
+
+/// The head commit of pull request `number` after `pushes` pushes.
+pub fn head_sha(number: u64, pushes: u64) -> String {
+    format!("{number:04}{pushes:04}{}", "ab".repeat(16))
 }
 
 /// What a fake holds: pull requests, comments, and the faults to inject next.
@@ -72,6 +92,11 @@ pub struct Store {
     pub echo_credentials: bool,
     /// Another writer opens the same pull request just before our create arrives.
     pub race_on_create: bool,
+    pub reviews: Vec<FakeReview>,
+    /// (team, login) pairs.
+    pub members: Vec<(String, String)>,
+    /// Commits the fake knows: sha and the login its author's e-mail address belongs to.
+    pub commits: Vec<(String, Option<String>)>,
 }
 
 /// A handle on one fake's state, shared with its responder.
@@ -95,6 +120,9 @@ impl Fake {
                 base_head_endpoint: true,
                 echo_credentials: false,
                 race_on_create: false,
+                reviews: Vec::new(),
+                members: Vec::new(),
+                commits: Vec::new(),
             })),
             prefix: prefix.to_string(),
         }
@@ -132,8 +160,105 @@ impl Fake {
             title: format!("other {head}"),
             body: String::new(),
             state,
+            head_sha: head_sha(number, 0),
         });
         number
+    }
+
+    /// `login` reviews pull request `number` on its current head.
+    pub fn review(&self, number: u64, login: &str, state: ReviewState, stale: bool) {
+        let commit = self.head_of(number);
+        self.store().reviews.push(FakeReview {
+            number,
+            login: login.into(),
+            state,
+            commit,
+            stale,
+        });
+    }
+
+    pub fn head_of(&self, number: u64) -> String {
+        let prs = self.prs();
+        prs.iter()
+            .find(|p| p.number == number)
+            .unwrap()
+            .head_sha
+            .clone()
+    }
+
+    /// Someone pushes to the pull request's branch: its head moves.
+    pub fn push(&self, number: u64) -> String {
+        let mut s = self.store();
+        let pr = s.prs.iter_mut().find(|p| p.number == number).unwrap();
+        let pushes: u64 = pr.head_sha[4..8].parse().unwrap();
+        pr.head_sha = head_sha(number, pushes + 1);
+        pr.head_sha.clone()
+    }
+
+    pub fn add_member(&self, team: &str, login: &str) {
+        self.store().members.push((team.into(), login.into()));
+    }
+
+    pub fn set_commit_author(&self, sha: &str, login: Option<&str>) {
+        self.store()
+            .commits
+            .push((sha.into(), login.map(str::to_string)));
+    }
+
+    pub fn reviews_of(&self, number: u64) -> Vec<FakeReview> {
+        let s = self.store();
+        s.reviews
+            .iter()
+            .filter(|r| r.number == number)
+            .cloned()
+            .collect()
+    }
+
+    pub fn is_member(&self, team: &str, login: &str) -> bool {
+        let s = self.store();
+        s.members.iter().any(|(t, l)| t == team && l == login)
+    }
+
+    /// The teams the fake knows (any with a member).
+    pub fn team_exists(&self, team: &str) -> bool {
+        self.store().members.iter().any(|(t, _)| t == team)
+    }
+
+    /// `Some(author)` for a known commit, `None` for an unknown one (the forge's 404).
+    pub fn author_of(&self, sha: &str) -> Option<Option<String>> {
+        let s = self.store();
+        s.commits
+            .iter()
+            .find(|(c, _)| c == sha)
+            .map(|(_, a)| a.clone())
+    }
+
+    /// Serves a merge of pull request `n` at `expected` as the forges do: 404 for an unknown
+    /// one, 405 for one not open, `moved` when its head is not `expected` (when given);
+    /// otherwise it is merged (by [`MERGER`], the token's user) and `ok` is the answer.
+    pub fn merge_at(
+        &self,
+        n: &str,
+        expected: Option<&str>,
+        moved: ResponseTemplate,
+        ok: impl Fn(&FakePr) -> Value,
+    ) -> ResponseTemplate {
+        let pr = n
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| self.prs().into_iter().find(|p| p.number == n));
+        let Some(pr) = pr else {
+            return error(404, "Not Found");
+        };
+        if pr.state != FakeState::Open {
+            return error(405, "Pull Request is not mergeable");
+        }
+        if expected.is_some_and(|e| e != pr.head_sha) {
+            return moved;
+        }
+        self.merge(pr.number);
+        let merged = self.prs().into_iter().find(|p| p.number == pr.number);
+        ResponseTemplate::new(200).set_body_json(ok(&merged.unwrap()))
     }
 
     pub fn fail_next(&self, status: u16, headers: Vec<(&'static str, String)>) {
@@ -171,6 +296,7 @@ impl Fake {
             title: title.into(),
             body: body.into(),
             state: FakeState::Open,
+            head_sha: head_sha(number, 0),
         };
         s.prs.push(pr.clone());
         Some(pr)
@@ -864,6 +990,162 @@ pub async fn find_open_walks_pages(h: &Harness) {
     );
 }
 
+/// The forge's kind and the number of the approval pull request it opens.
+async fn opened(h: &Harness) -> (ForgeKind, u64) {
+    let pr = h.forge.ensure_open(HEAD, BASE, "t", "b").await.unwrap();
+    (h.forge.kind(), pr.number)
+}
+
+/// Reviews as each forge reports them: five reviewers over several pages (where the forge
+/// pages), one of them given before a push and stale.
+pub async fn reviews_over_pages(h: &Harness) {
+    let (kind, n) = opened(h).await;
+    h.fake.store().page_cap = 2;
+    h.fake.review(n, "carol", ReviewState::Approved, true);
+    let old = h.fake.head_of(n);
+    let new = h.fake.push(n);
+    for (login, state) in [
+        ("alice", ReviewState::Approved),
+        ("bob", ReviewState::ChangesRequested),
+        ("dave", ReviewState::Commented),
+        ("erin", ReviewState::Approved),
+    ] {
+        h.fake.review(n, login, state, false);
+    }
+    let got = h.forge.reviews(n).await.unwrap();
+    let review = |login: &str, state, commit: Option<&str>, stale| Review {
+        login: login.into(),
+        state,
+        commit: commit.map(str::to_string),
+        stale,
+    };
+    use ReviewState::*;
+    let (old, new) = (Some(old.as_str()), Some(new.as_str()));
+    // Carol's review, Dave's comment and the commit the others name, as each forge says.
+    let five = |carol: Review, dave, on: Option<&str>| {
+        vec![
+            carol,
+            review("alice", Approved, on, false),
+            review("bob", ChangesRequested, on, false),
+            review("dave", dave, on, false),
+            review("erin", Approved, on, false),
+        ]
+    };
+    let expected = match kind {
+        ForgeKind::GitHub => five(review("carol", Dismissed, old, true), Commented, new),
+        ForgeKind::Gitea | ForgeKind::Forgejo => {
+            five(review("carol", Approved, old, true), Commented, new)
+        }
+        // Only approvals that still count.
+        ForgeKind::GitLab => vec![
+            review("alice", Approved, None, false),
+            review("erin", Approved, None, false),
+        ],
+        // A reset approval is a reviewer who has not voted.
+        ForgeKind::Bitbucket => five(review("carol", Pending, None, false), Commented, None),
+        // Azure DevOps has no comment vote.
+        ForgeKind::AzureDevOps => five(review("carol", Pending, None, false), Pending, None),
+    };
+    assert_eq!(got, expected, "{kind}");
+    let pages = h
+        .request_lines()
+        .await
+        .iter()
+        .filter(|l| l.contains("/reviews"))
+        .count();
+    if matches!(
+        kind,
+        ForgeKind::GitHub | ForgeKind::Gitea | ForgeKind::Forgejo
+    ) {
+        assert_eq!(pages, 3, "{kind}: five reviews, two a page");
+    }
+}
+
+/// Merging at the head sluice read works once; at a head a push moved it is refused and
+/// the pull request stays open.
+pub async fn merge_only_at_the_expected_head(h: &Harness) {
+    let (kind, n) = opened(h).await;
+    let old = h.fake.head_of(n);
+    let read = h.forge.get(n).await.unwrap().head_sha.unwrap();
+    // Bitbucket names the short hash.
+    assert!(old.starts_with(&read) && read.len() >= 12, "{kind}: {read}");
+    let new = h.fake.push(n);
+    let err = h.forge.merge(n, &old).await.unwrap_err();
+    assert!(!err.is_transient(), "{kind}: {err:?}");
+    let status = if kind == ForgeKind::Bitbucket {
+        None
+    } else {
+        Some(409)
+    };
+    assert_eq!(err.status(), status, "{kind}: {err}");
+    assert!(err.to_string().contains("head moved"), "{kind}: {err}");
+    assert!(!err.to_string().contains(TOKEN));
+    assert_eq!(h.forge.get(n).await.unwrap().state, PrState::Open, "{kind}");
+    h.forge.merge(n, &new).await.unwrap();
+    let merged = h.forge.get(n).await.unwrap();
+    assert_eq!(merged.state, PrState::Merged, "{kind}");
+    assert_eq!(merged.merged_by.as_deref(), Some(MERGER), "{kind}");
+    let again = h.forge.merge(n, &new).await.unwrap_err();
+    assert!(!again.is_transient(), "{kind}: {again:?}");
+}
+
+/// Team membership: a member, a non-member (the forge's 404), an unknown team.
+pub async fn membership_yes_no_and_unknown(h: &Harness) {
+    let kind = h.forge.kind();
+    let team = if kind == ForgeKind::AzureDevOps {
+        "fleet/Release"
+    } else {
+        "acme/release"
+    };
+    let other = if kind == ForgeKind::AzureDevOps {
+        "fleet/Nobody"
+    } else {
+        "acme/nobody"
+    };
+    h.fake.add_member(team, "alice");
+    h.fake.add_member(team, "bob");
+    h.fake.store().page_cap = 1;
+    if kind == ForgeKind::Bitbucket {
+        let err = h.forge.is_member(team, "alice").await.unwrap_err();
+        assert!(!err.is_transient());
+        assert!(err.to_string().contains("by user name"), "{err}");
+        return;
+    }
+    assert!(h.forge.is_member(team, "alice").await.unwrap(), "{kind}");
+    assert!(
+        h.forge.is_member(team, "bob").await.unwrap(),
+        "{kind}: on page two"
+    );
+    assert!(!h.forge.is_member(team, "mallory").await.unwrap(), "{kind}");
+    let unknown = h.forge.is_member(other, "alice").await;
+    match kind {
+        // 404 is the answer for "not a member" and for "no such team" alike.
+        ForgeKind::GitHub | ForgeKind::GitLab => assert_eq!(unknown, Ok(false), "{kind}"),
+        _ => {
+            let err = unknown.unwrap_err();
+            assert!(!err.is_transient(), "{kind}: {err:?}");
+        }
+    }
+    assert!(h.forge.is_member("no-slash", "alice").await.is_err() || kind == ForgeKind::GitLab);
+}
+
+/// A commit whose author the forge links to an account, one it cannot, one it does not know.
+pub async fn commit_author_linked_or_not(h: &Harness) {
+    let kind = h.forge.kind();
+    let (linked, unlinked) = (head_sha(90, 0), head_sha(91, 0));
+    h.fake.set_commit_author(&linked, Some("alice"));
+    h.fake.set_commit_author(&unlinked, None);
+    let author = h.forge.commit_author(&linked).await.unwrap();
+    assert_eq!(author.as_deref(), Some("alice"), "{kind}");
+    assert_eq!(
+        h.forge.commit_author(&unlinked).await.unwrap(),
+        None,
+        "{kind}"
+    );
+    let err = h.forge.commit_author(&head_sha(92, 0)).await.unwrap_err();
+    assert!(!err.is_transient(), "{kind}: {err:?}");
+}
+
 // ---- the scenarios over every fake, each against its documented API -----------------------
 
 /// One forge's fake: where it serves, what it answers with, and what its API looks like on
@@ -1041,6 +1323,20 @@ async fn every_fake_comment_and_close() {
     for (kind, wire) in FAKES.iter().map(|f| (f.kind, f.wire)) {
         eprintln!("{kind}");
         comment_and_close_on_the_wire(&default_harness(kind).await, wire).await;
+    }
+}
+
+/// What approval policies read, on every fake, each scenario on a fresh fake: reviews over
+/// pages with stale ones marked, merge only at the expected head, team membership, commit
+/// authors.
+#[tokio::test]
+async fn every_fake_serves_what_approval_policies_read() {
+    for kind in FAKES.iter().map(|f| f.kind) {
+        eprintln!("{kind}");
+        reviews_over_pages(&default_harness(kind).await).await;
+        merge_only_at_the_expected_head(&default_harness(kind).await).await;
+        membership_yes_no_and_unknown(&default_harness(kind).await).await;
+        commit_author_linked_or_not(&default_harness(kind).await).await;
     }
 }
 
