@@ -28,7 +28,7 @@ mod judge_table;
 use tracing::{info, warn};
 
 use crate::core::approval::{
-    check, memberships_needed, ApprovalPolicy, Evidence, MergeBy, Met, Outcome, Review, ReviewState,
+    check, memberships_needed, ApprovalPolicy, Evidence, MergeBy, Met, Outcome,
 };
 use crate::core::decide::Decision;
 use crate::core::observe::{Facts, MergedApproval};
@@ -354,7 +354,7 @@ fn evidence(
 ) -> Result<Evidence, ApprovalError> {
     let reviews = runtime.block_on(forge.reviews(pr.number))?;
     let mut evidence = Evidence {
-        reviews: reviews.into_iter().map(core_review).collect(),
+        reviews,
         head: pr.head_sha.clone(),
         author: None,
         merger: pr.merged_by.clone(),
@@ -371,24 +371,6 @@ fn evidence(
         }
     }
     Ok(evidence)
-}
-
-/// A forge review as the core weighs it.
-fn core_review(r: crate::forge::Review) -> Review {
-    use crate::forge::ReviewState as Forge;
-    let state = match r.state {
-        Forge::Approved => ReviewState::Approved,
-        Forge::ChangesRequested => ReviewState::ChangesRequested,
-        Forge::Commented => ReviewState::Commented,
-        Forge::Dismissed => ReviewState::Dismissed,
-        Forge::Pending => ReviewState::Pending,
-    };
-    Review {
-        login: r.login,
-        state,
-        commit: r.commit,
-        stale: r.stale,
-    }
 }
 
 /// The file a new revision of `canary` is written in: its source, a Flagger canary's target
