@@ -178,6 +178,7 @@ pub fn tick_fetched(
         }
     };
     committed.report.push_retries = attempt - 1;
+    committed.report.forge_repository = read.settings.forge.as_ref().map(|f| f.repository.clone());
     let with = Announce {
         observer: ctx.observer,
         runtime: ctx.runtime,

@@ -25,7 +25,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A checkout on `main` whose one commit holds the fixture `name`, with `edit` applied first
 /// (path, new text; an empty text removes the file).
-fn checkout(name: &str, edit: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn checkout(name: &str, edit: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for entry in walkdir::WalkDir::new(fixture(name)) {
         let entry = entry.unwrap();
@@ -52,7 +52,7 @@ fn checkout(name: &str, edit: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-fn adopt(dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn adopt(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let repo = dir.display().to_string();
     let mut all = vec!["adopt", "--repo", repo.as_str()];
     all.extend_from_slice(args);
@@ -199,9 +199,10 @@ fn builds(folder: &Path) {
     }
 }
 
-/// sluice's first render on the adopted branch (a bare clone, `sluice reconcile`), then
-/// `kubectl kustomize` of `folders` in it, and `validate` once more.
-fn first_render(dir: &Path, folders: &[&str], canaries: usize) {
+/// sluice's first render on the adopted branch `sluice-adopt` of `dir`: a bare clone,
+/// `sluice reconcile` on that branch, and a clone of the result (in `rendered` of the returned
+/// directory).
+pub(crate) fn render_adopted(dir: &Path) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let bare = tmp.path().join("config.git");
     git(dir, &["clone", "-q", "--bare", ".", bare.to_str().unwrap()]);
@@ -219,6 +220,14 @@ fn first_render(dir: &Path, folders: &[&str], canaries: usize) {
             rendered.to_str().unwrap(),
         ],
     );
+    tmp
+}
+
+/// sluice's first render on the adopted branch ([`render_adopted`]), then
+/// `kubectl kustomize` of `folders` in it, and `validate` once more.
+fn first_render(dir: &Path, folders: &[&str], canaries: usize) {
+    let tmp = render_adopted(dir);
+    let rendered = tmp.path().join("rendered");
     let initialized = git_lines(&rendered, &["log", "--format=%s", "sluice-adopt"])
         .iter()
         .filter(|s| s.ends_with("initialization done, all traffic on the primary"))

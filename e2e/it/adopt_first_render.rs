@@ -30,8 +30,8 @@ const ROUTERS: &[(&str, Option<&str>)] = &[
     ("appmesh:v1beta2", None),
 ];
 
-/// The Secret the source's `TOKEN` comes from, in the repo (a Secret only in the cluster is
-/// the case sluice cannot render as Flagger: see the report's note in README.md).
+/// The Secret the source's `TOKEN` comes from, in the repo (a Secret only in the cluster:
+/// `adopt_fixture_render::a_secret_only_the_cluster_holds_keeps_the_primary_on_flaggers_copy`).
 const SECRET: &str = "apiVersion: v1
 kind: Secret
 metadata:
@@ -107,7 +107,7 @@ fn quantity(text: &str) -> f64 {
 }
 
 /// Fields Flagger sets at runtime (or the API server does), not in git.
-fn scrub(doc: &mut Json) {
+pub(crate) fn scrub(doc: &mut Json) {
     if let Some(meta) = doc["metadata"].as_object_mut() {
         for key in [
             "resourceVersion",
@@ -128,7 +128,7 @@ fn scrub(doc: &mut Json) {
 }
 
 /// The objects of `text` (YAML documents), scrubbed, by `Kind/name`.
-fn objects(text: &str) -> std::collections::BTreeMap<String, Json> {
+pub(crate) fn objects(text: &str) -> std::collections::BTreeMap<String, Json> {
     serde_saphyr::from_multiple::<Json>(text)
         .unwrap()
         .into_iter()
@@ -170,7 +170,7 @@ fn first_render(provider: &str) -> std::collections::BTreeMap<String, Json> {
 }
 
 /// Every difference between `want` (Flagger's) and `got` (sluice's), as paths.
-fn differences(want: &Json, got: &Json, at: &str, out: &mut Vec<String>) {
+pub(crate) fn differences(want: &Json, got: &Json, at: &str, out: &mut Vec<String>) {
     match (want, got) {
         (Json::Object(w), Json::Object(g)) => {
             for key in w.keys().chain(g.keys().filter(|k| !w.contains_key(*k))) {

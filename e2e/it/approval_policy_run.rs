@@ -2,7 +2,7 @@
 //! fake (`support/forge.rs`), `shop/web`'s promotion waiting for approval under a policy, and
 //! `sluice audit` weighing the recorded approvers against the policy in force before the merge.
 
-use crate::approval_run::Run;
+use crate::support::forge::ForgeRun as Run;
 use crate::support::forge::{ForgeFake, Kind, FILE, TOKEN_USER};
 use crate::support::{audit, git, merge_approval, reconcile_ticks, DaemonBuilder};
 

@@ -9,6 +9,7 @@
 mod adopt;
 mod adopt_check;
 mod adopt_first_render;
+mod adopt_fixture_render;
 mod adopt_hold;
 mod affinity_mirror;
 mod alert_providers;
@@ -36,6 +37,7 @@ mod docs_links;
 mod drift;
 mod flagger_fields;
 mod flagger_warnings;
+mod git_github_app;
 #[path = "../git_server.rs"]
 mod git_server;
 mod gitops;
@@ -76,6 +78,7 @@ mod notify;
 mod openfunction;
 mod operate;
 mod per_tick;
+mod pr_events_forges;
 mod pr_webhooks;
 mod rbac;
 mod route;

@@ -117,8 +117,9 @@ pub fn adopt(
 
 /// A note per ConfigMap or Secret a canary's target references that the repo does not hold:
 /// Flagger's primary uses its `-primary` copy (its config tracker copies each one it finds in
-/// the cluster), while sluice copies only what git holds and keeps the original name, so the
-/// first render would change the primary's pod template and restart its pods.
+/// the cluster). Under the adoption hold sluice's first render points the primary at that
+/// copy too, so the pod template stays Flagger's; the copy must stay in the cluster until the
+/// first promotion after the release switches the primary to the original name.
 fn configs_not_in_the_repo(
     files: &BTreeMap<String, String>,
     snapshot: &Snapshot,
@@ -142,9 +143,9 @@ fn configs_not_in_the_repo(
         for config in crate::workload::configs::references(doc) {
             if snapshot.find(config.kind, &config.name).next().is_none() {
                 notes.push(format!(
-                    "{}:{}: {} {} is referenced by {} {}'s pod template but is not in the repo: Flagger's primary uses its copy {}-primary, sluice's first render keeps {} (it copies only what git holds), so applying it restarts {}-primary's pods. Put the {} itself in the repo before merging (sluice then writes its -primary copy, as Flagger does), or accept one restart; `sluice adopt check` names the difference",
+                    "{}:{}: {} {} is referenced by {} {}'s pod template but is not in the repo: Flagger's primary uses its copy {}-primary, and so does sluice's first render under the adoption hold: nothing restarts. Keep {}-primary in the cluster until the first promotion after `sluice adopt release`, which points {}-primary at {} (its pods restart then, as at any release); delete the copy after that. If the cluster holds no {}-primary (Flagger copies only Opaque, basic-auth, ssh-auth and tls Secrets, and nothing annotated flagger.app/config-tracking: disabled), put the {} in the repo before merging",
                     target.file, target.line, config.kind, config.name, target.kind, target.name,
-                    config.name, config.name, target.name, config.kind
+                    config.name, config.name, target.name, config.name, config.name, config.kind
                 ));
             }
         }

@@ -302,12 +302,13 @@ fn exit_if_stop_hangs(stop: Arc<AtomicBool>, stopped: Arc<AtomicBool>) {
 /// not ready). Errors that retrying cannot fix (bad URL, credentials, work dir) end the daemon.
 fn open_with_retry(
     args: &Args,
-    clock: &Clock,
+    runtime: &Runtime,
     stop: &AtomicBool,
     metrics: &Metrics,
 ) -> anyhow::Result<Option<crate::cli::repo::Locked>> {
+    let clock = runtime.clock();
     loop {
-        match args.repo.open() {
+        match args.repo.open_on(Some(runtime.shared_clock())) {
             Ok(locked) => return Ok(Some(locked)),
             Err(e) => {
                 let transient = e
@@ -356,7 +357,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
     start_server(&runtime, args, state.clone(), dashboard, wake_tx)?;
     let clock = runtime.clock();
-    let Some(mut locked) = open_with_retry(args, clock, &stop, &metrics)? else {
+    let Some(mut locked) = open_with_retry(args, &runtime, &stop, &metrics)? else {
         stopped.store(true, Ordering::SeqCst);
         info!("sluice stopped");
         return Ok(0);
@@ -488,6 +489,7 @@ fn poll_once(
         Ok(Polled::Ticked(report)) => {
             state.set_ready();
             state.set_details(unreachable_clusters(&report));
+            state.set_forge_repository(report.forge_repository.clone());
             record(metrics, &report, clock.now());
             log_report(&report);
             // What the tick allocated is freed; glibc would keep it mapped, and the daemon at

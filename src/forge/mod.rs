@@ -272,7 +272,7 @@ impl ForgeToken {
         }
     }
 
-    fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }

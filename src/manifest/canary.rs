@@ -188,31 +188,9 @@ pub fn read_native(
     snapshot: &Snapshot,
 ) -> Option<Canary> {
     let before = r.errors.len();
-    r.map(root, "", OBJECT_KEYS)?;
-    let id = read_id(r, root);
-    let spec = r.required(root, "", "spec")?;
-    r.map(spec, "spec", NATIVE_SPEC_KEYS)?;
+    let (id, spec) = read_head(r, root, NATIVE_SPEC_KEYS)?;
 
-    let target = match (spec.get("source"), spec.get("routeOnly")) {
-        (Some(s), None) => repo_path_at(r, s, "spec.source").map(|path| Target::Source { path }),
-        (None, Some(ro)) => read_route_only(r, ro),
-        (Some(_), Some(ro)) => {
-            r.error(
-                ro.line,
-                "spec.routeOnly",
-                "expected either spec.source or spec.routeOnly, found both",
-            );
-            None
-        }
-        (None, None) => {
-            r.error(
-                spec.line,
-                "spec.source",
-                "required field is missing (or set spec.routeOnly)",
-            );
-            None
-        }
-    };
+    let target = read_native_target(r, spec);
     let output = match spec.get("output") {
         Some(n) => repo_path_at(r, n, "spec.output"),
         None => id.as_ref().and_then(|id| {
@@ -267,6 +245,7 @@ pub fn read_native(
     }
     let canary = Canary {
         settle: settings.settle,
+        adoption_hold: settings.adoption_hold,
         provider,
         metrics_server,
         sync,
@@ -734,6 +713,43 @@ fn read_flagger_analysis(
     })
 }
 
+/// The canary's object keys, its id and its `spec` (whose keys must be among `spec_keys`).
+fn read_head<'n>(
+    r: &mut Reader,
+    root: &'n Node,
+    spec_keys: &[&str],
+) -> Option<(Option<CanaryId>, &'n Node)> {
+    r.map(root, "", OBJECT_KEYS)?;
+    let id = read_id(r, root);
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", spec_keys)?;
+    Some((id, spec))
+}
+
+/// A native canary's workload: `spec.source` or `spec.routeOnly`, exactly one of them.
+fn read_native_target(r: &mut Reader, spec: &Node) -> Option<Target> {
+    match (spec.get("source"), spec.get("routeOnly")) {
+        (Some(s), None) => repo_path_at(r, s, "spec.source").map(|path| Target::Source { path }),
+        (None, Some(ro)) => read_route_only(r, ro),
+        (Some(_), Some(ro)) => {
+            r.error(
+                ro.line,
+                "spec.routeOnly",
+                "expected either spec.source or spec.routeOnly, found both",
+            );
+            None
+        }
+        (None, None) => {
+            r.error(
+                spec.line,
+                "spec.source",
+                "required field is missing (or set spec.routeOnly)",
+            );
+            None
+        }
+    }
+}
+
 pub fn read_flagger(
     r: &mut Reader,
     root: &Node,
@@ -741,10 +757,7 @@ pub fn read_flagger(
     snapshot: &Snapshot,
 ) -> Option<Canary> {
     let before = r.errors.len();
-    r.map(root, "", OBJECT_KEYS)?;
-    let id = read_id(r, root);
-    let spec = r.required(root, "", "spec")?;
-    r.map(spec, "spec", FLAGGER_SPEC_KEYS)?;
+    let (id, spec) = read_head(r, root, FLAGGER_SPEC_KEYS)?;
 
     let target = r
         .required(spec, "spec", "targetRef")
@@ -823,6 +836,7 @@ pub fn read_flagger(
     let canary = Canary {
         settle: settings.settle,
         approval: approval?,
+        adoption_hold: settings.adoption_hold,
         provider: provider_name,
         metrics_server,
         sync: settings.sync.clone(),

@@ -31,6 +31,8 @@
 //! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
 pub mod addresses;
+pub mod analysis_run;
+pub mod analysis_templates;
 pub mod aws_env;
 pub mod builtin;
 pub mod cloudwatch;

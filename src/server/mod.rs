@@ -68,6 +68,9 @@ pub struct ServerState {
     metrics_on_main: bool,
     /// What the last tick held for lack of a cluster, one line each (`/readyz` details).
     details: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The `forge.repository` the last tick read; pull-request events about another
+    /// repository wake nothing. `None` before the first tick and without a forge.
+    forge_repository: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl ServerState {
@@ -90,6 +93,7 @@ impl ServerState {
             dashboard: None,
             metrics_on_main: true,
             details: Arc::default(),
+            forge_repository: Arc::default(),
         }
     }
 
@@ -131,6 +135,23 @@ impl ServerState {
     pub fn set_details(&self, details: Vec<String>) {
         let mut held = self.details.lock().unwrap_or_else(|e| e.into_inner());
         *held = details;
+    }
+
+    /// Sets the `forge.repository` of the settings the last tick read.
+    pub fn set_forge_repository(&self, repository: Option<String>) {
+        let mut held = self
+            .forge_repository
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *held = repository;
+    }
+
+    fn forge_repository(&self) -> Option<String> {
+        let held = self
+            .forge_repository
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        held.clone()
     }
 
     fn details(&self) -> Vec<String> {

@@ -39,17 +39,13 @@ use yaml_rust2::Yaml;
 
 use crate::manifest::model::{AutoscalerKind, AutoscalerRef, Canary};
 use crate::workload::source::{Index, Manifest};
-use crate::workload::yaml_edit::{key, map_at, rename, set};
+use crate::workload::yaml_edit::{key, map_at, rename, set, without_toolkit_keys};
 use crate::yaml::error::{SpecError, SpecErrors};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join};
 
 /// KEDA's annotation that pauses a ScaledObject at a fixed replica count.
 pub const PAUSED_REPLICAS: &str = "autoscaling.keda.sh/paused-replicas";
-
-/// Labels and annotations Flagger leaves out of its copies (`filterMetadata`): the ones Flux
-/// stamps on the objects it applies.
-const TOOLKIT_MARKER: &str = "toolkit.fluxcd.io";
 
 /// The user's autoscaler, as found in the repo.
 #[derive(Debug, Clone)]
@@ -271,29 +267,17 @@ fn check_scaled_object(
     }
 }
 
-/// A copy of `labels`/`annotations` without the keys Flux stamps (Flagger's `filterMetadata`);
-/// `None` when nothing is left.
-fn filtered(map: &Yaml) -> Option<Yaml> {
-    let Yaml::Hash(h) = map else { return None };
-    let kept: yaml_rust2::yaml::Hash = h
-        .iter()
-        .filter(|(k, _)| !k.as_str().is_some_and(|k| k.contains(TOOLKIT_MARKER)))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    (!kept.is_empty()).then_some(Yaml::Hash(kept))
-}
-
 /// A new object's head: apiVersion, kind and metadata (name, namespace, filtered labels and,
 /// when `annotations`, filtered annotations).
 fn head(kind: AutoscalerKind, name: &str, namespace: &str, from: &Yaml, annotations: bool) -> Yaml {
     let mut meta = yaml_rust2::yaml::Hash::new();
     meta.insert(key("name"), key(name));
     meta.insert(key("namespace"), key(namespace));
-    if let Some(labels) = filtered(&from["metadata"]["labels"]) {
+    if let Some(labels) = without_toolkit_keys(&from["metadata"]["labels"]) {
         meta.insert(key("labels"), labels);
     }
     if annotations {
-        if let Some(a) = filtered(&from["metadata"]["annotations"]) {
+        if let Some(a) = without_toolkit_keys(&from["metadata"]["annotations"]) {
             meta.insert(key("annotations"), a);
         }
     }

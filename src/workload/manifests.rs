@@ -6,7 +6,7 @@ use yaml_rust2::{Yaml, YamlEmitter};
 use crate::manifest::model::{Canary, PortRef, ServiceMetadata};
 use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
-use crate::workload::yaml_edit::{key, map_at, rename, set};
+use crate::workload::yaml_edit::{drop_toolkit_keys, key, map_at, rename, set};
 use crate::workload::{Source, WorkloadError, DAEMONSET_SCALE_TO_ZERO};
 
 fn header(canary: &Canary) -> String {
@@ -43,6 +43,18 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     let primary_name = format!("{}-primary", source.deployment.name);
     let primary_label = Yaml::String(format!("{}-primary", source.label_value));
     rename(&mut doc, &primary_name, ns);
+    // Flux's keys stay off the primary, as Flagger leaves them off (`filterMetadata`,
+    // `makePrimaryLabels`, `makeAnnotations`): an instruction such as
+    // `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` would keep Flux from ever applying a
+    // promotion, and in the pod template it would differ from Flagger's live primary.
+    for path in [
+        &["metadata", "labels"][..],
+        &["metadata", "annotations"],
+        &["spec", "template", "metadata", "labels"],
+        &["spec", "template", "metadata", "annotations"],
+    ] {
+        drop_toolkit_keys(&mut doc, path);
+    }
     if let Some(labels) =
         map_at(&mut doc, &["metadata"]).and_then(|m| match m.get_mut(&key("labels")) {
             Some(Yaml::Hash(h)) => Some(h),
@@ -59,7 +71,16 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     if let Some(labels) = map_at(&mut doc, &["spec", "template", "metadata", "labels"]) {
         set(labels, &source.label_key, primary_label);
     }
-    rename_to_primary(&mut doc, &source.tracked);
+    // Under an adoption hold (the first render of a canary Flagger ran), a ConfigMap or Secret
+    // the repo does not hold is the `-primary` copy Flagger made of it in the cluster, which
+    // Flagger's live primary uses: pointing at it keeps the pod template Flagger's, so nothing
+    // restarts. The copy stays in use until the next promotion renders the primary again,
+    // with the original name (a release, which restarts the pods anyway).
+    let mut renamed = source.tracked.clone();
+    if canary.adoption_hold {
+        renamed.extend(source.untracked.iter().cloned());
+    }
+    rename_to_primary(&mut doc, &renamed);
     // The primary never keeps the idle canary's node selector (as Flagger's promotion drops it).
     if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec"]).and_then(|s| {
         match s.get_mut(&key("nodeSelector")) {

@@ -72,6 +72,9 @@ pub struct Source {
     /// Referenced ConfigMaps/Secrets present in the repo.
     pub configs: Vec<Manifest>,
     pub tracked: BTreeSet<ConfigRef>,
+    /// Referenced ConfigMaps/Secrets the repo does not hold (made in the cluster, by a
+    /// SealedSecret or an ExternalSecret, or by hand).
+    pub untracked: BTreeSet<ConfigRef>,
     /// The autoscaler `spec.autoscalerRef` names, found in the repo.
     pub autoscaler: Option<Autoscaler>,
 }
@@ -113,10 +116,13 @@ pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source
     let ns = canary.id.namespace.as_str();
     let mut configs = Vec::new();
     let mut tracked = BTreeSet::new();
+    let mut untracked = BTreeSet::new();
     for r in &refs {
         if let Some(m) = index.find(r.kind, ns, &r.name).next() {
             configs.push(m);
             tracked.insert(r.clone());
+        } else {
+            untracked.insert(r.clone());
         }
     }
     let autoscaler = autoscaler::resolve(canary, &deployment.name, index)?;
@@ -126,6 +132,7 @@ pub fn load_source(root: &Path, canary: &Canary, index: &Index) -> Result<Source
         label_value,
         configs,
         tracked,
+        untracked,
         autoscaler,
     })
 }

@@ -41,3 +41,48 @@ pub fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
         set(meta, "namespace", key(namespace));
     }
 }
+
+/// Labels and annotations Flagger leaves out of what it generates (`filterMetadata`,
+/// `makeAnnotations`, `makePrimaryLabels`): the ones Flux stamps on the objects it applies,
+/// or reads as instructions (`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent`).
+pub const TOOLKIT_MARKER: &str = "toolkit.fluxcd.io";
+
+/// A copy of `labels`/`annotations` without the keys holding [`TOOLKIT_MARKER`]; `None`
+/// when nothing is left.
+pub fn without_toolkit_keys(map: &Yaml) -> Option<Yaml> {
+    let Yaml::Hash(h) = map else { return None };
+    let kept: yaml_rust2::yaml::Hash = h
+        .iter()
+        .filter(|(k, _)| !k.as_str().is_some_and(|k| k.contains(TOOLKIT_MARKER)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!kept.is_empty()).then_some(Yaml::Hash(kept))
+}
+
+/// Takes the keys holding [`TOOLKIT_MARKER`] out of the mapping at `path` (the whole field
+/// when nothing is left); a path that is not there is left as it is, nothing is created.
+pub fn drop_toolkit_keys(doc: &mut Yaml, path: &[&str]) {
+    let Some((field, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = doc;
+    for p in parents {
+        let Yaml::Hash(h) = cur else { return };
+        let Some(next) = h.get_mut(&key(p)) else {
+            return;
+        };
+        cur = next;
+    }
+    let Yaml::Hash(parent) = cur else { return };
+    let Some(map @ Yaml::Hash(_)) = parent.get(&key(field)) else {
+        return;
+    };
+    match without_toolkit_keys(map) {
+        Some(kept) => {
+            set(parent, field, kept);
+        }
+        None => {
+            parent.remove(&key(field));
+        }
+    }
+}

@@ -225,6 +225,12 @@ impl ForgeFake {
         )
     }
 
+    /// The GitHub App fake's record, to share with a git server (panics on a fake without
+    /// the App).
+    pub(crate) fn app_side(&self) -> super::github_app::Shared {
+        Arc::clone(self.app.as_ref().expect("a GitHub App fake"))
+    }
+
     /// What the GitHub App fake saw (panics on a fake without the App).
     pub(crate) fn app(&self) -> std::sync::MutexGuard<'_, super::github_app::AppSide> {
         self.app
@@ -953,4 +959,76 @@ pub(crate) fn assert_waiting_again(w: &World, kind: Kind, why: &str) {
         !trailers.contains("Sluice-Approved-By") && trailers.contains(why),
         "{kind:?}: {trailers}"
     );
+}
+
+/// Ticks a wait on [`ForgeRun`] may take: far more than any step needs (a handful each).
+const MAX_TICKS: u64 = 300;
+
+/// A wait on [`ForgeRun`] that sees no tick at all for this long has hung.
+const HANG: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `sluice run` on `shop/web` with the fake of one forge, and a human's clone.
+pub(crate) struct ForgeRun {
+    pub(crate) kind: Kind,
+    pub(crate) fake: ForgeFake,
+    pub(crate) on: super::DaemonOnRemote,
+    pub(crate) human: std::path::PathBuf,
+}
+
+impl ForgeRun {
+    /// The daemon as `configure` sets it up, on a remote holding `spec` (at [`FILE`]) and
+    /// `fake`'s settings with more `forge` keys (`extra`, such as `, approvers: [a]`), once it
+    /// initialized the canary.
+    pub(crate) fn initialized(
+        fake: ForgeFake,
+        extra: &str,
+        spec: &str,
+        configure: impl FnOnce(super::DaemonBuilder) -> super::DaemonBuilder,
+    ) -> ForgeRun {
+        let config = format!(
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+            fake.settings().replace("}\n", &format!("{extra}}}\n"))
+        );
+        let on =
+            super::daemon_on_remote(&[(FILE, spec), (".sluice/config.yaml", &config)], configure);
+        let human =
+            super::human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
+        let run = ForgeRun {
+            kind: fake.kind(),
+            fake,
+            on,
+            human,
+        };
+        run.until("initialized", |r| r.phase() == "Initialized");
+        run
+    }
+
+    pub(crate) fn phase(&self) -> String {
+        super::status_at_main(&self.on.bare, STATUS)
+            .and_then(|s| s["phase"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// Waits until `done` holds: at most [`MAX_TICKS`] of the daemon's ticks, and never
+    /// [`HANG`] without one.
+    pub(crate) fn until(&self, what: &str, done: impl Fn(&ForgeRun) -> bool) {
+        let ticks = || super::reconcile_ticks(self.on.main());
+        let start = ticks();
+        let (mut last, mut since) = (start, std::time::Instant::now());
+        while !done(self) {
+            let now = ticks();
+            if now != last {
+                (last, since) = (now, std::time::Instant::now());
+            }
+            assert!(
+                now - start < MAX_TICKS && since.elapsed() < HANG,
+                "{:?}: not {what} after {} ticks (phase {}):\n{}",
+                self.kind,
+                now - start,
+                self.phase(),
+                self.on.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }

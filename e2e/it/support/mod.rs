@@ -15,6 +15,7 @@ mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod dockerfile;
 pub(crate) mod forge;
+pub(crate) mod forge_events;
 pub(crate) mod git_fixture;
 pub(crate) mod github_app;
 pub(crate) mod judge;
@@ -290,7 +291,7 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
-pub(crate) use crate::git_server::HttpGit;
+pub(crate) use crate::git_server::{Authorize, HttpGit};
 
 /// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
 pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {

@@ -11,6 +11,8 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod approval;
+pub mod argo_analysis;
+pub mod argo_expr;
 pub mod builtin_metric;
 pub mod concurrency;
 pub mod decide;

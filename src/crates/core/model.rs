@@ -228,6 +228,10 @@ pub struct Canary<R = ()> {
     /// `approval` or Flagger annotations, else the repo's `approval`, else `forge.approvers`);
     /// `None`: anyone who can merge approves.
     pub approval: Option<crate::approval::ApprovalPolicy>,
+    /// `.sluice/config.yaml` `adoption.hold`: the repo is moving from Flagger. A first render
+    /// then points the primary at Flagger's `-primary` copies of the ConfigMaps and Secrets
+    /// the repo does not hold, so its pod template is the one Flagger has live.
+    pub adoption_hold: bool,
 }
 
 impl<R> Canary<R> {

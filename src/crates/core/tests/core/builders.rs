@@ -305,6 +305,7 @@ impl CanaryBuilder {
             revert_on_deletion: false,
             priority: 0,
             approval: None,
+            adoption_hold: false,
             wave: None,
         }
     }
