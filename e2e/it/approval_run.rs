@@ -23,9 +23,10 @@ impl ForgeRun {
         })
     }
 
-    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`),
+    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`; the
+    /// approval policy tests, `approval_policy_run`, use it too),
     /// and the daemon as `configure` sets it up.
-    fn waiting_on(
+    pub(crate) fn waiting_on(
         fake: ForgeFake,
         extra: &str,
         configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,

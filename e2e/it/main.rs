@@ -14,6 +14,8 @@ mod adopt_hold;
 mod affinity_mirror;
 mod alert_providers;
 mod approval;
+mod approval_policy_run;
+mod approval_policy_spec;
 mod approval_run;
 mod attacks;
 mod audit;

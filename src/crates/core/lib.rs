@@ -10,6 +10,7 @@
 // (Cargo.toml) reject unwrap() and expect().
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod approval;
 pub mod argo_analysis;
 pub mod argo_expr;
 pub mod builtin_metric;
