@@ -386,7 +386,9 @@ fn revision_file(canary: &Canary, snapshot: &Snapshot) -> String {
                     .is_none_or(|ns| ns == canary.id.namespace.as_str())
             })
             .map_or_else(|| canary.file.clone(), |o| o.file.to_string()),
-        Target::RouteOnly { .. } => canary.file.clone(),
+        // A Rollout's revision is its own file's; with a `workloadRef` the Deployment's file
+        // is not followed yet, so the author is whoever last changed the Rollout.
+        Target::RouteOnly { .. } | Target::Rollout { .. } => canary.file.clone(),
     }
 }
 
