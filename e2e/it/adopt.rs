@@ -13,9 +13,7 @@ use sluice::manifest::applied_by;
 use sluice::yaml::snapshot::Snapshot;
 
 use crate::support::adopt::{adopt, checkout, fixture, render_adopted};
-use crate::support::{
-    every_file_bytes, git, git_lines, kustomize_text,
-};
+use crate::support::{every_file_bytes, git, git_lines, kustomize_text};
 
 /// The work tree without `.git`.
 fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {

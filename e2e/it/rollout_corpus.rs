@@ -650,19 +650,22 @@ fn sluice_reads(fixture: &str, name: &str, sources: &BTreeMap<String, Source>) -
         std::fs::write(apps.join(&file), read(&file)).unwrap();
     }
     let snapshot = sluice::yaml::snapshot::Snapshot::read(tmp.path());
-    let loaded = sluice::manifest::load::load(
-        &snapshot,
-        &sluice::manifest::settings::Settings::default(),
-    );
-    let ours = |file: &str| file.ends_with(fixture);
+    let loaded =
+        sluice::manifest::load::load(&snapshot, &sluice::manifest::settings::Settings::default());
     if let Some(c) = loaded
         .canaries
         .iter()
-        .find(|c| c.id.name.as_str() == name && ours(&c.file))
+        .find(|c| c.id.name.as_str() == name && c.file.ends_with(fixture))
     {
         return Reading::Runs(sluice::cli::plan::rollout_steps(c));
     }
-    match loaded.errors.iter().find(|e| ours(&e.file)) {
+    // A refusal may stand at the line of a file the Rollout names (its route, its Service).
+    let read = with_companions(fixture, sources);
+    match loaded
+        .errors
+        .iter()
+        .find(|e| read.iter().any(|f| e.file.ends_with(f.as_str())))
+    {
         Some(e) => Reading::Refused(e.to_string()),
         None => Reading::Refused(String::new()),
     }
