@@ -42,6 +42,26 @@ impl GitDaemon {
 
     /// Serves `base` on `port`; `None` when the daemon exits or does not listen within 10 s.
     pub fn serve(base: &Path, port: u16) -> Option<GitDaemon> {
+        GitDaemon::serve_on(base, port, &[])
+    }
+
+    /// Serves `base` on a free port of loopback and of each address of `hosts` too (replicas
+    /// in network namespaces reach it over their veth pair: `e2e/it/shards_run.rs`).
+    #[allow(dead_code)]
+    pub fn start_on(base: &Path, hosts: &[String]) -> GitDaemon {
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            if let Some(daemon) = GitDaemon::serve_on(base, port, hosts) {
+                return daemon;
+            }
+        }
+        panic!("git daemon did not start");
+    }
+
+    fn serve_on(base: &Path, port: u16, hosts: &[String]) -> Option<GitDaemon> {
         let exec_path = Command::new("git")
             .arg("--exec-path")
             .output()
@@ -65,6 +85,7 @@ impl GitDaemon {
                 "--listen=127.0.0.1",
                 "--verbose",
             ])
+            .args(hosts.iter().map(|h| format!("--listen={h}")))
             .arg(format!("--port={port}"))
             .arg(format!("--base-path={}", base.display()))
             .arg(base)
@@ -98,7 +119,12 @@ impl GitDaemon {
 
     /// The URL of `repo` (a path under the served folder).
     pub fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
+        self.url_at("127.0.0.1", repo)
+    }
+
+    /// The URL of `repo` on `host`, one of the addresses [`GitDaemon::start_on`] was given.
+    pub fn url_at(&self, host: &str, repo: &str) -> String {
+        format!("git://{host}:{}/{repo}", self.port)
     }
 }
 
@@ -109,8 +135,12 @@ impl Drop for GitDaemon {
     }
 }
 
+/// Whether a request's `Authorization` header (`None` without one) lets it in.
+pub(crate) type Authorize = Arc<dyn Fn(Option<&str>) -> bool + Send + Sync>;
+
 /// `git http-backend` behind a minimal HTTP/1.1 server on loopback that demands basic auth
-/// `user:password`, over TLS when given a server config. Stopped on drop.
+/// `user:password` (or what an [`Authorize`] accepts), over TLS when given a server config.
+/// Stopped on drop.
 pub(crate) struct HttpGit {
     port: u16,
     stop: Arc<AtomicBool>,
@@ -133,17 +163,34 @@ impl HttpGit {
         Self::start_with(root, user, password, Some(tls))
     }
 
+    /// Serves plain http to the requests `authorize` lets in, as `user`.
+    #[allow(dead_code)]
+    pub(crate) fn start_authorizing(root: &Path, user: &str, authorize: Authorize) -> Self {
+        Self::serve(root, user, authorize, None)
+    }
+
     fn start_with(
         root: &Path,
         user: &str,
         password: &str,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> Self {
+        let expected = format!("Basic {}", base64(format!("{user}:{password}").as_bytes()));
+        let authorize: Authorize =
+            Arc::new(move |header: Option<&str>| header == Some(expected.as_str()));
+        Self::serve(root, user, authorize, tls)
+    }
+
+    fn serve(
+        root: &Path,
+        user: &str,
+        authorize: Authorize,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
         let authorized_requests = Arc::new(AtomicUsize::new(0));
-        let expected = format!("Basic {}", base64(format!("{user}:{password}").as_bytes()));
         let (root, user) = (root.to_path_buf(), user.to_string());
         let (stop2, count2) = (stop.clone(), authorized_requests.clone());
         let thread = std::thread::spawn(move || {
@@ -152,22 +199,26 @@ impl HttpGit {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (root, user, expected, count) =
-                    (root.clone(), user.clone(), expected.clone(), count2.clone());
+                let (root, user, authorize, count) = (
+                    root.clone(),
+                    user.clone(),
+                    authorize.clone(),
+                    count2.clone(),
+                );
                 let tls = tls.clone();
                 std::thread::spawn(move || {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
                     match tls {
                         None => {
                             let mut stream = stream;
-                            let _ = serve_one(&mut stream, &root, &user, &expected, &count);
+                            let _ = serve_one(&mut stream, &root, &user, &*authorize, &count);
                         }
                         Some(tls) => {
                             let Ok(conn) = rustls::ServerConnection::new(tls) else {
                                 return;
                             };
                             let mut stream = rustls::StreamOwned::new(conn, stream);
-                            let _ = serve_one(&mut stream, &root, &user, &expected, &count);
+                            let _ = serve_one(&mut stream, &root, &user, &*authorize, &count);
                             stream.conn.send_close_notify();
                             let _ = stream.flush();
                         }
@@ -212,7 +263,7 @@ fn serve_one<S: Read + Write>(
     stream: &mut S,
     root: &Path,
     user: &str,
-    expected_auth: &str,
+    authorize: &(dyn Fn(Option<&str>) -> bool + Send + Sync),
     authorized: &AtomicUsize,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
@@ -264,7 +315,7 @@ fn serve_one<S: Read + Write>(
         reader.read_exact(&mut body)?;
     }
 
-    if header("authorization").as_deref() != Some(expected_auth) {
+    if !authorize(header("authorization").as_deref()) {
         reader.get_mut().write_all(
             b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\n\
               Content-Length: 0\r\nConnection: close\r\n\r\n",

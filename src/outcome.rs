@@ -52,6 +52,9 @@ pub struct TickReport {
     pub commits: usize,
     /// Push attempts that were rejected because the remote moved.
     pub push_retries: u32,
+    /// The `forge.repository` of the settings the tick read (`None` without a forge): the
+    /// pull-request webhooks ignore events about other repositories.
+    pub forge_repository: Option<String>,
 }
 
 impl TickReport {

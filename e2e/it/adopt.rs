@@ -7,74 +7,15 @@
 //! nothing written.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sluice::manifest::applied_by;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::support::{
-    every_file_bytes, git, git_lines, kustomize_text, reconcile, repo_root, run_sluice, show,
+use crate::support::adopt::{
+    adopt, adopt_edited, checkout, fixture, render_adopted, PULL_POLICY, WITH_SECRET,
 };
-
-fn fixture(name: &str) -> PathBuf {
-    repo_root()
-        .join("e2e/fixtures/adopt")
-        .join(name)
-        .join("repo")
-}
-
-/// A checkout on `main` whose one commit holds the fixture `name`, with `edit` applied first
-/// (path, new text; an empty text removes the file).
-pub(crate) fn checkout(name: &str, edit: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for entry in walkdir::WalkDir::new(fixture(name)) {
-        let entry = entry.unwrap();
-        let rel = entry.path().strip_prefix(fixture(name)).unwrap();
-        let to = dir.path().join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&to).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-    for (path, text) in edit {
-        let at = dir.path().join(path);
-        if text.is_empty() {
-            std::fs::remove_file(&at).unwrap();
-        } else {
-            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-            std::fs::write(&at, text).unwrap();
-        }
-    }
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    git(dir.path(), &["add", "-A"]);
-    git(dir.path(), &["commit", "-q", "-m", "the repo as found"]);
-    dir
-}
-
-pub(crate) fn adopt(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let repo = dir.display().to_string();
-    let mut all = vec!["adopt", "--repo", repo.as_str()];
-    all.extend_from_slice(args);
-    run_sluice(&all)
-}
-
-/// `sluice adopt` on the fixture `name` with `from` replaced by `to` in its `file` (which must
-/// hold it): the checkout, with the branch written, and adopt's output.
-pub(crate) fn adopt_edited(
-    name: &str,
-    file: &str,
-    from: &str,
-    to: &str,
-) -> (tempfile::TempDir, String) {
-    let text = std::fs::read_to_string(fixture(name).join(file)).unwrap();
-    let edited = text.replace(from, to);
-    assert_ne!(edited, text, "{file} holds no {from:?}");
-    let dir = checkout(name, &[(file, &edited)]);
-    let (code, out, err) = adopt(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}{err}");
-    (dir, out)
-}
+use crate::support::{every_file_bytes, git, git_lines, kustomize_text, show};
 
 /// The work tree without `.git`.
 fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -214,30 +155,6 @@ fn builds(folder: &Path) {
     if kustomize_text(folder, &[]).is_none() {
         eprintln!("kubectl not installed: {} not built", folder.display());
     }
-}
-
-/// sluice's first render on the adopted branch `sluice-adopt` of `dir`: a bare clone,
-/// `sluice reconcile` on that branch, and a clone of the result (in `rendered` of the returned
-/// directory).
-pub(crate) fn render_adopted(dir: &Path) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let bare = tmp.path().join("config.git");
-    git(dir, &["clone", "-q", "--bare", ".", bare.to_str().unwrap()]);
-    let env = [("SLUICE_BRANCH".to_string(), "sluice-adopt".to_string())];
-    reconcile(&bare, &tmp.path().join("workdir"), &env);
-    let rendered = tmp.path().join("rendered");
-    git(
-        dir,
-        &[
-            "clone",
-            "-q",
-            "-b",
-            "sluice-adopt",
-            bare.to_str().unwrap(),
-            rendered.to_str().unwrap(),
-        ],
-    );
-    tmp
 }
 
 /// sluice's first render on the adopted branch ([`render_adopted`]), then
@@ -535,11 +452,6 @@ fn an_existing_branch_is_never_moved_and_push_sends_the_new_one_to_origin() {
         git(dir.path(), &["rev-parse", "sluice-adopt"])
     );
 }
-
-/// The driv Deployment's container line a Secret reference goes after.
-pub(crate) const PULL_POLICY: &str = "          imagePullPolicy: IfNotPresent\n";
-/// [`PULL_POLICY`] followed by an `envFrom` of the Secret `golang-api-token`.
-pub(crate) const WITH_SECRET: &str = "          imagePullPolicy: IfNotPresent\n          envFrom:\n            - secretRef:\n                name: golang-api-token\n";
 
 /// A Secret the target's pod template references but git does not hold: Flagger's primary
 /// runs with its `-primary` copy, sluice's first render would keep the original name and

@@ -19,8 +19,10 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::adopt::{adopt, adopt_edited, checkout, render_adopted, PULL_POLICY, WITH_SECRET};
-use crate::adopt_first_render::{differences, objects};
+use crate::support::adopt::{
+    adopt, adopt_edited, checkout, differences, objects, render_adopted, scrub, PULL_POLICY,
+    WITH_SECRET,
+};
 use crate::support::{kustomize_text, repo_root};
 
 /// Flagger's `-selector-labels` default (`cmd/flagger/main.go`), in its order.
@@ -795,7 +797,7 @@ fn compare(
         .into_iter()
         .filter(|(k, _)| !live_only.contains(k))
         .map(|(k, mut v)| {
-            crate::adopt_first_render::scrub(&mut v);
+            scrub(&mut v);
             (k, v)
         })
         .collect();

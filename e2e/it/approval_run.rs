@@ -4,28 +4,17 @@
 //! promotion, finds the merge at a poll and promotes, and `sluice audit` finds the history
 //! clean; a pull request closed without merging rolls the canary back.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use crate::support::forge::{canary, ForgeFake, Kind, ALL, FILE, STATUS, TOKEN_USER};
+use crate::support::forge::{canary, ForgeFake, ForgeRun, Kind, ALL, FILE, STATUS, TOKEN_USER};
 use crate::support::github_app::{generated_key, APP_ID};
 use crate::support::{
-    audit, daemon_on_remote, get_status, git, http, human_clone, human_commit, merge_approval,
-    reconcile_ticks, status_at_main, DaemonBuilder, DaemonOnRemote,
+    audit, get_status, git, http, human_commit, merge_approval, reconcile_ticks, status_at_main,
+    DaemonBuilder,
 };
 
-/// Ticks a wait may take: far more than any step here needs (a handful each).
-const MAX_TICKS: u64 = 300;
-
 /// `sluice run` on `shop/web` with the fake of one forge, and a human's clone.
-struct Run {
-    kind: Kind,
-    fake: ForgeFake,
-    on: DaemonOnRemote,
-    human: PathBuf,
-}
+type Run = ForgeRun;
 
-impl Run {
+impl ForgeRun {
     /// The daemon started on v1 with `kind`'s fake as its forge, v2 released by a human, and
     /// the promotion waiting for approval with its pull request open.
     fn waiting(kind: Kind) -> Run {
@@ -34,56 +23,20 @@ impl Run {
         })
     }
 
-    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`),
+    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`; the
+    /// approval policy tests, `approval_policy_run`, use it too),
     /// and the daemon as `configure` sets it up.
-    fn waiting_on(
+    pub(crate) fn waiting_on(
         fake: ForgeFake,
         extra: &str,
         configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,
     ) -> Run {
-        let kind = fake.kind();
-        let config = format!(
-            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
-            fake.settings().replace("}\n", &format!("{extra}}}\n"))
-        );
-        let files = [(FILE, canary("v1")), (".sluice/config.yaml", config)];
-        let files: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
-        let on = daemon_on_remote(&files, configure);
-        let human = human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
-        let run = Run {
-            kind,
-            fake,
-            on,
-            human,
-        };
-        run.until("initialized", |run| run.phase() == "Initialized");
+        let run = Run::initialized(fake, extra, &canary("v1"), configure);
         human_commit(&run.human, FILE, &canary("v2"), "web: v2");
         run.until("the approval pull request opened", |run| {
             run.phase() == "WaitingApproval" && run.fake.count() == 1
         });
         run
-    }
-
-    fn phase(&self) -> String {
-        status_at_main(&self.on.bare, STATUS)
-            .and_then(|s| s["phase"].as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-
-    /// Waits until `done` holds, for at most [`MAX_TICKS`] of the daemon's ticks.
-    fn until(&self, what: &str, done: impl Fn(&Run) -> bool) {
-        let start = reconcile_ticks(self.on.main());
-        while !done(self) {
-            let ticks = reconcile_ticks(self.on.main()) - start;
-            assert!(
-                ticks < MAX_TICKS,
-                "{:?}: not {what} after {ticks} ticks (phase {}):\n{}",
-                self.kind,
-                self.phase(),
-                self.on.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }
 
@@ -283,6 +236,9 @@ fn every_forge_fake_serves_reviews_membership_authors_and_merge_fake() {
             } else {
                 assert!(forge.is_member(team, "bob").await.unwrap(), "{kind:?}");
                 assert!(!forge.is_member(team, "alice").await.unwrap(), "{kind:?}");
+                // A team that does not exist is an error on every forge, not "no member".
+                let unknown = forge.is_member("acme/nobody", "bob").await;
+                assert!(unknown.is_err_and(|e| !e.is_transient()), "{kind:?}");
             }
             assert_eq!(
                 forge.commit_author("c0ffee").await.unwrap().as_deref(),

@@ -8,20 +8,13 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use crate::support::forge::{ForgeFake, Kind, FILE};
+use crate::support::forge_events::{gated_canary as canary, pull_event, Outcome};
 use crate::support::{
     daemon_on_remote, git, github_signature, http, human_clone, human_commit, merge_approval,
     push_webhook, DaemonOnRemote,
 };
 
 const SECRET: &str = "s3cret";
-
-/// `shop/web` waits for approval before its first traffic change, and its next metric check
-/// is ten minutes away: nothing but a webhook makes the daemon look again within the test.
-fn canary(revision: &str) -> String {
-    format!(
-        "apiVersion: sluice.dev/v1alpha1\nkind: Canary\nmetadata: {{name: web, namespace: shop}}\nspec:\n  routeOnly: {{services: [web-blue, web-green], revision: \"{revision}\"}}\n  service: {{port: 8080}}\n  route: {{apiVersion: split.smi-spec.io/v1alpha4, kind: TrafficSplit}}\n  analysis:\n    interval: 10m\n    stepWeights: [20]\n    approvals: {{beforeRollout: true}}\n"
-    )
-}
 
 /// Waits (at most 30 s, far below the daemon's 60 s poll) until `done` holds.
 fn until(d: &DaemonOnRemote, what: &str, mut done: impl FnMut() -> bool) {
@@ -38,11 +31,17 @@ fn subject(d: &DaemonOnRemote) -> String {
         .to_string()
 }
 
-/// A GitHub `pull_request` event for pull request `number` from `branch`.
-fn pull_request_event(action: &str, number: u64, branch: &str, merged: bool) -> String {
-    format!(
-        r#"{{"action":"{action}","number":{number},"pull_request":{{"number":{number},"state":"closed","merged":{merged},"head":{{"ref":"{branch}"}},"base":{{"ref":"main"}}}},"repository":{{"full_name":"acme/fleet"}}}}"#
+/// GitHub's `pull_request` event: pull request `number` from `branch` merged.
+fn pull_request_event(number: u64, branch: &str) -> String {
+    pull_event(
+        Kind::GitHub,
+        "acme/fleet",
+        number,
+        branch,
+        Outcome::Merged,
+        SECRET,
     )
+    .body
 }
 
 fn send(d: &DaemonOnRemote, headers: &[(&str, &str)], body: &str) -> (u16, String) {
@@ -112,7 +111,7 @@ fn fake_github_pull_request_merged_event_acts_on_the_approval_before_the_poll() 
     merge_approval(&human, &branch, "merge");
     fake.merged_by(1, "octocat");
     let merged_head = git(&d.bare, &["rev-parse", "main"]);
-    let body = pull_request_event("closed", 1, &branch, true);
+    let body = pull_request_event(1, &branch);
 
     // Refused as on /hooks/git, and nothing moves.
     assert_eq!(send(&d, &[], &body).0, 401, "unsigned");
@@ -121,7 +120,7 @@ fn fake_github_pull_request_merged_event_acts_on_the_approval_before_the_poll() 
     let sized = sluice::server::MAX_WEBHOOK_BODY + 1;
     assert_eq!(post_announcing(d.main(), "/hooks/github", sized), 413);
     // An event about a branch that is not an approval branch is answered, wakes nothing.
-    let other = pull_request_event("closed", 9, "feature/x", true);
+    let other = pull_request_event(9, "feature/x");
     let signed = github_signature(SECRET, &other);
     let (status, text) = send(&d, &[("X-Hub-Signature-256", &signed)], &other);
     assert_eq!((status, text.contains("ignored")), (200, true), "{text}");

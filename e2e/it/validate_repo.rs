@@ -279,3 +279,49 @@ fn the_ci_example_runs_validate_with_github_annotations() {
         "{out}"
     );
 }
+
+#[test]
+fn validate_reports_analysis_template_errors_at_their_lines() {
+    let analysis = "apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: success-rate
+  namespace: shop
+spec:
+  args:
+  - name: service
+  metrics:
+  - name: success-rate
+    successCondition: result[0] matches '^1'
+    provider:
+      prometheus:
+        query: sum(rate(http_requests_total{service=\"{{args.service}}\"}[1m]))
+  - name: errors
+    provider:
+      wavefront:
+        query: ts(errors)
+";
+    let dir = repo(&[
+        ("apps/api.yaml", &canary("api", None, "v1")),
+        ("apps/analysis.yaml", analysis),
+    ]);
+    let (code, out, err) = validate(dir.path(), &["."]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        lines(&err),
+        [
+            "./apps/analysis.yaml:11: spec.metrics[0].successCondition: column 11: unexpected \"matches\": \"result[0] matches '^1'\": sluice evaluates the subset of Argo's expression language AnalysisTemplates use (see docs/rollouts.md)",
+            "./apps/analysis.yaml:17: spec.metrics[1].provider.wavefront: provider \"wavefront\" is not supported: sluice has no Wavefront client; sluice measures prometheus and graphite",
+            "2 problems found; 1 canary valid",
+        ]
+    );
+    // Fixed, the repo validates.
+    std::fs::write(
+        dir.path().join("apps/analysis.yaml"),
+        analysis
+            .replace(" matches '^1'", " >= 0.95")
+            .replace("wavefront", "prometheus"),
+    )
+    .expect("write");
+    crate::support::validates_one_canary(dir.path(), &["."]);
+}

@@ -40,7 +40,7 @@ const THREE: &str = "  waves:
       sync: {argocd: {application: podinfo-us}}
 ";
 
-fn errors(text: &str) -> Vec<String> {
+pub(crate) fn errors(text: &str) -> Vec<String> {
     load_text(FILE, text, &Settings::default())
         .errors
         .iter()

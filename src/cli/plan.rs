@@ -42,8 +42,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             serde_saphyr::to_string(&with_releases(&loaded.canaries, &plans)?)?
         ),
         Output::Table => {
-            for p in &plans {
-                print_plan(p);
+            for (c, p) in loaded.canaries.iter().zip(&plans) {
+                print_plan(p, &rollout_steps(c));
             }
             for r in crate::core::waves::plan(&loaded.canaries) {
                 print_release(&r);
@@ -64,6 +64,10 @@ fn with_releases(
     let mut out = Vec::with_capacity(plans.len());
     for (canary, plan) in canaries.iter().zip(plans) {
         let mut value = serde_json::to_value(plan)?;
+        let steps = rollout_steps(canary);
+        if let (false, Some(fields)) = (steps.is_empty(), value.as_object_mut()) {
+            fields.insert("rolloutSteps".into(), steps.into());
+        }
         if let (Some(wave), Some(fields)) = (&canary.wave, value.as_object_mut()) {
             fields.insert("wave".into(), wave.name.to_string().into());
             let release = releases.iter().find(|r| {
@@ -111,8 +115,36 @@ fn print_release(r: &crate::core::waves::ReleasePlan) {
     outln!("  minimum duration:   {}s", r.min_duration_seconds);
 }
 
-fn print_plan(p: &Simulation) {
+/// An Argo Rollout's steps as sluice runs them, in Argo's words (`setWeight 20`,
+/// `pause 60s`, `pause until approved`); empty for other canaries.
+pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
+    use crate::core::schedule::Pause;
+    use crate::manifest::model::{Strategy, Target};
+    let (Target::Rollout { .. }, Strategy::Canary { steps }) =
+        (&canary.target, &canary.analysis.strategy)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if canary.analysis.approvals.before_rollout {
+        out.push("pause until approved".to_string());
+    }
+    for step in steps {
+        out.push(format!("setWeight {}", step.weight));
+        match step.pause {
+            Pause::Interval => {}
+            Pause::For(d) => out.push(format!("pause {}s", d.as_secs())),
+            Pause::Approval => out.push("pause until approved".to_string()),
+        }
+    }
+    out
+}
+
+fn print_plan(p: &Simulation, rollout_steps: &[String]) {
     outln!("{}/{} ({})", p.namespace, p.name, p.strategy);
+    if !rollout_steps.is_empty() {
+        outln!("  rollout steps:      {}", rollout_steps.join(", "));
+    }
     if let Some(i) = p.iterations {
         outln!("  iterations:         {i}");
     }

@@ -40,6 +40,15 @@ impl RepoArgs {
     /// Opens (cloning on first use) the clone and fetches the branch, with the signing key applied; a key
     /// sluice cannot sign with here is refused before anything else.
     pub fn open(&self) -> anyhow::Result<Locked> {
+        self.open_on(None)
+    }
+
+    /// [`RepoArgs::open`], a GitHub App's git tokens expiring by `clock` (the runtime's; the
+    /// wall clock when `None`).
+    pub fn open_on(
+        &self,
+        clock: Option<std::sync::Arc<crate::clock::Clock>>,
+    ) -> anyhow::Result<Locked> {
         crate::gitops::set_network_timeout(self.git_timeout);
         let signing = self
             .signing_ssh_key
@@ -50,7 +59,7 @@ impl RepoArgs {
         if let Some(signing) = &signing {
             signing.check_usable()?;
         }
-        let mut locked = open(&self.repo, &self.branch, self.workdir.as_deref())?;
+        let mut locked = open_on(&self.repo, &self.branch, self.workdir.as_deref(), clock)?;
         locked.repo.set_signing(signing);
         Ok(locked)
     }
@@ -105,6 +114,16 @@ fn default_workdir(url: &str) -> PathBuf {
 /// beside the work dir (`<work dir>.lock`), never truncated; one this call created goes again
 /// when the work dir is refused (it is not a clone sluice made).
 pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<Locked> {
+    open_on(url, branch, workdir, None)
+}
+
+/// [`open`], a GitHub App's git tokens expiring by `clock` (the wall clock when `None`).
+fn open_on(
+    url: &str,
+    branch: &str,
+    workdir: Option<&Path>,
+    clock: Option<std::sync::Arc<crate::clock::Clock>>,
+) -> anyhow::Result<Locked> {
     let workdir = workdir.map_or_else(|| default_workdir(url), Path::to_path_buf);
     // `.` and `..` name the folder, so the lock beside it is a file of its own.
     let workdir = crate::gitops::resolve_workdir(&workdir)?;
@@ -128,7 +147,10 @@ pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<L
     }
     // Ours alone now: a lock file in the clone is what a killed sluice left behind.
     let opened = ConfigRepo::remove_stale_locks(&workdir).and_then(|_| {
-        let creds = Credentials::from_env()?;
+        let creds = match clock {
+            Some(clock) => Credentials::from_env_on(clock)?,
+            None => Credentials::from_env()?,
+        };
         ConfigRepo::open_or_clone(url, branch, &workdir, &creds)
     });
     match opened {

@@ -186,6 +186,8 @@ fn load_checked(
     errors.extend(crate::manifest::alert_provider::check_all(&snapshot));
     // Judge objects (the statistical judge's settings) are checked the same way.
     errors.extend(crate::judge::objects::check_all(&snapshot));
+    // Argo Rollouts' AnalysisTemplates too, whether a Rollout runs them yet or not.
+    errors.extend(crate::metrics::analysis_templates::AnalysisIndex::from_snapshot(&snapshot).1);
     resolve_autoscalers(&snapshot, &mut loaded, &mut errors);
     loaded.errors = errors;
     (settings, loaded, settings_ok)

@@ -212,11 +212,18 @@ async fn read_workloads(
     } else {
         ("Deployment", "deployments", deployment_ready)
     };
-    let primary = format!("{workload}-primary");
+    // A Rollout's workloads are `<rollout>-stable` and `<rollout>-canary`
+    // (`workload::rollout`).
+    let (primary, canary_workload) = match &canary.target {
+        Target::Rollout { name, .. } => (format!("{name}-stable"), format!("{name}-canary")),
+        Target::Source { .. } | Target::TargetRef { .. } | Target::RouteOnly { .. } => {
+            (format!("{workload}-primary"), workload.to_string())
+        }
+    };
     let analysis = &canary.analysis;
     for (name, threshold) in [
         (primary.as_str(), analysis.primary_ready_threshold),
-        (workload, analysis.canary_ready_threshold),
+        (canary_workload.as_str(), analysis.canary_ready_threshold),
     ] {
         let gvk = GroupVersionKind::gvk("apps", "v1", kind);
         match get(client, gvk, plural, ns, name).await? {

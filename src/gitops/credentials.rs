@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use git2::{CertificateCheckStatus, Cred, CredentialType, RemoteCallbacks};
 
+use super::app_token::GitApp;
 use super::error::{Error, Result};
 use super::known_hosts::KnownHosts;
 pub use crate::url_credentials::{redact_text, redact_url};
@@ -64,6 +65,8 @@ pub struct Credentials {
     ssh_user: Option<String>,
     /// The only ssh host keys trusted when set; `None` leaves the check to libgit2.
     known_hosts: Option<KnownHosts>,
+    /// https as a GitHub App: its installation token, bought when libgit2 asks.
+    app: Option<GitApp>,
 }
 
 impl Credentials {
@@ -98,9 +101,31 @@ impl Credentials {
         }
     }
 
-    /// Reads the `SLUICE_GIT_*` variables from the process environment.
+    /// Reads the `SLUICE_GIT_*` and `SLUICE_GITHUB_APP_*` variables from the process
+    /// environment; an App's tokens expire by the wall clock.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_env_on(std::sync::Arc::new(crate::clock::Clock::Wall))
+    }
+
+    /// [`Credentials::from_env`] with `clock` (the runtime's) telling when an App's token
+    /// expires.
+    pub fn from_env_on(clock: std::sync::Arc<crate::clock::Clock>) -> Result<Self> {
+        let lookup = |name: &str| std::env::var(name).ok();
+        Self::from_lookup(lookup)?.with_app(GitApp::from_lookup(&lookup, clock)?)
+    }
+
+    /// Authenticates https as the GitHub App `app` (`SLUICE_GITHUB_APP_*`, see
+    /// [`super::app_token`]); refused beside a token or password for https.
+    fn with_app(mut self, app: Option<GitApp>) -> Result<Self> {
+        if app.is_some() && self.http.is_some() {
+            return Err(cred_err(
+                super::app_token::APP_ID_VAR,
+                "is set beside SLUICE_GIT_TOKEN or SLUICE_GIT_PASSWORD; git over https \
+                 authenticates one way, set only one",
+            ));
+        }
+        self.app = app;
+        Ok(self)
     }
 
     /// Reads the `SLUICE_GIT_*` variables through `lookup` (the environment, or a map in tests).
@@ -183,12 +208,13 @@ impl Credentials {
             ssh,
             ssh_user,
             known_hosts,
+            app: None,
         })
     }
 
     /// True when no credential at all is configured (known hosts are no credential).
     pub fn is_empty(&self) -> bool {
-        self.http.is_none() && self.ssh.is_none()
+        self.http.is_none() && self.ssh.is_none() && self.app.is_none()
     }
 
     /// A one-line description for logs that names kinds and files but no secret.
@@ -200,6 +226,9 @@ impl Credentials {
             } else {
                 parts.push(format!("https as user {}", http.username));
             }
+        }
+        if let Some(app) = &self.app {
+            parts.push(app.describe());
         }
         if let Some(ssh) = &self.ssh {
             parts.push(format!("ssh key {}", ssh.private_key.display()));
@@ -218,7 +247,7 @@ impl Credentials {
     /// Uses credentials found in the remote URL's userinfo when none were configured for https.
     pub(crate) fn with_url_fallback(mut self, userinfo: Option<UrlUserinfo>) -> Self {
         if let Some(info) = userinfo {
-            if self.http.is_none() {
+            if self.http.is_none() && self.app.is_none() {
                 self.http = Some(match info.password {
                     Some(password) => HttpAuth {
                         username: info.user,
@@ -253,6 +282,10 @@ impl Credentials {
             }
         }
         let mut out = redact_text(text);
+        if self.app.is_some() {
+            // The App's tokens and key lines, remembered when read.
+            out = crate::redact::text(&out);
+        }
         for secret in secrets.into_iter().filter(|s| !s.is_empty()) {
             out = out.replace(secret, "***");
         }
@@ -269,8 +302,8 @@ impl Credentials {
         session: &'a AuthSession,
         ssh_port: u16,
     ) {
-        callbacks.credentials(move |_url, username_from_url, allowed| {
-            self.offer(session, username_from_url, allowed)
+        callbacks.credentials(move |url, username_from_url, allowed| {
+            self.offer(session, url, username_from_url, allowed)
         });
         if let Some(known_hosts) = &self.known_hosts {
             callbacks.certificate_check(move |cert, host| {
@@ -303,6 +336,7 @@ impl Credentials {
     fn offer(
         &self,
         session: &AuthSession,
+        url: &str,
         username_from_url: Option<&str>,
         allowed: CredentialType,
     ) -> std::result::Result<Cred, git2::Error> {
@@ -332,6 +366,17 @@ impl Credentials {
                     });
                 }
                 return Cred::userpass_plaintext(&http.username, http.password.expose());
+            }
+            if let Some(app) = &self.app {
+                if session.tried_userpass.replace(true) {
+                    return give_up(
+                        "the remote rejected the GitHub App's installation token".to_string(),
+                    );
+                }
+                return match app.token(url) {
+                    Ok(token) => Cred::userpass_plaintext(TOKEN_USERNAME, &token),
+                    Err(why) => give_up(why),
+                };
             }
         }
         if allowed.contains(CredentialType::SSH_KEY) {

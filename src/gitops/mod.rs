@@ -36,6 +36,7 @@
 //! - `paths_at` (the repository, folders and trees the readers of a commit's files take),
 //!   `push`, `branch` (approval branches), `history`: more of [`ConfigRepo`], built on `repo`.
 
+pub mod app_token;
 mod branch;
 mod change;
 mod commit;

@@ -107,6 +107,16 @@ fn sources(canary: &Canary, repo: &Snapshot, outputs: &[&str]) -> BTreeSet<Strin
     };
     match &canary.target {
         Target::TargetRef { kind, name } => named(kind, name.as_str()),
+        // The Rollout is the canary's own file; the Services it names are copied to the
+        // output with the selectors sluice adds.
+        Target::Rollout {
+            stable_service,
+            canary_service,
+            ..
+        } => {
+            named("Service", stable_service.as_str());
+            named("Service", canary_service.as_str());
+        }
         Target::Source { .. } | Target::RouteOnly { .. } => {}
     }
     if let Some(a) = &canary.autoscaler {

@@ -275,6 +275,10 @@ fn read_canaries(
                 );
                 None
             }
+            // Argo Rollouts' CRD is structural too (`manifest::rollout` prunes with a warning).
+            (Some(crate::manifest::rollout::API_VERSION), Some("Rollout")) => {
+                crate::manifest::rollout::read_rollout(r, root, settings, snapshot)
+            }
             (_, Some("Function")) => {
                 crate::manifest::openfunction::refuse_canary_steps(r, root);
                 None

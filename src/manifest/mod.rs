@@ -9,6 +9,7 @@
 pub mod alert_provider;
 pub mod analysis;
 pub mod applied_by;
+pub mod approval_policy;
 pub mod canary;
 pub mod flagger_fields;
 pub mod layout_check;
@@ -18,6 +19,7 @@ pub mod model;
 pub mod named_paths;
 pub mod openfunction;
 pub mod output_folder;
+pub mod rollout;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;

@@ -31,6 +31,9 @@ pub enum Rule {
     Operator(&'static str),
     /// Refused at its line: it named a host path once.
     Refused,
+    /// A field path of the object that passes it (an Argo Rollout's analysis args), read from
+    /// that object's own document in git.
+    OwnField,
 }
 
 impl Rule {
@@ -44,6 +47,7 @@ impl Rule {
             Rule::Rendered => "copied into rendered manifests; sluice never opens it".into(),
             Rule::Operator(what) => format!("resolved by the operator's setup: {what}"),
             Rule::Refused => "refused at its line (it named a host path); name a Secret instead".into(),
+            Rule::OwnField => "a field path of the Rollout that passes the argument, read from its document in git (`status` refused); refused inside a template".into(),
         }
     }
 }
@@ -73,6 +77,13 @@ pub const FIELDS: &[NamedField] = &[
     row("Canary (Flagger)", "spec.ingressRef", Rule::RepoObject),
     row("Canary (Flagger)", "spec.routeRef", Rule::RepoObject),
     row("Canary (Flagger)", "spec.upstreamRef", Rule::RepoObject),
+    row("Rollout", "spec.workloadRef", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.stableService", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.canaryService", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.httpRoute", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.grpcRoute", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.tcpRoute", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.tlsRoute", Rule::RepoObject),
     row("Canary (Flagger)", "spec.service.gatewayRefs", Rule::Rendered),
     row("Canary (Flagger)", "spec.service.hosts", Rule::Rendered),
     row("Canary (Flagger)", "spec.service.match[].uri", Rule::Rendered),
@@ -109,6 +120,13 @@ pub const FIELDS: &[NamedField] = &[
         Rule::Url("http(s) (wss for splunk); sent the template's `secretRef` credentials, else (prometheus) the operator's `SLUICE_PROMETHEUS_*` ones, only at an origin `SLUICE_PROMETHEUS_ORIGINS` lists"),
     ),
     row("MetricTemplate", "spec.provider.secretRef", Rule::Secret),
+    row(
+        "AnalysisTemplate",
+        "spec.metrics[].provider.{prometheus,graphite}.address",
+        Rule::Url("http(s); prometheus: sent the operator's `SLUICE_PROMETHEUS_*` credentials only at an origin `SLUICE_PROMETHEUS_ORIGINS` lists; graphite: no credential"),
+    ),
+    row("AnalysisTemplate", "spec.args[].valueFrom.secretKeyRef", Rule::Secret),
+    row("AnalysisTemplate", "spec.args[].valueFrom.fieldRef", Rule::OwnField),
     row(
         "AlertProvider",
         "spec.address",

@@ -69,7 +69,8 @@ pub enum LookupError {
     },
 }
 
-fn first(errors: &[SpecError]) -> String {
+/// The first of `errors`, and how many more there are, for a one-line message.
+pub(crate) fn first(errors: &[SpecError]) -> String {
     match errors {
         [] => "unknown problem".into(),
         [one] => one.to_string(),

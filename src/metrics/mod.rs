@@ -31,6 +31,8 @@
 //! A vendor's address is the template's, or Flagger's default for datadog and newrelic.
 
 pub mod addresses;
+pub mod analysis_run;
+pub mod analysis_templates;
 pub mod aws_env;
 pub mod builtin;
 pub mod cloudwatch;
@@ -94,7 +96,7 @@ pub fn promql_duration(d: Duration) -> String {
 /// the workload module); for a route-only canary, the canary-side workload's name.
 pub fn target_name(canary: &Canary) -> Option<&str> {
     match &canary.target {
-        Target::TargetRef { name, .. } => Some(name.as_str()),
+        Target::TargetRef { name, .. } | Target::Rollout { name, .. } => Some(name.as_str()),
         Target::Source { .. } | Target::RouteOnly { .. } => None,
     }
 }

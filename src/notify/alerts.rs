@@ -156,6 +156,7 @@ pub fn messages(canary: &Canary, decision: &Decision) -> Vec<Message> {
 fn kind(canary: &Canary) -> &str {
     match &canary.target {
         Target::TargetRef { kind, .. } => kind,
+        Target::Rollout { .. } => "Rollout",
         Target::Source { .. } | Target::RouteOnly { .. } => "Deployment",
     }
 }
@@ -163,7 +164,7 @@ fn kind(canary: &Canary) -> &str {
 /// Flagger's `alertMetadata`: target, threshold, deadline and traffic routing.
 pub fn fields(canary: &Canary) -> Vec<(String, String)> {
     let target = match &canary.target {
-        Target::TargetRef { name, .. } => name.as_str(),
+        Target::TargetRef { name, .. } | Target::Rollout { name, .. } => name.as_str(),
         Target::Source { .. } | Target::RouteOnly { .. } => canary.base_name().as_str(),
     };
     let mut out = vec![

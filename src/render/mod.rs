@@ -62,6 +62,13 @@ pub fn backends(canary: &Canary, status: &Status) -> (String, String) {
             };
             (stable.to_string(), other.to_string())
         }
+        // Argo Rollouts routes to the Services the Rollout names, which select the stable
+        // and the canary workload.
+        Target::Rollout {
+            stable_service,
+            canary_service,
+            ..
+        } => (stable_service.to_string(), canary_service.to_string()),
         Target::Source { .. } | Target::TargetRef { .. } => (
             format!("{}-primary", canary.service.name),
             format!("{}-canary", canary.service.name),

@@ -67,6 +67,9 @@ pub enum By {
         /// The statistical judge's series, for a judged canary.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         judge: Option<crate::judge::record::JudgeRecord>,
+        /// The approval policy a merged approval met, and who met it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Approvals>,
     },
     /// `core::operate`: a manual operation, an approval pull request's change, or a rollback
     /// because its pull request was closed.
@@ -129,6 +132,58 @@ pub enum By {
     /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
     Other { what: String },
+}
+
+/// A merged approval's approvers as the approval policy counted them, the policy in force
+/// then (in its one-line form), the revision's author and the merger, as the forge said:
+/// `sluice audit` weighs them again against the policy at the commit before the merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Approvals {
+    pub policy: String,
+    pub approvers: Vec<ApproverRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merger: Option<String>,
+}
+
+/// One counted approver, and the team of `from` that let them approve (absent: by login).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApproverRecord {
+    pub login: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+}
+
+impl Approvals {
+    pub fn of(met: &crate::core::approval::Met) -> Approvals {
+        Approvals {
+            policy: met.policy.to_string(),
+            approvers: met
+                .approvals
+                .iter()
+                .map(|a| ApproverRecord {
+                    login: a.login.clone(),
+                    team: a.team.clone(),
+                })
+                .collect(),
+            author: met.author.clone(),
+            merger: met.merger.clone(),
+        }
+    }
+
+    /// The approvals as the core weighs them.
+    pub fn approvals(&self) -> Vec<crate::core::approval::Approval> {
+        self.approvers
+            .iter()
+            .map(|a| crate::core::approval::Approval {
+                login: a.login.clone(),
+                team: a.team.clone(),
+            })
+            .collect()
+    }
 }
 
 /// One metric observation. The value is Rust's shortest round-trip text of the number (so
@@ -230,6 +285,7 @@ impl Record {
                     .judge
                     .as_ref()
                     .map(crate::judge::record::JudgeRecord::of),
+                approval: None,
             },
         }
     }
@@ -283,6 +339,22 @@ impl Record {
         (REPLAY.to_string(), value)
     }
 
+    /// The record of a decision on a merged approval that met `met`.
+    pub fn with_approval(mut self, met: &crate::core::approval::Met) -> Record {
+        if let By::Decide { approval, .. } = &mut self.by {
+            *approval = Some(Approvals::of(met));
+        }
+        self
+    }
+
+    /// The approval policy a merged approval met, when the record says.
+    pub fn approvals(&self) -> Option<&Approvals> {
+        match &self.by {
+            By::Decide { approval, .. } => approval.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Reads a trailer value back.
     pub fn parse(value: &str) -> Result<Record, RecordError> {
         serde_json::from_str(value).map_err(|e| RecordError::Json(e.to_string()))
@@ -298,6 +370,7 @@ impl By {
             metrics,
             webhooks,
             judge,
+            ..
         } = self
         else {
             return Ok(None);

@@ -182,6 +182,7 @@ fn read(r: &mut Reader, input: &SourceInput, version: Option<GatewayVersion>) ->
         namespace: input.namespace.as_str(),
         service: input.service.as_str(),
         port: input.port,
+        pair: None,
     };
     gateway_api::read_source(r, &object, &apex).map(Route::GatewayApi)
 }

@@ -124,7 +124,8 @@ pub fn applied_copies<'s, 'a>(
 }
 
 /// What `canary`'s output writes, when sluice writes its workloads (not route-only, nor a
-/// router that runs both revisions in its route object) and its target is in `repo`.
+/// router that runs both revisions in its route object) and its target is a Flagger
+/// `targetRef` or a native `spec.source` in `repo`.
 pub fn written_by(canary: &Canary, repo: &Snapshot) -> Vec<Written> {
     if matches!(canary.route.revisions(), Revisions::InRoute { .. }) {
         return Vec::new();
@@ -136,7 +137,9 @@ pub fn written_by(canary: &Canary, repo: &Snapshot) -> Vec<Written> {
         Target::Source { path } => repo
             .objects()
             .find(|o| o.file == path.as_str() && o.kind == "Deployment"),
-        Target::RouteOnly { .. } => None,
+        // An Argo Rollouts target renders other objects (`workload::rollout`): not checked
+        // here yet.
+        Target::RouteOnly { .. } | Target::Rollout { .. } => None,
     };
     let Some(target) = target else {
         return Vec::new();

@@ -9,6 +9,7 @@ pub mod autoscaler;
 pub mod configs;
 pub mod manifests;
 pub mod revert;
+pub mod rollout;
 pub mod source;
 pub mod yaml_edit;
 
@@ -216,6 +217,7 @@ pub fn revision(root: &Path, canary: &Canary, index: &Index) -> Result<String, W
     }
     match &canary.target {
         Target::RouteOnly { revision, .. } => Ok(revision.clone()),
+        Target::Rollout { .. } => rollout::revision(canary, index),
         Target::Source { .. } | Target::TargetRef { .. } => {
             Ok(source_revision(&load_source(root, canary, index)?))
         }
@@ -236,6 +238,11 @@ pub fn render(
         || matches!(canary.route.revisions(), Revisions::InRoute { .. })
     {
         return Ok(Vec::new());
+    }
+    if let Target::Rollout { .. } = canary.target {
+        return rollout::render(canary, decision, index, |file| {
+            index.text_of(root, &canary.output.join(file))
+        });
     }
     let source = load_source(root, canary, index)?;
     let status = &decision.status;

@@ -262,28 +262,44 @@ pub fn find_source(
                 }),
             }
         }
-        Target::TargetRef { kind, name } => {
-            let matches: Vec<Manifest> = index.find(kind, ns, name.as_str()).collect();
-            match matches.as_slice() {
-                [one] => Ok(one.clone()),
-                [] => Err(WorkloadError::SourceMissing {
-                    canary: canary.id.to_string(),
-                    what: format!("{kind} {ns}/{name} in the repo's YAML files"),
-                }),
-                [a, b, ..] => Err(WorkloadError::Invalid {
-                    file: b.file.clone(),
-                    line: b.line,
-                    field: "metadata.name".into(),
-                    message: format!(
-                        "{kind} {ns}/{name} is defined twice (also at {}:{})",
-                        a.file, a.line
-                    ),
-                }),
-            }
-        }
+        Target::TargetRef { kind, name } => find_one(canary, index, kind, ns, name.as_str()),
+        // A Rollout's workload is `workload::rollout`'s to find (its template or workloadRef).
+        Target::Rollout { .. } => Err(WorkloadError::SourceMissing {
+            canary: canary.id.to_string(),
+            what: "a Deployment source (a Rollout's workloads are made from its pod template)"
+                .into(),
+        }),
         Target::RouteOnly { .. } => Err(WorkloadError::SourceMissing {
             canary: canary.id.to_string(),
             what: "a source (route-only canaries have none)".into(),
+        }),
+    }
+}
+
+/// The one object of `kind` named `name` in `ns`, outside the output folders; none, or two,
+/// are errors naming the canary, or the second one's file and line.
+pub fn find_one(
+    canary: &Canary,
+    index: &Index<'_>,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Result<Manifest, WorkloadError> {
+    let matches: Vec<Manifest> = index.find(kind, ns, name).collect();
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(WorkloadError::SourceMissing {
+            canary: canary.id.to_string(),
+            what: format!("{kind} {ns}/{name} in the repo's YAML files"),
+        }),
+        [a, b, ..] => Err(WorkloadError::Invalid {
+            file: b.file.clone(),
+            line: b.line,
+            field: "metadata.name".into(),
+            message: format!(
+                "{kind} {ns}/{name} is defined twice (also at {}:{})",
+                a.file, a.line
+            ),
         }),
     }
 }

@@ -20,8 +20,9 @@ pub struct Reader {
     /// Problems that refuse nothing (a pruned unknown key, a reference's apiVersion the
     /// controller does not read), in the order found.
     pub warnings: Vec<SpecError>,
-    /// Inside [`Reader::pruning`]: unknown keys are warnings, not errors.
-    prune_unknown: bool,
+    /// Inside [`Reader::pruning`]: unknown keys are warnings, not errors; the CRD whose
+    /// schema the API server prunes with.
+    prune_unknown: Option<(&'static str, &'static str)>,
 }
 
 /// `a.b` + `c` -> `a.b.c`.
@@ -53,7 +54,7 @@ impl Reader {
             file: file.into(),
             errors: Vec::new(),
             warnings: Vec::new(),
-            prune_unknown: false,
+            prune_unknown: None,
         }
     }
 
@@ -62,7 +63,18 @@ impl Reader {
     /// does not declare. Only a reader of such a resource (a Flagger Canary) uses it; every
     /// other input keeps refusing unknown keys.
     pub fn pruning<T>(&mut self, read: impl FnOnce(&mut Reader) -> T) -> T {
-        let outer = std::mem::replace(&mut self.prune_unknown, true);
+        self.pruning_for("Flagger CRD", "Flagger", read)
+    }
+
+    /// [`Reader::pruning`] for another structural CRD (`crd`, read by `controller`), named
+    /// in the warnings.
+    pub fn pruning_for<T>(
+        &mut self,
+        crd: &'static str,
+        controller: &'static str,
+        read: impl FnOnce(&mut Reader) -> T,
+    ) -> T {
+        let outer = self.prune_unknown.replace((crd, controller));
         let value = read(self);
         self.prune_unknown = outer;
         value
@@ -70,14 +82,14 @@ impl Reader {
 
     /// Whether unknown keys are pruned with a warning here (inside [`Reader::pruning`]).
     pub fn prunes_unknown(&self) -> bool {
-        self.prune_unknown
+        self.prune_unknown.is_some()
     }
 
     /// An unknown key at `line`, `field`: an error, or inside [`Reader::pruning`] a warning
     /// saying it is ignored. `detail` is the hint and the expected keys.
     pub fn unknown_key(&mut self, line: usize, field: &str, detail: &str) {
-        if self.prune_unknown {
-            self.warn(line, field, format!("unknown field{detail}; ignored, as the Kubernetes API server prunes fields the Flagger CRD does not declare (Flagger never sees it)"));
+        if let Some((crd, controller)) = self.prune_unknown {
+            self.warn(line, field, format!("unknown field{detail}; ignored, as the Kubernetes API server prunes fields the {crd} does not declare ({controller} never sees it)"));
         } else {
             self.error(line, field, format!("unknown field{detail}"));
         }

@@ -597,6 +597,12 @@ pub fn object_keys(contents: &Contents) -> Vec<(usize, (String, String))> {
 
 /// The contents of a file whose text is `text`: its documents, or why it is not YAML.
 pub(crate) fn parse(text: String) -> Contents {
+    // kubectl and the API server's YAML reader skip a leading byte-order mark; kept, it would
+    // turn the first key into "\u{feff}apiVersion" and hide the file's kind.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    };
     match parse_documents(&text) {
         Ok(documents) => Contents::Yaml {
             documents: documents.into_iter().map(|d| d.root).collect(),
@@ -669,6 +675,33 @@ mod tests {
 
     fn names(snapshot: &Snapshot) -> Vec<&str> {
         snapshot.files().iter().map(|f| f.name.as_str()).collect()
+    }
+
+    /// One real Rollout starts with a UTF-8 byte-order mark, which kubectl skips: kept, the
+    /// loader did not see the file's kind and the Rollout was silently not a canary.
+    #[test]
+    fn a_byte_order_mark_does_not_hide_a_rollout() {
+        let dir = tempfile::tempdir().unwrap();
+        let rollout = "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata:\n  name: web\nspec:\n  replicas: 1\n";
+        write(dir.path(), "plain/rollout.yaml", rollout);
+        write(
+            dir.path(),
+            "marked/rollout.yaml",
+            &format!("\u{feff}{rollout}"),
+        );
+        let settings = crate::manifest::settings::Settings::default();
+        let found = |folder: &str| {
+            let loaded =
+                crate::manifest::load::load(&Snapshot::read(&dir.path().join(folder)), &settings);
+            (loaded.canaries.len(), loaded.errors.len())
+        };
+        let plain = found("plain");
+        assert_ne!(
+            plain,
+            (0, 0),
+            "the plain Rollout is read (a canary or its refusals)"
+        );
+        assert_eq!(found("marked"), plain);
     }
 
     #[test]

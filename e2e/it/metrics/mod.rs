@@ -1,6 +1,7 @@
 //! Metric and webhook adapters against real local servers: canned HTTP answers, webhooks, and
 //! a real Prometheus (end to end), the vendor providers against fakes of their APIs. One binary, shared helpers in `support`.
 
+mod argo_analysis;
 mod loop_e2e;
 mod observe;
 mod pooling;

@@ -225,6 +225,12 @@ impl ForgeFake {
         )
     }
 
+    /// The GitHub App fake's record, to share with a git server (panics on a fake without
+    /// the App).
+    pub(crate) fn app_side(&self) -> super::github_app::Shared {
+        Arc::clone(self.app.as_ref().expect("a GitHub App fake"))
+    }
+
     /// What the GitHub App fake saw (panics on a fake without the App).
     pub(crate) fn app(&self) -> std::sync::MutexGuard<'_, super::github_app::AppSide> {
         self.app
@@ -262,6 +268,7 @@ impl ForgeFake {
                             "/orgs/{org}/teams/{slug}/memberships/{user}",
                             get(membership),
                         )
+                        .route("/orgs/{org}/teams/{slug}", get(team))
                 } else {
                     repo.route("/repos/{owner}/{repo}/git/commits/{sha}", get(commit))
                         .route("/orgs/{org}/teams/search", get(team_search))
@@ -276,6 +283,7 @@ impl ForgeFake {
                 .route("/projects/{id}/repository/commits/{sha}", get(commit))
                 .route("/users", get(gitlab_users))
                 .route("/groups/{id}/members/all/{user}", get(membership))
+                .route("/groups/{id}", get(team))
                 .route("/projects/{id}/merge_requests/{n}/notes", post(comment)),
             Kind::Bitbucket => Router::new()
                 .route(
@@ -620,10 +628,14 @@ async fn update(
     Json(body): Json<Json_>,
 ) -> Result<Json<Json_>, StatusCode> {
     if kind == Kind::AzureDevOps && body["status"] == "completed" {
-        let expected = body
+        // Azure DevOps completes only with `lastMergeSourceCommit` (400 without it).
+        let Some(expected) = body
             .pointer("/lastMergeSourceCommit/commitId")
-            .and_then(Json_::as_str);
-        return merge_pr(kind, &prs, &path, expected).map_err(|(status, _)| status);
+            .and_then(Json_::as_str)
+        else {
+            return Err(StatusCode::BAD_REQUEST);
+        };
+        return merge_pr(kind, &prs, &path, Some(expected)).map_err(|(status, _)| status);
     }
     let closing = match kind {
         Kind::GitLab => body["state_event"] == "close",
@@ -806,6 +818,20 @@ async fn team_search(
     Json(json!({"data": data, "ok": true}))
 }
 
+/// GitHub `GET /orgs/{org}/teams/{slug}` and GitLab `GET /groups/{id}` (the full path): the
+/// team, or 404 (their membership calls answer 404 for an unknown team too).
+async fn team(
+    State((_, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    let name = path.join("/");
+    if prs.lock().unwrap().teams().contains(&name) {
+        Ok(Json(json!({"id": 2, "name": name})))
+    } else {
+        Err(StatusCode::NOT_FOUND)
+    }
+}
+
 /// Membership as each forge answers it: GitHub `{state}` or 404, Gitea the user or 404
 /// (team by number), GitLab the member or 404 (user by id), Azure DevOps the team's members.
 async fn membership(
@@ -833,6 +859,9 @@ async fn membership(
         }
         Kind::AzureDevOps => {
             let team = format!("{}/{}", at(0), at(1));
+            if !prs.teams().contains(&team) {
+                return Err(StatusCode::NOT_FOUND);
+            }
             let value: Vec<Json_> = prs
                 .members
                 .iter()
@@ -953,4 +982,76 @@ pub(crate) fn assert_waiting_again(w: &World, kind: Kind, why: &str) {
         !trailers.contains("Sluice-Approved-By") && trailers.contains(why),
         "{kind:?}: {trailers}"
     );
+}
+
+/// Ticks a wait on [`ForgeRun`] may take: far more than any step needs (a handful each).
+const MAX_TICKS: u64 = 300;
+
+/// A wait on [`ForgeRun`] that sees no tick at all for this long has hung.
+const HANG: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `sluice run` on `shop/web` with the fake of one forge, and a human's clone.
+pub(crate) struct ForgeRun {
+    pub(crate) kind: Kind,
+    pub(crate) fake: ForgeFake,
+    pub(crate) on: super::DaemonOnRemote,
+    pub(crate) human: std::path::PathBuf,
+}
+
+impl ForgeRun {
+    /// The daemon as `configure` sets it up, on a remote holding `spec` (at [`FILE`]) and
+    /// `fake`'s settings with more `forge` keys (`extra`, such as `, approvers: [a]`), once it
+    /// initialized the canary.
+    pub(crate) fn initialized(
+        fake: ForgeFake,
+        extra: &str,
+        spec: &str,
+        configure: impl FnOnce(super::DaemonBuilder) -> super::DaemonBuilder,
+    ) -> ForgeRun {
+        let config = format!(
+            "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+            fake.settings().replace("}\n", &format!("{extra}}}\n"))
+        );
+        let on =
+            super::daemon_on_remote(&[(FILE, spec), (".sluice/config.yaml", &config)], configure);
+        let human =
+            super::human_clone(&on.bare.display().to_string(), &on.tmp.path().join("human"));
+        let run = ForgeRun {
+            kind: fake.kind(),
+            fake,
+            on,
+            human,
+        };
+        run.until("initialized", |r| r.phase() == "Initialized");
+        run
+    }
+
+    pub(crate) fn phase(&self) -> String {
+        super::status_at_main(&self.on.bare, STATUS)
+            .and_then(|s| s["phase"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// Waits until `done` holds: at most [`MAX_TICKS`] of the daemon's ticks, and never
+    /// [`HANG`] without one.
+    pub(crate) fn until(&self, what: &str, done: impl Fn(&ForgeRun) -> bool) {
+        let ticks = || super::reconcile_ticks(self.on.main());
+        let start = ticks();
+        let (mut last, mut since) = (start, std::time::Instant::now());
+        while !done(self) {
+            let now = ticks();
+            if now != last {
+                (last, since) = (now, std::time::Instant::now());
+            }
+            assert!(
+                now - start < MAX_TICKS && since.elapsed() < HANG,
+                "{:?}: not {what} after {} ticks (phase {}):\n{}",
+                self.kind,
+                now - start,
+                self.phase(),
+                self.on.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }

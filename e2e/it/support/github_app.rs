@@ -105,6 +105,12 @@ impl AppSide {
     /// Whether a pull-request call carrying `headers` may go on; writes down what is wrong.
     fn admit(&mut self, call: String, headers: &HeaderMap) -> bool {
         let token = bearer(headers).unwrap_or_default().to_string();
+        self.admit_token(call, token)
+    }
+
+    /// Whether a call carrying installation token `token` may go on: the newest token,
+    /// unexpired at the newest JWT's time; writes down what is wrong.
+    fn admit_token(&mut self, call: String, token: String) -> bool {
         let newest = self.issued.len();
         let problem = match self.issued.iter().position(|(t, _)| *t == token) {
             None => Some(format!("{call}: a token never issued")),
@@ -123,6 +129,35 @@ impl AppSide {
             None => true,
         }
     }
+}
+
+/// What a git server (`git http-backend`, see `e2e/git_server.rs`) lets in with the App:
+/// `Authorization: Basic` of user `x-access-token` and the newest unexpired installation
+/// token, as GitHub's git over https takes it. Each request is one of [`AppSide::calls`]
+/// (`git <n>`); a request without credentials is answered 401 (git asks again with them), a
+/// wrong token is written down as a problem.
+pub(crate) fn git_authorize(app: &Shared) -> crate::support::Authorize {
+    let app = Arc::clone(app);
+    Arc::new(move |header: Option<&str>| {
+        let Some(header) = header else {
+            return false;
+        };
+        let decoded = header
+            .strip_prefix("Basic ")
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let mut app = app.lock().unwrap();
+        let call = format!("git {}", app.calls.len() + 1);
+        match decoded.split_once(':') {
+            Some(("x-access-token", token)) => app.admit_token(call, token.to_string()),
+            _ => {
+                app.problems
+                    .push(format!("{call}: not x-access-token basic auth: {header}"));
+                false
+            }
+        }
+    })
 }
 
 /// The `Authorization` token, after `Bearer ` or `token `.

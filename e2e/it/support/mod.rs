@@ -14,7 +14,9 @@ pub(crate) mod canary;
 mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod dockerfile;
+pub(crate) mod fleet;
 pub(crate) mod forge;
+pub(crate) mod forge_events;
 pub(crate) mod git_fixture;
 pub(crate) mod github_app;
 pub(crate) mod judge;
@@ -22,6 +24,7 @@ pub(crate) mod knative;
 pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
+pub(crate) mod netns;
 pub(crate) mod prometheus;
 pub(crate) mod remotes;
 pub(crate) mod rollout;
@@ -267,6 +270,7 @@ pub fn tick_context<'a>(
         author: None,
         push_attempts: 5,
         runtime,
+        owned: sluice::core::shards::Owned::All,
     }
 }
 
@@ -290,7 +294,7 @@ pub fn free_port() -> u16 {
 }
 
 pub use crate::git_server::GitDaemon;
-pub(crate) use crate::git_server::HttpGit;
+pub(crate) use crate::git_server::{Authorize, HttpGit};
 
 /// `files` (path, text) as the borrowed pairs [`seeded_remote`] and `World` take.
 pub fn str_pairs<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<(&str, &str)> {

@@ -298,7 +298,7 @@ pub(crate) fn change(
 fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Decision {
     let stable_service = match &canary.target {
         Target::RouteOnly { services, .. } => Some(services[0].to_string()),
-        Target::Source { .. } | Target::TargetRef { .. } => None,
+        Target::Source { .. } | Target::TargetRef { .. } | Target::Rollout { .. } => None,
     };
     let status = Status {
         phase: Phase::Initialized,
@@ -1334,6 +1334,11 @@ fn promote<R>(canary: &Canary<R>, status: &Status, mut next: Status, now: Timest
             canary.base_name(),
             canary.id.namespace
         ),
+        Target::Rollout { .. } => format!(
+            "Copying {name} template spec to {}-stable.{}",
+            canary.base_name(),
+            canary.id.namespace
+        ),
     };
     let wake = after(now, canary.analysis.interval);
     change(Action::Promote, next, event, Some(wake))
@@ -1384,10 +1389,10 @@ fn promoting<R>(canary: &Canary<R>, status: &Status, now: Timestamp) -> Decision
         (Target::RouteOnly { .. }, false) => {
             format!("Routing all traffic to the promoted service of {name}")
         }
-        (Target::Source { .. } | Target::TargetRef { .. }, true) => {
+        (Target::Source { .. } | Target::TargetRef { .. } | Target::Rollout { .. }, true) => {
             format!("Advance {name} primary weight {promoted}")
         }
-        (Target::Source { .. } | Target::TargetRef { .. }, false) => {
+        (Target::Source { .. } | Target::TargetRef { .. } | Target::Rollout { .. }, false) => {
             format!("Routing all traffic to primary {name}")
         }
     };

@@ -194,6 +194,18 @@ pub struct SplitRule {
     pub namespace: Option<String>,
     /// The apex backendRef's own `filters`, given to both backends.
     pub filters: Option<Yaml>,
+    /// An Argo Rollout's route ([`Apex::pair`]): the rule keeps its backendRefs and only the
+    /// weights of these change.
+    pub in_place: Option<InPlace>,
+}
+
+/// The backendRefs of one rule whose weights an Argo Rollout's route sets, by index: the
+/// stable Service's take the stable weight, the canary Service's the canary weight (the
+/// Gateway API plugin's `setHTTPRouteWeight`, and its GRPC, TCP and TLS twins).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InPlace {
+    pub stable: Vec<usize>,
+    pub canary: Vec<usize>,
 }
 
 /// What the copy must agree with: the canary's namespace, apex Service and its port.
@@ -202,6 +214,10 @@ pub struct Apex<'a> {
     pub namespace: &'a str,
     pub service: &'a str,
     pub port: u16,
+    /// For an Argo Rollout: its `canaryService` (and `service` is its `stableService`). The
+    /// user's rules already send to both; sluice sets only their weights, as the Gateway API
+    /// plugin of Argo Rollouts does, on every rule that names either.
+    pub pair: Option<&'a str>,
 }
 
 /// Reads the user's route `object` (one of [`KINDS`]); problems are reported at their lines in its file.
@@ -248,6 +264,32 @@ fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSour
     }
     if refused {
         return None;
+    }
+    if let Some(canary) = apex.pair {
+        let stable_found = split
+            .iter()
+            .any(|s| s.in_place.as_ref().is_some_and(|p| !p.stable.is_empty()));
+        let canary_found = split
+            .iter()
+            .any(|s| s.in_place.as_ref().is_some_and(|p| !p.canary.is_empty()));
+        if !(stable_found && canary_found) {
+            r.error(
+                rules_node.line,
+                "spec.rules",
+                format!(
+                    "expected backendRefs to both the stableService {:?} and the canaryService {canary:?} in the rules of {} {} (Argo Rollouts' Gateway API plugin refuses the route too: \"backendRef was not found in httpRoute\"); found {}",
+                    apex.service,
+                    shape.kind,
+                    object.name,
+                    match (stable_found, canary_found) {
+                        (true, _) => "only the stable one",
+                        (_, true) => "only the canary one",
+                        _ => "neither",
+                    }
+                ),
+            );
+            return None;
+        }
     }
     if split.is_empty() {
         r.error(
@@ -421,6 +463,9 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceS
     let Some(refs) = r.seq(refs_node, &refs_path) else {
         return RuleUse::Refused;
     };
+    if let Some(canary) = apex.pair {
+        return read_pair_rule(r, refs, &refs_path, backend_keys, i, apex, canary);
+    }
     let mut found = None;
     for (j, backend) in refs.iter().enumerate() {
         let at = index(&refs_path, j);
@@ -470,6 +515,46 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceS
             .and_then(Node::as_str)
             .map(str::to_string),
         filters: None,
+        in_place: None,
+    })
+}
+
+/// Rule `i` of an Argo Rollout's route (`refs` its backendRefs): split in place when it names
+/// the stable or the canary Service, else copied.
+fn read_pair_rule(
+    r: &mut Reader,
+    refs: &[Node],
+    refs_path: &str,
+    backend_keys: &[&str],
+    i: usize,
+    apex: &Apex,
+    canary: &str,
+) -> RuleUse {
+    let mut in_place = InPlace::default();
+    for (j, backend) in refs.iter().enumerate() {
+        if r.map(backend, &index(refs_path, j), backend_keys).is_none() {
+            return RuleUse::Refused;
+        }
+        if is_apex(backend, apex) {
+            in_place.stable.push(j);
+        } else if is_apex(
+            backend,
+            &Apex {
+                service: canary,
+                ..*apex
+            },
+        ) {
+            in_place.canary.push(j);
+        }
+    }
+    if in_place.stable.is_empty() && in_place.canary.is_empty() {
+        return RuleUse::Copied;
+    }
+    RuleUse::Split(SplitRule {
+        index: i,
+        namespace: None,
+        filters: None,
+        in_place: Some(in_place),
     })
 }
 
@@ -509,12 +594,44 @@ fn backend_ref(rule: &SplitRule, name: &str, port: u16, weight: u8) -> Yaml {
     Yaml::Hash(h)
 }
 
+/// Sets the weights of an Argo Rollout's rule `i` in place (the user's key order kept).
+fn set_weights(spec: &mut Yaml, i: usize, in_place: &InPlace, weights: crate::route::Weights) {
+    let Yaml::Array(rules) = &mut spec["rules"] else {
+        return;
+    };
+    let Some(Yaml::Hash(rule)) = rules.get_mut(i) else {
+        return;
+    };
+    let Some(Yaml::Array(refs)) = rule.get_mut(&s("backendRefs")) else {
+        return;
+    };
+    for (indices, weight) in [
+        (&in_place.stable, weights.primary),
+        (&in_place.canary, weights.canary),
+    ] {
+        for j in indices {
+            if let Some(Yaml::Hash(backend)) = refs.get_mut(*j) {
+                match backend.get_mut(&s("weight")) {
+                    Some(slot) => *slot = Yaml::Integer(i64::from(weight)),
+                    None => {
+                        backend.insert(s("weight"), Yaml::Integer(i64::from(weight)));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The copy of the user's route with this step's weights on the split rules.
 pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, RouteError> {
     let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let port = canary.service.port;
     let mut spec = source.spec.clone();
     for rule in &source.split {
+        if let Some(in_place) = &rule.in_place {
+            set_weights(&mut spec, rule.index, in_place, weights);
+            continue;
+        }
         let refs = Yaml::Array(vec![
             backend_ref(rule, backends.primary, port, weights.primary),
             backend_ref(rule, backends.canary, port, weights.canary),
@@ -561,6 +678,49 @@ pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, Route
     Ok(text)
 }
 
+/// An Argo Rollout's rule `i` reads back as the user's but for the weights of its stable and
+/// canary backendRefs, which are the ones asked for.
+fn verify_in_place(
+    i: usize,
+    copy: &Json,
+    original: &Json,
+    in_place: &InPlace,
+    input: &RenderInput,
+) -> Result<(), String> {
+    let without_weights = |rule: &Json| {
+        let mut rule = rule.clone();
+        if let Some(refs) = rule.get_mut("backendRefs").and_then(Json::as_array_mut) {
+            for j in in_place.stable.iter().chain(&in_place.canary) {
+                if let Some(map) = refs.get_mut(*j).and_then(Json::as_object_mut) {
+                    map.remove("weight");
+                }
+            }
+        }
+        rule
+    };
+    if without_weights(copy) != without_weights(original) {
+        return Err(format!(
+            "expected spec.rules[{i}] to be copied unchanged but for its stable and canary weights"
+        ));
+    }
+    for (indices, weight) in [
+        (&in_place.stable, input.weights.primary),
+        (&in_place.canary, input.weights.canary),
+    ] {
+        for j in indices {
+            let found = copy
+                .pointer(&format!("/backendRefs/{j}/weight"))
+                .and_then(Json::as_u64);
+            if found != Some(u64::from(weight)) {
+                return Err(format!(
+                    "expected spec.rules[{i}].backendRefs[{j}].weight {weight}, found {found:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads the copy back: the object's identity, every rule sluice did not split exactly as the
 /// source's, and the split rules as the source's but for their backends, which are the
 /// primary and canary with the weights asked for.
@@ -595,6 +755,15 @@ fn verify(doc: &Json, source: &RouteSource, input: &RenderInput) -> Result<(), S
             if copy != original {
                 return Err(format!("expected spec.rules[{i}] to be copied unchanged"));
             }
+            continue;
+        }
+        if let Some(in_place) = source
+            .split
+            .iter()
+            .find(|s| s.index == i)
+            .and_then(|s| s.in_place.as_ref())
+        {
+            verify_in_place(i, copy, original, in_place, input)?;
             continue;
         }
         if strip(copy) != strip(original) {

@@ -64,6 +64,7 @@ pub(super) fn parse(_event: &str, body: &[u8]) -> Result<Event, String> {
     };
     Ok(Event::Pull(PullEvent {
         repository: format!("{}/{}", pull.repository.project.name, pull.repository.name),
+        repository_id: None,
         number: pull.pull_request_id,
         head: pull
             .source_ref_name

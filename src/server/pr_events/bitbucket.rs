@@ -46,6 +46,7 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, String> {
     let payload: Payload = json(body)?;
     Ok(Event::Pull(PullEvent {
         repository: payload.repository.full_name,
+        repository_id: None,
         number: payload.pullrequest.id,
         head: payload.pullrequest.source.branch.name,
         change,

@@ -7,6 +7,9 @@ use super::{json, Change, Event, PullEvent};
 
 #[derive(Deserialize)]
 struct Project {
+    /// The numeric id `forge.repository` may give instead of the path.
+    #[serde(default)]
+    id: Option<u64>,
     path_with_namespace: String,
 }
 
@@ -41,6 +44,7 @@ struct Note {
 fn event(project: Project, mr: MergeRequest, change: Change) -> Event {
     Event::Pull(PullEvent {
         repository: project.path_with_namespace,
+        repository_id: project.id,
         number: mr.iid,
         head: mr.source_branch,
         change,
@@ -76,6 +80,15 @@ pub(super) fn parse(event_name: &str, body: &[u8]) -> Result<Event, String> {
     }
 }
 
+/// `event` with GitLab's project id.
+#[cfg(test)]
+fn with_id(mut event: Event, id: u64) -> Event {
+    if let Event::Pull(pull) = &mut event {
+        pull.repository_id = Some(id);
+    }
+    event
+}
+
 #[cfg(test)]
 pub(super) fn samples() -> Vec<super::tests::Sample> {
     use super::tests::pull;
@@ -84,11 +97,14 @@ pub(super) fn samples() -> Vec<super::tests::Sample> {
         (
             "Merge Request Hook",
             r#"{"object_kind":"merge_request","event_type":"merge_request","user":{"username":"root"},"project":{"id":1,"path_with_namespace":"gitlabhq/gitlab-test"},"object_attributes":{"id":99,"iid":1,"target_branch":"main","source_branch":"sluice/shop/web/promote","state":"merged","action":"merge"}}"#,
-            pull(
-                "gitlabhq/gitlab-test",
+            with_id(
+                pull(
+                    "gitlabhq/gitlab-test",
+                    1,
+                    "sluice/shop/web/promote",
+                    Change::Merged,
+                ),
                 1,
-                "sluice/shop/web/promote",
-                Change::Merged,
             ),
         ),
         (

@@ -178,8 +178,11 @@ pub(super) enum Event {
 /// A pull-request (GitLab: merge-request) event: the parts that say whether to wake.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct PullEvent {
-    /// `owner/name` (GitLab: the project path, Azure DevOps: `project/repository`): logged.
+    /// `owner/name` (GitLab: the project path, Azure DevOps: `project/repository`): compared
+    /// with `forge.repository`, and logged.
     pub repository: String,
+    /// GitLab's numeric project id, which `forge.repository` may give instead of the path.
+    pub repository_id: Option<u64>,
     /// The number humans see (GitHub/Gitea `number`, GitLab `iid`, Bitbucket and Azure DevOps
     /// `id`).
     pub number: u64,
@@ -205,6 +208,15 @@ impl PullEvent {
     /// Whether the event may change an approval sluice waits on.
     fn wakes(&self) -> bool {
         self.head.starts_with(APPROVAL_PREFIX) && self.change != Change::Other
+    }
+
+    /// Whether the event is about `configured` (`forge.repository`): the same name, ASCII
+    /// case aside (forges resolve names without regard to case), or GitLab's project id.
+    fn is_about(&self, configured: &str) -> bool {
+        self.repository.eq_ignore_ascii_case(configured)
+            || self
+                .repository_id
+                .is_some_and(|id| id.to_string() == configured)
     }
 }
 
@@ -242,6 +254,7 @@ impl GithubLikePayload {
     pub fn into_event(self, change: Change) -> Event {
         Event::Pull(PullEvent {
             repository: self.repository.full_name,
+            repository_id: None,
             number: self.pull_request.number,
             head: self.pull_request.head.name,
             change,
@@ -335,6 +348,27 @@ pub(super) async fn forge_hook(
             wake(&state)
         }
         Event::Pull(pull) => {
+            if let Some(configured) = state.forge_repository() {
+                if !pull.is_about(&configured) {
+                    info!(
+                        forge = hook.key,
+                        repository = %pull.repository,
+                        configured = %configured,
+                        number = pull.number,
+                        delivery,
+                        "Pull-request webhook about another repository, ignored"
+                    );
+                    return (
+                        StatusCode::ACCEPTED,
+                        format!(
+                            "ignored: the event is about repository {}, sluice watches {configured} \
+                             (forge.repository)\n",
+                            pull.repository
+                        ),
+                    )
+                        .into_response();
+                }
+            }
             if !first_delivery(&state, &body, event, delivery) {
                 return already_received();
             }
@@ -362,6 +396,7 @@ mod tests {
     pub(super) fn pull(repository: &str, number: u64, head: &str, change: Change) -> Event {
         Event::Pull(PullEvent {
             repository: repository.to_string(),
+            repository_id: None,
             number,
             head: head.to_string(),
             change,
@@ -484,6 +519,7 @@ mod tests {
     fn only_approval_branches_and_approval_changes_wake() {
         let event = |head: &str, change| PullEvent {
             repository: "a/b".into(),
+            repository_id: None,
             number: 1,
             head: head.into(),
             change,
@@ -492,6 +528,24 @@ mod tests {
         assert!(event("sluice/shop/web/2", Change::Reviewed).wakes());
         assert!(!event("sluice/shop/web/2", Change::Other).wakes());
         assert!(!event("feature/x", Change::Merged).wakes());
+    }
+
+    #[test]
+    fn an_event_is_about_the_configured_repository_only() {
+        let event = |repository: &str, repository_id| PullEvent {
+            repository: repository.into(),
+            repository_id,
+            number: 1,
+            head: "sluice/shop/web/2".into(),
+            change: Change::Merged,
+        };
+        assert!(event("acme/fleet", None).is_about("acme/fleet"));
+        assert!(event("Acme/Fleet", None).is_about("acme/fleet"));
+        assert!(!event("acme/fleet-fork", None).is_about("acme/fleet"));
+        assert!(!event("evil/fleet", None).is_about("acme/fleet"));
+        assert!(event("group/sub/fleet", Some(42)).is_about("42"));
+        assert!(!event("group/sub/fleet", Some(42)).is_about("43"));
+        assert!(!event("42", None).is_about("group/sub/fleet"));
     }
 
     #[test]

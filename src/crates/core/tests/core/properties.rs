@@ -691,7 +691,8 @@ fn traffic_on(c: &Canary<()>, status: &Status, revision: &str, fresh_service: &s
                 status.canary_weight
             }
         }
-        Target::Source { .. } | Target::TargetRef { .. } => {
+        // A Rollout's stable workload runs the promoted revision, like the primary.
+        Target::Source { .. } | Target::TargetRef { .. } | Target::Rollout { .. } => {
             let mut weight = 0;
             if status.promoted_revision == revision {
                 weight += status.primary_weight;
@@ -718,7 +719,7 @@ fn unstable_service(c: &Canary<()>, status: &Status) -> String {
                 services[0].to_string()
             }
         }
-        Target::Source { .. } | Target::TargetRef { .. } => String::new(),
+        Target::Source { .. } | Target::TargetRef { .. } | Target::Rollout { .. } => String::new(),
     }
 }
 

@@ -1,0 +1,439 @@
+//! Argo Rollouts `Rollout`s through the loop, read unchanged: a Rollout routed by the Gateway
+//! API plugin (an HTTPRoute, GRPCRoute, TCPRoute or TLSRoute the user owns, naming the
+//! Rollout's stableService and canaryService) steps through its `setWeight`/`pause` steps and
+//! promotes; `pause: {}` opens an approval pull request (a fake forge at HTTP level); `sluice
+//! plan` lists Argo's steps. At every sluice commit each output document passes its strict
+//! schema, the route is the user's with only the two weights changed (the status file's), the
+//! Services select one workload each, and the canary runs Argo's share of the replicas;
+//! `kubectl kustomize` builds the output after every phase.
+
+use serde_json::Value as Json;
+use sluice::core::status::Phase;
+
+use crate::support::forge::{ForgeFake, Kind};
+use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FILE};
+use crate::support::route_sources::route_head;
+use crate::support::{run_sluice, Schemas, World};
+
+const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
+const ROUTE_SOURCE: &str = "apps/podinfo/route.yaml";
+const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
+const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
+const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
+const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
+
+/// Steps that promote without a human: a timed pause, then two more weights.
+const TIMED: &str = "        - setWeight: 20
+        - pause: {duration: 30s}
+        - setWeight: 50
+        - pause: {duration: 1m}
+        - setWeight: 80";
+
+/// A `pause: {}` after the first weight: wait for approval.
+const APPROVAL: &str = "        - setWeight: 20
+        - pause: {}
+        - setWeight: 60";
+
+/// The Rollout, as Argo's Gateway API plugin examples write one: 5 replicas, the podinfo
+/// pod template at `version`, the plugin naming the route `route_key: podinfo-public`.
+fn rollout(version: &str, route_key: &str, steps: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  replicas: 5
+  revisionHistoryLimit: 2
+  selector:
+    matchLabels:
+      app: podinfo
+  template:
+    metadata:
+      labels:
+        app: podinfo
+    spec:
+      containers:
+        - name: podinfo
+          image: ghcr.io/stefanprodan/podinfo:{version}
+          ports:
+            - name: http
+              containerPort: 9898
+  strategy:
+    canary:
+      canaryService: podinfo-canary
+      stableService: podinfo-stable
+      trafficRouting:
+        plugins:
+          argoproj-labs/gatewayAPI:
+            {route_key}: podinfo-public
+            namespace: prod
+      steps:
+{steps}
+"
+    )
+}
+
+/// The two Services the Rollout names; Argo adds the pod template hash to their selectors
+/// at run time, sluice the role label in git.
+fn services() -> String {
+    ["podinfo-stable", "podinfo-canary"]
+        .map(|name| {
+            format!(
+                "apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+  namespace: prod
+spec:
+  selector:
+    app: podinfo
+  ports:
+    - name: http
+      port: 9898
+      targetPort: http
+"
+            )
+        })
+        .join("---\n")
+}
+
+/// The end of a rule sending to both Services, as the plugin's docs write it.
+const BOTH_BACKENDS: &str = "      backendRefs:
+        - name: podinfo-stable
+          port: 9898
+          weight: 100
+        - name: podinfo-canary
+          port: 9898
+          weight: 0
+";
+
+/// One Gateway API route kind: the plugin's key for it, and the user's route.
+struct Kind_ {
+    key: &'static str,
+    source: fn() -> String,
+}
+
+fn http_route() -> String {
+    route_head("v1", "HTTPRoute", "https")
+        + "  hostnames: [podinfo.example.com]
+  rules:
+    - matches:
+        - path: {type: PathPrefix, value: /admin}
+      backendRefs:
+        - name: admin
+          port: 8080
+    - matches:
+        - path: {type: PathPrefix, value: /}
+      filters:
+        - type: ResponseHeaderModifier
+          responseHeaderModifier:
+            add:
+              - name: x-served-by
+                value: podinfo
+" + BOTH_BACKENDS
+}
+
+fn grpc_route() -> String {
+    route_head("v1", "GRPCRoute", "grpc")
+        + "  hostnames: [grpc.podinfo.example.com]
+  rules:
+    - matches:
+        - method: {service: podinfo.Echo}
+" + BOTH_BACKENDS
+}
+
+fn tcp_route() -> String {
+    route_head("v1alpha2", "TCPRoute", "tcp") + "  rules:\n    - name: podinfo\n" + BOTH_BACKENDS
+}
+
+fn tls_route() -> String {
+    route_head("v1alpha2", "TLSRoute", "tls-passthrough")
+        + "  hostnames: [podinfo.example.com]
+  rules:
+" + &BOTH_BACKENDS.replacen("      backendRefs", "    - backendRefs", 1)
+}
+
+const KINDS: [Kind_; 4] = [
+    Kind_ {
+        key: "httpRoute",
+        source: http_route,
+    },
+    Kind_ {
+        key: "grpcRoute",
+        source: grpc_route,
+    },
+    Kind_ {
+        key: "tcpRoute",
+        source: tcp_route,
+    },
+    Kind_ {
+        key: "tlsRoute",
+        source: tls_route,
+    },
+];
+
+fn world(kind: &Kind_, steps: &str, extra: &[(&str, String)]) -> World {
+    let mut files = vec![
+        (ROLLOUT_FILE, rollout("6.7.0", kind.key, steps)),
+        ("apps/podinfo/services.yaml", services()),
+        (ROUTE_SOURCE, (kind.source)()),
+    ];
+    files.extend(extra.iter().map(|(f, t)| (*f, t.clone())));
+    let pairs: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
+    World::served(&pairs).building(OUTPUT)
+}
+
+fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
+    serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
+}
+
+/// Every sluice commit: every output document schema-valid; the route the user's but for
+/// the two weights, which are the status file's; each Service selecting one role; the
+/// canary's replicas Argo's share. Returns the route's weights, in order.
+fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
+    let mut schemas = Schemas::default();
+    let source: Json = serde_saphyr::from_str(&(kind.source)()).unwrap();
+    let mut found = Vec::new();
+    for (sha, trailer) in sluice_commits(&w.bare) {
+        let status: Json = serde_saphyr::from_str(&show(&w.bare, &sha, STATUS_FILE)).unwrap();
+        let (stable_w, canary_w) = (
+            status["primaryWeight"].as_u64().unwrap(),
+            status["canaryWeight"].as_u64().unwrap(),
+        );
+        for file in [ROUTE_FILE, STABLE_FILE, CANARY_WORKLOAD, SERVICES_FILE] {
+            for doc in docs(&w.bare, &sha, file) {
+                schemas.assert_valid(&doc, &format!("{sha} {file}"));
+            }
+        }
+        let route = docs(&w.bare, &sha, ROUTE_FILE).remove(0);
+        let mut expected = source.clone();
+        let rules = expected["spec"]["rules"].as_array_mut().unwrap();
+        for rule in rules {
+            for backend in rule["backendRefs"].as_array_mut().into_iter().flatten() {
+                match backend["name"].as_str() {
+                    Some("podinfo-stable") => backend["weight"] = stable_w.into(),
+                    Some("podinfo-canary") => backend["weight"] = canary_w.into(),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(
+            route["spec"], expected["spec"],
+            "{sha}: only the weights change"
+        );
+        assert_eq!(route["metadata"]["labels"]["team"], "web", "{sha}");
+        let services = docs(&w.bare, &sha, SERVICES_FILE);
+        for (service, role) in services.iter().zip(["stable", "canary"]) {
+            assert_eq!(
+                service["spec"]["selector"],
+                serde_json::json!({"app": "podinfo", "sluice.dev/rollout-role": role}),
+                "{sha}"
+            );
+        }
+        let canary = docs(&w.bare, &sha, CANARY_WORKLOAD).remove(0);
+        assert_eq!(
+            canary["spec"]["template"]["metadata"]["labels"]["sluice.dev/rollout-role"],
+            "canary"
+        );
+        let active = ["Progressing", "WaitingApproval", "Promoting", "Finalising"]
+            .contains(&status["phase"].as_str().unwrap())
+            || canary_w > 0;
+        let replicas = if active {
+            (5 * canary_w).div_ceil(100).max(1)
+        } else {
+            0
+        };
+        assert_eq!(canary["spec"]["replicas"], replicas, "{sha}: Argo's share");
+        let weights = format!("primary={stable_w} canary={canary_w}");
+        assert_eq!(trailer, weights, "{sha}: trailer and status agree");
+        found.push(weights);
+    }
+    found
+}
+
+#[test]
+fn rollout_through_each_gateway_api_route_kind_steps_and_promotes() {
+    for kind in &KINDS {
+        let mut w = world(kind, TIMED, &[]);
+        w.until(Phase::Initialized);
+        let stable = show(&w.bare, "main", STABLE_FILE);
+        assert!(stable.contains("podinfo:6.7.0"), "{stable}");
+        w.human_writes(
+            ROLLOUT_FILE,
+            &rollout("6.7.1", kind.key, TIMED),
+            "podinfo: 6.7.1",
+        );
+        w.until(Phase::Succeeded);
+        assert_eq!(
+            distinct(check_every_commit(&w, kind)),
+            [
+                "primary=100 canary=0",
+                "primary=80 canary=20",
+                "primary=50 canary=50",
+                "primary=20 canary=80",
+                "primary=100 canary=0",
+            ],
+            "{}",
+            kind.key
+        );
+        let stable = show(&w.bare, "main", STABLE_FILE);
+        assert!(stable.contains("podinfo:6.7.1"), "promoted: {stable}");
+        crate::support::rollout::every_commit_drawn_by_sluice(
+            &w.bare,
+            &sluice_commits(&w.bare)
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect::<Vec<_>>(),
+        );
+    }
+}
+
+#[test]
+fn rollout_pause_without_duration_opens_an_approval_pull_request_fake_forge() {
+    let fake = ForgeFake::start(Kind::GitHub);
+    let config = format!(
+        "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
+        fake.settings()
+    );
+    let mut w = world(
+        &KINDS[0],
+        APPROVAL,
+        &[(".sluice/config.yaml", config.clone())],
+    );
+    w.until(Phase::Initialized);
+    w.human_writes(
+        ROLLOUT_FILE,
+        &rollout("6.7.1", "httpRoute", APPROVAL),
+        "podinfo: 6.7.1",
+    );
+    w.until(Phase::WaitingApproval);
+    w.ticks(2);
+    assert_eq!(fake.count(), 1, "one pull request");
+    let pr = fake.first();
+    assert!(pr.head.starts_with("sluice/prod/podinfo/"), "{pr:?}");
+    let status = w.yaml_at_main(STATUS_FILE);
+    assert_eq!(
+        (status["phase"].as_str(), status["canaryWeight"].as_u64()),
+        (Some("WaitingApproval"), Some(20)),
+        "held at the pause's weight"
+    );
+    // The branch carries the next step's weights on the user's route.
+    let route: Json = serde_saphyr::from_str(&show(&w.bare, &pr.head, ROUTE_FILE)).unwrap();
+    let backends = &route["spec"]["rules"][1]["backendRefs"];
+    assert_eq!(
+        (
+            backends[0]["weight"].as_u64(),
+            backends[1]["weight"].as_u64()
+        ),
+        (Some(40), Some(60))
+    );
+    crate::support::merge_approval(w.human(), &pr.head, "merge");
+    fake.set(1, false, true);
+    w.until(Phase::Succeeded);
+    assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.1"));
+}
+
+#[test]
+fn plan_lists_argo_steps_with_weights_and_pauses() {
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &rollout("6.7.0", "httpRoute", TIMED)),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+    ]);
+    let path = dir.path().display().to_string();
+    let (code, out, err) = run_sluice(&["plan", &path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "rollout steps:      setWeight 20, pause 30s, setWeight 50, pause 60s, setWeight 80"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("canary weights:     20 -> 50 -> 80"), "{out}");
+    let (code, out, _) = run_sluice(&["plan", "-o", "json", &path]);
+    assert_eq!(code, 0);
+    let plan: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        plan[0]["rolloutSteps"],
+        serde_json::json!([
+            "setWeight 20",
+            "pause 30s",
+            "setWeight 50",
+            "pause 60s",
+            "setWeight 80"
+        ])
+    );
+    let approval = crate::support::repo(&[
+        (ROLLOUT_FILE, &rollout("6.7.0", "httpRoute", APPROVAL)),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+    ]);
+    let (_, out, _) = run_sluice(&["plan", &approval.path().display().to_string()]);
+    assert!(
+        out.contains("rollout steps:      setWeight 20, pause until approved, setWeight 60"),
+        "{out}"
+    );
+    assert!(
+        out.contains("approvals:          before weight 60 (step 2)"),
+        "{out}"
+    );
+}
+
+/// A Rollout with what Argo acts on but sluice cannot do in git, and what the API server
+/// prunes: each refused at its line with the reason, each pruned field a warning.
+#[test]
+fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields() {
+    let steps = "        - setWeight: 20
+        - experiment:
+            templates: [{name: baseline, specRef: stable}]
+        - analysis:
+            templates: [{templateName: success-rate}]
+        - setWeight: 40";
+    let text = rollout("6.7.0", "httpRoute", steps)
+        .replace(
+            "  revisionHistoryLimit: 2\n",
+            "  revisionHistoryLimit: 2\n  replicaz: 3\n",
+        )
+        .replace(
+            "      trafficRouting:\n",
+            "      trafficRouting:\n        alb: {ingress: podinfo, servicePort: 80}\n",
+        );
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+    ]);
+    let (code, _, err) = crate::support::validate(dir.path(), &["."]);
+    assert_eq!(code, 1, "{err}");
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    for expected in [
+        format!(
+            "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[1].experiment: an experiment runs extra ReplicaSets",
+            line("- experiment:") 
+        ),
+        format!(
+            "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[2].analysis: AnalysisTemplate support is not in this build",
+            line("- analysis:")
+        ),
+        format!(
+            "{ROLLOUT_FILE}:{}: spec.strategy.canary.trafficRouting.alb: the AWS Load Balancer Controller's weights",
+            line("alb:")
+        ),
+        format!(
+            "{ROLLOUT_FILE}:{}: spec.replicaz: unknown field (did you mean \"replicas\"?)",
+            line("replicaz")
+        ),
+        format!(
+            "{ROLLOUT_FILE}:{}: spec.revisionHistoryLimit: ignored",
+            line("revisionHistoryLimit")
+        ),
+    ] {
+        assert!(err.contains(&expected), "{expected}\nin:\n{err}");
+    }
+    assert!(
+        err.contains("prunes fields the Argo Rollouts CRD does not declare"),
+        "{err}"
+    );
+}

@@ -1,0 +1,801 @@
+//! Reads an Argo Rollouts `argoproj.io/v1alpha1` `Rollout`, unchanged, into a validated
+//! [`Canary`]: its canary steps become sluice's schedule, its `stableService` and
+//! `canaryService` the two Services traffic is split between, its pod template (or the
+//! Deployment its `workloadRef` names) the stable and canary workloads
+//! (`workload::rollout`), and its traffic router the route sluice writes.
+//!
+//! Argo's CRD is structural, so an unknown field is a warning (the API server prunes it and
+//! Argo never sees it); a field Argo acts on is read or refused at its line with the reason.
+//! Fields that change nothing sluice writes to git (history limits, scale-down delays) are
+//! warnings that say why they are ignored.
+//!
+//! Steps map to sluice's as Argo runs them: a `setWeight` starts a step at its weight; a
+//! `pause` after it holds it (with a duration: that long; without: until approved, by
+//! sluice's approval pull request or `sluice promote`); a `setWeight` with no pause after it
+//! holds one check interval ([`STEP_INTERVAL`]). A `pause: {}` before the first `setWeight`
+//! waits for approval before the first traffic change. After the last step the Rollout is
+//! promoted, as Argo does.
+//!
+//! Reads one document and looks up the objects it names in the repo snapshot; decides nothing.
+
+use std::time::Duration;
+
+use crate::core::schedule::{Pause, Step};
+use crate::manifest::model::{
+    Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, RepoPath, ServiceSpec, Strategy,
+    Target,
+};
+use crate::manifest::settings::Settings;
+use crate::route::gateway_api::{self, Apex};
+use crate::route::Route;
+use crate::yaml::node::{Node, Value};
+use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
+use crate::yaml::snapshot::{Object, Snapshot};
+
+/// The API version of the Rollout this reads.
+pub const API_VERSION: &str = "argoproj.io/v1alpha1";
+
+/// How long a `setWeight` step with no `pause` after it holds before the next step (Argo
+/// goes on once the weight is set and the canary is available; sluice's readiness gate waits
+/// for those, then one interval).
+pub const STEP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The Gateway API plugin's name under `trafficRouting.plugins`.
+pub const GATEWAY_PLUGIN: &str = "argoproj-labs/gatewayAPI";
+
+/// What a Rollout step sluice cannot run is refused with, for AnalysisTemplate steps.
+pub const NO_ANALYSIS: &str = "AnalysisTemplate support is not in this build: sluice would promote without the analysis Argo runs here; remove it, or keep this Rollout on Argo Rollouts for now";
+
+const SPEC_KEYS: &[&str] = &[
+    "replicas",
+    "selector",
+    "template",
+    "workloadRef",
+    "minReadySeconds",
+    "rollbackWindow",
+    "strategy",
+    "revisionHistoryLimit",
+    "paused",
+    "progressDeadlineSeconds",
+    "progressDeadlineAbort",
+    "restartAt",
+    "analysis",
+];
+const CANARY_KEYS: &[&str] = &[
+    "canaryService",
+    "stableService",
+    "steps",
+    "trafficRouting",
+    "maxUnavailable",
+    "maxSurge",
+    "analysis",
+    "antiAffinity",
+    "canaryMetadata",
+    "stableMetadata",
+    "scaleDownDelaySeconds",
+    "scaleDownDelayRevisionLimit",
+    "abortScaleDownDelaySeconds",
+    "dynamicStableScale",
+    "pingPong",
+    "minPodsPerReplicaSet",
+    "replicaProgressThreshold",
+];
+const STEP_KEYS: &[&str] = &[
+    "setWeight",
+    "pause",
+    "experiment",
+    "analysis",
+    "setCanaryScale",
+    "setHeaderRoute",
+    "setMirrorRoute",
+    "plugin",
+];
+const ROUTING_KEYS: &[&str] = &[
+    "istio",
+    "nginx",
+    "alb",
+    "smi",
+    "ambassador",
+    "appMesh",
+    "traefik",
+    "managedRoutes",
+    "apisix",
+    "plugins",
+    "maxTrafficWeight",
+];
+const GATEWAY_KEYS: &[&str] = &[
+    "httpRoute",
+    "grpcRoute",
+    "tcpRoute",
+    "tlsRoute",
+    "namespace",
+    "httpRoutes",
+    "grpcRoutes",
+    "tcpRoutes",
+    "tlsRoutes",
+    "httpRouteSelector",
+    "grpcRouteSelector",
+    "tcpRouteSelector",
+    "tlsRouteSelector",
+    "disableInProgressLabel",
+    "inProgressLabelKey",
+    "inProgressLabelValue",
+];
+/// The plugin's single-route fields and the route kind each names.
+const GATEWAY_ROUTES: [(&str, &str, &str); 4] = [
+    ("httpRoute", "httpRoutes", "HTTPRoute"),
+    ("grpcRoute", "grpcRoutes", "GRPCRoute"),
+    ("tcpRoute", "tcpRoutes", "TCPRoute"),
+    ("tlsRoute", "tlsRoutes", "TLSRoute"),
+];
+
+/// `trafficRouting` kinds refused, and why.
+const REFUSED_ROUTERS: &[(&str, &str)] = &[
+    ("alb", "the AWS Load Balancer Controller's weights are an action annotation that Argo verifies against the live AWS target groups; a cloud-only router sluice cannot drive from git"),
+    ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
+    ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
+    ("istio", "the Istio router for Rollouts (weights on your VirtualService's routes) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
+    ("nginx", "the NGINX router for Rollouts (a canary Ingress beside your stableIngress) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
+    ("smi", "the SMI router for Rollouts (a TrafficSplit) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
+    ("traefik", "the Traefik router for Rollouts (weights on your TraefikService) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
+    ("apisix", "the APISIX router for Rollouts (weights on your ApisixRoute) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
+    ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build does not run"),
+];
+
+/// Canary fields refused, and why.
+const REFUSED_CANARY: &[(&str, &str)] = &[
+    ("analysis", NO_ANALYSIS),
+    ("antiAffinity", "anti-affinity between the stable and canary pods is not in this build; remove it, or keep this Rollout on Argo Rollouts for now"),
+    ("dynamicStableScale", "dynamicStableScale (scaling the stable workload down as the canary takes traffic) is not in this build; sluice keeps the stable workload at spec.replicas"),
+    ("pingPong", "ping-pong Services are ALB-only (a cloud-only router sluice refuses)"),
+    ("minPodsPerReplicaSet", "minPodsPerReplicaSet is not in this build; the canary runs ceil(replicas x weight / 100) pods, at least one"),
+    ("replicaProgressThreshold", "replicaProgressThreshold is not in this build; sluice's readiness gate waits for every canary pod"),
+];
+
+/// Canary fields that change nothing sluice writes, and why they are ignored.
+const IGNORED_CANARY: &[(&str, &str)] = &[
+    ("scaleDownDelaySeconds", "ignored: the stable workload rolls to the promoted spec in place (a Deployment rolling update), so there is no old ReplicaSet to keep up after promotion"),
+    ("scaleDownDelayRevisionLimit", "ignored: no old ReplicaSets are kept (see scaleDownDelaySeconds)"),
+    ("abortScaleDownDelaySeconds", "ignored: on abort sluice scales the canary workload to zero in the rollback commit"),
+];
+
+/// Spec fields refused, and why.
+const REFUSED_SPEC: &[(&str, &str)] = &[
+    ("restartAt", "restartAt restarts pods at a time, a cluster action with nothing to commit; restart by changing the pod template"),
+    ("rollbackWindow", "rollbackWindow (fast rollback to a recent revision) is not in this build"),
+];
+
+/// Spec fields ignored, and why.
+const IGNORED_SPEC: &[(&str, &str)] = &[
+    ("revisionHistoryLimit", "ignored: git keeps every revision; the stable and canary Deployments keep their own default history"),
+    ("analysis", "ignored: AnalysisRun history limits; sluice keeps every result in git"),
+];
+
+/// Finds the objects a Rollout names in the repo, in its namespace, leaving out its own
+/// output folder (where sluice's copies of its Services and route are).
+#[derive(Clone, Copy)]
+struct Lookup<'a> {
+    snapshot: &'a Snapshot,
+    namespace: &'a str,
+    output: Option<&'a str>,
+}
+
+impl<'a> Lookup<'a> {
+    fn find(&self, kind: &str, name: &str) -> Vec<Object<'a>> {
+        self.snapshot
+            .find(kind, name)
+            .filter(|o| o.namespace.unwrap_or(self.namespace) == self.namespace)
+            .filter(|o| !self.output.is_some_and(|out| in_folder(o.file, out)))
+            .collect()
+    }
+}
+
+/// Whether `file` (repo-relative, or as `sluice validate` walked it) is inside `folder`.
+fn in_folder(file: &str, folder: &str) -> bool {
+    let file = file.strip_prefix("./").unwrap_or(file);
+    crate::manifest::applied_by::under(file, folder) || file.contains(&format!("/{folder}/"))
+}
+
+/// Reads a Rollout document (`root`) into a canary.
+pub fn read_rollout(
+    r: &mut Reader,
+    root: &Node,
+    settings: &Settings,
+    snapshot: &Snapshot,
+) -> Option<Canary> {
+    r.pruning_for("Argo Rollouts CRD", "Argo Rollouts", |r| {
+        read(r, root, settings, snapshot)
+    })
+}
+
+fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -> Option<Canary> {
+    let before = r.errors.len();
+    r.map(root, "", OBJECT_KEYS)?;
+    let (name, namespace) = metadata_name(r, root)?;
+    let spec = r.required(root, "", "spec")?;
+    r.map(spec, "spec", SPEC_KEYS)?;
+    let (name, namespace) = (name?, namespace?);
+    let id = CanaryId {
+        namespace: namespace.clone(),
+        name: name.clone(),
+    };
+    let output = settings
+        .output_for(namespace.as_str(), name.as_str())
+        .map_err(|e| r.error(spec.line, "output", e))
+        .ok();
+    let lookup = Lookup {
+        snapshot,
+        namespace: namespace.as_str(),
+        output: output.as_ref().map(|o| o.as_str()),
+    };
+    read_workload(r, spec, lookup);
+    refuse_and_ignore(r, spec, "spec", REFUSED_SPEC, IGNORED_SPEC);
+    let suspend = spec
+        .get("paused")
+        .and_then(|n| r.bool(n, "spec.paused"))
+        .unwrap_or(false);
+    let progress_deadline = spec
+        .get("progressDeadlineSeconds")
+        .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
+        .and_then(|v| u64::try_from(v).ok())
+        .map_or(Duration::from_secs(600), Duration::from_secs);
+    let strategy = r.required(spec, "spec", "strategy")?;
+    r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
+    if let Some(line) = strategy.key_line("blueGreen") {
+        r.error(line, "spec.strategy.blueGreen", "the blue/green strategy of Rollouts is not in this build yet; use strategy.canary, or keep this Rollout on Argo Rollouts for now");
+        return None;
+    }
+    let canary = r.required(strategy, "spec.strategy", "canary")?;
+    let cp = "spec.strategy.canary";
+    r.map(canary, cp, CANARY_KEYS)?;
+    refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
+    let services = read_services(r, canary, lookup);
+    let steps = match canary.get("steps") {
+        Some(n) => read_steps(r, n),
+        None => {
+            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
+            None
+        }
+    };
+    let Some(routing) = canary.get("trafficRouting") else {
+        r.error(canary.line, &join(cp, "trafficRouting"), "a canary without trafficRouting (Argo's replica-based canary) is not in this build yet; route through the Gateway API plugin, or keep this Rollout on Argo Rollouts for now");
+        return None;
+    };
+    let (stable, canary_service, port) = services?;
+    let route = read_routing(
+        r,
+        routing,
+        &Apex {
+            namespace: namespace.as_str(),
+            service: stable.as_str(),
+            port,
+            pair: Some(canary_service.as_str()),
+        },
+        lookup,
+    );
+    if r.errors.len() > before {
+        return None;
+    }
+    let (steps, approvals) = steps?;
+    let mut canary = canary_of(
+        id,
+        settings,
+        Parts {
+            stable,
+            canary_service,
+            port,
+            output: output?,
+            route: route?,
+            steps,
+            approvals,
+            suspend,
+            progress_deadline,
+        },
+    );
+    canary.file = r.file.clone();
+    canary.line = root.line;
+    canary.route.check_canary(r, &canary, spec);
+    (r.errors.len() == before).then_some(canary)
+}
+
+/// Reports each of `refused` present in `node` (at `path`) as an error and each of `ignored`
+/// as a warning, with its reason.
+fn refuse_and_ignore(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    refused: &[(&str, &str)],
+    ignored: &[(&str, &str)],
+) {
+    for (key, why) in refused {
+        if let Some(line) = node.key_line(key) {
+            r.error(line, &join(path, key), *why);
+        }
+    }
+    for (key, why) in ignored {
+        if let Some(line) = node.key_line(key) {
+            r.warn(line, &join(path, key), *why);
+        }
+    }
+}
+
+/// What a Rollout says, read.
+struct Parts {
+    stable: Name,
+    canary_service: Name,
+    /// The stable Service's first port.
+    port: u16,
+    output: RepoPath,
+    route: Route,
+    steps: Vec<Step>,
+    approvals: Approvals,
+    suspend: bool,
+    progress_deadline: Duration,
+}
+
+/// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
+/// not say (no metrics, no webhooks).
+fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
+    Canary {
+        settle: settings.settle,
+        provider: Some("gatewayapi:v1".to_string()),
+        metrics_server: None,
+        sync: settings.sync.clone(),
+        autoscaler: None,
+        revert_on_deletion: false,
+        wave: None,
+        priority: 0,
+        // Adoption from Flagger points at Flagger's `-primary` configs; a Rollout has none.
+        adoption_hold: false,
+        approval: settings.approval_policy(),
+        file: String::new(),
+        line: 0,
+        format: Format::Native,
+        target: Target::Rollout {
+            name: id.name.clone(),
+            stable_service: p.stable.clone(),
+            canary_service: p.canary_service,
+        },
+        output: p.output,
+        service: ServiceSpec::new(p.stable, p.port),
+        route: p.route,
+        analysis: Analysis {
+            interval: STEP_INTERVAL,
+            threshold: 1,
+            strategy: Strategy::Canary { steps: p.steps },
+            step_weight_promotion: None,
+            metrics: Vec::new(),
+            webhooks: Vec::new(),
+            approvals: p.approvals,
+            mirror: false,
+            session_affinity: None,
+            primary_ready_threshold: 100,
+            canary_ready_threshold: 100,
+            alerts: Alerts::default(),
+            judge: None,
+        },
+        id,
+        skip_analysis: false,
+        suspend: p.suspend,
+        progress_deadline: p.progress_deadline,
+    }
+}
+
+/// `spec.template` or `spec.workloadRef` (one of them), and `spec.selector`.
+fn read_workload(r: &mut Reader, spec: &Node, lookup: Lookup) {
+    match (spec.get("template"), spec.get("workloadRef")) {
+        (Some(_), Some(w)) => {
+            r.error(
+                w.line,
+                "spec.workloadRef",
+                "expected either spec.template or spec.workloadRef, found both (Argo refuses it too)",
+            );
+        }
+        (None, None) => {
+            r.error(
+                spec.line,
+                "spec.template",
+                "required field is missing (or set spec.workloadRef)",
+            );
+        }
+        (Some(_), None) => {
+            if spec.get("selector").is_none() {
+                r.error(spec.line, "spec.selector", "required field is missing");
+            }
+        }
+        (None, Some(w)) => read_workload_ref(r, w, lookup),
+    }
+}
+
+/// `spec.workloadRef`: a Deployment of the repo.
+fn read_workload_ref(r: &mut Reader, w: &Node, lookup: Lookup) {
+    let p = "spec.workloadRef";
+    if r.map(w, p, &["apiVersion", "kind", "name", "scaleDown"])
+        .is_none()
+    {
+        return;
+    }
+    if let Some(k) = w.get("kind") {
+        if let Some(kind) = r.string(k, &join(p, "kind")) {
+            if kind != "Deployment" {
+                r.error(
+                    k.line,
+                    &join(p, "kind"),
+                    format!(
+                        "expected Deployment (the workload sluice copies into git), found {kind:?}"
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(line) = w.key_line("scaleDown") {
+        r.warn(line, &join(p, "scaleDown"), "ignored: the referenced Deployment is a source sluice reads, not an object in the cluster to scale down; keep it out of the folders your GitOps engine applies");
+    }
+    let Some(name) = r
+        .required(w, p, "name")
+        .and_then(|n| name_at(r, n, &join(p, "name")))
+    else {
+        return;
+    };
+    let namespace = lookup.namespace;
+    if lookup.find("Deployment", name.as_str()).is_empty() {
+        let line = w.get("name").map_or(w.line, |n| n.line);
+        r.error(
+            line,
+            &join(p, "name"),
+            format!("Deployment {namespace}/{name} not found among the repo's YAML files"),
+        );
+    }
+}
+
+/// `canaryService` and `stableService` (both required with traffic routing), each a Service
+/// of the repo, and the stable one's first port.
+fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name, Name, u16)> {
+    let namespace = lookup.namespace;
+    let cp = "spec.strategy.canary";
+    let mut found = Vec::new();
+    for key in ["stableService", "canaryService"] {
+        let at = join(cp, key);
+        let Some(n) = r.required(canary, cp, key) else {
+            continue;
+        };
+        let Some(name) = name_at(r, n, &at) else {
+            continue;
+        };
+        let services = lookup.find("Service", name.as_str());
+        match services.as_slice() {
+            [one] => {
+                let port = one
+                    .node
+                    .get("spec")
+                    .and_then(|s| s.get("ports"))
+                    .and_then(|p| match &p.value {
+                        Value::Seq(items) => items.first(),
+                        _ => None,
+                    })
+                    .and_then(|p| p.get("port"))
+                    .and_then(Node::as_str)
+                    .and_then(|p| p.parse::<u16>().ok())
+                    .unwrap_or(80);
+                found.push((name, port));
+            }
+            [] => r.error(
+                n.line,
+                &at,
+                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
+            ),
+            [_, second, ..] => r.error(
+                n.line,
+                &at,
+                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
+            ),
+        }
+    }
+    let [(stable, port), (canary_service, _)] = <[(Name, u16); 2]>::try_from(found).ok()?;
+    if stable == canary_service {
+        let line = canary.get("canaryService").map_or(canary.line, |n| n.line);
+        r.error(
+            line,
+            &join(cp, "canaryService"),
+            format!("expected a Service other than the stableService, found {stable} twice (Argo refuses it too)"),
+        );
+        return None;
+    }
+    Some((stable, canary_service, port))
+}
+
+/// `strategy.canary.steps` as sluice's steps, and the approval a leading `pause: {}` asks for.
+fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
+    let p = "spec.strategy.canary.steps";
+    let items = r.seq(n, p)?;
+    let before = r.errors.len();
+    let mut read = Steps::default();
+    for (i, item) in items.iter().enumerate() {
+        let ip = index(p, i);
+        let Some(item) = r.map(item, &ip, STEP_KEYS) else {
+            continue;
+        };
+        let Value::Map(entries) = &item.value else {
+            continue;
+        };
+        let known: Vec<_> = entries
+            .iter()
+            .filter(|(k, _)| STEP_KEYS.contains(&k.text.as_str()))
+            .collect();
+        let [(key, value)] = known.as_slice() else {
+            r.error(
+                item.line,
+                &ip,
+                format!(
+                    "expected exactly one of {} in a step, found {}",
+                    STEP_KEYS.join(", "),
+                    known.len()
+                ),
+            );
+            continue;
+        };
+        read.step(r, &key.text, value, &join(&ip, &key.text));
+    }
+    if r.errors.len() > before {
+        return None;
+    }
+    if read.steps.is_empty() {
+        r.error(
+            n.line,
+            p,
+            "expected at least one setWeight step (without one Argo shifts all traffic at once, which this build does not run)",
+        );
+        return None;
+    }
+    Some((read.steps, read.approvals))
+}
+
+/// The steps read so far.
+#[derive(Default)]
+struct Steps {
+    steps: Vec<Step>,
+    approvals: Approvals,
+    /// Whether the last step's pause was set by a `pause` step (a second one is refused).
+    paused: bool,
+}
+
+impl Steps {
+    /// One Argo step: `key` (one of [`STEP_KEYS`]) with `value`, at `at`.
+    fn step(&mut self, r: &mut Reader, key: &str, value: &Node, at: &str) {
+        match key {
+            "setWeight" => self.set_weight(r, value, at),
+            "pause" => self.pause(r, value, at),
+            "analysis" => r.error(value.line, at, NO_ANALYSIS),
+            "experiment" => r.error(
+                value.line,
+                at,
+                "an experiment runs extra ReplicaSets (and their analysis) for a while; sluice renders no experiment workloads in git. Remove the step, or keep this Rollout on Argo Rollouts",
+            ),
+            "setCanaryScale" => r.error(
+                value.line,
+                at,
+                "setCanaryScale is not in this build yet; the canary runs ceil(replicas x weight / 100) pods, at least one",
+            ),
+            "setHeaderRoute" | "setMirrorRoute" => r.error(
+                value.line,
+                at,
+                format!("{key} is not in this build yet: sluice changes only the weights of your route"),
+            ),
+            _ => r.error(
+                value.line,
+                at,
+                "a plugin step runs the plugin's code in the cluster; sluice cannot do it in git",
+            ),
+        }
+    }
+
+    fn set_weight(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let Some(weight) = r.int(value, at, 0, 100) else {
+            return;
+        };
+        if weight == 0 {
+            r.error(value.line, at, "setWeight 0 sends no traffic to the canary; sluice's steps start above the stable weight, so remove the step or give it a weight");
+            return;
+        }
+        if let Some(last) = self.steps.last() {
+            if i64::from(last.weight) >= weight {
+                r.error(value.line, at, format!("expected a weight above the previous step's {}, found {weight}: sluice's schedule only increases the canary's weight (to lower it, abort the rollout)", last.weight));
+                return;
+            }
+        }
+        self.steps.push(Step {
+            weight: u8::try_from(weight).unwrap_or(100),
+            pause: Pause::Interval,
+        });
+        self.paused = false;
+    }
+
+    fn pause(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let Some(pause) = read_pause(r, value, at) else {
+            return;
+        };
+        match self.steps.last_mut() {
+            _ if self.paused => r.error(
+                value.line,
+                at,
+                "a second pause after one setWeight: sluice holds each weight once; merge the two pauses",
+            ),
+            None if pause == Pause::Approval => self.approvals.before_rollout = true,
+            None if pause == Pause::Interval => {}
+            None => r.error(
+                value.line,
+                at,
+                "a timed pause before the first setWeight holds the canary at weight 0, which sluice's schedule has no step for; move it after the first setWeight, or make it pause: {} (wait for approval)",
+            ),
+            Some(step) => {
+                step.pause = pause;
+                self.paused = true;
+            }
+        }
+    }
+}
+
+/// A `pause`: `{}` waits for approval; `{duration}` (seconds as a number or a string, or a Go
+/// duration) holds that long; a zero duration does not hold at all.
+fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
+    if n.value == Value::Null {
+        return Some(Pause::Approval);
+    }
+    let n = r.map(n, at, &["duration"])?;
+    let Some(d) = n.get("duration") else {
+        return Some(Pause::Approval);
+    };
+    let dp = join(at, "duration");
+    let seconds = match &d.value {
+        Value::Scalar { text, .. } => match text.trim().parse::<u64>() {
+            Ok(s) => Some(Duration::from_secs(s)),
+            Err(_) => r.duration(d, &dp),
+        },
+        _ => r.duration(d, &dp),
+    }?;
+    Some(if seconds.is_zero() {
+        Pause::Interval
+    } else {
+        Pause::For(seconds)
+    })
+}
+
+/// `strategy.canary.trafficRouting`: the Gateway API plugin's route, or a refusal.
+fn read_routing(r: &mut Reader, routing: &Node, apex: &Apex, lookup: Lookup) -> Option<Route> {
+    let p = "spec.strategy.canary.trafficRouting";
+    r.map(routing, p, ROUTING_KEYS)?;
+    let mut refused = false;
+    for (key, why) in REFUSED_ROUTERS {
+        if let Some(line) = routing.key_line(key) {
+            r.error(line, &join(p, key), *why);
+            refused = true;
+        }
+    }
+    if let Some(n) = routing.get("maxTrafficWeight") {
+        if r.int(n, &join(p, "maxTrafficWeight"), 1, i64::from(i32::MAX)) != Some(100) {
+            r.error(
+                n.line,
+                &join(p, "maxTrafficWeight"),
+                "expected 100: sluice's weights are percentages",
+            );
+            refused = true;
+        }
+    }
+    let Some(plugins) = routing.get("plugins") else {
+        if !refused {
+            r.error(routing.line, p, "expected a traffic router: sluice runs the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+        }
+        return None;
+    };
+    let pp = join(p, "plugins");
+    let Value::Map(entries) = &plugins.value else {
+        r.error(
+            plugins.line,
+            &pp,
+            "expected a mapping of plugin names to their configuration",
+        );
+        return None;
+    };
+    let mut route = None;
+    for (key, value) in entries {
+        if key.text == GATEWAY_PLUGIN {
+            route = read_gateway(r, value, &join(&pp, &key.text), apex, lookup);
+        } else {
+            r.error(key.line, &join(&pp, &key.text), format!("the traffic router plugin {:?} runs its own code in the cluster; sluice writes routes for {GATEWAY_PLUGIN} only", key.text));
+        }
+    }
+    if refused {
+        return None;
+    }
+    route
+}
+
+/// The Gateway API plugin's configuration: one route, named, in the Rollout's namespace.
+fn read_gateway(
+    r: &mut Reader,
+    config: &Node,
+    p: &str,
+    apex: &Apex,
+    lookup: Lookup,
+) -> Option<Route> {
+    r.map(config, p, GATEWAY_KEYS)?;
+    for key in GATEWAY_KEYS.iter().filter(|k| k.ends_with("Selector")) {
+        if let Some(line) = config.key_line(key) {
+            r.error(line, &join(p, key), "a selector finds routes by label in the cluster; name the route (httpRoute, grpcRoute, tcpRoute or tlsRoute) so sluice can find it in git");
+        }
+    }
+    for key in [
+        "disableInProgressLabel",
+        "inProgressLabelKey",
+        "inProgressLabelValue",
+    ] {
+        if let Some(line) = config.key_line(key) {
+            r.warn(line, &join(p, key), "ignored: the plugin labels the live route so Argo CD can be told to ignore its changes; sluice commits the route, so there is nothing to ignore");
+        }
+    }
+    if let Some(n) = config.get("namespace") {
+        let text = r.string(n, &join(p, "namespace"))?;
+        if text != apex.namespace {
+            r.error(n.line, &join(p, "namespace"), format!("expected the Rollout's namespace {:?} (sluice writes the route beside the workloads), found {text:?}", apex.namespace));
+            return None;
+        }
+    }
+    let mut named: Vec<(&Node, String, &'static str)> = Vec::new();
+    for (single, list, kind) in GATEWAY_ROUTES {
+        if let Some(n) = config.get(single) {
+            if let Some(name) = r.string(n, &join(p, single)) {
+                named.push((n, name, kind));
+            }
+        }
+        if let Some(n) = config.get(list) {
+            let lp = join(p, list);
+            for (i, item) in r.seq(n, &lp).unwrap_or_default().iter().enumerate() {
+                let ip = index(&lp, i);
+                if r.map(item, &ip, &["name", "useHeaderRoutes"]).is_none() {
+                    continue;
+                }
+                if let Some(name) = r
+                    .required(item, &ip, "name")
+                    .and_then(|v| r.string(v, &join(&ip, "name")))
+                {
+                    named.push((item, name, kind));
+                }
+            }
+        }
+    }
+    let (node, name, kind) = match named.as_slice() {
+        [one] => one,
+        [] => {
+            r.error(
+                config.line,
+                p,
+                "expected a route: httpRoute, grpcRoute, tcpRoute or tlsRoute",
+            );
+            return None;
+        }
+        [_, second, ..] => {
+            r.error(second.0.line, p, format!("this build routes a Rollout through one route; found {} (sluice's route file holds one)", named.len()));
+            return None;
+        }
+    };
+    let found = lookup.find(kind, name);
+    let object = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            r.error(node.line, p, format!("{kind} {}/{name} not found among the repo's YAML files (sluice copies it to the output with the step's weights)", apex.namespace));
+            return None;
+        }
+        [_, second, ..] => {
+            r.error(
+                node.line,
+                p,
+                format!(
+                    "{kind} {}/{name} is defined twice (also at {}:{})",
+                    apex.namespace, second.file, second.line
+                ),
+            );
+            return None;
+        }
+    };
+    gateway_api::read_source(r, &object, apex).map(Route::GatewayApi)
+}
