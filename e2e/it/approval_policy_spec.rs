@@ -6,8 +6,8 @@ use sluice::core::approval::{ApprovalPolicy, Approver, MergeBy};
 use sluice::manifest::load::load_text;
 use sluice::manifest::settings::{parse_settings, Settings, SETTINGS_PATH};
 
+use crate::support::canary::spec_errors as errors;
 use crate::support::canary::{native_podinfo, podinfo};
-use crate::waves_spec::errors;
 
 const FILE: &str = "apps/podinfo/canary.yaml";
 const FLAGGER_ANALYSIS: &str = "    stepWeight: 20\n    maxWeight: 40\n";
