@@ -109,7 +109,14 @@ impl Merged {
                 reason,
             } => {
                 let comment = number.map(|n| (n, format!("This merge did not approve: {reason}.")));
-                (MergedApproval::Refused { waiting, reason }, comment)
+                (
+                    MergedApproval::Refused {
+                        waiting,
+                        reason,
+                        pr: number,
+                    },
+                    comment,
+                )
             }
             Merged::Unknown(why) => (MergedApproval::MergerUnknown(why), None),
         }
@@ -615,7 +622,8 @@ pub fn branch_step(
         .is_some_and(|pr| pr.state == PrState::Merged);
     // Merged after this tick fetched: the next tick reads the merge and decides on it. Only a
     // merge the main branch refused (put the waiting status back) asks again.
-    if merged && !refused_on_main(repo, canary) {
+    let number = latest.as_ref().map(|pr| pr.number);
+    if merged && !refused_on_main(repo, canary, number) {
         return Ok(None);
     }
     let refused = merged;
@@ -649,11 +657,12 @@ pub fn branch_step(
 }
 
 /// Whether the newest decisive record of `canary` on the main branch (within
-/// [`MERGE_LOOKBACK`] first-parent commits) is a refused approval: then its approval pull
+/// [`MERGE_LOOKBACK`] first-parent commits) is a refused approval of pull request `merged`
+/// (the branch's newest, merged): then its approval pull
 /// request's merge was read and did not approve. Otherwise the newest one is the decision that
 /// made the wait (or an approval), and a merged pull request is one the tick has not fetched
 /// yet. Record updates, drift holds and the like are passed over.
-fn refused_on_main(repo: &ConfigRepo, canary: &Canary) -> bool {
+fn refused_on_main(repo: &ConfigRepo, canary: &Canary, merged: Option<u64>) -> bool {
     let id = canary.id.to_string();
     let mut at = Some(repo.head());
     for _ in 0..MERGE_LOOKBACK {
@@ -671,7 +680,9 @@ fn refused_on_main(repo: &ConfigRepo, canary: &Canary) -> bool {
             .find(|(k, _)| k.eq_ignore_ascii_case(crate::render::replay::REPLAY))
             .and_then(|(_, v)| Record::parse(v).ok());
         match record.map(|r| r.by) {
-            Some(By::Refused { .. }) => return true,
+            // A refusal of an earlier pull request: the merged one is newer than this tick's
+            // fetch, and the next tick reads it (records without a number: as before).
+            Some(By::Refused { pr, .. }) => return pr.is_none() || pr == merged,
             Some(By::Decide { .. } | By::Operate { .. } | By::WaveRevert { .. }) => return false,
             Some(
                 By::Record {}

@@ -349,7 +349,7 @@ fn decision_commit(
         _ => render::changes(root, canary, decision, index)?,
     };
     let operator = match basis {
-        Basis::Rejected { reason } | Basis::Refused { reason } => Some((who, reason.as_str())),
+        Basis::Rejected { reason } | Basis::Refused { reason, .. } => Some((who, reason.as_str())),
         Basis::Rules
         | Basis::Approved { .. }
         | Basis::Drift
@@ -380,10 +380,11 @@ fn decision_commit(
             Some(fact) => Record::drift(fact, now),
             None => Record::of(By::Resume {}, now),
         },
-        Basis::Refused { reason } => Record::of(
+        Basis::Refused { reason, pr } => Record::of(
             By::Refused {
                 reason: reason.clone(),
                 operator: who.to_string(),
+                pr: *pr,
             },
             now,
         ),

@@ -123,9 +123,9 @@ pub fn remake(base: &Base<'_>, canary: &Canary, made: Made<'_>) -> Result<Remade
             (decision, Some((operator.as_str(), says.as_str())))
         }
         By::Drift { .. } | By::Resume {} => (on_facts(facts), None),
-        By::Refused { reason, operator } => {
-            (on_facts(facts), Some((operator.as_str(), reason.as_str())))
-        }
+        By::Refused {
+            reason, operator, ..
+        } => (on_facts(facts), Some((operator.as_str(), reason.as_str()))),
         By::Unreachable { cluster, error } => {
             let facts = Facts {
                 unreachable: Some(Unreachable {

@@ -256,8 +256,23 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
         assert_eq!(fake.count(), 2, "{kind:?}");
         let again = fake.pr(2);
         assert!(again.open && again.head == branch, "{kind:?}: {again:?}");
-        merge_approval(w.human(), &branch, "merge");
+        // The forge says the fresh pull request is merged before the merge is on the branch
+        // the tick fetched: the refusal on main is of pull request 1, so this one is waited
+        // for, not refused as merged without its pull request, and no third one opens.
         fake.merged_by(2, "alice");
+        w.now = Timestamp::now();
+        w.tick();
+        assert_eq!(
+            fake.count(),
+            2,
+            "{kind:?}: no pull request after the refused one"
+        );
+        assert_eq!(
+            w.yaml_at_main(STATUS)["phase"],
+            "WaitingApproval",
+            "{kind:?}"
+        );
+        merge_approval(w.human(), &branch, "merge");
         w.now = Timestamp::now();
         w.tick();
         let (subject, trailers) = last_commit(&w.bare);

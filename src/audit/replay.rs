@@ -76,12 +76,13 @@ pub fn replay(
         }
         By::RouteSource {} => return route_refresh(parent, canaries, canary, status, record),
         By::Drift { .. } | By::Resume {} => drift(ctx, parent, canary, record)?,
-        By::Refused { reason, .. } => {
+        By::Refused { reason, pr, .. } => {
             let waiting = waiting_before_merge(ctx, canary, status.as_ref())?;
             let facts = Facts {
                 merged: Some(MergedApproval::Refused {
                     waiting: Box::new(waiting),
                     reason: reason.clone(),
+                    pr: *pr,
                 }),
                 ..Facts::default()
             };

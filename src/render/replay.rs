@@ -97,7 +97,14 @@ pub enum By {
     /// (the status before the merge). `reason` names the login, as the forge said; `operator`
     /// is the message's `Sluice-Operator` (sluice's own identity).
     #[serde(rename_all = "camelCase")]
-    Refused { reason: String, operator: String },
+    Refused {
+        reason: String,
+        operator: String,
+        /// The pull request whose merge was refused (absent in records before it was kept,
+        /// and for a merge without a pull request).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pr: Option<u64>,
+    },
     /// Owned files changed outside sluice: held or restored, as `drift:` says.
     #[serde(rename_all = "camelCase")]
     Drift {
@@ -525,6 +532,7 @@ mod tests {
             By::Refused {
                 reason: "eve merged".into(),
                 operator: "sluice <sluice@localhost>".into(),
+                pr: Some(7),
             },
             By::Drift {
                 files: vec!["a/route.yaml".into()],

@@ -153,6 +153,8 @@ pub enum MergedApproval {
     Refused {
         waiting: Box<Status>,
         reason: String,
+        /// The pull request whose merge was refused, when there was one.
+        pr: Option<u64>,
     },
     /// The merge cannot be checked yet (the forge could not say who merged it, or sluice's
     /// change cannot be rendered to compare): nothing is decided for the canary in this tick.

@@ -43,7 +43,7 @@ pub enum Basis {
     Rejected { reason: String },
     /// The merged approval does not approve (not what sluice pushed, a pull request into
     /// another branch, or a login `forge.approvers` does not allow): the canary waits again.
-    Refused { reason: String },
+    Refused { reason: String, pr: Option<u64> },
     /// The approval was merged, but it cannot be checked yet (who merged it, or what it
     /// holds, is not known): nothing changes.
     MergerUnknown,
@@ -110,10 +110,18 @@ pub fn verdict<R>(
             ));
             (hold(status, None, why.clone()), Basis::MergerUnknown)
         }
-        (Some(MergedApproval::Refused { waiting, reason }), _) => (
+        (
+            Some(MergedApproval::Refused {
+                waiting,
+                reason,
+                pr,
+            }),
+            _,
+        ) => (
             refused(canary, waiting, reason),
             Basis::Refused {
                 reason: reason.clone(),
+                pr: *pr,
             },
         ),
         (Some(MergedApproval::Approved { by, source, policy }), _) => (

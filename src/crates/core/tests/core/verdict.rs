@@ -270,6 +270,7 @@ fn an_approval_merged_by_a_login_not_allowed_puts_the_waiting_state_back() {
         merged(MergedApproval::Refused {
             waiting: Box::new(waiting.clone()),
             reason: reason.to_string(),
+            pr: Some(1),
         })
     };
     let v = on_r1(
