@@ -88,6 +88,10 @@ enum Entry {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TemplateIndex {
     entries: BTreeMap<(String, String), (String, usize, Entry)>,
+    /// The repo's Argo Rollouts AnalysisTemplates, which a Rollout's analysis metrics are
+    /// queried through (read with the rest, their problems reported by the Rollouts that
+    /// use them).
+    pub analysis: crate::metrics::analysis_templates::AnalysisIndex,
 }
 
 const API_VERSION: &str = "flagger.app/v1beta1";
@@ -123,6 +127,8 @@ impl TemplateIndex {
             }
             errors.extend(r.errors);
         }
+        index.analysis =
+            crate::metrics::analysis_templates::AnalysisIndex::from_snapshot(snapshot).0;
         (index, errors)
     }
 
