@@ -248,7 +248,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     r.map(canary, cp, CANARY_KEYS)?;
     refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
     let services = read_services(r, canary, lookup);
-    let steps = match canary.get("steps") {
+    let mut steps = match canary.get("steps") {
         Some(n) => read_steps(r, n),
         None => {
             r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
@@ -271,13 +271,12 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         },
         lookup,
     );
-    if r.errors.len() > before {
-        return None;
-    }
-    let steps = steps?;
-    let mut found = steps.analyses;
-    if let Some(background) = canary.get("analysis") {
-        found.extend(background_analysis(r, background, &steps.at_step));
+    let mut found = Vec::new();
+    if let Some(read) = &mut steps {
+        found.append(&mut read.analyses);
+        if let Some(background) = canary.get("analysis") {
+            found.extend(background_analysis(r, background, &read.at_step));
+        }
     }
     let argo = crate::manifest::rollout_analysis::read_gates(
         r,
@@ -289,6 +288,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     if r.errors.len() > before {
         return None;
     }
+    let steps = steps?;
     let (steps, approvals) = (steps.steps, steps.approvals);
     let mut canary = canary_of(
         id,
@@ -576,7 +576,9 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<Steps> {
             .push(u32::try_from(read.steps.len()).unwrap_or(u32::MAX));
     }
     if r.errors.len() > before {
-        return None;
+        // The caller reports nothing more of a Rollout with errors, but still reads its
+        // analyses, so every problem is reported at once.
+        return Some(read);
     }
     if read.steps.is_empty() {
         r.error(

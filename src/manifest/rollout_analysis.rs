@@ -97,7 +97,8 @@ pub fn read_gates(
         let run = match index.run(namespace, &refs, &args) {
             Ok(run) => run,
             Err(e) => {
-                r.error(f.node.line, &join(&f.at, "templates"), e.to_string());
+                let line = f.node.key_line("templates").unwrap_or(f.node.line);
+                r.error(line, &join(&f.at, "templates"), e.to_string());
                 continue;
             }
         };
