@@ -506,21 +506,9 @@ fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     drop(scraped);
 }
 
-/// The `Sluice-Check` trailers of every commit on main whose subject has `grep`, newest first.
+/// The `Sluice-Check` trailers of every commit on main whose message has `grep`, newest first.
 fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
-    crate::support::git(
-        bare,
-        &[
-            "log",
-            "--format=%(trailers:key=Sluice-Check,valueonly)",
-            &format!("--grep={grep}"),
-            "main",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.is_empty())
-    .map(str::to_string)
-    .collect()
+    crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
 }
 
 #[test]
@@ -544,6 +532,30 @@ fn rollout_with_a_passing_analysis_step_promotes_after_its_count() {
         assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.1"));
         crate::support::audit::clean(&w.bare);
     });
+}
+
+#[test]
+fn plan_lists_analysis_steps_and_background_analysis() {
+    let background = "      analysis:
+        templates: [{templateName: canary-up}]
+        args: [{name: role, value: stable}, {name: namespace, value: prod}]
+        startingStep: 2
+";
+    let text = rollout("6.7.0", "httpRoute", ANALYSED)
+        .replace("      steps:\n", &format!("{background}      steps:\n"));
+    let template = analysis_template("result[0] >= 1");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("rollout steps:      setWeight 20, analysis canary-up, setWeight 60, background analysis canary-up"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -271,20 +271,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         },
         lookup,
     );
-    let mut found = Vec::new();
-    if let Some(read) = &mut steps {
-        found.append(&mut read.analyses);
-        if let Some(background) = canary.get("analysis") {
-            found.extend(background_analysis(r, background, &read.at_step));
-        }
-    }
-    let argo = crate::manifest::rollout_analysis::read_gates(
-        r,
-        root,
-        namespace.as_str(),
-        snapshot,
-        &found,
-    );
+    let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
         return None;
     }
@@ -310,6 +297,26 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     canary.line = root.line;
     canary.route.check_canary(r, &canary, spec);
     (r.errors.len() == before).then_some(canary)
+}
+
+/// The gates of the Rollout's inline analyses (read with its `steps`) and its background
+/// analysis (`canary`'s `analysis`).
+fn analysis_gates(
+    r: &mut Reader,
+    root: &Node,
+    canary: &Node,
+    namespace: &str,
+    snapshot: &Snapshot,
+    steps: &mut Option<Steps>,
+) -> Vec<ArgoGate> {
+    let mut found = Vec::new();
+    if let Some(read) = steps {
+        found.append(&mut read.analyses);
+        if let Some(background) = canary.get("analysis") {
+            found.extend(background_analysis(r, background, &read.at_step));
+        }
+    }
+    crate::manifest::rollout_analysis::read_gates(r, root, namespace, snapshot, &found)
 }
 
 /// `strategy.canary.analysis`: a background analysis from `startingStep` (an index of Argo's

@@ -846,23 +846,9 @@ fn argo_step<R>(
 ) -> Option<Decision> {
     use crate::argo_analysis::Phase as Run;
     match phase {
-        Run::Failed | Run::Error => {
-            let mut next = status.clone();
-            next.failed_checks = next.failed_checks.saturating_add(1);
-            next.last_failed_check = Some(now);
-            next.checks = records(&judged);
-            let mut decision = rollback(
-                canary,
-                &next,
-                format!("analysis run {phase:?}: {summary}"),
-                RollbackCause::FailedChecks {
-                    failed: next.failed_checks,
-                },
-                now,
-            );
-            decision.checks = judged;
-            Some(decision)
-        }
+        Run::Failed | Run::Error => Some(failed_now(canary, status, judged, now, |_| {
+            format!("analysis run {phase:?}: {summary}")
+        })),
         Run::Inconclusive if status.phase == Phase::WaitingApproval => Some(hold(
             status,
             Some(after(now, canary.analysis.interval)),
@@ -930,15 +916,31 @@ fn judge_critical<R>(
     judged: Vec<Judged>,
     now: Timestamp,
 ) -> Decision {
+    failed_now(canary, status, judged, now, |checks| {
+        format!(
+            "the judge found a critical failure ({})",
+            failed_summary(checks)
+        )
+    })
+}
+
+/// A failed check that rolls back now, whatever the threshold; `reason` is made from the
+/// checks' records.
+fn failed_now<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+    reason: impl FnOnce(&[CheckRecord]) -> String,
+) -> Decision {
     let mut next = status.clone();
     next.failed_checks = next.failed_checks.saturating_add(1);
     next.last_failed_check = Some(now);
     next.checks = records(&judged);
-    let summary = failed_summary(&next.checks);
     let mut decision = rollback(
         canary,
         &next,
-        format!("the judge found a critical failure ({summary})"),
+        reason(&next.checks),
         RollbackCause::FailedChecks {
             failed: next.failed_checks,
         },
