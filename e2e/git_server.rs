@@ -42,6 +42,26 @@ impl GitDaemon {
 
     /// Serves `base` on `port`; `None` when the daemon exits or does not listen within 10 s.
     pub fn serve(base: &Path, port: u16) -> Option<GitDaemon> {
+        GitDaemon::serve_on(base, port, &[])
+    }
+
+    /// Serves `base` on a free port of loopback and of each address of `hosts` too (replicas
+    /// in network namespaces reach it over their veth pair: `e2e/it/shards_run.rs`).
+    #[allow(dead_code)]
+    pub fn start_on(base: &Path, hosts: &[String]) -> GitDaemon {
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            if let Some(daemon) = GitDaemon::serve_on(base, port, hosts) {
+                return daemon;
+            }
+        }
+        panic!("git daemon did not start");
+    }
+
+    fn serve_on(base: &Path, port: u16, hosts: &[String]) -> Option<GitDaemon> {
         let exec_path = Command::new("git")
             .arg("--exec-path")
             .output()
@@ -65,6 +85,7 @@ impl GitDaemon {
                 "--listen=127.0.0.1",
                 "--verbose",
             ])
+            .args(hosts.iter().map(|h| format!("--listen={h}")))
             .arg(format!("--port={port}"))
             .arg(format!("--base-path={}", base.display()))
             .arg(base)
@@ -98,7 +119,12 @@ impl GitDaemon {
 
     /// The URL of `repo` (a path under the served folder).
     pub fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
+        self.url_at("127.0.0.1", repo)
+    }
+
+    /// The URL of `repo` on `host`, one of the addresses [`GitDaemon::start_on`] was given.
+    pub fn url_at(&self, host: &str, repo: &str) -> String {
+        format!("git://{host}:{}/{repo}", self.port)
     }
 }
 

@@ -15,8 +15,9 @@
 //!   `clockFromMerge` on the main branch approves: the merge must hold exactly the change
 //!   sluice pushed on the approval branch (its owned files as [`branch_step`] renders them,
 //!   whatever a force push left on the branch), its pull request must target the branch
-//!   sluice reconciles, and `forge.approvers` must let the login that merged it approve. The
-//!   decision's commit then records the approver (`Sluice-Approved-By`, `Sluice-Approval`),
+//!   sluice reconciles, and the canary's approval policy (`approval`, or `forge.approvers`)
+//!   must hold on the pull request's reviews and merger. The decision's commit then records
+//!   the approvers (`Sluice-Approved-By`, `Sluice-Approval`, `Sluice-Approval-Policy`),
 //!   or puts the waiting state back (and every owned file with it), the pull request gets a
 //!   comment and a fresh one asks again.
 //!
@@ -26,6 +27,9 @@ mod judge_table;
 
 use tracing::{info, warn};
 
+use crate::core::approval::{
+    check, memberships_needed, ApprovalPolicy, Evidence, MergeBy, Met, Outcome,
+};
 use crate::core::decide::Decision;
 use crate::core::observe::{Facts, MergedApproval};
 use crate::core::status::{Gate, Phase, Status};
@@ -70,8 +74,13 @@ pub struct Pending {
 pub enum Merged {
     /// It approves: `by` merged it (without a forge to ask, git's committer of the merge as
     /// `Name <email>`, unverified), `source` is the pull
-    /// request's URL (the approval branch's name without a forge or pull request).
-    Approved { by: Option<String>, source: String },
+    /// request's URL (the approval branch's name without a forge or pull request), `policy`
+    /// the approval policy it met and who met it (`None`: the canary has no policy).
+    Approved {
+        by: Option<String>,
+        source: String,
+        policy: Option<Met>,
+    },
     /// The merge does not approve (it does not hold what sluice pushed, its pull request
     /// targets another branch, or `forge.approvers` does not let the merger approve):
     /// `waiting` (the status before the merge) goes back on the main branch, and pull request
@@ -91,7 +100,9 @@ impl Merged {
     /// approve (number, text; left once the tick's commits are pushed).
     pub fn into_fact(self) -> (MergedApproval, Option<(u64, String)>) {
         match self {
-            Merged::Approved { by, source } => (MergedApproval::Approved { by, source }, None),
+            Merged::Approved { by, source, policy } => {
+                (MergedApproval::Approved { by, source, policy }, None)
+            }
             Merged::Refused {
                 waiting,
                 number,
@@ -149,21 +160,15 @@ fn committer(repo: &ConfigRepo, merge: Option<Oid>) -> Option<String> {
     Some(format!("{} <{}>", who.name, who.email))
 }
 
-/// Whether `login` may approve under `forge.approvers` (empty: anyone who can merge).
-pub fn may_approve(approvers: &[String], login: &str) -> bool {
-    approvers.is_empty() || approvers.iter().any(|a| a.eq_ignore_ascii_case(login))
-}
-
 /// Before deciding a canary whose status came from a merged approval (`clockFromMerge`):
 /// whether the merge approves. It does when it holds exactly what sluice pushed on the
-/// approval branch, its pull request (with a forge) merged into `repo.branch()`, and
-/// `forge.approvers` lets the login that merged it approve. `snapshot` is the tick's: what
+/// approval branch, its pull request (with a forge) merged into `repo.branch()`, and it meets
+/// the canary's approval policy (`forge.approvers` is one). `snapshot` is the tick's: what
 /// sluice pushed is rendered again from it, as [`branch_step`] rendered it.
 pub fn merged(
     repo: &ConfigRepo,
     forge: Option<&Forge>,
     runtime: &Runtime,
-    approvers: &[String],
     snapshot: &Snapshot,
     canary: &Canary,
 ) -> Merged {
@@ -212,7 +217,7 @@ pub fn merged(
         repo,
         forge,
         runtime,
-        approvers,
+        (canary, snapshot),
         (&branch, pr),
         &before,
         refuse,
@@ -263,58 +268,144 @@ fn tampered(
     Ok(files)
 }
 
-/// Who approved a merge that holds sluice's change, and whether `forge.approvers` lets them:
-/// the login that merged `pr` (read from the pull request itself: lists do not always say,
-/// GitHub's never do), or without a merged pull request git's committer of the merge.
+/// Who approved a merge that holds sluice's change, and whether the canary's approval policy
+/// holds: the login that merged `pr` (read from the pull request itself: lists do not always
+/// say, GitHub's never do) and the pull request's reviews, or without a merged pull request
+/// git's committer of the merge (which no policy accepts).
 fn approver(
     repo: &ConfigRepo,
     forge: Option<&Forge>,
     runtime: &Runtime,
-    approvers: &[String],
+    (canary, snapshot): (&Canary, &Snapshot),
     (branch, pr): (&str, Option<PullRequest>),
     before: &BeforeMerge,
     refuse: impl Fn(Option<u64>, String) -> Merged,
 ) -> Merged {
+    let policy = canary.approval.as_ref();
     let (Some(forge), Some(pr)) = (forge, pr) else {
-        return if approvers.is_empty() {
-            Merged::Approved {
+        return match policy {
+            None => Merged::Approved {
                 by: committer(repo, Some(before.merge)),
                 source: branch.to_string(),
-            }
-        } else if forge.is_none() {
-            refuse(None, format!("the approval ({branch}) was merged without a forge pull request to tell who merged it, and forge.approvers is set"))
-        } else {
-            refuse(None, format!("{branch} was merged without its pull request, so no forge login approved it, and forge.approvers is set"))
+                policy: None,
+            },
+            Some(_) if forge.is_none() => refuse(None, format!("the approval ({branch}) was merged without a forge pull request to tell who approved it, and an approval policy is set")),
+            Some(_) => refuse(None, format!("{branch} was merged without its pull request, so no forge login approved it, and an approval policy is set")),
         };
     };
-    let by = match runtime.block_on(forge.get(pr.number)) {
-        Ok(full) => full.merged_by,
+    let full = match runtime.block_on(forge.get(pr.number)) {
+        Ok(full) => full,
         Err(e) => return Merged::Unknown(format!("cannot read pull request #{}: {e}", pr.number)),
     };
-    match by {
-        Some(login) if may_approve(approvers, &login) => Merged::Approved {
-            by: Some(login),
+    let Some(policy) = policy else {
+        return Merged::Approved {
+            by: full.merged_by,
             source: pr.url,
-        },
-        Some(login) => refuse(
-            Some(pr.number),
-            format!(
-                "{login} merged approval pull request #{}, but forge.approvers does not list {login}; the canary keeps waiting for an approver",
+            policy: None,
+        };
+    };
+    let revision = (revision_file(canary, snapshot), before.parent);
+    let evidence = match evidence((repo, forge, runtime), policy, &full, revision) {
+        Ok(evidence) => evidence,
+        Err(e) => {
+            return Merged::Unknown(format!(
+                "cannot read the reviews of approval pull request #{}: {e}",
                 pr.number
-            ),
-        ),
-        None if approvers.is_empty() => Merged::Approved {
-            by: None,
+            ))
+        }
+    };
+    match check(policy, &evidence) {
+        Outcome::Met(approvals) => Merged::Approved {
+            by: full.merged_by,
             source: pr.url,
+            policy: Some(Met {
+                policy: policy.clone(),
+                approvals,
+                author: evidence.author,
+                merger: evidence.merger,
+            }),
         },
-        None => refuse(
-            Some(pr.number),
-            format!(
-                "the forge does not say who merged approval pull request #{}, and forge.approvers is set; the canary keeps waiting for an approver",
-                pr.number
-            ),
-        ),
+        Outcome::Missing(missing) => {
+            let merger = evidence
+                .merger
+                .as_deref()
+                .unwrap_or("someone the forge does not name");
+            refuse(
+                Some(pr.number),
+                format!(
+                    "{merger} merged approval pull request #{}, but the approval policy ({policy}) is not met: {missing}; the canary keeps waiting for approvals",
+                    pr.number
+                ),
+            )
+        }
     }
+}
+
+/// What the forge says about approval pull request `pr` that the policy weighs: its reviews
+/// and head, who merged it, under `forbidSelfApproval` the forge account of the revision's
+/// author (the newest commit before `before` that changed the canary's source), and the team
+/// memberships the policy's teams need. `revision` is the file whose newest change made the
+/// revision ([`revision_file`]) and the commit to look back from.
+fn evidence(
+    (repo, forge, runtime): (&ConfigRepo, &Forge, &Runtime),
+    policy: &ApprovalPolicy,
+    pr: &PullRequest,
+    revision: (String, Oid),
+) -> Result<Evidence, ApprovalError> {
+    let reviews = runtime.block_on(forge.reviews(pr.number))?;
+    let mut evidence = Evidence {
+        reviews,
+        head: pr.head_sha.clone(),
+        author: None,
+        merger: pr.merged_by.clone(),
+        members: std::collections::BTreeSet::new(),
+    };
+    if policy.forbid_self_approval {
+        if let Some(sha) = revision_commit(repo, &revision.0, revision.1)? {
+            evidence.author = runtime.block_on(forge.commit_author(&sha.to_string()))?;
+        }
+    }
+    for (team, login) in memberships_needed(policy, &evidence) {
+        if runtime.block_on(forge.is_member(&team, &login))? {
+            evidence.members.insert((team, login));
+        }
+    }
+    Ok(evidence)
+}
+
+/// The file a new revision of `canary` is written in: its source, a Flagger canary's target
+/// workload's file, or for a route-only canary its own spec (which names the revision).
+fn revision_file(canary: &Canary, snapshot: &Snapshot) -> String {
+    use crate::manifest::model::Target;
+    match &canary.target {
+        Target::Source { path } => path.as_str().to_string(),
+        Target::TargetRef { kind, name } => snapshot
+            .find(kind, name.as_str())
+            .find(|o| {
+                o.namespace
+                    .is_none_or(|ns| ns == canary.id.namespace.as_str())
+            })
+            .map_or_else(|| canary.file.clone(), |o| o.file.to_string()),
+        // A Rollout's revision is its own file's; with a `workloadRef` the Deployment's file
+        // is not followed yet, so the author is whoever last changed the Rollout.
+        Target::RouteOnly { .. } | Target::Rollout { .. } => canary.file.clone(),
+    }
+}
+
+/// The commit that made the canary's revision: the newest first-parent commit from `at` back
+/// (within [`MERGE_LOOKBACK`]) that changed `path`.
+fn revision_commit(repo: &ConfigRepo, path: &str, at: Oid) -> Result<Option<Oid>, ApprovalError> {
+    let mut at = at;
+    for _ in 0..MERGE_LOOKBACK {
+        let Some(parent) = repo.parent_of(at)? else {
+            return Ok(Some(at));
+        };
+        if repo.entry_id_at(at, path)? != repo.entry_id_at(parent, path)? {
+            return Ok(Some(at));
+        }
+        at = parent;
+    }
+    Ok(None)
 }
 
 /// True while a canary holds for a human (or a confirm-* webhook).
@@ -677,6 +768,53 @@ pub fn close_stale(
         );
         runtime.block_on(forge.close(pr.number, Some(&note)))?;
         info!(canary = %pending.canary.id, number = pr.number, "Stale approval pull request closed");
+    }
+    Ok(())
+}
+
+/// Under `merge: sluice`: merges the waiting canary's open approval pull request, at the head
+/// its reviews were given on, once they meet the policy. The merge lands at the next fetch
+/// and is weighed as any merge ([`merged`]). Not while the branch was just written again
+/// (the reviews are of the old head) or the pull request is a refused one.
+pub fn merge_when_met(
+    repo: &ConfigRepo,
+    runtime: &Runtime,
+    forge: &Forge,
+    snapshot: &Snapshot,
+    pending: &Pending,
+    step: &BranchStep,
+) -> Result<(), ApprovalError> {
+    let canary = &pending.canary;
+    let Some(policy) = canary
+        .approval
+        .as_ref()
+        .filter(|p| p.merge == MergeBy::Sluice)
+    else {
+        return Ok(());
+    };
+    let open = step
+        .latest
+        .as_ref()
+        .filter(|pr| pr.state == PrState::Open && !step.refused && step.write.is_none());
+    let Some(pr) = open else {
+        return Ok(());
+    };
+    let pr = runtime.block_on(forge.get(pr.number))?;
+    let Some(head) = pr.head_sha.clone() else {
+        warn!(canary = %canary.id, number = pr.number, "The forge does not say the approval pull request's head; sluice does not merge it");
+        return Ok(());
+    };
+    let revision = (revision_file(canary, snapshot), repo.head());
+    let evidence = evidence((repo, forge, runtime), policy, &pr, revision)?;
+    match check(policy, &evidence) {
+        Outcome::Met(approvals) => {
+            runtime.block_on(forge.merge(pr.number, &head))?;
+            let by: Vec<&str> = approvals.iter().map(|a| a.login.as_str()).collect();
+            info!(canary = %canary.id, number = pr.number, approvers = %by.join(", "), "Approval pull request merged: the approval policy holds");
+        }
+        Outcome::Missing(missing) => {
+            info!(canary = %canary.id, number = pr.number, %missing, "Approval pull request not merged yet");
+        }
     }
     Ok(())
 }

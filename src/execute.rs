@@ -286,7 +286,7 @@ pub fn announce(repo: &mut ConfigRepo, with: &Announce<'_>, committed: &Committe
 }
 
 /// Commits and pushes a waiting canary's approval branch when it is missing or behind, then
-/// opens its pull request.
+/// opens its pull request (and under `merge: sluice` merges it once its policy holds).
 fn keep_branch(
     repo: &mut ConfigRepo,
     with: &Announce<'_>,
@@ -317,7 +317,8 @@ fn keep_branch(
                 pending.canary.id.namespace.as_str(),
                 pending.canary.id.name.as_str(),
             );
-            approval::open_pull_request(repo, with.runtime, forge, pending, &step, page)
+            approval::open_pull_request(repo, with.runtime, forge, pending, &step, page)?;
+            approval::merge_when_met(repo, with.runtime, forge, with.snapshot, pending, &step)
         }
         None => Ok(()),
     }

@@ -418,8 +418,7 @@ fn know(
             facts.rejected = approval::rejection(forge, runtime, close, canary, status);
         }
         if status.is_some_and(|s| s.clock_from_merge) {
-            let approvers = &read.settings.approvers;
-            let merged = approval::merged(repo, forge, runtime, approvers, &read.snapshot, canary);
+            let merged = approval::merged(repo, forge, runtime, &read.snapshot, canary);
             let (fact, note) = merged.into_fact();
             facts.merged = Some(fact);
             facts.unsigned = unsigned(repo, canary);

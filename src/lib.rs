@@ -45,7 +45,8 @@
 //! 6. [`outcome`] (`src/outcome.rs`): what the tick reports for each canary, and its errors.
 //!
 //! Beside the tick, not entered by it: [`leadership`] (the lease `sluice run` holds before it
-//! ticks), [`server`] (probes, `/metrics`, the git webhook that wakes the loop), [`manual`]
+//! ticks), [`shards`] (the shard Leases of `--shards`; the tick is given the shards held as a
+//! [`core::shards::Owned`]), [`server`] (probes, `/metrics`, the git webhook that wakes the loop), [`manual`]
 //! (operations as one commit through the executor), and the readers of what ticks wrote:
 //! [`readers`], [`dashboard`] and [`audit`].
 //!
@@ -91,6 +92,7 @@
 //! | [`forge`] | GitHub, GitLab, Gitea, Forgejo, Bitbucket, Azure DevOps pull requests: one module and one line of `forge::registry` each | know about canaries |
 //! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`leadership`] | the Kubernetes Lease `sluice run --leader-election` holds before it ticks, so one replica commits | decide a canary |
+//! | [`shards`] | the shard Leases of `sluice run --shards N`: member and shard Leases, which canaries this replica ticks | decide a canary |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
@@ -144,6 +146,7 @@ pub mod route;
 pub mod runtime;
 pub mod secrets;
 pub mod server;
+pub mod shards;
 pub mod signatures;
 pub mod tick;
 pub mod url_credentials;

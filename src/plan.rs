@@ -359,11 +359,21 @@ fn decision_commit(
         | Basis::Queued { .. } => None,
     };
     let mut message = message::render(canary, decision, operator);
-    if let (Basis::Approved { by, source }, Action::ApprovalMerged) = (basis, &decision.action) {
-        message = message::with_approval(message, by.as_deref(), source);
+    let mut met = None;
+    if let (Basis::Approved { by, source, policy }, Action::ApprovalMerged) =
+        (basis, &decision.action)
+    {
+        message = match policy {
+            Some(policy) => message::with_policy(message, policy, source),
+            None => message::with_approval(message, by.as_deref(), source),
+        };
+        met = policy.as_ref();
     }
     let record = match basis {
-        Basis::Rules | Basis::Approved { .. } => Record::decided(&known.observations, now),
+        Basis::Rules | Basis::Approved { .. } => match met {
+            Some(met) => Record::decided(&known.observations, now).with_approval(met),
+            None => Record::decided(&known.observations, now),
+        },
         Basis::Rejected { reason } => Record::operated(Operation::Abort, reason, who, reason, now),
         // Audit checks the drift it names against the history, then decides again on it.
         Basis::Drift => match &known.facts.drift {

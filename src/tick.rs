@@ -17,6 +17,7 @@ use tracing::{info, warn};
 
 use crate::core::concurrency::Admission;
 use crate::core::live::{Liveness, NotLive};
+use crate::core::shards::Owned;
 use crate::core::status::Phase;
 use crate::core::verdict::{deleted, verdict};
 use crate::execute::{self, Announce, Committed};
@@ -36,6 +37,8 @@ pub struct Context<'a> {
     pub push_attempts: u32,
     /// What the process built once at start: tokens, the tokio runtime, the settings cache.
     pub runtime: &'a Runtime,
+    /// The canaries this replica reconciles (`--shards`): all of them, or its shards'.
+    pub owned: Owned,
 }
 
 /// Runs one tick against the repo: fetch, decide every canary, commit, push; then the
@@ -196,7 +199,11 @@ fn attempt(
     now: Timestamp,
 ) -> Result<(Read, Committed), TickError> {
     repo.with_memory_objects(|repo| {
-        let read = facts::read(repo, ctx.runtime, ctx.author.clone());
+        let mut read = facts::read(repo, ctx.runtime, ctx.author.clone());
+        // Another replica's shards are its own to decide.
+        read.loaded
+            .canaries
+            .retain(|c| ctx.owned.owns(c.id.namespace.as_str(), c.id.name.as_str()));
         let plan = decide(repo, ctx, &read, now)?;
         let committed = execute::commit(repo, plan, ctx.runtime.drift())?;
         Ok((read, committed))
@@ -262,6 +269,7 @@ fn decide(
     let spec_errors = !read.spec_errors.is_empty();
     let deletions = facts::deleted(repo, ctx.runtime, &read.snapshot, spec_errors)
         .into_iter()
+        .filter(|(d, _)| ctx.owned.owns(d.id.namespace.as_str(), d.id.name.as_str()))
         .map(|(d, fact)| (d, deleted(&fact)))
         .collect();
     let files = ctx.runtime.head_files(repo, false);

@@ -7,57 +7,15 @@
 //! nothing written.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sluice::manifest::applied_by;
 use sluice::yaml::snapshot::Snapshot;
 
-use crate::support::{
-    every_file_bytes, git, git_lines, kustomize_text, reconcile, repo_root, run_sluice,
+use crate::support::adopt::{
+    adopt, adopt_edited, checkout, fixture, render_adopted, PULL_POLICY, WITH_SECRET,
 };
-
-fn fixture(name: &str) -> PathBuf {
-    repo_root()
-        .join("e2e/fixtures/adopt")
-        .join(name)
-        .join("repo")
-}
-
-/// A checkout on `main` whose one commit holds the fixture `name`, with `edit` applied first
-/// (path, new text; an empty text removes the file).
-pub(crate) fn checkout(name: &str, edit: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for entry in walkdir::WalkDir::new(fixture(name)) {
-        let entry = entry.unwrap();
-        let rel = entry.path().strip_prefix(fixture(name)).unwrap();
-        let to = dir.path().join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&to).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-    for (path, text) in edit {
-        let at = dir.path().join(path);
-        if text.is_empty() {
-            std::fs::remove_file(&at).unwrap();
-        } else {
-            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-            std::fs::write(&at, text).unwrap();
-        }
-    }
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    git(dir.path(), &["add", "-A"]);
-    git(dir.path(), &["commit", "-q", "-m", "the repo as found"]);
-    dir
-}
-
-pub(crate) fn adopt(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let repo = dir.display().to_string();
-    let mut all = vec!["adopt", "--repo", repo.as_str()];
-    all.extend_from_slice(args);
-    run_sluice(&all)
-}
+use crate::support::{every_file_bytes, git, git_lines, kustomize_text, show};
 
 /// The work tree without `.git`.
 fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -199,30 +157,6 @@ fn builds(folder: &Path) {
     }
 }
 
-/// sluice's first render on the adopted branch `sluice-adopt` of `dir`: a bare clone,
-/// `sluice reconcile` on that branch, and a clone of the result (in `rendered` of the returned
-/// directory).
-pub(crate) fn render_adopted(dir: &Path) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let bare = tmp.path().join("config.git");
-    git(dir, &["clone", "-q", "--bare", ".", bare.to_str().unwrap()]);
-    let env = [("SLUICE_BRANCH".to_string(), "sluice-adopt".to_string())];
-    reconcile(&bare, &tmp.path().join("workdir"), &env);
-    let rendered = tmp.path().join("rendered");
-    git(
-        dir,
-        &[
-            "clone",
-            "-q",
-            "-b",
-            "sluice-adopt",
-            bare.to_str().unwrap(),
-            rendered.to_str().unwrap(),
-        ],
-    );
-    tmp
-}
-
 /// sluice's first render on the adopted branch ([`render_adopted`]), then
 /// `kubectl kustomize` of `folders` in it, and `validate` once more.
 fn first_render(dir: &Path, folders: &[&str], canaries: usize) {
@@ -311,19 +245,72 @@ fn adopts_yuvmix_writing_the_kustomize_namespace_into_the_moved_files() {
         canary.contains("  name: webapp\n  namespace: prod\n"),
         "{canary}"
     );
-    // What is not a source stays where Flux applies it.
+    // What sluice's output writes too (the Service webapp, which it makes select
+    // webapp-primary, and the ConfigMap it copies) moves with the sources: Flux's apps
+    // Kustomization applying its own copy of the Service would select the canary pods (none
+    // at rest) whenever its apply wins. What sluice does not write stays where Flux applies it.
     let k = std::fs::read_to_string(at.join("apps/webapp/kustomization.yaml")).unwrap();
     assert_eq!(
-        k.lines().take(4).collect::<Vec<_>>(),
-        [
-            "resources:",
-            "  - cm.yaml",
-            "  - service.yaml",
-            "  - serviceaccount.yaml"
-        ]
+        k.lines().take(2).collect::<Vec<_>>(),
+        ["resources:", "  - serviceaccount.yaml"],
+        "{k}"
     );
+    for moved in ["service.yaml", "cm.yaml"] {
+        assert!(!at.join("apps/webapp").join(moved).exists(), "{moved}");
+        let text = std::fs::read_to_string(at.join("sources/prod/webapp").join(moved)).unwrap();
+        assert!(text.contains("  namespace: prod\n"), "{moved}: {text}");
+    }
     builds(&at.join("apps/webapp"));
     first_render(dir.path(), &["deploy/prod/webapp"], 1);
+}
+
+/// The layout `sluice adopt` used to leave on yuvmix: Flux's apps Kustomization still applies
+/// apps/webapp/service.yaml and cm.yaml, whose objects (Service prod/webapp, ConfigMap
+/// prod/vault-agent-config) sluice's output writes too. `validate` names each copy at its
+/// line, and the Kustomization that applies it at its own.
+#[test]
+fn validate_refuses_an_object_the_output_writes_that_a_kustomization_applies_too() {
+    let (_dir, branch) = adopted("flux-yuvmix", &["prod/webapp"]);
+    let at = branch.path().join("repo");
+    let app = at.join("apps/webapp");
+    for file in ["service.yaml", "cm.yaml"] {
+        let found =
+            std::fs::read_to_string(fixture("flux-yuvmix").join("apps/webapp").join(file)).unwrap();
+        std::fs::write(app.join(file), found).unwrap();
+    }
+    let k = std::fs::read_to_string(app.join("kustomization.yaml")).unwrap();
+    let listed = if k.contains("- service.yaml") {
+        k
+    } else {
+        k.replacen(
+            "resources:\n",
+            "resources:\n  - cm.yaml\n  - service.yaml\n",
+            1,
+        )
+    };
+    std::fs::write(app.join("kustomization.yaml"), listed).unwrap();
+    let (code, out, err) = validate_at(&at);
+    assert_eq!(code, 1, "{out}{err}");
+    let applier = "Kustomization flux-system/apps (clusters/my-cluster/apps.yaml:15)";
+    for (at_line, object) in [
+        ("apps/webapp/service.yaml:1: ", "Service prod/webapp "),
+        (
+            "apps/webapp/cm.yaml:1: ",
+            "ConfigMap prod/vault-agent-config ",
+        ),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(at_line))
+            .unwrap_or_else(|| panic!("no error at {at_line}: {out}{err}"));
+        assert!(
+            line.contains(&format!("{object}is applied from this file by {applier}"))
+                && line.contains(
+                    "the output of canary prod/webapp (deploy/prod/webapp) writes it too"
+                ),
+            "{line}"
+        );
+    }
 }
 
 #[test]
@@ -473,17 +460,11 @@ fn an_existing_branch_is_never_moved_and_push_sends_the_new_one_to_origin() {
 #[test]
 fn a_secret_the_repo_does_not_hold_is_named_before_the_switch_restarts_the_primary() {
     const DEPLOYMENT: &str = "clusters/my-cluster/apps/golang-api/deployment.yaml";
-    let text = std::fs::read_to_string(fixture("flux-driv").join(DEPLOYMENT)).unwrap();
-    let with_secret = text.replace(
-        "          imagePullPolicy: IfNotPresent\n",
-        "          imagePullPolicy: IfNotPresent\n          envFrom:\n            - secretRef:\n                name: golang-api-token\n",
-    );
-    assert_ne!(with_secret, text);
     let note = "clusters/my-cluster/apps/golang-api/deployment.yaml:1: Secret golang-api-token is referenced by Deployment golang-api's pod template but is not in the repo: Flagger's primary uses its copy golang-api-token-primary";
-    let dir = checkout("flux-driv", &[(DEPLOYMENT, &with_secret)]);
-    let (code, out, err) = adopt(dir.path(), &[]);
-    assert_eq!(code, 0, "{err}");
+    let (_, out) = adopt_edited("flux-driv", DEPLOYMENT, PULL_POLICY, WITH_SECRET);
     assert!(out.contains(note), "{out}");
+    let text = std::fs::read_to_string(fixture("flux-driv").join(DEPLOYMENT)).unwrap();
+    let with_secret = text.replace(PULL_POLICY, WITH_SECRET);
     let secret = "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: golang-api-token\n  namespace: default\nstringData:\n  token: t\n";
     let dir = checkout(
         "flux-driv",
@@ -492,4 +473,45 @@ fn a_secret_the_repo_does_not_hold_is_named_before_the_switch_restarts_the_prima
     let (code, out, err) = adopt(dir.path(), &[]);
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("golang-api-token is referenced"), "{out}");
+}
+
+/// Flux's instructions on a source (`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` on the
+/// driv Deployment and here on its Ingress; the `prune: disabled` adopt's first commit adds)
+/// reach nothing sluice renders from it: with `ssa: IfNotPresent` on the canary Deployment or the canary
+/// Ingress Flux would never apply a new revision or weight, and with `prune: disabled` the
+/// applier of the outputs could not delete what sluice stops writing.
+#[test]
+fn no_flux_instruction_on_a_source_reaches_what_sluice_renders() {
+    let (dir, _) = adopt_edited(
+        "flux-driv",
+        "clusters/my-cluster/apps/number-generator-ingress.yaml",
+        "  annotations:\n",
+        "  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n",
+    );
+    for (rev, file, key) in [
+        (
+            "sluice-adopt",
+            "sources/default/golang-api/deployment.yaml",
+            "kustomize.toolkit.fluxcd.io/ssa: IfNotPresent",
+        ),
+        (
+            "sluice-adopt~1",
+            "clusters/my-cluster/apps/golang-api/deployment.yaml",
+            "kustomize.toolkit.fluxcd.io/prune: disabled",
+        ),
+    ] {
+        let text = show(dir.path(), rev, file);
+        assert!(text.contains(key), "{rev}:{file}: {text}");
+    }
+    let tmp = render_adopted(dir.path());
+    let folder = tmp.path().join("rendered/deploy/default/golang-api");
+    let files = every_file_bytes(&folder);
+    assert!(files.len() >= 4, "{files:?}");
+    for (name, bytes) in files {
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            !text.contains("toolkit.fluxcd.io"),
+            "{name} carries a Flux key:\n{text}"
+        );
+    }
 }

@@ -11,6 +11,7 @@ use serde_json::Value as Json;
 
 use sluice::core::status::Phase;
 
+use crate::support::adopt::{differences, objects};
 use crate::support::canary::podinfo;
 use crate::support::read_repo_file;
 use crate::support::rollout::{World, OUTPUT};
@@ -106,45 +107,6 @@ fn quantity(text: &str) -> f64 {
     }
 }
 
-/// Fields Flagger sets at runtime (or the API server does), not in git.
-pub(crate) fn scrub(doc: &mut Json) {
-    if let Some(meta) = doc["metadata"].as_object_mut() {
-        for key in [
-            "resourceVersion",
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "ownerReferences",
-        ] {
-            meta.remove(key);
-        }
-    }
-    if let Some(doc) = doc.as_object_mut() {
-        doc.remove("status");
-    }
-    if let Some(a) = doc["spec"]["template"]["metadata"]["annotations"].as_object_mut() {
-        a.remove("flagger-id");
-    }
-}
-
-/// The objects of `text` (YAML documents), scrubbed, by `Kind/name`.
-pub(crate) fn objects(text: &str) -> std::collections::BTreeMap<String, Json> {
-    serde_saphyr::from_multiple::<Json>(text)
-        .unwrap()
-        .into_iter()
-        .filter(|d| !d.is_null())
-        .map(|mut d| {
-            scrub(&mut d);
-            let key = format!(
-                "{}/{}",
-                d["kind"].as_str().unwrap(),
-                d["metadata"]["name"].as_str().unwrap()
-            );
-            (key, d)
-        })
-        .collect()
-}
-
 /// sluice's first render of the default podinfo canary on `provider`: every object of its
 /// output folder but the kustomization.
 fn first_render(provider: &str) -> std::collections::BTreeMap<String, Json> {
@@ -167,28 +129,6 @@ fn first_render(provider: &str) -> std::collections::BTreeMap<String, Json> {
         all.extend(objects(&w.show("main", &format!("{OUTPUT}/{file}"))));
     }
     all
-}
-
-/// Every difference between `want` (Flagger's) and `got` (sluice's), as paths.
-pub(crate) fn differences(want: &Json, got: &Json, at: &str, out: &mut Vec<String>) {
-    match (want, got) {
-        (Json::Object(w), Json::Object(g)) => {
-            for key in w.keys().chain(g.keys().filter(|k| !w.contains_key(*k))) {
-                let (a, b) = (
-                    w.get(key).unwrap_or(&Json::Null),
-                    g.get(key).unwrap_or(&Json::Null),
-                );
-                differences(a, b, &format!("{at}.{key}"), out);
-            }
-        }
-        (Json::Array(w), Json::Array(g)) if w.len() == g.len() => {
-            for (i, (a, b)) in w.iter().zip(g).enumerate() {
-                differences(a, b, &format!("{at}[{i}]"), out);
-            }
-        }
-        (a, b) if a == b => {}
-        (a, b) => out.push(format!("{at}: Flagger {a}, sluice {b}")),
-    }
 }
 
 #[test]

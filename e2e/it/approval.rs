@@ -232,7 +232,7 @@ fn forge_fakes_a_merge_by_a_login_not_in_forge_approvers_does_not_approve() {
         );
         w.now = Timestamp::now();
         w.tick();
-        assert_waiting_again(&w, kind, "forge.approvers does not list mallory");
+        assert_waiting_again(&w, kind, "mallory may not approve");
         for _ in 0..3 {
             w.tick();
         }

@@ -23,9 +23,10 @@ impl ForgeRun {
         })
     }
 
-    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`),
+    /// [`Run::waiting`] with `fake`, more `forge` keys (`extra`, such as `, approvers: [a]`; the
+    /// approval policy tests, `approval_policy_run`, use it too),
     /// and the daemon as `configure` sets it up.
-    fn waiting_on(
+    pub(crate) fn waiting_on(
         fake: ForgeFake,
         extra: &str,
         configure: impl FnOnce(DaemonBuilder) -> DaemonBuilder,
@@ -235,6 +236,9 @@ fn every_forge_fake_serves_reviews_membership_authors_and_merge_fake() {
             } else {
                 assert!(forge.is_member(team, "bob").await.unwrap(), "{kind:?}");
                 assert!(!forge.is_member(team, "alice").await.unwrap(), "{kind:?}");
+                // A team that does not exist is an error on every forge, not "no member".
+                let unknown = forge.is_member("acme/nobody", "bob").await;
+                assert!(unknown.is_err_and(|e| !e.is_transient()), "{kind:?}");
             }
             assert_eq!(
                 forge.commit_author("c0ffee").await.unwrap().as_deref(),

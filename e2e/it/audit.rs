@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value as Json;
+use serde_json::{json, Value as Json};
 use sluice::core::status::Phase;
 
 use crate::support::audit::{audit, clean, found_commits, line, phase, FILE};
@@ -641,4 +641,90 @@ fn audit_since_a_commit_outside_the_branch_is_an_error() {
         err.contains("--since no-such-ref: no such commit or ref in the repository"),
         "{err}"
     );
+}
+
+/// A copy of `bare` in which every commit from `from` on holds `file` as a sluice that copied
+/// the source's Flux keys rendered it (`marked` applied to its text), its records written in
+/// `format`.
+fn with_flux_keys(
+    bare: &Path,
+    dir: &Path,
+    from: &str,
+    file: &str,
+    marked: (&str, &str),
+    format: u32,
+) -> PathBuf {
+    let start = line(bare).iter().position(|(s, _)| s == from).unwrap();
+    let count = line(bare).len();
+    let mut repo = bare.to_path_buf();
+    for at in start..count {
+        let (sha, _) = line(&repo)[at].clone();
+        let text = show(&repo, &sha, file);
+        let copied = text.replacen(marked.0, marked.1, 1);
+        let files: Vec<(&str, Option<&str>)> = if text.is_empty() || copied == text {
+            Vec::new()
+        } else {
+            vec![(file, Some(copied.as_str()))]
+        };
+        let older = |m: &str| m.replace("{\"format\":5,", &format!("{{\"format\":{format},"));
+        repo = hand_edit(&repo, dir, &sha, &files, older).0;
+    }
+    repo
+}
+
+/// A history written before format 5, whose renders carried the source's Flux keys
+/// (`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` on the canary Deployment, as sluice copied
+/// them then): the commit is what the rules of its time rendered, and audit finds nothing. The
+/// same file in a format-5 commit is a hand edit, reported.
+#[test]
+fn audit_replays_renders_that_carried_flux_keys_before_format_5() {
+    use crate::support::manifests::{CONFIGS, DEPLOYMENT};
+    use crate::support::rollout::{CANARY_FILE, OUTPUT};
+    const MARKED: (&str, &str) = (
+        "  labels:\n    app: podinfo\nspec:",
+        "  labels:\n    app: podinfo\n  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\nspec:",
+    );
+    let deployment = DEPLOYMENT.replacen(MARKED.0, MARKED.1, 1);
+    assert_ne!(deployment, DEPLOYMENT);
+    let canary = istio(STEPS);
+    let mut w = World::served(&[
+        ("apps/podinfo/deployment.yaml", deployment.as_str()),
+        ("apps/podinfo/configs.yaml", CONFIGS),
+        (CANARY_FILE, canary.as_str()),
+    ])
+    .building(OUTPUT);
+    w.until(Phase::Initialized);
+    w.human_writes(
+        "apps/podinfo/deployment.yaml",
+        &deployment.replace("6.7.0", "6.7.1"),
+        "podinfo: 6.7.1",
+    );
+    w.until(Phase::Succeeded);
+    clean(&w.bare);
+    let init = commit_saying(&w.bare, "initialization done");
+    let file = format!("{OUTPUT}/podinfo-canary.yaml");
+    let rendered = show(&w.bare, &init, &file);
+    assert!(!rendered.contains("toolkit.fluxcd.io"), "{rendered}");
+    let tmp = tempfile::tempdir().unwrap();
+    let older = with_flux_keys(&w.bare, tmp.path(), &init, &file, MARKED, 4);
+    let messages = git(&older, &["log", "--format=%B", "main"]);
+    assert!(
+        messages.contains("{\"format\":4,") && !messages.contains("{\"format\":5,"),
+        "{messages}"
+    );
+    assert!(show(&older, "main", &file).contains(MARKED.1), "{file}");
+    clean(&older);
+    // In format 5 the same files are hand edits, each reported at its commit.
+    let current = with_flux_keys(&w.bare, tmp.path(), &init, &file, MARKED, 5);
+    let (code, report) = crate::support::audit::audit(&current);
+    assert_eq!(code, 1, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert!(!findings.is_empty(), "{report:#}");
+    for f in findings {
+        assert_eq!(
+            (&f["kind"], &f["file"]),
+            (&json!("files"), &json!(file)),
+            "{report:#}"
+        );
+    }
 }

@@ -598,3 +598,25 @@ fn rollout_with_a_failing_analysis_step_aborts_to_stable_and_audit_finds_an_edit
         assert_eq!(findings.len(), 1, "{report:#}");
     });
 }
+
+/// Argo refuses an analysis step whose metric never ends (an interval without a count), and
+/// so does sluice, at the step's templates.
+#[test]
+fn validate_refuses_an_analysis_step_metric_without_a_count() {
+    let text = rollout("6.7.0", "httpRoute", ANALYSED);
+    let template = analysis_template("result[0] >= 1").replace("      count: 2\n", "");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, _, err) = crate::support::validate(dir.path(), &["."]);
+    assert_eq!(code, 1, "{err}");
+    let line = text.lines().position(|l| l.contains("templates:")).unwrap() + 1;
+    assert!(
+        err.contains(&format!("{ROLLOUT_FILE}:{line}: spec.strategy.canary.steps[1].analysis.templates: metric \"canary-up\"")),
+        "{err}"
+    );
+    assert!(err.contains("runs indefinitely"), "{err}");
+}

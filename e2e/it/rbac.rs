@@ -255,8 +255,8 @@ async fn drive_every_kube_path(api: &mut FakeKubeApi) -> BTreeSet<ApiCall> {
         panic!("sluice run")
     };
     let lease = LeaseConfig {
-        namespace: run.lease_namespace,
-        name: run.lease_name,
+        namespace: run.lease_namespace.clone(),
+        name: run.lease_name.clone(),
         identity: "sluice-0".into(),
         duration: std::time::Duration::from_secs(15),
     };
@@ -267,6 +267,24 @@ async fn drive_every_kube_path(api: &mut FakeKubeApi) -> BTreeSet<ApiCall> {
     }
     assert!(api
         .object("leases", &lease.namespace, &lease.name)
+        .is_some());
+
+    // Shards: the member Lease and the shard Leases, listed, taken (created) and renewed
+    // (replaced), under the names `sluice run --shards` uses; then `sluice status --shards`.
+    let config = sluice::shards::ShardConfig {
+        namespace: run.lease_namespace.clone(),
+        name: run.lease_name.clone(),
+        identity: "sluice-0".into(),
+        count: 2,
+        duration: std::time::Duration::from_secs(15),
+    };
+    let mut shards = sluice::shards::Shards::new(client.clone(), config.clone());
+    let real = std::time::Instant::now();
+    for at in [now, now + jiff::SignedDuration::from_secs(5)] {
+        shards.sync(at, real).await.expect("the shard Leases sync");
+    }
+    assert!(api
+        .object("leases", &config.namespace, &config.shard_lease(0))
         .is_some());
 
     // A wave cluster's reachability: `GET /version`.
@@ -299,6 +317,7 @@ async fn the_install_grants_exactly_the_requests_sluice_makes_fake_kube_api() {
             "get revisions.serving.knative.dev test",
             "get tcproutes.gateway.networking.k8s.io prod",
             "get tlsroutes.gateway.networking.k8s.io prod",
+            "list leases.coordination.k8s.io sluice-system",
             "update leases.coordination.k8s.io sluice-system",
         ]
     );
@@ -396,6 +415,7 @@ fn every_kube_call_in_the_code_is_driven_by_the_rbac_test() {
             "src/gates/readiness.rs: Api::namespaced",
             "src/gates/sync/read.rs: Api::namespaced",
             "src/leadership.rs: Api::namespaced",
+            "src/shards.rs: Api::namespaced",
             "src/waves/clusters.rs: .apiserver_version()",
         ],
         "a new kube call: drive it in drive_every_kube_path and grant it under examples/install"

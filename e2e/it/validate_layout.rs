@@ -98,6 +98,12 @@ fn source_error(file: &str, line: usize, field: &str, title: &str, source: &str)
     format!("{file}:{line}: {field}: {title} applies {source}, a source of canary demo/podinfo that sluice reads and copies into clusters/demo/podinfo: both would own its objects. Move the sources out of this path or exclude them (.sourceignore or the GitRepository's spec.ignore for Flux, directory.exclude for Argo CD).")
 }
 
+/// The error at the demo's ConfigMap `podinfo-env` (which sluice copies into the output) when
+/// `by` (`Kind ns/name (file:line)`) applies it too.
+fn double_error(by: &str) -> String {
+    format!("apps/podinfo/configmap.yaml:1: ConfigMap demo/podinfo-env is applied from this file by {by}, and the output of canary demo/podinfo (clusters/demo/podinfo) writes it too: two appliers of one object undo each other's applies (a Service's selector among them: the apex Service would select the canary pods, none at rest). Move this file out of the applied path with the canary's sources (`sluice adopt` does), or delete this copy: sluice writes the object")
+}
+
 #[test]
 fn a_kustomization_applying_the_sources_is_refused_at_its_path() {
     let apps = kustomization("apps", "./apps");
@@ -124,7 +130,8 @@ fn a_kustomization_applying_the_sources_is_refused_at_its_path() {
                 title,
                 "apps/podinfo/deployment.yaml"
             ),
-            "2 problems found; 0 canaries valid".to_string(),
+            double_error("Kustomization flux-system/apps (clusters/prod/apps.yaml:7)"),
+            "3 problems found; 0 canaries valid".to_string(),
         ]
     );
 
@@ -194,7 +201,8 @@ fn sources_reached_through_kustomize_resources_are_refused() {
                 "Kustomization flux-system/apps",
                 "apps/podinfo/deployment.yaml"
             ),
-            "1 problem found; 0 canaries valid".to_string(),
+            double_error("Kustomization flux-system/apps (clusters/prod/apps.yaml:7)"),
+            "2 problems found; 0 canaries valid".to_string(),
         ]
     );
 }
@@ -223,17 +231,19 @@ fn an_output_folder_applied_by_none_or_by_two_is_refused() {
 }
 
 /// Argo CD directory sources: the path's own files, subfolders with `recurse`, kept by
-/// `include` and dropped by `exclude`.
+/// `include` and dropped by `exclude`; the ConfigMap the output copies, where applied, is
+/// refused at its own line.
 #[test]
 fn argo_cd_directory_sources_follow_recurse_include_and_exclude() {
     let outputs = application("podinfo", "clusters/demo/podinfo", "");
     let cases = [
-        ("", 0),
-        ("    directory:\n      recurse: true\n", 2),
-        ("    directory:\n      recurse: true\n      include: '{podinfo/configmap.yaml,other/*}'\n", 0),
-        ("    directory:\n      recurse: true\n      exclude: '*/canary.yaml'\n", 1),
+        ("", 0, false),
+        ("    directory:\n      recurse: true\n", 2, true),
+        ("    directory:\n      recurse: true\n      include: '{podinfo/configmap.yaml,other/*}'\n", 0, true),
+        ("    directory:\n      recurse: true\n      include: 'other/*'\n", 0, false),
+        ("    directory:\n      recurse: true\n      exclude: '*/canary.yaml'\n", 1, true),
     ];
-    for (directory, sources) in cases {
+    for (directory, sources, config) in cases {
         let apps = application("apps", "apps", directory);
         let dir = repo(&[
             (".sluice/config.yaml", DEMO_FILES[0].1),
@@ -249,7 +259,17 @@ fn argo_cd_directory_sources_follow_recurse_include_and_exclude() {
             .filter(|l| l.starts_with("argocd/apps.yaml:11: spec.source.path: Application argocd/apps applies apps/podinfo/"))
             .count();
         assert_eq!(refused, sources, "{directory}: {out}{err}");
-        assert_eq!(code, i32::from(sources > 0), "{directory}: {out}{err}");
+        let double = double_error("Application argocd/apps (argocd/apps.yaml:11)");
+        assert_eq!(
+            err.lines().any(|l| l == double),
+            config,
+            "{directory}: {out}{err}"
+        );
+        assert_eq!(
+            code,
+            i32::from(sources > 0 || config),
+            "{directory}: {out}{err}"
+        );
     }
 }
 

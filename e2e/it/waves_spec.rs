@@ -7,7 +7,7 @@ use sluice::manifest::load::{load, load_text};
 use sluice::manifest::model::SyncTarget;
 use sluice::manifest::settings::Settings;
 
-use crate::support::canary::{native_podinfo, podinfo};
+use crate::support::canary::{native_podinfo, podinfo, spec_errors as errors};
 use crate::support::{run_sluice, run_sluice_env};
 
 const FILE: &str = "apps/podinfo/canary.yaml";
@@ -39,14 +39,6 @@ const THREE: &str = "  waves:
       output: clusters/prod-us/podinfo
       sync: {argocd: {application: podinfo-us}}
 ";
-
-fn errors(text: &str) -> Vec<String> {
-    load_text(FILE, text, &Settings::default())
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect()
-}
 
 fn assert_error(text: &str, expected: &str) {
     let errs = errors(text);

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::adopt::Refusal;
 use crate::manifest::applied_by::{self, Applier};
+use crate::workload::applied_twice;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::snapshot::{Object, Snapshot};
 
@@ -107,8 +108,12 @@ pub struct Source {
 pub struct Found {
     pub namespace: String,
     pub name: String,
-    /// The Canary first, then its target workload, then its autoscaler.
+    /// The Canary first, then its target workload, then its autoscaler; then each object the
+    /// output also writes that an applier applies (a Service, a ConfigMap or Secret the pod
+    /// template references), which moves with them so that only the output applies it.
     pub sources: Vec<Source>,
+    /// What the output writes besides the target ([`applied_twice::written`]).
+    pub written: Vec<applied_twice::Written>,
     /// What applies the canary's file (`Kustomization flux-system/apps`).
     pub applier: Applier,
 }
@@ -235,6 +240,7 @@ fn found(repo: &Repo<'_>, o: &Object<'_>, applier: &Applier) -> Result<Found, Ve
     let mut sources = vec![canary];
     let spec = o.node.get("spec");
     let refs = [("targetRef", true), ("autoscalerRef", false)];
+    let mut target = None;
     for (field, required) in refs {
         let Some(r) = spec.and_then(|s| s.get(field)) else {
             if required {
@@ -257,13 +263,40 @@ fn found(repo: &Repo<'_>, o: &Object<'_>, applier: &Applier) -> Result<Found, Ve
             })
             .collect();
         match matches.as_slice() {
-            [t] => sources.push(source(repo, t, &mut refusals)),
+            [t] => {
+                sources.push(source(repo, t, &mut refusals));
+                if field == "targetRef" {
+                    target = Some(*t);
+                }
+            }
             [] => refusals.push(missing(repo, o, applier, r.line, field, kind, name, &namespace)),
             [a, b, ..] => refusals.push(Refusal::new(
                 o.file,
                 r.line,
                 format!("spec.{field}: {kind} {namespace}/{name} is in the repo twice ({}:{} and {}:{}): keep one, then run adopt again", a.file, a.line, b.file, b.line),
             )),
+        }
+    }
+    let written = target
+        .map(|t| written(repo, o, &t, &namespace))
+        .unwrap_or_default();
+    // What the output writes that an applier also applies moves with the sources, so each
+    // object has one applier: sluice's output.
+    let outputs: [&str; 0] = [];
+    let in_cluster = |c: &Object<'_>| namespace_of(c, &folds_of(repo, c.file, &mut Vec::new()));
+    for (copy, _) in applied_twice::applied_copies(
+        repo.snapshot,
+        repo.appliers,
+        &namespace,
+        &written,
+        &outputs,
+        &in_cluster,
+    ) {
+        let moved = sources
+            .iter()
+            .any(|s| s.file == copy.file && s.line == copy.line);
+        if !moved {
+            sources.push(source(repo, &copy, &mut refusals));
         }
     }
     if !refusals.is_empty() {
@@ -273,8 +306,44 @@ fn found(repo: &Repo<'_>, o: &Object<'_>, applier: &Applier) -> Result<Found, Ve
         namespace,
         name: o.name.to_string(),
         sources,
+        written,
         applier: applier.clone(),
     })
+}
+
+/// What the output of the Flagger Canary `canary` (in `namespace`, its target `target`)
+/// writes besides the target, as [`applied_twice::written`] says: the Service names are
+/// `spec.service.name`'s, else the target's (Flagger's `GetServiceNames`).
+fn written(
+    repo: &Repo<'_>,
+    canary: &Object<'_>,
+    target: &Object<'_>,
+    namespace: &str,
+) -> Vec<applied_twice::Written> {
+    let spec = canary.node.get("spec");
+    let service = spec
+        .and_then(|s| s.get("service"))
+        .and_then(|s| s.get("name"))
+        .and_then(Node::as_str)
+        .unwrap_or(target.name);
+    let autoscaler = spec.and_then(|s| s.get("autoscalerRef")).and_then(|r| {
+        Some((
+            r.get("kind").and_then(Node::as_str)?,
+            r.get("name").and_then(Node::as_str)?,
+        ))
+    });
+    let in_repo = |kind: &str, name: &str| {
+        repo.snapshot.find(kind, name).any(|c| {
+            namespace_of(&c, &folds_of(repo, c.file, &mut Vec::new()))
+                .is_none_or(|ns| ns == namespace)
+        })
+    };
+    applied_twice::written(
+        (target.kind, target.name, target.yaml),
+        service,
+        autoscaler,
+        &in_repo,
+    )
 }
 
 /// The source `o` with what the engine changes on it; refusals for what cannot be carried.

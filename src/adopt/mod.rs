@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::manifest::applied_by::{self, Applier};
+use crate::workload::applied_twice;
 use crate::yaml::snapshot::{walks_before, File, Snapshot};
 
 pub mod change;
@@ -202,7 +203,24 @@ fn verify(
         let (_, appliers) = read(&after(files, change));
         problems = still(&appliers);
     }
-    let (_, appliers) = read(&after(files, change));
+    let (snapshot, appliers) = read(&after(files, change));
+    // One applier per object: nothing the outputs write is still applied from another file.
+    let outputs: Vec<&str> = change.outputs.values().map(String::as_str).collect();
+    let as_written = |o: &crate::yaml::snapshot::Object<'_>| o.namespace.map(str::to_string);
+    for c in &found.canaries {
+        let copies = applied_twice::applied_copies(
+            &snapshot,
+            &appliers,
+            &c.namespace,
+            &c.written,
+            &outputs,
+            &as_written,
+        );
+        for (o, by) in copies {
+            let names: Vec<String> = by.iter().map(|a| a.title()).collect();
+            problems.push(Refusal::new(o.file, o.line, format!("{} {}/{} would still be applied from this file by {} after the move, and the output of canary {}/{} writes it too: two appliers of one object. Move it out of the applied paths by hand (or delete it: sluice writes it), then run adopt again", o.kind, c.namespace, o.name, names.join(", "), c.namespace, c.name)));
+        }
+    }
     for (id, folder) in &change.outputs {
         let by: Vec<&Applier> = appliers
             .iter()

@@ -40,7 +40,9 @@ use crate::gitops::{parse_trailers, trailer_group, CommitMessage, Folders};
 use crate::manifest::load_incremental::KeptLoad;
 use crate::manifest::settings::{Settings, SETTINGS_PATH};
 use crate::render::message::{self, CANARY};
-use crate::render::replay::{By, Record, FORMAT, REPLAY};
+use crate::render::replay::{
+    By, Record, EVERY_COMMIT_FROM, FLUX_KEYS_DROPPED_FROM, FORMAT, REPLAY,
+};
 use crate::render::status_file::SpecRecord;
 use crate::render::GENERATED_MARK;
 use crate::workload;
@@ -55,11 +57,16 @@ use tree::{Changed, GitError};
 pub const APPROVED_BY: &str = "Sluice-Approved-By";
 /// The trailer that says how an approval was given (pull request URL or `cli`).
 pub const APPROVAL: &str = "Sluice-Approval";
+/// The trailer that says which approval policy a merged approval met.
+pub const APPROVAL_POLICY: &str = message::APPROVAL_POLICY;
 /// The first format whose approval commits must name their approver.
 pub const APPROVER_FROM: u32 = 3;
-/// Trailers written from what was known only at the time (the forge's answer), which no
-/// replay can make again: compared with nothing.
-const NOT_REPLAYED: [&str; 2] = [APPROVED_BY, APPROVAL];
+/// Trailers written from what was known only at the time (the forge's answer, the policy
+/// the tick read), which no replay can make again: compared with nothing. The approvers are
+/// weighed again against the policy in force before the merge instead ([`Kind::Approval`]).
+const NOT_REPLAYED: [&str; 3] = [APPROVED_BY, APPROVAL, APPROVAL_POLICY];
+/// How many first-parent commits audit looks back for the commit that brought an approval.
+const MERGE_LOOKBACK: usize = 500;
 
 /// A `Sluice-Judge-Metric` line committed before sluice recorded the judge's bounds is
 /// compared with the line the rules give without them (the rest of the line still must match).
@@ -96,6 +103,9 @@ pub enum Kind {
     Replay,
     /// An approval commit does not name its approver.
     Approver,
+    /// A merged approval's recorded approvers do not meet the approval policy in force at
+    /// the commit before the merge (the canary's policy, or the repo's, read there).
+    Approval,
     /// The signing policy in force at the parent (or given to audit) requires signed commits,
     /// and this one is not signed by a key it allows.
     Signature,
@@ -690,8 +700,8 @@ impl<'r> Audit<'r, '_> {
                 )));
             }
             if let By::Other { what } = &record.by {
-                if record.format < FORMAT {
-                    old.push((id, format!("not replayable: written before format {FORMAT} gave every sluice commit a record ({what})")));
+                if record.format < EVERY_COMMIT_FROM {
+                    old.push((id, format!("not replayable: written before format {EVERY_COMMIT_FROM} gave every sluice commit a record ({what})")));
                     continue;
                 }
                 return Err(Judged::Unverifiable(format!(
@@ -781,6 +791,9 @@ impl<'r> Audit<'r, '_> {
         let mut messages = Vec::new();
         let mut verified = Vec::new();
         let before = self.report.findings.len();
+        let flux_keys = records
+            .iter()
+            .any(|(_, r)| r.format < FLUX_KEYS_DROPPED_FROM);
         for (id, record) in records {
             let ctx = replay::Context {
                 repo: self.repo,
@@ -792,6 +805,13 @@ impl<'r> Audit<'r, '_> {
                 Ok(replayed) => {
                     self.report.replayed += 1;
                     self.approver(oid, id, trailers, record, &replayed);
+                    let merged = replayed
+                        .decision
+                        .as_ref()
+                        .is_some_and(|d| d.action == Action::ApprovalMerged);
+                    if merged {
+                        self.approval_policy(oid, id, trailers, record, first_parent)?;
+                    }
                     expected_changes.extend(replayed.changes);
                     messages.push(replayed.message);
                     verified.push((id.clone(), is_hold(record)));
@@ -802,7 +822,7 @@ impl<'r> Audit<'r, '_> {
                 }
             }
         }
-        self.compare_files(oid, &canary_names, &expected_changes)?;
+        self.compare_files(oid, &canary_names, &expected_changes, flux_keys)?;
         if let Some(expected) = message::fold(&messages) {
             self.compare_message(oid, &canary_names, text, &expected);
         }
@@ -850,6 +870,90 @@ impl<'r> Audit<'r, '_> {
         }
     }
 
+    /// A finding when the approvers a merged approval recorded (its replay record, else its
+    /// `Sluice-Approved-By` trailers) do not meet the approval policy in force at the commit
+    /// before the merge: the policy is read there, as the signing policy is, so neither the
+    /// merge nor a commit pushed with it can relax the policy it is weighed by.
+    fn approval_policy(
+        &mut self,
+        oid: Oid,
+        id: &str,
+        trailers: &[(String, String)],
+        record: &Record,
+        parent: Option<Oid>,
+    ) -> Result<(), AuditError> {
+        use crate::core::approval::{recheck, Approval, Outcome};
+        let Some(merge) = self.brought_status(parent, id)? else {
+            return Ok(());
+        };
+        let mut before = self.parent(merge)?;
+        if !before.settings_problems.is_empty() {
+            return Ok(());
+        }
+        before.load_canaries();
+        let Some(policy) = before
+            .canaries()
+            .canary(id)
+            .and_then(|c| c.approval.clone())
+        else {
+            return Ok(());
+        };
+        let outcome = match record.approvals() {
+            Some(recorded) => recheck(&policy, &recorded.approvals(), recorded.author.as_deref()),
+            // Written before approvals were recorded: the trailers name them.
+            None => {
+                let named: Vec<Approval> = trailer_group(trailers, CANARY, id)
+                    .iter()
+                    .filter(|(k, _)| k.eq_ignore_ascii_case(APPROVED_BY))
+                    .map(|(_, v)| Approval {
+                        login: v.trim().to_string(),
+                        team: None,
+                    })
+                    .collect();
+                recheck(&policy, &named, None)
+            }
+        };
+        if let Outcome::Missing(missing) = outcome {
+            let short = merge.to_string();
+            self.find(
+                oid,
+                Kind::Approval,
+                APPROVED_BY,
+                id,
+                format!(
+                    "the approval merged in {} did not meet the approval policy in force before it ({policy}): {missing}",
+                    short.get(..7).unwrap_or(&short)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The commit that brought the status file of canary `id` that `at` holds: the oldest of
+    /// the first-parent commits from `at` back that hold the same status (within
+    /// [`MERGE_LOOKBACK`]); `None` when `at` holds none or it is older.
+    fn brought_status(&self, at: Option<Oid>, id: &str) -> Result<Option<Oid>, AuditError> {
+        let Some(mut at) = at else { return Ok(None) };
+        let path = format!("{STATUS_DIR}/{id}.yaml");
+        let status_at = |oid: Oid| -> Result<Option<Vec<u8>>, AuditError> {
+            let tree = tree::commit_tree(self.repo, &self.folders, oid)?;
+            Ok(tree::file_at(self.repo, &tree, &path)?)
+        };
+        let Some(status) = status_at(at)? else {
+            return Ok(None);
+        };
+        for _ in 0..MERGE_LOOKBACK {
+            let Some(parent) = tree::first_parent(self.repo, &self.folders, at)? else {
+                return Ok(Some(at));
+            };
+            if status_at(parent)?.as_ref() != Some(&status) {
+                return Ok(Some(at));
+            }
+            at = parent;
+        }
+        Ok(None)
+    }
+
     fn approver(
         &mut self,
         oid: Oid,
@@ -886,11 +990,16 @@ impl<'r> Audit<'r, '_> {
         }
     }
 
+    /// The commit's files against the replay's `expected` changes; with `flux_keys` (a
+    /// commit of a format before [`FLUX_KEYS_DROPPED_FROM`]) a file that differs only by the
+    /// `*toolkit.fluxcd.io*` keys that sluice copied from the sources then is what the rules
+    /// of its time rendered.
     fn compare_files(
         &mut self,
         oid: Oid,
         canary: &str,
         expected: &[crate::gitops::FileChange],
+        flux_keys: bool,
     ) -> Result<(), AuditError> {
         let tree = tree::commit_tree(self.repo, &self.folders, oid)?;
         let parent = tree::parent_tree(self.repo, &self.folders, oid)?;
@@ -900,7 +1009,16 @@ impl<'r> Audit<'r, '_> {
         }
         for (path, content) in &want {
             let found = tree::file_at(self.repo, &tree, path)?;
-            if found.as_deref() != content.map(str::as_bytes) {
+            let earlier = |f: &[u8], w: &str| {
+                flux_keys
+                    && std::str::from_utf8(f)
+                        .is_ok_and(|f| workload::yaml_edit::same_but_flux_keys(f, w))
+            };
+            let same = match (found.as_deref(), content) {
+                (Some(f), Some(w)) => f == w.as_bytes() || earlier(f, w),
+                (f, w) => f == w.map(str::as_bytes),
+            };
+            if !same {
                 let message = describe(content.map(str::as_bytes), found.as_deref());
                 self.find(oid, Kind::Files, path, canary, message);
             }

@@ -237,6 +237,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         author: None,
         push_attempts: 8,
         runtime: &runtime,
+        owned: crate::core::shards::Owned::All,
     };
     let clock = runtime.clock();
     let start = clock.now();

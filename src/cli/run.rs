@@ -23,6 +23,7 @@ use tracing::{debug, error, info};
 
 use crate::cli::repo::RepoArgs;
 use crate::clock::Clock;
+use crate::core::shards::Owned;
 use crate::gitops::ConfigRepo;
 use crate::leadership::{acquire_or_renew, Leadership, LeaseConfig};
 use crate::observer::Live;
@@ -31,6 +32,7 @@ use crate::server::{
     serve, serve_dashboard_counted, serve_metrics, serve_probes, DashboardState, Metrics,
     ServerState,
 };
+use crate::shards::{ShardConfig, Shards};
 use crate::tick::{poll, Context, Idle, Polled, TickReport};
 use crate::yaml::reader::parse_duration;
 
@@ -82,9 +84,18 @@ pub struct Args {
     /// Namespace of the Lease (default: the pod's, from POD_NAMESPACE).
     #[arg(long, env = "POD_NAMESPACE", default_value = "sluice-system")]
     pub lease_namespace: String,
-    /// Name of the Lease the replicas compete for.
+    /// Name of the Lease the replicas compete for; with --shards, the prefix of the member
+    /// Leases (`<name>-member-<identity>`) and shard Leases (`<name>-shard-<i>`).
     #[arg(long, default_value = "sluice")]
     pub lease_name: String,
+    /// Spread the canaries over the live replicas in this many shards, each a Kubernetes Lease
+    /// (1: one replica does all the work, as without this option). Needs Kubernetes access.
+    #[arg(long, env = "SLUICE_SHARDS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
+    /// How long a shard Lease (or a replica's member Lease) lives without renewal before
+    /// another replica takes it over (--shards); replicas renew every third of it.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
     #[command(flatten)]
     pub dashboard: crate::cli::dashboard::DashboardArgs,
 }
@@ -335,6 +346,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stopped = Arc::new(AtomicBool::new(false));
     exit_if_stop_hangs(Arc::clone(&stop), Arc::clone(&stopped));
     let runtime = Runtime::from_env()?;
+    // Before anything is served or cloned: without Kubernetes access --shards cannot start.
+    let mut sharding = Sharding::from_args(args, &runtime)?;
     let metrics = Metrics::with_connections(runtime.prometheus().endpoints().clone());
     let state = ServerState::new(
         metrics.clone(),
@@ -363,7 +376,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         return Ok(0);
     };
     let observer = Live::new(&runtime).deciding_without_waiting(state.wake_handle());
-    let ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
+    let mut ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
     info!(branch = %args.repo.branch, "sluice started");
     let mut election = Election::from_args(args, &runtime)?;
     // The last completed tick, while polls find nothing new (see `tick::Idle`).
@@ -373,6 +386,15 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             if !election.lead(&runtime, &mut idle, &state, &metrics) {
                 clock.sleep_unless_stopped(&stop, Duration::from_secs(5).min(args.poll));
                 continue;
+            }
+        }
+        if let Some(sharding) = &mut sharding {
+            let owned = sharding.sync(&runtime, &state, &metrics);
+            if owned != ctx.owned {
+                info!(shards = ?owned, "The shards this replica holds changed");
+                // Another replica may have ticked these canaries meanwhile: a full tick.
+                idle.forget();
+                ctx.owned = owned;
             }
         }
         let wait = poll_once(
@@ -388,6 +410,11 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             wait.min(Duration::from_secs(5))
         } else {
             wait
+        };
+        // Shard Leases are renewed every third of their duration.
+        let wait = match &sharding {
+            Some(_) => wait.min(args.lease_duration / 3),
+            None => wait,
         };
         sleep_until_woken(clock, &stop, &wake_rx, wait, &mut idle);
     }
@@ -410,14 +437,7 @@ impl Election {
         if !args.leader_election {
             return Ok(None);
         }
-        let identity = match runtime.env("POD_NAME") {
-            Some(pod) => pod.to_string(),
-            None => format!(
-                "{}-{}",
-                runtime.env("HOSTNAME").unwrap_or("sluice"),
-                std::process::id()
-            ),
-        };
+        let identity = identity(runtime);
         let client = runtime
             .block_on(crate::kube::infer_client())
             .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
@@ -467,6 +487,83 @@ impl Election {
                 false
             }
         }
+    }
+}
+
+/// This replica's name in the Leases: `POD_NAME`, or the host name and process id.
+fn identity(runtime: &Runtime) -> String {
+    match runtime.env("POD_NAME") {
+        Some(pod) => pod.to_string(),
+        None => format!(
+            "{}-{}",
+            runtime.env("HOSTNAME").unwrap_or("sluice"),
+            std::process::id()
+        ),
+    }
+}
+
+/// `--shards N` (N > 1): the shard Leases this replica takes, renews and releases.
+struct Sharding {
+    shards: Shards,
+}
+
+impl Sharding {
+    /// `None` with one shard: the one replica ticks every canary.
+    fn from_args(args: &Args, runtime: &Runtime) -> anyhow::Result<Option<Sharding>> {
+        if args.shards <= 1 {
+            return Ok(None);
+        }
+        if args.leader_election {
+            anyhow::bail!(
+                "--shards {} and --leader-election both coordinate replicas by Leases: pass one \
+                 (--shards spreads the canaries over every live replica; --leader-election has \
+                 one replica do all the work)",
+                args.shards
+            );
+        }
+        if args.lease_duration < Duration::from_secs(1) {
+            anyhow::bail!(
+                "--lease-duration {:?}: a Lease's duration is whole seconds, at least 1s",
+                args.lease_duration
+            );
+        }
+        let client = runtime.block_on(crate::kube::infer_client()).map_err(|e| {
+            anyhow::anyhow!(
+                "--shards {} needs Kubernetes access to hold its Leases (in-cluster config or \
+                 KUBECONFIG): {e}; without it, run one replica without --shards",
+                args.shards
+            )
+        })?;
+        let config = ShardConfig {
+            namespace: args.lease_namespace.clone(),
+            name: args.lease_name.clone(),
+            identity: identity(runtime),
+            count: args.shards,
+            duration: args.lease_duration,
+        };
+        info!(shards = config.count, identity = %config.identity, "Sharding by Kubernetes Leases");
+        Ok(Some(Sharding {
+            shards: Shards::new(client, config),
+        }))
+    }
+
+    /// Renews the member Lease and acts on the shard Leases; the canaries this replica
+    /// reconciles now. When the Leases cannot be reached, the shards renewed less than a lease
+    /// duration ago stay this replica's; the others are let go.
+    fn sync(&mut self, runtime: &Runtime, state: &ServerState, metrics: &Metrics) -> Owned {
+        let now = runtime.clock().now();
+        let real = Instant::now();
+        let synced = runtime.block_on(self.shards.sync(now, real));
+        let name = &self.shards.config().name;
+        match synced {
+            Ok(holders) => state.set_shards(holders.lines(name)),
+            Err(e) => {
+                error!(error = %e, "Cannot renew the shard Leases; keeping only shards renewed within the lease duration");
+                metrics.error("lease");
+                state.set_shards(vec![format!("shards unknown: {e}")]);
+            }
+        }
+        self.shards.owned(real)
     }
 }
 

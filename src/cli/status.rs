@@ -19,13 +19,24 @@ pub struct Args {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// Also show which replica holds each of this many shards (`sluice run --shards N`), read
+    /// from the shard Leases (needs Kubernetes access: in-cluster config or KUBECONFIG).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: Option<u32>,
+    /// Namespace of the shard Leases.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "sluice-system")]
+    pub lease_namespace: String,
+    /// The prefix of the shard Leases' names (`<name>-shard-<i>`), as `sluice run --lease-name`.
+    #[arg(long, default_value = "sluice")]
+    pub lease_name: String,
 }
 
 /// Commits of one canary read to find who paused it: its pause is among its last ones.
 const PAUSE_SEARCH: usize = 200;
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
-    let now = Runtime::from_env()?.clock().now();
+    let runtime = Runtime::from_env()?;
+    let now = runtime.clock().now();
     let (root, kept) = read_root(&args.source)?;
     let mut rows = rows(&root, now)?;
     if let Some(wanted) = &args.canary {
@@ -54,7 +65,41 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Output::Yaml => out!("{}", serde_saphyr::to_string(&rows)?),
         Output::Table => print_table(&rows),
     }
+    if let Some(count) = args.shards {
+        let lines = shard_lines(&runtime, args, count);
+        // The table is for people: the holders follow it. JSON and YAML stay one document.
+        for line in lines {
+            match args.output {
+                Output::Table => outln!("{line}"),
+                Output::Json | Output::Yaml => eprintln!("{line}"),
+            }
+        }
+    }
     Ok(0)
+}
+
+/// Who holds each shard, from the Leases; or why that cannot be known.
+fn shard_lines(runtime: &Runtime, args: &Args, count: u32) -> Vec<String> {
+    let read = runtime.block_on(async {
+        let client = crate::kube::infer_client().await.map_err(|e| {
+            format!(
+                "which replica holds which shard cannot be known without Kubernetes access \
+                 (in-cluster config or KUBECONFIG): {e}"
+            )
+        })?;
+        crate::shards::read_holders(
+            &client,
+            &args.lease_namespace,
+            &args.lease_name,
+            count,
+            runtime.clock().now(),
+        )
+        .await
+    });
+    match read {
+        Ok(lines) => lines,
+        Err(e) => vec![format!("shards: {e}")],
+    }
 }
 
 /// A paused canary's hold names who paused it and why, read from its `sluice pause` commit.

@@ -193,8 +193,9 @@ fn load_checked(
     (settings, loaded, settings_ok)
 }
 
-/// [`crate::manifest::layout_check`] on the repo at `root` (its files `files`, named
-/// repo-relative): the canaries are named repo-relative for the check, and their errors
+/// [`crate::manifest::layout_check`] and [`crate::workload::applied_twice`] (no object both
+/// a canary's output and another applied file hold) on the repo at `root` (its files
+/// `files`, named repo-relative): the canaries are named repo-relative for the check, and their errors
 /// named back as given.
 fn check_layout(root: &Path, files: &Snapshot, loaded: &mut Loaded) {
     let appliers = crate::manifest::applied_by::appliers(files, &sourceignores(root));
@@ -217,6 +218,9 @@ fn check_layout(root: &Path, files: &Snapshot, loaded: &mut Loaded) {
         })
         .collect();
     let mut errors = crate::manifest::layout_check::check(&canaries, files, &appliers);
+    errors.extend(crate::workload::applied_twice::check(
+        &canaries, files, &appliers,
+    ));
     for e in &mut errors {
         if let Some((_, given)) = renamed.iter().find(|(rel, _)| *rel == e.file) {
             e.file = given.clone();

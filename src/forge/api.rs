@@ -542,6 +542,34 @@ impl Api {
         }
     }
 
+    /// Merge of a pull request whose head `head` (as the forge names it: Bitbucket the short
+    /// hash) is not `expected`, found by reading it first on a forge whose merge takes no
+    /// expected head (Bitbucket) or documents no answer for one (Azure DevOps).
+    pub(super) fn head_moved(&self, op: Operation, head: &str, expected: &str) -> ForgeError {
+        self.terminal(
+            op,
+            None,
+            format!("the head is {head:?}, not {expected:?}"),
+            "the pull request's head moved since its approvals were read; read them again".into(),
+        )
+    }
+
+    /// "Not a member" once `GET team` finds the team, for a forge whose membership call
+    /// answers 404 both for a non-member and for a team that does not exist (or the token
+    /// cannot see): a missing team is a terminal error saying `missing` and `hint`.
+    pub(super) async fn no_member(
+        &self,
+        team: Url,
+        missing: String,
+        hint: &str,
+    ) -> Result<bool, ForgeError> {
+        let op = Operation::Membership;
+        match self.get_unless_404(op, team, &[]).await? {
+            Some(_) => Ok(false),
+            None => Err(self.terminal(op, Some(404), missing, hint.to_string())),
+        }
+    }
+
     /// A call this forge cannot make: terminal, with `message` and what to do instead.
     pub(super) fn unsupported(&self, op: Operation, message: &str, hint: &str) -> ForgeError {
         self.terminal(op, None, message.to_string(), hint.to_string())
@@ -724,7 +752,7 @@ impl Api {
                     self.api_url_hint()
                 )
             }
-            405 | 409 | 422 if matches!(op, Operation::Merge(_)) => format!(
+            400 | 405 | 409 | 422 if matches!(op, Operation::Merge(_)) => format!(
                 "the {noun}'s head moved since its approvals were read, or the forge will not \
                  merge it (conflicts, required checks, branch protection); read the approvals \
                  again before merging",

@@ -19,9 +19,14 @@
 //!   for the author, -10 rejected; group reviewers (`isContainer`) are left out (their
 //!   members vote themselves)
 //! - `PATCH /pullrequests/{pullRequestId}` `{status: "completed", lastMergeSourceCommit:
-//!   {commitId}}`: refused (409) when the source branch moved past `commitId`
-//! - `GET /commits/{commitId}`: Azure DevOps links a commit to no account; the account that
-//!   pushed it (`push.pushedBy.uniqueName`) stands for its author when the answer says
+//!   {commitId}}`: `lastMergeSourceCommit` is required (400 without it); the answer to one the
+//!   source branch moved past is not documented, so the pull request is read first and a
+//!   head other than `commitId` is refused here. The answer is the pull request: `status`
+//!   `completed`, or `active` with `mergeStatus` (`queued`, `conflicts`, `rejectedByPolicy`,
+//!   `failure`)
+//! - `GET /commits/{commitId}`: `author` is only the name and e-mail address the commit
+//!   states; the account that pushed it (`push.pushedBy.uniqueName`, in the answer of
+//!   Commits - Get) stands for its author
 //! - teams, relative to `apiUrl`: `GET /_apis/projects/{project}/teams/{team}/members
 //!   ?$top=..&$skip=..`: `{value: [{identity: {uniqueName}}]}`
 //!
@@ -72,6 +77,9 @@ pub(super) struct Pull {
     /// The source branch's head as the pull request last saw it.
     #[serde(default)]
     last_merge_source_commit: Option<CommitRef>,
+    /// `notSet`, `queued`, `conflicts`, `succeeded`, `rejectedByPolicy` or `failure`.
+    #[serde(default)]
+    merge_status: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -421,15 +429,37 @@ impl ForgeProvider for AzureDevOps {
         }))
     }
 
+    /// Azure DevOps requires `lastMergeSourceCommit` to complete, but documents no answer for
+    /// one the source branch has moved past: the head is read and compared first, and the
+    /// completion still names it (a push in between is the server's to refuse).
     async fn merge(&self, number: u64, head_sha: &str) -> Result<(), ForgeError> {
         let op = Operation::Merge(number);
+        let n = number.to_string();
+        let now = self.call(op, Method::GET, &[&n], None).await?;
+        let head = now.head_sha.unwrap_or_default();
+        if now.state == PrState::Open && head != head_sha {
+            return Err(self.api.head_moved(op, &head, head_sha));
+        }
         let payload = json!({
             "status": "completed",
             "lastMergeSourceCommit": {"commitId": head_sha},
         });
-        self.send(op, Method::PATCH, &[&number.to_string()], Some(&payload))
-            .await
-            .map(drop)
+        let answer = self.send(op, Method::PATCH, &[&n], Some(&payload)).await?;
+        // The answer is the pull request: completed, queued for completion (done later, seen
+        // at the next read), or still active with `mergeStatus` saying why it was not merged.
+        let done: Pull = self.api.decode(op, &answer)?;
+        match (done.status.as_str(), done.merge_status.as_deref()) {
+            ("active", Some(why @ ("conflicts" | "rejectedByPolicy" | "failure"))) => {
+                Err(self.api.terminal(
+                    op,
+                    Some(answer.status.as_u16()),
+                    format!("Azure DevOps did not complete it: mergeStatus {why}"),
+                    "resolve the conflicts or the branch policies that block the pull request"
+                        .into(),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     async fn commit_author(&self, sha: &str) -> Result<Option<String>, ForgeError> {

@@ -387,13 +387,7 @@ impl ForgeProvider for Bitbucket {
         let head = pull.source.commit.map(|c| c.hash).unwrap_or_default();
         // Bitbucket gives the short hash.
         if head.is_empty() || !head_sha.starts_with(&head) {
-            return Err(self.api.terminal(
-                op,
-                None,
-                format!("the head is {head:?}, not {head_sha:?}"),
-                "the pull request's head moved since its approvals were read; read them again"
-                    .into(),
-            ));
+            return Err(self.api.head_moved(op, &head, head_sha));
         }
         let n = number.to_string();
         let tail = [n.as_str(), "merge"];

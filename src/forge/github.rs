@@ -12,7 +12,9 @@
 //!   `state` (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED`, `PENDING`),
 //!   `commit_id`, oldest first
 //! - `GET /orgs/{org}/teams/{team_slug}/memberships/{username}`: `state` `active` (a member)
-//!   or `pending` (invited); 404 when not a member
+//!   or `pending` (invited); 404 when not a member, and also when the team does not exist
+//!   or the token cannot see it, so a 404 is followed by
+//!   `GET /orgs/{org}/teams/{team_slug}`: the team, or 404 (an error, not "no member")
 //! - `PUT /repos/{owner}/{repo}/pulls/{n}/merge` `{sha, merge_method: "merge"}`: 409 when the
 //!   head is no longer `sha`, 405 when the pull request cannot be merged
 //! - `GET /repos/{owner}/{repo}/commits/{sha}`: `author.login`, `null` when the author's
@@ -114,7 +116,16 @@ impl ForgeProvider for GitHub {
         let segments = ["orgs", org, "teams", slug, "memberships", login];
         let url = self.api.url(op, &segments)?;
         match self.api.get_unless_404(op, url, &[]).await? {
-            None => Ok(false),
+            // GitHub answers 404 for a team that does not exist (or the token cannot see)
+            // as for a non-member: the team itself says which.
+            None => {
+                let url = self.api.url(op, &["orgs", org, "teams", slug])?;
+                let missing =
+                    format!("no team {slug:?} in organization {org:?} that the token can see");
+                let hint = "check the team slug in the approval policy and that the token may \
+                            read the organization's teams (Members: Read; classic: read:org)";
+                self.api.no_member(url, missing, hint).await
+            }
             Some(answer) => {
                 let m: Membership = self.api.decode(op, &answer)?;
                 Ok(m.state == "active")

@@ -14,7 +14,9 @@
 //! - `GET /projects/:id/merge_requests/:iid/approvals`: `approved_by[].user.username` (one
 //!   answer, no pages); GitLab drops approvals itself when a push resets them
 //! - `GET /users?username=..` (the user's `id`), then `GET /groups/:id/members/all/:user_id`
-//!   (`:id` the group's full path, encoded): the member (direct or inherited), or 404
+//!   (`:id` the group's full path, encoded): the member (direct, inherited or invited), or
+//!   404, which is also the answer for a group that does not exist; so "not a member" is
+//!   said only once `GET /groups/:id` finds the group
 //! - `PUT /projects/:id/merge_requests/:iid/merge` `{sha}`: 409 when the head is no longer
 //!   `sha`, 405 or 422 when it cannot be merged
 //! - `GET /projects/:id/repository/commits/:sha` (`author_email`), then
@@ -153,6 +155,16 @@ impl GitLab {
         let url = self.api.url(op, &["users"])?;
         let query = [(key, value.to_string())];
         self.api.json(op, Method::GET, url, &query, None).await
+    }
+
+    /// "Not a member" once `GET /groups/:id` finds the group: the member call answers 404
+    /// for a group that does not exist (or the token cannot see) as for a non-member.
+    async fn no_member(&self, group: &str) -> Result<bool, ForgeError> {
+        let url = self.api.url(Operation::Membership, &["groups", group])?;
+        let missing = format!("no group {group:?} that the token can see");
+        let hint = "name the team by the group's full path (group/subgroup) and check the \
+                    token's user or group may see it";
+        self.api.no_member(url, missing, hint).await
     }
 
     fn url(&self, op: Operation, tail: &[&str]) -> Result<reqwest::Url, ForgeError> {
@@ -342,12 +354,12 @@ impl ForgeProvider for GitLab {
             .iter()
             .find(|u| u.username.eq_ignore_ascii_case(login))
         else {
-            return Ok(false);
+            return self.no_member(team).await;
         };
         let id = user.id.to_string();
         let url = self.api.url(op, &["groups", team, "members", "all", &id])?;
         match self.api.get_unless_404(op, url, &[]).await? {
-            None => Ok(false),
+            None => self.no_member(team).await,
             Some(answer) => {
                 let member: Member = self.api.decode(op, &answer)?;
                 Ok(member.state.as_deref().is_none_or(|s| s == "active"))

@@ -74,28 +74,12 @@ pub struct PullRequest {
 }
 
 /// One review (GitHub/Gitea/Forgejo review, GitLab approval, Bitbucket participant approval,
-/// Azure DevOps reviewer vote) as the forge reports it, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Review {
-    /// The reviewer's forge login (GitHub/Gitea `user.login`, GitLab `username`, Bitbucket
-    /// `nickname` (account_id when no nickname), Azure DevOps `uniqueName`).
-    pub login: String,
-    pub state: ReviewState,
-    /// The head commit the review was given on, when the forge says (GitHub/Gitea `commit_id`).
-    pub commit: Option<String>,
-    /// True when the forge itself marks it stale or dismissed (Gitea `stale`/`dismissed`).
-    pub stale: bool,
-}
-
-/// What a review says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewState {
-    Approved,
-    ChangesRequested,
-    Commented,
-    Dismissed,
-    Pending,
-}
+/// Azure DevOps reviewer vote) as the forge reports it, oldest first: `login` is GitHub/Gitea
+/// `user.login`, GitLab `username`, Bitbucket `nickname` (account_id when no nickname), Azure
+/// DevOps `uniqueName`; `commit` the head it was given on when the forge says (GitHub/Gitea
+/// `commit_id`); `stale` when the forge itself marks it stale or dismissed (Gitea). The
+/// core's type, which the approval policy weighs as the forge answered it.
+pub use crate::core::approval::{Review, ReviewState};
 
 /// A pull request to open: from `head` into `base`, with `title` and `body` (Markdown).
 #[derive(Debug, Clone, Copy)]

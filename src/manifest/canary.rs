@@ -39,6 +39,7 @@ const NATIVE_SPEC_KEYS: &[&str] = &[
     // Read by `manifest::waves`.
     "waves",
     "onFailure",
+    "approval",
 ];
 const FLAGGER_SPEC_KEYS: &[&str] = &[
     "analysis",
@@ -238,11 +239,7 @@ pub fn read_native(
     let metrics_server = read_metrics_server(r, spec);
     let ns = id.as_ref().map(|i| i.namespace.as_str());
     crate::judge::canary::check_native_sources(r, root, provider.as_deref(), ns, snapshot);
-    let sync = match spec.get("sync") {
-        // A bad block is reported through `r` and fails the canary below.
-        Some(n) => read_sync_target(r, n, "spec.sync"),
-        None => settings.sync.clone(),
-    };
+    let (sync, approval) = read_native_defaults(r, spec, settings);
     if r.errors.len() > before {
         return None;
     }
@@ -252,6 +249,7 @@ pub fn read_native(
         provider,
         metrics_server,
         sync,
+        approval,
         autoscaler: None,
         revert_on_deletion: false,
         wave: None,
@@ -270,6 +268,27 @@ pub fn read_native(
         progress_deadline,
     };
     check_route(r, canary, spec, before)
+}
+
+/// A native canary's `spec.sync` and `spec.approval`, each the repo's default when absent. A
+/// bad block is reported through `r` (and fails the canary).
+fn read_native_defaults(
+    r: &mut Reader,
+    spec: &Node,
+    settings: &Settings,
+) -> (
+    Option<crate::manifest::model::SyncTarget>,
+    Option<crate::core::approval::ApprovalPolicy>,
+) {
+    let sync = match spec.get("sync") {
+        Some(n) => read_sync_target(r, n, "spec.sync"),
+        None => settings.sync.clone(),
+    };
+    let approval = match spec.get("approval") {
+        Some(n) => crate::manifest::approval_policy::read(r, n, "spec.approval"),
+        None => settings.approval_policy(),
+    };
+    (sync, approval)
 }
 
 /// What `route::route_source` reads a `spec.routeSource` with (a sluice extension in both
@@ -809,11 +828,14 @@ pub fn read_flagger(
     if let Some(p) = provider {
         crate::manifest::flagger_fields::refuse_unread(r, p, spec, before);
     }
+    let approval = crate::manifest::approval_policy::read_annotations(r, root)
+        .map(|own| own.or_else(|| settings.approval_policy()));
     if r.errors.len() > before {
         return None;
     }
     let canary = Canary {
         settle: settings.settle,
+        approval: approval?,
         adoption_hold: settings.adoption_hold,
         provider: provider_name,
         metrics_server,

@@ -9,6 +9,7 @@
 pub mod alert_provider;
 pub mod analysis;
 pub mod applied_by;
+pub mod approval_policy;
 pub mod canary;
 pub mod flagger_fields;
 pub mod layout_check;

@@ -390,6 +390,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
         priority: 0,
         // Adoption from Flagger points at Flagger's `-primary` configs; a Rollout has none.
         adoption_hold: false,
+        approval: settings.approval_policy(),
         file: String::new(),
         line: 0,
         format: Format::Native,

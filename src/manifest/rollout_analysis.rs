@@ -103,6 +103,15 @@ pub fn read_gates(
             }
         };
         for m in run.metrics {
+            if f.inline && m.rules.effective_count().is_none() {
+                // Argo's validation: an analysis step must end, so each metric needs a count.
+                r.error(
+                    f.node.key_line("templates").unwrap_or(f.node.line),
+                    &join(&f.at, "templates"),
+                    format!("metric {:?} ({}:{}) runs indefinitely (an interval without a count), which Argo refuses in an analysis step: give it a count, or run it as background analysis", m.name, m.file, m.line),
+                );
+                continue;
+            }
             let gate = ArgoGate {
                 metric: m.name.clone(),
                 rules: m.rules.clone(),

@@ -3,6 +3,7 @@
 //! Command-line flags override these. Later adapters (forge, sync, signing) add their blocks
 //! here; every block is validated with the same file:line:field errors as canaries.
 
+use crate::core::approval::ApprovalPolicy;
 use crate::manifest::model::{RepoPath, SyncTarget};
 use crate::manifest::sync::read_sync_target;
 use crate::route::{parse_provider, Provider};
@@ -47,6 +48,9 @@ pub struct Settings {
     /// compared ignoring ASCII case, as forges treat logins). Empty: anyone the forge lets
     /// merge. Logins only: a `org/team` entry is an error, teams are not resolved.
     pub approvers: Vec<String>,
+    /// `approval: {required, from, forbidSelfApproval, merge}`: the repo's default approval
+    /// policy (a canary's or wave's own replaces it); see [`Settings::approval_policy`].
+    pub approval: Option<ApprovalPolicy>,
     /// Default GitOps object (Flux Kustomization or Argo CD Application) that applies the
     /// outputs; a native canary's `spec.sync` overrides it, Flagger canaries always use it.
     pub sync: Option<SyncTarget>,
@@ -110,6 +114,7 @@ impl Default for Settings {
             forge: None,
             on_close: OnClose::Rollback,
             approvers: Vec::new(),
+            approval: None,
             sync: None,
             commits: CommitMode::PerCanary,
             signing: None,
@@ -122,6 +127,16 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The policy of canaries that set none: `approval`, else `forge.approvers` (one of
+    /// those logins approves by merging), else `None` (anyone who can merge approves).
+    pub fn approval_policy(&self) -> Option<ApprovalPolicy> {
+        match (&self.approval, self.approvers.is_empty()) {
+            (Some(policy), _) => Some(policy.clone()),
+            (None, false) => Some(ApprovalPolicy::merged_by_one_of(&self.approvers)),
+            (None, true) => None,
+        }
+    }
+
     /// The canary's page on the dashboard, when `dashboard.url` is set.
     pub fn dashboard_page(&self, namespace: &str, name: &str) -> Option<String> {
         let base = self.dashboard_url.as_deref()?.trim_end_matches('/');
@@ -158,6 +173,7 @@ const KEYS: &[&str] = &[
     "adoption",
     "maxConcurrentCanaries",
     "namespaces",
+    "approval",
 ];
 
 /// The largest `maxConcurrentCanaries` accepted (a limit above the fleet is no limit).
@@ -262,6 +278,16 @@ fn read_blocks(r: &mut Reader, root: &Node, settings: &mut Settings) {
         settings.adoption_hold = read_adoption(r, n);
     }
     settings.concurrency = read_concurrency(r, root);
+    if let Some(n) = root.get("approval") {
+        settings.approval = crate::manifest::approval_policy::read(r, n, "approval");
+        if !settings.approvers.is_empty() {
+            r.error(
+                n.line,
+                "approval",
+                "set beside forge.approvers: list those logins in approval.from and remove forge.approvers",
+            );
+        }
+    }
 }
 
 /// `maxConcurrentCanaries` and `namespaces.<ns>.maxConcurrentCanaries`.
@@ -611,7 +637,7 @@ fn read_secret_key_ref(r: &mut Reader, n: &Node, at: &str) -> Option<SecretKeyRe
 }
 
 /// `forge.approvers`: a list of forge logins. Teams (`org/team`) are refused rather than
-/// silently never matching: sluice does not resolve team membership.
+/// silently never matching: teams are written `team:<team>` in `approval.from`.
 fn read_approvers(r: &mut Reader, n: &Node) -> Vec<String> {
     let mut out = Vec::new();
     let Some(items) = r.seq(n, "forge.approvers") else {
@@ -633,7 +659,7 @@ fn read_approvers(r: &mut Reader, n: &Node) -> Vec<String> {
             r.error(
                 item.line,
                 &path,
-                format!("expected a forge login, found {login:?}: teams are not supported, list the logins"),
+                format!("expected a forge login, found {login:?}: for a team, set approval.from with team:<team> instead of forge.approvers"),
             );
         } else {
             out.push(login);
@@ -1322,6 +1348,56 @@ mod tests {
     }
 
     #[test]
+    fn approval_policy_is_read_and_bad_values_name_their_line() {
+        use crate::core::approval::{Approver, MergeBy};
+        let parse = |text: &str| parse_settings(SETTINGS_PATH, &format!("{HEAD}{text}"));
+        let errs = |text: &str| -> Vec<String> {
+            parse(text)
+                .unwrap_err()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        let s = parse("approval:\n  required: 2\n  from: [alice, bob, team:acme/release]\n  forbidSelfApproval: true\n  merge: sluice\n").unwrap();
+        let policy = s.approval_policy().unwrap();
+        assert_eq!(policy.required, 2);
+        assert_eq!(policy.from[2], Approver::Team("acme/release".into()));
+        assert!(policy.forbid_self_approval);
+        assert_eq!(policy.merge, MergeBy::Sluice);
+        // Defaults: one approval from anyone, merged by a person.
+        let s = parse("approval: {}\n").unwrap();
+        assert_eq!(
+            s.approval_policy().unwrap().to_string(),
+            "1 from anyone; merge: human"
+        );
+        assert_eq!(parse("").unwrap().approval_policy(), None);
+        assert_eq!(
+            errs("approval:\n  required: 0\n"),
+            vec![".sluice/config.yaml:4: approval.required: expected 1..=100, found 0"]
+        );
+        assert_eq!(
+            errs("approval:\n  required: 3\n  from: [alice, bob]\n"),
+            vec![".sluice/config.yaml:4: approval.required: expected at most 2 (from lists 2 logins), found 3: no set of approvers could meet it"]
+        );
+        assert_eq!(
+            errs("approval:\n  from: [alice, acme/release]\n"),
+            vec![".sluice/config.yaml:4: approval.from[1]: expected a forge login; write a team as team:<team>, found \"acme/release\""]
+        );
+        assert_eq!(
+            errs("approval:\n  merge: bot\n"),
+            vec![".sluice/config.yaml:4: approval.merge: expected human or sluice, found \"bot\""]
+        );
+        assert_eq!(
+            errs("approval:\n  forbidSelf: true\n"),
+            vec![".sluice/config.yaml:4: approval.forbidSelf: unknown field (did you mean \"forbidSelfApproval\"?); expected one of: required, from, forbidSelfApproval, merge"]
+        );
+        assert_eq!(
+            errs("forge:\n  kind: github\n  repository: a/b\n  approvers: [alice]\napproval: {required: 1}\n"),
+            vec![".sluice/config.yaml:7: approval: set beside forge.approvers: list those logins in approval.from and remove forge.approvers"]
+        );
+    }
+
+    #[test]
     fn forge_approvers_are_logins_and_bad_entries_name_their_line() {
         let parse = |text: &str| {
             parse_settings(
@@ -1330,9 +1406,15 @@ mod tests {
             )
         };
         assert_eq!(parse("").unwrap().approvers, Vec::<String>::new());
+        let listed = parse("  approvers: [alice, Bob]\n").unwrap();
         assert_eq!(
-            parse("  approvers: [alice, Bob]\n").unwrap().approvers,
+            listed.approvers,
             vec!["alice".to_string(), "Bob".to_string()]
+        );
+        // The `from` list of a policy of one approver, who approves by merging.
+        assert_eq!(
+            listed.approval_policy().unwrap().to_string(),
+            "1 from alice, Bob; merge: human"
         );
         let errs: Vec<String> = parse("  approvers:\n    - alice\n    - acme/release\n")
             .unwrap_err()
@@ -1341,7 +1423,7 @@ mod tests {
             .collect();
         assert_eq!(
             errs,
-            vec![".sluice/config.yaml:8: forge.approvers[1]: expected a forge login, found \"acme/release\": teams are not supported, list the logins"]
+            vec![".sluice/config.yaml:8: forge.approvers[1]: expected a forge login, found \"acme/release\": for a team, set approval.from with team:<team> instead of forge.approvers"]
         );
         let errs: Vec<String> = parse("  approvers: alice\n")
             .unwrap_err()

@@ -16,7 +16,7 @@
 //!     - name: prod-eu
 //!       output: deploy/prod-eu/podinfo
 //!       settle: 2m
-//!       approval: true
+//!       approval: true           # or a policy: {required: 2, from: [alice, team:acme/sre]}
 //! ```
 //!
 //! Each instance is the canary with the wave's output folder, gates and analysis; its id's
@@ -65,6 +65,8 @@ struct WaveSpec {
     metrics_secret: Option<Name>,
     cluster: Option<(Cluster, usize)>,
     approval: bool,
+    /// `approval: {required, ...}`: the wave's own policy (its start is approved too).
+    policy: Option<crate::core::approval::ApprovalPolicy>,
     analysis: Option<Analysis>,
 }
 
@@ -270,10 +272,15 @@ fn read_wave(r: &mut Reader, node: &Node, path: &str, ctx: &Context) -> Option<W
     let cluster = node
         .get("cluster")
         .and_then(|n| read_cluster(r, n, &join(path, "cluster"), ctx.namespace));
-    let approval = node
-        .get("approval")
-        .and_then(|n| r.bool(n, &join(path, "approval")))
-        .unwrap_or(false);
+    let (approval, policy) = match node.get("approval") {
+        // A policy gates the wave's start as `approval: true` does, under that policy.
+        Some(n) if matches!(n.value, crate::yaml::node::Value::Map(_)) => {
+            let policy = crate::manifest::approval_policy::read(r, n, &join(path, "approval"));
+            (true, policy)
+        }
+        Some(n) => (r.bool(n, &join(path, "approval")).unwrap_or(false), None),
+        None => (false, None),
+    };
     let analysis = node
         .get("analysis")
         .and_then(|n| read_wave_analysis(r, n, path, ctx));
@@ -292,6 +299,7 @@ fn read_wave(r: &mut Reader, node: &Node, path: &str, ctx: &Context) -> Option<W
         metrics_secret,
         cluster,
         approval,
+        policy,
         analysis,
     })
 }
@@ -519,6 +527,9 @@ fn instances(r: &mut Reader, canary: &Canary, waves: &Waves) -> Vec<Canary> {
         }
         if wave.approval {
             c.analysis.approvals.before_rollout = true;
+        }
+        if let Some(policy) = &wave.policy {
+            c.approval = Some(policy.clone());
         }
         c.wave = Some(WaveOf {
             canary: canary.id.name.clone(),

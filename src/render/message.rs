@@ -23,6 +23,8 @@ pub const CHECK: &str = "Sluice-Check";
 pub const APPROVED_BY: &str = "Sluice-Approved-By";
 /// Where the approval came from: the pull request's URL, or `cli`.
 pub const APPROVAL: &str = "Sluice-Approval";
+/// The approval policy a merged approval met, in one line (`2 from alice, bob; merge: human`).
+pub const APPROVAL_POLICY: &str = "Sluice-Approval-Policy";
 pub const OPERATOR: &str = "Sluice-Operator";
 pub const REASON: &str = "Sluice-Reason";
 /// In a commit holding several canaries' decisions (`commits: perTick`): the canary's own
@@ -247,17 +249,53 @@ pub fn render(
 /// Who approved and where: the `Sluice-Approved-By` and `Sluice-Approval` trailers, put
 /// before `Sluice-Operator` (so they stay in the canary's trailer group). `by` is `None`
 /// only when the approval's merger cannot be known (no forge configured).
-pub fn with_approval(mut message: CommitMessage, by: Option<&str>, source: &str) -> CommitMessage {
+pub fn with_approval(message: CommitMessage, by: Option<&str>, source: &str) -> CommitMessage {
+    with_approvers(message, by.into_iter(), source, None)
+}
+
+/// [`with_approval`] for an approval policy that held: one `Sluice-Approved-By` per approver
+/// it counted (the team that let them approve in parentheses), and `Sluice-Approval-Policy`.
+pub fn with_policy(
+    message: CommitMessage,
+    met: &crate::core::approval::Met,
+    source: &str,
+) -> CommitMessage {
+    let approvers: Vec<String> = met
+        .approvals
+        .iter()
+        .map(|a| match &a.team {
+            Some(team) => format!("{} ({}{team})", a.login, crate::core::approval::TEAM_PREFIX),
+            None => a.login.clone(),
+        })
+        .collect();
+    let policy = met.policy.to_string();
+    with_approvers(
+        message,
+        approvers.iter().map(String::as_str),
+        source,
+        Some(&policy),
+    )
+}
+
+fn with_approvers<'a>(
+    mut message: CommitMessage,
+    approvers: impl Iterator<Item = &'a str>,
+    source: &str,
+    policy: Option<&str>,
+) -> CommitMessage {
     let at = message
         .trailers
         .iter()
         .position(|(k, _)| k == OPERATOR)
         .unwrap_or(message.trailers.len());
     let mut add = Vec::new();
-    if let Some(by) = by {
+    for by in approvers {
         add.push((APPROVED_BY.to_string(), by.replace('\n', " ")));
     }
     add.push((APPROVAL.to_string(), source.replace('\n', " ")));
+    if let Some(policy) = policy {
+        add.push((APPROVAL_POLICY.to_string(), policy.replace('\n', " ")));
+    }
     message.trailers.splice(at..at, add);
     message
 }

@@ -13,7 +13,8 @@
 //! `Sluice-Check` trailers, so from 3 on an approval without an approver is a finding. Format 4
 //! gives every other commit sluice makes a record audit checks (record updates, reverts of
 //! deleted canaries, drift holds, restores and resumes, refused approvals); before it they were
-//! `other` and not replayed. The value is one line of JSON, so any metric name, error text or
+//! `other` and not replayed. Format 5 is the first whose renders carry none of Flux's
+//! `*toolkit.fluxcd.io*` keys from the sources ([`FLUX_KEYS_DROPPED_FROM`]). The value is one line of JSON, so any metric name, error text or
 //! reason survives git's trailer parser. Pure: no IO.
 
 use jiff::Timestamp;
@@ -27,7 +28,17 @@ use crate::core::operate::Operation;
 pub const REPLAY: &str = "Sluice-Replay";
 
 /// The format version commits are written in now. History before it is not replayable.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
+
+/// The format from which every commit sluice makes carries a record audit replays (before it,
+/// `"by":"other"` ones were not replayed).
+pub const EVERY_COMMIT_FROM: u32 = 4;
+
+/// The format from which sluice keeps Flux's `*toolkit.fluxcd.io*` keys off everything it
+/// renders from a source; before it they were copied onto the canary workload, its config
+/// copies, its autoscaler and Services, and the canary Ingress, and audit compares such a
+/// commit's files with that taken into account.
+pub const FLUX_KEYS_DROPPED_FROM: u32 = 5;
 
 /// A trailer value `sluice audit` reads back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +67,9 @@ pub enum By {
         /// The statistical judge's series, for a judged canary.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         judge: Option<crate::judge::record::JudgeRecord>,
+        /// The approval policy a merged approval met, and who met it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Approvals>,
     },
     /// `core::operate`: a manual operation, an approval pull request's change, or a rollback
     /// because its pull request was closed.
@@ -118,6 +132,58 @@ pub enum By {
     /// as not replayable in a history written before format 4, and reports it after.
     #[serde(rename_all = "camelCase")]
     Other { what: String },
+}
+
+/// A merged approval's approvers as the approval policy counted them, the policy in force
+/// then (in its one-line form), the revision's author and the merger, as the forge said:
+/// `sluice audit` weighs them again against the policy at the commit before the merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Approvals {
+    pub policy: String,
+    pub approvers: Vec<ApproverRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merger: Option<String>,
+}
+
+/// One counted approver, and the team of `from` that let them approve (absent: by login).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApproverRecord {
+    pub login: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+}
+
+impl Approvals {
+    pub fn of(met: &crate::core::approval::Met) -> Approvals {
+        Approvals {
+            policy: met.policy.to_string(),
+            approvers: met
+                .approvals
+                .iter()
+                .map(|a| ApproverRecord {
+                    login: a.login.clone(),
+                    team: a.team.clone(),
+                })
+                .collect(),
+            author: met.author.clone(),
+            merger: met.merger.clone(),
+        }
+    }
+
+    /// The approvals as the core weighs them.
+    pub fn approvals(&self) -> Vec<crate::core::approval::Approval> {
+        self.approvers
+            .iter()
+            .map(|a| crate::core::approval::Approval {
+                login: a.login.clone(),
+                team: a.team.clone(),
+            })
+            .collect()
+    }
 }
 
 /// One metric observation. The value is Rust's shortest round-trip text of the number (so
@@ -219,6 +285,7 @@ impl Record {
                     .judge
                     .as_ref()
                     .map(crate::judge::record::JudgeRecord::of),
+                approval: None,
             },
         }
     }
@@ -272,6 +339,22 @@ impl Record {
         (REPLAY.to_string(), value)
     }
 
+    /// The record of a decision on a merged approval that met `met`.
+    pub fn with_approval(mut self, met: &crate::core::approval::Met) -> Record {
+        if let By::Decide { approval, .. } = &mut self.by {
+            *approval = Some(Approvals::of(met));
+        }
+        self
+    }
+
+    /// The approval policy a merged approval met, when the record says.
+    pub fn approvals(&self) -> Option<&Approvals> {
+        match &self.by {
+            By::Decide { approval, .. } => approval.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Reads a trailer value back.
     pub fn parse(value: &str) -> Result<Record, RecordError> {
         serde_json::from_str(value).map_err(|e| RecordError::Json(e.to_string()))
@@ -287,6 +370,7 @@ impl By {
             metrics,
             webhooks,
             judge,
+            ..
         } = self
         else {
             return Ok(None);

@@ -68,6 +68,8 @@ pub struct ServerState {
     metrics_on_main: bool,
     /// What the last tick held for lack of a cluster, one line each (`/readyz` details).
     details: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Who holds each shard, one line each, as this replica last saw the Leases (`--shards`).
+    shards: Arc<std::sync::Mutex<Vec<String>>>,
     /// The `forge.repository` the last tick read; pull-request events about another
     /// repository wake nothing. `None` before the first tick and without a forge.
     forge_repository: Arc<std::sync::Mutex<Option<String>>>,
@@ -93,6 +95,7 @@ impl ServerState {
             dashboard: None,
             metrics_on_main: true,
             details: Arc::default(),
+            shards: Arc::default(),
             forge_repository: Arc::default(),
         }
     }
@@ -135,6 +138,17 @@ impl ServerState {
     pub fn set_details(&self, details: Vec<String>) {
         let mut held = self.details.lock().unwrap_or_else(|e| e.into_inner());
         *held = details;
+    }
+
+    /// Sets the `/readyz` lines of `--shards`: who holds each shard, as last seen.
+    pub fn set_shards(&self, lines: Vec<String>) {
+        let mut shards = self.shards.lock().unwrap_or_else(|e| e.into_inner());
+        *shards = lines;
+    }
+
+    fn shards(&self) -> Vec<String> {
+        let shards = self.shards.lock().unwrap_or_else(|e| e.into_inner());
+        shards.clone()
     }
 
     /// Sets the `forge.repository` of the settings the last tick read.
@@ -314,6 +328,9 @@ async fn readyz(State(state): State<ServerState>) -> Response {
         let mut body = "ready\n".to_string();
         for line in state.details() {
             body.push_str(&format!("held: {line}\n"));
+        }
+        for line in state.shards() {
+            body.push_str(&format!("{line}\n"));
         }
         (StatusCode::OK, body).into_response()
     } else {

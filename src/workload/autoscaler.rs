@@ -39,7 +39,9 @@ use yaml_rust2::Yaml;
 
 use crate::manifest::model::{AutoscalerKind, AutoscalerRef, Canary};
 use crate::workload::source::{Index, Manifest};
-use crate::workload::yaml_edit::{key, map_at, rename, set, without_toolkit_keys};
+use crate::workload::yaml_edit::{
+    drop_toolkit_metadata, key, map_at, rename, set, without_toolkit_keys,
+};
 use crate::yaml::error::{SpecError, SpecErrors};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join};
@@ -449,6 +451,8 @@ pub fn canary(canary: &Canary, scaler: &Autoscaler, active: bool) -> Option<Yaml
         scaler.reference.name.as_str(),
         canary.id.namespace.as_str(),
     );
+    // No Flux instruction from the source's autoscaler on sluice's copy (as on the primary's).
+    drop_toolkit_metadata(&mut doc);
     match scaler.reference.kind {
         AutoscalerKind::HorizontalPodAutoscaler => {
             if !active {

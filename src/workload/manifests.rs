@@ -6,7 +6,7 @@ use yaml_rust2::{Yaml, YamlEmitter};
 use crate::manifest::model::{Canary, PortRef, ServiceMetadata};
 use crate::workload::autoscaler::{self, Replicas};
 use crate::workload::configs::rename_to_primary;
-use crate::workload::yaml_edit::{drop_toolkit_keys, key, map_at, rename, set};
+use crate::workload::yaml_edit::{drop_toolkit_metadata, key, map_at, rename, set};
 use crate::workload::{Source, WorkloadError, DAEMONSET_SCALE_TO_ZERO};
 
 fn header(canary: &Canary) -> String {
@@ -47,14 +47,7 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     // `makePrimaryLabels`, `makeAnnotations`): an instruction such as
     // `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` would keep Flux from ever applying a
     // promotion, and in the pod template it would differ from Flagger's live primary.
-    for path in [
-        &["metadata", "labels"][..],
-        &["metadata", "annotations"],
-        &["spec", "template", "metadata", "labels"],
-        &["spec", "template", "metadata", "annotations"],
-    ] {
-        drop_toolkit_keys(&mut doc, path);
-    }
+    drop_toolkit_metadata(&mut doc);
     if let Some(labels) =
         map_at(&mut doc, &["metadata"]).and_then(|m| match m.get_mut(&key("labels")) {
             Some(Yaml::Hash(h)) => Some(h),
@@ -97,6 +90,7 @@ pub fn primary(canary: &Canary, source: &Source) -> Result<String, WorkloadError
     for c in &source.configs {
         let mut copy = c.doc.clone();
         rename(&mut copy, &format!("{}-primary", c.name), ns);
+        drop_toolkit_metadata(&mut copy);
         docs.push(copy);
     }
     if let Some(scaler) = &source.autoscaler {
@@ -155,6 +149,9 @@ pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, 
     let ns = canary.id.namespace.as_str();
     let mut doc = source.deployment.doc.clone();
     rename(&mut doc, &source.deployment.name, ns);
+    // Flux's keys stay off the canary workload too: `ssa: IfNotPresent` copied from the
+    // source would keep Flux from applying any new revision sluice renders into it.
+    drop_toolkit_metadata(&mut doc);
     if source.deployment.kind == "DaemonSet" {
         if !active {
             if let Some(selector) = map_at(&mut doc, &["spec", "template", "spec", "nodeSelector"])
@@ -178,6 +175,7 @@ pub fn canary(canary: &Canary, source: &Source, active: bool) -> Result<String, 
     for c in &source.configs {
         let mut copy = c.doc.clone();
         rename(&mut copy, &c.name, ns);
+        drop_toolkit_metadata(&mut copy);
         docs.push(copy);
     }
     if let Some(scaler) = &source.autoscaler {
@@ -220,6 +218,8 @@ fn service(
             }
         }
     }
+    // The Services are sluice's like the workloads: no Flux instruction on them either.
+    drop_toolkit_metadata(&mut doc);
     if let Some(sel) = map_at(&mut doc, &["spec", "selector"]) {
         sel.insert(key(selector.0), key(selector.1));
     }

@@ -4,6 +4,7 @@
 //! Manifests are copied with yaml-rust2's order-preserving model so a diff between two steps
 //! shows only what changed. sluice never edits the source file a human writes.
 
+pub mod applied_twice;
 pub mod autoscaler;
 pub mod configs;
 pub mod manifests;

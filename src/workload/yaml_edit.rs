@@ -45,7 +45,7 @@ pub fn rename(doc: &mut Yaml, name: &str, namespace: &str) {
 /// Labels and annotations Flagger leaves out of what it generates (`filterMetadata`,
 /// `makeAnnotations`, `makePrimaryLabels`): the ones Flux stamps on the objects it applies,
 /// or reads as instructions (`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent`).
-pub const TOOLKIT_MARKER: &str = "toolkit.fluxcd.io";
+pub use crate::yaml::TOOLKIT_MARKER;
 
 /// A copy of `labels`/`annotations` without the keys holding [`TOOLKIT_MARKER`]; `None`
 /// when nothing is left.
@@ -57,6 +57,29 @@ pub fn without_toolkit_keys(map: &Yaml) -> Option<Yaml> {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     (!kept.is_empty()).then_some(Yaml::Hash(kept))
+}
+
+/// Where sluice takes Flux's keys off what it renders from a source: the object's labels and
+/// annotations, and its pod template's.
+const TOOLKIT_PATHS: [&[&str]; 4] = [
+    &["metadata", "labels"],
+    &["metadata", "annotations"],
+    &["spec", "template", "metadata", "labels"],
+    &["spec", "template", "metadata", "annotations"],
+];
+
+/// Takes the keys holding [`TOOLKIT_MARKER`] off an object sluice renders from a source (a
+/// workload, a ConfigMap or Secret copy): its labels and annotations and its pod template's.
+/// They are instructions to Flux about the *source's* object (`kustomize.toolkit.fluxcd.io/ssa:
+/// IfNotPresent` would keep Flux from ever updating sluice's copy, so a new revision would
+/// stall; `kustomize.toolkit.fluxcd.io/prune: disabled`, which `sluice adopt` puts on the
+/// sources, would keep the applier of the outputs from deleting what sluice stops writing) or
+/// marks Flux stamps on what it applied. What sluice renders is sluice's, applied and pruned
+/// by the applier of its output folder.
+pub fn drop_toolkit_metadata(doc: &mut Yaml) {
+    for path in TOOLKIT_PATHS {
+        drop_toolkit_keys(doc, path);
+    }
 }
 
 /// Takes the keys holding [`TOOLKIT_MARKER`] out of the mapping at `path` (the whole field
@@ -85,4 +108,30 @@ pub fn drop_toolkit_keys(doc: &mut Yaml, path: &[&str]) {
             parent.remove(&key(field));
         }
     }
+}
+
+/// Whether `committed` is `rendered` with `*toolkit.fluxcd.io*` keys in the places
+/// [`drop_toolkit_metadata`] clears: what a sluice that copied them from the sources rendered.
+/// The same header comment, and the same documents once those keys are taken off
+/// `committed`'s.
+pub fn same_but_flux_keys(committed: &str, rendered: &str) -> bool {
+    let header = |t: &str| -> Vec<String> {
+        t.lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    if header(committed) != header(rendered) {
+        return false;
+    }
+    let (Ok(mut old), Ok(new)) = (
+        yaml_rust2::YamlLoader::load_from_str(committed),
+        yaml_rust2::YamlLoader::load_from_str(rendered),
+    ) else {
+        return false;
+    };
+    for doc in &mut old {
+        drop_toolkit_metadata(doc);
+    }
+    old == new
 }

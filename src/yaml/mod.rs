@@ -11,3 +11,8 @@ pub mod node;
 pub mod parses;
 pub mod reader;
 pub mod snapshot;
+
+/// What the keys Flux reads or stamps on an object hold (`kustomize.toolkit.fluxcd.io/ssa`,
+/// `kustomize.toolkit.fluxcd.io/prune`, `kustomize.toolkit.fluxcd.io/name`, ...): Flagger's
+/// `toolkitMarker`. sluice keeps such keys off every object it renders from a source.
+pub const TOOLKIT_MARKER: &str = "toolkit.fluxcd.io";

@@ -597,6 +597,12 @@ pub fn object_keys(contents: &Contents) -> Vec<(usize, (String, String))> {
 
 /// The contents of a file whose text is `text`: its documents, or why it is not YAML.
 pub(crate) fn parse(text: String) -> Contents {
+    // kubectl and the API server's YAML reader skip a leading byte-order mark; kept, it would
+    // turn the first key into "\u{feff}apiVersion" and hide the file's kind.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    };
     match parse_documents(&text) {
         Ok(documents) => Contents::Yaml {
             documents: documents.into_iter().map(|d| d.root).collect(),

@@ -426,3 +426,13 @@ pub(crate) fn web_httproute(revision: &str) -> String {
         "interval: 1s, threshold: 2, stepWeights: [10, 30, 60]",
     )
 }
+
+/// The errors loading `text` as `apps/podinfo/canary.yaml` gives, as `sluice validate` prints
+/// them.
+pub(crate) fn spec_errors(text: &str) -> Vec<String> {
+    load_text("apps/podinfo/canary.yaml", text, &Settings::default())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}

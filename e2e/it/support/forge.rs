@@ -268,6 +268,7 @@ impl ForgeFake {
                             "/orgs/{org}/teams/{slug}/memberships/{user}",
                             get(membership),
                         )
+                        .route("/orgs/{org}/teams/{slug}", get(team))
                 } else {
                     repo.route("/repos/{owner}/{repo}/git/commits/{sha}", get(commit))
                         .route("/orgs/{org}/teams/search", get(team_search))
@@ -282,6 +283,7 @@ impl ForgeFake {
                 .route("/projects/{id}/repository/commits/{sha}", get(commit))
                 .route("/users", get(gitlab_users))
                 .route("/groups/{id}/members/all/{user}", get(membership))
+                .route("/groups/{id}", get(team))
                 .route("/projects/{id}/merge_requests/{n}/notes", post(comment)),
             Kind::Bitbucket => Router::new()
                 .route(
@@ -626,10 +628,14 @@ async fn update(
     Json(body): Json<Json_>,
 ) -> Result<Json<Json_>, StatusCode> {
     if kind == Kind::AzureDevOps && body["status"] == "completed" {
-        let expected = body
+        // Azure DevOps completes only with `lastMergeSourceCommit` (400 without it).
+        let Some(expected) = body
             .pointer("/lastMergeSourceCommit/commitId")
-            .and_then(Json_::as_str);
-        return merge_pr(kind, &prs, &path, expected).map_err(|(status, _)| status);
+            .and_then(Json_::as_str)
+        else {
+            return Err(StatusCode::BAD_REQUEST);
+        };
+        return merge_pr(kind, &prs, &path, Some(expected)).map_err(|(status, _)| status);
     }
     let closing = match kind {
         Kind::GitLab => body["state_event"] == "close",
@@ -812,6 +818,20 @@ async fn team_search(
     Json(json!({"data": data, "ok": true}))
 }
 
+/// GitHub `GET /orgs/{org}/teams/{slug}` and GitLab `GET /groups/{id}` (the full path): the
+/// team, or 404 (their membership calls answer 404 for an unknown team too).
+async fn team(
+    State((_, prs)): State<St>,
+    UrlPath(path): UrlPath<Vec<String>>,
+) -> Result<Json<Json_>, StatusCode> {
+    let name = path.join("/");
+    if prs.lock().unwrap().teams().contains(&name) {
+        Ok(Json(json!({"id": 2, "name": name})))
+    } else {
+        Err(StatusCode::NOT_FOUND)
+    }
+}
+
 /// Membership as each forge answers it: GitHub `{state}` or 404, Gitea the user or 404
 /// (team by number), GitLab the member or 404 (user by id), Azure DevOps the team's members.
 async fn membership(
@@ -839,6 +859,9 @@ async fn membership(
         }
         Kind::AzureDevOps => {
             let team = format!("{}/{}", at(0), at(1));
+            if !prs.teams().contains(&team) {
+                return Err(StatusCode::NOT_FOUND);
+            }
             let value: Vec<Json_> = prs
                 .members
                 .iter()

@@ -1,7 +1,9 @@
 //! An HTTP-level fake of the Kubernetes API (`sync.rs`, the waves' clusters in `waves_run.rs`,
 //! and `rbac.rs`): an axum server on 127.0.0.1 answering any namespaced object's path as the
 //! API server does (GET: the object JSON with the metadata the server fills in, or a `Status`
-//! document for 404/403; POST creates, PUT replaces with the resourceVersion compare-and-swap).
+//! document for 404/403; a collection's GET lists it; POST creates (409 AlreadyExists when the
+//! name is taken), PUT replaces with the resourceVersion compare-and-swap (409 Conflict on a
+//! stale one), which is what Leases need: `lease.rs`, `shards.rs`).
 //! Every object a test puts is first validated against the CRD's strict schema (e2e/schemas),
 //! so the fake cannot answer what a real cluster would reject. It records every request as
 //! the verb, API group, resource and namespace RBAC would check ([`ApiCall`]).
@@ -13,7 +15,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::Method;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value as Json};
 use sluice::kube::client_from_config;
@@ -58,17 +60,21 @@ pub(crate) struct FakeKubeApi {
 
 impl FakeKubeApi {
     pub(crate) async fn start() -> FakeKubeApi {
+        FakeKubeApi::start_on("127.0.0.1:0").await
+    }
+
+    /// The fake on `addr` (`0.0.0.0:0`: every address of the host, for replicas in network
+    /// namespaces); [`FakeKubeApi::url`] still names loopback.
+    pub(crate) async fn start_on(addr: &str) -> FakeKubeApi {
         let cluster = Arc::new(Mutex::new(Cluster {
             resource_version: 1000,
             ..Cluster::default()
         }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let shutdown = Some(serve(listener, Arc::clone(&cluster)));
         FakeKubeApi {
-            url: format!("http://{addr}"),
+            url: format!("http://127.0.0.1:{}", addr.port()),
             addr,
             cluster,
             schemas: Schemas::default(),
@@ -84,12 +90,50 @@ impl FakeKubeApi {
         }
     }
 
+    /// The port it listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// One more door to the same objects, on a free loopback port of its own: a replica given
+    /// this URL is cut off from the API when the door is [closed](Door::close), the others not.
+    pub(crate) async fn door(&self) -> Door {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        Door {
+            url,
+            shutdown: Some(serve(listener, Arc::clone(&self.cluster))),
+        }
+    }
+
     /// The API server comes back on its address, with the objects it held.
     pub(crate) async fn restart(&mut self) {
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
             .expect("bind the same address again");
         self.shutdown = Some(serve(listener, Arc::clone(&self.cluster)));
+    }
+}
+
+/// A listener of its own onto a [`FakeKubeApi`]'s objects ([`FakeKubeApi::door`]).
+pub(crate) struct Door {
+    pub(crate) url: String,
+    shutdown: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
+}
+
+impl Door {
+    /// Refuses every further connection through this door.
+    pub(crate) fn close(&mut self) {
+        if let Some((stop, _served)) = self.shutdown.take() {
+            // The listener closes at once (new connections refused); open connections end
+            // after their request in flight.
+            let _ = stop.send(());
+        }
     }
 }
 
@@ -110,7 +154,7 @@ fn serve(
         )
         .route(
             "/apis/{group}/{version}/namespaces/{ns}/{plural}",
-            post(create_object),
+            get(list_objects).post(create_object),
         )
         .route(
             "/api/{version}/namespaces/{ns}/{plural}/{name}",
@@ -311,6 +355,34 @@ fn not_found(group: &str, plural: &str, name: &str) -> Response {
             name,
         ),
     )
+}
+
+/// `GET` of a collection: its objects in the namespace, as a `<Kind>List` (the kind taken from
+/// the stored objects; Leases when there are none).
+async fn list_objects(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    UrlPath((group, version, ns, plural)): UrlPath<(String, String, String, String)>,
+) -> Response {
+    let mut c = cluster.lock().expect("lock");
+    record(&mut c, "list", &group, &plural, &ns);
+    let items: Vec<Json> = c
+        .objects
+        .iter()
+        .filter(|((p, n, _), _)| *p == plural && *n == ns)
+        .map(|(_, o)| o.clone())
+        .collect();
+    let kind = items
+        .first()
+        .and_then(|o| o["kind"].as_str())
+        .unwrap_or("Lease")
+        .to_string();
+    let list = json!({
+        "apiVersion": format!("{group}/{version}"),
+        "kind": format!("{kind}List"),
+        "metadata": {"resourceVersion": c.resource_version.to_string()},
+        "items": items,
+    });
+    json_response(StatusCode::OK, &list)
 }
 
 /// `POST` of a new object: stored with a resourceVersion, 409 if the name is taken.

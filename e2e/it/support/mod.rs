@@ -14,6 +14,7 @@ pub(crate) mod canary;
 mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod dockerfile;
+pub(crate) mod fleet;
 pub(crate) mod forge;
 pub(crate) mod forge_events;
 pub(crate) mod git_fixture;
@@ -23,6 +24,7 @@ pub(crate) mod knative;
 pub(crate) mod kube;
 pub(crate) mod manifests;
 pub(crate) mod metrics;
+pub(crate) mod netns;
 pub(crate) mod prometheus;
 pub(crate) mod remotes;
 pub(crate) mod rollout;
@@ -268,6 +270,7 @@ pub fn tick_context<'a>(
         author: None,
         push_attempts: 5,
         runtime,
+        owned: sluice::core::shards::Owned::All,
     }
 }
 

@@ -10,6 +10,7 @@
 // (Cargo.toml) reject unwrap() and expect().
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod approval;
 pub mod argo_analysis;
 pub mod argo_expr;
 pub mod builtin_metric;
@@ -24,6 +25,7 @@ pub mod observe;
 pub mod operate;
 mod route_state;
 pub mod schedule;
+pub mod shards;
 pub mod simulate;
 pub mod status;
 pub mod trailer;

@@ -224,6 +224,10 @@ pub struct Canary<R = ()> {
     /// The `sluice.dev/priority` annotation (default 0): under `maxConcurrentCanaries`, a
     /// higher one starts first.
     pub priority: i64,
+    /// Who must approve its approval pull requests (the wave's `approval`, else the spec's
+    /// `approval` or Flagger annotations, else the repo's `approval`, else `forge.approvers`);
+    /// `None`: anyone who can merge approves.
+    pub approval: Option<crate::approval::ApprovalPolicy>,
     /// `.sluice/config.yaml` `adoption.hold`: the repo is moving from Flagger. A first render
     /// then points the primary at Flagger's `-primary` copies of the ConfigMaps and Secrets
     /// the repo does not hold, so its pod template is the one Flagger has live.

@@ -140,7 +140,12 @@ pub enum DriftPolicy {
 pub enum MergedApproval {
     /// It approves: `by` merged it (a forge login, or git's committer `Name <email>` without a
     /// forge), `source` is the pull request's URL (or the approval branch's name).
-    Approved { by: Option<String>, source: String },
+    Approved {
+        by: Option<String>,
+        source: String,
+        /// The approval policy that held, when the canary has one.
+        policy: Option<crate::approval::Met>,
+    },
     /// The merge does not approve: it does not hold what sluice pushed on the approval
     /// branch, its pull request targets another branch than the one sluice reconciles, or
     /// `forge.approvers` does not let the merger approve. `waiting`, the status before the

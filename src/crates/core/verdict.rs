@@ -30,7 +30,12 @@ pub enum Basis {
     /// The rollout rules on the observations: `sluice audit` replays it.
     Rules,
     /// The rollout rules, on a status a merged approval brought (recorded in the commit).
-    Approved { by: Option<String>, source: String },
+    Approved {
+        by: Option<String>,
+        source: String,
+        /// The approval policy that held, when the canary has one.
+        policy: Option<crate::approval::Met>,
+    },
     /// Owned files changed outside sluice (`drift:`): answers a human's edit, which no replay
     /// of the rules can rebuild.
     Drift,
@@ -111,11 +116,12 @@ pub fn verdict<R>(
                 reason: reason.clone(),
             },
         ),
-        (Some(MergedApproval::Approved { by, source }), _) => (
+        (Some(MergedApproval::Approved { by, source, policy }), _) => (
             decide(canary, status, obs, now),
             Basis::Approved {
                 by: by.clone(),
                 source: source.clone(),
+                policy: policy.clone(),
             },
         ),
         (Some(MergedApproval::MergerUnknown(_)) | None, _) => {

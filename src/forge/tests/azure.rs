@@ -205,15 +205,28 @@ impl AzureFake {
             }
             Some("abandoned") => self.fake.close(pr.number),
             Some("completed") => {
-                // Completing merges only the head the caller saw.
-                let moved = az_error(409, "TF401192: The pull request's source branch was updated since lastMergeSourceCommit; it cannot be completed.");
-                let expected = v.pointer("/lastMergeSourceCommit/commitId");
-                return self.fake.merge_at(
-                    id,
-                    expected.and_then(Value::as_str),
-                    moved,
-                    Self::pull_json,
+                // Completing needs `lastMergeSourceCommit` (the answer without it is known);
+                // Azure DevOps documents no answer for one the branch moved past: this fake
+                // refuses it with a 409.
+                let Some(expected) = v
+                    .pointer("/lastMergeSourceCommit/commitId")
+                    .and_then(Value::as_str)
+                else {
+                    return az_error(400, "Invalid argument value.\r\nParameter name: You must specify a valid LastMergeSourceCommit to perform this operation.");
+                };
+                let blocked = self.fake.store().completion_blocked;
+                if let Some(why) = blocked.filter(|_| pr.state == FakeState::Open) {
+                    let mut answer = Self::pull_json(&pr);
+                    answer["mergeStatus"] = json!(why);
+                    return ResponseTemplate::new(200).set_body_json(answer);
+                }
+                let moved = az_error(
+                    409,
+                    "fake: lastMergeSourceCommit is not the source branch's head",
                 );
+                return self
+                    .fake
+                    .merge_at(id, Some(expected), moved, Self::pull_json);
             }
             Some(other) => return az_error(400, &format!("fake: status {other:?} not handled")),
             None => {}
@@ -439,4 +452,21 @@ async fn azure_fake_pages_by_top_and_skip() {
         lines.iter().all(|l| l.contains("api-version=7.0")),
         "{lines:?}"
     );
+}
+
+/// A completion Azure DevOps answers with the pull request still active and a `mergeStatus`
+/// of `rejectedByPolicy` (or `conflicts`, `failure`) did not merge it: an error, not success.
+#[tokio::test]
+async fn azure_fake_completion_left_active_by_a_policy_is_an_error() {
+    let h = harness().await;
+    let n = h.fake.add(HEAD, BASE, FakeState::Open);
+    let head = h.forge.get(n).await.unwrap().head_sha.unwrap();
+    h.fake.store().completion_blocked = Some("rejectedByPolicy");
+    let err = h.forge.merge(n, &head).await.unwrap_err();
+    assert!(!err.is_transient(), "{err:?}");
+    assert!(err.to_string().contains("rejectedByPolicy"), "{err}");
+    assert_eq!(h.forge.get(n).await.unwrap().state, PrState::Open);
+    h.fake.store().completion_blocked = None;
+    h.forge.merge(n, &head).await.unwrap();
+    assert_eq!(h.forge.get(n).await.unwrap().state, PrState::Merged);
 }

@@ -71,19 +71,31 @@ impl GitHubFake {
     }
 
     /// `GET /orgs/{org}/teams/{team_slug}/memberships/{username}`: 200 `{state, role}` for a
-    /// member, 404 otherwise.
+    /// member, 404 otherwise (a team that does not exist included, as GitHub answers);
+    /// `GET /orgs/{org}/teams/{team_slug}`: the team, or 404.
     fn membership(&self, req: &Request) -> Option<ResponseTemplate> {
         let seg = self.fake.segments(req)?;
         let seg: Vec<&str> = seg.iter().map(String::as_str).collect();
-        let ["orgs", org, "teams", slug, "memberships", user] = seg.as_slice() else {
-            return None;
-        };
-        Some(if self.fake.is_member(&format!("{org}/{slug}"), user) {
-            ResponseTemplate::new(200).set_body_json(json!({"state": "active", "role": "member",
-                "url": format!("https://api.github.com/organizations/1/team/2/memberships/{user}")}))
-        } else {
-            error(404, "Not Found")
-        })
+        match seg.as_slice() {
+            ["orgs", org, "teams", slug, "memberships", user] => {
+                Some(if self.fake.is_member(&format!("{org}/{slug}"), user) {
+                    ResponseTemplate::new(200).set_body_json(json!({"state": "active", "role": "member",
+                        "url": format!("https://api.github.com/organizations/1/team/2/memberships/{user}")}))
+                } else {
+                    error(404, "Not Found")
+                })
+            }
+            ["orgs", org, "teams", slug] => {
+                Some(if self.fake.team_exists(&format!("{org}/{slug}")) {
+                    ResponseTemplate::new(200).set_body_json(
+                        json!({"id": 2, "slug": slug, "name": slug, "privacy": "closed"}),
+                    )
+                } else {
+                    error(404, "Not Found")
+                })
+            }
+            _ => None,
+        }
     }
 
     /// `GET /repos/{o}/{r}/pulls/{n}/reviews`, oldest first; a stale review is `DISMISSED`.

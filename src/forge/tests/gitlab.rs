@@ -134,6 +134,16 @@ impl GitLabFake {
         ResponseTemplate::new(200).set_body_json(Value::Array(found))
     }
 
+    /// `GET /groups/:id` (`:id` the encoded full path): the group, or 404.
+    fn group(&self, group: &str) -> ResponseTemplate {
+        let group = percent_decode(group);
+        if !self.fake.team_exists(&group) {
+            return not_found("404 Group Not Found");
+        }
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"id": 40, "full_path": group, "visibility": "private"}))
+    }
+
     /// `GET /groups/:id/members/all/:user_id`: the member, or 404.
     fn group_member(&self, group: &str, user_id: &str) -> ResponseTemplate {
         let group = percent_decode(group);
@@ -214,6 +224,7 @@ impl GitLabFake {
             ("GET", ["", "groups", group, "members", "all", user_id]) => {
                 return self.group_member(group, user_id)
             }
+            ("GET", ["", "groups", group]) => return self.group(group),
             ("GET", ["", "projects", id, "repository", "commits", sha])
                 if *id == PROJECT_ENCODED || *id == PROJECT_ID =>
             {

@@ -22,7 +22,8 @@
 //!
 //! Flagger also adds `kustomize.toolkit.fluxcd.io/reconcile: disabled` (and Helm's drift
 //! detection twin) to the objects it creates, so Flux leaves them to Flagger. sluice does not:
-//! Flux must apply every weight sluice commits.
+//! Flux must apply every weight sluice commits. For the same reason the copy drops the user's
+//! Ingress's `*toolkit.fluxcd.io*` labels and annotations (an `ssa: IfNotPresent` there).
 //!
 //! Flagger's ingress routers ignore the route fields of `spec.service` (hosts, gateways,
 //! match, retries ...), which belong to meshes; so does sluice, as for `kubernetes`. They
@@ -342,6 +343,13 @@ fn read_ingress(
         Controller::Nginx => nginx::own_annotations(annotations),
         Controller::Skipper => annotations,
     };
+    // Flux's keys stay off the copy, as Flagger leaves them off (`makeAnnotations`): the
+    // user's `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` would keep Flux from applying any
+    // weight sluice commits into it.
+    let flux = |k: &String| k.contains(crate::yaml::TOOLKIT_MARKER);
+    let labels: BTreeMap<String, String> = labels.into_iter().filter(|(k, _)| !flux(k)).collect();
+    let annotations: BTreeMap<String, String> =
+        annotations.into_iter().filter(|(k, _)| !flux(k)).collect();
     Some(Config {
         controller,
         name,

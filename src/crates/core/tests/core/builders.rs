@@ -313,6 +313,7 @@ impl CanaryBuilder {
             autoscaler: None,
             revert_on_deletion: false,
             priority: 0,
+            approval: None,
             adoption_hold: false,
             wave: None,
         }

@@ -5,6 +5,7 @@
 // reject unwrap() and expect() only in the crates' production code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approval;
 mod argo_gates;
 mod builders;
 mod concurrency;

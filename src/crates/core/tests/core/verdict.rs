@@ -242,6 +242,7 @@ fn an_approval_merged_by_a_commit_the_signing_policy_does_not_allow_changes_noth
         ..merged(MergedApproval::Approved {
             by: Some("eve".to_string()),
             source: "https://forge/pr/1".to_string(),
+            policy: None,
         })
     };
     let v = on_r1(&c, &status, &facts, 20);
@@ -296,6 +297,7 @@ fn an_approved_merge_is_decided_by_the_rules_and_remembers_who_merged() {
     let facts = merged(MergedApproval::Approved {
         by: Some("alice".to_string()),
         source: "https://forge/pr/1".to_string(),
+        policy: None,
     });
     let obs = Observations::revision("r1");
     let v = on_r1(&c, &status, &facts, 200);
@@ -304,7 +306,8 @@ fn an_approved_merge_is_decided_by_the_rules_and_remembers_who_merged() {
         v.basis,
         Basis::Approved {
             by: Some("alice".to_string()),
-            source: "https://forge/pr/1".to_string()
+            source: "https://forge/pr/1".to_string(),
+            policy: None,
         }
     );
 }

@@ -1,0 +1,339 @@
+//! `sluice run --shards N` as processes: replicas against the HTTP-level fake of the Kubernetes
+//! API (`support/kube.rs`, Leases with real resourceVersion semantics) and one git remote,
+//! each replica on a stepped clock (`SLUICE_CLOCK=stepped`). Waits are bounded by what the
+//! remote and the Leases show, looked at every 100 ms; the Leases' duration is real time
+//! (2 s here), as in production.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::fleet::{self, assert_each_step_once, wait_all};
+use crate::support::kube::{kubeconfig, FakeKubeApi};
+use crate::support::{http, human_clone, seeded_remote, sluice_daemon, str_pairs, Daemon};
+use crate::support::{run_sluice_env, DaemonBuilder, GitDaemon};
+
+const LEASE_NS: &str = "sluice-system";
+/// Far above what a rollout of the quick fleet takes on a loaded 2-core machine.
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// `sluice run --shards <shards>` as replica `who`, its Leases at the API of `kubeconfig`.
+fn replica(builder: DaemonBuilder, who: &str, kubeconfig: &Path, shards: u32) -> DaemonBuilder {
+    builder
+        .stepped()
+        .args(["--shards", &shards.to_string(), "--lease-duration", "2s"])
+        .env("POD_NAME", who)
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", "/nonexistent")
+}
+
+/// Each shard's holder, from the Leases the fake holds.
+fn holders(api: &FakeKubeApi, shards: u32) -> BTreeMap<u32, String> {
+    (0..shards)
+        .filter_map(|i| {
+            let lease = api.object("leases", LEASE_NS, &format!("sluice-shard-{i}"))?;
+            Some((i, lease["spec"]["holderIdentity"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+/// Every replica's log, for a failure's message.
+fn all_logs<'a>(daemons: impl IntoIterator<Item = &'a Daemon>) -> String {
+    let logs: Vec<String> = daemons.into_iter().map(Daemon::log).collect();
+    logs.join("\n----\n")
+}
+
+/// Waits until every canary of the fleet is Initialized (its first tick committed).
+fn wait_initialized(bare: &Path, n: usize, log: impl Fn() -> String) {
+    wait_all(
+        bare,
+        n,
+        LIMIT,
+        "initialized",
+        |s| s["phase"] == "Initialized",
+        log,
+    );
+}
+
+#[test]
+fn run_with_shards_refuses_to_start_without_kubernetes_access() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &str_pairs(&fleet::files(1, "v1")));
+    let (code, _, err) = run_sluice_env(
+        &[
+            "run",
+            "--repo",
+            &bare.display().to_string(),
+            "--workdir",
+            &tmp.path().join("w").display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+            "--probe-listen",
+            "127.0.0.1:0",
+            "--shards",
+            "3",
+        ],
+        &[
+            ("KUBECONFIG", "/nonexistent/kubeconfig"),
+            ("HOME", "/nonexistent"),
+            ("KUBERNETES_SERVICE_HOST", ""),
+        ],
+    );
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("--shards 3 needs Kubernetes access"), "{err}");
+    assert!(err.contains("KUBECONFIG"), "{err}");
+}
+
+/// Two replicas each forced to own every shard (each has an API of its own, so each sees
+/// itself alone) roll out one fleet: git's compare-and-swap keeps them correct, the loser of a
+/// push decides again on the new head, and each step is committed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_forced_to_own_the_same_shards_commit_each_step_once_fake_kube_api() {
+    const N: usize = 8;
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &str_pairs(&fleet::files(N, "v1")));
+    let apis = [FakeKubeApi::start().await, FakeKubeApi::start().await];
+    let daemons: Vec<Daemon> = ["a", "b"]
+        .iter()
+        .zip(&apis)
+        .map(|(who, api)| {
+            let dir = tmp.path().join(format!("k-{who}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let config = kubeconfig(&api.url, &dir);
+            let work = tmp.path().join(format!("w-{who}"));
+            replica(sluice_daemon(&bare, &work), who, &config, 4).start()
+        })
+        .collect();
+    let logs = || all_logs(&daemons);
+    wait_initialized(&bare, N, logs);
+    // Each replica holds all four shards, as its own API tells it; /readyz says so.
+    for (who, api) in ["a", "b"].iter().zip(&apis) {
+        assert!(
+            holders(api, 4).values().all(|h| h == who),
+            "{:?}",
+            holders(api, 4)
+        );
+    }
+    let (code, ready) = http(daemons[0].probes(), "GET", "/readyz", &[], b"");
+    assert_eq!(code, 200, "{ready}");
+    assert!(ready.contains("shard 3 (sluice-shard-3): a\n"), "{ready}");
+
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    fleet::bump(&human, N, "v2");
+    wait_all(&bare, N, LIMIT, "rolled out", fleet::succeeded("v2"), logs);
+    assert_each_step_once(&bare, N, "v2");
+    let retries: usize = daemons
+        .iter()
+        .map(|d| d.log().matches("Push rejected").count())
+        .sum();
+    eprintln!("push rejections decided again: {retries}");
+}
+
+/// Where the replicas run: each in a network namespace of its own (cut off by taking its link
+/// down), or, where `ip netns` is not available here, as loopback processes, each reaching the
+/// API through a door of its own (cut off by closing it; git stays reachable).
+enum Hosts {
+    Namespaces(Vec<crate::support::netns::Host>, GitDaemon),
+    Loopback(Vec<crate::support::kube::Door>),
+}
+
+/// Three replicas, one SIGKILLed and one cut off mid-rollout of `n` canaries over `shards`
+/// shards: every rollout ends Succeeded, each step once, and the two lost replicas' shards
+/// are taken over by the third (from the Leases).
+async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = seeded_remote(tmp.path(), &str_pairs(&fleet::files(n, "v1")));
+    let namespaces = crate::support::netns::available();
+    let api = FakeKubeApi::start_on(if namespaces {
+        "0.0.0.0:0"
+    } else {
+        "127.0.0.1:0"
+    })
+    .await;
+    let mut hosts = if namespaces {
+        let hosts: Vec<_> = (0..3).map(|_| crate::support::netns::Host::new()).collect();
+        let gateways: Vec<String> = hosts.iter().map(|h| h.gateway.clone()).collect();
+        let served = GitDaemon::start_on(tmp.path(), &gateways);
+        Hosts::Namespaces(hosts, served)
+    } else {
+        eprintln!("ip netns is not available here: replicas on loopback, cut off at the API");
+        let mut doors = Vec::new();
+        for _ in 0..3 {
+            doors.push(api.door().await);
+        }
+        Hosts::Loopback(doors)
+    };
+    let mut daemons: Vec<Option<Daemon>> = (0..3)
+        .map(|r| {
+            let who = format!("r{r}");
+            let dir = tmp.path().join(format!("k-{who}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let work = tmp.path().join(format!("w-{who}"));
+            let builder = match &hosts {
+                Hosts::Namespaces(hosts, served) => {
+                    let host = &hosts[r];
+                    let url = format!("http://{}:{}", host.gateway, api.port());
+                    let mut argv = host.wrapper();
+                    argv.push(env!("CARGO_BIN_EXE_sluice").to_string());
+                    sluice_daemon(served.url_at(&host.gateway, "config.git"), &work)
+                        .wrapped(argv)
+                        .env("PATH", std::env::var("PATH").unwrap_or_default())
+                        .env("KUBECONFIG", kubeconfig(&url, &dir))
+                }
+                Hosts::Loopback(doors) => {
+                    sluice_daemon(&bare, &work).env("KUBECONFIG", kubeconfig(&doors[r].url, &dir))
+                }
+            };
+            let config = dir.join("kubeconfig");
+            Some(replica(builder, &who, &config, shards).start())
+        })
+        .collect();
+    let logs = |daemons: &[Option<Daemon>]| all_logs(daemons.iter().flatten());
+    wait_initialized(&bare, n, || logs(&daemons));
+    // Every replica holds its share before the rollout starts.
+    let deadline = Instant::now() + LIMIT;
+    let before = loop {
+        let now = holders(&api, shards);
+        let per = |who: &str| now.values().filter(|h| *h == who).count();
+        if now.len() == shards as usize && (0..3).all(|r| per(&format!("r{r}")) > 0) {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shards never spread: {now:?}\n{}",
+            logs(&daemons)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
+    fleet::bump(&human, n, "v2");
+    let deadline = Instant::now() + LIMIT;
+    while fleet::count(&bare, n, |s| s["phase"] == "Progressing") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no rollout started\n{}",
+            logs(&daemons)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let not_done = n - fleet::count(&bare, n, fleet::succeeded("v2"));
+    // r0 dies; r1 is cut off.
+    if let Some(killed) = daemons[0].take() {
+        killed.sigkill();
+    }
+    let cut_at = Instant::now();
+    match &mut hosts {
+        Hosts::Namespaces(hosts, _) => hosts[1].cut(),
+        Hosts::Loopback(doors) => doors[1].close(),
+    }
+    let mut taken_over = None;
+    let deadline = cut_at + LIMIT;
+    loop {
+        let now = holders(&api, shards);
+        if taken_over.is_none() && now.len() == shards as usize && now.values().all(|h| h == "r2") {
+            taken_over = Some(cut_at.elapsed());
+        }
+        if taken_over.is_some() && fleet::count(&bare, n, fleet::succeeded("v2")) == n {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every rollout ended: {now:?}\n{}",
+            logs(&daemons)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_each_step_once(&bare, n, "v2");
+    let taken_over = taken_over.unwrap_or_default();
+    eprintln!(
+        "{} replicas, {n} canaries ({not_done} not done at the kill), {shards} shards: before \
+         {before:?}; all taken over by r2 {taken_over:?} after the kill and cut",
+        if namespaces { "namespaced" } else { "loopback" }
+    );
+    assert!(
+        ["r0", "r1"].iter().all(|w| before.values().any(|h| h == w)),
+        "the lost replicas held shards: {before:?}"
+    );
+    for i in 0..shards {
+        let lease = api
+            .object("leases", LEASE_NS, &format!("sluice-shard-{i}"))
+            .unwrap();
+        if before[&i] != "r2" {
+            assert!(
+                lease["spec"]["leaseTransitions"].as_i64() >= Some(1),
+                "{lease}"
+            );
+        }
+    }
+    // The lease is 2 s; a survivor sees the last renewal within its next sync and takes the
+    // shards a lease duration later, between ticks.
+    assert!(taken_over < Duration::from_secs(30), "{taken_over:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_one_killed_one_cut_off_every_rollout_succeeds_once_fake_kube_api() {
+    three_replicas_lose_two_mid_rollout(30, 6).await;
+}
+
+/// The full size of the issue's test: 300 canaries (minutes in a debug build).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "full size: run with --ignored"]
+async fn three_replicas_one_killed_one_cut_off_300_canaries_fake_kube_api() {
+    three_replicas_lose_two_mid_rollout(300, 12).await;
+}
+
+/// `sluice status --shards N` reads the shard Leases; without Kubernetes access it says it
+/// cannot know.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_shard_holders_from_the_leases_fake_kube_api() {
+    use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+    use kube::api::{Api, PostParams};
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = crate::support::repo(&str_pairs(&fleet::files(1, "v1")));
+    let dir = repo.path().display().to_string();
+    let api = FakeKubeApi::start().await;
+    let leases: Api<Lease> = Api::namespaced(api.client(), LEASE_NS);
+    let lease = Lease {
+        metadata: kube::api::ObjectMeta {
+            name: Some("sluice-shard-1".into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("sluice-7d9f-2".into()),
+            lease_duration_seconds: Some(15),
+            renew_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                jiff::Timestamp::now(),
+            )),
+            ..Default::default()
+        }),
+    };
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    let config = kubeconfig(&api.url, tmp.path()).display().to_string();
+    let in_thread = dir.clone();
+    // The fake serves on this runtime: the command waits on a thread of its own.
+    let status = tokio::task::spawn_blocking(move || {
+        let args = ["status", "--dir", &in_thread, "--shards", "2"];
+        run_sluice_env(&args, &[("KUBECONFIG", &config), ("HOME", "/nonexistent")])
+    });
+    let args = ["status", "--dir", &dir, "--shards", "2"];
+    let (code, out, err) = status.await.unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("shard 0 (sluice-shard-0): nobody\n"), "{out}");
+    assert!(
+        out.contains("shard 1 (sluice-shard-1): sluice-7d9f-2\n"),
+        "{out}"
+    );
+    let (code, out, err) = run_sluice_env(
+        &args,
+        &[
+            ("KUBECONFIG", "/nonexistent/kubeconfig"),
+            ("HOME", "/nonexistent"),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("which replica holds which shard cannot be known"),
+        "{out}"
+    );
+}
