@@ -16,7 +16,7 @@ use crate::core::model::Name;
 use crate::metrics::provider::ProviderFields;
 use crate::metrics::query_render::check;
 use crate::metrics::registry::{self, Registered, OPTIONAL_FIELDS};
-use crate::yaml::error::SpecError;
+use crate::yaml::error::{first, SpecError};
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::{join, name_at, namespace_at, Reader, METADATA_KEYS, OBJECT_KEYS};
 use crate::yaml::snapshot::{Contents, Snapshot};
@@ -67,15 +67,6 @@ pub enum LookupError {
         name: String,
         errors: Vec<SpecError>,
     },
-}
-
-/// The first of `errors`, and how many more there are, for a one-line message.
-pub(crate) fn first(errors: &[SpecError]) -> String {
-    match errors {
-        [] => "unknown problem".into(),
-        [one] => one.to_string(),
-        [one, rest @ ..] => format!("{one} (and {} more)", rest.len()),
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

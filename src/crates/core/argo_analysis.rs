@@ -7,89 +7,14 @@
 //! A measurement is recorded as its value (or why there is none) and its phase, so a replay
 //! judges the recorded value again with [`measure`] and must find the same phase.
 
-use serde::{Deserialize, Serialize};
-
 use crate::argo_expr::{Condition, Value};
-use crate::model::ArgoGate;
+pub use crate::argo_metric::{ArgoGate, Measurement, MetricHistory, MetricRules, Phase};
 use crate::observe::MetricValue;
 use crate::status::CheckRecord;
 use crate::trailer::{CheckKind, Judged};
 
 /// Argo's default `consecutiveErrorLimit`.
 pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: u32 = 4;
-
-/// A measurement's or a metric's phase, as Argo names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
-    Pending,
-    Running,
-    Successful,
-    Inconclusive,
-    Error,
-    Failed,
-}
-
-impl Phase {
-    /// Argo's `analysisStatusOrder`, best to worst.
-    fn rank(self) -> u8 {
-        match self {
-            Phase::Successful => 0,
-            Phase::Running => 1,
-            Phase::Pending => 2,
-            Phase::Inconclusive => 3,
-            Phase::Error => 4,
-            Phase::Failed => 5,
-        }
-    }
-
-    /// Whether the metric or run is over.
-    pub fn completed(self) -> bool {
-        !matches!(self, Phase::Pending | Phase::Running)
-    }
-}
-
-/// The rules of one metric, validated (the template reader builds it).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricRules {
-    pub success: Option<Condition>,
-    pub failure: Option<Condition>,
-    /// `count`; `None` (or 0) with an interval runs until the run is stopped, without one
-    /// it is 1 (Argo's `EffectiveCount`).
-    pub count: Option<u32>,
-    /// Whether `interval` is set.
-    pub has_interval: bool,
-    /// `failureLimit`, default 0; negative: not applicable.
-    pub failure_limit: i64,
-    /// `inconclusiveLimit`, default 0.
-    pub inconclusive_limit: u32,
-    /// `consecutiveErrorLimit`, default [`DEFAULT_CONSECUTIVE_ERROR_LIMIT`].
-    pub consecutive_error_limit: u32,
-    /// `consecutiveSuccessLimit`, 0 when unset.
-    pub consecutive_success_limit: u32,
-}
-
-impl MetricRules {
-    /// Argo's `EffectiveCount`.
-    pub fn effective_count(&self) -> Option<u32> {
-        match self.count {
-            Some(n) if n > 0 => Some(n),
-            _ if self.has_interval => None,
-            _ => Some(1),
-        }
-    }
-}
-
-/// One measurement: what the provider answered and what the conditions made of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Measurement {
-    pub phase: Phase,
-    /// The value as the conditions saw it (`[0.97]`), or the provider's error.
-    pub value: String,
-    /// Why it is an error, when it is.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
 
 /// What a provider answered for one measurement.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,14 +233,6 @@ pub fn run_phase(metrics: &[Phase]) -> Phase {
         return Phase::Running;
     }
     Phase::Successful
-}
-
-/// One metric's measurements so far, as the status keeps them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MetricHistory {
-    pub metric: String,
-    pub measurements: Vec<Measurement>,
 }
 
 /// What a Rollout's analysis came to at one judgement of a step ([`judge_step`]).

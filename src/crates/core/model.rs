@@ -479,39 +479,6 @@ pub struct Analysis {
     pub argo: Vec<ArgoGate>,
 }
 
-/// One metric of an Argo Rollouts analysis run, and the steps it gates.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArgoGate {
-    /// The metric's name (unique in the canary); its observation has this name.
-    pub metric: String,
-    pub rules: crate::argo_analysis::MetricRules,
-    /// The provider answers a list (Prometheus: the vector's values) rather than one value
-    /// (Graphite), as Argo's provider shapes `result`.
-    pub list: bool,
-    /// The first sluice step (1-based) it is measured at.
-    pub from_step: u32,
-    /// The templates of its run (`templateName`, `clusterScope`) and the run's arguments,
-    /// resolved to their text when the Rollout was read; the adapters find the metric's
-    /// query through them, as a Flagger metric's `templateRef`.
-    pub templates: Vec<(String, bool)>,
-    pub args: Vec<(String, String)>,
-    /// An inline `analysis` step: the step cannot end before the run is Successful. A
-    /// background analysis (`strategy.canary.analysis`) runs from `from_step` to the
-    /// promotion and only stops the rollout.
-    pub inline: bool,
-}
-
-impl ArgoGate {
-    /// Whether the gate is measured at `step`.
-    pub fn measures_at(&self, step: u32) -> bool {
-        if self.inline {
-            step == self.from_step
-        } else {
-            step >= self.from_step
-        }
-    }
-}
-
 /// Flagger's alerts for one canary: `analysis.alerts` with each `providerRef` resolved to its
 /// `AlertProvider` when the spec was loaded, and the approval waits a confirm-* hook's
 /// `muteAlert` silences. The core never reads it: the adapters send the alerts.
@@ -672,6 +639,7 @@ pub enum MetricQuery {
     Query(String),
 }
 
+pub use crate::argo_metric::ArgoGate;
 pub use crate::builtin_metric::BuiltinMetric;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -175,7 +175,7 @@ pub struct Status {
     /// `MetricResult`), which its phase is assessed from. An inline step's are cleared when
     /// the step ends, all of them when an analysis starts again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub analysis: Vec<crate::argo_analysis::MetricHistory>,
+    pub analysis: Vec<crate::argo_metric::MetricHistory>,
 }
 
 impl Status {
