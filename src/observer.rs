@@ -23,7 +23,7 @@ use jiff::Timestamp;
 use tracing::{info, warn};
 
 use crate::core::decide::{wants, Decision};
-use crate::core::observe::{MetricObservation, WebhookObservation};
+use crate::core::observe::{MetricObservation, MetricValue, WebhookObservation};
 use crate::core::status::{Phase, Status};
 use crate::gates::readiness::{read_readiness, Readiness};
 use crate::gates::sync::{read_sync, SyncObservation};
@@ -241,6 +241,10 @@ impl<'a> Live<'a> {
         } else {
             Vec::new()
         };
+        let mut metrics = metrics;
+        if want.metrics {
+            metrics.extend(self.analysis(r, tick).await);
+        }
         let hooks: Vec<_> = canary
             .analysis
             .webhooks
@@ -300,6 +304,54 @@ impl<'a> Live<'a> {
             judge,
             cluster: reached,
         }
+    }
+
+    /// A Rollout's analysis metrics that measure at the canary's step, each queried through
+    /// its run's templates and arguments (the ones its Rollout was read with).
+    async fn analysis(&self, r: &Request<'_>, tick: &Tick<'_>) -> Vec<MetricObservation> {
+        let step = r.status.map_or(0, |s| s.step);
+        let namespace = r.canary.id.namespace.as_str();
+        let input = crate::metrics::analysis_run::MeasureInput {
+            access: self.runtime.prometheus(),
+            default_address: tick.address,
+            namespace,
+        };
+        let mut out = Vec::new();
+        for gate in r
+            .canary
+            .analysis
+            .argo
+            .iter()
+            .filter(|g| g.measures_at(step))
+        {
+            let refs: Vec<_> = gate
+                .templates
+                .iter()
+                .map(
+                    |(name, cluster)| crate::metrics::analysis_templates::TemplateRef {
+                        name: name.clone(),
+                        cluster: *cluster,
+                    },
+                )
+                .collect();
+            let value = match tick.templates.analysis.run(namespace, &refs, &gate.args) {
+                Ok(run) => match run.metrics.iter().find(|m| m.name == gate.metric) {
+                    Some(metric) => {
+                        crate::metrics::analysis_run::observe(&run, metric, &input).await
+                    }
+                    None => MetricValue::Error(format!(
+                        "metric {} is no longer in its templates",
+                        gate.metric
+                    )),
+                },
+                Err(e) => MetricValue::Error(e.to_string()),
+            };
+            out.push(MetricObservation {
+                name: gate.metric.clone(),
+                value,
+            });
+        }
+        out
     }
 
     /// Whether a wave's own cluster (`cluster:`) answers, asked only when the wave is about

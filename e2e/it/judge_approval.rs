@@ -8,7 +8,6 @@
 //! hand-edited `Sluice-Judge-Metric` trailer.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::support::forge::{ForgeFake, Kind, Pr};
 use crate::support::judge::{
@@ -169,21 +168,11 @@ fn a_marginal_judgement_opens_a_pr_with_the_judge_table_merge_promotes_close_rol
 
     // A hand-edited metric line is not what the recorded series give.
     let marginal = commit_with(&bare, "slow", "Sluice-Judge: score=50 marginal");
-    git(&human, &["pull", "-q", "--rebase", "origin", "main"]);
-    let edit = format!(
-        "if [ \"$GIT_COMMIT\" = {marginal} ]; then sed 's/^Sluice-Judge-Metric: latency High /Sluice-Judge-Metric: latency Pass /'; else cat; fi"
-    );
-    let edited = Command::new("git")
-        .args(["filter-branch", "-f", "--msg-filter", &edit])
-        .arg(format!("{marginal}^..main"))
-        .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
-        .current_dir(&human)
-        .output()
-        .unwrap();
-    assert!(edited.status.success(), "{edited:?}");
-    git(
+    crate::support::audit::rewrite_message(
         &human,
-        &["push", "-q", "-f", &bare.display().to_string(), "HEAD:main"],
+        &bare,
+        &marginal,
+        "s/^Sluice-Judge-Metric: latency High /Sluice-Judge-Metric: latency Pass /",
     );
     let (code, report) = crate::support::audit::audit(&bare);
     assert_eq!(code, 1, "{report:#}");

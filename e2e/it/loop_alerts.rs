@@ -43,18 +43,7 @@ fn runtime(env: &[(&str, String)]) -> Runtime {
 
 /// Ticks with the live observer until a commit leaves the canary in `phase`.
 fn until(world: &mut World, rt: &Runtime, phase: Phase) {
-    let live = Live::new(rt);
-    for _ in 0..100 {
-        let r = world.tick_with(&live, rt);
-        assert!(r.spec_errors.is_empty(), "{:?}", r.spec_errors);
-        if r.outcomes
-            .iter()
-            .any(|o| o.phase == Some(phase) && o.committed.is_some())
-        {
-            return;
-        }
-    }
-    panic!("never reached {phase:?}");
+    world.until_with(&Live::new(rt), rt, phase);
 }
 
 /// The requests a server got at `path`.

@@ -414,8 +414,8 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
             line("- experiment:") 
         ),
         format!(
-            "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[2].analysis: AnalysisTemplate support is not in this build",
-            line("- analysis:")
+            "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[2].analysis.templates: AnalysisTemplate prod/success-rate not found",
+            line("templates: [{templateName: success-rate}]")
         ),
         format!(
             "{ROLLOUT_FILE}:{}: spec.strategy.canary.trafficRouting.alb: the AWS Load Balancer Controller's weights",
@@ -436,4 +436,187 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
         err.contains("prunes fields the Argo Rollouts CRD does not declare"),
         "{err}"
     );
+}
+
+/// Steps with an inline analysis after the first weight, its args from the pod template
+/// hash (the canary's role label value) and a field of the Rollout.
+const ANALYSED: &str = "        - setWeight: 20
+        - analysis:
+            templates:
+              - templateName: canary-up
+            args:
+              - name: role
+                valueFrom: {podTemplateHashValue: Latest}
+              - name: namespace
+                valueFrom:
+                  fieldRef: {fieldPath: metadata.namespace}
+        - setWeight: 60";
+
+/// The AnalysisTemplate the steps name: the exporter's `up` (1), filtered by the arguments
+/// (no series has those labels, so `!=` keeps it), judged by `condition`, twice.
+fn analysis_template(condition: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: canary-up
+  namespace: prod
+spec:
+  args:
+    - name: role
+    - name: namespace
+  metrics:
+    - name: canary-up
+      interval: 10s
+      count: 2
+      successCondition: {condition}
+      provider:
+        prometheus:
+          query: sum(up{{job=\"canary\", role!=\"{{{{args.role}}}}\", ns!=\"{{{{args.namespace}}}}\"}})
+"
+    )
+}
+
+/// A Rollout analysed on a real Prometheus (`condition` judging `up`, which is 1) through
+/// the live observer, from 6.7.0 to 6.7.1 until the canary reaches `phase`.
+fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+        crate::support::prometheus::osm_exposition,
+    ));
+    let mut w = world(
+        &KINDS[0],
+        ANALYSED,
+        &[
+            (".sluice/config.yaml", scraped.prom.repo_config()),
+            ("apps/podinfo/analysis.yaml", analysis_template(condition)),
+        ],
+    );
+    let runtime = crate::support::runtime();
+    let live = sluice::observer::Live::new(runtime);
+    w.until_with(&live, runtime, Phase::Initialized);
+    w.human_writes(
+        ROLLOUT_FILE,
+        &rollout("6.7.1", "httpRoute", ANALYSED),
+        "podinfo: 6.7.1",
+    );
+    w.until_with(&live, runtime, phase);
+    crate::support::rollout::kustomize_builds(&w.bare, OUTPUT);
+    check(&w);
+    drop(scraped);
+}
+
+/// The `Sluice-Check` trailers of every commit on main whose message has `grep`, newest first.
+fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
+    crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
+}
+
+#[test]
+fn rollout_with_a_passing_analysis_step_promotes_after_its_count() {
+    analysed_rollout("result[0] >= 1", Phase::Succeeded, |w| {
+        assert_eq!(
+            distinct(check_every_commit(w, &KINDS[0])),
+            [
+                "primary=100 canary=0",
+                "primary=80 canary=20",
+                "primary=40 canary=60",
+                "primary=100 canary=0",
+            ]
+        );
+        // count 2: the first measurement holds the step (recorded), the second ends it.
+        assert_eq!(checks(&w.bare, "analysis running"), ["canary-up=1 pass"]);
+        assert_eq!(
+            checks(&w.bare, "advance canary weight 20 -> 60"),
+            ["canary-up=1 pass"]
+        );
+        assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.1"));
+        crate::support::audit::clean(&w.bare);
+    });
+}
+
+#[test]
+fn plan_lists_analysis_steps_and_background_analysis() {
+    let background = "      analysis:
+        templates: [{templateName: canary-up}]
+        args: [{name: role, value: stable}, {name: namespace, value: prod}]
+        startingStep: 2
+";
+    let text = rollout("6.7.0", "httpRoute", ANALYSED)
+        .replace("      steps:\n", &format!("{background}      steps:\n"));
+    let template = analysis_template("result[0] >= 1");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("rollout steps:      setWeight 20, analysis canary-up, setWeight 60, background analysis canary-up"),
+        "{out}"
+    );
+}
+
+#[test]
+fn rollout_with_a_failing_analysis_step_aborts_to_stable_and_audit_finds_an_edited_check() {
+    analysed_rollout("result[0] >= 2", Phase::Failed, |w| {
+        let status = w.yaml_at_main(STATUS_FILE);
+        assert_eq!(
+            (
+                status["primaryWeight"].as_u64(),
+                status["canaryWeight"].as_u64()
+            ),
+            (Some(100), Some(0)),
+            "back to stable"
+        );
+        let weights = check_every_commit(w, &KINDS[0]);
+        assert_eq!(
+            weights.last().map(String::as_str),
+            Some("primary=100 canary=0")
+        );
+        assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
+        let subject = crate::support::git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+        assert!(
+            subject.contains("roll back: analysis run Failed: metric canary-up Failed"),
+            "{subject}"
+        );
+        assert_eq!(checks(&w.bare, "roll back"), ["canary-up=1 fail"]);
+        crate::support::audit::clean(&w.bare);
+
+        // A hand-edited measurement is not what the recorded value gives.
+        let rollback = crate::support::git(&w.bare, &["log", "-1", "--format=%H", "main"]);
+        crate::support::audit::rewrite_message(
+            w.human(),
+            &w.bare,
+            rollback.trim(),
+            "s/^Sluice-Check: canary-up=1 fail/Sluice-Check: canary-up=1 pass/",
+        );
+        let (code, report) = crate::support::audit::audit(&w.bare);
+        assert_eq!(code, 1, "{report:#}");
+        let findings = report["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{report:#}");
+    });
+}
+
+/// Argo refuses an analysis step whose metric never ends (an interval without a count), and
+/// so does sluice, at the step's templates.
+#[test]
+fn validate_refuses_an_analysis_step_metric_without_a_count() {
+    let text = rollout("6.7.0", "httpRoute", ANALYSED);
+    let template = analysis_template("result[0] >= 1").replace("      count: 2\n", "");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, _, err) = crate::support::validate(dir.path(), &["."]);
+    assert_eq!(code, 1, "{err}");
+    let line = text.lines().position(|l| l.contains("templates:")).unwrap() + 1;
+    assert!(
+        err.contains(&format!("{ROLLOUT_FILE}:{line}: spec.strategy.canary.steps[1].analysis.templates: metric \"canary-up\"")),
+        "{err}"
+    );
+    assert!(err.contains("runs indefinitely"), "{err}");
 }

@@ -116,7 +116,8 @@ fn print_release(r: &crate::core::waves::ReleasePlan) {
 }
 
 /// An Argo Rollout's steps as sluice runs them, in Argo's words (`setWeight 20`,
-/// `pause 60s`, `pause until approved`); empty for other canaries.
+/// `analysis success-rate`, `pause 60s`, `pause until approved`; a background analysis where
+/// it starts); empty for other canaries.
 pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
     use crate::core::schedule::Pause;
     use crate::manifest::model::{Strategy, Target};
@@ -129,8 +130,30 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
     if canary.analysis.approvals.before_rollout {
         out.push("pause until approved".to_string());
     }
-    for step in steps {
+    // Each analysis by its templates, once however many metrics they hold.
+    let templates = |inline: bool, step: u32| {
+        let mut names: Vec<&str> = Vec::new();
+        for g in &canary.analysis.argo {
+            if g.inline == inline && g.from_step == step {
+                for (name, _) in &g.templates {
+                    if !names.contains(&name.as_str()) {
+                        names.push(name);
+                    }
+                }
+            }
+        }
+        names.join(" + ")
+    };
+    for (i, step) in (1u32..).zip(steps) {
         out.push(format!("setWeight {}", step.weight));
+        let background = templates(false, i);
+        if !background.is_empty() {
+            out.push(format!("background analysis {background}"));
+        }
+        let inline = templates(true, i);
+        if !inline.is_empty() {
+            out.push(format!("analysis {inline}"));
+        }
         match step.pause {
             Pause::Interval => {}
             Pause::For(d) => out.push(format!("pause {}s", d.as_secs())),

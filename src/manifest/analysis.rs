@@ -165,6 +165,7 @@ pub fn read_analysis(
         primary_ready_threshold: primary_ready_threshold?,
         canary_ready_threshold: canary_ready_threshold?,
         judge: judge?,
+        argo: Vec::new(),
     })
 }
 

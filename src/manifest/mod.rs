@@ -20,6 +20,7 @@ pub mod named_paths;
 pub mod openfunction;
 pub mod output_folder;
 pub mod rollout;
+pub mod rollout_analysis;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;

@@ -128,6 +128,11 @@ pub const FIELDS: &[NamedField] = &[
     row("AnalysisTemplate", "spec.args[].valueFrom.secretKeyRef", Rule::Secret),
     row("AnalysisTemplate", "spec.args[].valueFrom.fieldRef", Rule::OwnField),
     row(
+        "Rollout",
+        "spec.strategy.canary.{steps[].analysis,analysis}.args[].valueFrom.fieldRef.fieldPath",
+        Rule::OwnField,
+    ),
+    row(
         "AlertProvider",
         "spec.address",
         Rule::Url("http(s); posted the alert, no credential"),

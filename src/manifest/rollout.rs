@@ -20,11 +20,13 @@
 
 use std::time::Duration;
 
+use crate::core::model::ArgoGate;
 use crate::core::schedule::{Pause, Step};
 use crate::manifest::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, RepoPath, ServiceSpec, Strategy,
     Target,
 };
+use crate::manifest::rollout_analysis::Found;
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
 use crate::route::Route;
@@ -42,9 +44,6 @@ pub const STEP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The Gateway API plugin's name under `trafficRouting.plugins`.
 pub const GATEWAY_PLUGIN: &str = "argoproj-labs/gatewayAPI";
-
-/// What a Rollout step sluice cannot run is refused with, for AnalysisTemplate steps.
-pub const NO_ANALYSIS: &str = "AnalysisTemplate support is not in this build: sluice would promote without the analysis Argo runs here; remove it, or keep this Rollout on Argo Rollouts for now";
 
 const SPEC_KEYS: &[&str] = &[
     "replicas",
@@ -144,7 +143,6 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
 
 /// Canary fields refused, and why.
 const REFUSED_CANARY: &[(&str, &str)] = &[
-    ("analysis", NO_ANALYSIS),
     ("antiAffinity", "anti-affinity between the stable and canary pods is not in this build; remove it, or keep this Rollout on Argo Rollouts for now"),
     ("dynamicStableScale", "dynamicStableScale (scaling the stable workload down as the canary takes traffic) is not in this build; sluice keeps the stable workload at spec.replicas"),
     ("pingPong", "ping-pong Services are ALB-only (a cloud-only router sluice refuses)"),
@@ -250,7 +248,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     r.map(canary, cp, CANARY_KEYS)?;
     refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
     let services = read_services(r, canary, lookup);
-    let steps = match canary.get("steps") {
+    let mut steps = match canary.get("steps") {
         Some(n) => read_steps(r, n),
         None => {
             r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
@@ -273,10 +271,12 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         },
         lookup,
     );
+    let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
         return None;
     }
-    let (steps, approvals) = steps?;
+    let steps = steps?;
+    let (steps, approvals) = (steps.steps, steps.approvals);
     let mut canary = canary_of(
         id,
         settings,
@@ -290,12 +290,54 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             approvals,
             suspend,
             progress_deadline,
+            argo,
         },
     );
     canary.file = r.file.clone();
     canary.line = root.line;
     canary.route.check_canary(r, &canary, spec);
     (r.errors.len() == before).then_some(canary)
+}
+
+/// The gates of the Rollout's inline analyses (read with its `steps`) and its background
+/// analysis (`canary`'s `analysis`).
+fn analysis_gates(
+    r: &mut Reader,
+    root: &Node,
+    canary: &Node,
+    namespace: &str,
+    snapshot: &Snapshot,
+    steps: &mut Option<Steps>,
+) -> Vec<ArgoGate> {
+    let mut found = Vec::new();
+    if let Some(read) = steps {
+        found.append(&mut read.analyses);
+        if let Some(background) = canary.get("analysis") {
+            found.extend(background_analysis(r, background, &read.at_step));
+        }
+    }
+    crate::manifest::rollout_analysis::read_gates(r, root, namespace, snapshot, &found)
+}
+
+/// `strategy.canary.analysis`: a background analysis from `startingStep` (an index of Argo's
+/// steps, default 0), which starts at the sluice step that Argo step is at (at least the
+/// first: sluice measures nothing at weight 0).
+fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Found> {
+    let at = "spec.strategy.canary.analysis";
+    let starting = match n.get("startingStep") {
+        Some(s) => {
+            let max = i64::try_from(at_step.len().saturating_sub(1)).unwrap_or(i64::MAX);
+            usize::try_from(r.int(s, &join(at, "startingStep"), 0, max)?).ok()?
+        }
+        None => 0,
+    };
+    let step = at_step.get(starting).copied().unwrap_or(0).max(1);
+    Some(Found {
+        at: at.to_string(),
+        node: n.clone(),
+        step,
+        inline: false,
+    })
 }
 
 /// Reports each of `refused` present in `node` (at `path`) as an error and each of `ignored`
@@ -331,6 +373,7 @@ struct Parts {
     approvals: Approvals,
     suspend: bool,
     progress_deadline: Duration,
+    argo: Vec<ArgoGate>,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -373,6 +416,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             canary_ready_threshold: 100,
             alerts: Alerts::default(),
             judge: None,
+            argo: p.argo,
         },
         id,
         skip_analysis: false,
@@ -504,8 +548,9 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
     Some((stable, canary_service, port))
 }
 
-/// `strategy.canary.steps` as sluice's steps, and the approval a leading `pause: {}` asks for.
-fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
+/// `strategy.canary.steps` as sluice's steps, the approval a leading `pause: {}` asks for, and
+/// the inline analyses.
+fn read_steps(r: &mut Reader, n: &Node) -> Option<Steps> {
     let p = "spec.strategy.canary.steps";
     let items = r.seq(n, p)?;
     let before = r.errors.len();
@@ -535,9 +580,13 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
             continue;
         };
         read.step(r, &key.text, value, &join(&ip, &key.text));
+        read.at_step
+            .push(u32::try_from(read.steps.len()).unwrap_or(u32::MAX));
     }
     if r.errors.len() > before {
-        return None;
+        // The caller reports nothing more of a Rollout with errors, but still reads its
+        // analyses, so every problem is reported at once.
+        return Some(read);
     }
     if read.steps.is_empty() {
         r.error(
@@ -547,7 +596,7 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
         );
         return None;
     }
-    Some((read.steps, read.approvals))
+    Some(read)
 }
 
 /// The steps read so far.
@@ -555,6 +604,11 @@ fn read_steps(r: &mut Reader, n: &Node) -> Option<(Vec<Step>, Approvals)> {
 struct Steps {
     steps: Vec<Step>,
     approvals: Approvals,
+    /// The inline `analysis` steps, each with the sluice step it gates.
+    analyses: Vec<Found>,
+    /// For each of Argo's steps, in order, the sluice step it is at (0 before the first
+    /// `setWeight`): where `startingStep` starts a background analysis.
+    at_step: Vec<u32>,
     /// Whether the last step's pause was set by a `pause` step (a second one is refused).
     paused: bool,
 }
@@ -565,7 +619,7 @@ impl Steps {
         match key {
             "setWeight" => self.set_weight(r, value, at),
             "pause" => self.pause(r, value, at),
-            "analysis" => r.error(value.line, at, NO_ANALYSIS),
+            "analysis" => self.analysis(r, value, at),
             "experiment" => r.error(
                 value.line,
                 at,
@@ -587,6 +641,20 @@ impl Steps {
                 "a plugin step runs the plugin's code in the cluster; sluice cannot do it in git",
             ),
         }
+    }
+
+    fn analysis(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
+        if step == 0 {
+            r.error(value.line, at, "an analysis step before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
+            return;
+        }
+        self.analyses.push(Found {
+            at: at.to_string(),
+            node: value.clone(),
+            step,
+            inline: true,
+        });
     }
 
     fn set_weight(&mut self, r: &mut Reader, value: &Node, at: &str) {

@@ -38,11 +38,43 @@ pub async fn measure(
     metric: &AnalysisMetric,
     input: &MeasureInput<'_>,
 ) -> Measurement {
-    let answer = match secret_values(run, input) {
+    argo_analysis::measure(&metric.rules, &answer(run, metric, input).await)
+}
+
+/// What the provider answered for `metric`, as the observation the core judges (and the
+/// replay record keeps): the core shapes it back into Argo's `result`
+/// ([`argo_analysis::answer`]) and judges it with [`argo_analysis::measure`], so a loop's
+/// measurement and [`measure`]'s are the same.
+pub async fn observe(
+    run: &AnalysisRun,
+    metric: &AnalysisMetric,
+    input: &MeasureInput<'_>,
+) -> MetricValue {
+    match answer(run, metric, input).await {
+        Answer::Error(e) => MetricValue::Error(e),
+        Answer::Value(Value::Number(n)) => MetricValue::Value(n),
+        Answer::Value(Value::Nil) => MetricValue::NoData,
+        Answer::Value(Value::List(items)) => match items.as_slice() {
+            [] => MetricValue::NoData,
+            [Value::Number(n)] => MetricValue::Value(*n),
+            _ => MetricValue::Error(format!(
+                "metric {}: expected one value, found {}",
+                metric.name,
+                Value::List(items.clone())
+            )),
+        },
+        Answer::Value(other) => MetricValue::Error(format!(
+            "metric {}: expected a number, found {other}",
+            metric.name
+        )),
+    }
+}
+
+async fn answer(run: &AnalysisRun, metric: &AnalysisMetric, input: &MeasureInput<'_>) -> Answer {
+    match secret_values(run, input) {
         Ok(secrets) => query(metric, &secrets, input).await,
         Err(e) => Answer::Error(e),
-    };
-    argo_analysis::measure(&metric.rules, &answer)
+    }
 }
 
 /// The values of the run's Secret-valued arguments, read through sluice's Secrets.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use sluice_core::argo_analysis::{MetricRules, DEFAULT_CONSECUTIVE_ERROR_LIMIT};
 use sluice_core::argo_expr;
 
-use crate::metrics::metric_templates::first;
+use crate::yaml::error::first;
 use crate::yaml::error::SpecError;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, name_at, namespace_at, Reader, METADATA_KEYS, OBJECT_KEYS};

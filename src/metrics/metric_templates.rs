@@ -16,7 +16,7 @@ use crate::core::model::Name;
 use crate::metrics::provider::ProviderFields;
 use crate::metrics::query_render::check;
 use crate::metrics::registry::{self, Registered, OPTIONAL_FIELDS};
-use crate::yaml::error::SpecError;
+use crate::yaml::error::{first, SpecError};
 use crate::yaml::node::{parse_documents, Node, Value};
 use crate::yaml::reader::{join, name_at, namespace_at, Reader, METADATA_KEYS, OBJECT_KEYS};
 use crate::yaml::snapshot::{Contents, Snapshot};
@@ -69,15 +69,6 @@ pub enum LookupError {
     },
 }
 
-/// The first of `errors`, and how many more there are, for a one-line message.
-pub(crate) fn first(errors: &[SpecError]) -> String {
-    match errors {
-        [] => "unknown problem".into(),
-        [one] => one.to_string(),
-        [one, rest @ ..] => format!("{one} (and {} more)", rest.len()),
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 enum Entry {
     Valid(MetricTemplate),
@@ -88,6 +79,10 @@ enum Entry {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TemplateIndex {
     entries: BTreeMap<(String, String), (String, usize, Entry)>,
+    /// The repo's Argo Rollouts AnalysisTemplates, which a Rollout's analysis metrics are
+    /// queried through (read with the rest, their problems reported by the Rollouts that
+    /// use them).
+    pub analysis: crate::metrics::analysis_templates::AnalysisIndex,
 }
 
 const API_VERSION: &str = "flagger.app/v1beta1";
@@ -123,6 +118,8 @@ impl TemplateIndex {
             }
             errors.extend(r.errors);
         }
+        index.analysis =
+            crate::metrics::analysis_templates::AnalysisIndex::from_snapshot(snapshot).0;
         (index, errors)
     }
 

@@ -139,6 +139,7 @@ pub fn messages(canary: &Canary, decision: &Decision) -> Vec<Message> {
         | Action::AdvanceCanary { .. }
         | Action::AdvanceIteration { .. }
         | Action::FailedCheck
+        | Action::Measured
         | Action::Promote
         | Action::AdvancePrimary { .. }
         | Action::ApprovalMerged

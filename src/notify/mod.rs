@@ -63,6 +63,7 @@ impl Event {
             | Action::AdvanceCanary { .. }
             | Action::AdvanceIteration { .. }
             | Action::FailedCheck
+            | Action::Measured
             | Action::Promote
             | Action::AdvancePrimary { .. }
             | Action::ApprovalMerged

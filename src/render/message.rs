@@ -84,6 +84,11 @@ pub fn subject(canary: &Canary, decision: &Decision) -> String {
             "{n}: failed check {}/{} at canary weight {}",
             s.failed_checks, canary.analysis.threshold, s.canary_weight
         ),
+        Action::Measured => format!(
+            "{n}: analysis running at canary weight {} (step {})",
+            s.canary_weight,
+            step_text(canary, s)
+        ),
         Action::WaitApproval(gate) => format!(
             "{n}: waiting for approval of the {} (step {})",
             match gate {

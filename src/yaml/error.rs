@@ -41,3 +41,12 @@ impl fmt::Display for SpecErrors {
         Ok(())
     }
 }
+
+/// The first of `errors`, and how many more there are, for a one-line message.
+pub fn first(errors: &[SpecError]) -> String {
+    match errors {
+        [] => "unknown problem".into(),
+        [one] => one.to_string(),
+        [one, rest @ ..] => format!("{one} (and {} more)", rest.len()),
+    }
+}

@@ -35,6 +35,25 @@ pub(crate) fn clean(repo: &Path) -> Json {
     report
 }
 
+/// A human rewrites the message of `commit` (a `sed` expression `edit`) in their clone
+/// `human`, rebasing main's later commits onto it, and force-pushes main to `bare`.
+pub(crate) fn rewrite_message(human: &Path, bare: &Path, commit: &str, edit: &str) {
+    git(human, &["pull", "-q", "--rebase", "origin", "main"]);
+    let filter = format!("if [ \"$GIT_COMMIT\" = {commit} ]; then sed '{edit}'; else cat; fi");
+    let edited = std::process::Command::new("git")
+        .args(["filter-branch", "-f", "--msg-filter", &filter])
+        .arg(format!("{commit}^..main"))
+        .env("FILTER_BRANCH_SQUELCH_WARNING", "1")
+        .current_dir(human)
+        .output()
+        .unwrap();
+    assert!(edited.status.success(), "{edited:?}");
+    git(
+        human,
+        &["push", "-q", "-f", &bare.display().to_string(), "HEAD:main"],
+    );
+}
+
 /// The commits the findings name, deduplicated.
 pub(crate) fn found_commits(report: &Json) -> Vec<String> {
     let mut commits: Vec<String> = report["findings"]

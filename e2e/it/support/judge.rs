@@ -82,18 +82,22 @@ pub(crate) fn trailers(bare: &Path, key: &str, grep: &str) -> String {
 
 /// The `key` trailers of every commit on main, newest first, without the commits that have none.
 pub(crate) fn all_trailers(bare: &Path, key: &str) -> Vec<String> {
-    git(
-        bare,
-        &[
-            "log",
-            &format!("--format=%(trailers:key={key},valueonly)"),
-            "main",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.is_empty())
-    .map(str::to_string)
-    .collect()
+    trailers_of_commits(bare, key, None)
+}
+
+/// The `key` trailers of the commits on main whose message matches `grep` (every commit
+/// without one), newest first, without the commits that have none.
+pub(crate) fn trailers_of_commits(bare: &Path, key: &str, grep: Option<&str>) -> Vec<String> {
+    let format = format!("--format=%(trailers:key={key},valueonly)");
+    let grep = grep.map(|g| format!("--grep={g}"));
+    let mut args = vec!["log", format.as_str()];
+    args.extend(grep.as_deref());
+    args.push("main");
+    git(bare, &args)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// A human (working in `human`) bumps the image of each of the canaries `names` to `:2`, one

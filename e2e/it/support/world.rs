@@ -198,6 +198,22 @@ impl World {
         panic!("never reached {phase:?}");
     }
 
+    /// Ticks with `observer` (the live adapters) and `runtime` until a commit leaves the
+    /// canary in `phase`; no tick may report a spec error.
+    pub(crate) fn until_with(&mut self, observer: &dyn Observer, runtime: &Runtime, phase: Phase) {
+        for _ in 0..100 {
+            let r = self.tick_with(observer, runtime);
+            assert!(r.spec_errors.is_empty(), "{:?}", r.spec_errors);
+            if r.outcomes
+                .iter()
+                .any(|o| o.phase == Some(phase) && o.committed.is_some())
+            {
+                return;
+            }
+        }
+        panic!("never reached {phase:?}");
+    }
+
     /// A restart: a new process clones afresh and knows only what the remote holds.
     pub(crate) fn restart(&mut self) {
         self.clones += 1;

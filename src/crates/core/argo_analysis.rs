@@ -7,87 +7,14 @@
 //! A measurement is recorded as its value (or why there is none) and its phase, so a replay
 //! judges the recorded value again with [`measure`] and must find the same phase.
 
-use serde::{Deserialize, Serialize};
-
 use crate::argo_expr::{Condition, Value};
+pub use crate::argo_metric::{ArgoGate, Measurement, MetricHistory, MetricRules, Phase};
+use crate::observe::MetricValue;
 use crate::status::CheckRecord;
 use crate::trailer::{CheckKind, Judged};
 
 /// Argo's default `consecutiveErrorLimit`.
 pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: u32 = 4;
-
-/// A measurement's or a metric's phase, as Argo names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
-    Pending,
-    Running,
-    Successful,
-    Inconclusive,
-    Error,
-    Failed,
-}
-
-impl Phase {
-    /// Argo's `analysisStatusOrder`, best to worst.
-    fn rank(self) -> u8 {
-        match self {
-            Phase::Successful => 0,
-            Phase::Running => 1,
-            Phase::Pending => 2,
-            Phase::Inconclusive => 3,
-            Phase::Error => 4,
-            Phase::Failed => 5,
-        }
-    }
-
-    /// Whether the metric or run is over.
-    pub fn completed(self) -> bool {
-        !matches!(self, Phase::Pending | Phase::Running)
-    }
-}
-
-/// The rules of one metric, validated (the template reader builds it).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricRules {
-    pub success: Option<Condition>,
-    pub failure: Option<Condition>,
-    /// `count`; `None` (or 0) with an interval runs until the run is stopped, without one
-    /// it is 1 (Argo's `EffectiveCount`).
-    pub count: Option<u32>,
-    /// Whether `interval` is set.
-    pub has_interval: bool,
-    /// `failureLimit`, default 0; negative: not applicable.
-    pub failure_limit: i64,
-    /// `inconclusiveLimit`, default 0.
-    pub inconclusive_limit: u32,
-    /// `consecutiveErrorLimit`, default [`DEFAULT_CONSECUTIVE_ERROR_LIMIT`].
-    pub consecutive_error_limit: u32,
-    /// `consecutiveSuccessLimit`, 0 when unset.
-    pub consecutive_success_limit: u32,
-}
-
-impl MetricRules {
-    /// Argo's `EffectiveCount`.
-    pub fn effective_count(&self) -> Option<u32> {
-        match self.count {
-            Some(n) if n > 0 => Some(n),
-            _ if self.has_interval => None,
-            _ => Some(1),
-        }
-    }
-}
-
-/// One measurement: what the provider answered and what the conditions made of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Measurement {
-    pub phase: Phase,
-    /// The value as the conditions saw it (`[0.97]`), or the provider's error.
-    pub value: String,
-    /// Why it is an error, when it is.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
 
 /// What a provider answered for one measurement.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,6 +233,108 @@ pub fn run_phase(metrics: &[Phase]) -> Phase {
         return Phase::Running;
     }
     Phase::Successful
+}
+
+/// What a Rollout's analysis came to at one judgement of a step ([`judge_step`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepAnalysis {
+    /// The measurements taken now, as checks (`Sluice-Check` trailers).
+    pub judged: Vec<Judged>,
+    /// Every running metric's measurements after this judgement: the next status's.
+    pub history: Vec<MetricHistory>,
+    /// The run's phase for the step: Failed or Error aborts, Inconclusive waits for a human,
+    /// Running holds the step, Successful lets it end. A background metric still running
+    /// does not hold the step.
+    pub phase: Phase,
+    /// The metrics that are not Successful or Running, with their last measurement.
+    pub summary: String,
+}
+
+/// The answer a metric observation is, shaped as Argo's provider shapes `result`: `list`
+/// for Prometheus (the vector's values; no series is `[]`), one value (or `nil`) otherwise.
+pub fn answer(list: bool, observed: Option<&MetricValue>) -> Answer {
+    match (observed, list) {
+        (None, _) => Answer::Error("not observed".into()),
+        (Some(MetricValue::Error(e)), _) => Answer::Error(e.clone()),
+        (Some(MetricValue::Value(v)), true) => Answer::Value(Value::List(vec![Value::Number(*v)])),
+        (Some(MetricValue::Value(v)), false) => Answer::Value(Value::Number(*v)),
+        (Some(MetricValue::NoData), true) => Answer::Value(Value::List(Vec::new())),
+        (Some(MetricValue::NoData), false) => Answer::Value(Value::Nil),
+    }
+}
+
+/// Judges the analysis metrics that measure at `step`: each one not completed yet takes one
+/// measurement of what was observed for it (`observed` by metric name) and is assessed over
+/// its measurements so far (Argo's `assessMetricStatus`); `None` when no metric measures at
+/// this step.
+pub fn judge_step<'a>(
+    gates: &[ArgoGate],
+    step: u32,
+    history: &[MetricHistory],
+    observed: impl Fn(&str) -> Option<&'a MetricValue>,
+) -> Option<StepAnalysis> {
+    let active: Vec<&ArgoGate> = gates.iter().filter(|g| g.measures_at(step)).collect();
+    if active.is_empty() {
+        return None;
+    }
+    let mut checks = Vec::new();
+    let mut next_history = Vec::new();
+    let mut phases = Vec::new();
+    let mut summary = Vec::new();
+    for gate in active {
+        let mut measurements = history
+            .iter()
+            .find(|h| h.metric == gate.metric)
+            .map(|h| h.measurements.clone())
+            .unwrap_or_default();
+        let mut phase = assess(&gate.rules, &measurements, false);
+        if !phase.completed() {
+            let m = measure(&gate.rules, &answer(gate.list, observed(&gate.metric)));
+            checks.push(judged(&gate.metric, &m));
+            measurements.push(m);
+            phase = assess(&gate.rules, &measurements, false);
+        }
+        if matches!(phase, Phase::Failed | Phase::Error | Phase::Inconclusive) {
+            let last = measurements.last().map_or(String::new(), |m| {
+                if m.message.is_empty() {
+                    m.value.clone()
+                } else {
+                    m.message.clone()
+                }
+            });
+            summary.push(format!("metric {} {phase:?} ({last})", gate.metric));
+        }
+        // A background metric that has not finished does not hold the step.
+        let holds = gate.inline || phase.completed();
+        phases.push(if holds { phase } else { Phase::Successful });
+        next_history.push(MetricHistory {
+            metric: gate.metric.clone(),
+            measurements,
+        });
+    }
+    // Background metrics not measured at this step keep their history.
+    for h in history {
+        if !next_history.iter().any(|n| n.metric == h.metric)
+            && gates.iter().any(|g| g.metric == h.metric && !g.inline)
+        {
+            next_history.push(h.clone());
+        }
+    }
+    Some(StepAnalysis {
+        judged: checks,
+        history: next_history,
+        phase: run_phase(&phases),
+        summary: summary.join(", "),
+    })
+}
+
+/// The history kept when the canary leaves a step: the background metrics' only.
+pub fn after_step(gates: &[ArgoGate], history: &[MetricHistory]) -> Vec<MetricHistory> {
+    history
+        .iter()
+        .filter(|h| gates.iter().any(|g| g.metric == h.metric && !g.inline))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

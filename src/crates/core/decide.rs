@@ -41,6 +41,9 @@ pub enum Action {
         of: u32,
     },
     FailedCheck,
+    /// A Rollout's analysis took its measurements and is still running: the status keeps
+    /// them (Argo's `MetricResult`), the step holds.
+    Measured,
     WaitApproval(Gate),
     /// The primary takes the canary's spec.
     Promote,
@@ -151,6 +154,7 @@ impl Decision {
             | Action::AdvanceCanary { .. }
             | Action::AdvanceIteration { .. }
             | Action::FailedCheck
+            | Action::Measured
             | Action::WaitApproval(_)
             | Action::AdvancePrimary { .. }
             | Action::ApprovalMerged
@@ -324,6 +328,7 @@ fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Deci
         mirroring: false,
         drift: Vec::new(),
         waiting_since: None,
+        analysis: Vec::new(),
     };
     change(
         Action::Initialize,
@@ -514,6 +519,7 @@ pub(crate) fn reset_analysis(status: &Status, revision: &str, now: Timestamp) ->
     next.waiting_for = None;
     next.last_failed_check = None;
     next.checks.clear();
+    next.analysis.clear();
     next.canary_revision = Some(revision.to_string());
     next
 }
@@ -761,6 +767,44 @@ fn progressing<R>(
         );
     }
     let (mut judged, passed) = judge(canary, obs);
+    let observed = |name: &str| {
+        obs.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| &m.value)
+    };
+    let analysed = crate::argo_analysis::judge_step(
+        &canary.analysis.argo,
+        status.step,
+        &status.analysis,
+        observed,
+    );
+    let with_analysis;
+    let mut measured_now = false;
+    let status = match analysed {
+        None => status,
+        Some(a) => {
+            judged.extend(a.judged.iter().cloned());
+            let mut next = status.clone();
+            next.analysis = a.history;
+            with_analysis = next;
+            let measured = !a.judged.is_empty();
+            measured_now = measured;
+            match argo_step(
+                canary,
+                &with_analysis,
+                judged.clone(),
+                a.phase,
+                &a.summary,
+                measured,
+                passed,
+                now,
+            ) {
+                Some(decision) => return decision,
+                None => &with_analysis,
+            }
+        }
+    };
     let judge_step = canary.analysis.judge.as_ref().map(|spec| {
         let check = crate::judged::judge_check(spec, obs.judge.as_ref());
         judged.push(check.judged);
@@ -777,7 +821,92 @@ fn progressing<R>(
     if !passed {
         return failed_check(canary, status, judged, now);
     }
-    checks_passed(canary, status, obs, &clock, judged, now)
+    let decision = checks_passed(canary, status, obs, &clock, judged.clone(), now);
+    if measured_now && decision.action == Action::Hold {
+        // The analysis measured: its measurements are kept even while the step holds.
+        return measured_hold(canary, status, judged, now);
+    }
+    decision
+}
+
+/// What a Rollout's analysis run decides at a step, as Argo does: Failed or Error aborts back
+/// to stable, Inconclusive waits for a human (Argo pauses the rollout), Running holds the step
+/// with its measurements recorded; `None` (Successful) lets the step's other rules decide.
+/// `status` holds the analysis after this judgement.
+#[allow(clippy::too_many_arguments)]
+fn argo_step<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    phase: crate::argo_analysis::Phase,
+    summary: &str,
+    measured: bool,
+    passed: bool,
+    now: Timestamp,
+) -> Option<Decision> {
+    use crate::argo_analysis::Phase as Run;
+    match phase {
+        Run::Failed | Run::Error => Some(failed_now(canary, status, judged, now, |_| {
+            format!("analysis run {phase:?}: {summary}")
+        })),
+        Run::Inconclusive if status.phase == Phase::WaitingApproval => Some(hold(
+            status,
+            Some(after(now, canary.analysis.interval)),
+            format!(
+                "Halt {} advancement waiting for approval (analysis Inconclusive)",
+                dotted(canary)
+            ),
+        )),
+        Run::Inconclusive => {
+            let gate = next_gate(canary, status).unwrap_or(Gate::TrafficIncrease);
+            let why = format!(": analysis Inconclusive ({summary})");
+            Some(wait_approval(canary, status, gate, judged, why, now))
+        }
+        Run::Pending | Run::Running if passed && measured => {
+            Some(measured_hold(canary, status, judged, now))
+        }
+        Run::Pending | Run::Running if passed => Some(hold(
+            status,
+            Some(after(now, canary.analysis.interval)),
+            format!(
+                "{} analysis running at step {}",
+                dotted(canary),
+                status.step
+            ),
+        )),
+        Run::Pending | Run::Running | Run::Successful => None,
+    }
+}
+
+/// The analysis took measurements and runs on: commit them (the status keeps them, the
+/// commit's trailers show them), and judge again an interval later.
+fn measured_hold<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+) -> Decision {
+    let mut next = status.clone();
+    next.checks = records(&judged);
+    let shown = judged
+        .iter()
+        .map(|j| format!("{} {}", j.record.name, j.record.detail))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Decision {
+        checks: judged,
+        sealed: Sealed,
+        ..change(
+            Action::Measured,
+            next,
+            format!(
+                "{} analysis running at step {}: {shown}",
+                dotted(canary),
+                status.step
+            ),
+            Some(after(now, canary.analysis.interval)),
+        )
+    }
 }
 
 /// A critical metric of the judge failed: roll back now, whatever the threshold.
@@ -787,15 +916,31 @@ fn judge_critical<R>(
     judged: Vec<Judged>,
     now: Timestamp,
 ) -> Decision {
+    failed_now(canary, status, judged, now, |checks| {
+        format!(
+            "the judge found a critical failure ({})",
+            failed_summary(checks)
+        )
+    })
+}
+
+/// A failed check that rolls back now, whatever the threshold; `reason` is made from the
+/// checks' records.
+fn failed_now<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    judged: Vec<Judged>,
+    now: Timestamp,
+    reason: impl FnOnce(&[CheckRecord]) -> String,
+) -> Decision {
     let mut next = status.clone();
     next.failed_checks = next.failed_checks.saturating_add(1);
     next.last_failed_check = Some(now);
     next.checks = records(&judged);
-    let summary = failed_summary(&next.checks);
     let mut decision = rollback(
         canary,
         &next,
-        format!("the judge found a critical failure ({summary})"),
+        reason(&next.checks),
         RollbackCause::FailedChecks {
             failed: next.failed_checks,
         },
@@ -1213,6 +1358,7 @@ pub(crate) fn advance<R>(
 ) -> Decision {
     let mut next = status.clone();
     next.checks = records;
+    next.analysis = crate::argo_analysis::after_step(&canary.analysis.argo, &status.analysis);
     next.phase = Phase::Progressing;
     next.waiting_for = None;
     next.step_started = now;
@@ -1321,6 +1467,8 @@ fn promote<R>(canary: &Canary<R>, status: &Status, mut next: Status, now: Timest
     let name = dotted(canary);
     next.phase = Phase::Promoting;
     next.phase_since = now;
+    // Argo stops a background analysis at promotion.
+    next.analysis.clear();
     if let Some(revision) = &status.canary_revision {
         next.promoted_revision = revision.clone();
     }
@@ -1537,7 +1685,13 @@ pub fn wants<R>(
                 }
             };
             Wants {
-                metrics: !canary.analysis.metrics.is_empty() || canary.analysis.judge.is_some(),
+                metrics: !canary.analysis.metrics.is_empty()
+                    || canary.analysis.judge.is_some()
+                    || canary
+                        .analysis
+                        .argo
+                        .iter()
+                        .any(|g| g.measures_at(status.step)),
                 hooks: declared(&[WebhookKind::Rollout, WebhookKind::Rollback, gate]),
             }
         }

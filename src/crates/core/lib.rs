@@ -13,6 +13,7 @@
 pub mod approval;
 pub mod argo_analysis;
 pub mod argo_expr;
+pub mod argo_metric;
 pub mod builtin_metric;
 pub mod concurrency;
 pub mod decide;

@@ -474,6 +474,9 @@ pub struct Analysis {
     /// The statistical judge (native `analysis.judge`, or the `Judge` a Flagger canary's
     /// `sluice.dev/judge` annotation names): the canary's series against the primary's.
     pub judge: Option<crate::judge::JudgeSpec>,
+    /// A Rollout's analysis metrics (its `analysis` steps and background analysis), judged
+    /// by Argo's rules ([`crate::argo_analysis`]); empty for other formats.
+    pub argo: Vec<ArgoGate>,
 }
 
 /// Flagger's alerts for one canary: `analysis.alerts` with each `providerRef` resolved to its
@@ -636,6 +639,7 @@ pub enum MetricQuery {
     Query(String),
 }
 
+pub use crate::argo_metric::ArgoGate;
 pub use crate::builtin_metric::BuiltinMetric;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -44,6 +44,10 @@ fn healthy<R>(canary: &Canary<R>, revision: &str, confirmed: bool) -> Observatio
             name: m.name.clone(),
             value: MetricValue::Value(m.range.min.or(m.range.max).unwrap_or(0.0)),
         })
+        .chain(canary.analysis.argo.iter().map(|g| MetricObservation {
+            name: g.metric.clone(),
+            value: MetricValue::Value(passing(g)),
+        }))
         .collect();
     let webhooks = canary
         .analysis
@@ -84,6 +88,20 @@ fn healthy<R>(canary: &Canary<R>, revision: &str, confirmed: bool) -> Observatio
             )
         }),
     }
+}
+
+/// A value an analysis metric's conditions judge Successful, when a few plain ones do (a plan
+/// assumes each analysis passes); else 0, and the plan shows where the analysis stops it.
+fn passing(gate: &crate::model::ArgoGate) -> f64 {
+    const CANDIDATES: [f64; 9] = [0.0, 1.0, 0.5, 0.99, 100.0, 1000.0, -1.0, 0.01, 10.0];
+    CANDIDATES
+        .into_iter()
+        .find(|v| {
+            let answer = crate::argo_analysis::answer(gate.list, Some(&MetricValue::Value(*v)));
+            crate::argo_analysis::measure(&gate.rules, &answer).phase
+                == crate::argo_analysis::Phase::Successful
+        })
+        .unwrap_or(0.0)
 }
 
 fn describe_gate(gate: Gate, step: u32, next_weight: Option<u8>) -> String {

@@ -171,6 +171,11 @@ pub struct Status {
     /// cleared once it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_since: Option<Timestamp>,
+    /// A Rollout's analysis: each running metric's measurements so far (Argo's
+    /// `MetricResult`), which its phase is assessed from. An inline step's are cleared when
+    /// the step ends, all of them when an analysis starts again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub analysis: Vec<crate::argo_metric::MetricHistory>,
 }
 
 impl Status {

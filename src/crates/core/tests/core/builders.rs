@@ -9,9 +9,9 @@ use jiff::Timestamp;
 use sluice_core::decide::{decide, Decision};
 use sluice_core::judge::JudgeSpec;
 use sluice_core::model::{
-    Alerts, Analysis, Approvals, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name, RepoPath,
-    ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange, WebhookKind,
-    WebhookSpec,
+    Alerts, Analysis, Approvals, ArgoGate, Canary, CanaryId, Format, MetricQuery, MetricSpec, Name,
+    RepoPath, ServiceSpec, SessionAffinity, Strategy, SyncTarget, Target, ThresholdRange,
+    WebhookKind, WebhookSpec,
 };
 use sluice_core::observe::Observations;
 use sluice_core::schedule::{
@@ -62,6 +62,7 @@ pub struct CanaryBuilder {
     session_cookie: Option<String>,
     primary_cookie: Option<String>,
     judge: Option<JudgeSpec>,
+    argo: Vec<ArgoGate>,
 }
 
 /// A Flagger canary `podinfo.prod` walking 10, 20, ... 50 every 30 s, no checks, no gates.
@@ -84,10 +85,17 @@ pub fn canary() -> CanaryBuilder {
         session_cookie: None,
         primary_cookie: None,
         judge: None,
+        argo: Vec::new(),
     }
 }
 
 impl CanaryBuilder {
+    /// A Rollout's analysis metric (inline step or background).
+    pub fn argo(mut self, gate: ArgoGate) -> Self {
+        self.argo.push(gate);
+        self
+    }
+
     /// `analysis.judge`: the statistical judge.
     pub fn judge(mut self, judge: JudgeSpec) -> Self {
         self.judge = Some(judge);
@@ -290,6 +298,7 @@ impl CanaryBuilder {
                 primary_ready_threshold: 100,
                 canary_ready_threshold: 100,
                 judge: self.judge,
+                argo: self.argo,
             },
             skip_analysis: self.skip_analysis,
             suspend: false,

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approval;
+mod argo_gates;
 mod builders;
 mod concurrency;
 mod judge_kayenta;

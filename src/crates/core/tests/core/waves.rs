@@ -36,6 +36,7 @@ fn status(phase: Phase, promoted: &str, canary: Option<&str>) -> Status {
         mirroring: false,
         drift: Vec::new(),
         waiting_since: None,
+        analysis: Vec::new(),
     }
 }
 

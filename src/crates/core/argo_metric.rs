@@ -1,0 +1,121 @@
+//! The data of Argo Rollouts' analysis that the model and the status hold: a metric's rules,
+//! a measurement, a metric's measurements so far, and the gate a Rollout's analysis metric is
+//! of its steps. A leaf: the rules that use them are in [`crate::argo_analysis`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::argo_expr::Condition;
+
+/// A measurement's or a metric's phase, as Argo names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Pending,
+    Running,
+    Successful,
+    Inconclusive,
+    Error,
+    Failed,
+}
+
+impl Phase {
+    /// Argo's `analysisStatusOrder`, best to worst.
+    pub(crate) fn rank(self) -> u8 {
+        match self {
+            Phase::Successful => 0,
+            Phase::Running => 1,
+            Phase::Pending => 2,
+            Phase::Inconclusive => 3,
+            Phase::Error => 4,
+            Phase::Failed => 5,
+        }
+    }
+
+    /// Whether the metric or run is over.
+    pub fn completed(self) -> bool {
+        !matches!(self, Phase::Pending | Phase::Running)
+    }
+}
+
+/// The rules of one metric, validated (the template reader builds it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricRules {
+    pub success: Option<Condition>,
+    pub failure: Option<Condition>,
+    /// `count`; `None` (or 0) with an interval runs until the run is stopped, without one
+    /// it is 1 (Argo's `EffectiveCount`).
+    pub count: Option<u32>,
+    /// Whether `interval` is set.
+    pub has_interval: bool,
+    /// `failureLimit`, default 0; negative: not applicable.
+    pub failure_limit: i64,
+    /// `inconclusiveLimit`, default 0.
+    pub inconclusive_limit: u32,
+    /// `consecutiveErrorLimit`, default [`DEFAULT_CONSECUTIVE_ERROR_LIMIT`].
+    pub consecutive_error_limit: u32,
+    /// `consecutiveSuccessLimit`, 0 when unset.
+    pub consecutive_success_limit: u32,
+}
+
+impl MetricRules {
+    /// Argo's `EffectiveCount`.
+    pub fn effective_count(&self) -> Option<u32> {
+        match self.count {
+            Some(n) if n > 0 => Some(n),
+            _ if self.has_interval => None,
+            _ => Some(1),
+        }
+    }
+}
+
+/// One measurement: what the provider answered and what the conditions made of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Measurement {
+    pub phase: Phase,
+    /// The value as the conditions saw it (`[0.97]`), or the provider's error.
+    pub value: String,
+    /// Why it is an error, when it is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// One metric's measurements so far, as the status keeps them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricHistory {
+    pub metric: String,
+    pub measurements: Vec<Measurement>,
+}
+
+/// One metric of an Argo Rollouts analysis run, and the steps it gates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgoGate {
+    /// The metric's name (unique in the canary); its observation has this name.
+    pub metric: String,
+    pub rules: MetricRules,
+    /// The provider answers a list (Prometheus: the vector's values) rather than one value
+    /// (Graphite), as Argo's provider shapes `result`.
+    pub list: bool,
+    /// The first sluice step (1-based) it is measured at.
+    pub from_step: u32,
+    /// The templates of its run (`templateName`, `clusterScope`) and the run's arguments,
+    /// resolved to their text when the Rollout was read; the adapters find the metric's
+    /// query through them, as a Flagger metric's `templateRef`.
+    pub templates: Vec<(String, bool)>,
+    pub args: Vec<(String, String)>,
+    /// An inline `analysis` step: the step cannot end before the run is Successful. A
+    /// background analysis (`strategy.canary.analysis`) runs from `from_step` to the
+    /// promotion and only stops the rollout.
+    pub inline: bool,
+}
+
+impl ArgoGate {
+    /// Whether the gate is measured at `step`.
+    pub fn measures_at(&self, step: u32) -> bool {
+        if self.inline {
+            step == self.from_step
+        } else {
+            step >= self.from_step
+        }
+    }
+}
