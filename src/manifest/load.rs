@@ -438,24 +438,20 @@ pub fn settings_from(read: Result<String, ReadError>) -> (Settings, Vec<SpecErro
 mod tests {
     use super::*;
 
-    fn write(root: &Path, file: &str, text: &str) {
-        let path = root.join(file);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
     /// One real Rollout starts with a UTF-8 byte-order mark, which kubectl skips: kept, the
     /// loader did not see the file's kind and the Rollout was silently not a canary.
     #[test]
     fn a_byte_order_mark_does_not_hide_a_rollout() {
         let dir = tempfile::tempdir().unwrap();
         let rollout = "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata:\n  name: web\nspec:\n  replicas: 1\n";
-        write(dir.path(), "plain/rollout.yaml", rollout);
-        write(
-            dir.path(),
-            "marked/rollout.yaml",
-            &format!("\u{feff}{rollout}"),
-        );
+        for (folder, text) in [
+            ("plain", rollout.to_string()),
+            ("marked", format!("\u{feff}{rollout}")),
+        ] {
+            let at = dir.path().join(folder);
+            std::fs::create_dir_all(&at).unwrap();
+            std::fs::write(at.join("rollout.yaml"), text).unwrap();
+        }
         let settings = Settings::default();
         let found = |folder: &str| {
             let loaded = load(&Snapshot::read(&dir.path().join(folder)), &settings);
