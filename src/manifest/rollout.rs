@@ -766,7 +766,11 @@ fn read_routing(
         return mesh;
     };
     if let Some(line) = ["istio", "smi"].iter().find_map(|k| routing.key_line(k)) {
-        r.error(line, p, "this build routes a Rollout through one router; found a plugin too");
+        r.error(
+            line,
+            p,
+            "this build routes a Rollout through one router; found a plugin too",
+        );
         refused = true;
     }
     let pp = join(p, "plugins");
@@ -806,7 +810,11 @@ fn read_mesh(
     };
     match (routing.get("istio"), routing.get("smi")) {
         (Some(_), Some(smi)) => {
-            r.error(smi.line, &join(p, "smi"), "this build routes a Rollout through one router; found istio and smi");
+            r.error(
+                smi.line,
+                &join(p, "smi"),
+                "this build routes a Rollout through one router; found istio and smi",
+            );
             None
         }
         (Some(istio), None) => {

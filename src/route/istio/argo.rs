@@ -291,7 +291,11 @@ fn read_port_matches(
         return Some(Vec::new());
     };
     let mut out = Vec::new();
-    let keys: &[&str] = if tls { &["port", "sniHosts"] } else { &["port"] };
+    let keys: &[&str] = if tls {
+        &["port", "sniHosts"]
+    } else {
+        &["port"]
+    };
     for (i, item) in r.seq(n, p)?.iter().enumerate() {
         let ip = index(p, i);
         r.map(item, &ip, keys)?;
@@ -358,12 +362,7 @@ fn route_name(route: &Node) -> Option<&str> {
 }
 
 /// Argo's `getHttpRouteIndexesToPatch` and `ValidateHTTPRoutes`.
-fn pick_http(
-    r: &mut Reader,
-    line: usize,
-    routes: &[Node],
-    names: &[String],
-) -> Option<Vec<usize>> {
+fn pick_http(r: &mut Reader, line: usize, routes: &[Node], names: &[String]) -> Option<Vec<usize>> {
     if names.is_empty() {
         if routes.len() != 1 {
             r.error(line, "spec.http", format!("spec.http[] should be set in VirtualService and it must have exactly one route when omitting spec.strategy.canary.trafficRouting.istio.virtualService.routes (Argo's message); found {}", routes.len()));
@@ -419,7 +418,10 @@ fn pick_by_port(
         let found: Vec<usize> = routes
             .iter()
             .enumerate()
-            .filter(|(_, route)| route_port_hosts(route).is_some_and(|(p, h)| p == *port && (section == "tcp" || h == *hosts)))
+            .filter(|(_, route)| {
+                route_port_hosts(route)
+                    .is_some_and(|(p, h)| p == *port && (section == "tcp" || h == *hosts))
+            })
             .map(|(i, _)| i)
             .collect();
         if found.is_empty() {
@@ -475,7 +477,11 @@ fn route_slots(
 ) -> Option<Vec<Slot>> {
     let rp = join(at, "route");
     let Some(destinations) = route.get("route") else {
-        r.error(route.line, &rp, "required field is missing: the destinations the Rollout weights");
+        r.error(
+            route.line,
+            &rp,
+            "required field is missing: the destinations the Rollout weights",
+        );
         return None;
     };
     let mut slots = Vec::new();
@@ -510,13 +516,29 @@ fn route_slots(
     for (role, what, name) in [
         (
             Role::Canary,
-            if subsets { "Canary DestinationRule subset" } else { "Canary Service" },
-            if subsets { names.canary_subset } else { names.canary_service },
+            if subsets {
+                "Canary DestinationRule subset"
+            } else {
+                "Canary Service"
+            },
+            if subsets {
+                names.canary_subset
+            } else {
+                names.canary_service
+            },
         ),
         (
             Role::Stable,
-            if subsets { "Stable DestinationRule subset" } else { "Stable Service" },
-            if subsets { names.stable_subset } else { names.stable_service },
+            if subsets {
+                "Stable DestinationRule subset"
+            } else {
+                "Stable Service"
+            },
+            if subsets {
+                names.stable_subset
+            } else {
+                names.stable_service
+            },
         ),
     ] {
         if !has(role) {
@@ -602,7 +624,8 @@ fn copied(copy: &Copy, input: &RenderInput) -> Yaml {
             Role::Stable => weights.primary,
             Role::Canary => weights.canary,
         };
-        if let Yaml::Hash(d) = &mut doc["spec"][slot.section][slot.route]["route"][slot.destination] {
+        if let Yaml::Hash(d) = &mut doc["spec"][slot.section][slot.route]["route"][slot.destination]
+        {
             d.insert(s("weight"), Yaml::Integer(i64::from(weight)));
         }
     }
