@@ -805,9 +805,7 @@ fn read_mesh(
     apex: &Apex,
     lookup: Lookup,
 ) -> Option<Route> {
-    let Some(canary) = apex.pair else {
-        return None;
-    };
+    let canary = apex.pair?;
     match (routing.get("istio"), routing.get("smi")) {
         (Some(_), Some(smi)) => {
             r.error(
