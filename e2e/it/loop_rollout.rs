@@ -29,6 +29,15 @@ pub(crate) const TIMED: &str = "        - setWeight: 20
         - pause: {duration: 1m}
         - setWeight: 80";
 
+/// The weights [`TIMED`] steps through, from the stable to the promoted stable.
+pub(crate) const TIMED_WEIGHTS: [&str; 5] = [
+    "primary=100 canary=0",
+    "primary=80 canary=20",
+    "primary=50 canary=50",
+    "primary=20 canary=80",
+    "primary=100 canary=0",
+];
+
 /// A `pause: {}` after the first weight: wait for approval.
 pub(crate) const APPROVAL: &str = "        - setWeight: 20
         - pause: {}
@@ -268,13 +277,7 @@ fn rollout_through_each_gateway_api_route_kind_steps_and_promotes() {
         w.until(Phase::Succeeded);
         assert_eq!(
             distinct(check_every_commit(&w, kind)),
-            [
-                "primary=100 canary=0",
-                "primary=80 canary=20",
-                "primary=50 canary=50",
-                "primary=20 canary=80",
-                "primary=100 canary=0",
-            ],
+            TIMED_WEIGHTS,
             "{}",
             kind.key
         );

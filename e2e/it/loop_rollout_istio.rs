@@ -12,7 +12,7 @@ use sluice::core::status::Phase;
 
 use crate::loop_rollout::{
     analysis_template, checks, docs, rollout, services, ANALYSED, APPROVAL, ROLLOUT_FILE,
-    ROUTE_FILE, STABLE_FILE, TIMED,
+    ROUTE_FILE, STABLE_FILE, TIMED, TIMED_WEIGHTS,
 };
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FILE};
@@ -171,6 +171,18 @@ fn world(router: &Router, steps: &str, extra: &[(&str, String)]) -> World {
     World::served(&pairs).building(OUTPUT)
 }
 
+/// The world with the Rollout initialized at 6.7.0, then bumped to 6.7.1 by a human.
+fn bumped(router: &Router, steps: &str, extra: &[(&str, String)]) -> World {
+    let mut w = world(router, steps, extra);
+    w.until(Phase::Initialized);
+    w.human_writes(
+        ROLLOUT_FILE,
+        &routed(router, "6.7.1", steps),
+        "podinfo: 6.7.1",
+    );
+    w
+}
+
 /// The weights of an SMI v1alpha1 backend (`"200m"` is 20 %).
 fn split_weight(value: &Json) -> u64 {
     value
@@ -274,23 +286,11 @@ fn check_every_commit(w: &World, router: &Router) -> Vec<String> {
 #[test]
 fn rollout_through_istio_and_smi_steps_and_promotes() {
     for router in &ROUTERS {
-        let mut w = world(router, TIMED, &[]);
-        w.until(Phase::Initialized);
-        w.human_writes(
-            ROLLOUT_FILE,
-            &routed(router, "6.7.1", TIMED),
-            "podinfo: 6.7.1",
-        );
+        let mut w = bumped(router, TIMED, &[]);
         w.until(Phase::Succeeded);
         assert_eq!(
             distinct(check_every_commit(&w, router)),
-            [
-                "primary=100 canary=0",
-                "primary=80 canary=20",
-                "primary=50 canary=50",
-                "primary=20 canary=80",
-                "primary=100 canary=0",
-            ],
+            TIMED_WEIGHTS,
             "{}",
             router.name
         );
@@ -311,13 +311,7 @@ fn rollout_istio_and_smi_pause_without_duration_open_an_approval_pull_request_fa
             "apiVersion: sluice.dev/v1alpha1\nkind: Config\n{}",
             fake.settings()
         );
-        let mut w = world(router, APPROVAL, &[(".sluice/config.yaml", config)]);
-        w.until(Phase::Initialized);
-        w.human_writes(
-            ROLLOUT_FILE,
-            &routed(router, "6.7.1", APPROVAL),
-            "podinfo: 6.7.1",
-        );
+        let mut w = bumped(router, APPROVAL, &[(".sluice/config.yaml", config)]);
         w.until(Phase::WaitingApproval);
         w.ticks(2);
         assert_eq!(fake.count(), 1, "{}: one pull request", router.name);
