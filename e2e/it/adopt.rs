@@ -27,10 +27,19 @@ fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// What an adopted fixture must show; returns the checkout of the new branch.
 fn adopted(name: &str, canaries: &[&str]) -> (tempfile::TempDir, tempfile::TempDir) {
+    adopted_with(name, canaries, &[])
+}
+
+/// [`adopted`], telling adopt `args`.
+fn adopted_with(
+    name: &str,
+    canaries: &[&str],
+    args: &[&str],
+) -> (tempfile::TempDir, tempfile::TempDir) {
     let dir = checkout(name, &[]);
     let main = git(dir.path(), &["rev-parse", "main"]);
     let before = work_tree(dir.path());
-    let (code, out, err) = adopt(dir.path(), &[]);
+    let (code, out, err) = adopt(dir.path(), args);
     assert_eq!(code, 0, "{name}: {out}{err}");
     assert!(
         out.starts_with("sluice adopt: wrote branch sluice-adopt"),
@@ -326,6 +335,37 @@ fn adopts_an_argocd_app_of_apps_with_one_outputs_application() {
         "{settings}"
     );
     assert!(settings.contains("provider: nginx\n"), "{settings}");
+    first_render(dir.path(), &["deploy"], 1);
+}
+
+/// A real repo that runs Flagger under Argo CD (its README gives the Application; Flagger was
+/// installed by hand, so `--provider` says the mesh): the Application's destination namespace
+/// is the canary's, and the runbook deletes the Canary there without its objects.
+#[test]
+fn adopts_a_real_argocd_repo_whose_flagger_install_is_outside_it() {
+    let (dir, branch) = adopted_with(
+        "argocd-ixxel",
+        &["blue-green/nginx-blue-green"],
+        &["--provider", "istio"],
+    );
+    let at = branch.path().join("repo");
+    let settings = std::fs::read_to_string(at.join(".sluice/config.yaml")).unwrap();
+    assert!(settings.contains("provider: istio\n"), "{settings}");
+    assert!(
+        settings.contains("sync: {argocd: {application: sluice-outputs, namespace: argocd}}"),
+        "{settings}"
+    );
+    assert!(!settings.contains("prometheus:"), "{settings}");
+    let (code, out, err) = adopt(checkout("argocd-ixxel", &[]).path(), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("pass Flagger's meshProvider as --provider"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kubectl -n blue-green delete canary nginx-blue-green --cascade=orphan"),
+        "{out}"
+    );
     first_render(dir.path(), &["deploy"], 1);
 }
 

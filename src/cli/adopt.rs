@@ -58,6 +58,14 @@ pub struct Args {
     /// Push the new branch to the `origin` remote (`git push origin <branch>`).
     #[arg(long)]
     pub push: bool,
+    /// Flagger's meshProvider, when its install is not in the repo (or to override it):
+    /// written as `provider` in .sluice/config.yaml.
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// Flagger's metricsServer, when its install is not in the repo (or to override it):
+    /// written as `prometheus.address` in .sluice/config.yaml.
+    #[arg(long, value_name = "URL")]
+    pub metrics_server: Option<String>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -85,7 +93,17 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         .ok()
         .and_then(|r| r.url().map(crate::gitops::redact_url).ok())
         .unwrap_or_else(|| "<repo URL>".to_string());
-    let adoption = match crate::adopt::adopt(&files, &args.branch, &url) {
+    if let Some(p) = &args.provider {
+        if let Err(e) = crate::route::parse_provider(p) {
+            eprintln!("--provider {p}: {e}");
+            return Ok(2);
+        }
+    }
+    let gave = crate::adopt::runbook::Given {
+        provider: args.provider.clone(),
+        metrics_server: args.metrics_server.clone(),
+    };
+    let adoption = match crate::adopt::adopt(&files, &args.branch, &url, &gave) {
         Ok(a) => a,
         Err(refusals) => {
             for r in &refusals {
