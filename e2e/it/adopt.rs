@@ -15,7 +15,8 @@ use sluice::yaml::snapshot::Snapshot;
 use crate::support::adopt::{
     adopt, adopt_edited, checkout, fixture, render_adopted, PULL_POLICY, WITH_SECRET,
 };
-use crate::support::{every_file_bytes, git, git_lines, kustomize_text, show};
+use crate::support::forge::{ForgeFake, Kind};
+use crate::support::{every_file_bytes, git, git_lines, kustomize_text, run_sluice_env, show};
 
 /// The work tree without `.git`.
 fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -367,6 +368,93 @@ fn adopts_a_real_argocd_repo_whose_flagger_install_is_outside_it() {
         "{out}"
     );
     first_render(dir.path(), &["deploy"], 1);
+}
+
+/// With `--push --forge`, adopt opens the pushed branch's pull request with the runbook as its
+/// body, and writes the same forge into the settings (GitHub's API faked at the HTTP level).
+#[test]
+fn adopt_opens_the_pull_request_of_the_pushed_branch_fake_github() {
+    let fake = ForgeFake::start(Kind::GitHub);
+    let dir = checkout("argocd-ixxel", &[]);
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare"]);
+    git(
+        dir.path(),
+        &["remote", "add", "origin", origin.path().to_str().unwrap()],
+    );
+    let repo = dir.path().display().to_string();
+    let api = fake.api_url();
+    let mut args = vec![
+        "adopt",
+        "--repo",
+        repo.as_str(),
+        "--provider",
+        "istio",
+        "--forge",
+        "github",
+        "--forge-repository",
+        "acme/fleet",
+        "--forge-api-url",
+        api.as_str(),
+    ];
+    let token = [("SLUICE_FORGE_TOKEN", "t0ken")];
+
+    // Without --push there is no branch on the forge to open a pull request of.
+    let (code, out, err) = run_sluice_env(&args, &token);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        "--forge opens a pull request of the pushed branch: add --push"
+    );
+    assert_eq!(git(dir.path(), &["branch", "--list", "sluice-adopt"]), "");
+    assert_eq!(fake.count(), 0);
+
+    args.push("--push");
+    let (code, out, err) = run_sluice_env(&args, &token);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("pushed sluice-adopt to origin\n"), "{out}");
+    assert!(out.contains("opened pull request 1 "), "{out}");
+    assert_eq!(fake.count(), 1);
+    let pr = fake.first();
+    assert_eq!(
+        (pr.head.as_str(), pr.base.as_str()),
+        ("sluice-adopt", "main")
+    );
+    assert!(
+        pr.body
+            .contains("kubectl -n blue-green delete canary nginx-blue-green --cascade=orphan"),
+        "{}",
+        pr.body
+    );
+    let settings = git(origin.path(), &["show", "sluice-adopt:.sluice/config.yaml"]);
+    assert!(
+        settings.contains("\nforge: {kind: github, apiUrl: ")
+            && settings.contains(&api)
+            && settings.contains(", repository: acme/fleet}\n"),
+        "{settings}"
+    );
+
+    // A bad repository name is the settings parser's refusal, naming the flags.
+    let bad = checkout("argocd-ixxel", &[]);
+    let repo = bad.path().display().to_string();
+    let (code, _, err) = run_sluice_env(
+        &[
+            "adopt",
+            "--repo",
+            repo.as_str(),
+            "--push",
+            "--forge",
+            "github",
+            "--forge-repository",
+            "fleet",
+        ],
+        &token,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("--forge github --forge-repository fleet: "),
+        "{err}"
+    );
 }
 
 /// Runs adopt on `dir` and checks it refused with `first` as its first line, wrote nothing.

@@ -11,6 +11,8 @@ use crate::adopt::discover::{Discovery, Engine};
 pub struct Given {
     pub provider: Option<String>,
     pub metrics_server: Option<String>,
+    /// The `forge:` line to write (`forge: {kind: ..., repository: ...}`), already checked.
+    pub forge: Option<String>,
 }
 
 /// The settings file, and notes on what it could not take from Flagger's install. What the
@@ -61,6 +63,9 @@ pub fn settings(found: &Discovery, gave: &Given) -> (String, Vec<String>) {
         }
     }
     out.push_str(&format!("output: {OUTPUTS}/{{namespace}}/{{name}}\n"));
+    if let Some(forge) = &gave.forge {
+        out.push_str(forge);
+    }
     if let Some(address) = metrics_address(found, gave, &mut notes) {
         out.push_str(&format!(
             "prometheus:\n  address: {}\n",
