@@ -558,6 +558,41 @@ fn plan_lists_analysis_steps_and_background_analysis() {
     );
 }
 
+/// Argo runs its steps one after another: a pause before an analysis ends before the
+/// analysis starts, and an analysis before a pause ends before the pause starts; `sluice plan`
+/// lists them in that order (a step of its own at the same weight).
+#[test]
+fn plan_keeps_argo_step_order_of_pauses_and_analyses() {
+    let analysis = "        - analysis:
+            templates:
+              - templateName: canary-up
+            args:
+              - {name: role, value: canary}
+              - {name: namespace, value: prod}
+";
+    let steps = format!(
+        "        - setWeight: 20
+        - pause: {{duration: 30s}}
+{analysis}        - setWeight: 60
+{analysis}        - pause: {{}}
+        - setWeight: 80"
+    );
+    let text = rollout("6.7.0", "httpRoute", &steps);
+    let template = analysis_template("result[0] >= 1");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, &text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("rollout steps:      setWeight 20, pause 30s, analysis canary-up, setWeight 60, analysis canary-up, pause until approved, setWeight 80"),
+        "{out}"
+    );
+}
+
 #[test]
 fn rollout_with_a_failing_analysis_step_aborts_to_stable_and_audit_finds_an_edited_check() {
     analysed_rollout("result[0] >= 2", Phase::Failed, |w| {
