@@ -579,6 +579,8 @@ fn read_metric(r: &mut Reader, m: &Node, path: &str, resolved: bool) -> Option<A
             inconclusive_limit,
             consecutive_error_limit,
             consecutive_success_limit,
+            interval,
+            initial_delay,
         },
         source: source?,
     })
