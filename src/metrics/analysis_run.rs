@@ -216,9 +216,9 @@ async fn datadog(
     let points = client
         .series(input.access.http().get(false), &query, window)
         .await?;
-    Ok(points
-        .last()
-        .map_or(Answer::Value(Value::Nil), |v| Answer::Value(Value::Number(*v))))
+    Ok(points.last().map_or(Answer::Value(Value::Nil), |v| {
+        Answer::Value(Value::Number(*v))
+    }))
 }
 
 /// Which workload `valueFrom.podTemplateHashValue` names.

@@ -165,7 +165,11 @@ spec:
     };
     let metric = &run.metrics[0];
     let m = measure(&run, metric, &input).await;
-    assert_eq!((m.phase, m.value.as_str()), (Phase::Successful, "0.99"), "{m:?}");
+    assert_eq!(
+        (m.phase, m.value.as_str()),
+        (Phase::Successful, "0.99"),
+        "{m:?}"
+    );
     assert_eq!(check_trailer(&judged("success", &m)), "success=0.99 pass");
     assert_eq!(replay(&metric.rules, &m), Some(Phase::Successful));
     let requests = server.requests();
@@ -183,7 +187,11 @@ spec:
 
     // No series: Argo's result is nil, which default() turns into 0.
     let none = measure(&run, metric, &input).await;
-    assert_eq!((none.phase, none.value.as_str()), (Phase::Failed, "nil"), "{none:?}");
+    assert_eq!(
+        (none.phase, none.value.as_str()),
+        (Phase::Failed, "nil"),
+        "{none:?}"
+    );
 
     // Without the keys mapped, the measurement is an Error that says which to map.
     let bare = PrometheusAccess::new(HttpClients::new().expect("clients"), Auth::None);
@@ -193,7 +201,11 @@ spec:
     };
     let err = measure(&run, metric, &input).await;
     assert_eq!(err.phase, Phase::Error);
-    assert!(err.message.contains("api-key and app-key of the Secret test/datadog"), "{err:?}");
+    assert!(
+        err.message
+            .contains("api-key and app-key of the Secret test/datadog"),
+        "{err:?}"
+    );
 }
 
 /// Argo's datadog v2 fields are refused at their line, as are the providers sluice has no
@@ -221,7 +233,16 @@ spec:
         .iter()
         .map(ToString::to_string)
         .collect();
-    assert!(errors.iter().any(|e| e.starts_with("dd.yaml:9: spec.metrics[0].provider.datadog.apiVersion: expected v1")), "{errors:?}");
-    assert!(errors.iter().any(|e| e.starts_with("dd.yaml:10: spec.metrics[0].provider.datadog.queries")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e
+            .starts_with("dd.yaml:9: spec.metrics[0].provider.datadog.apiVersion: expected v1")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("dd.yaml:10: spec.metrics[0].provider.datadog.queries")),
+        "{errors:?}"
+    );
     assert!(errors.iter().any(|e| e.starts_with("dd.yaml:14: spec.metrics[1].provider.wavefront: provider \"wavefront\" is not supported")), "{errors:?}");
 }
