@@ -534,6 +534,21 @@ fn rollout_with_a_passing_analysis_step_promotes_after_its_count() {
     });
 }
 
+/// `sluice plan`'s output for the Rollout `text` with its Services, route and the
+/// `canary-up` AnalysisTemplate.
+fn plan_with_analysis(text: &str) -> String {
+    let template = analysis_template("result[0] >= 1");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
 #[test]
 fn plan_lists_analysis_steps_and_background_analysis() {
     let background = "      analysis:
@@ -543,15 +558,7 @@ fn plan_lists_analysis_steps_and_background_analysis() {
 ";
     let text = rollout("6.7.0", "httpRoute", ANALYSED)
         .replace("      steps:\n", &format!("{background}      steps:\n"));
-    let template = analysis_template("result[0] >= 1");
-    let dir = crate::support::repo(&[
-        (ROLLOUT_FILE, &text),
-        ("apps/podinfo/services.yaml", &services()),
-        (ROUTE_SOURCE, &http_route()),
-        ("apps/podinfo/analysis.yaml", &template),
-    ]);
-    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
-    assert_eq!(code, 0, "{err}");
+    let out = plan_with_analysis(&text);
     assert!(
         out.contains("rollout steps:      setWeight 20, analysis canary-up, setWeight 60, background analysis canary-up"),
         "{out}"
@@ -578,15 +585,7 @@ fn plan_keeps_argo_step_order_of_pauses_and_analyses() {
         - setWeight: 80"
     );
     let text = rollout("6.7.0", "httpRoute", &steps);
-    let template = analysis_template("result[0] >= 1");
-    let dir = crate::support::repo(&[
-        (ROLLOUT_FILE, &text),
-        ("apps/podinfo/services.yaml", &services()),
-        (ROUTE_SOURCE, &http_route()),
-        ("apps/podinfo/analysis.yaml", &template),
-    ]);
-    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
-    assert_eq!(code, 0, "{err}");
+    let out = plan_with_analysis(&text);
     assert!(
         out.contains("rollout steps:      setWeight 20, pause 30s, analysis canary-up, setWeight 60, analysis canary-up, pause until approved, setWeight 80"),
         "{out}"

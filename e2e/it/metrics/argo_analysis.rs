@@ -208,11 +208,7 @@ spec:
     );
 }
 
-/// Argo's datadog v2 fields are refused at their line, as are the providers sluice has no
-/// client for, by name.
-#[test]
-fn datadog_v2_and_providers_without_a_client_are_refused_at_their_line() {
-    let template = "apiVersion: argoproj.io/v1alpha1
+const DATADOG_V2_AND_WAVEFRONT: &str = "apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
 metadata: {name: dd, namespace: test}
 spec:
@@ -227,6 +223,12 @@ spec:
     provider:
       wavefront: {query: ts(x)}
 ";
+
+/// Argo's datadog v2 fields are refused at their line, as are the providers sluice has no
+/// client for, by name.
+#[test]
+fn datadog_v2_and_providers_without_a_client_are_refused_at_their_line() {
+    let template = DATADOG_V2_AND_WAVEFRONT;
     let mut index = AnalysisIndex::default();
     let errors: Vec<String> = index
         .add_text("dd.yaml", template)
