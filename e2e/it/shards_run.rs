@@ -34,12 +34,7 @@ fn replica(builder: DaemonBuilder, who: &str, kubeconfig: &Path, shards: u32) ->
 
 /// Each shard's holder, from the Leases the fake holds.
 fn holders(api: &FakeKubeApi, shards: u32) -> BTreeMap<u32, String> {
-    (0..shards)
-        .filter_map(|i| {
-            let lease = api.object("leases", LEASE_NS, &format!("sluice-shard-{i}"))?;
-            Some((i, lease["spec"]["holderIdentity"].as_str()?.to_string()))
-        })
-        .collect()
+    api.shard_holders(LEASE_NS, "sluice", shards)
 }
 
 /// Every replica's log, for a failure's message.
