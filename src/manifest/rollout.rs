@@ -172,9 +172,9 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
 /// Finds the objects a Rollout names in the repo, in its namespace, leaving out its own
 /// output folder (where sluice's copies of its Services and route are).
 #[derive(Clone, Copy)]
-struct Lookup<'a> {
-    snapshot: &'a Snapshot,
-    namespace: &'a str,
+pub struct Lookup<'a> {
+    pub(crate) snapshot: &'a Snapshot,
+    pub(crate) namespace: &'a str,
     output: Option<&'a str>,
 }
 
@@ -239,9 +239,43 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         .map_or(Duration::from_secs(600), Duration::from_secs);
     let strategy = r.required(spec, "spec", "strategy")?;
     r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
-    if let Some(line) = strategy.key_line("blueGreen") {
-        r.error(line, "spec.strategy.blueGreen", "the blue/green strategy of Rollouts is not in this build yet; use strategy.canary, or keep this Rollout on Argo Rollouts for now");
-        return None;
+    if let Some(blue_green) = strategy.get("blueGreen") {
+        if let Some(line) = strategy.key_line("canary") {
+            r.error(
+                line,
+                "spec.strategy",
+                "Multiple Strategies can not be listed (Argo refuses it too): keep canary or blueGreen",
+            );
+            return None;
+        }
+        let read = crate::manifest::rollout_blue_green::read(r, root, blue_green, lookup, snapshot)?;
+        if r.errors.len() > before {
+            return None;
+        }
+        let mut canary = canary_of(
+            id,
+            settings,
+            Parts {
+                stable: read.active.clone(),
+                // No previewService: the active one is named twice (Argo refuses the two
+                // being equal, so equal names mean "no preview Service").
+                canary_service: read.preview.unwrap_or(read.active),
+                port: read.port,
+                output: output?,
+                route: Route::Kubernetes(crate::route::kubernetes::Config),
+                steps: Vec::new(),
+                approvals: read.approvals,
+                suspend,
+                progress_deadline,
+                argo: read.gates,
+            },
+        );
+        canary.provider = Some("kubernetes".to_string());
+        canary.analysis.strategy = Strategy::BlueGreen { iterations: 1 };
+        canary.analysis.interval = read.interval;
+        canary.file = r.file.clone();
+        canary.line = root.line;
+        return (r.errors.len() == before).then_some(canary);
     }
     let canary = r.required(strategy, "spec.strategy", "canary")?;
     let cp = "spec.strategy.canary";
@@ -342,7 +376,7 @@ fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Foun
 
 /// Reports each of `refused` present in `node` (at `path`) as an error and each of `ignored`
 /// as a warning, with its reason.
-fn refuse_and_ignore(
+pub(crate) fn refuse_and_ignore(
     r: &mut Reader,
     node: &Node,
     path: &str,
@@ -495,7 +529,6 @@ fn read_workload_ref(r: &mut Reader, w: &Node, lookup: Lookup) {
 /// `canaryService` and `stableService` (both required with traffic routing), each a Service
 /// of the repo, and the stable one's first port.
 fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name, Name, u16)> {
-    let namespace = lookup.namespace;
     let cp = "spec.strategy.canary";
     let mut found = Vec::new();
     for key in ["stableService", "canaryService"] {
@@ -503,36 +536,8 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
         let Some(n) = r.required(canary, cp, key) else {
             continue;
         };
-        let Some(name) = name_at(r, n, &at) else {
-            continue;
-        };
-        let services = lookup.find("Service", name.as_str());
-        match services.as_slice() {
-            [one] => {
-                let port = one
-                    .node
-                    .get("spec")
-                    .and_then(|s| s.get("ports"))
-                    .and_then(|p| match &p.value {
-                        Value::Seq(items) => items.first(),
-                        _ => None,
-                    })
-                    .and_then(|p| p.get("port"))
-                    .and_then(Node::as_str)
-                    .and_then(|p| p.parse::<u16>().ok())
-                    .unwrap_or(80);
-                found.push((name, port));
-            }
-            [] => r.error(
-                n.line,
-                &at,
-                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
-            ),
-            [_, second, ..] => r.error(
-                n.line,
-                &at,
-                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
-            ),
+        if let Some(one) = named_service(r, n, &at, lookup) {
+            found.push(one);
         }
     }
     let [(stable, port), (canary_service, _)] = <[(Name, u16); 2]>::try_from(found).ok()?;
@@ -546,6 +551,52 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
         return None;
     }
     Some((stable, canary_service, port))
+}
+
+/// The Service a Rollout names at `n` (path `at`): one Service of the repo, and its first
+/// port (80 when it names none).
+pub(crate) fn named_service(
+    r: &mut Reader,
+    n: &Node,
+    at: &str,
+    lookup: Lookup,
+) -> Option<(Name, u16)> {
+    let namespace = lookup.namespace;
+    let name = name_at(r, n, at)?;
+    let services = lookup.find("Service", name.as_str());
+    match services.as_slice() {
+        [one] => {
+            let port = one
+                .node
+                .get("spec")
+                .and_then(|s| s.get("ports"))
+                .and_then(|p| match &p.value {
+                    Value::Seq(items) => items.first(),
+                    _ => None,
+                })
+                .and_then(|p| p.get("port"))
+                .and_then(Node::as_str)
+                .and_then(|p| p.parse::<u16>().ok())
+                .unwrap_or(80);
+            Some((name, port))
+        }
+        [] => {
+            r.error(
+                n.line,
+                at,
+                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
+            );
+            None
+        }
+        [_, second, ..] => {
+            r.error(
+                n.line,
+                at,
+                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
+            );
+            None
+        }
+    }
 }
 
 /// `strategy.canary.steps` as sluice's steps, the approval a leading `pause: {}` asks for, and
@@ -705,7 +756,7 @@ impl Steps {
 
 /// A `pause`: `{}` waits for approval; `{duration}` (seconds as a number or a string, or a Go
 /// duration) holds that long; a zero duration does not hold at all.
-fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
+pub(crate) fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
     if n.value == Value::Null {
         return Some(Pause::Approval);
     }
