@@ -488,3 +488,28 @@ pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec
     every_commit_drawn_by_sluice(&w.bare, &shas);
     kinds
 }
+
+/// The AnalysisTemplate `canary-up` the Rollout loop tests name: the exporter's `up` (1), filtered by the arguments
+/// (no series has those labels, so `!=` keeps it), judged by `condition`, twice.
+pub(crate) fn analysis_template(condition: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: canary-up
+  namespace: prod
+spec:
+  args:
+    - name: role
+    - name: namespace
+  metrics:
+    - name: canary-up
+      interval: 10s
+      count: 2
+      successCondition: {condition}
+      provider:
+        prometheus:
+          query: sum(up{{job=\"canary\", role!=\"{{{{args.role}}}}\", ns!=\"{{{{args.namespace}}}}\"}})
+"
+    )
+}
