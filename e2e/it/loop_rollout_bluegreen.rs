@@ -193,9 +193,7 @@ fn analysed_with(condition: &str, post: &str, phase: Phase, check: impl FnOnce(&
     let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
         crate::support::prometheus::osm_exposition,
     ));
-    let (pre, post_analysis) = ANALYSES
-        .split_once("    postPromotionAnalysis:")
-        .unwrap();
+    let (pre, post_analysis) = ANALYSES.split_once("    postPromotionAnalysis:").unwrap();
     let extra = indented(&format!(
         "{pre}    postPromotionAnalysis:{}",
         post_analysis.replace("canary-up", "post-up")

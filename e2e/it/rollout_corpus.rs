@@ -647,11 +647,16 @@ fn blue_green_words(extra: &[String]) -> Vec<String> {
         out.push(format!("prePromotionAnalysis {t}"));
     }
     let interval = sluice::manifest::rollout::STEP_INTERVAL.as_secs();
-    out.push(match (field("autoPromotion").as_deref(), field("autoPromotionSeconds")) {
-        (Some("false"), _) => "pause until approved".to_string(),
-        (_, Some(s)) if s != "0" => format!("pause {s}s"),
-        _ => format!("pause {interval}s"),
-    });
+    out.push(
+        match (
+            field("autoPromotion").as_deref(),
+            field("autoPromotionSeconds"),
+        ) {
+            (Some("false"), _) => "pause until approved".to_string(),
+            (_, Some(s)) if s != "0" => format!("pause {s}s"),
+            _ => format!("pause {interval}s"),
+        },
+    );
     out.push(format!("switch {}", field("active").unwrap_or_default()));
     if let Some(t) = templates("postPromotionAnalysis") {
         out.push(format!("postPromotionAnalysis {t}"));
@@ -743,7 +748,9 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
                 }
             }
             (Verdict::Refused { reason, .. }, Reading::Runs(got)) => {
-                wrong.push(format!("{at}: Argo refuses it ({reason}), sluice runs {got:?}"));
+                wrong.push(format!(
+                    "{at}: Argo refuses it ({reason}), sluice runs {got:?}"
+                ));
             }
             (_, Reading::Refused(why)) if why.is_empty() => {
                 wrong.push(format!("{at}: neither read nor refused at a line"));

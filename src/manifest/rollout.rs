@@ -239,43 +239,19 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         .map_or(Duration::from_secs(600), Duration::from_secs);
     let strategy = r.required(spec, "spec", "strategy")?;
     r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
-    if let Some(blue_green) = strategy.get("blueGreen") {
+    if let Some(bg) = strategy.get("blueGreen") {
         if let Some(line) = strategy.key_line("canary") {
-            r.error(
-                line,
-                "spec.strategy",
-                "Multiple Strategies can not be listed (Argo refuses it too): keep canary or blueGreen",
-            );
+            r.error(line, "spec.strategy", "Multiple Strategies can not be listed (Argo refuses it too): keep canary or blueGreen");
             return None;
         }
-        let read = crate::manifest::rollout_blue_green::read(r, root, blue_green, lookup, snapshot)?;
+        let read = crate::manifest::rollout_blue_green::read(r, root, bg, lookup, snapshot)?;
         if r.errors.len() > before {
             return None;
         }
-        let mut canary = canary_of(
-            id,
-            settings,
-            Parts {
-                stable: read.active.clone(),
-                // No previewService: the active one is named twice (Argo refuses the two
-                // being equal, so equal names mean "no preview Service").
-                canary_service: read.preview.unwrap_or(read.active),
-                port: read.port,
-                output: output?,
-                route: Route::Kubernetes(crate::route::kubernetes::Config),
-                steps: Vec::new(),
-                approvals: read.approvals,
-                suspend,
-                progress_deadline,
-                argo: read.gates,
-            },
-        );
-        canary.provider = Some("kubernetes".to_string());
-        canary.analysis.strategy = Strategy::BlueGreen { iterations: 1 };
-        canary.analysis.interval = read.interval;
+        let mut canary = blue_green_canary(id, settings, read, output?, suspend, progress_deadline);
         canary.file = r.file.clone();
         canary.line = root.line;
-        return (r.errors.len() == before).then_some(canary);
+        return Some(canary);
     }
     let canary = r.required(strategy, "spec.strategy", "canary")?;
     let cp = "spec.strategy.canary";
@@ -331,6 +307,40 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     canary.line = root.line;
     canary.route.check_canary(r, &canary, spec);
     (r.errors.len() == before).then_some(canary)
+}
+
+/// The canary of the blue/green Rollout `id`: the core's blue/green with one iteration (the
+/// preview), its switch a step of its own (`rollout_blue_green`).
+fn blue_green_canary(
+    id: CanaryId,
+    settings: &Settings,
+    read: crate::manifest::rollout_blue_green::BlueGreen,
+    output: RepoPath,
+    suspend: bool,
+    progress_deadline: Duration,
+) -> Canary {
+    let mut canary = canary_of(
+        id,
+        settings,
+        Parts {
+            stable: read.active.clone(),
+            // No previewService: the active one is named twice (Argo refuses the two being
+            // equal, so equal names mean "no preview Service").
+            canary_service: read.preview.unwrap_or(read.active),
+            port: read.port,
+            output,
+            route: Route::Kubernetes(crate::route::kubernetes::Config),
+            steps: Vec::new(),
+            approvals: read.approvals,
+            suspend,
+            progress_deadline,
+            argo: read.gates,
+        },
+    );
+    canary.provider = Some("kubernetes".to_string());
+    canary.analysis.strategy = Strategy::BlueGreen { iterations: 1 };
+    canary.analysis.interval = read.interval;
+    canary
 }
 
 /// The gates of the Rollout's inline analyses (read with its `steps`) and its background
@@ -592,7 +602,10 @@ pub(crate) fn named_service(
             r.error(
                 n.line,
                 at,
-                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
+                format!(
+                    "Service {namespace}/{name} is defined twice (also at {}:{})",
+                    second.file, second.line
+                ),
             );
             None
         }

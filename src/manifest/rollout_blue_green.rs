@@ -112,12 +112,7 @@ pub fn read(
         }
     }
     if let Some(n) = bg.get("previewReplicaCount") {
-        r.int(
-            n,
-            &join(AT, "previewReplicaCount"),
-            1,
-            i64::from(i32::MAX),
-        );
+        r.int(n, &join(AT, "previewReplicaCount"), 1, i64::from(i32::MAX));
     }
     let auto = bg
         .get("autoPromotionEnabled")
