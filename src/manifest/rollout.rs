@@ -27,12 +27,13 @@ use crate::manifest::model::{
     Target,
 };
 use crate::manifest::rollout_analysis::Found;
+use crate::manifest::rollout_lookup::{named_service, refuse_and_ignore, Lookup};
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
 use crate::route::Route;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
-use crate::yaml::snapshot::{Object, Snapshot};
+use crate::yaml::snapshot::Snapshot;
 
 /// The API version of the Rollout this reads.
 pub const API_VERSION: &str = "argoproj.io/v1alpha1";
@@ -169,31 +170,6 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
     ("analysis", "ignored: AnalysisRun history limits; sluice keeps every result in git"),
 ];
 
-/// Finds the objects a Rollout names in the repo, in its namespace, leaving out its own
-/// output folder (where sluice's copies of its Services and route are).
-#[derive(Clone, Copy)]
-pub struct Lookup<'a> {
-    pub(crate) snapshot: &'a Snapshot,
-    pub(crate) namespace: &'a str,
-    output: Option<&'a str>,
-}
-
-impl<'a> Lookup<'a> {
-    fn find(&self, kind: &str, name: &str) -> Vec<Object<'a>> {
-        self.snapshot
-            .find(kind, name)
-            .filter(|o| o.namespace.unwrap_or(self.namespace) == self.namespace)
-            .filter(|o| !self.output.is_some_and(|out| in_folder(o.file, out)))
-            .collect()
-    }
-}
-
-/// Whether `file` (repo-relative, or as `sluice validate` walked it) is inside `folder`.
-fn in_folder(file: &str, folder: &str) -> bool {
-    let file = file.strip_prefix("./").unwrap_or(file);
-    crate::manifest::applied_by::under(file, folder) || file.contains(&format!("/{folder}/"))
-}
-
 /// Reads a Rollout document (`root`) into a canary.
 pub fn read_rollout(
     r: &mut Reader,
@@ -244,7 +220,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             r.error(line, "spec.strategy", "Multiple Strategies can not be listed (Argo refuses it too): keep canary or blueGreen");
             return None;
         }
-        let read = crate::manifest::rollout_blue_green::read(r, root, bg, lookup, snapshot)?;
+        let read = crate::manifest::rollout_blue_green::read(r, root, bg, lookup, STEP_INTERVAL)?;
         if r.errors.len() > before {
             return None;
         }
@@ -382,27 +358,6 @@ fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Foun
         step,
         inline: false,
     })
-}
-
-/// Reports each of `refused` present in `node` (at `path`) as an error and each of `ignored`
-/// as a warning, with its reason.
-pub(crate) fn refuse_and_ignore(
-    r: &mut Reader,
-    node: &Node,
-    path: &str,
-    refused: &[(&str, &str)],
-    ignored: &[(&str, &str)],
-) {
-    for (key, why) in refused {
-        if let Some(line) = node.key_line(key) {
-            r.error(line, &join(path, key), *why);
-        }
-    }
-    for (key, why) in ignored {
-        if let Some(line) = node.key_line(key) {
-            r.warn(line, &join(path, key), *why);
-        }
-    }
 }
 
 /// What a Rollout says, read.
@@ -561,55 +516,6 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
         return None;
     }
     Some((stable, canary_service, port))
-}
-
-/// The Service a Rollout names at `n` (path `at`): one Service of the repo, and its first
-/// port (80 when it names none).
-pub(crate) fn named_service(
-    r: &mut Reader,
-    n: &Node,
-    at: &str,
-    lookup: Lookup,
-) -> Option<(Name, u16)> {
-    let namespace = lookup.namespace;
-    let name = name_at(r, n, at)?;
-    let services = lookup.find("Service", name.as_str());
-    match services.as_slice() {
-        [one] => {
-            let port = one
-                .node
-                .get("spec")
-                .and_then(|s| s.get("ports"))
-                .and_then(|p| match &p.value {
-                    Value::Seq(items) => items.first(),
-                    _ => None,
-                })
-                .and_then(|p| p.get("port"))
-                .and_then(Node::as_str)
-                .and_then(|p| p.parse::<u16>().ok())
-                .unwrap_or(80);
-            Some((name, port))
-        }
-        [] => {
-            r.error(
-                n.line,
-                at,
-                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
-            );
-            None
-        }
-        [_, second, ..] => {
-            r.error(
-                n.line,
-                at,
-                format!(
-                    "Service {namespace}/{name} is defined twice (also at {}:{})",
-                    second.file, second.line
-                ),
-            );
-            None
-        }
-    }
 }
 
 /// `strategy.canary.steps` as sluice's steps, the approval a leading `pause: {}` asks for, and

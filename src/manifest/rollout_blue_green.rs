@@ -8,7 +8,7 @@
 //! - `autoPromotionEnabled: false` waits for approval before the switch (sluice's approval
 //!   pull request, `sluice promote`); `autoPromotionSeconds` holds the preview that long
 //!   (sluice's check interval for this Rollout); without either, the preview holds one
-//!   interval ([`STEP_INTERVAL`]);
+//!   check interval (`rollout::STEP_INTERVAL`, passed in);
 //! - the switch (the `activeService` selects the canary workload, now at full scale) is the
 //!   second step, which `postPromotionAnalysis` gates: a failure there aborts, and the
 //!   `activeService` selects the stable workload again, which still runs the old pods;
@@ -22,11 +22,10 @@ use std::time::Duration;
 
 use crate::core::model::ArgoGate;
 use crate::manifest::model::{Approvals, Name};
-use crate::manifest::rollout::{named_service, refuse_and_ignore, Lookup, STEP_INTERVAL};
 use crate::manifest::rollout_analysis::{read_gates, Found};
+use crate::manifest::rollout_lookup::{named_service, refuse_and_ignore, Lookup};
 use crate::yaml::node::Node;
 use crate::yaml::reader::{join, Reader};
-use crate::yaml::snapshot::Snapshot;
 
 const AT: &str = "spec.strategy.blueGreen";
 
@@ -84,7 +83,7 @@ pub fn read(
     root: &Node,
     bg: &Node,
     lookup: Lookup,
-    snapshot: &Snapshot,
+    step_interval: Duration,
 ) -> Option<BlueGreen> {
     r.map(bg, AT, KEYS)?;
     refuse_and_ignore(r, bg, AT, REFUSED, IGNORED);
@@ -118,7 +117,7 @@ pub fn read(
         .get("autoPromotionEnabled")
         .and_then(|n| r.bool(n, &join(AT, "autoPromotionEnabled")))
         .unwrap_or(true);
-    let mut interval = STEP_INTERVAL;
+    let mut interval = step_interval;
     if let Some(n) = bg.get("autoPromotionSeconds") {
         let at = join(AT, "autoPromotionSeconds");
         let seconds = r.int(n, &at, 0, i64::from(i32::MAX));
@@ -141,7 +140,7 @@ pub fn read(
             });
         }
     }
-    let gates = read_gates(r, root, lookup.namespace, snapshot, &found);
+    let gates = read_gates(r, root, lookup.namespace, lookup.snapshot, &found);
     let (active, port) = active?;
     let preview = match preview {
         Some((_, found)) => Some(found?.0),
