@@ -12,7 +12,7 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, distinct, show, sluice_commits, OUTPUT, STATUS_FILE,
+    analysis_template, distinct, rollout_services, show, sluice_commits, OUTPUT, STATUS_FILE,
 };
 use crate::support::route_sources::route_head;
 use crate::support::{run_sluice, Schemas, World};
@@ -80,25 +80,7 @@ spec:
 /// The two Services the Rollout names; Argo adds the pod template hash to their selectors
 /// at run time, sluice the role label in git.
 fn services() -> String {
-    ["podinfo-stable", "podinfo-canary"]
-        .map(|name| {
-            format!(
-                "apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
-"
-            )
-        })
-        .join("---\n")
+    rollout_services(["podinfo-stable", "podinfo-canary"])
 }
 
 /// The end of a rule sending to both Services, as the plugin's docs write it.

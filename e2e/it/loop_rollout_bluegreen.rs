@@ -12,7 +12,8 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, distinct, show, sluice_commits, OUTPUT, STATUS_FILE, SWITCHED,
+    analysis_template, distinct, rollout_services, show, sluice_commits, OUTPUT, STATUS_FILE,
+    SWITCHED,
 };
 use crate::support::{run_sluice, Schemas, World};
 
@@ -75,28 +76,6 @@ spec:
     )
 }
 
-fn services() -> String {
-    ["podinfo-active", "podinfo-preview"]
-        .map(|name| {
-            format!(
-                "apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
-"
-            )
-        })
-        .join("---\n")
-}
-
 /// `strategy.blueGreen` lines indented under it.
 fn indented(lines: &str) -> String {
     lines
@@ -108,7 +87,10 @@ fn indented(lines: &str) -> String {
 fn world(extra: &str, files: &[(&str, String)]) -> World {
     let mut all = vec![
         (ROLLOUT_FILE, rollout("6.7.0", extra)),
-        ("apps/podinfo/services.yaml", services()),
+        (
+            "apps/podinfo/services.yaml",
+            rollout_services(["podinfo-active", "podinfo-preview"]),
+        ),
     ];
     all.extend(files.iter().map(|(f, t)| (*f, t.clone())));
     let pairs: Vec<(&str, &str)> = all.iter().map(|(f, t)| (*f, t.as_str())).collect();
@@ -222,6 +204,16 @@ fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
     crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
 }
 
+/// The stable workload still runs 6.7.0, the last commit rolled back for `metric`, and audit
+/// finds every recorded check what its value gives.
+fn aborted_on_the_old_pods(w: &World, metric: &str) {
+    assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
+    let subject = crate::support::git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+    let rollback = format!("roll back: analysis run Failed: metric {metric} Failed");
+    assert!(subject.contains(&rollback), "{subject}");
+    crate::support::audit::clean(&w.bare);
+}
+
 #[test]
 fn blue_green_rollout_previews_passes_both_analyses_switches_and_promotes() {
     analysed("result[0] >= 1", Phase::Succeeded, |w| {
@@ -253,13 +245,7 @@ fn blue_green_rollout_with_a_failing_pre_promotion_analysis_aborts_on_the_old_po
                 ("podinfo-preview".to_string(), "stable".to_string()),
             ]
         );
-        assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
-        let subject = crate::support::git(&w.bare, &["log", "-1", "--format=%s", "main"]);
-        assert!(
-            subject.contains("roll back: analysis run Failed: metric canary-up Failed"),
-            "{subject}"
-        );
-        crate::support::audit::clean(&w.bare);
+        aborted_on_the_old_pods(w, "canary-up");
     });
 }
 
@@ -280,13 +266,7 @@ fn blue_green_rollout_with_a_failing_post_promotion_analysis_switches_back_to_th
             ("podinfo-active".to_string(), "stable".to_string())
         );
         // The old pods still run on the stable workload: the promotion never started.
-        assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
-        let subject = crate::support::git(&w.bare, &["log", "-1", "--format=%s", "main"]);
-        assert!(
-            subject.contains("roll back: analysis run Failed: metric post-up Failed"),
-            "{subject}"
-        );
-        crate::support::audit::clean(&w.bare);
+        aborted_on_the_old_pods(w, "post-up");
     });
 }
 
@@ -330,7 +310,10 @@ fn blue_green_rollout_without_auto_promotion_opens_an_approval_pull_request_fake
 fn plan_lists_blue_green_steps() {
     let dir = crate::support::repo(&[
         (ROLLOUT_FILE, &rollout("6.7.0", &indented(ANALYSES))),
-        ("apps/podinfo/services.yaml", &services()),
+        (
+            "apps/podinfo/services.yaml",
+            &rollout_services(["podinfo-active", "podinfo-preview"]),
+        ),
         (
             "apps/podinfo/analysis.yaml",
             &analysis_template("result[0] >= 1"),

@@ -513,3 +513,27 @@ spec:
 "
     )
 }
+
+/// The two Services a Rollout names (`prod`, selecting `app: podinfo`, port 9898); Argo adds
+/// the pod template hash to their selectors at run time, sluice the role label in git.
+pub(crate) fn rollout_services(names: [&str; 2]) -> String {
+    names
+        .map(|name| {
+            format!(
+                "apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+  namespace: prod
+spec:
+  selector:
+    app: podinfo
+  ports:
+    - name: http
+      port: 9898
+      targetPort: http
+"
+            )
+        })
+        .join("---\n")
+}
