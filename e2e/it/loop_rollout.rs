@@ -11,7 +11,9 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
-use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FILE};
+use crate::support::rollout::{
+    analysis_template, distinct, rollout_services, show, sluice_commits, OUTPUT, STATUS_FILE,
+};
 use crate::support::route_sources::route_head;
 use crate::support::{run_sluice, Schemas, World};
 
@@ -87,25 +89,7 @@ spec:
 /// The two Services the Rollout names; Argo adds the pod template hash to their selectors
 /// at run time, sluice the role label in git.
 pub(crate) fn services() -> String {
-    ["podinfo-stable", "podinfo-canary"]
-        .map(|name| {
-            format!(
-                "apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
-"
-            )
-        })
-        .join("---\n")
+    rollout_services(["podinfo-stable", "podinfo-canary"])
 }
 
 /// The end of a rule sending to both Services, as the plugin's docs write it.
@@ -454,31 +438,6 @@ pub(crate) const ANALYSED: &str = "        - setWeight: 20
                 valueFrom:
                   fieldRef: {fieldPath: metadata.namespace}
         - setWeight: 60";
-
-/// The AnalysisTemplate the steps name: the exporter's `up` (1), filtered by the arguments
-/// (no series has those labels, so `!=` keeps it), judged by `condition`, twice.
-pub(crate) fn analysis_template(condition: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1
-kind: AnalysisTemplate
-metadata:
-  name: canary-up
-  namespace: prod
-spec:
-  args:
-    - name: role
-    - name: namespace
-  metrics:
-    - name: canary-up
-      interval: 10s
-      count: 2
-      successCondition: {condition}
-      provider:
-        prometheus:
-          query: sum(up{{job=\"canary\", role!=\"{{{{args.role}}}}\", ns!=\"{{{{args.namespace}}}}\"}})
-"
-    )
-}
 
 /// A Rollout analysed on a real Prometheus (`condition` judging `up`, which is 1) through
 /// the live observer, from 6.7.0 to 6.7.1 until the canary reaches `phase`.

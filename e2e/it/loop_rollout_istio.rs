@@ -11,11 +11,13 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
 use crate::loop_rollout::{
-    analysis_template, checks, docs, rollout, services, ANALYSED, APPROVAL, ROLLOUT_FILE,
-    ROUTE_FILE, STABLE_FILE, TIMED, TIMED_WEIGHTS,
+    checks, docs, rollout, services, ANALYSED, APPROVAL, ROLLOUT_FILE, ROUTE_FILE, STABLE_FILE,
+    TIMED, TIMED_WEIGHTS,
 };
 use crate::support::forge::{ForgeFake, Kind};
-use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FILE};
+use crate::support::rollout::{
+    analysis_template, distinct, show, sluice_commits, OUTPUT, STATUS_FILE,
+};
 use crate::support::{Schemas, World};
 
 const VS_FILE: &str = "apps/podinfo/virtualservice.yaml";

@@ -665,6 +665,51 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// A blue/green Rollout's settings (`EXPECTED`'s `extra`: `active=`, `preview=`,
+/// `autoPromotion=`, `autoPromotionSeconds=`, `prePromotionAnalysis=`, `postPromotionAnalysis=`)
+/// in the words `sluice plan` prints: the preview, its analysis, the wait before the switch
+/// (approval, `autoPromotionSeconds`, or sluice's one check interval where Argo switches as
+/// soon as the preview is ready), the switch of the active Service, its analysis.
+fn blue_green_words(extra: &[String]) -> Vec<String> {
+    let field = |key: &str| {
+        extra
+            .iter()
+            .find_map(|w| w.strip_prefix(&format!("{key}=")))
+            .map(str::to_string)
+    };
+    let templates = |key: &str| {
+        field(key).map(|t| {
+            t.split(',')
+                .map(|t| t.strip_prefix("cluster:").unwrap_or(t))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        })
+    };
+    let mut out = vec![match field("preview").as_deref() {
+        None | Some("-") => "preview".to_string(),
+        Some(p) => format!("preview {p}"),
+    }];
+    if let Some(t) = templates("prePromotionAnalysis") {
+        out.push(format!("prePromotionAnalysis {t}"));
+    }
+    let interval = sluice::manifest::rollout::STEP_INTERVAL.as_secs();
+    out.push(
+        match (
+            field("autoPromotion").as_deref(),
+            field("autoPromotionSeconds"),
+        ) {
+            (Some("false"), _) => "pause until approved".to_string(),
+            (_, Some(s)) if s != "0" => format!("pause {s}s"),
+            _ => format!("pause {interval}s"),
+        },
+    );
+    out.push(format!("switch {}", field("active").unwrap_or_default()));
+    if let Some(t) = templates("postPromotionAnalysis") {
+        out.push(format!("postPromotionAnalysis {t}"));
+    }
+    out
+}
+
 /// The files read beside `fixture`: itself and every companion SOURCES lists for it.
 fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<String> {
     let mut files = vec![fixture.to_string()];
@@ -734,7 +779,12 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
         let reading = sluice_reads(&e.fixture, &e.name, &sources);
         match (&e.verdict, reading) {
             (Verdict::Accepted { steps, extra, .. }, Reading::Runs(got)) => {
-                match plan_words(steps, extra) {
+                let want = if e.verdict.routing() == "blueGreen" {
+                    Some(blue_green_words(extra))
+                } else {
+                    plan_words(steps, extra)
+                };
+                match want {
                     Some(want) if want == got => {
                         *runs.entry(e.verdict.routing().to_string()).or_default() += 1;
                     }

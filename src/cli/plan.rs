@@ -121,8 +121,11 @@ fn print_release(r: &crate::core::waves::ReleasePlan) {
 pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
     use crate::core::schedule::Pause;
     use crate::manifest::model::{Strategy, Target};
-    let (Target::Rollout { .. }, Strategy::Canary { steps }) =
-        (&canary.target, &canary.analysis.strategy)
+    let Target::Rollout {
+        stable_service,
+        canary_service,
+        ..
+    } = &canary.target
     else {
         return Vec::new();
     };
@@ -143,6 +146,33 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
             }
         }
         names.join(" + ")
+    };
+    let steps = match &canary.analysis.strategy {
+        Strategy::Canary { steps } => steps,
+        Strategy::BlueGreen { .. } => {
+            // Argo's blue/green: preview, its analysis, the wait, the switch, its analysis.
+            if canary_service != stable_service {
+                out.push(format!("preview {canary_service}"));
+            } else {
+                out.push("preview".to_string());
+            }
+            let pre = templates(true, 0);
+            if !pre.is_empty() {
+                out.push(format!("prePromotionAnalysis {pre}"));
+            }
+            out.push(if canary.analysis.approvals.before_promotion {
+                "pause until approved".to_string()
+            } else {
+                format!("pause {}s", canary.analysis.interval.as_secs())
+            });
+            out.push(format!("switch {stable_service}"));
+            let post = templates(true, 1);
+            if !post.is_empty() {
+                out.push(format!("postPromotionAnalysis {post}"));
+            }
+            return out;
+        }
+        Strategy::AB { .. } => return Vec::new(),
     };
     let mut weight = 0;
     for (i, step) in (1u32..).zip(steps) {

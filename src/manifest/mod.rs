@@ -21,6 +21,8 @@ pub mod openfunction;
 pub mod output_folder;
 pub mod rollout;
 pub mod rollout_analysis;
+pub mod rollout_blue_green;
+pub mod rollout_lookup;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;

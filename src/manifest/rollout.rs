@@ -27,12 +27,13 @@ use crate::manifest::model::{
     Target,
 };
 use crate::manifest::rollout_analysis::Found;
+use crate::manifest::rollout_lookup::{named_service, refuse_and_ignore, Lookup};
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
 use crate::route::{istio, smi, Route};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
-use crate::yaml::snapshot::{Object, Snapshot};
+use crate::yaml::snapshot::Snapshot;
 
 /// The API version of the Rollout this reads.
 pub const API_VERSION: &str = "argoproj.io/v1alpha1";
@@ -167,31 +168,6 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
     ("analysis", "ignored: AnalysisRun history limits; sluice keeps every result in git"),
 ];
 
-/// Finds the objects a Rollout names in the repo, in its namespace, leaving out its own
-/// output folder (where sluice's copies of its Services and route are).
-#[derive(Clone, Copy)]
-struct Lookup<'a> {
-    snapshot: &'a Snapshot,
-    namespace: &'a str,
-    output: Option<&'a str>,
-}
-
-impl<'a> Lookup<'a> {
-    fn find(&self, kind: &str, name: &str) -> Vec<Object<'a>> {
-        self.snapshot
-            .find(kind, name)
-            .filter(|o| o.namespace.unwrap_or(self.namespace) == self.namespace)
-            .filter(|o| !self.output.is_some_and(|out| in_folder(o.file, out)))
-            .collect()
-    }
-}
-
-/// Whether `file` (repo-relative, or as `sluice validate` walked it) is inside `folder`.
-fn in_folder(file: &str, folder: &str) -> bool {
-    let file = file.strip_prefix("./").unwrap_or(file);
-    crate::manifest::applied_by::under(file, folder) || file.contains(&format!("/{folder}/"))
-}
-
 /// Reads a Rollout document (`root`) into a canary.
 pub fn read_rollout(
     r: &mut Reader,
@@ -237,9 +213,19 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         .map_or(Duration::from_secs(600), Duration::from_secs);
     let strategy = r.required(spec, "spec", "strategy")?;
     r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
-    if let Some(line) = strategy.key_line("blueGreen") {
-        r.error(line, "spec.strategy.blueGreen", "the blue/green strategy of Rollouts is not in this build yet; use strategy.canary, or keep this Rollout on Argo Rollouts for now");
-        return None;
+    if let Some(bg) = strategy.get("blueGreen") {
+        if let Some(line) = strategy.key_line("canary") {
+            r.error(line, "spec.strategy", "Multiple Strategies can not be listed (Argo refuses it too): keep canary or blueGreen");
+            return None;
+        }
+        let read = crate::manifest::rollout_blue_green::read(r, root, bg, lookup, STEP_INTERVAL)?;
+        if r.errors.len() > before {
+            return None;
+        }
+        let mut canary = blue_green_canary(id, settings, read, output?, suspend, progress_deadline);
+        canary.file = r.file.clone();
+        canary.line = root.line;
+        return Some(canary);
     }
     let canary = r.required(strategy, "spec.strategy", "canary")?;
     let cp = "spec.strategy.canary";
@@ -298,6 +284,40 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     (r.errors.len() == before).then_some(canary)
 }
 
+/// The canary of the blue/green Rollout `id`: the core's blue/green with one iteration (the
+/// preview), its switch a step of its own (`rollout_blue_green`).
+fn blue_green_canary(
+    id: CanaryId,
+    settings: &Settings,
+    read: crate::manifest::rollout_blue_green::BlueGreen,
+    output: RepoPath,
+    suspend: bool,
+    progress_deadline: Duration,
+) -> Canary {
+    let mut canary = canary_of(
+        id,
+        settings,
+        Parts {
+            stable: read.active.clone(),
+            // No previewService: the active one is named twice (Argo refuses the two being
+            // equal, so equal names mean "no preview Service").
+            canary_service: read.preview.unwrap_or(read.active),
+            port: read.port,
+            output,
+            route: Route::Kubernetes(crate::route::kubernetes::Config),
+            steps: Vec::new(),
+            approvals: read.approvals,
+            suspend,
+            progress_deadline,
+            argo: read.gates,
+        },
+    );
+    canary.provider = Some("kubernetes".to_string());
+    canary.analysis.strategy = Strategy::BlueGreen { iterations: 1 };
+    canary.analysis.interval = read.interval;
+    canary
+}
+
 /// The gates of the Rollout's inline analyses (read with its `steps`) and its background
 /// analysis (`canary`'s `analysis`).
 fn analysis_gates(
@@ -337,27 +357,6 @@ fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Foun
         step,
         inline: false,
     })
-}
-
-/// Reports each of `refused` present in `node` (at `path`) as an error and each of `ignored`
-/// as a warning, with its reason.
-fn refuse_and_ignore(
-    r: &mut Reader,
-    node: &Node,
-    path: &str,
-    refused: &[(&str, &str)],
-    ignored: &[(&str, &str)],
-) {
-    for (key, why) in refused {
-        if let Some(line) = node.key_line(key) {
-            r.error(line, &join(path, key), *why);
-        }
-    }
-    for (key, why) in ignored {
-        if let Some(line) = node.key_line(key) {
-            r.warn(line, &join(path, key), *why);
-        }
-    }
 }
 
 /// What a Rollout says, read.
@@ -494,7 +493,6 @@ fn read_workload_ref(r: &mut Reader, w: &Node, lookup: Lookup) {
 /// `canaryService` and `stableService` (both required with traffic routing), each a Service
 /// of the repo, and the stable one's first port.
 fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name, Name, u16)> {
-    let namespace = lookup.namespace;
     let cp = "spec.strategy.canary";
     let mut found = Vec::new();
     for key in ["stableService", "canaryService"] {
@@ -502,36 +500,8 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
         let Some(n) = r.required(canary, cp, key) else {
             continue;
         };
-        let Some(name) = name_at(r, n, &at) else {
-            continue;
-        };
-        let services = lookup.find("Service", name.as_str());
-        match services.as_slice() {
-            [one] => {
-                let port = one
-                    .node
-                    .get("spec")
-                    .and_then(|s| s.get("ports"))
-                    .and_then(|p| match &p.value {
-                        Value::Seq(items) => items.first(),
-                        _ => None,
-                    })
-                    .and_then(|p| p.get("port"))
-                    .and_then(Node::as_str)
-                    .and_then(|p| p.parse::<u16>().ok())
-                    .unwrap_or(80);
-                found.push((name, port));
-            }
-            [] => r.error(
-                n.line,
-                &at,
-                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
-            ),
-            [_, second, ..] => r.error(
-                n.line,
-                &at,
-                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
-            ),
+        if let Some(one) = named_service(r, n, &at, lookup) {
+            found.push(one);
         }
     }
     let [(stable, port), (canary_service, _)] = <[(Name, u16); 2]>::try_from(found).ok()?;
@@ -730,7 +700,7 @@ impl Steps {
 
 /// A `pause`: `{}` waits for approval; `{duration}` (seconds as a number or a string, or a Go
 /// duration) holds that long; a zero duration does not hold at all.
-fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
+pub(crate) fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
     if n.value == Value::Null {
         return Some(Pause::Approval);
     }

@@ -18,7 +18,7 @@
 use yaml_rust2::Yaml;
 
 use crate::core::decide::{Action, Decision};
-use crate::manifest::model::{Canary, Target};
+use crate::manifest::model::{Canary, Strategy, Target};
 use crate::workload::manifests::emit;
 use crate::workload::source::{find_one as one, Manifest};
 use crate::workload::yaml_edit::{key, map_at, rename, set};
@@ -109,8 +109,25 @@ pub fn revision(canary: &Canary, index: &Index) -> Result<String, WorkloadError>
 
 /// `doc` as the workload of `role` (`stable` or `canary`): renamed `<rollout>-<role>`, the
 /// role label on its selector and pod template, `replicas` replicas.
-fn as_role(canary: &Canary, doc: &Yaml, name: &str, role: &str, replicas: Option<i64>) -> Yaml {
+fn as_role(
+    canary: &Canary,
+    doc: &Yaml,
+    name: &str,
+    role: &str,
+    replicas: Option<i64>,
+    pod_metadata: &Yaml,
+) -> Yaml {
     let mut doc = doc.clone();
+    // A blue/green's activeMetadata or previewMetadata: Argo sets them on the pods.
+    for field in ["labels", "annotations"] {
+        if let Yaml::Hash(extra) = &pod_metadata[field] {
+            if let Some(m) = map_at(&mut doc, &["spec", "template", "metadata", field]) {
+                for (k, v) in extra {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
     rename(
         &mut doc,
         &format!("{name}-{role}"),
@@ -160,13 +177,30 @@ pub fn render(
     let source = workload(canary, index)?;
     let status = &decision.status;
     let replicas = source.doc["spec"]["replicas"].as_i64().unwrap_or(1);
+    let ns = canary.id.namespace.as_str();
+    let blue_green = match canary.analysis.strategy {
+        Strategy::BlueGreen { .. } => {
+            let rollout = one(canary, index, "Rollout", ns, name.as_str())?;
+            Some(rollout.doc["spec"]["strategy"]["blueGreen"].clone())
+        }
+        Strategy::Canary { .. } | Strategy::AB { .. } => None,
+    };
+    let none = Yaml::BadValue;
+    let metadata = |key: &str| blue_green.as_ref().map_or(&none, |bg| &bg[key]).clone();
     let stable_file = format!("{name}-stable.yaml");
     let rewrite = matches!(decision.action, Action::Initialize | Action::Promote);
     let stable = match existing(&stable_file) {
         Some(text) if !rewrite => text,
         _ if rewrite || revision(canary, index)? == status.promoted_revision => emit(
             canary,
-            &[as_role(canary, &source.doc, name.as_str(), "stable", None)],
+            &[as_role(
+                canary,
+                &source.doc,
+                name.as_str(),
+                "stable",
+                None,
+                &metadata("activeMetadata"),
+            )],
         )?,
         _ => {
             return Err(WorkloadError::PrimaryMissing {
@@ -175,17 +209,37 @@ pub fn render(
         }
     };
     let active = status.phase.is_active() || status.canary_weight > 0;
-    let canary_count = canary_replicas(replicas, status.canary_weight, active);
+    let switched = status.canary_weight >= 100;
+    let canary_count = match &blue_green {
+        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
+        Some(bg) if active && !switched => bg["previewReplicaCount"].as_i64().unwrap_or(replicas),
+        Some(_) if active => replicas,
+        Some(_) => 0,
+        None => canary_replicas(replicas, status.canary_weight, active),
+    };
     let canary_doc = as_role(
         canary,
         &source.doc,
         name.as_str(),
         "canary",
         Some(canary_count),
+        &metadata("previewMetadata"),
     );
-    let ns = canary.id.namespace.as_str();
+    let roles = match &blue_green {
+        // activeService: the stable workload until the switch; previewService: the canary
+        // workload while a rollout runs, the active one otherwise (Argo's rollout/service.go).
+        Some(_) => [
+            (stable_service, if switched { "canary" } else { "stable" }),
+            (canary_service, if active { "canary" } else { "stable" }),
+        ],
+        None => [(stable_service, "stable"), (canary_service, "canary")],
+    };
     let mut services = Vec::new();
-    for (service, role) in [(stable_service, "stable"), (canary_service, "canary")] {
+    for (i, (service, role)) in roles.into_iter().enumerate() {
+        // A blue/green without previewService names its activeService twice.
+        if i == 1 && service == stable_service {
+            continue;
+        }
         let mut doc = one(canary, index, "Service", ns, service.as_str())?.doc;
         rename(&mut doc, service.as_str(), ns);
         if let Some(selector) = map_at(&mut doc, &["spec", "selector"]) {

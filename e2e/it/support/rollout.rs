@@ -488,3 +488,52 @@ pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec
     every_commit_drawn_by_sluice(&w.bare, &shas);
     kinds
 }
+
+/// The AnalysisTemplate `canary-up` the Rollout loop tests name: the exporter's `up` (1), filtered by the arguments
+/// (no series has those labels, so `!=` keeps it), judged by `condition`, twice.
+pub(crate) fn analysis_template(condition: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: canary-up
+  namespace: prod
+spec:
+  args:
+    - name: role
+    - name: namespace
+  metrics:
+    - name: canary-up
+      interval: 10s
+      count: 2
+      successCondition: {condition}
+      provider:
+        prometheus:
+          query: sum(up{{job=\"canary\", role!=\"{{{{args.role}}}}\", ns!=\"{{{{args.namespace}}}}\"}})
+"
+    )
+}
+
+/// The two Services a Rollout names (`prod`, selecting `app: podinfo`, port 9898); Argo adds
+/// the pod template hash to their selectors at run time, sluice the role label in git.
+pub(crate) fn rollout_services(names: [&str; 2]) -> String {
+    names
+        .map(|name| {
+            format!(
+                "apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+  namespace: prod
+spec:
+  selector:
+    app: podinfo
+  ports:
+    - name: http
+      port: 9898
+      targetPort: http
+"
+            )
+        })
+        .join("---\n")
+}

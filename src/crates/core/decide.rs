@@ -1249,7 +1249,8 @@ fn next_gate<R>(canary: &Canary<R>, status: &Status) -> Option<Gate> {
             }
         }
         Strategy::BlueGreen { iterations } | Strategy::AB { iterations, .. } => {
-            if status.iterations < *iterations {
+            // A Rollout's blue/green asks once, before the switch (Argo's promotion).
+            if status.iterations < *iterations || rollout_switched(canary, status) {
                 None
             } else {
                 Some(Gate::Promotion)
@@ -1450,6 +1451,11 @@ fn all_to_canary<R>(
     }
     next.canary_weight = 100;
     next.primary_weight = 0;
+    if let Target::Rollout { .. } = canary.target {
+        // Argo's switch of the activeService is a step of its own: the postPromotionAnalysis
+        // measures there.
+        next.step = status.step + 1;
+    }
     let name = dotted(canary);
     Some(change(
         Action::AdvanceCanary {
@@ -1464,6 +1470,11 @@ fn all_to_canary<R>(
         },
         Some(after(now, canary.analysis.interval)),
     ))
+}
+
+/// A Rollout's blue/green after its switch: the activeService selects the canary workload.
+fn rollout_switched<R>(canary: &Canary<R>, status: &Status) -> bool {
+    matches!(canary.target, Target::Rollout { .. }) && status.canary_weight >= 100
 }
 
 /// The last step held and passed: the primary takes the canary's revision.
