@@ -27,6 +27,8 @@ pub enum Rule {
     Url(&'static str),
     /// Copied into a manifest sluice renders; sluice itself never opens or asks it.
     Rendered,
+    /// Compared with the values of an object in the repo to pick a part of it; never opened.
+    Matched,
     /// A name the operator's own setup resolves (the text says which); the repo cannot widen it.
     Operator(&'static str),
     /// Refused at its line: it named a host path once.
@@ -45,6 +47,7 @@ impl Rule {
             Rule::RepoObject => "the Kubernetes name of an object in the repo".into(),
             Rule::Url(checked) => format!("a URL: {checked}"),
             Rule::Rendered => "copied into rendered manifests; sluice never opens it".into(),
+            Rule::Matched => "compared with the named object's own values to pick its route; sluice never opens or resolves it".into(),
             Rule::Operator(what) => format!("resolved by the operator's setup: {what}"),
             Rule::Refused => "refused at its line (it named a host path); name a Secret instead".into(),
             Rule::OwnField => "a field path of the Rollout that passes the argument, read from its document in git (`status` refused); refused inside a template".into(),
@@ -84,6 +87,10 @@ pub const FIELDS: &[NamedField] = &[
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.grpcRoute", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.tcpRoute", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.tlsRoute", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.istio.virtualService.name", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.istio.virtualServices[].name", Rule::RepoObject),
+    row("Rollout", "spec.strategy.canary.trafficRouting.istio.virtualService.tlsRoutes[].sniHosts", Rule::Matched),
+    row("Rollout", "spec.strategy.canary.trafficRouting.istio.destinationRule.name", Rule::RepoObject),
     row("Canary (Flagger)", "spec.service.gatewayRefs", Rule::Rendered),
     row("Canary (Flagger)", "spec.service.hosts", Rule::Rendered),
     row("Canary (Flagger)", "spec.service.match[].uri", Rule::Rendered),

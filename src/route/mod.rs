@@ -36,6 +36,11 @@
 //! terminal: the same input fails the same way and retrying cannot help. Reading reports every
 //! problem through the spec [`Reader`] with its file, line and field.
 
+/// The label on a Rollout's stable and canary workloads (`stable` or `canary`), in place of
+/// Argo's `rollouts-pod-template-hash`: the Services' selectors and Istio's DestinationRule
+/// subsets pick each workload by it.
+pub const ROLLOUT_ROLE_LABEL: &str = "sluice.dev/rollout-role";
+
 pub mod apisix;
 pub mod appmesh;
 pub mod contour;

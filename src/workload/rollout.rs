@@ -25,8 +25,9 @@ use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::workload::{source_revision, Index, Source, WorkloadError};
 
 /// The label sluice sets on each workload's selector and pod template, and adds to the
-/// selectors of the Rollout's Services, in place of Argo's `rollouts-pod-template-hash`.
-pub const ROLE_LABEL: &str = "sluice.dev/rollout-role";
+/// selectors of the Rollout's Services, in place of Argo's `rollouts-pod-template-hash`
+/// (defined with the routes, whose DestinationRule subsets select by it too).
+pub use crate::route::ROLLOUT_ROLE_LABEL as ROLE_LABEL;
 
 /// The Deployment fields a Rollout's spec shares with a Deployment (the rest are Argo's).
 const DEPLOYMENT_FIELDS: [&str; 6] = [

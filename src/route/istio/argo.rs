@@ -25,11 +25,16 @@
 use serde_json::Value as Json;
 use yaml_rust2::{Yaml, YamlEmitter};
 
+use crate::route::ROLLOUT_ROLE_LABEL as ROLE_LABEL;
 use crate::route::{header_comment, reparse_all, RenderInput, RouteError, MANAGED_BY};
-use crate::workload::rollout::ROLE_LABEL;
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, Reader};
 use crate::yaml::snapshot::Object;
+
+/// The keys of a `tlsRoutes` item: the port and SNI hosts its route matches.
+const TLS_ROUTE_KEYS: &[&str] = &["port", "sniHosts"];
+/// The keys of a `tcpRoutes` item: the port its route matches.
+const TCP_ROUTE_KEYS: &[&str] = &["port"];
 
 const TEMPLATE: &str = "Rollout VirtualService copy";
 
@@ -291,14 +296,13 @@ fn read_port_matches(
         return Some(Vec::new());
     };
     let mut out = Vec::new();
-    let keys: &[&str] = if tls {
-        &["port", "sniHosts"]
-    } else {
-        &["port"]
-    };
     for (i, item) in r.seq(n, p)?.iter().enumerate() {
         let ip = index(p, i);
-        r.map(item, &ip, keys)?;
+        if tls {
+            r.map(item, &ip, TLS_ROUTE_KEYS)?;
+        } else {
+            r.map(item, &ip, TCP_ROUTE_KEYS)?;
+        }
         let port = match item.get("port") {
             Some(v) => r.int(v, &join(&ip, "port"), 0, 65535)?,
             None => 0,
