@@ -619,6 +619,41 @@ fn plan_words(steps: &[ArgoStep]) -> Option<Vec<String>> {
         .collect()
 }
 
+/// `want` (Argo's steps in plan words) with the background analysis of `extra`
+/// (`background=t1,t2[@stepN]`) where `sluice plan` prints it: after the `setWeight` the
+/// analysis starts at (Argo's step N; at least the first, since nothing is measured at 0).
+fn with_background(mut want: Vec<String>, steps: &[ArgoStep], extra: &[String]) -> Vec<String> {
+    let Some(spec) = extra.iter().find_map(|x| x.strip_prefix("background=")) else {
+        return want;
+    };
+    if spec.is_empty() {
+        return want;
+    }
+    let (names, from) = match spec.split_once("@step") {
+        Some((names, n)) => (names, n.parse::<usize>().unwrap()),
+        None => (spec, 0),
+    };
+    let names: Vec<&str> = names
+        .split(',')
+        .map(|n| n.trim_start_matches("cluster:"))
+        .collect();
+    let weights_before = steps[..from.min(steps.len())]
+        .iter()
+        .filter(|s| matches!(s, ArgoStep::SetWeight(_)))
+        .count()
+        .max(1);
+    let at = want
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.starts_with("setWeight "))
+        .nth(weights_before - 1)
+        .map(|(i, _)| i + 1);
+    if let Some(at) = at {
+        want.insert(at, format!("background analysis {}", names.join(" + ")));
+    }
+    want
+}
+
 /// The files read beside `fixture`: itself and every companion SOURCES lists for it.
 fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<String> {
     let mut files = vec![fixture.to_string()];
@@ -686,8 +721,8 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
         let at = format!("{} ({})", e.fixture, e.name);
         let reading = sluice_reads(&e.fixture, &e.name, &sources);
         match (&e.verdict, reading) {
-            (Verdict::Accepted { steps, .. }, Reading::Runs(got)) => {
-                match plan_words(steps) {
+            (Verdict::Accepted { steps, extra, .. }, Reading::Runs(got)) => {
+                match plan_words(steps).map(|w| with_background(w, steps, extra)) {
                     Some(want) if want == got => {
                         *runs.entry(e.verdict.routing().to_string()).or_default() += 1;
                     }

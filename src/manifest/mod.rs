@@ -21,6 +21,7 @@ pub mod openfunction;
 pub mod output_folder;
 pub mod rollout;
 pub mod rollout_analysis;
+pub mod rollout_routers;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;

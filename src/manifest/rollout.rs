@@ -134,10 +134,7 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
     ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
     ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
     ("istio", "the Istio router for Rollouts (weights on your VirtualService's routes) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("nginx", "the NGINX router for Rollouts (a canary Ingress beside your stableIngress) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("smi", "the SMI router for Rollouts (a TrafficSplit) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("traefik", "the Traefik router for Rollouts (weights on your TraefikService) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("apisix", "the APISIX router for Rollouts (weights on your ApisixRoute) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build does not run"),
 ];
 
@@ -172,14 +169,14 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
 /// Finds the objects a Rollout names in the repo, in its namespace, leaving out its own
 /// output folder (where sluice's copies of its Services and route are).
 #[derive(Clone, Copy)]
-struct Lookup<'a> {
+pub(super) struct Lookup<'a> {
     snapshot: &'a Snapshot,
-    namespace: &'a str,
+    pub(super) namespace: &'a str,
     output: Option<&'a str>,
 }
 
 impl<'a> Lookup<'a> {
-    fn find(&self, kind: &str, name: &str) -> Vec<Object<'a>> {
+    pub(super) fn find(&self, kind: &str, name: &str) -> Vec<Object<'a>> {
         self.snapshot
             .find(kind, name)
             .filter(|o| o.namespace.unwrap_or(self.namespace) == self.namespace)
@@ -263,6 +260,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     let route = read_routing(
         r,
         routing,
+        name.as_str(),
         &Apex {
             namespace: namespace.as_str(),
             service: stable.as_str(),
@@ -728,8 +726,15 @@ fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
     })
 }
 
-/// `strategy.canary.trafficRouting`: the Gateway API plugin's route, or a refusal.
-fn read_routing(r: &mut Reader, routing: &Node, apex: &Apex, lookup: Lookup) -> Option<Route> {
+/// `strategy.canary.trafficRouting`: the route of nginx, traefik or apisix
+/// (`rollout_routers`), the Gateway API plugin's route, or a refusal.
+fn read_routing(
+    r: &mut Reader,
+    routing: &Node,
+    rollout: &str,
+    apex: &Apex,
+    lookup: Lookup,
+) -> Option<Route> {
     let p = "spec.strategy.canary.trafficRouting";
     r.map(routing, p, ROUTING_KEYS)?;
     let mut refused = false;
@@ -749,9 +754,29 @@ fn read_routing(r: &mut Reader, routing: &Node, apex: &Apex, lookup: Lookup) -> 
             refused = true;
         }
     }
+    let mut routes: Vec<Route> = Vec::new();
+    for key in crate::manifest::rollout_routers::ROUTERS {
+        if routing.get(key).is_some() {
+            match crate::manifest::rollout_routers::read(r, routing, key, rollout, apex, lookup) {
+                Some(route) => routes.push(route),
+                None => refused = true,
+            }
+        }
+    }
+    if routing.get("plugins").is_some() && !routes.is_empty() {
+        r.error(routing.line, p, "this build routes a Rollout through one traffic router; found a plugin beside nginx, traefik or apisix (sluice's route file holds one)");
+        return None;
+    }
+    if routes.len() > 1 {
+        r.error(routing.line, p, "this build routes a Rollout through one traffic router; found several of nginx, traefik and apisix (sluice's route file holds one)");
+        return None;
+    }
+    if let Some(route) = routes.pop() {
+        return (!refused).then_some(route);
+    }
     let Some(plugins) = routing.get("plugins") else {
         if !refused {
-            r.error(routing.line, p, "expected a traffic router: sluice runs the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+            r.error(routing.line, p, "expected a traffic router: sluice runs nginx, traefik, apisix and the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
         }
         return None;
     };
