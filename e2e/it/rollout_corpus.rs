@@ -733,7 +733,9 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
                 }
             }
             (Verdict::Refused { reason, .. }, Reading::Runs(got)) => {
-                wrong.push(format!("{at}: Argo refuses it ({reason}), sluice runs {got:?}"));
+                wrong.push(format!(
+                    "{at}: Argo refuses it ({reason}), sluice runs {got:?}"
+                ));
             }
             (_, Reading::Refused(why)) if why.is_empty() => {
                 wrong.push(format!("{at}: neither read nor refused at a line"));

@@ -79,7 +79,15 @@ pub fn read_rollout(r: &mut Reader, object: &Object, argo: &ArgoNginx) -> Option
             .node
             .get("apiVersion")
             .map_or(object.line, |n| n.line);
-        own.error(line, "apiVersion", format!("expected {INGRESS_API} (the stable Ingress of Rollout {}), found {:?}", argo.rollout, object.api_version.unwrap_or_default()));
+        own.error(
+            line,
+            "apiVersion",
+            format!(
+                "expected {INGRESS_API} (the stable Ingress of Rollout {}), found {:?}",
+                argo.rollout,
+                object.api_version.unwrap_or_default()
+            ),
+        );
     }
     check_rules(&mut own, object.node);
     let failed = !own.errors.is_empty();

@@ -213,7 +213,8 @@ pub fn verify(
     }
     let by_request =
         annotation("canary-by-header").is_some() || annotation("canary-by-cookie").is_some();
-    if by_request != ab_active {
+    // A Rollout's own annotations may route by request (`additionalIngressAnnotations`).
+    if config.argo.is_none() && by_request != ab_active {
         return Err(format!(
             "expected A/B annotations only while an A/B canary gets traffic, found them {}",
             if by_request { "set" } else { "missing" }
