@@ -18,16 +18,25 @@ use crate::support::{run_sluice, Schemas, World};
 pub(crate) const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
 const ROUTE_SOURCE: &str = "apps/podinfo/route.yaml";
 pub(crate) const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
-const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
-const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
-const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
+pub(crate) const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
+pub(crate) const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
+pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 
 /// Steps that promote without a human: a timed pause, then two more weights.
-const TIMED: &str = "        - setWeight: 20
+pub(crate) const TIMED: &str = "        - setWeight: 20
         - pause: {duration: 30s}
         - setWeight: 50
         - pause: {duration: 1m}
         - setWeight: 80";
+
+/// The weights [`TIMED`] steps through, from the stable to the promoted stable.
+pub(crate) const TIMED_WEIGHTS: [&str; 5] = [
+    "primary=100 canary=0",
+    "primary=80 canary=20",
+    "primary=50 canary=50",
+    "primary=20 canary=80",
+    "primary=100 canary=0",
+];
 
 /// A `pause: {}` after the first weight: wait for approval.
 pub(crate) const APPROVAL: &str = "        - setWeight: 20
@@ -185,7 +194,7 @@ fn world(kind: &Kind_, steps: &str, extra: &[(&str, String)]) -> World {
     World::served(&pairs).building(OUTPUT)
 }
 
-fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
+pub(crate) fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
     serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
 }
 
@@ -268,13 +277,7 @@ fn rollout_through_each_gateway_api_route_kind_steps_and_promotes() {
         w.until(Phase::Succeeded);
         assert_eq!(
             distinct(check_every_commit(&w, kind)),
-            [
-                "primary=100 canary=0",
-                "primary=80 canary=20",
-                "primary=50 canary=50",
-                "primary=20 canary=80",
-                "primary=100 canary=0",
-            ],
+            TIMED_WEIGHTS,
             "{}",
             kind.key
         );
@@ -534,6 +537,21 @@ fn rollout_with_a_passing_analysis_step_promotes_after_its_count() {
     });
 }
 
+/// `sluice plan`'s output for the Rollout `text` with its Services, route and the
+/// `canary-up` AnalysisTemplate.
+fn plan_with_analysis(text: &str) -> String {
+    let template = analysis_template("result[0] >= 1");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
 #[test]
 fn plan_lists_analysis_steps_and_background_analysis() {
     let background = "      analysis:
@@ -543,17 +561,36 @@ fn plan_lists_analysis_steps_and_background_analysis() {
 ";
     let text = rollout("6.7.0", "httpRoute", ANALYSED)
         .replace("      steps:\n", &format!("{background}      steps:\n"));
-    let template = analysis_template("result[0] >= 1");
-    let dir = crate::support::repo(&[
-        (ROLLOUT_FILE, &text),
-        ("apps/podinfo/services.yaml", &services()),
-        (ROUTE_SOURCE, &http_route()),
-        ("apps/podinfo/analysis.yaml", &template),
-    ]);
-    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
-    assert_eq!(code, 0, "{err}");
+    let out = plan_with_analysis(&text);
     assert!(
         out.contains("rollout steps:      setWeight 20, analysis canary-up, setWeight 60, background analysis canary-up"),
+        "{out}"
+    );
+}
+
+/// Argo runs its steps one after another: a pause before an analysis ends before the
+/// analysis starts, and an analysis before a pause ends before the pause starts; `sluice plan`
+/// lists them in that order (a step of its own at the same weight).
+#[test]
+fn plan_keeps_argo_step_order_of_pauses_and_analyses() {
+    let analysis = "        - analysis:
+            templates:
+              - templateName: canary-up
+            args:
+              - {name: role, value: canary}
+              - {name: namespace, value: prod}
+";
+    let steps = format!(
+        "        - setWeight: 20
+        - pause: {{duration: 30s}}
+{analysis}        - setWeight: 60
+{analysis}        - pause: {{}}
+        - setWeight: 80"
+    );
+    let text = rollout("6.7.0", "httpRoute", &steps);
+    let out = plan_with_analysis(&text);
+    assert!(
+        out.contains("rollout steps:      setWeight 20, pause 30s, analysis canary-up, setWeight 60, analysis canary-up, pause until approved, setWeight 80"),
         "{out}"
     );
 }

@@ -29,7 +29,7 @@ use crate::manifest::model::{
 use crate::manifest::rollout_analysis::Found;
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
-use crate::route::Route;
+use crate::route::{istio, smi, Route};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::{Object, Snapshot};
@@ -133,8 +133,6 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
     ("alb", "the AWS Load Balancer Controller's weights are an action annotation that Argo verifies against the live AWS target groups; a cloud-only router sluice cannot drive from git"),
     ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
     ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
-    ("istio", "the Istio router for Rollouts (weights on your VirtualService's routes) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("smi", "the SMI router for Rollouts (a TrafficSplit) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build does not run"),
 ];
 
@@ -609,6 +607,10 @@ struct Steps {
     at_step: Vec<u32>,
     /// Whether the last step's pause was set by a `pause` step (a second one is refused).
     paused: bool,
+    /// Whether the last step already holds a pause or an inline analysis: a `pause` or
+    /// `analysis` after it starts a step of its own at the same weight, so that it begins
+    /// only once the one before it has ended, as Argo runs its steps one after another.
+    held: bool,
 }
 
 impl Steps {
@@ -642,11 +644,14 @@ impl Steps {
     }
 
     fn analysis(&mut self, r: &mut Reader, value: &Node, at: &str) {
-        let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
-        if step == 0 {
+        if self.steps.is_empty() {
             r.error(value.line, at, "an analysis step before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
             return;
         }
+        self.hold_after_last(Pause::Interval);
+        self.held = true;
+        self.paused = false;
+        let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
         self.analyses.push(Found {
             at: at.to_string(),
             node: value.clone(),
@@ -674,6 +679,16 @@ impl Steps {
             pause: Pause::Interval,
         });
         self.paused = false;
+        self.held = false;
+    }
+
+    /// When the last step already holds a pause or an analysis, starts a step at its weight
+    /// with `pause`, so what comes next runs after it.
+    fn hold_after_last(&mut self, pause: Pause) {
+        if let (true, Some(last)) = (self.held, self.steps.last()) {
+            let weight = last.weight;
+            self.steps.push(Step { weight, pause });
+        }
     }
 
     fn pause(&mut self, r: &mut Reader, value: &Node, at: &str) {
@@ -693,9 +708,18 @@ impl Steps {
                 at,
                 "a timed pause before the first setWeight holds the canary at weight 0, which sluice's schedule has no step for; move it after the first setWeight, or make it pause: {} (wait for approval)",
             ),
+            Some(step) if self.held => {
+                // After an analysis: the pause is a step of its own at the same weight.
+                if pause != Pause::Interval {
+                    let weight = step.weight;
+                    self.steps.push(Step { weight, pause });
+                    self.paused = true;
+                }
+            }
             Some(step) => {
                 step.pause = pause;
                 self.paused = true;
+                self.held = pause != Pause::Interval;
             }
         }
     }
@@ -726,8 +750,9 @@ fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
     })
 }
 
-/// `strategy.canary.trafficRouting`: the route of nginx, traefik or apisix
-/// (`rollout_routers`), the Gateway API plugin's route, or a refusal.
+/// `strategy.canary.trafficRouting`: the Istio or SMI route (`read_mesh`), the route of
+/// nginx, traefik or apisix (`rollout_routers`), the Gateway API plugin's route, or a
+/// refusal. `rollout` is the Rollout's name.
 fn read_routing(
     r: &mut Reader,
     routing: &Node,
@@ -754,7 +779,8 @@ fn read_routing(
             refused = true;
         }
     }
-    let mut routes: Vec<Route> = Vec::new();
+    let mesh = read_mesh(r, routing, p, rollout, apex, lookup);
+    let mut routes: Vec<Route> = mesh.into_iter().collect();
     for key in crate::manifest::rollout_routers::ROUTERS {
         if routing.get(key).is_some() {
             match crate::manifest::rollout_routers::read(r, routing, key, rollout, apex, lookup) {
@@ -763,23 +789,32 @@ fn read_routing(
             }
         }
     }
-    if routing.get("plugins").is_some() && !routes.is_empty() {
-        r.error(routing.line, p, "this build routes a Rollout through one traffic router; found a plugin beside nginx, traefik or apisix (sluice's route file holds one)");
+    let kinds: Vec<&str> = ["istio", "smi", "nginx", "traefik", "apisix"]
+        .into_iter()
+        .filter(|k| routing.get(k).is_some())
+        .collect();
+    // istio with smi is refused by read_mesh.
+    if kinds.len() > 1 && kinds != ["istio", "smi"] {
+        r.error(routing.line, p, format!("this build routes a Rollout through one router (sluice writes one route file per Rollout); found {}", kinds.join(" and ")));
         return None;
-    }
-    if routes.len() > 1 {
-        r.error(routing.line, p, "this build routes a Rollout through one traffic router; found several of nginx, traefik and apisix (sluice's route file holds one)");
-        return None;
-    }
-    if let Some(route) = routes.pop() {
-        return (!refused).then_some(route);
     }
     let Some(plugins) = routing.get("plugins") else {
-        if !refused {
-            r.error(routing.line, p, "expected a traffic router: sluice runs nginx, traefik, apisix and the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+        if refused {
+            return None;
         }
-        return None;
+        if kinds.is_empty() {
+            r.error(routing.line, p, "expected a traffic router: sluice runs istio, smi, nginx, traefik, apisix and the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+        }
+        return routes.pop();
     };
+    if let Some(line) = kinds.iter().find_map(|k| routing.key_line(k)) {
+        r.error(
+            line,
+            p,
+            "this build routes a Rollout through one router; found a plugin too",
+        );
+        refused = true;
+    }
     let pp = join(p, "plugins");
     let Value::Map(entries) = &plugins.value else {
         r.error(
@@ -801,6 +836,66 @@ fn read_routing(
         return None;
     }
     route
+}
+
+/// `istio` or `smi` (both at once is refused: sluice writes one route file).
+fn read_mesh(
+    r: &mut Reader,
+    routing: &Node,
+    p: &str,
+    rollout: &str,
+    apex: &Apex,
+    lookup: Lookup,
+) -> Option<Route> {
+    let canary = apex.pair?;
+    match (routing.get("istio"), routing.get("smi")) {
+        (Some(_), Some(smi)) => {
+            r.error(
+                smi.line,
+                &join(p, "smi"),
+                "this build routes a Rollout through one router; found istio and smi",
+            );
+            None
+        }
+        (Some(istio), None) => {
+            let find = |kind: &str, name: &str| lookup.find(kind, name);
+            let input = istio::argo::Input {
+                namespace: apex.namespace,
+                stable_service: apex.service,
+                canary_service: canary,
+                find: &find,
+            };
+            let argo = istio::argo::read(r, istio, &join(p, "istio"), &input)?;
+            Some(Route::Istio(istio::Config {
+                argo: Some(Box::new(argo)),
+                ..istio::Config::default()
+            }))
+        }
+        (None, Some(smi)) => read_smi(r, smi, &join(p, "smi"), rollout, apex.service),
+        (None, None) => None,
+    }
+}
+
+/// `smi`: `rootService` and `trafficSplitName`, as Argo's SMI router defaults them.
+fn read_smi(r: &mut Reader, n: &Node, p: &str, rollout: &str, stable: &str) -> Option<Route> {
+    let text = |r: &mut Reader, key: &str| -> Option<Option<String>> {
+        match n.get(key) {
+            Some(v) => name_at(r, v, &join(p, key)).map(|name| Some(name.to_string())),
+            None => Some(None),
+        }
+    };
+    if n.value != Value::Null {
+        r.map(n, p, &["rootService", "trafficSplitName"])?;
+    }
+    let root = text(r, "rootService")?;
+    let name = text(r, "trafficSplitName")?;
+    Some(Route::Smi(smi::Config {
+        version: smi::SmiVersion::V1alpha1,
+        argo: Some(smi::ArgoSplit {
+            name: name.unwrap_or_else(|| rollout.to_string()),
+            root_service: root.unwrap_or_else(|| stable.to_string()),
+        }),
+    }))
 }
 
 /// The Gateway API plugin's configuration: one route, named, in the Rollout's namespace.

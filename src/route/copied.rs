@@ -122,7 +122,8 @@ pub fn read_apisix(
     finish(r, own, object, Weigh::Apisix { rules })
 }
 
-fn check_api(r: &mut Reader, object: &Object, apis: &[&str]) {
+/// Reports `object`'s `apiVersion` unless it is one of `apis`.
+pub(crate) fn check_api(r: &mut Reader, object: &Object, apis: &[&str]) {
     if !object.api_version.is_some_and(|v| apis.contains(&v)) {
         let line = object
             .node

@@ -74,21 +74,7 @@ fn canary_name(rollout: &str, ingress: &str) -> String {
 pub fn read_rollout(r: &mut Reader, object: &Object, argo: &ArgoNginx) -> Option<Config> {
     let mut own = Reader::new(object.file);
     let name = object.name.to_string();
-    if object.api_version != Some(INGRESS_API) {
-        let line = object
-            .node
-            .get("apiVersion")
-            .map_or(object.line, |n| n.line);
-        own.error(
-            line,
-            "apiVersion",
-            format!(
-                "expected {INGRESS_API} (the stable Ingress of Rollout {}), found {:?}",
-                argo.rollout,
-                object.api_version.unwrap_or_default()
-            ),
-        );
-    }
+    crate::route::copied::check_api(&mut own, object, &[INGRESS_API]);
     check_rules(&mut own, object.node);
     let failed = !own.errors.is_empty();
     r.errors.append(&mut own.errors);
