@@ -23,6 +23,7 @@ pub mod rollout;
 pub mod rollout_analysis;
 pub mod rollout_blue_green;
 pub mod rollout_lookup;
+pub mod rollout_routers;
 pub mod settings;
 pub mod sync;
 pub mod template_refs;

@@ -134,9 +134,6 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
     ("alb", "the AWS Load Balancer Controller's weights are an action annotation that Argo verifies against the live AWS target groups; a cloud-only router sluice cannot drive from git"),
     ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
     ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
-    ("nginx", "the NGINX router for Rollouts (a canary Ingress beside your stableIngress) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("traefik", "the Traefik router for Rollouts (weights on your TraefikService) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("apisix", "the APISIX router for Rollouts (weights on your ApisixRoute) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build does not run"),
 ];
 
@@ -723,8 +720,9 @@ pub(crate) fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
     })
 }
 
-/// `strategy.canary.trafficRouting`: the Istio or SMI route, the Gateway API plugin's route,
-/// or a refusal. `rollout` is the Rollout's name.
+/// `strategy.canary.trafficRouting`: the Istio or SMI route (`read_mesh`), the route of
+/// nginx, traefik or apisix (`rollout_routers`), the Gateway API plugin's route, or a
+/// refusal. `rollout` is the Rollout's name.
 fn read_routing(
     r: &mut Reader,
     routing: &Node,
@@ -752,16 +750,34 @@ fn read_routing(
         }
     }
     let mesh = read_mesh(r, routing, p, rollout, apex, lookup);
+    let mut routes: Vec<Route> = mesh.into_iter().collect();
+    for key in crate::manifest::rollout_routers::ROUTERS {
+        if routing.get(key).is_some() {
+            match crate::manifest::rollout_routers::read(r, routing, key, rollout, apex, lookup) {
+                Some(route) => routes.push(route),
+                None => refused = true,
+            }
+        }
+    }
+    let kinds: Vec<&str> = ["istio", "smi", "nginx", "traefik", "apisix"]
+        .into_iter()
+        .filter(|k| routing.get(k).is_some())
+        .collect();
+    // istio with smi is refused by read_mesh.
+    if kinds.len() > 1 && kinds != ["istio", "smi"] {
+        r.error(routing.line, p, format!("this build routes a Rollout through one router (sluice writes one route file per Rollout); found {}", kinds.join(" and ")));
+        return None;
+    }
     let Some(plugins) = routing.get("plugins") else {
         if refused {
             return None;
         }
-        if mesh.is_none() && !["istio", "smi"].iter().any(|k| routing.get(k).is_some()) {
-            r.error(routing.line, p, "expected a traffic router: sluice runs istio, smi and the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+        if kinds.is_empty() {
+            r.error(routing.line, p, "expected a traffic router: sluice runs istio, smi, nginx, traefik, apisix and the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
         }
-        return mesh;
+        return routes.pop();
     };
-    if let Some(line) = ["istio", "smi"].iter().find_map(|k| routing.key_line(k)) {
+    if let Some(line) = kinds.iter().find_map(|k| routing.key_line(k)) {
         r.error(
             line,
             p,

@@ -53,7 +53,7 @@ pub struct Apisix;
 
 /// The ApisixRoute API version Flagger reads and writes.
 pub const API_VERSION: &str = "apisix.apache.org/v2";
-const KIND: &str = "ApisixRoute";
+pub const KIND: &str = "ApisixRoute";
 
 /// The canary route's priority: Flagger's `maxPriority`, above the user's rule.
 pub const PRIORITY: u32 = 10_000;
@@ -82,7 +82,7 @@ const BACKEND_KEYS: &[&str] = &[
 
 /// A validated APISIX route: what sluice copies from the user's ApisixRoute.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub struct FlaggerRoute {
     /// `spec.routeRef.name`: the user's ApisixRoute (Flagger's metric queries call it
     /// `{{ route }}`).
     pub route: String,
@@ -99,6 +99,16 @@ pub struct Config {
     pub backend: BackendFields,
     /// The user's `spec.stream` rules, copied as Flagger does.
     pub stream: Option<Json>,
+}
+
+/// What the ApisixRoute is written from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Config {
+    /// A Flagger canary: the canary route `<route>-<svc>-canary` Flagger creates.
+    Flagger(Box<FlaggerRoute>),
+    /// An Argo Rollout's `trafficRouting.apisix`: the user's ApisixRoute, copied with the
+    /// weights set (`route::copied`).
+    Rollout(Box<crate::route::copied::Copied>),
 }
 
 /// The backend fields the primary and canary backends share (Flagger's copy).
@@ -162,7 +172,7 @@ impl Router for Apisix {
             r.error(name_node.line, "spec.routeRef.name", format!("the canary route {canary_route:?} would be longer than the 253 characters of a Kubernetes name; use a shorter route name"));
             return None;
         }
-        read_route(r, &object, &name, &apex)
+        read_route(r, &object, &name, &apex).map(|c| Config::Flagger(Box::new(c)))
     }
 
     fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
@@ -173,7 +183,11 @@ impl Router for Apisix {
     /// Nothing to convert: [`check_canary`](Apisix::check_canary) refuses A/B.
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
-    fn check_canary(_config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
+    fn check_canary(config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
+        if let Config::Rollout(_) = config {
+            // A Rollout's steps are a canary weight schedule.
+            return;
+        }
         refuse_non_canary(
             r,
             canary,
@@ -185,11 +199,17 @@ impl Router for Apisix {
 
     // Session affinity and mirroring, the only route state, are refused when reading.
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(config, input).map(Some)
+        match config {
+            Config::Flagger(config) => render(config, input).map(Some),
+            Config::Rollout(copied) => crate::route::copied::render(copied, input).map(Some),
+        }
     }
 
     fn route_ref(config: &Config) -> Option<&str> {
-        Some(&config.route)
+        match config {
+            Config::Flagger(config) => Some(&config.route),
+            Config::Rollout(_) => None,
+        }
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -280,7 +300,7 @@ fn string_map(
 }
 
 /// Checks the user's route and keeps what the canary route copies.
-fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option<Config> {
+fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option<FlaggerRoute> {
     let before = r.errors.len();
     let file = object.file;
     let root = object.node;
@@ -362,7 +382,7 @@ fn read_route(r: &mut Reader, object: &Object, name: &str, apex: &str) -> Option
     if r.errors.len() > before {
         return None;
     }
-    Some(Config {
+    Some(FlaggerRoute {
         route: name.to_string(),
         labels,
         annotations,
@@ -533,7 +553,7 @@ struct Backend<'a> {
     weight: u8,
 }
 
-fn render(config: &Config, input: &RenderInput) -> Result<String, RouteError> {
+fn render(config: &FlaggerRoute, input: &RenderInput) -> Result<String, RouteError> {
     let (canary, backends, weights) = (input.canary, input.backends, input.weights);
     let mut labels: BTreeMap<&str, &str> = config
         .labels

@@ -44,6 +44,7 @@ pub const ROLLOUT_ROLE_LABEL: &str = "sluice.dev/rollout-role";
 pub mod apisix;
 pub mod appmesh;
 pub mod contour;
+pub mod copied;
 pub mod gateway_api;
 pub mod gloo;
 mod header_match;
@@ -730,6 +731,24 @@ fn render_template(
     template
         .render(minijinja::Value::from(Serde(context)))
         .map_err(template_error)
+}
+
+/// Emits `doc` (an object copied from the user's YAML, key order kept) as YAML text, without
+/// the document marker.
+fn emit_yaml(
+    canary: &Canary,
+    template: &'static str,
+    doc: &yaml_rust2::Yaml,
+) -> Result<String, RouteError> {
+    let mut text = String::new();
+    let mut emitter = yaml_rust2::YamlEmitter::new(&mut text);
+    emitter.multiline_strings(true);
+    emitter.dump(doc).map_err(|e| RouteError::Output {
+        canary: canary.id.to_string(),
+        template,
+        message: format!("the YAML emitter failed: {e}"),
+    })?;
+    Ok(text)
 }
 
 /// Parses rendered text back, as Flux or Argo CD will.

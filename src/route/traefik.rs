@@ -39,9 +39,16 @@ pub struct Traefik;
 /// The one TraefikService API version written.
 pub const API_VERSION: &str = "traefik.io/v1alpha1";
 
-/// Nothing to configure: Flagger's Traefik router reads only the service port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config;
+/// What the TraefikService is written from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Config {
+    /// A Flagger canary: nothing to configure, Flagger's Traefik router reads only the
+    /// service port.
+    Flagger,
+    /// An Argo Rollout's `trafficRouting.traefik`: the user's TraefikService, copied with the
+    /// weights set (`route::copied`).
+    Rollout(Box<crate::route::copied::Copied>),
+}
 
 impl Router for Traefik {
     type Variant = ();
@@ -83,11 +90,11 @@ impl Router for Traefik {
                 }
             }
         }
-        (r.errors.len() == before).then_some(Config)
+        (r.errors.len() == before).then_some(Config::Flagger)
     }
 
     fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
-        expect_api_version(r, native, API_VERSION, "TraefikService").map(|()| Config)
+        expect_api_version(r, native, API_VERSION, "TraefikService").map(|()| Config::Flagger)
     }
 
     /// Nothing to convert: [`check_canary`](Traefik::check_canary) refuses A/B.
@@ -104,8 +111,11 @@ impl Router for Traefik {
     }
 
     // Session affinity and mirroring are refused for Traefik canaries when read.
-    fn render(_config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(input.canary, input.backends, input.weights).map(Some)
+    fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        match config {
+            Config::Flagger => render(input.canary, input.backends, input.weights).map(Some),
+            Config::Rollout(copied) => crate::route::copied::render(copied, input).map(Some),
+        }
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {

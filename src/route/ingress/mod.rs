@@ -30,18 +30,19 @@
 //! ignore the analysis' `mirror`, `mirrorWeight` and `sessionAffinity` too: sluice refuses
 //! those, since dropping them would route other requests than asked.
 
+mod argo;
 mod nginx;
 mod skipper;
 
 use std::collections::BTreeMap;
 
-use yaml_rust2::{Yaml, YamlEmitter};
+use yaml_rust2::Yaml;
 
 use crate::core::model::Strategy;
 use crate::route::istio::api::{self, HttpMatchRequest};
 use crate::route::ANALYSIS_MATCH_ONLY;
 use crate::route::{
-    header_comment, reparse, AbInput, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
+    emit_yaml, header_comment, reparse, AbInput, BuiltinMetrics, Canary, FieldUse, FlaggerFields,
     FlaggerInput, Route, RouteError, Router, MANAGED_BY,
 };
 use crate::route::{NativeInput, RenderInput};
@@ -49,6 +50,7 @@ use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{join, warn_ref_api_version, Reader};
 use crate::yaml::snapshot::Object;
 
+pub use argo::{read_rollout, ArgoCanary, ArgoNginx};
 pub use nginx::HeaderMatch;
 
 /// The Ingress routers.
@@ -84,12 +86,19 @@ pub struct Config {
     pub spec: Yaml,
     /// An A/B canary's request match (nginx only; `None` for other strategies).
     pub ab: Option<HeaderMatch>,
+    /// For an Argo Rollout's `trafficRouting.nginx`: the canary Ingress as Argo names and
+    /// annotates it (`argo.rs`); `None` for a Flagger canary.
+    pub argo: Option<ArgoCanary>,
 }
 
 impl Config {
-    /// The canary Ingress' name, as Flagger names it.
+    /// The canary Ingress' name: Argo's `<rollout>-<ingress>-canary` for a Rollout,
+    /// Flagger's `<ingress>-canary` otherwise.
     pub fn canary_name(&self) -> String {
-        format!("{}-canary", self.name)
+        match &self.argo {
+            Some(argo) => argo.name.clone(),
+            None => format!("{}-canary", self.name),
+        }
     }
 }
 
@@ -161,7 +170,9 @@ impl Router for Ingress {
 
     fn check_canary(config: &Config, r: &mut Reader, canary: &Canary, spec: &Node) {
         let apex = canary.service.name.as_str();
-        if !has_backend(&config.spec, apex) {
+        // A Rollout's canary Ingress keeps only the rules that name its stableService, and
+        // `argo::read_rollout` refused an Ingress with none.
+        if config.argo.is_none() && !has_backend(&config.spec, apex) {
             r.error(config.ref_line, "spec.ingressRef.name", format!("Ingress {} ({}) has no path whose backend is the apex Service {apex:?}; Flagger sends the canary's share through a copy of that path, so add one (backend.service.name: {apex})", config.name, config.source));
         }
         if config.controller == Controller::Skipper {
@@ -359,6 +370,7 @@ fn read_ingress(
         annotations,
         spec,
         ab: None,
+        argo: None,
     })
 }
 
@@ -495,16 +507,7 @@ fn emit(
     doc.insert(s("kind"), s("Ingress"));
     doc.insert(s("metadata"), Yaml::Hash(metadata));
     doc.insert(s("spec"), spec);
-    let mut text = String::new();
-    let mut emitter = YamlEmitter::new(&mut text);
-    emitter.multiline_strings(true);
-    emitter
-        .dump(&Yaml::Hash(doc))
-        .map_err(|e| RouteError::Output {
-            canary: canary.id.to_string(),
-            template: TEMPLATE,
-            message: format!("the YAML emitter failed: {e}"),
-        })?;
+    let text = emit_yaml(canary, TEMPLATE, &Yaml::Hash(doc))?;
     Ok(format!("{}\n{text}\n", header_comment(canary)))
 }
 

@@ -29,11 +29,20 @@ use crate::yaml::reader::{index, join, Reader};
 
 use super::{backend_service, paths_mut, rendered_backends, set_backend_service, Config};
 
-/// Flagger's default `-ingress-annotations-prefix`.
-const PREFIX: &str = "nginx.ingress.kubernetes.io";
+/// Flagger's default `-ingress-annotations-prefix` (and Argo's default `annotationPrefix`).
+pub(super) const PREFIX: &str = "nginx.ingress.kubernetes.io";
 
 fn key(suffix: &str) -> String {
     format!("{PREFIX}/{suffix}")
+}
+
+/// `key` under the prefix the canary is written with: a Rollout's `annotationPrefix`, or
+/// Flagger's.
+fn key_of(config: &Config, suffix: &str) -> String {
+    match &config.argo {
+        Some(argo) => format!("{}/{suffix}", argo.prefix),
+        None => key(suffix),
+    }
 }
 
 /// An A/B canary's request match, as Flagger maps it onto ingress-nginx annotations.
@@ -147,7 +156,10 @@ pub fn canary(config: &Config, input: &RenderInput) -> (Yaml, BTreeMap<String, S
         }
     }
     let mut annotations = config.annotations.clone();
-    annotations.insert(key("canary"), "true".into());
+    if let Some(argo) = &config.argo {
+        annotations.extend(argo.annotations.clone());
+    }
+    annotations.insert(key_of(config, "canary"), "true".into());
     match &config.ab {
         Some(ab) if weights.canary > 0 => {
             // Flagger's A/B never sets a weight: the one its Reconcile wrote stays.
@@ -165,7 +177,7 @@ pub fn canary(config: &Config, input: &RenderInput) -> (Yaml, BTreeMap<String, S
             }
         }
         _ => {
-            annotations.insert(key("canary-weight"), weights.canary.to_string());
+            annotations.insert(key_of(config, "canary-weight"), weights.canary.to_string());
         }
     }
     (spec, annotations)
@@ -180,13 +192,13 @@ pub fn verify(
 ) -> Result<(), String> {
     let annotation = |suffix: &str| {
         doc.pointer("/metadata/annotations")
-            .and_then(|a| a.get(key(suffix)))
+            .and_then(|a| a.get(key_of(config, suffix)))
             .and_then(Json::as_str)
     };
     if annotation("canary") != Some("true") {
         return Err(format!(
             "expected annotation {} = \"true\", found {:?}",
-            key("canary"),
+            key_of(config, "canary"),
             annotation("canary")
         ));
     }
@@ -195,13 +207,14 @@ pub fn verify(
     if annotation("canary-weight") != Some(want.to_string().as_str()) {
         return Err(format!(
             "expected annotation {} = \"{want}\", found {:?}",
-            key("canary-weight"),
+            key_of(config, "canary-weight"),
             annotation("canary-weight")
         ));
     }
     let by_request =
         annotation("canary-by-header").is_some() || annotation("canary-by-cookie").is_some();
-    if by_request != ab_active {
+    // A Rollout's own annotations may route by request (`additionalIngressAnnotations`).
+    if config.argo.is_none() && by_request != ab_active {
         return Err(format!(
             "expected A/B annotations only while an A/B canary gets traffic, found them {}",
             if by_request { "set" } else { "missing" }
