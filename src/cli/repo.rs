@@ -49,6 +49,16 @@ impl RepoArgs {
         &self,
         clock: Option<std::sync::Arc<crate::clock::Clock>>,
     ) -> anyhow::Result<Locked> {
+        self.open_scoped(clock, None)
+    }
+
+    /// [`RepoArgs::open_on`] with the git credentials read from `env` (one config repo's own
+    /// variables, see [`crate::cli::repos`]) instead of the process environment when given.
+    pub fn open_scoped(
+        &self,
+        clock: Option<std::sync::Arc<crate::clock::Clock>>,
+        env: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> anyhow::Result<Locked> {
         crate::gitops::set_network_timeout(self.git_timeout);
         let signing = self
             .signing_ssh_key
@@ -59,7 +69,13 @@ impl RepoArgs {
         if let Some(signing) = &signing {
             signing.check_usable()?;
         }
-        let mut locked = open_on(&self.repo, &self.branch, self.workdir.as_deref(), clock)?;
+        let mut locked = open_on(
+            &self.repo,
+            &self.branch,
+            self.workdir.as_deref(),
+            clock,
+            env,
+        )?;
         locked.repo.set_signing(signing);
         Ok(locked)
     }
@@ -114,15 +130,17 @@ fn default_workdir(url: &str) -> PathBuf {
 /// beside the work dir (`<work dir>.lock`), never truncated; one this call created goes again
 /// when the work dir is refused (it is not a clone sluice made).
 pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<Locked> {
-    open_on(url, branch, workdir, None)
+    open_on(url, branch, workdir, None, None)
 }
 
-/// [`open`], a GitHub App's git tokens expiring by `clock` (the wall clock when `None`).
+/// [`open`], a GitHub App's git tokens expiring by `clock` (the wall clock when `None`), the
+/// credentials read from `env` when given (else from the process environment).
 fn open_on(
     url: &str,
     branch: &str,
     workdir: Option<&Path>,
     clock: Option<std::sync::Arc<crate::clock::Clock>>,
+    env: Option<&std::collections::BTreeMap<String, String>>,
 ) -> anyhow::Result<Locked> {
     let workdir = workdir.map_or_else(|| default_workdir(url), Path::to_path_buf);
     // `.` and `..` name the folder, so the lock beside it is a file of its own.
@@ -147,9 +165,10 @@ fn open_on(
     }
     // Ours alone now: a lock file in the clone is what a killed sluice left behind.
     let opened = ConfigRepo::remove_stale_locks(&workdir).and_then(|_| {
-        let creds = match clock {
-            Some(clock) => Credentials::from_env_on(clock)?,
-            None => Credentials::from_env()?,
+        let clock = clock.unwrap_or_else(|| std::sync::Arc::new(crate::clock::Clock::Wall));
+        let creds = match env {
+            Some(env) => Credentials::from_lookup_on(|name| env.get(name).cloned(), clock)?,
+            None => Credentials::from_env_on(clock)?,
         };
         ConfigRepo::open_or_clone(url, branch, &workdir, &creds)
     });
