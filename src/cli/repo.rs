@@ -11,8 +11,9 @@ use crate::gitops::{redact_url, ConfigRepo, Credentials};
 pub struct RepoArgs {
     /// Config repo URL: a local path, file://, git://, http(s):// or ssh. Credentials come from
     /// SLUICE_GIT_TOKEN, SLUICE_GIT_USERNAME/SLUICE_GIT_PASSWORD or SLUICE_GIT_SSH_KEY.
-    #[arg(long, env = "SLUICE_REPO")]
-    pub repo: String,
+    /// `sluice run` takes it several times: one install, several config repos (see --repos).
+    #[arg(long, env = "SLUICE_REPO", required = true, action = clap::ArgAction::Append)]
+    pub repo: Vec<String>,
     /// Branch Flux or Argo CD applies.
     #[arg(long, default_value = "main", env = "SLUICE_BRANCH")]
     pub branch: String,
@@ -30,11 +31,26 @@ pub struct RepoArgs {
 }
 
 impl RepoArgs {
+    /// The one config repo's URL; an error when `--repo` is given several times (only
+    /// `sluice run` reconciles several repos).
+    pub fn url(&self) -> anyhow::Result<&str> {
+        match self.repo.as_slice() {
+            [one] => Ok(one),
+            [] => bail!("give --repo URL"),
+            many => bail!(
+                "--repo is given {} times; this command works on one config repo (only `sluice \
+                 run` reconciles several)",
+                many.len()
+            ),
+        }
+    }
+
     /// The persistent clone's folder: `--workdir`, or the default for the URL.
-    pub fn workdir_path(&self) -> PathBuf {
-        self.workdir
-            .clone()
-            .unwrap_or_else(|| default_workdir(&self.repo))
+    pub fn workdir_path(&self) -> anyhow::Result<PathBuf> {
+        match &self.workdir {
+            Some(w) => Ok(w.clone()),
+            None => Ok(default_workdir(self.url()?)),
+        }
     }
 
     /// Opens (cloning on first use) the clone and fetches the branch, with the signing key applied; a key
@@ -70,7 +86,7 @@ impl RepoArgs {
             signing.check_usable()?;
         }
         let mut locked = open_on(
-            &self.repo,
+            self.url()?,
             &self.branch,
             self.workdir.as_deref(),
             clock,

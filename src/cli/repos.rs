@@ -41,6 +41,19 @@ pub struct Repo {
     pub workdir: Option<PathBuf>,
 }
 
+impl Repo {
+    /// The options to open this repo with: `shared`'s (signing key, git timeout) and its own
+    /// URL, branch and clone.
+    pub fn args(&self, shared: &crate::cli::repo::RepoArgs) -> crate::cli::repo::RepoArgs {
+        crate::cli::repo::RepoArgs {
+            repo: vec![self.url.clone()],
+            branch: self.branch.clone(),
+            workdir: self.workdir.clone(),
+            ..shared.clone()
+        }
+    }
+}
+
 /// `--repos FILE` as written.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,7 +72,11 @@ struct RawRepo {
 
 /// The repos of `--repo URL` given several times: each named after its URL's last path
 /// segment (`.git` cut), on `branch`, cloned into `<workdir>/<name>` when `--workdir` is given.
-pub fn from_urls(urls: &[String], branch: &str, workdir: Option<&Path>) -> anyhow::Result<Vec<Repo>> {
+pub fn from_urls(
+    urls: &[String],
+    branch: &str,
+    workdir: Option<&Path>,
+) -> anyhow::Result<Vec<Repo>> {
     let repos = urls
         .iter()
         .map(|url| {
@@ -235,8 +252,14 @@ mod tests {
             ("HOME", "/home/sluice"),
         ]);
         let a = repo_env(&process, "team-a");
-        assert_eq!(a.get("SLUICE_GIT_TOKEN").map(String::as_str), Some("a-token"));
-        assert_eq!(a.get("SLUICE_FORGE_TOKEN").map(String::as_str), Some("a-forge"));
+        assert_eq!(
+            a.get("SLUICE_GIT_TOKEN").map(String::as_str),
+            Some("a-token")
+        );
+        assert_eq!(
+            a.get("SLUICE_FORGE_TOKEN").map(String::as_str),
+            Some("a-forge")
+        );
         assert_eq!(
             a.get("SLUICE_SECRET_PROD__PROM__TOKEN").map(String::as_str),
             Some("a-secret")
@@ -253,8 +276,17 @@ mod tests {
             Some("/var/run/sluice/secrets/team-a")
         );
         let b = repo_env(&process, "team-b");
-        assert_eq!(b.get("SLUICE_GIT_USERNAME").map(String::as_str), Some("b-user"));
-        for value in ["a-token", "a-forge", "a-secret", "install-wide", "install-forge"] {
+        assert_eq!(
+            b.get("SLUICE_GIT_USERNAME").map(String::as_str),
+            Some("b-user")
+        );
+        for value in [
+            "a-token",
+            "a-forge",
+            "a-secret",
+            "install-wide",
+            "install-forge",
+        ] {
             assert!(
                 !b.values().any(|v| v == value),
                 "repo team-b sees {value}: {b:?}"
@@ -314,7 +346,10 @@ mod tests {
         );
         std::fs::write(&path, "repos:\n  - name: Shop\n    url: /x\n").unwrap();
         let err = from_file(&path, "main", None).unwrap_err().to_string();
-        assert!(err.contains("expected a name of lower-case letters"), "{err}");
+        assert!(
+            err.contains("expected a name of lower-case letters"),
+            "{err}"
+        );
         std::fs::write(&path, "repos:\n  - name: shop\n    uri: /x\n").unwrap();
         let err = from_file(&path, "main", None).unwrap_err().to_string();
         assert!(err.contains("uri"), "{err}");

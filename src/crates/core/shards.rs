@@ -202,10 +202,7 @@ mod tests {
         };
         for count in [2, 7, 16, 1024] {
             for (ns, name) in [("shop", "web"), ("prod", "podinfo")] {
-                assert_eq!(
-                    shard_of_in("", ns, name, count),
-                    shard_of(ns, name, count)
-                );
+                assert_eq!(shard_of_in("", ns, name, count), shard_of(ns, name, count));
                 let want = fnv(format!("team-a\0{ns}/{name}").as_bytes()) % u64::from(count);
                 assert_eq!(u64::from(shard_of_in("team-a", ns, name, count)), want);
             }
