@@ -48,7 +48,7 @@ pub const DEFAULT_PORT: u16 = 8723;
 pub const DEFAULT_PROBE_LISTEN: &str = "127.0.0.1:8081";
 
 #[derive(Debug, clap::Args)]
-#[command(mut_arg("repo", |a| a.required_unless_present("repos_file")))]
+#[command(mut_arg("repo", |a| a.required(false).required_unless_present("repos_file")))]
 pub struct Args {
     #[command(flatten)]
     pub repo: RepoArgs,
