@@ -15,28 +15,37 @@ use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FIL
 use crate::support::route_sources::route_head;
 use crate::support::{run_sluice, Schemas, World};
 
-const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
+pub(crate) const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
 const ROUTE_SOURCE: &str = "apps/podinfo/route.yaml";
-const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
-const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
-const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
-const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
+pub(crate) const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
+pub(crate) const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
+pub(crate) const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
+pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 
 /// Steps that promote without a human: a timed pause, then two more weights.
-const TIMED: &str = "        - setWeight: 20
+pub(crate) const TIMED: &str = "        - setWeight: 20
         - pause: {duration: 30s}
         - setWeight: 50
         - pause: {duration: 1m}
         - setWeight: 80";
 
+/// The weights [`TIMED`] steps through, from the stable to the promoted stable.
+pub(crate) const TIMED_WEIGHTS: [&str; 5] = [
+    "primary=100 canary=0",
+    "primary=80 canary=20",
+    "primary=50 canary=50",
+    "primary=20 canary=80",
+    "primary=100 canary=0",
+];
+
 /// A `pause: {}` after the first weight: wait for approval.
-const APPROVAL: &str = "        - setWeight: 20
+pub(crate) const APPROVAL: &str = "        - setWeight: 20
         - pause: {}
         - setWeight: 60";
 
 /// The Rollout, as Argo's Gateway API plugin examples write one: 5 replicas, the podinfo
 /// pod template at `version`, the plugin naming the route `route_key: podinfo-public`.
-fn rollout(version: &str, route_key: &str, steps: &str) -> String {
+pub(crate) fn rollout(version: &str, route_key: &str, steps: &str) -> String {
     format!(
         "apiVersion: argoproj.io/v1alpha1
 kind: Rollout
@@ -77,7 +86,7 @@ spec:
 
 /// The two Services the Rollout names; Argo adds the pod template hash to their selectors
 /// at run time, sluice the role label in git.
-fn services() -> String {
+pub(crate) fn services() -> String {
     ["podinfo-stable", "podinfo-canary"]
         .map(|name| {
             format!(
@@ -185,7 +194,7 @@ fn world(kind: &Kind_, steps: &str, extra: &[(&str, String)]) -> World {
     World::served(&pairs).building(OUTPUT)
 }
 
-fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
+pub(crate) fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
     serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
 }
 
@@ -268,13 +277,7 @@ fn rollout_through_each_gateway_api_route_kind_steps_and_promotes() {
         w.until(Phase::Succeeded);
         assert_eq!(
             distinct(check_every_commit(&w, kind)),
-            [
-                "primary=100 canary=0",
-                "primary=80 canary=20",
-                "primary=50 canary=50",
-                "primary=20 canary=80",
-                "primary=100 canary=0",
-            ],
+            TIMED_WEIGHTS,
             "{}",
             kind.key
         );
@@ -440,7 +443,7 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
 
 /// Steps with an inline analysis after the first weight, its args from the pod template
 /// hash (the canary's role label value) and a field of the Rollout.
-const ANALYSED: &str = "        - setWeight: 20
+pub(crate) const ANALYSED: &str = "        - setWeight: 20
         - analysis:
             templates:
               - templateName: canary-up
@@ -454,7 +457,7 @@ const ANALYSED: &str = "        - setWeight: 20
 
 /// The AnalysisTemplate the steps name: the exporter's `up` (1), filtered by the arguments
 /// (no series has those labels, so `!=` keeps it), judged by `condition`, twice.
-fn analysis_template(condition: &str) -> String {
+pub(crate) fn analysis_template(condition: &str) -> String {
     format!(
         "apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -507,7 +510,7 @@ fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
 }
 
 /// The `Sluice-Check` trailers of every commit on main whose message has `grep`, newest first.
-fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
+pub(crate) fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
     crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
 }
 

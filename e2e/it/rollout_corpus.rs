@@ -619,6 +619,42 @@ fn plan_words(steps: &[ArgoStep]) -> Option<Vec<String>> {
         .collect()
 }
 
+/// `words` with the background analysis of `extra` (`background=t1,t2[@stepN]`) where `sluice
+/// plan` prints it: after the `setWeight` that Argo step N is at (at least the first, since
+/// sluice measures nothing at weight 0).
+fn with_background(mut words: Vec<String>, steps: &[ArgoStep], extra: &[String]) -> Vec<String> {
+    let Some(background) = extra.iter().find_map(|e| e.strip_prefix("background=")) else {
+        return words;
+    };
+    let (templates, starting) = match background.split_once("@step") {
+        Some((t, n)) => (t, n.parse::<usize>().unwrap_or(0)),
+        None => (background, 0),
+    };
+    if templates.is_empty() {
+        return words;
+    }
+    let weights_so_far = steps
+        .iter()
+        .take(starting + 1)
+        .filter(|s| matches!(s, ArgoStep::SetWeight(_)))
+        .count()
+        .max(1);
+    let names: Vec<&str> = templates
+        .split(',')
+        .map(|t| t.strip_prefix("cluster:").unwrap_or(t))
+        .collect();
+    let at = words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.starts_with("setWeight "))
+        .nth(weights_so_far - 1)
+        .map(|(i, _)| i + 1);
+    if let Some(at) = at {
+        words.insert(at, format!("background analysis {}", names.join(" + ")));
+    }
+    words
+}
+
 /// The files read beside `fixture`: itself and every companion SOURCES lists for it.
 fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<String> {
     let mut files = vec![fixture.to_string()];
@@ -686,8 +722,8 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
         let at = format!("{} ({})", e.fixture, e.name);
         let reading = sluice_reads(&e.fixture, &e.name, &sources);
         match (&e.verdict, reading) {
-            (Verdict::Accepted { steps, .. }, Reading::Runs(got)) => {
-                match plan_words(steps) {
+            (Verdict::Accepted { steps, extra, .. }, Reading::Runs(got)) => {
+                match plan_words(steps).map(|w| with_background(w, steps, extra)) {
                     Some(want) if want == got => {
                         *runs.entry(e.verdict.routing().to_string()).or_default() += 1;
                     }
@@ -698,7 +734,9 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
                 }
             }
             (Verdict::Refused { reason, .. }, Reading::Runs(got)) => {
-                wrong.push(format!("{at}: Argo refuses it ({reason}), sluice runs {got:?}"));
+                wrong.push(format!(
+                    "{at}: Argo refuses it ({reason}), sluice runs {got:?}"
+                ));
             }
             (_, Reading::Refused(why)) if why.is_empty() => {
                 wrong.push(format!("{at}: neither read nor refused at a line"));

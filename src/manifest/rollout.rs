@@ -29,7 +29,7 @@ use crate::manifest::model::{
 use crate::manifest::rollout_analysis::Found;
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
-use crate::route::Route;
+use crate::route::{istio, smi, Route};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::{Object, Snapshot};
@@ -133,9 +133,7 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
     ("alb", "the AWS Load Balancer Controller's weights are an action annotation that Argo verifies against the live AWS target groups; a cloud-only router sluice cannot drive from git"),
     ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
     ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
-    ("istio", "the Istio router for Rollouts (weights on your VirtualService's routes) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("nginx", "the NGINX router for Rollouts (a canary Ingress beside your stableIngress) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
-    ("smi", "the SMI router for Rollouts (a TrafficSplit) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("traefik", "the Traefik router for Rollouts (weights on your TraefikService) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("apisix", "the APISIX router for Rollouts (weights on your ApisixRoute) is not in this build yet; use the Gateway API plugin, or keep this Rollout on Argo Rollouts for now"),
     ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build does not run"),
@@ -263,6 +261,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     let route = read_routing(
         r,
         routing,
+        name.as_str(),
         &Apex {
             namespace: namespace.as_str(),
             service: stable.as_str(),
@@ -728,8 +727,15 @@ fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
     })
 }
 
-/// `strategy.canary.trafficRouting`: the Gateway API plugin's route, or a refusal.
-fn read_routing(r: &mut Reader, routing: &Node, apex: &Apex, lookup: Lookup) -> Option<Route> {
+/// `strategy.canary.trafficRouting`: the Istio or SMI route, the Gateway API plugin's route,
+/// or a refusal. `rollout` is the Rollout's name.
+fn read_routing(
+    r: &mut Reader,
+    routing: &Node,
+    rollout: &str,
+    apex: &Apex,
+    lookup: Lookup,
+) -> Option<Route> {
     let p = "spec.strategy.canary.trafficRouting";
     r.map(routing, p, ROUTING_KEYS)?;
     let mut refused = false;
@@ -749,12 +755,24 @@ fn read_routing(r: &mut Reader, routing: &Node, apex: &Apex, lookup: Lookup) -> 
             refused = true;
         }
     }
+    let mesh = read_mesh(r, routing, p, rollout, apex, lookup);
     let Some(plugins) = routing.get("plugins") else {
-        if !refused {
-            r.error(routing.line, p, "expected a traffic router: sluice runs the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+        if refused {
+            return None;
         }
-        return None;
+        if mesh.is_none() && !["istio", "smi"].iter().any(|k| routing.get(k).is_some()) {
+            r.error(routing.line, p, "expected a traffic router: sluice runs istio, smi and the Gateway API plugin (plugins: {argoproj-labs/gatewayAPI: ...})");
+        }
+        return mesh;
     };
+    if let Some(line) = ["istio", "smi"].iter().find_map(|k| routing.key_line(k)) {
+        r.error(
+            line,
+            p,
+            "this build routes a Rollout through one router; found a plugin too",
+        );
+        refused = true;
+    }
     let pp = join(p, "plugins");
     let Value::Map(entries) = &plugins.value else {
         r.error(
@@ -776,6 +794,66 @@ fn read_routing(r: &mut Reader, routing: &Node, apex: &Apex, lookup: Lookup) -> 
         return None;
     }
     route
+}
+
+/// `istio` or `smi` (both at once is refused: sluice writes one route file).
+fn read_mesh(
+    r: &mut Reader,
+    routing: &Node,
+    p: &str,
+    rollout: &str,
+    apex: &Apex,
+    lookup: Lookup,
+) -> Option<Route> {
+    let canary = apex.pair?;
+    match (routing.get("istio"), routing.get("smi")) {
+        (Some(_), Some(smi)) => {
+            r.error(
+                smi.line,
+                &join(p, "smi"),
+                "this build routes a Rollout through one router; found istio and smi",
+            );
+            None
+        }
+        (Some(istio), None) => {
+            let find = |kind: &str, name: &str| lookup.find(kind, name);
+            let input = istio::argo::Input {
+                namespace: apex.namespace,
+                stable_service: apex.service,
+                canary_service: canary,
+                find: &find,
+            };
+            let argo = istio::argo::read(r, istio, &join(p, "istio"), &input)?;
+            Some(Route::Istio(istio::Config {
+                argo: Some(Box::new(argo)),
+                ..istio::Config::default()
+            }))
+        }
+        (None, Some(smi)) => read_smi(r, smi, &join(p, "smi"), rollout, apex.service),
+        (None, None) => None,
+    }
+}
+
+/// `smi`: `rootService` and `trafficSplitName`, as Argo's SMI router defaults them.
+fn read_smi(r: &mut Reader, n: &Node, p: &str, rollout: &str, stable: &str) -> Option<Route> {
+    let text = |r: &mut Reader, key: &str| -> Option<Option<String>> {
+        match n.get(key) {
+            Some(v) => name_at(r, v, &join(p, key)).map(|name| Some(name.to_string())),
+            None => Some(None),
+        }
+    };
+    if n.value != Value::Null {
+        r.map(n, p, &["rootService", "trafficSplitName"])?;
+    }
+    let root = text(r, "rootService")?;
+    let name = text(r, "trafficSplitName")?;
+    Some(Route::Smi(smi::Config {
+        version: smi::SmiVersion::V1alpha1,
+        argo: Some(smi::ArgoSplit {
+            name: name.unwrap_or_else(|| rollout.to_string()),
+            root_service: root.unwrap_or_else(|| stable.to_string()),
+        }),
+    }))
 }
 
 /// The Gateway API plugin's configuration: one route, named, in the Rollout's namespace.

@@ -553,7 +553,8 @@ mod tests {
             native("apiVersion: split.smi-spec.io/v1alpha4\nkind: TrafficSplit\n"),
             (
                 Some(Route::Smi(crate::route::smi::Config {
-                    version: SmiVersion::V1alpha4
+                    version: SmiVersion::V1alpha4,
+                    argo: None,
                 })),
                 Vec::new()
             )

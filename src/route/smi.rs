@@ -56,6 +56,19 @@ impl SmiVersion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub version: SmiVersion,
+    /// An Argo Rollout's TrafficSplit (`trafficRouting.smi`); `None` for Flagger's.
+    pub argo: Option<ArgoSplit>,
+}
+
+/// The TrafficSplit Argo Rollouts' SMI router (`rollout/trafficrouting/smi/smi.go`) creates
+/// for a Rollout: named `trafficSplitName` (default: the Rollout's name), its `spec.service`
+/// the `rootService` (default: the `stableService`), its backends the canary Service with the
+/// step's weight and the stable Service with the rest. Argo writes it at the API version its
+/// controller is started with, `split.smi-spec.io/v1alpha1` by default, as sluice does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgoSplit {
+    pub name: String,
+    pub root_service: String,
 }
 
 impl Router for Smi {
@@ -82,7 +95,10 @@ impl Router for Smi {
     }
 
     fn read_flagger(_r: &mut Reader, version: SmiVersion, _input: &FlaggerInput) -> Option<Config> {
-        Some(Config { version })
+        Some(Config {
+            version,
+            argo: None,
+        })
     }
 
     fn read_native(r: &mut Reader, native: &NativeInput) -> Option<Config> {
@@ -96,7 +112,10 @@ impl Router for Smi {
                 return None;
             }
         };
-        Some(Config { version })
+        Some(Config {
+            version,
+            argo: None,
+        })
     }
 
     /// Nothing to read: [`render`](Smi::render) rejects A/B, since a TrafficSplit cannot
@@ -104,7 +123,14 @@ impl Router for Smi {
     fn read_ab_matches(_config: &mut Config, _r: &mut Reader, _input: &AbInput) {}
 
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
-        render(input.canary, config.version, input.backends, input.weights).map(Some)
+        render(
+            input.canary,
+            config.version,
+            config.argo.as_ref(),
+            input.backends,
+            input.weights,
+        )
+        .map(Some)
     }
 
     const FLAGGER_FIELDS: FlaggerFields = FlaggerFields {
@@ -156,6 +182,7 @@ fn weight(version: SmiVersion, percent: u8) -> Json {
 fn render(
     canary: &Canary,
     version: SmiVersion,
+    argo: Option<&ArgoSplit>,
     backends: &Backends,
     weights: Weights,
 ) -> Result<String, RouteError> {
@@ -173,9 +200,16 @@ fn render(
             })
         }
     }
-    let name = canary.service.name.as_str();
+    let mut head = ObjectHead::of(canary, version.api_version());
+    let name = match argo {
+        Some(split) => {
+            head.name = split.name.as_str();
+            split.root_service.as_str()
+        }
+        None => canary.service.name.as_str(),
+    };
     let context = Context {
-        head: ObjectHead::of(canary, version.api_version()),
+        head,
         managed_by: super::MANAGED_BY,
         service: name,
         backends: [

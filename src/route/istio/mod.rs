@@ -30,6 +30,7 @@
 //! `rewrite.type: ReplaceFullPath` (an Istio rewrite replaces the matched prefix).
 
 pub mod api;
+pub mod argo;
 mod render;
 mod rollout;
 
@@ -91,6 +92,9 @@ pub struct Config {
     /// `analysis.mirror` on a blue/green canary: mirror to the canary while the rollout's state
     /// says so.
     pub analysis_mirror: Option<AnalysisMirror>,
+    /// An Argo Rollout's route: the user's VirtualServices and DestinationRule, copied with
+    /// the step's weights (everything above is then unused).
+    pub argo: Option<Box<argo::ArgoIstio>>,
 }
 
 /// The `spec.service` fields Flagger puts on every HTTP route of the VirtualService.
@@ -216,6 +220,7 @@ impl Router for Istio {
             ab_matches: Vec::new(),
             session_affinity,
             analysis_mirror,
+            argo: None,
         })
     }
 
@@ -282,6 +287,9 @@ impl Router for Istio {
     }
 
     fn render(config: &Config, input: &RenderInput) -> Result<Option<String>, RouteError> {
+        if let Some(argo) = &config.argo {
+            return argo::render(argo, input).map(Some);
+        }
         render::render(config, input).map(Some)
     }
 
