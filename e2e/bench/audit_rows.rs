@@ -14,7 +14,7 @@ use std::time::Instant;
 const EXE: &str = env!("CARGO_BIN_EXE_sluice");
 
 /// Runs git in `dir` with a fixed identity; panics when it fails; its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "gc.auto=0"])
         .args(args)

@@ -28,7 +28,13 @@
 //! `SLUICE_BENCH_POLLS` (default 20) and `SLUICE_BENCH_RUNS` (median of, default 3); `-- --quick`
 //! is 100 canaries, 2000 commits, 5 polls, one run (the audit rows: 100 vs 10 canaries).
 //! `SLUICE_BENCH_ONLY=idle,onespec,webhook,percanary,percanary1,pertick,dashboard,bigpush,audit,repack,cold`
-//! picks rows. The audit rows make their histories under `CARGO_TARGET_TMPDIR`, the others in
+//! picks rows.
+//!
+//! The fleet rows repeat idle (CPU and RSS), one changed spec, webhook → commit, perCanary,
+//! audit and cold start at `SLUICE_BENCH_FLEET` canaries (default 10,000) over a twentieth as
+//! many namespaces (500), the one-changed-spec row against a hundredth of the fleet (100) and
+//! the webhook row against 1 canary; pick them with `fleet-idle`, `fleet-onespec`, ... or
+//! `fleet` for all. `-- --quick` runs them at 200 canaries over 10 namespaces. The audit rows make their histories under `CARGO_TARGET_TMPDIR`, the others in
 //! the temporary directory. A debug build (`cargo test --all-targets` runs this too) does the
 //! quick cases: its numbers mean nothing.
 
@@ -320,6 +326,14 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 struct Scale {
     canaries: usize,
+    /// The namespaces the canaries are spread over (50 at 1,000, 500 at 10,000).
+    namespaces: usize,
+    /// The fleet the one-changed-spec row compares with (10 beside 1,000, 100 beside 10,000).
+    small: usize,
+    /// The idle RSS goal at this size.
+    idle_rss_goal: &'static str,
+    /// The perCanary row's goal over the scale's namespaces (set at 1,000 canaries only).
+    percanary_goal: &'static str,
     history: usize,
     polls: usize,
     runs: usize,
@@ -479,7 +493,7 @@ impl Drop for Daemon {
 fn idle(scale: &Scale) -> [Row; 2] {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path();
-    let bare = remote(root, scale.canaries, 50, "perCanary", 0);
+    let bare = remote(root, scale.canaries, scale.namespaces, "perCanary", 0);
     let url = bare.display().to_string();
     let work = root.join("work");
     // Every canary initialised and at rest.
@@ -553,7 +567,7 @@ fn idle(scale: &Scale) -> [Row; 2] {
             sluice: format!("{sr:.1} MiB"),
             baseline: format!("`git fetch` loop peak: {gr:.1} MiB"),
             ratio: sr / gr.max(1e-9),
-            goal: "≤ 32 MiB",
+            goal: scale.idle_rss_goal,
             rss: None,
         },
     ]
@@ -591,7 +605,7 @@ fn initialized(
 /// that finds the new head (its fetch done) to the tick's commit pushed. One canary each run,
 /// each waited for until it is at rest again.
 fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
-    let namespaces = canaries.min(50);
+    let namespaces = canaries.min(scale.namespaces);
     // `_tmp` (not `_`): the folder lives until the end of the run.
     let (_tmp, bare, work, human) = initialized(canaries, namespaces);
     let url = bare.display().to_string();
@@ -631,7 +645,7 @@ fn one_spec_tick(scale: &Scale, canaries: usize) -> f64 {
 /// The tick after one changed spec, at `canaries` canaries against the same at 10: its cost
 /// follows what changed, not the repo's size.
 fn one_spec(scale: &Scale) -> Row {
-    let small = one_spec_tick(scale, 10);
+    let small = one_spec_tick(scale, scale.small);
     let large = one_spec_tick(scale, scale.canaries);
     Row {
         name: format!(
@@ -639,7 +653,7 @@ fn one_spec(scale: &Scale) -> Row {
             scale.canaries
         ),
         sluice: format!("{large:.3} s"),
-        baseline: format!("the same at 10 canaries: {small:.3} s"),
+        baseline: format!("the same at {} canaries: {small:.3} s", scale.small),
         ratio: large / small.max(1e-9),
         goal: "≤ 2×",
         rss: None,
@@ -697,7 +711,7 @@ fn log_field(line: &str, field: &str) -> String {
 /// warm clone, `git fetch` (and the fast-forward a push needs), one file written, `git
 /// commit`, `git push`. Medians of the runs.
 fn webhook_commit(scale: &Scale, canaries: usize, git_cli: bool) -> (f64, Option<f64>) {
-    let namespaces = canaries.min(50);
+    let namespaces = canaries.min(scale.namespaces);
     let (tmp, bare, work, human) = initialized(canaries, namespaces);
     let (root, url) = (tmp.path(), bare.display().to_string());
     let mut daemon = Daemon::start(
@@ -929,7 +943,7 @@ fn step_tick(scale: &Scale, namespaces: usize, mode: &str) -> Row {
             if namespaces == 1 {
                 "≤ 2×, ≤ 96 MiB"
             } else {
-                "≤ 2×, ≤ 64 MiB"
+                scale.percanary_goal
             },
             p,
         )
@@ -1054,7 +1068,11 @@ fn cold_start(template: &Path, scale: &Scale) -> [Row; 3] {
         // Every canary initialised by an earlier replica; then one rollout starts.
         reconcile(&path, &root.join("earlier"));
         let human = human(root, &bare, "human");
-        std::fs::write(human.join(spec_path(0, 50)), canary(0, 50, "v2")).expect("write");
+        std::fs::write(
+            human.join(spec_path(0, scale.namespaces)),
+            canary(0, scale.namespaces, "v2"),
+        )
+        .expect("write");
         git(&human, &["commit", "-q", "-am", "roll out v2"]);
         git(&human, &["push", "-q", "origin", "main"]);
         let before = git(&bare, &["rev-parse", "main"]);
@@ -1299,22 +1317,53 @@ fn big_push(scale: &Scale) -> [Row; 3] {
 fn main() {
     let debug = cfg!(debug_assertions);
     let quick = debug || std::env::args().any(|a| a == "--quick");
-    let scale = if quick {
-        Scale {
+    let (scale, fleet) = if quick {
+        let scale = Scale {
             canaries: 100,
+            namespaces: 50,
+            small: 10,
+            idle_rss_goal: "≤ 32 MiB",
+            percanary_goal: "≤ 2×, ≤ 64 MiB",
             history: 2000,
             polls: 5,
             runs: 1,
             deadline: Duration::from_secs(120),
-        }
+        };
+        // The fleet rows' quick case: twice the canaries over a tenth as many namespaces.
+        let fleet = Scale {
+            canaries: 200,
+            namespaces: 10,
+            small: 20,
+            idle_rss_goal: "≤ 128 MiB",
+            percanary_goal: "measured",
+            ..scale
+        };
+        (scale, fleet)
     } else {
-        Scale {
+        let scale = Scale {
             canaries: env_or("SLUICE_BENCH_CANARIES", 1000),
+            namespaces: 50,
+            small: 10,
+            idle_rss_goal: "≤ 32 MiB",
+            percanary_goal: "≤ 2×, ≤ 64 MiB",
             history: env_or("SLUICE_BENCH_HISTORY", 20_000),
             polls: env_or("SLUICE_BENCH_POLLS", 20),
             runs: env_or("SLUICE_BENCH_RUNS", 3).max(1),
             deadline: Duration::from_secs(600),
-        }
+        };
+        let canaries = env_or("SLUICE_BENCH_FLEET", 10_000);
+        let fleet = Scale {
+            canaries,
+            // 500 namespaces at 10,000: 20 canaries each, three files each (spec, output,
+            // status), about 30,000 files.
+            namespaces: (canaries / 20).max(1),
+            small: (canaries / 100).max(1),
+            idle_rss_goal: "≤ 128 MiB",
+            percanary_goal: "measured",
+            deadline: Duration::from_secs(3600),
+            ..scale
+        };
+        (scale, fleet)
     };
     let only = std::env::var("SLUICE_BENCH_ONLY").unwrap_or_default();
     let wanted = |row: &str| only.is_empty() || only.split(',').any(|o| o == row);
@@ -1336,31 +1385,45 @@ fn main() {
             row.rss.map_or("".to_string(), |r| format!("{r:.1} MiB"))
         );
     };
+    rows(&scale, &|row| wanted(row), &print, false);
+    // The fleet rows (`fleet-idle`, ..., or `fleet` for all of them).
+    let fleet_wanted = |row: &str| {
+        only.is_empty()
+            || only
+                .split(',')
+                .any(|o| o == "fleet" || o == format!("fleet-{row}"))
+    };
+    rows(&fleet, &fleet_wanted, &print, true);
+}
+
+/// The rows `wanted` picks at `scale`; at a `fleet` scale only those the fleet rows repeat
+/// (idle, one changed spec, webhook, perCanary over the scale's namespaces, audit, cold start).
+fn rows(scale: &Scale, wanted: &dyn Fn(&str) -> bool, print: &dyn Fn(Row), fleet: bool) {
     if wanted("idle") {
-        for row in idle(&scale) {
+        for row in idle(scale) {
             print(row);
         }
     }
     if wanted("onespec") {
-        print(one_spec(&scale));
+        print(one_spec(scale));
     }
     if wanted("webhook") {
-        print(webhook(&scale));
+        print(webhook(scale));
     }
     if wanted("percanary") {
-        print(step_tick(&scale, 50, "perCanary"));
+        print(step_tick(scale, scale.namespaces, "perCanary"));
     }
-    if wanted("percanary1") {
-        print(step_tick(&scale, 1, "perCanary"));
+    if !fleet && wanted("percanary1") {
+        print(step_tick(scale, 1, "perCanary"));
     }
-    if wanted("pertick") {
-        print(step_tick(&scale, 50, "perTick"));
+    if !fleet && wanted("pertick") {
+        print(step_tick(scale, scale.namespaces, "perTick"));
     }
-    if wanted("dashboard") {
-        print(dashboard(&scale));
+    if !fleet && wanted("dashboard") {
+        print(dashboard(scale));
     }
-    if wanted("bigpush") {
-        for row in big_push(&scale) {
+    if !fleet && wanted("bigpush") {
+        for row in big_push(scale) {
             print(row);
         }
     }
@@ -1373,25 +1436,32 @@ fn main() {
                 sluice: row.sluice,
                 baseline: row.baseline,
                 ratio: row.ratio,
-                goal: row.goal,
+                goal: if fleet { "measured" } else { row.goal },
                 rss: row.rss,
             });
         });
     }
-    if wanted("repack") || wanted("cold") {
+    let repack_wanted = !fleet && wanted("repack");
+    if repack_wanted || wanted("cold") {
         let tmp = tempfile::tempdir().expect("tempdir");
         let started = Instant::now();
-        let template = remote(tmp.path(), scale.canaries, 50, "perCanary", scale.history);
+        let template = remote(
+            tmp.path(),
+            scale.canaries,
+            scale.namespaces,
+            "perCanary",
+            scale.history,
+        );
         eprintln!(
             "history repo of {} commits made in {:.0?}",
             scale.history,
             started.elapsed()
         );
-        if wanted("repack") {
-            print(repack(&template, &scale));
+        if repack_wanted {
+            print(repack(&template, scale));
         }
         if wanted("cold") {
-            for row in cold_start(&template, &scale) {
+            for row in cold_start(&template, scale) {
                 print(row);
             }
         }

@@ -537,6 +537,21 @@ fn rollout_with_a_passing_analysis_step_promotes_after_its_count() {
     });
 }
 
+/// `sluice plan`'s output for the Rollout `text` with its Services, route and the
+/// `canary-up` AnalysisTemplate.
+fn plan_with_analysis(text: &str) -> String {
+    let template = analysis_template("result[0] >= 1");
+    let dir = crate::support::repo(&[
+        (ROLLOUT_FILE, text),
+        ("apps/podinfo/services.yaml", &services()),
+        (ROUTE_SOURCE, &http_route()),
+        ("apps/podinfo/analysis.yaml", &template),
+    ]);
+    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
 #[test]
 fn plan_lists_analysis_steps_and_background_analysis() {
     let background = "      analysis:
@@ -546,17 +561,36 @@ fn plan_lists_analysis_steps_and_background_analysis() {
 ";
     let text = rollout("6.7.0", "httpRoute", ANALYSED)
         .replace("      steps:\n", &format!("{background}      steps:\n"));
-    let template = analysis_template("result[0] >= 1");
-    let dir = crate::support::repo(&[
-        (ROLLOUT_FILE, &text),
-        ("apps/podinfo/services.yaml", &services()),
-        (ROUTE_SOURCE, &http_route()),
-        ("apps/podinfo/analysis.yaml", &template),
-    ]);
-    let (code, out, err) = run_sluice(&["plan", &dir.path().display().to_string()]);
-    assert_eq!(code, 0, "{err}");
+    let out = plan_with_analysis(&text);
     assert!(
         out.contains("rollout steps:      setWeight 20, analysis canary-up, setWeight 60, background analysis canary-up"),
+        "{out}"
+    );
+}
+
+/// Argo runs its steps one after another: a pause before an analysis ends before the
+/// analysis starts, and an analysis before a pause ends before the pause starts; `sluice plan`
+/// lists them in that order (a step of its own at the same weight).
+#[test]
+fn plan_keeps_argo_step_order_of_pauses_and_analyses() {
+    let analysis = "        - analysis:
+            templates:
+              - templateName: canary-up
+            args:
+              - {name: role, value: canary}
+              - {name: namespace, value: prod}
+";
+    let steps = format!(
+        "        - setWeight: 20
+        - pause: {{duration: 30s}}
+{analysis}        - setWeight: 60
+{analysis}        - pause: {{}}
+        - setWeight: 80"
+    );
+    let text = rollout("6.7.0", "httpRoute", &steps);
+    let out = plan_with_analysis(&text);
+    assert!(
+        out.contains("rollout steps:      setWeight 20, pause 30s, analysis canary-up, setWeight 60, analysis canary-up, pause until approved, setWeight 80"),
         "{out}"
     );
 }

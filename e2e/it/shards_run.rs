@@ -17,6 +17,11 @@ const LEASE_NS: &str = "sluice-system";
 /// Far above what a rollout of the quick fleet takes on a loaded 2-core machine.
 const LIMIT: Duration = Duration::from_secs(240);
 
+/// [`LIMIT`] for a fleet of `n` canaries: one more [`LIMIT`] per hundred canaries.
+fn limit(n: usize) -> Duration {
+    LIMIT * (1 + u32::try_from(n / 100).unwrap_or(0))
+}
+
 /// `sluice run --shards <shards>` as replica `who`, its Leases at the API of `kubeconfig`.
 fn replica(builder: DaemonBuilder, who: &str, kubeconfig: &Path, shards: u32) -> DaemonBuilder {
     builder
@@ -29,12 +34,7 @@ fn replica(builder: DaemonBuilder, who: &str, kubeconfig: &Path, shards: u32) ->
 
 /// Each shard's holder, from the Leases the fake holds.
 fn holders(api: &FakeKubeApi, shards: u32) -> BTreeMap<u32, String> {
-    (0..shards)
-        .filter_map(|i| {
-            let lease = api.object("leases", LEASE_NS, &format!("sluice-shard-{i}"))?;
-            Some((i, lease["spec"]["holderIdentity"].as_str()?.to_string()))
-        })
-        .collect()
+    api.shard_holders(LEASE_NS, "sluice", shards)
 }
 
 /// Every replica's log, for a failure's message.
@@ -48,7 +48,7 @@ fn wait_initialized(bare: &Path, n: usize, log: impl Fn() -> String) {
     wait_all(
         bare,
         n,
-        LIMIT,
+        limit(n),
         "initialized",
         |s| s["phase"] == "Initialized",
         log,
@@ -138,11 +138,15 @@ enum Hosts {
 }
 
 /// Three replicas, one SIGKILLed and one cut off mid-rollout of `n` canaries over `shards`
-/// shards: every rollout ends Succeeded, each step once, and the two lost replicas' shards
-/// are taken over by the third (from the Leases).
-async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
+/// shards, with `commits: perTick` when `per_tick`: every rollout ends Succeeded, each step
+/// once, and the two lost replicas' shards are taken over by the third (from the Leases).
+async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32, per_tick: bool) {
     let tmp = tempfile::tempdir().unwrap();
-    let bare = seeded_remote(tmp.path(), &str_pairs(&fleet::files(n, "v1")));
+    let mut files = fleet::files(n, "v1");
+    if per_tick {
+        files.push((".sluice/config.yaml".into(), fleet::PER_TICK.into()));
+    }
+    let bare = seeded_remote(tmp.path(), &str_pairs(&files));
     let namespaces = crate::support::netns::available();
     let api = FakeKubeApi::start_on(if namespaces {
         "0.0.0.0:0"
@@ -191,7 +195,7 @@ async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
     let logs = |daemons: &[Option<Daemon>]| all_logs(daemons.iter().flatten());
     wait_initialized(&bare, n, || logs(&daemons));
     // Every replica holds its share before the rollout starts.
-    let deadline = Instant::now() + LIMIT;
+    let deadline = Instant::now() + limit(n);
     let before = loop {
         let now = holders(&api, shards);
         let per = |who: &str| now.values().filter(|h| *h == who).count();
@@ -208,7 +212,7 @@ async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
 
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     fleet::bump(&human, n, "v2");
-    let deadline = Instant::now() + LIMIT;
+    let deadline = Instant::now() + limit(n);
     while fleet::count(&bare, n, |s| s["phase"] == "Progressing") == 0 {
         assert!(
             Instant::now() < deadline,
@@ -228,7 +232,7 @@ async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
         Hosts::Loopback(doors) => doors[1].close(),
     }
     let mut taken_over = None;
-    let deadline = cut_at + LIMIT;
+    let deadline = cut_at + limit(n);
     loop {
         let now = holders(&api, shards);
         if taken_over.is_none() && now.len() == shards as usize && now.values().all(|h| h == "r2") {
@@ -267,20 +271,31 @@ async fn three_replicas_lose_two_mid_rollout(n: usize, shards: u32) {
         }
     }
     // The lease is 2 s; a survivor sees the last renewal within its next sync and takes the
-    // shards a lease duration later, between ticks.
-    assert!(taken_over < Duration::from_secs(30), "{taken_over:?}");
+    // shards a lease duration later, between ticks: at 300 canaries on a loaded 2-core machine
+    // a debug build's tick of every canary takes 10-15 s, and the takeover two or three of them
+    // (32.6 s measured), so the bound grows with the fleet.
+    let bound = Duration::from_secs(30) * (1 + u32::try_from(n / 100).unwrap_or(0));
+    assert!(taken_over < bound, "{taken_over:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_one_killed_one_cut_off_every_rollout_succeeds_once_fake_kube_api() {
-    three_replicas_lose_two_mid_rollout(30, 6).await;
+    three_replicas_lose_two_mid_rollout(30, 6, false).await;
 }
 
-/// The full size of the test: 300 canaries (minutes in a debug build).
+/// 300 canaries, each tick's decisions in one commit: 230 s in a debug build on a loaded
+/// 2-core machine, too long for every run (the 30-canary case above runs every time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "full size: run with --ignored"]
+#[ignore = "full size, ~4 minutes in a debug build: run with --ignored"]
+async fn three_replicas_one_killed_one_cut_off_300_canaries_per_tick_fake_kube_api() {
+    three_replicas_lose_two_mid_rollout(300, 12, true).await;
+}
+
+/// 300 canaries, a commit per step: ~2,400 commits, minutes in a debug build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "minutes in a debug build: run with --ignored"]
 async fn three_replicas_one_killed_one_cut_off_300_canaries_fake_kube_api() {
-    three_replicas_lose_two_mid_rollout(300, 12).await;
+    three_replicas_lose_two_mid_rollout(300, 12, false).await;
 }
 
 /// `sluice status --shards N` reads the shard Leases; without Kubernetes access it says it

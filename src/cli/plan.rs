@@ -144,8 +144,14 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         }
         names.join(" + ")
     };
+    let mut weight = 0;
     for (i, step) in (1u32..).zip(steps) {
-        out.push(format!("setWeight {}", step.weight));
+        // A step at the weight of the one before holds an analysis or a pause that Argo runs
+        // after it: no setWeight of its own.
+        if step.weight != weight {
+            out.push(format!("setWeight {}", step.weight));
+            weight = step.weight;
+        }
         let background = templates(false, i);
         if !background.is_empty() {
             out.push(format!("background analysis {background}"));

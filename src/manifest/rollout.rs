@@ -610,6 +610,10 @@ struct Steps {
     at_step: Vec<u32>,
     /// Whether the last step's pause was set by a `pause` step (a second one is refused).
     paused: bool,
+    /// Whether the last step already holds a pause or an inline analysis: a `pause` or
+    /// `analysis` after it starts a step of its own at the same weight, so that it begins
+    /// only once the one before it has ended, as Argo runs its steps one after another.
+    held: bool,
 }
 
 impl Steps {
@@ -643,11 +647,14 @@ impl Steps {
     }
 
     fn analysis(&mut self, r: &mut Reader, value: &Node, at: &str) {
-        let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
-        if step == 0 {
+        if self.steps.is_empty() {
             r.error(value.line, at, "an analysis step before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
             return;
         }
+        self.hold_after_last(Pause::Interval);
+        self.held = true;
+        self.paused = false;
+        let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
         self.analyses.push(Found {
             at: at.to_string(),
             node: value.clone(),
@@ -675,6 +682,16 @@ impl Steps {
             pause: Pause::Interval,
         });
         self.paused = false;
+        self.held = false;
+    }
+
+    /// When the last step already holds a pause or an analysis, starts a step at its weight
+    /// with `pause`, so what comes next runs after it.
+    fn hold_after_last(&mut self, pause: Pause) {
+        if let (true, Some(last)) = (self.held, self.steps.last()) {
+            let weight = last.weight;
+            self.steps.push(Step { weight, pause });
+        }
     }
 
     fn pause(&mut self, r: &mut Reader, value: &Node, at: &str) {
@@ -694,9 +711,18 @@ impl Steps {
                 at,
                 "a timed pause before the first setWeight holds the canary at weight 0, which sluice's schedule has no step for; move it after the first setWeight, or make it pause: {} (wait for approval)",
             ),
+            Some(step) if self.held => {
+                // After an analysis: the pause is a step of its own at the same weight.
+                if pause != Pause::Interval {
+                    let weight = step.weight;
+                    self.steps.push(Step { weight, pause });
+                    self.paused = true;
+                }
+            }
             Some(step) => {
                 step.pause = pause;
                 self.paused = true;
+                self.held = pause != Pause::Interval;
             }
         }
     }

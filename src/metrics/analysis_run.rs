@@ -174,7 +174,51 @@ async fn query(
                 MetricValue::Error(e) => at(e),
             }
         }
+        MetricSource::Datadog {
+            query,
+            interval,
+            secret,
+            timeout,
+        } => match datadog(query, *interval, secret, *timeout, &fill, input).await {
+            Ok(answer) => answer,
+            Err(e) => at(e),
+        },
     }
+}
+
+/// A Datadog v1 measurement as Argo's datadog provider takes it: `query` from `interval` ago
+/// to now, the result the last point of the first series (`nil` with no series or points),
+/// with the address and keys of the Secret `secret` (`address`, `api-key`, `app-key`).
+async fn datadog(
+    query: &str,
+    interval: std::time::Duration,
+    secret: &str,
+    timeout: std::time::Duration,
+    fill: &dyn Fn(&str) -> Result<String, String>,
+    input: &MeasureInput<'_>,
+) -> Result<Answer, String> {
+    use crate::metrics::datadog::{Datadog, DEFAULT_ADDRESS};
+    let secrets = input.access.secrets();
+    let key = |key: &str| {
+        secrets
+            .get(input.namespace, secret, key)
+            .map_err(|e| format!("Datadog credentials: {e}"))
+    };
+    let address = key("address")?.unwrap_or_else(|| DEFAULT_ADDRESS.to_string());
+    let (Some(api_key), Some(app_key)) = (key("api-key")?, key("app-key")?) else {
+        return Err(format!("Datadog credentials: map the keys api-key and app-key of the Secret {}/{secret} into sluice (as Argo reads them)", input.namespace));
+    };
+    let mut client = Datadog::new(&address, api_key, app_key, interval)?;
+    client.timeout = timeout;
+    let query = fill(query)?;
+    let now = input.access.unix_now().as_secs();
+    let window = (now.saturating_sub(interval.as_secs()), now);
+    let points = client
+        .series(input.access.http().get(false), &query, window)
+        .await?;
+    Ok(points.last().map_or(Answer::Value(Value::Nil), |v| {
+        Answer::Value(Value::Number(*v))
+    }))
 }
 
 /// Which workload `valueFrom.podTemplateHashValue` names.

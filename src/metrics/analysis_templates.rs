@@ -31,7 +31,6 @@ const CLUSTER: &str = "ClusterAnalysisTemplate";
 
 /// Providers Argo Rollouts has that sluice does not query, and why.
 const REFUSED_PROVIDERS: &[(&str, &str)] = &[
-    ("datadog", "Argo's datadog provider reads its address and keys from the Secret \"datadog\" of the controller's namespace (keys address, api-key, app-key); sluice reads provider credentials only from a Flagger MetricTemplate's secretRef"),
     ("newrelic", "Argo's newrelic provider reads its account and key from the Secret \"newrelic\" of the controller's namespace and its result is a map of the NRQL row; sluice's New Relic client reads one value through a Flagger MetricTemplate's secretRef"),
     ("cloudwatch", "Argo's cloudwatch result is the MetricDataResults list (result[0].Values[...]), which sluice's CloudWatch client does not return"),
     ("influxdb", "Argo's influxdb provider reads its address and token from the Secret \"influxdb\" of the controller's namespace; sluice reads provider credentials only from a Flagger MetricTemplate's secretRef"),
@@ -93,7 +92,23 @@ pub enum MetricSource {
     },
     /// `provider.graphite`.
     Graphite { address: String, query: String },
+    /// `provider.datadog` with `apiVersion: v1`: `query` over the last `interval` (Argo's
+    /// default 5m), the keys from the Secret `secret` (`address`, `api-key`, `app-key`, as
+    /// Argo names them) mapped into sluice in the Rollout's namespace.
+    Datadog {
+        query: String,
+        interval: Duration,
+        secret: String,
+        timeout: Duration,
+    },
 }
+
+/// Argo's Secret of Datadog keys when `secretRef` names none.
+pub const DATADOG_SECRET: &str = "datadog";
+/// Argo's default `provider.datadog.interval`: the query's window, not the polling rate.
+const DATADOG_INTERVAL: Duration = Duration::from_secs(300);
+/// Argo's default `provider.datadog.requestTimeout`.
+const DATADOG_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One metric of a run, its arguments substituted and checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -564,6 +579,8 @@ fn read_metric(r: &mut Reader, m: &Node, path: &str, resolved: bool) -> Option<A
             inconclusive_limit,
             consecutive_error_limit,
             consecutive_success_limit,
+            interval,
+            initial_delay,
         },
         source: source?,
     })
@@ -602,6 +619,7 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
                 query: query?,
             })
         }
+        "datadog" => read_datadog(r, node, &pp),
         other => {
             let why = REFUSED_PROVIDERS
                 .iter()
@@ -610,11 +628,68 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
             r.error(
                 key.line,
                 &pp,
-                format!("provider {other:?} is not supported: {why}; sluice measures prometheus and graphite"),
+                format!("provider {other:?} is not supported: {why}; sluice measures prometheus, graphite and datadog"),
             );
             None
         }
     }
+}
+
+/// `provider.datadog` (at `pp`): `apiVersion: v1` (the default), `query`, `interval`,
+/// `requestTimeout`, `secretRef`; v2's `queries`, `formula` and `aggregator` are refused.
+fn read_datadog(r: &mut Reader, node: &Node, pp: &str) -> Option<MetricSource> {
+    let keys = &[
+        "apiVersion",
+        "query",
+        "queries",
+        "formula",
+        "aggregator",
+        "interval",
+        "requestTimeout",
+        "secretRef",
+    ];
+    let n = r.map(node, pp, keys)?;
+    let before = r.errors.len();
+    if let Some(v) = n.get("apiVersion") {
+        let version = r.string(v, &join(pp, "apiVersion"));
+        if version.as_deref().is_some_and(|v| v != "v1") {
+            r.error(v.line, &join(pp, "apiVersion"), format!("expected v1, found {:?}: sluice's Datadog client asks Datadog's /api/v1/query (v2's scalar queries and formulas are not in this build); write the query for v1", version.unwrap_or_default()));
+        }
+    }
+    for key in ["queries", "formula", "aggregator"] {
+        if let Some(line) = n.key_line(key) {
+            r.error(line, &join(pp, key), "a Datadog v2 field: sluice asks Datadog's /api/v1/query with one query; write it as query");
+        }
+    }
+    let query = r
+        .required(n, pp, "query")
+        .and_then(|q| r.string(q, &join(pp, "query")));
+    let duration = |r: &mut Reader, key: &str, default: Duration| match n.get(key) {
+        Some(d) => r.duration(d, &join(pp, key)),
+        None => Some(default),
+    };
+    let interval = duration(r, "interval", DATADOG_INTERVAL);
+    let timeout = duration(r, "requestTimeout", DATADOG_TIMEOUT);
+    let secret = match n.get("secretRef") {
+        None => Some(DATADOG_SECRET.to_string()),
+        Some(s) => {
+            let sp = join(pp, "secretRef");
+            let s = r.map(s, &sp, &["name", "namespaced"])?;
+            match s.get("name") {
+                Some(name) => r.string(name, &join(&sp, "name")),
+                None => Some(DATADOG_SECRET.to_string()),
+            }
+        }
+    };
+    if r.errors.len() != before {
+        return None;
+    }
+    Some(MetricSource::Datadog {
+        query: query?,
+        interval: interval?,
+        secret: secret?,
+        timeout: timeout?,
+    })
 }
 
 /// A provider's `address`: an http(s) URL (checked once its arguments are substituted).

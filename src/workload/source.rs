@@ -7,6 +7,7 @@
 //! module reads no file; the snapshot did.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use yaml_rust2::Yaml;
 
@@ -63,9 +64,17 @@ pub struct Index<'s> {
     /// Output folders (borrowed: an index is made for every canary a drift check renders, and
     /// copying every output folder of the repo each time was most of making one).
     outputs: &'s [&'s str],
+    /// The positions of `outputs` in the folders' order, made by the first lookup over many
+    /// of them: a tick's index answers a lookup for every canary, and scanning every output
+    /// folder for each answer grew with the square of the canaries. (Positions, not the
+    /// folders: a cell holding borrowed folders would tie the index to one lifetime.)
+    output_order: OnceLock<Vec<usize>>,
     /// Where files outside the snapshot are read; `None`: from `root` on disk.
     outside: Option<&'s dyn Outside>,
 }
+
+/// Up to this many output folders a lookup scans them rather than making the set.
+const SCANNED_OUTPUTS: usize = 64;
 
 impl std::fmt::Debug for Index<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,6 +90,7 @@ impl Default for Index<'_> {
         Index {
             snapshot: &EMPTY,
             outputs: &[],
+            output_order: OnceLock::new(),
             outside: None,
         }
     }
@@ -92,6 +102,7 @@ impl<'s> Index<'s> {
         Index {
             snapshot,
             outputs,
+            output_order: OnceLock::new(),
             outside: None,
         }
     }
@@ -130,11 +141,27 @@ impl<'s> Index<'s> {
         }
     }
 
+    /// Whether `file` is below none of the output folders (an output folder `o` holds `file`
+    /// when `file` is `o`, a `/` and more).
     fn outside_outputs(&self, file: &str) -> bool {
-        !self.outputs.iter().any(|o| {
-            file.strip_prefix(o)
-                .is_some_and(|below| below.starts_with('/'))
-        })
+        if self.outputs.len() <= SCANNED_OUTPUTS {
+            return !self.outputs.iter().any(|o| {
+                file.strip_prefix(o)
+                    .is_some_and(|below| below.starts_with('/'))
+            });
+        }
+        let order = self.output_order.get_or_init(|| {
+            let mut order: Vec<usize> = (0..self.outputs.len()).collect();
+            order.sort_by_key(|&i| self.outputs[i]);
+            order
+        });
+        let is_output = |folder: &str| {
+            order
+                .binary_search_by(|&i| self.outputs[i].cmp(folder))
+                .is_ok()
+        };
+        // The folders `file` is below are its prefixes that end where a `/` follows.
+        !file.match_indices('/').any(|(i, _)| is_output(&file[..i]))
     }
 
     /// Every object of this kind and name in `namespace` (objects without one are in every
@@ -301,5 +328,65 @@ pub fn find_one(
                 a.file, a.line
             ),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scan's answer, as every index gave it before the set.
+    fn scanned(outputs: &[&str], file: &str) -> bool {
+        !outputs.iter().any(|o| {
+            file.strip_prefix(o)
+                .is_some_and(|below| below.starts_with('/'))
+        })
+    }
+
+    #[test]
+    fn many_output_folders_answer_as_the_scan() {
+        let mut names: Vec<String> = (0..200)
+            .map(|i| format!("clusters/ns{}/app{i}", i % 7))
+            .collect();
+        names.extend([
+            "odd/".to_string(),
+            "deep/a/b/c".to_string(),
+            "top".to_string(),
+        ]);
+        let outputs: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert!(outputs.len() > SCANNED_OUTPUTS);
+        let index = Index::new(&EMPTY, &outputs);
+        let files = [
+            "clusters/ns3/app3/deployment.yaml",
+            "clusters/ns3/app3",
+            "clusters/ns3/app31/deployment.yaml",
+            "clusters/ns3/app3x/deployment.yaml",
+            "clusters/ns3/deployment.yaml",
+            "clusters/ns0/app0/a/b/c.yaml",
+            "odd//x.yaml",
+            "odd/x.yaml",
+            "deep/a/b/c/d.yaml",
+            "deep/a/b/cd.yaml",
+            "deep/a/b.yaml",
+            "top/x.yaml",
+            "top.yaml",
+            "topx/x.yaml",
+            "/top/x.yaml",
+            "apps/podinfo/deployment.yaml",
+            "",
+        ];
+        for file in files {
+            assert_eq!(
+                index.outside_outputs(file),
+                scanned(&outputs, file),
+                "{file}"
+            );
+        }
+        // A few folders are scanned, and answer the same.
+        let few = &outputs[..3];
+        let small = Index::new(&EMPTY, few);
+        for file in files {
+            assert_eq!(small.outside_outputs(file), scanned(few, file), "{file}");
+        }
     }
 }

@@ -15,6 +15,11 @@ use super::{git, status_at_main};
 /// revision (no traffic yet), then one per weight step.
 const STEP_WEIGHTS: [u64; 4] = [0, 10, 30, 60];
 
+/// The repo settings that put each tick's decisions in one commit (a trailer group per
+/// canary), for fleets whose one commit per step would make a test slow.
+pub(crate) const PER_TICK: &str =
+    "apiVersion: sluice.dev/v1alpha1\nkind: Config\ncommits: perTick\n";
+
 /// Canary `c<i>`'s spec at `revision`.
 pub(crate) fn canary(i: usize, revision: &str) -> String {
     shop_httproute(

@@ -261,6 +261,17 @@ impl FakeKubeApi {
         self.cluster.lock().expect("lock").calls.clone()
     }
 
+    /// Each of shards `0..shards`' holder, from the Leases `<name>-shard-<i>` in `ns` (a shard
+    /// nobody holds is left out).
+    pub(crate) fn shard_holders(&self, ns: &str, name: &str, shards: u32) -> BTreeMap<u32, String> {
+        (0..shards)
+            .filter_map(|i| {
+                let lease = self.object("leases", ns, &format!("{name}-shard-{i}"))?;
+                Some((i, lease["spec"]["holderIdentity"].as_str()?.to_string()))
+            })
+            .collect()
+    }
+
     /// The object stored under `plural`, `ns`, `name` (one sluice created or replaced).
     pub(crate) fn object(&self, plural: &str, ns: &str, name: &str) -> Option<Json> {
         let key = (plural.to_string(), ns.to_string(), name.to_string());

@@ -31,6 +31,8 @@ pub(crate) struct Host {
     outside: String,
     /// The test's side of the link: servers for this host bind here.
     pub(crate) gateway: String,
+    /// The host's side: a server the host runs binds here to be reached from the test.
+    pub(crate) address: String,
 }
 
 impl Host {
@@ -49,6 +51,7 @@ impl Host {
             name: name.clone(),
             outside: outside.clone(),
             gateway: gateway.clone(),
+            address: format!("{subnet}.2"),
         };
         let inns = |args: &[&str]| {
             let mut all = vec!["netns", "exec", name.as_str(), "ip"];
@@ -66,7 +69,13 @@ impl Host {
         ] {
             assert!(ip(&args), "ip {args:?}");
         }
-        inns(&["addr", "add", &format!("{subnet}.2/24"), "dev", &inside]);
+        inns(&[
+            "addr",
+            "add",
+            &format!("{}/24", host.address),
+            "dev",
+            &inside,
+        ]);
         inns(&["link", "set", &inside, "up"]);
         inns(&["link", "set", "lo", "up"]);
         host

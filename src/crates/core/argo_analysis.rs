@@ -273,6 +273,28 @@ pub fn judge_step<'a>(
     history: &[MetricHistory],
     observed: impl Fn(&str) -> Option<&'a MetricValue>,
 ) -> Option<StepAnalysis> {
+    judge_step_at(gates, step, history, observed, None)
+}
+
+/// When a judgement happens: `now`, and when the step it is at started. A metric is measured
+/// only once due: `initialDelay` after its run started, then every `interval` after its last
+/// measurement, as Argo schedules measurements (a judgement between two due times takes
+/// none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JudgedAt {
+    pub now: jiff::Timestamp,
+    pub step_started: jiff::Timestamp,
+}
+
+/// [`judge_step`] at a time: each metric measures only when due ([`JudgedAt`]); `None` for
+/// `at` measures every metric that has not completed.
+pub fn judge_step_at<'a>(
+    gates: &[ArgoGate],
+    step: u32,
+    history: &[MetricHistory],
+    observed: impl Fn(&str) -> Option<&'a MetricValue>,
+    at: Option<JudgedAt>,
+) -> Option<StepAnalysis> {
     let active: Vec<&ArgoGate> = gates.iter().filter(|g| g.measures_at(step)).collect();
     if active.is_empty() {
         return None;
@@ -282,18 +304,29 @@ pub fn judge_step<'a>(
     let mut phases = Vec::new();
     let mut summary = Vec::new();
     for gate in active {
-        let mut measurements = history
+        let mut kept = history
             .iter()
             .find(|h| h.metric == gate.metric)
-            .map(|h| h.measurements.clone())
-            .unwrap_or_default();
-        let mut phase = assess(&gate.rules, &measurements, false);
-        if !phase.completed() {
+            .cloned()
+            .unwrap_or_else(|| MetricHistory {
+                metric: gate.metric.clone(),
+                measurements: Vec::new(),
+                started: at.map(|a| a.step_started),
+                last: None,
+            });
+        let mut phase = assess(&gate.rules, &kept.measurements, false);
+        let due = match (at, kept.due(&gate.rules)) {
+            (Some(a), Some(due)) => a.now >= due,
+            _ => true,
+        };
+        if !phase.completed() && due {
             let m = measure(&gate.rules, &answer(gate.list, observed(&gate.metric)));
             checks.push(judged(&gate.metric, &m));
-            measurements.push(m);
-            phase = assess(&gate.rules, &measurements, false);
+            kept.measurements.push(m);
+            kept.last = at.map(|a| a.now);
+            phase = assess(&gate.rules, &kept.measurements, false);
         }
+        let measurements = &kept.measurements;
         if matches!(phase, Phase::Failed | Phase::Error | Phase::Inconclusive) {
             let last = measurements.last().map_or(String::new(), |m| {
                 if m.message.is_empty() {
@@ -307,10 +340,7 @@ pub fn judge_step<'a>(
         // A background metric that has not finished does not hold the step.
         let holds = gate.inline || phase.completed();
         phases.push(if holds { phase } else { Phase::Successful });
-        next_history.push(MetricHistory {
-            metric: gate.metric.clone(),
-            measurements,
-        });
+        next_history.push(kept);
     }
     // Background metrics not measured at this step keep their history.
     for h in history {
@@ -353,6 +383,8 @@ mod tests {
             inconclusive_limit: 0,
             consecutive_error_limit: DEFAULT_CONSECUTIVE_ERROR_LIMIT,
             consecutive_success_limit: 0,
+            interval: None,
+            initial_delay: None,
         }
     }
 

@@ -54,6 +54,10 @@ pub struct MetricRules {
     pub consecutive_error_limit: u32,
     /// `consecutiveSuccessLimit`, 0 when unset.
     pub consecutive_success_limit: u32,
+    /// `interval`: the time from one measurement to the next (none: each judgement).
+    pub interval: Option<std::time::Duration>,
+    /// `initialDelay`: the time from the run's start to its first measurement.
+    pub initial_delay: Option<std::time::Duration>,
 }
 
 impl MetricRules {
@@ -85,6 +89,27 @@ pub struct Measurement {
 pub struct MetricHistory {
     pub metric: String,
     pub measurements: Vec<Measurement>,
+    /// When its run started (the step it is measured from began): `initialDelay` counts from
+    /// here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<jiff::Timestamp>,
+    /// When it was last measured: `interval` counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<jiff::Timestamp>,
+}
+
+impl MetricHistory {
+    /// When the next measurement is due by `rules`' `initialDelay` and `interval` (`None`:
+    /// at the next judgement).
+    pub fn due(&self, rules: &MetricRules) -> Option<jiff::Timestamp> {
+        let (from, wait) = match (self.last, self.started) {
+            (Some(last), _) => (last, rules.interval?),
+            (None, Some(started)) => (started, rules.initial_delay?),
+            (None, None) => return None,
+        };
+        let wait = jiff::SignedDuration::try_from(wait).unwrap_or(jiff::SignedDuration::MAX);
+        Some(from.checked_add(wait).unwrap_or(jiff::Timestamp::MAX))
+    }
 }
 
 /// One metric of an Argo Rollouts analysis run, and the steps it gates.

@@ -773,11 +773,15 @@ fn progressing<R>(
             .find(|m| m.name == name)
             .map(|m| &m.value)
     };
-    let analysed = crate::argo_analysis::judge_step(
+    let analysed = crate::argo_analysis::judge_step_at(
         &canary.analysis.argo,
         status.step,
         &status.analysis,
         observed,
+        Some(crate::argo_analysis::JudgedAt {
+            now,
+            step_started: clock_start(canary, status),
+        }),
     );
     let with_analysis;
     let mut measured_now = false;

@@ -590,7 +590,9 @@ pub struct SessionAffinity {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Strategy {
-    /// Progressive traffic shifting through these steps (non-empty, increasing weights).
+    /// Progressive traffic shifting through these steps (non-empty, increasing weights; a
+    /// Rollout's steps repeat a weight for a pause or an analysis Argo runs after the one
+    /// before it).
     Canary { steps: Vec<Step> },
     /// Blue/green: `iterations` analysis intervals, then switch all traffic.
     BlueGreen { iterations: u32 },

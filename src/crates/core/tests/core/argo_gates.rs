@@ -25,6 +25,8 @@ fn rules(count: Option<u32>) -> MetricRules {
         inconclusive_limit: 0,
         consecutive_error_limit: DEFAULT_CONSECUTIVE_ERROR_LIMIT,
         consecutive_success_limit: 0,
+        interval: None,
+        initial_delay: None,
     }
 }
 
@@ -200,4 +202,36 @@ fn a_background_analysis_runs_from_its_starting_step_and_stops_only_on_failure()
     let d = at(&c, &d.status, MetricValue::Value(0.99), 300);
     assert_eq!(d.action, Action::Promote, "{d:?}");
     assert!(d.status.analysis.is_empty());
+}
+
+/// Measurements follow the metric's `initialDelay` and `interval` as Argo schedules them,
+/// whatever the judgements in between: nothing before the delay, then one per interval, on
+/// a clock the test steps.
+#[test]
+fn measurements_wait_for_initial_delay_and_interval() {
+    let mut g = gate(true, 1, Some(2));
+    g.rules.interval = Some(Duration::from_secs(300));
+    g.rules.initial_delay = Some(Duration::from_secs(120));
+    let c = rollout(g);
+    let s = at_step_one(&c);
+    // The step started at 100: the delay runs to 220, so a judgement at 160 measures nothing.
+    let early = at(&c, &s, MetricValue::Value(0.99), 160);
+    assert!(early.checks.is_empty(), "{early:?}");
+    assert_eq!(early.status.canary_weight, 20);
+    let first = at(&c, &s, MetricValue::Value(0.99), 400);
+    assert_eq!(first.action, Action::Measured, "{first:?}");
+    assert_eq!(first.checks.len(), 1);
+    let s = first.status;
+    // The next is due an interval after the first (700): not at 500 or 699.
+    for now in [500, 699] {
+        let between = at(&c, &s, MetricValue::Value(0.99), now);
+        assert!(between.checks.is_empty(), "at {now}: {between:?}");
+        assert_eq!(between.status.canary_weight, 20);
+    }
+    let second = at(&c, &s, MetricValue::Value(0.99), 700);
+    assert!(
+        matches!(second.action, Action::AdvanceCanary { from: 20, to: 50 }),
+        "{second:?}"
+    );
+    assert_eq!(second.checks.len(), 1);
 }
