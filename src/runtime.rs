@@ -107,6 +107,17 @@ impl Runtime {
 
     /// A runtime context over `env` instead of the process environment (tests).
     pub fn with_env(env: BTreeMap<String, String>) -> std::io::Result<Runtime> {
+        Runtime::build(env, None)
+    }
+
+    /// The runtime of one config repo of several (`sluice run --repos`): its own environment
+    /// (its credentials, see [`crate::cli::repos`]), caches and clients, on this runtime's
+    /// clock.
+    pub fn for_repo(&self, env: BTreeMap<String, String>) -> std::io::Result<Runtime> {
+        Runtime::build(env, Some(Arc::clone(&self.clock)))
+    }
+
+    fn build(env: BTreeMap<String, String>, clock: Option<Arc<Clock>>) -> std::io::Result<Runtime> {
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("sluice-io")
@@ -146,10 +157,13 @@ impl Runtime {
         let forge = ForgeToken::from_lookup(|name| env.get(name).cloned())
             .and_then(ForgeClient::new)
             .map_err(|e| e.to_string());
-        let clock = Arc::new(
-            Clock::named(env.get(crate::clock::VAR).map(String::as_str))
-                .map_err(std::io::Error::other)?,
-        );
+        let clock = match clock {
+            Some(clock) => clock,
+            None => Arc::new(
+                Clock::named(env.get(crate::clock::VAR).map(String::as_str))
+                    .map_err(std::io::Error::other)?,
+            ),
+        };
         let prometheus = prometheus.with_clock(Arc::clone(&clock));
         // The tick's files and drift's verifier hold mostly the same blobs: one parse each.
         let parses = Parses::default();

@@ -120,6 +120,7 @@ impl Shards {
                 .filter(|(_, at)| real.saturating_duration_since(**at) < self.config.duration)
                 .map(|(i, _)| *i)
                 .collect(),
+            repo: String::new(),
         }
     }
 

@@ -77,6 +77,7 @@ mod loop_traefik;
 mod managed;
 mod metrics;
 mod module_graph;
+mod multi_repo;
 mod no_statics;
 mod notify;
 mod openfunction;

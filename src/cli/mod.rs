@@ -50,6 +50,7 @@ pub mod manual;
 pub mod plan;
 pub mod reconcile;
 pub mod repo;
+pub mod repos;
 pub mod run;
 pub mod status;
 pub mod validate;

@@ -11,8 +11,9 @@ use crate::gitops::{redact_url, ConfigRepo, Credentials};
 pub struct RepoArgs {
     /// Config repo URL: a local path, file://, git://, http(s):// or ssh. Credentials come from
     /// SLUICE_GIT_TOKEN, SLUICE_GIT_USERNAME/SLUICE_GIT_PASSWORD or SLUICE_GIT_SSH_KEY.
-    #[arg(long, env = "SLUICE_REPO")]
-    pub repo: String,
+    /// `sluice run` takes it several times: one install, several config repos (see --repos).
+    #[arg(long, env = "SLUICE_REPO", required = true, action = clap::ArgAction::Append)]
+    pub repo: Vec<String>,
     /// Branch Flux or Argo CD applies.
     #[arg(long, default_value = "main", env = "SLUICE_BRANCH")]
     pub branch: String,
@@ -30,11 +31,26 @@ pub struct RepoArgs {
 }
 
 impl RepoArgs {
+    /// The one config repo's URL; an error when `--repo` is given several times (only
+    /// `sluice run` reconciles several repos).
+    pub fn url(&self) -> anyhow::Result<&str> {
+        match self.repo.as_slice() {
+            [one] => Ok(one),
+            [] => bail!("give --repo URL"),
+            many => bail!(
+                "--repo is given {} times; this command works on one config repo (only `sluice \
+                 run` reconciles several)",
+                many.len()
+            ),
+        }
+    }
+
     /// The persistent clone's folder: `--workdir`, or the default for the URL.
-    pub fn workdir_path(&self) -> PathBuf {
-        self.workdir
-            .clone()
-            .unwrap_or_else(|| default_workdir(&self.repo))
+    pub fn workdir_path(&self) -> anyhow::Result<PathBuf> {
+        match &self.workdir {
+            Some(w) => Ok(w.clone()),
+            None => Ok(default_workdir(self.url()?)),
+        }
     }
 
     /// Opens (cloning on first use) the clone and fetches the branch, with the signing key applied; a key
@@ -49,6 +65,16 @@ impl RepoArgs {
         &self,
         clock: Option<std::sync::Arc<crate::clock::Clock>>,
     ) -> anyhow::Result<Locked> {
+        self.open_scoped(clock, None)
+    }
+
+    /// [`RepoArgs::open_on`] with the git credentials read from `env` (one config repo's own
+    /// variables, see [`crate::cli::repos`]) instead of the process environment when given.
+    pub fn open_scoped(
+        &self,
+        clock: Option<std::sync::Arc<crate::clock::Clock>>,
+        env: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> anyhow::Result<Locked> {
         crate::gitops::set_network_timeout(self.git_timeout);
         let signing = self
             .signing_ssh_key
@@ -59,7 +85,13 @@ impl RepoArgs {
         if let Some(signing) = &signing {
             signing.check_usable()?;
         }
-        let mut locked = open_on(&self.repo, &self.branch, self.workdir.as_deref(), clock)?;
+        let mut locked = open_on(
+            self.url()?,
+            &self.branch,
+            self.workdir.as_deref(),
+            clock,
+            env,
+        )?;
         locked.repo.set_signing(signing);
         Ok(locked)
     }
@@ -114,15 +146,17 @@ fn default_workdir(url: &str) -> PathBuf {
 /// beside the work dir (`<work dir>.lock`), never truncated; one this call created goes again
 /// when the work dir is refused (it is not a clone sluice made).
 pub fn open(url: &str, branch: &str, workdir: Option<&Path>) -> anyhow::Result<Locked> {
-    open_on(url, branch, workdir, None)
+    open_on(url, branch, workdir, None, None)
 }
 
-/// [`open`], a GitHub App's git tokens expiring by `clock` (the wall clock when `None`).
+/// [`open`], a GitHub App's git tokens expiring by `clock` (the wall clock when `None`), the
+/// credentials read from `env` when given (else from the process environment).
 fn open_on(
     url: &str,
     branch: &str,
     workdir: Option<&Path>,
     clock: Option<std::sync::Arc<crate::clock::Clock>>,
+    env: Option<&std::collections::BTreeMap<String, String>>,
 ) -> anyhow::Result<Locked> {
     let workdir = workdir.map_or_else(|| default_workdir(url), Path::to_path_buf);
     // `.` and `..` name the folder, so the lock beside it is a file of its own.
@@ -147,9 +181,10 @@ fn open_on(
     }
     // Ours alone now: a lock file in the clone is what a killed sluice left behind.
     let opened = ConfigRepo::remove_stale_locks(&workdir).and_then(|_| {
-        let creds = match clock {
-            Some(clock) => Credentials::from_env_on(clock)?,
-            None => Credentials::from_env()?,
+        let clock = clock.unwrap_or_else(|| std::sync::Arc::new(crate::clock::Clock::Wall));
+        let creds = match env {
+            Some(env) => Credentials::from_lookup_on(|name| env.get(name).cloned(), clock)?,
+            None => Credentials::from_env_on(clock)?,
         };
         ConfigRepo::open_or_clone(url, branch, &workdir, &creds)
     });

@@ -48,9 +48,21 @@ pub const DEFAULT_PORT: u16 = 8723;
 pub const DEFAULT_PROBE_LISTEN: &str = "127.0.0.1:8081";
 
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("repo", |a| a.required(false).required_unless_present("repos_file")))]
 pub struct Args {
     #[command(flatten)]
     pub repo: RepoArgs,
+    /// The config repos this install reconciles, instead of --repo: a YAML file
+    /// `repos: [{name, url, branch, workdir}]` (branch and workdir default to --branch and
+    /// `<--workdir>/<name>`). Each repo has its own clone and credentials
+    /// (`SLUICE_REPO_<NAME>_GIT_TOKEN`, ...); one that fails holds only its own canaries.
+    #[arg(
+        long = "repos",
+        value_name = "FILE",
+        env = "SLUICE_REPOS",
+        conflicts_with = "repo"
+    )]
+    pub repos_file: Option<std::path::PathBuf>,
     /// Longest sleep between ticks (new commits are seen at the latest after this).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub poll: Duration,
@@ -226,7 +238,7 @@ fn start_server(
     Ok(())
 }
 
-fn record(metrics: &Metrics, report: &TickReport, now: jiff::Timestamp) {
+fn record(metrics: &Metrics, report: &TickReport, now: jiff::Timestamp, repo: Option<&str>) {
     metrics.tick();
     metrics.push_retry(report.push_retries);
     for o in &report.outcomes {
@@ -237,14 +249,8 @@ fn record(metrics: &Metrics, report: &TickReport, now: jiff::Timestamp) {
             } else {
                 0.0
             };
-            metrics.record_canary(
-                ns,
-                name,
-                s.phase.as_str(),
-                s.canary_weight,
-                s.failed_checks,
-                analysis,
-            );
+            let state = (s.phase.as_str(), s.canary_weight, s.failed_checks, analysis);
+            metrics.record_canary_in(repo, ns, name, state);
         }
         if o.error.is_some() {
             metrics.error("canary");
@@ -257,18 +263,27 @@ fn record(metrics: &Metrics, report: &TickReport, now: jiff::Timestamp) {
 
 /// The daemon reports what a tick committed through tracing, like everything else it does
 /// (`sluice reconcile` prints the same to stdout, as a command's answer).
-fn log_report(report: &TickReport) {
+fn log_report(report: &TickReport, repo: Option<&str>) {
     for o in &report.outcomes {
+        let id = qualified(repo, &o.id);
         match (&o.committed, &o.error) {
-            (_, Some(e)) => error!(canary = %o.id, error = %e, "Canary not reconciled"),
-            (Some(subject), None) => info!(canary = %o.id, "Committed: {subject}"),
+            (_, Some(e)) => error!(canary = %id, error = %e, "Canary not reconciled"),
+            (Some(subject), None) => info!(canary = %id, "Committed: {subject}"),
             (None, None) => {}
         }
     }
 }
 
+/// A canary's `NS/NAME`, as `REPO:NS/NAME` when the install reconciles several repos.
+fn qualified(repo: Option<&str>, id: &str) -> String {
+    match repo {
+        Some(repo) => format!("{repo}:{id}"),
+        None => id.to_string(),
+    }
+}
+
 /// The waves a tick held because their cluster does not answer, as `/readyz` details.
-fn unreachable_clusters(report: &TickReport) -> Vec<String> {
+fn unreachable_clusters(report: &TickReport, repo: Option<&str>) -> Vec<String> {
     report
         .outcomes
         .iter()
@@ -276,7 +291,7 @@ fn unreachable_clusters(report: &TickReport) -> Vec<String> {
             o.events
                 .iter()
                 .filter(|e| e.starts_with("Held: cluster unreachable"))
-                .map(move |e| format!("{}: {e}", o.id))
+                .map(move |e| format!("{}: {e}", qualified(repo, &o.id)))
         })
         .collect()
 }
@@ -346,6 +361,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let stopped = Arc::new(AtomicBool::new(false));
     exit_if_stop_hangs(Arc::clone(&stop), Arc::clone(&stopped));
     let runtime = Runtime::from_env()?;
+    let several = several_repos(args)?;
     // Before anything is served or cloned: without Kubernetes access --shards cannot start.
     let mut sharding = Sharding::from_args(args, &runtime)?;
     let metrics = Metrics::with_connections(runtime.prometheus().endpoints().clone());
@@ -356,55 +372,78 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             .map(str::to_string),
         runtime.shared_clock(),
     );
-    let dashboard = match args.dashboard_listen {
-        Some(_) => Some(args.dashboard.state(
-            crate::dashboard::Source {
-                git_dir: args.repo.workdir_path(),
-                reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
-            },
-            runtime.shared_clock(),
-            runtime.parses().clone(),
-        )?),
-        None => None,
-    };
+    let dashboard = dashboard(args, &runtime, several.is_some())?;
     let (wake_tx, wake_rx) = mpsc::sync_channel(1);
     start_server(&runtime, args, state.clone(), dashboard, wake_tx)?;
     let clock = runtime.clock();
-    let Some(mut locked) = open_with_retry(args, &runtime, &stop, &metrics)? else {
-        stopped.store(true, Ordering::SeqCst);
-        info!("sluice stopped");
-        return Ok(0);
+    // Each repo of several has a runtime of its own: its credentials, its caches.
+    let process: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let repo_runtimes = match &several {
+        Some(repos) => repos
+            .iter()
+            .map(|r| runtime.for_repo(crate::cli::repos::repo_env(&process, &r.name)))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
     };
-    let observer = Live::new(&runtime).deciding_without_waiting(state.wake_handle());
-    let mut ctx = super::reconcile::context(&observer, args.push_attempts, &runtime);
-    info!(branch = %args.repo.branch, "sluice started");
+    let runtimes: Vec<&Runtime> = match &several {
+        Some(_) => repo_runtimes.iter().collect(),
+        None => vec![&runtime],
+    };
+    let observers: Vec<Live> = runtimes
+        .iter()
+        .map(|rt| Live::new(rt).deciding_without_waiting(state.wake_handle()))
+        .collect();
+    let mut slots = match &several {
+        Some(repos) => {
+            info!(repos = repos.len(), "sluice started");
+            named_slots(args, repos, &process, &observers, &runtimes)
+        }
+        None => {
+            let Some(locked) = open_with_retry(args, &runtime, &stop, &metrics)? else {
+                stopped.store(true, Ordering::SeqCst);
+                info!("sluice stopped");
+                return Ok(0);
+            };
+            info!(branch = %args.repo.branch, "sluice started");
+            let observer = observers
+                .first()
+                .ok_or_else(|| anyhow::anyhow!("no observer"))?;
+            vec![Slot {
+                name: None,
+                args: args.repo.clone(),
+                env: None,
+                ctx: super::reconcile::context(observer, args.push_attempts, &runtime),
+                locked: Some(locked),
+                idle: Idle::default(),
+                last: None,
+            }]
+        }
+    };
     let mut election = Election::from_args(args, &runtime)?;
-    // The last completed tick, while polls find nothing new (see `tick::Idle`).
-    let mut idle = Idle::default();
+    // The shards this replica holds (`--shards`); each repo's canaries are hashed with its name.
+    let mut owned = Owned::All;
     while !stop.load(Ordering::SeqCst) {
         if let Some(election) = &mut election {
-            if !election.lead(&runtime, &mut idle, &state, &metrics) {
+            let was_leading = election.leading;
+            if !election.lead(&runtime, &state, &metrics) {
                 clock.sleep_unless_stopped(&stop, Duration::from_secs(5).min(args.poll));
                 continue;
             }
-        }
-        if let Some(sharding) = &mut sharding {
-            let owned = sharding.sync(&runtime, &state, &metrics);
-            if owned != ctx.owned {
-                info!(shards = ?owned, "The shards this replica holds changed");
-                // Another replica may have ticked these canaries meanwhile: a full tick.
-                idle.forget();
-                ctx.owned = owned;
+            if !was_leading {
+                // Another replica may have ticked meanwhile: start with a full tick.
+                slots.iter_mut().for_each(|s| s.idle.forget());
             }
         }
-        let wait = poll_once(
-            &mut locked.repo,
-            &ctx,
-            &mut idle,
-            &state,
-            &metrics,
-            args.poll,
-        );
+        if let Some(sharding) = &mut sharding {
+            let now_owned = sharding.sync(&runtime, &state, &metrics);
+            if now_owned != owned {
+                info!(shards = ?now_owned, "The shards this replica holds changed");
+                // Another replica may have ticked these canaries meanwhile: a full tick.
+                slots.iter_mut().for_each(|s| s.idle.forget());
+                owned = now_owned;
+            }
+        }
+        let wait = poll_all(&mut slots, &owned, &state, &metrics, args.poll);
         // The leader renews its 15 s lease at least every 5 s.
         let wait = if election.is_some() {
             wait.min(Duration::from_secs(5))
@@ -416,11 +455,207 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             Some(_) => wait.min(args.lease_duration / 3),
             None => wait,
         };
-        sleep_until_woken(clock, &stop, &wake_rx, wait, &mut idle);
+        if sleep_until_woken(clock, &stop, &wake_rx, wait) {
+            // Whatever it announces, the next poll ticks in full.
+            slots.iter_mut().for_each(|s| s.idle.forget());
+        }
     }
     stopped.store(true, Ordering::SeqCst);
     info!("sluice stopped");
     Ok(0)
+}
+
+/// The dashboard's state when `--dashboard-listen` is given (one repo only).
+fn dashboard(
+    args: &Args,
+    runtime: &Runtime,
+    several: bool,
+) -> anyhow::Result<Option<DashboardState>> {
+    match (args.dashboard_listen, several) {
+        (Some(_), true) => anyhow::bail!(
+            "--dashboard-listen shows one config repo: with several repos, run `sluice \
+             dashboard --repo URL` for each"
+        ),
+        (Some(_), false) => Ok(Some(args.dashboard.state(
+            crate::dashboard::Source {
+                git_dir: args.repo.workdir_path()?,
+                reference: crate::cli::dashboard::tracking_ref(&args.repo.branch),
+            },
+            runtime.shared_clock(),
+            runtime.parses().clone(),
+        )?)),
+        (None, _) => Ok(None),
+    }
+}
+
+/// The repos of `--repos FILE` or of `--repo` given several times; `None` for the one repo
+/// of `--repo URL` (the daemon as it always was: no repo names anywhere).
+fn several_repos(args: &Args) -> anyhow::Result<Option<Vec<crate::cli::repos::Repo>>> {
+    use crate::cli::repos::{from_file, from_urls};
+    let workdir = args.repo.workdir.as_deref();
+    match (&args.repos_file, args.repo.repo.len()) {
+        (Some(file), _) => from_file(file, &args.repo.branch, workdir).map(Some),
+        (None, 0 | 1) => Ok(None),
+        (None, _) => from_urls(&args.repo.repo, &args.repo.branch, workdir).map(Some),
+    }
+}
+
+/// The slots of several repos, none opened yet (the loop opens each, and retries).
+fn named_slots<'a>(
+    args: &Args,
+    repos: &[crate::cli::repos::Repo],
+    process: &std::collections::BTreeMap<String, String>,
+    observers: &'a [Live<'a>],
+    runtimes: &[&'a Runtime],
+) -> Vec<Slot<'a>> {
+    repos
+        .iter()
+        .zip(observers)
+        .zip(runtimes)
+        .map(|((repo, observer), rt)| Slot {
+            name: Some(repo.name.clone()),
+            args: repo.args(&args.repo),
+            env: Some(crate::cli::repos::repo_env(process, &repo.name)),
+            ctx: super::reconcile::context(observer, args.push_attempts, rt),
+            locked: None,
+            idle: Idle::default(),
+            last: None,
+        })
+        .collect()
+}
+
+/// One config repo of the daemon: its options, clone (once opened), tick context, and what
+/// its last poll found.
+struct Slot<'a> {
+    /// Its name when the install has several repos; `None` for the one repo.
+    name: Option<String>,
+    args: RepoArgs,
+    /// Its own environment (credentials) when the install has several repos.
+    env: Option<std::collections::BTreeMap<String, String>>,
+    ctx: Context<'a>,
+    /// `None` until opened (several repos: retried every poll while it fails).
+    locked: Option<crate::cli::repo::Locked>,
+    idle: Idle,
+    /// The last poll that did something: its `/readyz` details and forge repository, or why
+    /// this repo's canaries hold.
+    last: Option<Result<Ticked, String>>,
+}
+
+/// What a tick reported for `/readyz` and the webhook.
+struct Ticked {
+    details: Vec<String>,
+    forge_repository: Option<String>,
+}
+
+impl Slot<'_> {
+    /// Opens the clone if needed, then polls once; how long to sleep, and whether `last`
+    /// changed. A repo that cannot be opened holds (only its own canaries) until it can.
+    fn poll(&mut self, metrics: &Metrics, poll_interval: Duration) -> (Duration, bool) {
+        let name = self.name.as_deref();
+        if self.locked.is_none() {
+            let clock = self.ctx.runtime.shared_clock();
+            match self.args.open_scoped(Some(clock), self.env.as_ref()) {
+                Ok(locked) => {
+                    info!(repo = name.unwrap_or(""), "Config repo opened");
+                    self.locked = Some(locked);
+                }
+                Err(e) => {
+                    let kind = e
+                        .downcast_ref::<crate::gitops::Error>()
+                        .map_or("repo", |g| g.kind());
+                    error!(repo = name.unwrap_or(""), error = %e, retry_in_s = poll_interval.as_secs_f64(), "Cannot open the config repo; its canaries hold; will retry");
+                    metrics.error(kind);
+                    self.last = Some(Err(format!("cannot open the config repo: {e}")));
+                    return (poll_interval, true);
+                }
+            }
+        }
+        let Some(locked) = &mut self.locked else {
+            return (poll_interval, false);
+        };
+        let (wait, polled) = poll_once(
+            &mut locked.repo,
+            &self.ctx,
+            &mut self.idle,
+            metrics,
+            poll_interval,
+            name,
+        );
+        match polled {
+            None => (wait, false),
+            Some(last) => {
+                self.last = Some(last);
+                (wait, true)
+            }
+        }
+    }
+}
+
+/// Polls every repo once (its canaries of the shards `owned`) and publishes what changed;
+/// how long to sleep.
+fn poll_all(
+    slots: &mut [Slot],
+    owned: &Owned,
+    state: &ServerState,
+    metrics: &Metrics,
+    poll: Duration,
+) -> Duration {
+    let mut wait = poll;
+    let mut changed = false;
+    for slot in slots.iter_mut() {
+        slot.ctx.owned = owned.in_repo(slot.name.as_deref().unwrap_or(""));
+        let (slot_wait, slot_changed) = slot.poll(metrics, poll);
+        wait = wait.min(slot_wait);
+        changed |= slot_changed;
+    }
+    if changed {
+        publish(slots, state);
+    }
+    wait
+}
+
+/// Sets `/readyz` from what each repo's last poll found. One repo: ready after a tick, not
+/// after a failed one, as always. Several: ready while any repo ticks (a restart would not
+/// bring a remote back, and the others' webhooks must keep arriving); each held repo is a
+/// detail `repo NAME: held: why`.
+fn publish(slots: &[Slot], state: &ServerState) {
+    if let [Slot {
+        name: None, last, ..
+    }] = slots
+    {
+        match last {
+            Some(Ok(t)) => {
+                state.set_ready();
+                state.set_details(t.details.clone());
+                state.set_forge_repository(t.forge_repository.clone());
+            }
+            Some(Err(_)) => state.set_not_ready(),
+            None => {}
+        }
+        return;
+    }
+    let mut details = Vec::new();
+    let mut forge = None;
+    let mut any_ready = false;
+    for slot in slots {
+        let name = slot.name.as_deref().unwrap_or("");
+        match &slot.last {
+            Some(Ok(t)) => {
+                any_ready = true;
+                details.extend(t.details.iter().cloned());
+                forge = forge.or_else(|| t.forge_repository.clone());
+            }
+            Some(Err(why)) => details.push(format!("repo {name}: held: {why}")),
+            None => details.push(format!("repo {name}: not ticked yet")),
+        }
+    }
+    if any_ready {
+        state.set_ready();
+    } else {
+        state.set_not_ready();
+    }
+    state.set_details(details);
+    state.set_forge_repository(forge);
 }
 
 /// `--leader-election`: the Lease this replica competes for, and whether it held it at the
@@ -454,20 +689,12 @@ impl Election {
     }
 
     /// Takes or renews the Lease; true when this replica leads and ticks now.
-    fn lead(
-        &mut self,
-        runtime: &Runtime,
-        idle: &mut Idle,
-        state: &ServerState,
-        metrics: &Metrics,
-    ) -> bool {
+    fn lead(&mut self, runtime: &Runtime, state: &ServerState, metrics: &Metrics) -> bool {
         let now = runtime.clock().now();
         match runtime.block_on(acquire_or_renew(&self.client, &self.config, now)) {
             Ok(Leadership::Leader) => {
                 if !self.leading {
                     info!(lease = %self.config.name, "Leading: this replica reconciles");
-                    // Another replica may have ticked meanwhile: start with a full tick.
-                    idle.forget();
                 }
                 self.leading = true;
                 true
@@ -568,63 +795,64 @@ impl Sharding {
 }
 
 /// Polls once (a tick when anything is new or due), reports it, and returns how long to
-/// sleep before the next poll.
+/// sleep before the next poll, and what the tick found for `/readyz` (`None`: nothing new).
 fn poll_once(
     repo: &mut ConfigRepo,
     ctx: &Context,
     idle: &mut Idle,
-    state: &ServerState,
     metrics: &Metrics,
     poll_interval: Duration,
-) -> Duration {
+    name: Option<&str>,
+) -> (Duration, Option<Result<Ticked, String>>) {
     let clock = ctx.runtime.clock();
     match poll(repo, ctx, clock.now(), idle) {
         Ok(Polled::Idle) => {
-            debug!("Nothing new and nothing due: no tick");
-            sleep_for(idle.wake_at(), clock.now(), poll_interval)
+            debug!(
+                repo = name.unwrap_or(""),
+                "Nothing new and nothing due: no tick"
+            );
+            (sleep_for(idle.wake_at(), clock.now(), poll_interval), None)
         }
         Ok(Polled::Ticked(report)) => {
-            state.set_ready();
-            state.set_details(unreachable_clusters(&report));
-            state.set_forge_repository(report.forge_repository.clone());
-            record(metrics, &report, clock.now());
-            log_report(&report);
+            let ticked = Ticked {
+                details: unreachable_clusters(&report, name),
+                forge_repository: report.forge_repository.clone(),
+            };
+            record(metrics, &report, clock.now(), name);
+            log_report(&report, name);
             // What the tick allocated is freed; glibc would keep it mapped, and the daemon at
             // rest would stay at its busiest tick's size.
             sluice_malloc_trim::release_free_memory();
-            sleep_for(report.wake_at(), clock.now(), poll_interval)
+            let wait = sleep_for(report.wake_at(), clock.now(), poll_interval);
+            (wait, Some(Ok(ticked)))
         }
         Err(e) => {
-            error!(error = %e, retry_in_s = poll_interval.as_secs_f64(), "Tick failed; will retry");
-            state.set_not_ready();
+            error!(repo = name.unwrap_or(""), error = %e, retry_in_s = poll_interval.as_secs_f64(), "Tick failed; will retry");
             metrics.error(e.kind());
-            poll_interval
+            (poll_interval, Some(Err(format!("tick failed: {e}"))))
         }
     }
 }
 
 /// Sleeps `wait` on `clock`, or less when a stop is requested or a git webhook wakes the loop
-/// (then the next poll ticks in full, and a stepped clock does not move).
+/// (then a stepped clock does not move); true when a webhook woke it, and the caller then
+/// ticks every repo in full.
 fn sleep_until_woken(
     clock: &Clock,
     stop: &AtomicBool,
     wake_rx: &mpsc::Receiver<()>,
     wait: Duration,
-    idle: &mut Idle,
-) {
-    if !wait_until_woken(stop, wake_rx, clock.real_wait(wait), idle) {
+) -> bool {
+    let woken = wait_until_woken(stop, wake_rx, clock.real_wait(wait));
+    if !woken {
         clock.step_unless_stopped(stop, wait);
     }
+    woken
 }
 
 /// Waits `wait` of real time, or less when a stop is requested or a git webhook wakes the
 /// loop; true when a webhook woke it.
-fn wait_until_woken(
-    stop: &AtomicBool,
-    wake_rx: &mpsc::Receiver<()>,
-    wait: Duration,
-    idle: &mut Idle,
-) -> bool {
+fn wait_until_woken(stop: &AtomicBool, wake_rx: &mpsc::Receiver<()>, wait: Duration) -> bool {
     let until = Instant::now() + wait;
     while !stop.load(Ordering::SeqCst) {
         let left = until.saturating_duration_since(Instant::now());
@@ -634,8 +862,6 @@ fn wait_until_woken(
         match wake_rx.recv_timeout(left.min(Duration::from_millis(100))) {
             Ok(()) => {
                 info!("Woken by a git webhook");
-                // Whatever it announces, the next poll ticks in full.
-                idle.forget();
                 return true;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -658,7 +884,7 @@ mod tests {
     /// [`sleep_until_woken`] for `wait` on `clock`, stopped or not, waking on `rx`.
     fn sleep(clock: &Clock, stopped: bool, rx: &mpsc::Receiver<()>, wait: Duration) {
         let stop = AtomicBool::new(stopped);
-        sleep_until_woken(clock, &stop, rx, wait, &mut Idle::default());
+        sleep_until_woken(clock, &stop, rx, wait);
     }
 
     #[test]

@@ -110,8 +110,16 @@ impl Credentials {
     /// [`Credentials::from_env`] with `clock` (the runtime's) telling when an App's token
     /// expires.
     pub fn from_env_on(clock: std::sync::Arc<crate::clock::Clock>) -> Result<Self> {
-        let lookup = |name: &str| std::env::var(name).ok();
-        Self::from_lookup(lookup)?.with_app(GitApp::from_lookup(&lookup, clock)?)
+        Self::from_lookup_on(|name: &str| std::env::var(name).ok(), clock)
+    }
+
+    /// The `SLUICE_GIT_*` and `SLUICE_GITHUB_APP_*` variables read through `lookup` (one
+    /// config repo's own, when `sluice run` has several), an App's tokens expiring by `clock`.
+    pub fn from_lookup_on(
+        lookup: impl Fn(&str) -> Option<String>,
+        clock: std::sync::Arc<crate::clock::Clock>,
+    ) -> Result<Self> {
+        Self::from_lookup(&lookup)?.with_app(GitApp::from_lookup(&lookup, clock)?)
     }
 
     /// Authenticates https as the GitHub App `app` (`SLUICE_GITHUB_APP_*`, see

@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelSet, EncodeMetric, LabelSetEncoder,
+};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -16,17 +18,49 @@ use prometheus_client::registry::Registry;
 
 pub(super) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// A canary's labels; `repo` only when the install reconciles several config repos, so a
+/// single-repo install's series keep their labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct CanaryLabels {
+    repo: Option<String>,
     namespace: String,
     name: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+impl EncodeLabelSet for CanaryLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        labels(
+            &self.repo,
+            &[("namespace", &self.namespace), ("name", &self.name)],
+        )
+        .encode(encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct PhaseLabels {
-    namespace: String,
-    name: String,
+    canary: CanaryLabels,
     phase: String,
+}
+
+impl EncodeLabelSet for PhaseLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        let c = &self.canary;
+        let rest = [
+            ("namespace", &c.namespace),
+            ("name", &c.name),
+            ("phase", &self.phase),
+        ];
+        labels(&c.repo, &rest).encode(encoder)
+    }
+}
+
+/// `repo` (when set) then `rest`, in order.
+fn labels<'a>(repo: &'a Option<String>, rest: &[(&'a str, &'a String)]) -> Vec<(&'a str, &'a str)> {
+    repo.iter()
+        .map(|r| ("repo", r.as_str()))
+        .chain(rest.iter().map(|(k, v)| (*k, v.as_str())))
+        .collect()
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -44,7 +78,7 @@ struct MetricsInner {
     push_retries: Counter,
     errors: Family<ErrorLabels, Counter>,
     /// Last phase recorded per canary, so its series can be set back to 0.
-    phases: Mutex<HashMap<(String, String), String>>,
+    phases: Mutex<HashMap<CanaryLabels, String>>,
 }
 
 /// sluice's Prometheus metrics; cheap to clone, shared by the loop and the server.
@@ -158,8 +192,23 @@ impl Metrics {
         failed: u32,
         analysis_secs: f64,
     ) {
+        let state = (phase, weight, failed, analysis_secs);
+        self.record_canary_in(None, namespace, name, state);
+    }
+
+    /// [`Metrics::record_canary`] for a canary of config repo `repo` (labelled `repo` when
+    /// given: the install reconciles several), its state (phase, weight, failed checks,
+    /// seconds in analysis).
+    pub fn record_canary_in(
+        &self,
+        repo: Option<&str>,
+        namespace: &str,
+        name: &str,
+        (phase, weight, failed, analysis_secs): (&str, u8, u32, f64),
+    ) {
         let m = &self.0;
         let canary = CanaryLabels {
+            repo: repo.map(str::to_string),
             namespace: namespace.to_string(),
             name: name.to_string(),
         };
@@ -174,27 +223,23 @@ impl Metrics {
         };
         m.analysis_seconds.get_or_create(&canary).set(secs);
         let previous = match m.phases.lock() {
-            Ok(mut phases) => {
-                phases.insert((namespace.to_string(), name.to_string()), phase.to_string())
-            }
+            Ok(mut phases) => phases.insert(canary.clone(), phase.to_string()),
             // A panic elsewhere while holding the lock: still record the new phase.
             Err(poisoned) => poisoned
                 .into_inner()
-                .insert((namespace.to_string(), name.to_string()), phase.to_string()),
+                .insert(canary.clone(), phase.to_string()),
         };
         if let Some(previous) = previous.filter(|p| p != phase) {
             m.phase
                 .get_or_create(&PhaseLabels {
-                    namespace: namespace.to_string(),
-                    name: name.to_string(),
+                    canary: canary.clone(),
                     phase: previous,
                 })
                 .set(0);
         }
         m.phase
             .get_or_create(&PhaseLabels {
-                namespace: namespace.to_string(),
-                name: name.to_string(),
+                canary,
                 phase: phase.to_string(),
             })
             .set(1);
@@ -246,5 +291,22 @@ mod tests {
         ));
         assert!(text
             .contains("sluice_canary_analysis_seconds{namespace=\"prod\",name=\"podinfo\"} 0.0"));
+    }
+
+    #[test]
+    fn two_repos_keep_their_same_named_canaries_apart_by_a_repo_label() {
+        let m = Metrics::new();
+        m.record_canary_in(Some("shop"), "prod", "web", ("Progressing", 20, 0, 5.0));
+        m.record_canary_in(Some("pay"), "prod", "web", ("Succeeded", 0, 0, 0.0));
+        let text = m.encode().unwrap();
+        for line in [
+            "sluice_canary_weight{repo=\"shop\",namespace=\"prod\",name=\"web\"} 20",
+            "sluice_canary_weight{repo=\"pay\",namespace=\"prod\",name=\"web\"} 0",
+            "sluice_canary_phase{repo=\"shop\",namespace=\"prod\",name=\"web\",phase=\"Progressing\"} 1",
+            "sluice_canary_phase{repo=\"pay\",namespace=\"prod\",name=\"web\",phase=\"Succeeded\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} not in\n{text}");
+        }
+        assert!(!text.contains("phase=\"Progressing\"} 0"), "{text}");
     }
 }

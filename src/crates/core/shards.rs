@@ -4,6 +4,10 @@
 //!   of the UTF-8 bytes, modulo N). The adapter passes the name up to its first dot: the
 //!   waves of one canary are instances named `<name>.<wave>`, so a release stays in one shard.
 //!   The function is fixed: changing it would move canaries between replicas on upgrade.
+//! - [`shard_of_in`]: the same over (repo, canary) when one install reconciles several config
+//!   repos (`sluice run --repos`): the repo's name, a zero byte, then `namespace/name`. The
+//!   one repo of a single-repo install has the empty name and hashes as [`shard_of`], so its
+//!   canaries keep their shards.
 //! - [`assignment`]: the shard each live replica should hold: the live replicas sorted by
 //!   identity, shard `i` to the `i mod m`-th of the `m` replicas, so no two replicas' counts
 //!   differ by more than one.
@@ -21,11 +25,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The shard of canary `namespace/name` among `count` (0 when `count` is 0 or 1).
 pub fn shard_of(namespace: &str, name: &str, count: u32) -> u32 {
+    shard_of_in("", namespace, name, count)
+}
+
+/// The shard of canary `namespace/name` of the config repo named `repo` among `count`: a
+/// repo's name cannot hold a zero byte, so no two (repo, canary) pairs hash the same bytes.
+/// `repo` empty (the one repo of a single-repo install) is [`shard_of`].
+pub fn shard_of_in(repo: &str, namespace: &str, name: &str, count: u32) -> u32 {
     if count <= 1 {
         return 0;
     }
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let bytes = namespace.bytes().chain([b'/']).chain(name.bytes());
+    let scope: &[u8] = if repo.is_empty() { &[] } else { &[0] };
+    let bytes = repo
+        .bytes()
+        .chain(scope.iter().copied())
+        .chain(namespace.bytes())
+        .chain([b'/'])
+        .chain(name.bytes());
     for byte in bytes {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
@@ -40,8 +57,13 @@ pub enum Owned {
     /// One replica (or `--shards 1`): every canary.
     #[default]
     All,
-    /// The canaries whose [`shard_of`] is among `held`, of `count` shards.
-    Shards { count: u32, held: BTreeSet<u32> },
+    /// The canaries whose [`shard_of_in`] (in config repo `repo`; empty: the one repo of a
+    /// single-repo install) is among `held`, of `count` shards.
+    Shards {
+        count: u32,
+        held: BTreeSet<u32>,
+        repo: String,
+    },
 }
 
 impl Owned {
@@ -51,10 +73,22 @@ impl Owned {
     pub fn owns(&self, namespace: &str, name: &str) -> bool {
         match self {
             Owned::All => true,
-            Owned::Shards { count, held } => {
+            Owned::Shards { count, held, repo } => {
                 let canary = name.split('.').next().unwrap_or(name);
-                held.contains(&shard_of(namespace, canary, *count))
+                held.contains(&shard_of_in(repo, namespace, canary, *count))
             }
+        }
+    }
+
+    /// The same shards, for the canaries of config repo `repo` (its name in `--repos`).
+    pub fn in_repo(&self, repo: &str) -> Owned {
+        match self {
+            Owned::All => Owned::All,
+            Owned::Shards { count, held, .. } => Owned::Shards {
+                count: *count,
+                held: held.clone(),
+                repo: repo.to_string(),
+            },
         }
     }
 }
@@ -154,6 +188,39 @@ mod tests {
         assert_eq!(shard_of("shop", "web", 16), (fnv("shop/web") % 16) as u32);
         assert_eq!(shard_of("shop", "web", 1), 0);
         assert_eq!(shard_of("shop", "web", 0), 0);
+    }
+
+    #[test]
+    fn a_repo_scopes_the_hash_and_the_unnamed_repo_keeps_the_single_repo_shards() {
+        let fnv = |bytes: &[u8]| {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in bytes {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            h
+        };
+        for count in [2, 7, 16, 1024] {
+            for (ns, name) in [("shop", "web"), ("prod", "podinfo")] {
+                assert_eq!(shard_of_in("", ns, name, count), shard_of(ns, name, count));
+                let want = fnv(format!("team-a\0{ns}/{name}").as_bytes()) % u64::from(count);
+                assert_eq!(u64::from(shard_of_in("team-a", ns, name, count)), want);
+            }
+        }
+        // Same canary, two repos: hashed apart (not always another shard, but here at 1024).
+        assert_ne!(
+            shard_of_in("team-a", "shop", "web", 1024),
+            shard_of_in("team-b", "shop", "web", 1024)
+        );
+        let held: BTreeSet<u32> = [shard_of_in("team-a", "shop", "web", 1024)].into();
+        let owned = Owned::Shards {
+            count: 1024,
+            held,
+            repo: String::new(),
+        };
+        assert!(owned.in_repo("team-a").owns("shop", "web.eu"));
+        assert!(!owned.in_repo("team-b").owns("shop", "web"));
+        assert_eq!(Owned::All.in_repo("team-b"), Owned::All);
     }
 
     #[test]
