@@ -605,18 +605,63 @@ fn expected_steps_are_what_each_rollout_file_says() {
 }
 
 /// Argo's steps in the words `sluice plan` prints for a Rollout (`setWeight 20`, `pause 30s`,
-/// `pause until approved`); `None` when a step is one sluice must refuse (analysis while it
-/// is not wired, experiments, canary scale, header and mirror routes, plugins).
-fn plan_words(steps: &[ArgoStep]) -> Option<Vec<String>> {
-    steps
+/// `pause until approved`, `analysis a + b`, and `background analysis a + b` after the
+/// `setWeight` its `startingStep` is at, from `extra`); `None` when a step is one sluice must
+/// refuse (experiments, canary scale, header and mirror routes, plugins).
+fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
+    let names = |templates: &str| -> String {
+        let names: Vec<&str> = templates
+            .split(',')
+            .map(|t| t.strip_prefix("cluster:").unwrap_or(t))
+            .collect();
+        names.join(" + ")
+    };
+    let mut words: Vec<String> = steps
         .iter()
         .map(|s| match s {
             ArgoStep::SetWeight(w) => Some(format!("setWeight {w}")),
             ArgoStep::Pause(Some(s)) => Some(format!("pause {s}s")),
             ArgoStep::Pause(None) => Some("pause until approved".to_string()),
+            ArgoStep::Analysis(t) => Some(format!("analysis {}", names(&t.join(",")))),
             _ => None,
         })
-        .collect()
+        .collect::<Option<_>>()?;
+    let background = extra
+        .iter()
+        .find_map(|e| e.strip_prefix("background="))
+        .filter(|b| !b.is_empty());
+    if let Some(background) = background {
+        let (templates, starting) = match background.split_once("@step") {
+            Some((t, n)) => (t, n.parse::<usize>().ok()?),
+            None => (background, 0),
+        };
+        // The sluice step Argo's step `starting` is at: the setWeights up to it, at least one.
+        let at = steps
+            .iter()
+            .take(starting + 1)
+            .filter(|s| matches!(s, ArgoStep::SetWeight(_)))
+            .count()
+            .max(1);
+        let after = words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.starts_with("setWeight "))
+            .nth(at - 1)
+            .map(|(i, _)| i)?;
+        words.insert(after + 1, format!("background analysis {}", names(templates)));
+    }
+    Some(words)
+}
+
+/// The replica counts `EXPECTED` gives a canary without trafficRouting, one `w:c/s` per
+/// `setWeight` (from `replicaSplit(replicas=R,maxSurge=S)=w:c/s,...`); empty for others.
+fn replica_split(extra: &[String]) -> Vec<String> {
+    extra
+        .iter()
+        .find_map(|e| e.strip_prefix("replicaSplit("))
+        .and_then(|e| e.split_once(")="))
+        .map(|(_, counts)| counts.split(',').map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// The files read beside `fixture`: itself and every companion SOURCES lists for it.
@@ -634,8 +679,9 @@ fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<Str
 
 /// What sluice makes of one Rollout of the corpus.
 enum Reading {
-    /// Read as a canary: `sluice plan`'s step words.
-    Runs(Vec<String>),
+    /// Read as a canary: `sluice plan`'s step words, and for a canary without trafficRouting
+    /// its replica split in `EXPECTED`'s words (`20:1/4`, one per `setWeight`).
+    Runs(Vec<String>, Vec<String>),
     /// Refused: the first error, `file:line: field: message`.
     Refused(String),
 }
@@ -657,7 +703,11 @@ fn sluice_reads(fixture: &str, name: &str, sources: &BTreeMap<String, Source>) -
         .iter()
         .find(|c| c.id.name.as_str() == name && c.file.ends_with(fixture))
     {
-        return Reading::Runs(sluice::cli::plan::rollout_steps(c));
+        let split = sluice::cli::plan::rollout_replicas(c)
+            .iter()
+            .map(|(w, canary, stable)| format!("{w}:{canary}/{stable}"))
+            .collect();
+        return Reading::Runs(sluice::cli::plan::rollout_steps(c), split);
     }
     // A refusal may stand at the line of a file the Rollout names (its route, its Service).
     let read = with_companions(fixture, sources);
@@ -686,8 +736,12 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
         let at = format!("{} ({})", e.fixture, e.name);
         let reading = sluice_reads(&e.fixture, &e.name, &sources);
         match (&e.verdict, reading) {
-            (Verdict::Accepted { steps, .. }, Reading::Runs(got)) => {
-                match plan_words(steps) {
+            (Verdict::Accepted { steps, extra, .. }, Reading::Runs(got, split)) => {
+                let want_split = replica_split(extra);
+                match plan_words(steps, extra) {
+                    Some(_) if want_split != split => wrong.push(format!(
+                        "{at}: Argo splits the replicas {want_split:?}, sluice {split:?}"
+                    )),
                     Some(want) if want == got => {
                         *runs.entry(e.verdict.routing().to_string()).or_default() += 1;
                     }
@@ -697,7 +751,7 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
                     )),
                 }
             }
-            (Verdict::Refused { reason, .. }, Reading::Runs(got)) => {
+            (Verdict::Refused { reason, .. }, Reading::Runs(got, _)) => {
                 wrong.push(format!("{at}: Argo refuses it ({reason}), sluice runs {got:?}"));
             }
             (_, Reading::Refused(why)) if why.is_empty() => {

@@ -20,7 +20,8 @@
 
 use std::time::Duration;
 
-use crate::core::model::ArgoGate;
+use crate::core::argo_replicas::{resolve, IntOrPercent, ReplicaSplit};
+use crate::core::model::{ArgoGate, ReplicaCanary};
 use crate::core::schedule::{Pause, Step};
 use crate::manifest::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, RepoPath, ServiceSpec, Strategy,
@@ -29,7 +30,7 @@ use crate::manifest::model::{
 use crate::manifest::rollout_analysis::Found;
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
-use crate::route::Route;
+use crate::route::{kubernetes, Route};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::{Object, Snapshot};
@@ -247,7 +248,14 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     let cp = "spec.strategy.canary";
     r.map(canary, cp, CANARY_KEYS)?;
     refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
-    let services = read_services(r, canary, lookup);
+    let routing = canary.get("trafficRouting");
+    let (services, replica_canary) = match routing {
+        Some(_) => (read_services(r, canary, lookup), None),
+        None => match read_replica_canary(r, spec, canary, name.as_str(), lookup) {
+            Some((services, replica)) => (Some(services), Some(replica)),
+            None => (None, None),
+        },
+    };
     let mut steps = match canary.get("steps") {
         Some(n) => read_steps(r, n),
         None => {
@@ -255,22 +263,23 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None
         }
     };
-    let Some(routing) = canary.get("trafficRouting") else {
-        r.error(canary.line, &join(cp, "trafficRouting"), "a canary without trafficRouting (Argo's replica-based canary) is not in this build yet; route through the Gateway API plugin, or keep this Rollout on Argo Rollouts for now");
-        return None;
-    };
     let (stable, canary_service, port) = services?;
-    let route = read_routing(
-        r,
-        routing,
-        &Apex {
-            namespace: namespace.as_str(),
-            service: stable.as_str(),
-            port,
-            pair: Some(canary_service.as_str()),
-        },
-        lookup,
-    );
+    let route = match routing {
+        Some(routing) => read_routing(
+            r,
+            routing,
+            &Apex {
+                namespace: namespace.as_str(),
+                service: stable.as_str(),
+                port,
+                pair: Some(canary_service.as_str()),
+            },
+            lookup,
+        ),
+        // No route object: the pods split the traffic, as Flagger's kubernetes provider
+        // writes only workloads and Services.
+        None => Some(Route::Kubernetes(kubernetes::Config)),
+    };
     let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
         return None;
@@ -291,11 +300,14 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             suspend,
             progress_deadline,
             argo,
+            replica_canary,
         },
     );
     canary.file = r.file.clone();
     canary.line = root.line;
-    canary.route.check_canary(r, &canary, spec);
+    if routing.is_some() {
+        canary.route.check_canary(r, &canary, spec);
+    }
     (r.errors.len() == before).then_some(canary)
 }
 
@@ -374,6 +386,8 @@ struct Parts {
     suspend: bool,
     progress_deadline: Duration,
     argo: Vec<ArgoGate>,
+    /// Without trafficRouting: the replica counts per weight.
+    replica_canary: Option<ReplicaCanary>,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -381,7 +395,13 @@ struct Parts {
 fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
     Canary {
         settle: settings.settle,
-        provider: Some("gatewayapi:v1".to_string()),
+        provider: Some(
+            match p.replica_canary {
+                Some(_) => "kubernetes",
+                None => "gatewayapi:v1",
+            }
+            .to_string(),
+        ),
         metrics_server: None,
         sync: settings.sync.clone(),
         autoscaler: None,
@@ -398,6 +418,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             name: id.name.clone(),
             stable_service: p.stable.clone(),
             canary_service: p.canary_service,
+            replica_canary: p.replica_canary,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -495,7 +516,6 @@ fn read_workload_ref(r: &mut Reader, w: &Node, lookup: Lookup) {
 /// `canaryService` and `stableService` (both required with traffic routing), each a Service
 /// of the repo, and the stable one's first port.
 fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name, Name, u16)> {
-    let namespace = lookup.namespace;
     let cp = "spec.strategy.canary";
     let mut found = Vec::new();
     for key in ["stableService", "canaryService"] {
@@ -503,49 +523,158 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
         let Some(n) = r.required(canary, cp, key) else {
             continue;
         };
-        let Some(name) = name_at(r, n, &at) else {
-            continue;
-        };
-        let services = lookup.find("Service", name.as_str());
-        match services.as_slice() {
-            [one] => {
-                let port = one
-                    .node
-                    .get("spec")
-                    .and_then(|s| s.get("ports"))
-                    .and_then(|p| match &p.value {
-                        Value::Seq(items) => items.first(),
-                        _ => None,
-                    })
-                    .and_then(|p| p.get("port"))
-                    .and_then(Node::as_str)
-                    .and_then(|p| p.parse::<u16>().ok())
-                    .unwrap_or(80);
-                found.push((name, port));
-            }
-            [] => r.error(
-                n.line,
-                &at,
-                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
-            ),
-            [_, second, ..] => r.error(
-                n.line,
-                &at,
-                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
-            ),
+        if let Some(service) = service_at(r, n, &at, lookup) {
+            found.push(service);
         }
     }
     let [(stable, port), (canary_service, _)] = <[(Name, u16); 2]>::try_from(found).ok()?;
-    if stable == canary_service {
-        let line = canary.get("canaryService").map_or(canary.line, |n| n.line);
-        r.error(
-            line,
-            &join(cp, "canaryService"),
-            format!("expected a Service other than the stableService, found {stable} twice (Argo refuses it too)"),
-        );
+    distinct(r, canary, &stable, &canary_service)?;
+    Some((stable, canary_service, port))
+}
+
+/// Refuses a `canaryService` that is the `stableService`, as Argo does.
+fn distinct(r: &mut Reader, canary: &Node, stable: &Name, canary_service: &Name) -> Option<()> {
+    if stable != canary_service {
+        return Some(());
+    }
+    let line = canary.get("canaryService").map_or(canary.line, |n| n.line);
+    r.error(
+        line,
+        "spec.strategy.canary.canaryService",
+        format!("expected a Service other than the stableService, found {stable} twice (Argo refuses it too)"),
+    );
+    None
+}
+
+/// The Service named at `n` (`at`), found once in the repo, and its first port (80 if it
+/// has none).
+fn service_at(r: &mut Reader, n: &Node, at: &str, lookup: Lookup) -> Option<(Name, u16)> {
+    let namespace = lookup.namespace;
+    let name = name_at(r, n, at)?;
+    let services = lookup.find("Service", name.as_str());
+    match services.as_slice() {
+        [one] => {
+            let port = one
+                .node
+                .get("spec")
+                .and_then(|s| s.get("ports"))
+                .and_then(|p| match &p.value {
+                    Value::Seq(items) => items.first(),
+                    _ => None,
+                })
+                .and_then(|p| p.get("port"))
+                .and_then(Node::as_str)
+                .and_then(|p| p.parse::<u16>().ok())
+                .unwrap_or(80);
+            Some((name, port))
+        }
+        [] => {
+            r.error(
+                n.line,
+                at,
+                format!("Service {namespace}/{name} not found among the repo's YAML files; sluice copies it to the output with the selector that picks its workload"),
+            );
+            None
+        }
+        [_, second, ..] => {
+            r.error(
+                n.line,
+                at,
+                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
+            );
+            None
+        }
+    }
+}
+
+/// A canary without `trafficRouting` (Argo's replica-based canary): its optional
+/// `stableService` and `canaryService`, `spec.replicas` (default 1) and `maxSurge` /
+/// `maxUnavailable` (default 25 % each; Argo refuses both resolving to zero). Returns the
+/// `(stable, canary, port)` names `Target::Rollout` holds (a Service not named stands in as
+/// its workload's name) and the replica split.
+fn read_replica_canary(
+    r: &mut Reader,
+    spec: &Node,
+    canary: &Node,
+    rollout: &str,
+    lookup: Lookup,
+) -> Option<((Name, Name, u16), ReplicaCanary)> {
+    let cp = "spec.strategy.canary";
+    let mut named = [None, None];
+    let mut failed = false;
+    for (slot, key) in named.iter_mut().zip(["stableService", "canaryService"]) {
+        if let Some(n) = canary.get(key) {
+            *slot = service_at(r, n, &join(cp, key), lookup);
+            failed |= slot.is_none();
+        }
+    }
+    let replicas = match spec.get("replicas") {
+        Some(n) => u32::try_from(r.int(n, "spec.replicas", 0, i64::from(i32::MAX))?).ok()?,
+        None => 1,
+    };
+    let surge = int_or_percent(r, canary, cp, "maxSurge")?;
+    let unavailable = int_or_percent(r, canary, cp, "maxUnavailable")?;
+    let max_surge = resolve(&surge, replicas, true);
+    if max_surge == 0 && resolve(&unavailable, replicas, false) == 0 {
+        let line = canary
+            .get("maxSurge")
+            .or(canary.get("maxUnavailable"))
+            .map_or(canary.line, |n| n.line);
+        r.error(line, &join(cp, "maxSurge"), "maxSurge and maxUnavailable both resolve to 0 pods, so no pod could ever be replaced (Argo refuses it too); allow at least one");
         return None;
     }
-    Some((stable, canary_service, port))
+    let [stable, canary_service] = named;
+    if let (Some((s, _)), Some((c, _))) = (&stable, &canary_service) {
+        distinct(r, canary, s, c)?;
+    }
+    if failed {
+        return None;
+    }
+    let port = stable.as_ref().or(canary_service.as_ref()).map_or(80, |s| s.1);
+    let mut or_workload = |named: &Option<(Name, u16)>, role: &str| match named {
+        Some((name, _)) => Some(name.clone()),
+        None => Name::parse(&format!("{rollout}-{role}"))
+            .map_err(|e| r.error(spec.line, "metadata.name", format!("the {role} workload's name: {e}")))
+            .ok(),
+    };
+    let names = (
+        or_workload(&stable, "stable")?,
+        or_workload(&canary_service, "canary")?,
+        port,
+    );
+    Some((
+        names,
+        ReplicaCanary {
+            split: ReplicaSplit {
+                replicas,
+                max_surge,
+            },
+            stable_service: stable.map(|s| s.0),
+            canary_service: canary_service.map(|s| s.0),
+        },
+    ))
+}
+
+/// `maxSurge` or `maxUnavailable` of the canary: a count or a percentage (`"25%"`, the
+/// default).
+fn int_or_percent(r: &mut Reader, canary: &Node, cp: &str, key: &str) -> Option<IntOrPercent> {
+    let at = join(cp, key);
+    let Some(n) = canary.get(key) else {
+        return Some(IntOrPercent::Percent(25));
+    };
+    let text = r.string(n, &at)?;
+    let parsed = match text.strip_suffix('%') {
+        Some(p) => p.trim().parse::<u32>().ok().map(IntOrPercent::Percent),
+        None => text.trim().parse::<u32>().ok().map(IntOrPercent::Int),
+    };
+    if parsed.is_none() {
+        r.error(
+            n.line,
+            &at,
+            format!("expected a number of pods or a percentage (\"25%\"), found {text:?}"),
+        );
+    }
+    parsed
 }
 
 /// `strategy.canary.steps` as sluice's steps, the approval a leading `pause: {}` asks for, and
@@ -647,6 +776,10 @@ impl Steps {
         let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
         if step == 0 {
             r.error(value.line, at, "an analysis step before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
+            return;
+        }
+        if self.paused {
+            r.error(value.line, at, "an analysis after a pause: Argo runs the pause, then the analysis, and this build runs a step's analysis during its pause, so it would judge before Argo does; move the analysis before the pause, or keep this Rollout on Argo Rollouts for now");
             return;
         }
         self.analyses.push(Found {

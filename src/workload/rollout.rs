@@ -12,7 +12,10 @@
 //!
 //! Replicas follow Argo's canary with traffic routing: the stable workload keeps
 //! `spec.replicas`; the canary runs `ceil(replicas * weight / 100)` of them while a rollout is
-//! in progress (at least one), and none otherwise. The stable workload takes the canary's
+//! in progress (at least one), and none otherwise. Without traffic routing the pods split the
+//! traffic, so both workloads take the counts Argo settles on for the weight
+//! ([`ReplicaSplit`](crate::core::argo_replicas::ReplicaSplit)), and only the Services the
+//! Rollout names are copied (the user's own Service selects both workloads' pods). The stable workload takes the canary's
 //! spec at promotion, as Argo makes the canary ReplicaSet the stable one.
 
 use yaml_rust2::Yaml;
@@ -153,6 +156,7 @@ pub fn render(
         name,
         stable_service,
         canary_service,
+        replica_canary,
     } = &canary.target
     else {
         return Ok(Vec::new());
@@ -162,11 +166,30 @@ pub fn render(
     let replicas = source.doc["spec"]["replicas"].as_i64().unwrap_or(1);
     let stable_file = format!("{name}-stable.yaml");
     let rewrite = matches!(decision.action, Action::Initialize | Action::Promote);
+    let active = status.phase.is_active() || status.canary_weight > 0;
+    // Without a router the pods split the traffic: both workloads scale with the weight.
+    let (canary_count, stable_count) = match replica_canary {
+        Some(replica) if active => {
+            let (c, s) = replica.split.at(status.canary_weight);
+            (i64::from(c), Some(i64::from(s)))
+        }
+        Some(replica) => (0, Some(i64::from(replica.split.replicas))),
+        None => (canary_replicas(replicas, status.canary_weight, active), None),
+    };
     let stable = match existing(&stable_file) {
-        Some(text) if !rewrite => text,
+        Some(text) if !rewrite => match stable_count {
+            Some(count) => scale(canary, text, count)?,
+            None => text,
+        },
         _ if rewrite || revision(canary, index)? == status.promoted_revision => emit(
             canary,
-            &[as_role(canary, &source.doc, name.as_str(), "stable", None)],
+            &[as_role(
+                canary,
+                &source.doc,
+                name.as_str(),
+                "stable",
+                stable_count,
+            )],
         )?,
         _ => {
             return Err(WorkloadError::PrimaryMissing {
@@ -174,8 +197,6 @@ pub fn render(
             })
         }
     };
-    let active = status.phase.is_active() || status.canary_weight > 0;
-    let canary_count = canary_replicas(replicas, status.canary_weight, active);
     let canary_doc = as_role(
         canary,
         &source.doc,
@@ -184,8 +205,19 @@ pub fn render(
         Some(canary_count),
     );
     let ns = canary.id.namespace.as_str();
+    // A replica-based canary copies only the Services it names.
+    let named = |service: &crate::manifest::model::Name, role: &str| match replica_canary {
+        None => true,
+        Some(replica) => match role {
+            "stable" => replica.stable_service.as_ref() == Some(service),
+            _ => replica.canary_service.as_ref() == Some(service),
+        },
+    };
     let mut services = Vec::new();
     for (service, role) in [(stable_service, "stable"), (canary_service, "canary")] {
+        if !named(service, role) {
+            continue;
+        }
         let mut doc = one(canary, index, "Service", ns, service.as_str())?.doc;
         rename(&mut doc, service.as_str(), ns);
         if let Some(selector) = map_at(&mut doc, &["spec", "selector"]) {
@@ -196,11 +228,37 @@ pub fn render(
         }
         services.push(doc);
     }
-    Ok(vec![
+    let mut files = vec![
         (stable_file, stable),
         (format!("{name}-canary.yaml"), emit(canary, &[canary_doc])?),
-        ("services.yaml".to_string(), emit(canary, &services)?),
-    ])
+    ];
+    if !services.is_empty() {
+        files.push(("services.yaml".to_string(), emit(canary, &services)?));
+    }
+    Ok(files)
+}
+
+/// The kept stable workload `text` at `count` replicas (unchanged when it already is).
+fn scale(canary: &Canary, text: String, count: i64) -> Result<String, WorkloadError> {
+    let Ok(mut docs) = yaml_rust2::YamlLoader::load_from_str(&text) else {
+        // Not YAML any more: leave it to the apply to report, as for any kept primary.
+        return Ok(text);
+    };
+    let mut changed = false;
+    for doc in &mut docs {
+        if doc["kind"].as_str() != Some("Deployment") || doc["spec"]["replicas"].as_i64() == Some(count) {
+            continue;
+        }
+        if let Some(spec) = map_at(doc, &["spec"]) {
+            set(spec, "replicas", Yaml::Integer(count));
+            changed = true;
+        }
+    }
+    if changed {
+        emit(canary, &docs)
+    } else {
+        Ok(text)
+    }
 }
 
 #[cfg(test)]
