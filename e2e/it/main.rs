@@ -70,6 +70,7 @@ mod loop_istio;
 mod loop_kuma;
 mod loop_revert;
 mod loop_rollout;
+mod loop_rollout_replicas;
 mod loop_traefik;
 mod managed;
 mod metrics;

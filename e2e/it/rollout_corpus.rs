@@ -648,7 +648,10 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
             .filter(|(_, w)| w.starts_with("setWeight "))
             .nth(at - 1)
             .map(|(i, _)| i)?;
-        words.insert(after + 1, format!("background analysis {}", names(templates)));
+        words.insert(
+            after + 1,
+            format!("background analysis {}", names(templates)),
+        );
     }
     Some(words)
 }
@@ -752,7 +755,9 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
                 }
             }
             (Verdict::Refused { reason, .. }, Reading::Runs(got, _)) => {
-                wrong.push(format!("{at}: Argo refuses it ({reason}), sluice runs {got:?}"));
+                wrong.push(format!(
+                    "{at}: Argo refuses it ({reason}), sluice runs {got:?}"
+                ));
             }
             (_, Reading::Refused(why)) if why.is_empty() => {
                 wrong.push(format!("{at}: neither read nor refused at a line"));

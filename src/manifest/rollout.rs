@@ -580,7 +580,10 @@ fn service_at(r: &mut Reader, n: &Node, at: &str, lookup: Lookup) -> Option<(Nam
             r.error(
                 n.line,
                 at,
-                format!("Service {namespace}/{name} is defined twice (also at {}:{})", second.file, second.line),
+                format!(
+                    "Service {namespace}/{name} is defined twice (also at {}:{})",
+                    second.file, second.line
+                ),
             );
             None
         }
@@ -630,11 +633,20 @@ fn read_replica_canary(
     if failed {
         return None;
     }
-    let port = stable.as_ref().or(canary_service.as_ref()).map_or(80, |s| s.1);
+    let port = stable
+        .as_ref()
+        .or(canary_service.as_ref())
+        .map_or(80, |s| s.1);
     let mut or_workload = |named: &Option<(Name, u16)>, role: &str| match named {
         Some((name, _)) => Some(name.clone()),
         None => Name::parse(&format!("{rollout}-{role}"))
-            .map_err(|e| r.error(spec.line, "metadata.name", format!("the {role} workload's name: {e}")))
+            .map_err(|e| {
+                r.error(
+                    spec.line,
+                    "metadata.name",
+                    format!("the {role} workload's name: {e}"),
+                )
+            })
             .ok(),
     };
     let names = (

@@ -174,7 +174,10 @@ pub fn render(
             (i64::from(c), Some(i64::from(s)))
         }
         Some(replica) => (0, Some(i64::from(replica.split.replicas))),
-        None => (canary_replicas(replicas, status.canary_weight, active), None),
+        None => (
+            canary_replicas(replicas, status.canary_weight, active),
+            None,
+        ),
     };
     let stable = match existing(&stable_file) {
         Some(text) if !rewrite => match stable_count {
@@ -246,7 +249,9 @@ fn scale(canary: &Canary, text: String, count: i64) -> Result<String, WorkloadEr
     };
     let mut changed = false;
     for doc in &mut docs {
-        if doc["kind"].as_str() != Some("Deployment") || doc["spec"]["replicas"].as_i64() == Some(count) {
+        if doc["kind"].as_str() != Some("Deployment")
+            || doc["spec"]["replicas"].as_i64() == Some(count)
+        {
             continue;
         }
         if let Some(spec) = map_at(doc, &["spec"]) {
