@@ -15,7 +15,8 @@ use sluice::yaml::snapshot::Snapshot;
 use crate::support::adopt::{
     adopt, adopt_edited, checkout, fixture, render_adopted, PULL_POLICY, WITH_SECRET,
 };
-use crate::support::{every_file_bytes, git, git_lines, kustomize_text, show};
+use crate::support::forge::{ForgeFake, Kind};
+use crate::support::{every_file_bytes, git, git_lines, kustomize_text, run_sluice_env, show};
 
 /// The work tree without `.git`.
 fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -27,10 +28,19 @@ fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// What an adopted fixture must show; returns the checkout of the new branch.
 fn adopted(name: &str, canaries: &[&str]) -> (tempfile::TempDir, tempfile::TempDir) {
+    adopted_with(name, canaries, &[])
+}
+
+/// [`adopted`], telling adopt `args`.
+fn adopted_with(
+    name: &str,
+    canaries: &[&str],
+    args: &[&str],
+) -> (tempfile::TempDir, tempfile::TempDir) {
     let dir = checkout(name, &[]);
     let main = git(dir.path(), &["rev-parse", "main"]);
     let before = work_tree(dir.path());
-    let (code, out, err) = adopt(dir.path(), &[]);
+    let (code, out, err) = adopt(dir.path(), args);
     assert_eq!(code, 0, "{name}: {out}{err}");
     assert!(
         out.starts_with("sluice adopt: wrote branch sluice-adopt"),
@@ -327,6 +337,124 @@ fn adopts_an_argocd_app_of_apps_with_one_outputs_application() {
     );
     assert!(settings.contains("provider: nginx\n"), "{settings}");
     first_render(dir.path(), &["deploy"], 1);
+}
+
+/// A real repo that runs Flagger under Argo CD (its README gives the Application; Flagger was
+/// installed by hand, so `--provider` says the mesh): the Application's destination namespace
+/// is the canary's, and the runbook deletes the Canary there without its objects.
+#[test]
+fn adopts_a_real_argocd_repo_whose_flagger_install_is_outside_it() {
+    let (dir, branch) = adopted_with(
+        "argocd-ixxel",
+        &["blue-green/nginx-blue-green"],
+        &["--provider", "istio"],
+    );
+    let at = branch.path().join("repo");
+    let settings = std::fs::read_to_string(at.join(".sluice/config.yaml")).unwrap();
+    assert!(settings.contains("provider: istio\n"), "{settings}");
+    assert!(
+        settings.contains("sync: {argocd: {application: sluice-outputs, namespace: argocd}}"),
+        "{settings}"
+    );
+    assert!(!settings.contains("prometheus:"), "{settings}");
+    let (code, out, err) = adopt(checkout("argocd-ixxel", &[]).path(), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("pass Flagger's meshProvider as --provider"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kubectl -n blue-green delete canary nginx-blue-green --cascade=orphan"),
+        "{out}"
+    );
+    first_render(dir.path(), &["deploy"], 1);
+}
+
+/// With `--push --forge`, adopt opens the pushed branch's pull request with the runbook as its
+/// body, and writes the same forge into the settings (GitHub's API faked at the HTTP level).
+#[test]
+fn adopt_opens_the_pull_request_of_the_pushed_branch_fake_github() {
+    let fake = ForgeFake::start(Kind::GitHub);
+    let dir = checkout("argocd-ixxel", &[]);
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare"]);
+    git(
+        dir.path(),
+        &["remote", "add", "origin", origin.path().to_str().unwrap()],
+    );
+    let repo = dir.path().display().to_string();
+    let api = fake.api_url();
+    let mut args = vec![
+        "adopt",
+        "--repo",
+        repo.as_str(),
+        "--provider",
+        "istio",
+        "--forge",
+        "github",
+        "--forge-repository",
+        "acme/fleet",
+        "--forge-api-url",
+        api.as_str(),
+    ];
+    let token = [("SLUICE_FORGE_TOKEN", "t0ken")];
+
+    // Without --push there is no branch on the forge to open a pull request of.
+    let (code, out, err) = run_sluice_env(&args, &token);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        "--forge opens a pull request of the pushed branch: add --push"
+    );
+    assert_eq!(git(dir.path(), &["branch", "--list", "sluice-adopt"]), "");
+    assert_eq!(fake.count(), 0);
+
+    args.push("--push");
+    let (code, out, err) = run_sluice_env(&args, &token);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("pushed sluice-adopt to origin\n"), "{out}");
+    assert!(out.contains("opened pull request 1 "), "{out}");
+    assert_eq!(fake.count(), 1);
+    let pr = fake.first();
+    assert_eq!(
+        (pr.head.as_str(), pr.base.as_str()),
+        ("sluice-adopt", "main")
+    );
+    assert!(
+        pr.body
+            .contains("kubectl -n blue-green delete canary nginx-blue-green --cascade=orphan"),
+        "{}",
+        pr.body
+    );
+    let settings = git(origin.path(), &["show", "sluice-adopt:.sluice/config.yaml"]);
+    assert!(
+        settings.contains("\nforge: {kind: github, apiUrl: ")
+            && settings.contains(&api)
+            && settings.contains(", repository: acme/fleet}\n"),
+        "{settings}"
+    );
+
+    // A bad repository name is the settings parser's refusal, naming the flags.
+    let bad = checkout("argocd-ixxel", &[]);
+    let repo = bad.path().display().to_string();
+    let (code, _, err) = run_sluice_env(
+        &[
+            "adopt",
+            "--repo",
+            repo.as_str(),
+            "--push",
+            "--forge",
+            "github",
+            "--forge-repository",
+            "fleet",
+        ],
+        &token,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("--forge github --forge-repository fleet: "),
+        "{err}"
+    );
 }
 
 /// Runs adopt on `dir` and checks it refused with `first` as its first line, wrote nothing.

@@ -93,6 +93,7 @@ pub fn adopt(
     files: &BTreeMap<String, String>,
     branch: &str,
     repo_url: &str,
+    gave: &runbook::Given,
 ) -> Result<Adoption, Vec<Refusal>> {
     let (snapshot, appliers) = read(files);
     let repo = Repo {
@@ -101,7 +102,7 @@ pub fn adopt(
         names: files,
     };
     let found = discover::discover(&repo)?;
-    let (settings, mut notes) = runbook::settings(&found);
+    let (settings, mut notes) = runbook::settings(&found, gave);
     let mut change = change::change(&repo, &found, &settings)?;
     change.notes.append(&mut notes);
     change

@@ -5,8 +5,19 @@
 use crate::adopt::change::{Change, KEEP_ARGOCD, KEEP_FLUX, OUTPUTS, OUTPUTS_APPLIER};
 use crate::adopt::discover::{Discovery, Engine};
 
-/// The settings file, and notes on what it could not take from Flagger's install.
-pub fn settings(found: &Discovery) -> (String, Vec<String>) {
+/// What the operator tells adopt about a Flagger install the repo does not hold (installed
+/// with `helm install` or by another repo): its `meshProvider` and `metricsServer`.
+#[derive(Debug, Default, Clone)]
+pub struct Given {
+    pub provider: Option<String>,
+    pub metrics_server: Option<String>,
+    /// The `forge:` line to write (`forge: {kind: ..., repository: ...}`), already checked.
+    pub forge: Option<String>,
+}
+
+/// The settings file, and notes on what it could not take from Flagger's install. What the
+/// operator `gave` (`--provider`, `--metrics-server`) wins over the install's values.
+pub fn settings(found: &Discovery, gave: &Given) -> (String, Vec<String>) {
     let mut notes = Vec::new();
     let mut out = String::from("# Written by `sluice adopt`");
     match &found.flagger {
@@ -17,16 +28,29 @@ pub fn settings(found: &Discovery) -> (String, Vec<String>) {
         None => out.push_str(".\n"),
     }
     out.push_str("apiVersion: sluice.dev/v1alpha1\nkind: Config\n");
-    let provider = match &found.flagger {
-        Some(f) => Some(f.mesh_provider.clone().unwrap_or_else(|| {
+    let provider = match (&gave.provider, &found.flagger) {
+        (Some(p), f) => {
+            if let Some((f, theirs)) = f
+                .as_ref()
+                .and_then(|f| f.mesh_provider.as_ref().map(|m| (f, m)))
+                .filter(|(_, m)| *m != p)
+            {
+                notes.push(format!(
+                    "provider: {p} from --provider, not {theirs}, the meshProvider of {}:{}",
+                    f.file, f.line
+                ));
+            }
+            Some(p.clone())
+        }
+        (None, Some(f)) => Some(f.mesh_provider.clone().unwrap_or_else(|| {
             notes.push(format!(
                 "provider: istio, Flagger's default: {}:{} sets no meshProvider",
                 f.file, f.line
             ));
             "istio".into()
         })),
-        None => {
-            notes.push("provider: not written: no HelmRelease or Application of the flagger chart in the repo; canaries without spec.provider need `provider` in .sluice/config.yaml".into());
+        (None, None) => {
+            notes.push("provider: not written: no HelmRelease or Application of the flagger chart in the repo; canaries without spec.provider need `provider` in .sluice/config.yaml: pass Flagger's meshProvider as --provider".into());
             None
         }
     };
@@ -39,7 +63,10 @@ pub fn settings(found: &Discovery) -> (String, Vec<String>) {
         }
     }
     out.push_str(&format!("output: {OUTPUTS}/{{namespace}}/{{name}}\n"));
-    if let Some(address) = metrics_address(found, &mut notes) {
+    if let Some(forge) = &gave.forge {
+        out.push_str(forge);
+    }
+    if let Some(address) = metrics_address(found, gave, &mut notes) {
         out.push_str(&format!(
             "prometheus:\n  address: {}\n",
             crate::adopt::text::scalar(&address)
@@ -63,7 +90,10 @@ pub fn settings(found: &Discovery) -> (String, Vec<String>) {
 
 /// Flagger's metrics server: `metricsServer`, else the chart's own Prometheus, else the
 /// chart's default.
-fn metrics_address(found: &Discovery, notes: &mut Vec<String>) -> Option<String> {
+fn metrics_address(found: &Discovery, gave: &Given, notes: &mut Vec<String>) -> Option<String> {
+    if let Some(m) = &gave.metrics_server {
+        return Some(m.clone());
+    }
     let f = found.flagger.as_ref()?;
     if let Some(m) = &f.metrics_server {
         return Some(m.clone());

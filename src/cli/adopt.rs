@@ -2,7 +2,9 @@
 //! commit (HEAD), asks [`crate::adopt`] for the change from Flagger to sluice, and writes it as
 //! one commit on a new branch: the work tree, the index and every existing branch are left as
 //! they are (the commit is built from git objects, never checked out). Nothing is pushed
-//! unless `--push` (then `git push origin <branch>`, with the user's own git and credentials).
+//! unless `--push` (then `git push origin <branch>`, with the user's own git and credentials);
+//! with `--forge` the pushed branch's pull request is opened there with the runbook as its
+//! body (the token from the operator's `SLUICE_FORGE_TOKEN`, as `sluice run` reads it).
 //! Exit 0 with the runbook on stdout; 1 with every refusal as `file:line: message` on stderr
 //! and nothing written; 2 when the repo cannot be read or written.
 
@@ -10,6 +12,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context as _};
+
+use crate::forge::{Forge, ForgeSettings};
+use crate::manifest::settings::{parse_settings, SETTINGS_PATH};
+use crate::runtime::Runtime;
 
 /// Largest file read from the commit; adopt reads manifests, not artifacts.
 const MAX_FILE: usize = 4 * 1024 * 1024;
@@ -58,6 +64,64 @@ pub struct Args {
     /// Push the new branch to the `origin` remote (`git push origin <branch>`).
     #[arg(long)]
     pub push: bool,
+    /// Flagger's meshProvider, when its install is not in the repo (or to override it):
+    /// written as `provider` in .sluice/config.yaml.
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// Flagger's metricsServer, when its install is not in the repo (or to override it):
+    /// written as `prometheus.address` in .sluice/config.yaml.
+    #[arg(long, value_name = "URL")]
+    pub metrics_server: Option<String>,
+    /// Open a pull request of the pushed branch on this forge (github, gitlab, gitea, forgejo,
+    /// bitbucket, azuredevops; needs --push, --forge-repository and SLUICE_FORGE_TOKEN), and
+    /// write the same `forge` into .sluice/config.yaml for sluice's approval PRs.
+    #[arg(long, value_name = "KIND", requires = "forge_repository")]
+    pub forge: Option<String>,
+    /// The repository on the forge, as `forge.repository` names it (`owner/name`).
+    #[arg(long, value_name = "REPOSITORY", requires = "forge")]
+    pub forge_repository: Option<String>,
+    /// The forge's API base, when not the kind's public one (GitHub Enterprise, self-hosted).
+    #[arg(long, value_name = "URL", requires = "forge")]
+    pub forge_api_url: Option<String>,
+}
+
+/// The `forge:` line of `args` and the settings it parses to, or why it cannot be used (the
+/// settings parser's own messages, naming the flags).
+fn forge_of(args: &Args) -> Result<Option<(String, ForgeSettings)>, String> {
+    let (Some(kind), Some(repository)) = (&args.forge, &args.forge_repository) else {
+        return Ok(None);
+    };
+    if !args.push {
+        return Err("--forge opens a pull request of the pushed branch: add --push".into());
+    }
+    let scalar = crate::adopt::text::scalar;
+    let api = args
+        .forge_api_url
+        .as_deref()
+        .map(|u| format!(", apiUrl: {}", scalar(u)))
+        .unwrap_or_default();
+    let line = format!(
+        "forge: {{kind: {}{api}, repository: {}}}\n",
+        scalar(kind),
+        scalar(repository)
+    );
+    let text = format!("apiVersion: sluice.dev/v1alpha1\nkind: Config\n{line}");
+    match parse_settings(SETTINGS_PATH, &text) {
+        Ok(s) => match s.forge {
+            Some(forge) => Ok(Some((line, forge))),
+            None => Err("--forge: no forge read".into()),
+        },
+        Err(errors) => Err(errors
+            .iter()
+            .map(|e| {
+                format!(
+                    "--forge {kind} --forge-repository {repository}: {}",
+                    e.message
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")),
+    }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -85,7 +149,25 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         .ok()
         .and_then(|r| r.url().map(crate::gitops::redact_url).ok())
         .unwrap_or_else(|| "<repo URL>".to_string());
-    let adoption = match crate::adopt::adopt(&files, &args.branch, &url) {
+    if let Some(p) = &args.provider {
+        if let Err(e) = crate::route::parse_provider(p) {
+            eprintln!("--provider {p}: {e}");
+            return Ok(2);
+        }
+    }
+    let forge = match forge_of(args) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(2);
+        }
+    };
+    let gave = crate::adopt::runbook::Given {
+        provider: args.provider.clone(),
+        metrics_server: args.metrics_server.clone(),
+        forge: forge.as_ref().map(|(line, _)| line.clone()),
+    };
+    let adoption = match crate::adopt::adopt(&files, &args.branch, &url, &gave) {
         Ok(a) => a,
         Err(refusals) => {
             for r in &refusals {
@@ -133,9 +215,40 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         push(&args.repo, &args.branch)?;
         outln!("pushed {} to origin", args.branch);
     }
+    if let Some((_, settings)) = &forge {
+        let pr = open_pull_request(settings, &args.branch, &on, &adoption.runbook)?;
+        outln!("opened {pr}");
+    }
     outln!();
     out!("{}", adoption.runbook);
     Ok(0)
+}
+
+/// Opens (or finds, when one is open already) the pull request of `branch` into `base` on the
+/// forge of `settings`, its body the runbook; the pull request's number and page.
+fn open_pull_request(
+    settings: &ForgeSettings,
+    branch: &str,
+    base: &str,
+    runbook: &str,
+) -> anyhow::Result<String> {
+    let runtime = Runtime::from_env()?;
+    let fail = |e: String| {
+        anyhow::anyhow!("{e}; the branch {branch} is pushed: open its pull request by hand")
+    };
+    let client = runtime.forge_client_for(settings).map_err(fail)?;
+    let forge = Forge::from_settings(settings, &client).map_err(|e| fail(e.to_string()))?;
+    let body = format!("Written by `sluice adopt`. Merge it in the order of the runbook below: first `{branch}~1` alone, then the branch.\n\n```\n{runbook}```\n");
+    let title = "Adopt the Flagger canaries: sources out of every applied path, outputs applied by sluice-outputs";
+    let pr = runtime
+        .block_on(forge.ensure_open(branch, base, title, &body))
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(format!(
+        "{} {} {}",
+        settings.kind.pr_noun(),
+        pr.number,
+        pr.url
+    ))
 }
 
 /// What moved and what was written, then the notes.

@@ -44,11 +44,20 @@ struct Counts {
     most_in_flight: usize,
     /// Requests waiting for their group to fill.
     waiting: usize,
-    /// Bumped each time a full group of `limit` requests is let through.
+    /// Bumped each time a group of requests is let through.
     released: u64,
+    /// Groups let through before they were full (see [`STRAGGLER_WAIT`]).
+    partial: usize,
 }
 
-/// A keep-alive Prometheus stand-in that answers in groups of exactly `limit` requests.
+/// How long a request waits for its group to fill before the group is let through as it is.
+/// Only a stalled client ever waits this long (a starved or retried query leaves a group one
+/// short): answering then keeps a slow machine's stall from turning into a 5 s query timeout,
+/// while the counts still show what the client did.
+const STRAGGLER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A keep-alive Prometheus stand-in that answers in groups of `limit` requests (a group that
+/// stays short for [`STRAGGLER_WAIT`] is answered as it is, and counted).
 struct GroupServer {
     url: String,
     counts: Arc<Mutex<Counts>>,
@@ -113,8 +122,21 @@ async fn serve(
             }
             mine
         };
-        if released.wait_for(|r| *r >= mine).await.is_err() {
-            return;
+        let full = tokio::time::timeout(STRAGGLER_WAIT, released.wait_for(|r| *r >= mine))
+            .await
+            .map(|answered| answered.is_ok());
+        match full {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(_) => {
+                let mut c = counts.lock().expect("lock");
+                if c.released < mine {
+                    c.waiting = 0;
+                    c.released = mine;
+                    c.partial += 1;
+                    release.send_replace(mine);
+                }
+            }
         }
         // Counted out before the answer is written: the client can send its next request
         // only after reading this one, so a client within its limit is never seen above it.
@@ -252,10 +274,16 @@ fn the_observe_step_honours_prometheus_concurrency_from_the_repo_settings() {
         .collect();
     let observed = Live::new(&runtime).observe(&TemplateIndex::new(), &settings, &requests, now);
     assert_eq!(observed.len(), 60);
-    assert!(observed
+    let unanswered: Vec<_> = observed
         .iter()
         .flat_map(|e| &e.metrics)
-        .all(|m| matches!(m.value, MetricValue::Value(_))));
+        .filter(|m| !matches!(m.value, MetricValue::Value(_)))
+        .collect();
+    assert!(
+        unanswered.is_empty(),
+        "{unanswered:?} with {:?}",
+        server.counts()
+    );
     let accepted = {
         let c = server.counts();
         assert_eq!(c.requests, 120);
