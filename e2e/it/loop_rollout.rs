@@ -11,16 +11,14 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
-use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FILE};
+use crate::support::rollout::{
+    distinct, docs_at, podinfo_rollout, podinfo_services, show, sluice_commits, CANARY_WORKLOAD,
+    OUTPUT, ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE, STABLE_FILE, STATUS_FILE,
+};
 use crate::support::route_sources::route_head;
 use crate::support::{run_sluice, Schemas, World};
 
-const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
 const ROUTE_SOURCE: &str = "apps/podinfo/route.yaml";
-const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
-const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
-const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
-const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 
 /// Steps that promote without a human: a timed pause, then two more weights.
 const TIMED: &str = "        - setWeight: 20
@@ -37,32 +35,10 @@ const APPROVAL: &str = "        - setWeight: 20
 /// The Rollout, as Argo's Gateway API plugin examples write one: 5 replicas, the podinfo
 /// pod template at `version`, the plugin naming the route `route_key: podinfo-public`.
 fn rollout(version: &str, route_key: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  replicas: 5
-  revisionHistoryLimit: 2
-  selector:
-    matchLabels:
-      app: podinfo
-  template:
-    metadata:
-      labels:
-        app: podinfo
-    spec:
-      containers:
-        - name: podinfo
-          image: ghcr.io/stefanprodan/podinfo:{version}
-          ports:
-            - name: http
-              containerPort: 9898
-  strategy:
-    canary:
-      canaryService: podinfo-canary
+    podinfo_rollout(
+        version,
+        &format!(
+            "      canaryService: podinfo-canary
       stableService: podinfo-stable
       trafficRouting:
         plugins:
@@ -72,31 +48,14 @@ spec:
       steps:
 {steps}
 "
+        ),
     )
 }
 
 /// The two Services the Rollout names; Argo adds the pod template hash to their selectors
 /// at run time, sluice the role label in git.
 fn services() -> String {
-    ["podinfo-stable", "podinfo-canary"]
-        .map(|name| {
-            format!(
-                "apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
-"
-            )
-        })
-        .join("---\n")
+    podinfo_services(&["podinfo-stable", "podinfo-canary"])
 }
 
 /// The end of a rule sending to both Services, as the plugin's docs write it.
@@ -185,10 +144,6 @@ fn world(kind: &Kind_, steps: &str, extra: &[(&str, String)]) -> World {
     World::served(&pairs).building(OUTPUT)
 }
 
-fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
-    serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
-}
-
 /// Every sluice commit: every output document schema-valid; the route the user's but for
 /// the two weights, which are the status file's; each Service selecting one role; the
 /// canary's replicas Argo's share. Returns the route's weights, in order.
@@ -203,11 +158,11 @@ fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
             status["canaryWeight"].as_u64().unwrap(),
         );
         for file in [ROUTE_FILE, STABLE_FILE, CANARY_WORKLOAD, SERVICES_FILE] {
-            for doc in docs(&w.bare, &sha, file) {
+            for doc in docs_at(&w.bare, &sha, file) {
                 schemas.assert_valid(&doc, &format!("{sha} {file}"));
             }
         }
-        let route = docs(&w.bare, &sha, ROUTE_FILE).remove(0);
+        let route = docs_at(&w.bare, &sha, ROUTE_FILE).remove(0);
         let mut expected = source.clone();
         let rules = expected["spec"]["rules"].as_array_mut().unwrap();
         for rule in rules {
@@ -224,7 +179,7 @@ fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
             "{sha}: only the weights change"
         );
         assert_eq!(route["metadata"]["labels"]["team"], "web", "{sha}");
-        let services = docs(&w.bare, &sha, SERVICES_FILE);
+        let services = docs_at(&w.bare, &sha, SERVICES_FILE);
         for (service, role) in services.iter().zip(["stable", "canary"]) {
             assert_eq!(
                 service["spec"]["selector"],
@@ -232,7 +187,7 @@ fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
                 "{sha}"
             );
         }
-        let canary = docs(&w.bare, &sha, CANARY_WORKLOAD).remove(0);
+        let canary = docs_at(&w.bare, &sha, CANARY_WORKLOAD).remove(0);
         assert_eq!(
             canary["spec"]["template"]["metadata"]["labels"]["sluice.dev/rollout-role"],
             "canary"

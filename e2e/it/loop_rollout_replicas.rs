@@ -12,14 +12,11 @@ use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
-use crate::support::rollout::{distinct, show, sluice_commits, OUTPUT, STATUS_FILE};
+use crate::support::rollout::{
+    distinct, docs_at, podinfo_rollout, podinfo_services, show, sluice_commits, CANARY_WORKLOAD,
+    OUTPUT, ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE, STABLE_FILE, STATUS_FILE,
+};
 use crate::support::{run_sluice, Schemas, World};
-
-const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
-const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
-const CANARY_FILE: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
-const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
-const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 
 /// Timed pauses, then an analysis at 50 %, then 80 %.
 const ANALYSED: &str = "        - setWeight: 20
@@ -39,65 +36,17 @@ const APPROVAL: &str = "        - setWeight: 20
 /// A replica-based Rollout as Argo's getting-started example writes one: 5 replicas, no
 /// trafficRouting, only a `canaryService` (for testing the canary pods alone).
 fn rollout(version: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  replicas: 5
-  selector:
-    matchLabels:
-      app: podinfo
-  template:
-    metadata:
-      labels:
-        app: podinfo
-    spec:
-      containers:
-        - name: podinfo
-          image: ghcr.io/stefanprodan/podinfo:{version}
-          ports:
-            - name: http
-              containerPort: 9898
-  strategy:
-    canary:
-      canaryService: podinfo-canary
-      steps:
-{steps}
-"
+    podinfo_rollout(
+        version,
+        &format!("      canaryService: podinfo-canary\n      steps:\n{steps}\n"),
     )
 }
 
 /// The user's Service selecting every podinfo pod (Argo's replica split is its share of
 /// the pods), and the canary one the Rollout names.
-const SERVICES: &str = "apiVersion: v1
-kind: Service
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: podinfo-canary
-  namespace: prod
-spec:
-  selector:
-    app: podinfo
-  ports:
-    - name: http
-      port: 9898
-      targetPort: http
-";
+fn services() -> String {
+    podinfo_services(&["podinfo", "podinfo-canary"])
+}
 
 /// The template the analysis step names: the Prometheus scrape target's `up` (1), judged
 /// by `condition`, twice.
@@ -124,15 +73,11 @@ spec:
 fn world(steps: &str, extra: &[(&str, String)]) -> World {
     let mut files = vec![
         (ROLLOUT_FILE, rollout("6.7.0", steps)),
-        ("apps/podinfo/services.yaml", SERVICES.to_string()),
+        ("apps/podinfo/services.yaml", services()),
     ];
     files.extend(extra.iter().map(|(f, t)| (*f, t.clone())));
     let pairs: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
     World::served(&pairs).building(OUTPUT)
-}
-
-fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
-    serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
 }
 
 /// The `(canary, stable)` pods Argo runs for 5 replicas at a weight of the tests' steps
@@ -160,8 +105,8 @@ fn check_every_commit(w: &World) -> Vec<String> {
             status["primaryWeight"].as_u64().unwrap(),
             status["canaryWeight"].as_u64().unwrap(),
         );
-        for file in [STABLE_FILE, CANARY_FILE, SERVICES_FILE] {
-            for doc in docs(&w.bare, &sha, file) {
+        for file in [STABLE_FILE, CANARY_WORKLOAD, SERVICES_FILE] {
+            for doc in docs_at(&w.bare, &sha, file) {
                 schemas.assert_valid(&doc, &format!("{sha} {file}"));
             }
         }
@@ -169,12 +114,12 @@ fn check_every_commit(w: &World) -> Vec<String> {
             &w.bare,
             &["ls-tree", "-r", "--name-only", &sha, "--", OUTPUT],
         );
-        assert!(listed.contains(CANARY_FILE), "{sha}: {listed}");
+        assert!(listed.contains(CANARY_WORKLOAD), "{sha}: {listed}");
         assert!(
             !listed.lines().any(|f| f == ROUTE_FILE),
             "{sha}: no route: {listed}"
         );
-        let services = docs(&w.bare, &sha, SERVICES_FILE);
+        let services = docs_at(&w.bare, &sha, SERVICES_FILE);
         assert_eq!(
             services.len(),
             1,
@@ -190,8 +135,8 @@ fn check_every_commit(w: &World) -> Vec<String> {
             .contains(&status["phase"].as_str().unwrap())
             || canary_w > 0;
         let want = if active { argo_pods(canary_w) } else { (0, 5) };
-        let canary = docs(&w.bare, &sha, CANARY_FILE).remove(0);
-        let stable = docs(&w.bare, &sha, STABLE_FILE).remove(0);
+        let canary = docs_at(&w.bare, &sha, CANARY_WORKLOAD).remove(0);
+        let stable = docs_at(&w.bare, &sha, STABLE_FILE).remove(0);
         assert_eq!(
             (
                 canary["spec"]["replicas"].as_u64(),
@@ -270,7 +215,7 @@ fn replica_rollout_with_a_failing_analysis_aborts_back_to_all_stable_pods() {
             Some("primary=100 canary=0")
         );
         let stable: Json = serde_saphyr::from_str(&show(&w.bare, "main", STABLE_FILE)).unwrap();
-        let canary: Json = serde_saphyr::from_str(&show(&w.bare, "main", CANARY_FILE)).unwrap();
+        let canary: Json = serde_saphyr::from_str(&show(&w.bare, "main", CANARY_WORKLOAD)).unwrap();
         assert_eq!(stable["spec"]["replicas"], 5, "all pods stable again");
         assert_eq!(canary["spec"]["replicas"], 0);
         assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
@@ -294,7 +239,7 @@ fn replica_rollout_pause_without_duration_opens_an_approval_pull_request_fake_fo
     assert_eq!(fake.count(), 1, "one pull request");
     let pr = fake.first();
     // The branch carries the next step's pods: 3 canary, 3 stable.
-    let canary: Json = serde_saphyr::from_str(&show(&w.bare, &pr.head, CANARY_FILE)).unwrap();
+    let canary: Json = serde_saphyr::from_str(&show(&w.bare, &pr.head, CANARY_WORKLOAD)).unwrap();
     let stable: Json = serde_saphyr::from_str(&show(&w.bare, &pr.head, STABLE_FILE)).unwrap();
     assert_eq!(
         (
@@ -314,7 +259,7 @@ fn replica_rollout_pause_without_duration_opens_an_approval_pull_request_fake_fo
 fn plan_prints_the_replica_split_of_each_step() {
     let dir = crate::support::repo(&[
         (ROLLOUT_FILE, &rollout("6.7.0", APPROVAL)),
-        ("apps/podinfo/services.yaml", SERVICES),
+        ("apps/podinfo/services.yaml", &services()),
     ]);
     let path = dir.path().display().to_string();
     let (code, out, err) = run_sluice(&["plan", &path]);

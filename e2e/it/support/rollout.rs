@@ -26,6 +26,11 @@ pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
 pub(crate) const OUTPUT: &str = "clusters/prod/podinfo";
 pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 pub(crate) const PRIMARY_FILE: &str = "clusters/prod/podinfo/podinfo-primary.yaml";
+/// An Argo Rollout's source and the files sluice writes for it.
+pub(crate) const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
+pub(crate) const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
+pub(crate) const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
+pub(crate) const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
 
 /// Analysis blocks (indented under `analysis:`), one per scenario.
 pub(crate) const STEPS: &str = "    stepWeight: 20\n    maxWeight: 60";
@@ -487,4 +492,68 @@ pub(crate) fn check_every_commit(w: &World, out: &str, expected: &[&str]) -> Vec
     let shas: Vec<String> = w.commits().into_iter().map(|c| c.sha).collect();
     every_commit_drawn_by_sluice(&w.bare, &shas);
     kinds
+}
+
+/// An Argo Rollouts `Rollout` `prod/podinfo` as the loop tests write one: 5 replicas, the
+/// podinfo pod template at `version`, and `canary`: the lines under `strategy.canary`
+/// (indented six spaces, each ending in a newline).
+pub(crate) fn podinfo_rollout(version: &str, canary: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  replicas: 5
+  revisionHistoryLimit: 2
+  selector:
+    matchLabels:
+      app: podinfo
+  template:
+    metadata:
+      labels:
+        app: podinfo
+    spec:
+      containers:
+        - name: podinfo
+          image: ghcr.io/stefanprodan/podinfo:{version}
+          ports:
+            - name: http
+              containerPort: 9898
+  strategy:
+    canary:
+{canary}"
+    )
+}
+
+/// Services `names` in `prod`, each selecting every podinfo pod on port 9898 (the loop
+/// tests' Rollouts name some of them; sluice adds the role to the copies' selectors).
+pub(crate) fn podinfo_services(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| {
+            format!(
+                "apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+  namespace: prod
+spec:
+  selector:
+    app: podinfo
+  ports:
+    - name: http
+      port: 9898
+      targetPort: http
+"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// The YAML documents of `file` at `sha` in `bare`.
+pub(crate) fn docs_at(bare: &Path, sha: &str, file: &str) -> Vec<Json> {
+    serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
 }
