@@ -12,85 +12,14 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, distinct, rollout_services, show, sluice_commits, OUTPUT, STATUS_FILE,
+    analysis_template, checks, distinct, docs_at, rollout, services, show, sluice_commits,
+    ANALYSED, APPROVAL, CANARY_WORKLOAD, OUTPUT, ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE,
+    STABLE_FILE, STATUS_FILE, TIMED, TIMED_WEIGHTS,
 };
 use crate::support::route_sources::route_head;
 use crate::support::{run_sluice, Schemas, World};
 
-pub(crate) const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
 const ROUTE_SOURCE: &str = "apps/podinfo/route.yaml";
-pub(crate) const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
-pub(crate) const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
-pub(crate) const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
-pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
-
-/// Steps that promote without a human: a timed pause, then two more weights.
-pub(crate) const TIMED: &str = "        - setWeight: 20
-        - pause: {duration: 30s}
-        - setWeight: 50
-        - pause: {duration: 1m}
-        - setWeight: 80";
-
-/// The weights [`TIMED`] steps through, from the stable to the promoted stable.
-pub(crate) const TIMED_WEIGHTS: [&str; 5] = [
-    "primary=100 canary=0",
-    "primary=80 canary=20",
-    "primary=50 canary=50",
-    "primary=20 canary=80",
-    "primary=100 canary=0",
-];
-
-/// A `pause: {}` after the first weight: wait for approval.
-pub(crate) const APPROVAL: &str = "        - setWeight: 20
-        - pause: {}
-        - setWeight: 60";
-
-/// The Rollout, as Argo's Gateway API plugin examples write one: 5 replicas, the podinfo
-/// pod template at `version`, the plugin naming the route `route_key: podinfo-public`.
-pub(crate) fn rollout(version: &str, route_key: &str, steps: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  replicas: 5
-  revisionHistoryLimit: 2
-  selector:
-    matchLabels:
-      app: podinfo
-  template:
-    metadata:
-      labels:
-        app: podinfo
-    spec:
-      containers:
-        - name: podinfo
-          image: ghcr.io/stefanprodan/podinfo:{version}
-          ports:
-            - name: http
-              containerPort: 9898
-  strategy:
-    canary:
-      canaryService: podinfo-canary
-      stableService: podinfo-stable
-      trafficRouting:
-        plugins:
-          argoproj-labs/gatewayAPI:
-            {route_key}: podinfo-public
-            namespace: prod
-      steps:
-{steps}
-"
-    )
-}
-
-/// The two Services the Rollout names; Argo adds the pod template hash to their selectors
-/// at run time, sluice the role label in git.
-pub(crate) fn services() -> String {
-    rollout_services(["podinfo-stable", "podinfo-canary"])
-}
 
 /// The end of a rule sending to both Services, as the plugin's docs write it.
 const BOTH_BACKENDS: &str = "      backendRefs:
@@ -178,10 +107,6 @@ fn world(kind: &Kind_, steps: &str, extra: &[(&str, String)]) -> World {
     World::served(&pairs).building(OUTPUT)
 }
 
-pub(crate) fn docs(bare: &std::path::Path, sha: &str, file: &str) -> Vec<Json> {
-    serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
-}
-
 /// Every sluice commit: every output document schema-valid; the route the user's but for
 /// the two weights, which are the status file's; each Service selecting one role; the
 /// canary's replicas Argo's share. Returns the route's weights, in order.
@@ -196,11 +121,11 @@ fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
             status["canaryWeight"].as_u64().unwrap(),
         );
         for file in [ROUTE_FILE, STABLE_FILE, CANARY_WORKLOAD, SERVICES_FILE] {
-            for doc in docs(&w.bare, &sha, file) {
+            for doc in docs_at(&w.bare, &sha, file) {
                 schemas.assert_valid(&doc, &format!("{sha} {file}"));
             }
         }
-        let route = docs(&w.bare, &sha, ROUTE_FILE).remove(0);
+        let route = docs_at(&w.bare, &sha, ROUTE_FILE).remove(0);
         let mut expected = source.clone();
         let rules = expected["spec"]["rules"].as_array_mut().unwrap();
         for rule in rules {
@@ -217,7 +142,7 @@ fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
             "{sha}: only the weights change"
         );
         assert_eq!(route["metadata"]["labels"]["team"], "web", "{sha}");
-        let services = docs(&w.bare, &sha, SERVICES_FILE);
+        let services = docs_at(&w.bare, &sha, SERVICES_FILE);
         for (service, role) in services.iter().zip(["stable", "canary"]) {
             assert_eq!(
                 service["spec"]["selector"],
@@ -225,7 +150,7 @@ fn check_every_commit(w: &World, kind: &Kind_) -> Vec<String> {
                 "{sha}"
             );
         }
-        let canary = docs(&w.bare, &sha, CANARY_WORKLOAD).remove(0);
+        let canary = docs_at(&w.bare, &sha, CANARY_WORKLOAD).remove(0);
         assert_eq!(
             canary["spec"]["template"]["metadata"]["labels"]["sluice.dev/rollout-role"],
             "canary"
@@ -425,20 +350,6 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
     );
 }
 
-/// Steps with an inline analysis after the first weight, its args from the pod template
-/// hash (the canary's role label value) and a field of the Rollout.
-pub(crate) const ANALYSED: &str = "        - setWeight: 20
-        - analysis:
-            templates:
-              - templateName: canary-up
-            args:
-              - name: role
-                valueFrom: {podTemplateHashValue: Latest}
-              - name: namespace
-                valueFrom:
-                  fieldRef: {fieldPath: metadata.namespace}
-        - setWeight: 60";
-
 /// A Rollout analysed on a real Prometheus (`condition` judging `up`, which is 1) through
 /// the live observer, from 6.7.0 to 6.7.1 until the canary reaches `phase`.
 fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
@@ -466,11 +377,6 @@ fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     crate::support::rollout::kustomize_builds(&w.bare, OUTPUT);
     check(&w);
     drop(scraped);
-}
-
-/// The `Sluice-Check` trailers of every commit on main whose message has `grep`, newest first.
-pub(crate) fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
-    crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
 }
 
 #[test]

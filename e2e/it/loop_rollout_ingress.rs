@@ -8,12 +8,10 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::loop_rollout::{
-    checks, rollout, services, ANALYSED, APPROVAL, ROLLOUT_FILE, STABLE_FILE,
-};
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, distinct, show, sluice_commits, OUTPUT, STATUS_FILE,
+    analysis_template, checks, distinct, rollout, services, show, sluice_commits, ANALYSED,
+    APPROVAL, OUTPUT, ROLLOUT_FILE, STABLE_FILE, STATUS_FILE,
 };
 use crate::support::{Schemas, World};
 

@@ -10,13 +10,11 @@
 use serde_json::Value as Json;
 use sluice::core::status::Phase;
 
-use crate::loop_rollout::{
-    checks, docs, rollout, services, ANALYSED, APPROVAL, ROLLOUT_FILE, ROUTE_FILE, STABLE_FILE,
-    TIMED, TIMED_WEIGHTS,
-};
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, distinct, show, sluice_commits, OUTPUT, STATUS_FILE,
+    analysis_template, checks, distinct, docs_at as docs, rollout, services, show, sluice_commits,
+    ANALYSED, APPROVAL, OUTPUT, ROLLOUT_FILE, ROUTE_FILE, STABLE_FILE, STATUS_FILE, TIMED,
+    TIMED_WEIGHTS,
 };
 use crate::support::{Schemas, World};
 

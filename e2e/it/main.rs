@@ -73,6 +73,7 @@ mod loop_rollout;
 mod loop_rollout_bluegreen;
 mod loop_rollout_ingress;
 mod loop_rollout_istio;
+mod loop_rollout_replicas;
 mod loop_traefik;
 mod managed;
 mod metrics;

@@ -710,6 +710,17 @@ fn blue_green_words(extra: &[String]) -> Vec<String> {
     out
 }
 
+/// The replica counts `EXPECTED` gives a canary without trafficRouting, one `w:c/s` per
+/// `setWeight` (from `replicaSplit(replicas=R,maxSurge=S)=w:c/s,...`); empty for others.
+fn replica_split(extra: &[String]) -> Vec<String> {
+    extra
+        .iter()
+        .find_map(|e| e.strip_prefix("replicaSplit("))
+        .and_then(|e| e.split_once(")="))
+        .map(|(_, counts)| counts.split(',').map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 /// The files read beside `fixture`: itself and every companion SOURCES lists for it.
 fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<String> {
     let mut files = vec![fixture.to_string()];
@@ -725,8 +736,9 @@ fn with_companions(fixture: &str, sources: &BTreeMap<String, Source>) -> Vec<Str
 
 /// What sluice makes of one Rollout of the corpus.
 enum Reading {
-    /// Read as a canary: `sluice plan`'s step words.
-    Runs(Vec<String>),
+    /// Read as a canary: `sluice plan`'s step words, and for a canary without trafficRouting
+    /// its replica split in `EXPECTED`'s words (`20:1/4`, one per `setWeight`).
+    Runs(Vec<String>, Vec<String>),
     /// Refused: the first error, `file:line: field: message`.
     Refused(String),
 }
@@ -748,7 +760,11 @@ fn sluice_reads(fixture: &str, name: &str, sources: &BTreeMap<String, Source>) -
         .iter()
         .find(|c| c.id.name.as_str() == name && c.file.ends_with(fixture))
     {
-        return Reading::Runs(sluice::cli::plan::rollout_steps(c));
+        let split = sluice::cli::plan::rollout_replicas(c)
+            .iter()
+            .map(|(w, canary, stable)| format!("{w}:{canary}/{stable}"))
+            .collect();
+        return Reading::Runs(sluice::cli::plan::rollout_steps(c), split);
     }
     // A refusal may stand at the line of a file the Rollout names (its route, its Service).
     let read = with_companions(fixture, sources);
@@ -778,13 +794,17 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
         let at = format!("{} ({})", e.fixture, e.name);
         let reading = sluice_reads(&e.fixture, &e.name, &sources);
         match (&e.verdict, reading) {
-            (Verdict::Accepted { steps, extra, .. }, Reading::Runs(got)) => {
+            (Verdict::Accepted { steps, extra, .. }, Reading::Runs(got, split)) => {
+                let want_split = replica_split(extra);
                 let want = if e.verdict.routing() == "blueGreen" {
                     Some(blue_green_words(extra))
                 } else {
                     plan_words(steps, extra)
                 };
                 match want {
+                    Some(_) if want_split != split => wrong.push(format!(
+                        "{at}: Argo splits the replicas {want_split:?}, sluice {split:?}"
+                    )),
                     Some(want) if want == got => {
                         *runs.entry(e.verdict.routing().to_string()).or_default() += 1;
                     }
@@ -794,7 +814,7 @@ fn sluice_runs_each_rollout_as_argo_does_or_refuses_it_at_a_line() {
                     )),
                 }
             }
-            (Verdict::Refused { reason, .. }, Reading::Runs(got)) => {
+            (Verdict::Refused { reason, .. }, Reading::Runs(got, _)) => {
                 wrong.push(format!(
                     "{at}: Argo refuses it ({reason}), sluice runs {got:?}"
                 ));

@@ -43,7 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         ),
         Output::Table => {
             for (c, p) in loaded.canaries.iter().zip(&plans) {
-                print_plan(p, &rollout_steps(c));
+                print_plan(p, &rollout_steps(c), &rollout_replicas(c));
             }
             for r in crate::core::waves::plan(&loaded.canaries) {
                 print_release(&r);
@@ -67,6 +67,14 @@ fn with_releases(
         let steps = rollout_steps(canary);
         if let (false, Some(fields)) = (steps.is_empty(), value.as_object_mut()) {
             fields.insert("rolloutSteps".into(), steps.into());
+        }
+        let split = rollout_replicas(canary);
+        if let (false, Some(fields)) = (split.is_empty(), value.as_object_mut()) {
+            let split: Vec<_> = split
+                .iter()
+                .map(|(w, c, s)| serde_json::json!({"weight": w, "canary": c, "stable": s}))
+                .collect();
+            fields.insert("replicaSplit".into(), split.into());
         }
         if let (Some(wave), Some(fields)) = (&canary.wave, value.as_object_mut()) {
             fields.insert("wave".into(), wave.name.to_string().into());
@@ -199,10 +207,40 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
     out
 }
 
-fn print_plan(p: &Simulation, rollout_steps: &[String]) {
+/// A Rollout without trafficRouting: for each `setWeight`, the `(weight, canary, stable)`
+/// pod counts its workloads run (Argo's split); empty for other canaries.
+pub fn rollout_replicas(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32, u32)> {
+    use crate::manifest::model::{Strategy, Target};
+    let (
+        Target::Rollout {
+            replica_canary: Some(replica),
+            ..
+        },
+        Strategy::Canary { steps },
+    ) = (&canary.target, &canary.analysis.strategy)
+    else {
+        return Vec::new();
+    };
+    steps
+        .iter()
+        .map(|s| {
+            let (c, st) = replica.split.at(s.weight);
+            (s.weight, c, st)
+        })
+        .collect()
+}
+
+fn print_plan(p: &Simulation, rollout_steps: &[String], replicas: &[(u8, u32, u32)]) {
     outln!("{}/{} ({})", p.namespace, p.name, p.strategy);
     if !rollout_steps.is_empty() {
         outln!("  rollout steps:      {}", rollout_steps.join(", "));
+    }
+    if !replicas.is_empty() {
+        let split: Vec<String> = replicas
+            .iter()
+            .map(|(w, c, s)| format!("{w}%: {c} canary + {s} stable"))
+            .collect();
+        outln!("  replica split:      {}", split.join(", "));
     }
     if let Some(i) = p.iterations {
         outln!("  iterations:         {i}");

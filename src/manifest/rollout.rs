@@ -20,7 +20,8 @@
 
 use std::time::Duration;
 
-use crate::core::model::ArgoGate;
+use crate::core::argo_replicas::{resolve, IntOrPercent, ReplicaSplit};
+use crate::core::model::{ArgoGate, ReplicaCanary};
 use crate::core::schedule::{Pause, Step};
 use crate::manifest::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, RepoPath, ServiceSpec, Strategy,
@@ -30,7 +31,7 @@ use crate::manifest::rollout_analysis::Found;
 use crate::manifest::rollout_lookup::{named_service, refuse_and_ignore, Lookup};
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::{self, Apex};
-use crate::route::{istio, smi, Route};
+use crate::route::{istio, kubernetes, smi, Route};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::Snapshot;
@@ -228,7 +229,14 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     let cp = "spec.strategy.canary";
     r.map(canary, cp, CANARY_KEYS)?;
     refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
-    let services = read_services(r, canary, lookup);
+    let routing = canary.get("trafficRouting");
+    let (services, replica_canary) = match routing {
+        Some(_) => (read_services(r, canary, lookup), None),
+        None => match read_replica_canary(r, spec, canary, name.as_str(), lookup) {
+            Some((services, replica)) => (Some(services), Some(replica)),
+            None => (None, None),
+        },
+    };
     let mut steps = match canary.get("steps") {
         Some(n) => read_steps(r, n),
         None => {
@@ -236,23 +244,24 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None
         }
     };
-    let Some(routing) = canary.get("trafficRouting") else {
-        r.error(canary.line, &join(cp, "trafficRouting"), "a canary without trafficRouting (Argo's replica-based canary) is not in this build yet; route through the Gateway API plugin, or keep this Rollout on Argo Rollouts for now");
-        return None;
-    };
     let (stable, canary_service, port) = services?;
-    let route = read_routing(
-        r,
-        routing,
-        name.as_str(),
-        &Apex {
-            namespace: namespace.as_str(),
-            service: stable.as_str(),
-            port,
-            pair: Some(canary_service.as_str()),
-        },
-        lookup,
-    );
+    let route = match routing {
+        Some(routing) => read_routing(
+            r,
+            routing,
+            name.as_str(),
+            &Apex {
+                namespace: namespace.as_str(),
+                service: stable.as_str(),
+                port,
+                pair: Some(canary_service.as_str()),
+            },
+            lookup,
+        ),
+        // No route object: the pods split the traffic, as Flagger's kubernetes provider
+        // writes only workloads and Services.
+        None => Some(Route::Kubernetes(kubernetes::Config)),
+    };
     let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
         return None;
@@ -273,11 +282,14 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             suspend,
             progress_deadline,
             argo,
+            replica_canary,
         },
     );
     canary.file = r.file.clone();
     canary.line = root.line;
-    canary.route.check_canary(r, &canary, spec);
+    if routing.is_some() {
+        canary.route.check_canary(r, &canary, spec);
+    }
     (r.errors.len() == before).then_some(canary)
 }
 
@@ -302,6 +314,8 @@ fn blue_green_canary(
             port: read.port,
             output,
             route: Route::Kubernetes(crate::route::kubernetes::Config),
+            // Blue/green switches Services, not replica counts.
+            replica_canary: None,
             steps: Vec::new(),
             approvals: read.approvals,
             suspend,
@@ -369,6 +383,8 @@ struct Parts {
     suspend: bool,
     progress_deadline: Duration,
     argo: Vec<ArgoGate>,
+    /// Without trafficRouting: the replica counts per weight.
+    replica_canary: Option<ReplicaCanary>,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -376,7 +392,13 @@ struct Parts {
 fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
     Canary {
         settle: settings.settle,
-        provider: Some("gatewayapi:v1".to_string()),
+        provider: Some(
+            match p.replica_canary {
+                Some(_) => "kubernetes",
+                None => "gatewayapi:v1",
+            }
+            .to_string(),
+        ),
         metrics_server: None,
         sync: settings.sync.clone(),
         autoscaler: None,
@@ -393,6 +415,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             name: id.name.clone(),
             stable_service: p.stable.clone(),
             canary_service: p.canary_service,
+            replica_canary: p.replica_canary,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -502,16 +525,121 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
         }
     }
     let [(stable, port), (canary_service, _)] = <[(Name, u16); 2]>::try_from(found).ok()?;
-    if stable == canary_service {
-        let line = canary.get("canaryService").map_or(canary.line, |n| n.line);
-        r.error(
-            line,
-            &join(cp, "canaryService"),
-            format!("expected a Service other than the stableService, found {stable} twice (Argo refuses it too)"),
-        );
+    distinct(r, canary, &stable, &canary_service)?;
+    Some((stable, canary_service, port))
+}
+
+/// Refuses a `canaryService` that is the `stableService`, as Argo does.
+fn distinct(r: &mut Reader, canary: &Node, stable: &Name, canary_service: &Name) -> Option<()> {
+    if stable != canary_service {
+        return Some(());
+    }
+    let line = canary.get("canaryService").map_or(canary.line, |n| n.line);
+    r.error(
+        line,
+        "spec.strategy.canary.canaryService",
+        format!("expected a Service other than the stableService, found {stable} twice (Argo refuses it too)"),
+    );
+    None
+}
+
+/// A canary without `trafficRouting` (Argo's replica-based canary): its optional
+/// `stableService` and `canaryService`, `spec.replicas` (default 1) and `maxSurge` /
+/// `maxUnavailable` (default 25 % each; Argo refuses both resolving to zero). Returns the
+/// `(stable, canary, port)` names `Target::Rollout` holds (a Service not named stands in as
+/// its workload's name) and the replica split.
+fn read_replica_canary(
+    r: &mut Reader,
+    spec: &Node,
+    canary: &Node,
+    rollout: &str,
+    lookup: Lookup,
+) -> Option<((Name, Name, u16), ReplicaCanary)> {
+    let cp = "spec.strategy.canary";
+    let mut named = [None, None];
+    let mut failed = false;
+    for (slot, key) in named.iter_mut().zip(["stableService", "canaryService"]) {
+        if let Some(n) = canary.get(key) {
+            *slot = named_service(r, n, &join(cp, key), lookup);
+            failed |= slot.is_none();
+        }
+    }
+    let replicas = match spec.get("replicas") {
+        Some(n) => u32::try_from(r.int(n, "spec.replicas", 0, i64::from(i32::MAX))?).ok()?,
+        None => 1,
+    };
+    let surge = int_or_percent(r, canary, cp, "maxSurge")?;
+    let unavailable = int_or_percent(r, canary, cp, "maxUnavailable")?;
+    let max_surge = resolve(&surge, replicas, true);
+    if max_surge == 0 && resolve(&unavailable, replicas, false) == 0 {
+        let line = canary
+            .get("maxSurge")
+            .or(canary.get("maxUnavailable"))
+            .map_or(canary.line, |n| n.line);
+        r.error(line, &join(cp, "maxSurge"), "maxSurge and maxUnavailable both resolve to 0 pods, so no pod could ever be replaced (Argo refuses it too); allow at least one");
         return None;
     }
-    Some((stable, canary_service, port))
+    let [stable, canary_service] = named;
+    if let (Some((s, _)), Some((c, _))) = (&stable, &canary_service) {
+        distinct(r, canary, s, c)?;
+    }
+    if failed {
+        return None;
+    }
+    let port = stable
+        .as_ref()
+        .or(canary_service.as_ref())
+        .map_or(80, |s| s.1);
+    let mut or_workload = |named: &Option<(Name, u16)>, role: &str| match named {
+        Some((name, _)) => Some(name.clone()),
+        None => Name::parse(&format!("{rollout}-{role}"))
+            .map_err(|e| {
+                r.error(
+                    spec.line,
+                    "metadata.name",
+                    format!("the {role} workload's name: {e}"),
+                )
+            })
+            .ok(),
+    };
+    let names = (
+        or_workload(&stable, "stable")?,
+        or_workload(&canary_service, "canary")?,
+        port,
+    );
+    Some((
+        names,
+        ReplicaCanary {
+            split: ReplicaSplit {
+                replicas,
+                max_surge,
+            },
+            stable_service: stable.map(|s| s.0),
+            canary_service: canary_service.map(|s| s.0),
+        },
+    ))
+}
+
+/// `maxSurge` or `maxUnavailable` of the canary: a count or a percentage (`"25%"`, the
+/// default).
+fn int_or_percent(r: &mut Reader, canary: &Node, cp: &str, key: &str) -> Option<IntOrPercent> {
+    let at = join(cp, key);
+    let Some(n) = canary.get(key) else {
+        return Some(IntOrPercent::Percent(25));
+    };
+    let text = r.string(n, &at)?;
+    let parsed = match text.strip_suffix('%') {
+        Some(p) => p.trim().parse::<u32>().ok().map(IntOrPercent::Percent),
+        None => text.trim().parse::<u32>().ok().map(IntOrPercent::Int),
+    };
+    if parsed.is_none() {
+        r.error(
+            n.line,
+            &at,
+            format!("expected a number of pods or a percentage (\"25%\"), found {text:?}"),
+        );
+    }
+    parsed
 }
 
 /// `strategy.canary.steps` as sluice's steps, the approval a leading `pause: {}` asks for, and

@@ -12,7 +12,10 @@
 //!
 //! Replicas follow Argo's canary with traffic routing: the stable workload keeps
 //! `spec.replicas`; the canary runs `ceil(replicas * weight / 100)` of them while a rollout is
-//! in progress (at least one), and none otherwise. The stable workload takes the canary's
+//! in progress (at least one), and none otherwise. Without traffic routing the pods split the
+//! traffic, so both workloads take the counts Argo settles on for the weight
+//! ([`ReplicaSplit`](crate::core::argo_replicas::ReplicaSplit)), and only the Services the
+//! Rollout names are copied (the user's own Service selects both workloads' pods). The stable workload takes the canary's
 //! spec at promotion, as Argo makes the canary ReplicaSet the stable one.
 
 use yaml_rust2::Yaml;
@@ -171,6 +174,7 @@ pub fn render(
         name,
         stable_service,
         canary_service,
+        replica_canary,
     } = &canary.target
     else {
         return Ok(Vec::new());
@@ -190,8 +194,31 @@ pub fn render(
     let metadata = |key: &str| blue_green.as_ref().map_or(&none, |bg| &bg[key]).clone();
     let stable_file = format!("{name}-stable.yaml");
     let rewrite = matches!(decision.action, Action::Initialize | Action::Promote);
+    let active = status.phase.is_active() || status.canary_weight > 0;
+    let switched = status.canary_weight >= 100;
+    let (canary_count, stable_count) = match (&blue_green, replica_canary) {
+        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
+        (Some(bg), _) if active && !switched => {
+            (bg["previewReplicaCount"].as_i64().unwrap_or(replicas), None)
+        }
+        (Some(_), _) if active => (replicas, None),
+        (Some(_), _) => (0, None),
+        // Without a router the pods split the traffic: both workloads scale with the weight.
+        (None, Some(replica)) if active => {
+            let (c, s) = replica.split.at(status.canary_weight);
+            (i64::from(c), Some(i64::from(s)))
+        }
+        (None, Some(replica)) => (0, Some(i64::from(replica.split.replicas))),
+        (None, None) => (
+            canary_replicas(replicas, status.canary_weight, active),
+            None,
+        ),
+    };
     let stable = match existing(&stable_file) {
-        Some(text) if !rewrite => text,
+        Some(text) if !rewrite => match stable_count {
+            Some(count) => scale(canary, text, count)?,
+            None => text,
+        },
         _ if rewrite || revision(canary, index)? == status.promoted_revision => emit(
             canary,
             &[as_role(
@@ -199,7 +226,7 @@ pub fn render(
                 &source.doc,
                 name.as_str(),
                 "stable",
-                None,
+                stable_count,
                 &metadata("activeMetadata"),
             )],
         )?,
@@ -208,15 +235,6 @@ pub fn render(
                 path: canary.output.join(&stable_file),
             })
         }
-    };
-    let active = status.phase.is_active() || status.canary_weight > 0;
-    let switched = status.canary_weight >= 100;
-    let canary_count = match &blue_green {
-        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
-        Some(bg) if active && !switched => bg["previewReplicaCount"].as_i64().unwrap_or(replicas),
-        Some(_) if active => replicas,
-        Some(_) => 0,
-        None => canary_replicas(replicas, status.canary_weight, active),
     };
     let canary_doc = as_role(
         canary,
@@ -235,10 +253,18 @@ pub fn render(
         ],
         None => [(stable_service, "stable"), (canary_service, "canary")],
     };
+    // A replica-based canary copies only the Services it names.
+    let named = |service: &crate::manifest::model::Name, role: &str| match replica_canary {
+        None => true,
+        Some(replica) => match role {
+            "stable" => replica.stable_service.as_ref() == Some(service),
+            _ => replica.canary_service.as_ref() == Some(service),
+        },
+    };
     let mut services = Vec::new();
     for (i, (service, role)) in roles.into_iter().enumerate() {
         // A blue/green without previewService names its activeService twice.
-        if i == 1 && service == stable_service {
+        if (i == 1 && blue_green.is_some() && service == stable_service) || !named(service, role) {
             continue;
         }
         let mut doc = one(canary, index, "Service", ns, service.as_str())?.doc;
@@ -251,11 +277,39 @@ pub fn render(
         }
         services.push(doc);
     }
-    Ok(vec![
+    let mut files = vec![
         (stable_file, stable),
         (format!("{name}-canary.yaml"), emit(canary, &[canary_doc])?),
-        ("services.yaml".to_string(), emit(canary, &services)?),
-    ])
+    ];
+    if !services.is_empty() {
+        files.push(("services.yaml".to_string(), emit(canary, &services)?));
+    }
+    Ok(files)
+}
+
+/// The kept stable workload `text` at `count` replicas (unchanged when it already is).
+fn scale(canary: &Canary, text: String, count: i64) -> Result<String, WorkloadError> {
+    let Ok(mut docs) = yaml_rust2::YamlLoader::load_from_str(&text) else {
+        // Not YAML any more: leave it to the apply to report, as for any kept primary.
+        return Ok(text);
+    };
+    let mut changed = false;
+    for doc in &mut docs {
+        if doc["kind"].as_str() != Some("Deployment")
+            || doc["spec"]["replicas"].as_i64() == Some(count)
+        {
+            continue;
+        }
+        if let Some(spec) = map_at(doc, &["spec"]) {
+            set(spec, "replicas", Yaml::Integer(count));
+            changed = true;
+        }
+    }
+    if changed {
+        emit(canary, &docs)
+    } else {
+        Ok(text)
+    }
 }
 
 #[cfg(test)]

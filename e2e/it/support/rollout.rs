@@ -26,6 +26,11 @@ pub(crate) const STATUS_FILE: &str = ".sluice/status/prod/podinfo.yaml";
 pub(crate) const OUTPUT: &str = "clusters/prod/podinfo";
 pub(crate) const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
 pub(crate) const PRIMARY_FILE: &str = "clusters/prod/podinfo/podinfo-primary.yaml";
+/// An Argo Rollout's source and the files sluice writes for it.
+pub(crate) const ROLLOUT_FILE: &str = "apps/podinfo/rollout.yaml";
+pub(crate) const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
+pub(crate) const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
+pub(crate) const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
 
 /// Analysis blocks (indented under `analysis:`), one per scenario.
 pub(crate) const STEPS: &str = "    stepWeight: 20\n    maxWeight: 60";
@@ -517,7 +522,47 @@ spec:
 /// The two Services a Rollout names (`prod`, selecting `app: podinfo`, port 9898); Argo adds
 /// the pod template hash to their selectors at run time, sluice the role label in git.
 pub(crate) fn rollout_services(names: [&str; 2]) -> String {
+    podinfo_services(&names)
+}
+
+/// An Argo Rollouts `Rollout` `prod/podinfo` as the loop tests write one: 5 replicas, the
+/// podinfo pod template at `version`, and `canary`: the lines under `strategy.canary`
+/// (indented six spaces, each ending in a newline).
+pub(crate) fn podinfo_rollout(version: &str, canary: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  replicas: 5
+  revisionHistoryLimit: 2
+  selector:
+    matchLabels:
+      app: podinfo
+  template:
+    metadata:
+      labels:
+        app: podinfo
+    spec:
+      containers:
+        - name: podinfo
+          image: ghcr.io/stefanprodan/podinfo:{version}
+          ports:
+            - name: http
+              containerPort: 9898
+  strategy:
+    canary:
+{canary}"
+    )
+}
+
+/// Services `names` in `prod`, each selecting every podinfo pod on port 9898 (the loop
+/// tests' Rollouts name some of them; sluice adds the role to the copies' selectors).
+pub(crate) fn podinfo_services(names: &[&str]) -> String {
     names
+        .iter()
         .map(|name| {
             format!(
                 "apiVersion: v1
@@ -535,5 +580,76 @@ spec:
 "
             )
         })
+        .collect::<Vec<_>>()
         .join("---\n")
+}
+
+/// The YAML documents of `file` at `sha` in `bare`.
+pub(crate) fn docs_at(bare: &Path, sha: &str, file: &str) -> Vec<Json> {
+    serde_saphyr::from_multiple(&show(bare, sha, file)).unwrap()
+}
+/// Steps that promote without a human: a timed pause, then two more weights.
+pub(crate) const TIMED: &str = "        - setWeight: 20
+        - pause: {duration: 30s}
+        - setWeight: 50
+        - pause: {duration: 1m}
+        - setWeight: 80";
+
+/// The weights [`TIMED`] steps through, from the stable to the promoted stable.
+pub(crate) const TIMED_WEIGHTS: [&str; 5] = [
+    "primary=100 canary=0",
+    "primary=80 canary=20",
+    "primary=50 canary=50",
+    "primary=20 canary=80",
+    "primary=100 canary=0",
+];
+
+/// A `pause: {}` after the first weight: wait for approval.
+pub(crate) const APPROVAL: &str = "        - setWeight: 20
+        - pause: {}
+        - setWeight: 60";
+
+/// The Rollout, as Argo's Gateway API plugin examples write one: 5 replicas, the podinfo
+/// pod template at `version`, the plugin naming the route `route_key: podinfo-public`.
+pub(crate) fn rollout(version: &str, route_key: &str, steps: &str) -> String {
+    podinfo_rollout(
+        version,
+        &format!(
+            "      canaryService: podinfo-canary
+      stableService: podinfo-stable
+      trafficRouting:
+        plugins:
+          argoproj-labs/gatewayAPI:
+            {route_key}: podinfo-public
+            namespace: prod
+      steps:
+{steps}
+"
+        ),
+    )
+}
+
+/// The two Services the Rollout names; Argo adds the pod template hash to their selectors
+/// at run time, sluice the role label in git.
+pub(crate) fn services() -> String {
+    podinfo_services(&["podinfo-stable", "podinfo-canary"])
+}
+
+/// Steps with an inline analysis after the first weight, its args from the pod template
+/// hash (the canary's role label value) and a field of the Rollout.
+pub(crate) const ANALYSED: &str = "        - setWeight: 20
+        - analysis:
+            templates:
+              - templateName: canary-up
+            args:
+              - name: role
+                valueFrom: {podTemplateHashValue: Latest}
+              - name: namespace
+                valueFrom:
+                  fieldRef: {fieldPath: metadata.namespace}
+        - setWeight: 60";
+
+/// The `Sluice-Check` trailers of every commit on main whose message has `grep`, newest first.
+pub(crate) fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
+    crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
 }

@@ -14,6 +14,7 @@ pub mod approval;
 pub mod argo_analysis;
 pub mod argo_expr;
 pub mod argo_metric;
+pub mod argo_replicas;
 pub mod builtin_metric;
 pub mod concurrency;
 pub mod decide;

@@ -388,7 +388,23 @@ pub enum Target {
         name: Name,
         stable_service: Name,
         canary_service: Name,
+        /// A canary without `trafficRouting`: the pods split the traffic, so each weight is a
+        /// pair of replica counts; `None` when a router splits it.
+        replica_canary: Option<ReplicaCanary>,
     },
+}
+
+/// An Argo Rollouts canary without `trafficRouting`: one Service (the user's, selecting
+/// both workloads' pods) spreads requests over the pods, so the weight is the share of canary
+/// pods ([`ReplicaSplit`](crate::argo_replicas::ReplicaSplit)). `stableService` and
+/// `canaryService` are optional here; Argo still points each named one at its own pods. The
+/// `Target::Rollout` service names are the named Services, or the workload names
+/// (`<rollout>-stable`, `<rollout>-canary`) for one not named: no route object refers to them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaCanary {
+    pub split: crate::argo_replicas::ReplicaSplit,
+    pub stable_service: Option<Name>,
+    pub canary_service: Option<Name>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
