@@ -221,13 +221,17 @@ pub fn rollout_replicas(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32
     else {
         return Vec::new();
     };
-    steps
-        .iter()
-        .map(|s| {
-            let (c, st) = replica.split.at(s.weight);
-            (s.weight, c, st)
-        })
-        .collect()
+    // A step at the weight of the one before (a pause or analysis Argo runs after it) has
+    // the same split: one entry per setWeight, as Argo scales.
+    let mut out: Vec<(u8, u32, u32)> = Vec::new();
+    for s in steps {
+        if out.last().is_some_and(|(w, _, _)| *w == s.weight) {
+            continue;
+        }
+        let (c, st) = replica.split.at(s.weight);
+        out.push((s.weight, c, st));
+    }
+    out
 }
 
 fn print_plan(p: &Simulation, rollout_steps: &[String], replicas: &[(u8, u32, u32)]) {
