@@ -638,8 +638,8 @@ fn background(extra: &[String]) -> Option<(String, usize)> {
 /// Argo's steps in the words `sluice plan` prints for a Rollout (`setWeight 20`, `pause 30s`,
 /// `pause until approved`, `analysis t1 + t2`, and `background analysis t` where Argo starts
 /// it: with the `setWeight` it starts at, or before the pause or analysis it starts at);
-/// `None` when a step is one sluice must refuse (experiments, canary scale, header and mirror
-/// routes, plugins).
+/// `setCanaryScale weight N` / `replicas N` / `matchTrafficWeight`; `None` when a step is one
+/// sluice must refuse (experiments, header and mirror routes, plugins).
 fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
     let background = background(extra);
     let mut out = Vec::new();
@@ -652,6 +652,15 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
             ArgoStep::Analysis(t) => {
                 let t: Vec<&str> = t.iter().map(String::as_str).collect();
                 format!("analysis {}", plan_templates(&t))
+            }
+            ArgoStep::SetCanaryScale(CanaryScale::Weight(w)) => {
+                format!("setCanaryScale weight {w}")
+            }
+            ArgoStep::SetCanaryScale(CanaryScale::Replicas(n)) => {
+                format!("setCanaryScale replicas {n}")
+            }
+            ArgoStep::SetCanaryScale(CanaryScale::MatchTrafficWeight) => {
+                "setCanaryScale matchTrafficWeight".to_string()
             }
             _ => return None,
         };

@@ -43,7 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         ),
         Output::Table => {
             for (c, p) in loaded.canaries.iter().zip(&plans) {
-                print_plan(p, &rollout_steps(c), &rollout_replicas(c));
+                print_plan(p, &rollout_steps(c), &replica_counts(c));
             }
             for r in crate::core::waves::plan(&loaded.canaries) {
                 print_release(&r);
@@ -68,7 +68,7 @@ fn with_releases(
         if let (false, Some(fields)) = (steps.is_empty(), value.as_object_mut()) {
             fields.insert("rolloutSteps".into(), steps.into());
         }
-        let split = rollout_replicas(canary);
+        let split = replica_counts(canary);
         if let (false, Some(fields)) = (split.is_empty(), value.as_object_mut()) {
             let split: Vec<_> = split
                 .iter()
@@ -132,12 +132,21 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
     let Target::Rollout {
         stable_service,
         canary_service,
+        scale,
         ..
     } = &canary.target
     else {
         return Vec::new();
     };
-    let mut out = Vec::new();
+    let scales = scale.as_ref().map_or(&[][..], |s| s.set.as_slice());
+    // The setCanaryScale steps at sluice step `step`, before or after its setWeight.
+    let scale_words = |step: u32, after_weight: bool| {
+        scales
+            .iter()
+            .filter(move |s| s.step == step && s.after_weight == after_weight)
+            .map(|s| scale_word(s.scale))
+    };
+    let mut out: Vec<String> = scale_words(0, false).collect();
     if canary.analysis.approvals.before_rollout {
         out.push("pause until approved".to_string());
     }
@@ -183,13 +192,17 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         Strategy::AB { .. } => return Vec::new(),
     };
     let mut weight = 0;
+    let mut last = 0;
     for (i, step) in (1u32..).zip(steps) {
+        last = i;
+        out.extend(scale_words(i, false));
         // A step at the weight of the one before holds an analysis or a pause that Argo runs
         // after it: no setWeight of its own.
         if step.weight != weight {
             out.push(format!("setWeight {}", step.weight));
             weight = step.weight;
         }
+        out.extend(scale_words(i, true));
         let background = templates(false, i);
         if !background.is_empty() {
             out.push(format!("background analysis {background}"));
@@ -204,7 +217,24 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
             Pause::Approval => out.push("pause until approved".to_string()),
         }
     }
+    // A setCanaryScale after the last step's pause: Argo applies it on its way to promotion.
+    out.extend(
+        scales
+            .iter()
+            .filter(|s| s.step > last)
+            .map(|s| scale_word(s.scale)),
+    );
     out
+}
+
+/// A `setCanaryScale` step in plan words.
+fn scale_word(scale: crate::core::argo_replicas::CanaryScale) -> String {
+    use crate::core::argo_replicas::CanaryScale;
+    match scale {
+        CanaryScale::Weight(w) => format!("setCanaryScale weight {w}"),
+        CanaryScale::Replicas(n) => format!("setCanaryScale replicas {n}"),
+        CanaryScale::MatchTrafficWeight => "setCanaryScale matchTrafficWeight".to_string(),
+    }
 }
 
 /// A Rollout without trafficRouting: for each `setWeight`, the `(weight, canary, stable)`
@@ -232,6 +262,46 @@ pub fn rollout_replicas(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32
         out.push((s.weight, c, st));
     }
     out
+}
+
+/// A routed Rollout with `setCanaryScale` steps or `dynamicStableScale`: for each step, the
+/// `(weight, canary, stable)` pod counts its workloads run there (one entry where the counts
+/// change); empty for other canaries.
+pub fn rollout_scale(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32, u32)> {
+    use crate::manifest::model::{Strategy, Target};
+    let (
+        Target::Rollout {
+            scale: Some(scale), ..
+        },
+        Strategy::Canary { steps },
+    ) = (&canary.target, &canary.analysis.strategy)
+    else {
+        return Vec::new();
+    };
+    let replicas = i64::from(scale.replicas);
+    let mut out: Vec<(u8, u32, u32)> = Vec::new();
+    for (i, s) in (1u32..).zip(steps) {
+        let at_weight = crate::workload::rollout::canary_replicas(replicas, s.weight, true);
+        let canary = scale
+            .canary(i)
+            .unwrap_or(u32::try_from(at_weight).unwrap_or(0));
+        let counts = (s.weight, canary, scale.stable(i, s.weight));
+        if out.last() != Some(&counts) {
+            out.push(counts);
+        }
+    }
+    out
+}
+
+/// The replica counts `sluice plan` shows: the replica-based split, or a routed Rollout's
+/// scale.
+fn replica_counts(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32, u32)> {
+    let split = rollout_replicas(canary);
+    if split.is_empty() {
+        rollout_scale(canary)
+    } else {
+        split
+    }
 }
 
 fn print_plan(p: &Simulation, rollout_steps: &[String], replicas: &[(u8, u32, u32)]) {

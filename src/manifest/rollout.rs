@@ -20,7 +20,9 @@
 
 use std::time::Duration;
 
-use crate::core::argo_replicas::{resolve, IntOrPercent, ReplicaSplit};
+use crate::core::argo_replicas::{
+    resolve, CanaryScale, IntOrPercent, ReplicaSplit, RoutedScale, ScaleStep,
+};
 use crate::core::model::{ArgoGate, ReplicaCanary};
 use crate::core::schedule::{Pause, Step};
 use crate::manifest::model::{
@@ -141,7 +143,6 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
 /// Canary fields refused, and why.
 const REFUSED_CANARY: &[(&str, &str)] = &[
     ("antiAffinity", "anti-affinity between the stable and canary pods is not in this build; remove it, or keep this Rollout on Argo Rollouts for now"),
-    ("dynamicStableScale", "dynamicStableScale (scaling the stable workload down as the canary takes traffic) is not in this build; sluice keeps the stable workload at spec.replicas"),
     ("pingPong", "ping-pong Services are ALB-only (a cloud-only router sluice refuses)"),
     ("minPodsPerReplicaSet", "minPodsPerReplicaSet is not in this build; the canary runs ceil(replicas x weight / 100) pods, at least one"),
     ("replicaProgressThreshold", "replicaProgressThreshold is not in this build; sluice's readiness gate waits for every canary pod"),
@@ -237,8 +238,9 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None => (None, None),
         },
     };
+    let dynamic_stable = read_dynamic_stable(r, canary, routing.is_some());
     let mut steps = match canary.get("steps") {
-        Some(n) => read_steps(r, n),
+        Some(n) => read_steps(r, n, routing.is_some()),
         None => {
             r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
             None
@@ -267,6 +269,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         return None;
     }
     let steps = steps?;
+    let scale = routed_scale(r, spec, &steps, dynamic_stable);
     let (steps, approvals) = (steps.steps, steps.approvals);
     let mut canary = canary_of(
         id,
@@ -283,6 +286,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             progress_deadline,
             argo,
             replica_canary,
+            scale,
         },
     );
     canary.file = r.file.clone();
@@ -316,6 +320,7 @@ fn blue_green_canary(
             route: Route::Kubernetes(crate::route::kubernetes::Config),
             // Blue/green switches Services, not replica counts.
             replica_canary: None,
+            scale: None,
             steps: Vec::new(),
             approvals: read.approvals,
             suspend,
@@ -385,6 +390,8 @@ struct Parts {
     argo: Vec<ArgoGate>,
     /// Without trafficRouting: the replica counts per weight.
     replica_canary: Option<ReplicaCanary>,
+    /// With trafficRouting: `setCanaryScale` steps and `dynamicStableScale`.
+    scale: Option<RoutedScale>,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -416,6 +423,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             stable_service: p.stable.clone(),
             canary_service: p.canary_service,
             replica_canary: p.replica_canary,
+            scale: p.scale,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -642,13 +650,56 @@ fn int_or_percent(r: &mut Reader, canary: &Node, cp: &str, key: &str) -> Option<
     parsed
 }
 
+/// `strategy.canary.dynamicStableScale`; Argo allows it only with trafficRouting and without
+/// `scaleDownDelaySeconds`.
+fn read_dynamic_stable(r: &mut Reader, canary: &Node, routed: bool) -> bool {
+    let at = "spec.strategy.canary.dynamicStableScale";
+    let Some(n) = canary.get("dynamicStableScale") else {
+        return false;
+    };
+    let Some(on) = r.bool(n, at) else {
+        return false;
+    };
+    if on && !routed {
+        r.error(n.line, at, "Canary dynamicStableScale can only be used with traffic routing (Argo refuses it too): without a router the replica counts are the traffic split; remove it");
+    } else if on && canary.get("scaleDownDelaySeconds").is_some() {
+        r.error(n.line, at, "Canary dynamicStableScale cannot be used with scaleDownDelaySeconds (Argo refuses it too); remove one of them");
+    }
+    on
+}
+
+/// The scaling of a routed canary beyond its traffic share, `None` when it has none (no
+/// `setCanaryScale` step, no `dynamicStableScale`).
+fn routed_scale(
+    r: &mut Reader,
+    spec: &Node,
+    steps: &Steps,
+    dynamic_stable: bool,
+) -> Option<RoutedScale> {
+    if steps.scales.is_empty() && !dynamic_stable {
+        return None;
+    }
+    let replicas = match spec.get("replicas") {
+        Some(n) => u32::try_from(r.int(n, "spec.replicas", 0, i64::from(i32::MAX))?).ok()?,
+        None => 1,
+    };
+    Some(RoutedScale {
+        replicas,
+        set: steps.scales.clone(),
+        dynamic_stable,
+    })
+}
+
 /// `strategy.canary.steps` as sluice's steps, the approval a leading `pause: {}` asks for, and
 /// the inline analyses.
-fn read_steps(r: &mut Reader, n: &Node) -> Option<Steps> {
+fn read_steps(r: &mut Reader, n: &Node, routed: bool) -> Option<Steps> {
     let p = "spec.strategy.canary.steps";
     let items = r.seq(n, p)?;
     let before = r.errors.len();
-    let mut read = Steps::default();
+    let mut read = Steps {
+        routed,
+        ..Steps::default()
+    };
     for (i, item) in items.iter().enumerate() {
         let ip = index(p, i);
         let Some(item) = r.map(item, &ip, STEP_KEYS) else {
@@ -709,6 +760,10 @@ struct Steps {
     /// `analysis` after it starts a step of its own at the same weight, so that it begins
     /// only once the one before it has ended, as Argo runs its steps one after another.
     held: bool,
+    /// Whether the Rollout has trafficRouting (which `setCanaryScale` needs).
+    routed: bool,
+    /// The `setCanaryScale` steps, each at the sluice step it is in force from.
+    scales: Vec<ScaleStep>,
 }
 
 impl Steps {
@@ -723,11 +778,7 @@ impl Steps {
                 at,
                 "an experiment runs extra ReplicaSets (and their analysis) for a while; sluice renders no experiment workloads in git. Remove the step, or keep this Rollout on Argo Rollouts",
             ),
-            "setCanaryScale" => r.error(
-                value.line,
-                at,
-                "setCanaryScale is not in this build yet; the canary runs ceil(replicas x weight / 100) pods, at least one",
-            ),
+            "setCanaryScale" => self.set_canary_scale(r, value, at),
             "setHeaderRoute" | "setMirrorRoute" => r.error(
                 value.line,
                 at,
@@ -739,6 +790,55 @@ impl Steps {
                 "a plugin step runs the plugin's code in the cluster; sluice cannot do it in git",
             ),
         }
+    }
+
+    /// `setCanaryScale`: in force from the last step when nothing holds it yet (it stands
+    /// right after that step's `setWeight`), otherwise from the next step; before the first
+    /// `setWeight` and any approval pause, from step 0.
+    fn set_canary_scale(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        if !self.routed {
+            r.error(value.line, at, "SetCanaryScale requires TrafficRouting to be set (Argo refuses it too): without a router the replica counts are the traffic split; use setWeight");
+            return;
+        }
+        let Some(n) = r.map(value, at, &["weight", "replicas", "matchTrafficWeight"]) else {
+            return;
+        };
+        let matched = match n.get("matchTrafficWeight") {
+            Some(m) => match r.bool(m, &join(at, "matchTrafficWeight")) {
+                Some(b) => b,
+                None => return,
+            },
+            None => false,
+        };
+        // Argo's order: matchTrafficWeight, then replicas, then weight; none of them leaves
+        // the canary at its traffic weight's share.
+        let scale = if matched {
+            CanaryScale::MatchTrafficWeight
+        } else if let Some(c) = n.get("replicas") {
+            let Some(c) = r.int(c, &join(at, "replicas"), 0, i64::from(i32::MAX)) else {
+                return;
+            };
+            CanaryScale::Replicas(u32::try_from(c).unwrap_or(0))
+        } else if let Some(w) = n.get("weight") {
+            let Some(w) = r.int(w, &join(at, "weight"), 0, 100) else {
+                return;
+            };
+            CanaryScale::Weight(u8::try_from(w).unwrap_or(100))
+        } else {
+            CanaryScale::MatchTrafficWeight
+        };
+        let count = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
+        let (step, after_weight) = match count {
+            0 if self.approvals.before_rollout => (1, false),
+            0 => (0, false),
+            _ if self.held => (count + 1, false),
+            _ => (count, true),
+        };
+        self.scales.push(ScaleStep {
+            step,
+            after_weight,
+            scale,
+        });
     }
 
     fn analysis(&mut self, r: &mut Reader, value: &Node, at: &str) {

@@ -161,6 +161,30 @@ pub fn canary_replicas(replicas: i64, weight: u8, active: bool) -> i64 {
     scaled.max(1)
 }
 
+/// The `(canary, stable)` replicas of a routed canary with `setCanaryScale` steps or
+/// `dynamicStableScale`, of the Rollout's `spec.replicas`: at a step, what the step's scale
+/// and the traffic weight make them; otherwise the canary at its traffic share and the
+/// stable (with `dynamicStableScale`; else kept) at `spec.replicas`, as Argo runs them once
+/// the rollout is promoted or aborted.
+fn scaled(
+    scale: &crate::core::argo_replicas::RoutedScale,
+    status: &crate::core::status::Status,
+    active: bool,
+) -> (i64, Option<i64>) {
+    use crate::core::status::Phase;
+    let replicas = i64::from(scale.replicas);
+    let (step, weight) = (status.step, status.canary_weight);
+    let at_weight = canary_replicas(replicas, weight, active);
+    let stable = |n: u32| scale.dynamic_stable.then_some(i64::from(n));
+    match status.phase {
+        Phase::Progressing | Phase::WaitingApproval => (
+            scale.canary(step).map_or(at_weight, i64::from),
+            stable(scale.stable(step, weight)),
+        ),
+        _ => (at_weight, stable(scale.replicas)),
+    }
+}
+
 /// The files of a decision: `<rollout>-stable.yaml`, `<rollout>-canary.yaml` and
 /// `services.yaml`. The stable file changes only at initialization and promotion; otherwise
 /// the one in the output (`existing`) is kept.
@@ -175,6 +199,7 @@ pub fn render(
         stable_service,
         canary_service,
         replica_canary,
+        scale: routed_scale,
     } = &canary.target
     else {
         return Ok(Vec::new());
@@ -209,10 +234,13 @@ pub fn render(
             (i64::from(c), Some(i64::from(s)))
         }
         (None, Some(replica)) => (0, Some(i64::from(replica.split.replicas))),
-        (None, None) => (
-            canary_replicas(replicas, status.canary_weight, active),
-            None,
-        ),
+        (None, None) => match routed_scale {
+            Some(scale) => scaled(scale, status, active),
+            None => (
+                canary_replicas(replicas, status.canary_weight, active),
+                None,
+            ),
+        },
     };
     let stable = match existing(&stable_file) {
         Some(text) if !rewrite => match stable_count {

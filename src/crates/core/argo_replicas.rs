@@ -80,6 +80,87 @@ pub fn resolve(value: &IntOrPercent, replicas: u32, round_up: bool) -> u32 {
     }
 }
 
+/// A `setCanaryScale` step: how many pods the canary runs, whatever its traffic weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CanaryScale {
+    /// `weight: N`: N percent of `spec.replicas`, rounded up.
+    Weight(u8),
+    /// `replicas: N`: N pods.
+    Replicas(u32),
+    /// `matchTrafficWeight: true`: back to the traffic weight's share.
+    MatchTrafficWeight,
+}
+
+/// A `setCanaryScale` step at its place among sluice's steps: in force from sluice step
+/// `step` (0: before the first `setWeight`), standing before or after that step's
+/// `setWeight` in Argo's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScaleStep {
+    pub step: u32,
+    pub after_weight: bool,
+    pub scale: CanaryScale,
+}
+
+/// How a canary with `trafficRouting` scales its workloads beyond Argo's default (the canary
+/// at its traffic weight's share, the stable at `spec.replicas`): `setCanaryScale` steps and
+/// `dynamicStableScale` (`CalculateReplicaCountsForTrafficRoutedCanary` in Argo's
+/// `utils/replicaset/canary.go`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutedScale {
+    /// `spec.replicas` (Argo's default 1).
+    pub replicas: u32,
+    /// The `setCanaryScale` steps, in Argo's order.
+    pub set: Vec<ScaleStep>,
+    /// `dynamicStableScale`: the stable runs its traffic share of the pods.
+    pub dynamic_stable: bool,
+}
+
+impl RoutedScale {
+    /// The `setCanaryScale` in force at sluice step `step`: the last one up to it, `None`
+    /// once a `matchTrafficWeight` undoes it (Argo's `UseSetCanaryScale`).
+    fn in_force(&self, step: u32) -> Option<CanaryScale> {
+        match self.set.iter().rev().find(|s| s.step <= step)?.scale {
+            CanaryScale::MatchTrafficWeight => None,
+            scale => Some(scale),
+        }
+    }
+
+    /// The canary's pods at `step` when a `setCanaryScale` sets them; `None` when they follow
+    /// the traffic weight. `replicas` takes precedence over `weight`, as Argo reads them.
+    pub fn canary(&self, step: u32) -> Option<u32> {
+        match self.in_force(step)? {
+            CanaryScale::Replicas(n) => Some(n),
+            CanaryScale::Weight(w) => Some(weight_to_replicas(self.replicas, w)),
+            CanaryScale::MatchTrafficWeight => None,
+        }
+    }
+
+    /// The stable's pods at `step` with the canary at `weight` percent of the traffic:
+    /// `spec.replicas`, or with `dynamicStableScale` the larger of the shares the desired
+    /// canary weight (0 under `setCanaryScale replicas`) and the traffic leave the stable,
+    /// as Argo settles once the route carries the weight.
+    pub fn stable(&self, step: u32, weight: u8) -> u32 {
+        if !self.dynamic_stable {
+            return self.replicas;
+        }
+        let desired = match self.in_force(step) {
+            Some(CanaryScale::Replicas(_)) => 0,
+            Some(CanaryScale::Weight(w)) => w,
+            Some(CanaryScale::MatchTrafficWeight) | None => weight,
+        };
+        let share = |w: u8| weight_to_replicas(self.replicas, 100 - w.min(100));
+        share(desired).max(share(weight))
+    }
+}
+
+/// `weight` percent of `replicas` pods, rounded up (Argo's `trafficWeightToReplicas`).
+fn weight_to_replicas(replicas: u32, weight: u8) -> u32 {
+    (u64::from(replicas) * u64::from(weight.min(100)))
+        .div_ceil(100)
+        .try_into()
+        .unwrap_or(u32::MAX)
+}
+
 /// A Kubernetes int-or-string that is a count or a percentage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntOrPercent {
@@ -89,7 +170,7 @@ pub enum IntOrPercent {
 
 #[cfg(test)]
 mod tests {
-    use super::{resolve, IntOrPercent, ReplicaSplit};
+    use super::{resolve, CanaryScale, IntOrPercent, ReplicaSplit, RoutedScale, ScaleStep};
 
     fn at(replicas: u32, max_surge: u32, weight: u8) -> (u32, u32) {
         ReplicaSplit {
@@ -178,5 +259,51 @@ mod tests {
         assert_eq!(resolve(&IntOrPercent::Percent(25), 4, true), 1);
         assert_eq!(resolve(&IntOrPercent::Int(3), 4, true), 3);
         assert_eq!(resolve(&IntOrPercent::Percent(0), 9, true), 0);
+    }
+
+    fn scaled(set: &[(u32, CanaryScale)], dynamic_stable: bool) -> RoutedScale {
+        RoutedScale {
+            replicas: 5,
+            set: set
+                .iter()
+                .map(|&(step, scale)| ScaleStep {
+                    step,
+                    after_weight: false,
+                    scale,
+                })
+                .collect(),
+            dynamic_stable,
+        }
+    }
+
+    #[test]
+    fn a_set_canary_scale_holds_until_the_next_one_or_match_traffic_weight() {
+        let s = scaled(
+            &[
+                (1, CanaryScale::Replicas(2)),
+                (3, CanaryScale::Weight(50)),
+                (4, CanaryScale::MatchTrafficWeight),
+            ],
+            false,
+        );
+        let canary: Vec<Option<u32>> = (0..=5).map(|step| s.canary(step)).collect();
+        assert_eq!(canary, [None, Some(2), Some(2), Some(3), None, None]);
+        // Without dynamicStableScale the stable keeps spec.replicas.
+        assert_eq!(s.stable(2, 40), 5);
+    }
+
+    #[test]
+    fn a_dynamic_stable_runs_the_larger_of_its_desired_and_its_traffic_share() {
+        let plain = scaled(&[], true);
+        assert_eq!(plain.stable(1, 20), 4);
+        assert_eq!(plain.stable(1, 25), 4);
+        assert_eq!(plain.stable(1, 100), 0);
+        // setCanaryScale replicas: Argo's desired weight is 0, so the stable stays full.
+        let by_count = scaled(&[(1, CanaryScale::Replicas(1))], true);
+        assert_eq!(by_count.stable(1, 60), 5);
+        // setCanaryScale weight 20 at 60 % traffic: the stable keeps its desired 80 %.
+        let by_weight = scaled(&[(1, CanaryScale::Weight(20))], true);
+        assert_eq!(by_weight.stable(1, 60), 4);
+        assert_eq!(by_weight.canary(1), Some(1));
     }
 }

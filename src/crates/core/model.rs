@@ -391,6 +391,9 @@ pub enum Target {
         /// A canary without `trafficRouting`: the pods split the traffic, so each weight is a
         /// pair of replica counts; `None` when a router splits it.
         replica_canary: Option<ReplicaCanary>,
+        /// A canary with `trafficRouting` that scales beyond its traffic share
+        /// (`setCanaryScale` steps, `dynamicStableScale`); `None` when it does not.
+        scale: Option<crate::argo_replicas::RoutedScale>,
     },
 }
 
