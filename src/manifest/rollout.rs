@@ -167,6 +167,32 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
     ("analysis", "ignored: AnalysisRun history limits; sluice keeps every result in git"),
 ];
 
+/// `spec.paused` (the canary held while set) and `spec.progressDeadlineSeconds` (600 s when
+/// not set).
+fn run_control(r: &mut Reader, spec: &Node) -> (bool, Duration) {
+    let suspend = spec
+        .get("paused")
+        .and_then(|n| r.bool(n, "spec.paused"))
+        .unwrap_or(false);
+    let progress_deadline = spec
+        .get("progressDeadlineSeconds")
+        .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
+        .and_then(|v| u64::try_from(v).ok())
+        .map_or(Duration::from_secs(600), Duration::from_secs);
+    (suspend, progress_deadline)
+}
+
+/// The canary strategy's `steps` (at `cp`); a canary without any is refused.
+fn canary_steps(r: &mut Reader, canary: &Node, cp: &str, routed: bool) -> Option<Steps> {
+    match canary.get("steps") {
+        Some(n) => read_steps(r, n, routed),
+        None => {
+            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
+            None
+        }
+    }
+}
+
 /// Reads a Rollout document (`root`) into a canary.
 pub fn read_rollout(
     r: &mut Reader,
@@ -201,15 +227,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     };
     read_workload(r, spec, lookup);
     refuse_and_ignore(r, spec, "spec", REFUSED_SPEC, IGNORED_SPEC);
-    let suspend = spec
-        .get("paused")
-        .and_then(|n| r.bool(n, "spec.paused"))
-        .unwrap_or(false);
-    let progress_deadline = spec
-        .get("progressDeadlineSeconds")
-        .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
-        .and_then(|v| u64::try_from(v).ok())
-        .map_or(Duration::from_secs(600), Duration::from_secs);
+    let (suspend, progress_deadline) = run_control(r, spec);
     let strategy = r.required(spec, "spec", "strategy")?;
     r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
     if let Some(bg) = strategy.get("blueGreen") {
@@ -238,14 +256,8 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None => (None, None),
         },
     };
-    let dynamic_stable = read_dynamic_stable(r, canary, routing.is_some());
-    let mut steps = match canary.get("steps") {
-        Some(n) => read_steps(r, n, routing.is_some()),
-        None => {
-            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
-            None
-        }
-    };
+    let mut steps = canary_steps(r, canary, cp, routing.is_some());
+    let scale = routed_scale(r, spec, canary, steps.as_ref(), routing.is_some());
     let (stable, canary_service, port) = services?;
     let route = match routing {
         Some(routing) => read_routing(
@@ -269,7 +281,6 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         return None;
     }
     let steps = steps?;
-    let scale = routed_scale(r, spec, &steps, dynamic_stable);
     let (steps, approvals) = (steps.steps, steps.approvals);
     let mut canary = canary_of(
         id,
@@ -668,14 +679,18 @@ fn read_dynamic_stable(r: &mut Reader, canary: &Node, routed: bool) -> bool {
     on
 }
 
-/// The scaling of a routed canary beyond its traffic share, `None` when it has none (no
-/// `setCanaryScale` step, no `dynamicStableScale`).
+/// The scaling of a routed canary beyond its traffic share (`routed`: it has
+/// `trafficRouting`), `None` when it has none (no `setCanaryScale` step, no
+/// `dynamicStableScale`) or its steps are not read.
 fn routed_scale(
     r: &mut Reader,
     spec: &Node,
-    steps: &Steps,
-    dynamic_stable: bool,
+    canary: &Node,
+    steps: Option<&Steps>,
+    routed: bool,
 ) -> Option<RoutedScale> {
+    let dynamic_stable = read_dynamic_stable(r, canary, routed);
+    let steps = steps?;
     if steps.scales.is_empty() && !dynamic_stable {
         return None;
     }

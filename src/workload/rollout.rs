@@ -20,7 +20,9 @@
 
 use yaml_rust2::Yaml;
 
+use crate::core::argo_replicas::RoutedScale;
 use crate::core::decide::{Action, Decision};
+use crate::core::status::Status;
 use crate::manifest::model::{Canary, Strategy, Target};
 use crate::workload::manifests::emit;
 use crate::workload::source::{find_one as one, Manifest};
@@ -166,11 +168,7 @@ pub fn canary_replicas(replicas: i64, weight: u8, active: bool) -> i64 {
 /// and the traffic weight make them; otherwise the canary at its traffic share and the
 /// stable (with `dynamicStableScale`; else kept) at `spec.replicas`, as Argo runs them once
 /// the rollout is promoted or aborted.
-fn scaled(
-    scale: &crate::core::argo_replicas::RoutedScale,
-    status: &crate::core::status::Status,
-    active: bool,
-) -> (i64, Option<i64>) {
+fn scaled(scale: &RoutedScale, status: &Status, active: bool) -> (i64, Option<i64>) {
     use crate::core::status::Phase;
     let replicas = i64::from(scale.replicas);
     let (step, weight) = (status.step, status.canary_weight);
@@ -199,7 +197,7 @@ pub fn render(
         stable_service,
         canary_service,
         replica_canary,
-        scale: routed_scale,
+        ..
     } = &canary.target
     else {
         return Ok(Vec::new());
@@ -221,27 +219,8 @@ pub fn render(
     let rewrite = matches!(decision.action, Action::Initialize | Action::Promote);
     let active = status.phase.is_active() || status.canary_weight > 0;
     let switched = status.canary_weight >= 100;
-    let (canary_count, stable_count) = match (&blue_green, replica_canary) {
-        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
-        (Some(bg), _) if active && !switched => {
-            (bg["previewReplicaCount"].as_i64().unwrap_or(replicas), None)
-        }
-        (Some(_), _) if active => (replicas, None),
-        (Some(_), _) => (0, None),
-        // Without a router the pods split the traffic: both workloads scale with the weight.
-        (None, Some(replica)) if active => {
-            let (c, s) = replica.split.at(status.canary_weight);
-            (i64::from(c), Some(i64::from(s)))
-        }
-        (None, Some(replica)) => (0, Some(i64::from(replica.split.replicas))),
-        (None, None) => match routed_scale {
-            Some(scale) => scaled(scale, status, active),
-            None => (
-                canary_replicas(replicas, status.canary_weight, active),
-                None,
-            ),
-        },
-    };
+    let (canary_count, stable_count) =
+        replica_counts(blue_green.as_ref(), &canary.target, replicas, status);
     let stable = match existing(&stable_file) {
         Some(text) if !rewrite => match stable_count {
             Some(count) => scale(canary, text, count)?,
@@ -313,6 +292,48 @@ pub fn render(
         files.push(("services.yaml".to_string(), emit(canary, &services)?));
     }
     Ok(files)
+}
+
+/// The canary's and (when it moves) the stable workload's replicas at `status`: a blue/green
+/// preview's count, a replica-based canary's split, or the canary's share beside a router
+/// (or the scale of its `setCanaryScale` steps and `dynamicStableScale`).
+fn replica_counts(
+    blue_green: Option<&Yaml>,
+    target: &Target,
+    replicas: i64,
+    status: &Status,
+) -> (i64, Option<i64>) {
+    let (replica_canary, routed_scale) = match target {
+        Target::Rollout {
+            replica_canary,
+            scale,
+            ..
+        } => (replica_canary.as_ref(), scale.as_ref()),
+        Target::Source { .. } | Target::TargetRef { .. } | Target::RouteOnly { .. } => (None, None),
+    };
+    let active = status.phase.is_active() || status.canary_weight > 0;
+    let switched = status.canary_weight >= 100;
+    match (blue_green, replica_canary) {
+        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
+        (Some(bg), _) if active && !switched => {
+            (bg["previewReplicaCount"].as_i64().unwrap_or(replicas), None)
+        }
+        (Some(_), _) if active => (replicas, None),
+        (Some(_), _) => (0, None),
+        // Without a router the pods split the traffic: both workloads scale with the weight.
+        (None, Some(replica)) if active => {
+            let (c, s) = replica.split.at(status.canary_weight);
+            (i64::from(c), Some(i64::from(s)))
+        }
+        (None, Some(replica)) => (0, Some(i64::from(replica.split.replicas))),
+        (None, None) => match routed_scale {
+            Some(scale) => scaled(scale, status, active),
+            None => (
+                canary_replicas(replicas, status.canary_weight, active),
+                None,
+            ),
+        },
+    }
 }
 
 /// The kept stable workload `text` at `count` replicas (unchanged when it already is).
