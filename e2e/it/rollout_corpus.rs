@@ -638,8 +638,8 @@ fn background(extra: &[String]) -> Option<(String, usize)> {
 /// Argo's steps in the words `sluice plan` prints for a Rollout (`setWeight 20`, `pause 30s`,
 /// `pause until approved`, `analysis t1 + t2`, and `background analysis t` where Argo starts
 /// it: with the `setWeight` it starts at, or before the pause or analysis it starts at);
-/// `None` when a step is one sluice must refuse (experiments, canary scale, header and mirror
-/// routes, plugins).
+/// `setHeaderRoute name [remove]`; `None` when a step is one sluice must refuse (experiments,
+/// canary scale, mirror routes, plugins).
 fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
     let background = background(extra);
     let mut out = Vec::new();
@@ -653,6 +653,13 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
                 let t: Vec<&str> = t.iter().map(String::as_str).collect();
                 format!("analysis {}", plan_templates(&t))
             }
+            ArgoStep::SetHeaderRoute { name, remove: true } => {
+                format!("setHeaderRoute {name} remove")
+            }
+            ArgoStep::SetHeaderRoute {
+                name,
+                remove: false,
+            } => format!("setHeaderRoute {name}"),
             _ => return None,
         };
         let starts = starts_here.map(|(t, _)| format!("background analysis {t}"));

@@ -132,6 +132,7 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
     let Target::Rollout {
         stable_service,
         canary_service,
+        managed_routes,
         ..
     } = &canary.target
     else {
@@ -194,6 +195,12 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         if !background.is_empty() {
             out.push(format!("background analysis {background}"));
         }
+        out.extend(
+            managed_routes
+                .iter()
+                .filter(|m| m.step == i)
+                .map(|m| m.words.clone()),
+        );
         let inline = templates(true, i);
         if !inline.is_empty() {
             out.push(format!("analysis {inline}"));

@@ -175,6 +175,7 @@ pub fn render(
         stable_service,
         canary_service,
         replica_canary,
+        ..
     } = &canary.target
     else {
         return Ok(Vec::new());
