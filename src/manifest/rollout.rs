@@ -238,41 +238,21 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None => (None, None),
         },
     };
-    let mut steps = match canary.get("steps") {
-        Some(n) => read_steps(r, n),
-        None => {
-            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
-            None
-        }
-    };
+    let mut steps = steps_of(r, canary, cp);
     let (stable, canary_service, port) = services?;
-    let route = match routing {
-        Some(routing) => read_routing(
-            r,
-            routing,
-            name.as_str(),
-            &Apex {
-                namespace: namespace.as_str(),
-                service: stable.as_str(),
-                port,
-                pair: Some(canary_service.as_str()),
-            },
-            lookup,
-        ),
-        // No route object: the pods split the traffic, as Flagger's kubernetes provider
-        // writes only workloads and Services.
-        None => Some(Route::Kubernetes(kubernetes::Config)),
+    let apex = Apex {
+        namespace: namespace.as_str(),
+        service: stable.as_str(),
+        port,
+        pair: Some(canary_service.as_str()),
     };
+    let route = route_of(r, routing, name.as_str(), &apex, lookup, &mut steps);
     let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
         return None;
     }
     let steps = steps?;
-    let mut route = route?;
-    let managed_routes = managed_routes(r, routing, &mut route, steps.headers);
-    if r.errors.len() > before {
-        return None;
-    }
+    let (route, managed_routes) = route?;
     let (steps, approvals) = (steps.steps, steps.approvals);
     let mut canary = canary_of(
         id,
@@ -298,6 +278,40 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         canary.route.check_canary(r, &canary, spec);
     }
     (r.errors.len() == before).then_some(canary)
+}
+
+/// `canary.steps` (`cp` the canary's path), required.
+fn steps_of(r: &mut Reader, canary: &Node, cp: &str) -> Option<Steps> {
+    match canary.get("steps") {
+        Some(n) => read_steps(r, n),
+        None => {
+            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
+            None
+        }
+    }
+}
+
+/// The Rollout's route: its `trafficRouting` (none: the pods split the traffic, as Flagger's
+/// kubernetes provider writes only workloads and Services), with the managed routes its
+/// `setHeaderRoute` steps (taken from `steps`) set on it.
+fn route_of(
+    r: &mut Reader,
+    routing: Option<&Node>,
+    rollout: &str,
+    apex: &Apex,
+    lookup: Lookup,
+    steps: &mut Option<Steps>,
+) -> Option<(Route, Vec<ManagedStep>)> {
+    let mut route = match routing {
+        Some(routing) => read_routing(r, routing, rollout, apex, lookup)?,
+        None => Route::Kubernetes(kubernetes::Config),
+    };
+    let headers = steps
+        .as_mut()
+        .map(|s| std::mem::take(&mut s.headers))
+        .unwrap_or_default();
+    let managed = managed_routes(r, routing, &mut route, headers);
+    Some((route, managed))
 }
 
 /// The canary of the blue/green Rollout `id`: the core's blue/green with one iteration (the
@@ -794,6 +808,7 @@ impl Steps {
         }
         self.headers.push(HeaderStep {
             line: value.line,
+            name_line: n.get("name").map_or(value.line, |v| v.line),
             at: at.to_string(),
             step: u32::try_from(self.steps.len()).unwrap_or(u32::MAX),
             route: HeaderRoute {
@@ -937,7 +952,7 @@ fn managed_routes(
     let mut active: Vec<u32> = Vec::new();
     for h in headers {
         if !names.contains(&h.route.name) {
-            r.error(h.line, &join(&h.at, "name"), format!("expected one of trafficRouting.managedRoutes ({}), found {:?}: Argo sets only the managed routes the Rollout declares", names.join(", "), h.route.name));
+            r.error(h.name_line, &join(&h.at, "name"), format!("expected one of trafficRouting.managedRoutes ({}), found {:?}: Argo sets only the managed routes the Rollout declares", names.join(", "), h.route.name));
             continue;
         }
         let words = match h.remove {
@@ -960,6 +975,19 @@ fn managed_routes(
             });
             active.push(h.route.argo_step);
             source.header_routes.push(h.route);
+        }
+        let both = source
+            .split
+            .iter()
+            .filter(|s| {
+                s.in_place
+                    .as_ref()
+                    .is_some_and(|p| !p.stable.is_empty() && !p.canary.is_empty())
+            })
+            .count();
+        let rules = source.rules.len() + active.len() * both;
+        if rules > source.shape.max_rules {
+            r.error(h.line, &h.at, format!("with this header route the {} {:?} would hold {rules} rules, above the {} its CRD allows; set fewer managed routes at once", source.shape.kind, source.name, source.shape.max_rules));
         }
         out.push(ManagedStep {
             step: h.step,
@@ -986,6 +1014,7 @@ fn uses_header_routes(config: &Node) -> bool {
 /// when `remove`).
 struct HeaderStep {
     line: usize,
+    name_line: usize,
     at: String,
     step: u32,
     route: HeaderRoute,
