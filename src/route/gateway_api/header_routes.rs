@@ -10,8 +10,6 @@
 use serde_json::Value as Json;
 use yaml_rust2::Yaml;
 
-use super::source::RouteSource;
-
 /// One header match of a `setHeaderRoute` step, as the plugin converts it: `exact` is an
 /// `Exact` match, `prefix` a `RegularExpression` of the prefix followed by `.*`, `regex` a
 /// `RegularExpression`.
@@ -49,23 +47,18 @@ fn header_list(headers: &[HeaderMatch]) -> Vec<Yaml> {
         .collect()
 }
 
-/// The managed rules of `active` (keys of [`HeaderRoute::argo_step`]) for the copy of
-/// `source`, whose rule `i` holds `spec_rules[i]`; `canary` is the canary Service.
-pub fn rules(source: &RouteSource, spec_rules: &[Yaml], active: &[u32], canary: &str) -> Vec<Yaml> {
+/// The managed rules of `active` (keys of [`HeaderRoute::argo_step`] among `routes`) for the
+/// rules `both` of the copy that send to both Services (each with the index of its canary
+/// backendRef, as the plugin's getAllRouteRules picks them); `canary` is the canary Service.
+pub fn rules(
+    routes: &[HeaderRoute],
+    both: &[(usize, &Yaml)],
+    active: &[u32],
+    canary: &str,
+) -> Vec<Yaml> {
     let mut out = Vec::new();
-    // Rules that send to both Services, as the plugin's getAllRouteRules picks them.
-    let both: Vec<(usize, &Yaml)> = source
-        .split
-        .iter()
-        .filter_map(|r| {
-            let p = r.in_place.as_ref()?;
-            let rule = spec_rules.get(r.index)?;
-            let canary_ref = *p.canary.first()?;
-            (!p.stable.is_empty()).then_some((canary_ref, rule))
-        })
-        .collect();
     for key in active {
-        let Some(route) = source.header_routes.iter().find(|h| h.argo_step == *key) else {
+        let Some(route) = routes.iter().find(|h| h.argo_step == *key) else {
             continue;
         };
         for (idx, (canary_ref, rule)) in both.iter().enumerate() {

@@ -697,7 +697,17 @@ fn managed_rules(source: &RouteSource, input: &RenderInput, spec: &Yaml) -> Vec<
     let active = crate::core::model::managed_routes_at(managed_routes, step);
     match (active.is_empty(), &spec["rules"]) {
         (false, Yaml::Array(rules)) => {
-            super::header_routes::rules(source, rules, active, input.backends.canary)
+            let both: Vec<(usize, &Yaml)> = source
+                .split
+                .iter()
+                .filter_map(|r| {
+                    let p = r.in_place.as_ref()?;
+                    let rule = rules.get(r.index)?;
+                    let canary_ref = *p.canary.first()?;
+                    (!p.stable.is_empty()).then_some((canary_ref, rule))
+                })
+                .collect();
+            super::header_routes::rules(&source.header_routes, &both, active, input.backends.canary)
         }
         _ => Vec::new(),
     }
