@@ -638,8 +638,9 @@ fn background(extra: &[String]) -> Option<(String, usize)> {
 /// Argo's steps in the words `sluice plan` prints for a Rollout (`setWeight 20`, `pause 30s`,
 /// `pause until approved`, `analysis t1 + t2`, and `background analysis t` where Argo starts
 /// it: with the `setWeight` it starts at, or before the pause or analysis it starts at);
-/// `setCanaryScale weight N` / `replicas N` / `matchTrafficWeight`; `None` when a step is one
-/// sluice must refuse (experiments, header and mirror routes, plugins).
+/// `setCanaryScale weight N` / `replicas N` / `matchTrafficWeight`, `setHeaderRoute name
+/// [remove]`; `None` when a step is one sluice must refuse (experiments, mirror routes,
+/// plugins).
 fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
     let background = background(extra);
     let mut out = Vec::new();
@@ -662,6 +663,13 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
             ArgoStep::SetCanaryScale(CanaryScale::MatchTrafficWeight) => {
                 "setCanaryScale matchTrafficWeight".to_string()
             }
+            ArgoStep::SetHeaderRoute { name, remove: true } => {
+                format!("setHeaderRoute {name} remove")
+            }
+            ArgoStep::SetHeaderRoute {
+                name,
+                remove: false,
+            } => format!("setHeaderRoute {name}"),
             _ => return None,
         };
         let starts = starts_here.map(|(t, _)| format!("background analysis {t}"));

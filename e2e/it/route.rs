@@ -16,6 +16,7 @@ const NO_STATE: RouteState<'static> = RouteState {
     previous_session_cookie: None,
     primary_session_cookie: None,
     mirroring: false,
+    managed_step: None,
 };
 
 const FLAGGER_BACKENDS: Backends<'static> = Backends {
@@ -738,6 +739,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
                 previous_session_cookie: Some("flagger-cookie=olderOLDER"),
                 primary_session_cookie: None,
                 mirroring: false,
+                managed_step: None,
             },
         ),
         (
@@ -749,6 +751,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
                 previous_session_cookie: Some(COOKIE),
                 primary_session_cookie: None,
                 mirroring: false,
+                managed_step: None,
             },
         ),
         (
@@ -760,6 +763,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
                 previous_session_cookie: None,
                 primary_session_cookie: None,
                 mirroring: false,
+                managed_step: None,
             },
         ),
         (
@@ -768,6 +772,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             0,
             RouteState {
                 mirroring: true,
+                managed_step: None,
                 ..NO_STATE
             },
         ),
@@ -780,6 +785,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
                 previous_session_cookie: Some(COOKIE),
                 primary_session_cookie: None,
                 mirroring: true,
+                managed_step: None,
             },
         ),
     ]

@@ -647,6 +647,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
                 previous_session_cookie: None,
                 primary_session_cookie: None,
                 mirroring: false,
+                managed_step: None,
             },
         ),
         (
@@ -658,6 +659,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
                 previous_session_cookie: Some(LIVE),
                 primary_session_cookie: None,
                 mirroring: false,
+                managed_step: None,
             },
         ),
         (
@@ -666,6 +668,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             0,
             RouteState {
                 mirroring: true,
+                managed_step: None,
                 ..RouteState::default()
             },
         ),
@@ -675,6 +678,7 @@ fn state_cases() -> Vec<(&'static str, Canary, u8, RouteState<'static>)> {
             0,
             RouteState {
                 mirroring: true,
+                managed_step: None,
                 ..RouteState::default()
             },
         ),

@@ -133,6 +133,7 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         stable_service,
         canary_service,
         scale,
+        managed_routes,
         ..
     } = &canary.target
     else {
@@ -207,6 +208,12 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         if !background.is_empty() {
             out.push(format!("background analysis {background}"));
         }
+        out.extend(
+            managed_routes
+                .iter()
+                .filter(|m| m.step == i)
+                .map(|m| m.words.clone()),
+        );
         let inline = templates(true, i);
         if !inline.is_empty() {
             out.push(format!("analysis {inline}"));

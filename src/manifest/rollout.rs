@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::core::argo_replicas::{
     resolve, CanaryScale, IntOrPercent, ReplicaSplit, RoutedScale, ScaleStep,
 };
-use crate::core::model::{ArgoGate, ReplicaCanary};
+use crate::core::model::{ArgoGate, ManagedStep, ReplicaCanary};
 use crate::core::schedule::{Pause, Step};
 use crate::manifest::model::{
     Alerts, Analysis, Approvals, Canary, CanaryId, Format, Name, RepoPath, ServiceSpec, Strategy,
@@ -32,6 +32,7 @@ use crate::manifest::model::{
 use crate::manifest::rollout_analysis::Found;
 use crate::manifest::rollout_lookup::{named_service, refuse_and_ignore, Lookup};
 use crate::manifest::settings::Settings;
+use crate::route::gateway_api::header_routes::{HeaderMatch, HeaderRoute};
 use crate::route::gateway_api::{self, Apex};
 use crate::route::{istio, kubernetes, smi, Route};
 use crate::yaml::node::{Node, Value};
@@ -137,7 +138,7 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
     ("alb", "the AWS Load Balancer Controller's weights are an action annotation that Argo verifies against the live AWS target groups; a cloud-only router sluice cannot drive from git"),
     ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
     ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
-    ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build does not run"),
+    ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build runs only for the Gateway API plugin's HTTPRoute and GRPCRoute"),
 ];
 
 /// Canary fields refused, and why.
@@ -259,28 +260,19 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     let mut steps = canary_steps(r, canary, cp, routing.is_some());
     let scale = routed_scale(r, spec, canary, steps.as_ref(), routing.is_some());
     let (stable, canary_service, port) = services?;
-    let route = match routing {
-        Some(routing) => read_routing(
-            r,
-            routing,
-            name.as_str(),
-            &Apex {
-                namespace: namespace.as_str(),
-                service: stable.as_str(),
-                port,
-                pair: Some(canary_service.as_str()),
-            },
-            lookup,
-        ),
-        // No route object: the pods split the traffic, as Flagger's kubernetes provider
-        // writes only workloads and Services.
-        None => Some(Route::Kubernetes(kubernetes::Config)),
+    let apex = Apex {
+        namespace: namespace.as_str(),
+        service: stable.as_str(),
+        port,
+        pair: Some(canary_service.as_str()),
     };
+    let route = route_of(r, routing, name.as_str(), &apex, lookup, &mut steps);
     let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
         return None;
     }
     let steps = steps?;
+    let (route, managed_routes) = route?;
     let (steps, approvals) = (steps.steps, steps.approvals);
     let mut canary = canary_of(
         id,
@@ -290,7 +282,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             canary_service,
             port,
             output: output?,
-            route: route?,
+            route,
             steps,
             approvals,
             suspend,
@@ -298,6 +290,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             argo,
             replica_canary,
             scale,
+            managed_routes,
         },
     );
     canary.file = r.file.clone();
@@ -306,6 +299,29 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         canary.route.check_canary(r, &canary, spec);
     }
     (r.errors.len() == before).then_some(canary)
+}
+
+/// The Rollout's route: its `trafficRouting` (none: the pods split the traffic, as Flagger's
+/// kubernetes provider writes only workloads and Services), with the managed routes its
+/// `setHeaderRoute` steps (taken from `steps`) set on it.
+fn route_of(
+    r: &mut Reader,
+    routing: Option<&Node>,
+    rollout: &str,
+    apex: &Apex,
+    lookup: Lookup,
+    steps: &mut Option<Steps>,
+) -> Option<(Route, Vec<ManagedStep>)> {
+    let mut route = match routing {
+        Some(routing) => read_routing(r, routing, rollout, apex, lookup)?,
+        None => Route::Kubernetes(kubernetes::Config),
+    };
+    let headers = steps
+        .as_mut()
+        .map(|s| std::mem::take(&mut s.headers))
+        .unwrap_or_default();
+    let managed = managed_routes(r, routing, &mut route, headers);
+    Some((route, managed))
 }
 
 /// The canary of the blue/green Rollout `id`: the core's blue/green with one iteration (the
@@ -332,6 +348,7 @@ fn blue_green_canary(
             // Blue/green switches Services, not replica counts.
             replica_canary: None,
             scale: None,
+            managed_routes: Vec::new(),
             steps: Vec::new(),
             approvals: read.approvals,
             suspend,
@@ -403,6 +420,8 @@ struct Parts {
     replica_canary: Option<ReplicaCanary>,
     /// With trafficRouting: `setCanaryScale` steps and `dynamicStableScale`.
     scale: Option<RoutedScale>,
+    /// The `setHeaderRoute` steps and the managed routes active after each.
+    managed_routes: Vec<ManagedStep>,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -435,6 +454,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             canary_service: p.canary_service,
             replica_canary: p.replica_canary,
             scale: p.scale,
+            managed_routes: p.managed_routes,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -739,6 +759,7 @@ fn read_steps(r: &mut Reader, n: &Node, routed: bool) -> Option<Steps> {
             );
             continue;
         };
+        read.argo_index = u32::try_from(i).unwrap_or(u32::MAX);
         read.step(r, &key.text, value, &join(&ip, &key.text));
         read.at_step
             .push(u32::try_from(read.steps.len()).unwrap_or(u32::MAX));
@@ -771,6 +792,10 @@ struct Steps {
     at_step: Vec<u32>,
     /// Whether the last step's pause was set by a `pause` step (a second one is refused).
     paused: bool,
+    /// The index among Argo's steps of the step being read.
+    argo_index: u32,
+    /// The `setHeaderRoute` steps, in order.
+    headers: Vec<HeaderStep>,
     /// Whether the last step already holds a pause or an inline analysis: a `pause` or
     /// `analysis` after it starts a step of its own at the same weight, so that it begins
     /// only once the one before it has ended, as Argo runs its steps one after another.
@@ -794,10 +819,11 @@ impl Steps {
                 "an experiment runs extra ReplicaSets (and their analysis) for a while; sluice renders no experiment workloads in git. Remove the step, or keep this Rollout on Argo Rollouts",
             ),
             "setCanaryScale" => self.set_canary_scale(r, value, at),
-            "setHeaderRoute" | "setMirrorRoute" => r.error(
+            "setHeaderRoute" => self.header_route(r, value, at),
+            "setMirrorRoute" => r.error(
                 value.line,
                 at,
-                format!("{key} is not in this build yet: sluice changes only the weights of your route"),
+                "setMirrorRoute is not in this build yet: sluice changes only the weights and header routes of your route",
             ),
             _ => r.error(
                 value.line,
@@ -853,6 +879,54 @@ impl Steps {
             step,
             after_weight,
             scale,
+        });
+    }
+
+    /// `setHeaderRoute`: `name` and `match` (each `headerName` with `headerValue` `exact`,
+    /// `prefix` or `regex`); without `match` Argo removes the managed routes. It runs at the
+    /// step of the `setWeight` before it, or at a step of its own at that weight when a
+    /// pause or analysis runs between them.
+    fn header_route(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let Some(last) = self.steps.last() else {
+            r.error(value.line, at, "a setHeaderRoute before the first setWeight routes to a canary that takes no traffic yet, which sluice's schedule has no step for; move it after the first setWeight");
+            return;
+        };
+        let weight = last.weight;
+        let Some(n) = r.map(value, at, &["name", "match"]) else {
+            return;
+        };
+        let Some(name) = r
+            .required(n, at, "name")
+            .and_then(|v| r.string(v, &join(at, "name")))
+        else {
+            return;
+        };
+        let headers = match n.get("match").filter(|m| m.value != Value::Null) {
+            None => None,
+            Some(m) => match read_header_matches(r, m, &join(at, "match")) {
+                Some(read) => Some(read),
+                None => return,
+            },
+        };
+        if self.held {
+            self.steps.push(Step {
+                weight,
+                pause: Pause::Interval,
+            });
+            self.held = false;
+            self.paused = false;
+        }
+        self.headers.push(HeaderStep {
+            line: value.line,
+            name_line: n.get("name").map_or(value.line, |v| v.line),
+            at: at.to_string(),
+            step: u32::try_from(self.steps.len()).unwrap_or(u32::MAX),
+            route: HeaderRoute {
+                argo_step: self.argo_index,
+                name,
+                headers: headers.unwrap_or_default(),
+            },
+            remove: n.get("match").is_none_or(|m| m.value == Value::Null),
         });
     }
 
@@ -938,6 +1012,159 @@ impl Steps {
     }
 }
 
+/// The `setHeaderRoute` steps (`headers`) on `route`: each names one of
+/// `trafficRouting.managedRoutes`, and the route is the Gateway API plugin's HTTPRoute or
+/// GRPCRoute (the plugin sets header routes on no other kind, and on a route of a list only
+/// with `useHeaderRoutes: true`: without it the steps change nothing, as in Argo). Returns
+/// the core's schedule; the route's header rules are set on its copy.
+fn managed_routes(
+    r: &mut Reader,
+    routing: Option<&Node>,
+    route: &mut Route,
+    headers: Vec<HeaderStep>,
+) -> Vec<ManagedStep> {
+    if headers.is_empty() {
+        return Vec::new();
+    }
+    let p = "spec.strategy.canary.trafficRouting";
+    let managed = routing.and_then(|n| n.get("managedRoutes"));
+    let mut names = Vec::new();
+    if let Some(m) = managed {
+        let mp = join(p, "managedRoutes");
+        for (i, item) in r.seq(m, &mp).unwrap_or_default().iter().enumerate() {
+            let ip = index(&mp, i);
+            if let Some(n) = r
+                .map(item, &ip, &["name"])
+                .and_then(|n| r.required(n, &ip, "name"))
+            {
+                names.extend(r.string(n, &join(&ip, "name")));
+            }
+        }
+    }
+    let source = match route {
+        Route::GatewayApi(config) => config
+            .source
+            .as_deref_mut()
+            .filter(|s| matches!(s.shape.kind, "HTTPRoute" | "GRPCRoute")),
+        _ => None,
+    };
+    let Some(source) = source else {
+        for h in &headers {
+            r.error(h.line, &h.at, "setHeaderRoute is in this build for the Gateway API plugin's HTTPRoute and GRPCRoute only; remove the step, or keep this Rollout on Argo Rollouts for now");
+        }
+        return Vec::new();
+    };
+    let uses_headers = routing
+        .and_then(|n| n.get("plugins"))
+        .and_then(|n| n.get(GATEWAY_PLUGIN))
+        .is_some_and(uses_header_routes);
+    let mut out = Vec::new();
+    let mut active: Vec<u32> = Vec::new();
+    for h in headers {
+        if !names.contains(&h.route.name) {
+            r.error(h.name_line, &join(&h.at, "name"), format!("expected one of trafficRouting.managedRoutes ({}), found {:?}: Argo sets only the managed routes the Rollout declares", names.join(", "), h.route.name));
+            continue;
+        }
+        let words = match h.remove {
+            true => format!("setHeaderRoute {} remove", h.route.name),
+            false => format!("setHeaderRoute {}", h.route.name),
+        };
+        if !uses_headers {
+            continue;
+        }
+        if h.remove {
+            // The plugin removes every managed route when a step has no match.
+            active.clear();
+        } else {
+            let name = h.route.name.clone();
+            active.retain(|k| {
+                source
+                    .header_routes
+                    .iter()
+                    .all(|d| d.argo_step != *k || d.name != name)
+            });
+            active.push(h.route.argo_step);
+            source.header_routes.push(h.route);
+        }
+        let both = source
+            .split
+            .iter()
+            .filter(|s| {
+                s.in_place
+                    .as_ref()
+                    .is_some_and(|p| !p.stable.is_empty() && !p.canary.is_empty())
+            })
+            .count();
+        let rules = source.rules.len() + active.len() * both;
+        if rules > source.shape.max_rules {
+            r.error(h.line, &h.at, format!("with this header route the {} {:?} would hold {rules} rules, above the {} its CRD allows; set fewer managed routes at once", source.shape.kind, source.name, source.shape.max_rules));
+        }
+        out.push(ManagedStep {
+            step: h.step,
+            words,
+            active: active.clone(),
+        });
+    }
+    out
+}
+
+/// Whether the plugin sets header routes on the Rollout's route: one named by `httpRoute` or
+/// `grpcRoute`, or a list entry with `useHeaderRoutes: true`.
+fn uses_header_routes(config: &Node) -> bool {
+    if config.get("httpRoute").is_some() || config.get("grpcRoute").is_some() {
+        return true;
+    }
+    ["httpRoutes", "grpcRoutes"].iter().any(|key| {
+        matches!(config.get(key).map(|n| &n.value), Some(Value::Seq(items))
+            if items.iter().any(|i| i.get("useHeaderRoutes").and_then(Node::as_str) == Some("true")))
+    })
+}
+
+/// A `setHeaderRoute` step read: where, at which sluice step, and its route (no headers
+/// when `remove`).
+struct HeaderStep {
+    line: usize,
+    name_line: usize,
+    at: String,
+    step: u32,
+    route: HeaderRoute,
+    remove: bool,
+}
+
+/// `setHeaderRoute.match`: each `headerName` and `headerValue` (`exact`, `prefix` or
+/// `regex`), as the Gateway API plugin converts them.
+fn read_header_matches(r: &mut Reader, n: &Node, at: &str) -> Option<Vec<HeaderMatch>> {
+    let mut out = Vec::new();
+    for (i, item) in r.seq(n, at)?.iter().enumerate() {
+        let ip = index(at, i);
+        let item = r.map(item, &ip, &["headerName", "headerValue"])?;
+        let name = r
+            .required(item, &ip, "headerName")
+            .and_then(|v| r.string(v, &join(&ip, "headerName")))?;
+        let vp = join(&ip, "headerValue");
+        let value = r.required(item, &ip, "headerValue")?;
+        let value = r.map(value, &vp, &["exact", "prefix", "regex"])?;
+        let text = |r: &mut Reader, key: &str| {
+            value
+                .get(key)
+                .and_then(|v| r.string(v, &join(&vp, key)))
+                .filter(|t| !t.is_empty())
+        };
+        let (kind, value) = if let Some(t) = text(r, "exact") {
+            ("Exact", t)
+        } else if let Some(t) = text(r, "prefix") {
+            ("RegularExpression", format!("{t}.*"))
+        } else if let Some(t) = text(r, "regex") {
+            ("RegularExpression", t)
+        } else {
+            r.error(value.line, &vp, "expected one of exact, prefix or regex (the plugin refuses a header match without one)");
+            return None;
+        };
+        out.push(HeaderMatch { name, kind, value });
+    }
+    Some(out)
+}
+
 /// A `pause`: `{}` waits for approval; `{duration}` (seconds as a number or a string, or a Go
 /// duration) holds that long; a zero duration does not hold at all.
 pub(crate) fn read_pause(r: &mut Reader, n: &Node, at: &str) -> Option<Pause> {
@@ -977,7 +1204,9 @@ fn read_routing(
     r.map(routing, p, ROUTING_KEYS)?;
     let mut refused = false;
     for (key, why) in REFUSED_ROUTERS {
-        if let Some(line) = routing.key_line(key) {
+        // The Gateway API plugin sets header routes (read with the steps).
+        let plugin_routes = *key == "managedRoutes" && routing.get("plugins").is_some();
+        if let Some(line) = routing.key_line(key).filter(|_| !plugin_routes) {
             r.error(line, &join(p, key), *why);
             refused = true;
         }

@@ -307,6 +307,9 @@ pub struct RouteState<'a> {
     pub primary_session_cookie: Option<&'a str>,
     /// Blue/green with `analysis.mirror`: requests are mirrored to the canary.
     pub mirroring: bool,
+    /// While an analysis runs (progressing or waiting for approval): its step (1-based), at
+    /// which an Argo Rollout's managed routes are looked up; `None` otherwise.
+    pub managed_step: Option<u32>,
 }
 
 impl<'a> RouteState<'a> {
@@ -316,6 +319,12 @@ impl<'a> RouteState<'a> {
             previous_session_cookie: status.previous_session_cookie.as_deref(),
             primary_session_cookie: status.primary_session_cookie.as_deref(),
             mirroring: status.mirroring,
+            managed_step: matches!(
+                status.phase,
+                crate::core::status::Phase::Progressing
+                    | crate::core::status::Phase::WaitingApproval
+            )
+            .then_some(status.step),
         }
     }
 }

@@ -15,6 +15,7 @@ pub(crate) const NO_STATE: RouteState<'static> = RouteState {
     previous_session_cookie: None,
     primary_session_cookie: None,
     mirroring: false,
+    managed_step: None,
 };
 
 /// The Services Flagger makes for `podinfo`.

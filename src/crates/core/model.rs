@@ -394,7 +394,32 @@ pub enum Target {
         /// A canary with `trafficRouting` that scales beyond its traffic share
         /// (`setCanaryScale` steps, `dynamicStableScale`); `None` when it does not.
         scale: Option<crate::argo_replicas::RoutedScale>,
+        /// The `setHeaderRoute` steps, in Argo's order, and the managed routes active after
+        /// each (empty for a Rollout without them).
+        managed_routes: Vec<ManagedStep>,
     },
+}
+
+/// One `setHeaderRoute` step of an Argo Rollout: the sluice step it runs at (1-based, as
+/// `Status::step`), Argo's words for it, and the managed routes active from it on (each by
+/// the index among Argo's steps of the `setHeaderRoute` that set it, in the order the router
+/// adds their rules). Argo removes every managed route when the
+/// rollout ends or aborts, so none is active outside the analysis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagedStep {
+    pub step: u32,
+    pub words: String,
+    pub active: Vec<u32>,
+}
+
+/// The managed routes active at sluice step `step` (1-based): those of the last
+/// `setHeaderRoute` step at or before it.
+pub fn managed_routes_at(steps: &[ManagedStep], step: u32) -> &[u32] {
+    steps
+        .iter()
+        .rev()
+        .find(|m| m.step <= step)
+        .map_or(&[], |m| m.active.as_slice())
 }
 
 /// An Argo Rollouts canary without `trafficRouting`: one Service (the user's, selecting

@@ -12,6 +12,7 @@
 
 mod config;
 mod flagger;
+pub mod header_routes;
 mod render;
 mod rollout;
 mod source;

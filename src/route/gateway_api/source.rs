@@ -183,6 +183,9 @@ pub struct RouteSource {
     pub rules: Vec<Json>,
     /// The rules sluice splits, in order.
     pub split: Vec<SplitRule>,
+    /// An Argo Rollout's `setHeaderRoute` routes, for an HTTPRoute or GRPCRoute the plugin
+    /// sets header routes on (empty otherwise).
+    pub header_routes: Vec<super::header_routes::HeaderRoute>,
 }
 
 /// A rule whose one backend is the apex Service.
@@ -322,6 +325,7 @@ fn read_object(r: &mut Reader, object: &Object, apex: &Apex) -> Option<RouteSour
         spec: spec_yaml,
         rules: rules.iter().map(Node::to_json).collect(),
         split,
+        header_routes: Vec::new(),
     })
 }
 
@@ -645,6 +649,10 @@ pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, Route
             }
         }
     }
+    let managed = managed_rules(source, input, &spec);
+    if let (false, Yaml::Array(rules)) = (managed.is_empty(), &mut spec["rules"]) {
+        rules.extend(managed.iter().cloned());
+    }
     let strings =
         |m: &BTreeMap<String, String>| Yaml::Hash(m.iter().map(|(k, v)| (s(k), s(v))).collect());
     let mut labels = source.labels.clone();
@@ -673,9 +681,36 @@ pub fn render(source: &RouteSource, input: &RenderInput) -> Result<String, Route
         source.file
     );
     let parsed = reparse(canary, TEMPLATE, &text)?;
-    verify(&parsed, source, input)
+    verify(&parsed, source, input, &managed)
         .map_err(|message| RouteError::output(canary, TEMPLATE, message))?;
     Ok(text)
+}
+
+/// The managed header rules active at this step (an Argo Rollout's `setHeaderRoute`), in
+/// order; empty outside an analysis and for every other canary.
+fn managed_rules(source: &RouteSource, input: &RenderInput, spec: &Yaml) -> Vec<Yaml> {
+    let (Some(step), crate::core::model::Target::Rollout { managed_routes, .. }) =
+        (input.state.managed_step, &input.canary.target)
+    else {
+        return Vec::new();
+    };
+    let active = crate::core::model::managed_routes_at(managed_routes, step);
+    match (active.is_empty(), &spec["rules"]) {
+        (false, Yaml::Array(rules)) => {
+            let both: Vec<(usize, &Yaml)> = source
+                .split
+                .iter()
+                .filter_map(|r| {
+                    let p = r.in_place.as_ref()?;
+                    let rule = rules.get(r.index)?;
+                    let canary_ref = *p.canary.first()?;
+                    (!p.stable.is_empty()).then_some((canary_ref, rule))
+                })
+                .collect();
+            super::header_routes::rules(&source.header_routes, &both, active, input.backends.canary)
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// An Argo Rollout's rule `i` reads back as the user's but for the weights of its stable and
@@ -724,7 +759,12 @@ fn verify_in_place(
 /// Reads the copy back: the object's identity, every rule sluice did not split exactly as the
 /// source's, and the split rules as the source's but for their backends, which are the
 /// primary and canary with the weights asked for.
-fn verify(doc: &Json, source: &RouteSource, input: &RenderInput) -> Result<(), String> {
+fn verify(
+    doc: &Json,
+    source: &RouteSource,
+    input: &RenderInput,
+    managed: &[Yaml],
+) -> Result<(), String> {
     crate::route::expect_object(
         doc,
         source.shape.api_version,
@@ -736,13 +776,15 @@ fn verify(doc: &Json, source: &RouteSource, input: &RenderInput) -> Result<(), S
         .pointer("/spec/rules")
         .and_then(Json::as_array)
         .ok_or("expected spec.rules to be a list")?;
-    if rules.len() != source.rules.len() {
+    if rules.len() != source.rules.len() + managed.len() {
         return Err(format!(
             "expected {} rules, found {}",
-            source.rules.len(),
+            source.rules.len() + managed.len(),
             rules.len()
         ));
     }
+    let (rules, added) = rules.split_at(source.rules.len());
+    super::header_routes::verify(added, managed, input.backends.canary)?;
     for (i, (copy, original)) in rules.iter().zip(&source.rules).enumerate() {
         let strip = |rule: &Json| {
             let mut rule = rule.clone();
