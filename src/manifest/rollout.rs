@@ -166,6 +166,32 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
     ("analysis", "ignored: AnalysisRun history limits; sluice keeps every result in git"),
 ];
 
+/// `spec.paused` (the canary held while set) and `spec.progressDeadlineSeconds` (600 s when
+/// not set).
+fn run_control(r: &mut Reader, spec: &Node) -> (bool, Duration) {
+    let suspend = spec
+        .get("paused")
+        .and_then(|n| r.bool(n, "spec.paused"))
+        .unwrap_or(false);
+    let progress_deadline = spec
+        .get("progressDeadlineSeconds")
+        .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
+        .and_then(|v| u64::try_from(v).ok())
+        .map_or(Duration::from_secs(600), Duration::from_secs);
+    (suspend, progress_deadline)
+}
+
+/// The canary strategy's `steps` (at `cp`); a canary without any is refused.
+fn canary_steps(r: &mut Reader, canary: &Node, cp: &str) -> Option<Steps> {
+    match canary.get("steps") {
+        Some(n) => read_steps(r, n),
+        None => {
+            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
+            None
+        }
+    }
+}
+
 /// Reads a Rollout document (`root`) into a canary.
 pub fn read_rollout(
     r: &mut Reader,
@@ -200,15 +226,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     };
     read_workload(r, spec, lookup);
     refuse_and_ignore(r, spec, "spec", REFUSED_SPEC, IGNORED_SPEC);
-    let suspend = spec
-        .get("paused")
-        .and_then(|n| r.bool(n, "spec.paused"))
-        .unwrap_or(false);
-    let progress_deadline = spec
-        .get("progressDeadlineSeconds")
-        .and_then(|n| r.int(n, "spec.progressDeadlineSeconds", 1, 86_400 * 365))
-        .and_then(|v| u64::try_from(v).ok())
-        .map_or(Duration::from_secs(600), Duration::from_secs);
+    let (suspend, progress_deadline) = run_control(r, spec);
     let strategy = r.required(spec, "spec", "strategy")?;
     r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
     if let Some(bg) = strategy.get("blueGreen") {
@@ -237,13 +255,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None => (None, None),
         },
     };
-    let mut steps = match canary.get("steps") {
-        Some(n) => read_steps(r, n),
-        None => {
-            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
-            None
-        }
-    };
+    let mut steps = canary_steps(r, canary, cp);
     let (stable, canary_service, port) = services?;
     let route = match routing {
         Some(routing) => read_routing(

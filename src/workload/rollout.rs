@@ -21,7 +21,8 @@
 use yaml_rust2::Yaml;
 
 use crate::core::decide::{Action, Decision};
-use crate::manifest::model::{Canary, Strategy, Target};
+use crate::core::status::Status;
+use crate::manifest::model::{Canary, ReplicaCanary, Strategy, Target};
 use crate::workload::manifests::emit;
 use crate::workload::source::{find_one as one, Manifest};
 use crate::workload::yaml_edit::{key, map_at, rename, set};
@@ -196,24 +197,12 @@ pub fn render(
     let rewrite = matches!(decision.action, Action::Initialize | Action::Promote);
     let active = status.phase.is_active() || status.canary_weight > 0;
     let switched = status.canary_weight >= 100;
-    let (canary_count, stable_count) = match (&blue_green, replica_canary) {
-        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
-        (Some(bg), _) if active && !switched => {
-            (bg["previewReplicaCount"].as_i64().unwrap_or(replicas), None)
-        }
-        (Some(_), _) if active => (replicas, None),
-        (Some(_), _) => (0, None),
-        // Without a router the pods split the traffic: both workloads scale with the weight.
-        (None, Some(replica)) if active => {
-            let (c, s) = replica.split.at(status.canary_weight);
-            (i64::from(c), Some(i64::from(s)))
-        }
-        (None, Some(replica)) => (0, Some(i64::from(replica.split.replicas))),
-        (None, None) => (
-            canary_replicas(replicas, status.canary_weight, active),
-            None,
-        ),
-    };
+    let (canary_count, stable_count) = replica_counts(
+        blue_green.as_ref(),
+        replica_canary.as_ref(),
+        replicas,
+        status,
+    );
     let stable = match existing(&stable_file) {
         Some(text) if !rewrite => match stable_count {
             Some(count) => scale(canary, text, count)?,
@@ -285,6 +274,36 @@ pub fn render(
         files.push(("services.yaml".to_string(), emit(canary, &services)?));
     }
     Ok(files)
+}
+
+/// The canary's and (when it moves) the stable workload's replicas at `status`: a blue/green
+/// preview's count, a replica-based canary's split, or the canary's share beside a router.
+fn replica_counts(
+    blue_green: Option<&Yaml>,
+    replica_canary: Option<&ReplicaCanary>,
+    replicas: i64,
+    status: &Status,
+) -> (i64, Option<i64>) {
+    let active = status.phase.is_active() || status.canary_weight > 0;
+    let switched = status.canary_weight >= 100;
+    match (blue_green, replica_canary) {
+        // Argo's preview ReplicaSet: previewReplicaCount pods until the switch, all after it.
+        (Some(bg), _) if active && !switched => {
+            (bg["previewReplicaCount"].as_i64().unwrap_or(replicas), None)
+        }
+        (Some(_), _) if active => (replicas, None),
+        (Some(_), _) => (0, None),
+        // Without a router the pods split the traffic: both workloads scale with the weight.
+        (None, Some(replica)) if active => {
+            let (c, s) = replica.split.at(status.canary_weight);
+            (i64::from(c), Some(i64::from(s)))
+        }
+        (None, Some(replica)) => (0, Some(i64::from(replica.split.replicas))),
+        (None, None) => (
+            canary_replicas(replicas, status.canary_weight, active),
+            None,
+        ),
+    }
 }
 
 /// The kept stable workload `text` at `count` replicas (unchanged when it already is).
