@@ -365,6 +365,9 @@ fn sluice_run_rolls_out_a_rollout_of_each_traffic_routing_kind_fake_forge() {
 /// Through `sluice run` the blue/green Rollout's post-promotion analysis commits once with
 /// all traffic back on the old pods ("analysis running at canary weight 0") before it
 /// switches to the new ones again; the in-process loop (loop_rollout_bluegreen.rs) does not.
+/// Seen (three runs of three) with the blue/green Rollout in [`CASES`]' daemon, where other
+/// Rollouts' due times move the stepped clock; alone here it has passed, so it stays ignored
+/// until the cause is found.
 #[test]
 #[ignore = "sluice run switches a blue/green Rollout back to the old pods for one commit during its postPromotionAnalysis"]
 fn sluice_run_switches_a_blue_green_rollout_once_fake_forge() {
