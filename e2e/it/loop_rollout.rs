@@ -12,69 +12,18 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, checks, distinct, docs_at, rollout, services, show, sluice_commits,
-    ANALYSED, APPROVAL, CANARY_WORKLOAD, OUTPUT, ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE,
-    STABLE_FILE, STATUS_FILE, TIMED, TIMED_WEIGHTS,
+    analysis_template, checks, distinct, docs_at, grpc_route, http_route, rollout, services, show,
+    sluice_commits, tcp_route, tls_route, ANALYSED, APPROVAL, CANARY_WORKLOAD, OUTPUT,
+    ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE, STABLE_FILE, STATUS_FILE, TIMED, TIMED_WEIGHTS,
 };
-use crate::support::route_sources::route_head;
 use crate::support::{run_sluice, Schemas, World};
 
 const ROUTE_SOURCE: &str = "apps/podinfo/route.yaml";
-
-/// The end of a rule sending to both Services, as the plugin's docs write it.
-const BOTH_BACKENDS: &str = "      backendRefs:
-        - name: podinfo-stable
-          port: 9898
-          weight: 100
-        - name: podinfo-canary
-          port: 9898
-          weight: 0
-";
 
 /// One Gateway API route kind: the plugin's key for it, and the user's route.
 struct Kind_ {
     key: &'static str,
     source: fn() -> String,
-}
-
-fn http_route() -> String {
-    route_head("v1", "HTTPRoute", "https")
-        + "  hostnames: [podinfo.example.com]
-  rules:
-    - matches:
-        - path: {type: PathPrefix, value: /admin}
-      backendRefs:
-        - name: admin
-          port: 8080
-    - matches:
-        - path: {type: PathPrefix, value: /}
-      filters:
-        - type: ResponseHeaderModifier
-          responseHeaderModifier:
-            add:
-              - name: x-served-by
-                value: podinfo
-" + BOTH_BACKENDS
-}
-
-fn grpc_route() -> String {
-    route_head("v1", "GRPCRoute", "grpc")
-        + "  hostnames: [grpc.podinfo.example.com]
-  rules:
-    - matches:
-        - method: {service: podinfo.Echo}
-" + BOTH_BACKENDS
-}
-
-fn tcp_route() -> String {
-    route_head("v1alpha2", "TCPRoute", "tcp") + "  rules:\n    - name: podinfo\n" + BOTH_BACKENDS
-}
-
-fn tls_route() -> String {
-    route_head("v1alpha2", "TLSRoute", "tls-passthrough")
-        + "  hostnames: [podinfo.example.com]
-  rules:
-" + &BOTH_BACKENDS.replacen("      backendRefs", "    - backendRefs", 1)
 }
 
 const KINDS: [Kind_; 4] = [

@@ -12,8 +12,8 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, distinct, rollout_services, show, sluice_commits, OUTPUT, STATUS_FILE,
-    SWITCHED,
+    analysis_template, blue_green_rollout, distinct, indented, rollout_services, show,
+    sluice_commits, BLUE_GREEN_ANALYSES, OUTPUT, STATUS_FILE, SWITCHED,
 };
 use crate::support::{run_sluice, Schemas, World};
 
@@ -22,71 +22,9 @@ const STABLE_FILE: &str = "clusters/prod/podinfo/podinfo-stable.yaml";
 const CANARY_WORKLOAD: &str = "clusters/prod/podinfo/podinfo-canary.yaml";
 const SERVICES_FILE: &str = "clusters/prod/podinfo/services.yaml";
 
-/// The analysis of both promotion gates: the `canary-up` template, its `role` argument the
-/// preview's pod template hash (the canary's role label value in git).
-const ANALYSES: &str = "    prePromotionAnalysis:
-      templates: [{templateName: canary-up}]
-      args:
-        - name: role
-          valueFrom: {podTemplateHashValue: Latest}
-        - name: namespace
-          value: prod
-    postPromotionAnalysis:
-      templates: [{templateName: canary-up}]
-      args:
-        - name: role
-          valueFrom: {podTemplateHashValue: Latest}
-        - name: namespace
-          value: prod
-";
-
-/// A blue/green Rollout as Argo's `examples/rollout-bluegreen.yaml` writes one, with 5
-/// replicas, 2 of them in the preview, the podinfo template at `version`, and `extra` lines
-/// of `strategy.blueGreen`.
-fn rollout(version: &str, extra: &str) -> String {
-    format!(
-        "apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  replicas: 5
-  selector:
-    matchLabels:
-      app: podinfo
-  template:
-    metadata:
-      labels:
-        app: podinfo
-    spec:
-      containers:
-        - name: podinfo
-          image: ghcr.io/stefanprodan/podinfo:{version}
-          ports:
-            - name: http
-              containerPort: 9898
-  strategy:
-    blueGreen:
-      activeService: podinfo-active
-      previewService: podinfo-preview
-      previewReplicaCount: 2
-      scaleDownDelaySeconds: 30
-{extra}"
-    )
-}
-
-/// `strategy.blueGreen` lines indented under it.
-fn indented(lines: &str) -> String {
-    lines
-        .lines()
-        .map(|l| format!("  {l}\n"))
-        .collect::<String>()
-}
-
 fn world(extra: &str, files: &[(&str, String)]) -> World {
     let mut all = vec![
-        (ROLLOUT_FILE, rollout("6.7.0", extra)),
+        (ROLLOUT_FILE, blue_green_rollout("6.7.0", extra)),
         (
             "apps/podinfo/services.yaml",
             rollout_services(["podinfo-active", "podinfo-preview"]),
@@ -175,7 +113,9 @@ fn analysed_with(condition: &str, post: &str, phase: Phase, check: impl FnOnce(&
     let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
         crate::support::prometheus::osm_exposition,
     ));
-    let (pre, post_analysis) = ANALYSES.split_once("    postPromotionAnalysis:").unwrap();
+    let (pre, post_analysis) = BLUE_GREEN_ANALYSES
+        .split_once("    postPromotionAnalysis:")
+        .unwrap();
     let extra = indented(&format!(
         "{pre}    postPromotionAnalysis:{}",
         post_analysis.replace("canary-up", "post-up")
@@ -192,7 +132,11 @@ fn analysed_with(condition: &str, post: &str, phase: Phase, check: impl FnOnce(&
     let runtime = crate::support::runtime();
     let live = sluice::observer::Live::new(runtime);
     w.until_with(&live, runtime, Phase::Initialized);
-    w.human_writes(ROLLOUT_FILE, &rollout("6.7.1", &extra), "podinfo: 6.7.1");
+    w.human_writes(
+        ROLLOUT_FILE,
+        &blue_green_rollout("6.7.1", &extra),
+        "podinfo: 6.7.1",
+    );
     w.until_with(&live, runtime, phase);
     crate::support::rollout::kustomize_builds(&w.bare, OUTPUT);
     check(&w);
@@ -280,7 +224,11 @@ fn blue_green_rollout_without_auto_promotion_opens_an_approval_pull_request_fake
     let extra = "      autoPromotionEnabled: false\n";
     let mut w = world(extra, &[(".sluice/config.yaml", config)]);
     w.until(Phase::Initialized);
-    w.human_writes(ROLLOUT_FILE, &rollout("6.7.1", extra), "podinfo: 6.7.1");
+    w.human_writes(
+        ROLLOUT_FILE,
+        &blue_green_rollout("6.7.1", extra),
+        "podinfo: 6.7.1",
+    );
     w.until(Phase::WaitingApproval);
     w.ticks(2);
     assert_eq!(fake.count(), 1, "one pull request");
@@ -309,7 +257,10 @@ fn blue_green_rollout_without_auto_promotion_opens_an_approval_pull_request_fake
 #[test]
 fn plan_lists_blue_green_steps() {
     let dir = crate::support::repo(&[
-        (ROLLOUT_FILE, &rollout("6.7.0", &indented(ANALYSES))),
+        (
+            ROLLOUT_FILE,
+            &blue_green_rollout("6.7.0", &indented(BLUE_GREEN_ANALYSES)),
+        ),
         (
             "apps/podinfo/services.yaml",
             &rollout_services(["podinfo-active", "podinfo-preview"]),

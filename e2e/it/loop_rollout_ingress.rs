@@ -10,19 +10,13 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, checks, distinct, rollout, services, show, sluice_commits, ANALYSED,
-    APPROVAL, OUTPUT, ROLLOUT_FILE, STABLE_FILE, STATUS_FILE,
+    analysis_template, checks, distinct, services, show, sluice_commits, ANALYSED, APISIX_ROUTE,
+    APISIX_ROUTING, APPROVAL, INGRESS, NGINX_ROUTING, OUTPUT, ROLLOUT_FILE, STABLE_FILE,
+    STATUS_FILE, TRAEFIK_ROUTING, TRAEFIK_SERVICE,
 };
 use crate::support::{Schemas, World};
 
 const ROUTE_FILE: &str = "clusters/prod/podinfo/route.yaml";
-
-/// The Gateway API plugin block `rollout` writes, replaced by each router's.
-const PLUGIN: &str = "        plugins:
-          argoproj-labs/gatewayAPI:
-            httpRoute: podinfo-public
-            namespace: prod
-";
 
 /// One router: its `trafficRouting` block, the user's object, and how to read the weights
 /// `(stable, canary)` from the rendered route.
@@ -32,75 +26,6 @@ struct Router {
     source: &'static str,
     weights: fn(&Json) -> (u64, u64),
 }
-
-const INGRESS: &str = "apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: podinfo
-  namespace: prod
-  annotations:
-    kubernetes.io/ingress.class: nginx
-    example.com/owner: web
-spec:
-  ingressClassName: nginx
-  rules:
-    - host: podinfo.example.com
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: podinfo-stable
-                port:
-                  number: 9898
-    - host: other.example.com
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: other
-                port:
-                  number: 80
-";
-
-const TRAEFIK_SERVICE: &str = "apiVersion: traefik.io/v1alpha1
-kind: TraefikService
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  weighted:
-    services:
-      - name: podinfo-stable
-        port: 9898
-        weight: 100
-      - name: podinfo-canary
-        port: 9898
-        weight: 0
-";
-
-const APISIX_ROUTE: &str = "apiVersion: apisix.apache.org/v2
-kind: ApisixRoute
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  http:
-    - name: main
-      match:
-        hosts: [podinfo.example.com]
-        paths: [/*]
-      backends:
-        - serviceName: podinfo-stable
-          servicePort: 9898
-          weight: 100
-        - serviceName: podinfo-canary
-          servicePort: 9898
-          weight: 0
-";
 
 fn ingress_weights(doc: &Json) -> (u64, u64) {
     assert_eq!(doc["metadata"]["name"], "podinfo-podinfo-canary");
@@ -143,38 +68,26 @@ fn entry_weights(list: &Json, key: &str) -> (u64, u64) {
 const ROUTERS: [Router; 3] = [
     Router {
         name: "nginx",
-        routing: "        nginx:
-          stableIngress: podinfo
-          additionalIngressAnnotations:
-            canary-by-header: X-Canary
-",
+        routing: NGINX_ROUTING,
         source: INGRESS,
         weights: ingress_weights,
     },
     Router {
         name: "traefik",
-        routing: "        traefik:
-          weightedTraefikServiceName: podinfo
-",
+        routing: TRAEFIK_ROUTING,
         source: TRAEFIK_SERVICE,
         weights: |doc| entry_weights(&doc["spec"]["weighted"]["services"], "name"),
     },
     Router {
         name: "apisix",
-        routing: "        apisix:
-          route:
-            name: podinfo
-            rules: [main]
-",
+        routing: APISIX_ROUTING,
         source: APISIX_ROUTE,
         weights: |doc| entry_weights(&doc["spec"]["http"][0]["backends"], "serviceName"),
     },
 ];
 
 fn rollout_of(router: &Router, version: &str, steps: &str) -> String {
-    let text = rollout(version, "httpRoute", steps);
-    assert!(text.contains(PLUGIN));
-    text.replace(PLUGIN, router.routing)
+    crate::support::rollout::routed(router.routing, version, steps)
 }
 
 fn world(router: &Router, steps: &str, extra: &[(&str, String)]) -> World {

@@ -12,66 +12,20 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, checks, distinct, docs_at as docs, rollout, services, show, sluice_commits,
-    ANALYSED, APPROVAL, OUTPUT, ROLLOUT_FILE, ROUTE_FILE, STABLE_FILE, STATUS_FILE, TIMED,
-    TIMED_WEIGHTS,
+    analysis_template, checks, distinct, docs_at as docs, services, show, sluice_commits,
+    virtual_service, ANALYSED, APPROVAL, ISTIO_ROUTING, OUTPUT, ROLLOUT_FILE, ROUTE_FILE,
+    SMI_ROUTING, STABLE_FILE, STATUS_FILE, TIMED, TIMED_WEIGHTS,
 };
 use crate::support::{Schemas, World};
 
 const VS_FILE: &str = "apps/podinfo/virtualservice.yaml";
 const DR_FILE: &str = "apps/podinfo/destinationrule.yaml";
 
-/// The Gateway API plugin's block in [`rollout`], which each router here replaces.
-const PLUGIN: &str = "        plugins:
-          argoproj-labs/gatewayAPI:
-            httpRoute: podinfo-public
-            namespace: prod
-";
-
 /// One way of routing the Rollout: its `trafficRouting` block and the route files it names.
 struct Router {
     name: &'static str,
     routing: &'static str,
     files: fn() -> Vec<(&'static str, String)>,
-}
-
-/// A destination of the VirtualService: `target` is `host` or `host` + `subset`.
-fn destination(target: &str, weight: u32) -> String {
-    format!("        - destination:\n            {target}\n            port: {{number: 9898}}\n          weight: {weight}\n")
-}
-
-/// The user's VirtualService: an admin route sluice leaves alone, the `primary` route and a
-/// TCP route on port 3000, each with the stable destination at 100 and the canary at 0.
-fn virtual_service(stable: &str, canary: &str) -> String {
-    let both = destination(stable, 100) + &destination(canary, 0);
-    format!(
-        "apiVersion: networking.istio.io/v1beta1
-kind: VirtualService
-metadata:
-  name: podinfo-vsvc
-  namespace: prod
-  labels:
-    team: web
-spec:
-  hosts: [podinfo.example.com]
-  gateways: [prod/public]
-  http:
-    - name: admin
-      match:
-        - uri: {{prefix: /admin}}
-      route:
-        - destination:
-            host: admin
-            port: {{number: 8080}}
-    - name: primary
-      retries: {{attempts: 3, perTryTimeout: 2s}}
-      route:
-{both}  tcp:
-    - match:
-        - port: 3000
-      route:
-{both}"
-    )
 }
 
 fn host_level() -> Vec<(&'static str, String)> {
@@ -114,13 +68,6 @@ spec:
     ]
 }
 
-const ISTIO_ROUTING: &str = "        istio:
-          virtualService:
-            name: podinfo-vsvc
-            routes: [primary]
-            tcpRoutes: [{port: 3000}]
-";
-
 const SUBSET_ROUTING: &str = "        istio:
           virtualService:
             name: podinfo-vsvc.prod
@@ -130,10 +77,6 @@ const SUBSET_ROUTING: &str = "        istio:
             name: podinfo-destrule
             canarySubsetName: canary
             stableSubsetName: stable
-";
-
-const SMI_ROUTING: &str = "        smi:
-          trafficSplitName: podinfo-split
 ";
 
 const ROUTERS: [Router; 3] = [
@@ -155,9 +98,7 @@ const ROUTERS: [Router; 3] = [
 ];
 
 fn routed(router: &Router, version: &str, steps: &str) -> String {
-    let text = rollout(version, "httpRoute", steps);
-    assert!(text.contains(PLUGIN), "the plugin block to replace");
-    text.replace(PLUGIN, router.routing)
+    crate::support::rollout::routed(router.routing, version, steps)
 }
 
 fn world(router: &Router, steps: &str, extra: &[(&str, String)]) -> World {

@@ -13,7 +13,7 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    distinct, docs_at, podinfo_rollout, podinfo_services, show, sluice_commits, CANARY_WORKLOAD,
+    distinct, docs_at, replica_rollout, replica_services, show, sluice_commits, CANARY_WORKLOAD,
     OUTPUT, ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE, STABLE_FILE, STATUS_FILE,
 };
 use crate::support::{run_sluice, Schemas, World};
@@ -32,21 +32,6 @@ const ANALYSED: &str = "        - setWeight: 20
 const APPROVAL: &str = "        - setWeight: 20
         - pause: {}
         - setWeight: 50";
-
-/// A replica-based Rollout as Argo's getting-started example writes one: 5 replicas, no
-/// trafficRouting, only a `canaryService` (for testing the canary pods alone).
-fn rollout(version: &str, steps: &str) -> String {
-    podinfo_rollout(
-        version,
-        &format!("      canaryService: podinfo-canary\n      steps:\n{steps}\n"),
-    )
-}
-
-/// The user's Service selecting every podinfo pod (Argo's replica split is its share of
-/// the pods), and the canary one the Rollout names.
-fn services() -> String {
-    podinfo_services(&["podinfo", "podinfo-canary"])
-}
 
 /// The template the analysis step names: the Prometheus scrape target's `up` (1), judged
 /// by `condition`, twice.
@@ -72,8 +57,8 @@ spec:
 
 fn world(steps: &str, extra: &[(&str, String)]) -> World {
     let mut files = vec![
-        (ROLLOUT_FILE, rollout("6.7.0", steps)),
-        ("apps/podinfo/services.yaml", services()),
+        (ROLLOUT_FILE, replica_rollout("6.7.0", steps)),
+        ("apps/podinfo/services.yaml", replica_services()),
     ];
     files.extend(extra.iter().map(|(f, t)| (*f, t.clone())));
     let pairs: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
@@ -176,7 +161,11 @@ fn analysed(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     let runtime = crate::support::runtime();
     let live = sluice::observer::Live::new(runtime);
     w.until_with(&live, runtime, Phase::Initialized);
-    w.human_writes(ROLLOUT_FILE, &rollout("6.7.1", ANALYSED), "podinfo: 6.7.1");
+    w.human_writes(
+        ROLLOUT_FILE,
+        &replica_rollout("6.7.1", ANALYSED),
+        "podinfo: 6.7.1",
+    );
     w.until_with(&live, runtime, phase);
     crate::support::rollout::kustomize_builds(&w.bare, OUTPUT);
     check(&w);
@@ -233,7 +222,11 @@ fn replica_rollout_pause_without_duration_opens_an_approval_pull_request_fake_fo
     );
     let mut w = world(APPROVAL, &[(".sluice/config.yaml", config)]);
     w.until(Phase::Initialized);
-    w.human_writes(ROLLOUT_FILE, &rollout("6.7.1", APPROVAL), "podinfo: 6.7.1");
+    w.human_writes(
+        ROLLOUT_FILE,
+        &replica_rollout("6.7.1", APPROVAL),
+        "podinfo: 6.7.1",
+    );
     w.until(Phase::WaitingApproval);
     w.ticks(2);
     assert_eq!(fake.count(), 1, "one pull request");
@@ -258,8 +251,8 @@ fn replica_rollout_pause_without_duration_opens_an_approval_pull_request_fake_fo
 #[test]
 fn plan_prints_the_replica_split_of_each_step() {
     let dir = crate::support::repo(&[
-        (ROLLOUT_FILE, &rollout("6.7.0", APPROVAL)),
-        ("apps/podinfo/services.yaml", &services()),
+        (ROLLOUT_FILE, &replica_rollout("6.7.0", APPROVAL)),
+        ("apps/podinfo/services.yaml", &replica_services()),
     ]);
     let path = dir.path().display().to_string();
     let (code, out, err) = run_sluice(&["plan", &path]);

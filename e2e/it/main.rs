@@ -90,6 +90,7 @@ mod pr_events_forges;
 mod pr_webhooks;
 mod rbac;
 mod rollout_corpus;
+mod rollout_run;
 mod route;
 mod route_apisix;
 mod route_appmesh;

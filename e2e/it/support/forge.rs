@@ -984,12 +984,6 @@ pub(crate) fn assert_waiting_again(w: &World, kind: Kind, why: &str) {
     );
 }
 
-/// Ticks a wait on [`ForgeRun`] may take: far more than any step needs (a handful each).
-const MAX_TICKS: u64 = 300;
-
-/// A wait on [`ForgeRun`] that sees no tick at all for this long has hung.
-const HANG: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// `sluice run` on `shop/web` with the fake of one forge, and a human's clone.
 pub(crate) struct ForgeRun {
     pub(crate) kind: Kind,
@@ -1032,26 +1026,13 @@ impl ForgeRun {
             .unwrap_or_default()
     }
 
-    /// Waits until `done` holds: at most [`MAX_TICKS`] of the daemon's ticks, and never
-    /// [`HANG`] without one.
+    /// Waits until `done` holds ([`super::until_ticks`]).
     pub(crate) fn until(&self, what: &str, done: impl Fn(&ForgeRun) -> bool) {
-        let ticks = || super::reconcile_ticks(self.on.main());
-        let start = ticks();
-        let (mut last, mut since) = (start, std::time::Instant::now());
-        while !done(self) {
-            let now = ticks();
-            if now != last {
-                (last, since) = (now, std::time::Instant::now());
-            }
-            assert!(
-                now - start < MAX_TICKS && since.elapsed() < HANG,
-                "{:?}: not {what} after {} ticks (phase {}):\n{}",
-                self.kind,
-                now - start,
-                self.phase(),
-                self.on.log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        super::until_ticks(
+            &self.on,
+            what,
+            || done(self),
+            || format!("{:?}, phase {}", self.kind, self.phase()),
+        );
     }
 }

@@ -120,6 +120,12 @@ pub fn commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
     weights_log(bare, canary, &[])
 }
 
+/// [`commits_of`] in topological order: a commit after its parents even when a merged branch
+/// and main committed within the same second (which date order leaves to chance).
+pub fn topo_commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
+    weights_log(bare, canary, &["--topo-order"])
+}
+
 /// [`commits_of`] along main's first parents only (no commit a merge brought in).
 pub fn first_parent_commits_of(bare: &Path, canary: &str) -> Vec<(String, String)> {
     weights_log(bare, canary, &["--first-parent"])
@@ -303,6 +309,39 @@ pub fn reconcile_ticks(addr: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
+/// Ticks a wait of [`until_ticks`] may take: far more than any step needs (a handful each).
+const MAX_TICKS: u64 = 300;
+
+/// A wait of [`until_ticks`] that sees no tick at all for this long has hung.
+const HANG: Duration = Duration::from_secs(60);
+
+/// Waits until `done` holds, asking every 20 ms: at most [`MAX_TICKS`] of the daemon's ticks,
+/// and never [`HANG`] without one; a failed wait panics with `state()` and the daemon's log.
+pub(crate) fn until_ticks(
+    on: &DaemonOnRemote,
+    what: &str,
+    done: impl Fn() -> bool,
+    state: impl Fn() -> String,
+) {
+    let ticks = || reconcile_ticks(on.main());
+    let start = ticks();
+    let (mut last, mut since) = (start, std::time::Instant::now());
+    while !done() {
+        let now = ticks();
+        if now != last {
+            (last, since) = (now, std::time::Instant::now());
+        }
+        assert!(
+            now - start < MAX_TICKS && since.elapsed() < HANG,
+            "not {what} after {} ticks ({}):\n{}",
+            now - start,
+            state(),
+            on.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Sends a signed GitHub push webhook for main (each `delivery` a distinct body) to the
 /// daemon at `addr`; the answer's status.
 pub fn push_webhook(addr: &str, secret: &str, delivery: &str) -> u16 {
@@ -431,27 +470,38 @@ pub fn route_only_web(revision: &str, steps: &str) -> String {
 /// Merges approval branch `branch` into main in the human clone `human` and pushes, the way
 /// `how` says a human on a forge would: `merge` (a merge commit), `squash`, or else a cherry-pick.
 pub fn merge_approval(human: &Path, branch: &str, how: &str) {
-    git(human, &["pull", "-q", "origin", "main"]);
-    git(human, &["fetch", "-q", "origin", branch]);
-    match how {
-        "merge" => git(
-            human,
-            &[
-                "merge",
-                "-q",
-                "--no-ff",
-                "-m",
-                "Merge approval",
-                "FETCH_HEAD",
-            ],
-        ),
-        "squash" => {
-            git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
-            git(human, &["commit", "-q", "-m", "Approve (squashed)"])
+    // A daemon may push between the pull and the push: undo the merge and merge again on
+    // its new main, as a human would (a bounded number of times).
+    for _ in 0..20 {
+        git(human, &["pull", "-q", "origin", "main"]);
+        git(human, &["fetch", "-q", "origin", branch]);
+        match how {
+            "merge" => git(
+                human,
+                &[
+                    "merge",
+                    "-q",
+                    "--no-ff",
+                    "-m",
+                    "Merge approval",
+                    "FETCH_HEAD",
+                ],
+            ),
+            "squash" => {
+                git(human, &["merge", "-q", "--squash", "FETCH_HEAD"]);
+                git(human, &["commit", "-q", "-m", "Approve (squashed)"])
+            }
+            _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
+        };
+        if git_ok(human, &["push", "-q", "origin", "HEAD:main"]) {
+            return;
         }
-        _ => git(human, &["cherry-pick", "FETCH_HEAD"]),
-    };
-    git(human, &["push", "-q", "origin", "HEAD:main"]);
+        git(human, &["reset", "-q", "--hard", "HEAD~1"]);
+    }
+    panic!(
+        "{}: main moved at each of 20 pushes of {branch}",
+        human.display()
+    );
 }
 
 /// Writes a file in a human clone, commits and pushes (pull --rebase on rejection).

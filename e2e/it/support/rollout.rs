@@ -17,6 +17,7 @@ use sluice::core::status::Phase;
 use sluice::observer::Offline;
 use sluice::tick::Context;
 
+use crate::support::route_sources::route_head;
 pub(crate) use crate::support::{commits_of, show, World};
 use crate::support::{git, str_pairs, Checks, Schemas, SluiceCommit, Transport};
 
@@ -652,4 +653,296 @@ pub(crate) const ANALYSED: &str = "        - setWeight: 20
 /// The `Sluice-Check` trailers of every commit on main whose message has `grep`, newest first.
 pub(crate) fn checks(bare: &std::path::Path, grep: &str) -> Vec<String> {
     crate::support::judge::trailers_of_commits(bare, "Sluice-Check", Some(grep))
+}
+
+/// The Gateway API plugin's block in [`rollout`], which the other routers' Rollouts replace
+/// ([`routed`]).
+pub(crate) const GATEWAY_PLUGIN: &str = "        plugins:
+          argoproj-labs/gatewayAPI:
+            httpRoute: podinfo-public
+            namespace: prod
+";
+
+/// [`rollout`] routed by `routing` (a `trafficRouting` block indented eight spaces) instead
+/// of the Gateway API plugin.
+pub(crate) fn routed(routing: &str, version: &str, steps: &str) -> String {
+    let text = rollout(version, "httpRoute", steps);
+    assert!(text.contains(GATEWAY_PLUGIN), "the plugin block to replace");
+    text.replace(GATEWAY_PLUGIN, routing)
+}
+
+/// The end of a Gateway API rule sending to both Services, as the plugin's docs write it.
+const BOTH_BACKENDS: &str = "      backendRefs:
+        - name: podinfo-stable
+          port: 9898
+          weight: 100
+        - name: podinfo-canary
+          port: 9898
+          weight: 0
+";
+
+/// The user's HTTPRoute `prod/podinfo-public`: an admin rule sluice leaves alone, and a rule
+/// with a filter sending to both Services.
+pub(crate) fn http_route() -> String {
+    route_head("v1", "HTTPRoute", "https")
+        + "  hostnames: [podinfo.example.com]
+  rules:
+    - matches:
+        - path: {type: PathPrefix, value: /admin}
+      backendRefs:
+        - name: admin
+          port: 8080
+    - matches:
+        - path: {type: PathPrefix, value: /}
+      filters:
+        - type: ResponseHeaderModifier
+          responseHeaderModifier:
+            add:
+              - name: x-served-by
+                value: podinfo
+" + BOTH_BACKENDS
+}
+
+/// The user's GRPCRoute `prod/podinfo-public`.
+pub(crate) fn grpc_route() -> String {
+    route_head("v1", "GRPCRoute", "grpc")
+        + "  hostnames: [grpc.podinfo.example.com]
+  rules:
+    - matches:
+        - method: {service: podinfo.Echo}
+" + BOTH_BACKENDS
+}
+
+/// The user's TCPRoute `prod/podinfo-public`.
+pub(crate) fn tcp_route() -> String {
+    route_head("v1alpha2", "TCPRoute", "tcp") + "  rules:\n    - name: podinfo\n" + BOTH_BACKENDS
+}
+
+/// The user's TLSRoute `prod/podinfo-public`.
+pub(crate) fn tls_route() -> String {
+    route_head("v1alpha2", "TLSRoute", "tls-passthrough")
+        + "  hostnames: [podinfo.example.com]
+  rules:
+" + &BOTH_BACKENDS.replacen("      backendRefs", "    - backendRefs", 1)
+}
+
+/// A destination of the VirtualService: `target` is `host` or `host` + `subset`.
+fn destination(target: &str, weight: u32) -> String {
+    format!("        - destination:\n            {target}\n            port: {{number: 9898}}\n          weight: {weight}\n")
+}
+
+/// The user's VirtualService `prod/podinfo-vsvc`: an admin route sluice leaves alone, the
+/// `primary` route and a TCP route on port 3000, each with the `stable` destination at 100
+/// and the `canary` at 0.
+pub(crate) fn virtual_service(stable: &str, canary: &str) -> String {
+    let both = destination(stable, 100) + &destination(canary, 0);
+    format!(
+        "apiVersion: networking.istio.io/v1beta1
+kind: VirtualService
+metadata:
+  name: podinfo-vsvc
+  namespace: prod
+  labels:
+    team: web
+spec:
+  hosts: [podinfo.example.com]
+  gateways: [prod/public]
+  http:
+    - name: admin
+      match:
+        - uri: {{prefix: /admin}}
+      route:
+        - destination:
+            host: admin
+            port: {{number: 8080}}
+    - name: primary
+      retries: {{attempts: 3, perTryTimeout: 2s}}
+      route:
+{both}  tcp:
+    - match:
+        - port: 3000
+      route:
+{both}"
+    )
+}
+
+/// Host-level Istio routing of [`virtual_service`]'s `primary` and TCP routes.
+pub(crate) const ISTIO_ROUTING: &str = "        istio:
+          virtualService:
+            name: podinfo-vsvc
+            routes: [primary]
+            tcpRoutes: [{port: 3000}]
+";
+
+/// SMI: the TrafficSplit `podinfo-split` sluice writes.
+pub(crate) const SMI_ROUTING: &str = "        smi:
+          trafficSplitName: podinfo-split
+";
+
+/// NGINX: the canary Ingress beside the user's [`INGRESS`], with one more annotation.
+pub(crate) const NGINX_ROUTING: &str = "        nginx:
+          stableIngress: podinfo
+          additionalIngressAnnotations:
+            canary-by-header: X-Canary
+";
+
+/// Traefik: the user's [`TRAEFIK_SERVICE`].
+pub(crate) const TRAEFIK_ROUTING: &str = "        traefik:
+          weightedTraefikServiceName: podinfo
+";
+
+/// APISIX: the `main` rule of the user's [`APISIX_ROUTE`].
+pub(crate) const APISIX_ROUTING: &str = "        apisix:
+          route:
+            name: podinfo
+            rules: [main]
+";
+
+/// The user's stable Ingress `prod/podinfo`, with a rule for another Service.
+pub(crate) const INGRESS: &str = "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: podinfo
+  namespace: prod
+  annotations:
+    kubernetes.io/ingress.class: nginx
+    example.com/owner: web
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: podinfo.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: podinfo-stable
+                port:
+                  number: 9898
+    - host: other.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: other
+                port:
+                  number: 80
+";
+
+/// The user's weighted TraefikService `prod/podinfo`.
+pub(crate) const TRAEFIK_SERVICE: &str = "apiVersion: traefik.io/v1alpha1
+kind: TraefikService
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  weighted:
+    services:
+      - name: podinfo-stable
+        port: 9898
+        weight: 100
+      - name: podinfo-canary
+        port: 9898
+        weight: 0
+";
+
+/// The user's ApisixRoute `prod/podinfo`.
+pub(crate) const APISIX_ROUTE: &str = "apiVersion: apisix.apache.org/v2
+kind: ApisixRoute
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  http:
+    - name: main
+      match:
+        hosts: [podinfo.example.com]
+        paths: [/*]
+      backends:
+        - serviceName: podinfo-stable
+          servicePort: 9898
+          weight: 100
+        - serviceName: podinfo-canary
+          servicePort: 9898
+          weight: 0
+";
+
+/// A replica-based Rollout as Argo's getting-started example writes one: 5 replicas, no
+/// trafficRouting, only a `canaryService` (for testing the canary pods alone).
+pub(crate) fn replica_rollout(version: &str, steps: &str) -> String {
+    podinfo_rollout(
+        version,
+        &format!("      canaryService: podinfo-canary\n      steps:\n{steps}\n"),
+    )
+}
+
+/// The user's Service selecting every podinfo pod (Argo's replica split is its share of
+/// the pods), and the canary one [`replica_rollout`] names.
+pub(crate) fn replica_services() -> String {
+    podinfo_services(&["podinfo", "podinfo-canary"])
+}
+
+/// The analysis of both blue/green promotion gates: the `canary-up` template, its `role`
+/// argument the preview's pod template hash (the canary's role label value in git).
+pub(crate) const BLUE_GREEN_ANALYSES: &str = "    prePromotionAnalysis:
+      templates: [{templateName: canary-up}]
+      args:
+        - name: role
+          valueFrom: {podTemplateHashValue: Latest}
+        - name: namespace
+          value: prod
+    postPromotionAnalysis:
+      templates: [{templateName: canary-up}]
+      args:
+        - name: role
+          valueFrom: {podTemplateHashValue: Latest}
+        - name: namespace
+          value: prod
+";
+
+/// A blue/green Rollout as Argo's `examples/rollout-bluegreen.yaml` writes one, with 5
+/// replicas, 2 of them in the preview, the podinfo template at `version`, and `extra` lines
+/// of `strategy.blueGreen` (indented six spaces).
+pub(crate) fn blue_green_rollout(version: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  replicas: 5
+  selector:
+    matchLabels:
+      app: podinfo
+  template:
+    metadata:
+      labels:
+        app: podinfo
+    spec:
+      containers:
+        - name: podinfo
+          image: ghcr.io/stefanprodan/podinfo:{version}
+          ports:
+            - name: http
+              containerPort: 9898
+  strategy:
+    blueGreen:
+      activeService: podinfo-active
+      previewService: podinfo-preview
+      previewReplicaCount: 2
+      scaleDownDelaySeconds: 30
+{extra}"
+    )
+}
+
+/// `strategy.blueGreen` lines (indented four spaces) indented under it.
+pub(crate) fn indented(lines: &str) -> String {
+    lines
+        .lines()
+        .map(|l| format!("  {l}\n"))
+        .collect::<String>()
 }
