@@ -88,7 +88,7 @@ fn with_route(route: String) -> Vec<(&'static str, String)> {
     vec![("services.yaml", services()), ("route.yaml", route)]
 }
 
-const CASES: [Case; 14] = [
+const CASES: [Case; 15] = [
     Case {
         ns: "istio",
         rollout: |v| routed(ISTIO_ROUTING, v, &timed()),
@@ -197,21 +197,20 @@ const CASES: [Case; 14] = [
         end: End::Approved,
         weights: &STEPPED,
     },
-];
-
-/// A blue/green Rollout, both promotion analyses passing.
-const BLUE_GREEN: [Case; 1] = [Case {
-    ns: "bluegreen",
-    rollout: |v| blue_green_rollout(v, &indented(BLUE_GREEN_ANALYSES)),
-    sources: || {
-        vec![(
-            "services.yaml",
-            rollout_services(["podinfo-active", "podinfo-preview"]),
-        )]
+    // A blue/green Rollout, both promotion analyses passing.
+    Case {
+        ns: "bluegreen",
+        rollout: |v| blue_green_rollout(v, &indented(BLUE_GREEN_ANALYSES)),
+        sources: || {
+            vec![(
+                "services.yaml",
+                rollout_services(["podinfo-active", "podinfo-preview"]),
+            )]
+        },
+        end: End::Promoted,
+        weights: &SWITCHED,
     },
-    end: End::Promoted,
-    weights: &SWITCHED,
-}];
+];
 
 /// `text` (written for namespace `prod`) in namespace `ns`.
 fn in_namespace(text: &str, ns: &str) -> String {
@@ -357,21 +356,13 @@ fn advance_steps(bare: &Path, case: &Case) -> Vec<String> {
         .collect()
 }
 
+/// The blue/green Rollout among them once switched back to the old pods for one commit during
+/// its postPromotionAnalysis ("analysis running at canary weight 0"), seen three runs of three
+/// at 01ecd3f, never since (three runs of three at 21a57ff): its distinct weights must be
+/// exactly [`SWITCHED`], so a switch-back fails here.
 #[test]
 fn sluice_run_rolls_out_a_rollout_of_each_traffic_routing_kind_fake_forge() {
     run_all(&CASES);
-}
-
-/// Through `sluice run` the blue/green Rollout's post-promotion analysis commits once with
-/// all traffic back on the old pods ("analysis running at canary weight 0") before it
-/// switches to the new ones again; the in-process loop (loop_rollout_bluegreen.rs) does not.
-/// Seen (three runs of three) with the blue/green Rollout in [`CASES`]' daemon, where other
-/// Rollouts' due times move the stepped clock; alone here it has passed, so it stays ignored
-/// until the cause is found.
-#[test]
-#[ignore = "sluice run switches a blue/green Rollout back to the old pods for one commit during its postPromotionAnalysis"]
-fn sluice_run_switches_a_blue_green_rollout_once_fake_forge() {
-    run_all(&BLUE_GREEN);
 }
 
 /// One `sluice run` over `cases`, each released at 6.7.1, to its end; then the checks of
