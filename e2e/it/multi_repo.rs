@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use sluice::redact::base64;
 
 use crate::support::canary::web_httproute as canary;
+use crate::support::forge::Kind;
+use crate::support::forge_events::{pull_event, Outcome};
 use crate::support::rollout::ROUTE_ONLY_WEIGHTS;
 use crate::support::{
     commits_of, http, human_clone, human_commit, seeded_remote, sluice_daemon, status_at_main,
@@ -21,12 +23,19 @@ const CANARY_FILE: &str = "apps/web/canary.yaml";
 const STATUS_FILE: &str = ".sluice/status/shop/web.yaml";
 
 /// A repo named `name` (its bare remote `<tmp>/<name>/<name>.git` holding the `web` canary at
-/// v1), served over http to requests whose `Authorization` is basic `<name>:<name>-pw`; every
+/// v1 and the `extra` files), served over http to requests whose `Authorization` is basic `<name>:<name>-pw`; every
 /// header a request carried is kept in the returned list.
-fn served(tmp: &Path, name: &str) -> (PathBuf, HttpGit, Arc<Mutex<Vec<String>>>) {
+fn served(
+    tmp: &Path,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> (PathBuf, HttpGit, Arc<Mutex<Vec<String>>>) {
     let dir = tmp.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    let seeded = seeded_remote(&dir, &[(CANARY_FILE, &canary("v1"))]);
+    let v1 = canary("v1");
+    let mut files = vec![(CANARY_FILE, v1.as_str())];
+    files.extend_from_slice(extra);
+    let seeded = seeded_remote(&dir, &files);
     let bare = dir.join(format!("{name}.git"));
     std::fs::rename(seeded, &bare).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -71,8 +80,8 @@ fn readyz(daemon: &Daemon) -> (u16, String) {
 #[test]
 fn a_repo_whose_remote_goes_away_holds_alone_and_resumes_when_it_returns() {
     let tmp = tempfile::tempdir().unwrap();
-    let (shop, shop_git, shop_seen) = served(tmp.path(), "shop");
-    let (pay, pay_git, pay_seen) = served(tmp.path(), "pay");
+    let (shop, shop_git, shop_seen) = served(tmp.path(), "shop", &[]);
+    let (pay, pay_git, pay_seen) = served(tmp.path(), "pay", &[]);
     let shop_url = shop_git.url("", "shop.git");
     let pay_url = pay_git.url("", "pay.git");
     let daemon = sluice_daemon(&shop_url, &tmp.path().join("work"))
@@ -157,4 +166,85 @@ fn a_repo_whose_remote_goes_away_holds_alone_and_resumes_when_it_returns() {
             assert!(!h.contains(&base64(b"x-access-token:install-wide-token")));
         }
     }
+}
+
+/// With several repos, each with its own `forge.repository`, a pull-request webhook about any
+/// of them wakes the loop; one about a repository none of them names is answered and ignored.
+/// Once, only the first repo's forge was kept, so the second repo's merged approvals waited
+/// for the next poll.
+#[test]
+fn pull_request_webhooks_of_every_repo_wake_the_loop_fake_github() {
+    const SECRET: &str = "hook-secret";
+    let tmp = tempfile::tempdir().unwrap();
+    let forge = |repository: &str| {
+        format!("forge: {{kind: github, apiUrl: 'http://127.0.0.1:9', repository: {repository}}}\n")
+    };
+    let (shop, shop_git, _) = served(
+        tmp.path(),
+        "shop",
+        &[(".sluice/config.yaml", &forge("acme/shop"))],
+    );
+    let (pay, pay_git, _) = served(
+        tmp.path(),
+        "pay",
+        &[(".sluice/config.yaml", &forge("acme/pay"))],
+    );
+    let daemon = sluice_daemon(&shop_git.url("", "shop.git"), &tmp.path().join("work"))
+        .args(["--repo", &pay_git.url("", "pay.git")])
+        .envs(&[
+            ("SLUICE_REPO_SHOP_GIT_USERNAME", "shop"),
+            ("SLUICE_REPO_SHOP_GIT_PASSWORD", "shop-pw"),
+            ("SLUICE_REPO_PAY_GIT_USERNAME", "pay"),
+            ("SLUICE_REPO_PAY_GIT_PASSWORD", "pay-pw"),
+            ("SLUICE_REPO_SHOP_FORGE_TOKEN", "shop-token"),
+            ("SLUICE_REPO_PAY_FORGE_TOKEN", "pay-token"),
+            ("SLUICE_WEBHOOK_SECRET", SECRET),
+        ])
+        .start();
+    let both = || format!("shop {:?}, pay {:?}", phase(&shop), phase(&pay));
+    until("both initialized", both, || {
+        [&shop, &pay]
+            .iter()
+            .all(|b| phase(b).is_some_and(|p| p.starts_with("Initialized")))
+    });
+    let deliver = |repository: &str, number: u64| {
+        let branch = format!("sluice/shop/web/{number}");
+        let event = pull_event(
+            Kind::GitHub,
+            repository,
+            number,
+            &branch,
+            Outcome::Merged,
+            SECRET,
+        );
+        http(
+            daemon.main(),
+            "POST",
+            &event.path,
+            &event.headers(),
+            event.body.as_bytes(),
+        )
+    };
+    // Each repo's forge is published with its first tick's readiness.
+    until(
+        "ready",
+        || format!("{:?}", readyz(&daemon)),
+        || readyz(&daemon).0 == 200,
+    );
+    for (repository, number) in [("acme/pay", 1), ("acme/shop", 2)] {
+        let (status, text) = deliver(repository, number);
+        assert_eq!(
+            (status, text.contains("accepted")),
+            (202, true),
+            "{repository}: {text}"
+        );
+    }
+    let (status, text) = deliver("acme/other", 3);
+    assert_eq!(status, 202, "{text}");
+    assert!(
+        text.contains("ignored") && text.contains("acme/shop") && text.contains("acme/pay"),
+        "{text}"
+    );
+    let log = daemon.log();
+    assert!(daemon.sigterm().success(), "{log}");
 }

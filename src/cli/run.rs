@@ -627,7 +627,7 @@ fn publish(slots: &[Slot], state: &ServerState) {
             Some(Ok(t)) => {
                 state.set_ready();
                 state.set_details(t.details.clone());
-                state.set_forge_repository(t.forge_repository.clone());
+                state.set_forge_repositories(t.forge_repository.iter().cloned().collect());
             }
             Some(Err(_)) => state.set_not_ready(),
             None => {}
@@ -635,7 +635,7 @@ fn publish(slots: &[Slot], state: &ServerState) {
         return;
     }
     let mut details = Vec::new();
-    let mut forge = None;
+    let mut forges: Vec<String> = Vec::new();
     let mut any_ready = false;
     for slot in slots {
         let name = slot.name.as_deref().unwrap_or("");
@@ -643,7 +643,7 @@ fn publish(slots: &[Slot], state: &ServerState) {
             Some(Ok(t)) => {
                 any_ready = true;
                 details.extend(t.details.iter().cloned());
-                forge = forge.or_else(|| t.forge_repository.clone());
+                forges.extend(t.forge_repository.iter().cloned());
             }
             Some(Err(why)) => details.push(format!("repo {name}: held: {why}")),
             None => details.push(format!("repo {name}: not ticked yet")),
@@ -655,7 +655,7 @@ fn publish(slots: &[Slot], state: &ServerState) {
         state.set_not_ready();
     }
     state.set_details(details);
-    state.set_forge_repository(forge);
+    state.set_forge_repositories(forges);
 }
 
 /// `--leader-election`: the Lease this replica competes for, and whether it held it at the

@@ -70,9 +70,10 @@ pub struct ServerState {
     details: Arc<std::sync::Mutex<Vec<String>>>,
     /// Who holds each shard, one line each, as this replica last saw the Leases (`--shards`).
     shards: Arc<std::sync::Mutex<Vec<String>>>,
-    /// The `forge.repository` the last tick read; pull-request events about another
-    /// repository wake nothing. `None` before the first tick and without a forge.
-    forge_repository: Arc<std::sync::Mutex<Option<String>>>,
+    /// The `forge.repository` of each config repo, as their last ticks read them; pull-request
+    /// events about another repository wake nothing. Empty before the first tick and without a
+    /// forge.
+    forge_repositories: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ServerState {
@@ -96,7 +97,7 @@ impl ServerState {
             metrics_on_main: true,
             details: Arc::default(),
             shards: Arc::default(),
-            forge_repository: Arc::default(),
+            forge_repositories: Arc::default(),
         }
     }
 
@@ -151,18 +152,19 @@ impl ServerState {
         shards.clone()
     }
 
-    /// Sets the `forge.repository` of the settings the last tick read.
-    pub fn set_forge_repository(&self, repository: Option<String>) {
+    /// Sets the `forge.repository` of the settings each repo's last tick read (one per
+    /// repo that has a forge; several with `--repo` given several times).
+    pub fn set_forge_repositories(&self, repositories: Vec<String>) {
         let mut held = self
-            .forge_repository
+            .forge_repositories
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        *held = repository;
+        *held = repositories;
     }
 
-    fn forge_repository(&self) -> Option<String> {
+    fn forge_repositories(&self) -> Vec<String> {
         let held = self
-            .forge_repository
+            .forge_repositories
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         held.clone()

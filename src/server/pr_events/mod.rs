@@ -348,26 +348,26 @@ pub(super) async fn forge_hook(
             wake(&state)
         }
         Event::Pull(pull) => {
-            if let Some(configured) = state.forge_repository() {
-                if !pull.is_about(&configured) {
-                    info!(
-                        forge = hook.key,
-                        repository = %pull.repository,
-                        configured = %configured,
-                        number = pull.number,
-                        delivery,
-                        "Pull-request webhook about another repository, ignored"
-                    );
-                    return (
-                        StatusCode::ACCEPTED,
-                        format!(
-                            "ignored: the event is about repository {}, sluice watches {configured} \
-                             (forge.repository)\n",
-                            pull.repository
-                        ),
-                    )
-                        .into_response();
-                }
+            let configured = state.forge_repositories();
+            if !configured.is_empty() && !configured.iter().any(|c| pull.is_about(c)) {
+                let configured = configured.join(", ");
+                info!(
+                    forge = hook.key,
+                    repository = %pull.repository,
+                    configured = %configured,
+                    number = pull.number,
+                    delivery,
+                    "Pull-request webhook about another repository, ignored"
+                );
+                return (
+                    StatusCode::ACCEPTED,
+                    format!(
+                        "ignored: the event is about repository {}, sluice watches {configured} \
+                         (forge.repository)\n",
+                        pull.repository
+                    ),
+                )
+                    .into_response();
             }
             if !first_delivery(&state, &body, event, delivery) {
                 return already_received();
