@@ -335,13 +335,13 @@ impl<'a> Live<'a> {
                 )
                 .collect();
             let value = match tick.templates.analysis.run(namespace, &refs, &gate.args) {
-                Ok(run) => match run.metrics.iter().find(|m| m.name == gate.metric) {
+                Ok(run) => match run.metrics.iter().find(|m| m.name == gate.name) {
                     Some(metric) => {
                         crate::metrics::analysis_run::observe(&run, metric, &input).await
                     }
                     None => MetricValue::Error(format!(
                         "metric {} is no longer in its templates",
-                        gate.metric
+                        gate.name
                     )),
                 },
                 Err(e) => MetricValue::Error(e.to_string()),

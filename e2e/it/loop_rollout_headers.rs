@@ -172,6 +172,48 @@ fn rollout_header_route_is_on_the_httproute_exactly_at_the_steps_argo_sets_it() 
     assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.1"));
 }
 
+/// The header route set before the first `setWeight`, as the plugin's header-based examples
+/// do: Argo sets it while the canary takes no traffic, a step of its own at weight 0.
+const HEADER_FIRST: &str = "        - setHeaderRoute:
+            name: canary-header
+            match:
+              - headerName: x-canary
+                headerValue: {exact: always}
+              - headerName: x-user
+                headerValue: {prefix: qa-}
+        - pause: {duration: 30s}
+        - setWeight: 50
+        - pause: {duration: 1m}
+        - setHeaderRoute:
+            name: canary-header
+        - setWeight: 80";
+
+#[test]
+fn rollout_header_route_before_the_first_weight_routes_at_weight_zero() {
+    let mut w = world(HEADER_FIRST);
+    w.until(Phase::Initialized);
+    w.human_writes(
+        ROLLOUT_FILE,
+        &header_rollout("6.7.1", HEADER_FIRST),
+        "podinfo: 6.7.1",
+    );
+    w.until(Phase::Succeeded);
+    let mut seen = check_every_commit(&w);
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [
+            "primary=100 canary=0 -",
+            "primary=100 canary=0 header",
+            "primary=50 canary=50 header",
+            "primary=50 canary=50 -",
+            "primary=20 canary=80 -",
+            "primary=100 canary=0 -",
+        ]
+    );
+    assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.1"));
+}
+
 #[test]
 fn plan_lists_header_route_steps_and_validate_refuses_an_unmanaged_name() {
     let dir = crate::support::repo(&[

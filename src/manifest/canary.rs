@@ -264,6 +264,7 @@ pub fn read_native(
         route: route?,
         analysis: analysis?,
         skip_analysis,
+        rollback_window: 0,
         suspend,
         progress_deadline,
     };
@@ -854,6 +855,7 @@ pub fn read_flagger(
         route: route?,
         analysis: analysis?,
         skip_analysis,
+        rollback_window: 0,
         suspend,
         progress_deadline,
     };

@@ -159,7 +159,6 @@ const IGNORED_CANARY: &[(&str, &str)] = &[
 /// Spec fields refused, and why.
 const REFUSED_SPEC: &[(&str, &str)] = &[
     ("restartAt", "restartAt restarts pods at a time, a cluster action with nothing to commit; restart by changing the pod template"),
-    ("rollbackWindow", "rollbackWindow (fast rollback to a recent revision) is not in this build"),
 ];
 
 /// Spec fields ignored, and why.
@@ -167,6 +166,21 @@ const IGNORED_SPEC: &[(&str, &str)] = &[
     ("revisionHistoryLimit", "ignored: git keeps every revision; the stable and canary Deployments keep their own default history"),
     ("analysis", "ignored: AnalysisRun history limits; sluice keeps every result in git"),
 ];
+
+/// `spec.rollbackWindow.revisions` (0 when not set): how far back a rollback is promoted at
+/// once, skipping the steps (Argo's fast rollback).
+fn rollback_window(r: &mut Reader, spec: &Node) -> u32 {
+    let Some(n) = spec.get("rollbackWindow") else {
+        return 0;
+    };
+    let Some(n) = r.map(n, "spec.rollbackWindow", &["revisions"]) else {
+        return 0;
+    };
+    n.get("revisions")
+        .and_then(|v| r.int(v, "spec.rollbackWindow.revisions", 0, i64::from(i32::MAX)))
+        .and_then(|v| u32::try_from(v).ok())
+        .unwrap_or(0)
+}
 
 /// `spec.paused` (the canary held while set) and `spec.progressDeadlineSeconds` (600 s when
 /// not set).
@@ -183,14 +197,16 @@ fn run_control(r: &mut Reader, spec: &Node) -> (bool, Duration) {
     (suspend, progress_deadline)
 }
 
-/// The canary strategy's `steps` (at `cp`); a canary without any is refused.
-fn canary_steps(r: &mut Reader, canary: &Node, cp: &str, routed: bool) -> Option<Steps> {
-    match canary.get("steps") {
+/// The canary strategy's `steps`. Without any (or without a `setWeight` among them) Argo
+/// promotes the new revision at once, a rolling update of the stable workload: an empty
+/// schedule, which the core promotes on the canary's first tick.
+fn canary_steps(r: &mut Reader, canary: &Node, routed: bool) -> Option<Steps> {
+    match canary.get("steps").filter(|n| n.value != Value::Null) {
         Some(n) => read_steps(r, n, routed),
-        None => {
-            r.error(canary.line, &join(cp, "steps"), "expected steps: without them Argo shifts all traffic at once, which this build does not run; list at least one setWeight");
-            None
-        }
+        None => Some(Steps {
+            routed,
+            ..Steps::default()
+        }),
     }
 }
 
@@ -229,6 +245,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     read_workload(r, spec, lookup);
     refuse_and_ignore(r, spec, "spec", REFUSED_SPEC, IGNORED_SPEC);
     let (suspend, progress_deadline) = run_control(r, spec);
+    let window = rollback_window(r, spec);
     let strategy = r.required(spec, "spec", "strategy")?;
     r.map(strategy, "spec.strategy", &["canary", "blueGreen"])?;
     if let Some(bg) = strategy.get("blueGreen") {
@@ -243,6 +260,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
         let mut canary = blue_green_canary(id, settings, read, output?, suspend, progress_deadline);
         canary.file = r.file.clone();
         canary.line = root.line;
+        canary.rollback_window = window;
         return Some(canary);
     }
     let canary = r.required(strategy, "spec.strategy", "canary")?;
@@ -257,7 +275,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             None => (None, None),
         },
     };
-    let mut steps = canary_steps(r, canary, cp, routing.is_some());
+    let mut steps = canary_steps(r, canary, routing.is_some());
     let scale = routed_scale(r, spec, canary, steps.as_ref(), routing.is_some());
     let (stable, canary_service, port) = services?;
     let apex = Apex {
@@ -295,6 +313,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     );
     canary.file = r.file.clone();
     canary.line = root.line;
+    canary.rollback_window = window;
     if routing.is_some() {
         canary.route.check_canary(r, &canary, spec);
     }
@@ -375,8 +394,14 @@ fn analysis_gates(
     let mut found = Vec::new();
     if let Some(read) = steps {
         found.append(&mut read.analyses);
-        if let Some(background) = canary.get("analysis") {
-            found.extend(background_analysis(r, background, &read.at_step));
+        match canary.get("analysis") {
+            Some(background) if read.steps.is_empty() => r.error(
+                background.line,
+                "spec.strategy.canary.analysis",
+                "a background analysis measures the canary while it takes traffic, and without a setWeight step Argo promotes at once (sluice has no step to measure at): add a setWeight step, or remove the analysis",
+            ),
+            Some(background) => found.extend(background_analysis(r, background, &read.at_step)),
+            None => {}
         }
     }
     crate::manifest::rollout_analysis::read_gates(r, root, namespace, snapshot, &found)
@@ -477,6 +502,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
         },
         id,
         skip_analysis: false,
+        rollback_window: 0,
         suspend: p.suspend,
         progress_deadline: p.progress_deadline,
     }
@@ -769,14 +795,6 @@ fn read_steps(r: &mut Reader, n: &Node, routed: bool) -> Option<Steps> {
         // analyses, so every problem is reported at once.
         return Some(read);
     }
-    if read.steps.is_empty() {
-        r.error(
-            n.line,
-            p,
-            "expected at least one setWeight step (without one Argo shifts all traffic at once, which this build does not run)",
-        );
-        return None;
-    }
     Some(read)
 }
 
@@ -885,13 +903,8 @@ impl Steps {
     /// `setHeaderRoute`: `name` and `match` (each `headerName` with `headerValue` `exact`,
     /// `prefix` or `regex`); without `match` Argo removes the managed routes. It runs at the
     /// step of the `setWeight` before it, or at a step of its own at that weight when a
-    /// pause or analysis runs between them.
+    /// pause or analysis runs between them (at weight 0 before the first `setWeight`).
     fn header_route(&mut self, r: &mut Reader, value: &Node, at: &str) {
-        let Some(last) = self.steps.last() else {
-            r.error(value.line, at, "a setHeaderRoute before the first setWeight routes to a canary that takes no traffic yet, which sluice's schedule has no step for; move it after the first setWeight");
-            return;
-        };
-        let weight = last.weight;
         let Some(n) = r.map(value, at, &["name", "match"]) else {
             return;
         };
@@ -908,7 +921,13 @@ impl Steps {
                 None => return,
             },
         };
-        if self.held {
+        // Before the first setWeight Argo sets the route while the canary takes no traffic:
+        // a step of its own at weight 0.
+        let weight = match self.steps.last() {
+            None => Some(0),
+            Some(last) => self.held.then_some(last.weight),
+        };
+        if let Some(weight) = weight {
             self.steps.push(Step {
                 weight,
                 pause: Pause::Interval,

@@ -9,6 +9,7 @@
 //! or the canary workload) and `valueFrom.fieldRef` (a field of the Rollout). The observer runs
 //! the same templates with the same arguments to query each metric. Decides nothing.
 
+use crate::core::argo_analysis::step_key;
 use crate::core::model::ArgoGate;
 use crate::metrics::analysis_run::{field_ref_arg, pod_template_hash_arg, PodTemplateHash};
 use crate::metrics::analysis_templates::{AnalysisIndex, MetricSource, TemplateRef};
@@ -112,8 +113,9 @@ pub fn read_gates(
                 );
                 continue;
             }
-            let gate = ArgoGate {
+            let mut gate = ArgoGate {
                 metric: m.name.clone(),
+                name: m.name.clone(),
                 rules: m.rules.clone(),
                 list: matches!(m.source, MetricSource::Prometheus { .. }),
                 from_step: f.step,
@@ -121,11 +123,12 @@ pub fn read_gates(
                 templates: templates.clone(),
                 args: args.clone(),
             };
-            let clash = gates.iter().find(|g| {
+            key_apart(&mut gates, &mut gate);
+            let clash = gates.iter().any(|g| {
                 g.metric == gate.metric
                     && (g.measures_at(gate.from_step) || gate.measures_at(g.from_step))
             });
-            if clash.is_some() {
+            if clash {
                 r.error(
                     f.node.line,
                     &join(&f.at, "templates"),
@@ -137,6 +140,29 @@ pub fn read_gates(
         }
     }
     gates
+}
+
+/// Argo runs the background analysis and each analysis step as separate AnalysisRuns: an
+/// analysis step's metric that the background run measures too is keyed apart
+/// ([`step_key`]), whichever of the two is read first. Within one run a name stays unique,
+/// as Argo's validation has it.
+fn key_apart(gates: &mut [ArgoGate], gate: &mut ArgoGate) {
+    if gate.inline {
+        if gates
+            .iter()
+            .any(|g| !g.inline && g.metric == gate.name && g.measures_at(gate.from_step))
+        {
+            gate.metric = step_key(&gate.name, gate.from_step);
+        }
+        return;
+    }
+    for g in gates
+        .iter_mut()
+        .filter(|g| g.inline && g.metric == g.name && g.name == gate.name)
+        .filter(|g| gate.measures_at(g.from_step))
+    {
+        g.metric = step_key(&g.name, g.from_step);
+    }
 }
 
 /// `templates`: each `templateName`, and whether it is a ClusterAnalysisTemplate.

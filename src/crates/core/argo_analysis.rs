@@ -8,7 +8,7 @@
 //! judges the recorded value again with [`measure`] and must find the same phase.
 
 use crate::argo_expr::{Condition, Value};
-pub use crate::argo_metric::{ArgoGate, Measurement, MetricHistory, MetricRules, Phase};
+pub use crate::argo_metric::{step_key, ArgoGate, Measurement, MetricHistory, MetricRules, Phase};
 use crate::observe::MetricValue;
 use crate::status::CheckRecord;
 use crate::trailer::{CheckKind, Judged};

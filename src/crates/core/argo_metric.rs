@@ -115,8 +115,13 @@ impl MetricHistory {
 /// One metric of an Argo Rollouts analysis run, and the steps it gates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArgoGate {
-    /// The metric's name (unique in the canary); its observation has this name.
+    /// The gate's key (unique in the canary): the metric's name, or [`step_key`] for an
+    /// analysis step's metric that the background analysis measures under the same name (Argo
+    /// runs the two as separate AnalysisRuns). Its observation, history and check trailer have
+    /// this name.
     pub metric: String,
+    /// The metric's name in its templates (what the adapters look its query up by).
+    pub name: String,
     pub rules: MetricRules,
     /// The provider answers a list (Prometheus: the vector's values) rather than one value
     /// (Graphite), as Argo's provider shapes `result`.
@@ -132,6 +137,14 @@ pub struct ArgoGate {
     /// background analysis (`strategy.canary.analysis`) runs from `from_step` to the
     /// promotion and only stops the rollout.
     pub inline: bool,
+}
+
+/// The key of the metric `name` of the analysis step at sluice step `step` when the
+/// background analysis measures a metric of that name too: `name@stepN`, which keeps the two
+/// runs' observations, histories and `Sluice-Check` trailers apart (a trailer's name holds no
+/// space or `=`, and Argo's metric names hold no `@`).
+pub fn step_key(name: &str, step: u32) -> String {
+    format!("{name}@step{step}")
 }
 
 impl ArgoGate {

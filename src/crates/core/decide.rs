@@ -329,6 +329,10 @@ fn initialize<R>(canary: &Canary<R>, obs: &Observations, now: Timestamp) -> Deci
         drift: Vec::new(),
         waiting_since: None,
         analysis: Vec::new(),
+        rolled_out: match canary.rollback_window {
+            0 => Vec::new(),
+            _ => vec![obs.revision.clone()],
+        },
     };
     change(
         Action::Initialize,
@@ -433,6 +437,25 @@ fn start_rollout<R>(
     now: Timestamp,
 ) -> Decision {
     let name = dotted(canary);
+    if crate::rollback_window::within(
+        canary.rollback_window,
+        &status.rolled_out,
+        &status.promoted_revision,
+        &obs.revision,
+    ) {
+        // Argo's fast rollback: before any step, its pauses and analyses.
+        return promote_at_once(
+            canary,
+            status,
+            &obs.revision,
+            now,
+            format!(
+                "Rollback within the window of {} revisions: promoting {name} revision {} at once",
+                canary.rollback_window,
+                crate::model::short_revision(&obs.revision)
+            ),
+        );
+    }
     if rollout_gate_closed(canary, obs) {
         if status.phase == Phase::Waiting
             && status.canary_revision.as_deref() == Some(&obs.revision)
@@ -474,35 +497,48 @@ pub(crate) fn begin_rollout<R>(
 ) -> Decision {
     let name = dotted(canary);
     if canary.skip_analysis {
-        let mut next = status.clone();
-        next.phase = Phase::Succeeded;
-        next.phase_since = now;
-        next.step_started = now;
-        next.step = 0;
-        next.canary_weight = 0;
-        next.primary_weight = 100;
-        next.failed_checks = 0;
-        next.iterations = 0;
-        next.waiting_for = None;
-        next.checks.clear();
-        next.last_failed_check = None;
-        next.canary_revision = Some(revision.to_string());
-        next.promoted_revision = revision.to_string();
-        swap_stable(canary, &mut next);
-        return change(
-            Action::Promote,
-            next,
-            format!("Promotion completed! Canary analysis was skipped for {name}"),
-            None,
-        );
+        let event = format!("Promotion completed! Canary analysis was skipped for {name}");
+        return promote_at_once(canary, status, revision, now, event);
     }
-    let next = reset_analysis(status, revision, now);
+    let mut next = reset_analysis(status, revision, now);
+    if canary.rollback_window > 0 {
+        crate::rollback_window::remember(&mut next.rolled_out, revision);
+    }
     change(
         Action::StartRollout,
         next,
         format!("New revision detected! Scaling up {name}"),
         Some(after(now, canary.analysis.interval)),
     )
+}
+
+/// Promotes `revision` without a rollout: the analysis is skipped, or Argo's fast rollback.
+fn promote_at_once<R>(
+    canary: &Canary<R>,
+    status: &Status,
+    revision: &str,
+    now: Timestamp,
+    event: String,
+) -> Decision {
+    let mut next = status.clone();
+    next.phase = Phase::Succeeded;
+    next.phase_since = now;
+    next.step_started = now;
+    next.step = 0;
+    next.canary_weight = 0;
+    next.primary_weight = 100;
+    next.failed_checks = 0;
+    next.iterations = 0;
+    next.waiting_for = None;
+    next.checks.clear();
+    next.last_failed_check = None;
+    next.canary_revision = Some(revision.to_string());
+    next.promoted_revision = revision.to_string();
+    swap_stable(canary, &mut next);
+    if canary.rollback_window > 0 {
+        crate::rollback_window::remember(&mut next.rolled_out, revision);
+    }
+    change(Action::Promote, next, event, None)
 }
 
 /// A fresh analysis of `revision` at weight 0.

@@ -25,6 +25,7 @@ pub mod model;
 pub mod number;
 pub mod observe;
 pub mod operate;
+pub mod rollback_window;
 mod route_state;
 pub mod schedule;
 pub mod shards;

@@ -199,6 +199,10 @@ pub struct Canary<R = ()> {
     pub route: R,
     pub analysis: Analysis,
     pub skip_analysis: bool,
+    /// An Argo Rollout's `spec.rollbackWindow.revisions` (0: none): a rollback to one of
+    /// the revisions rolled out before the stable one is promoted at once
+    /// ([`crate::rollback_window`]).
+    pub rollback_window: u32,
     pub suspend: bool,
     /// Flagger's `progressDeadlineSeconds` (default 600 s).
     pub progress_deadline: Duration,

@@ -176,6 +176,10 @@ pub struct Status {
     /// the step ends, all of them when an analysis starts again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analysis: Vec<crate::argo_metric::MetricHistory>,
+    /// A Rollout with `rollbackWindow`: the revisions rolled out, oldest first, each once
+    /// ([`crate::rollback_window`]); empty for other canaries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rolled_out: Vec<String>,
 }
 
 impl Status {

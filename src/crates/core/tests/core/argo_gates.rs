@@ -33,6 +33,7 @@ fn rules(count: Option<u32>) -> MetricRules {
 fn gate(inline: bool, from_step: u32, count: Option<u32>) -> ArgoGate {
     ArgoGate {
         metric: "success-rate".into(),
+        name: "success-rate".into(),
         rules: rules(count),
         list: true,
         from_step,
@@ -234,4 +235,64 @@ fn measurements_wait_for_initial_delay_and_interval() {
         "{second:?}"
     );
     assert_eq!(second.checks.len(), 1);
+}
+
+/// The background analysis and an analysis step measuring a metric of one name: the step's
+/// gate is keyed `name@stepN` ([`step_key`]), as Argo runs the two as separate AnalysisRuns.
+fn background_and_step() -> Canary<()> {
+    let mut step = gate(true, 1, None);
+    step.metric = sluice_core::argo_analysis::step_key("success-rate", 1);
+    canary()
+        .steps(&[(20, Pause::Interval), (50, Pause::Interval)])
+        .interval(Duration::from_secs(60))
+        .argo(gate(false, 1, None))
+        .argo(step)
+        .build()
+}
+
+fn two_runs(background: f64, step: f64) -> Observations {
+    Observations {
+        metrics: vec![
+            MetricObservation {
+                name: "success-rate".into(),
+                value: MetricValue::Value(background),
+            },
+            MetricObservation {
+                name: "success-rate@step1".into(),
+                value: MetricValue::Value(step),
+            },
+        ],
+        ..Observations::revision("r1")
+    }
+}
+
+#[test]
+fn one_metric_name_in_the_background_and_a_step_is_judged_as_two_runs() {
+    let c = background_and_step();
+    let s = at_step_one(&c);
+    let d = decide(&c, Some(&s), &two_runs(0.99, 0.97), t(200));
+    assert!(
+        matches!(d.action, Action::AdvanceCanary { from: 20, to: 50 }),
+        "{d:?}"
+    );
+    let mut names: Vec<&str> = d.checks.iter().map(|c| c.record.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["success-rate", "success-rate@step1"]);
+    // The step's run ends with its step; the background run's history goes on.
+    let kept: Vec<&str> = d
+        .status
+        .analysis
+        .iter()
+        .map(|h| h.metric.as_str())
+        .collect();
+    assert_eq!(kept, ["success-rate"]);
+
+    // The step's run failing (the background one passing) names the step's key.
+    let d = decide(&c, Some(&s), &two_runs(0.99, 0.5), t(200));
+    match &d.action {
+        Action::Rollback { reason, .. } => {
+            assert!(reason.contains("success-rate@step1"), "{reason}")
+        }
+        other => panic!("expected a rollback, got {other:?}"),
+    }
 }

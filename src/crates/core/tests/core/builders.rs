@@ -55,6 +55,7 @@ pub struct CanaryBuilder {
     webhooks: Vec<WebhookSpec>,
     approvals: Approvals,
     skip_analysis: bool,
+    rollback_window: u32,
     progress_deadline: Duration,
     settle: Duration,
     sync: bool,
@@ -78,6 +79,7 @@ pub fn canary() -> CanaryBuilder {
         webhooks: Vec::new(),
         approvals: Approvals::default(),
         skip_analysis: false,
+        rollback_window: 0,
         progress_deadline: Duration::from_secs(600),
         settle: Duration::ZERO,
         sync: false,
@@ -210,6 +212,12 @@ impl CanaryBuilder {
         self.approvals = approvals;
         self
     }
+    /// `spec.rollbackWindow.revisions` of a Rollout.
+    pub fn rollback_window(mut self, revisions: u32) -> Self {
+        self.rollback_window = revisions;
+        self
+    }
+
     pub fn skip_analysis(mut self, skip: bool) -> Self {
         self.skip_analysis = skip;
         self
@@ -301,6 +309,7 @@ impl CanaryBuilder {
                 argo: self.argo,
             },
             skip_analysis: self.skip_analysis,
+            rollback_window: self.rollback_window,
             suspend: false,
             progress_deadline: self.progress_deadline,
             provider: None,

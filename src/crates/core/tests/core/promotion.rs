@@ -1,6 +1,8 @@
 //! The end of a rollout as Flagger 1.44 has it: which decisions end a rollout (and so run the
 //! `post-rollout` webhooks, fluxcd/flagger#1918), and a promotion whose primary does not get
-//! ready (fluxcd/flagger#1931: the canary keeps the traffic instead of a rollback).
+//! ready (fluxcd/flagger#1931: the canary keeps the traffic instead of a rollback); and the
+//! promotions of Argo Rollouts without a rollout: no steps, and the fast rollback of
+//! `rollbackWindow`.
 
 use std::time::Duration;
 
@@ -8,6 +10,7 @@ use sluice_core::decide::{decide, Action};
 use sluice_core::model::Canary;
 use sluice_core::observe::Observations;
 use sluice_core::operate::{operate, Operation};
+use sluice_core::schedule::Pause;
 use sluice_core::status::{Phase, Status};
 
 use crate::builders::{canary, t, walk_until};
@@ -178,4 +181,101 @@ fn a_new_revision_waiting_for_rollout_approval_gets_no_traffic() {
     assert_eq!(d.action, Action::WaitRollout);
     assert_eq!(d.status.canary_revision.as_deref(), Some("r2"));
     assert_eq!((d.status.primary_weight, d.status.canary_weight), (100, 0));
+}
+
+/// The revisions r0 (initial), r1 and r2 each rolled out through their steps and promoted.
+fn promoted_twice(c: &Canary<()>) -> Status {
+    let mut status = initialized(c);
+    for (i, r) in ["r1", "r2"].into_iter().enumerate() {
+        let start = 10 + 10_000 * i as i64;
+        let walk = walk_until(c, &status, r, start, Phase::Succeeded);
+        assert!(
+            walk.iter()
+                .any(|d| matches!(d.action, Action::AdvanceCanary { .. })),
+            "{r} rolled out through its steps: {walk:?}"
+        );
+        status = walk.last().unwrap().status.clone();
+        assert_eq!(status.promoted_revision, r);
+    }
+    status
+}
+
+/// Argo's `rollbackWindow`: going back to a revision rolled out before the stable one, with
+/// fewer than `revisions` between them, promotes it at once, skipping the steps.
+#[test]
+fn a_rollback_within_the_window_is_promoted_at_once() {
+    let c = canary()
+        .steps(&[(20, Pause::Interval), (50, Pause::Interval)])
+        .rollback_window(1)
+        .build();
+    let stable_r2 = promoted_twice(&c);
+    assert_eq!(stable_r2.rolled_out, ["r0", "r1", "r2"]);
+
+    let d = decide(
+        &c,
+        Some(&stable_r2),
+        &Observations::revision("r1"),
+        t(50_000),
+    );
+    assert_eq!(d.action, Action::Promote, "{d:?}");
+    assert_eq!(d.status.phase, Phase::Succeeded);
+    assert_eq!(d.status.promoted_revision, "r1");
+    assert_eq!((d.status.canary_weight, d.status.primary_weight), (0, 100));
+    assert!(d.events[0].contains("Rollback within the window"), "{d:?}");
+    // r1 keeps its place: r2 is now the one rolled out after the stable revision.
+    assert_eq!(d.status.rolled_out, ["r0", "r1", "r2"]);
+
+    // r0 has r1 between it and the stable r2: outside a window of 1, it runs its steps.
+    let d = decide(
+        &c,
+        Some(&stable_r2),
+        &Observations::revision("r0"),
+        t(50_000),
+    );
+    assert_eq!(d.action, Action::StartRollout, "{d:?}");
+    let wide = canary()
+        .steps(&[(20, Pause::Interval), (50, Pause::Interval)])
+        .rollback_window(2)
+        .build();
+    let d = decide(
+        &wide,
+        Some(&stable_r2),
+        &Observations::revision("r0"),
+        t(50_000),
+    );
+    assert_eq!(d.action, Action::Promote, "{d:?}");
+}
+
+/// Without `rollbackWindow` a rollback runs its steps, and the status records no revisions.
+#[test]
+fn without_a_window_a_rollback_runs_its_steps() {
+    let c = canary()
+        .steps(&[(20, Pause::Interval), (50, Pause::Interval)])
+        .build();
+    let stable_r2 = promoted_twice(&c);
+    assert!(stable_r2.rolled_out.is_empty());
+    let d = decide(
+        &c,
+        Some(&stable_r2),
+        &Observations::revision("r1"),
+        t(50_000),
+    );
+    assert_eq!(d.action, Action::StartRollout, "{d:?}");
+}
+
+/// A Rollout without steps (or without a setWeight): Argo promotes the new revision at
+/// once, as a rolling update; its first analysis tick promotes.
+#[test]
+fn a_canary_without_steps_is_promoted_on_its_first_tick() {
+    let c = canary().steps(&[]).build();
+    let walk = walk_until(&c, &initialized(&c), "r1", 10, Phase::Succeeded);
+    let actions: Vec<&Action> = walk.iter().map(|d| &d.action).collect();
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, Action::AdvanceCanary { .. })),
+        "{actions:?}"
+    );
+    assert!(actions.contains(&&Action::Promote), "{actions:?}");
+    assert_eq!(walk.last().unwrap().status.promoted_revision, "r1");
 }

@@ -37,6 +37,7 @@ fn status(phase: Phase, promoted: &str, canary: Option<&str>) -> Status {
         drift: Vec::new(),
         waiting_since: None,
         analysis: Vec::new(),
+        rolled_out: Vec::new(),
     }
 }
 
