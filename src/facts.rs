@@ -299,6 +299,13 @@ pub fn gather<'a>(
     let mut gathered = Vec::new();
     for (p, external) in prepared.into_iter().zip(externals) {
         let canary = p.canary;
+        if let Some(reason) = external.held {
+            let error = CanaryError::Held(reason);
+            let outcome =
+                CanaryOutcome::of(canary.id.to_string(), p.status, Some(error.to_string()));
+            undecided.push(Undecided::Outcome(outcome));
+            continue;
+        }
         if external.metrics_pending {
             let outcome = CanaryOutcome::of(canary.id.to_string(), p.status, None);
             undecided.push(Undecided::Outcome(outcome));

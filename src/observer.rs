@@ -61,6 +61,9 @@ pub struct External {
     /// Whether the wave's cluster answered, asked when the wave is about to act (`None`: not
     /// asked). When it did not, nothing else was observed.
     pub cluster: Option<Result<(), crate::core::observe::Unreachable>>,
+    /// Why the canary cannot be observed as its spec asks (a job metric without Kubernetes
+    /// access, `file:line: field: ...`): it holds; nothing else was observed.
+    pub held: Option<String>,
 }
 
 /// Gathers external observations; implementations do the IO (HTTP, kube).
@@ -243,7 +246,16 @@ impl<'a> Live<'a> {
         };
         let mut metrics = metrics;
         if want.metrics {
-            metrics.extend(self.analysis(r, tick).await);
+            match self.analysis(r, tick).await {
+                Ok(analysis) => metrics.extend(analysis),
+                Err(held) => {
+                    warn!(canary = %canary.id, reason = %held, "Holding: a job metric cannot be read");
+                    return External {
+                        held: Some(held),
+                        ..External::default()
+                    };
+                }
+            }
         }
         let hooks: Vec<_> = canary
             .analysis
@@ -303,12 +315,19 @@ impl<'a> Live<'a> {
             metrics_pending: false,
             judge,
             cluster: reached,
+            held: None,
         }
     }
 
     /// A Rollout's analysis metrics that measure at the canary's step, each queried through
-    /// its run's templates and arguments (the ones its Rollout was read with).
-    async fn analysis(&self, r: &Request<'_>, tick: &Tick<'_>) -> Vec<MetricObservation> {
+    /// its run's templates and arguments (the ones its Rollout was read with); a job metric's
+    /// measurement is its committed Job read back. `Err`: a job metric measures and sluice has
+    /// no Kubernetes access to read its Job (where the metric is written, and why).
+    async fn analysis(
+        &self,
+        r: &Request<'_>,
+        tick: &Tick<'_>,
+    ) -> Result<Vec<MetricObservation>, String> {
         let step = r.status.map_or(0, |s| s.step);
         let namespace = r.canary.id.namespace.as_str();
         let input = crate::metrics::analysis_run::MeasureInput {
@@ -336,6 +355,7 @@ impl<'a> Live<'a> {
                 .collect();
             let value = match tick.templates.analysis.run(namespace, &refs, &gate.args) {
                 Ok(run) => match run.metrics.iter().find(|m| m.name == gate.name) {
+                    Some(metric) if gate.job.is_some() => self.job(r, gate, metric).await?,
                     Some(metric) => {
                         crate::metrics::analysis_run::observe(&run, metric, &input).await
                     }
@@ -351,7 +371,34 @@ impl<'a> Live<'a> {
                 value,
             });
         }
-        out
+        Ok(out)
+    }
+
+    /// A job metric's measurement: the Job committed for the measurement the status is at,
+    /// read from the canary's cluster (no data when no Job is committed for it now).
+    async fn job(
+        &self,
+        r: &Request<'_>,
+        gate: &crate::core::argo_analysis::ArgoGate,
+        metric: &crate::metrics::analysis_templates::AnalysisMetric,
+    ) -> Result<MetricValue, String> {
+        use crate::render::analysis_job;
+        let Some(status) = r.status else {
+            return Ok(MetricValue::NoData);
+        };
+        let Some(index) = analysis_job::measuring(gate, status) else {
+            return Ok(MetricValue::NoData);
+        };
+        let cluster = r.canary.wave.as_ref().and_then(|w| w.cluster.as_ref());
+        let client = self.runtime.cluster_client(cluster).await.map_err(|e| {
+            format!(
+                "{}:{}: provider.job: metric {} needs Kubernetes read access to Jobs (get on jobs.batch in {}) to read its Job's result: {e}",
+                metric.file, metric.line, gate.metric, r.canary.id.namespace
+            )
+        })?;
+        let revision = status.canary_revision.as_deref().unwrap_or_default();
+        let name = analysis_job::job_name(r.canary.id.name.as_str(), revision, &gate.metric, index);
+        Ok(crate::gates::analysis_job::read(&client, r.canary.id.namespace.as_str(), &name).await)
     }
 
     /// Whether a wave's own cluster (`cluster:`) answers, asked only when the wave is about

@@ -96,6 +96,10 @@ pub enum CanaryError {
     Git(#[from] crate::gitops::Error),
     #[error(transparent)]
     Drift(crate::drift::DriftError),
+    /// The canary cannot be observed as its spec asks (a job metric without Kubernetes
+    /// access): it holds, the others go on.
+    #[error("held: {0}")]
+    Held(String),
 }
 
 impl From<crate::drift::DriftError> for CanaryError {

@@ -412,6 +412,13 @@ impl Runtime {
         &self.secrets
     }
 
+    /// This runtime with `client` as its Kubernetes access (`None`: none), instead of the one
+    /// the environment gives: tests pointing sluice at a fake API server.
+    pub fn with_kube(mut self, client: Option<kube::Client>) -> Runtime {
+        self.kube = tokio::sync::OnceCell::new_with(Some(client));
+        self
+    }
+
     /// The kube client, built on first use from the in-cluster config or `KUBECONFIG`;
     /// `None` (logged once) when there is no Kubernetes access.
     pub async fn kube_client(&self) -> Option<kube::Client> {

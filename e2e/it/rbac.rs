@@ -287,6 +287,10 @@ async fn drive_every_kube_path(api: &mut FakeKubeApi) -> BTreeSet<ApiCall> {
         .object("leases", &config.namespace, &config.shard_lease(0))
         .is_some());
 
+    // A job metric's measurement: the Job sluice committed, read back (not there yet: no data).
+    let job = sluice::gates::analysis_job::read(&client, "prod", "podinfo-abc-smoke-0").await;
+    assert_eq!(job, sluice::core::observe::MetricValue::NoData);
+
     // A wave cluster's reachability: `GET /version`.
     client.apiserver_version().await.expect("GET /version");
     api.calls().into_iter().collect()
@@ -312,6 +316,7 @@ async fn the_install_grants_exactly_the_requests_sluice_makes_fake_kube_api() {
             "get deployments.apps prod",
             "get grpcroutes.gateway.networking.k8s.io prod",
             "get httproutes.gateway.networking.k8s.io prod",
+            "get jobs.batch prod",
             "get kustomizations.kustomize.toolkit.fluxcd.io flux-system",
             "get leases.coordination.k8s.io sluice-system",
             "get revisions.serving.knative.dev test",
@@ -412,6 +417,7 @@ fn every_kube_call_in_the_code_is_driven_by_the_rbac_test() {
     assert_eq!(
         building,
         [
+            "src/gates/analysis_job.rs: Api::namespaced",
             "src/gates/readiness.rs: Api::namespaced",
             "src/gates/sync/read.rs: Api::namespaced",
             "src/leadership.rs: Api::namespaced",

@@ -4,6 +4,7 @@
 //! Each gate reads the world and returns plain data (an observation), plus pure functions that
 //! judge that data; the decision itself stays in `core`.
 
+pub mod analysis_job;
 pub mod readiness;
 pub mod sync;
 pub mod webhook;

@@ -113,10 +113,19 @@ pub fn read_gates(
                 );
                 continue;
             }
+            let (rules, job) = match &m.source {
+                // Argo judges a job metric by its Job's end alone, not by its conditions.
+                MetricSource::Job { template } => (
+                    crate::metrics::analysis_templates::job_rules(&m.rules),
+                    Some(template.to_string()),
+                ),
+                _ => (m.rules.clone(), None),
+            };
             let mut gate = ArgoGate {
                 metric: m.name.clone(),
                 name: m.name.clone(),
-                rules: m.rules.clone(),
+                rules,
+                job,
                 list: matches!(m.source, MetricSource::Prometheus { .. }),
                 from_step: f.step,
                 inline: f.inline,

@@ -174,6 +174,9 @@ async fn query(
                 MetricValue::Error(e) => at(e),
             }
         }
+        MetricSource::Job { .. } => at(
+            "a job metric is measured by the Job sluice commits, read back from the cluster".into(),
+        ),
         MetricSource::Datadog {
             query,
             interval,

@@ -36,7 +36,6 @@ const REFUSED_PROVIDERS: &[(&str, &str)] = &[
     ("influxdb", "Argo's influxdb provider reads its address and token from the Secret \"influxdb\" of the controller's namespace; sluice reads provider credentials only from a Flagger MetricTemplate's secretRef"),
     ("web", "sluice has no web metric provider: use provider.prometheus, or a Flagger MetricTemplate"),
     ("kayenta", "Kayenta runs its own canary judge service; sluice's statistical judge is spec.analysis.judge"),
-    ("job", "a job metric runs a Kubernetes Job in the cluster, and sluice only commits to git"),
     ("wavefront", "sluice has no Wavefront client"),
     ("skywalking", "sluice has no SkyWalking client"),
     ("plugin", "sluice does not load Argo Rollouts metric plugins"),
@@ -101,6 +100,10 @@ pub enum MetricSource {
         secret: String,
         timeout: Duration,
     },
+    /// `provider.job`: the Job's `metadata` (labels, annotations) and `spec`, as JSON; sluice
+    /// commits the Job and reads its conditions back (`render/analysis_job.rs`,
+    /// `gates/analysis_job.rs`).
+    Job { template: serde_json::Value },
 }
 
 /// Argo's Secret of Datadog keys when `secretRef` names none.
@@ -328,6 +331,20 @@ impl AnalysisIndex {
             errors.extend(r.errors);
         }
         for (i, m) in metrics.iter().enumerate() {
+            if let MetricSource::Job { template } = &m.source {
+                let text = template.to_string();
+                if let Some((arg, _, _)) = secret_args
+                    .iter()
+                    .find(|(a, _, _)| text.contains(&format!("args.{a}")))
+                {
+                    errors.push(SpecError {
+                        file: m.file.clone(),
+                        line: m.line,
+                        field: "provider.job".into(),
+                        message: format!("the Job uses args.{arg}, whose value is read from a Secret: sluice commits the Job to git and never writes a Secret's value there; read the Secret in the Job (env valueFrom.secretKeyRef)"),
+                    });
+                }
+            }
             if metrics[..i].iter().any(|o| o.name == m.name) {
                 errors.push(SpecError {
                     file: m.file.clone(),
@@ -620,6 +637,7 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
             })
         }
         "datadog" => read_datadog(r, node, &pp),
+        "job" => read_job(r, node, &pp),
         other => {
             let why = REFUSED_PROVIDERS
                 .iter()
@@ -628,11 +646,69 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
             r.error(
                 key.line,
                 &pp,
-                format!("provider {other:?} is not supported: {why}; sluice measures prometheus, graphite and datadog"),
+                format!("provider {other:?} is not supported: {why}; sluice measures prometheus, graphite, datadog and job"),
             );
             None
         }
     }
+}
+
+/// What a job metric's Job is judged by: Complete is `1` and Failed `0` (the observation
+/// `gates/analysis_job.rs` makes), so the recorded value replays to the same phase. Argo
+/// judges a job metric by its Job's end alone; its conditions do not apply.
+pub fn job_rules(written: &MetricRules) -> MetricRules {
+    MetricRules {
+        success: argo_expr::parse("result == 1").ok(),
+        failure: None,
+        ..written.clone()
+    }
+}
+
+/// `provider.job` (at `pp`): `metadata` (only `labels` and `annotations`: sluice names the
+/// Job) and `spec` with a pod `template`, which the cluster checks when it applies the Job.
+/// A Job that needs the value of a Secret argument is refused by [`AnalysisIndex::run`]:
+/// sluice would write the Secret's value into git.
+fn read_job(r: &mut Reader, node: &Node, pp: &str) -> Option<MetricSource> {
+    let n = r.map(node, pp, &["metadata", "spec"])?;
+    let before = r.errors.len();
+    if let Some(m) = n.get("metadata") {
+        let mp = join(pp, "metadata");
+        if let Some(m) = r.map(m, &mp, &["labels", "annotations"]) {
+            for key in ["labels", "annotations"] {
+                if let Some(entries) = m.get(key).filter(|e| !matches!(e.value, Value::Map(_))) {
+                    let found = entries.kind();
+                    r.error(
+                        entries.line,
+                        &join(&mp, key),
+                        format!("expected a mapping, found {found}"),
+                    );
+                }
+            }
+        }
+    }
+    let spec = r.required(n, pp, "spec");
+    if let Some(spec) = spec {
+        let sp = join(pp, "spec");
+        if !matches!(spec.value, Value::Map(_)) {
+            r.error(
+                spec.line,
+                &sp,
+                format!("expected a batch/v1 JobSpec mapping, found {}", spec.kind()),
+            );
+        } else if spec.get("template").is_none() {
+            r.error(
+                spec.line,
+                &sp,
+                "expected a template: the Job's pod template",
+            );
+        }
+    }
+    if r.errors.len() != before {
+        return None;
+    }
+    Some(MetricSource::Job {
+        template: node.to_json(),
+    })
 }
 
 /// `provider.datadog` (at `pp`): `apiVersion: v1` (the default), `query`, `interval`,
@@ -873,6 +949,28 @@ pub(crate) fn substitute(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_job_metric_is_judged_by_its_end_alone() {
+        use sluice_core::argo_analysis::{measure, Answer, Phase};
+        use sluice_core::argo_expr::Value;
+        let written = MetricRules {
+            success: argo_expr::parse("result[0] > 5").ok(),
+            failure: argo_expr::parse("result[0] < 1").ok(),
+            count: None,
+            has_interval: false,
+            failure_limit: 0,
+            inconclusive_limit: 0,
+            consecutive_error_limit: 4,
+            consecutive_success_limit: 0,
+            interval: None,
+            initial_delay: None,
+        };
+        let r = job_rules(&written);
+        let phase = |n: f64| measure(&r, &Answer::Value(Value::Number(n))).phase;
+        assert_eq!(phase(1.0), Phase::Successful);
+        assert_eq!(phase(0.0), Phase::Failed);
+    }
+
     const TEMPLATE: &str = "\
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -1048,9 +1146,8 @@ spec:
         );
         assert!(errors[2].starts_with("c.yaml:14: spec.metrics[0].provider.kayenta: provider \"kayenta\" is not supported: Kayenta"), "{errors:?}");
         assert!(
-            errors[3].starts_with(
-                "c.yaml:18: spec.metrics[1].provider.job: provider \"job\" is not supported"
-            ),
+            errors[3]
+                .starts_with("c.yaml:19: spec.metrics[1].provider.job.spec: expected a template"),
             "{errors:?}"
         );
         assert!(errors[4].starts_with("c.yaml:24: spec.metrics[2].provider.prometheus.authentication: sluice does not make sigv4"), "{errors:?}");

@@ -5,6 +5,7 @@
 //! Pure apart from reading the output folder's current files, to refuse overwriting a file a
 //! human wrote. Nothing here commits: the tick hands the result to the git adapter.
 
+pub mod analysis_job;
 pub mod kustomization;
 pub mod message;
 pub mod replay;
@@ -34,6 +35,8 @@ pub enum RenderError {
     Foreign { path: String },
     #[error("cannot serialize the status: {0}")]
     Serialize(String),
+    #[error("canary {canary}: {message}")]
+    Job { canary: String, message: String },
 }
 
 /// The route weights' backends: managed canaries route to `<svc>-primary`/`<svc>-canary`;
@@ -156,6 +159,26 @@ pub fn changes(
         }
     }
     files.extend(workload::render(root, canary, decision, index)?);
+    // A job metric's Job while it measures; the Job file of a measurement taken goes, when
+    // sluice wrote it.
+    let jobs = analysis_job::files(canary, status).map_err(|message| RenderError::Job {
+        canary: canary.id.to_string(),
+        message,
+    })?;
+    for name in analysis_job::all_file_names(canary) {
+        let path = canary.output.join(&name);
+        if !jobs.iter().any(|(n, _)| *n == name)
+            && index
+                .text_of(root, &path)
+                .is_some_and(|text| text.starts_with(GENERATED_MARK))
+        {
+            changes.push(FileChange {
+                path,
+                content: None,
+            });
+        }
+    }
+    files.extend(jobs);
     let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
     files.push((
         "kustomization.yaml".to_string(),

@@ -228,6 +228,7 @@ impl FakeKubeApi {
             Some("HTTPRoute") => "httproutes",
             Some("Service") => "services",
             Some("Canary") => "canaries",
+            Some("Job") => "jobs",
             other => panic!("unexpected kind {other:?}"),
         };
         let key = (
@@ -246,6 +247,32 @@ impl FakeKubeApi {
             .expect("lock")
             .objects
             .insert(key, object);
+    }
+
+    /// Applies the `batch/v1` Job `job` (as Flux or Argo CD would from git) with the status
+    /// the Job controller would give it: `condition` (`Complete` or `Failed`) True, or none
+    /// (`None`: still running).
+    pub(crate) fn apply_job(&mut self, mut job: Json, condition: Option<&str>) {
+        let conditions = match condition {
+            Some(kind) => json!([{
+                "type": kind,
+                "status": "True",
+                "lastProbeTime": "2026-01-01T00:01:00Z",
+                "lastTransitionTime": "2026-01-01T00:01:00Z",
+                "reason": if kind == "Complete" { "Completed" } else { "BackoffLimitExceeded" },
+            }]),
+            None => json!([]),
+        };
+        let done = condition.map_or(json!({"active": 1}), |kind| match kind {
+            "Complete" => json!({"succeeded": 1}),
+            _ => json!({"failed": 1}),
+        });
+        let mut status = json!({"startTime": "2026-01-01T00:00:00Z", "conditions": conditions});
+        if let (Some(s), Some(d)) = (status.as_object_mut(), done.as_object()) {
+            s.extend(d.clone());
+        }
+        job["status"] = status;
+        self.put(job);
     }
 
     pub(crate) fn forbid(&self, plural: &str, ns: &str, name: &str) {

@@ -319,7 +319,10 @@ pub fn judge_step_at<'a>(
             (Some(a), Some(due)) => a.now >= due,
             _ => true,
         };
-        if !phase.completed() && due {
+        // A job metric's Job that has not finished yet is no measurement: the step waits.
+        let job_running =
+            gate.job.is_some() && matches!(observed(&gate.metric), Some(MetricValue::NoData));
+        if !phase.completed() && due && !job_running {
             let m = measure(&gate.rules, &answer(gate.list, observed(&gate.metric)));
             checks.push(judged(&gate.metric, &m));
             kept.measurements.push(m);

@@ -137,6 +137,10 @@ pub struct ArgoGate {
     /// background analysis (`strategy.canary.analysis`) runs from `from_step` to the
     /// promotion and only stops the rollout.
     pub inline: bool,
+    /// A job metric (`provider.job`): the Job's `metadata` and `spec` as JSON, arguments
+    /// substituted. Its measurement is a Job sluice commits and reads back: `1` Complete, `0`
+    /// Failed, no data while it runs (no measurement is taken then).
+    pub job: Option<String>,
 }
 
 /// The key of the metric `name` of the analysis step at sluice step `step` when the

@@ -40,6 +40,7 @@ fn gate(inline: bool, from_step: u32, count: Option<u32>) -> ArgoGate {
         inline,
         templates: vec![("success-rate".into(), false)],
         args: Vec::new(),
+        job: None,
     }
 }
 
@@ -295,4 +296,39 @@ fn one_metric_name_in_the_background_and_a_step_is_judged_as_two_runs() {
         }
         other => panic!("expected a rollback, got {other:?}"),
     }
+}
+
+/// A job metric: its Job read back as `1` (Complete) or `0` (Failed), judged `result == 1`.
+fn job_gate() -> ArgoGate {
+    ArgoGate {
+        rules: MetricRules {
+            success: Some(parse("result == 1").unwrap()),
+            ..rules(None)
+        },
+        list: false,
+        job: Some("{}".into()),
+        ..gate(true, 1, None)
+    }
+}
+
+#[test]
+fn a_running_job_takes_no_measurement_and_its_result_decides() {
+    let c = rollout(job_gate());
+    let s = at_step_one(&c);
+    // Running (no data): no measurement, no check, the step holds.
+    let d = at(&c, &s, MetricValue::NoData, 200);
+    assert!(d.checks.is_empty(), "{d:?}");
+    assert_eq!(d.status.canary_weight, 20);
+    assert!(d.status.analysis.iter().all(|h| h.measurements.is_empty()));
+    // Complete: the step ends.
+    let d = at(&c, &s, MetricValue::Value(1.0), 260);
+    assert!(
+        matches!(d.action, Action::AdvanceCanary { from: 20, to: 50 }),
+        "{d:?}"
+    );
+    assert!(d.checks[0].record.passed);
+    // Failed: back to stable.
+    let d = at(&c, &s, MetricValue::Value(0.0), 260);
+    assert!(matches!(d.action, Action::Rollback { .. }), "{d:?}");
+    assert!(!d.checks[0].record.passed);
 }
