@@ -14,57 +14,58 @@ use crate::support::forge::{
 };
 use crate::support::{git, merge_approval};
 
+/// Each forge once, each with another merge method: the fakes answer "merged" alike whatever
+/// the method, and the method is git's alone (what lands on main), so every forge and every
+/// method is run without the nine-fold product of the two.
 #[test]
 fn forge_fakes_one_pr_per_wait_reused_across_restarts_and_every_merge_method_approves() {
-    for kind in KINDS {
-        for how in ["merge", "squash", "rebase"] {
-            let (mut w, fake) = waiting(kind, "");
-            w.tick();
-            w.tick();
-            assert_eq!(fake.count(), 1, "exactly one PR ({kind:?} {how})");
-            let pr = fake.first();
-            assert!(
-                pr.body
-                    .contains("Merging this pull request approves the step"),
-                "{pr:?}"
-            );
-            assert!(pr.title.contains("promote revision v2"), "{pr:?}");
-            assert_eq!(pr.base, "main");
-            let branch = fake.first().head;
-            assert!(branch.starts_with("sluice/shop/web/promotion-"), "{branch}");
-            // A restart (a new clone) reuses the PR.
-            w.tick_a_second_clone("w2");
-            assert_eq!(
-                fake.count(),
-                1,
-                "a restart does not open a second PR ({kind:?} {how})"
-            );
+    for (kind, how) in KINDS.into_iter().zip(["merge", "squash", "rebase"]) {
+        let (mut w, fake) = waiting(kind, "");
+        w.tick();
+        w.tick();
+        assert_eq!(fake.count(), 1, "exactly one PR ({kind:?} {how})");
+        let pr = fake.first();
+        assert!(
+            pr.body
+                .contains("Merging this pull request approves the step"),
+            "{pr:?}"
+        );
+        assert!(pr.title.contains("promote revision v2"), "{pr:?}");
+        assert_eq!(pr.base, "main");
+        let branch = fake.first().head;
+        assert!(branch.starts_with("sluice/shop/web/promotion-"), "{branch}");
+        // A restart (a new clone) reuses the PR.
+        w.tick_a_second_clone("w2");
+        assert_eq!(
+            fake.count(),
+            1,
+            "a restart does not open a second PR ({kind:?} {how})"
+        );
 
-            merge_approval(w.human(), &branch, how);
-            fake.set(1, false, true);
-            assert_eq!(
-                w.yaml_at_main(STATUS)["phase"],
-                "Promoting",
-                "the merge put the promotion on main ({kind:?} {how})"
-            );
-            w.now = Timestamp::now();
+        merge_approval(w.human(), &branch, how);
+        fake.set(1, false, true);
+        assert_eq!(
+            w.yaml_at_main(STATUS)["phase"],
+            "Promoting",
+            "the merge put the promotion on main ({kind:?} {how})"
+        );
+        w.now = Timestamp::now();
+        w.tick();
+        let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
+        assert_eq!(
+            subject.trim(),
+            "web: approval merged, step clock started",
+            "{kind:?} {how}"
+        );
+        for _ in 0..8 {
             w.tick();
-            let subject = git(&w.bare, &["log", "-1", "--format=%s", "main"]);
-            assert_eq!(
-                subject.trim(),
-                "web: approval merged, step clock started",
-                "{kind:?} {how}"
-            );
-            for _ in 0..8 {
-                w.tick();
-            }
-            let s = w.yaml_at_main(STATUS);
-            assert_eq!(
-                (s["phase"].as_str(), s["stableService"].as_str()),
-                (Some("Succeeded"), Some("web-green")),
-                "{kind:?} {how}"
-            );
         }
+        let s = w.yaml_at_main(STATUS);
+        assert_eq!(
+            (s["phase"].as_str(), s["stableService"].as_str()),
+            (Some("Succeeded"), Some("web-green")),
+            "{kind:?} {how}"
+        );
     }
 }
 

@@ -151,11 +151,7 @@ fn a_hand_edit_buried_under_more_commits_than_the_look_back_is_held_not_overwrit
     // 501 commits that touch nothing sluice owns, pushed at once: the edit is past the
     // look-back window before sluice ticks again.
     let human = w.human().to_path_buf();
-    for i in 0..=sluice::drift::LOOKBACK {
-        std::fs::write(human.join("NOTES.md"), format!("note {i}\n")).unwrap();
-        git(&human, &["add", "NOTES.md"]);
-        git(&human, &["commit", "-q", "-m", &format!("notes {i}")]);
-    }
+    commit_notes(&human, sluice::drift::LOOKBACK + 1);
     git(&human, &["push", "-q", "origin", "HEAD:main"]);
     held_for(&mut w, ROUTE_FILE, &edited);
     let body = git(&w.bare, &["log", "-1", "--format=%B", "main"]);
@@ -163,6 +159,52 @@ fn a_hand_edit_buried_under_more_commits_than_the_look_back_is_held_not_overwrit
         body.contains(&format!("{}", sluice::drift::LOOKBACK)),
         "the hold says sluice's commit is past the look-back: {body}"
     );
+}
+
+/// `count` commits on the human clone's branch, each writing `NOTES.md` and nothing else, as
+/// one `git fast-import` (two `git` runs for each commit would take most of the test's time);
+/// the work tree is then the branch's head.
+fn commit_notes(human: &std::path::Path, count: usize) {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let branch = git(human, &["symbolic-ref", "HEAD"]);
+    let head = git(human, &["rev-parse", "HEAD"]);
+    let mut stream = String::new();
+    for i in 0..count {
+        let (message, note) = (format!("notes {i}\n"), format!("note {i}\n"));
+        let from = if i == 0 {
+            format!("from {}\n", head.trim())
+        } else {
+            String::new()
+        };
+        write!(
+            stream,
+            "commit {}\ncommitter human <human@example.com> now\ndata {}\n{message}{from}M 100644 inline NOTES.md\ndata {}\n{note}\n",
+            branch.trim(),
+            message.len(),
+            note.len()
+        )
+        .unwrap();
+    }
+    let mut import = std::process::Command::new("git")
+        .args(["fast-import", "--quiet", "--date-format=now"])
+        .current_dir(human)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    import
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stream.as_bytes())
+        .unwrap();
+    assert!(import.wait().unwrap().success());
+    git(human, &["reset", "-q", "--hard"]);
+    let made = git(
+        human,
+        &["rev-list", "--count", &format!("{}..HEAD", head.trim())],
+    );
+    assert_eq!(made.trim(), count.to_string());
 }
 
 #[test]
