@@ -76,6 +76,7 @@ mod loop_rollout_headers;
 mod loop_rollout_ingress;
 mod loop_rollout_istio;
 mod loop_rollout_job;
+mod loop_rollout_mirror;
 mod loop_rollout_replicas;
 mod loop_rollout_scale;
 mod loop_traefik;

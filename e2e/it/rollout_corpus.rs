@@ -670,6 +670,15 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
                 name,
                 remove: false,
             } => format!("setHeaderRoute {name}"),
+            ArgoStep::SetMirrorRoute {
+                name, remove: true, ..
+            } => format!("setMirrorRoute {name} remove"),
+            // Argo mirrors every matching request without a percentage.
+            ArgoStep::SetMirrorRoute {
+                name,
+                percentage,
+                remove: false,
+            } => format!("setMirrorRoute {name} {}%", percentage.unwrap_or(100)),
             _ => return None,
         };
         let starts = starts_here.map(|(t, _)| format!("background analysis {t}"));

@@ -34,10 +34,12 @@ use crate::manifest::rollout_lookup::{named_service, refuse_and_ignore, Lookup};
 use crate::manifest::settings::Settings;
 use crate::route::gateway_api::header_routes::{HeaderMatch, HeaderRoute};
 use crate::route::gateway_api::{self, Apex};
+use crate::route::istio::managed_routes::{Managed, ManagedRoute, MirrorRoute};
 use crate::route::{istio, kubernetes, smi, Route};
 use crate::yaml::node::{Node, Value};
 use crate::yaml::reader::{index, join, metadata_name, name_at, Reader, OBJECT_KEYS};
 use crate::yaml::snapshot::Snapshot;
+use yaml_rust2::Yaml;
 
 /// The API version of the Rollout this reads.
 pub const API_VERSION: &str = "argoproj.io/v1alpha1";
@@ -138,8 +140,11 @@ const REFUSED_ROUTERS: &[(&str, &str)] = &[
     ("alb", "the AWS Load Balancer Controller's weights are an action annotation that Argo verifies against the live AWS target groups; a cloud-only router sluice cannot drive from git"),
     ("appMesh", "AWS App Mesh is a cloud-only mesh (and retired by AWS); sluice does not write its VirtualRouter for Rollouts"),
     ("ambassador", "Argo's Ambassador router creates and deletes canary Mappings at run time; not in this build"),
-    ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build runs only for the Gateway API plugin's HTTPRoute and GRPCRoute"),
+    ("managedRoutes", "managed routes serve setHeaderRoute and setMirrorRoute steps, which this build runs only for Istio VirtualServices and the Gateway API plugin's HTTPRoute and GRPCRoute"),
 ];
+
+/// Why managed routes are refused with `apisix`.
+const APISIX_MANAGED: &str = "managed routes serve setHeaderRoute steps, which Argo's APISIX router runs by creating a second ApisixRoute named after the managed route (a copy of yours sending only to the canary, with the step's header matches) and deleting it at the end; this build does not write that object yet (and Argo's APISIX router ignores setMirrorRoute)";
 
 /// Canary fields refused, and why.
 const REFUSED_CANARY: &[(&str, &str)] = &[
@@ -838,11 +843,7 @@ impl Steps {
             ),
             "setCanaryScale" => self.set_canary_scale(r, value, at),
             "setHeaderRoute" => self.header_route(r, value, at),
-            "setMirrorRoute" => r.error(
-                value.line,
-                at,
-                "setMirrorRoute is not in this build yet: sluice changes only the weights and header routes of your route",
-            ),
+            "setMirrorRoute" => self.mirror_route(r, value, at),
             _ => r.error(
                 value.line,
                 at,
@@ -905,13 +906,8 @@ impl Steps {
     /// step of the `setWeight` before it, or at a step of its own at that weight when a
     /// pause or analysis runs between them (at weight 0 before the first `setWeight`).
     fn header_route(&mut self, r: &mut Reader, value: &Node, at: &str) {
-        let Some(n) = r.map(value, at, &["name", "match"]) else {
-            return;
-        };
-        let Some(name) = r
-            .required(n, at, "name")
-            .and_then(|v| r.string(v, &join(at, "name")))
-        else {
+        let weight = self.managed_weight();
+        let Some((n, name)) = read_managed_name(r, value, at, &["name", "match"]) else {
             return;
         };
         let headers = match n.get("match").filter(|m| m.value != Value::Null) {
@@ -921,13 +917,68 @@ impl Steps {
                 None => return,
             },
         };
-        // Before the first setWeight Argo sets the route while the canary takes no traffic:
-        // a step of its own at weight 0.
-        let weight = match self.steps.last() {
-            None => Some(0),
-            Some(last) => self.held.then_some(last.weight),
+        let remove = headers.is_none();
+        let route = HeaderRoute {
+            argo_step: self.argo_index,
+            name,
+            headers: headers.unwrap_or_default(),
         };
-        if let Some(weight) = weight {
+        self.push_managed(value, n, at, weight, route, remove, None);
+    }
+
+    /// `setMirrorRoute`: its matches and percentage (Argo's Istio router mirrors 100 % of
+    /// the matching requests without one); no `match` removes the route.
+    fn mirror_route(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        let weight = self.managed_weight();
+        let keys = &["name", "match", "percentage"];
+        let Some((n, name)) = read_managed_name(r, value, at, keys) else {
+            return;
+        };
+        let percentage = match n.get("percentage") {
+            None => Some(100),
+            Some(p) => r.int(p, &join(at, "percentage"), 0, 100),
+        };
+        let matches = match n.get("match").filter(|m| m.value != Value::Null) {
+            None => Some(Vec::new()),
+            Some(m) => read_mirror_matches(r, m, &join(at, "match")),
+        };
+        let (Some(percentage), Some(matches)) = (percentage, matches) else {
+            return;
+        };
+        let remove = n.get("match").is_none_or(|m| m.value == Value::Null);
+        let mirror = MirrorRoute {
+            matches,
+            percentage: u32::try_from(percentage).unwrap_or(100),
+            canary_weight: u32::from(weight),
+        };
+        let route = HeaderRoute {
+            argo_step: self.argo_index,
+            name,
+            headers: Vec::new(),
+        };
+        self.push_managed(value, n, at, weight, route, remove, Some(mirror));
+    }
+
+    /// The canary's weight where a managed-route step stands: 0 before the first `setWeight`,
+    /// where Argo sets the route while the canary takes no traffic.
+    fn managed_weight(&self) -> u8 {
+        self.steps.last().map_or(0, |last| last.weight)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_managed(
+        &mut self,
+        value: &Node,
+        n: &Node,
+        at: &str,
+        weight: u8,
+        route: HeaderRoute,
+        remove: bool,
+        mirror: Option<MirrorRoute>,
+    ) {
+        // Before the first setWeight the route is set while the canary takes no traffic: a
+        // step of its own at weight 0.
+        if self.held || self.steps.is_empty() {
             self.steps.push(Step {
                 weight,
                 pause: Pause::Interval,
@@ -940,12 +991,9 @@ impl Steps {
             name_line: n.get("name").map_or(value.line, |v| v.line),
             at: at.to_string(),
             step: u32::try_from(self.steps.len()).unwrap_or(u32::MAX),
-            route: HeaderRoute {
-                argo_step: self.argo_index,
-                name,
-                headers: headers.unwrap_or_default(),
-            },
-            remove: n.get("match").is_none_or(|m| m.value == Value::Null),
+            route,
+            remove,
+            mirror,
         });
     }
 
@@ -1031,11 +1079,10 @@ impl Steps {
     }
 }
 
-/// The `setHeaderRoute` steps (`headers`) on `route`: each names one of
-/// `trafficRouting.managedRoutes`, and the route is the Gateway API plugin's HTTPRoute or
-/// GRPCRoute (the plugin sets header routes on no other kind, and on a route of a list only
-/// with `useHeaderRoutes: true`: without it the steps change nothing, as in Argo). Returns
-/// the core's schedule; the route's header rules are set on its copy.
+/// The `setHeaderRoute` and `setMirrorRoute` steps (`headers`) on `route`: each names one
+/// of `trafficRouting.managedRoutes`, and the route is the Gateway API plugin's HTTPRoute or
+/// GRPCRoute (header routes only) or Argo's Istio VirtualServices. Returns the core's
+/// schedule; the routes themselves are set on the route's config.
 fn managed_routes(
     r: &mut Reader,
     routing: Option<&Node>,
@@ -1060,19 +1107,111 @@ fn managed_routes(
             }
         }
     }
-    let source = match route {
-        Route::GatewayApi(config) => config
-            .source
-            .as_deref_mut()
-            .filter(|s| matches!(s.shape.kind, "HTTPRoute" | "GRPCRoute")),
-        _ => None,
-    };
-    let Some(source) = source else {
-        for h in &headers {
-            r.error(h.line, &h.at, "setHeaderRoute is in this build for the Gateway API plugin's HTTPRoute and GRPCRoute only; remove the step, or keep this Rollout on Argo Rollouts for now");
+    match route {
+        Route::Istio(istio::Config {
+            argo: Some(argo), ..
+        }) => return istio_managed(r, argo, headers, names),
+        Route::GatewayApi(config) => {
+            let source = config
+                .source
+                .as_deref_mut()
+                .filter(|s| matches!(s.shape.kind, "HTTPRoute" | "GRPCRoute"));
+            if let Some(source) = source {
+                return gateway_managed(r, routing, source, headers, &names);
+            }
         }
-        return Vec::new();
-    };
+        _ => {}
+    }
+    for h in &headers {
+        let kind = match h.mirror {
+            Some(_) => "setMirrorRoute",
+            None => "setHeaderRoute",
+        };
+        r.error(h.line, &h.at, format!("{kind} is in this build for Istio VirtualServices and the Gateway API plugin's HTTPRoute and GRPCRoute only; remove the step, or keep this Rollout on Argo Rollouts for now"));
+    }
+    Vec::new()
+}
+
+/// The managed route `h` names, when `trafficRouting.managedRoutes` (`names`) declares it.
+fn declared(r: &mut Reader, h: &HeaderStep, names: &[String]) -> bool {
+    if names.contains(&h.route.name) {
+        return true;
+    }
+    r.error(h.name_line, &join(&h.at, "name"), format!("expected one of trafficRouting.managedRoutes ({}), found {:?}: Argo sets only the managed routes the Rollout declares", names.join(", "), h.route.name));
+    false
+}
+
+/// Argo's Istio router: a step sets (or, without `match`, removes) its one named route in
+/// every VirtualService; the others stay.
+fn istio_managed(
+    r: &mut Reader,
+    argo: &mut istio::argo::ArgoIstio,
+    headers: Vec<HeaderStep>,
+    names: Vec<String>,
+) -> Vec<ManagedStep> {
+    for copy in argo.objects.iter().filter(|c| c.kind == "VirtualService") {
+        let mut sr = Reader::new(&copy.file);
+        if !copy.slots.iter().any(|s| s.section == "http") {
+            sr.error(1, "spec.http", format!("expected an http route the Rollout weights in VirtualService {:?}: Argo's Istio router sets managed routes (setHeaderRoute, setMirrorRoute) in spec.http only", copy.name));
+        }
+        if let Yaml::Array(routes) = &copy.yaml["spec"]["http"] {
+            for (i, route) in routes.iter().enumerate() {
+                if let Some(name) = route["name"]
+                    .as_str()
+                    .filter(|n| names.iter().any(|m| m == n))
+                {
+                    sr.error(1, &format!("spec.http[{i}].name"), format!("{name:?} is one of the Rollout's managedRoutes: Argo's Istio router replaces a route of that name at its step and deletes it at the end; rename the route"));
+                }
+            }
+        }
+        r.errors.append(&mut sr.errors);
+    }
+    let mut out = Vec::new();
+    let mut active: Vec<u32> = Vec::new();
+    for h in headers {
+        if !declared(r, &h, &names) {
+            continue;
+        }
+        let words = match (&h.mirror, h.remove) {
+            (Some(_), true) => format!("setMirrorRoute {} remove", h.route.name),
+            (Some(m), false) => format!("setMirrorRoute {} {}%", h.route.name, m.percentage),
+            (None, true) => format!("setHeaderRoute {} remove", h.route.name),
+            (None, false) => format!("setHeaderRoute {}", h.route.name),
+        };
+        let name = h.route.name.clone();
+        let routes = &argo.managed.routes;
+        active.retain(|k| routes.iter().all(|m| m.argo_step != *k || m.name != name));
+        if !h.remove {
+            active.push(h.route.argo_step);
+            argo.managed.routes.push(ManagedRoute {
+                argo_step: h.route.argo_step,
+                name,
+                managed: match h.mirror {
+                    Some(m) => Managed::Mirror(m),
+                    None => Managed::Header(h.route.headers),
+                },
+            });
+        }
+        out.push(ManagedStep {
+            step: h.step,
+            words,
+            active: active.clone(),
+        });
+    }
+    argo.managed.order = names;
+    out
+}
+
+/// The Gateway API plugin: header routes only on a route it sets them on (one of a list only
+/// with `useHeaderRoutes: true`: without it the steps change nothing, as in Argo); a step
+/// without `match` removes every managed route.
+fn gateway_managed(
+    r: &mut Reader,
+    routing: Option<&Node>,
+    source: &mut gateway_api::RouteSource,
+    headers: Vec<HeaderStep>,
+    names: &[String],
+) -> Vec<ManagedStep> {
     let uses_headers = routing
         .and_then(|n| n.get("plugins"))
         .and_then(|n| n.get(GATEWAY_PLUGIN))
@@ -1080,8 +1219,11 @@ fn managed_routes(
     let mut out = Vec::new();
     let mut active: Vec<u32> = Vec::new();
     for h in headers {
-        if !names.contains(&h.route.name) {
-            r.error(h.name_line, &join(&h.at, "name"), format!("expected one of trafficRouting.managedRoutes ({}), found {:?}: Argo sets only the managed routes the Rollout declares", names.join(", "), h.route.name));
+        if h.mirror.is_some() {
+            r.error(h.line, &h.at, "the Gateway API plugin's SetMirrorRoute returns without changing the route, so Argo mirrors nothing here; remove the step, or route the Rollout with Istio");
+            continue;
+        }
+        if !declared(r, &h, names) {
             continue;
         }
         let words = match h.remove {
@@ -1148,6 +1290,81 @@ struct HeaderStep {
     step: u32,
     route: HeaderRoute,
     remove: bool,
+    /// A `setMirrorRoute` step's mirror (its `route` then has no headers).
+    mirror: Option<MirrorRoute>,
+}
+
+/// A managed-route step's map (with `keys`) and its `name`.
+fn read_managed_name<'n>(
+    r: &mut Reader,
+    value: &'n Node,
+    at: &str,
+    keys: &[&str],
+) -> Option<(&'n Node, String)> {
+    let n = r.map(value, at, keys)?;
+    let name = r
+        .required(n, at, "name")
+        .and_then(|v| r.string(v, &join(at, "name")))?;
+    Some((n, name))
+}
+
+/// `setMirrorRoute.match`: each item's `method`, `path` and `headers` (string matches with
+/// one of `exact`, `prefix`, `regex`), as the Istio `HTTPMatchRequest` Argo writes (`path`
+/// becomes `uri`, headers in name order).
+fn read_mirror_matches(r: &mut Reader, n: &Node, at: &str) -> Option<Vec<Yaml>> {
+    let mut out = Vec::new();
+    for (i, item) in r.seq(n, at)?.iter().enumerate() {
+        let ip = index(at, i);
+        let item = r.map(item, &ip, &["method", "path", "headers"])?;
+        let mut m = yaml_rust2::yaml::Hash::new();
+        for (key, istio_key) in [("method", "method"), ("path", "uri")] {
+            if let Some(v) = item.get(key) {
+                let found = read_string_match(r, v, &join(&ip, key))?;
+                m.insert(Yaml::String(istio_key.to_string()), found);
+            }
+        }
+        if let Some(h) = item.get("headers") {
+            let hp = join(&ip, "headers");
+            let Value::Map(entries) = &h.value else {
+                r.error(
+                    h.line,
+                    &hp,
+                    "expected a map of header names to string matches",
+                );
+                return None;
+            };
+            let mut sorted: Vec<_> = entries.iter().collect();
+            sorted.sort_by(|a, b| a.0.text.cmp(&b.0.text));
+            let mut headers = yaml_rust2::yaml::Hash::new();
+            for (name, v) in sorted {
+                let found = read_string_match(r, v, &join(&hp, &name.text))?;
+                headers.insert(Yaml::String(name.text.clone()), found);
+            }
+            m.insert(Yaml::String("headers".to_string()), Yaml::Hash(headers));
+        }
+        out.push(Yaml::Hash(m));
+    }
+    Some(out)
+}
+
+/// A string match (`exact`, `prefix`, `regex`), its empty values left out as Argo's JSON
+/// leaves them.
+fn read_string_match(r: &mut Reader, n: &Node, at: &str) -> Option<Yaml> {
+    let n = r.map(n, at, &["exact", "prefix", "regex"])?;
+    let mut out = yaml_rust2::yaml::Hash::new();
+    for key in ["exact", "prefix", "regex"] {
+        if let Some(v) = n.get(key) {
+            let text = r.string(v, &join(at, key))?;
+            if !text.is_empty() {
+                out.insert(Yaml::String(key.to_string()), Yaml::String(text));
+            }
+        }
+    }
+    if out.is_empty() {
+        r.error(n.line, at, "expected one of exact, prefix or regex");
+        return None;
+    }
+    Some(Yaml::Hash(out))
 }
 
 /// `setHeaderRoute.match`: each `headerName` and `headerValue` (`exact`, `prefix` or
@@ -1169,17 +1386,23 @@ fn read_header_matches(r: &mut Reader, n: &Node, at: &str) -> Option<Vec<HeaderM
                 .and_then(|v| r.string(v, &join(&vp, key)))
                 .filter(|t| !t.is_empty())
         };
-        let (kind, value) = if let Some(t) = text(r, "exact") {
-            ("Exact", t)
+        let (kind, value, argo_kind, argo_value) = if let Some(t) = text(r, "exact") {
+            ("Exact", t.clone(), "exact", t)
         } else if let Some(t) = text(r, "prefix") {
-            ("RegularExpression", format!("{t}.*"))
+            ("RegularExpression", format!("{t}.*"), "prefix", t)
         } else if let Some(t) = text(r, "regex") {
-            ("RegularExpression", t)
+            ("RegularExpression", t.clone(), "regex", t)
         } else {
             r.error(value.line, &vp, "expected one of exact, prefix or regex (the plugin refuses a header match without one)");
             return None;
         };
-        out.push(HeaderMatch { name, kind, value });
+        out.push(HeaderMatch {
+            name,
+            kind,
+            value,
+            argo_kind,
+            argo_value,
+        });
     }
     Some(out)
 }
@@ -1223,10 +1446,16 @@ fn read_routing(
     r.map(routing, p, ROUTING_KEYS)?;
     let mut refused = false;
     for (key, why) in REFUSED_ROUTERS {
-        // The Gateway API plugin sets header routes (read with the steps).
-        let plugin_routes = *key == "managedRoutes" && routing.get("plugins").is_some();
+        // The Gateway API plugin and Argo's Istio router set managed routes (read with the
+        // steps).
+        let runs = routing.get("plugins").is_some() || routing.get("istio").is_some();
+        let plugin_routes = *key == "managedRoutes" && runs;
+        let why = match *key == "managedRoutes" && routing.get("apisix").is_some() {
+            true => APISIX_MANAGED,
+            false => *why,
+        };
         if let Some(line) = routing.key_line(key).filter(|_| !plugin_routes) {
-            r.error(line, &join(p, key), *why);
+            r.error(line, &join(p, key), why);
             refused = true;
         }
     }

@@ -12,12 +12,15 @@ use yaml_rust2::Yaml;
 
 /// One header match of a `setHeaderRoute` step, as the plugin converts it: `exact` is an
 /// `Exact` match, `prefix` a `RegularExpression` of the prefix followed by `.*`, `regex` a
-/// `RegularExpression`.
+/// `RegularExpression`. `argo_kind` and `argo_value` are the match as written (`exact`,
+/// `prefix` or `regex`), which Argo's Istio router copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderMatch {
     pub name: String,
     pub kind: &'static str,
     pub value: String,
+    pub argo_kind: &'static str,
+    pub argo_value: String,
 }
 
 /// The route a `setHeaderRoute` step sets: its managed route name and headers, and the index

@@ -25,6 +25,7 @@
 use serde_json::Value as Json;
 use yaml_rust2::{Yaml, YamlEmitter};
 
+use crate::route::istio::managed_routes::{self, ManagedRoutes};
 use crate::route::ROLLOUT_ROLE_LABEL as ROLE_LABEL;
 use crate::route::{header_comment, reparse_all, RenderInput, RouteError, MANAGED_BY};
 use crate::yaml::node::{Node, Value};
@@ -81,6 +82,9 @@ pub struct Copy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArgoIstio {
     pub objects: Vec<Copy>,
+    /// The managed routes `setHeaderRoute` and `setMirrorRoute` steps set (read with the
+    /// steps).
+    pub managed: ManagedRoutes,
 }
 
 /// What reading needs from the Rollout.
@@ -142,7 +146,10 @@ pub fn read(r: &mut Reader, istio: &Node, p: &str, input: &Input) -> Option<Argo
             objects.push(copy);
         }
     }
-    (r.errors.len() == before).then_some(ArgoIstio { objects })
+    (r.errors.len() == before).then_some(ArgoIstio {
+        objects,
+        managed: ManagedRoutes::default(),
+    })
 }
 
 /// The Services and subsets whose destinations get weights.
@@ -618,9 +625,43 @@ fn role_text(role: Role) -> &'static str {
     }
 }
 
-/// The object `copy` with this step's weights (or the role labels), its metadata reduced to
-/// what a manifest in git carries, in the canary's namespace.
-fn copied(copy: &Copy, input: &RenderInput) -> Yaml {
+/// The managed http routes active at this step in the VirtualService `copy` (an Argo
+/// Rollout's `setHeaderRoute` and `setMirrorRoute`); empty outside an analysis.
+fn managed_of(config: &ArgoIstio, copy: &Copy, input: &RenderInput) -> Vec<Yaml> {
+    let (Some(step), crate::core::model::Target::Rollout { managed_routes, .. }) =
+        (input.state.managed_step, &input.canary.target)
+    else {
+        return Vec::new();
+    };
+    let active = crate::core::model::managed_routes_at(managed_routes, step);
+    let first = copy.slots.iter().find(|s| s.section == "http");
+    let (false, Some(first)) = (active.is_empty(), first) else {
+        return Vec::new();
+    };
+    let canary_at: Vec<usize> = copy
+        .slots
+        .iter()
+        .filter(|s| s.section == "http" && s.route == first.route && s.role == Role::Canary)
+        .map(|s| s.destination)
+        .collect();
+    let rule = config.objects.iter().find(|c| c.kind == "DestinationRule");
+    let host = rule
+        .and_then(|c| c.yaml["spec"]["host"].as_str())
+        .unwrap_or(input.backends.canary);
+    let subset = rule
+        .and_then(|c| {
+            let (i, _) = c.subsets.iter().find(|(_, role)| *role == Role::Canary)?;
+            c.yaml["spec"]["subsets"][*i]["name"].as_str()
+        })
+        .unwrap_or("");
+    let canary = managed_routes::Canary { host, subset };
+    let weighted = &copy.yaml["spec"]["http"][first.route];
+    managed_routes::routes(&config.managed, active, &canary, weighted, &canary_at)
+}
+
+/// The object `copy` with this step's weights (or the role labels) and `managed` http routes
+/// first, its metadata reduced to what a manifest in git carries, in the canary's namespace.
+fn copied(copy: &Copy, input: &RenderInput, managed: Vec<Yaml>) -> Yaml {
     let mut doc = copy.yaml.clone();
     let weights = input.weights;
     for slot in &copy.slots {
@@ -646,6 +687,18 @@ fn copied(copy: &Copy, input: &RenderInput) -> Yaml {
             }
         }
     }
+    // Indexing a missing key of a YAML map would panic: look the routes up.
+    let http = match &mut doc {
+        Yaml::Hash(h) => match h.get_mut(&s("spec")) {
+            Some(Yaml::Hash(spec)) => spec.get_mut(&s("http")),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let (Some(Yaml::Array(routes)), false) = (http, managed.is_empty()) {
+        let own = std::mem::take(routes);
+        *routes = managed.into_iter().chain(own).collect();
+    }
     if let Yaml::Hash(h) = &mut doc {
         h.remove(&s("status"));
         let mut metadata = yaml_rust2::yaml::Hash::new();
@@ -669,11 +722,19 @@ fn copied(copy: &Copy, input: &RenderInput) -> Yaml {
 pub fn render(config: &ArgoIstio, input: &RenderInput) -> Result<String, RouteError> {
     let canary = input.canary;
     let mut text = format!("{}\n", header_comment(canary));
+    let mut managed = Vec::new();
     for copy in &config.objects {
+        let routes = managed_of(config, copy, input);
+        managed.push(
+            routes
+                .iter()
+                .map(|r| r["name"].as_str().unwrap_or("").to_string())
+                .collect::<Vec<_>>(),
+        );
         let mut out = String::new();
         let mut emitter = YamlEmitter::new(&mut out);
         emitter.multiline_strings(true);
-        emitter.dump(&copied(copy, input)).map_err(|e| {
+        emitter.dump(&copied(copy, input, routes)).map_err(|e| {
             RouteError::output(canary, TEMPLATE, format!("the YAML emitter failed: {e}"))
         })?;
         let body = out.strip_prefix("---\n").unwrap_or(&out);
@@ -683,12 +744,18 @@ pub fn render(config: &ArgoIstio, input: &RenderInput) -> Result<String, RouteEr
         ));
     }
     let docs = reparse_all(canary, TEMPLATE, &text)?;
-    verify(&docs, config, input).map_err(|m| RouteError::output(canary, TEMPLATE, m))?;
+    verify(&docs, config, input, &managed).map_err(|m| RouteError::output(canary, TEMPLATE, m))?;
     Ok(text)
 }
 
-/// Reads the copies back: one document per object, each weight and role label as asked.
-fn verify(docs: &[Json], config: &ArgoIstio, input: &RenderInput) -> Result<(), String> {
+/// Reads the copies back: one document per object, its managed http routes (`managed`, by
+/// name, per object) first, each weight and role label as asked.
+fn verify(
+    docs: &[Json],
+    config: &ArgoIstio,
+    input: &RenderInput,
+    managed: &[Vec<String>],
+) -> Result<(), String> {
     let docs: Vec<&Json> = docs.iter().filter(|d| !d.is_null()).collect();
     if docs.len() != config.objects.len() {
         return Err(format!(
@@ -697,7 +764,15 @@ fn verify(docs: &[Json], config: &ArgoIstio, input: &RenderInput) -> Result<(), 
             docs.len()
         ));
     }
-    for (doc, copy) in docs.iter().zip(&config.objects) {
+    for ((doc, copy), names) in docs.iter().zip(&config.objects).zip(managed) {
+        for (i, name) in names.iter().enumerate() {
+            let found = doc.pointer(&format!("/spec/http/{i}/name"));
+            if found.and_then(Json::as_str) != Some(name.as_str()) {
+                return Err(format!(
+                    "expected the managed route {name:?} at /spec/http/{i}, found {found:?}"
+                ));
+            }
+        }
         if doc.pointer("/kind").and_then(Json::as_str) != Some(copy.kind)
             || doc.pointer("/metadata/name").and_then(Json::as_str) != Some(copy.name.as_str())
         {
@@ -708,9 +783,16 @@ fn verify(docs: &[Json], config: &ArgoIstio, input: &RenderInput) -> Result<(), 
                 Role::Stable => input.weights.primary,
                 Role::Canary => input.weights.canary,
             };
+            let offset = if slot.section == "http" {
+                names.len()
+            } else {
+                0
+            };
             let at = format!(
                 "/spec/{}/{}/route/{}/weight",
-                slot.section, slot.route, slot.destination
+                slot.section,
+                slot.route + offset,
+                slot.destination
             );
             if doc.pointer(&at).and_then(Json::as_u64) != Some(u64::from(want)) {
                 return Err(format!("expected {at} to be {want}"));

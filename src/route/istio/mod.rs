@@ -31,6 +31,7 @@
 
 pub mod api;
 pub mod argo;
+pub mod managed_routes;
 mod render;
 mod rollout;
 
