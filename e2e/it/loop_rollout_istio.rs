@@ -2,7 +2,9 @@
 //! through the loop: the user's VirtualService (an HTTP route named in `routes` and a TCP route
 //! picked by its port; host-level, or subset-level with the DestinationRule's subsets) gets
 //! only its stable and canary weights changed, the DestinationRule's two subsets the role
-//! labels, and an SMI Rollout the TrafficSplit Argo's SMI router writes. At every sluice
+//! labels, and an SMI Rollout the TrafficSplit Argo's SMI router writes. Subset-level routing
+//! also runs without `stableService` and `canaryService`, as Argo allows: the VirtualService
+//! sends to the subsets of the user's one Service, which sluice does not copy. At every sluice
 //! commit each output document passes its strict schema; `kubectl kustomize` builds the output
 //! after every phase; a `pause: {}` opens an approval pull request (a fake forge at HTTP
 //! level); an analysis step on a real Prometheus promotes, or with a failing query rolls back.
@@ -12,9 +14,10 @@ use sluice::core::status::Phase;
 
 use crate::support::forge::{ForgeFake, Kind};
 use crate::support::rollout::{
-    analysis_template, checks, distinct, docs_at as docs, services, show, sluice_commits,
-    virtual_service, ANALYSED, APPROVAL, ISTIO_ROUTING, OUTPUT, ROLLOUT_FILE, ROUTE_FILE,
-    SMI_ROUTING, STABLE_FILE, STATUS_FILE, TIMED, TIMED_WEIGHTS,
+    analysis_template, checks, distinct, docs_at as docs, podinfo_services, services, show,
+    sluice_commits, virtual_service, ANALYSED, APPROVAL, CANARY_WORKLOAD, ISTIO_ROUTING, OUTPUT,
+    ROLLOUT_FILE, ROUTE_FILE, SERVICES_FILE, SMI_ROUTING, STABLE_FILE, STATUS_FILE, TIMED,
+    TIMED_WEIGHTS,
 };
 use crate::support::{Schemas, World};
 
@@ -26,6 +29,9 @@ struct Router {
     name: &'static str,
     routing: &'static str,
     files: fn() -> Vec<(&'static str, String)>,
+    /// Whether the Rollout names its `stableService` and `canaryService`; without them the
+    /// repo holds the user's one Service `podinfo`, which the routes send to.
+    named_services: bool,
 }
 
 fn host_level() -> Vec<(&'static str, String)> {
@@ -36,34 +42,45 @@ fn host_level() -> Vec<(&'static str, String)> {
 }
 
 fn subset_level() -> Vec<(&'static str, String)> {
+    subsets_of("podinfo-stable")
+}
+
+/// Subset-level routing to the subsets of the user's Service `podinfo`, which the Rollout
+/// does not name.
+fn subsets_only() -> Vec<(&'static str, String)> {
+    subsets_of("podinfo")
+}
+
+fn subsets_of(host: &str) -> Vec<(&'static str, String)> {
     vec![
         (
             VS_FILE,
             virtual_service(
-                "host: podinfo-stable\n            subset: stable",
-                "host: podinfo-stable\n            subset: canary",
+                &format!("host: {host}\n            subset: stable"),
+                &format!("host: {host}\n            subset: canary"),
             ),
         ),
         (
             DR_FILE,
-            "apiVersion: networking.istio.io/v1beta1
+            format!(
+                "apiVersion: networking.istio.io/v1beta1
 kind: DestinationRule
 metadata:
   name: podinfo-destrule
   namespace: prod
 spec:
-  host: podinfo-stable
+  host: {host}
   trafficPolicy:
-    loadBalancer: {simple: ROUND_ROBIN}
+    loadBalancer: {{simple: ROUND_ROBIN}}
   subsets:
     - name: canary
-      labels: {app: podinfo}
+      labels: {{app: podinfo}}
     - name: stable
-      labels: {app: podinfo}
+      labels: {{app: podinfo}}
     - name: legacy
-      labels: {app: podinfo-legacy}
+      labels: {{app: podinfo-legacy}}
 "
-            .to_string(),
+            ),
         ),
     ]
 }
@@ -79,32 +96,55 @@ const SUBSET_ROUTING: &str = "        istio:
             stableSubsetName: stable
 ";
 
-const ROUTERS: [Router; 3] = [
+const ROUTERS: [Router; 4] = [
     Router {
         name: "istio host-level",
         routing: ISTIO_ROUTING,
         files: host_level,
+        named_services: true,
     },
     Router {
         name: "istio subset-level",
         routing: SUBSET_ROUTING,
         files: subset_level,
+        named_services: true,
     },
     Router {
         name: "smi",
         routing: SMI_ROUTING,
         files: Vec::new,
+        named_services: true,
+    },
+    Router {
+        name: "istio subset-level without Services",
+        routing: SUBSET_ROUTING,
+        files: subsets_only,
+        named_services: false,
     },
 ];
 
+/// The Rollout's `stableService` and `canaryService` lines.
+const SERVICE_LINES: &str =
+    "      canaryService: podinfo-canary\n      stableService: podinfo-stable\n";
+
 fn routed(router: &Router, version: &str, steps: &str) -> String {
-    crate::support::rollout::routed(router.routing, version, steps)
+    let text = crate::support::rollout::routed(router.routing, version, steps);
+    if router.named_services {
+        return text;
+    }
+    assert!(text.contains(SERVICE_LINES), "the Service lines to remove");
+    text.replace(SERVICE_LINES, "")
 }
 
 fn world(router: &Router, steps: &str, extra: &[(&str, String)]) -> World {
+    let services = if router.named_services {
+        services()
+    } else {
+        podinfo_services(&["podinfo"])
+    };
     let mut files = vec![
         (ROLLOUT_FILE, routed(router, "6.7.0", steps)),
-        ("apps/podinfo/services.yaml", services()),
+        ("apps/podinfo/services.yaml", services),
     ];
     files.extend((router.files)());
     files.extend(extra.iter().map(|(f, t)| (*f, t.clone())));
@@ -338,7 +378,7 @@ fn rollout_istio_and_smi_with_a_passing_analysis_promote() {
 
 #[test]
 fn rollout_istio_and_smi_with_a_failing_analysis_abort_to_stable() {
-    for router in [&ROUTERS[0], &ROUTERS[2]] {
+    for router in [&ROUTERS[0], &ROUTERS[2], &ROUTERS[3]] {
         analysed(router, "result[0] >= 2", Phase::Failed, |w| {
             let status = w.yaml_at_main(STATUS_FILE);
             assert_eq!(
@@ -383,4 +423,46 @@ fn validate_refuses_a_virtual_service_route_without_the_canary_destination() {
         )),
         "{err}"
     );
+}
+
+/// Subset-level routing without `stableService` and `canaryService` (Argo's
+/// `requireCanaryStableServices` is false with a `destinationRule`): the DestinationRule's
+/// subsets select the two workloads by their role label, and no Service is copied, as the
+/// Rollout names none; the output builds with `kubectl kustomize`.
+#[test]
+fn rollout_istio_subsets_without_services_copy_no_service_and_promote() {
+    let router = &ROUTERS[3];
+    let mut w = bumped(router, TIMED, &[]);
+    w.until(Phase::Succeeded);
+    assert_eq!(distinct(check_every_commit(&w, router)), TIMED_WEIGHTS);
+    let files = crate::support::git(&w.bare, &["ls-tree", "-r", "--name-only", "main", OUTPUT]);
+    assert!(
+        files.contains(ROUTE_FILE) && !files.contains(SERVICES_FILE),
+        "no Service is named, none copied: {files}"
+    );
+    let route = docs(&w.bare, "main", ROUTE_FILE);
+    let rule = route
+        .iter()
+        .find(|d| d["kind"] == "DestinationRule")
+        .expect("the DestinationRule copied");
+    let roles: Vec<(&str, &str)> = rule["spec"]["subsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s["name"].as_str()?,
+                s["labels"]["sluice.dev/rollout-role"].as_str()?,
+            ))
+        })
+        .collect();
+    assert_eq!(roles, [("canary", "canary"), ("stable", "stable")]);
+    for (file, role) in [(STABLE_FILE, "stable"), (CANARY_WORKLOAD, "canary")] {
+        let workload: Json = serde_saphyr::from_str(&show(&w.bare, "main", file)).unwrap();
+        assert_eq!(
+            workload["spec"]["template"]["metadata"]["labels"]["sluice.dev/rollout-role"], role,
+            "{file}: the label its subset selects"
+        );
+    }
+    crate::support::rollout::kustomize_builds(&w.bare, OUTPUT);
 }

@@ -112,10 +112,17 @@ fn sources(canary: &Canary, repo: &Snapshot, outputs: &[&str]) -> BTreeSet<Strin
         Target::Rollout {
             stable_service,
             canary_service,
+            services_named,
             ..
         } => {
-            named("Service", stable_service.as_str());
-            named("Service", canary_service.as_str());
+            for (service, is_named) in [stable_service, canary_service]
+                .into_iter()
+                .zip(services_named)
+            {
+                if *is_named {
+                    named("Service", service.as_str());
+                }
+            }
         }
         Target::Source { .. } | Target::RouteOnly { .. } => {}
     }

@@ -273,22 +273,16 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     r.map(canary, cp, CANARY_KEYS)?;
     refuse_and_ignore(r, canary, cp, REFUSED_CANARY, IGNORED_CANARY);
     let routing = canary.get("trafficRouting");
-    let (services, replica_canary) = match routing {
-        Some(_) => (read_services(r, canary, lookup), None),
-        None => match read_replica_canary(r, spec, canary, name.as_str(), lookup) {
-            Some((services, replica)) => (Some(services), Some(replica)),
-            None => (None, None),
-        },
-    };
+    let (services, replica_canary) = services_of(r, spec, canary, name.as_str(), lookup);
     let mut steps = canary_steps(r, canary, routing.is_some());
     let scale = routed_scale(r, spec, canary, steps.as_ref(), routing.is_some());
-    let (stable, canary_service, port) = services?;
-    let apex = Apex {
-        namespace: namespace.as_str(),
-        service: stable.as_str(),
+    let (stable, canary_service, port, services_named) = services?;
+    let apex = apex_of(
+        namespace.as_str(),
+        [&stable, &canary_service],
         port,
-        pair: Some(canary_service.as_str()),
-    };
+        services_named,
+    );
     let route = route_of(r, routing, name.as_str(), &apex, lookup, &mut steps);
     let argo = analysis_gates(r, root, canary, namespace.as_str(), snapshot, &mut steps);
     if r.errors.len() > before {
@@ -314,6 +308,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             replica_canary,
             scale,
             managed_routes,
+            services_named,
         },
     );
     canary.file = r.file.clone();
@@ -373,6 +368,9 @@ fn blue_green_canary(
             replica_canary: None,
             scale: None,
             managed_routes: Vec::new(),
+            // The activeService is required; the previewService is named or the active
+            // one stands in for it (and is copied once).
+            services_named: [true, true],
             steps: Vec::new(),
             approvals: read.approvals,
             suspend,
@@ -452,6 +450,8 @@ struct Parts {
     scale: Option<RoutedScale>,
     /// The `setHeaderRoute` steps and the managed routes active after each.
     managed_routes: Vec<ManagedStep>,
+    /// Whether `stable` and `canary_service` are Services the Rollout names.
+    services_named: [bool; 2],
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -485,6 +485,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             replica_canary: p.replica_canary,
             scale: p.scale,
             managed_routes: p.managed_routes,
+            services_named: p.services_named,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -580,9 +581,13 @@ fn read_workload_ref(r: &mut Reader, w: &Node, lookup: Lookup) {
     }
 }
 
+/// The stable and canary Service names, the stable one's first port, and whether the Rollout
+/// names each (a name not given stands in as its workload's).
+type Services = (Name, Name, u16, [bool; 2]);
+
 /// `canaryService` and `stableService` (both required with traffic routing), each a Service
 /// of the repo, and the stable one's first port.
-fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name, Name, u16)> {
+fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<Services> {
     let cp = "spec.strategy.canary";
     let mut found = Vec::new();
     for key in ["stableService", "canaryService"] {
@@ -596,7 +601,113 @@ fn read_services(r: &mut Reader, canary: &Node, lookup: Lookup) -> Option<(Name,
     }
     let [(stable, port), (canary_service, _)] = <[(Name, u16); 2]>::try_from(found).ok()?;
     distinct(r, canary, &stable, &canary_service)?;
-    Some((stable, canary_service, port))
+    Some((stable, canary_service, port, [true, true]))
+}
+
+/// The Rollout's Services as its `trafficRouting` asks for them, and without it the replica
+/// split.
+fn services_of(
+    r: &mut Reader,
+    spec: &Node,
+    canary: &Node,
+    rollout: &str,
+    lookup: Lookup,
+) -> (Option<Services>, Option<ReplicaCanary>) {
+    match canary.get("trafficRouting") {
+        Some(routing) if subset_routing(routing, canary) => {
+            (read_subset_services(r, spec, canary, rollout, lookup), None)
+        }
+        Some(_) => (read_services(r, canary, lookup), None),
+        None => match read_replica_canary(r, spec, canary, rollout, lookup) {
+            Some((services, replica)) => (Some(services), Some(replica)),
+            None => (None, None),
+        },
+    }
+}
+
+/// The Services the routers send to. A Service the Rollout does not name is no route's
+/// destination: its stand-in name is left out (`""`), so that it matches none.
+fn apex_of<'a>(
+    namespace: &'a str,
+    services: [&'a Name; 2],
+    port: u16,
+    named: [bool; 2],
+) -> Apex<'a> {
+    let pick = |i: usize| if named[i] { services[i].as_str() } else { "" };
+    Apex {
+        namespace,
+        service: pick(0),
+        port,
+        pair: Some(pick(1)),
+    }
+}
+
+/// Whether `routing` is Istio subset-level routing (`istio.destinationRule`, no `pingPong`),
+/// where Argo leaves `stableService` and `canaryService` optional (its validation's
+/// `requireCanaryStableServices`): the VirtualService sends to the subsets of one host and
+/// the DestinationRule's subsets select the workloads.
+fn subset_routing(routing: &Node, canary: &Node) -> bool {
+    canary.get("pingPong").is_none()
+        && routing
+            .get("istio")
+            .is_some_and(|istio| istio.get("destinationRule").is_some())
+}
+
+/// The optional `stableService` and `canaryService` of Istio subset-level routing: each
+/// named one a Service of the repo (Argo still points it at its workload's pods), each one not
+/// named standing in as its workload's name.
+fn read_subset_services(
+    r: &mut Reader,
+    spec: &Node,
+    canary: &Node,
+    rollout: &str,
+    lookup: Lookup,
+) -> Option<Services> {
+    let cp = "spec.strategy.canary";
+    let mut named = [None, None];
+    let mut failed = false;
+    for (slot, key) in named.iter_mut().zip(["stableService", "canaryService"]) {
+        if let Some(n) = canary.get(key) {
+            *slot = named_service(r, n, &join(cp, key), lookup);
+            failed |= slot.is_none();
+        }
+    }
+    if let [Some((s, _)), Some((c, _))] = &named {
+        distinct(r, canary, s, c)?;
+    }
+    if failed {
+        return None;
+    }
+    let port = named.iter().flatten().next().map_or(80, |s| s.1);
+    let [stable, canary_service] = named;
+    Some((
+        or_workload(r, spec, rollout, stable.as_ref(), "stable")?,
+        or_workload(r, spec, rollout, canary_service.as_ref(), "canary")?,
+        port,
+        [stable.is_some(), canary_service.is_some()],
+    ))
+}
+
+/// The Service `named`, or the workload of `role` (`<rollout>-<role>`) standing in for it.
+fn or_workload(
+    r: &mut Reader,
+    spec: &Node,
+    rollout: &str,
+    named: Option<&(Name, u16)>,
+    role: &str,
+) -> Option<Name> {
+    match named {
+        Some((name, _)) => Some(name.clone()),
+        None => Name::parse(&format!("{rollout}-{role}"))
+            .map_err(|e| {
+                r.error(
+                    spec.line,
+                    "metadata.name",
+                    format!("the {role} workload's name: {e}"),
+                )
+            })
+            .ok(),
+    }
 }
 
 /// Refuses a `canaryService` that is the `stableService`, as Argo does.
@@ -616,7 +727,7 @@ fn distinct(r: &mut Reader, canary: &Node, stable: &Name, canary_service: &Name)
 /// A canary without `trafficRouting` (Argo's replica-based canary): its optional
 /// `stableService` and `canaryService`, `spec.replicas` (default 1) and `maxSurge` /
 /// `maxUnavailable` (default 25 % each; Argo refuses both resolving to zero). Returns the
-/// `(stable, canary, port)` names `Target::Rollout` holds (a Service not named stands in as
+/// `(stable, canary, port, named)` `Target::Rollout` holds (a Service not named stands in as
 /// its workload's name) and the replica split.
 fn read_replica_canary(
     r: &mut Reader,
@@ -624,7 +735,7 @@ fn read_replica_canary(
     canary: &Node,
     rollout: &str,
     lookup: Lookup,
-) -> Option<((Name, Name, u16), ReplicaCanary)> {
+) -> Option<(Services, ReplicaCanary)> {
     let cp = "spec.strategy.canary";
     let mut named = [None, None];
     let mut failed = false;
@@ -660,22 +771,11 @@ fn read_replica_canary(
         .as_ref()
         .or(canary_service.as_ref())
         .map_or(80, |s| s.1);
-    let mut or_workload = |named: &Option<(Name, u16)>, role: &str| match named {
-        Some((name, _)) => Some(name.clone()),
-        None => Name::parse(&format!("{rollout}-{role}"))
-            .map_err(|e| {
-                r.error(
-                    spec.line,
-                    "metadata.name",
-                    format!("the {role} workload's name: {e}"),
-                )
-            })
-            .ok(),
-    };
     let names = (
-        or_workload(&stable, "stable")?,
-        or_workload(&canary_service, "canary")?,
+        or_workload(r, spec, rollout, stable.as_ref(), "stable")?,
+        or_workload(r, spec, rollout, canary_service.as_ref(), "canary")?,
         port,
+        [stable.is_some(), canary_service.is_some()],
     );
     Some((
         names,

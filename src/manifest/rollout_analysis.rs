@@ -85,7 +85,7 @@ pub fn read_gates(
         let Some(templates) = read_templates(r, &f.node, &f.at) else {
             continue;
         };
-        let Some(args) = read_args(r, root, &f.node, &f.at) else {
+        let Some(args) = read_args(r, root, namespace, &f.node, &f.at) else {
             continue;
         };
         let refs: Vec<TemplateRef> = templates
@@ -199,7 +199,13 @@ fn read_templates(r: &mut Reader, node: &Node, at: &str) -> Option<Vec<(String, 
 }
 
 /// `args`, each resolved to its text.
-fn read_args(r: &mut Reader, root: &Node, node: &Node, at: &str) -> Option<Vec<(String, String)>> {
+fn read_args(
+    r: &mut Reader,
+    root: &Node,
+    namespace: &str,
+    node: &Node,
+    at: &str,
+) -> Option<Vec<(String, String)>> {
     let Some(args) = node.get("args") else {
         return Some(Vec::new());
     };
@@ -213,7 +219,9 @@ fn read_args(r: &mut Reader, root: &Node, node: &Node, at: &str) -> Option<Vec<(
         let name = r.string(name_node, &join(&ip, "name"))?;
         let value = match (item.get("value"), item.get("valueFrom")) {
             (Some(v), None) => r.string(v, &join(&ip, "value"))?,
-            (None, Some(from)) => read_value_from(r, root, from, &join(&ip, "valueFrom"))?,
+            (None, Some(from)) => {
+                read_value_from(r, root, namespace, from, &join(&ip, "valueFrom"))?
+            }
             _ => {
                 r.error(
                     item.line,
@@ -228,8 +236,17 @@ fn read_args(r: &mut Reader, root: &Node, node: &Node, at: &str) -> Option<Vec<(
     Some(out)
 }
 
-/// `valueFrom`: `podTemplateHashValue` or `fieldRef.fieldPath`.
-fn read_value_from(r: &mut Reader, root: &Node, from: &Node, at: &str) -> Option<String> {
+/// `valueFrom`: `podTemplateHashValue` or `fieldRef.fieldPath`. `metadata.namespace` is the
+/// namespace sluice runs the Rollout in (`namespace`): its `metadata.namespace`, or `default`
+/// when the file leaves it to the folder it is applied to, as every object sluice writes for
+/// it is (a Rollout in the cluster always has one, so Argo always finds it).
+fn read_value_from(
+    r: &mut Reader,
+    root: &Node,
+    namespace: &str,
+    from: &Node,
+    at: &str,
+) -> Option<String> {
     let from = r.map(from, at, &["podTemplateHashValue", "fieldRef"])?;
     match (from.get("podTemplateHashValue"), from.get("fieldRef")) {
         (Some(h), None) => {
@@ -248,7 +265,11 @@ fn read_value_from(r: &mut Reader, root: &Node, from: &Node, at: &str) -> Option
             let f = r.map(f, &fp, &["fieldPath"])?;
             let path_node = r.required(f, &fp, "fieldPath")?;
             let path = r.string(path_node, &join(&fp, "fieldPath"))?;
-            match field_ref_arg(root, &path) {
+            let value = match path.as_str() {
+                "metadata.namespace" => Ok(namespace.to_string()),
+                _ => field_ref_arg(root, &path),
+            };
+            match value {
                 Ok(v) => Some(v),
                 Err(e) => {
                     r.error(path_node.line, &join(&fp, "fieldPath"), e);

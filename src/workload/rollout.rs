@@ -8,7 +8,9 @@
 //! Rollout's pod template (or the Deployment its `workloadRef` names), each with the label
 //! [`ROLE_LABEL`] on its selector and pod template (`stable` or `canary`), and copies the two
 //! Services the Rollout names with that label added to their selectors. Everything else in
-//! the Services is the user's.
+//! the Services is the user's. With Istio subset-level routing a Rollout may name neither
+//! Service: the DestinationRule's subsets select the workloads by that label
+//! (`route::istio::argo`), and only the Services it names are copied.
 //!
 //! Replicas follow Argo's canary with traffic routing: the stable workload keeps
 //! `spec.replicas`; the canary runs `ceil(replicas * weight / 100)` of them while a rollout is
@@ -196,7 +198,7 @@ pub fn render(
         name,
         stable_service,
         canary_service,
-        replica_canary,
+        services_named,
         ..
     } = &canary.target
     else {
@@ -260,18 +262,11 @@ pub fn render(
         ],
         None => [(stable_service, "stable"), (canary_service, "canary")],
     };
-    // A replica-based canary copies only the Services it names.
-    let named = |service: &crate::manifest::model::Name, role: &str| match replica_canary {
-        None => true,
-        Some(replica) => match role {
-            "stable" => replica.stable_service.as_ref() == Some(service),
-            _ => replica.canary_service.as_ref() == Some(service),
-        },
-    };
     let mut services = Vec::new();
     for (i, (service, role)) in roles.into_iter().enumerate() {
-        // A blue/green without previewService names its activeService twice.
-        if (i == 1 && blue_green.is_some() && service == stable_service) || !named(service, role) {
+        // A blue/green without previewService names its activeService twice; a replica-based
+        // canary or subset-level routing copies only the Services the Rollout names.
+        if (i == 1 && blue_green.is_some() && service == stable_service) || !services_named[i] {
             continue;
         }
         let mut doc = one(canary, index, "Service", ns, service.as_str())?.doc;

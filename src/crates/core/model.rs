@@ -401,6 +401,12 @@ pub enum Target {
         /// The `setHeaderRoute` steps, in Argo's order, and the managed routes active after
         /// each (empty for a Rollout without them).
         managed_routes: Vec<ManagedStep>,
+        /// Whether the Rollout names its `stableService` and its `canaryService`. Both are
+        /// named, except with Istio subset-level routing (`trafficRouting.istio.destinationRule`),
+        /// where Argo lets a Rollout leave either out: the DestinationRule's subsets pick the
+        /// workloads, a name not given stands in as its workload's (`<rollout>-stable`,
+        /// `<rollout>-canary`) and no Service is copied for it.
+        services_named: [bool; 2],
     },
 }
 

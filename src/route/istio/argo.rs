@@ -503,16 +503,28 @@ fn route_slots(
         let host = text("host").unwrap_or("");
         let host = host.split_once('.').map_or(host, |(h, _)| h);
         let subset = text("subset").unwrap_or("");
-        let role = if host == names.canary_service
-            || (!subset.is_empty() && subset == names.canary_subset)
-        {
+        // A Service the Rollout does not name (subset-level routing) is "" and matches no host.
+        let is = |service: &str, named_subset: &str| {
+            (!service.is_empty() && host == service)
+                || (!subset.is_empty() && subset == named_subset)
+        };
+        let role = if is(names.canary_service, names.canary_subset) {
             Role::Canary
-        } else if host == names.stable_service
-            || (!subset.is_empty() && subset == names.stable_subset)
-        {
+        } else if is(names.stable_service, names.stable_subset) {
             Role::Stable
         } else {
-            r.error(d.line, &join(&dp, "destination"), format!("a destination that is neither the stableService {:?} nor the canaryService {:?} (nor their subsets): Argo Rollouts deletes it from the route at the first step, and sluice does not delete what you wrote; move it to a route of its own", names.stable_service, names.canary_service));
+            let what = if names.canary_subset.is_empty() {
+                format!(
+                    "the stableService {:?} nor the canaryService {:?}",
+                    names.stable_service, names.canary_service
+                )
+            } else {
+                format!(
+                    "the stable subset {:?} nor the canary subset {:?} (nor a Service the Rollout names)",
+                    names.stable_subset, names.canary_subset
+                )
+            };
+            r.error(d.line, &join(&dp, "destination"), format!("a destination that is neither {what}: Argo Rollouts deletes it from the route at the first step, and sluice does not delete what you wrote; move it to a route of its own"));
             return None;
         };
         slots.push(Slot {
