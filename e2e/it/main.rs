@@ -76,6 +76,7 @@ mod loop_rollout_ingress;
 mod loop_rollout_istio;
 mod loop_rollout_replicas;
 mod loop_rollout_scale;
+mod loop_rollout_web;
 mod loop_traefik;
 mod managed;
 mod metrics;

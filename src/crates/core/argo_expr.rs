@@ -397,7 +397,10 @@ impl Parser {
             } else if self.eat_op(".") {
                 // `result.major` is `result['major']`, as in expr-lang.
                 let Some(Tok::Ident(field)) = self.peek().cloned() else {
-                    return self.fail(format!("expected a field name after '.', found {}", self.found()));
+                    return self.fail(format!(
+                        "expected a field name after '.', found {}",
+                        self.found()
+                    ));
                 };
                 self.pos += 1;
                 e = Expr::Index(Box::new(e), Box::new(Expr::Lit(Value::Str(field))));
@@ -585,23 +588,23 @@ fn eval(e: &Expr, result: &Value, element: Option<&Value>) -> Result<Value, Eval
 /// `list[index]`: a negative index counts from the end, as in expr-lang.
 fn index_list(list: Value, index: f64) -> Result<Value, EvalError> {
     Ok(match list {
-                Value::List(items) => {
-                    let len = items.len() as f64;
-                    let i = if index < 0.0 { index + len } else { index };
-                    if i.fract() != 0.0 || i < 0.0 || i >= len {
-                        return Err(EvalError(format!(
-                            "index out of range: {index} (array of length {})",
-                            items.len()
-                        )));
-                    }
-                    items.into_iter().nth(i as usize).unwrap_or(Value::Nil)
-                }
-                other => {
-                    return Err(EvalError(format!(
-                        "cannot index {} {other}",
-                        other.type_name()
-                    )))
-                }
+        Value::List(items) => {
+            let len = items.len() as f64;
+            let i = if index < 0.0 { index + len } else { index };
+            if i.fract() != 0.0 || i < 0.0 || i >= len {
+                return Err(EvalError(format!(
+                    "index out of range: {index} (array of length {})",
+                    items.len()
+                )));
+            }
+            items.into_iter().nth(i as usize).unwrap_or(Value::Nil)
+        }
+        other => {
+            return Err(EvalError(format!(
+                "cannot index {} {other}",
+                other.type_name()
+            )))
+        }
     })
 }
 
@@ -871,12 +874,18 @@ mod tests {
         assert_eq!(check("result.Status == 999", &dns), Ok(false));
         assert_eq!(check("result.Status == 0", &dns), Ok(true));
         assert_eq!(check("result.Answer[0].data == '1.2.3.4'", &dns), Ok(true));
-        assert_eq!(check("result.Status < 1 && result.Status >= -1", &dns), Ok(true));
+        assert_eq!(
+            check("result.Status < 1 && result.Status >= -1", &dns),
+            Ok(true)
+        );
         let status = json_object(&[("status", Value::Str("200".into()))]);
         assert_eq!(check("result.status == \"200\"", &status), Ok(true));
         assert_eq!(check("result.status != \"200\"", &status), Ok(false));
         assert_eq!(check("result >= 'b'", &Value::Str("c".into())), Ok(true));
-        assert_eq!(check("result == 'It worked!'", &Value::Str("It worked!".into())), Ok(true));
+        assert_eq!(
+            check("result == 'It worked!'", &Value::Str("It worked!".into())),
+            Ok(true)
+        );
         assert!(check("result.major == '1'", &Value::Nil)
             .unwrap_err()
             .0
