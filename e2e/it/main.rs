@@ -79,6 +79,7 @@ mod loop_rollout_job;
 mod loop_rollout_mirror;
 mod loop_rollout_replicas;
 mod loop_rollout_scale;
+mod loop_rollout_web;
 mod loop_traefik;
 mod managed;
 mod metrics;

@@ -311,7 +311,7 @@ spec:
         lines(&err),
         [
             "./apps/analysis.yaml:11: spec.metrics[0].successCondition: column 11: unexpected \"matches\": \"result[0] matches '^1'\": sluice evaluates the subset of Argo's expression language AnalysisTemplates use (see docs/rollouts.md)",
-            "./apps/analysis.yaml:17: spec.metrics[1].provider.wavefront: provider \"wavefront\" is not supported: sluice has no Wavefront client; sluice measures prometheus, graphite and datadog",
+            "./apps/analysis.yaml:17: spec.metrics[1].provider.wavefront: provider \"wavefront\" is not supported: sluice has no Wavefront client; sluice measures prometheus, graphite, datadog, job and web",
             "2 problems found; 1 canary valid",
         ]
     );

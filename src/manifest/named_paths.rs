@@ -36,6 +36,8 @@ pub enum Rule {
     /// A field path of the object that passes it (an Argo Rollout's analysis args), read from
     /// that object's own document in git.
     OwnField,
+    /// A path into the JSON a metric's URL answered, selecting its result; never a file.
+    Answer,
 }
 
 impl Rule {
@@ -50,6 +52,7 @@ impl Rule {
             Rule::Matched => "compared with the named object's own values to pick its route; sluice never opens or resolves it".into(),
             Rule::Operator(what) => format!("resolved by the operator's setup: {what}"),
             Rule::Refused => "refused at its line (it named a host path); name a Secret instead".into(),
+            Rule::Answer => "a path into the JSON the metric's URL answered (one value: no wildcards, filters or `..`); never opened as a file or address".into(),
             Rule::OwnField => "a field path of the Rollout that passes the argument, read from its document in git (`status` refused); refused inside a template".into(),
         }
     }
@@ -131,6 +134,16 @@ pub const FIELDS: &[NamedField] = &[
         "AnalysisTemplate",
         "spec.metrics[].provider.{prometheus,graphite}.address",
         Rule::Url("http(s); prometheus: sent the operator's `SLUICE_PROMETHEUS_*` credentials only at an origin `SLUICE_PROMETHEUS_ORIGINS` lists; graphite: no credential"),
+    ),
+    row(
+        "AnalysisTemplate",
+        "spec.metrics[].provider.web.url",
+        Rule::Url("http(s), checked again once Secret-valued arguments are filled in; sent the metric's method, headers and body, which carry a Secret's value only through an argument with `valueFrom.secretKeyRef` (a Secret the operator mapped into the Rollout's namespace), never the operator's credentials"),
+    ),
+    row(
+        "AnalysisTemplate",
+        "spec.metrics[].provider.web.jsonPath",
+        Rule::Answer,
     ),
     row("AnalysisTemplate", "spec.args[].valueFrom.secretKeyRef", Rule::Secret),
     row("AnalysisTemplate", "spec.args[].valueFrom.fieldRef", Rule::OwnField),

@@ -53,6 +53,12 @@ pub async fn observe(
     match answer(run, metric, input).await {
         Answer::Error(e) => MetricValue::Error(e),
         Answer::Value(Value::Number(n)) => MetricValue::Value(n),
+        // Argo's web result is whatever JSON its path selects: kept as it is.
+        Answer::Value(v @ (Value::Str(_) | Value::Bool(_) | Value::Map(_) | Value::List(_)))
+            if matches!(metric.source, MetricSource::Web(_)) =>
+        {
+            MetricValue::Structured(v)
+        }
         Answer::Value(Value::Nil) => MetricValue::NoData,
         Answer::Value(Value::List(items)) => match items.as_slice() {
             [] => MetricValue::NoData,
@@ -73,7 +79,10 @@ pub async fn observe(
 async fn answer(run: &AnalysisRun, metric: &AnalysisMetric, input: &MeasureInput<'_>) -> Answer {
     match secret_values(run, input) {
         Ok(secrets) => query(metric, &secrets, input).await,
-        Err(e) => Answer::Error(e),
+        Err(e) => Answer::Error(format!(
+            "metric {} ({}:{}): {e}",
+            metric.name, metric.file, metric.line
+        )),
     }
 }
 
@@ -140,6 +149,7 @@ async fn query(
                 MetricValue::Value(v) => Answer::Value(Value::List(vec![Value::Number(v)])),
                 MetricValue::NoData => Answer::Value(Value::List(Vec::new())),
                 MetricValue::Error(e) => at(e),
+                MetricValue::Structured(v) => Answer::Value(v),
             }
         }
         MetricSource::Graphite { address, query } => {
@@ -172,6 +182,7 @@ async fn query(
                 MetricValue::Value(v) => Answer::Value(Value::Number(v)),
                 MetricValue::NoData => Answer::Value(Value::Nil),
                 MetricValue::Error(e) => at(e),
+                MetricValue::Structured(v) => Answer::Value(v),
             }
         }
         MetricSource::Job { .. } => at(
@@ -186,6 +197,13 @@ async fn query(
             Ok(answer) => answer,
             Err(e) => at(e),
         },
+        MetricSource::Web(request) => {
+            let client = input.access.http().get(request.insecure);
+            match crate::metrics::web::fetch(client, request, &fill).await {
+                Ok(v) => Answer::Value(v),
+                Err(e) => at(e),
+            }
+        }
     }
 }
 

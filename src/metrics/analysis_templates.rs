@@ -34,7 +34,6 @@ const REFUSED_PROVIDERS: &[(&str, &str)] = &[
     ("newrelic", "Argo's newrelic provider reads its account and key from the Secret \"newrelic\" of the controller's namespace and its result is a map of the NRQL row; sluice's New Relic client reads one value through a Flagger MetricTemplate's secretRef"),
     ("cloudwatch", "Argo's cloudwatch result is the MetricDataResults list (result[0].Values[...]), which sluice's CloudWatch client does not return"),
     ("influxdb", "Argo's influxdb provider reads its address and token from the Secret \"influxdb\" of the controller's namespace; sluice reads provider credentials only from a Flagger MetricTemplate's secretRef"),
-    ("web", "sluice has no web metric provider: use provider.prometheus, or a Flagger MetricTemplate"),
     ("kayenta", "Kayenta runs its own canary judge service; sluice's statistical judge is spec.analysis.judge"),
     ("wavefront", "sluice has no Wavefront client"),
     ("skywalking", "sluice has no SkyWalking client"),
@@ -104,6 +103,8 @@ pub enum MetricSource {
     /// commits the Job and reads its conditions back (`render/analysis_job.rs`,
     /// `gates/analysis_job.rs`).
     Job { template: serde_json::Value },
+    /// `provider.web`: one HTTP request, the result what its `jsonPath` selects.
+    Web(crate::metrics::web::WebRequest),
 }
 
 /// Argo's Secret of Datadog keys when `secretRef` names none.
@@ -553,8 +554,23 @@ fn read_metric(r: &mut Reader, m: &Node, path: &str, resolved: bool) -> Option<A
         |r: &mut Reader, key: &str| field(key).and_then(|n| r.duration(n, &join(path, key)));
     let interval = duration(r, "interval");
     let initial_delay = duration(r, "initialDelay");
+    // Argo's counts and limits are IntOrString: "3" (what `{{args.runs}}` gives) is 3.
     let int = |r: &mut Reader, key: &str, min: i64| {
-        field(key).and_then(|n| r.int(n, &join(path, key), min, i64::from(u32::MAX)))
+        field(key).and_then(|n| {
+            let unquoted = match &n.value {
+                Value::Scalar { text, quoted: true } if text.trim().parse::<i64>().is_ok() => {
+                    Node {
+                        value: Value::Scalar {
+                            text: text.trim().to_string(),
+                            quoted: false,
+                        },
+                        ..n.clone()
+                    }
+                }
+                _ => n.clone(),
+            };
+            r.int(&unquoted, &join(path, key), min, i64::from(u32::MAX))
+        })
     };
     let count = int(r, "count", 0).map(|n| n as u32);
     let failure_limit = int(r, "failureLimit", -1).unwrap_or(0);
@@ -638,6 +654,7 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
         }
         "datadog" => read_datadog(r, node, &pp),
         "job" => read_job(r, node, &pp),
+        "web" => read_web(r, node, &pp, resolved),
         other => {
             let why = REFUSED_PROVIDERS
                 .iter()
@@ -646,7 +663,7 @@ fn read_provider(r: &mut Reader, p: &Node, path: &str, resolved: bool) -> Option
             r.error(
                 key.line,
                 &pp,
-                format!("provider {other:?} is not supported: {why}; sluice measures prometheus, graphite, datadog and job"),
+                format!("provider {other:?} is not supported: {why}; sluice measures prometheus, graphite, datadog, job and web"),
             );
             None
         }
@@ -766,6 +783,147 @@ fn read_datadog(r: &mut Reader, node: &Node, pp: &str) -> Option<MetricSource> {
         secret: secret?,
         timeout: timeout?,
     })
+}
+
+/// `provider.web` (at `pp`): `url`, `method`, `headers`, `body` or `jsonBody`,
+/// `timeoutSeconds`, `insecure`, `jsonPath`; `authentication` (OAuth2) is refused.
+fn read_web(r: &mut Reader, node: &Node, pp: &str, resolved: bool) -> Option<MetricSource> {
+    use crate::metrics::web::{JsonPath, Method, WebRequest, DEFAULT_TIMEOUT};
+    let keys = &[
+        "url",
+        "method",
+        "headers",
+        "body",
+        "jsonBody",
+        "timeoutSeconds",
+        "insecure",
+        "jsonPath",
+        "authentication",
+    ];
+    let n = r.map(node, pp, keys)?;
+    let before = r.errors.len();
+    let field = |key: &str| n.get(key).filter(|v| resolved || !templated(v));
+    if let Some(line) = n.key_line("authentication") {
+        r.error(line, &join(pp, "authentication"), "sluice does not make OAuth2 requests for a web metric; pass a token through an argument with valueFrom.secretKeyRef and send it in a header");
+    }
+    let url = r.required(n, pp, "url").and_then(|u| {
+        let text = r.string(u, &join(pp, "url"))?;
+        let checked = !text.contains("{{");
+        if checked && !(text.starts_with("http://") || text.starts_with("https://")) {
+            r.error(
+                u.line,
+                &join(pp, "url"),
+                format!("expected an http:// or https:// URL, found {text:?}"),
+            );
+            return None;
+        }
+        Some(text)
+    });
+    let method = match field("method") {
+        None => Some(Method::Get),
+        Some(m) => r.one_of(
+            m,
+            &join(pp, "method"),
+            &[
+                ("GET", Method::Get),
+                ("POST", Method::Post),
+                ("PUT", Method::Put),
+            ],
+        ),
+    };
+    let headers = n
+        .get("headers")
+        .map(|h| read_web_headers(r, h, &join(pp, "headers")))
+        .unwrap_or_default();
+    let body = read_web_body(r, n, pp, method);
+    let timeout = field("timeoutSeconds")
+        .and_then(|t| r.int(t, &join(pp, "timeoutSeconds"), 0, 3600))
+        .map_or(DEFAULT_TIMEOUT, |s| match s {
+            0 => DEFAULT_TIMEOUT,
+            s => Duration::from_secs(s as u64),
+        });
+    let insecure = field("insecure")
+        .and_then(|t| r.bool(t, &join(pp, "insecure")))
+        .unwrap_or(false);
+    let json_path = match field("jsonPath") {
+        None => Some(JsonPath::default()),
+        Some(p) => {
+            let text = r.string(p, &join(pp, "jsonPath"))?;
+            match JsonPath::parse(&text) {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    r.error(p.line, &join(pp, "jsonPath"), e);
+                    None
+                }
+            }
+        }
+    };
+    if r.errors.len() != before {
+        return None;
+    }
+    Some(MetricSource::Web(WebRequest {
+        url: url?,
+        method: method?,
+        headers,
+        body,
+        timeout,
+        insecure,
+        json_path: json_path?,
+    }))
+}
+
+/// A web metric's `body` or `jsonBody` (as JSON text), which Argo sends only with POST or PUT.
+fn read_web_body(
+    r: &mut Reader,
+    n: &Node,
+    pp: &str,
+    method: Option<crate::metrics::web::Method>,
+) -> Option<crate::metrics::web::Body> {
+    use crate::metrics::web::{Body, Method};
+    let body = match (n.get("body"), n.get("jsonBody")) {
+        (Some(b), Some(_)) => {
+            r.error(
+                b.line,
+                &join(pp, "body"),
+                "use either body or jsonBody, as Argo refuses both",
+            );
+            None
+        }
+        (Some(b), None) => r.string(b, &join(pp, "body")).map(Body::Text),
+        (None, Some(j)) => Some(Body::Json(j.to_json().to_string())),
+        (None, None) => None,
+    };
+    if let (Some(Method::Get), Some(_)) = (method, &body) {
+        let key = if n.get("body").is_some() {
+            "body"
+        } else {
+            "jsonBody"
+        };
+        r.error(
+            n.key_line(key).unwrap_or(n.line),
+            &join(pp, key),
+            "a body is sent only with method POST or PUT, as Argo requires",
+        );
+    }
+    body
+}
+
+/// A web metric's `headers[]`: `key` and `value`, as Argo's; a Secret reaches a header only
+/// through an argument (`value: "Bearer {{args.token}}"`), so `valueFrom` is refused here.
+fn read_web_headers(r: &mut Reader, node: &Node, path: &str) -> Vec<(String, String)> {
+    if let Value::Seq(items) = &node.value {
+        let mut refused = false;
+        for (i, h) in items.iter().enumerate() {
+            if let Some(line) = h.key_line("valueFrom") {
+                r.error(line, &join(&index(path, i), "valueFrom"), "Argo's web headers take a value only: declare an argument with valueFrom.secretKeyRef in spec.args and write value: \"{{args.<name>}}\"");
+                refused = true;
+            }
+        }
+        if refused {
+            return Vec::new();
+        }
+    }
+    read_headers(r, node, path)
 }
 
 /// A provider's `address`: an http(s) URL (checked once its arguments are substituted).
@@ -969,6 +1127,54 @@ mod tests {
         let phase = |n: f64| measure(&r, &Answer::Value(Value::Number(n))).phase;
         assert_eq!(phase(1.0), Phase::Successful);
         assert_eq!(phase(0.0), Phase::Failed);
+    }
+
+    /// Argo's `count` and limits are IntOrString: an argument's text such as "3" counts.
+    #[test]
+    fn a_count_from_an_argument_is_a_number() {
+        let text = "apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: w, namespace: prod}
+spec:
+  args: [{name: runs}, {name: limit}]
+  metrics:
+  - name: m
+    count: \"{{args.runs}}\"
+    failureLimit: \"{{args.limit}}\"
+    interval: 5s
+    provider:
+      web: {url: http://status.example/}
+";
+        let mut index = AnalysisIndex::default();
+        assert_eq!(index.add_text("w.yaml", text), vec![]);
+        let reference = TemplateRef {
+            name: "w".into(),
+            cluster: false,
+        };
+        let run = index
+            .run(
+                "prod",
+                std::slice::from_ref(&reference),
+                &[("runs".into(), "3".into()), ("limit".into(), "1".into())],
+            )
+            .unwrap();
+        assert_eq!(
+            (
+                run.metrics[0].rules.count,
+                run.metrics[0].rules.failure_limit
+            ),
+            (Some(3), 1)
+        );
+        assert!(index
+            .run(
+                "prod",
+                &[reference],
+                &[
+                    ("runs".into(), "three".into()),
+                    ("limit".into(), "1".into())
+                ]
+            )
+            .is_err());
     }
 
     const TEMPLATE: &str = "\

@@ -50,6 +50,7 @@ pub mod query_render;
 pub mod registry;
 pub mod splunk;
 pub mod vendor_http;
+pub mod web;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

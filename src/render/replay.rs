@@ -203,6 +203,10 @@ pub struct Metric {
     pub value: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A result that is not one number (Argo's web provider), as its display reads back
+    /// (`{"major": "1"}`, `"ok"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 /// One webhook answer.
@@ -222,6 +226,8 @@ pub enum RecordError {
     Json(String),
     #[error("{REPLAY}: metric {name}: value {value:?} is not a number")]
     Number { name: String, value: String },
+    #[error("{REPLAY}: metric {name}: result {value:?} is not a recorded value")]
+    Result { name: String, value: String },
     #[error("{REPLAY}: webhook {name}: unknown kind {kind:?}")]
     Kind { name: String, kind: String },
     #[error("{REPLAY}: unknown operation {0:?}")]
@@ -259,15 +265,17 @@ impl Record {
             .metrics
             .iter()
             .map(|m| {
-                let (value, error) = match &m.value {
-                    MetricValue::Value(v) => (Some(v.to_string()), None),
-                    MetricValue::NoData => (None, None),
-                    MetricValue::Error(e) => (None, Some(e.clone())),
+                let (value, error, result) = match &m.value {
+                    MetricValue::Value(v) => (Some(v.to_string()), None, None),
+                    MetricValue::NoData => (None, None, None),
+                    MetricValue::Error(e) => (None, Some(e.clone()), None),
+                    MetricValue::Structured(v) => (None, None, Some(v.to_string())),
                 };
                 Metric {
                     name: m.name.clone(),
                     value,
                     error,
+                    result,
                 }
             })
             .collect();
@@ -387,6 +395,17 @@ impl By {
             .map(|m| {
                 let value = match (&m.value, &m.error) {
                     (_, Some(e)) => MetricValue::Error(e.clone()),
+                    (None, None) if m.result.is_some() => {
+                        let text = m.result.clone().unwrap_or_default();
+                        MetricValue::Structured(
+                            crate::core::argo_expr::Value::parse_recorded(&text).ok_or(
+                                RecordError::Result {
+                                    name: m.name.clone(),
+                                    value: text,
+                                },
+                            )?,
+                        )
+                    }
                     (Some(v), None) => {
                         MetricValue::Value(v.parse().map_err(|_| RecordError::Number {
                             name: m.name.clone(),
@@ -484,6 +503,20 @@ mod tests {
                 MetricObservation {
                     name: "down".into(),
                     value: MetricValue::Error("HTTP 500:\n\"oops\"".into()),
+                },
+                MetricObservation {
+                    name: "web".into(),
+                    value: MetricValue::Structured(crate::core::argo_expr::Value::Map(
+                        [
+                            (
+                                "major".to_string(),
+                                crate::core::argo_expr::Value::Str("1".into()),
+                            ),
+                            ("n".to_string(), crate::core::argo_expr::Value::Number(0.5)),
+                        ]
+                        .into_iter()
+                        .collect(),
+                    )),
                 },
             ],
             webhooks: vec![WebhookObservation {

@@ -2,6 +2,7 @@
 //! a real Prometheus (end to end), the vendor providers against fakes of their APIs. One binary, shared helpers in `support`.
 
 mod argo_analysis;
+mod argo_web;
 mod loop_e2e;
 mod observe;
 mod pooling;

@@ -260,6 +260,7 @@ pub fn answer(list: bool, observed: Option<&MetricValue>) -> Answer {
         (Some(MetricValue::Value(v)), false) => Answer::Value(Value::Number(*v)),
         (Some(MetricValue::NoData), true) => Answer::Value(Value::List(Vec::new())),
         (Some(MetricValue::NoData), false) => Answer::Value(Value::Nil),
+        (Some(MetricValue::Structured(v)), _) => Answer::Value(v.clone()),
     }
 }
 

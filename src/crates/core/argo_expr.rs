@@ -2,12 +2,14 @@
 //! subset AnalysisTemplates use: `result[0] >= 0.95`, `len(result) > 0`,
 //! `all(result, {# < 1})`, `isNaN(result[0])`, `default(result, 0) < 5`, `&&`/`||`/`and`/`or`/
 //! `not`/`!`, arithmetic, comparisons, string equality, number and string literals, `asInt`,
-//! `asFloat`, `isInf`, `isNil`, `any`, `none`, `abs`.
+//! `asFloat`, `isInf`, `isNil`, `any`, `none`, `abs`, and member access into a JSON object
+//! result (`result.major == '1'`, `result['status']`), as Argo's web provider gives one.
 //!
 //! [`parse`] refuses any other syntax with its 1-based column, so a template is refused when
 //! it is read, never mid-rollout. [`Condition::eval`] is total: a type mismatch or an index out
 //! of range is an [`EvalError`] (Argo's measurement phase `Error`), never a panic. Pure.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A value a condition works on: what a provider measured, or what an expression computed.
@@ -17,6 +19,8 @@ pub enum Value {
     Bool(bool),
     Str(String),
     List(Vec<Value>),
+    /// A JSON object (Argo's web provider: what its `jsonPath` selects), by key.
+    Map(BTreeMap<String, Value>),
     /// No value: a provider's answer without data (`isNil(result)`, `default(result, 0)`).
     Nil,
 }
@@ -28,6 +32,7 @@ impl Value {
             Value::Bool(_) => "bool",
             Value::Str(_) => "string",
             Value::List(_) => "array",
+            Value::Map(_) => "map",
             Value::Nil => "nil",
         }
     }
@@ -49,6 +54,16 @@ impl fmt::Display for Value {
                     write!(f, "{v}")?;
                 }
                 write!(f, "]")
+            }
+            Value::Map(entries) => {
+                write!(f, "{{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{k:?}: {v}")?;
+                }
+                write!(f, "}}")
             }
         }
     }
@@ -146,7 +161,7 @@ enum Tok {
 
 const OPS: &[&str] = &[
     "&&", "||", "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%", "!", "(", ")", "[", "]",
-    "{", "}", ",", "#",
+    "{", "}", ",", "#", ".", ":",
 ];
 
 fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
@@ -374,12 +389,25 @@ impl Parser {
 
     fn postfix(&mut self) -> Result<Expr, ParseError> {
         let mut e = self.primary()?;
-        while self.eat_op("[") {
-            let index = self.or()?;
-            self.expect_op("]")?;
-            e = Expr::Index(Box::new(e), Box::new(index));
+        loop {
+            if self.eat_op("[") {
+                let index = self.or()?;
+                self.expect_op("]")?;
+                e = Expr::Index(Box::new(e), Box::new(index));
+            } else if self.eat_op(".") {
+                // `result.major` is `result['major']`, as in expr-lang.
+                let Some(Tok::Ident(field)) = self.peek().cloned() else {
+                    return self.fail(format!(
+                        "expected a field name after '.', found {}",
+                        self.found()
+                    ));
+                };
+                self.pos += 1;
+                e = Expr::Index(Box::new(e), Box::new(Expr::Lit(Value::Str(field))));
+            } else {
+                return Ok(e);
+            }
         }
-        Ok(e)
     }
 
     fn primary(&mut self) -> Result<Expr, ParseError> {
@@ -531,30 +559,52 @@ fn eval(e: &Expr, result: &Value, element: Option<&Value>) -> Result<Value, Eval
         Expr::Bin(BinOp::Or, a, b) => Value::Bool(truth(&go(a)?, "||")? || truth(&go(b)?, "||")?),
         Expr::Bin(BinOp::And, a, b) => Value::Bool(truth(&go(a)?, "&&")? && truth(&go(b)?, "&&")?),
         Expr::Bin(op, a, b) => binary(*op, &go(a)?, &go(b)?)?,
-        Expr::Index(list, index) => {
-            let list = go(list)?;
-            let index = num(&go(index)?, "index")?;
-            match list {
-                Value::List(items) => {
-                    let len = items.len() as f64;
-                    let i = if index < 0.0 { index + len } else { index };
-                    if i.fract() != 0.0 || i < 0.0 || i >= len {
-                        return Err(EvalError(format!(
-                            "index out of range: {index} (array of length {})",
-                            items.len()
-                        )));
-                    }
-                    items.into_iter().nth(i as usize).unwrap_or(Value::Nil)
-                }
-                other => {
-                    return Err(EvalError(format!(
-                        "cannot index {} {other}",
-                        other.type_name()
-                    )))
-                }
+        Expr::Index(list, index) => match (go(list)?, go(index)?) {
+            // A missing key is nil, as expr-lang reads a map.
+            (Value::Map(mut entries), Value::Str(key)) => {
+                entries.remove(&key).unwrap_or(Value::Nil)
             }
-        }
+            (Value::Map(_), other) => {
+                return Err(EvalError(format!(
+                    "cannot index a map with {} {other}",
+                    other.type_name()
+                )))
+            }
+            (other, Value::Str(key)) => {
+                return Err(EvalError(format!(
+                    "cannot fetch {key:?} from {} {other}",
+                    other.type_name()
+                )))
+            }
+            (list, index) => {
+                let index = num(&index, "index")?;
+                index_list(list, index)?
+            }
+        },
         Expr::Call(func, args) => call(*func, args, result, element)?,
+    })
+}
+
+/// `list[index]`: a negative index counts from the end, as in expr-lang.
+fn index_list(list: Value, index: f64) -> Result<Value, EvalError> {
+    Ok(match list {
+        Value::List(items) => {
+            let len = items.len() as f64;
+            let i = if index < 0.0 { index + len } else { index };
+            if i.fract() != 0.0 || i < 0.0 || i >= len {
+                return Err(EvalError(format!(
+                    "index out of range: {index} (array of length {})",
+                    items.len()
+                )));
+            }
+            items.into_iter().nth(i as usize).unwrap_or(Value::Nil)
+        }
+        other => {
+            return Err(EvalError(format!(
+                "cannot index {} {other}",
+                other.type_name()
+            )))
+        }
     })
 }
 
@@ -609,6 +659,7 @@ fn call(
     Ok(match func {
         Func::Len => match arg(0)? {
             Value::List(items) => Value::Number(items.len() as f64),
+            Value::Map(entries) => Value::Number(entries.len() as f64),
             Value::Str(s) => Value::Number(s.chars().count() as f64),
             other => {
                 return Err(EvalError(format!(
@@ -713,6 +764,31 @@ fn recorded(toks: &[(Tok, usize)], pos: &mut usize) -> Option<Value> {
             }
             Value::List(items)
         }
+        Tok::Op("{") => {
+            let mut entries = BTreeMap::new();
+            if toks.get(*pos).map(|t| &t.0) == Some(&Tok::Op("}")) {
+                *pos += 1;
+                return Some(Value::Map(entries));
+            }
+            loop {
+                let (Tok::Str(key), _) = toks.get(*pos)? else {
+                    return None;
+                };
+                if toks.get(*pos + 1).map(|t| &t.0) != Some(&Tok::Op(":")) {
+                    return None;
+                }
+                *pos += 2;
+                entries.insert(key.clone(), recorded(toks, pos)?);
+                let (sep, _) = toks.get(*pos)?;
+                *pos += 1;
+                match sep {
+                    Tok::Op(",") => continue,
+                    Tok::Op("}") => break,
+                    _ => return None,
+                }
+            }
+            Value::Map(entries)
+        }
         Tok::Op(_) => return None,
     })
 }
@@ -765,6 +841,60 @@ mod tests {
         assert_eq!(check("1e3 == 1000", &r), Ok(true));
     }
 
+    fn json_object(entries: &[(&str, Value)]) -> Value {
+        Value::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    /// The conditions the corpus writes on Argo's web provider's results: a member of an
+    /// object, by `.` or `['...']`, compared with a string or number; a missing member is nil.
+    #[test]
+    fn members_of_a_json_result_compare_as_in_expr_lang() {
+        let version = json_object(&[
+            ("major", Value::Str("1".into())),
+            ("minor", Value::Str("31".into())),
+        ]);
+        assert_eq!(check("result.major == '1'", &version), Ok(true));
+        assert_eq!(check("result['minor'] == \"31\"", &version), Ok(true));
+        assert_eq!(check("result.major == 1", &version), Ok(false));
+        assert_eq!(check("result.absent == nil", &version), Ok(true));
+        assert_eq!(check("asInt(result.minor) >= 30", &version), Ok(true));
+        assert_eq!(check("len(result) == 2", &version), Ok(true));
+        let dns = json_object(&[
+            ("Status", Value::Number(0.0)),
+            (
+                "Answer",
+                Value::List(vec![json_object(&[("data", Value::Str("1.2.3.4".into()))])]),
+            ),
+        ]);
+        assert_eq!(check("result.Status == 999", &dns), Ok(false));
+        assert_eq!(check("result.Status == 0", &dns), Ok(true));
+        assert_eq!(check("result.Answer[0].data == '1.2.3.4'", &dns), Ok(true));
+        assert_eq!(
+            check("result.Status < 1 && result.Status >= -1", &dns),
+            Ok(true)
+        );
+        let status = json_object(&[("status", Value::Str("200".into()))]);
+        assert_eq!(check("result.status == \"200\"", &status), Ok(true));
+        assert_eq!(check("result.status != \"200\"", &status), Ok(false));
+        assert_eq!(check("result >= 'b'", &Value::Str("c".into())), Ok(true));
+        assert_eq!(
+            check("result == 'It worked!'", &Value::Str("It worked!".into())),
+            Ok(true)
+        );
+        assert!(check("result.major == '1'", &Value::Nil)
+            .unwrap_err()
+            .0
+            .contains("cannot fetch \"major\" from nil"));
+        assert!(check("result[0] == 1", &version).is_err());
+        assert_eq!(parse("result.").unwrap_err().column, 8);
+        assert_eq!(parse("result.1").unwrap_err().column, 7);
+    }
+
     #[test]
     fn evaluation_problems_are_errors_not_panics() {
         let empty = list(&[]);
@@ -803,6 +933,11 @@ mod tests {
             Value::Nil,
             Value::Str("a, \"b\"]".into()),
             Value::List(vec![Value::Bool(true), Value::Number(1e-7)]),
+            json_object(&[
+                ("a b", Value::Str("x".into())),
+                ("n", json_object(&[("m", list(&[1.0]))])),
+            ]),
+            json_object(&[]),
         ] {
             assert_eq!(
                 Value::parse_recorded(&v.to_string()),

@@ -650,6 +650,14 @@ fn judge<R>(canary: &Canary<R>, obs: &Observations) -> (Vec<Judged>, bool) {
                 passed: false,
                 detail: format!("query failed: {e}"),
             },
+            Some(MetricValue::Structured(v)) => CheckRecord {
+                name: metric.name.clone(),
+                value: None,
+                min,
+                max,
+                passed: false,
+                detail: format!("expected a number, found {v}"),
+            },
             Some(MetricValue::Value(v)) => {
                 let v = *v;
                 let detail = if v.is_nan() {

@@ -19,6 +19,9 @@ pub enum MetricValue {
     NoData,
     /// The query failed (HTTP error, timeout, bad response); the text says why.
     Error(String),
+    /// A result that is not one number: what Argo's web provider's `jsonPath` selects (an
+    /// object, array, string or bool), judged by an AnalysisTemplate's conditions.
+    Structured(crate::argo_expr::Value),
 }
 
 #[derive(Debug, Clone, PartialEq)]
