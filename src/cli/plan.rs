@@ -134,6 +134,7 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         canary_service,
         scale,
         managed_routes,
+        experiments,
         ..
     } = &canary.target
     else {
@@ -214,6 +215,11 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
                 .filter(|m| m.step == i)
                 .map(|m| m.words.clone()),
         );
+        // An experiment's analyses and duration are its own: its words hold them.
+        if let Some(e) = experiments.iter().find(|e| e.step == i) {
+            out.push(e.words());
+            continue;
+        }
         let inline = templates(true, i);
         if !inline.is_empty() {
             out.push(format!("analysis {inline}"));

@@ -36,6 +36,8 @@ pub enum Rule {
     /// A field path of the object that passes it (an Argo Rollout's analysis args), read from
     /// that object's own document in git.
     OwnField,
+    /// One of a fixed set of words (the text lists them); it names nothing outside the file.
+    Choice(&'static str),
 }
 
 impl Rule {
@@ -51,6 +53,7 @@ impl Rule {
             Rule::Operator(what) => format!("resolved by the operator's setup: {what}"),
             Rule::Refused => "refused at its line (it named a host path); name a Secret instead".into(),
             Rule::OwnField => "a field path of the Rollout that passes the argument, read from its document in git (`status` refused); refused inside a template".into(),
+            Rule::Choice(words) => format!("one of {words}; names no object, file or path"),
         }
     }
 }
@@ -82,6 +85,11 @@ pub const FIELDS: &[NamedField] = &[
     row("Canary (Flagger)", "spec.upstreamRef", Rule::RepoObject),
     row("Rollout", "spec.workloadRef", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.stableService", Rule::RepoObject),
+    row(
+        "Rollout",
+        "spec.strategy.canary.steps[].experiment.templates[].specRef",
+        Rule::Choice("`stable` and `canary` (the pod template the experiment's workload runs)"),
+    ),
     row("Rollout", "spec.strategy.canary.canaryService", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.httpRoute", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.grpcRoute", Rule::RepoObject),

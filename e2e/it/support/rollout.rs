@@ -169,24 +169,23 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 /// `kubectl kustomize` builds `folder` of the remote's main (see [`kustomize_builds_dir`]).
 pub(crate) fn kustomize_builds(bare: &Path, folder: &str) {
+    kustomize_builds_at(bare, "main", folder);
+}
+
+/// `kubectl kustomize` builds `folder` as commit `rev` of the remote holds it.
+pub(crate) fn kustomize_builds_at(bare: &Path, rev: &str, folder: &str) {
     let dir = tempfile::tempdir().unwrap();
     let files = git(
         bare,
-        &[
-            "ls-tree",
-            "-r",
-            "--name-only",
-            "main",
-            &format!("{folder}/"),
-        ],
+        &["ls-tree", "-r", "--name-only", rev, &format!("{folder}/")],
     );
-    assert!(!files.trim().is_empty(), "main has no {folder}/");
+    assert!(!files.trim().is_empty(), "{rev} has no {folder}/");
     let out = dir.path().join("out");
     for file in files.lines() {
         let relative = Path::new(file).strip_prefix(folder).unwrap();
         let path = out.join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, show(bare, "main", file)).unwrap();
+        std::fs::write(path, show(bare, rev, file)).unwrap();
     }
     kustomize_builds_dir(&out);
 }

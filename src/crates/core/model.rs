@@ -397,6 +397,8 @@ pub enum Target {
         /// The `setHeaderRoute` steps, in Argo's order, and the managed routes active after
         /// each (empty for a Rollout without them).
         managed_routes: Vec<ManagedStep>,
+        /// The `experiment` steps, in order (empty for a Rollout without them).
+        experiments: Vec<crate::argo_experiment::ExperimentStep>,
     },
 }
 
