@@ -17,7 +17,7 @@ use crate::core::argo_experiment::{running_at, ExperimentTemplate, SpecRef};
 use crate::core::status::Status;
 use crate::manifest::model::{Canary, Target};
 use crate::workload::manifests::emit;
-use crate::workload::rollout::ROLE_LABEL;
+use crate::route::ROLLOUT_ROLE_LABEL as ROLE_LABEL;
 use crate::workload::source::find_one as one;
 use crate::workload::yaml_edit::{key, map_at, rename, set};
 use crate::workload::{Index, WorkloadError};
