@@ -72,6 +72,7 @@ mod loop_revert;
 mod loop_rollout;
 mod loop_rollout_bluegreen;
 mod loop_rollout_fast;
+mod loop_rollout_experiment;
 mod loop_rollout_headers;
 mod loop_rollout_ingress;
 mod loop_rollout_istio;

@@ -91,7 +91,7 @@ pub(crate) enum ArgoStep {
     Pause(Option<u64>),
     /// Template names, `cluster:` before a ClusterAnalysisTemplate.
     Analysis(Vec<String>),
-    /// Its templates and analyses as written; sluice refuses experiments.
+    /// Its templates and analyses as written (`name:specRef[@weight],...;analyses=a,b`).
     Experiment(String),
     SetCanaryScale(CanaryScale),
     /// `remove`: no match, so Argo removes the route.
@@ -639,8 +639,8 @@ fn background(extra: &[String]) -> Option<(String, usize)> {
 /// `pause until approved`, `analysis t1 + t2`, and `background analysis t` where Argo starts
 /// it: with the `setWeight` it starts at, or before the pause or analysis it starts at);
 /// `setCanaryScale weight N` / `replicas N` / `matchTrafficWeight`, `setHeaderRoute name
-/// [remove]`; `None` when a step is one sluice must refuse (experiments, mirror routes,
-/// plugins).
+/// [remove]`, `experiment name:specRef[@weight],... [analyses a + b]`; `None` when a step is
+/// one sluice must refuse (mirror routes, plugins).
 fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
     let background = background(extra);
     let mut out = Vec::new();
@@ -679,6 +679,13 @@ fn plan_words(steps: &[ArgoStep], extra: &[String]) -> Option<Vec<String>> {
                 percentage,
                 remove: false,
             } => format!("setMirrorRoute {name} {}%", percentage.unwrap_or(100)),
+            ArgoStep::Experiment(e) => match e.split_once(";analyses=") {
+                Some((templates, analyses)) => format!(
+                    "experiment {templates} analyses {}",
+                    analyses.split(',').collect::<Vec<_>>().join(" + ")
+                ),
+                None => format!("experiment {e}"),
+            },
             _ => return None,
         };
         let starts = starts_here.map(|(t, _)| format!("background analysis {t}"));

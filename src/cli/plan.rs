@@ -127,13 +127,13 @@ fn print_release(r: &crate::core::waves::ReleasePlan) {
 /// `analysis success-rate`, `pause 60s`, `pause until approved`; a background analysis where
 /// it starts); empty for other canaries.
 pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
-    use crate::core::schedule::Pause;
     use crate::manifest::model::{Strategy, Target};
     let Target::Rollout {
         stable_service,
         canary_service,
         scale,
         managed_routes,
+        experiments,
         ..
     } = &canary.target
     else {
@@ -214,15 +214,16 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
                 .filter(|m| m.step == i)
                 .map(|m| m.words.clone()),
         );
+        // An experiment's analyses and duration are its own: its words hold them.
+        if let Some(e) = experiments.iter().find(|e| e.step == i) {
+            out.push(e.words());
+            continue;
+        }
         let inline = templates(true, i);
         if !inline.is_empty() {
             out.push(format!("analysis {inline}"));
         }
-        match step.pause {
-            Pause::Interval => {}
-            Pause::For(d) => out.push(format!("pause {}s", d.as_secs())),
-            Pause::Approval => out.push("pause until approved".to_string()),
-        }
+        out.extend(pause_word(step.pause));
     }
     // A setCanaryScale after the last step's pause: Argo applies it on its way to promotion.
     out.extend(
@@ -232,6 +233,16 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
             .map(|s| scale_word(s.scale)),
     );
     out
+}
+
+/// A step's pause in plan words; `None` for one check interval (no pause step of Argo's).
+fn pause_word(pause: crate::core::schedule::Pause) -> Option<String> {
+    use crate::core::schedule::Pause;
+    match pause {
+        Pause::Interval => None,
+        Pause::For(d) => Some(format!("pause {}s", d.as_secs())),
+        Pause::Approval => Some("pause until approved".to_string()),
+    }
 }
 
 /// A `setCanaryScale` step in plan words.

@@ -22,6 +22,7 @@ pub mod output_folder;
 pub mod rollout;
 pub mod rollout_analysis;
 pub mod rollout_blue_green;
+pub mod rollout_experiment;
 pub mod rollout_lookup;
 pub mod rollout_routers;
 pub mod settings;

@@ -38,6 +38,8 @@ pub enum Rule {
     OwnField,
     /// A path into the JSON a metric's URL answered, selecting its result; never a file.
     Answer,
+    /// One of a fixed set of words (the text lists them); it names nothing outside the file.
+    Choice(&'static str),
 }
 
 impl Rule {
@@ -54,6 +56,7 @@ impl Rule {
             Rule::Refused => "refused at its line (it named a host path); name a Secret instead".into(),
             Rule::Answer => "a path into the JSON the metric's URL answered (one value: no wildcards, filters or `..`); never opened as a file or address".into(),
             Rule::OwnField => "a field path of the Rollout that passes the argument, read from its document in git (`status` refused); refused inside a template".into(),
+            Rule::Choice(words) => format!("one of {words}; names no object, file or path"),
         }
     }
 }
@@ -85,6 +88,11 @@ pub const FIELDS: &[NamedField] = &[
     row("Canary (Flagger)", "spec.upstreamRef", Rule::RepoObject),
     row("Rollout", "spec.workloadRef", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.stableService", Rule::RepoObject),
+    row(
+        "Rollout",
+        "spec.strategy.canary.steps[].experiment.templates[].specRef",
+        Rule::Choice("`stable` and `canary` (the pod template the experiment's workload runs)"),
+    ),
     row("Rollout", "spec.strategy.canary.canaryService", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.httpRoute", Rule::RepoObject),
     row("Rollout", "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.grpcRoute", Rule::RepoObject),

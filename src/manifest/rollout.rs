@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use crate::core::argo_experiment::ExperimentStep;
 use crate::core::argo_replicas::{
     resolve, CanaryScale, IntOrPercent, ReplicaSplit, RoutedScale, ScaleStep,
 };
@@ -290,7 +291,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     }
     let steps = steps?;
     let (route, managed_routes) = route?;
-    let (steps, approvals) = (steps.steps, steps.approvals);
+    let (steps, approvals, experiments) = (steps.steps, steps.approvals, steps.experiments);
     let mut canary = canary_of(
         id,
         settings,
@@ -309,6 +310,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             scale,
             managed_routes,
             services_named,
+            experiments,
         },
     );
     canary.file = r.file.clone();
@@ -371,6 +373,7 @@ fn blue_green_canary(
             // The activeService is required; the previewService is named or the active
             // one stands in for it (and is copied once).
             services_named: [true, true],
+            experiments: Vec::new(),
             steps: Vec::new(),
             approvals: read.approvals,
             suspend,
@@ -428,6 +431,7 @@ fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Foun
         node: n.clone(),
         step,
         inline: false,
+        experiment: false,
     })
 }
 
@@ -452,6 +456,7 @@ struct Parts {
     managed_routes: Vec<ManagedStep>,
     /// Whether `stable` and `canary_service` are Services the Rollout names.
     services_named: [bool; 2],
+    experiments: Vec<ExperimentStep>,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -486,6 +491,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             scale: p.scale,
             managed_routes: p.managed_routes,
             services_named: p.services_named,
+            experiments: p.experiments,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -927,6 +933,8 @@ struct Steps {
     routed: bool,
     /// The `setCanaryScale` steps, each at the sluice step it is in force from.
     scales: Vec<ScaleStep>,
+    /// The `experiment` steps, each at the sluice step it runs at.
+    experiments: Vec<ExperimentStep>,
 }
 
 impl Steps {
@@ -936,11 +944,7 @@ impl Steps {
             "setWeight" => self.set_weight(r, value, at),
             "pause" => self.pause(r, value, at),
             "analysis" => self.analysis(r, value, at),
-            "experiment" => r.error(
-                value.line,
-                at,
-                "an experiment runs extra ReplicaSets (and their analysis) for a while; sluice renders no experiment workloads in git. Remove the step, or keep this Rollout on Argo Rollouts",
-            ),
+            "experiment" => self.experiment(r, value, at),
             "setCanaryScale" => self.set_canary_scale(r, value, at),
             "setHeaderRoute" => self.header_route(r, value, at),
             "setMirrorRoute" => self.mirror_route(r, value, at),
@@ -1097,6 +1101,40 @@ impl Steps {
         });
     }
 
+    /// `experiment`: runs at the last step when nothing holds it yet (in place of its
+    /// interval), otherwise at a step of its own at that weight; its analyses gate that step.
+    fn experiment(&mut self, r: &mut Reader, value: &Node, at: &str) {
+        if self.steps.is_empty() {
+            r.error(value.line, at, "an experiment before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
+            return;
+        }
+        let Some(read) = crate::manifest::rollout_experiment::read(r, value, at, self.routed)
+        else {
+            return;
+        };
+        match (self.held, self.steps.last_mut()) {
+            (false, Some(last)) => last.pause = read.pause,
+            _ => self.hold_after_last(read.pause),
+        }
+        self.held = true;
+        self.paused = false;
+        let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
+        for (at, node) in read.analyses {
+            self.analyses.push(Found {
+                at,
+                node,
+                step,
+                inline: true,
+                experiment: true,
+            });
+        }
+        self.experiments.push(ExperimentStep {
+            step,
+            templates: read.templates,
+            analyses: read.analysis_names,
+        });
+    }
+
     fn analysis(&mut self, r: &mut Reader, value: &Node, at: &str) {
         if self.steps.is_empty() {
             r.error(value.line, at, "an analysis step before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
@@ -1111,6 +1149,7 @@ impl Steps {
             node: value.clone(),
             step,
             inline: true,
+            experiment: false,
         });
     }
 

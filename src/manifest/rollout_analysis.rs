@@ -25,6 +25,9 @@ pub struct Found {
     /// The sluice step (1-based) it gates, or (background) starts at.
     pub step: u32,
     pub inline: bool,
+    /// One of an experiment step's `analyses`: one template (`templateName`,
+    /// `clusterScope`) and its `args`.
+    pub experiment: bool,
 }
 
 const INLINE_KEYS: &[&str] = &[
@@ -58,10 +61,10 @@ pub fn read_gates(
     let (index, _) = AnalysisIndex::from_snapshot(snapshot);
     let mut gates: Vec<ArgoGate> = Vec::new();
     for f in found {
-        let keys = if f.inline {
-            INLINE_KEYS
-        } else {
-            BACKGROUND_KEYS
+        let keys = match (f.experiment, f.inline) {
+            (true, _) => crate::manifest::rollout_experiment::ANALYSIS_KEYS,
+            (false, true) => INLINE_KEYS,
+            (false, false) => BACKGROUND_KEYS,
         };
         if r.map(&f.node, &f.at, keys).is_none() {
             continue;
@@ -82,7 +85,11 @@ pub fn read_gates(
                 );
             }
         }
-        let Some(templates) = read_templates(r, &f.node, &f.at) else {
+        let templates = match f.experiment {
+            true => experiment_template(r, &f.node, &f.at),
+            false => read_templates(r, &f.node, &f.at),
+        };
+        let Some(templates) = templates else {
             continue;
         };
         let Some(args) = read_args(r, root, namespace, &f.node, &f.at) else {
@@ -196,6 +203,18 @@ fn read_templates(r: &mut Reader, node: &Node, at: &str) -> Option<Vec<(String, 
         return None;
     }
     Some(out)
+}
+
+/// An experiment analysis's one template: `templateName`, and whether it is a
+/// ClusterAnalysisTemplate (`clusterScope`).
+fn experiment_template(r: &mut Reader, node: &Node, at: &str) -> Option<Vec<(String, bool)>> {
+    let name_node = r.required(node, at, "templateName")?;
+    let name = r.string(name_node, &join(at, "templateName"))?;
+    let cluster = match node.get("clusterScope") {
+        Some(c) => r.bool(c, &join(at, "clusterScope"))?,
+        None => false,
+    };
+    Some(vec![(name, cluster)])
 }
 
 /// `args`, each resolved to its text.

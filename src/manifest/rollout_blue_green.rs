@@ -137,6 +137,7 @@ pub fn read(
                 node: n.clone(),
                 step,
                 inline: true,
+                experiment: false,
             });
         }
     }

@@ -180,6 +180,20 @@ pub fn changes(
     }
     files.extend(jobs);
     let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+    // An experiment's workloads go once it no longer runs (only files sluice generated).
+    for file in workload::rollout_experiment::files(canary) {
+        let path = canary.output.join(&file);
+        if !names.contains(&file)
+            && index
+                .text_of(root, &path)
+                .is_some_and(|text| text.starts_with(GENERATED_MARK))
+        {
+            changes.push(FileChange {
+                path,
+                content: None,
+            });
+        }
+    }
     files.push((
         "kustomization.yaml".to_string(),
         kustomization::render(&canary.id.to_string(), &names),

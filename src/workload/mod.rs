@@ -10,6 +10,7 @@ pub mod configs;
 pub mod manifests;
 pub mod revert;
 pub mod rollout;
+pub mod rollout_experiment;
 pub mod source;
 pub mod yaml_edit;
 

@@ -279,10 +279,13 @@ pub fn render(
         }
         services.push(doc);
     }
+    let experiment =
+        crate::workload::rollout_experiment::render(canary, status, index, &source.doc, &stable)?;
     let mut files = vec![
         (stable_file, stable),
         (format!("{name}-canary.yaml"), emit(canary, &[canary_doc])?),
     ];
+    files.extend(experiment);
     if !services.is_empty() {
         files.push(("services.yaml".to_string(), emit(canary, &services)?));
     }

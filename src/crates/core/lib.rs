@@ -12,6 +12,7 @@
 
 pub mod approval;
 pub mod argo_analysis;
+pub mod argo_experiment;
 pub mod argo_expr;
 pub mod argo_metric;
 pub mod argo_replicas;

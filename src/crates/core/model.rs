@@ -407,6 +407,8 @@ pub enum Target {
         /// workloads, a name not given stands in as its workload's (`<rollout>-stable`,
         /// `<rollout>-canary`) and no Service is copied for it.
         services_named: [bool; 2],
+        /// The `experiment` steps, in order (empty for a Rollout without them).
+        experiments: Vec<crate::argo_experiment::ExperimentStep>,
     },
 }
 
