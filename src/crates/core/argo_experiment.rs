@@ -144,6 +144,7 @@ mod tests {
             drift: Vec::new(),
             waiting_since: None,
             analysis: Vec::new(),
+            rolled_out: Vec::new(),
         }
     }
 
