@@ -12,7 +12,7 @@
 //! `renewTime` written, and a background task must not move a stepped clock.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::clock::Clock;
 use crate::holding::Holding;
