@@ -20,7 +20,8 @@
 //!    [`clock`], the [`kube`] client, pooled [`http_client`]s, [`secrets`] and the credentials
 //!    [`redact`] keeps out of logs): fetches through [`gitops`] (remote URLs split by
 //!    [`url_credentials`]) and reads the head commit's files ([`commit_files`]), then calls each
-//!    step below in turn; a rejected push loops back to the fetch (never a force push).
+//!    step below in turn, for the canaries this replica holds right now ([`holding`], whose
+//!    renewals end at the renew deadline of [`lease_timing`]; asked again before committing); a rejected push loops back to the fetch (never a force push).
 //!    Nothing it calls calls back into it.
 //! 2. [`facts`] (`src/facts.rs`): reads the repo once (the [`yaml`] snapshot, settings, the
 //!    specs as validated [`manifest::model::Canary`] values through [`manifest::load`], each
@@ -46,7 +47,7 @@
 //!
 //! Beside the tick, not entered by it: [`leadership`] (the lease `sluice run` holds before it
 //! ticks), [`shards`] (the shard Leases of `--shards`; the tick is given the shards held as a
-//! [`core::shards::Owned`]), [`server`] (probes, `/metrics`, the git webhook that wakes the loop), [`manual`]
+//! [`holding::Holding`]), [`renewal`] (the task that renews both Leases, independent of ticks), [`server`] (probes, `/metrics`, the git webhook that wakes the loop), [`manual`]
 //! (operations as one commit through the executor), and the readers of what ticks wrote:
 //! [`readers`], [`dashboard`] and [`audit`].
 //!
@@ -93,6 +94,9 @@
 //! | [`server`], [`http_client`] | `/metrics`, probes, the git webhook; pooled HTTP clients and bounded reading of their answers | decide |
 //! | [`leadership`] | the Kubernetes Lease `sluice run --leader-election` holds before it ticks, so one replica commits | decide a canary |
 //! | [`shards`] | the shard Leases of `sluice run --shards N`: member and shard Leases, which canaries this replica ticks | decide a canary |
+//! | [`holding`] | what this replica holds right now (shards, or the lead), shared between the Lease renewal task and the ticks | talk to the API |
+//! | [`lease_timing`] | when Leases are renewed and until when a renewal holds (retry period, renew deadline), pure | read a clock |
+//! | [`renewal`] | the task that renews the leader and shard Leases every retry period, independent of ticks | decide a canary |
 //! | [`kube`] | builds the Kubernetes client | read or judge objects |
 //! | [`url_credentials`] | credentials split out of git remote URLs; URL redaction for git and the forges | log a secret |
 //! | [`secrets`] | `secretRef` values the operator mapped in (environment or mounted Secret volume) | read a Secret from git or the cluster |
@@ -127,10 +131,12 @@ pub mod facts;
 pub mod forge;
 pub mod gates;
 pub mod gitops;
+pub mod holding;
 pub mod http_client;
 pub mod judge;
 pub mod kube;
 pub mod leadership;
+pub mod lease_timing;
 pub mod manifest;
 pub mod manual;
 pub mod metrics;
@@ -142,6 +148,7 @@ pub mod readers;
 pub mod redact;
 pub mod remake;
 pub mod render;
+pub mod renewal;
 pub mod route;
 pub mod runtime;
 pub mod secrets;

@@ -10,9 +10,9 @@
 //! Expiry is measured as client-go's leader election measures it: by how long *this* replica
 //! has seen a Lease's record unchanged, on its own monotonic clock, never by comparing the
 //! holder's `renewTime` with the local time; so clocks that differ between hosts (or the
-//! stepped clock of tests) cannot expire a live replica. A replica that cannot renew stops
-//! counting a shard as its own once its last renewal is a lease duration old; by then the
-//! others can take it.
+//! stepped clock of tests) cannot expire a live replica. The renewal runs on a task of its own, every retry period
+//! ([`crate::renewal`]); a replica stops counting a shard as its own at the renew deadline (two
+//! thirds of a lease duration after its last renewal started), before the others can take it.
 //!
 //! Safety does not rest on the Leases: two replicas that both believe they own a shard push
 //! with git's compare-and-swap, and the one whose push is rejected fetches and decides again
@@ -28,6 +28,7 @@ use kube::api::{Api, ListParams, PostParams};
 
 use crate::core::shards::{act, Action, Found, Owned};
 use crate::leadership::{acquire_or_renew, LeaseConfig};
+use crate::lease_timing::Renewal;
 
 /// The shards of this install, and who this replica is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,18 +111,24 @@ impl Shards {
     }
 
     /// The canaries of the shards this replica holds at `real`: those taken or renewed less
-    /// than a lease duration ago.
+    /// than a renew deadline ([`Renewal::renew_deadline`]) ago.
     pub fn owned(&self, real: Instant) -> Owned {
+        let renewal = Renewal::new(self.config.duration);
         Owned::Shards {
             count: self.config.count,
             held: self
                 .held
                 .iter()
-                .filter(|(_, at)| real.saturating_duration_since(**at) < self.config.duration)
+                .filter(|(_, at)| renewal.holds(**at, real))
                 .map(|(i, _)| *i)
                 .collect(),
             repo: String::new(),
         }
+    }
+
+    /// Each shard held and when its last take or renewal started.
+    pub fn held(&self) -> BTreeMap<u32, Instant> {
+        self.held.clone()
     }
 
     /// Renews this replica's member Lease, reads every Lease of the install and acts on each

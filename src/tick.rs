@@ -23,6 +23,7 @@ use crate::core::verdict::{deleted, verdict};
 use crate::execute::{self, Announce, Committed};
 use crate::facts::{self, Read};
 use crate::gitops::{ConfigRepo, Identity, PushOutcome};
+use crate::holding::Holding;
 use crate::observer::Observer;
 use crate::plan::{self, Decided, Plan, WaveReverted};
 use crate::runtime::Runtime;
@@ -37,8 +38,9 @@ pub struct Context<'a> {
     pub push_attempts: u32,
     /// What the process built once at start: tokens, the tokio runtime, the settings cache.
     pub runtime: &'a Runtime,
-    /// The canaries this replica reconciles (`--shards`): all of them, or its shards'.
-    pub owned: Owned,
+    /// The canaries this replica reconciles (`--shards`, `--leader-election`): all of them, or
+    /// those of the shards it holds right now, as its renewal task keeps them.
+    pub owned: Holding,
 }
 
 /// Runs one tick against the repo: fetch, decide every canary, commit, push; then the
@@ -201,10 +203,14 @@ fn attempt(
     repo.with_memory_objects(|repo| {
         let mut read = facts::read(repo, ctx.runtime, ctx.author.clone());
         // Another replica's shards are its own to decide.
+        let owned = ctx.owned.now();
         read.loaded
             .canaries
-            .retain(|c| ctx.owned.owns(c.id.namespace.as_str(), c.id.name.as_str()));
-        let plan = decide(repo, ctx, &read, now)?;
+            .retain(|c| owned.owns(c.id.namespace.as_str(), c.id.name.as_str()));
+        let mut plan = decide(repo, ctx, &read, &owned, now)?;
+        // A shard lost while deciding (a slow metric, a renewal that failed past its
+        // deadline) is no longer this replica's to commit: its new holder decides again.
+        keep_held(&mut plan, &ctx.owned.now());
         let committed = execute::commit(repo, plan, ctx.runtime.drift())?;
         Ok((read, committed))
     })
@@ -215,6 +221,7 @@ fn decide(
     repo: &ConfigRepo,
     ctx: &Context,
     read: &Read,
+    owned: &Owned,
     now: Timestamp,
 ) -> Result<Plan, TickError> {
     if !read.settings_errors.is_empty() {
@@ -269,7 +276,7 @@ fn decide(
     let spec_errors = !read.spec_errors.is_empty();
     let deletions = facts::deleted(repo, ctx.runtime, &read.snapshot, spec_errors)
         .into_iter()
-        .filter(|(d, _)| ctx.owned.owns(d.id.namespace.as_str(), d.id.name.as_str()))
+        .filter(|(d, _)| owned.owns(d.id.namespace.as_str(), d.id.name.as_str()))
         .map(|(d, fact)| (d, deleted(&fact)))
         .collect();
     let files = ctx.runtime.head_files(repo, false);
@@ -282,6 +289,40 @@ fn decide(
         deletions,
         now,
     ))
+}
+
+/// Drops from `plan` the commits and approval checks of the canaries not in `owned` (held when
+/// the tick started, lost since); their outcomes say so and carry no status, so that the
+/// daemon's next poll ticks in full.
+fn keep_held(plan: &mut Plan, owned: &Owned) {
+    let lost: Vec<bool> = plan
+        .report
+        .outcomes
+        .iter()
+        .map(|o| {
+            let (ns, name) = o.id.split_once('/').unwrap_or(("", o.id.as_str()));
+            !owned.owns(ns, name)
+        })
+        .collect();
+    if !lost.contains(&true) {
+        return;
+    }
+    let is_lost = |i: usize| lost.get(i).copied().unwrap_or(false);
+    plan.commits.retain(|c| !is_lost(c.outcome));
+    plan.approvals.retain(|a| !is_lost(a.outcome));
+    for (o, _) in plan
+        .report
+        .outcomes
+        .iter_mut()
+        .zip(&lost)
+        .filter(|(_, l)| **l)
+    {
+        warn!(canary = %o.id, "Shard lost during the tick: not committing its decision");
+        o.events
+            .push("Held: this replica lost the canary's shard during the tick".into());
+        o.status = None;
+        o.wake_at = None;
+    }
 }
 
 /// The core's verdict on whether `canary`'s last commit is live, each reason it is not

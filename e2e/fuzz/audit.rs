@@ -197,7 +197,7 @@ impl History {
             author: None,
             push_attempts: 5,
             runtime: runtime(),
-            owned: sluice::core::shards::Owned::All,
+            owned: sluice::holding::Holding::all(),
         };
         let report = tick(&mut self.sluice, &ctx, self.now)
             .map_err(|e| TestCaseError::fail(format!("the tick failed: {e}")))?;

@@ -25,7 +25,9 @@ const READS: &[&str] = &[
 const ALLOWED: &[(&str, &str, usize, &str)] = &[
     // sluice run's sleeps: how long is the clock's (`real_wait`, then `step`); these only wait
     // that real time out in slices, watching for a stop or a webhook, and bound the exit.
-    ("src/cli/run.rs", "Instant::now(", 5, "a sleep's real part, watching for a stop or a webhook; the stop grace bounds the exit in real time; a shard Lease's expiry is measured in this replica's monotonic time (as client-go does), so that skewed or stepped clocks cannot expire a live replica"),
+    ("src/cli/run.rs", "Instant::now(", 4, "a sleep's real part, watching for a stop or a webhook; the stop grace bounds the exit in real time"),
+    ("src/holding.rs", "Instant::now(", 1, "what a renewal holds ends at its renew deadline in this replica's monotonic time (as client-go measures it), so that skewed or stepped clocks cannot expire a live replica"),
+    ("src/renewal.rs", "Instant::now(", 4, "the Lease renewal task's attempts start every retry period of real time, as the Leases live in real time; a background task must not move a stepped clock"),
     ("src/cli/run.rs", "thread::sleep(", 3, "a sleep's real part, watching for a stop or a webhook; the stop grace bounds the exit in real time"),
     ("src/cli/demo.rs", "Instant::now(", 2, "the demo's bound in real time, so that a stuck demo ends whatever its clock says"),
     ("src/cli/demo.rs", "Signature::now(", 1, "git's commit dates are the wall clock's"),

@@ -365,7 +365,7 @@ fn run(case: &Case, tally: &mut Tally, schemas: &mut Schemas) {
         author: None,
         push_attempts: 1,
         runtime: crate::support::runtime(),
-        owned: sluice::core::shards::Owned::All,
+        owned: sluice::holding::Holding::all(),
     };
     let report = tick(&mut repo, &ctx, Timestamp::now()).expect("a tick runs");
     assert!(

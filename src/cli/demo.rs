@@ -237,7 +237,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         author: None,
         push_attempts: 8,
         runtime: &runtime,
-        owned: crate::core::shards::Owned::All,
+        owned: crate::holding::Holding::all(),
     };
     let clock = runtime.clock();
     let start = clock.now();

@@ -23,7 +23,7 @@ pub fn context<'a>(observer: &'a Live, push_attempts: u32, runtime: &'a Runtime)
         author: None,
         push_attempts,
         runtime,
-        owned: crate::core::shards::Owned::All,
+        owned: crate::holding::Holding::all(),
     }
 }
 

@@ -25,7 +25,9 @@ use crate::cli::repo::RepoArgs;
 use crate::clock::Clock;
 use crate::core::shards::Owned;
 use crate::gitops::ConfigRepo;
-use crate::leadership::{acquire_or_renew, Leadership, LeaseConfig};
+use crate::holding::Holding;
+use crate::leadership::{Leadership, LeaseConfig};
+use crate::lease_timing::Renewal;
 use crate::observer::Live;
 use crate::runtime::Runtime;
 use crate::server::{
@@ -105,7 +107,8 @@ pub struct Args {
     #[arg(long, env = "SLUICE_SHARDS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: u32,
     /// How long a shard Lease (or a replica's member Lease) lives without renewal before
-    /// another replica takes it over (--shards); replicas renew every third of it.
+    /// another replica takes it over (--shards); a task of its own renews them every fifth of
+    /// it, and a replica that cannot renew stops acting for its shards at two thirds of it.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub lease_duration: Duration,
     #[command(flatten)]
@@ -363,7 +366,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     let runtime = Runtime::from_env()?;
     let several = several_repos(args)?;
     // Before anything is served or cloned: without Kubernetes access --shards cannot start.
-    let mut sharding = Sharding::from_args(args, &runtime)?;
+    let mut sharding = sharding(args, &runtime)?;
     let metrics = Metrics::with_connections(runtime.prometheus().endpoints().clone());
     let state = ServerState::new(
         metrics.clone(),
@@ -419,42 +422,38 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             }]
         }
     };
-    let mut election = Election::from_args(args, &runtime)?;
-    // The shards this replica holds (`--shards`); each repo's canaries are hashed with its name.
+    // What this replica holds, kept by the Lease renewal task (`--leader-election`,
+    // `--shards`); each repo's canaries are hashed with its name.
+    let election = start_election(args, &runtime, &state, &metrics)?;
+    let leases = election.is_some() || sharding.is_some();
+    let holding = match (election, sharding.take()) {
+        (Some(holding), _) => holding,
+        (None, Some(shards)) => start_sharding(shards, &runtime, &state, &metrics),
+        (None, None) => Holding::all(),
+    };
+    let retry = Renewal::new(if args.leader_election {
+        LEADER_LEASE
+    } else {
+        args.lease_duration
+    })
+    .retry_period();
     let mut owned = Owned::All;
     while !stop.load(Ordering::SeqCst) {
-        if let Some(election) = &mut election {
-            let was_leading = election.leading;
-            if !election.lead(&runtime, &state, &metrics) {
-                clock.sleep_unless_stopped(&stop, Duration::from_secs(5).min(args.poll));
-                continue;
-            }
-            if !was_leading {
-                // Another replica may have ticked meanwhile: start with a full tick.
-                slots.iter_mut().for_each(|s| s.idle.forget());
-            }
+        let now_owned = holding.now();
+        if now_owned != owned {
+            info!(shards = ?now_owned, "What this replica holds changed");
+            // Another replica may have ticked these canaries meanwhile: a full tick.
+            slots.iter_mut().for_each(|s| s.idle.forget());
+            owned = now_owned;
         }
-        if let Some(sharding) = &mut sharding {
-            let now_owned = sharding.sync(&runtime, &state, &metrics);
-            if now_owned != owned {
-                info!(shards = ?now_owned, "The shards this replica holds changed");
-                // Another replica may have ticked these canaries meanwhile: a full tick.
-                slots.iter_mut().for_each(|s| s.idle.forget());
-                owned = now_owned;
-            }
+        if owned == Owned::Nothing {
+            // Another replica leads (or the Lease could not be renewed): wait for the task.
+            clock.sleep_unless_stopped(&stop, retry.min(args.poll));
+            continue;
         }
-        let wait = poll_all(&mut slots, &owned, &state, &metrics, args.poll);
-        // The leader renews its 15 s lease at least every 5 s.
-        let wait = if election.is_some() {
-            wait.min(Duration::from_secs(5))
-        } else {
-            wait
-        };
-        // Shard Leases are renewed every third of their duration.
-        let wait = match &sharding {
-            Some(_) => wait.min(args.lease_duration / 3),
-            None => wait,
-        };
+        let wait = poll_all(&mut slots, &holding, &state, &metrics, args.poll);
+        // What the renewal task takes or loses is seen within a retry period.
+        let wait = if leases { wait.min(retry) } else { wait };
         if sleep_until_woken(clock, &stop, &wake_rx, wait) {
             // Whatever it announces, the next poll ticks in full.
             slots.iter_mut().for_each(|s| s.idle.forget());
@@ -595,7 +594,7 @@ impl Slot<'_> {
 /// how long to sleep.
 fn poll_all(
     slots: &mut [Slot],
-    owned: &Owned,
+    owned: &Holding,
     state: &ServerState,
     metrics: &Metrics,
     poll: Duration,
@@ -658,64 +657,64 @@ fn publish(slots: &[Slot], state: &ServerState) {
     state.set_forge_repositories(forges);
 }
 
-/// `--leader-election`: the Lease this replica competes for, and whether it held it at the
-/// last check.
-struct Election {
-    client: ::kube::Client,
-    config: LeaseConfig,
-    leading: bool,
+/// `--leader-election`: renews the Lease this replica competes for on a task of its own
+/// ([`crate::renewal`]); the holding says whether it leads now.
+fn start_election(
+    args: &Args,
+    runtime: &Runtime,
+    state: &ServerState,
+    metrics: &Metrics,
+) -> anyhow::Result<Option<Holding>> {
+    if !args.leader_election {
+        return Ok(None);
+    }
+    let identity = identity(runtime);
+    let client = runtime
+        .block_on(crate::kube::infer_client())
+        .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
+    let config = LeaseConfig {
+        namespace: args.lease_namespace.clone(),
+        name: args.lease_name.clone(),
+        identity,
+        duration: LEADER_LEASE,
+    };
+    let holding = Holding::leader(Renewal::new(config.duration));
+    let lease = config.name.clone();
+    let (state, metrics) = (state.clone(), metrics.clone());
+    let mut leading = false;
+    let report = move |led: Result<Leadership, String>| match led {
+        Ok(Leadership::Leader) => {
+            if !leading {
+                info!(lease = %lease, "Leading: this replica reconciles");
+            }
+            leading = true;
+        }
+        Ok(Leadership::Follower { holder }) => {
+            if leading {
+                info!(holder = %holder, "Standing by: another replica leads");
+            }
+            leading = false;
+            state.set_ready();
+        }
+        Err(e) => {
+            error!(error = %e, "Leader election failed; reconciling only until the renew deadline");
+            metrics.error("lease");
+        }
+    };
+    let clock = runtime.shared_clock();
+    crate::renewal::spawn_leader(
+        runtime.tokio(),
+        client,
+        config,
+        clock,
+        holding.clone(),
+        report,
+    );
+    Ok(Some(holding))
 }
 
-impl Election {
-    /// `None` without `--leader-election`: the one replica always ticks.
-    fn from_args(args: &Args, runtime: &Runtime) -> anyhow::Result<Option<Election>> {
-        if !args.leader_election {
-            return Ok(None);
-        }
-        let identity = identity(runtime);
-        let client = runtime
-            .block_on(crate::kube::infer_client())
-            .map_err(|e| anyhow::anyhow!("--leader-election needs Kubernetes access: {e}"))?;
-        Ok(Some(Election {
-            client,
-            config: LeaseConfig {
-                namespace: args.lease_namespace.clone(),
-                name: args.lease_name.clone(),
-                identity,
-                duration: Duration::from_secs(15),
-            },
-            leading: false,
-        }))
-    }
-
-    /// Takes or renews the Lease; true when this replica leads and ticks now.
-    fn lead(&mut self, runtime: &Runtime, state: &ServerState, metrics: &Metrics) -> bool {
-        let now = runtime.clock().now();
-        match runtime.block_on(acquire_or_renew(&self.client, &self.config, now)) {
-            Ok(Leadership::Leader) => {
-                if !self.leading {
-                    info!(lease = %self.config.name, "Leading: this replica reconciles");
-                }
-                self.leading = true;
-                true
-            }
-            Ok(Leadership::Follower { holder }) => {
-                if self.leading {
-                    info!(holder = %holder, "Standing by: another replica leads");
-                }
-                self.leading = false;
-                state.set_ready();
-                false
-            }
-            Err(e) => {
-                error!(error = %e, "Leader election failed; not reconciling");
-                metrics.error("lease");
-                self.leading = false;
-                false
-            }
-        }
-    }
-}
+/// How long the `--leader-election` Lease lives without renewal.
+const LEADER_LEASE: Duration = Duration::from_secs(15);
 
 /// This replica's name in the Leases: `POD_NAME`, or the host name and process id.
 fn identity(runtime: &Runtime) -> String {
@@ -729,69 +728,67 @@ fn identity(runtime: &Runtime) -> String {
     }
 }
 
-/// `--shards N` (N > 1): the shard Leases this replica takes, renews and releases.
-struct Sharding {
-    shards: Shards,
+/// `--shards N` (N > 1): a client for the shard Leases this replica takes, renews and
+/// releases, checked before anything is served or cloned; `None` with one shard.
+fn sharding(args: &Args, runtime: &Runtime) -> anyhow::Result<Option<Shards>> {
+    if args.shards <= 1 {
+        return Ok(None);
+    }
+    if args.leader_election {
+        anyhow::bail!(
+            "--shards {} and --leader-election both coordinate replicas by Leases: pass one \
+             (--shards spreads the canaries over every live replica; --leader-election has \
+             one replica do all the work)",
+            args.shards
+        );
+    }
+    if args.lease_duration < Duration::from_secs(1) {
+        anyhow::bail!(
+            "--lease-duration {:?}: a Lease's duration is whole seconds, at least 1s",
+            args.lease_duration
+        );
+    }
+    let client = runtime.block_on(crate::kube::infer_client()).map_err(|e| {
+        anyhow::anyhow!(
+            "--shards {} needs Kubernetes access to hold its Leases (in-cluster config or \
+             KUBECONFIG): {e}; without it, run one replica without --shards",
+            args.shards
+        )
+    })?;
+    let config = ShardConfig {
+        namespace: args.lease_namespace.clone(),
+        name: args.lease_name.clone(),
+        identity: identity(runtime),
+        count: args.shards,
+        duration: args.lease_duration,
+    };
+    info!(shards = config.count, identity = %config.identity, "Sharding by Kubernetes Leases");
+    Ok(Some(Shards::new(client, config)))
 }
 
-impl Sharding {
-    /// `None` with one shard: the one replica ticks every canary.
-    fn from_args(args: &Args, runtime: &Runtime) -> anyhow::Result<Option<Sharding>> {
-        if args.shards <= 1 {
-            return Ok(None);
+/// Starts renewing the shard Leases on a task of their own ([`crate::renewal`]); the holding
+/// says which shards this replica holds now. When the Leases cannot be reached, the shards
+/// renewed within the renew deadline stay this replica's; the others are let go.
+fn start_sharding(
+    shards: Shards,
+    runtime: &Runtime,
+    state: &ServerState,
+    metrics: &Metrics,
+) -> Holding {
+    let config = shards.config().clone();
+    let holding = Holding::shards(config.count, Renewal::new(config.duration));
+    let (state, metrics) = (state.clone(), metrics.clone());
+    let report = move |synced: Result<crate::shards::Holders, String>| match synced {
+        Ok(holders) => state.set_shards(holders.lines(&config.name)),
+        Err(e) => {
+            error!(error = %e, "Cannot renew the shard Leases; keeping only shards renewed within the renew deadline");
+            metrics.error("lease");
+            state.set_shards(vec![format!("shards unknown: {e}")]);
         }
-        if args.leader_election {
-            anyhow::bail!(
-                "--shards {} and --leader-election both coordinate replicas by Leases: pass one \
-                 (--shards spreads the canaries over every live replica; --leader-election has \
-                 one replica do all the work)",
-                args.shards
-            );
-        }
-        if args.lease_duration < Duration::from_secs(1) {
-            anyhow::bail!(
-                "--lease-duration {:?}: a Lease's duration is whole seconds, at least 1s",
-                args.lease_duration
-            );
-        }
-        let client = runtime.block_on(crate::kube::infer_client()).map_err(|e| {
-            anyhow::anyhow!(
-                "--shards {} needs Kubernetes access to hold its Leases (in-cluster config or \
-                 KUBECONFIG): {e}; without it, run one replica without --shards",
-                args.shards
-            )
-        })?;
-        let config = ShardConfig {
-            namespace: args.lease_namespace.clone(),
-            name: args.lease_name.clone(),
-            identity: identity(runtime),
-            count: args.shards,
-            duration: args.lease_duration,
-        };
-        info!(shards = config.count, identity = %config.identity, "Sharding by Kubernetes Leases");
-        Ok(Some(Sharding {
-            shards: Shards::new(client, config),
-        }))
-    }
-
-    /// Renews the member Lease and acts on the shard Leases; the canaries this replica
-    /// reconciles now. When the Leases cannot be reached, the shards renewed less than a lease
-    /// duration ago stay this replica's; the others are let go.
-    fn sync(&mut self, runtime: &Runtime, state: &ServerState, metrics: &Metrics) -> Owned {
-        let now = runtime.clock().now();
-        let real = Instant::now();
-        let synced = runtime.block_on(self.shards.sync(now, real));
-        let name = &self.shards.config().name;
-        match synced {
-            Ok(holders) => state.set_shards(holders.lines(name)),
-            Err(e) => {
-                error!(error = %e, "Cannot renew the shard Leases; keeping only shards renewed within the lease duration");
-                metrics.error("lease");
-                state.set_shards(vec![format!("shards unknown: {e}")]);
-            }
-        }
-        self.shards.owned(real)
-    }
+    };
+    let clock = runtime.shared_clock();
+    crate::renewal::spawn_shards(runtime.tokio(), shards, clock, holding.clone(), report);
+    holding
 }
 
 /// Polls once (a tick when anything is new or due), reports it, and returns how long to

@@ -221,7 +221,7 @@ pub fn tick_context<'a>(
         author: None,
         push_attempts: 5,
         runtime,
-        owned: sluice::core::shards::Owned::All,
+        owned: sluice::holding::Holding::all(),
     }
 }
 

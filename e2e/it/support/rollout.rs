@@ -421,7 +421,7 @@ pub(crate) fn loop_context(observer: &Offline) -> Context<'_> {
         author: None,
         push_attempts: 20,
         runtime: crate::support::runtime(),
-        owned: sluice::core::shards::Owned::All,
+        owned: sluice::holding::Holding::all(),
     }
 }
 

@@ -57,6 +57,9 @@ pub enum Owned {
     /// One replica (or `--shards 1`): every canary.
     #[default]
     All,
+    /// None: a replica that lost (or never won) `--leader-election`'s Lease, or could not
+    /// renew it before its renew deadline.
+    Nothing,
     /// The canaries whose [`shard_of_in`] (in config repo `repo`; empty: the one repo of a
     /// single-repo install) is among `held`, of `count` shards.
     Shards {
@@ -73,6 +76,7 @@ impl Owned {
     pub fn owns(&self, namespace: &str, name: &str) -> bool {
         match self {
             Owned::All => true,
+            Owned::Nothing => false,
             Owned::Shards { count, held, repo } => {
                 let canary = name.split('.').next().unwrap_or(name);
                 held.contains(&shard_of_in(repo, namespace, canary, *count))
@@ -84,6 +88,7 @@ impl Owned {
     pub fn in_repo(&self, repo: &str) -> Owned {
         match self {
             Owned::All => Owned::All,
+            Owned::Nothing => Owned::Nothing,
             Owned::Shards { count, held, .. } => Owned::Shards {
                 count: *count,
                 held: held.clone(),
@@ -221,6 +226,7 @@ mod tests {
         assert!(owned.in_repo("team-a").owns("shop", "web.eu"));
         assert!(!owned.in_repo("team-b").owns("shop", "web"));
         assert_eq!(Owned::All.in_repo("team-b"), Owned::All);
+        assert!(!Owned::Nothing.in_repo("team-a").owns("shop", "web"));
     }
 
     #[test]
