@@ -247,8 +247,8 @@ fn plan_lists_argo_steps_with_weights_and_pauses() {
 #[test]
 fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields() {
     let steps = "        - setWeight: 20
-        - experiment:
-            templates: [{name: baseline, specRef: stable}]
+        - plugin:
+            name: argoproj-labs/step-exec
         - analysis:
             templates: [{templateName: success-rate}]
         - setWeight: 40";
@@ -271,8 +271,8 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
     let line = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
     for expected in [
         format!(
-            "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[1].experiment: an experiment runs extra ReplicaSets",
-            line("- experiment:") 
+            "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[1].plugin: a plugin step runs the plugin's code in the cluster",
+            line("- plugin:")
         ),
         format!(
             "{ROLLOUT_FILE}:{}: spec.strategy.canary.steps[2].analysis.templates: AnalysisTemplate prod/success-rate not found",

@@ -432,6 +432,9 @@ async fn a_replica_whose_tick_outlasts_the_lease_keeps_its_shards_fake_kube_api(
     let transitions: Vec<_> = (0..2)
         .map(|i| lease(i)["spec"]["leaseTransitions"].clone())
         .collect();
+    // Until the shards spread, r0 may have held r1's shard and given it up mid-tick: only
+    // what follows counts.
+    let spread_at = daemons[0].log().len();
 
     let human = human_clone(&bare.display().to_string(), &tmp.path().join("human"));
     push_files(&human, &hooked_files(N, "v2", &hook), "fleet: roll out v2");
@@ -457,7 +460,8 @@ async fn a_replica_whose_tick_outlasts_the_lease_keeps_its_shards_fake_kube_api(
         assert_eq!(lease(i)["spec"]["leaseTransitions"], before, "{}", lease(i));
     }
     let r0 = daemons[0].log();
-    assert!(!r0.contains("Shard lost during the tick"), "{r0}");
+    let after_spread = r0.get(spread_at..).unwrap_or_default();
+    assert!(!after_spread.contains("Shard lost during the tick"), "{r0}");
     eprintln!("{called} slow webhook calls of 6 s, lease 2 s: shard 0 stayed r0's");
 }
 
