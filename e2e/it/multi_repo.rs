@@ -189,7 +189,7 @@ fn pull_request_webhooks_of_every_repo_wake_the_loop_fake_github() {
         "pay",
         &[(".sluice/config.yaml", &forge("acme/pay"))],
     );
-    let daemon = sluice_daemon(&shop_git.url("", "shop.git"), &tmp.path().join("work"))
+    let daemon = sluice_daemon(shop_git.url("", "shop.git"), &tmp.path().join("work"))
         .args(["--repo", &pay_git.url("", "pay.git")])
         .envs(&[
             ("SLUICE_REPO_SHOP_GIT_USERNAME", "shop"),
