@@ -415,9 +415,23 @@ fn analysis_gates(
 
 /// `strategy.canary.analysis`: a background analysis from `startingStep` (an index of Argo's
 /// steps, default 0), which starts at the sluice step that Argo step is at (at least the
-/// first: sluice measures nothing at weight 0).
+/// first: sluice measures nothing at weight 0). Without templates it is none, as Argo's
+/// `reconcileBackgroundAnalysisRun` starts no run then.
 fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Found> {
     let at = "spec.strategy.canary.analysis";
+    let no_templates = match n.get("templates").map(|t| &t.value) {
+        None | Some(Value::Null) => true,
+        Some(Value::Seq(items)) => items.is_empty(),
+        Some(_) => false,
+    };
+    if no_templates && matches!(n.value, Value::Map(_)) {
+        r.warn(
+            n.line,
+            at,
+            "ignored: it lists no templates, so Argo starts no background analysis, and neither does sluice (a templateName here is not a field of it: the API server drops it); list the AnalysisTemplates under templates to measure the canary",
+        );
+        return None;
+    }
     let starting = match n.get("startingStep") {
         Some(s) => {
             let max = i64::try_from(at_step.len().saturating_sub(1)).unwrap_or(i64::MAX);
