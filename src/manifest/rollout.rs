@@ -150,7 +150,7 @@ const APISIX_MANAGED: &str = "managed routes serve setHeaderRoute steps, which A
 /// Canary fields refused, and why.
 const REFUSED_CANARY: &[(&str, &str)] = &[
     ("antiAffinity", "anti-affinity between the stable and canary pods is not in this build; remove it, or keep this Rollout on Argo Rollouts for now"),
-    ("pingPong", "ping-pong Services are ALB-only (a cloud-only router sluice refuses)"),
+    ("pingPong", "ping-pong Services (which Argo runs with the ALB, Istio and plugin routers, swapping which of the two is stable at each promotion) are not in this build; name a stableService and a canaryService instead"),
     ("minPodsPerReplicaSet", "minPodsPerReplicaSet is not in this build; the canary runs ceil(replicas x weight / 100) pods, at least one"),
     ("replicaProgressThreshold", "replicaProgressThreshold is not in this build; sluice's readiness gate waits for every canary pod"),
 ];
@@ -637,6 +637,9 @@ fn services_of(
         Some(routing) if subset_routing(routing, canary) => {
             (read_subset_services(r, spec, canary, rollout, lookup), None)
         }
+        // Argo needs no stableService or canaryService with ping-pong Services, which are
+        // refused at pingPong's own line.
+        Some(_) if canary.get("pingPong").is_some() => (None, None),
         Some(_) => (read_services(r, canary, lookup), None),
         None => match read_replica_canary(r, spec, canary, rollout, lookup) {
             Some((services, replica)) => (Some(services), Some(replica)),
