@@ -382,6 +382,24 @@ fn plan_lists_analysis_steps_and_background_analysis() {
     );
 }
 
+/// A background analysis without `templates` (here the pre-1.0 `templateName`, which the
+/// API server drops) is none: Argo's `reconcileBackgroundAnalysisRun` starts no run, and
+/// `sluice plan` lists no background analysis, warning at the field.
+#[test]
+fn plan_runs_no_background_analysis_that_lists_no_templates() {
+    let background = "      analysis:
+        templateName: canary-up
+";
+    let text = rollout("6.7.0", "httpRoute", ANALYSED)
+        .replace("      steps:\n", &format!("{background}      steps:\n"));
+    let out = plan_with_analysis(&text);
+    assert!(
+        out.contains("rollout steps:      setWeight 20, analysis canary-up, setWeight 60"),
+        "{out}"
+    );
+    assert!(!out.contains("background analysis canary-up"), "{out}");
+}
+
 /// Argo runs its steps one after another: a pause before an analysis ends before the
 /// analysis starts, and an analysis before a pause ends before the pause starts; `sluice plan`
 /// lists them in that order (a step of its own at the same weight).

@@ -624,13 +624,17 @@ fn plan_templates(templates: &[&str]) -> String {
 }
 
 /// The background analysis `extra` names (`background=t1,t2[@stepN]`): its templates in plan
-/// words and the index of Argo's step it starts at (`startingStep`, default 0).
+/// words and the index of Argo's step it starts at (`startingStep`, default 0); `None` also
+/// for `background=` without templates, where Argo starts no run.
 fn background(extra: &[String]) -> Option<(String, usize)> {
     let spec = extra.iter().find_map(|e| e.strip_prefix("background="))?;
     let (templates, step) = match spec.split_once("@step") {
         Some((t, n)) => (t, n.parse().ok()?),
         None => (spec, 0),
     };
+    if templates.is_empty() {
+        return None;
+    }
     let templates: Vec<&str> = templates.split(',').collect();
     Some((plan_templates(&templates), step))
 }

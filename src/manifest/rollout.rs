@@ -150,7 +150,7 @@ const APISIX_MANAGED: &str = "managed routes serve setHeaderRoute steps, which A
 /// Canary fields refused, and why.
 const REFUSED_CANARY: &[(&str, &str)] = &[
     ("antiAffinity", "anti-affinity between the stable and canary pods is not in this build; remove it, or keep this Rollout on Argo Rollouts for now"),
-    ("pingPong", "ping-pong Services are ALB-only (a cloud-only router sluice refuses)"),
+    ("pingPong", "ping-pong Services (which Argo runs with the ALB, Istio and plugin routers, swapping which of the two is stable at each promotion) are not in this build; name a stableService and a canaryService instead"),
     ("minPodsPerReplicaSet", "minPodsPerReplicaSet is not in this build; the canary runs ceil(replicas x weight / 100) pods, at least one"),
     ("replicaProgressThreshold", "replicaProgressThreshold is not in this build; sluice's readiness gate waits for every canary pod"),
 ];
@@ -415,9 +415,23 @@ fn analysis_gates(
 
 /// `strategy.canary.analysis`: a background analysis from `startingStep` (an index of Argo's
 /// steps, default 0), which starts at the sluice step that Argo step is at (at least the
-/// first: sluice measures nothing at weight 0).
+/// first: sluice measures nothing at weight 0). Without templates it is none, as Argo's
+/// `reconcileBackgroundAnalysisRun` starts no run then.
 fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Found> {
     let at = "spec.strategy.canary.analysis";
+    let no_templates = match n.get("templates").map(|t| &t.value) {
+        None | Some(Value::Null) => true,
+        Some(Value::Seq(items)) => items.is_empty(),
+        Some(_) => false,
+    };
+    if no_templates && matches!(n.value, Value::Map(_)) {
+        r.warn(
+            n.line,
+            at,
+            "ignored: it lists no templates, so Argo starts no background analysis, and neither does sluice (a templateName here is not a field of it: the API server drops it); list the AnalysisTemplates under templates to measure the canary",
+        );
+        return None;
+    }
     let starting = match n.get("startingStep") {
         Some(s) => {
             let max = i64::try_from(at_step.len().saturating_sub(1)).unwrap_or(i64::MAX);
@@ -623,6 +637,9 @@ fn services_of(
         Some(routing) if subset_routing(routing, canary) => {
             (read_subset_services(r, spec, canary, rollout, lookup), None)
         }
+        // Argo needs no stableService or canaryService with ping-pong Services, which are
+        // refused at pingPong's own line.
+        Some(_) if canary.get("pingPong").is_some() => (None, None),
         Some(_) => (read_services(r, canary, lookup), None),
         None => match read_replica_canary(r, spec, canary, rollout, lookup) {
             Some((services, replica)) => (Some(services), Some(replica)),

@@ -524,7 +524,10 @@ fn read_rule(r: &mut Reader, rule: &Node, i: usize, apex: &Apex, shape: &SourceS
 }
 
 /// Rule `i` of an Argo Rollout's route (`refs` its backendRefs): split in place when it names
-/// the stable or the canary Service, else copied.
+/// the stable or the canary Service, else copied. A backendRef names a Service by its `name`
+/// alone, as the Gateway API plugin finds them (`setHTTPRouteWeight` and its twins compare
+/// `backendRef.Name` only): its `group`, `kind` and `namespace` stay as the user wrote them
+/// (Linkerd's examples write `group: "core"`).
 fn read_pair_rule(
     r: &mut Reader,
     refs: &[Node],
@@ -539,16 +542,10 @@ fn read_pair_rule(
         if r.map(backend, &index(refs_path, j), backend_keys).is_none() {
             return RuleUse::Refused;
         }
-        if is_apex(backend, apex) {
-            in_place.stable.push(j);
-        } else if is_apex(
-            backend,
-            &Apex {
-                service: canary,
-                ..*apex
-            },
-        ) {
-            in_place.canary.push(j);
+        match backend.get("name").and_then(Node::as_str) {
+            Some(name) if name == apex.service => in_place.stable.push(j),
+            Some(name) if name == canary => in_place.canary.push(j),
+            _ => {}
         }
     }
     if in_place.stable.is_empty() && in_place.canary.is_empty() {
@@ -844,4 +841,117 @@ fn verify(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::snapshot::{File, Snapshot};
+
+    /// Linkerd's example HTTPRoute of the Gateway API plugin: its backendRefs say
+    /// `group: "core"`, which the plugin never looks at (it finds backends by name).
+    const LINKERD: &str = "apiVersion: gateway.networking.k8s.io/v1beta1
+kind: HTTPRoute
+metadata:
+  name: argo-rollouts-http-route
+  namespace: default
+spec:
+  parentRefs:
+    - group: \"core\"
+      name: argo-rollouts-service
+      kind: Service
+      port: 80
+  rules:
+    - backendRefs:
+        - name: argo-rollouts-stable-service
+          group: \"core\"
+          port: 80
+          kind: Service
+        - name: argo-rollouts-canary-service
+          group: \"core\"
+          port: 80
+          kind: Service
+    - backendRefs:
+        - name: other
+          port: 80
+";
+
+    fn read_linkerd(stable: &str, canary: &str) -> (Option<RouteSource>, Vec<String>) {
+        let mut snapshot = Snapshot::default();
+        snapshot.put(
+            File::from_read("route.yaml".into(), Ok(LINKERD.into())),
+            |a, b| a < b,
+        );
+        let object = snapshot
+            .find("HTTPRoute", "argo-rollouts-http-route")
+            .next()
+            .expect("the route is an object");
+        let apex = Apex {
+            namespace: "default",
+            service: stable,
+            port: 80,
+            pair: Some(canary),
+        };
+        let mut r = Reader::new("route.yaml");
+        let source = read(&mut r, &object, &apex);
+        (source, r.errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn an_argo_rollouts_backend_ref_is_found_by_name_whatever_its_group() {
+        let (source, errors) = read_linkerd(
+            "argo-rollouts-stable-service",
+            "argo-rollouts-canary-service",
+        );
+        assert_eq!(errors, Vec::<String>::new());
+        let source = source.expect("the route reads");
+        let in_place = InPlace {
+            stable: vec![0],
+            canary: vec![1],
+        };
+        assert_eq!(
+            source.split,
+            [SplitRule {
+                index: 0,
+                namespace: None,
+                filters: None,
+                in_place: Some(in_place.clone()),
+            }]
+        );
+        // Only the weights change: the user's group, kind and port are copied as written.
+        let mut spec = source.spec.clone();
+        set_weights(
+            &mut spec,
+            0,
+            &in_place,
+            crate::route::Weights {
+                primary: 70,
+                canary: 30,
+            },
+        );
+        let backend = |j: usize| &spec["rules"][0]["backendRefs"][j];
+        for (j, name, weight) in [
+            (0, "argo-rollouts-stable-service", 70),
+            (1, "argo-rollouts-canary-service", 30),
+        ] {
+            assert_eq!(backend(j)["name"].as_str(), Some(name));
+            assert_eq!(backend(j)["group"].as_str(), Some("core"));
+            assert_eq!(backend(j)["kind"].as_str(), Some("Service"));
+            assert_eq!(backend(j)["port"].as_i64(), Some(80));
+            assert_eq!(backend(j)["weight"].as_i64(), Some(weight));
+        }
+        assert!(spec["rules"][1]["backendRefs"][0]["weight"].is_badvalue());
+    }
+
+    #[test]
+    fn a_route_without_the_canary_service_is_refused_as_the_plugin_refuses_it() {
+        let (source, errors) = read_linkerd("argo-rollouts-stable-service", "elsewhere");
+        assert!(source.is_none());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("found only the stable one"),
+            "{}",
+            errors[0]
+        );
+    }
 }
