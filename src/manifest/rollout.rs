@@ -420,7 +420,7 @@ fn analysis_gates(
 
 /// `strategy.canary.analysis`: a background analysis from `startingStep` (an index of Argo's
 /// steps, default 0), which starts at the sluice step that Argo step is at (at least the
-/// first: sluice measures nothing at weight 0).
+/// first, which stands at weight 0 when Argo runs steps before its first `setWeight`).
 fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Found> {
     let at = "spec.strategy.canary.analysis";
     let starting = match n.get("startingStep") {
