@@ -34,6 +34,25 @@ const EXPERIMENT: &str = "        - setWeight: 20
                 templateName: podinfo-up
         - setWeight: 50";
 
+/// The same experiment before the first `setWeight`: Argo runs it while the canary takes no
+/// traffic, a step of its own at weight 0; then 20 % and 50 %.
+const EXPERIMENT_FIRST: &str = "        - experiment:
+            duration: 30s
+            templates:
+              - name: baseline
+                specRef: stable
+              - name: preview
+                specRef: canary
+                replicas: 2
+                metadata:
+                  labels: {experiment: preview}
+                service: {}
+            analyses:
+              - name: preview-up
+                templateName: podinfo-up
+        - setWeight: 20
+        - setWeight: 50";
+
 const BASELINE: &str = "clusters/prod/podinfo/podinfo-experiment-baseline.yaml";
 const PREVIEW: &str = "clusters/prod/podinfo/podinfo-experiment-preview.yaml";
 
@@ -69,7 +88,8 @@ struct Seen {
 }
 
 /// Every sluice commit, oldest first; at each, the experiment's files are there exactly
-/// while the rollout stands at its step (1: it holds the 20 % step), schema-valid, with the template's pod specs.
+/// while the rollout stands at its step (1: it holds the 20 % step, or the step of its own at
+/// weight 0 before the first `setWeight`), schema-valid, with the template's pod specs.
 fn check_every_commit(w: &World) -> Vec<Seen> {
     let mut schemas = Schemas::default();
     let mut seen = Vec::new();
@@ -137,15 +157,16 @@ fn check_experiment(bare: &std::path::Path, sha: &str, schemas: &mut Schemas) {
     kustomize_builds_at(bare, sha, OUTPUT);
 }
 
-/// The Rollout with the experiment on a real Prometheus (`condition` judging `up`), from
-/// 6.7.0 to 6.7.1 until the canary reaches `phase`; `check` sees the world and its commits.
-fn experimented(condition: &str, phase: Phase, check: impl FnOnce(&World, Vec<Seen>)) {
+/// The Rollout with `steps` (an experiment at sluice's step 1) on a real Prometheus
+/// (`condition` judging `up`), from 6.7.0 to 6.7.1 until the canary reaches `phase`; `check`
+/// sees the world and its commits.
+fn experimented(steps: &str, condition: &str, phase: Phase, check: impl FnOnce(&World, Vec<Seen>)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
         crate::support::prometheus::osm_exposition,
     ));
     let files = [
-        (ROLLOUT_FILE, replica_rollout("6.7.0", EXPERIMENT)),
+        (ROLLOUT_FILE, replica_rollout("6.7.0", steps)),
         ("apps/podinfo/services.yaml", replica_services()),
         (".sluice/config.yaml", scraped.prom.repo_config()),
         ("apps/podinfo/analysis.yaml", template(condition)),
@@ -157,7 +178,7 @@ fn experimented(condition: &str, phase: Phase, check: impl FnOnce(&World, Vec<Se
     w.until_with(&live, runtime, Phase::Initialized);
     w.human_writes(
         ROLLOUT_FILE,
-        &replica_rollout("6.7.1", EXPERIMENT),
+        &replica_rollout("6.7.1", steps),
         "podinfo: 6.7.1",
     );
     w.until_with(&live, runtime, phase);
@@ -169,7 +190,7 @@ fn experimented(condition: &str, phase: Phase, check: impl FnOnce(&World, Vec<Se
 
 #[test]
 fn experiment_step_commits_its_workloads_analyses_them_and_removes_them_before_the_next_step() {
-    experimented("result[0] >= 1", Phase::Succeeded, |w, seen| {
+    experimented(EXPERIMENT, "result[0] >= 1", Phase::Succeeded, |w, seen| {
         let first = seen
             .iter()
             .position(|s| s.files)
@@ -192,7 +213,7 @@ fn experiment_step_commits_its_workloads_analyses_them_and_removes_them_before_t
 
 #[test]
 fn experiment_whose_analysis_fails_rolls_back_and_removes_its_workloads() {
-    experimented("result[0] >= 2", Phase::Failed, |w, seen| {
+    experimented(EXPERIMENT, "result[0] >= 2", Phase::Failed, |w, seen| {
         assert!(seen.iter().any(|s| s.files), "the experiment ran");
         assert!(seen.iter().all(|s| s.weight < 50), "never went past it");
         let last = seen.last().unwrap();
@@ -200,4 +221,36 @@ fn experiment_whose_analysis_fails_rolls_back_and_removes_its_workloads() {
         assert_eq!(checks(&w.bare, "roll back"), ["podinfo-up=1 fail"]);
         assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
     });
+}
+
+#[test]
+fn experiment_before_the_first_weight_runs_at_weight_zero_and_is_removed_at_the_next_step() {
+    experimented(
+        EXPERIMENT_FIRST,
+        "result[0] >= 1",
+        Phase::Succeeded,
+        |w, seen| {
+            let first = seen
+                .iter()
+                .position(|s| s.files)
+                .expect("the experiment ran");
+            let last = seen.iter().rposition(|s| s.files).unwrap();
+            // Committed at weight 0, while the canary takes no traffic, once.
+            assert!(
+                seen[first..=last].iter().all(|s| s.files && s.weight == 0),
+                "ran once at weight 0"
+            );
+            assert_eq!(
+                checks(&w.bare, "analysis running at step 1"),
+                ["podinfo-up=1 pass"]
+            );
+            // The commit after the experiment goes to 20 % with the files removed.
+            let after = &seen[last + 1];
+            assert_eq!((after.step, after.weight, after.files), (2, 20, false));
+            assert!(seen.iter().any(|s| (s.step, s.weight) == (3, 50)));
+            assert_eq!(seen.last().unwrap().phase, "Succeeded");
+            assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.1"));
+            crate::support::audit::clean(&w.bare);
+        },
+    );
 }

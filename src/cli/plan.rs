@@ -134,6 +134,7 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         scale,
         managed_routes,
         experiments,
+        set_weight_zero,
         ..
     } = &canary.target
     else {
@@ -198,8 +199,9 @@ pub fn rollout_steps(canary: &crate::manifest::model::Canary) -> Vec<String> {
         last = i;
         out.extend(scale_words(i, false));
         // A step at the weight of the one before holds an analysis or a pause that Argo runs
-        // after it: no setWeight of its own.
-        if step.weight != weight {
+        // after it: no setWeight of its own (nor one at weight 0 holding what Argo runs before
+        // its first setWeight, unless that is `setWeight: 0`).
+        if step.weight != weight || (i == 1 && *set_weight_zero) {
             out.push(format!("setWeight {}", step.weight));
             weight = step.weight;
         }
@@ -262,6 +264,7 @@ pub fn rollout_replicas(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32
     let (
         Target::Rollout {
             replica_canary: Some(replica),
+            set_weight_zero,
             ..
         },
         Strategy::Canary { steps },
@@ -270,10 +273,12 @@ pub fn rollout_replicas(canary: &crate::manifest::model::Canary) -> Vec<(u8, u32
         return Vec::new();
     };
     // A step at the weight of the one before (a pause or analysis Argo runs after it) has
-    // the same split: one entry per setWeight, as Argo scales.
+    // the same split: one entry per setWeight, as Argo scales. Steps at weight 0 before the
+    // first setWeight (unless it is `setWeight: 0`) run before any.
     let mut out: Vec<(u8, u32, u32)> = Vec::new();
     for s in steps {
-        if out.last().is_some_and(|(w, _, _)| *w == s.weight) {
+        let before_first = out.is_empty() && s.weight == 0 && !*set_weight_zero;
+        if before_first || out.last().is_some_and(|(w, _, _)| *w == s.weight) {
             continue;
         }
         let (c, st) = replica.split.at(s.weight);
@@ -351,5 +356,96 @@ fn print_plan(p: &Simulation, rollout_steps: &[String], replicas: &[(u8, u32, u3
     outln!("  events:");
     for e in &p.events {
         outln!("    {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! How the Rollout reader places `setWeight: 0` and the steps before the first
+    //! `setWeight`, and the plan's words for them.
+
+    use crate::core::schedule::Pause;
+    use crate::manifest::model::Strategy;
+
+    /// A Rollout without trafficRouting (4 pods), with `steps` (indented eight spaces).
+    fn read(steps: &str) -> crate::manifest::load::Loaded {
+        let text = format!(
+            "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: web, namespace: prod}}
+spec:
+  replicas: 4
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: web:1}}]
+  strategy:
+    canary:
+      steps:
+{steps}"
+        );
+        let settings = crate::manifest::settings::Settings::default();
+        crate::manifest::load::load_text("apps/web.yaml", &text, &settings)
+    }
+
+    /// The schedule's `(weight, pause)` steps.
+    fn schedule(loaded: &crate::manifest::load::Loaded) -> Vec<(u8, Pause)> {
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let Strategy::Canary { steps } = &loaded.canaries[0].analysis.strategy else {
+            panic!("a canary strategy");
+        };
+        steps.iter().map(|s| (s.weight, s.pause)).collect()
+    }
+
+    /// Argo's `setWeight: 0` first (istio-host-split-update-in-middle): a step at weight 0 that
+    /// the plan names, with its pause and its replica split (no canary pods).
+    #[test]
+    fn a_first_set_weight_zero_is_a_step_at_weight_zero() {
+        let loaded = read("        - setWeight: 0\n        - pause: {}\n        - setWeight: 50\n");
+        assert_eq!(
+            schedule(&loaded),
+            [(0, Pause::Approval), (50, Pause::Interval)]
+        );
+        let canary = &loaded.canaries[0];
+        assert_eq!(
+            super::rollout_steps(canary),
+            ["setWeight 0", "pause until approved", "setWeight 50"]
+        );
+        assert_eq!(super::rollout_replicas(canary), [(0, 0, 4), (50, 2, 2)]);
+    }
+
+    /// An experiment before the first `setWeight` is a step of its own at weight 0, where Argo
+    /// runs it; the plan has no `setWeight 0` for it, nor a replica split. A `setWeight: 0`
+    /// after a step at weight 0 is refused, as weights must increase.
+    #[test]
+    fn steps_before_the_first_set_weight_stand_at_weight_zero_without_a_set_weight() {
+        let loaded = read("        - experiment:\n            duration: 30s\n            templates: [{name: preview, specRef: canary}]\n        - setWeight: 50\n");
+        assert_eq!(
+            schedule(&loaded),
+            [
+                (0, Pause::For(std::time::Duration::from_secs(30))),
+                (50, Pause::Interval)
+            ]
+        );
+        let canary = &loaded.canaries[0];
+        assert_eq!(
+            super::rollout_steps(canary),
+            ["experiment preview:canary", "setWeight 50"]
+        );
+        assert_eq!(super::rollout_replicas(canary), [(50, 2, 2)]);
+        let loaded = read("        - setWeight: 0\n        - pause: {}\n        - setWeight: 0\n");
+        assert!(
+            loaded.errors.iter().any(|e| e
+                .to_string()
+                .contains("expected a weight above the previous step's 0, found 0")),
+            "{:?}",
+            loaded.errors
+        );
+        let loaded = read("        - setWeight: 20\n        - setWeight: 0\n");
+        assert!(
+            !loaded.errors.is_empty(),
+            "a weight going back to 0 is refused"
+        );
     }
 }

@@ -13,8 +13,10 @@
 //! `pause` after it holds it (with a duration: that long; without: until approved, by
 //! sluice's approval pull request or `sluice promote`); a `setWeight` with no pause after it
 //! holds one check interval ([`STEP_INTERVAL`]). A `pause: {}` before the first `setWeight`
-//! waits for approval before the first traffic change. After the last step the Rollout is
-//! promoted, as Argo does.
+//! waits for approval before the first traffic change. The steps Argo runs before its first
+//! `setWeight` while the canary takes no traffic (an experiment, an analysis, a managed route)
+//! stand at a step of their own at weight 0; so does a first `setWeight: 0`. After the last
+//! step the Rollout is promoted, as Argo does.
 //!
 //! Reads one document and looks up the objects it names in the repo snapshot; decides nothing.
 
@@ -291,6 +293,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
     }
     let steps = steps?;
     let (route, managed_routes) = route?;
+    let set_weight_zero = steps.set_weight_zero;
     let (steps, approvals, experiments) = (steps.steps, steps.approvals, steps.experiments);
     let mut canary = canary_of(
         id,
@@ -311,6 +314,7 @@ fn read(r: &mut Reader, root: &Node, settings: &Settings, snapshot: &Snapshot) -
             managed_routes,
             services_named,
             experiments,
+            set_weight_zero,
         },
     );
     canary.file = r.file.clone();
@@ -374,6 +378,7 @@ fn blue_green_canary(
             // one stands in for it (and is copied once).
             services_named: [true, true],
             experiments: Vec::new(),
+            set_weight_zero: false,
             steps: Vec::new(),
             approvals: read.approvals,
             suspend,
@@ -415,8 +420,8 @@ fn analysis_gates(
 
 /// `strategy.canary.analysis`: a background analysis from `startingStep` (an index of Argo's
 /// steps, default 0), which starts at the sluice step that Argo step is at (at least the
-/// first: sluice measures nothing at weight 0). Without templates it is none, as Argo's
-/// `reconcileBackgroundAnalysisRun` starts no run then.
+/// first, which stands at weight 0 when Argo runs steps before its first `setWeight`).
+/// Without templates it is none, as Argo's `reconcileBackgroundAnalysisRun` starts no run then.
 fn background_analysis(r: &mut Reader, n: &Node, at_step: &[u32]) -> Option<Found> {
     let at = "spec.strategy.canary.analysis";
     let no_templates = match n.get("templates").map(|t| &t.value) {
@@ -471,6 +476,8 @@ struct Parts {
     /// Whether `stable` and `canary_service` are Services the Rollout names.
     services_named: [bool; 2],
     experiments: Vec<ExperimentStep>,
+    /// Whether the first step is `setWeight: 0`.
+    set_weight_zero: bool,
 }
 
 /// The canary of the Rollout `id`: its parts, and sluice's defaults for what a Rollout does
@@ -506,6 +513,7 @@ fn canary_of(id: CanaryId, settings: &Settings, p: Parts) -> Canary {
             managed_routes: p.managed_routes,
             services_named: p.services_named,
             experiments: p.experiments,
+            set_weight_zero: p.set_weight_zero,
         },
         output: p.output,
         service: ServiceSpec::new(p.stable, p.port),
@@ -952,6 +960,8 @@ struct Steps {
     scales: Vec<ScaleStep>,
     /// The `experiment` steps, each at the sluice step it runs at.
     experiments: Vec<ExperimentStep>,
+    /// Whether the first step is `setWeight: 0` (sluice's step 1, at weight 0).
+    set_weight_zero: bool,
 }
 
 impl Steps {
@@ -960,7 +970,7 @@ impl Steps {
         match key {
             "setWeight" => self.set_weight(r, value, at),
             "pause" => self.pause(r, value, at),
-            "analysis" => self.analysis(r, value, at),
+            "analysis" => self.analysis(value, at),
             "experiment" => self.experiment(r, value, at),
             "setCanaryScale" => self.set_canary_scale(r, value, at),
             "setHeaderRoute" => self.header_route(r, value, at),
@@ -1119,18 +1129,20 @@ impl Steps {
     }
 
     /// `experiment`: runs at the last step when nothing holds it yet (in place of its
-    /// interval), otherwise at a step of its own at that weight; its analyses gate that step.
+    /// interval), otherwise at a step of its own at that weight (at weight 0 before the first
+    /// `setWeight`, where Argo runs it while the canary takes no traffic); its analyses gate
+    /// that step.
     fn experiment(&mut self, r: &mut Reader, value: &Node, at: &str) {
-        if self.steps.is_empty() {
-            r.error(value.line, at, "an experiment before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
-            return;
-        }
         let Some(read) = crate::manifest::rollout_experiment::read(r, value, at, self.routed)
         else {
             return;
         };
         match (self.held, self.steps.last_mut()) {
             (false, Some(last)) => last.pause = read.pause,
+            (_, None) => self.steps.push(Step {
+                weight: 0,
+                pause: read.pause,
+            }),
             _ => self.hold_after_last(read.pause),
         }
         self.held = true;
@@ -1152,10 +1164,15 @@ impl Steps {
         });
     }
 
-    fn analysis(&mut self, r: &mut Reader, value: &Node, at: &str) {
+    /// `analysis`: gates the last step when nothing holds it yet, otherwise a step of its own
+    /// at that weight (at weight 0 before the first `setWeight`, where Argo runs it while the
+    /// canary takes no traffic).
+    fn analysis(&mut self, value: &Node, at: &str) {
         if self.steps.is_empty() {
-            r.error(value.line, at, "an analysis step before the first setWeight runs while the canary takes no traffic, which sluice's schedule has no step for; move it after the first setWeight");
-            return;
+            self.steps.push(Step {
+                weight: 0,
+                pause: Pause::Interval,
+            });
         }
         self.hold_after_last(Pause::Interval);
         self.held = true;
@@ -1174,16 +1191,15 @@ impl Steps {
         let Some(weight) = r.int(value, at, 0, 100) else {
             return;
         };
-        if weight == 0 {
-            r.error(value.line, at, "setWeight 0 sends no traffic to the canary; sluice's steps start above the stable weight, so remove the step or give it a weight");
-            return;
-        }
         if let Some(last) = self.steps.last() {
             if i64::from(last.weight) >= weight {
                 r.error(value.line, at, format!("expected a weight above the previous step's {}, found {weight}: sluice's schedule only increases the canary's weight (to lower it, abort the rollout)", last.weight));
                 return;
             }
         }
+        // A first `setWeight: 0` is a step at weight 0, as Argo runs it (its canary scale and
+        // pause then stand at no traffic).
+        self.set_weight_zero |= weight == 0;
         self.steps.push(Step {
             weight: u8::try_from(weight).unwrap_or(100),
             pause: Pause::Interval,

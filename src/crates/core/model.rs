@@ -409,6 +409,10 @@ pub enum Target {
         services_named: [bool; 2],
         /// The `experiment` steps, in order (empty for a Rollout without them).
         experiments: Vec<crate::argo_experiment::ExperimentStep>,
+        /// Whether Argo's first step is `setWeight: 0`: sluice's step 1, at weight 0, is that
+        /// step. Otherwise a step at weight 0 is one of sluice's own for the steps Argo runs
+        /// before its first `setWeight` (an experiment, an analysis, a managed route).
+        set_weight_zero: bool,
     },
 }
 
