@@ -303,11 +303,23 @@ fn validate_refuses_what_git_cannot_do_at_its_line_and_warns_for_pruned_fields()
 /// the live observer, from 6.7.0 to 6.7.1 until the canary reaches `phase`.
 fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
         crate::support::prometheus::osm_exposition,
     ));
+    let w = analysed_through(&KINDS[0], &scraped, condition, phase);
+    check(&w);
+    drop(scraped);
+}
+
+/// [`analysed_rollout`] through the route of `kind`, on the Prometheus `scraped` serves.
+fn analysed_through(
+    kind: &Kind_,
+    scraped: &crate::support::prometheus::Scraped,
+    condition: &str,
+    phase: Phase,
+) -> World {
     let mut w = world(
-        &KINDS[0],
+        kind,
         ANALYSED,
         &[
             (".sluice/config.yaml", scraped.prom.repo_config()),
@@ -319,12 +331,40 @@ fn analysed_rollout(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     w.until_with(&live, runtime, Phase::Initialized);
     w.human_writes(
         ROLLOUT_FILE,
-        &rollout("6.7.1", "httpRoute", ANALYSED),
+        &rollout("6.7.1", kind.key, ANALYSED),
         "podinfo: 6.7.1",
     );
     w.until_with(&live, runtime, phase);
     crate::support::rollout::kustomize_builds(&w.bare, OUTPUT);
-    check(&w);
+    w
+}
+
+/// The plugin's GRPCRoute, TCPRoute and TLSRoute carry the weights as its HTTPRoute does: a
+/// failing analysis puts all traffic back on the stable Service in each, at every commit a
+/// schema-valid route (one Prometheus for the three).
+#[test]
+fn rollout_through_grpc_tcp_and_tls_routes_aborts_to_stable_on_a_failing_analysis() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
+        crate::support::prometheus::osm_exposition,
+    ));
+    for kind in &KINDS[1..] {
+        let w = analysed_through(kind, &scraped, "result[0] >= 2", Phase::Failed);
+        let weights = check_every_commit(&w, kind);
+        assert_eq!(
+            weights.last().map(String::as_str),
+            Some("primary=100 canary=0"),
+            "{}: back to stable",
+            kind.key
+        );
+        assert!(show(&w.bare, "main", STABLE_FILE).contains("podinfo:6.7.0"));
+        assert_eq!(
+            checks(&w.bare, "roll back"),
+            ["canary-up=1 fail"],
+            "{}",
+            kind.key
+        );
+    }
     drop(scraped);
 }
 

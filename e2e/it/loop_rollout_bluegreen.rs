@@ -110,7 +110,7 @@ fn analysed(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
 /// `post`.
 fn analysed_with(condition: &str, post: &str, phase: Phase, check: impl FnOnce(&World)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
         crate::support::prometheus::osm_exposition,
     ));
     let (pre, post_analysis) = BLUE_GREEN_ANALYSES

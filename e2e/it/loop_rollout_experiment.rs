@@ -162,7 +162,7 @@ fn check_experiment(bare: &std::path::Path, sha: &str, schemas: &mut Schemas) {
 /// sees the world and its commits.
 fn experimented(steps: &str, condition: &str, phase: Phase, check: impl FnOnce(&World, Vec<Seen>)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
         crate::support::prometheus::osm_exposition,
     ));
     let files = [

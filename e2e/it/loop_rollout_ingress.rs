@@ -135,7 +135,7 @@ fn check_every_commit(w: &World, router: &Router) -> Vec<String> {
 /// from 6.7.0 to 6.7.1 until the canary reaches `phase`.
 fn analysed(condition: &str, phase: Phase, check: impl Fn(&World, &Router)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
         crate::support::prometheus::osm_exposition,
     ));
     for router in &ROUTERS {

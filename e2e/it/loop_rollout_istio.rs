@@ -330,7 +330,7 @@ fn rollout_istio_and_smi_pause_without_duration_open_an_approval_pull_request_fa
 /// which is 1) through the live observer, from 6.7.0 to 6.7.1 until `phase`.
 fn analysed(router: &Router, condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
         crate::support::prometheus::osm_exposition,
     ));
     let mut w = world(

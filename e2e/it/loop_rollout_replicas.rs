@@ -148,7 +148,7 @@ fn check_every_commit(w: &World) -> Vec<String> {
 /// is 1), from 6.7.0 to 6.7.1 until the canary reaches `phase`.
 fn analysed(condition: &str, phase: Phase, check: impl FnOnce(&World)) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(crate::support::prometheus::Scraped::start(
+    let scraped = rt.block_on(crate::support::prometheus::Scraped::start_instant(
         crate::support::prometheus::osm_exposition,
     ));
     let mut w = world(

@@ -370,7 +370,7 @@ fn sluice_run_rolls_out_a_rollout_of_each_traffic_routing_kind_fake_forge() {
 fn run_all(cases: &[Case]) {
     let started = std::time::Instant::now();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let scraped = rt.block_on(Scraped::start(osm_exposition));
+    let scraped = rt.block_on(Scraped::start_instant(osm_exposition));
     let fake = ForgeFake::start(Kind::GitHub);
     let config = scraped.prom.repo_config() + &fake.settings();
     let mut files = vec![(".sluice/config.yaml".to_string(), config)];

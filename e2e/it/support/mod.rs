@@ -372,9 +372,12 @@ pub fn served_clone(tmp: &Path) -> (GitDaemon, String, sluice::gitops::ConfigRep
 
 /// A working clone of `url` for a human, in `dir`.
 pub fn human_clone(url: &str, dir: &Path) -> PathBuf {
+    // `--no-local`: a clone of a local path hard-links the remote's object files, and fails
+    // ("hardlink different from source") when a daemon's push writes a pack there meanwhile;
+    // the git transport reads a consistent view, as a human's clone over the network does.
     git(
         dir.parent().expect("parent"),
-        &["clone", "-q", url, &dir.display().to_string()],
+        &["clone", "-q", "--no-local", url, &dir.display().to_string()],
     );
     dir.to_path_buf()
 }
